@@ -1,0 +1,369 @@
+"""pprof profile.proto (plain or gzipped): read and write.
+
+Each Location becomes one or more Frames: its Line entries are listed innermost
+first, so every line but the last is a frame inlined into the next one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from google.protobuf.message import DecodeError
+
+from perfsleuth.errors import UserError
+from perfsleuth.formats import profile_pb2 as pb
+from perfsleuth.profile import STATES, Frame, Profile, ProfileBuilder, Thread
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+# pprof (type, unit) pairs the reader prefers as the weight, best first.
+PREFERRED_TYPES = (("cpu", "nanoseconds"), ("samples", "count"))
+# Scale from a pprof unit to a perfsleuth unit.
+UNIT_SCALE = {
+    "nanoseconds": ("ns", 1.0),
+    "microseconds": ("ns", 1e3),
+    "milliseconds": ("ns", 1e6),
+    "seconds": ("ns", 1e9),
+    "bytes": ("bytes", 1.0),
+}
+# What the writer calls each perfsleuth unit.
+WRITE_TYPES = {
+    "ns": ("cpu", "nanoseconds"),
+    "samples": ("samples", "count"),
+    "instructions": ("instructions", "count"),
+    "events": ("events", "count"),
+    "bytes": ("space", "bytes"),
+}
+
+
+# Wire type of each top-level field of Profile: 0 = varint, 2 = length-delimited.
+FIELD_WIRE_TYPES = {n: 2 for n in (1, 2, 3, 4, 5, 6, 11, 13, 16)} | {
+    n: 0 for n in (7, 8, 9, 10, 12, 14, 15)
+}
+
+
+def sniff(head: bytes) -> bool:
+    """True when `head` (already gunzipped) parses as the top-level fields of a Profile.
+
+    The head may be cut anywhere, so only the fields it holds in full are checked.
+    """
+    pos, fields = 0, 0
+    while pos < len(head):
+        tag, pos = _varint(head, pos)
+        if tag < 0:
+            break
+        field, wire = tag >> 3, tag & 7
+        expected = FIELD_WIRE_TYPES.get(field)
+        if expected is None or wire not in (expected, 0 if field == 13 else expected):
+            return False
+        value, pos = _varint(head, pos)
+        if value < 0:
+            break
+        if wire == 2:
+            pos += value
+        fields += 1
+    return fields >= 2
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, next position), or (-1, pos) when the data ends inside the varint."""
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            return -1, pos
+    return -1, pos
+
+
+def read(path: str | Path) -> Profile:
+    name = Path(path).name
+    data = _load(Path(path))
+    try:
+        msg = pb.Profile.FromString(data)
+    except DecodeError as e:
+        raise UserError(f"{name}: not a valid pprof profile ({e}); the file is corrupt") from e
+    return _Reader(msg, name).profile()
+
+
+def _load(path: Path) -> bytes:
+    data = path.read_bytes()
+    if data[:2] != GZIP_MAGIC:
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise UserError(f"{path.name}: broken gzip data ({e}); the file is truncated") from e
+
+
+class _Reader:
+    """Checks every index of one decoded Profile while turning it into a perfsleuth one."""
+
+    def __init__(self, msg: pb.Profile, name: str) -> None:
+        self.msg = msg
+        self.name = name
+        self.strings = list(msg.string_table)
+        if self.strings and self.strings[0] != "":
+            self._corrupt('string_table[0] must be ""')
+        self.functions = {f.id: f for f in msg.function}
+        self.mappings = {m.id: m for m in msg.mapping}
+        self.locations = {loc.id: loc for loc in msg.location}
+        self._frames: dict[int, tuple[Frame, ...]] = {}
+
+    def _corrupt(self, what: str) -> NoReturn:
+        raise UserError(f"{self.name}: {what}; the file is corrupt")
+
+    def string(self, index: int, owner: str) -> str:
+        if not 0 <= index < len(self.strings):
+            self._corrupt(f"{owner} refers to string {index} which does not exist")
+        return self.strings[index]
+
+    def profile(self) -> Profile:
+        types = [
+            (self.string(t.type, "sample_type"), self.string(t.unit, "sample_type"))
+            for t in self.msg.sample_type
+        ]
+        if not types:
+            raise UserError(f"{self.name}: the profile has no sample_type; nothing to read")
+        pick = _pick_type(types, self.string(self.msg.default_sample_type, "default_sample_type"))
+        unit, scale = _unit_of(types[pick])
+        count_index = types.index(("samples", "count")) if ("samples", "count") in types else -1
+        builder = ProfileBuilder(unit=unit, meta=self._meta(types[pick]))
+        for i, sample in enumerate(self.msg.sample):
+            if len(sample.value) != len(types):
+                self._corrupt(f"sample {i} has {len(sample.value)} values for {len(types)} types")
+            count = sample.value[count_index] if count_index >= 0 else 1
+            thread, state = self._labels(sample, i)
+            builder.add(
+                self._stack(sample, i),
+                sample.value[pick] * scale,
+                count=int(count),
+                thread=thread,
+                state=state,
+            )
+        return builder.build()
+
+    def _meta(self, picked: tuple[str, str]) -> dict:
+        m = self.msg
+        meta: dict = {"format": "pprof", "sample_type": "/".join(picked)}
+        if m.period:
+            meta["period"] = m.period
+            period_type = (
+                self.string(m.period_type.type, "period_type"),
+                self.string(m.period_type.unit, "period_type"),
+            )
+            meta["period_type"] = "/".join(period_type)
+        if m.duration_nanos:
+            meta["duration_ns"] = m.duration_nanos
+        if m.time_nanos:
+            meta["time_ns"] = m.time_nanos
+        comments = [self.string(c, "comment") for c in m.comment]
+        if comments:
+            meta["comments"] = comments
+        return meta
+
+    def _stack(self, sample: pb.Sample, index: int) -> list[Frame]:
+        frames: list[Frame] = []
+        for lid in sample.location_id:
+            if lid not in self.locations:
+                self._corrupt(f"sample {index} refers to location {lid} which does not exist")
+            frames.extend(self._location_frames(lid))
+        return frames
+
+    def _location_frames(self, lid: int) -> tuple[Frame, ...]:
+        cached = self._frames.get(lid)
+        if cached is None:
+            cached = self._frames[lid] = self._decode_location(self.locations[lid])
+        return cached
+
+    def _decode_location(self, loc: pb.Location) -> tuple[Frame, ...]:
+        dso = ""
+        if loc.mapping_id:
+            mapping = self.mappings.get(loc.mapping_id)
+            if mapping is None:
+                self._corrupt(
+                    f"location {loc.id} refers to mapping {loc.mapping_id} which does not exist"
+                )
+            dso = self.string(mapping.filename, f"mapping {mapping.id}")
+        kernel = dso.startswith("[kernel")
+        if not loc.line:
+            return (Frame(f"0x{loc.address:x}", dso=dso, kernel=kernel),)
+        last = len(loc.line) - 1
+        return tuple(
+            self._line_frame(loc.id, line, dso, kernel, inlined=i < last)
+            for i, line in enumerate(loc.line)
+        )
+
+    def _line_frame(
+        self, lid: int, line: pb.Line, dso: str, kernel: bool, *, inlined: bool
+    ) -> Frame:
+        fn = self.functions.get(line.function_id)
+        if fn is None:
+            self._corrupt(
+                f"location {lid} refers to function {line.function_id} which does not exist"
+            )
+        owner = f"function {fn.id}"
+        return Frame(
+            function=self.string(fn.name, owner) or self.string(fn.system_name, owner),
+            dso=dso,
+            file=self.string(fn.filename, owner),
+            line=line.line,
+            inlined=inlined,
+            kernel=kernel,
+        )
+
+    def _labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, str]:
+        owner = f"sample {index} label"
+        strs: dict[str, str] = {}
+        nums: dict[str, int] = {}
+        for label in sample.label:
+            key = self.string(label.key, owner)
+            if label.str:
+                strs[key] = self.string(label.str, owner)
+            else:
+                nums[key] = label.num
+        state = strs.get("state", "")
+        if state and state not in STATES:
+            state = "other"
+        if "tid" not in nums and "thread" not in strs:
+            return None, state
+        thread = Thread(tid=nums.get("tid", 0), pid=nums.get("pid", 0), name=strs.get("thread", ""))
+        return thread, state
+
+
+def _pick_type(types: list[tuple[str, str]], default: str) -> int:
+    for preferred in PREFERRED_TYPES:
+        if preferred in types:
+            return types.index(preferred)
+    names = [t for t, _ in types]
+    return names.index(default) if default in names else len(types) - 1
+
+
+def _unit_of(value_type: tuple[str, str]) -> tuple[str, float]:
+    kind, unit = value_type
+    if unit in UNIT_SCALE:
+        return UNIT_SCALE[unit]
+    if kind == "instructions":
+        return "instructions", 1.0
+    return ("samples" if kind == "samples" else "events"), 1.0
+
+
+def write(profile: Profile, path: str | Path) -> None:
+    """Write `profile` as a gzipped profile.proto at `path`."""
+    msg = _Writer(profile).message()
+    Path(path).write_bytes(gzip.compress(msg.SerializeToString()))
+
+
+class _Writer:
+    def __init__(self, profile: Profile) -> None:
+        self.p = profile
+        self.msg = pb.Profile()
+        self._strings: dict[str, int] = {}
+        self._functions: dict[tuple[str, str], int] = {}
+        self._mappings: dict[str, int] = {}
+        self._locations: dict[tuple[int, ...], int] = {}
+        self.str("")
+
+    def str(self, s: str) -> int:
+        index = self._strings.get(s)
+        if index is None:
+            index = self._strings[s] = len(self.msg.string_table)
+            self.msg.string_table.append(s)
+        return index
+
+    def message(self) -> pb.Profile:
+        p, m = self.p, self.msg
+        weight_type = WRITE_TYPES[p.unit]
+        types = [weight_type] if p.unit == "samples" else [("samples", "count"), weight_type]
+        for kind, unit in types:
+            m.sample_type.add(type=self.str(kind), unit=self.str(unit))
+        self._write_meta(weight_type)
+        for stack, weight, count, tid, state in p.rows():
+            values = [round(weight)] if p.unit == "samples" else [count, round(weight)]
+            sample = m.sample.add(location_id=self._location_ids(stack), value=values)
+            self._write_labels(sample, tid, state)
+        return m
+
+    def _write_meta(self, weight_type: tuple[str, str]) -> None:
+        meta, m = self.p.meta, self.msg
+        if "period" in meta:
+            m.period = int(meta["period"])
+            m.period_type.type = self.str(weight_type[0])
+            m.period_type.unit = self.str(weight_type[1])
+        if "duration_ns" in meta:
+            m.duration_nanos = int(meta["duration_ns"])
+        elif "duration_s" in meta:
+            m.duration_nanos = int(float(meta["duration_s"]) * 1e9)
+        if "time_ns" in meta:
+            m.time_nanos = int(meta["time_ns"])
+
+    def _write_labels(self, sample: pb.Sample, tid: int, state: str) -> None:
+        if tid >= 0:
+            thread = self.p.threads[tid]
+            sample.label.add(key=self.str("tid"), num=thread.tid)
+            if thread.pid:
+                sample.label.add(key=self.str("pid"), num=thread.pid)
+            if thread.name:
+                sample.label.add(key=self.str("thread"), str=self.str(thread.name))
+        if state:
+            sample.label.add(key=self.str("state"), str=self.str(state))
+
+    def _location_ids(self, stack: Sequence[int]) -> list[int]:
+        """Group leaf-first frame ids into locations: inlined frames join their caller."""
+        ids: list[int] = []
+        group: list[int] = []
+        for fid in stack:
+            group.append(fid)
+            if not self.p.frames[fid].inlined:
+                ids.append(self._location_id(tuple(group)))
+                group = []
+        if group:
+            ids.append(self._location_id(tuple(group)))
+        return ids
+
+    def _location_id(self, group: tuple[int, ...]) -> int:
+        return _intern(self._locations, group, lambda: self._add_location(group))
+
+    def _add_location(self, group: tuple[int, ...]) -> int:
+        frames = [self.p.frames[f] for f in group]
+        loc = self.msg.location.add(id=len(self.msg.location) + 1)
+        loc.mapping_id = self._mapping_id(frames[-1].dso)
+        for f in frames:
+            loc.line.add(function_id=self._function_id(f), line=f.line)
+        return loc.id
+
+    def _function_id(self, frame: Frame) -> int:
+        key = (frame.function, frame.file)
+        return _intern(self._functions, key, lambda: self._add_function(frame))
+
+    def _add_function(self, frame: Frame) -> int:
+        fn = self.msg.function.add(id=len(self.msg.function) + 1)
+        fn.name = fn.system_name = self.str(frame.function)
+        fn.filename = self.str(frame.file)
+        return fn.id
+
+    def _mapping_id(self, dso: str) -> int:
+        if not dso:
+            return 0
+        return _intern(self._mappings, dso, lambda: self._add_mapping(dso))
+
+    def _add_mapping(self, dso: str) -> int:
+        mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1, filename=self.str(dso))
+        mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = True
+        mapping.has_inline_frames = True
+        return mapping.id
+
+
+def _intern(table: dict, key: object, make: Callable[[], int]) -> int:
+    value = table.get(key)
+    if value is None:
+        value = table[key] = make()
+    return value
