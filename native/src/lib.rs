@@ -1,0 +1,785 @@
+//! perfsleuth_native: a streaming perf.data reader that returns aggregated stacks.
+//!
+//! Why this is native code: the obvious pipeline, `perf script | parse text in
+//! Python`, is 2-4x slower than `perf report --stdio` on the same file (perf
+//! script formats every sample as text, symbolizes every frame again, and the
+//! consumer then parses all that text back). perfsleuth must be no slower than
+//! `perf report --stdio`, so we read the binary records directly, keep only
+//! the bookkeeping perf itself keeps (per-process mmap tables, thread names),
+//! and fold every sample into a table of unique (stack, thread) rows on the
+//! fly. Memory grows with the number of *distinct* stacks, not with the number
+//! of samples. Symbolization happens afterwards, in Python, once per unique
+//! (DSO, address) — a few thousand addresses instead of millions of frames.
+//!
+//! Addresses returned for user frames are relative to the DSO *file*
+//! (`ip - map.start + map.pgoff`, i.e. a file offset); kernel frames keep their
+//! absolute address. Return addresses (every frame but the leaf) have 1
+//! subtracted so that file:line and inline lookups land on the call
+//! instruction, not on the instruction after it.
+//!
+//! Recordings made with `perf record --call-graph dwarf` carry user registers
+//! and a copy of the user stack instead of a user callchain; those are unwound
+//! here with `framehop`, using `.eh_frame` / `.debug_frame` read from the DSOs
+//! on disk.
+
+// pyo3 0.22 macros trigger this lint on #[pyfunction] under newer clippy.
+#![allow(clippy::useless_conversion)]
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::sync::Arc;
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use linux_perf_data::linux_perf_event_reader::{
+    constants::{
+        PERF_CONTEXT_GUEST, PERF_CONTEXT_GUEST_KERNEL, PERF_CONTEXT_GUEST_USER, PERF_CONTEXT_HV,
+        PERF_CONTEXT_KERNEL, PERF_CONTEXT_MAX, PERF_CONTEXT_USER, PERF_REG_X86_BP, PERF_REG_X86_IP,
+        PERF_REG_X86_SP,
+    },
+    CpuMode, EventRecord, Mmap2FileId, PerfEventType, RecordType, SampleFormat, SampleRecord,
+    SoftwareCounterType,
+};
+use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
+use object::{Object, ObjectSection, ObjectSegment};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+const NO_DSO: u32 = u32::MAX;
+const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+const PROT_EXEC: u32 = 4;
+
+#[derive(Clone, Copy, Debug)]
+struct Map {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    dso: u32,
+}
+
+#[derive(Clone, Default)]
+struct Process {
+    /// Sorted by start, non-overlapping.
+    maps: Vec<Map>,
+}
+
+impl Process {
+    fn insert(&mut self, m: Map) {
+        if m.end <= m.start {
+            return;
+        }
+        let mut out = Vec::with_capacity(self.maps.len() + 2);
+        for old in self.maps.drain(..) {
+            if old.end <= m.start || old.start >= m.end {
+                out.push(old);
+                continue;
+            }
+            if old.start < m.start {
+                out.push(Map {
+                    start: old.start,
+                    end: m.start,
+                    pgoff: old.pgoff,
+                    dso: old.dso,
+                });
+            }
+            if old.end > m.end {
+                out.push(Map {
+                    start: m.end,
+                    end: old.end,
+                    pgoff: old.pgoff + (m.end - old.start),
+                    dso: old.dso,
+                });
+            }
+        }
+        out.push(m);
+        out.sort_by_key(|x| x.start);
+        self.maps = out;
+    }
+
+    fn find(&self, ip: u64) -> Option<&Map> {
+        let i = self.maps.partition_point(|m| m.start <= ip);
+        if i == 0 {
+            return None;
+        }
+        let m = &self.maps[i - 1];
+        (ip < m.end).then_some(m)
+    }
+}
+
+struct Dso {
+    path: String,
+    build_id: String,
+    kernel: bool,
+}
+
+/// Unwind sections of one DSO file, shared by every process that maps it.
+struct UnwindData {
+    base_svma: u64,
+    text_svma: Option<Range<u64>>,
+    text: Option<Arc<[u8]>>,
+    eh_frame_svma: Option<Range<u64>>,
+    eh_frame: Option<Arc<[u8]>>,
+    eh_frame_hdr_svma: Option<Range<u64>>,
+    eh_frame_hdr: Option<Arc<[u8]>>,
+    debug_frame: Option<Arc<[u8]>>,
+    got_svma: Option<Range<u64>>,
+    /// (file offset, file size, vaddr) of each PT_LOAD segment.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+fn load_unwind_data(path: &str) -> Option<UnwindData> {
+    let file = File::open(path).ok()?;
+    // SAFETY: read-only mapping of a file we only read; if it is truncated
+    // while we read, we may crash, like any mmap-based reader (perf does too).
+    let mmap = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let obj = object::File::parse(&*mmap).ok()?;
+    let sect = |name: &str| -> (Option<Range<u64>>, Option<Arc<[u8]>>) {
+        match obj.section_by_name(name) {
+            Some(s) => {
+                let range = s.address()..s.address() + s.size();
+                let data = s.data().ok().map(Arc::<[u8]>::from);
+                (Some(range), data)
+            }
+            None => (None, None),
+        }
+    };
+    let (text_svma, text) = sect(".text");
+    let (eh_frame_svma, eh_frame) = sect(".eh_frame");
+    let (eh_frame_hdr_svma, eh_frame_hdr) = sect(".eh_frame_hdr");
+    let (_, debug_frame) = sect(".debug_frame");
+    let (got_svma, _) = sect(".got");
+    let segments = obj
+        .segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (off, size, s.address())
+        })
+        .collect();
+    Some(UnwindData {
+        base_svma: 0,
+        text_svma,
+        text,
+        eh_frame_svma,
+        eh_frame,
+        eh_frame_hdr_svma,
+        eh_frame_hdr,
+        debug_frame,
+        got_svma,
+        segments,
+    })
+}
+
+type ArcBytes = Arc<[u8]>;
+/// (stack, pid, tid, comm, event)
+type RowKey = (u32, i32, i32, u32, u32);
+
+struct ProcUnwinder {
+    unwinder: UnwinderX86_64<ArcBytes>,
+}
+
+#[derive(Default)]
+struct Reader {
+    dsos: Vec<Dso>,
+    dso_ids: HashMap<String, u32>,
+    build_ids: HashMap<DsoKey, String>,
+    processes: HashMap<i32, Process>,
+    kernel: Process,
+    kernel_dso: u32,
+    /// tid -> (pid, comm index)
+    threads: HashMap<i32, (i32, u32)>,
+    comms: Vec<String>,
+    comm_ids: HashMap<String, u32>,
+    /// Unique frames: (dso, address, kernel)
+    frames: Vec<(u32, u64, bool)>,
+    frame_ids: HashMap<(u32, u64, bool), u32>,
+    stacks: Vec<Vec<u32>>,
+    stack_ids: HashMap<Vec<u32>, u32>,
+    /// (stack, pid, tid, comm, event) -> (period, count)
+    rows: HashMap<RowKey, (u64, u64)>,
+    lost: u64,
+    samples: u64,
+    samples_needing_dwarf: u64,
+    samples_dwarf_unwound: u64,
+    // DWARF unwinding state
+    dwarf: bool,
+    unwind_data: HashMap<u32, Option<Arc<UnwindData>>>,
+    unwinders: HashMap<i32, ProcUnwinder>,
+    cache: Option<Box<CacheX86_64>>,
+    scratch: Vec<u32>,
+}
+
+impl Reader {
+    fn dso_id(&mut self, path: &[u8], cpu_mode: CpuMode, build_id: Option<&[u8]>) -> u32 {
+        let mut p = String::from_utf8_lossy(path).into_owned();
+        let kernel = matches!(cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        if p.starts_with("[kernel.kallsyms]") {
+            p = "[kernel.kallsyms]".to_string();
+        }
+        if let Some(&id) = self.dso_ids.get(&p) {
+            if let Some(b) = build_id {
+                if self.dsos[id as usize].build_id.is_empty() {
+                    self.dsos[id as usize].build_id = hex(b);
+                }
+            }
+            return id;
+        }
+        let mut bid = build_id.map(hex).unwrap_or_default();
+        if bid.is_empty() {
+            if let Some(key) = DsoKey::detect(path, cpu_mode) {
+                if let Some(b) = self.build_ids.get(&key) {
+                    bid = b.clone();
+                }
+            }
+        }
+        let id = self.dsos.len() as u32;
+        self.dsos.push(Dso {
+            path: p.clone(),
+            build_id: bid,
+            kernel,
+        });
+        self.dso_ids.insert(p, id);
+        id
+    }
+
+    fn comm_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.comm_ids.get(name) {
+            return id;
+        }
+        let id = self.comms.len() as u32;
+        self.comms.push(name.to_string());
+        self.comm_ids.insert(name.to_string(), id);
+        id
+    }
+
+    fn frame_id(&mut self, key: (u32, u64, bool)) -> u32 {
+        if let Some(&id) = self.frame_ids.get(&key) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frames.push(key);
+        self.frame_ids.insert(key, id);
+        id
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_mmap(
+        &mut self,
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &[u8],
+        cpu_mode: CpuMode,
+        build_id: Option<&[u8]>,
+    ) {
+        let dso = self.dso_id(path, cpu_mode, build_id);
+        let m = Map {
+            start,
+            end: start.saturating_add(len),
+            pgoff,
+            dso,
+        };
+        let is_kernel = matches!(cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) || pid == -1;
+        if is_kernel {
+            self.kernel.insert(m);
+        } else {
+            self.processes.entry(pid).or_default().insert(m);
+            if self.dwarf {
+                self.add_unwind_module(pid, m);
+            }
+        }
+    }
+
+    fn unwind_data_for(&mut self, dso: u32) -> Option<Arc<UnwindData>> {
+        if let Some(d) = self.unwind_data.get(&dso) {
+            return d.clone();
+        }
+        let path = self.dsos[dso as usize].path.clone();
+        let d = if path.starts_with('/') {
+            load_unwind_data(&path).map(Arc::new)
+        } else {
+            None
+        };
+        self.unwind_data.insert(dso, d.clone());
+        d
+    }
+
+    fn add_unwind_module(&mut self, pid: i32, m: Map) {
+        let Some(data) = self.unwind_data_for(m.dso) else {
+            return;
+        };
+        // svma of map.start: find the PT_LOAD segment containing pgoff.
+        let Some(&(off, _size, vaddr)) = data
+            .segments
+            .iter()
+            .find(|(off, size, _)| *off <= m.pgoff && m.pgoff < off + size.max(&1))
+        else {
+            return;
+        };
+        let start_svma = vaddr + (m.pgoff - off);
+        let base_avma = m.start.wrapping_sub(start_svma);
+        let info = ExplicitModuleSectionInfo::<ArcBytes> {
+            base_svma: data.base_svma,
+            text_svma: data.text_svma.clone(),
+            text: data.text.clone(),
+            eh_frame_svma: data.eh_frame_svma.clone(),
+            eh_frame: data.eh_frame.clone(),
+            eh_frame_hdr_svma: data.eh_frame_hdr_svma.clone(),
+            eh_frame_hdr: data.eh_frame_hdr.clone(),
+            debug_frame: data.debug_frame.clone(),
+            got_svma: data.got_svma.clone(),
+            ..Default::default()
+        };
+        let name = self.dsos[m.dso as usize].path.clone();
+        let module = Module::new(name, m.start..m.end, base_avma, info);
+        let u = self.unwinders.entry(pid).or_insert_with(|| ProcUnwinder {
+            unwinder: UnwinderX86_64::new(),
+        });
+        u.unwinder.add_module(module);
+    }
+
+    fn rebuild_unwinder(&mut self, pid: i32) {
+        self.unwinders.remove(&pid);
+        let maps = self
+            .processes
+            .get(&pid)
+            .map(|p| p.maps.clone())
+            .unwrap_or_default();
+        for m in maps {
+            self.add_unwind_module(pid, m);
+        }
+    }
+
+    fn user_frame(&mut self, pid: i32, addr: u64) -> (u32, u64, bool) {
+        match self.processes.get(&pid).and_then(|p| p.find(addr)) {
+            Some(m) => (m.dso, addr - m.start + m.pgoff, false),
+            None => (NO_DSO, addr, false),
+        }
+    }
+
+    fn kernel_frame(&mut self, addr: u64) -> (u32, u64, bool) {
+        match self.kernel.find(addr) {
+            Some(m) => (m.dso, addr, true),
+            None => (self.kernel_dso, addr, true),
+        }
+    }
+
+    fn on_sample(&mut self, s: &SampleRecord, event: u32) {
+        self.samples += 1;
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(-1);
+        let mut stack = std::mem::take(&mut self.scratch);
+        stack.clear();
+        let mut has_user = false;
+        if let Some(cc) = &s.callchain {
+            // Context of the frames that follow a PERF_CONTEXT_* marker.
+            let mut ctx = match s.cpu_mode {
+                CpuMode::Kernel => 1u8,
+                CpuMode::User => 2,
+                _ => 0,
+            };
+            let mut first = true;
+            for i in 0..cc.len() {
+                let Some(ip) = cc.get(i) else { break };
+                if ip >= PERF_CONTEXT_MAX {
+                    ctx = match ip {
+                        PERF_CONTEXT_KERNEL | PERF_CONTEXT_HV => 1,
+                        PERF_CONTEXT_USER => 2,
+                        PERF_CONTEXT_GUEST
+                        | PERF_CONTEXT_GUEST_KERNEL
+                        | PERF_CONTEXT_GUEST_USER => 3,
+                        _ => 3,
+                    };
+                    continue;
+                }
+                let addr = if first { ip } else { ip.wrapping_sub(1) };
+                let key = match ctx {
+                    1 => self.kernel_frame(addr),
+                    2 => {
+                        has_user = true;
+                        self.user_frame(pid, addr)
+                    }
+                    _ => continue,
+                };
+                first = false;
+                let id = self.frame_id(key);
+                stack.push(id);
+            }
+        } else if let Some(ip) = s.ip {
+            let key = match s.cpu_mode {
+                CpuMode::Kernel | CpuMode::Hypervisor => self.kernel_frame(ip),
+                _ => {
+                    has_user = true;
+                    self.user_frame(pid, ip)
+                }
+            };
+            let id = self.frame_id(key);
+            stack.push(id);
+        }
+        if !has_user {
+            if let (Some(regs), Some((data, _dyn_size))) = (&s.user_regs, &s.user_stack) {
+                self.samples_needing_dwarf += 1;
+                if let (Some(ip), Some(sp), Some(bp)) = (
+                    regs.get(PERF_REG_X86_IP),
+                    regs.get(PERF_REG_X86_SP),
+                    regs.get(PERF_REG_X86_BP),
+                ) {
+                    let bytes = data.as_slice();
+                    let mut addrs: Vec<(u64, bool)> = Vec::new();
+                    if let Some(pu) = self.unwinders.get(&pid) {
+                        let cache = self
+                            .cache
+                            .get_or_insert_with(|| Box::new(CacheX86_64::new()));
+                        let mut read_stack = |addr: u64| -> Result<u64, ()> {
+                            let off = addr.checked_sub(sp).ok_or(())? as usize;
+                            let b = bytes.get(off..off + 8).ok_or(())?;
+                            Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
+                        };
+                        let mut it = pu.unwinder.iter_frames(
+                            ip,
+                            UnwindRegsX86_64::new(ip, sp, bp),
+                            cache,
+                            &mut read_stack,
+                        );
+                        while let Ok(Some(f)) = it.next() {
+                            addrs.push((f.address_for_lookup(), true));
+                            if addrs.len() >= 1024 {
+                                break;
+                            }
+                        }
+                        if addrs.len() > 1 {
+                            self.samples_dwarf_unwound += 1;
+                        }
+                    } else {
+                        addrs.push((ip, true));
+                    }
+                    for (a, _) in addrs {
+                        let key = self.user_frame(pid, a);
+                        let id = self.frame_id(key);
+                        stack.push(id);
+                    }
+                }
+            }
+        }
+        let sid = match self.stack_ids.get(&stack) {
+            Some(&id) => id,
+            None => {
+                let id = self.stacks.len() as u32;
+                self.stacks.push(stack.clone());
+                self.stack_ids.insert(stack.clone(), id);
+                id
+            }
+        };
+        self.scratch = stack;
+        let comm = match self.threads.get(&tid) {
+            Some(&(_, c)) => c,
+            None => u32::MAX,
+        };
+        let period = s.period.unwrap_or(1);
+        let row = self
+            .rows
+            .entry((sid, pid, tid, comm, event))
+            .or_insert((0, 0));
+        row.0 += period;
+        row.1 += 1;
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push_str(&format!("{x:02x}"));
+    }
+    s
+}
+
+fn event_kind(t: &PerfEventType) -> (&'static str, &'static str) {
+    // (type, unit)
+    match t {
+        PerfEventType::Software(SoftwareCounterType::CpuClock) => ("software", "ns"),
+        PerfEventType::Software(SoftwareCounterType::TaskClock) => ("software", "ns"),
+        PerfEventType::Software(_) => ("software", "events"),
+        PerfEventType::Hardware(..) => ("hardware", "events"),
+        PerfEventType::HwCache(..) => ("hw-cache", "events"),
+        PerfEventType::Tracepoint(_) => ("tracepoint", "events"),
+        PerfEventType::Breakpoint(..) => ("breakpoint", "events"),
+        _ => ("pmu", "events"),
+    }
+}
+
+struct Output {
+    reader: Reader,
+    meta: Vec<(&'static str, MetaVal)>,
+    events: Vec<(String, String, String, bool, bool)>,
+}
+
+enum MetaVal {
+    Str(String),
+    Int(u64),
+    List(Vec<String>),
+    Pairs(Vec<(String, String)>),
+}
+
+fn read_file(path: &str) -> Result<Output, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    // SAFETY: read-only mapping; see load_unwind_data.
+    let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map: {e}"))?;
+    let data: &[u8] = &mmap;
+    if data.len() < 8 {
+        return Err("empty or truncated file (no perf.data header)".into());
+    }
+    if &data[..8] != b"PERFILE2" && &data[..8] != b"2ELIFREP" {
+        return Err("not a perf.data file (bad magic)".into());
+    }
+    if data.len() >= 16 && data[8..16] == [16, 0, 0, 0, 0, 0, 0, 0] {
+        return Err(
+            "pipe-mode perf.data (recorded with `perf record -o -`); record to a file instead"
+                .into(),
+        );
+    }
+    let cursor = std::io::Cursor::new(data);
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = PerfFileReader::parse_file(cursor).map_err(|e| format!("bad header: {e}"))?;
+
+    let mut meta: Vec<(&'static str, MetaVal)> = Vec::new();
+    let s = |v: Result<Option<&str>, linux_perf_data::Error>| v.ok().flatten().map(str::to_string);
+    if let Some(v) = s(perf_file.hostname()) {
+        meta.push(("hostname", MetaVal::Str(v)));
+    }
+    if let Some(v) = s(perf_file.os_release()) {
+        meta.push(("osrelease", MetaVal::Str(v)));
+    }
+    if let Some(v) = s(perf_file.arch()) {
+        meta.push(("arch", MetaVal::Str(v)));
+    }
+    if let Some(v) = s(perf_file.cpu_desc()) {
+        meta.push(("cpudesc", MetaVal::Str(v)));
+    }
+    if let Some(v) = s(perf_file.perf_version()) {
+        meta.push(("perf_version", MetaVal::Str(v)));
+    }
+    if let Ok(Some(n)) = perf_file.nr_cpus() {
+        meta.push(("nrcpus_online", MetaVal::Int(n.nr_cpus_online as u64)));
+        meta.push(("nrcpus_avail", MetaVal::Int(n.nr_cpus_available as u64)));
+    }
+    if let Ok(Some(c)) = perf_file.cmdline() {
+        meta.push((
+            "cmdline",
+            MetaVal::List(c.iter().map(|x| x.to_string()).collect()),
+        ));
+    }
+    let mut reader = Reader::default();
+    let mut bid_pairs = Vec::new();
+    if let Ok(b) = perf_file.build_ids() {
+        for (k, v) in b {
+            let h = hex(&v.build_id);
+            bid_pairs.push((String::from_utf8_lossy(&v.path).into_owned(), h.clone()));
+            reader.build_ids.insert(k, h);
+        }
+    }
+    bid_pairs.sort();
+    meta.push(("build_ids", MetaVal::Pairs(bid_pairs)));
+    reader.kernel_dso = reader.dso_id(b"[kernel.kallsyms]", CpuMode::Kernel, None);
+
+    let mut events = Vec::new();
+    for (i, attr) in perf_file.event_attributes().iter().enumerate() {
+        let a = attr.attributes();
+        let (kind, unit) = event_kind(&a.type_);
+        let name = attr
+            .name()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("event{i}"));
+        let callchain = a.sample_format.contains(SampleFormat::CALLCHAIN);
+        let dwarf = a.sample_format.contains(SampleFormat::REGS_USER)
+            && a.sample_format.contains(SampleFormat::STACK_USER);
+        if dwarf {
+            reader.dwarf = true;
+        }
+        events.push((name, kind.to_string(), unit.to_string(), callchain, dwarf));
+    }
+
+    loop {
+        let rec = match record_iter.next_record(&mut perf_file) {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                return Err(format!(
+                    "truncated or corrupt perf.data ({e}) after {} samples",
+                    reader.samples
+                ))
+            }
+        };
+        let PerfFileRecord::EventRecord { attr_index, record } = rec else {
+            continue;
+        };
+        if record.record_type == RecordType(PERF_RECORD_LOST_SAMPLES) {
+            let sl = record.data.as_slice();
+            if sl.len() >= 8 {
+                reader.lost += u64::from_le_bytes(sl[..8].try_into().unwrap_or_default());
+            }
+            continue;
+        }
+        let parsed = match record.parse() {
+            Ok(p) => p,
+            Err(_) => continue,
+        };
+        match parsed {
+            EventRecord::Sample(s) => reader.on_sample(&s, attr_index as u32),
+            EventRecord::Mmap(m) if m.is_executable => {
+                let p = m.path.as_slice();
+                reader.add_mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &p,
+                    m.cpu_mode,
+                    None,
+                );
+            }
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
+                let p = m.path.as_slice();
+                let bid = match &m.file_id {
+                    Mmap2FileId::BuildId(b) => Some(b.clone()),
+                    _ => None,
+                };
+                reader.add_mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &p,
+                    m.cpu_mode,
+                    bid.as_deref(),
+                );
+            }
+            EventRecord::Comm(c) => {
+                let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                let id = reader.comm_id(&name);
+                reader.threads.insert(c.tid, (c.pid, id));
+                if c.is_execve && c.pid == c.tid {
+                    reader.processes.remove(&c.pid);
+                    reader.unwinders.remove(&c.pid);
+                }
+            }
+            EventRecord::Fork(f) => {
+                let comm = reader
+                    .threads
+                    .get(&f.ptid)
+                    .map(|x| x.1)
+                    .or_else(|| reader.threads.get(&f.ppid).map(|x| x.1));
+                if let Some(c) = comm {
+                    reader.threads.insert(f.tid, (f.pid, c));
+                }
+                if f.pid != f.ppid {
+                    let parent = reader.processes.get(&f.ppid).cloned().unwrap_or_default();
+                    reader.processes.insert(f.pid, parent);
+                    if reader.dwarf {
+                        reader.rebuild_unwinder(f.pid);
+                    }
+                }
+            }
+            EventRecord::Lost(l) => reader.lost += l.count,
+            _ => {}
+        }
+    }
+    meta.push(("lost_samples", MetaVal::Int(reader.lost)));
+    meta.push(("num_samples", MetaVal::Int(reader.samples)));
+    meta.push((
+        "samples_needing_dwarf",
+        MetaVal::Int(reader.samples_needing_dwarf),
+    ));
+    meta.push((
+        "samples_dwarf_unwound",
+        MetaVal::Int(reader.samples_dwarf_unwound),
+    ));
+    Ok(Output {
+        reader,
+        meta,
+        events,
+    })
+}
+
+/// Read a perf.data file and return aggregated stacks (see the module docs).
+///
+/// Returns a dict with keys:
+///   meta: dict of header metadata (hostname, osrelease, arch, cpudesc,
+///         perf_version, nrcpus_online, nrcpus_avail, cmdline, build_ids,
+///         lost_samples, num_samples, samples_needing_dwarf, samples_dwarf_unwound)
+///   events: list of (name, kind, unit, has_callchain, dwarf) per event attr
+///   dsos: list of (path, build_id_hex, is_kernel)
+///   frames: list of (dso index or -1, address, is_kernel)
+///   stacks: list of tuples of frame indices, leaf first
+///   threads: list of (pid, tid, comm)
+///   rows: list of (stack index, thread index, event index, period, count)
+/// Raises ValueError for files that are not readable perf.data, OSError if
+/// the file cannot be opened.
+#[pyfunction]
+fn read_perf_data(py: Python<'_>, path: &str) -> PyResult<PyObject> {
+    let p = path.to_string();
+    let out = py.allow_threads(move || read_file(&p));
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if e.starts_with("cannot open") => return Err(PyOSError::new_err(e)),
+        Err(e) => return Err(PyValueError::new_err(e)),
+    };
+    let r = out.reader;
+    let d = PyDict::new_bound(py);
+    let meta = PyDict::new_bound(py);
+    for (k, v) in out.meta {
+        match v {
+            MetaVal::Str(s) => meta.set_item(k, s)?,
+            MetaVal::Int(i) => meta.set_item(k, i)?,
+            MetaVal::List(l) => meta.set_item(k, l)?,
+            MetaVal::Pairs(p) => meta.set_item(k, p)?,
+        }
+    }
+    d.set_item("meta", meta)?;
+    d.set_item("events", out.events)?;
+    let dsos: Vec<(String, String, bool)> = r
+        .dsos
+        .into_iter()
+        .map(|x| (x.path, x.build_id, x.kernel))
+        .collect();
+    d.set_item("dsos", dsos)?;
+    let frames: Vec<(i64, u64, bool)> = r
+        .frames
+        .iter()
+        .map(|&(dso, a, k)| (if dso == NO_DSO { -1 } else { dso as i64 }, a, k))
+        .collect();
+    d.set_item("frames", frames)?;
+    let stacks = PyList::empty_bound(py);
+    for s in &r.stacks {
+        stacks.append(pyo3::types::PyTuple::new_bound(py, s))?;
+    }
+    d.set_item("stacks", stacks)?;
+    // threads: intern (pid, tid, comm)
+    let mut thread_ids: HashMap<(i32, i32, u32), usize> = HashMap::new();
+    let mut threads: Vec<(i32, i32, String)> = Vec::new();
+    let mut rows: Vec<(u32, i64, u32, u64, u64)> = Vec::with_capacity(r.rows.len());
+    for (&(sid, pid, tid, comm, ev), &(period, count)) in &r.rows {
+        let ti = *thread_ids.entry((pid, tid, comm)).or_insert_with(|| {
+            let name = if comm == u32::MAX {
+                String::new()
+            } else {
+                r.comms[comm as usize].clone()
+            };
+            threads.push((pid, tid, name));
+            threads.len() - 1
+        });
+        rows.push((sid, ti as i64, ev, period, count));
+    }
+    d.set_item("threads", threads)?;
+    d.set_item("rows", rows)?;
+    Ok(d.into_any().unbind())
+}
+
+#[pymodule]
+fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_perf_data, m)?)?;
+    Ok(())
+}
