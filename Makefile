@@ -1,0 +1,55 @@
+# make demo / make test install what is missing, then do their job. Idempotent.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+BIN := $(VENV)/bin
+APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libclang-16-dev \
+	hyperfine libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libconcurrentqueue-dev \
+	python3-venv python3-dev pkg-config chromium
+STAMP := .venv/.stamp
+
+.PHONY: demo test setup apt venv native examples lint unit integration clean ui
+
+setup: apt $(STAMP) native ui examples
+
+apt:
+	@bash scripts/install-apt.sh $(APT_PACKAGES)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+native: $(STAMP)
+	@bash scripts/build-native.sh
+
+ui: $(STAMP)
+	@if [ -f ui/package.json ]; then bash scripts/build-ui.sh; fi
+
+examples:
+	@$(MAKE) -s -C examples
+
+demo: setup
+	@bash scripts/demo.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy src/perfsleuth
+	@if [ -f native/Cargo.toml ]; then cd native && cargo fmt --check && cargo clippy --release -q -- -D warnings; fi
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+integration: setup
+	$(BIN)/pytest -q tests/integration
+
+test: setup lint
+	$(BIN)/pytest -q tests
+
+clean:
+	rm -rf $(VENV) native/target examples/bin .perfsleuth

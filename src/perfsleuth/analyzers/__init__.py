@@ -1,0 +1,45 @@
+"""Analyzers: one module each, `analyze(ctx: Context) -> list[Finding]`.
+
+Analyzers read the profile and the program (binaries, debug info, source); they
+never run the recorders and never print. Ranking is rank.py's job, not theirs.
+Every module in this package that defines `analyze` is run by run_all().
+"""
+
+from __future__ import annotations
+
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from ..findings import Finding
+from ..profile import Profile
+from ..store import RunInfo, Store
+
+
+@dataclass
+class Context:
+    profile: Profile
+    run: RunInfo
+    store: Store | None = None
+    src_roots: list[Path] = field(default_factory=list)  # --src, else from DW_AT_comp_dir
+    compile_commands: Path | None = None
+    binaries: list[dict] = field(default_factory=list)  # {"path", "build_id"} of the run's DSOs
+    options: dict[str, Any] = field(default_factory=dict)  # analyzer knobs from the CLI
+    notes: list[str] = field(default_factory=list)  # things the user should know, not findings
+
+
+Analyzer = Callable[[Context], list[Finding]]
+
+
+def discover() -> dict[str, Analyzer]:
+    """name -> analyze function, for every analyzer module in this package."""
+    found: dict[str, Analyzer] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = import_module(f"{__name__}.{info.name}")
+        analyze = getattr(module, "analyze", None)
+        if callable(analyze):
+            found[info.name] = analyze
+    return dict(sorted(found.items()))

@@ -1,0 +1,1 @@
+"""Recorders: each starts a real tool on the user's command and yields raw data."""

@@ -1,0 +1,15 @@
+"""perfsleuth callees FUNC: what a function calls, and how much each callee costs."""
+
+from __future__ import annotations
+
+import argparse
+
+from .callers import add_arguments as add_arguments  # same options
+from .callers import show
+
+NAME = "callees"
+HELP = "callees of a function, with percentages"
+
+
+def run(args: argparse.Namespace) -> int:
+    return show(args, "callees")

@@ -1,0 +1,62 @@
+"""Options and steps shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..profile import STATES, Profile
+from ..store import Store
+
+
+def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    parser.add_argument(
+        "--format", choices=formats, default=formats[0], help="output format (default: %(default)s)"
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+
+def add_run_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run", nargs="?", default="latest", help="run id, latest (default) or latest~N"
+    )
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state", action="append", choices=STATES, help="only samples in this thread state"
+    )
+    parser.add_argument(
+        "--thread", action="append", type=int, metavar="TID", help="only samples of this thread"
+    )
+    parser.add_argument(
+        "--no-inline",
+        action="store_true",
+        help="fold inlined functions into their caller, as `perf report` does",
+    )
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    return Store(args.store)
+
+
+def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Store, int, Profile]:
+    store = open_store(args)
+    run_id = store.resolve(ref if ref is not None else args.run)
+    profile = apply_filters(store.load(run_id), args)
+    return store, run_id, profile
+
+
+def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:
+    if getattr(args, "state", None) or getattr(args, "thread", None):
+        profile = profile.filtered(states=args.state, tids=args.thread)
+    if getattr(args, "no_inline", False):
+        profile = profile.without_inlines()
+    return profile
+
+
+def source_roots(args: argparse.Namespace, cwd: str) -> list[Path]:
+    roots = [Path(p) for p in (getattr(args, "src", None) or [])]
+    if cwd:
+        roots.append(Path(cwd))
+    return roots

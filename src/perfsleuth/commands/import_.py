@@ -1,0 +1,50 @@
+"""perfsleuth import: turn a profile file of any supported format into a run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..collect import runinfo
+from ..errors import UserError
+from ..formats import read_any
+from ..output import emit
+from ..store import Store
+from .common import add_output_options
+
+NAME = "import"
+HELP = "import perf.data, perf script text, folded stacks, pprof or callgrind/cachegrind output"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the profile to import (its format is found from its content)")
+    add_output_options(parser, ("text", "json"))
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; give a profile file")
+    if not os.access(path, os.R_OK):
+        raise UserError(f"{path}: permission denied")
+    profile, fmt = read_any(path)
+    info = runinfo.new_run(str(path), profile.meta.pop("mode", "cpu"), source=f"import:{fmt}")
+    info.dsos = profile.meta.pop("dsos", [])
+    info.command = profile.meta.pop("command", "") or f"import {path}"
+    info.started = path.stat().st_mtime
+    store = Store(args.store)
+    store.add_run(info, profile)
+    summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
+    if args.format == "json":
+        emit(summary, "json", args.output, lambda d, c: None)
+    else:
+        print(
+            f"perfsleuth: imported {path} ({fmt}, {profile.num_samples:,} samples) "
+            f"as run {info.id}",
+            file=sys.stderr,
+        )
+    return 0

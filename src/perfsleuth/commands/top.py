@@ -1,0 +1,31 @@
+"""perfsleuth top: the functions (lines, files, DSOs) that cost the most."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..output import emit
+from ..views import top
+from ..views.keys import GROUPINGS
+from .common import add_filter_options, add_output_options, add_run_argument, load_profile
+
+NAME = "top"
+HELP = "top functions, lines, files or DSOs by self or total cost"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_argument(parser)
+    order = parser.add_mutually_exclusive_group()
+    order.add_argument("--self", dest="sort", action="store_const", const="self", default="self")
+    order.add_argument("--total", dest="sort", action="store_const", const="total")
+    parser.add_argument("--by", choices=GROUPINGS, default="function")
+    parser.add_argument("-n", type=int, default=20, help="rows to show (0 = all)")
+    add_filter_options(parser)
+    add_output_options(parser, ("text", "json"))
+
+
+def run(args: argparse.Namespace) -> int:
+    _store, run_id, profile = load_profile(args)
+    doc = {"run": str(run_id), **top.top(profile, by=args.by, sort=args.sort, n=args.n)}
+    emit(doc, args.format, args.output, top.render)
+    return 0

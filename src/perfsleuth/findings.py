@@ -1,0 +1,60 @@
+"""The Finding: what an analyzer reports (schema in shared DESIGN.md, "A finding")."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Every kind of finding, in one place. Add kinds here as analyzers arrive.
+KINDS = (
+    "allocator",
+    "library-replacement",
+    "build-flags",
+    "missing-symbols",
+    "lock-contention",
+    "off-cpu",
+    "aliasing-write",
+    "missed-vectorization",
+    "vector-bool",
+    "exceptions-control-flow",
+    "prologue-overhead",
+    "cache-layout",
+    "cache-footprint",
+    "constant-time",
+    "note",
+)
+
+
+@dataclass
+class Finding:
+    rule: str
+    kind: str
+    title: str
+    share: float  # fraction of the run's weight the finding's code accounts for
+    estimated_gain: float  # fraction of total run time a fix is expected to save
+    confidence: float
+    suggestion: str
+    function: str = ""
+    dso: str = ""
+    file: str = ""
+    line: int = 0
+    evidence: list[str] = field(default_factory=list)
+    fix: dict[str, Any] = field(default_factory=dict)
+    verified: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # analyzer-specific extras
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown finding kind {self.kind!r}; add it to findings.KINDS")
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        if doc["verified"] is None:
+            del doc["verified"]
+        if not doc["details"]:
+            del doc["details"]
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Finding:
+        return cls(**doc)

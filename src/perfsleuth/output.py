@@ -1,0 +1,52 @@
+"""Writes a command's result: one JSON document, or text for people.
+
+Text goes through rich: aligned tables, colour only when stdout is a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from rich.console import Console
+
+from .errors import UserError
+
+TextRenderer = Callable[[Any, Console], None]
+PIPE_WIDTH = 160
+
+
+@contextmanager
+def destination(path: str | None) -> Iterator[TextIO]:
+    if not path or path == "-":
+        yield sys.stdout
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            yield fh
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror}") from e
+
+
+def console_for(fh: TextIO) -> Console:
+    if fh is sys.stdout and sys.stdout.isatty():
+        return Console()
+    width = int(os.environ.get("COLUMNS", PIPE_WIDTH))
+    return Console(file=fh, no_color=True, width=width, highlight=False, soft_wrap=False)
+
+
+def emit(doc: Any, fmt: str, out: str | None, render_text: TextRenderer) -> None:
+    with destination(out) as fh:
+        if fmt == "json":
+            json.dump(doc, fh, indent=1, default=str)
+            fh.write("\n")
+        else:
+            render_text(doc, console_for(fh))
+
+
+def pct(fraction: float) -> str:
+    return f"{100.0 * fraction:6.2f}%"

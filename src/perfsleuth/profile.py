@@ -1,0 +1,215 @@
+"""The Profile model: frames, stacks and aggregated samples, stored column-wise.
+
+Every reader (perf.data, perf script, folded, pprof, callgrind, ...) produces a
+Profile through ProfileBuilder; every view and analyzer reads one. Samples are
+aggregated on the fly: one row per distinct (stack, thread, state), so memory
+grows with the number of distinct stacks, never with the number of samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+# Units a profile's weights can be in. "ns" is used for on-CPU clock events and
+# off-CPU time alike, so the two can be added up.
+UNITS = ("samples", "ns", "instructions", "events", "bytes")
+
+# Thread states a sample can carry (off-CPU / wall-clock modes); "" = unknown.
+STATES = ("running", "mutex", "condvar", "io", "sleep", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One level of a call stack.
+
+    `inlined` marks a frame that the compiler inlined into the next frame of the
+    stack (its caller); both share one machine address.
+    """
+
+    function: str
+    dso: str = ""
+    file: str = ""
+    line: int = 0
+    inlined: bool = False
+    kernel: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    tid: int
+    pid: int = 0
+    name: str = ""
+
+
+@dataclass
+class Profile:
+    """Aggregated samples. Stacks are tuples of frame ids, leaf first."""
+
+    frames: list[Frame] = field(default_factory=list)
+    stacks: list[tuple[int, ...]] = field(default_factory=list)
+    # One entry per aggregated sample row, all columns the same length.
+    sample_stack: list[int] = field(default_factory=list)
+    sample_weight: list[float] = field(default_factory=list)
+    sample_count: list[int] = field(default_factory=list)
+    sample_thread: list[int] = field(default_factory=list)  # index into threads, -1 none
+    sample_state: list[str] = field(default_factory=list)
+    threads: list[Thread] = field(default_factory=list)
+    unit: str = "samples"
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.sample_weight))
+
+    @property
+    def num_samples(self) -> int:
+        return int(sum(self.sample_count))
+
+    def rows(self) -> Iterator[tuple[tuple[int, ...], float, int, int, str]]:
+        """(stack frame ids leaf-first, weight, count, thread index, state) per row."""
+        stacks = self.stacks
+        for sid, w, c, t, s in zip(
+            self.sample_stack,
+            self.sample_weight,
+            self.sample_count,
+            self.sample_thread,
+            self.sample_state,
+            strict=True,
+        ):
+            yield stacks[sid], w, c, t, s
+
+    def filtered(
+        self, *, states: Iterable[str] | None = None, tids: Iterable[int] | None = None
+    ) -> Profile:
+        """A copy keeping only samples in the given thread states and/or thread ids."""
+        keep_states = set(states) if states is not None else None
+        keep_tids = set(tids) if tids is not None else None
+        out = Profile(
+            frames=self.frames,
+            stacks=self.stacks,
+            threads=self.threads,
+            unit=self.unit,
+            meta=dict(self.meta),
+        )
+        for sid, w, c, t, s in zip(
+            self.sample_stack,
+            self.sample_weight,
+            self.sample_count,
+            self.sample_thread,
+            self.sample_state,
+            strict=True,
+        ):
+            if keep_states is not None and s not in keep_states:
+                continue
+            if keep_tids is not None and (t < 0 or self.threads[t].tid not in keep_tids):
+                continue
+            out.sample_stack.append(sid)
+            out.sample_weight.append(w)
+            out.sample_count.append(c)
+            out.sample_thread.append(t)
+            out.sample_state.append(s)
+        return out
+
+    def without_inlines(self) -> Profile:
+        """Inlined frames folded into their physical function, as `perf report` shows them."""
+        builder = ProfileBuilder(unit=self.unit, meta=dict(self.meta))
+        for stack, w, c, t, s in self.rows():
+            frames = [self.frames[f] for f in stack if not self.frames[f].inlined]
+            thread = self.threads[t] if t >= 0 else None
+            builder.add(frames, w, count=c, thread=thread, state=s)
+        return builder.build()
+
+
+class ProfileBuilder:
+    """Interns frames and stacks and aggregates samples while a reader streams."""
+
+    def __init__(self, unit: str = "samples", meta: dict | None = None) -> None:
+        if unit not in UNITS:
+            raise ValueError(f"unknown unit {unit!r}")
+        self._frame_ids: dict[Frame, int] = {}
+        self._stack_ids: dict[tuple[int, ...], int] = {}
+        self._thread_ids: dict[Thread, int] = {}
+        self._rows: dict[tuple[int, int, str], list] = {}
+        self.profile = Profile(unit=unit, meta=meta or {})
+
+    def frame_id(self, frame: Frame) -> int:
+        fid = self._frame_ids.get(frame)
+        if fid is None:
+            fid = len(self.profile.frames)
+            self._frame_ids[frame] = fid
+            self.profile.frames.append(frame)
+        return fid
+
+    def stack_id(self, frame_ids: tuple[int, ...]) -> int:
+        sid = self._stack_ids.get(frame_ids)
+        if sid is None:
+            sid = len(self.profile.stacks)
+            self._stack_ids[frame_ids] = sid
+            self.profile.stacks.append(frame_ids)
+        return sid
+
+    def thread_id(self, thread: Thread | None) -> int:
+        if thread is None:
+            return -1
+        tid = self._thread_ids.get(thread)
+        if tid is None:
+            tid = len(self.profile.threads)
+            self._thread_ids[thread] = tid
+            self.profile.threads.append(thread)
+        return tid
+
+    def add(
+        self,
+        frames: Sequence[Frame],
+        weight: float,
+        *,
+        count: int = 1,
+        thread: Thread | None = None,
+        state: str = "",
+    ) -> None:
+        """Add a sample whose stack is given leaf first."""
+        stack = tuple(self.frame_id(f) for f in frames)
+        self.add_ids(stack, weight, count=count, thread_index=self.thread_id(thread), state=state)
+
+    def add_ids(
+        self,
+        stack: tuple[int, ...],
+        weight: float,
+        *,
+        count: int = 1,
+        thread_index: int = -1,
+        state: str = "",
+    ) -> None:
+        """Add a sample whose frames were already interned with frame_id()."""
+        key = (self.stack_id(stack), thread_index, state)
+        row = self._rows.get(key)
+        if row is None:
+            self._rows[key] = [weight, count]
+        else:
+            row[0] += weight
+            row[1] += count
+
+    def build(self) -> Profile:
+        p = self.profile
+        for (sid, t, s), (w, c) in self._rows.items():
+            p.sample_stack.append(sid)
+            p.sample_weight.append(w)
+            p.sample_count.append(c)
+            p.sample_thread.append(t)
+            p.sample_state.append(s)
+        self._rows = {}
+        return p
+
+
+def merge(profiles: Sequence[Profile]) -> Profile:
+    """One profile with the samples of all; units must agree."""
+    units = {p.unit for p in profiles}
+    if len(units) > 1:
+        raise ValueError(f"cannot merge profiles with different units: {sorted(units)}")
+    builder = ProfileBuilder(unit=units.pop() if units else "samples")
+    for p in profiles:
+        for stack, w, c, t, s in p.rows():
+            frames = [p.frames[f] for f in stack]
+            builder.add(frames, w, count=c, thread=p.threads[t] if t >= 0 else None, state=s)
+    return builder.build()

@@ -1,0 +1,448 @@
+"""The run store: one DuckDB file under .perfsleuth/ holding every recorded run.
+
+Schema (version in `schema_info`; see docs/store.md):
+  runs(id, command, cwd, mode, started, duration_s, exit_status, host, cpu_model,
+       kernel, git_rev, unit, total, samples, source, meta JSON)
+  dsos(run_id, path, build_id)
+  frames(run_id, id, function, dso, file, line, inlined, kernel)
+  stacks(run_id, id, frames INTEGER[])            -- frame ids, leaf first
+  threads(run_id, idx, tid, pid, name)
+  samples(run_id, stack_id, thread, state, weight, count)
+  documents(run_id, kind, name, data JSON)        -- findings, experiments, projections
+
+DuckDB lets one process write at a time, so every access opens the file
+briefly and retries while another perfsleuth holds the lock; recording never
+holds it. Each run is written in one transaction: a failure leaves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .errors import StoreBusy, UserError
+from .profile import Frame, Profile, Thread
+
+SCHEMA_VERSION = 1
+DB_NAME = "runs.duckdb"
+LOCK_WAIT_S = 120.0
+
+# Each entry moves the schema from version i to i + 1. Append, never edit.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, command VARCHAR, cwd VARCHAR, mode VARCHAR,
+        started DOUBLE, duration_s DOUBLE, exit_status INTEGER, host VARCHAR,
+        cpu_model VARCHAR, kernel VARCHAR, git_rev VARCHAR, unit VARCHAR,
+        total DOUBLE, samples BIGINT, source VARCHAR, meta JSON);
+    CREATE TABLE dsos (run_id INTEGER, path VARCHAR, build_id VARCHAR);
+    CREATE TABLE frames (run_id INTEGER, id INTEGER, function VARCHAR, dso VARCHAR,
+        file VARCHAR, line INTEGER, inlined BOOLEAN, kernel BOOLEAN);
+    CREATE TABLE stacks (run_id INTEGER, id INTEGER, frames INTEGER[]);
+    CREATE TABLE threads (run_id INTEGER, idx INTEGER, tid BIGINT, pid BIGINT, name VARCHAR);
+    CREATE TABLE samples (run_id INTEGER, stack_id INTEGER, thread INTEGER, state VARCHAR,
+        weight DOUBLE, count BIGINT);
+    CREATE TABLE documents (run_id INTEGER, kind VARCHAR, name VARCHAR, data JSON);
+    """,
+]
+
+RUN_COLUMNS = (
+    "id",
+    "command",
+    "cwd",
+    "mode",
+    "started",
+    "duration_s",
+    "exit_status",
+    "host",
+    "cpu_model",
+    "kernel",
+    "git_rev",
+    "unit",
+    "total",
+    "samples",
+    "source",
+    "meta",
+)
+
+
+@dataclass
+class RunInfo:
+    """What is known about a run besides its samples."""
+
+    command: str = ""
+    cwd: str = ""
+    mode: str = "cpu"
+    started: float = field(default_factory=time.time)
+    duration_s: float | None = None
+    exit_status: int | None = None
+    host: str = ""
+    cpu_model: str = ""
+    kernel: str = ""
+    git_rev: str = ""
+    source: str = "record"
+    dsos: list[dict] = field(default_factory=list)  # {"path", "build_id"}
+    meta: dict = field(default_factory=dict)
+    id: int = 0
+    unit: str = ""
+    total: float = 0.0
+    samples: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """The `perfsleuth runs --format json` shape."""
+        return {
+            "id": str(self.id),
+            "command": self.command,
+            "mode": self.mode,
+            "started": _iso(self.started),
+            "duration_s": self.duration_s,
+            "exit_status": self.exit_status,
+        }
+
+
+def default_path() -> Path:
+    return Path(os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth")
+
+
+class Store:
+    """Access to the store folder. Cheap to create; connections are short-lived."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        self.root = Path(path) if path else default_path()
+        self.db = self.root / DB_NAME
+
+    @contextmanager
+    def _connect(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = self._open_write() if write else self._open_read()
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _open_write(self) -> duckdb.DuckDBPyConnection:
+        self._make_root()
+        con = self._open(write=True)
+        try:
+            self._migrate(con)
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def _open_read(self) -> duckdb.DuckDBPyConnection:
+        if not self.db.exists():
+            raise UserError(
+                f"no runs stored in {self.root}/ yet; record one with "
+                "`perfsleuth record -- CMD` or pass --store PATH"
+            )
+        con = self._open(write=False)
+        if self._read_version(con) == SCHEMA_VERSION:
+            return con
+        con.close()
+        self._open_write().close()  # migrates, or refuses a newer schema clearly
+        return self._open(write=False)
+
+    def _make_root(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"cannot create the store folder {self.root}: {e.strerror}") from e
+
+    def _open(self, write: bool) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(str(self.db), read_only=not write)
+            except duckdb.IOException as e:
+                if "lock" not in str(e).lower():
+                    raise UserError(f"cannot open the store {self.db}: {e}") from e
+                if time.monotonic() > deadline:
+                    raise StoreBusy(
+                        f"the store {self.db} stayed locked by another perfsleuth process "
+                        f"for {LOCK_WAIT_S:.0f} s; wait for it to finish and retry"
+                    ) from e
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+            except duckdb.Error as e:
+                raise UserError(
+                    f"the store {self.db} is unreadable ({e}); move it away and record again"
+                ) from e
+
+    @staticmethod
+    def _version(con: duckdb.DuckDBPyConnection) -> int:
+        con.execute("CREATE TABLE IF NOT EXISTS schema_info (version INTEGER)")
+        row = con.execute("SELECT max(version) FROM schema_info").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
+        version = self._version(con)
+        if version > SCHEMA_VERSION:
+            raise UserError(
+                f"the store {self.db} has schema version {version}, newer than this "
+                f"perfsleuth understands ({SCHEMA_VERSION}); upgrade perfsleuth"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            con.execute("BEGIN TRANSACTION")
+            con.execute(MIGRATIONS[target - 1])
+            con.execute("INSERT INTO schema_info VALUES (?)", [target])
+            con.execute("COMMIT")
+
+    @staticmethod
+    def _read_version(con: duckdb.DuckDBPyConnection) -> int:
+        row = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_info'"
+        ).fetchone()
+        if not row or not row[0]:
+            return 0
+        got = con.execute("SELECT max(version) FROM schema_info").fetchone()
+        return int(got[0]) if got and got[0] is not None else 0
+
+    # -- writing -------------------------------------------------------------
+
+    def add_run(self, info: RunInfo, profile: Profile) -> int:
+        """Store a run and its profile in one transaction; returns the new run id."""
+        with self._connect(write=True) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                row = con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
+                run_id = int(row[0]) if row else 1
+                self._insert_run(con, run_id, info, profile)
+                self._insert_profile(con, run_id, profile)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        info.id = run_id
+        return run_id
+
+    @staticmethod
+    def _insert_run(
+        con: duckdb.DuckDBPyConnection, run_id: int, info: RunInfo, profile: Profile
+    ) -> None:
+        con.execute(
+            f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                info.command,
+                info.cwd,
+                info.mode,
+                info.started,
+                info.duration_s,
+                info.exit_status,
+                info.host,
+                info.cpu_model,
+                info.kernel,
+                info.git_rev,
+                profile.unit,
+                profile.total,
+                profile.num_samples,
+                info.source,
+                json.dumps({**profile.meta, **info.meta}, default=str),
+            ],
+        )
+        if info.dsos:
+            dsos_t = pa.table(
+                {
+                    "run_id": [run_id] * len(info.dsos),
+                    "path": [d.get("path", "") for d in info.dsos],
+                    "build_id": [d.get("build_id", "") for d in info.dsos],
+                }
+            )
+            con.register("dsos_t", dsos_t)
+            con.execute("INSERT INTO dsos SELECT * FROM dsos_t")
+            con.unregister("dsos_t")
+
+    @staticmethod
+    def _insert_profile(con: duckdb.DuckDBPyConnection, run_id: int, p: Profile) -> None:
+        n = len(p.frames)
+        tables = {
+            "frames": pa.table(
+                {
+                    "run_id": pa.array([run_id] * n, pa.int32()),
+                    "id": pa.array(range(n), pa.int32()),
+                    "function": [f.function for f in p.frames],
+                    "dso": [f.dso for f in p.frames],
+                    "file": [f.file for f in p.frames],
+                    "line": pa.array([f.line for f in p.frames], pa.int32()),
+                    "inlined": [f.inlined for f in p.frames],
+                    "kernel": [f.kernel for f in p.frames],
+                }
+            ),
+            "stacks": pa.table(
+                {
+                    "run_id": pa.array([run_id] * len(p.stacks), pa.int32()),
+                    "id": pa.array(range(len(p.stacks)), pa.int32()),
+                    "frames": pa.array([list(s) for s in p.stacks], pa.list_(pa.int32())),
+                }
+            ),
+            "threads": pa.table(
+                {
+                    "run_id": pa.array([run_id] * len(p.threads), pa.int32()),
+                    "idx": pa.array(range(len(p.threads)), pa.int32()),
+                    "tid": pa.array([t.tid for t in p.threads], pa.int64()),
+                    "pid": pa.array([t.pid for t in p.threads], pa.int64()),
+                    "name": pa.array([t.name for t in p.threads], pa.string()),
+                }
+            ),
+            "samples": pa.table(
+                {
+                    "run_id": pa.array([run_id] * len(p.sample_stack), pa.int32()),
+                    "stack_id": pa.array(p.sample_stack, pa.int32()),
+                    "thread": pa.array(p.sample_thread, pa.int32()),
+                    "state": pa.array(p.sample_state, pa.string()),
+                    "weight": pa.array(p.sample_weight, pa.float64()),
+                    "count": pa.array(p.sample_count, pa.int64()),
+                }
+            ),
+        }
+        for name, table in tables.items():
+            con.register("incoming", table)
+            con.execute(f"INSERT INTO {name} SELECT * FROM incoming")
+            con.unregister("incoming")
+
+    def put_document(self, run_id: int, kind: str, name: str, data: Any) -> None:
+        """Replace the document (findings, experiment, projection...) of a run."""
+        with self._connect(write=True) as con:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(
+                "DELETE FROM documents WHERE run_id = ? AND kind = ? AND name = ?",
+                [run_id, kind, name],
+            )
+            con.execute(
+                "INSERT INTO documents VALUES (?, ?, ?, ?)",
+                [run_id, kind, name, json.dumps(data, default=str)],
+            )
+            con.execute("COMMIT")
+
+    # -- reading -------------------------------------------------------------
+
+    def runs(self) -> list[RunInfo]:
+        """All runs, newest first."""
+        with self._connect(write=False) as con:
+            rows = con.execute(
+                f"SELECT {', '.join(RUN_COLUMNS)} FROM runs ORDER BY id DESC"
+            ).fetchall()
+        return [_run_from_row(r) for r in rows]
+
+    def resolve(self, ref: str | None) -> int:
+        """A run id from `3`, `latest`, `latest~1`..."""
+        ref = (ref or "latest").strip()
+        with self._connect(write=False) as con:
+            ids = [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id DESC").fetchall()]
+        if not ids:
+            raise UserError(f"the store {self.root}/ has no runs yet; record one first")
+        if ref.startswith("latest"):
+            back = ref[len("latest") :]
+            steps = int(back[1:]) if back.startswith("~") and back[1:].isdigit() else None
+            if back and steps is None:
+                raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
+            steps = steps or 0
+            if steps >= len(ids):
+                raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
+            return int(ids[steps])
+        if ref.isdigit() and int(ref) in ids:
+            return int(ref)
+        raise UserError(f"no run {ref!r} in {self.root}/; `perfsleuth runs` lists them")
+
+    def run_info(self, run_id: int) -> RunInfo:
+        with self._connect(write=False) as con:
+            row = con.execute(
+                f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", [run_id]
+            ).fetchone()
+            if row is None:
+                raise UserError(f"no run {run_id} in {self.root}/")
+            info = _run_from_row(row)
+            info.dsos = [
+                {"path": p, "build_id": b}
+                for p, b in con.execute(
+                    "SELECT path, build_id FROM dsos WHERE run_id = ? ORDER BY path", [run_id]
+                ).fetchall()
+            ]
+        return info
+
+    def load(self, run_id: int) -> Profile:
+        """The run's profile, as it was stored."""
+        with self._connect(write=False) as con:
+            row = con.execute(
+                "SELECT unit, meta FROM runs WHERE id = ?", [run_id]
+            ).fetchone()
+            if row is None:
+                raise UserError(f"no run {run_id} in {self.root}/")
+            frames = con.execute(
+                "SELECT function, dso, file, line, inlined, kernel FROM frames "
+                "WHERE run_id = ? ORDER BY id",
+                [run_id],
+            ).fetchall()
+            stacks = con.execute(
+                "SELECT frames FROM stacks WHERE run_id = ? ORDER BY id", [run_id]
+            ).fetchall()
+            threads = con.execute(
+                "SELECT tid, pid, name FROM threads WHERE run_id = ? ORDER BY idx", [run_id]
+            ).fetchall()
+            samples = con.execute(
+                "SELECT stack_id, weight, count, thread, state FROM samples WHERE run_id = ?",
+                [run_id],
+            ).fetchall()
+        profile = Profile(
+            frames=[Frame(*f) for f in frames],
+            stacks=[tuple(s[0]) for s in stacks],
+            threads=[Thread(*t) for t in threads],
+            unit=row[0],
+            meta=json.loads(row[1]) if row[1] else {},
+        )
+        if samples:
+            cols = list(zip(*samples, strict=True))
+            profile.sample_stack = list(cols[0])
+            profile.sample_weight = list(cols[1])
+            profile.sample_count = list(cols[2])
+            profile.sample_thread = list(cols[3])
+            profile.sample_state = list(cols[4])
+        return profile
+
+    def documents(self, run_id: int, kind: str) -> dict[str, Any]:
+        """name -> data of a run's documents of one kind."""
+        if not self.db.exists():
+            return {}
+        with self._connect(write=False) as con:
+            rows = con.execute(
+                "SELECT name, data FROM documents WHERE run_id = ? AND kind = ?",
+                [run_id, kind],
+            ).fetchall()
+        return {name: json.loads(data) for name, data in rows}
+
+
+def _run_from_row(row: tuple) -> RunInfo:
+    values = dict(zip(RUN_COLUMNS, row, strict=True))
+    return RunInfo(
+        id=int(values["id"]),
+        command=values["command"] or "",
+        cwd=values["cwd"] or "",
+        mode=values["mode"] or "",
+        started=values["started"] or 0.0,
+        duration_s=values["duration_s"],
+        exit_status=values["exit_status"],
+        host=values["host"] or "",
+        cpu_model=values["cpu_model"] or "",
+        kernel=values["kernel"] or "",
+        git_rev=values["git_rev"] or "",
+        unit=values["unit"] or "",
+        total=values["total"] or 0.0,
+        samples=values["samples"] or 0,
+        source=values["source"] or "",
+        meta=json.loads(values["meta"]) if values["meta"] else {},
+    )
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

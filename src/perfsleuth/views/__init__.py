@@ -1,0 +1,1 @@
+"""Views over one stored profile: top, callers/callees, flame, annotate, diff."""

@@ -1,0 +1,101 @@
+"""Callers and callees of a function, with percentages, like pprof's peek."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import UserError
+from ..output import pct
+from ..profile import Profile
+
+ROOT = "[root]"
+SELF = "[self]"
+MAX_MATCHES = 20
+
+
+def match_functions(profile: Profile, pattern: str) -> list[str]:
+    """Exact name first; else every function whose name the pattern (a regex) finds."""
+    names = {f.function for f in profile.frames}
+    if pattern in names:
+        return [pattern]
+    try:
+        rx = re.compile(pattern)
+    except re.error:
+        rx = re.compile(re.escape(pattern))
+    found = sorted(n for n in names if rx.search(n))
+    if not found:
+        raise UserError(f"no function matching {pattern!r} in this run; see `perfsleuth top`")
+    if len(found) > MAX_MATCHES:
+        raise UserError(
+            f"{len(found)} functions match {pattern!r} (e.g. {', '.join(found[:5])}); "
+            "give a more precise name or a regex like '^name$'"
+        )
+    return found
+
+
+def neighbours(profile: Profile, function: str) -> dict:
+    """Self/total of FUNCTION and the weight of each caller and callee."""
+    frames = profile.frames
+    total = profile.total
+    self_w = total_w = 0.0
+    callers: dict[str, float] = defaultdict(float)
+    callees: dict[str, float] = defaultdict(float)
+    for sid, weight in zip(profile.sample_stack, profile.sample_weight, strict=True):
+        stack = profile.stacks[sid]
+        hits = [i for i, f in enumerate(stack) if frames[f].function == function]
+        if not hits:
+            continue
+        total_w += weight
+        if hits[0] == 0:
+            self_w += weight
+        up = {frames[stack[i + 1]].function if i + 1 < len(stack) else ROOT for i in hits}
+        down = {frames[stack[i - 1]].function if i > 0 else SELF for i in hits}
+        for name in up - {function}:
+            callers[name] += weight
+        for name in down - {function}:
+            callees[name] += weight
+
+    def rows(weights: dict[str, float]) -> list[dict]:
+        ordered = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [
+            {
+                "function": name,
+                "total": w / total if total else 0.0,
+                "share": w / total_w if total_w else 0.0,
+            }
+            for name, w in ordered
+        ]
+
+    return {
+        "function": function,
+        "self": self_w / total if total else 0.0,
+        "total": total_w / total if total else 0.0,
+        "callers": rows(callers),
+        "callees": rows(callees),
+    }
+
+
+def callgraph(profile: Profile, pattern: str) -> list[dict]:
+    return [neighbours(profile, name) for name in match_functions(profile, pattern)]
+
+
+def render(doc: dict, console: Console, direction: str) -> None:
+    for entry in doc["functions"]:
+        console.print(
+            f"[bold]{entry['function']}[/bold]  self {pct(entry['self']).strip()}  "
+            f"total {pct(entry['total']).strip()}  (run {doc['run']})",
+            markup=True,
+            highlight=False,
+        )
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        table.add_column("of run", justify="right", no_wrap=True)
+        table.add_column(f"of {direction[:-1]}'s total", justify="right", no_wrap=True)
+        table.add_column(direction, overflow="fold")
+        for row in entry[direction]:
+            table.add_row(pct(row["total"]), pct(row["share"]), row["function"])
+        console.print(table)
+        console.print()
