@@ -1,0 +1,212 @@
+"""perf.data -> Profile.
+
+Fast path: the perfsleuth_native extension (native/, Rust) streams the file and
+returns stacks already aggregated per (stack, thread), with user addresses as
+DSO file offsets; every unique (DSO, address) is then symbolized once through
+perfsleuth.symbols. Fallback (extension not built, or a `--call-graph dwarf`
+recording it could not unwind): `perf script`, parsed by formats.perf_script.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..profile import Frame, Profile, ProfileBuilder, Thread
+from ..symbols import UNKNOWN, Symbolizer, dso_name
+from . import perf_script
+
+MAGICS = (b"PERFILE2", b"2ELIFREP")
+
+try:  # the extension is optional: `make native` builds it
+    import perfsleuth_native as _native
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
+
+
+def sniff(head: bytes) -> bool:
+    """True for a perf.data file (file or pipe mode)."""
+    return head[:8] in MAGICS
+
+
+def native_available() -> bool:
+    return _native is not None
+
+
+def _check_file(p: Path) -> None:
+    try:
+        size = p.stat().st_size
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except FileNotFoundError as e:
+        raise UserError(f"{p}: no such file; check the path") from e
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror}); check permissions") from e
+    if size == 0:
+        raise UserError(f"{p}: empty perf.data; the recording failed or was cut off, re-record it")
+    if not sniff(head):
+        raise UserError(f"{p}: not a perf.data file (no PERFILE2 magic); give a perf.data file")
+    if len(head) >= 16 and int.from_bytes(head[8:16], "little") == 16:
+        raise UserError(
+            f"{p}: pipe-mode perf.data (from `perf record -o -`); "
+            "record to a file (perf record -o FILE) or convert it with `perf inject -o FILE`"
+        )
+    if size < 104:
+        raise UserError(f"{p}: truncated perf.data ({size} bytes, no full header); re-record it")
+
+
+def read(
+    path: str | os.PathLike[str],
+    *,
+    symbolizer: Symbolizer | None = None,
+    use_native: bool | None = None,
+) -> Profile:
+    """Read a perf.data file into a Profile.
+
+    meta carries the header metadata (hostname, osrelease, arch, cpudesc,
+    nrcpus_online, cmdline, perf_version, events, event, build_ids,
+    lost_samples, num_samples), `dsos` ([{path, build_id}]) and `reader`
+    ("native" or "perf script").
+    """
+    p = Path(path)
+    _check_file(p)
+    if use_native is None:
+        use_native = _native is not None
+    if use_native and _native is not None:
+        try:
+            data = _native.read_perf_data(str(p))
+        except ValueError as e:
+            raise UserError(f"{p}: {e}; re-record it") from e
+        except OSError as e:
+            raise UserError(f"{p}: cannot read ({e}); check the path and permissions") from e
+        meta = data["meta"]
+        dwarf = any(ev[4] for ev in data["events"])
+        if not (
+            dwarf and meta.get("samples_needing_dwarf") and not meta.get("samples_dwarf_unwound")
+        ):
+            return _from_native(p, data, symbolizer or Symbolizer())
+    return _via_perf_script(p, symbolizer)
+
+
+def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
+    events = data["events"]
+    rows = data["rows"]
+    if not rows:
+        raise UserError(
+            f"{p}: no samples in this perf.data; the program ran too briefly, re-record"
+        )
+    # Pick the event with the most samples.
+    per_event: dict[int, int] = {}
+    for _sid, _ti, ev, _period, count in rows:
+        per_event[ev] = per_event.get(ev, 0) + count
+    event = max(per_event, key=lambda e: per_event[e])
+    name, _kind, unit, _cc, _dwarf = events[event]
+    dsos = data["dsos"]
+    frames = data["frames"]
+    stacks = data["stacks"]
+
+    # Symbolize each unique frame used by this event, once.
+    used: set[int] = set()
+    for sid, _ti, ev, _period, _count in rows:
+        if ev == event:
+            used.update(stacks[sid])
+    offsets = set()
+    for fid in used:
+        dso, addr, kernel = frames[fid]
+        if dso >= 0 and not kernel and not dsos[dso][0].startswith("["):
+            offsets.add((dsos[dso][0], dsos[dso][1], addr))
+    answers = sym.symbolize_offsets(sorted(offsets))
+    chains: dict[int, tuple[Frame, ...]] = {}
+    for fid in used:
+        dso, addr, kernel = frames[fid]
+        if kernel:
+            chains[fid] = (sym.kernel_frame(addr),)
+        elif dso < 0:
+            chains[fid] = (Frame(UNKNOWN, dso=UNKNOWN),)
+        elif dsos[dso][0].startswith("["):
+            chains[fid] = (Frame(UNKNOWN, dso=dsos[dso][0]),)
+        else:
+            chains[fid] = answers.get((dsos[dso][0], addr)) or (
+                Frame(UNKNOWN, dso=dso_name(dsos[dso][0])),
+            )
+
+    meta = dict(data["meta"])
+    meta["build_ids"] = [{"path": a, "build_id": b} for a, b in meta.get("build_ids", [])]
+    meta.update(
+        {
+            "source": "perf.data",
+            "path": str(p),
+            "reader": "native",
+            "event": name,
+            "events": [e[0] for e in events],
+            "num_samples": per_event[event],
+            "dsos": [{"path": path, "build_id": bid} for path, bid, _k in dsos],
+        }
+    )
+    builder = ProfileBuilder(unit=unit, meta=meta)
+    interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
+    threads = [builder.thread_id(Thread(tid, pid, comm)) for pid, tid, comm in data["threads"]]
+    expanded: dict[int, tuple[int, ...]] = {}
+    for sid, ti, ev, period, count in rows:
+        if ev != event:
+            continue
+        ids = expanded.get(sid)
+        if ids is None:
+            ids = tuple(i for fid in stacks[sid] for i in interned[fid])
+            expanded[sid] = ids
+        weight = float(period) if unit != "samples" else float(count)
+        builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
+    return builder.build()
+
+
+def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
+    perf = shutil.which("perf")
+    if perf is None:
+        raise UserError(
+            "reading perf.data needs the perfsleuth_native extension (make native) "
+            "or Linux perf (apt-get install linux-perf)"
+        )
+    cmd = [
+        perf,
+        "script",
+        "-i",
+        str(p),
+        "-F",
+        "comm,pid,tid,time,period,event,ip,sym,symoff,dso",
+        "--no-inline",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+    )
+    assert proc.stdout is not None
+    try:
+        profile = perf_script.build(proc.stdout, str(p), symbolizer=symbolizer)
+    except UserError:
+        proc.kill()
+        proc.wait()
+        err = proc.stderr.read().strip().splitlines() if proc.stderr else []
+        detail = err[-1] if err else "no samples"
+        raise UserError(f"{p}: perf script could not read it ({detail}); re-record it") from None
+    proc.wait()
+    profile.meta.update({"source": "perf.data", "path": str(p), "reader": "perf script"})
+    profile.meta.setdefault("dsos", _dsos_from_perf(perf, p))
+    return profile
+
+
+def _dsos_from_perf(perf: str, p: Path) -> list[dict]:
+    try:
+        out = subprocess.run(
+            [perf, "buildid-list", "-i", str(p)], capture_output=True, text=True, check=False
+        ).stdout
+    except OSError:
+        return []
+    dsos = []
+    for line in out.splitlines():
+        bid, _, path = line.strip().partition(" ")
+        if path:
+            dsos.append({"path": path, "build_id": bid})
+    return dsos

@@ -1,0 +1,262 @@
+"""`perf script` text output -> Profile.
+
+The default layout of perf 6.1, with or without callchains:
+
+    prog  9694/9694   474.110392:     500000 cpu-clock:ppp:
+    \t            1217 heavy_leaf+0x27 (/tmp/ps/prog)
+    \t            1092 main+0x32 (/tmp/ps/prog)
+    <blank line>
+
+or, without callchains, one line per sample with `ip sym+off (dso)` after the
+event. The `pid/` part, the `[cpu]` column, the time and the period are
+optional. Samples are aggregated while streaming (memory grows with distinct
+stacks). Frames whose DSO is present on disk are re-symbolized through
+perfsleuth.symbols (function from `sym+off` -> address -> inline chain and
+file:line); otherwise perf's names are kept.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from ..errors import UserError
+from ..profile import Frame, Profile, ProfileBuilder, Thread
+from ..symbols import Symbolizer, dso_name
+from ..symbols.symbolizer import UNKNOWN, elf_symbols
+
+HEADER = re.compile(
+    r"^\s*(?P<comm>\S.*?)\s+(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s+"
+    r"(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<time>\d+\.\d+):\s+)?"
+    r"(?:(?P<period>\d+)\s+)?(?P<event>[^\s:][^\s]*?):(?:\s+(?P<rest>.*))?$"
+)
+FRAME = re.compile(
+    r"^\s*(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)(?:\+0x(?P<off>[0-9a-fA-F]+))?"
+    r"\s+\((?P<dso>[^()]*)\)\s*$"
+)
+_VERSION = re.compile(r"@@?[A-Za-z0-9_.]+$")
+NS_EVENTS = ("cpu-clock", "task-clock")
+
+# A raw frame as perf printed it: (symbol, offset or -1, dso, address, kernel, inlined)
+RawFrame = tuple[str, int, str, int, bool, bool]
+
+
+def sniff(head: bytes) -> bool:
+    """True when `head` starts like `perf script` output (a sample header line)."""
+    text = head.decode("utf-8", errors="replace")
+    for line in text.splitlines()[:20]:
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = HEADER.match(line)
+        return bool(m and m["event"] and (m["time"] or m["rest"] is not None))
+    return False
+
+
+def unit_for(event: str, has_period: bool) -> str:
+    if not has_period:
+        return "samples"
+    base = event.split(":", 1)[0]
+    return "ns" if base in NS_EVENTS else "events"
+
+
+def _is_kernel(dso: str, addr: int) -> bool:
+    return dso.startswith("[kernel") or (dso.startswith("[") and addr >= 0xFFFF800000000000)
+
+
+class _Aggregator:
+    def __init__(self) -> None:
+        self.frames: list[RawFrame] = []
+        self.frame_ids: dict[tuple[str, bool], int] = {}
+        self.rows: dict[tuple[tuple[int, ...], str, int, int, str], list] = {}
+        self.events: dict[str, int] = {}
+        self.has_period = True
+        self.samples = 0
+
+    def frame(self, line: str, leaf: bool) -> int | None:
+        key = (line, leaf)
+        fid = self.frame_ids.get(key)
+        if fid is not None:
+            return fid
+        m = FRAME.match(line)
+        if m is None:
+            return None
+        addr = int(m["addr"], 16)
+        sym = m["sym"].strip() or UNKNOWN
+        dso = m["dso"]
+        inlined = dso == "inlined"
+        off = int(m["off"], 16) if m["off"] else -1
+        raw = (sym, off, dso, addr, _is_kernel(dso, addr), inlined)
+        fid = len(self.frames)
+        self.frames.append(raw)
+        self.frame_ids[key] = fid
+        return fid
+
+    def add(self, header: re.Match, stack: list[int]) -> None:
+        self.samples += 1
+        event = header["event"]
+        self.events[event] = self.events.get(event, 0) + 1
+        period = header["period"]
+        if period is None:
+            self.has_period = False
+        weight = int(period) if period is not None else 1
+        tid = int(header["tid"])
+        pid = int(header["pid"]) if header["pid"] is not None else 0
+        key = (tuple(stack), event, pid, tid, header["comm"])
+        row = self.rows.get(key)
+        if row is None:
+            self.rows[key] = [weight, 1]
+        else:
+            row[0] += weight
+            row[1] += 1
+
+
+def _aggregate(lines: Iterable[str], name: str) -> _Aggregator:
+    agg = _Aggregator()
+    header: re.Match | None = None
+    stack: list[int] = []
+    seen_any = False
+    for raw_line in lines:
+        line = raw_line.rstrip("\n")
+        if not line.strip():
+            if header is not None:
+                agg.add(header, stack)
+                header, stack = None, []
+            continue
+        if line.startswith("#"):
+            continue
+        if line[0] in "\t " and header is not None and (line[0] == "\t" or FRAME.match(line)):
+            fid = agg.frame(line.strip(), not stack)
+            if fid is not None:
+                stack.append(fid)
+            continue
+        m = HEADER.match(line)
+        if m is None:
+            if header is None and not seen_any:
+                raise UserError(
+                    f"{name}: not `perf script` output (cannot parse {line[:60]!r}); "
+                    "give the output of `perf script` or a perf.data file"
+                )
+            continue
+        if header is not None:
+            agg.add(header, stack)
+            stack = []
+        seen_any = True
+        header = m
+        rest = m["rest"]
+        if rest:
+            fid = agg.frame(rest.strip(), True)
+            if fid is not None:
+                stack.append(fid)
+    if header is not None:
+        agg.add(header, stack)
+    return agg
+
+
+def _symbolize(
+    agg: _Aggregator, symbolizer: Symbolizer | None, resymbolize: bool
+) -> list[tuple[Frame, ...]]:
+    """Frames for each raw frame: an inline chain, or () for dropped (inlined) lines."""
+    sym = symbolizer or Symbolizer()
+    queries: dict[int, tuple[str, int]] = {}
+    exists: dict[str, bool] = {}
+    leaf_ids = {fid for (_, leaf), fid in agg.frame_ids.items() if leaf}
+    if resymbolize:
+        for fid, (name, off, dso, _addr, kernel, inlined) in enumerate(agg.frames):
+            if kernel or inlined or off < 0 or name == UNKNOWN or not dso.startswith("/"):
+                continue
+            if dso not in exists:
+                exists[dso] = os.path.isfile(dso)
+            if not exists[dso]:
+                continue
+            start = elf_symbols(dso).by_name.get(_VERSION.sub("", name))
+            if start is None:
+                continue
+            # return addresses: step back into the call instruction
+            vaddr = start + off if fid in leaf_ids or off == 0 else start + off - 1
+            queries[fid] = (dso, vaddr)
+    answers = sym.symbolize_vaddrs(set(queries.values())) if queries else {}
+    out: list[tuple[Frame, ...]] = []
+    for fid, (name, _off, dso, _addr, kernel, inlined) in enumerate(agg.frames):
+        q = queries.get(fid)
+        if q is not None and q in answers and answers[q][-1].function != UNKNOWN:
+            out.append(answers[q])
+            continue
+        clean = _VERSION.sub("", name)
+        if inlined:
+            out.append((Frame(clean, dso="", inlined=True),))
+        else:
+            out.append((Frame(clean, dso=dso_name(dso) if dso else UNKNOWN, kernel=kernel),))
+    return out
+
+
+def build(
+    lines: Iterable[str],
+    name: str = "perf script",
+    *,
+    symbolizer: Symbolizer | None = None,
+    resymbolize: bool = True,
+    meta: dict | None = None,
+) -> Profile:
+    """Parse `perf script` lines into a Profile (see the module docs)."""
+    agg = _aggregate(lines, name)
+    if agg.samples == 0:
+        raise UserError(f"{name}: no samples in the `perf script` output; record again")
+    chains = _symbolize(agg, symbolizer, resymbolize)
+    event = max(agg.events, key=lambda e: agg.events[e])
+    unit = unit_for(event, agg.has_period)
+    info = dict(meta or {})
+    info.setdefault("source", "perf script")
+    info["event"] = event
+    info["events"] = sorted(agg.events)
+    info["num_samples"] = sum(c for (_, ev, *_), (_, c) in agg.rows.items() if ev == event)
+    builder = ProfileBuilder(unit=unit, meta=info)
+    # Map raw frame id -> interned frame ids; an inlined line is dropped when
+    # the next (physical) frame was re-symbolized (it then carries its inlines).
+    resolved: list[tuple[int, ...]] = [tuple(builder.frame_id(f) for f in c) for c in chains]
+    for (stack, ev, pid, tid, comm), (weight, count) in agg.rows.items():
+        if ev != event:
+            continue
+        ids: list[int] = []
+        for pos, fid in enumerate(stack):
+            if agg.frames[fid][5]:  # a perf "(inlined)" line
+                nxt = stack[pos + 1] if pos + 1 < len(stack) else None
+                if nxt is not None and len(chains[nxt]) and _was_resymbolized(chains[nxt]):
+                    continue
+                # keep perf's inline frame, attributed to the physical frame's DSO
+                ids.extend(resolved[fid])
+                continue
+            ids.extend(resolved[fid])
+        thread = Thread(tid, pid, comm)
+        builder.add_ids(
+            tuple(ids), float(weight), count=count, thread_index=builder.thread_id(thread)
+        )
+    return builder.build()
+
+
+def _was_resymbolized(chain: tuple[Frame, ...]) -> bool:
+    # Frames that came from llvm-symbolizer carry a source file or an inline chain.
+    return len(chain) > 1 or bool(chain[-1].file)
+
+
+def read_text(text: str, name: str = "perf script", **kw) -> Profile:
+    return build(io.StringIO(text), name, **kw)
+
+
+def read_stream(stream: IO[str], name: str = "perf script", **kw) -> Profile:
+    return build(stream, name, **kw)
+
+
+def read(path: str | Path, **kw) -> Profile:
+    """Read a file of `perf script` output."""
+    p = Path(path)
+    try:
+        if p.stat().st_size == 0:
+            raise UserError(f"{p}: empty file; give the output of `perf script`")
+        with open(p, encoding="utf-8", errors="replace") as f:
+            return build(f, str(p), **kw)
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror}); check the path") from e

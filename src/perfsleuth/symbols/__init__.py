@@ -1,0 +1,65 @@
+"""address -> function, inline chain, file:line, DSO, build-id.
+
+Symbolizer().symbolize_offsets([(path, build_id, file_offset), ...])
+    -> {(path, offset): (Frame, ...)}        inline chain, leaf first
+Symbolizer().symbolize_vaddrs([(path, vaddr), ...])
+Symbolizer().kernel_frame(addr) -> Frame   (from /proc/kallsyms)
+binaries(profile_or_dsos) -> [{"path", "build_id", "found", "symbols", "debug_info"}]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .elf import ElfInfo, build_id_of, elf_info, find_dso
+from .kallsyms import Kallsyms, load_kallsyms
+from .symbolizer import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, find_llvm_symbolizer
+
+__all__ = [
+    "KERNEL_DSO",
+    "UNKNOWN",
+    "ElfInfo",
+    "Kallsyms",
+    "Symbolizer",
+    "binaries",
+    "build_id_of",
+    "dso_name",
+    "elf_info",
+    "find_dso",
+    "find_llvm_symbolizer",
+    "load_kallsyms",
+]
+
+
+def binaries(source: Any) -> list[dict]:
+    """The DSOs of a run with their build-ids and what symbol data we found for them.
+
+    `source` is a Profile (its meta["dsos"] is used), or a list of {path,
+    build_id} dicts / plain paths. Each entry: path, build_id (recorded, or
+    read from the file), found (file used for symbols, "" if none), symbols
+    (.symtab present), debug_info (.debug_info present).
+    """
+    dsos = source.meta.get("dsos", []) if hasattr(source, "meta") else source
+    out = []
+    for d in dsos:
+        if isinstance(d, str):
+            d = {"path": d, "build_id": ""}
+        path = d.get("path", "")
+        bid = d.get("build_id", "")
+        if path.startswith("["):
+            out.append(
+                {"path": path, "build_id": bid, "found": "", "symbols": False, "debug_info": False}
+            )
+            continue
+        real = find_dso(path, bid)
+        info = elf_info(real) if real else None
+        out.append(
+            {
+                "path": path,
+                "build_id": bid or (info.build_id if info else ""),
+                "found": real or "",
+                "symbols": bool(info and info.has_symbols),
+                "debug_info": bool(info and info.has_debug_info),
+            }
+        )
+    return out

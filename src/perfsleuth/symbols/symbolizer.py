@@ -1,0 +1,241 @@
+"""Batch symbolization: (DSO, address) -> inline chain of Frames with file:line.
+
+Every unique address is looked up once, all of them through ONE llvm-symbolizer
+process (JSON output, one `"object" 0xaddr` query per line). Function names are
+demangled (C++ and Rust); Rust legacy hashes (`::h0123456789abcdef`) are dropped.
+Without llvm-symbolizer, ELF symbol tables (pyelftools) give function names only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from functools import lru_cache
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from ..profile import Frame
+from .elf import elf_info, find_dso
+from .kallsyms import Kallsyms, load_kallsyms
+
+UNKNOWN = "[unknown]"
+KERNEL_DSO = "[kernel.kallsyms]"
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+
+
+def find_llvm_symbolizer() -> str | None:
+    """/usr/bin/llvm-symbolizer-16 when present, else llvm-symbolizer on PATH."""
+    override = os.environ.get("PERFSLEUTH_LLVM_SYMBOLIZER")
+    if override:
+        return override if os.access(override, os.X_OK) else None
+    if os.access("/usr/bin/llvm-symbolizer-16", os.X_OK):
+        return "/usr/bin/llvm-symbolizer-16"
+    return shutil.which("llvm-symbolizer")
+
+
+def dso_name(path: str) -> str:
+    """What a Frame shows as its DSO: the file name, or the [special] name."""
+    if path.startswith("["):
+        return path
+    return os.path.basename(path) or path
+
+
+def clean_function(name: str) -> str:
+    return _RUST_HASH.sub("", name)
+
+
+class ElfSymbols:
+    """Function symbols of one ELF (.symtab, else .dynsym): by address and by name."""
+
+    def __init__(self, path: str) -> None:
+        self.addrs: list[int] = []
+        self.entries: list[tuple[int, int, str]] = []
+        self.by_name: dict[str, int] = {}
+        try:
+            with open(path, "rb") as f:
+                elf = ELFFile(f)
+                tab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
+                items = []
+                if tab is not None and hasattr(tab, "iter_symbols"):
+                    for sym in tab.iter_symbols():
+                        if sym["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC") and sym.name:
+                            if sym["st_value"] == 0:
+                                continue
+                            name = sym.name.split("@", 1)[0]
+                            items.append((sym["st_value"], sym["st_size"], name))
+                            self.by_name.setdefault(name, sym["st_value"])
+        except (OSError, ELFError, ValueError, KeyError, AttributeError):
+            items = []
+        items.sort()
+        self.entries = items
+        self.addrs = [a for a, _, _ in items]
+
+    def lookup(self, vaddr: int) -> str | None:
+        i = bisect.bisect_right(self.addrs, vaddr) - 1
+        if i < 0:
+            return None
+        start, size, name = self.entries[i]
+        if size and vaddr >= start + size:
+            return None
+        return name
+
+
+@lru_cache(maxsize=256)
+def elf_symbols(path: str) -> ElfSymbols:
+    return ElfSymbols(path)
+
+
+class Symbolizer:
+    """Symbolizes many addresses at once; see the module docs.
+
+    `symbolize_offsets` takes (recorded DSO path, build-id, file offset) triples,
+    as perf.data gives them; `symbolize_vaddrs` takes (path, ELF virtual
+    address) pairs. Both return {key: (Frame, ...)} with the inline chain leaf
+    first: every frame but the last has inlined=True.
+    """
+
+    def __init__(self, llvm_symbolizer: str | None = None, kallsyms: Kallsyms | None = None):
+        self.tool = llvm_symbolizer or find_llvm_symbolizer()
+        self._kallsyms = kallsyms
+        # recorded path -> file actually used (None: not found), for run metadata
+        self.resolved: dict[str, str | None] = {}
+
+    @property
+    def kallsyms(self) -> Kallsyms:
+        if self._kallsyms is None:
+            self._kallsyms = load_kallsyms()
+        return self._kallsyms
+
+    # -- user space -------------------------------------------------------
+
+    def symbolize_offsets(
+        self, items: Iterable[tuple[str, str, int]]
+    ) -> dict[tuple[str, int], tuple[Frame, ...]]:
+        """{(path, offset): frames} for (path, build_id, file offset) triples."""
+        out: dict[tuple[str, int], tuple[Frame, ...]] = {}
+        queries: list[tuple[str, int, str, tuple[str, int]]] = []
+        for path, build_id, offset in items:
+            real = self._resolve(path, build_id)
+            info = elf_info(real) if real else None
+            vaddr = info.offset_to_vaddr(offset) if info else None
+            if real is None or vaddr is None:
+                out[(path, offset)] = (Frame(UNKNOWN, dso=dso_name(path)),)
+                continue
+            queries.append((real, vaddr, path, (path, offset)))
+        out.update(self._run(queries))
+        return out
+
+    def symbolize_vaddrs(
+        self, items: Iterable[tuple[str, int]], build_ids: dict[str, str] | None = None
+    ) -> dict[tuple[str, int], tuple[Frame, ...]]:
+        """{(path, vaddr): frames} for (path, ELF virtual address) pairs."""
+        out: dict[tuple[str, int], tuple[Frame, ...]] = {}
+        queries: list[tuple[str, int, str, tuple[str, int]]] = []
+        for path, vaddr in items:
+            real = self._resolve(path, (build_ids or {}).get(path, ""))
+            if real is None:
+                out[(path, vaddr)] = (Frame(UNKNOWN, dso=dso_name(path)),)
+                continue
+            queries.append((real, vaddr, path, (path, vaddr)))
+        out.update(self._run(queries))
+        return out
+
+    def _resolve(self, path: str, build_id: str) -> str | None:
+        if path not in self.resolved:
+            self.resolved[path] = find_dso(path, build_id)
+        return self.resolved[path]
+
+    def _run(
+        self, queries: list[tuple[str, int, str, tuple[str, int]]]
+    ) -> dict[tuple[str, int], tuple[Frame, ...]]:
+        if not queries:
+            return {}
+        unique = sorted({(real, vaddr) for real, vaddr, _, _ in queries})
+        answers: dict[tuple[str, int], list[dict]] = {}
+        if self.tool:
+            answers = self._llvm(unique)
+        out: dict[tuple[str, int], tuple[Frame, ...]] = {}
+        for real, vaddr, path, key in queries:
+            syms = answers.get((real, vaddr))
+            out[key] = self._frames(syms, real, vaddr, dso_name(path))
+        return out
+
+    def _llvm(self, unique: list[tuple[str, int]]) -> dict[tuple[str, int], list[dict]]:
+        assert self.tool
+        lines = []
+        for real, vaddr in unique:
+            q = real.replace('"', "")
+            lines.append(f'"{q}" 0x{vaddr:x}\n')
+        cmd = [
+            self.tool,
+            "--output-style=JSON",
+            "--demangle",
+            "--inlines",
+            "--functions=linkage",
+            "--debug-file-directory=/usr/lib/debug",
+        ]
+        try:
+            proc = subprocess.run(
+                cmd,
+                input="".join(lines),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        except OSError:
+            return {}
+        out: dict[tuple[str, int], list[dict]] = {}
+        results = proc.stdout.splitlines()
+        if len(results) != len(unique):
+            return out
+        for key, line in zip(unique, results, strict=True):
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            syms = doc.get("Symbol") if isinstance(doc, dict) else None
+            if syms:
+                out[key] = syms
+        return out
+
+    def _frames(
+        self, syms: list[dict] | None, real: str, vaddr: int, dso: str
+    ) -> tuple[Frame, ...]:
+        frames: list[Frame] = []
+        if syms:
+            n = len(syms)
+            for i, s in enumerate(syms):
+                fn = s.get("FunctionName") or "??"
+                file = s.get("FileName") or ""
+                frames.append(
+                    Frame(
+                        clean_function(fn) if fn != "??" else UNKNOWN,
+                        dso=dso,
+                        file="" if file == "??" else file,
+                        line=int(s.get("Line") or 0),
+                        inlined=i < n - 1,
+                    )
+                )
+        if not frames or frames[-1].function == UNKNOWN:
+            # llvm-symbolizer missing, or it found nothing: try the symbol tables.
+            name = elf_symbols(real).lookup(vaddr)
+            if name:
+                last = frames[-1] if frames else Frame(UNKNOWN, dso=dso)
+                frames[-1:] = [Frame(clean_function(name), dso=dso, file=last.file, line=last.line)]
+        return tuple(frames) or (Frame(UNKNOWN, dso=dso),)
+
+    # -- kernel -------------------------------------------------------------
+
+    def kernel_frame(self, addr: int, dso: str = KERNEL_DSO) -> Frame:
+        """A kernel frame named from /proc/kallsyms ([unknown] when unreadable)."""
+        hit = self.kallsyms.lookup(addr) if self.kallsyms.usable else None
+        if hit is None:
+            return Frame(UNKNOWN, dso=dso, kernel=True)
+        name, module = hit
+        return Frame(name, dso=f"[{module}]" if module else KERNEL_DSO, kernel=True)
