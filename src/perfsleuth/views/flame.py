@@ -25,10 +25,8 @@ def folded_lines(profile: Profile) -> list[str]:
     """One `root;...;leaf weight` line per distinct stack, sorted."""
     labels = [frame_label(f).replace(";", ":") for f in profile.frames]
     weights: dict[int, float] = {}
-    for sid, w, c in zip(
-        profile.sample_stack, profile.sample_weight, profile.sample_count, strict=True
-    ):
-        weights[sid] = weights.get(sid, 0.0) + (c if profile.unit == "samples" else w)
+    for sid, w in zip(profile.sample_stack, profile.sample_weight, strict=True):
+        weights[sid] = weights.get(sid, 0.0) + w
     lines = []
     for sid, w in weights.items():
         stack = profile.stacks[sid]

@@ -1,0 +1,101 @@
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.errors import UserError
+from perfsleuth.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.store import RunInfo, Store
+
+
+def sample_profile(weight: float = 1.0):
+    b = ProfileBuilder(unit="ns", meta={"event": "cpu-clock"})
+    b.add(
+        [Frame("f", "prog", "f.c", 3, inlined=True), Frame("main", "prog")],
+        weight,
+        thread=Thread(7, 7, "prog"),
+        state="running",
+    )
+    b.add([Frame("g", "[kernel.kallsyms]", kernel=True)], 2 * weight)
+    return b.build()
+
+
+def test_round_trip(store_path: Path):
+    store = Store(store_path)
+    info = RunInfo(
+        command="prog --x",
+        mode="cpu",
+        exit_status=3,
+        duration_s=1.5,
+        dsos=[{"path": "/bin/prog", "build_id": "abcd"}],
+    )
+    run_id = store.add_run(info, sample_profile())
+    assert run_id == 1
+    loaded = store.load(run_id)
+    original = sample_profile()
+    assert loaded.frames == original.frames
+    assert loaded.stacks == original.stacks
+    assert loaded.threads == original.threads
+    assert sorted(loaded.sample_weight) == sorted(original.sample_weight)
+    assert loaded.unit == "ns"
+    assert loaded.meta["event"] == "cpu-clock"
+    got = store.run_info(run_id)
+    assert (got.command, got.exit_status, got.duration_s) == ("prog --x", 3, 1.5)
+    assert got.dsos == [{"path": "/bin/prog", "build_id": "abcd"}]
+
+
+def test_resolve_latest_and_back(store_path: Path):
+    store = Store(store_path)
+    for _ in range(3):
+        store.add_run(RunInfo(), sample_profile())
+    assert store.resolve("latest") == 3
+    assert store.resolve("latest~2") == 1
+    assert store.resolve("2") == 2
+    with pytest.raises(UserError):
+        store.resolve("latest~3")
+    with pytest.raises(UserError):
+        store.resolve("9")
+    assert [r.id for r in store.runs()] == [3, 2, 1]
+
+
+def test_missing_store_is_a_user_error(store_path: Path):
+    with pytest.raises(UserError, match="no runs stored"):
+        Store(store_path).runs()
+
+
+def test_failed_write_leaves_no_partial_run(store_path: Path):
+    store = Store(store_path)
+    store.add_run(RunInfo(), sample_profile())
+    bad = sample_profile()
+    bad.sample_weight.append(1.0)  # columns of unequal length: the insert fails
+    with pytest.raises(ValueError):  # pyarrow.ArrowInvalid
+        store.add_run(RunInfo(), bad)
+    assert [r.id for r in store.runs()] == [1]
+    assert store.resolve("latest") == 1
+
+
+def test_documents_replace(store_path: Path):
+    store = Store(store_path)
+    run_id = store.add_run(RunInfo(), sample_profile())
+    store.put_document(run_id, "findings", "all", [{"a": 1}])
+    store.put_document(run_id, "findings", "all", [{"a": 2}])
+    assert store.documents(run_id, "findings") == {"all": [{"a": 2}]}
+
+
+def _writer(path: str, n: int) -> None:
+    store = Store(path)
+    for _ in range(n):
+        store.add_run(RunInfo(command="concurrent"), sample_profile())
+
+
+def test_concurrent_writers_all_succeed(store_path: Path):
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(store_path), 5)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    runs = Store(store_path).runs()
+    assert sorted(r.id for r in runs) == list(range(1, 16))
+    assert all(Store(store_path).load(r.id).total == 3.0 for r in runs)
