@@ -273,9 +273,7 @@ def instr_costs(path: str | Path) -> dict[tuple[str, str, int], dict[str, int]]:
     Empty unless the file was written with `--dump-instr=yes`.
     """
     data = parse(path)
-    return {
-        key: dict(zip(data.events, costs, strict=True)) for key, costs in data.instr.items()
-    }
+    return {key: dict(zip(data.events, costs, strict=True)) for key, costs in data.instr.items()}
 
 
 def read(path: str | Path, event: str = "Ir") -> Profile:

@@ -270,9 +270,9 @@ class _Writer:
         self._functions: dict[tuple[str, str], int] = {}
         self._mappings: dict[str, int] = {}
         self._locations: dict[tuple[int, ...], int] = {}
-        self.str("")
+        self.intern("")
 
-    def str(self, s: str) -> int:
+    def intern(self, s: str) -> int:
         index = self._strings.get(s)
         if index is None:
             index = self._strings[s] = len(self.msg.string_table)
@@ -284,7 +284,7 @@ class _Writer:
         weight_type = WRITE_TYPES[p.unit]
         types = [weight_type] if p.unit == "samples" else [("samples", "count"), weight_type]
         for kind, unit in types:
-            m.sample_type.add(type=self.str(kind), unit=self.str(unit))
+            m.sample_type.add(type=self.intern(kind), unit=self.intern(unit))
         self._write_meta(weight_type)
         for stack, weight, count, tid, state in p.rows():
             values = [round(weight)] if p.unit == "samples" else [count, round(weight)]
@@ -296,8 +296,8 @@ class _Writer:
         meta, m = self.p.meta, self.msg
         if "period" in meta:
             m.period = int(meta["period"])
-            m.period_type.type = self.str(weight_type[0])
-            m.period_type.unit = self.str(weight_type[1])
+            m.period_type.type = self.intern(weight_type[0])
+            m.period_type.unit = self.intern(weight_type[1])
         if "duration_ns" in meta:
             m.duration_nanos = int(meta["duration_ns"])
         elif "duration_s" in meta:
@@ -308,13 +308,13 @@ class _Writer:
     def _write_labels(self, sample: pb.Sample, tid: int, state: str) -> None:
         if tid >= 0:
             thread = self.p.threads[tid]
-            sample.label.add(key=self.str("tid"), num=thread.tid)
+            sample.label.add(key=self.intern("tid"), num=thread.tid)
             if thread.pid:
-                sample.label.add(key=self.str("pid"), num=thread.pid)
+                sample.label.add(key=self.intern("pid"), num=thread.pid)
             if thread.name:
-                sample.label.add(key=self.str("thread"), str=self.str(thread.name))
+                sample.label.add(key=self.intern("thread"), str=self.intern(thread.name))
         if state:
-            sample.label.add(key=self.str("state"), str=self.str(state))
+            sample.label.add(key=self.intern("state"), str=self.intern(state))
 
     def _location_ids(self, stack: Sequence[int]) -> list[int]:
         """Group leaf-first frame ids into locations: inlined frames join their caller."""
@@ -346,8 +346,8 @@ class _Writer:
 
     def _add_function(self, frame: Frame) -> int:
         fn = self.msg.function.add(id=len(self.msg.function) + 1)
-        fn.name = fn.system_name = self.str(frame.function)
-        fn.filename = self.str(frame.file)
+        fn.name = fn.system_name = self.intern(frame.function)
+        fn.filename = self.intern(frame.file)
         return fn.id
 
     def _mapping_id(self, dso: str) -> int:
@@ -356,7 +356,7 @@ class _Writer:
         return _intern(self._mappings, dso, lambda: self._add_mapping(dso))
 
     def _add_mapping(self, dso: str) -> int:
-        mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1, filename=self.str(dso))
+        mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1, filename=self.intern(dso))
         mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = True
         mapping.has_inline_frames = True
         return mapping.id
