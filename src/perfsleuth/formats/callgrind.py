@@ -33,7 +33,8 @@ from perfsleuth.profile import Frame, Profile, ProfileBuilder
 
 MAX_CHAINS = 512
 MAX_DEPTH = 256
-HEADERS = ("version", "creator", "cmd", "pid", "thread", "part", "desc", "event")
+# Headers kept in Profile.meta; the others (desc:, event:, version:, ...) are not needed.
+META_KEYS = ("cmd", "pid", "creator", "thread")
 # Name compression: which tables the name-carrying keys share.
 NAME_KINDS = {
     "fl": "file",
@@ -167,11 +168,11 @@ class _Parser:
             self.data.positions = value.split()
             self.prev = [0] * len(self.data.positions)
         elif key in ("summary", "totals"):
-            self.data.totals = self.numbers(value.split())
-        elif key in HEADERS and key != "desc":
+            # totals: is the sum of the file's costs; summary: may count a little more
+            if key == "totals" or not self.data.totals:
+                self.data.totals = self.numbers(value.split())
+        elif key in META_KEYS:
             self.data.meta.setdefault(key, value)
-        elif key != "desc":
-            self.fail(f"unknown header {key!r}")
 
     def numbers(self, tokens: list[str]) -> list[int]:
         try:
@@ -292,19 +293,20 @@ def read(path: str | Path, event: str = "Ir") -> Profile:
 
 
 def _meta(data: CallgrindData, primary: str) -> dict:
+    creator = data.meta.get("creator", "")
     lines = [
         [file, fn, line, costs]
         for (_ob, fn), sites in data.self_costs.items()
         for (file, line), costs in sites.items()
     ]
     meta = {
-        "format": "cachegrind" if not data.calls and "positions" not in data.meta else "callgrind",
+        "format": "callgrind" if data.calls or "callgrind" in creator else "cachegrind",
         "events": list(data.events),
         "primary_event": primary,
         "event_totals": dict(zip(data.events, data.totals, strict=False)),
         "event_lines": lines,
     }
-    meta.update({k: v for k, v in data.meta.items() if k in ("cmd", "pid", "creator", "thread")})
+    meta.update(data.meta)
     return meta
 
 

@@ -1,0 +1,245 @@
+"""callgrind/cachegrind reader: exact costs, derived stacks, compression rules, errors.
+
+The fixtures are real valgrind 3.19 outputs of tests/fixtures/src/hot.c
+(`--tool=callgrind --dump-instr=yes`, `--tool=callgrind --cache-sim=yes`,
+`--tool=cachegrind --cache-sim=yes`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.errors import UserError
+from perfsleuth.formats import callgrind
+from perfsleuth.profile import Profile
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CALLGRIND = FIXTURES / "callgrind.out.hot"
+CACHESIM = FIXTURES / "callgrind.out.cachesim"
+CACHEGRIND = FIXTURES / "cachegrind.out.hot"
+HOT = "/tmp/hot"
+
+
+def file_totals(path: Path) -> list[int]:
+    """The totals: line (sum of all costs), else the summary: line, as written by valgrind."""
+    lines = path.read_text().splitlines()
+    found = [ln for ln in lines if ln.startswith("totals:")] or [
+        ln for ln in lines if ln.startswith("summary:")
+    ]
+    return [int(x) for x in found[-1].split(":", 1)[1].split()]
+
+
+def self_by_function(p: Profile) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = defaultdict(float)
+    for stack, weight, *_ in p.rows():
+        leaf = p.frames[stack[0]]
+        out[leaf.function, leaf.dso] += weight
+    return out
+
+
+def inclusive_by_function(p: Profile) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = defaultdict(float)
+    for stack, weight, *_ in p.rows():
+        for key in {(p.frames[f].function, p.frames[f].dso) for f in stack}:
+            out[key] += weight
+    return out
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "callgrind.out.1"
+    path.write_text(text)
+    return path
+
+
+def test_line_costs_add_up_to_the_files_totals_for_every_event() -> None:
+    for path in (CALLGRIND, CACHESIM, CACHEGRIND):
+        costs = callgrind.line_costs(path)
+        events = callgrind.parse(path).events
+        sums = [sum(row[e] for row in costs.values()) for e in events]
+        assert sums == file_totals(path), path.name
+
+
+def test_cachegrind_line_costs_of_the_hot_loop() -> None:
+    costs = callgrind.line_costs(CACHEGRIND)
+    leaf = {k: v for k, v in costs.items() if k[1] == "leaf"}
+    assert sum(v["Ir"] for v in leaf.values()) == 280021  # cg_annotate: hot.c:leaf
+    assert all(k[0].endswith("hot.c") and k[2] > 0 for k in leaf)
+
+
+def test_read_weights_by_ir_and_keeps_self_cost_exact() -> None:
+    p = callgrind.read(CALLGRIND)
+    assert p.unit == "instructions"
+    assert round(p.total) == file_totals(CALLGRIND)[0] == 514572
+    selfs = self_by_function(p)
+    exact = callgrind.line_costs(CALLGRIND)
+    for name in ("leaf", "other", "middle", "main", "fib"):
+        expected = sum(v["Ir"] for k, v in exact.items() if k[1] == name)
+        assert round(selfs[name, HOT]) == expected, name
+
+
+def test_derived_stacks_give_callgrinds_inclusive_cost() -> None:
+    inclusive = inclusive_by_function(callgrind.read(CALLGRIND))
+    # callgrind_annotate --inclusive=yes on the same file
+    assert round(inclusive["main", HOT]) == 391990
+    assert round(inclusive["middle", HOT]) == 240026
+    assert round(inclusive["other", HOT]) == 120018
+    assert round(inclusive["leaf", HOT]) == 280021
+
+
+def test_callers_split_in_proportion_to_their_calls() -> None:
+    p = callgrind.read(CALLGRIND)
+    data = callgrind.parse(CALLGRIND)
+    calls = data.calls[HOT, "leaf"]
+    from_middle = sum(c[0] for (caller, _f, _l), c in calls.items() if caller[1] == "middle")
+    via_middle = sum(
+        w
+        for stack, w, *_ in p.rows()
+        if p.frames[stack[0]].function == "leaf"
+        and len(stack) > 1
+        and p.frames[stack[1]].function == "middle"
+    )
+    assert round(via_middle) == from_middle == 240014  # leaf(n) + leaf(n / 2)
+    caller = next(p.frames[s[1]] for s, *_ in p.rows() if p.frames[s[0]].function == "leaf")
+    assert caller.file.endswith("hot.c") and caller.line > 0  # the call site
+
+
+def test_meta_keeps_all_events() -> None:
+    p = callgrind.read(CACHESIM)
+    assert p.meta["format"] == "callgrind"
+    assert p.meta["events"][:3] == ["Ir", "Dr", "Dw"]
+    assert p.meta["event_totals"]["D1mr"] == 985
+    rows = [r for r in p.meta["event_lines"] if r[1] == "leaf"]
+    assert sum(r[3][0] for r in rows) == 280021
+
+
+def test_read_another_event() -> None:
+    p = callgrind.read(CACHESIM, event="Dw")
+    assert p.unit == "events" and p.meta["primary_event"] == "Dw"
+    assert round(p.total) == 17967
+
+
+def test_instr_costs_per_address() -> None:
+    instr = callgrind.instr_costs(CALLGRIND)
+    assert sum(v["Ir"] for v in instr.values()) == 514572
+    leaf = [addr for (ob, fn, addr) in instr if ob == HOT and fn == "leaf"]
+    assert len(leaf) > 3 and min(leaf) > 0x1000
+    assert callgrind.instr_costs(CACHESIM) == {}  # positions: line only
+
+
+def test_cachegrind_stacks_have_one_frame() -> None:
+    p = callgrind.read(CACHEGRIND)
+    assert p.meta["format"] == "cachegrind"
+    assert {len(s) for s in p.stacks} == {1}
+    assert round(p.total) == 515694
+
+
+SYNTHETIC = """\
+# callgrind format
+version: 1
+creator: callgrind-3.19.0
+positions: instr line
+events: Ir Dr
+summary: 140 6
+
+ob=(1) /bin/prog
+fl=(1) prog.c
+fn=(1) main
+0x1000 10 5 1
++4 +2 5
+cfn=(2) work
+calls=2 0x2000 20
++4 * 100 4
+* -1 3
+fi=(2) inline.h
++2 7 2
+fe=(1)
++1 13 1
+
+fn=(2)
+0x2000 20 60 3
+jump=1 +8 21
++8 +1 40 1
+"""
+
+
+def test_position_and_name_compression(tmp_path: Path) -> None:
+    path = write(tmp_path, SYNTHETIC)
+    costs = callgrind.line_costs(path)
+    assert costs == {
+        ("prog.c", "main", 10): {"Ir": 5, "Dr": 1},
+        ("prog.c", "main", 12): {"Ir": 5, "Dr": 0},
+        ("prog.c", "main", 11): {"Ir": 3, "Dr": 0},  # `* -1` after the call line at 12
+        ("inline.h", "main", 7): {"Ir": 2, "Dr": 0},
+        ("prog.c", "main", 13): {"Ir": 1, "Dr": 0},
+        ("prog.c", "work", 20): {"Ir": 60, "Dr": 3},
+        ("prog.c", "work", 21): {"Ir": 40, "Dr": 1},
+    }
+    instr = callgrind.instr_costs(path)
+    assert instr["/bin/prog", "main", 0x1008 + 2] == {"Ir": 2, "Dr": 0}
+    assert instr["/bin/prog", "work", 0x2008] == {"Ir": 40, "Dr": 1}
+
+
+def test_synthetic_stacks(tmp_path: Path) -> None:
+    p = callgrind.read(write(tmp_path, SYNTHETIC))
+    stacks = {
+        tuple((p.frames[f].function, p.frames[f].line) for f in s): w for s, w, *_ in p.rows()
+    }
+    assert stacks[("work", 20), ("main", 12)] == 60
+    assert stacks[("work", 21), ("main", 12)] == 40
+    assert stacks[(("main", 10),)] == 5
+    assert round(inclusive_by_function(p)["main", "/bin/prog"]) == 116
+
+
+def test_recursion_terminates_and_keeps_self_cost(tmp_path: Path) -> None:
+    text = """\
+events: Ir
+fl=a.c
+fn=a
+1 10
+cfn=b
+calls=1 5
+2 50
+fn=b
+5 20
+cfn=a
+calls=1 1
+6 30
+"""
+    p = callgrind.read(write(tmp_path, text))
+    selfs = self_by_function(p)
+    assert selfs["a", ""] == 10 and selfs["b", ""] == 20
+
+
+def test_cost_lines_are_scaled_to_all_events(tmp_path: Path) -> None:
+    text = "events: Ir Dr Dw\nfl=a.c\nfn=f\n3 7\n"
+    assert callgrind.line_costs(write(tmp_path, text)) == {
+        ("a.c", "f", 3): {"Ir": 7, "Dr": 0, "Dw": 0}
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("events: Ir\nfl=a.c\nfn=(3)\n1 1\n", r"fn name \(3\) is used before it is defined"),
+        ("events: Ir\nfl=a.c\nfn=f\ncalls=1 2\n1 1\n", "calls= without a cfn="),
+        ("events: Ir\nfl=a.c\nfn=f\n1 x\n", "expected event counts"),
+        ("events: Ir\nfl=a.c\nfn=f\n1 2 3\n", "2 costs for 1 events"),
+        ("fl=a.c\nfn=f\n1 2\n", "cost line before the events: header"),
+        ("events: Ir\nfl=a.c\nfn=f\nbogus line\n", "unexpected line"),
+        ("fl=a.c\n", "no events: header"),
+    ],
+)
+def test_bad_input_is_a_user_error(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(UserError, match=message) as info:
+        callgrind.read(write(tmp_path, text))
+    assert str(info.value).startswith("callgrind.out.1")
+
+
+def test_sniff() -> None:
+    for path in (CALLGRIND, CACHESIM, CACHEGRIND):
+        assert callgrind.sniff(path.read_bytes()[:4096])
+    assert not callgrind.sniff(b"main;leaf 12\n")
+    assert not callgrind.sniff(b"events: but nothing else\n")
