@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.text import Text
 
 from .errors import UserError
 
@@ -46,6 +47,11 @@ def emit(doc: Any, fmt: str, out: str | None, render_text: TextRenderer) -> None
             fh.write("\n")
         else:
             render_text(doc, console_for(fh))
+
+
+def cell(text: str) -> Text:
+    """A table cell shown as is: symbol names like `operator[]` are not rich markup."""
+    return Text(text)
 
 
 def pct(fraction: float) -> str:

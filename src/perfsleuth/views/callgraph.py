@@ -6,10 +6,11 @@ import re
 from collections import defaultdict
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..output import pct
+from ..output import cell, pct
 from ..profile import Profile
 
 ROOT = "[root]"
@@ -86,7 +87,7 @@ def callgraph(profile: Profile, pattern: str) -> list[dict]:
 def render(doc: dict, console: Console, direction: str) -> None:
     for entry in doc["functions"]:
         console.print(
-            f"[bold]{entry['function']}[/bold]  self {pct(entry['self']).strip()}  "
+            f"[bold]{escape(entry['function'])}[/bold]  self {pct(entry['self']).strip()}  "
             f"total {pct(entry['total']).strip()}  (run {doc['run']})",
             markup=True,
             highlight=False,
@@ -96,6 +97,6 @@ def render(doc: dict, console: Console, direction: str) -> None:
         table.add_column(f"of {direction[:-1]}'s total", justify="right", no_wrap=True)
         table.add_column(direction, overflow="fold")
         for row in entry[direction]:
-            table.add_row(pct(row["total"]), pct(row["share"]), row["function"])
+            table.add_row(pct(row["total"]), pct(row["share"]), cell(row["function"]))
         console.print(table)
         console.print()

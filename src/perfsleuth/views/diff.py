@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..output import pct
+from ..output import cell, pct
 from ..profile import Profile
 from .top import aggregate
 
@@ -69,7 +69,7 @@ def render(doc: dict, console: Console) -> None:
             pct(r["total_a"]),
             pct(r["total_b"]),
             _signed(r["delta_total"]),
-            name,
+            cell(name),
         )
     console.print(table)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
-from ..output import pct
+from ..output import cell, pct
 from ..profile import Frame, Profile
 from .keys import frame_keys
 
@@ -118,7 +118,7 @@ def render(doc: dict, console: Console) -> None:
             cells.append(row["file"])
         else:
             cells.append(row["dso"])
-        table.add_row(*cells)
+        table.add_row(*(cell(c) for c in cells))
     console.print(table)
 
 
