@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..collect import perf, runinfo
+from ..collect import perf, runinfo, valgrind
 from ..errors import UserError
 from ..formats import perf_data
 from ..output import emit
@@ -42,7 +42,7 @@ def record_cpu(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     return profile
 
 
-RECORDERS: dict[str, Recorder] = {"cpu": record_cpu}
+RECORDERS: dict[str, Recorder] = {"cpu": record_cpu, "count": valgrind.record_count}
 
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +60,17 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duration", type=float, metavar="S", help="seconds to record with --pid (default 10)"
     )
+    add_count_options(parser)
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+
+def add_count_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("count mode (exact instruction counts under valgrind)")
+    group.add_argument("--cache-sim", action="store_true", help="also simulate I1/D1/LL misses")
+    group.add_argument("--only", metavar="FUNC", help="count only inside FUNC and its callees")
+    group.add_argument(
+        "--keep-env", action="store_true", help="pass your environment through (default: fixed)"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +99,10 @@ def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
         profile = RECORDERS[args.mode](args, cmd, Path(tmp), info)
     store = Store(args.store)
+    documents = info.meta.pop("documents", [])
     store.add_run(info, profile)
+    for kind, name, data in documents:
+        store.put_document(info.id, kind, name, data)
     print(
         f"perfsleuth: stored run {info.id} ({profile.num_samples:,} samples"
         f"{_duration(info)}) in {store.root}/; `perfsleuth top` shows it",

@@ -1,0 +1,237 @@
+"""Exact instruction counts with valgrind's callgrind.
+
+Callgrind simulates the CPU, so the counts do not depend on timing, ASLR or the
+machine's load: the same binary, input and environment execute the same
+instructions. What can still move them is what the program itself sees and
+branches on (see docs/counts.md): the environment (its size shifts the initial
+stack and changes what getenv/locale code does), argv, the working directory,
+the clock, random numbers and thread scheduling. By default the target runs with
+FIXED_ENV only; `keep_env` passes the caller's environment through instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from ..errors import UserError
+from ..formats import callgrind, count_document
+from ..profile import Profile
+from ..store import RunInfo
+from ..symbols import elf
+from . import callgraph_mode
+
+# The whole environment of a counted run unless the user asks to keep theirs.
+FIXED_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
+# Lines of valgrind's log that say why it could not run the program.
+FAILURE_MARKERS = (
+    "unhandled instruction bytes",
+    "Unrecognised instruction",
+    "valgrind: ",
+    "Fatal error",
+    "FATAL",
+    "cannot execute",
+)
+
+
+@dataclass
+class CountRecording:
+    out: Path  # the callgrind.out file
+    exit_status: int | None
+    duration_s: float
+    argv: list[str]  # the valgrind command line that produced it
+    executable: str  # absolute path of the program counted
+    fixed_env: bool
+
+
+def valgrind_binary() -> str:
+    found = shutil.which("valgrind")
+    if found is None:
+        raise UserError("valgrind is not installed; install it with `apt-get install valgrind`")
+    return found
+
+
+def resolve_program(cmd: list[str]) -> str:
+    """The absolute path of the program CMD starts, or a clear error."""
+    if not cmd:
+        raise UserError("no command given; usage: perfsleuth record --mode count -- CMD ARGS...")
+    path = callgraph_mode.resolve_executable(cmd[0])
+    if path is None:
+        raise UserError(f"command not found: {cmd[0]}")
+    if not os.access(path, os.X_OK):
+        raise UserError(f"{path} is not executable; check its permissions")
+    return str(Path(path).resolve())
+
+
+def callgrind_args(out: Path, log: Path, *, cache_sim: bool, only: str | None) -> list[str]:
+    args = [
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        f"--log-file={log}",
+        "--dump-instr=yes",
+        "--dump-line=yes",
+        "--compress-strings=yes",
+    ]
+    if cache_sim:
+        args.append("--cache-sim=yes")
+    if only:
+        args += [f"--toggle-collect={pattern}" for pattern in toggle_patterns(only)]
+    return args
+
+
+def toggle_patterns(function: str) -> list[str]:
+    """Callgrind names C++ functions with their parameter list and demangles mangled
+    names, so `ns::f` must also match `ns::f(int)` and `_ZN2ns1fEi` its demangled form."""
+    patterns = [function]
+    if "(" not in function and not function.endswith("*"):
+        patterns.append(f"{function}(*")
+    demangled = demangle(function)
+    if demangled != function:
+        patterns.append(demangled)
+    return patterns
+
+
+def demangle(name: str) -> str:
+    if not name.startswith("_Z") or shutil.which("c++filt") is None:
+        return name
+    done = subprocess.run(["c++filt", name], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or name
+
+
+def record(
+    cmd: list[str],
+    workdir: Path,
+    *,
+    cache_sim: bool = False,
+    only: str | None = None,
+    keep_env: bool = False,
+) -> CountRecording:
+    """Run CMD under callgrind; stdio passes through, valgrind's log goes to a file."""
+    valgrind = valgrind_binary()
+    executable = resolve_program(cmd)
+    out, log = workdir / "callgrind.out", workdir / "valgrind.log"
+    argv = [valgrind, *callgrind_args(out, log, cache_sim=cache_sim, only=only), "--", *cmd]
+    env = dict(os.environ) if keep_env else dict(FIXED_ENV)
+    started = time.monotonic()
+    status = _run(argv, env)
+    elapsed = time.monotonic() - started
+    reason = failure_reason(log)
+    if not out.exists() or (status != 0 and reason and "instruction" in reason):
+        raise UserError(
+            f"valgrind could not run {cmd[0]}: {reason or f'exit status {status}'}; "
+            "count mode needs a program valgrind supports (use --mode cpu instead)"
+        )
+    return CountRecording(out, status, elapsed, argv, executable, not keep_env)
+
+
+def _run(argv: list[str], env: dict[str, str]) -> int:
+    proc = subprocess.Popen(argv, env=env)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        status = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 - status if status < 0 else status
+
+
+def failure_reason(log: Path) -> str:
+    """The first line of valgrind's log that says why the program could not run."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in lines:
+        text = line.split("== ", 1)[-1].strip() if line.startswith("==") else line.strip()
+        if any(marker in text for marker in FAILURE_MARKERS):
+            return text.removeprefix("valgrind: ")
+    return ""
+
+
+def record_count(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
+    """The `--mode count` recorder: a Profile for the stacks, the exact counts as a document."""
+    if args.pid is not None:
+        raise UserError("count mode runs the program under valgrind; it cannot attach to --pid")
+    rec = record(cmd, workdir, cache_sim=args.cache_sim, only=args.only, keep_env=args.keep_env)
+    profile = callgrind.read(rec.out)
+    if args.only and not profile.total:
+        raise UserError(only_not_collected(args.only, rec.executable))
+    info.exit_status = rec.exit_status
+    info.duration_s = rec.duration_s
+    info.dsos = [{"path": ob, "build_id": build_id(ob)} for ob in objects(profile)]
+    info.meta.update(
+        {
+            "recorder": "callgrind",
+            "executable": rec.executable,
+            "build_id": build_id(rec.executable),
+            "cache_sim": args.cache_sim,
+            "only": args.only,
+            "fixed_env": rec.fixed_env,
+            "valgrind_argv": rec.argv,
+            "documents": [
+                (count_document.KIND, count_document.NAME, count_document.encode(rec.out))
+            ],
+        }
+    )
+    return profile
+
+
+def objects(profile: Profile) -> list[str]:
+    return sorted({f.dso for f in profile.frames if f.dso.startswith("/")})
+
+
+def build_id(path: str) -> str:
+    return elf.build_id_of(path)
+
+
+def only_not_collected(function: str, executable: str) -> str:
+    if defines_function(executable, function):
+        return (
+            f"--only {function}: {Path(executable).name} has this function but the run never "
+            "called it; pick a function the workload reaches"
+        )
+    return (
+        f"--only {function}: no function of that name in {executable} was called; "
+        f"check the name with `nm -C {executable} | grep {function}`"
+    )
+
+
+def defines_function(executable: str, function: str) -> bool:
+    """Whether the executable's symbol table names FUNCTION (raw or demangled)."""
+    names = function_names(executable)
+    wanted = {function, demangle(function)}
+    plain = {name.split("(")[0] for name in demangle_all(names)}
+    return bool(wanted & (set(names) | plain))
+
+
+def function_names(path: str) -> list[str]:
+    try:
+        with open(path, "rb") as fh:
+            elf_file = ELFFile(fh)
+            return [
+                symbol.name
+                for section in elf_file.iter_sections()
+                if isinstance(section, SymbolTableSection)
+                for symbol in section.iter_symbols()
+                if symbol["st_info"]["type"] == "STT_FUNC"
+            ]
+    except (OSError, ELFError):
+        return []
+
+
+def demangle_all(names: list[str]) -> list[str]:
+    if shutil.which("c++filt") is None:
+        return names
+    done = subprocess.run(
+        ["c++filt"], input="\n".join(names), capture_output=True, text=True, check=False
+    )
+    return done.stdout.splitlines() or names

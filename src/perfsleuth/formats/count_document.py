@@ -1,0 +1,82 @@
+"""The exact counts of a count run, kept in the store as one document.
+
+The document holds callgrind's own out file, compressed: every per-instruction,
+per-line, per-function and per-call-edge count stays exactly as callgrind wrote
+it, and `perfsleuth export`-style tools (callgrind_annotate, kcachegrind) can
+read it back unchanged. Views, analyzers and the gate parse it on demand with
+formats.callgrind.
+"""
+
+from __future__ import annotations
+
+import base64
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..store import Store
+from . import callgrind
+
+KIND = "counts"
+NAME = "callgrind.out"
+
+
+def encode(path: Path) -> dict[str, Any]:
+    raw = path.read_bytes()
+    return {
+        "format": "callgrind.out",
+        "encoding": "zlib+base64",
+        "size": len(raw),
+        "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii"),
+    }
+
+
+def decode_bytes(doc: dict[str, Any]) -> bytes:
+    return zlib.decompress(base64.b64decode(doc["data"]))
+
+
+def parse(doc: dict[str, Any]) -> callgrind.CallgrindData:
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
+        path = Path(tmp) / NAME
+        path.write_bytes(decode_bytes(doc))
+        return callgrind.parse(path)
+
+
+def find(store: Store, run_id: int) -> dict[str, Any] | None:
+    return store.documents(run_id, KIND).get(NAME)
+
+
+def load(store: Store, run_id: int) -> callgrind.CallgrindData:
+    """The exact counts of a count run, or a clear error for any other run."""
+    doc = find(store, run_id)
+    if doc is None:
+        raise UserError(
+            f"run {run_id} has no exact counts; record one with "
+            "`perfsleuth record --mode count -- CMD`"
+        )
+    return parse(doc)
+
+
+def function_self(data: callgrind.CallgrindData, event: str = "Ir") -> dict[str, int]:
+    """Exact self count of `event` per function name (objects merged, as names are shown)."""
+    index = data.events.index(event)
+    out: dict[str, int] = {}
+    for (_ob, fn), sites in data.self_costs.items():
+        out[fn] = out.get(fn, 0) + sum(costs[index] for costs in sites.values())
+    return out
+
+
+def line_self(data: callgrind.CallgrindData, event: str = "Ir") -> dict[tuple[str, int], int]:
+    """Exact self count of `event` per (file, line)."""
+    index = data.events.index(event)
+    out: dict[tuple[str, int], int] = {}
+    for sites in data.self_costs.values():
+        for (file, line), costs in sites.items():
+            out[file, line] = out.get((file, line), 0) + costs[index]
+    return out
+
+
+def total(data: callgrind.CallgrindData, event: str = "Ir") -> int:
+    return data.totals[data.events.index(event)] if event in data.events else 0
