@@ -25,7 +25,7 @@
 // pyo3 0.22 macros trigger this lint on #[pyfunction] under newer clippy.
 #![allow(clippy::useless_conversion)]
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::ops::Range;
 use std::sync::Arc;
@@ -758,7 +758,7 @@ fn read_perf_data(py: Python<'_>, path: &str) -> PyResult<PyObject> {
     }
     d.set_item("stacks", stacks)?;
     // threads: intern (pid, tid, comm)
-    let mut thread_ids: HashMap<(i32, i32, u32), usize> = HashMap::new();
+    let mut thread_ids: HashMap<(i32, i32, u32), usize> = HashMap::default();
     let mut threads: Vec<(i32, i32, String)> = Vec::new();
     let mut rows: Vec<(u32, i64, u32, u64, u64)> = Vec::with_capacity(r.rows.len());
     for (&(sid, pid, tid, comm, ev), &(period, count)) in &r.rows {

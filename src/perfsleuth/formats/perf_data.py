@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -119,12 +120,24 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
         dso, addr, kernel = frames[fid]
         if dso >= 0 and not kernel and not dsos[dso][0].startswith("["):
             offsets.add((dsos[dso][0], dsos[dso][1], addr))
-    answers = sym.symbolize_offsets(sorted(offsets))
+    # Kernel frames (reading /proc/kallsyms) in a thread while llvm-symbolizer runs.
+    kernel_fids = [fid for fid in used if frames[fid][2]]
     chains: dict[int, tuple[Frame, ...]] = {}
+
+    def kernel_chains() -> None:
+        for fid in kernel_fids:
+            chains[fid] = (sym.kernel_frame(frames[fid][1]),)
+
+    worker = threading.Thread(target=kernel_chains, daemon=True) if kernel_fids else None
+    if worker:
+        worker.start()
+    answers = sym.symbolize_offsets(sorted(offsets))
+    if worker:
+        worker.join()
     for fid in used:
         dso, addr, kernel = frames[fid]
         if kernel:
-            chains[fid] = (sym.kernel_frame(addr),)
+            continue
         elif dso < 0:
             chains[fid] = (Frame(UNKNOWN, dso=UNKNOWN),)
         elif dsos[dso][0].startswith("["):

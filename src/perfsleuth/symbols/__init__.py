@@ -9,9 +9,10 @@ binaries(profile_or_dsos) -> [{"path", "build_id", "found", "symbols", "debug_in
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from .elf import ElfInfo, build_id_of, elf_info, find_dso
+from .elf import ElfInfo, build_id_of, build_id_paths, elf_info, find_dso
 from .kallsyms import Kallsyms, load_kallsyms
 from .symbolizer import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, find_llvm_symbolizer
 
@@ -53,13 +54,19 @@ def binaries(source: Any) -> list[dict]:
             continue
         real = find_dso(path, bid)
         info = elf_info(real) if real else None
+        bid = bid or (info.build_id if info else "")
+        debug = bool(info and info.has_debug_info) or any(
+            (i := elf_info(c)) is not None and i.has_debug_info
+            for c in build_id_paths(bid)
+            if os.path.isfile(c)
+        )
         out.append(
             {
                 "path": path,
-                "build_id": bid or (info.build_id if info else ""),
+                "build_id": bid,
                 "found": real or "",
-                "symbols": bool(info and info.has_symbols),
-                "debug_info": bool(info and info.has_debug_info),
+                "symbols": bool(info and info.has_symbols) or debug,
+                "debug_info": debug,
             }
         )
     return out

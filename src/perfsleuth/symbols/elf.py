@@ -8,9 +8,11 @@ itself uses (its "virtual address"). PT_LOAD segments map one to the other.
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -40,32 +42,87 @@ def elf_info(path: str) -> ElfInfo | None:
     """Build-id, PT_LOAD segments and symbol presence of an ELF file; None if not ELF."""
     try:
         with open(path, "rb") as f:
-            if f.read(4) != b"\x7fELF":
-                return None
-            f.seek(0)
-            elf = ELFFile(f)
-            segments = []
-            for seg in elf.iter_segments():
-                if seg["p_type"] == "PT_LOAD":
-                    segments.append(
-                        (seg["p_offset"], seg["p_filesz"], seg["p_vaddr"], seg["p_memsz"])
-                    )
-            build_id = ""
-            has_symtab = False
-            has_debug = False
-            for sec in elf.iter_sections():
-                if sec.name == ".symtab":
-                    has_symtab = True
-                elif sec.name == ".debug_info":
-                    has_debug = sec["sh_type"] != "SHT_NOBITS"
-                elif sec["sh_type"] == "SHT_NOTE" and not build_id:
-                    for note in sec.iter_notes():  # type: ignore[attr-defined]
-                        if note["n_type"] == "NT_GNU_BUILD_ID":
-                            build_id = str(note["n_desc"])
-                            break
-            return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug)
-    except (OSError, ELFError, ValueError, KeyError, AttributeError):
+            return _parse_elf(path, f)
+    except (OSError, ELFError, ValueError, KeyError, AttributeError, struct.error):
         return None
+
+
+def _parse_elf(path: str, f: BinaryIO) -> ElfInfo | None:
+    ident = f.read(64)
+    if len(ident) < 52 or ident[:4] != b"\x7fELF":
+        return None
+    if ident[4] != 2 or ident[5] != 1:  # not 64-bit little-endian: use pyelftools
+        return _parse_elf_slow(path, f)
+    (phoff, shoff) = struct.unpack_from("<QQ", ident, 0x20)
+    (phentsize, phnum, shentsize, shnum, shstrndx) = struct.unpack_from("<HHHHH", ident, 0x36)
+    segments = []
+    notes: list[tuple[int, int]] = []
+    f.seek(phoff)
+    ph = f.read(phentsize * phnum)
+    for i in range(phnum):
+        p_type, _flags, off, vaddr, _paddr, filesz, memsz, _align = struct.unpack_from(
+            "<IIQQQQQQ", ph, i * phentsize
+        )
+        if p_type == 1:  # PT_LOAD
+            segments.append((off, filesz, vaddr, memsz))
+        elif p_type == 4:  # PT_NOTE
+            notes.append((off, filesz))
+    has_symtab = has_debug = False
+    if shoff and shnum:
+        f.seek(shoff)
+        sh = f.read(shentsize * shnum)
+        headers = [struct.unpack_from("<IIQQQQIIQQ", sh, i * shentsize) for i in range(shnum)]
+        if shstrndx < shnum:
+            str_off, str_size = headers[shstrndx][4], headers[shstrndx][5]
+            f.seek(str_off)
+            names = f.read(str_size)
+            for h in headers:
+                name = names[h[0] : names.find(b"\0", h[0])]
+                if name == b".symtab":
+                    has_symtab = True
+                elif name == b".debug_info" and h[1] != 8:  # not SHT_NOBITS
+                    has_debug = True
+                elif h[1] == 7 and not notes:  # SHT_NOTE, when no PT_NOTE
+                    notes.append((h[4], h[5]))
+    build_id = ""
+    for off, size in notes:
+        f.seek(off)
+        data = f.read(min(size, 1 << 16))
+        pos = 0
+        while pos + 12 <= len(data):
+            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+            name_end = pos + 12 + ((namesz + 3) & ~3)
+            desc = data[name_end : name_end + descsz]
+            if ntype == 3 and data[pos + 12 : pos + 12 + namesz].rstrip(b"\0") == b"GNU":
+                build_id = desc.hex()
+                break
+            pos = name_end + ((descsz + 3) & ~3)
+        if build_id:
+            break
+    return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug)
+
+
+def _parse_elf_slow(path: str, f: BinaryIO) -> ElfInfo | None:
+    f.seek(0)
+    elf = ELFFile(f)
+    segments = []
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD":
+            segments.append((seg["p_offset"], seg["p_filesz"], seg["p_vaddr"], seg["p_memsz"]))
+    build_id = ""
+    has_symtab = False
+    has_debug = False
+    for sec in elf.iter_sections():
+        if sec.name == ".symtab":
+            has_symtab = True
+        elif sec.name == ".debug_info":
+            has_debug = sec["sh_type"] != "SHT_NOBITS"
+        elif sec["sh_type"] == "SHT_NOTE" and not build_id:
+            for note in sec.iter_notes():  # type: ignore[attr-defined]
+                if note["n_type"] == "NT_GNU_BUILD_ID":
+                    build_id = str(note["n_desc"])
+                    break
+    return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug)
 
 
 def build_id_of(path: str) -> str:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import bisect
+import re
 from functools import lru_cache
+
+# "ffffffff81000000 T _stext" or "ffffffffc0a01000 t fn\t[module]"; text symbols only
+_LINE = re.compile(rb"^([0-9a-f]+) [tTwW] (\S+)(?:\t\[(\S+)\])?$", re.M)
 
 
 class Kallsyms:
@@ -15,21 +19,13 @@ class Kallsyms:
         self._entries = entries
 
     @classmethod
-    def parse(cls, text: str) -> Kallsyms:
-        entries: list[tuple[int, str, str]] = []
-        for line in text.splitlines():
-            parts = line.split()
-            if len(parts) < 3:
-                continue
-            try:
-                addr = int(parts[0], 16)
-            except ValueError:
-                continue
-            if addr == 0 or parts[1] not in "tTwWiI":
-                continue
-            module = parts[3].strip("[]") if len(parts) > 3 else ""
-            entries.append((addr, parts[2], module))
-        return cls(entries)
+    def parse(cls, text: str | bytes) -> Kallsyms:
+        data = text.encode() if isinstance(text, str) else text
+        entries = [
+            (int(a, 16), n.decode("utf-8", "replace"), m.decode("utf-8", "replace"))
+            for a, n, m in _LINE.findall(data)
+        ]
+        return cls([e for e in entries if e[0]])
 
     @property
     def usable(self) -> bool:
@@ -49,7 +45,7 @@ class Kallsyms:
 def load_kallsyms(path: str = "/proc/kallsyms") -> Kallsyms:
     """The running kernel's symbol table; empty when unreadable."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, "rb", buffering=1 << 20) as f:
             return Kallsyms.parse(f.read())
     except OSError:
         return Kallsyms([])

@@ -13,8 +13,10 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from elftools.common.exceptions import ELFError
@@ -54,23 +56,26 @@ class ElfSymbols:
     """Function symbols of one ELF (.symtab, else .dynsym): by address and by name."""
 
     def __init__(self, path: str) -> None:
-        self.addrs: list[int] = []
-        self.entries: list[tuple[int, int, str]] = []
+        items: list[tuple[int, int, str]] = []
         self.by_name: dict[str, int] = {}
         try:
             with open(path, "rb") as f:
                 elf = ELFFile(f)
                 tab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-                items = []
-                if tab is not None and hasattr(tab, "iter_symbols"):
-                    for sym in tab.iter_symbols():
-                        if sym["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC") and sym.name:
-                            if sym["st_value"] == 0:
-                                continue
-                            name = sym.name.split("@", 1)[0]
-                            items.append((sym["st_value"], sym["st_size"], name))
-                            self.by_name.setdefault(name, sym["st_value"])
-        except (OSError, ELFError, ValueError, KeyError, AttributeError):
+                if tab is not None and elf.elfclass == 64 and elf.little_endian:
+                    strtab = elf.get_section(tab["sh_link"]).data()
+                    for name_off, info, _other, _shndx, value, size in struct.iter_unpack(
+                        "<IBBHQQ", tab.data()
+                    ):
+                        # STT_FUNC (2) or STT_GNU_IFUNC (10), defined
+                        if (info & 0xF) not in (2, 10) or value == 0:
+                            continue
+                        end = strtab.find(b"\0", name_off)
+                        name = strtab[name_off:end].decode("utf-8", "replace").split("@", 1)[0]
+                        if name:
+                            items.append((value, size, name))
+                            self.by_name.setdefault(name, value)
+        except (OSError, ELFError, ValueError, KeyError, AttributeError, struct.error):
             items = []
         items.sort()
         self.entries = items
@@ -167,11 +172,20 @@ class Symbolizer:
         return out
 
     def _llvm(self, unique: list[tuple[str, int]]) -> dict[tuple[str, int], list[dict]]:
-        assert self.tool
-        lines = []
+        """One llvm-symbolizer per object file, run in parallel."""
+        by_obj: dict[str, list[int]] = {}
         for real, vaddr in unique:
-            q = real.replace('"', "")
-            lines.append(f'"{q}" 0x{vaddr:x}\n')
+            by_obj.setdefault(real, []).append(vaddr)
+        out: dict[tuple[str, int], list[dict]] = {}
+        workers = max(1, min(len(by_obj), os.cpu_count() or 1, 8))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for real, answers in pool.map(lambda kv: self._llvm_one(*kv), by_obj.items()):
+                for vaddr, syms in answers.items():
+                    out[(real, vaddr)] = syms
+        return out
+
+    def _llvm_one(self, obj: str, vaddrs: list[int]) -> tuple[str, dict[int, list[dict]]]:
+        assert self.tool
         cmd = [
             self.tool,
             "--output-style=JSON",
@@ -179,30 +193,31 @@ class Symbolizer:
             "--inlines",
             "--functions=linkage",
             "--debug-file-directory=/usr/lib/debug",
+            f"--obj={obj}",
         ]
         try:
             proc = subprocess.run(
                 cmd,
-                input="".join(lines),
+                input="".join(f"0x{v:x}\n" for v in vaddrs),
                 capture_output=True,
                 text=True,
                 check=False,
             )
         except OSError:
-            return {}
-        out: dict[tuple[str, int], list[dict]] = {}
+            return obj, {}
+        out: dict[int, list[dict]] = {}
         results = proc.stdout.splitlines()
-        if len(results) != len(unique):
-            return out
-        for key, line in zip(unique, results, strict=True):
+        if len(results) != len(vaddrs):
+            return obj, out
+        for vaddr, line in zip(vaddrs, results, strict=True):
             try:
                 doc = json.loads(line)
             except ValueError:
                 continue
             syms = doc.get("Symbol") if isinstance(doc, dict) else None
             if syms:
-                out[key] = syms
-        return out
+                out[vaddr] = syms
+        return obj, out
 
     def _frames(
         self, syms: list[dict] | None, real: str, vaddr: int, dso: str
@@ -222,8 +237,8 @@ class Symbolizer:
                         inlined=i < n - 1,
                     )
                 )
-        if not frames or frames[-1].function == UNKNOWN:
-            # llvm-symbolizer missing, or it found nothing: try the symbol tables.
+        if not frames and not self.tool:
+            # no llvm-symbolizer: function names from the ELF symbol tables.
             name = elf_symbols(real).lookup(vaddr)
             if name:
                 last = frames[-1] if frames else Frame(UNKNOWN, dso=dso)
