@@ -1,0 +1,275 @@
+"""Hot functions that save and restore registers on calls that never need them.
+
+A function whose rare path calls other functions must keep values in callee-saved
+registers across those calls, so the compiler pushes them on entry and pops them
+on every exit, including the early return that most calls take. Splitting the rare
+path into a separate non-inlined function reached by a tail call leaves the common
+path with nothing to save.
+
+The analyzer confirms the shape from the machine code and the exact count of every
+instruction (count runs only): it disassembles the function, counts how many
+invocations reach a call (the busiest call instruction; a lower bound), and sums
+the executions of the save/restore instructions beyond that. Those are what the
+split saves, minus one tail jump per slow invocation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
+from capstone.x86 import X86_OP_IMM, X86_OP_REG, X86_REG_RSP
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from ..findings import Finding
+from ..formats import count_document
+from ..formats.callgrind import CallgrindData
+from . import Context
+
+MIN_SHARE = 0.005  # of the run's instructions, for a function to be looked at
+MIN_CALLS = 1000
+MIN_FAST_FRACTION = 0.5  # of calls that reach no call instruction
+MIN_SAVE_SHARE = 0.15  # of the function's own instructions spent saving/restoring
+MIN_GAIN = 0.0005
+SYSTEM_PREFIXES = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
+NOINLINE_MACRO = """#if defined(__GNUC__)
+#  define NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER) && _MSC_VER >= 1310
+#  define NOINLINE __declspec(noinline)
+#else
+#  define NOINLINE
+#endif"""
+
+
+@dataclass
+class Instruction:
+    address: int
+    text: str
+    saves: bool  # push/pop or a stack-pointer adjustment by a constant
+    calls_out: bool  # a call, or a jump out of the function (tail call)
+
+
+@dataclass
+class Shape:
+    calls: int  # entries into the function
+    slow_calls: int  # invocations that reach a call instruction (lower bound)
+    own: int  # instructions executed in the function itself
+    save_restore: int  # of which register saves/restores
+    saved: int  # instructions the split is expected to save
+    entry: list[str]  # the prologue as executed on every call
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    if ctx.store is None:
+        return []
+    doc = count_document.find(ctx.store, ctx.run.id)
+    if doc is None:
+        return []
+    data = count_document.parse(doc)
+    total = count_document.total(data)
+    if not total or "Ir" not in data.events:
+        return []
+    findings = []
+    for (ob, fn), own in hot_functions(data, total).items():
+        shape = function_shape(data, ob, fn)
+        if shape is not None and is_heavy_prologue(shape, total):
+            findings.append(finding(data, ob, fn, own, shape, total))
+    return sorted(findings, key=lambda f: -f.estimated_gain)
+
+
+def hot_functions(data: CallgrindData, total: int) -> dict[tuple[str, str], int]:
+    index = data.events.index("Ir")
+    out = {}
+    for (ob, fn), sites in data.self_costs.items():
+        own = sum(costs[index] for costs in sites.values())
+        if own >= MIN_SHARE * total and ob.startswith("/") and not ob.startswith(SYSTEM_PREFIXES):
+            out[ob, fn] = own
+    return out
+
+
+def function_shape(data: CallgrindData, ob: str, fn: str) -> Shape | None:
+    """The counted machine code of FN in object OB, or None if it cannot be read."""
+    code = function_code(ob, fn)
+    if code is None:
+        return None
+    start, raw = code
+    index = data.events.index("Ir")
+    counts = {
+        address: costs[index]
+        for (o, f, address), costs in data.instr.items()
+        if o == ob and f == fn
+    }
+    instructions = disassemble(raw, start)
+    calls = counts.get(start, 0)
+    if not instructions or not calls:
+        return None
+    return shape_of(instructions, counts, calls)
+
+
+def shape_of(instructions: list[Instruction], counts: dict[int, int], calls: int) -> Shape:
+    slow = max(
+        (call_count(instructions, n, counts) for n, i in enumerate(instructions) if i.calls_out),
+        default=0,
+    )
+    saves = [counts.get(i.address, 0) for i in instructions if i.saves]
+    saved = sum(max(0, c - slow) for c in saves) - slow
+    entry = []
+    for i in instructions:
+        if not i.saves:
+            break
+        entry.append(i.text)
+    return Shape(
+        calls=calls,
+        slow_calls=slow,
+        own=sum(counts.get(i.address, 0) for i in instructions),
+        save_restore=sum(saves),
+        saved=saved,
+        entry=entry,
+    )
+
+
+def call_count(instructions: list[Instruction], n: int, counts: dict[int, int]) -> int:
+    """How often instruction n called out. Callgrind also books the PLT stub's cost on
+    a call instruction, so a returning call counts as often as its return address."""
+    own = counts.get(instructions[n].address, 0)
+    if instructions[n].text.startswith("call") and n + 1 < len(instructions):
+        return min(own, counts.get(instructions[n + 1].address, 0))
+    return own
+
+
+def is_heavy_prologue(shape: Shape, total: int) -> bool:
+    fast = (shape.calls - shape.slow_calls) / shape.calls
+    return (
+        shape.calls >= MIN_CALLS
+        and fast >= MIN_FAST_FRACTION
+        and shape.own > 0
+        and shape.save_restore >= MIN_SAVE_SHARE * shape.own
+        and shape.saved >= MIN_GAIN * total
+    )
+
+
+def function_code(path: str, name: str) -> tuple[int, bytes] | None:
+    """(address, machine code) of the function symbol NAME in the ELF file at PATH."""
+    try:
+        with open(path, "rb") as fh:
+            elf = ELFFile(fh)
+            if elf["e_machine"] != "EM_X86_64":
+                return None
+            symbol = _function_symbol(elf, name)
+            if symbol is None:
+                return None
+            start, size = symbol
+            for section in elf.iter_sections():
+                base = section["sh_addr"]
+                if (
+                    section["sh_type"] == "SHT_PROGBITS"
+                    and base <= start < base + section["sh_size"]
+                ):
+                    offset = start - base
+                    return start, section.data()[offset : offset + size]
+    except (OSError, ELFError):
+        return None
+    return None
+
+
+def _function_symbol(elf: ELFFile, name: str) -> tuple[int, int] | None:
+    for section in elf.iter_sections():
+        if not isinstance(section, SymbolTableSection):
+            continue
+        for symbol in section.get_symbol_by_name(name) or []:
+            if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]:
+                return symbol["st_value"], symbol["st_size"]
+    return None
+
+
+def disassemble(raw: bytes, start: int) -> list[Instruction]:
+    md = Cs(CS_ARCH_X86, CS_MODE_64)
+    md.detail = True
+    end = start + len(raw)
+    out = []
+    try:
+        for insn in md.disasm(raw, start):
+            out.append(
+                Instruction(
+                    address=insn.address,
+                    text=f"{insn.mnemonic} {insn.op_str}".strip(),
+                    saves=_saves(insn),
+                    calls_out=_calls_out(insn, start, end),
+                )
+            )
+    except CsError:
+        return []
+    return out
+
+
+def _saves(insn) -> bool:
+    if insn.mnemonic in ("push", "pop"):
+        return True
+    if insn.mnemonic not in ("sub", "add") or len(insn.operands) != 2:
+        return False
+    target, amount = insn.operands
+    return target.type == X86_OP_REG and target.reg == X86_REG_RSP and amount.type == X86_OP_IMM
+
+
+def _calls_out(insn, start: int, end: int) -> bool:
+    if insn.mnemonic == "call":
+        return True
+    if insn.mnemonic != "jmp" or not insn.operands:
+        return False
+    target = insn.operands[0]
+    return target.type == X86_OP_IMM and not start <= target.imm < end
+
+
+def finding(data: CallgrindData, ob: str, fn: str, own: int, shape: Shape, total: int) -> Finding:
+    file, line = first_line(data, ob, fn)
+    fast = shape.calls - shape.slow_calls
+    per_call = shape.save_restore / shape.calls
+    slow_name = f"{fn.split('.')[0].split('(')[0]}_slow"
+    return Finding(
+        rule="prologue.split-slow-path",
+        kind="prologue-overhead",
+        title=(
+            f"{fn} spends {shape.save_restore / shape.own:.0%} of its instructions saving "
+            f"and restoring registers, though {fast / shape.calls:.1%} of its calls "
+            "return without calling anything"
+        ),
+        function=fn,
+        dso=Path(ob).name,
+        file=file,
+        line=line,
+        share=own / total,
+        estimated_gain=shape.saved / total,
+        confidence=0.7,
+        evidence=[
+            f"{shape.calls:,} calls; at most {shape.slow_calls:,} reach a call instruction",
+            f"{shape.save_restore:,} of its {shape.own:,} instructions are pushes, pops and "
+            f"stack adjustments ({per_call:.1f} per call)",
+            f"every call starts with: {'; '.join(shape.entry) or '(no saves at entry)'}",
+            f"the split saves about {shape.saved:,} instructions "
+            f"({shape.saved / shape.calls:.1f} per call, {shape.saved / total:.2%} of the run)",
+        ],
+        suggestion=(
+            f"Keep the early-return test in {fn} and move the rest into a separate "
+            f"`static NOINLINE` function that {fn} returns with a tail call "
+            f"(`return {slow_name}(args);`): the common path then saves no registers. "
+            "NOINLINE is essential, or the compiler inlines the slow path back."
+        ),
+        fix={"macro": NOINLINE_MACRO},
+        details={
+            "calls": shape.calls,
+            "slow_calls": shape.slow_calls,
+            "save_restore_instructions": shape.save_restore,
+            "instructions_saved": shape.saved,
+            "instructions_saved_per_call": shape.saved / shape.calls,
+            "entry": shape.entry,
+        },
+    )
+
+
+def first_line(data: CallgrindData, ob: str, fn: str) -> tuple[str, int]:
+    """The lowest counted source line of the function: its opening brace, usually."""
+    sites = [site for site in data.self_costs.get((ob, fn), {}) if site[1] > 0]
+    return min(sites, key=lambda site: (site[1], site[0]), default=("", 0))
