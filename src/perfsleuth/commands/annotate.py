@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import UserError
+from ..formats import count_document
 from ..output import emit
-from ..views import annotate
+from ..views import annotate, annotate_all
 from .common import (
     add_filter_options,
     add_output_options,
     add_run_argument,
     load_profile,
+    open_store,
     source_roots,
 )
 
@@ -19,8 +22,26 @@ HELP = "source lines of a function with their cost"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("function", help="function name, or a regex")
+    parser.add_argument("function", nargs="?", help="function name, or a regex")
     add_run_argument(parser)
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="count runs: every source file above --threshold, diffable (annotate --all [RUN])",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.1,
+        metavar="PCT",
+        help="with --all: only files with at least PCT%% of the run's count (default 0.1)",
+    )
+    parser.add_argument(
+        "--context",
+        type=int,
+        metavar="N",
+        help="with --all: N lines around counted lines instead of whole files",
+    )
     parser.add_argument(
         "--src", action="append", metavar="DIR", help="where to look for source files"
     )
@@ -29,8 +50,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.all:
+        return run_all(args)
+    if args.function is None:
+        raise UserError("name a function to annotate, or pass --all for every file of a count run")
     store, run_id, profile = load_profile(args)
     roots = source_roots(args, store.run_info(run_id).cwd)
     doc = {"run": str(run_id), "files": annotate.annotate(profile, args.function, roots)}
     emit(doc, args.format, args.output, annotate.render)
+    return 0
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """`annotate --all [RUN]`: the only positional argument is the run."""
+    store = open_store(args)
+    run_id = store.resolve(args.function or args.run)
+    data = count_document.load(store, run_id)
+    roots = source_roots(args, store.run_info(run_id).cwd)
+    doc = annotate_all.annotate_all(
+        data, roots, threshold=args.threshold / 100.0, context=args.context
+    )
+    emit({"run": str(run_id), **doc}, args.format, args.output, annotate_all.render)
     return 0
