@@ -1,0 +1,203 @@
+"""perfsleuth.symbols: ELF facts, build-id lookup, kallsyms, batch symbolization."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.symbols import (
+    KERNEL_DSO,
+    UNKNOWN,
+    Kallsyms,
+    Symbolizer,
+    binaries,
+    build_id_of,
+    dso_name,
+    elf_info,
+    find_dso,
+    find_llvm_symbolizer,
+)
+from perfsleuth.symbols import elf as elf_mod
+from perfsleuth.symbols.symbolizer import ElfSymbols, clean_function
+
+SRC = r"""
+#include <stdio.h>
+static inline __attribute__((always_inline)) unsigned helper(unsigned x) {
+    return (x * 2654435761u) >> (x & 7);
+}
+__attribute__((noinline)) int outer(int x) {
+    unsigned s = 0;
+    for (int i = 0; i < x; i++) s ^= helper(s + i);
+    return s;
+}
+int main(int argc, char **argv) { printf("%d\n", outer(argc * 1000)); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang-16")
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("sym")
+    (d / "t.c").write_text(SRC)
+    exe = d / "t"
+    subprocess.run([cc, "-O2", "-g", "-Wl,--build-id", "-o", str(exe), str(d / "t.c")], check=True)
+    return exe
+
+
+def nm_address(exe: Path, name: str) -> int:
+    out = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == name:
+            return int(parts[0], 16)
+    raise AssertionError(f"{name} not in nm output")
+
+
+def test_elf_info_segments_and_build_id(binary: Path) -> None:
+    info = elf_info(str(binary))
+    assert info is not None
+    assert len(info.build_id) == 40
+    assert info.has_symbols and info.has_debug_info
+    readelf = subprocess.run(
+        ["readelf", "-n", str(binary)], capture_output=True, text=True, check=True
+    ).stdout
+    assert info.build_id in readelf
+    assert build_id_of(str(binary)) == info.build_id
+    # a file offset inside the executable segment maps to its virtual address
+    off, filesz, vaddr, _ = next(s for s in info.segments if s[2] != 0 or s[0] != 0)
+    assert info.offset_to_vaddr(off) == vaddr
+    assert info.offset_to_vaddr(off + filesz - 1) == vaddr + filesz - 1
+    assert info.offset_to_vaddr(10**12) is None
+
+
+def test_elf_info_rejects_non_elf(tmp_path: Path) -> None:
+    f = tmp_path / "x.txt"
+    f.write_text("hello")
+    assert elf_info(str(f)) is None
+    assert elf_info(str(tmp_path / "missing")) is None
+    assert build_id_of(str(f)) == ""
+
+
+def test_fast_elf_parser_agrees_with_pyelftools(binary: Path) -> None:
+    with open(binary, "rb") as f:
+        slow = elf_mod._parse_elf_slow(str(binary), f)
+    assert elf_info(str(binary)) == slow
+
+
+def test_find_dso_by_path_and_by_build_id(
+    binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bid = build_id_of(str(binary))
+    assert find_dso(str(binary), bid) == str(binary)
+    assert find_dso(str(binary), "") == str(binary)
+    # path gone: found in perf's ~/.debug build-id cache
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cache = tmp_path / ".debug" / ".build-id" / bid[:2] / bid[2:]
+    cache.mkdir(parents=True)
+    shutil.copy(binary, cache / "elf")
+    assert find_dso("/gone/t", bid) == str(cache / "elf")
+    assert find_dso("/gone/t", "") is None
+    assert find_dso("[vdso]", "") is None
+
+
+def test_kallsyms_parse_and_lookup() -> None:
+    text = (
+        "ffffffff81000000 T _stext\n"
+        "ffffffff81000100 t helper_fn\n"
+        "ffffffff81001000 D some_data\n"
+        "ffffffffc0a00000 t mod_fn\t[nf_tables]\n"
+        "0000000000000000 T hidden\n"
+    )
+    k = Kallsyms.parse(text)
+    assert k.usable
+    assert k.lookup(0xFFFFFFFF81000050) == ("_stext", "")
+    assert k.lookup(0xFFFFFFFF81000180) == ("helper_fn", "")
+    assert k.lookup(0xFFFFFFFFC0A00010) == ("mod_fn", "nf_tables")
+    assert k.lookup(0x1000) is None
+    sym = Symbolizer(kallsyms=k)
+    f = sym.kernel_frame(0xFFFFFFFF81000180)
+    assert (f.function, f.dso, f.kernel) == ("helper_fn", KERNEL_DSO, True)
+    assert sym.kernel_frame(0xFFFFFFFFC0A00010).dso == "[nf_tables]"
+    hidden = Symbolizer(kallsyms=Kallsyms.parse("0000000000000000 T x\n"))
+    assert not hidden.kallsyms.usable
+    assert hidden.kernel_frame(0xFFFFFFFF81000180).function == UNKNOWN
+
+
+@pytest.mark.skipif(find_llvm_symbolizer() is None, reason="llvm-symbolizer not installed")
+def test_symbolize_inline_chain_and_lines(binary: Path) -> None:
+    info = elf_info(str(binary))
+    assert info is not None
+    outer = nm_address(binary, "outer")
+    # every address of outer's body: find one inside the inlined helper
+    sym = Symbolizer()
+    vaddrs = [outer + i for i in range(0, 64)]
+    res = sym.symbolize_vaddrs([(str(binary), v) for v in vaddrs])
+    chains = [res[(str(binary), v)] for v in vaddrs]
+    assert all(c[-1].function == "outer" for c in chains[:4])
+    assert all(c[-1].file.endswith("t.c") and c[-1].line > 0 for c in chains[:4])
+    assert all(not c[-1].inlined for c in chains)
+    inl = [c for c in chains if len(c) > 1]
+    assert inl, "no inlined helper frame found"
+    assert inl[0][0].function == "helper" and inl[0][0].inlined
+    assert inl[0][0].line == 4
+    assert inl[0][0].dso == binary.name
+
+
+@pytest.mark.skipif(find_llvm_symbolizer() is None, reason="llvm-symbolizer not installed")
+def test_symbolize_offsets_converts_file_offsets(binary: Path) -> None:
+    info = elf_info(str(binary))
+    assert info is not None
+    main = nm_address(binary, "main")
+    off, _fs, vaddr, _ms = next(s for s in info.segments if s[2] <= main < s[2] + max(s[1], s[3]))
+    file_off = main - vaddr + off
+    sym = Symbolizer()
+    res = sym.symbolize_offsets(
+        [(str(binary), info.build_id, file_off), ("/gone/lib.so", "", 0x1234)]
+    )
+    assert res[(str(binary), file_off)][-1].function == "main"
+    assert res[("/gone/lib.so", 0x1234)] == (
+        res[("/gone/lib.so", 0x1234)][0].__class__(UNKNOWN, dso="lib.so"),
+    )
+
+
+def test_symbol_table_fallback_without_llvm(binary: Path) -> None:
+    sym = Symbolizer(llvm_symbolizer="")
+    sym.tool = None
+    main = nm_address(binary, "main")
+    res = sym.symbolize_vaddrs([(str(binary), main + 1)])
+    (frame,) = res[(str(binary), main + 1)]
+    assert frame.function == "main"
+    tab = ElfSymbols(str(binary))
+    assert tab.by_name["outer"] == nm_address(binary, "outer")
+    assert tab.lookup(nm_address(binary, "outer")) == "outer"
+
+
+def test_names() -> None:
+    assert dso_name("/usr/lib/x86_64-linux-gnu/libc.so.6") == "libc.so.6"
+    assert dso_name("[kernel.kallsyms]") == "[kernel.kallsyms]"
+    assert clean_function("core::ptr::drop_in_place::h0123456789abcdef") == (
+        "core::ptr::drop_in_place"
+    )
+    assert clean_function("std::vector<int>::size() const") == "std::vector<int>::size() const"
+
+
+def test_binaries(binary: Path) -> None:
+    rows = binaries(
+        [{"path": str(binary), "build_id": ""}, {"path": "[vdso]", "build_id": "ab"}, "/gone/x"]
+    )
+    assert rows[0]["found"] == str(binary)
+    assert rows[0]["build_id"] == build_id_of(str(binary))
+    assert rows[0]["symbols"] and rows[0]["debug_info"]
+    assert rows[1] == {
+        "path": "[vdso]",
+        "build_id": "ab",
+        "found": "",
+        "symbols": False,
+        "debug_info": False,
+    }
+    assert rows[2]["found"] == ""
