@@ -20,8 +20,8 @@ from perfsleuth.profile import STATES, Frame, Profile, ProfileBuilder, Thread
 
 GZIP_MAGIC = b"\x1f\x8b"
 
-# pprof (type, unit) pairs the reader prefers as the weight, best first.
-PREFERRED_TYPES = (("cpu", "nanoseconds"), ("samples", "count"))
+CPU = ("cpu", "nanoseconds")
+SAMPLES = ("samples", "count")
 # Scale from a pprof unit to a perfsleuth unit.
 UNIT_SCALE = {
     "nanoseconds": ("ns", 1.0),
@@ -135,7 +135,7 @@ class _Reader:
             raise UserError(f"{self.name}: the profile has no sample_type; nothing to read")
         pick = _pick_type(types, self.string(self.msg.default_sample_type, "default_sample_type"))
         unit, scale = _unit_of(types[pick])
-        count_index = types.index(("samples", "count")) if ("samples", "count") in types else -1
+        count_index = types.index(SAMPLES) if SAMPLES in types else -1
         builder = ProfileBuilder(unit=unit, meta=self._meta(types[pick]))
         for i, sample in enumerate(self.msg.sample):
             if len(sample.value) != len(types):
@@ -240,11 +240,13 @@ class _Reader:
 
 
 def _pick_type(types: list[tuple[str, str]], default: str) -> int:
-    for preferred in PREFERRED_TYPES:
-        if preferred in types:
-            return types.index(preferred)
+    """cpu/nanoseconds, else the profile's default type, else samples/count, else the last."""
     names = [t for t, _ in types]
-    return names.index(default) if default in names else len(types) - 1
+    if CPU in types:
+        return types.index(CPU)
+    if default in names:
+        return names.index(default)
+    return types.index(SAMPLES) if SAMPLES in types else len(types) - 1
 
 
 def _unit_of(value_type: tuple[str, str]) -> tuple[str, float]:
@@ -282,9 +284,10 @@ class _Writer:
     def message(self) -> pb.Profile:
         p, m = self.p, self.msg
         weight_type = WRITE_TYPES[p.unit]
-        types = [weight_type] if p.unit == "samples" else [("samples", "count"), weight_type]
+        types = [weight_type] if p.unit == "samples" else [SAMPLES, weight_type]
         for kind, unit in types:
             m.sample_type.add(type=self.intern(kind), unit=self.intern(unit))
+        m.default_sample_type = self.intern(weight_type[0])
         self._write_meta(weight_type)
         for stack, weight, count, tid, state in p.rows():
             values = [round(weight)] if p.unit == "samples" else [count, round(weight)]
