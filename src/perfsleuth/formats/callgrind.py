@@ -17,9 +17,9 @@ A Profile needs stacks, so `read` derives them from the call graph:
   ends the others at itself; both make ancestors' inclusive cost a lower bound.
 
 Functions are identified by (object, name): same-named static functions of one
-object are merged into one node, as a name-keyed view would show them. Cachegrind has no calls: its stacks
-have one frame. `line_costs` and `instr_costs` give the exact counts of every
-event, without any stack derivation.
+object are merged into one node, as a name-keyed view would show them.
+Cachegrind has no calls: its stacks have one frame. `line_costs` and
+`instr_costs` give the exact counts of every event, without any stack derivation.
 """
 
 from __future__ import annotations
