@@ -1,0 +1,263 @@
+"""formats.perf_data on real recordings, checked against `perf report`.
+
+tests/fixtures/perf_prog.c is built with frame pointers and recorded twice,
+with `perf record -g` and with `--call-graph dwarf`. Self and total shares per
+function must agree with `perf report --stdio --no-children` / `--children`
+within 1 percentage point, for both readers (native and `perf script`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.errors import UserError
+from perfsleuth.formats import perf_data
+from perfsleuth.profile import Profile
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+REPORT_LINE = re.compile(r"^\s+([\d.]+)%\s+(?:([\d.]+)%\s+)?\[(.)\]\s+(.*?)\s*$")
+
+
+def _perf_ok() -> bool:
+    perf = shutil.which("perf")
+    if perf is None:
+        return False
+    r = subprocess.run(
+        [perf, "record", "-q", "-o", "/dev/null", "--", "true"], capture_output=True, check=False
+    )
+    return r.returncode == 0
+
+
+needs_perf = pytest.mark.skipif(not _perf_ok(), reason="perf missing or not permitted")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not _perf_ok():
+        pytest.skip("perf missing or not permitted")
+    d = tmp_path_factory.mktemp("perfdata")
+    exe = d / "perf_prog"
+    subprocess.run(
+        [
+            "gcc",
+            "-O2",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-o",
+            str(exe),
+            str(FIXTURES / "perf_prog.c"),
+        ],
+        check=True,
+    )
+    return d
+
+
+def _record(work: Path, name: str, *opts: str, rounds: str = "60") -> Path:
+    data = work / name
+    if not data.exists():
+        subprocess.run(
+            ["perf", "record", "-q", *opts, "-o", str(data), "--", str(work / "perf_prog"), rounds],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=work,
+        )
+    return data
+
+
+@pytest.fixture(scope="module")
+def fp_data(work: Path) -> Path:
+    return _record(work, "fp.data", "-F", "2000", "-g")
+
+
+@pytest.fixture(scope="module")
+def dwarf_data(work: Path) -> Path:
+    return _record(work, "dwarf.data", "-F", "1000", "--call-graph", "dwarf", rounds="40")
+
+
+def perf_report(data: Path, children: bool) -> dict[str, float]:
+    """{symbol: self% (no-children) or children%} from perf report."""
+    out = subprocess.run(
+        [
+            "perf",
+            "report",
+            "-i",
+            str(data),
+            "--stdio",
+            "-g",
+            "none",
+            "--sort",
+            "sym",
+            "--children" if children else "--no-children",
+            "--percent-limit",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    res: dict[str, float] = {}
+    for line in out.splitlines():
+        m = REPORT_LINE.match(line)
+        if m:
+            res[m[4]] = res.get(m[4], 0.0) + float(m[1])
+    return res
+
+
+def ours(p: Profile) -> tuple[dict[str, float], dict[str, float]]:
+    """(self%, total%) per function, inlined frames folded as perf report does."""
+    self_w: Counter[str] = Counter()
+    total_w: Counter[str] = Counter()
+    for stack, w, _c, _t, _s in p.rows():
+        physical = [p.frames[f] for f in stack if not p.frames[f].inlined]
+        if physical:
+            self_w[physical[0].function] += w
+        for name in {f.function for f in physical}:
+            total_w[name] += w
+    t = p.total
+    return (
+        {k: 100 * v / t for k, v in self_w.items()},
+        {k: 100 * v / t for k, v in total_w.items()},
+    )
+
+
+def assert_matches(p: Profile, data: Path, funcs: tuple[str, ...]) -> None:
+    self_pct, total_pct = ours(p)
+    rep_self = perf_report(data, children=False)
+    rep_total = perf_report(data, children=True)
+    for fn in funcs:
+        assert self_pct.get(fn, 0.0) == pytest.approx(rep_self.get(fn, 0.0), abs=1.0), fn
+        assert total_pct.get(fn, 0.0) == pytest.approx(rep_total.get(fn, 0.0), abs=1.0), fn
+    # every function perf report gives >= 1% self has about the same share here
+    for fn, pct in rep_self.items():
+        if pct >= 1.0 and not fn.startswith("0x"):
+            assert self_pct.get(fn, 0.0) == pytest.approx(pct, abs=1.0), fn
+
+
+FUNCS = ("heavy_leaf", "light_leaf", "main")
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "perf-script"])
+def test_frame_pointer_recording_matches_perf_report(fp_data: Path, native: bool) -> None:
+    if native and not perf_data.native_available():
+        pytest.skip("perfsleuth_native not built (make native)")
+    p = perf_data.read(fp_data, use_native=native)
+    assert p.unit == "ns"
+    assert p.num_samples > 100
+    assert_matches(p, fp_data, FUNCS)
+    assert p.meta["reader"] == ("native" if native else "perf script")
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "perf-script"])
+def test_dwarf_recording_matches_perf_report(dwarf_data: Path, native: bool) -> None:
+    if native and not perf_data.native_available():
+        pytest.skip("perfsleuth_native not built (make native)")
+    p = perf_data.read(dwarf_data, use_native=native)
+    assert_matches(p, dwarf_data, (*FUNCS, "heavy_path", "light_path"))
+    if native:
+        assert p.meta["reader"] == "native"
+        assert p.meta["samples_dwarf_unwound"] > 0
+    # DWARF unwinding recovers the callers frame pointers miss in leaf functions
+    _, total_pct = ours(p)
+    assert total_pct.get("heavy_path", 0) > 20
+
+
+def test_inlined_frames_and_lines(fp_data: Path) -> None:
+    p = perf_data.read(fp_data)
+    mix = [f for f in p.frames if f.function == "mix"]
+    assert mix and all(f.inlined for f in mix)
+    assert all(f.file.endswith("perf_prog.c") and 11 <= f.line <= 14 for f in mix)
+    heavy = [f for f in p.frames if f.function == "heavy_leaf"]
+    assert heavy and all(f.file.endswith("perf_prog.c") and f.line > 0 for f in heavy)
+    assert all(f.dso == "perf_prog" for f in heavy)
+    # the inlined frame comes right before (leaf side of) its physical function
+    for stack, *_ in p.rows():
+        for i, fid in enumerate(stack[:-1]):
+            if p.frames[fid].function == "mix":
+                assert p.frames[stack[i + 1]].function in ("heavy_leaf", "light_leaf")
+    # main's frame is the call site line inside main (return address - 1)
+    mains = {f.line for f in p.frames if f.function == "main"}
+    assert mains <= set(range(32, 40))
+
+
+def test_metadata(fp_data: Path, work: Path) -> None:
+    p = perf_data.read(fp_data)
+    m = p.meta
+    assert m["arch"] == "x86_64"
+    assert m["hostname"] == os.uname().nodename
+    assert m["osrelease"] == os.uname().release
+    assert m["nrcpus_online"] >= 1
+    assert m["perf_version"]
+    assert m["cmdline"][1] == "record"
+    assert m["event"].startswith("cpu-clock")
+    assert m["lost_samples"] == 0
+    exe = str(work / "perf_prog")
+    dso = next(d for d in m["dsos"] if d["path"] == exe)
+    readelf = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+    assert dso["build_id"] and dso["build_id"] in readelf
+    assert any(b["path"] == exe for b in m["build_ids"])
+    (thread,) = {(t.pid, t.tid, t.name) for t in p.threads}
+    assert thread[2] == "perf_prog" and thread[0] == thread[1] > 0
+
+
+def test_kernel_frames(fp_data: Path) -> None:
+    p = perf_data.read(fp_data)
+    kernel = [f for f in p.frames if f.kernel]
+    if not kernel:
+        pytest.skip("no kernel samples in this recording")
+    assert all(f.dso.startswith("[") for f in kernel)
+    if os.access("/proc/kallsyms", os.R_OK) and os.geteuid() == 0:
+        assert any(f.function != "[unknown]" for f in kernel)
+
+
+def test_bad_files(tmp_path: Path, fp_data: Path) -> None:
+    empty = tmp_path / "empty.data"
+    empty.write_bytes(b"")
+    with pytest.raises(UserError, match="empty"):
+        perf_data.read(empty)
+    garbage = tmp_path / "garbage.data"
+    garbage.write_bytes(os.urandom(4096))
+    with pytest.raises(UserError, match="not a perf.data"):
+        perf_data.read(garbage)
+    short = tmp_path / "short.data"
+    short.write_bytes(b"PERFILE2" + b"\0" * 20)
+    with pytest.raises(UserError, match="truncated"):
+        perf_data.read(short)
+    with pytest.raises(UserError, match="no such file"):
+        perf_data.read(tmp_path / "missing.data")
+    blob = fp_data.read_bytes()
+    for cut in (200, len(blob) // 2):
+        truncated = tmp_path / f"trunc{cut}.data"
+        truncated.write_bytes(blob[:cut])
+        with pytest.raises(UserError) as err:
+            perf_data.read(truncated)
+        msg = str(err.value)
+        assert "\n" not in msg and str(truncated) in msg
+
+
+def test_pipe_mode_is_a_user_error(work: Path, tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.data"
+    with open(pipe, "wb") as out:
+        subprocess.run(
+            ["perf", "record", "-q", "-o", "-", "--", str(work / "perf_prog"), "2"],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
+    with pytest.raises(UserError, match="pipe-mode"):
+        perf_data.read(pipe)
+
+
+def test_sniff(fp_data: Path) -> None:
+    assert perf_data.sniff(fp_data.read_bytes()[:4096])
+    assert not perf_data.sniff(b"prog 1 1.0: 1 cpu-clock: \n")
+    assert not perf_data.sniff(b"")
