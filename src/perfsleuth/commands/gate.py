@@ -1,0 +1,200 @@
+"""perfsleuth gate: fail CI when a reference workload executes more instructions.
+
+`gate --baseline RUN_OR_FILE -- CMD` records a count run of CMD, compares its
+exact total with the baseline's and exits 1 past --max-increase (0 otherwise,
+2 for bad input). `gate --export RUN -o FILE` writes the small baseline file to
+commit next to the code. A baseline names the binary it came from (file name and
+build-id): a baseline of another program is refused; a different build of the
+same program is what CI compares, so that is only noted (--same-build refuses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..collect import valgrind
+from ..errors import UserError
+from ..formats import count_document
+from ..output import emit
+from ..store import Store
+from .common import add_output_options, open_store
+from .record import record_run
+
+NAME = "gate"
+HELP = "CI gate: fail when a workload's exact instruction count grows past a threshold"
+
+BASELINE_VERSION = 1
+MAX_FUNCTIONS = 200  # kept in a baseline file, by count
+EVENT = "Ir"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", metavar="RUN_OR_FILE", help="a count run or baseline file")
+    parser.add_argument(
+        "--max-increase",
+        default="0.5%",
+        metavar="PCT",
+        help="largest allowed growth of the total, in percent (default 0.5%%)",
+    )
+    parser.add_argument("--export", metavar="RUN", help="write RUN's baseline file (to -o FILE)")
+    parser.add_argument(
+        "--same-build", action="store_true", help="refuse a baseline from another build"
+    )
+    parser.add_argument("-n", type=int, default=10, help="changes to show (default 10)")
+    parser.add_argument("--only", metavar="FUNC", help="count only inside FUNC (as in record)")
+    parser.add_argument("--keep-env", action="store_true", help="pass your environment through")
+    add_output_options(parser, ("text", "json"))
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.export:
+        return export(args)
+    if not args.baseline:
+        raise UserError("give --baseline RUN_OR_FILE (or --export RUN -o FILE to make one)")
+    limit = parse_percent(args.max_increase)
+    baseline = load_baseline(open_store(args), args.baseline)
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
+    check_binary(baseline, valgrind.resolve_program(cmd), args.same_build)
+    store, info, _profile = record_run(_record_args(args, cmd))
+    current = baseline_of(store, info.id)
+    doc = compare(baseline, current, limit, args.n)
+    doc["run"] = str(info.id)
+    doc["exit_status"] = info.exit_status
+    doc["passed"] = doc["passed"] and not info.exit_status
+    emit(doc, args.format, args.output, render)
+    return 0 if doc["passed"] else 1
+
+
+def export(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    doc = baseline_of(store, store.resolve(args.export))
+    emit(doc, "json", args.output, lambda d, c: None)
+    if args.output:
+        print(
+            f"perfsleuth: wrote the baseline of run {args.export} to {args.output}", file=sys.stderr
+        )
+    return 0
+
+
+def parse_percent(text: str) -> float:
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise UserError(f"--max-increase {text!r}: give a percentage such as 0.5% or 2")
+    return value / 100.0
+
+
+def _record_args(args: argparse.Namespace, cmd: list[str]) -> argparse.Namespace:
+    return argparse.Namespace(
+        command="gate",
+        store=args.store,
+        mode="count",
+        cmd=cmd,
+        pid=None,
+        duration=None,
+        cache_sim=False,
+        only=args.only,
+        keep_env=args.keep_env,
+    )
+
+
+def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
+    """The small baseline document of a count run."""
+    info = store.run_info(run_id)
+    data = count_document.load(store, run_id)
+    functions = count_document.function_self(data, EVENT)
+    kept = dict(sorted(functions.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FUNCTIONS])
+    return {
+        "perfsleuth_baseline": BASELINE_VERSION,
+        "run": str(run_id),
+        "command": info.command,
+        "executable": Path(info.meta.get("executable", "")).name,
+        "build_id": info.meta.get("build_id", ""),
+        "only": info.meta.get("only"),
+        "fixed_env": info.meta.get("fixed_env", True),
+        "event": EVENT,
+        "total": count_document.total(data, EVENT),
+        "functions": kept,
+    }
+
+
+def load_baseline(store: Store, ref: str) -> dict[str, Any]:
+    path = Path(ref)
+    if not path.is_file():
+        return baseline_of(store, store.resolve(ref))
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"{ref}: not a baseline file ({e}); make one with gate --export") from e
+    if not isinstance(doc, dict) or doc.get("perfsleuth_baseline") != BASELINE_VERSION:
+        raise UserError(f"{ref}: not a perfsleuth baseline file; make one with gate --export")
+    return doc
+
+
+def check_binary(baseline: dict[str, Any], executable: str, same_build: bool) -> None:
+    """Refuse another program's baseline; note (or refuse) another build's."""
+    name, build_id = Path(executable).name, valgrind.build_id(executable)
+    if baseline["executable"] and baseline["executable"] != name:
+        raise UserError(
+            f"the baseline was recorded from {baseline['executable']} "
+            f"(build-id {baseline['build_id'] or 'none'}), not {name} (build-id "
+            f"{build_id or 'none'}); export a baseline of this program"
+        )
+    if baseline["build_id"] != build_id:
+        message = (
+            f"the baseline's {name} has build-id {baseline['build_id'] or 'none'}, this one "
+            f"{build_id or 'none'}"
+        )
+        if same_build:
+            raise UserError(f"{message}; --same-build refuses a different build")
+        print(f"perfsleuth: note: {message}: comparing two builds", file=sys.stderr)
+
+
+def compare(baseline: dict, current: dict, limit: float, n: int) -> dict[str, Any]:
+    before, after = baseline["total"], current["total"]
+    change = (after - before) / before if before else 0.0
+    deltas = []
+    for name in set(baseline["functions"]) | set(current["functions"]):
+        a, b = baseline["functions"].get(name, 0), current["functions"].get(name, 0)
+        if a != b:
+            deltas.append({"function": name, "a": a, "b": b, "delta": b - a})
+    deltas.sort(key=lambda row: (-abs(row["delta"]), row["function"]))
+    return {
+        "baseline": baseline["run"],
+        "event": baseline["event"],
+        "total_baseline": before,
+        "total": after,
+        "change": change,
+        "max_increase": limit,
+        "passed": change <= limit,
+        "same_build": baseline["build_id"] == current["build_id"],
+        "changes": deltas[: n if n > 0 else None],
+    }
+
+
+def render(doc: dict, console: Console) -> None:
+    verdict = "PASS" if doc["passed"] else "FAIL"
+    console.print(
+        f"{verdict}: {doc['total_baseline']:,} → {doc['total']:,} {doc['event']} "
+        f"({100 * doc['change']:+.3f}%, allowed +{100 * doc['max_increase']:.3f}%) "
+        f"baseline run {doc['baseline']}, this run {doc['run']}",
+        highlight=False,
+        markup=False,
+    )
+    if doc["exit_status"]:
+        console.print(f"FAIL: the workload exited with status {doc['exit_status']}", markup=False)
+    for row in doc["changes"]:
+        console.print(
+            f"{row['a']:>15,} → {row['b']:>15,} {row['delta']:>+15,}  {row['function']}",
+            highlight=False,
+            markup=False,
+        )
