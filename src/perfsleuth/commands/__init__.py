@@ -15,6 +15,11 @@ COMMAND_MODULES = (
     "annotate",
     "diff",
     "export",
+    "serve",
+    "report",
+    "compare",
+    "try_",
+    "gate",
 )
 
 

@@ -1,0 +1,241 @@
+"""The build experiment: rebuild the program with other compiler flags and compare the builds.
+
+The contract with the user's build command (run with `sh -c` in the current folder):
+- `OUT` is an absolute, empty folder for this variant; the build writes its
+  program there (object files too, or a stale object from another variant is reused);
+- `CFLAGS`, `CXXFLAGS` and `LDFLAGS` carry the variant's flags, after any the caller
+  already had in the environment; the baseline build gets no added flags.
+The workload CMD runs with the same `OUT` in its environment, and `{out}` in its
+arguments replaced by that folder, so `-- {out}/prog input.txt` runs each build.
+
+`pgo` does three steps: an instrumented build (-fprofile-generate), one training
+run of CMD, then a rebuild into the same OUT path (GCC names its profile files after
+the object paths) with -fprofile-use. Clang's raw profiles are merged with
+llvm-profdata first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from .runner import Side
+
+OUT_PLACEHOLDER = "{out}"
+BUILD_TAIL_LINES = 15
+COMMON_FLAGS = "-g"  # keeps symbols, so a variant can still be profiled
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    cflags: str
+    ldflags: str = ""
+
+
+VARIANTS = {
+    v.name: v
+    for v in (
+        Variant("O0", "-O0"),
+        Variant("O1", "-O1"),
+        Variant("O2", "-O2"),
+        Variant("O3", "-O3"),
+        Variant("Os", "-Os"),
+        Variant("native", "-O2 -march=native"),
+        Variant("lto", "-O2 -flto", "-flto"),
+        Variant("pgo", "-O2"),
+        Variant("autofdo", "-O2"),
+    )
+}
+DEFAULT_VARIANTS = ("O2", "O3", "native", "lto", "pgo")
+AUTOFDO_UNAVAILABLE = (
+    "AutoFDO needs create_gcov (apt-get install -y autofdo) and a CPU whose branch "
+    "records perf can sample (`perf record -b`); perfsleuth does not run it yet, "
+    "use pgo (instrumented, three steps) instead"
+)
+
+
+class BuildFailed(UserError):
+    """A build (or a PGO step) of one variant failed; the message has its last lines."""
+
+
+def parse_variants(text: str | None) -> list[Variant]:
+    names = [n.strip() for n in text.split(",") if n.strip()] if text else list(DEFAULT_VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise UserError(f"unknown build variant {unknown[0]!r}; choose from {', '.join(VARIANTS)}")
+    return [VARIANTS[n] for n in names]
+
+
+def check_workload(argv: list[str]) -> None:
+    if not any(OUT_PLACEHOLDER in w or "$OUT" in w or "${OUT}" in w for w in argv):
+        raise UserError(
+            "the command must run the program each build wrote: use {out} in it, "
+            "e.g. `-- {out}/prog ARGS` (or $OUT in a shell command)"
+        )
+
+
+def workload_side(name: str, argv: list[str], out: Path) -> Side:
+    return Side(name, [w.replace(OUT_PLACEHOLDER, str(out)) for w in argv], {"OUT": str(out)})
+
+
+def flags_env(cflags: str, ldflags: str) -> dict[str, str]:
+    def joined(var: str, extra: str) -> str:
+        return " ".join(p for p in (os.environ.get(var, ""), extra) if p)
+
+    return {
+        "CFLAGS": joined("CFLAGS", cflags),
+        "CXXFLAGS": joined("CXXFLAGS", cflags),
+        "LDFLAGS": joined("LDFLAGS", ldflags),
+    }
+
+
+@dataclass
+class Builder:
+    """Runs the user's build command into per-variant folders under `root`."""
+
+    command: str
+    root: Path
+    logs: dict[str, Path] = field(default_factory=dict)
+
+    def out(self, name: str) -> Path:
+        return (self.root / name).resolve()
+
+    def build(self, name: str, env: dict[str, str], step: str = "") -> Path:
+        out = self.out(name)
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        log = self.root / f"{name}{'-' + step if step else ''}.log"
+        with open(log, "wb") as fh:
+            done = subprocess.run(
+                ["/bin/sh", "-c", self.command],
+                env={**os.environ, **env, "OUT": str(out)},
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        self.logs[name] = log
+        label = f"{name} ({step})" if step else name
+        if done.returncode != 0:
+            raise BuildFailed(
+                f"the build of variant {label} failed with exit status {done.returncode}; "
+                f"last lines of {log}:\n{tail(log)}"
+            )
+        if not any(out.iterdir()):
+            raise BuildFailed(
+                f"the build of variant {label} wrote nothing into $OUT ({out}); the build "
+                "command must put its program into the folder named by $OUT"
+            )
+        return out
+
+
+def tail(log: Path) -> str:
+    lines = log.read_text(errors="replace").splitlines()[-BUILD_TAIL_LINES:]
+    return "\n".join(f"    {line}" for line in lines)
+
+
+def digest(folder: Path) -> str:
+    """One hash over every file in the folder: equal digests mean identical builds."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def build_pgo(builder: Builder, variant: Variant, workload: list[str]) -> Path:
+    """Instrumented build, one training run, rebuild with the profile."""
+    profile_dir = builder.out(f"{variant.name}-profile")
+    shutil.rmtree(profile_dir, ignore_errors=True)
+    generate = f"-fprofile-generate={profile_dir} -fprofile-update=atomic"
+    env = flags_env(
+        f"{variant.cflags} {COMMON_FLAGS} {generate}", f"-fprofile-generate={profile_dir}"
+    )
+    out = builder.build(variant.name, env, "instrumented")
+    train(workload_side(variant.name, workload, out), variant.name)
+    profile = usable_profile(profile_dir)
+    use = f"-fprofile-use={profile} -Wno-missing-profile"
+    return builder.build(
+        variant.name, flags_env(f"{variant.cflags} {COMMON_FLAGS} {use}", use), "optimized"
+    )
+
+
+def train(side: Side, name: str) -> None:
+    done = subprocess.run(
+        side.argv,
+        env={**os.environ, **side.env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    if done.returncode != 0:
+        last = done.stderr.decode(errors="replace").strip().splitlines()[-3:]
+        raise BuildFailed(
+            f"the training run of variant {name} exited with status {done.returncode}: "
+            + " / ".join(last)
+        )
+
+
+def usable_profile(profile_dir: Path) -> Path:
+    """The argument for -fprofile-use: GCC's folder of .gcda, or Clang's merged file."""
+    if any(profile_dir.rglob("*.gcda")):
+        return profile_dir
+    raw = sorted(profile_dir.rglob("*.profraw"))
+    if not raw:
+        raise BuildFailed(
+            "the pgo training run wrote no profile: the build command must pass $CFLAGS "
+            "(or $CXXFLAGS) to the compiler and $LDFLAGS to the linker"
+        )
+    merger = shutil.which("llvm-profdata") or shutil.which("llvm-profdata-16")
+    if merger is None:
+        raise BuildFailed(
+            "merging Clang's profile needs llvm-profdata (apt-get install -y llvm-16)"
+        )
+    merged = profile_dir / "merged.profdata"
+    subprocess.run([merger, "merge", "-o", str(merged), *map(str, raw)], check=True)
+    return merged
+
+
+def build_variant(builder: Builder, variant: Variant, workload: list[str]) -> Path:
+    if variant.name == "autofdo":
+        raise BuildFailed(AUTOFDO_UNAVAILABLE)
+    if variant.name == "pgo":
+        return build_pgo(builder, variant, workload)
+    env = flags_env(f"{variant.cflags} {COMMON_FLAGS}", variant.ldflags)
+    return builder.build(variant.name, env)
+
+
+@dataclass
+class Plan:
+    sides: list[Side]  # baseline first
+    refused: dict[str, str]  # variant -> why it could not be built
+    notes: list[str]
+
+
+def plan(build_command: str, variants: list[Variant], workload: list[str], root: Path) -> Plan:
+    """Build the baseline and every variant; the baseline must build, variants may fail."""
+    check_workload(workload)
+    builder = Builder(build_command, root)
+    baseline = builder.build("baseline", {})
+    result = Plan([workload_side("baseline", workload, baseline)], {}, [])
+    base_digest = digest(baseline)
+    for variant in variants:
+        try:
+            out = build_variant(builder, variant, workload)
+        except BuildFailed as e:
+            result.refused[variant.name] = str(e)
+            continue
+        if digest(out) == base_digest:
+            result.notes.append(
+                f"{variant.name} built byte-identical output to the baseline: does the build "
+                "command use $CFLAGS/$CXXFLAGS/$LDFLAGS?"
+            )
+        result.sides.append(workload_side(variant.name, workload, out))
+    return result

@@ -1,0 +1,244 @@
+"""Runs the sides of an experiment interleaved and measures every run.
+
+Round i runs each side once, in order (A B A B ...), after `warmup` unmeasured
+rounds, so that slow drift of the machine (thermal, other load, page cache) hits
+every side alike. Each run is a child process reaped with os.wait4, whose rusage
+gives user and system time and peak RSS of exactly that child (and the children it
+waited for). Wall time is taken around spawn and reap.
+
+Peak RSS comes from GNU time wrapped around the command: the kernel's maxrss of a
+process keeps the high-water mark of whatever it was before exec, and perfsleuth's
+own Python (tens of MiB) would show up as every small program's peak. GNU time is a
+small process, so the program it forks starts from a clean slate.
+
+The metric "instructions" counts retired user-space instructions per run instead:
+with `perf stat` where the machine has the hardware counter, else with valgrind's
+callgrind (its total Ir, following child processes). Counts do not depend on caches
+being warm, so no warm-up is run for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+METRICS = ("time", "instructions")
+STDERR_TAIL_LINES = 8
+GNU_TIME = "/usr/bin/time"
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Side:
+    """One thing being measured: a command and the environment it needs."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # added to os.environ
+
+
+@dataclass
+class Measurement:
+    wall_s: float
+    user_s: float
+    sys_s: float
+    max_rss_kb: int | None
+    exit_status: int
+    instructions: float | None = None
+    stderr_tail: list[str] = field(default_factory=list)  # only kept for failed runs
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+    def value(self, metric: str) -> float:
+        if metric == "instructions":
+            return self.instructions or 0.0
+        return self.wall_s
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        if not self.stderr_tail:
+            del doc["stderr_tail"]
+        for optional in ("instructions", "max_rss_kb"):
+            if doc[optional] is None:
+                del doc[optional]
+        return doc
+
+
+@dataclass
+class Series:
+    """All runs of one side: the measured rounds, and the warm-up rounds apart."""
+
+    side: Side
+    runs: list[Measurement] = field(default_factory=list)
+    warmup: list[Measurement] = field(default_factory=list)
+
+
+def shell_or_argv(words: Sequence[str]) -> list[str]:
+    """`-- prog arg` stays as is; `-- 'prog arg | tee x'` (one word with spaces) goes to sh."""
+    if len(words) == 1 and re.search(r"\s", words[0]) and not Path(words[0]).exists():
+        return ["/bin/sh", "-c", words[0]]
+    return list(words)
+
+
+def check_runnable(argv: Sequence[str], env: dict[str, str] | None = None) -> str:
+    """The full path of the program argv would start, or a clear UserError."""
+    if not argv:
+        raise UserError("no command given")
+    search = (env or {}).get("PATH", os.environ.get("PATH"))
+    found = shutil.which(argv[0], path=search)
+    if found is None:
+        raise UserError(f"command not found or not executable: {argv[0]}")
+    return found
+
+
+@functools.cache
+def perf_counts_instructions() -> bool:
+    """Whether `perf stat` can count instructions here (no PMU in most VMs)."""
+    if shutil.which("perf") is None:
+        return False
+    probe = subprocess.run(
+        ["perf", "stat", "-x,", "-e", "instructions:u", "--", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    first = probe.stderr.strip().split(",", 1)[0]
+    return probe.returncode == 0 and first.isdigit()
+
+
+def instruction_counter() -> str:
+    if perf_counts_instructions():
+        return "perf"
+    if shutil.which("valgrind"):
+        return "valgrind"
+    raise UserError(
+        "--metric instructions needs perf with an instructions counter or valgrind; "
+        "install valgrind (apt-get install -y valgrind)"
+    )
+
+
+def _counting_argv(argv: list[str], counter: str, outdir: Path) -> list[str]:
+    if counter == "perf":
+        return [
+            "perf",
+            "stat",
+            "-x,",
+            "-e",
+            "instructions:u",
+            "-o",
+            str(outdir / "perf"),
+            "--",
+        ] + argv
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--trace-children=yes",
+        "--callgrind-out-file=/dev/null",
+        f"--log-file={outdir}/callgrind.%p",
+    ] + argv
+
+
+def _rss_argv(argv: list[str], outdir: Path) -> list[str]:
+    if not Path(GNU_TIME).exists():
+        return argv
+    return [GNU_TIME, "-f", "%M", "-o", str(outdir / "rss"), "--"] + argv
+
+
+def _read_rss(outdir: Path) -> int | None:
+    try:
+        last = (outdir / "rss").read_text().split()[-1]
+    except (OSError, IndexError):
+        return None
+    return int(last) if last.isdigit() else None
+
+
+def _read_count(counter: str, outdir: Path) -> float:
+    if counter == "perf":
+        for line in (outdir / "perf").read_text().splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and fields[2].startswith("instructions") and fields[0].isdigit():
+                return float(fields[0])
+        return 0.0
+    total = 0.0
+    for log in outdir.glob("callgrind.*"):
+        for hit in re.finditer(r"Collected\s*:\s*(\d+)", log.read_text(errors="replace")):
+            total += float(hit.group(1))
+    return total
+
+
+def _tail(path: Path) -> list[str]:
+    lines = path.read_text(errors="replace").splitlines()
+    return lines[-STDERR_TAIL_LINES:]
+
+
+def run_once(side: Side, metric: str = "time") -> Measurement:
+    """Run the side's command once, output discarded, and measure it."""
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-run-") as tmp:
+        workdir = Path(tmp)
+        counter = instruction_counter() if metric == "instructions" else ""
+        argv = _counting_argv(side.argv, counter, workdir) if counter else side.argv
+        argv = _rss_argv(argv, workdir)
+        stderr_path = workdir / "stderr"
+        with open(stderr_path, "wb") as err:
+            start = time.perf_counter()
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    env={**os.environ, **side.env},
+                )
+            except OSError as e:
+                raise UserError(f"cannot start {side.argv[0]}: {e.strerror}") from e
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        m = Measurement(
+            wall_s=wall,
+            user_s=usage.ru_utime,
+            sys_s=usage.ru_stime,
+            max_rss_kb=_read_rss(workdir),
+            exit_status=proc.returncode,
+            instructions=_read_count(counter, workdir) if counter else None,
+        )
+        if not m.ok:
+            m.stderr_tail = _tail(stderr_path)
+        return m
+
+
+def measure(
+    sides: Sequence[Side],
+    runs: int,
+    warmup: int,
+    metric: str = "time",
+    progress: Progress | None = None,
+) -> list[Series]:
+    """Interleaved rounds of every side; returns one Series per side, in order."""
+    for side in sides:
+        check_runnable(side.argv, side.env)
+    series = [Series(side) for side in sides]
+    warm_rounds = 0 if metric == "instructions" else warmup
+    total = warm_rounds + runs
+    for round_no in range(total):
+        if progress:
+            progress(
+                f"round {round_no + 1}/{total}" + (" (warm-up)" if round_no < warm_rounds else "")
+            )
+        for s in series:
+            m = run_once(s.side, metric)
+            (s.warmup if round_no < warm_rounds else s.runs).append(m)
+    return series
