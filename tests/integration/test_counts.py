@@ -1,0 +1,136 @@
+"""Count mode under real valgrind: determinism, agreement with callgrind_annotate,
+annotate --all, exact diffs and the programs valgrind cannot run."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.formats import count_document
+from perfsleuth.store import Store
+
+pytestmark = pytest.mark.integration
+
+ANNOTATE_ROW = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?):(.*?)(?: \[.*\])?$")
+
+
+def perfsleuth(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    command, *rest = args
+    done = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", command, "--store", str(store), *rest],
+        capture_output=True,
+        text=True,
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def counted(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with runs 1 and 2 of keys and run 3 of keys-split, all count runs."""
+    store = tmp_path_factory.mktemp("counts") / "store"
+    for program in ("keys", "keys", "keys-split"):
+        perfsleuth(store, "record", "--mode", "count", "--", str(examples_built / program))
+    return store
+
+
+def test_same_workload_twice_gives_identical_counts(counted: Path) -> None:
+    store = Store(counted)
+    first, second = (count_document.load(store, run) for run in (1, 2))
+    assert count_document.total(first) == count_document.total(second) > 10_000_000
+    assert count_document.function_self(first) == count_document.function_self(second)
+    assert store.run_info(1).total == store.run_info(2).total
+
+
+def test_function_counts_equal_callgrind_annotate(counted: Path, tmp_path: Path) -> None:
+    doc = count_document.find(Store(counted), 1)
+    assert doc is not None
+    out_file = tmp_path / "callgrind.out"
+    out_file.write_bytes(count_document.decode_bytes(doc))
+    report = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(out_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ours = count_document.function_self(count_document.parse(doc))
+    assert function_table(report) == {name: n for name, n in ours.items() if n}
+    assert ours["keys_equal"] > 1_000_000
+
+
+def function_table(report: str) -> dict[str, int]:
+    """callgrind_annotate's per-function self counts, summed over the files it splits by."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith("file:function")) + 2
+    theirs: dict[str, int] = defaultdict(int)
+    for line in lines[start:]:
+        match = ANNOTATE_ROW.match(line)
+        if match is None:
+            break
+        theirs[match.group(3)] += int(match.group(1).replace(",", ""))
+    return dict(theirs)
+
+
+def test_annotate_all_output_of_two_runs_diffs_cleanly(counted: Path) -> None:
+    first = perfsleuth(counted, "annotate", "--all", "1").stdout.splitlines()
+    second = perfsleuth(counted, "annotate", "--all", "2").stdout.splitlines()
+    assert first[0].startswith("run 1:") and second[0].startswith("run 2:")
+    assert first[1:] == second[1:]
+    files = [line for line in first if line.startswith("-- ")]
+    assert files == sorted(files)
+    assert any(re.match(r"^\s+5,000,000  \{$", line) for line in first)
+
+
+def test_diff_of_count_runs_is_exact(counted: Path) -> None:
+    store = Store(counted)
+    before, after = (count_document.load(store, run) for run in (1, 3))
+    done = perfsleuth(counted, "diff", "1", "3", "--format", "json")
+    doc = json.loads(done.stdout)
+    assert doc["delta"] == count_document.total(after) - count_document.total(before)
+    top = doc["functions"][0]
+    assert top["function"] == "keys_equal"
+    expected = count_document.function_self(after)["keys_equal"]
+    assert top["delta"] == expected - count_document.function_self(before)["keys_equal"]
+    assert doc["functions_changed"] == len(doc["functions"])
+
+
+def test_only_restricts_counting_to_the_function(examples_built: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    keys = str(examples_built / "keys")
+    perfsleuth(store, "record", "--mode", "count", "--only", "keys_equal", "--", keys)
+    functions = count_document.function_self(count_document.load(Store(store), 1))
+    assert functions["keys_equal"] > 10_000_000
+    assert functions.get("main", 0) == 0
+
+
+def test_only_with_an_unknown_function_says_so(examples_built: Path, tmp_path: Path) -> None:
+    keys = str(examples_built / "keys")
+    done = perfsleuth(
+        tmp_path / "s", "record", "--mode", "count", "--only", "no_such_fn", "--", keys, check=False
+    )
+    assert done.returncode == 2
+    assert "no function of that name" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_program_valgrind_cannot_run_gets_its_reason(tmp_path: Path) -> None:
+    source = tmp_path / "avx512.c"
+    # vpaddd %zmm0,%zmm0,%zmm0: AVX-512, which valgrind 3.19 does not implement
+    source.write_text(
+        'int main(void){__asm__ volatile(".byte 0x62,0xf1,0x7d,0x48,0xfe,0xc0");return 0;}\n'
+    )
+    program = tmp_path / "avx512"
+    subprocess.run(["gcc", "-o", str(program), str(source)], check=True)
+    done = perfsleuth(tmp_path / "s", "record", "--mode", "count", "--", str(program), check=False)
+    assert done.returncode == 2
+    assert "valgrind could not run" in done.stderr
+    assert "unhandled instruction bytes: 0x62" in done.stderr
+    assert "Traceback" not in done.stderr
