@@ -15,8 +15,6 @@ COMMAND_MODULES = (
     "annotate",
     "diff",
     "export",
-    "serve",
-    "report",
     "compare",
     "try_",
     "gate",
