@@ -1,0 +1,177 @@
+"""The advisor: builds the analyzers' Context for a stored run, runs every
+analyzer, ranks the findings (rank.py) and stores them with the run.
+
+Source roots come from --src when given (each must exist), else from the
+DW_AT_comp_dir of the run's own binaries; compile_commands.json is taken from
+--compile-commands or found next to a source root or the run's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from . import rank
+from .analyzers import Context, discover
+from .errors import UserError
+from .findings import Finding
+from .profile import Profile
+from .rules import load_rules
+from .store import RunInfo, Store
+
+SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
+COMPILE_DB = "compile_commands.json"
+VERIFY_AT_MOST = 5
+
+
+@dataclass
+class AdviseOptions:
+    src: list[str] = field(default_factory=list)
+    compile_commands: str | None = None
+    rules: list[str] = field(default_factory=list)
+    show_all: bool = False
+    verify: bool = False
+
+
+def advise(
+    store: Store,
+    run_id: int,
+    options: AdviseOptions,
+    *,
+    profile: Profile | None = None,
+    info: RunInfo | None = None,
+) -> dict[str, Any]:
+    """The `{"run", "findings"}` document of a run; the findings are stored with it."""
+    info = info or store.run_info(run_id)
+    profile = profile if profile is not None else store.load(run_id)
+    ctx = build_context(store, info, profile, options)
+    ranked = rank.rank(run_analyzers(ctx), show_all=options.show_all)
+    if options.verify:
+        verify(ranked.shown[:VERIFY_AT_MOST], ctx)
+        ranked = rank.rank(ranked.shown + ranked.hidden, show_all=options.show_all)
+    store.put_document(
+        run_id, "findings", "advisor", [f.to_json() for f in ranked.shown + ranked.hidden]
+    )
+    return {
+        "run": str(run_id),
+        "findings": [f.to_json() for f in ranked.shown],
+        "hidden": len(ranked.hidden),
+        "notes": ctx.notes,
+        "src_roots": [str(p) for p in ctx.src_roots],
+    }
+
+
+def check_options(options: AdviseOptions) -> None:
+    """Raise UserError for a missing --src/--compile-commands or a bad rules file."""
+    _src_roots(options.src, [], Profile())
+    _compile_commands(options.compile_commands, [], "")
+    load_rules([Path(p) for p in options.rules])
+
+
+def build_context(store: Store, info: RunInfo, profile: Profile, options: AdviseOptions) -> Context:
+    rule_files = [Path(p) for p in options.rules]
+    store_rules = store.root / "rules.toml"
+    if store_rules.is_file():
+        rule_files.insert(0, store_rules)
+    binaries = [b for b in info.dsos if b.get("path") and os.path.isfile(b["path"])]
+    roots = _src_roots(options.src, binaries, profile)
+    return Context(
+        profile=profile,
+        run=info,
+        store=store,
+        src_roots=roots,
+        compile_commands=_compile_commands(options.compile_commands, roots, info.cwd),
+        binaries=binaries,
+        options={"rules": load_rules(rule_files), "show_all": options.show_all},
+    )
+
+
+def _src_roots(given: list[str], binaries: list[dict], profile: Profile) -> list[Path]:
+    if given:
+        roots = []
+        for item in given:
+            path = Path(item).expanduser()
+            if not path.is_dir():
+                raise UserError(f"--src {item}: no such folder; give the root of the sources")
+            roots.append(path.resolve())
+        return roots
+    sampled = {f.dso for f in profile.frames}
+    found: dict[str, None] = {}
+    for binary in binaries:
+        path = binary["path"]
+        if os.path.basename(path) in sampled and not path.startswith(SYSTEM_PREFIXES):
+            found.update(dict.fromkeys(comp_dirs(path)))
+    return [Path(d) for d in found if os.path.isdir(d)]
+
+
+@lru_cache(maxsize=64)
+def comp_dirs(path: str) -> tuple[str, ...]:
+    """The DW_AT_comp_dir of every compile unit of a binary."""
+    dirs: dict[str, None] = {}
+    try:
+        with open(path, "rb") as fh:
+            elf = ELFFile(fh)
+            if not elf.has_dwarf_info():
+                return ()
+            for cu in elf.get_dwarf_info().iter_CUs():
+                attr = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
+                if attr is not None:
+                    value = attr.value
+                    dirs[value.decode() if isinstance(value, bytes) else str(value)] = None
+    except (OSError, ELFError, ValueError, KeyError, UnicodeDecodeError):
+        return ()
+    return tuple(dirs)
+
+
+def _compile_commands(given: str | None, roots: list[Path], cwd: str) -> Path | None:
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_file():
+            raise UserError(f"--compile-commands {given}: no such file")
+        return path.resolve()
+    starts = [*roots, *([Path(cwd)] if cwd else [])]
+    for start in starts:
+        for folder in [start, *list(start.parents)[:3]]:
+            for candidate in (folder / COMPILE_DB, folder / "build" / COMPILE_DB):
+                if candidate.is_file():
+                    return candidate
+    return None
+
+
+def run_analyzers(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for name, analyze in discover().items():
+        try:
+            findings.extend(analyze(ctx))
+        except UserError:
+            raise
+        except Exception as e:  # one broken analyzer must not hide the others' findings
+            ctx.notes.append(f"the {name} analyzer failed ({type(e).__name__}: {e})")
+    return findings
+
+
+def verify(findings: list[Finding], ctx: Context) -> None:
+    """Attach measured proofs from the experiments runner, when it is available."""
+    try:
+        from .experiments.verify import verify_finding  # type: ignore[import-not-found]
+    except ImportError:
+        ctx.notes.append(
+            "verification is unavailable in this installation (perfsleuth.experiments.verify "
+            "is missing); the gains shown are estimates"
+        )
+        return
+    command = shlex.split(ctx.run.command) if ctx.run.command else []
+    if not command or ctx.run.command.startswith("--pid"):
+        ctx.notes.append("verification needs the recorded command; this run attached to a PID")
+        return
+    for finding in findings:
+        result = verify_finding(finding, ctx, command)
+        if result:
+            finding.verified = result

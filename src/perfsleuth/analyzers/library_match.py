@@ -1,0 +1,254 @@
+"""Library matching: hot symbols and DSOs with known faster replacements.
+
+Rules are data (rules/library.toml plus the user's files). For each rule the
+share is the weight of the samples with a matching frame anywhere on the stack,
+each sample counted once (inclusive, no double counting); the self share counts
+matching leaf frames. Findings point at the user's code that calls into the
+matched library the most, so the fix lands at a file:line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..findings import Finding
+from ..profile import Frame, Profile
+from ..rules import Rule, load_rules
+from . import Context
+
+LIBRARY_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+    "/lib/x86_64-linux-gnu",
+)
+# Below this many matching samples a share is too noisy to trust fully.
+STEADY_SAMPLES = 50
+EVIDENCE_FUNCTIONS = 4
+
+
+@dataclass
+class Match:
+    """What one rule matched in a profile, weights in the profile's unit."""
+
+    inclusive: float = 0.0
+    self: float = 0.0
+    samples: int = 0
+    self_by_function: Counter[str] = field(default_factory=Counter)
+    inclusive_by_function: Counter[str] = field(default_factory=Counter)
+    dsos: Counter[str] = field(default_factory=Counter)
+    call_sites: Counter[Frame] = field(default_factory=Counter)
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    rules = ctx.options.get("rules") or load_rules()
+    profile = ctx.profile
+    total = profile.total
+    if total <= 0:
+        return []
+    matches = match_rules(profile, rules)
+    findings = []
+    for rule in rules:
+        match = matches.get(rule.id)
+        if match is None or match.inclusive / total < rule.min_share:
+            continue
+        findings.append(finding_for(rule, match, total, ctx))
+    return findings
+
+
+def match_rules(profile: Profile, rules: Sequence[Rule]) -> dict[str, Match]:
+    """rule id -> Match, in one pass over the samples."""
+    frame_rules = _rules_per_frame(profile.frames, rules)
+    matches: dict[str, Match] = {}
+    for stack, weight, count, _thread, _state in profile.rows():
+        if not stack:
+            continue
+        outermost: dict[int, int] = {}
+        for depth, fid in enumerate(stack):
+            for r in frame_rules[fid]:
+                outermost[r] = depth
+        if not outermost:
+            continue
+        leaf_rules = frame_rules[stack[0]]
+        for r, depth in outermost.items():
+            match = matches.setdefault(rules[r].id, Match())
+            match.inclusive += weight
+            match.samples += count
+            _credit_functions(match, profile, stack, r, frame_rules, weight)
+            if r in leaf_rules:
+                leaf = profile.frames[stack[0]]
+                match.self += weight
+                match.self_by_function[display_name(leaf)] += weight
+                match.dsos[leaf.dso] += weight
+            site = _call_site(profile, stack, depth)
+            if site is not None:
+                match.call_sites[site] += weight
+    return matches
+
+
+def _rules_per_frame(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[tuple[int, ...]]:
+    return [
+        tuple(i for i, rule in enumerate(rules) if rule.matches(f.function, f.dso)) for f in frames
+    ]
+
+
+def _credit_functions(
+    match: Match,
+    profile: Profile,
+    stack: tuple[int, ...],
+    r: int,
+    frame_rules: list[tuple[int, ...]],
+    weight: float,
+) -> None:
+    names = {display_name(profile.frames[fid]) for fid in stack if r in frame_rules[fid]}
+    for name in names:
+        match.inclusive_by_function[name] += weight
+
+
+def _call_site(profile: Profile, stack: tuple[int, ...], outermost: int) -> Frame | None:
+    """The first caller of the matched code that is the user's own code."""
+    for fid in stack[outermost + 1 :]:
+        frame = profile.frames[fid]
+        if is_user_code(frame):
+            return frame
+    return None
+
+
+def is_user_code(frame: Frame) -> bool:
+    """A frame with source outside the system's headers and libraries."""
+    if frame.kernel or not frame.file or frame.file.startswith(("./", "/usr/", "/build/")):
+        return False
+    return frame.function not in ("main", "_start") or bool(frame.line)
+
+
+def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding:
+    share = match.inclusive / total
+    site, site_weight = _top_site(match)
+    confidence = rule.confidence if match.samples >= STEADY_SAMPLES else rule.confidence * 0.7
+    finding = Finding(
+        rule=rule.id,
+        kind=rule.kind,
+        title=rule.title.replace("{share}", f"{100 * share:.1f}%"),
+        share=share,
+        estimated_gain=min(share, share * rule.saving),
+        confidence=round(confidence, 2),
+        suggestion=_suggestion(rule),
+        function=site.function if site else _top_name(match.inclusive_by_function),
+        dso=site.dso if site else _top_name(match.dsos),
+        file=site.file if site else "",
+        line=site.line if site else 0,
+        evidence=_evidence(match, total, site, site_weight),
+        details={
+            "self_share": match.self / total,
+            "saving": rule.saving,
+            "saving_range": list(rule.saving_range),
+            "saving_source": rule.source,
+            "code_change": rule.code_change,
+            "rule_origin": rule.origin,
+        },
+    )
+    if rule.preload:
+        _add_preload_fix(finding, rule, ctx)
+    return finding
+
+
+def _suggestion(rule: Rule) -> str:
+    change = "code change needed" if rule.code_change else "no code change needed"
+    return f"Use {rule.replacement} ({change}): {rule.apply}"
+
+
+def _top_site(match: Match) -> tuple[Frame | None, float]:
+    if not match.call_sites:
+        return None, 0.0
+    site, weight = match.call_sites.most_common(1)[0]
+    return site, weight
+
+
+def _top_name(counter: Counter[str]) -> str:
+    return counter.most_common(1)[0][0] if counter else ""
+
+
+def _evidence(match: Match, total: float, site: Frame | None, site_weight: float) -> list[str]:
+    lines = []
+    for name, weight in match.self_by_function.most_common(EVIDENCE_FUNCTIONS):
+        inclusive = match.inclusive_by_function.get(name, weight)
+        lines.append(
+            f"{_short(name)} {100 * weight / total:.1f}% self, {100 * inclusive / total:.1f}% total"
+        )
+    if not lines:
+        for name, weight in match.inclusive_by_function.most_common(EVIDENCE_FUNCTIONS):
+            lines.append(f"{_short(name)} {100 * weight / total:.1f}% total")
+    lines.append(
+        f"{match.samples:,} samples ({100 * match.inclusive / total:.1f}%) have it on the stack, "
+        f"{100 * match.self / total:.1f}% in it directly"
+    )
+    if site is not None:
+        where = f"{site.file}:{site.line}" if site.line else site.file
+        lines.append(
+            f"most of it is called from {_short(site.function)} at {where} "
+            f"({100 * site_weight / total:.1f}%)"
+        )
+    return lines
+
+
+def display_name(frame: Frame) -> str:
+    """A function name short enough to read: template arguments and parameters elided."""
+    if not frame.function or frame.function.startswith("[unknown"):
+        return f"[unknown] in {frame.dso}"
+    return elide_templates(frame.function)
+
+
+def elide_templates(name: str) -> str:
+    out = []
+    depth = 0
+    for ch in name:
+        if ch in "<(":
+            if depth == 0:
+                out.append(ch + "…")
+            depth += 1
+        elif ch in ">)" and depth:
+            depth -= 1
+            if depth == 0:
+                out.append(ch)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def _short(name: str, limit: int = 80) -> str:
+    name = elide_templates(name)
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def _add_preload_fix(finding: Finding, rule: Rule, ctx: Context) -> None:
+    installed = installed_libraries(rule.preload)
+    command = ctx.run.command or "CMD"
+    finding.details["installed"] = installed
+    if installed:
+        finding.fix = {
+            "command": f"LD_PRELOAD={installed[0]} {command}",
+            "alternatives": [f"LD_PRELOAD={path} {command}" for path in installed[1:]],
+        }
+        names = ", ".join(Path(p).name for p in installed)
+        finding.evidence.append(f"installed here: {names}")
+    else:
+        finding.fix = {"install": rule.install, "command": f"LD_PRELOAD=<library> {command}"}
+        finding.evidence.append(f"none of {', '.join(rule.preload)} is installed; {rule.install}")
+
+
+def installed_libraries(sonames: Sequence[str]) -> list[str]:
+    """Full paths of the libraries (by file name) found in the usual library folders."""
+    found = []
+    for soname in sonames:
+        for folder in LIBRARY_DIRS:
+            path = os.path.join(folder, soname)
+            if os.path.exists(path):
+                found.append(path)
+                break
+    return found

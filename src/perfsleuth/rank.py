@@ -1,0 +1,62 @@
+"""Estimated gain and ordering of findings: the one place ranking is decided.
+
+A finding's gain is what fixing it would save as a fraction of the run: the
+measured gain when an experiment verified it (1 - 1/speed-up), else the
+analyzer's estimate, never more than the finding's share. Findings that say the
+profile itself is unreliable (missing symbols) come first when large; the rest
+by gain, then confidence. Findings below the noise floor are hidden unless asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .findings import Finding
+
+NOISE_FLOOR = 0.005  # hide findings that would save less than 0.5% of the run
+DIAGNOSTIC_KINDS = ("missing-symbols",)
+DIAGNOSTIC_MIN_SHARE = 0.05
+
+
+@dataclass
+class Ranked:
+    shown: list[Finding]
+    hidden: list[Finding]
+
+
+def measured_gain(finding: Finding) -> float | None:
+    """1 - 1/ratio of a verified finding (ratio = old time / new time)."""
+    ratio = (finding.verified or {}).get("ratio")
+    if not isinstance(ratio, int | float) or ratio <= 0:
+        return None
+    return 1.0 - 1.0 / float(ratio)
+
+
+def gain(finding: Finding) -> float:
+    measured = measured_gain(finding)
+    return measured if measured is not None else finding.estimated_gain
+
+
+def clamp(finding: Finding) -> Finding:
+    finding.share = min(max(finding.share, 0.0), 1.0)
+    finding.estimated_gain = min(max(finding.estimated_gain, 0.0), finding.share)
+    finding.confidence = min(max(finding.confidence, 0.0), 1.0)
+    return finding
+
+
+def is_diagnostic(finding: Finding) -> bool:
+    return finding.kind in DIAGNOSTIC_KINDS and finding.share >= DIAGNOSTIC_MIN_SHARE
+
+
+def rank(findings: Iterable[Finding], *, show_all: bool = False) -> Ranked:
+    ordered = sorted(
+        (clamp(f) for f in findings),
+        key=lambda f: (not is_diagnostic(f), -gain(f), -f.confidence, f.rule),
+    )
+    shown: list[Finding] = []
+    hidden: list[Finding] = []
+    for f in ordered:
+        visible = show_all or is_diagnostic(f) or gain(f) >= NOISE_FLOOR
+        (shown if visible else hidden).append(f)
+    return Ranked(shown, hidden)

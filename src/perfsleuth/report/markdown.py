@@ -1,0 +1,42 @@
+"""The Markdown report, for pull-request comments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .text import location
+
+
+def to_markdown(doc: dict[str, Any]) -> str:
+    findings = doc["findings"]
+    out = [f"## perfsleuth: {len(findings)} finding(s) for run {doc['run']}", ""]
+    if not findings:
+        out.append("No findings above the noise floor.")
+    else:
+        out += ["| # | gain | share | confidence | finding |", "|---:|---:|---:|---:|---|"]
+        for number, f in enumerate(findings, start=1):
+            out.append(
+                f"| {number} | {100 * f['estimated_gain']:.1f}% | {100 * f['share']:.1f}% "
+                f"| {f['confidence']:.2f} | {_cell(f['title'])} (`{f['rule']}`) |"
+            )
+        for number, f in enumerate(findings, start=1):
+            out += ["", f"### {number}. {f['title']}", ""]
+            where = location(f)
+            if where:
+                out.append(f"**Where:** `{where}`  ")
+            out.append(f"**Fix:** {f['suggestion']}")
+            command = (f.get("fix") or {}).get("command")
+            if command:
+                out += ["", "```sh", command, "```"]
+            if f.get("evidence"):
+                out.append("")
+                out += [f"- {item}" for item in f["evidence"]]
+    if doc.get("hidden"):
+        out += ["", f"_{doc['hidden']} finding(s) below the noise floor not shown._"]
+    for note in doc.get("notes", []):
+        out += ["", f"> {note}"]
+    return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")

@@ -1,0 +1,203 @@
+"""Library-replacement rules: data in TOML, loaded and checked here.
+
+A rules file is a list of `[[rule]]` tables. The shipped rules live beside this
+module (library.toml); a user adds or overrides rules (same `id` replaces) with
+`--rules FILE` and `<store>/rules.toml`. Every mistake in a file is reported as
+one line naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..findings import KINDS
+
+SHIPPED = Path(__file__).with_name("library.toml")
+
+# field -> (python type, required)
+FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
+    "id": (str, True),
+    "kind": (str, True),
+    "title": (str, True),
+    "functions": (list, False),
+    "dsos": (list, False),
+    "exclude_functions": (list, False),
+    "exclude_dsos": (list, False),
+    "replacement": (str, True),
+    "apply": (str, True),
+    "code_change": (bool, True),
+    "saving": ((int, float), True),
+    "saving_range": (list, True),
+    "source": (str, True),
+    "confidence": ((int, float), True),
+    "min_share": ((int, float), False),
+    "preload": (list, False),
+    "install": (str, False),
+}
+PATTERN_FIELDS = ("functions", "dsos", "exclude_functions", "exclude_dsos")
+DEFAULT_MIN_SHARE = 0.02
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule; `saving` is the expected fraction of the matched time a fix saves."""
+
+    id: str
+    kind: str
+    title: str
+    replacement: str
+    apply: str
+    code_change: bool
+    saving: float
+    saving_range: tuple[float, float]
+    source: str
+    confidence: float
+    functions: tuple[re.Pattern[str], ...] = ()
+    dsos: tuple[re.Pattern[str], ...] = ()
+    exclude_functions: tuple[re.Pattern[str], ...] = ()
+    exclude_dsos: tuple[re.Pattern[str], ...] = ()
+    min_share: float = DEFAULT_MIN_SHARE
+    preload: tuple[str, ...] = ()
+    install: str = ""
+    origin: str = ""
+
+    def matches(self, function: str, dso: str) -> bool:
+        if any(p.search(function) for p in self.exclude_functions) or any(
+            p.search(dso) for p in self.exclude_dsos
+        ):
+            return False
+        return any(p.search(function) for p in self.functions) or any(
+            p.search(dso) for p in self.dsos
+        )
+
+
+def load_rules(extra_files: Iterable[Path] = ()) -> list[Rule]:
+    """The shipped rules, then each extra file's; a later rule replaces one with its id."""
+    by_id: dict[str, Rule] = {}
+    for path in (SHIPPED, *extra_files):
+        for rule in load_file(path):
+            by_id[rule.id] = rule
+    return list(by_id.values())
+
+
+def load_file(path: Path) -> list[Rule]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot read the rules file {path}: {e.strerror}") from e
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: TOML syntax error: {e}") from e
+    unknown_top = sorted(set(doc) - {"rule"})
+    if unknown_top:
+        line = _line_of(text, unknown_top[0], 0)
+        raise UserError(
+            f"{path}:{line}: unknown field {unknown_top[0]!r}; a rules file holds [[rule]] tables"
+        )
+    tables = doc.get("rule", [])
+    if not isinstance(tables, list):
+        raise UserError(f"{path}: 'rule' must be written as [[rule]] tables")
+    return [_rule_from(table, index, path, text) for index, table in enumerate(tables)]
+
+
+def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule:
+    start = _rule_start_line(text, index)
+
+    def fail(field: str, problem: str) -> UserError:
+        if not field:
+            return UserError(f"{path}:{start}: rule #{index + 1}: {problem}")
+        line = _line_of(text, field, start)
+        return UserError(f"{path}:{line}: rule #{index + 1}, field {field!r}: {problem}")
+
+    for name in table:
+        if name not in FIELDS:
+            raise fail(name, f"unknown field (known fields: {', '.join(FIELDS)})")
+    for name, (typ, required) in FIELDS.items():
+        if name not in table:
+            if required:
+                raise fail("", f"missing required field {name!r}")
+            continue
+        value = table[name]
+        if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
+            raise fail(name, f"expected {_type_name(typ)}, got {type(value).__name__}")
+    if not table.get("functions") and not table.get("dsos"):
+        raise fail("functions", "a rule needs `functions` or `dsos` patterns")
+    if table["kind"] not in KINDS:
+        raise fail("kind", f"unknown kind {table['kind']!r} (known: {', '.join(KINDS)})")
+    for name in ("saving", "confidence", "min_share"):
+        if name in table and not 0.0 <= float(table[name]) <= 1.0:
+            raise fail(name, "must be a fraction between 0 and 1")
+    low_high = table["saving_range"]
+    if len(low_high) != 2 or not all(
+        isinstance(v, int | float) and 0.0 <= v <= 1.0 for v in low_high
+    ):
+        raise fail("saving_range", "must be [low, high], fractions between 0 and 1")
+    patterns = {name: _compile(table.get(name, []), name, fail) for name in PATTERN_FIELDS}
+    return Rule(
+        id=table["id"],
+        kind=table["kind"],
+        title=table["title"],
+        replacement=table["replacement"],
+        apply=table["apply"],
+        code_change=table["code_change"],
+        saving=float(table["saving"]),
+        saving_range=(float(low_high[0]), float(low_high[1])),
+        source=table["source"],
+        confidence=float(table["confidence"]),
+        functions=patterns["functions"],
+        dsos=patterns["dsos"],
+        exclude_functions=patterns["exclude_functions"],
+        exclude_dsos=patterns["exclude_dsos"],
+        min_share=float(table.get("min_share", DEFAULT_MIN_SHARE)),
+        preload=tuple(table.get("preload", [])),
+        install=table.get("install", ""),
+        origin=f"{path}:{start}",
+    )
+
+
+def _compile(values: list[Any], field: str, fail: Any) -> tuple[re.Pattern[str], ...]:
+    compiled = []
+    for value in values:
+        if not isinstance(value, str):
+            raise fail(field, f"patterns must be strings, got {type(value).__name__}")
+        try:
+            compiled.append(re.compile(value))
+        except re.error as e:
+            raise fail(field, f"bad regular expression {value!r}: {e}") from e
+    return tuple(compiled)
+
+
+def _type_name(typ: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "a list", bool: "true or false"}
+    return names.get(typ, "a number") if isinstance(typ, type) else "a number"
+
+
+def _rule_start_line(text: str, index: int) -> int:
+    """1-based line of the index-th [[rule]] header (1 when not found)."""
+    seen = -1
+    for number, line in enumerate(text.splitlines(), start=1):
+        if re.match(r"\s*\[\[\s*rule\s*\]\]", line):
+            seen += 1
+            if seen == index:
+                return number
+    return 1
+
+
+def _line_of(text: str, field: str, start: int) -> int:
+    """1-based line where `field = ...` is set at or after line `start`."""
+    key = re.compile(rf"\s*[\"']?{re.escape(field)}[\"']?\s*=")
+    lines = text.splitlines()
+    for number in range(max(start, 1), len(lines) + 1):
+        line = lines[number - 1]
+        if number > start and re.match(r"\s*\[", line):
+            break
+        if key.match(line):
+            return number
+    return max(start, 1)
