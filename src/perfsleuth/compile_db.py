@@ -1,0 +1,135 @@
+"""The flags a source file is built with: compile_commands.json, else the
+DW_AT_producer string of the binary's debug info, else sensible defaults."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+
+DEFAULT_C_FLAGS = ("-O2", "-std=gnu17")
+DEFAULT_CXX_FLAGS = ("-O2", "-std=c++17")
+# Flags of a producer string that change the code generated for a loop and that
+# clang accepts too; the rest (-g, prefix maps, GCC-only -f options) is left out.
+PRODUCER_FLAG_PREFIXES = (
+    "-O",
+    "-std=",
+    "-march=",
+    "-mavx",
+    "-msse",
+    "-mfma",
+    "-D",
+    "-fno-strict-aliasing",
+    "-ffast-math",
+    "-fno-vectorize",
+    "-fno-tree-vectorize",
+    "-funroll-loops",
+)
+# Flags with a separate argument that say where output goes, not how code is built.
+OUTPUT_FLAGS_WITH_ARG = ("-o", "-MF", "-MT", "-MQ")
+OUTPUT_FLAGS = ("-c", "-MD", "-MMD", "-MP", "-S", "-E")
+
+
+@dataclass(frozen=True)
+class Flags:
+    args: tuple[str, ...]
+    origin: str  # "compile_commands.json", "DW_AT_producer", "defaults"
+    directory: str = ""
+
+
+def load_compile_commands(path: Path) -> dict[Path, Flags]:
+    """Source path (resolved) -> its flags, from a compile_commands.json."""
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable compile_commands.json ({exc})") from exc
+    if not isinstance(entries, list):
+        raise UserError(f"{path}: a compile_commands.json must be a JSON list of entries")
+    table: dict[Path, Flags] = {}
+    for entry in entries:
+        directory = Path(entry.get("directory", path.parent))
+        argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
+        source = (directory / entry["file"]).resolve()
+        table[source] = Flags(tuple(compile_args(argv[1:], source)), path.name, str(directory))
+    return table
+
+
+def compile_args(argv: list[str], source: Path) -> list[str]:
+    """argv without the source file and the output options."""
+    kept: list[str] = []
+    skip_next = False
+    for arg in argv:
+        if skip_next:
+            skip_next = False
+        elif arg in OUTPUT_FLAGS_WITH_ARG:
+            skip_next = True
+        elif arg in OUTPUT_FLAGS or arg.startswith("-o") or Path(arg).name == source.name:
+            continue
+        else:
+            kept.append(arg)
+    return kept
+
+
+def producer_flags(producer: str) -> list[str]:
+    """The relevant flags of a DW_AT_producer string (GCC records them; clang
+    does with -grecord-command-line)."""
+    words = producer.split()
+    flags = [w for w in words if w.startswith(PRODUCER_FLAG_PREFIXES)]
+    # GCC names the language first: "GNU C++17 12.2.0 -O2 ..." means -std=gnu++17.
+    if len(words) > 1 and words[0] == "GNU" and not any(f.startswith("-std=") for f in flags):
+        dialect = words[1].lower()
+        if dialect.startswith("c"):
+            flags.append(f"-std=gnu{dialect[1:]}")
+    return flags
+
+
+def default_flags(source: Path) -> list[str]:
+    return list(DEFAULT_C_FLAGS if source.suffix == ".c" else DEFAULT_CXX_FLAGS)
+
+
+def flags_for(
+    source: Path,
+    compile_commands: dict[Path, Flags] | None = None,
+    producer: str = "",
+) -> Flags:
+    """The best-known flags for one source file."""
+    if compile_commands:
+        known = compile_commands.get(source.resolve())
+        if known is not None:
+            return known
+    if producer:
+        from_producer = producer_flags(producer)
+        if any(f.startswith("-O") for f in from_producer):
+            return Flags(tuple(from_producer), "DW_AT_producer")
+    return Flags(tuple(default_flags(source)), "defaults")
+
+
+def producer_for(binary: Path, source_name: str) -> tuple[str, str]:
+    """(DW_AT_producer, DW_AT_comp_dir) of the compile unit named source_name, or ("", "")."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        with open(binary, "rb") as fh:
+            elf = ELFFile(fh)
+            if not elf.has_dwarf_info():
+                return ("", "")
+            for cu in elf.get_dwarf_info().iter_CUs():
+                attrs = cu.get_top_DIE().attributes
+                name = _attr(attrs, "DW_AT_name")
+                if name and Path(name).name == Path(source_name).name:
+                    return (_attr(attrs, "DW_AT_producer"), _attr(attrs, "DW_AT_comp_dir"))
+    except (OSError, ELFError):
+        pass
+    return ("", "")
+
+
+def _attr(attrs: dict, name: str) -> str:
+    value = attrs.get(name)
+    if value is None:
+        return ""
+    raw = value.value
+    return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)

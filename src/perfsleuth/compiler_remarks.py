@@ -1,0 +1,135 @@
+"""clang-16's own verdict on each loop: its loop-vectorize optimisation remarks.
+
+Each compilation runs in its own temporary directory with a time limit, so
+several can run in parallel and a pathological unit cannot hang an analysis.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UserError
+from .source_analysis import TranslationUnit
+
+COMPILE_TIMEOUT_S = 120
+REMARK_FLAGS = (
+    "-Rpass=loop-vectorize",
+    "-Rpass-missed=loop-vectorize",
+    "-Rpass-analysis=loop-vectorize",
+)
+REMARK_LINE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): remark: (?P<message>.*?)"
+    r" \[-Rpass(?P<kind>-missed|-analysis)?=loop-vectorize\]$"
+)
+ERROR_LINE = re.compile(r"^(?:.+?:\d+:\d+: )?(?:fatal )?error: .*$")
+OPTIMIZING_LEVELS = ("-O1", "-O2", "-O3", "-Os", "-Oz", "-Ofast")
+
+
+@dataclass
+class Remark:
+    """The vectoriser's verdict on one loop, with the reasons it gave."""
+
+    file: str
+    line: int
+    column: int
+    vectorized: bool
+    message: str  # "vectorized loop (vectorization width: 16, ...)" or "loop not vectorized"
+    reasons: list[str] = field(default_factory=list)  # "could not determine number of ..."
+
+    def describe(self) -> str:
+        if self.vectorized or not self.reasons:
+            return f"clang: {self.message}"
+        return "clang: loop not vectorized: " + "; ".join(dict.fromkeys(self.reasons))
+
+
+class CompileError(Exception):
+    """The unit does not compile with its flags; the message is the compiler's first error."""
+
+
+def clang_for(tu: TranslationUnit) -> str:
+    name = "clang++-16" if tu.is_cxx else "clang-16"
+    found = shutil.which(name) or shutil.which(name.removesuffix("-16"))
+    if found is None:
+        raise UserError(f"{name} not found; install it with `apt-get install clang-16`")
+    return found
+
+
+def optimizing_flags(flags: list[str]) -> list[str]:
+    """The unit's flags, at -O2 when they do not optimise (remarks need the optimiser)."""
+    levels = [f for f in flags if f.startswith("-O")]
+    if levels and levels[-1] in OPTIMIZING_LEVELS:
+        return list(flags)
+    return [f for f in flags if not f.startswith("-O")] + ["-O2"]
+
+
+def compile_unit(
+    tu: TranslationUnit, source: Path | None = None, output: Path | None = None
+) -> tuple[list[Remark], str]:
+    """Compile the unit (or `source` in its place) to `output` (default: discarded);
+    return its vectoriser remarks and the compiler's stderr."""
+    source = source or tu.path
+    argv = [
+        clang_for(tu),
+        *optimizing_flags(tu.flags),
+        "-gline-tables-only",
+        *REMARK_FLAGS,
+        "-c",
+        str(source),
+    ]
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-cc-") as tmp:
+        target = output or Path(tmp) / "unit.o"
+        try:
+            done = subprocess.run(
+                [*argv, "-o", str(target)],
+                cwd=tu.directory or source.parent,
+                capture_output=True,
+                text=True,
+                timeout=COMPILE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise CompileError(f"{source}: clang took over {COMPILE_TIMEOUT_S}s") from exc
+    if done.returncode != 0:
+        raise CompileError(first_error(done.stderr) or f"{source}: clang exited {done.returncode}")
+    return parse_remarks(done.stderr), done.stderr
+
+
+def first_error(stderr: str) -> str:
+    return next((line for line in stderr.splitlines() if ERROR_LINE.match(line)), "")
+
+
+def parse_remarks(stderr: str) -> list[Remark]:
+    """Remarks in the order clang printed them; analysis remarks (the reasons)
+    come before the 'loop not vectorized' remark they explain."""
+    remarks: list[Remark] = []
+    reasons: list[str] = []
+    for line in stderr.splitlines():
+        found = REMARK_LINE.match(line)
+        if found is None:
+            continue
+        message = found["message"]
+        if found["kind"] == "-analysis":
+            reasons.append(message.removeprefix("loop not vectorized: "))
+            continue
+        remarks.append(
+            Remark(
+                file=found["file"],
+                line=int(found["line"]),
+                column=int(found["column"]),
+                vectorized=found["kind"] is None,
+                message=message,
+                reasons=reasons if found["kind"] == "-missed" else [],
+            )
+        )
+        reasons = []
+    return remarks
+
+
+def remark_for_loop(remarks: list[Remark], path: Path, first: int, last: int) -> Remark | None:
+    """The remark clang made about the loop spanning lines first..last of path."""
+    inside = [r for r in remarks if Path(r.file).name == path.name and first <= r.line <= last]
+    return min(inside, key=lambda r: (r.line, r.column), default=None)

@@ -1,0 +1,276 @@
+"""The machine code of a source loop: capstone disassembly, pyelftools line table.
+
+Finds the loop's instructions in a binary (or object file) from the source lines
+it spans, then the signature of an aliasing write: inside the loop, a byte store,
+and loads from memory at addresses the loop never changes — loads the compiler
+repeats on every iteration because the byte store might have changed that memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import capstone
+from capstone import x86
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+# Registers the loop counts as loop-invariant bases only when it never writes them;
+# the stack pointer and frame pointer are left out: loads from them are spills.
+FRAME_REGISTERS = frozenset({"rsp", "rbp", "rip"})
+BYTE_STORE_MNEMONICS = frozenset(
+    {"mov", "add", "sub", "and", "or", "xor", "inc", "dec", "neg", "not", "shl", "shr", "sar"}
+)
+JUMP_GROUP = capstone.CS_GRP_JUMP
+
+
+@dataclass
+class Instruction:
+    address: int
+    text: str  # "mov rcx, qword ptr [r14]"
+    where: str  # "expand.cc:12", "" when the line table has no row for it
+
+    def describe(self) -> str:
+        where = f"  ; {self.where}" if self.where else ""
+        return f"{self.address:#x}: {self.text}{where}"
+
+
+@dataclass
+class LoopCode:
+    """One machine loop (a backward jump and the code it repeats) of a source loop."""
+
+    function: str
+    instructions: list[Instruction]
+    byte_stores: list[Instruction] = field(default_factory=list)
+    reloads: list[Instruction] = field(default_factory=list)  # invariant-address loads
+
+    @property
+    def simd(self) -> int:
+        """How many of its instructions use vector registers."""
+        return sum(1 for i in self.instructions if "mm" in i.text)
+
+    @property
+    def confirms_aliasing(self) -> bool:
+        return bool(self.byte_stores and self.reloads)
+
+    def evidence(self, limit: int = 8) -> list[str]:
+        chosen = sorted(self.byte_stores[:3] + self.reloads[:5], key=lambda i: i.address)
+        return [i.describe() for i in chosen[:limit]]
+
+
+@dataclass
+class _Decoded:
+    insn: capstone.CsInsn
+    line: int  # line in the loop's source file, 0 when elsewhere
+    where: str
+
+
+def machine_loops(binary: Path, source: str, first: int, last: int) -> list[LoopCode]:
+    """Every machine loop (backward jump) running code of source lines first..last."""
+    try:
+        rows = _LineRows(str(binary), Path(source).name)
+    except (OSError, ELFError):
+        return []
+    starts = rows.addresses_of(first, last)
+    loops = []
+    for name, code in _functions_holding(str(binary), starts):
+        decoded = [_Decoded(i, rows.line_at(i.address), rows.where(i.address)) for i in code]
+        inside = {d.insn.address for d in decoded if first <= d.line <= last}
+        loops.extend(_machine_loops(name, decoded, inside))
+    return loops
+
+
+def loop_code(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
+    """The innermost machine loop holding a byte store among the code of source lines
+    first..last of `source` (a file name); None when the binary has no such code."""
+    loops = machine_loops(binary, source, first, last)
+    with_stores = [loop for loop in loops if loop.byte_stores]
+    if not with_stores:
+        return min(loops, key=lambda loop: len(loop.instructions), default=None)
+    confirmed = [loop for loop in with_stores if loop.confirms_aliasing]
+    return min(confirmed or with_stores, key=lambda loop: len(loop.instructions))
+
+
+def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
+    """The machine loop of those source lines doing the most SIMD work, if any."""
+    loops = [loop for loop in machine_loops(binary, source, first, last) if loop.simd]
+    return max(loops, key=lambda loop: loop.simd, default=None)
+
+
+def _machine_loops(name: str, code: list[_Decoded], addresses: set[int]) -> list[LoopCode]:
+    """Every backward jump whose target is code of the source loop."""
+    index = {d.insn.address: n for n, d in enumerate(code)}
+    loops = []
+    for n, d in enumerate(code):
+        target = _jump_target(d.insn)
+        if target is None or target > d.insn.address or target not in index:
+            continue
+        body = code[index[target] : n + 1]
+        if not any(b.insn.address in addresses for b in body):
+            continue
+        loops.append(_analyse_loop(name, body))
+    return loops
+
+
+def _analyse_loop(name: str, body: list[_Decoded]) -> LoopCode:
+    written = set()
+    for d in body:
+        _, writes = d.insn.regs_access()
+        written |= {_family(d.insn.reg_name(r)) for r in writes}
+    loop = LoopCode(name, [Instruction(d.insn.address, _text(d.insn), d.where) for d in body])
+    for d, insn in zip(body, loop.instructions, strict=True):
+        if _is_byte_store(d.insn):
+            loop.byte_stores.append(insn)
+        elif _invariant_load(d.insn, written):
+            loop.reloads.append(insn)
+    return loop
+
+
+def _text(insn: capstone.CsInsn) -> str:
+    return f"{insn.mnemonic} {insn.op_str}".strip()
+
+
+def _jump_target(insn: capstone.CsInsn) -> int | None:
+    if not insn.group(JUMP_GROUP) or not insn.operands:
+        return None
+    op = insn.operands[0]
+    return int(op.imm) if op.type == x86.X86_OP_IMM else None
+
+
+def _is_byte_store(insn: capstone.CsInsn) -> bool:
+    if insn.mnemonic not in BYTE_STORE_MNEMONICS or not insn.operands:
+        return False
+    dest = insn.operands[0]
+    return dest.type == x86.X86_OP_MEM and dest.size == 1
+
+
+def _invariant_load(insn: capstone.CsInsn, written: set[str]) -> bool:
+    """A pointer-sized or int-sized load from an address no register of the loop changes."""
+    if insn.mnemonic.startswith(("lea", "nop", "prefetch")) or len(insn.operands) < 2:
+        return False
+    if insn.operands[0].type == x86.X86_OP_MEM:
+        return False
+    for op in insn.operands[1:]:
+        if op.type != x86.X86_OP_MEM or op.size not in (4, 8):
+            continue
+        regs = {_family(insn.reg_name(r)) for r in (op.mem.base, op.mem.index) if r}
+        if regs and not regs & (written | FRAME_REGISTERS):
+            return True
+    return False
+
+
+def _register_families() -> dict[str, str]:
+    families = {}
+    for full, subs in {
+        "rax": "eax ax al ah",
+        "rbx": "ebx bx bl bh",
+        "rcx": "ecx cx cl ch",
+        "rdx": "edx dx dl dh",
+        "rsi": "esi si sil",
+        "rdi": "edi di dil",
+        "rbp": "ebp bp bpl",
+        "rsp": "esp sp spl",
+    }.items():
+        families.update({sub: full for sub in subs.split()})
+    for n in range(8, 16):
+        families.update({f"r{n}{suffix}": f"r{n}" for suffix in ("d", "w", "b")})
+    return families
+
+
+REGISTER_FAMILIES = _register_families()
+
+
+def _family(reg: str | None) -> str:
+    """The 64-bit register a sub-register belongs to: eax, ax, al -> rax; r8d -> r8."""
+    return REGISTER_FAMILIES.get(reg or "", reg or "")
+
+
+class _LineRows:
+    """The line table of a binary: which source line each address belongs to."""
+
+    def __init__(self, binary: str, source_name: str) -> None:
+        self.source_name = source_name
+        self.rows = _line_rows(binary)
+        self.starts = [address for address, _, _ in self.rows]
+
+    def _row(self, address: int) -> tuple[str, int]:
+        n = bisect.bisect_right(self.starts, address) - 1
+        return ("", 0) if n < 0 else self.rows[n][1:]
+
+    def line_at(self, address: int) -> int:
+        """The line of source_name the address belongs to, 0 for other files."""
+        name, line = self._row(address)
+        return line if name == self.source_name else 0
+
+    def where(self, address: int) -> str:
+        name, line = self._row(address)
+        return f"{name}:{line}" if name and line else ""
+
+    def addresses_of(self, first: int, last: int) -> list[int]:
+        return [
+            address
+            for address, name, line in self.rows
+            if name == self.source_name and first <= line <= last
+        ]
+
+
+@functools.lru_cache(maxsize=16)
+def _line_rows(binary: str) -> list[tuple[int, str, int]]:
+    """(address, file base name, line) rows of every line program, by address."""
+    rows: list[tuple[int, str, int]] = []
+    with open(binary, "rb") as fh:
+        elf = ELFFile(fh)
+        if not elf.has_dwarf_info():
+            return rows
+        dwarf = elf.get_dwarf_info()
+        for cu in dwarf.iter_CUs():
+            program = dwarf.line_program_for_CU(cu)
+            if program is None:
+                continue
+            names = _file_names(program)
+            for entry in program.get_entries():
+                state = entry.state
+                if state is not None and not state.end_sequence:
+                    rows.append((state.address, names.get(state.file, ""), state.line))
+    rows.sort(key=lambda row: row[0])
+    return rows
+
+
+def _file_names(program) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    """File index -> base name (DWARF 5 numbers files from 0, earlier versions from 1)."""
+    base = 0 if program.header.version >= 5 else 1
+    return {
+        n + base: Path(entry.name.decode(errors="replace")).name
+        for n, entry in enumerate(program.header.file_entry)
+    }
+
+
+def _functions_holding(binary: str, addresses: Iterable[int]):  # type: ignore[no-untyped-def]
+    """(symbol name, decoded instructions) of each function containing any address."""
+    wanted = sorted(addresses)
+    with open(binary, "rb") as fh:
+        elf = ELFFile(fh)
+        if elf.get_machine_arch() != "x64":
+            return
+        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+        md.detail = True
+        for name, start, size, section in _function_symbols(elf):
+            if size and any(start <= a < start + size for a in wanted):
+                text = elf.get_section(section)
+                offset = start - text["sh_addr"] if elf["e_type"] != "ET_REL" else start
+                code = text.data()[offset : offset + size]
+                yield name, list(md.disasm(code, start))
+
+
+def _function_symbols(elf: ELFFile):  # type: ignore[no-untyped-def]
+    for section in elf.iter_sections():
+        if not isinstance(section, SymbolTableSection):
+            continue
+        for sym in section.iter_symbols():
+            if sym["st_info"]["type"] == "STT_FUNC" and isinstance(sym["st_shndx"], int):
+                yield sym.name, sym["st_value"], sym["st_size"], sym["st_shndx"]
