@@ -5,6 +5,7 @@ from types import ModuleType
 
 # Order is the order of `perfsleuth --help`.
 COMMAND_MODULES = (
+    "run",
     "record",
     "import_",
     "runs",
@@ -14,6 +15,7 @@ COMMAND_MODULES = (
     "flame",
     "annotate",
     "diff",
+    "advise",
     "export",
     "compare",
     "try_",
