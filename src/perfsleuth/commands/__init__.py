@@ -17,6 +17,8 @@ COMMAND_MODULES = (
     "diff",
     "advise",
     "export",
+    "serve",
+    "report",
     "compare",
     "try_",
     "gate",

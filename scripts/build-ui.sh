@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the web UI (ui/) into src/perfsleuth/server/static/. Idempotent: installs
+# node modules only when the lockfile changed, rebuilds only when a source changed.
+set -euo pipefail
+cd "$(dirname "$0")/../ui"
+OUT=../src/perfsleuth/server/static
+if ! command -v npm >/dev/null; then
+  echo "build-ui: npm is missing; install Node.js 20 and npm (apt-get install nodejs npm)" >&2
+  exit 1
+fi
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+if [ -f "$OUT/index.html" ] && [ -z "$(find src index.html vite.config.ts tsconfig.json package-lock.json -newer "$OUT/index.html" -print -quit)" ]; then
+  exit 0
+fi
+npm run --silent build
+touch "$OUT/index.html"

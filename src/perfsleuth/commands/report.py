@@ -1,0 +1,37 @@
+"""perfsleuth report: the web UI as one self-contained HTML file (no server, no network)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..output import destination
+from ..server import bundle
+from ..server.api import Api
+from .common import add_run_argument, open_store
+
+NAME = "report"
+HELP = "the web UI for one run as a single self-contained HTML file"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_argument(parser)
+    parser.add_argument("--format", choices=("html",), default="html", help="report format")
+    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
+    parser.add_argument("--compare", metavar="RUN", help="also embed a comparison with RUN")
+    parser.add_argument(
+        "--src", action="append", metavar="DIR", help="source root for the source view"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    run_id = store.resolve(args.run)
+    compare = store.resolve(args.compare) if args.compare else None
+    api = Api(store, [Path(p) for p in args.src or []])
+    page = bundle.html(bundle.collect(api, run_id, compare))
+    with destination(args.output) as fh:
+        fh.write(page)
+    print(f"perfsleuth: wrote the report of run {run_id} to {args.output}", file=sys.stderr)
+    return 0

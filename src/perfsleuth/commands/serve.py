@@ -1,0 +1,78 @@
+"""perfsleuth serve: the web UI and its JSON HTTP API over the run store."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+import threading
+from pathlib import Path
+
+from ..errors import UserError
+from ..server.api import Api
+from ..server.httpd import Server, is_loopback, static_root
+from .common import open_store
+
+NAME = "serve"
+HELP = "web UI and HTTP API over the store (127.0.0.1 unless --host and --token)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port (default %(default)s; 0 = any)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    parser.add_argument(
+        "--token", help="secret every API request must carry; required off the loopback address"
+    )
+    parser.add_argument(
+        "--src",
+        action="append",
+        metavar="DIR",
+        help="source root the source view may read from (repeatable; the run's cwd is one)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not is_loopback(args.host) and not args.token:
+        raise UserError(
+            f"serving on {args.host} exposes your profiles and sources to the network: "
+            "add --token SECRET (or keep the default --host 127.0.0.1)"
+        )
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"bad --port {args.port}: use 0..65535")
+    store = open_store(args)
+    api = Api(store, [Path(p) for p in args.src or []], verbose=args.verbose)
+    server = _bind(args, api)
+    port = server.server_address[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    query = "?token=" + args.token if args.token else ""
+    if not (static_root() / "index.html").is_file():
+        print(
+            "perfsleuth: the web UI is not built (run `make ui`); serving the API only",
+            file=sys.stderr,
+        )
+    print(
+        f"perfsleuth: serving {store.root}/ at http://{host}:{port}/{query}  (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
+    if store.db.exists():
+        threading.Thread(target=api.warm, args=("latest",), daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def _bind(args: argparse.Namespace, api: Api) -> Server:
+    try:
+        return Server((args.host, args.port), api, args.token)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise UserError(f"port {args.port} is in use: pick another with --port") from e
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from e

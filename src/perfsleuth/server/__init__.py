@@ -1,0 +1,1 @@
+"""The web UI's HTTP API, its static files, and the single-file HTML report."""

@@ -1,0 +1,331 @@
+"""The JSON (and binary flame graph) API over the run store, independent of HTTP.
+
+`Api.get(path, query)` answers one GET request; the HTTP server and the
+single-file report both go through it, so the report embeds exactly what the
+server would have sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..profile import STATES, Profile
+from ..store import RunInfo, Store
+from ..views import callgraph, diff, top
+from ..views.annotate import line_costs
+from ..views.keys import GROUPINGS
+from . import flamedata, sources
+from .cache import Memo
+
+MAX_PARAM_CHARS = 4096
+DIFF_ROWS = 200
+JSON_TYPE = "application/json; charset=utf-8"
+BINARY_TYPE = "application/octet-stream"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+
+
+Query = dict[str, list[str]]
+Handler = Callable[..., Any]
+
+
+def json_response(doc: Any, status: int = 200) -> Response:
+    body = json.dumps(doc, ensure_ascii=False, default=str).encode()
+    return Response(status, JSON_TYPE, body)
+
+
+class Api:
+    def __init__(self, store: Store, roots: list[Path], verbose: bool = False) -> None:
+        self.store = store
+        self.roots = roots
+        self.verbose = verbose
+        self._profiles = Memo(capacity=6)
+        self._results = Memo(capacity=256)
+        self._routes: list[tuple[re.Pattern[str], Handler, tuple[str, ...]]] = [
+            (re.compile(r"/api/runs"), self.runs, ()),
+            (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
+            (re.compile(r"/api/runs/([^/]+)/top"), self.top, ("by", "state", "thread")),
+            (re.compile(r"/api/runs/([^/]+)/flame"), self.flame, ("state", "thread")),
+            (re.compile(r"/api/runs/([^/]+)/callgraph"), self.callgraph, ("function",)),
+            (re.compile(r"/api/runs/([^/]+)/annotate"), self.annotate, ("function",)),
+            (re.compile(r"/api/runs/([^/]+)/source"), self.source, ("file",)),
+            (re.compile(r"/api/runs/([^/]+)/findings"), self.findings, ()),
+            (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
+            (re.compile(r"/api/diff"), self.diff, ("a", "b", "by")),
+            (re.compile(r"/api/diff/flame"), self.diff_flame, ("a", "b")),
+        ]
+
+    def get(self, path: str, query: Query) -> Response:
+        """Answer one request; bad input becomes a 4xx JSON error, never an exception."""
+        try:
+            for pattern, handler, allowed in self._routes:
+                match = pattern.fullmatch(path)
+                if match:
+                    _check_params(query, allowed)
+                    result = handler(*match.groups(), query)
+                    return result if isinstance(result, Response) else json_response(result)
+            raise ApiError(404, f"no such API endpoint: {path}")
+        except ApiError as e:
+            return json_response({"error": str(e)}, e.status)
+        except UserError as e:
+            return json_response({"error": str(e)}, 400)
+
+    def warm(self, ref: str) -> None:
+        """Compute a run's flame graph and TopN ahead of the first page that asks."""
+        self.get(f"/api/runs/{ref}/flame", {})
+        self.get(f"/api/runs/{ref}/top", {})
+
+    # -- shared steps ------------------------------------------------------------
+
+    def _run_id(self, ref: str) -> int:
+        if not (ref.isdigit() or re.fullmatch(r"latest(~\d+)?", ref)):
+            raise ApiError(400, f"bad run reference {ref!r}: use an id, latest or latest~N")
+        try:
+            return self.store.resolve(ref)
+        except UserError as e:
+            raise ApiError(404, str(e)) from e
+
+    def _profile(self, run_id: int, query: Query | None = None) -> Profile:
+        states, tids = _filters(query or {})
+        key = (run_id, states, tids)
+
+        def load() -> Profile:
+            if states or tids:
+                return self._profile(run_id).filtered(states=states or None, tids=tids or None)
+            return self.store.load(run_id)
+
+        return self._profiles.get(key, load)
+
+    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        return self._results.get(key, compute)
+
+    def _function(self, profile: Profile, query: Query) -> str:
+        function = _one(query, "function")
+        if not function:
+            raise ApiError(400, "missing parameter function=NAME")
+        if function not in {f.function for f in profile.frames}:
+            raise ApiError(404, f"no function {function!r} in this run")
+        return function
+
+    # -- endpoints ---------------------------------------------------------------
+
+    def runs(self, query: Query) -> list[dict]:
+        out = []
+        for info in self.store.runs():
+            found = self._findings(info.id)
+            out.append({**_run_summary(info), "top_finding": found[0] if found else None})
+        return out
+
+    def run(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        info = self.store.run_info(run_id)
+        profile = self._profile(run_id)
+        return {
+            **_run_summary(info),
+            "cwd": info.cwd,
+            "host": info.host,
+            "cpu_model": info.cpu_model,
+            "kernel": info.kernel,
+            "git_rev": info.git_rev,
+            "source": info.source,
+            "dsos": info.dsos,
+            "meta": info.meta,
+            "threads": [{"tid": t.tid, "pid": t.pid, "name": t.name} for t in profile.threads],
+            "states": sorted({s for s in profile.sample_state if s}),
+            "findings": len(self._findings(run_id)),
+            "experiments": len(self.store.documents(run_id, "experiment")),
+        }
+
+    def top(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        by = _one(query, "by") or "function"
+        if by not in GROUPINGS:
+            raise ApiError(400, f"bad by={by!r}: use one of {', '.join(GROUPINGS)}")
+        key = ("top", run_id, by, *_filters(query))
+        return self._cached(
+            key,
+            lambda: {"run": str(run_id), **top.top(self._profile(run_id, query), by=by, n=0)},
+        )
+
+    def flame(self, ref: str, query: Query) -> Response:
+        run_id = self._run_id(ref)
+        key = ("flame", run_id, *_filters(query))
+        body = self._cached(
+            key, lambda: flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
+        )
+        return Response(200, BINARY_TYPE, body)
+
+    def callgraph(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        profile = self._profile(run_id)
+        function = self._function(profile, query)
+        return self._cached(
+            ("callgraph", run_id, function),
+            lambda: {"run": str(run_id), **callgraph.neighbours(profile, function)},
+        )
+
+    def annotate(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        profile = self._profile(run_id)
+        function = self._function(profile, query)
+        return self._cached(
+            ("annotate", run_id, function), lambda: self._annotate(run_id, profile, function)
+        )
+
+    def _annotate(self, run_id: int, profile: Profile, function: str) -> dict:
+        total = profile.total or 1.0
+        by_file: dict[str, dict[int, list[float]]] = {}
+        for (file, line), cost in line_costs(profile, function).items():
+            by_file.setdefault(file, {})[line] = cost
+        files = [
+            self._source_doc(run_id, file, lines, total) for file, lines in sorted(by_file.items())
+        ]
+        return {"run": str(run_id), "function": function, "files": files}
+
+    def source(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        profile = self._profile(run_id)
+        file = _one(query, "file")
+        if not file:
+            raise ApiError(400, "missing parameter file=PATH")
+        if file not in sources.named_files(profile):
+            raise ApiError(404, f"run {run_id}'s debug info names no file {file!r}")
+        return self._cached(
+            ("source", run_id, file),
+            lambda: {
+                "run": str(run_id),
+                **self._source_doc(
+                    run_id, file, sources.file_line_costs(profile, file), profile.total or 1.0
+                ),
+            },
+        )
+
+    def _source_doc(
+        self, run_id: int, file: str, costs: dict[int, list[float]], total: float
+    ) -> dict:
+        path = sources.resolve_inside(file, self._roots(run_id))
+        text = sources.read_lines(path) if path else []
+        numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
+        lines = []
+        for n in numbers:
+            cost = costs.get(n, (0.0, 0.0))
+            lines.append(
+                {
+                    "line": n,
+                    "self": cost[0] / total,
+                    "total": cost[1] / total,
+                    "source": text[n - 1] if text else "",
+                }
+            )
+        return {
+            "file": file,
+            "found": path is not None,
+            "self": sum(c[0] for c in costs.values()) / total,
+            "lines": lines,
+        }
+
+    def _roots(self, run_id: int) -> list[Path]:
+        cwd = self.store.run_info(run_id).cwd
+        return [*self.roots, Path(cwd)] if cwd else list(self.roots)
+
+    def findings(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        return {"run": str(run_id), "findings": self._findings(run_id)}
+
+    def _findings(self, run_id: int) -> list[dict]:
+        found: list[dict] = []
+        for data in self.store.documents(run_id, "findings").values():
+            items = data.get("findings", []) if isinstance(data, dict) else data
+            found.extend(f for f in items if isinstance(f, dict))
+        found.sort(key=lambda f: -_number(f.get("estimated_gain")))
+        return found
+
+    def experiments(self, ref: str, query: Query) -> dict:
+        run_id = self._run_id(ref)
+        docs = self.store.documents(run_id, "experiment")
+        return {
+            "run": str(run_id),
+            "experiments": [{"name": name, "data": data} for name, data in sorted(docs.items())],
+        }
+
+    def _pair(self, query: Query) -> tuple[int, int]:
+        a, b = _one(query, "a"), _one(query, "b")
+        if not a or not b:
+            raise ApiError(400, "give both runs to compare: a=RUN&b=RUN")
+        return self._run_id(a), self._run_id(b)
+
+    def diff(self, query: Query) -> dict:
+        a, b = self._pair(query)
+        by = _one(query, "by") or "function"
+        if by not in GROUPINGS:
+            raise ApiError(400, f"bad by={by!r}: use one of {', '.join(GROUPINGS)}")
+        return self._cached(
+            ("diff", a, b, by),
+            lambda: {
+                "a": str(a),
+                "b": str(b),
+                **diff.diff(self._profile(a), self._profile(b), by=by, n=DIFF_ROWS),
+            },
+        )
+
+    def diff_flame(self, query: Query) -> Response:
+        a, b = self._pair(query)
+        body = self._cached(
+            ("diff-flame", a, b),
+            lambda: flamedata.encode(flamedata.diff_columns(self._profile(a), self._profile(b))),
+        )
+        return Response(200, BINARY_TYPE, body)
+
+
+def _run_summary(info: RunInfo) -> dict:
+    return {**info.summary(), "unit": info.unit, "total": info.total, "samples": info.samples}
+
+
+def _check_params(query: Query, allowed: tuple[str, ...]) -> None:
+    for name, values in query.items():
+        if name not in allowed:
+            hint = f"; this endpoint takes {', '.join(allowed)}" if allowed else ""
+            raise ApiError(400, f"unknown parameter {name!r}{hint}")
+        if name not in ("state", "thread") and len(values) > 1:
+            raise ApiError(400, f"parameter {name!r} given {len(values)} times")
+        if any(len(v) > MAX_PARAM_CHARS for v in values):
+            raise ApiError(400, f"parameter {name!r} is longer than {MAX_PARAM_CHARS} characters")
+
+
+def _one(query: Query, name: str) -> str:
+    values = query.get(name) or [""]
+    return values[0]
+
+
+def _filters(query: Query) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    states = tuple(sorted(set(query.get("state", []))))
+    for state in states:
+        if state not in STATES:
+            raise ApiError(400, f"bad state={state!r}: use one of {', '.join(STATES)}")
+    tids = []
+    for value in query.get("thread", []):
+        if not value.isdigit():
+            raise ApiError(400, f"bad thread={value!r}: give a thread id (a number)")
+        tids.append(int(value))
+    return states, tuple(sorted(set(tids)))
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0

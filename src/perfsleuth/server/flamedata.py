@@ -1,0 +1,142 @@
+"""Flame graphs as flat, typed columns for the web UI.
+
+views.flame.tree() builds nested dicts: fine for small profiles, but on a run with
+100,000 distinct stacks it makes a million dict nodes in ~10 s and a JSON document
+the browser needs seconds to parse. Here the call tree is built in one pass over
+the stacks sorted root-first (siblings then come out in name order and each node
+is created once, when its prefix first appears), and sent as binary columns that
+the browser maps straight into typed arrays:
+
+    u32 header length | header JSON | padding to 4 | f32 column per value |
+    i32 name index per node | u16 depth per node
+
+Nodes are in pre-order, so a node's children follow it; the UI derives parents,
+subtree ends and layout from depth alone.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from array import array
+from dataclasses import dataclass, field
+
+from ..profile import Profile
+from ..views.flame import frame_label
+
+MAX_DEPTH = 65535
+ON_CPU_STATES = ("", "running")
+
+
+@dataclass
+class FlameColumns:
+    names: list[str]
+    name: array = field(default_factory=lambda: array("i"))
+    depth: array = field(default_factory=lambda: array("H"))
+    values: dict[str, array] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+
+
+def _label_paths(profile: Profile) -> tuple[list[str], list[tuple[int, ...]]]:
+    """Names sorted, and per stack its root-first path of name indices."""
+    labels = [frame_label(f) for f in profile.frames]
+    names = sorted(set(labels))
+    rank = {n: i for i, n in enumerate(names)}
+    label_of = [rank[label] for label in labels]
+    paths = [tuple(label_of[f] for f in reversed(stack[-MAX_DEPTH:])) for stack in profile.stacks]
+    return names, paths
+
+
+Row = tuple[tuple[int, ...], tuple[float, ...]]  # root-first name path, one value per column
+
+
+def _build(names: list[str], rows: list[Row], columns: tuple[str, ...]) -> FlameColumns:
+    """The merged call tree of (path, values) rows; one value column per name."""
+    rows.sort(key=lambda r: r[0])
+    out = FlameColumns(names=names)
+    name, depth = out.name, out.depth
+    own: list[list[float]] = [[0.0] for _ in columns]  # weight ending at each node
+    name.append(-1)
+    depth.append(0)
+    node = 0
+    previous: tuple[int, ...] = ()
+    for path, values in rows:
+        if path != previous:
+            common = 0
+            limit = min(len(path), len(previous))
+            while common < limit and path[common] == previous[common]:
+                common += 1
+            # Sorted paths put a prefix before its extensions, so every new path
+            # adds at least one node and ends at the last one added.
+            name.extend(path[common:])
+            depth.extend(range(common + 1, len(path) + 1))
+            for column in own:
+                column.extend([0.0] * (len(path) - common))
+            node = len(name) - 1
+            previous = path
+        for c, v in enumerate(values):
+            own[c][node] += v
+    out.values = {c: _subtree_sums(depth, column) for c, column in zip(columns, own, strict=True)}
+    return out
+
+
+def _subtree_sums(depth: array, own: list[float]) -> array:
+    """Each node's weight plus its descendants', by one backwards pass over pre-order."""
+    totals = list(own)
+    pending = [0.0] * (max(depth, default=0) + 2)  # sum of finished children per depth
+    for i in range(len(totals) - 1, -1, -1):
+        d = depth[i]
+        totals[i] += pending[d + 1]
+        pending[d + 1] = 0.0
+        pending[d] += totals[i]
+    return array("f", totals)
+
+
+def flame_columns(profile: Profile) -> FlameColumns:
+    """Total weight per node; plus off-CPU weight when the run has thread states."""
+    names, paths = _label_paths(profile)
+    has_states = any(s not in ON_CPU_STATES for s in profile.sample_state)
+    columns = ("total", "off") if has_states else ("total",)
+    rows: list[Row] = []
+    for sid, w, s in zip(
+        profile.sample_stack, profile.sample_weight, profile.sample_state, strict=True
+    ):
+        values = (w, 0.0 if s in ON_CPU_STATES else w) if has_states else (w,)
+        rows.append((paths[sid], values))
+    flame = _build(names, rows, columns)
+    flame.meta = {"unit": profile.unit, "total": profile.total}
+    return flame
+
+
+def diff_columns(a: Profile, b: Profile) -> FlameColumns:
+    """One tree over both runs with columns "a" and "b" (each run's own weights)."""
+    names_a, paths_a = _label_paths(a)
+    names_b, paths_b = _label_paths(b)
+    names = sorted(set(names_a) | set(names_b))
+    rank = {n: i for i, n in enumerate(names)}
+    rows: list[Row] = []
+    for profile, local, paths, first in ((a, names_a, paths_a, True), (b, names_b, paths_b, False)):
+        to_global = [rank[n] for n in local]
+        for sid, w in zip(profile.sample_stack, profile.sample_weight, strict=True):
+            path = tuple(to_global[i] for i in paths[sid])
+            rows.append((path, (w, 0.0) if first else (0.0, w)))
+    flame = _build(names, rows, ("a", "b"))
+    flame.meta = {"unit": b.unit, "total_a": a.total, "total_b": b.total}
+    return flame
+
+
+def encode(flame: FlameColumns) -> bytes:
+    header = json.dumps(
+        {
+            **flame.meta,
+            "nodes": len(flame.name),
+            "columns": list(flame.values),
+            "names": flame.names,
+        },
+        ensure_ascii=False,
+    ).encode()
+    padding = b" " * (-(4 + len(header)) % 4)
+    parts = [struct.pack("<I", len(header) + len(padding)), header, padding]
+    parts += [column.tobytes() for column in flame.values.values()]
+    parts += [flame.name.tobytes(), flame.depth.tobytes()]
+    return b"".join(parts)

@@ -1,0 +1,64 @@
+import "./style.css";
+import { embedded, rememberToken } from "./api";
+import { h, message } from "./dom";
+import { currentRoute, href, type Route } from "./router";
+import { renderRuns } from "./pages/runs";
+import { renderOverview } from "./pages/overview";
+import { renderTop } from "./pages/top";
+import { renderFlame } from "./pages/flamepage";
+import { renderCallGraph } from "./pages/callgraph";
+import { renderSource } from "./pages/source";
+import { renderFindings } from "./pages/findings";
+import { renderCompare } from "./pages/compare";
+import { renderExperiments } from "./pages/experiments";
+
+type Page = (app: HTMLElement, runId: string, route: Route) => Promise<void>;
+
+const RUN_PAGES: Record<string, [string, Page]> = {
+  "": ["Overview", renderOverview],
+  top: ["Top", renderTop],
+  flame: ["Flame graph", renderFlame],
+  callgraph: ["Call graph", renderCallGraph],
+  source: ["Source", renderSource],
+  findings: ["Findings", renderFindings],
+  experiments: ["Experiments", renderExperiments],
+};
+
+function navigation(route: Route): HTMLElement[] {
+  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare")];
+  if (route.parts[0] === "run" && route.parts[1]) {
+    const id = route.parts[1];
+    const current = route.parts[2] ?? "";
+    links.push(h("span", { class: "nav-run" }, `run ${id}:`));
+    for (const [page, [label]] of Object.entries(RUN_PAGES)) {
+      const cls = page === current ? "active" : undefined;
+      links.push(h("a", { href: href(`/run/${id}${page ? `/${page}` : ""}`), class: cls }, label));
+    }
+  }
+  return links;
+}
+
+let renderSerial = 0;
+
+async function render(): Promise<void> {
+  const serial = ++renderSerial;
+  const route = currentRoute();
+  document.getElementById("nav")!.replaceChildren(...navigation(route));
+  const app = document.createElement("main");
+  app.id = "app";
+  document.getElementById("app")!.replaceWith(app);
+  const [first, id, page = ""] = route.parts;
+  try {
+    if (!first) await renderRuns(app);
+    else if (first === "compare") await renderCompare(app, route);
+    else if (first === "run" && id && RUN_PAGES[page]) await RUN_PAGES[page][1](app, id, route);
+    else app.append(message(`No such page: ${location.hash}`, "error"));
+  } catch (e) {
+    if (serial === renderSerial) app.replaceChildren(message(e instanceof Error ? e.message : String(e), "error"));
+  }
+}
+
+rememberToken();
+if (embedded && !location.hash) history.replaceState(null, "", embedded.start);
+window.addEventListener("hashchange", () => void render());
+void render();

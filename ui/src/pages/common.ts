@@ -1,0 +1,103 @@
+import { h, location, pct } from "../dom";
+import { href } from "../router";
+import type { Finding } from "../types";
+
+export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {
+  if (f.file) return href(`/run/${runId}/source`, { file: f.file, line: f.line || undefined, function: f.function });
+  return href(`/run/${runId}/source`, { function: f.function });
+}
+
+export function functionLinks(runId: string, name: string): HTMLElement {
+  return h(
+    "span",
+    { class: "links" },
+    h("a", { href: href(`/run/${runId}/callgraph`, { function: name }) }, "callers/callees"),
+    " · ",
+    h("a", { href: href(`/run/${runId}/source`, { function: name }) }, "source"),
+    " · ",
+    h("a", { href: href(`/run/${runId}/flame`, { q: `^${escapeRegex(name)}$` }) }, "in flame graph"),
+  );
+}
+
+export function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+function detailBlocks(details: Record<string, unknown> | undefined): HTMLElement[] {
+  if (!details) return [];
+  return Object.entries(details).map(([key, value]) =>
+    h(
+      "details",
+      { class: "evidence-detail" },
+      h("summary", null, key),
+      h("pre", null, typeof value === "string" ? value : JSON.stringify(value, null, 1)),
+    ),
+  );
+}
+
+export function findingCard(runId: string, f: Finding, compact = false): HTMLElement {
+  const where = location(f.file ?? "", f.line ?? 0);
+  const verified = f.verified
+    ? h(
+        "span",
+        { class: "verified" },
+        `measured ${f.verified.ratio?.toFixed(2) ?? "?"}×`,
+        f.verified.ci95 ? ` (95% CI ${f.verified.ci95[0].toFixed(2)}–${f.verified.ci95[1].toFixed(2)})` : "",
+        f.verified.runs ? `, ${f.verified.runs} runs` : "",
+      )
+    : null;
+  const fixCommand = typeof f.fix?.command === "string" ? f.fix.command : "";
+  return h(
+    "article",
+    { class: "finding", "data-kind": f.kind },
+    h(
+      "header",
+      null,
+      h("span", { class: "gain" }, `−${pct(f.estimated_gain ?? 0, 1)}`),
+      h("span", { class: "kind" }, f.kind),
+      h("strong", { class: "finding-title" }, f.title),
+    ),
+    h(
+      "div",
+      { class: "finding-meta" },
+      `share ${pct(f.share ?? 0, 1)} · confidence ${pct(f.confidence ?? 0, 0)}`,
+      f.function ? [" · ", h("a", { href: href(`/run/${runId}/callgraph`, { function: f.function }) }, f.function)] : null,
+      where ? [" · ", h("a", { href: sourceLink(runId, f), class: "source-link" }, where)] : null,
+      verified ? [" · ", verified] : null,
+    ),
+    compact ? null : h("ul", { class: "evidence" }, (f.evidence ?? []).map((e) => h("li", null, e))),
+    compact || !f.suggestion ? null : h("p", { class: "suggestion" }, f.suggestion),
+    compact || !fixCommand ? null : h("pre", { class: "fix" }, fixCommand),
+    compact ? null : detailBlocks(f.details),
+  );
+}
+
+export function sortableTable<T>(
+  columns: { label: string; key: string; value: (row: T) => string | number; cell: (row: T) => HTMLElement | string; numeric?: boolean }[],
+  rows: T[],
+  sortKey: string,
+  onSort: (key: string) => void,
+  limit = 500,
+): HTMLElement {
+  const column = columns.find((c) => c.key === sortKey) ?? columns[0];
+  const sorted = [...rows].sort((a, b) => {
+    const va = column.value(a);
+    const vb = column.value(b);
+    if (typeof va === "number" && typeof vb === "number") return vb - va;
+    return String(va).localeCompare(String(vb));
+  });
+  const head = h(
+    "tr",
+    null,
+    columns.map((c) =>
+      h("th", { class: `${c.numeric ? "num" : ""} ${c.key === column.key ? "sorted" : ""} sortable`, onclick: () => onSort(c.key) }, c.label),
+    ),
+  );
+  const body = sorted.slice(0, limit).map((row) => h("tr", null, columns.map((c) => h("td", { class: c.numeric ? "num" : undefined }, c.cell(row)))));
+  return h(
+    "div",
+    null,
+    h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)),
+    sorted.length > limit ? h("p", { class: "muted" }, `${sorted.length - limit} more rows; refine the filter`) : null,
+  );
+}

@@ -1,0 +1,72 @@
+import { getJSON } from "../api";
+import { h, message, svg } from "../dom";
+import type { Experiment } from "../types";
+
+interface Series {
+  label: string;
+  values: number[];
+}
+
+const PLOT_W = 640;
+const ROW_H = 36;
+const LABEL_W = 200;
+
+/** Every list of numbers in an experiment's document: the per-run measurements. */
+function findSeries(value: unknown, label: string, out: Series[], depth = 0): Series[] {
+  if (Array.isArray(value) && value.length > 1 && value.every((v) => typeof v === "number")) {
+    out.push({ label, values: value as number[] });
+  } else if (value && typeof value === "object" && depth < 4) {
+    for (const [key, inner] of Object.entries(value)) findSeries(inner, label ? `${label}.${key}` : key, out, depth + 1);
+  }
+  return out;
+}
+
+function summaryFacts(data: unknown): [string, string][] {
+  if (!data || typeof data !== "object") return [];
+  return Object.entries(data as Record<string, unknown>)
+    .filter(([, v]) => ["string", "number", "boolean"].includes(typeof v) || (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "number")))
+    .map(([k, v]) => [k, Array.isArray(v) ? `${v[0]} – ${v[1]}` : String(v)]);
+}
+
+function plot(series: Series[]): SVGElement {
+  const all = series.flatMap((s) => s.values);
+  const lo = Math.min(...all);
+  const hi = Math.max(...all);
+  const span = hi - lo || Math.abs(hi) || 1;
+  const x = (v: number) => LABEL_W + ((v - lo) / span) * (PLOT_W - LABEL_W - 20) + 10;
+  const height = series.length * ROW_H + 30;
+  const parts: SVGElement[] = [];
+  series.forEach((s, k) => {
+    const y = 20 + k * ROW_H;
+    const mean = s.values.reduce((a, b) => a + b, 0) / s.values.length;
+    parts.push(svg("text", { x: 0, y: y + 4, class: "plot-label" }, s.label.length > 28 ? `…${s.label.slice(-27)}` : s.label));
+    parts.push(svg("line", { x1: LABEL_W, x2: PLOT_W - 10, y1: y, y2: y, class: "plot-axis" }));
+    for (const v of s.values) parts.push(svg("circle", { cx: x(v), cy: y, r: 3.5, class: "plot-dot" }, svg("title", {}, String(v))));
+    parts.push(svg("line", { x1: x(mean), x2: x(mean), y1: y - 10, y2: y + 10, class: "plot-mean" }, svg("title", {}, `mean ${mean}`)));
+  });
+  parts.push(svg("text", { x: LABEL_W, y: height - 4, class: "plot-label" }, lo.toPrecision(4)));
+  parts.push(svg("text", { x: PLOT_W - 60, y: height - 4, class: "plot-label" }, hi.toPrecision(4)));
+  return svg("svg", { class: "plot", width: PLOT_W, height, viewBox: `0 0 ${PLOT_W} ${height}` }, ...parts);
+}
+
+export async function renderExperiments(app: HTMLElement, runId: string): Promise<void> {
+  const { experiments } = await getJSON<{ experiments: Experiment[] }>(`/api/runs/${runId}/experiments`);
+  app.append(h("h1", null, "Experiments", h("span", { class: "subtitle" }, `run ${runId}`)));
+  if (!experiments.length) {
+    app.append(message("No experiments stored for this run: `perfsleuth try …` adds them."));
+    return;
+  }
+  for (const exp of experiments) {
+    const series = findSeries(exp.data, "", []);
+    app.append(
+      h(
+        "section",
+        { class: "experiment" },
+        h("h2", null, exp.name),
+        h("table", { class: "facts" }, summaryFacts(exp.data).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
+        series.length ? plot(series) : message("No per-run numbers in this experiment."),
+        h("details", null, h("summary", null, "raw data"), h("pre", null, JSON.stringify(exp.data, null, 1))),
+      ),
+    );
+  }
+}

@@ -1,0 +1,152 @@
+import { getBinary, getJSON, requestKey, type Params } from "../api";
+import { h, pct } from "../dom";
+import { decodeFlame, FlameGraph, selfWeight, type FlameData } from "../flame";
+import { functionName, href, replaceParams, type Route } from "../router";
+import type { RunDetail } from "../types";
+import { functionLinks } from "./common";
+
+const decoded = new Map<string, Promise<FlameData>>();
+
+export function loadFlame(path: string, params: Params): Promise<FlameData> {
+  const key = requestKey(path, params);
+  let pending = decoded.get(key);
+  if (!pending) {
+    pending = getBinary(path, params).then(decodeFlame);
+    pending.catch(() => decoded.delete(key));
+    decoded.set(key, pending);
+  }
+  return pending;
+}
+
+declare global {
+  interface Window {
+    perfsleuthFlame?: { graph: FlameGraph; timings: Record<string, number[]> };
+  }
+}
+
+function timed(name: string, action: () => void): void {
+  const start = performance.now();
+  action();
+  const timings = window.perfsleuthFlame?.timings;
+  if (timings) (timings[name] ??= []).push(performance.now() - start);
+}
+
+export async function renderFlame(app: HTMLElement, runId: string, route: Route): Promise<void> {
+  const params = route.params;
+  const filters = { state: params.getAll("state"), thread: params.getAll("thread") };
+  const [run, data] = await Promise.all([
+    getJSON<RunDetail>(`/api/runs/${runId}`),
+    loadFlame(`/api/runs/${runId}/flame`, filters),
+  ]);
+  const unit = String(data.meta.unit ?? run.unit);
+  const total = data.columns.total;
+  const hasOff = "off" in data.columns;
+  const colouring = hasOff && params.get("colour") !== "name" ? "offcpu" : "name";
+
+  const crumbs = h("nav", { class: "breadcrumb", "aria-label": "zoom path" });
+  const details = h("div", { class: "frame-details" });
+  const searchInfo = h("span", { class: "search-info" });
+  const describe = (node: number): string[] => {
+    const label = node === 0 ? "all" : data.names[data.name[node]];
+    const lines = [
+      label,
+      `total ${pct(total[node] / total[0])}  (${total[node].toLocaleString()} ${unit})`,
+      `self ${pct(selfWeight(data, total, node) / total[0])}`,
+    ];
+    if (hasOff && total[node]) lines.push(`off-CPU ${pct(data.columns.off[node] / total[node])} of this frame`);
+    if (graph.zoom && node !== graph.zoom) lines.push(`${pct(total[node] / total[graph.zoom])} of the zoomed frame`);
+    return lines;
+  };
+  const graph = new FlameGraph(data, {
+    width: total,
+    colouring,
+    icicle: params.get("view") === "icicle",
+    heaviestFirst: params.get("order") === "heavy",
+    tooltip: describe,
+    onZoom: (node) => timed("zoom", () => zoom(node, true)),
+  });
+  window.perfsleuthFlame = window.perfsleuthFlame ?? { graph, timings: {} };
+  window.perfsleuthFlame.graph = graph;
+
+  const showDetails = (node: number) => {
+    const label = node === 0 ? "all" : data.names[data.name[node]];
+    const fn = functionName(label);
+    details.replaceChildren(
+      h(
+        "div",
+        null,
+        h("strong", { class: "fn" }, label),
+        " ",
+        describe(node).slice(1).join(" · "),
+        node === 0 ? null : h("div", null, functionLinks(runId, fn)),
+      ),
+    );
+  };
+  const zoom = (node: number, push: boolean) => {
+    graph.zoomTo(node);
+    if (node) params.set("zoom", String(node));
+    else params.delete("zoom");
+    replaceParams(params, push);
+    crumbs.replaceChildren(
+      ...graph.path(graph.zoom).map((n) =>
+        h("button", { type: "button", class: "crumb", onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : data.names[data.name[n]]),
+      ),
+    );
+    showDetails(graph.zoom);
+  };
+  const search = h("input", { type: "search", placeholder: "search frames (regex)", value: params.get("q") ?? "", class: "filter", "aria-label": "search" });
+  const runSearch = () => {
+    const query = search.value;
+    const found = graph.search(query);
+    searchInfo.textContent = query ? `${found.matches.toLocaleString()} frames match · ${pct(found.share)} of the run` : "";
+    if (query) params.set("q", query);
+    else params.delete("q");
+    replaceParams(params);
+  };
+  search.addEventListener("input", () => timed("search", runSearch));
+
+  const toggle = (label: string, key: string, on: string, checked: boolean, apply: (v: boolean) => void) => {
+    const box = h("input", { type: "checkbox", checked });
+    box.addEventListener("change", () => {
+      if (box.checked) params.set(key, on);
+      else params.delete(key);
+      replaceParams(params);
+      apply(box.checked);
+    });
+    return h("label", { class: "toggle" }, box, label);
+  };
+  const filterSelect = (key: string, label: string, options: [string, string][]) => {
+    if (options.length < 2) return null;
+    const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), options.map(([v, t]) => h("option", { value: v, selected: params.get(key) === v }, t)));
+    select.addEventListener("change", () => {
+      params.delete(key);
+      params.delete("zoom");
+      if (select.value) params.set(key, select.value);
+      location.hash = href(`/run/${runId}/flame`, Object.fromEntries(params));
+    });
+    return select;
+  };
+
+  app.append(
+    h("h1", null, "Flame graph", h("span", { class: "subtitle" }, `run ${runId} · ${run.command}`)),
+    h(
+      "div",
+      { class: "toolbar" },
+      search,
+      " ",
+      toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => timed("redraw", () => graph.setIcicle(v))),
+      toggle("left-heavy", "order", "heavy", params.get("order") === "heavy", (v) => timed("redraw", () => graph.setOrder(v))),
+      filterSelect("state", "states", run.states.map((s) => [s, s])),
+      filterSelect("thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`])),
+      hasOff ? h("span", { class: "legend" }, h("i", { class: "on" }), "on-CPU ", h("i", { class: "off" }), "off-CPU") : null,
+      " ",
+      searchInfo,
+    ),
+    crumbs,
+    h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
+    details,
+  );
+  zoom(Number(params.get("zoom") ?? 0) || 0, false);
+  if (search.value) runSearch();
+  performance.mark("flame-interactive");
+}

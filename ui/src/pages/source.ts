@@ -1,0 +1,73 @@
+import { getJSON } from "../api";
+import { append, h, message, pct } from "../dom";
+import { href, type Route } from "../router";
+import type { AnnotateDoc, Finding, SourceFile } from "../types";
+import { findingCard, functionLinks } from "./common";
+
+function sameFile(a: string, b: string): boolean {
+  if (!a || !b) return false;
+  return a === b || a.endsWith(`/${b}`) || b.endsWith(`/${a}`);
+}
+
+function fileView(runId: string, file: SourceFile, findings: Finding[], target: number): HTMLElement {
+  const maxSelf = Math.max(...file.lines.map((l) => l.self), 1e-12);
+  const here = findings.filter((f) => sameFile(f.file ?? "", file.file));
+  const byLine = new Map<number, Finding[]>();
+  for (const f of here) {
+    const line = f.line ?? 0;
+    byLine.set(line, [...(byLine.get(line) ?? []), f]);
+  }
+  const hottest = file.lines.reduce((best, l) => (l.self > best.self ? l : best), file.lines[0] ?? { line: 0, self: 0 });
+  const focus = target || hottest?.line || 0;
+  const rows: HTMLElement[] = [];
+  for (const l of file.lines) {
+    const heat = l.self / maxSelf;
+    const cls = [l.line === focus ? "target" : "", l.self > 0 ? "hot" : ""].join(" ").trim();
+    rows.push(
+      h(
+        "tr",
+        { id: `L${l.line}`, class: cls || undefined, style: heat > 0 ? `--heat:${heat.toFixed(3)}` : undefined },
+        h("td", { class: "num" }, l.self ? pct(l.self) : ""),
+        h("td", { class: "num" }, l.total ? pct(l.total) : ""),
+        h("td", { class: "lineno" }, String(l.line)),
+        h("td", { class: "code" }, h("code", null, l.source)),
+      ),
+    );
+    for (const f of byLine.get(l.line) ?? []) {
+      rows.push(h("tr", { class: "inline-finding" }, h("td", { colspan: 4 }, findingCard(runId, f))));
+    }
+  }
+  const unplaced = [...byLine.entries()].filter(([line]) => !file.lines.some((l) => l.line === line)).flatMap(([, fs]) => fs);
+  return h(
+    "section",
+    { class: "source-file" },
+    h("h2", null, file.file, h("span", { class: "subtitle" }, `self ${pct(file.self)}`)),
+    file.found ? null : message("The source file is not available under the source roots (pass --src DIR to serve); showing the lines with samples.", "warning"),
+    unplaced.map((f) => findingCard(runId, f)),
+    h("table", { class: "source" }, h("thead", null, h("tr", null, h("th", { class: "num" }, "self"), h("th", { class: "num" }, "total"), h("th", null, "line"), h("th", null, "source"))), h("tbody", null, rows)),
+  );
+}
+
+export async function renderSource(app: HTMLElement, runId: string, route: Route): Promise<void> {
+  const fn = route.params.get("function") ?? "";
+  const file = route.params.get("file") ?? "";
+  const line = Number(route.params.get("line") ?? 0) || 0;
+  if (!fn && !file) {
+    app.append(h("h1", null, "Source"), message("Open a function from the Top table, the flame graph or a finding."));
+    return;
+  }
+  const findings = await getJSON<{ findings: Finding[] }>(`/api/runs/${runId}/findings`).then((d) => d.findings, () => []);
+  let files: SourceFile[];
+  if (file) {
+    files = [await getJSON<SourceFile>(`/api/runs/${runId}/source`, { file })];
+  } else {
+    files = (await getJSON<AnnotateDoc>(`/api/runs/${runId}/annotate`, { function: fn })).files;
+  }
+  append(app, [
+    h("h1", null, "Source", h("span", { class: "subtitle fn" }, fn || file)),
+    fn ? h("p", null, functionLinks(runId, fn)) : null,
+    file && fn ? h("p", null, h("a", { href: href(`/run/${runId}/source`, { function: fn }) }, `all lines of ${fn}`)) : null,
+    files.length ? files.map((f) => fileView(runId, f, findings, line)) : message("No line information for this function (no debug info?)."),
+  ]);
+  app.querySelector("tr.target")?.scrollIntoView({ block: "center" });
+}

@@ -1,0 +1,75 @@
+import { getJSON } from "../api";
+import { bar, h, location, pct, shortDso } from "../dom";
+import { href, replaceParams, type Route } from "../router";
+import type { TopDoc, TopRow } from "../types";
+import { sortableTable, sourceLink } from "./common";
+
+const GROUPINGS = ["function", "line", "file", "dso"];
+
+export async function renderTop(app: HTMLElement, runId: string, route: Route): Promise<void> {
+  const params = route.params;
+  const by = GROUPINGS.includes(params.get("by") ?? "") ? params.get("by")! : "function";
+  const doc = await getJSON<TopDoc>(`/api/runs/${runId}/top`, { by });
+  let sortKey = params.get("sort") ?? "self";
+  const filter = h("input", { type: "search", placeholder: "filter (substring)", value: params.get("q") ?? "", class: "filter", "aria-label": "filter" });
+  const count = h("span", { class: "muted" });
+  const holder = h("div");
+
+  const name = (r: TopRow) => (by === "dso" ? r.dso : by === "file" ? r.file : r.function);
+  const columns = [
+    { label: "self", key: "self", numeric: true, value: (r: TopRow) => r.self, cell: (r: TopRow) => h("span", { class: "cost" }, bar(r.self), pct(r.self)) },
+    { label: "total", key: "total", numeric: true, value: (r: TopRow) => r.total, cell: (r: TopRow) => h("span", { class: "cost" }, bar(r.total, "bar total"), pct(r.total)) },
+    {
+      label: by === "dso" ? "DSO" : by,
+      key: "name",
+      value: name,
+      cell: (r: TopRow) =>
+        by === "function" || by === "line"
+          ? h("a", { href: href(`/run/${runId}/callgraph`, { function: r.function }), class: "fn" }, r.function)
+          : by === "file" && r.file
+            ? h("a", { href: sourceLink(runId, { file: r.file }) }, r.file)
+            : name(r),
+    },
+  ];
+  if (by === "function" || by === "line") {
+    columns.push(
+      { label: "DSO", key: "dso", value: (r: TopRow) => r.dso, cell: (r: TopRow) => shortDso(r.dso) },
+      { label: "file:line", key: "file", value: (r: TopRow) => location(r.file, r.line), cell: (r: TopRow) => (r.file ? h("a", { href: sourceLink(runId, r) }, location(r.file, r.line)) : "") },
+    );
+  }
+
+  const update = () => {
+    const needle = filter.value.toLowerCase();
+    const rows = needle ? doc.rows.filter((r) => `${r.function} ${r.file} ${r.dso}`.toLowerCase().includes(needle)) : doc.rows;
+    count.textContent = `${rows.length} of ${doc.rows.length} rows`;
+    holder.replaceChildren(
+      sortableTable(columns, rows, sortKey, (key) => {
+        sortKey = key;
+        params.set("sort", key);
+        replaceParams(params);
+        update();
+      }),
+    );
+  };
+  filter.addEventListener("input", () => {
+    if (filter.value) params.set("q", filter.value);
+    else params.delete("q");
+    replaceParams(params);
+    update();
+  });
+  app.append(
+    h("h1", null, `Top ${by === "dso" ? "DSOs" : `${by}s`}`, h("span", { class: "subtitle" }, `run ${runId} · ${doc.samples.toLocaleString()} samples`)),
+    h(
+      "p",
+      { class: "toolbar" },
+      "by ",
+      GROUPINGS.map((g) => h("a", { href: href(`/run/${runId}/top`, { by: g }), class: g === by ? "chip active" : "chip" }, g)),
+      " ",
+      filter,
+      " ",
+      count,
+    ),
+    holder,
+  );
+  update();
+}
