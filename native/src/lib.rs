@@ -523,23 +523,28 @@ enum MetaVal {
 }
 
 fn read_file(path: &str) -> Result<Output, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    // SAFETY: read-only mapping; see load_unwind_data.
-    let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map: {e}"))?;
-    let data: &[u8] = &mmap;
-    if data.len() < 8 {
+    use std::io::Read;
+    let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut head = [0u8; 16];
+    let n = file
+        .read(&mut head)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if n < 8 {
         return Err("empty or truncated file (no perf.data header)".into());
     }
-    if &data[..8] != b"PERFILE2" && &data[..8] != b"2ELIFREP" {
+    if &head[..8] != b"PERFILE2" && &head[..8] != b"2ELIFREP" {
         return Err("not a perf.data file (bad magic)".into());
     }
-    if data.len() >= 16 && data[8..16] == [16, 0, 0, 0, 0, 0, 0, 0] {
+    if n >= 16 && head[8..16] == [16, 0, 0, 0, 0, 0, 0, 0] {
         return Err(
             "pipe-mode perf.data (recorded with `perf record -o -`); record to a file instead"
                 .into(),
         );
     }
-    let cursor = std::io::Cursor::new(data);
+    use std::io::Seek;
+    file.rewind().map_err(|e| format!("cannot read: {e}"))?;
+    // Buffered reads, not mmap: resident memory stays independent of file size.
+    let cursor = std::io::BufReader::with_capacity(1 << 20, file);
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
