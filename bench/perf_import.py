@@ -157,8 +157,9 @@ def main() -> None:
         med = statistics.median(walls)
         rss = max(r for _, r in runs)
         print(f"{name:38s} {med:9.2f} {min(walls):7.2f} {med / ref:8.2f}x {rss:7d} MB")
-    print()
-    sh(f"{PY} {script} {data} | head -8")
+    print("\nperfsleuth top functions (self):")
+    top = subprocess.run([str(PY), str(script), str(data)], capture_output=True, text=True)
+    print("\n".join(top.stdout.splitlines()[:8]))
 
 
 if __name__ == "__main__":
