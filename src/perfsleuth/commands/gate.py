@@ -189,12 +189,18 @@ def render(doc: dict, console: Console) -> None:
         f"baseline run {doc['baseline']}, this run {doc['run']}",
         highlight=False,
         markup=False,
+        soft_wrap=True,
     )
     if doc["exit_status"]:
-        console.print(f"FAIL: the workload exited with status {doc['exit_status']}", markup=False)
+        console.print(
+            f"FAIL: the workload exited with status {doc['exit_status']}",
+            markup=False,
+            soft_wrap=True,
+        )
     for row in doc["changes"]:
         console.print(
             f"{row['a']:>15,} → {row['b']:>15,} {row['delta']:>+15,}  {row['function']}",
             highlight=False,
             markup=False,
+            soft_wrap=True,
         )

@@ -121,13 +121,11 @@ def render(doc: dict, console: Console) -> None:
     width = max([MIN_WIDTH, *(len(f"{t:,}") for t in doc["totals"].values())])
     events = doc["events"]
     margin = " ".join(f"{e:>{width}}" for e in events)
-    console.print(
-        f"run {doc['run']}: "
-        + ", ".join(f"{t:,} {e}" for e, t in doc["totals"].items())
-        + f"; files with at least {100 * doc['threshold']:.2f}% of {events[0]}"
-        + f" ({doc['files_below_threshold']} below)",
-        highlight=False,
-        markup=False,
+    totals = ", ".join(f"{t:,} {e}" for e, t in doc["totals"].items())
+    _say(
+        console,
+        f"run {doc['run']}: {totals}; files with at least {100 * doc['threshold']:.2f}% "
+        f"of {events[0]} ({doc['files_below_threshold']} below)",
     )
     for entry in doc["files"]:
         _render_file(entry, events, width, margin, console)
@@ -136,12 +134,15 @@ def render(doc: dict, console: Console) -> None:
 def _render_file(entry: dict, events: list[str], width: int, margin: str, out: Console) -> None:
     counts = ", ".join(f"{c:,} {e}" for e, c in zip(events, entry["counts"], strict=True))
     where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
-    out.print(
-        f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)", highlight=False, markup=False
-    )
-    out.print(f"{margin}  source", highlight=False, markup=False)
+    _say(out, f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)")
+    _say(out, f"{margin}  source")
     for row in entry["lines"]:
-        out.print(_line_text(row, width), highlight=False, markup=False, soft_wrap=True)
+        _say(out, _line_text(row, width))
+
+
+def _say(out: Console, text: str) -> None:
+    """One line as is: no markup, no highlighting, never wrapped."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 def _line_text(row: dict, width: int) -> str:

@@ -55,6 +55,7 @@ def render(doc: dict, console: Console) -> None:
         f"({doc['delta']:+,}, {100 * doc['delta_share']:+.3f}%)",
         highlight=False,
         markup=False,
+        soft_wrap=True,
     )
     _section(console, "function", doc["functions"], doc["functions_changed"], event)
     _section(console, "line", doc["lines"], doc["lines_changed"], event)
@@ -62,13 +63,16 @@ def render(doc: dict, console: Console) -> None:
 
 def _section(console: Console, what: str, rows: list[dict], changed: int, event: str) -> None:
     shown = f"{len(rows)} of {changed}" if len(rows) < changed else str(changed)
-    console.print(f"\n{shown} {what}s changed", style="bold", highlight=False, markup=False)
+    console.print(
+        f"\n{shown} {what}s changed", style="bold", highlight=False, markup=False, soft_wrap=True
+    )
     if not rows:
         return
     console.print(
         f"{event + ' A':>15} {event + ' B':>15} {'delta':>15} {'% of A':>9}  {what}",
         highlight=False,
         markup=False,
+        soft_wrap=True,
     )
     for row in rows:
         name = row["function"] if what == "function" else f"{row['file']}:{row['line']}"

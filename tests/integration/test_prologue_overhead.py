@@ -1,0 +1,78 @@
+"""The prologue-overhead analyzer on examples/counts/keys.c, checked against the
+saving the split version (-DSPLIT) really makes, both counted by callgrind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.analyzers import Context, discover, prologue_overhead
+from perfsleuth.findings import Finding
+from perfsleuth.formats import count_document
+from perfsleuth.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """Run 1 counts keys (heavy prologue), run 2 keys-split (fast path + slow path)."""
+    path = tmp_path_factory.mktemp("prologue") / "store"
+    for program in ("keys", "keys-split"):
+        subprocess.run(
+            [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(path)]
+            + ["--mode", "count", "--", str(examples_built / program)],
+            check=True,
+            capture_output=True,
+        )
+    return Store(path)
+
+
+def context(store: Store, run_id: int) -> Context:
+    return Context(profile=store.load(run_id), run=store.run_info(run_id), store=store)
+
+
+def ranked_findings(ctx: Context) -> list[Finding]:
+    findings = [f for analyze in discover().values() for f in analyze(ctx)]
+    return sorted(findings, key=lambda f: -f.estimated_gain)
+
+
+def test_finding_ranks_in_top_three(store: Store) -> None:
+    top = ranked_findings(context(store, 1))[:3]
+    assert [f.function for f in top if f.kind == "prologue-overhead"] == ["keys_equal"]
+
+
+def test_estimated_saving_is_within_20_percent_of_the_real_one(store: Store) -> None:
+    (found,) = [
+        f for f in prologue_overhead.analyze(context(store, 1)) if f.function == "keys_equal"
+    ]
+    before, after = (count_document.total(count_document.load(store, run)) for run in (1, 2))
+    real = before - after
+    estimated = found.details["instructions_saved"]
+    assert real > 5_000_000
+    assert abs(estimated - real) <= 0.2 * real
+    assert found.estimated_gain == pytest.approx(estimated / before)
+
+
+def test_finding_carries_the_evidence_and_the_fix(store: Store) -> None:
+    (found,) = [
+        f for f in prologue_overhead.analyze(context(store, 1)) if f.function == "keys_equal"
+    ]
+    assert found.file.endswith("keys.c") and found.line > 0
+    assert found.details["entry"][:4] == ["push r13", "push r12", "push rbp", "push rbx"]
+    assert found.details["calls"] == 1_000_000
+    assert "NOINLINE" in found.suggestion and "__attribute__((noinline))" in found.fix["macro"]
+
+
+def test_split_version_has_no_finding_for_the_fast_path(store: Store) -> None:
+    functions = [f.function for f in prologue_overhead.analyze(context(store, 2))]
+    assert "keys_equal" not in functions
+
+
+def test_runs_without_counts_give_no_finding(store: Store, tmp_path: Path) -> None:
+    ctx = context(store, 1)
+    ctx.store = Store(tmp_path / "empty")
+    assert prologue_overhead.analyze(ctx) == []
