@@ -76,3 +76,21 @@ def test_runs_without_counts_give_no_finding(store: Store, tmp_path: Path) -> No
     ctx = context(store, 1)
     ctx.store = Store(tmp_path / "empty")
     assert prologue_overhead.analyze(ctx) == []
+
+
+def test_shape_counts_saves_beyond_the_slow_calls() -> None:
+    Instruction = prologue_overhead.Instruction
+    code = [
+        Instruction(0x10, "push rbx", saves=True, calls_out=False),
+        Instruction(0x11, "test rdi, rdi", saves=False, calls_out=False),
+        Instruction(0x14, "call 0x99", saves=False, calls_out=True),
+        Instruction(0x19, "mov eax, 1", saves=False, calls_out=False),
+        Instruction(0x1E, "pop rbx", saves=True, calls_out=False),
+    ]
+    # the call's own count includes the PLT stub's; its return address says 100
+    counts = {0x10: 1000, 0x11: 1000, 0x14: 200, 0x19: 100, 0x1E: 1000}
+    shape = prologue_overhead.shape_of(code, counts, calls=1000)
+    assert shape.slow_calls == 100
+    assert shape.save_restore == 2000
+    assert shape.saved == 2 * (1000 - 100) - 100
+    assert shape.entry == ["push rbx"]
