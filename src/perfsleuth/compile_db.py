@@ -50,7 +50,7 @@ def load_compile_commands(path: Path) -> dict[Path, Flags]:
         raise UserError(f"{path}: a compile_commands.json must be a JSON list of entries")
     table: dict[Path, Flags] = {}
     for entry in entries:
-        directory = Path(entry.get("directory", path.parent))
+        directory = path.parent.resolve() / entry.get("directory", ".")
         argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
         source = (directory / entry["file"]).resolve()
         table[source] = Flags(tuple(compile_args(argv[1:], source)), path.name, str(directory))

@@ -27,6 +27,11 @@ REMARK_LINE = re.compile(
     r" \[-Rpass(?P<kind>-missed|-analysis)?=loop-vectorize\]$"
 )
 ERROR_LINE = re.compile(r"^(?:.+?:\d+:\d+: )?(?:fatal )?error: .*$")
+MEMORY_REASONS = (
+    "could not determine number of loop iterations",
+    "cannot identify array bounds",
+    "unsafe dependent memory operations",
+)
 OPTIMIZING_LEVELS = ("-O1", "-O2", "-O3", "-Os", "-Oz", "-Ofast")
 
 
@@ -40,6 +45,11 @@ class Remark:
     vectorized: bool
     message: str  # "vectorized loop (vectorization width: 16, ...)" or "loop not vectorized"
     reasons: list[str] = field(default_factory=list)  # "could not determine number of ..."
+
+    @property
+    def memory_reason(self) -> bool:
+        """Did clang give up for a reason memory that may change could explain?"""
+        return any(reason in r for r in self.reasons for reason in MEMORY_REASONS)
 
     def describe(self) -> str:
         if self.vectorized or not self.reasons:
@@ -115,6 +125,11 @@ def parse_remarks(stderr: str) -> list[Remark]:
         if found["kind"] == "-analysis":
             reasons.append(message.removeprefix("loop not vectorized: "))
             continue
+        if found["kind"] == "-missed" and not message.startswith("loop not vectorized"):
+            if "vectorization is not beneficial" not in message:
+                continue  # "interleaving is not beneficial" says nothing about vectorising
+            reasons.append(message)
+            message = "loop not vectorized"
         remarks.append(
             Remark(
                 file=found["file"],

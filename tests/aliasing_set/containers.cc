@@ -153,3 +153,25 @@ void widen(const std::vector<uint8_t>& in, std::vector<int>& out) {
 void vec_inc16(std::vector<uint16_t>& v) {
     for (std::size_t i = 0; i < v.size(); i++) v[i] += 3;
 }
+
+// negative: a local vector whose address never escapes; clang keeps its size in a register
+uint32_t local_vec(const uint32_t* in, std::size_t n) {
+    std::vector<uint8_t> buf(n);
+    for (std::size_t i = 0; i < buf.size(); i++) buf[i] = in[i] & 0xff;
+    return buf.empty() ? 0 : buf[0];
+}
+
+// positive: resize() is not inline, so the local vector escapes and must be re-read
+uint32_t local_vec_resized(const uint32_t* in, std::size_t n) {
+    std::vector<uint8_t> buf;
+    buf.resize(n);
+    for (std::size_t i = 0; i < buf.size(); i++) buf[i] = in[i] & 0xff;
+    return buf.empty() ? 0 : buf[0];
+}
+
+// positive: a copied std::string escapes into its constructor
+std::size_t flip_case(const std::string& in) {
+    std::string out = in;
+    for (std::size_t i = 0; i < out.size(); i++) out[i] = out[i] ^ 32;
+    return out.size() + out[0];
+}

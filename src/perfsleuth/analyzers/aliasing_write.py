@@ -74,6 +74,8 @@ class AliasMatch:
     confidence: float
     branches: bool = False
     fixes: list[str] = field(default_factory=list)
+    # The repeated read is of a local object: a finding only if clang fails to vectorise.
+    needs_compiler: bool = False
 
     @property
     def loop_span(self) -> tuple[int, int]:
@@ -167,6 +169,7 @@ class _Function:
         self.cursor = cursor
         self.src = src
         self.name = _qualified_name(cursor)
+        self.local_objects: set[str] = set()  # local objects read as if in memory
         self.returned_vars = {
             _var_id(_unwrap(c))
             for r in _walk(cursor)
@@ -193,7 +196,14 @@ class _Function:
                 return True
             local = _kind(decl.semantic_parent) in FUNCTION_KINDS
             static = decl.storage_class.name == "STATIC"
-            return not local or static or _var_id(cursor) in self.returned_vars
+            if not local or static or _var_id(cursor) in self.returned_vars:
+                return True
+            if decl.type.get_canonical().kind.name == "RECORD":
+                # A local object lives in memory only once its address escapes
+                # (say, to a non-inline resize()); only the compiler can tell.
+                self.local_objects.add(_var_id(cursor))
+                return True
+            return False
         if kind == "MEMBER_REF_EXPR":
             kids = _children(cursor)
             return not kids or self._arrow(cursor) or self.is_memory_object(kids[0])
@@ -433,6 +443,7 @@ class _LoopScan:
             return None
         if self.fn.opaque_calls(self.loop):
             return None
+        locals_only = all(a.deps <= self.fn.local_objects for a, _ in self.reads)
         condition_reads = [a for a, in_condition in self.reads if in_condition]
         read = (condition_reads or [a for a, _ in self.reads])[0]
         pattern = "loop-condition" if condition_reads else "loop-body"
@@ -454,6 +465,7 @@ class _LoopScan:
             confidence=round(confidence, 2),
             branches=branches,
             fixes=_fixes(self.fn, read, target, pattern),
+            needs_compiler=locals_only,
         )
 
 
@@ -553,6 +565,8 @@ def _fixes(fn: _Function, read: _Access, target: Any, pattern: str) -> list[str]
     read_text = src.text(read.node)
     if pattern == "loop-condition":
         fixes.append(f"hoist `{read_text}` into a local before the loop")
+    elif pattern == "straight-line":
+        fixes.append(f"read `{read_text}` once into a local and reuse it")
     else:
         fixes.append(
             f"load `{read_text}` (or the data pointer behind it) into a local before the loop"
@@ -566,6 +580,8 @@ def _straight_line(fn: _Function, body: Any, in_loops: set[int]) -> AliasMatch |
     events = list(_events(fn, body))
     for i, (kind, access, node) in enumerate(events):
         if kind != "read" or node.extent.start.line in in_loops:
+            continue
+        if access.deps <= fn.local_objects:
             continue
         write = None
         for later_kind, later, later_node in events[i + 1 :]:
@@ -676,6 +692,17 @@ def function_spans(parsed: Any, main_file: Path) -> list[tuple[str, int, int]]:
     return spans
 
 
+def loop_spans(parsed: Any, main_file: Path) -> list[tuple[int, int]]:
+    """(first line, last line) of every loop in main_file."""
+    return [
+        (node.extent.start.line, node.extent.end.line)
+        for node in _walk(parsed.cursor)
+        if _kind(node) in LOOP_KINDS
+        and node.location.file is not None
+        and node.location.file.name == str(main_file)
+    ]
+
+
 @dataclass
 class UnitReport:
     """Everything the source and the compiler said about one translation unit."""
@@ -684,11 +711,17 @@ class UnitReport:
     matches: list[AliasMatch] = field(default_factory=list)
     remarks: list[Remark] = field(default_factory=list)
     functions: list[tuple[str, int, int]] = field(default_factory=list)
+    loops: list[tuple[int, int]] = field(default_factory=list)
     error: str = ""
     seconds: float = 0.0
 
     def remark_for(self, first: int, last: int) -> Remark | None:
         return compiler_remarks.remark_for_loop(self.remarks, self.unit.path, first, last)
+
+    def loop_at(self, line: int) -> tuple[int, int]:
+        """The innermost loop around a line (the line alone when none is known)."""
+        around = [(b - a, (a, b)) for a, b in self.loops if a <= line <= b]
+        return min(around)[1] if around else (line, line)
 
     def function_at(self, line: int) -> str:
         inside = [
@@ -702,6 +735,8 @@ class UnitReport:
         for match in self.matches:
             remark = self.remark_for(match.line, match.end_line)
             if match.pattern != "straight-line" and remark is not None and remark.vectorized:
+                continue
+            if match.needs_compiler and (remark is None or not remark.memory_reason):
                 continue
             kept.append((match, remark))
         return kept
@@ -730,15 +765,15 @@ def analyse_unit(unit: TranslationUnit) -> UnitReport:
     else:
         report.matches = find_matches(parsed, unit.path)
         report.functions = function_spans(parsed, unit.path)
+        report.loops = loop_spans(parsed, unit.path)
     report.seconds = time.perf_counter() - started
     _REPORTS[key] = report
     return report
 
 
-def deep_reports(ctx: Context) -> list[tuple[UnitReport, Path | None]]:
+def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
     """The analysed hot units of the run (at most ctx.options["deep_tus"], default 5),
     each with its binary; notes for missing source and units that do not compile."""
-    hot = source_analysis.hot_code(ctx.profile)
     limit = int(ctx.options.get("deep_tus", DEFAULT_DEEP_TUS))
     units, notes = source_analysis.hot_units(
         hot, ctx.binaries or ctx.run.dsos, ctx.src_roots, ctx.compile_commands, limit
@@ -753,7 +788,6 @@ def deep_reports(ctx: Context) -> list[tuple[UnitReport, Path | None]]:
     for note in notes:
         if note not in ctx.notes:
             ctx.notes.append(note)
-    ctx.options.setdefault("_hot_code", hot)
     return reports
 
 
@@ -768,8 +802,8 @@ MACHINE_CODE_CONFIRMS = 0.08
 
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
-    for report, binary in deep_reports(ctx):
-        hot: HotCode = ctx.options["_hot_code"]
+    hot = source_analysis.hot_code(ctx.profile)
+    for report, binary in deep_reports(ctx, hot):
         for match, remark in report.confirmed_matches():
             share = hot.share(match.file, match.line, match.end_line)
             if share <= 0:

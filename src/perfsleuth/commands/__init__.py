@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "annotate",
     "diff",
     "advise",
+    "lint",
     "export",
     "serve",
     "report",

@@ -1,0 +1,113 @@
+"""Missed vectorisation: hot loops clang-16 says it could not vectorise, with its reasons.
+
+Runs on the same hot translation units as the aliasing-write analyzer (and shares
+its compilation). A loop the aliasing analyzer already reports is left to it: that
+finding carries the compiler's verdict as evidence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..compiler_remarks import Remark
+from ..findings import Finding
+from ..source_analysis import HotCode, hot_code
+from . import Context
+from .aliasing_write import UnitReport, deep_reports
+
+# Hot enough to be worth a look: the loop's share of the run.
+MIN_SHARE = 0.02
+# clang's reason -> what to change; the first reason that matches wins.
+ADVICE = (
+    (
+        "could not determine number of loop iterations",
+        "make the trip count computable before the loop: keep the bound in a local "
+        "(not behind a pointer or an accessor the body's stores might change)",
+    ),
+    (
+        "cannot identify array bounds",
+        "index one base pointer held in a local (take .data() before the loop) so clang "
+        "can check the accesses for overlap",
+    ),
+    (
+        "unsafe dependent memory operations",
+        "the stores may overlap the loads: copy to a separate buffer or mark pointers __restrict",
+    ),
+    (
+        "call instruction cannot be vectorized",
+        "a call in the body blocks vectorisation: inline it (make it visible, static inline) "
+        "or hoist it out of the loop",
+    ),
+    (
+        "switch statement",
+        "replace the switch with a lookup table or branch-free selects",
+    ),
+    (
+        "control flow cannot be substituted for a select",
+        "rewrite the branches in the body as conditional expressions on values",
+    ),
+    (
+        "cost-model indicates that vectorization is not beneficial",
+        "clang judged vector code slower here; try -march=native (wider vectors) or "
+        "simplify the body",
+    ),
+)
+DEFAULT_ADVICE = "see the reasons clang gave and simplify the loop body accordingly"
+CONFIDENCE = 0.5
+# A vectorised loop is typically 2-4x faster than the scalar one for simple bodies.
+GAIN_FRACTION = 0.4
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    hot = hot_code(ctx.profile)
+    findings = []
+    for report, _binary in deep_reports(ctx, hot):
+        findings.extend(missed_loops(report, hot))
+    return findings
+
+
+def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
+    """A finding per loop of the unit clang did not vectorise (hot ones only when a
+    profile is given) that no aliasing-write match already explains."""
+    explained = {(m.line, m.end_line) for m, _ in report.confirmed_matches()}
+    findings = []
+    for remark in report.remarks:
+        if remark.vectorized or Path(remark.file).resolve() != report.unit.path.resolve():
+            continue
+        if any(first <= remark.line <= last for first, last in explained):
+            continue
+        span = report.loop_at(remark.line)
+        share = hot.share(remark.file, *span) if hot is not None else 0.0
+        if hot is not None and share < MIN_SHARE:
+            continue
+        findings.append(_finding(report, remark, share))
+    return findings
+
+
+def advice_for(remark: Remark) -> str:
+    text = " ".join(remark.reasons)
+    return next((advice for reason, advice in ADVICE if reason in text), DEFAULT_ADVICE)
+
+
+def _finding(report: UnitReport, remark: Remark, share: float) -> Finding:
+    function = report.function_at(remark.line)
+    return Finding(
+        rule="missed-vectorization.clang",
+        kind="missed-vectorization",
+        title=f"clang did not vectorize the loop at {report.unit.path.name}:{remark.line}"
+        + (f" in {function}" if function else ""),
+        share=round(share, 4),
+        estimated_gain=round(share * GAIN_FRACTION, 4),
+        confidence=CONFIDENCE if remark.reasons else CONFIDENCE - 0.2,
+        suggestion=advice_for(remark),
+        function=function,
+        file=str(report.unit.path),
+        line=remark.line,
+        evidence=[remark.describe()]
+        + ([f"{share:.1%} of the run's samples are in this loop"] if share else []),
+        details={
+            "remark": remark.__dict__,
+            "flags": report.unit.flags,
+            "flags_origin": report.unit.flags_origin,
+        },
+    )

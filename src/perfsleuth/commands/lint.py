@@ -1,0 +1,120 @@
+"""perfsleuth lint: the source and compiler analyses of hot loops, without a profile.
+
+For editors and CI: aliasing writes (libclang patterns, checked against clang's
+vectoriser remarks) and loops clang could not vectorise, ordered by confidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ..analyzers.aliasing_write import UnitReport, analyse_unit, build_finding
+from ..analyzers.missed_vectorization import missed_loops
+from ..compile_db import flags_for, load_compile_commands
+from ..errors import UserError
+from ..findings import Finding
+from ..output import destination
+from ..report import sarif
+from ..source_analysis import TranslationUnit, cindex, source_files
+from .common import add_output_options
+
+NAME = "lint"
+HELP = "find aliasing writes and unvectorised loops in C/C++ sources (no profile needed)"
+FORMATS = ("text", "json", "sarif")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="source files or folders (default: the files of --compile-commands, else .)",
+    )
+    parser.add_argument("--compile-commands", metavar="FILE", help="compile_commands.json")
+    parser.add_argument(
+        "--min-confidence",
+        type=float,
+        default=0.0,
+        metavar="C",
+        help="leave out findings below this confidence (0..1)",
+    )
+    add_output_options(parser, FORMATS)
+
+
+def run(args: argparse.Namespace) -> int:
+    compile_commands = Path(args.compile_commands) if args.compile_commands else None
+    if compile_commands is not None and not compile_commands.is_file():
+        raise UserError(f"--compile-commands {args.compile_commands}: no such file")
+    findings, notes = lint(
+        [Path(p) for p in args.paths], compile_commands, min_confidence=args.min_confidence
+    )
+    doc = {
+        "run": "lint",
+        "findings": [f.to_json() for f in findings],
+        "notes": notes,
+        "src_roots": [str(Path(p).resolve()) for p in args.paths if Path(p).is_dir()],
+    }
+    with destination(args.output) as fh:
+        if args.format == "json":
+            json.dump(doc, fh, indent=1)
+            fh.write("\n")
+        elif args.format == "sarif":
+            json.dump(sarif.to_sarif(doc), fh, indent=1)
+            fh.write("\n")
+        else:
+            fh.write(render_text(doc))
+    return 0
+
+
+def lint(
+    paths: list[Path], compile_commands: Path | None, min_confidence: float = 0.0
+) -> tuple[list[Finding], list[str]]:
+    """Findings of every unit named (most confident first), and notes on units skipped."""
+    cindex()  # a missing libclang is one clear error, before any work
+    table = load_compile_commands(compile_commands) if compile_commands else None
+    if not paths:
+        paths = sorted(table) if table else [Path(".")]
+    units = []
+    for path in source_files(paths):
+        flags = flags_for(path.resolve(), table)
+        directory = Path(flags.directory) if flags.directory else None
+        units.append(TranslationUnit(path.resolve(), list(flags.args), flags.origin, directory))
+    workers = max(1, min(len(units), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        reports = list(pool.map(analyse_unit, units))
+    findings: list[Finding] = []
+    notes = []
+    for report in reports:
+        if report.error:
+            notes.append(f"skipped {report.unit.path.name}: {report.error}")
+            continue
+        findings.extend(unit_findings(report))
+    kept = [f for f in findings if f.confidence >= min_confidence]
+    kept.sort(key=lambda f: (-f.confidence, f.file, f.line))
+    return kept, notes
+
+
+def unit_findings(report: UnitReport) -> list[Finding]:
+    aliasing = [
+        build_finding(match, report, remark, None, 0.0)
+        for match, remark in report.confirmed_matches()
+    ]
+    return aliasing + missed_loops(report, None)
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    findings = doc["findings"]
+    lines = [f"{len(findings)} finding(s), most confident first"]
+    for f in findings:
+        lines.append("")
+        lines.append(f"{f['file']}:{f['line']}: [{f['kind']}] {f['title']}")
+        lines.append(f"    confidence {f['confidence']:.2f}, rule {f['rule']}")
+        lines.extend(f"    - {item}" for item in f["evidence"])
+        lines.append(f"    fix: {f['suggestion']}")
+    lines.extend(f"note: {note}" for note in doc["notes"])
+    return "\n".join(lines) + "\n"
