@@ -29,7 +29,8 @@ def add_measure_options(parser: argparse.ArgumentParser) -> None:
         "--metric",
         choices=METRICS,
         default="time",
-        help="wall time, or exact instruction counts (perf stat, else valgrind)",
+        help="time: wall clock (default); cpu: user+sys, steadier on a busy machine; "
+        "instructions: exact counts (perf stat, else valgrind)",
     )
 
 

@@ -20,27 +20,36 @@ HELP = "try other allocators (LD_PRELOAD) or build flags (O3, LTO, PGO...) on a 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("experiment", choices=("allocator", "build"), help="what to try")
-    parser.add_argument(
+    experiments = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
+    alloc = experiments.add_parser(
+        "allocator", help="the program as it is against mimalloc, jemalloc, tcmalloc"
+    )
+    alloc.add_argument(
         "--allocators",
         metavar="LIST",
-        help="allocator: comma-separated subset of mimalloc,jemalloc,tcmalloc (default: all)",
+        help="comma-separated subset of mimalloc,jemalloc,tcmalloc (default: all)",
     )
-    parser.add_argument(
+    rebuild = experiments.add_parser(
+        "build", help="rebuild with other compiler flags and compare the builds"
+    )
+    rebuild.add_argument(
         "--build",
         metavar="SHELL_CMD",
-        help="build: the command that builds the program into $OUT using "
-        "$CFLAGS/$CXXFLAGS/$LDFLAGS",
+        required=True,
+        help="builds the program into $OUT using $CFLAGS/$CXXFLAGS/$LDFLAGS",
     )
-    parser.add_argument(
+    rebuild.add_argument(
         "--variants",
         metavar="LIST",
-        help=f"build: comma-separated, from {','.join(build.VARIANTS)} "
+        help=f"comma-separated, from {','.join(build.VARIANTS)} "
         f"(default: {','.join(build.DEFAULT_VARIANTS)})",
     )
-    add_measure_options(parser)
-    add_output_options(parser, ("text", "json"))
-    parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (the workload)")
+    for sub in (alloc, rebuild):
+        add_measure_options(sub)
+        add_output_options(sub, ("text", "json"))
+        # The parent parser has --store too; SUPPRESS keeps its value unless given here.
+        sub.add_argument("--store", default=argparse.SUPPRESS, help="the run store folder")
+        sub.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (the workload)")
 
 
 def workload(args: argparse.Namespace) -> list[str]:
@@ -77,8 +86,6 @@ def allocator_sides(args: argparse.Namespace, cmd: list[str]) -> tuple[list[Side
 def build_sides(
     args: argparse.Namespace, cmd: list[str], store: Store
 ) -> tuple[list[Side], dict[str, Any]]:
-    if not args.build:
-        raise UserError("try build needs --build 'SHELL COMMAND' that builds the program into $OUT")
     variants = build.parse_variants(args.variants)
     p = build.plan(args.build, variants, cmd, store.root / "builds")
     return p.sides, {"build": args.build, "refused": p.refused, "notes": p.notes}
@@ -87,10 +94,6 @@ def build_sides(
 def run(args: argparse.Namespace) -> int:
     check_measure_options(args)
     cmd = workload(args)
-    if args.experiment == "allocator" and (args.build or args.variants):
-        raise UserError("--build and --variants belong to `try build`")
-    if args.experiment == "build" and args.allocators:
-        raise UserError("--allocators belongs to `try allocator`")
     store = open_store(args)
     if args.experiment == "allocator":
         sides, extra = allocator_sides(args, cmd)

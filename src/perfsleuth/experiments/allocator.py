@@ -107,7 +107,7 @@ def preload_env(library: Path) -> dict[str, str]:
     return {"LD_PRELOAD": f"{library}:{existing}" if existing else str(library)}
 
 
-def verify_preload(argv: list[str], library: Path) -> str:
+def verify_preload(argv: list[str], library: Path, cwd: str | None = None) -> str:
     """Run the command once under the loader's log; the proof that malloc went to library.
 
     Raises UserError saying what happened instead.
@@ -122,6 +122,7 @@ def verify_preload(argv: list[str], library: Path) -> str:
         done = subprocess.run(
             argv,
             env=env,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -162,22 +163,21 @@ class Plan:
     missing: list[Allocator]
 
 
-def plan(argv: list[str], names: list[str] | None = None) -> Plan:
+def plan(argv: list[str], names: list[str] | None = None, cwd: str | None = None) -> Plan:
     """The sides of the experiment, after checking the program and each preload."""
-    program = check_runnable(argv)
-    reason = refusal(program)
+    reason = refusal(check_runnable(Side("baseline", argv, cwd=cwd)))
     if reason:
         raise UserError(f"cannot try allocators: {reason}")
-    result = Plan([Side("baseline", argv)], {}, {}, [])
+    result = Plan([Side("baseline", argv, cwd=cwd)], {}, {}, [])
     for allocator in by_names(names):
         library = allocator.library()
         if library is None:
             result.missing.append(allocator)
             continue
         try:
-            result.preload_checks[allocator.name] = verify_preload(argv, library)
+            result.preload_checks[allocator.name] = verify_preload(argv, library, cwd)
         except UserError as e:
             result.refused[allocator.name] = str(e)
             continue
-        result.sides.append(Side(allocator.name, argv, preload_env(library)))
+        result.sides.append(Side(allocator.name, argv, preload_env(library), cwd))
     return result

@@ -36,6 +36,7 @@ class Variant:
     name: str
     cflags: str
     ldflags: str = ""
+    pgo: bool = False  # the three steps: instrumented build, training run, optimized build
 
 
 VARIANTS = {
@@ -48,7 +49,7 @@ VARIANTS = {
         Variant("Os", "-Os"),
         Variant("native", "-O2 -march=native"),
         Variant("lto", "-O2 -flto", "-flto"),
-        Variant("pgo", "-O2"),
+        Variant("pgo", "-O2", pgo=True),
         Variant("autofdo", "-O2"),
     )
 }
@@ -80,8 +81,9 @@ def check_workload(argv: list[str]) -> None:
         )
 
 
-def workload_side(name: str, argv: list[str], out: Path) -> Side:
-    return Side(name, [w.replace(OUT_PLACEHOLDER, str(out)) for w in argv], {"OUT": str(out)})
+def workload_side(name: str, argv: list[str], out: Path, cwd: str | None = None) -> Side:
+    words = [w.replace(OUT_PLACEHOLDER, str(out)) for w in argv]
+    return Side(name, words, {"OUT": str(out)}, cwd)
 
 
 def flags_env(cflags: str, ldflags: str) -> dict[str, str]:
@@ -101,6 +103,7 @@ class Builder:
 
     command: str
     root: Path
+    cwd: str | None = None  # where the build command and the workload run
     logs: dict[str, Path] = field(default_factory=dict)
 
     def out(self, name: str) -> Path:
@@ -115,6 +118,7 @@ class Builder:
             done = subprocess.run(
                 ["/bin/sh", "-c", self.command],
                 env={**os.environ, **env, "OUT": str(out)},
+                cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
@@ -153,23 +157,23 @@ def build_pgo(builder: Builder, variant: Variant, workload: list[str]) -> Path:
     """Instrumented build, one training run, rebuild with the profile."""
     profile_dir = builder.out(f"{variant.name}-profile")
     shutil.rmtree(profile_dir, ignore_errors=True)
-    generate = f"-fprofile-generate={profile_dir} -fprofile-update=atomic"
+    generate = f"-fprofile-generate={profile_dir}"
     env = flags_env(
-        f"{variant.cflags} {COMMON_FLAGS} {generate}", f"-fprofile-generate={profile_dir}"
+        f"{variant.cflags} {COMMON_FLAGS} {generate} -fprofile-update=atomic",
+        f"{variant.ldflags} {generate}",
     )
     out = builder.build(variant.name, env, "instrumented")
-    train(workload_side(variant.name, workload, out), variant.name)
-    profile = usable_profile(profile_dir)
-    use = f"-fprofile-use={profile} -Wno-missing-profile"
-    return builder.build(
-        variant.name, flags_env(f"{variant.cflags} {COMMON_FLAGS} {use}", use), "optimized"
-    )
+    train(workload_side(variant.name, workload, out, builder.cwd), variant.name)
+    use = f"-fprofile-use={usable_profile(profile_dir)} -Wno-missing-profile"
+    env = flags_env(f"{variant.cflags} {COMMON_FLAGS} {use}", f"{variant.ldflags} {use}")
+    return builder.build(variant.name, env, "optimized")
 
 
 def train(side: Side, name: str) -> None:
     done = subprocess.run(
         side.argv,
         env={**os.environ, **side.env},
+        cwd=side.cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -206,7 +210,7 @@ def usable_profile(profile_dir: Path) -> Path:
 def build_variant(builder: Builder, variant: Variant, workload: list[str]) -> Path:
     if variant.name == "autofdo":
         raise BuildFailed(AUTOFDO_UNAVAILABLE)
-    if variant.name == "pgo":
+    if variant.pgo:
         return build_pgo(builder, variant, workload)
     env = flags_env(f"{variant.cflags} {COMMON_FLAGS}", variant.ldflags)
     return builder.build(variant.name, env)
@@ -219,12 +223,18 @@ class Plan:
     notes: list[str]
 
 
-def plan(build_command: str, variants: list[Variant], workload: list[str], root: Path) -> Plan:
+def plan(
+    build_command: str,
+    variants: list[Variant],
+    workload: list[str],
+    root: Path,
+    cwd: str | None = None,
+) -> Plan:
     """Build the baseline and every variant; the baseline must build, variants may fail."""
     check_workload(workload)
-    builder = Builder(build_command, root)
+    builder = Builder(build_command, root, cwd)
     baseline = builder.build("baseline", {})
-    result = Plan([workload_side("baseline", workload, baseline)], {}, [])
+    result = Plan([workload_side("baseline", workload, baseline, cwd)], {}, [])
     base_digest = digest(baseline)
     for variant in variants:
         try:
@@ -234,8 +244,8 @@ def plan(build_command: str, variants: list[Variant], workload: list[str], root:
             continue
         if digest(out) == base_digest:
             result.notes.append(
-                f"{variant.name} built byte-identical output to the baseline: does the build "
-                "command use $CFLAGS/$CXXFLAGS/$LDFLAGS?"
+                f"{variant.name} built byte-identical output to the baseline: the baseline "
+                "already uses these flags, or the build command ignores $CFLAGS/$LDFLAGS"
             )
-        result.sides.append(workload_side(variant.name, workload, out))
+        result.sides.append(workload_side(variant.name, workload, out, cwd))
     return result

@@ -11,6 +11,10 @@ process keeps the high-water mark of whatever it was before exec, and perfsleuth
 own Python (tens of MiB) would show up as every small program's peak. GNU time is a
 small process, so the program it forks starts from a clean slate.
 
+The metric "cpu" compares user + system time: steadier than wall time on a
+shared machine, as time spent waiting for a core does not count, but blind to
+what a multi-threaded program gains or loses in parallelism.
+
 The metric "instructions" counts retired user-space instructions per run instead:
 with `perf stat` where the machine has the hardware counter, else with valgrind's
 callgrind (its total Ir, following child processes). Counts do not depend on caches
@@ -33,7 +37,7 @@ from typing import Any
 
 from ..errors import UserError
 
-METRICS = ("time", "instructions")
+METRICS = ("time", "cpu", "instructions")
 STDERR_TAIL_LINES = 8
 GNU_TIME = "/usr/bin/time"
 Progress = Callable[[str], None]
@@ -46,6 +50,7 @@ class Side:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)  # added to os.environ
+    cwd: str | None = None  # None: perfsleuth's own working folder
 
 
 @dataclass
@@ -65,6 +70,8 @@ class Measurement:
     def value(self, metric: str) -> float:
         if metric == "instructions":
             return self.instructions or 0.0
+        if metric == "cpu":
+            return self.user_s + self.sys_s
         return self.wall_s
 
     def to_json(self) -> dict[str, Any]:
@@ -93,14 +100,16 @@ def shell_or_argv(words: Sequence[str]) -> list[str]:
     return list(words)
 
 
-def check_runnable(argv: Sequence[str], env: dict[str, str] | None = None) -> str:
-    """The full path of the program argv would start, or a clear UserError."""
-    if not argv:
+def check_runnable(side: Side) -> str:
+    """The full path of the program the side would start, or a clear UserError."""
+    if not side.argv:
         raise UserError("no command given")
-    search = (env or {}).get("PATH", os.environ.get("PATH"))
-    found = shutil.which(argv[0], path=search)
+    program = side.argv[0]
+    if side.cwd and "/" in program:
+        program = os.path.join(side.cwd, program)
+    found = shutil.which(program, path=side.env.get("PATH", os.environ.get("PATH")))
     if found is None:
-        raise UserError(f"command not found or not executable: {argv[0]}")
+        raise UserError(f"command not found or not executable: {side.argv[0]}")
     return found
 
 
@@ -201,6 +210,7 @@ def run_once(side: Side, metric: str = "time") -> Measurement:
                     stdout=subprocess.DEVNULL,
                     stderr=err,
                     env={**os.environ, **side.env},
+                    cwd=side.cwd,
                 )
             except OSError as e:
                 raise UserError(f"cannot start {side.argv[0]}: {e.strerror}") from e
@@ -229,7 +239,7 @@ def measure(
 ) -> list[Series]:
     """Interleaved rounds of every side; returns one Series per side, in order."""
     for side in sides:
-        check_runnable(side.argv, side.env)
+        check_runnable(side)
     series = [Series(side) for side in sides]
     warm_rounds = 0 if metric == "instructions" else warmup
     total = warm_rounds + runs

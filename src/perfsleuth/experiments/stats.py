@@ -32,7 +32,7 @@ CONFIDENCE = 0.95
 SIGNIFICANCE = 0.01
 # Smallest relative difference worth claiming, per metric. Exact instruction counts
 # are nearly noise-free, so a smaller change can still be real there.
-PRACTICAL_THRESHOLD = {"time": 0.02, "instructions": 0.005}
+PRACTICAL_THRESHOLD = {"time": 0.02, "cpu": 0.02, "instructions": 0.005}
 MIN_PAIRS = 3
 EXACT_WILCOXON_MAX_PAIRS = 60  # beyond, the normal approximation is accurate and faster
 

@@ -1,0 +1,126 @@
+"""Measured proof for a finding (`advise --verify`): run the zero-code-change experiment.
+
+verify_finding(finding, ctx, command) returns the finding's `verified` field, or
+None when the finding's kind has no experiment or it cannot run here (the reason
+then goes to ctx.notes). It reads from ctx.options:
+- "verify_runs" (default 10) and "verify_warmup" (default 1);
+- "build": the shell command that builds the program into $OUT (see build.py); a
+  build-flags finding without it is not verified.
+A build-flags finding's flags come from fix["variant"] (a name from build.VARIANTS)
+or fix["flags"] (compiler flags). The command runs in the recorded run's folder;
+for rebuilds its program is taken from $OUT under the same file name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..analyzers import Context
+from ..errors import UserError
+from ..findings import Finding
+from . import allocator, build, result
+from .runner import Side, measure
+
+DEFAULT_RUNS = 10
+DEFAULT_WARMUP = 1
+
+
+def verify_finding(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any] | None:
+    experiments = {"allocator": _allocator_sides, "build-flags": _build_sides}
+    prepare = experiments.get(finding.kind)
+    if prepare is None or not command:
+        return None
+    try:
+        sides = prepare(finding, ctx, command)
+        if sides is None:
+            return None
+        return _measure(finding, ctx, sides)
+    except UserError as e:
+        ctx.notes.append(f"{finding.rule} not verified: {e}")
+        return None
+
+
+def _measure(finding: Finding, ctx: Context, sides: list[Side]) -> dict[str, Any]:
+    runs = int(ctx.options.get("verify_runs", DEFAULT_RUNS))
+    warmup = int(ctx.options.get("verify_warmup", DEFAULT_WARMUP))
+    series = measure(sides, runs, warmup)
+    comparison = result.paired(series[0], series[1], "time")
+    verified: dict[str, Any] = {
+        **result.comparison_json(comparison),
+        "variant": sides[1].name,
+        "metric": "time",
+        "baseline": result.side_summary(series[0]),
+        "candidate": result.side_summary(series[1]),
+    }
+    if ctx.store is not None:
+        raw = {**verified, "finding": finding.rule, "raw": result.raw_runs(series)}
+        verified["experiment"] = result.store_experiment(ctx.store, ctx.run.id, "verify", raw)
+    return verified
+
+
+def _cwd(ctx: Context) -> str | None:
+    return ctx.run.cwd if ctx.run.cwd and os.path.isdir(ctx.run.cwd) else None
+
+
+def _allocator_sides(finding: Finding, ctx: Context, command: list[str]) -> list[Side] | None:
+    chosen = _named_allocator(finding.fix.get("command", ""))
+    names = [chosen] if chosen else [a.name for a in allocator.ALLOCATORS]
+    p = allocator.plan(command, names, _cwd(ctx))
+    if len(p.sides) < 2:
+        reasons = list(p.refused.values())
+        if p.missing:
+            reasons.append(f"not installed; {allocator.install_command(p.missing)}")
+        raise UserError("; ".join(reasons) or "no allocator to try")
+    return p.sides[:2]
+
+
+def _named_allocator(fix_command: str) -> str | None:
+    """The allocator a fix like `LD_PRELOAD=/usr/lib/.../libjemalloc.so.2 CMD` names."""
+    for a in allocator.ALLOCATORS:
+        if any(soname in fix_command for soname in a.sonames):
+            return a.name
+    return None
+
+
+def _build_sides(finding: Finding, ctx: Context, command: list[str]) -> list[Side] | None:
+    build_command = ctx.options.get("build")
+    if not build_command:
+        ctx.notes.append(
+            f"{finding.rule} not verified: rebuilding needs the build command; run "
+            "`perfsleuth try build --build 'SHELL CMD' -- {out}/PROGRAM ARGS`"
+        )
+        return None
+    variant = _variant_of(finding)
+    workload = [_in_out(command[0]), *command[1:]]
+    root = (ctx.store.root if ctx.store else Path(".perfsleuth")) / "builds"
+    p = build.plan(build_command, [variant], workload, root, _cwd(ctx))
+    if variant.name in p.refused:
+        raise UserError(p.refused[variant.name])
+    return p.sides
+
+
+def _variant_of(finding: Finding) -> build.Variant:
+    named = finding.fix.get("variant")
+    if named in build.VARIANTS:
+        return build.VARIANTS[named]
+    flags = str(finding.fix.get("flags", "")).strip()
+    if not flags:
+        raise UserError("the finding names no compiler flags to try")
+    # "-fprofile-use" alone cannot build: it means the three-step pgo variant.
+    pgo = "-fprofile-use" in flags
+    usable = [
+        f
+        for f in flags.split()
+        if re.fullmatch(r"-[A-Za-z][\w=.,+-]*", f) and not f.startswith("-fprofile-use")
+    ]
+    if not any(f.startswith("-O") for f in usable):
+        usable.insert(0, "-O2")
+    linker = "-flto" if "-flto" in usable else ""
+    return build.Variant("flags", " ".join(usable), linker, pgo=pgo)
+
+
+def _in_out(program: str) -> str:
+    return f"{build.OUT_PLACEHOLDER}/{os.path.basename(program)}"
