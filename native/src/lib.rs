@@ -187,6 +187,8 @@ struct Reader {
     processes: HashMap<i32, Process>,
     kernel: Process,
     kernel_dso: u32,
+    /// Address of the kernel's _text (pgoff of the [kernel.kallsyms]_text map)
+    kernel_text: Option<u64>,
     /// tid -> (pid, comm index)
     threads: HashMap<i32, (i32, u32)>,
     comms: Vec<String>,
@@ -282,6 +284,9 @@ impl Reader {
             dso,
         };
         let is_kernel = matches!(cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) || pid == -1;
+        if is_kernel && path.starts_with(b"[kernel.kallsyms]") && self.kernel_text.is_none() {
+            self.kernel_text = Some(pgoff);
+        }
         if is_kernel {
             self.kernel.insert(m);
         } else {
@@ -691,6 +696,9 @@ fn read_file(path: &str) -> Result<Output, String> {
             EventRecord::Lost(l) => reader.lost += l.count,
             _ => {}
         }
+    }
+    if let Some(t) = reader.kernel_text {
+        meta.push(("kernel_text", MetaVal::Int(t)));
     }
     meta.push(("lost_samples", MetaVal::Int(reader.lost)));
     meta.push(("num_samples", MetaVal::Int(reader.samples)));

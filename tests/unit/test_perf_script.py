@@ -72,8 +72,8 @@ def test_leaf_first_and_kernel_frames() -> None:
 def test_dwarf_output_keeps_perf_inlined_frames() -> None:
     p = load("dwarf.txt")
     assert self_pct(p) == {"heavy_leaf": 82.5, "light_leaf": 17.5}
-    inlined = {f.function for f in p.frames if f.inlined}
-    assert "mix" in inlined
+    inlined = {(f.function, f.dso) for f in p.frames if f.inlined}
+    assert ("mix", "prog") in inlined
     # an inlined frame sits directly above (leaf side of) its physical caller
     for stack, *_ in p.rows():
         for i, f in enumerate(stack[:-1]):

@@ -19,6 +19,7 @@ from perfsleuth.symbols import (
     elf_info,
     find_dso,
     find_llvm_symbolizer,
+    kernel_symbols,
 )
 from perfsleuth.symbols import elf as elf_mod
 from perfsleuth.symbols.symbolizer import ElfSymbols, clean_function
@@ -126,6 +127,17 @@ def test_kallsyms_parse_and_lookup() -> None:
     hidden = Symbolizer(kallsyms=Kallsyms.parse("0000000000000000 T x\n"))
     assert not hidden.kallsyms.usable
     assert hidden.kernel_frame(0xFFFFFFFF81000180).function == UNKNOWN
+
+
+def test_kernel_symbols_prefers_perf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    d = tmp_path / ".debug" / "[kernel.kallsyms]" / "abcd"
+    d.mkdir(parents=True)
+    (d / "kallsyms").write_text("ffffffff81000000 T _text\nffffffff81000100 T cached_fn\n")
+    k = kernel_symbols("abcd", "other-release", 0xFFFFFFFF81000000)
+    assert k.lookup(0xFFFFFFFF81000110) == ("cached_fn", "")
+    # another kernel and nothing cached: no symbols rather than wrong ones
+    assert not kernel_symbols("ffff", "some-other-kernel-release").usable
 
 
 @pytest.mark.skipif(find_llvm_symbolizer() is None, reason="llvm-symbolizer not installed")

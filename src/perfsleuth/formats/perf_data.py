@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..profile import Frame, Profile, ProfileBuilder, Thread
-from ..symbols import UNKNOWN, Symbolizer, dso_name
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, kernel_symbols
 from . import perf_script
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
@@ -115,11 +115,21 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     for sid, _ti, ev, _period, _count in rows:
         if ev == event:
             used.update(stacks[sid])
+
+    def symbolizable(dso: int) -> bool:
+        # files on disk, and [vdso] when perf saved it in its build-id cache
+        path, bid, _k = dsos[dso]
+        return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
+
     offsets = set()
     for fid in used:
         dso, addr, kernel = frames[fid]
-        if dso >= 0 and not kernel and not dsos[dso][0].startswith("["):
+        if dso >= 0 and not kernel and symbolizable(dso):
             offsets.add((dsos[dso][0], dsos[dso][1], addr))
+    if sym._kallsyms is None:
+        kbid = next((b for path, b, k in dsos if path == KERNEL_DSO), "")
+        meta0 = data["meta"]
+        sym._kallsyms = kernel_symbols(kbid, meta0.get("osrelease", ""), meta0.get("kernel_text"))
     # Kernel frames (reading /proc/kallsyms) in a thread while llvm-symbolizer runs.
     kernel_fids = [fid for fid in used if frames[fid][2]]
     chains: dict[int, tuple[Frame, ...]] = {}
@@ -140,7 +150,7 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
             continue
         elif dso < 0:
             chains[fid] = (Frame(UNKNOWN, dso=UNKNOWN),)
-        elif dsos[dso][0].startswith("["):
+        elif not symbolizable(dso):
             chains[fid] = (Frame(UNKNOWN, dso=dsos[dso][0]),)
         else:
             chains[fid] = answers.get((dsos[dso][0], addr)) or (

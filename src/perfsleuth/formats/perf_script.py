@@ -223,11 +223,12 @@ def build(
         ids: list[int] = []
         for pos, fid in enumerate(stack):
             if agg.frames[fid][5]:  # a perf "(inlined)" line
-                nxt = stack[pos + 1] if pos + 1 < len(stack) else None
-                if nxt is not None and len(chains[nxt]) and _was_resymbolized(chains[nxt]):
-                    continue
-                # keep perf's inline frame, attributed to the physical frame's DSO
-                ids.extend(resolved[fid])
+                phys = next((f for f in stack[pos + 1 :] if not agg.frames[f][5]), None)
+                if phys is not None and _was_resymbolized(chains[phys]):
+                    continue  # the physical frame's chain already has its inlines
+                # keep perf's inline frame, in the physical frame's DSO
+                dso = chains[phys][-1].dso if phys is not None else ""
+                ids.append(builder.frame_id(Frame(chains[fid][0].function, dso, inlined=True)))
                 continue
             ids.extend(resolved[fid])
         thread = Thread(tid, pid, comm)

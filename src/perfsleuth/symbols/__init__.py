@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from .elf import ElfInfo, build_id_of, build_id_paths, elf_info, find_dso
-from .kallsyms import Kallsyms, load_kallsyms
+from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms
 from .symbolizer import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, find_llvm_symbolizer
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "elf_info",
     "find_dso",
     "find_llvm_symbolizer",
+    "kernel_symbols",
     "load_kallsyms",
 ]
 

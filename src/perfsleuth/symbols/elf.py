@@ -139,7 +139,7 @@ def build_id_paths(build_id: str) -> list[str]:
     out = [os.path.join(d, ".build-id", head, tail + ".debug") for d in DEBUG_DIRS]
     home = os.environ.get("HOME") or str(Path.home())
     cache = os.path.join(home, ".debug", ".build-id", head, tail)
-    out += [os.path.join(cache, "elf"), os.path.join(cache, "debug"), cache]
+    out += [os.path.join(cache, n) for n in ("elf", "debug", "vdso")] + [cache]
     return out
 
 

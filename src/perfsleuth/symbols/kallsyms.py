@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from functools import lru_cache
 
@@ -15,6 +16,7 @@ class Kallsyms:
 
     def __init__(self, entries: list[tuple[int, str, str]]) -> None:
         entries.sort()
+        self.text = next((a for a, n, _ in entries if n == "_text"), None)
         self._addrs = [a for a, _, _ in entries]
         self._entries = entries
 
@@ -49,3 +51,26 @@ def load_kallsyms(path: str = "/proc/kallsyms") -> Kallsyms:
             return Kallsyms.parse(f.read())
     except OSError:
         return Kallsyms([])
+
+
+def kernel_symbols(build_id: str = "", release: str = "", text_addr: int | None = None) -> Kallsyms:
+    """The kallsyms matching a recording's kernel.
+
+    perf's build-id cache (~/.debug/[kernel.kallsyms]/<build-id>/kallsyms, saved
+    by perf record) first; else /proc/kallsyms when the recording was made on
+    this kernel (same release and, when known, same _text address, i.e. the
+    same KASLR slide); else an empty table (kernel frames stay [unknown]).
+    """
+    if build_id:
+        home = os.environ.get("HOME") or os.path.expanduser("~")
+        cached = os.path.join(home, ".debug", "[kernel.kallsyms]", build_id, "kallsyms")
+        if os.path.isfile(cached):
+            k = load_kallsyms(cached)
+            if k.usable:
+                return k
+    if release and release != os.uname().release:
+        return Kallsyms([])
+    k = load_kallsyms()
+    if text_addr is not None and k.text is not None and k.text != text_addr:
+        return Kallsyms([])
+    return k
