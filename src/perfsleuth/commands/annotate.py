@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import UserError
 from ..formats import count_document
+from ..formats.callgrind import CallgrindData
 from ..output import emit
+from ..profile import Profile
 from ..views import annotate, annotate_all
+from ..views.annotate import CONTEXT_LINES
+from ..views.callgraph import match_functions
 from .common import (
     add_filter_options,
     add_output_options,
@@ -56,8 +61,28 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("name a function to annotate, or pass --all for every file of a count run")
     store, run_id, profile = load_profile(args)
     roots = source_roots(args, store.run_info(run_id).cwd)
+    counts = count_document.find(store, run_id)
+    if counts is not None:
+        return annotate_counts(args, run_id, count_document.parse(counts), profile, roots)
     doc = {"run": str(run_id), "files": annotate.annotate(profile, args.function, roots)}
     emit(doc, args.format, args.output, annotate.render)
+    return 0
+
+
+def annotate_counts(
+    args: argparse.Namespace,
+    run_id: int,
+    data: CallgrindData,
+    profile: Profile,
+    roots: list[Path],
+) -> int:
+    """`annotate FUNC` on a count run: the function's lines with their exact counts."""
+    functions = set(match_functions(profile, args.function))
+    doc = annotate_all.annotate_all(
+        data, roots, threshold=0.0, context=args.context or CONTEXT_LINES, functions=functions
+    )
+    doc = {"run": str(run_id), "functions": sorted(functions), **doc}
+    emit(doc, args.format, args.output, annotate_all.render)
     return 0
 
 

@@ -22,10 +22,16 @@ NO_SOURCE = "???"
 
 
 def annotate_all(
-    data: CallgrindData, roots: list[Path], *, threshold: float, context: int | None
+    data: CallgrindData,
+    roots: list[Path],
+    *,
+    threshold: float,
+    context: int | None,
+    functions: set[str] | None = None,
 ) -> dict:
-    """The `annotate --all` document; `threshold` is a fraction of the first event."""
-    per_file = file_lines(data)
+    """The `annotate --all` document; `threshold` is a fraction of the first event.
+    With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
+    per_file = file_lines(data, functions)
     total = data.totals[0] if data.totals else 0
     files = []
     hidden = 0
@@ -45,10 +51,14 @@ def annotate_all(
     }
 
 
-def file_lines(data: CallgrindData) -> dict[str, dict[int, list[int]]]:
+def file_lines(
+    data: CallgrindData, functions: set[str] | None = None
+) -> dict[str, dict[int, list[int]]]:
     """file -> line -> exact counts of every event (all functions' code on that line)."""
     out: dict[str, dict[int, list[int]]] = defaultdict(dict)
-    for sites in data.self_costs.values():
+    for (_ob, fn), sites in data.self_costs.items():
+        if functions is not None and fn not in functions:
+            continue
         for (file, line), costs in sites.items():
             row = out[file or NO_SOURCE].setdefault(line, [0] * len(costs))
             for i, c in enumerate(costs):
@@ -122,11 +132,14 @@ def render(doc: dict, console: Console) -> None:
     events = doc["events"]
     margin = " ".join(f"{e:>{width}}" for e in events)
     totals = ", ".join(f"{t:,} {e}" for e, t in doc["totals"].items())
-    _say(
-        console,
-        f"run {doc['run']}: {totals}; files with at least {100 * doc['threshold']:.2f}% "
-        f"of {events[0]} ({doc['files_below_threshold']} below)",
-    )
+    if "functions" in doc:
+        scope = f"lines of {', '.join(doc['functions'])}"
+    else:
+        scope = (
+            f"files with at least {100 * doc['threshold']:.2f}% of {events[0]} "
+            f"({doc['files_below_threshold']} below)"
+        )
+    _say(console, f"run {doc['run']}: {totals} in total; {scope}")
     for entry in doc["files"]:
         _render_file(entry, events, width, margin, console)
 
