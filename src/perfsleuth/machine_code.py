@@ -20,9 +20,10 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-# Registers the loop counts as loop-invariant bases only when it never writes them;
-# the stack pointer and frame pointer are left out: loads from them are spills.
-FRAME_REGISTERS = frozenset({"rsp", "rbp", "rip"})
+# Loads relative to these are stack spills or constants, not reloads of the program's
+# data; rbp joins them in functions that use it as the frame pointer.
+FRAME_REGISTERS = frozenset({"rsp", "rip"})
+FRAME_POINTER_SETUP = "mov rbp, rsp"
 BYTE_STORE_MNEMONICS = frozenset(
     {"mov", "add", "sub", "and", "or", "xor", "inc", "dec", "neg", "not", "shl", "shr", "sar"}
 )
@@ -81,7 +82,10 @@ def machine_loops(binary: Path, source: str, first: int, last: int) -> list[Loop
     for name, code in _functions_holding(str(binary), starts):
         decoded = [_Decoded(i, rows.line_at(i.address), rows.where(i.address)) for i in code]
         inside = {d.insn.address for d in decoded if first <= d.line <= last}
-        loops.extend(_machine_loops(name, decoded, inside))
+        frame = FRAME_REGISTERS
+        if any(_text(i) == FRAME_POINTER_SETUP for i in code):
+            frame = frame | {"rbp"}
+        loops.extend(_machine_loops(name, decoded, inside, frame))
     return loops
 
 
@@ -102,7 +106,9 @@ def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | 
     return max(loops, key=lambda loop: loop.simd, default=None)
 
 
-def _machine_loops(name: str, code: list[_Decoded], addresses: set[int]) -> list[LoopCode]:
+def _machine_loops(
+    name: str, code: list[_Decoded], addresses: set[int], frame: frozenset[str]
+) -> list[LoopCode]:
     """Every backward jump whose target is code of the source loop."""
     index = {d.insn.address: n for n, d in enumerate(code)}
     loops = []
@@ -113,11 +119,11 @@ def _machine_loops(name: str, code: list[_Decoded], addresses: set[int]) -> list
         body = code[index[target] : n + 1]
         if not any(b.insn.address in addresses for b in body):
             continue
-        loops.append(_analyse_loop(name, body))
+        loops.append(_analyse_loop(name, body, frame))
     return loops
 
 
-def _analyse_loop(name: str, body: list[_Decoded]) -> LoopCode:
+def _analyse_loop(name: str, body: list[_Decoded], frame: frozenset[str]) -> LoopCode:
     written = set()
     for d in body:
         _, writes = d.insn.regs_access()
@@ -126,7 +132,7 @@ def _analyse_loop(name: str, body: list[_Decoded]) -> LoopCode:
     for d, insn in zip(body, loop.instructions, strict=True):
         if _is_byte_store(d.insn):
             loop.byte_stores.append(insn)
-        elif _invariant_load(d.insn, written):
+        elif _invariant_load(d.insn, written | frame):
             loop.reloads.append(insn)
     return loop
 
@@ -149,7 +155,7 @@ def _is_byte_store(insn: capstone.CsInsn) -> bool:
     return dest.type == x86.X86_OP_MEM and dest.size == 1
 
 
-def _invariant_load(insn: capstone.CsInsn, written: set[str]) -> bool:
+def _invariant_load(insn: capstone.CsInsn, excluded: set[str] | frozenset[str]) -> bool:
     """A pointer-sized or int-sized load from an address no register of the loop changes."""
     if insn.mnemonic.startswith(("lea", "nop", "prefetch")) or len(insn.operands) < 2:
         return False
@@ -159,7 +165,7 @@ def _invariant_load(insn: capstone.CsInsn, written: set[str]) -> bool:
         if op.type != x86.X86_OP_MEM or op.size not in (4, 8):
             continue
         regs = {_family(insn.reg_name(r)) for r in (op.mem.base, op.mem.index) if r}
-        if regs and not regs & (written | FRAME_REGISTERS):
+        if regs and not regs & excluded:
             return True
     return False
 

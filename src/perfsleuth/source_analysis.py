@@ -20,6 +20,9 @@ LIBCLANG_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libclang-16.so.1",
     "/usr/lib/llvm-*/lib/libclang.so.1",
 )
+SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
+# Hot files below this share of the run are not worth a note when their source is missing.
+NOTE_MIN_SHARE = 0.01
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C")
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inl")
 
@@ -184,16 +187,19 @@ def hot_units(
     table = load_compile_commands(compile_commands) if compile_commands else None
     units: list[tuple[TranslationUnit, Path | None]] = []
     missing: list[str] = []
-    for name, (dso, _weight, functions) in hot.files.items():
+    for name, (dso, weight, functions) in hot.files.items():
         if len(units) >= limit:
             break
         if Path(name).suffix not in SOURCE_SUFFIXES:
             continue
         binary = binary_path(dso, binaries)
+        if binary is not None and str(binary).startswith(SYSTEM_PREFIXES):
+            continue
         producer, comp_dir = producer_for(binary, name) if binary else ("", "")
         path = find_source(name, roots, comp_dir)
         if path is None:
-            missing.append(f"{name} ({', '.join(functions[:2])})")
+            if weight >= NOTE_MIN_SHARE * hot.total:
+                missing.append(f"{name} ({', '.join(functions[:2])})")
             continue
         flags = flags_for(path, table, producer)
         directory = Path(flags.directory) if flags.directory else None

@@ -44,7 +44,7 @@ def _table(doc: dict[str, Any], width: int) -> Table:
             _gain(f),
             f"{100 * f['share']:.1f}%",
             f"{f['confidence']:.2f}",
-            f"{f['title']} [{f['kind']}]",
+            Text(f"{f['title']} [{f['kind']}]"),
         )
     return table
 
