@@ -25,7 +25,7 @@ const RUN_PAGES: Record<string, [string, Page]> = {
 };
 
 function navigation(route: Route): HTMLElement[] {
-  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare")];
+  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare"), h("a", { href: "#/experiments" }, "Experiments")];
   if (route.parts[0] === "run" && route.parts[1]) {
     const id = route.parts[1];
     const current = route.parts[2] ?? "";
@@ -51,6 +51,7 @@ async function render(): Promise<void> {
   try {
     if (!first) await renderRuns(app);
     else if (first === "compare") await renderCompare(app, route);
+    else if (first === "experiments") await renderExperiments(app);
     else if (first === "run" && id && RUN_PAGES[page]) await RUN_PAGES[page][1](app, id, route);
     else app.append(message(`No such page: ${location.hash}`, "error"));
   } catch (e) {

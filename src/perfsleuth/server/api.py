@@ -24,6 +24,7 @@ from . import flamedata, sources
 from .cache import Memo
 
 MAX_PARAM_CHARS = 4096
+STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept under
 DIFF_ROWS = 200
 JSON_TYPE = "application/json; charset=utf-8"
 BINARY_TYPE = "application/octet-stream"
@@ -68,6 +69,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/source"), self.source, ("file",)),
             (re.compile(r"/api/runs/([^/]+)/findings"), self.findings, ()),
             (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
+            (re.compile(r"/api/experiments"), self.all_experiments, ()),
             (re.compile(r"/api/diff"), self.diff, ("a", "b", "by")),
             (re.compile(r"/api/diff/flame"), self.diff_flame, ("a", "b")),
         ]
@@ -259,11 +261,15 @@ class Api:
 
     def experiments(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
+        return {"run": str(run_id), "experiments": self._experiments(run_id)}
+
+    def all_experiments(self, query: Query) -> dict:
+        """Experiments kept apart from any run (`perfsleuth try`, `compare`: run id 0)."""
+        return {"experiments": self._experiments(STANDALONE_RUN)}
+
+    def _experiments(self, run_id: int) -> list[dict]:
         docs = self.store.documents(run_id, "experiment")
-        return {
-            "run": str(run_id),
-            "experiments": [{"name": name, "data": data} for name, data in sorted(docs.items())],
-        }
+        return [{"name": name, "data": data} for name, data in sorted(docs.items(), reverse=True)]
 
     def _pair(self, query: Query) -> tuple[int, int]:
         a, b = _one(query, "a"), _one(query, "b")

@@ -65,6 +65,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     emb.add(f"{base}/flame")
     findings = emb.add(f"{base}/findings")
     emb.add(f"{base}/experiments")
+    emb.add("/api/experiments")
     top = api.get(f"{base}/top", {})
     rows = json.loads(top.body)["rows"] if top.status == 200 else []
     by_total = sorted(rows, key=lambda r: -r["total"])[:TOP_FUNCTIONS]

@@ -10,11 +10,20 @@ interface Series {
 const PLOT_W = 640;
 const ROW_H = 36;
 const LABEL_W = 200;
+const IGNORED_FIELDS = new Set(["exit_status", "signal"]);
 
 /** Every list of numbers in an experiment's document: the per-run measurements. */
 function findSeries(value: unknown, label: string, out: Series[], depth = 0): Series[] {
-  if (Array.isArray(value) && value.length > 1 && value.every((v) => typeof v === "number")) {
+  if (Array.isArray(value) && value.length > 2 && value.every((v) => typeof v === "number")) {
     out.push({ label, values: value as number[] });
+  } else if (Array.isArray(value) && value.length > 1 && value.every((v) => v && typeof v === "object")) {
+    // A list of measured runs: one series per numeric field they all have.
+    const rows = value as Record<string, unknown>[];
+    for (const key of Object.keys(rows[0])) {
+      if (!IGNORED_FIELDS.has(key) && rows.every((r) => typeof r[key] === "number")) {
+        out.push({ label: `${label}.${key}`, values: rows.map((r) => r[key] as number) });
+      }
+    }
   } else if (value && typeof value === "object" && depth < 4) {
     for (const [key, inner] of Object.entries(value)) findSeries(inner, label ? `${label}.${key}` : key, out, depth + 1);
   }
@@ -49,11 +58,13 @@ function plot(series: Series[]): SVGElement {
   return svg("svg", { class: "plot", width: PLOT_W, height, viewBox: `0 0 ${PLOT_W} ${height}` }, ...parts);
 }
 
-export async function renderExperiments(app: HTMLElement, runId: string): Promise<void> {
-  const { experiments } = await getJSON<{ experiments: Experiment[] }>(`/api/runs/${runId}/experiments`);
-  app.append(h("h1", null, "Experiments", h("span", { class: "subtitle" }, `run ${runId}`)));
+/** A run's experiments; without a run, those `perfsleuth try` and `compare` keep apart. */
+export async function renderExperiments(app: HTMLElement, runId?: string): Promise<void> {
+  const path = runId ? `/api/runs/${runId}/experiments` : "/api/experiments";
+  const { experiments } = await getJSON<{ experiments: Experiment[] }>(path);
+  app.append(h("h1", null, "Experiments", h("span", { class: "subtitle" }, runId ? `run ${runId}` : "A/B measurements")));
   if (!experiments.length) {
-    app.append(message("No experiments stored for this run: `perfsleuth try …` adds them."));
+    app.append(message("No experiments stored: `perfsleuth try …` and `perfsleuth compare` add them."));
     return;
   }
   for (const exp of experiments) {

@@ -1,0 +1,190 @@
+// Browser flows through the web UI, driven by Playwright in Debian's Chromium.
+// Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR
+// Prints one JSON line per flow: {"flow", "ok", "error"}; tests/e2e/test_ui.py reads them.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "../../ui/package.json"));
+const { chromium } = require("playwright-core");
+
+const [base, reportFile, artifacts] = process.argv.slice(2);
+const HOSTILE = "operator<<<script>alert(1)</script>";
+const CHROMIUM_FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+/** Centre of the drawn flame-graph frame named NAME, in page coordinates. */
+async function framePoint(page, name) {
+  const point = await page.evaluate((wanted) => {
+    const g = window.perfsleuthFlame.graph;
+    const d = g.drawn;
+    for (let k = 0; k < d.count; k++) {
+      const node = d.node[k];
+      if (node > 0 && g.data.names[g.data.name[node]] === wanted) return { x: d.x[k] + d.w[k] / 2, y: d.y[k] + 8 };
+    }
+    return null;
+  }, name);
+  assert.ok(point, `frame ${name} is drawn`);
+  const box = await page.locator("canvas.flame-canvas").boundingBox();
+  return { x: box.x + point.x, y: box.y + point.y };
+}
+
+const flows = {
+  async open_run(page) {
+    await page.goto(`${base}#/`);
+    await page.locator("table.runs").waitFor();
+    const text = await page.locator("table.runs").innerText();
+    assert.match(text, /\.\/app --input big\.txt/);
+    assert.match(text, /12% of CPU time is in glibc malloc\/free/);
+    await page.locator("table.runs a", { hasText: "./app --input big.txt" }).first().click();
+    await page.locator("h1", { hasText: "Run 2" }).waitFor();
+    const overview = await page.locator("main").innerText();
+    assert.match(overview, /compute_hot/);
+    assert.match(overview, /Findings \(2\)/);
+    await page.screenshot({ path: `${artifacts}/overview.png`, fullPage: true });
+  },
+
+  async flame_search(page) {
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.fill("input[aria-label=search]", "^compute_hot$");
+    await page.locator(".search-info", { hasText: "match" }).waitFor();
+    // compute_hot is on 495 of run 2's 905 samples.
+    assert.equal(await page.locator(".search-info").innerText(), "1 frames match · 54.70% of the run");
+    assert.match(page.url(), /q=%5Ecompute_hot%24/);
+    await page.screenshot({ path: `${artifacts}/flame-search.png`, fullPage: true });
+  },
+
+  async flame_zoom(page) {
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    const point = await framePoint(page, "compute_hot");
+    await page.mouse.move(point.x, point.y);
+    await page.locator(".flame-tip", { hasText: "total" }).waitFor();
+    assert.match(await page.locator(".flame-tip").innerText(), /compute_hot[\s\S]*total 54\.70%/);
+    await page.mouse.click(point.x, point.y);
+    await page.locator(".breadcrumb .crumb", { hasText: "compute_hot" }).waitFor();
+    assert.match(page.url(), /zoom=\d+/);
+    assert.deepEqual(await page.locator(".breadcrumb .crumb").allInnerTexts(), ["all", "main", "run_engine", "compute_hot"]);
+    await page.screenshot({ path: `${artifacts}/flame-zoom.png`, fullPage: true });
+    await page.locator(".frame-details a", { hasText: "callers/callees" }).click();
+    await page.locator("svg.callgraph").waitFor();
+    const graph = await page.locator("svg.callgraph").textContent();
+    assert.match(graph, /run_engine/);
+    assert.match(graph, /malloc/);
+    await page.screenshot({ path: `${artifacts}/callgraph.png`, fullPage: true });
+    await page.goBack();
+    await page.locator(".breadcrumb .crumb", { hasText: "all" }).click();
+    assert.doesNotMatch(page.url(), /zoom=/);
+  },
+
+  async finding_source(page) {
+    await page.goto(`${base}#/run/2/findings`);
+    await page.locator("article.finding").first().waitFor();
+    assert.equal(await page.locator("article.finding").count(), 2);
+    await page.selectOption("select[aria-label=confidence]", "0.5");
+    assert.equal(await page.locator("article.finding").count(), 1);
+    await page.locator("article.finding a.source-link").first().click();
+    await page.locator("tr.target").waitFor();
+    assert.match(await page.locator("tr.target").innerText(), /for \(int x : v\) sum \+= step_3\(x\);/);
+    assert.match(await page.locator("tr.inline-finding").first().innerText(), /glibc malloc\/free[\s\S]*malloc 6\.1% self/);
+    await page.screenshot({ path: `${artifacts}/source.png`, fullPage: true });
+  },
+
+  async hostile_names(page) {
+    let dialogs = 0;
+    page.on("dialog", (d) => {
+      dialogs++;
+      void d.dismiss();
+    });
+    await page.goto(`${base}#/run/2/findings`);
+    await page.locator("article.finding").nth(1).waitFor();
+    assert.ok((await page.locator("main").innerText()).includes(`loop in ${HOSTILE} not vectorized`));
+    assert.equal(await page.locator("main script").count(), 0);
+    assert.ok((await page.locator("main").innerText()).includes("<b>unsafe</b>"));
+    await page.goto(`${base}#/run/2/top`);
+    await page.locator("table.data").waitFor();
+    assert.ok((await page.locator("table.data").innerText()).includes(HOSTILE));
+    await page.goto(`${base}#/run/2/source?file=src/leak.cc`);
+    await page.locator("section.source-file").waitFor();
+    const text = await page.locator("section.source-file").innerText();
+    assert.match(text, /not available under the source roots/);
+    assert.doesNotMatch(text, /TOP SECRET/);
+    assert.equal(dialogs, 0);
+  },
+
+  async top_table(page) {
+    await page.goto(`${base}#/run/2/top?by=function`);
+    await page.locator("table.data tbody tr").first().waitFor();
+    await page.fill("input[aria-label=filter]", "pars");
+    assert.equal(await page.locator("table.data tbody tr").count(), 1);
+    assert.match(await page.locator("table.data tbody tr").innerText(), /parse_input/);
+    await page.fill("input[aria-label=filter]", "");
+    await page.locator("th", { hasText: "total" }).click();
+    assert.match(await page.locator("table.data tbody tr").first().innerText(), /main/);
+  },
+
+  async compare_runs(page) {
+    await page.goto(`${base}#/compare`);
+    await page.locator("button", { hasText: "Compare" }).click();
+    await page.locator("table.changes").waitFor();
+    assert.match(page.url(), /#\/compare\?a=1&b=2/);
+    const first = await page.locator("table.changes tbody tr").first().innerText();
+    assert.match(first, /compute_hot/);
+    assert.match(first, /-26\.54%/);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.screenshot({ path: `${artifacts}/compare.png`, fullPage: true });
+  },
+
+  async experiments(page) {
+    await page.goto(`${base}#/run/2/experiments`);
+    await page.locator("svg.plot").waitFor();
+    assert.equal(await page.locator("svg.plot circle").count(), 12);
+    assert.match(await page.locator("svg.plot").textContent(), /mimalloc\.runs\.wall_s/);
+  },
+
+  async html_report(page) {
+    const remote = [];
+    page.on("request", (r) => {
+      if (!/^(file|data|blob):/.test(r.url())) remote.push(r.url());
+    });
+    await page.goto(`file://${reportFile}`);
+    await page.locator("h1", { hasText: "Run 2" }).waitFor();
+    await page.goto(`file://${reportFile}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.fill("input[aria-label=search]", "malloc");
+    await page.locator(".search-info", { hasText: "match" }).waitFor();
+    await page.goto(`file://${reportFile}#/run/2/source?file=src/engine.cc&line=13&function=compute_hot`);
+    await page.locator("tr.target").waitFor();
+    await page.screenshot({ path: `${artifacts}/report.png`, fullPage: true });
+    assert.deepEqual(remote, []);
+  },
+};
+
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+const only = process.env.FLOWS ? process.env.FLOWS.split(",") : Object.keys(flows);
+for (const name of only) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    await flows[name](page);
+    assert.deepEqual(errors, [], "no uncaught errors in the page");
+    console.log(JSON.stringify({ flow: name, ok: true }));
+  } catch (e) {
+    await page.screenshot({ path: `${artifacts}/failed-${name}.png`, fullPage: true }).catch(() => {});
+    console.log(JSON.stringify({ flow: name, ok: false, error: String(e?.stack ?? e) }));
+  }
+  await context.close();
+}
+await browser.close();

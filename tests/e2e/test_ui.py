@@ -1,0 +1,88 @@
+"""Browser end-to-end tests: Debian's Chromium, driven by Playwright (flows.mjs),
+against `perfsleuth serve` and a `perfsleuth report` file. Screenshots go to
+tests/artifacts/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from uistore import make_store
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+FLOWS = (
+    "open_run",
+    "flame_search",
+    "flame_zoom",
+    "finding_source",
+    "hostile_names",
+    "top_table",
+    "compare_runs",
+    "experiments",
+    "html_report",
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def ui_built() -> None:
+    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
+
+
+@pytest.fixture(scope="module")
+def server(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    base = tmp_path_factory.mktemp("ui")
+    store, _sources = make_store(base)
+    cli = [sys.executable, "-m", "perfsleuth.cli"]
+    report = base / "report.html"
+    subprocess.run(
+        [*cli, "report", "2", "--compare", "1", "--store", str(store.root), "-o", str(report)],
+        check=True,
+    )
+    proc = subprocess.Popen(
+        [*cli, "serve", "--port", "0", "--store", str(store.root)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    assert match, f"serve printed no URL: {line!r}"
+    try:
+        yield match.group(0), report
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def flow_results(server: tuple[str, Path]) -> dict[str, dict]:
+    url, report = server
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["node", str(Path(__file__).with_name("flows.mjs")), url, str(report), str(ARTIFACTS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    results = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            doc = json.loads(line)
+            results[doc["flow"]] = doc
+    assert results, f"flows.mjs ran no flow: {done.stderr[-2000:]}"
+    return results
+
+
+@pytest.mark.parametrize("flow", FLOWS)
+def test_flow(flow_results: dict[str, dict], flow: str) -> None:
+    result = flow_results.get(flow)
+    assert result is not None, f"flow {flow} did not run"
+    assert result["ok"], result.get("error")

@@ -1,0 +1,80 @@
+"""The flat flame-graph columns agree with views.flame.tree() node for node."""
+
+from __future__ import annotations
+
+import json
+import struct
+from array import array
+
+from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.server.flamedata import diff_columns, encode, flame_columns
+from perfsleuth.views.flame import tree
+
+
+def _profile(extra: float = 0.0):
+    b = ProfileBuilder()
+    main, a, c, leaf = (Frame(n) for n in ("main", "a", "c", "leaf"))
+    b.add([leaf, a, main], 5)
+    b.add([a, main], 2)
+    b.add([leaf, c, main], 3, state="mutex")
+    b.add([c, a, main], 1 + extra)
+    b.add([main], 4)
+    b.add([], 1)
+    return b.build()
+
+
+def _nested(flame, column="total"):
+    """Rebuild {name: (total, children)} from the pre-order columns."""
+    values = flame.values[column]
+    out: list = []
+    stack = [(0, out)]
+    for i in range(1, len(flame.name)):
+        depth = flame.depth[i]
+        del stack[depth:]
+        entry = [flame.names[flame.name[i]], values[i], []]
+        stack[-1][1].append(entry)
+        stack.append((depth, entry[2]))
+    return values[0], out
+
+
+def _from_tree(node):
+    return [[c["n"], c["v"], _from_tree(c)] for c in node.get("c", [])]
+
+
+def test_flat_columns_match_nested_tree() -> None:
+    profile = _profile()
+    flame = flame_columns(profile)
+    root_total, children = _nested(flame)
+    expected = tree(profile)
+    assert root_total == expected["v"] == 16
+    assert children == _from_tree(expected)
+
+
+def test_off_cpu_column_counts_non_running_states() -> None:
+    flame = flame_columns(_profile())
+    assert list(flame.values) == ["total", "off"]
+    _, children = _nested(flame, "off")
+    (main,) = children
+    assert main[1] == 3  # the mutex sample, under main;c;leaf
+
+
+def test_diff_columns_keep_each_runs_weights() -> None:
+    flame = diff_columns(_profile(), _profile(extra=9))
+    _, before = _nested(flame, "a")
+    _, after = _nested(flame, "b")
+    assert before[0][2][0][2][0][:2] == ["c", 1]  # main;a;c
+    assert after[0][2][0][2][0][:2] == ["c", 10]
+    assert flame.meta == {"unit": "samples", "total_a": 16, "total_b": 25}
+
+
+def test_encode_layout() -> None:
+    flame = flame_columns(_profile())
+    data = encode(flame)
+    (header_length,) = struct.unpack_from("<I", data)
+    header = json.loads(data[4 : 4 + header_length])
+    n = header["nodes"]
+    assert header["columns"] == ["total", "off"]
+    assert (4 + header_length) % 4 == 0
+    assert len(data) == 4 + header_length + n * (4 + 4 + 4 + 2)
+    names = array("i", data[4 + header_length + 8 * n : 4 + header_length + 12 * n])
+    assert list(names) == list(flame.name)

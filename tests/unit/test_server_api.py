@@ -1,0 +1,131 @@
+"""The web API without HTTP: shapes, validation errors, and the source view's safety."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from uistore import ENGINE, HOSTILE, make_store
+
+from perfsleuth.server.api import Api
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Api:
+    store, _sources = make_store(tmp_path_factory.mktemp("api"))
+    return Api(store, [])
+
+
+def get(api: Api, path: str, **params: str | list[str]) -> tuple[int, object]:
+    query = {k: v if isinstance(v, list) else [v] for k, v in params.items()}
+    response = api.get(path, query)
+    assert response.content_type.startswith("application/json")
+    return response.status, json.loads(response.body)
+
+
+def test_runs_list_newest_first_with_top_finding(api: Api) -> None:
+    status, runs = get(api, "/api/runs")
+    assert status == 200
+    assert [r["id"] for r in runs] == ["2", "1"]
+    assert runs[0]["top_finding"]["title"] == "12% of CPU time is in glibc malloc/free"
+    assert runs[1]["top_finding"] is None
+
+
+def test_run_overview_lists_threads_and_states(api: Api) -> None:
+    status, run = get(api, "/api/runs/latest")
+    assert status == 200
+    assert run["id"] == "2"
+    assert [t["tid"] for t in run["threads"]] == [200, 201]
+    assert run["states"] == ["mutex", "running"]
+    assert run["findings"] == 2
+
+
+def test_top_by_line_and_filtered_by_state(api: Api) -> None:
+    _, doc = get(api, "/api/runs/2/top", by="line")
+    assert doc["rows"][0]["function"] == "compute_hot"
+    assert doc["rows"][0]["line"] == 13
+    _, off = get(api, "/api/runs/2/top", state="mutex")
+    assert [r["function"] for r in off["rows"] if r["self"]] == ["futex_wait"]
+
+
+def test_callgraph_and_annotate(api: Api) -> None:
+    _, graph = get(api, "/api/runs/2/callgraph", function="compute_hot")
+    assert graph["callers"][0]["function"] == "run_engine"
+    assert {c["function"] for c in graph["callees"]} == {"[self]", "malloc"}
+    _, doc = get(api, "/api/runs/2/annotate", function="compute_hot")
+    (engine,) = doc["files"]
+    hot = next(line for line in engine["lines"] if line["line"] == 13)
+    assert engine["found"] and "step_3(x)" in hot["source"]
+    assert hot["self"] == pytest.approx(300 / 905)
+
+
+def test_source_serves_named_file_inside_root(api: Api) -> None:
+    status, doc = get(api, "/api/runs/2/source", file=ENGINE)
+    assert status == 200 and doc["found"]
+    assert doc["lines"][12]["source"].strip().startswith("for (int x : v)")
+
+
+def test_source_refuses_symlink_escape(api: Api) -> None:
+    status, doc = get(api, "/api/runs/2/source", file="src/leak.cc")
+    assert status == 200
+    assert doc["found"] is False
+    assert "TOP SECRET" not in json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    "file",
+    ["../secret.txt", "/etc/passwd", "src/../../secret.txt", "/tmp", "src/engine.cc\0x"],
+)
+def test_source_refuses_files_debug_info_does_not_name(api: Api, file: str) -> None:
+    status, doc = get(api, "/api/runs/2/source", file=file)
+    assert status == 404
+    assert "names no file" in doc["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "message"),
+    [
+        ("/api/runs/2/top", {"by": "color"}, 400, "bad by='color'"),
+        ("/api/runs/2/top", {"limit": "3"}, 400, "unknown parameter 'limit'"),
+        ("/api/runs/2/flame", {"state": "dancing"}, 400, "bad state='dancing'"),
+        ("/api/runs/2/flame", {"thread": "abc"}, 400, "bad thread='abc'"),
+        ("/api/runs/2/callgraph", {}, 400, "missing parameter function"),
+        ("/api/runs/2/callgraph", {"function": "nope"}, 404, "no function 'nope'"),
+        ("/api/runs/2/source", {"file": ["a", "b"]}, 400, "given 2 times"),
+        ("/api/runs/2/source", {"file": "x" * 5000}, 400, "longer than"),
+        ("/api/runs/77", {}, 404, "no run '77'"),
+        ("/api/runs/..", {}, 400, "bad run reference"),
+        ("/api/runs/latest~9", {}, 404, "has only 2 run(s)"),
+        ("/api/diff", {"a": "1"}, 400, "give both runs"),
+        ("/api/nothing", {}, 404, "no such API endpoint"),
+    ],
+)
+def test_bad_input_gets_clear_4xx(
+    api: Api, path: str, params: dict, status: int, message: str
+) -> None:
+    got_status, doc = get(api, path, **params)
+    assert got_status == status
+    assert message in doc["error"]
+
+
+def test_hostile_symbol_stays_data_in_json(api: Api) -> None:
+    _, doc = get(api, "/api/runs/2/top")
+    assert HOSTILE in [r["function"] for r in doc["rows"]]
+    _, graph = get(api, "/api/runs/2/callgraph", function=HOSTILE)
+    assert graph["function"] == HOSTILE
+
+
+def test_diff_and_experiments(api: Api) -> None:
+    _, doc = get(api, "/api/diff", a="1", b="2")
+    assert doc["rows"][0]["function"] == "compute_hot"
+    assert doc["rows"][0]["delta_self"] < 0
+    _, exps = get(api, "/api/runs/2/experiments")
+    assert exps["experiments"][0]["data"]["ratio"] == 1.42
+
+
+def test_flame_is_binary_and_cached(api: Api, tmp_path: Path) -> None:
+    first = api.get("/api/runs/2/flame", {})
+    again = api.get("/api/runs/2/flame", {})
+    assert first.content_type == "application/octet-stream"
+    assert first.body is again.body
