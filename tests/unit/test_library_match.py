@@ -1,0 +1,69 @@
+"""Library matching on hand-built profiles: inclusive share without double counting."""
+
+from __future__ import annotations
+
+from perfsleuth.analyzers import Context, library_match
+from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.rules import load_rules
+from perfsleuth.store import RunInfo
+
+MAIN = Frame("main", "app", "/src/app.c", 10)
+LOOP = Frame("build_index", "app", "/src/app.c", 42)
+MALLOC = Frame("malloc", "libc.so.6", "./malloc/malloc.c", 3281)
+INT_MALLOC = Frame("_int_malloc", "libc.so.6", "./malloc/malloc.c", 3766)
+PAGE_FAULT = Frame("asm_exc_page_fault", "[kernel.kallsyms]", kernel=True)
+WORK = Frame("compute", "app", "/src/app.c", 7)
+
+
+def run_on(samples: list[tuple[list[Frame], float]], command: str = "./app") -> dict:
+    builder = ProfileBuilder()
+    for frames, weight in samples:
+        builder.add(frames, weight)
+    ctx = Context(profile=builder.build(), run=RunInfo(command=command))
+    return {f.rule: f for f in library_match.analyze(ctx)}
+
+
+def test_allocator_share_counts_each_sample_once() -> None:
+    found = run_on(
+        [
+            ([INT_MALLOC, MALLOC, LOOP, MAIN], 30),  # two matching frames: counted once
+            ([PAGE_FAULT, MALLOC, LOOP, MAIN], 10),  # kernel work under malloc is inclusive
+            ([WORK, MAIN], 60),
+        ]
+    )
+    alloc = found["allocator.glibc"]
+    assert alloc.share == 0.4
+    assert alloc.details["self_share"] == 0.3
+    assert alloc.estimated_gain <= alloc.share
+    assert (alloc.function, alloc.file, alloc.line) == ("build_index", "/src/app.c", 42)
+
+
+def test_allocator_fix_is_an_ld_preload_line_of_the_run() -> None:
+    alloc = run_on([([MALLOC, LOOP, MAIN], 50), ([WORK, MAIN], 50)], "./app --big")[
+        "allocator.glibc"
+    ]
+    command = alloc.fix["command"]
+    assert command.startswith("LD_PRELOAD=") and command.endswith(" ./app --big")
+    installed = library_match.installed_libraries(load_rules()[0].preload)
+    assert alloc.details["installed"] == installed
+
+
+def test_below_min_share_nothing_is_reported() -> None:
+    assert run_on([([MALLOC, LOOP, MAIN], 1), ([WORK, MAIN], 99)]) == {}
+
+
+def test_a_replacement_allocator_is_not_flagged() -> None:
+    mi_malloc = Frame("malloc", "libmimalloc.so.2")
+    assert "allocator.glibc" not in run_on([([mi_malloc, LOOP, MAIN], 50), ([WORK, MAIN], 50)])
+
+
+def test_unknown_frames_match_by_dso() -> None:
+    unknown_zlib = Frame("[unknown]", "libz.so.1.2.13")
+    zlib = run_on([([unknown_zlib, LOOP, MAIN], 80), ([WORK, MAIN], 20)])["compression.zlib"]
+    assert zlib.share == 0.8
+    assert "[unknown] in libz.so.1.2.13" in zlib.evidence[0]
+
+
+def test_template_arguments_are_elided_for_reading() -> None:
+    name = "std::_Rb_tree<int, std::pair<int const, int>>::_M_insert(std::pair<int, int>&&)"
+    assert library_match.elide_templates(name) == "std::_Rb_tree<…>::_M_insert(…)"

@@ -1,0 +1,35 @@
+"""Ranking: gains never exceed shares, diagnostics first, noise floor, measured gains win."""
+
+from __future__ import annotations
+
+from perfsleuth.findings import Finding
+from perfsleuth.rank import NOISE_FLOOR, rank
+
+
+def finding(rule: str, share: float, gain: float, kind: str = "library-replacement") -> Finding:
+    return Finding(rule, kind, rule, share, gain, 0.8, "fix it")
+
+
+def test_sorted_by_gain_and_gain_capped_by_share() -> None:
+    ranked = rank([finding("a", 0.1, 0.05), finding("b", 0.2, 0.5), finding("c", 0.5, 0.3)])
+    assert [f.rule for f in ranked.shown] == ["c", "b", "a"]
+    assert ranked.shown[1].estimated_gain == 0.2  # b claimed more than its share
+
+
+def test_noise_floor_hides_unless_all() -> None:
+    tiny = finding("tiny", 0.01, NOISE_FLOOR / 2)
+    assert rank([tiny]).hidden == [tiny]
+    assert rank([tiny], show_all=True).shown == [tiny]
+
+
+def test_large_missing_symbols_come_first() -> None:
+    symbols = finding("symbols.missing", 0.4, 0.0, kind="missing-symbols")
+    ranked = rank([finding("big", 0.9, 0.8), symbols])
+    assert ranked.shown[0] is symbols
+
+
+def test_verified_gain_replaces_the_estimate() -> None:
+    small = finding("small-estimate", 0.3, 0.01)
+    small.verified = {"ratio": 1.5, "ci95": [1.4, 1.6], "runs": 10}  # saves a third
+    ranked = rank([finding("big-estimate", 0.5, 0.2), small])
+    assert ranked.shown[0] is small
