@@ -151,8 +151,8 @@ def _judge(bindings: list[tuple[str, str]], library: Path) -> str:
     if elsewhere:
         user, got = elsewhere[0]
         raise UserError(f"malloc of {user} still resolves to {got}, not the preloaded library")
-    user, got = bindings[-1]
-    return f"malloc of {user} bound to {got}"
+    users = sorted({os.path.basename(user) for user, _ in bindings})
+    return f"malloc of {', '.join(users)} bound to {library}"
 
 
 @dataclass

@@ -1,0 +1,92 @@
+"""Paired statistics of experiments: estimate, bootstrap interval, exact test, verdict."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from perfsleuth.experiments import stats
+
+
+def test_summary_is_min_median_max() -> None:
+    assert stats.summarize([3.0, 1.0, 2.0, 10.0]) == {"min": 1.0, "median": 2.5, "max": 10.0}
+
+
+def test_hodges_lehmann_ignores_one_outlier_that_moves_the_mean() -> None:
+    values = [0.0, 0.01, -0.01, 0.02, -0.02, 0.0, 0.01, 3.0]
+    assert abs(stats.hodges_lehmann(values)) < 0.02
+    assert sum(values) / len(values) > 0.3
+
+
+def test_pairs_with_a_zero_side_are_dropped() -> None:
+    assert stats.log_ratios([2.0, 0.0, 1.0], [1.0, 1.0, 0.0]) == [math.log(2.0)]
+
+
+def test_wilcoxon_exact_p_values() -> None:
+    assert stats.wilcoxon_p([0.1] * 10) == pytest.approx(2 / 1024)
+    assert stats.wilcoxon_p([-0.1] * 10) == pytest.approx(2 / 1024)
+    assert stats.wilcoxon_p([0.0] * 10) == 1.0
+    # ranks 1..4 positive, 5 negative: W- = 5 -> P(W <= 5) = 10/32 on each side
+    assert stats.wilcoxon_p([0.1, 0.2, 0.3, 0.4, -0.5]) == pytest.approx(2 * 10 / 32)
+
+
+def test_wilcoxon_normal_approximation_agrees_with_the_exact_test() -> None:
+    rng = random.Random(3)
+    logs = [rng.gauss(0.05, 0.2) for _ in range(61)]
+    exact_n = logs[:60]
+    assert stats.wilcoxon_p(logs) == pytest.approx(stats.wilcoxon_p(exact_n), abs=0.1)
+
+
+def test_bootstrap_interval_brackets_the_estimate_and_is_reproducible() -> None:
+    rng = random.Random(7)
+    logs = [math.log(1.3) + rng.gauss(0, 0.05) for _ in range(12)]
+    lo, hi = stats.bootstrap_ci(logs)
+    assert lo < math.exp(stats.hodges_lehmann(logs)) < hi
+    assert lo > 1.2 and hi < 1.4
+    assert stats.bootstrap_ci(logs) == (lo, hi)
+
+
+def test_clear_speedup_is_faster_and_its_mirror_is_slower() -> None:
+    rng = random.Random(1)
+    a = [1.0 + rng.uniform(0, 0.05) for _ in range(10)]
+    b = [x / 1.4 * (1 + rng.uniform(-0.02, 0.02)) for x in a]
+    faster = stats.compare(a, b)
+    assert faster.verdict == "faster"
+    assert faster.ci95[0] > 1.3 and faster.ratio == pytest.approx(1.4, rel=0.03)
+    assert stats.compare(b, a).verdict == "slower"
+
+
+@pytest.mark.parametrize(
+    ("ratio", "ci95", "p", "expected"),
+    [
+        (1.5, (1.2, 1.8), 0.002, "faster"),
+        (1.5, (0.9, 1.8), 0.002, "same"),  # interval includes 1
+        (1.5, (1.2, 1.8), 0.02, "same"),  # not significant at 1%
+        (1.01, (1.005, 1.015), 0.001, "same"),  # real but below the practical threshold
+        (0.6, (0.5, 0.7), 0.002, "slower"),
+    ],
+)
+def test_verdict_needs_interval_test_and_size(
+    ratio: float, ci95: tuple[float, float], p: float, expected: str
+) -> None:
+    assert stats.verdict(ratio, ci95, p, stats.PRACTICAL_THRESHOLD["time"]) == expected
+
+
+def test_heavy_tailed_noise_rarely_claims_a_difference() -> None:
+    rng = random.Random(11)
+
+    def noisy() -> float:
+        return 1.0 + (rng.expovariate(0.5) if rng.random() < 0.3 else rng.gauss(0, 0.02))
+
+    verdicts = [
+        stats.compare([noisy() for _ in range(10)], [noisy() for _ in range(10)]).verdict
+        for _ in range(100)
+    ]
+    assert verdicts.count("same") >= 98  # the exact test alone allows 1% false claims
+
+
+def test_too_few_pairs_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 3"):
+        stats.compare([1.0, 1.0], [1.0, 1.0])
