@@ -159,6 +159,11 @@ def run_analyzers(ctx: Context) -> list[Finding]:
 
 def verify(findings: list[Finding], ctx: Context) -> None:
     """Attach measured proofs from the experiments runner, when it is available."""
+    from .aliasing_verify import verify_aliasing
+
+    for finding in findings:
+        if finding.kind == "aliasing-write":
+            finding.verified = verify_aliasing(finding, ctx)
     try:
         from .experiments.verify import verify_finding  # type: ignore[import-not-found]
     except ImportError:

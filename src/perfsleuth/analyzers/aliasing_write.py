@@ -76,6 +76,8 @@ class AliasMatch:
     fixes: list[str] = field(default_factory=list)
     # The repeated read is of a local object: a finding only if clang fails to vectorise.
     needs_compiler: bool = False
+    # Every repeated read that can be computed once before the loop, as written.
+    hoistable: list[str] = field(default_factory=list)
 
     @property
     def loop_span(self) -> tuple[int, int]:
@@ -466,7 +468,24 @@ class _LoopScan:
             branches=branches,
             fixes=_fixes(self.fn, read, target, pattern),
             needs_compiler=locals_only,
+            hoistable=self._hoistable(),
         )
+
+    def _hoistable(self) -> list[str]:
+        """The repeated reads' texts, outermost first; element accessors (v[i]) are
+        left out, as their index changes."""
+        src = self.fn.src
+        written = {src.text(_children(n)[0]) for n in self.nodes if _is_assignment(n, src)}
+        texts: dict[str, None] = {}
+        for access, _ in self.reads:
+            text = src.text(access.node)
+            if _kind(_unwrap(access.node)) == "CALL_EXPR" and not text.endswith("()"):
+                continue
+            if text in written:
+                continue
+            if not any(text in other for other in texts):
+                texts[text] = None
+        return list(texts)
 
 
 def _access(fn: _Function, node: Any) -> _Access | None:

@@ -77,7 +77,9 @@ def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
     if fix.get("install"):
         lines += _wrap(f"install: {fix['install']}", width, indent, hanging="     ")
     verified = f.get("verified")
-    if verified:
+    if verified and verified.get("summary"):
+        lines += _wrap(f"verified: {verified['summary']}", width, indent)
+    elif verified:
         ci = verified.get("ci95") or []
         ci_text = f", 95% CI {ci[0]:.2f}-{ci[1]:.2f}" if len(ci) == 2 else ""
         lines += _wrap(
