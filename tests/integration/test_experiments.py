@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+from perfsleuth.analyzers import Context
 from perfsleuth.cli import main
-from perfsleuth.store import Store
+from perfsleuth.experiments.verify import verify_finding
+from perfsleuth.findings import Finding
+from perfsleuth.profile import Profile
+from perfsleuth.store import RunInfo, Store
 
 pytestmark = pytest.mark.integration
 
@@ -189,3 +193,50 @@ def test_try_build_with_a_broken_build_command_says_so(
     assert "variant baseline failed with exit status 2" in err
     assert "error: no rule to make vm" in err and "compiling" in err
     assert not (tmp_path / "runs.duckdb").exists()
+
+
+def finding(kind: str, fix: dict[str, str]) -> Finding:
+    return Finding(
+        rule=f"{kind}.test",
+        kind=kind,
+        title="t",
+        share=0.3,
+        estimated_gain=0.1,
+        confidence=0.5,
+        suggestion="s",
+        fix=fix,
+    )
+
+
+def verify_context(store: Path, cwd: Path, **options: Any) -> Context:
+    return Context(
+        profile=Profile(),
+        run=RunInfo(id=5, cwd=str(cwd)),
+        store=Store(store),
+        options={"verify_runs": 3, **options},
+    )
+
+
+def test_verify_fills_an_allocator_finding_from_its_fix(
+    tmp_path: Path, examples_built: Path
+) -> None:
+    fix = {"command": "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 bin/alloc_heavy 2"}
+    ctx = verify_context(tmp_path / "store", examples_built.parent)
+    verified = verify_finding(finding("allocator", fix), ctx, ["bin/alloc_heavy", "2"])
+    assert verified is not None and verified["variant"] == "jemalloc"
+    assert verified["ratio"] > 0 and verified["runs"] == 3 and len(verified["ci95"]) == 2
+    stored = Store(tmp_path / "store").documents(5, "experiment")[verified["experiment"]]
+    assert stored["finding"] == "allocator.test" and len(stored["raw"]["baseline"]["runs"]) == 3
+
+
+def test_verify_rebuilds_a_build_flags_finding_when_given_the_build(
+    tmp_path: Path, examples_built: Path
+) -> None:
+    command = [str(examples_built / "vm"), "50"]
+    without = verify_context(tmp_path / "store", ROOT)
+    assert verify_finding(finding("build-flags", {"flags": "-O1"}), without, command) is None
+    assert "rebuilding needs the build command" in without.notes[0]
+    ctx = verify_context(tmp_path / "store", ROOT, build=f"make -s -C {BUILDME}")
+    verified = verify_finding(finding("build-flags", {"flags": "-O1"}), ctx, command)
+    assert verified is not None and verified["variant"] == "flags"
+    assert " -O1 " in producer(tmp_path / "store" / "builds" / "flags" / "vm")
