@@ -78,6 +78,53 @@ def test_runs_without_counts_give_no_finding(store: Store, tmp_path: Path) -> No
     assert prologue_overhead.analyze(ctx) == []
 
 
+CPP_SOURCE = """
+#include <cstdio>
+#include <string>
+namespace store {
+struct Key { const char *text; unsigned hash; };
+struct Table {
+    __attribute__((noinline)) bool same(const Key &a, const Key &b) const {
+        if (&a == &b) return true;
+        if (a.hash != b.hash) return false;
+        return std::string(a.text) == std::string(b.text);
+    }
+};
+}
+int main() {
+    static store::Key keys[64];
+    static char names[64][16];
+    for (int i = 0; i < 64; i++) {
+        snprintf(names[i], 16, "key%d", i % 32);
+        keys[i] = {names[i], unsigned(i % 32)};
+    }
+    store::Table table;
+    unsigned s = 1, hits = 0;
+    for (long i = 0; i < 200000; i++) {
+        s = s * 1103515245u + 12345u;
+        const store::Key &a = keys[(s >> 16) & 63];
+        hits += table.same(a, ((s >> 8) & 15) == 0 ? keys[(s >> 24) & 63] : a);
+    }
+    printf("%u\\n", hits);
+}
+"""
+
+
+def test_cpp_method_is_found_by_its_demangled_name(tmp_path: Path) -> None:
+    source, program, path = tmp_path / "same.cc", tmp_path / "same", tmp_path / "store"
+    source.write_text(CPP_SOURCE)
+    subprocess.run(["g++", "-O2", "-g", "-o", str(program), str(source)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(path)]
+        + ["--mode", "count", "--", str(program)],
+        check=True,
+        capture_output=True,
+    )
+    (found,) = prologue_overhead.analyze(context(Store(path), 1))
+    assert found.function.startswith("store::Table::same(store::Key const&")
+    assert found.title.startswith("store::Table::same spends")
+
+
 def test_shape_counts_saves_beyond_the_slow_calls() -> None:
     Instruction = prologue_overhead.Instruction
     code = [

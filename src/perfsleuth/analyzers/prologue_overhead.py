@@ -15,6 +15,9 @@ split saves, minus one tail jump per slow invocation.
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,13 +179,34 @@ def function_code(path: str, name: str) -> tuple[int, bytes] | None:
 
 
 def _function_symbol(elf: ELFFile, name: str) -> tuple[int, int] | None:
-    for section in elf.iter_sections():
-        if not isinstance(section, SymbolTableSection):
-            continue
-        for symbol in section.get_symbol_by_name(name) or []:
-            if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]:
-                return symbol["st_value"], symbol["st_size"]
+    """Address and size of a function, by its symbol name or, since callgrind shows
+    C++ and Rust names demangled, by its demangled name."""
+    functions = [
+        symbol
+        for section in elf.iter_sections()
+        if isinstance(section, SymbolTableSection)
+        for symbol in section.iter_symbols()
+        if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]
+    ]
+    for symbol in functions:
+        if symbol.name == name:
+            return symbol["st_value"], symbol["st_size"]
+    mangled = [symbol for symbol in functions if symbol.name.startswith(("_Z", "_R"))]
+    for symbol, demangled in zip(mangled, demangle([s.name for s in mangled]), strict=True):
+        if demangled == name:
+            return symbol["st_value"], symbol["st_size"]
     return None
+
+
+def demangle(names: list[str]) -> list[str]:
+    """Demangled names in one c++filt run; the names as they are without c++filt."""
+    if not names or shutil.which("c++filt") is None:
+        return names
+    done = subprocess.run(
+        ["c++filt"], input="\n".join(names), capture_output=True, text=True, check=False
+    )
+    out = done.stdout.splitlines()
+    return out if len(out) == len(names) else names
 
 
 def disassemble(raw: bytes, start: int) -> list[Instruction]:
@@ -227,12 +251,13 @@ def finding(data: CallgrindData, ob: str, fn: str, own: int, shape: Shape, total
     file, line = first_line(data, ob, fn)
     fast = shape.calls - shape.slow_calls
     per_call = shape.save_restore / shape.calls
-    slow_name = f"{fn.split('.')[0].split('(')[0]}_slow"
+    name = source_name(fn)
+    slow_name = f"{name.split('::')[-1]}_slow"
     return Finding(
         rule="prologue.split-slow-path",
         kind="prologue-overhead",
         title=(
-            f"{fn} spends {shape.save_restore / shape.own:.0%} of its instructions saving "
+            f"{name} spends {shape.save_restore / shape.own:.0%} of its instructions saving "
             f"and restoring registers, though {fast / shape.calls:.1%} of its calls "
             "return without calling anything"
         ),
@@ -252,8 +277,8 @@ def finding(data: CallgrindData, ob: str, fn: str, own: int, shape: Shape, total
             f"({shape.saved / shape.calls:.1f} per call, {shape.saved / total:.2%} of the run)",
         ],
         suggestion=(
-            f"Keep the early-return test in {fn} and move the rest into a separate "
-            f"`static NOINLINE` function that {fn} returns with a tail call "
+            f"Keep the early-return test in {name} and move the rest into a separate "
+            f"`static NOINLINE` function that {name} returns with a tail call "
             f"(`return {slow_name}(args);`): the common path then saves no registers. "
             "NOINLINE is essential, or the compiler inlines the slow path back."
         ),
@@ -267,6 +292,12 @@ def finding(data: CallgrindData, ob: str, fn: str, own: int, shape: Shape, total
             "entry": shape.entry,
         },
     )
+
+
+def source_name(fn: str) -> str:
+    """The name as written in the source: no parameters, no compiler clone suffixes."""
+    name = re.sub(r" \[clone [^\]]*\]", "", fn).split("(")[0]
+    return re.sub(r"\.(isra|part|constprop|cold|lto_priv)(\.\d+)?", "", name)
 
 
 def first_line(data: CallgrindData, ob: str, fn: str) -> tuple[str, int]:
