@@ -16,6 +16,7 @@ from .findings import Finding
 
 NOISE_FLOOR = 0.005  # hide findings that would save less than 0.5% of the run
 DIAGNOSTIC_KINDS = ("missing-symbols",)
+DIAGNOSTIC_FIRST_SHARE = 0.2  # above this the profile is too blind to trust: say so first
 DIAGNOSTIC_MIN_SHARE = 0.05
 
 
@@ -45,14 +46,19 @@ def clamp(finding: Finding) -> Finding:
     return finding
 
 
-def is_diagnostic(finding: Finding) -> bool:
-    return finding.kind in DIAGNOSTIC_KINDS and finding.share >= DIAGNOSTIC_MIN_SHARE
+def is_diagnostic(finding: Finding, min_share: float = DIAGNOSTIC_MIN_SHARE) -> bool:
+    return finding.kind in DIAGNOSTIC_KINDS and finding.share >= min_share
 
 
 def rank(findings: Iterable[Finding], *, show_all: bool = False) -> Ranked:
     ordered = sorted(
         (clamp(f) for f in findings),
-        key=lambda f: (not is_diagnostic(f), -gain(f), -f.confidence, f.rule),
+        key=lambda f: (
+            not is_diagnostic(f, DIAGNOSTIC_FIRST_SHARE),
+            -gain(f),
+            -f.confidence,
+            f.rule,
+        ),
     )
     shown: list[Finding] = []
     hidden: list[Finding] = []

@@ -33,3 +33,9 @@ def test_verified_gain_replaces_the_estimate() -> None:
     small.verified = {"ratio": 1.5, "ci95": [1.4, 1.6], "runs": 10}  # saves a third
     ranked = rank([finding("big-estimate", 0.5, 0.2), small])
     assert ranked.shown[0] is small
+
+
+def test_small_missing_symbols_are_shown_last() -> None:
+    symbols = finding("symbols.missing", 0.06, 0.0, kind="missing-symbols")
+    ranked = rank([symbols, finding("big", 0.9, 0.8)])
+    assert [f.rule for f in ranked.shown] == ["big", "symbols.missing"]
