@@ -1,0 +1,115 @@
+"""The libclang source patterns of the aliasing-write analyzer, on small snippets
+(one C++ and one C file, parsed once)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.analyzers.aliasing_write import AliasMatch, find_matches
+from perfsleuth.source_analysis import TranslationUnit, parse
+
+CXX = """#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+void tick();
+void cond(std::vector<uint8_t>& v) {
+  for (std::size_t i = 0; i < v.size(); i++) v[i] += 1;
+}
+void u32(std::vector<uint32_t>& v) { for (std::size_t i = 0; i < v.size(); i++) v[i] += 1; }
+void c8(std::vector<char8_t>& v) { for (std::size_t i = 0; i < v.size(); i++) v[i] += 1; }
+void u16(std::vector<uint16_t>& v) { for (std::size_t i = 0; i < v.size(); i++) v[i] += 1; }
+void flags(std::vector<bool>& v) { for (std::size_t i = 0; i < v.size(); i++) v[i] = true; }
+void hoisted(std::vector<uint8_t>& v) {
+  std::size_t n = v.size(); uint8_t* d = v.data();
+  for (std::size_t i = 0; i < n; i++) d[i] = 0;
+}
+struct C { int n; };
+int stack(const C* c) {
+  unsigned char buf[64];
+  for (int i = 0; i < c->n; i++) buf[i & 63] = 1;
+  return buf[0];
+}
+void branchy(std::string& s) {
+  for (std::size_t i = 0; i < s.size(); i++) { if (s[i] == 'a') s[i] = 'b'; }
+}
+void opaque(std::vector<uint8_t>& v) {
+  for (std::size_t i = 0; i < v.size(); i++) { v[i] = 0; tick(); }
+}
+"""
+
+C = """#include <stddef.h>
+struct S { char* str; size_t len; size_t cap; };
+struct B { unsigned char* data; size_t len; };
+void fill(struct S* s) { for (size_t i = 0; i < s->len; i++) s->str[i] = ' '; }
+void row(char** rows, int r, int w) { for (int j = 0; j < w; j++) rows[r][j] = 0; }
+void put(struct S* s, char c) {
+  if (s->len + 1 < s->cap) { s->str[s->len++] = c; s->str[s->len] = 0; }
+}
+void restricted(unsigned char* restrict out, const size_t* n) {
+  for (size_t i = 0; i < *n; i++) out[i] = 1;
+}
+void push(struct B* b, const unsigned char* src, size_t n) {
+  for (size_t i = 0; i < n; i++) { b->data[b->len] = src[i]; b->len++; }
+}
+"""
+
+
+def analyse(directory: Path, name: str, code: str, std: str) -> dict[str, AliasMatch]:
+    source = directory / name
+    source.write_text(code)
+    unit = TranslationUnit(source, ["-O2", std], "defaults")
+    parsed = parse(unit)
+    assert parsed is not None, unit.error
+    return {m.function: m for m in find_matches(parsed, source)}
+
+
+@pytest.fixture(scope="module")
+def cxx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AliasMatch]:
+    return analyse(tmp_path_factory.mktemp("cxx"), "snippet.cc", CXX, "-std=c++20")
+
+
+@pytest.fixture(scope="module")
+def c(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AliasMatch]:
+    return analyse(tmp_path_factory.mktemp("c"), "snippet.c", C, "-std=gnu17")
+
+
+def test_loop_condition_pattern_names_the_read_the_write_and_the_fixes(
+    cxx: dict[str, AliasMatch],
+) -> None:
+    match = cxx["cond"]
+    assert (match.pattern, match.line, match.end_line) == ("loop-condition", 7, 7)
+    assert match.read == "v.size()"
+    assert match.write == "v[i] += 1"
+    assert match.write_type == "unsigned char"
+    assert match.confidence == 0.85
+    assert any("char8_t" in fix for fix in match.fixes)
+    assert any("hoist `v.size()`" in fix for fix in match.fixes)
+
+
+@pytest.mark.parametrize("function", ["u32", "c8", "u16", "flags", "hoisted", "stack", "opaque"])
+def test_look_alikes_are_not_reported(cxx: dict[str, AliasMatch], function: str) -> None:
+    assert function not in cxx
+
+
+def test_branches_lower_the_confidence(cxx: dict[str, AliasMatch]) -> None:
+    assert cxx["branchy"].branches
+    assert cxx["branchy"].confidence < cxx["cond"].confidence
+
+
+def test_c_struct_fields_rows_and_straight_line(c: dict[str, AliasMatch]) -> None:
+    assert (c["fill"].pattern, c["fill"].read) == ("loop-condition", "s->len")
+    assert (c["row"].pattern, c["row"].read) == ("loop-body", "rows[r]")
+    assert (c["put"].pattern, c["put"].read) == ("straight-line", "s->len")
+    assert c["put"].confidence < c["row"].confidence < c["fill"].confidence
+    assert not any("char8_t" in fix for fix in c["fill"].fixes)  # C has no char8_t
+
+
+def test_a_restrict_destination_is_not_reported(c: dict[str, AliasMatch]) -> None:
+    assert "restricted" not in c
+
+
+def test_reads_written_in_the_loop_are_not_offered_for_hoisting(c: dict[str, AliasMatch]) -> None:
+    assert c["push"].hoistable == ["b->data"]

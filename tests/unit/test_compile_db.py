@@ -1,0 +1,70 @@
+"""Flags of a translation unit: compile_commands.json, DW_AT_producer, defaults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.compile_db import (
+    compile_args,
+    flags_for,
+    load_compile_commands,
+    producer_flags,
+)
+from perfsleuth.errors import UserError
+
+
+def test_gcc_producer_gives_the_dialect_and_the_code_generation_flags() -> None:
+    producer = (
+        "GNU C++20 12.2.0 -mtune=generic -march=x86-64 -g -O2 -std=c++20 "
+        "-fasynchronous-unwind-tables"
+    )
+    assert producer_flags(producer) == ["-march=x86-64", "-O2", "-std=c++20"]
+    assert producer_flags("GNU C17 12.2.0 -O3") == ["-O3", "-std=gnu17"]
+
+
+def test_clang_producer_without_a_command_line_gives_nothing() -> None:
+    assert producer_flags("Debian clang version 16.0.6 (15)") == []
+
+
+def test_output_options_and_the_source_are_dropped() -> None:
+    argv = ["-O2", "-Iinc", "-c", "a.cc", "-o", "a.o", "-MD", "-MF", "a.d", "-DX=1"]
+    assert compile_args(argv, Path("/src/a.cc")) == ["-O2", "-Iinc", "-DX=1"]
+
+
+def test_compile_commands_entries_resolve_against_their_directory(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    db = tmp_path / "compile_commands.json"
+    db.write_text(
+        json.dumps(
+            [
+                {"directory": "src", "file": "a.c", "command": "cc -O3 -c a.c -o a.o"},
+                {"directory": str(tmp_path), "file": "b.cc", "arguments": ["c++", "-O1", "b.cc"]},
+            ]
+        )
+    )
+    table = load_compile_commands(db)
+    a = table[(tmp_path / "src" / "a.c").resolve()]
+    assert a.args == ("-O3",)
+    assert a.origin == "compile_commands.json"
+    assert Path(a.directory) == (tmp_path / "src").resolve()
+    assert table[(tmp_path / "b.cc").resolve()].args == ("-O1",)
+
+
+def test_a_broken_compile_commands_is_one_clear_error(tmp_path: Path) -> None:
+    db = tmp_path / "compile_commands.json"
+    db.write_text("{not json")
+    with pytest.raises(UserError, match="compile_commands.json"):
+        load_compile_commands(db)
+
+
+def test_flags_fall_back_from_database_to_producer_to_defaults(tmp_path: Path) -> None:
+    source = tmp_path / "a.cc"
+    assert flags_for(source, None, "GNU C++17 12.2.0 -O3").origin == "DW_AT_producer"
+    assert flags_for(source, None, "GNU C++17 12.2.0 -O3").args == ("-O3", "-std=gnu++17")
+    defaults = flags_for(source, None, "")
+    assert defaults.origin == "defaults"
+    assert "-O2" in defaults.args
+    assert flags_for(tmp_path / "a.c").args == ("-O2", "-std=gnu17")

@@ -1,0 +1,70 @@
+"""Parsing clang-16's loop-vectorize remarks (captured real output of the labelled set)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfsleuth.compiler_remarks import (
+    first_error,
+    optimizing_flags,
+    parse_remarks,
+    remark_for_loop,
+)
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "clang16-loop-vectorize-remarks.txt"
+
+
+def remarks():  # type: ignore[no-untyped-def]
+    return parse_remarks(FIXTURE.read_text())
+
+
+def test_a_missed_loop_carries_the_reasons_printed_before_it() -> None:
+    loop = remark_for_loop(remarks(), Path("containers.cc"), 19, 24)
+    assert loop is not None and not loop.vectorized
+    assert loop.line == 19
+    assert loop.reasons == ["could not determine number of loop iterations"]
+    assert loop.memory_reason
+    assert loop.describe() == (
+        "clang: loop not vectorized: could not determine number of loop iterations"
+    )
+
+
+def test_a_reason_reported_in_a_header_belongs_to_the_next_loop() -> None:
+    loop = remark_for_loop(remarks(), Path("containers.cc"), 63, 64)
+    assert loop is not None
+    assert loop.reasons == ["cannot identify array bounds"]
+
+
+def test_vectorized_loops_are_recognised() -> None:
+    loop = remark_for_loop(remarks(), Path("containers.cc"), 105, 106)
+    assert loop is not None and loop.vectorized
+    assert "vectorization width: 4" in loop.message
+
+
+def test_a_cost_model_refusal_is_a_missed_loop_and_interleaving_notes_are_dropped() -> None:
+    loop = remark_for_loop(remarks(), Path("pointers.c"), 100, 100)
+    assert loop is not None and not loop.vectorized
+    assert loop.reasons == ["the cost-model indicates that vectorization is not beneficial"]
+    assert not loop.memory_reason
+    assert all("interleaving" not in r.message for r in remarks())
+
+
+def test_remarks_of_other_files_do_not_match_a_loop() -> None:
+    assert remark_for_loop(remarks(), Path("elsewhere.cc"), 1, 1000) is None
+
+
+def test_first_error_is_the_first_error_line() -> None:
+    stderr = (
+        "bad.c:1:21: warning: something\n"
+        "bad.c:1:21: error: use of undeclared identifier 'undefined_thing'\n"
+        "bad.c:2:1: error: second\n"
+    )
+    assert (
+        first_error(stderr) == "bad.c:1:21: error: use of undeclared identifier 'undefined_thing'"
+    )
+
+
+def test_remarks_need_an_optimising_build() -> None:
+    assert optimizing_flags(["-O0", "-std=c11"]) == ["-std=c11", "-O2"]
+    assert optimizing_flags(["-O3", "-march=native"]) == ["-O3", "-march=native"]
+    assert optimizing_flags(["-g"]) == ["-g", "-O2"]

@@ -1,0 +1,61 @@
+"""Choosing the hot translation units from a profile, and finding their source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.errors import UserError
+from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.source_analysis import find_source, hot_code, hot_units, source_files
+
+
+def profile():  # type: ignore[no-untyped-def]
+    builder = ProfileBuilder()
+    loop = Frame("expand", "prog", "/build/src/expand.cc", 17, inlined=True)
+    caller = Frame("main", "prog", "/build/src/main.cc", 40)
+    other = Frame("mix", "prog", "/build/src/mix.cc", 9)
+    libc = Frame("memset", "libc.so.6", "./string/memset.S", 3)
+    builder.add([loop, caller], 70.0)
+    builder.add([other, caller], 20.0)
+    builder.add([libc, caller], 10.0)
+    return builder.build()
+
+
+def test_inlined_loops_count_on_their_own_lines_and_tus_go_by_physical_function() -> None:
+    hot = hot_code(profile())
+    assert hot.share("expand.cc", 16, 18) == pytest.approx(0.7)
+    # Lines weigh what runs there (self), not what they call: main.cc:40 holds only
+    # the inlined expand() samples, not mix()'s.
+    assert hot.share("main.cc", 40, 40) == pytest.approx(0.7)
+    assert list(hot.files) == ["/build/src/main.cc", "/build/src/mix.cc", "./string/memset.S"]
+    assert hot.files["/build/src/main.cc"][2] == ["main"]
+
+
+def test_source_is_found_by_relative_path_under_a_root(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.cc").write_text("int main() {}\n")
+    assert find_source("/build/src/main.cc", [tmp_path]) == tmp_path / "src" / "main.cc"
+    assert find_source("/build/src/absent.cc", [tmp_path]) is None
+
+
+def test_missing_source_is_one_note_pointing_at_src(tmp_path: Path) -> None:
+    units, notes = hot_units(hot_code(profile()), [], [tmp_path], None, limit=5)
+    assert units == []
+    assert len(notes) == 1
+    assert "main.cc" in notes[0] and "--src DIR" in notes[0]
+
+
+def test_only_the_hottest_units_are_taken(tmp_path: Path) -> None:
+    for name in ("main.cc", "mix.cc"):
+        (tmp_path / name).write_text("int f() { return 0; }\n")
+    units, notes = hot_units(hot_code(profile()), [], [tmp_path], None, limit=1)
+    assert [unit.path.name for unit, _ in units] == ["main.cc"]
+    assert units[0][0].flags_origin == "defaults"
+    assert notes == []
+
+
+def test_a_missing_lint_path_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no such file"):
+        source_files([tmp_path / "nope.cc"])
