@@ -39,7 +39,7 @@ use linux_perf_data::linux_perf_event_reader::{
         PERF_REG_X86_SP,
     },
     CpuMode, EventRecord, Mmap2FileId, PerfEventType, RecordType, SampleFormat, SampleRecord,
-    SoftwareCounterType,
+    SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use object::{Object, ObjectSection, ObjectSegment};
@@ -187,6 +187,8 @@ struct Reader {
     processes: HashMap<i32, Process>,
     kernel: Process,
     kernel_dso: u32,
+    /// Per event: the fixed sample period (`perf record -c N`), used when samples carry none.
+    fixed_period: Vec<u64>,
     /// Address of the kernel's _text (pgoff of the [kernel.kallsyms]_text map)
     kernel_text: Option<u64>,
     /// tid -> (pid, comm index)
@@ -482,7 +484,9 @@ impl Reader {
             Some(&(_, c)) => c,
             None => u32::MAX,
         };
-        let period = s.period.unwrap_or(1);
+        let period = s
+            .period
+            .unwrap_or_else(|| self.fixed_period.get(event as usize).copied().unwrap_or(1));
         let row = self
             .rows
             .entry((sid, pid, tid, comm, event))
@@ -609,6 +613,10 @@ fn read_file(path: &str) -> Result<Output, String> {
         if dwarf {
             reader.dwarf = true;
         }
+        reader.fixed_period.push(match a.sampling_policy {
+            SamplingPolicy::Period(p) => p.get(),
+            _ => 1,
+        });
         events.push((name, kind.to_string(), unit.to_string(), callchain, dwarf));
     }
 
