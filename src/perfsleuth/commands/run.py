@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from rich.console import Console
+from rich.table import Table
 
 from ..advisor import advise, check_options
-from ..output import console_for, destination
+from ..analyzers.library_match import elide_templates
+from ..output import console_for, destination, pct
 from ..report import text, write
 from ..views import top
 from .advise import add_advise_options, options_of
@@ -33,5 +38,26 @@ def run(args: argparse.Namespace) -> int:
         console = console_for(fh)
         text.render(doc, console)
         console.print()
-        top.render({"run": str(info.id), **top.top(profile, n=TOP_ROWS)}, console)
+        _render_top(top.top(profile, n=TOP_ROWS), console)
     return info.exit_status or 0
+
+
+def _render_top(doc: dict, console: Console) -> None:
+    """A short TopN; `perfsleuth top` shows the full one."""
+    table = Table(
+        title=f"top functions ({doc['samples']:,} samples; `perfsleuth top` shows more)",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+    )
+    for name in ("self", "total"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("function", no_wrap=True, max_width=56)
+    table.add_column("where", no_wrap=True, max_width=30)
+    for row in doc["rows"]:
+        where = os.path.basename(row["file"]) or row["dso"]
+        if row["file"] and row["line"]:
+            where += f":{row['line']}"
+        table.add_row(pct(row["self"]), pct(row["total"]), elide_templates(row["function"]), where)
+    console.print(table)
