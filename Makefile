@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 BIN := $(VENV)/bin
 APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libclang-16-dev \
-	hyperfine libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libconcurrentqueue-dev \
+	hyperfine time libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libconcurrentqueue-dev \
 	python3-venv python3-dev pkg-config chromium
 STAMP := .venv/.stamp
 
