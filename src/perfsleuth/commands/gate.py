@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     baseline = load_baseline(open_store(args), args.baseline)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
     check_binary(baseline, valgrind.resolve_program(cmd), args.same_build)
+    check_settings(baseline, args)
     store, info, _profile = record_run(_record_args(args, cmd))
     current = baseline_of(store, info.id)
     doc = compare(baseline, current, limit, args.n)
@@ -157,6 +158,22 @@ def check_binary(baseline: dict[str, Any], executable: str, same_build: bool) ->
         if same_build:
             raise UserError(f"{message}; --same-build refuses a different build")
         print(f"perfsleuth: note: {message}: comparing two builds", file=sys.stderr)
+
+
+def check_settings(baseline: dict[str, Any], args: argparse.Namespace) -> None:
+    """Counts taken with another --only or environment are not comparable: say so."""
+    if baseline.get("only") != args.only:
+        print(
+            f"perfsleuth: note: the baseline was counted with --only {baseline.get('only')}, "
+            f"this run with --only {args.only}",
+            file=sys.stderr,
+        )
+    if baseline.get("fixed_env", True) == args.keep_env:
+        print(
+            "perfsleuth: note: the baseline and this run differ in --keep-env; "
+            "environment differences move counts",
+            file=sys.stderr,
+        )
 
 
 def compare(baseline: dict, current: dict, limit: float, n: int) -> dict[str, Any]:
