@@ -1,0 +1,55 @@
+"""`advise --verify` for aliasing writes: a scratch copy is changed and recompiled;
+the user's source is never touched."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.aliasing_verify import verify_aliasing
+from perfsleuth.commands.lint import lint
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def finding_of(source: Path, function: str):  # type: ignore[no-untyped-def]
+    findings, _ = lint([source], None)
+    return next(f for f in findings if f.kind == "aliasing-write" and f.function == function)
+
+
+def test_char8_t_makes_the_example_loop_vectorize(tmp_path: Path) -> None:
+    source = tmp_path / "expand.cc"
+    shutil.copy(ROOT / "examples" / "aliasing" / "expand.cc", source)
+    before = digest(source)
+    proof = verify_aliasing(finding_of(source, "expand"))
+    assert proof is not None
+    assert proof["change"] == "write through char8_t"
+    assert not proof["vectorized_before"] and proof["vectorized_after"]
+    assert proof["reloads_before"] > 0 and proof["reloads_after"] == 0
+    assert proof["instructions_per_element_after"] < proof["instructions_per_element_before"]
+    assert "now vectorized" in proof["summary"]
+    assert digest(source) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["expand.cc"]
+
+
+def test_hoisting_in_c_is_tried_when_there_is_no_char8_t(tmp_path: Path) -> None:
+    source = tmp_path / "prune.c"
+    source.write_text(
+        "#include <stdint.h>\nstruct T { unsigned n; };\n"
+        "void prune(const struct T* t, uint8_t* out, const uint8_t* in) {\n"
+        "  for (unsigned i = 0; i < t->n; ++i) out[i] = in[i] + 1;\n"
+        "}\n"
+    )
+    proof = verify_aliasing(finding_of(source, "prune"))
+    assert proof is not None
+    assert proof["change"] == "hoist `t->n` into locals before the loop"
+    assert proof["vectorized_after"]

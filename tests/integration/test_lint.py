@@ -1,0 +1,67 @@
+"""`perfsleuth lint`: the aliasing and vectorisation analyses of sources, no profile."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+SET = Path(__file__).resolve().parents[1] / "aliasing_set"
+
+
+def lint(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "lint", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+
+
+def test_json_is_ordered_by_confidence_and_names_the_evidence() -> None:
+    done = lint(str(SET / "pointers.c"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    confidences = [f["confidence"] for f in findings]
+    assert confidences == sorted(confidences, reverse=True)
+    fill = next(f for f in findings if f["function"] == "buf_fill")
+    assert fill["kind"] == "aliasing-write"
+    assert fill["evidence"][1].startswith("clang: loop not vectorized")
+
+
+def test_sarif_has_one_result_per_finding_at_its_line() -> None:
+    done = lint("--compile-commands", str(SET / "compile_commands.json"), "--format", "sarif")
+    assert done.returncode == 0, done.stderr
+    sarif = json.loads(done.stdout)
+    results = sarif["runs"][0]["results"]
+    assert sarif["version"] == "2.1.0"
+    assert any(r["ruleId"] == "aliasing-write.loop-condition" for r in results)
+    region = results[0]["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] > 0
+
+
+def test_a_unit_that_does_not_compile_is_skipped_with_the_first_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.c").write_text("int f(void) { return undefined_name; }\n")
+    (tmp_path / "good.c").write_text(
+        "#include <stddef.h>\nstruct S { char* p; size_t n; };\n"
+        "void f(struct S* s) { for (size_t i = 0; i < s->n; i++) s->p[i] = 0; }\n"
+    )
+    done = lint(str(tmp_path), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [f["function"] for f in doc["findings"] if f["kind"] == "aliasing-write"] == ["f"]
+    [note] = doc["notes"]
+    assert "bad.c" in note and "undeclared identifier 'undefined_name'" in note
+
+
+def test_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = lint(str(tmp_path / "nope.cc"))
+    assert done.returncode == 2
+    assert "no such file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
