@@ -64,22 +64,15 @@ def workload(args: argparse.Namespace) -> list[str]:
 def allocator_sides(args: argparse.Namespace, cmd: list[str]) -> tuple[list[Side], dict[str, Any]]:
     names = args.allocators.split(",") if args.allocators else None
     p = allocator.plan(cmd, names)
-    extra: dict[str, Any] = {"preload_checks": p.preload_checks, "refused": p.refused}
+    extra: dict[str, Any] = {"preload_checks": p.preload_checks, "refused": p.refused, "notes": []}
     if p.missing:
-        extra["missing"] = {
-            "allocators": [a.name for a in p.missing],
-            "install": allocator.install_command(p.missing),
-        }
-    notes = []
-    if p.missing:
-        names_missing = ", ".join(a.name for a in p.missing)
-        notes.append(
-            f"not installed: {names_missing}; install with `{extra['missing']['install']}`"
-        )
+        install = allocator.install_command(p.missing)
+        missing = [a.name for a in p.missing]
+        extra["missing"] = {"allocators": missing, "install": install}
+        extra["notes"].append(f"not installed: {', '.join(missing)}; install with `{install}`")
     if len(p.sides) == 1:
-        why = [f"{name}: {reason}" for name, reason in p.refused.items()] + notes
+        why = [f"{name}: {reason}" for name, reason in p.refused.items()] + extra["notes"]
         raise UserError("no allocator to try: " + "; ".join(why))
-    extra["notes"] = notes
     return p.sides, extra
 
 
