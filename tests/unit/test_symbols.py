@@ -213,3 +213,30 @@ def test_binaries(binary: Path) -> None:
         "debug_info": False,
     }
     assert rows[2]["found"] == ""
+
+
+def test_cxx_names_demangled_and_found_by_name(tmp_path: Path) -> None:
+    cxx = shutil.which("g++") or shutil.which("clang++-16")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    src = tmp_path / "t.cc"
+    src.write_text(
+        "namespace ns { __attribute__((noinline)) int f(int x) { return x * 7; } }\n"
+        "int main(int argc, char **) { return ns::f(argc); }\n"
+    )
+    exe = tmp_path / "tcc"
+    subprocess.run([cxx, "-O2", "-g", "-o", str(exe), str(src)], check=True)
+    tab = ElfSymbols(str(exe))
+    addr = tab.address_of("ns::f(int)")
+    assert addr == nm_address(exe, "_ZN2ns1fEi")
+    if find_llvm_symbolizer():
+        res = Symbolizer().symbolize_vaddrs([(str(exe), addr)])
+        assert res[(str(exe), addr)][-1].function == "ns::f(int)"
+
+
+def test_best_alias_prefers_plain_global_names() -> None:
+    tab = ElfSymbols.__new__(ElfSymbols)
+    tab.aliases = {0x100: [("__libc_malloc", 1), ("malloc", 1), ("__malloc", 1)]}
+    assert tab.best_alias(0x100, "__libc_malloc") == "malloc"
+    assert tab.best_alias(0x100, "other") == "other"
+    assert tab.best_alias(0x200, "x") == "x"

@@ -172,7 +172,7 @@ def _symbolize(
                 exists[dso] = os.path.isfile(dso)
             if not exists[dso]:
                 continue
-            start = elf_symbols(dso).by_name.get(_VERSION.sub("", name))
+            start = elf_symbols(dso).address_of(_VERSION.sub("", name))
             if start is None:
                 continue
             # return addresses: step back into the call instruction

@@ -53,16 +53,31 @@ def clean_function(name: str) -> str:
 
 
 class ElfSymbols:
-    """Function symbols of one ELF (.symtab, else .dynsym): by address and by name."""
+    """Function symbols of one ELF (.symtab, else .dynsym): by address and by name.
 
-    def __init__(self, path: str) -> None:
+    `section` forces one table (".dynsym": the exported names, where C aliases
+    such as malloc / __libc_malloc live).
+    """
+
+    def __init__(self, path: str, section: str | None = None) -> None:
         items: list[tuple[int, int, str]] = []
         self.by_name: dict[str, int] = {}
+        # start address -> [(name, binding)]; binding 0 local, 1 global, 2 weak
+        self.aliases: dict[int, list[tuple[str, int]]] = {}
+        self._demangled: dict[str, int] | None = None
         try:
             with open(path, "rb") as f:
                 elf = ELFFile(f)
-                tab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-                if tab is not None and elf.elfclass == 64 and elf.little_endian:
+                if section:
+                    tab = elf.get_section_by_name(section)
+                else:
+                    tab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
+                if (
+                    tab is not None
+                    and tab["sh_type"] != "SHT_NOBITS"
+                    and elf.elfclass == 64
+                    and elf.little_endian
+                ):
                     strtab = elf.get_section(tab["sh_link"]).data()
                     for name_off, info, _other, _shndx, value, size in struct.iter_unpack(
                         "<IBBHQQ", tab.data()
@@ -75,6 +90,7 @@ class ElfSymbols:
                         if name:
                             items.append((value, size, name))
                             self.by_name.setdefault(name, value)
+                            self.aliases.setdefault(value, []).append((name, info >> 4))
         except (OSError, ELFError, ValueError, KeyError, AttributeError, struct.error):
             items = []
         items.sort()
@@ -89,6 +105,56 @@ class ElfSymbols:
         if size and vaddr >= start + size:
             return None
         return name
+
+    def address_of(self, name: str) -> int | None:
+        """Start address of a function, by its plain or demangled (C++/Rust) name."""
+        addr = self.by_name.get(name)
+        if addr is not None:
+            return addr
+        if self._demangled is None:
+            mangled = _demangle_all([n for n in self.by_name if n.startswith(("_Z", "_R"))])
+            self._demangled = {d: self.by_name[m] for m, d in mangled.items() if d != m}
+        return self._demangled.get(name)
+
+    def best_alias(self, start: int, name: str) -> str:
+        """The most canonical of the names at `start` when `name` is one of them.
+
+        C libraries export one function under several names (malloc,
+        __libc_malloc); prefer fewer leading underscores, then global over
+        weak over local, then the shorter name — "malloc", "free".
+        """
+        cands = self.aliases.get(start)
+        names = {n for n, _ in cands or ()}
+        if not cands or (name not in names and name.removeprefix("__GI_") not in names):
+            return name
+        rank = {1: 0, 2: 1, 0: 2}
+        return min(
+            cands,
+            key=lambda c: (len(c[0]) - len(c[0].lstrip("_")), rank.get(c[1], 3), len(c[0]), c[0]),
+        )[0]
+
+
+def _demangle_all(names: list[str]) -> dict[str, str]:
+    """{mangled: demangled} through one c++filt (GNU style, as perf prints) process."""
+    tool = (
+        shutil.which("c++filt") or shutil.which("llvm-cxxfilt-16") or shutil.which("llvm-cxxfilt")
+    )
+    if not names or tool is None:
+        return {}
+    try:
+        out = subprocess.run(
+            [tool], input="\n".join(names) + "\n", capture_output=True, text=True, check=False
+        ).stdout.splitlines()
+    except OSError:
+        return {}
+    if len(out) != len(names):
+        return {}
+    return {m: clean_function(d) for m, d in zip(names, out, strict=True)}
+
+
+@lru_cache(maxsize=256)
+def dynsym(path: str) -> ElfSymbols:
+    return ElfSymbols(path, ".dynsym")
 
 
 @lru_cache(maxsize=256)
@@ -237,6 +303,13 @@ class Symbolizer:
                         inlined=i < n - 1,
                     )
                 )
+        if frames and frames[-1].function != UNKNOWN and syms:
+            start = syms[-1].get("StartAddress") or ""
+            if start.startswith("0x"):
+                best = dynsym(real).best_alias(int(start, 16), frames[-1].function)
+                if best != frames[-1].function:
+                    last = frames[-1]
+                    frames[-1] = Frame(best, dso=last.dso, file=last.file, line=last.line)
         if not frames and not self.tool:
             # no llvm-symbolizer: function names from the ELF symbol tables.
             name = elf_symbols(real).lookup(vaddr)
