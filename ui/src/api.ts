@@ -11,7 +11,7 @@ export class ApiError extends Error {
 
 interface Embedded {
   docs: Record<string, unknown>;
-  blobs: Record<string, string>;
+  blobs: Record<string, string>; // gzipped, in base64
   start: string;
 }
 
@@ -90,7 +90,8 @@ export async function getBinary(path: string, params: Params = {}): Promise<Arra
     const text = atob(blob);
     const bytes = new Uint8Array(text.length);
     for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-    return bytes.buffer;
+    const unzipped = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(unzipped).arrayBuffer();
   }
   return (await request(path, params)).arrayBuffer();
 }

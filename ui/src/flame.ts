@@ -33,28 +33,48 @@ export function decodeFlame(buffer: ArrayBuffer): FlameData {
   const depth = new Uint16Array(buffer, offset + 4 * n, n);
   const end = new Int32Array(n);
   const parent = new Int32Array(n);
-  const open: number[] = [];
+  const path = new Int32Array(65537); // the open node at each depth of the current path
+  let pathDepth = -1;
   let maxDepth = 0;
   for (let i = 0; i < n; i++) {
     const d = depth[i];
     if (d > maxDepth) maxDepth = d;
-    while (open.length && depth[open[open.length - 1]] >= d) end[open.pop()!] = i;
-    parent[i] = open.length ? open[open.length - 1] : -1;
-    open.push(i);
+    for (let k = d; k <= pathDepth; k++) end[path[k]] = i; // pre-order: these subtrees close here
+    parent[i] = d > 0 ? path[d - 1] : -1;
+    path[d] = i;
+    pathDepth = d;
   }
-  for (const i of open) end[i] = n;
+  for (let k = 0; k <= pathDepth; k++) end[path[k]] = n;
   return { nodes: n, names: header.names, name, depth, columns, meta: header, end, parent, maxDepth };
 }
 
-/** x offset of every node, children in name order or heaviest first. */
+/** x offset of every node, children in name order (as sent) or heaviest first. */
 export function layout(data: FlameData, width: Float32Array, heaviestFirst: boolean): Float64Array {
+  return heaviestFirst ? heaviestFirstLayout(data, width) : nameOrderLayout(data, width);
+}
+
+function nameOrderLayout(data: FlameData, width: Float32Array): Float64Array {
+  const x = new Float64Array(data.nodes);
+  const cursor = new Float64Array(data.maxDepth + 2); // next free x at each depth
+  const { depth } = data;
+  for (let i = 0; i < data.nodes; i++) {
+    const d = depth[i];
+    x[i] = cursor[d];
+    cursor[d] += width[i];
+    cursor[d + 1] = x[i];
+  }
+  return x;
+}
+
+function heaviestFirstLayout(data: FlameData, width: Float32Array): Float64Array {
   const x = new Float64Array(data.nodes);
   const { end } = data;
   const children: number[] = [];
   for (let p = 0; p < data.nodes; p++) {
+    if (end[p] === p + 1) continue; // a leaf
     children.length = 0;
     for (let c = p + 1; c < end[p]; c = end[c]) children.push(c);
-    if (heaviestFirst) children.sort((a, b) => width[b] - width[a]);
+    children.sort((a, b) => width[b] - width[a]);
     let cursor = x[p];
     for (const c of children) {
       x[c] = cursor;

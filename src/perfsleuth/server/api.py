@@ -7,8 +7,10 @@ server would have sent.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from . import flamedata, sources
 from .cache import Memo
 
 MAX_PARAM_CHARS = 4096
+DOCUMENTS_TTL_S = 3.0  # findings and experiments can be added while serving
 STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept under
 DIFF_ROWS = 200
 JSON_TYPE = "application/json; charset=utf-8"
@@ -41,6 +44,12 @@ class Response:
     status: int
     content_type: str
     body: bytes
+    gzipped: bytes | None = None  # the body compressed once, for clients that accept gzip
+
+
+def binary_response(body: bytes) -> Response:
+    # Level 1: a flame graph compresses ~3x in a fraction of the time level 9 takes.
+    return Response(200, BINARY_TYPE, body, gzip.compress(body, compresslevel=1, mtime=0))
 
 
 Query = dict[str, list[str]]
@@ -59,6 +68,8 @@ class Api:
         self.verbose = verbose
         self._profiles = Memo(capacity=6)
         self._results = Memo(capacity=256)
+        self._infos = Memo(capacity=256)
+        self._documents: dict[tuple[int, str], tuple[float, dict]] = {}
         self._routes: list[tuple[re.Pattern[str], Handler, tuple[str, ...]]] = [
             (re.compile(r"/api/runs"), self.runs, ()),
             (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
@@ -115,8 +126,26 @@ class Api:
 
         return self._profiles.get(key, load)
 
-    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
-        return self._results.get(key, compute)
+    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Response:
+        """A response computed once per run (runs never change) and kept encoded."""
+
+        def encoded() -> Response:
+            result = compute()
+            return result if isinstance(result, Response) else json_response(result)
+
+        return self._results.get(key, encoded)
+
+    def _info(self, run_id: int) -> RunInfo:
+        return self._infos.get(run_id, lambda: self.store.run_info(run_id))
+
+    def _docs(self, run_id: int, kind: str) -> dict:
+        """A run's documents of one kind, re-read at most every few seconds."""
+        now = time.monotonic()
+        seen = self._documents.get((run_id, kind))
+        if seen is None or now - seen[0] > DOCUMENTS_TTL_S:
+            seen = (now, self.store.documents(run_id, kind))
+            self._documents[(run_id, kind)] = seen
+        return seen[1]
 
     def _function(self, profile: Profile, query: Query) -> str:
         function = _one(query, "function")
@@ -137,7 +166,7 @@ class Api:
 
     def run(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
-        info = self.store.run_info(run_id)
+        info = self._info(run_id)
         profile = self._profile(run_id)
         return {
             **_run_summary(info),
@@ -152,10 +181,10 @@ class Api:
             "threads": [{"tid": t.tid, "pid": t.pid, "name": t.name} for t in profile.threads],
             "states": sorted({s for s in profile.sample_state if s}),
             "findings": len(self._findings(run_id)),
-            "experiments": len(self.store.documents(run_id, "experiment")),
+            "experiments": len(self._docs(run_id, "experiment")),
         }
 
-    def top(self, ref: str, query: Query) -> dict:
+    def top(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
         by = _one(query, "by") or "function"
         if by not in GROUPINGS:
@@ -169,12 +198,14 @@ class Api:
     def flame(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
         key = ("flame", run_id, *_filters(query))
-        body = self._cached(
-            key, lambda: flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
+        return self._cached(
+            key,
+            lambda: binary_response(
+                flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
+            ),
         )
-        return Response(200, BINARY_TYPE, body)
 
-    def callgraph(self, ref: str, query: Query) -> dict:
+    def callgraph(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
         profile = self._profile(run_id)
         function = self._function(profile, query)
@@ -183,7 +214,7 @@ class Api:
             lambda: {"run": str(run_id), **callgraph.neighbours(profile, function)},
         )
 
-    def annotate(self, ref: str, query: Query) -> dict:
+    def annotate(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
         profile = self._profile(run_id)
         function = self._function(profile, query)
@@ -201,7 +232,7 @@ class Api:
         ]
         return {"run": str(run_id), "function": function, "files": files}
 
-    def source(self, ref: str, query: Query) -> dict:
+    def source(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
         profile = self._profile(run_id)
         file = _one(query, "file")
@@ -244,7 +275,7 @@ class Api:
         }
 
     def _roots(self, run_id: int) -> list[Path]:
-        cwd = self.store.run_info(run_id).cwd
+        cwd = self._info(run_id).cwd
         return [*self.roots, Path(cwd)] if cwd else list(self.roots)
 
     def findings(self, ref: str, query: Query) -> dict:
@@ -253,7 +284,7 @@ class Api:
 
     def _findings(self, run_id: int) -> list[dict]:
         found: list[dict] = []
-        for data in self.store.documents(run_id, "findings").values():
+        for data in self._docs(run_id, "findings").values():
             items = data.get("findings", []) if isinstance(data, dict) else data
             found.extend(f for f in items if isinstance(f, dict))
         found.sort(key=lambda f: -_number(f.get("estimated_gain")))
@@ -268,7 +299,7 @@ class Api:
         return {"experiments": self._experiments(STANDALONE_RUN)}
 
     def _experiments(self, run_id: int) -> list[dict]:
-        docs = self.store.documents(run_id, "experiment")
+        docs = self._docs(run_id, "experiment")
         return [{"name": name, "data": data} for name, data in sorted(docs.items(), reverse=True)]
 
     def _pair(self, query: Query) -> tuple[int, int]:
@@ -277,7 +308,7 @@ class Api:
             raise ApiError(400, "give both runs to compare: a=RUN&b=RUN")
         return self._run_id(a), self._run_id(b)
 
-    def diff(self, query: Query) -> dict:
+    def diff(self, query: Query) -> Response:
         a, b = self._pair(query)
         by = _one(query, "by") or "function"
         if by not in GROUPINGS:
@@ -293,11 +324,12 @@ class Api:
 
     def diff_flame(self, query: Query) -> Response:
         a, b = self._pair(query)
-        body = self._cached(
+        return self._cached(
             ("diff-flame", a, b),
-            lambda: flamedata.encode(flamedata.diff_columns(self._profile(a), self._profile(b))),
+            lambda: binary_response(
+                flamedata.encode(flamedata.diff_columns(self._profile(a), self._profile(b)))
+            ),
         )
-        return Response(200, BINARY_TYPE, body)
 
 
 def _run_summary(info: RunInfo) -> dict:

@@ -8,6 +8,7 @@ Content-Security-Policy with no network source keeps it from fetching anything.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 from pathlib import Path
@@ -37,7 +38,7 @@ class Embedder:
     def __init__(self, api: Api) -> None:
         self.api = api
         self.docs: dict[str, Any] = {}
-        self.blobs: dict[str, str] = {}
+        self.blobs: dict[str, str] = {}  # binary answers, gzipped, in base64
 
     def add(self, path: str, **params: str) -> Any:
         response = self.api.get(path, {k: [v] for k, v in params.items()})
@@ -48,7 +49,8 @@ class Embedder:
             doc = json.loads(response.body)
             self.docs[key] = doc
             return doc
-        self.blobs[key] = base64.b64encode(response.body).decode()
+        packed = response.gzipped or gzip.compress(response.body, mtime=0)
+        self.blobs[key] = base64.b64encode(packed).decode()
         return None
 
 

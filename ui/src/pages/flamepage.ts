@@ -11,7 +11,12 @@ export function loadFlame(path: string, params: Params): Promise<FlameData> {
   const key = requestKey(path, params);
   let pending = decoded.get(key);
   if (!pending) {
-    pending = getBinary(path, params).then(decodeFlame);
+    pending = getBinary(path, params).then((buffer) => {
+      performance.mark("flame-fetched");
+      const data = decodeFlame(buffer);
+      performance.measure("flame-decode", "flame-fetched");
+      return data;
+    });
     pending.catch(() => decoded.delete(key));
     decoded.set(key, pending);
   }

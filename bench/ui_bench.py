@@ -1,0 +1,153 @@
+"""Benchmark of the web UI on a run of 1,000,000 samples and >= 100,000 distinct stacks.
+
+Measures the API's latency for TopN and flame-graph requests (first, cold answer
+and p50/p95 of repeated ones), then in headless Chromium (bench/ui_bench.mjs): time
+to an interactive flame graph, zoom and search latency, the same for the
+single-file HTML report, and speedscope opening the same profile.
+
+Usage: .venv/bin/python bench/ui_bench.py [--requests N]   (writes bench/out/ui_bench.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from ui_bench_data import big_profile
+
+from perfsleuth.formats import speedscope
+from perfsleuth.store import RunInfo, Store
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+STORE = OUT / "ui-store"
+SPEEDSCOPE_DIST = ROOT / "ui" / "node_modules" / "speedscope" / "dist" / "release"
+CLI = [sys.executable, "-m", "perfsleuth.cli"]
+
+
+def ensure_store() -> int:
+    if (STORE / "runs.duckdb").exists():
+        return Store(STORE).resolve("latest")
+    shutil.rmtree(STORE, ignore_errors=True)
+    profile = big_profile()
+    info = RunInfo(command="bigapp --synthetic (bench/ui_bench_data.py)", mode="cpu")
+    run_id = Store(STORE).add_run(info, profile)
+    single = big_profile()
+    single.sample_thread = [-1] * len(single.sample_thread)  # one speedscope profile
+    speedscope.write(single, OUT / "ui-bench.speedscope.json", name="ui-bench")
+    return run_id
+
+
+def start_server() -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--store", str(STORE)], stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    match = re.search(r":(\d+)/", proc.stderr.readline())
+    if not match:
+        proc.terminate()
+        raise SystemExit("perfsleuth serve printed no URL")
+    return proc, int(match.group(1))
+
+
+def timed_get(port: int, path: str) -> float:
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    start = time.perf_counter()
+    con.request("GET", path, headers={"Accept-Encoding": "gzip"})  # as browsers send
+    response = con.getresponse()
+    response.read()
+    elapsed = time.perf_counter() - start
+    con.close()
+    if response.status != 200:
+        raise SystemExit(f"{path}: HTTP {response.status}")
+    return elapsed * 1000
+
+
+def percentiles(values: list[float]) -> dict:
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "median": ordered[len(ordered) // 2],
+        "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+        "max": ordered[-1],
+    }
+
+
+def api_latency(port: int, run_id: int, requests: int) -> dict:
+    paths = {
+        "flame": f"/api/runs/{run_id}/flame",
+        "top_function": f"/api/runs/{run_id}/top?by=function",
+        "top_line": f"/api/runs/{run_id}/top?by=line",
+        "flame_state_mutex": f"/api/runs/{run_id}/flame?state=mutex",
+    }
+    out = {}
+    for name, path in paths.items():
+        cold = timed_get(port, path)
+        warm = [timed_get(port, path) for _ in range(requests)]
+        out[name] = {"cold_ms": cold, "warm_ms": percentiles(warm)}
+    return out
+
+
+def serve_speedscope() -> tuple[ThreadingHTTPServer, str]:
+    site = OUT / "speedscope-site"
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.copytree(SPEEDSCOPE_DIST, site)
+    shutil.copy(OUT / "ui-bench.speedscope.json", site / "profile.json")
+    handler = partial(SimpleHTTPRequestHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    return server, f"http://127.0.0.1:{port}/index.html#profileURL=/profile.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=40, help="repeated API requests")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    run_id = ensure_store()
+    report = OUT / "ui-bench-report.html"
+    subprocess.run(
+        [*CLI, "report", str(run_id), "--store", str(STORE), "-o", str(report)], check=True
+    )
+    server, port = start_server()
+    site, speedscope_url = serve_speedscope()
+    try:
+        time.sleep(0.5)
+        result = {"api": api_latency(port, run_id, args.requests)}
+        browser = subprocess.run(
+            [
+                "node",
+                str(ROOT / "bench" / "ui_bench.mjs"),
+                f"http://127.0.0.1:{port}/",
+                str(run_id),
+                speedscope_url,
+                str(report),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        result["browser"] = json.loads(browser.stdout.strip().splitlines()[-1])
+        result["report_bytes"] = report.stat().st_size
+        result["speedscope_json_bytes"] = (OUT / "ui-bench.speedscope.json").stat().st_size
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        site.shutdown()
+    (OUT / "ui_bench.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
