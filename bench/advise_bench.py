@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Benchmark: advising a stored run of >= 500,000 samples vs the time to record it.
+
+    .venv/bin/python bench/advise_bench.py [--samples 500000] [--runs 3]
+
+Records bench/import_workload.c (2 threads, many distinct stacks) with
+`perfsleuth record --freq 25000` into a scratch store under bench/out/, growing
+the duration until the run holds --samples samples, then times, each --runs
+times, `perfsleuth advise` on that stored run (a fresh process: load from the
+store, every analyzer, ranking, storing the findings). It also times each
+analyzer alone in this process, so slow analyzers can be told apart.
+Prints a table and writes bench/out/advise_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+PERFSLEUTH = ROOT / ".venv" / "bin" / "perfsleuth"
+FREQ = 25000
+
+
+def build_workload() -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    exe = OUT / "import_workload"
+    src = ROOT / "bench" / "import_workload.c"
+    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        subprocess.run(
+            ["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe), str(src)],
+            check=True,
+        )
+    return exe
+
+
+def record(store: Path, samples: int) -> tuple[int, float, float]:
+    """(samples, wall seconds of `perfsleuth record`, seconds the workload ran)."""
+    exe = build_workload()
+    seconds = 8.0
+    for _ in range(4):
+        shutil.rmtree(store, ignore_errors=True)
+        start = time.perf_counter()
+        subprocess.run(
+            [
+                str(PERFSLEUTH),
+                "record",
+                "--store",
+                str(store),
+                "--freq",
+                str(FREQ),
+                "--format",
+                "json",
+                "-o",
+                str(OUT / "advise_record.json"),
+                "--",
+                str(exe),
+                "2",
+                f"{seconds:.1f}",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        wall = time.perf_counter() - start
+        got = int(json.loads((OUT / "advise_record.json").read_text())["samples"])
+        if got >= samples:
+            return got, wall, seconds
+        seconds = seconds * samples / max(got, 1) * 1.15
+    raise SystemExit(f"could not record {samples} samples")
+
+
+def time_advise(store: Path, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(
+            [str(PERFSLEUTH), "advise", "--store", str(store), "--format", "json"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def time_analyzers(store_path: Path) -> dict[str, float]:
+    from perfsleuth.advisor import AdviseOptions, build_context
+    from perfsleuth.analyzers import discover
+    from perfsleuth.store import Store
+
+    store = Store(store_path)
+    run_id = store.resolve("latest")
+    start = time.perf_counter()
+    profile = store.load(run_id)
+    timings = {"(load the run from the store)": time.perf_counter() - start}
+    ctx = build_context(store, store.run_info(run_id), profile, AdviseOptions())
+    for name, analyze in discover().items():
+        start = time.perf_counter()
+        analyze(ctx)
+        timings[name] = time.perf_counter() - start
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=500_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    store = OUT / "advise_store"
+    samples, record_wall, workload_s = record(store, args.samples)
+    advise = time_advise(store, args.runs)
+    analyzers = time_analyzers(store)
+    median = statistics.median(advise)
+    print(f"run: {samples:,} samples, workload ran {workload_s:.1f} s")
+    print(f"perfsleuth record (workload + perf + read + symbolize + store): {record_wall:6.2f} s")
+    print(
+        f"perfsleuth advise, median of {args.runs}:                          {median:6.2f} s "
+        f"({100 * median / record_wall:.0f}% of recording)"
+    )
+    print("in-process time per analyzer:")
+    for name, seconds in sorted(analyzers.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:40s} {seconds:6.2f} s")
+    result = {
+        "samples": samples,
+        "workload_s": workload_s,
+        "record_s": record_wall,
+        "advise_s": advise,
+        "advise_median_s": median,
+        "analyzers_s": analyzers,
+    }
+    (OUT / "advise_bench.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))
+    main()
