@@ -212,6 +212,9 @@ struct Reader {
     unwinders: HashMap<i32, ProcUnwinder>,
     cache: Option<Box<CacheX86_64>>,
     scratch: Vec<u32>,
+    /// (pid | cpu_mode << 32, raw callchain...) -> stack id; cleared when mappings change.
+    chain_cache: HashMap<Vec<u64>, u32>,
+    chain_key: Vec<u64>,
 }
 
 impl Reader {
@@ -279,6 +282,7 @@ impl Reader {
         build_id: Option<&[u8]>,
     ) {
         let dso = self.dso_id(path, cpu_mode, build_id);
+        self.chain_cache.clear();
         let m = Map {
             start,
             end: start.saturating_add(len),
@@ -377,6 +381,45 @@ impl Reader {
         self.samples += 1;
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(-1);
+        let sid = match (&s.callchain, &s.user_regs) {
+            // Fast path: the same raw callchain in the same process maps to the
+            // same stack until the process's mappings change.
+            (Some(cc), None) => {
+                let mut key = std::mem::take(&mut self.chain_key);
+                key.clear();
+                key.push((pid as u32 as u64) | ((s.cpu_mode as u64) << 32));
+                key.extend((0..cc.len()).map(|i| cc.get(i).unwrap_or(0)));
+                let sid = match self.chain_cache.get(key.as_slice()) {
+                    Some(&sid) => sid,
+                    None => {
+                        let sid = self.stack_of(s, pid);
+                        self.chain_cache.insert(key.clone(), sid);
+                        sid
+                    }
+                };
+                self.chain_key = key;
+                sid
+            }
+            _ => self.stack_of(s, pid),
+        };
+        let comm = match self.threads.get(&tid) {
+            Some(&(_, c)) => c,
+            None => u32::MAX,
+        };
+        let period = s
+            .period
+            .unwrap_or_else(|| self.fixed_period.get(event as usize).copied().unwrap_or(1));
+        let row = self
+            .rows
+            .entry((sid, pid, tid, comm, event))
+            .or_insert((0, 0));
+        row.0 += period;
+        row.1 += 1;
+    }
+
+    /// The stack id of a sample: callchain (and DWARF-unwound user frames)
+    /// resolved to (DSO, address) frames.
+    fn stack_of(&mut self, s: &SampleRecord, pid: i32) -> u32 {
         let mut stack = std::mem::take(&mut self.scratch);
         stack.clear();
         let mut has_user = false;
@@ -480,19 +523,7 @@ impl Reader {
             }
         };
         self.scratch = stack;
-        let comm = match self.threads.get(&tid) {
-            Some(&(_, c)) => c,
-            None => u32::MAX,
-        };
-        let period = s
-            .period
-            .unwrap_or_else(|| self.fixed_period.get(event as usize).copied().unwrap_or(1));
-        let row = self
-            .rows
-            .entry((sid, pid, tid, comm, event))
-            .or_insert((0, 0));
-        row.0 += period;
-        row.1 += 1;
+        sid
     }
 }
 
@@ -680,6 +711,7 @@ fn read_file(path: &str) -> Result<Output, String> {
                 let id = reader.comm_id(&name);
                 reader.threads.insert(c.tid, (c.pid, id));
                 if c.is_execve && c.pid == c.tid {
+                    reader.chain_cache.clear();
                     reader.processes.remove(&c.pid);
                     reader.unwinders.remove(&c.pid);
                 }
@@ -694,6 +726,7 @@ fn read_file(path: &str) -> Result<Output, String> {
                     reader.threads.insert(f.tid, (f.pid, c));
                 }
                 if f.pid != f.ppid {
+                    reader.chain_cache.clear();
                     let parent = reader.processes.get(&f.ppid).cloned().unwrap_or_default();
                     reader.processes.insert(f.pid, parent);
                     if reader.dwarf {
