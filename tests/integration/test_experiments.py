@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,16 @@ def test_try_allocator_refuses_what_a_preload_cannot_change(
     argv = ["try", "allocator", "--store", str(tmp_path), "--", str(examples_built / program)]
     assert main(argv) == 2
     assert reason in capsys.readouterr().err
+
+
+def test_try_allocator_refuses_a_setuid_program(
+    tmp_path: Path, examples_built: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    setuid = tmp_path / "alloc_heavy"
+    shutil.copy(examples_built / "alloc_heavy", setuid)
+    setuid.chmod(0o4755)
+    assert main(["try", "allocator", "--store", str(tmp_path), "--", str(setuid)]) == 2
+    assert "is setuid/setgid: the dynamic loader ignores LD_PRELOAD" in capsys.readouterr().err
 
 
 def test_try_allocator_sees_through_a_wrapper_that_keeps_its_own_malloc(
