@@ -832,8 +832,66 @@ fn read_perf_data(py: Python<'_>, path: &str) -> PyResult<PyObject> {
     Ok(d.into_any().unbind())
 }
 
+/// Kernel text symbols of a kallsyms file, sorted: (address, name, module).
+fn parse_kallsyms(text: &str) -> (Option<u64>, Vec<(u64, &str, &str)>) {
+    let mut syms = Vec::with_capacity(200_000);
+    let mut stext = None;
+    for line in text.lines() {
+        let mut it = line.split_ascii_whitespace();
+        let (Some(a), Some(t), Some(name)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        if !matches!(t, "t" | "T" | "w" | "W") {
+            continue;
+        }
+        let Ok(addr) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
+        if addr == 0 {
+            continue;
+        }
+        if name == "_text" && stext.is_none() {
+            stext = Some(addr);
+        }
+        let module = it
+            .next()
+            .map(|m| m.trim_start_matches('[').trim_end_matches(']'))
+            .unwrap_or("");
+        syms.push((addr, name, module));
+    }
+    syms.sort_unstable_by_key(|x| x.0);
+    (stext, syms)
+}
+
+/// Look kernel addresses up in a kallsyms file (e.g. /proc/kallsyms).
+///
+/// Returns (address of _text or None, [(symbol, module) or None per address]).
+/// Raises OSError when the file cannot be read.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn kallsyms_lookup(
+    py: Python<'_>,
+    path: &str,
+    addrs: Vec<u64>,
+) -> PyResult<(Option<u64>, Vec<Option<(String, String)>>)> {
+    let p = path.to_string();
+    py.allow_threads(move || {
+        let text = std::fs::read_to_string(&p).map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let (stext, syms) = parse_kallsyms(&text);
+        let out = addrs
+            .iter()
+            .map(|&a| {
+                let i = syms.partition_point(|s| s.0 <= a);
+                (i > 0).then(|| (syms[i - 1].1.to_string(), syms[i - 1].2.to_string()))
+            })
+            .collect();
+        Ok((stext, out))
+    })
+}
+
 #[pymodule]
 fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_perf_data, m)?)?;
+    m.add_function(wrap_pyfunction!(kallsyms_lookup, m)?)?;
     Ok(())
 }

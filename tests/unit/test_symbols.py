@@ -240,3 +240,22 @@ def test_best_alias_prefers_plain_global_names() -> None:
     assert tab.best_alias(0x100, "__libc_malloc") == "malloc"
     assert tab.best_alias(0x100, "other") == "other"
     assert tab.best_alias(0x200, "x") == "x"
+
+
+def test_kernel_frames_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    d = tmp_path / ".debug" / "[kernel.kallsyms]" / "beef"
+    d.mkdir(parents=True)
+    (d / "kallsyms").write_text(
+        "ffffffff81000000 T _text\nffffffff81000100 t irq_fn\nffffffffc0a00000 t m_fn\t[kvm]\n"
+    )
+    frames = Symbolizer().kernel_frames(
+        [0xFFFFFFFF81000104, 0xFFFFFFFFC0A00001, 0xFFFFFFFF81000104],
+        build_id="beef",
+        release="not-this-kernel",
+    )
+    assert frames[0xFFFFFFFF81000104].function == "irq_fn"
+    assert frames[0xFFFFFFFF81000104].kernel
+    assert frames[0xFFFFFFFFC0A00001].dso == "[kvm]"
+    unknown = Symbolizer().kernel_frames([0xFFFFFFFF81000104], build_id="", release="other")
+    assert unknown[0xFFFFFFFF81000104].function == UNKNOWN

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..profile import Frame, Profile, ProfileBuilder, Thread
-from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, kernel_symbols
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
 from . import perf_script
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
@@ -123,31 +123,36 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
 
     offsets = set()
     for fid in used:
-        dso, addr, kernel = frames[fid]
-        if dso >= 0 and not kernel and symbolizable(dso):
+        dso, addr, is_kernel = frames[fid]
+        if dso >= 0 and not is_kernel and symbolizable(dso):
             offsets.add((dsos[dso][0], dsos[dso][1], addr))
-    if sym._kallsyms is None:
-        kbid = next((b for path, b, k in dsos if path == KERNEL_DSO), "")
-        meta0 = data["meta"]
-        sym._kallsyms = kernel_symbols(kbid, meta0.get("osrelease", ""), meta0.get("kernel_text"))
-    # Kernel frames (reading /proc/kallsyms) in a thread while llvm-symbolizer runs.
-    kernel_fids = [fid for fid in used if frames[fid][2]]
-    chains: dict[int, tuple[Frame, ...]] = {}
+    # Kernel frames in a thread while llvm-symbolizer runs.
+    kbid = next((b for path, b, _k in dsos if path == KERNEL_DSO), "")
+    meta0 = data["meta"]
+    kaddrs = {frames[fid][1] for fid in used if frames[fid][2]}
+    kernel: dict[int, Frame] = {}
 
     def kernel_chains() -> None:
-        for fid in kernel_fids:
-            chains[fid] = (sym.kernel_frame(frames[fid][1]),)
+        kernel.update(
+            sym.kernel_frames(
+                kaddrs,
+                build_id=kbid,
+                release=meta0.get("osrelease", ""),
+                text_addr=meta0.get("kernel_text"),
+            )
+        )
 
-    worker = threading.Thread(target=kernel_chains, daemon=True) if kernel_fids else None
+    worker = threading.Thread(target=kernel_chains, daemon=True) if kaddrs else None
     if worker:
         worker.start()
     answers = sym.symbolize_offsets(sorted(offsets))
     if worker:
         worker.join()
+    chains: dict[int, tuple[Frame, ...]] = {}
     for fid in used:
-        dso, addr, kernel = frames[fid]
-        if kernel:
-            continue
+        dso, addr, is_kernel = frames[fid]
+        if is_kernel:
+            chains[fid] = (kernel[addr],)
         elif dso < 0:
             chains[fid] = (Frame(UNKNOWN, dso=UNKNOWN),)
         elif not symbolizable(dso):

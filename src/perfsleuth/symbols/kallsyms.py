@@ -79,16 +79,23 @@ def kernel_symbols(build_id: str = "", release: str = "", text_addr: int | None 
     this kernel (same release and, when known, same _text address, i.e. the
     same KASLR slide); else an empty table (kernel frames stay [unknown]).
     """
+    for path in kallsyms_candidates(build_id, release):
+        k = load_kallsyms(path)
+        if path == "/proc/kallsyms" and text_addr and k.text and k.text != text_addr:
+            break
+        if k.usable:
+            return k
+    return Kallsyms([])
+
+
+def kallsyms_candidates(build_id: str = "", release: str = "") -> list[str]:
+    """kallsyms files to try for a recording, best first (see kernel_symbols)."""
+    out = []
     if build_id:
         home = os.environ.get("HOME") or os.path.expanduser("~")
         cached = os.path.join(home, ".debug", "[kernel.kallsyms]", build_id, "kallsyms")
         if os.path.isfile(cached):
-            k = load_kallsyms(cached)
-            if k.usable:
-                return k
-    if release and release != os.uname().release:
-        return Kallsyms([])
-    k = load_kallsyms()
-    if text_addr is not None and k.text is not None and k.text != text_addr:
-        return Kallsyms([])
-    return k
+            out.append(cached)
+    if not release or release == os.uname().release:
+        out.append("/proc/kallsyms")
+    return out

@@ -24,7 +24,13 @@ from elftools.elf.elffile import ELFFile
 
 from ..profile import Frame
 from .elf import elf_info, find_dso
-from .kallsyms import Kallsyms, load_kallsyms
+from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms
+from .kallsyms import kallsyms_candidates as _kallsyms_candidates
+
+try:  # optional fast paths from the native extension (make native)
+    import perfsleuth_native as _native
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
 
 UNKNOWN = "[unknown]"
 KERNEL_DSO = "[kernel.kallsyms]"
@@ -319,6 +325,49 @@ class Symbolizer:
         return tuple(frames) or (Frame(UNKNOWN, dso=dso),)
 
     # -- kernel -------------------------------------------------------------
+
+    def kernel_frames(
+        self,
+        addrs: Iterable[int],
+        *,
+        build_id: str = "",
+        release: str = "",
+        text_addr: int | None = None,
+    ) -> dict[int, Frame]:
+        """{addr: Frame} for kernel addresses of a recording.
+
+        The kallsyms used is perf's copy from the recording
+        (~/.debug/[kernel.kallsyms]/<build_id>/kallsyms), else /proc/kallsyms
+        when the recording was made on the running kernel (same release and
+        _text address); else the frames stay [unknown]. An explicit
+        `kallsyms` given to the constructor wins.
+        """
+        wanted = sorted(set(addrs))
+        if not wanted:
+            return {}
+        if self._kallsyms is None and _native is not None:
+            for path in _kallsyms_candidates(build_id, release):
+                try:
+                    stext, hits = _native.kallsyms_lookup(path, wanted)
+                except OSError:
+                    continue
+                if path == "/proc/kallsyms" and text_addr and stext and stext != text_addr:
+                    break  # another boot (KASLR slide): /proc/kallsyms would lie
+                if not any(hits):
+                    continue  # addresses hidden (kptr_restrict)
+                out = {}
+                for a, hit in zip(wanted, hits, strict=True):
+                    if hit is None:
+                        out[a] = Frame(UNKNOWN, dso=KERNEL_DSO, kernel=True)
+                    else:
+                        name, module = hit
+                        dso = f"[{module}]" if module else KERNEL_DSO
+                        out[a] = Frame(name, dso=dso, kernel=True)
+                return out
+            return {a: Frame(UNKNOWN, dso=KERNEL_DSO, kernel=True) for a in wanted}
+        if self._kallsyms is None:
+            self._kallsyms = kernel_symbols(build_id, release, text_addr)
+        return {a: self.kernel_frame(a) for a in wanted}
 
     def kernel_frame(self, addr: int, dso: str = KERNEL_DSO) -> Frame:
         """A kernel frame named from /proc/kallsyms ([unknown] when unreadable)."""
