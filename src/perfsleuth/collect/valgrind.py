@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,14 +72,17 @@ def resolve_program(cmd: list[str]) -> str:
         raise UserError(f"command not found: {cmd[0]}")
     if not os.access(path, os.X_OK):
         raise UserError(f"{path} is not executable; check its permissions")
-    return str(Path(path).resolve())
+    return os.path.abspath(path)
 
 
-def callgrind_args(out: Path, log: Path, *, cache_sim: bool, only: str | None) -> list[str]:
+def callgrind_args(workdir: Path, *, cache_sim: bool, only: str | None) -> list[str]:
+    """Children are traced too, so that a wrapper which execs the real program (a
+    libtool or pyenv script) is followed; every process writes its own files."""
     args = [
         "--tool=callgrind",
-        f"--callgrind-out-file={out}",
-        f"--log-file={log}",
+        f"--callgrind-out-file={workdir}/callgrind.out.%p",
+        f"--log-file={workdir}/valgrind.log.%p",
+        "--trace-children=yes",
         "--dump-instr=yes",
         "--dump-line=yes",
         "--compress-strings=yes",
@@ -119,29 +124,73 @@ def record(
     """Run CMD under callgrind; stdio passes through, valgrind's log goes to a file."""
     valgrind = valgrind_binary()
     executable = resolve_program(cmd)
-    out, log = workdir / "callgrind.out", workdir / "valgrind.log"
-    argv = [valgrind, *callgrind_args(out, log, cache_sim=cache_sim, only=only), "--", *cmd]
+    # A bare name is looked up in the user's PATH, not in the fixed environment's.
+    program = cmd[0] if "/" in cmd[0] else executable
+    options = callgrind_args(workdir, cache_sim=cache_sim, only=only)
+    argv = [valgrind, *options, "--", program, *cmd[1:]]
     env = dict(os.environ) if keep_env else dict(FIXED_ENV)
     started = time.monotonic()
-    status = _run(argv, env)
+    pid, status = _run(argv, env)
     elapsed = time.monotonic() - started
-    reason = failure_reason(log)
+    out = workdir / f"callgrind.out.{pid}"
+    reason = failure_reason(workdir / f"valgrind.log.{pid}")
     if not out.exists() or (status != 0 and reason and "instruction" in reason):
         raise UserError(
             f"valgrind could not run {cmd[0]}: {reason or f'exit status {status}'}; "
             "count mode needs a program valgrind supports (use --mode cpu instead)"
         )
+    if out.stat().st_size == 0:
+        raise UserError(
+            f"callgrind counted nothing in {cmd[0]}: it ended without exiting normally "
+            "(e.g. killed by a signal valgrind could not report); run it under plain "
+            f"`valgrind --tool=callgrind {shlex.join(cmd)}` to see why"
+        )
+    _note_children(workdir, pid)
     return CountRecording(out, status, elapsed, argv, executable, not keep_env)
 
 
-def _run(argv: list[str], env: dict[str, str]) -> int:
+def _note_children(workdir: Path, pid: int) -> None:
+    """Say that children were left out, and which one to count if it did more work."""
+    children = [p for p in workdir.glob("callgrind.out.*") if p.name != f"callgrind.out.{pid}"]
+    if not children:
+        return
+    print(
+        f"perfsleuth: note: {len(children)} child process(es) ran under valgrind too; "
+        "only the main process is counted",
+        file=sys.stderr,
+    )
+    main_total, _ = _headline(workdir / f"callgrind.out.{pid}")
+    busiest_total, busiest_cmd = max(_headline(child) for child in children)
+    if busiest_total > main_total:
+        print(
+            f"perfsleuth: note: a child executed more instructions ({busiest_total:,} against "
+            f"{main_total:,}); to count it, record it directly: "
+            f"perfsleuth record --mode count -- {busiest_cmd}",
+            file=sys.stderr,
+        )
+
+
+def _headline(out: Path) -> tuple[int, str]:
+    """(total of the first event, command) from a callgrind.out file's header lines."""
+    total, cmd = 0, ""
+    with out.open(errors="replace") as fh:
+        for line in fh:
+            if line.startswith("cmd:"):
+                cmd = line[4:].strip()
+            elif line.startswith(("summary:", "totals:")) and line.split()[1:]:
+                total = max(total, int(line.split()[1]))
+    return total, cmd
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """(pid, exit status) of the counted process; valgrind runs it in its own process."""
     proc = subprocess.Popen(argv, env=env)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         status = proc.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
-    return 128 - status if status < 0 else status
+    return proc.pid, 128 - status if status < 0 else status
 
 
 def failure_reason(log: Path) -> str:
