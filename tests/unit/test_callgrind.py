@@ -193,24 +193,58 @@ def test_synthetic_stacks(tmp_path: Path) -> None:
     assert round(inclusive_by_function(p)["main", "/bin/prog"]) == 116
 
 
-def test_recursion_terminates_and_keeps_self_cost(tmp_path: Path) -> None:
-    text = """\
+MUTUAL_RECURSION = """\
 events: Ir
 fl=a.c
-fn=a
-1 10
-cfn=b
-calls=1 5
-2 50
-fn=b
-5 20
+fn=main
+1 5
 cfn=a
-calls=1 1
-6 30
+calls=1 10
+2 60
+fn=a
+10 10
+cfn=b
+calls=1 20
+11 50
+fn=b
+20 20
+cfn=a
+calls=1 10
+21 10
+cfn=leaf
+calls=1 30
+22 30
+fn=leaf
+30 30
 """
-    p = callgrind.read(write(tmp_path, text))
+
+
+def test_mutual_recursion_keeps_self_exact_and_outer_callers_whole(tmp_path: Path) -> None:
+    p = callgrind.read(write(tmp_path, MUTUAL_RECURSION))
     selfs = self_by_function(p)
-    assert selfs["a", ""] == 10 and selfs["b", ""] == 20
+    assert (selfs["main", ""], selfs["a", ""], selfs["b", ""], selfs["leaf", ""]) == (5, 10, 20, 30)
+    inclusive = inclusive_by_function(p)
+    assert round(inclusive["main", ""]) == 65 == round(p.total)
+    assert round(inclusive["b", ""]) >= 50  # its own cost and its call into leaf
+    for stack, *_ in p.rows():  # the cycle is not unrolled
+        names = [p.frames[f].function for f in stack]
+        assert len(names) == len(set(names)) and names[-1] == "main"
+
+
+def test_too_many_caller_chains_are_truncated_below_the_outer_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(callgrind, "MAX_CHAINS", 2)
+    lines = ["events: Ir", "fl=a.c", "fn=main", "1 1"]
+    for i in range(6):  # main -> mid_i -> leaf: six chains above leaf
+        lines += [f"cfn=mid{i}", "calls=1 10", f"{2 + i} {11 + i}"]
+    for i in range(6):
+        lines += [f"fn=mid{i}", "10 1", "cfn=leaf", "calls=1 30", f"11 {10 + i}"]
+    lines += ["fn=leaf", "30 45"]
+    p = callgrind.read(write(tmp_path, "\n".join(lines) + "\n"))
+    assert self_by_function(p)["leaf", ""] == 45
+    assert round(inclusive_by_function(p)["main", ""]) == round(p.total) == 1 + 6 + 45
+    assert any(p.frames[s[1]] == callgrind.TRUNCATED for s, *_ in p.rows() if len(s) > 1)
 
 
 def test_cost_lines_are_scaled_to_all_events(tmp_path: Path) -> None:

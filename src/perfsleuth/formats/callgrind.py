@@ -4,17 +4,23 @@ Both carry exact event counts (Ir, cache misses, ...) per source line. Callgrind
 adds a call graph: for each call site, the inclusive cost of the calls made there.
 A Profile needs stacks, so `read` derives them from the call graph:
 
-* every (function, file, line) self cost becomes the leaf of one or more samples,
-  so self cost per line and per function is exact;
+* every (function, file, line) self cost is the leaf of one or more samples, so
+  self cost per line and per function is exact;
 * the caller chain above a function is spread over its callers in proportion to
   the inclusive cost of their calls into it, then recursively over their callers.
   On an acyclic call graph this makes every function's inclusive cost (the weight
-  of the samples whose stack holds it) equal callgrind's inclusive cost. The
-  approximation is in the paths: a deep chain A->B->C gets C's cost split by B's
+  of the samples whose stack holds it) equal callgrind's inclusive cost.
+  The approximation is in the paths: a chain A->B->C gets C's cost split by B's
   overall caller mix, not by what A's calls into B actually spent in C.
-* recursion (a caller already on the chain) ends the chain there, and a function
-  with more than MAX_CHAINS distinct caller chains keeps its heaviest ones and
-  ends the others at itself; both make ancestors' inclusive cost a lower bound.
+* recursion: functions calling each other in a cycle are treated as one unit
+  whose cost goes to the calls entering the cycle, in proportion to their cost.
+  Callers outside the cycle keep their whole inclusive cost only when the cycle
+  is entered from one place; members of the cycle show their self cost and, as
+  direct callers, their callees' cost. (Callgrind's own inclusive cost of a
+  recursive function counts the recursion more than once.)
+* a function with more than MAX_CHAINS distinct caller chains keeps its heaviest
+  chains; the others keep their outermost frames under a TRUNCATED frame, so
+  outer callers such as main stay exact and those cut out lose that part.
 
 Functions are identified by (object, name): same-named static functions of one
 object are merged into one node, as a name-keyed view would show them.
@@ -33,7 +39,9 @@ from perfsleuth.errors import UserError
 from perfsleuth.profile import Frame, Profile, ProfileBuilder
 
 MAX_CHAINS = 512
-MAX_DEPTH = 256
+Chain = tuple[int, ...]  # frame ids of the callers above a function, innermost first
+# Stands for the callers left out of a chain cut short by MAX_CHAINS.
+TRUNCATED = Frame("[callers truncated]")
 # Headers kept in Profile.meta; the others (desc:, event:, version:, ...) are not needed.
 META_KEYS = ("cmd", "pid", "creator", "thread")
 # Name compression: which tables the name-carrying keys share.
@@ -286,10 +294,14 @@ def read(path: str | Path, event: str = "Ir") -> Profile:
     builder = ProfileBuilder(unit=EVENT_UNITS.get(primary, "events"), meta=_meta(data, primary))
     chains = _Chains(data, index, builder)
     for fn, sites in data.self_costs.items():
-        ups = chains.up(fn)
-        for (file, line), costs in sites.items():
-            leaf = builder.frame_id(Frame(fn[1], dso=fn[0], file=file, line=line))
-            _add_split(builder, leaf, costs[index], ups)
+        leaves = [
+            (builder.frame_id(Frame(fn[1], dso=fn[0], file=file, line=line)), costs[index])
+            for (file, line), costs in sites.items()
+            if costs[index]
+        ]
+        if leaves:
+            ups = [(chains.chain(node), fraction) for node, fraction in chains.up[fn]]
+            _add_split(builder, leaves, ups)
     return builder.build()
 
 
@@ -313,72 +325,198 @@ def _meta(data: CallgrindData, primary: str) -> dict:
 
 def _add_split(
     builder: ProfileBuilder,
-    leaf: int,
-    weight: int,
+    leaves: list[tuple[int, int]],
     ups: list[tuple[tuple[int, ...], float]],
 ) -> None:
-    """Spread `weight` over the caller chains; the last one takes the rounding rest."""
-    if weight == 0:
-        return
-    rest = float(weight)
-    for i, (chain, fraction) in enumerate(ups):
-        part = rest if i == len(ups) - 1 else weight * fraction
-        rest -= part
-        builder.add_ids((leaf, *chain), part)
+    """Pair a function's lines with its caller chains so both get exactly their share.
+
+    Lines (heaviest first) and chains (heaviest first) are matched like two
+    cumulative distributions laid side by side, which needs len(lines) +
+    len(chains) - 1 samples instead of one per line and chain. Which line goes
+    with which chain is arbitrary: callgrind does not record it.
+    """
+    leaves = sorted(leaves, key=lambda leaf: -leaf[1])
+    total = float(sum(cost for _leaf, cost in leaves))
+    shares = [(chain, total * fraction) for chain, fraction in ups]
+    shares[-1] = (shares[-1][0], float("inf"))  # the last chain takes the rounding rest
+    j, chain_left = 0, shares[0][1]
+    for leaf, cost in leaves:
+        line_left = float(cost)
+        while line_left > 0:
+            part = min(line_left, chain_left)
+            if part > 0:
+                builder.add_ids((leaf, *shares[j][0]), part)
+            line_left -= part
+            chain_left -= part
+            if chain_left <= 0 and j + 1 < len(shares):
+                j += 1
+                chain_left = shares[j][1]
 
 
 class _Chains:
-    """Caller chains of each function with the fraction of its cost each one gets."""
+    """Caller chains of each function with the fraction of its cost each one gets.
+
+    Chains are nodes of a trie (frame id, parent node), node 0 the empty chain.
+    Functions calling each other in a cycle (a strongly connected component of
+    the call graph) are walked as one: a member's chain is its direct caller,
+    then the calls that entered the cycle from outside, in proportion to their
+    cost, so the cycle's callers get all of its cost and paths do not explode.
+    """
 
     def __init__(self, data: CallgrindData, index: int, builder: ProfileBuilder) -> None:
-        self.data = data
-        self.index = index
         self.builder = builder
-        self.memo: dict[Fn, list[tuple[tuple[int, ...], float]]] = {}
-        self.active: set[Fn] = set()
-        self.out = self._outgoing()
+        self.own = {fn: sum(c[index] for c in s.values()) for fn, s in data.self_costs.items()}
+        self.callers: dict[Fn, dict[tuple[Fn, str, int], int]] = {
+            callee: {key: c[index] for key, c in sites.items() if key[0] != callee and c[index]}
+            for callee, sites in data.calls.items()
+        }
+        self.out: dict[Fn, int] = defaultdict(int)
+        callees: dict[Fn, list[Fn]] = defaultdict(list)
+        for callee, sites in self.callers.items():
+            for caller in sorted({key[0] for key in sites}):
+                callees[caller].append(callee)
+                self.out[caller] += sum(c for key, c in sites.items() if key[0] == caller)
+        self.nodes: list[tuple[int, int]] = [(-1, -1)]
+        self.node_ids: dict[tuple[int, int], int] = {}
+        self.frames: dict[int, Chain] = {0: ()}
+        self.marker = builder.frame_id(TRUNCATED)
+        self.up: dict[Fn, list[tuple[int, float]]] = {}
+        self.component: dict[Fn, int] = {}
+        nodes = set(self.own) | set(self.callers) | set(callees)
+        for number, members in enumerate(_components(nodes, callees)):
+            self.component.update(dict.fromkeys(members, number))
+            self._walk(members)
 
-    def _outgoing(self) -> dict[Fn, int]:
-        out: dict[Fn, int] = defaultdict(int)
-        for callee, sites in self.data.calls.items():
-            for (caller, _file, _line), costs in sites.items():
-                if caller != callee:
-                    out[caller] += costs[self.index]
-        return out
-
-    def _inclusive(self, fn: Fn, incoming: int) -> int:
-        own = sum(c[self.index] for c in self.data.self_costs.get(fn, {}).values())
-        return max(incoming, own + self.out.get(fn, 0))
-
-    def up(self, fn: Fn) -> list[tuple[tuple[int, ...], float]]:
-        found = self.memo.get(fn)
+    def node(self, frame: int, parent: int) -> int:
+        found = self.node_ids.get((frame, parent))
         if found is None:
-            self.active.add(fn)
-            found = self.memo[fn] = self._compute(fn)
-            self.active.discard(fn)
+            found = self.node_ids[frame, parent] = len(self.nodes)
+            self.nodes.append((frame, parent))
         return found
 
-    def _compute(self, fn: Fn) -> list[tuple[tuple[int, ...], float]]:
-        callers = {
-            key: costs[self.index]
-            for key, costs in self.data.calls.get(fn, {}).items()
-            if key[0] not in self.active and costs[self.index] > 0
+    def chain(self, node: int) -> Chain:
+        """The frame ids of a node, innermost first."""
+        found = self.frames.get(node)
+        if found is None:
+            frame, parent = self.nodes[node]
+            found = self.frames[node] = (frame, *self.chain(parent))
+        return found
+
+    def _bare(self, frame: int) -> int:
+        """The frame of the same function without a call site, for merging chains."""
+        f = self.builder.profile.frames[frame]
+        return self.builder.frame_id(Frame(f.function, dso=f.dso))
+
+    def _caller_frame(self, caller: Fn, file: str, line: int) -> int:
+        return self.builder.frame_id(Frame(caller[1], dso=caller[0], file=file, line=line))
+
+    def _walk(self, members: list[Fn]) -> None:
+        """Set `up` for one component, whose callers outside it are all done."""
+        number = self.component[members[0]]
+        if len(members) == 1:
+            fn = members[0]
+            sites = self.callers.get(fn, {})
+            total = max(sum(sites.values()), self.own.get(fn, 0) + self.out[fn])
+            self.up[fn] = self._limit(self._spread(sites, total, number, {}))
+            return
+        entries = {
+            key: cost
+            for fn in members
+            for key, cost in self.callers.get(fn, {}).items()
+            if self.component[key[0]] != number
         }
-        total = self._inclusive(fn, sum(callers.values()))
-        if not callers or len(self.active) > MAX_DEPTH or total <= 0:
-            return [((), 1.0)]
-        result: dict[tuple[int, ...], float] = defaultdict(float)
-        for (caller, file, line), cost in callers.items():
-            frame = self.builder.frame_id(Frame(caller[1], dso=caller[0], file=file, line=line))
-            for chain, fraction in self.up(caller):
-                result[(frame, *chain)] += cost / total * fraction
-        return _limit(result)
+        entered = self._spread(entries, sum(entries.values()), number, {})
+        for fn in members:
+            sites = self.callers.get(fn, {})
+            self.up[fn] = self._limit(self._spread(sites, sum(sites.values()), number, entered))
+
+    def _spread(
+        self,
+        sites: dict[tuple[Fn, str, int], int],
+        total: int,
+        number: int,
+        entered: dict[int, float],
+    ) -> dict[int, float]:
+        """Chains over `sites` in proportion to cost: the caller's frame, then its
+        own chains, or for a caller in component `number`, the `entered` ones."""
+        result: dict[int, float] = defaultdict(float)
+        for (caller, file, line), cost in sites.items():
+            frame = self._caller_frame(caller, file, line)
+            inside = self.component[caller] == number
+            parents = entered.items() if inside else self.up[caller]
+            for parent, fraction in parents:
+                result[self.node(frame, parent)] += cost / total * fraction
+        rest = 1.0 - sum(result.values())
+        if rest > 1e-12:
+            result[0] += rest
+        return result
+
+    def _limit(self, chains: dict[int, float]) -> list[tuple[int, float]]:
+        """At most about MAX_CHAINS chains, heaviest first.
+
+        The light ones keep only their outermost frames, as many as fit and
+        without call sites, below a TRUNCATED marker frame: outer callers (main,
+        ...) keep their inclusive cost, those cut out lose what went through them.
+        """
+        ranked = sorted(chains.items(), key=lambda item: -item[1])
+        if len(ranked) <= MAX_CHAINS:
+            return ranked
+        keep, light = ranked[: MAX_CHAINS // 2], ranked[MAX_CHAINS // 2 :]
+        outer = [(self.chain(node)[::-1], fraction) for node, fraction in light]
+        depth = max(len(frames) for frames, _f in outer)
+        while True:
+            cut: dict[int, float] = defaultdict(float)
+            for frames, fraction in outer:
+                parent = 0
+                for frame in frames[:depth]:
+                    if frame != self.marker:
+                        parent = self.node(self._bare(frame), parent)
+                cut[self.node(self.marker, parent)] += fraction
+            if len(cut) <= MAX_CHAINS // 2 or depth == 0:
+                return keep + sorted(cut.items(), key=lambda item: -item[1])
+            depth //= 2
 
 
-def _limit(chains: dict[tuple[int, ...], float]) -> list[tuple[tuple[int, ...], float]]:
-    """At most MAX_CHAINS chains, heaviest first; what is left ends at the function itself."""
-    ranked = sorted(chains.items(), key=lambda item: -item[1])[: MAX_CHAINS - 1]
-    rest = 1.0 - sum(fraction for _chain, fraction in ranked)
-    if rest > 1e-12:
-        ranked.append(((), rest))
-    return ranked
+def _components(nodes: set[Fn], callees: dict[Fn, list[Fn]]) -> list[list[Fn]]:
+    """Strongly connected components, callers' components before their callees'.
+
+    Tarjan's algorithm, iterative; it finds components callees first.
+    """
+    index: dict[Fn, int] = {}
+    low: dict[Fn, int] = {}
+    stack: list[Fn] = []
+    on_stack: set[Fn] = set()
+    found: list[list[Fn]] = []
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work = [(root, iter(callees.get(root, ())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            fn, todo = work[-1]
+            callee = next(todo, None)
+            if callee is not None:
+                if callee not in index:
+                    index[callee] = low[callee] = len(index)
+                    stack.append(callee)
+                    on_stack.add(callee)
+                    work.append((callee, iter(callees.get(callee, ()))))
+                elif callee in on_stack:
+                    low[fn] = min(low[fn], index[callee])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[fn])
+            if low[fn] == index[fn]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == fn:
+                        break
+                found.append(sorted(members))
+    found.reverse()
+    return found
