@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -22,6 +22,9 @@ from elftools.elf.elffile import ELFFile
 from ..findings import Finding
 from ..profile import Profile
 from . import Context
+from .library_match import heaviest
+
+Weights = defaultdict[str, float]
 
 # Fraction of the time in unoptimised code that -O2 removes: measured on
 # examples/advisor/o0_build (-O0 vs -O2), see docs/advisor.md.
@@ -59,7 +62,7 @@ def analyze(ctx: Context) -> list[Finding]:
         if found is None and not any(u.optimization for u in units):
             found = _unoptimized_by_machine_code(dso, path, function_weight[dso], total)
         if found is not None:
-            found.function = found.function or function_weight[dso].most_common(1)[0][0]
+            found.function = found.function or heaviest(function_weight[dso], 1)[0][0]
             findings.append(found)
         elif weight / total >= HINT_MIN_SHARE:
             hint = _missing_options_hint(dso, units, weight / total)
@@ -70,18 +73,18 @@ def analyze(ctx: Context) -> list[Finding]:
 
 def _weights(
     profile: Profile,
-) -> tuple[Counter[str], dict[str, Counter[str]], dict[str, Counter[str]]]:
+) -> tuple[Weights, dict[str, Weights], dict[str, Weights]]:
     """Self weight per DSO, per (DSO, source file) and per (DSO, function)."""
-    per_dso: Counter[str] = Counter()
-    per_file: dict[str, Counter[str]] = {}
-    per_function: dict[str, Counter[str]] = {}
+    per_dso: Weights = defaultdict(float)
+    per_file: dict[str, Weights] = defaultdict(lambda: defaultdict(float))
+    per_function: dict[str, Weights] = defaultdict(lambda: defaultdict(float))
     for stack, weight, _count, _thread, _state in profile.rows():
         physical = next((profile.frames[f] for f in stack if not profile.frames[f].inlined), None)
         if physical is None or physical.kernel:
             continue
         per_dso[physical.dso] += weight
-        per_file.setdefault(physical.dso, Counter())[physical.file] += weight
-        per_function.setdefault(physical.dso, Counter())[physical.function] += weight
+        per_file[physical.dso][physical.file] += weight
+        per_function[physical.dso][physical.function] += weight
     return per_dso, per_file, per_function
 
 
@@ -133,7 +136,7 @@ def optimization_level(producer: str) -> str | None:
 
 
 def _unoptimized_by_producer(
-    dso: str, units: tuple[CompileUnit, ...], weight: float, files: Counter[str], total: float
+    dso: str, units: tuple[CompileUnit, ...], weight: float, files: Weights, total: float
 ) -> Finding | None:
     slow = [u for u in units if u.optimization in ("0", "g")]
     if not slow:
@@ -156,8 +159,8 @@ def _unoptimized_by_producer(
     )
 
 
-def _hottest_file(files: Counter[str], candidates: set[str]) -> str:
-    ranked = [f for f, _w in files.most_common() if f in candidates]
+def _hottest_file(files: Weights, candidates: set[str]) -> str:
+    ranked = [f for f, _w in heaviest(files, len(files)) if f in candidates]
     return ranked[0] if ranked else (sorted(candidates)[0] if candidates else "")
 
 
@@ -191,11 +194,14 @@ def _unoptimized_finding(
 
 
 def _unoptimized_by_machine_code(
-    dso: str, path: str, functions: Counter[str], total: float
+    dso: str, path: str, functions: Weights, total: float
 ) -> Finding | None:
-    hot = [(name, w) for name, w in functions.most_common(MACHINE_CODE_FUNCTIONS) if name]
-    measured = [(name, w, stack_slot_ratio(path, name)) for name, w in hot]
-    measured = [(name, w, r) for name, w, r in measured if r is not None]
+    hot = [(name, w) for name, w in heaviest(functions, MACHINE_CODE_FUNCTIONS) if name]
+    measured: list[tuple[str, float, float]] = []
+    for name, w in hot:
+        ratio_of_function = stack_slot_ratio(path, name)
+        if ratio_of_function is not None:
+            measured.append((name, w, ratio_of_function))
     weight = sum(w for _n, w, _r in measured)
     if not weight:
         return None
@@ -255,7 +261,7 @@ def function_code(path: str, identifier: str) -> bytes | None:
             symtab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
             if symtab is None:
                 return None
-            for sym in symtab.iter_symbols():
+            for sym in symtab.iter_symbols():  # type: ignore[attr-defined]
                 if sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"]:
                     continue
                 if sym.name == identifier or (sym.name.startswith("_Z") and mangled in sym.name):

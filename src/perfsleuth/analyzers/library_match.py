@@ -10,10 +10,11 @@ matched library the most, so the fix lands at a file:line.
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from ..findings import Finding
 from ..profile import Frame, Profile
@@ -31,6 +32,7 @@ LIBRARY_DIRS = (
 # Below this many matching samples a share is too noisy to trust fully.
 STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
+K = TypeVar("K")
 
 
 @dataclass
@@ -40,10 +42,12 @@ class Match:
     inclusive: float = 0.0
     self: float = 0.0
     samples: int = 0
-    self_by_function: Counter[str] = field(default_factory=Counter)
-    inclusive_by_function: Counter[str] = field(default_factory=Counter)
-    dsos: Counter[str] = field(default_factory=Counter)
-    call_sites: Counter[Frame] = field(default_factory=Counter)
+    self_by_function: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    inclusive_by_function: defaultdict[str, float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    dsos: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    call_sites: defaultdict[Frame, float] = field(default_factory=lambda: defaultdict(float))
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -166,23 +170,28 @@ def _suggestion(rule: Rule) -> str:
 def _top_site(match: Match) -> tuple[Frame | None, float]:
     if not match.call_sites:
         return None, 0.0
-    site, weight = match.call_sites.most_common(1)[0]
+    site, weight = heaviest(match.call_sites, 1)[0]
     return site, weight
 
 
-def _top_name(counter: Counter[str]) -> str:
-    return counter.most_common(1)[0][0] if counter else ""
+def _top_name(weights: dict[str, float]) -> str:
+    return heaviest(weights, 1)[0][0] if weights else ""
+
+
+def heaviest(weights: dict[K, float], n: int) -> list[tuple[K, float]]:
+    """The n items of largest weight, heaviest first."""
+    return sorted(weights.items(), key=lambda kv: -kv[1])[:n]
 
 
 def _evidence(match: Match, total: float, site: Frame | None, site_weight: float) -> list[str]:
     lines = []
-    for name, weight in match.self_by_function.most_common(EVIDENCE_FUNCTIONS):
+    for name, weight in heaviest(match.self_by_function, EVIDENCE_FUNCTIONS):
         inclusive = match.inclusive_by_function.get(name, weight)
         lines.append(
             f"{_short(name)} {100 * weight / total:.1f}% self, {100 * inclusive / total:.1f}% total"
         )
     if not lines:
-        for name, weight in match.inclusive_by_function.most_common(EVIDENCE_FUNCTIONS):
+        for name, weight in heaviest(match.inclusive_by_function, EVIDENCE_FUNCTIONS):
             lines.append(f"{_short(name)} {100 * weight / total:.1f}% total")
     lines.append(
         f"{match.samples:,} samples ({100 * match.inclusive / total:.1f}%) have it on the stack, "

@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections import Counter
+from collections import defaultdict
 from functools import lru_cache
 
 from ..findings import Finding
 from ..profile import Frame, Profile
 from ..symbols.elf import elf_info
 from . import Context
+from .library_match import heaviest
 
 MIN_UNKNOWN_SHARE = 0.05
 MIN_BROKEN_SHARE = 0.25
@@ -51,9 +52,9 @@ def is_unknown(frame: Frame) -> bool:
     return not name or name.startswith("[unknown") or bool(_ADDRESS.match(name))
 
 
-def _measure(profile: Profile) -> tuple[Counter[str], float]:
+def _measure(profile: Profile) -> tuple[dict[str, float], float]:
     """Unknown-leaf weight per DSO, and the weight of user stacks cut short."""
-    unknown: Counter[str] = Counter()
+    unknown: dict[str, float] = defaultdict(float)
     broken = 0.0
     for stack, weight, _count, _thread, _state in profile.rows():
         if not stack:
@@ -67,15 +68,15 @@ def _measure(profile: Profile) -> tuple[Counter[str], float]:
     return unknown, broken
 
 
-def _unknown_finding(ctx: Context, by_dso: Counter[str], total: float) -> Finding:
+def _unknown_finding(ctx: Context, by_dso: dict[str, float], total: float) -> Finding:
     share = sum(by_dso.values()) / total
     paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
     evidence = []
     fixes = []
-    for dso, weight in by_dso.most_common(5):
+    for dso, weight in heaviest(by_dso, 5):
         evidence.append(f"{dso}: {100 * weight / total:.1f}% of samples have no function name")
         fixes.append(_fix_for(dso, paths.get(dso, "")))
-    top_dso = by_dso.most_common(1)[0][0]
+    top_dso = heaviest(by_dso, 1)[0][0]
     return Finding(
         rule="symbols.missing",
         kind="missing-symbols",
