@@ -49,6 +49,8 @@ ours = json.load(open(sys.argv[1]))
 theirs = json.load(open(sys.argv[2]))["results"]
 metric = sys.argv[3]
 names = sys.argv[4:]
+for r in theirs:
+    r["mean_wall"] = r["mean"]
 if metric == "cpu":
     for r in theirs:
         r["mean"] = r["user"] + r["system"]
@@ -69,6 +71,8 @@ for v in ours["variants"]:
     median_ratio = statistics.median(base["times"]) / statistics.median(r["times"])
     ps = f"{v['ratio']:.3f} [{lo:.3f}-{hi:.3f}] {v['verdict']}"
     print(f"{v['name']:<10} {ps:<40} {mean_ratio:>8.3f} {err:<6} {median_ratio:>17.3f}")
-print(f"baseline median: perfsleuth {ours['baseline']['wall_s']['median']:.3f} s, "
-      f"hyperfine {statistics.median(base['times']):.3f} s; {ours['variants'][0]['runs']} pairs")
+ob = ours["baseline"]
+print(f"baseline: perfsleuth median wall {ob['wall_s']['median']:.3f} s, "
+      f"user+sys {ob['user_s']['median'] + ob['sys_s']['median']:.3f} s; "
+      f"hyperfine mean wall {base['mean_wall']:.3f} s, user+sys {base['user'] + base['system']:.3f} s")
 EOF
