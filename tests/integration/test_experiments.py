@@ -236,6 +236,7 @@ def test_verify_fills_an_allocator_finding_from_its_fix(
     verified = verify_finding(finding("allocator", fix), ctx, ["bin/alloc_heavy", "2"])
     assert verified is not None and verified["variant"] == "jemalloc"
     assert verified["ratio"] > 0 and verified["runs"] == 3 and len(verified["ci95"]) == 2
+    assert verified["summary"].startswith("jemalloc") and "3 pairs" in verified["summary"]
     stored = Store(tmp_path / "store").documents(5, "experiment")[verified["experiment"]]
     assert stored["finding"] == "allocator.test" and len(stored["raw"]["baseline"]["runs"]) == 3
 

@@ -22,6 +22,7 @@ from ..analyzers import Context
 from ..errors import UserError
 from ..findings import Finding
 from . import allocator, build, result
+from .render import ratio_sentence
 from .runner import Side, measure
 
 DEFAULT_RUNS = 10
@@ -55,6 +56,7 @@ def _measure(finding: Finding, ctx: Context, sides: list[Side]) -> dict[str, Any
         "baseline": result.side_summary(series[0]),
         "candidate": result.side_summary(series[1]),
     }
+    verified["summary"] = ratio_sentence(sides[1].name, "baseline", verified, "time")
     if ctx.store is not None:
         raw = {**verified, "finding": finding.rule, "raw": result.raw_runs(series)}
         verified["experiment"] = result.store_experiment(ctx.store, ctx.run.id, "verify", raw)
