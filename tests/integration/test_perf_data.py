@@ -199,6 +199,8 @@ def test_metadata(fp_data: Path, work: Path) -> None:
     assert m["perf_version"]
     assert m["cmdline"][1] == "record"
     assert m["event"].startswith("cpu-clock")
+    if perf_data.native_available():
+        assert (m["event_kind"], m["call_graph"]) == ("software", "fp")
     assert m["lost_samples"] == 0
     exe = str(work / "perf_prog")
     dso = next(d for d in m["dsos"] if d["path"] == exe)
@@ -255,6 +257,17 @@ def test_pipe_mode_is_a_user_error(work: Path, tmp_path: Path) -> None:
         )
     with pytest.raises(UserError, match="pipe-mode"):
         perf_data.read(pipe)
+
+
+def test_no_samples_is_a_user_error(tmp_path: Path) -> None:
+    data = tmp_path / "none.data"
+    subprocess.run(
+        ["perf", "record", "-q", "-c", "1000000000000", "-o", str(data), "--", "true"],
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
+    with pytest.raises(UserError, match="no samples"):
+        perf_data.read(data)
 
 
 def test_sniff(fp_data: Path) -> None:

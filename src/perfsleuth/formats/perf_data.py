@@ -105,7 +105,7 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     for _sid, _ti, ev, _period, count in rows:
         per_event[ev] = per_event.get(ev, 0) + count
     event = max(per_event, key=lambda e: per_event[e])
-    name, _kind, unit, _cc, _dwarf = events[event]
+    name, kind, unit, has_cc, dwarf = events[event]
     dsos = data["dsos"]
     frames = data["frames"]
     stacks = data["stacks"]
@@ -170,6 +170,8 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
             "path": str(p),
             "reader": "native",
             "event": name,
+            "event_kind": kind,  # software, hardware, hw-cache, tracepoint, breakpoint, pmu
+            "call_graph": "dwarf" if dwarf else ("fp" if has_cc else "none"),
             "events": [e[0] for e in events],
             "num_samples": per_event[event],
             "dsos": [{"path": path, "build_id": bid} for path, bid, _k in dsos],
