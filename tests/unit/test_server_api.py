@@ -9,6 +9,7 @@ import pytest
 from uistore import ENGINE, HOSTILE, make_store
 
 from perfsleuth.server.api import Api
+from perfsleuth.store import RunInfo
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +130,12 @@ def test_flame_is_binary_and_cached(api: Api, tmp_path: Path) -> None:
     again = api.get("/api/runs/2/flame", {})
     assert first.content_type == "application/octet-stream"
     assert first.body is again.body
+
+
+def test_run_recorded_while_serving_is_found(tmp_path: Path) -> None:
+    store, _ = make_store(tmp_path)
+    api = Api(store, [])
+    assert get(api, "/api/runs/latest")[1]["id"] == "2"
+    store.add_run(RunInfo(command="later"), store.load(1))
+    status, run = get(api, "/api/runs/3")
+    assert status == 200 and run["command"] == "later"

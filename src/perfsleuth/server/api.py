@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +22,9 @@ from ..views import callgraph, diff, top
 from ..views.annotate import line_costs
 from ..views.keys import GROUPINGS
 from . import flamedata, sources
-from .cache import Memo
+from .cache import FileVersioned, Memo
 
 MAX_PARAM_CHARS = 4096
-DOCUMENTS_TTL_S = 3.0  # findings and experiments can be added while serving
 STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept under
 DIFF_ROWS = 200
 JSON_TYPE = "application/json; charset=utf-8"
@@ -69,7 +67,9 @@ class Api:
         self._profiles = Memo(capacity=6)
         self._results = Memo(capacity=256)
         self._infos = Memo(capacity=256)
-        self._documents: dict[tuple[int, str], tuple[float, dict]] = {}
+        self._changing = FileVersioned(
+            lambda: [store.db, store.db.with_name(store.db.name + ".wal")]
+        )
         self._routes: list[tuple[re.Pattern[str], Handler, tuple[str, ...]]] = [
             (re.compile(r"/api/runs"), self.runs, ()),
             (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
@@ -102,6 +102,8 @@ class Api:
 
     def warm(self, ref: str) -> None:
         """Compute a run's flame graph and TopN ahead of the first page that asks."""
+        self.get("/api/runs", {})
+        self.get(f"/api/runs/{ref}", {})
         self.get(f"/api/runs/{ref}/flame", {})
         self.get(f"/api/runs/{ref}/top", {})
 
@@ -111,9 +113,15 @@ class Api:
         if not (ref.isdigit() or re.fullmatch(r"latest(~\d+)?", ref)):
             raise ApiError(400, f"bad run reference {ref!r}: use an id, latest or latest~N")
         try:
-            return self.store.resolve(ref)
+            return _resolve(ref, self._run_ids())
         except UserError as e:
-            raise ApiError(404, str(e)) from e
+            raise ApiError(404, f"{e}; `perfsleuth runs` lists them") from e
+
+    def _run_list(self) -> list[RunInfo]:
+        return self._changing.get("runs", self.store.runs)
+
+    def _run_ids(self) -> list[int]:
+        return [info.id for info in self._run_list()]
 
     def _profile(self, run_id: int, query: Query | None = None) -> Profile:
         states, tids = _filters(query or {})
@@ -139,13 +147,7 @@ class Api:
         return self._infos.get(run_id, lambda: self.store.run_info(run_id))
 
     def _docs(self, run_id: int, kind: str) -> dict:
-        """A run's documents of one kind, re-read at most every few seconds."""
-        now = time.monotonic()
-        seen = self._documents.get((run_id, kind))
-        if seen is None or now - seen[0] > DOCUMENTS_TTL_S:
-            seen = (now, self.store.documents(run_id, kind))
-            self._documents[(run_id, kind)] = seen
-        return seen[1]
+        return self._changing.get((run_id, kind), lambda: self.store.documents(run_id, kind))
 
     def _function(self, profile: Profile, query: Query) -> str:
         function = _one(query, "function")
@@ -159,7 +161,7 @@ class Api:
 
     def runs(self, query: Query) -> list[dict]:
         out = []
-        for info in self.store.runs():
+        for info in self._run_list():
             found = self._findings(info.id)
             out.append({**_run_summary(info), "top_finding": found[0] if found else None})
         return out
@@ -330,6 +332,20 @@ class Api:
                 flamedata.encode(flamedata.diff_columns(self._profile(a), self._profile(b)))
             ),
         )
+
+
+def _resolve(ref: str, ids: list[int]) -> int:
+    """Store.resolve's rules (`3`, `latest`, `latest~N`) over a known list of ids."""
+    if not ids:
+        raise UserError("the store has no runs yet")
+    if ref.isdigit():
+        if int(ref) in ids:
+            return int(ref)
+        raise UserError(f"no run {ref!r}")
+    steps = int(ref[len("latest~") :]) if ref.startswith("latest~") else 0
+    if steps >= len(ids):
+        raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
+    return ids[steps]
 
 
 def _run_summary(info: RunInfo) -> dict:
