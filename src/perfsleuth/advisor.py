@@ -29,6 +29,7 @@ from .store import RunInfo, Store
 SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
 COMPILE_DB = "compile_commands.json"
 VERIFY_AT_MOST = 5
+VERIFIED_CONFIDENCE = 0.95
 
 
 @dataclass
@@ -38,6 +39,7 @@ class AdviseOptions:
     rules: list[str] = field(default_factory=list)
     show_all: bool = False
     verify: bool = False
+    build: str | None = None  # shell command that rebuilds the program into $OUT (--verify)
 
 
 def advise(
@@ -89,7 +91,11 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
         src_roots=roots,
         compile_commands=_compile_commands(options.compile_commands, roots, info.cwd),
         binaries=binaries,
-        options={"rules": load_rules(rule_files), "show_all": options.show_all},
+        options={
+            "rules": load_rules(rule_files),
+            "show_all": options.show_all,
+            **({"build": options.build} if options.build else {}),
+        },
     )
 
 
@@ -180,3 +186,6 @@ def verify(findings: list[Finding], ctx: Context) -> None:
         result = verify_finding(finding, ctx, command)
         if result:
             finding.verified = result
+            low = (result.get("ci95") or [0.0])[0]
+            if low > 1.0:  # a measured speed-up whose whole interval is a win
+                finding.confidence = max(finding.confidence, VERIFIED_CONFIDENCE)

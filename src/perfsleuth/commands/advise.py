@@ -37,6 +37,11 @@ def add_advise_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verify", action="store_true", help="measure the top findings' fixes with A/B runs"
     )
+    parser.add_argument(
+        "--build",
+        metavar="CMD",
+        help="with --verify: shell command that rebuilds the program into $OUT (build flags)",
+    )
     add_output_options(parser, FORMATS)
 
 
@@ -47,6 +52,7 @@ def options_of(args: argparse.Namespace) -> AdviseOptions:
         rules=args.rules or [],
         show_all=args.show_all,
         verify=args.verify,
+        build=args.build,
     )
 
 
