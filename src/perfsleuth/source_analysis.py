@@ -93,6 +93,11 @@ def find_source(name: str, roots: Iterable[Path], comp_dir: str = "") -> Path | 
     return None
 
 
+def _skipped_folder(relative: Path) -> bool:
+    """Hidden folders (.git, .venv) and node_modules hold no sources of the project."""
+    return any(part.startswith(".") or part == "node_modules" for part in relative.parts[:-1])
+
+
 def _tails(path: Path) -> list[Path]:
     parts = [p for p in path.parts if p not in ("/", "..", ".")]
     return [Path(*parts[i:]) for i in range(len(parts))]
@@ -103,7 +108,11 @@ def source_files(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(p for p in sorted(path.rglob("*")) if p.suffix in SOURCE_SUFFIXES)
+            found.extend(
+                p
+                for p in sorted(path.rglob("*"))
+                if p.suffix in SOURCE_SUFFIXES and not _skipped_folder(p.relative_to(path))
+            )
         elif path.is_file():
             found.append(path)
         else:
@@ -120,6 +129,10 @@ class HotCode:
     line_weight: dict[tuple[str, int], float]
     # file as the debug info names it -> (dso, self weight, hot functions), hottest first
     files: dict[str, tuple[str, float, list[str]]]
+
+    def lines_of(self, path: Path) -> frozenset[int]:
+        """The sampled lines of a file."""
+        return frozenset(line for name, line in self.line_weight if name == path.name)
 
     def share(self, path: str, first: int, last: int) -> float:
         """Fraction of the run's weight on lines first..last of the file."""

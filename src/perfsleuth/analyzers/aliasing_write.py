@@ -43,6 +43,7 @@ BRANCH_KINDS = (
     "GOTO_STMT",
 )
 FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "FUNCTION_TEMPLATE")
+WRITE_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR", "CALL_EXPR")
 WRITE_OPERATORS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 # Library functions the compiler knows not to touch the program's memory.
 PURE_LIBRARY_FUNCTIONS = frozenset(
@@ -282,23 +283,22 @@ class _Function:
     def char_write(self, cursor: Any) -> Any | None:
         """The lvalue of a write through a char-like type into memory, else None."""
         kind = _kind(cursor)
-        if kind in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR"):
-            if _operator(cursor, self.src) not in WRITE_OPERATORS:
-                return None
-        elif kind == "UNARY_OPERATOR":
-            if _operator(cursor, self.src) not in ("++", "--"):
-                return None
-        elif kind == "CALL_EXPR" and cursor.spelling in ("operator=", "operator++"):
-            pass
-        else:
+        if kind not in WRITE_KINDS:
+            return None
+        if kind == "CALL_EXPR" and cursor.spelling not in ("operator=", "operator++"):
             return None
         kids = _children(cursor)
         if not kids:
             return None
         target = _unwrap(kids[0])
-        if not char_like(target.type) or not self._writes_memory(target):
+        if not char_like(target.type):  # cheaper than the operator, so first
             return None
-        return target
+        if kind == "UNARY_OPERATOR" and _operator(cursor, self.src) not in ("++", "--"):
+            return None
+        binary = kind not in ("UNARY_OPERATOR", "CALL_EXPR")
+        if binary and _operator(cursor, self.src) not in WRITE_OPERATORS:
+            return None
+        return target if self._writes_memory(target) else None
 
     def _writes_memory(self, target: Any) -> bool:
         kind = _kind(target)
@@ -664,8 +664,8 @@ def _is_assignment(node: Any, src: _Source) -> bool:
 
 def _function_matches(fn: _Function) -> list[AliasMatch]:
     body = next((c for c in _children(fn.cursor) if _kind(c) == "COMPOUND_STMT"), None)
-    if body is None:
-        return []
+    if body is None or not any(fn.char_write(n) is not None for n in _walk(body)):
+        return []  # every pattern needs a char-typed write
     matches: list[AliasMatch] = []
     loops = [n for n in _walk(body) if _kind(n) in LOOP_KINDS]
     matched_spans: list[tuple[int, int]] = []
@@ -685,40 +685,51 @@ def _function_matches(fn: _Function) -> list[AliasMatch]:
     return matches
 
 
-def find_matches(parsed: Any, main_file: Path) -> list[AliasMatch]:
-    """Every aliasing-write match in the functions defined in main_file."""
+def find_matches(
+    parsed: Any, main_file: Path, lines: frozenset[int] | None = None
+) -> list[AliasMatch]:
+    """Every aliasing-write match in the functions defined in main_file (only in
+    those holding one of `lines`, when given: the profile's hot lines)."""
     src = _Source()
     matches: list[AliasMatch] = []
-    wanted = str(main_file)
-    for node in _walk(parsed.cursor):
+    for node in _main_file_nodes(parsed, main_file):
         if _kind(node) not in FUNCTION_KINDS or not node.is_definition():
             continue
-        location = node.location.file
-        if location is None or location.name != wanted:
-            continue
-        matches.extend(_function_matches(_Function(node, src)))
+        first, last = node.extent.start.line, node.extent.end.line
+        if lines is None or any(first <= line <= last for line in lines):
+            matches.extend(_function_matches(_Function(node, src)))
     return sorted(matches, key=lambda m: (-m.confidence, m.line))
+
+
+def _main_file_nodes(parsed: Any, main_file: Path):  # type: ignore[no-untyped-def]
+    """The nodes written in main_file, skipping (not walking) what headers declare."""
+    wanted = str(main_file)
+
+    def visit(node: Any):  # type: ignore[no-untyped-def]
+        for child in node.get_children():
+            location = child.location.file
+            if location is not None and location.name == wanted:
+                yield child
+                yield from visit(child)
+
+    yield from visit(parsed.cursor)
 
 
 def function_spans(parsed: Any, main_file: Path) -> list[tuple[str, int, int]]:
     """(qualified name, first line, last line) of each function defined in main_file."""
-    spans = []
-    for node in _walk(parsed.cursor):
-        if _kind(node) in FUNCTION_KINDS and node.is_definition():
-            location = node.location.file
-            if location is not None and location.name == str(main_file):
-                spans.append((_qualified_name(node), node.extent.start.line, node.extent.end.line))
-    return spans
+    return [
+        (_qualified_name(node), node.extent.start.line, node.extent.end.line)
+        for node in _main_file_nodes(parsed, main_file)
+        if _kind(node) in FUNCTION_KINDS and node.is_definition()
+    ]
 
 
 def loop_spans(parsed: Any, main_file: Path) -> list[tuple[int, int]]:
     """(first line, last line) of every loop in main_file."""
     return [
         (node.extent.start.line, node.extent.end.line)
-        for node in _walk(parsed.cursor)
+        for node in _main_file_nodes(parsed, main_file)
         if _kind(node) in LOOP_KINDS
-        and node.location.file is not None
-        and node.location.file.name == str(main_file)
     ]
 
 
@@ -761,13 +772,14 @@ class UnitReport:
         return kept
 
 
-_REPORTS: dict[tuple[str, tuple[str, ...], float], UnitReport] = {}
+_REPORTS: dict[tuple[str, tuple[str, ...], float, frozenset[int] | None], UnitReport] = {}
 
 
-def analyse_unit(unit: TranslationUnit) -> UnitReport:
-    """Parse and match the unit while clang compiles it for its remarks (in parallel);
-    cached, so the aliasing and vectorisation analyzers share one analysis."""
-    key = (str(unit.path), tuple(unit.flags), unit.path.stat().st_mtime)
+def analyse_unit(unit: TranslationUnit, hot_lines: frozenset[int] | None = None) -> UnitReport:
+    """Parse and match the unit (only its functions holding hot_lines, when given)
+    while clang compiles it for its remarks, in parallel; cached, so the aliasing and
+    vectorisation analyzers share one analysis."""
+    key = (str(unit.path), tuple(unit.flags), unit.path.stat().st_mtime, hot_lines)
     if key in _REPORTS:
         return _REPORTS[key]
     started = time.perf_counter()
@@ -782,7 +794,7 @@ def analyse_unit(unit: TranslationUnit) -> UnitReport:
     if parsed is None:
         report.error = report.error or unit.error
     else:
-        report.matches = find_matches(parsed, unit.path)
+        report.matches = find_matches(parsed, unit.path, hot_lines)
         report.functions = function_spans(parsed, unit.path)
         report.loops = loop_spans(parsed, unit.path)
     report.seconds = time.perf_counter() - started
@@ -799,7 +811,7 @@ def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | No
     )
     reports = []
     for unit, binary in units:
-        report = analyse_unit(unit)
+        report = analyse_unit(unit, hot.lines_of(unit.path))
         if report.error:
             notes.append(f"skipped {unit.path.name}: it does not compile ({report.error})")
         else:
