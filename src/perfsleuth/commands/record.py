@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..collect import perf, runinfo, valgrind
+from ..collect import offcpu, perf, runinfo, valgrind, wall
 from ..errors import UserError
 from ..formats import perf_data
 from ..output import emit
@@ -43,6 +43,7 @@ def record_cpu(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
 
 
 RECORDERS: dict[str, Recorder] = {"cpu": record_cpu, "count": valgrind.record_count}
+RECORDERS.update(offcpu=offcpu.record_offcpu, wall=wall.record_wall, all=offcpu.record_all)
 
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +62,11 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
         "--duration", type=float, metavar="S", help="seconds to record with --pid (default 10)"
     )
     add_count_options(parser)
+    parser.add_argument(
+        "--fallback-wall",
+        action="store_true",
+        help="offcpu mode: take wall-clock snapshots when eBPF is not available (no root)",
+    )
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
 
 

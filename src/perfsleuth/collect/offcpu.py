@@ -1,0 +1,294 @@
+"""Off-CPU time with eBPF: how long each thread was blocked, and where.
+
+bpftrace runs a script on the sched:sched_switch tracepoint. When a thread of
+the target (or of a child process) is switched out, its kernel and user stacks
+and scheduler state are kept; when it is switched back in, the time it spent
+off the CPU is added to (pid, tid, state, kernel stack, user stack, name). The
+kernel aggregates everything; perfsleuth reads one map when bpftrace stops.
+Needs root (or CAP_BPF + CAP_PERFMON) and a kernel with BPF and tracepoints.
+
+User stacks come from the kernel's frame-pointer walk: the leaf is exact, the
+callers need frame pointers (-fno-omit-frame-pointer -mno-omit-leaf-frame-
+pointer); without them `--mode wall` gives full DWARF stacks instead.
+
+`--mode all` adds perf's on-CPU samples (cpu-clock, whose period is in ns) so
+running and waiting add up to each thread's wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import UserError
+from ..formats import bpftrace_stacks
+from ..profile import Frame, Profile, ProfileBuilder, Thread
+from ..store import RunInfo
+from ..symbols import KERNEL_DSO, Symbolizer
+from . import perf, thread_state, wall
+from .target import ProcessMaps, Target, stop
+
+# $1: the target's PID; $2: 1 to follow it from the start, 0 to wait for its exec
+# (a launched command is a gate shell until then).
+SCRIPT = r"""
+BEGIN { if ($2) { @pids[(int64)$1] = 1; } printf("READY\n"); }
+tracepoint:sched:sched_process_exec { if (pid == $1) { @pids[(int64)pid] = 1; } }
+tracepoint:sched:sched_process_fork /@pids[(int64)pid]/
+{
+  @pids[(int64)args->child_pid] = 1;
+}
+tracepoint:sched:sched_switch
+{
+  if (@pids[(int64)pid]) {
+    @start[args->prev_pid] = nsecs;
+    @prev_state[args->prev_pid] = args->prev_state;
+    @kstack[args->prev_pid] = kstack(MAX_DEPTH);
+    @ustack[args->prev_pid] = ustack(MAX_DEPTH);
+    @tgid[args->prev_pid] = pid;
+  }
+  $since = @start[args->next_pid];
+  if ($since) {
+    $tid = args->next_pid;
+    @offcpu[@tgid[$tid], $tid, @prev_state[$tid], @kstack[$tid], @ustack[$tid],
+            args->next_comm] = sum(nsecs - $since);
+    delete(@start[$tid]);
+  }
+}
+END {
+  clear(@pids); clear(@start); clear(@prev_state); clear(@kstack); clear(@ustack);
+  clear(@tgid);
+}
+"""
+MAX_DEPTH = 64
+MAP_KEYS_MAX = 65536  # larger maps fail to load on some kernels, silently
+ATTACH_TIMEOUT_S = 60.0
+# BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
+READY = b'"READY\\n"'
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+class Unavailable(UserError):
+    """eBPF off-CPU recording cannot run here; the message says why."""
+
+
+def check_available() -> str:
+    """Path of bpftrace, or Unavailable saying what is missing."""
+    tool = shutil.which("bpftrace")
+    if tool is None:
+        raise Unavailable(
+            "off-CPU recording needs bpftrace (apt-get install bpftrace); "
+            "or add --fallback-wall to take wall-clock stack snapshots instead"
+        )
+    if os.geteuid() != 0:
+        raise Unavailable(
+            "off-CPU recording with eBPF needs root; run perfsleuth as root, "
+            "or add --fallback-wall to take wall-clock stack snapshots (no root needed)"
+        )
+    _mount_tracefs()
+    return tool
+
+
+def _mount_tracefs() -> None:
+    """bpftrace finds tracepoints through tracefs, which minimal systems leave unmounted."""
+    if (TRACEFS / "events").is_dir():
+        return
+    done = subprocess.run(
+        ["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise Unavailable(
+            f"tracefs is not mounted and mounting it failed ({done.stderr.strip()}); "
+            f"run `mount -t tracefs nodev {TRACEFS}`, or use --fallback-wall"
+        )
+
+
+class BpftraceSession:
+    """One bpftrace process tracing the target; its JSON goes to a file."""
+
+    def __init__(self, tool: str, target: Target, workdir: Path) -> None:
+        self.out = workdir / "offcpu.json"
+        self.err = workdir / "offcpu.err"
+        script = workdir / "offcpu.bt"
+        script.write_text(SCRIPT.replace("MAX_DEPTH", str(MAX_DEPTH)), encoding="utf-8")
+        follow_now = "0" if target.proc is not None else "1"
+        env = {
+            **os.environ,
+            "BPFTRACE_NO_USER_SYMBOLS": "1",
+            "BPFTRACE_MAP_KEYS_MAX": str(MAP_KEYS_MAX),
+            "BPFTRACE_STRLEN": "32",
+        }
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(
+                [tool, "-f", "json", str(script), str(target.pid), follow_now],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+            )
+
+    def wait_attached(self) -> None:
+        deadline = time.monotonic() + ATTACH_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if READY in self.out.read_bytes():
+                return
+            if self.proc.poll() is not None:
+                raise Unavailable(f"bpftrace failed to start: {self._error()}")
+            time.sleep(0.05)
+        stop(self.proc)
+        raise Unavailable(f"bpftrace did not attach within {ATTACH_TIMEOUT_S:.0f} s")
+
+    def finish(self) -> list[bpftrace_stacks.OffCpuRecord]:
+        stop(self.proc)
+        return list(bpftrace_stacks.parse(self.out.read_text(encoding="utf-8", errors="replace")))
+
+    def _error(self) -> str:
+        lines = self.err.read_text(encoding="utf-8", errors="replace").splitlines()
+        # bpftrace 0.17 reports its harmless RLIMIT_MEMLOCK attempt as an ERROR.
+        useful = [ln for ln in lines if ln.strip() and "RLIMIT_MEMLOCK" not in ln]
+        return useful[-1].strip() if useful else "no message"
+
+
+def to_profile(
+    records: Iterable[bpftrace_stacks.OffCpuRecord],
+    maps: ProcessMaps,
+    symbolizer: Symbolizer | None = None,
+) -> Profile:
+    """Off-CPU records as a profile in ns, every sample with its thread and state."""
+    records = list(records)
+    user = _user_frames(records, maps, symbolizer or Symbolizer())
+    builder = ProfileBuilder(unit="ns", meta={"recorder": "bpftrace"})
+    for r in records:
+        frames = [Frame(name, dso=KERNEL_DSO, kernel=True) for name in r.kernel_stack]
+        frames += user[(r.tgid, r.user_stack)]
+        state = thread_state.classify(frames, r.kernel_state)
+        builder.add(frames, r.ns, thread=Thread(r.tid, r.tgid, r.comm), state=state)
+    return builder.build()
+
+
+def _user_frames(
+    records: list[bpftrace_stacks.OffCpuRecord], maps: ProcessMaps, symbolizer: Symbolizer
+) -> dict[tuple[int, tuple[int, ...]], list[Frame]]:
+    """Symbolized user stacks; a stack ends at the first address no file maps
+    (what a frame-pointer walk finds past code built without frame pointers)."""
+    located: dict[tuple[int, tuple[int, ...]], list[tuple[str, int]]] = {}
+    for r in records:
+        key = (r.tgid, r.user_stack)
+        if key in located:
+            continue
+        places = []
+        for depth, address in enumerate(r.user_stack):
+            pc = address if depth == 0 else address - 1
+            m = maps.lookup(r.tgid, pc)
+            if m is None:
+                break
+            places.append((m.path, pc - m.start + m.offset))
+        located[key] = places
+    wanted = {(path, "", off) for places in located.values() for path, off in places}
+    names = symbolizer.symbolize_offsets(sorted(wanted))
+    return {key: [f for place in places for f in names[place]] for key, places in located.items()}
+
+
+def record_offcpu(
+    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo
+) -> Profile:
+    """Recorder for --mode offcpu (see commands/record.py)."""
+    try:
+        tool = check_available()
+    except Unavailable as e:
+        if not getattr(args, "fallback_wall", False):
+            raise
+        return wall.record_wall_instead(args, cmd, workdir, info, reason=str(e))
+    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+    maps = ProcessMaps(target.pid)
+    session = _start_bpftrace(tool, target, workdir)
+    started = time.monotonic()
+    target.release()
+    target.wait(_duration(args), tick=maps.snapshot)
+    records = session.finish()
+    info.duration_s = time.monotonic() - started
+    info.exit_status = target.exit_status
+    info.meta.update({"recorder": "bpftrace", "pid": target.pid})
+    return to_profile(records, maps)
+
+
+def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
+    """Recorder for --mode all: perf on-CPU samples + eBPF off-CPU time, both in ns."""
+    tool = check_available()
+    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+    maps = ProcessMaps(target.pid)
+    session = _start_bpftrace(tool, target, workdir)
+    sampler = perf.perf_binary()
+    exe = cmd[0] if cmd else f"/proc/{target.pid}/exe"
+    mode = perf.callgraph_mode.choose(exe, args.call_graph)
+    rate = args.freq or perf.DEFAULT_FREQ[mode]
+    data = workdir / "perf.data"
+    perf_proc = subprocess.Popen(
+        [sampler, "record", "-q", "-o", str(data), "-F", str(rate), *perf.call_graph_args(mode)]
+        + ["-p", str(target.pid)],
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    time.sleep(0.5)  # perf -p has no "ready" signal; give it time to open its events
+    started = time.monotonic()
+    target.release()
+    target.wait(_duration(args), tick=maps.snapshot)
+    stop(perf_proc)
+    records = session.finish()
+    info.duration_s = time.monotonic() - started
+    info.exit_status = target.exit_status
+    info.meta.update({"recorder": "perf+bpftrace", "pid": target.pid, "freq": rate})
+    info.meta["call_graph"] = mode
+    oncpu = _oncpu_profile(data, rate, info)
+    return _merged(oncpu, to_profile(records, maps))
+
+
+def _start_bpftrace(tool: str, target: Target, workdir: Path) -> BpftraceSession:
+    session = BpftraceSession(tool, target, workdir)
+    try:
+        session.wait_attached()
+    except UserError:
+        target.abort()
+        raise
+    return session
+
+
+def _duration(args: argparse.Namespace) -> float | None:
+    if args.pid is None:
+        return None
+    return args.duration or 10.0
+
+
+def _oncpu_profile(data: Path, rate: int, info: RunInfo) -> Profile:
+    from ..formats import perf_data  # the native reader; imported only when used
+
+    if not data.exists() or data.stat().st_size == 0:
+        raise UserError("perf recorded nothing; check `perf record -p PID` works here")
+    profile = perf_data.read(data)
+    info.dsos = profile.meta.pop("dsos", [])
+    return profile if profile.unit == "ns" else _in_ns(profile, 1e9 / rate)
+
+
+def _in_ns(profile: Profile, ns_per_unit: float) -> Profile:
+    profile.sample_weight = [w * ns_per_unit for w in profile.sample_weight]
+    profile.unit = "ns"
+    return profile
+
+
+def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
+    """One ns profile: on-CPU rows labelled by their stack (running, or inside a
+    lock or wait call), off-CPU rows as they are."""
+    builder = ProfileBuilder(unit="ns", meta={"recorder": "perf+bpftrace"})
+    for profile, oncpu_rows in ((oncpu, True), (offcpu, False)):
+        for stack, weight, count, t, state in profile.rows():
+            frames = [profile.frames[f] for f in stack]
+            if oncpu_rows:
+                state = thread_state.classify(frames, "R")
+            thread = profile.threads[t] if t >= 0 else None
+            builder.add(frames, weight, count=count, thread=thread, state=state)
+    return builder.build()

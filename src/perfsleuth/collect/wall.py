@@ -1,0 +1,218 @@
+"""Wall-clock profiling: periodic stack snapshots of every thread through ptrace.
+
+Each snapshot runs one `eu-stack` (elfutils) per process of the target: it
+stops the threads, unwinds them with DWARF call-frame information and lets them
+go; it prints raw module offsets (-q -b -m), so the target is held only for the
+unwinding, and perfsleuth symbolizes everything once at the end. Before each
+snapshot the kernel's view of every thread is read from /proc (state letter,
+wchan, name). A thread in a snapshot is given the wall time since the previous
+snapshot, so the profile's unit is ns and its totals are wall time per thread.
+
+No root needed for one's own processes; a process that exits mid-recording
+keeps every snapshot taken so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..formats import eu_stack
+from ..profile import Frame, Profile, ProfileBuilder, Thread
+from ..store import RunInfo
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, elf_info
+from . import thread_state
+from .target import Target, children_of
+
+DEFAULT_RATE_HZ = 10
+EU_STACK_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    name: str
+    state: str  # /proc stat letter
+    wchan: str  # kernel function the thread sleeps in, "" if unknown
+
+
+@dataclass
+class Snapshot:
+    weight_ns: float
+    threads: list[eu_stack.EuThread]
+    tasks: dict[int, TaskInfo]
+
+
+def eu_stack_binary() -> str:
+    tool = shutil.which("eu-stack")
+    if tool is None:
+        raise UserError(
+            "wall-clock recording needs eu-stack; install it with `apt-get install elfutils`"
+        )
+    return tool
+
+
+def read_tasks(pid: int) -> dict[int, TaskInfo]:
+    """tid -> name, state and wchan of every thread of pid (empty once it is gone)."""
+    out: dict[int, TaskInfo] = {}
+    base = Path(f"/proc/{pid}/task")
+    try:
+        tids = [int(t.name) for t in base.iterdir()]
+    except (OSError, ValueError):
+        return out
+    for tid in tids:
+        try:
+            stat = (base / str(tid) / "stat").read_text(errors="replace")
+            name = (base / str(tid) / "comm").read_text(errors="replace").strip()
+        except OSError:
+            continue
+        state = stat.rpartition(")")[2].split()[0] if ")" in stat else ""
+        out[tid] = TaskInfo(name=name, state=state, wchan=_wchan(base / str(tid)))
+    return out
+
+
+def _wchan(task: Path) -> str:
+    try:
+        value = (task / "wchan").read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    return "" if value in ("0", "") else value
+
+
+def take_snapshot(tool: str, pid: int) -> tuple[list[eu_stack.EuThread], dict[int, TaskInfo]]:
+    """Stacks and kernel state of every thread of pid and its child processes."""
+    stacks: list[eu_stack.EuThread] = []
+    tasks: dict[int, TaskInfo] = {}
+    for proc in [pid, *children_of(pid)]:
+        tasks.update(read_tasks(proc))
+        try:
+            done = subprocess.run(
+                [tool, "-p", str(proc), "-b", "-q", "-m"],
+                capture_output=True,
+                text=True,
+                timeout=EU_STACK_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            continue
+        stacks.extend(eu_stack.parse(done.stdout))
+        if done.returncode == 2 and not stacks and "Operation not permitted" in done.stderr:
+            raise UserError(
+                f"cannot ptrace process {proc}: not permitted; record your own processes, "
+                "or run as root (check kernel.yama.ptrace_scope)"
+            )
+    return stacks, tasks
+
+
+class WallRecorder:
+    """Snapshots a target at a fixed rate until it exits or the duration ends."""
+
+    def __init__(self, tool: str, target: Target, rate_hz: float) -> None:
+        self.tool = tool
+        self.target = target
+        self.interval = 1.0 / rate_hz
+        self.snapshots: list[Snapshot] = []
+        self._last = 0.0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self._last and now - self._last < self.interval:
+            return
+        weight = (now - self._last if self._last else self.interval) * 1e9
+        self._last = now
+        threads, tasks = take_snapshot(self.tool, self.target.pid)
+        if threads:
+            self.snapshots.append(Snapshot(weight, threads, tasks))
+
+
+def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) -> Profile:
+    symbols = _symbolize(snapshots, symbolizer or Symbolizer())
+    builder = ProfileBuilder(unit="ns", meta={"recorder": "eu-stack"})
+    for snap in snapshots:
+        for t in snap.threads:
+            task = snap.tasks.get(t.tid, TaskInfo(name="", state="", wchan=""))
+            frames = [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)] if task.wchan else []
+            for f in t.frames:
+                frames.extend(symbols.get(_place(f), (Frame(UNKNOWN, dso=_dso(f)),)))
+            state = thread_state.classify(frames, task.state)
+            builder.add(frames, snap.weight_ns, thread=Thread(t.tid, t.pid, task.name), state=state)
+    return builder.build()
+
+
+def _place(f: eu_stack.EuFrame) -> tuple[str, int]:
+    return (f.module, f.offset if f.offset is not None else -1)
+
+
+def _dso(f: eu_stack.EuFrame) -> str:
+    return Path(f.module).name if f.module else ""
+
+
+def _symbolize(
+    snapshots: list[Snapshot], symbolizer: Symbolizer
+) -> dict[tuple[str, int], tuple[Frame, ...]]:
+    """(module, offset) -> inline chain; eu-stack's offsets are from the module's
+    lowest mapped address, which is ELF address 0 for PIE and shared objects."""
+    build_ids: dict[str, str] = {}
+    by_vaddr: dict[tuple[str, int], tuple[str, int]] = {}
+    for snap in snapshots:
+        for t in snap.threads:
+            for f in t.frames:
+                if f.offset is None or not f.module.startswith("/"):
+                    continue
+                build_ids[f.module] = f.build_id
+                by_vaddr[(f.module, f.offset + _load_base(f.module))] = _place(f)
+    found = symbolizer.symbolize_vaddrs(sorted(by_vaddr), build_ids)
+    return {place: found[key] for key, place in by_vaddr.items() if key in found}
+
+
+def _load_base(path: str) -> int:
+    info = elf_info(path)
+    if info is None or not info.segments:
+        return 0
+    return min(vaddr for _off, _size, vaddr, _mem in info.segments) & ~0xFFF
+
+
+def record_wall(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
+    """Recorder for --mode wall (see commands/record.py)."""
+    tool = eu_stack_binary()
+    rate = args.freq or DEFAULT_RATE_HZ
+    if not 0 < rate <= 1000:
+        raise UserError("--freq for wall mode is snapshots per second, between 1 and 1000")
+    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+    recorder = WallRecorder(tool, target, rate)
+    started = time.monotonic()
+    target.release()
+    target.wait(args.duration or 10.0 if args.pid else None, tick=recorder.tick, interval=0.005)
+    info.duration_s = time.monotonic() - started
+    info.exit_status = target.exit_status
+    info.meta.update(
+        {
+            "recorder": "eu-stack",
+            "pid": target.pid,
+            "freq": rate,
+            "snapshots": len(recorder.snapshots),
+        }
+    )
+    if not recorder.snapshots:
+        raise UserError(
+            "no stack snapshot was taken (the process ended first, or ptrace failed); "
+            "record a longer-running program or raise --freq"
+        )
+    return to_profile(recorder.snapshots)
+
+
+def record_wall_instead(
+    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo, *, reason: str
+) -> Profile:
+    """--fallback-wall: off-CPU recording is not possible, take wall snapshots."""
+    print(
+        f"perfsleuth: {reason.split(';')[0]}; recording wall-clock snapshots instead",
+        file=sys.stderr,
+    )
+    info.mode = "wall"
+    info.meta["fallback"] = reason
+    return record_wall(args, cmd, workdir, info)
