@@ -308,8 +308,14 @@ impl Reader {
             return d.clone();
         }
         let path = self.dsos[dso as usize].path.clone();
+        let bid = &self.dsos[dso as usize].build_id;
         let d = if path.starts_with('/') {
             load_unwind_data(&path).map(Arc::new)
+        } else if path.starts_with("[vdso") && bid.len() > 2 {
+            // perf record saves the vDSO in its build-id cache
+            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+            let cached = format!("{home}/.debug/.build-id/{}/{}/vdso", &bid[..2], &bid[2..]);
+            load_unwind_data(&cached).map(Arc::new)
         } else {
             None
         };
