@@ -12,6 +12,7 @@ import pytest
 from perfsleuth.analyzers import Context, discover, prologue_overhead
 from perfsleuth.findings import Finding
 from perfsleuth.formats import count_document
+from perfsleuth.rank import rank
 from perfsleuth.store import Store
 
 pytestmark = pytest.mark.integration
@@ -36,8 +37,8 @@ def context(store: Store, run_id: int) -> Context:
 
 
 def ranked_findings(ctx: Context) -> list[Finding]:
-    findings = [f for analyze in discover().values() for f in analyze(ctx)]
-    return sorted(findings, key=lambda f: -f.estimated_gain)
+    """Every analyzer's findings on the run, in the advisor's order."""
+    return rank([f for analyze in discover().values() for f in analyze(ctx)]).shown
 
 
 def test_finding_ranks_in_top_three(store: Store) -> None:
