@@ -55,9 +55,9 @@ VARIANTS = {
 }
 DEFAULT_VARIANTS = ("O2", "O3", "native", "lto", "pgo")
 AUTOFDO_UNAVAILABLE = (
-    "AutoFDO needs create_gcov (apt-get install -y autofdo) and a CPU whose branch "
-    "records perf can sample (`perf record -b`); perfsleuth does not run it yet, "
-    "use pgo (instrumented, three steps) instead"
+    "not run: AutoFDO turns a perf profile into a GCC profile with create_gcov, but the "
+    'one Debian 12 ships (autofdo 0.19) writes files GCC 12 cannot read ("cannot read '
+    'function profile"); use pgo (instrumented, three steps) instead'
 )
 
 
