@@ -11,7 +11,8 @@ from pathlib import Path
 from .errors import UserError
 
 DEFAULT_C_FLAGS = ("-O2", "-std=gnu17")
-DEFAULT_CXX_FLAGS = ("-O2", "-std=c++17")
+# C++20: char8_t, the fix this analysis suggests, needs it.
+DEFAULT_CXX_FLAGS = ("-O2", "-std=c++20")
 # Flags of a producer string that change the code generated for a loop and that
 # clang accepts too; the rest (-g, prefix maps, GCC-only -f options) is left out.
 PRODUCER_FLAG_PREFIXES = (

@@ -45,11 +45,15 @@ BRANCH_KINDS = (
 FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "FUNCTION_TEMPLATE")
 WRITE_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR", "CALL_EXPR")
 WRITE_OPERATORS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
-# Library functions the compiler knows not to touch the program's memory.
+# Library functions that write no memory the program can see, so calls to them
+# do not force reloads (many are declared pure or const; glibc's ctype ones via
+# tables behind const functions).
 PURE_LIBRARY_FUNCTIONS = frozenset(
     {"abs", "labs", "llabs", "fabs", "fabsf", "sqrt", "sqrtf", "floor", "ceil", "fmin", "fmax"}
-    | {"min", "max"}
+    | {"min", "max", "toupper", "tolower", "isalpha", "isdigit", "isalnum", "isspace"}
+    | {"isupper", "islower", "isxdigit", "ispunct", "isprint", "strlen", "memcmp", "strcmp"}
 )
+PURE_ATTRIBUTES = ("PURE_ATTR", "CONST_ATTR")
 ACCESSOR_ELEMENT_METHODS = ("operator[]", "at", "front", "back", "data")
 INLINE_DEPTH = 4
 
@@ -233,6 +237,8 @@ class _Function:
         cursor = _unwrap(cursor)
         kind = _kind(cursor)
         if kind == "MEMBER_REF_EXPR":
+            if cursor.type.get_canonical().kind.name == "CONSTANTARRAY":
+                return None  # an array member is an address, not a load
             kids = _children(cursor)
             if not kids:
                 return (f"this->{cursor.spelling}", frozenset({"this"}))
@@ -352,6 +358,8 @@ def inline_only(function: Any, depth: int = 0) -> bool:
     name = function.spelling
     if name.startswith("__builtin") or name in PURE_LIBRARY_FUNCTIONS:
         return True
+    if any(_kind(child) in PURE_ATTRIBUTES for child in function.get_children()):
+        return True  # writes no memory, so it cannot force a reload
     usr = (function.translation_unit.spelling, function.get_usr())
     if usr in _INLINE_CACHE:
         return _INLINE_CACHE[usr]
