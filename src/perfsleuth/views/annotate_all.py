@@ -41,7 +41,10 @@ def annotate_all(
         if total and counts[0] < threshold * total:
             hidden += 1
             continue
-        files.append(_file_entry(file, lines, counts, total, roots, context))
+        if file == NO_SOURCE:
+            files.append(_no_source_entry(data, functions, counts, total))
+        else:
+            files.append(_file_entry(file, lines, counts, total, roots, context))
     return {
         "events": list(data.events),
         "totals": dict(zip(data.events, data.totals, strict=False)),
@@ -64,6 +67,30 @@ def file_lines(
             for i, c in enumerate(costs):
                 row[i] += c
     return out
+
+
+def _no_source_entry(
+    data: CallgrindData, functions: set[str] | None, counts: list[int], total: int
+) -> dict:
+    """Code without line information (no debug info): one row per function, by name."""
+    per_function: dict[str, list[int]] = {}
+    for (ob, fn), sites in data.self_costs.items():
+        if functions is not None and fn not in functions:
+            continue
+        unknown = [costs for (file, _line), costs in sites.items() if file in ("", NO_SOURCE)]
+        if unknown:
+            per_function[f"{fn} [{Path(ob).name}]"] = _sum(unknown, len(counts))
+    rows = [
+        {"line": 0, "function": name, "counts": per_function[name], "source": None}
+        for name in sorted(per_function)
+    ]
+    return {
+        "file": NO_SOURCE,
+        "path": None,
+        "counts": counts,
+        "share": counts[0] / total if total else 0.0,
+        "lines": rows,
+    }
 
 
 def _sum(rows, n: int) -> list[int]:
@@ -147,6 +174,8 @@ def render(doc: dict, console: Console) -> None:
 def _render_file(entry: dict, events: list[str], width: int, margin: str, out: Console) -> None:
     counts = ", ".join(f"{c:,} {e}" for e, c in zip(events, entry["counts"], strict=True))
     where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
+    if entry["file"] == NO_SOURCE:
+        where = "code without line information (no debug info), per function"
     _say(out, f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)")
     _say(out, f"{margin}  source")
     for row in entry["lines"]:
@@ -162,6 +191,8 @@ def _line_text(row: dict, width: int) -> str:
     if row["line"] is None:
         return "-- ..."
     cells = " ".join(f"{c:>{width},}" if c else f"{'.':>{width}}" for c in row["counts"])
+    if "function" in row:
+        return f"{cells}  {row['function']}"
     if row["source"] is None:
         return f"{cells}  <line {row['line']}>"
     return f"{cells}  {row['source']}".rstrip()
