@@ -18,7 +18,7 @@ WORK = Frame("compute", "app", "/src/app.c", 7)
 def run_on(samples: list[tuple[list[Frame], float]], command: str = "./app") -> dict:
     builder = ProfileBuilder()
     for frames, weight in samples:
-        builder.add(frames, weight)
+        builder.add(frames, weight, count=int(weight))
     ctx = Context(profile=builder.build(), run=RunInfo(command=command))
     return {f.rule: f for f in library_match.analyze(ctx)}
 
@@ -67,3 +67,17 @@ def test_unknown_frames_match_by_dso() -> None:
 def test_template_arguments_are_elided_for_reading() -> None:
     name = "std::_Rb_tree<int, std::pair<int const, int>>::_M_insert(std::pair<int, int>&&)"
     assert library_match.elide_templates(name) == "std::_Rb_tree<…>::_M_insert(…)"
+
+
+def test_small_shares_get_low_confidence() -> None:
+    small = run_on([([MALLOC, LOOP, MAIN], 40), ([WORK, MAIN], 960)])["allocator.glibc"]
+    large = run_on([([MALLOC, LOOP, MAIN], 400), ([WORK, MAIN], 600)])["allocator.glibc"]
+    assert small.confidence < 0.7 <= large.confidence
+
+
+def test_return_types_of_templates_do_not_hide_the_name() -> None:
+    insert = Frame(
+        "std::pair<std::_Rb_tree_iterator<int>, bool> std::_Rb_tree<int, int>::_M_insert(int&&)",
+        "app",
+    )
+    assert "container.node-map" in run_on([([insert, LOOP, MAIN], 60), ([WORK, MAIN], 40)])

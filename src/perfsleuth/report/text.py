@@ -92,14 +92,17 @@ def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
 
 
 def location(f: dict[str, Any]) -> str:
-    parts = []
-    if f.get("function"):
-        parts.append(_short(f["function"]))
+    """`function at file:line`, `function in dso`, or whichever part is known."""
+    name = _short(f["function"]) if f.get("function") else ""
     if f.get("file"):
-        parts.append(f"{f['file']}:{f['line']}" if f.get("line") else f["file"])
+        place = f"{f['file']}:{f['line']}" if f.get("line") else f["file"]
     elif f.get("dso"):
-        parts.append(f"in {f['dso']}")
-    return " at ".join(parts) if len(parts) == 2 and f.get("file") else " ".join(parts)
+        place = f"in {f['dso']}"
+    else:
+        return name
+    if not name:
+        return place
+    return f"{name} {place}" if place.startswith("in ") else f"{name} at {place}"
 
 
 def _short(name: str, limit: int = 60) -> str:

@@ -68,13 +68,34 @@ class Rule:
     origin: str = ""
 
     def matches(self, function: str, dso: str) -> bool:
-        if any(p.search(function) for p in self.exclude_functions) or any(
+        names = {function, without_return_type(function)}
+        if any(p.search(n) for p in self.exclude_functions for n in names) or any(
             p.search(dso) for p in self.exclude_dsos
         ):
             return False
-        return any(p.search(function) for p in self.functions) or any(
+        return any(p.search(n) for p in self.functions for n in names) or any(
             p.search(dso) for p in self.dsos
         )
+
+
+def without_return_type(function: str) -> str:
+    """`std::pair<It, bool> std::_Rb_tree<...>::f(...)` -> `std::_Rb_tree<...>::f(...)`.
+
+    Demangled function templates start with their return type; patterns anchored
+    at the start should see the qualified name.
+    """
+    depth = 0
+    last_space = -1
+    for i, ch in enumerate(function):
+        if ch in "<(":
+            if ch == "(" and depth == 0:
+                break
+            depth += 1
+        elif ch in ">)":
+            depth = max(depth - 1, 0)
+        elif ch == " " and depth == 0:
+            last_space = i
+    return function[last_space + 1 :] if last_space >= 0 else function
 
 
 def load_rules(extra_files: Iterable[Path] = ()) -> list[Rule]:
