@@ -247,6 +247,12 @@ def test_metadata(fp_data: Path, work: Path) -> None:
     assert any(b["path"] == exe for b in m["build_ids"])
     (thread,) = {(t.pid, t.tid, t.name) for t in p.threads}
     assert thread[2] == "perf_prog" and thread[0] == thread[1] > 0
+    # the perf script fallback reads the same header facts
+    q = perf_data.read(fp_data, use_native=False)
+    for key in ("hostname", "osrelease", "arch", "cpudesc", "perf_version", "nrcpus_online"):
+        assert q.meta[key] == m[key], key
+    assert q.meta["cmdline"] == m["cmdline"]
+    assert any(d["path"] == exe and d["build_id"] == dso["build_id"] for d in q.meta["dsos"])
 
 
 def test_kernel_frames(fp_data: Path) -> None:

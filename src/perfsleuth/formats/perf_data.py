@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -209,22 +210,68 @@ def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
         "comm,pid,tid,time,period,event,ip,sym,symoff,dso",
         "--no-inline",
     ]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
-    )
-    assert proc.stdout is not None
-    try:
-        profile = perf_script.build(proc.stdout, str(p), symbolizer=symbolizer)
-    except UserError:
-        proc.kill()
+    with tempfile.TemporaryFile(mode="w+", errors="replace") as errf:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=errf, text=True, errors="replace"
+        )
+        assert proc.stdout is not None
+        try:
+            profile = perf_script.build(proc.stdout, str(p), symbolizer=symbolizer)
+        except UserError:
+            proc.kill()
+            proc.wait()
+            errf.seek(0)
+            err = errf.read().strip().splitlines()
+            detail = err[-1] if err else "no samples"
+            raise UserError(
+                f"{p}: perf script could not read it ({detail}); re-record it"
+            ) from None
+        finally:
+            proc.stdout.close()
         proc.wait()
-        err = proc.stderr.read().strip().splitlines() if proc.stderr else []
-        detail = err[-1] if err else "no samples"
-        raise UserError(f"{p}: perf script could not read it ({detail}); re-record it") from None
-    proc.wait()
+    profile.meta.update(_header_from_perf(perf, p))
     profile.meta.update({"source": "perf.data", "path": str(p), "reader": "perf script"})
     profile.meta.setdefault("dsos", _dsos_from_perf(perf, p))
     return profile
+
+
+_HEADER_KEYS = {
+    "hostname": "hostname",
+    "os release": "osrelease",
+    "arch": "arch",
+    "cpudesc": "cpudesc",
+    "perf version": "perf_version",
+    "nrcpus online": "nrcpus_online",
+    "nrcpus avail": "nrcpus_avail",
+    "cmdline": "cmdline",
+}
+
+
+def _header_from_perf(perf: str, p: Path) -> dict[str, Any]:
+    """Header metadata from `perf report --header-only` (fallback path)."""
+    try:
+        out = subprocess.run(
+            [perf, "report", "-i", str(p), "--header-only"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    except OSError:
+        return {}
+    meta: dict[str, Any] = {}
+    for line in out.splitlines():
+        key, sep, value = line.lstrip("# ").partition(" : ")
+        name = _HEADER_KEYS.get(key.strip())
+        if not sep or name is None or name in meta:
+            continue
+        value = value.strip()
+        if name.startswith("nrcpus"):
+            meta[name] = int(value) if value.isdigit() else value
+        elif name == "cmdline":
+            meta[name] = value.split()
+        else:
+            meta[name] = value
+    return meta
 
 
 def _dsos_from_perf(perf: str, p: Path) -> list[dict]:
