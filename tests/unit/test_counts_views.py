@@ -103,3 +103,14 @@ def test_gate_reads_percentages() -> None:
     assert gate.parse_percent("2") == pytest.approx(0.02)
     with pytest.raises(UserError):
         gate.parse_percent("-1%")
+
+
+def test_code_without_line_information_is_listed_per_function(
+    data: callgrind.CallgrindData,
+) -> None:
+    doc = annotate_all.annotate_all(data, [], threshold=0.0, context=None)
+    (entry,) = [e for e in doc["files"] if e["file"] == annotate_all.NO_SOURCE]
+    names = [row["function"] for row in entry["lines"]]
+    assert names == sorted(names) and "(below main) [hot]" in names
+    assert sum(row["counts"][0] for row in entry["lines"]) == entry["counts"][0]
+    assert "(below main) [hot]" in rendered({"run": "1", **doc}, annotate_all.render)
