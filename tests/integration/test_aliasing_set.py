@@ -45,6 +45,8 @@ def test_precision_and_recall_are_at_least_0_8(flagged: set[tuple[str, str]]) ->
     positives = sum(truth.values())
     precision = true_pos / max(1, true_pos + false_pos)
     recall = true_pos / positives
+    print(f"\naliasing set: {true_pos}/{positives} positives found, {false_pos} false positives,")
+    print(f"precision {precision:.2f}, recall {recall:.2f}")
     assert precision >= 0.8, f"precision {precision:.2f}"
     assert recall >= 0.8, f"recall {recall:.2f}"
 
