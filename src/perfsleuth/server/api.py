@@ -278,7 +278,10 @@ class Api:
 
     def _roots(self, run_id: int) -> list[Path]:
         cwd = self._info(run_id).cwd
-        return [*self.roots, Path(cwd)] if cwd else list(self.roots)
+        # A run recorded from / would otherwise open every file its debug info names.
+        if not cwd or Path(cwd).resolve() == Path("/"):
+            return list(self.roots)
+        return [*self.roots, Path(cwd)]
 
     def findings(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
