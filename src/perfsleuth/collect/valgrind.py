@@ -107,10 +107,7 @@ def toggle_patterns(function: str) -> list[str]:
 
 
 def demangle(name: str) -> str:
-    if not name.startswith("_Z") or shutil.which("c++filt") is None:
-        return name
-    done = subprocess.run(["c++filt", name], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or name
+    return demangle_all([name])[0] if name.startswith(("_Z", "_R")) else name
 
 
 def record(
@@ -278,9 +275,11 @@ def function_names(path: str) -> list[str]:
 
 
 def demangle_all(names: list[str]) -> list[str]:
-    if shutil.which("c++filt") is None:
+    """Demangled names in one c++filt run; the names as they are without c++filt."""
+    if not names or shutil.which("c++filt") is None:
         return names
     done = subprocess.run(
         ["c++filt"], input="\n".join(names), capture_output=True, text=True, check=False
     )
-    return done.stdout.splitlines() or names
+    out = done.stdout.splitlines()
+    return out if len(out) == len(names) else names
