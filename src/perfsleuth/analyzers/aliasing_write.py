@@ -872,8 +872,9 @@ def build_finding(
         evidence.append(f"{remark.describe()} ({Path(remark.file).name}:{remark.line})")
     if asm is not None and asm.confirms_aliasing:
         confidence += MACHINE_CODE_CONFIRMS
+        symbol = match.function if asm.function.startswith("_Z") else asm.function
         evidence.append(
-            f"machine code of {asm.function}: {len(asm.reloads)} loads from unchanged "
+            f"machine code of {symbol}: {len(asm.reloads)} loads from unchanged "
             f"addresses and {len(asm.byte_stores)} byte stores in a "
             f"{len(asm.instructions)}-instruction loop"
         )
