@@ -81,3 +81,10 @@ def test_return_types_of_templates_do_not_hide_the_name() -> None:
         "app",
     )
     assert "container.node-map" in run_on([([insert, LOOP, MAIN], 60), ([WORK, MAIN], 40)])
+
+
+def test_overlapping_rules_say_so() -> None:
+    vfprintf = Frame("__vfprintf_internal", "libc.so.6")
+    insert = Frame("std::ostream& std::ostream::_M_insert<double>(double)", "libstdc++.so.6")
+    found = run_on([([vfprintf, insert, LOOP, MAIN], 50), ([insert, LOOP, MAIN], 30), ([WORK], 20)])
+    assert "50.0% is also counted by formatting.printf" in found["formatting.iostream"].evidence

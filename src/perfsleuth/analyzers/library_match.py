@@ -32,6 +32,7 @@ LIBRARY_DIRS = (
 # Below this many matching samples a share is too noisy to trust fully.
 STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
+OVERLAP_NOTED = 0.02
 K = TypeVar("K")
 
 
@@ -48,6 +49,8 @@ class Match:
     )
     dsos: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     call_sites: defaultdict[Frame, float] = field(default_factory=lambda: defaultdict(float))
+    # weight shared with other rules' matches (their gains do not add up)
+    overlaps: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -93,6 +96,9 @@ def match_rules(profile: Profile, rules: Sequence[Rule]) -> dict[str, Match]:
             site = _call_site(profile, stack, depth)
             if site is not None:
                 match.call_sites[site] += weight
+            for other in outermost:
+                if other != r:
+                    match.overlaps[rules[other].id] += weight
     return matches
 
 
@@ -203,6 +209,9 @@ def _evidence(match: Match, total: float, site: Frame | None, site_weight: float
         f"{match.samples:,} samples ({100 * match.inclusive / total:.1f}%) have it on the stack, "
         f"{100 * match.self / total:.1f}% in it directly"
     )
+    for rule_id, weight in heaviest(match.overlaps, 2):
+        if weight / total >= OVERLAP_NOTED:
+            lines.append(f"{100 * weight / total:.1f}% is also counted by {rule_id}")
     if site is not None:
         where = f"{site.file}:{site.line}" if site.line else site.file
         lines.append(
