@@ -106,8 +106,9 @@ def ensure_inferno() -> str | None:
     return str(Path.home() / ".cargo/bin/inferno-collapse-perf")
 
 
-def timed(cmd: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MB, largest process of the pipeline)."""
+def timed(cmd: str) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user+sys, all processes) and peak RSS (MB, the
+    largest process of the pipeline). CPU time is the fairer number on a busy box."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         ["bash", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
@@ -117,7 +118,7 @@ def timed(cmd: str) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {cmd}")
-    return wall, usage.ru_maxrss // 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
 
 
 def main() -> None:
@@ -143,20 +144,28 @@ def main() -> None:
     # warm the page cache and every tool once, then interleave the timed runs
     for cmd in cases.values():
         timed(cmd)
-    results: dict[str, list[tuple[float, int]]] = {k: [] for k in cases}
+    results: dict[str, list[tuple[float, float, int]]] = {k: [] for k in cases}
     for _ in range(args.runs):
         for name, cmd in cases.items():
             results[name].append(timed(cmd))
 
     n = count_samples(data)
     print(f"\n{data}: {n} samples, {data.stat().st_size / 1e6:.0f} MB, {os.cpu_count()} CPUs")
-    ref = statistics.median(w for w, _ in results["perf report --stdio --no-children"])
-    print(f"{'':38s} {'median s':>9s} {'min s':>7s} {'vs report':>9s} {'peak RSS':>9s}")
+    rep = results["perf report --stdio --no-children"]
+    ref = statistics.median(w for w, _, _ in rep)
+    ref_cpu = statistics.median(c for _, c, _ in rep)
+    print(f"load average before: {os.getloadavg()[0]:.1f}; wall = median of {args.runs} runs")
+    hdr = ("wall s", "min s", "vs rep", "cpu s", "vs rep", "peak RSS")
+    print(f"{'':38s} {hdr[0]:>7s} {hdr[1]:>7s} {hdr[2]:>7s} {hdr[3]:>7s} {hdr[4]:>7s} {hdr[5]:>9s}")
     for name, runs in results.items():
-        walls = [w for w, _ in runs]
+        walls = [w for w, _, _ in runs]
         med = statistics.median(walls)
-        rss = max(r for _, r in runs)
-        print(f"{name:38s} {med:9.2f} {min(walls):7.2f} {med / ref:8.2f}x {rss:7d} MB")
+        cpu = statistics.median(c for _, c, _ in runs)
+        rss = max(r for _, _, r in runs)
+        print(
+            f"{name:38s} {med:7.2f} {min(walls):7.2f} {med / ref:6.2f}x "
+            f"{cpu:7.2f} {cpu / ref_cpu:6.2f}x {rss:6d} MB"
+        )
     print("\nperfsleuth top functions (self):")
     top = subprocess.run([str(PY), str(script), str(data)], capture_output=True, text=True)
     print("\n".join(top.stdout.splitlines()[:8]))
