@@ -74,7 +74,7 @@ def test_compare_reports_a_failing_run_and_leaves_it_out(tmp_path: Path) -> None
 def test_compare_counts_instructions_exactly(tmp_path: Path, examples_built: Path) -> None:
     vm = str(examples_built / "vm")
     status, doc = perfsleuth_json(
-        ["compare", "--runs", "8", "--metric", "instructions", "--", vm, "2", "--vs", vm, "4"],
+        ["compare", "--runs", "9", "--metric", "instructions", "--", vm, "2", "--vs", vm, "4"],
         tmp_path / "store",
         tmp_path / "out.json",
     )

@@ -9,11 +9,11 @@ that was descheduled for 10 ms must not move the answer, as it moves a mean. Its
 
 A verdict other than "same" needs three things at once:
 - the 95% interval excludes 1;
-- the exact Wilcoxon signed-rank test rejects "no difference" at the 1% level. Under
+- the exact Wilcoxon signed-rank test rejects "no difference" at the 0.5% level. Under
   that hypothesis (for instance two identical commands) A and B are exchangeable
   within a pair, so the test's error rate is exact whatever the shape of the noise,
   where a bootstrap interval of 10 pairs is known to be too narrow. It also means a
-  claim needs at least 8 pairs;
+  claim needs at least 9 pairs;
 - the estimate is at least a small practical threshold away from 1: with many
   runs, a 0.3% drift is "significant" yet not worth anyone's decision.
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_WORK = 3_000_000  # caps resamples x pairwise means for large experiments
 CONFIDENCE = 0.95
-SIGNIFICANCE = 0.01
+SIGNIFICANCE = 0.005
 # Smallest relative difference worth claiming, per metric. Exact instruction counts
 # are nearly noise-free, so a smaller change can still be real there.
 PRACTICAL_THRESHOLD = {"time": 0.02, "cpu": 0.02, "instructions": 0.005}
