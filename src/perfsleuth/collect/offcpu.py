@@ -224,8 +224,9 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     maps = ProcessMaps(target.pid)
     session = _start_bpftrace(tool, target, workdir)
     sampler = perf.perf_binary()
-    exe = cmd[0] if cmd else f"/proc/{target.pid}/exe"
-    mode = perf.callgraph_mode.choose(exe, args.call_graph)
+    # DWARF by default: frame-pointer stacks lose the caller of every libc function,
+    # and the on-CPU stacks name the threads' functions for the off-CPU ones.
+    mode = "dwarf" if args.call_graph == "auto" else args.call_graph
     rate = args.freq or perf.DEFAULT_FREQ[mode]
     data = workdir / "perf.data"
     perf_proc = subprocess.Popen(
@@ -280,15 +281,27 @@ def _in_ns(profile: Profile, ns_per_unit: float) -> Profile:
     return profile
 
 
+def _threads_by_tid(*profiles: Profile) -> dict[int, Thread]:
+    """One Thread per tid, named by whichever recorder saw its name."""
+    out: dict[int, Thread] = {}
+    for profile in profiles:
+        for thread in profile.threads:
+            known = out.get(thread.tid)
+            if known is None or (not known.name and thread.name):
+                out[thread.tid] = thread
+    return out
+
+
 def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
     """One ns profile: on-CPU rows labelled by their stack (running, or inside a
     lock or wait call), off-CPU rows as they are."""
     builder = ProfileBuilder(unit="ns", meta={"recorder": "perf+bpftrace"})
+    threads = _threads_by_tid(oncpu, offcpu)
     for profile, oncpu_rows in ((oncpu, True), (offcpu, False)):
         for stack, weight, count, t, state in profile.rows():
             frames = [profile.frames[f] for f in stack]
             if oncpu_rows:
                 state = thread_state.classify(frames, "R")
-            thread = profile.threads[t] if t >= 0 else None
+            thread = threads[profile.threads[t].tid] if t >= 0 else None
             builder.add(frames, weight, count=count, thread=thread, state=state)
     return builder.build()

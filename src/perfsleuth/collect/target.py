@@ -25,6 +25,7 @@ from ..errors import UserError
 from . import perf
 
 GATE = 'read _ <&{fd}; exec {fd}<&-; exec "$@"'
+EXEC_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -49,11 +50,17 @@ class Target:
         return cls(pid=pid)
 
     def release(self) -> None:
-        """Let a launched command start (no-op when attached)."""
-        if self._gate is not None:
-            os.write(self._gate, b"go\n")
-            os.close(self._gate)
-            self._gate = None
+        """Let a launched command start, and wait until it has replaced the gate
+        shell, so the first thing sampled is the command (no-op when attached)."""
+        if self._gate is None:
+            return
+        gate_exe = _exe_of(self.pid)
+        os.write(self._gate, b"go\n")
+        os.close(self._gate)
+        self._gate = None
+        deadline = time.monotonic() + EXEC_TIMEOUT_S
+        while self.alive() and _exe_of(self.pid) == gate_exe and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def alive(self) -> bool:
         if self.proc is not None:
@@ -99,6 +106,13 @@ class Target:
             return None
         status = self.proc.wait()
         return 128 - status if status < 0 else status
+
+
+def _exe_of(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
 
 
 def _state_of(pid: int) -> str:

@@ -99,7 +99,10 @@ def take_snapshot(tool: str, pid: int) -> tuple[list[eu_stack.EuThread], dict[in
             )
         except subprocess.TimeoutExpired:
             continue
-        stacks.extend(eu_stack.parse(done.stdout))
+        found = eu_stack.parse(done.stdout)
+        if any(t.tid not in tasks for t in found):  # threads started since read_tasks
+            tasks = {**read_tasks(proc), **tasks}
+        stacks.extend(found)
         if done.returncode == 2 and not stacks and "Operation not permitted" in done.stderr:
             raise UserError(
                 f"cannot ptrace process {proc}: not permitted; record your own processes, "

@@ -9,6 +9,7 @@ COMMAND_MODULES = (
     "record",
     "import_",
     "runs",
+    "threads",
     "top",
     "callers",
     "callees",
