@@ -7,6 +7,8 @@
 // and drawing skips every subtree narrower than a pixel: a redraw touches only
 // the few thousand visible nodes whatever the profile's size.
 
+import { shortName } from "./dom";
+
 export interface FlameData {
   nodes: number;
   names: string[];
@@ -126,6 +128,7 @@ export class FlameGraph {
   private x: Float64Array;
   private matched: Uint8Array;
   private palette: string[];
+  private labels: string[];
   private drawn = { x: new Float32Array(0), y: new Float32Array(0), w: new Float32Array(0), node: new Int32Array(0), count: 0 };
   private hover = -1;
   lastDrawMs = 0;
@@ -137,6 +140,7 @@ export class FlameGraph {
     this.x = layout(data, options.width, options.heaviestFirst);
     this.matched = new Uint8Array(data.names.length);
     this.palette = data.names.map(nameColour);
+    this.labels = data.names.map(shortName);
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
     this.canvas.addEventListener("click", (e) => this.onClick(e));
@@ -230,7 +234,7 @@ export class FlameGraph {
       ctx.fillStyle = this.colour(i, searching);
       ctx.fillRect(x, y, Math.max(visible - 0.5, 0.5), ROW - 1);
       if (visible > 3 * CHAR_WIDTH) {
-        const label = i === 0 ? "all" : this.data.names[name[i]];
+        const label = i === 0 ? "all" : this.labels[name[i]];
         const chars = Math.floor((visible - 6) / CHAR_WIDTH);
         ctx.fillStyle = searching && !this.matched[name[i]] ? "#777" : "#111";
         ctx.fillText(label.length > chars ? `${label.slice(0, Math.max(chars - 1, 1))}…` : label, x + 3, y + ROW / 2);

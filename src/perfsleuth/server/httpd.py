@@ -12,6 +12,7 @@ import ipaddress
 import mimetypes
 import socket
 import sys
+import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
@@ -62,10 +63,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
         url = urlsplit(self.path)
-        if url.path.startswith("/api/"):
-            self._send(self._api(url.path, parse_qs(url.query, keep_blank_values=True)))
-        else:
-            self._send(self._static(url.path))
+        try:
+            if url.path.startswith("/api/"):
+                response = self._api(url.path, parse_qs(url.query, keep_blank_values=True))
+            else:
+                response = self._static(url.path)
+        except Exception as e:  # a bug: answer it as one, keep serving
+            traceback.print_exc(file=sys.stderr)
+            response = json_response({"error": f"internal error ({type(e).__name__}): {e}"}, 500)
+        self._send(response)
 
     def do_POST(self) -> None:  # noqa: N802
         self._send(json_response({"error": "the API is read-only: use GET"}, 405))

@@ -1,5 +1,5 @@
 import { getJSON } from "../api";
-import { h, message, pct, svg } from "../dom";
+import { h, message, pct, shortName, svg } from "../dom";
 import { href, type Route } from "../router";
 import type { CallGraphDoc, Neighbour, TopDoc } from "../types";
 import { functionLinks } from "./common";
@@ -18,7 +18,7 @@ function box(x: number, y: number, name: string, detail: string, link: string | 
     "g",
     { class: `cg-node ${cls}`, transform: `translate(${x},${y})` },
     svg("rect", { width: BOX_W, height: BOX_H, rx: 4 }),
-    svg("text", { x: 8, y: 14 }, label(name, 44)),
+    svg("text", { x: 8, y: 14 }, label(shortName(name), 44)),
     svg("text", { x: 8, y: 28, class: "cg-detail" }, detail),
     svg("title", {}, name),
   );
