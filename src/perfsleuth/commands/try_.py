@@ -21,17 +21,19 @@ HELP = "try other allocators (LD_PRELOAD) or build flags (O3, LTO, PGO...) on a 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     experiments = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
-    alloc = experiments.add_parser(
-        "allocator", help="the program as it is against mimalloc, jemalloc, tcmalloc"
-    )
+    alloc_help = "the program as it is against mimalloc, jemalloc, tcmalloc (LD_PRELOAD)"
+    alloc = experiments.add_parser("allocator", help=alloc_help, description=alloc_help)
     alloc.add_argument(
         "--allocators",
         metavar="LIST",
         help="comma-separated subset of mimalloc,jemalloc,tcmalloc (default: all)",
     )
-    rebuild = experiments.add_parser(
-        "build", help="rebuild with other compiler flags and compare the builds"
+    rebuild_help = (
+        "rebuild with other compiler flags and compare the builds; the build command gets "
+        "OUT (its output folder), CFLAGS, CXXFLAGS and LDFLAGS; {out} in the workload is "
+        "replaced by OUT"
     )
+    rebuild = experiments.add_parser("build", help=rebuild_help, description=rebuild_help)
     rebuild.add_argument(
         "--build",
         metavar="SHELL_CMD",
@@ -48,8 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_measure_options(sub)
         add_output_options(sub, ("text", "json"))
         # The parent parser has --store too; SUPPRESS keeps its value unless given here.
-        sub.add_argument("--store", default=argparse.SUPPRESS, help="the run store folder")
-        sub.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (the workload)")
+        sub.add_argument(
+            "--store", metavar="PATH", default=argparse.SUPPRESS, help="the run store folder"
+        )
+    alloc.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (the workload)")
+    rebuild.add_argument(
+        "cmd", nargs=argparse.REMAINDER, help="-- {out}/PROGRAM ARGS... (the workload)"
+    )
 
 
 def workload(args: argparse.Namespace) -> list[str]:
