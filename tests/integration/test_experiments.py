@@ -132,6 +132,21 @@ def test_try_allocator_refuses_what_a_preload_cannot_change(
     assert reason in capsys.readouterr().err
 
 
+def test_try_allocator_refuses_a_program_with_a_bundled_allocator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "bundled.c"
+    source.write_text(
+        "#include <stdlib.h>\n"
+        "void *je_malloc(size_t n) { return calloc(1, n); }\n"
+        "int main(void) { return je_malloc(8) == 0; }\n"
+    )
+    program = tmp_path / "bundled"
+    subprocess.run(["gcc", "-O1", "-o", str(program), str(source)], check=True)
+    assert main(["try", "allocator", "--store", str(tmp_path), "--", str(program)]) == 2
+    assert "defines je_malloc itself" in capsys.readouterr().err
+
+
 def test_try_allocator_refuses_a_setuid_program(
     tmp_path: Path, examples_built: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -29,6 +29,16 @@ from ..errors import UserError
 from .runner import Side, check_runnable
 
 LIBRARY_DIRS = ("/usr/lib/*-linux-gnu", "/lib/*-linux-gnu", "/usr/lib", "/usr/local/lib")
+# malloc itself, or the entry points of allocators that programs link in statically
+# under their own names (jemalloc as bundled by Rust's jemallocator, mimalloc, ...).
+OWN_ALLOCATOR_SYMBOLS = (
+    "malloc",
+    "je_malloc",
+    "_rjem_malloc",
+    "mi_malloc",
+    "tc_malloc",
+    "rpmalloc",
+)
 BINDING = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: normal symbol `malloc'")
 
 
@@ -82,9 +92,10 @@ def refusal(program: str) -> str | None:
                     f"{program} is statically linked: there is no dynamic loader to preload "
                     "an allocator into; relink it with the allocator instead"
                 )
-            if _defines_malloc(elf):
+            own = _own_allocator(elf)
+            if own:
                 return (
-                    f"{program} defines malloc itself (it has its own allocator), "
+                    f"{program} defines {own} itself (it has its own allocator), "
                     "so a preloaded one would not be used"
                 )
     except ELFError:
@@ -92,14 +103,16 @@ def refusal(program: str) -> str | None:
     return None
 
 
-def _defines_malloc(elf: ELFFile) -> bool:
+def _own_allocator(elf: ELFFile) -> str | None:
+    """The allocator entry point the program itself defines, if any."""
     for section in elf.iter_sections():
         if not isinstance(section, SymbolTableSection):
             continue
-        for sym in section.get_symbol_by_name("malloc") or []:
-            if sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["type"] == "STT_FUNC":
-                return True
-    return False
+        for name in OWN_ALLOCATOR_SYMBOLS:
+            for sym in section.get_symbol_by_name(name) or []:
+                if sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["type"] == "STT_FUNC":
+                    return name
+    return None
 
 
 def preload_env(library: Path) -> dict[str, str]:
