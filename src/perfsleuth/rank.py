@@ -50,9 +50,21 @@ def is_diagnostic(finding: Finding, min_share: float = DIAGNOSTIC_MIN_SHARE) -> 
     return finding.kind in DIAGNOSTIC_KINDS and finding.share >= min_share
 
 
+def distinct(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings without repeats of the same rule at the same place (first one kept)."""
+    seen: set[tuple[str, str, str, str, int]] = set()
+    kept = []
+    for f in findings:
+        key = (f.rule, f.title, f.function, f.file, f.line)
+        if key not in seen:
+            seen.add(key)
+            kept.append(f)
+    return kept
+
+
 def rank(findings: Iterable[Finding], *, show_all: bool = False) -> Ranked:
     ordered = sorted(
-        (clamp(f) for f in findings),
+        (clamp(f) for f in distinct(findings)),
         key=lambda f: (
             not is_diagnostic(f, DIAGNOSTIC_FIRST_SHARE),
             -gain(f),

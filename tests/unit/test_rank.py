@@ -39,3 +39,10 @@ def test_small_missing_symbols_are_shown_last() -> None:
     symbols = finding("symbols.missing", 0.06, 0.0, kind="missing-symbols")
     ranked = rank([symbols, finding("big", 0.9, 0.8)])
     assert [f.rule for f in ranked.shown] == ["big", "symbols.missing"]
+
+
+def test_repeated_findings_are_shown_once() -> None:
+    ranked = rank(
+        [finding("same", 0.2, 0.1), finding("same", 0.2, 0.1), finding("other", 0.2, 0.1)]
+    )
+    assert [f.rule for f in ranked.shown] == ["other", "same"]
