@@ -70,6 +70,7 @@ ATTACH_TIMEOUT_S = 60.0
 # BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
 READY = b'"READY\\n"'
 TRACEFS = Path("/sys/kernel/tracing")
+PERF_SETTLE_S = 0.3
 
 
 class Unavailable(UserError):
@@ -223,19 +224,17 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     target = Target.launch(cmd) if cmd else Target.attach(args.pid)
     maps = ProcessMaps(target.pid)
     session = _start_bpftrace(tool, target, workdir)
-    sampler = perf.perf_binary()
     # DWARF by default: frame-pointer stacks lose the caller of every libc function,
     # and the on-CPU stacks name the threads' functions for the off-CPU ones.
     mode = "dwarf" if args.call_graph == "auto" else args.call_graph
     rate = args.freq or perf.DEFAULT_FREQ[mode]
     data = workdir / "perf.data"
-    perf_proc = subprocess.Popen(
-        [sampler, "record", "-q", "-o", str(data), "-F", str(rate), *perf.call_graph_args(mode)]
-        + ["-p", str(target.pid)],
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    time.sleep(0.5)  # perf -p has no "ready" signal; give it time to open its events
+    try:
+        perf_proc = _start_perf(target.pid, data, rate, mode)
+    except UserError:
+        target.abort()
+        stop(session.proc)
+        raise
     started = time.monotonic()
     target.release()
     target.wait(_duration(args), tick=maps.snapshot)
@@ -247,6 +246,31 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     info.meta["call_graph"] = mode
     oncpu = _oncpu_profile(data, rate, info)
     return _merged(oncpu, to_profile(records, maps))
+
+
+def _start_perf(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
+    argv = [perf.perf_binary(), "record", "-q", "-o", str(data), "-F", str(rate)]
+    argv += [*perf.call_graph_args(mode), "-p", str(pid)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    _wait_for_perf_events(proc)
+    return proc
+
+
+def _wait_for_perf_events(proc: subprocess.Popen) -> None:
+    """perf -p says nothing when it is ready: wait until it holds perf_event files,
+    plus a moment to enable them, so the target's exec is not missed."""
+    deadline = time.monotonic() + ATTACH_TIMEOUT_S
+    fds = Path(f"/proc/{proc.pid}/fd")
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            links = [os.readlink(fd) for fd in fds.iterdir()]
+        except OSError:
+            links = []
+        if any("perf_event" in link for link in links):
+            time.sleep(PERF_SETTLE_S)
+            return
+        time.sleep(0.02)
+    raise UserError("perf record -p did not start; check that `perf record -p PID` works here")
 
 
 def _start_bpftrace(tool: str, target: Target, workdir: Path) -> BpftraceSession:
@@ -282,7 +306,8 @@ def _in_ns(profile: Profile, ns_per_unit: float) -> Profile:
 
 
 def _threads_by_tid(*profiles: Profile) -> dict[int, Thread]:
-    """One Thread per tid, named by whichever recorder saw its name."""
+    """One Thread per tid, named by the first profile that saw a name (bpftrace
+    names threads after exec; perf -p may still call the main thread `sh`)."""
     out: dict[int, Thread] = {}
     for profile in profiles:
         for thread in profile.threads:
@@ -296,7 +321,7 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
     """One ns profile: on-CPU rows labelled by their stack (running, or inside a
     lock or wait call), off-CPU rows as they are."""
     builder = ProfileBuilder(unit="ns", meta={"recorder": "perf+bpftrace"})
-    threads = _threads_by_tid(oncpu, offcpu)
+    threads = _threads_by_tid(offcpu, oncpu)
     for profile, oncpu_rows in ((oncpu, True), (offcpu, False)):
         for stack, weight, count, t, state in profile.rows():
             frames = [profile.frames[f] for f in stack]

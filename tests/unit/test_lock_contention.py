@@ -1,0 +1,110 @@
+"""The lock-contention analyzer on small hand-built wall-time profiles."""
+
+from perfsleuth.analyzers import Context, lock_contention
+from perfsleuth.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.store import RunInfo
+
+MS = 1_000_000
+SRC = "/src/queue.cc"
+CONSUMER = Frame("consumer(Queue&)", dso="app", file=SRC, line=40)
+LOCK_CALL = Frame("consumer(Queue&)", dso="app", file=SRC, line=31)
+PROCESS = Frame("process(Message const&)", dso="app", file=SRC, line=12)
+STATS = Frame("update_stats(Message const&)", dso="app", file=SRC, line=20)
+ROOT = [Frame("start_thread", dso="libc.so.6"), Frame("clone3", dso="libc.so.6")]
+MUTEX_WAIT = [
+    Frame("futex_wait", kernel=True, dso="[kernel.kallsyms]"),
+    Frame("__GI___lll_lock_wait", dso="libc.so.6"),
+    Frame("___pthread_mutex_lock", dso="libc.so.6"),
+    Frame("std::mutex::lock()", dso="app", file="/usr/include/c++/12/bits/std_mutex.h"),
+]
+CV_WAIT = [
+    Frame("__futex_abstimed_wait_common", dso="libc.so.6"),
+    Frame("___pthread_cond_wait", dso="libc.so.6"),
+    Frame("std::condition_variable::wait(std::unique_lock<std::mutex>&)", dso="libstdc++.so.6"),
+]
+
+
+def context(profile) -> Context:
+    return Context(profile=profile, run=RunInfo(command="app", mode="all"))
+
+
+def consumers_profile(mutex_ms: int = 200, cv_ms: int = 100, run_ms: int = 700):
+    b = ProfileBuilder(unit="ns")
+    for tid in (11, 12):
+        t = Thread(tid, 10, "consumer")
+        b.add([*MUTEX_WAIT, LOCK_CALL, *ROOT], mutex_ms * MS, thread=t, state="mutex")
+        b.add([*CV_WAIT, LOCK_CALL, *ROOT], cv_ms * MS, thread=t, state="condvar")
+        b.add([PROCESS, CONSUMER, *ROOT], (run_ms - 100) * MS, thread=t, state="running")
+        b.add([STATS, CONSUMER, *ROOT], 100 * MS, thread=t, state="running")
+    b.add(
+        [Frame("main", dso="app"), *ROOT], 1000 * MS, thread=Thread(10, 10, "main"), state="running"
+    )
+    return b.build()
+
+
+def test_lock_wait_is_attributed_to_the_program_call_site():
+    (finding,) = lock_contention.analyze(context(consumers_profile()))
+    assert finding.kind == "lock-contention"
+    assert finding.function == "consumer(Queue&)"
+    assert (finding.file, finding.line) == (SRC, 31)
+    # 300 of each consumer's 1000 ms are waiting
+    assert abs(finding.estimated_gain - 0.3) < 1e-9
+    assert abs(finding.share - 600 / 3000) < 1e-9
+    assert finding.details["states"] == {"mutex": 2 / 3, "condvar": 1 / 3}
+
+
+def test_handoff_suggests_a_lock_free_queue_and_names_the_critical_section():
+    (finding,) = lock_contention.analyze(context(consumers_profile()))
+    assert "moodycamel" in finding.suggestion
+    assert finding.fix["package"] == "libconcurrentqueue-dev"
+    holders = [h["function"] for h in finding.details["holders"]]
+    assert holders[:2] == ["process(Message const&)", "update_stats(Message const&)"]
+
+
+def test_small_waits_and_cpu_profiles_give_nothing():
+    assert lock_contention.analyze(context(consumers_profile(mutex_ms=5, cv_ms=5))) == []
+    cpu = consumers_profile()
+    cpu.unit = "samples"
+    assert lock_contention.analyze(context(cpu)) == []
+
+
+def test_truncated_stacks_fall_back_to_the_thread_function():
+    b = ProfileBuilder(unit="ns")
+    t = Thread(21, 20, "worker")
+    truncated = [MUTEX_WAIT[0], MUTEX_WAIT[1], Frame("[unknown]", dso="libstdc++.so.6")]
+    b.add(truncated, 400 * MS, thread=t, state="mutex")
+    for _ in range(5):
+        b.add([PROCESS, CONSUMER, *ROOT], 120 * MS, thread=t, state="running")
+    (finding,) = lock_contention.analyze(context(b.build()))
+    assert finding.function == "consumer(Queue&)"
+    assert "threads running consumer(Queue&)" in finding.title
+    assert finding.confidence < 0.7
+
+
+def test_io_wait_and_sleep_loop_on_busy_threads():
+    b = ProfileBuilder(unit="ns")
+    t = Thread(31, 30, "loader")
+    read = [Frame("__GI___libc_read", dso="libc.so.6"), Frame("load_chunk", dso="app")]
+    sleep = [Frame("__GI___clock_nanosleep", dso="libc.so.6"), Frame("poll_jobs", dso="app")]
+    b.add(read, 300 * MS, thread=t, state="io")
+    b.add(sleep, 200 * MS, thread=t, state="sleep")
+    b.add([Frame("parse", dso="app")], 500 * MS, thread=t, state="running")
+    findings = lock_contention.analyze(context(b.build()))
+    by_rule = {f.rule: f for f in findings}
+    assert set(by_rule) == {"offcpu.io-wait", "offcpu.sleep-poll"}
+    assert by_rule["offcpu.io-wait"].function == "load_chunk"
+    assert by_rule["offcpu.sleep-poll"].function == "poll_jobs"
+    assert all(f.kind == "off-cpu" for f in findings)
+
+
+def test_idle_threads_waiting_for_io_are_not_findings():
+    b = ProfileBuilder(unit="ns")
+    t = Thread(41, 40, "acceptor")
+    b.add(
+        [Frame("accept4", dso="libc.so.6"), Frame("serve", dso="app")],
+        990 * MS,
+        thread=t,
+        state="io",
+    )
+    b.add([Frame("serve", dso="app")], 10 * MS, thread=t, state="running")
+    assert lock_contention.analyze(context(b.build())) == []

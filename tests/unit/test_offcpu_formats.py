@@ -1,0 +1,50 @@
+"""Parsers of captured real output: eu-stack -b -q -m and perfsleuth's bpftrace map."""
+
+from pathlib import Path
+
+from perfsleuth.formats import bpftrace_stacks, eu_stack
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu"
+
+
+def test_eu_stack_threads_frames_and_module_offsets():
+    threads = eu_stack.parse((FIXTURES / "eu-stack-prodcons.txt").read_text())
+    assert [t.tid for t in threads] == [25687, 25688, 25689, 25690]
+    assert all(t.pid == 25687 for t in threads)
+    leaf = threads[0].frames[0]
+    assert leaf.address == 0x5571EE28285D
+    assert leaf.module == "/tmp/pcfp"
+    assert leaf.build_id == "c47e22f14ce6f8484d104e22c5e3cd5d939c31ac"
+    assert leaf.offset == 0x285D
+    # return addresses come back one byte, into the call instruction
+    assert threads[0].frames[1].offset == 0x2998
+    assert threads[0].frames[3].module.endswith("libc.so.6")
+
+
+def test_eu_stack_frame_without_module_line_keeps_its_address():
+    text = "PID 7 - process\nTID 7:\n#0  0x00007ffd1234 - [vdso]\n#1  0x0000000000401000\n"
+    (thread,) = eu_stack.parse(text)
+    assert [f.address for f in thread.frames] == [0x7FFD1234, 0x401000]
+    assert thread.frames[0].module == "[vdso]"
+    assert thread.frames[1].offset is None
+
+
+def test_bpftrace_records():
+    records = list(bpftrace_stacks.parse((FIXTURES / "bpftrace-offcpu.json").read_text()))
+    assert len(records) == 50
+    futex = [r for r in records if "futex_wait" in r.kernel_stack]
+    assert futex and all(r.kernel_state == "S" for r in futex)
+    first = futex[0]
+    assert first.kernel_stack[0] == "__schedule"
+    assert first.user_stack and first.user_stack[0] > 0x7F0000000000
+    assert first.comm == "pcfp" and first.tgid == 28736
+    assert sum(r.ns for r in records) > 0
+
+
+def test_bpftrace_preempted_and_empty_user_stack():
+    records = list(bpftrace_stacks.parse((FIXTURES / "bpftrace-offcpu.json").read_text()))
+    exiting = [r for r in records if not r.user_stack]
+    assert exiting and exiting[0].kernel_stack[-1] == "entry_SYSCALL_64_after_hwframe"
+    assert bpftrace_stacks.state_letter(0x100) == "R"
+    assert bpftrace_stacks.state_letter(0) == "R"
+    assert bpftrace_stacks.state_letter(2) == "D"
