@@ -23,11 +23,13 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_WORK = 3_000_000  # caps resamples x pairwise means for large experiments
+MIN_RESAMPLES = 200
+MAX_WALSH = 5_000  # pairwise means per estimate; beyond, a random sample of them
 CONFIDENCE = 0.95
 SIGNIFICANCE = 0.005
 # Smallest relative difference worth claiming, per metric. Exact instruction counts
@@ -56,17 +58,25 @@ def log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
 
 
 def hodges_lehmann(values: Sequence[float]) -> float:
-    """Median of the means of all pairs (i <= j): a robust centre of symmetric data."""
+    """Median of the means of all pairs (i <= j): a robust centre of symmetric data.
+
+    Beyond MAX_WALSH pairs, a fixed-seed random sample of them stands in for all.
+    """
     n = len(values)
-    walsh = [(values[i] + values[j]) / 2.0 for i in range(n) for j in range(i, n)]
-    return statistics.median(walsh)
+    if n * (n + 1) // 2 <= MAX_WALSH:
+        pairs: Iterable[tuple[int, int]] = ((i, j) for i in range(n) for j in range(i, n))
+    else:
+        rng = random.Random(n)
+        pairs = ((rng.randrange(n), rng.randrange(n)) for _ in range(MAX_WALSH))
+    return statistics.median((values[i] + values[j]) / 2.0 for i, j in pairs)
 
 
 def bootstrap_ci(logs: Sequence[float], seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the Hodges-Lehmann estimate, as ratios."""
     rng = random.Random(seed)
     n = len(logs)
-    resamples = max(200, min(BOOTSTRAP_RESAMPLES, BOOTSTRAP_WORK // (n * (n + 1) // 2)))
+    walsh = min(MAX_WALSH, n * (n + 1) // 2)
+    resamples = max(MIN_RESAMPLES, min(BOOTSTRAP_RESAMPLES, BOOTSTRAP_WORK // walsh))
     estimates = sorted(hodges_lehmann(rng.choices(logs, k=n)) for _ in range(resamples))
     tail = (1.0 - CONFIDENCE) / 2.0
     lo = estimates[int(tail * (resamples - 1))]
