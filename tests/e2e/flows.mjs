@@ -86,6 +86,36 @@ const flows = {
     assert.doesNotMatch(page.url(), /zoom=/);
   },
 
+  async flame_filters_and_orderings(page) {
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.selectOption("select[aria-label=states]", "mutex");
+    await page.locator(".frame-details", { hasText: "150 samples" }).waitFor();
+    assert.match(page.url(), /state=mutex/);
+    await page.goto(`${base}#/run/2/flame?thread=201`);
+    await page.locator(".frame-details", { hasText: "samples" }).waitFor();
+    // worker-1 ran the 2nd, 4th and 6th stacks: 75 + 200 + 150 samples.
+    assert.match(await page.locator(".frame-details").innerText(), /\(425 samples\)/);
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.locator("label", { hasText: "icicle" }).click();
+    await page.locator("label", { hasText: "left-heavy" }).click();
+    assert.match(page.url(), /view=icicle/);
+    assert.match(page.url(), /order=heavy/);
+    const heaviest = await page.evaluate(() => {
+      const g = window.perfsleuthFlame.graph;
+      const d = g.drawn;
+      for (let k = 0; k < d.count; k++) if (g.data.depth[d.node[k]] === 3 && d.x[k] === 0) return g.data.names[g.data.name[d.node[k]]];
+      return null;
+    });
+    assert.equal(heaviest, "compute_hot");
+    const zoomed = page.url().replace(/#.*/, "") + "#/run/2/flame?zoom=3";
+    await page.goto(zoomed);
+    await page.locator(".breadcrumb .crumb").nth(3).waitFor();
+    assert.deepEqual((await page.locator(".breadcrumb .crumb").allInnerTexts()).slice(0, 3), ["all", "main", "run_engine"]);
+    await page.screenshot({ path: `${artifacts}/flame-icicle.png`, fullPage: true });
+  },
+
   async finding_source(page) {
     await page.goto(`${base}#/run/2/findings`);
     await page.locator("article.finding").first().waitFor();

@@ -20,6 +20,7 @@ FLOWS = (
     "open_run",
     "flame_search",
     "flame_zoom",
+    "flame_filters_and_orderings",
     "finding_source",
     "hostile_names",
     "top_table",

@@ -71,16 +71,27 @@ function nameOrderLayout(data: FlameData, width: Float32Array): Float64Array {
 function heaviestFirstLayout(data: FlameData, width: Float32Array): Float64Array {
   const x = new Float64Array(data.nodes);
   const { end } = data;
-  const children: number[] = [];
+  let children = new Int32Array(64);
   for (let p = 0; p < data.nodes; p++) {
-    if (end[p] === p + 1) continue; // a leaf
-    children.length = 0;
-    for (let c = p + 1; c < end[p]; c = end[c]) children.push(c);
-    children.sort((a, b) => width[b] - width[a]);
+    let n = 0;
+    for (let c = p + 1; c < end[p]; c = end[c]) {
+      if (n === children.length) {
+        const bigger = new Int32Array(n * 2);
+        bigger.set(children);
+        children = bigger;
+      }
+      // Insertion sort, heaviest first: most frames have a handful of children.
+      let k = n++;
+      while (k > 0 && width[children[k - 1]] < width[c]) {
+        children[k] = children[k - 1];
+        k--;
+      }
+      children[k] = c;
+    }
     let cursor = x[p];
-    for (const c of children) {
-      x[c] = cursor;
-      cursor += width[c];
+    for (let k = 0; k < n; k++) {
+      x[children[k]] = cursor;
+      cursor += width[children[k]];
     }
   }
   return x;
@@ -127,9 +138,9 @@ export class FlameGraph {
   zoom = 0;
   private x: Float64Array;
   private matched: Uint8Array;
-  private palette: string[];
+  private palette: Uint8Array; // colour index per name
   private labels: string[];
-  private drawn = { x: new Float32Array(0), y: new Float32Array(0), w: new Float32Array(0), node: new Int32Array(0), count: 0 };
+  private drawn = emptyDrawn(4096);
   private hover = -1;
   lastDrawMs = 0;
 
@@ -139,7 +150,7 @@ export class FlameGraph {
     this.tip.hidden = true;
     this.x = layout(data, options.width, options.heaviestFirst);
     this.matched = new Uint8Array(data.names.length);
-    this.palette = data.names.map(nameColour);
+    this.palette = Uint8Array.from(data.names, nameColour);
     this.labels = data.names.map(shortName);
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
@@ -194,11 +205,30 @@ export class FlameGraph {
     return out;
   }
 
+  /** Lays out the visible frames, then paints them one colour at a time (few canvas state changes). */
   draw(): void {
     const start = performance.now();
     const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
-    const rows = this.data.maxDepth + 1;
-    const cssHeight = rows * ROW;
+    const cssHeight = (this.data.maxDepth + 1) * ROW;
+    const ctx = this.prepareCanvas(cssWidth, cssHeight);
+    const count = this.collect(cssWidth, cssHeight);
+    const d = this.drawn;
+    const used = new Uint8Array(COLOURS.length);
+    for (let k = 0; k < count; k++) used[d.colour[k]] = 1;
+    for (let c = 0; c < COLOURS.length; c++) {
+      if (!used[c]) continue;
+      ctx.fillStyle = COLOURS[c];
+      ctx.beginPath();
+      for (let k = 0; k < count; k++) {
+        if (d.colour[k] === c) ctx.rect(d.x[k], d.y[k], Math.max(d.w[k] - 0.5, 0.5), ROW - 1);
+      }
+      ctx.fill();
+    }
+    this.drawLabels(ctx, count);
+    this.lastDrawMs = performance.now() - start;
+  }
+
+  private prepareCanvas(cssWidth: number, cssHeight: number): CanvasRenderingContext2D {
     const dpr = window.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(cssWidth * dpr) || this.canvas.height !== Math.round(cssHeight * dpr)) {
       this.canvas.width = Math.round(cssWidth * dpr);
@@ -211,58 +241,65 @@ export class FlameGraph {
     ctx.clearRect(0, 0, cssWidth, cssHeight);
     ctx.font = FONT;
     ctx.textBaseline = "middle";
-    const { end, depth, name } = this.data;
+    return ctx;
+  }
+
+  /** Fills `drawn` with the frames at least a third of a pixel wide inside the view. */
+  private collect(cssWidth: number, cssHeight: number): number {
+    const { end, depth } = this.data;
     const width = this.options.width;
     const x0 = this.x[this.zoom];
     const scale = cssWidth / (width[this.zoom] || 1);
     const searching = this.matched.includes(1);
-    const capacity = 1 << 15;
-    if (this.drawn.x.length < capacity) {
-      this.drawn = { x: new Float32Array(capacity), y: new Float32Array(capacity), w: new Float32Array(capacity), node: new Int32Array(capacity), count: 0 };
-    }
     let count = 0;
     for (let i = 0; i < this.data.nodes; ) {
       const w = width[i] * scale;
       const left = (this.x[i] - x0) * scale;
       if (w < MIN_WIDTH_PX || left >= cssWidth || left + w <= 0) {
-        i = end[i];
+        i = end[i]; // its whole subtree is as narrow, or as far out
         continue;
       }
+      if (count === this.drawn.x.length) this.drawn = grow(this.drawn);
+      const d = this.drawn;
       const x = Math.max(0, left);
-      const visible = Math.min(cssWidth, left + w) - x;
-      const y = this.options.icicle ? depth[i] * ROW : cssHeight - (depth[i] + 1) * ROW;
-      ctx.fillStyle = this.colour(i, searching);
-      ctx.fillRect(x, y, Math.max(visible - 0.5, 0.5), ROW - 1);
-      if (visible > 3 * CHAR_WIDTH) {
-        const label = i === 0 ? "all" : this.labels[name[i]];
-        const chars = Math.floor((visible - 6) / CHAR_WIDTH);
-        ctx.fillStyle = searching && !this.matched[name[i]] ? "#777" : "#111";
-        ctx.fillText(label.length > chars ? `${label.slice(0, Math.max(chars - 1, 1))}…` : label, x + 3, y + ROW / 2);
-      }
-      if (count < capacity) {
-        this.drawn.x[count] = x;
-        this.drawn.y[count] = y;
-        this.drawn.w[count] = visible;
-        this.drawn.node[count] = i;
-        count++;
-      }
+      d.x[count] = x;
+      d.w[count] = Math.min(cssWidth, left + w) - x;
+      d.y[count] = this.options.icicle ? depth[i] * ROW : cssHeight - (depth[i] + 1) * ROW;
+      d.node[count] = i;
+      d.colour[count] = this.colour(i, searching);
+      count++;
       i++;
     }
     this.drawn.count = count;
-    this.lastDrawMs = performance.now() - start;
+    return count;
   }
 
-  private colour(i: number, searching: boolean): string {
+  private drawLabels(ctx: CanvasRenderingContext2D, count: number): void {
+    const d = this.drawn;
+    const searching = this.matched.includes(1);
+    for (const dim of searching ? [false, true] : [false]) {
+      ctx.fillStyle = dim ? "#777" : "#111";
+      for (let k = 0; k < count; k++) {
+        if (d.w[k] <= 3 * CHAR_WIDTH) continue;
+        const nameIndex = this.data.name[d.node[k]];
+        if (searching && dim === Boolean(this.matched[nameIndex])) continue;
+        const label = d.node[k] === 0 ? "all" : this.labels[nameIndex];
+        const chars = Math.floor((d.w[k] - 6) / CHAR_WIDTH);
+        ctx.fillText(label.length > chars ? `${label.slice(0, Math.max(chars - 1, 1))}…` : label, d.x[k] + 3, d.y[k] + ROW / 2);
+      }
+    }
+  }
+
+  private colour(i: number, searching: boolean): number {
     const nameIndex = this.data.name[i];
-    if (searching) return this.matched[nameIndex] ? "#e040fb" : "#e8e8e8";
-    if (i === 0) return "#c8c8c8";
+    if (searching) return this.matched[nameIndex] ? MATCH : DIMMED;
+    if (i === 0) return ROOT;
     const width = this.options.width;
     if (this.options.colouring === "offcpu") {
       const off = this.data.columns.off;
-      const ratio = off && width[i] ? off[i] / width[i] : 0;
-      return mix([250, 160, 80], [90, 150, 240], ratio);
+      return OFF_CPU + Math.round((off && width[i] ? off[i] / width[i] : 0) * STEPS);
     }
-    if (this.options.colouring === "diff") return diffColour(this.data, i);
+    if (this.options.colouring === "diff") return DIFF + Math.round((diffChange(this.data, i).relative + 1) * STEPS);
     return this.palette[nameIndex];
   }
 
@@ -310,14 +347,35 @@ export class FlameGraph {
   }
 }
 
-function nameColour(name: string): string {
-  if (name.endsWith("_[k]")) return "hsl(28, 85%, 62%)";
-  if (name.endsWith("_[i]")) return "hsl(175, 45%, 60%)";
+// Every colour the graph uses, so frames can be painted in one path per colour.
+const STEPS = 10;
+const NAME_HUES = 12;
+const NAME_SHADES = 3;
+const hsl = (h: number, s: number, l: number) => `hsl(${h}, ${s}%, ${l}%)`;
+const COLOURS: string[] = [
+  "#c8c8c8", // the root
+  "#e040fb", // a search match
+  "#e8e8e8", // not a match while searching
+  hsl(28, 85, 62), // kernel frames
+  hsl(175, 45, 60), // inlined frames
+];
+const [ROOT, MATCH, DIMMED, KERNEL, INLINED] = [0, 1, 2, 3, 4];
+const NAMED = COLOURS.length;
+for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));
+const OFF_CPU = COLOURS.length; // on-CPU orange (0) to off-CPU blue (STEPS)
+for (let k = 0; k <= STEPS; k++) COLOURS.push(mix([250, 160, 80], [90, 150, 240], k / STEPS));
+const DIFF = COLOURS.length; // shrank blue (0), unchanged white (STEPS), grew red (2 * STEPS)
+for (let k = -STEPS; k <= STEPS; k++) {
+  const t = Math.min(1, (Math.abs(k) / STEPS) * 1.5);
+  COLOURS.push(k < 0 ? mix([245, 245, 245], [60, 110, 230], t) : mix([245, 245, 245], [230, 60, 50], t));
+}
+
+function nameColour(name: string): number {
+  if (name.endsWith("_[k]")) return KERNEL;
+  if (name.endsWith("_[i]")) return INLINED;
   let hash = 0;
   for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
-  const hue = 8 + (Math.abs(hash) % 45);
-  const light = 58 + (Math.abs(hash >> 8) % 14);
-  return `hsl(${hue}, 80%, ${light}%)`;
+  return NAMED + (Math.abs(hash) % (NAME_HUES * NAME_SHADES));
 }
 
 function mix(a: number[], b: number[], t: number): string {
@@ -325,11 +383,35 @@ function mix(a: number[], b: number[], t: number): string {
   return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
 }
 
-/** Red where the frame's share of its run grew, blue where it shrank, white where it held. */
-function diffColour(data: FlameData, i: number): string {
-  const change = diffChange(data, i);
-  const strength = Math.min(1, Math.abs(change.relative) * 1.5);
-  return change.relative >= 0 ? mix([245, 245, 245], [230, 60, 50], strength) : mix([245, 245, 245], [60, 110, 230], strength);
+interface Drawn {
+  x: Float32Array;
+  y: Float32Array;
+  w: Float32Array;
+  node: Int32Array;
+  colour: Uint8Array;
+  count: number;
+}
+
+function emptyDrawn(capacity: number): Drawn {
+  return {
+    x: new Float32Array(capacity),
+    y: new Float32Array(capacity),
+    w: new Float32Array(capacity),
+    node: new Int32Array(capacity),
+    colour: new Uint8Array(capacity),
+    count: 0,
+  };
+}
+
+function grow(d: Drawn): Drawn {
+  const bigger = emptyDrawn(d.x.length * 2);
+  bigger.x.set(d.x);
+  bigger.y.set(d.y);
+  bigger.w.set(d.w);
+  bigger.node.set(d.node);
+  bigger.colour.set(d.colour);
+  bigger.count = d.count;
+  return bigger;
 }
 
 export function diffChange(data: FlameData, i: number): { before: number; after: number; relative: number } {
