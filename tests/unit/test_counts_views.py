@@ -114,3 +114,37 @@ def test_code_without_line_information_is_listed_per_function(
     assert names == sorted(names) and "(below main) [hot]" in names
     assert sum(row["counts"][0] for row in entry["lines"]) == entry["counts"][0]
     assert "(below main) [hot]" in rendered({"run": "1", **doc}, annotate_all.render)
+
+
+def lines_data(counts: dict[int, int]) -> callgrind.CallgrindData:
+    sites = {("k.c", line): [n] for line, n in counts.items()}
+    return callgrind.CallgrindData(
+        events=["Ir"], self_costs={("/bin/k", "f"): sites}, totals=[sum(counts.values())]
+    )
+
+
+def test_count_diff_follows_lines_moved_by_an_edit() -> None:
+    before = lines_data({10: 5, 11: 7, 12: 9})
+    after = lines_data({11: 5, 12: 7, 13: 4})  # a line inserted above; the last one changed
+    sources = (
+        {"k.c": {"10": "{", "11": "x = 1;", "12": "y = x;"}},
+        {"k.c": {"11": "{", "12": "x = 1;", "13": "y = x + 1;"}},
+    )
+    doc = count_diff.count_diff(before, after, sources=sources)
+    rows = [(r["line_a"], r["line_b"], r["delta"], r["source"]) for r in doc["lines"]]
+    assert rows == [(12, None, -9, "y = x;"), (None, 13, 4, "y = x + 1;")]
+
+
+def test_count_diff_pairs_lines_by_number_without_sources() -> None:
+    doc = count_diff.count_diff(lines_data({10: 5, 11: 7}), lines_data({11: 5, 12: 7}))
+    assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]
+
+
+def test_unnamed_code_is_merged_per_object_for_comparisons() -> None:
+    data = callgrind.CallgrindData(
+        events=["Ir"],
+        self_costs={("/bin/k", "0x1250"): {("", 0): [3]}, ("/bin/k", "0x12a0"): {("", 0): [4]}},
+        totals=[7],
+    )
+    assert count_document.function_self(data) == {"0x1250": 3, "0x12a0": 4}
+    assert count_document.function_self(data, merge_unnamed=True) == {"[unnamed code in k]": 7}

@@ -34,7 +34,12 @@ def run(args: argparse.Namespace) -> int:
         doc = {
             "a": str(a_id),
             "b": str(b_id),
-            **count_diff.count_diff(data_a, data_b, n=args.n or 0),
+            **count_diff.count_diff(
+                data_a,
+                data_b,
+                sources=(counts_a.get("sources", {}), counts_b.get("sources", {})),
+                n=args.n or 0,
+            ),
         }
         emit(doc, args.format, args.output, count_diff.render)
         return 0

@@ -112,7 +112,7 @@ def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
     """The small baseline document of a count run."""
     info = store.run_info(run_id)
     data = count_document.load(store, run_id)
-    functions = count_document.function_self(data, EVENT)
+    functions = count_document.function_self(data, EVENT, merge_unnamed=True)
     kept = dict(sorted(functions.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FUNCTIONS])
     return {
         "perfsleuth_baseline": BASELINE_VERSION,

@@ -23,14 +23,40 @@ KIND = "counts"
 NAME = "callgrind.out"
 
 
-def encode(path: Path) -> dict[str, Any]:
+def encode(path: Path, cwd: Path | None = None) -> dict[str, Any]:
+    """The document of a callgrind.out file, with the text of its counted source lines
+    as they were when the run was recorded (so a later diff can follow moved lines)."""
     raw = path.read_bytes()
     return {
         "format": "callgrind.out",
         "encoding": "zlib+base64",
         "size": len(raw),
         "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii"),
+        "sources": counted_source_lines(callgrind.parse(path), cwd or Path.cwd()),
     }
+
+
+def counted_source_lines(data: callgrind.CallgrindData, cwd: Path) -> dict[str, dict[str, str]]:
+    """file -> line number (as a string, for JSON) -> text, for every counted line."""
+    counted: dict[str, set[int]] = {}
+    for sites in data.self_costs.values():
+        for file, line in sites:
+            if line > 0:
+                counted.setdefault(file, set()).add(line)
+    out = {}
+    for file, lines in counted.items():
+        text = _read_lines(file, cwd)
+        if text:
+            out[file] = {str(n): text[n - 1] for n in sorted(lines) if n <= len(text)}
+    return out
+
+
+def _read_lines(name: str, cwd: Path) -> list[str]:
+    path = Path(name) if Path(name).is_absolute() else cwd / name
+    try:
+        return path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def decode_bytes(doc: dict[str, Any]) -> bytes:
@@ -59,13 +85,24 @@ def load(store: Store, run_id: int) -> callgrind.CallgrindData:
     return parse(doc)
 
 
-def function_self(data: callgrind.CallgrindData, event: str = "Ir") -> dict[str, int]:
-    """Exact self count of `event` per function name (objects merged, as names are shown)."""
+def function_self(
+    data: callgrind.CallgrindData, event: str = "Ir", *, merge_unnamed: bool = False
+) -> dict[str, int]:
+    """Exact self count of `event` per function name (objects merged, as names are shown).
+
+    Code without a symbol is named by its address, which moves with every rebuild;
+    `merge_unnamed` puts all of an object's unnamed code under one name so that two
+    builds compare."""
     index = data.events.index(event)
     out: dict[str, int] = {}
-    for (_ob, fn), sites in data.self_costs.items():
-        out[fn] = out.get(fn, 0) + sum(costs[index] for costs in sites.values())
+    for (ob, fn), sites in data.self_costs.items():
+        name = f"[unnamed code in {Path(ob).name}]" if merge_unnamed and _is_address(fn) else fn
+        out[name] = out.get(name, 0) + sum(costs[index] for costs in sites.values())
     return out
+
+
+def _is_address(name: str) -> bool:
+    return name.startswith("0x") and all(c in "0123456789abcdefABCDEF" for c in name[2:])
 
 
 def line_self(data: callgrind.CallgrindData, event: str = "Ir") -> dict[tuple[str, int], int]:
