@@ -90,3 +90,11 @@ def test_heavy_tailed_noise_rarely_claims_a_difference() -> None:
 def test_too_few_pairs_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 3"):
         stats.compare([1.0, 1.0], [1.0, 1.0])
+
+
+def test_hodges_lehmann_of_many_pairs_samples_close_to_the_exact_value() -> None:
+    rng = random.Random(5)
+    values = [rng.gauss(0.1, 0.05) for _ in range(400)]
+    walsh = [(values[i] + values[j]) / 2 for i in range(400) for j in range(i, 400)]
+    exact = sorted(walsh)[len(walsh) // 2]
+    assert stats.hodges_lehmann(values) == pytest.approx(exact, abs=0.003)
