@@ -107,12 +107,18 @@ def unit_findings(report: UnitReport) -> list[Finding]:
     return aliasing + missed_loops(report, None)
 
 
+def _shown_path(path: str) -> str:
+    """The path relative to the current folder when it is under it, as compilers print."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def render_text(doc: dict[str, Any]) -> str:
     findings = doc["findings"]
     lines = [f"{len(findings)} finding(s), most confident first"]
     for f in findings:
         lines.append("")
-        lines.append(f"{f['file']}:{f['line']}: [{f['kind']}] {f['title']}")
+        lines.append(f"{_shown_path(f['file'])}:{f['line']}: [{f['kind']}] {f['title']}")
         lines.append(f"    confidence {f['confidence']:.2f}, rule {f['rule']}")
         lines.extend(f"    - {item}" for item in f["evidence"])
         lines.append(f"    fix: {f['suggestion']}")
