@@ -380,6 +380,7 @@ class _Chains:
         self.node_ids: dict[tuple[int, int], int] = {}
         self.frames: dict[int, Chain] = {0: ()}
         self.marker = builder.frame_id(TRUNCATED)
+        self.bare: dict[int, int] = {}
         self.up: dict[Fn, list[tuple[int, float]]] = {}
         self.component: dict[Fn, int] = {}
         nodes = set(self.own) | set(self.callers) | set(callees)
@@ -404,8 +405,11 @@ class _Chains:
 
     def _bare(self, frame: int) -> int:
         """The frame of the same function without a call site, for merging chains."""
-        f = self.builder.profile.frames[frame]
-        return self.builder.frame_id(Frame(f.function, dso=f.dso))
+        found = self.bare.get(frame)
+        if found is None:
+            f = self.builder.profile.frames[frame]
+            found = self.bare[frame] = self.builder.frame_id(Frame(f.function, dso=f.dso))
+        return found
 
     def _caller_frame(self, caller: Fn, file: str, line: int) -> int:
         return self.builder.frame_id(Frame(caller[1], dso=caller[0], file=file, line=line))
@@ -462,15 +466,17 @@ class _Chains:
         if len(ranked) <= MAX_CHAINS:
             return ranked
         keep, light = ranked[: MAX_CHAINS // 2], ranked[MAX_CHAINS // 2 :]
-        outer = [(self.chain(node)[::-1], fraction) for node, fraction in light]
+        outer = [
+            ([self._bare(f) for f in reversed(self.chain(node)) if f != self.marker], fraction)
+            for node, fraction in light
+        ]
         depth = max(len(frames) for frames, _f in outer)
         while True:
             cut: dict[int, float] = defaultdict(float)
             for frames, fraction in outer:
                 parent = 0
                 for frame in frames[:depth]:
-                    if frame != self.marker:
-                        parent = self.node(self._bare(frame), parent)
+                    parent = self.node(frame, parent)
                 cut[self.node(self.marker, parent)] += fraction
             if len(cut) <= MAX_CHAINS // 2 or depth == 0:
                 return keep + sorted(cut.items(), key=lambda item: -item[1])
