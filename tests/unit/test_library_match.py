@@ -88,3 +88,9 @@ def test_overlapping_rules_say_so() -> None:
     insert = Frame("std::ostream& std::ostream::_M_insert<double>(double)", "libstdc++.so.6")
     found = run_on([([vfprintf, insert, LOOP, MAIN], 50), ([insert, LOOP, MAIN], 30), ([WORK], 20)])
     assert "50.0% is also counted by formatting.printf" in found["formatting.iostream"].evidence
+
+
+def test_compiler_clone_suffixes_are_dropped_for_reading() -> None:
+    assert library_match.elide_templates("parse(std::string const&) (.constprop.0.cold)") == (
+        "parse(…)"
+    )

@@ -10,6 +10,7 @@ matched library the most, so the fix lands at a file:line.
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -229,6 +230,8 @@ def display_name(frame: Frame) -> str:
 
 
 def elide_templates(name: str) -> str:
+    """`std::map<int, X>::find(int const&) (.cold)` -> `std::map<…>::find(…)`."""
+    name = re.sub(r" \(\.[\w.]+\)$| \[clone [^\]]*\]$", "", name)
     out = []
     depth = 0
     for ch in name:

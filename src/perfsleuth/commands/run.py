@@ -7,6 +7,7 @@ import os
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..advisor import advise, check_options
 from ..analyzers.library_match import elide_templates
@@ -59,5 +60,6 @@ def _render_top(doc: dict, console: Console) -> None:
         where = os.path.basename(row["file"]) or row["dso"]
         if row["file"] and row["line"]:
             where += f":{row['line']}"
-        table.add_row(pct(row["self"]), pct(row["total"]), elide_templates(row["function"]), where)
+        cells = (pct(row["self"]), pct(row["total"]), elide_templates(row["function"]), where)
+        table.add_row(*(Text(cell) for cell in cells))
     console.print(table)

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..analyzers.library_match import elide_templates
+
 WIDTH = 100
 
 
@@ -106,6 +108,7 @@ def location(f: dict[str, Any]) -> str:
 
 
 def _short(name: str, limit: int = 60) -> str:
+    name = elide_templates(name)
     return name if len(name) <= limit else name[: limit - 3] + "..."
 
 
