@@ -94,3 +94,14 @@ def test_compiler_clone_suffixes_are_dropped_for_reading() -> None:
     assert library_match.elide_templates("parse(std::string const&) (.constprop.0.cold)") == (
         "parse(…)"
     )
+
+
+def test_off_cpu_waits_are_not_library_time() -> None:
+    builder = ProfileBuilder(unit="ns")
+    builder.add([MALLOC, LOOP, MAIN], 30, state="running")
+    builder.add([MALLOC, LOOP, MAIN], 50, state="io")  # e.g. a page-in while in malloc
+    builder.add([WORK, MAIN], 20, state="running")
+    ctx = Context(profile=builder.build(), run=RunInfo(command="./app"))
+    alloc = {f.rule: f for f in library_match.analyze(ctx)}["allocator.glibc"]
+    assert alloc.share == 0.3
+    assert "of the recorded time (on CPU)" in alloc.title

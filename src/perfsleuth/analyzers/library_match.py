@@ -33,6 +33,7 @@ LIBRARY_DIRS = (
 # Below this many matching samples a share is too noisy to trust fully.
 STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
+ON_CPU_STATES = ("", "running")
 OVERLAP_NOTED = 0.02
 K = TypeVar("K")
 
@@ -56,18 +57,28 @@ class Match:
 
 def analyze(ctx: Context) -> list[Finding]:
     rules = ctx.options.get("rules") or load_rules()
-    profile = ctx.profile
-    total = profile.total
+    total = ctx.profile.total
     if total <= 0:
         return []
-    matches = match_rules(profile, rules)
+    on_cpu = on_cpu_part(ctx.profile)
+    matches = match_rules(on_cpu, rules)
     findings = []
     for rule in rules:
         match = matches.get(rule.id)
         if match is None or match.inclusive / total < rule.min_share:
             continue
-        findings.append(finding_for(rule, match, total, ctx))
+        finding = finding_for(rule, match, total, ctx)
+        if on_cpu is not ctx.profile:
+            finding.title = finding.title.replace("of CPU time", "of the recorded time (on CPU)")
+        findings.append(finding)
     return findings
+
+
+def on_cpu_part(profile: Profile) -> Profile:
+    """The samples taken on the CPU: time waiting off it is not spent in any library."""
+    if all(state in ON_CPU_STATES for state in profile.sample_state):
+        return profile
+    return profile.filtered(states=ON_CPU_STATES)
 
 
 def match_rules(profile: Profile, rules: Sequence[Rule]) -> dict[str, Match]:
