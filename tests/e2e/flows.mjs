@@ -1,5 +1,5 @@
 // Browser flows through the web UI, driven by Playwright in Debian's Chromium.
-// Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR
+// Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR TOKEN_SERVER_URL TOKEN
 // Prints one JSON line per flow: {"flow", "ok", "error"}; tests/e2e/test_ui.py reads them.
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
@@ -10,7 +10,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../../ui/package.json"));
 const { chromium } = require("playwright-core");
 
-const [base, reportFile, artifacts] = process.argv.slice(2);
+const [base, reportFile, artifacts, tokenBase, token] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
 const CHROMIUM_FLAGS = [
   "--no-sandbox",
@@ -179,6 +179,16 @@ const flows = {
     await page.locator("svg.plot").waitFor();
     assert.equal(await page.locator("svg.plot circle").count(), 12);
     assert.match(await page.locator("svg.plot").textContent(), /mimalloc\.runs\.wall_s/);
+  },
+
+  async token_login(page) {
+    await page.goto(`${tokenBase}?token=${token}#/`);
+    await page.locator("table.runs").waitFor();
+    assert.doesNotMatch(page.url(), /token/);
+    await page.goto(`${tokenBase}#/run/2/top`);
+    await page.locator("table.data tbody tr").first().waitFor();
+    const bare = await page.evaluate(async () => (await fetch("/api/runs")).status);
+    assert.equal(bare, 401);
   },
 
   async html_report(page) {

@@ -26,8 +26,10 @@ FLOWS = (
     "top_table",
     "compare_runs",
     "experiments",
+    "token_login",
     "html_report",
 )
+TOKEN = "e2e-secret"
 
 pytestmark = pytest.mark.integration
 
@@ -37,38 +39,48 @@ def ui_built() -> None:
     subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
 
 
-@pytest.fixture(scope="module")
-def server(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    base = tmp_path_factory.mktemp("ui")
-    store, _sources = make_store(base)
-    cli = [sys.executable, "-m", "perfsleuth.cli"]
-    report = base / "report.html"
-    subprocess.run(
-        [*cli, "report", "2", "--compare", "1", "--store", str(store.root), "-o", str(report)],
-        check=True,
-    )
+CLI = [sys.executable, "-m", "perfsleuth.cli"]
+
+
+def _serve(store: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [*cli, "serve", "--port", "0", "--store", str(store.root)],
+        [*CLI, "serve", "--port", "0", "--store", str(store), *extra],
         stderr=subprocess.PIPE,
         text=True,
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()
     match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    assert match, f"serve printed no URL: {line!r}"
-    try:
-        yield match.group(0), report
-    finally:
+    if not match:
         proc.terminate()
-        proc.wait(timeout=10)
+        pytest.fail(f"serve printed no URL: {line!r}")
+    return proc, match.group(0)
 
 
 @pytest.fixture(scope="module")
-def flow_results(server: tuple[str, Path]) -> dict[str, dict]:
-    url, report = server
+def servers(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    base = tmp_path_factory.mktemp("ui")
+    store, _sources = make_store(base)
+    report = base / "report.html"
+    subprocess.run(
+        [*CLI, "report", "2", "--compare", "1", "--store", str(store.root), "-o", str(report)],
+        check=True,
+    )
+    plain, url = _serve(store.root)
+    guarded, token_url = _serve(store.root, "--token", TOKEN)
+    try:
+        yield [url, str(report), str(ARTIFACTS), token_url, TOKEN]
+    finally:
+        for proc in (plain, guarded):
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def flow_results(servers: list[str]) -> dict[str, dict]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        ["node", str(Path(__file__).with_name("flows.mjs")), url, str(report), str(ARTIFACTS)],
+        ["node", str(Path(__file__).with_name("flows.mjs")), *servers],
         capture_output=True,
         text=True,
         timeout=300,

@@ -24,9 +24,12 @@ function readEmbedded(): Embedded | null {
 
 export const embedded = readEmbedded();
 
+/** Keeps the token serve printed for this tab, and takes it out of the address bar. */
 export function rememberToken(): void {
   const token = new URLSearchParams(location.search).get("token");
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  if (!token) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  history.replaceState(null, "", location.pathname + location.hash);
 }
 
 function clean(params: Params): [string, string[]][] {

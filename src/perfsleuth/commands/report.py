@@ -18,7 +18,7 @@ HELP = "the web UI for one run as a single self-contained HTML file"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_argument(parser)
     parser.add_argument("--format", choices=("html",), default="html", help="report format")
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="file to write")
+    parser.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
     parser.add_argument("--compare", metavar="RUN", help="also embed a comparison with RUN")
     parser.add_argument(
         "--src", action="append", metavar="DIR", help="source root for the source view"
@@ -33,5 +33,6 @@ def run(args: argparse.Namespace) -> int:
     page = bundle.html(bundle.collect(api, run_id, compare))
     with destination(args.output) as fh:
         fh.write(page)
-    print(f"perfsleuth: wrote the report of run {run_id} to {args.output}", file=sys.stderr)
+    if args.output and args.output != "-":
+        print(f"perfsleuth: wrote the report of run {run_id} to {args.output}", file=sys.stderr)
     return 0
