@@ -154,7 +154,7 @@ def main() -> None:
     rep = results["perf report --stdio --no-children"]
     ref = statistics.median(w for w, _, _ in rep)
     ref_cpu = statistics.median(c for _, c, _ in rep)
-    print(f"load average before: {os.getloadavg()[0]:.1f}; wall = median of {args.runs} runs")
+    print(f"load average (1 min) at the end: {os.getloadavg()[0]:.1f}; median of {args.runs} runs")
     hdr = ("wall s", "min s", "vs rep", "cpu s", "vs rep", "peak RSS")
     print(f"{'':38s} {hdr[0]:>7s} {hdr[1]:>7s} {hdr[2]:>7s} {hdr[3]:>7s} {hdr[4]:>7s} {hdr[5]:>9s}")
     for name, runs in results.items():
