@@ -78,6 +78,44 @@ def function_table(report: str) -> dict[str, int]:
     return dict(theirs)
 
 
+def test_line_counts_equal_callgrind_annotate_auto_annotation(
+    counted: Path, tmp_path: Path
+) -> None:
+    doc = count_document.find(Store(counted), 1)
+    assert doc is not None
+    out_file = tmp_path / "callgrind.out"
+    out_file.write_bytes(count_document.decode_bytes(doc))
+    report = subprocess.run(
+        ["callgrind_annotate", "--auto=yes", "--inclusive=no", "--context=100000", str(out_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ours = perfsleuth(counted, "annotate", "--all", "1", "--format", "json").stdout
+    (keys_c,) = [f for f in json.loads(ours)["files"] if f["file"].endswith("counts/keys.c")]
+    expected = annotated_lines(report, keys_c["file"])
+    assert {row["line"]: row["counts"][0] for row in keys_c["lines"]} == expected
+    assert expected[29] == 5_000_000
+
+
+def annotated_lines(report: str, file: str) -> dict[int, int]:
+    """line -> count of FILE's auto-annotated source in callgrind_annotate's report."""
+    lines = report.splitlines()
+    # it names the file as the compile unit did, which may be relative
+    start = 4 + next(
+        i
+        for i, line in enumerate(lines)
+        if line.startswith("-- Auto-annotated source: ") and file.endswith(line.split(": ")[1])
+    )
+    length = len(Path(file).read_text().splitlines())
+    source_lines = [line for line in lines[start:] if "  => " not in line]  # call lines
+    counts = {}
+    for number, line in enumerate(source_lines[:length], 1):
+        first = line.split()[0] if line.strip() else "."
+        counts[number] = 0 if first == "." else int(first.replace(",", ""))
+    return counts
+
+
 def test_annotate_all_output_of_two_runs_diffs_cleanly(counted: Path) -> None:
     first = perfsleuth(counted, "annotate", "--all", "1").stdout.splitlines()
     second = perfsleuth(counted, "annotate", "--all", "2").stdout.splitlines()
