@@ -47,6 +47,8 @@ async function render(): Promise<void> {
   const app = document.createElement("main");
   app.id = "app";
   document.getElementById("app")!.replaceWith(app);
+  const loading = message("Loading…");
+  app.append(loading);
   const [first, id, page = ""] = route.parts;
   try {
     if (!first) await renderRuns(app);
@@ -54,6 +56,7 @@ async function render(): Promise<void> {
     else if (first === "experiments") await renderExperiments(app);
     else if (first === "run" && id && RUN_PAGES[page]) await RUN_PAGES[page][1](app, id, route);
     else app.append(message(`No such page: ${location.hash}`, "error"));
+    loading.remove();
   } catch (e) {
     if (serial === renderSerial) app.replaceChildren(message(e instanceof Error ? e.message : String(e), "error"));
   }
