@@ -172,3 +172,18 @@ def test_program_valgrind_cannot_run_gets_its_reason(tmp_path: Path) -> None:
     assert "valgrind could not run" in done.stderr
     assert "unhandled instruction bytes: 0x62" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_cache_sim_adds_miss_counts_per_line(examples_built: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    keys = str(examples_built / "keys")
+    perfsleuth(store, "record", "--mode", "count", "--cache-sim", "--", keys, "1000")
+    data = count_document.load(Store(store), 1)
+    assert (
+        data.events[:3] == ["Ir", "Dr", "Dw"]
+        and "D1mr" in data.events
+        and "LLmr" not in data.events
+    )
+    doc = json.loads(perfsleuth(store, "annotate", "--all", "--format", "json").stdout)
+    assert doc["events"] == data.events
+    assert doc["totals"]["I1mr"] > 0
