@@ -20,6 +20,7 @@ import pytest
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_data
 from perfsleuth.profile import Profile
+from perfsleuth.symbols import binaries
 
 pytestmark = pytest.mark.integration
 
@@ -253,6 +254,31 @@ def test_metadata(fp_data: Path, work: Path) -> None:
         assert q.meta[key] == m[key], key
     assert q.meta["cmdline"] == m["cmdline"]
     assert any(d["path"] == exe and d["build_id"] == dso["build_id"] for d in q.meta["dsos"])
+
+
+def test_rebuilt_binary_is_found_by_build_id(tmp_path: Path) -> None:
+    """The binary changed after recording: symbols come from perf's build-id cache."""
+    src = tmp_path / "prog.c"
+    src.write_text((FIXTURES / "perf_prog.c").read_text())
+    exe = tmp_path / "prog"
+    cc = ["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)]
+    subprocess.run(cc, check=True)
+    data = tmp_path / "rb.data"
+    subprocess.run(
+        ["perf", "record", "-q", "-g", "-F", "1000", "-o", str(data), "--", str(exe), "20"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    src.write_text("int pad(int x) { return x * x + 3; }\n" + src.read_text())
+    subprocess.run([*cc[:1], "-O0", *cc[2:]], check=True)  # other code, other addresses
+    p = perf_data.read(data)
+    found = next(b for b in binaries(p) if b["path"] == str(exe))
+    if not found["found"].startswith(str(Path.home() / ".debug")):
+        pytest.skip("perf's build-id cache is disabled here")
+    self_pct, _ = ours(p)
+    rep = perf_report(data, children=False)
+    assert self_pct["heavy_leaf"] == pytest.approx(rep["heavy_leaf"], abs=1.0)
 
 
 def test_kernel_frames(fp_data: Path) -> None:
