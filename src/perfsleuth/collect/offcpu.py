@@ -70,6 +70,7 @@ ATTACH_TIMEOUT_S = 60.0
 # BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
 READY = b'"READY\\n"'
 TRACEFS = Path("/sys/kernel/tracing")
+CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 PERF_SETTLE_S = 0.3
 
 
@@ -85,13 +86,26 @@ def check_available() -> str:
             "off-CPU recording needs bpftrace (apt-get install bpftrace); "
             "or add --fallback-wall to take wall-clock stack snapshots instead"
         )
-    if os.geteuid() != 0:
+    if not has_bpf_privileges():
         raise Unavailable(
             "off-CPU recording with eBPF needs root; run perfsleuth as root, "
             "or add --fallback-wall to take wall-clock stack snapshots (no root needed)"
         )
     _mount_tracefs()
     return tool
+
+
+def has_bpf_privileges() -> bool:
+    """CAP_SYS_ADMIN, or CAP_BPF with CAP_PERFMON, in this process's effective set."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii", errors="replace")
+        effective = int(
+            next(ln for ln in status.splitlines() if ln.startswith("CapEff:")).split()[1], 16
+        )
+    except (OSError, StopIteration, ValueError, IndexError):
+        return os.geteuid() == 0
+    bpf_and_perfmon = (1 << CAP_BPF) | (1 << CAP_PERFMON)
+    return bool(effective & (1 << CAP_SYS_ADMIN)) or effective & bpf_and_perfmon == bpf_and_perfmon
 
 
 def _mount_tracefs() -> None:
@@ -210,11 +224,16 @@ def record_offcpu(
     session = _start_bpftrace(tool, target, workdir)
     started = time.monotonic()
     target.release()
-    target.wait(_duration(args), tick=maps.snapshot)
+    target.wait(_duration(args), tick=maps.tick, interval=0.005)
     records = session.finish()
     info.duration_s = time.monotonic() - started
     info.exit_status = target.exit_status
     info.meta.update({"recorder": "bpftrace", "pid": target.pid})
+    if not records:
+        raise UserError(
+            f"no off-CPU time was recorded for process {target.pid}: it ended before "
+            "tracing started, or never left the CPU"
+        )
     return to_profile(records, maps)
 
 
@@ -237,7 +256,7 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
         raise
     started = time.monotonic()
     target.release()
-    target.wait(_duration(args), tick=maps.snapshot)
+    target.wait(_duration(args), tick=maps.tick, interval=0.005)
     stop(perf_proc)
     records = session.finish()
     info.duration_s = time.monotonic() - started

@@ -26,6 +26,7 @@ from . import perf
 
 GATE = 'read _ <&{fd}; exec {fd}<&-; exec "$@"'
 EXEC_TIMEOUT_S = 5.0
+MAPS_INTERVAL_S = 0.25
 
 
 @dataclass
@@ -153,6 +154,19 @@ class ProcessMaps:
 
     root: int
     maps: dict[int, list[Mapping]] = field(default_factory=dict)
+    _first: float = 0.0
+    _next: float = 0.0
+
+    def tick(self) -> None:
+        """Snapshot now and then: often right after start, while the dynamic loader
+        maps libraries, then every MAPS_INTERVAL_S (reading maps takes the
+        target's mmap lock, so not too often)."""
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._first = self._first or now
+        self.snapshot()
+        self._next = now + min(MAPS_INTERVAL_S, 0.005 + (now - self._first) / 2)
 
     def snapshot(self) -> None:
         pending = [self.root]

@@ -1,0 +1,243 @@
+"""Off-CPU (bpftrace), wall-clock (eu-stack) and --mode all on the prodcons example.
+
+The truth is the example's own measurement (prodcons-measured times every wait
+for the queue's mutex and condition variable and prints the total on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.store import Store
+
+pytestmark = pytest.mark.integration
+
+VENV_BIN = Path(sys.executable).parent
+TRUTH = re.compile(r"consumers waited (\d+) ns of (\d+) ns")
+MESSAGES = "60000"
+# glibc's internal locks (malloc arenas, stdio) are real waiting, but not the
+# queue's: the program's own timing does not cover them.
+GLIBC_INTERNAL_LOCK = "lll_lock_wait_private"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="eBPF needs root")
+
+
+def perfsleuth(
+    *args: str, cwd: Path, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess:
+    argv = [*(prefix or []), str(VENV_BIN / "perfsleuth"), *args]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def unprivileged_prefix() -> list[str]:
+    """How to run perfsleuth without privileges: as user nobody when nobody can
+    run this interpreter, else as root stripped of every capability (noroot
+    securebits), which is what eBPF and ptrace permissions look at."""
+    nobody = ["runuser", "-u", "nobody", "--"]
+    probe = subprocess.run(
+        [*nobody, sys.executable, "-c", "import perfsleuth"], capture_output=True
+    )
+    if probe.returncode == 0:
+        return nobody
+    return [
+        "setpriv",
+        "--securebits=+noroot,+noroot_locked",
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--",
+    ]
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsleuth:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def all_mode_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory):
+    if os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    cwd = tmp_path_factory.mktemp("all")
+    proc = perfsleuth(
+        "record",
+        "--mode",
+        "all",
+        "--",
+        str(examples_built / "prodcons-measured"),
+        MESSAGES,
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stderr
+    truth = TRUTH.search(proc.stderr)
+    assert truth, proc.stderr
+    return cwd, int(truth[1]) / int(truth[2])
+
+
+def consumers_waiting(cwd: Path) -> float:
+    store = Store(cwd / ".perfsleuth")
+    profile = store.load(store.resolve("latest"))
+    main_tid = next(t.tid for t in profile.threads if t.tid == t.pid)
+    waited = total = 0.0
+    for stack, weight, _count, t, state in profile.rows():
+        if t < 0 or profile.threads[t].tid == main_tid:
+            continue
+        total += weight
+        names = {profile.frames[f].function for f in stack}
+        if state in ("mutex", "condvar") and not any(GLIBC_INTERNAL_LOCK in n for n in names):
+            waited += weight
+    return waited / total
+
+
+@needs_root
+def test_all_mode_sees_the_consumers_waiting_as_the_program_measures_it(all_mode_run):
+    cwd, truth = all_mode_run
+    measured = consumers_waiting(cwd)
+    assert truth > 0.02, "the example should make its consumers wait"
+    assert abs(measured - truth) < 0.05, (measured, truth)
+
+
+@needs_root
+def test_all_mode_threads_have_names_states_and_wall_time(all_mode_run):
+    cwd, _truth = all_mode_run
+    doc = json.loads(perfsleuth("threads", "--format", "json", cwd=cwd).stdout)
+    assert doc["unit"] == "ns"
+    assert len(doc["threads"]) == 4  # main (producer) + 3 consumers
+    assert all(t["name"].startswith("prodcons") for t in doc["threads"])
+    consumers = [t for t in doc["threads"] if t["tid"] != t["pid"]]
+    assert all("running" in t["states"] and "mutex" in t["states"] for t in consumers)
+    assert all(abs(sum(t["states"].values()) - 1) < 1e-6 for t in doc["threads"])
+
+
+@needs_root
+def test_lock_contention_is_the_top_finding(all_mode_run):
+    cwd, _truth = all_mode_run
+    proc = perfsleuth("advise", "--format", "json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    findings = [f for f in json.loads(proc.stdout)["findings"] if f["kind"] != "missing-symbols"]
+    assert findings[0]["kind"] == "lock-contention", findings[0]
+    mine = [f for f in findings if f["rule"] == "lock.contention"]
+    assert any("consumer" in f["function"] for f in mine), [f["title"] for f in mine]
+    assert any("moodycamel" in f["suggestion"] for f in mine)
+
+
+@needs_root
+def test_views_filter_by_state_and_thread(all_mode_run):
+    cwd, _truth = all_mode_run
+    every = json.loads(perfsleuth("top", "--format", "json", cwd=cwd).stdout)
+    waits = json.loads(perfsleuth("top", "--state", "mutex", "--format", "json", cwd=cwd).stdout)
+    assert 0 < waits["total"] < every["total"]
+    assert any("lll_lock_wait" in r["function"] for r in waits["rows"][:5])
+    threads = json.loads(perfsleuth("threads", "--format", "json", cwd=cwd).stdout)["threads"]
+    tid = str(threads[0]["tid"])
+    one = json.loads(perfsleuth("top", "--thread", tid, "--format", "json", cwd=cwd).stdout)
+    assert abs(one["total"] - threads[0]["total"]) < 1e-3 * threads[0]["total"]
+    folded = perfsleuth("flame", "--folded", "--state", "mutex", cwd=cwd).stdout
+    assert folded.strip() and "process_message" not in folded.splitlines()[0]
+
+
+@needs_root
+def test_offcpu_mode_records_blocked_time_in_ns(examples_built: Path, tmp_path: Path):
+    proc = perfsleuth(
+        "record", "--mode", "offcpu", "--", str(examples_built / "prodcons"), "20000", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)
+    assert doc["unit"] == "ns" and doc["total"] > 0
+    states = {s for t in doc["threads"] for s in t["states"]}
+    assert "mutex" in states
+
+
+@pytest.fixture
+def program_for_nobody(examples_built: Path, tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """prodcons and a store directory that user nobody can use."""
+    if os.geteuid() != 0 or shutil.which("runuser") is None:
+        pytest.skip("needs root to switch to user nobody")
+    work = tmp_path / "nobody"
+    work.mkdir()
+    work.chmod(0o777)
+    tmp_path.chmod(0o755)
+    binary = work / "prodcons"
+    shutil.copy(examples_built / "prodcons", binary)
+    binary.chmod(0o755)
+    return work, binary, unprivileged_prefix()
+
+
+def test_wall_mode_works_without_root(program_for_nobody):
+    work, binary, prefix = program_for_nobody
+    proc = perfsleuth(
+        "record", "--mode", "wall", "--", str(binary), "40000", cwd=work, prefix=prefix
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(perfsleuth("threads", "--format", "json", cwd=work, prefix=prefix).stdout)
+    assert len(doc["threads"]) >= 4
+    top = json.loads(perfsleuth("top", "--format", "json", cwd=work, prefix=prefix).stdout)
+    assert any("process_message" in r["function"] for r in top["rows"][:5])
+
+
+def test_offcpu_without_root_explains_and_falls_back_when_asked(program_for_nobody):
+    work, binary, prefix = program_for_nobody
+    refused = perfsleuth(
+        "record", "--mode", "offcpu", "--", str(binary), "20000", cwd=work, prefix=prefix
+    )
+    line = one_error_line(refused)
+    assert "root" in line and "--fallback-wall" in line
+    assert not (work / ".perfsleuth").exists()
+    fallback = perfsleuth(
+        "record",
+        "--mode",
+        "offcpu",
+        "--fallback-wall",
+        "--",
+        str(binary),
+        "40000",
+        cwd=work,
+        prefix=prefix,
+    )
+    assert fallback.returncode == 0, fallback.stderr
+    runs = json.loads(perfsleuth("runs", "--format", "json", cwd=work, prefix=prefix).stdout)
+    assert runs[0]["mode"] == "wall"
+
+
+@pytest.mark.parametrize("mode", ["wall", "offcpu"])
+def test_dead_pid_is_a_clear_error(mode: str, tmp_path: Path):
+    if mode == "offcpu" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    proc = perfsleuth(
+        "record", "--mode", mode, "--pid", str(dead.pid), "--duration", "1", cwd=tmp_path
+    )
+    assert f"no process with PID {dead.pid}" in one_error_line(proc)
+    assert not (tmp_path / ".perfsleuth").exists()
+
+
+@pytest.mark.parametrize("mode", ["wall", "offcpu"])
+def test_process_exiting_mid_recording_keeps_what_was_recorded(
+    mode: str, examples_built: Path, tmp_path: Path
+):
+    if mode == "offcpu" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    target = subprocess.Popen(
+        [str(examples_built / "prodcons"), "150000"], stdout=subprocess.DEVNULL
+    )
+    try:
+        proc = perfsleuth(
+            "record", "--mode", mode, "--pid", str(target.pid), "--duration", "120", cwd=tmp_path
+        )
+    finally:
+        target.wait()
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
+    assert runs[0]["duration_s"] < 120
+    doc = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)
+    assert doc["total"] > 0 and doc["threads"]
