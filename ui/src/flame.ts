@@ -142,7 +142,6 @@ export class FlameGraph {
   private labels: string[];
   private drawn = emptyDrawn(4096);
   private hover = -1;
-  lastDrawMs = 0;
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
     this.canvas.className = "flame-canvas";
@@ -207,7 +206,6 @@ export class FlameGraph {
 
   /** Lays out the visible frames, then paints them one colour at a time (few canvas state changes). */
   draw(): void {
-    const start = performance.now();
     const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
     const cssHeight = (this.data.maxDepth + 1) * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
@@ -225,7 +223,6 @@ export class FlameGraph {
       ctx.fill();
     }
     this.drawLabels(ctx, count);
-    this.lastDrawMs = performance.now() - start;
   }
 
   private prepareCanvas(cssWidth: number, cssHeight: number): CanvasRenderingContext2D {

@@ -6,6 +6,12 @@ import type { RunDetail } from "../types";
 import { functionLinks } from "./common";
 
 const decoded = new Map<string, Promise<FlameData>>();
+const KEPT_FLAMES = 4; // a million-frame graph takes ~30 MB
+
+function remember(key: string, pending: Promise<FlameData>): void {
+  decoded.set(key, pending);
+  if (decoded.size > KEPT_FLAMES) decoded.delete(decoded.keys().next().value!);
+}
 
 export function loadFlame(path: string, params: Params): Promise<FlameData> {
   const key = requestKey(path, params);
@@ -18,7 +24,7 @@ export function loadFlame(path: string, params: Params): Promise<FlameData> {
       return data;
     });
     pending.catch(() => decoded.delete(key));
-    decoded.set(key, pending);
+    remember(key, pending);
   }
   return pending;
 }
