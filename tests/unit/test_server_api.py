@@ -97,6 +97,8 @@ def test_source_refuses_files_debug_info_does_not_name(api: Api, file: str) -> N
         ("/api/runs/2/source", {"file": "x" * 5000}, 400, "longer than"),
         ("/api/runs/77", {}, 404, "no run '77'"),
         ("/api/runs/..", {}, 400, "bad run reference"),
+        ("/api/runs/\u00b2", {}, 400, "bad run reference"),
+        ("/api/runs/2/top", {"thread": "\u00b2"}, 400, "bad thread"),
         ("/api/runs/latest~9", {}, 404, "has only 2 run(s)"),
         ("/api/diff", {"a": "1"}, 400, "give both runs"),
         ("/api/nothing", {}, 404, "no such API endpoint"),

@@ -110,7 +110,7 @@ class Api:
     # -- shared steps ------------------------------------------------------------
 
     def _run_id(self, ref: str) -> int:
-        if not (ref.isdigit() or re.fullmatch(r"latest(~\d+)?", ref)):
+        if not re.fullmatch(r"[0-9]+|latest(~[0-9]+)?", ref):
             raise ApiError(400, f"bad run reference {ref!r}: use an id, latest or latest~N")
         try:
             return _resolve(ref, self._run_ids())
@@ -378,7 +378,7 @@ def _filters(query: Query) -> tuple[tuple[str, ...], tuple[int, ...]]:
             raise ApiError(400, f"bad state={state!r}: use one of {', '.join(STATES)}")
     tids = []
     for value in query.get("thread", []):
-        if not value.isdigit():
+        if not re.fullmatch(r"[0-9]{1,18}", value):
             raise ApiError(400, f"bad thread={value!r}: give a thread id (a number)")
         tids.append(int(value))
     return states, tuple(sorted(set(tids)))
