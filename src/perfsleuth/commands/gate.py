@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     limit = parse_percent(args.max_increase)
     baseline = load_baseline(open_store(args), args.baseline)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
+    if not cmd:
+        raise UserError("no command given; usage: perfsleuth gate --baseline B -- CMD ARGS...")
     check_binary(baseline, valgrind.resolve_program(cmd), args.same_build)
     check_settings(baseline, args)
     store, info, _profile = record_run(_record_args(args, cmd))
@@ -131,6 +133,8 @@ def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
 def load_baseline(store: Store, ref: str) -> dict[str, Any]:
     path = Path(ref)
     if not path.is_file():
+        if not (ref.isdigit() or ref.startswith("latest")):
+            raise UserError(f"--baseline {ref}: no such file, and not a run id")
         return baseline_of(store, store.resolve(ref))
     try:
         doc = json.loads(path.read_text())
