@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -114,11 +114,11 @@ class _Aggregator:
             row[1] += 1
 
 
-def _aggregate(lines: Iterable[str], name: str) -> _Aggregator:
-    agg = _Aggregator()
+def _aggregate_lines(agg: _Aggregator, lines: Iterable[str], name: str) -> None:
+    """The general, line-by-line parser (used for blocks the fast path does not take)."""
     header: re.Match | None = None
     stack: list[int] = []
-    seen_any = False
+    seen_any = agg.samples > 0
     for raw_line in lines:
         line = raw_line.rstrip("\n")
         if not line.strip():
@@ -153,6 +153,119 @@ def _aggregate(lines: Iterable[str], name: str) -> _Aggregator:
                 stack.append(fid)
     if header is not None:
         agg.add(header, stack)
+
+
+# A parsed header, cached by the header text without its time and period:
+# (event, pid, tid, comm, rest)
+_Header = tuple[str, int, int, str, str]
+
+
+def _header_key(line: str) -> tuple[str, int | None] | None:
+    """(header without time and period, period) cheaply; None when unsure."""
+    j = line.find(": ")
+    if j < 0:
+        return None
+    k = line.rfind(" ", 0, j) + 1
+    if "." not in line[k:j]:
+        return None  # no time field: let the regex handle it
+    suffix = line[j + 2 :].lstrip()
+    tok, _, after = suffix.partition(" ")
+    if tok.isdigit():
+        return line[:k] + "|" + after, int(tok)
+    return line[:k] + "|" + suffix, None
+
+
+def _blocks(source: Iterable[str] | IO[str]) -> Iterator[str]:
+    """Sample blocks (text between blank lines), read in large chunks."""
+    read = getattr(source, "read", None)
+    if read is None:
+        buf: list[str] = []
+        for line in source:  # type: ignore[union-attr]
+            if line.strip():
+                buf.append(line.rstrip("\n"))
+            elif buf:
+                yield "\n".join(buf)
+                buf = []
+        if buf:
+            yield "\n".join(buf)
+        return
+    rest = ""
+    while True:
+        chunk = read(1 << 22)
+        if not chunk:
+            break
+        parts = (rest + chunk).split("\n\n")
+        rest = parts.pop()
+        yield from parts
+    if rest:
+        yield rest
+
+
+def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
+    agg = _Aggregator()
+    headers: dict[str, _Header] = {}
+    chains: dict[str, tuple[int, ...]] = {}
+    rows = agg.rows
+    events = agg.events
+    for block in _blocks(source):
+        block = block.strip("\n")
+        if not block:
+            continue
+        if block[0] == "#" or "\n#" in block:
+            block = "\n".join(ln for ln in block.split("\n") if not ln.startswith("#"))
+            if not block.strip():
+                continue
+        header, _, chain = block.partition("\n")
+        if chain and chain[0] != "\t":
+            # several samples without callchains in one block (callchain lines
+            # start with a tab; headers may be right-aligned with spaces)
+            lines = block.split("\n")
+            if any(ln[:1] == "\t" for ln in lines):
+                _aggregate_lines(agg, [*lines, ""], name)
+                continue
+            todo = [(ln, "") for ln in lines]
+        else:
+            todo = [(header, chain)]
+        for head, body in todo:
+            hk = _header_key(head)
+            h = headers.get(hk[0]) if hk else None
+            if h is None:
+                m = HEADER.match(head) if hk else None
+                if (
+                    hk is None
+                    or m is None
+                    or m["period"] != (None if hk[1] is None else str(hk[1]))
+                ):
+                    _aggregate_lines(agg, [head, *body.split("\n"), ""], name)
+                    continue
+                pid = int(m["pid"]) if m["pid"] is not None else 0
+                h = (m["event"], pid, int(m["tid"]), m["comm"], (m["rest"] or "").strip())
+                headers[hk[0]] = h
+            event, pid, tid, comm, rest = h
+            key = rest + "\n" + body if rest else body
+            stack = chains.get(key)
+            if stack is None:
+                fids: list[int] = []
+                for ln in ([rest] if rest else []) + body.split("\n"):
+                    ln = ln.strip()
+                    if ln:
+                        fid = agg.frame(ln, not fids)
+                        if fid is not None:
+                            fids.append(fid)
+                stack = chains[key] = tuple(fids)
+            period = hk[1] if hk else None
+            if period is None:
+                agg.has_period = False
+                period = 1
+            agg.samples += 1
+            events[event] = events.get(event, 0) + 1
+            rkey = (stack, event, pid, tid, comm)
+            row = rows.get(rkey)
+            if row is None:
+                rows[rkey] = [period, 1]
+            else:
+                row[0] += period
+                row[1] += 1
     return agg
 
 
@@ -194,7 +307,7 @@ def _symbolize(
 
 
 def build(
-    lines: Iterable[str],
+    lines: Iterable[str] | IO[str],
     name: str = "perf script",
     *,
     symbolizer: Symbolizer | None = None,
