@@ -150,3 +150,16 @@ def test_bad_input(tmp_path: Path) -> None:
         perf_script.read(garbage)
     with pytest.raises(UserError, match="cannot read"):
         perf_script.read(tmp_path / "missing.txt")
+
+
+def test_stream_and_line_iterables_agree() -> None:
+    for name in ("fp.txt", "dwarf.txt", "nocallchain.txt", "fields.txt"):
+        text = (FIX / name).read_text()
+        a = perf_script.read_text(text, resymbolize=False)
+        b = perf_script.build(text.splitlines(keepends=True), resymbolize=False)
+        assert sorted(a.rows()) == sorted(b.rows()) and a.frames == b.frames, name
+
+
+def test_header_comments_are_skipped() -> None:
+    text = "# ========\n# captured on    : x\n# ========\n#\n" + (FIX / "fp.txt").read_text()
+    assert self_pct(perf_script.read_text(text, resymbolize=False)) == self_pct(load("fp.txt"))
