@@ -27,7 +27,8 @@ from typing import IO
 from ..errors import UserError
 from ..profile import Frame, Profile, ProfileBuilder, Thread
 from ..symbols import Symbolizer, dso_name
-from ..symbols.symbolizer import UNKNOWN, elf_symbols
+from ..symbols.elf import build_id_paths, elf_info
+from ..symbols.symbolizer import UNKNOWN, ElfSymbols, elf_symbols
 
 HEADER = re.compile(
     r"^\s*(?P<comm>\S.*?)\s+(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s+"
@@ -269,6 +270,19 @@ def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
     return agg
 
 
+def _symtab(dso: str) -> ElfSymbols:
+    """The fullest symbol table for a DSO: its own .symtab, else its debug file's
+    (found by build-id: stripped system libraries keep local functions there)."""
+    info = elf_info(dso)
+    if info is not None and not info.has_symbols and info.build_id:
+        for cand in build_id_paths(info.build_id):
+            if os.path.isfile(cand):
+                dbg = elf_info(cand)
+                if dbg is not None and dbg.has_symbols:
+                    return elf_symbols(cand)
+    return elf_symbols(dso)
+
+
 def _symbolize(
     agg: _Aggregator, symbolizer: Symbolizer | None, resymbolize: bool
 ) -> list[tuple[Frame, ...]]:
@@ -285,7 +299,7 @@ def _symbolize(
                 exists[dso] = os.path.isfile(dso)
             if not exists[dso]:
                 continue
-            start = elf_symbols(dso).address_of(_VERSION.sub("", name))
+            start = _symtab(dso).address_of(_VERSION.sub("", name))
             if start is None:
                 continue
             # return addresses: step back into the call instruction
