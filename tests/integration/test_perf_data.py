@@ -25,6 +25,7 @@ from perfsleuth.symbols import binaries
 pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CC = shutil.which("gcc") or shutil.which("cc") or shutil.which("clang-16") or "cc"
 REPORT_LINE = re.compile(r"^\s+([\d.]+)%\s+(?:([\d.]+)%\s+)?\[(.)\]\s+(.*?)\s*$")
 
 
@@ -49,7 +50,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     exe = d / "perf_prog"
     subprocess.run(
         [
-            "gcc",
+            CC,
             "-O2",
             "-g",
             "-fno-omit-frame-pointer",
@@ -187,7 +188,7 @@ def test_threads_and_recursion_match_perf_report(work: Path, mode: str) -> None:
     if not exe.exists():
         src = FIXTURES.parent.parent / "bench" / "import_workload.c"
         subprocess.run(
-            ["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe), str(src)],
+            [CC, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe), str(src)],
             check=True,
         )
     data = work / f"threads-{mode}.data"
@@ -261,7 +262,7 @@ def test_rebuilt_binary_is_found_by_build_id(tmp_path: Path) -> None:
     src = tmp_path / "prog.c"
     src.write_text((FIXTURES / "perf_prog.c").read_text())
     exe = tmp_path / "prog"
-    cc = ["gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)]
+    cc = [CC, "-O2", "-g", "-fno-omit-frame-pointer", "-o", str(exe), str(src)]
     subprocess.run(cc, check=True)
     data = tmp_path / "rb.data"
     subprocess.run(
