@@ -84,10 +84,6 @@ class AliasMatch:
     # Every repeated read that can be computed once before the loop, as written.
     hoistable: list[str] = field(default_factory=list)
 
-    @property
-    def loop_span(self) -> tuple[int, int]:
-        return (self.line, self.end_line)
-
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
@@ -214,8 +210,10 @@ class _Function:
         if kind == "MEMBER_REF_EXPR":
             kids = _children(cursor)
             return not kids or self._arrow(cursor) or self.is_memory_object(kids[0])
-        if kind in ("ARRAY_SUBSCRIPT_EXPR", "UNARY_OPERATOR"):
-            return self.memory_access(cursor) is not None
+        if kind == "ARRAY_SUBSCRIPT_EXPR":
+            return not self._local_array(_children(cursor)[0])
+        if kind == "UNARY_OPERATOR":
+            return self.src.text(cursor).startswith("*")
         if kind == "CALL_EXPR":
             return cursor.type.get_canonical().kind.name == "LVALUEREFERENCE" or (
                 _kind(cursor.referenced) == "CXX_METHOD"
@@ -245,6 +243,8 @@ class _Function:
             if self._arrow(cursor) or self.is_memory_object(kids[0]):
                 return (self.src.text(cursor), _vars(kids[0]))
             return None
+        if kind in ("ARRAY_SUBSCRIPT_EXPR", "UNARY_OPERATOR") and _aggregate(cursor):
+            return None  # a struct or array element is an address; its fields are loads
         if kind == "ARRAY_SUBSCRIPT_EXPR":
             base = _children(cursor)[0]
             if self._local_array(base):
@@ -337,6 +337,11 @@ class _Function:
             if not inline_only(callee):
                 opaque.append(callee.spelling)
         return opaque
+
+
+def _aggregate(cursor: Any) -> bool:
+    kind = cursor.type.get_canonical().kind.name
+    return kind in ("RECORD", "CONSTANTARRAY", "INCOMPLETEARRAY")
 
 
 def _member_object(call: Any, kids: list[Any]) -> Any | None:

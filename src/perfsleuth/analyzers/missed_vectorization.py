@@ -71,9 +71,13 @@ def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
     profile is given) that no aliasing-write match already explains."""
     explained = {(m.line, m.end_line) for m, _ in report.confirmed_matches()}
     findings = []
+    seen: set[int] = set()  # a loop inlined in several places gets a remark per copy
     for remark in report.remarks:
         if remark.vectorized or Path(remark.file).resolve() != report.unit.path.resolve():
             continue
+        if remark.line in seen:
+            continue
+        seen.add(remark.line)
         if any(first <= remark.line <= last for first, last in explained):
             continue
         span = report.loop_at(remark.line)

@@ -43,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="C",
         help="leave out findings below this confidence (0..1)",
     )
+    parser.add_argument(
+        "--missed",
+        action="store_true",
+        help="also report every loop clang did not vectorise (missed-vectorization)",
+    )
     add_output_options(parser, FORMATS)
 
 
@@ -51,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     if compile_commands is not None and not compile_commands.is_file():
         raise UserError(f"--compile-commands {args.compile_commands}: no such file")
     findings, notes = lint(
-        [Path(p) for p in args.paths], compile_commands, min_confidence=args.min_confidence
+        [Path(p) for p in args.paths],
+        compile_commands,
+        min_confidence=args.min_confidence,
+        missed=args.missed,
     )
     doc = {
         "run": "lint",
@@ -72,9 +80,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def lint(
-    paths: list[Path], compile_commands: Path | None, min_confidence: float = 0.0
+    paths: list[Path],
+    compile_commands: Path | None,
+    min_confidence: float = 0.0,
+    missed: bool = False,
 ) -> tuple[list[Finding], list[str]]:
-    """Findings of every unit named (most confident first), and notes on units skipped."""
+    """Findings of every unit named (most confident first), and notes on units skipped.
+    Without a profile to say which loops matter, the loops clang did not vectorise
+    are many; they are reported only when `missed` is set."""
     cindex()  # a missing libclang is one clear error, before any work
     table = load_compile_commands(compile_commands) if compile_commands else None
     if not paths:
@@ -93,18 +106,18 @@ def lint(
         if report.error:
             notes.append(f"skipped {report.unit.path.name}: {report.error}")
             continue
-        findings.extend(unit_findings(report))
+        findings.extend(unit_findings(report, missed))
     kept = [f for f in findings if f.confidence >= min_confidence]
     kept.sort(key=lambda f: (-f.confidence, f.file, f.line))
     return kept, notes
 
 
-def unit_findings(report: UnitReport) -> list[Finding]:
+def unit_findings(report: UnitReport, missed: bool) -> list[Finding]:
     aliasing = [
         build_finding(match, report, remark, None, 0.0)
         for match, remark in report.confirmed_matches()
     ]
-    return aliasing + missed_loops(report, None)
+    return aliasing + (missed_loops(report, None) if missed else [])
 
 
 def _shown_path(path: str) -> str:
