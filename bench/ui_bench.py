@@ -98,12 +98,17 @@ def api_latency(port: int, run_id: int, requests: int) -> dict:
     return out
 
 
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 def serve_speedscope() -> tuple[ThreadingHTTPServer, str]:
     site = OUT / "speedscope-site"
     shutil.rmtree(site, ignore_errors=True)
     shutil.copytree(SPEEDSCOPE_DIST, site)
     shutil.copy(OUT / "ui-bench.speedscope.json", site / "profile.json")
-    handler = partial(SimpleHTTPRequestHandler, directory=str(site))
+    handler = partial(QuietHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
