@@ -1,0 +1,61 @@
+"""The aliasing-write and missed-vectorization analyzers on a profile: hot units only,
+notes for units that do not compile or cannot be found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.analyzers import Context, aliasing_write, missed_vectorization
+from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.store import RunInfo
+
+pytestmark = pytest.mark.integration
+
+GOOD = """#include <stddef.h>
+struct S { unsigned char* p; size_t n; };
+void fill(struct S* s) {
+    for (size_t i = 0; i < s->n; i++) s->p[i] = 7;
+}
+long sum(const long* a, size_t n) {
+    long t = 0;
+    for (size_t i = 0; i < n; i++) { if (a[i] > 3) break; t += a[i]; }
+    return t;
+}
+"""
+
+
+def context(tmp_path: Path, frames: list[tuple[Frame, float]]) -> Context:
+    builder = ProfileBuilder()
+    for frame, weight in frames:
+        builder.add([frame], weight)
+    return Context(profile=builder.build(), run=RunInfo(), src_roots=[tmp_path])
+
+
+def test_findings_carry_the_loop_share_and_the_compiler_verdict(tmp_path: Path) -> None:
+    (tmp_path / "good.c").write_text(GOOD)
+    ctx = context(
+        tmp_path,
+        [
+            (Frame("fill", "prog", "/build/good.c", 4), 60.0),
+            (Frame("sum", "prog", "/build/good.c", 8), 30.0),
+            (Frame("main", "prog", "/build/main.c", 3), 10.0),
+        ],
+    )
+    [aliasing] = aliasing_write.analyze(ctx)
+    assert (aliasing.function, aliasing.line, aliasing.share) == ("fill", 4, 0.6)
+    assert aliasing.evidence[1].startswith("clang: loop not vectorized")
+    assert aliasing.details["flags_origin"] == "defaults"
+    [missed] = missed_vectorization.analyze(ctx)
+    assert (missed.function, missed.line, missed.share) == ("sum", 8, 0.3)
+    assert missed.evidence[0].startswith("clang: loop not vectorized")
+    assert any("main.c" in note and "--src" in note for note in ctx.notes)
+
+
+def test_a_hot_unit_that_does_not_compile_is_a_note(tmp_path: Path) -> None:
+    (tmp_path / "bad.c").write_text("int f(void) { return missing_name; }\n")
+    ctx = context(tmp_path, [(Frame("f", "prog", "/build/bad.c", 1), 1.0)])
+    assert aliasing_write.analyze(ctx) == []
+    [note] = ctx.notes
+    assert "bad.c" in note and "does not compile" in note and "missing_name" in note
