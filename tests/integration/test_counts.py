@@ -3,6 +3,7 @@ annotate --all, exact diffs and the programs valgrind cannot run."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import subprocess
@@ -17,6 +18,7 @@ from perfsleuth.store import Store
 
 pytestmark = pytest.mark.integration
 
+KEYS_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "counts" / "keys.c"
 ANNOTATE_ROW = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?):(.*?)(?: \[.*\])?$")
 
 
@@ -187,3 +189,36 @@ def test_cache_sim_adds_miss_counts_per_line(examples_built: Path, tmp_path: Pat
     doc = json.loads(perfsleuth(store, "annotate", "--all", "--format", "json").stdout)
     assert doc["events"] == data.events
     assert doc["totals"]["I1mr"] > 0
+
+
+def test_one_line_change_shows_as_exactly_that_line(examples_built: Path, tmp_path: Path) -> None:
+    source, program, store = tmp_path / "k.c", tmp_path / "k", tmp_path / "store"
+    original = KEYS_SOURCE.read_text()
+    for text in (original, edited(original)):
+        source.write_text(text)
+        subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(source)], check=True)
+        perfsleuth(store, "record", "--mode", "count", "--", str(program))
+    doc = json.loads(perfsleuth(store, "diff", "1", "2", "--format", "json").stdout)
+    assert [(r["line_a"], r["line_b"], r["delta"]) for r in doc["lines"]] == [
+        (None, 74, 7_000_000),
+        (73, None, -2_000_000),
+    ]
+    listings = [perfsleuth(store, "annotate", "--all", run).stdout for run in ("1", "2")]
+    changed = [
+        line
+        for line in difflib.unified_diff(*(text.splitlines() for text in listings), n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert [line for line in changed if "keys_equal(a, b)" in line or "inserted" in line] == [
+        "+            .      /* an inserted line */",
+        "-    2,000,000          hits += keys_equal(a, b);",
+        "+    7,000,000          hits += keys_equal(a, b) + (i == 7);",
+    ]
+
+
+def edited(source: str) -> str:
+    """keys.c with a line inserted in keys_equal (moving the lines below) and main changed."""
+    early = "    if (a == b)\n        return 1;\n    if (a->hash"
+    return source.replace(early, "    /* an inserted line */\n" + early, 1).replace(
+        "hits += keys_equal(a, b);", "hits += keys_equal(a, b) + (i == 7);"
+    )

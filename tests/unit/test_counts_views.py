@@ -127,8 +127,8 @@ def test_count_diff_follows_lines_moved_by_an_edit() -> None:
     before = lines_data({10: 5, 11: 7, 12: 9})
     after = lines_data({11: 5, 12: 7, 13: 4})  # a line inserted above; the last one changed
     sources = (
-        {"k.c": {"10": "{", "11": "x = 1;", "12": "y = x;"}},
-        {"k.c": {"11": "{", "12": "x = 1;", "13": "y = x + 1;"}},
+        {"k.c": [""] * 9 + ["{", "x = 1;", "y = x;"]},
+        {"k.c": [""] * 9 + ["/* new */", "{", "x = 1;", "y = x + 1;"]},
     )
     doc = count_diff.count_diff(before, after, sources=sources)
     rows = [(r["line_a"], r["line_b"], r["delta"], r["source"]) for r in doc["lines"]]

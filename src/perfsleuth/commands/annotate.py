@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 from ..formats import count_document
-from ..formats.callgrind import CallgrindData
 from ..output import emit
 from ..profile import Profile
 from ..views import annotate, annotate_all
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     roots = source_roots(args, store.run_info(run_id).cwd)
     counts = count_document.find(store, run_id)
     if counts is not None:
-        return annotate_counts(args, run_id, count_document.parse(counts), profile, roots)
+        return annotate_counts(args, run_id, counts, profile, roots)
     doc = {"run": str(run_id), "files": annotate.annotate(profile, args.function, roots)}
     emit(doc, args.format, args.output, annotate.render)
     return 0
@@ -72,14 +72,19 @@ def run(args: argparse.Namespace) -> int:
 def annotate_counts(
     args: argparse.Namespace,
     run_id: int,
-    data: CallgrindData,
+    counts: dict[str, Any],
     profile: Profile,
     roots: list[Path],
 ) -> int:
     """`annotate FUNC` on a count run: the function's lines with their exact counts."""
     functions = set(match_functions(profile, args.function))
     doc = annotate_all.annotate_all(
-        data, roots, threshold=0.0, context=args.context or CONTEXT_LINES, functions=functions
+        count_document.parse(counts),
+        roots,
+        threshold=0.0,
+        context=args.context or CONTEXT_LINES,
+        functions=functions,
+        recorded=count_document.sources(counts),
     )
     doc = {"run": str(run_id), "functions": sorted(functions), **doc}
     emit(doc, args.format, args.output, annotate_all.render)
@@ -90,10 +95,14 @@ def run_all(args: argparse.Namespace) -> int:
     """`annotate --all [RUN]`: the only positional argument is the run."""
     store = open_store(args)
     run_id = store.resolve(args.function or args.run)
-    data = count_document.load(store, run_id)
+    counts = count_document.load_document(store, run_id)
     roots = source_roots(args, store.run_info(run_id).cwd)
     doc = annotate_all.annotate_all(
-        data, roots, threshold=args.threshold / 100.0, context=args.context
+        count_document.parse(counts),
+        roots,
+        threshold=args.threshold / 100.0,
+        context=args.context,
+        recorded=count_document.sources(counts),
     )
     emit({"run": str(run_id), **doc}, args.format, args.output, annotate_all.render)
     return 0

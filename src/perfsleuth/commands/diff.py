@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             **count_diff.count_diff(
                 data_a,
                 data_b,
-                sources=(counts_a.get("sources", {}), counts_b.get("sources", {})),
+                sources=(count_document.sources(counts_a), count_document.sources(counts_b)),
                 n=args.n or 0,
             ),
         }

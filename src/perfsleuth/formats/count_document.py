@@ -10,6 +10,7 @@ formats.callgrind.
 from __future__ import annotations
 
 import base64
+import json
 import tempfile
 import zlib
 from pathlib import Path
@@ -21,46 +22,54 @@ from . import callgrind
 
 KIND = "counts"
 NAME = "callgrind.out"
+MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
 
 
 def encode(path: Path, cwd: Path | None = None) -> dict[str, Any]:
-    """The document of a callgrind.out file, with the text of its counted source lines
-    as they were when the run was recorded (so a later diff can follow moved lines)."""
+    """The document of a callgrind.out file, with the source files it counts lines of
+    as they were when the run was recorded: an annotated listing or a diff of this
+    run stays right after the sources are edited."""
     raw = path.read_bytes()
+    sources = source_files(callgrind.parse(path), cwd or Path.cwd())
     return {
         "format": "callgrind.out",
         "encoding": "zlib+base64",
         "size": len(raw),
-        "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii"),
-        "sources": counted_source_lines(callgrind.parse(path), cwd or Path.cwd()),
+        "data": _pack(raw),
+        "sources": _pack(json.dumps(sources).encode()),
     }
 
 
-def counted_source_lines(data: callgrind.CallgrindData, cwd: Path) -> dict[str, dict[str, str]]:
-    """file -> line number (as a string, for JSON) -> text, for every counted line."""
-    counted: dict[str, set[int]] = {}
-    for sites in data.self_costs.values():
-        for file, line in sites:
-            if line > 0:
-                counted.setdefault(file, set()).add(line)
+def _pack(raw: bytes) -> str:
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def _unpack(text: str) -> bytes:
+    return zlib.decompress(base64.b64decode(text))
+
+
+def source_files(data: callgrind.CallgrindData, cwd: Path) -> dict[str, list[str]]:
+    """file name as callgrind gives it -> its lines, for every readable counted file."""
+    names = {file for sites in data.self_costs.values() for file, line in sites if line > 0}
     out = {}
-    for file, lines in counted.items():
-        text = _read_lines(file, cwd)
-        if text:
-            out[file] = {str(n): text[n - 1] for n in sorted(lines) if n <= len(text)}
+    for name in sorted(names):
+        path = Path(name) if Path(name).is_absolute() else cwd / name
+        try:
+            if path.stat().st_size <= MAX_SOURCE_BYTES:
+                out[name] = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
     return out
 
 
-def _read_lines(name: str, cwd: Path) -> list[str]:
-    path = Path(name) if Path(name).is_absolute() else cwd / name
-    try:
-        return path.read_text(errors="replace").splitlines()
-    except OSError:
-        return []
+def sources(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """The source files recorded with the run ({} for documents without them)."""
+    packed = doc.get("sources")
+    return json.loads(_unpack(packed)) if isinstance(packed, str) else {}
 
 
 def decode_bytes(doc: dict[str, Any]) -> bytes:
-    return zlib.decompress(base64.b64decode(doc["data"]))
+    return _unpack(doc["data"])
 
 
 def parse(doc: dict[str, Any]) -> callgrind.CallgrindData:
@@ -74,15 +83,19 @@ def find(store: Store, run_id: int) -> dict[str, Any] | None:
     return store.documents(run_id, KIND).get(NAME)
 
 
-def load(store: Store, run_id: int) -> callgrind.CallgrindData:
-    """The exact counts of a count run, or a clear error for any other run."""
+def load_document(store: Store, run_id: int) -> dict[str, Any]:
+    """The counts document of a count run, or a clear error for any other run."""
     doc = find(store, run_id)
     if doc is None:
         raise UserError(
             f"run {run_id} has no exact counts; record one with "
             "`perfsleuth record --mode count -- CMD`"
         )
-    return parse(doc)
+    return doc
+
+
+def load(store: Store, run_id: int) -> callgrind.CallgrindData:
+    return parse(load_document(store, run_id))
 
 
 def function_self(

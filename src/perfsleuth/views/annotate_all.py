@@ -28,9 +28,12 @@ def annotate_all(
     threshold: float,
     context: int | None,
     functions: set[str] | None = None,
+    recorded: dict[str, list[str]] | None = None,
 ) -> dict:
     """The `annotate --all` document; `threshold` is a fraction of the first event.
-    With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
+    With `functions`, only those functions' lines (`annotate FUNC` on a count run).
+    Source files recorded with the run are shown as they were then; others are
+    read from disk."""
     per_file = file_lines(data, functions)
     total = data.totals[0] if data.totals else 0
     files = []
@@ -44,7 +47,8 @@ def annotate_all(
         if file == NO_SOURCE:
             files.append(_no_source_entry(data, functions, counts, total))
         else:
-            files.append(_file_entry(file, lines, counts, total, roots, context))
+            text = (recorded or {}).get(file)
+            files.append(_file_entry(file, lines, counts, total, roots, context, text))
     return {
         "events": list(data.events),
         "totals": dict(zip(data.events, data.totals, strict=False)),
@@ -108,9 +112,13 @@ def _file_entry(
     total: int,
     roots: list[Path],
     context: int | None,
+    recorded: list[str] | None,
 ) -> dict:
-    source = find_source(file, roots) if file != NO_SOURCE else None
-    text = source.read_text(errors="replace").splitlines() if source else []
+    source = find_source(file, roots) if recorded is None else Path(file)
+    if recorded is not None:
+        text = recorded
+    else:
+        text = source.read_text(errors="replace").splitlines() if source else []
     shown = shown_lines(sorted(lines), len(text), context)
     rows = [_row(number, lines, text, len(counts)) for number in shown]
     return {

@@ -18,7 +18,7 @@ from rich.console import Console
 from ..formats import count_document
 from ..formats.callgrind import CallgrindData
 
-Sources = dict[str, dict[str, str]]  # file -> line number -> text, as recorded
+Sources = dict[str, list[str]]  # file -> its lines, as recorded with the run
 LineKey = tuple[str, int | None, int | None]  # file, line in A, line in B
 
 
@@ -79,11 +79,11 @@ def align(
 
 
 def _by_text(
-    file: str, la: list[int], lb: list[int], text_a: dict[str, str], text_b: dict[str, str]
+    file: str, la: list[int], lb: list[int], text_a: list[str], text_b: list[str]
 ) -> list[LineKey]:
     # A line whose text is unknown gets a placeholder that matches nothing.
-    words_a = [text_a.get(str(n), f"\0a{n}") for n in la]
-    words_b = [text_b.get(str(n), f"\0b{n}") for n in lb]
+    words_a = [_text(text_a, n) or f"\0a{n}" for n in la]
+    words_b = [_text(text_b, n) or f"\0b{n}" for n in lb]
     matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
     paired_a: dict[int, int] = {}
     for block in matcher.get_matching_blocks():
@@ -96,11 +96,13 @@ def _by_text(
 
 def _line_row(key: LineKey, row: dict, sources: tuple[Sources, Sources]) -> dict:
     file, line_a, line_b = key
-    text = sources[1].get(file, {}).get(str(line_b)) if line_b else None
-    if text is None and line_a:
-        text = sources[0].get(file, {}).get(str(line_a))
+    text = _text(sources[1].get(file, []), line_b) or _text(sources[0].get(file, []), line_a)
     line = line_b or line_a or 0
     return {"file": file, "line": line, "line_a": line_a, "line_b": line_b, "source": text, **row}
+
+
+def _text(lines: list[str], number: int | None) -> str | None:
+    return lines[number - 1] if number and 0 < number <= len(lines) else None
 
 
 def changes(a: dict, b: dict, total_a: int) -> list[tuple]:
