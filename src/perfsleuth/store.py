@@ -421,6 +421,19 @@ class Store:
             ).fetchall()
         return {name: json.loads(data) for name, data in rows}
 
+    def documents_of_kind(self, kind: str) -> dict[int, dict[str, Any]]:
+        """run id -> name -> data of every run's documents of one kind, in one read."""
+        if not self.db.exists():
+            return {}
+        with self._connect(write=False) as con:
+            rows = con.execute(
+                "SELECT run_id, name, data FROM documents WHERE kind = ?", [kind]
+            ).fetchall()
+        out: dict[int, dict[str, Any]] = {}
+        for run_id, name, data in rows:
+            out.setdefault(int(run_id), {})[name] = json.loads(data)
+        return out
+
 
 def _run_from_row(row: tuple) -> RunInfo:
     values = dict(zip(RUN_COLUMNS, row, strict=True))

@@ -141,3 +141,11 @@ def test_run_recorded_while_serving_is_found(tmp_path: Path) -> None:
     store.add_run(RunInfo(command="later"), store.load(1))
     status, run = get(api, "/api/runs/3")
     assert status == 200 and run["command"] == "later"
+
+
+def test_findings_added_while_serving_appear(tmp_path: Path) -> None:
+    store, _ = make_store(tmp_path)
+    api = Api(store, [])
+    assert get(api, "/api/runs/1/findings")[1]["findings"] == []
+    store.put_document(1, "findings", "advisor", [{"kind": "note", "title": "new"}])
+    assert [f["title"] for f in get(api, "/api/runs/1/findings")[1]["findings"]] == ["new"]

@@ -147,7 +147,9 @@ class Api:
         return self._infos.get(run_id, lambda: self.store.run_info(run_id))
 
     def _docs(self, run_id: int, kind: str) -> dict:
-        return self._changing.get((run_id, kind), lambda: self.store.documents(run_id, kind))
+        """A run's documents of one kind; every run's are read at once (the runs page)."""
+        every_run = self._changing.get(kind, lambda: self.store.documents_of_kind(kind))
+        return every_run.get(run_id, {})
 
     def _function(self, profile: Profile, query: Query) -> str:
         function = _one(query, "function")
