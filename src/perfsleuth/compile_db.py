@@ -87,8 +87,22 @@ def producer_flags(producer: str) -> list[str]:
     return flags
 
 
+CXX_HEADER_SUFFIXES = (".hpp", ".hh", ".hxx", ".inl", ".h++")
+CXX_MARKERS = ("std::", "template", "namespace", "class ", "::")
+
+
 def default_flags(source: Path) -> list[str]:
-    return list(DEFAULT_C_FLAGS if source.suffix == ".c" else DEFAULT_CXX_FLAGS)
+    """-O2 and the language's standard; headers get -x, a .h file by its contents."""
+    if source.suffix == ".c":
+        return list(DEFAULT_C_FLAGS)
+    if source.suffix in CXX_HEADER_SUFFIXES:
+        return ["-x", "c++", *DEFAULT_CXX_FLAGS]
+    if source.suffix == ".h":
+        text = source.read_text(errors="replace") if source.is_file() else ""
+        if any(marker in text for marker in CXX_MARKERS):
+            return ["-x", "c++", *DEFAULT_CXX_FLAGS]
+        return ["-x", "c", *DEFAULT_C_FLAGS]
+    return list(DEFAULT_CXX_FLAGS)
 
 
 def flags_for(

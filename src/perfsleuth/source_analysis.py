@@ -21,10 +21,12 @@ LIBCLANG_CANDIDATES = (
     "/usr/lib/llvm-*/lib/libclang.so.1",
 )
 SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
+PRELUDE_C = ("stddef.h", "stdint.h", "stdbool.h", "string.h", "stdlib.h")
+PRELUDE_CXX = ("cstddef", "cstdint", "cstring", "array", "string", "string_view", "vector")
 # Hot files below this share of the run are not worth a note when their source is missing.
 NOTE_MIN_SHARE = 0.01
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C")
-HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inl")
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inl", ".h++")
 
 
 @dataclass
@@ -40,7 +42,26 @@ class TranslationUnit:
 
     @property
     def is_cxx(self) -> bool:
-        return self.path.suffix != ".c" or any(f in ("-xc++", "c++") for f in self.flags)
+        for n, flag in enumerate(self.flags):
+            if flag == "-x" and n + 1 < len(self.flags):
+                return self.flags[n + 1].startswith("c++")
+            if flag.startswith("-x") and len(flag) > 2:
+                return flag[2:].startswith("c++")
+        return self.path.suffix != ".c"
+
+    def with_standard_includes(self) -> TranslationUnit:
+        """The unit with the common standard headers included first, for snippets
+        that use them without including them."""
+        headers = PRELUDE_CXX if self.is_cxx else PRELUDE_C
+        forced = [arg for header in headers for arg in ("-include", header)]
+        return TranslationUnit(
+            self.path,
+            [*self.flags, *forced],
+            f"{self.flags_origin} + standard includes",
+            self.directory,
+            "",
+            self.functions,
+        )
 
 
 @functools.cache
@@ -104,14 +125,15 @@ def _tails(path: Path) -> list[Path]:
 
 
 def source_files(paths: Iterable[Path]) -> list[Path]:
-    """Every C/C++ source file named, or found under the directories named."""
+    """Every C/C++ source and header named, or found under the directories named."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
             found.extend(
                 p
                 for p in sorted(path.rglob("*"))
-                if p.suffix in SOURCE_SUFFIXES and not _skipped_folder(p.relative_to(path))
+                if p.suffix in SOURCE_SUFFIXES + HEADER_SUFFIXES
+                and not _skipped_folder(p.relative_to(path))
             )
         elif path.is_file():
             found.append(path)

@@ -68,3 +68,13 @@ def test_flags_fall_back_from_database_to_producer_to_defaults(tmp_path: Path) -
     assert defaults.origin == "defaults"
     assert "-O2" in defaults.args
     assert flags_for(tmp_path / "a.c").args == ("-O2", "-std=gnu17")
+
+
+def test_headers_get_a_language_and_a_plain_h_is_judged_by_its_contents(tmp_path: Path) -> None:
+    c_header = tmp_path / "buf.h"
+    c_header.write_text("struct B { char* p; };\n")
+    cxx_header = tmp_path / "vec.h"
+    cxx_header.write_text("namespace x { class V {}; }\n")
+    assert flags_for(tmp_path / "a.hpp").args[:2] == ("-x", "c++")
+    assert flags_for(c_header).args[:2] == ("-x", "c")
+    assert flags_for(cxx_header).args[:2] == ("-x", "c++")

@@ -8,7 +8,13 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.profile import Frame, ProfileBuilder
-from perfsleuth.source_analysis import find_source, hot_code, hot_units, source_files
+from perfsleuth.source_analysis import (
+    TranslationUnit,
+    find_source,
+    hot_code,
+    hot_units,
+    source_files,
+)
 
 
 def profile():  # type: ignore[no-untyped-def]
@@ -59,3 +65,17 @@ def test_only_the_hottest_units_are_taken(tmp_path: Path) -> None:
 def test_a_missing_lint_path_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such file"):
         source_files([tmp_path / "nope.cc"])
+
+
+def test_the_language_follows_x_then_the_suffix() -> None:
+    assert TranslationUnit(Path("a.h"), ["-x", "c", "-O2"], "defaults").is_cxx is False
+    assert TranslationUnit(Path("a.c"), ["-xc++"], "defaults").is_cxx is True
+    assert TranslationUnit(Path("a.cc"), [], "defaults").is_cxx is True
+    assert TranslationUnit(Path("a.c"), [], "defaults").is_cxx is False
+
+
+def test_standard_includes_are_forced_for_the_unit_language() -> None:
+    unit = TranslationUnit(Path("a.cc"), ["-O2"], "defaults").with_standard_includes()
+    assert unit.flags[:3] == ["-O2", "-include", "cstddef"]
+    assert "vector" in unit.flags
+    assert unit.flags_origin == "defaults + standard includes"

@@ -791,10 +791,19 @@ _REPORTS: dict[tuple[str, tuple[str, ...], float, frozenset[int] | None], UnitRe
 def analyse_unit(unit: TranslationUnit, hot_lines: frozenset[int] | None = None) -> UnitReport:
     """Parse and match the unit (only its functions holding hot_lines, when given)
     while clang compiles it for its remarks, in parallel; cached, so the aliasing and
-    vectorisation analyzers share one analysis."""
+    vectorisation analyzers share one analysis. A unit built with guessed flags that
+    does not compile is tried once more with the common standard headers included."""
     key = (str(unit.path), tuple(unit.flags), unit.path.stat().st_mtime, hot_lines)
-    if key in _REPORTS:
-        return _REPORTS[key]
+    if key not in _REPORTS:
+        report = _analyse(unit, hot_lines)
+        if report.error and unit.flags_origin == "defaults":
+            retried = _analyse(unit.with_standard_includes(), hot_lines)
+            report = report if retried.error else retried
+        _REPORTS[key] = report
+    return _REPORTS[key]
+
+
+def _analyse(unit: TranslationUnit, hot_lines: frozenset[int] | None) -> UnitReport:
     started = time.perf_counter()
     report = UnitReport(unit)
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -811,7 +820,6 @@ def analyse_unit(unit: TranslationUnit, hot_lines: frozenset[int] | None = None)
         report.functions = function_spans(parsed, unit.path)
         report.loops = loop_spans(parsed, unit.path)
     report.seconds = time.perf_counter() - started
-    _REPORTS[key] = report
     return report
 
 
