@@ -142,3 +142,16 @@ def test_shape_counts_saves_beyond_the_slow_calls() -> None:
     assert shape.save_restore == 2000
     assert shape.saved == 2 * (1000 - 100) - 100
     assert shape.entry == ["push rbx"]
+    assert prologue_overhead.is_heavy_prologue(shape, total=10_000)
+
+
+def test_leaf_function_saving_registers_for_itself_is_not_reported() -> None:
+    Instruction = prologue_overhead.Instruction
+    code = [
+        Instruction(0x10, "push rbx", saves=True, calls_out=False),
+        Instruction(0x11, "add rbx, rdi", saves=False, calls_out=False),
+        Instruction(0x14, "pop rbx", saves=True, calls_out=False),
+    ]
+    shape = prologue_overhead.shape_of(code, {0x10: 5000, 0x11: 5000, 0x14: 5000}, calls=5000)
+    assert shape.saved == 10_000
+    assert not prologue_overhead.is_heavy_prologue(shape, total=20_000)

@@ -63,6 +63,7 @@ class Shape:
     save_restore: int  # of which register saves/restores
     saved: int  # instructions the split is expected to save
     entry: list[str]  # the prologue as executed on every call
+    calls_out: bool  # the code has a call (or tail jump) anywhere, taken or not
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -131,6 +132,7 @@ def shape_of(instructions: list[Instruction], counts: dict[int, int], calls: int
         save_restore=sum(saves),
         saved=saved,
         entry=entry,
+        calls_out=any(i.calls_out for i in instructions),
     )
 
 
@@ -145,8 +147,11 @@ def call_count(instructions: list[Instruction], n: int, counts: dict[int, int]) 
 
 def is_heavy_prologue(shape: Shape, total: int) -> bool:
     fast = (shape.calls - shape.slow_calls) / shape.calls
+    # Without any call the saves serve the function's own register pressure (a loop,
+    # say), and there is no slow path to split off.
     return (
-        shape.calls >= MIN_CALLS
+        shape.calls_out
+        and shape.calls >= MIN_CALLS
         and fast >= MIN_FAST_FRACTION
         and shape.own > 0
         and shape.save_restore >= MIN_SAVE_SHARE * shape.own
