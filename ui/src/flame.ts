@@ -131,6 +131,9 @@ const ROW = 18;
 const FONT = "11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace";
 const CHAR_WIDTH = 6.7;
 const MIN_WIDTH_PX = 0.35;
+// Canvases taller than ~32,000 px fail to draw: deeper graphs show this many rows,
+// starting a few levels above the zoomed frame.
+const MAX_ROWS = 1000;
 
 export class FlameGraph {
   readonly canvas = document.createElement("canvas");
@@ -207,7 +210,7 @@ export class FlameGraph {
   /** Lays out the visible frames, then paints them one colour at a time (few canvas state changes). */
   draw(): void {
     const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
-    const cssHeight = (this.data.maxDepth + 1) * ROW;
+    const cssHeight = Math.min(this.data.maxDepth + 1, MAX_ROWS) * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
     const count = this.collect(cssWidth, cssHeight);
     const d = this.drawn;
@@ -241,9 +244,17 @@ export class FlameGraph {
     return ctx;
   }
 
+  /** The depth drawn in the first row. */
+  private firstRow(): number {
+    const rows = this.data.maxDepth + 1;
+    if (rows <= MAX_ROWS) return 0;
+    return Math.max(0, Math.min(this.data.depth[this.zoom] - 4, rows - MAX_ROWS));
+  }
+
   /** Fills `drawn` with the frames at least a third of a pixel wide inside the view. */
   private collect(cssWidth: number, cssHeight: number): number {
     const { end, depth } = this.data;
+    const top = this.firstRow();
     const width = this.options.width;
     const x0 = this.x[this.zoom];
     const scale = cssWidth / (width[this.zoom] || 1);
@@ -252,8 +263,12 @@ export class FlameGraph {
     for (let i = 0; i < this.data.nodes; ) {
       const w = width[i] * scale;
       const left = (this.x[i] - x0) * scale;
-      if (w < MIN_WIDTH_PX || left >= cssWidth || left + w <= 0) {
-        i = end[i]; // its whole subtree is as narrow, or as far out
+      if (w < MIN_WIDTH_PX || left >= cssWidth || left + w <= 0 || depth[i] >= top + MAX_ROWS) {
+        i = end[i]; // its whole subtree is as narrow, as far out, or as deep
+        continue;
+      }
+      if (depth[i] < top) {
+        i++; // above the first row: only its descendants are drawn
         continue;
       }
       if (count === this.drawn.x.length) this.drawn = grow(this.drawn);
@@ -261,7 +276,8 @@ export class FlameGraph {
       const x = Math.max(0, left);
       d.x[count] = x;
       d.w[count] = Math.min(cssWidth, left + w) - x;
-      d.y[count] = this.options.icicle ? depth[i] * ROW : cssHeight - (depth[i] + 1) * ROW;
+      const row = depth[i] - top;
+      d.y[count] = this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW;
       d.node[count] = i;
       d.colour[count] = this.colour(i, searching);
       count++;

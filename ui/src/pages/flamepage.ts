@@ -6,6 +6,7 @@ import type { RunDetail } from "../types";
 import { functionLinks } from "./common";
 
 const decoded = new Map<string, Promise<FlameData>>();
+const CRUMBS_SHOWN = 14;
 const KEPT_FLAMES = 4; // a million-frame graph takes ~30 MB
 
 function remember(key: string, pending: Promise<FlameData>): void {
@@ -98,11 +99,15 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     if (node) params.set("zoom", String(node));
     else params.delete("zoom");
     replaceParams(params, push);
-    crumbs.replaceChildren(
-      ...graph.path(graph.zoom).map((n) =>
-        h("button", { type: "button", class: "crumb", onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : data.names[data.name[n]]),
-      ),
-    );
+    const path = graph.path(graph.zoom);
+    const crumb = (n: number) =>
+      h("button", { type: "button", class: "crumb", onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : data.names[data.name[n]]);
+    // Deep recursion makes paths of thousands of frames: show both ends.
+    const shown =
+      path.length > CRUMBS_SHOWN
+        ? [...path.slice(0, 3).map(crumb), h("span", { class: "crumb-gap" }, `… ${path.length - CRUMBS_SHOWN + 2} more …`), ...path.slice(-(CRUMBS_SHOWN - 4)).map(crumb)]
+        : path.map(crumb);
+    crumbs.replaceChildren(...shown);
     showDetails(graph.zoom);
   };
   const search = h("input", { type: "search", placeholder: "search frames (regex)", value: params.get("q") ?? "", class: "filter", "aria-label": "search" });
