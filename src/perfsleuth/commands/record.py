@@ -110,11 +110,17 @@ def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     for kind, name, data in documents:
         store.put_document(info.id, kind, name, data)
     print(
-        f"perfsleuth: stored run {info.id} ({profile.num_samples:,} samples"
+        f"perfsleuth: stored run {info.id} ({_amount(profile)}"
         f"{_duration(info)}) in {store.root}/; `perfsleuth top` shows it",
         file=sys.stderr,
     )
     return store, info, profile
+
+
+def _amount(profile: Profile) -> str:
+    if profile.unit == "instructions":  # count mode: exact, not sampled
+        return f"{profile.total:,.0f} instructions"
+    return f"{profile.num_samples:,} samples"
 
 
 def _duration(info: RunInfo) -> str:
