@@ -257,19 +257,31 @@ class _Function:
         return None
 
     def _accessor_call(self, call: Any) -> tuple[str, frozenset[str]] | None:
-        """An inline member call on an object in memory: v.size(), v[i], img.get_height()."""
-        method = call.referenced
-        if method is None or _kind(method) != "CXX_METHOD" or method.is_static_method():
+        """An inline call that reads memory: a member call on an object in memory
+        (v.size(), v[i], img.get_height(), size() on this), or a free inline function
+        dereferencing what it is given (buf_len(b))."""
+        function = call.referenced
+        if function is None or not inline_only(function):
+            return None
+        if _kind(function) == "FUNCTION_DECL":
+            return self._inline_reader(call, function)
+        if _kind(function) != "CXX_METHOD" or function.is_static_method():
             return None
         kids = _children(call)
+        if kids and _kind(kids[0]) == "MEMBER_REF_EXPR" and not _children(kids[0]):
+            return (f"this->{function.spelling}()", frozenset({"this"}))
         obj = _member_object(call, kids)
         if obj is None or not self.is_memory_object(obj) or self._local_array(obj):
             return None
-        if not inline_only(method):
+        return (f"{self.src.text(obj)}.{function.spelling}", _vars(obj))
+
+    def _inline_reader(self, call: Any, function: Any) -> tuple[str, frozenset[str]] | None:
+        definition = function.get_definition()
+        args = _children(call)[1:]
+        if definition is None or not args or not any(_dereferences(n) for n in _walk(definition)):
             return None
-        obj_text = self.src.text(obj)
-        key = f"{obj_text}.{method.spelling}"
-        return (key, _vars(obj))
+        deps = frozenset().union(*(_vars(a) for a in args))
+        return (self.src.text(call), deps) if deps else None
 
     def _local_array(self, base: Any) -> bool:
         """A stack array (char buf[64], std::array<uint8_t, 64>) the write cannot alias."""
@@ -337,6 +349,27 @@ class _Function:
             if not inline_only(callee):
                 opaque.append(callee.spelling)
         return opaque
+
+
+def _dereferences(node: Any) -> bool:
+    """Does this node of a function body load through a pointer?"""
+    kind = _kind(node)
+    if kind == "MEMBER_REF_EXPR":
+        kids = _children(node)
+        return bool(kids) and "->" in _text_between(node, kids[0])
+    return kind == "ARRAY_SUBSCRIPT_EXPR" or (
+        kind == "UNARY_OPERATOR" and _token_text(node).startswith("*")
+    )
+
+
+def _text_between(node: Any, base: Any) -> str:
+    """The tokens of node after those of its base (`->field` of `p->field`)."""
+    end = base.extent.end.offset
+    return "".join(t.spelling for t in node.get_tokens() if t.extent.start.offset >= end)[:2]
+
+
+def _token_text(node: Any) -> str:
+    return "".join(t.spelling for t in node.get_tokens())[:1]
 
 
 def _aggregate(cursor: Any) -> bool:
