@@ -85,3 +85,19 @@ struct Ints {
 void zero_ints(Ints* v) {
     for (std::size_t i = 0; i < v->len; ++i) v->data[i] = 0;
 }
+
+// positive: size() on this, from a class derived from a byte vector
+struct Packet : std::vector<uint8_t> {
+    void zero() {
+        for (std::size_t i = 0; i < size(); ++i) (*this)[i] = 0;
+    }
+};
+
+// negative: the same with the size taken once
+struct Frame : std::vector<uint8_t> {
+    void zero() {
+        const std::size_t n = size();
+        uint8_t* bytes = data();
+        for (std::size_t i = 0; i < n; ++i) bytes[i] = 0;
+    }
+};

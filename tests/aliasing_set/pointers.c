@@ -122,3 +122,16 @@ size_t walk_two(struct Buf *a, struct Buf *b) {
 void flags_set(struct Buf *b, _Bool *flags) {
     for (size_t i = 0; i < b->len; i++) flags[i] = 1;
 }
+
+static inline size_t buf_len(const struct Buf *b) { return b->len; }
+static inline size_t doubled(size_t n) { return 2 * n; }
+
+/* positive: an inline accessor function in the condition reads b->len */
+void buf_clear(struct Buf *b) {
+    for (size_t i = 0; i < buf_len(b); ++i) b->data[i] = 0;
+}
+
+/* negative: an inline function of a value reads no memory */
+void fill_doubled(unsigned char *out, size_t n) {
+    for (size_t i = 0; i < doubled(n); ++i) out[i] = 0;
+}
