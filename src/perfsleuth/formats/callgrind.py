@@ -379,8 +379,8 @@ class _Chains:
         self.nodes: list[tuple[int, int]] = [(-1, -1)]
         self.node_ids: dict[tuple[int, int], int] = {}
         self.frames: dict[int, Chain] = {0: ()}
-        self.marker = builder.frame_id(TRUNCATED)
         self.bare: dict[int, int] = {}
+        self.outer: dict[int, Chain] = {0: ()}
         self.up: dict[Fn, list[tuple[int, float]]] = {}
         self.component: dict[Fn, int] = {}
         nodes = set(self.own) | set(self.callers) | set(callees)
@@ -397,11 +397,28 @@ class _Chains:
 
     def chain(self, node: int) -> Chain:
         """The frame ids of a node, innermost first."""
-        found = self.frames.get(node)
-        if found is None:
-            frame, parent = self.nodes[node]
-            found = self.frames[node] = (frame, *self.chain(parent))
-        return found
+        missing = []
+        while node not in self.frames:
+            missing.append(node)
+            node = self.nodes[node][1]
+        chain = self.frames[node]
+        for node in reversed(missing):
+            chain = self.frames[node] = (self.nodes[node][0], *chain)
+        return chain
+
+    def _outer(self, node: int, marker: int) -> Chain:
+        """A node's frames outermost first, without call sites or TRUNCATED markers."""
+        missing = []
+        while node not in self.outer:
+            missing.append(node)
+            node = self.nodes[node][1]
+        chain = self.outer[node]
+        for node in reversed(missing):
+            frame = self.nodes[node][0]
+            if frame != marker:
+                chain = (*chain, self._bare(frame))
+            self.outer[node] = chain
+        return chain
 
     def _bare(self, frame: int) -> int:
         """The frame of the same function without a call site, for merging chains."""
@@ -466,21 +483,18 @@ class _Chains:
         if len(ranked) <= MAX_CHAINS:
             return ranked
         keep, light = ranked[: MAX_CHAINS // 2], ranked[MAX_CHAINS // 2 :]
-        outer = [
-            ([self._bare(f) for f in reversed(self.chain(node)) if f != self.marker], fraction)
-            for node, fraction in light
-        ]
+        marker = self.builder.frame_id(TRUNCATED)
+        outer = [(self._outer(node, marker), fraction) for node, fraction in light]
         depth = max(len(frames) for frames, _f in outer)
-        while True:
-            cut: dict[int, float] = defaultdict(float)
-            for frames, fraction in outer:
-                parent = 0
-                for frame in frames[:depth]:
-                    parent = self.node(frame, parent)
-                cut[self.node(self.marker, parent)] += fraction
-            if len(cut) <= MAX_CHAINS // 2 or depth == 0:
-                return keep + sorted(cut.items(), key=lambda item: -item[1])
+        while depth and len({frames[:depth] for frames, _f in outer}) > MAX_CHAINS // 2:
             depth //= 2
+        cut: dict[int, float] = defaultdict(float)
+        for frames, fraction in outer:
+            parent = 0
+            for frame in frames[:depth]:
+                parent = self.node(frame, parent)
+            cut[self.node(marker, parent)] += fraction
+        return keep + sorted(cut.items(), key=lambda item: -item[1])
 
 
 def _components(nodes: set[Fn], callees: dict[Fn, list[Fn]]) -> list[list[Fn]]:
