@@ -9,7 +9,9 @@ if ! command -v npm >/dev/null; then
   exit 1
 fi
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+  # Not `npm ci`: it rejects this lockfile because the registry lists only some of
+  # rollup's per-platform binaries. `npm install` installs the locked versions.
+  npm install --no-audit --no-fund --loglevel=error
 fi
 if [ -f "$OUT/index.html" ] && [ -z "$(find src index.html vite.config.ts tsconfig.json package-lock.json -newer "$OUT/index.html" -print -quit)" ]; then
   exit 0
