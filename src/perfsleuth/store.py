@@ -92,6 +92,8 @@ class RunInfo:
     source: str = "record"
     dsos: list[dict] = field(default_factory=list)  # {"path", "build_id"}
     meta: dict = field(default_factory=dict)
+    # (kind, name, data) written with the run, in the same transaction
+    documents: list[tuple[str, str, Any]] = field(default_factory=list)
     id: int = 0
     unit: str = ""
     total: float = 0.0
@@ -218,6 +220,8 @@ class Store:
                 run_id = int(row[0]) if row else 1
                 self._insert_run(con, run_id, info, profile)
                 self._insert_profile(con, run_id, profile)
+                for kind, name, data in info.documents:
+                    self._insert_document(con, run_id, kind, name, data)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -315,15 +319,25 @@ class Store:
         """Replace the document (findings, experiment, projection...) of a run."""
         with self._connect(write=True) as con:
             con.execute("BEGIN TRANSACTION")
-            con.execute(
-                "DELETE FROM documents WHERE run_id = ? AND kind = ? AND name = ?",
-                [run_id, kind, name],
-            )
-            con.execute(
-                "INSERT INTO documents VALUES (?, ?, ?, ?)",
-                [run_id, kind, name, json.dumps(data, default=str)],
-            )
-            con.execute("COMMIT")
+            try:
+                self._insert_document(con, run_id, kind, name, data)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _insert_document(
+        con: duckdb.DuckDBPyConnection, run_id: int, kind: str, name: str, data: Any
+    ) -> None:
+        con.execute(
+            "DELETE FROM documents WHERE run_id = ? AND kind = ? AND name = ?",
+            [run_id, kind, name],
+        )
+        con.execute(
+            "INSERT INTO documents VALUES (?, ?, ?, ?)",
+            [run_id, kind, name, json.dumps(data, default=str)],
+        )
 
     # -- reading -------------------------------------------------------------
 

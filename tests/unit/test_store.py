@@ -99,3 +99,10 @@ def test_concurrent_writers_all_succeed(store_path: Path):
     runs = Store(store_path).runs()
     assert sorted(r.id for r in runs) == list(range(1, 16))
     assert all(Store(store_path).load(r.id).total == 3.0 for r in runs)
+
+
+def test_documents_written_with_the_run(store_path: Path):
+    store = Store(store_path)
+    info = RunInfo(documents=[("counts", "callgrind", {"total": 5})])
+    run_id = store.add_run(info, sample_profile())
+    assert store.documents(run_id, "counts") == {"callgrind": {"total": 5}}

@@ -223,10 +223,10 @@ def record_count(args: argparse.Namespace, cmd: list[str], workdir: Path, info: 
             "only": args.only,
             "fixed_env": rec.fixed_env,
             "valgrind_argv": rec.argv,
-            "documents": [
-                (count_document.KIND, count_document.NAME, count_document.encode(rec.out))
-            ],
         }
+    )
+    info.documents.append(
+        (count_document.KIND, count_document.NAME, count_document.encode(rec.out))
     )
     return profile
 

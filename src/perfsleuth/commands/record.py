@@ -105,10 +105,7 @@ def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
         profile = RECORDERS[args.mode](args, cmd, Path(tmp), info)
     store = Store(args.store)
-    documents = info.meta.pop("documents", [])
     store.add_run(info, profile)
-    for kind, name, data in documents:
-        store.put_document(info.id, kind, name, data)
     print(
         f"perfsleuth: stored run {info.id} ({_amount(profile)}"
         f"{_duration(info)}) in {store.root}/; `perfsleuth top` shows it",
