@@ -178,7 +178,8 @@ const flows = {
     await page.goto(`${base}#/run/2/experiments`);
     await page.locator("svg.plot").waitFor();
     assert.equal(await page.locator("svg.plot circle").count(), 12);
-    assert.match(await page.locator("svg.plot").textContent(), /mimalloc\.runs\.wall_s/);
+    assert.equal(await page.locator(".metric-plot h3").innerText(), "wall_s");
+    assert.match(await page.locator("svg.plot").textContent(), /glibc[\s\S]*mimalloc/);
   },
 
   async token_login(page) {

@@ -30,6 +30,38 @@ function findSeries(value: unknown, label: string, out: Series[], depth = 0): Se
   return out;
 }
 
+/** Series grouped by what they measure (their last key), each group on its own axis. */
+function byMetric(series: Series[]): Map<string, Series[]> {
+  const groups = new Map<string, Series[]>();
+  for (const s of series) {
+    const cut = s.label.lastIndexOf(".");
+    const metric = cut < 0 ? s.label : s.label.slice(cut + 1);
+    const side = cut < 0 ? s.label : s.label.slice(0, cut).replace(/^raw\./, "").replace(/\.runs$/, "");
+    groups.set(metric, [...(groups.get(metric) ?? []), { label: side, values: s.values }]);
+  }
+  return groups;
+}
+
+function cell(value: unknown): string {
+  if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toPrecision(4);
+  if (Array.isArray(value) && value.every((v) => typeof v === "number")) return value.map((v) => cell(v)).join(" – ");
+  return value === null || value === undefined ? "–" : String(value);
+}
+
+/** A table of the comparisons (`variants`: name, verdict, ratio, ci95, p_value, runs). */
+function variantsTable(data: unknown): HTMLElement | null {
+  const variants = (data as { variants?: unknown })?.variants;
+  if (!Array.isArray(variants) || !variants.length) return null;
+  const rows = variants.filter((v): v is Record<string, unknown> => Boolean(v) && typeof v === "object");
+  const columns = Object.keys(rows[0]).filter((k) => rows.every((r) => typeof r[k] !== "object" || Array.isArray(r[k])));
+  return h(
+    "table",
+    { class: "data variants" },
+    h("thead", null, h("tr", null, columns.map((c) => h("th", null, c)))),
+    h("tbody", null, rows.map((r) => h("tr", null, columns.map((c) => h("td", null, cell(r[c])))))),
+  );
+}
+
 function summaryFacts(data: unknown): [string, string][] {
   if (!data || typeof data !== "object") return [];
   return Object.entries(data as Record<string, unknown>)
@@ -68,14 +100,17 @@ export async function renderExperiments(app: HTMLElement, runId?: string): Promi
     return;
   }
   for (const exp of experiments) {
-    const series = findSeries(exp.data, "", []);
+    const groups = byMetric(findSeries(exp.data, "", []));
     app.append(
       h(
         "section",
         { class: "experiment" },
         h("h2", null, exp.name),
         h("table", { class: "facts" }, summaryFacts(exp.data).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
-        series.length ? plot(series) : message("No per-run numbers in this experiment."),
+        variantsTable(exp.data),
+        groups.size
+          ? [...groups].map(([metric, series]) => h("div", { class: "metric-plot" }, h("h3", null, metric), plot(series)))
+          : message("No per-run numbers in this experiment."),
         h("details", null, h("summary", null, "raw data"), h("pre", null, JSON.stringify(exp.data, null, 1))),
       ),
     );
