@@ -317,6 +317,44 @@ def test_bad_files(tmp_path: Path, fp_data: Path) -> None:
         assert "\n" not in msg and str(truncated) in msg
 
 
+def test_corrupt_files_never_crash(tmp_path: Path, fp_data: Path) -> None:
+    """Corrupt headers (huge counts, sizes) and records give UserError or a profile."""
+    import random
+    import struct
+
+    blob = fp_data.read_bytes()
+    path = tmp_path / "corrupt.data"
+
+    def attempt(data: bytes) -> None:
+        path.write_bytes(data)
+        try:
+            perf_data.read(path, use_native=True)
+        except UserError as e:
+            assert "\n" not in str(e)
+
+    for off, value in [(16, 0), (16, 7), (32, 1 << 40), (48, 1 << 50), (72, (1 << 64) - 1)]:
+        bad = bytearray(blob)
+        bad[off : off + 8] = struct.pack("<Q", value)
+        path.write_bytes(bytes(bad))
+        with pytest.raises(UserError):
+            perf_data.read(path)
+    # a cmdline feature claiming 2^32-1 strings
+    data_end = struct.unpack_from("<QQ", blob, 40)
+    table = data_end[0] + data_end[1]
+    feats = [b for b in range(256) if blob[72 + b // 8] >> (b % 8) & 1]
+    if 11 in feats:
+        off, _size = struct.unpack_from("<QQ", blob, table + 16 * feats.index(11))
+        bad = bytearray(blob)
+        bad[off : off + 4] = b"\xff\xff\xff\xff"
+        attempt(bytes(bad))
+    rnd = random.Random(7)
+    for _ in range(60):
+        bad = bytearray(blob)
+        for _ in range(rnd.choice([1, 4, 30])):
+            bad[rnd.randrange(len(bad))] = rnd.randrange(256)
+        attempt(bytes(bad[: rnd.randrange(len(bad))] if rnd.random() < 0.3 else bad))
+
+
 def test_pipe_mode_is_a_user_error(work: Path, tmp_path: Path) -> None:
     pipe = tmp_path / "pipe.data"
     with open(pipe, "wb") as out:
