@@ -37,3 +37,10 @@ def test_broken_stacks_suggest_dwarf_unwinding_after_fp() -> None:
 
 def test_a_well_symbolized_profile_has_no_finding() -> None:
     assert analyze([([MAIN, START], 100)]) == {}
+
+
+def test_callgrind_stacks_are_never_called_broken():
+    b = ProfileBuilder(unit="instructions", meta={"format": "callgrind"})
+    b.add([Frame("work", "/bin/prog"), Frame("0x0000000000001080", "/bin/prog")], 100)
+    ctx = Context(profile=b.build(), run=RunInfo(mode="count"))
+    assert not [f for f in missing_symbols.analyze(ctx) if "stop before" in f.title]

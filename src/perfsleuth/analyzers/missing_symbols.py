@@ -29,6 +29,9 @@ ROOT_FUNCTIONS = re.compile(
     r"_dl_start_user|_dl_start|main|thread_start|__GI___clone3?)$"
 )
 SYSTEM_PREFIXES = ("/usr/", "/lib")
+# Stacks rebuilt from an exact call graph (callgrind, cachegrind) are not
+# unwound, so they cannot be broken; their roots are whatever valgrind saw first.
+UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind"})
 _ADDRESS = re.compile(r"^(0x)?[0-9a-f]{6,}$")
 
 
@@ -42,7 +45,8 @@ def analyze(ctx: Context) -> list[Finding]:
     unknown = sum(unknown_by_dso.values())
     if unknown / total >= MIN_UNKNOWN_SHARE:
         findings.append(_unknown_finding(ctx, unknown_by_dso, total))
-    if broken / total >= MIN_BROKEN_SHARE:
+    unwound = profile.meta.get("format") not in UNWOUND_FORMATS
+    if unwound and broken / total >= MIN_BROKEN_SHARE:
         findings.append(_broken_finding(ctx, broken / total))
     return findings
 
