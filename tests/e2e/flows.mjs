@@ -58,7 +58,7 @@ const flows = {
     await page.fill("input[aria-label=search]", "^compute_hot$");
     await page.locator(".search-info", { hasText: "match" }).waitFor();
     // compute_hot is on 495 of run 2's 905 samples.
-    assert.equal(await page.locator(".search-info").innerText(), "1 frames match · 54.70% of the run");
+    assert.equal(await page.locator(".search-info").innerText(), "1 frame matches · 54.70% of the run");
     assert.match(page.url(), /q=%5Ecompute_hot%24/);
     await page.screenshot({ path: `${artifacts}/flame-search.png`, fullPage: true });
   },

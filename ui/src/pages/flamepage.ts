@@ -114,7 +114,8 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   const runSearch = () => {
     const query = search.value;
     const found = graph.search(query);
-    searchInfo.textContent = query ? `${found.matches.toLocaleString()} frames match · ${pct(found.share)} of the run` : "";
+    const frames = found.matches === 1 ? "frame matches" : "frames match";
+    searchInfo.textContent = query ? `${found.matches.toLocaleString()} ${frames} · ${pct(found.share)} of the run` : "";
     if (query) params.set("q", query);
     else params.delete("q");
     replaceParams(params);
