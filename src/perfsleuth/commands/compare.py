@@ -46,7 +46,7 @@ def progress_printer() -> Progress | None:
         return None
 
     def show(message: str) -> None:
-        print(f"\rperfsleuth: {message} ", end="", file=sys.stderr, flush=True)
+        print(f"\rperfsleuth: {message:<40}", end="", file=sys.stderr, flush=True)
 
     return show
 

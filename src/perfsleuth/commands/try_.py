@@ -87,7 +87,7 @@ def build_sides(
     args: argparse.Namespace, cmd: list[str], store: Store
 ) -> tuple[list[Side], dict[str, Any]]:
     variants = build.parse_variants(args.variants)
-    p = build.plan(args.build, variants, cmd, store.root / "builds")
+    p = build.plan(args.build, variants, cmd, store.root / "builds", progress=progress_printer())
     return p.sides, {"build": args.build, "refused": p.refused, "notes": p.notes}
 
 

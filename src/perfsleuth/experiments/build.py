@@ -20,11 +20,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from .runner import Side
+from .runner import Progress, Side
 
 OUT_PLACEHOLDER = "{out}"
 BUILD_TAIL_LINES = 15
@@ -104,7 +104,7 @@ class Builder:
     command: str
     root: Path
     cwd: str | None = None  # where the build command and the workload run
-    logs: dict[str, Path] = field(default_factory=dict)
+    progress: Progress | None = None
 
     def out(self, name: str) -> Path:
         return (self.root / name).resolve()
@@ -114,6 +114,9 @@ class Builder:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         log = self.root / f"{name}{'-' + step if step else ''}.log"
+        label = f"{name} ({step})" if step else name
+        if self.progress:
+            self.progress(f"building {label}")
         with open(log, "wb") as fh:
             done = subprocess.run(
                 ["/bin/sh", "-c", self.command],
@@ -124,8 +127,6 @@ class Builder:
                 stderr=subprocess.STDOUT,
                 check=False,
             )
-        self.logs[name] = log
-        label = f"{name} ({step})" if step else name
         if done.returncode != 0:
             raise BuildFailed(
                 f"the build of variant {label} failed with exit status {done.returncode}; "
@@ -229,10 +230,11 @@ def plan(
     workload: list[str],
     root: Path,
     cwd: str | None = None,
+    progress: Progress | None = None,
 ) -> Plan:
     """Build the baseline and every variant; the baseline must build, variants may fail."""
     check_workload(workload)
-    builder = Builder(build_command, root, cwd)
+    builder = Builder(build_command, root, cwd, progress)
     baseline = builder.build("baseline", {})
     result = Plan([workload_side("baseline", workload, baseline, cwd)], {}, [])
     base_digest = digest(baseline)
