@@ -47,6 +47,16 @@ ADVICE = (
         "rewrite the branches in the body as conditional expressions on values",
     ),
     (
+        "could not be identified as reduction",
+        "a value carried from one iteration to the next is not a plain sum, product, min "
+        "or max: compute it in a separate loop, or keep the vectorisable work apart",
+    ),
+    (
+        "loop control flow is not understood",
+        "an early exit (break, return, goto) stops vectorisation: find the exit index first, "
+        "then run a loop without exits up to it",
+    ),
+    (
         "cost-model indicates that vectorization is not beneficial",
         "clang judged vector code slower here; try -march=native (wider vectors) or "
         "simplify the body",
