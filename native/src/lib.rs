@@ -130,6 +130,10 @@ struct UnwindData {
 }
 
 fn load_unwind_data(path: &str) -> Option<UnwindData> {
+    // regular files only: never open devices or FIFOs named by a mapping
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let file = File::open(path).ok()?;
     // SAFETY: read-only mapping of a file we only read; if it is truncated
     // while we read, we may crash, like any mmap-based reader (perf does too).

@@ -40,6 +40,8 @@ class ElfInfo:
 @lru_cache(maxsize=4096)
 def elf_info(path: str) -> ElfInfo | None:
     """Build-id, PT_LOAD segments and symbol presence of an ELF file; None if not ELF."""
+    if not os.path.isfile(path):  # never open devices or FIFOs
+        return None
     try:
         with open(path, "rb") as f:
             return _parse_elf(path, f)
