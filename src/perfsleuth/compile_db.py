@@ -32,6 +32,10 @@ PRODUCER_FLAG_PREFIXES = (
 # Flags with a separate argument that say where output goes, not how code is built.
 OUTPUT_FLAGS_WITH_ARG = ("-o", "-MF", "-MT", "-MQ")
 OUTPUT_FLAGS = ("-c", "-MD", "-MMD", "-MP", "-S", "-E")
+# Build flags that would stop the analysis: warnings made errors (clang warns about
+# GCC-only options), LTO (the object becomes bitcode, vectorised only at link time),
+# sanitizers and GCC's analyzer (slow, and not what ships).
+ANALYSIS_DROPPED_PREFIXES = ("-Werror", "-flto", "-fsanitize", "-fanalyzer", "-save-temps")
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,8 @@ def load_compile_commands(path: Path) -> dict[Path, Flags]:
 
 
 def compile_args(argv: list[str], source: Path) -> list[str]:
-    """argv without the source file and the output options."""
+    """argv without the source file, the output options and the flags that would
+    stop the analysis."""
     kept: list[str] = []
     skip_next = False
     for arg in argv:
@@ -68,6 +73,8 @@ def compile_args(argv: list[str], source: Path) -> list[str]:
         elif arg in OUTPUT_FLAGS_WITH_ARG:
             skip_next = True
         elif arg in OUTPUT_FLAGS or arg.startswith("-o") or Path(arg).name == source.name:
+            continue
+        elif arg.startswith(ANALYSIS_DROPPED_PREFIXES):
             continue
         else:
             kept.append(arg)

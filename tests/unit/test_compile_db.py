@@ -34,6 +34,11 @@ def test_output_options_and_the_source_are_dropped() -> None:
     assert compile_args(argv, Path("/src/a.cc")) == ["-O2", "-Iinc", "-DX=1"]
 
 
+def test_flags_that_would_stop_the_analysis_are_dropped() -> None:
+    argv = ["-O2", "-Werror", "-Werror=format", "-flto=auto", "-fsanitize=address", "-g"]
+    assert compile_args(argv, Path("/src/a.cc")) == ["-O2", "-g"]
+
+
 def test_compile_commands_entries_resolve_against_their_directory(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     db = tmp_path / "compile_commands.json"
