@@ -72,13 +72,18 @@ def compile_args(argv: list[str], source: Path) -> list[str]:
             skip_next = False
         elif arg in OUTPUT_FLAGS_WITH_ARG:
             skip_next = True
-        elif arg in OUTPUT_FLAGS or arg.startswith("-o") or Path(arg).name == source.name:
-            continue
-        elif arg.startswith(ANALYSIS_DROPPED_PREFIXES):
-            continue
-        else:
+        elif not _dropped(arg, source):
             kept.append(arg)
     return kept
+
+
+def _dropped(arg: str, source: Path) -> bool:
+    return (
+        arg in OUTPUT_FLAGS
+        or arg.startswith("-o")
+        or Path(arg).name == source.name
+        or arg.startswith(ANALYSIS_DROPPED_PREFIXES)
+    )
 
 
 def producer_flags(producer: str) -> list[str]:
