@@ -72,25 +72,31 @@ export function findingCard(runId: string, f: Finding, compact = false): HTMLEle
   );
 }
 
-export function sortableTable<T>(
-  columns: { label: string; key: string; value: (row: T) => string | number; cell: (row: T) => HTMLElement | string; numeric?: boolean }[],
-  rows: T[],
-  sortKey: string,
-  onSort: (key: string) => void,
-  limit = 500,
-): HTMLElement {
+export interface Column<T> {
+  label: string;
+  key: string;
+  value: (row: T) => string | number;
+  cell: (row: T) => HTMLElement | string;
+  numeric?: boolean;
+}
+
+/** Rows ordered by one column: numbers largest first, text in alphabetical order. */
+export function sortRows<T>(columns: Column<T>[], rows: T[], sortKey: string): T[] {
   const column = columns.find((c) => c.key === sortKey) ?? columns[0];
-  const sorted = [...rows].sort((a, b) => {
-    const va = column.value(a);
-    const vb = column.value(b);
-    if (typeof va === "number" && typeof vb === "number") return vb - va;
-    return String(va).localeCompare(String(vb));
-  });
+  const keyed = rows.map((row) => ({ row, value: column.value(row) }));
+  keyed.sort((a, b) =>
+    typeof a.value === "number" && typeof b.value === "number" ? b.value - a.value : String(a.value).localeCompare(String(b.value)),
+  );
+  return keyed.map((k) => k.row);
+}
+
+/** A table of rows already in order; only the first `limit` become DOM rows. */
+export function sortableTable<T>(columns: Column<T>[], sorted: T[], sortKey: string, onSort: (key: string) => void, limit = 200): HTMLElement {
   const head = h(
     "tr",
     null,
     columns.map((c) =>
-      h("th", { class: `${c.numeric ? "num" : ""} ${c.key === column.key ? "sorted" : ""} sortable`, onclick: () => onSort(c.key) }, c.label),
+      h("th", { class: `${c.numeric ? "num" : ""} ${c.key === sortKey ? "sorted" : ""} sortable`, onclick: () => onSort(c.key) }, c.label),
     ),
   );
   const body = sorted.slice(0, limit).map((row) => h("tr", null, columns.map((c) => h("td", { class: c.numeric ? "num" : undefined }, c.cell(row)))));

@@ -2,7 +2,7 @@ import { getJSON } from "../api";
 import { bar, h, location, pct, shortDso } from "../dom";
 import { href, replaceParams, type Route } from "../router";
 import type { TopDoc, TopRow } from "../types";
-import { sortableTable, sourceLink } from "./common";
+import { type Column, sortRows, sortableTable, sourceLink } from "./common";
 
 const GROUPINGS = ["function", "line", "file", "dso"];
 
@@ -16,7 +16,7 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
   const holder = h("div");
 
   const name = (r: TopRow) => (by === "dso" ? r.dso : by === "file" ? r.file : r.function);
-  const columns = [
+  const columns: Column<TopRow>[] = [
     { label: "self", key: "self", numeric: true, value: (r: TopRow) => r.self, cell: (r: TopRow) => h("span", { class: "cost" }, bar(r.self), pct(r.self)) },
     { label: "total", key: "total", numeric: true, value: (r: TopRow) => r.total, cell: (r: TopRow) => h("span", { class: "cost" }, bar(r.total, "bar total"), pct(r.total)) },
     {
@@ -38,13 +38,18 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
     );
   }
 
+  // Sorted once per column and searched as pre-lowercased text, so typing stays instant.
+  let sorted = sortRows(columns, doc.rows, sortKey);
+  let haystacks = sorted.map((r) => `${r.function} ${r.file} ${r.dso}`.toLowerCase());
   const update = () => {
     const needle = filter.value.toLowerCase();
-    const rows = needle ? doc.rows.filter((r) => `${r.function} ${r.file} ${r.dso}`.toLowerCase().includes(needle)) : doc.rows;
+    const rows = needle ? sorted.filter((_, k) => haystacks[k].includes(needle)) : sorted;
     count.textContent = `${rows.length} of ${doc.rows.length} rows`;
     holder.replaceChildren(
       sortableTable(columns, rows, sortKey, (key) => {
         sortKey = key;
+        sorted = sortRows(columns, doc.rows, sortKey);
+        haystacks = sorted.map((r) => `${r.function} ${r.file} ${r.dso}`.toLowerCase());
         params.set("sort", key);
         replaceParams(params);
         update();
