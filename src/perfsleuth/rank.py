@@ -27,8 +27,15 @@ class Ranked:
 
 
 def measured_gain(finding: Finding) -> float | None:
-    """1 - 1/ratio of a verified finding (ratio = old time / new time)."""
-    ratio = (finding.verified or {}).get("ratio")
+    """1 - 1/ratio of a verified finding (ratio = old time / new time).
+
+    An experiment whose verdict is "same" measured no difference distinguishable
+    from noise: its gain is 0, whatever the point estimate of the ratio was.
+    """
+    verified = finding.verified or {}
+    if verified.get("verdict") == "same":
+        return 0.0
+    ratio = verified.get("ratio")
     if not isinstance(ratio, int | float) or ratio <= 0:
         return None
     return 1.0 - 1.0 / float(ratio)

@@ -35,6 +35,14 @@ def test_verified_gain_replaces_the_estimate() -> None:
     assert ranked.shown[0] is small
 
 
+def test_verified_same_counts_as_no_gain() -> None:
+    noisy = finding("noisy", 0.5, 0.3)
+    noisy.verified = {"ratio": 1.04, "ci95": [0.97, 1.12], "runs": 10, "verdict": "same"}
+    ranked = rank([noisy, finding("other", 0.2, 0.1)])
+    assert [f.rule for f in ranked.shown] == ["other"]
+    assert ranked.hidden == [noisy]
+
+
 def test_small_missing_symbols_are_shown_last() -> None:
     symbols = finding("symbols.missing", 0.06, 0.0, kind="missing-symbols")
     ranked = rank([symbols, finding("big", 0.9, 0.8)])
