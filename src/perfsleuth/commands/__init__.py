@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "compare",
     "try_",
     "gate",
+    "cache",
 )
 
 

@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..cache import recorder as cache_recorder
 from ..collect import offcpu, perf, runinfo, valgrind, wall
 from ..errors import UserError
 from ..formats import perf_data
@@ -44,6 +45,7 @@ def record_cpu(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
 
 RECORDERS: dict[str, Recorder] = {"cpu": record_cpu, "count": valgrind.record_count}
 RECORDERS.update(offcpu=offcpu.record_offcpu, wall=wall.record_wall, all=offcpu.record_all)
+RECORDERS["cache"] = cache_recorder.record_cache
 
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +64,7 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
         "--duration", type=float, metavar="S", help="seconds to record with --pid (default 10)"
     )
     add_count_options(parser)
+    cache_recorder.add_options(parser)
     parser.add_argument(
         "--fallback-wall",
         action="store_true",

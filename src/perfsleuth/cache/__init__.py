@@ -1,0 +1,13 @@
+"""Cache footprint of hot code (`--mode cache`).
+
+collect/memtrace.py records, for each call of one function, its ordered
+instruction and data accesses. The modules here are the projections over that
+recording, each a small pure function of it: footprint (unique cache lines),
+layout (struct fields hot/cold, from DWARF), model (set-associative LRU with a
+next-line prefetcher), scaling (footprint against a workload size n) and
+constant_time (do accesses depend on a secret input). recorder.py wires them into
+`perfsleuth record --mode cache`; their results are stored as documents of kind
+DOCUMENT_KIND, which `perfsleuth cache show` prints and the analyzers read.
+"""
+
+DOCUMENT_KIND = "cache"

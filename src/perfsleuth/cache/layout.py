@@ -1,0 +1,415 @@
+"""Struct layout of the objects a function works on, pahole-style, with each field
+marked hot or cold by the recorded accesses.
+
+The struct comes from DWARF: the pointer-to-struct parameters of the traced
+function. Which object a call worked on comes from the machine code: for an
+access through `disp(reg)`, reg held `address - disp`, and the base most accesses
+of a call agree on is the object. Accesses inside [object, object + size) are then
+attributed to the fields they overlap.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
+from capstone.x86 import X86_OP_MEM, X86_REG_INVALID, X86_REG_RBP, X86_REG_RIP, X86_REG_RSP
+from elftools.common.exceptions import ELFError
+from elftools.dwarf.die import DIE
+from elftools.elf.elffile import ELFFile
+
+from .trace import Trace
+
+HOT_FRACTION = 0.25  # of calls touching a field, for it to count as hot
+FRAME_REGISTERS = (X86_REG_RSP, X86_REG_RBP, X86_REG_RIP, X86_REG_INVALID)
+
+
+@dataclass
+class Field:
+    name: str
+    type_name: str
+    offset: int
+    size: int
+
+
+@dataclass
+class Struct:
+    name: str
+    size: int
+    fields: list[Field]
+    parameter: str
+
+
+def project(trace: Trace) -> dict[str, Any]:
+    structs, reason = parameter_structs(trace.executable, trace.function)
+    if not structs:
+        return {"available": False, "reason": reason}
+    bases = [object_base(call, trace) for call in trace.calls]
+    if not any(b is not None for b in bases):
+        return {
+            "available": False,
+            "reason": f"no access of {trace.function} goes through a struct pointer "
+            "(reg+displacement), so its objects could not be told apart",
+        }
+    best = max(structs, key=lambda s: coverage(s, trace, bases))
+    return layout_of(best, trace, bases)
+
+
+def coverage(struct: Struct, trace: Trace, bases: list[int | None]) -> int:
+    return sum(
+        1
+        for call, base in zip(trace.calls, bases, strict=True)
+        if base is not None
+        for kind, address, _s, _pc in call
+        if kind != "I" and 0 <= address - base < struct.size
+    )
+
+
+def layout_of(struct: Struct, trace: Trace, bases: list[int | None]) -> dict[str, Any]:
+    line = trace.line_size
+    touched: Counter[str] = Counter()
+    lines_touched: list[int] = []
+    calls = 0
+    for call, base in zip(trace.calls, bases, strict=True):
+        if base is None:
+            continue
+        calls += 1
+        names, lines = touched_fields(struct, call, base, line)
+        touched.update(names)
+        lines_touched.append(len(lines))
+    fields = [field_row(f, touched[f.name] / max(calls, 1), line) for f in struct.fields]
+    by_line = line_rows(fields, struct.size, line)
+    aligned = Counter(b % line for b in bases if b is not None).most_common(1)[0][0]
+    return {
+        "available": True,
+        "struct": struct.name,
+        "parameter": struct.parameter,
+        "size": struct.size,
+        "line_size": line,
+        "object_misalignment": aligned,
+        "calls": calls,
+        "fields": fields,
+        "lines": by_line,
+        "lines_touched_per_call": sum(lines_touched) / max(len(lines_touched), 1),
+        "reorder": reordering(fields, by_line, line),
+        "pahole": render(struct, fields, line),
+    }
+
+
+def touched_fields(struct: Struct, call: list, base: int, line: int) -> tuple[set[str], set[int]]:
+    names: set[str] = set()
+    lines: set[int] = set()
+    for kind, address, size, _pc in call:
+        offset = address - base
+        if kind == "I" or not 0 <= offset < struct.size:
+            continue
+        lines.update(range(address // line, (address + size - 1) // line + 1))
+        names.update(
+            f.name for f in struct.fields if f.offset < offset + size and offset < f.offset + f.size
+        )
+    return names, lines
+
+
+def field_row(f: Field, heat: float, line: int) -> dict[str, Any]:
+    return {
+        "name": f.name,
+        "type": f.type_name,
+        "offset": f.offset,
+        "size": f.size,
+        "line": f.offset // line,
+        "touched": heat,
+        "hot": heat >= HOT_FRACTION,
+    }
+
+
+def line_rows(fields: list[dict], size: int, line: int) -> list[dict[str, Any]]:
+    rows = []
+    for index in range((size + line - 1) // line):
+        here = [f for f in fields if f["line"] == index]
+        hot = [f for f in here if f["hot"]]
+        rows.append(
+            {
+                "line": index,
+                "hot_fields": [f["name"] for f in hot],
+                "cold_fields": [f["name"] for f in here if not f["hot"]],
+                "hot_bytes": sum(f["size"] for f in hot),
+                "touched": max((f["touched"] for f in here), default=0.0),
+            }
+        )
+    return rows
+
+
+def reordering(fields: list[dict], lines: list[dict], line: int) -> dict[str, Any] | None:
+    """Move the hot fields of the least-hot hot line into the hottest line's cold room."""
+    hot_lines = [r for r in lines if r["hot_fields"]]
+    hot_bytes = sum(r["hot_bytes"] for r in hot_lines)
+    needed = max(1, -(-hot_bytes // line))
+    if len(hot_lines) <= needed:
+        return None
+    source = min(hot_lines, key=lambda r: r["hot_bytes"])
+    target = max((r for r in hot_lines if r is not source), key=lambda r: r["hot_bytes"])
+    moving = [f for f in fields if f["line"] == source["line"] and f["hot"]]
+    need = sum(f["size"] for f in moving)
+    cold_there = sorted(
+        (f for f in fields if f["line"] == target["line"] and not f["hot"]), key=lambda f: f["size"]
+    )
+    single = next((f for f in cold_there if f["size"] >= need), None)
+    swapped, room = ([single], single["size"]) if single else ([], 0)
+    for f in [] if single else cold_there:
+        if room >= need:
+            break
+        swapped.append(f)
+        room += f["size"]
+    if room < need:
+        return None
+    return {
+        "move": [f["name"] for f in moving],
+        "from_line": source["line"],
+        "to_line": target["line"],
+        "swap_out": [f["name"] for f in swapped],
+        "lines_per_object_before": len(hot_lines),
+        "lines_per_object_after": len(hot_lines) - 1,
+    }
+
+
+def render(struct: Struct, fields: list[dict], line: int) -> str:
+    """pahole's layout: members with /* offset size */, cache line boundaries, holes."""
+    out = [f"struct {struct.name} {{"]
+    end = 0
+    for f in fields:
+        if f["offset"] > end:
+            out.append(f"\t/* XXX {f['offset'] - end} bytes hole, try to pack */")
+        if f["offset"] and f["offset"] % line == 0:
+            out.append(
+                f"\t/* --- cacheline {f['offset'] // line} boundary ({f['offset']} bytes) --- */"
+            )
+        heat = f"hot {f['touched']:.0%}" if f["hot"] else "cold"
+        decl = f"{f['type']} {f['name']}" if "[" not in f["type"] else array_decl(f)
+        out.append(f"\t{decl + ';':<40} /* {f['offset']:5} {f['size']:5} */  {heat}")
+        end = max(end, f["offset"] + f["size"])
+    if struct.size > end:
+        out.append(f"\t/* padding: {struct.size - end} */")
+    lines = -(-struct.size // line)
+    out.append(f"\t/* size: {struct.size}, cachelines: {lines}, members: {len(fields)} */")
+    out.append("};")
+    return "\n".join(out)
+
+
+def array_decl(f: dict) -> str:
+    element, _, dims = f["type"].partition("[")
+    return f"{element} {f['name']}[{dims}"
+
+
+def object_base(call: list, trace: Trace) -> int | None:
+    """The base address most struct-pointer accesses of one call agree on."""
+    votes: Counter[int] = Counter()
+    for kind, address, _size, pc in call:
+        if kind == "I":
+            continue
+        disp = displacement(trace.executable, pc - trace.base)
+        if disp is not None:
+            votes[address - disp] += 1
+    return votes.most_common(1)[0][0] if votes else None
+
+
+@lru_cache(maxsize=4096)
+def displacement(executable: str, vaddr: int) -> int | None:
+    """disp of the instruction's `disp(reg)` memory operand, None for stack, RIP or indexed."""
+    code = code_at(executable, vaddr)
+    if not code:
+        return None
+    try:
+        insn = next(disassembler().disasm(code, vaddr, 1), None)
+    except CsError:
+        return None
+    if insn is None:
+        return None
+    for op in insn.operands:
+        if op.type == X86_OP_MEM:
+            mem = op.mem
+            if mem.base in FRAME_REGISTERS or mem.index != X86_REG_INVALID:
+                return None
+            return int(mem.disp)
+    return None
+
+
+@lru_cache(maxsize=1)
+def disassembler() -> Cs:
+    md = Cs(CS_ARCH_X86, CS_MODE_64)
+    md.detail = True
+    return md
+
+
+def code_at(executable: str, vaddr: int) -> bytes:
+    for start, data in text_segments(executable):
+        if start <= vaddr < start + len(data):
+            return data[vaddr - start : vaddr - start + 16]
+    return b""
+
+
+@lru_cache(maxsize=8)
+def text_segments(executable: str) -> tuple[tuple[int, bytes], ...]:
+    try:
+        with open(executable, "rb") as fh:
+            elf = ELFFile(fh)
+            return tuple(
+                (seg["p_vaddr"], seg.data())
+                for seg in elf.iter_segments()
+                if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1
+            )
+    except (OSError, ELFError):
+        return ()
+
+
+def parameter_structs(executable: str, function: str) -> tuple[list[Struct], str]:
+    """Structs the function's pointer parameters point to, or why there are none."""
+    try:
+        with open(executable, "rb") as fh:
+            elf = ELFFile(fh)
+            if not elf.has_dwarf_info():
+                return [], (
+                    f"{executable} has no DWARF debug info, so struct layouts are unknown; "
+                    "rebuild with -g (the footprint does not need it)"
+                )
+            subprogram = find_subprogram(elf, function)
+            if subprogram is None:
+                return [], f"the debug info of {executable} does not describe {function}"
+            structs = [s for s in map(pointed_struct, parameters(subprogram)) if s is not None]
+    except (OSError, ELFError) as e:
+        return [], f"could not read the debug info of {executable} ({e})"
+    if not structs:
+        return [], f"{function} takes no pointer to a struct, so there is no layout to show"
+    return structs, ""
+
+
+def find_subprogram(elf: ELFFile, function: str) -> DIE | None:
+    plain = function.split("(")[0].split("::")[-1]
+    for cu in elf.get_dwarf_info().iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
+                continue
+            if attr_text(origin(die), "DW_AT_name") == plain:
+                return die
+    return None
+
+
+def origin(die: DIE) -> DIE:
+    for attr in ("DW_AT_specification", "DW_AT_abstract_origin"):
+        if attr in die.attributes:
+            return die.get_DIE_from_attribute(attr)
+    return die
+
+
+def parameters(subprogram: DIE) -> list[tuple[str, DIE]]:
+    out = []
+    for child in subprogram.iter_children():
+        if child.tag != "DW_TAG_formal_parameter":
+            continue
+        declared = origin(child)
+        if "DW_AT_type" in declared.attributes:
+            out.append(
+                (attr_text(declared, "DW_AT_name"), declared.get_DIE_from_attribute("DW_AT_type"))
+            )
+    return out
+
+
+def pointed_struct(parameter: tuple[str, DIE]) -> Struct | None:
+    name, type_die = parameter
+    type_die = strip_qualifiers(type_die)
+    if (
+        type_die is None
+        or type_die.tag != "DW_TAG_pointer_type"
+        or "DW_AT_type" not in type_die.attributes
+    ):
+        return None
+    target = strip_qualifiers(type_die.get_DIE_from_attribute("DW_AT_type"))
+    if target is None or target.tag not in ("DW_TAG_structure_type", "DW_TAG_class_type"):
+        return None
+    if "DW_AT_byte_size" not in target.attributes:
+        return None
+    fields = [member(m) for m in target.iter_children() if m.tag == "DW_TAG_member"]
+    return Struct(
+        attr_text(target, "DW_AT_name") or "(anonymous)",
+        target.attributes["DW_AT_byte_size"].value,
+        [f for f in fields if f is not None],
+        name,
+    )
+
+
+def strip_qualifiers(die: DIE | None) -> DIE | None:
+    while die is not None and die.tag in (
+        "DW_TAG_typedef",
+        "DW_TAG_const_type",
+        "DW_TAG_volatile_type",
+    ):
+        if "DW_AT_type" not in die.attributes:
+            return None
+        die = die.get_DIE_from_attribute("DW_AT_type")
+    return die
+
+
+def member(die: DIE) -> Field | None:
+    location = die.attributes.get("DW_AT_data_member_location")
+    if (
+        location is None
+        or not isinstance(location.value, int)
+        or "DW_AT_type" not in die.attributes
+    ):
+        return None
+    type_die = die.get_DIE_from_attribute("DW_AT_type")
+    return Field(
+        attr_text(die, "DW_AT_name"), type_name(type_die), location.value, type_size(type_die)
+    )
+
+
+def attr_text(die: DIE, name: str) -> str:
+    attr = die.attributes.get(name)
+    return attr.value.decode(errors="replace") if attr is not None else ""
+
+
+def type_size(die: DIE) -> int:
+    if "DW_AT_byte_size" in die.attributes:
+        return int(die.attributes["DW_AT_byte_size"].value)
+    if die.tag == "DW_TAG_array_type":
+        return type_size(die.get_DIE_from_attribute("DW_AT_type")) * array_length(die)
+    if "DW_AT_type" in die.attributes:
+        return type_size(die.get_DIE_from_attribute("DW_AT_type"))
+    return 0
+
+
+def array_length(die: DIE) -> int:
+    length = 1
+    for sub in die.iter_children():
+        if "DW_AT_count" in sub.attributes:
+            length *= int(sub.attributes["DW_AT_count"].value)
+        elif "DW_AT_upper_bound" in sub.attributes:
+            length *= int(sub.attributes["DW_AT_upper_bound"].value) + 1
+    return length
+
+
+def type_name(die: DIE) -> str:
+    name = attr_text(die, "DW_AT_name")
+    if die.tag in ("DW_TAG_structure_type", "DW_TAG_class_type"):
+        return f"struct {name or '(anonymous)'}"
+    if name:
+        return name
+    inner = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None
+    if die.tag == "DW_TAG_pointer_type":
+        return f"{type_name(inner) if inner is not None else 'void'} *"
+    if die.tag == "DW_TAG_const_type":
+        return f"const {type_name(inner) if inner is not None else 'void'}"
+    if die.tag == "DW_TAG_array_type" and inner is not None:
+        dims = "][".join(str(array_length_one(s)) for s in die.iter_children())
+        return f"{type_name(inner)}[{dims}]"
+    return "?"
+
+
+def array_length_one(sub: DIE) -> int:
+    if "DW_AT_count" in sub.attributes:
+        return int(sub.attributes["DW_AT_count"].value)
+    if "DW_AT_upper_bound" in sub.attributes:
+        return int(sub.attributes["DW_AT_upper_bound"].value) + 1
+    return 0

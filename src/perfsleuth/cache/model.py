@@ -1,0 +1,199 @@
+"""A set-associative LRU cache hierarchy with a next-line prefetcher.
+
+Each level is looked up in turn; a miss fills every level that missed (a
+non-inclusive, fill-on-miss hierarchy). On a demand miss in the first level the
+prefetcher also installs the next line in every level, uncounted. The default
+geometry is this machine's data caches, read from sysfs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from .trace import Trace
+
+SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+FALLBACK = "line=64,L1d=32K:8,L2=512K:8,LLC=8M:16"
+SPEC_HELP = "line=64,L1d=32K:8,L2=512K:8,LLC=32M:16[,prefetch=none]"
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    size: int  # bytes
+    ways: int
+
+    def lines(self, line_size: int) -> int:
+        return self.size // line_size
+
+
+@dataclass(frozen=True)
+class Geometry:
+    line_size: int
+    levels: tuple[Level, ...]
+    prefetch: bool = True
+
+    def describe(self) -> str:
+        parts = [f"{lv.name} {human_size(lv.size)} {lv.ways}-way" for lv in self.levels]
+        prefetch = ", next-line prefetch" if self.prefetch else ""
+        return f"{', '.join(parts)}, {self.line_size} B lines, LRU{prefetch}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line_size": self.line_size,
+            "prefetch": self.prefetch,
+            "levels": [{"name": lv.name, "size": lv.size, "ways": lv.ways} for lv in self.levels],
+        }
+
+
+def human_size(size: int) -> str:
+    for unit, factor in (("M", 1 << 20), ("K", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size}B"
+
+
+def parse_size(text: str) -> int:
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)B?", text.strip(), re.IGNORECASE)
+    if not match:
+        raise UserError(f"cache size {text!r}: write it like 32K or 8M")
+    return int(match[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[match[2].upper()]
+
+
+def parse_spec(spec: str) -> Geometry:
+    """`line=64,L1d=32K:8,L2=512K:8,LLC=32M:16,prefetch=none` -> Geometry."""
+    line_size, prefetch, levels = 64, True, []
+    for item in filter(None, (p.strip() for p in spec.split(","))):
+        key, _, value = item.partition("=")
+        if key == "line":
+            line_size = int(value) if value.isdigit() else 0
+        elif key == "prefetch":
+            prefetch = value != "none"
+        elif ":" in value:
+            size, ways = value.split(":", 1)
+            levels.append(Level(key, parse_size(size), int(ways) if ways.isdigit() else 0))
+        else:
+            raise UserError(
+                f"--cache-model {spec!r}: {item!r} is not NAME=SIZE:WAYS; e.g. {SPEC_HELP}"
+            )
+    if line_size <= 0 or line_size & (line_size - 1) or not levels:
+        raise UserError(
+            f"--cache-model {spec!r}: give a power-of-two line and levels, e.g. {SPEC_HELP}"
+        )
+    for level in levels:
+        if level.ways <= 0 or level.size % (level.ways * line_size):
+            raise UserError(f"--cache-model: {level.name} size must be a multiple of ways x line")
+    return Geometry(line_size, tuple(levels), prefetch)
+
+
+def machine_geometry(root: Path = SYSFS_CACHES) -> Geometry:
+    """This machine's data/unified caches from sysfs; a common geometry without sysfs."""
+    levels, line_size = [], 64
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text())
+            size = parse_size((index / "size").read_text())
+            ways = int((index / "ways_of_associativity").read_text())
+            line_size = int((index / "coherency_line_size").read_text())
+        except (OSError, ValueError, UserError):
+            continue
+        if kind in ("Data", "Unified"):
+            levels.append((level, Level("L1d" if level == 1 else f"L{level}", size, ways)))
+    if not levels:
+        return parse_spec(FALLBACK)
+    ordered = [lv for _, lv in sorted(levels, key=lambda item: item[0])]
+    last = ordered[-1]
+    ordered[-1] = Level("LLC", last.size, last.ways) if len(ordered) > 2 else last
+    return Geometry(line_size, tuple(ordered))
+
+
+class CacheModel:
+    """Simulates accesses; `access(line)` returns the index of the level that hit
+    (len(levels) for memory)."""
+
+    def __init__(self, geometry: Geometry) -> None:
+        self.geometry = geometry
+        self.shift = geometry.line_size.bit_length() - 1
+        self.set_counts = [lv.size // (lv.ways * geometry.line_size) for lv in geometry.levels]
+        self.sets: list[list[list[int]]] = [[[] for _ in range(n)] for n in self.set_counts]
+        self.misses = [0] * len(geometry.levels)
+        self.accesses = 0
+
+    def observe(self, address: int, size: int) -> None:
+        first, last = address >> self.shift, (address + size - 1) >> self.shift
+        for line in range(first, last + 1):
+            self.access(line)
+
+    def access(self, line: int) -> int:
+        self.accesses += 1
+        hit = len(self.set_counts)
+        for level, count in enumerate(self.set_counts):
+            if self._lookup(level, line, count):
+                hit = level
+                break
+            self.misses[level] += 1
+        for level in range(hit):
+            self._fill(level, line)
+        if hit and self.geometry.prefetch:
+            self._prefetch(line + 1)
+        return hit
+
+    def _lookup(self, level: int, line: int, count: int) -> bool:
+        ways = self.sets[level][line % count]
+        if line in ways:
+            ways.remove(line)
+            ways.append(line)
+            return True
+        return False
+
+    def _fill(self, level: int, line: int) -> None:
+        ways = self.sets[level][line % self.set_counts[level]]
+        if line in ways:
+            ways.remove(line)
+        elif len(ways) >= self.geometry.levels[level].ways:
+            ways.pop(0)
+        ways.append(line)
+
+    def _prefetch(self, line: int) -> None:
+        for level in range(len(self.set_counts)):
+            self._fill(level, line)
+
+
+def simulate(trace: Trace, geometry: Geometry) -> dict[str, Any]:
+    """Misses per level for each recorded call (the cache warm across calls, as in
+    the run) and per source line, under the model."""
+    model = CacheModel(geometry)
+    names = [lv.name for lv in geometry.levels]
+    per_call: list[list[int]] = []
+    by_source: dict[str, Counter[str]] = {}
+    for call in trace.calls:
+        before = list(model.misses)
+        for kind, address, size, pc in call:
+            if kind == "I":
+                continue
+            before_access = list(model.misses)
+            model.observe(address, size)
+            where = trace.source_of(pc) or f"0x{pc - trace.base:x}"
+            counter = by_source.setdefault(where, Counter())
+            counter["accesses"] += 1
+            for name, old, new in zip(names, before_access, model.misses, strict=True):
+                counter[name] += new - old
+        per_call.append([new - old for old, new in zip(before, model.misses, strict=True)])
+    calls = max(len(per_call), 1)
+    return {
+        "geometry": geometry.to_json(),
+        "describe": geometry.describe(),
+        "accesses": model.accesses,
+        "misses": dict(zip(names, model.misses, strict=True)),
+        "misses_per_call": {
+            name: sum(c[i] for c in per_call) / calls for i, name in enumerate(names)
+        },
+        "per_call": per_call,
+        "by_source": {where: dict(counter) for where, counter in by_source.items()},
+    }

@@ -1,0 +1,152 @@
+"""perfsleuth cache show [RUN]: the cache projections of a `--mode cache` run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ..cache import DOCUMENT_KIND
+from ..errors import UserError
+from ..output import emit
+from .common import add_output_options, add_run_argument, open_store
+
+NAME = "cache"
+HELP = "show the cache footprint, struct layout, cache model, scaling and constant-time projections"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="show", required=True)
+    show = sub.add_parser("show", help="print the projections of a cache run")
+    add_run_argument(show)
+    # also after `show`; SUPPRESS keeps a --store given before it
+    show.add_argument("--store", default=argparse.SUPPRESS, help="the run store folder")
+    add_output_options(show, ("text", "json"))
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    run_id = store.resolve(args.run)
+    functions = store.documents(run_id, DOCUMENT_KIND)
+    if not functions:
+        raise UserError(
+            f"run {run_id} has no cache projections; record one with "
+            "`perfsleuth record --mode cache --function FUNC -- CMD`"
+        )
+    doc = {"run": str(run_id), "functions": [functions[name] for name in sorted(functions)]}
+    emit(doc, args.format, args.output, render)
+    return 0
+
+
+def render(doc: dict[str, Any], console: Console) -> None:
+    for function in doc["functions"]:
+        console.print(Text(f"== {function['function']} ({function['executable']})", style="bold"))
+        render_footprint(function["footprint"], console)
+        render_layout(function["layout"], console)
+        render_model(function["model"], console)
+        if "scaling" in function:
+            render_scaling(function["scaling"], console)
+        if "constant_time" in function:
+            render_constant_time(function["constant_time"], console)
+        console.print()
+
+
+def render_footprint(fp: dict[str, Any], console: Console) -> None:
+    per = fp["per_call"]
+    whole = fp["whole_run"]
+    console.print(
+        Text(
+            f"footprint per call ({fp['calls_recorded']:,} of {fp['calls_total']:,} calls recorded, "
+            f"{fp['line_size']} B lines): data lines median {per['data_lines']['median']:g} "
+            f"(min {per['data_lines']['min']:g}, max {per['data_lines']['max']:g}), "
+            f"code lines median {per['code_lines']['median']:g}, data bytes median "
+            f"{per['data_bytes']['median']:g}, instructions median {per['instructions']['median']:g}, "
+            f"loads {per['loads']['median']:g}, stores {per['stores']['median']:g}"
+        )
+    )
+    console.print(
+        Text(
+            f"  lines shared by most calls: {fp['shared_data_lines']}; particular to one call: "
+            f"median {per['private_data_lines']['median']:g}; whole run: {whole['data_lines']:,} "
+            f"distinct data lines, {whole['code_lines']:,} code lines"
+        )
+    )
+    for row in fp["by_source"][:8]:
+        console.print(
+            Text(
+                f"  {row['data_lines_per_call']:6.2f} lines/call {row['accesses_per_call']:7.2f} "
+                f"accesses/call  {row['source']}"
+            )
+        )
+
+
+def render_layout(layout: dict[str, Any], console: Console) -> None:
+    if not layout["available"]:
+        console.print(Text(f"struct layout: not available: {layout['reason']}"))
+        return
+    console.print(
+        Text(
+            f"struct layout of *{layout['parameter']} (struct {layout['struct']}, {layout['size']} B): "
+            f"{layout['lines_touched_per_call']:.2f} of its cache lines touched per call"
+        )
+    )
+    console.print(Text(layout["pahole"]))
+    for row in layout["lines"]:
+        mark = "hot " if row["hot_fields"] else "cold"
+        console.print(Text(f"  line {row['line']}: {mark} {', '.join(row['hot_fields'])}"))
+    reorder = layout["reorder"]
+    if reorder:
+        console.print(
+            Text(
+                f"  reorder: move {', '.join(reorder['move'])} from line {reorder['from_line']} to "
+                f"line {reorder['to_line']} (swap out {', '.join(reorder['swap_out'])}): "
+                f"{reorder['lines_per_object_before']} -> {reorder['lines_per_object_after']} "
+                "lines per object"
+            )
+        )
+
+
+def render_model(sim: dict[str, Any], console: Console) -> None:
+    misses = ", ".join(f"{name} {value:.2f}" for name, value in sim["misses_per_call"].items())
+    console.print(Text(f"cache model ({sim['describe']}): misses per call {misses}"))
+
+
+def render_scaling(scale: dict[str, Any], console: Console) -> None:
+    fit = scale["fit"]
+    console.print(
+        Text(
+            f"scaling: working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} * n "
+            f"lines ({fit['bytes_per_n']:.1f} B per n), measured for n in "
+            f"{scale['range'][0]:,}..{scale['range'][1]:,}"
+        )
+    )
+    for run in scale["runs"]:
+        misses = ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
+        console.print(Text(f"  n={run['n']:,}: {run['data_lines']:,} lines; misses/call {misses}"))
+    for cliff in scale["cliffs"]:
+        where = f"n = {cliff['n']:,}" if cliff["n"] else "never"
+        inside = " (inside the measured range)" if cliff["in_range"] else ""
+        console.print(
+            Text(
+                f"  exceeds {cliff['level']} ({cliff['capacity_lines']:,} lines) at {where}{inside}"
+            )
+        )
+
+
+def render_constant_time(ct: dict[str, Any], console: Console) -> None:
+    if ct["constant_time"]:
+        console.print(
+            Text(
+                f"constant time: yes, {ct['variants']} secrets ran identical instructions and lines"
+            )
+        )
+        return
+    for diff in ct["differences"]:
+        console.print(
+            Text(
+                f"constant time: NO, secret #{diff['variant'] + 1} differs from #1 in "
+                f"{diff['what']} first at {diff['first_source'] or '?'}"
+            )
+        )
