@@ -31,7 +31,7 @@ ROOT_FUNCTIONS = re.compile(
 SYSTEM_PREFIXES = ("/usr/", "/lib")
 # Stacks rebuilt from an exact call graph (callgrind, cachegrind) are not
 # unwound, so they cannot be broken; their roots are whatever valgrind saw first.
-UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind"})
+UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey"})
 _ADDRESS = re.compile(r"^(0x)?[0-9a-f]{6,}$")
 
 

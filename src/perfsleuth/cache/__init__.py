@@ -11,3 +11,17 @@ DOCUMENT_KIND, which `perfsleuth cache show` prints and the analyzers read.
 """
 
 DOCUMENT_KIND = "cache"
+
+
+def function_share(profile: object, function: str) -> float:
+    """Fraction of the run's weight with `function` on the stack (1.0 without samples:
+    a trace-only run measures nothing else)."""
+    from ..profile import Profile
+
+    assert isinstance(profile, Profile)
+    total = profile.total
+    if not total:
+        return 1.0
+    ids = {i for i, f in enumerate(profile.frames) if f.function == function}
+    inside = sum(w for stack, w, _c, _t, _s in profile.rows() if ids.intersection(stack))
+    return inside / total if profile.unit != "instructions" else 1.0

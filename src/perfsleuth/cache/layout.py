@@ -317,8 +317,8 @@ def parameters(subprogram: DIE) -> list[tuple[str, DIE]]:
 
 
 def pointed_struct(parameter: tuple[str, DIE]) -> Struct | None:
-    name, type_die = parameter
-    type_die = strip_qualifiers(type_die)
+    name, declared = parameter
+    type_die = strip_qualifiers(declared)
     if (
         type_die is None
         or type_die.tag != "DW_TAG_pointer_type"

@@ -188,7 +188,7 @@ def scaled_traces(
 
 def instruction_profile(documents: list[tuple[str, str, dict[str, Any]]]) -> Profile:
     """Instructions per source line of the traced calls, so `top` has something to show."""
-    builder = ProfileBuilder(unit="instructions")
+    builder = ProfileBuilder(unit="instructions", meta={"format": "lackey"})
     for _kind, function, doc in documents:
         dso = dso_name(doc["executable"])
         for row in doc["footprint"]["by_source"]:

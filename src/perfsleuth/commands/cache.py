@@ -58,11 +58,12 @@ def render_footprint(fp: dict[str, Any], console: Console) -> None:
     whole = fp["whole_run"]
     console.print(
         Text(
-            f"footprint per call ({fp['calls_recorded']:,} of {fp['calls_total']:,} calls recorded, "
-            f"{fp['line_size']} B lines): data lines median {per['data_lines']['median']:g} "
+            f"footprint per call ({fp['calls_recorded']:,} of {fp['calls_total']:,} calls "
+            f"recorded, {fp['line_size']} B lines): data lines median {per['data_lines']['median']:g} "
             f"(min {per['data_lines']['min']:g}, max {per['data_lines']['max']:g}), "
             f"code lines median {per['code_lines']['median']:g}, data bytes median "
-            f"{per['data_bytes']['median']:g}, instructions median {per['instructions']['median']:g}, "
+            f"{per['data_bytes']['median']:g}, "
+            f"instructions median {per['instructions']['median']:g}, "
             f"loads {per['loads']['median']:g}, stores {per['stores']['median']:g}"
         )
     )
@@ -88,7 +89,8 @@ def render_layout(layout: dict[str, Any], console: Console) -> None:
         return
     console.print(
         Text(
-            f"struct layout of *{layout['parameter']} (struct {layout['struct']}, {layout['size']} B): "
+            f"struct layout of *{layout['parameter']} "
+            f"(struct {layout['struct']}, {layout['size']} B): "
             f"{layout['lines_touched_per_call']:.2f} of its cache lines touched per call"
         )
     )

@@ -1,0 +1,62 @@
+"""The working set of a traced function outgrows a cache level inside the sizes the
+user scaled over (`--mode cache --scale`): past that n, its accesses start to miss.
+
+The gain is not something a code change is known to save, so it is estimated as
+a small fraction of the function's share; the finding is about where the cliff is.
+"""
+
+from __future__ import annotations
+
+from ..cache import DOCUMENT_KIND, function_share
+from ..findings import Finding
+from . import Context
+
+GAIN_FRACTION = 0.2
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    if ctx.store is None:
+        return []
+    findings = []
+    for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
+        scaling = doc.get("scaling")
+        if not scaling:
+            continue
+        share = function_share(ctx.profile, function)
+        findings += [
+            finding(function, scaling, c, share) for c in scaling["cliffs"] if c["in_range"]
+        ]
+    return findings
+
+
+def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
+    fit = scaling["fit"]
+    low, high = scaling["range"]
+    return Finding(
+        rule="cache.footprint.cliff",
+        kind="cache-footprint",
+        title=(
+            f"{function}'s working set exceeds {cliff['level']} at n = {cliff['n']:,}, "
+            f"inside the scaled range {low:,}..{high:,}"
+        ),
+        function=function,
+        share=share,
+        estimated_gain=share * GAIN_FRACTION,
+        confidence=0.5,
+        evidence=[
+            f"working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} x n "
+            f"cache lines ({fit['bytes_per_n']:.1f} B per n)",
+            f"{cliff['level']} holds {cliff['capacity_lines']:,} lines",
+            *(
+                f"n={run['n']:,}: {run['data_lines']:,} lines, "
+                + ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
+                + " misses/call"
+                for run in scaling["runs"]
+            ),
+        ],
+        suggestion=(
+            "touch fewer cache lines per n (pack the hot fields of each object together, "
+            "see `perfsleuth cache show`), or keep n below the cliff"
+        ),
+        details={"cliff": cliff, "fit": fit},
+    )

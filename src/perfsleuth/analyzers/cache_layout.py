@@ -1,0 +1,63 @@
+"""A hot function touches a field that sits alone on an otherwise cold cache line
+of its struct (cache runs only): moving that field next to the other hot fields
+saves one cache line per object, so more objects fit in each cache level.
+
+The gain estimate assumes the function's time is dominated by its cache misses
+when its objects do not fit, and that those scale with the lines per object:
+share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
+"""
+
+from __future__ import annotations
+
+from ..cache import DOCUMENT_KIND, function_share
+from ..findings import Finding
+from . import Context
+
+MISS_BOUND_FRACTION = 0.5
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    if ctx.store is None:
+        return []
+    findings = []
+    for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
+        layout = doc.get("layout") or {}
+        if layout.get("available") and layout.get("reorder"):
+            findings.append(finding(function, layout, function_share(ctx.profile, function)))
+    return findings
+
+
+def finding(function: str, layout: dict, share: float) -> Finding:
+    reorder = layout["reorder"]
+    before, after = reorder["lines_per_object_before"], reorder["lines_per_object_after"]
+    moved = ", ".join(reorder["move"])
+    line = layout["line_size"]
+    lone = next(r for r in layout["lines"] if r["line"] == reorder["from_line"])
+    neighbours = next(r for r in layout["lines"] if r["line"] == reorder["to_line"])["hot_fields"]
+    return Finding(
+        rule="cache.layout.cold-line",
+        kind="cache-layout",
+        title=(
+            f"{function} touches {moved} alone on cache line {reorder['from_line']} of "
+            f"struct {layout['struct']}: {before} lines per object where {after} would do"
+        ),
+        function=function,
+        share=share,
+        estimated_gain=share * (before - after) / before * MISS_BOUND_FRACTION,
+        confidence=0.6,
+        evidence=[
+            f"struct {layout['struct']}: {layout['size']} B, "
+            f"{-(-layout['size'] // line)} cache lines of {line} B",
+            f"line {reorder['from_line']}: hot {moved}; cold {', '.join(lone['cold_fields'])}",
+            f"{layout['lines_touched_per_call']:.2f} lines of the struct touched per call",
+            "working set per object: "
+            f"{before * line} B -> {after * line} B ({(before - after) / before:.0%} less)",
+        ],
+        suggestion=(
+            f"move {moved} into cache line {reorder['to_line']} next to "
+            f"{', '.join(neighbours)}, and move {', '.join(reorder['swap_out'])} (cold) "
+            f"down to line {reorder['from_line']}; "
+            f"{before / after:.1f}x as many objects then fit in each cache level"
+        ),
+        details={"layout": layout["pahole"], "reorder": reorder, "field": reorder["move"][0]},
+    )

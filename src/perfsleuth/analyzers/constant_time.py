@@ -1,0 +1,46 @@
+"""A function traced with secret variants (`--mode cache --variants FILE`) runs
+different instructions, branches or cache lines for different secrets: its timing
+can leak the secret. Not a speed finding: its gain is zero and it is shown with
+full confidence because the traces are exact."""
+
+from __future__ import annotations
+
+from ..cache import DOCUMENT_KIND
+from ..findings import Finding
+from . import Context
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    if ctx.store is None:
+        return []
+    findings = []
+    for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
+        verdict = doc.get("constant_time")
+        if verdict and not verdict["constant_time"]:
+            findings.append(finding(function, verdict))
+    return findings
+
+
+def finding(function: str, verdict: dict) -> Finding:
+    first = verdict["differences"][0]
+    file, _, line = first["first_source"].rpartition(":")
+    return Finding(
+        rule="cache.constant-time",
+        kind="constant-time",
+        title=f"{function} depends on the secret: its {first['what']} differs between secrets",
+        function=function,
+        file=file if line.isdigit() else "",
+        line=int(line) if line.isdigit() else 0,
+        share=0.0,
+        estimated_gain=0.0,
+        confidence=1.0,
+        evidence=[
+            f"secret #{d['variant'] + 1} differs from #1: {d['what']} at {d['first_source']}"
+            for d in verdict["differences"]
+        ],
+        suggestion=(
+            "make the secret-dependent branch or table lookup branch-free and data-independent "
+            "(e.g. compare all bytes, select with masks)"
+        ),
+        details={"instructions_per_variant": verdict["instructions_per_variant"]},
+    )
