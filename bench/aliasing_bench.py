@@ -82,12 +82,13 @@ def time_unit(unit: TranslationUnit, runs: int) -> dict:
         aliasing_write._INLINE_CACHE.clear()
         aliasing_write.find_matches(parse(unit), unit.path)
 
-    def whole_unit(hot_lines: frozenset[int] | None) -> None:
+    def whole_unit(hot_lines: frozenset[tuple[str, int]] | None) -> None:
         aliasing_write._REPORTS.clear()  # time the analysis, not the caches
         aliasing_write._INLINE_CACHE.clear()
         aliasing_write.analyse_unit(unit, hot_lines)
 
     first_loop = next(n for n, line in enumerate(unit.path.open(), 1) if "for (" in line)
+    hot_loop = frozenset({(unit.path.name, first_loop)})
 
     lines = sum(1 for _ in unit.path.open())
     return {
@@ -96,7 +97,7 @@ def time_unit(unit: TranslationUnit, runs: int) -> dict:
         "parse_s": median_seconds(source_patterns, runs),
         "compile_s": median_seconds(lambda: compile_unit(unit), runs),
         "lint_s": median_seconds(lambda: whole_unit(None), runs),
-        "hot_s": median_seconds(lambda: whole_unit(frozenset({first_loop})), runs),
+        "hot_s": median_seconds(lambda: whole_unit(hot_loop), runs),
     }
 
 

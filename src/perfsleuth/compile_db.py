@@ -134,24 +134,44 @@ def flags_for(
     return Flags(tuple(default_flags(source)), "defaults")
 
 
-def producer_for(binary: Path, source_name: str) -> tuple[str, str]:
-    """(DW_AT_producer, DW_AT_comp_dir) of the compile unit named source_name, or ("", "")."""
+def compile_unit_for(binary: Path, file_name: str) -> tuple[str, str, str] | None:
+    """(DW_AT_name, DW_AT_producer, DW_AT_comp_dir) of the compile unit built from
+    file_name — or, for a header, of the first unit whose line table uses it."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
+    wanted = Path(file_name).name
     try:
         with open(binary, "rb") as fh:
             elf = ELFFile(fh)
             if not elf.has_dwarf_info():
-                return ("", "")
-            for cu in elf.get_dwarf_info().iter_CUs():
+                return None
+            dwarf = elf.get_dwarf_info()
+            including = None
+            for cu in dwarf.iter_CUs():
                 attrs = cu.get_top_DIE().attributes
-                name = _attr(attrs, "DW_AT_name")
-                if name and Path(name).name == Path(source_name).name:
-                    return (_attr(attrs, "DW_AT_producer"), _attr(attrs, "DW_AT_comp_dir"))
+                unit = (
+                    _attr(attrs, "DW_AT_name"),
+                    _attr(attrs, "DW_AT_producer"),
+                    _attr(attrs, "DW_AT_comp_dir"),
+                )
+                if Path(unit[0]).name == wanted:
+                    return unit
+                if including is None and _uses_file(dwarf, cu, wanted):
+                    including = unit
+            return including
     except (OSError, ELFError):
-        pass
-    return ("", "")
+        return None
+
+
+def _uses_file(dwarf, cu, name: str) -> bool:  # type: ignore[no-untyped-def]
+    program = dwarf.line_program_for_CU(cu)
+    if program is None:
+        return False
+    return any(
+        Path(entry.name.decode(errors="replace")).name == name
+        for entry in program.header.file_entry
+    )
 
 
 def _attr(attrs: dict, name: str) -> str:

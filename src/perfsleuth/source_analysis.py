@@ -152,10 +152,6 @@ class HotCode:
     # file as the debug info names it -> (dso, self weight, hot functions), hottest first
     files: dict[str, tuple[str, float, list[str]]]
 
-    def lines_of(self, path: Path) -> frozenset[int]:
-        """The sampled lines of a file."""
-        return frozenset(line for name, line in self.line_weight if name == path.name)
-
     def share(self, path: str, first: int, last: int) -> float:
         """Fraction of the run's weight on lines first..last of the file."""
         if self.total <= 0:
@@ -217,25 +213,31 @@ def hot_units(
 ) -> tuple[list[tuple[TranslationUnit, Path | None]], list[str]]:
     """The translation units holding the hottest code (at most `limit`), each with
     the binary it was built into; and notes on the hot files whose source is missing."""
-    from .compile_db import flags_for, load_compile_commands, producer_for
+    from .compile_db import compile_unit_for, flags_for, load_compile_commands
 
     table = load_compile_commands(compile_commands) if compile_commands else None
     units: list[tuple[TranslationUnit, Path | None]] = []
     missing: list[str] = []
+    analysed: set[Path] = set()
     for name, (dso, weight, functions) in hot.files.items():
         if len(units) >= limit:
             break
-        if Path(name).suffix not in SOURCE_SUFFIXES:
-            continue
         binary = binary_path(dso, binaries)
         if binary is not None and str(binary).startswith(SYSTEM_PREFIXES):
             continue
-        producer, comp_dir = producer_for(binary, name) if binary else ("", "")
-        path = find_source(name, roots, comp_dir)
+        built = compile_unit_for(binary, name) if binary else None
+        source_name = built[0] if built and Path(name).suffix not in SOURCE_SUFFIXES else name
+        if Path(source_name).suffix not in SOURCE_SUFFIXES:
+            continue  # a header no unit of the binary is known to include
+        producer, comp_dir = (built[1], built[2]) if built else ("", "")
+        path = find_source(source_name, roots, comp_dir)
         if path is None:
             if weight >= NOTE_MIN_SHARE * hot.total:
                 missing.append(f"{name} ({', '.join(functions[:2])})")
             continue
+        if path.resolve() in analysed:
+            continue
+        analysed.add(path.resolve())
         flags = flags_for(path, table, producer)
         directory = Path(flags.directory) if flags.directory else None
         unit = TranslationUnit(path, list(flags.args), flags.origin, directory, "", functions)

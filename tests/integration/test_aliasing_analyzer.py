@@ -3,6 +3,7 @@ notes for units that do not compile or cannot be found."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,37 @@ def test_a_hot_unit_that_does_not_compile_is_a_note(tmp_path: Path) -> None:
     assert aliasing_write.analyze(ctx) == []
     [note] = ctx.notes
     assert "bad.c" in note and "does not compile" in note and "missing_name" in note
+
+
+HEADER = """#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+__attribute__((noinline)) inline void spread(const std::string& in, std::vector<uint8_t>& out) {
+    for (std::size_t i = 0; i < in.size(); ++i) out[i] = in[i] & 31;
+}
+"""
+
+MAIN = """#include "spread.hpp"
+int main() {
+    std::string s(100, 'a');
+    std::vector<uint8_t> v(100);
+    spread(s, v);
+    return v[7];
+}
+"""
+
+
+def test_a_hot_loop_in_a_project_header_is_found_through_its_unit(tmp_path: Path) -> None:
+    (tmp_path / "spread.hpp").write_text(HEADER)
+    (tmp_path / "main.cc").write_text(MAIN)
+    binary = tmp_path / "prog"
+    subprocess.run(
+        ["g++", "-O2", "-g", "-std=c++20", "-o", str(binary), "main.cc"], cwd=tmp_path, check=True
+    )
+    ctx = context(tmp_path, [(Frame("spread", "prog", str(tmp_path / "spread.hpp"), 6), 1.0)])
+    ctx.binaries = [{"path": str(binary), "build_id": ""}]
+    [finding] = aliasing_write.analyze(ctx)
+    assert Path(finding.file).name == "spread.hpp"
+    assert finding.details["flags_origin"] == "DW_AT_producer"
+    assert any("byte ptr [" in line for line in finding.evidence)

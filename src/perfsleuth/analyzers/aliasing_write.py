@@ -28,7 +28,7 @@ from typing import Any
 from .. import compiler_remarks, machine_code, source_analysis
 from ..compiler_remarks import CompileError, Remark
 from ..findings import Finding
-from ..source_analysis import HotCode, TranslationUnit
+from ..source_analysis import SYSTEM_PREFIXES, HotCode, TranslationUnit
 from . import Context
 
 CHAR_TYPE_KINDS = ("CHAR_S", "CHAR_U", "SCHAR", "UCHAR")
@@ -731,34 +731,53 @@ def _function_matches(fn: _Function) -> list[AliasMatch]:
     return matches
 
 
-def find_matches(
-    parsed: Any, main_file: Path, lines: frozenset[int] | None = None
-) -> list[AliasMatch]:
-    """Every aliasing-write match in the functions defined in main_file (only in
-    those holding one of `lines`, when given: the profile's hot lines)."""
+# (file base name, line) of the sampled lines of a run.
+HotLines = frozenset[tuple[str, int]]
+
+
+def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> list[AliasMatch]:
+    """Every aliasing-write match in the functions defined in main_file; with `hot`,
+    the profile's sampled lines, only in functions holding one of them — and then
+    also in the project headers the unit includes (a hot template or inline loop)."""
     src = _Source()
     matches: list[AliasMatch] = []
-    for node in _main_file_nodes(parsed, main_file):
+    hot_files = {name for name, _ in hot} if hot is not None else set()
+
+    def wanted(name: str) -> bool:
+        if name == str(main_file):
+            return True
+        return Path(name).name in hot_files and not name.startswith(SYSTEM_PREFIXES)
+
+    for node in _nodes_in(parsed, wanted):
         if _kind(node) not in FUNCTION_KINDS or not node.is_definition():
             continue
-        first, last = node.extent.start.line, node.extent.end.line
-        if lines is None or any(first <= line <= last for line in lines):
+        if hot is None or _holds_hot_line(node, hot):
             matches.extend(_function_matches(_Function(node, src)))
-    return sorted(matches, key=lambda m: (-m.confidence, m.line))
+    return sorted(matches, key=lambda m: (-m.confidence, m.file, m.line))
 
 
-def _main_file_nodes(parsed: Any, main_file: Path):  # type: ignore[no-untyped-def]
-    """The nodes written in main_file, skipping (not walking) what headers declare."""
-    wanted = str(main_file)
+def _holds_hot_line(node: Any, hot: HotLines) -> bool:
+    name = Path(node.location.file.name).name
+    first, last = node.extent.start.line, node.extent.end.line
+    return any((name, line) in hot for line in range(first, last + 1))
+
+
+def _nodes_in(parsed: Any, wanted: Any):  # type: ignore[no-untyped-def]
+    """The nodes written in the files `wanted` accepts, skipping (not walking) the rest."""
 
     def visit(node: Any):  # type: ignore[no-untyped-def]
         for child in node.get_children():
             location = child.location.file
-            if location is not None and location.name == wanted:
+            if location is not None and wanted(location.name):
                 yield child
                 yield from visit(child)
 
     yield from visit(parsed.cursor)
+
+
+def _main_file_nodes(parsed: Any, main_file: Path):  # type: ignore[no-untyped-def]
+    """The nodes written in main_file."""
+    return _nodes_in(parsed, lambda name: name == str(main_file))
 
 
 def function_spans(parsed: Any, main_file: Path) -> list[tuple[str, int, int]]:
@@ -791,8 +810,8 @@ class UnitReport:
     error: str = ""
     seconds: float = 0.0
 
-    def remark_for(self, first: int, last: int) -> Remark | None:
-        return compiler_remarks.remark_for_loop(self.remarks, self.unit.path, first, last)
+    def remark_for(self, file: str, first: int, last: int) -> Remark | None:
+        return compiler_remarks.remark_for_loop(self.remarks, Path(file), first, last)
 
     def loop_at(self, line: int) -> tuple[int, int]:
         """The innermost loop around a line (the line alone when none is known)."""
@@ -805,24 +824,31 @@ class UnitReport:
         ]
         return min(inside)[1] if inside else ""
 
-    def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
-        """Source matches the compiler did not refute by vectorising the loop anyway."""
-        kept = []
+    def verdicts(self) -> list[tuple[AliasMatch, Remark | None, bool]]:
+        """(match, clang's remark on its loop, whether clang refutes it). clang refutes
+        a loop match by vectorising the loop anyway, and a read of a local object by
+        not blaming memory when it fails (whether that object lives in memory depends
+        on whether its address escaped, which only the compiler knows)."""
+        found = []
         for match in self.matches:
-            remark = self.remark_for(match.line, match.end_line)
-            if match.pattern != "straight-line" and remark is not None and remark.vectorized:
-                continue
+            remark = self.remark_for(match.file, match.line, match.end_line)
+            vectorized = remark is not None and remark.vectorized
+            refuted = match.pattern != "straight-line" and vectorized
             if match.needs_compiler and (remark is None or not remark.memory_reason):
-                continue
-            kept.append((match, remark))
-        return kept
+                refuted = True
+            found.append((match, remark, refuted))
+        return found
+
+    def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
+        """Source matches clang does not refute."""
+        return [(match, remark) for match, remark, refuted in self.verdicts() if not refuted]
 
 
-_REPORTS: dict[tuple[str, tuple[str, ...], float, frozenset[int] | None], UnitReport] = {}
+_REPORTS: dict[tuple[str, tuple[str, ...], float, HotLines | None], UnitReport] = {}
 
 
-def analyse_unit(unit: TranslationUnit, hot_lines: frozenset[int] | None = None) -> UnitReport:
-    """Parse and match the unit (only its functions holding hot_lines, when given)
+def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> UnitReport:
+    """Parse and match the unit (only functions holding hot_lines, when given)
     while clang compiles it for its remarks, in parallel; cached, so the aliasing and
     vectorisation analyzers share one analysis. A unit built with guessed flags that
     does not compile is tried once more with the common standard headers included."""
@@ -836,7 +862,7 @@ def analyse_unit(unit: TranslationUnit, hot_lines: frozenset[int] | None = None)
     return _REPORTS[key]
 
 
-def _analyse(unit: TranslationUnit, hot_lines: frozenset[int] | None) -> UnitReport:
+def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
     started = time.perf_counter()
     report = UnitReport(unit)
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -864,8 +890,9 @@ def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | No
         hot, ctx.binaries or ctx.run.dsos, ctx.src_roots, ctx.compile_commands, limit
     )
     reports = []
+    hot_lines = frozenset(hot.line_weight)
     for unit, binary in units:
-        report = analyse_unit(unit, hot.lines_of(unit.path))
+        report = analyse_unit(unit, hot_lines)
         if report.error:
             notes.append(f"skipped {unit.path.name}: it does not compile ({report.error})")
         else:
@@ -888,16 +915,22 @@ MACHINE_CODE_CONFIRMS = 0.08
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
     hot = source_analysis.hot_code(ctx.profile)
+    seen: set[tuple[str, int]] = set()  # a header's loop is met in every unit including it
     for report, binary in deep_reports(ctx, hot):
-        for match, remark in report.confirmed_matches():
+        for match, remark, refuted in report.verdicts():
             share = hot.share(match.file, match.line, match.end_line)
-            if share <= 0:
+            if share <= 0 or (match.file, match.line) in seen:
                 continue
+            seen.add((match.file, match.line))
             asm = (
                 machine_code.loop_code(binary, match.file, match.line, match.end_line)
                 if (binary and match.pattern != "straight-line")
                 else None
             )
+            # clang's verdict is about clang's code; the binary's own machine code
+            # (perhaps from GCC) has the last word.
+            if refuted and (asm is None or not asm.confirms_aliasing):
+                continue
             findings.append(build_finding(match, report, remark, asm, share))
     return findings
 
@@ -916,6 +949,11 @@ def build_finding(
     if remark is not None and not remark.vectorized:
         confidence += REMARK_CONFIRMS
         evidence.append(f"{remark.describe()} ({Path(remark.file).name}:{remark.line})")
+    elif remark is not None:
+        evidence.append(
+            f"clang-16 vectorizes this loop with the unit's flags ({remark.message}), "
+            "but the binary's machine code reloads"
+        )
     if asm is not None and asm.confirms_aliasing:
         confidence += MACHINE_CODE_CONFIRMS
         symbol = match.function if asm.function.startswith("_Z") else asm.function
