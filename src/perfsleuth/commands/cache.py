@@ -59,7 +59,8 @@ def render_footprint(fp: dict[str, Any], console: Console) -> None:
     console.print(
         Text(
             f"footprint per call ({fp['calls_recorded']:,} of {fp['calls_total']:,} calls "
-            f"recorded, {fp['line_size']} B lines): data lines median {per['data_lines']['median']:g} "
+            f"recorded, {fp['line_size']} B lines): "
+            f"data lines median {per['data_lines']['median']:g} "
             f"(min {per['data_lines']['min']:g}, max {per['data_lines']['max']:g}), "
             f"code lines median {per['code_lines']['median']:g}, data bytes median "
             f"{per['data_bytes']['median']:g}, "
