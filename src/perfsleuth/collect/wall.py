@@ -141,9 +141,16 @@ def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) 
             frames = [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)] if task.wchan else []
             for f in t.frames:
                 frames.extend(symbols.get(_place(f), (Frame(UNKNOWN, dso=_dso(f)),)))
-            state = thread_state.classify(frames, task.state)
+            state = _state(frames, task.state)
             builder.add(frames, snap.weight_ns, thread=Thread(t.tid, t.pid, task.name), state=state)
     return builder.build()
+
+
+def _state(frames: list[Frame], kernel_state: str) -> str:
+    """A thread the kernel saw running just before the snapshot is running: eu-stack
+    stops threads one after another, and one stopped inside a critical section makes
+    the next ones block on its lock, which the stacks would then show."""
+    return "running" if kernel_state == "R" else thread_state.classify(frames, kernel_state)
 
 
 def _place(f: eu_stack.EuFrame) -> tuple[str, int]:
