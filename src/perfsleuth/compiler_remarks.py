@@ -108,6 +108,19 @@ def compile_unit(
     return parse_remarks(done.stderr), done.stderr
 
 
+def link_for_disassembly(tu: TranslationUnit, obj: Path, exe: Path) -> bool:
+    """Link one object alone into an executable (no start files, undefined symbols
+    left unresolved): inline and template code then has one address each, which a
+    relocatable object does not give. False when that fails."""
+    argv = [clang_for(tu), str(obj), "-o", str(exe), "-nostartfiles"]
+    argv.append("-Wl,--unresolved-symbols=ignore-all,--no-warn-search-mismatch")
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0 and exe.is_file()
+
+
 def first_error(stderr: str) -> str:
     return next((line for line in stderr.splitlines() if ERROR_LINE.match(line)), "")
 

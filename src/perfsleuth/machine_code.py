@@ -20,9 +20,10 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-# Loads relative to these are stack spills or constants, not reloads of the program's
-# data; rbp joins them in functions that use it as the frame pointer.
-FRAME_REGISTERS = frozenset({"rsp", "rip"})
+# Loads relative to these are stack spills, not reloads of the program's data; rbp
+# joins them in functions that use it as the frame pointer. (rip-relative loads into
+# general registers are globals, and count; into vector registers they are constants.)
+FRAME_REGISTERS = frozenset({"rsp"})
 FRAME_POINTER_SETUP = "mov rbp, rsp"
 BYTE_STORE_MNEMONICS = frozenset(
     {"mov", "add", "sub", "and", "or", "xor", "inc", "dec", "neg", "not", "shl", "shr", "sar"}
@@ -156,12 +157,16 @@ def _is_byte_store(insn: capstone.CsInsn) -> bool:
 
 
 def _invariant_load(insn: capstone.CsInsn, excluded: set[str] | frozenset[str]) -> bool:
-    """A pointer-sized or int-sized load from an address no register of the loop changes."""
+    """A pointer-sized or int-sized load into a general register from an address no
+    register of the loop changes."""
     if insn.mnemonic.startswith(("lea", "nop", "prefetch")) or len(insn.operands) < 2:
         return False
-    if insn.operands[0].type == x86.X86_OP_MEM:
+    dest = insn.operands[0]
+    compares = insn.mnemonic in ("cmp", "test")  # reads its memory operand, first or not
+    into_register = dest.type == x86.X86_OP_REG and insn.reg_name(dest.reg) in GENERAL_REGISTERS
+    if not (compares or into_register):
         return False
-    for op in insn.operands[1:]:
+    for op in insn.operands if compares else insn.operands[1:]:
         if op.type != x86.X86_OP_MEM or op.size not in (4, 8):
             continue
         regs = {_family(insn.reg_name(r)) for r in (op.mem.base, op.mem.index) if r}
@@ -189,6 +194,7 @@ def _register_families() -> dict[str, str]:
 
 
 REGISTER_FAMILIES = _register_families()
+GENERAL_REGISTERS = frozenset(REGISTER_FAMILIES) | frozenset(REGISTER_FAMILIES.values())
 
 
 def _family(reg: str | None) -> str:

@@ -19,6 +19,7 @@ The compiler's remarks and the machine code, when available, confirm or refute.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -807,6 +808,8 @@ class UnitReport:
     remarks: list[Remark] = field(default_factory=list)
     functions: list[tuple[str, int, int]] = field(default_factory=list)
     loops: list[tuple[int, int]] = field(default_factory=list)
+    # (file, loop line) -> the loop in clang-16's build of the unit
+    object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     error: str = ""
     seconds: float = 0.0
 
@@ -865,21 +868,42 @@ def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> Un
 def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
     started = time.perf_counter()
     report = UnitReport(unit)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        compiling = pool.submit(compiler_remarks.compile_unit, unit)
-        parsed = source_analysis.parse(unit)
-        try:
-            report.remarks = compiling.result()[0]
-        except CompileError as exc:
-            report.error = str(exc)
-    if parsed is None:
-        report.error = report.error or unit.error
-    else:
-        report.matches = find_matches(parsed, unit.path, hot_lines)
-        report.functions = function_spans(parsed, unit.path)
-        report.loops = loop_spans(parsed, unit.path)
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
+        obj = Path(tmp) / "unit.o"
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            compiling = pool.submit(compiler_remarks.compile_unit, unit, None, obj)
+            parsed = source_analysis.parse(unit)
+            try:
+                report.remarks = compiling.result()[0]
+            except CompileError as exc:
+                report.error = str(exc)
+        if parsed is None:
+            report.error = report.error or unit.error
+        else:
+            report.matches = find_matches(parsed, unit.path, hot_lines)
+            report.functions = function_spans(parsed, unit.path)
+            report.loops = loop_spans(parsed, unit.path)
+        if not report.error and report.matches:
+            report.object_loops = _object_loops(unit, obj, report.matches)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _object_loops(
+    unit: TranslationUnit, obj: Path, matches: list[AliasMatch]
+) -> dict[tuple[str, int], machine_code.LoopCode]:
+    """The machine code clang-16 made of each matched loop, for when there is no
+    binary (lint) to read it from."""
+    exe = obj.with_suffix(".exe")
+    if not compiler_remarks.link_for_disassembly(unit, obj, exe):
+        return {}
+    loops = {}
+    for match in matches:
+        if match.pattern != "straight-line":
+            loop = machine_code.loop_code(exe, match.file, match.line, match.end_line)
+            if loop is not None:
+                loops[(match.file, match.line)] = loop
+    return loops
 
 
 def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
@@ -925,13 +949,14 @@ def analyze(ctx: Context) -> list[Finding]:
             asm = (
                 machine_code.loop_code(binary, match.file, match.line, match.end_line)
                 if (binary and match.pattern != "straight-line")
-                else None
+                else report.object_loops.get((match.file, match.line))
             )
             # clang's verdict is about clang's code; the binary's own machine code
             # (perhaps from GCC) has the last word.
             if refuted and (asm is None or not asm.confirms_aliasing):
                 continue
-            findings.append(build_finding(match, report, remark, asm, share))
+            in_binary = binary is not None and match.pattern != "straight-line"
+            findings.append(build_finding(match, report, remark, asm, share, in_binary))
     return findings
 
 
@@ -941,6 +966,7 @@ def build_finding(
     remark: Remark | None,
     asm: machine_code.LoopCode | None,
     share: float,
+    asm_in_binary: bool = True,
 ) -> Finding:
     """One finding from a source match and, when known, the compiler's and the
     machine code's evidence about the same loop."""
@@ -957,9 +983,10 @@ def build_finding(
     if asm is not None and asm.confirms_aliasing:
         confidence += MACHINE_CODE_CONFIRMS
         symbol = match.function if asm.function.startswith("_Z") else asm.function
+        built = "" if asm_in_binary else " (clang-16's build of the unit)"
         evidence.append(
-            f"machine code of {symbol}: {len(asm.reloads)} loads from unchanged "
-            f"addresses and {len(asm.byte_stores)} byte stores in a "
+            f"machine code of {symbol}{built}: {_count(asm.reloads, 'load')} from unchanged "
+            f"addresses and {_count(asm.byte_stores, 'byte store')} in a "
             f"{len(asm.instructions)}-instruction loop"
         )
         evidence.extend(asm.evidence())
@@ -998,6 +1025,10 @@ def build_finding(
             "machine_code": [i.describe() for i in asm.instructions] if asm else [],
         },
     )
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def _source_evidence(match: AliasMatch) -> str:

@@ -114,7 +114,14 @@ def lint(
 
 def unit_findings(report: UnitReport, missed: bool) -> list[Finding]:
     aliasing = [
-        build_finding(match, report, remark, None, 0.0)
+        build_finding(
+            match,
+            report,
+            remark,
+            report.object_loops.get((match.file, match.line)),
+            0.0,
+            asm_in_binary=False,
+        )
         for match, remark in report.confirmed_matches()
     ]
     return aliasing + (missed_loops(report, None) if missed else [])
