@@ -32,6 +32,8 @@ def test_json_is_ordered_by_confidence_and_names_the_evidence() -> None:
     fill = next(f for f in findings if f["function"] == "buf_fill")
     assert fill["kind"] == "aliasing-write"
     assert fill["evidence"][1].startswith("clang: loop not vectorized")
+    assert fill["evidence"][2].startswith("machine code of buf_fill (clang-16's build of the unit)")
+    assert any("byte ptr [" in line for line in fill["evidence"][3:])
 
 
 def test_sarif_has_one_result_per_finding_at_its_line() -> None:
