@@ -196,6 +196,13 @@ def test_names() -> None:
         "core::ptr::drop_in_place"
     )
     assert clean_function("std::vector<int>::size() const") == "std::vector<int>::size() const"
+    assert clean_function(
+        "std::rt::lang_start::_$u7b$$u7b$closure$u7d$$u7d$::h0123456789abcdef"
+    ) == ("std::rt::lang_start::{{closure}}")
+    assert clean_function(
+        "_$LT$core..ops..range..Range$LT$T$GT$$u20$as$u20$core..iter..RangeIteratorImpl$GT$::spec_next"
+    ) == ("<core::ops::range::Range<T> as core::iter::RangeIteratorImpl>::spec_next")
+    assert clean_function("price$total") == "price$total"
 
 
 def test_binaries(binary: Path) -> None:

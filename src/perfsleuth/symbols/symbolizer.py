@@ -54,8 +54,37 @@ def dso_name(path: str) -> str:
     return os.path.basename(path) or path
 
 
+_RUST_ESC = re.compile(r"\$(SP|BP|RF|LT|GT|LP|RP|C|u[0-9a-f]{2,6})\$")
+_RUST_ESC_MAP = {
+    "SP": "@",
+    "BP": "*",
+    "RF": "&",
+    "LT": "<",
+    "GT": ">",
+    "LP": "(",
+    "RP": ")",
+    "C": ",",
+}
+
+
+def _rust_unescape(m: re.Match) -> str:
+    code = m.group(1)
+    if code in _RUST_ESC_MAP:
+        return _RUST_ESC_MAP[code]
+    try:
+        return chr(int(code[1:], 16))
+    except ValueError:
+        return m.group(0)
+
+
 def clean_function(name: str) -> str:
-    return _RUST_HASH.sub("", name)
+    """Drop Rust legacy hashes and undo Rust legacy escapes ($LT$, $u7b$, ..)
+    that C++ demanglers leave in place."""
+    name = _RUST_HASH.sub("", name)
+    if "$" in name and _RUST_ESC.search(name):
+        parts = [p[1:] if p.startswith("_$") else p for p in name.split("::")]
+        name = _RUST_ESC.sub(_rust_unescape, "::".join(parts)).replace("..", "::")
+    return name
 
 
 class ElfSymbols:
