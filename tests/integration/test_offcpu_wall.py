@@ -125,9 +125,10 @@ def test_lock_contention_is_the_top_finding(all_mode_run):
     assert proc.returncode == 0, proc.stderr
     findings = [f for f in json.loads(proc.stdout)["findings"] if f["kind"] != "missing-symbols"]
     assert findings[0]["kind"] == "lock-contention", findings[0]
-    mine = [f for f in findings if f["rule"] == "lock.contention"]
-    assert any("consumer" in f["function"] for f in mine), [f["title"] for f in mine]
-    assert any("moodycamel" in f["suggestion"] for f in mine)
+    top = findings[0]
+    assert top["rule"] == "lock.contention" and "consumer" in top["function"], top["title"]
+    assert top["file"].endswith("prodcons.cc") and top["line"] > 0
+    assert "moodycamel" in top["suggestion"]
 
 
 @needs_root

@@ -29,7 +29,7 @@ from ..errors import UserError
 from ..formats import bpftrace_stacks
 from ..profile import Frame, Profile, ProfileBuilder, Thread
 from ..store import RunInfo
-from ..symbols import KERNEL_DSO, Symbolizer
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
 from . import perf, thread_state, wall
 from .target import ProcessMaps, Target, stop
 
@@ -70,6 +70,8 @@ ATTACH_TIMEOUT_S = 60.0
 # BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
 READY = b'"READY\\n"'
 TRACEFS = Path("/sys/kernel/tracing")
+# Outermost functions of a complete user stack.
+THREAD_ROOTS = ("clone3", "clone", "__clone", "_start", "__libc_start_main", "start_thread")
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 PERF_SETTLE_S = 0.3
 
@@ -338,14 +340,73 @@ def _threads_by_tid(*profiles: Profile) -> dict[int, Thread]:
 
 def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
     """One ns profile: on-CPU rows labelled by their stack (running, or inside a
-    lock or wait call), off-CPU rows as they are."""
+    lock or wait call), off-CPU rows with their stacks completed where possible."""
     builder = ProfileBuilder(unit="ns", meta={"recorder": "perf+bpftrace"})
     threads = _threads_by_tid(offcpu, oncpu)
-    for profile, oncpu_rows in ((oncpu, True), (offcpu, False)):
-        for stack, weight, count, t, state in profile.rows():
-            frames = [profile.frames[f] for f in stack]
-            if oncpu_rows:
-                state = thread_state.classify(frames, "R")
-            thread = threads[profile.threads[t].tid] if t >= 0 else None
-            builder.add(frames, weight, count=count, thread=thread, state=state)
+    completions = Completions(oncpu)
+    for stack, weight, count, t, _state in oncpu.rows():
+        frames = [oncpu.frames[f] for f in stack]
+        thread = threads[oncpu.threads[t].tid] if t >= 0 else None
+        builder.add(
+            frames, weight, count=count, thread=thread, state=thread_state.classify(frames, "R")
+        )
+    completed_ns = 0.0
+    for stack, weight, count, t, state in offcpu.rows():
+        frames = [offcpu.frames[f] for f in stack]
+        tid = offcpu.threads[t].tid if t >= 0 else -1
+        stacks = completions.complete(tid, frames)
+        completed_ns += weight if stacks[0][0] is not frames else 0.0
+        for completed, share in stacks:
+            builder.add(
+                completed, weight * share, count=count, thread=threads.get(tid), state=state
+            )
+    builder.profile.meta["offcpu_completed_from_oncpu"] = completed_ns / (offcpu.total or 1.0)
     return builder.build()
+
+
+class Completions:
+    """Completes off-CPU stacks that a frame-pointer walk cut short (libc and
+    libstdc++ have no frame pointers, so the program frame that called into
+    them is lost) from the same thread's complete on-CPU DWARF stacks through
+    the same function: entering a futex wait runs on the CPU, so perf samples
+    it with the full chain. When several call paths reach that function, the
+    off-CPU time is split in proportion to their on-CPU samples there."""
+
+    def __init__(self, oncpu: Profile) -> None:
+        # (tid, function) -> {outer frames after it: sample count}
+        self._outer: dict[tuple[int, str], dict[tuple[Frame, ...], int]] = {}
+        for stack, _weight, count, t, _state in oncpu.rows():
+            if t < 0:
+                continue
+            frames = [oncpu.frames[f] for f in stack]
+            if not frames or frames[-1].function not in THREAD_ROOTS:
+                continue
+            for depth, frame in enumerate(frames):
+                if not frame.kernel and frame.function != UNKNOWN:
+                    key = (oncpu.threads[t].tid, frame.function)
+                    outer = tuple(frames[depth + 1 :])
+                    by_outer = self._outer.setdefault(key, {})
+                    by_outer[outer] = by_outer.get(outer, 0) + count
+
+    def complete(self, tid: int, frames: list[Frame]) -> list[tuple[list[Frame], float]]:
+        """[(stack, share of the weight)]: the stack itself when it is whole or
+        nothing on the CPU matches it."""
+        cut = _cut_point(frames)
+        if cut is None:
+            return [(frames, 1.0)]
+        options = self._outer.get((tid, frames[cut].function))
+        if not options:
+            return [(frames, 1.0)]
+        total = sum(options.values())
+        head = frames[: cut + 1]
+        return [(head + list(outer), n / total) for outer, n in options.items()]
+
+
+def _cut_point(frames: list[Frame]) -> int | None:
+    """Index of the outermost named user frame of a stack that does not reach a
+    thread's root (its callers are missing); None for a complete stack."""
+    user = [i for i, f in enumerate(frames) if not f.kernel]
+    if not user or frames[user[-1]].function in THREAD_ROOTS:
+        return None
+    named = [i for i in user if frames[i].function != UNKNOWN]
+    return named[-1] if named else None
