@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .findings import Finding
 
 NOISE_FLOOR = 0.005  # hide findings that would save less than 0.5% of the run
-DIAGNOSTIC_KINDS = ("missing-symbols",)
+DIAGNOSTIC_KINDS = ("missing-symbols", "constant-time")  # shown whatever their gain
 DIAGNOSTIC_FIRST_SHARE = 0.2  # above this the profile is too blind to trust: say so first
 DIAGNOSTIC_MIN_SHARE = 0.05
 

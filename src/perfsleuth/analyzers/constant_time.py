@@ -1,11 +1,11 @@
 """A function traced with secret variants (`--mode cache --variants FILE`) runs
 different instructions, branches or cache lines for different secrets: its timing
-can leak the secret. Not a speed finding: its gain is zero and it is shown with
-full confidence because the traces are exact."""
+can leak the secret. Not a speed finding: its gain is zero; rank.py shows the kind
+whatever its gain, with full confidence because the traces are exact."""
 
 from __future__ import annotations
 
-from ..cache import DOCUMENT_KIND
+from ..cache import DOCUMENT_KIND, function_share
 from ..findings import Finding
 from . import Context
 
@@ -17,11 +17,11 @@ def analyze(ctx: Context) -> list[Finding]:
     for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
         verdict = doc.get("constant_time")
         if verdict and not verdict["constant_time"]:
-            findings.append(finding(function, verdict))
+            findings.append(finding(function, verdict, function_share(ctx.profile, function)))
     return findings
 
 
-def finding(function: str, verdict: dict) -> Finding:
+def finding(function: str, verdict: dict, share: float) -> Finding:
     first = verdict["differences"][0]
     file, _, line = first["first_source"].rpartition(":")
     return Finding(
@@ -31,7 +31,7 @@ def finding(function: str, verdict: dict) -> Finding:
         function=function,
         file=file if line.isdigit() else "",
         line=int(line) if line.isdigit() else 0,
-        share=0.0,
+        share=share,
         estimated_gain=0.0,
         confidence=1.0,
         evidence=[

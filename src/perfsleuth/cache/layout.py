@@ -187,20 +187,17 @@ def render(struct: Struct, fields: list[dict], line: int) -> str:
                 f"\t/* --- cacheline {f['offset'] // line} boundary ({f['offset']} bytes) --- */"
             )
         heat = f"hot {f['touched']:.0%}" if f["hot"] else "cold"
-        decl = f"{f['type']} {f['name']}" if "[" not in f["type"] else array_decl(f)
-        out.append(f"\t{decl + ';':<40} /* {f['offset']:5} {f['size']:5} */  {heat}")
+        name = f"{f['name']}[{f['type'].partition('[')[2]}" if "[" in f["type"] else f["name"]
+        element = f["type"].partition("[")[0]
+        out.append(f"\t{element:<26} {name + ';':<21} /* {f['offset']:5} {f['size']:5} */  {heat}")
         end = max(end, f["offset"] + f["size"])
     if struct.size > end:
         out.append(f"\t/* padding: {struct.size - end} */")
     lines = -(-struct.size // line)
+    out.append("")
     out.append(f"\t/* size: {struct.size}, cachelines: {lines}, members: {len(fields)} */")
     out.append("};")
     return "\n".join(out)
-
-
-def array_decl(f: dict) -> str:
-    element, _, dims = f["type"].partition("[")
-    return f"{element} {f['name']}[{dims}"
 
 
 def object_base(call: list, trace: Trace) -> int | None:

@@ -1,0 +1,21 @@
+"""A store holding one cache run with the given projection documents, for the
+cache analyzers' tests."""
+
+from pathlib import Path
+
+from perfsleuth.analyzers import Context
+from perfsleuth.cache import DOCUMENT_KIND
+from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.store import RunInfo, Store
+
+
+def context_with(tmp_path: Path, documents: dict[str, dict]) -> Context:
+    builder = ProfileBuilder(unit="samples")
+    builder.add([Frame("handle_packet", dso="conntable"), Frame("main", dso="conntable")], 60)
+    builder.add([Frame("main", dso="conntable")], 40)
+    profile = builder.build()
+    info = RunInfo(command="conntable 1000", mode="cache")
+    info.documents = [(DOCUMENT_KIND, name, doc) for name, doc in documents.items()]
+    store = Store(tmp_path / "store")
+    store.add_run(info, profile)
+    return Context(profile=profile, run=info, store=store)

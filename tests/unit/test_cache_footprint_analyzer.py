@@ -1,0 +1,28 @@
+from cache_store import context_with
+
+from perfsleuth.analyzers import cache_footprint
+
+
+def scaling(in_range: bool) -> dict:
+    return {
+        "fit": {"intercept_lines": 12.0, "lines_per_n": 2.0, "bytes_per_n": 128.0},
+        "range": [1000, 100000],
+        "runs": [{"n": 1000, "data_lines": 2012, "misses_per_call": {"LLC": 0.1}}],
+        "cliffs": [
+            {"level": "L2", "capacity_lines": 8192, "n": 4090, "in_range": in_range},
+            {"level": "LLC", "capacity_lines": 524288, "n": 262138, "in_range": False},
+        ],
+    }
+
+
+def test_a_cliff_inside_the_scaled_range_is_reported(tmp_path):
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(True)}})
+    [finding] = cache_footprint.analyze(ctx)
+    assert finding.kind == "cache-footprint"
+    assert "exceeds L2 at n = 4,090" in finding.title
+    assert finding.details["cliff"]["level"] == "L2"
+
+
+def test_cliffs_outside_the_range_are_not(tmp_path):
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(False)}})
+    assert cache_footprint.analyze(ctx) == []

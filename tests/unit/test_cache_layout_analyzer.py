@@ -1,0 +1,43 @@
+from cache_store import context_with
+
+from perfsleuth.analyzers import cache_layout
+
+LAYOUT = {
+    "available": True,
+    "struct": "conn",
+    "parameter": "c",
+    "size": 320,
+    "line_size": 64,
+    "lines_touched_per_call": 2.0,
+    "pahole": "struct conn { ... }",
+    "lines": [
+        {"line": 0, "hot_fields": ["state", "seq"], "cold_fields": ["flags"]},
+        {"line": 4, "hot_fields": ["last_ack"], "cold_fields": ["errors", "owner"]},
+    ],
+    "reorder": {
+        "move": ["last_ack"],
+        "from_line": 4,
+        "to_line": 0,
+        "swap_out": ["flags"],
+        "lines_per_object_before": 2,
+        "lines_per_object_after": 1,
+    },
+}
+
+
+def test_a_lone_hot_field_is_named_with_the_reordering(tmp_path):
+    ctx = context_with(tmp_path, {"handle_packet": {"layout": LAYOUT}})
+    [finding] = cache_layout.analyze(ctx)
+    assert finding.kind == "cache-layout"
+    assert "last_ack" in finding.title and finding.details["field"] == "last_ack"
+    assert finding.share == 0.6
+    assert finding.estimated_gain == 0.6 * 0.5 * cache_layout.MISS_BOUND_FRACTION
+    assert "128 B -> 64 B" in " ".join(finding.evidence)
+    assert "move last_ack into cache line 0" in finding.suggestion
+
+
+def test_no_finding_without_a_reordering_or_without_type_info(tmp_path):
+    packed = {**LAYOUT, "reorder": None}
+    unknown = {"available": False, "reason": "no DWARF"}
+    ctx = context_with(tmp_path, {"a": {"layout": packed}, "b": {"layout": unknown}})
+    assert cache_layout.analyze(ctx) == []

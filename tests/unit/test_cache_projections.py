@@ -1,0 +1,115 @@
+"""Footprint, scaling, constant-time and layout projections on small hand-made traces."""
+
+import pytest
+
+from perfsleuth.cache import constant_time, footprint, layout, scaling
+from perfsleuth.cache.model import parse_spec
+from perfsleuth.cache.trace import Trace
+from perfsleuth.errors import UserError
+
+BASE = 0x108000
+OBJECTS = 0x4000000  # 320-byte objects, one per call
+
+
+def trace_of(calls):
+    return Trace("f", "prog", BASE, 64, calls, len(calls), 0, 0, 0, 0, 0, {BASE + 4: "f.c:7"})
+
+
+def packet_call(index, last_ack_offset=264):
+    obj = OBJECTS + 320 * index
+    return [
+        ("I", BASE, 4, BASE),
+        ("L", obj, 4, BASE),
+        ("I", BASE + 4, 4, BASE + 4),
+        ("M", obj + 8, 8, BASE + 4),
+        ("S", obj + last_ack_offset, 8, BASE + 4),
+        ("L", 0x1FFF000580, 8, BASE + 4),  # the stack: the same line every call
+    ]
+
+
+def test_footprint_counts_lines_per_call_and_separates_shared_ones():
+    fp = footprint.project(trace_of([packet_call(i) for i in range(4)]))
+    assert fp["per_call"]["data_lines"]["median"] == 3
+    assert fp["per_call"]["code_lines"]["max"] == 1
+    assert fp["shared_data_lines"] == 1
+    assert fp["per_call"]["private_data_lines"]["median"] == 2
+    assert fp["per_call"]["data_bytes"]["median"] == 4 + 8 + 8 + 8
+    assert fp["by_source"][0]["source"] == "f.c:7"
+
+
+def test_scaling_fits_lines_per_n_and_predicts_each_cliff():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
+    runs = [
+        {"n": n, "data_lines": 10 + 2 * n, "calls": 4 * n, "misses": {"L1d": 0, "L2": 0}}
+        for n in (1000, 2000, 8000)
+    ]
+    result = scaling.project(runs, geometry)
+    assert result["fit"]["lines_per_n"] == pytest.approx(2.0)
+    cliffs = {c["level"]: c for c in result["cliffs"]}
+    assert cliffs["L1d"]["n"] == (512 - 10) // 2 and not cliffs["L1d"]["in_range"]
+    assert cliffs["L2"]["n"] == (8192 - 10) // 2 and cliffs["L2"]["in_range"]
+
+
+@pytest.mark.parametrize("spec", ["1000,2000", "n=1000", "n=0,10"])
+def test_scale_spec_needs_two_positive_sizes(spec):
+    with pytest.raises(UserError):
+        scaling.parse_scale(spec)
+
+
+def test_constant_time_names_the_branch_where_the_secrets_part():
+    same = trace_of([packet_call(0)])
+    other_path = trace_of(
+        [[("I", BASE, 4, BASE), ("I", BASE + 4, 4, BASE + 4), ("I", BASE + 9, 1, BASE + 9)]]
+    )
+    one_path = trace_of(
+        [[("I", BASE, 4, BASE), ("I", BASE + 4, 4, BASE + 4), ("I", BASE + 8, 1, BASE + 8)]]
+    )
+    assert constant_time.project([same, trace_of([packet_call(0)])])["constant_time"]
+    verdict = constant_time.project([one_path, other_path])
+    assert not verdict["constant_time"]
+    assert verdict["differences"][0]["what"] == "branch outcome"
+    assert verdict["differences"][0]["first_source"] == "f.c:7"
+
+
+def test_constant_time_sees_a_secret_dependent_cache_line():
+    verdict = constant_time.project(
+        [trace_of([packet_call(0)]), trace_of([packet_call(0, 8 + 64)])]
+    )
+    assert verdict["differences"][0]["what"] == "cache line touched"
+
+
+def test_variants_substitute_the_secret_or_feed_it_on_stdin():
+    assert constant_time.substitute(["p", "--key={secret}"], "k") == (["p", "--key=k"], None)
+    assert constant_time.substitute(["p"], "k") == (["p"], "k\n")
+
+
+def fields(*rows):
+    return [
+        {"name": n, "size": s, "line": line, "hot": hot, "touched": 1.0 if hot else 0.0}
+        for n, s, line, hot in rows
+    ]
+
+
+def test_reordering_moves_the_lone_hot_field_into_the_hot_line():
+    rows = fields(
+        ("state", 4, 0, True),
+        ("seq", 8, 0, True),
+        ("spare", 8, 0, False),
+        ("pad", 44, 0, False),
+        ("cold", 56, 1, False),
+        ("last_ack", 8, 1, True),
+    )
+    plan = layout.reordering(rows, layout.line_rows(rows, 128, 64), 64)
+    assert plan == {
+        "move": ["last_ack"],
+        "from_line": 1,
+        "to_line": 0,
+        "swap_out": ["spare"],
+        "lines_per_object_before": 2,
+        "lines_per_object_after": 1,
+    }
+
+
+def test_no_reordering_when_the_hot_fields_need_every_hot_line():
+    rows = fields(("a", 60, 0, True), ("b", 60, 1, True))
+    assert layout.reordering(rows, layout.line_rows(rows, 128, 64), 64) is None
