@@ -266,6 +266,20 @@ class Symbolizer:
         answers: dict[tuple[str, int], list[dict]] = {}
         if self.tool:
             answers = self._llvm(unique)
+            # names llvm's demangler gave up on: one c++filt run for all of them
+            mangled = {
+                s["FunctionName"]
+                for chain in answers.values()
+                for s in chain
+                if str(s.get("FunctionName", "")).startswith(("_Z", "_R"))
+            }
+            if mangled:
+                names = _demangle_all(sorted(mangled))
+                for chain in answers.values():
+                    for s in chain:
+                        fn = s.get("FunctionName")
+                        if fn in names:
+                            s["FunctionName"] = names[fn]
         out: dict[tuple[str, int], tuple[Frame, ...]] = {}
         for real, vaddr, path, key in queries:
             syms = answers.get((real, vaddr))
