@@ -22,7 +22,7 @@ from perfsleuth.symbols import (
     kernel_symbols,
 )
 from perfsleuth.symbols import elf as elf_mod
-from perfsleuth.symbols.symbolizer import ElfSymbols, clean_function
+from perfsleuth.symbols.symbolizer import ElfSymbols, clean_function, strip_params
 
 SRC = r"""
 #include <stdio.h>
@@ -203,6 +203,9 @@ def test_names() -> None:
         "_$LT$core..ops..range..Range$LT$T$GT$$u20$as$u20$core..iter..RangeIteratorImpl$GT$::spec_next"
     ) == ("<core::ops::range::Range<T> as core::iter::RangeIteratorImpl>::spec_next")
     assert clean_function("price$total") == "price$total"
+    assert strip_params("ns::C<int>::f(int) const") == "ns::C<int>::f"
+    assert strip_params("Foo::operator()(std::function<void (int)>) &&") == "Foo::operator()"
+    assert strip_params("main") == "main"
 
 
 def test_binaries(binary: Path) -> None:
@@ -236,6 +239,7 @@ def test_cxx_names_demangled_and_found_by_name(tmp_path: Path) -> None:
     tab = ElfSymbols(str(exe))
     addr = tab.address_of("ns::f(int)")
     assert addr == nm_address(exe, "_ZN2ns1fEi")
+    assert tab.address_of("ns::f") == addr  # as perf script prints it
     if find_llvm_symbolizer():
         res = Symbolizer().symbolize_vaddrs([(str(exe), addr)])
         assert res[(str(exe), addr)][-1].function == "ns::f(int)"

@@ -77,6 +77,27 @@ def _rust_unescape(m: re.Match) -> str:
         return m.group(0)
 
 
+_QUALIFIERS = re.compile(r"(\s*(const|volatile|&&|&|noexcept))+$")
+
+
+def strip_params(name: str) -> str:
+    """A demangled C++ name without its parameter list and qualifiers:
+    "ns::C<int>::f(int) const" -> "ns::C<int>::f" (as perf report prints it)."""
+    body = _QUALIFIERS.sub("", name)
+    if not body.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(body) - 1, -1, -1):
+        c = body[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return body[:i] if i > 0 else name
+    return name
+
+
 def clean_function(name: str) -> str:
     """Drop Rust legacy hashes and undo Rust legacy escapes ($LT$, $u7b$, ..)
     that C++ demanglers leave in place."""
@@ -148,7 +169,12 @@ class ElfSymbols:
             return addr
         if self._demangled is None:
             mangled = _demangle_all([n for n in self.by_name if n.startswith(("_Z", "_R"))])
-            self._demangled = {d: self.by_name[m] for m, d in mangled.items() if d != m}
+            self._demangled = {}
+            for m, d in mangled.items():
+                if d != m:
+                    self._demangled.setdefault(d, self.by_name[m])
+                    # perf prints C++ names without their parameter lists
+                    self._demangled.setdefault(strip_params(d), self.by_name[m])
         return self._demangled.get(name)
 
     def best_alias(self, start: int, name: str) -> str:
