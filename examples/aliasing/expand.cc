@@ -30,7 +30,7 @@ __attribute__((noinline)) uint64_t mix(const Bytes& bytes, uint64_t seed) {
 }
 
 int main(int argc, char** argv) {
-    const int rounds = argc > 1 ? std::atoi(argv[1]) : 40000;
+    const int rounds = argc > 1 ? std::stoi(argv[1]) : 40000;
     std::string text(16384, 'a');
     for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + i % 26);
     uint64_t h = 1469598103934665603ULL;

@@ -753,7 +753,10 @@ def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> l
         if _kind(node) not in FUNCTION_KINDS or not node.is_definition():
             continue
         if hot is None or _holds_hot_line(node, hot):
-            matches.extend(_function_matches(_Function(node, src)))
+            try:
+                matches.extend(_function_matches(_Function(node, src)))
+            except ValueError:  # a libclang enum value newer than the Python bindings
+                continue
     return sorted(matches, key=lambda m: (-m.confidence, m.file, m.line))
 
 
