@@ -21,6 +21,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 from ..findings import Finding
 from ..profile import Frame, Profile
@@ -43,6 +48,8 @@ LIBRARY_DSO_PREFIXES = (
 LIBRARY_FUNCTION_PREFIXES = ("std::", "__gthread", "__gnu_cxx::", "__pthread", "pthread_")
 LIBRARY_FILE_PREFIXES = ("/usr/include/", "/usr/lib/", "./nptl/", "../sysdeps/")
 CONDVAR_FUNCTION_PREFIXES = ("pthread_cond_", "__pthread_cond_", "___pthread_cond_")
+CONDVAR_MANGLED = "condition_variable"  # in std::condition_variable's mangled names too
+SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 POLL_FUNCTIONS = ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait")
 MIN_THREAD_FRACTION = 0.02  # of the waiting threads' wall time
 MIN_RUN_SHARE = 0.005  # of the run's total weight
@@ -76,7 +83,9 @@ def analyze(ctx: Context) -> list[Finding]:
     thread_time, thread_running = _thread_totals(profile)
     sites = _waiting_sites(profile)
     findings: list[Finding] = []
-    handoff = uses_condition_variables(profile)
+    handoff = uses_condition_variables(profile) or any(
+        imports_condition_variables(d.get("path", "")) for d in (ctx.run.dsos if ctx.run else [])
+    )
     for (state_group, _key), site in sites.items():
         waiters_time = sum(thread_time[t] for t in site.by_thread) or 1.0
         fraction = site.total / waiters_time
@@ -96,6 +105,24 @@ def uses_condition_variables(profile: Profile) -> bool:
         "condition_variable" in f.function or f.function.startswith(CONDVAR_FUNCTION_PREFIXES)
         for f in profile.frames
     )
+
+
+@lru_cache(maxsize=256)
+def imports_condition_variables(path: str) -> bool:
+    """The program (not a system library) calls condition-variable functions."""
+    if not path.startswith("/") or path.startswith(SYSTEM_DIRS):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            dynsym = ELFFile(fh).get_section_by_name(".dynsym")
+            names = (
+                [sym.name for sym in dynsym.iter_symbols()]
+                if isinstance(dynsym, SymbolTableSection)
+                else []
+            )
+    except (OSError, ELFError):
+        return False
+    return any(CONDVAR_MANGLED in n or n.startswith(CONDVAR_FUNCTION_PREFIXES) for n in names)
 
 
 def _thread_totals(profile: Profile) -> tuple[dict[int, float], dict[int, float]]:

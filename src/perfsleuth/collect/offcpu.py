@@ -231,6 +231,7 @@ def record_offcpu(
     info.duration_s = time.monotonic() - started
     info.exit_status = target.exit_status
     info.meta.update({"recorder": "bpftrace", "pid": target.pid})
+    info.dsos = maps.dsos()
     if not records:
         raise UserError(
             f"no off-CPU time was recorded for process {target.pid}: it ended before "
@@ -266,6 +267,8 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     info.meta.update({"recorder": "perf+bpftrace", "pid": target.pid, "freq": rate})
     info.meta["call_graph"] = mode
     oncpu = _oncpu_profile(data, rate, info)
+    known = {d["path"] for d in info.dsos}
+    info.dsos += [d for d in maps.dsos() if d["path"] not in known]
     return _merged(oncpu, to_profile(records, maps))
 
 

@@ -181,6 +181,11 @@ class ProcessMaps:
                 self.maps[pid] = sorted(set(self.maps.get(pid, [])) | set(mappings))
             pending.extend(children_of(pid))
 
+    def dsos(self) -> list[dict]:
+        """{"path", "build_id"} of every file mapped executable, as RunInfo.dsos."""
+        paths = {m.path for mappings in self.maps.values() for m in mappings}
+        return [{"path": p, "build_id": ""} for p in sorted(paths) if p.startswith("/")]
+
     def lookup(self, pid: int, address: int) -> Mapping | None:
         mappings = self.maps.get(pid) or self.maps.get(self.root) or []
         i = bisect.bisect_right(mappings, Mapping(address, 2**64, 2**64, "")) - 1

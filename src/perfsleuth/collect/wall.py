@@ -212,7 +212,20 @@ def record_wall(args: argparse.Namespace, cmd: list[str], workdir: Path, info: R
             "no stack snapshot was taken (the process ended first, or ptrace failed); "
             "record a longer-running program or raise --freq"
         )
+    info.dsos = _modules(recorder.snapshots)
     return to_profile(recorder.snapshots)
+
+
+def _modules(snapshots: list[Snapshot]) -> list[dict]:
+    """{"path", "build_id"} of every module seen in a stack, as RunInfo.dsos."""
+    found = {
+        f.module: f.build_id
+        for snap in snapshots
+        for t in snap.threads
+        for f in t.frames
+        if f.module.startswith("/")
+    }
+    return [{"path": p, "build_id": b} for p, b in sorted(found.items())]
 
 
 def record_wall_instead(
