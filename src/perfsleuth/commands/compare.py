@@ -14,7 +14,7 @@ from ..output import emit
 from .common import add_output_options, open_store
 
 NAME = "compare"
-HELP = "A/B-compare two commands: interleaved runs, ratio with 95% CI, verdict"
+HELP = "A/B-compare two commands: interleaved runs, ratio with 95%% CI, verdict"
 SEPARATOR = "--vs"
 
 
