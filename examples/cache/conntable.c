@@ -105,7 +105,8 @@ static double now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static double latency_ns(size_t n) {
+/* Not inlined, so that a plain run never calls it: the "never called" case. */
+__attribute__((noinline)) static double latency_ns(size_t n) {
     struct conn *table = open_connections(n);
     size_t warm = n < 2000000 ? 2 * n : n;
     run_packets(table, n, warm);

@@ -273,7 +273,11 @@ def parameter_structs(executable: str, function: str) -> tuple[list[Struct], str
                 )
             subprogram = find_subprogram(elf, function)
             if subprogram is None:
-                return [], f"the debug info of {executable} does not describe {function}"
+                return [], (
+                    f"the debug info of {executable} does not describe {function}: its source "
+                    "file was built without -g, so struct layouts are unknown (the footprint "
+                    "does not need them)"
+                )
             structs = [s for s in map(pointed_struct, parameters(subprogram)) if s is not None]
     except (OSError, ELFError) as e:
         return [], f"could not read the debug info of {executable} ({e})"

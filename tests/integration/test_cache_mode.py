@@ -1,0 +1,193 @@
+"""Cache mode under real valgrind (lackey): exact per-call counts against callgrind,
+struct layouts against pahole, the cache-layout finding of `run --mode cache`,
+scaling, constant time, and the bad inputs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PAHOLE_MEMBER = re.compile(r"^\s+(.+?)\s+(\w+)(\[\d+\])*;\s+/\*\s+(\d+)\s+(\d+)\s+\*/")
+
+
+def perfsleuth(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    command, *rest = args
+    done = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", command, "--store", str(store), *rest],
+        capture_output=True,
+        text=True,
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def cache_doc(store: Path) -> dict:
+    shown = perfsleuth(store, "cache", "show", "--format", "json")
+    return json.loads(shown.stdout)["functions"][0]
+
+
+@pytest.fixture(scope="module")
+def conntable_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """handle_packet of `conntable 500 300`, every call kept."""
+    store = tmp_path_factory.mktemp("cache") / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "handle_packet", "--max-calls", "1000",
+        "--", str(examples_built / "conntable"), "500", "300",
+    )  # fmt: skip
+    return store
+
+
+def callgrind_totals(binary: Path, function: str, *args: str, workdir: Path) -> dict[str, int]:
+    out = workdir / "callgrind.out"
+    subprocess.run(
+        ["valgrind", "--tool=callgrind", "--cache-sim=yes", f"--toggle-collect={function}",
+         f"--callgrind-out-file={out}", str(binary), *args],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    text = out.read_text()
+    events = re.search(r"^events: (.*)$", text, re.M)[1].split()  # type: ignore[index]
+    totals = re.search(r"^summary: (.*)$", text, re.M)[1].split()  # type: ignore[index]
+    return dict(zip(events, map(int, totals), strict=False))
+
+
+def test_counts_equal_callgrinds_for_the_same_calls(conntable_run, examples_built, tmp_path):
+    whole = cache_doc(conntable_run)["footprint"]["whole_run"]
+    per_call = cache_doc(conntable_run)["footprint"]["per_call"]
+    truth = callgrind_totals(examples_built / "conntable", "handle_packet", "500", "300",
+                             workdir=tmp_path)  # fmt: skip
+    assert whole["instructions"] == truth["Ir"] == 300 * 10
+    # callgrind counts a read-modify-write as a write only; lackey's M is both
+    modifies = 300
+    assert whole["loads"] - modifies == truth["Dr"]
+    assert whole["stores"] == truth["Dw"]
+    assert per_call["instructions"]["min"] == per_call["instructions"]["max"] == 10
+
+
+def test_layout_names_the_lone_hot_field(conntable_run):
+    layout = cache_doc(conntable_run)["layout"]
+    hot = {f["name"] for f in layout["fields"] if f["hot"]}
+    assert hot == {"state", "seq", "window", "last_ack"}
+    assert layout["lines_touched_per_call"] == 2
+    assert layout["reorder"]["move"] == ["last_ack"]
+    assert (layout["reorder"]["from_line"], layout["reorder"]["to_line"]) == (4, 0)
+
+
+@pytest.mark.skipif(shutil.which("pahole") is None, reason="pahole (Debian dwarves) not installed")
+def test_layout_matches_pahole(conntable_run, examples_built):
+    pahole = subprocess.run(
+        ["pahole", "-C", "conn", str(examples_built / "conntable")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    theirs = [
+        (m[2], int(m[4]), int(m[5])) for m in map(PAHOLE_MEMBER.match, pahole.splitlines()) if m
+    ]
+    layout = cache_doc(conntable_run)["layout"]
+    ours = [(f["name"], f["offset"], f["size"]) for f in layout["fields"]]
+    assert len(theirs) == 21
+    assert ours == theirs
+    assert re.search(r"size: 320, cachelines: 5, members: 21", layout["pahole"])
+    assert "/* --- cacheline 4 boundary (256 bytes) --- */" in layout["pahole"]
+
+
+def test_run_without_a_function_finds_the_layout_problem(examples_built, tmp_path):
+    store, report = tmp_path / "store", tmp_path / "findings.json"
+    perfsleuth(
+        store, "run", "--mode", "cache", "--freq", "20000", "--format", "json", "-o", str(report),
+        "--", str(examples_built / "conntable"), "2000", "20000",
+    )  # fmt: skip
+    findings = json.loads(report.read_text())["findings"][:5]
+    layout = [f for f in findings if f["kind"] == "cache-layout"]
+    assert layout, [f["title"] for f in findings]
+    assert layout[0]["details"]["field"] == "last_ack"
+    assert "last_ack" in layout[0]["title"]
+
+
+def test_reordered_struct_has_no_layout_finding(examples_built, tmp_path):
+    store = tmp_path / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "handle_packet", "--max-calls", "50",
+        "--", str(examples_built / "conntable-reordered"), "200", "100",
+    )  # fmt: skip
+    layout = cache_doc(store)["layout"]
+    assert layout["lines_touched_per_call"] == 1
+    assert layout["reorder"] is None
+
+
+def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):
+    store = tmp_path / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "handle_packet",
+        "--scale", "n=200,400,1600", "--cache-model", "line=64,L1d=16K:4,L2=128K:8",
+        "--", str(examples_built / "conntable"), "{n}",
+    )  # fmt: skip
+    scaling = cache_doc(store)["scaling"]
+    # 4n random packets reach 1 - e^-4 = 98% of the n connections, two lines each
+    assert scaling["fit"]["lines_per_n"] == pytest.approx(2.0, rel=0.05)
+    cliffs = {c["level"]: c for c in scaling["cliffs"]}
+    assert not cliffs["L1d"]["in_range"]
+    assert cliffs["L2"]["in_range"] and cliffs["L2"]["n"] == pytest.approx(1024, rel=0.05)
+    advice = json.loads(perfsleuth(store, "advise", "--format", "json").stdout)
+    assert any(f["kind"] == "cache-footprint" for f in advice["findings"])
+
+
+def test_constant_time_names_the_early_exit(examples_built, tmp_path):
+    store = tmp_path / "store"
+    variants = tmp_path / "secrets.txt"
+    variants.write_text("s3cr3t-k3y-2025\nxxxxxxxxxxxxxxx\n")
+    program = str(examples_built / "secret_check")
+    for function, extra in (("check_token", []), ("check_token_ct", ["--ct"])):
+        perfsleuth(
+            store, "record", "--mode", "cache", "--function", function, "--variants",
+            str(variants), "--", program, *extra, "{secret}",
+        )  # fmt: skip
+    leaky = json.loads(perfsleuth(store, "cache", "show", "1", "--format", "json").stdout)
+    verdict = leaky["functions"][0]["constant_time"]
+    assert not verdict["constant_time"]
+    assert verdict["differences"][0]["first_source"].endswith("secret_check.c:19")
+    assert cache_doc(store)["constant_time"]["constant_time"]
+
+
+def test_unknown_function_lists_close_matches(examples_built, tmp_path):
+    done = perfsleuth(
+        tmp_path / "store", "record", "--mode", "cache", "--function", "handle_pkt",
+        "--", str(examples_built / "conntable"), "10", check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "no such function" in done.stderr and "handle_packet" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert (
+        not (tmp_path / "store").exists()
+        or "runs" not in perfsleuth(tmp_path / "store", "runs").stdout
+    )
+
+
+def test_inlined_and_uncalled_functions_say_so(examples_built, tmp_path):
+    program = str(examples_built / "conntable")
+    inlined = perfsleuth(tmp_path / "s", "record", "--mode", "cache", "--function", "next_random",
+                         "--", program, "10", check=False)  # fmt: skip
+    assert inlined.returncode == 2 and "inlined" in inlined.stderr
+    uncalled = perfsleuth(tmp_path / "s", "record", "--mode", "cache", "--function", "latency_ns",
+                          "--", program, "10", check=False)  # fmt: skip
+    assert uncalled.returncode == 2 and "never called" in uncalled.stderr
+
+
+def test_without_debug_info_the_footprint_works_and_layout_says_why(tmp_path):
+    source = Path(__file__).resolve().parents[2] / "examples" / "cache" / "conntable.c"
+    binary = tmp_path / "conntable-nodebug"
+    subprocess.run(["gcc", "-O2", "-o", str(binary), str(source)], check=True)
+    store = tmp_path / "store"
+    perfsleuth(store, "record", "--mode", "cache", "--function", "handle_packet",
+               "--max-calls", "20", "--", str(binary), "50", "40")  # fmt: skip
+    doc = cache_doc(store)
+    assert doc["footprint"]["per_call"]["data_lines"]["median"] == 3
+    assert not doc["layout"]["available"]
+    assert "built without -g" in doc["layout"]["reason"]
