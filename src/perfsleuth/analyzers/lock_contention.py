@@ -10,8 +10,9 @@ libstdc++ or an inlined std:: wrapper). For each site:
                    runs on the CPU meanwhile (the likely critical section), and
                    the fix: a lock-free queue for producer-consumer hand-offs,
                    shorter critical sections, sharding, batching;
-  off-cpu          I/O waits on busy threads, and sleep/poll loops on threads
-                   that also do real work.
+  off-cpu          I/O waits, and sleep/poll loops, on threads that also do
+                   real work (an acceptor blocked in accept() all along is idle,
+                   not slow).
 
 estimated_gain is the fraction of the waiting threads' wall time explained:
 what those threads could spend working instead.
@@ -53,8 +54,16 @@ SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 POLL_FUNCTIONS = ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait")
 MIN_THREAD_FRACTION = 0.02  # of the waiting threads' wall time
 MIN_RUN_SHARE = 0.005  # of the run's total weight
-HOT_THREAD_RUNNING = 0.2  # a thread running at least this much of its time is "hot"
-MIN_FRACTION = {"io": 0.1, "sleep": 0.05}  # off-CPU findings need this much of a hot thread
+# Off-CPU findings are for threads that also work: an acceptor blocked in accept()
+# all its life is idle, not slow. A thread "works" when it runs at least this much
+# of its time, and the finding needs this much of its time waiting.
+MIN_RUNNING = {"io": 0.02, "sleep": 0.03}
+MIN_FRACTION = {"io": 0.1, "sleep": 0.05}
+# What removing the wait would save, as a fraction of it: I/O can often overlap with
+# work; a sleep/poll loop mostly adds latency, and its thread may not be on the
+# critical path at all.
+IO_GAIN = 0.25
+SLEEP_GAIN = 0.1
 CONCURRENTQUEUE_HEADER = "/usr/include/concurrentqueue/blockingconcurrentqueue.h"
 
 
@@ -94,7 +103,10 @@ def analyze(ctx: Context) -> list[Finding]:
             continue
         if state_group == "lock":
             findings.append(_lock_finding(profile, site, fraction, share, handoff))
-        elif _hot(site, thread_time, thread_running) and fraction >= MIN_FRACTION[state_group]:
+        elif (
+            _working(site, state_group, thread_time, thread_running)
+            and fraction >= MIN_FRACTION[state_group]
+        ):
             findings.append(OFFCPU_FINDINGS[state_group](profile, site, fraction, share))
     return sorted(findings, key=lambda f: -f.estimated_gain)
 
@@ -135,8 +147,10 @@ def _thread_totals(profile: Profile) -> tuple[dict[int, float], dict[int, float]
     return total, running
 
 
-def _hot(site: Site, thread_time: dict[int, float], thread_running: dict[int, float]) -> bool:
-    return any(thread_running[t] >= HOT_THREAD_RUNNING * thread_time[t] for t in site.by_thread)
+def _working(
+    site: Site, group: str, thread_time: dict[int, float], thread_running: dict[int, float]
+) -> bool:
+    return any(thread_running[t] >= MIN_RUNNING[group] * thread_time[t] for t in site.by_thread)
 
 
 def _state_group(state: str, frames: list[Frame]) -> str:
@@ -357,14 +371,14 @@ def _io_finding(profile: Profile, site: Site, fraction: float, share: float) -> 
     return Finding(
         rule="offcpu.io-wait",
         kind="off-cpu",
-        title=f"{100 * fraction:.1f}% of busy threads' time is spent waiting for I/O "
+        title=f"{100 * fraction:.1f}% of a working thread's time is spent waiting for I/O "
         f"in {_where(site)}",
         function=site.frame.function,
         dso=site.frame.dso,
         file=site.frame.file,
         line=site.frame.line,
         share=share,
-        estimated_gain=fraction * 0.5,
+        estimated_gain=fraction * IO_GAIN,
         confidence=0.4,
         evidence=[
             f"threads: {_threads_text(profile, site, thread_time)} of their wall time",
@@ -387,13 +401,13 @@ def _sleep_finding(profile: Profile, site: Site, fraction: float, share: float) 
     return Finding(
         rule="offcpu.sleep-poll",
         kind="off-cpu",
-        title=f"a busy thread sleeps or polls {100 * fraction:.1f}% of its time in {_where(site)}",
+        title=f"a working thread sleeps or polls {100 * fraction:.1f}% of its time: {_where(site)}",
         function=site.frame.function,
         dso=site.frame.dso,
         file=site.frame.file,
         line=site.frame.line,
         share=share,
-        estimated_gain=fraction * 0.5,
+        estimated_gain=fraction * SLEEP_GAIN,
         confidence=0.4,
         evidence=[
             f"threads: {_threads_text(profile, site, thread_time)} of their wall time",
