@@ -654,14 +654,16 @@ def _straight_line(fn: _Function, body: Any, in_loops: set[int]) -> AliasMatch |
             if later_kind == "call" or (later_kind == "assign" and later.deps & access.deps):
                 break
             if later_kind == "write" and later.key != access.key and write is None:
-                write = later
+                write = (later.node, later_node)
             elif later_kind == "read" and later.key == access.key and write is not None:
                 return _straight_line_match(fn, access, write, later_node)
     return None
 
 
-def _straight_line_match(fn: _Function, read: _Access, write: _Access, again: Any) -> AliasMatch:
-    target = write.node
+def _straight_line_match(
+    fn: _Function, read: _Access, write: tuple[Any, Any], again: Any
+) -> AliasMatch:
+    target, expression = write
     return AliasMatch(
         pattern="straight-line",
         function=fn.name,
@@ -670,7 +672,7 @@ def _straight_line_match(fn: _Function, read: _Access, write: _Access, again: An
         end_line=again.extent.end.line,
         read=fn.src.text(read.node),
         read_line=again.extent.start.line,
-        write=fn.src.text(target),
+        write=fn.src.text(expression),
         write_line=target.extent.start.line,
         write_type=_type_name(target),
         confidence=CONFIDENCE["straight-line"],
@@ -679,7 +681,8 @@ def _straight_line_match(fn: _Function, read: _Access, write: _Access, again: An
 
 
 def _events(fn: _Function, node: Any, lvalue: bool = False):  # type: ignore[no-untyped-def]
-    """("read"|"write"|"assign"|"call", access, node) in evaluation order."""
+    """("read"|"write"|"assign"|"call", access, node) in evaluation order; a write's
+    access is of its target, its node the whole writing expression."""
     target = fn.char_write(node)
     kids = _children(node)
     assigns = _is_assignment(node, fn.src)
@@ -687,7 +690,7 @@ def _events(fn: _Function, node: Any, lvalue: bool = False):  # type: ignore[no-
         yield from _events(fn, kid, lvalue=(assigns or target is not None) and i == 0)
     if target is not None:
         written = _access(fn, target) or _Access(fn.src.text(target), frozenset(), target)
-        yield ("write", written, target)
+        yield ("write", _Access(written.key, written.deps, target), node)
         return
     kind = _kind(node)
     if kind == "CALL_EXPR" and fn.opaque_calls(node):
