@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, aliasing_write, missed_vectorization
+from perfsleuth.errors import UserError
 from perfsleuth.profile import Frame, ProfileBuilder
 from perfsleuth.store import RunInfo
 
@@ -94,3 +95,16 @@ def test_a_hot_loop_in_a_project_header_is_found_through_its_unit(tmp_path: Path
     assert Path(finding.file).name == "spread.hpp"
     assert finding.details["flags_origin"] == "DW_AT_producer"
     assert any("byte ptr [" in line for line in finding.evidence)
+
+
+def test_the_number_of_deep_units_is_configurable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "good.c").write_text(GOOD)
+    frames = [(Frame("fill", "prog", "/build/good.c", 4), 1.0)]
+    ctx = context(tmp_path, frames)
+    ctx.options["deep_tus"] = 0
+    assert aliasing_write.analyze(ctx) == []
+    monkeypatch.setenv("PERFSLEUTH_DEEP_TUS", "many")
+    with pytest.raises(UserError, match="PERFSLEUTH_DEEP_TUS"):
+        aliasing_write.analyze(context(tmp_path, frames))

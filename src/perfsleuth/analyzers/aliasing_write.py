@@ -19,6 +19,7 @@ The compiler's remarks and the machine code, when available, confirm or refute.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,7 @@ from typing import Any
 
 from .. import compiler_remarks, machine_code, source_analysis
 from ..compiler_remarks import CompileError, Remark
+from ..errors import UserError
 from ..findings import Finding
 from ..source_analysis import SYSTEM_PREFIXES, HotCode, TranslationUnit
 from . import Context
@@ -912,10 +914,25 @@ def _object_loops(
     return loops
 
 
+DEFAULT_DEEP_TUS = 5
+DEEP_TUS_ENV = "PERFSLEUTH_DEEP_TUS"  # for `perfsleuth advise`/`run`, which set no option
+
+
+def _deep_tus(ctx: Context) -> int:
+    given = ctx.options.get("deep_tus")
+    if given is None:
+        given = os.environ.get(DEEP_TUS_ENV, DEFAULT_DEEP_TUS)
+    try:
+        return max(0, int(given))
+    except ValueError:
+        raise UserError(f"{DEEP_TUS_ENV}={given!r}: give a whole number of units") from None
+
+
 def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
-    """The analysed hot units of the run (at most ctx.options["deep_tus"], default 5),
+    """The analysed hot units of the run (at most ctx.options["deep_tus"], else
+    $PERFSLEUTH_DEEP_TUS, else 5),
     each with its binary; notes for missing source and units that do not compile."""
-    limit = int(ctx.options.get("deep_tus", DEFAULT_DEEP_TUS))
+    limit = _deep_tus(ctx)
     units, notes = source_analysis.hot_units(
         hot, ctx.binaries or ctx.run.dsos, ctx.src_roots, ctx.compile_commands, limit
     )
@@ -933,7 +950,6 @@ def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | No
     return reports
 
 
-DEFAULT_DEEP_TUS = 5
 # Expected fraction of a loop's time a fix saves: the study measured 2.6-12x on
 # vectorisable byte loops, ~1.3x when branches keep the loop scalar, and a load or
 # two per call for straight-line code.
