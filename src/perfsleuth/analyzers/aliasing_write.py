@@ -921,7 +921,7 @@ DEEP_TUS_ENV = "PERFSLEUTH_DEEP_TUS"  # for `perfsleuth advise`/`run`, which set
 def _deep_tus(ctx: Context) -> int:
     given = ctx.options.get("deep_tus")
     if given is None:
-        given = os.environ.get(DEEP_TUS_ENV, DEFAULT_DEEP_TUS)
+        given = os.environ.get(DEEP_TUS_ENV) or DEFAULT_DEEP_TUS
     try:
         return max(0, int(given))
     except ValueError:
