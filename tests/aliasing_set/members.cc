@@ -101,3 +101,15 @@ struct Frame : std::vector<uint8_t> {
         for (std::size_t i = 0; i < n; ++i) bytes[i] = 0;
     }
 };
+
+// positive: the byte is written through a reference, which may point anywhere
+void checksum(const std::vector<uint32_t>& v, uint8_t& out) {
+    for (std::size_t i = 0; i < v.size(); ++i) out ^= static_cast<uint8_t>(v[i]);
+}
+
+// negative: the same byte kept in a local
+uint8_t checksum_local(const std::vector<uint32_t>& v) {
+    uint8_t out = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) out ^= static_cast<uint8_t>(v[i]);
+    return out;
+}

@@ -334,6 +334,9 @@ class _Function:
         if kind == "CALL_EXPR":  # operator[] / at() of a container
             obj = _member_object(target, _children(target))
             return obj is not None and not self._local_array(obj)
+        if kind == "DECL_REF_EXPR" and target.referenced is not None:  # char& out
+            ctype = target.referenced.type.get_canonical()
+            return ctype.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE")
         return False
 
     # --- calls ---------------------------------------------------------------
