@@ -21,6 +21,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -266,10 +267,20 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     info.exit_status = target.exit_status
     info.meta.update({"recorder": "perf+bpftrace", "pid": target.pid, "freq": rate})
     info.meta["call_graph"] = mode
-    oncpu = _oncpu_profile(data, rate, info)
+    offcpu = to_profile(records, maps)
+    try:
+        oncpu = _oncpu_profile(data, rate, info)
+    except UserError as e:
+        if not records:
+            raise
+        # perf -p cannot always count a process that is already running (seen on
+        # some virtual machines); what eBPF recorded is still worth keeping.
+        print(f"perfsleuth: no on-CPU samples ({e}); storing off-CPU time only", file=sys.stderr)
+        info.meta["oncpu_missing"] = str(e)
+        return offcpu
     known = {d["path"] for d in info.dsos}
     info.dsos += [d for d in maps.dsos() if d["path"] not in known]
-    return _merged(oncpu, to_profile(records, maps))
+    return _merged(oncpu, offcpu)
 
 
 def _start_perf(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
