@@ -388,9 +388,7 @@ class Store:
     def load(self, run_id: int) -> Profile:
         """The run's profile, as it was stored."""
         with self._connect(write=False) as con:
-            row = con.execute(
-                "SELECT unit, meta FROM runs WHERE id = ?", [run_id]
-            ).fetchone()
+            row = con.execute("SELECT unit, meta FROM runs WHERE id = ?", [run_id]).fetchone()
             if row is None:
                 raise UserError(f"no run {run_id} in {self.root}/")
             frames = con.execute(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
@@ -13,7 +15,7 @@ from .top import aggregate
 def diff(a: Profile, b: Profile, *, by: str = "function", n: int = 30) -> dict:
     ca, cb = aggregate(a, by), aggregate(b, by)
     ta, tb = a.total or 1.0, b.total or 1.0
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in set(ca) | set(cb):
         sa = ca[key].self / ta if key in ca else 0.0
         sb = cb[key].self / tb if key in cb else 0.0

@@ -54,9 +54,7 @@ def representative_frames(profile: Profile, by: str) -> dict[tuple, Frame]:
     return {keys[g]: f for g, f in best.items()}
 
 
-def top(
-    profile: Profile, *, by: str = "function", sort: str = "self", n: int = 20
-) -> dict:
+def top(profile: Profile, *, by: str = "function", sort: str = "self", n: int = 20) -> dict:
     """The `perfsleuth top --format json` document (without the run id)."""
     total = profile.total
     costs = aggregate(profile, by)
