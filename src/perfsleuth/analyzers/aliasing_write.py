@@ -933,8 +933,8 @@ def _deep_tus(ctx: Context) -> int:
 
 def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
     """The analysed hot units of the run (at most ctx.options["deep_tus"], else
-    $PERFSLEUTH_DEEP_TUS, else 5),
-    each with its binary; notes for missing source and units that do not compile."""
+    $PERFSLEUTH_DEEP_TUS, else 5), each with its binary; notes for missing source,
+    units that do not compile, and a missing clang (the other analyzers still run)."""
     limit = _deep_tus(ctx)
     units, notes = source_analysis.hot_units(
         hot, ctx.binaries or ctx.run.dsos, ctx.src_roots, ctx.compile_commands, limit
@@ -942,7 +942,11 @@ def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | No
     reports = []
     hot_lines = frozenset(hot.line_weight)
     for unit, binary in units:
-        report = analyse_unit(unit, hot_lines)
+        try:
+            report = analyse_unit(unit, hot_lines)
+        except UserError as missing_tool:
+            notes.append(f"source and compiler analysis of hot loops skipped: {missing_tool}")
+            break
         if report.error:
             notes.append(f"skipped {unit.path.name}: it does not compile ({report.error})")
         else:
