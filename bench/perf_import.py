@@ -8,6 +8,7 @@ samples of bench/import_workload.c (2 threads, perf record -F max -g), then
 times, in one run and interleaved, each of:
 
   perfsleuth    python: perf_data.read(FILE) + top-20 functions by self weight
+  perfsleuth import + top   the CLI: import into a fresh store, then `perfsleuth top`
   perf report   perf report --stdio --no-children -i FILE
   perf script   perf script -i FILE > /dev/null
   script|inferno  perf script -i FILE | inferno-collapse-perf > /dev/null
@@ -133,8 +134,15 @@ def main() -> None:
     script = OUT / "ours.py"
     OUT.mkdir(parents=True, exist_ok=True)
     script.write_text(OURS)
+    store = OUT / "import-store"
+    cli = ROOT / ".venv" / "bin" / "perfsleuth"
     cases = {
         "perfsleuth (native+symbolize+top)": f"{PY} {script} {data}",
+        # the whole user path: import into a fresh DuckDB store, then `top`
+        "perfsleuth import + top (CLI, store)": (
+            f"rm -rf {store} && {cli} import --store {store} {data} && "
+            f"{cli} top --store {store} -n 20"
+        ),
         "perf report --stdio --no-children": f"perf report --stdio --no-children -i {data}",
         "perf script": f"perf script -i {data}",
     }
