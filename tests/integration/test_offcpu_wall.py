@@ -244,3 +244,14 @@ def test_process_exiting_mid_recording_keeps_what_was_recorded(
     assert runs[0]["duration_s"] < 120
     doc = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)
     assert doc["total"] > 0 and doc["threads"]
+
+
+def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Path, tmp_path: Path):
+    proc = perfsleuth(
+        "record", "--mode", "wall", "--", str(examples_built / "pollsync"), "2", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    advice = perfsleuth("advise", "--format", "json", cwd=tmp_path)
+    found = {(f["rule"], f["function"]) for f in json.loads(advice.stdout)["findings"]}
+    assert ("offcpu.io-wait", "writer") in found, found
+    assert ("offcpu.sleep-poll", "poller") in found, found

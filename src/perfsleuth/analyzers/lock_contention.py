@@ -57,7 +57,7 @@ MIN_RUN_SHARE = 0.005  # of the run's total weight
 # Off-CPU findings are for threads that also work: an acceptor blocked in accept()
 # all its life is idle, not slow. A thread "works" when it runs at least this much
 # of its time, and the finding needs this much of its time waiting.
-MIN_RUNNING = {"io": 0.02, "sleep": 0.03}
+MIN_RUNNING = {"io": 0.02, "sleep": 0.05}
 MIN_FRACTION = {"io": 0.1, "sleep": 0.05}
 # What removing the wait would save, as a fraction of it: I/O can often overlap with
 # work; a sleep/poll loop mostly adds latency, and its thread may not be on the

@@ -31,6 +31,7 @@ from . import thread_state
 from .target import Target, children_of
 
 DEFAULT_RATE_HZ = 10
+SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 EU_STACK_TIMEOUT_S = 20.0
 
 
@@ -138,6 +139,9 @@ def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) 
     for snap in snapshots:
         for t in snap.threads:
             task = snap.tasks.get(t.tid, TaskInfo(name="", state="", wchan=""))
+            if t.frames and _in_program(t.frames[0]):
+                # back in the program's own code: it woke up since /proc was read
+                task = TaskInfo(name=task.name, state="R", wchan="")
             frames = [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)] if task.wchan else []
             for f in t.frames:
                 frames.extend(symbols.get(_place(f), (Frame(UNKNOWN, dso=_dso(f)),)))
@@ -151,6 +155,12 @@ def _state(frames: list[Frame], kernel_state: str) -> str:
     stops threads one after another, and one stopped inside a critical section makes
     the next ones block on its lock, which the stacks would then show."""
     return "running" if kernel_state == "R" else thread_state.classify(frames, kernel_state)
+
+
+def _in_program(f: eu_stack.EuFrame) -> bool:
+    """A frame in the program's own files rather than a system library: a thread
+    does not block there (it blocks in a libc system call wrapper)."""
+    return f.module.startswith("/") and not f.module.startswith(SYSTEM_DIRS)
 
 
 def _place(f: eu_stack.EuFrame) -> tuple[str, int]:
