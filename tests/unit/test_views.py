@@ -124,3 +124,12 @@ def test_annotate_without_source_still_lists_costs():
     (entry,) = annotate.annotate(profile(), "^work$", [])
     assert entry["path"] is None
     assert {r["line"] for r in entry["lines"]} == {2, 3}
+
+
+def test_diff_matches_functions_across_renamed_binaries():
+    b = ProfileBuilder()
+    b.add([Frame("work", "prog-O3", "prog.c", 2), Frame("main", "prog-O3")], 10)
+    doc = diff.diff(profile(), b.build())
+    rows = {r["function"]: r for r in doc["rows"]}
+    assert rows["work"]["self_a"] == pytest.approx(0.9)
+    assert rows["work"]["self_b"] == pytest.approx(1.0)

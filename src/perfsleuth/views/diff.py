@@ -9,11 +9,25 @@ from rich.table import Table
 
 from ..output import cell, pct
 from ..profile import Profile
-from .top import aggregate
+from .top import Cost, aggregate
+
+
+def by_name(costs: dict[tuple, Cost], by: str) -> dict[tuple, Cost]:
+    """Functions matched across runs by name alone: a rebuilt binary may have
+    another file name (prog vs prog-O3), and it is still the same function."""
+    if by not in ("function", "line"):
+        return costs
+    merged: dict[tuple, Cost] = {}
+    for key, cost in costs.items():
+        name_key = (key[0], "", *key[2:])
+        got = merged.setdefault(name_key, Cost())
+        got.self += cost.self
+        got.total += cost.total
+    return merged
 
 
 def diff(a: Profile, b: Profile, *, by: str = "function", n: int = 30) -> dict:
-    ca, cb = aggregate(a, by), aggregate(b, by)
+    ca, cb = by_name(aggregate(a, by), by), by_name(aggregate(b, by), by)
     ta, tb = a.total or 1.0, b.total or 1.0
     rows: list[dict[str, Any]] = []
     for key in set(ca) | set(cb):
