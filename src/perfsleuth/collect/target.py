@@ -55,12 +55,12 @@ class Target:
         shell, so the first thing sampled is the command (no-op when attached)."""
         if self._gate is None:
             return
-        gate_exe = _exe_of(self.pid)
+        gate = _cmdline_of(self.pid)  # not the exe: the command may be a shell too
         os.write(self._gate, b"go\n")
         os.close(self._gate)
         self._gate = None
         deadline = time.monotonic() + EXEC_TIMEOUT_S
-        while self.alive() and _exe_of(self.pid) == gate_exe and time.monotonic() < deadline:
+        while self.alive() and _cmdline_of(self.pid) == gate and time.monotonic() < deadline:
             time.sleep(0.001)
 
     def alive(self) -> bool:
@@ -109,11 +109,12 @@ class Target:
         return 128 - status if status < 0 else status
 
 
-def _exe_of(pid: int) -> str:
+def _cmdline_of(pid: int) -> bytes:
     try:
-        return os.readlink(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
     except OSError:
-        return ""
+        return b""
 
 
 def _state_of(pid: int) -> str:
@@ -125,18 +126,36 @@ def _state_of(pid: int) -> str:
 
 
 def children_of(pid: int) -> list[int]:
-    """Child processes of every thread of pid."""
-    out: list[int] = []
+    """Child processes of pid: from /proc/PID/task/*/children, or, on kernels built
+    without it, from every process's parent in /proc/*/stat."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return out
+        return []
+    out: list[int] = []
     for tid in tasks:
         try:
             with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
                 out.extend(int(c) for c in fh.read().split())
+        except FileNotFoundError:
+            return _children_by_parent(pid)
         except (OSError, ValueError):
             continue
+    return out
+
+
+def _children_by_parent(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[1] == str(pid):
+            out.append(int(entry))
     return out
 
 
