@@ -25,3 +25,20 @@ def test_all_mode_completes_cut_ebpf_stacks_from_oncpu_stacks():
     whole = [lock_path[0], LOCK_CALL, *ROOT]
     assert completions.complete(11, whole) == [(whole, 1.0)]
     assert completions.complete(99, cut) == [(cut, 1.0)]  # another thread: nothing to go by
+
+
+def test_threads_of_the_same_kind_lend_their_stacks_but_main_does_not_borrow():
+    oncpu = ProfileBuilder(unit="ns")
+    wait = [Frame("__futex_abstimed_wait_common", dso="libc.so.6")]
+    cond = [*wait, Frame("pthread_cond_wait", dso="libc.so.6"), LOCK_CALL, *ROOT]
+    oncpu.add(cond, 1, count=2, thread=Thread(11, 10, "consumer"))
+    oncpu.add(
+        [Frame("work", dso="app"), LOCK_CALL, *ROOT], 1, count=5, thread=Thread(12, 10, "consumer")
+    )
+    main_root = [Frame("main", dso="app"), Frame("_start", dso="app")]
+    oncpu.add([Frame("produce", dso="app"), *main_root], 1, count=5, thread=Thread(10, 10, "main"))
+    completions = Completions(oncpu.build())
+    cut = [Frame("futex_wait", kernel=True), *wait]
+    ((other_consumer, share),) = completions.complete(12, cut)
+    assert share == 1.0 and LOCK_CALL in other_consumer
+    assert completions.complete(10, cut) == [(cut, 1.0)]

@@ -371,6 +371,9 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
         stacks = completions.complete(tid, frames)
         completed_ns += weight if stacks[0][0] is not frames else 0.0
         for completed, share in stacks:
+            if state == "other" and completed is not frames:
+                # blocked somewhere the cut stack could not tell; the whole one may
+                state = thread_state.classify(completed, "S")
             builder.add(
                 completed, weight * share, count=count, thread=threads.get(tid), state=state
             )
@@ -381,26 +384,32 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
 class Completions:
     """Completes off-CPU stacks that a frame-pointer walk cut short (libc and
     libstdc++ have no frame pointers, so the program frame that called into
-    them is lost) from the same thread's complete on-CPU DWARF stacks through
-    the same function: entering a futex wait runs on the CPU, so perf samples
-    it with the full chain. When several call paths reach that function, the
-    off-CPU time is split in proportion to their on-CPU samples there."""
+    them is lost) from complete on-CPU DWARF stacks through the same function:
+    entering a futex wait runs on the CPU, so perf samples it with the full
+    chain. The same thread's stacks are used, else those of threads of the same
+    kind (the same outermost function: the other consumers of a pool, never
+    main's join for a worker's wait). When several call paths reach that
+    function, the off-CPU time is split in proportion to their on-CPU samples."""
 
     def __init__(self, oncpu: Profile) -> None:
-        # (tid, function) -> {outer frames after it: sample count}
-        self._outer: dict[tuple[int, str], dict[tuple[Frame, ...], int]] = {}
+        # (tid or thread kind, function) -> {outer frames after it: sample count}
+        self._outer: dict[tuple[int | str, str], dict[tuple[Frame, ...], int]] = {}
+        kinds: dict[int, dict[str, int]] = {}
         for stack, _weight, count, t, _state in oncpu.rows():
-            if t < 0:
-                continue
             frames = [oncpu.frames[f] for f in stack]
-            if not frames or frames[-1].function not in THREAD_ROOTS:
+            if t < 0 or not frames or frames[-1].function not in THREAD_ROOTS:
                 continue
+            tid = oncpu.threads[t].tid
+            kind = _thread_kind(frames)
+            votes = kinds.setdefault(tid, {})
+            votes[kind] = votes.get(kind, 0) + count
             for depth, frame in enumerate(frames):
                 if not frame.kernel and frame.function != UNKNOWN:
-                    key = (oncpu.threads[t].tid, frame.function)
                     outer = tuple(frames[depth + 1 :])
-                    by_outer = self._outer.setdefault(key, {})
-                    by_outer[outer] = by_outer.get(outer, 0) + count
+                    for key in ((tid, frame.function), (kind, frame.function)):
+                        by_outer = self._outer.setdefault(key, {})
+                        by_outer[outer] = by_outer.get(outer, 0) + count
+        self._kind = {tid: max(v, key=v.__getitem__) for tid, v in kinds.items()}
 
     def complete(self, tid: int, frames: list[Frame]) -> list[tuple[list[Frame], float]]:
         """[(stack, share of the weight)]: the stack itself when it is whole or
@@ -408,12 +417,23 @@ class Completions:
         cut = _cut_point(frames)
         if cut is None:
             return [(frames, 1.0)]
-        options = self._outer.get((tid, frames[cut].function))
+        function = frames[cut].function
+        options = self._outer.get((tid, function))
+        if not options and tid in self._kind:
+            options = self._outer.get((self._kind[tid], function))
         if not options:
             return [(frames, 1.0)]
         total = sum(options.values())
         head = frames[: cut + 1]
         return [(head + list(outer), n / total) for outer, n in options.items()]
+
+
+def _thread_kind(frames: list[Frame]) -> str:
+    """The outermost named function below the thread's root: what the thread runs."""
+    for frame in reversed(frames):
+        if frame.function not in THREAD_ROOTS and frame.function != UNKNOWN:
+            return frame.function
+    return ""
 
 
 def _cut_point(frames: list[Frame]) -> int | None:
