@@ -7,12 +7,12 @@ off the CPU is added to (pid, tid, state, kernel stack, user stack, name). The
 kernel aggregates everything; perfsleuth reads one map when bpftrace stops.
 Needs root (or CAP_BPF + CAP_PERFMON) and a kernel with BPF and tracepoints.
 
-User stacks come from the kernel's frame-pointer walk: the leaf is exact, the
-callers need frame pointers (-fno-omit-frame-pointer -mno-omit-leaf-frame-
-pointer); without them `--mode wall` gives full DWARF stacks instead.
-
-`--mode all` adds perf's on-CPU samples (cpu-clock, whose period is in ns) so
-running and waiting add up to each thread's wall time.
+User stacks come from the kernel's frame-pointer walk: the leaf is exact, but
+libc and libstdc++ keep no frame pointers, so the program frame that called
+into them is lost. `--mode all` adds perf's on-CPU samples (cpu-clock, whose
+period is in ns) so running and waiting add up to each thread's wall time, and
+completes the cut off-CPU stacks from the on-CPU DWARF ones (Completions).
+Both modes fall back to wall-clock snapshots with --fallback-wall.
 """
 
 from __future__ import annotations
@@ -212,16 +212,24 @@ def _user_frames(
     return {key: [f for place in places for f in names[place]] for key, places in located.items()}
 
 
+def _bpftrace(args: argparse.Namespace) -> tuple[str | None, str]:
+    """(bpftrace's path, ""), or (None, why) when it cannot run and --fallback-wall
+    was given."""
+    try:
+        return check_available(), ""
+    except Unavailable as e:
+        if getattr(args, "fallback_wall", False):
+            return None, str(e)
+        raise
+
+
 def record_offcpu(
     args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo
 ) -> Profile:
     """Recorder for --mode offcpu (see commands/record.py)."""
-    try:
-        tool = check_available()
-    except Unavailable as e:
-        if not getattr(args, "fallback_wall", False):
-            raise
-        return wall.record_wall_instead(args, cmd, workdir, info, reason=str(e))
+    tool, why_not = _bpftrace(args)
+    if tool is None:
+        return wall.record_wall_instead(args, cmd, workdir, info, reason=why_not)
     target = Target.launch(cmd) if cmd else Target.attach(args.pid)
     maps = ProcessMaps(target.pid)
     session = _start_bpftrace(tool, target, workdir)
@@ -243,7 +251,9 @@ def record_offcpu(
 
 def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
     """Recorder for --mode all: perf on-CPU samples + eBPF off-CPU time, both in ns."""
-    tool = check_available()
+    tool, why_not = _bpftrace(args)
+    if tool is None:
+        return wall.record_wall_instead(args, cmd, workdir, info, reason=why_not)
     target = Target.launch(cmd) if cmd else Target.attach(args.pid)
     maps = ProcessMaps(target.pid)
     session = _start_bpftrace(tool, target, workdir)
@@ -273,8 +283,8 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     except UserError as e:
         if not records:
             raise
-        # perf -p cannot always count a process that is already running (seen on
-        # some virtual machines); what eBPF recorded is still worth keeping.
+        # e.g. a process attached with --pid that slept through the whole window;
+        # what eBPF recorded is still worth keeping.
         print(f"perfsleuth: no on-CPU samples ({e}); storing off-CPU time only", file=sys.stderr)
         info.meta["oncpu_missing"] = str(e)
         return offcpu
