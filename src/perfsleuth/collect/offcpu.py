@@ -381,11 +381,10 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
         stacks = completions.complete(tid, frames)
         completed_ns += weight if stacks[0][0] is not frames else 0.0
         for completed, share in stacks:
-            if state == "other" and completed is not frames:
-                # blocked somewhere the cut stack could not tell; the whole one may
-                state = thread_state.classify(completed, "S")
+            # blocked somewhere the cut stack could not tell; the whole one may say
+            known = thread_state.classify(completed, "S") if state == "other" else state
             builder.add(
-                completed, weight * share, count=count, thread=threads.get(tid), state=state
+                completed, weight * share, count=count, thread=threads.get(tid), state=known
             )
     builder.profile.meta["offcpu_completed_from_oncpu"] = completed_ns / (offcpu.total or 1.0)
     return builder.build()
