@@ -255,3 +255,22 @@ def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Pa
     found = {(f["rule"], f["function"]) for f in json.loads(advice.stdout)["findings"]}
     assert ("offcpu.io-wait", "writer") in found, found
     assert ("offcpu.sleep-poll", "poller") in found, found
+
+
+@needs_root
+def test_offcpu_mode_finds_idle_workers_without_frame_pointers(
+    examples_built: Path, tmp_path: Path
+):
+    proc = perfsleuth(
+        "record", "--mode", "offcpu", "--", str(examples_built / "idle_pool"), cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    threads = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)["threads"]
+    workers = [t for t in threads if t["tid"] != t["pid"]]
+    assert len(workers) == 4
+    assert all(t["states"].get("condvar", 0) > 0.05 for t in workers), workers
+    main = next(t for t in threads if t["tid"] == t["pid"])
+    assert "condvar" not in main["states"]  # its join is not taken for a condvar wait
+    advice = json.loads(perfsleuth("advise", "--format", "json", cwd=tmp_path).stdout)
+    locks = [f for f in advice["findings"] if f["rule"] == "lock.contention"]
+    assert locks and "worker" in locks[0]["function"], [f["title"] for f in advice["findings"]]

@@ -75,6 +75,11 @@ TRACEFS = Path("/sys/kernel/tracing")
 THREAD_ROOTS = ("clone3", "clone", "__clone", "_start", "__libc_start_main", "start_thread")
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 PERF_SETTLE_S = 0.3
+# glibc's generic futex wait, reached from pthread_cond_wait, sem_wait and
+# pthread_join alike. With its callers cut off (no frame pointers in libc), a
+# worker thread waiting there is taken to wait on a condition variable or a
+# semaphore: joins are mostly main's, whose waits are left "other".
+CUT_CONDVAR_GUESS = ("__futex_abstimed_wait_common",)
 
 
 class Unavailable(UserError):
@@ -176,8 +181,14 @@ def to_profile(
     records: Iterable[bpftrace_stacks.OffCpuRecord],
     maps: ProcessMaps,
     symbolizer: Symbolizer | None = None,
+    *,
+    guess_cut_waits: bool = False,
 ) -> Profile:
-    """Off-CPU records as a profile in ns, every sample with its thread and state."""
+    """Off-CPU records as a profile in ns, every sample with its thread and state.
+
+    With guess_cut_waits, a worker thread's wait in glibc's generic futex helper
+    whose callers the stack lost is taken for a condition-variable wait (see
+    CUT_CONDVAR_GUESS); --mode all completes such stacks instead."""
     records = list(records)
     user = _user_frames(records, maps, symbolizer or Symbolizer())
     builder = ProfileBuilder(unit="ns", meta={"recorder": "bpftrace"})
@@ -185,8 +196,16 @@ def to_profile(
         frames = [Frame(name, dso=KERNEL_DSO, kernel=True) for name in r.kernel_stack]
         frames += user[(r.tgid, r.user_stack)]
         state = thread_state.classify(frames, r.kernel_state)
+        if guess_cut_waits and state == "other" and r.tid != r.tgid and _cut_in_futex(frames):
+            state = "condvar"
         builder.add(frames, r.ns, thread=Thread(r.tid, r.tgid, r.comm), state=state)
     return builder.build()
+
+
+def _cut_in_futex(frames: list[Frame]) -> bool:
+    """A stack cut short whose last named user frame is glibc's generic futex wait."""
+    cut = _cut_point(frames)
+    return cut is not None and frames[cut].function.startswith(CUT_CONDVAR_GUESS)
 
 
 def _user_frames(
@@ -246,7 +265,7 @@ def record_offcpu(
             f"no off-CPU time was recorded for process {target.pid}: it ended before "
             "tracing started, or never left the CPU"
         )
-    return to_profile(records, maps)
+    return to_profile(records, maps, guess_cut_waits=True)
 
 
 def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
