@@ -1,4 +1,4 @@
-// A pool of 4 workers fed by a producer that is slower than they are: the
+// A pool of 4 workers fed by a producer that is slower than all of them: the
 // workers spend most of their time waiting on the queue's condition variable.
 // Planted problem: idle workers (condvar waits). Built without frame pointers,
 // as most programs are, so eBPF stacks stop inside libc.
@@ -35,8 +35,8 @@ void worker() {
 int main() {
     std::vector<std::thread> workers;
     for (int i = 0; i < 4; i++) workers.emplace_back(worker);
-    for (int i = 0; i < 1500; i++) {
-        work(100000);
+    for (int i = 0; i < 1000; i++) {
+        work(400000);
         {
             std::lock_guard<std::mutex> lock(queue_mutex);
             jobs.push(i);
