@@ -1,9 +1,15 @@
 """Runs the sides of an experiment interleaved and measures every run.
 
-Round i runs each side once, in order (A B A B ...), after `warmup` unmeasured
-rounds, so that slow drift of the machine (thermal, other load, page cache) hits
-every side alike. Each run is a child process reaped with os.wait4, whose rusage
-gives user and system time and peak RSS of exactly that child (and the children it
+Round i runs each side once, after `warmup` unmeasured rounds, so that slow
+drift of the machine (thermal, other load, page cache) hits every side alike. The
+order within each measured round is drawn at random (A B or B A): with a fixed
+order, whatever favours the first or second run of a round (a load that ramps up,
+caches the previous command warmed) would bias every pair the same way, and two
+identical commands would no longer be exchangeable within a pair, which the
+signed-rank test of stats.py relies on.
+
+Each run is a child process reaped with os.wait4, whose rusage gives user and
+system time and peak RSS of exactly that child (and the children it
 waited for). Wall time is taken around spawn and reap.
 
 Peak RSS comes from GNU time wrapped around the command: the kernel's maxrss of a
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -243,12 +250,12 @@ def measure(
     series = [Series(side) for side in sides]
     warm_rounds = 0 if metric == "instructions" else warmup
     total = warm_rounds + runs
+    order = random.Random()
     for round_no in range(total):
+        warming = round_no < warm_rounds
         if progress:
-            progress(
-                f"round {round_no + 1}/{total}" + (" (warm-up)" if round_no < warm_rounds else "")
-            )
-        for s in series:
+            progress(f"round {round_no + 1}/{total}" + (" (warm-up)" if warming else ""))
+        for s in series if warming else order.sample(series, len(series)):
             m = run_once(s.side, metric)
-            (s.warmup if round_no < warm_rounds else s.runs).append(m)
+            (s.warmup if warming else s.runs).append(m)
     return series
