@@ -274,3 +274,38 @@ def test_offcpu_mode_finds_idle_workers_without_frame_pointers(
     advice = json.loads(perfsleuth("advise", "--format", "json", cwd=tmp_path).stdout)
     locks = [f for f in advice["findings"] if f["rule"] == "lock.contention"]
     assert locks and "worker" in locks[0]["function"], [f["title"] for f in advice["findings"]]
+
+
+@pytest.fixture
+def path_without_bpftrace(tmp_path: Path) -> str:
+    """A PATH with every system command but bpftrace."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for directory in ("/usr/local/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"):
+        for tool in Path(directory).glob("*"):
+            link = bin_dir / tool.name
+            if tool.name != "bpftrace" and not link.exists():
+                link.symlink_to(tool)
+    return str(bin_dir)
+
+
+@needs_root
+def test_offcpu_without_bpftrace_falls_back_to_perf(
+    examples_built: Path, tmp_path: Path, path_without_bpftrace: str
+):
+    proc = subprocess.run(
+        [str(VENV_BIN / "perfsleuth"), "record", "--mode", "offcpu", "--"]
+        + [str(examples_built / "prodcons"), "20000"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PATH": path_without_bpftrace},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "bpftrace not found" in proc.stderr
+    runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
+    assert runs[0]["mode"] == "offcpu"
+    doc = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)
+    assert doc["unit"] == "ns"
+    assert any("mutex" in t["states"] for t in doc["threads"])

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from perfsleuth.formats import bpftrace_stacks, eu_stack
+from perfsleuth.formats import bpftrace_stacks, eu_stack, perf_switches
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu"
 
@@ -48,3 +48,19 @@ def test_bpftrace_preempted_and_empty_user_stack():
     assert bpftrace_stacks.state_letter(0x100) == "R"
     assert bpftrace_stacks.state_letter(0) == "R"
     assert bpftrace_stacks.state_letter(2) == "D"
+
+
+def test_perf_switches_pair_switch_outs_with_switch_ins():
+    with open(FIXTURES / "perf-switches.txt") as fh:
+        switches = list(perf_switches.parse(fh))
+    assert len(switches) == 13
+    lock_wait = switches[1]
+    assert (lock_wait.pid, lock_wait.tid, lock_wait.kernel_state) == (9294, 9294, "S")
+    assert lock_wait.ns == 49000  # 4838.874980 out, 4838.875029 back in
+    names = [f.function for f in lock_wait.frames]
+    assert names[0] == "__schedule" and lock_wait.frames[0].kernel
+    assert names.index("__GI___lll_lock_wait") < names.index("main")
+    by_name = {f.function: f for f in lock_wait.frames}
+    assert by_name["___pthread_mutex_lock"].dso == "libc.so.6"
+    assert by_name["std::mutex::lock"].inlined and by_name["producer"].dso == "prodcons"
+    assert {s.kernel_state for s in switches} == {"R", "S"}

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import UserError
-from ..formats import bpftrace_stacks
+from ..formats import bpftrace_stacks, perf_switches
 from ..profile import Frame, Profile, ProfileBuilder, Thread
 from ..store import RunInfo
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
@@ -246,6 +246,8 @@ def record_offcpu(
     args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo
 ) -> Profile:
     """Recorder for --mode offcpu (see commands/record.py)."""
+    if shutil.which("bpftrace") is None and has_bpf_privileges() and shutil.which("perf"):
+        return record_offcpu_with_perf(args, cmd, workdir, info)
     tool, why_not = _bpftrace(args)
     if tool is None:
         return wall.record_wall_instead(args, cmd, workdir, info, reason=why_not)
@@ -266,6 +268,56 @@ def record_offcpu(
             "tracing started, or never left the CPU"
         )
     return to_profile(records, maps, guess_cut_waits=True)
+
+
+def record_offcpu_with_perf(
+    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo
+) -> Profile:
+    """The fallback without bpftrace: perf records every switch-out of the target's
+    threads with a DWARF stack, and its switch-ins; heavier than eBPF (a stack copy
+    per switch, unwound afterwards by perf script), so only used without bpftrace."""
+    _mount_tracefs()
+    print("perfsleuth: bpftrace not found; recording off-CPU time with perf", file=sys.stderr)
+    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+    data = workdir / "sched.data"
+    argv = [perf.perf_binary(), "record", "-q", "-o", str(data), "-e", "sched:sched_switch"]
+    argv += ["--switch-events", "--call-graph", "dwarf", "-p", str(target.pid)]
+    recorder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_perf_events(recorder)
+    except UserError:
+        target.abort()
+        raise
+    started = time.monotonic()
+    target.release()
+    target.wait(_duration(args), interval=0.005)
+    stop(recorder)
+    info.duration_s = time.monotonic() - started
+    info.exit_status = target.exit_status
+    info.meta.update({"recorder": "perf-sched", "pid": target.pid})
+    return _switches_profile(data, target.pid)
+
+
+def _switches_profile(data: Path, pid: int) -> Profile:
+    fields = "comm,tid,pid,time,event,trace,ip,sym,dso"
+    argv = [perf.perf_binary(), "script", "-i", str(data), "-F", fields, "--show-switch-events"]
+    builder = ProfileBuilder(unit="ns", meta={"recorder": "perf-sched"})
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace"
+    ) as script:
+        assert script.stdout is not None
+        for switch in perf_switches.parse(script.stdout):
+            frames = list(switch.frames)
+            state = thread_state.classify(frames, switch.kernel_state)
+            thread = Thread(switch.tid, switch.pid, switch.comm)
+            builder.add(frames, switch.ns, thread=thread, state=state)
+    profile = builder.build()
+    if not profile.sample_weight:
+        raise UserError(
+            f"no off-CPU time was recorded for process {pid}: it ended before "
+            "tracing started, or never left the CPU"
+        )
+    return profile
 
 
 def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
