@@ -1,8 +1,15 @@
 """Pick perf's call-graph mode for a binary: frame pointers when it keeps them, else DWARF.
 
-Frame-pointer unwinding is cheap and exact when every function sets up %rbp, and
-garbage when the compiler omitted it (the default at -O1 and above). We look at
-the prologues of the binary's functions rather than asking the user.
+Frame-pointer unwinding is cheap and exact when every function that calls another
+sets up %rbp, and garbage when the compiler omitted it (the default at -O1 and
+above). We look at the machine code of the binary's functions rather than asking
+the user.
+
+Only functions that call something matter: a leaf without a frame costs one lost
+caller at most, and compilers skip the frame in leaves even with
+-fno-omit-frame-pointer. Mixed binaries are common (a Rust program links a
+standard library built with frame pointers into code built without), so a binary
+counts as frame-pointer-safe only when all its calling functions set one up.
 """
 
 from __future__ import annotations
@@ -10,19 +17,32 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import capstone
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-# mov %rsp,%rbp in its two encodings. The scheduler may move it a few
-# instructions away from the `push %rbp`, so we look within a window.
-FP_SETUP = (bytes.fromhex("4889e5"), bytes.fromhex("488bec"))
-PROLOGUE_WINDOW = 32
-# Leaf functions may skip the frame even with -fno-omit-frame-pointer, so a
-# binary built with frame pointers shows them in a share of functions, not all.
-FP_SHARE_THRESHOLD = 0.3
-MAX_FUNCTIONS = 400
+# The scheduler may move `push %rbp; mov %rsp,%rbp` a few instructions into the
+# function, so we look for both within its first instructions.
+PROLOGUE_INSTRUCTIONS = 8
+FP_SHARE_THRESHOLD = 0.99  # one frameless caller on the hot path breaks every stack through it
+MAX_FUNCTIONS = 2000
 MIN_FUNCTION_SIZE = 16
+MAX_FUNCTION_BYTES = 4096
+# C runtime start-up code: never built with a frame, whatever the user's flags.
+CRT_FUNCTIONS = frozenset(
+    {
+        "_start",
+        "_init",
+        "_fini",
+        "deregister_tm_clones",
+        "register_tm_clones",
+        "__do_global_dtors_aux",
+        "frame_dummy",
+        "__libc_csu_init",
+        "__libc_csu_fini",
+    }
+)
 
 
 def resolve_executable(name: str) -> Path | None:
@@ -35,30 +55,42 @@ def resolve_executable(name: str) -> Path | None:
 
 
 def frame_pointer_share(path: Path) -> float | None:
-    """Share of sizeable functions whose prologue sets up a frame pointer.
+    """Share of the calling functions whose prologue sets up a frame pointer.
 
-    None when the file is not an ELF with a symbol table we can read.
+    None when the file is not an x86-64 ELF with functions we can read.
     """
     try:
         with path.open("rb") as fh:
             elf = ELFFile(fh)
             if elf["e_machine"] != "EM_X86_64":
                 return None
-            functions = _function_starts(elf)
-            if not functions:
-                return None
             text = elf.get_section_by_name(".text")
             if text is None:
                 return None
-            lo, data = text["sh_addr"], text.data()
-            with_fp = sum(1 for addr in functions if _has_fp_prologue(data, addr - lo))
-            return with_fp / len(functions)
+            return _share(_function_ranges(elf), text["sh_addr"], text.data())
     except (OSError, ELFError):
         return None
 
 
-def _function_starts(elf: ELFFile) -> list[int]:
-    starts: set[int] = set()
+def _share(functions: list[tuple[int, int]], base: int, text: bytes) -> float | None:
+    disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    calling = with_fp = 0
+    for addr, size in functions:
+        body = text[addr - base : addr - base + min(size, MAX_FUNCTION_BYTES)]
+        if addr < base or not body:
+            continue
+        code = [(m, o) for _a, _s, m, o in disasm.disasm_lite(body, addr)]
+        if not any(m == "call" for m, _o in code):
+            continue
+        calling += 1
+        head = code[:PROLOGUE_INSTRUCTIONS]
+        with_fp += ("push", "rbp") in head and ("mov", "rbp, rsp") in head
+    return with_fp / calling if calling else None
+
+
+def _function_ranges(elf: ELFFile) -> list[tuple[int, int]]:
+    """(start, size) of sizeable functions, an even sample of at most MAX_FUNCTIONS."""
+    found: dict[int, int] = {}
     for name in (".symtab", ".dynsym"):
         section = elf.get_section_by_name(name)
         if not isinstance(section, SymbolTableSection):
@@ -68,16 +100,12 @@ def _function_starts(elf: ELFFile) -> list[int]:
                 sym["st_info"]["type"] == "STT_FUNC"
                 and sym["st_size"] >= MIN_FUNCTION_SIZE
                 and sym["st_value"]
+                and sym.name not in CRT_FUNCTIONS
             ):
-                starts.add(sym["st_value"])
-    return sorted(starts)[:MAX_FUNCTIONS]
-
-
-def _has_fp_prologue(text: bytes, offset: int) -> bool:
-    if offset < 0 or offset >= len(text):
-        return False
-    head = text[offset : offset + PROLOGUE_WINDOW]
-    return head[:8].find(b"\x55") >= 0 and any(p in head for p in FP_SETUP)
+                found[sym["st_value"]] = sym["st_size"]
+    ranges = sorted(found.items())
+    step = max(1, len(ranges) // MAX_FUNCTIONS)
+    return ranges[::step]
 
 
 def choose(cmd0: str | None, requested: str) -> str:
