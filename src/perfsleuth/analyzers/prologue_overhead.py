@@ -16,8 +16,6 @@ split saves, minus one tail jump per slow invocation.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from elftools.elf.sections import SymbolTableSection
 from ..findings import Finding
 from ..formats import count_document
 from ..formats.callgrind import CallgrindData
+from ..symbols.demangle import demangle_all
 from . import Context
 
 MIN_SHARE = 0.005  # of the run's instructions, for a function to be looked at
@@ -197,21 +196,10 @@ def _function_symbol(elf: ELFFile, name: str) -> tuple[int, int] | None:
         if symbol.name == name:
             return symbol["st_value"], symbol["st_size"]
     mangled = [symbol for symbol in functions if symbol.name.startswith(("_Z", "_R"))]
-    for symbol, demangled in zip(mangled, demangle([s.name for s in mangled]), strict=True):
+    for symbol, demangled in zip(mangled, demangle_all([s.name for s in mangled]), strict=True):
         if demangled == name:
             return symbol["st_value"], symbol["st_size"]
     return None
-
-
-def demangle(names: list[str]) -> list[str]:
-    """Demangled names in one c++filt run; the names as they are without c++filt."""
-    if not names or shutil.which("c++filt") is None:
-        return names
-    done = subprocess.run(
-        ["c++filt"], input="\n".join(names), capture_output=True, text=True, check=False
-    )
-    out = done.stdout.splitlines()
-    return out if len(out) == len(names) else names
 
 
 def disassemble(raw: bytes, start: int) -> list[Instruction]:

@@ -31,6 +31,7 @@ from ..formats import callgrind, count_document
 from ..profile import Profile
 from ..store import RunInfo
 from ..symbols import elf
+from ..symbols.demangle import demangle_all
 from . import callgraph_mode
 
 # The whole environment of a counted run unless the user asks to keep theirs.
@@ -272,14 +273,3 @@ def function_names(path: str) -> list[str]:
             ]
     except (OSError, ELFError):
         return []
-
-
-def demangle_all(names: list[str]) -> list[str]:
-    """Demangled names in one c++filt run; the names as they are without c++filt."""
-    if not names or shutil.which("c++filt") is None:
-        return names
-    done = subprocess.run(
-        ["c++filt"], input="\n".join(names), capture_output=True, text=True, check=False
-    )
-    out = done.stdout.splitlines()
-    return out if len(out) == len(names) else names

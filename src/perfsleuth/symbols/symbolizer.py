@@ -23,6 +23,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from ..profile import Frame
+from .demangle import demangle_map
 from .elf import elf_info, find_dso
 from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms
 from .kallsyms import kallsyms_candidates as _kallsyms_candidates
@@ -196,21 +197,7 @@ class ElfSymbols:
 
 
 def _demangle_all(names: list[str]) -> dict[str, str]:
-    """{mangled: demangled} through one c++filt (GNU style, as perf prints) process."""
-    tool = (
-        shutil.which("c++filt") or shutil.which("llvm-cxxfilt-16") or shutil.which("llvm-cxxfilt")
-    )
-    if not names or tool is None:
-        return {}
-    try:
-        out = subprocess.run(
-            [tool], input="\n".join(names) + "\n", capture_output=True, text=True, check=False
-        ).stdout.splitlines()
-    except OSError:
-        return {}
-    if len(out) != len(names):
-        return {}
-    return {m: clean_function(d) for m, d in zip(names, out, strict=True)}
+    return {m: clean_function(d) for m, d in demangle_map(names).items()}
 
 
 @lru_cache(maxsize=256)
