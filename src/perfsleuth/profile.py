@@ -66,17 +66,21 @@ class Profile:
     def num_samples(self) -> int:
         return int(sum(self.sample_count))
 
-    def rows(self) -> Iterator[tuple[tuple[int, ...], float, int, int, str]]:
-        """(stack frame ids leaf-first, weight, count, thread index, state) per row."""
-        stacks = self.stacks
-        for sid, w, c, t, s in zip(
+    def columns(self) -> Iterator[tuple[int, float, int, int, str]]:
+        """(stack id, weight, count, thread index, state) per aggregated row."""
+        return zip(
             self.sample_stack,
             self.sample_weight,
             self.sample_count,
             self.sample_thread,
             self.sample_state,
             strict=True,
-        ):
+        )
+
+    def rows(self) -> Iterator[tuple[tuple[int, ...], float, int, int, str]]:
+        """(stack frame ids leaf-first, weight, count, thread index, state) per row."""
+        stacks = self.stacks
+        for sid, w, c, t, s in self.columns():
             yield stacks[sid], w, c, t, s
 
     def filtered(
@@ -92,14 +96,7 @@ class Profile:
             unit=self.unit,
             meta=dict(self.meta),
         )
-        for sid, w, c, t, s in zip(
-            self.sample_stack,
-            self.sample_weight,
-            self.sample_count,
-            self.sample_thread,
-            self.sample_state,
-            strict=True,
-        ):
+        for sid, w, c, t, s in self.columns():
             if keep_states is not None and s not in keep_states:
                 continue
             if keep_tids is not None and (t < 0 or self.threads[t].tid not in keep_tids):
