@@ -85,3 +85,10 @@ def test_machine_geometry_reads_sysfs(tmp_path):
         ("L2", 2 << 20, 16),
         ("LLC", 36 << 20, 12),
     ]
+
+
+def test_the_model_remembers_every_line_it_brought_in():
+    model = one_level(64 * 64, 8, prefetch=True)
+    for line in (0, 4, 5, 0):  # 0 brings 1, 4 brings 5
+        model.access(line)
+    assert model.filled == {0, 1, 4, 5}

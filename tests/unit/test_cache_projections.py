@@ -37,17 +37,32 @@ def test_footprint_counts_lines_per_call_and_separates_shared_ones():
     assert fp["by_source"][0]["source"] == "f.c:7"
 
 
-def test_scaling_fits_lines_per_n_and_predicts_each_cliff():
-    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
-    runs = [
-        {"n": n, "data_lines": 10 + 2 * n, "calls": 4 * n, "misses": {"L1d": 0, "L2": 0}}
+def scaled_runs():
+    return [
+        {
+            "n": n,
+            "data_lines": 10 + 2 * n,
+            "cached_lines": 10 + 3 * n,
+            "calls": 4 * n,
+            "misses": {"L1d": 0, "L2": 0},
+        }
         for n in (1000, 2000, 8000)
     ]
-    result = scaling.project(runs, geometry)
+
+
+def test_scaling_fits_lines_per_n_and_predicts_each_cliff():
+    result = scaling.project(scaled_runs(), parse_spec("line=64,L1d=32K:8,L2=512K:8,prefetch=none"))
     assert result["fit"]["lines_per_n"] == pytest.approx(2.0)
     cliffs = {c["level"]: c for c in result["cliffs"]}
     assert cliffs["L1d"]["n"] == (512 - 10) // 2 and not cliffs["L1d"]["in_range"]
     assert cliffs["L2"]["n"] == (8192 - 10) // 2 and cliffs["L2"]["in_range"]
+
+
+def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
+    result = scaling.project(scaled_runs(), parse_spec("line=64,L1d=32K:8,L2=512K:8"))
+    assert result["fit"]["of"] == "cached_lines"
+    assert result["fit"]["touched_lines_per_n"] == pytest.approx(2.0)
+    assert {c["level"]: c["n"] for c in result["cliffs"]}["L2"] == round((8192 - 10) / 3)
 
 
 @pytest.mark.parametrize("spec", ["1000,2000", "n=1000", "n=0,10"])

@@ -124,6 +124,7 @@ class CacheModel:
         self.sets: list[list[list[int]]] = [[[] for _ in range(n)] for n in self.set_counts]
         self.misses = [0] * len(geometry.levels)
         self.accesses = 0
+        self.filled: set[int] = set()  # distinct lines ever brought in, demand or prefetch
 
     def observe(self, address: int, size: int) -> None:
         first, last = address >> self.shift, (address + size - 1) >> self.shift
@@ -140,6 +141,8 @@ class CacheModel:
             self.misses[level] += 1
         for level in range(hit):
             self._fill(level, line)
+        if hit == len(self.set_counts):
+            self.filled.add(line)
         if hit and self.geometry.prefetch:
             self._prefetch(line + 1)
         return hit
@@ -161,6 +164,7 @@ class CacheModel:
         ways.append(line)
 
     def _prefetch(self, line: int) -> None:
+        self.filled.add(line)
         for level in range(len(self.set_counts)):
             self._fill(level, line)
 

@@ -180,7 +180,13 @@ def scaled_traces(
         first = first or trace
         misses = {lv.name: m for lv, m in zip(geometry.levels, cache.misses, strict=True)}
         runs.append(
-            {"n": n, "data_lines": trace.data_lines, "calls": trace.total_calls, "misses": misses}
+            {
+                "n": n,
+                "data_lines": trace.data_lines,
+                "cached_lines": len(cache.filled),
+                "calls": trace.total_calls,
+                "misses": misses,
+            }
         )
     assert first is not None
     return first, scaling.project(runs, geometry)

@@ -1,7 +1,12 @@
 """Footprint against workload size: `--scale 'n=1000,10000,100000'` runs the
 command once per n, fits the distinct data lines the function touches over the
-whole run as a + b*n (least squares), and predicts the n at which that working
-set exceeds each cache level. The model's misses per call are reported per n."""
+whole run as a + b*n (least squares), and predicts the n at which the working set
+exceeds each cache level. The model's misses per call are reported per n.
+
+The working set the caches must hold is larger than the lines the code touches
+when the prefetcher brings in lines nobody uses (the cold line next to a hot
+one): with the model's prefetcher on, the cliffs come from the fit of the
+distinct lines the model brought in (`cached_lines`), demand and prefetch."""
 
 from __future__ import annotations
 
@@ -44,8 +49,11 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def project(runs: list[dict[str, Any]], geometry: Geometry) -> dict[str, Any]:
-    """runs: [{"n", "data_lines", "calls", "misses": {level: count}}], sizes ascending."""
-    intercept, slope = fit([(r["n"], r["data_lines"]) for r in runs])
+    """runs: [{"n", "data_lines", "cached_lines", "calls", "misses": {level: count}}],
+    sizes ascending."""
+    touched = fit([(r["n"], r["data_lines"]) for r in runs])
+    key = "cached_lines" if geometry.prefetch else "data_lines"
+    intercept, slope = fit([(r["n"], r[key]) for r in runs])
     low, high = runs[0]["n"], runs[-1]["n"]
     cliffs = []
     for level in geometry.levels:
@@ -65,6 +73,8 @@ def project(runs: list[dict[str, Any]], geometry: Geometry) -> dict[str, Any]:
             for r in runs
         ],
         "fit": {
+            "of": key,
+            "touched_lines_per_n": touched[1],
             "intercept_lines": intercept,
             "lines_per_n": slope,
             "bytes_per_n": slope * geometry.line_size,

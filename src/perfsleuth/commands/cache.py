@@ -121,13 +121,19 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
     console.print(
         Text(
             f"scaling: working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} * n "
-            f"lines ({fit['bytes_per_n']:.1f} B per n), measured for n in "
+            f"lines ({fit['bytes_per_n']:.1f} B per n; {fit['of'].replace('_', ' ')}; "
+            f"{fit['touched_lines_per_n']:.3f} lines per n touched by the code), for n in "
             f"{scale['range'][0]:,}..{scale['range'][1]:,}"
         )
     )
     for run in scale["runs"]:
         misses = ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
-        console.print(Text(f"  n={run['n']:,}: {run['data_lines']:,} lines; misses/call {misses}"))
+        console.print(
+            Text(
+                f"  n={run['n']:,}: {run['data_lines']:,} lines touched, "
+                f"{run['cached_lines']:,} cached; misses/call {misses}"
+            )
+        )
     for cliff in scale["cliffs"]:
         where = f"n = {cliff['n']:,}" if cliff["n"] else "never"
         inside = " (inside the measured range)" if cliff["in_range"] else ""
