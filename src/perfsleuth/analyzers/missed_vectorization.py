@@ -64,8 +64,11 @@ ADVICE = (
 )
 DEFAULT_ADVICE = "see the reasons clang gave and simplify the loop body accordingly"
 CONFIDENCE = 0.5
-# A vectorised loop is typically 2-4x faster than the scalar one for simple bodies.
-GAIN_FRACTION = 0.4
+# A vectorised loop is typically 2-4x faster than the scalar one (saving half or
+# more of its time), but a remark alone says the loop is scalar, not that it can
+# be made vector: loop-carried values and calls often cannot be restructured.
+# Counting about half of such loops as fixable gives 0.5 x 0.5.
+GAIN_FRACTION = 0.25
 
 
 def analyze(ctx: Context) -> list[Finding]:
