@@ -98,3 +98,14 @@ def test_hodges_lehmann_of_many_pairs_samples_close_to_the_exact_value() -> None
     walsh = [(values[i] + values[j]) / 2 for i in range(400) for j in range(i, 400)]
     exact = sorted(walsh)[len(walsh) // 2]
     assert stats.hodges_lehmann(values) == pytest.approx(exact, abs=0.003)
+
+
+def test_too_few_pairs_are_said_to_be_too_few() -> None:
+    from perfsleuth.experiments.render import ratio_sentence
+    from perfsleuth.experiments.stats import MIN_PAIRS_FOR_CLAIM
+
+    assert MIN_PAIRS_FOR_CLAIM == 9  # 2 / 2^9 < 0.005 <= 2 / 2^8
+    result = {"ratio": 1.5, "ci95": (1.4, 1.6), "p_value": 0.0625, "runs": 5, "verdict": "same"}
+    assert "too few runs" in ratio_sentence("B", "A", result, "time")
+    result["runs"] = 10
+    assert "no difference" in ratio_sentence("B", "A", result, "time")

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .stats import MIN_PAIRS_FOR_CLAIM
+
 FIELDS = (
     ("wall_s", "wall"),
     ("user_s", "user"),
@@ -73,6 +75,11 @@ def ratio_sentence(subject: str, reference: str, result: dict[str, Any], metric:
     if result["verdict"] == "slower":
         slower = "more instructions" if metric == "instructions" else "slower"
         return f"{subject} is {1 / result['ratio']:.2f}x {slower} than {reference} ({interval})"
+    if result["runs"] < MIN_PAIRS_FOR_CLAIM:
+        return (
+            f"{subject}: too few runs to tell a difference from {reference} ({interval}); "
+            f"use --runs {MIN_PAIRS_FOR_CLAIM} or more"
+        )
     return f"{subject}: no difference from {reference} distinguishable from noise ({interval})"
 
 

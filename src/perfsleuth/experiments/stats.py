@@ -36,6 +36,9 @@ SIGNIFICANCE = 0.005
 # are nearly noise-free, so a smaller change can still be real there.
 PRACTICAL_THRESHOLD = {"time": 0.02, "cpu": 0.02, "instructions": 0.005}
 MIN_PAIRS = 3
+# Fewest pairs with which the exact two-sided signed-rank test can reach SIGNIFICANCE
+# at all (its smallest p-value is 2 / 2^n): with fewer, every verdict is "same".
+MIN_PAIRS_FOR_CLAIM = next(n for n in range(1, 64) if 2.0 / 2.0**n < SIGNIFICANCE)
 EXACT_WILCOXON_MAX_PAIRS = 60  # beyond, the normal approximation is accurate and faster
 
 
