@@ -175,6 +175,32 @@ fn load_unwind_data(path: &str) -> Option<UnwindData> {
     })
 }
 
+/// The address the DSO's vaddr 0 is loaded at, given one of its mappings.
+///
+/// The segment is the PT_LOAD that shares the most file bytes with the
+/// mapping, not the one containing `pgoff`: linkers that do not page-align
+/// segment file offsets (lld, the default for Rust) let the executable
+/// segment start mid-page, so the page-aligned `pgoff` of its mapping falls
+/// inside the preceding read-only segment, whose vaddr-to-offset delta
+/// differs (by a page in lld's layout) and would shift every unwind lookup.
+fn base_avma_of(segments: &[(u64, u64, u64)], m: &Map) -> Option<u64> {
+    let map_end = m.pgoff + (m.end - m.start);
+    let overlap = |&&(off, size, _): &&(u64, u64, u64)| {
+        map_end.min(off + size).saturating_sub(m.pgoff.max(off))
+    };
+    let &(off, _, vaddr) = segments
+        .iter()
+        .filter(|s| overlap(s) > 0)
+        .max_by_key(overlap)?;
+    // avma of file offset x is start + (x - pgoff); its svma is vaddr + (x - off)
+    Some(
+        m.start
+            .wrapping_sub(m.pgoff)
+            .wrapping_add(off)
+            .wrapping_sub(vaddr),
+    )
+}
+
 type ArcBytes = Arc<[u8]>;
 /// (stack, pid, tid, comm, event)
 type RowKey = (u32, i32, i32, u32, u32);
@@ -331,16 +357,9 @@ impl Reader {
         let Some(data) = self.unwind_data_for(m.dso) else {
             return;
         };
-        // svma of map.start: find the PT_LOAD segment containing pgoff.
-        let Some(&(off, _size, vaddr)) = data
-            .segments
-            .iter()
-            .find(|(off, size, _)| *off <= m.pgoff && m.pgoff < off + size.max(&1))
-        else {
+        let Some(base_avma) = base_avma_of(&data.segments, &m) else {
             return;
         };
-        let start_svma = vaddr + (m.pgoff - off);
-        let base_avma = m.start.wrapping_sub(start_svma);
         let info = ExplicitModuleSectionInfo::<ArcBytes> {
             base_svma: data.base_svma,
             text_svma: data.text_svma.clone(),
