@@ -100,10 +100,19 @@ def command_of(args: argparse.Namespace) -> list[str]:
     return cmd
 
 
+def attached_label(pid: int) -> str:
+    """'CMDLINE (pid P)' for a process we attach to; the PID alone if it is unreadable."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return f"--pid {pid}"
+    return f"{shlex.join(a.decode(errors='replace') for a in argv)} (pid {pid})"
+
+
 def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     """Record per the options and store the run; returns what was stored."""
     cmd = command_of(args)
-    label = shlex.join(cmd) if cmd else f"--pid {args.pid}"
+    label = shlex.join(cmd) if cmd else attached_label(args.pid)
     info = runinfo.new_run(label, args.mode)
     with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
         profile = RECORDERS[args.mode](args, cmd, Path(tmp), info)
