@@ -593,11 +593,11 @@ enum MetaVal {
 
 fn read_file(path: &str) -> Result<Output, String> {
     use std::io::Read;
-    let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut file = File::open(path).map_err(|e| format!("cannot open perf.data: {e}"))?;
     let mut head = [0u8; 16];
     let n = file
         .read(&mut head)
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(|e| format!("cannot read perf.data: {e}"))?;
     if n < 8 {
         return Err("empty or truncated file (no perf.data header)".into());
     }
@@ -614,13 +614,15 @@ fn read_file(path: &str) -> Result<Output, String> {
     if &head[..8] == b"PERFILE2" {
         validate_header(&mut file)?;
     }
-    file.rewind().map_err(|e| format!("cannot read: {e}"))?;
+    file.rewind()
+        .map_err(|e| format!("cannot read perf.data: {e}"))?;
     // Buffered reads, not mmap: resident memory stays independent of file size.
     let cursor = std::io::BufReader::with_capacity(1 << 20, file);
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
-    } = PerfFileReader::parse_file(cursor).map_err(|e| format!("bad header: {e}"))?;
+    } = PerfFileReader::parse_file(cursor)
+        .map_err(|e| format!("truncated or corrupt perf.data (bad header: {e})"))?;
 
     let mut meta: Vec<(&'static str, MetaVal)> = Vec::new();
     let s = |v: Result<Option<&str>, linux_perf_data::Error>| v.ok().flatten().map(str::to_string);
@@ -798,7 +800,7 @@ fn validate_header(file: &mut File) -> Result<(), String> {
     use std::io::{Read, Seek, SeekFrom};
     let len = file
         .metadata()
-        .map_err(|e| format!("cannot read: {e}"))?
+        .map_err(|e| format!("cannot read perf.data: {e}"))?
         .len();
     let mut read_at = |off: u64, n: usize| -> Result<Vec<u8>, String> {
         let mut buf = vec![0u8; n];

@@ -305,16 +305,18 @@ def test_bad_files(tmp_path: Path, fp_data: Path) -> None:
     short.write_bytes(b"PERFILE2" + b"\0" * 20)
     with pytest.raises(UserError, match="truncated"):
         perf_data.read(short)
-    with pytest.raises(UserError, match="no such file"):
+    with pytest.raises(UserError, match="no such perf.data file"):
         perf_data.read(tmp_path / "missing.data")
     blob = fp_data.read_bytes()
+    readers = [False, True] if perf_data.native_available() else [False]
     for cut in (200, len(blob) // 2):
         truncated = tmp_path / f"trunc{cut}.data"
         truncated.write_bytes(blob[:cut])
-        with pytest.raises(UserError) as err:
-            perf_data.read(truncated)
-        msg = str(err.value)
-        assert "\n" not in msg and str(truncated) in msg
+        for native in readers:
+            with pytest.raises(UserError) as err:
+                perf_data.read(truncated, use_native=native)
+            msg = str(err.value)
+            assert "\n" not in msg and str(truncated) in msg and "perf.data" in msg
 
 
 def test_corrupt_files_never_crash(tmp_path: Path, fp_data: Path) -> None:
@@ -330,13 +332,13 @@ def test_corrupt_files_never_crash(tmp_path: Path, fp_data: Path) -> None:
         try:
             perf_data.read(path, use_native=True)
         except UserError as e:
-            assert "\n" not in str(e)
+            assert "\n" not in str(e) and "perf.data" in str(e)
 
     for off, value in [(16, 0), (16, 7), (32, 1 << 40), (48, 1 << 50), (72, (1 << 64) - 1)]:
         bad = bytearray(blob)
         bad[off : off + 8] = struct.pack("<Q", value)
         path.write_bytes(bytes(bad))
-        with pytest.raises(UserError):
+        with pytest.raises(UserError, match="perf.data"):
             perf_data.read(path)
     # a cmdline feature claiming 2^32-1 strings
     data_end = struct.unpack_from("<QQ", blob, 40)

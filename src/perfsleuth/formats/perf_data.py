@@ -45,9 +45,9 @@ def _check_file(p: Path) -> None:
         with open(p, "rb") as f:
             head = f.read(16)
     except FileNotFoundError as e:
-        raise UserError(f"{p}: no such file; check the path") from e
+        raise UserError(f"{p}: no such perf.data file; check the path") from e
     except OSError as e:
-        raise UserError(f"{p}: cannot read ({e.strerror}); check permissions") from e
+        raise UserError(f"{p}: cannot read perf.data ({e.strerror}); check permissions") from e
     if size == 0:
         raise UserError(f"{p}: empty perf.data; the recording failed or was cut off, re-record it")
     if not sniff(head):
@@ -84,7 +84,7 @@ def read(
         except ValueError as e:
             raise UserError(f"{p}: {e}; re-record it") from e
         except OSError as e:
-            raise UserError(f"{p}: cannot read ({e}); check the path and permissions") from e
+            raise UserError(f"{p}: {e}; check the path and permissions") from e
         meta = data["meta"]
         dwarf = any(ev[4] for ev in data["events"])
         if not (
@@ -224,7 +224,7 @@ def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
             err = errf.read().strip().splitlines()
             detail = err[-1] if err else "no samples"
             raise UserError(
-                f"{p}: perf script could not read it ({detail}); re-record it"
+                f"{p}: perf script could not read this perf.data ({detail}); re-record it"
             ) from None
         finally:
             proc.stdout.close()
