@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.analyzers.missing_symbols import is_unknown
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_data
-from perfsleuth.profile import Profile
+from perfsleuth.profile import Frame, Profile
 from perfsleuth.symbols import binaries
 
 pytestmark = pytest.mark.integration
@@ -290,6 +291,33 @@ def test_kernel_frames(fp_data: Path) -> None:
     assert all(f.dso.startswith("[") for f in kernel)
     if os.access("/proc/kallsyms", os.R_OK) and os.geteuid() == 0:
         assert any(f.function != "[unknown]" for f in kernel)
+
+
+def test_stripped_binary_functions_stay_apart(work: Path) -> None:
+    """Without symbols, each function gets its own "[unknown] dso+0xSTART" name
+    (its .eh_frame start), instead of one "[unknown]" for the whole binary."""
+    if not perf_data.native_available():
+        pytest.skip("perfsleuth_native not built (make native)")
+    stripped = work / "perf_prog_stripped"
+    shutil.copy(work / "perf_prog", stripped)
+    subprocess.run(["strip", str(stripped)], check=True)
+    data = work / "stripped.data"
+    subprocess.run(
+        ["perf", "record", "-q", "-g", "-o", str(data), "--", str(stripped), "30"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    p = perf_data.read(data)
+    self_weight: Counter[str] = Counter()
+    for stack, w, _c, _t, _s in p.rows():
+        leaf = p.frames[stack[0]]
+        if leaf.dso == stripped.name:
+            self_weight[leaf.function] += w
+    assert len(self_weight) >= 2
+    assert all(is_unknown(Frame(name)) for name in self_weight)
+    assert all(name.startswith(f"[unknown] {stripped.name}+0x") for name in self_weight)
+    assert max(self_weight.values()) / p.total < 0.95
 
 
 def test_bad_files(tmp_path: Path, fp_data: Path) -> None:

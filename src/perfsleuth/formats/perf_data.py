@@ -20,7 +20,9 @@ from typing import Any
 from ..errors import UserError
 from ..profile import Frame, Profile, ProfileBuilder, Thread
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
+from ..symbols.elf import elf_info, find_dso
 from . import perf_script
+from .function_starts import function_start
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
 
@@ -159,9 +161,11 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
         elif not symbolizable(dso):
             chains[fid] = (Frame(UNKNOWN, dso=dsos[dso][0]),)
         else:
-            chains[fid] = answers.get((dsos[dso][0], addr)) or (
-                Frame(UNKNOWN, dso=dso_name(dsos[dso][0])),
-            )
+            path, bid, _k = dsos[dso]
+            chain = answers.get((path, addr), ())
+            if len(chain) <= 1 and (not chain or chain[0].function == UNKNOWN):
+                chain = (_unknown_frame(path, bid, addr),)
+            chains[fid] = chain
 
     meta = dict(data["meta"])
     meta["build_ids"] = [{"path": a, "build_id": b} for a, b in meta.get("build_ids", [])]
@@ -192,6 +196,22 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
         weight = float(period) if unit != "samples" else float(count)
         builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
     return builder.build()
+
+
+def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
+    """A frame without a symbol, named after its function's start address.
+
+    Like perf's raw addresses, this keeps the functions of a stripped binary
+    apart instead of merging them all into one "[unknown]" line.
+    """
+    name = dso_name(path)
+    real = find_dso(path, build_id)
+    info = elf_info(real) if real else None
+    vaddr = info.offset_to_vaddr(offset) if info else None
+    start = function_start(real, vaddr) if real and vaddr is not None else None
+    if start is None:
+        return Frame(UNKNOWN, dso=name)
+    return Frame(f"{UNKNOWN} {name}+{start:#x}", dso=name)
 
 
 def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
