@@ -114,6 +114,14 @@ struct Dso {
     kernel: bool,
 }
 
+/// A PT_LOAD segment: where it is in the file and at which vaddr it loads.
+struct Segment {
+    offset: u64,
+    file_size: u64,
+    vaddr: u64,
+    executable: bool,
+}
+
 /// Unwind sections of one DSO file, shared by every process that maps it.
 struct UnwindData {
     base_svma: u64,
@@ -125,8 +133,7 @@ struct UnwindData {
     eh_frame_hdr: Option<Arc<[u8]>>,
     debug_frame: Option<Arc<[u8]>>,
     got_svma: Option<Range<u64>>,
-    /// (file offset, file size, vaddr) of each PT_LOAD segment.
-    segments: Vec<(u64, u64, u64)>,
+    segments: Vec<Segment>,
 }
 
 fn load_unwind_data(path: &str) -> Option<UnwindData> {
@@ -157,8 +164,17 @@ fn load_unwind_data(path: &str) -> Option<UnwindData> {
     let segments = obj
         .segments()
         .map(|s| {
-            let (off, size) = s.file_range();
-            (off, size, s.address())
+            let (offset, file_size) = s.file_range();
+            let executable = match s.flags() {
+                object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                _ => false,
+            };
+            Segment {
+                offset,
+                file_size,
+                vaddr: s.address(),
+                executable,
+            }
         })
         .collect();
     Some(UnwindData {
@@ -177,27 +193,30 @@ fn load_unwind_data(path: &str) -> Option<UnwindData> {
 
 /// The address the DSO's vaddr 0 is loaded at, given one of its mappings.
 ///
-/// The segment is the PT_LOAD that shares the most file bytes with the
-/// mapping, not the one containing `pgoff`: linkers that do not page-align
-/// segment file offsets (lld, the default for Rust) let the executable
-/// segment start mid-page, so the page-aligned `pgoff` of its mapping falls
-/// inside the preceding read-only segment, whose vaddr-to-offset delta
-/// differs (by a page in lld's layout) and would shift every unwind lookup.
-fn base_avma_of(segments: &[(u64, u64, u64)], m: &Map) -> Option<u64> {
+/// The segment is the executable PT_LOAD (the mapping is executable) that
+/// shares the most file bytes with the mapping, not the one containing
+/// `pgoff`: linkers that do not page-align segment file offsets (lld, the
+/// default for Rust) start the executable segment mid-page, so the
+/// page-aligned `pgoff` of its mapping falls inside the preceding read-only
+/// segment, whose vaddr-to-offset delta differs (by a page in lld's layout)
+/// and would shift every unwind lookup.
+fn base_avma_of(segments: &[Segment], m: &Map) -> Option<u64> {
     let map_end = m.pgoff + (m.end - m.start);
-    let overlap = |&&(off, size, _): &&(u64, u64, u64)| {
-        map_end.min(off + size).saturating_sub(m.pgoff.max(off))
+    let overlap = |s: &Segment| {
+        map_end
+            .min(s.offset + s.file_size)
+            .saturating_sub(m.pgoff.max(s.offset))
     };
-    let &(off, _, vaddr) = segments
+    let s = segments
         .iter()
         .filter(|s| overlap(s) > 0)
-        .max_by_key(overlap)?;
-    // avma of file offset x is start + (x - pgoff); its svma is vaddr + (x - off)
+        .max_by_key(|s| (s.executable, overlap(s)))?;
+    // avma of file offset x is start + (x - pgoff); its svma is vaddr + (x - offset)
     Some(
         m.start
             .wrapping_sub(m.pgoff)
-            .wrapping_add(off)
-            .wrapping_sub(vaddr),
+            .wrapping_add(s.offset)
+            .wrapping_sub(s.vaddr),
     )
 }
 

@@ -3,9 +3,11 @@
 Each fixture in tests/fixtures/unwind/ spends its time in `build`, called from
 `main`. Recorded with `perf record --call-graph dwarf`, nearly every sample in
 `build` must have `main` (or `_start`) further up its stack, both in our
-import and in `perf script`. The Rust program is the regression case: rustc
-links with lld, which starts the executable segment mid-page, so the segment
-holding a mapping's page-aligned file offset is not the executable one.
+import and in `perf script`. The Rust program and the C one linked with lld
+(rustc's bundled copy) are the regression cases: lld starts the executable
+segment mid-page, so the segment holding a mapping's page-aligned file offset
+is the read-only one before it, and for the small C program that one even
+shares more bytes with the mapping than the executable segment does.
 """
 
 from __future__ import annotations
@@ -31,11 +33,28 @@ ROOTS = ("main", "_start")
 BUILD = re.compile(r"(^|::)build($|[(<\[])")
 
 
+def _lld_dir() -> str:
+    """rustc's bundled lld, as a directory for `gcc -B DIR -fuse-ld=lld`."""
+    if RUSTC is None:
+        pytest.skip("rustc not installed")
+    sysroot = subprocess.run(
+        [RUSTC, "--print", "sysroot"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    gcc_ld = Path(sysroot) / "lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld"
+    if not (gcc_ld / "ld.lld").exists():
+        pytest.skip("rustc ships no lld")
+    return str(gcc_ld)
+
+
 def _compile(kind: str, exe: Path) -> None:
     if kind == "rust":
         if RUSTC is None:
             pytest.skip("rustc not installed")
         cmd = [RUSTC, "-C", "opt-level=2", "-g", "-o", str(exe), str(FIXTURES / "hot.rs")]
+    elif kind == "c-lld":
+        src = str(FIXTURES / "tiny.c")
+        flags = ["-O2", "-g", "-fomit-frame-pointer", "-fuse-ld=lld", "-B", _lld_dir()]
+        cmd = ["gcc", *flags, "-o", str(exe), src]
     else:
         if CXX is None:
             pytest.skip("no C++ compiler")
@@ -43,7 +62,7 @@ def _compile(kind: str, exe: Path) -> None:
     subprocess.run(cmd, check=True, cwd=exe.parent)
 
 
-@pytest.fixture(scope="module", params=["rust", "cpp"])
+@pytest.fixture(scope="module", params=["rust", "cpp", "c-lld"])
 def recording(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("perf") is None:
         pytest.skip("perf missing")
