@@ -8,10 +8,10 @@
    twin; the fitted working set gives the n at which each cache level overflows.
 2. Measurement: `conntable --sweep` times a dependent chain of random packets per n
    (huge pages, so the TLB stays out of it), --repeats times, keeping the fastest.
-3. Knee: per cache level, over a window of sizes around it (WINDOWS), the first n
-   from which latency stays above the midpoint between the low plateau (median of
-   the three smallest n) and the high one (the three largest) for two sizes in a
-   row; a single spike from another process does not count.
+3. Knee: per cache level, over a window of sizes around it (WINDOWS), the
+   breakpoint of a two-segment regression of latency on log n (continuous, least
+   squares, every swept size but the two at each end tried as the breakpoint):
+   where the latency's growth changes slope.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -78,14 +78,40 @@ def measured(binary: Path, ns: list[int], repeats: int) -> dict[int, float]:
 
 def knee(latency: dict[int, float]) -> int:
     points = sorted(latency.items())
-    values = [y for _, y in points]
-    low = sorted(values[:3])[1]
-    high = sorted(values[-3:])[1]
-    middle = (low + high) / 2
-    for index in range(len(points) - 1):
-        if values[index] > middle and values[index + 1] > middle:
-            return points[index][0]
-    return points[-1][0]
+    xs = [math.log(n) for n, _ in points]
+    ys = [y for _, y in points]
+    best = (math.inf, points[-1][0])
+    for index in range(2, len(points) - 2):
+        rows = [(1.0, x, max(0.0, x - xs[index])) for x in xs]
+        coefficients = least_squares(rows, ys)
+        if coefficients[2] <= 0:
+            continue
+        residual = sum(
+            (sum(c * v for c, v in zip(coefficients, row, strict=True)) - y) ** 2
+            for row, y in zip(rows, ys, strict=True)
+        )
+        best = min(best, (residual, points[index][0]))
+    return best[1]
+
+
+def least_squares(rows: list[tuple[float, ...]], ys: list[float]) -> list[float]:
+    """Solve the normal equations (a few unknowns) by Gauss-Jordan elimination."""
+    size = len(rows[0])
+    matrix = [
+        [sum(r[i] * r[j] for r in rows) for j in range(size)]
+        + [sum(r[i] * y for r, y in zip(rows, ys, strict=True))]
+        for i in range(size)
+    ]
+    for col in range(size):
+        pivot = max(range(col, size), key=lambda r: abs(matrix[r][col]))
+        matrix[col], matrix[pivot] = matrix[pivot], matrix[col]
+        for row in range(size):
+            if row != col and matrix[col][col]:
+                factor = matrix[row][col] / matrix[col][col]
+                matrix[row] = [
+                    a - factor * b for a, b in zip(matrix[row], matrix[col], strict=True)
+                ]
+    return [matrix[i][size] / matrix[i][i] if matrix[i][i] else 0.0 for i in range(size)]
 
 
 def seconds(cmd: list) -> float:

@@ -2,17 +2,20 @@
 
 from pathlib import Path
 
+import pytest
+
 from perfsleuth.collect.memtrace import VALGRIND_PIE_BASE, ExtentCutter, Target
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cache" / "lackey-handle_packet.txt"
 HANDLE_PACKET = 0x15D0
 
 
-def cut(max_calls: int) -> ExtentCutter:
+def cut(max_calls: int, lines_per_block: int = 1000, stop: bool = True) -> ExtentCutter:
     target = Target("conntable", "handle_packet", HANDLE_PACKET, VALGRIND_PIE_BASE)
-    cutter = ExtentCutter(target, max_calls, 64, None)
-    for line in FIXTURE.read_text().splitlines(keepends=True):
-        if cutter.feed(line):
+    cutter = ExtentCutter(target, max_calls, 64, None, stop_when_full=stop)
+    lines = FIXTURE.read_text().splitlines(keepends=True)
+    for start in range(0, len(lines), lines_per_block):
+        if cutter.feed_block("".join(lines[start : start + lines_per_block])):
             break
     return cutter
 
@@ -38,10 +41,21 @@ def test_data_accesses_carry_the_instruction_that_made_them():
     assert store[1] - 0x108 == call[1][1]  # 0x108 past the struct's first field, state
 
 
+@pytest.mark.parametrize("lines_per_block", [1, 7, 40])
+def test_blocks_may_end_anywhere_between_lines(lines_per_block):
+    whole = cut(max_calls=10).recording
+    assert cut(max_calls=10, lines_per_block=lines_per_block).recording.calls == whole.calls
+
+
 def test_reports_full_once_max_calls_are_in():
     cutter = cut(max_calls=2)
     assert cutter.full
     assert len(cutter.recording.calls) == 2
+
+
+def test_run_to_end_keeps_counting_past_max_calls():
+    rec = cut(max_calls=1, stop=False).recording
+    assert (len(rec.calls), rec.total_calls, rec.instructions) == (1, 3, 30)
 
 
 def test_lines_are_counted_once():

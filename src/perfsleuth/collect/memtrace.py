@@ -24,7 +24,10 @@ cache model) cover every call until the program stops.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -37,8 +40,11 @@ from ..errors import UserError
 from .valgrind import FAILURE_MARKERS, FIXED_ENV, resolve_program, valgrind_binary
 
 VALGRIND_PIE_BASE = 0x108000
+READ_SIZE = 1 << 20
+VALGRIND_MESSAGE = re.compile(r"^==\d+== (.*)$", re.M)
 # (kind, address, size, pc): kind I (instruction), L (load), S (store), M (modify).
 Access = tuple[str, int, int, int]
+MAX_MESSAGES = 50  # valgrind's own lines kept, to say why a run failed
 DataObserver = Callable[[int, int], None]  # (address, size) of each data access
 
 
@@ -101,6 +107,8 @@ def record(
     """Run CMD under lackey and cut its trace to the calls of target.function."""
     resolve_program(cmd)
     read_fd, write_fd = os.pipe()
+    with contextlib.suppress(OSError):  # fewer stalls of valgrind on a full pipe
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
     argv = lackey_argv(cmd, target.executable, write_fd)
     env = dict(os.environ) if keep_env else dict(FIXED_ENV)
     started = time.monotonic()
@@ -110,10 +118,14 @@ def record(
     if proc.stdin is not None:
         proc.stdin.write(stdin_text or "")
         proc.stdin.close()
-    cutter = ExtentCutter(target, max_calls, line_size, observer)
-    with os.fdopen(read_fd, "r", buffering=1 << 20, errors="replace") as log:
-        for line in log:
-            if cutter.feed(line) and not run_to_end:
+    cutter = ExtentCutter(target, max_calls, line_size, observer, stop_when_full=not run_to_end)
+    with os.fdopen(read_fd, "rb", buffering=READ_SIZE) as log:
+        pending = ""
+        while chunk := log.read(READ_SIZE):
+            data = pending + chunk.decode("latin-1")
+            cut = data.rfind("\n") + 1
+            pending = data[cut:]
+            if cutter.feed_block(data[:cut]):
                 proc.kill()
                 break
     status = proc.wait()
@@ -132,10 +144,16 @@ class ExtentCutter:
     """Feeds on lackey's log lines; keeps the accesses inside the function's calls."""
 
     def __init__(
-        self, target: Target, max_calls: int, line_size: int, observer: DataObserver | None
+        self,
+        target: Target,
+        max_calls: int,
+        line_size: int,
+        observer: DataObserver | None,
+        stop_when_full: bool = True,
     ) -> None:
         self.entry = f"I  {target.start + target.base:08x},"
         self.max_calls = max_calls
+        self.stop_when_full = stop_when_full
         self.shift = line_size.bit_length() - 1
         self.observer = observer
         self.recording = Recording(calls=[])
@@ -149,17 +167,41 @@ class ExtentCutter:
     def full(self) -> bool:
         return len(self.recording.calls) >= self.max_calls
 
-    def feed(self, line: str) -> bool:
-        """Take one log line; True once max_calls calls are complete."""
-        if not self.returns:
-            if line.startswith(self.entry):
-                self._enter(line)
-            elif line[0] == "I":
-                self.previous = line
-            elif line[0] == "=" and len(self.messages) < 50:
-                self.messages.append(line.split("== ", 1)[-1].strip())
-            return False
-        return self._inside(line)
+    def feed_block(self, block: str) -> bool:
+        """Take whole log lines; True (with stop_when_full) once max_calls calls are
+        complete, the rest of the block left unread. Outside the
+        function only the entry and the last instruction line before it matter, so
+        those stretches are searched, not walked line by line."""
+        if not self.recording.total_calls and len(self.messages) < MAX_MESSAGES and "==" in block:
+            self.messages += VALGRIND_MESSAGE.findall(block)[:MAX_MESSAGES]
+        pos, size = 0, len(block)
+        while pos < size:
+            if not self.returns:
+                at = self._next_entry(block, pos)
+                self._remember_previous(block, pos, size if at < 0 else at)
+                if at < 0:
+                    return False
+                pos = block.index("\n", at) + 1
+                self._enter(block[at:pos])
+                continue
+            end = block.index("\n", pos) + 1
+            if self._inside(block[pos:end]) and self.stop_when_full:
+                return True
+            pos = end
+        return False
+
+    def _next_entry(self, block: str, pos: int) -> int:
+        at = block.find(self.entry, pos)
+        while at > 0 and block[at - 1] != "\n":
+            at = block.find(self.entry, at + 1)
+        return at
+
+    def _remember_previous(self, block: str, start: int, stop: int) -> None:
+        """The last instruction line in block[start:stop], which starts at a line."""
+        at = block.rfind("\nI", start, stop)
+        at = at + 1 if at >= 0 else (start if block.startswith("I", start) and start < stop else -1)
+        if at >= 0:
+            self.previous = block[at : block.index("\n", at) + 1]
 
     def _enter(self, line: str) -> None:
         if not self.previous:
