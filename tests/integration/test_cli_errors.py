@@ -150,3 +150,13 @@ def test_perf_not_permitted(tmp_path: Path):
         timeout=120,
     )
     assert_clean_error(proc, "1")
+
+
+def test_stripped_binary_records_with_a_warning(tmp_path: Path, examples_built: Path):
+    stripped = tmp_path / "stripped"
+    shutil.copy(examples_built / "hotspots", stripped)
+    subprocess.run(["strip", str(stripped)], check=True)
+    proc = perfsleuth("record", "--store", "s", "--", str(stripped), "300000", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warning = [ln for ln in proc.stderr.splitlines() if "warning" in ln]
+    assert len(warning) == 1 and "no function name" in warning[0] and "-g" in warning[0]

@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analyzers import Context, missing_symbols
 from ..cache import recorder as cache_recorder
 from ..collect import offcpu, perf, runinfo, valgrind, wall
 from ..errors import UserError
@@ -20,6 +21,8 @@ from .common import add_output_options
 
 NAME = "record"
 HELP = "record a command (or a running process) into the store"
+
+UNNAMED_WARNING_SHARE = 0.2
 
 # mode -> function(args, command, workdir, info) -> Profile; it fills info's
 # exit_status, duration_s, dsos and meta. Each mode's recorder lives in collect/.
@@ -136,8 +139,17 @@ def _duration(info: RunInfo) -> str:
     return f", {info.duration_s:.2f} s" if info.duration_s is not None else ""
 
 
+def warn_missing_symbols(info: RunInfo, profile: Profile) -> None:
+    """A run whose samples mostly have no function name is worth a word right away."""
+    ctx = Context(profile=profile, run=info, binaries=info.dsos)
+    for finding in missing_symbols.analyze(ctx):
+        if finding.rule == "symbols.missing" and finding.share >= UNNAMED_WARNING_SHARE:
+            print(f"perfsleuth: warning: {finding.title}. {finding.suggestion}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     _store, info, profile = record_run(args)
+    warn_missing_symbols(info, profile)
     if args.format == "json":
         doc = {**info.summary(), "samples": profile.num_samples, "unit": profile.unit}
         emit(doc, "json", args.output, lambda d, c: None)
