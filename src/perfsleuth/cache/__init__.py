@@ -10,18 +10,17 @@ constant_time (do accesses depend on a secret input). recorder.py wires them int
 DOCUMENT_KIND, which `perfsleuth cache show` prints and the analyzers read.
 """
 
+from ..profile import Profile
+
 DOCUMENT_KIND = "cache"
 
 
-def function_share(profile: object, function: str) -> float:
-    """Fraction of the run's weight with `function` on the stack (1.0 without samples:
-    a trace-only run measures nothing else)."""
-    from ..profile import Profile
-
-    assert isinstance(profile, Profile)
+def function_share(profile: Profile, function: str) -> float:
+    """Fraction of the run's weight with `function` on the stack; 1.0 for a run
+    without a CPU profile (a trace-only run measures nothing else)."""
     total = profile.total
-    if not total:
+    if not total or profile.unit == "instructions":
         return 1.0
     ids = {i for i, f in enumerate(profile.frames) if f.function == function}
     inside = sum(w for stack, w, _c, _t, _s in profile.rows() if ids.intersection(stack))
-    return inside / total if profile.unit != "instructions" else 1.0
+    return inside / total

@@ -97,8 +97,8 @@ def render_layout(layout: dict[str, Any], console: Console) -> None:
     )
     console.print(Text(layout["pahole"]))
     for row in layout["lines"]:
-        mark = "hot " if row["hot_fields"] else "cold"
-        console.print(Text(f"  line {row['line']}: {mark} {', '.join(row['hot_fields'])}"))
+        mark = f"hot: {', '.join(row['hot_fields'])}" if row["hot_fields"] else "cold"
+        console.print(Text(f"  line {row['line']}: {mark}"))
     reorder = layout["reorder"]
     if reorder:
         console.print(
