@@ -9,11 +9,12 @@ import sys
 import duckdb
 
 from . import __version__
-from .commands import load_all
+from .commands import load_all, load_for
 from .errors import UserError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for every command, or only for the one argv names (faster start)."""
     parser = argparse.ArgumentParser(
         prog="perfsleuth",
         description="A performance detective for native programs: measure, explain, rank.",
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the run store folder (default: $PERFSLEUTH_STORE or .perfsleuth)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in load_all():
+    for module in load_all() if argv is None else load_for(argv):
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, parents=[common])
         module.add_arguments(p)
         p.set_defaults(handler=module.run)
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
