@@ -41,6 +41,8 @@ def record_cpu(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     info.exit_status = rec.exit_status
     info.duration_s = rec.duration_s
     profile = perf_data.read(rec.data)
+    # Every on-CPU sample is, by definition, of a running thread.
+    profile.sample_state = ["running"] * len(profile.sample_state)
     info.dsos = profile.meta.pop("dsos", [])
     info.meta.update({"call_graph": rec.call_graph, "freq": rec.freq, "recorder": "perf"})
     return profile
