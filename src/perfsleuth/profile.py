@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # Units a profile's weights can be in. "ns" is used for on-CPU clock events and
 # off-CPU time alike, so the two can be added up.
@@ -118,6 +119,15 @@ class Profile:
         return builder.build()
 
 
+def _intern(ids: dict[Any, int], table: list[Any], value: Any) -> int:
+    """The index of value in table, appending it the first time it is seen."""
+    index = ids.get(value)
+    if index is None:
+        index = ids[value] = len(table)
+        table.append(value)
+    return index
+
+
 class ProfileBuilder:
     """Interns frames and stacks and aggregates samples while a reader streams."""
 
@@ -131,30 +141,15 @@ class ProfileBuilder:
         self.profile = Profile(unit=unit, meta=meta or {})
 
     def frame_id(self, frame: Frame) -> int:
-        fid = self._frame_ids.get(frame)
-        if fid is None:
-            fid = len(self.profile.frames)
-            self._frame_ids[frame] = fid
-            self.profile.frames.append(frame)
-        return fid
+        return _intern(self._frame_ids, self.profile.frames, frame)
 
     def stack_id(self, frame_ids: tuple[int, ...]) -> int:
-        sid = self._stack_ids.get(frame_ids)
-        if sid is None:
-            sid = len(self.profile.stacks)
-            self._stack_ids[frame_ids] = sid
-            self.profile.stacks.append(frame_ids)
-        return sid
+        return _intern(self._stack_ids, self.profile.stacks, frame_ids)
 
     def thread_id(self, thread: Thread | None) -> int:
         if thread is None:
             return -1
-        tid = self._thread_ids.get(thread)
-        if tid is None:
-            tid = len(self.profile.threads)
-            self._thread_ids[thread] = tid
-            self.profile.threads.append(thread)
-        return tid
+        return _intern(self._thread_ids, self.profile.threads, thread)
 
     def add(
         self,

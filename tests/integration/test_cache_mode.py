@@ -8,26 +8,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
 
 PAHOLE_MEMBER = re.compile(r"^\s+(.+?)\s+(\w+)(\[\d+\])*;\s+/\*\s+(\d+)\s+(\d+)\s+\*/")
-
-
-def perfsleuth(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    command, *rest = args
-    done = subprocess.run(
-        [sys.executable, "-m", "perfsleuth.cli", command, "--store", str(store), *rest],
-        capture_output=True,
-        text=True,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
 
 
 def cache_doc(store: Path) -> dict:

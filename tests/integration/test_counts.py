@@ -7,11 +7,11 @@ import difflib
 import json
 import re
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from cli_runner import perfsleuth
 
 from perfsleuth.formats import count_document
 from perfsleuth.store import Store
@@ -20,18 +20,6 @@ pytestmark = pytest.mark.integration
 
 KEYS_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "counts" / "keys.c"
 ANNOTATE_ROW = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?):(.*?)(?: \[.*\])?$")
-
-
-def perfsleuth(store: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    command, *rest = args
-    done = subprocess.run(
-        [sys.executable, "-m", "perfsleuth.cli", command, "--store", str(store), *rest],
-        capture_output=True,
-        text=True,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,8 @@ def perf_binary() -> str:
     return perf
 
 
-def check_command(cmd: list[str]) -> None:
+def check_command(cmd: list[str]) -> Path:
+    """The executable CMD starts, or a clear error if there is none to run."""
     if not cmd:
         raise UserError("no command given; usage: perfsleuth record -- CMD ARGS...")
     path = callgraph_mode.resolve_executable(cmd[0])
@@ -47,6 +48,7 @@ def check_command(cmd: list[str]) -> None:
         raise UserError(f"command not found: {cmd[0]}")
     if not os.access(path, os.X_OK):
         raise UserError(f"{path} is not executable; check its permissions")
+    return path
 
 
 def check_pid(pid: int) -> None:

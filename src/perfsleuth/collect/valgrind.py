@@ -32,7 +32,7 @@ from ..profile import Profile
 from ..store import RunInfo
 from ..symbols import elf
 from ..symbols.demangle import demangle_all
-from . import callgraph_mode
+from . import perf
 
 # The whole environment of a counted run unless the user asks to keep theirs.
 FIXED_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
@@ -66,14 +66,7 @@ def valgrind_binary() -> str:
 
 def resolve_program(cmd: list[str]) -> str:
     """The absolute path of the program CMD starts, or a clear error."""
-    if not cmd:
-        raise UserError("no command given; usage: perfsleuth record --mode count -- CMD ARGS...")
-    path = callgraph_mode.resolve_executable(cmd[0])
-    if path is None:
-        raise UserError(f"command not found: {cmd[0]}")
-    if not os.access(path, os.X_OK):
-        raise UserError(f"{path} is not executable; check its permissions")
-    return os.path.abspath(path)
+    return os.path.abspath(perf.check_command(cmd))
 
 
 def callgrind_args(workdir: Path, *, cache_sim: bool, only: str | None) -> list[str]:
