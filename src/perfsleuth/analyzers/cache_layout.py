@@ -21,10 +21,33 @@ def analyze(ctx: Context) -> list[Finding]:
         return []
     findings = []
     for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
-        layout = doc.get("layout") or {}
-        if layout.get("available") and layout.get("reorder"):
-            findings.append(finding(function, layout, function_share(ctx.profile, function)))
+        # runs recorded before globals were laid out have only "layout"
+        for layout in doc.get("layouts") or [doc.get("layout") or {}]:
+            if layout.get("available") and layout.get("reorder"):
+                findings.append(finding(function, layout, function_share(ctx.profile, function)))
     return findings
+
+
+def array_evidence(layout: dict, before: int, after: int) -> list[str]:
+    """For a global array, what the recorded calls reached and what all of it holds hot."""
+    elements = layout.get("elements", 1)
+    if elements <= 1:
+        return []
+    line = layout["line_size"]
+    return [
+        f"{owner(layout)}: {layout['elements_touched']:,} of {elements:,} elements reached by "
+        f"the recorded calls; their hot lines over the whole array: "
+        f"{elements * before * line // 1024:,} KiB -> {elements * after * line // 1024:,} KiB"
+    ]
+
+
+def owner(layout: dict) -> str:
+    """Whose struct it is: `*param`, `global table[4096]`, `static stats`."""
+    kind = layout.get("variable_kind", "parameter")
+    if kind == "parameter":
+        return f"*{layout['parameter']}"
+    elements = layout.get("elements", 1)
+    return f"{kind} {layout['variable']}" + (f"[{elements}]" if elements > 1 else "")
 
 
 def finding(function: str, layout: dict, share: float) -> Finding:
@@ -39,7 +62,8 @@ def finding(function: str, layout: dict, share: float) -> Finding:
         kind="cache-layout",
         title=(
             f"{function} touches {moved} alone on cache line {reorder['from_line']} of "
-            f"struct {layout['struct']}: {before} lines per object where {after} would do"
+            f"struct {layout['struct']} ({owner(layout)}): {before} lines per object where "
+            f"{after} would do"
         ),
         function=function,
         share=share,
@@ -52,6 +76,7 @@ def finding(function: str, layout: dict, share: float) -> Finding:
             f"{layout['lines_touched_per_call']:.2f} lines of the struct touched per call",
             "working set per object: "
             f"{before * line} B -> {after * line} B ({(before - after) / before:.0%} less)",
+            *array_evidence(layout, before, after),
         ],
         suggestion=(
             f"move {moved} into cache line {reorder['to_line']} next to "
@@ -59,5 +84,10 @@ def finding(function: str, layout: dict, share: float) -> Finding:
             f"down to line {reorder['from_line']}; "
             f"{before / after:.1f}x as many objects then fit in each cache level"
         ),
-        details={"layout": layout["pahole"], "reorder": reorder, "field": reorder["move"][0]},
+        details={
+            "layout": layout["pahole"],
+            "reorder": reorder,
+            "field": reorder["move"][0],
+            "variable": owner(layout),
+        },
     )

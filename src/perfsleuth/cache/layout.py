@@ -1,17 +1,25 @@
 """Struct layout of the objects a function works on, pahole-style, with each field
 marked hot or cold by the recorded accesses.
 
-The struct comes from DWARF: the pointer-to-struct parameters of the traced
-function. Which object a call worked on comes from the machine code: for an
-access through `disp(reg)`, reg held `address - disp`, and the base most accesses
-of a call agree on is the object. Accesses inside [object, object + size) are then
-attributed to the fields they overlap.
+Two kinds of objects are laid out, each layout saying which variable it belongs to:
+
+- the struct a pointer parameter of the traced function points to (DWARF). Which
+  object a call worked on comes from the machine code: for an access through
+  `disp(reg)`, reg held `address - disp`, and the base most accesses of a call agree
+  on is the object. Accesses inside global struct variables do not vote, so a
+  pointer into a global table is laid out as that global;
+- global and static variables of struct type, or arrays of structs (per element),
+  that the calls' accesses reach (cache/globals.py).
+
+Accesses inside [object, object + size) are attributed to the fields they overlap.
+A field is hot when at least HOT_FRACTION of the visits touch it; a visit is one
+call's work on one object (for an array, on one element).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -21,79 +29,98 @@ from elftools.common.exceptions import ELFError
 from elftools.dwarf.die import DIE
 from elftools.elf.elffile import ELFFile
 
+from . import globals
+from .globals import StructVariable, Visit
+from .struct_types import Field, Struct, attr_text, strip_qualifiers, struct_of
 from .trace import Trace
 
-HOT_FRACTION = 0.25  # of calls touching a field, for it to count as hot
+HOT_FRACTION = 0.25  # of visits touching a field, for it to count as hot
 FRAME_REGISTERS = (X86_REG_RSP, X86_REG_RBP, X86_REG_RIP, X86_REG_INVALID)
 
 
-@dataclass
-class Field:
-    name: str
-    type_name: str
-    offset: int
-    size: int
-
-
-@dataclass
-class Struct:
-    name: str
-    size: int
-    fields: list[Field]
-    parameter: str
-
-
 def project(trace: Trace) -> dict[str, Any]:
+    """{"layout": the first layout, or why there is none; "layouts": every layout}.
+
+    The parameter's layout comes first, then the globals by accesses, most first."""
+    variables = globals.struct_variables(trace.executable)
+    parameter, reason = parameter_layout(trace, globals.inside_one(variables, trace.base))
+    layouts = [parameter] if parameter is not None else []
+    layouts.extend(global_layouts(trace, variables))
+    if not layouts:
+        return {"layout": {"available": False, "reason": reason}, "layouts": []}
+    return {"layout": layouts[0], "layouts": layouts}
+
+
+def parameter_layout(
+    trace: Trace, in_globals: Callable[[int], bool]
+) -> tuple[dict[str, Any] | None, str]:
+    """The layout of the struct a pointer parameter points to, or why there is none."""
     structs, reason = parameter_structs(trace.executable, trace.function)
     if not structs:
-        return {"available": False, "reason": reason}
-    bases = [object_base(call, trace) for call in trace.calls]
-    if not any(b is not None for b in bases):
-        return {
-            "available": False,
-            "reason": f"no access of {trace.function} goes through a struct pointer "
-            "(reg+displacement), so its objects could not be told apart",
-        }
-    best = max(structs, key=lambda s: coverage(s, trace, bases))
-    return layout_of(best, trace, bases)
+        return None, reason
+    visits = [
+        Visit(number, base, call)
+        for number, call in enumerate(trace.calls)
+        if (base := object_base(call, trace, in_globals)) is not None
+    ]
+    if not visits:
+        return None, (
+            f"no access of {trace.function} goes through a struct pointer (reg+displacement) "
+            "or into a global struct variable, so its objects could not be told apart"
+        )
+    name, best = max(structs, key=lambda named: coverage(named[1], visits))
+    owner = {"parameter": name, "variable": name, "variable_kind": "parameter"}
+    return {**layout_of(best, visits, trace.line_size), **owner}, ""
 
 
-def coverage(struct: Struct, trace: Trace, bases: list[int | None]) -> int:
+def global_layouts(trace: Trace, variables: tuple[StructVariable, ...]) -> list[dict[str, Any]]:
+    reached = globals.touched(variables, trace)
+    ranked = sorted(reached, key=lambda v: -sum(len(visit.accesses) for visit in reached[v]))
+    return [global_layout(v, reached[v], trace.line_size) for v in ranked]
+
+
+def global_layout(variable: StructVariable, visits: list[Visit], line: int) -> dict[str, Any]:
+    return {
+        **layout_of(variable.struct, visits, line),
+        "parameter": None,
+        "variable": variable.name,
+        "variable_kind": "global" if variable.external else "static",
+        "address": variable.address,
+        "elements": variable.elements,
+        "elements_touched": len({visit.start for visit in visits}),
+    }
+
+
+def coverage(struct: Struct, visits: list[Visit]) -> int:
     return sum(
         1
-        for call, base in zip(trace.calls, bases, strict=True)
-        if base is not None
-        for kind, address, _s, _pc in call
-        if kind != "I" and 0 <= address - base < struct.size
+        for visit in visits
+        for kind, address, _s, _pc in visit.accesses
+        if kind != "I" and 0 <= address - visit.start < struct.size
     )
 
 
-def layout_of(struct: Struct, trace: Trace, bases: list[int | None]) -> dict[str, Any]:
-    line = trace.line_size
+def layout_of(struct: Struct, visits: list[Visit], line: int) -> dict[str, Any]:
     touched: Counter[str] = Counter()
     lines_touched: list[int] = []
-    calls = 0
-    for call, base in zip(trace.calls, bases, strict=True):
-        if base is None:
-            continue
-        calls += 1
-        names, lines = touched_fields(struct, call, base, line)
+    for visit in visits:
+        names, lines = touched_fields(struct, visit.accesses, visit.start, line)
         touched.update(names)
         lines_touched.append(len(lines))
-    fields = [field_row(f, touched[f.name] / max(calls, 1), line) for f in struct.fields]
+    fields = [field_row(f, touched[f.name] / len(visits), line) for f in struct.fields]
     by_line = line_rows(fields, struct.size, line)
-    aligned = Counter(b % line for b in bases if b is not None).most_common(1)[0][0]
+    aligned = Counter(visit.start % line for visit in visits).most_common(1)[0][0]
     return {
         "available": True,
         "struct": struct.name,
-        "parameter": struct.parameter,
         "size": struct.size,
         "line_size": line,
         "object_misalignment": aligned,
-        "calls": calls,
+        "calls": len({visit.call for visit in visits}),
+        "visits": len(visits),
         "fields": fields,
         "lines": by_line,
-        "lines_touched_per_call": sum(lines_touched) / max(len(lines_touched), 1),
+        "lines_touched_per_call": sum(lines_touched) / len(lines_touched),
         "reorder": reordering(fields, by_line, line),
         "pahole": render(struct, fields, line),
     }
@@ -200,11 +227,11 @@ def render(struct: Struct, fields: list[dict], line: int) -> str:
     return "\n".join(out)
 
 
-def object_base(call: list, trace: Trace) -> int | None:
+def object_base(call: list, trace: Trace, in_globals: Callable[[int], bool]) -> int | None:
     """The base address most struct-pointer accesses of one call agree on."""
     votes: Counter[int] = Counter()
     for kind, address, _size, pc in call:
-        if kind == "I":
+        if kind == "I" or in_globals(address):
             continue
         disp = displacement(trace.executable, pc - trace.base)
         if disp is not None:
@@ -261,7 +288,7 @@ def text_segments(executable: str) -> tuple[tuple[int, bytes], ...]:
         return ()
 
 
-def parameter_structs(executable: str, function: str) -> tuple[list[Struct], str]:
+def parameter_structs(executable: str, function: str) -> tuple[list[tuple[str, Struct]], str]:
     """Structs the function's pointer parameters point to, or why there are none."""
     try:
         with open(executable, "rb") as fh:
@@ -278,11 +305,18 @@ def parameter_structs(executable: str, function: str) -> tuple[list[Struct], str
                     "file was built without -g, so struct layouts are unknown (the footprint "
                     "does not need them)"
                 )
-            structs = [s for s in map(pointed_struct, parameters(subprogram)) if s is not None]
+            structs = [
+                (name, struct)
+                for name, declared in parameters(subprogram)
+                if (struct := pointed_struct(declared)) is not None
+            ]
     except (OSError, ELFError) as e:
         return [], f"could not read the debug info of {executable} ({e})"
     if not structs:
-        return [], f"{function} takes no pointer to a struct, so there is no layout to show"
+        return [], (
+            f"{function} takes no pointer to a struct and touches no global struct variable, "
+            "so there is no layout to show"
+        )
     return structs, ""
 
 
@@ -317,8 +351,7 @@ def parameters(subprogram: DIE) -> list[tuple[str, DIE]]:
     return out
 
 
-def pointed_struct(parameter: tuple[str, DIE]) -> Struct | None:
-    name, declared = parameter
+def pointed_struct(declared: DIE) -> Struct | None:
     type_die = strip_qualifiers(declared)
     if (
         type_die is None
@@ -326,91 +359,4 @@ def pointed_struct(parameter: tuple[str, DIE]) -> Struct | None:
         or "DW_AT_type" not in type_die.attributes
     ):
         return None
-    target = strip_qualifiers(type_die.get_DIE_from_attribute("DW_AT_type"))
-    if target is None or target.tag not in ("DW_TAG_structure_type", "DW_TAG_class_type"):
-        return None
-    if "DW_AT_byte_size" not in target.attributes:
-        return None
-    fields = [member(m) for m in target.iter_children() if m.tag == "DW_TAG_member"]
-    return Struct(
-        attr_text(target, "DW_AT_name") or "(anonymous)",
-        target.attributes["DW_AT_byte_size"].value,
-        [f for f in fields if f is not None],
-        name,
-    )
-
-
-def strip_qualifiers(die: DIE | None) -> DIE | None:
-    while die is not None and die.tag in (
-        "DW_TAG_typedef",
-        "DW_TAG_const_type",
-        "DW_TAG_volatile_type",
-    ):
-        if "DW_AT_type" not in die.attributes:
-            return None
-        die = die.get_DIE_from_attribute("DW_AT_type")
-    return die
-
-
-def member(die: DIE) -> Field | None:
-    location = die.attributes.get("DW_AT_data_member_location")
-    if (
-        location is None
-        or not isinstance(location.value, int)
-        or "DW_AT_type" not in die.attributes
-    ):
-        return None
-    type_die = die.get_DIE_from_attribute("DW_AT_type")
-    return Field(
-        attr_text(die, "DW_AT_name"), type_name(type_die), location.value, type_size(type_die)
-    )
-
-
-def attr_text(die: DIE, name: str) -> str:
-    attr = die.attributes.get(name)
-    return attr.value.decode(errors="replace") if attr is not None else ""
-
-
-def type_size(die: DIE) -> int:
-    if "DW_AT_byte_size" in die.attributes:
-        return int(die.attributes["DW_AT_byte_size"].value)
-    if die.tag == "DW_TAG_array_type":
-        return type_size(die.get_DIE_from_attribute("DW_AT_type")) * array_length(die)
-    if "DW_AT_type" in die.attributes:
-        return type_size(die.get_DIE_from_attribute("DW_AT_type"))
-    return 0
-
-
-def array_length(die: DIE) -> int:
-    length = 1
-    for sub in die.iter_children():
-        if "DW_AT_count" in sub.attributes:
-            length *= int(sub.attributes["DW_AT_count"].value)
-        elif "DW_AT_upper_bound" in sub.attributes:
-            length *= int(sub.attributes["DW_AT_upper_bound"].value) + 1
-    return length
-
-
-def type_name(die: DIE) -> str:
-    name = attr_text(die, "DW_AT_name")
-    if die.tag in ("DW_TAG_structure_type", "DW_TAG_class_type"):
-        return f"struct {name or '(anonymous)'}"
-    if name:
-        return name
-    inner = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None
-    if die.tag == "DW_TAG_pointer_type":
-        return f"{type_name(inner) if inner is not None else 'void'} *"
-    if die.tag == "DW_TAG_const_type":
-        return f"const {type_name(inner) if inner is not None else 'void'}"
-    if die.tag == "DW_TAG_array_type" and inner is not None:
-        dims = "][".join(str(array_length_one(s)) for s in die.iter_children())
-        return f"{type_name(inner)}[{dims}]"
-    return "?"
-
-
-def array_length_one(sub: DIE) -> int:
-    if "DW_AT_count" in sub.attributes:
-        return int(sub.attributes["DW_AT_count"].value)
-    if "DW_AT_upper_bound" in sub.attributes:
-        return int(sub.attributes["DW_AT_upper_bound"].value) + 1
-    return 0
+    return struct_of(type_die.get_DIE_from_attribute("DW_AT_type"))

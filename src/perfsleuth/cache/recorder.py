@@ -126,7 +126,7 @@ def project_function(
     else:
         main = trace_once(args, (cmd, None), target, info)
     doc["footprint"] = footprint.project(main)
-    doc["layout"] = layout.project(main)
+    doc.update(layout.project(main))  # "layout" and "layouts"
     doc["model"] = model.simulate(main, geometry)
     return doc
 

@@ -1,0 +1,129 @@
+"""Struct types from DWARF: members with their offsets, sizes and type names, as
+pahole prints them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from elftools.dwarf.die import DIE
+
+STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
+
+
+@dataclass
+class Field:
+    name: str
+    type_name: str
+    offset: int
+    size: int
+
+
+@dataclass
+class Struct:
+    name: str
+    size: int
+    fields: list[Field]
+
+
+def struct_of(die: DIE | None) -> Struct | None:
+    """The struct a (possibly qualified or typedef'd) type is, if it is a complete one."""
+    target = strip_qualifiers(die)
+    if target is None or target.tag not in STRUCT_TAGS:
+        return None
+    if "DW_AT_byte_size" not in target.attributes:
+        return None
+    fields = [member(m) for m in target.iter_children() if m.tag == "DW_TAG_member"]
+    return Struct(
+        attr_text(target, "DW_AT_name") or "(anonymous)",
+        target.attributes["DW_AT_byte_size"].value,
+        [f for f in fields if f is not None],
+    )
+
+
+def struct_elements(die: DIE) -> tuple[Struct, int] | None:
+    """A struct type as (struct, 1), an array of structs as (struct, element count)."""
+    target = strip_qualifiers(die)
+    if target is None:
+        return None
+    if target.tag == "DW_TAG_array_type" and "DW_AT_type" in target.attributes:
+        element = struct_of(target.get_DIE_from_attribute("DW_AT_type"))
+        count = array_length(target)
+        return (element, count) if element is not None and count > 0 else None
+    struct = struct_of(target)
+    return (struct, 1) if struct is not None else None
+
+
+def strip_qualifiers(die: DIE | None) -> DIE | None:
+    while die is not None and die.tag in (
+        "DW_TAG_typedef",
+        "DW_TAG_const_type",
+        "DW_TAG_volatile_type",
+    ):
+        if "DW_AT_type" not in die.attributes:
+            return None
+        die = die.get_DIE_from_attribute("DW_AT_type")
+    return die
+
+
+def member(die: DIE) -> Field | None:
+    location = die.attributes.get("DW_AT_data_member_location")
+    if (
+        location is None
+        or not isinstance(location.value, int)
+        or "DW_AT_type" not in die.attributes
+    ):
+        return None
+    type_die = die.get_DIE_from_attribute("DW_AT_type")
+    return Field(
+        attr_text(die, "DW_AT_name"), type_name(type_die), location.value, type_size(type_die)
+    )
+
+
+def attr_text(die: DIE, name: str) -> str:
+    attr = die.attributes.get(name)
+    return attr.value.decode(errors="replace") if attr is not None else ""
+
+
+def type_size(die: DIE) -> int:
+    if "DW_AT_byte_size" in die.attributes:
+        return int(die.attributes["DW_AT_byte_size"].value)
+    if die.tag == "DW_TAG_array_type":
+        return type_size(die.get_DIE_from_attribute("DW_AT_type")) * array_length(die)
+    if "DW_AT_type" in die.attributes:
+        return type_size(die.get_DIE_from_attribute("DW_AT_type"))
+    return 0
+
+
+def array_length(die: DIE) -> int:
+    length = 1
+    for sub in die.iter_children():
+        if "DW_AT_count" in sub.attributes:
+            length *= int(sub.attributes["DW_AT_count"].value)
+        elif "DW_AT_upper_bound" in sub.attributes:
+            length *= int(sub.attributes["DW_AT_upper_bound"].value) + 1
+    return length
+
+
+def type_name(die: DIE) -> str:
+    name = attr_text(die, "DW_AT_name")
+    if die.tag in STRUCT_TAGS:
+        return f"struct {name or '(anonymous)'}"
+    if name:
+        return name
+    inner = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None
+    if die.tag == "DW_TAG_pointer_type":
+        return f"{type_name(inner) if inner is not None else 'void'} *"
+    if die.tag == "DW_TAG_const_type":
+        return f"const {type_name(inner) if inner is not None else 'void'}"
+    if die.tag == "DW_TAG_array_type" and inner is not None:
+        dims = "][".join(str(array_length_one(s)) for s in die.iter_children())
+        return f"{type_name(inner)}[{dims}]"
+    return "?"
+
+
+def array_length_one(sub: DIE) -> int:
+    if "DW_AT_count" in sub.attributes:
+        return int(sub.attributes["DW_AT_count"].value)
+    if "DW_AT_upper_bound" in sub.attributes:
+        return int(sub.attributes["DW_AT_upper_bound"].value) + 1
+    return 0
