@@ -44,7 +44,9 @@ def render(doc: dict[str, Any], console: Console) -> None:
     for function in doc["functions"]:
         console.print(Text(f"== {function['function']} ({function['executable']})", style="bold"))
         render_footprint(function["footprint"], console)
-        render_layout(function["layout"], console)
+        # runs recorded before globals were laid out have only "layout"
+        for layout in function.get("layouts") or [function["layout"]]:
+            render_layout(layout, console)
         render_model(function["model"], console)
         if "scaling" in function:
             render_scaling(function["scaling"], console)
@@ -90,9 +92,9 @@ def render_layout(layout: dict[str, Any], console: Console) -> None:
         return
     console.print(
         Text(
-            f"struct layout of *{layout['parameter']} "
-            f"(struct {layout['struct']}, {layout['size']} B): "
+            f"struct layout of {layout_owner(layout)}: "
             f"{layout['lines_touched_per_call']:.2f} of its cache lines touched per call"
+            f"{' and element' if layout.get('elements', 1) > 1 else ''}"
         )
     )
     console.print(Text(layout["pahole"]))
@@ -109,6 +111,20 @@ def render_layout(layout: dict[str, Any], console: Console) -> None:
                 "lines per object"
             )
         )
+
+
+def layout_owner(layout: dict[str, Any]) -> str:
+    """`*c (struct conn, 320 B)`, `static table[4096] (struct conn, 320 B per element, ...)`."""
+    kind = layout.get("variable_kind", "parameter")
+    struct = f"struct {layout['struct']}, {layout['size']} B"
+    if kind == "parameter":
+        return f"*{layout['parameter']} ({struct})"
+    if layout["elements"] == 1:
+        return f"{kind} {layout['variable']} ({struct})"
+    return (
+        f"{kind} {layout['variable']}[{layout['elements']}] ({struct} per element, "
+        f"{layout['elements_touched']:,} elements reached)"
+    )
 
 
 def render_model(sim: dict[str, Any], console: Console) -> None:
