@@ -1,5 +1,5 @@
 import "./style.css";
-import { embedded, rememberToken } from "./api";
+import { embedded, getJSON, rememberToken } from "./api";
 import { h, message } from "./dom";
 import { currentRoute, href, type Route } from "./router";
 import { renderRuns } from "./pages/runs";
@@ -11,6 +11,8 @@ import { renderSource } from "./pages/source";
 import { renderFindings } from "./pages/findings";
 import { renderCompare } from "./pages/compare";
 import { renderExperiments } from "./pages/experiments";
+import { renderCache } from "./pages/cache";
+import type { RunDetail } from "./types";
 
 type Page = (app: HTMLElement, runId: string, route: Route) => Promise<void>;
 
@@ -22,7 +24,18 @@ const RUN_PAGES: Record<string, [string, Page]> = {
   source: ["Source", renderSource],
   findings: ["Findings", renderFindings],
   experiments: ["Experiments", renderExperiments],
+  cache: ["Cache", renderCache],
 };
+
+/** Pages linked only for the runs that have their data. */
+const OPTIONAL_PAGES: Record<string, (run: RunDetail) => boolean> = {
+  cache: (run) => run.cache_functions > 0,
+};
+
+function pageLink(id: string, page: string, current: string): HTMLElement {
+  const cls = page === current ? "active" : undefined;
+  return h("a", { href: href(`/run/${id}${page ? `/${page}` : ""}`), class: cls }, RUN_PAGES[page][0]);
+}
 
 function navigation(route: Route): HTMLElement[] {
   const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare"), h("a", { href: "#/experiments" }, "Experiments")];
@@ -30,12 +43,17 @@ function navigation(route: Route): HTMLElement[] {
     const id = route.parts[1];
     const current = route.parts[2] ?? "";
     links.push(h("span", { class: "nav-run" }, `run ${id}:`));
-    for (const [page, [label]] of Object.entries(RUN_PAGES)) {
-      const cls = page === current ? "active" : undefined;
-      links.push(h("a", { href: href(`/run/${id}${page ? `/${page}` : ""}`), class: cls }, label));
-    }
+    for (const page of Object.keys(RUN_PAGES)) if (!OPTIONAL_PAGES[page]) links.push(pageLink(id, page, current));
   }
   return links;
+}
+
+async function addOptionalLinks(nav: HTMLElement, route: Route, serial: number): Promise<void> {
+  const [first, id, current = ""] = route.parts;
+  if (first !== "run" || !id) return;
+  const run = await getJSON<RunDetail>(`/api/runs/${id}`).catch(() => null);
+  if (!run || serial !== renderSerial) return;
+  for (const [page, wanted] of Object.entries(OPTIONAL_PAGES)) if (wanted(run)) nav.append(pageLink(id, page, current));
 }
 
 let renderSerial = 0;
@@ -43,7 +61,9 @@ let renderSerial = 0;
 async function render(): Promise<void> {
   const serial = ++renderSerial;
   const route = currentRoute();
-  document.getElementById("nav")!.replaceChildren(...navigation(route));
+  const nav = document.getElementById("nav")!;
+  nav.replaceChildren(...navigation(route));
+  void addOptionalLinks(nav, route, serial);
   const app = document.createElement("main");
   app.id = "app";
   document.getElementById("app")!.replaceWith(app);

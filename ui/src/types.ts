@@ -43,6 +43,7 @@ export interface RunDetail extends RunSummary {
   states: string[];
   findings: number;
   experiments: number;
+  cache_functions: number;
 }
 
 export interface TopRow {
@@ -122,4 +123,125 @@ export interface DiffDoc {
 export interface Experiment {
   name: string;
   data: unknown;
+}
+
+// `perfsleuth cache show --format json` (commands/cache.py projections).
+
+export interface Spread {
+  min: number;
+  median: number;
+  mean: number;
+  max: number;
+}
+
+export interface Footprint {
+  line_size: number;
+  calls_recorded: number;
+  calls_total: number;
+  per_call: Record<"data_lines" | "code_lines" | "data_bytes" | "instructions" | "loads" | "stores" | "private_data_lines", Spread>;
+  shared_data_lines: number;
+  whole_run: { data_lines: number; code_lines: number; instructions: number; loads: number; stores: number };
+  by_source: { source: string; accesses_per_call: number; data_lines_per_call: number }[];
+}
+
+export interface LayoutField {
+  name: string;
+  type: string;
+  offset: number;
+  size: number;
+  line: number;
+  touched: number;
+  hot: boolean;
+}
+
+export interface LayoutLine {
+  line: number;
+  hot_fields: string[];
+  cold_fields: string[];
+  hot_bytes: number;
+  touched: number;
+}
+
+export interface Layout {
+  available: boolean;
+  reason?: string;
+  struct?: string;
+  parameter?: string | null;
+  variable?: string;
+  variable_kind?: "parameter" | "global" | "static";
+  elements?: number;
+  elements_touched?: number;
+  size?: number;
+  line_size?: number;
+  object_misalignment?: number;
+  calls?: number;
+  fields?: LayoutField[];
+  lines?: LayoutLine[];
+  lines_touched_per_call?: number;
+  reorder?: {
+    move: string[];
+    from_line: number;
+    to_line: number;
+    swap_out: string[];
+    lines_per_object_before: number;
+    lines_per_object_after: number;
+  } | null;
+  pahole?: string;
+}
+
+export interface CacheLevel {
+  name: string;
+  size: number;
+  ways: number;
+}
+
+export interface Geometry {
+  line_size: number;
+  prefetch: boolean;
+  levels: CacheLevel[];
+}
+
+export interface CacheModelDoc {
+  geometry: Geometry;
+  describe: string;
+  accesses: number;
+  misses: Record<string, number>;
+  misses_per_call: Record<string, number>;
+  by_source: Record<string, Record<string, number>>;
+}
+
+export interface Cliff {
+  level: string;
+  capacity_lines: number;
+  n: number | null;
+  in_range: boolean;
+}
+
+export interface Scaling {
+  runs: { n: number; data_lines: number; cached_lines: number; calls: number; misses_per_call: Record<string, number> }[];
+  fit: { of: string; touched_lines_per_n: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
+  range: [number, number];
+  cliffs: Cliff[];
+}
+
+export interface ConstantTime {
+  constant_time: boolean;
+  variants: number;
+  differences: { variant: number; what: string; first_source: string | null }[];
+}
+
+export interface CacheFunction {
+  function: string;
+  executable: string;
+  footprint: Footprint;
+  layout: Layout;
+  layouts?: Layout[]; // every struct laid out (pointer parameter, then globals); older runs have only `layout`
+  model: CacheModelDoc;
+  scaling?: Scaling;
+  constant_time?: ConstantTime;
+}
+
+export interface CacheDoc {
+  run: string;
+  functions: CacheFunction[];
 }

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..cache import DOCUMENT_KIND as CACHE_KIND
+from ..commands import cache as cache_command
 from ..errors import UserError
 from ..profile import STATES, Profile
 from ..store import RunInfo, Store
@@ -80,6 +82,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/source"), self.source, ("file",)),
             (re.compile(r"/api/runs/([^/]+)/findings"), self.findings, ()),
             (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
+            (re.compile(r"/api/runs/([^/]+)/cache"), self.cache, ()),
             (re.compile(r"/api/experiments"), self.all_experiments, ()),
             (re.compile(r"/api/diff"), self.diff, ("a", "b", "by")),
             (re.compile(r"/api/diff/flame"), self.diff_flame, ("a", "b")),
@@ -186,6 +189,7 @@ class Api:
             "states": sorted({s for s in profile.sample_state if s}),
             "findings": len(self._findings(run_id)),
             "experiments": len(self._docs(run_id, "experiment")),
+            "cache_functions": len(self._docs(run_id, CACHE_KIND)),
         }
 
     def top(self, ref: str, query: Query) -> Response:
@@ -300,6 +304,18 @@ class Api:
     def experiments(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
         return {"run": str(run_id), "experiments": self._experiments(run_id)}
+
+    def cache(self, ref: str, query: Query) -> Response:
+        """The projections of a `--mode cache` run, as `perfsleuth cache show` gives them."""
+        run_id = self._run_id(ref)
+
+        def compute() -> dict:
+            doc = cache_command.projections(self.store, run_id)
+            if doc is None:
+                raise ApiError(404, cache_command.no_projections(run_id))
+            return doc
+
+        return self._cached(("cache", run_id), compute)
 
     def all_experiments(self, query: Query) -> dict:
         """Experiments kept apart from any run (`perfsleuth try`, `compare`: run id 0)."""

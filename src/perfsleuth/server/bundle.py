@@ -67,6 +67,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     emb.add(f"{base}/flame")
     findings = emb.add(f"{base}/findings")
     emb.add(f"{base}/experiments")
+    emb.add(f"{base}/cache")
     emb.add("/api/experiments")
     top = api.get(f"{base}/top", {})
     rows = json.loads(top.body)["rows"] if top.status == 200 else []

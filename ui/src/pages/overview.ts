@@ -29,6 +29,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
       h("a", { href: href(`/run/${runId}/top`), class: "button" }, "Top functions"),
       h("a", { href: href(`/run/${runId}/findings`), class: "button" }, `Findings (${findings.findings.length})`),
       run.experiments ? h("a", { href: href(`/run/${runId}/experiments`), class: "button" }, `Experiments (${run.experiments})`) : null,
+      run.cache_functions ? h("a", { href: href(`/run/${runId}/cache`), class: "button" }, "Cache layout and footprint") : null,
     ),
     h("table", { class: "facts" }, facts.filter(([, v]) => v).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
     h("h2", null, "Findings, by estimated gain"),

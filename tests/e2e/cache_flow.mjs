@@ -1,0 +1,86 @@
+// The Cache page in Debian's Chromium, driven by Playwright.
+// Usage: node cache_flow.mjs BASE_URL ARTIFACT_DIR CACHE_RUN PLAIN_RUN
+// Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
+// page drew, which tests/e2e/test_ui_cache.py compares with `perfsleuth cache show`.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "../../ui/package.json"));
+const { chromium } = require("playwright-core");
+
+const [base, artifacts, cacheRun, plainRun] = process.argv.slice(2);
+const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+
+/** [r, g, b] of a computed `rgb(...)`/`rgba(...)` colour. */
+function channels(colour) {
+  return colour.match(/[\d.]+/g).slice(0, 3).map(Number);
+}
+
+const flows = {
+  async cache_layout(page) {
+    await page.goto(`${base}#/run/${cacheRun}`);
+    await page.locator("#nav a", { hasText: "Cache" }).click();
+    // The first layout is the struct handle_packet's pointer parameter points to.
+    const layout = page.locator(".cache-layout").first();
+    await layout.locator(".cache-line").first().waitFor();
+    assert.match(page.url(), new RegExp(`#/run/${cacheRun}/cache$`));
+    assert.match(await layout.locator("h3").innerText(), /^Struct layout of \*c: struct conn, 320 B, 5 cache lines/);
+    const lines = await layout.locator(".cache-line").evaluateAll((els) =>
+      els.map((el) => ({
+        line: Number(el.dataset.line),
+        state: el.classList.contains("hot") ? "hot" : "cold",
+        hot: [...el.querySelectorAll("tr.field.hot")].map((r) => r.dataset.field),
+        cold: [...el.querySelectorAll("tr.field.cold")].map((r) => r.dataset.field),
+        filter: getComputedStyle(el).filter,
+      })),
+    );
+    const colour = async (selector) => channels(await layout.locator(selector).first().evaluate((el) => getComputedStyle(el).backgroundColor));
+    const [hotR, , hotB] = await colour(".cache-line[data-line='4'] .seg.hot");
+    const [coldR, , coldB] = await colour(".cache-line[data-line='4'] .seg.cold");
+    assert.ok(hotR > hotB && coldB > coldR, `hot drawn warm, cold drawn cool: ${[hotR, hotB, coldR, coldB]}`);
+    assert.match(await layout.locator(".cache-line[data-line='4'] .seg.hot").innerText(), /^last_ack$/);
+    const model = await page.locator("table.levels tbody tr").evaluateAll((rows) =>
+      rows.map((r) => [r.dataset.level, ...[...r.querySelectorAll("td")].map((td) => td.innerText)]),
+    );
+
+    await page.screenshot({ path: `${artifacts}/cache-layout.png`, fullPage: true });
+    return { lines, model, reorder: await layout.locator(".reorder").innerText() };
+  },
+
+  async no_cache_data(page) {
+    await page.goto(`${base}#/run/${plainRun}`);
+    await page.locator("h1", { hasText: `Run ${plainRun}` }).waitFor();
+    await page.locator("#nav a", { hasText: "Findings" }).waitFor();
+    const nav = await page.locator("#nav a").allInnerTexts();
+    await page.goto(`${base}#/run/${plainRun}/cache`);
+    const text = await page.locator(".no-cache-data").innerText();
+    const api = await page.evaluate(async (run) => {
+      const r = await fetch(`/api/runs/${run}/cache`);
+      return { status: r.status, body: await r.json() };
+    }, plainRun);
+    await page.screenshot({ path: `${artifacts}/cache-none.png`, fullPage: true });
+    return { nav, text, api };
+  },
+};
+
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+for (const [name, flow] of Object.entries(flows)) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    const shown = await flow(page);
+    assert.deepEqual(errors, [], "no uncaught errors in the page");
+    console.log(JSON.stringify({ flow: name, ok: true, shown }));
+  } catch (e) {
+    await page.screenshot({ path: `${artifacts}/failed-${name}.png`, fullPage: true }).catch(() => {});
+    console.log(JSON.stringify({ flow: name, ok: false, error: String(e?.stack ?? e) }));
+  }
+  await context.close();
+}
+await browser.close();

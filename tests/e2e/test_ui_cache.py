@@ -1,0 +1,131 @@
+"""The Cache page in a real browser (cache_flow.mjs, Debian's Chromium) against
+`perfsleuth serve` over a real cache run of examples/bin/conntable: the struct
+layout it draws is the one `perfsleuth cache show` computes. Screenshots go to
+tests/artifacts/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_runner import perfsleuth
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CLI = [sys.executable, "-m", "perfsleuth.cli"]
+CACHE_RUN = "1"
+PLAIN_RUN = "2"
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run 1: `record --mode cache` of conntable's handle_packet; run 2: a folded
+    profile, no cache data."""
+    base = tmp_path_factory.mktemp("ui-cache")
+    store = base / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "handle_packet",
+        "--", str(examples_built / "conntable"), "2000",
+    )  # fmt: skip
+    folded = base / "plain.folded"
+    folded.write_text("main;work 10\nmain;idle 3\n")
+    perfsleuth(store, "import", str(folded))
+    return store
+
+
+@pytest.fixture(scope="module")
+def cache_show(store: Path) -> dict:
+    shown = perfsleuth(store, "cache", "show", CACHE_RUN, "--format", "json")
+    (function,) = json.loads(shown.stdout)["functions"]
+    return function
+
+
+@pytest.fixture(scope="module")
+def server(store: Path) -> Iterator[str]:
+    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    try:
+        assert match, f"serve printed no URL: {line!r}"
+        yield match.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def shown(server: str) -> dict[str, dict]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["node", str(Path(__file__).with_name("cache_flow.mjs")),
+         server, str(ARTIFACTS), CACHE_RUN, PLAIN_RUN],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    results = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            doc = json.loads(line)
+            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
+            results[doc["flow"]] = doc["shown"]
+    assert results, f"cache_flow.mjs ran no flow: {done.stderr[-2000:]}"
+    return results
+
+
+def test_last_ack_is_drawn_hot_on_an_otherwise_cold_line(shown: dict[str, dict]) -> None:
+    line = next(row for row in shown["cache_layout"]["lines"] if "last_ack" in row["hot"])
+    assert line["line"] == 4
+    assert line["state"] == "hot"
+    assert line["hot"] == ["last_ack"]
+    assert line["cold"] == ["errors", "closed_ns", "owner", "reserved"]
+    assert "move last_ack from line 4 to line 0" in shown["cache_layout"]["reorder"]
+
+
+def test_every_line_is_drawn_as_cache_show_computes_it(
+    shown: dict[str, dict], cache_show: dict
+) -> None:
+    expected = [
+        {
+            "line": row["line"],
+            "state": "hot" if row["hot_fields"] else "cold",
+            "hot": row["hot_fields"],
+            "cold": row["cold_fields"],
+        }
+        for row in cache_show["layout"]["lines"]
+    ]
+    drawn = shown["cache_layout"]["lines"]
+    assert [{k: v for k, v in row.items() if k != "filter"} for row in drawn] == expected
+    greyed = [row["line"] for row in drawn if "grayscale" in row["filter"]]
+    assert greyed == [row["line"] for row in expected if row["state"] == "cold"] == [1, 2, 3]
+
+
+def test_model_table_shows_the_misses_of_each_level(
+    shown: dict[str, dict], cache_show: dict
+) -> None:
+    rows = {
+        level: [int(cell.replace(",", "")) for cell in cells[1:4]]
+        for level, *cells in shown["cache_layout"]["model"]
+    }
+    model = cache_show["model"]
+    assert {level: misses for level, (_, _, misses) in rows.items()} == model["misses"]
+    assert rows["L1d"][0] == model["accesses"]
+    for lookups, hits, misses in rows.values():
+        assert hits == lookups - misses
+
+
+def test_a_run_without_cache_data_has_no_cache_link_and_says_so(shown: dict[str, dict]) -> None:
+    page = shown["no_cache_data"]
+    assert "Cache" not in page["nav"] and "Findings" in page["nav"]
+    assert f"run {PLAIN_RUN} has no cache projections" in page["text"]
+    assert page["api"]["status"] == 404
+    assert "has no cache projections" in page["api"]["body"]["error"]
