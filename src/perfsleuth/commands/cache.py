@@ -11,6 +11,7 @@ from rich.text import Text
 from ..cache import DOCUMENT_KIND
 from ..errors import UserError
 from ..output import emit
+from ..store import Store
 from .common import add_output_options, add_run_argument, open_store
 
 NAME = "cache"
@@ -29,15 +30,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     run_id = store.resolve(args.run)
-    functions = store.documents(run_id, DOCUMENT_KIND)
-    if not functions:
-        raise UserError(
-            f"run {run_id} has no cache projections; record one with "
-            "`perfsleuth record --mode cache --function FUNC -- CMD`"
-        )
-    doc = {"run": str(run_id), "functions": [functions[name] for name in sorted(functions)]}
+    doc = projections(store, run_id)
+    if doc is None:
+        raise UserError(no_projections(run_id))
     emit(doc, args.format, args.output, render)
     return 0
+
+
+def projections(store: Store, run_id: int) -> dict[str, Any] | None:
+    """The document `cache show` prints (the web UI's too); None for a run without one."""
+    functions = store.documents(run_id, DOCUMENT_KIND)
+    if not functions:
+        return None
+    return {"run": str(run_id), "functions": [functions[name] for name in sorted(functions)]}
+
+
+def no_projections(run_id: int) -> str:
+    return (
+        f"run {run_id} has no cache projections; record one with "
+        "`perfsleuth record --mode cache --function FUNC -- CMD`"
+    )
 
 
 def render(doc: dict[str, Any], console: Console) -> None:
