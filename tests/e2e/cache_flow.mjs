@@ -1,5 +1,5 @@
 // The Cache page in Debian's Chromium, driven by Playwright.
-// Usage: node cache_flow.mjs BASE_URL ARTIFACT_DIR CACHE_RUN PLAIN_RUN
+// Usage: node cache_flow.mjs BASE_URL ARTIFACT_DIR CACHE_RUN PLAIN_RUN SCALE_RUN REPORT_FILE
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_cache.py compares with `perfsleuth cache show`.
 import assert from "node:assert/strict";
@@ -11,12 +11,25 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../../ui/package.json"));
 const { chromium } = require("playwright-core");
 
-const [base, artifacts, cacheRun, plainRun] = process.argv.slice(2);
+const [base, artifacts, cacheRun, plainRun, scaleRun, reportFile] = process.argv.slice(2);
 const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 
 /** [r, g, b] of a computed `rgb(...)`/`rgba(...)` colour. */
 function channels(colour) {
   return colour.match(/[\d.]+/g).slice(0, 3).map(Number);
+}
+
+/** Line number, hot or cold, and the hot and cold fields of each drawn cache line of the first layout. */
+function drawnLines(layout) {
+  return layout.locator(".cache-line").evaluateAll((els) =>
+    els.map((el) => ({
+      line: Number(el.dataset.line),
+      state: el.classList.contains("hot") ? "hot" : "cold",
+      hot: [...el.querySelectorAll("tr.field.hot")].map((r) => r.dataset.field),
+      cold: [...el.querySelectorAll("tr.field.cold")].map((r) => r.dataset.field),
+      filter: getComputedStyle(el).filter,
+    })),
+  );
 }
 
 const flows = {
@@ -28,15 +41,7 @@ const flows = {
     await layout.locator(".cache-line").first().waitFor();
     assert.match(page.url(), new RegExp(`#/run/${cacheRun}/cache$`));
     assert.match(await layout.locator("h3").innerText(), /^Struct layout of \*c: struct conn, 320 B, 5 cache lines/);
-    const lines = await layout.locator(".cache-line").evaluateAll((els) =>
-      els.map((el) => ({
-        line: Number(el.dataset.line),
-        state: el.classList.contains("hot") ? "hot" : "cold",
-        hot: [...el.querySelectorAll("tr.field.hot")].map((r) => r.dataset.field),
-        cold: [...el.querySelectorAll("tr.field.cold")].map((r) => r.dataset.field),
-        filter: getComputedStyle(el).filter,
-      })),
-    );
+    const lines = await drawnLines(layout);
     const colour = async (selector) => channels(await layout.locator(selector).first().evaluate((el) => getComputedStyle(el).backgroundColor));
     const [hotR, , hotB] = await colour(".cache-line[data-line='4'] .seg.hot");
     const [coldR, , coldB] = await colour(".cache-line[data-line='4'] .seg.cold");
@@ -48,6 +53,30 @@ const flows = {
 
     await page.screenshot({ path: `${artifacts}/cache-layout.png`, fullPage: true });
     return { lines, model, reorder: await layout.locator(".reorder").innerText() };
+  },
+
+  async scaling(page) {
+    await page.goto(`${base}#/run/${scaleRun}/cache`);
+    await page.locator(".cache-scaling table.cliffs").waitFor();
+    const cliffs = await page.locator(".cache-scaling table.cliffs tbody tr").evaluateAll((rows) =>
+      rows.map((r) => ({ level: r.dataset.level, at: r.querySelectorAll("td")[1].innerText, flagged: r.classList.contains("in-range") })),
+    );
+    const runs = await page.locator(".cache-scaling table.scaling-runs tbody tr").count();
+    await page.locator(".cache-scaling").screenshot({ path: `${artifacts}/cache-scaling.png` });
+    const plot = { dots: await page.locator(".scaling-plot circle").count(), cliffs: await page.locator(".scaling-plot .scale-cliff").count() };
+    return { cliffs, runs, plot };
+  },
+
+  async report(page) {
+    const remote = [];
+    page.on("request", (r) => {
+      if (!/^(file|data|blob):/.test(r.url())) remote.push(r.url());
+    });
+    await page.goto(`file://${reportFile}#/run/${cacheRun}/cache`);
+    const layout = page.locator(".cache-layout").first();
+    await layout.locator(".cache-line").first().waitFor();
+    assert.deepEqual(remote, []);
+    return { lines: await drawnLines(layout) };
   },
 
   async no_cache_data(page) {

@@ -20,6 +20,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 CLI = [sys.executable, "-m", "perfsleuth.cli"]
 CACHE_RUN = "1"
 PLAIN_RUN = "2"
+SCALE_RUN = "3"
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Run 1: `record --mode cache` of conntable's handle_packet; run 2: a folded
-    profile, no cache data."""
+    profile, no cache data; run 3: handle_packet with `--scale`."""
     base = tmp_path_factory.mktemp("ui-cache")
     store = base / "store"
     perfsleuth(
@@ -37,14 +38,29 @@ def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     folded = base / "plain.folded"
     folded.write_text("main;work 10\nmain;idle 3\n")
     perfsleuth(store, "import", str(folded))
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "handle_packet",
+        "--scale", "n=200,400,800", "--", str(examples_built / "conntable"), "{n}",
+    )  # fmt: skip
     return store
 
 
-@pytest.fixture(scope="module")
-def cache_show(store: Path) -> dict:
-    shown = perfsleuth(store, "cache", "show", CACHE_RUN, "--format", "json")
+def cache_show(store: Path, run: str) -> dict:
+    shown = perfsleuth(store, "cache", "show", run, "--format", "json")
     (function,) = json.loads(shown.stdout)["functions"]
     return function
+
+
+@pytest.fixture(scope="module")
+def cache_run(store: Path) -> dict:
+    return cache_show(store, CACHE_RUN)
+
+
+@pytest.fixture(scope="module")
+def report(store: Path) -> Path:
+    out = store.parent / "report.html"
+    perfsleuth(store, "report", CACHE_RUN, "-o", str(out))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +81,11 @@ def server(store: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def shown(server: str) -> dict[str, dict]:
+def shown(server: str, report: Path) -> dict[str, dict]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         ["node", str(Path(__file__).with_name("cache_flow.mjs")),
-         server, str(ARTIFACTS), CACHE_RUN, PLAIN_RUN],
+         server, str(ARTIFACTS), CACHE_RUN, PLAIN_RUN, SCALE_RUN, str(report)],
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     results = {}
@@ -92,7 +108,7 @@ def test_last_ack_is_drawn_hot_on_an_otherwise_cold_line(shown: dict[str, dict])
 
 
 def test_every_line_is_drawn_as_cache_show_computes_it(
-    shown: dict[str, dict], cache_show: dict
+    shown: dict[str, dict], cache_run: dict
 ) -> None:
     expected = [
         {
@@ -101,7 +117,7 @@ def test_every_line_is_drawn_as_cache_show_computes_it(
             "hot": row["hot_fields"],
             "cold": row["cold_fields"],
         }
-        for row in cache_show["layout"]["lines"]
+        for row in cache_run["layout"]["lines"]
     ]
     drawn = shown["cache_layout"]["lines"]
     assert [{k: v for k, v in row.items() if k != "filter"} for row in drawn] == expected
@@ -110,13 +126,13 @@ def test_every_line_is_drawn_as_cache_show_computes_it(
 
 
 def test_model_table_shows_the_misses_of_each_level(
-    shown: dict[str, dict], cache_show: dict
+    shown: dict[str, dict], cache_run: dict
 ) -> None:
     rows = {
         level: [int(cell.replace(",", "")) for cell in cells[1:4]]
         for level, *cells in shown["cache_layout"]["model"]
     }
-    model = cache_show["model"]
+    model = cache_run["model"]
     assert {level: misses for level, (_, _, misses) in rows.items()} == model["misses"]
     assert rows["L1d"][0] == model["accesses"]
     for lookups, hits, misses in rows.values():
@@ -129,3 +145,26 @@ def test_a_run_without_cache_data_has_no_cache_link_and_says_so(shown: dict[str,
     assert f"run {PLAIN_RUN} has no cache projections" in page["text"]
     assert page["api"]["status"] == 404
     assert "has no cache projections" in page["api"]["body"]["error"]
+
+
+def test_scaling_cliffs_are_the_ones_cache_show_predicts(
+    shown: dict[str, dict], store: Path
+) -> None:
+    scaling = cache_show(store, SCALE_RUN)["scaling"]
+    expected = [
+        {
+            "level": cliff["level"],
+            "at": f"n = {cliff['n']:,}" if cliff["n"] else "never",
+            "flagged": cliff["in_range"],
+        }
+        for cliff in scaling["cliffs"]
+    ]
+    assert shown["scaling"]["cliffs"] == expected
+    assert [c["level"] for c in expected] == ["L1d", "L2", "LLC"]
+    assert shown["scaling"]["runs"] == len(scaling["runs"]) == 3
+    plotted = {"dots": 3, "cliffs": sum(1 for cliff in scaling["cliffs"] if cliff["n"])}
+    assert shown["scaling"]["plot"] == plotted
+
+
+def test_the_html_report_draws_the_same_layout(shown: dict[str, dict]) -> None:
+    assert shown["report"]["lines"] == shown["cache_layout"]["lines"]

@@ -2,7 +2,7 @@
 // footprint, the struct layout as rows of cache lines, the cache model and the
 // scaling cliffs, one section per traced function.
 import { ApiError, getJSON } from "../api";
-import { h, message, pct } from "../dom";
+import { h, message, pct, svg } from "../dom";
 import { href } from "../router";
 import type { CacheDoc, CacheFunction, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread } from "../types";
 
@@ -266,6 +266,42 @@ function modelBlock(runId: string, model: CacheModelDoc, calls: number): HTMLEle
   );
 }
 
+const PLOT = { width: 680, height: 260, left: 70, right: 150, top: 12, bottom: 34 };
+
+/** Log-log plot: the fitted working set against n, the measured points, each level's
+ * capacity and the n where the fit crosses it. */
+function scalingPlot(scale: Scaling): SVGElement {
+  const { fit } = scale;
+  const working = (n: number) => fit.intercept_lines + fit.lines_per_n * n;
+  const measured = scale.runs.map((r) => [r.n, fit.of === "data_lines" ? r.data_lines : r.cached_lines] as const);
+  const cliffNs = scale.cliffs.flatMap((c) => (c.n ? [c.n] : []));
+  const [x0, x1] = [Math.min(scale.range[0], ...cliffNs) / 2, Math.max(scale.range[1], ...cliffNs) * 2];
+  const ys = [...measured.map(([, y]) => y), ...scale.cliffs.map((c) => c.capacity_lines)].filter((y) => y > 0);
+  const [y0, y1] = [Math.min(...ys) / 2, Math.max(...ys) * 2];
+  const x = (n: number) => PLOT.left + ((Math.log(n) - Math.log(x0)) / (Math.log(x1) - Math.log(x0))) * (PLOT.width - PLOT.left - PLOT.right);
+  const y = (lines: number) => PLOT.height - PLOT.bottom - ((Math.log(lines) - Math.log(y0)) / (Math.log(y1) - Math.log(y0))) * (PLOT.height - PLOT.top - PLOT.bottom);
+  const right = PLOT.width - PLOT.right;
+  const steps = Array.from({ length: 60 }, (_, k) => x0 * (x1 / x0) ** (k / 59)).filter((n) => working(n) >= y0 && working(n) <= y1);
+  const parts: SVGElement[] = [
+    svg("rect", { x: x(scale.range[0]), y: PLOT.top, width: Math.max(2, x(scale.range[1]) - x(scale.range[0])), height: PLOT.height - PLOT.top - PLOT.bottom, class: "scale-range" }, svg("title", {}, "the measured range of n")),
+    svg("line", { x1: PLOT.left, x2: right, y1: PLOT.height - PLOT.bottom, y2: PLOT.height - PLOT.bottom, class: "plot-axis" }),
+    svg("line", { x1: PLOT.left, x2: PLOT.left, y1: PLOT.top, y2: PLOT.height - PLOT.bottom, class: "plot-axis" }),
+  ];
+  for (const c of scale.cliffs) {
+    parts.push(svg("line", { x1: PLOT.left, x2: right, y1: y(c.capacity_lines), y2: y(c.capacity_lines), class: "scale-capacity" }));
+    parts.push(svg("text", { x: right + 6, y: y(c.capacity_lines) + 4, class: "plot-label" }, `${c.level} ${c.capacity_lines.toLocaleString()} lines`));
+    if (c.n) {
+      parts.push(svg("line", { x1: x(c.n), x2: x(c.n), y1: y(c.capacity_lines), y2: PLOT.height - PLOT.bottom, class: `scale-cliff${c.in_range ? " in-range" : ""}` }));
+      parts.push(svg("text", { x: x(c.n) + 3, y: PLOT.height - PLOT.bottom - 4, class: "plot-label" }, c.n.toLocaleString()));
+    }
+  }
+  if (steps.length > 1) parts.push(svg("polyline", { points: steps.map((n) => `${x(n)},${y(working(n))}`).join(" "), class: "scale-fit" }));
+  for (const [n, lines] of measured) parts.push(svg("circle", { cx: x(n), cy: y(lines), r: 4, class: "plot-dot" }, svg("title", {}, `n = ${n.toLocaleString()}: ${lines.toLocaleString()} lines`)));
+  parts.push(svg("text", { x: PLOT.left, y: PLOT.height - 6, class: "plot-label" }, `n (log scale, ${Math.round(x0).toLocaleString()} to ${Math.round(x1).toLocaleString()})`));
+  parts.push(svg("text", { x: 0, y: PLOT.top + 8, class: "plot-label" }, "lines (log)"));
+  return svg("svg", { class: "plot scaling-plot", width: PLOT.width, height: PLOT.height, viewBox: `0 0 ${PLOT.width} ${PLOT.height}` }, ...parts);
+}
+
 function scalingBlock(scale: Scaling): HTMLElement {
   const fit = scale.fit;
   const levels = Object.keys(scale.runs[0]?.misses_per_call ?? {});
@@ -279,6 +315,7 @@ function scalingBlock(scale: Scaling): HTMLElement {
       `Working set ≈ ${number(fit.intercept_lines, 0)} + ${fit.lines_per_n.toFixed(3)} · n lines (${fit.bytes_per_n.toFixed(1)} B per n, ${fit.of.replace(/_/g, " ")}; ` +
         `the code touches ${fit.touched_lines_per_n.toFixed(3)} lines per n).`,
     ),
+    scale.runs.length ? scalingPlot(scale) : null,
     h(
       "table",
       { class: "data narrow cliffs" },
@@ -300,7 +337,7 @@ function scalingBlock(scale: Scaling): HTMLElement {
     ),
     h(
       "table",
-      { class: "data narrow" },
+      { class: "data narrow scaling-runs" },
       h("thead", null, h("tr", null, ["n", "lines touched", "lines cached", ...levels.map((l) => `${l} misses/call`)].map((t) => h("th", { class: "num" }, t)))),
       h(
         "tbody",
