@@ -25,6 +25,8 @@
 // pyo3 0.22 macros trigger this lint on #[pyfunction] under newer clippy.
 #![allow(clippy::useless_conversion)]
 
+mod pointer_chase;
+
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::ops::Range;
@@ -1078,5 +1080,6 @@ fn kallsyms_lookup(
 fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_perf_data, m)?)?;
     m.add_function(wrap_pyfunction!(kallsyms_lookup, m)?)?;
+    m.add_function(wrap_pyfunction!(pointer_chase::chase_ns, m)?)?;
     Ok(())
 }

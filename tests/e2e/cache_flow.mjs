@@ -58,13 +58,14 @@ const flows = {
   async scaling(page) {
     await page.goto(`${base}#/run/${scaleRun}/cache`);
     await page.locator(".cache-scaling table.cliffs").waitFor();
-    const cliffs = await page.locator(".cache-scaling table.cliffs tbody tr").evaluateAll((rows) =>
+    const tlb = await page.locator(".cache-scaling table.cliffs tr.tlb-cliff").innerText();
+    const cliffs = await page.locator(".cache-scaling table.cliffs tbody tr:not(.tlb-cliff)").evaluateAll((rows) =>
       rows.map((r) => ({ level: r.dataset.level, at: r.querySelectorAll("td")[1].innerText, flagged: r.classList.contains("in-range") })),
     );
     const runs = await page.locator(".cache-scaling table.scaling-runs tbody tr").count();
     await page.locator(".cache-scaling").screenshot({ path: `${artifacts}/cache-scaling.png` });
     const plot = { dots: await page.locator(".scaling-plot circle").count(), cliffs: await page.locator(".scaling-plot .scale-cliff").count() };
-    return { cliffs, runs, plot };
+    return { cliffs, tlb, runs, plot };
   },
 
   async report(page) {

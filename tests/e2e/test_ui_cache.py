@@ -161,6 +161,12 @@ def test_scaling_cliffs_are_the_ones_cache_show_predicts(
     ]
     assert shown["scaling"]["cliffs"] == expected
     assert [c["level"] for c in expected] == ["L1d", "L2", "LLC"]
+    tlb = scaling["tlb"]
+    if tlb["available"]:
+        assert f"{tlb['reach_pages']:,} pages (measured)" in shown["scaling"]["tlb"]
+        assert (f"n = {tlb['n']:,}" if tlb["n"] else "never") in shown["scaling"]["tlb"]
+    else:
+        assert f"not predicted: {tlb['reason']}" in shown["scaling"]["tlb"]
     assert shown["scaling"]["runs"] == len(scaling["runs"]) == 3
     plotted = {"dots": 3, "cliffs": sum(1 for cliff in scaling["cliffs"] if cliff["n"])}
     assert shown["scaling"]["plot"] == plotted

@@ -26,3 +26,18 @@ def test_a_cliff_inside_the_scaled_range_is_reported(tmp_path):
 def test_cliffs_outside_the_range_are_not(tmp_path):
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(False)}})
     assert cache_footprint.analyze(ctx) == []
+
+
+def test_pages_past_the_measured_tlb_reach_inside_the_range_are_reported(tmp_path):
+    doc = scaling(False)
+    doc["runs"][0]["data_pages"] = 90
+    doc["tlb"] = {"available": True, "reach_pages": 2048, "intercept_pages": 12.0,
+                  "pages_per_n": 0.078, "n": 26103, "in_range": True,
+                  "measured_at": "2026-11-22T05:00:00Z", "evidence": "36 ns vs 5 ns"}  # fmt: skip
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
+    [finding] = cache_footprint.analyze(ctx)
+    assert "more pages than the TLB reaches at n = 26,103" in finding.title
+    assert "huge pages" in finding.suggestion
+    doc["tlb"]["in_range"] = False
+    ctx = context_with(tmp_path / "outside", {"handle_packet": {"scaling": doc}})
+    assert cache_footprint.analyze(ctx) == []

@@ -42,6 +42,7 @@ def scaled_runs():
         {
             "n": n,
             "data_lines": 10 + 2 * n,
+            "data_pages": 5 + n // 8,
             "cached_lines": 10 + 3 * n,
             "calls": 4 * n,
             "misses": {"L1d": 0, "L2": 0},
@@ -63,6 +64,22 @@ def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
     assert result["fit"]["of"] == "cached_lines"
     assert result["fit"]["touched_lines_per_n"] == pytest.approx(2.0)
     assert {c["level"]: c["n"] for c in result["cliffs"]}["L2"] == round((8192 - 10) / 3)
+
+
+def test_the_tlb_cliff_comes_from_the_pages_per_n_and_the_measured_reach():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
+    result = scaling.project(scaled_runs(), geometry, {"reach_pages": 2048, "page_size": 4096})
+    tlb = result["tlb"]
+    assert tlb["available"] and tlb["pages_per_n"] == pytest.approx(1 / 8)
+    assert tlb["n"] == (2048 - 5) * 8 and not tlb["in_range"]
+    inside = scaling.project(scaled_runs(), geometry, {"reach_pages": 300})["tlb"]
+    assert inside["n"] == (300 - 5) * 8 and inside["in_range"]
+
+
+def test_without_a_measured_reach_the_tlb_cliff_says_why():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
+    result = scaling.project(scaled_runs(), geometry, {"reason": "no native extension"})
+    assert result["tlb"] == {"available": False, "reason": "no native extension"}
 
 
 @pytest.mark.parametrize("spec", ["1000,2000", "n=1000", "n=0,10"])

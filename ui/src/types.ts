@@ -217,11 +217,24 @@ export interface Cliff {
   in_range: boolean;
 }
 
+/** The pages the function touches against this machine's measured TLB reach. */
+export interface TlbCliff {
+  available: boolean;
+  reason?: string;
+  reach_pages?: number;
+  intercept_pages?: number;
+  pages_per_n?: number;
+  n?: number | null;
+  in_range?: boolean;
+  evidence?: string;
+}
+
 export interface Scaling {
-  runs: { n: number; data_lines: number; cached_lines: number; calls: number; misses_per_call: Record<string, number> }[];
+  runs: { n: number; data_lines: number; data_pages?: number; cached_lines: number; calls: number; misses_per_call: Record<string, number> }[];
   fit: { of: string; touched_lines_per_n: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
   range: [number, number];
   cliffs: Cliff[];
+  tlb?: TlbCliff;
 }
 
 export interface ConstantTime {

@@ -1,5 +1,6 @@
-"""The working set of a traced function outgrows a cache level inside the sizes the
-user scaled over (`--mode cache --scale`): past that n, its accesses start to miss.
+"""The working set of a traced function outgrows a cache level, or its pages the
+TLB's reach, inside the sizes the user scaled over (`--mode cache --scale`): past
+that n, its accesses start to miss.
 
 The gain is not something a code change is known to save, so it is estimated as
 a small fraction of the function's share; the finding is about where the cliff is.
@@ -26,6 +27,9 @@ def analyze(ctx: Context) -> list[Finding]:
         findings += [
             finding(function, scaling, c, share) for c in scaling["cliffs"] if c["in_range"]
         ]
+        tlb = scaling.get("tlb") or {}
+        if tlb.get("available") and tlb["in_range"]:
+            findings.append(tlb_finding(function, scaling, tlb, share))
     return findings
 
 
@@ -59,4 +63,33 @@ def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
             "see `perfsleuth cache show`), or keep n below the cliff"
         ),
         details={"cliff": cliff, "fit": fit},
+    )
+
+
+def tlb_finding(function: str, scaling: dict, tlb: dict, share: float) -> Finding:
+    low, high = scaling["range"]
+    return Finding(
+        rule="cache.footprint.tlb",
+        kind="cache-footprint",
+        title=(
+            f"{function}'s data spreads over more pages than the TLB reaches at "
+            f"n = {tlb['n']:,}, inside the scaled range {low:,}..{high:,}"
+        ),
+        function=function,
+        share=share,
+        estimated_gain=share * GAIN_FRACTION,
+        confidence=0.5,
+        evidence=[
+            f"pages touched = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} x n "
+            f"(4 KiB pages)",
+            f"this machine's TLB reaches {tlb['reach_pages']:,} pages under random access "
+            f"(measured {tlb['measured_at']}: {tlb['evidence']})",
+            *(f"n={run['n']:,}: {run['data_pages']:,} pages" for run in scaling["runs"]),
+        ],
+        suggestion=(
+            "back the hot objects with huge pages (madvise(MADV_HUGEPAGE) on their arena, "
+            "or THP 'always'), or keep their hot fields in a dense array of their own so "
+            "fewer pages hold them"
+        ),
+        details={"tlb": tlb},
     )

@@ -20,7 +20,7 @@ from ..formats import perf_data
 from ..profile import Frame, Profile, ProfileBuilder
 from ..store import RunInfo
 from ..symbols.symbolizer import dso_name, elf_symbols
-from . import DOCUMENT_KIND, constant_time, footprint, layout, model, scaling
+from . import DOCUMENT_KIND, calibrate, constant_time, footprint, layout, model, scaling
 from .trace import Trace, find_target, from_recording, never_called_message
 
 HOT_FUNCTIONS = 2  # traced when no --function is given
@@ -183,13 +183,14 @@ def scaled_traces(
             {
                 "n": n,
                 "data_lines": trace.data_lines,
+                "data_pages": trace.data_pages,
                 "cached_lines": len(cache.filled),
                 "calls": trace.total_calls,
                 "misses": misses,
             }
         )
     assert first is not None
-    return first, scaling.project(runs, geometry)
+    return first, scaling.project(runs, geometry, calibrate.tlb_reach())
 
 
 def instruction_profile(documents: list[tuple[str, str, dict[str, Any]]]) -> Profile:

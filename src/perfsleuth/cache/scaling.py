@@ -6,7 +6,12 @@ exceeds each cache level. The model's misses per call are reported per n.
 The working set the caches must hold is larger than the lines the code touches
 when the prefetcher brings in lines nobody uses (the cold line next to a hot
 one): with the model's prefetcher on, the cliffs come from the fit of the
-distinct lines the model brought in (`cached_lines`), demand and prefetch."""
+distinct lines the model brought in (`cached_lines`), demand and prefetch.
+
+Address translation has a cliff of its own: past the TLB's reach (measured by
+calibrate.py) every access to a new page pays a page walk. The distinct 4 KiB
+pages the function touches are fitted the same way, and give the n at which
+they exceed that reach."""
 
 from __future__ import annotations
 
@@ -48,9 +53,12 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return mean_y - slope * mean_x, slope
 
 
-def project(runs: list[dict[str, Any]], geometry: Geometry) -> dict[str, Any]:
-    """runs: [{"n", "data_lines", "cached_lines", "calls", "misses": {level: count}}],
-    sizes ascending."""
+def project(
+    runs: list[dict[str, Any]], geometry: Geometry, tlb: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """runs: [{"n", "data_lines", "data_pages", "cached_lines", "calls", "misses":
+    {level: count}}], sizes ascending; tlb: {"reach_pages", ...} of a calibration,
+    or {"reason"} when there is none."""
     touched = fit([(r["n"], r["data_lines"]) for r in runs])
     key = "cached_lines" if geometry.prefetch else "data_lines"
     intercept, slope = fit([(r["n"], r[key]) for r in runs])
@@ -81,5 +89,22 @@ def project(runs: list[dict[str, Any]], geometry: Geometry) -> dict[str, Any]:
         },
         "range": [low, high],
         "cliffs": cliffs,
+        "tlb": tlb_cliff(runs, tlb or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
+    }
+
+
+def tlb_cliff(runs: list[dict[str, Any]], tlb: dict[str, Any]) -> dict[str, Any]:
+    reach = tlb.get("reach_pages")
+    if not reach:
+        return {"available": False, "reason": tlb.get("reason", "no TLB knee measured")}
+    intercept, slope = fit([(r["n"], r["data_pages"]) for r in runs])
+    n = (reach - intercept) / slope if slope > 0 else None
+    return {
+        **tlb,
+        "available": True,
+        "intercept_pages": intercept,
+        "pages_per_n": slope,
+        "n": round(n) if n is not None and n > 0 else None,
+        "in_range": n is not None and runs[0]["n"] <= n <= runs[-1]["n"],
     }

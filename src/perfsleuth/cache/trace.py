@@ -16,6 +16,8 @@ from ..collect.valgrind import demangle_all
 from ..errors import UserError
 from ..symbols.symbolizer import Symbolizer, elf_symbols
 
+PAGE_SIZE = 4096
+
 
 @dataclass
 class Trace:
@@ -33,6 +35,7 @@ class Trace:
     data_lines: int  # distinct, over every call
     code_lines: int
     sources: dict[int, str] = field(default_factory=dict)  # pc -> "file:line"
+    data_pages: int = 0  # distinct 4 KiB pages, over every call
 
     def source_of(self, pc: int) -> str:
         return self.sources.get(pc, "")
@@ -50,6 +53,7 @@ class Trace:
             "stores": self.stores,
             "data_lines": self.data_lines,
             "code_lines": self.code_lines,
+            "data_pages": self.data_pages,
             "sources": {str(pc): where for pc, where in self.sources.items()},
         }
 
@@ -151,6 +155,7 @@ def from_recording(target: memtrace.Target, rec: memtrace.Recording, line_size: 
         stores=rec.stores,
         data_lines=len(rec.data_lines),
         code_lines=len(rec.code_lines),
+        data_pages=len({line // (PAGE_SIZE // line_size) for line in rec.data_lines}),
     )
     trace.sources = source_lines(trace)
     return trace

@@ -1,4 +1,5 @@
-"""perfsleuth cache show [RUN]: the cache projections of a `--mode cache` run."""
+"""perfsleuth cache show [RUN]: the cache projections of a `--mode cache` run.
+perfsleuth cache calibrate: measure this machine's TLB reach again (scaling uses it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..cache import DOCUMENT_KIND
+from ..cache import DOCUMENT_KIND, calibrate
 from ..errors import UserError
 from ..output import emit
 from ..store import Store
@@ -19,15 +20,21 @@ HELP = "show the cache footprint, struct layout, cache model, scaling and consta
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="show", required=True)
+    sub = parser.add_subparsers(dest="action", metavar="show|calibrate", required=True)
     show = sub.add_parser("show", help="print the projections of a cache run")
     add_run_argument(show)
     # also after `show`; SUPPRESS keeps a --store given before it
     show.add_argument("--store", default=argparse.SUPPRESS, help="the run store folder")
     add_output_options(show, ("text", "json"))
+    measure = sub.add_parser(
+        "calibrate", help="measure this machine's TLB reach (kept per machine for --scale)"
+    )
+    add_output_options(measure, ("text", "json"))
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "calibrate":
+        return run_calibrate(args)
     store = open_store(args)
     run_id = store.resolve(args.run)
     doc = projections(store, run_id)
@@ -35,6 +42,30 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(no_projections(run_id))
     emit(doc, args.format, args.output, render)
     return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    result = calibrate.measure()
+    path = calibrate.save(result)
+    emit(result.to_json() | {"saved_to": str(path)}, args.format, args.output, render_calibration)
+    return 0
+
+
+def render_calibration(doc: dict[str, Any], console: Console) -> None:
+    console.print(Text("ns per access, one random line in each of P pages, random order:"))
+    for pages, ns in doc["curve_ns"].items():
+        console.print(Text(f"  P = {int(pages):>6,}  {ns:6.2f} ns  " + "#" * round(ns / 2)))
+    reach = doc["tlb_reach_pages"]
+    if reach is None:
+        console.print(Text(f"no TLB cliff up to {doc['sweep_pages']:,} pages ({doc['evidence']})"))
+    else:
+        console.print(
+            Text(
+                f"TLB reach: {reach:,} pages of {doc['page_size'] // 1024} KiB "
+                f"({reach * doc['page_size'] / (1 << 20):.1f} MiB); {doc['evidence']}"
+            )
+        )
+    console.print(Text(f"saved to {doc['saved_to']}", style="dim"))
 
 
 def projections(store: Store, run_id: int) -> dict[str, Any] | None:
@@ -163,13 +194,24 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
             )
         )
     for cliff in scale["cliffs"]:
-        where = f"n = {cliff['n']:,}" if cliff["n"] else "never"
-        inside = " (inside the measured range)" if cliff["in_range"] else ""
-        console.print(
-            Text(
-                f"  exceeds {cliff['level']} ({cliff['capacity_lines']:,} lines) at {where}{inside}"
-            )
+        capacity = f"{cliff['capacity_lines']:,} lines"
+        console.print(Text(f"  exceeds {cliff['level']} ({capacity}) at {where(cliff)}"))
+    tlb = scale.get("tlb") or {"reason": "recorded before TLB cliffs were predicted"}
+    if not tlb.get("available"):
+        console.print(Text(f"  TLB: not predicted ({tlb['reason']})", style="dim"))
+        return
+    console.print(
+        Text(
+            f"  pages = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n exceed the "
+            f"TLB's measured reach ({tlb['reach_pages']:,} pages) at {where(tlb)}"
         )
+    )
+
+
+def where(cliff: dict[str, Any]) -> str:
+    if not cliff["n"]:
+        return "never"
+    return f"n = {cliff['n']:,}" + (" (inside the measured range)" if cliff["in_range"] else "")
 
 
 def render_constant_time(ct: dict[str, Any], console: Console) -> None:

@@ -4,7 +4,7 @@
 import { ApiError, getJSON } from "../api";
 import { h, message, pct, svg } from "../dom";
 import { href } from "../router";
-import type { CacheDoc, CacheFunction, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread } from "../types";
+import type { CacheDoc, CacheFunction, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread, TlbCliff } from "../types";
 
 const SOURCE_ROWS = 10;
 const SPREADS: [keyof Footprint["per_call"], string][] = [
@@ -302,6 +302,22 @@ function scalingPlot(scale: Scaling): SVGElement {
   return svg("svg", { class: "plot scaling-plot", width: PLOT.width, height: PLOT.height, viewBox: `0 0 ${PLOT.width} ${PLOT.height}` }, ...parts);
 }
 
+/** The TLB's row of the cliffs table: its reach is in pages, measured on this machine. */
+function tlbRow(tlb: TlbCliff | undefined): HTMLElement {
+  if (!tlb?.available) {
+    return h("tr", { class: "tlb-cliff", "data-level": "TLB" }, h("th", null, "TLB"), h("td", { class: "muted", colspan: "3" }, `not predicted: ${tlb?.reason ?? "recorded before TLB cliffs were predicted"}`));
+  }
+  const perN = `${number(tlb.intercept_pages ?? 0, 0)} + ${(tlb.pages_per_n ?? 0).toFixed(4)} · n pages touched`;
+  return h(
+    "tr",
+    { class: `tlb-cliff${tlb.in_range ? " in-range" : ""}`, "data-level": "TLB", title: `${perN}; ${tlb.evidence ?? ""}` },
+    h("th", null, "TLB"),
+    h("td", { class: "num" }, `${(tlb.reach_pages ?? 0).toLocaleString()} pages (measured)`),
+    h("td", { class: "num" }, tlb.n == null ? "never" : `n = ${tlb.n.toLocaleString()}`),
+    h("td", null, tlb.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
+  );
+}
+
 function scalingBlock(scale: Scaling): HTMLElement {
   const fit = scale.fit;
   const levels = Object.keys(scale.runs[0]?.misses_per_call ?? {});
@@ -333,6 +349,7 @@ function scalingBlock(scale: Scaling): HTMLElement {
             h("td", null, c.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
           ),
         ),
+        tlbRow(scale.tlb),
       ),
     ),
     h(
