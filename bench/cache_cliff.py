@@ -11,7 +11,7 @@ measured latency.
    once per machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
    per n, --repeats times, keeping the fastest, over a window from half to twice
-   each predicted n, POINTS_PER_DOUBLING sizes per doubling.
+   each predicted n (`window`), POINTS_PER_DOUBLING sizes per doubling.
 3. Knee: perfsleuth.cache.calibrate.knee, the same estimator the calibration
    uses: the capacity of the best fitting LRU miss curve, where misses begin.
 4. Overhead: the same small workload natively, under lackey alone, and under
@@ -38,15 +38,22 @@ PERFSLEUTH = ROOT / ".venv" / "bin" / "perfsleuth"
 BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-reordered": ROOT / "examples/bin/conntable-reordered"}  # fmt: skip
 SCALE = "n=500,1000,2000"
-LEVELS = ("L2", "LLC", "TLB")
-WINDOW = 2.0  # the sweep runs from predicted/WINDOW to predicted*WINDOW
+LEVELS = ("L2", "TLB", "LLC")
+WINDOW = 2.0  # a level's sweep runs from predicted/WINDOW to predicted*WINDOW
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
 
 
-def sizes(predicted_n: int) -> list[int]:
-    low = predicted_n / WINDOW
-    steps = int(math.log2(WINDOW * WINDOW) * POINTS_PER_DOUBLING)
+def window(level: str, prediction: dict) -> tuple[float, float]:
+    """Half to twice the predicted n; the LLC's from just past the TLB's cliff (the
+    earlier rise) instead, so that a knee well before its prediction shows."""
+    if level == "LLC" and prediction.get("TLB"):
+        return 1.5 * prediction["TLB"], WINDOW * prediction["LLC"]
+    return prediction[level] / WINDOW, prediction[level] * WINDOW
+
+
+def sizes(low: float, high: float) -> list[int]:
+    steps = int(math.log2(high / low) * POINTS_PER_DOUBLING)
     return [round(low * 2 ** (i / POINTS_PER_DOUBLING)) for i in range(steps + 1)]
 
 
@@ -112,7 +119,7 @@ def main() -> None:
         for level in LEVELS:
             if not prediction.get(level):
                 continue
-            latency = measured(binary, sizes(prediction[level]), args.repeats)
+            latency = measured(binary, sizes(*window(level, prediction)), args.repeats)
             k = round(knee(list(latency.items())) or 0)
             levels[level] = {"predicted_n": prediction[level], "measured_knee_n": k,
                              "error": k / prediction[level] - 1, "latency_ns": latency}  # fmt: skip

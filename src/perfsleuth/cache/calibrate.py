@@ -7,8 +7,8 @@ shows. On the development VM (AMD EPYC under KVM, 32 MiB LLC) random accesses
 spread over more than 2,048 pages (8 MiB) cost 3-6x more per access, well before
 the LLC is full: a cliff that cache sizes alone cannot predict.
 
-Method: a pointer chase over one random line in each of P pages, visited in a
-random cycle (perfsleuth_native.chase_ns), for P from 128 to 16,384, on
+Method: dependent loads of one line in each of P pages, the pages in random
+order (perfsleuth_native.chase_ns), for P from 128 to 16,384, on
 ordinary heap memory (no huge-page advice, like most programs' data). The
 reach is the knee of that curve (`knee`), where the misses begin. A knee only
 counts as the TLB's when the same number of lines packed densely (64 B apart, a
