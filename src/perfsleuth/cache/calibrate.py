@@ -41,6 +41,7 @@ SWEEP = [round(128 * 2 ** (i / 4)) for i in range(4 * 7 + 1)]  # 128 .. 16,384 p
 # the knee to be the TLB's and not the data caches'.
 TLB_EVIDENCE_RATIO = 1.5
 KNEE_GRID = 300
+METHOD = 2  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -91,7 +92,8 @@ def fit_rise(zs: list[float], ys: list[float]) -> float | None:
 
 def fingerprint(geometry: Geometry | None = None) -> str:
     geometry = geometry or machine_geometry()
-    return f"{platform.node()}|{cpu_model()}|{platform.release()}|{geometry.describe()}"
+    machine = f"{platform.node()}|{cpu_model()}|{platform.release()}|{geometry.describe()}"
+    return f"v{METHOD}|{machine}"
 
 
 def cpu_model() -> str:
