@@ -1,8 +1,8 @@
-"""Parsers of captured real output: eu-stack -b -q -m and perfsleuth's bpftrace map."""
+"""Parsers of captured real output: eu-stack -b -q -m and perf's switch events."""
 
 from pathlib import Path
 
-from perfsleuth.formats import bpftrace_stacks, eu_stack, perf_switches
+from perfsleuth.formats import eu_stack, perf_switches
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu"
 
@@ -27,27 +27,6 @@ def test_eu_stack_frame_without_module_line_keeps_its_address():
     assert [f.address for f in thread.frames] == [0x7FFD1234, 0x401000]
     assert thread.frames[0].module == "[vdso]"
     assert thread.frames[1].offset is None
-
-
-def test_bpftrace_records():
-    records = list(bpftrace_stacks.parse((FIXTURES / "bpftrace-offcpu.json").read_text()))
-    assert len(records) == 50
-    futex = [r for r in records if "futex_wait" in r.kernel_stack]
-    assert futex and all(r.kernel_state == "S" for r in futex)
-    first = futex[0]
-    assert first.kernel_stack[0] == "__schedule"
-    assert first.user_stack and first.user_stack[0] > 0x7F0000000000
-    assert first.comm == "pcfp" and first.tgid == 28736
-    assert sum(r.ns for r in records) > 0
-
-
-def test_bpftrace_preempted_and_empty_user_stack():
-    records = list(bpftrace_stacks.parse((FIXTURES / "bpftrace-offcpu.json").read_text()))
-    exiting = [r for r in records if not r.user_stack]
-    assert exiting and exiting[0].kernel_stack[-1] == "entry_SYSCALL_64_after_hwframe"
-    assert bpftrace_stacks.state_letter(0x100) == "R"
-    assert bpftrace_stacks.state_letter(0) == "R"
-    assert bpftrace_stacks.state_letter(2) == "D"
 
 
 def test_perf_switches_pair_switch_outs_with_switch_ins():

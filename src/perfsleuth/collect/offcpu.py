@@ -36,36 +36,56 @@ from .target import ProcessMaps, Target, stop
 
 # $1: the target's PID; $2: 1 to follow it from the start, 0 to wait for its exec
 # (a launched command is a gate shell until then).
+# Every block is timed into @blocked[tgid, tid, state, length class] or, when its
+# stacks were sampled, into @offcpu[tgid, tid, state, length class, weight,
+# kernel stack, user stack]: the two maps add up to the exact blocked time per
+# thread and state. Stacks cost microseconds each, so a switch-out captures them
+# only one time in SAMPLE_EVERY (weight SAMPLE_EVERY), or always (weight 1) when
+# the thread's last capture is older than FORCE_AFTER_NS, which takes every block
+# of a thread that seldom blocks. The length class keeps a rare long block whose
+# stacks were not drawn from being spread over a busy thread's short ones.
+# Thread names come from fork, exec and renames, not from the aggregation key (a
+# string there makes every update slower).
 SCRIPT = r"""
 BEGIN { if ($2) { @pids[(int64)$1] = 1; } printf("READY\n"); }
-tracepoint:sched:sched_process_exec { if (pid == $1) { @pids[(int64)pid] = 1; } }
+tracepoint:sched:sched_process_exec /pid == $1/ { @pids[(int64)pid] = 1; @names[tid] = comm; }
 tracepoint:sched:sched_process_fork /@pids[(int64)pid]/
 {
   @pids[(int64)args->child_pid] = 1;
+  @names[args->child_pid] = comm;
 }
+tracepoint:task:task_rename /@pids[(int64)pid]/ { @names[args->pid] = args->newcomm; }
 tracepoint:sched:sched_switch
 {
-  if (@pids[(int64)pid]) {
-    @start[args->prev_pid] = nsecs;
-    @prev_state[args->prev_pid] = args->prev_state;
-    @kstack[args->prev_pid] = kstack(MAX_DEPTH);
-    @ustack[args->prev_pid] = ustack(MAX_DEPTH);
-    @tgid[args->prev_pid] = pid;
+  if (pid == $1 || @pids[(int64)pid]) {
+    $last = @out[args->prev_pid].4;
+    $weight = nsecs - $last > FORCE_AFTER_NS ? 1 : (rand % SAMPLE_EVERY == 0 ? SAMPLE_EVERY : 0);
+    @out[args->prev_pid] = (nsecs, args->prev_state, pid, $weight, $weight ? nsecs : $last);
+    if ($weight) {
+      @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH));
+    }
   }
-  $since = @start[args->next_pid];
-  if ($since) {
+  $out = @out[args->next_pid];
+  if ($out.0) {
     $tid = args->next_pid;
-    @offcpu[@tgid[$tid], $tid, @prev_state[$tid], @kstack[$tid], @ustack[$tid],
-            args->next_comm] = sum(nsecs - $since);
-    delete(@start[$tid]);
+    $ns = nsecs - $out.0;
+    $length = LENGTH_CLASS;
+    if ($out.3) {
+      $stacks = @stacks[$tid];
+      @offcpu[$out.2, $tid, $out.1, $length, $out.3, $stacks.0, $stacks.1] = sum($ns);
+    } else {
+      @blocked[$out.2, $tid, $out.1, $length] = sum($ns);
+    }
   }
 }
-END {
-  clear(@pids); clear(@start); clear(@prev_state); clear(@kstack); clear(@ustack);
-  clear(@tgid);
-}
+END { clear(@pids); clear(@out); clear(@stacks); }
 """
 MAX_DEPTH = 64
+SAMPLE_EVERY = 8
+FORCE_AFTER_NS = 2_000_000
+# Unsampled blocks are spread only over stacks of blocks of about the same length:
+# classes 0 (under 16 us), 1 (16-256 us), 2 (to 4 ms), 3 (to 65 ms), 4 (to 1 s), 5.
+LENGTH_BOUNDS_NS = tuple(16_000 * 16**k for k in range(5))
 MAP_KEYS_MAX = 65536  # larger maps fail to load on some kernels, silently
 ATTACH_TIMEOUT_S = 60.0
 # BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
@@ -130,6 +150,19 @@ def _mount_tracefs() -> None:
         )
 
 
+def script_text(sample_every: int = SAMPLE_EVERY) -> str:
+    settings = {
+        "MAX_DEPTH": MAX_DEPTH,
+        "SAMPLE_EVERY": sample_every,
+        "FORCE_AFTER_NS": FORCE_AFTER_NS,
+        "LENGTH_CLASS": " + ".join(f"($ns > {bound})" for bound in LENGTH_BOUNDS_NS),
+    }
+    text = SCRIPT
+    for name, value in settings.items():
+        text = text.replace(name, str(value))
+    return text
+
+
 class BpftraceSession:
     """One bpftrace process tracing the target; its JSON goes to a file."""
 
@@ -137,8 +170,11 @@ class BpftraceSession:
         self.out = workdir / "offcpu.json"
         self.err = workdir / "offcpu.err"
         script = workdir / "offcpu.bt"
-        script.write_text(SCRIPT.replace("MAX_DEPTH", str(MAX_DEPTH)), encoding="utf-8")
+        script.write_text(script_text(), encoding="utf-8")
         follow_now = "0" if target.proc is not None else "1"
+        self.pid = target.pid
+        self.names_at_start = thread_names(target.pid)
+        self.capture = bpftrace_stacks.Capture()
         env = {
             **os.environ,
             "BPFTRACE_NO_USER_SYMBOLS": "1",
@@ -168,13 +204,41 @@ class BpftraceSession:
 
     def finish(self) -> list[bpftrace_stacks.OffCpuRecord]:
         stop(self.proc)
-        return list(bpftrace_stacks.parse(self.out.read_text(encoding="utf-8", errors="replace")))
+        self.capture = bpftrace_stacks.parse(
+            self.out.read_text(encoding="utf-8", errors="replace")
+        )
+        names = {**self.names_at_start, **thread_names(self.pid)}
+        return list(bpftrace_stacks.records(self.capture, names))
+
+    def stack_sampling(self, records: list[bpftrace_stacks.OffCpuRecord]) -> dict:
+        """For the run's metadata: how stacks were sampled, the share of the blocked
+        time whose own stacks were taken (the rest is spread over them), and the
+        share left without a stack (no block of its length had one drawn)."""
+        total = self.capture.total_ns or 1
+        stackless = sum(r.ns for r in records if not r.kernel_stack and not r.user_stack)
+        return {
+            "every": SAMPLE_EVERY,
+            "always_after_ms": FORCE_AFTER_NS / 1e6,
+            "sampled_share": self.capture.sampled_ns / total,
+            "without_stack_share": stackless / total,
+        }
 
     def _error(self) -> str:
         lines = self.err.read_text(encoding="utf-8", errors="replace").splitlines()
         # bpftrace 0.17 reports its harmless RLIMIT_MEMLOCK attempt as an ERROR.
         useful = [ln for ln in lines if ln.strip() and "RLIMIT_MEMLOCK" not in ln]
         return useful[-1].strip() if useful else "no message"
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """tid -> name of the process's threads now; empty once it has exited."""
+    names = {}
+    for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
+        try:
+            names[int(comm.parent.name)] = comm.read_text(errors="replace").rstrip("\n")
+        except (OSError, ValueError):
+            continue
+    return names
 
 
 def to_profile(
@@ -257,10 +321,11 @@ def record_offcpu(
     started = time.monotonic()
     target.release()
     target.wait(_duration(args), tick=maps.tick, interval=0.005)
-    records = session.finish()
     info.duration_s = time.monotonic() - started
+    records = session.finish()
     info.exit_status = target.exit_status
     info.meta.update({"recorder": "bpftrace", "pid": target.pid})
+    info.meta["offcpu_stack_sampling"] = session.stack_sampling(records)
     info.dsos = maps.dsos()
     if not records:
         raise UserError(
@@ -291,8 +356,8 @@ def record_offcpu_with_perf(
     started = time.monotonic()
     target.release()
     target.wait(_duration(args), interval=0.005)
-    stop(recorder)
     info.duration_s = time.monotonic() - started
+    stop(recorder)
     info.exit_status = target.exit_status
     info.meta.update({"recorder": "perf-sched", "pid": target.pid})
     return _switches_profile(data, target.pid)
@@ -342,11 +407,12 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
     started = time.monotonic()
     target.release()
     target.wait(_duration(args), tick=maps.tick, interval=0.005)
+    info.duration_s = time.monotonic() - started
     stop(perf_proc)
     records = session.finish()
-    info.duration_s = time.monotonic() - started
     info.exit_status = target.exit_status
     info.meta.update({"recorder": "perf+bpftrace", "pid": target.pid, "freq": rate})
+    info.meta["offcpu_stack_sampling"] = session.stack_sampling(records)
     info.meta["call_graph"] = mode
     offcpu = to_profile(records, maps)
     try:

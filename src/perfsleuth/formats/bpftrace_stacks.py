@@ -1,34 +1,50 @@
 """bpftrace JSON output (`bpftrace -f json`) of perfsleuth's off-CPU script -> records.
 
-The script (collect/offcpu.py) keeps one map, printed when bpftrace stops:
+The script (collect/offcpu.py) prints three maps when bpftrace stops:
 
-    {"type": "map", "data": {"@offcpu": {"<key>": <ns>, ...}}}
+    {"type": "map", "data": {"@offcpu": {"<tgid>,<tid>,<state>,<length>,<weight>,<ks>,<us>": ns}}}
+    {"type": "map", "data": {"@blocked": {"<tgid>,<tid>,<state>,<length>": ns}}}
+    {"type": "map", "data": {"@names": {"<tid>": "<comm>"}}}
 
-where each key is `tgid,tid,prev_state,<kernel stack>,<user stack>,comm`: the
-kernel stack one `symbol+offset` per line, the user stack one hex address per
-line (BPFTRACE_NO_USER_SYMBOLS=1; perfsleuth symbolizes them itself, after the
-process may have exited), both leaf first and each followed by a newline.
+(<ks>, <us>: kernel and user stack)
+
+@offcpu holds the blocks whose stacks were sampled: the kernel stack one
+`symbol+offset` per line, the user stack one hex address per line
+(BPFTRACE_NO_USER_SYMBOLS=1; perfsleuth symbolizes them itself, after the
+process may have exited), both leaf first and each line followed by a newline.
+Their weight is 1 for a block whose stacks were always going to be taken, or N
+for one drawn at random one time in N. @blocked holds the time of every other
+block, per thread and scheduler state, so together the maps give the exact
+blocked time; `records` spreads @blocked over the randomly drawn stacks of the
+same thread, state and length class (0: under 16 us, then by powers of 16).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import UserError
 
-MAP_NAME = "@offcpu"
-KEY = re.compile(
-    r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<kstack>(?:\n(?:[^\n]*\n)*?)?),"
-    r"(?P<ustack>(?:\n(?:[^\n]*\n)*?)?),(?P<comm>.*)$",
+SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP = "@offcpu", "@blocked", "@names"
+STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"
+SAMPLED_KEY = re.compile(
+    rf"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+),(?P<weight>\d+),"
+    rf"(?P<kstack>{STACK_BLOCK}),(?P<ustack>{STACK_BLOCK})$",
     re.S,
 )
+UNSAMPLED_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+)$")
 # prev_state of sched_switch: 0 runnable (preempted); the TASK_REPORT_MAX bit
 # (0x100 on current kernels) marks a preemption as well.
 PREEMPTED_BIT = 0x100
 STATE_LETTERS = {0: "R", 1: "S", 2: "D", 4: "T", 8: "t", 16: "X", 32: "Z", 64: "P", 128: "I"}
+
+# (tgid, tid, prev_state, length class): blocks of one thread in one scheduler
+# state, of about the same length
+BlockClass = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -39,11 +55,38 @@ class OffCpuRecord:
     kernel_stack: tuple[str, ...]  # function names, leaf first
     user_stack: tuple[int, ...]  # addresses, leaf first
     comm: str
+    ns: float
+
+
+@dataclass(frozen=True)
+class SampledBlocks:
+    """Blocks of one thread and state whose stacks were taken, with their time."""
+
+    block_class: BlockClass
+    weight: int  # 1: every such block was taken; N: one in N, drawn at random
+    kernel_stack: tuple[str, ...]
+    user_stack: tuple[int, ...]
     ns: int
 
 
-def parse(text: str) -> Iterator[OffCpuRecord]:
-    """Every aggregated off-CPU record of the @offcpu map."""
+@dataclass
+class Capture:
+    sampled: list[SampledBlocks] = field(default_factory=list)
+    unsampled: dict[BlockClass, int] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def total_ns(self) -> int:
+        return sum(s.ns for s in self.sampled) + sum(self.unsampled.values())
+
+    @property
+    def sampled_ns(self) -> int:
+        return sum(s.ns for s in self.sampled)
+
+
+def parse(text: str) -> Capture:
+    """The three maps of the script's output."""
+    capture = Capture()
     for line in text.splitlines():
         if not line.strip().startswith("{"):
             continue
@@ -51,27 +94,58 @@ def parse(text: str) -> Iterator[OffCpuRecord]:
             doc = json.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"bpftrace printed unreadable JSON: {line[:80]!r}") from e
-        if doc.get("type") != "map" or MAP_NAME not in doc.get("data", {}):
+        if doc.get("type") != "map":
             continue
-        for key, ns in doc["data"][MAP_NAME].items():
-            record = parse_key(key, int(ns))
-            if record is not None:
-                yield record
+        data = doc.get("data", {})
+        for key, ns in data.get(SAMPLED_MAP, {}).items():
+            sampled = parse_sampled_key(key, int(ns))
+            if sampled is not None:
+                capture.sampled.append(sampled)
+        for key, ns in data.get(UNSAMPLED_MAP, {}).items():
+            m = UNSAMPLED_KEY.match(key)
+            if m is not None:
+                block_class = (int(m["tgid"]), int(m["tid"]), int(m["state"]), int(m["length"]))
+                capture.unsampled[block_class] = int(ns)
+        capture.names.update({int(tid): name for tid, name in data.get(NAMES_MAP, {}).items()})
+    return capture
 
 
-def parse_key(key: str, ns: int) -> OffCpuRecord | None:
-    m = KEY.match(key)
+def parse_sampled_key(key: str, ns: int) -> SampledBlocks | None:
+    m = SAMPLED_KEY.match(key)
     if m is None:
         return None
-    return OffCpuRecord(
-        tgid=int(m["tgid"]),
-        tid=int(m["tid"]),
-        kernel_state=state_letter(int(m["state"])),
+    return SampledBlocks(
+        block_class=(int(m["tgid"]), int(m["tid"]), int(m["state"]), int(m["length"])),
+        weight=int(m["weight"]),
         kernel_stack=tuple(_kernel_names(m["kstack"])),
         user_stack=tuple(_addresses(m["ustack"])),
-        comm=m["comm"],
         ns=ns,
     )
+
+
+def records(capture: Capture, names: dict[int, str] | None = None) -> Iterator[OffCpuRecord]:
+    """One record per sampled stack, carrying its share of the unsampled time of
+    its block class too, so each thread's time per state is exact. The unsampled
+    time goes to the stacks drawn at random (an unbiased sample of those blocks),
+    else to the ones always taken, else to a record without stacks: a block is
+    only ever spread over blocks of about its length."""
+    names = {**(names or {}), **capture.names}
+    groups: dict[BlockClass, list[SampledBlocks]] = defaultdict(list)
+    for sampled in capture.sampled:
+        groups[sampled.block_class].append(sampled)
+    for block_class in capture.unsampled.keys() - groups.keys():
+        groups[block_class] = []
+    for (tgid, tid, state, length), blocks in groups.items():
+        unsampled = capture.unsampled.get((tgid, tid, state, length), 0)
+        random = any(b.weight > 1 for b in blocks)
+        drawn_ns = sum(b.ns for b in blocks if b.weight > 1 or not random)
+        letter, comm = state_letter(state), names.get(tid, "")
+        for b in blocks:
+            drawn = b.weight > 1 or not random
+            share = unsampled * b.ns / drawn_ns if drawn and drawn_ns else 0.0
+            yield OffCpuRecord(tgid, tid, letter, b.kernel_stack, b.user_stack, comm, b.ns + share)
+        if unsampled and not drawn_ns:
+            yield OffCpuRecord(tgid, tid, letter, (), (), comm, float(unsampled))
 
 
 def state_letter(prev_state: int) -> str:

@@ -1,0 +1,89 @@
+"""perfsleuth's off-CPU bpftrace output: parsing captured real output, and spreading
+the blocks whose stacks were not sampled so that time per thread and state is exact."""
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.formats import bpftrace_stacks
+from perfsleuth.formats.bpftrace_stacks import Capture, SampledBlocks
+
+# prodcons 5000 under collect/offcpu.py's script: stacks one switch-out in 8
+FIXTURE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "offcpu" / "bpftrace-offcpu-sampled.json"
+)
+MAIN = 5560
+S, R = 1, 0  # sched_switch prev_state: sleeping, preempted
+
+
+def fixture_capture() -> Capture:
+    return bpftrace_stacks.parse(FIXTURE.read_text())
+
+
+def test_parse_reads_sampled_stacks_unsampled_time_and_names():
+    capture = fixture_capture()
+    assert capture.names == {MAIN: "prodcons", 5650: "prodcons", 5651: "prodcons", 5652: "prodcons"}
+    assert {s.weight for s in capture.sampled} == {1, 8}
+    futex = [s for s in capture.sampled if "futex_wait" in s.kernel_stack]
+    assert futex and all(s.block_class[2] == S for s in futex)
+    assert futex[0].kernel_stack[0] == "__schedule"
+    assert futex[0].user_stack and futex[0].user_stack[0] > 0x7F0000000000
+    assert {length for (_, _, _, length) in capture.unsampled} == {0, 1, 2}
+    assert all(tgid == MAIN for (tgid, _, _, _) in capture.unsampled)
+
+
+def test_records_keep_every_threads_time_per_state_exactly():
+    capture = fixture_capture()
+    exact: dict[tuple[int, str], float] = defaultdict(float)
+    for s in capture.sampled:
+        exact[(s.block_class[1], bpftrace_stacks.state_letter(s.block_class[2]))] += s.ns
+    for (_, tid, state, _), ns in capture.unsampled.items():
+        exact[(tid, bpftrace_stacks.state_letter(state))] += ns
+    recorded: dict[tuple[int, str], float] = defaultdict(float)
+    for r in bpftrace_stacks.records(capture):
+        recorded[(r.tid, r.kernel_state)] += r.ns
+        assert r.comm == "prodcons"
+    assert recorded.keys() == exact.keys()
+    for key, ns in exact.items():
+        assert recorded[key] == pytest.approx(ns)
+
+
+def blocks(length: int, weight: int, user_stack: tuple[int, ...], ns: int) -> SampledBlocks:
+    return SampledBlocks((1, 2, S, length), weight, ("__schedule",), user_stack, ns)
+
+
+def by_stack(capture: Capture) -> dict[tuple[int, ...], float]:
+    return {r.user_stack: r.ns for r in bpftrace_stacks.records(capture)}
+
+
+def test_unsampled_time_goes_to_the_random_draws_in_proportion():
+    capture = Capture(
+        sampled=[blocks(0, 8, (0xA,), 100), blocks(0, 8, (0xB,), 300), blocks(0, 1, (0xC,), 50)],
+        unsampled={(1, 2, S, 0): 4000},
+    )
+    assert by_stack(capture) == {(0xA,): 1100, (0xB,): 3300, (0xC,): 50}
+
+
+def test_without_random_draws_the_stacks_always_taken_carry_the_rest():
+    capture = Capture(sampled=[blocks(1, 1, (0xC,), 50)], unsampled={(1, 2, S, 1): 150})
+    assert by_stack(capture) == {(0xC,): 200}
+
+
+def test_a_long_block_is_not_spread_over_short_ones_and_keeps_its_time_without_a_stack():
+    capture = Capture(
+        sampled=[blocks(0, 8, (0xA,), 100)],
+        unsampled={(1, 2, S, 0): 700, (1, 2, S, 4): 2_000_000_000},
+        names={2: "worker"},
+    )
+    records = list(bpftrace_stacks.records(capture, {2: "old name", 3: "other"}))
+    assert [(r.user_stack, r.ns) for r in records] == [((0xA,), 800), ((), 2_000_000_000)]
+    assert records[1].kernel_stack == () and records[1].kernel_state == "S"
+    assert all(r.comm == "worker" for r in records)
+
+
+def test_state_letters_of_sched_switch():
+    assert bpftrace_stacks.state_letter(0x100) == "R"
+    assert bpftrace_stacks.state_letter(R) == "R"
+    assert bpftrace_stacks.state_letter(S) == "S"
+    assert bpftrace_stacks.state_letter(2) == "D"
