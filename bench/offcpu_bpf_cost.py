@@ -4,7 +4,10 @@ Wall-clock slowdowns of a few percent drown in the noise of a shared machine; th
 kernel counts exactly how long BPF programs run (kernel.bpf_stats_enabled=1,
 run_time_ns/run_cnt in the program's fdinfo). This runs the target under
 perfsleuth's off-CPU session and reports that time against the target's own CPU
-time and wall time. The sysctl is restored afterwards.
+time and wall time, and per context switch of the target (the program also runs
+for the other tasks' switches; those runs are included). The sysctl is
+restored afterwards. To measure another version of the script, run this with
+PYTHONPATH pointing at that version's src/.
 
 usage: .venv/bin/python bench/offcpu_bpf_cost.py PROGRAM ARGS...
 """
@@ -58,10 +61,12 @@ def main(cmd: list[str]) -> None:
         STATS.write_text(previous)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = usage.ru_utime + usage.ru_stime
+    switches = usage.ru_nvcsw + usage.ru_nivcsw
     ns, runs = ns1 - ns0, runs1 - runs0
     print(
         f"offcpu eBPF: {ns / 1e6:.1f} ms in {runs} runs ({ns / max(runs, 1):.0f} ns each, "
-        f"every context switch on the machine); target: {elapsed:.2f} s wall, {cpu:.2f} s CPU; "
+        f"every context switch on the machine; {ns / max(switches, 1):.0f} ns per switch-out "
+        f"of the target's {switches}); target: {elapsed:.2f} s wall, {cpu:.2f} s CPU; "
         f"eBPF time = {100 * ns / 1e9 / cpu:.2f}% of the target's CPU time, "
         f"{100 * ns / 1e9 / (elapsed * os.cpu_count()):.2f}% of the machine over the run"
     )

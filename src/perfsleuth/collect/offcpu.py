@@ -175,6 +175,7 @@ class BpftraceSession:
         self.pid = target.pid
         self.names_at_start = thread_names(target.pid)
         self.capture = bpftrace_stacks.Capture()
+        self.ended_early = False
         env = {
             **os.environ,
             "BPFTRACE_NO_USER_SYMBOLS": "1",
@@ -197,16 +198,15 @@ class BpftraceSession:
             if READY in self.out.read_bytes():
                 return
             if self.proc.poll() is not None:
-                raise Unavailable(f"bpftrace failed to start: {self._error()}")
+                raise Unavailable(f"bpftrace failed to start: {self.error()}")
             time.sleep(0.05)
         stop(self.proc)
         raise Unavailable(f"bpftrace did not attach within {ATTACH_TIMEOUT_S:.0f} s")
 
     def finish(self) -> list[bpftrace_stacks.OffCpuRecord]:
+        self.ended_early = self.proc.poll() is not None
         stop(self.proc)
-        self.capture = bpftrace_stacks.parse(
-            self.out.read_text(encoding="utf-8", errors="replace")
-        )
+        self.capture = bpftrace_stacks.parse(self.out.read_text(encoding="utf-8", errors="replace"))
         names = {**self.names_at_start, **thread_names(self.pid)}
         return list(bpftrace_stacks.records(self.capture, names))
 
@@ -223,7 +223,7 @@ class BpftraceSession:
             "without_stack_share": stackless / total,
         }
 
-    def _error(self) -> str:
+    def error(self) -> str:
         lines = self.err.read_text(encoding="utf-8", errors="replace").splitlines()
         # bpftrace 0.17 reports its harmless RLIMIT_MEMLOCK attempt as an ERROR.
         useful = [ln for ln in lines if ln.strip() and "RLIMIT_MEMLOCK" not in ln]
@@ -327,6 +327,8 @@ def record_offcpu(
     info.meta.update({"recorder": "bpftrace", "pid": target.pid})
     info.meta["offcpu_stack_sampling"] = session.stack_sampling(records)
     info.dsos = maps.dsos()
+    if not records and session.ended_early:
+        raise UserError(f"bpftrace stopped while recording: {session.error()}")
     if not records:
         raise UserError(
             f"no off-CPU time was recorded for process {target.pid}: it ended before "
@@ -425,6 +427,10 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
         print(f"perfsleuth: no on-CPU samples ({e}); storing off-CPU time only", file=sys.stderr)
         info.meta["oncpu_missing"] = str(e)
         return offcpu
+    if not records:
+        why = f"bpftrace: {session.error()}" if session.ended_early else "nothing blocked"
+        print(f"perfsleuth: no off-CPU time was recorded ({why})", file=sys.stderr)
+        info.meta["offcpu_missing"] = why
     known = {d["path"] for d in info.dsos}
     info.dsos += [d for d in maps.dsos() if d["path"] not in known]
     return _merged(oncpu, offcpu)
