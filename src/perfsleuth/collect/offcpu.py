@@ -40,12 +40,13 @@ from .target import ProcessMaps, Target, stop
 # stacks were sampled, into @offcpu[tgid, tid, state, length class, weight,
 # kernel stack, user stack]: the two maps add up to the exact blocked time per
 # thread and state. Stacks cost microseconds each, so a switch-out captures them
-# only one time in SAMPLE_EVERY (weight SAMPLE_EVERY), or always (weight 1) when
-# the thread's last capture is older than FORCE_AFTER_NS, which takes every block
-# of a thread that seldom blocks. The length class keeps a rare long block whose
-# stacks were not drawn from being spread over a busy thread's short ones.
-# Thread names come from fork, exec and renames, not from the aggregation key (a
-# string there makes every update slower).
+# only one time in SAMPLE_EVERY (weight SAMPLE_EVERY), or always (weight 1) for a
+# thread's first ALWAYS_FIRST switch-outs and when its last capture is older than
+# FORCE_AFTER_NS: every block of a short-lived thread or process, or of one that
+# seldom blocks. The length class keeps a rare long block whose stacks were not
+# drawn from being spread over a busy thread's short ones. Thread names come from
+# fork, exec and renames, not from the aggregation key (a string there makes every
+# update slower).
 SCRIPT = r"""
 BEGIN { if ($2) { @pids[(int64)$1] = 1; } printf("READY\n"); }
 tracepoint:sched:sched_process_exec /pid == $1/ { @pids[(int64)pid] = 1; @names[tid] = comm; }
@@ -58,9 +59,11 @@ tracepoint:task:task_rename /@pids[(int64)pid]/ { @names[args->pid] = args->newc
 tracepoint:sched:sched_switch
 {
   if (pid == $1 || @pids[(int64)pid]) {
-    $last = @out[args->prev_pid].4;
-    $weight = nsecs - $last > FORCE_AFTER_NS ? 1 : (rand % SAMPLE_EVERY == 0 ? SAMPLE_EVERY : 0);
-    @out[args->prev_pid] = (nsecs, args->prev_state, pid, $weight, $weight ? nsecs : $last);
+    $before = @out[args->prev_pid];
+    $always = $before.5 < ALWAYS_FIRST || nsecs - $before.4 > FORCE_AFTER_NS;
+    $weight = $always ? 1 : (rand % SAMPLE_EVERY == 0 ? SAMPLE_EVERY : 0);
+    @out[args->prev_pid] = (nsecs, args->prev_state, pid, $weight,
+                            $weight ? nsecs : $before.4, $before.5 + 1);
     if ($weight) {
       @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH));
     }
@@ -83,6 +86,7 @@ END { clear(@pids); clear(@out); clear(@stacks); }
 MAX_DEPTH = 64
 SAMPLE_EVERY = 8
 FORCE_AFTER_NS = 2_000_000
+ALWAYS_FIRST = 8
 # Unsampled blocks are spread only over stacks of blocks of about the same length:
 # classes 0 (under 16 us), 1 (16-256 us), 2 (to 4 ms), 3 (to 65 ms), 4 (to 1 s), 5.
 LENGTH_BOUNDS_NS = tuple(16_000 * 16**k for k in range(5))
@@ -155,6 +159,7 @@ def script_text(sample_every: int = SAMPLE_EVERY) -> str:
         "MAX_DEPTH": MAX_DEPTH,
         "SAMPLE_EVERY": sample_every,
         "FORCE_AFTER_NS": FORCE_AFTER_NS,
+        "ALWAYS_FIRST": ALWAYS_FIRST,
         "LENGTH_CLASS": " + ".join(f"($ns > {bound})" for bound in LENGTH_BOUNDS_NS),
     }
     text = SCRIPT
@@ -219,6 +224,7 @@ class BpftraceSession:
         return {
             "every": SAMPLE_EVERY,
             "always_after_ms": FORCE_AFTER_NS / 1e6,
+            "always_first": ALWAYS_FIRST,
             "sampled_share": self.capture.sampled_ns / total,
             "without_stack_share": stackless / total,
         }
