@@ -66,3 +66,9 @@ def test_no_tlb_knee_is_reported_with_its_evidence(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calibrate.save(measured(reach=None))
     assert "no TLB cliff up to 16,384 pages" in calibrate.tlb_reach()["reason"]
+
+
+def test_a_second_rise_far_past_the_knee_does_not_pull_it():
+    two_levels = [(x, y + 60 * max(0.0, 1 - 4000 / x)) for x, y in lru_latency(1000, SIZES)]
+    assert calibrate.knee(two_levels) == pytest.approx(1000, rel=0.1)
+    assert calibrate.lru_fit(two_levels) > 1.1 * 1000  # the single fit is pulled along

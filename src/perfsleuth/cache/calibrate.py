@@ -41,7 +41,9 @@ SWEEP = [round(128 * 2 ** (i / 4)) for i in range(4 * 7 + 1)]  # 128 .. 16,384 p
 # the knee to be the TLB's and not the data caches'.
 TLB_EVIDENCE_RATIO = 1.5
 KNEE_GRID = 300
-METHOD = 2  # part of the fingerprint: a change of method measures again
+KNEE_WINDOW = 2.0
+REFITS = 3
+METHOD = 3  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -59,6 +61,23 @@ class Calibration:
 
 
 def knee(points: list[tuple[float, float]]) -> float | None:
+    """Where the misses begin: `lru_fit` over all the points, then again over those
+    within a factor KNEE_WINDOW of the last estimate, until it settles (REFITS at
+    most), so that a further rise far past the knee (the next level) does not pull
+    it along."""
+    estimate = lru_fit(points)
+    for _ in range(REFITS):
+        if estimate is None:
+            return None
+        near = [(x, y) for x, y in points if estimate / KNEE_WINDOW <= x <= estimate * KNEE_WINDOW]
+        refined = lru_fit(near)
+        if refined is None or refined == estimate:
+            break
+        estimate = refined
+    return estimate
+
+
+def lru_fit(points: list[tuple[float, float]]) -> float | None:
     """The capacity K of the best least-squares fit of latency = a + c*max(0, 1 - K/x)
     with c > 0: what an LRU structure of K entries gives under uniform random
     access, whose misses are 1 - K/x once x > K. Real, set-associative
