@@ -12,19 +12,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cache_show import PAHOLE_MEMBER, cache_doc
 from cli_runner import perfsleuth
 
 from perfsleuth.cache import globals
 
 pytestmark = pytest.mark.integration
 
-PAHOLE_MEMBER = re.compile(r"^\s+(.+?)\s+(\w+)(\[\d+\])*;\s+/\*\s+(\d+)\s+(\d+)\s+\*/")
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "cache" / "sessions.c"
-
-
-def cache_doc(store: Path) -> dict:
-    shown = perfsleuth(store, "cache", "show", "--format", "json")
-    return json.loads(shown.stdout)["functions"][0]
 
 
 @pytest.fixture(scope="module")

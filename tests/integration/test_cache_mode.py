@@ -11,16 +11,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cache_show import PAHOLE_MEMBER, cache_doc
 from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
-
-PAHOLE_MEMBER = re.compile(r"^\s+(.+?)\s+(\w+)(\[\d+\])*;\s+/\*\s+(\d+)\s+(\d+)\s+\*/")
-
-
-def cache_doc(store: Path) -> dict:
-    shown = perfsleuth(store, "cache", "show", "--format", "json")
-    return json.loads(shown.stdout)["functions"][0]
 
 
 @pytest.fixture(scope="module")
