@@ -1081,5 +1081,7 @@ fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_perf_data, m)?)?;
     m.add_function(wrap_pyfunction!(kallsyms_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(pointer_chase::chase_pages_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(pointer_chase::chase_aliased_ns, m)?)?;
     Ok(())
 }

@@ -1,19 +1,32 @@
-"""This machine's TLB reach, measured: how many 4 KiB pages random accesses can
-spread over before address translation starts to miss.
+"""What this machine's memory hierarchy really holds, measured: the TLB's reach
+(how many 4 KiB pages random accesses can spread over before address translation
+starts to miss) and the last-level cache's effective capacity (how many bytes
+random accesses can spread over before they go to memory).
 
-Why measure it: sysfs describes the data caches, not the TLB, and under a
+Why measure them: sysfs describes the data caches, not the TLB, and under a
 hypervisor the reach depends on the host's page size, which nothing in the guest
-shows. On the development VM (AMD EPYC under KVM, 32 MiB LLC) random accesses
-spread over more than 2,048 pages (8 MiB) cost 3-6x more per access, well before
-the LLC is full: a cliff that cache sizes alone cannot predict.
+shows. On an AMD EPYC KVM guest random accesses over more than 2,048 pages
+(8 MiB) cost 3-6x more per access, well before its 32 MiB LLC is full. And a
+virtual machine shares its LLC with its neighbours (or is given a few of its
+ways): on an Intel Xeon guest whose sysfs says 48 MiB, random accesses over
+more than 2.5-4 MiB already cost DRAM latency. Cliffs from sysfs sizes alone
+would be wrong by 10x there.
 
-Method: dependent loads of one line in each of P pages, the pages in random
-order (perfsleuth_native.chase_ns), for P from 128 to 16,384, on
-ordinary heap memory (no huge-page advice, like most programs' data). The
-reach is the knee of that curve (`knee`), where the misses begin. A knee only
-counts as the TLB's when the same number of lines packed densely (64 B apart, a
-few pages) is clearly faster at twice the knee: otherwise the rise came from
-the data caches.
+TLB: dependent loads, each at a random one of P virtual pages that all map the
+same physical page (perfsleuth_native.chase_aliased_ns), for P from 128 to
+16,384, in 4 KiB pages (no huge-page advice, like most programs' data). The data
+always hits the L1 cache, so the curve rises only when translation misses; the
+reach is its knee (knee.py), where the misses begin. (A chase over distinct
+pages, one line in each, also overflows the L2 with those lines: on an Intel
+Xeon guest its knee was 13,400 pages where the TLB's is 2,048.)
+
+LLC: dependent loads of random lines of B bytes, eight in a page before the next
+random page (perfsleuth_native.chase_pages_ns: an eighth of the translations of
+a fully random chase), for B from half the level below the LLC to twice the
+LLC. The effective capacity is the knee of that curve, fitted with the miss
+curves of the level below (at its sysfs size) and of the TLB (at its measured
+reach), and it counts when the latency at twice the knee is clearly above that
+at half of it.
 
 The result is kept per machine in $XDG_CACHE_HOME/perfsleuth/calibration.json.
 """
@@ -27,23 +40,24 @@ import platform
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .knee import knee
 from .model import Geometry, machine_geometry
 
 PAGE_SIZE = 4096
-LINE = 64
 SWEEP = [round(128 * 2 ** (i / 4)) for i in range(4 * 7 + 1)]  # 128 .. 16,384 pages
-# At twice the knee, sparse lines must cost this much more than dense ones for
-# the knee to be the TLB's and not the data caches'.
+# At twice a knee, loads must cost this much more than at half of it for the
+# knee to count.
 TLB_EVIDENCE_RATIO = 1.5
-KNEE_GRID = 300
-KNEE_WINDOW = 2.0
-REFITS = 3
-METHOD = 3  # part of the fingerprint: a change of method measures again
+LLC_EVIDENCE_RATIO = 1.5
+LLC_PER_PAGE = 8
+LLC_SWEEP_POINTS = 4  # per doubling
+LLC_SWEEP_CAP = 256 << 20
+METHOD = 4  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -55,58 +69,13 @@ class Calibration:
     sweep_pages: int
     curve_ns: dict[str, float]  # pages -> ns per access
     evidence: str
+    llc_nominal_bytes: int | None = None
+    llc_effective_bytes: int | None = None  # None: no knee measured (see llc_evidence)
+    llc_curve_ns: dict[str, float] = field(default_factory=dict)  # bytes -> ns per access
+    llc_evidence: str = "not measured"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def knee(points: list[tuple[float, float]]) -> float | None:
-    """Where the misses begin: `lru_fit` over all the points, then again over those
-    within a factor KNEE_WINDOW of the last estimate, until it settles (REFITS at
-    most), so that a further rise far past the knee (the next level) does not pull
-    it along."""
-    estimate = lru_fit(points)
-    for _ in range(REFITS):
-        if estimate is None:
-            return None
-        near = [(x, y) for x, y in points if estimate / KNEE_WINDOW <= x <= estimate * KNEE_WINDOW]
-        refined = lru_fit(near)
-        if refined is None or refined == estimate:
-            break
-        estimate = refined
-    return estimate
-
-
-def lru_fit(points: list[tuple[float, float]]) -> float | None:
-    """The capacity K of the best least-squares fit of latency = a + c*max(0, 1 - K/x)
-    with c > 0: what an LRU structure of K entries gives under uniform random
-    access, whose misses are 1 - K/x once x > K. Real, set-associative
-    structures start to miss a little before K; the fit puts K where the curve
-    as a whole says the misses begin. None when the curve does not rise."""
-    points = sorted(points)
-    if len(points) < 4:
-        return None
-    xs, ys = [x for x, _ in points], [y for _, y in points]
-    best: tuple[float, float | None] = (math.inf, None)
-    for step in range(KNEE_GRID + 1):
-        k = xs[1] * (xs[-2] / xs[1]) ** (step / KNEE_GRID)
-        fitted = fit_rise([max(0.0, 1 - k / x) for x in xs], ys)
-        if fitted is not None:
-            best = min(best, (fitted, k))
-    return best[1]
-
-
-def fit_rise(zs: list[float], ys: list[float]) -> float | None:
-    """Residual of the least-squares line y = a + c*z, None unless c > 0."""
-    mean_z, mean_y = sum(zs) / len(zs), sum(ys) / len(ys)
-    var = sum((z - mean_z) ** 2 for z in zs)
-    if var == 0:
-        return None
-    c = sum((z - mean_z) * (y - mean_y) for z, y in zip(zs, ys, strict=True)) / var
-    if c <= 0:
-        return None
-    a = mean_y - c * mean_z
-    return sum((a + c * z - y) ** 2 for z, y in zip(zs, ys, strict=True))
 
 
 def fingerprint(geometry: Geometry | None = None) -> str:
@@ -125,38 +94,91 @@ def cpu_model() -> str:
     return platform.machine()
 
 
-def chase() -> Any:
+def native() -> Any:
     try:
-        from perfsleuth_native import chase_ns
+        import perfsleuth_native
     except ImportError:
         raise UserError(
-            "measuring the TLB needs perfsleuth's native extension, which is not installed; "
-            "run `make setup` (it needs cargo)"
+            "measuring the TLB and the LLC needs perfsleuth's native extension, which is not "
+            "installed; run `make setup` (it needs cargo)"
         ) from None
-    return chase_ns
+    return perfsleuth_native
 
 
-def measure() -> Calibration:
-    chase_ns = chase()
-    curve = {pages: chase_ns(pages, PAGE_SIZE) for pages in SWEEP}
-    reach = knee([(float(p), ns) for p, ns in curve.items()])
-    reach_pages = round(reach) if reach is not None else None
-    evidence = "no knee in the sweep"
-    if reach_pages is not None:
-        probe = min(2 * reach_pages, SWEEP[-1])
-        sparse, dense = chase_ns(probe, PAGE_SIZE), chase_ns(probe, LINE)
-        evidence = f"{probe:,} lines: {sparse:.1f} ns one per page, {dense:.1f} ns packed densely"
-        if sparse < TLB_EVIDENCE_RATIO * dense:
-            reach_pages = None
+def measure(geometry: Geometry | None = None) -> Calibration:
+    geometry = geometry or machine_geometry()
+    chase = native()
+    curve, reach_pages, evidence = measure_tlb(chase.chase_aliased_ns)
+    llc = measure_llc(chase.chase_pages_ns, geometry, reach_pages)
     return Calibration(
-        fingerprint=fingerprint(),
+        fingerprint=fingerprint(geometry),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         tlb_reach_pages=reach_pages,
         page_size=PAGE_SIZE,
         sweep_pages=SWEEP[-1],
         curve_ns={str(p): round(ns, 2) for p, ns in curve.items()},
         evidence=evidence,
+        **llc,
     )
+
+
+def measure_tlb(chase_aliased_ns: Any) -> tuple[dict[int, float], int | None, str]:
+    curve = {pages: chase_aliased_ns(pages) for pages in SWEEP}
+    found = knee([(float(p), ns) for p, ns in curve.items()])
+    if found is None:
+        return curve, None, "no knee in the sweep"
+    half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
+    evidence = f"{half:.1f} ns at {found / 2:,.0f} pages, {twice:.1f} ns at {2 * found:,.0f} pages"
+    if twice < TLB_EVIDENCE_RATIO * half:
+        return curve, None, f"no clear knee ({evidence})"
+    return curve, round(found), evidence
+
+
+def llc_sweep(geometry: Geometry) -> list[int]:
+    """Sizes in whole pages from half the level below the LLC to twice the LLC."""
+    low = geometry.levels[-2].size / 2
+    high = min(2 * geometry.levels[-1].size, LLC_SWEEP_CAP)
+    steps = max(1, round(math.log2(high / low) * LLC_SWEEP_POINTS))
+    sizes = (low * (high / low) ** (i / steps) for i in range(steps + 1))
+    return sorted({max(2, round(size / PAGE_SIZE)) * PAGE_SIZE for size in sizes})
+
+
+def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> dict:
+    if len(geometry.levels) < 2:
+        return {"llc_evidence": "sysfs describes a single cache level"}
+    curve = {size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE) for size in llc_sweep(geometry)}
+    below = [float(geometry.levels[-2].size)]
+    if reach_pages:
+        below.append(float(reach_pages * PAGE_SIZE))
+    found = knee([(float(size), ns) for size, ns in curve.items()], below)
+    effective, evidence = llc_evidence(curve, found)
+    return {
+        "llc_nominal_bytes": geometry.levels[-1].size,
+        "llc_effective_bytes": effective,
+        "llc_curve_ns": {str(size): round(ns, 2) for size, ns in curve.items()},
+        "llc_evidence": evidence,
+    }
+
+
+def llc_evidence(curve: dict[int, float], found: float | None) -> tuple[int | None, str]:
+    if found is None:
+        return None, "no knee in the sweep"
+    half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
+    evidence = (
+        f"{half:.1f} ns at {human_bytes(found / 2)}, {twice:.1f} ns at {human_bytes(found * 2)}"
+    )
+    if twice < LLC_EVIDENCE_RATIO * half:
+        return None, f"no clear knee ({evidence})"
+    return round(found), evidence
+
+
+def latency_at(curve: dict[int, float], size: float) -> float:
+    """The measured latency at the sweep's size nearest to `size` (in ratio)."""
+    return curve[min(curve, key=lambda s: abs(math.log(s / size)))]
+
+
+def human_bytes(size: float) -> str:
+    return f"{size / (1 << 20):.1f} MiB" if size >= 1 << 20 else f"{size / 1024:.0f} KiB"
 
 
 def cache_file() -> Path:
@@ -186,8 +208,8 @@ def load_or_measure() -> Calibration:
     calibration = load()
     if calibration is None:
         print(
-            "perfsleuth: measuring this machine's TLB reach, once (a few seconds; "
-            "`perfsleuth cache calibrate` measures again)",
+            "perfsleuth: measuring this machine's TLB reach and LLC, once (about half a "
+            "minute; `perfsleuth cache calibrate` measures again)",
             file=sys.stderr,
         )
         calibration = measure()
@@ -195,13 +217,18 @@ def load_or_measure() -> Calibration:
     return calibration
 
 
-def tlb_reach() -> dict[str, Any]:
+def limits() -> dict[str, dict[str, Any]]:
     """What the scaling projection needs of the calibration, measuring it if this
-    machine has none yet; {"reason"} when it cannot be measured."""
+    machine has none yet: {"tlb": {"reach_pages", ...}, "llc": {"effective_bytes",
+    ...}}, each {"reason"} instead when it cannot be had."""
     try:
         calibration = load_or_measure()
     except UserError as error:
-        return {"reason": str(error)}
+        return {"tlb": {"reason": str(error)}, "llc": {"reason": str(error)}}
+    return {"tlb": tlb_limit(calibration), "llc": llc_limit(calibration)}
+
+
+def tlb_limit(calibration: Calibration) -> dict[str, Any]:
     if calibration.tlb_reach_pages is None:
         why = f"no TLB cliff up to {calibration.sweep_pages:,} pages ({calibration.evidence})"
         return {"reason": why}
@@ -210,4 +237,15 @@ def tlb_reach() -> dict[str, Any]:
         "page_size": calibration.page_size,
         "measured_at": calibration.measured_at,
         "evidence": calibration.evidence,
+    }
+
+
+def llc_limit(calibration: Calibration) -> dict[str, Any]:
+    if calibration.llc_effective_bytes is None:
+        return {"reason": f"LLC not measured: {calibration.llc_evidence}"}
+    return {
+        "effective_bytes": calibration.llc_effective_bytes,
+        "nominal_bytes": calibration.llc_nominal_bytes,
+        "measured_at": calibration.measured_at,
+        "evidence": calibration.llc_evidence,
     }

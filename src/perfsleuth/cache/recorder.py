@@ -190,7 +190,16 @@ def scaled_traces(
             }
         )
     assert first is not None
-    return first, scaling.project(runs, geometry, calibrate.tlb_reach())
+    return first, scaling.project(runs, geometry, measured_limits(geometry))
+
+
+def measured_limits(geometry: model.Geometry) -> dict[str, dict[str, Any]]:
+    """This machine's calibration; its LLC only stands for the machine's own caches,
+    not for a geometry given with --cache-model."""
+    limits = calibrate.limits()
+    if geometry != model.machine_geometry():
+        limits["llc"] = {"reason": "--cache-model gave the geometry: its LLC size is used as is"}
+    return limits
 
 
 def instruction_profile(documents: list[tuple[str, str, dict[str, Any]]]) -> Profile:

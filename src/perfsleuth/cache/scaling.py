@@ -8,6 +8,11 @@ when the prefetcher brings in lines nobody uses (the cold line next to a hot
 one): with the model's prefetcher on, the cliffs come from the fit of the
 distinct lines the model brought in (`cached_lines`), demand and prefetch.
 
+The LLC's cliff uses its effective capacity, measured by calibrate.py, when
+there is one: a virtual machine shares the LLC that sysfs describes with its
+neighbours, and random accesses go to memory long before sysfs's size is full.
+The cliff from the sysfs size is kept beside it (`nominal_n`).
+
 Address translation has a cliff of its own: past the TLB's reach (measured by
 calibrate.py) every access to a new page pays a page walk. The distinct 4 KiB
 pages the function touches are fitted the same way, and give the n at which
@@ -54,27 +59,27 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def project(
-    runs: list[dict[str, Any]], geometry: Geometry, tlb: dict[str, Any] | None = None
+    runs: list[dict[str, Any]], geometry: Geometry, limits: dict[str, dict] | None = None
 ) -> dict[str, Any]:
     """runs: [{"n", "data_lines", "data_pages", "cached_lines", "calls", "misses":
-    {level: count}}], sizes ascending; tlb: {"reach_pages", ...} of a calibration,
-    or {"reason"} when there is none."""
+    {level: count}}], sizes ascending; limits: calibrate.limits(), {"tlb":
+    {"reach_pages", ...}, "llc": {"effective_bytes", ...}}, each {"reason"} when
+    not measured."""
+    limits = limits or {}
     touched = fit([(r["n"], r["data_lines"]) for r in runs])
     key = "cached_lines" if geometry.prefetch else "data_lines"
-    intercept, slope = fit([(r["n"], r[key]) for r in runs])
+    line = fit([(r["n"], r[key]) for r in runs])
     low, high = runs[0]["n"], runs[-1]["n"]
+    llc = limits.get("llc") or {"reason": "not measured"}
     cliffs = []
-    for level in geometry.levels:
-        capacity = level.lines(geometry.line_size)
-        n = (capacity - intercept) / slope if slope > 0 else None
-        cliffs.append(
-            {
-                "level": level.name,
-                "capacity_lines": capacity,
-                "n": round(n) if n is not None and n > 0 else None,
-                "in_range": n is not None and low <= n <= high,
-            }
-        )
+    for index, level in enumerate(geometry.levels):
+        nominal = level.lines(geometry.line_size)
+        cliff = {"level": level.name, "capacity_lines": nominal, "capacity_source": "sysfs"}
+        if index == len(geometry.levels) - 1 and index > 0:
+            cliff |= llc_capacity(llc, nominal, geometry.line_size, line)
+        n = crossing(line, cliff["capacity_lines"])
+        cliffs.append(cliff | {"n": n, "in_range": n is not None and low <= n <= high})
+    intercept, slope = line
     return {
         "runs": [
             {**r, "misses_per_call": {k: v / max(r["calls"], 1) for k, v in r["misses"].items()}}
@@ -89,8 +94,30 @@ def project(
         },
         "range": [low, high],
         "cliffs": cliffs,
-        "tlb": tlb_cliff(runs, tlb or {"reason": "not measured"}),
+        "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
+    }
+
+
+def crossing(line: tuple[float, float], capacity: float) -> int | None:
+    """The n at which intercept + slope * n reaches capacity, if it ever does."""
+    intercept, slope = line
+    n = (capacity - intercept) / slope if slope > 0 else None
+    return round(n) if n is not None and n > 0 else None
+
+
+def llc_capacity(
+    llc: dict[str, Any], nominal: int, line_size: int, line: tuple[float, float]
+) -> dict[str, Any]:
+    """The LLC cliff's capacity: the measured, effective one when there is one."""
+    if not llc.get("effective_bytes"):
+        return {"effective": {"available": False, "reason": llc.get("reason", "not measured")}}
+    return {
+        "capacity_lines": llc["effective_bytes"] // line_size,
+        "capacity_source": "measured",
+        "nominal_capacity_lines": nominal,
+        "nominal_n": crossing(line, nominal),
+        "effective": {"available": True, **llc},
     }
 
 
@@ -99,12 +126,12 @@ def tlb_cliff(runs: list[dict[str, Any]], tlb: dict[str, Any]) -> dict[str, Any]
     if not reach:
         return {"available": False, "reason": tlb.get("reason", "no TLB knee measured")}
     intercept, slope = fit([(r["n"], r["data_pages"]) for r in runs])
-    n = (reach - intercept) / slope if slope > 0 else None
+    n = crossing((intercept, slope), reach)
     return {
         **tlb,
         "available": True,
         "intercept_pages": intercept,
         "pages_per_n": slope,
-        "n": round(n) if n is not None and n > 0 else None,
+        "n": n,
         "in_range": n is not None and runs[0]["n"] <= n <= runs[-1]["n"],
     }

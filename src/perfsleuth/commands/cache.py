@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--store", default=argparse.SUPPRESS, help="the run store folder")
     add_output_options(show, ("text", "json"))
     measure = sub.add_parser(
-        "calibrate", help="measure this machine's TLB reach (kept per machine for --scale)"
+        "calibrate",
+        help="measure this machine's TLB reach and effective LLC (kept per machine for --scale)",
     )
     add_output_options(measure, ("text", "json"))
 
@@ -52,9 +53,31 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def render_calibration(doc: dict[str, Any], console: Console) -> None:
-    console.print(Text("ns per access, one random line in each of P pages, random order:"))
+    console.print(Text("ns per access, P random pages that all map one physical page:"))
     for pages, ns in doc["curve_ns"].items():
-        console.print(Text(f"  P = {int(pages):>6,}  {ns:6.2f} ns  " + "#" * round(ns / 2)))
+        console.print(Text(f"  P = {int(pages):>6,}  {ns:6.2f} ns  " + "#" * round(ns)))
+    render_tlb(doc, console)
+    console.print(Text("ns per access, random lines of B bytes, eight in a page at a time:"))
+    for size, ns in doc["llc_curve_ns"].items():
+        console.print(Text(f"  B = {mib(int(size)):>9}  {ns:6.2f} ns  " + "#" * round(ns / 4)))
+    effective = doc["llc_effective_bytes"]
+    if effective is None:
+        console.print(Text(f"LLC: not measured ({doc['llc_evidence']})"))
+    else:
+        nominal = doc["llc_nominal_bytes"]
+        console.print(
+            Text(
+                f"LLC: {mib(effective)} effective of {mib(nominal)} in sysfs; {doc['llc_evidence']}"
+            )
+        )
+    console.print(Text(f"saved to {doc['saved_to']}", style="dim"))
+
+
+def mib(size: int) -> str:
+    return f"{size / (1 << 20):.2f} MiB"
+
+
+def render_tlb(doc: dict[str, Any], console: Console) -> None:
     reach = doc["tlb_reach_pages"]
     if reach is None:
         console.print(Text(f"no TLB cliff up to {doc['sweep_pages']:,} pages ({doc['evidence']})"))
@@ -65,7 +88,6 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
                 f"({reach * doc['page_size'] / (1 << 20):.1f} MiB); {doc['evidence']}"
             )
         )
-    console.print(Text(f"saved to {doc['saved_to']}", style="dim"))
 
 
 def projections(store: Store, run_id: int) -> dict[str, Any] | None:
@@ -194,8 +216,7 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
             )
         )
     for cliff in scale["cliffs"]:
-        capacity = f"{cliff['capacity_lines']:,} lines"
-        console.print(Text(f"  exceeds {cliff['level']} ({capacity}) at {where(cliff)}"))
+        console.print(Text(f"  exceeds {cliff['level']} ({capacity(cliff)}) at {where(cliff)}"))
     tlb = scale.get("tlb") or {"reason": "recorded before TLB cliffs were predicted"}
     if not tlb.get("available"):
         console.print(Text(f"  TLB: not predicted ({tlb['reason']})", style="dim"))
@@ -205,6 +226,18 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
             f"  pages = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n exceed the "
             f"TLB's measured reach ({tlb['reach_pages']:,} pages) at {where(tlb)}"
         )
+    )
+
+
+def capacity(cliff: dict[str, Any]) -> str:
+    held = f"{cliff['capacity_lines']:,} lines"
+    if cliff.get("capacity_source") != "measured":
+        return held
+    nominal = cliff["nominal_n"]
+    at = f"n = {nominal:,}" if nominal else "never"
+    return (
+        f"{held} measured on this machine; sysfs's {cliff['nominal_capacity_lines']:,} "
+        f"lines would put the cliff at {at}"
     )
 
 
