@@ -10,10 +10,12 @@ measured latency.
    cache level (sysfs sizes) and the pages overflow the TLB's reach (measured
    once per machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
-   per n, --repeats times, keeping the fastest, over a window from half to twice
-   each predicted n (`window`), POINTS_PER_DOUBLING sizes per doubling.
-3. Knee: perfsleuth.cache.calibrate.knee, the same estimator the calibration
-   uses: the capacity of the best fitting LRU miss curve, where misses begin.
+   per n, --repeats times, keeping the fastest, from half the lowest predicted n
+   to twice the highest, POINTS_PER_DOUBLING sizes per doubling.
+3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
+   level from the lowest prediction up, each over half to twice its prediction
+   (not past the next level's), with the miss curves of the levels below at the
+   knees measured for them.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -30,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfsleuth.cache.calibrate import knee
+from perfsleuth.cache.knee import knee
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -39,17 +41,9 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-reordered": ROOT / "examples/bin/conntable-reordered"}  # fmt: skip
 SCALE = "n=500,1000,2000"
 LEVELS = ("L2", "TLB", "LLC")
-WINDOW = 2.0  # a level's sweep runs from predicted/WINDOW to predicted*WINDOW
+WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
-
-
-def window(level: str, prediction: dict) -> tuple[float, float]:
-    """Half to twice the predicted n; the LLC's from just past the TLB's cliff (the
-    earlier rise) instead, so that a knee well before its prediction shows."""
-    if level == "LLC" and prediction.get("TLB"):
-        return 1.5 * prediction["TLB"], WINDOW * prediction["LLC"]
-    return prediction[level] / WINDOW, prediction[level] * WINDOW
 
 
 def sizes(low: float, high: float) -> list[int]:
@@ -75,6 +69,24 @@ def predicted(binary: Path) -> dict[str, int]:
         "bytes_per_n": round(scaling["fit"]["bytes_per_n"], 1),
         "pages_per_n": scaling["tlb"].get("pages_per_n"),
     }
+
+
+def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:
+    """Each level's knee, lowest prediction first, over half to twice its
+    prediction but not past the next level's (whose rise would pull it along),
+    the levels below entering the fit at their measured knees."""
+    found: dict[str, dict] = {}
+    ordered = list(prediction.items())
+    for index, (level, predicted_n) in enumerate(ordered):
+        low, high = predicted_n / WINDOW, predicted_n * WINDOW
+        if index + 1 < len(ordered):
+            high = min(high, ordered[index + 1][1])
+        near = [(n, y) for n, y in latency.items() if low <= n <= high]
+        below = [row["measured_knee_n"] for row in found.values() if row["measured_knee_n"]]
+        k = round(knee(near, below) or 0)
+        found[level] = {"predicted_n": predicted_n, "measured_knee_n": k,
+                        "error": k / predicted_n - 1}  # fmt: skip
+    return found
 
 
 def measured(binary: Path, ns: list[int], repeats: int) -> dict[int, float]:
@@ -115,16 +127,12 @@ def main() -> None:
     results = {}
     for name, binary in BINARIES.items():
         prediction = predicted(binary)
-        levels = {}
-        for level in LEVELS:
-            if not prediction.get(level):
-                continue
-            latency = measured(binary, sizes(*window(level, prediction)), args.repeats)
-            k = round(knee(list(latency.items())) or 0)
-            levels[level] = {"predicted_n": prediction[level], "measured_knee_n": k,
-                             "error": k / prediction[level] - 1, "latency_ns": latency}  # fmt: skip
+        levels = sorted((lv for lv in LEVELS if prediction.get(lv)), key=prediction.__getitem__)
+        low, high = prediction[levels[0]] / WINDOW, prediction[levels[-1]] * WINDOW
+        latency = measured(binary, sizes(low, high), args.repeats)
         results[name] = {key: prediction[key] for key in ("bytes_per_n", "pages_per_n")} | {
-            "levels": levels
+            "levels": knees(latency, {lv: prediction[lv] for lv in levels}),
+            "latency_ns": latency,
         }
     results["overhead"] = overhead(BINARIES["conntable"])
     (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))

@@ -60,7 +60,12 @@ const flows = {
     await page.locator(".cache-scaling table.cliffs").waitFor();
     const tlb = await page.locator(".cache-scaling table.cliffs tr.tlb-cliff").innerText();
     const cliffs = await page.locator(".cache-scaling table.cliffs tbody tr:not(.tlb-cliff)").evaluateAll((rows) =>
-      rows.map((r) => ({ level: r.dataset.level, at: r.querySelectorAll("td")[1].innerText, flagged: r.classList.contains("in-range") })),
+      rows.map((r) => ({
+        level: r.dataset.level,
+        capacity: r.querySelectorAll("td")[0].innerText,
+        at: r.querySelectorAll("td")[1].innerText,
+        flagged: r.classList.contains("in-range"),
+      })),
     );
     const runs = await page.locator(".cache-scaling table.scaling-runs tbody tr").count();
     await page.locator(".cache-scaling").screenshot({ path: `${artifacts}/cache-scaling.png` });

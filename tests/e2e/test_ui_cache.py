@@ -154,6 +154,7 @@ def test_scaling_cliffs_are_the_ones_cache_show_predicts(
     expected = [
         {
             "level": cliff["level"],
+            "capacity": capacity_text(cliff),
             "at": f"n = {cliff['n']:,}" if cliff["n"] else "never",
             "flagged": cliff["in_range"],
         }
@@ -170,6 +171,13 @@ def test_scaling_cliffs_are_the_ones_cache_show_predicts(
     assert shown["scaling"]["runs"] == len(scaling["runs"]) == 3
     plotted = {"dots": 3, "cliffs": sum(1 for cliff in scaling["cliffs"] if cliff["n"])}
     assert shown["scaling"]["plot"] == plotted
+
+
+def capacity_text(cliff: dict) -> str:
+    held = f"{cliff['capacity_lines']:,} lines"
+    if cliff.get("capacity_source") != "measured":
+        return held
+    return f"{held} measured (sysfs: {cliff['nominal_capacity_lines']:,})"
 
 
 def test_the_html_report_draws_the_same_layout(shown: dict[str, dict]) -> None:

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from perfsleuth.cache import calibrate
+from perfsleuth.cache.model import machine_geometry
 
 pytestmark = pytest.mark.integration
 
@@ -30,6 +31,27 @@ def test_calibrate_measures_the_sweep_and_keeps_it_for_this_machine(tmp_path):
     reach = doc["tlb_reach_pages"]
     if reach is not None:
         assert curve[calibrate.SWEEP[-1]] > curve[calibrate.SWEEP[0]]
-        assert "one per page" in doc["evidence"]
+        assert doc["evidence"].endswith(" pages")
     else:
         assert doc["evidence"]
+
+
+def test_calibrate_measures_the_llc_from_the_level_below_to_twice_its_size(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "cache", "calibrate"],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    doc = json.loads((tmp_path / "perfsleuth" / "calibration.json").read_text())
+    geometry = machine_geometry()
+    curve = {int(size): ns for size, ns in doc["llc_curve_ns"].items()}
+    assert sorted(curve) == calibrate.llc_sweep(geometry)
+    assert doc["llc_nominal_bytes"] == geometry.levels[-1].size
+    # past twice the LLC, every load goes to memory: slower than within the level below
+    assert curve[max(curve)] > curve[min(curve)]
+    effective = doc["llc_effective_bytes"]
+    if effective is not None:
+        assert min(curve) < effective < max(curve)
+        assert f"{effective / (1 << 20):.2f} MiB effective" in done.stdout
+    else:
+        assert "LLC: not measured" in done.stdout

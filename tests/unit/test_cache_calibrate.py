@@ -1,38 +1,12 @@
-"""The knee estimator and the per-machine calibration file."""
+"""The per-machine calibration: its file and what scaling gets of it."""
 
 import json
 
-import pytest
-
 from perfsleuth.cache import calibrate
+from perfsleuth.cache.model import parse_spec
 
 
-def lru_latency(capacity, sizes, hit=5.0, penalty=40.0):
-    """Uniform random access to an LRU structure of `capacity` entries."""
-    return [(x, hit + penalty * max(0.0, 1 - capacity / x)) for x in sizes]
-
-
-SIZES = [round(128 * 2 ** (i / 4)) for i in range(29)]
-
-
-@pytest.mark.parametrize("capacity", [300, 2048, 9000])
-def test_the_knee_of_an_lru_curve_is_its_capacity(capacity):
-    knee = calibrate.knee(lru_latency(capacity, SIZES))
-    assert knee == pytest.approx(capacity, rel=0.05)
-
-
-def test_noise_moves_the_knee_little():
-    noise = [0.9, -0.7, 0.4, -1.0, 0.2, 0.8, -0.3, -0.6, 1.0, -0.2]
-    noisy = [(x, y + noise[i % len(noise)]) for i, (x, y) in enumerate(lru_latency(2048, SIZES))]
-    assert calibrate.knee(noisy) == pytest.approx(2048, rel=0.1)
-
-
-def test_a_flat_or_falling_curve_has_no_knee():
-    assert calibrate.knee([(x, 5.0) for x in SIZES]) is None
-    assert calibrate.knee([(x, 100.0 / x) for x in SIZES]) is None
-
-
-def measured(reach=2048):
+def measured(reach=2048, llc=5 << 19):
     return calibrate.Calibration(
         fingerprint=calibrate.fingerprint(),
         measured_at="2026-11-22T05:00:00Z",
@@ -40,7 +14,11 @@ def measured(reach=2048):
         page_size=4096,
         sweep_pages=16384,
         curve_ns={"128": 4.0},
-        evidence="4,096 lines: 36.0 ns one per page, 5.0 ns packed densely",
+        evidence="5.1 ns at 1,024 pages, 9.6 ns at 4,096 pages",
+        llc_nominal_bytes=48 << 20,
+        llc_effective_bytes=llc,
+        llc_curve_ns={"655360": 6.0},
+        llc_evidence="10.6 ns at 1.2 MiB, 74.5 ns at 4.8 MiB" if llc else "no clear knee",
     )
 
 
@@ -49,7 +27,10 @@ def test_a_saved_calibration_is_read_back_on_the_same_machine(tmp_path, monkeypa
     path = calibrate.save(measured())
     assert path == tmp_path / "perfsleuth" / "calibration.json"
     assert calibrate.load() == measured()
-    assert calibrate.tlb_reach()["reach_pages"] == 2048
+    limits = calibrate.limits()
+    assert limits["tlb"]["reach_pages"] == 2048
+    assert limits["llc"]["effective_bytes"] == 5 << 19
+    assert limits["llc"]["nominal_bytes"] == 48 << 20
 
 
 def test_another_machines_calibration_is_not_used(tmp_path, monkeypatch):
@@ -65,10 +46,27 @@ def test_another_machines_calibration_is_not_used(tmp_path, monkeypatch):
 def test_no_tlb_knee_is_reported_with_its_evidence(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calibrate.save(measured(reach=None))
-    assert "no TLB cliff up to 16,384 pages" in calibrate.tlb_reach()["reason"]
+    assert "no TLB cliff up to 16,384 pages" in calibrate.limits()["tlb"]["reason"]
 
 
-def test_a_second_rise_far_past_the_knee_does_not_pull_it():
-    two_levels = [(x, y + 60 * max(0.0, 1 - 4000 / x)) for x, y in lru_latency(1000, SIZES)]
-    assert calibrate.knee(two_levels) == pytest.approx(1000, rel=0.1)
-    assert calibrate.lru_fit(two_levels) > 1.1 * 1000  # the single fit is pulled along
+def test_no_llc_knee_is_reported_with_its_evidence(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calibrate.save(measured(llc=None))
+    assert calibrate.limits()["llc"] == {"reason": "LLC not measured: no clear knee"}
+
+
+def test_the_llc_sweep_runs_from_half_the_level_below_to_twice_the_llc_in_pages():
+    sweep = calibrate.llc_sweep(parse_spec("line=64,L1d=32K:8,L2=1M:16,LLC=16M:16"))
+    assert sweep[0] == 512 << 10 and sweep[-1] == 32 << 20
+    assert all(size % calibrate.PAGE_SIZE == 0 for size in sweep)
+    assert len(sweep) == 6 * calibrate.LLC_SWEEP_POINTS + 1
+
+
+def test_a_knee_counts_only_when_the_latency_clearly_rises_across_it():
+    curve = {1 << 20: 10.0, 2 << 20: 12.0, 4 << 20: 60.0, 8 << 20: 100.0}
+    evidence = "10.0 ns at 1.0 MiB, 60.0 ns at 4.0 MiB"
+    assert calibrate.llc_evidence(curve, 2 << 20) == (2 << 20, evidence)
+    flat = {size: 10.0 for size in curve}
+    effective, why = calibrate.llc_evidence(flat, 2 << 20)
+    assert effective is None and why.startswith("no clear knee")
+    assert calibrate.llc_evidence(curve, None) == (None, "no knee in the sweep")

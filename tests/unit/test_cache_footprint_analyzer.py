@@ -41,3 +41,17 @@ def test_pages_past_the_measured_tlb_reach_inside_the_range_are_reported(tmp_pat
     doc["tlb"]["in_range"] = False
     ctx = context_with(tmp_path / "outside", {"handle_packet": {"scaling": doc}})
     assert cache_footprint.analyze(ctx) == []
+
+
+def test_a_measured_llc_cliff_says_how_much_of_sysfs_size_is_left(tmp_path):
+    doc = scaling(False)
+    doc["cliffs"][1] |= {
+        "capacity_lines": 39313, "capacity_source": "measured", "n": 19650, "in_range": True,
+        "nominal_capacity_lines": 786432, "nominal_n": 393210,
+        "effective": {"available": True, "evidence": "10.6 ns at 1.2 MiB, 74.5 ns at 4.8 MiB"},
+    }  # fmt: skip
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
+    [finding] = cache_footprint.analyze(ctx)
+    assert "exceeds LLC at n = 19,650" in finding.title
+    said = " ".join(finding.evidence)
+    assert "LLC holds 39,313 lines, measured" in said and "sysfs says 786,432" in said

@@ -68,18 +68,40 @@ def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
 
 def test_the_tlb_cliff_comes_from_the_pages_per_n_and_the_measured_reach():
     geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
-    result = scaling.project(scaled_runs(), geometry, {"reach_pages": 2048, "page_size": 4096})
+    result = scaling.project(scaled_runs(), geometry, {"tlb": {"reach_pages": 2048}})
     tlb = result["tlb"]
     assert tlb["available"] and tlb["pages_per_n"] == pytest.approx(1 / 8)
     assert tlb["n"] == (2048 - 5) * 8 and not tlb["in_range"]
-    inside = scaling.project(scaled_runs(), geometry, {"reach_pages": 300})["tlb"]
+    inside = scaling.project(scaled_runs(), geometry, {"tlb": {"reach_pages": 300}})["tlb"]
     assert inside["n"] == (300 - 5) * 8 and inside["in_range"]
 
 
 def test_without_a_measured_reach_the_tlb_cliff_says_why():
     geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
-    result = scaling.project(scaled_runs(), geometry, {"reason": "no native extension"})
+    result = scaling.project(scaled_runs(), geometry, {"tlb": {"reason": "no native extension"}})
     assert result["tlb"] == {"available": False, "reason": "no native extension"}
+
+
+def test_the_llc_cliff_uses_its_measured_capacity_and_keeps_the_nominal_one():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,LLC=8M:16,prefetch=none")
+    measured = {"llc": {"effective_bytes": 1 << 19, "nominal_bytes": 8 << 20, "evidence": "e"}}
+    llc = scaling.project(scaled_runs(), geometry, measured)["cliffs"][-1]
+    assert llc["capacity_source"] == "measured" and llc["capacity_lines"] == 8192
+    assert llc["n"] == round((8192 - 10) / 2) and llc["in_range"]
+    assert llc["nominal_capacity_lines"] == 131072
+    assert llc["nominal_n"] == round((131072 - 10) / 2)
+    assert llc["effective"]["evidence"] == "e"
+
+
+def test_without_a_measured_llc_its_cliff_is_from_sysfs_and_says_why():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,LLC=8M:16,prefetch=none")
+    unmeasured = {"llc": {"reason": "no clear knee"}}
+    llc = scaling.project(scaled_runs(), geometry, unmeasured)["cliffs"][-1]
+    assert llc["capacity_source"] == "sysfs" and llc["capacity_lines"] == 131072
+    assert llc["effective"] == {"available": False, "reason": "no clear knee"}
+    measured = {"llc": {"effective_bytes": 1 << 20}}
+    l2 = scaling.project(scaled_runs(), geometry, measured)["cliffs"][1]
+    assert l2["capacity_source"] == "sysfs"  # only the last level is measured
 
 
 @pytest.mark.parametrize("spec", ["1000,2000", "n=1000", "n=0,10"])

@@ -213,6 +213,10 @@ export interface CacheModelDoc {
 export interface Cliff {
   level: string;
   capacity_lines: number;
+  /** "measured": the LLC's effective capacity on this machine (perfsleuth cache calibrate). */
+  capacity_source?: "sysfs" | "measured";
+  nominal_capacity_lines?: number;
+  nominal_n?: number | null;
   n: number | null;
   in_range: boolean;
 }

@@ -50,7 +50,7 @@ def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
         evidence=[
             f"working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} x n "
             f"cache lines ({fit['bytes_per_n']:.1f} B per n)",
-            f"{cliff['level']} holds {cliff['capacity_lines']:,} lines",
+            capacity(cliff),
             *(
                 f"n={run['n']:,}: {run['data_lines']:,} lines, "
                 + ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
@@ -63,6 +63,18 @@ def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
             "see `perfsleuth cache show`), or keep n below the cliff"
         ),
         details={"cliff": cliff, "fit": fit},
+    )
+
+
+def capacity(cliff: dict) -> str:
+    held = f"{cliff['level']} holds {cliff['capacity_lines']:,} lines"
+    if cliff.get("capacity_source") != "measured":
+        return held
+    measured = cliff["effective"]
+    return (
+        f"{held}, measured on this machine {measured.get('measured_at', '')} "
+        f"({measured['evidence']}); sysfs says {cliff['nominal_capacity_lines']:,}, "
+        "the rest is taken by other programs or virtual machines"
     )
 
 

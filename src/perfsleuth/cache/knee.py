@@ -50,11 +50,12 @@ def lru_fit(points: Points, below: Sequence[float] = ()) -> float | None:
     xs, ys = [x for x, _ in points], [y for _, y in points]
     known = [[misses(k, x) for x in xs] for k in below]
     known = [column for column in known if max(column) - min(column) > 1e-9]
+    rise = 1e-9 * max(abs(y) for y in ys)  # below this, a "rise" is rounding error
     best: tuple[float, float | None] = (math.inf, None)
     for step in range(GRID + 1):
         k = xs[1] * (xs[-2] / xs[1]) ** (step / GRID)
         solved = least_squares([*known, [misses(k, x) for x in xs]], ys)
-        if solved is not None and solved[0][-1] > 0:
+        if solved is not None and solved[0][-1] > rise:
             best = min(best, (solved[1], k))
     return best[1]
 

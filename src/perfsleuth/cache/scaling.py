@@ -74,7 +74,11 @@ def project(
     cliffs = []
     for index, level in enumerate(geometry.levels):
         nominal = level.lines(geometry.line_size)
-        cliff = {"level": level.name, "capacity_lines": nominal, "capacity_source": "sysfs"}
+        cliff: dict[str, Any] = {
+            "level": level.name,
+            "capacity_lines": nominal,
+            "capacity_source": "sysfs",
+        }
         if index == len(geometry.levels) - 1 and index > 0:
             cliff |= llc_capacity(llc, nominal, geometry.line_size, line)
         n = crossing(line, cliff["capacity_lines"])

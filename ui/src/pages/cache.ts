@@ -4,7 +4,7 @@
 import { ApiError, getJSON } from "../api";
 import { h, message, pct, svg } from "../dom";
 import { href } from "../router";
-import type { CacheDoc, CacheFunction, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread, TlbCliff } from "../types";
+import type { CacheDoc, CacheFunction, Cliff, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread, TlbCliff } from "../types";
 
 const SOURCE_ROWS = 10;
 const SPREADS: [keyof Footprint["per_call"], string][] = [
@@ -302,6 +302,13 @@ function scalingPlot(scale: Scaling): SVGElement {
   return svg("svg", { class: "plot scaling-plot", width: PLOT.width, height: PLOT.height, viewBox: `0 0 ${PLOT.width} ${PLOT.height}` }, ...parts);
 }
 
+/** A level's capacity; the LLC's, when measured, with the size sysfs gives beside it. */
+function capacityText(c: Cliff): string {
+  const held = `${c.capacity_lines.toLocaleString()} lines`;
+  if (c.capacity_source !== "measured" || c.nominal_capacity_lines === undefined) return held;
+  return `${held} measured (sysfs: ${c.nominal_capacity_lines.toLocaleString()})`;
+}
+
 /** The TLB's row of the cliffs table: its reach is in pages, measured on this machine. */
 function tlbRow(tlb: TlbCliff | undefined): HTMLElement {
   if (!tlb?.available) {
@@ -344,7 +351,7 @@ function scalingBlock(scale: Scaling): HTMLElement {
             "tr",
             { class: c.in_range ? "in-range" : undefined, "data-level": c.level },
             h("th", null, c.level),
-            h("td", { class: "num" }, `${c.capacity_lines.toLocaleString()} lines`),
+            h("td", { class: "num" }, capacityText(c)),
             h("td", { class: "num" }, c.n === null ? "never" : `n = ${c.n.toLocaleString()}`),
             h("td", null, c.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
           ),

@@ -1,0 +1,52 @@
+"""The knee estimator: where a latency curve's misses begin."""
+
+import pytest
+
+from perfsleuth.cache import knee as estimator
+
+
+def lru_latency(capacity, sizes, hit=5.0, penalty=40.0):
+    """Uniform random access to an LRU structure of `capacity` entries."""
+    return [(x, hit + penalty * max(0.0, 1 - capacity / x)) for x in sizes]
+
+
+SIZES = [round(128 * 2 ** (i / 4)) for i in range(29)]
+
+
+@pytest.mark.parametrize("capacity", [300, 2048, 9000])
+def test_the_knee_of_an_lru_curve_is_its_capacity(capacity):
+    knee = estimator.knee(lru_latency(capacity, SIZES))
+    assert knee == pytest.approx(capacity, rel=0.05)
+
+
+def test_noise_moves_the_knee_little():
+    noise = [0.9, -0.7, 0.4, -1.0, 0.2, 0.8, -0.3, -0.6, 1.0, -0.2]
+    noisy = [(x, y + noise[i % len(noise)]) for i, (x, y) in enumerate(lru_latency(2048, SIZES))]
+    assert estimator.knee(noisy) == pytest.approx(2048, rel=0.1)
+
+
+def test_a_flat_or_falling_curve_has_no_knee():
+    assert estimator.knee([(x, 5.0) for x in SIZES]) is None
+    assert estimator.knee([(x, 100.0 / x) for x in SIZES]) is None
+
+
+def test_a_second_rise_far_past_the_knee_does_not_pull_it():
+    two_levels = [(x, y + 60 * max(0.0, 1 - 4000 / x)) for x, y in lru_latency(1000, SIZES)]
+    assert estimator.knee(two_levels) == pytest.approx(1000, rel=0.1)
+    assert estimator.lru_fit(two_levels) > 1.1 * 1000  # the single fit is pulled along
+
+
+def test_the_levels_below_enter_the_fit_at_their_knees():
+    # a TLB-like rise at 2,000 still climbing where an LLC-like one begins at 6,000
+    rise = [(x, 60 * estimator.misses(2000, x) + 80 * estimator.misses(6000, x)) for x in SIZES]
+    curve = [(x, 5 + y) for x, y in rise]
+    window = [(x, y) for x, y in curve if 3000 <= x <= 12000]
+    assert estimator.knee(window, below=[2000]) == pytest.approx(6000, rel=0.05)
+    assert estimator.knee(window) < 0.9 * 6000  # alone, the lower rise pulls it early
+
+
+def test_least_squares_solves_a_known_line_and_refuses_dependent_columns():
+    xs = [1.0, 2.0, 3.0, 4.0]
+    coefficients, residual = estimator.least_squares([xs], [3 + 2 * x for x in xs])
+    assert coefficients == pytest.approx([2.0]) and residual == pytest.approx(0, abs=1e-9)
+    assert estimator.least_squares([xs, [2 * x for x in xs]], xs) is None
