@@ -31,7 +31,7 @@ def test_calibrate_measures_the_sweep_and_keeps_it_for_this_machine(tmp_path):
     reach = doc["tlb_reach_pages"]
     if reach is not None:
         assert curve[calibrate.SWEEP[-1]] > curve[calibrate.SWEEP[0]]
-        assert doc["evidence"].endswith(" pages")
+        assert f"knees of {calibrate.TLB_SWEEPS} sweeps: " in doc["evidence"]
     else:
         assert doc["evidence"]
 
