@@ -2,7 +2,8 @@
  *
  * Planted problem: struct conn is five cache lines long and the packet fast path,
  * handle_packet(), touches line 0 (state, seq, window) and one field, `last_ack`,
- * that sits alone among cold fields on line 4. Every packet therefore pulls two
+ * that sits alone among cold fields on line 4 (it reads it, to spot a duplicate
+ * acknowledgement, and writes it). Every packet therefore pulls two
  * cache lines per connection where one would do. Built with -DREORDERED (the
  * conntable-reordered binary), `last_ack` moves into the hot first line.
  *
@@ -57,16 +58,18 @@ static inline uint64_t next_random(void) {
 }
 
 /* The fast path: acknowledge one packet on connection c; returns the new sequence
- * number. The value comes from memory, so a caller that picks its next connection
- * with it waits for this one's cache line (a constant, e.g. the state the branch
- * already checked, would let the CPU overlap the next packet's miss with this one). */
+ * number, plus one for a duplicate acknowledgement. Both fields come from memory,
+ * so a caller that picks its next connection with the result waits for both of
+ * this one's cache lines (a constant, e.g. the state the branch already checked,
+ * would let the CPU overlap the next packet's misses with this one's). */
 __attribute__((noinline)) uint32_t handle_packet(struct conn *c, uint64_t ack) {
     if (c->state != 1)
         return c->state;
+    uint64_t duplicate = c->last_ack == ack;
     c->seq += 1;
     c->window = (c->window + ack) & 0xffff;
     c->last_ack = ack;
-    return (uint32_t)c->seq;
+    return (uint32_t)(c->seq + duplicate);
 }
 
 static struct conn *open_connections(size_t n) {
