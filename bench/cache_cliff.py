@@ -2,7 +2,7 @@
 """Benchmark: predicted cache and TLB cliffs of the connection table against
 measured latency.
 
-    .venv/bin/python bench/cache_cliff.py [--repeats 2]
+    .venv/bin/python bench/cache_cliff.py [--repeats 3]
 
 1. Prediction: `perfsleuth record --mode cache --function handle_packet --scale
    'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable and its reordered
@@ -11,7 +11,8 @@ measured latency.
    once per machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
    per n, --repeats times, keeping the fastest, from half the lowest predicted n
-   to twice the highest, POINTS_PER_DOUBLING sizes per doubling.
+   to twice the highest (of both programs, so that the curves share their sizes),
+   POINTS_PER_DOUBLING sizes per doubling.
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
@@ -19,7 +20,8 @@ measured latency.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
-Prints a table and writes bench/out/cache_cliff.json.
+Prints the knees, the curves with the cliffs marked, and the recording cost, and
+writes bench/out/cache_cliff.json.
 """
 
 from __future__ import annotations
@@ -121,21 +123,34 @@ def overhead(binary: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    predictions = {name: predicted(binary) for name, binary in BINARIES.items()}
+    levels = {name: sorted((lv for lv in LEVELS if p.get(lv)), key=p.__getitem__)
+              for name, p in predictions.items()}  # fmt: skip
+    low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
+    high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
     results = {}
     for name, binary in BINARIES.items():
-        prediction = predicted(binary)
-        levels = sorted((lv for lv in LEVELS if prediction.get(lv)), key=prediction.__getitem__)
-        low, high = prediction[levels[0]] / WINDOW, prediction[levels[-1]] * WINDOW
+        prediction = predictions[name]
         latency = measured(binary, sizes(low, high), args.repeats)
         results[name] = {key: prediction[key] for key in ("bytes_per_n", "pages_per_n")} | {
-            "levels": knees(latency, {lv: prediction[lv] for lv in levels}),
+            "levels": knees(latency, {lv: prediction[lv] for lv in levels[name]}),
             "latency_ns": latency,
         }
     results["overhead"] = overhead(BINARIES["conntable"])
     (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))
+    print_knees(results)
+    print_curves(results)
+    cost = results["overhead"]
+    workload = " ".join(OVERHEAD_ARGS)
+    print(f"\nrecording `conntable {workload}`: native {cost['native_s']:.3f} s, "
+          f"lackey alone {cost['lackey_s']:.2f} s, perfsleuth --mode cache "
+          f"{cost['perfsleuth_s']:.2f} s")  # fmt: skip
+
+
+def print_knees(results: dict) -> None:
     print("| program | level | per conn | predicted cliff (n) | measured knee (n) | error |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name in BINARIES:
@@ -144,11 +159,25 @@ def main() -> None:
                    else f"{results[name]['bytes_per_n']} B cached")  # fmt: skip
             print(f"| {name} | {level} | {per} | {row['predicted_n']:,} "
                   f"| {row['measured_knee_n']:,} | {row['error']:+.0%} |")  # fmt: skip
-    cost = results["overhead"]
-    workload = " ".join(OVERHEAD_ARGS)
-    print(f"\nrecording `conntable {workload}`: native {cost['native_s']:.3f} s, "
-          f"lackey alone {cost['lackey_s']:.2f} s, perfsleuth --mode cache "
-          f"{cost['perfsleuth_s']:.2f} s")  # fmt: skip
+
+
+def print_curves(results: dict) -> None:
+    """The latency curves side by side, every other size, each program's predicted
+    cliffs (P) and measured knees (K) marked on the first row at or past them."""
+    columns = [f"{title} {name}" for name in BINARIES for title in ("ns/packet", "marks")]
+    print("\n| n | " + " | ".join(columns) + " |")
+    print("| --- |" + " --- |" * len(columns))
+    ns = sorted(results[next(iter(BINARIES))]["latency_ns"])
+    shown = ns[::2]
+    for index, n in enumerate(shown):
+        previous = shown[index - 1] if index else 0
+        cells = []
+        for name in BINARIES:
+            marks = [f"{tag} {level}" for level, row in results[name]["levels"].items()
+                     for tag, at in (("P", row["predicted_n"]), ("K", row["measured_knee_n"]))
+                     if previous < at <= n]  # fmt: skip
+            cells += [f"{results[name]['latency_ns'][n]:.1f}", ", ".join(marks)]
+        print(f"| {n:,} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
