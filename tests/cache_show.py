@@ -4,11 +4,37 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from cli_runner import perfsleuth
 
-PAHOLE_MEMBER = re.compile(r"^\s+(.+?)\s+(\w+)(\[\d+\])*;\s+/\*\s+(\d+)\s+(\d+)\s+\*/")
+# pahole's top-level members (one tab in): `type name[dims]:bits;  /* offset:bit size */`,
+# and the closing line of a nested struct or union it prints inline, `} name;  /* ... */`
+PAHOLE_MEMBER = re.compile(
+    r"^\t(?![\t}])(.+?)\s+(\w+)(?:\[\d+\])*(?::\d+)?;\s+/\*\s+(\d+)(?::\s*(\d+))?\s+(\d+)\s+\*/"
+)
+PAHOLE_INLINE_END = re.compile(r"^\t\} (\w+)(?:\[\d+\])*;\s+/\*\s+(\d+)\s+(\d+)\s+\*/")
+
+
+def pahole_members(binary: Path, struct: str) -> list[tuple[str, int, int | None, int]]:
+    """(name, offset, bit offset or None, size) of each top-level member, in order."""
+    text = subprocess.run(
+        ["pahole", "-C", struct, str(binary)], capture_output=True, text=True, check=True
+    ).stdout
+    members = []
+    for row in text.splitlines():
+        if m := PAHOLE_MEMBER.match(row):
+            bit = int(m[4]) if m[4] is not None else None
+            members.append((m[2], int(m[3]), bit, int(m[5])))
+        elif m := PAHOLE_INLINE_END.match(row):
+            members.append((m[1], int(m[2]), None, int(m[3])))
+    return members
+
+
+def layout_members(layout: dict) -> list[tuple[str, int, int | None, int]]:
+    """The same of one of perfsleuth's layouts."""
+    return [(f["name"], f["offset"], f.get("bit_offset"), f["size"]) for f in layout["fields"]]
 
 
 def cache_doc(store: Path) -> dict:

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cache_show import PAHOLE_MEMBER, cache_doc
+from cache_show import cache_doc, layout_members, pahole_members
 from cli_runner import perfsleuth
 
 from perfsleuth.cache import globals
@@ -75,25 +75,13 @@ def test_the_arrays_hot_fields_and_the_lone_one_on_a_cold_line(sessions_run):
     assert [f["name"] for f in stats["fields"] if f["hot"]] == ["requests"]
 
 
-def pahole_members(binary: Path, struct: str) -> list[tuple[str, int, int]]:
-    pahole = subprocess.run(
-        ["pahole", "-C", struct, str(binary)], capture_output=True, text=True, check=True
-    ).stdout
-    return [
-        (m[2], int(m[4]), int(m[5])) for m in map(PAHOLE_MEMBER.match, pahole.splitlines()) if m
-    ]
-
-
 @pytest.mark.skipif(shutil.which("pahole") is None, reason="pahole (Debian dwarves) not installed")
 @pytest.mark.parametrize(
     ("variable", "struct", "members"), [("sessions", "session", 11), ("stats", "server_stats", 3)]
 )
 def test_global_layouts_match_pahole(sessions_run, examples_built, variable, struct, members):
     theirs = pahole_members(examples_built / "sessions", struct)
-    ours = [
-        (f["name"], f["offset"], f["size"])
-        for f in layouts_by_variable(sessions_run)[variable]["fields"]
-    ]
+    ours = layout_members(layouts_by_variable(sessions_run)[variable])
     assert len(theirs) == members
     assert ours == theirs
 

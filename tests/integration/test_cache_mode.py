@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cache_show import PAHOLE_MEMBER, cache_doc
+from cache_show import cache_doc, layout_members, pahole_members
 from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
@@ -65,17 +65,10 @@ def test_layout_names_the_lone_hot_field(conntable_run):
 
 @pytest.mark.skipif(shutil.which("pahole") is None, reason="pahole (Debian dwarves) not installed")
 def test_layout_matches_pahole(conntable_run, examples_built):
-    pahole = subprocess.run(
-        ["pahole", "-C", "conn", str(examples_built / "conntable")],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    theirs = [
-        (m[2], int(m[4]), int(m[5])) for m in map(PAHOLE_MEMBER.match, pahole.splitlines()) if m
-    ]
+    theirs = pahole_members(examples_built / "conntable", "conn")
     layout = cache_doc(conntable_run)["layout"]
-    ours = [(f["name"], f["offset"], f["size"]) for f in layout["fields"]]
     assert len(theirs) == 21
-    assert ours == theirs
+    assert layout_members(layout) == theirs
     assert re.search(r"size: 320, cachelines: 5, members: 21", layout["pahole"])
     assert "/* --- cacheline 4 boundary (256 bytes) --- */" in layout["pahole"]
 

@@ -139,7 +139,7 @@ def test_variants_substitute_the_secret_or_feed_it_on_stdin():
 
 def fields(*rows):
     return [
-        {"name": n, "size": s, "line": line, "hot": hot, "touched": 1.0 if hot else 0.0}
+        {"name": n, "size": s, "bytes": s, "line": line, "hot": hot, "touched": 1.0 if hot else 0.0}
         for n, s, line, hot in rows
     ]
 
@@ -162,6 +162,14 @@ def test_reordering_moves_the_lone_hot_field_into_the_hot_line():
         "lines_per_object_before": 2,
         "lines_per_object_after": 1,
     }
+
+
+def test_when_the_least_hot_line_has_no_room_the_other_line_moves():
+    # line 0: one hot byte of flags and a cold union; line 1: only a hot timestamp
+    rows = fields(("flags", 1, 0, True), ("addr", 16, 0, False), ("last_seen", 8, 1, True))
+    move = layout.reordering(rows, layout.line_rows(rows, 72, 64), 64)
+    assert move["move"] == ["last_seen"] and move["swap_out"] == ["addr"]
+    assert (move["from_line"], move["to_line"]) == (1, 0)
 
 
 def test_no_reordering_when_the_hot_fields_need_every_hot_line():

@@ -147,8 +147,12 @@ export interface Footprint {
 export interface LayoutField {
   name: string;
   type: string;
+  /** A bitfield's are its storage unit's, as pahole prints them; `bytes` is what its bits occupy. */
   offset: number;
   size: number;
+  bit_offset?: number | null;
+  bit_size?: number | null;
+  bytes?: number;
   line: number;
   touched: number;
   hot: boolean;

@@ -135,18 +135,22 @@ def touched_fields(struct: Struct, call: list, base: int, line: int) -> tuple[se
             continue
         lines.update(range(address // line, (address + size - 1) // line + 1))
         names.update(
-            f.name for f in struct.fields if f.offset < offset + size and offset < f.offset + f.size
+            f.name for f in struct.fields if f.span()[0] < offset + size and offset < f.span()[1]
         )
     return names, lines
 
 
 def field_row(f: Field, heat: float, line: int) -> dict[str, Any]:
+    start, end = f.span()
     return {
         "name": f.name,
         "type": f.type_name,
         "offset": f.offset,
         "size": f.size,
-        "line": f.offset // line,
+        "bit_offset": f.bit_offset,
+        "bit_size": f.bit_size,
+        "bytes": end - start,  # what the field occupies: a bitfield's bits, rounded out
+        "line": start // line,
         "touched": heat,
         "hot": heat >= HOT_FRACTION,
     }
@@ -162,7 +166,7 @@ def line_rows(fields: list[dict], size: int, line: int) -> list[dict[str, Any]]:
                 "line": index,
                 "hot_fields": [f["name"] for f in hot],
                 "cold_fields": [f["name"] for f in here if not f["hot"]],
-                "hot_bytes": sum(f["size"] for f in hot),
+                "hot_bytes": sum(f["bytes"] for f in hot),
                 "touched": max((f["touched"] for f in here), default=0.0),
             }
         )
@@ -170,61 +174,83 @@ def line_rows(fields: list[dict], size: int, line: int) -> list[dict[str, Any]]:
 
 
 def reordering(fields: list[dict], lines: list[dict], line: int) -> dict[str, Any] | None:
-    """Move the hot fields of the least-hot hot line into the hottest line's cold room."""
+    """Move the hot fields of one hot line into the cold room of the hottest other
+    one: the least-hot line first, then the next, until a move fits."""
     hot_lines = [r for r in lines if r["hot_fields"]]
     hot_bytes = sum(r["hot_bytes"] for r in hot_lines)
     needed = max(1, -(-hot_bytes // line))
     if len(hot_lines) <= needed:
         return None
-    source = min(hot_lines, key=lambda r: r["hot_bytes"])
-    target = max((r for r in hot_lines if r is not source), key=lambda r: r["hot_bytes"])
-    moving = [f for f in fields if f["line"] == source["line"] and f["hot"]]
-    need = sum(f["size"] for f in moving)
+    for source in sorted(hot_lines, key=lambda r: r["hot_bytes"]):
+        target = max((r for r in hot_lines if r is not source), key=lambda r: r["hot_bytes"])
+        move = line_move(fields, source["line"], target["line"])
+        if move is not None:
+            return move | {
+                "lines_per_object_before": len(hot_lines),
+                "lines_per_object_after": len(hot_lines) - 1,
+            }
+    return None
+
+
+def line_move(fields: list[dict], source: int, target: int) -> dict[str, Any] | None:
+    """The hot fields of line `source` and the cold fields of line `target` that would
+    make room for them (one big enough if there is one, else the smallest few)."""
+    moving = [f for f in fields if f["line"] == source and f["hot"]]
+    need = sum(f["bytes"] for f in moving)
     cold_there = sorted(
-        (f for f in fields if f["line"] == target["line"] and not f["hot"]), key=lambda f: f["size"]
+        (f for f in fields if f["line"] == target and not f["hot"]), key=lambda f: f["bytes"]
     )
-    single = next((f for f in cold_there if f["size"] >= need), None)
-    swapped, room = ([single], single["size"]) if single else ([], 0)
+    single = next((f for f in cold_there if f["bytes"] >= need), None)
+    swapped, room = ([single], single["bytes"]) if single else ([], 0)
     for f in [] if single else cold_there:
         if room >= need:
             break
         swapped.append(f)
-        room += f["size"]
+        room += f["bytes"]
     if room < need:
         return None
     return {
         "move": [f["name"] for f in moving],
-        "from_line": source["line"],
-        "to_line": target["line"],
+        "from_line": source,
+        "to_line": target,
         "swap_out": [f["name"] for f in swapped],
-        "lines_per_object_before": len(hot_lines),
-        "lines_per_object_after": len(hot_lines) - 1,
     }
 
 
 def render(struct: Struct, fields: list[dict], line: int) -> str:
-    """pahole's layout: members with /* offset size */, cache line boundaries, holes."""
+    """pahole's layout: members with /* offset size */ (/* offset:bit size */ for
+    bitfields), cache line boundaries, holes (in bits after a bitfield)."""
     out = [f"struct {struct.name} {{"]
-    end = 0
+    end, after_bitfield = 0, False
     for f in fields:
-        if f["offset"] > end:
-            out.append(f"\t/* XXX {f['offset'] - end} bytes hole, try to pack */")
-        if f["offset"] and f["offset"] % line == 0:
+        start = f["offset"] * 8 + (f["bit_offset"] or 0)
+        if start > end:
+            gap = start - end
+            hole = f"{gap} bits" if after_bitfield or gap % 8 else f"{gap // 8} bytes"
+            out.append(f"\t/* XXX {hole} hole, try to pack */")
+        if f["offset"] and f["offset"] % line == 0 and start == f["offset"] * 8 and start >= end:
             out.append(
                 f"\t/* --- cacheline {f['offset'] // line} boundary ({f['offset']} bytes) --- */"
             )
-        heat = f"hot {f['touched']:.0%}" if f["hot"] else "cold"
-        name = f"{f['name']}[{f['type'].partition('[')[2]}" if "[" in f["type"] else f["name"]
-        element = f["type"].partition("[")[0]
-        out.append(f"\t{element:<26} {name + ';':<21} /* {f['offset']:5} {f['size']:5} */  {heat}")
-        end = max(end, f["offset"] + f["size"])
-    if struct.size > end:
-        out.append(f"\t/* padding: {struct.size - end} */")
+        out.append(f"\t{member_line(f)}  " + (f"hot {f['touched']:.0%}" if f["hot"] else "cold"))
+        end = max(end, start + (f["bit_size"] if f["bit_size"] is not None else f["size"] * 8))
+        after_bitfield = f["bit_size"] is not None
+    if struct.size * 8 > end:
+        out.append(f"\t/* padding: {struct.size - (end + 7) // 8} */")
     lines = -(-struct.size // line)
     out.append("")
     out.append(f"\t/* size: {struct.size}, cachelines: {lines}, members: {len(fields)} */")
     out.append("};")
     return "\n".join(out)
+
+
+def member_line(f: dict) -> str:
+    element, _, dims = f["type"].partition("[")
+    name = f"{f['name']}[{dims}" if dims else f["name"]
+    if f["bit_size"] is None:
+        return f"{element:<26} {name + ';':<21} /* {f['offset']:5} {f['size']:5} */"
+    name = f"{name}:{f['bit_size']};"
+    return f"{element:<26} {name:<21} /* {f['offset']:5}:{f['bit_offset']:2} {f['size']:2} */"
 
 
 def object_base(call: list, trace: Trace, in_globals: Callable[[int], bool]) -> int | None:

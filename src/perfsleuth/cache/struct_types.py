@@ -1,5 +1,6 @@
 """Struct types from DWARF: members with their offsets, sizes and type names, as
-pahole prints them."""
+pahole prints them. A bitfield, like pahole, has the offset and size of its
+storage unit and its bit offset in it; `span` is the bytes its bits occupy."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from dataclasses import dataclass
 from elftools.dwarf.die import DIE
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
+AGGREGATE_KEYWORDS = {
+    "DW_TAG_structure_type": "struct",
+    "DW_TAG_class_type": "class",
+    "DW_TAG_union_type": "union",
+}
 
 
 @dataclass
@@ -16,6 +22,22 @@ class Field:
     type_name: str
     offset: int
     size: int
+    bit_offset: int | None = None  # bitfields: the first bit in the storage unit
+    bit_size: int | None = None
+
+    def span(self) -> tuple[int, int]:
+        """The bytes [start, end) the field's bits occupy."""
+        if self.bit_size is None:
+            return self.offset, self.offset + self.size
+        first = self.offset * 8 + (self.bit_offset or 0)
+        return first // 8, (first + self.bit_size + 7) // 8
+
+    def bits(self) -> tuple[int, int]:
+        """The bits [start, end) of the field within the struct."""
+        if self.bit_size is None:
+            return self.offset * 8, (self.offset + self.size) * 8
+        first = self.offset * 8 + (self.bit_offset or 0)
+        return first, first + self.bit_size
 
 
 @dataclass
@@ -66,17 +88,39 @@ def strip_qualifiers(die: DIE | None) -> DIE | None:
 
 
 def member(die: DIE) -> Field | None:
-    location = die.attributes.get("DW_AT_data_member_location")
-    if (
-        location is None
-        or not isinstance(location.value, int)
-        or "DW_AT_type" not in die.attributes
-    ):
+    if "DW_AT_type" not in die.attributes:
         return None
     type_die = die.get_DIE_from_attribute("DW_AT_type")
-    return Field(
-        attr_text(die, "DW_AT_name"), type_name(type_die), location.value, type_size(type_die)
-    )
+    name, kind, size = attr_text(die, "DW_AT_name"), type_name(type_die), type_size(type_die)
+    if "DW_AT_bit_size" in die.attributes:
+        first = bitfield_start(die, size)
+        if first is None or size <= 0:
+            return None
+        unit = first // (size * 8) * size
+        bits = int(die.attributes["DW_AT_bit_size"].value)
+        return Field(name, kind, unit, size, first - unit * 8, bits)
+    location = die.attributes.get("DW_AT_data_member_location")
+    if location is None or not isinstance(location.value, int):
+        return None
+    return Field(name, kind, location.value, size)
+
+
+def bitfield_start(die: DIE, unit_size: int) -> int | None:
+    """A bitfield's first bit from the start of the struct: DWARF 5's
+    DW_AT_data_bit_offset, or DWARF 4's DW_AT_bit_offset, counted from the most
+    significant bit of the storage unit (little-endian targets)."""
+    attributes = die.attributes
+    if "DW_AT_data_bit_offset" in attributes:
+        return int(attributes["DW_AT_data_bit_offset"].value)
+    location = attributes.get("DW_AT_data_member_location")
+    base = location.value if location is not None and isinstance(location.value, int) else 0
+    if "DW_AT_bit_offset" not in attributes:
+        return base * 8
+    size = unit_size
+    if "DW_AT_byte_size" in attributes:
+        size = int(attributes["DW_AT_byte_size"].value)
+    bits = int(attributes["DW_AT_bit_size"].value)
+    return base * 8 + size * 8 - int(attributes["DW_AT_bit_offset"].value) - bits
 
 
 def attr_text(die: DIE, name: str) -> str:
@@ -106,8 +150,10 @@ def array_length(die: DIE) -> int:
 
 def type_name(die: DIE) -> str:
     name = attr_text(die, "DW_AT_name")
-    if die.tag in STRUCT_TAGS:
-        return f"struct {name or '(anonymous)'}"
+    if die.tag in AGGREGATE_KEYWORDS:
+        return f"{AGGREGATE_KEYWORDS[die.tag]} {name or '{...}'}"
+    if die.tag == "DW_TAG_enumeration_type":
+        return f"enum {name or '{...}'}"
     if name:
         return name
     inner = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None

@@ -110,8 +110,20 @@ interface Drawing {
   per: string;
 }
 
+/** The bytes [start, end) a field occupies: a bitfield's bits, rounded out to bytes. */
+function span(f: LayoutField): [number, number] {
+  if (f.bit_size == null) return [f.offset, f.offset + f.size];
+  const first = f.offset * 8 + (f.bit_offset ?? 0);
+  return [Math.floor(first / 8), Math.ceil((first + f.bit_size) / 8)];
+}
+
+function placeText(f: LayoutField): [string, string] {
+  return f.bit_size == null ? [String(f.offset), `${f.size} B`] : [`${f.offset}:${f.bit_offset ?? 0}`, `${f.bit_size} bits`];
+}
+
 function fieldTitle(f: LayoutField, per: string): string {
-  return `${f.type} ${f.name}: offset ${f.offset}, ${f.size} B, touched in ${pct(f.touched, 0)} of ${per} (${f.hot ? "hot" : "cold"})`;
+  const [offset, size] = placeText(f);
+  return `${f.type} ${f.name}: offset ${offset}, ${size}, touched in ${pct(f.touched, 0)} of ${per} (${f.hot ? "hot" : "cold"})`;
 }
 
 /** One cache line of the struct drawn as 64 byte cells: each field's bytes on it, and the holes. */
@@ -122,11 +134,13 @@ function lineStrip(d: Drawing, fields: LayoutField[], start: number): HTMLElemen
   let at = start;
   const hole = (from: number, to: number) => h("span", { class: "seg hole", title: `hole: ${to - from} B at ${from}`, style: `width:${(100 * (to - from)) / lineSize}%` });
   for (const f of fields) {
-    const from = Math.max(f.offset, start);
-    const to = Math.min(f.offset + f.size, end);
+    const [first, last] = span(f);
+    // bitfields sharing a byte: the byte is drawn once, for the first of them
+    const from = Math.max(first, start, at);
+    const to = Math.min(last, end);
     if (to <= from) continue;
     if (from > at) strip.append(hole(at, from));
-    const cls = `seg ${f.hot ? "hot" : "cold"}${from > f.offset ? " continued" : ""}`;
+    const cls = `seg ${f.hot ? "hot" : "cold"}${from > first ? " continued" : ""}`;
     strip.append(h("span", { class: cls, title: fieldTitle(f, d.per), style: `width:${(100 * (to - from)) / lineSize}%;--heat:${f.touched}` }, f.name));
     at = to;
   }
@@ -140,8 +154,7 @@ function fieldRow(f: LayoutField): HTMLElement {
     { class: `field ${f.hot ? "hot" : "cold"}`, "data-field": f.name, style: `--heat:${f.touched}` },
     h("td", { class: "fn" }, f.type),
     h("td", { class: "fn field-name" }, f.name),
-    h("td", { class: "num" }, String(f.offset)),
-    h("td", { class: "num" }, `${f.size} B`),
+    ...placeText(f).map((text) => h("td", { class: "num" }, text)),
     h("td", { class: "num" }, pct(f.touched, 0)),
     h("td", { class: "heat-label" }, f.hot ? "hot" : "cold"),
   );
@@ -150,7 +163,7 @@ function fieldRow(f: LayoutField): HTMLElement {
 function cacheLine(d: Drawing, row: LayoutLine): HTMLElement {
   const { fields, lineSize, size } = d;
   const start = row.line * lineSize;
-  const overlapping = fields.filter((f) => f.offset < start + lineSize && f.offset + f.size > start);
+  const overlapping = fields.filter((f) => span(f)[0] < start + lineSize && span(f)[1] > start);
   const hot = overlapping.filter((f) => f.hot).map((f) => f.name);
   const state = hot.length ? `hot: ${hot.join(", ")}` : "cold";
   return h(

@@ -1,0 +1,53 @@
+"""Struct layouts against pahole on a struct with what real ones have: bitfields,
+a union, a nested anonymous struct, an array (examples/cache/flows.c)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from cache_show import cache_doc, layout_members, pahole_members
+from cli_runner import perfsleuth
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def flows_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    store = tmp_path_factory.mktemp("flows") / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "account", "--max-calls", "50",
+        "--", str(examples_built / "flows"), "200", "400",
+    )  # fmt: skip
+    return store
+
+
+@pytest.mark.skipif(shutil.which("pahole") is None, reason="pahole (Debian dwarves) not installed")
+def test_bitfields_unions_and_nested_structs_match_pahole(flows_run, examples_built):
+    theirs = pahole_members(examples_built / "flows", "flow")
+    layout = cache_doc(flows_run)["layout"]
+    assert len(theirs) == 9
+    assert ("retries", 4, 1, 4) in theirs  # a bitfield: its unit's offset, bit 1, a 4-byte unit
+    assert layout_members(layout) == theirs
+
+
+def test_the_layout_text_prints_bitfields_and_bit_holes_as_pahole_does(flows_run):
+    text = cache_doc(flows_run)["layout"]["pahole"]
+    assert "active:1;" in text and "/*     4: 1  4 */" in text
+    assert "/* XXX 8 bits hole, try to pack */" in text  # after the bitfields, before port
+    assert "union {...}" in text and "struct {...}" in text
+    assert "members: 9 */" in text
+
+
+def test_the_hot_bitfields_and_the_lone_hot_field_on_line_1(flows_run):
+    layout = cache_doc(flows_run)["layout"]
+    hot = {f["name"] for f in layout["fields"] if f["hot"]}
+    # the flags are read a byte at a time: priority shares active's and retries' byte
+    assert {"active", "retries", "last_seen"} <= hot
+    assert hot <= {"active", "retries", "priority", "last_seen"}
+    active = next(f for f in layout["fields"] if f["name"] == "active")
+    assert (active["line"], active["bytes"]) == (0, 1)
+    move = layout["reorder"]
+    assert move["move"] == ["last_seen"] and (move["from_line"], move["to_line"]) == (1, 0)
+    assert move["swap_out"] == ["addr"]
