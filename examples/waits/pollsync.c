@@ -1,7 +1,7 @@
 /* Waiting that is not a lock. Planted problems:
  *   poller: a thread that wakes every 2 ms (usleep) to check for work instead of
  *           blocking until there is some -- a sleep/poll loop;
- *   writer: a thread that fsyncs after every 64 KiB it writes -- I/O waits.
+ *   writer: a thread that fsyncs after every MiB it writes -- I/O waits.
  * usage: pollsync [SECONDS] */
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,9 +33,10 @@ static void *writer(void *arg) {
     memset(block, 'x', sizeof block);
     while (!stop) {
         work(100000);
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < 256; i++)
             if (write(fd, block, sizeof block) < 0) return NULL;
         fsync(fd);
+        lseek(fd, 0, SEEK_SET); /* the same blocks again: closing a long file waits too */
     }
     return NULL;
 }
