@@ -41,3 +41,11 @@ def test_no_finding_without_a_reordering_or_without_type_info(tmp_path):
     unknown = {"available": False, "reason": "no DWARF"}
     ctx = context_with(tmp_path, {"a": {"layout": packed}, "b": {"layout": unknown}})
     assert cache_layout.analyze(ctx) == []
+
+
+def test_the_same_move_seen_from_a_caller_is_one_finding(tmp_path):
+    # main's trace includes handle_packet's: the same field of the same struct
+    ctx = context_with(tmp_path, {"handle_packet": {"layout": LAYOUT}, "main": {"layout": LAYOUT}})
+    [finding] = cache_layout.analyze(ctx)
+    assert finding.function == "main"  # main's share (100%) makes the larger gain
+    assert "the same move is found in the traces of handle_packet" in finding.evidence

@@ -25,7 +25,26 @@ def analyze(ctx: Context) -> list[Finding]:
         for layout in doc.get("layouts") or [doc.get("layout") or {}]:
             if layout.get("available") and layout.get("reorder"):
                 findings.append(finding(function, layout, function_share(ctx.profile, function)))
-    return findings
+    return one_per_move(findings)
+
+
+def one_per_move(findings: list[Finding]) -> list[Finding]:
+    """A caller's trace includes its callees', so `run --mode cache` tracing both
+    sees the same field of the same struct twice: one finding per move, the one
+    with the largest gain, naming the other functions."""
+    by_move: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        reorder = f.details["reorder"]
+        key = (f.details["struct"], tuple(reorder["move"]), reorder["from_line"])
+        by_move.setdefault(key, []).append(f)
+    kept = []
+    for same in by_move.values():
+        best = max(same, key=lambda f: f.estimated_gain)
+        others = sorted({f.function for f in same} - {best.function})
+        if others:
+            best.evidence.append(f"the same move is found in the traces of {', '.join(others)}")
+        kept.append(best)
+    return kept
 
 
 def array_evidence(layout: dict, before: int, after: int) -> list[str]:
@@ -88,6 +107,7 @@ def finding(function: str, layout: dict, share: float) -> Finding:
             "layout": layout["pahole"],
             "reorder": reorder,
             "field": reorder["move"][0],
+            "struct": layout["struct"],
             "variable": owner(layout),
         },
     )
