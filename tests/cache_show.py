@@ -37,6 +37,17 @@ def layout_members(layout: dict) -> list[tuple[str, int, int | None, int]]:
     return [(f["name"], f["offset"], f.get("bit_offset"), f["size"]) for f in layout["fields"]]
 
 
+def record_cache(store: Path, binary: Path, function: str, *args: str, calls: int = 0) -> Path:
+    """`perfsleuth record --mode cache --function FUNCTION` of BINARY ARGS into store;
+    calls: --max-calls, when given."""
+    limit = ["--max-calls", str(calls)] if calls else []
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", function, *limit,
+        "--", str(binary), *args,
+    )  # fmt: skip
+    return store
+
+
 def cache_doc(store: Path) -> dict:
     """The first traced function's document of `perfsleuth cache show`."""
     shown = perfsleuth(store, "cache", "show", "--format", "json")

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cache_show import cache_doc, layout_members, pahole_members
+from cache_show import cache_doc, layout_members, pahole_members, record_cache
 from cli_runner import perfsleuth
 
 from perfsleuth.cache import globals
@@ -26,11 +26,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "examples" / "cache" / "sessions.
 def sessions_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """serve() of `sessions 1000 3000`, its first 200 calls."""
     store = tmp_path_factory.mktemp("cache-globals") / "store"
-    perfsleuth(
-        store, "record", "--mode", "cache", "--function", "serve",
-        "--", str(examples_built / "sessions"), "1000", "3000",
-    )  # fmt: skip
-    return store
+    return record_cache(store, examples_built / "sessions", "serve", "1000", "3000")
 
 
 def layouts_by_variable(store: Path) -> dict[str, dict]:

@@ -7,8 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cache_show import cache_doc, layout_members, pahole_members
-from cli_runner import perfsleuth
+from cache_show import cache_doc, layout_members, pahole_members, record_cache
 
 pytestmark = pytest.mark.integration
 
@@ -16,11 +15,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def flows_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("flows") / "store"
-    perfsleuth(
-        store, "record", "--mode", "cache", "--function", "account", "--max-calls", "50",
-        "--", str(examples_built / "flows"), "200", "400",
-    )  # fmt: skip
-    return store
+    return record_cache(store, examples_built / "flows", "account", "200", "400", calls=50)
 
 
 @pytest.mark.skipif(shutil.which("pahole") is None, reason="pahole (Debian dwarves) not installed")

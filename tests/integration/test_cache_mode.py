@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cache_show import cache_doc, layout_members, pahole_members
+from cache_show import cache_doc, layout_members, pahole_members, record_cache
 from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
@@ -21,11 +21,8 @@ pytestmark = pytest.mark.integration
 def conntable_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """handle_packet of `conntable 500 300`, every call kept."""
     store = tmp_path_factory.mktemp("cache") / "store"
-    perfsleuth(
-        store, "record", "--mode", "cache", "--function", "handle_packet", "--max-calls", "1000",
-        "--", str(examples_built / "conntable"), "500", "300",
-    )  # fmt: skip
-    return store
+    binary = examples_built / "conntable"
+    return record_cache(store, binary, "handle_packet", "500", "300", calls=1000)
 
 
 def callgrind_totals(binary: Path, function: str, *args: str, workdir: Path) -> dict[str, int]:
