@@ -3,7 +3,9 @@ a union, a nested anonymous struct, an array (examples/cache/flows.c)."""
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,45 @@ def test_the_hot_bitfields_and_the_lone_hot_field_on_line_1(flows_run):
     move = layout["reorder"]
     assert move["move"] == ["last_seen"] and (move["from_line"], move["to_line"]) == (1, 0)
     assert move["swap_out"] == ["addr"]
+
+
+CPP_SESSION = """
+#include <cstdint>
+struct Base { uint64_t id; uint32_t kind; };
+struct Mixin { uint16_t tag; };
+class Session : public Base, public Mixin {
+public:
+    uint64_t hits;
+    char name[40];
+    uint64_t last_seen;
+    virtual ~Session() {}
+};
+__attribute__((noinline)) uint64_t touch(Session *s) { s->hits++; return s->id + s->last_seen; }
+int main() { Session s{}; return (int)touch(&s); }
+"""
+# pahole prints a base class as a comment: /* struct Base <ancestor>; */ /* 8 16 */
+PAHOLE_ANCESTOR = re.compile(
+    r"/\* (?:struct|class) (\w+)\s+<ancestor>; \*/\s+/\*\s+(\d+)\s+(\d+) \*/"
+)
+
+
+def test_cxx_base_classes_are_laid_out_where_pahole_puts_them_and_stay_there(tmp_path):
+    source, binary = tmp_path / "session.cc", tmp_path / "session"
+    source.write_text(CPP_SESSION)
+    subprocess.run(["g++", "-g", "-O1", "-o", str(binary), str(source)], check=True)
+    layout = cache_doc(record_cache(tmp_path / "store", binary, "touch"))["layout"]
+    ours = {f["name"]: (f["offset"], f["size"]) for f in layout["fields"] if f["ancestor"]}
+    if shutil.which("pahole"):
+        pahole = subprocess.run(
+            ["pahole", "-C", "Session", str(binary)], capture_output=True, text=True, check=True
+        ).stdout
+        found = PAHOLE_ANCESTOR.finditer(pahole)
+        theirs = {f"<ancestor {m[1]}>": (int(m[2]), int(m[3])) for m in found}
+        assert ours == theirs
+    assert ours == {"<ancestor Base>": (8, 16), "<ancestor Mixin>": (24, 2)}
+    hot = {f["name"] for f in layout["fields"] if f["hot"]}
+    assert hot == {"<ancestor Base>", "hits", "last_seen"}  # s->id is Base's
+    move = layout["reorder"]
+    assert move["move"] == ["last_seen"]
+    assert "_vptr.Session" not in move["swap_out"]  # the vtable pointer is the language's
+    assert "<ancestor" in layout["pahole"]

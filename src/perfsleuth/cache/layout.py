@@ -150,6 +150,8 @@ def field_row(f: Field, heat: float, line: int) -> dict[str, Any]:
         "bit_offset": f.bit_offset,
         "bit_size": f.bit_size,
         "bytes": end - start,  # what the field occupies: a bitfield's bits, rounded out
+        "ancestor": f.ancestor,
+        "fixed": f.fixed,
         "line": start // line,
         "touched": heat,
         "hot": heat >= HOT_FRACTION,
@@ -196,9 +198,12 @@ def line_move(fields: list[dict], source: int, target: int) -> dict[str, Any] | 
     """The hot fields of line `source` and the cold fields of line `target` that would
     make room for them (one big enough if there is one, else the smallest few)."""
     moving = [f for f in fields if f["line"] == source and f["hot"]]
+    if any(f.get("fixed") for f in moving):
+        return None  # a base class or vtable pointer stays where the language puts it
     need = sum(f["bytes"] for f in moving)
     cold_there = sorted(
-        (f for f in fields if f["line"] == target and not f["hot"]), key=lambda f: f["bytes"]
+        (f for f in fields if f["line"] == target and not f["hot"] and not f.get("fixed")),
+        key=lambda f: f["bytes"],
     )
     single = next((f for f in cold_there if f["bytes"] >= need), None)
     swapped, room = ([single], single["bytes"]) if single else ([], 0)
@@ -247,6 +252,8 @@ def render(struct: Struct, fields: list[dict], line: int) -> str:
 def member_line(f: dict) -> str:
     element, _, dims = f["type"].partition("[")
     name = f"{f['name']}[{dims}" if dims else f["name"]
+    if f.get("ancestor"):
+        name = "<ancestor>"
     if f["bit_size"] is None:
         return f"{element:<26} {name + ';':<21} /* {f['offset']:5} {f['size']:5} */"
     name = f"{name}:{f['bit_size']};"

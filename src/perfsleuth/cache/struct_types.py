@@ -24,6 +24,8 @@ class Field:
     size: int
     bit_offset: int | None = None  # bitfields: the first bit in the storage unit
     bit_size: int | None = None
+    ancestor: bool = False  # a C++ base class (pahole's `<ancestor>`)
+    fixed: bool = False  # placed by the language (a base class, the vtable pointer): not movable
 
     def span(self) -> tuple[int, int]:
         """The bytes [start, end) the field's bits occupy."""
@@ -54,11 +56,12 @@ def struct_of(die: DIE | None) -> Struct | None:
         return None
     if "DW_AT_byte_size" not in target.attributes:
         return None
-    fields = [member(m) for m in target.iter_children() if m.tag == "DW_TAG_member"]
+    kinds = ("DW_TAG_member", "DW_TAG_inheritance")
+    fields = [member(m) for m in target.iter_children() if m.tag in kinds]
     return Struct(
         attr_text(target, "DW_AT_name") or "(anonymous)",
         target.attributes["DW_AT_byte_size"].value,
-        [f for f in fields if f is not None],
+        sorted((f for f in fields if f is not None), key=lambda f: f.bits()),
     )
 
 
@@ -102,7 +105,10 @@ def member(die: DIE) -> Field | None:
     location = die.attributes.get("DW_AT_data_member_location")
     if location is None or not isinstance(location.value, int):
         return None
-    return Field(name, kind, location.value, size)
+    if die.tag == "DW_TAG_inheritance":
+        base = attr_text(strip_qualifiers(type_die) or type_die, "DW_AT_name")
+        return Field(f"<ancestor {base}>", kind, location.value, size, ancestor=True, fixed=True)
+    return Field(name, kind, location.value, size, fixed="DW_AT_artificial" in die.attributes)
 
 
 def bitfield_start(die: DIE, unit_size: int) -> int | None:
