@@ -16,7 +16,8 @@ measured latency.
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
-   knees measured for them.
+   knees fitted for them; a knee across which latency rises less than RISE times
+   is reported as no rise.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -34,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfsleuth.cache.calibrate import latency_at
 from perfsleuth.cache.knee import knee
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +46,10 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
 SCALE = "n=500,1000,2000"
 LEVELS = ("L2", "TLB", "LLC")
 WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW
+# A knee counts when the latency at twice it is this much above that at half of it;
+# below, the curve shows no rise for that level (an L2 miss the LLC catches costs a
+# few ns) and the estimator would only be fitting noise.
+RISE = 1.2
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
 
@@ -84,10 +90,13 @@ def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, di
         if index + 1 < len(ordered):
             high = min(high, ordered[index + 1][1])
         near = [(n, y) for n, y in latency.items() if low <= n <= high]
-        below = [row["measured_knee_n"] for row in found.values() if row["measured_knee_n"]]
-        k = round(knee(near, below) or 0)
-        found[level] = {"predicted_n": predicted_n, "measured_knee_n": k,
-                        "error": k / predicted_n - 1}  # fmt: skip
+        below = [row["fitted_knee_n"] for row in found.values() if row["fitted_knee_n"]]
+        fitted = round(knee(near, below) or 0)
+        rise = latency_at(latency, 2 * fitted) / latency_at(latency, fitted / 2) if fitted else 1
+        k = fitted if rise >= RISE else 0
+        error = k / predicted_n - 1 if k else None
+        found[level] = {"predicted_n": predicted_n, "fitted_knee_n": fitted, "rise": rise,
+                        "measured_knee_n": k, "error": error}  # fmt: skip
     return found
 
 
@@ -157,8 +166,11 @@ def print_knees(results: dict) -> None:
         for level, row in results[name]["levels"].items():
             per = (f"{results[name]['pages_per_n']:.4f} pages" if level == "TLB"
                    else f"{results[name]['bytes_per_n']} B cached")  # fmt: skip
-            print(f"| {name} | {level} | {per} | {row['predicted_n']:,} "
-                  f"| {row['measured_knee_n']:,} | {row['error']:+.0%} |")  # fmt: skip
+            if row["measured_knee_n"]:
+                knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.0%}"
+            else:
+                knee_n, error = f"no rise (x{row['rise']:.2f})", "-"
+            print(f"| {name} | {level} | {per} | {row['predicted_n']:,} | {knee_n} | {error} |")
 
 
 def print_curves(results: dict) -> None:
