@@ -3,16 +3,9 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_cache.py compares with `perfsleuth cache show`.
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, "../../ui/package.json"));
-const { chromium } = require("playwright-core");
+import { runFlows } from "./run_flows.mjs";
 
 const [base, artifacts, cacheRun, plainRun, scaleRun, reportFile] = process.argv.slice(2);
-const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 
 /** [r, g, b] of a computed `rgb(...)`/`rgba(...)` colour. */
 function channels(colour) {
@@ -101,21 +94,4 @@ const flows = {
   },
 };
 
-const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
-for (const [name, flow] of Object.entries(flows)) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  try {
-    const shown = await flow(page);
-    assert.deepEqual(errors, [], "no uncaught errors in the page");
-    console.log(JSON.stringify({ flow: name, ok: true, shown }));
-  } catch (e) {
-    await page.screenshot({ path: `${artifacts}/failed-${name}.png`, fullPage: true }).catch(() => {});
-    console.log(JSON.stringify({ flow: name, ok: false, error: String(e?.stack ?? e) }));
-  }
-  await context.close();
-}
-await browser.close();
+await runFlows(flows, Object.keys(flows), artifacts);

@@ -2,24 +2,10 @@
 // Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR TOKEN_SERVER_URL TOKEN
 // Prints one JSON line per flow: {"flow", "ok", "error"}; tests/e2e/test_ui.py reads them.
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, "../../ui/package.json"));
-const { chromium } = require("playwright-core");
+import { runFlows } from "./run_flows.mjs";
 
 const [base, reportFile, artifacts, tokenBase, token] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
-const CHROMIUM_FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 /** Centre of the drawn flame-graph frame named NAME, in page coordinates. */
 async function framePoint(page, name) {
@@ -210,22 +196,5 @@ const flows = {
   },
 };
 
-const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
 const only = process.env.FLOWS ? process.env.FLOWS.split(",") : Object.keys(flows);
-for (const name of only) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  try {
-    await flows[name](page);
-    assert.deepEqual(errors, [], "no uncaught errors in the page");
-    console.log(JSON.stringify({ flow: name, ok: true }));
-  } catch (e) {
-    await page.screenshot({ path: `${artifacts}/failed-${name}.png`, fullPage: true }).catch(() => {});
-    console.log(JSON.stringify({ flow: name, ok: false, error: String(e?.stack ?? e) }));
-  }
-  await context.close();
-}
-await browser.close();
+await runFlows(flows, only, artifacts);

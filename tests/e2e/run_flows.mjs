@@ -1,0 +1,41 @@
+// Runs browser flows in Debian's Chromium through Playwright, shared by flows.mjs and
+// cache_flow.mjs: each flow gets a fresh page; prints one JSON line per flow,
+// {"flow", "ok", "error", "shown"} (`shown`: what the flow returned, if anything).
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "../../ui/package.json"));
+const { chromium } = require("playwright-core");
+
+const CHROMIUM_FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+export async function runFlows(flows, names, artifacts) {
+  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+  for (const name of names) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15000);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    try {
+      const shown = await flows[name](page);
+      assert.deepEqual(errors, [], "no uncaught errors in the page");
+      console.log(JSON.stringify({ flow: name, ok: true, shown }));
+    } catch (e) {
+      await page.screenshot({ path: `${artifacts}/failed-${name}.png`, fullPage: true }).catch(() => {});
+      console.log(JSON.stringify({ flow: name, ok: false, error: String(e?.stack ?? e) }));
+    }
+    await context.close();
+  }
+  await browser.close();
+}
