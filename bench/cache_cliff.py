@@ -7,8 +7,8 @@ measured latency.
 1. Prediction: `perfsleuth record --mode cache --function handle_packet --scale
    'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable and its reordered
    twin; the fitted working set gives the n at which the lines overflow each
-   cache level (sysfs sizes) and the pages overflow the TLB's reach (measured
-   once per machine by `perfsleuth cache calibrate`).
+   cache level (sysfs sizes; the LLC's effective size) and the pages overflow the
+   TLB's reach (both measured once per machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
    per n, --repeats times, keeping the fastest, from half the lowest predicted n
    to twice the highest (of both programs, so that the curves share their sizes),
@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfsleuth.cache.calibrate import latency_at
+from perfsleuth.cache.calibrate import rise
 from perfsleuth.cache.knee import knee
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,10 +92,10 @@ def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, di
         near = [(n, y) for n, y in latency.items() if low <= n <= high]
         below = [row["fitted_knee_n"] for row in found.values() if row["fitted_knee_n"]]
         fitted = round(knee(near, below) or 0)
-        rise = latency_at(latency, 2 * fitted) / latency_at(latency, fitted / 2) if fitted else 1
-        k = fitted if rise >= RISE else 0
+        across = rise(latency, fitted) if fitted else 1.0
+        k = fitted if across >= RISE else 0
         error = k / predicted_n - 1 if k else None
-        found[level] = {"predicted_n": predicted_n, "fitted_knee_n": fitted, "rise": rise,
+        found[level] = {"predicted_n": predicted_n, "fitted_knee_n": fitted, "rise": across,
                         "measured_knee_n": k, "error": error}  # fmt: skip
     return found
 

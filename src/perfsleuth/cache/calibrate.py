@@ -40,6 +40,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,13 +140,8 @@ def measure_tlb(chase_aliased_ns: Any) -> tuple[dict[int, float], int | None, st
 def tlb_sweep(chase_aliased_ns: Any) -> tuple[dict[int, float], int | None, str]:
     curve = {pages: chase_aliased_ns(pages) for pages in SWEEP}
     found = knee([(float(p), ns) for p, ns in curve.items()])
-    if found is None:
-        return curve, None, "no knee in the sweep"
-    half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
-    evidence = f"{half:.1f} ns at {found / 2:,.0f} pages, {twice:.1f} ns at {2 * found:,.0f} pages"
-    if twice < TLB_EVIDENCE_RATIO * half:
-        return curve, None, f"no clear knee ({evidence})"
-    return curve, round(found), evidence
+    reach, evidence = knee_evidence(curve, found, TLB_EVIDENCE_RATIO, lambda p: f"{p:,.0f} pages")
+    return curve, reach, evidence
 
 
 def llc_sweep(geometry: Geometry) -> list[int]:
@@ -175,15 +171,26 @@ def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None
 
 
 def llc_evidence(curve: dict[int, float], found: float | None) -> tuple[int | None, str]:
+    return knee_evidence(curve, found, LLC_EVIDENCE_RATIO, human_bytes)
+
+
+def knee_evidence(
+    curve: dict[int, float], found: float | None, ratio: float, where: Callable[[float], str]
+) -> tuple[int | None, str]:
+    """The knee, if latency rises at least `ratio` times across it (twice the knee
+    against half of it), and the evidence either way."""
     if found is None:
         return None, "no knee in the sweep"
     half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
-    evidence = (
-        f"{half:.1f} ns at {human_bytes(found / 2)}, {twice:.1f} ns at {human_bytes(found * 2)}"
-    )
-    if twice < LLC_EVIDENCE_RATIO * half:
+    evidence = f"{half:.1f} ns at {where(found / 2)}, {twice:.1f} ns at {where(found * 2)}"
+    if twice < ratio * half:
         return None, f"no clear knee ({evidence})"
     return round(found), evidence
+
+
+def rise(curve: dict[int, float], found: float) -> float:
+    """How many times latency rises across a knee: at twice it against half of it."""
+    return latency_at(curve, found * 2) / latency_at(curve, found / 2)
 
 
 def latency_at(curve: dict[int, float], size: float) -> float:

@@ -227,8 +227,8 @@ def render(struct: Struct, fields: list[dict], line: int) -> str:
     bitfields), cache line boundaries, holes (in bits after a bitfield)."""
     out = [f"struct {struct.name} {{"]
     end, after_bitfield = 0, False
-    for f in fields:
-        start = f["offset"] * 8 + (f["bit_offset"] or 0)
+    for member, f in zip(struct.fields, fields, strict=True):
+        start, stop = member.bits()
         if start > end:
             gap = start - end
             hole = f"{gap} bits" if after_bitfield or gap % 8 else f"{gap // 8} bytes"
@@ -238,8 +238,8 @@ def render(struct: Struct, fields: list[dict], line: int) -> str:
                 f"\t/* --- cacheline {f['offset'] // line} boundary ({f['offset']} bytes) --- */"
             )
         out.append(f"\t{member_line(f)}  " + (f"hot {f['touched']:.0%}" if f["hot"] else "cold"))
-        end = max(end, start + (f["bit_size"] if f["bit_size"] is not None else f["size"] * 8))
-        after_bitfield = f["bit_size"] is not None
+        end = max(end, stop)
+        after_bitfield = member.bit_size is not None
     if struct.size * 8 > end:
         out.append(f"\t/* padding: {struct.size - (end + 7) // 8} */")
     lines = -(-struct.size // line)

@@ -29,10 +29,8 @@ class Field:
 
     def span(self) -> tuple[int, int]:
         """The bytes [start, end) the field's bits occupy."""
-        if self.bit_size is None:
-            return self.offset, self.offset + self.size
-        first = self.offset * 8 + (self.bit_offset or 0)
-        return first // 8, (first + self.bit_size + 7) // 8
+        first, end = self.bits()
+        return first // 8, (end + 7) // 8
 
     def bits(self) -> tuple[int, int]:
         """The bits [start, end) of the field within the struct."""
