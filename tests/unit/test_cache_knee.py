@@ -50,3 +50,17 @@ def test_least_squares_solves_a_known_line_and_refuses_dependent_columns():
     coefficients, residual = estimator.least_squares([xs], [3 + 2 * x for x in xs])
     assert coefficients == pytest.approx([2.0]) and residual == pytest.approx(0, abs=1e-9)
     assert estimator.least_squares([xs, [2 * x for x in xs]], xs) is None
+
+
+def test_two_levels_overflowed_over_the_whole_window_enter_as_one():
+    # L2 at 500 and TLB at 2,000 have both overflowed where the LLC begins at
+    # 8,000: their columns 1 - K/x are dependent with the intercept, and the fit
+    # must not come out singular (it found no knee at all)
+    curve = [
+        (x, 5 + 4 * estimator.misses(500, x) + 20 * estimator.misses(2000, x)
+         + 80 * estimator.misses(8000, x))
+        for x in SIZES
+    ]  # fmt: skip
+    window = [(x, y) for x, y in curve if 4000 <= x <= 16000]
+    assert estimator.knee(window, below=[500, 2000]) == pytest.approx(8000, rel=0.05)
+    assert estimator.knee(window, below=[500, 2000, 30000]) == pytest.approx(8000, rel=0.05)

@@ -48,8 +48,7 @@ def lru_fit(points: Points, below: Sequence[float] = ()) -> float | None:
     if len(points) < 4:
         return None
     xs, ys = [x for x, _ in points], [y for _, y in points]
-    known = [[misses(k, x) for x in xs] for k in below]
-    known = [column for column in known if max(column) - min(column) > 1e-9]
+    known = known_columns(xs, below)
     rise = 1e-9 * max(abs(y) for y in ys)  # below this, a "rise" is rounding error
     best: tuple[float, float | None] = (math.inf, None)
     for step in range(GRID + 1):
@@ -58,6 +57,18 @@ def lru_fit(points: Points, below: Sequence[float] = ()) -> float | None:
         if solved is not None and solved[0][-1] > rise:
             best = min(best, (solved[1], k))
     return best[1]
+
+
+def known_columns(xs: list[float], below: Sequence[float]) -> list[list[float]]:
+    """The miss columns of the levels below. A level overflowed over all of xs
+    has the column 1 - K/x, and any two such columns are, with the intercept,
+    linearly dependent (both are affine in 1/x): the fit would be singular, so
+    they enter as one. A level that does not rise over xs does not enter."""
+    rising = [k for k in below if k < xs[-1]]
+    partial = [k for k in rising if k > xs[0]]
+    if len(partial) < len(rising):
+        partial.append(min(rising))
+    return [[misses(k, x) for x in xs] for k in partial]
 
 
 def misses(capacity: float, x: float) -> float:
