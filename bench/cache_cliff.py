@@ -5,8 +5,9 @@ measured latency.
     .venv/bin/python bench/cache_cliff.py [--repeats 3]
 
 1. Prediction: `perfsleuth record --mode cache --function handle_packet --scale
-   'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable and its reordered
-   twin; the fitted working set gives the n at which the lines overflow each
+   'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable, its reordered
+   twin and the reordered struct cut to 256 bytes (whose lines fill half of each
+   cache's sets); the fitted working set gives the n at which the lines overflow each
    cache level (sysfs sizes; the LLC's effective size) and the pages overflow the
    TLB's reach (both measured once per machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
@@ -42,9 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 PERFSLEUTH = ROOT / ".venv" / "bin" / "perfsleuth"
 BINARIES = {"conntable": ROOT / "examples/bin/conntable",
-            "conntable-reordered": ROOT / "examples/bin/conntable-reordered"}  # fmt: skip
+            "conntable-reordered": ROOT / "examples/bin/conntable-reordered",
+            "conntable-compact": ROOT / "examples/bin/conntable-compact"}  # fmt: skip
 SCALE = "n=500,1000,2000"
-LEVELS = ("L2", "TLB", "LLC")
+LEVELS = ("L1d", "L2", "TLB", "LLC")
 WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW
 # A knee counts when the latency at twice it is this much above that at half of it;
 # below, the curve shows no rise for that level (an L2 miss the LLC catches costs a

@@ -175,9 +175,11 @@ def test_scaling_cliffs_are_the_ones_cache_show_predicts(
 
 def capacity_text(cliff: dict) -> str:
     held = f"{cliff['capacity_lines']:,} lines"
-    if cliff.get("capacity_source") != "measured":
+    if cliff.get("capacity_source") == "measured":
+        held = f"{held} measured (sysfs: {cliff['nominal_capacity_lines']:,})"
+    if cliff["usable_share"] >= 0.995:
         return held
-    return f"{held} measured (sysfs: {cliff['nominal_capacity_lines']:,})"
+    return f"{held}, {cliff['usable_lines']:,} usable by its sets"
 
 
 def test_the_html_report_draws_the_same_layout(shown: dict[str, dict]) -> None:

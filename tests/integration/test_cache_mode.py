@@ -123,6 +123,29 @@ def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):
     assert any(f["kind"] == "cache-footprint" for f in advice["findings"])
 
 
+def test_a_power_of_two_struct_fills_half_the_sets_and_overflows_them_early(
+    examples_built, tmp_path
+):
+    store = tmp_path / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "handle_packet",
+        "--scale", "n=200,400,1600", "--cache-model", "line=64,L1d=16K:4,L2=128K:8",
+        "--", str(examples_built / "conntable-compact"), "{n}",
+    )  # fmt: skip
+    scaling = cache_doc(store)["scaling"]
+    # 256-byte connections: line 0 and the prefetched line 1 sit at 32 of the 64
+    # places in a page, so the 2,048 lines of the L2 hold 1,024 of them: 512 connections
+    assert scaling["fit"]["lines_per_n"] == pytest.approx(2.0, rel=0.05)
+    offsets = scaling["runs"][-1]["line_offsets"]
+    by_residue = sorted(sum(offsets[r::4]) for r in range(4))
+    assert sum(by_residue[2:]) > 0.99 * sum(offsets)  # two places of every four
+    l2 = {c["level"]: c for c in scaling["cliffs"]}["L2"]
+    assert l2["usable_share"] == pytest.approx(0.5, rel=0.05)
+    assert l2["n"] == pytest.approx(512, rel=0.05) and l2["in_range"]
+    shown = perfsleuth(store, "cache", "show").stdout
+    assert f"{l2['usable_lines']:,} usable: the lines fill 50% of its sets' room" in shown
+
+
 def test_constant_time_names_the_early_exit(examples_built, tmp_path):
     store = tmp_path / "store"
     variants = tmp_path / "secrets.txt"

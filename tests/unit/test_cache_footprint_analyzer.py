@@ -55,3 +55,16 @@ def test_a_measured_llc_cliff_says_how_much_of_sysfs_size_is_left(tmp_path):
     assert "exceeds LLC at n = 19,650" in finding.title
     said = " ".join(finding.evidence)
     assert "LLC holds 39,313 lines, measured" in said and "sysfs says 786,432" in said
+
+
+def test_a_cliff_brought_forward_by_few_sets_says_so(tmp_path):
+    doc = scaling(True)
+    doc["cliffs"][0] |= {"usable_share": 0.5, "usable_lines": 4096, "n": 2042}
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
+    [finding] = cache_footprint.analyze(ctx)
+    said = " ".join(finding.evidence)
+    assert "fill 50% of its sets' room (4,096 lines)" in said
+    doc["cliffs"][0] |= {"usable_share": 0.998, "usable_lines": 8176}
+    ctx = context_with(tmp_path / "even", {"handle_packet": {"scaling": doc}})
+    [finding] = cache_footprint.analyze(ctx)
+    assert "sets' room" not in " ".join(finding.evidence)

@@ -175,3 +175,47 @@ def test_when_the_least_hot_line_has_no_room_the_other_line_moves():
 def test_no_reordering_when_the_hot_fields_need_every_hot_line():
     rows = fields(("a", 60, 0, True), ("b", 60, 1, True))
     assert layout.reordering(rows, layout.line_rows(rows, 128, 64), 64) is None
+
+
+def offsets_of(places, lines=6400):
+    """line_offsets for `lines` lines spread evenly over these places in the page."""
+    return [lines // len(places) if place in places else 0 for place in range(64)]
+
+
+def test_lines_spread_over_every_place_in_the_page_use_the_whole_level():
+    l2 = parse_spec("line=64,L2=1M:8").levels[0]
+    assert scaling.set_groups(l2, 64) == 64
+    assert scaling.usable_share(offsets_of(range(64)), 64) == pytest.approx(1.0, abs=0.002)
+    assert scaling.usable_share(None, 64) == 1.0
+
+
+@pytest.mark.parametrize(("places", "share"), [(range(0, 64, 2), 0.5), (range(0, 64, 4), 0.25)])
+def test_lines_at_few_places_in_the_page_fill_only_their_sets(places, share):
+    # 128-byte and 256-byte objects whose first line is all that is brought in
+    assert scaling.usable_share(offsets_of(places), 64) == pytest.approx(share, rel=0.01)
+
+
+def test_uneven_places_put_the_knee_where_the_fuller_sets_overflow():
+    # two lines of every 4 at one place's share, one at half of it: the fuller
+    # group (2/3 of the lines) overflows first, at 3/8 of the capacity
+    counts = [[200, 100, 0, 0][place % 4] for place in range(64)]
+    assert scaling.usable_share(counts, 64) == pytest.approx(0.375, rel=0.02)
+
+
+def test_a_level_with_fewer_sets_than_lines_in_a_page_folds_the_places():
+    tiny = parse_spec("line=64,L1d=4K:4").levels[0]  # 16 sets
+    assert scaling.set_groups(tiny, 64) == 16
+    # places 0, 16, 32, 48 share one set; 0..15 cover all 16 sets
+    assert scaling.usable_share(offsets_of(range(16)), 16) == pytest.approx(1.0, abs=0.002)
+    assert scaling.usable_share(offsets_of([0, 16, 32, 48]), 16) == pytest.approx(1 / 16, rel=0.01)
+
+
+def test_the_cliffs_come_from_the_usable_part_of_each_level():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,prefetch=none")
+    runs = [r | {"line_offsets": offsets_of(range(0, 64, 2))} for r in scaled_runs()]
+    cliffs = {c["level"]: c for c in scaling.project(runs, geometry)["cliffs"]}
+    l2 = cliffs["L2"]
+    assert l2["capacity_lines"] == 8192
+    assert l2["usable_share"] == pytest.approx(0.5, rel=0.01)
+    assert l2["usable_lines"] == round(8192 * l2["usable_share"])
+    assert l2["n"] == round((l2["usable_lines"] - 10) / 2)

@@ -221,6 +221,10 @@ export interface Cliff {
   capacity_source?: "sysfs" | "measured";
   nominal_capacity_lines?: number;
   nominal_n?: number | null;
+  /** The part of the capacity the working set's lines can fill, given the sets their
+   * places in the page map to (1: spread over all sets); `n` is where it is reached. */
+  usable_share?: number;
+  usable_lines?: number;
   n: number | null;
   in_range: boolean;
 }

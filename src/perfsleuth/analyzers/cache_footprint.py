@@ -9,6 +9,7 @@ a small fraction of the function's share; the finding is about where the cliff i
 from __future__ import annotations
 
 from ..cache import DOCUMENT_KIND, function_share
+from ..cache.scaling import USABLE_SHOWN
 from ..findings import Finding
 from . import Context
 
@@ -68,14 +69,21 @@ def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
 
 def capacity(cliff: dict) -> str:
     held = f"{cliff['level']} holds {cliff['capacity_lines']:,} lines"
-    if cliff.get("capacity_source") != "measured":
-        return held
-    measured = cliff["effective"]
-    return (
-        f"{held}, measured on this machine {measured.get('measured_at', '')} "
-        f"({measured['evidence']}); sysfs says {cliff['nominal_capacity_lines']:,}, "
-        "the rest is taken by other programs or virtual machines"
-    )
+    if cliff.get("capacity_source") == "measured":
+        measured = cliff["effective"]
+        held = (
+            f"{held}, measured on this machine {measured.get('measured_at', '')} "
+            f"({measured['evidence']}); sysfs says {cliff['nominal_capacity_lines']:,}, "
+            "the rest is taken by other programs or virtual machines"
+        )
+    share = cliff.get("usable_share", 1.0)
+    if share < USABLE_SHOWN:
+        held += (
+            f"; the working set's lines sit at few places in their pages and fill "
+            f"{share:.0%} of its sets' room ({cliff['usable_lines']:,} lines): pad or "
+            "reorder the objects so their hot lines fall at other offsets"
+        )
+    return held
 
 
 def tlb_finding(function: str, scaling: dict, tlb: dict, share: float) -> Finding:

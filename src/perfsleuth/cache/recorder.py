@@ -185,12 +185,22 @@ def scaled_traces(
                 "data_lines": trace.data_lines,
                 "data_pages": trace.data_pages,
                 "cached_lines": len(cache.filled),
+                "line_offsets": line_offsets(cache.filled, geometry.line_size),
                 "calls": trace.total_calls,
                 "misses": misses,
             }
         )
     assert first is not None
     return first, scaling.project(runs, geometry, measured_limits(geometry))
+
+
+def line_offsets(lines: set[int], line_size: int) -> list[int]:
+    """How many of these lines sit at each line index of their 4 KiB page."""
+    per_page = scaling.PAGE_SIZE // line_size
+    counts = [0] * per_page
+    for line in lines:
+        counts[line % per_page] += 1
+    return counts
 
 
 def measured_limits(geometry: model.Geometry) -> dict[str, dict[str, Any]]:

@@ -13,6 +13,16 @@ there is one: a virtual machine shares the LLC that sysfs describes with its
 neighbours, and random accesses go to memory long before sysfs's size is full.
 The cliff from the sysfs size is kept beside it (`nominal_n`).
 
+A level holds its capacity only for lines spread over all its sets. A set is
+picked by address bits, the lowest of them inside the page (the same in virtual
+and physical addresses): the objects of an array of 256-byte structs whose code
+touches their first line (and the prefetcher the second) put lines in half the
+sets, and half the capacity is all they get. So each run also counts the lines
+brought in by their place in the page (`line_offsets`), and the cliff is where
+the working set reaches the capacity those places can use (`usable_lines`,
+`usable_share`): the knee of the miss curve that uniform random access over the
+working set would have, each group of sets filling on its own.
+
 Address translation has a cliff of its own: past the TLB's reach (measured by
 calibrate.py) every access to a new page pays a page walk. The distinct 4 KiB
 pages the function touches are fitted the same way, and give the n at which
@@ -20,13 +30,17 @@ they exceed that reach."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from ..errors import UserError
-from .model import Geometry
+from .knee import knee
+from .model import Geometry, Level
 
 PLACEHOLDER = "{n}"
+PAGE_SIZE = 4096
+USABLE_SHOWN = 0.995  # below this usable share, the reports say the sets limit the cliff
 
 
 def parse_scale(spec: str) -> list[int]:
@@ -61,8 +75,10 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
 def project(
     runs: list[dict[str, Any]], geometry: Geometry, limits: dict[str, dict] | None = None
 ) -> dict[str, Any]:
-    """runs: [{"n", "data_lines", "data_pages", "cached_lines", "calls", "misses":
-    {level: count}}], sizes ascending; limits: calibrate.limits(), {"tlb":
+    """runs: [{"n", "data_lines", "data_pages", "cached_lines", "line_offsets",
+    "calls", "misses": {level: count}}], sizes ascending (`line_offsets`: the
+    lines brought in by their index in the page; runs recorded before it was
+    counted lack it); limits: calibrate.limits(), {"tlb":
     {"reach_pages", ...}, "llc": {"effective_bytes", ...}}, each {"reason"} when
     not measured."""
     limits = limits or {}
@@ -81,7 +97,9 @@ def project(
         }
         if index == len(geometry.levels) - 1 and index > 0:
             cliff |= llc_capacity(llc, nominal, geometry.line_size, line)
-        n = crossing(line, cliff["capacity_lines"])
+        share = usable_share(runs[-1].get("line_offsets"), set_groups(level, geometry.line_size))
+        cliff |= {"usable_share": share, "usable_lines": round(cliff["capacity_lines"] * share)}
+        n = crossing(line, cliff["usable_lines"])
         cliffs.append(cliff | {"n": n, "in_range": n is not None and low <= n <= high})
     intercept, slope = line
     return {
@@ -101,6 +119,34 @@ def project(
         "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
     }
+
+
+def set_groups(level: Level, line_size: int) -> int:
+    """Into how many groups of sets a line's place in its page sorts it: the set
+    index bits that lie inside the page (a power of two dividing the set count;
+    a count that is not a power of two is hashed, and the rest fills evenly)."""
+    sets = level.size // (level.ways * line_size)
+    return math.gcd(sets, PAGE_SIZE // line_size) if sets else 1
+
+
+def usable_share(offsets: list[int] | None, groups: int) -> float:
+    """The share of a level's capacity that a working set with these counts of
+    lines per place in the page fills before it misses: the knee of the miss
+    curve sum_g p_g * max(0, 1 - 1 / (groups * p_g * x)) over x = working set /
+    capacity, each group of sets holding 1/groups of the capacity and taking the
+    share p_g of the uniformly random accesses. 1 when the lines spread evenly."""
+    folded = [0] * groups
+    for place, count in enumerate(offsets or []):
+        folded[place % groups] += count
+    total = sum(folded)
+    if total == 0 or groups == 1:
+        return 1.0
+    shares = [count / total for count in folded if count]
+    onset = 1 / (groups * max(shares))
+    steps = math.ceil(16 * math.log2(8 / onset))
+    xs = [onset / 2 * 2 ** (k / 16) for k in range(steps + 1)]
+    curve = [(x, sum(p * max(0.0, 1 - 1 / (groups * p * x)) for p in shares)) for x in xs]
+    return min(1.0, knee(curve) or 1.0)
 
 
 def crossing(line: tuple[float, float], capacity: float) -> int | None:

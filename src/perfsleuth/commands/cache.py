@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..cache import DOCUMENT_KIND, calibrate
+from ..cache.scaling import USABLE_SHOWN
 from ..errors import UserError
 from ..output import emit
 from ..store import Store
@@ -231,14 +232,23 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
 
 def capacity(cliff: dict[str, Any]) -> str:
     held = f"{cliff['capacity_lines']:,} lines"
-    if cliff.get("capacity_source") != "measured":
-        return held
-    nominal = cliff["nominal_n"]
-    at = f"n = {nominal:,}" if nominal else "never"
-    return (
-        f"{held} measured on this machine; sysfs's {cliff['nominal_capacity_lines']:,} "
-        f"lines would put the cliff at {at}"
-    )
+    if cliff.get("capacity_source") == "measured":
+        nominal = cliff["nominal_n"]
+        at = f"n = {nominal:,}" if nominal else "never"
+        held = (
+            f"{held} measured on this machine; sysfs's {cliff['nominal_capacity_lines']:,} "
+            f"lines would put the cliff at {at}"
+        )
+    return held + usable(cliff)
+
+
+def usable(cliff: dict[str, Any]) -> str:
+    """The part of the capacity the working set's lines can use, when their places
+    in the page leave some of the level's sets empty."""
+    share = cliff.get("usable_share", 1.0)
+    if share >= USABLE_SHOWN:
+        return ""
+    return f"; {cliff['usable_lines']:,} usable: the lines fill {share:.0%} of its sets' room"
 
 
 def where(cliff: dict[str, Any]) -> str:

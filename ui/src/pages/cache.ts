@@ -7,6 +7,8 @@ import { href } from "../router";
 import type { CacheDoc, CacheFunction, Cliff, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread, TlbCliff } from "../types";
 
 const SOURCE_ROWS = 10;
+/** Below this share of a level usable by the working set's sets, the capacity says so (as `cache show`). */
+const USABLE_SHOWN = 0.995;
 const SPREADS: [keyof Footprint["per_call"], string][] = [
   ["data_lines", "data cache lines"],
   ["private_data_lines", "… particular to the call"],
@@ -289,7 +291,7 @@ function scalingPlot(scale: Scaling): SVGElement {
   const measured = scale.runs.map((r) => [r.n, fit.of === "data_lines" ? r.data_lines : r.cached_lines] as const);
   const cliffNs = scale.cliffs.flatMap((c) => (c.n ? [c.n] : []));
   const [x0, x1] = [Math.min(scale.range[0], ...cliffNs) / 2, Math.max(scale.range[1], ...cliffNs) * 2];
-  const ys = [...measured.map(([, y]) => y), ...scale.cliffs.map((c) => c.capacity_lines)].filter((y) => y > 0);
+  const ys = [...measured.map(([, y]) => y), ...scale.cliffs.map(usableLines)].filter((y) => y > 0);
   const [y0, y1] = [Math.min(...ys) / 2, Math.max(...ys) * 2];
   const x = (n: number) => PLOT.left + ((Math.log(n) - Math.log(x0)) / (Math.log(x1) - Math.log(x0))) * (PLOT.width - PLOT.left - PLOT.right);
   const y = (lines: number) => PLOT.height - PLOT.bottom - ((Math.log(lines) - Math.log(y0)) / (Math.log(y1) - Math.log(y0))) * (PLOT.height - PLOT.top - PLOT.bottom);
@@ -301,10 +303,11 @@ function scalingPlot(scale: Scaling): SVGElement {
     svg("line", { x1: PLOT.left, x2: PLOT.left, y1: PLOT.top, y2: PLOT.height - PLOT.bottom, class: "plot-axis" }),
   ];
   for (const c of scale.cliffs) {
-    parts.push(svg("line", { x1: PLOT.left, x2: right, y1: y(c.capacity_lines), y2: y(c.capacity_lines), class: "scale-capacity" }));
-    parts.push(svg("text", { x: right + 6, y: y(c.capacity_lines) + 4, class: "plot-label" }, `${c.level} ${c.capacity_lines.toLocaleString()} lines`));
+    const held = usableLines(c);
+    parts.push(svg("line", { x1: PLOT.left, x2: right, y1: y(held), y2: y(held), class: "scale-capacity" }));
+    parts.push(svg("text", { x: right + 6, y: y(held) + 4, class: "plot-label" }, `${c.level} ${held.toLocaleString()} lines`));
     if (c.n) {
-      parts.push(svg("line", { x1: x(c.n), x2: x(c.n), y1: y(c.capacity_lines), y2: PLOT.height - PLOT.bottom, class: `scale-cliff${c.in_range ? " in-range" : ""}` }));
+      parts.push(svg("line", { x1: x(c.n), x2: x(c.n), y1: y(held), y2: PLOT.height - PLOT.bottom, class: `scale-cliff${c.in_range ? " in-range" : ""}` }));
       parts.push(svg("text", { x: x(c.n) + 3, y: PLOT.height - PLOT.bottom - 4, class: "plot-label" }, c.n.toLocaleString()));
     }
   }
@@ -315,11 +318,18 @@ function scalingPlot(scale: Scaling): SVGElement {
   return svg("svg", { class: "plot scaling-plot", width: PLOT.width, height: PLOT.height, viewBox: `0 0 ${PLOT.width} ${PLOT.height}` }, ...parts);
 }
 
-/** A level's capacity; the LLC's, when measured, with the size sysfs gives beside it. */
+/** The lines the working set can hold in a level before it misses: where the fit crosses. */
+function usableLines(c: Cliff): number {
+  return c.usable_lines ?? c.capacity_lines;
+}
+
+/** A level's capacity; the LLC's, when measured, with the size sysfs gives beside it;
+ * and the part of it the working set's lines can use when they leave sets empty. */
 function capacityText(c: Cliff): string {
-  const held = `${c.capacity_lines.toLocaleString()} lines`;
-  if (c.capacity_source !== "measured" || c.nominal_capacity_lines === undefined) return held;
-  return `${held} measured (sysfs: ${c.nominal_capacity_lines.toLocaleString()})`;
+  let held = `${c.capacity_lines.toLocaleString()} lines`;
+  if (c.capacity_source === "measured" && c.nominal_capacity_lines !== undefined) held = `${held} measured (sysfs: ${c.nominal_capacity_lines.toLocaleString()})`;
+  if (c.usable_share === undefined || c.usable_share >= USABLE_SHOWN) return held;
+  return `${held}, ${usableLines(c).toLocaleString()} usable by its sets`;
 }
 
 /** The TLB's row of the cliffs table: its reach is in pages, measured on this machine. */
