@@ -4,6 +4,9 @@ measured latency.
 
     .venv/bin/python bench/cache_cliff.py [--repeats 3]
 
+0. Calibration: `perfsleuth cache calibrate` first, so that the prediction uses
+   the TLB reach and the LLC's usable part as they are while the latency is
+   measured (a shared LLC's moves with the neighbours).
 1. Prediction: `perfsleuth record --mode cache --function handle_packet --scale
    'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable, its reordered
    twin and the reordered struct cut to 256 bytes (whose lines fill half of each
@@ -61,6 +64,16 @@ def sizes(low: float, high: float) -> list[int]:
     return [round(low * 2 ** (i / POINTS_PER_DOUBLING)) for i in range(steps + 1)]
 
 
+def calibration() -> dict:
+    shown = subprocess.run(
+        [PERFSLEUTH, "cache", "calibrate", "--format", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    doc = json.loads(shown)
+    keep = ("tlb_reach_pages", "evidence", "llc_effective_bytes", "llc_evidence")
+    return {key: doc[key] for key in keep}
+
+
 def predicted(binary: Path) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
@@ -76,9 +89,18 @@ def predicted(binary: Path) -> dict[str, int]:
     scaling = json.loads(shown)["functions"][0]["scaling"]
     return {c["level"]: c["n"] for c in scaling["cliffs"]} | {
         "TLB": scaling["tlb"].get("n"),
-        "bytes_per_n": round(scaling["fit"]["bytes_per_n"], 1),
-        "pages_per_n": scaling["tlb"].get("pages_per_n"),
+        "per_n": {c["level"]: per_n(scaling, c) for c in scaling["cliffs"]}
+        | {"TLB": f"{scaling['tlb'].get('pages_per_n', 0):.4f} pages"},
     }
+
+
+def per_n(scaling: dict, cliff: dict) -> str:
+    """The working set per connection that a level's cliff comes from."""
+    fit = scaling["fit"]
+    cached = cliff.get("working_set", fit["of"]) == "cached_lines"
+    lines = fit["lines_per_n"] if cached else fit["touched_lines_per_n"]
+    used = f", {cliff['usable_share']:.0%} of sets" if cliff.get("usable_share", 1) < 0.995 else ""
+    return f"{lines * 64:.1f} B {'cached' if cached else 'touched'}{used}"
 
 
 def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:
@@ -137,6 +159,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    calibrated = calibration()
     predictions = {name: predicted(binary) for name, binary in BINARIES.items()}
     levels = {name: sorted((lv for lv in LEVELS if p.get(lv)), key=p.__getitem__)
               for name, p in predictions.items()}  # fmt: skip
@@ -146,12 +169,17 @@ def main() -> None:
     for name, binary in BINARIES.items():
         prediction = predictions[name]
         latency = measured(binary, sizes(low, high), args.repeats)
-        results[name] = {key: prediction[key] for key in ("bytes_per_n", "pages_per_n")} | {
+        results[name] = {"per_n": prediction["per_n"]} | {
             "levels": knees(latency, {lv: prediction[lv] for lv in levels[name]}),
             "latency_ns": latency,
         }
     results["overhead"] = overhead(BINARIES["conntable"])
+    results["calibration"] = calibrated
     (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))
+    llc = (calibrated["llc_effective_bytes"] or 0) / (1 << 20)
+    print(f"calibration: TLB reach {calibrated['tlb_reach_pages']} pages "
+          f"({calibrated['evidence']}); "
+          f"LLC {llc:.2f} MiB ({calibrated['llc_evidence']})\n")  # fmt: skip
     print_knees(results)
     print_curves(results)
     cost = results["overhead"]
@@ -166,8 +194,7 @@ def print_knees(results: dict) -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     for name in BINARIES:
         for level, row in results[name]["levels"].items():
-            per = (f"{results[name]['pages_per_n']:.4f} pages" if level == "TLB"
-                   else f"{results[name]['bytes_per_n']} B cached")  # fmt: skip
+            per = results[name]["per_n"][level]
             if row["measured_knee_n"]:
                 knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.0%}"
             else:

@@ -53,5 +53,6 @@ def test_calibrate_measures_the_llc_from_the_level_below_to_twice_its_size(tmp_p
     if effective is not None:
         assert min(curve) < effective < max(curve)
         assert f"{effective / (1 << 20):.2f} MiB effective" in done.stdout
+        assert f"knees of {calibrate.LLC_SWEEPS} sweeps: " in doc["llc_evidence"]
     else:
         assert "LLC: not measured" in done.stdout

@@ -70,3 +70,13 @@ def test_a_knee_counts_only_when_the_latency_clearly_rises_across_it():
     effective, why = calibrate.llc_evidence(flat, 2 << 20)
     assert effective is None and why.startswith("no clear knee")
     assert calibrate.llc_evidence(curve, None) == (None, "no knee in the sweep")
+
+
+def test_the_median_sweep_is_kept_and_every_knee_is_named():
+    sweeps = [({1: 1.0}, 3000, "a"), ({2: 2.0}, None, "none"), ({3: 3.0}, 2000, "c"),
+              ({4: 4.0}, 2500, "d")]  # fmt: skip
+    curve, found, evidence = calibrate.median_sweep(sweeps, "{:,.0f}".format)
+    assert (curve, found) == ({4: 4.0}, 2500)
+    assert evidence == "d; knees of 4 sweeps: 2,000, 2,500, 3,000"
+    mostly_none = [({1: 1.0}, None, "flat"), ({2: 2.0}, None, "flat too"), ({3: 3.0}, 2000, "c")]
+    assert calibrate.median_sweep(mostly_none, str) == ({1: 1.0}, None, "flat")

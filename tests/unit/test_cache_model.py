@@ -35,6 +35,14 @@ def test_next_line_prefetch_turns_a_stream_into_half_misses():
     assert model.misses == [50]
 
 
+def test_the_prefetcher_fills_the_levels_below_the_first():
+    model = CacheModel(parse_spec("line=64,L1d=4K:8,L2=64K:8"))
+    model.access(0)
+    assert model.access(1) == 1  # not in the L1d, in the L2
+    assert model.misses == [2, 1]
+    assert model.filled == {0, 1, 2} and model.touched == {0, 1}  # 1 fetched 2
+
+
 def test_a_miss_fills_every_level_that_missed():
     model = CacheModel(parse_spec("line=64,L1d=128:2,L2=1K:2,prefetch=none"))
     for line in (0, 2, 4):  # one L1 set: 0 is evicted from L1, kept in L2

@@ -63,7 +63,13 @@ def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
     result = scaling.project(scaled_runs(), parse_spec("line=64,L1d=32K:8,L2=512K:8"))
     assert result["fit"]["of"] == "cached_lines"
     assert result["fit"]["touched_lines_per_n"] == pytest.approx(2.0)
-    assert {c["level"]: c["n"] for c in result["cliffs"]}["L2"] == round((8192 - 10) / 3)
+    cliffs = {c["level"]: c for c in result["cliffs"]}
+    assert cliffs["L2"]["n"] == round((8192 - 10) / 3)
+    assert cliffs["L2"]["working_set"] == "cached_lines"
+    # the prefetcher fills the L2, not the L1d: the L1d holds the lines touched
+    assert cliffs["L1d"]["working_set"] == "data_lines"
+    assert cliffs["L1d"]["n"] == round((512 - 10) / 2)
+    assert result["fit"]["touched_intercept_lines"] == pytest.approx(10)
 
 
 def test_the_tlb_cliff_comes_from_the_pages_per_n_and_the_measured_reach():

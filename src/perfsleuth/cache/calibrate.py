@@ -56,10 +56,11 @@ SWEEP = [round(128 * 2 ** (i / 4)) for i in range(4 * 7 + 1)]  # 128 .. 16,384 p
 TLB_EVIDENCE_RATIO = 1.3  # a page walk that hits the caches costs a few ns
 LLC_EVIDENCE_RATIO = 1.5
 TLB_SWEEPS = 3
+LLC_SWEEPS = 3
 LLC_PER_PAGE = 8
 LLC_SWEEP_POINTS = 4  # per doubling
 LLC_SWEEP_CAP = 256 << 20
-METHOD = 4  # part of the fingerprint: a change of method measures again
+METHOD = 5  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -124,20 +125,27 @@ def measure(geometry: Geometry | None = None) -> Calibration:
     )
 
 
-def measure_tlb(chase_aliased_ns: Any) -> tuple[dict[int, float], int | None, str]:
+Sweep = tuple[dict[int, float], int | None, str]  # curve, knee (None: none), evidence
+
+
+def measure_tlb(chase_aliased_ns: Any) -> Sweep:
     """The median knee of TLB_SWEEPS sweeps (single sweeps' knees spread by +-12%
-    on a shared machine), with the curve and evidence of the sweep that gave it."""
-    sweeps = [tlb_sweep(chase_aliased_ns) for _ in range(TLB_SWEEPS)]
+    on a shared machine)."""
+    return median_sweep([tlb_sweep(chase_aliased_ns) for _ in range(TLB_SWEEPS)], "{:,.0f}".format)
+
+
+def median_sweep(sweeps: list[Sweep], unit: Callable[[float], str]) -> Sweep:
+    """The sweep with the median knee, its evidence naming every sweep's knee
+    (`unit` formats one); a sweep without a knee when most have none."""
     found = sorted((s for s in sweeps if s[1] is not None), key=lambda s: s[1] or 0)
     if len(found) * 2 <= len(sweeps):
-        curve, _, evidence = next(s for s in sweeps if s[1] is None)
-        return curve, None, evidence
-    curve, reach, evidence = found[len(found) // 2]
-    others = ", ".join(f"{s[1]:,}" for s in found)
-    return curve, reach, f"{evidence}; knees of {len(sweeps)} sweeps: {others}"
+        return next(s for s in sweeps if s[1] is None)
+    curve, knee_found, evidence = found[len(found) // 2]
+    others = ", ".join(unit(s[1] or 0) for s in found)
+    return curve, knee_found, f"{evidence}; knees of {len(sweeps)} sweeps: {others}"
 
 
-def tlb_sweep(chase_aliased_ns: Any) -> tuple[dict[int, float], int | None, str]:
+def tlb_sweep(chase_aliased_ns: Any) -> Sweep:
     curve = {pages: chase_aliased_ns(pages) for pages in SWEEP}
     found = knee([(float(p), ns) for p, ns in curve.items()])
     reach, evidence = knee_evidence(curve, found, TLB_EVIDENCE_RATIO, lambda p: f"{p:,.0f} pages")
@@ -154,20 +162,28 @@ def llc_sweep(geometry: Geometry) -> list[int]:
 
 
 def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> dict:
+    """The median knee of LLC_SWEEPS sweeps: a shared LLC's usable part moves
+    with what the neighbours do (on an AMD EPYC guest single sweeps gave 6 to
+    17 MiB of 32 within minutes)."""
     if len(geometry.levels) < 2:
         return {"llc_evidence": "sysfs describes a single cache level"}
-    curve = {size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE) for size in llc_sweep(geometry)}
-    below = [float(geometry.levels[-2].size)]
-    if reach_pages:
-        below.append(float(reach_pages * PAGE_SIZE))
-    found = knee([(float(size), ns) for size, ns in curve.items()], below)
-    effective, evidence = llc_evidence(curve, found)
+    sweeps = [llc_sweep_once(chase_pages_ns, geometry, reach_pages) for _ in range(LLC_SWEEPS)]
+    curve, effective, evidence = median_sweep(sweeps, human_bytes)
     return {
         "llc_nominal_bytes": geometry.levels[-1].size,
         "llc_effective_bytes": effective,
         "llc_curve_ns": {str(size): round(ns, 2) for size, ns in curve.items()},
         "llc_evidence": evidence,
     }
+
+
+def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> Sweep:
+    curve = {size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE) for size in llc_sweep(geometry)}
+    below = [float(geometry.levels[-2].size)]
+    if reach_pages:
+        below.append(float(reach_pages * PAGE_SIZE))
+    found = knee([(float(size), ns) for size, ns in curve.items()], below)
+    return (curve, *llc_evidence(curve, found))
 
 
 def llc_evidence(curve: dict[int, float], found: float | None) -> tuple[int | None, str]:

@@ -186,6 +186,7 @@ def scaled_traces(
                 "data_pages": trace.data_pages,
                 "cached_lines": len(cache.filled),
                 "line_offsets": line_offsets(cache.filled, geometry.line_size),
+                "touched_offsets": line_offsets(cache.touched, geometry.line_size),
                 "calls": trace.total_calls,
                 "misses": misses,
             }

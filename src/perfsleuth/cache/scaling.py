@@ -5,8 +5,10 @@ exceeds each cache level. The model's misses per call are reported per n.
 
 The working set the caches must hold is larger than the lines the code touches
 when the prefetcher brings in lines nobody uses (the cold line next to a hot
-one): with the model's prefetcher on, the cliffs come from the fit of the
-distinct lines the model brought in (`cached_lines`), demand and prefetch.
+one): with the model's prefetcher on, the cliffs of the levels it fills (all but
+the first, model.py) come from the fit of the distinct lines the model brought
+in (`cached_lines`), demand and prefetch; the first level's from the lines the
+code touched (`data_lines`). Each cliff names its `working_set`.
 
 The LLC's cliff uses its effective capacity, measured by calibrate.py, when
 there is one: a virtual machine shares the LLC that sysfs describes with its
@@ -76,11 +78,11 @@ def project(
     runs: list[dict[str, Any]], geometry: Geometry, limits: dict[str, dict] | None = None
 ) -> dict[str, Any]:
     """runs: [{"n", "data_lines", "data_pages", "cached_lines", "line_offsets",
-    "calls", "misses": {level: count}}], sizes ascending (`line_offsets`: the
-    lines brought in by their index in the page; runs recorded before it was
-    counted lack it); limits: calibrate.limits(), {"tlb":
-    {"reach_pages", ...}, "llc": {"effective_bytes", ...}}, each {"reason"} when
-    not measured."""
+    "touched_offsets", "calls", "misses": {level: count}}], sizes ascending
+    (`line_offsets`, `touched_offsets`: the lines brought in, and the lines the
+    code touched, by their index in the page; runs recorded before they were
+    counted lack them); limits: calibrate.limits(), {"tlb": {"reach_pages",
+    ...}, "llc": {"effective_bytes", ...}}, each {"reason"} when not measured."""
     limits = limits or {}
     touched = fit([(r["n"], r["data_lines"]) for r in runs])
     key = "cached_lines" if geometry.prefetch else "data_lines"
@@ -89,17 +91,21 @@ def project(
     llc = limits.get("llc") or {"reason": "not measured"}
     cliffs = []
     for index, level in enumerate(geometry.levels):
+        # the model's prefetcher fills the levels below the first (model.py)
+        demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
+        held, offsets = (touched, "touched_offsets") if demand else (line, "line_offsets")
         nominal = level.lines(geometry.line_size)
         cliff: dict[str, Any] = {
             "level": level.name,
+            "working_set": "data_lines" if demand else key,
             "capacity_lines": nominal,
             "capacity_source": "sysfs",
         }
         if index == len(geometry.levels) - 1 and index > 0:
-            cliff |= llc_capacity(llc, nominal, geometry.line_size, line)
-        share = usable_share(runs[-1].get("line_offsets"), set_groups(level, geometry.line_size))
+            cliff |= llc_capacity(llc, nominal, geometry.line_size, held)
+        share = usable_share(runs[-1].get(offsets), set_groups(level, geometry.line_size))
         cliff |= {"usable_share": share, "usable_lines": round(cliff["capacity_lines"] * share)}
-        n = crossing(line, cliff["usable_lines"])
+        n = crossing(held, cliff["usable_lines"])
         cliffs.append(cliff | {"n": n, "in_range": n is not None and low <= n <= high})
     intercept, slope = line
     return {
@@ -110,6 +116,7 @@ def project(
         "fit": {
             "of": key,
             "touched_lines_per_n": touched[1],
+            "touched_intercept_lines": touched[0],
             "intercept_lines": intercept,
             "lines_per_n": slope,
             "bytes_per_n": slope * geometry.line_size,

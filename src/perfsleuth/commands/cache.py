@@ -217,7 +217,8 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
             )
         )
     for cliff in scale["cliffs"]:
-        console.print(Text(f"  exceeds {cliff['level']} ({capacity(cliff)}) at {where(cliff)}"))
+        held = capacity(cliff, fit["of"])
+        console.print(Text(f"  exceeds {cliff['level']} ({held}) at {where(cliff)}"))
     tlb = scale.get("tlb") or {"reason": "recorded before TLB cliffs were predicted"}
     if not tlb.get("available"):
         console.print(Text(f"  TLB: not predicted ({tlb['reason']})", style="dim"))
@@ -230,7 +231,9 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
     )
 
 
-def capacity(cliff: dict[str, Any]) -> str:
+def capacity(cliff: dict[str, Any], fitted: str) -> str:
+    """The level's capacity, measured or from sysfs, and what of it the working set
+    can use; `fitted`: the working set of the fit shown above the cliffs."""
     held = f"{cliff['capacity_lines']:,} lines"
     if cliff.get("capacity_source") == "measured":
         nominal = cliff["nominal_n"]
@@ -239,6 +242,8 @@ def capacity(cliff: dict[str, Any]) -> str:
             f"{held} measured on this machine; sysfs's {cliff['nominal_capacity_lines']:,} "
             f"lines would put the cliff at {at}"
         )
+    if cliff.get("working_set", fitted) != fitted:
+        held += "; the lines touched: the prefetcher fills the next levels"
     return held + usable(cliff)
 
 
