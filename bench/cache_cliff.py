@@ -39,8 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfsleuth.cache.calibrate import rise
-from perfsleuth.cache.knee import knee
+from perfsleuth.cache.knee import knee, rise
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -97,10 +96,10 @@ def predicted(binary: Path) -> dict[str, int]:
 def per_n(scaling: dict, cliff: dict) -> str:
     """The working set per connection that a level's cliff comes from."""
     fit = scaling["fit"]
-    cached = cliff.get("working_set", fit["of"]) == "cached_lines"
-    lines = fit["lines_per_n"] if cached else fit["touched_lines_per_n"]
+    touched = cliff.get("working_set", fit["of"]) == "data_lines"
+    lines = fit["touched_lines_per_n"] if touched else fit["lines_per_n"]
     used = f", {cliff['usable_share']:.0%} of sets" if cliff.get("usable_share", 1) < 0.995 else ""
-    return f"{lines * 64:.1f} B {'cached' if cached else 'touched'}{used}"
+    return f"{lines * 64:.1f} B {'touched' if touched else 'held'}{used}"
 
 
 def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:

@@ -16,7 +16,7 @@ static long build_index(int round) {
 }
 
 int main(int argc, char** argv) {
-    int rounds = argc > 1 ? std::atoi(argv[1]) : 1500;
+    int rounds = argc > 1 ? std::atoi(argv[1]) : 3000;
     long total = 0;
     for (int r = 0; r < rounds; ++r) total += build_index(r);
     std::printf("%ld\n", total);

@@ -337,7 +337,7 @@ def test_bad_files(tmp_path: Path, fp_data: Path) -> None:
         perf_data.read(tmp_path / "missing.data")
     blob = fp_data.read_bytes()
     readers = [False, True] if perf_data.native_available() else [False]
-    for cut in (200, len(blob) // 2):
+    for cut in (200, len(blob) // 2, len(blob) - 1):
         truncated = tmp_path / f"trunc{cut}.data"
         truncated.write_bytes(blob[:cut])
         for native in readers:

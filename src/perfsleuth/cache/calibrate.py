@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from .knee import knee
+from . import prefetch_share
+from .knee import knee, knee_evidence
 from .model import Geometry, machine_geometry
 
 PAGE_SIZE = 4096
@@ -57,10 +58,11 @@ TLB_EVIDENCE_RATIO = 1.3  # a page walk that hits the caches costs a few ns
 LLC_EVIDENCE_RATIO = 1.5
 TLB_SWEEPS = 3
 LLC_SWEEPS = 3
+PREFETCH_SWEEPS = 3
 LLC_PER_PAGE = 8
 LLC_SWEEP_POINTS = 4  # per doubling
 LLC_SWEEP_CAP = 256 << 20
-METHOD = 5  # part of the fingerprint: a change of method measures again
+METHOD = 6  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -76,6 +78,9 @@ class Calibration:
     llc_effective_bytes: int | None = None  # None: no knee measured (see llc_evidence)
     llc_curve_ns: dict[str, float] = field(default_factory=dict)  # bytes -> ns per access
     llc_evidence: str = "not measured"
+    prefetch_percent: int | None = None  # None: not measured (see prefetch_evidence)
+    prefetch_curve_ns: dict[str, float] = field(default_factory=dict)  # lines -> ns
+    prefetch_evidence: str = "not measured"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +118,7 @@ def measure(geometry: Geometry | None = None) -> Calibration:
     chase = native()
     curve, reach_pages, evidence = measure_tlb(chase.chase_aliased_ns)
     llc = measure_llc(chase.chase_pages_ns, geometry, reach_pages)
+    prefetch = measure_prefetch(chase.chase_ns, geometry)
     return Calibration(
         fingerprint=fingerprint(geometry),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -122,6 +128,7 @@ def measure(geometry: Geometry | None = None) -> Calibration:
         curve_ns={str(p): round(ns, 2) for p, ns in curve.items()},
         evidence=evidence,
         **llc,
+        **prefetch,
     )
 
 
@@ -177,6 +184,20 @@ def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None
     }
 
 
+def measure_prefetch(chase_ns: Any, geometry: Geometry) -> dict:
+    """The median of PREFETCH_SWEEPS measurements of prefetch_share."""
+    why = prefetch_share.unavailable(geometry)
+    if why:
+        return {"prefetch_evidence": why}
+    sweeps = [prefetch_share.measure_once(chase_ns, geometry) for _ in range(PREFETCH_SWEEPS)]
+    curve, percent, evidence = median_sweep(sweeps, "{:.0f}%".format)
+    return {
+        "prefetch_percent": percent,
+        "prefetch_curve_ns": {str(lines): round(ns, 2) for lines, ns in curve.items()},
+        "prefetch_evidence": evidence,
+    }
+
+
 def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> Sweep:
     curve = {size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE) for size in llc_sweep(geometry)}
     below = [float(geometry.levels[-2].size)]
@@ -188,30 +209,6 @@ def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | N
 
 def llc_evidence(curve: dict[int, float], found: float | None) -> tuple[int | None, str]:
     return knee_evidence(curve, found, LLC_EVIDENCE_RATIO, human_bytes)
-
-
-def knee_evidence(
-    curve: dict[int, float], found: float | None, ratio: float, where: Callable[[float], str]
-) -> tuple[int | None, str]:
-    """The knee, if latency rises at least `ratio` times across it (twice the knee
-    against half of it), and the evidence either way."""
-    if found is None:
-        return None, "no knee in the sweep"
-    half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
-    evidence = f"{half:.1f} ns at {where(found / 2)}, {twice:.1f} ns at {where(found * 2)}"
-    if twice < ratio * half:
-        return None, f"no clear knee ({evidence})"
-    return round(found), evidence
-
-
-def rise(curve: dict[int, float], found: float) -> float:
-    """How many times latency rises across a knee: at twice it against half of it."""
-    return latency_at(curve, found * 2) / latency_at(curve, found / 2)
-
-
-def latency_at(curve: dict[int, float], size: float) -> float:
-    """The measured latency at the sweep's size nearest to `size` (in ratio)."""
-    return curve[min(curve, key=lambda s: abs(math.log(s / size)))]
 
 
 def human_bytes(size: float) -> str:
@@ -257,12 +254,17 @@ def load_or_measure() -> Calibration:
 def limits() -> dict[str, dict[str, Any]]:
     """What the scaling projection needs of the calibration, measuring it if this
     machine has none yet: {"tlb": {"reach_pages", ...}, "llc": {"effective_bytes",
-    ...}}, each {"reason"} instead when it cannot be had."""
+    ...}, "prefetch": {"share", ...}}, each {"reason"} instead when it cannot be
+    had."""
     try:
         calibration = load_or_measure()
     except UserError as error:
-        return {"tlb": {"reason": str(error)}, "llc": {"reason": str(error)}}
-    return {"tlb": tlb_limit(calibration), "llc": llc_limit(calibration)}
+        return {key: {"reason": str(error)} for key in ("tlb", "llc", "prefetch")}
+    return {
+        "tlb": tlb_limit(calibration),
+        "llc": llc_limit(calibration),
+        "prefetch": prefetch_limit(calibration),
+    }
 
 
 def tlb_limit(calibration: Calibration) -> dict[str, Any]:
@@ -285,4 +287,14 @@ def llc_limit(calibration: Calibration) -> dict[str, Any]:
         "nominal_bytes": calibration.llc_nominal_bytes,
         "measured_at": calibration.measured_at,
         "evidence": calibration.llc_evidence,
+    }
+
+
+def prefetch_limit(calibration: Calibration) -> dict[str, Any]:
+    if calibration.prefetch_percent is None:
+        return {"reason": f"prefetch share not measured: {calibration.prefetch_evidence}"}
+    return {
+        "share": calibration.prefetch_percent / 100,
+        "measured_at": calibration.measured_at,
+        "evidence": calibration.prefetch_evidence,
     }

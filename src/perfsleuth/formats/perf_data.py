@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import threading
@@ -59,8 +60,36 @@ def _check_file(p: Path) -> None:
             f"{p}: pipe-mode perf.data (from `perf record -o -`); "
             "record to a file (perf record -o FILE) or convert it with `perf inject -o FILE`"
         )
-    if size < 104:
+    if size < HEADER_SIZE:
         raise UserError(f"{p}: truncated perf.data ({size} bytes, no full header); re-record it")
+    declared = _declared_end(p)
+    if declared > size:
+        raise UserError(
+            f"{p}: truncated perf.data (its header says it runs to byte {declared:,}, the file "
+            f"has {size:,}); re-record it"
+        )
+
+
+HEADER_SIZE = 104
+
+
+def _declared_end(p: Path) -> int:
+    """Where the header says the file ends: the data section, then the table of
+    feature sections after it and the sections it points to. perf script reads
+    a file cut at a record boundary without a word, so the check is ours."""
+    with open(p, "rb") as f:
+        header = f.read(HEADER_SIZE)
+        data_offset, data_size = struct.unpack_from("<QQ", header, 40)
+        end = data_offset + data_size
+        features = sum(bin(byte).count("1") for byte in header[72:HEADER_SIZE])
+        if end >= os.fstat(f.fileno()).st_size:
+            return end + 16 * features
+        f.seek(end)
+        table = f.read(16 * features)
+    if len(table) < 16 * features:
+        return end + 16 * features
+    sections = struct.iter_unpack("<QQ", table)
+    return max([end + 16 * features, *(offset + length for offset, length in sections)])
 
 
 def read(
