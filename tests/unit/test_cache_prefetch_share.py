@@ -1,5 +1,5 @@
 """The prefetch share: how often the line beside a touched one comes along, from
-the L2 knees of a dense and a one-line-per-128-bytes chase."""
+the shift that lays a one-line-per-128-bytes chase onto a dense one."""
 
 import pytest
 
@@ -24,11 +24,11 @@ def machine(share: float, rise: float = 20.0):
 
 
 @pytest.mark.parametrize("share", [0.0, 0.6, 1.0])
-def test_the_share_is_the_ratio_of_the_two_knees_less_one(share):
+def test_the_share_is_the_shift_between_the_two_curves_less_one(share):
     curve, percent, evidence = prefetch_share.measure_once(machine(share), GEOMETRY)
-    assert percent == pytest.approx(100 * share, abs=4)
+    assert percent == pytest.approx(100 * share, abs=2)
     assert sorted(curve) == prefetch_share.sweep(GEOMETRY)
-    assert "L2 knee at" in evidence
+    assert f"with {1 + share:.2f}x the lines" in evidence
 
 
 def test_the_sweep_runs_from_a_quarter_of_the_l2_to_four_times_it():
@@ -39,7 +39,7 @@ def test_the_sweep_runs_from_a_quarter_of_the_l2_to_four_times_it():
 
 def test_a_curve_that_does_not_rise_gives_no_share():
     curve, percent, evidence = prefetch_share.measure_once(machine(0.5, rise=0.0), GEOMETRY)
-    assert percent is None and evidence.startswith("no clear L2 knee")
+    assert percent is None and evidence.startswith("no L2 overflow in the sweep")
 
 
 def test_without_huge_pages_or_an_l2_it_says_why(tmp_path):
@@ -51,3 +51,9 @@ def test_without_huge_pages_or_an_l2_it_says_why(tmp_path):
     assert "missing" in prefetch_share.unavailable(GEOMETRY, tmp_path / "absent")
     single = parse_spec("line=64,L1d=32K:8")
     assert "single cache level" in prefetch_share.unavailable(single, thp)
+
+
+def test_the_curve_is_read_between_its_points_in_log_x():
+    curve = {1000: 10.0, 4000: 30.0}
+    assert prefetch_share.at(curve, 2000) == pytest.approx(20.0)
+    assert prefetch_share.at(curve, 500) == 10.0 and prefetch_share.at(curve, 9000) == 30.0

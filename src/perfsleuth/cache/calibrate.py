@@ -141,15 +141,16 @@ def measure_tlb(chase_aliased_ns: Any) -> Sweep:
     return median_sweep([tlb_sweep(chase_aliased_ns) for _ in range(TLB_SWEEPS)], "{:,.0f}".format)
 
 
-def median_sweep(sweeps: list[Sweep], unit: Callable[[float], str]) -> Sweep:
-    """The sweep with the median knee, its evidence naming every sweep's knee
-    (`unit` formats one); a sweep without a knee when most have none."""
+def median_sweep(sweeps: list[Sweep], unit: Callable[[float], str], what: str = "knees") -> Sweep:
+    """The sweep with the median knee (or other result: `what`), its evidence
+    naming every sweep's (`unit` formats one); a sweep without one when most
+    have none."""
     found = sorted((s for s in sweeps if s[1] is not None), key=lambda s: s[1] or 0)
     if len(found) * 2 <= len(sweeps):
         return next(s for s in sweeps if s[1] is None)
     curve, knee_found, evidence = found[len(found) // 2]
     others = ", ".join(unit(s[1] or 0) for s in found)
-    return curve, knee_found, f"{evidence}; knees of {len(sweeps)} sweeps: {others}"
+    return curve, knee_found, f"{evidence}; {what} of {len(sweeps)} sweeps: {others}"
 
 
 def tlb_sweep(chase_aliased_ns: Any) -> Sweep:
@@ -190,7 +191,7 @@ def measure_prefetch(chase_ns: Any, geometry: Geometry) -> dict:
     if why:
         return {"prefetch_evidence": why}
     sweeps = [prefetch_share.measure_once(chase_ns, geometry) for _ in range(PREFETCH_SWEEPS)]
-    curve, percent, evidence = median_sweep(sweeps, "{:.0f}%".format)
+    curve, percent, evidence = median_sweep(sweeps, "{:.0f}%".format, "shares")
     return {
         "prefetch_percent": percent,
         "prefetch_curve_ns": {str(lines): round(ns, 2) for lines, ns in curve.items()},

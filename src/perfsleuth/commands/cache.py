@@ -71,6 +71,16 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
                 f"LLC: {mib(effective)} effective of {mib(nominal)} in sysfs; {doc['llc_evidence']}"
             )
         )
+    share = doc["prefetch_percent"]
+    if share is None:
+        console.print(Text(f"prefetch share: not measured ({doc['prefetch_evidence']})"))
+    else:
+        console.print(
+            Text(
+                f"prefetch: the line beside a touched one comes into the L2 {share}% of the "
+                f"time; {doc['prefetch_evidence']}"
+            )
+        )
     console.print(Text(f"saved to {doc['saved_to']}", style="dim"))
 
 
