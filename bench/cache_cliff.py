@@ -39,7 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfsleuth.cache.knee import knee, rise
+from perfsleuth.cache.calibrate import rise
+from perfsleuth.cache.knee import knee
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -96,10 +97,10 @@ def predicted(binary: Path) -> dict[str, int]:
 def per_n(scaling: dict, cliff: dict) -> str:
     """The working set per connection that a level's cliff comes from."""
     fit = scaling["fit"]
-    touched = cliff.get("working_set", fit["of"]) == "data_lines"
-    lines = fit["touched_lines_per_n"] if touched else fit["lines_per_n"]
+    cached = cliff.get("working_set", fit["of"]) == "cached_lines"
+    lines = fit["lines_per_n"] if cached else fit["touched_lines_per_n"]
     used = f", {cliff['usable_share']:.0%} of sets" if cliff.get("usable_share", 1) < 0.995 else ""
-    return f"{lines * 64:.1f} B {'touched' if touched else 'held'}{used}"
+    return f"{lines * 64:.1f} B {'cached' if cached else 'touched'}{used}"
 
 
 def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:

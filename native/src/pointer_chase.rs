@@ -45,73 +45,15 @@ fn below(random: u64, count: usize) -> usize {
     ((random as u128 * count as u128) >> 64) as usize
 }
 
-const HUGE_PAGE_BYTES: usize = 2 << 20;
-
-/// Anonymous memory of `len` words with the first word of each line written:
-/// untouched memory all reads as one shared zero page. (Non-zero, or the compiler
-/// may drop the stores.) With `huge`, advised to transparent huge pages, so that
-/// a chase over it measures the data caches without the TLB's misses.
-struct Words {
-    base: *mut libc::c_void,
-    mapped: usize,
-    words: *mut usize,
-    len: usize,
-}
-
-// The memory is written once, in `new`, then only read.
-unsafe impl Sync for Words {}
-
-impl Words {
-    fn new(len: usize, huge: bool) -> Result<Self, String> {
-        let bytes = (len * WORD).max(WORD);
-        let mapped = bytes.div_ceil(HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES + HUGE_PAGE_BYTES;
-        // SAFETY: a fresh private mapping, checked; the words used lie inside it.
-        unsafe {
-            let base = libc::mmap(
-                std::ptr::null_mut(),
-                mapped,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if base == libc::MAP_FAILED {
-                return Err(format!("mmap: {}", std::io::Error::last_os_error()));
-            }
-            let start = (base as usize).next_multiple_of(HUGE_PAGE_BYTES);
-            if huge {
-                let advised = bytes.next_multiple_of(HUGE_PAGE_BYTES);
-                libc::madvise(start as *mut libc::c_void, advised, libc::MADV_HUGEPAGE);
-            }
-            let memory = Words {
-                base,
-                mapped,
-                words: start as *mut usize,
-                len,
-            };
-            for line in (0..len).step_by(LINE_WORDS) {
-                *memory.words.add(line) = 1;
-            }
-            Ok(memory)
-        }
+/// Memory of `words` words with the first word of each line written: untouched
+/// anonymous memory all reads as one shared zero page. (Non-zero, or the compiler
+/// may drop the stores.)
+fn written(words: usize) -> Vec<usize> {
+    let mut memory = vec![0; words];
+    for line in memory.iter_mut().step_by(LINE_WORDS) {
+        *line = 1;
     }
-}
-
-impl std::ops::Deref for Words {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        // SAFETY: `len` words from `words` lie inside the mapping made in `new`.
-        unsafe { std::slice::from_raw_parts(self.words, self.len) }
-    }
-}
-
-impl Drop for Words {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`.
-        unsafe {
-            libc::munmap(self.base, self.mapped);
-        }
-    }
+    memory
 }
 
 trait Pattern: Sync {
@@ -123,32 +65,25 @@ trait Pattern: Sync {
 }
 
 struct Slots {
-    memory: Words,
+    memory: Vec<usize>,
     slots: usize,
     slot_words: usize,
     line_bits: u32,
 }
 
 impl Slots {
-    fn new(slots: usize, slot_bytes: usize, shape: &Shape) -> Result<Self, String> {
+    fn new(slots: usize, slot_bytes: usize) -> Self {
         let slot_words = slot_bytes / WORD;
-        let line_bits = if shape.first_line {
-            0
-        } else {
-            (slot_words / LINE_WORDS).trailing_zeros()
-        };
-        Ok(Slots {
-            memory: Words::new(slots * slot_words, shape.huge)?,
+        Slots {
+            memory: written(slots * slot_words),
             slots,
             slot_words,
-            line_bits,
-        })
+            line_bits: (slot_words / LINE_WORDS).trailing_zeros(),
+        }
     }
 
     /// The word read in `slot`: at a line chosen by a hash of the slot, the same
-    /// every visit, so that a sparse chase touches one line per page; or the
-    /// slot's first line (`first_line`), as a program reading one field of each
-    /// object does.
+    /// every visit, so that a sparse chase touches one line per page.
     fn word(&self, slot: usize) -> usize {
         let line = if self.line_bits == 0 {
             0
@@ -175,7 +110,7 @@ impl Pattern for Slots {
 }
 
 struct Pages {
-    memory: Words,
+    memory: Vec<usize>,
     pages: usize,
     per_page: usize,
 }
@@ -320,18 +255,9 @@ fn time_steps(
     }))
 }
 
-/// Where a slot chase reads and on what memory.
-struct Shape {
-    huge: bool,
-    first_line: bool,
-}
-
-/// Nanoseconds per load, one line in each of `slots` slots of `slot_bytes`: the
-/// slot's first line with `first_line`, else a line chosen by a hash of the slot;
-/// on memory advised to transparent huge pages with `huge`.
+/// Nanoseconds per load, one line in each of `slots` slots of `slot_bytes`.
 #[pyfunction]
-#[pyo3(signature = (slots, slot_bytes=4096, steps=1_000_000, rounds=3, seed=GOLDEN, huge=false, first_line=false))]
-#[allow(clippy::too_many_arguments)] // the Python keyword arguments
+#[pyo3(signature = (slots, slot_bytes=4096, steps=1_000_000, rounds=3, seed=GOLDEN))]
 pub fn chase_ns(
     py: Python<'_>,
     slots: usize,
@@ -339,8 +265,6 @@ pub fn chase_ns(
     steps: usize,
     rounds: usize,
     seed: u64,
-    huge: bool,
-    first_line: bool,
 ) -> PyResult<f64> {
     let lines = slot_bytes / 64;
     if slots < 2 || !slot_bytes.is_multiple_of(64) || !lines.is_power_of_two() {
@@ -348,10 +272,7 @@ pub fn chase_ns(
             "chase_ns needs slots >= 2 and slot_bytes 64 times a power of two",
         ));
     }
-    let shape = Shape { huge, first_line };
-    let pattern =
-        Slots::new(slots, slot_bytes, &shape).map_err(pyo3::exceptions::PyOSError::new_err)?;
-    time_steps(py, pattern, steps, rounds, seed)
+    time_steps(py, Slots::new(slots, slot_bytes), steps, rounds, seed)
 }
 
 /// Nanoseconds per load over every line of `pages` 4 KiB pages, `per_page` loads
@@ -372,8 +293,7 @@ pub fn chase_pages_ns(
         )));
     }
     let pattern = Pages {
-        memory: Words::new(pages * PAGE_LINES * LINE_WORDS, false)
-            .map_err(pyo3::exceptions::PyOSError::new_err)?,
+        memory: written(pages * PAGE_LINES * LINE_WORDS),
         pages,
         per_page,
     };

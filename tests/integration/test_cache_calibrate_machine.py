@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from perfsleuth.cache import calibrate, prefetch_share
+from perfsleuth.cache import calibrate
 from perfsleuth.cache.model import machine_geometry
 
 pytestmark = pytest.mark.integration
@@ -36,20 +36,13 @@ def test_calibrate_measures_the_sweep_and_keeps_it_for_this_machine(tmp_path):
         assert doc["evidence"]
 
 
-@pytest.fixture(scope="module")
-def calibrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
-    """`perfsleuth cache calibrate`'s text and the calibration file it saved."""
-    home = tmp_path_factory.mktemp("calibration")
-    env = {**os.environ, "XDG_CACHE_HOME": str(home)}
+def test_calibrate_measures_the_llc_from_the_level_below_to_twice_its_size(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "perfsleuth.cli", "cache", "calibrate"],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
-    return done.stdout, json.loads((home / "perfsleuth" / "calibration.json").read_text())
-
-
-def test_calibrate_measures_the_llc_from_the_level_below_to_twice_its_size(calibrated):
-    shown, doc = calibrated
+    doc = json.loads((tmp_path / "perfsleuth" / "calibration.json").read_text())
     geometry = machine_geometry()
     curve = {int(size): ns for size, ns in doc["llc_curve_ns"].items()}
     assert sorted(curve) == calibrate.llc_sweep(geometry)
@@ -59,24 +52,7 @@ def test_calibrate_measures_the_llc_from_the_level_below_to_twice_its_size(calib
     effective = doc["llc_effective_bytes"]
     if effective is not None:
         assert min(curve) < effective < max(curve)
-        assert f"{effective / (1 << 20):.2f} MiB effective" in shown
+        assert f"{effective / (1 << 20):.2f} MiB effective" in done.stdout
         assert f"knees of {calibrate.LLC_SWEEPS} sweeps: " in doc["llc_evidence"]
     else:
-        assert "LLC: not measured" in shown
-
-
-def test_calibrate_measures_how_often_the_prefetchers_bring_the_neighbour_line(calibrated):
-    shown, doc = calibrated
-    share = doc["prefetch_percent"]
-    if share is None:
-        assert f"prefetch share: not measured ({doc['prefetch_evidence']})" in shown
-        return
-    assert 0 <= share <= 100
-    assert f"comes into the L2 {share}% of the time" in shown
-    assert f"shares of {calibrate.PREFETCH_SWEEPS} sweeps: " in doc["prefetch_evidence"]
-    curve = {int(lines): ns for lines, ns in doc["prefetch_curve_ns"].items()}
-    # the sparse chase, a quarter of the L2 to four times it in lines touched
-    assert sorted(curve) == prefetch_share.sweep(machine_geometry())
-    assert curve[max(curve)] > curve[min(curve)]
-    limits = calibrate.prefetch_limit(calibrate.Calibration(**doc))
-    assert limits["share"] == share / 100
+        assert "LLC: not measured" in done.stdout

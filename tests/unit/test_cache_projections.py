@@ -61,11 +61,11 @@ def test_scaling_fits_lines_per_n_and_predicts_each_cliff():
 
 def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
     result = scaling.project(scaled_runs(), parse_spec("line=64,L1d=32K:8,L2=512K:8"))
-    assert result["fit"]["of"] == "working_lines"  # every neighbour: none measured
+    assert result["fit"]["of"] == "cached_lines"
     assert result["fit"]["touched_lines_per_n"] == pytest.approx(2.0)
     cliffs = {c["level"]: c for c in result["cliffs"]}
     assert cliffs["L2"]["n"] == round((8192 - 10) / 3)
-    assert cliffs["L2"]["working_set"] == "working_lines"
+    assert cliffs["L2"]["working_set"] == "cached_lines"
     # the prefetcher fills the L2, not the L1d: the L1d holds the lines touched
     assert cliffs["L1d"]["working_set"] == "data_lines"
     assert cliffs["L1d"]["n"] == round((512 - 10) / 2)
@@ -225,22 +225,3 @@ def test_the_cliffs_come_from_the_usable_part_of_each_level():
     assert l2["usable_share"] == pytest.approx(0.5, rel=0.01)
     assert l2["usable_lines"] == round(8192 * l2["usable_share"])
     assert l2["n"] == round((l2["usable_lines"] - 10) / 2)
-
-
-def test_the_working_set_below_the_l1d_counts_the_measured_share_of_prefetched_lines():
-    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
-    limits = {"prefetch": {"share": 0.5, "evidence": "e"}}
-    result = scaling.project(scaled_runs(), geometry, limits)
-    # 10 + 2n touched, 10 + 3n brought in: 10 + 2.5n held
-    assert result["fit"]["of"] == "working_lines"
-    assert result["fit"]["lines_per_n"] == pytest.approx(2.5)
-    assert result["fit"]["prefetch"] == {"share": 0.5, "evidence": "e"}
-    assert [r["working_lines"] for r in result["runs"]] == [
-        10 + 5 * n // 2 for n in (1000, 2000, 8000)
-    ]
-    cliffs = {c["level"]: c for c in result["cliffs"]}
-    assert cliffs["L2"]["n"] == round((8192 - 10) / 2.5)
-    assert cliffs["L1d"]["n"] == round((512 - 10) / 2)  # the L1d: the lines touched
-    unmeasured = scaling.project(scaled_runs(), geometry, {"prefetch": {"reason": "no THP"}})
-    assert unmeasured["fit"]["lines_per_n"] == pytest.approx(3.0)  # every neighbour
-    assert unmeasured["fit"]["prefetch"] == {"reason": "no THP", "share": 1.0}

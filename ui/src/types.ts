@@ -242,8 +242,7 @@ export interface TlbCliff {
 }
 
 export interface Scaling {
-  /** working_lines: the lines touched and the measured share of the prefetched ones. */
-  runs: { n: number; data_lines: number; data_pages?: number; cached_lines: number; working_lines?: number; calls: number; misses_per_call: Record<string, number> }[];
+  runs: { n: number; data_lines: number; data_pages?: number; cached_lines: number; calls: number; misses_per_call: Record<string, number> }[];
   fit: { of: string; touched_lines_per_n: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
   range: [number, number];
   cliffs: Cliff[];

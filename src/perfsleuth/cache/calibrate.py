@@ -46,8 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from . import prefetch_share
-from .knee import knee, knee_evidence
+from .knee import knee
 from .model import Geometry, machine_geometry
 
 PAGE_SIZE = 4096
@@ -58,11 +57,10 @@ TLB_EVIDENCE_RATIO = 1.3  # a page walk that hits the caches costs a few ns
 LLC_EVIDENCE_RATIO = 1.5
 TLB_SWEEPS = 3
 LLC_SWEEPS = 3
-PREFETCH_SWEEPS = 3
 LLC_PER_PAGE = 8
 LLC_SWEEP_POINTS = 4  # per doubling
 LLC_SWEEP_CAP = 256 << 20
-METHOD = 6  # part of the fingerprint: a change of method measures again
+METHOD = 5  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -78,9 +76,6 @@ class Calibration:
     llc_effective_bytes: int | None = None  # None: no knee measured (see llc_evidence)
     llc_curve_ns: dict[str, float] = field(default_factory=dict)  # bytes -> ns per access
     llc_evidence: str = "not measured"
-    prefetch_percent: int | None = None  # None: not measured (see prefetch_evidence)
-    prefetch_curve_ns: dict[str, float] = field(default_factory=dict)  # lines -> ns
-    prefetch_evidence: str = "not measured"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,7 +113,6 @@ def measure(geometry: Geometry | None = None) -> Calibration:
     chase = native()
     curve, reach_pages, evidence = measure_tlb(chase.chase_aliased_ns)
     llc = measure_llc(chase.chase_pages_ns, geometry, reach_pages)
-    prefetch = measure_prefetch(chase.chase_ns, geometry)
     return Calibration(
         fingerprint=fingerprint(geometry),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -128,7 +122,6 @@ def measure(geometry: Geometry | None = None) -> Calibration:
         curve_ns={str(p): round(ns, 2) for p, ns in curve.items()},
         evidence=evidence,
         **llc,
-        **prefetch,
     )
 
 
@@ -141,16 +134,15 @@ def measure_tlb(chase_aliased_ns: Any) -> Sweep:
     return median_sweep([tlb_sweep(chase_aliased_ns) for _ in range(TLB_SWEEPS)], "{:,.0f}".format)
 
 
-def median_sweep(sweeps: list[Sweep], unit: Callable[[float], str], what: str = "knees") -> Sweep:
-    """The sweep with the median knee (or other result: `what`), its evidence
-    naming every sweep's (`unit` formats one); a sweep without one when most
-    have none."""
+def median_sweep(sweeps: list[Sweep], unit: Callable[[float], str]) -> Sweep:
+    """The sweep with the median knee, its evidence naming every sweep's knee
+    (`unit` formats one); a sweep without a knee when most have none."""
     found = sorted((s for s in sweeps if s[1] is not None), key=lambda s: s[1] or 0)
     if len(found) * 2 <= len(sweeps):
         return next(s for s in sweeps if s[1] is None)
     curve, knee_found, evidence = found[len(found) // 2]
     others = ", ".join(unit(s[1] or 0) for s in found)
-    return curve, knee_found, f"{evidence}; {what} of {len(sweeps)} sweeps: {others}"
+    return curve, knee_found, f"{evidence}; knees of {len(sweeps)} sweeps: {others}"
 
 
 def tlb_sweep(chase_aliased_ns: Any) -> Sweep:
@@ -185,20 +177,6 @@ def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None
     }
 
 
-def measure_prefetch(chase_ns: Any, geometry: Geometry) -> dict:
-    """The median of PREFETCH_SWEEPS measurements of prefetch_share."""
-    why = prefetch_share.unavailable(geometry)
-    if why:
-        return {"prefetch_evidence": why}
-    sweeps = [prefetch_share.measure_once(chase_ns, geometry) for _ in range(PREFETCH_SWEEPS)]
-    curve, percent, evidence = median_sweep(sweeps, "{:.0f}%".format, "shares")
-    return {
-        "prefetch_percent": percent,
-        "prefetch_curve_ns": {str(lines): round(ns, 2) for lines, ns in curve.items()},
-        "prefetch_evidence": evidence,
-    }
-
-
 def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> Sweep:
     curve = {size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE) for size in llc_sweep(geometry)}
     below = [float(geometry.levels[-2].size)]
@@ -210,6 +188,30 @@ def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | N
 
 def llc_evidence(curve: dict[int, float], found: float | None) -> tuple[int | None, str]:
     return knee_evidence(curve, found, LLC_EVIDENCE_RATIO, human_bytes)
+
+
+def knee_evidence(
+    curve: dict[int, float], found: float | None, ratio: float, where: Callable[[float], str]
+) -> tuple[int | None, str]:
+    """The knee, if latency rises at least `ratio` times across it (twice the knee
+    against half of it), and the evidence either way."""
+    if found is None:
+        return None, "no knee in the sweep"
+    half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
+    evidence = f"{half:.1f} ns at {where(found / 2)}, {twice:.1f} ns at {where(found * 2)}"
+    if twice < ratio * half:
+        return None, f"no clear knee ({evidence})"
+    return round(found), evidence
+
+
+def rise(curve: dict[int, float], found: float) -> float:
+    """How many times latency rises across a knee: at twice it against half of it."""
+    return latency_at(curve, found * 2) / latency_at(curve, found / 2)
+
+
+def latency_at(curve: dict[int, float], size: float) -> float:
+    """The measured latency at the sweep's size nearest to `size` (in ratio)."""
+    return curve[min(curve, key=lambda s: abs(math.log(s / size)))]
 
 
 def human_bytes(size: float) -> str:
@@ -255,17 +257,12 @@ def load_or_measure() -> Calibration:
 def limits() -> dict[str, dict[str, Any]]:
     """What the scaling projection needs of the calibration, measuring it if this
     machine has none yet: {"tlb": {"reach_pages", ...}, "llc": {"effective_bytes",
-    ...}, "prefetch": {"share", ...}}, each {"reason"} instead when it cannot be
-    had."""
+    ...}}, each {"reason"} instead when it cannot be had."""
     try:
         calibration = load_or_measure()
     except UserError as error:
-        return {key: {"reason": str(error)} for key in ("tlb", "llc", "prefetch")}
-    return {
-        "tlb": tlb_limit(calibration),
-        "llc": llc_limit(calibration),
-        "prefetch": prefetch_limit(calibration),
-    }
+        return {"tlb": {"reason": str(error)}, "llc": {"reason": str(error)}}
+    return {"tlb": tlb_limit(calibration), "llc": llc_limit(calibration)}
 
 
 def tlb_limit(calibration: Calibration) -> dict[str, Any]:
@@ -288,14 +285,4 @@ def llc_limit(calibration: Calibration) -> dict[str, Any]:
         "nominal_bytes": calibration.llc_nominal_bytes,
         "measured_at": calibration.measured_at,
         "evidence": calibration.llc_evidence,
-    }
-
-
-def prefetch_limit(calibration: Calibration) -> dict[str, Any]:
-    if calibration.prefetch_percent is None:
-        return {"reason": f"prefetch share not measured: {calibration.prefetch_evidence}"}
-    return {
-        "share": calibration.prefetch_percent / 100,
-        "measured_at": calibration.measured_at,
-        "evidence": calibration.prefetch_evidence,
     }

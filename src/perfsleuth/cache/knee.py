@@ -13,7 +13,7 @@ cliff puts the LLC's knee early)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 GRID = 300
 WINDOW = 2.0
@@ -114,27 +114,3 @@ def solve(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
         tail = sum(augmented[r][c] * solution[c] for c in range(r + 1, size))
         solution[r] = (augmented[r][size] - tail) / augmented[r][r]
     return solution
-
-
-def knee_evidence(
-    curve: dict[int, float], found: float | None, ratio: float, where: Callable[[float], str]
-) -> tuple[int | None, str]:
-    """The knee, if latency rises at least `ratio` times across it (twice the knee
-    against half of it), and the evidence either way."""
-    if found is None:
-        return None, "no knee in the sweep"
-    half, twice = latency_at(curve, found / 2), latency_at(curve, found * 2)
-    evidence = f"{half:.1f} ns at {where(found / 2)}, {twice:.1f} ns at {where(found * 2)}"
-    if twice < ratio * half:
-        return None, f"no clear knee ({evidence})"
-    return round(found), evidence
-
-
-def rise(curve: dict[int, float], found: float) -> float:
-    """How many times latency rises across a knee: at twice it against half of it."""
-    return latency_at(curve, found * 2) / latency_at(curve, found / 2)
-
-
-def latency_at(curve: dict[int, float], size: float) -> float:
-    """The measured latency at the sweep's size nearest to `size` (in ratio)."""
-    return curve[min(curve, key=lambda s: abs(math.log(s / size)))]

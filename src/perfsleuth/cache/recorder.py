@@ -205,12 +205,11 @@ def line_offsets(lines: set[int], line_size: int) -> list[int]:
 
 
 def measured_limits(geometry: model.Geometry) -> dict[str, dict[str, Any]]:
-    """This machine's calibration; its LLC and its prefetch share only stand for
-    the machine's own caches, not for a model given with --cache-model."""
+    """This machine's calibration; its LLC only stands for the machine's own caches,
+    not for a geometry given with --cache-model."""
     limits = calibrate.limits()
     if geometry != model.machine_geometry():
         limits["llc"] = {"reason": "--cache-model gave the geometry: its LLC size is used as is"}
-        limits["prefetch"] = {"reason": "--cache-model gave the model: its prefetcher as is"}
     return limits
 
 

@@ -6,12 +6,9 @@ exceeds each cache level. The model's misses per call are reported per n.
 The working set the caches must hold is larger than the lines the code touches
 when the prefetcher brings in lines nobody uses (the cold line next to a hot
 one): with the model's prefetcher on, the cliffs of the levels it fills (all but
-the first, model.py) come from the fit of the lines the code touched plus the
-share of the neighbours the model's prefetcher brought in (`cached_lines`) that
-this machine's prefetchers really bring in, measured by calibrate.py
-(prefetch_share.py; all of them when not measured): `working_lines`. The first
-level's cliff comes from the lines the code touched (`data_lines`). Each cliff
-names its `working_set`.
+the first, model.py) come from the fit of the distinct lines the model brought
+in (`cached_lines`), demand and prefetch; the first level's from the lines the
+code touched (`data_lines`). Each cliff names its `working_set`.
 
 The LLC's cliff uses its effective capacity, measured by calibrate.py, when
 there is one: a virtual machine shares the LLC that sysfs describes with its
@@ -85,13 +82,10 @@ def project(
     (`line_offsets`, `touched_offsets`: the lines brought in, and the lines the
     code touched, by their index in the page; runs recorded before they were
     counted lack them); limits: calibrate.limits(), {"tlb": {"reach_pages",
-    ...}, "llc": {"effective_bytes", ...}, "prefetch": {"share", ...}}, each
-    {"reason"} when not measured."""
+    ...}, "llc": {"effective_bytes", ...}}, each {"reason"} when not measured."""
     limits = limits or {}
-    prefetch = limits.get("prefetch") or {"reason": "not measured"}
-    runs = [r | working_set(r, prefetch.get("share", 1.0)) for r in runs]
     touched = fit([(r["n"], r["data_lines"]) for r in runs])
-    key = "working_lines" if geometry.prefetch else "data_lines"
+    key = "cached_lines" if geometry.prefetch else "data_lines"
     line = fit([(r["n"], r[key]) for r in runs])
     low, high = runs[0]["n"], runs[-1]["n"]
     llc = limits.get("llc") or {"reason": "not measured"}
@@ -99,7 +93,7 @@ def project(
     for index, level in enumerate(geometry.levels):
         # the model's prefetcher fills the levels below the first (model.py)
         demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
-        held, offsets = (touched, "touched_offsets") if demand else (line, "working_offsets")
+        held, offsets = (touched, "touched_offsets") if demand else (line, "line_offsets")
         nominal = level.lines(geometry.line_size)
         cliff: dict[str, Any] = {
             "level": level.name,
@@ -126,27 +120,11 @@ def project(
             "intercept_lines": intercept,
             "lines_per_n": slope,
             "bytes_per_n": slope * geometry.line_size,
-            "prefetch": prefetch | {"share": prefetch.get("share", 1.0)},
         },
         "range": [low, high],
         "cliffs": cliffs,
         "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
-    }
-
-
-def working_set(run: dict[str, Any], share: float) -> dict[str, Any]:
-    """The lines a run's working set holds below the L1d: those the code touched,
-    and `share` of the neighbours the model's prefetcher brought in besides
-    (`cached_lines` counts them all), in all and by place in the page."""
-    touched, brought = run.get("touched_offsets"), run.get("line_offsets") or []
-    if touched:
-        brought = [t + share * (b - t) for t, b in zip(touched, brought, strict=True)]
-    return {
-        "working_lines": round(
-            run["data_lines"] + share * (run["cached_lines"] - run["data_lines"])
-        ),
-        "working_offsets": brought,
     }
 
 

@@ -71,16 +71,6 @@ def render_calibration(doc: dict[str, Any], console: Console) -> None:
                 f"LLC: {mib(effective)} effective of {mib(nominal)} in sysfs; {doc['llc_evidence']}"
             )
         )
-    share = doc["prefetch_percent"]
-    if share is None:
-        console.print(Text(f"prefetch share: not measured ({doc['prefetch_evidence']})"))
-    else:
-        console.print(
-            Text(
-                f"prefetch: the line beside a touched one comes into the L2 {share}% of the "
-                f"time; {doc['prefetch_evidence']}"
-            )
-        )
     console.print(Text(f"saved to {doc['saved_to']}", style="dim"))
 
 
@@ -213,7 +203,7 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
     console.print(
         Text(
             f"scaling: working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} * n "
-            f"lines ({fit['bytes_per_n']:.1f} B per n; {working_set(fit)}; "
+            f"lines ({fit['bytes_per_n']:.1f} B per n; {fit['of'].replace('_', ' ')}; "
             f"{fit['touched_lines_per_n']:.3f} lines per n touched by the code), for n in "
             f"{scale['range'][0]:,}..{scale['range'][1]:,}"
         )
@@ -223,7 +213,7 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
         console.print(
             Text(
                 f"  n={run['n']:,}: {run['data_lines']:,} lines touched, "
-                f"{run['cached_lines']:,} cached{held_below_l1(run)}; misses/call {misses}"
+                f"{run['cached_lines']:,} cached; misses/call {misses}"
             )
         )
     for cliff in scale["cliffs"]:
@@ -238,25 +228,6 @@ def render_scaling(scale: dict[str, Any], console: Console) -> None:
             f"  pages = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n exceed the "
             f"TLB's measured reach ({tlb['reach_pages']:,} pages) at {where(tlb)}"
         )
-    )
-
-
-def held_below_l1(run: dict[str, Any]) -> str:
-    lines = run.get("working_lines")
-    return "" if lines is None or lines == run["cached_lines"] else f", {lines:,} working set"
-
-
-def working_set(fit: dict[str, Any]) -> str:
-    """What the fitted lines are: with the prefetcher, the lines touched and the
-    share of their neighbours this machine's prefetchers bring in."""
-    if fit["of"] != "working_lines":
-        return fit["of"].replace("_", " ")
-    prefetch = fit["prefetch"]
-    if "reason" in prefetch:
-        return "lines touched and every neighbour the prefetcher brings in"
-    return (
-        f"lines touched and {prefetch['share']:.0%} of the neighbours the prefetcher brings "
-        "in, as measured on this machine"
     )
 
 

@@ -288,7 +288,7 @@ const PLOT = { width: 680, height: 260, left: 70, right: 150, top: 12, bottom: 3
 function scalingPlot(scale: Scaling): SVGElement {
   const { fit } = scale;
   const working = (n: number) => fit.intercept_lines + fit.lines_per_n * n;
-  const measured = scale.runs.map((r) => [r.n, fit.of === "data_lines" ? r.data_lines : (r.working_lines ?? r.cached_lines)] as const);
+  const measured = scale.runs.map((r) => [r.n, fit.of === "data_lines" ? r.data_lines : r.cached_lines] as const);
   const cliffNs = scale.cliffs.flatMap((c) => (c.n ? [c.n] : []));
   const [x0, x1] = [Math.min(scale.range[0], ...cliffNs) / 2, Math.max(scale.range[1], ...cliffNs) * 2];
   const ys = [...measured.map(([, y]) => y), ...scale.cliffs.map(usableLines)].filter((y) => y > 0);
