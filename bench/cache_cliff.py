@@ -198,7 +198,9 @@ def print_knees(results: dict) -> None:
             if row["measured_knee_n"]:
                 knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.0%}"
             else:
-                knee_n, error = f"no rise (x{row['rise']:.2f})", "-"
+                fitted = row["fitted_knee_n"]
+                knee_n = f"no rise (x{row['rise']:.2f}; fitted {fitted:,})" if fitted else "none"
+                error = "-"
             print(f"| {name} | {level} | {per} | {row['predicted_n']:,} | {knee_n} | {error} |")
 
 
