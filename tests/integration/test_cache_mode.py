@@ -94,14 +94,20 @@ def test_reordered_struct_has_no_layout_finding(examples_built, tmp_path):
     assert layout["reorder"] is None
 
 
-def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):
-    store = tmp_path / "store"
+def scaled_small_cache(store: Path, binary: Path) -> dict:
+    """The scaling projection of handle_packet over n = 200, 400, 1600 under a small
+    model (16 KiB L1d, 128 KiB L2), so that the L2 cliff falls inside the range."""
     perfsleuth(
         store, "record", "--mode", "cache", "--function", "handle_packet",
         "--scale", "n=200,400,1600", "--cache-model", "line=64,L1d=16K:4,L2=128K:8",
-        "--", str(examples_built / "conntable"), "{n}",
+        "--", str(binary), "{n}",
     )  # fmt: skip
-    scaling = cache_doc(store)["scaling"]
+    return cache_doc(store)["scaling"]
+
+
+def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):
+    store = tmp_path / "store"
+    scaling = scaled_small_cache(store, examples_built / "conntable")
     fit = scaling["fit"]
     # 4n random packets reach 1 - e^-4 = 98% of the n connections, two lines each;
     # the next-line prefetcher adds the cold line after line 0 (line 4's is the next
@@ -127,12 +133,7 @@ def test_a_power_of_two_struct_fills_half_the_sets_and_overflows_them_early(
     examples_built, tmp_path
 ):
     store = tmp_path / "store"
-    perfsleuth(
-        store, "record", "--mode", "cache", "--function", "handle_packet",
-        "--scale", "n=200,400,1600", "--cache-model", "line=64,L1d=16K:4,L2=128K:8",
-        "--", str(examples_built / "conntable-compact"), "{n}",
-    )  # fmt: skip
-    scaling = cache_doc(store)["scaling"]
+    scaling = scaled_small_cache(store, examples_built / "conntable-compact")
     # 256-byte connections: line 0 and the prefetched line 1 sit at 32 of the 64
     # places in a page, so the 2,048 lines of the L2 hold 1,024 of them: 512 connections
     assert scaling["fit"]["lines_per_n"] == pytest.approx(2.0, rel=0.05)

@@ -64,7 +64,9 @@ def test_a_cliff_brought_forward_by_few_sets_says_so(tmp_path):
     [finding] = cache_footprint.analyze(ctx)
     said = " ".join(finding.evidence)
     assert "fill 50% of its sets' room (4,096 lines)" in said
+    assert "odd number of lines" in finding.suggestion
     doc["cliffs"][0] |= {"usable_share": 0.998, "usable_lines": 8176}
     ctx = context_with(tmp_path / "even", {"handle_packet": {"scaling": doc}})
     [finding] = cache_footprint.analyze(ctx)
     assert "sets' room" not in " ".join(finding.evidence)
+    assert finding.suggestion.startswith("touch fewer cache lines per n")

@@ -59,11 +59,24 @@ def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
                 for run in scaling["runs"]
             ),
         ],
-        suggestion=(
-            "touch fewer cache lines per n (pack the hot fields of each object together, "
-            "see `perfsleuth cache show`), or keep n below the cliff"
-        ),
+        suggestion=suggestion(cliff),
         details={"cliff": cliff, "fit": fit},
+    )
+
+
+def suggestion(cliff: dict) -> str:
+    fewer = (
+        "touch fewer cache lines per n (pack the hot fields of each object together, "
+        "see `perfsleuth cache show`), or keep n below the cliff"
+    )
+    if cliff.get("usable_share", 1.0) >= USABLE_SHOWN:
+        return fewer
+    return (
+        f"spread the hot lines over the cache's sets: they sit at the same few places in "
+        f"every page (objects whose size is a power-of-two number of lines do that) and can "
+        f"fill {cliff['usable_share']:.0%} of the {cliff['level']}; make the size an odd "
+        f"number of lines (pad 256 B to 320 B) or keep the hot fields in an array of their "
+        f"own; or {fewer}"
     )
 
 
@@ -80,8 +93,7 @@ def capacity(cliff: dict) -> str:
     if share < USABLE_SHOWN:
         held += (
             f"; the working set's lines sit at few places in their pages and fill "
-            f"{share:.0%} of its sets' room ({cliff['usable_lines']:,} lines): pad or "
-            "reorder the objects so their hot lines fall at other offsets"
+            f"{share:.0%} of its sets' room ({cliff['usable_lines']:,} lines)"
         )
     return held
 
