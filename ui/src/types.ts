@@ -225,6 +225,8 @@ export interface Cliff {
    * places in the page map to (1: spread over all sets); `n` is where it is reached. */
   usable_share?: number;
   usable_lines?: number;
+  /** The fit this level's cliff comes from: "data_lines" for the L1d, which the prefetcher does not fill. */
+  working_set?: string;
   n: number | null;
   in_range: boolean;
 }
@@ -243,7 +245,7 @@ export interface TlbCliff {
 
 export interface Scaling {
   runs: { n: number; data_lines: number; data_pages?: number; cached_lines: number; calls: number; misses_per_call: Record<string, number> }[];
-  fit: { of: string; touched_lines_per_n: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
+  fit: { of: string; touched_lines_per_n: number; touched_intercept_lines?: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
   range: [number, number];
   cliffs: Cliff[];
   tlb?: TlbCliff;

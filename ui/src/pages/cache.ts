@@ -284,10 +284,13 @@ function modelBlock(runId: string, model: CacheModelDoc, calls: number): HTMLEle
 const PLOT = { width: 680, height: 260, left: 70, right: 150, top: 12, bottom: 34 };
 
 /** Log-log plot: the fitted working set against n, the measured points, each level's
- * capacity and the n where the fit crosses it. */
+ * capacity and the n where the fit crosses it; dashed, the lines touched, when a
+ * level's cliff comes from them (the L1d, which the prefetcher does not fill). */
 function scalingPlot(scale: Scaling): SVGElement {
   const { fit } = scale;
   const working = (n: number) => fit.intercept_lines + fit.lines_per_n * n;
+  const touched = (n: number) => (fit.touched_intercept_lines ?? 0) + fit.touched_lines_per_n * n;
+  const byTouched = fit.of !== "data_lines" && scale.cliffs.some((c) => c.working_set === "data_lines");
   const measured = scale.runs.map((r) => [r.n, fit.of === "data_lines" ? r.data_lines : r.cached_lines] as const);
   const cliffNs = scale.cliffs.flatMap((c) => (c.n ? [c.n] : []));
   const [x0, x1] = [Math.min(scale.range[0], ...cliffNs) / 2, Math.max(scale.range[1], ...cliffNs) * 2];
@@ -312,6 +315,10 @@ function scalingPlot(scale: Scaling): SVGElement {
     }
   }
   if (steps.length > 1) parts.push(svg("polyline", { points: steps.map((n) => `${x(n)},${y(working(n))}`).join(" "), class: "scale-fit" }));
+  const touchedSteps = Array.from({ length: 60 }, (_, k) => x0 * (x1 / x0) ** (k / 59)).filter((n) => touched(n) >= y0 && touched(n) <= y1);
+  if (byTouched && touchedSteps.length > 1) {
+    parts.push(svg("polyline", { points: touchedSteps.map((n) => `${x(n)},${y(touched(n))}`).join(" "), class: "scale-fit scale-fit-touched" }, svg("title", {}, "lines touched by the code: what the L1d must hold")));
+  }
   for (const [n, lines] of measured) parts.push(svg("circle", { cx: x(n), cy: y(lines), r: 4, class: "plot-dot" }, svg("title", {}, `n = ${n.toLocaleString()}: ${lines.toLocaleString()} lines`)));
   parts.push(svg("text", { x: PLOT.left, y: PLOT.height - 6, class: "plot-label" }, `n (log scale, ${Math.round(x0).toLocaleString()} to ${Math.round(x1).toLocaleString()})`));
   parts.push(svg("text", { x: 0, y: PLOT.top + 8, class: "plot-label" }, "lines (log)"));
