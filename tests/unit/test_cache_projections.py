@@ -225,3 +225,18 @@ def test_the_cliffs_come_from_the_usable_part_of_each_level():
     assert l2["usable_share"] == pytest.approx(0.5, rel=0.01)
     assert l2["usable_lines"] == round(8192 * l2["usable_share"])
     assert l2["n"] == round((l2["usable_lines"] - 10) / 2)
+
+
+def test_lines_at_random_places_are_not_taken_for_a_layout_that_empties_sets():
+    import random
+
+    chance = random.Random(7)
+    for lines in (300, 2000, 20000):
+        counts = [0] * 64
+        for _ in range(lines):
+            counts[chance.randrange(64)] += 1
+        assert scaling.usable_share(counts, 64) == 1.0
+    # a few hundred lines of 256-byte objects still show their two places in four
+    assert scaling.usable_share(offsets_of(range(0, 64, 2), lines=320), 64) == pytest.approx(
+        0.5, rel=0.02
+    )

@@ -146,7 +146,7 @@ def usable_share(offsets: list[int] | None, groups: int) -> float:
     for place, count in enumerate(offsets or []):
         folded[place % groups] += count
     total = sum(folded)
-    if total == 0 or groups == 1:
+    if total == 0 or groups == 1 or looks_even(folded):
         return 1.0
     shares = [count / total for count in folded if count]
     onset = 1 / (groups * max(shares))
@@ -154,6 +154,17 @@ def usable_share(offsets: list[int] | None, groups: int) -> float:
     xs = [onset / 2 * 2 ** (k / 16) for k in range(steps + 1)]
     curve = [(x, sum(p * max(0.0, 1 - 1 / (groups * p * x)) for p in shares)) for x in xs]
     return min(1.0, knee(curve) or 1.0)
+
+
+def looks_even(counts: list[int]) -> bool:
+    """Whether counts per group are what lines at random places would give: a
+    chi-square statistic within three standard deviations of its mean. A small
+    working set at random places (a hash table's nodes) leaves some groups short
+    by chance, and would otherwise read as a layout that leaves sets empty."""
+    expected = sum(counts) / len(counts)
+    chi_square = sum((count - expected) ** 2 for count in counts) / expected
+    freedom = len(counts) - 1
+    return chi_square <= freedom + 3 * math.sqrt(2 * freedom)
 
 
 def crossing(line: tuple[float, float], capacity: float) -> int | None:
