@@ -41,6 +41,7 @@ from pathlib import Path
 
 from perfsleuth.cache.calibrate import rise
 from perfsleuth.cache.knee import knee
+from perfsleuth.cache.scaling import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -99,8 +100,9 @@ def per_n(scaling: dict, cliff: dict) -> str:
     fit = scaling["fit"]
     cached = cliff.get("working_set", fit["of"]) == "cached_lines"
     lines = fit["lines_per_n"] if cached else fit["touched_lines_per_n"]
-    used = f", {cliff['usable_share']:.0%} of sets" if cliff.get("usable_share", 1) < 0.995 else ""
-    return f"{lines * 64:.1f} B {'cached' if cached else 'touched'}{used}"
+    used = f", {cliff['usable_share']:.0%} of sets" if limited_by_sets(cliff) else ""
+    bytes_per_n = lines * scaling["geometry"]["line_size"]
+    return f"{bytes_per_n:.1f} B {'cached' if cached else 'touched'}{used}"
 
 
 def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:

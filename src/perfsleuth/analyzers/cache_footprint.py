@@ -9,7 +9,7 @@ a small fraction of the function's share; the finding is about where the cliff i
 from __future__ import annotations
 
 from ..cache import DOCUMENT_KIND, function_share
-from ..cache.scaling import USABLE_SHOWN
+from ..cache.scaling import limited_by_sets
 from ..findings import Finding
 from . import Context
 
@@ -69,7 +69,7 @@ def suggestion(cliff: dict) -> str:
         "touch fewer cache lines per n (pack the hot fields of each object together, "
         "see `perfsleuth cache show`), or keep n below the cliff"
     )
-    if cliff.get("usable_share", 1.0) >= USABLE_SHOWN:
+    if not limited_by_sets(cliff):
         return fewer
     return (
         f"spread the hot lines over the cache's sets: they sit at the same few places in "
@@ -89,11 +89,10 @@ def capacity(cliff: dict) -> str:
             f"({measured['evidence']}); sysfs says {cliff['nominal_capacity_lines']:,}, "
             "the rest is taken by other programs or virtual machines"
         )
-    share = cliff.get("usable_share", 1.0)
-    if share < USABLE_SHOWN:
+    if limited_by_sets(cliff):
         held += (
             f"; the working set's lines sit at few places in their pages and fill "
-            f"{share:.0%} of its sets' room ({cliff['usable_lines']:,} lines)"
+            f"{cliff['usable_share']:.0%} of its sets' room ({cliff['usable_lines']:,} lines)"
         )
     return held
 

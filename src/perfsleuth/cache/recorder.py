@@ -21,7 +21,7 @@ from ..profile import Frame, Profile, ProfileBuilder
 from ..store import RunInfo
 from ..symbols.symbolizer import dso_name, elf_symbols
 from . import DOCUMENT_KIND, calibrate, constant_time, footprint, layout, model, scaling
-from .trace import Trace, find_target, from_recording, never_called_message
+from .trace import PAGE_SIZE, Trace, find_target, from_recording, never_called_message
 
 HOT_FUNCTIONS = 2  # traced when no --function is given
 MIN_HOT_SHARE = 0.05
@@ -197,7 +197,7 @@ def scaled_traces(
 
 def line_offsets(lines: set[int], line_size: int) -> list[int]:
     """How many of these lines sit at each line index of their 4 KiB page."""
-    per_page = scaling.PAGE_SIZE // line_size
+    per_page = PAGE_SIZE // line_size
     counts = [0] * per_page
     for line in lines:
         counts[line % per_page] += 1

@@ -39,9 +39,9 @@ from typing import Any
 from ..errors import UserError
 from .knee import knee
 from .model import Geometry, Level
+from .trace import PAGE_SIZE
 
 PLACEHOLDER = "{n}"
-PAGE_SIZE = 4096
 USABLE_SHOWN = 0.995  # below this usable share, the reports say the sets limit the cliff
 
 
@@ -126,6 +126,12 @@ def project(
         "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
     }
+
+
+def limited_by_sets(cliff: dict[str, Any]) -> bool:
+    """Whether the reports should say that the sets the working set's lines can use
+    bring this cliff forward (cliffs recorded before the sets were counted: no)."""
+    return cliff.get("usable_share", 1.0) < USABLE_SHOWN
 
 
 def set_groups(level: Level, line_size: int) -> int:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..cache import DOCUMENT_KIND, calibrate
-from ..cache.scaling import USABLE_SHOWN
+from ..cache.scaling import limited_by_sets
 from ..errors import UserError
 from ..output import emit
 from ..store import Store
@@ -250,9 +250,9 @@ def capacity(cliff: dict[str, Any], fitted: str) -> str:
 def usable(cliff: dict[str, Any]) -> str:
     """The part of the capacity the working set's lines can use, when their places
     in the page leave some of the level's sets empty."""
-    share = cliff.get("usable_share", 1.0)
-    if share >= USABLE_SHOWN:
+    if not limited_by_sets(cliff):
         return ""
+    share = cliff["usable_share"]
     return f"; {cliff['usable_lines']:,} usable: the lines fill {share:.0%} of its sets' room"
 
 
