@@ -92,7 +92,7 @@ def time_advise(store: Path, runs: int) -> list[float]:
 def time_analyzers(store_path: Path) -> dict[str, float]:
     from perfsleuth.advisor import AdviseOptions, build_context
     from perfsleuth.analyzers import discover
-    from perfsleuth.store import Store
+    from perfsleuth.store.runs import Store
 
     store = Store(store_path)
     run_id = store.resolve("latest")

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perfsleuth.analyzers import aliasing_write
-from perfsleuth.compiler_remarks import compile_unit
-from perfsleuth.machine_code import loop_code
-from perfsleuth.source_analysis import TranslationUnit, parse
+from perfsleuth.static.compiler_remarks import compile_unit
+from perfsleuth.static.machine_code import loop_code
+from perfsleuth.static.source import TranslationUnit, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

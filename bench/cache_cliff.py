@@ -39,9 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfsleuth.cache.calibrate import rise
-from perfsleuth.cache.knee import knee
-from perfsleuth.cache.scaling import limited_by_sets
+from perfsleuth.cpucache.calibrate import rise
+from perfsleuth.cpucache.knee import knee
+from perfsleuth.cpucache.scaling import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

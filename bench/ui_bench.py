@@ -26,7 +26,8 @@ from pathlib import Path
 from ui_bench_data import big_profile
 
 from perfsleuth.formats import speedscope
-from perfsleuth.store import RunInfo, Store
+from perfsleuth.model.run import RunInfo
+from perfsleuth.store.runs import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from perfsleuth.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 
 FUNCTIONS = 4000
 DSOS = ("/usr/bin/bigapp", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/libbig.so")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfsleuth.profile import Frame, Profile, ProfileBuilder, Thread
-from perfsleuth.store import RunInfo, Store
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.run import RunInfo
+from perfsleuth.store.runs import Store
 
 HOSTILE = "operator<<<script>alert(1)</script>"
 ENGINE = "src/engine.cc"

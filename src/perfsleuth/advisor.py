@@ -21,10 +21,11 @@ from elftools.elf.elffile import ELFFile
 from . import rank
 from .analyzers import Context, discover
 from .errors import UserError
-from .findings import Finding
-from .profile import Profile
+from .model.findings import Finding
+from .model.profile import Profile
+from .model.run import RunInfo
 from .rules import load_rules
-from .store import RunInfo, Store
+from .store.runs import Store
 
 SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
 COMPILE_DB = "compile_commands.json"
@@ -165,13 +166,13 @@ def run_analyzers(ctx: Context) -> list[Finding]:
 
 def verify(findings: list[Finding], ctx: Context) -> None:
     """Attach measured proofs from the experiments runner, when it is available."""
-    from .aliasing_verify import verify_aliasing
+    from .experiments.aliasing import verify_aliasing
 
     for finding in findings:
         if finding.kind == "aliasing-write":
             finding.verified = verify_aliasing(finding, ctx)
     try:
-        from .experiments.verify import verify_finding  # type: ignore[import-not-found]
+        from .experiments.verify import verify_finding
     except ImportError:
         ctx.notes.append(
             "verification is unavailable in this installation (perfsleuth.experiments.verify "

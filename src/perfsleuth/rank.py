@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .findings import Finding
+from .model.findings import Finding
 
 NOISE_FLOOR = 0.005  # hide findings that would save less than 0.5% of the run
 DIAGNOSTIC_KINDS = ("missing-symbols", "constant-time")  # shown whatever their gain

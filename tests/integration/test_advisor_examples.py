@@ -83,7 +83,7 @@ def test_allocator_finding_gives_the_preload_line(advised: dict[str, dict]) -> N
 
 
 def test_findings_are_stored_with_the_run(advised: dict[str, dict]) -> None:
-    from perfsleuth.store import Store
+    from perfsleuth.store.runs import Store
 
     store = Store(advised["_store"]["path"])
     run_id = int(advised["o0_build"]["run"])

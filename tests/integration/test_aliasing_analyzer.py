@@ -10,8 +10,8 @@ import pytest
 
 from perfsleuth.analyzers import Context, aliasing_write, missed_vectorization
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Frame, ProfileBuilder
-from perfsleuth.store import RunInfo
+from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.model.run import RunInfo
 
 pytestmark = pytest.mark.integration
 

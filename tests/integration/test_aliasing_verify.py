@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.aliasing_verify import verify_aliasing
 from perfsleuth.commands.lint import lint
+from perfsleuth.experiments.aliasing import verify_aliasing
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from perfsleuth.cache import calibrate
-from perfsleuth.cache.model import machine_geometry
+from perfsleuth.cpucache import calibrate
+from perfsleuth.cpucache.model import machine_geometry
 
 pytestmark = pytest.mark.integration
 

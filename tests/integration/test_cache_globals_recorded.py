@@ -15,7 +15,7 @@ import pytest
 from cache_show import cache_doc, layout_members, pahole_members, record_cache
 from cli_runner import perfsleuth
 
-from perfsleuth.cache import globals
+from perfsleuth.cpucache import globals
 
 pytestmark = pytest.mark.integration
 

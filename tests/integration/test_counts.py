@@ -14,7 +14,7 @@ import pytest
 from cli_runner import perfsleuth
 
 from perfsleuth.formats import count_document
-from perfsleuth.store import Store
+from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.formats import perf_data
-from perfsleuth.profile import Profile
+from perfsleuth.model.profile import Profile
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,10 @@ import pytest
 from perfsleuth.analyzers import Context
 from perfsleuth.cli import main
 from perfsleuth.experiments.verify import verify_finding
-from perfsleuth.findings import Finding
-from perfsleuth.profile import Profile
-from perfsleuth.store import RunInfo, Store
+from perfsleuth.model.findings import Finding
+from perfsleuth.model.profile import Profile
+from perfsleuth.model.run import RunInfo
+from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.collect import offcpu
-from perfsleuth.store import Store
+from perfsleuth.store.runs import Store
 
 pytestmark = [
     pytest.mark.integration,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.store import Store
+from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 

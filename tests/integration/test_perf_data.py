@@ -20,7 +20,7 @@ import pytest
 from perfsleuth.analyzers.missing_symbols import is_unknown
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_data
-from perfsleuth.profile import Frame, Profile
+from perfsleuth.model.profile import Frame, Profile
 from perfsleuth.symbols import binaries
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.formats import pprof
-from perfsleuth.profile import Profile
+from perfsleuth.model.profile import Profile
 
 pytestmark = [
     pytest.mark.integration,

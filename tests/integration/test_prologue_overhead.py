@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, discover, prologue_overhead
-from perfsleuth.findings import Finding
 from perfsleuth.formats import count_document
+from perfsleuth.model.findings import Finding
 from perfsleuth.rank import rank
-from perfsleuth.store import Store
+from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 

@@ -4,9 +4,10 @@ cache analyzers' tests."""
 from pathlib import Path
 
 from perfsleuth.analyzers import Context
-from perfsleuth.cache import DOCUMENT_KIND
-from perfsleuth.profile import Frame, ProfileBuilder
-from perfsleuth.store import RunInfo, Store
+from perfsleuth.cpucache import DOCUMENT_KIND
+from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.model.run import RunInfo
+from perfsleuth.store.runs import Store
 
 
 def context_with(tmp_path: Path, documents: dict[str, dict]) -> Context:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers.aliasing_write import AliasMatch, find_matches
-from perfsleuth.source_analysis import TranslationUnit, parse
+from perfsleuth.static.source import TranslationUnit, parse
 
 CXX = """#include <cstddef>
 #include <cstdint>

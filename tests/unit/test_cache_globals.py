@@ -8,10 +8,10 @@ from cache_store import context_with
 from rich.console import Console
 
 from perfsleuth.analyzers import cache_layout
-from perfsleuth.cache import globals, layout
-from perfsleuth.cache.struct_types import Field, Struct
-from perfsleuth.cache.trace import Trace
 from perfsleuth.commands import cache as cache_command
+from perfsleuth.cpucache import globals, layout
+from perfsleuth.cpucache.struct_types import Field, Struct
+from perfsleuth.cpucache.trace import Trace
 
 BASE = 0x108000
 SESSION = Struct(

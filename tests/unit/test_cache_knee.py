@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfsleuth.cache import knee as estimator
+from perfsleuth.cpucache import knee as estimator
 
 
 def lru_latency(capacity, sizes, hit=5.0, penalty=40.0):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfsleuth.cache.model import CacheModel, Geometry, Level, machine_geometry, parse_spec
+from perfsleuth.cpucache.model import CacheModel, Geometry, Level, machine_geometry, parse_spec
 from perfsleuth.errors import UserError
 
 

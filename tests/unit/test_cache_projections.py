@@ -2,9 +2,10 @@
 
 import pytest
 
-from perfsleuth.cache import constant_time, footprint, layout, scaling
-from perfsleuth.cache.model import parse_spec
-from perfsleuth.cache.trace import Trace
+from perfsleuth.cpucache import footprint, layout, scaling
+from perfsleuth.cpucache import secret_variants as constant_time
+from perfsleuth.cpucache.model import parse_spec
+from perfsleuth.cpucache.trace import Trace
 from perfsleuth.errors import UserError
 
 BASE = 0x108000

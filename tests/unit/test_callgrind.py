@@ -14,7 +14,7 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
-from perfsleuth.profile import Profile
+from perfsleuth.model.profile import Profile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CALLGRIND = FIXTURES / "callgrind.out.hot"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.compile_db import (
+from perfsleuth.errors import UserError
+from perfsleuth.static.compile_db import (
     compile_args,
     flags_for,
     load_compile_commands,
     producer_flags,
 )
-from perfsleuth.errors import UserError
 
 
 def test_gcc_producer_gives_the_dialect_and_the_code_generation_flags() -> None:

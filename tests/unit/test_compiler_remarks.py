@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfsleuth.compiler_remarks import (
+from perfsleuth.static.compiler_remarks import (
     first_error,
     optimizing_flags,
     parse_remarks,

@@ -6,7 +6,7 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.experiments import build, verify
-from perfsleuth.findings import Finding
+from perfsleuth.model.findings import Finding
 
 
 def build_finding(**fix: str) -> Finding:

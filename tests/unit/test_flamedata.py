@@ -6,7 +6,7 @@ import json
 import struct
 from array import array
 
-from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.server.flamedata import diff_columns, encode, flame_columns
 from perfsleuth.views.flame import tree
 

@@ -13,7 +13,7 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import folded
-from perfsleuth.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOT = FIXTURES / "hot.folded"

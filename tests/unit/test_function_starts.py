@@ -6,7 +6,7 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
-from perfsleuth.formats.function_starts import function_start, function_starts
+from perfsleuth.symbols.function_starts import function_start, function_starts
 
 
 def _libc() -> str:

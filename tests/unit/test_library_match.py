@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from perfsleuth.analyzers import Context, library_match
-from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.model.run import RunInfo
 from perfsleuth.rules import load_rules
-from perfsleuth.store import RunInfo
+from perfsleuth.symbols import names
 
 MAIN = Frame("main", "app", "/src/app.c", 10)
 LOOP = Frame("build_index", "app", "/src/app.c", 42)
@@ -66,7 +67,7 @@ def test_unknown_frames_match_by_dso() -> None:
 
 def test_template_arguments_are_elided_for_reading() -> None:
     name = "std::_Rb_tree<int, std::pair<int const, int>>::_M_insert(std::pair<int, int>&&)"
-    assert library_match.elide_templates(name) == "std::_Rb_tree<…>::_M_insert(…)"
+    assert names.elide_templates(name) == "std::_Rb_tree<…>::_M_insert(…)"
 
 
 def test_small_shares_get_low_confidence() -> None:
@@ -91,9 +92,7 @@ def test_overlapping_rules_say_so() -> None:
 
 
 def test_compiler_clone_suffixes_are_dropped_for_reading() -> None:
-    assert library_match.elide_templates("parse(std::string const&) (.constprop.0.cold)") == (
-        "parse(…)"
-    )
+    assert names.elide_templates("parse(std::string const&) (.constprop.0.cold)") == ("parse(…)")
 
 
 def test_off_cpu_waits_are_not_library_time() -> None:

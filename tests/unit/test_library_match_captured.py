@@ -15,7 +15,7 @@ import pytest
 
 from perfsleuth.analyzers import Context, library_match
 from perfsleuth.formats import pprof
-from perfsleuth.store import RunInfo
+from perfsleuth.model.run import RunInfo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "advisor"
 PLANTED = {

@@ -1,8 +1,8 @@
 """The lock-contention analyzer on small hand-built wall-time profiles."""
 
 from perfsleuth.analyzers import Context, lock_contention
-from perfsleuth.profile import Frame, ProfileBuilder, Thread
-from perfsleuth.store import RunInfo
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.model.run import RunInfo
 
 MS = 1_000_000
 SRC = "/src/queue.cc"

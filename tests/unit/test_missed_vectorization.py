@@ -6,8 +6,8 @@ from pathlib import Path
 
 from perfsleuth.analyzers.aliasing_write import UnitReport
 from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops
-from perfsleuth.compiler_remarks import Remark
-from perfsleuth.source_analysis import HotCode, TranslationUnit
+from perfsleuth.static.compiler_remarks import Remark
+from perfsleuth.static.source import HotCode, TranslationUnit
 
 SOURCE = Path("/src/loops.cc")
 

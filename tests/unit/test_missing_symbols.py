@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from perfsleuth.analyzers import Context, missing_symbols
-from perfsleuth.profile import Frame, ProfileBuilder
-from perfsleuth.store import RunInfo
+from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.model.run import RunInfo
 
 START = Frame("_start", "app")
 MAIN = Frame("main", "app", "/src/app.c", 3)

@@ -1,7 +1,7 @@
 """--mode all: off-CPU stacks cut short in libc are completed from on-CPU ones."""
 
 from perfsleuth.collect.offcpu import Completions
-from perfsleuth.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 
 LOCK_CALL = Frame("consumer(Queue&)", dso="app", file="/src/queue.cc", line=31)
 ROOT = [Frame("start_thread", dso="libc.so.6"), Frame("clone3", dso="libc.so.6")]

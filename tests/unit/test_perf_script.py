@@ -17,7 +17,7 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_script
-from perfsleuth.profile import Profile
+from perfsleuth.model.profile import Profile
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "perf_script"
 

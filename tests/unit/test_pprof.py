@@ -16,7 +16,7 @@ import pytest
 from perfsleuth.errors import UserError
 from perfsleuth.formats import pprof
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GO_PROFILE = FIXTURES / "go-cpu.pb.gz"

@@ -1,4 +1,4 @@
-from perfsleuth.profile import Frame, ProfileBuilder, Thread, merge
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread, merge
 
 MAIN = Frame("main", "prog", "prog.c", 10)
 A = Frame("a", "prog", "prog.c", 20)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfsleuth.findings import Finding
+from perfsleuth.model.findings import Finding
 from perfsleuth.rank import NOISE_FLOOR, rank
 
 

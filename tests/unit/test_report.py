@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 from rich.console import Console
 
-from perfsleuth.findings import Finding
-from perfsleuth.report import markdown, sarif, text
+from perfsleuth.model.findings import Finding
+from perfsleuth.present import markdown, sarif, text
 
 SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "sarif-schema-2.1.0.json"
 LONG = "std::_Rb_tree<int, std::pair<int const, std::string>>::_M_emplace_hint_unique" * 2

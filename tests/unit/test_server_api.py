@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from uistore import ENGINE, HOSTILE, make_store
 
+from perfsleuth.model.run import RunInfo
 from perfsleuth.server.api import Api
-from perfsleuth.store import RunInfo
 
 
 @pytest.fixture(scope="module")

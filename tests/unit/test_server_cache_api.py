@@ -8,11 +8,11 @@ import json
 import pytest
 from uistore import make_store
 
-from perfsleuth.cache import DOCUMENT_KIND
 from perfsleuth.cli import main
+from perfsleuth.cpucache import DOCUMENT_KIND
 from perfsleuth.server.api import Api
 from perfsleuth.server.bundle import collect
-from perfsleuth.store import Store
+from perfsleuth.store.runs import Store
 
 CACHE_RUN = 2
 PLAIN_RUN = 1

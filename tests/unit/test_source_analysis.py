@@ -7,14 +7,8 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Frame, ProfileBuilder
-from perfsleuth.source_analysis import (
-    TranslationUnit,
-    find_source,
-    hot_code,
-    hot_units,
-    source_files,
-)
+from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.static.source import TranslationUnit, find_source, hot_code, hot_units, source_files
 
 
 def profile():  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.formats import folded, pprof, speedscope
-from perfsleuth.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

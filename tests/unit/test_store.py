@@ -4,8 +4,9 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Frame, ProfileBuilder, Thread
-from perfsleuth.store import RunInfo, Store
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.model.run import RunInfo
+from perfsleuth.store.runs import Store
 
 
 def sample_profile(weight: float = 1.0):

@@ -5,7 +5,7 @@ import io
 from rich.console import Console
 
 from perfsleuth.commands import threads
-from perfsleuth.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 
 
 def profile():

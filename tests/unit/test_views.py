@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Frame, ProfileBuilder
+from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.views import annotate, callgraph, diff, flame, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)

@@ -14,9 +14,10 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from ..findings import Finding
-from ..profile import Profile
-from ..store import RunInfo, Store
+from ..model.findings import Finding
+from ..model.profile import Profile
+from ..model.run import RunInfo
+from ..store.runs import Store
 
 
 @dataclass

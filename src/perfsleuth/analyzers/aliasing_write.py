@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import compiler_remarks, machine_code, source_analysis
-from ..compiler_remarks import CompileError, Remark
 from ..errors import UserError
-from ..findings import Finding
-from ..source_analysis import SYSTEM_PREFIXES, HotCode, TranslationUnit
+from ..model.findings import Finding
+from ..static import compiler_remarks, machine_code
+from ..static import source as source_analysis
+from ..static.compiler_remarks import CompileError, Remark
+from ..static.source import SYSTEM_PREFIXES, HotCode, TranslationUnit
 from . import Context
 
 CHAR_TYPE_KINDS = ("CHAR_S", "CHAR_U", "SCHAR", "UCHAR")

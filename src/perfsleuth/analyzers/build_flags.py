@@ -19,8 +19,8 @@ from functools import lru_cache
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from ..findings import Finding
-from ..profile import Profile
+from ..model.findings import Finding
+from ..model.profile import Profile
 from . import Context
 from .library_match import heaviest
 

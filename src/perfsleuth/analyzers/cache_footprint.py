@@ -8,9 +8,9 @@ a small fraction of the function's share; the finding is about where the cliff i
 
 from __future__ import annotations
 
-from ..cache import DOCUMENT_KIND, function_share
-from ..cache.scaling import limited_by_sets
-from ..findings import Finding
+from ..cpucache import DOCUMENT_KIND, function_share
+from ..cpucache.scaling import limited_by_sets
+from ..model.findings import Finding
 from . import Context
 
 GAIN_FRACTION = 0.2

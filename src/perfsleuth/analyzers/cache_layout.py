@@ -9,8 +9,8 @@ share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
 
 from __future__ import annotations
 
-from ..cache import DOCUMENT_KIND, function_share
-from ..findings import Finding
+from ..cpucache import DOCUMENT_KIND, function_share
+from ..model.findings import Finding
 from . import Context
 
 MISS_BOUND_FRACTION = 0.5

@@ -5,8 +5,8 @@ whatever its gain, with full confidence because the traces are exact."""
 
 from __future__ import annotations
 
-from ..cache import DOCUMENT_KIND, function_share
-from ..findings import Finding
+from ..cpucache import DOCUMENT_KIND, function_share
+from ..model.findings import Finding
 from . import Context
 
 

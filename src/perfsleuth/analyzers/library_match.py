@@ -10,16 +10,16 @@ matched library the most, so the fix lands at a file:line.
 from __future__ import annotations
 
 import os
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..findings import Finding
-from ..profile import Frame, Profile
+from ..model.findings import Finding
+from ..model.profile import Frame, Profile
 from ..rules import Rule, load_rules
+from ..symbols.names import elide_templates
 from . import Context
 
 LIBRARY_DIRS = (
@@ -238,25 +238,6 @@ def display_name(frame: Frame) -> str:
     if not frame.function or frame.function.startswith("[unknown"):
         return f"[unknown] in {frame.dso}"
     return elide_templates(frame.function)
-
-
-def elide_templates(name: str) -> str:
-    """`std::map<int, X>::find(int const&) (.cold)` -> `std::map<…>::find(…)`."""
-    name = re.sub(r" \(\.[\w.]+\)$| \[clone [^\]]*\]$", "", name)
-    out = []
-    depth = 0
-    for ch in name:
-        if ch in "<(":
-            if depth == 0:
-                out.append(ch + "…")
-            depth += 1
-        elif ch in ">)" and depth:
-            depth -= 1
-            if depth == 0:
-                out.append(ch)
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
 
 
 def _short(name: str, limit: int = 80) -> str:

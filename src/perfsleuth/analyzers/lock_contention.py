@@ -28,8 +28,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from ..findings import Finding
-from ..profile import Frame, Profile
+from ..model.findings import Finding
+from ..model.profile import Frame, Profile
 from . import Context
 
 LOCK_STATES = ("mutex", "condvar")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..compiler_remarks import Remark
-from ..findings import Finding
-from ..source_analysis import HotCode, hot_code
+from ..model.findings import Finding
+from ..static.compiler_remarks import Remark
+from ..static.source import HotCode, hot_code
 from . import Context
 from .aliasing_write import UnitReport, deep_reports
 

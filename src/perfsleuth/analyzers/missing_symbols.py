@@ -15,8 +15,8 @@ import subprocess
 from collections import defaultdict
 from functools import lru_cache
 
-from ..findings import Finding
-from ..profile import Frame, Profile
+from ..model.findings import Finding
+from ..model.profile import Frame, Profile
 from ..symbols.elf import elf_info
 from . import Context
 from .library_match import heaviest

@@ -25,9 +25,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from ..findings import Finding
 from ..formats import count_document
 from ..formats.callgrind import CallgrindData
+from ..model.findings import Finding
 from ..symbols.demangle import demangle_all
 from . import Context
 

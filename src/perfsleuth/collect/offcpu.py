@@ -28,8 +28,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..formats import bpftrace_stacks, perf_switches
-from ..profile import Frame, Profile, ProfileBuilder, Thread
-from ..store import RunInfo
+from ..model.profile import Frame, Profile, ProfileBuilder, Thread
+from ..model.run import RunInfo
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
 from . import perf, thread_state, wall
 from .target import ProcessMaps, Target, stop
@@ -484,7 +484,7 @@ def _duration(args: argparse.Namespace) -> float | None:
 
 
 def _oncpu_profile(data: Path, rate: int, info: RunInfo) -> Profile:
-    from ..formats import perf_data  # the native reader; imported only when used
+    from ..formats import perf_data
 
     if not data.exists() or data.stat().st_size == 0:
         raise UserError("perf recorded nothing; check `perf record -p PID` works here")

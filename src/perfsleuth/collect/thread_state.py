@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..profile import Frame
+from ..model.profile import Frame
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ from elftools.elf.sections import SymbolTableSection
 
 from ..errors import UserError
 from ..formats import callgrind, count_document
-from ..profile import Profile
-from ..store import RunInfo
+from ..model.profile import Profile
+from ..model.run import RunInfo
 from ..symbols import elf
 from ..symbols.demangle import demangle_all
 from . import perf

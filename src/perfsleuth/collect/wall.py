@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..formats import eu_stack
-from ..profile import Frame, Profile, ProfileBuilder, Thread
-from ..store import RunInfo
+from ..model.profile import Frame, Profile, ProfileBuilder, Thread
+from ..model.run import RunInfo
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, elf_info
 from . import thread_state
 from .target import Target, children_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..advisor import AdviseOptions, advise
-from ..report import FORMATS, write
+from ..present import FORMATS, write
 from .common import add_output_options, add_run_argument, open_store
 
 NAME = "advise"

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..errors import UserError
 from ..formats import count_document
-from ..output import emit
-from ..profile import Profile
+from ..model.profile import Profile
+from ..present.output import emit
 from ..views import annotate, annotate_all
 from ..views.annotate import CONTEXT_LINES
 from ..views.callgraph import match_functions

@@ -9,11 +9,11 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..cache import DOCUMENT_KIND, calibrate
-from ..cache.scaling import limited_by_sets
+from ..cpucache import DOCUMENT_KIND, calibrate
+from ..cpucache.scaling import limited_by_sets
 from ..errors import UserError
-from ..output import emit
-from ..store import Store
+from ..present.output import emit
+from ..store.runs import Store
 from .common import add_output_options, add_run_argument, open_store
 
 NAME = "cache"

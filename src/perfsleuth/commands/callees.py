@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .callers import add_arguments as add_arguments  # same options
+from .callers import add_arguments as add_arguments
 from .callers import show
 
 NAME = "callees"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from functools import partial
 
-from ..output import emit
+from ..present.output import emit
 from ..views import callgraph
 from .common import add_filter_options, add_output_options, add_run_argument, load_profile
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..profile import STATES, Profile
-from ..store import Store
+from ..model.profile import STATES, Profile
+from ..store.runs import Store
 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:

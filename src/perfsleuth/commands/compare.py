@@ -10,7 +10,7 @@ from ..errors import UserError
 from ..experiments import result
 from ..experiments.render import render_compare
 from ..experiments.runner import METRICS, Progress, Side, measure, shell_or_argv
-from ..output import emit
+from ..present.output import emit
 from .common import add_output_options, open_store
 
 NAME = "compare"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..formats import count_document
-from ..output import emit
+from ..present.output import emit
 from ..views import count_diff, diff
 from ..views.keys import GROUPINGS
 from .common import add_filter_options, add_output_options, load_profile, open_store

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import UserError
-from ..output import destination
+from ..present.output import destination
 from ..views import flame
 from .common import add_run_argument, load_profile
 

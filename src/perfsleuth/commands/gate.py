@@ -21,8 +21,8 @@ from rich.console import Console
 from ..collect import valgrind
 from ..errors import UserError
 from ..formats import count_document
-from ..output import emit
-from ..store import Store
+from ..present.output import emit
+from ..store.runs import Store
 from .common import add_output_options, open_store
 from .record import record_run
 

@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
-from ..collect import runinfo
+from ..collect import run_facts as runinfo
 from ..errors import UserError
 from ..formats import read_any
-from ..output import emit
-from ..store import Store
+from ..present.output import emit
+from ..store.runs import Store
 from .common import add_output_options
 
 NAME = "import"

@@ -15,12 +15,12 @@ from typing import Any
 
 from ..analyzers.aliasing_write import UnitReport, analyse_unit, build_finding
 from ..analyzers.missed_vectorization import missed_loops
-from ..compile_db import flags_for, load_compile_commands
 from ..errors import UserError
-from ..findings import Finding
-from ..output import destination
-from ..report import sarif
-from ..source_analysis import TranslationUnit, cindex, source_files
+from ..model.findings import Finding
+from ..present import sarif
+from ..present.output import destination
+from ..static.compile_db import flags_for, load_compile_commands
+from ..static.source import TranslationUnit, cindex, source_files
 from .common import add_output_options
 
 NAME = "lint"

@@ -10,13 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
-from ..cache import recorder as cache_recorder
-from ..collect import offcpu, perf, runinfo, valgrind, wall
+from ..collect import cache as cache_recorder
+from ..collect import offcpu, perf, valgrind, wall
+from ..collect import run_facts as runinfo
 from ..errors import UserError
 from ..formats import perf_data
-from ..output import emit
-from ..profile import Profile
-from ..store import RunInfo, Store
+from ..model.profile import Profile
+from ..model.run import RunInfo
+from ..present.output import emit
+from ..store.runs import Store
 from .common import add_output_options
 
 NAME = "record"

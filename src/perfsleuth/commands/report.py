@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..output import destination
+from ..present.output import destination
 from ..server import bundle
 from ..server.api import Api
 from .common import add_run_argument, open_store

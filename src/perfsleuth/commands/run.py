@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..advisor import advise, check_options
-from ..analyzers.library_match import elide_templates
-from ..output import console_for, destination, pct
-from ..report import text, write
+from ..present import text, write
+from ..present.output import console_for, destination, pct
+from ..symbols.names import elide_templates
 from ..views import top
 from .advise import add_advise_options, options_of
 from .record import add_record_options, record_run

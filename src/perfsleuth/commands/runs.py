@@ -8,7 +8,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from ..output import emit
+from ..present.output import emit
 from .common import add_output_options, open_store
 
 NAME = "runs"

@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..output import emit, pct
-from ..profile import STATES, Profile
+from ..model.profile import STATES, Profile
+from ..present.output import emit, pct
 from .common import add_filter_options, add_output_options, add_run_argument, load_profile
 
 NAME = "threads"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..output import emit
+from ..present.output import emit
 from ..views import top
 from ..views.keys import GROUPINGS
 from .common import add_filter_options, add_output_options, add_run_argument, load_profile

@@ -10,8 +10,8 @@ from ..errors import UserError
 from ..experiments import allocator, build, result
 from ..experiments.render import render_try
 from ..experiments.runner import Side, measure, shell_or_argv
-from ..output import emit
-from ..store import Store
+from ..present.output import emit
+from ..store.runs import Store
 from .common import add_output_options, open_store
 from .compare import add_measure_options, check_measure_options, progress_printer, report_stored
 

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from ..errors import UserError
-from ..store import Store
+from ..store.runs import Store
 from . import stats
 from .runner import Measurement, Series
 

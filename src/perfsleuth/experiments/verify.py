@@ -20,7 +20,7 @@ from typing import Any
 
 from ..analyzers import Context
 from ..errors import UserError
-from ..findings import Finding
+from ..model.findings import Finding
 from . import allocator, build, result
 from .render import ratio_sentence
 from .runner import Side, measure

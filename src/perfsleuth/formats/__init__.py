@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Profile
+from perfsleuth.model.profile import Profile
 
 # Sniffing order: the most specific formats first, the loose text ones last.
 FORMATS = ("perf_data", "pprof", "callgrind", "perf_script", "folded")

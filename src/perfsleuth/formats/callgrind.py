@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Frame, Profile, ProfileBuilder
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
 MAX_CHAINS = 512
 Chain = tuple[int, ...]  # frame ids of the callers above a function, innermost first

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..store import Store
+from ..store.runs import Store
 from . import callgrind
 
 KIND = "counts"

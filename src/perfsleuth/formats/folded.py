@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from perfsleuth.errors import UserError
-from perfsleuth.profile import Frame, Profile, ProfileBuilder
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
 LINE = re.compile(r"^(?P<stack>\S.*?)\s+(?:\d+(?:\.\d+)?\s+)?(?P<weight>\d+(?:\.\d+)?)$")
 ANNOTATION = re.compile(r"_?\[(?P<kind>[kijw])\]$")

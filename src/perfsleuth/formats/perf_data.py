@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..profile import Frame, Profile, ProfileBuilder, Thread
+from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
 from ..symbols.elf import elf_info, find_dso
+from ..symbols.function_starts import function_start
 from . import perf_script
-from .function_starts import function_start
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UserError
-from ..profile import Frame, Profile, ProfileBuilder, Thread
+from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..symbols import Symbolizer, dso_name
 from ..symbols.elf import build_id_paths, elf_info
 from ..symbols.symbolizer import UNKNOWN, ElfSymbols, elf_symbols

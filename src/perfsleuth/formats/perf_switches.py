@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..profile import Frame
+from ..model.profile import Frame
 from ..symbols import dso_name
 
 HEADER = re.compile(

@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.profile import STATES, Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import STATES, Frame, Profile, ProfileBuilder, Thread
 
 GZIP_MAGIC = b"\x1f\x8b"
 

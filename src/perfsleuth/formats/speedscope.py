@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from perfsleuth.profile import Profile
+from perfsleuth.model.profile import Profile
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 UNITS = {"ns": "nanoseconds", "bytes": "bytes"}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..findings import KINDS
+from ..model.findings import KINDS
 
 SHIPPED = Path(__file__).with_name("library.toml")
 

@@ -15,16 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cache import DOCUMENT_KIND as CACHE_KIND
 from ..commands import cache as cache_command
+from ..cpucache import DOCUMENT_KIND as CACHE_KIND
 from ..errors import UserError
-from ..profile import STATES, Profile
-from ..store import RunInfo, Store
+from ..model.profile import STATES, Profile
+from ..model.run import RunInfo
+from ..store.runs import Store
 from ..views import callgraph, diff, top
 from ..views.annotate import line_costs
 from ..views.keys import GROUPINGS
 from . import flamedata, sources
-from .cache import FileVersioned, Memo
+from .memo import FileVersioned, Memo
 
 MAX_PARAM_CHARS = 4096
 STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept under

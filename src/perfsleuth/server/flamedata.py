@@ -21,7 +21,7 @@ import struct
 from array import array
 from dataclasses import dataclass, field
 
-from ..profile import Profile
+from ..model.profile import Profile
 from ..views.flame import frame_label
 
 MAX_DEPTH = 65535

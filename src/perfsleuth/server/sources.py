@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
 
-from ..profile import Profile
+from ..model.profile import Profile
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from ..profile import Frame
+from ..model.profile import Frame
 from .demangle import demangle_map
 from .elf import elf_info, find_dso
 from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..profile import Profile
+from ..model.profile import Profile
 from .callgraph import match_functions
 
 CONTEXT_LINES = 3

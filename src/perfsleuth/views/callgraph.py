@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..output import cell, pct
-from ..profile import Profile
+from ..model.profile import Profile
+from ..present.output import cell, pct
 
 ROOT = "[root]"
 SELF = "[self]"

@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..output import cell, pct
-from ..profile import Profile
+from ..model.profile import Profile
+from ..present.output import cell, pct
 from .top import Cost, aggregate
 
 

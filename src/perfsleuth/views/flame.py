@@ -7,7 +7,7 @@ from html import escape as html_escape
 from importlib import resources
 from typing import TextIO
 
-from ..profile import Frame, Profile
+from ..model.profile import Frame, Profile
 
 KERNEL_SUFFIX = "_[k]"
 INLINE_SUFFIX = "_[i]"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..profile import Frame, Profile
+from ..model.profile import Frame, Profile
 
 GROUPINGS = ("function", "line", "file", "dso")
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
-from ..output import cell, pct
-from ..profile import Frame, Profile
+from ..model.profile import Frame, Profile
+from ..present.output import cell, pct
 from .keys import frame_keys
 
 

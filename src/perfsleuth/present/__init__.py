@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..output import console_for, destination
 from . import markdown, sarif, text
+from .output import console_for, destination
 
 FORMATS = ("text", "json", "sarif", "markdown")
 

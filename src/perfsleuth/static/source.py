@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 LIBCLANG_CANDIDATES = (
     "/usr/lib/llvm-16/lib/libclang.so.1",

@@ -13,15 +13,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..collect import memtrace, perf
-from ..collect.valgrind import resolve_program
+from ..cpucache import DOCUMENT_KIND, calibrate, footprint, layout, model, scaling
+from ..cpucache import secret_variants as constant_time
+from ..cpucache.trace import PAGE_SIZE, Trace, find_target, from_recording, never_called_message
 from ..errors import UserError
 from ..formats import perf_data
-from ..profile import Frame, Profile, ProfileBuilder
-from ..store import RunInfo
+from ..model.profile import Frame, Profile, ProfileBuilder
+from ..model.run import RunInfo
 from ..symbols.symbolizer import dso_name, elf_symbols
-from . import DOCUMENT_KIND, calibrate, constant_time, footprint, layout, model, scaling
-from .trace import PAGE_SIZE, Trace, find_target, from_recording, never_called_message
+from . import memtrace, perf
+from .valgrind import resolve_program
 
 HOT_FUNCTIONS = 2  # traced when no --function is given
 MIN_HOT_SHARE = 0.05

@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 DEFAULT_C_FLAGS = ("-O2", "-std=gnu17")
 # C++20: char8_t, the fix this analysis suggests, needs it.

@@ -13,8 +13,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UserError
-from .source_analysis import TranslationUnit
+from ..errors import UserError
+from .source import TranslationUnit
 
 COMPILE_TIMEOUT_S = 120
 REMARK_FLAGS = (

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import machine_code
-from .analyzers import Context
-from .compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
-from .findings import Finding
-from .source_analysis import TranslationUnit
+from ..analyzers import Context
+from ..model.findings import Finding
+from ..static import machine_code
+from ..static.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
+from ..static.source import TranslationUnit
 
 BYTE_TYPES = re.compile(
     r"\b(?:std::)?u?int8_t\b|\bunsigned\s+char\b|\bsigned\s+char\b|\bstd::byte\b"

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analyzers.library_match import elide_templates
+from ..symbols.names import elide_templates
 
 WIDTH = 100
 

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.text import Text
 
-from .errors import UserError
+from ..errors import UserError
 
 TextRenderer = Callable[[Any, Console], None]
 PIPE_WIDTH = 160

@@ -7,7 +7,7 @@ import platform
 import socket
 import subprocess
 
-from ..store import RunInfo
+from ..model.run import RunInfo
 
 
 def cpu_model() -> str:

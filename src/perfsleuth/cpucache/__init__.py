@@ -10,7 +10,7 @@ constant_time (do accesses depend on a secret input). recorder.py wires them int
 DOCUMENT_KIND, which `perfsleuth cache show` prints and the analyzers read.
 """
 
-from ..profile import Profile
+from ..model.profile import Profile
 
 DOCUMENT_KIND = "cache"
 

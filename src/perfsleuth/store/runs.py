@@ -22,15 +22,15 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from .errors import StoreBusy, UserError
-from .profile import Frame, Profile, Thread
+from ..errors import StoreBusy, UserError
+from ..model.profile import Frame, Profile, Thread
+from ..model.run import RunInfo
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.duckdb"
@@ -73,42 +73,6 @@ RUN_COLUMNS = (
     "source",
     "meta",
 )
-
-
-@dataclass
-class RunInfo:
-    """What is known about a run besides its samples."""
-
-    command: str = ""
-    cwd: str = ""
-    mode: str = "cpu"
-    started: float = field(default_factory=time.time)
-    duration_s: float | None = None
-    exit_status: int | None = None
-    host: str = ""
-    cpu_model: str = ""
-    kernel: str = ""
-    git_rev: str = ""
-    source: str = "record"
-    dsos: list[dict] = field(default_factory=list)  # {"path", "build_id"}
-    meta: dict = field(default_factory=dict)
-    # (kind, name, data) written with the run, in the same transaction
-    documents: list[tuple[str, str, Any]] = field(default_factory=list)
-    id: int = 0
-    unit: str = ""
-    total: float = 0.0
-    samples: int = 0
-
-    def summary(self) -> dict[str, Any]:
-        """The `perfsleuth runs --format json` shape."""
-        return {
-            "id": str(self.id),
-            "command": self.command,
-            "mode": self.mode,
-            "started": _iso(self.started),
-            "duration_s": self.duration_s,
-            "exit_status": self.exit_status,
-        }
 
 
 def default_path() -> Path:
@@ -467,7 +431,3 @@ def _run_from_row(row: tuple) -> RunInfo:
         source=values["source"] or "",
         meta=json.loads(values["meta"]) if values["meta"] else {},
     )
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
