@@ -19,7 +19,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from . import rank
-from .analyzers import Context, discover
+from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
 from .errors import UserError
 from .model.findings import Finding
 from .model.profile import Profile
@@ -41,6 +41,7 @@ class AdviseOptions:
     show_all: bool = False
     verify: bool = False
     build: str | None = None  # shell command that rebuilds the program into $OUT (--verify)
+    deep_tus: int = DEEP_TUS
 
 
 def advise(
@@ -92,11 +93,12 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
         src_roots=roots,
         compile_commands=_compile_commands(options.compile_commands, roots, info.cwd),
         binaries=binaries,
-        options={
-            "rules": load_rules(rule_files),
-            "show_all": options.show_all,
-            **({"build": options.build} if options.build else {}),
-        },
+        options=AnalyzerOptions(
+            rules=load_rules(rule_files),
+            show_all=options.show_all,
+            build=options.build,
+            deep_tus=options.deep_tus,
+        ),
     )
 
 

@@ -12,12 +12,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
-from typing import Any
 
 from ..model.findings import Finding
 from ..model.profile import Profile
 from ..model.run import RunInfo
+from ..rules import Rule
 from ..store.runs import Store
+
+DEEP_TUS = 5  # hot translation units the source analyses read by default
+
+
+@dataclass
+class AnalyzerOptions:
+    """The analyzers' and verifiers' knobs, as the commands set them."""
+
+    rules: list[Rule] | None = None  # None: the built-in rules
+    show_all: bool = False
+    build: str | None = None  # shell command that rebuilds the program into $OUT (--verify)
+    deep_tus: int = DEEP_TUS  # translation units the aliasing analysis compiles
+    verify_runs: int = 10
+    verify_warmup: int = 1
 
 
 @dataclass
@@ -28,7 +42,7 @@ class Context:
     src_roots: list[Path] = field(default_factory=list)  # --src, else from DW_AT_comp_dir
     compile_commands: Path | None = None
     binaries: list[dict] = field(default_factory=list)  # {"path", "build_id"} of the run's DSOs
-    options: dict[str, Any] = field(default_factory=dict)  # analyzer knobs from the CLI
+    options: AnalyzerOptions = field(default_factory=AnalyzerOptions)
     notes: list[str] = field(default_factory=list)  # things the user should know, not findings
 
 

@@ -56,7 +56,7 @@ class Match:
 
 
 def analyze(ctx: Context) -> list[Finding]:
-    rules = ctx.options.get("rules") or load_rules()
+    rules = ctx.options.rules or load_rules()
     total = ctx.profile.total
     if total <= 0:
         return []

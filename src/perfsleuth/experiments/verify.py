@@ -2,10 +2,9 @@
 
 verify_finding(finding, ctx, command) returns the finding's `verified` field, or
 None when the finding's kind has no experiment or it cannot run here (the reason
-then goes to ctx.notes). It reads from ctx.options:
-- "verify_runs" (default 10) and "verify_warmup" (default 1);
-- "build": the shell command that builds the program into $OUT (see build.py); a
-  build-flags finding without it is not verified.
+then goes to ctx.notes). It reads ctx.options (AnalyzerOptions): verify_runs,
+verify_warmup, and build, the shell command that builds the program into $OUT (see
+build.py); a build-flags finding without it is not verified.
 A build-flags finding's flags come from fix["variant"] (a name from build.VARIANTS)
 or fix["flags"] (compiler flags). The command runs in the recorded run's folder;
 for rebuilds its program is taken from $OUT under the same file name.
@@ -25,10 +24,6 @@ from . import allocator, build, result
 from .render import ratio_sentence
 from .runner import Side, measure
 
-DEFAULT_RUNS = 10
-DEFAULT_WARMUP = 1
-
-
 def verify_finding(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any] | None:
     experiments = {"allocator": _allocator_sides, "build-flags": _build_sides}
     prepare = experiments.get(finding.kind)
@@ -45,8 +40,8 @@ def verify_finding(finding: Finding, ctx: Context, command: list[str]) -> dict[s
 
 
 def _measure(finding: Finding, ctx: Context, sides: list[Side]) -> dict[str, Any]:
-    runs = int(ctx.options.get("verify_runs", DEFAULT_RUNS))
-    warmup = int(ctx.options.get("verify_warmup", DEFAULT_WARMUP))
+    runs = ctx.options.verify_runs
+    warmup = ctx.options.verify_warmup
     series = measure(sides, runs, warmup)
     comparison = result.paired(series[0], series[1], "time")
     verified: dict[str, Any] = {
@@ -88,7 +83,7 @@ def _named_allocator(fix_command: str) -> str | None:
 
 
 def _build_sides(finding: Finding, ctx: Context, command: list[str]) -> list[Side] | None:
-    build_command = ctx.options.get("build")
+    build_command = ctx.options.build
     if not build_command:
         ctx.notes.append(
             f"{finding.rule} not verified: rebuilding needs the build command; run "

@@ -117,7 +117,7 @@ def read(
         except OSError as e:
             raise UserError(f"{p}: {e}; check the path and permissions") from e
         meta = data["meta"]
-        dwarf = any(ev[4] for ev in data["events"])
+        dwarf = any(ev["dwarf"] for ev in data["events"])
         if not (
             dwarf and meta.get("samples_needing_dwarf") and not meta.get("samples_dwarf_unwound")
         ):
@@ -126,42 +126,49 @@ def read(
 
 
 def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
+    # The shape is documented on read_perf_data in native/src/lib.rs: events,
+    # dsos and threads are lists of dicts; frames and rows are dicts of columns.
     events = data["events"]
     rows = data["rows"]
-    if not rows:
+    r_stack, r_thread, r_event = rows["stack"], rows["thread"], rows["event"]
+    r_period, r_count = rows["period"], rows["count"]
+    if not r_stack:
         raise UserError(
             f"{p}: no samples in this perf.data; the program ran too briefly, re-record"
         )
     # Pick the event with the most samples.
     per_event: dict[int, int] = {}
-    for _sid, _ti, ev, _period, count in rows:
+    for ev, count in zip(r_event, r_count, strict=True):
         per_event[ev] = per_event.get(ev, 0) + count
     event = max(per_event, key=lambda e: per_event[e])
-    name, kind, unit, has_cc, dwarf = events[event]
+    ev_info = events[event]
+    name, kind, unit = ev_info["name"], ev_info["kind"], ev_info["unit"]
+    has_cc, dwarf = ev_info["has_callchain"], ev_info["dwarf"]
     dsos = data["dsos"]
     frames = data["frames"]
+    f_dso, f_addr, f_kernel = frames["dso"], frames["address"], frames["kernel"]
     stacks = data["stacks"]
 
     # Symbolize each unique frame used by this event, once.
     used: set[int] = set()
-    for sid, _ti, ev, _period, _count in rows:
+    for sid, ev in zip(r_stack, r_event, strict=True):
         if ev == event:
             used.update(stacks[sid])
 
     def symbolizable(dso: int) -> bool:
         # files on disk, and [vdso] when perf saved it in its build-id cache
-        path, bid, _k = dsos[dso]
-        return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
+        path = dsos[dso]["path"]
+        return not path.startswith("[") or (path.startswith("[vdso") and bool(dsos[dso]["build_id"]))
 
     offsets = set()
     for fid in used:
-        dso, addr, is_kernel = frames[fid]
+        dso, addr, is_kernel = f_dso[fid], f_addr[fid], f_kernel[fid]
         if dso >= 0 and not is_kernel and symbolizable(dso):
-            offsets.add((dsos[dso][0], dsos[dso][1], addr))
+            offsets.add((dsos[dso]["path"], dsos[dso]["build_id"], addr))
     # Kernel frames in a thread while llvm-symbolizer runs.
-    kbid = next((b for path, b, _k in dsos if path == KERNEL_DSO), "")
+    kbid = next((d["build_id"] for d in dsos if d["path"] == KERNEL_DSO), "")
     meta0 = data["meta"]
-    kaddrs = {frames[fid][1] for fid in used if frames[fid][2]}
+    kaddrs = {f_addr[fid] for fid in used if f_kernel[fid]}
     kernel: dict[int, Frame] = {}
 
     def kernel_chains() -> None:
@@ -182,15 +189,15 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
         worker.join()
     chains: dict[int, tuple[Frame, ...]] = {}
     for fid in used:
-        dso, addr, is_kernel = frames[fid]
+        dso, addr, is_kernel = f_dso[fid], f_addr[fid], f_kernel[fid]
         if is_kernel:
             chains[fid] = (kernel[addr],)
         elif dso < 0:
             chains[fid] = (Frame(UNKNOWN, dso=UNKNOWN),)
         elif not symbolizable(dso):
-            chains[fid] = (Frame(UNKNOWN, dso=dsos[dso][0]),)
+            chains[fid] = (Frame(UNKNOWN, dso=dsos[dso]["path"]),)
         else:
-            path, bid, _k = dsos[dso]
+            path, bid = dsos[dso]["path"], dsos[dso]["build_id"]
             chain = answers.get((path, addr), ())
             if len(chain) <= 1 and (not chain or chain[0].function == UNKNOWN):
                 chain = (_unknown_frame(path, bid, addr),)
@@ -206,16 +213,20 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
             "event": name,
             "event_kind": kind,  # software, hardware, hw-cache, tracepoint, breakpoint, pmu
             "call_graph": "dwarf" if dwarf else ("fp" if has_cc else "none"),
-            "events": [e[0] for e in events],
+            "events": [e["name"] for e in events],
             "num_samples": per_event[event],
-            "dsos": [{"path": path, "build_id": bid} for path, bid, _k in dsos],
+            "dsos": [{"path": d["path"], "build_id": d["build_id"]} for d in dsos],
         }
     )
     builder = ProfileBuilder(unit=unit, meta=meta)
     interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
-    threads = [builder.thread_id(Thread(tid, pid, comm)) for pid, tid, comm in data["threads"]]
+    threads = [
+        builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in data["threads"]
+    ]
     expanded: dict[int, tuple[int, ...]] = {}
-    for sid, ti, ev, period, count in rows:
+    for sid, ti, ev, period, count in zip(
+        r_stack, r_thread, r_event, r_period, r_count, strict=True
+    ):
         if ev != event:
             continue
         ids = expanded.get(sid)

@@ -1,10 +1,12 @@
-"""What is known about a run besides its samples: the run facts."""
+"""A run: its facts (RunInfo) and what a recorder hands over (Recording)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from .profile import Profile
 
 
 @dataclass
@@ -24,8 +26,6 @@ class RunInfo:
     source: str = "record"
     dsos: list[dict] = field(default_factory=list)  # {"path", "build_id"}
     meta: dict = field(default_factory=dict)
-    # (kind, name, data) written with the run, in the same transaction
-    documents: list[tuple[str, str, Any]] = field(default_factory=list)
     id: int = 0
     unit: str = ""
     total: float = 0.0
@@ -45,3 +45,29 @@ class RunInfo:
 
 def _iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+@dataclass
+class StoredDocument:
+    """A document written with the run, in the same transaction."""
+
+    kind: str
+    name: str
+    data: Any  # JSON, or a typed document (model/documents.py) the store dumps
+
+
+@dataclass
+class Recording:
+    """What a recorder returns: a value, never an object mutated across layers.
+
+    The command that started the recorder adds the facts it knows (command line,
+    machine, working copy) and stores the two together.
+    """
+
+    profile: Profile
+    exit_status: int | None = None
+    duration_s: float | None = None
+    dsos: list[dict] = field(default_factory=list)  # {"path", "build_id"} of the DSOs seen
+    meta: dict[str, Any] = field(default_factory=dict)  # recorder, freq, call_graph, ...
+    documents: list[StoredDocument] = field(default_factory=list)
+

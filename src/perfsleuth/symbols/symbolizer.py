@@ -404,19 +404,20 @@ class Symbolizer:
         if self._kallsyms is None and _native is not None:
             for path in _kallsyms_candidates(build_id, release):
                 try:
-                    stext, hits = _native.kallsyms_lookup(path, wanted)
+                    # {text_addr, name: [str | None], module: [str | None]}
+                    found = _native.kallsyms_lookup(path, wanted)
                 except OSError:
                     continue
+                stext, names, modules = found["text_addr"], found["name"], found["module"]
                 if path == "/proc/kallsyms" and text_addr and stext and stext != text_addr:
                     break  # another boot (KASLR slide): /proc/kallsyms would lie
-                if not any(hits):
+                if all(n is None for n in names):
                     continue  # addresses hidden (kptr_restrict)
                 out = {}
-                for a, hit in zip(wanted, hits, strict=True):
-                    if hit is None:
+                for a, name, module in zip(wanted, names, modules, strict=True):
+                    if name is None:
                         out[a] = Frame(UNKNOWN, dso=KERNEL_DSO, kernel=True)
                     else:
-                        name, module = hit
                         dso = f"[{module}]" if module else KERNEL_DSO
                         out[a] = Frame(name, dso=dso, kernel=True)
                 return out
