@@ -157,8 +157,8 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
 
     def symbolizable(dso: int) -> bool:
         # files on disk, and [vdso] when perf saved it in its build-id cache
-        path = dsos[dso]["path"]
-        return not path.startswith("[") or (path.startswith("[vdso") and bool(dsos[dso]["build_id"]))
+        path, bid = dsos[dso]["path"], dsos[dso]["build_id"]
+        return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
 
     offsets = set()
     for fid in used:
@@ -220,9 +220,7 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     )
     builder = ProfileBuilder(unit=unit, meta=meta)
     interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
-    threads = [
-        builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in data["threads"]
-    ]
+    threads = [builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in data["threads"]]
     expanded: dict[int, tuple[int, ...]] = {}
     for sid, ti, ev, period, count in zip(
         r_stack, r_thread, r_event, r_period, r_count, strict=True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .profile import Profile
@@ -30,6 +30,16 @@ class RunInfo:
     unit: str = ""
     total: float = 0.0
     samples: int = 0
+
+    def recorded(self, recording: Recording) -> RunInfo:
+        """These facts with what the recording measured (status, duration, DSOs, meta)."""
+        return replace(
+            self,
+            exit_status=recording.exit_status,
+            duration_s=recording.duration_s,
+            dsos=list(recording.dsos),
+            meta={**self.meta, **recording.meta},
+        )
 
     def summary(self) -> dict[str, Any]:
         """The `perfsleuth runs --format json` shape."""

@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ import pyarrow as pa
 
 from ..errors import StoreBusy, UserError
 from ..model.profile import Frame, Profile, Thread
-from ..model.run import RunInfo
+from ..model import documents
+from ..model.run import Recording, RunInfo
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.duckdb"
@@ -175,8 +177,11 @@ class Store:
 
     # -- writing -------------------------------------------------------------
 
-    def add_run(self, info: RunInfo, profile: Profile) -> int:
-        """Store a run and its profile in one transaction; returns the new run id."""
+    def add_run(self, info: RunInfo, recording: Recording) -> RunInfo:
+        """Store a run (its facts, its recording's profile and documents) in one
+        transaction; returns its facts as stored, with the new run id."""
+        info = info.recorded(recording)
+        profile = recording.profile
         with self._connect(write=True) as con:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -184,14 +189,19 @@ class Store:
                 run_id = int(row[0]) if row else 1
                 self._insert_run(con, run_id, info, profile)
                 self._insert_profile(con, run_id, profile)
-                for kind, name, data in info.documents:
-                    self._insert_document(con, run_id, kind, name, data)
+                for doc in recording.documents:
+                    self._insert_document(con, run_id, doc.kind, doc.name, doc.data)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        info.id = run_id
-        return run_id
+        return replace(
+            info,
+            id=run_id,
+            unit=profile.unit,
+            total=profile.total,
+            samples=profile.num_samples,
+        )
 
     @staticmethod
     def _insert_run(
@@ -298,6 +308,8 @@ class Store:
             "DELETE FROM documents WHERE run_id = ? AND kind = ? AND name = ?",
             [run_id, kind, name],
         )
+        if hasattr(data, "to_json"):
+            data = documents.dump(data)
         con.execute(
             "INSERT INTO documents VALUES (?, ?, ?, ?)",
             [run_id, kind, name, json.dumps(data, default=str)],
