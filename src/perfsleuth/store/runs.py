@@ -33,6 +33,7 @@ from ..errors import StoreBusy, UserError
 from ..model.profile import Frame, Profile, Thread
 from ..model import documents
 from ..model.run import Recording, RunInfo
+from .documents import decode
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.duckdb"
@@ -399,7 +400,8 @@ class Store:
         return profile
 
     def documents(self, run_id: int, kind: str) -> dict[str, Any]:
-        """name -> data of a run's documents of one kind."""
+        """name -> data of a run's documents of one kind (typed if the kind is registered
+        in store/documents.py)."""
         if not self.db.exists():
             return {}
         with self._connect(write=False) as con:
@@ -407,7 +409,7 @@ class Store:
                 "SELECT name, data FROM documents WHERE run_id = ? AND kind = ?",
                 [run_id, kind],
             ).fetchall()
-        return {name: json.loads(data) for name, data in rows}
+        return {name: decode(kind, json.loads(data)) for name, data in rows}
 
     def documents_of_kind(self, kind: str) -> dict[int, dict[str, Any]]:
         """run id -> name -> data of every run's documents of one kind, in one read."""
@@ -419,7 +421,7 @@ class Store:
             ).fetchall()
         out: dict[int, dict[str, Any]] = {}
         for run_id, name, data in rows:
-            out.setdefault(int(run_id), {})[name] = json.loads(data)
+            out.setdefault(int(run_id), {})[name] = decode(kind, json.loads(data))
         return out
 
 
