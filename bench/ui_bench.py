@@ -26,7 +26,7 @@ from pathlib import Path
 from ui_bench_data import big_profile
 
 from perfsleuth.formats import speedscope
-from perfsleuth.model.run import RunInfo
+from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.store.runs import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def ensure_store() -> int:
     shutil.rmtree(STORE, ignore_errors=True)
     profile = big_profile()
     info = RunInfo(command="bigapp --synthetic (bench/ui_bench_data.py)", mode="cpu")
-    run_id = Store(STORE).add_run(info, profile)
+    run_id = Store(STORE).add_run(info, Recording(profile)).id
     single = big_profile()
     single.sample_thread = [-1] * len(single.sample_thread)  # one speedscope profile
     speedscope.write(single, OUT / "ui-bench.speedscope.json", name="ui-bench")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
-from perfsleuth.model.run import RunInfo
+from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.store.runs import Store
 
 HOSTILE = "operator<<<script>alert(1)</script>"
@@ -111,10 +111,8 @@ def make_store(base: Path) -> tuple[Store, Path]:
     sources = make_sources(base / "project")
     store = Store(base / "store")
     for hot in (900.0, 300.0):
-        info = RunInfo(
-            command="./app --input big.txt", cwd=str(sources), mode="cpu", duration_s=1.5
-        )
-        store.add_run(info, _profile(hot))
+        info = RunInfo(command="./app --input big.txt", cwd=str(sources), mode="cpu")
+        store.add_run(info, Recording(_profile(hot), duration_s=1.5))
     store.put_document(2, "findings", "advisor", FINDINGS)
     store.put_document(2, "experiment", "try-allocator-1", EXPERIMENT)
     return store, sources

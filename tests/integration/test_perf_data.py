@@ -244,7 +244,7 @@ def test_metadata(fp_data: Path, work: Path) -> None:
         assert (m["event_kind"], m["call_graph"]) == ("software", "fp")
     assert m["lost_samples"] == 0
     exe = str(work / "perf_prog")
-    dso = next(d for d in m["dsos"] if d["path"] == exe)
+    dso = next(d for d in p.dsos if d["path"] == exe)
     readelf = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
     assert dso["build_id"] and dso["build_id"] in readelf
     assert any(b["path"] == exe for b in m["build_ids"])
@@ -255,7 +255,7 @@ def test_metadata(fp_data: Path, work: Path) -> None:
     for key in ("hostname", "osrelease", "arch", "cpudesc", "perf_version", "nrcpus_online"):
         assert q.meta[key] == m[key], key
     assert q.meta["cmdline"] == m["cmdline"]
-    assert any(d["path"] == exe and d["build_id"] == dso["build_id"] for d in q.meta["dsos"])
+    assert any(d["path"] == exe and d["build_id"] == dso["build_id"] for d in q.dsos)
 
 
 def test_rebuilt_binary_is_found_by_build_id(tmp_path: Path) -> None:

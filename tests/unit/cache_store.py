@@ -6,7 +6,7 @@ from pathlib import Path
 from perfsleuth.analyzers import Context
 from perfsleuth.cpucache import DOCUMENT_KIND
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.model.run import RunInfo
+from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store.runs import Store
 
 
@@ -15,8 +15,8 @@ def context_with(tmp_path: Path, documents: dict[str, dict]) -> Context:
     builder.add([Frame("handle_packet", dso="conntable"), Frame("main", dso="conntable")], 60)
     builder.add([Frame("main", dso="conntable")], 40)
     profile = builder.build()
-    info = RunInfo(command="conntable 1000", mode="cache")
-    info.documents = [(DOCUMENT_KIND, name, doc) for name, doc in documents.items()]
+    stored = [StoredDocument(DOCUMENT_KIND, name, doc) for name, doc in documents.items()]
     store = Store(tmp_path / "store")
-    store.add_run(info, profile)
+    facts = RunInfo(command="conntable 1000", mode="cache")
+    info = store.add_run(facts, Recording(profile, documents=stored))
     return Context(profile=profile, run=info, store=store)

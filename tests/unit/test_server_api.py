@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from uistore import ENGINE, HOSTILE, make_store
 
-from perfsleuth.model.run import RunInfo
+from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.server.api import Api
 
 
@@ -138,7 +138,7 @@ def test_run_recorded_while_serving_is_found(tmp_path: Path) -> None:
     store, _ = make_store(tmp_path)
     api = Api(store, [])
     assert get(api, "/api/runs/latest")[1]["id"] == "2"
-    store.add_run(RunInfo(command="later"), store.load(1))
+    store.add_run(RunInfo(command="later"), Recording(store.load(1)))
     status, run = get(api, "/api/runs/3")
     assert status == 200 and run["command"] == "later"
 

@@ -5,7 +5,7 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
-from perfsleuth.model.run import RunInfo
+from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store.runs import Store
 
 
@@ -23,14 +23,10 @@ def sample_profile(weight: float = 1.0):
 
 def test_round_trip(store_path: Path):
     store = Store(store_path)
-    info = RunInfo(
-        command="prog --x",
-        mode="cpu",
-        exit_status=3,
-        duration_s=1.5,
-        dsos=[{"path": "/bin/prog", "build_id": "abcd"}],
-    )
-    run_id = store.add_run(info, sample_profile())
+    profile = sample_profile()
+    profile.dsos = [{"path": "/bin/prog", "build_id": "abcd"}]
+    recording = Recording(profile, exit_status=3, duration_s=1.5)
+    run_id = store.add_run(RunInfo(command="prog --x", mode="cpu"), recording).id
     assert run_id == 1
     loaded = store.load(run_id)
     original = sample_profile()
@@ -48,7 +44,7 @@ def test_round_trip(store_path: Path):
 def test_resolve_latest_and_back(store_path: Path):
     store = Store(store_path)
     for _ in range(3):
-        store.add_run(RunInfo(), sample_profile())
+        store.add_run(RunInfo(), Recording(sample_profile()))
     assert store.resolve("latest") == 3
     assert store.resolve("latest~2") == 1
     assert store.resolve("2") == 2
@@ -66,18 +62,18 @@ def test_missing_store_is_a_user_error(store_path: Path):
 
 def test_failed_write_leaves_no_partial_run(store_path: Path):
     store = Store(store_path)
-    store.add_run(RunInfo(), sample_profile())
+    store.add_run(RunInfo(), Recording(sample_profile()))
     bad = sample_profile()
     bad.sample_weight.append(1.0)  # columns of unequal length: the insert fails
     with pytest.raises(ValueError):  # pyarrow.ArrowInvalid
-        store.add_run(RunInfo(), bad)
+        store.add_run(RunInfo(), Recording(bad))
     assert [r.id for r in store.runs()] == [1]
     assert store.resolve("latest") == 1
 
 
 def test_documents_replace(store_path: Path):
     store = Store(store_path)
-    run_id = store.add_run(RunInfo(), sample_profile())
+    run_id = store.add_run(RunInfo(), Recording(sample_profile())).id
     store.put_document(run_id, "findings", "all", [{"a": 1}])
     store.put_document(run_id, "findings", "all", [{"a": 2}])
     assert store.documents(run_id, "findings") == {"all": [{"a": 2}]}
@@ -86,7 +82,7 @@ def test_documents_replace(store_path: Path):
 def _writer(path: str, n: int) -> None:
     store = Store(path)
     for _ in range(n):
-        store.add_run(RunInfo(command="concurrent"), sample_profile())
+        store.add_run(RunInfo(command="concurrent"), Recording(sample_profile()))
 
 
 def test_concurrent_writers_all_succeed(store_path: Path):
@@ -104,6 +100,6 @@ def test_concurrent_writers_all_succeed(store_path: Path):
 
 def test_documents_written_with_the_run(store_path: Path):
     store = Store(store_path)
-    info = RunInfo(documents=[("counts", "callgrind", {"total": 5})])
-    run_id = store.add_run(info, sample_profile())
+    documents = [StoredDocument("counts", "callgrind", {"total": 5})]
+    run_id = store.add_run(RunInfo(), Recording(sample_profile(), documents=documents)).id
     assert store.documents(run_id, "counts") == {"callgrind": {"total": 5}}

@@ -8,8 +8,8 @@ run then keeps that CPU profile, so the advisor ranks the cache findings by time
 
 from __future__ import annotations
 
-import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,70 +19,66 @@ from ..cpucache.trace import PAGE_SIZE, Trace, find_target, from_recording, neve
 from ..errors import UserError
 from ..formats import perf_data
 from ..model.profile import Frame, Profile, ProfileBuilder
-from ..model.run import RunInfo
+from ..model.run import Recording, StoredDocument
 from ..symbols.symbolizer import dso_name, elf_symbols
 from . import memtrace, perf
+from .options import RecordOptions
 from .valgrind import resolve_program
 
 HOT_FUNCTIONS = 2  # traced when no --function is given
 MIN_HOT_SHARE = 0.05
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("cache mode (per-call memory traces under valgrind)")
-    group.add_argument(
-        "--function", metavar="FUNC", help="function to trace (default: the hottest)"
-    )
-    group.add_argument(
-        "--max-calls",
-        type=int,
-        default=200,
-        metavar="N",
-        help="calls to keep accesses of (default 200)",
-    )
-    group.add_argument("--scale", metavar="'n=A,B,C'", help="run CMD once per n ({n} in CMD)")
-    group.add_argument("--variants", metavar="FILE", help="secrets, one a line ({secret} in CMD)")
-    group.add_argument(
-        "--cache-model", metavar="SPEC", help=f"cache geometry, e.g. {model.SPEC_HELP}"
-    )
+@dataclass
+class TargetRuns:
+    """What the traced runs of the target add up to: the last exit status, the time."""
+
+    exit_status: int | None = None
+    duration_s: float = 0.0
 
 
-def record_cache(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
-    if args.pid is not None:
+def record_cache(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
+    if options.pid is not None:
         raise UserError("cache mode runs the program under valgrind; it cannot attach to --pid")
-    if args.max_calls is None or args.max_calls <= 0:
+    if options.max_calls is None or options.max_calls <= 0:
         raise UserError("--max-calls must be a positive number of calls")
-    geometry = model.parse_spec(args.cache_model) if args.cache_model else model.machine_geometry()
-    sizes = scaling.parse_scale(args.scale) if args.scale else []
-    variants = constant_time.read_variants(args.variants) if args.variants else []
+    geometry = (
+        model.parse_spec(options.cache_model) if options.cache_model else model.machine_geometry()
+    )
+    sizes = scaling.parse_scale(options.scale) if options.scale else []
+    variants = constant_time.read_variants(options.variants) if options.variants else []
     if sizes:
         scaling.check_placeholder(cmd)
     first_cmd = scaling.substitute(cmd, sizes[0]) if sizes else cmd
     first_cmd = constant_time.substitute(first_cmd, variants[0])[0] if variants else first_cmd
     executable = resolve_program(first_cmd)
     profile = None
-    functions = [args.function] if args.function else []
+    functions = [options.function] if options.function else []
     if not functions:
-        profile, functions = profile_hot_functions(args, first_cmd, workdir, info, executable)
+        profile, functions = profile_hot_functions(options, first_cmd, workdir, executable)
+    runs = TargetRuns()
     documents = []
     for function in functions:
         target = find_target(executable, function)
-        projections = project_function(args, cmd, target, geometry, sizes, variants, info)
-        documents.append((DOCUMENT_KIND, function, projections))
-    info.meta.update({"recorder": "lackey", "executable": executable, "functions": functions})
-    info.documents.extend(documents)
+        projections = project_function(options, cmd, target, geometry, sizes, variants, runs)
+        documents.append(StoredDocument(DOCUMENT_KIND, function, projections))
     if profile is None:
         profile = instruction_profile(documents)
-    return profile
+    return Recording(
+        profile,
+        exit_status=runs.exit_status,
+        duration_s=runs.duration_s,
+        meta={"recorder": "lackey", "executable": executable, "functions": functions},
+        documents=documents,
+    )
 
 
 def profile_hot_functions(
-    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo, executable: str
+    options: RecordOptions, cmd: list[str], workdir: Path, executable: str
 ) -> tuple[Profile, list[str]]:
     print("perfsleuth: profiling first to find the hot functions", file=sys.stderr)
-    rec = perf.record(cmd, workdir / "perf.data", freq=args.freq, call_graph=args.call_graph)
+    rec = perf.record(cmd, workdir / "perf.data", freq=options.freq, call_graph=options.call_graph)
     profile = perf_data.read(rec.data)
-    info.dsos = profile.meta.pop("dsos", [])
     functions = hot_functions(profile, executable)
     if not functions:
         raise UserError(
@@ -108,24 +104,24 @@ def hot_functions(profile: Profile, executable: str) -> list[str]:
 
 
 def project_function(
-    args: argparse.Namespace,
+    options: RecordOptions,
     cmd: list[str],
     target: memtrace.Target,
     geometry: model.Geometry,
     sizes: list[int],
     variants: list[str],
-    info: RunInfo,
+    runs: TargetRuns,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {"function": target.function, "executable": target.executable}
     if sizes:
-        main, doc["scaling"] = scaled_traces(args, cmd, target, geometry, sizes, info)
+        main, doc["scaling"] = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
-            trace_once(args, constant_time.substitute(cmd, v), target, info) for v in variants
+            trace_once(options, constant_time.substitute(cmd, v), target, runs) for v in variants
         ]
         main, doc["constant_time"] = traces[0], constant_time.project(traces)
     else:
-        main = trace_once(args, (cmd, None), target, info)
+        main = trace_once(options, (cmd, None), target, runs)
     doc["footprint"] = footprint.project(main)
     doc.update(layout.project(main))  # "layout" and "layouts"
     doc["model"] = model.simulate(main, geometry)
@@ -133,24 +129,29 @@ def project_function(
 
 
 def trace_once(
-    args: argparse.Namespace,
+    options: RecordOptions,
     cmd_and_input: tuple[list[str], str | None],
     target: memtrace.Target,
-    info: RunInfo,
-    **options: Any,
+    runs: TargetRuns,
+    **tracing: Any,
 ) -> Trace:
     cmd, stdin_text = cmd_and_input
-    line_size = options.pop("line_size", 64)
+    line_size = tracing.pop("line_size", 64)
     rec = memtrace.record(
-        cmd, target, max_calls=args.max_calls, line_size=line_size, stdin_text=stdin_text, **options
+        cmd,
+        target,
+        max_calls=options.max_calls,
+        line_size=line_size,
+        stdin_text=stdin_text,
+        **tracing,
     )
     if rec.total_calls == 0:
         raise UserError(never_called_message(target.executable, target.function))
-    info.exit_status = rec.exit_status
-    info.duration_s = (info.duration_s or 0.0) + rec.duration_s
+    runs.exit_status = rec.exit_status
+    runs.duration_s += rec.duration_s
     if rec.stopped_early:
         print(
-            f"perfsleuth: stopped {cmd[0]} after {args.max_calls} calls of {target.function} "
+            f"perfsleuth: stopped {cmd[0]} after {options.max_calls} calls of {target.function} "
             "(--max-calls)",
             file=sys.stderr,
         )
@@ -158,22 +159,23 @@ def trace_once(
 
 
 def scaled_traces(
-    args: argparse.Namespace,
+    options: RecordOptions,
     cmd: list[str],
     target: memtrace.Target,
     geometry: model.Geometry,
     sizes: list[int],
-    info: RunInfo,
+    target_runs: TargetRuns,
 ) -> tuple[Trace, dict[str, Any]]:
     """Each n runs to its end, the model watching every data access."""
-    runs, first = [], None
+    runs: list[dict[str, Any]] = []
+    first = None
     for n in sizes:
         cache = model.CacheModel(geometry)
         trace = trace_once(
-            args,
+            options,
             (scaling.substitute(cmd, n), None),
             target,
-            info,
+            target_runs,
             run_to_end=True,
             observer=cache.observe,
             line_size=geometry.line_size,
@@ -214,10 +216,11 @@ def measured_limits(geometry: model.Geometry) -> dict[str, dict[str, Any]]:
     return limits
 
 
-def instruction_profile(documents: list[tuple[str, str, dict[str, Any]]]) -> Profile:
+def instruction_profile(documents: list[StoredDocument]) -> Profile:
     """Instructions per source line of the traced calls, so `top` has something to show."""
     builder = ProfileBuilder(unit="instructions", meta={"format": "lackey"})
-    for _kind, function, doc in documents:
+    for stored in documents:
+        function, doc = stored.name, stored.data
         dso = dso_name(doc["executable"])
         for row in doc["footprint"]["by_source"]:
             file, _, line = row["source"].rpartition(":")

@@ -17,7 +17,6 @@ Both modes fall back to wall-clock snapshots with --fallback-wall.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -27,11 +26,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import UserError
-from ..formats import bpftrace_stacks, perf_switches
+from ..formats import bpftrace_stacks, perf_data, perf_switches
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
-from ..model.run import RunInfo
+from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
 from . import perf, thread_state, wall
+from .options import RecordOptions
 from .target import ProcessMaps, Target, stop
 
 # $1: the target's PID; $2: 1 to follow it from the start, 0 to wait for its exec
@@ -301,38 +301,32 @@ def _user_frames(
     return {key: [f for place in places for f in names[place]] for key, places in located.items()}
 
 
-def _bpftrace(args: argparse.Namespace) -> tuple[str | None, str]:
+def _bpftrace(options: RecordOptions) -> tuple[str | None, str]:
     """(bpftrace's path, ""), or (None, why) when it cannot run and --fallback-wall
     was given."""
     try:
         return check_available(), ""
     except Unavailable as e:
-        if getattr(args, "fallback_wall", False):
+        if options.fallback_wall:
             return None, str(e)
         raise
 
 
-def record_offcpu(
-    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo
-) -> Profile:
+def record_offcpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """Recorder for --mode offcpu (see commands/record.py)."""
     if shutil.which("bpftrace") is None and has_bpf_privileges() and shutil.which("perf"):
-        return record_offcpu_with_perf(args, cmd, workdir, info)
-    tool, why_not = _bpftrace(args)
+        return record_offcpu_with_perf(options, cmd, workdir)
+    tool, why_not = _bpftrace(options)
     if tool is None:
-        return wall.record_wall_instead(args, cmd, workdir, info, reason=why_not)
-    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+        return wall.record_wall_instead(options, cmd, workdir, reason=why_not)
+    target = Target.of(cmd, options.pid)
     maps = ProcessMaps(target.pid)
     session = _start_bpftrace(tool, target, workdir)
     started = time.monotonic()
     target.release()
-    target.wait(_duration(args), tick=maps.tick, interval=0.005)
-    info.duration_s = time.monotonic() - started
+    target.wait(_duration(options), tick=maps.tick, interval=0.005)
+    elapsed = time.monotonic() - started
     records = session.finish()
-    info.exit_status = target.exit_status
-    info.meta.update({"recorder": "bpftrace", "pid": target.pid})
-    info.meta["offcpu_stack_sampling"] = session.stack_sampling(records)
-    info.dsos = maps.dsos()
     if not records and session.ended_early:
         raise UserError(f"bpftrace stopped while recording: {session.error()}")
     if not records:
@@ -340,18 +334,20 @@ def record_offcpu(
             f"no off-CPU time was recorded for process {target.pid}: it ended before "
             "tracing started, or never left the CPU"
         )
-    return to_profile(records, maps, guess_cut_waits=True)
+    profile = to_profile(records, maps, guess_cut_waits=True)
+    profile.dsos = maps.dsos()
+    meta = {"recorder": "bpftrace", "pid": target.pid}
+    meta["offcpu_stack_sampling"] = session.stack_sampling(records)
+    return Recording(profile, exit_status=target.exit_status, duration_s=elapsed, meta=meta)
 
 
-def record_offcpu_with_perf(
-    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo
-) -> Profile:
+def record_offcpu_with_perf(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """The fallback without bpftrace: perf records every switch-out of the target's
     threads with a DWARF stack, and its switch-ins; heavier than eBPF (a stack copy
     per switch, unwound afterwards by perf script), so only used without bpftrace."""
     _mount_tracefs()
     print("perfsleuth: bpftrace not found; recording off-CPU time with perf", file=sys.stderr)
-    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+    target = Target.of(cmd, options.pid)
     data = workdir / "sched.data"
     argv = [perf.perf_binary(), "record", "-q", "-o", str(data), "-e", "sched:sched_switch"]
     argv += ["--switch-events", "--call-graph", "dwarf", "-p", str(target.pid)]
@@ -363,12 +359,15 @@ def record_offcpu_with_perf(
         raise
     started = time.monotonic()
     target.release()
-    target.wait(_duration(args), interval=0.005)
-    info.duration_s = time.monotonic() - started
+    target.wait(_duration(options), interval=0.005)
+    elapsed = time.monotonic() - started
     stop(recorder)
-    info.exit_status = target.exit_status
-    info.meta.update({"recorder": "perf-sched", "pid": target.pid})
-    return _switches_profile(data, target.pid)
+    return Recording(
+        _switches_profile(data, target.pid),
+        exit_status=target.exit_status,
+        duration_s=elapsed,
+        meta={"recorder": "perf-sched", "pid": target.pid},
+    )
 
 
 def _switches_profile(data: Path, pid: int) -> Profile:
@@ -393,18 +392,18 @@ def _switches_profile(data: Path, pid: int) -> Profile:
     return profile
 
 
-def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
+def record_all(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """Recorder for --mode all: perf on-CPU samples + eBPF off-CPU time, both in ns."""
-    tool, why_not = _bpftrace(args)
+    tool, why_not = _bpftrace(options)
     if tool is None:
-        return wall.record_wall_instead(args, cmd, workdir, info, reason=why_not)
-    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+        return wall.record_wall_instead(options, cmd, workdir, reason=why_not)
+    target = Target.of(cmd, options.pid)
     maps = ProcessMaps(target.pid)
     session = _start_bpftrace(tool, target, workdir)
     # DWARF by default: frame-pointer stacks lose the caller of every libc function,
     # and the on-CPU stacks name the threads' functions for the off-CPU ones.
-    mode = "dwarf" if args.call_graph == "auto" else args.call_graph
-    rate = args.freq or perf.DEFAULT_FREQ[mode]
+    mode = "dwarf" if options.call_graph == "auto" else options.call_graph
+    rate = options.freq or perf.DEFAULT_FREQ[mode]
     data = workdir / "perf.data"
     try:
         perf_proc = _start_perf(target.pid, data, rate, mode)
@@ -414,32 +413,45 @@ def record_all(args: argparse.Namespace, cmd: list[str], workdir: Path, info: Ru
         raise
     started = time.monotonic()
     target.release()
-    target.wait(_duration(args), tick=maps.tick, interval=0.005)
-    info.duration_s = time.monotonic() - started
+    target.wait(_duration(options), tick=maps.tick, interval=0.005)
+    elapsed = time.monotonic() - started
     stop(perf_proc)
     records = session.finish()
-    info.exit_status = target.exit_status
-    info.meta.update({"recorder": "perf+bpftrace", "pid": target.pid, "freq": rate})
-    info.meta["offcpu_stack_sampling"] = session.stack_sampling(records)
-    info.meta["call_graph"] = mode
+    meta = {"recorder": "perf+bpftrace", "pid": target.pid, "freq": rate, "call_graph": mode}
+    meta["offcpu_stack_sampling"] = session.stack_sampling(records)
+    profile = _all_profile(records, maps, session, (data, rate), meta)
+    return Recording(profile, exit_status=target.exit_status, duration_s=elapsed, meta=meta)
+
+
+def _all_profile(
+    records: list,
+    maps: ProcessMaps,
+    session: BpftraceSession,
+    perf_run: tuple[Path, int],
+    meta: dict,
+) -> Profile:
+    """The merged on- and off-CPU profile (perf_run: perf.data and its rate); what
+    is missing goes to meta."""
     offcpu = to_profile(records, maps)
+    offcpu.dsos = maps.dsos()
     try:
-        oncpu = _oncpu_profile(data, rate, info)
+        oncpu = _oncpu_profile(*perf_run)
     except UserError as e:
         if not records:
             raise
         # e.g. a process attached with --pid that slept through the whole window;
         # what eBPF recorded is still worth keeping.
         print(f"perfsleuth: no on-CPU samples ({e}); storing off-CPU time only", file=sys.stderr)
-        info.meta["oncpu_missing"] = str(e)
+        meta["oncpu_missing"] = str(e)
         return offcpu
     if not records:
         why = f"bpftrace: {session.error()}" if session.ended_early else "nothing blocked"
         print(f"perfsleuth: no off-CPU time was recorded ({why})", file=sys.stderr)
-        info.meta["offcpu_missing"] = why
-    known = {d["path"] for d in info.dsos}
-    info.dsos += [d for d in maps.dsos() if d["path"] not in known]
-    return _merged(oncpu, offcpu)
+        meta["offcpu_missing"] = why
+    merged = _merged(oncpu, offcpu)
+    known = {d["path"] for d in oncpu.dsos}
+    merged.dsos = oncpu.dsos + [d for d in offcpu.dsos if d["path"] not in known]
+    return merged
 
 
 def _start_perf(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
@@ -477,19 +489,16 @@ def _start_bpftrace(tool: str, target: Target, workdir: Path) -> BpftraceSession
     return session
 
 
-def _duration(args: argparse.Namespace) -> float | None:
-    if args.pid is None:
+def _duration(options: RecordOptions) -> float | None:
+    if options.pid is None:
         return None
-    return args.duration or 10.0
+    return options.duration or 10.0
 
 
-def _oncpu_profile(data: Path, rate: int, info: RunInfo) -> Profile:
-    from ..formats import perf_data
-
+def _oncpu_profile(data: Path, rate: int) -> Profile:
     if not data.exists() or data.stat().st_size == 0:
         raise UserError("perf recorded nothing; check `perf record -p PID` works here")
     profile = perf_data.read(data)
-    info.dsos = profile.meta.pop("dsos", [])
     return profile if profile.unit == "ns" else _in_ns(profile, 1e9 / rate)
 
 

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..formats import perf_data
+from ..model.run import Recording
 from . import callgraph_mode
+from .options import RecordOptions
 
 # Frame-pointer stacks are cheap; DWARF stacks copy 8 KiB of user stack per
 # sample, so they get a lower default rate.
@@ -24,7 +27,9 @@ DEFAULT_FREQ = {"fp": 3999, "dwarf": 999}
 
 
 @dataclass
-class Recording:
+class PerfRun:
+    """One `perf record`: its perf.data and how it sampled."""
+
     data: Path
     exit_status: int | None
     duration_s: float
@@ -74,7 +79,7 @@ def record(
     call_graph: str = "auto",
     pid: int | None = None,
     duration: float | None = None,
-) -> Recording:
+) -> PerfRun:
     """Run `perf record` on CMD, or on PID for DURATION seconds."""
     perf = perf_binary()
     if pid is not None:
@@ -97,7 +102,7 @@ def record(
             "perf recorded nothing; check that perf works: "
             f"`perf record -o /tmp/t.data -- {shlex.join(cmd or ['true'])}`"
         )
-    return Recording(
+    return PerfRun(
         data=out,
         exit_status=None if pid is not None else status,
         duration_s=elapsed,
@@ -129,3 +134,23 @@ def _run_perf(argv: list[str], out: Path) -> int:
             "lower /proc/sys/kernel/perf_event_paranoid (sysctl kernel.perf_event_paranoid=1)"
         )
     return status
+
+
+def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
+    """Recorder for --mode cpu: perf samples, every one of a running thread."""
+    run = record(
+        cmd or None,
+        workdir / "perf.data",
+        freq=options.freq,
+        call_graph=options.call_graph,
+        pid=options.pid,
+        duration=options.duration,
+    )
+    profile = perf_data.read(run.data)
+    profile.sample_state = ["running"] * len(profile.sample_state)
+    return Recording(
+        profile,
+        exit_status=run.exit_status,
+        duration_s=run.duration_s,
+        meta={"call_graph": run.call_graph, "freq": run.freq, "recorder": "perf"},
+    )

@@ -50,6 +50,15 @@ class Target:
         perf.check_pid(pid)
         return cls(pid=pid)
 
+    @classmethod
+    def of(cls, cmd: list[str], pid: int | None) -> Target:
+        """CMD launched, or else the running process PID attached."""
+        if cmd:
+            return cls.launch(cmd)
+        if pid is None:
+            raise UserError("give a command to record, or --pid P")
+        return cls.attach(pid)
+
     def release(self) -> None:
         """Let a launched command start, and wait until it has replaced the gate
         shell, so the first thing sampled is the command (no-op when attached)."""

@@ -11,7 +11,6 @@ FIXED_ENV only; `keep_env` passes the caller's environment through instead.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -29,10 +28,11 @@ from elftools.elf.sections import SymbolTableSection
 from ..errors import UserError
 from ..formats import callgrind, count_document
 from ..model.profile import Profile
-from ..model.run import RunInfo
+from ..model.run import Recording, StoredDocument
 from ..symbols import elf
 from ..symbols.demangle import demangle_all
 from . import perf
+from .options import RecordOptions
 
 # The whole environment of a counted run unless the user asks to keep theirs.
 FIXED_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
@@ -197,32 +197,36 @@ def failure_reason(log: Path) -> str:
     return ""
 
 
-def record_count(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
+def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """The `--mode count` recorder: a Profile for the stacks, the exact counts as a document."""
-    if args.pid is not None:
+    if options.pid is not None:
         raise UserError("count mode runs the program under valgrind; it cannot attach to --pid")
-    rec = record(cmd, workdir, cache_sim=args.cache_sim, only=args.only, keep_env=args.keep_env)
+    rec = record(
+        cmd, workdir, cache_sim=options.cache_sim, only=options.only, keep_env=options.keep_env
+    )
     profile = callgrind.read(rec.out)
-    if args.only and not profile.total:
-        raise UserError(only_not_collected(args.only, rec.executable))
-    info.exit_status = rec.exit_status
-    info.duration_s = rec.duration_s
-    info.dsos = [{"path": ob, "build_id": build_id(ob)} for ob in objects(profile)]
-    info.meta.update(
-        {
-            "recorder": "callgrind",
-            "executable": rec.executable,
-            "build_id": build_id(rec.executable),
-            "cache_sim": args.cache_sim,
-            "only": args.only,
-            "fixed_env": rec.fixed_env,
-            "valgrind_argv": rec.argv,
-        }
+    if options.only and not profile.total:
+        raise UserError(only_not_collected(options.only, rec.executable))
+    profile.dsos = [{"path": ob, "build_id": build_id(ob)} for ob in objects(profile)]
+    meta = {
+        "recorder": "callgrind",
+        "executable": rec.executable,
+        "build_id": build_id(rec.executable),
+        "cache_sim": options.cache_sim,
+        "only": options.only,
+        "fixed_env": rec.fixed_env,
+        "valgrind_argv": rec.argv,
+    }
+    counts = StoredDocument(
+        count_document.KIND, count_document.NAME, count_document.encode(rec.out)
     )
-    info.documents.append(
-        (count_document.KIND, count_document.NAME, count_document.encode(rec.out))
+    return Recording(
+        profile,
+        exit_status=rec.exit_status,
+        duration_s=rec.duration_s,
+        meta=meta,
+        documents=[counts],
     )
-    return profile
 
 
 def objects(profile: Profile) -> list[str]:

@@ -14,20 +14,20 @@ keeps every snapshot taken so far.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UserError
 from ..formats import eu_stack
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
-from ..model.run import RunInfo
+from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, elf_info
 from . import thread_state
+from .options import RecordOptions
 from .target import Target, children_of
 
 DEFAULT_RATE_HZ = 10
@@ -196,38 +196,33 @@ def _load_base(path: str) -> int:
     return min(vaddr for _off, _size, vaddr, _mem in info.segments) & ~0xFFF
 
 
-def record_wall(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
+def record_wall(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """Recorder for --mode wall (see commands/record.py)."""
     tool = eu_stack_binary()
-    rate = args.freq or DEFAULT_RATE_HZ
+    rate = options.freq or DEFAULT_RATE_HZ
     if not 0 < rate <= 1000:
         raise UserError("--freq for wall mode is snapshots per second, between 1 and 1000")
-    target = Target.launch(cmd) if cmd else Target.attach(args.pid)
+    target = Target.of(cmd, options.pid)
     recorder = WallRecorder(tool, target, rate)
     started = time.monotonic()
     target.release()
-    target.wait(args.duration or 10.0 if args.pid else None, tick=recorder.tick, interval=0.005)
-    info.duration_s = time.monotonic() - started
-    info.exit_status = target.exit_status
-    info.meta.update(
-        {
-            "recorder": "eu-stack",
-            "pid": target.pid,
-            "freq": rate,
-            "snapshots": len(recorder.snapshots),
-        }
-    )
+    duration = options.duration or 10.0 if options.pid else None
+    target.wait(duration, tick=recorder.tick, interval=0.005)
+    elapsed = time.monotonic() - started
     if not recorder.snapshots:
         raise UserError(
             "no stack snapshot was taken (the process ended first, or ptrace failed); "
             "record a longer-running program or raise --freq"
         )
-    info.dsos = _modules(recorder.snapshots)
-    return to_profile(recorder.snapshots)
+    profile = to_profile(recorder.snapshots)
+    profile.dsos = _modules(recorder.snapshots)
+    meta = {"recorder": "eu-stack", "pid": target.pid, "freq": rate}
+    meta["snapshots"] = len(recorder.snapshots)
+    return Recording(profile, exit_status=target.exit_status, duration_s=elapsed, meta=meta)
 
 
 def _modules(snapshots: list[Snapshot]) -> list[dict]:
-    """{"path", "build_id"} of every module seen in a stack, as RunInfo.dsos."""
+    """{"path", "build_id"} of every module seen in a stack, as Profile.dsos."""
     found = {
         f.module: f.build_id
         for snap in snapshots
@@ -239,13 +234,12 @@ def _modules(snapshots: list[Snapshot]) -> list[dict]:
 
 
 def record_wall_instead(
-    args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo, *, reason: str
-) -> Profile:
+    options: RecordOptions, cmd: list[str], workdir: Path, *, reason: str
+) -> Recording:
     """--fallback-wall: off-CPU recording is not possible, take wall snapshots."""
     print(
         f"perfsleuth: {reason.split(';')[0]}; recording wall-clock snapshots instead",
         file=sys.stderr,
     )
-    info.mode = "wall"
-    info.meta["fallback"] = reason
-    return record_wall(args, cmd, workdir, info)
+    recording = record_wall(options, cmd, workdir)
+    return replace(recording, mode="wall", meta={**recording.meta, "fallback": reason})

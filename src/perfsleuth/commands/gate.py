@@ -19,12 +19,13 @@ from typing import Any
 from rich.console import Console
 
 from ..collect import valgrind
+from ..collect.options import RecordOptions
 from ..errors import UserError
 from ..formats import count_document
 from ..present.output import emit
 from ..store.runs import Store
 from .common import add_output_options, open_store
-from .record import record_run
+from .record import store_recording
 
 NAME = "gate"
 HELP = "CI gate: fail when a workload's exact instruction count grows past a threshold"
@@ -65,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("no command given; usage: perfsleuth gate --baseline B -- CMD ARGS...")
     check_binary(baseline, valgrind.resolve_program(cmd), args.same_build)
     check_settings(baseline, args)
-    store, info, _profile = record_run(_record_args(args, cmd))
+    options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
+    store, info, _profile = store_recording(open_store(args), options, cmd)
     current = baseline_of(store, info.id)
     doc = compare(baseline, current, limit, args.n)
     doc["run"] = str(info.id)
@@ -94,20 +96,6 @@ def parse_percent(text: str) -> float:
     if value < 0:
         raise UserError(f"--max-increase {text!r}: give a percentage such as 0.5% or 2")
     return value / 100.0
-
-
-def _record_args(args: argparse.Namespace, cmd: list[str]) -> argparse.Namespace:
-    return argparse.Namespace(
-        command="gate",
-        store=args.store,
-        mode="count",
-        cmd=cmd,
-        pid=None,
-        duration=None,
-        cache_sim=False,
-        only=args.only,
-        keep_env=args.keep_env,
-    )
 
 
 def baseline_of(store: Store, run_id: int) -> dict[str, Any]:

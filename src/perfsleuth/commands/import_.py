@@ -7,9 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..collect import run_facts as runinfo
+from ..collect import run_facts
 from ..errors import UserError
 from ..formats import read_any
+from ..model.run import Recording
 from ..present.output import emit
 from ..store.runs import Store
 from .common import add_output_options
@@ -32,12 +33,10 @@ def run(args: argparse.Namespace) -> int:
     if not os.access(path, os.R_OK):
         raise UserError(f"{path}: permission denied")
     profile, fmt = read_any(path)
-    info = runinfo.new_run(str(path), profile.meta.pop("mode", "cpu"), source=f"import:{fmt}")
-    info.dsos = profile.meta.pop("dsos", [])
-    info.command = profile.meta.pop("command", "") or f"import {path}"
-    info.started = path.stat().st_mtime
+    facts = run_facts.new_run(f"import {path}", "cpu", source=f"import:{fmt}")
+    facts.started = path.stat().st_mtime
     store = Store(args.store)
-    store.add_run(info, profile)
+    info = store.add_run(facts, Recording(profile))
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         emit(summary, "json", args.output, lambda d, c: None)

@@ -6,15 +6,13 @@ import argparse
 import shlex
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
-from ..collect import cache as cache_recorder
-from ..collect import offcpu, perf, valgrind, wall
-from ..collect import run_facts as runinfo
+from ..collect import RECORDERS, recorder, run_facts
+from ..collect.options import MAX_CALLS, RecordOptions
+from ..cpucache import model as cache_model
 from ..errors import UserError
-from ..formats import perf_data
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..present.output import emit
@@ -25,34 +23,6 @@ NAME = "record"
 HELP = "record a command (or a running process) into the store"
 
 UNNAMED_WARNING_SHARE = 0.2
-
-# mode -> function(args, command, workdir, info) -> Profile; it fills info's
-# exit_status, duration_s, dsos and meta. Each mode's recorder lives in collect/.
-Recorder = Callable[[argparse.Namespace, list[str], Path, RunInfo], Profile]
-
-
-def record_cpu(args: argparse.Namespace, cmd: list[str], workdir: Path, info: RunInfo) -> Profile:
-    rec = perf.record(
-        cmd or None,
-        workdir / "perf.data",
-        freq=args.freq,
-        call_graph=args.call_graph,
-        pid=args.pid,
-        duration=args.duration,
-    )
-    info.exit_status = rec.exit_status
-    info.duration_s = rec.duration_s
-    profile = perf_data.read(rec.data)
-    # Every on-CPU sample is, by definition, of a running thread.
-    profile.sample_state = ["running"] * len(profile.sample_state)
-    info.dsos = profile.meta.pop("dsos", [])
-    info.meta.update({"call_graph": rec.call_graph, "freq": rec.freq, "recorder": "perf"})
-    return profile
-
-
-RECORDERS: dict[str, Recorder] = {"cpu": record_cpu, "count": valgrind.record_count}
-RECORDERS.update(offcpu=offcpu.record_offcpu, wall=wall.record_wall, all=offcpu.record_all)
-RECORDERS["cache"] = cache_recorder.record_cache
 
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +41,7 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
         "--duration", type=float, metavar="S", help="seconds to record with --pid (default 10)"
     )
     add_count_options(parser)
-    cache_recorder.add_options(parser)
+    add_cache_options(parser)
     parser.add_argument(
         "--fallback-wall",
         action="store_true",
@@ -86,6 +56,45 @@ def add_count_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--only", metavar="FUNC", help="count only inside FUNC and its callees")
     group.add_argument(
         "--keep-env", action="store_true", help="pass your environment through (default: fixed)"
+    )
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cache mode (per-call memory traces under valgrind)")
+    group.add_argument(
+        "--function", metavar="FUNC", help="function to trace (default: the hottest)"
+    )
+    group.add_argument(
+        "--max-calls",
+        type=int,
+        default=MAX_CALLS,
+        metavar="N",
+        help=f"calls to keep accesses of (default {MAX_CALLS})",
+    )
+    group.add_argument("--scale", metavar="'n=A,B,C'", help="run CMD once per n ({n} in CMD)")
+    group.add_argument("--variants", metavar="FILE", help="secrets, one a line ({secret} in CMD)")
+    group.add_argument(
+        "--cache-model", metavar="SPEC", help=f"cache geometry, e.g. {cache_model.SPEC_HELP}"
+    )
+
+
+def record_options(args: argparse.Namespace) -> RecordOptions:
+    """The recorders' options from the command line (the CLI namespace stops here)."""
+    return RecordOptions(
+        mode=args.mode,
+        freq=args.freq,
+        call_graph=args.call_graph,
+        pid=args.pid,
+        duration=args.duration,
+        fallback_wall=args.fallback_wall,
+        cache_sim=args.cache_sim,
+        only=args.only,
+        keep_env=args.keep_env,
+        function=args.function,
+        max_calls=args.max_calls,
+        scale=args.scale,
+        variants=args.variants,
+        cache_model=args.cache_model,
     )
 
 
@@ -119,12 +128,19 @@ def attached_label(pid: int) -> str:
 def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     """Record per the options and store the run; returns what was stored."""
     cmd = command_of(args)
-    label = shlex.join(cmd) if cmd else attached_label(args.pid)
-    info = runinfo.new_run(label, args.mode)
+    return store_recording(Store(args.store), record_options(args), cmd)
+
+
+def store_recording(
+    store: Store, options: RecordOptions, cmd: list[str]
+) -> tuple[Store, RunInfo, Profile]:
+    """Record CMD (or options.pid) in options.mode and store the run."""
+    label = shlex.join(cmd) if cmd else attached_label(options.pid or 0)
+    facts = run_facts.new_run(label, options.mode)
     with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
-        profile = RECORDERS[args.mode](args, cmd, Path(tmp), info)
-    store = Store(args.store)
-    store.add_run(info, profile)
+        recording = recorder(options.mode)(options, cmd, Path(tmp))
+    info = store.add_run(facts, recording)
+    profile = recording.profile
     print(
         f"perfsleuth: stored run {info.id} ({_amount(profile)}"
         f"{_duration(info)}) in {store.root}/; `perfsleuth top` shows it",

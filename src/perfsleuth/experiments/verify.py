@@ -24,6 +24,7 @@ from . import allocator, build, result
 from .render import ratio_sentence
 from .runner import Side, measure
 
+
 def verify_finding(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any] | None:
     experiments = {"allocator": _allocator_sides, "build-flags": _build_sides}
     prepare = experiments.get(finding.kind)

@@ -215,7 +215,6 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
             "call_graph": "dwarf" if dwarf else ("fp" if has_cc else "none"),
             "events": [e["name"] for e in events],
             "num_samples": per_event[event],
-            "dsos": [{"path": d["path"], "build_id": d["build_id"]} for d in dsos],
         }
     )
     builder = ProfileBuilder(unit=unit, meta=meta)
@@ -233,7 +232,9 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
             expanded[sid] = ids
         weight = float(period) if unit != "samples" else float(count)
         builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
-    return builder.build()
+    profile = builder.build()
+    profile.dsos = [{"path": d["path"], "build_id": d["build_id"]} for d in dsos]
+    return profile
 
 
 def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
@@ -289,7 +290,7 @@ def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
         proc.wait()
     profile.meta.update(_header_from_perf(perf, p))
     profile.meta.update({"source": "perf.data", "path": str(p), "reader": "perf script"})
-    profile.meta.setdefault("dsos", _dsos_from_perf(perf, p))
+    profile.dsos = profile.dsos or _dsos_from_perf(perf, p)
     return profile
 
 

@@ -9,7 +9,7 @@ grows with the number of distinct stacks, never with the number of samples.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # Units a profile's weights can be in. "ns" is used for on-CPU clock events and
@@ -58,6 +58,9 @@ class Profile:
     threads: list[Thread] = field(default_factory=list)
     unit: str = "samples"
     meta: dict = field(default_factory=dict)
+    # The objects the frames were mapped from, when the reader knows them (pprof's
+    # mappings): {"path", "build_id"}, kept with the run for symbols and analyses.
+    dsos: list[dict] = field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -96,6 +99,7 @@ class Profile:
             threads=self.threads,
             unit=self.unit,
             meta=dict(self.meta),
+            dsos=self.dsos,
         )
         for sid, w, c, t, s in self.columns():
             if keep_states is not None and s not in keep_states:
@@ -116,7 +120,7 @@ class Profile:
             frames = [self.frames[f] for f in stack if not self.frames[f].inlined]
             thread = self.threads[t] if t >= 0 else None
             builder.add(frames, w, count=c, thread=thread, state=s)
-        return builder.build()
+        return replace(builder.build(), dsos=self.dsos)
 
 
 def _intern(ids: dict[Any, int], table: list[Any], value: Any) -> int:

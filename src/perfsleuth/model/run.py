@@ -35,9 +35,10 @@ class RunInfo:
         """These facts with what the recording measured (status, duration, DSOs, meta)."""
         return replace(
             self,
+            mode=recording.mode or self.mode,
             exit_status=recording.exit_status,
             duration_s=recording.duration_s,
-            dsos=list(recording.dsos),
+            dsos=list(recording.profile.dsos),
             meta={**self.meta, **recording.meta},
         )
 
@@ -75,9 +76,8 @@ class Recording:
     """
 
     profile: Profile
+    mode: str | None = None  # the mode recorded, when the recorder fell back to another
     exit_status: int | None = None
     duration_s: float | None = None
-    dsos: list[dict] = field(default_factory=list)  # {"path", "build_id"} of the DSOs seen
     meta: dict[str, Any] = field(default_factory=dict)  # recorder, freq, call_graph, ...
     documents: list[StoredDocument] = field(default_factory=list)
-

@@ -30,8 +30,8 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import StoreBusy, UserError
-from ..model.profile import Frame, Profile, Thread
 from ..model import documents
+from ..model.profile import Frame, Profile, Thread
 from ..model.run import Recording, RunInfo
 from .documents import decode
 
@@ -354,13 +354,15 @@ class Store:
             if row is None:
                 raise UserError(f"no run {run_id} in {self.root}/")
             info = _run_from_row(row)
-            info.dsos = [
-                {"path": p, "build_id": b}
-                for p, b in con.execute(
-                    "SELECT path, build_id FROM dsos WHERE run_id = ? ORDER BY path", [run_id]
-                ).fetchall()
-            ]
+            info.dsos = self._dsos(con, run_id)
         return info
+
+    @staticmethod
+    def _dsos(con: duckdb.DuckDBPyConnection, run_id: int) -> list[dict]:
+        rows = con.execute(
+            "SELECT path, build_id FROM dsos WHERE run_id = ? ORDER BY path", [run_id]
+        ).fetchall()
+        return [{"path": p, "build_id": b} for p, b in rows]
 
     def load(self, run_id: int) -> Profile:
         """The run's profile, as it was stored."""
@@ -383,12 +385,14 @@ class Store:
                 "SELECT stack_id, weight, count, thread, state FROM samples WHERE run_id = ?",
                 [run_id],
             ).fetchall()
+            dsos = self._dsos(con, run_id)
         profile = Profile(
             frames=[Frame(*f) for f in frames],
             stacks=[tuple(s[0]) for s in stacks],
             threads=[Thread(*t) for t in threads],
             unit=row[0],
             meta=json.loads(row[1]) if row[1] else {},
+            dsos=dsos,
         )
         if samples:
             cols = list(zip(*samples, strict=True))

@@ -36,12 +36,12 @@ __all__ = [
 def binaries(source: Any) -> list[dict]:
     """The DSOs of a run with their build-ids and what symbol data we found for them.
 
-    `source` is a Profile (its meta["dsos"] is used), or a list of {path,
+    `source` is a Profile (its dsos are used), or a list of {path,
     build_id} dicts / plain paths. Each entry: path, build_id (recorded, or
     read from the file), found (file used for symbols, "" if none), symbols
     (.symtab present), debug_info (.debug_info present).
     """
-    dsos = source.meta.get("dsos", []) if hasattr(source, "meta") else source
+    dsos = source.dsos if hasattr(source, "dsos") else source
     out = []
     for d in dsos:
         if isinstance(d, str):
