@@ -40,6 +40,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src/perfsleuth
+	$(BIN)/lint-imports --no-cache
 	@if [ -f native/Cargo.toml ]; then cd native && cargo fmt --check && cargo clippy --release -q -- -D warnings; fi
 
 unit: $(STAMP)
