@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from perfsleuth.analyzers import aliasing_write
+from perfsleuth.static import memory_access, unit_analysis
+from perfsleuth.static.aliasing_patterns import find_matches
 from perfsleuth.static.compiler_remarks import compile_unit
 from perfsleuth.static.machine_code import loop_code
 from perfsleuth.static.source import TranslationUnit, parse
@@ -79,13 +80,13 @@ def median_seconds(action: Callable[[], object], runs: int) -> float:
 
 def time_unit(unit: TranslationUnit, runs: int) -> dict:
     def source_patterns() -> None:
-        aliasing_write._INLINE_CACHE.clear()
-        aliasing_write.find_matches(parse(unit), unit.path)
+        memory_access._INLINE_CACHE.clear()
+        find_matches(parse(unit), unit.path)
 
     def whole_unit(hot_lines: frozenset[tuple[str, int]] | None) -> None:
-        aliasing_write._REPORTS.clear()  # time the analysis, not the caches
-        aliasing_write._INLINE_CACHE.clear()
-        aliasing_write.analyse_unit(unit, hot_lines)
+        unit_analysis._REPORTS.clear()  # time the analysis, not the caches
+        memory_access._INLINE_CACHE.clear()
+        unit_analysis.analyse_unit(unit, hot_lines)
 
     first_loop = next(n for n, line in enumerate(unit.path.open(), 1) if "for (" in line)
     hot_loop = frozenset({(unit.path.name, first_loop)})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfsleuth.analyzers.aliasing_write import UnitReport
 from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops
 from perfsleuth.static.compiler_remarks import Remark
 from perfsleuth.static.source import HotCode, TranslationUnit
+from perfsleuth.static.unit_analysis import UnitReport
 
 SOURCE = Path("/src/loops.cc")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 from ..model.findings import Finding
 from ..static.compiler_remarks import Remark
 from ..static.source import HotCode, hot_code
+from ..static.unit_analysis import UnitReport
 from . import Context
-from .aliasing_write import UnitReport, deep_reports
+from .aliasing_write import deep_reports
 
 # Hot enough to be worth a look: the loop's share of the run.
 MIN_SHARE = 0.02

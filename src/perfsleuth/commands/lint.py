@@ -7,25 +7,24 @@ vectoriser remarks) and loops clang could not vectorise, ordered by confidence.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..analyzers.aliasing_write import UnitReport, analyse_unit, build_finding
+from ..analyzers.aliasing_write import build_finding
 from ..analyzers.missed_vectorization import missed_loops
 from ..errors import UserError
 from ..model.findings import Finding
-from ..present import sarif
+from ..present import FINDINGS, formats_for, write
 from ..present.output import destination
 from ..static.compile_db import flags_for, load_compile_commands
 from ..static.source import TranslationUnit, cindex, source_files
+from ..static.unit_analysis import UnitReport, analyse_unit
 from .common import add_output_options
 
 NAME = "lint"
 HELP = "find aliasing writes and unvectorised loops in C/C++ sources (no profile needed)"
-FORMATS = ("text", "json", "sarif")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also report every loop clang did not vectorise (missed-vectorization)",
     )
-    add_output_options(parser, FORMATS)
+    add_output_options(parser, formats_for(FINDINGS))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,15 +66,11 @@ def run(args: argparse.Namespace) -> int:
         "notes": notes,
         "src_roots": [str(Path(p).resolve()) for p in args.paths if Path(p).is_dir()],
     }
-    with destination(args.output) as fh:
-        if args.format == "json":
-            json.dump(doc, fh, indent=1)
-            fh.write("\n")
-        elif args.format == "sarif":
-            json.dump(sarif.to_sarif(doc), fh, indent=1)
-            fh.write("\n")
-        else:
+    if args.format == "text":
+        with destination(args.output) as fh:
             fh.write(render_text(doc))
+    else:
+        write(FINDINGS, doc, args.format, args.output)
     return 0
 
 
@@ -115,12 +110,7 @@ def lint(
 def unit_findings(report: UnitReport, missed: bool) -> list[Finding]:
     aliasing = [
         build_finding(
-            match,
-            report,
-            remark,
-            report.object_loops.get((match.file, match.line)),
-            0.0,
-            asm_in_binary=False,
+            match, report, remark, report.loop_code(match, None), 0.0, asm_in_binary=False
         )
         for match, remark in report.confirmed_matches()
     ]

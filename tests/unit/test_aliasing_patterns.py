@@ -1,4 +1,4 @@
-"""The libclang source patterns of the aliasing-write analyzer, on small snippets
+"""The libclang source patterns of aliasing writes, on small snippets
 (one C++ and one C file, parsed once)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.analyzers.aliasing_write import AliasMatch, find_matches
+from perfsleuth.static.aliasing_patterns import AliasMatch, find_matches
 from perfsleuth.static.source import TranslationUnit, parse
 
 CXX = """#include <cstddef>

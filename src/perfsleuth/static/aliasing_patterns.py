@@ -1,0 +1,362 @@
+"""Aliasing writes in the source: a store through a char-like type forces the
+compiler to reload memory.
+
+In C and C++ a write through char, signed/unsigned char, (u)int8_t or std::byte may
+modify any object, so after it the compiler must load again every value it had read
+from memory: a vector's size and data pointer, a struct field, a row pointer. In a
+loop that means loads on every iteration and, usually, no vectorisation.
+
+The source patterns, by confidence:
+  loop-condition  the loop condition reads memory (directly, or through an inline
+                  accessor such as size() or end()) and the body writes through a
+                  char-like type; high confidence when the body has no branches;
+  loop-body       a loop-invariant memory read (data pointer behind operator[], p->field,
+                  rows[r]) repeated in a body that writes through a char-like type;
+  straight-line   the same pointer-field, dereference or element read before and after
+                  a char-typed write, its base unchanged in between (low confidence).
+Loops calling functions the compiler cannot see are skipped: those reload anyway.
+The compiler's remarks and the machine code (unit_analysis.py) confirm or refute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .clang_ast import (
+    FUNCTION_KINDS,
+    LOOP_KINDS,
+    SourceText,
+    children,
+    cursor_kind,
+    nodes_in,
+    operator_of,
+    root_variable,
+    strip_reference,
+    unwrap,
+    walk,
+)
+from .memory_access import WRITE_OPERATORS, Access, FunctionBody, access_at
+from .source import SYSTEM_PREFIXES
+
+BRANCH_KINDS = (
+    "IF_STMT",
+    "SWITCH_STMT",
+    "CONDITIONAL_OPERATOR",
+    "BREAK_STMT",
+    "CONTINUE_STMT",
+    "RETURN_STMT",
+    "GOTO_STMT",
+)
+CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
+BRANCH_PENALTY = 0.2
+
+
+@dataclass
+class AliasMatch:
+    """One source-level match: a memory read the compiler must repeat, and the
+    char-typed write that forces it."""
+
+    pattern: str  # "loop-condition", "loop-body" or "straight-line"
+    function: str
+    file: str
+    line: int  # the loop's first line, or the repeated read's line for straight-line code
+    end_line: int
+    read: str  # the memory read that must be repeated, as written in the source
+    read_line: int
+    write: str  # the char-typed write
+    write_line: int
+    write_type: str
+    confidence: float
+    branches: bool = False
+    fixes: list[str] = field(default_factory=list)
+    # The repeated read is of a local object: a finding only if clang fails to vectorise.
+    needs_compiler: bool = False
+    # Every repeated read that can be computed once before the loop, as written.
+    hoistable: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _LoopScan:
+    """The memory reads, char writes and assigned variables of one loop iteration."""
+
+    def __init__(self, fn: FunctionBody, loop: Any) -> None:
+        self.fn = fn
+        self.loop = loop
+        self.condition, self.body = _loop_parts(loop, fn.src)
+        per_iteration = [*self.condition, *([self.body] if self.body is not None else [])]
+        self.nodes = [n for part in per_iteration for n in walk(part)]
+        self.writes = [(n, t) for n in self.nodes if (t := fn.char_write(n)) is not None]
+        write_keys = {fn.src.text(t) for _, t in self.writes}
+        self.variant = _assigned_or_declared(self.nodes, fn.src)
+        condition_nodes = {n.hash for part in self.condition for n in walk(part)}
+        self.reads: list[tuple[Access, bool]] = []
+        for node in self.nodes:
+            access = access_at(fn, node)
+            if access is None or access.deps & self.variant:
+                continue
+            if access.key in write_keys:
+                continue
+            self.reads.append((access, node.hash in condition_nodes))
+
+    def match(self) -> AliasMatch | None:
+        if not self.writes or not self.reads:
+            return None
+        if self.fn.opaque_calls(self.loop):
+            return None
+        locals_only = all(a.deps <= self.fn.local_objects for a, _ in self.reads)
+        condition_reads = [a for a, in_condition in self.reads if in_condition]
+        read = (condition_reads or [a for a, _ in self.reads])[0]
+        pattern = "loop-condition" if condition_reads else "loop-body"
+        write, target = self.writes[0]
+        branches = self.body is not None and any(
+            cursor_kind(n) in BRANCH_KINDS for n in walk(self.body)
+        )
+        confidence = CONFIDENCE[pattern] - (BRANCH_PENALTY if branches else 0.0)
+        src = self.fn.src
+        return AliasMatch(
+            pattern=pattern,
+            function=self.fn.name,
+            file=str(self.loop.extent.start.file.name),
+            line=self.loop.extent.start.line,
+            end_line=self.loop.extent.end.line,
+            read=src.text(read.node),
+            read_line=read.node.extent.start.line,
+            write=src.text(write),
+            write_line=write.extent.start.line,
+            write_type=_type_name(target),
+            confidence=round(confidence, 2),
+            branches=branches,
+            fixes=_fixes(self.fn, read, target, pattern),
+            needs_compiler=locals_only,
+            hoistable=self._hoistable(),
+        )
+
+    def _hoistable(self) -> list[str]:
+        """The repeated reads' texts, outermost first; element accessors (v[i]) are
+        left out, as their index changes."""
+        src = self.fn.src
+        written = {src.text(children(n)[0]) for n in self.nodes if _is_assignment(n, src)}
+        texts: dict[str, None] = {}
+        for access, _ in self.reads:
+            text = src.text(access.node)
+            if cursor_kind(unwrap(access.node)) == "CALL_EXPR" and not text.endswith("()"):
+                continue
+            if text in written:
+                continue
+            if not any(text in other for other in texts):
+                texts[text] = None
+        return list(texts)
+
+
+def _loop_parts(loop: Any, src: SourceText) -> tuple[list[Any], Any | None]:
+    """(condition and increment expressions, body) of a loop; init is left out."""
+    kids = children(loop)
+    kind = cursor_kind(loop)
+    if kind == "DO_STMT":
+        return kids[1:], kids[0] if kids else None
+    if kind == "WHILE_STMT":
+        return kids[:-1], kids[-1] if kids else None
+    if kind == "CXX_FOR_RANGE_STMT":
+        return [], kids[-1] if kids else None
+    body = kids[-1] if kids else None
+    header = src.slice(loop, loop.extent.start.offset, body.extent.start.offset if body else 0)
+    first_semicolon = loop.extent.start.offset + _top_level_semicolon(header)
+    return [k for k in kids[:-1] if k.extent.start.offset > first_semicolon], body
+
+
+def _top_level_semicolon(header: str) -> int:
+    depth = 0
+    for i, ch in enumerate(header):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == ";" and depth == 1:
+            return i
+    return len(header)
+
+
+def _assigned_or_declared(nodes: list[Any], src: SourceText) -> frozenset[str]:
+    """Variables a loop iteration changes: assigned, incremented, declared, address taken."""
+    ids: set[str] = set()
+    for node in nodes:
+        kind = cursor_kind(node)
+        if kind == "VAR_DECL":
+            ids.add(node.get_usr() or f"{node.spelling}@{node.location.line}")
+        elif kind in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR"):
+            op = operator_of(node, src)
+            if op in WRITE_OPERATORS or op in ("++", "--", "&"):
+                ids |= root_variable(children(node)[0])
+        elif kind == "CALL_EXPR" and node.spelling in ("operator=", "operator++", "operator--"):
+            kids = children(node)
+            if kids:
+                ids |= root_variable(kids[0])
+    return frozenset(ids)
+
+
+def _type_name(target: Any) -> str:
+    ctype = target.type
+    spelling = ctype.spelling.replace("&", "").replace("const ", "").strip()
+    for alias in ("value_type", "reference", "__gnu_cxx::__alloc_traits"):
+        if alias in spelling:
+            return strip_reference(ctype).spelling
+    return spelling or strip_reference(ctype).spelling
+
+
+def _fixes(fn: FunctionBody, read: Access, target: Any, pattern: str) -> list[str]:
+    src = fn.src
+    fixes = []
+    cxx = fn.cursor.translation_unit.spelling.endswith((".cc", ".cpp", ".cxx", ".C", ".hpp"))
+    if cxx:
+        fixes.append(
+            f"write through char8_t instead of {_type_name(target)} "
+            "(std::vector<char8_t> / std::u8string, C++20): char8_t does not alias"
+        )
+    read_text = src.text(read.node)
+    if pattern == "loop-condition":
+        fixes.append(f"hoist `{read_text}` into a local before the loop")
+    elif pattern == "straight-line":
+        fixes.append(f"read `{read_text}` once into a local and reuse it")
+    else:
+        fixes.append(
+            f"load `{read_text}` (or the data pointer behind it) into a local before the loop"
+        )
+    fixes.append("or mark the written pointer __restrict")
+    return fixes
+
+
+def _straight_line(fn: FunctionBody, body: Any, in_loops: set[int]) -> AliasMatch | None:
+    """The first read repeated after a char-typed write with its base unchanged."""
+    events = list(_events(fn, body))
+    for i, (kind, access, node) in enumerate(events):
+        if kind != "read" or node.extent.start.line in in_loops:
+            continue
+        if access.deps <= fn.local_objects:
+            continue
+        write = None
+        for later_kind, later, later_node in events[i + 1 :]:
+            if later_kind == "call" or (later_kind == "assign" and later.deps & access.deps):
+                break
+            if later_kind == "write" and later.key != access.key and write is None:
+                write = (later.node, later_node)
+            elif later_kind == "read" and later.key == access.key and write is not None:
+                return _straight_line_match(fn, access, write, later_node)
+    return None
+
+
+def _straight_line_match(
+    fn: FunctionBody, read: Access, write: tuple[Any, Any], again: Any
+) -> AliasMatch:
+    target, expression = write
+    return AliasMatch(
+        pattern="straight-line",
+        function=fn.name,
+        file=str(read.node.extent.start.file.name),
+        line=read.node.extent.start.line,
+        end_line=again.extent.end.line,
+        read=fn.src.text(read.node),
+        read_line=again.extent.start.line,
+        write=fn.src.text(expression),
+        write_line=target.extent.start.line,
+        write_type=_type_name(target),
+        confidence=CONFIDENCE["straight-line"],
+        fixes=_fixes(fn, read, target, "straight-line"),
+    )
+
+
+def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[no-untyped-def]
+    """("read"|"write"|"assign"|"call", access, node) in evaluation order; a write's
+    access is of its target, its node the whole writing expression."""
+    target = fn.char_write(node)
+    kids = children(node)
+    assigns = _is_assignment(node, fn.src)
+    for i, kid in enumerate(kids):
+        yield from _events(fn, kid, lvalue=(assigns or target is not None) and i == 0)
+    if target is not None:
+        written = access_at(fn, target) or Access(fn.src.text(target), frozenset(), target)
+        yield ("write", Access(written.key, written.deps, target), node)
+        return
+    kind = cursor_kind(node)
+    if kind == "CALL_EXPR" and fn.opaque_calls(node):
+        yield ("call", Access("", frozenset(), node), node)
+    elif assigns or kind == "UNARY_OPERATOR" and operator_of(node, fn.src) == "&":
+        changed = frozenset(root_variable(kids[0])) if kids else frozenset()
+        yield ("assign", Access("", changed, node), node)
+    if not lvalue and kind != "UNEXPOSED_EXPR":
+        access = access_at(fn, node)
+        if access is not None and access.deps:
+            yield ("read", access, node)
+
+
+def _is_assignment(node: Any, src: SourceText) -> bool:
+    kind = cursor_kind(node)
+    if kind not in ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR"):
+        return False
+    op = operator_of(node, src)
+    return op in WRITE_OPERATORS or op in ("++", "--")
+
+
+def _function_matches(fn: FunctionBody) -> list[AliasMatch]:
+    body = next((c for c in children(fn.cursor) if cursor_kind(c) == "COMPOUND_STMT"), None)
+    if body is None or not any(fn.char_write(n) is not None for n in walk(body)):
+        return []  # every pattern needs a char-typed write
+    matches = _loop_matches(fn, body)
+    in_loops = {line for m in matches for line in range(m.line, m.end_line + 1)}
+    straight = _straight_line(fn, body, in_loops)
+    if straight is not None:
+        matches.append(straight)
+    return matches
+
+
+def _loop_matches(fn: FunctionBody, body: Any) -> list[AliasMatch]:
+    """Innermost loops first: an outer loop is reported only if no loop inside it is."""
+    matches: list[AliasMatch] = []
+    loops = [n for n in walk(body) if cursor_kind(n) in LOOP_KINDS]
+    matched_spans: list[tuple[int, int]] = []
+    for loop in sorted(loops, key=lambda n: n.extent.end.offset - n.extent.start.offset):
+        span = (loop.extent.start.offset, loop.extent.end.offset)
+        if any(span[0] <= s and e <= span[1] for s, e in matched_spans):
+            continue
+        match = _LoopScan(fn, loop).match()
+        if match is not None:
+            matches.append(match)
+            matched_spans.append(span)
+    return matches
+
+
+# (file base name, line) of the sampled lines of a run.
+HotLines = frozenset[tuple[str, int]]
+
+
+def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> list[AliasMatch]:
+    """Every aliasing-write match in the functions defined in main_file; with `hot`,
+    the profile's sampled lines, only in functions holding one of them — and then
+    also in the project headers the unit includes (a hot template or inline loop)."""
+    src = SourceText()
+    matches: list[AliasMatch] = []
+    hot_files = {name for name, _ in hot} if hot is not None else set()
+
+    def wanted(name: str) -> bool:
+        if name == str(main_file):
+            return True
+        return Path(name).name in hot_files and not name.startswith(SYSTEM_PREFIXES)
+
+    for node in nodes_in(parsed, wanted):
+        if cursor_kind(node) not in FUNCTION_KINDS or not node.is_definition():
+            continue
+        if hot is None or _holds_hot_line(node, hot):
+            try:
+                matches.extend(_function_matches(FunctionBody(node, src)))
+            except ValueError:  # a libclang enum value newer than the Python bindings
+                continue
+    return sorted(matches, key=lambda m: (-m.confidence, m.file, m.line))
+
+
+def _holds_hot_line(node: Any, hot: HotLines) -> bool:
+    name = Path(node.location.file.name).name
+    first, last = node.extent.start.line, node.extent.end.line
+    return any((name, line) in hot for line in range(first, last + 1))

@@ -1,0 +1,151 @@
+"""Reading libclang's syntax tree: cursor kinds, source text as written, variables,
+and the functions and loops of a file. Shared by the source patterns of static/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+FUNCTION_KINDS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "FUNCTION_TEMPLATE")
+LOOP_KINDS = ("FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT")
+
+
+class SourceText:
+    """Source text by file, to quote expressions exactly as written."""
+
+    def __init__(self) -> None:
+        self._bytes: dict[str, bytes] = {}
+
+    def slice(self, cursor: Any, begin: int, end: int) -> str:
+        """Text between two file offsets of the cursor's file."""
+        name = cursor.extent.start.file.name if cursor.extent.start.file else ""
+        if name not in self._bytes:
+            try:
+                self._bytes[name] = Path(name).read_bytes()
+            except OSError:
+                self._bytes[name] = b""
+        return self._bytes[name][begin:end].decode(errors="replace")
+
+    def text(self, cursor: Any) -> str:
+        extent = cursor.extent
+        return " ".join(self.slice(cursor, extent.start.offset, extent.end.offset).split())
+
+
+def cursor_kind(cursor: Any) -> str:
+    try:
+        return str(cursor.kind.name)
+    except ValueError:  # a cursor kind newer than the bindings
+        return ""
+
+
+def unwrap(cursor: Any) -> Any:
+    """The expression under implicit casts and parentheses."""
+    while cursor_kind(cursor) in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR"):
+        kids = children(cursor)
+        if len(kids) != 1:
+            break
+        cursor = kids[0]
+    return cursor
+
+
+def children(cursor: Any) -> list[Any]:
+    return list(cursor.get_children())
+
+
+def operator_of(cursor: Any, src: SourceText) -> str:
+    """The operator of a unary, binary or compound-assignment expression."""
+    kids = children(cursor)
+    if not kids:
+        return ""
+    extent = cursor.extent
+    first = kids[0].extent
+    if cursor_kind(cursor) == "UNARY_OPERATOR":
+        before = src.slice(cursor, extent.start.offset, first.start.offset).strip()
+        return before or src.slice(cursor, first.end.offset, extent.end.offset).strip()
+    if len(kids) < 2:
+        return ""
+    return src.slice(cursor, first.end.offset, kids[1].extent.start.offset).strip()
+
+
+def strip_reference(ctype: Any) -> Any:
+    canonical = ctype.get_canonical()
+    if canonical.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+        return canonical.get_pointee().get_canonical()
+    return canonical
+
+
+def walk(cursor: Any):  # type: ignore[no-untyped-def]
+    yield cursor
+    for child in cursor.get_children():
+        yield from walk(child)
+
+
+def var_id(cursor: Any) -> str:
+    decl = cursor.referenced
+    return decl.get_usr() or f"{decl.spelling}@{decl.location.line}" if decl else ""
+
+
+def variables_in(cursor: Any) -> frozenset[str]:
+    ids = set()
+    for node in walk(cursor):
+        kind = cursor_kind(node)
+        if kind == "DECL_REF_EXPR" and node.referenced is not None:
+            if cursor_kind(node.referenced) in ("VAR_DECL", "PARM_DECL"):
+                ids.add(var_id(node))
+        elif kind in ("CXX_THIS_EXPR",) or (kind == "MEMBER_REF_EXPR" and not children(node)):
+            ids.add("this")
+    return frozenset(ids)
+
+
+def qualified_name(cursor: Any) -> str:
+    parts = [cursor.spelling]
+    parent = cursor.semantic_parent
+    while parent is not None and cursor_kind(parent) not in ("TRANSLATION_UNIT", ""):
+        if parent.spelling:
+            parts.append(parent.spelling)
+        parent = parent.semantic_parent
+    return "::".join(reversed(parts))
+
+
+def root_variable(cursor: Any) -> set[str]:
+    cursor = unwrap(cursor)
+    if cursor_kind(cursor) == "DECL_REF_EXPR" and cursor.referenced is not None:
+        return {var_id(cursor)}
+    return set()
+
+
+def nodes_in(parsed: Any, wanted: Any):  # type: ignore[no-untyped-def]
+    """The nodes written in the files `wanted` accepts, skipping (not walking) the rest."""
+
+    def visit(node: Any):  # type: ignore[no-untyped-def]
+        for child in node.get_children():
+            location = child.location.file
+            if location is not None and wanted(location.name):
+                yield child
+                yield from visit(child)
+
+    yield from visit(parsed.cursor)
+
+
+def _main_file_nodes(parsed: Any, main_file: Path):  # type: ignore[no-untyped-def]
+    """The nodes written in main_file."""
+    return nodes_in(parsed, lambda name: name == str(main_file))
+
+
+def function_spans(parsed: Any, main_file: Path) -> list[tuple[str, int, int]]:
+    """(qualified name, first line, last line) of each function defined in main_file."""
+    return [
+        (qualified_name(node), node.extent.start.line, node.extent.end.line)
+        for node in _main_file_nodes(parsed, main_file)
+        if cursor_kind(node) in FUNCTION_KINDS and node.is_definition()
+    ]
+
+
+def loop_spans(parsed: Any, main_file: Path) -> list[tuple[int, int]]:
+    """(first line, last line) of every loop in main_file."""
+    return [
+        (node.extent.start.line, node.extent.end.line)
+        for node in _main_file_nodes(parsed, main_file)
+        if cursor_kind(node) in LOOP_KINDS
+    ]

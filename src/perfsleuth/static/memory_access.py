@@ -1,0 +1,357 @@
+"""What a function body reads and writes in memory, as the compiler sees it.
+
+A write through a char-like type (char, signed/unsigned char, (u)int8_t, std::byte)
+may modify any object; the reads it forces the compiler to repeat are those of
+memory: fields behind a pointer or `this`, elements behind a data pointer, objects
+whose address escapes, globals. Calls the compiler cannot see through make it reload
+anyway, so they are told apart from inline ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .clang_ast import (
+    FUNCTION_KINDS,
+    SourceText,
+    children,
+    cursor_kind,
+    operator_of,
+    qualified_name,
+    strip_reference,
+    unwrap,
+    var_id,
+    variables_in,
+    walk,
+)
+
+CHAR_TYPE_KINDS = ("CHAR_S", "CHAR_U", "SCHAR", "UCHAR")
+WRITE_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR", "CALL_EXPR")
+WRITE_OPERATORS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
+# Library functions that write no memory the program can see, so calls to them
+# do not force reloads (many are declared pure or const; glibc's ctype ones via
+# tables behind const functions).
+PURE_LIBRARY_FUNCTIONS = frozenset(
+    {"abs", "labs", "llabs", "fabs", "fabsf", "sqrt", "sqrtf", "floor", "ceil", "fmin", "fmax"}
+    | {"min", "max", "toupper", "tolower", "isalpha", "isdigit", "isalnum", "isspace"}
+    | {"isupper", "islower", "isxdigit", "ispunct", "isprint", "strlen", "memcmp", "strcmp"}
+)
+PURE_ATTRIBUTES = ("PURE_ATTR", "CONST_ATTR")
+ACCESSOR_ELEMENT_METHODS = ("operator[]", "at", "front", "back", "data")
+INLINE_DEPTH = 4
+
+
+def char_like(ctype: Any) -> bool:
+    """char, signed/unsigned char, (u)int8_t, std::byte — but not char8_t."""
+    canonical = strip_reference(ctype)
+    if canonical.kind.name in CHAR_TYPE_KINDS:
+        return True
+    return canonical.spelling.replace("const ", "") in ("std::byte", "enum std::byte")
+
+
+def _is_restrict_pointer(cursor: Any) -> bool:
+    ctype = unwrap(cursor).type
+    return "restrict" in ctype.spelling
+
+
+class FunctionBody:
+    """The facts of one function body the patterns need."""
+
+    def __init__(self, cursor: Any, src: SourceText) -> None:
+        self.cursor = cursor
+        self.src = src
+        self.name = qualified_name(cursor)
+        self.local_objects: set[str] = set()  # local objects read as if in memory
+        self.returned_vars = {
+            var_id(unwrap(c))
+            for r in walk(cursor)
+            if cursor_kind(r) == "RETURN_STMT"
+            for c in children(r)
+            if cursor_kind(unwrap(c)) == "DECL_REF_EXPR"
+        }
+
+    # --- variables -----------------------------------------------------------
+
+    def is_memory_object(self, cursor: Any) -> bool:
+        """Does this object expression live in memory the compiler cannot keep in registers?"""
+        cursor = unwrap(cursor)
+        kind = cursor_kind(cursor)
+        if kind == "CXX_THIS_EXPR":
+            return True
+        if kind == "DECL_REF_EXPR":
+            return self._variable_in_memory(cursor)
+        if kind == "MEMBER_REF_EXPR":
+            kids = children(cursor)
+            return not kids or self._arrow(cursor) or self.is_memory_object(kids[0])
+        if kind == "ARRAY_SUBSCRIPT_EXPR":
+            return not self._local_array(children(cursor)[0])
+        if kind == "UNARY_OPERATOR":
+            return self.src.text(cursor).startswith("*")
+        if kind == "CALL_EXPR":
+            return cursor.type.get_canonical().kind.name == "LVALUEREFERENCE" or (
+                cursor_kind(cursor.referenced) == "CXX_METHOD"
+                and cursor.spelling in ACCESSOR_ELEMENT_METHODS
+            )
+        return False
+
+    def _variable_in_memory(self, ref: Any) -> bool:
+        decl = ref.referenced
+        if decl is None or cursor_kind(decl) not in ("VAR_DECL", "PARM_DECL"):
+            return False
+        if decl.type.get_canonical().kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+            return True
+        local = cursor_kind(decl.semantic_parent) in FUNCTION_KINDS
+        static = decl.storage_class.name == "STATIC"
+        if not local or static or var_id(ref) in self.returned_vars:
+            return True
+        if decl.type.get_canonical().kind.name == "RECORD":
+            # A local object lives in memory only once its address escapes
+            # (say, to a non-inline resize()); only the compiler can tell.
+            self.local_objects.add(var_id(ref))
+            return True
+        return False
+
+    def _arrow(self, member: Any) -> bool:
+        kids = children(member)
+        if not kids:
+            return True  # implicit this->field
+        text = self.src.text(member)
+        base = self.src.text(kids[0])
+        return text[len(base) :].lstrip().startswith("->")
+
+    def memory_access(self, cursor: Any) -> tuple[str, frozenset[str]] | None:
+        """(key, variables it depends on) when evaluating this expression reads or
+        writes memory at a location fixed by those variables."""
+        cursor = unwrap(cursor)
+        kind = cursor_kind(cursor)
+        if kind == "MEMBER_REF_EXPR":
+            if cursor.type.get_canonical().kind.name == "CONSTANTARRAY":
+                return None  # an array member is an address, not a load
+            kids = children(cursor)
+            if not kids:
+                return (f"this->{cursor.spelling}", frozenset({"this"}))
+            if self._arrow(cursor) or self.is_memory_object(kids[0]):
+                return (self.src.text(cursor), variables_in(kids[0]))
+            return None
+        if kind in ("ARRAY_SUBSCRIPT_EXPR", "UNARY_OPERATOR") and _aggregate(cursor):
+            return None  # a struct or array element is an address; its fields are loads
+        if kind == "ARRAY_SUBSCRIPT_EXPR":
+            base = children(cursor)[0]
+            if self._local_array(base):
+                return None
+            return (self.src.text(cursor), variables_in(cursor))
+        if kind == "UNARY_OPERATOR" and self.src.text(cursor).startswith("*"):
+            return (self.src.text(cursor), variables_in(cursor))
+        if kind == "CALL_EXPR":
+            return self._accessor_call(cursor)
+        return None
+
+    def _accessor_call(self, call: Any) -> tuple[str, frozenset[str]] | None:
+        """An inline call that reads memory: a member call on an object in memory
+        (v.size(), v[i], img.get_height(), size() on this), or a free inline function
+        dereferencing what it is given (buf_len(b))."""
+        function = call.referenced
+        if function is None or not inline_only(function):
+            return None
+        if cursor_kind(function) == "FUNCTION_DECL":
+            return self._inline_reader(call, function)
+        if cursor_kind(function) != "CXX_METHOD" or function.is_static_method():
+            return None
+        kids = children(call)
+        if kids and cursor_kind(kids[0]) == "MEMBER_REF_EXPR" and not children(kids[0]):
+            return (f"this->{function.spelling}()", frozenset({"this"}))
+        obj = _member_object(call, kids)
+        if obj is None or not self.is_memory_object(obj) or self._local_array(obj):
+            return None
+        return (f"{self.src.text(obj)}.{function.spelling}", variables_in(obj))
+
+    def _inline_reader(self, call: Any, function: Any) -> tuple[str, frozenset[str]] | None:
+        definition = function.get_definition()
+        args = children(call)[1:]
+        if definition is None or not args or not any(_dereferences(n) for n in walk(definition)):
+            return None
+        deps = frozenset().union(*(variables_in(a) for a in args))
+        return (self.src.text(call), deps) if deps else None
+
+    def _local_array(self, base: Any) -> bool:
+        """A stack array (char buf[64], std::array<uint8_t, 64>) the write cannot alias."""
+        base = unwrap(base)
+        if cursor_kind(base) != "DECL_REF_EXPR" or base.referenced is None:
+            return False
+        decl = base.referenced
+        if (
+            cursor_kind(decl) != "VAR_DECL"
+            or cursor_kind(decl.semantic_parent) not in FUNCTION_KINDS
+        ):
+            return False
+        spelling = decl.type.get_canonical().spelling
+        return decl.type.get_canonical().kind.name == "CONSTANTARRAY" or spelling.startswith(
+            "std::array<"
+        )
+
+    # --- writes --------------------------------------------------------------
+
+    def char_write(self, cursor: Any) -> Any | None:
+        """The lvalue of a write through a char-like type into memory, else None."""
+        kind = cursor_kind(cursor)
+        if kind not in WRITE_KINDS:
+            return None
+        if kind == "CALL_EXPR" and cursor.spelling not in ("operator=", "operator++"):
+            return None
+        kids = children(cursor)
+        if not kids:
+            return None
+        target = unwrap(kids[0])
+        if not char_like(target.type):  # cheaper than the operator, so first
+            return None
+        if kind == "UNARY_OPERATOR" and operator_of(cursor, self.src) not in ("++", "--"):
+            return None
+        binary = kind not in ("UNARY_OPERATOR", "CALL_EXPR")
+        if binary and operator_of(cursor, self.src) not in WRITE_OPERATORS:
+            return None
+        return target if self._writes_memory(target) else None
+
+    def _writes_memory(self, target: Any) -> bool:
+        kind = cursor_kind(target)
+        if kind == "ARRAY_SUBSCRIPT_EXPR":
+            base = children(target)[0]
+            return not self._local_array(base) and not _is_restrict_pointer(base)
+        if kind == "UNARY_OPERATOR":
+            kids = children(target)
+            return bool(kids) and not _is_restrict_pointer(kids[0])
+        if kind == "MEMBER_REF_EXPR":
+            return self.memory_access(target) is not None
+        if kind == "CALL_EXPR":  # operator[] / at() of a container
+            obj = _member_object(target, children(target))
+            return obj is not None and not self._local_array(obj)
+        if kind == "DECL_REF_EXPR" and target.referenced is not None:  # char& out
+            ctype = target.referenced.type.get_canonical()
+            return ctype.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE")
+        return False
+
+    # --- calls ---------------------------------------------------------------
+
+    def opaque_calls(self, cursor: Any) -> list[str]:
+        """Calls in this subtree to functions the compiler cannot see through."""
+        opaque = []
+        for node in walk(cursor):
+            if cursor_kind(node) != "CALL_EXPR" or node.referenced is None:
+                continue
+            callee = node.referenced
+            if (
+                cursor_kind(callee) in ("CONSTRUCTOR", "DESTRUCTOR")
+                and callee.is_default_constructor()
+            ):
+                continue
+            if callee.spelling in PURE_LIBRARY_FUNCTIONS or callee.spelling.startswith("__builtin"):
+                continue
+            if not inline_only(callee):
+                opaque.append(callee.spelling)
+        return opaque
+
+
+def _dereferences(node: Any) -> bool:
+    """Does this node of a function body load through a pointer?"""
+    kind = cursor_kind(node)
+    if kind == "MEMBER_REF_EXPR":
+        kids = children(node)
+        return bool(kids) and "->" in _text_between(node, kids[0])
+    return kind == "ARRAY_SUBSCRIPT_EXPR" or (
+        kind == "UNARY_OPERATOR" and _token_text(node).startswith("*")
+    )
+
+
+def _text_between(node: Any, base: Any) -> str:
+    """The tokens of node after those of its base (`->field` of `p->field`)."""
+    end = base.extent.end.offset
+    return "".join(t.spelling for t in node.get_tokens() if t.extent.start.offset >= end)[:2]
+
+
+def _token_text(node: Any) -> str:
+    return "".join(t.spelling for t in node.get_tokens())[:1]
+
+
+def _aggregate(cursor: Any) -> bool:
+    kind = cursor.type.get_canonical().kind.name
+    return kind in ("RECORD", "CONSTANTARRAY", "INCOMPLETEARRAY")
+
+
+def _member_object(call: Any, kids: list[Any]) -> Any | None:
+    """The object a member call is made on: `v` in v.size(), and in v[i], whose
+    operator call lists the object first."""
+    if not kids:
+        return None
+    first = unwrap(kids[0])
+    if cursor_kind(first) == "MEMBER_REF_EXPR" and cursor_kind(first.referenced) == "CXX_METHOD":
+        inner = children(first)
+        return inner[0] if inner else None
+    if call.spelling.startswith("operator"):
+        return kids[0]
+    return None
+
+
+def inline_only(function: Any, depth: int = 0) -> bool:
+    """Is the function's body visible to the compiler, and all it calls, recursively?"""
+    name = function.spelling
+    if name.startswith("__builtin") or name in PURE_LIBRARY_FUNCTIONS:
+        return True
+    if any(cursor_kind(child) in PURE_ATTRIBUTES for child in function.get_children()):
+        return True  # writes no memory, so it cannot force a reload
+    usr = (function.translation_unit.spelling, function.get_usr())
+    if usr in _INLINE_CACHE:
+        return _INLINE_CACHE[usr]
+    _INLINE_CACHE[usr] = True  # recursion is fine: only its other callees decide
+    _INLINE_CACHE[usr] = _body_inline_only(function, depth)
+    return _INLINE_CACHE[usr]
+
+
+_INLINE_CACHE: dict[tuple[str, str], bool] = {}  # (TU, USR): visibility differs by TU
+
+
+def _body_inline_only(function: Any, depth: int) -> bool:
+    definition = function.get_definition()
+    if definition is None:
+        return cursor_kind(function) in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") and (
+            function.is_default_method()
+        )
+    if depth >= INLINE_DEPTH:
+        return True
+    return all(
+        inline_only(node.referenced, depth + 1)
+        for node in walk(definition)
+        if cursor_kind(node) == "CALL_EXPR" and node.referenced is not None
+    )
+
+
+@dataclass
+class Access:
+    """A memory location an expression reads or writes: its key (the expression as
+    written), the variables that fix it, and the expression's node."""
+
+    key: str
+    deps: frozenset[str]
+    node: Any
+
+
+def access_at(fn: FunctionBody, node: Any) -> Access | None:
+    """The memory the node reads: through the function's objects, or a global."""
+    found = fn.memory_access(node) if cursor_kind(node) != "UNEXPOSED_EXPR" else None
+    if found is None:
+        found = _global_read(node)
+    return Access(found[0], found[1], node) if found is not None else None
+
+
+def _global_read(node: Any) -> tuple[str, frozenset[str]] | None:
+    """A read of a global or static variable (memory, with no variable parts)."""
+    if cursor_kind(node) != "DECL_REF_EXPR" or node.referenced is None:
+        return None
+    decl = node.referenced
+    if cursor_kind(decl) != "VAR_DECL" or decl.type.get_canonical().is_const_qualified():
+        return None
+    local = cursor_kind(decl.semantic_parent) in FUNCTION_KINDS
+    if local and decl.storage_class.name != "STATIC":
+        return None
+    if decl.type.get_canonical().kind.name in ("RECORD", "CONSTANTARRAY", "ELABORATED"):
+        return None
+    return (decl.spelling, frozenset())

@@ -1,0 +1,167 @@
+"""The deep analysis of a translation unit: its source patterns (libclang), clang-16's
+verdict on its loops (remarks) and their machine code, and which matches survive.
+
+libclang parses the unit while clang-16 compiles it, in parallel; a report is cached
+by unit, flags, modification time and hot lines, so the aliasing and vectorisation
+analyzers and `perfsleuth lint` share one analysis.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from . import compiler_remarks, machine_code
+from .aliasing_patterns import AliasMatch, HotLines, find_matches
+from .clang_ast import function_spans, loop_spans
+from .compiler_remarks import CompileError, Remark
+from .source import HotCode, TranslationUnit, hot_units, parse
+
+
+@dataclass
+class UnitReport:
+    """Everything the source and the compiler said about one translation unit."""
+
+    unit: TranslationUnit
+    matches: list[AliasMatch] = field(default_factory=list)
+    remarks: list[Remark] = field(default_factory=list)
+    functions: list[tuple[str, int, int]] = field(default_factory=list)
+    loops: list[tuple[int, int]] = field(default_factory=list)
+    # (file, loop line) -> the loop in clang-16's build of the unit
+    object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+    def remark_for(self, file: str, first: int, last: int) -> Remark | None:
+        return compiler_remarks.remark_for_loop(self.remarks, Path(file), first, last)
+
+    def loop_at(self, line: int) -> tuple[int, int]:
+        """The innermost loop around a line (the line alone when none is known)."""
+        around = [(b - a, (a, b)) for a, b in self.loops if a <= line <= b]
+        return min(around)[1] if around else (line, line)
+
+    def function_at(self, line: int) -> str:
+        inside = [
+            (last - first, name) for name, first, last in self.functions if first <= line <= last
+        ]
+        return min(inside)[1] if inside else ""
+
+    def verdicts(self) -> list[tuple[AliasMatch, Remark | None, bool]]:
+        """(match, clang's remark on its loop, whether clang refutes it). clang refutes
+        a loop match by vectorising the loop anyway, and a read of a local object by
+        not blaming memory when it fails (whether that object lives in memory depends
+        on whether its address escaped, which only the compiler knows)."""
+        found = []
+        for match in self.matches:
+            remark = self.remark_for(match.file, match.line, match.end_line)
+            vectorized = remark is not None and remark.vectorized
+            refuted = match.pattern != "straight-line" and vectorized
+            if match.needs_compiler and (remark is None or not remark.memory_reason):
+                refuted = True
+            found.append((match, remark, refuted))
+        return found
+
+    def loop_code(self, match: AliasMatch, binary: Path | None) -> machine_code.LoopCode | None:
+        """The machine code of a matched loop: in the run's binary when there is one,
+        else in clang-16's build of the unit."""
+        if binary is not None and match.pattern != "straight-line":
+            return machine_code.loop_code(binary, match.file, match.line, match.end_line)
+        return self.object_loops.get((match.file, match.line))
+
+    def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
+        """Source matches clang does not refute."""
+        return [(match, remark) for match, remark, refuted in self.verdicts() if not refuted]
+
+
+_REPORTS: dict[tuple[str, tuple[str, ...], float, HotLines | None], UnitReport] = {}
+
+
+def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> UnitReport:
+    """Parse and match the unit (only functions holding hot_lines, when given)
+    while clang compiles it for its remarks, in parallel; cached, so the aliasing and
+    vectorisation analyzers share one analysis. A unit built with guessed flags that
+    does not compile is tried once more with the common standard headers included."""
+    key = (str(unit.path), tuple(unit.flags), unit.path.stat().st_mtime, hot_lines)
+    if key not in _REPORTS:
+        report = _analyse(unit, hot_lines)
+        if report.error and unit.flags_origin == "defaults":
+            retried = _analyse(unit.with_standard_includes(), hot_lines)
+            report = report if retried.error else retried
+        _REPORTS[key] = report
+    return _REPORTS[key]
+
+
+def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
+    started = time.perf_counter()
+    report = UnitReport(unit)
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
+        obj = Path(tmp) / "unit.o"
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            compiling = pool.submit(compiler_remarks.compile_unit, unit, None, obj)
+            parsed = parse(unit)
+            try:
+                report.remarks = compiling.result()[0]
+            except CompileError as exc:
+                report.error = str(exc)
+        if parsed is None:
+            report.error = report.error or unit.error
+        else:
+            _read_source(report, parsed, hot_lines)
+        if not report.error and report.matches:
+            report.object_loops = _object_loops(unit, obj, report.matches)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _read_source(report: UnitReport, parsed: Any, hot_lines: HotLines | None) -> None:
+    path = report.unit.path
+    report.matches = find_matches(parsed, path, hot_lines)
+    report.functions = function_spans(parsed, path)
+    report.loops = loop_spans(parsed, path)
+
+
+def _object_loops(
+    unit: TranslationUnit, obj: Path, matches: list[AliasMatch]
+) -> dict[tuple[str, int], machine_code.LoopCode]:
+    """The machine code clang-16 made of each matched loop, for when there is no
+    binary (lint) to read it from."""
+    exe = obj.with_suffix(".exe")
+    if not compiler_remarks.link_for_disassembly(unit, obj, exe):
+        return {}
+    loops = {}
+    for match in matches:
+        if match.pattern != "straight-line":
+            loop = machine_code.loop_code(exe, match.file, match.line, match.end_line)
+            if loop is not None:
+                loops[(match.file, match.line)] = loop
+    return loops
+
+
+def hot_unit_reports(
+    hot: HotCode,
+    binaries: list[dict],
+    roots: list[Path],
+    compile_commands: Path | None,
+    limit: int,
+) -> tuple[list[tuple[UnitReport, Path | None]], list[str]]:
+    """The analysed hot units of a run (at most `limit`), each with its binary; and
+    notes for missing source, units that do not compile, and a missing clang."""
+    units, notes = hot_units(hot, binaries, roots, compile_commands, limit)
+    reports = []
+    hot_lines = frozenset(hot.line_weight)
+    for unit, binary in units:
+        try:
+            report = analyse_unit(unit, hot_lines)
+        except UserError as missing_tool:
+            notes.append(f"source and compiler analysis of hot loops skipped: {missing_tool}")
+            break
+        if report.error:
+            notes.append(f"skipped {unit.path.name}: it does not compile ({report.error})")
+        else:
+            reports.append((report, binary))
+    return reports, notes
