@@ -79,32 +79,3 @@ def test_truncated_stacks_fall_back_to_the_thread_function():
     assert finding.function == "consumer(Queue&)"
     assert "threads running consumer(Queue&)" in finding.title
     assert finding.confidence < 0.7
-
-
-def test_io_wait_and_sleep_loop_on_busy_threads():
-    b = ProfileBuilder(unit="ns")
-    t = Thread(31, 30, "loader")
-    read = [Frame("__GI___libc_read", dso="libc.so.6"), Frame("load_chunk", dso="app")]
-    sleep = [Frame("__GI___clock_nanosleep", dso="libc.so.6"), Frame("poll_jobs", dso="app")]
-    b.add(read, 300 * MS, thread=t, state="io")
-    b.add(sleep, 200 * MS, thread=t, state="sleep")
-    b.add([Frame("parse", dso="app")], 500 * MS, thread=t, state="running")
-    findings = lock_contention.analyze(context(b.build()))
-    by_rule = {f.rule: f for f in findings}
-    assert set(by_rule) == {"offcpu.io-wait", "offcpu.sleep-poll"}
-    assert by_rule["offcpu.io-wait"].function == "load_chunk"
-    assert by_rule["offcpu.sleep-poll"].function == "poll_jobs"
-    assert all(f.kind == "off-cpu" for f in findings)
-
-
-def test_idle_threads_waiting_for_io_are_not_findings():
-    b = ProfileBuilder(unit="ns")
-    t = Thread(41, 40, "acceptor")
-    b.add(
-        [Frame("accept4", dso="libc.so.6"), Frame("serve", dso="app")],
-        990 * MS,
-        thread=t,
-        state="io",
-    )
-    b.add([Frame("serve", dso="app")], 10 * MS, thread=t, state="running")
-    assert lock_contention.analyze(context(b.build())) == []

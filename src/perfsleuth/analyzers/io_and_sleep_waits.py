@@ -1,0 +1,97 @@
+"""I/O waits and sleep/poll loops on threads that also do real work (kind off-cpu).
+
+Waiting samples in the io and sleep states are grouped by call site (wait_sites.py);
+I/O waits inside poll(), select() or epoll_wait() count as a sleep/poll loop. Only
+threads that also run count: an acceptor blocked in accept() all its life is idle,
+not slow.
+
+estimated_gain is the part of the waiting threads' wall time a fix is expected to
+give back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.findings import Finding
+from ..model.profile import Profile
+from . import Context
+from .wait_sites import ThreadTime, Wait, thread_totals, threads_text, waits, where
+
+# A thread "works" when it runs at least this much of its time, and the finding
+# needs this much of its time waiting.
+MIN_RUNNING = {"io": 0.02, "sleep": 0.05}
+MIN_FRACTION = {"io": 0.1, "sleep": 0.05}
+
+
+@dataclass(frozen=True)
+class _Kind:
+    rule: str
+    # What removing the wait would save, as a fraction of it.
+    gain: float
+    title: str  # with {percent} and {where}
+    suggestion: str
+
+
+KINDS = {
+    # I/O can often overlap with work.
+    "io": _Kind(
+        "offcpu.io-wait",
+        0.25,
+        "{percent:.1f}% of a working thread's time is spent waiting for I/O in {where}",
+        "Take the I/O off the hot thread (a dedicated I/O thread or asynchronous I/O "
+        "such as io_uring), read and write in larger blocks, and buffer or cache what "
+        "is read repeatedly",
+    ),
+    # A sleep/poll loop mostly adds latency, and its thread may not be on the
+    # critical path at all.
+    "sleep": _Kind(
+        "offcpu.sleep-poll",
+        0.1,
+        "a working thread sleeps or polls {percent:.1f}% of its time: {where}",
+        "Replace the sleep/poll loop with a blocking wait that wakes exactly when there "
+        "is work (a condition variable, a semaphore, an eventfd, or a blocking queue "
+        "pop), or shorten the timeout the loop sleeps for",
+    ),
+}
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    profile = ctx.profile
+    found = list(waits(profile, tuple(KINDS)))
+    if not found:
+        return []
+    thread_time = thread_totals(profile)
+    findings = [
+        _finding(profile, wait, thread_time)
+        for wait in found
+        if _working(wait, thread_time) and wait.fraction >= MIN_FRACTION[wait.group]
+    ]
+    return sorted(findings, key=lambda f: -f.estimated_gain)
+
+
+def _working(wait: Wait, thread_time: ThreadTime) -> bool:
+    least = MIN_RUNNING[wait.group]
+    return any(thread_time.running[t] >= least * thread_time.total[t] for t in wait.site.by_thread)
+
+
+def _finding(profile: Profile, wait: Wait, thread_time: ThreadTime) -> Finding:
+    kind, site = KINDS[wait.group], wait.site
+    waiting_in = sorted(site.wait_functions, key=lambda name: -site.wait_functions[name])
+    return Finding(
+        rule=kind.rule,
+        kind="off-cpu",
+        title=kind.title.format(percent=100 * wait.fraction, where=where(site)),
+        function=site.frame.function,
+        dso=site.frame.dso,
+        file=site.frame.file,
+        line=site.frame.line,
+        share=wait.share,
+        estimated_gain=wait.fraction * kind.gain,
+        confidence=0.4,
+        evidence=[
+            f"threads: {threads_text(profile, site, thread_time)} of their wall time",
+            f"waiting in: {', '.join(waiting_in)}",
+        ],
+        suggestion=kind.suggestion,
+    )

@@ -1,0 +1,203 @@
+"""Where threads wait: waiting samples grouped by call site, for the analyzers of
+waits (lock_contention.py, io_and_sleep_waits.py). Not an analyzer itself.
+
+Works on runs whose samples carry thread states and wall time (record --mode
+all, wall, offcpu). A call site is the first frame, from the leaf outwards, in the
+program's own code (not the kernel, libc, libstdc++ or an inlined std:: wrapper);
+when the stacks stop inside a library, the thread's own function stands in for it.
+A site counts when it holds a fair part of its threads' wall time and of the run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from ..model.profile import Frame, Profile
+
+LOCK_STATES = ("mutex", "condvar")
+WAITING_STATES = (*LOCK_STATES, "io", "sleep")
+UNKNOWN = "[unknown]"
+LIBRARY_DSO_PREFIXES = (
+    "libc.so",
+    "libc-",
+    "libpthread",
+    "libstdc++",
+    "libc++",
+    "libgcc_s",
+    "ld-linux",
+    "ld-",
+    "libm.so",
+    "[vdso]",
+)
+LIBRARY_FUNCTION_PREFIXES = ("std::", "__gthread", "__gnu_cxx::", "__pthread", "pthread_")
+LIBRARY_FILE_PREFIXES = ("/usr/include/", "/usr/lib/", "./nptl/", "../sysdeps/")
+POLL_FUNCTIONS = ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait")
+MIN_THREAD_FRACTION = 0.02  # of the waiting threads' wall time
+MIN_RUN_SHARE = 0.005  # of the run's total weight
+
+
+@dataclass
+class Site:
+    """Waiting at one call site, by state and thread."""
+
+    frame: Frame
+    inferred: bool = False  # frame is the thread's function; the stacks hide the call
+    by_state: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    by_thread: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    by_line: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    wait_functions: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    @property
+    def total(self) -> float:
+        return sum(self.by_state.values())
+
+
+@dataclass
+class Wait:
+    """A site worth a finding: `fraction` of its threads' wall time, `share` of the run."""
+
+    group: str  # "lock", "io" or "sleep" (I/O in a poll loop counts as sleep)
+    site: Site
+    fraction: float
+    share: float
+
+
+@dataclass
+class ThreadTime:
+    """Each thread's wall time, and the part of it running on a CPU."""
+
+    total: dict[int, float]
+    running: dict[int, float]
+
+
+def waits(profile: Profile, groups: tuple[str, ...]) -> Iterator[Wait]:
+    """The sites of these groups that hold enough of their threads' and the run's time."""
+    if profile.unit != "ns" or not any(s in WAITING_STATES for s in profile.sample_state):
+        return
+    thread_time = thread_totals(profile)
+    for (group, _key), site in _waiting_sites(profile).items():
+        if group not in groups:
+            continue
+        waiters_time = sum(thread_time.total[t] for t in site.by_thread) or 1.0
+        fraction = site.total / waiters_time
+        share = site.total / (profile.total or 1.0)
+        if fraction >= MIN_THREAD_FRACTION and share >= MIN_RUN_SHARE:
+            yield Wait(group, site, fraction, share)
+
+
+def thread_totals(profile: Profile) -> ThreadTime:
+    total: dict[int, float] = defaultdict(float)
+    running: dict[int, float] = defaultdict(float)
+    for _stack, weight, _count, t, state in profile.rows():
+        total[t] += weight
+        if state == "running":
+            running[t] += weight
+    return ThreadTime(total, running)
+
+
+def _state_group(state: str, frames: list[Frame]) -> str:
+    if state in LOCK_STATES:
+        return "lock"
+    if state == "io" and any(f.function.split("(")[0] in POLL_FUNCTIONS for f in frames):
+        return "sleep"  # waiting for events in a poll loop, not for data
+    return state
+
+
+def _waiting_sites(profile: Profile) -> dict[tuple[str, tuple[str, str, str]], Site]:
+    sites: dict[tuple[str, tuple[str, str, str]], Site] = {}
+    entries = thread_entries(profile)
+    for stack, weight, _count, t, state in profile.rows():
+        if state not in WAITING_STATES:
+            continue
+        frames = [profile.frames[f] for f in stack]
+        group = _state_group(state, frames)
+        caller = call_site(frames)
+        inferred = (is_library(caller) or caller.function == UNKNOWN) and _tid(
+            profile, t
+        ) in entries
+        if inferred:
+            caller = entries[_tid(profile, t)]
+        wait = _wait_function(frames)
+        key = (group, (caller.function, caller.dso, wait if inferred else ""))
+        site = sites.get(key)
+        if site is None:
+            site = sites[key] = Site(caller, inferred=inferred)
+        site.by_state[state] += weight
+        site.by_thread[t] += weight
+        site.by_line[caller.line] += weight
+        site.wait_functions[wait] += weight
+    return sites
+
+
+def thread_entries(profile: Profile) -> dict[int, Frame]:
+    """Per thread, the outermost function of the program's own code in most of
+    its samples, by count, so that many short on-CPU samples with complete (DWARF)
+    stacks outvote a few long off-CPU ones with truncated stacks (consumer() for a
+    consumer thread): it names waits whose stacks
+    stop in a library, as eBPF frame-pointer stacks through libc do."""
+    votes: dict[int, dict[Frame, float]] = defaultdict(lambda: defaultdict(float))
+    for stack, _weight, count, t, _state in profile.rows():
+        outer = next(
+            (profile.frames[f] for f in reversed(stack) if not is_library(profile.frames[f])),
+            None,
+        )
+        if outer is not None and outer.function != UNKNOWN:
+            votes[_tid(profile, t)][replace(outer, line=0)] += count
+    return {t: max(v, key=v.__getitem__) for t, v in votes.items()}
+
+
+def _tid(profile: Profile, t: int) -> int:
+    return profile.threads[t].tid if t >= 0 else -1
+
+
+def is_library(frame: Frame) -> bool:
+    return (
+        frame.kernel
+        or frame.dso.startswith(LIBRARY_DSO_PREFIXES)
+        or frame.function.startswith(LIBRARY_FUNCTION_PREFIXES)
+        or frame.file.startswith(LIBRARY_FILE_PREFIXES)
+    )
+
+
+def call_site(frames: list[Frame]) -> Frame:
+    """The program's own frame nearest the leaf; the outermost library frame
+    when the stack shows no program code (e.g. truncated frame-pointer stacks)."""
+    for frame in frames:
+        if not is_library(frame) and frame.function != UNKNOWN:
+            return frame
+    user = [f for f in frames if not f.kernel]
+    return user[-1] if user else (frames[-1] if frames else Frame(UNKNOWN))
+
+
+def _wait_function(frames: list[Frame]) -> str:
+    """The outermost library function of the wait, as the program called it."""
+    outer = ""
+    for frame in frames:
+        if not is_library(frame):
+            break
+        if not frame.kernel and frame.function != UNKNOWN:
+            outer = frame.function
+    return outer or "[kernel]"
+
+
+def threads_text(profile: Profile, site: Site, thread_time: ThreadTime) -> str:
+    """The site's busiest waiting threads, with the part of their wall time spent there."""
+    parts = []
+    for t, w in sorted(site.by_thread.items(), key=lambda kv: -kv[1])[:6]:
+        thread = profile.threads[t] if t >= 0 else None
+        label = f"{thread.name or '?'}:{thread.tid}" if thread else "?"
+        parts.append(f"{label} {100 * w / (thread_time.total[t] or 1):.1f}%")
+    return ", ".join(parts)
+
+
+def where(site: Site) -> str:
+    f = site.frame
+    if site.inferred:
+        return f"threads running {f.function}, in {', '.join(site.wait_functions)}"
+    return f.function + (f" ({_short(f.file)}:{f.line})" if f.file and f.line else "")
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
