@@ -13,13 +13,19 @@ from pathlib import Path
 import pytest
 from cli_runner import perfsleuth
 
-from perfsleuth.formats import count_document
+from perfsleuth.formats.callgrind import CallgrindData
+from perfsleuth.formats.counts import parse_counts
+from perfsleuth.store.counts import find_counts, require_counts
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 
 KEYS_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "counts" / "keys.c"
 ANNOTATE_ROW = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?):(.*?)(?: \[.*\])?$")
+
+
+def exact_counts(store: Store, run: int) -> CallgrindData:
+    return parse_counts(require_counts(store, run))
 
 
 @pytest.fixture(scope="module")
@@ -33,24 +39,24 @@ def counted(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 def test_same_workload_twice_gives_identical_counts(counted: Path) -> None:
     store = Store(counted)
-    first, second = (count_document.load(store, run) for run in (1, 2))
-    assert count_document.total(first) == count_document.total(second) > 10_000_000
-    assert count_document.function_self(first) == count_document.function_self(second)
+    first, second = (exact_counts(store, run) for run in (1, 2))
+    assert first.total() == second.total() > 10_000_000
+    assert first.function_self() == second.function_self()
     assert store.run_info(1).total == store.run_info(2).total
 
 
 def test_function_counts_equal_callgrind_annotate(counted: Path, tmp_path: Path) -> None:
-    doc = count_document.find(Store(counted), 1)
+    doc = find_counts(Store(counted), 1)
     assert doc is not None
     out_file = tmp_path / "callgrind.out"
-    out_file.write_bytes(count_document.decode_bytes(doc))
+    out_file.write_bytes(doc.callgrind_out)
     report = subprocess.run(
         ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(out_file)],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    ours = count_document.function_self(count_document.parse(doc))
+    ours = parse_counts(doc).function_self()
     assert function_table(report) == {name: n for name, n in ours.items() if n}
     assert ours["keys_equal"] > 1_000_000
 
@@ -71,10 +77,10 @@ def function_table(report: str) -> dict[str, int]:
 def test_line_counts_equal_callgrind_annotate_auto_annotation(
     counted: Path, tmp_path: Path
 ) -> None:
-    doc = count_document.find(Store(counted), 1)
+    doc = find_counts(Store(counted), 1)
     assert doc is not None
     out_file = tmp_path / "callgrind.out"
-    out_file.write_bytes(count_document.decode_bytes(doc))
+    out_file.write_bytes(doc.callgrind_out)
     report = subprocess.run(
         ["callgrind_annotate", "--auto=yes", "--inclusive=no", "--context=100000", str(out_file)],
         capture_output=True,
@@ -118,14 +124,14 @@ def test_annotate_all_output_of_two_runs_diffs_cleanly(counted: Path) -> None:
 
 def test_diff_of_count_runs_is_exact(counted: Path) -> None:
     store = Store(counted)
-    before, after = (count_document.load(store, run) for run in (1, 3))
+    before, after = (exact_counts(store, run) for run in (1, 3))
     done = perfsleuth(counted, "diff", "1", "3", "--format", "json")
     doc = json.loads(done.stdout)
-    assert doc["delta"] == count_document.total(after) - count_document.total(before)
+    assert doc["delta"] == after.total() - before.total()
     top = doc["functions"][0]
     assert top["function"] == "keys_equal"
-    expected = count_document.function_self(after)["keys_equal"]
-    assert top["delta"] == expected - count_document.function_self(before)["keys_equal"]
+    expected = after.function_self()["keys_equal"]
+    assert top["delta"] == expected - before.function_self()["keys_equal"]
     assert doc["functions_changed"] == len(doc["functions"])
 
 
@@ -133,7 +139,7 @@ def test_only_restricts_counting_to_the_function(examples_built: Path, tmp_path:
     store = tmp_path / "store"
     keys = str(examples_built / "keys")
     perfsleuth(store, "record", "--mode", "count", "--only", "keys_equal", "--", keys)
-    functions = count_document.function_self(count_document.load(Store(store), 1))
+    functions = exact_counts(Store(store), 1).function_self()
     assert functions["keys_equal"] > 10_000_000
     assert functions.get("main", 0) == 0
 
@@ -168,7 +174,7 @@ def test_cache_sim_adds_miss_counts_per_line(examples_built: Path, tmp_path: Pat
     store = tmp_path / "store"
     keys = str(examples_built / "keys")
     perfsleuth(store, "record", "--mode", "count", "--cache-sim", "--", keys, "1000")
-    data = count_document.load(Store(store), 1)
+    data = exact_counts(Store(store), 1)
     assert (
         data.events[:3] == ["Ir", "Dr", "Dw"]
         and "D1mr" in data.events

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, discover, prologue_overhead
-from perfsleuth.formats import count_document
+from perfsleuth.formats.counts import parse_counts
 from perfsleuth.model.findings import Finding
 from perfsleuth.rank import rank
+from perfsleuth.store.counts import require_counts
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -50,7 +51,7 @@ def test_estimated_saving_is_within_20_percent_of_the_real_one(store: Store) -> 
     (found,) = [
         f for f in prologue_overhead.analyze(context(store, 1)) if f.function == "keys_equal"
     ]
-    before, after = (count_document.total(count_document.load(store, run)) for run in (1, 2))
+    before, after = (parse_counts(require_counts(store, run)).total() for run in (1, 2))
     real = before - after
     estimated = found.details["instructions_saved"]
     assert real > 5_000_000

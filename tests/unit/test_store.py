@@ -100,6 +100,6 @@ def test_concurrent_writers_all_succeed(store_path: Path):
 
 def test_documents_written_with_the_run(store_path: Path):
     store = Store(store_path)
-    documents = [StoredDocument("counts", "callgrind", {"total": 5})]
+    documents = [StoredDocument("notes", "callgrind", {"total": 5})]
     run_id = store.add_run(RunInfo(), Recording(sample_profile(), documents=documents)).id
-    assert store.documents(run_id, "counts") == {"callgrind": {"total": 5}}
+    assert store.documents(run_id, "notes") == {"callgrind": {"total": 5}}

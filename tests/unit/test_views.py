@@ -1,9 +1,13 @@
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from perfsleuth.errors import UserError
+from perfsleuth.formats import callgrind
 from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.present import annotate_text, folded, html
 from perfsleuth.views import annotate, callgraph, diff, flame, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)
@@ -80,7 +84,7 @@ def test_callgraph_unknown_function_is_a_user_error():
 
 
 def test_folded_is_root_first_and_sorted():
-    lines = flame.folded_lines(profile())
+    lines = folded.lines(profile())
     assert lines == ["main;a;work 6", "main;b;memcpy 1", "main;b;work 3"]
 
 
@@ -94,7 +98,7 @@ def test_flame_tree_totals():
 def test_flame_html_escapes_hostile_names():
     b = ProfileBuilder()
     b.add([Frame("operator<</script><img src=x>", "x")], 1)
-    page = flame.html(b.build(), "t<i>tle")
+    page = html.flame_page(b.build(), "t<i>tle")
     assert "</script><img" not in page
     assert "t&lt;i&gt;tle" in page
 
@@ -133,3 +137,98 @@ def test_diff_matches_functions_across_renamed_binaries():
     rows = {r["function"]: r for r in doc["rows"]}
     assert rows["work"]["self_a"] == pytest.approx(0.9)
     assert rows["work"]["self_b"] == pytest.approx(1.0)
+
+
+# -- count runs: the same views over exact counts (tests/fixtures/callgrind.out.hot) ----
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def data() -> callgrind.CallgrindData:
+    return callgrind.parse(FIXTURES / "callgrind.out.hot")
+
+
+def rendered(doc: dict, render) -> str:
+    out = io.StringIO()
+    render(doc, Console(file=out, width=80, no_color=True))
+    return out.getvalue()
+
+
+def test_annotate_all_lists_files_in_path_order_with_exact_counts(
+    data: callgrind.CallgrindData,
+) -> None:
+    doc = annotate.annotate_counts(data, [FIXTURES / "src"], threshold=0.0, context=None)
+    files = [entry["file"] for entry in doc["files"]]
+    assert files == sorted(files) and doc["files_below_threshold"] == 0
+    assert sum(entry["counts"][0] for entry in doc["files"]) == data.total()
+    hot = next(entry for entry in doc["files"] if entry["file"].endswith("hot.c"))
+    assert hot["path"] is not None
+    counted = {row["line"]: row["counts"][0] for row in hot["lines"] if row["line"]}
+    expected = {
+        line: n for (file, line), n in data.line_self().items() if file == hot["file"] and n
+    }
+    assert {line: n for line, n in counted.items() if n} == expected
+
+
+def test_annotate_all_text_has_aligned_margin_and_no_wrapping(
+    data: callgrind.CallgrindData,
+) -> None:
+    doc = annotate.annotate_counts(data, [FIXTURES / "src"], threshold=0.01, context=2)
+    text = rendered({"run": "7", **doc}, annotate_text.render)
+    assert text.startswith("run 7: ")
+    body = [line for line in text.splitlines() if line[:13].strip().replace(",", "").isdigit()]
+    assert body and all(line[13:15] == "  " for line in body)
+    assert "-- ..." in text
+    assert rendered({"run": "7", **doc}, annotate_text.render) == text
+
+
+def test_shown_lines_mark_gaps_and_keep_lines_past_the_end() -> None:
+    assert annotate.shown_lines([2, 20, 99], 30, 1) == [1, 2, 3, None, 19, 20, 21, 99]
+    assert annotate.shown_lines([3], 4, None) == [1, 2, 3, 4]
+
+
+def test_code_without_line_information_is_listed_per_function(
+    data: callgrind.CallgrindData,
+) -> None:
+    doc = annotate.annotate_counts(data, [], threshold=0.0, context=None)
+    (entry,) = [e for e in doc["files"] if e["file"] == annotate.NO_SOURCE]
+    names = [row["function"] for row in entry["lines"]]
+    assert names == sorted(names) and "(below main) [hot]" in names
+    assert sum(row["counts"][0] for row in entry["lines"]) == entry["counts"][0]
+    assert "(below main) [hot]" in rendered({"run": "1", **doc}, annotate_text.render)
+
+
+def test_count_diff_of_a_run_with_itself_is_empty(data: callgrind.CallgrindData) -> None:
+    doc = diff.exact_diff(data, data)
+    assert doc["delta"] == 0 and doc["functions"] == [] and doc["lines"] == []
+
+
+def test_count_diff_reports_every_change_largest_first() -> None:
+    rows = diff.changes({"f": 100, "g": 50, "h": 7}, {"f": 90, "g": 80, "k": 1}, 1000)
+    assert [key for key, _ in rows] == ["g", "f", "h", "k"]
+    assert rows[0][1] == {"a": 50, "b": 80, "delta": 30, "delta_share": 0.03}
+
+
+def lines_data(counts: dict[int, int]) -> callgrind.CallgrindData:
+    sites = {("k.c", line): [n] for line, n in counts.items()}
+    return callgrind.CallgrindData(
+        events=["Ir"], self_costs={("/bin/k", "f"): sites}, totals=[sum(counts.values())]
+    )
+
+
+def test_count_diff_follows_lines_moved_by_an_edit() -> None:
+    before = lines_data({10: 5, 11: 7, 12: 9})
+    after = lines_data({11: 5, 12: 7, 13: 4})  # a line inserted above; the last one changed
+    sources = (
+        {"k.c": [""] * 9 + ["{", "x = 1;", "y = x;"]},
+        {"k.c": [""] * 9 + ["/* new */", "{", "x = 1;", "y = x + 1;"]},
+    )
+    doc = diff.exact_diff(before, after, sources=sources)
+    rows = [(r["line_a"], r["line_b"], r["delta"], r["source"]) for r in doc["lines"]]
+    assert rows == [(12, None, -9, "y = x;"), (None, 13, 4, "y = x + 1;")]
+
+
+def test_count_diff_pairs_lines_by_number_without_sources() -> None:
+    doc = diff.exact_diff(lines_data({10: 5, 11: 7}), lines_data({11: 5, 12: 7}))
+    assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]

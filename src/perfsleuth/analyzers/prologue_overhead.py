@@ -25,9 +25,10 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
-from ..formats import count_document
 from ..formats.callgrind import CallgrindData
+from ..formats.counts import parse_counts
 from ..model.findings import Finding
+from ..store.counts import find_counts
 from ..symbols.demangle import demangle_all
 from . import Context
 
@@ -68,11 +69,11 @@ class Shape:
 def analyze(ctx: Context) -> list[Finding]:
     if ctx.store is None:
         return []
-    doc = count_document.find(ctx.store, ctx.run.id)
-    if doc is None:
+    found = find_counts(ctx.store, ctx.run.id)
+    if found is None:
         return []
-    data = count_document.parse(doc)
-    total = count_document.total(data)
+    data = parse_counts(found)
+    total = data.total()
     if not total or "Ir" not in data.events:
         return []
     findings = []

@@ -26,7 +26,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from ..errors import UserError
-from ..formats import callgrind, count_document
+from ..formats import callgrind
+from ..formats.counts import encode_counts
+from ..model.counts import Counts
 from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument
 from ..symbols import elf
@@ -217,9 +219,7 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         "fixed_env": rec.fixed_env,
         "valgrind_argv": rec.argv,
     }
-    counts = StoredDocument(
-        count_document.KIND, count_document.NAME, count_document.encode(rec.out)
-    )
+    counts = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(rec.out))
     return Recording(
         profile,
         exit_status=rec.exit_status,

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
-from ..formats import count_document
+from ..formats.counts import parse_counts
+from ..model.counts import Counts
 from ..model.profile import Profile
+from ..present import annotate_text
 from ..present.output import emit
-from ..views import annotate, annotate_all
-from ..views.annotate import CONTEXT_LINES
+from ..store.counts import find_counts, require_counts
+from ..views import annotate
 from ..views.callgraph import match_functions
 from .common import (
     add_filter_options,
@@ -61,33 +62,33 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("name a function to annotate, or pass --all for every file of a count run")
     store, run_id, profile = load_profile(args)
     roots = source_roots(args, store.run_info(run_id).cwd)
-    counts = count_document.find(store, run_id)
+    counts = find_counts(store, run_id)
     if counts is not None:
         return annotate_counts(args, run_id, counts, profile, roots)
     doc = {"run": str(run_id), "files": annotate.annotate(profile, args.function, roots)}
-    emit(doc, args.format, args.output, annotate.render)
+    emit(doc, args.format, args.output, annotate_text.render)
     return 0
 
 
 def annotate_counts(
     args: argparse.Namespace,
     run_id: int,
-    counts: dict[str, Any],
+    counts: Counts,
     profile: Profile,
     roots: list[Path],
 ) -> int:
     """`annotate FUNC` on a count run: the function's lines with their exact counts."""
     functions = set(match_functions(profile, args.function))
-    doc = annotate_all.annotate_all(
-        count_document.parse(counts),
+    doc = annotate.annotate_counts(
+        parse_counts(counts),
         roots,
         threshold=0.0,
-        context=args.context or CONTEXT_LINES,
+        context=args.context or annotate.CONTEXT_LINES,
         functions=functions,
-        recorded=count_document.sources(counts),
+        recorded=counts.sources,
     )
     doc = {"run": str(run_id), "functions": sorted(functions), **doc}
-    emit(doc, args.format, args.output, annotate_all.render)
+    emit(doc, args.format, args.output, annotate_text.render)
     return 0
 
 
@@ -95,14 +96,14 @@ def run_all(args: argparse.Namespace) -> int:
     """`annotate --all [RUN]`: the only positional argument is the run."""
     store = open_store(args)
     run_id = store.resolve(args.function or args.run)
-    counts = count_document.load_document(store, run_id)
+    counts = require_counts(store, run_id)
     roots = source_roots(args, store.run_info(run_id).cwd)
-    doc = annotate_all.annotate_all(
-        count_document.parse(counts),
+    doc = annotate.annotate_counts(
+        parse_counts(counts),
         roots,
         threshold=args.threshold / 100.0,
         context=args.context,
-        recorded=count_document.sources(counts),
+        recorded=counts.sources,
     )
-    emit({"run": str(run_id), **doc}, args.format, args.output, annotate_all.render)
+    emit({"run": str(run_id), **doc}, args.format, args.output, annotate_text.render)
     return 0

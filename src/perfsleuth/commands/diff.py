@@ -1,12 +1,15 @@
-"""perfsleuth diff RUN_A RUN_B: per-function change, normalised to each run's total."""
+"""perfsleuth diff RUN_A RUN_B: per-function change, normalised to each run's total,
+or exact per-function and per-line deltas when both runs are count runs."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..formats import count_document
+from ..formats.counts import parse_counts
+from ..present import diff_text
 from ..present.output import emit
-from ..views import count_diff, diff
+from ..store.counts import find_counts
+from ..views import diff
 from ..views.keys import GROUPINGS
 from .common import add_filter_options, add_output_options, load_profile, open_store
 
@@ -28,27 +31,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     a_id, b_id = store.resolve(args.run_a), store.resolve(args.run_b)
-    counts_a, counts_b = count_document.find(store, a_id), count_document.find(store, b_id)
-    if counts_a and counts_b:
-        data_a, data_b = count_document.parse(counts_a), count_document.parse(counts_b)
-        doc = {
-            "a": str(a_id),
-            "b": str(b_id),
-            **count_diff.count_diff(
-                data_a,
-                data_b,
-                sources=(count_document.sources(counts_a), count_document.sources(counts_b)),
-                n=args.n or 0,
-            ),
-        }
-        emit(doc, args.format, args.output, count_diff.render)
-        return 0
-    _s, a_id, a = load_profile(args, args.run_a)
-    _s, b_id, b = load_profile(args, args.run_b)
-    doc = {
-        "a": str(a_id),
-        "b": str(b_id),
-        **diff.diff(a, b, by=args.by, n=30 if args.n is None else args.n),
-    }
-    emit(doc, args.format, args.output, diff.render)
+    counts_a, counts_b = find_counts(store, a_id), find_counts(store, b_id)
+    if counts_a is not None and counts_b is not None:
+        changed = diff.exact_diff(
+            parse_counts(counts_a),
+            parse_counts(counts_b),
+            sources=(counts_a.sources, counts_b.sources),
+            n=args.n or 0,
+        )
+    else:
+        _s, a_id, a = load_profile(args, args.run_a)
+        _s, b_id, b = load_profile(args, args.run_b)
+        changed = diff.diff(a, b, by=args.by, n=30 if args.n is None else args.n)
+    emit({"a": str(a_id), "b": str(b_id), **changed}, args.format, args.output, diff_text.render)
     return 0

@@ -21,8 +21,9 @@ from rich.console import Console
 from ..collect import valgrind
 from ..collect.options import RecordOptions
 from ..errors import UserError
-from ..formats import count_document
+from ..formats.counts import parse_counts
 from ..present.output import emit
+from ..store.counts import require_counts
 from ..store.runs import Store
 from .common import add_output_options, open_store
 from .record import store_recording
@@ -101,8 +102,8 @@ def parse_percent(text: str) -> float:
 def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
     """The small baseline document of a count run."""
     info = store.run_info(run_id)
-    data = count_document.load(store, run_id)
-    functions = count_document.function_self(data, EVENT, merge_unnamed=True)
+    data = parse_counts(require_counts(store, run_id))
+    functions = data.function_self(EVENT, merge_unnamed=True)
     kept = dict(sorted(functions.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FUNCTIONS])
     return {
         "perfsleuth_baseline": BASELINE_VERSION,
@@ -113,7 +114,7 @@ def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
         "only": info.meta.get("only"),
         "fixed_env": info.meta.get("fixed_env", True),
         "event": EVENT,
-        "total": count_document.total(data, EVENT),
+        "total": data.total(EVENT),
         "functions": kept,
     }
 

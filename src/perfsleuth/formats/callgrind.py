@@ -30,7 +30,9 @@ Cachegrind has no calls: its stacks have one frame. `line_costs` and
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -88,14 +90,53 @@ class CallgrindData:
     totals: list[int] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
+    def total(self, event: str = "Ir") -> int:
+        return self.totals[self.events.index(event)] if event in self.events else 0
+
+    def function_self(self, event: str = "Ir", *, merge_unnamed: bool = False) -> dict[str, int]:
+        """Exact self count of `event` per function name (objects merged, as names are shown).
+
+        Code without a symbol is named by its address, which moves with every rebuild;
+        `merge_unnamed` puts all of an object's unnamed code under one name so that two
+        builds compare."""
+        index = self.events.index(event)
+        out: dict[str, int] = {}
+        for (ob, fn), sites in self.self_costs.items():
+            name = f"[unnamed code in {Path(ob).name}]" if merge_unnamed and _is_address(fn) else fn
+            out[name] = out.get(name, 0) + sum(costs[index] for costs in sites.values())
+        return out
+
+    def line_self(self, event: str = "Ir") -> dict[Site, int]:
+        """Exact self count of `event` per (file, line)."""
+        index = self.events.index(event)
+        out: dict[Site, int] = {}
+        for sites in self.self_costs.values():
+            for (file, line), costs in sites.items():
+                out[file, line] = out.get((file, line), 0) + costs[index]
+        return out
+
+
+def _is_address(name: str) -> bool:
+    return name.startswith("0x") and all(c in "0123456789abcdefABCDEF" for c in name[2:])
+
 
 def parse(path: str | Path) -> CallgrindData:
     path = Path(path)
-    parser = _Parser(path.name)
     with path.open(encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            parser.line_number = number
-            parser.feed(line.rstrip("\n"))
+        return _parse_lines(f, path.name)
+
+
+def parse_bytes(raw: bytes, name: str) -> CallgrindData:
+    """An out file's contents, read as `parse` reads the file; `name` is for errors."""
+    with io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace") as f:
+        return _parse_lines(f, name)
+
+
+def _parse_lines(lines: Iterable[str], name: str) -> CallgrindData:
+    parser = _Parser(name)
+    for number, line in enumerate(lines, 1):
+        parser.line_number = number
+        parser.feed(line.rstrip("\n"))
     return parser.finish()
 
 

@@ -1,17 +1,35 @@
-"""Source lines of a function with their cost, read from the files debug info names."""
+"""Source lines with their cost, whatever the unit.
+
+A listing lays the cost of each line of a file (line -> cost columns) beside the
+file's text: the text recorded with the run where there is one (count runs keep
+their sources, so a listing stays right after the files are edited), else the
+file debug info names, as is or under a --src root.
+
+* `annotate` (sampled runs): a function's lines, from its first to its last with
+  CONTEXT_LINES around, with its self and total weight as shares of the run.
+* `annotate_counts` (count runs): the exact count of every event per line, summed
+  over the functions on that line; every file above a threshold (`annotate
+  --all`), or the lines of some functions (`annotate FUNC`). Made to be diffed:
+  files come in path order, tabs are expanded, gaps are marked, and nothing
+  depends on the time or the run's order, so two runs of a changed program
+  compared with `diff` show exactly the lines whose counts moved.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-
+from ..formats.callgrind import CallgrindData
 from ..model.profile import Profile
 from .callgraph import match_functions
 
 CONTEXT_LINES = 3
+NO_SOURCE = "???"  # callgrind's file name for code without line information
+
+Sources = dict[str, list[str]]  # file -> its lines, as recorded with the run
+Lines = dict[int, list[float]]  # line -> cost columns
 
 
 def line_costs(profile: Profile, function: str) -> dict[tuple[str, int], list[float]]:
@@ -34,6 +52,21 @@ def line_costs(profile: Profile, function: str) -> dict[tuple[str, int], list[fl
     return costs
 
 
+def file_lines(
+    data: CallgrindData, functions: set[str] | None = None
+) -> dict[str, dict[int, list[int]]]:
+    """file -> line -> exact counts of every event (all functions' code on that line)."""
+    out: dict[str, dict[int, list[int]]] = defaultdict(dict)
+    for (_ob, fn), sites in data.self_costs.items():
+        if functions is not None and fn not in functions:
+            continue
+        for (file, line), costs in sites.items():
+            row = out[file or NO_SOURCE].setdefault(line, [0] * len(costs))
+            for i, c in enumerate(costs):
+                row[i] += c
+    return out
+
+
 def find_source(name: str, roots: list[Path]) -> Path | None:
     """The file debug info names, as is, or under one of the source roots."""
     if not name:
@@ -51,32 +84,47 @@ def find_source(name: str, roots: list[Path]) -> Path | None:
     return path if path.is_file() else None
 
 
+def source_text(file: str, roots: list[Path], recorded: Sources) -> tuple[Path | None, list[str]]:
+    """Where a file's text comes from and its lines: as recorded with the run, else
+    as found on disk now (no path and no lines when it is nowhere)."""
+    if file in recorded:
+        return Path(file), recorded[file]
+    source = find_source(file, roots)
+    return source, source.read_text(errors="replace").splitlines() if source else []
+
+
+def _line(text: list[str], number: int) -> str | None:
+    return text[number - 1] if 0 < number <= len(text) else None
+
+
+# -- sampled runs: one function, shares of the run ---------------------------------
+
+
 def annotate(profile: Profile, pattern: str, roots: list[Path]) -> list[dict]:
     total = profile.total or 1.0
     out = []
     for function in match_functions(profile, pattern):
-        by_file: dict[str, dict[int, list[float]]] = defaultdict(dict)
+        by_file: dict[str, Lines] = defaultdict(dict)
         for (file, line), cost in line_costs(profile, function).items():
             by_file[file][line] = cost
         for file, lines in sorted(by_file.items()):
-            out.append(_file_entry(function, file, lines, total, roots))
+            out.append(_function_entry(function, file, lines, total, roots))
     return out
 
 
-def _file_entry(
-    function: str, file: str, lines: dict[int, list[float]], total: float, roots: list[Path]
+def _function_entry(
+    function: str, file: str, lines: Lines, total: float, roots: list[Path]
 ) -> dict:
-    source = find_source(file, roots)
-    text = source.read_text(errors="replace").splitlines() if source else []
+    source, text = source_text(file, roots, {})
     rows = []
-    for number in _shown_lines(lines, len(text)):
+    for number in function_lines(lines, len(text)):
         cost = lines.get(number, [0.0, 0.0])
         rows.append(
             {
                 "line": number,
                 "self": cost[0] / total,
                 "total": cost[1] / total,
-                "source": text[number - 1] if 0 < number <= len(text) else "",
+                "source": _line(text, number) or "",
             }
         )
     return {
@@ -89,7 +137,9 @@ def _file_entry(
     }
 
 
-def _shown_lines(lines: dict[int, list[float]], length: int) -> list[int]:
+def function_lines(lines: Lines, length: int) -> list[int]:
+    """A function's lines to print: its body from the first to the last costed line,
+    CONTEXT_LINES around it, and lines without a number (0) first."""
     known = sorted(n for n in lines if n > 0)
     shown: set[int] = set(n for n in lines if n <= 0)
     if not length:
@@ -101,24 +151,124 @@ def _shown_lines(lines: dict[int, list[float]], length: int) -> list[int]:
     return sorted(shown)
 
 
-def render(doc: dict, console: Console) -> None:
-    for entry in doc["files"]:
-        where = entry["path"] or f"{entry['file'] or '?'} (source not found; pass --src DIR)"
-        console.print(
-            f"[bold]{escape(entry['function'])}[/bold] — {escape(where)}  "
-            f"self {100 * entry['self']:.2f}% of run {doc['run']}",
-            highlight=False,
-        )
-        console.print(f"{'self':>7} {'total':>7}  {'line':>5}  source", style="bold")
-        for row in entry["lines"]:
-            s = f"{100 * row['self']:6.2f}%" if row["self"] else ""
-            t = f"{100 * row['total']:6.2f}%" if row["total"] else ""
-            line = str(row["line"]) if row["line"] > 0 else "?"
-            style = "red" if row["self"] >= 0.05 else None
-            console.print(
-                f"{s:>7} {t:>7}  {line:>5}  {escape(row['source'])}",
-                style=style,
-                highlight=False,
-                soft_wrap=True,
-            )
-        console.print()
+# -- count runs: exact counts of every event ----------------------------------------
+
+
+def annotate_counts(
+    data: CallgrindData,
+    roots: list[Path],
+    *,
+    threshold: float,
+    context: int | None,
+    functions: set[str] | None = None,
+    recorded: Sources | None = None,
+) -> dict:
+    """The `annotate --all` document; `threshold` is a fraction of the first event.
+    With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
+    per_file = file_lines(data, functions)
+    total = data.totals[0] if data.totals else 0
+    files = []
+    hidden = 0
+    for file in sorted(per_file):
+        lines = per_file[file]
+        counts = _sum(lines.values(), len(data.events))
+        if total and counts[0] < threshold * total:
+            hidden += 1
+        elif file == NO_SOURCE:
+            files.append(_no_source_entry(data, functions, counts, total))
+        else:
+            files.append(_file_entry(file, lines, counts, total, roots, context, recorded or {}))
+    return {
+        "events": list(data.events),
+        "totals": dict(zip(data.events, data.totals, strict=False)),
+        "threshold": threshold,
+        "files": files,
+        "files_below_threshold": hidden,
+    }
+
+
+def _file_entry(
+    file: str,
+    lines: dict[int, list[int]],
+    counts: list[int],
+    total: int,
+    roots: list[Path],
+    context: int | None,
+    recorded: Sources,
+) -> dict:
+    source, text = source_text(file, roots, recorded)
+    shown = shown_lines(sorted(lines), len(text), context)
+    rows = [_count_row(number, lines, text, len(counts)) for number in shown]
+    return _count_entry(file, source, counts, total, rows)
+
+
+def _count_entry(
+    file: str, source: Path | None, counts: list[int], total: int, rows: list[dict]
+) -> dict:
+    return {
+        "file": file,
+        "path": str(source) if source else None,
+        "counts": counts,
+        "share": counts[0] / total if total else 0.0,
+        "lines": rows,
+    }
+
+
+def _no_source_entry(
+    data: CallgrindData, functions: set[str] | None, counts: list[int], total: int
+) -> dict:
+    """Code without line information (no debug info): one row per function, by name."""
+    per_function: dict[str, list[int]] = {}
+    for (ob, fn), sites in data.self_costs.items():
+        if functions is not None and fn not in functions:
+            continue
+        unknown = [costs for (file, _line), costs in sites.items() if file in ("", NO_SOURCE)]
+        if unknown:
+            per_function[f"{fn} [{Path(ob).name}]"] = _sum(unknown, len(counts))
+    rows = [
+        {"line": 0, "function": name, "counts": per_function[name], "source": None}
+        for name in sorted(per_function)
+    ]
+    return _count_entry(NO_SOURCE, None, counts, total, rows)
+
+
+def _sum(rows: Iterable[list[int]], n: int) -> list[int]:
+    total = [0] * n
+    for row in rows:
+        for i, c in enumerate(row):
+            total[i] += c
+    return total
+
+
+def _count_row(number: int | None, lines: dict[int, list[int]], text: list[str], n: int) -> dict:
+    """One printed line; a row without a line number marks skipped lines."""
+    if number is None:
+        return {"line": None, "counts": [], "source": None}
+    source = _line(text, number)
+    return {
+        "line": number,
+        "counts": lines.get(number, [0] * n),
+        "source": source.expandtabs(8) if source is not None else None,
+    }
+
+
+def shown_lines(counted: list[int], length: int, context: int | None) -> list[int | None]:
+    """Line numbers to print, `context` lines around each counted one (None: the
+    whole file); None marks a gap. Counted lines past the end come last."""
+    if not length:
+        return list(counted)
+    if context is None:
+        wanted = set(range(1, length + 1))
+    else:
+        wanted = set()
+        for n in counted:
+            wanted.update(range(max(1, n - context), min(length, n + context) + 1))
+    wanted.update(n for n in counted)
+    out: list[int | None] = []
+    previous = 0
+    for n in sorted(wanted):
+        if n - previous > 1 and context is not None and 0 < n <= length:
+            out.append(None)
+        out.append(n)
+        previous = n
+    return out

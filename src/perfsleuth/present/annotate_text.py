@@ -1,0 +1,86 @@
+"""`perfsleuth annotate` as text: a function's lines with their shares of a sampled
+run, or a count run's lines with their exact counts in a fixed-width left margin
+(thousands separators, "." for lines that executed nothing), made to be diffed."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..views.annotate import NO_SOURCE
+
+MIN_WIDTH = 13  # fits 9,999,999,999
+
+
+def render(doc: dict, console: Console) -> None:
+    if "events" in doc:
+        _render_counts(doc, console)
+    else:
+        _render_shares(doc, console)
+
+
+def _render_shares(doc: dict, console: Console) -> None:
+    for entry in doc["files"]:
+        where = entry["path"] or f"{entry['file'] or '?'} (source not found; pass --src DIR)"
+        console.print(
+            f"[bold]{escape(entry['function'])}[/bold] — {escape(where)}  "
+            f"self {100 * entry['self']:.2f}% of run {doc['run']}",
+            highlight=False,
+        )
+        console.print(f"{'self':>7} {'total':>7}  {'line':>5}  source", style="bold")
+        for row in entry["lines"]:
+            s = f"{100 * row['self']:6.2f}%" if row["self"] else ""
+            t = f"{100 * row['total']:6.2f}%" if row["total"] else ""
+            line = str(row["line"]) if row["line"] > 0 else "?"
+            style = "red" if row["self"] >= 0.05 else None
+            console.print(
+                f"{s:>7} {t:>7}  {line:>5}  {escape(row['source'])}",
+                style=style,
+                highlight=False,
+                soft_wrap=True,
+            )
+        console.print()
+
+
+def _render_counts(doc: dict, console: Console) -> None:
+    width = max([MIN_WIDTH, *(len(f"{t:,}") for t in doc["totals"].values())])
+    events = doc["events"]
+    margin = " ".join(f"{e:>{width}}" for e in events)
+    totals = ", ".join(f"{t:,} {e}" for e, t in doc["totals"].items())
+    if "functions" in doc:
+        scope = f"lines of {', '.join(doc['functions'])}"
+    else:
+        scope = (
+            f"files with at least {100 * doc['threshold']:.2f}% of {events[0]} "
+            f"({doc['files_below_threshold']} below)"
+        )
+    _say(console, f"run {doc['run']}: {totals} in total; {scope}")
+    for entry in doc["files"]:
+        _render_file(entry, events, width, margin, console)
+
+
+def _render_file(entry: dict, events: list[str], width: int, margin: str, out: Console) -> None:
+    counts = ", ".join(f"{c:,} {e}" for e, c in zip(events, entry["counts"], strict=True))
+    where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
+    if entry["file"] == NO_SOURCE:
+        where = "code without line information (no debug info), per function"
+    _say(out, f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)")
+    _say(out, f"{margin}  source")
+    for row in entry["lines"]:
+        _say(out, _line_text(row, width))
+
+
+def _say(out: Console, text: str) -> None:
+    """One line as is: no markup, no highlighting, never wrapped."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _line_text(row: dict, width: int) -> str:
+    if row["line"] is None:
+        return "-- ..."
+    cells = " ".join(f"{c:>{width},}" if c else f"{'.':>{width}}" for c in row["counts"])
+    if "function" in row:
+        return f"{cells}  {row['function']}"
+    if row["source"] is None:
+        return f"{cells}  <line {row['line']}>"
+    return f"{cells}  {row['source']}".rstrip()

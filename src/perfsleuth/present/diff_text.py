@@ -1,0 +1,93 @@
+"""`perfsleuth diff` as text: shares of each run for sampled runs (views.diff.diff),
+exact deltas for count runs (views.diff.exact_diff)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .output import cell, pct
+
+
+def render(doc: dict, console: Console) -> None:
+    if "event" in doc:
+        _render_exact(doc, console)
+    else:
+        _render_shares(doc, console)
+
+
+def _render_shares(doc: dict, console: Console) -> None:
+    ratio = doc["total_b"] / doc["total_a"] if doc["total_a"] else 0.0
+    table = Table(
+        title=f"run {doc['a']} → run {doc['b']}: total {doc['total_a']:,.0f} → "
+        f"{doc['total_b']:,.0f} {doc['unit']} ({ratio:.3f}×); shares of each run's total",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+    )
+    for col in ("self A", "self B", "Δ self", "total A", "total B", "Δ total"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column(doc["by"], overflow="fold")
+    for r in doc["rows"]:
+        name = r["function"] or r["file"] or r["dso"]
+        if doc["by"] == "line":
+            name = f"{r['function']} {r['file']}:{r['line']}"
+        table.add_row(
+            pct(r["self_a"]),
+            pct(r["self_b"]),
+            _signed(r["delta_self"]),
+            pct(r["total_a"]),
+            pct(r["total_b"]),
+            _signed(r["delta_total"]),
+            cell(name),
+        )
+    console.print(table)
+
+
+def _signed(fraction: float) -> str:
+    return f"{100.0 * fraction:+7.2f}%"
+
+
+def _render_exact(doc: dict, console: Console) -> None:
+    event = doc["event"]
+    _say(
+        console,
+        f"run {doc['a']} → run {doc['b']}: {doc['total_a']:,} → {doc['total_b']:,} {event} "
+        f"({doc['delta']:+,}, {100 * doc['delta_share']:+.3f}%)",
+    )
+    _section(console, "function", doc["functions"], doc["functions_changed"], event)
+    _section(console, "line", doc["lines"], doc["lines_changed"], event)
+
+
+def _section(console: Console, what: str, rows: list[dict], changed: int, event: str) -> None:
+    shown = f"{len(rows)} of {changed}" if len(rows) < changed else str(changed)
+    console.print(
+        f"\n{shown} {what}{'' if changed == 1 else 's'} changed",
+        style="bold",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    if not rows:
+        return
+    _say(console, f"{event + ' A':>15} {event + ' B':>15} {'delta':>15} {'% of A':>9}  {what}")
+    for row in rows:
+        name = row["function"] if what == "function" else _line_name(row)
+        _say(
+            console,
+            f"{row['a']:>15,} {row['b']:>15,} {row['delta']:>+15,} "
+            f"{100 * row['delta_share']:>+8.3f}%  {name}",
+        )
+
+
+def _say(console: Console, text: str) -> None:
+    """One line as is: no markup, no highlighting, never wrapped."""
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _line_name(row: dict) -> str:
+    moved = row["line_a"] and row["line_b"] and row["line_a"] != row["line_b"]
+    where = f"{row['line_a']}→{row['line_b']}" if moved else str(row["line"])
+    text = f"  {row['source'].strip()}" if row.get("source") else ""
+    return f"{row['file']}:{where}{text}"
