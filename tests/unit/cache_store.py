@@ -4,10 +4,24 @@ cache analyzers' tests."""
 from pathlib import Path
 
 from perfsleuth.analyzers import Context
-from perfsleuth.cpucache import DOCUMENT_KIND
+from perfsleuth.model.cache import CacheProjections
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store.runs import Store
+
+
+def stored(function: str, sections: dict) -> dict:
+    """A version 1 document (no version) with the given sections; the ones the
+    analyzers do not read are empty."""
+    none = {"available": False, "reason": "not laid out in this test"}
+    return {
+        "function": function,
+        "executable": "conntable",
+        "footprint": {},
+        "layout": none,
+        "model": {},
+        **sections,
+    }
 
 
 def context_with(tmp_path: Path, documents: dict[str, dict]) -> Context:
@@ -15,8 +29,9 @@ def context_with(tmp_path: Path, documents: dict[str, dict]) -> Context:
     builder.add([Frame("handle_packet", dso="conntable"), Frame("main", dso="conntable")], 60)
     builder.add([Frame("main", dso="conntable")], 40)
     profile = builder.build()
-    stored = [StoredDocument(DOCUMENT_KIND, name, doc) for name, doc in documents.items()]
+    kind = CacheProjections.KIND
+    docs = [StoredDocument(kind, name, stored(name, doc)) for name, doc in documents.items()]
     store = Store(tmp_path / "store")
     facts = RunInfo(command="conntable 1000", mode="cache")
-    info = store.add_run(facts, Recording(profile, documents=stored))
+    info = store.add_run(facts, Recording(profile, documents=docs))
     return Context(profile=profile, run=info, store=store)

@@ -9,7 +9,7 @@ import pytest
 from uistore import make_store
 
 from perfsleuth.cli import main
-from perfsleuth.cpucache import DOCUMENT_KIND
+from perfsleuth.model.cache import CacheProjections
 from perfsleuth.server.api import Api
 from perfsleuth.server.bundle import collect
 from perfsleuth.store.runs import Store
@@ -23,15 +23,18 @@ def projection(function: str, hot: list[str]) -> dict:
     return {
         "function": function,
         "executable": "/usr/bin/app",
+        "footprint": {},
         "layout": {"available": True, "struct": "conn", "lines": [{"line": 0, "hot_fields": hot}]},
+        "model": {},
     }
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     store, _sources = make_store(tmp_path_factory.mktemp("cache-api"))
-    store.put_document(CACHE_RUN, DOCUMENT_KIND, "parse_input", projection("parse_input", []))
-    store.put_document(CACHE_RUN, DOCUMENT_KIND, "compute_hot", projection("compute_hot", ["a"]))
+    kind = CacheProjections.KIND
+    store.put_document(CACHE_RUN, kind, "parse_input", projection("parse_input", []))
+    store.put_document(CACHE_RUN, kind, "compute_hot", projection("compute_hot", ["a"]))
     return store
 
 

@@ -8,8 +8,8 @@ a small fraction of the function's share; the finding is about where the cliff i
 
 from __future__ import annotations
 
-from ..cpucache import DOCUMENT_KIND, function_share
-from ..cpucache.scaling import limited_by_sets
+from ..cpucache import function_share
+from ..model.cache import CacheProjections, Cliff, Scaling, TlbCliff, limited_by_sets
 from ..model.findings import Finding
 from . import Context
 
@@ -20,21 +20,22 @@ def analyze(ctx: Context) -> list[Finding]:
     if ctx.store is None:
         return []
     findings = []
-    for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
-        scaling = doc.get("scaling")
-        if not scaling:
+    traced: dict[str, CacheProjections] = ctx.store.documents(ctx.run.id, CacheProjections.KIND)
+    for function, doc in traced.items():
+        scaling = doc.scaling
+        if scaling is None:
             continue
         share = function_share(ctx.profile, function)
         findings += [
             finding(function, scaling, c, share) for c in scaling["cliffs"] if c["in_range"]
         ]
-        tlb = scaling.get("tlb") or {}
-        if tlb.get("available") and tlb["in_range"]:
+        tlb = scaling["tlb"]
+        if tlb["available"] and tlb["in_range"]:
             findings.append(tlb_finding(function, scaling, tlb, share))
     return findings
 
 
-def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
+def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Finding:
     fit = scaling["fit"]
     low, high = scaling["range"]
     return Finding(
@@ -64,7 +65,7 @@ def finding(function: str, scaling: dict, cliff: dict, share: float) -> Finding:
     )
 
 
-def suggestion(cliff: dict) -> str:
+def suggestion(cliff: Cliff) -> str:
     fewer = (
         "touch fewer cache lines per n (pack the hot fields of each object together, "
         "see `perfsleuth cache show`), or keep n below the cliff"
@@ -80,9 +81,9 @@ def suggestion(cliff: dict) -> str:
     )
 
 
-def capacity(cliff: dict) -> str:
+def capacity(cliff: Cliff) -> str:
     held = f"{cliff['level']} holds {cliff['capacity_lines']:,} lines"
-    if cliff.get("capacity_source") == "measured":
+    if cliff["capacity_source"] == "measured":
         measured = cliff["effective"]
         held = (
             f"{held}, measured on this machine {measured.get('measured_at', '')} "
@@ -97,7 +98,7 @@ def capacity(cliff: dict) -> str:
     return held
 
 
-def tlb_finding(function: str, scaling: dict, tlb: dict, share: float) -> Finding:
+def tlb_finding(function: str, scaling: Scaling, tlb: TlbCliff, share: float) -> Finding:
     low, high = scaling["range"]
     return Finding(
         rule="cache.footprint.tlb",

@@ -9,7 +9,8 @@ share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
 
 from __future__ import annotations
 
-from ..cpucache import DOCUMENT_KIND, function_share
+from ..cpucache import function_share
+from ..model.cache import CacheProjections, Reorder, StructLayout, owner
 from ..model.findings import Finding
 from . import Context
 
@@ -20,11 +21,12 @@ def analyze(ctx: Context) -> list[Finding]:
     if ctx.store is None:
         return []
     findings = []
-    for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
-        # runs recorded before globals were laid out have only "layout"
-        for layout in doc.get("layouts") or [doc.get("layout") or {}]:
-            if layout.get("available") and layout.get("reorder"):
-                findings.append(finding(function, layout, function_share(ctx.profile, function)))
+    traced: dict[str, CacheProjections] = ctx.store.documents(ctx.run.id, CacheProjections.KIND)
+    for function, doc in traced.items():
+        share = function_share(ctx.profile, function)
+        for layout in doc.layouts:
+            if layout["reorder"]:
+                findings.append(finding(function, layout, layout["reorder"], share))
     return one_per_move(findings)
 
 
@@ -47,7 +49,7 @@ def one_per_move(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
-def array_evidence(layout: dict, before: int, after: int) -> list[str]:
+def array_evidence(layout: StructLayout, before: int, after: int) -> list[str]:
     """For a global array, what the recorded calls reached and what all of it holds hot."""
     elements = layout.get("elements", 1)
     if elements <= 1:
@@ -60,17 +62,7 @@ def array_evidence(layout: dict, before: int, after: int) -> list[str]:
     ]
 
 
-def owner(layout: dict) -> str:
-    """Whose struct it is: `*param`, `global table[4096]`, `static stats`."""
-    kind = layout.get("variable_kind", "parameter")
-    if kind == "parameter":
-        return f"*{layout['parameter']}"
-    elements = layout.get("elements", 1)
-    return f"{kind} {layout['variable']}" + (f"[{elements}]" if elements > 1 else "")
-
-
-def finding(function: str, layout: dict, share: float) -> Finding:
-    reorder = layout["reorder"]
+def finding(function: str, layout: StructLayout, reorder: Reorder, share: float) -> Finding:
     before, after = reorder["lines_per_object_before"], reorder["lines_per_object_after"]
     moved = ", ".join(reorder["move"])
     line = layout["line_size"]

@@ -5,7 +5,8 @@ whatever its gain, with full confidence because the traces are exact."""
 
 from __future__ import annotations
 
-from ..cpucache import DOCUMENT_KIND, function_share
+from ..cpucache import function_share
+from ..model.cache import CacheProjections, ConstantTime
 from ..model.findings import Finding
 from . import Context
 
@@ -14,14 +15,15 @@ def analyze(ctx: Context) -> list[Finding]:
     if ctx.store is None:
         return []
     findings = []
-    for function, doc in ctx.store.documents(ctx.run.id, DOCUMENT_KIND).items():
-        verdict = doc.get("constant_time")
-        if verdict and not verdict["constant_time"]:
+    traced: dict[str, CacheProjections] = ctx.store.documents(ctx.run.id, CacheProjections.KIND)
+    for function, doc in traced.items():
+        verdict = doc.constant_time
+        if verdict is not None and not verdict["constant_time"]:
             findings.append(finding(function, verdict, function_share(ctx.profile, function)))
     return findings
 
 
-def finding(function: str, verdict: dict, share: float) -> Finding:
+def finding(function: str, verdict: ConstantTime, share: float) -> Finding:
     first = verdict["differences"][0]
     file, _, line = first["first_source"].rpartition(":")
     return Finding(

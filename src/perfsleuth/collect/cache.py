@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cpucache import DOCUMENT_KIND, calibrate, footprint, layout, model, scaling
+from ..cpucache import calibrate, footprint, layout, model, scaling
 from ..cpucache import secret_variants as constant_time
-from ..cpucache.trace import PAGE_SIZE, Trace, find_target, from_recording, never_called_message
+from ..cpucache.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..formats import perf_data
+from ..model.cache import CacheProjections, ConstantTime, Limits, MeasuredRun, Scaling
 from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.run import Recording, StoredDocument
 from ..symbols.symbolizer import dso_name, elf_symbols
 from . import memtrace, perf
+from .cache_trace import find_target, from_recording, never_called_message
 from .options import RecordOptions
 from .valgrind import resolve_program
 
@@ -57,13 +59,15 @@ def record_cache(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
     if not functions:
         profile, functions = profile_hot_functions(options, first_cmd, workdir, executable)
     runs = TargetRuns()
-    documents = []
-    for function in functions:
-        target = find_target(executable, function)
-        projections = project_function(options, cmd, target, geometry, sizes, variants, runs)
-        documents.append(StoredDocument(DOCUMENT_KIND, function, projections))
+    traced = [
+        project_function(
+            options, cmd, find_target(executable, function), geometry, sizes, variants, runs
+        )
+        for function in functions
+    ]
+    documents = [StoredDocument(p.KIND, p.function, p) for p in traced]
     if profile is None:
-        profile = instruction_profile(documents)
+        profile = instruction_profile(traced)
     return Recording(
         profile,
         exit_status=runs.exit_status,
@@ -111,21 +115,29 @@ def project_function(
     sizes: list[int],
     variants: list[str],
     runs: TargetRuns,
-) -> dict[str, Any]:
-    doc: dict[str, Any] = {"function": target.function, "executable": target.executable}
+) -> CacheProjections:
+    scaled: Scaling | None = None
+    verdict: ConstantTime | None = None
     if sizes:
-        main, doc["scaling"] = scaled_traces(options, cmd, target, geometry, sizes, runs)
+        main, scaled = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
             trace_once(options, constant_time.substitute(cmd, v), target, runs) for v in variants
         ]
-        main, doc["constant_time"] = traces[0], constant_time.project(traces)
+        main, verdict = traces[0], constant_time.project(traces)
     else:
         main = trace_once(options, (cmd, None), target, runs)
-    doc["footprint"] = footprint.project(main)
-    doc.update(layout.project(main))  # "layout" and "layouts"
-    doc["model"] = model.simulate(main, geometry)
-    return doc
+    first_layout, layouts = layout.project(main)
+    return CacheProjections(
+        function=target.function,
+        executable=target.executable,
+        footprint=footprint.project(main),
+        layout=first_layout,
+        layouts=layouts,
+        model=model.simulate(main, geometry),
+        scaling=scaled,
+        constant_time=verdict,
+    )
 
 
 def trace_once(
@@ -165,9 +177,9 @@ def scaled_traces(
     geometry: model.Geometry,
     sizes: list[int],
     target_runs: TargetRuns,
-) -> tuple[Trace, dict[str, Any]]:
+) -> tuple[Trace, Scaling]:
     """Each n runs to its end, the model watching every data access."""
-    runs: list[dict[str, Any]] = []
+    runs: list[MeasuredRun] = []
     first = None
     for n in sizes:
         cache = model.CacheModel(geometry)
@@ -207,7 +219,7 @@ def line_offsets(lines: set[int], line_size: int) -> list[int]:
     return counts
 
 
-def measured_limits(geometry: model.Geometry) -> dict[str, dict[str, Any]]:
+def measured_limits(geometry: model.Geometry) -> Limits:
     """This machine's calibration; its LLC only stands for the machine's own caches,
     not for a geometry given with --cache-model."""
     limits = calibrate.limits()
@@ -216,14 +228,16 @@ def measured_limits(geometry: model.Geometry) -> dict[str, dict[str, Any]]:
     return limits
 
 
-def instruction_profile(documents: list[StoredDocument]) -> Profile:
+def instruction_profile(traced: list[CacheProjections]) -> Profile:
     """Instructions per source line of the traced calls, so `top` has something to show."""
     builder = ProfileBuilder(unit="instructions", meta={"format": "lackey"})
-    for stored in documents:
-        function, doc = stored.name, stored.data
-        dso = dso_name(doc["executable"])
-        for row in doc["footprint"]["by_source"]:
+    for projections in traced:
+        dso = dso_name(projections.executable)
+        calls = projections.footprint["calls_recorded"]
+        for row in projections.footprint["by_source"]:
             file, _, line = row["source"].rpartition(":")
-            frame = Frame(function, dso=dso, file=file, line=int(line) if line.isdigit() else 0)
-            builder.add([frame], row["accesses_per_call"] * doc["footprint"]["calls_recorded"])
+            frame = Frame(
+                projections.function, dso=dso, file=file, line=int(line) if line.isdigit() else 0
+            )
+            builder.add([frame], row["accesses_per_call"] * calls)
     return builder.build()

@@ -36,14 +36,13 @@ from dataclasses import dataclass, field
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from ..cpucache.trace import Access
 from ..errors import UserError
 from .valgrind import FAILURE_MARKERS, FIXED_ENV, resolve_program, valgrind_binary
 
 VALGRIND_PIE_BASE = 0x108000
 READ_SIZE = 1 << 20
 VALGRIND_MESSAGE = re.compile(r"^==\d+== (.*)$", re.M)
-# (kind, address, size, pc): kind I (instruction), L (load), S (store), M (modify).
-Access = tuple[str, int, int, int]
 MAX_MESSAGES = 50  # valgrind's own lines kept, to say why a run failed
 DataObserver = Callable[[int, int], None]  # (address, size) of each data access
 

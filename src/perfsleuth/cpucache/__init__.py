@@ -1,18 +1,18 @@
 """Cache footprint of hot code (`--mode cache`).
 
 collect/memtrace.py records, for each call of one function, its ordered
-instruction and data accesses. The modules here are the projections over that
-recording, each a small pure function of it: footprint (unique cache lines),
-layout (struct fields hot/cold, from DWARF), model (set-associative LRU with a
-next-line prefetcher), scaling (footprint against a workload size n) and
-constant_time (do accesses depend on a secret input). recorder.py wires them into
-`perfsleuth record --mode cache`; their results are stored as documents of kind
-DOCUMENT_KIND, which `perfsleuth cache show` prints and the analyzers read.
+instruction and data accesses; collect/cache_trace.py turns that into a Trace
+(trace.py). The modules here are the projections over a Trace, each a small pure
+function of it: footprint (unique cache lines), layout (struct fields hot/cold,
+from DWARF), model (set-associative LRU with a next-line prefetcher), scaling
+(footprint against a workload size n) and secret_variants (do accesses depend on
+a secret input); calibrate measures what this machine's TLB and LLC really hold.
+collect/cache.py wires them into `perfsleuth record --mode cache`; their results
+are kept as one typed document per traced function (model/cache.py), which
+`perfsleuth cache show` prints and the analyzers read.
 """
 
 from ..model.profile import Profile
-
-DOCUMENT_KIND = "cache"
 
 
 def function_share(profile: Profile, function: str) -> float:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..model.cache import Limits, LlcLimit, TlbLimit
 from .knee import knee
 from .model import Geometry, machine_geometry
 
@@ -254,7 +255,7 @@ def load_or_measure() -> Calibration:
     return calibration
 
 
-def limits() -> dict[str, dict[str, Any]]:
+def limits() -> Limits:
     """What the scaling projection needs of the calibration, measuring it if this
     machine has none yet: {"tlb": {"reach_pages", ...}, "llc": {"effective_bytes",
     ...}}, each {"reason"} instead when it cannot be had."""
@@ -265,7 +266,7 @@ def limits() -> dict[str, dict[str, Any]]:
     return {"tlb": tlb_limit(calibration), "llc": llc_limit(calibration)}
 
 
-def tlb_limit(calibration: Calibration) -> dict[str, Any]:
+def tlb_limit(calibration: Calibration) -> TlbLimit:
     if calibration.tlb_reach_pages is None:
         why = f"no TLB cliff up to {calibration.sweep_pages:,} pages ({calibration.evidence})"
         return {"reason": why}
@@ -277,7 +278,7 @@ def tlb_limit(calibration: Calibration) -> dict[str, Any]:
     }
 
 
-def llc_limit(calibration: Calibration) -> dict[str, Any]:
+def llc_limit(calibration: Calibration) -> LlcLimit:
     if calibration.llc_effective_bytes is None:
         return {"reason": f"LLC not measured: {calibration.llc_evidence}"}
     return {

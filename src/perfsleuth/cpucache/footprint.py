@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from typing import Any
 
+from ..model.cache import Footprint, SourceRow, Spread
 from .trace import Trace
 
 SHARED_FRACTION = 0.5  # a line touched by at least this share of calls is shared
@@ -31,7 +31,7 @@ def distinct_bytes(call: list, data: bool) -> int:
     return total
 
 
-def spread(values: list[int]) -> dict[str, float]:
+def spread(values: list[int]) -> Spread:
     if not values:
         return {"min": 0, "median": 0, "mean": 0, "max": 0}
     return {
@@ -42,7 +42,7 @@ def spread(values: list[int]) -> dict[str, float]:
     }
 
 
-def project(trace: Trace) -> dict[str, Any]:
+def project(trace: Trace) -> Footprint:
     shift = trace.line_size.bit_length() - 1
     data = [call_lines(call, shift, True) for call in trace.calls]
     code = [call_lines(call, shift, False) for call in trace.calls]
@@ -80,7 +80,7 @@ def project(trace: Trace) -> dict[str, Any]:
     }
 
 
-def by_source(trace: Trace, shift: int) -> list[dict[str, Any]]:
+def by_source(trace: Trace, shift: int) -> list[SourceRow]:
     """Per source line: accesses and distinct data lines per call, busiest first."""
     accesses: Counter[str] = Counter()
     lines: dict[str, set[tuple[int, int]]] = {}
@@ -92,7 +92,7 @@ def by_source(trace: Trace, shift: int) -> list[dict[str, Any]]:
             accesses[where] += 1
             lines.setdefault(where, set()).add((index, address >> shift))
     calls = max(len(trace.calls), 1)
-    rows = [
+    rows: list[SourceRow] = [
         {
             "source": where,
             "accesses_per_call": n / calls,

@@ -9,7 +9,7 @@ Two kinds of objects are laid out, each layout saying which variable it belongs 
   on is the object. Accesses inside global struct variables do not vote, so a
   pointer into a global table is laid out as that global;
 - global and static variables of struct type, or arrays of structs (per element),
-  that the calls' accesses reach (cache/globals.py).
+  that the calls' accesses reach (globals.py).
 
 Accesses inside [object, object + size) are attributed to the fields they overlap.
 A field is hot when at least HOT_FRACTION of the visits touch it; a visit is one
@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_MEM, X86_REG_INVALID, X86_REG_RBP, X86_REG_RIP, X86_REG_RSP
@@ -29,6 +28,16 @@ from elftools.common.exceptions import ELFError
 from elftools.dwarf.die import DIE
 from elftools.elf.elffile import ELFFile
 
+from ..model.cache import (
+    Layout,
+    LayoutField,
+    LayoutLine,
+    LayoutOwner,
+    Move,
+    NoLayout,
+    Reorder,
+    StructLayout,
+)
 from . import globals
 from .globals import StructVariable, Visit
 from .struct_types import Field, Struct, attr_text, strip_qualifiers, struct_of
@@ -38,22 +47,22 @@ HOT_FRACTION = 0.25  # of visits touching a field, for it to count as hot
 FRAME_REGISTERS = (X86_REG_RSP, X86_REG_RBP, X86_REG_RIP, X86_REG_INVALID)
 
 
-def project(trace: Trace) -> dict[str, Any]:
-    """{"layout": the first layout, or why there is none; "layouts": every layout}.
-
-    The parameter's layout comes first, then the globals by accesses, most first."""
+def project(trace: Trace) -> tuple[Layout, list[StructLayout]]:
+    """The first layout, or why there is none, and every layout: the parameter's
+    first, then the globals by accesses, most first."""
     variables = globals.struct_variables(trace.executable)
     parameter, reason = parameter_layout(trace, globals.inside_one(variables, trace.base))
     layouts = [parameter] if parameter is not None else []
     layouts.extend(global_layouts(trace, variables))
     if not layouts:
-        return {"layout": {"available": False, "reason": reason}, "layouts": []}
-    return {"layout": layouts[0], "layouts": layouts}
+        none: NoLayout = {"available": False, "reason": reason}
+        return none, []
+    return layouts[0], layouts
 
 
 def parameter_layout(
     trace: Trace, in_globals: Callable[[int], bool]
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[StructLayout | None, str]:
     """The layout of the struct a pointer parameter points to, or why there is none."""
     structs, reason = parameter_structs(trace.executable, trace.function)
     if not structs:
@@ -69,19 +78,18 @@ def parameter_layout(
             "or into a global struct variable, so its objects could not be told apart"
         )
     name, best = max(structs, key=lambda named: coverage(named[1], visits))
-    owner = {"parameter": name, "variable": name, "variable_kind": "parameter"}
-    return {**layout_of(best, visits, trace.line_size), **owner}, ""
+    owner: LayoutOwner = {"parameter": name, "variable": name, "variable_kind": "parameter"}
+    return layout_of(best, visits, trace.line_size, owner), ""
 
 
-def global_layouts(trace: Trace, variables: tuple[StructVariable, ...]) -> list[dict[str, Any]]:
+def global_layouts(trace: Trace, variables: tuple[StructVariable, ...]) -> list[StructLayout]:
     reached = globals.touched(variables, trace)
     ranked = sorted(reached, key=lambda v: -sum(len(visit.accesses) for visit in reached[v]))
     return [global_layout(v, reached[v], trace.line_size) for v in ranked]
 
 
-def global_layout(variable: StructVariable, visits: list[Visit], line: int) -> dict[str, Any]:
-    return {
-        **layout_of(variable.struct, visits, line),
+def global_layout(variable: StructVariable, visits: list[Visit], line: int) -> StructLayout:
+    owner: LayoutOwner = {
         "parameter": None,
         "variable": variable.name,
         "variable_kind": "global" if variable.external else "static",
@@ -89,6 +97,7 @@ def global_layout(variable: StructVariable, visits: list[Visit], line: int) -> d
         "elements": variable.elements,
         "elements_touched": len({visit.start for visit in visits}),
     }
+    return layout_of(variable.struct, visits, line, owner)
 
 
 def coverage(struct: Struct, visits: list[Visit]) -> int:
@@ -100,7 +109,7 @@ def coverage(struct: Struct, visits: list[Visit]) -> int:
     )
 
 
-def layout_of(struct: Struct, visits: list[Visit], line: int) -> dict[str, Any]:
+def layout_of(struct: Struct, visits: list[Visit], line: int, owner: LayoutOwner) -> StructLayout:
     touched: Counter[str] = Counter()
     lines_touched: list[int] = []
     for visit in visits:
@@ -123,6 +132,7 @@ def layout_of(struct: Struct, visits: list[Visit], line: int) -> dict[str, Any]:
         "lines_touched_per_call": sum(lines_touched) / len(lines_touched),
         "reorder": reordering(fields, by_line, line),
         "pahole": render(struct, fields, line),
+        **owner,
     }
 
 
@@ -140,7 +150,7 @@ def touched_fields(struct: Struct, call: list, base: int, line: int) -> tuple[se
     return names, lines
 
 
-def field_row(f: Field, heat: float, line: int) -> dict[str, Any]:
+def field_row(f: Field, heat: float, line: int) -> LayoutField:
     start, end = f.span()
     return {
         "name": f.name,
@@ -158,8 +168,8 @@ def field_row(f: Field, heat: float, line: int) -> dict[str, Any]:
     }
 
 
-def line_rows(fields: list[dict], size: int, line: int) -> list[dict[str, Any]]:
-    rows = []
+def line_rows(fields: list[LayoutField], size: int, line: int) -> list[LayoutLine]:
+    rows: list[LayoutLine] = []
     for index in range((size + line - 1) // line):
         here = [f for f in fields if f["line"] == index]
         hot = [f for f in here if f["hot"]]
@@ -175,7 +185,7 @@ def line_rows(fields: list[dict], size: int, line: int) -> list[dict[str, Any]]:
     return rows
 
 
-def reordering(fields: list[dict], lines: list[dict], line: int) -> dict[str, Any] | None:
+def reordering(fields: list[LayoutField], lines: list[LayoutLine], line: int) -> Reorder | None:
     """Move the hot fields of one hot line into the cold room of the hottest other
     one: the least-hot line first, then the next, until a move fits."""
     hot_lines = [r for r in lines if r["hot_fields"]]
@@ -187,14 +197,15 @@ def reordering(fields: list[dict], lines: list[dict], line: int) -> dict[str, An
         target = max((r for r in hot_lines if r is not source), key=lambda r: r["hot_bytes"])
         move = line_move(fields, source["line"], target["line"])
         if move is not None:
-            return move | {
+            return {
+                **move,
                 "lines_per_object_before": len(hot_lines),
                 "lines_per_object_after": len(hot_lines) - 1,
             }
     return None
 
 
-def line_move(fields: list[dict], source: int, target: int) -> dict[str, Any] | None:
+def line_move(fields: list[LayoutField], source: int, target: int) -> Move | None:
     """The hot fields of line `source` and the cold fields of line `target` that would
     make room for them (one big enough if there is one, else the smallest few)."""
     moving = [f for f in fields if f["line"] == source and f["hot"]]
@@ -222,7 +233,7 @@ def line_move(fields: list[dict], source: int, target: int) -> dict[str, Any] | 
     }
 
 
-def render(struct: Struct, fields: list[dict], line: int) -> str:
+def render(struct: Struct, fields: list[LayoutField], line: int) -> str:
     """pahole's layout: members with /* offset size */ (/* offset:bit size */ for
     bitfields), cache line boundaries, holes (in bits after a bitfield)."""
     out = [f"struct {struct.name} {{"]
@@ -249,7 +260,7 @@ def render(struct: Struct, fields: list[dict], line: int) -> str:
     return "\n".join(out)
 
 
-def member_line(f: dict) -> str:
+def member_line(f: LayoutField) -> str:
     element, _, dims = f["type"].partition("[")
     name = f"{f['name']}[{dims}" if dims else f["name"]
     if f.get("ancestor"):

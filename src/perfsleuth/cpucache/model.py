@@ -18,9 +18,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
+from ..model.cache import GeometrySpec, Simulation
 from .trace import Trace
 
 SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -49,7 +49,7 @@ class Geometry:
         prefetch = ", next-line prefetch" if self.prefetch else ""
         return f"{', '.join(parts)}, {self.line_size} B lines, LRU{prefetch}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> GeometrySpec:
         return {
             "line_size": self.line_size,
             "prefetch": self.prefetch,
@@ -178,7 +178,7 @@ class CacheModel:
             self._fill(level, line)
 
 
-def simulate(trace: Trace, geometry: Geometry) -> dict[str, Any]:
+def simulate(trace: Trace, geometry: Geometry) -> Simulation:
     """Misses per level for each recorded call (the cache warm across calls, as in
     the run) and per source line, under the model."""
     model = CacheModel(geometry)

@@ -34,15 +34,25 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Literal
 
 from ..errors import UserError
+from ..model.cache import (
+    Capacity,
+    Cliff,
+    Limits,
+    LlcLimit,
+    MeasuredRun,
+    NoTlbCliff,
+    Scaling,
+    TlbCliff,
+    TlbLimit,
+)
 from .knee import knee
 from .model import Geometry, Level
 from .trace import PAGE_SIZE
 
 PLACEHOLDER = "{n}"
-USABLE_SHOWN = 0.995  # below this usable share, the reports say the sets limit the cliff
 
 
 def parse_scale(spec: str) -> list[int]:
@@ -74,39 +84,41 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return mean_y - slope * mean_x, slope
 
 
-def project(
-    runs: list[dict[str, Any]], geometry: Geometry, limits: dict[str, dict] | None = None
-) -> dict[str, Any]:
-    """runs: [{"n", "data_lines", "data_pages", "cached_lines", "line_offsets",
-    "touched_offsets", "calls", "misses": {level: count}}], sizes ascending
-    (`line_offsets`, `touched_offsets`: the lines brought in, and the lines the
-    code touched, by their index in the page; runs recorded before they were
-    counted lack them); limits: calibrate.limits(), {"tlb": {"reach_pages",
-    ...}, "llc": {"effective_bytes", ...}}, each {"reason"} when not measured."""
+def project(runs: list[MeasuredRun], geometry: Geometry, limits: Limits | None = None) -> Scaling:
+    """runs: sizes ascending; limits: calibrate.limits(), each {"reason"} when not
+    measured."""
     limits = limits or {}
     touched = fit([(r["n"], r["data_lines"]) for r in runs])
-    key = "cached_lines" if geometry.prefetch else "data_lines"
+    key: Literal["cached_lines", "data_lines"] = (
+        "cached_lines" if geometry.prefetch else "data_lines"
+    )
     line = fit([(r["n"], r[key]) for r in runs])
     low, high = runs[0]["n"], runs[-1]["n"]
     llc = limits.get("llc") or {"reason": "not measured"}
-    cliffs = []
+    cliffs: list[Cliff] = []
     for index, level in enumerate(geometry.levels):
         # the model's prefetcher fills the levels below the first (model.py)
         demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
-        held, offsets = (touched, "touched_offsets") if demand else (line, "line_offsets")
+        held = touched if demand else line
+        offsets = runs[-1].get("touched_offsets") if demand else runs[-1].get("line_offsets")
         nominal = level.lines(geometry.line_size)
-        cliff: dict[str, Any] = {
-            "level": level.name,
-            "working_set": "data_lines" if demand else key,
-            "capacity_lines": nominal,
-            "capacity_source": "sysfs",
-        }
+        capacity: Capacity = {"capacity_lines": nominal, "capacity_source": "sysfs"}
         if index == len(geometry.levels) - 1 and index > 0:
-            cliff |= llc_capacity(llc, nominal, geometry.line_size, held)
-        share = usable_share(runs[-1].get(offsets), set_groups(level, geometry.line_size))
-        cliff |= {"usable_share": share, "usable_lines": round(cliff["capacity_lines"] * share)}
-        n = crossing(held, cliff["usable_lines"])
-        cliffs.append(cliff | {"n": n, "in_range": n is not None and low <= n <= high})
+            capacity = llc_capacity(llc, nominal, geometry.line_size, held)
+        share = usable_share(offsets, set_groups(level, geometry.line_size))
+        usable = round(capacity["capacity_lines"] * share)
+        n = crossing(held, usable)
+        cliffs.append(
+            {
+                "level": level.name,
+                "working_set": "data_lines" if demand else key,
+                **capacity,
+                "usable_share": share,
+                "usable_lines": usable,
+                "n": n,
+                "in_range": n is not None and low <= n <= high,
+            }
+        )
     intercept, slope = line
     return {
         "runs": [
@@ -126,12 +138,6 @@ def project(
         "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
     }
-
-
-def limited_by_sets(cliff: dict[str, Any]) -> bool:
-    """Whether the reports should say that the sets the working set's lines can use
-    bring this cliff forward (cliffs recorded before the sets were counted: no)."""
-    return cliff.get("usable_share", 1.0) < USABLE_SHOWN
 
 
 def set_groups(level: Level, line_size: int) -> int:
@@ -181,13 +187,18 @@ def crossing(line: tuple[float, float], capacity: float) -> int | None:
 
 
 def llc_capacity(
-    llc: dict[str, Any], nominal: int, line_size: int, line: tuple[float, float]
-) -> dict[str, Any]:
+    llc: LlcLimit, nominal: int, line_size: int, line: tuple[float, float]
+) -> Capacity:
     """The LLC cliff's capacity: the measured, effective one when there is one."""
-    if not llc.get("effective_bytes"):
-        return {"effective": {"available": False, "reason": llc.get("reason", "not measured")}}
+    effective = llc.get("effective_bytes")
+    if not effective:
+        return {
+            "capacity_lines": nominal,
+            "capacity_source": "sysfs",
+            "effective": {"available": False, "reason": llc.get("reason", "not measured")},
+        }
     return {
-        "capacity_lines": llc["effective_bytes"] // line_size,
+        "capacity_lines": effective // line_size,
         "capacity_source": "measured",
         "nominal_capacity_lines": nominal,
         "nominal_n": crossing(line, nominal),
@@ -195,7 +206,7 @@ def llc_capacity(
     }
 
 
-def tlb_cliff(runs: list[dict[str, Any]], tlb: dict[str, Any]) -> dict[str, Any]:
+def tlb_cliff(runs: list[MeasuredRun], tlb: TlbLimit) -> TlbCliff | NoTlbCliff:
     reach = tlb.get("reach_pages")
     if not reach:
         return {"available": False, "reason": tlb.get("reason", "no TLB knee measured")}

@@ -6,9 +6,9 @@ traced function across runs, call by call."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
+from ..model.cache import ConstantTime, Difference
 from .trace import Trace
 
 PLACEHOLDER = "{secret}"
@@ -32,10 +32,13 @@ def substitute(cmd: list[str], secret: str) -> tuple[list[str], str | None]:
     return cmd, secret + "\n"
 
 
-def project(traces: list[Trace]) -> dict[str, Any]:
+def project(traces: list[Trace]) -> ConstantTime:
     reference = traces[0]
-    differences = [compare(reference, other, index) for index, other in enumerate(traces[1:], 1)]
-    found = [d for d in differences if d["differs"]]
+    found = [
+        difference
+        for index, other in enumerate(traces[1:], 1)
+        if (difference := compare(reference, other, index)) is not None
+    ]
     return {
         "function": reference.function,
         "variants": len(traces),
@@ -45,36 +48,41 @@ def project(traces: list[Trace]) -> dict[str, Any]:
     }
 
 
-def compare(a: Trace, b: Trace, index: int) -> dict[str, Any]:
-    shift = a.line_size.bit_length() - 1
-    result: dict[str, Any] = {"variant": index, "differs": False}
+def compare(a: Trace, b: Trace, index: int) -> Difference | None:
+    """Where the calls of variant `index` first part from the reference's, if they do."""
     if len(a.calls) != len(b.calls):
-        result.update(differs=True, what="number of calls", first_source="")
-        return result
+        return {"variant": index, "differs": True, "what": "number of calls", "first_source": ""}
+    shift = a.line_size.bit_length() - 1
     for call_index, (x, y) in enumerate(zip(a.calls, b.calls, strict=True)):
-        difference = first_difference(x, y, shift, a)
-        if difference:
-            result.update(differs=True, call=call_index, **difference)
-            return result
-    return result
+        parting = first_difference(x, y, shift)
+        if parting is not None:
+            what, pc = parting
+            return {
+                "variant": index,
+                "differs": True,
+                "call": call_index,
+                "what": what,
+                "first_source": where(a, pc),
+                "pc": pc,
+            }
+    return None
 
 
-def first_difference(x: list, y: list, shift: int, trace: Trace) -> dict[str, Any] | None:
-    """The first instruction (branch outcome) or data line where two calls part."""
+def first_difference(x: list, y: list, shift: int) -> tuple[str, int] | None:
+    """What first differs between two calls (branch outcome, instruction count or data
+    line touched), and at which pc."""
     code_x = [a for a in x if a[0] == "I"]
     code_y = [a for a in y if a[0] == "I"]
     for i, (p, q) in enumerate(zip(code_x, code_y, strict=False)):
         if p[1] != q[1]:
-            branch = code_x[i - 1][1] if i else p[1]
-            return {"what": "branch outcome", "first_source": where(trace, branch), "pc": branch}
+            return "branch outcome", code_x[i - 1][1] if i else p[1]
     if len(code_x) != len(code_y):
-        last = code_x[min(len(code_x), len(code_y)) - 1][1]
-        return {"what": "instruction count", "first_source": where(trace, last), "pc": last}
+        return "instruction count", code_x[min(len(code_x), len(code_y)) - 1][1]
     data_x = [a for a in x if a[0] != "I"]
     data_y = [a for a in y if a[0] != "I"]
     for p, q in zip(data_x, data_y, strict=False):
         if p[1] >> shift != q[1] >> shift:
-            return {"what": "cache line touched", "first_source": where(trace, p[3]), "pc": p[3]}
+            return "cache line touched", p[3]
     return None
 
 

@@ -1,22 +1,13 @@
-"""The traced function: finding it in the binary, and its calls' accesses with
-source lines, in the form the projections and the store use."""
+"""A traced function's calls and their accesses with source lines, in the form the
+projections use (collect/cache_trace.py makes one from a memory trace)."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
-from ..collect import memtrace
-from ..collect.valgrind import demangle_all
-from ..errors import UserError
-from ..symbols.symbolizer import Symbolizer, elf_symbols
 
 PAGE_SIZE = 4096
+# (kind, address, size, pc): kind I (instruction), L (load), S (store), M (modify).
+Access = tuple[str, int, int, int]
 
 
 @dataclass
@@ -27,7 +18,7 @@ class Trace:
     executable: str
     base: int
     line_size: int
-    calls: list[list[memtrace.Access]]
+    calls: list[list[Access]]
     total_calls: int
     instructions: int
     loads: int
@@ -39,136 +30,3 @@ class Trace:
 
     def source_of(self, pc: int) -> str:
         return self.sources.get(pc, "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "function": self.function,
-            "executable": self.executable,
-            "base": self.base,
-            "line_size": self.line_size,
-            "calls": [[list(a) for a in call] for call in self.calls],
-            "total_calls": self.total_calls,
-            "instructions": self.instructions,
-            "loads": self.loads,
-            "stores": self.stores,
-            "data_lines": self.data_lines,
-            "code_lines": self.code_lines,
-            "data_pages": self.data_pages,
-            "sources": {str(pc): where for pc, where in self.sources.items()},
-        }
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Trace:
-        fields = dict(doc)
-        fields["calls"] = [[tuple(a) for a in call] for call in doc["calls"]]
-        fields["sources"] = {int(pc): where for pc, where in doc["sources"].items()}
-        return cls(**fields)
-
-
-def find_target(executable: str, function: str) -> memtrace.Target:
-    """The function's entry, or a UserError saying why it cannot be traced."""
-    symbols = elf_symbols(executable)
-    start = symbols.address_of(function)
-    if start is None:
-        start = _by_plain_name(symbols.by_name, function)
-    if start is None:
-        raise UserError(missing_function_message(executable, function))
-    return memtrace.Target(executable, function, start, memtrace.load_base(executable))
-
-
-def _by_plain_name(names: dict[str, int], function: str) -> int | None:
-    """`ns::f` for the C++ function `ns::f(int)` when only one overload exists."""
-    mangled = [n for n in names if n.startswith("_Z")]
-    matches = [
-        m
-        for m, d in zip(mangled, demangle_all(mangled), strict=True)
-        if d.split("(")[0] == function
-    ]
-    return names[matches[0]] if len(matches) == 1 else None
-
-
-def missing_function_message(executable: str, function: str) -> str:
-    if function in inlined_functions(executable):
-        return (
-            f"--function {function}: the compiler inlined it into its callers in {executable}, "
-            "so it has no calls to trace; trace a caller, or build it with "
-            "__attribute__((noinline))"
-        )
-    return (
-        f"--function {function}: no such function in {executable}"
-        f"{close_matches_text(executable, function)}"
-    )
-
-
-def close_matches_text(executable: str, function: str) -> str:
-    names = plain_names(executable)
-    close = difflib.get_close_matches(function, names, n=5, cutoff=0.5)
-    close += [n for n in names if function.lower() in n.lower() and n not in close][
-        : 5 - len(close)
-    ]
-    return f"; close matches: {', '.join(close)}" if close else "; check `nm -C` for its name"
-
-
-@lru_cache(maxsize=8)
-def plain_names(executable: str) -> list[str]:
-    names = sorted(elf_symbols(executable).by_name)
-    return sorted({d.split("(")[0] for d in demangle_all(names)})
-
-
-@lru_cache(maxsize=8)
-def inlined_functions(executable: str) -> frozenset[str]:
-    """Names of subprograms the debug info describes as inlined (DW_AT_inline)."""
-    found: set[str] = set()
-    try:
-        with open(executable, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return frozenset()
-            for cu in elf.get_dwarf_info().iter_CUs():
-                for die in cu.iter_DIEs():
-                    if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes:
-                        name = die.attributes.get("DW_AT_name")
-                        if name is not None:
-                            found.add(name.value.decode(errors="replace"))
-    except (OSError, ELFError, ValueError, KeyError):
-        return frozenset()
-    return frozenset(found)
-
-
-def never_called_message(executable: str, function: str) -> str:
-    return (
-        f"--function {function}: {executable} has this function but the run never called it; "
-        "pick a function the workload reaches (`perfsleuth run -- CMD` shows the hot ones)"
-    )
-
-
-def from_recording(target: memtrace.Target, rec: memtrace.Recording, line_size: int) -> Trace:
-    trace = Trace(
-        function=target.function,
-        executable=target.executable,
-        base=target.base,
-        line_size=line_size,
-        calls=rec.calls,
-        total_calls=rec.total_calls,
-        instructions=rec.instructions,
-        loads=rec.loads,
-        stores=rec.stores,
-        data_lines=len(rec.data_lines),
-        code_lines=len(rec.code_lines),
-        data_pages=len({line // (PAGE_SIZE // line_size) for line in rec.data_lines}),
-    )
-    trace.sources = source_lines(trace)
-    return trace
-
-
-def source_lines(trace: Trace) -> dict[int, str]:
-    """pc -> "file:line" for the executable's instructions, in one symbolizer run."""
-    pcs = sorted({a[3] for call in trace.calls for a in call})
-    queries = [(trace.executable, pc - trace.base) for pc in pcs if pc >= trace.base]
-    frames = Symbolizer().symbolize_vaddrs(queries)
-    out = {}
-    for (_path, vaddr), chain in frames.items():
-        leaf = chain[0]
-        if leaf.file and leaf.line:
-            out[vaddr + trace.base] = f"{leaf.file}:{leaf.line}"
-    return out

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..commands import cache as cache_command
-from ..cpucache import DOCUMENT_KIND as CACHE_KIND
 from ..errors import UserError
+from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
-from ..store.runs import Store
-from ..views import callgraph, diff, top
+from ..store.runs import Store, resolve
+from ..views import cache, callgraph, diff, top
 from ..views.annotate import line_costs
 from ..views.keys import GROUPINGS
 from . import flamedata, sources
@@ -117,9 +116,9 @@ class Api:
         if not re.fullmatch(r"[0-9]+|latest(~[0-9]+)?", ref):
             raise ApiError(400, f"bad run reference {ref!r}: use an id, latest or latest~N")
         try:
-            return _resolve(ref, self._run_ids())
+            return resolve(ref, self._run_ids(), self.store.root)
         except UserError as e:
-            raise ApiError(404, f"{e}; `perfsleuth runs` lists them") from e
+            raise ApiError(404, str(e)) from e
 
     def _run_list(self) -> list[RunInfo]:
         return self._changing.get("runs", self.store.runs)
@@ -190,7 +189,7 @@ class Api:
             "states": sorted({s for s in profile.sample_state if s}),
             "findings": len(self._findings(run_id)),
             "experiments": len(self._docs(run_id, "experiment")),
-            "cache_functions": len(self._docs(run_id, CACHE_KIND)),
+            "cache_functions": len(self._docs(run_id, CacheProjections.KIND)),
         }
 
     def top(self, ref: str, query: Query) -> Response:
@@ -311,9 +310,9 @@ class Api:
         run_id = self._run_id(ref)
 
         def compute() -> dict:
-            doc = cache_command.projections(self.store, run_id)
+            doc = cache.projections(self.store, run_id)
             if doc is None:
-                raise ApiError(404, cache_command.no_projections(run_id))
+                raise ApiError(404, cache.no_projections(run_id))
             return doc
 
         return self._cached(("cache", run_id), compute)
@@ -354,20 +353,6 @@ class Api:
                 flamedata.encode(flamedata.diff_columns(self._profile(a), self._profile(b)))
             ),
         )
-
-
-def _resolve(ref: str, ids: list[int]) -> int:
-    """Store.resolve's rules (`3`, `latest`, `latest~N`) over a known list of ids."""
-    if not ids:
-        raise UserError("the store has no runs yet")
-    if ref.isdigit():
-        if int(ref) in ids:
-            return int(ref)
-        raise UserError(f"no run {ref!r}")
-    steps = int(ref[len("latest~") :]) if ref.startswith("latest~") else 0
-    if steps >= len(ids):
-        raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
-    return ids[steps]
 
 
 def _run_summary(info: RunInfo) -> dict:

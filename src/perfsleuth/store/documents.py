@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import documents
+from ..model.cache import CacheProjections
 from ..model.counts import Counts
 from ..model.documents import DocumentType
 
 TYPES: dict[str, type[DocumentType]] = {
     Counts.KIND: Counts,
+    CacheProjections.KIND: CacheProjections,
 }
 
 

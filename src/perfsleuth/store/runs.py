@@ -328,23 +328,9 @@ class Store:
 
     def resolve(self, ref: str | None) -> int:
         """A run id from `3`, `latest`, `latest~1`..."""
-        ref = (ref or "latest").strip()
         with self._connect(write=False) as con:
             ids = [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id DESC").fetchall()]
-        if not ids:
-            raise UserError(f"the store {self.root}/ has no runs yet; record one first")
-        if ref.startswith("latest"):
-            back = ref[len("latest") :]
-            steps = int(back[1:]) if back.startswith("~") and back[1:].isdigit() else None
-            if back and steps is None:
-                raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
-            steps = steps or 0
-            if steps >= len(ids):
-                raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
-            return int(ids[steps])
-        if ref.isdigit() and int(ref) in ids:
-            return int(ref)
-        raise UserError(f"no run {ref!r} in {self.root}/; `perfsleuth runs` lists them")
+        return resolve(ref, ids, self.root)
 
     def run_info(self, run_id: int) -> RunInfo:
         with self._connect(write=False) as con:
@@ -427,6 +413,26 @@ class Store:
         for run_id, name, data in rows:
             out.setdefault(int(run_id), {})[name] = decode(kind, json.loads(data))
         return out
+
+
+def resolve(ref: str | None, ids: list[int], root: Path) -> int:
+    """A run id from `3`, `latest`, `latest~1`... among `ids`, the store's newest first
+    (the server keeps them between requests)."""
+    ref = (ref or "latest").strip()
+    if not ids:
+        raise UserError(f"the store {root}/ has no runs yet; record one first")
+    if ref.startswith("latest"):
+        back = ref[len("latest") :]
+        steps = int(back[1:]) if back.startswith("~") and back[1:].isdigit() else None
+        if back and steps is None:
+            raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
+        steps = steps or 0
+        if steps >= len(ids):
+            raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
+        return int(ids[steps])
+    if ref.isdigit() and int(ref) in ids:
+        return int(ref)
+    raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
 
 
 def _run_from_row(row: tuple) -> RunInfo:

@@ -1,0 +1,126 @@
+"""The function `record --mode cache` traces: finding it in the binary (or saying
+why it cannot be traced), and a memory trace of its calls as a cpucache Trace with
+source lines."""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from ..cpucache.trace import PAGE_SIZE, Trace
+from ..errors import UserError
+from ..symbols.symbolizer import Symbolizer, elf_symbols
+from . import memtrace
+from .valgrind import demangle_all
+
+
+def find_target(executable: str, function: str) -> memtrace.Target:
+    """The function's entry, or a UserError saying why it cannot be traced."""
+    symbols = elf_symbols(executable)
+    start = symbols.address_of(function)
+    if start is None:
+        start = _by_plain_name(symbols.by_name, function)
+    if start is None:
+        raise UserError(missing_function_message(executable, function))
+    return memtrace.Target(executable, function, start, memtrace.load_base(executable))
+
+
+def _by_plain_name(names: dict[str, int], function: str) -> int | None:
+    """`ns::f` for the C++ function `ns::f(int)` when only one overload exists."""
+    mangled = [n for n in names if n.startswith("_Z")]
+    matches = [
+        m
+        for m, d in zip(mangled, demangle_all(mangled), strict=True)
+        if d.split("(")[0] == function
+    ]
+    return names[matches[0]] if len(matches) == 1 else None
+
+
+def missing_function_message(executable: str, function: str) -> str:
+    if function in inlined_functions(executable):
+        return (
+            f"--function {function}: the compiler inlined it into its callers in {executable}, "
+            "so it has no calls to trace; trace a caller, or build it with "
+            "__attribute__((noinline))"
+        )
+    return (
+        f"--function {function}: no such function in {executable}"
+        f"{close_matches_text(executable, function)}"
+    )
+
+
+def close_matches_text(executable: str, function: str) -> str:
+    names = plain_names(executable)
+    close = difflib.get_close_matches(function, names, n=5, cutoff=0.5)
+    close += [n for n in names if function.lower() in n.lower() and n not in close][
+        : 5 - len(close)
+    ]
+    return f"; close matches: {', '.join(close)}" if close else "; check `nm -C` for its name"
+
+
+@lru_cache(maxsize=8)
+def plain_names(executable: str) -> list[str]:
+    names = sorted(elf_symbols(executable).by_name)
+    return sorted({d.split("(")[0] for d in demangle_all(names)})
+
+
+@lru_cache(maxsize=8)
+def inlined_functions(executable: str) -> frozenset[str]:
+    """Names of subprograms the debug info describes as inlined (DW_AT_inline)."""
+    found: set[str] = set()
+    try:
+        with open(executable, "rb") as fh:
+            elf = ELFFile(fh)
+            if not elf.has_dwarf_info():
+                return frozenset()
+            for cu in elf.get_dwarf_info().iter_CUs():
+                for die in cu.iter_DIEs():
+                    if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes:
+                        name = die.attributes.get("DW_AT_name")
+                        if name is not None:
+                            found.add(name.value.decode(errors="replace"))
+    except (OSError, ELFError, ValueError, KeyError):
+        return frozenset()
+    return frozenset(found)
+
+
+def never_called_message(executable: str, function: str) -> str:
+    return (
+        f"--function {function}: {executable} has this function but the run never called it; "
+        "pick a function the workload reaches (`perfsleuth run -- CMD` shows the hot ones)"
+    )
+
+
+def from_recording(target: memtrace.Target, rec: memtrace.Recording, line_size: int) -> Trace:
+    trace = Trace(
+        function=target.function,
+        executable=target.executable,
+        base=target.base,
+        line_size=line_size,
+        calls=rec.calls,
+        total_calls=rec.total_calls,
+        instructions=rec.instructions,
+        loads=rec.loads,
+        stores=rec.stores,
+        data_lines=len(rec.data_lines),
+        code_lines=len(rec.code_lines),
+        data_pages=len({line // (PAGE_SIZE // line_size) for line in rec.data_lines}),
+    )
+    trace.sources = source_lines(trace)
+    return trace
+
+
+def source_lines(trace: Trace) -> dict[int, str]:
+    """pc -> "file:line" for the executable's instructions, in one symbolizer run."""
+    pcs = sorted({a[3] for call in trace.calls for a in call})
+    queries = [(trace.executable, pc - trace.base) for pc in pcs if pc >= trace.base]
+    frames = Symbolizer().symbolize_vaddrs(queries)
+    out = {}
+    for (_path, vaddr), chain in frames.items():
+        leaf = chain[0]
+        if leaf.file and leaf.line:
+            out[vaddr + trace.base] = f"{leaf.file}:{leaf.line}"
+    return out

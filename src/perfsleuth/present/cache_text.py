@@ -1,0 +1,234 @@
+"""The cache projections as text (`perfsleuth cache show`), and this machine's
+calibration (`perfsleuth cache calibrate`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ..model.cache import (
+    CacheProjections,
+    Cliff,
+    ConstantTime,
+    Footprint,
+    Layout,
+    Scaling,
+    Simulation,
+    StructLayout,
+    limited_by_sets,
+    owner,
+)
+
+
+def render(doc: dict[str, Any], console: Console) -> None:
+    """doc: views/cache.py's {"run", "functions"}."""
+    for function in map(CacheProjections.from_json, doc["functions"]):
+        console.print(Text(f"== {function.function} ({function.executable})", style="bold"))
+        render_footprint(function.footprint, console)
+        shown: list[Layout] = [*function.layouts] or [function.layout]  # none: say why
+        for layout in shown:
+            render_layout(layout, console)
+        render_model(function.model, console)
+        if function.scaling is not None:
+            render_scaling(function.scaling, console)
+        if function.constant_time is not None:
+            render_constant_time(function.constant_time, console)
+        console.print()
+
+
+def render_footprint(fp: Footprint, console: Console) -> None:
+    per = fp["per_call"]
+    whole = fp["whole_run"]
+    console.print(
+        Text(
+            f"footprint per call ({fp['calls_recorded']:,} of {fp['calls_total']:,} calls "
+            f"recorded, {fp['line_size']} B lines): "
+            f"data lines median {per['data_lines']['median']:g} "
+            f"(min {per['data_lines']['min']:g}, max {per['data_lines']['max']:g}), "
+            f"code lines median {per['code_lines']['median']:g}, data bytes median "
+            f"{per['data_bytes']['median']:g}, "
+            f"instructions median {per['instructions']['median']:g}, "
+            f"loads {per['loads']['median']:g}, stores {per['stores']['median']:g}"
+        )
+    )
+    console.print(
+        Text(
+            f"  lines shared by most calls: {fp['shared_data_lines']}; particular to one call: "
+            f"median {per['private_data_lines']['median']:g}; whole run: {whole['data_lines']:,} "
+            f"distinct data lines, {whole['code_lines']:,} code lines"
+        )
+    )
+    for row in fp["by_source"][:8]:
+        console.print(
+            Text(
+                f"  {row['data_lines_per_call']:6.2f} lines/call {row['accesses_per_call']:7.2f} "
+                f"accesses/call  {row['source']}"
+            )
+        )
+
+
+def render_layout(layout: Layout, console: Console) -> None:
+    if not layout["available"]:
+        console.print(Text(f"struct layout: not available: {layout['reason']}"))
+        return
+    console.print(
+        Text(
+            f"struct layout of {layout_owner(layout)}: "
+            f"{layout['lines_touched_per_call']:.2f} of its cache lines touched per call"
+            f"{' and element' if layout.get('elements', 1) > 1 else ''}"
+        )
+    )
+    console.print(Text(layout["pahole"]))
+    for row in layout["lines"]:
+        mark = f"hot: {', '.join(row['hot_fields'])}" if row["hot_fields"] else "cold"
+        console.print(Text(f"  line {row['line']}: {mark}"))
+    reorder = layout["reorder"]
+    if reorder:
+        console.print(
+            Text(
+                f"  reorder: move {', '.join(reorder['move'])} from line {reorder['from_line']} to "
+                f"line {reorder['to_line']} (swap out {', '.join(reorder['swap_out'])}): "
+                f"{reorder['lines_per_object_before']} -> {reorder['lines_per_object_after']} "
+                "lines per object"
+            )
+        )
+
+
+def layout_owner(layout: StructLayout) -> str:
+    """`*c (struct conn, 320 B)`, `static table[4096] (struct conn, 320 B per element, ...)`."""
+    struct = f"struct {layout['struct']}, {layout['size']} B"
+    if layout.get("elements", 1) == 1:
+        return f"{owner(layout)} ({struct})"
+    return (
+        f"{owner(layout)} ({struct} per element, {layout['elements_touched']:,} elements reached)"
+    )
+
+
+def render_model(sim: Simulation, console: Console) -> None:
+    misses = ", ".join(f"{name} {value:.2f}" for name, value in sim["misses_per_call"].items())
+    console.print(Text(f"cache model ({sim['describe']}): misses per call {misses}"))
+
+
+def render_scaling(scale: Scaling, console: Console) -> None:
+    fit = scale["fit"]
+    console.print(
+        Text(
+            f"scaling: working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} * n "
+            f"lines ({fit['bytes_per_n']:.1f} B per n; {fit['of'].replace('_', ' ')}; "
+            f"{fit['touched_lines_per_n']:.3f} lines per n touched by the code), for n in "
+            f"{scale['range'][0]:,}..{scale['range'][1]:,}"
+        )
+    )
+    for run in scale["runs"]:
+        misses = ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
+        console.print(
+            Text(
+                f"  n={run['n']:,}: {run['data_lines']:,} lines touched, "
+                f"{run['cached_lines']:,} cached; misses/call {misses}"
+            )
+        )
+    for cliff in scale["cliffs"]:
+        held = capacity(cliff, fit["of"])
+        console.print(
+            Text(f"  exceeds {cliff['level']} ({held}) at {where(cliff['n'], cliff['in_range'])}")
+        )
+    tlb = scale["tlb"]
+    if not tlb["available"]:
+        console.print(Text(f"  TLB: not predicted ({tlb['reason']})", style="dim"))
+        return
+    console.print(
+        Text(
+            f"  pages = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n exceed the "
+            f"TLB's measured reach ({tlb['reach_pages']:,} pages) at "
+            f"{where(tlb['n'], tlb['in_range'])}"
+        )
+    )
+
+
+def capacity(cliff: Cliff, fitted: str) -> str:
+    """The level's capacity, measured or from sysfs, and what of it the working set
+    can use; `fitted`: the working set of the fit shown above the cliffs."""
+    held = f"{cliff['capacity_lines']:,} lines"
+    if cliff["capacity_source"] == "measured":
+        nominal = cliff["nominal_n"]
+        at = f"n = {nominal:,}" if nominal else "never"
+        held = (
+            f"{held} measured on this machine; sysfs's {cliff['nominal_capacity_lines']:,} "
+            f"lines would put the cliff at {at}"
+        )
+    if cliff["working_set"] != fitted:
+        held += "; the lines touched: the prefetcher fills the next levels"
+    return held + usable(cliff)
+
+
+def usable(cliff: Cliff) -> str:
+    """The part of the capacity the working set's lines can use, when their places
+    in the page leave some of the level's sets empty."""
+    if not limited_by_sets(cliff):
+        return ""
+    share = cliff["usable_share"]
+    return f"; {cliff['usable_lines']:,} usable: the lines fill {share:.0%} of its sets' room"
+
+
+def where(n: int | None, in_range: bool) -> str:
+    if not n:
+        return "never"
+    return f"n = {n:,}" + (" (inside the measured range)" if in_range else "")
+
+
+def render_constant_time(ct: ConstantTime, console: Console) -> None:
+    if ct["constant_time"]:
+        console.print(
+            Text(
+                f"constant time: yes, {ct['variants']} secrets ran identical instructions and lines"
+            )
+        )
+        return
+    for diff in ct["differences"]:
+        console.print(
+            Text(
+                f"constant time: NO, secret #{diff['variant'] + 1} differs from #1 in "
+                f"{diff['what']} first at {diff['first_source'] or '?'}"
+            )
+        )
+
+
+def render_calibration(doc: dict[str, Any], console: Console) -> None:
+    """doc: calibrate.Calibration's JSON and where it was saved (`saved_to`)."""
+    console.print(Text("ns per access, P random pages that all map one physical page:"))
+    for pages, ns in doc["curve_ns"].items():
+        console.print(Text(f"  P = {int(pages):>6,}  {ns:6.2f} ns  " + "#" * round(ns)))
+    render_tlb(doc, console)
+    console.print(Text("ns per access, random lines of B bytes, eight in a page at a time:"))
+    for size, ns in doc["llc_curve_ns"].items():
+        console.print(Text(f"  B = {mib(int(size)):>9}  {ns:6.2f} ns  " + "#" * round(ns / 4)))
+    effective = doc["llc_effective_bytes"]
+    if effective is None:
+        console.print(Text(f"LLC: not measured ({doc['llc_evidence']})"))
+    else:
+        nominal = doc["llc_nominal_bytes"]
+        console.print(
+            Text(
+                f"LLC: {mib(effective)} effective of {mib(nominal)} in sysfs; {doc['llc_evidence']}"
+            )
+        )
+    console.print(Text(f"saved to {doc['saved_to']}", style="dim"))
+
+
+def mib(size: int) -> str:
+    return f"{size / (1 << 20):.2f} MiB"
+
+
+def render_tlb(doc: dict[str, Any], console: Console) -> None:
+    reach = doc["tlb_reach_pages"]
+    if reach is None:
+        console.print(Text(f"no TLB cliff up to {doc['sweep_pages']:,} pages ({doc['evidence']})"))
+    else:
+        console.print(
+            Text(
+                f"TLB reach: {reach:,} pages of {doc['page_size'] // 1024} KiB "
+                f"({reach * doc['page_size'] / (1 << 20):.1f} MiB); {doc['evidence']}"
+            )
+        )

@@ -1,0 +1,112 @@
+"""The cache document: what a version 1 document (written before versions, in any of
+the shapes cache mode wrote) reads as, once upgraded; the current one round trips."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from perfsleuth.errors import UserError
+from perfsleuth.model import documents
+from perfsleuth.model.cache import CacheProjections
+from perfsleuth.present import cache_text
+
+FIELD = {"name": "state", "type": "int", "offset": 0, "size": 4, "line": 0, "touched": 1.0,
+         "hot": True}  # fmt: skip
+FIRST_LAYOUT = {
+    "available": True,
+    "struct": "conn",
+    "parameter": "c",
+    "size": 64,
+    "line_size": 64,
+    "object_misalignment": 0,
+    "calls": 7,
+    "fields": [FIELD],
+    "lines": [
+        {"line": 0, "hot_fields": ["state"], "cold_fields": [], "hot_bytes": 4, "touched": 1.0}
+    ],  # fmt: skip
+    "lines_touched_per_call": 1.0,
+    "reorder": None,
+    "pahole": "struct conn { ... }",
+}
+FIRST_SCALING = {
+    "runs": [{"n": n, "data_lines": 2 * n, "cached_lines": 3 * n, "calls": n,
+              "misses": {"L1d": n}, "misses_per_call": {"L1d": 1.0}} for n in (100, 200)],
+    "fit": {"of": "cached_lines", "touched_lines_per_n": 2.0, "intercept_lines": 0.0,
+            "lines_per_n": 3.0, "bytes_per_n": 192.0},
+    "range": [100, 200],
+    "cliffs": [{"level": "L1d", "capacity_lines": 512, "n": 170, "in_range": True}],
+    "geometry": {"line_size": 64, "prefetch": True, "levels": []},
+}  # fmt: skip
+
+
+def version_1(**sections: object) -> dict:
+    return {"function": "handle_packet", "executable": "/bin/conntable", "footprint": {},
+            "model": {}, "layout": FIRST_LAYOUT, **sections}  # fmt: skip
+
+
+def test_a_first_layout_becomes_the_only_one_of_its_pointer_parameter():
+    doc = documents.load(CacheProjections, version_1())
+    assert doc.layouts == [doc.layout]
+    layout = doc.layouts[0]
+    assert (layout["variable"], layout["variable_kind"], layout["visits"]) == ("c", "parameter", 7)
+    assert layout["fields"] == [
+        FIELD
+        | {
+            "bit_offset": None,
+            "bit_size": None,
+            "bytes": 4,
+            "ancestor": False,
+            "fixed": False,
+        }  # fmt: skip
+    ]
+
+
+def test_without_a_layout_there_is_none_to_list():
+    none = {"available": False, "reason": "no DWARF"}
+    doc = documents.load(CacheProjections, version_1(layout=none))
+    assert (doc.layout, doc.layouts) == (none, [])
+
+
+def test_first_scalings_say_what_was_not_predicted_or_counted():
+    scaling = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING)).scaling
+    assert scaling is not None
+    assert scaling["tlb"] == {
+        "available": False,
+        "reason": "recorded before TLB cliffs were predicted",
+    }
+    assert {run["data_pages"] for run in scaling["runs"]} == {None}
+    assert {run["line_offsets"] for run in scaling["runs"]} == {None}
+    [cliff] = scaling["cliffs"]
+    assert (cliff["capacity_source"], cliff["working_set"]) == ("sysfs", "cached_lines")
+    assert (cliff["usable_share"], cliff["usable_lines"]) == (1.0, 512)
+
+
+def test_cache_show_prints_an_old_document_as_before():
+    doc = version_1(scaling=FIRST_SCALING)
+    doc["footprint"] = {
+        "line_size": 64, "calls_recorded": 7, "calls_total": 7, "shared_data_lines": 1,
+        "per_call": dict.fromkeys(["data_lines", "code_lines", "data_bytes", "instructions",
+                                   "loads", "stores", "private_data_lines"],
+                                  {"min": 1, "median": 1, "mean": 1, "max": 1}),
+        "whole_run": {"data_lines": 9, "code_lines": 3}, "by_source": [],
+    }  # fmt: skip
+    doc["model"] = {"describe": "L1d 32K 8-way", "misses_per_call": {"L1d": 0.5}}
+    upgraded = documents.load(CacheProjections, doc)
+    out = io.StringIO()
+    cache_text.render({"functions": [upgraded.to_json()]}, Console(file=out, width=300))
+    text = out.getvalue()
+    assert "struct layout of *c (struct conn, 64 B): 1.00 of its cache lines" in text
+    assert "exceeds L1d (512 lines) at n = 170 (inside the measured range)" in text
+    assert "TLB: not predicted (recorded before TLB cliffs were predicted)" in text
+
+
+def test_the_current_version_round_trips_and_a_newer_one_is_refused():
+    doc = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING))
+    dumped = documents.dump(doc)
+    assert dumped["version"] == CacheProjections.VERSION
+    assert documents.load(CacheProjections, dumped) == doc
+    with pytest.raises(UserError, match="newer than this perfsleuth understands"):
+        documents.load(CacheProjections, {**dumped, "version": CacheProjections.VERSION + 1})
