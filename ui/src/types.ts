@@ -125,7 +125,9 @@ export interface Experiment {
   data: unknown;
 }
 
-// `perfsleuth cache show --format json` (commands/cache.py projections).
+// `perfsleuth cache show --format json` (views/cache.py): each traced function's
+// document, model/cache.py's CacheProjections, upgraded to the current version by the
+// store before the server sends it.
 
 export interface Spread {
   min: number;
@@ -135,11 +137,13 @@ export interface Spread {
 }
 
 export interface Footprint {
+  function: string;
   line_size: number;
   calls_recorded: number;
   calls_total: number;
   per_call: Record<"data_lines" | "code_lines" | "data_bytes" | "instructions" | "loads" | "stores" | "private_data_lines", Spread>;
   shared_data_lines: number;
+  recorded_union: { data_lines: number; code_lines: number };
   whole_run: { data_lines: number; code_lines: number; instructions: number; loads: number; stores: number };
   by_source: { source: string; accesses_per_call: number; data_lines_per_call: number }[];
 }
@@ -150,9 +154,11 @@ export interface LayoutField {
   /** A bitfield's are its storage unit's, as pahole prints them; `bytes` is what its bits occupy. */
   offset: number;
   size: number;
-  bit_offset?: number | null;
-  bit_size?: number | null;
-  bytes?: number;
+  bit_offset: number | null;
+  bit_size: number | null;
+  bytes: number;
+  ancestor: boolean;
+  fixed: boolean;
   line: number;
   touched: number;
   hot: boolean;
@@ -166,32 +172,43 @@ export interface LayoutLine {
   touched: number;
 }
 
-export interface Layout {
-  available: boolean;
-  reason?: string;
-  struct?: string;
-  parameter?: string | null;
-  variable?: string;
-  variable_kind?: "parameter" | "global" | "static";
+export interface Reorder {
+  move: string[];
+  from_line: number;
+  to_line: number;
+  swap_out: string[];
+  lines_per_object_before: number;
+  lines_per_object_after: number;
+}
+
+export interface StructLayout {
+  available: true;
+  struct: string;
+  size: number;
+  line_size: number;
+  object_misalignment: number;
+  calls: number;
+  visits: number;
+  fields: LayoutField[];
+  lines: LayoutLine[];
+  lines_touched_per_call: number;
+  reorder: Reorder | null;
+  pahole: string;
+  parameter: string | null;
+  variable: string;
+  variable_kind: "parameter" | "global" | "static";
+  /** Global and static variables only. */
+  address?: number;
   elements?: number;
   elements_touched?: number;
-  size?: number;
-  line_size?: number;
-  object_misalignment?: number;
-  calls?: number;
-  fields?: LayoutField[];
-  lines?: LayoutLine[];
-  lines_touched_per_call?: number;
-  reorder?: {
-    move: string[];
-    from_line: number;
-    to_line: number;
-    swap_out: string[];
-    lines_per_object_before: number;
-    lines_per_object_after: number;
-  } | null;
-  pahole?: string;
 }
+
+export interface NoLayout {
+  available: false;
+  reason: string;
+}
+
+export type Layout = StructLayout | NoLayout;
 
 export interface CacheLevel {
   name: string;
@@ -211,6 +228,7 @@ export interface CacheModelDoc {
   accesses: number;
   misses: Record<string, number>;
   misses_per_call: Record<string, number>;
+  per_call: number[][];
   by_source: Record<string, Record<string, number>>;
 }
 
@@ -218,51 +236,76 @@ export interface Cliff {
   level: string;
   capacity_lines: number;
   /** "measured": the LLC's effective capacity on this machine (perfsleuth cache calibrate). */
-  capacity_source?: "sysfs" | "measured";
+  capacity_source: "sysfs" | "measured";
   nominal_capacity_lines?: number;
   nominal_n?: number | null;
+  effective?: { available: boolean; reason?: string; evidence?: string; measured_at?: string };
   /** The part of the capacity the working set's lines can fill, given the sets their
    * places in the page map to (1: spread over all sets); `n` is where it is reached. */
-  usable_share?: number;
-  usable_lines?: number;
+  usable_share: number;
+  usable_lines: number;
   /** The fit this level's cliff comes from: "data_lines" for the L1d, which the prefetcher does not fill. */
-  working_set?: string;
+  working_set: string;
   n: number | null;
   in_range: boolean;
 }
 
 /** The pages the function touches against this machine's measured TLB reach. */
 export interface TlbCliff {
-  available: boolean;
-  reason?: string;
-  reach_pages?: number;
-  intercept_pages?: number;
-  pages_per_n?: number;
-  n?: number | null;
-  in_range?: boolean;
-  evidence?: string;
+  available: true;
+  reach_pages: number;
+  page_size: number;
+  measured_at: string;
+  evidence: string;
+  intercept_pages: number;
+  pages_per_n: number;
+  n: number | null;
+  in_range: boolean;
+}
+
+export interface NoTlbCliff {
+  available: false;
+  reason: string;
+}
+
+export interface ScaledRun {
+  n: number;
+  data_lines: number;
+  /** null: recorded before it was counted. */
+  data_pages: number | null;
+  cached_lines: number;
+  line_offsets: number[] | null;
+  touched_offsets: number[] | null;
+  calls: number;
+  misses: Record<string, number>;
+  misses_per_call: Record<string, number>;
 }
 
 export interface Scaling {
-  runs: { n: number; data_lines: number; data_pages?: number; cached_lines: number; calls: number; misses_per_call: Record<string, number> }[];
-  fit: { of: string; touched_lines_per_n: number; touched_intercept_lines?: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
+  runs: ScaledRun[];
+  fit: { of: string; touched_lines_per_n: number; touched_intercept_lines: number; intercept_lines: number; lines_per_n: number; bytes_per_n: number };
   range: [number, number];
   cliffs: Cliff[];
-  tlb?: TlbCliff;
+  tlb: TlbCliff | NoTlbCliff;
+  geometry: Geometry;
 }
 
 export interface ConstantTime {
+  function: string;
   constant_time: boolean;
   variants: number;
-  differences: { variant: number; what: string; first_source: string | null }[];
+  differences: { variant: number; differs: boolean; what: string; first_source: string; call?: number; pc?: number }[];
+  instructions_per_variant: number[];
 }
 
 export interface CacheFunction {
   function: string;
   executable: string;
   footprint: Footprint;
+  /** The first of `layouts`, or why there is none. */
   layout: Layout;
-  layouts?: Layout[]; // every struct laid out (pointer parameter, then globals); older runs have only `layout`
+  /** Every struct laid out: the pointer parameter's, then globals by accesses. */
+  layouts: StructLayout[];
   model: CacheModelDoc;
   scaling?: Scaling;
   constant_time?: ConstantTime;

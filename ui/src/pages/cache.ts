@@ -4,7 +4,7 @@
 import { ApiError, getJSON } from "../api";
 import { h, message, pct, svg } from "../dom";
 import { href } from "../router";
-import type { CacheDoc, CacheFunction, Cliff, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, Scaling, Spread, TlbCliff } from "../types";
+import type { CacheDoc, CacheFunction, Cliff, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, NoTlbCliff, Scaling, Spread, StructLayout, TlbCliff } from "../types";
 
 const SOURCE_ROWS = 10;
 /** Below this share of a level usable by the working set's sets, the capacity says so (as `cache show`). */
@@ -38,7 +38,7 @@ function functionSection(runId: string, f: CacheFunction): HTMLElement {
     { class: "cache-function", "data-function": f.function },
     h("h2", null, h("span", { class: "fn" }, f.function), h("span", { class: "subtitle" }, f.executable)),
     footprintBlock(runId, f.footprint),
-    (f.layouts?.length ? f.layouts : [f.layout]).map(layoutBlock),
+    (f.layouts.length ? f.layouts : [f.layout]).map(layoutBlock),
     modelBlock(runId, f.model, f.footprint.calls_recorded),
     f.scaling ? scalingBlock(f.scaling) : null,
     f.constant_time ? constantTimeBlock(f.constant_time) : null,
@@ -185,21 +185,20 @@ function cacheLine(d: Drawing, row: LayoutLine): HTMLElement {
 }
 
 /** Whose struct it is: `*c`, `static table[4096]`, `global config`. */
-function layoutOwner(layout: Layout): string {
-  const kind = layout.variable_kind ?? "parameter";
-  if (kind === "parameter") return `*${layout.parameter ?? layout.variable}`;
+function layoutOwner(layout: StructLayout): string {
+  const kind = layout.variable_kind;
+  if (kind === "parameter") return `*${layout.variable}`;
   const elements = layout.elements ?? 1;
   return elements > 1 ? `${kind} ${layout.variable}[${elements.toLocaleString()}]` : `${kind} ${layout.variable}`;
 }
 
 function layoutBlock(layout: Layout): HTMLElement {
   if (!layout.available) {
-    return h("div", { class: "cache-layout" }, h("h3", null, "Struct layout"), message(`Not available: ${layout.reason ?? "no reason given"}`));
+    return h("div", { class: "cache-layout" }, h("h3", null, "Struct layout"), message(`Not available: ${layout.reason}`));
   }
-  const lines = layout.lines ?? [];
-  const size = layout.size ?? 0;
+  const { lines, size } = layout;
   const array = (layout.elements ?? 1) > 1;
-  const drawing: Drawing = { fields: layout.fields ?? [], lineSize: layout.line_size ?? 64, size, per: array ? "element visits" : "calls" };
+  const drawing: Drawing = { fields: layout.fields, lineSize: layout.line_size, size, per: array ? "element visits" : "calls" };
   const reorder = layout.reorder;
   return h(
     "div",
@@ -211,7 +210,7 @@ function layoutBlock(layout: Layout): HTMLElement {
       h(
         "span",
         { class: "subtitle" },
-        `${number(layout.lines_touched_per_call ?? 0)} of its lines touched per call${array ? ` and element, ${(layout.elements_touched ?? 0).toLocaleString()} elements reached` : ""}`,
+        `${number(layout.lines_touched_per_call)} of its lines touched per call${array ? ` and element, ${(layout.elements_touched ?? 0).toLocaleString()} elements reached` : ""}`,
       ),
     ),
     h("p", { class: "legend" }, h("i", { class: "hot" }), `hot field (touched in ≥ 25% of ${drawing.per})`, h("i", { class: "cold" }), "cold field", h("i", { class: "hole" }), "hole", " · cold lines are greyed"),
@@ -225,7 +224,7 @@ function layoutBlock(layout: Layout): HTMLElement {
             `(swap out ${reorder.swap_out.join(", ")}): ${reorder.lines_per_object_before} → ${reorder.lines_per_object_after} lines per object.`,
         )
       : null,
-    layout.pahole ? h("details", null, h("summary", null, "pahole-style text"), h("pre", null, layout.pahole)) : null,
+    h("details", null, h("summary", null, "pahole-style text"), h("pre", null, layout.pahole)),
   );
 }
 
@@ -289,12 +288,12 @@ const PLOT = { width: 680, height: 260, left: 70, right: 150, top: 12, bottom: 3
 function scalingPlot(scale: Scaling): SVGElement {
   const { fit } = scale;
   const working = (n: number) => fit.intercept_lines + fit.lines_per_n * n;
-  const touched = (n: number) => (fit.touched_intercept_lines ?? 0) + fit.touched_lines_per_n * n;
+  const touched = (n: number) => fit.touched_intercept_lines + fit.touched_lines_per_n * n;
   const byTouched = fit.of !== "data_lines" && scale.cliffs.some((c) => c.working_set === "data_lines");
   const measured = scale.runs.map((r) => [r.n, fit.of === "data_lines" ? r.data_lines : r.cached_lines] as const);
   const cliffNs = scale.cliffs.flatMap((c) => (c.n ? [c.n] : []));
   const [x0, x1] = [Math.min(scale.range[0], ...cliffNs) / 2, Math.max(scale.range[1], ...cliffNs) * 2];
-  const ys = [...measured.map(([, y]) => y), ...scale.cliffs.map(usableLines)].filter((y) => y > 0);
+  const ys = [...measured.map(([, y]) => y), ...scale.cliffs.map((c) => c.usable_lines)].filter((y) => y > 0);
   const [y0, y1] = [Math.min(...ys) / 2, Math.max(...ys) * 2];
   const x = (n: number) => PLOT.left + ((Math.log(n) - Math.log(x0)) / (Math.log(x1) - Math.log(x0))) * (PLOT.width - PLOT.left - PLOT.right);
   const y = (lines: number) => PLOT.height - PLOT.bottom - ((Math.log(lines) - Math.log(y0)) / (Math.log(y1) - Math.log(y0))) * (PLOT.height - PLOT.top - PLOT.bottom);
@@ -306,7 +305,7 @@ function scalingPlot(scale: Scaling): SVGElement {
     svg("line", { x1: PLOT.left, x2: PLOT.left, y1: PLOT.top, y2: PLOT.height - PLOT.bottom, class: "plot-axis" }),
   ];
   for (const c of scale.cliffs) {
-    const held = usableLines(c);
+    const held = c.usable_lines;
     parts.push(svg("line", { x1: PLOT.left, x2: right, y1: y(held), y2: y(held), class: "scale-capacity" }));
     parts.push(svg("text", { x: right + 6, y: y(held) + 4, class: "plot-label" }, `${c.level} ${held.toLocaleString()} lines`));
     if (c.n) {
@@ -325,31 +324,26 @@ function scalingPlot(scale: Scaling): SVGElement {
   return svg("svg", { class: "plot scaling-plot", width: PLOT.width, height: PLOT.height, viewBox: `0 0 ${PLOT.width} ${PLOT.height}` }, ...parts);
 }
 
-/** The lines the working set can hold in a level before it misses: where the fit crosses. */
-function usableLines(c: Cliff): number {
-  return c.usable_lines ?? c.capacity_lines;
-}
-
 /** A level's capacity; the LLC's, when measured, with the size sysfs gives beside it;
  * and the part of it the working set's lines can use when they leave sets empty. */
 function capacityText(c: Cliff): string {
   let held = `${c.capacity_lines.toLocaleString()} lines`;
   if (c.capacity_source === "measured" && c.nominal_capacity_lines !== undefined) held = `${held} measured (sysfs: ${c.nominal_capacity_lines.toLocaleString()})`;
-  if (c.usable_share === undefined || c.usable_share >= USABLE_SHOWN) return held;
-  return `${held}, ${usableLines(c).toLocaleString()} usable by its sets`;
+  if (c.usable_share >= USABLE_SHOWN) return held;
+  return `${held}, ${c.usable_lines.toLocaleString()} usable by its sets`;
 }
 
 /** The TLB's row of the cliffs table: its reach is in pages, measured on this machine. */
-function tlbRow(tlb: TlbCliff | undefined): HTMLElement {
-  if (!tlb?.available) {
-    return h("tr", { class: "tlb-cliff", "data-level": "TLB" }, h("th", null, "TLB"), h("td", { class: "muted", colspan: "3" }, `not predicted: ${tlb?.reason ?? "recorded before TLB cliffs were predicted"}`));
+function tlbRow(tlb: TlbCliff | NoTlbCliff): HTMLElement {
+  if (!tlb.available) {
+    return h("tr", { class: "tlb-cliff", "data-level": "TLB" }, h("th", null, "TLB"), h("td", { class: "muted", colspan: "3" }, `not predicted: ${tlb.reason}`));
   }
-  const perN = `${number(tlb.intercept_pages ?? 0, 0)} + ${(tlb.pages_per_n ?? 0).toFixed(4)} · n pages touched`;
+  const perN = `${number(tlb.intercept_pages, 0)} + ${tlb.pages_per_n.toFixed(4)} · n pages touched`;
   return h(
     "tr",
-    { class: `tlb-cliff${tlb.in_range ? " in-range" : ""}`, "data-level": "TLB", title: `${perN}; ${tlb.evidence ?? ""}` },
+    { class: `tlb-cliff${tlb.in_range ? " in-range" : ""}`, "data-level": "TLB", title: `${perN}; ${tlb.evidence}` },
     h("th", null, "TLB"),
-    h("td", { class: "num" }, `${(tlb.reach_pages ?? 0).toLocaleString()} pages (measured)`),
+    h("td", { class: "num" }, `${tlb.reach_pages.toLocaleString()} pages (measured)`),
     h("td", { class: "num" }, tlb.n == null ? "never" : `n = ${tlb.n.toLocaleString()}`),
     h("td", null, tlb.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
   );
@@ -414,6 +408,6 @@ function scalingBlock(scale: Scaling): HTMLElement {
 function constantTimeBlock(ct: NonNullable<CacheFunction["constant_time"]>): HTMLElement {
   const lines = ct.constant_time
     ? [`Yes: ${ct.variants} secrets ran identical instructions and touched the same lines.`]
-    : ct.differences.map((d) => `No: secret #${d.variant + 1} differs from #1 in ${d.what}, first at ${d.first_source ?? "?"}`);
+    : ct.differences.map((d) => `No: secret #${d.variant + 1} differs from #1 in ${d.what}, first at ${d.first_source || "?"}`);
   return h("div", { class: "cache-constant-time" }, h("h3", null, "Constant time"), lines.map((t) => h("p", { class: ct.constant_time ? undefined : "warning" }, t)));
 }
