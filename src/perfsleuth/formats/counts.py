@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model.counts import Counts
+from ..model.counts import Counts, Sources
 from . import callgrind
 
 MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
@@ -21,7 +21,7 @@ def encode_counts(path: Path, cwd: Path | None = None) -> Counts:
     return Counts(raw, source_files(data, cwd or Path.cwd()))
 
 
-def source_files(data: callgrind.CallgrindData, cwd: Path) -> dict[str, list[str]]:
+def source_files(data: callgrind.CallgrindData, cwd: Path) -> Sources:
     """file name as callgrind gives it -> its lines, for every readable counted file."""
     names = {file for sites in data.self_costs.values() for file, line in sites if line > 0}
     out = {}

@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 from .documents import Upgrade
 
+Sources = dict[str, list[str]]  # file -> its lines, as they were when the run was recorded
+
 
 def _pack(raw: bytes) -> str:
     return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
@@ -42,7 +44,7 @@ class Counts:
     UPGRADES: ClassVar[Sequence[Upgrade]] = (_add_sources,)
 
     callgrind_out: bytes
-    sources: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines
+    sources: Sources = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {

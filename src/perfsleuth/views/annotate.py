@@ -22,13 +22,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..formats.callgrind import CallgrindData
+from ..model.counts import Sources
 from ..model.profile import Profile
 from .callgraph import match_functions
 
 CONTEXT_LINES = 3
 NO_SOURCE = "???"  # callgrind's file name for code without line information
 
-Sources = dict[str, list[str]]  # file -> its lines, as recorded with the run
 Lines = dict[int, list[float]]  # line -> cost columns
 
 

@@ -24,10 +24,10 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ..formats.callgrind import CallgrindData
+from ..model.counts import Sources
 from ..model.profile import Profile
 from .top import Cost, aggregate
 
-Sources = dict[str, list[str]]  # file -> its lines, as recorded with the run
 LineKey = tuple[str, int | None, int | None]  # file, line in A, line in B
 
 
