@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ui_bench_data import big_profile
 
-from perfsleuth.formats import speedscope
 from perfsleuth.model.run import Recording, RunInfo
+from perfsleuth.present import PROFILE, TitledProfile, write
 from perfsleuth.store.runs import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,8 @@ def ensure_store() -> int:
     run_id = Store(STORE).add_run(info, Recording(profile)).id
     single = big_profile()
     single.sample_thread = [-1] * len(single.sample_thread)  # one speedscope profile
-    speedscope.write(single, OUT / "ui-bench.speedscope.json", name="ui-bench")
+    speedscope_json = str(OUT / "ui-bench.speedscope.json")
+    write(PROFILE, TitledProfile(single, "ui-bench"), "speedscope", speedscope_json)
     return run_id
 
 

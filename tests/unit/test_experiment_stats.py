@@ -101,8 +101,8 @@ def test_hodges_lehmann_of_many_pairs_samples_close_to_the_exact_value() -> None
 
 
 def test_too_few_pairs_are_said_to_be_too_few() -> None:
-    from perfsleuth.experiments.render import ratio_sentence
     from perfsleuth.experiments.stats import MIN_PAIRS_FOR_CLAIM
+    from perfsleuth.experiments.verdict import ratio_sentence
 
     assert MIN_PAIRS_FOR_CLAIM == 9  # 2 / 2^9 < 0.005 <= 2 / 2^8
     result = {"ratio": 1.5, "ci95": (1.4, 1.6), "p_value": 0.0625, "runs": 5, "verdict": "same"}

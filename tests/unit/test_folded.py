@@ -6,7 +6,6 @@ stackcollapse -- --kernel`) on tests/fixtures/src/hot.c.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from perfsleuth.errors import UserError
 from perfsleuth.formats import folded
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.present.folded import lines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HOT = FIXTURES / "hot.folded"
@@ -25,9 +25,7 @@ def stacks(p: Profile) -> dict[tuple[str, ...], float]:
 
 
 def write_text(p: Profile) -> str:
-    out = io.StringIO()
-    folded.write(p, out)
-    return out.getvalue()
+    return "".join(line + "\n" for line in lines(p))
 
 
 def test_reads_perf_stackcollapse_output() -> None:

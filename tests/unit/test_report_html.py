@@ -10,6 +10,7 @@ import pytest
 from uistore import HOSTILE, make_store
 
 from perfsleuth.errors import UserError
+from perfsleuth.present.html import ui_page
 from perfsleuth.server import bundle
 from perfsleuth.server.api import Api
 
@@ -61,7 +62,7 @@ def test_request_key_sorts_parameters() -> None:
 
 
 def test_html_inlines_assets_and_escapes_data(data: dict, static: Path) -> None:
-    page = bundle.html(data, static)
+    page = ui_page(data, static)
     assert 'src="./assets' not in page and "<link" not in page
     assert "<style>main { color: red }</style>" in page
     assert 'http-equiv="Content-Security-Policy"' in page
@@ -75,4 +76,4 @@ def test_html_inlines_assets_and_escapes_data(data: dict, static: Path) -> None:
 
 def test_html_needs_a_built_ui(data: dict, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="make ui"):
-        bundle.html(data, tmp_path)
+        ui_page(data, tmp_path)

@@ -4,8 +4,9 @@ import io
 
 from rich.console import Console
 
-from perfsleuth.commands import threads
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.present import threads_text
+from perfsleuth.views.threads import by_thread
 
 
 def profile():
@@ -19,7 +20,7 @@ def profile():
 
 
 def test_rows_give_each_threads_state_fractions_busiest_first():
-    rows = threads.by_thread(profile())
+    rows = by_thread(profile())
     assert [r["tid"] for r in rows] == [2, 1]
     assert rows[0]["name"] == "worker"
     assert rows[0]["states"] == {"running": 0.6, "mutex": 0.3, "io": 0.1}
@@ -28,8 +29,8 @@ def test_rows_give_each_threads_state_fractions_busiest_first():
 
 
 def test_text_shows_seconds_and_percentages():
-    doc = {"run": "1", "unit": "ns", "total": 1500, "threads": threads.by_thread(profile())}
+    doc = {"run": "1", "unit": "ns", "total": 1500, "threads": by_thread(profile())}
     out = io.StringIO()
-    threads.render(doc, Console(file=out, width=120, no_color=True))
+    threads_text.render(doc, Console(file=out, width=120, no_color=True))
     text = out.getvalue()
     assert "worker" in text and "mutex" in text and "30.00%" in text

@@ -9,7 +9,8 @@ from .callers import show
 
 NAME = "callees"
 HELP = "callees of a function, with percentages"
+DOCUMENT = "callees"
 
 
 def run(args: argparse.Namespace) -> int:
-    return show(args, "callees")
+    return show(args, DOCUMENT)

@@ -6,12 +6,17 @@ import argparse
 from pathlib import Path
 
 from ..model.profile import STATES, Profile
+from ..present import TitledProfile, describe
 from ..store.runs import Store
 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """--format (one of `formats`, the first by default) and -o FILE."""
     parser.add_argument(
-        "--format", choices=formats, default=formats[0], help="output format (default: %(default)s)"
+        "--format",
+        choices=formats,
+        default=formats[0],
+        help=f"{describe(formats)} (default: %(default)s)",
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 
@@ -45,6 +50,11 @@ def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Stor
     run_id = store.resolve(ref if ref is not None else args.run)
     profile = apply_filters(store.load(run_id), args)
     return store, run_id, profile
+
+
+def titled_profile(store: Store, run_id: int, profile: Profile) -> TitledProfile:
+    """A run's profile for export, titled with its id and command."""
+    return TitledProfile(profile, f"run {run_id}: {store.run_info(run_id).command}")
 
 
 def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:

@@ -8,13 +8,13 @@ from typing import Any
 
 from ..errors import UserError
 from ..experiments import result
-from ..experiments.render import render_compare
 from ..experiments.runner import METRICS, Progress, Side, measure, shell_or_argv
-from ..present.output import emit
+from ..present import formats_for, write
 from .common import add_output_options, open_store
 
 NAME = "compare"
 HELP = "A/B-compare two commands: interleaved runs, ratio with 95%% CI, verdict"
+DOCUMENT = "compare"
 SEPARATOR = "--vs"
 
 
@@ -57,7 +57,7 @@ def report_stored(store_root: object, name: str) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_measure_options(parser)
-    add_output_options(parser, ("text", "json"))
+    add_output_options(parser, formats_for(DOCUMENT))
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD_A ARGS... --vs CMD_B ARGS...")
 
 
@@ -99,5 +99,5 @@ def run(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     report_stored(store.root, doc["experiment"])
-    emit(doc, args.format, args.output, render_compare)
+    write(DOCUMENT, doc, args.format, args.output)
     return 0

@@ -6,9 +6,8 @@ import argparse
 import sys
 
 from ..errors import UserError
-from ..present.output import destination
-from ..views import flame
-from .common import add_filter_options, add_run_argument, load_profile
+from ..present import PROFILE, write
+from .common import add_filter_options, add_run_argument, load_profile, titled_profile
 
 NAME = "flame"
 HELP = "flame graph: --folded text or --html FILE"
@@ -27,12 +26,10 @@ def run(args: argparse.Namespace) -> int:
     store, run_id, profile = load_profile(args)
     if not profile.sample_stack:
         raise UserError(f"run {run_id} has no samples to draw")
+    doc = titled_profile(store, run_id, profile)
     if args.html:
-        info = store.run_info(run_id)
-        with destination(args.html) as fh:
-            fh.write(flame.html(profile, f"run {run_id}: {info.command}"))
+        write(PROFILE, doc, "html", args.html)
         print(f"perfsleuth: wrote {args.html}", file=sys.stderr)
-        return 0
-    with destination(args.output) as fh:
-        flame.write_folded(profile, fh)
+    else:
+        write(PROFILE, doc, "folded", args.output)
     return 0

@@ -6,10 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..present.output import destination
+from ..present import UI, formats_for, write
+from ..present.html import UiBundle
 from ..server import bundle
 from ..server.api import Api
-from .common import add_run_argument, open_store
+from ..server.httpd import static_root
+from .common import add_output_options, add_run_argument, open_store
 
 NAME = "report"
 HELP = "the web UI for one run as a single self-contained HTML file"
@@ -17,8 +19,7 @@ HELP = "the web UI for one run as a single self-contained HTML file"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_argument(parser)
-    parser.add_argument("--format", choices=("html",), default="html", help="report format")
-    parser.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    add_output_options(parser, formats_for(UI))
     parser.add_argument("--compare", metavar="RUN", help="also embed a comparison with RUN")
     parser.add_argument(
         "--src", action="append", metavar="DIR", help="source root for the source view"
@@ -30,9 +31,8 @@ def run(args: argparse.Namespace) -> int:
     run_id = store.resolve(args.run)
     compare = store.resolve(args.compare) if args.compare else None
     api = Api(store, [Path(p) for p in args.src or []])
-    page = bundle.html(bundle.collect(api, run_id, compare))
-    with destination(args.output) as fh:
-        fh.write(page)
+    page = UiBundle(bundle.collect(api, run_id, compare), static_root())
+    write(UI, page, args.format, args.output)
     if args.output and args.output != "-":
         print(f"perfsleuth: wrote the report of run {run_id} to {args.output}", file=sys.stderr)
     return 0

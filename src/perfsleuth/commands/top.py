@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from ..present.output import emit
+from ..present import formats_for, write
 from ..views import top
 from ..views.keys import GROUPINGS
 from .common import add_filter_options, add_output_options, add_run_argument, load_profile
 
 NAME = "top"
 HELP = "top functions, lines, files or DSOs by self or total cost"
+DOCUMENT = "top"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,11 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by", choices=GROUPINGS, default="function")
     parser.add_argument("-n", type=int, default=20, help="rows to show (0 = all)")
     add_filter_options(parser)
-    add_output_options(parser, ("text", "json"))
+    add_output_options(parser, formats_for(DOCUMENT))
 
 
 def run(args: argparse.Namespace) -> int:
     _store, run_id, profile = load_profile(args)
     doc = {"run": str(run_id), **top.top(profile, by=args.by, sort=args.sort, n=args.n)}
-    emit(doc, args.format, args.output, top.render)
+    write(DOCUMENT, doc, args.format, args.output)
     return 0

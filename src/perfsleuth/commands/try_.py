@@ -8,15 +8,15 @@ from typing import Any
 
 from ..errors import UserError
 from ..experiments import allocator, build, result
-from ..experiments.render import render_try
 from ..experiments.runner import Side, measure, shell_or_argv
-from ..present.output import emit
+from ..present import formats_for, write
 from ..store.runs import Store
 from .common import add_output_options, open_store
 from .compare import add_measure_options, check_measure_options, progress_printer, report_stored
 
 NAME = "try"
 HELP = "try other allocators (LD_PRELOAD) or build flags (O3, LTO, PGO...) on a workload"
+DOCUMENT = "try"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     for sub in (alloc, rebuild):
         add_measure_options(sub)
-        add_output_options(sub, ("text", "json"))
+        add_output_options(sub, formats_for(DOCUMENT))
         # The parent parser has --store too; SUPPRESS keeps its value unless given here.
         sub.add_argument(
             "--store", metavar="PATH", default=argparse.SUPPRESS, help="the run store folder"
@@ -111,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
     raw = {**doc, "warmup": args.warmup, "raw": result.raw_runs(series)}
     doc["experiment"] = result.store_experiment(store, 0, f"try-{args.experiment}", raw)
     report_stored(store.root, doc["experiment"])
-    emit(doc, args.format, args.output, render_try)
+    write(DOCUMENT, doc, args.format, args.output)
     return 1 if refused and args.experiment == "build" else 0

@@ -1,8 +1,9 @@
-"""Profile readers and writers, one format per module.
+"""Profile readers, one format per module (writers are outputs: see present/).
 
-Every reader module has `sniff(head: bytes) -> bool`, which recognises the format
-from the first bytes of a file (gunzipped when the file is gzip-compressed), and
-`read(path) -> Profile`. `detect` asks them in a fixed order.
+READERS names every format `perfsleuth import` reads, in sniffing order, with the
+description its help and errors show. Every reader module has `sniff(head: bytes) -> bool`,
+which recognises the format from the first bytes of a file (gunzipped when the file is
+gzip-compressed), and `read(path) -> Profile`. `detect` asks them in that order.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Profile
 
 # Sniffing order: the most specific formats first, the loose text ones last.
-FORMATS = ("perf_data", "pprof", "callgrind", "perf_script", "folded")
+READERS = {
+    "perf_data": "perf.data",
+    "pprof": "pprof profile.proto (plain or gzipped)",
+    "callgrind": "callgrind/cachegrind out",
+    "perf_script": "perf script text",
+    "folded": "FlameGraph folded stacks",
+}
+FORMATS = tuple(READERS)
+DESCRIPTIONS = ", ".join(READERS.values())
 HEAD_SIZE = 4096
 GZIP_MAGIC = b"\x1f\x8b"
-DESCRIPTIONS = (
-    "perf.data, perf script text, pprof profile.proto (plain or gzipped), "
-    "callgrind/cachegrind out, FlameGraph folded stacks"
-)
 
 
 def module(name: str) -> ModuleType:
@@ -30,18 +35,6 @@ def module(name: str) -> ModuleType:
     if name not in FORMATS:
         raise UserError(f"unknown format {name!r}; use one of: {', '.join(FORMATS)}")
     return importlib.import_module(f"{__name__}.{name}")
-
-
-def _available() -> list[ModuleType]:
-    """The reader modules in sniffing order, skipping any not installed yet."""
-    found = []
-    for name in FORMATS:
-        try:
-            found.append(module(name))
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-    return found
 
 
 def read_head(path: str | Path) -> bytes:
@@ -79,7 +72,7 @@ def detect(path: str | Path) -> ModuleType:
     """The reader module for the file at `path`, recognised by its content."""
     p = Path(path)
     head = read_head(p)
-    for mod in _available():
+    for mod in map(module, FORMATS):
         if mod.sniff(head):
             if _is_gzipped(p) and mod.__name__ != f"{__name__}.pprof":
                 raise UserError(f"{p.name}: gzip-compressed; decompress it with gunzip first")

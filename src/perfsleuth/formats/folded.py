@@ -3,15 +3,14 @@
 Accepted variants: the frame annotations of stackcollapse-perf.pl and inferno
 (`_[k]` kernel, `_[i]` inlined, `_[j]` JIT, `_[w]` waker, also without the
 underscore), `module`function` frames from the DTrace collapsers, and the
-differential form `stack before after`, whose last count is taken.
+differential form `stack before after`, whose last count is taken. present/folded.py
+writes the format.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from pathlib import Path
-from typing import TextIO
 
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
@@ -69,26 +68,3 @@ def _cached(frames: dict[str, Frame], name: str) -> Frame:
     if frame is None:
         frame = frames[name] = parse_frame(name)
     return frame
-
-
-def format_frame(frame: Frame) -> str:
-    name = frame.function.replace(";", ":")
-    if frame.kernel:
-        return name + "_[k]"
-    if frame.inlined:
-        return name + "_[i]"
-    return name
-
-
-def write(profile: Profile, fileobj: TextIO) -> None:
-    """Write one line per distinct stack, root first, inlined frames kept, lines sorted."""
-    names = [format_frame(f) for f in profile.frames]
-    totals: dict[str, float] = defaultdict(float)
-    for stack, weight, _count, _thread, _state in profile.rows():
-        totals[";".join(names[f] for f in reversed(stack))] += weight
-    for line in sorted(totals):
-        fileobj.write(f"{line} {_number(totals[line])}\n")
-
-
-def _number(weight: float) -> str:
-    return str(int(weight)) if weight == int(weight) else repr(weight)

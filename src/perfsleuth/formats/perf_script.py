@@ -374,10 +374,6 @@ def read_text(text: str, name: str = "perf script", **kw) -> Profile:
     return build(io.StringIO(text), name, **kw)
 
 
-def read_stream(stream: IO[str], name: str = "perf script", **kw) -> Profile:
-    return build(stream, name, **kw)
-
-
 def read(path: str | Path, **kw) -> Profile:
     """Read a file of `perf script` output."""
     p = Path(path)

@@ -1,4 +1,4 @@
-"""pprof profile.proto (plain or gzipped): read and write.
+"""pprof profile.proto (plain or gzipped): the reader (present/pprof.py writes it).
 
 Each Location becomes one or more Frames: its Line entries are listed innermost
 first, so every line but the last is a frame inlined into the next one.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -29,14 +28,6 @@ UNIT_SCALE = {
     "milliseconds": ("ns", 1e6),
     "seconds": ("ns", 1e9),
     "bytes": ("bytes", 1.0),
-}
-# What the writer calls each perfsleuth unit.
-WRITE_TYPES = {
-    "ns": ("cpu", "nanoseconds"),
-    "samples": ("samples", "count"),
-    "instructions": ("instructions", "count"),
-    "events": ("events", "count"),
-    "bytes": ("space", "bytes"),
 }
 
 
@@ -256,117 +247,3 @@ def _unit_of(value_type: tuple[str, str]) -> tuple[str, float]:
     if kind == "instructions":
         return "instructions", 1.0
     return ("samples" if kind == "samples" else "events"), 1.0
-
-
-def write(profile: Profile, path: str | Path) -> None:
-    """Write `profile` as a gzipped profile.proto at `path`."""
-    msg = _Writer(profile).message()
-    Path(path).write_bytes(gzip.compress(msg.SerializeToString()))
-
-
-class _Writer:
-    def __init__(self, profile: Profile) -> None:
-        self.p = profile
-        self.msg = pb.Profile()
-        self._strings: dict[str, int] = {}
-        self._functions: dict[tuple[str, str], int] = {}
-        self._mappings: dict[str, int] = {}
-        self._locations: dict[tuple[int, ...], int] = {}
-        self.intern("")
-
-    def intern(self, s: str) -> int:
-        index = self._strings.get(s)
-        if index is None:
-            index = self._strings[s] = len(self.msg.string_table)
-            self.msg.string_table.append(s)
-        return index
-
-    def message(self) -> pb.Profile:
-        p, m = self.p, self.msg
-        weight_type = WRITE_TYPES[p.unit]
-        types = [weight_type] if p.unit == "samples" else [SAMPLES, weight_type]
-        for kind, unit in types:
-            m.sample_type.add(type=self.intern(kind), unit=self.intern(unit))
-        m.default_sample_type = self.intern(weight_type[0])
-        self._write_meta(weight_type)
-        for stack, weight, count, tid, state in p.rows():
-            values = [round(weight)] if p.unit == "samples" else [count, round(weight)]
-            sample = m.sample.add(location_id=self._location_ids(stack), value=values)
-            self._write_labels(sample, tid, state)
-        return m
-
-    def _write_meta(self, weight_type: tuple[str, str]) -> None:
-        meta, m = self.p.meta, self.msg
-        if "period" in meta:
-            m.period = int(meta["period"])
-            m.period_type.type = self.intern(weight_type[0])
-            m.period_type.unit = self.intern(weight_type[1])
-        if "duration_ns" in meta:
-            m.duration_nanos = int(meta["duration_ns"])
-        elif "duration_s" in meta:
-            m.duration_nanos = int(float(meta["duration_s"]) * 1e9)
-        if "time_ns" in meta:
-            m.time_nanos = int(meta["time_ns"])
-
-    def _write_labels(self, sample: pb.Sample, tid: int, state: str) -> None:
-        if tid >= 0:
-            thread = self.p.threads[tid]
-            sample.label.add(key=self.intern("tid"), num=thread.tid)
-            if thread.pid:
-                sample.label.add(key=self.intern("pid"), num=thread.pid)
-            if thread.name:
-                sample.label.add(key=self.intern("thread"), str=self.intern(thread.name))
-        if state:
-            sample.label.add(key=self.intern("state"), str=self.intern(state))
-
-    def _location_ids(self, stack: Sequence[int]) -> list[int]:
-        """Group leaf-first frame ids into locations: inlined frames join their caller."""
-        ids: list[int] = []
-        group: list[int] = []
-        for fid in stack:
-            group.append(fid)
-            if not self.p.frames[fid].inlined:
-                ids.append(self._location_id(tuple(group)))
-                group = []
-        if group:
-            ids.append(self._location_id(tuple(group)))
-        return ids
-
-    def _location_id(self, group: tuple[int, ...]) -> int:
-        return _intern(self._locations, group, lambda: self._add_location(group))
-
-    def _add_location(self, group: tuple[int, ...]) -> int:
-        frames = [self.p.frames[f] for f in group]
-        loc = self.msg.location.add(id=len(self.msg.location) + 1)
-        loc.mapping_id = self._mapping_id(frames[-1].dso)
-        for f in frames:
-            loc.line.add(function_id=self._function_id(f), line=f.line)
-        return loc.id
-
-    def _function_id(self, frame: Frame) -> int:
-        key = (frame.function, frame.file)
-        return _intern(self._functions, key, lambda: self._add_function(frame))
-
-    def _add_function(self, frame: Frame) -> int:
-        fn = self.msg.function.add(id=len(self.msg.function) + 1)
-        fn.name = fn.system_name = self.intern(frame.function)
-        fn.filename = self.intern(frame.file)
-        return fn.id
-
-    def _mapping_id(self, dso: str) -> int:
-        if not dso:
-            return 0
-        return _intern(self._mappings, dso, lambda: self._add_mapping(dso))
-
-    def _add_mapping(self, dso: str) -> int:
-        mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1, filename=self.intern(dso))
-        mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = True
-        mapping.has_inline_frames = True
-        return mapping.id
-
-
-def _intern(table: dict, key: object, make: Callable[[], int]) -> int:
-    value = table.get(key)
-    if value is None:
-        value = table[key] = make()
-    return value

@@ -1,25 +1,88 @@
-"""Reports of an advise document ({"run", "findings", ...}): text, json, sarif, markdown."""
+"""Outputs, one module each, registered by name: text, json, sarif, markdown, html, folded,
+pprof, speedscope.
+
+Every module here that defines `OUTPUT = Output(...)` is an output (found by `outputs()`,
+as analyzers/__init__.discover() finds analyzers). An output writes documents of the
+kinds it lists: `findings`, the views' documents (`top`, `callers`, ...), `profile` (a
+whole run for other tools), `ui` (the web UI as one page). The commands' `--format`
+choices and help, and `perfsleuth export`'s options, come from this registry; so a new
+format is one module here, its test and one line in docs/output.md.
+
+Text is one output for every document, so it dispatches: `<document>_text.py` modules
+hold one renderer per document kind, `render(doc, console)`, and text.py's table maps
+each kind to its renderer. They stay flat modules beside the outputs, not a text/
+package, because they are what a new command adds (one renderer and one table line)
+while a new format never touches them.
+"""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import import_module
+from pkgutil import iter_modules
+from typing import IO, Any
 
-from . import markdown, sarif, text
-from .output import console_for, destination
+from ..model.profile import Profile
+from .output import destination
 
-FORMATS = ("text", "json", "sarif", "markdown")
+FINDINGS = "findings"  # an advise document: {"run", "findings", "hidden", "notes", ...}
+PROFILE = "profile"  # a TitledProfile: a run for other tools (export, flame)
+UI = "ui"  # an html.UiBundle: the web UI's answers for one run (`perfsleuth report`)
+DEFAULT = "text"
+TEXT_RENDERER_SUFFIX = "_text"
+
+Writer = Callable[[Any, IO[Any]], None]
 
 
-def write(doc: dict[str, Any], fmt: str, out: str | None) -> None:
-    with destination(out) as fh:
-        if fmt == "text":
-            text.render(doc, console_for(fh))
-        elif fmt == "json":
-            json.dump(doc, fh, indent=1, default=str)
-            fh.write("\n")
-        elif fmt == "sarif":
-            json.dump(sarif.to_sarif(doc), fh, indent=1)
-            fh.write("\n")
-        else:
-            fh.write(markdown.to_markdown(doc))
+@dataclass(frozen=True)
+class Output:
+    name: str  # the --format value, or the export option
+    help: str  # one line for --help
+    writers: Mapping[str, Writer]  # document kind -> writes it to an open file
+    binary: bool = False
+
+
+@dataclass(frozen=True)
+class TitledProfile:
+    profile: Profile
+    title: str
+
+
+@cache
+def outputs() -> dict[str, Output]:
+    """name -> Output, for every output module in this package."""
+    found = {}
+    for info in iter_modules(__path__):
+        if info.name.endswith(TEXT_RENDERER_SUFFIX):
+            continue  # the text output's renderers, imported only when text is written
+        output = getattr(import_module(f"{__name__}.{info.name}"), "OUTPUT", None)
+        if isinstance(output, Output):
+            found[output.name] = output
+    return dict(sorted(found.items()))
+
+
+def outputs_for(kind: str) -> list[Output]:
+    """The outputs that write documents of `kind`: text first, then by name."""
+    return sorted(
+        (o for o in outputs().values() if kind in o.writers),
+        key=lambda o: (o.name != DEFAULT, o.name),
+    )
+
+
+def formats_for(kind: str) -> tuple[str, ...]:
+    return tuple(o.name for o in outputs_for(kind))
+
+
+def describe(names: tuple[str, ...]) -> str:
+    """`name: help; ...` of these outputs, for a --format help text."""
+    return "; ".join(f"{name}: {outputs()[name].help}" for name in names)
+
+
+def write(kind: str, doc: Any, fmt: str, path: str | None) -> None:
+    """Write `doc`, a document of `kind`, as `fmt` to `path` (stdout for None or '-')."""
+    output = outputs()[fmt]
+    writer = output.writers[kind]
+    with destination(path, binary=output.binary) as fh:
+        writer(doc, fh)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
-from .text import location
+from . import FINDINGS, Output
 
 
 def to_markdown(doc: dict[str, Any]) -> str:
+    # Every command imports the outputs for its --format choices, and findings_text
+    # loads the symbol readers (a twentieth of a second): it is imported only to write.
+    from .findings_text import location
+
     findings = doc["findings"]
     out = [f"## perfsleuth: {len(findings)} finding(s) for run {doc['run']}", ""]
     if not findings:
@@ -40,3 +44,14 @@ def to_markdown(doc: dict[str, Any]) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def _write(doc: dict[str, Any], fh: IO[Any]) -> None:
+    fh.write(to_markdown(doc))
+
+
+OUTPUT = Output(
+    name="markdown",
+    help="a ranked table and each finding's details, for pull-request comments",
+    writers={FINDINGS: _write},
+)

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -22,18 +22,19 @@ PIPE_WIDTH = 160
 
 
 @contextmanager
-def destination(path: str | None) -> Iterator[TextIO]:
+def destination(path: str | None, binary: bool = False) -> Iterator[IO[Any]]:
+    """The file at `path` opened for writing, or stdout for None or '-'."""
     if not path or path == "-":
-        yield sys.stdout
+        yield sys.stdout.buffer if binary else sys.stdout
         return
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "wb") if binary else open(path, "w", encoding="utf-8") as fh:
             yield fh
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror}") from e
 
 
-def console_for(fh: TextIO) -> Console:
+def console_for(fh: IO[str]) -> Console:
     if fh is sys.stdout and sys.stdout.isatty():
         return Console()
     width = int(os.environ.get("COLUMNS", PIPE_WIDTH))

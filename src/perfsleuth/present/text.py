@@ -1,133 +1,46 @@
-"""The text report: a ranked table, then each finding's evidence and fix, in 100 columns."""
+"""Text for people: aligned tables through rich, coloured only on a terminal.
+
+RENDERERS names, for each document kind, the `<document>_text` module and function that
+render it; the kinds are also every document the json output writes. A renderer is
+imported only to write: each command's --format choices come from this registry, and
+loading every renderer (and what they import) would slow every command's start.
+"""
 
 from __future__ import annotations
 
-import textwrap
-from typing import Any
+from importlib import import_module
+from typing import IO, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from . import FINDINGS, Output, Writer
+from .output import console_for
 
-from ..symbols.names import elide_templates
-
-WIDTH = 100
-
-
-def render(doc: dict[str, Any], console: Console) -> None:
-    width = min(console.width, WIDTH)
-    findings = doc["findings"]
-    if not findings:
-        console.print(Text(f"run {doc['run']}: no findings above the noise floor"))
-    else:
-        console.print(_table(doc, width))
-        for number, finding in enumerate(findings, start=1):
-            console.print(Text("\n".join(_details(number, finding, width))))
-    _footer(doc, console, width)
-
-
-def _table(doc: dict[str, Any], width: int) -> Table:
-    table = Table(
-        title=f"run {doc['run']}: {len(doc['findings'])} finding(s), ranked by estimated gain",
-        title_justify="left",
-        box=None,
-        header_style="bold",
-        pad_edge=False,
-        width=width,
-    )
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("gain", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
-    table.add_column("conf", justify="right", no_wrap=True)
-    table.add_column("finding", overflow="fold", ratio=1)
-    for number, f in enumerate(doc["findings"], start=1):
-        table.add_row(
-            str(number),
-            _gain(f),
-            f"{100 * f['share']:.1f}%",
-            f"{f['confidence']:.2f}",
-            Text(f"{f['title']} [{f['kind']}]"),
-        )
-    return table
+RENDERERS = {
+    FINDINGS: ("findings_text", "render"),
+    "run": ("findings_text", "render_run"),
+    "top": ("top_text", "render"),
+    "callers": ("callgraph_text", "render_callers"),
+    "callees": ("callgraph_text", "render_callees"),
+    "annotate": ("annotate_text", "render"),
+    "diff": ("diff_text", "render"),
+    "cache": ("cache_text", "render"),
+    "calibration": ("cache_text", "render_calibration"),
+    "runs": ("runs_text", "render"),
+    "threads": ("threads_text", "render"),
+    "compare": ("experiments_text", "render_compare"),
+    "try": ("experiments_text", "render_try"),
+}
 
 
-def _gain(f: dict[str, Any]) -> str:
-    verified = f.get("verified")
-    if verified and verified.get("ratio"):
-        return f"{100 * (1 - 1 / verified['ratio']):.1f}%*"
-    return f"{100 * f['estimated_gain']:.1f}%"
+def _writer(module: str, function: str) -> Writer:
+    def write(doc: Any, fh: IO[Any]) -> None:
+        render = getattr(import_module(f"{__package__}.{module}"), function)
+        render(doc, console_for(fh))
+
+    return write
 
 
-def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
-    indent = "    "
-    lines = [""] + textwrap.wrap(f"{number}. {f['title']}", width, subsequent_indent=indent)
-    where = location(f)
-    if where:
-        lines += _wrap(f"where: {where}", width, indent)
-    lines += _wrap(
-        f"rule {f['rule']}, share {100 * f['share']:.1f}%, "
-        f"estimated gain {100 * f['estimated_gain']:.1f}%, confidence {f['confidence']:.2f}",
-        width,
-        indent,
-    )
-    for item in f.get("evidence", []):
-        lines += _wrap(f"- {item}", width, indent, hanging="  ")
-    lines += _wrap(f"fix: {f['suggestion']}", width, indent, hanging="     ")
-    fix = f.get("fix") or {}
-    if fix.get("command"):
-        lines += _wrap(f"try: {fix['command']}", width, indent, hanging="     ")
-    if fix.get("install"):
-        lines += _wrap(f"install: {fix['install']}", width, indent, hanging="     ")
-    verified = f.get("verified")
-    if verified and verified.get("summary"):
-        lines += _wrap(f"verified: {verified['summary']}", width, indent)
-    elif verified:
-        ci = verified.get("ci95") or []
-        ci_text = f", 95% CI {ci[0]:.2f}-{ci[1]:.2f}" if len(ci) == 2 else ""
-        lines += _wrap(
-            f"verified: {verified.get('ratio', 0):.2f}x faster over "
-            f"{verified.get('runs', '?')} runs{ci_text}",
-            width,
-            indent,
-        )
-    return lines
-
-
-def location(f: dict[str, Any]) -> str:
-    """`function at file:line`, `function in dso`, or whichever part is known."""
-    name = _short(f["function"]) if f.get("function") else ""
-    if f.get("file"):
-        place = f"{f['file']}:{f['line']}" if f.get("line") else f["file"]
-    elif f.get("dso"):
-        place = f"in {f['dso']}"
-    else:
-        return name
-    if not name:
-        return place
-    return f"{name} {place}" if place.startswith("in ") else f"{name} at {place}"
-
-
-def _short(name: str, limit: int = 60) -> str:
-    name = elide_templates(name)
-    return name if len(name) <= limit else name[: limit - 3] + "..."
-
-
-def _wrap(text: str, width: int, indent: str, hanging: str = "") -> list[str]:
-    return textwrap.wrap(
-        text,
-        width,
-        initial_indent=indent,
-        subsequent_indent=indent + hanging,
-        break_long_words=True,
-        break_on_hyphens=False,
-    )
-
-
-def _footer(doc: dict[str, Any], console: Console, width: int) -> None:
-    lines = []
-    if doc.get("hidden"):
-        lines.append(f"{doc['hidden']} finding(s) below the noise floor hidden; --all shows them")
-    for note in doc.get("notes", []):
-        lines += textwrap.wrap(f"note: {note}", width, subsequent_indent="      ")
-    if lines:
-        console.print(Text("\n" + "\n".join(lines)))
+OUTPUT = Output(
+    name="text",
+    help="for people: aligned tables, coloured only on a terminal",
+    writers={kind: _writer(*where) for kind, where in RENDERERS.items()},
+)

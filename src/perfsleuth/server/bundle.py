@@ -1,8 +1,7 @@
-"""The single-file HTML report: the built UI with a run's API answers embedded.
+"""The API answers the single-file report embeds (present/html.py makes the page).
 
 The page runs from file:// with no server: the UI looks every request up in the
-embedded documents (same keys as the API's path and parameters), and a
-Content-Security-Policy with no network source keeps it from fetching anything.
+embedded documents, under the same keys as the API's path and parameters.
 """
 
 from __future__ import annotations
@@ -10,22 +9,12 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import re
-from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
 from .api import JSON_TYPE, Api
-from .httpd import static_root
 
 TOP_FUNCTIONS = 40
 ANNOTATED_FUNCTIONS = 25
-REPORT_CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-    "img-src data:; connect-src 'none'"
-)
-SCRIPT_TAG = re.compile(r'<script type="module"[^>]*src="([^"]+)"[^>]*></script>')
-STYLE_TAG = re.compile(r'<link rel="stylesheet"[^>]*href="([^"]+)"[^>]*>')
 
 
 def request_key(path: str, params: dict[str, str]) -> str:
@@ -90,34 +79,3 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
         emb.add("/api/diff/flame", a=str(compare), b=str(run_id))
     start = f"#/compare?a={compare}&b={run_id}" if compare is not None else f"#/run/{run_id}"
     return {"docs": emb.docs, "blobs": emb.blobs, "start": start, "overview": overview}
-
-
-def html(data: dict, static: Path | None = None) -> str:
-    root = static or static_root()
-    index = root / "index.html"
-    if not index.is_file():
-        raise UserError("the web UI is not built, so no HTML report can be made: run `make ui`")
-    page = index.read_text(encoding="utf-8")
-    script = SCRIPT_TAG.search(page)
-    style = STYLE_TAG.search(page)
-    if not script:
-        raise UserError(f"{index} has no module script; rebuild the UI with `make ui`")
-    js = _asset(root, script.group(1)).replace("</script", "<\\/script")
-    payload = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
-    inline = (
-        f'<script type="application/json" id="perfsleuth-data">{payload}</script>\n'
-        f'<script type="module">{js}</script>'
-    )
-    page = page[: script.start()] + inline + page[script.end() :]
-    if style:
-        css = _asset(root, style.group(1)).replace("</style", "<\\/style")
-        page = page.replace(style.group(0), f"<style>{css}</style>")
-    csp = f'<meta http-equiv="Content-Security-Policy" content="{REPORT_CSP}">'
-    return page.replace("<head>", f"<head>\n{csp}", 1)
-
-
-def _asset(root: Path, href: str) -> str:
-    path = (root / href.lstrip("./")).resolve()
-    if not path.is_relative_to(root.resolve()) or not path.is_file():
-        raise UserError(f"the built UI misses {href}; rebuild it with `make ui`")
-    return path.read_text(encoding="utf-8")

@@ -5,13 +5,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from ..errors import UserError
 from ..model.profile import Profile
-from ..present.output import cell, pct
 
 ROOT = "[root]"
 SELF = "[self]"
@@ -82,21 +77,3 @@ def neighbours(profile: Profile, function: str) -> dict:
 
 def callgraph(profile: Profile, pattern: str) -> list[dict]:
     return [neighbours(profile, name) for name in match_functions(profile, pattern)]
-
-
-def render(doc: dict, console: Console, direction: str) -> None:
-    for entry in doc["functions"]:
-        console.print(
-            f"[bold]{escape(entry['function'])}[/bold]  self {pct(entry['self']).strip()}  "
-            f"total {pct(entry['total']).strip()}  (run {doc['run']})",
-            markup=True,
-            highlight=False,
-        )
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        table.add_column("of run", justify="right", no_wrap=True)
-        table.add_column(f"of {direction[:-1]}'s total", justify="right", no_wrap=True)
-        table.add_column(direction, overflow="fold")
-        for row in entry[direction]:
-            table.add_row(pct(row["total"]), pct(row["share"]), cell(row["function"]))
-        console.print(table)
-        console.print()

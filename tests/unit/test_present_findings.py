@@ -1,4 +1,4 @@
-"""Reports of an advise document: text in 100 columns, SARIF that validates, Markdown."""
+"""Outputs of an advise document: text in 100 columns, SARIF that validates, Markdown."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jsonschema
 from rich.console import Console
 
 from perfsleuth.model.findings import Finding
-from perfsleuth.present import markdown, sarif, text
+from perfsleuth.present import findings_text, markdown, sarif
 
 SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "sarif-schema-2.1.0.json"
 LONG = "std::_Rb_tree<int, std::pair<int const, std::string>>::_M_emplace_hint_unique" * 2
@@ -53,7 +53,7 @@ def document(tmp_path: Path) -> dict:
 
 def test_text_fits_in_100_columns(tmp_path: Path) -> None:
     out = io.StringIO()
-    text.render(document(tmp_path), Console(file=out, width=160, no_color=True))
+    findings_text.render(document(tmp_path), Console(file=out, width=160, no_color=True))
     lines = out.getvalue().splitlines()
     assert max(len(line.rstrip()) for line in lines) <= 100
     assert any("try: LD_PRELOAD=" in line for line in lines)

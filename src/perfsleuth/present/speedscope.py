@@ -1,4 +1,4 @@
-"""speedscope JSON (https://www.speedscope.app/file-format-schema.json), write only.
+"""speedscope JSON (https://www.speedscope.app/file-format-schema.json).
 
 `sampled` gives one profile per thread (one for samples without a thread), each
 aggregated stack a sample with its weight. `evented` lays the same stacks out
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
+from typing import IO, Any
 
-from perfsleuth.model.profile import Profile
+from ..model.profile import Frame, Profile
+from . import PROFILE, Output, TitledProfile
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 UNITS = {"ns": "nanoseconds", "bytes": "bytes"}
@@ -21,14 +22,9 @@ KINDS = ("sampled", "evented")
 Stacks = dict[tuple[int, ...], float]  # root-first frame ids -> weight
 
 
-def write(profile: Profile, path: str | Path, kind: str = "sampled", name: str = "") -> None:
+def to_json(profile: Profile, kind: str, name: str) -> dict:
     if kind not in KINDS:
         raise ValueError(f"unknown speedscope profile kind {kind!r}")
-    doc = to_json(profile, kind, name or Path(path).stem)
-    Path(path).write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
-
-
-def to_json(profile: Profile, kind: str, name: str) -> dict:
     make = _sampled if kind == "sampled" else _evented
     unit = UNITS.get(profile.unit, "none")
     profiles = [
@@ -45,7 +41,7 @@ def to_json(profile: Profile, kind: str, name: str) -> dict:
     }
 
 
-def _frame(frame) -> dict:
+def _frame(frame: Frame) -> dict:
     out: dict = {"name": frame.function + (" [inlined]" if frame.inlined else "")}
     if frame.file:
         out["file"] = frame.file
@@ -116,3 +112,14 @@ def _common_prefix(a: list[int], b: tuple[int, ...]) -> int:
 def _close(events: list[dict], open_frames: list[int], keep: int, at: float) -> None:
     while len(open_frames) > keep:
         events.append({"type": "C", "at": at, "frame": open_frames.pop()})
+
+
+def _write(doc: TitledProfile, fh: IO[Any]) -> None:
+    json.dump(to_json(doc.profile, "sampled", doc.title), fh, separators=(",", ":"))
+
+
+OUTPUT = Output(
+    name="speedscope",
+    help="speedscope JSON, one sampled profile per thread (speedscope.app)",
+    writers={PROFILE: _write},
+)

@@ -1,4 +1,4 @@
-"""Text output of experiments: side summaries, ratios with their interval, verdicts."""
+"""Experiments as text: side summaries, ratios with their interval, verdicts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .stats import MIN_PAIRS_FOR_CLAIM
+from ..experiments.verdict import ratio_sentence
 
 FIELDS = (
     ("wall_s", "wall"),
@@ -60,27 +60,6 @@ def summary_table(sides: list[tuple[str, dict[str, Any]]]) -> Table:
             )
             first = False
     return table
-
-
-def ratio_sentence(subject: str, reference: str, result: dict[str, Any], metric: str) -> str:
-    """'B is 1.42x faster than A (95% CI 1.35-1.50, 10 pairs)' or the 'no difference' line."""
-    lo, hi = result["ci95"]
-    interval = (
-        f"ratio {result['ratio']:.3f}, 95% CI {lo:.3f}-{hi:.3f}, "
-        f"p={result['p_value']:.3g}, {result['runs']} pairs"
-    )
-    what = "fewer instructions" if metric == "instructions" else "faster"
-    if result["verdict"] == "faster":
-        return f"{subject} is {result['ratio']:.2f}x {what} than {reference} ({interval})"
-    if result["verdict"] == "slower":
-        slower = "more instructions" if metric == "instructions" else "slower"
-        return f"{subject} is {1 / result['ratio']:.2f}x {slower} than {reference} ({interval})"
-    if result["runs"] < MIN_PAIRS_FOR_CLAIM:
-        return (
-            f"{subject}: too few runs to tell a difference from {reference} ({interval}); "
-            f"use --runs {MIN_PAIRS_FOR_CLAIM} or more"
-        )
-    return f"{subject}: no difference from {reference} distinguishable from noise ({interval})"
 
 
 def failure_lines(failed: list[dict[str, Any]]) -> list[str]:

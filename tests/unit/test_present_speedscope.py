@@ -8,10 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.formats import folded, pprof, speedscope
+from perfsleuth.formats import folded, pprof
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.present import PROFILE, TitledProfile, speedscope, write
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def export(p: Profile, path: Path) -> dict:
+    """What `perfsleuth export --speedscope` writes, read back."""
+    write(PROFILE, TitledProfile(p, path.stem), "speedscope", str(path))
+    return json.loads(path.read_text())
 
 
 def root_first_names(p: Profile) -> dict[tuple[str, ...], float]:
@@ -60,26 +67,20 @@ def decode_evented(doc: dict) -> dict[tuple[str, ...], float]:
 
 def test_sampled_round_trip(tmp_path: Path) -> None:
     p = folded.read(FIXTURES / "hot.folded")
-    out = tmp_path / "hot.speedscope.json"
-    speedscope.write(p, out)
-    doc = json.loads(out.read_text())
+    doc = export(p, tmp_path / "hot.speedscope.json")
     assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
     assert doc["profiles"][0]["unit"] == "none"
     assert decode_sampled(doc) == root_first_names(p)
 
 
-def test_evented_round_trip(tmp_path: Path) -> None:
+def test_evented_round_trip() -> None:
     p = folded.read(FIXTURES / "hot.folded")
-    out = tmp_path / "hot.json"
-    speedscope.write(p, out, kind="evented")
-    assert decode_evented(json.loads(out.read_text())) == root_first_names(p)
+    assert decode_evented(speedscope.to_json(p, "evented", "hot")) == root_first_names(p)
 
 
 def test_go_profile_units_and_inlined_frames(tmp_path: Path) -> None:
     p = pprof.read(FIXTURES / "go-cpu.pb.gz")
-    out = tmp_path / "go.json"
-    speedscope.write(p, out)
-    doc = json.loads(out.read_text())
+    doc = export(p, tmp_path / "go.json")
     assert doc["profiles"][0]["unit"] == "nanoseconds"
     assert doc["profiles"][0]["endValue"] == p.total
     inlined = [f for f in doc["shared"]["frames"] if f["name"].endswith(" [inlined]")]
@@ -87,14 +88,12 @@ def test_go_profile_units_and_inlined_frames(tmp_path: Path) -> None:
     assert decode_sampled(doc) == root_first_names(p)
 
 
-def test_one_profile_per_thread(tmp_path: Path) -> None:
+def test_one_profile_per_thread() -> None:
     b = ProfileBuilder(unit="ns")
     b.add([Frame("work"), Frame("main")], 3.0, thread=Thread(11, 10, "worker"))
     b.add([Frame("main")], 2.0, thread=Thread(12, 10))
     b.add([Frame("idle")], 1.0)
-    out = tmp_path / "t.json"
-    speedscope.write(b.build(), out, name="run")
-    doc = json.loads(out.read_text())
+    doc = speedscope.to_json(b.build(), "sampled", "run")
     assert [prof["name"] for prof in doc["profiles"]] == [
         "run",
         "run tid 12",
@@ -103,6 +102,6 @@ def test_one_profile_per_thread(tmp_path: Path) -> None:
     assert [prof["endValue"] for prof in doc["profiles"]] == [1.0, 2.0, 3.0]
 
 
-def test_unknown_kind(tmp_path: Path) -> None:
+def test_unknown_kind() -> None:
     with pytest.raises(ValueError, match="unknown speedscope profile kind"):
-        speedscope.write(Profile(), tmp_path / "x.json", kind="tree")
+        speedscope.to_json(Profile(), "tree", "x")

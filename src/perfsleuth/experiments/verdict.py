@@ -1,0 +1,28 @@
+"""The verdict of a paired comparison in one sentence, as reports and findings state it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .stats import MIN_PAIRS_FOR_CLAIM
+
+
+def ratio_sentence(subject: str, reference: str, result: dict[str, Any], metric: str) -> str:
+    """'B is 1.42x faster than A (95% CI 1.35-1.50, 10 pairs)' or the 'no difference' line."""
+    lo, hi = result["ci95"]
+    interval = (
+        f"ratio {result['ratio']:.3f}, 95% CI {lo:.3f}-{hi:.3f}, "
+        f"p={result['p_value']:.3g}, {result['runs']} pairs"
+    )
+    what = "fewer instructions" if metric == "instructions" else "faster"
+    if result["verdict"] == "faster":
+        return f"{subject} is {result['ratio']:.2f}x {what} than {reference} ({interval})"
+    if result["verdict"] == "slower":
+        slower = "more instructions" if metric == "instructions" else "slower"
+        return f"{subject} is {1 / result['ratio']:.2f}x {slower} than {reference} ({interval})"
+    if result["runs"] < MIN_PAIRS_FOR_CLAIM:
+        return (
+            f"{subject}: too few runs to tell a difference from {reference} ({interval}); "
+            f"use --runs {MIN_PAIRS_FOR_CLAIM} or more"
+        )
+    return f"{subject}: no difference from {reference} distinguishable from noise ({interval})"

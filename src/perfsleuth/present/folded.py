@@ -1,0 +1,39 @@
+"""FlameGraph folded stacks: one `root;caller;leaf weight` line per distinct stack.
+
+Frames carry the `_[k]` (kernel) and `_[i]` (inlined) marks of stackcollapse-perf.pl
+and inferno, which formats/folded.py reads back.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import IO, Any
+
+from ..model.profile import Profile
+from ..views.flame import frame_label
+from . import PROFILE, Output, TitledProfile
+
+
+def lines(profile: Profile) -> list[str]:
+    """Root first, threads merged, sorted; stacks without weight left out."""
+    labels = [frame_label(f).replace(";", ":") for f in profile.frames]
+    totals: dict[str, float] = defaultdict(float)
+    for stack, weight, _count, _thread, _state in profile.rows():
+        if stack and weight:
+            totals[";".join(labels[f] for f in reversed(stack))] += weight
+    return [f"{stack} {_number(totals[stack])}" for stack in sorted(totals)]
+
+
+def _number(weight: float) -> str:
+    return str(int(weight)) if weight == int(weight) else repr(weight)
+
+
+def _write(doc: TitledProfile, fh: IO[Any]) -> None:
+    fh.writelines(line + "\n" for line in lines(doc.profile))
+
+
+OUTPUT = Output(
+    name="folded",
+    help="folded stacks for FlameGraph and inferno ('-' for stdout)",
+    writers={PROFILE: _write},
+)

@@ -1,0 +1,37 @@
+"""Threads as text: per thread, its time and the share of it in each state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..views.threads import STATE_ORDER
+from .output import pct
+
+
+def render(doc: dict[str, Any], console: Console) -> None:
+    states = [s for s in STATE_ORDER if any(s in r["states"] for r in doc["threads"])]
+    table = Table(
+        title=f"run {doc['run']} — {len(doc['threads'])} threads, time by state",
+        title_justify="left",
+        box=None,
+    )
+    table.add_column("tid", justify="right")
+    table.add_column("name")
+    table.add_column(_total_label(doc["unit"]), justify="right")
+    for s in states:
+        table.add_column(s, justify="right")
+    for r in doc["threads"]:
+        cells = [pct(r["states"][s]) if s in r["states"] else "" for s in states]
+        table.add_row(str(r["tid"]), r["name"], _amount(r["total"], doc["unit"]), *cells)
+    console.print(table)
+
+
+def _total_label(unit: str) -> str:
+    return "time" if unit == "ns" else unit
+
+
+def _amount(weight: float, unit: str) -> str:
+    return f"{weight / 1e9:.3f} s" if unit == "ns" else f"{weight:,.0f}"

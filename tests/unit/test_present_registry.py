@@ -1,0 +1,72 @@
+"""The output registry: every output found by name, the CLI's choices made from it, and
+each output named in docs/output.md."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.cli import build_parser
+from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.present import (
+    FINDINGS,
+    PROFILE,
+    UI,
+    TitledProfile,
+    formats_for,
+    outputs,
+    outputs_for,
+    write,
+)
+from perfsleuth.present.text import RENDERERS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "output.md"
+
+
+def test_every_output_module_is_registered_by_name() -> None:
+    assert set(outputs()) == {
+        "text",
+        "json",
+        "sarif",
+        "markdown",
+        "html",
+        "folded",
+        "pprof",
+        "speedscope",
+    }
+
+
+def test_choices_per_document_kind_put_text_first() -> None:
+    assert formats_for("top") == ("text", "json")
+    assert formats_for(FINDINGS) == ("text", "json", "markdown", "sarif")
+    assert formats_for(PROFILE) == ("folded", "html", "pprof", "speedscope")
+    assert formats_for(UI) == ("html",)
+
+
+def test_every_text_renderer_exists() -> None:
+    for module, function in RENDERERS.values():
+        assert callable(getattr(import_module(f"perfsleuth.present.{module}"), function))
+
+
+def test_every_output_has_its_line_in_the_docs() -> None:
+    rows = [line for line in DOCS.read_text().splitlines() if line.startswith("| `")]
+    documented = {row.split("`")[1] for row in rows}
+    assert documented == set(outputs())
+
+
+@pytest.mark.parametrize("fmt", formats_for(PROFILE))
+def test_export_has_one_option_per_profile_output(fmt: str, tmp_path: Path) -> None:
+    args = build_parser(["export"]).parse_args(["export", "3", f"--{fmt}", "out"])
+    chosen = [o.name for o in outputs_for(PROFILE) if getattr(args, f"export_{o.name}")]
+    assert chosen == [fmt]
+
+
+@pytest.mark.parametrize("fmt", formats_for(PROFILE))
+def test_every_profile_output_writes_a_file(fmt: str, tmp_path: Path) -> None:
+    b = ProfileBuilder(unit="ns")
+    b.add([Frame("work"), Frame("main")], 3.0)
+    path = tmp_path / f"run.{fmt}"
+    write(PROFILE, TitledProfile(b.build(), "run 1: ./prog"), fmt, str(path))
+    assert path.stat().st_size > 0
