@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..collect import run_facts
 from ..errors import UserError
-from ..formats import read_any
+from ..formats import DESCRIPTIONS, read_any
 from ..model.run import Recording
 from ..present.output import emit
 from ..store.runs import Store
@@ -20,7 +20,9 @@ HELP = "import perf.data, perf script text, folded stacks, pprof or callgrind/ca
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="the profile to import (its format is found from its content)")
+    parser.add_argument(
+        "file", help=f"the profile to import, its format found from its content: {DESCRIPTIONS}"
+    )
     add_output_options(parser, ("text", "json"))
 
 
