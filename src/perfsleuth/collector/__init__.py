@@ -1,0 +1,1 @@
+"""The collector daemon: accepts pushes from agents, Pyroscope, OTLP and pprof clients into the fleet store."""

@@ -1,0 +1,1 @@
+"""Fleet queries over the fleet store: TopN, flame graphs, diffs, series, advice."""

@@ -1,0 +1,61 @@
+"""Fleet mode's unit of data: a window of samples from one source, with labels.
+
+An agent sends one Window per host every few seconds; a Pyroscope, OTLP or pprof
+push becomes one Window too. The fleet store keeps every sample with the labels of
+LABELS (empty when unknown) plus the window's own labels (service version,
+environment, ...), so fleet queries can filter and group by any of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .profile import Profile
+
+# Every stored sample carries these labels ("" when the source does not say).
+LABELS = ("host", "service", "pid", "comm", "exe", "build_id", "cgroup")
+
+# A window id names files in the store: it must be safe as a file name.
+WINDOW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Process:
+    """What is known of a sampled process beyond its pid and comm."""
+
+    exe: str = ""
+    build_id: str = ""
+    cgroup: str = ""
+
+
+@dataclass
+class Window:
+    """Samples of one source over [start, end) (unix seconds).
+
+    `profile` holds the samples; each sample's thread gives its pid, tid and comm.
+    `processes` adds exe, build-id and cgroup per pid. `labels` apply to every
+    sample (host, service and any user label). `rate_hz` is the sampling rate, so
+    counts from sources sampling at different rates turn into comparable CPU time;
+    0 when the profile's weights are already nanoseconds.
+    """
+
+    id: str
+    start: float
+    end: float
+    profile: Profile
+    labels: dict[str, str] = field(default_factory=dict)
+    processes: dict[int, Process] = field(default_factory=dict)
+    rate_hz: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not WINDOW_ID.fullmatch(self.id):
+            raise ValueError(f"bad window id {self.id[:40]!r}: use letters, digits, . _ -")
+        if not self.end >= self.start:
+            raise ValueError("a window must end after it starts")
+
+    def cpu_ns(self, weight: float, count: int) -> float:
+        """The CPU time a sample row stands for."""
+        if self.rate_hz > 0:
+            return count * 1e9 / self.rate_hz
+        return weight
