@@ -1,4 +1,4 @@
-"""The pprof reader and writer against Go's own `go tool pprof`."""
+"""The pprof reader (formats/) and writer (present/) against Go's own `go tool pprof`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from perfsleuth.formats import pprof
 from perfsleuth.model.profile import Profile
+from perfsleuth.present.pprof import encode
 
 pytestmark = [
     pytest.mark.integration,
@@ -55,7 +56,7 @@ def test_reader_agrees_with_go_tool_pprof() -> None:
 def test_go_tool_pprof_reads_what_we_write(tmp_path: Path) -> None:
     path = FIXTURES / "go-cpu.pb.gz"
     out = tmp_path / "rewritten.pb.gz"
-    pprof.write(pprof.read(path), out)
+    out.write_bytes(encode(pprof.read(path)))
     assert go_top(out) == go_top(path)
 
 
