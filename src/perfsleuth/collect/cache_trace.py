@@ -94,7 +94,7 @@ def never_called_message(executable: str, function: str) -> str:
     )
 
 
-def from_recording(target: memtrace.Target, rec: memtrace.Recording, line_size: int) -> Trace:
+def from_recording(target: memtrace.Target, rec: memtrace.TracedCalls, line_size: int) -> Trace:
     trace = Trace(
         function=target.function,
         executable=target.executable,

@@ -56,7 +56,10 @@ class Target:
 
 
 @dataclass
-class Recording:
+class TracedCalls:
+    """What one lackey run saw of the function: the accesses of its first calls, and
+    totals over every call until the program stopped."""
+
     calls: list[list[Access]]  # access records of the first max_calls calls
     total_calls: int = 0
     instructions: int = 0
@@ -102,7 +105,7 @@ def record(
     observer: DataObserver | None = None,
     keep_env: bool = False,
     stdin_text: str | None = None,
-) -> Recording:
+) -> TracedCalls:
     """Run CMD under lackey and cut its trace to the calls of target.function."""
     resolve_program(cmd)
     read_fd, write_fd = os.pipe()
@@ -155,7 +158,7 @@ class ExtentCutter:
         self.stop_when_full = stop_when_full
         self.shift = line_size.bit_length() - 1
         self.observer = observer
-        self.recording = Recording(calls=[])
+        self.recording = TracedCalls(calls=[])
         self.returns: list[int] = []  # return addresses of the nested calls in progress
         self.previous = ""  # the last instruction line seen outside the function
         self.current: list[Access] | None = None

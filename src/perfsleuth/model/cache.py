@@ -319,8 +319,11 @@ def owner(layout: StructLayout) -> str:
 def _fill_v1_gaps(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 1 -> 2 (see the module's docstring)."""
     layout = _v1_layout(doc["layout"])
-    layouts = doc.get("layouts", [layout] if layout["available"] else [])
-    doc = {**doc, "layout": layout, "layouts": [_v1_layout(each) for each in layouts]}
+    if "layouts" in doc:
+        layouts = [_v1_layout(each) for each in doc["layouts"]]
+    else:
+        layouts = [layout] if layout["available"] else []
+    doc = {**doc, "layout": layout, "layouts": layouts}
     if "scaling" in doc:
         doc["scaling"] = _v1_scaling(doc["scaling"])
     return doc
