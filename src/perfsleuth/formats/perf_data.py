@@ -15,6 +15,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,115 +127,154 @@ def read(
 
 
 def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
-    # The shape is documented on read_perf_data in native/src/lib.rs: events,
-    # dsos and threads are lists of dicts; frames and rows are dicts of columns.
-    events = data["events"]
-    rows = data["rows"]
-    r_stack, r_thread, r_event = rows["stack"], rows["thread"], rows["event"]
-    r_period, r_count = rows["period"], rows["count"]
-    if not r_stack:
+    """The profile of the event with the most samples in the native reader's output.
+
+    The shape is documented on read_perf_data in native/src/lib.rs: events, dsos
+    and threads are lists of dicts; frames and rows are dicts of columns.
+    """
+    reading = _NativeReading(data)
+    if not reading.rows["stack"]:
         raise UserError(
             f"{p}: no samples in this perf.data; the program ran too briefly, re-record"
         )
-    # Pick the event with the most samples.
-    per_event: dict[int, int] = {}
-    for ev, count in zip(r_event, r_count, strict=True):
-        per_event[ev] = per_event.get(ev, 0) + count
-    event = max(per_event, key=lambda e: per_event[e])
-    ev_info = events[event]
-    name, kind, unit = ev_info["name"], ev_info["kind"], ev_info["unit"]
-    has_cc, dwarf = ev_info["has_callchain"], ev_info["dwarf"]
-    dsos = data["dsos"]
-    frames = data["frames"]
-    f_dso, f_addr, f_kernel = frames["dso"], frames["address"], frames["kernel"]
-    stacks = data["stacks"]
+    chains = reading.symbolize(sym)
+    builder = ProfileBuilder(unit=reading.event["unit"], meta=reading.meta(p))
+    reading.add_samples(builder, chains)
+    profile = builder.build()
+    profile.dsos = [{"path": d["path"], "build_id": d["build_id"]} for d in reading.dsos]
+    return profile
 
-    # Symbolize each unique frame used by this event, once.
-    used: set[int] = set()
-    for sid, ev in zip(r_stack, r_event, strict=True):
-        if ev == event:
-            used.update(stacks[sid])
 
-    def symbolizable(dso: int) -> bool:
-        # files on disk, and [vdso] when perf saved it in its build-id cache
-        path, bid = dsos[dso]["path"], dsos[dso]["build_id"]
-        return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
+class _NativeReading:
+    """The native reader's output, narrowed to its busiest event."""
 
-    offsets = set()
-    for fid in used:
-        dso, addr, is_kernel = f_dso[fid], f_addr[fid], f_kernel[fid]
-        if dso >= 0 and not is_kernel and symbolizable(dso):
-            offsets.add((dsos[dso]["path"], dsos[dso]["build_id"], addr))
-    # Kernel frames in a thread while llvm-symbolizer runs.
-    kbid = next((d["build_id"] for d in dsos if d["path"] == KERNEL_DSO), "")
-    meta0 = data["meta"]
-    kaddrs = {f_addr[fid] for fid in used if f_kernel[fid]}
-    kernel: dict[int, Frame] = {}
-
-    def kernel_chains() -> None:
-        kernel.update(
-            sym.kernel_frames(
-                kaddrs,
-                build_id=kbid,
-                release=meta0.get("osrelease", ""),
-                text_addr=meta0.get("kernel_text"),
-            )
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.rows = data["rows"]
+        self.dsos = data["dsos"]
+        self.frames = data["frames"]
+        self.per_event: dict[int, int] = {}
+        for ev, count in zip(self.rows["event"], self.rows["count"], strict=True):
+            self.per_event[ev] = self.per_event.get(ev, 0) + count
+        self.event_index = (
+            max(self.per_event, key=lambda e: self.per_event[e]) if self.per_event else 0
         )
 
-    worker = threading.Thread(target=kernel_chains, daemon=True) if kaddrs else None
-    if worker:
-        worker.start()
-    answers = sym.symbolize_offsets(sorted(offsets))
-    if worker:
-        worker.join()
-    chains: dict[int, tuple[Frame, ...]] = {}
-    for fid in used:
-        dso, addr, is_kernel = f_dso[fid], f_addr[fid], f_kernel[fid]
-        if is_kernel:
-            chains[fid] = (kernel[addr],)
-        elif dso < 0:
-            chains[fid] = (Frame(UNKNOWN, dso=UNKNOWN),)
-        elif not symbolizable(dso):
-            chains[fid] = (Frame(UNKNOWN, dso=dsos[dso]["path"]),)
-        else:
-            path, bid = dsos[dso]["path"], dsos[dso]["build_id"]
-            chain = answers.get((path, addr), ())
-            if len(chain) <= 1 and (not chain or chain[0].function == UNKNOWN):
-                chain = (_unknown_frame(path, bid, addr),)
-            chains[fid] = chain
+    @property
+    def event(self) -> dict[str, Any]:
+        return self.data["events"][self.event_index]
 
-    meta = dict(data["meta"])
-    meta["build_ids"] = [{"path": a, "build_id": b} for a, b in meta.get("build_ids", [])]
-    meta.update(
-        {
-            "source": "perf.data",
-            "path": str(p),
-            "reader": "native",
-            "event": name,
-            "event_kind": kind,  # software, hardware, hw-cache, tracepoint, breakpoint, pmu
-            "call_graph": "dwarf" if dwarf else ("fp" if has_cc else "none"),
-            "events": [e["name"] for e in events],
-            "num_samples": per_event[event],
-        }
-    )
-    builder = ProfileBuilder(unit=unit, meta=meta)
-    interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
-    threads = [builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in data["threads"]]
-    expanded: dict[int, tuple[int, ...]] = {}
-    for sid, ti, ev, period, count in zip(
-        r_stack, r_thread, r_event, r_period, r_count, strict=True
-    ):
-        if ev != event:
-            continue
-        ids = expanded.get(sid)
-        if ids is None:
-            ids = tuple(i for fid in stacks[sid] for i in interned[fid])
-            expanded[sid] = ids
-        weight = float(period) if unit != "samples" else float(count)
-        builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
-    profile = builder.build()
-    profile.dsos = [{"path": d["path"], "build_id": d["build_id"]} for d in dsos]
-    return profile
+    def used_frames(self) -> set[int]:
+        """The frames of the stacks this event's samples have."""
+        used: set[int] = set()
+        stacks = self.data["stacks"]
+        for sid, ev in zip(self.rows["stack"], self.rows["event"], strict=True):
+            if ev == self.event_index:
+                used.update(stacks[sid])
+        return used
+
+    def symbolizable(self, dso: int) -> bool:
+        # files on disk, and [vdso] when perf saved it in its build-id cache
+        path, bid = self.dsos[dso]["path"], self.dsos[dso]["build_id"]
+        return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
+
+    def symbolize(self, sym: Symbolizer) -> dict[int, tuple[Frame, ...]]:
+        """frame index -> its frames (inlined first), each used frame symbolized once."""
+        used = self.used_frames()
+        f_dso, f_addr, f_kernel = self.frames["dso"], self.frames["address"], self.frames["kernel"]
+        offsets = set()
+        for fid in used:
+            dso = f_dso[fid]
+            if dso >= 0 and not f_kernel[fid] and self.symbolizable(dso):
+                offsets.add((self.dsos[dso]["path"], self.dsos[dso]["build_id"], f_addr[fid]))
+        kernel = self._kernel_frames_meanwhile(sym, {f_addr[f] for f in used if f_kernel[f]})
+        answers = sym.symbolize_offsets(sorted(offsets))
+        kernel_frames = kernel()
+        return {fid: self._chain(fid, answers, kernel_frames) for fid in used}
+
+    def _kernel_frames_meanwhile(
+        self, sym: Symbolizer, addresses: set[int]
+    ) -> Callable[[], dict[int, Frame]]:
+        """Kernel frames looked up in a thread while llvm-symbolizer runs; the
+        returned function waits for them."""
+        kernel: dict[int, Frame] = {}
+        if not addresses:
+            return lambda: kernel
+        meta = self.data["meta"]
+        build_id = next((d["build_id"] for d in self.dsos if d["path"] == KERNEL_DSO), "")
+
+        def look_up() -> None:
+            kernel.update(
+                sym.kernel_frames(
+                    addresses,
+                    build_id=build_id,
+                    release=meta.get("osrelease", ""),
+                    text_addr=meta.get("kernel_text"),
+                )
+            )
+
+        worker = threading.Thread(target=look_up, daemon=True)
+        worker.start()
+
+        def wait() -> dict[int, Frame]:
+            worker.join()
+            return kernel
+
+        return wait
+
+    def _chain(self, fid: int, answers: dict, kernel: dict[int, Frame]) -> tuple[Frame, ...]:
+        dso, addr = self.frames["dso"][fid], self.frames["address"][fid]
+        if self.frames["kernel"][fid]:
+            return (kernel[addr],)
+        if dso < 0:
+            return (Frame(UNKNOWN, dso=UNKNOWN),)
+        path, bid = self.dsos[dso]["path"], self.dsos[dso]["build_id"]
+        if not self.symbolizable(dso):
+            return (Frame(UNKNOWN, dso=path),)
+        chain = answers.get((path, addr), ())
+        if len(chain) <= 1 and (not chain or chain[0].function == UNKNOWN):
+            return (_unknown_frame(path, bid, addr),)
+        return tuple(chain)
+
+    def meta(self, p: Path) -> dict[str, Any]:
+        event = self.event
+        has_cc, dwarf = event["has_callchain"], event["dwarf"]
+        meta = dict(self.data["meta"])
+        meta["build_ids"] = [{"path": a, "build_id": b} for a, b in meta.get("build_ids", [])]
+        meta.update(
+            {
+                "source": "perf.data",
+                "path": str(p),
+                "reader": "native",
+                "event": event["name"],
+                # software, hardware, hw-cache, tracepoint, breakpoint, pmu
+                "event_kind": event["kind"],
+                "call_graph": "dwarf" if dwarf else ("fp" if has_cc else "none"),
+                "events": [e["name"] for e in self.data["events"]],
+                "num_samples": self.per_event[self.event_index],
+            }
+        )
+        return meta
+
+    def add_samples(self, builder: ProfileBuilder, chains: dict[int, tuple[Frame, ...]]) -> None:
+        interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
+        threads = [
+            builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in self.data["threads"]
+        ]
+        stacks = self.data["stacks"]
+        count_weights = self.event["unit"] == "samples"
+        expanded: dict[int, tuple[int, ...]] = {}
+        rows = self.rows
+        for sid, ti, ev, period, count in zip(
+            rows["stack"], rows["thread"], rows["event"], rows["period"], rows["count"], strict=True
+        ):
+            if ev != self.event_index:
+                continue
+            ids = expanded.get(sid)
+            if ids is None:
+                ids = expanded[sid] = tuple(i for fid in stacks[sid] for i in interned[fid])
+            weight = float(count) if count_weights else float(period)
+            builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
 
 
 def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
