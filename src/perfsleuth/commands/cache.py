@@ -7,13 +7,14 @@ import argparse
 
 from ..cpucache import calibrate
 from ..errors import UserError
-from ..present import cache_text
-from ..present.output import emit
+from ..present import formats_for, write
 from ..views import cache
 from .common import add_output_options, add_run_argument, open_store
 
 NAME = "cache"
 HELP = "show the cache footprint, struct layout, cache model, scaling and constant-time projections"
+SHOWN = "cache"  # the documents `cache show` and `cache calibrate` write
+MEASURED = "calibration"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,12 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_argument(show)
     # also after `show`; SUPPRESS keeps a --store given before it
     show.add_argument("--store", default=argparse.SUPPRESS, help="the run store folder")
-    add_output_options(show, ("text", "json"))
+    add_output_options(show, formats_for(SHOWN))
     measure = sub.add_parser(
         "calibrate",
         help="measure this machine's TLB reach and effective LLC (kept per machine for --scale)",
     )
-    add_output_options(measure, ("text", "json"))
+    add_output_options(measure, formats_for(MEASURED))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     doc = cache.projections(store, run_id)
     if doc is None:
         raise UserError(cache.no_projections(run_id))
-    emit(doc, args.format, args.output, cache_text.render)
+    write(SHOWN, doc, args.format, args.output)
     return 0
 
 
@@ -46,5 +47,5 @@ def run_calibrate(args: argparse.Namespace) -> int:
     result = calibrate.measure()
     path = calibrate.save(result)
     doc = result.to_json() | {"saved_to": str(path)}
-    emit(doc, args.format, args.output, cache_text.render_calibration)
+    write(MEASURED, doc, args.format, args.output)
     return 0
