@@ -9,10 +9,12 @@ choices and help, and `perfsleuth export`'s options, come from this registry; so
 format is one module here, its test and one line in docs/output.md.
 
 Text is one output for every document, so it dispatches: `<document>_text.py` modules
-hold one renderer per document kind, `render(doc, console)`, and text.py's table maps
-each kind to its renderer. They stay flat modules beside the outputs, not a text/
-package, because they are what a new command adds (one renderer and one table line)
-while a new format never touches them.
+hold the renderers, `render(doc, console)`, and text.py's table names the one for each
+document kind. They are flat modules beside the outputs rather than a text/ package so
+that every view's text sits where its owner looks for it (diff_text, annotate_text,
+cache_text, top_text, ...); the `_text` suffix keeps them out of the registry scan, so
+they load only when text is written and a command's start pays for none of them. A new
+command adds a renderer and a table line; a new format never touches them.
 """
 
 from __future__ import annotations
