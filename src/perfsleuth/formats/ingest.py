@@ -1,0 +1,162 @@
+"""What every pushed payload is checked against before it becomes a fleet Window.
+
+The collector's decoders (window_pprof, pyroscope, otlp_profiles) read bytes from
+the network: every size, count, depth and label is bounded here, and every refusal
+is a PayloadError whose one-line message the collector sends back with a 400.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from perfsleuth.errors import UserError
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+# Bounds of what one push may hold; a real agent window is far below each of them.
+MAX_DECOMPRESSED = 256 << 20
+MAX_STACK_DEPTH = 4096
+MAX_LABELS = 32
+MAX_LABEL_VALUE = 1024
+MAX_NAME = 16384
+# Counts and nanoseconds above 2**53 lose precision as floats: nothing real gets there.
+MAX_VALUE = 1 << 53
+MAX_SAMPLE_RATE = 1e6
+# Unix seconds from 2001 to 2100: anything else is a unit mistake (ms, ns) or garbage.
+TIME_RANGE = (1e9, 4.1e9)
+
+LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
+# Pyroscope's name: app name, then optional {k=v,...}.
+PYROSCOPE_NAME = re.compile(r"([^{}]*)(?:\{([^{}]*)\})?")
+# A profile-type suffix Pyroscope clients append to the app name.
+CPU_SUFFIXES = (".cpu", ".itimer")
+
+
+class PayloadError(UserError):
+    """A pushed payload is refused; the message says what is wrong with it."""
+
+
+def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED) -> bytes:
+    """data, decompressed when it is gzip, refused past `limit` bytes (a bomb)."""
+    if data[:2] != GZIP_MAGIC:
+        return data
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as e:
+        raise PayloadError(f"broken gzip data ({e})") from e
+    if len(out) > limit:
+        raise PayloadError(f"gzip data inflates past the limit of {limit >> 20} MB; refused")
+    if not inflater.eof:
+        raise PayloadError("gzip data is truncated")
+    return out
+
+
+def count(value: int | float, what: str) -> int:
+    """A sample value as a non-negative integer, or a PayloadError naming `what`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PayloadError(f"{what} is not a finite number")
+    if value < 0:
+        raise PayloadError(f"{what} is negative ({value})")
+    if value > MAX_VALUE:
+        raise PayloadError(f"{what} is too large ({value}; at most 2**53)")
+    return int(value)
+
+
+def text(value: str, what: str, limit: int = MAX_NAME) -> str:
+    if len(value) > limit:
+        raise PayloadError(f"{what} is {len(value)} characters long; at most {limit}")
+    if any(ord(c) < 32 for c in value):
+        raise PayloadError(f"{what} holds control characters")
+    return value
+
+
+def labels(pairs: Mapping[str, str], what: str) -> dict[str, str]:
+    """Label pairs checked for count, key syntax and value length."""
+    if len(pairs) > MAX_LABELS:
+        raise PayloadError(f"{what}: {len(pairs)} labels; at most {MAX_LABELS}")
+    for key, value in pairs.items():
+        if not LABEL_KEY.fullmatch(key):
+            raise PayloadError(f"{what}: bad label name {key[:40]!r}; use letters, digits, _ .")
+        text(value, f"{what}: label {key}", MAX_LABEL_VALUE)
+    return dict(pairs)
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    """The query parameters of a Pyroscope-style push, checked."""
+
+    window_id: str
+    start: float
+    end: float
+    labels: dict[str, str] = field(default_factory=dict)
+    sample_rate: float = 100.0
+    spy_name: str = ""
+    format: str = "folded"
+
+    @classmethod
+    def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:
+        """Pyroscope's name, from, until, sampleRate, spyName and format."""
+        if "name" not in query:
+            raise PayloadError("missing query parameter name (e.g. name=myapp.cpu{env=prod})")
+        start, end = _time(query, "from"), _time(query, "until")
+        if end < start:
+            raise PayloadError(f"until ({end}) is before from ({start})")
+        return cls(
+            window_id=window_id,
+            start=start,
+            end=end,
+            labels=parse_name(query["name"]),
+            sample_rate=_rate(query.get("sampleRate", "100")),
+            spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
+            format=query.get("format", "folded"),
+        )
+
+
+def parse_name(name: str) -> dict[str, str]:
+    """`app.cpu{k=v,...}` as labels: the app name is the service label."""
+    match = PYROSCOPE_NAME.fullmatch(name)
+    if not match:
+        raise PayloadError(f"bad name {name[:80]!r}: use app.cpu{{key=value,...}}")
+    app, body = match.group(1), match.group(2) or ""
+    for suffix in CPU_SUFFIXES:
+        app = app.removesuffix(suffix)
+    pairs: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in body.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise PayloadError(f"bad label {item[:80]!r} in name: use key=value")
+        pairs[key.strip()] = value.strip()
+    if app:
+        pairs["service"] = app
+    return labels(pairs, "name")
+
+
+def _time(query: Mapping[str, str], key: str) -> float:
+    if key not in query:
+        raise PayloadError(f"missing query parameter {key} (unix seconds)")
+    value = _number(query[key], key)
+    if not TIME_RANGE[0] <= value <= TIME_RANGE[1]:
+        raise PayloadError(f"{key}={query[key][:40]} is not a time in unix seconds")
+    return value
+
+
+def _rate(raw: str) -> float:
+    value = _number(raw, "sampleRate")
+    if not 0 < value <= MAX_SAMPLE_RATE:
+        raise PayloadError(f"sampleRate={raw[:40]} must be above 0 and at most 1000000 Hz")
+    return value
+
+
+def _number(raw: str, key: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise PayloadError(f"{key}={raw[:40]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise PayloadError(f"{key} is not a finite number")
+    return value

@@ -1,0 +1,296 @@
+"""The agent's wire format: one fleet Window as a gzipped pprof, pushed to /ingest.
+
+The agent calls encode() for the body and query() for the Pyroscope-style query
+string (name=SERVICE{host=...,k=v}, from, until, sampleRate, format=pprof), and
+sends the window id in the X-Perfsleuth-Window header. The collector calls decode()
+on that body, and on any other pprof pushed to it (Pyroscope's format=pprof, the
+plain /pprof push): per-sample labels pid and tid (numbers), comm, exe, build_id and
+cgroup (strings) give each sample its thread and its process.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from typing import NoReturn
+
+from google.protobuf.message import DecodeError
+
+from perfsleuth.formats import ingest
+from perfsleuth.formats import profile_pb2 as pb
+from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+
+SAMPLES = ("samples", "count")
+CPU = ("cpu", "nanoseconds")
+# Sample types in nanoseconds of CPU time (Go's runtime, async-profiler's itimer mode).
+CPU_KINDS = ("cpu", "itimer")
+KERNEL_DSO = "[kernel.kallsyms]"
+PROCESS_LABELS = ("exe", "build_id", "cgroup")
+
+
+def query(window: Window) -> dict[str, str]:
+    """The /ingest query parameters that carry the window's own labels and times."""
+    labels = dict(window.labels)
+    service = labels.pop("service", "")
+    for key, value in labels.items():
+        if any(c in value for c in ",{}="):
+            raise ValueError(f"label {key}={value!r} cannot travel in a Pyroscope name")
+    inner = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return {
+        "name": f"{service}{{{inner}}}",
+        "from": repr(window.start),
+        "until": repr(window.end),
+        "sampleRate": repr(window.rate_hz or 100.0),
+        "spyName": "perfsleuth",
+        "format": "pprof",
+    }
+
+
+def encode(window: Window) -> bytes:
+    """The window's samples as a gzipped profile.proto with per-sample labels."""
+    return gzip.compress(_Writer(window).message().SerializeToString(), compresslevel=6)
+
+
+def decode(body: bytes, params: IngestParams, limit: int = ingest.MAX_DECOMPRESSED) -> Window:
+    """A pushed pprof (gzipped or plain) as a Window; PayloadError when it is refused."""
+    data = ingest.gunzip(body, limit)
+    try:
+        msg = pb.Profile.FromString(data)
+    except DecodeError as e:
+        raise PayloadError(f"not a valid pprof profile ({e})") from e
+    return _Reader(msg).window(params)
+
+
+class _Writer:
+    def __init__(self, window: Window) -> None:
+        self.w = window
+        self.msg = pb.Profile()
+        self._strings: dict[str, int] = {}
+        self._functions: dict[tuple[str, str], int] = {}
+        self._mappings: dict[str, int] = {}
+        self._locations: dict[tuple[int, ...], int] = {}
+        self.intern("")
+
+    def intern(self, s: str) -> int:
+        index = self._strings.get(s)
+        if index is None:
+            index = self._strings[s] = len(self.msg.string_table)
+            self.msg.string_table.append(s)
+        return index
+
+    def message(self) -> pb.Profile:
+        w, p, m = self.w, self.w.profile, self.msg
+        ns = p.unit == "ns"
+        types = [SAMPLES, CPU] if ns else [SAMPLES]
+        for kind, unit in types:
+            m.sample_type.add(type=self.intern(kind), unit=self.intern(unit))
+        m.time_nanos = int(w.start * 1e9)
+        m.duration_nanos = int((w.end - w.start) * 1e9)
+        if w.rate_hz > 0:
+            m.period_type.type, m.period_type.unit = self.intern(CPU[0]), self.intern(CPU[1])
+            m.period = round(1e9 / w.rate_hz)
+        for stack, weight, count, tid, _state in p.rows():
+            values = [count, round(weight)] if ns else [count]
+            sample = m.sample.add(location_id=self._location_ids(stack), value=values)
+            if tid >= 0:
+                self._labels(sample, p.threads[tid])
+        return m
+
+    def _labels(self, sample: pb.Sample, thread: Thread) -> None:
+        sample.label.add(key=self.intern("pid"), num=thread.pid)
+        sample.label.add(key=self.intern("tid"), num=thread.tid)
+        pairs = [("comm", thread.name)]
+        process = self.w.processes.get(thread.pid)
+        if process is not None:
+            pairs += [(key, getattr(process, key)) for key in PROCESS_LABELS]
+        for key, value in pairs:
+            if value:
+                sample.label.add(key=self.intern(key), str=self.intern(value))
+
+    def _location_ids(self, stack: tuple[int, ...]) -> list[int]:
+        """Leaf-first frames grouped into locations: inlined frames join their caller."""
+        ids: list[int] = []
+        group: list[int] = []
+        for fid in stack:
+            group.append(fid)
+            if not self.w.profile.frames[fid].inlined:
+                ids.append(self._location_id(tuple(group)))
+                group = []
+        if group:
+            ids.append(self._location_id(tuple(group)))
+        return ids
+
+    def _location_id(self, group: tuple[int, ...]) -> int:
+        lid = self._locations.get(group)
+        if lid is None:
+            frames = [self.w.profile.frames[f] for f in group]
+            loc = self.msg.location.add(id=len(self.msg.location) + 1)
+            loc.mapping_id = self._mapping_id(frames[-1])
+            for f in frames:
+                loc.line.add(function_id=self._function_id(f), line=f.line)
+            lid = self._locations[group] = loc.id
+        return lid
+
+    def _function_id(self, frame: Frame) -> int:
+        key = (frame.function, frame.file)
+        fid = self._functions.get(key)
+        if fid is None:
+            fn = self.msg.function.add(id=len(self.msg.function) + 1)
+            fn.name = fn.system_name = self.intern(frame.function)
+            fn.filename = self.intern(frame.file)
+            fid = self._functions[key] = fn.id
+        return fid
+
+    def _mapping_id(self, frame: Frame) -> int:
+        dso = frame.dso or (KERNEL_DSO if frame.kernel else "")
+        if not dso:
+            return 0
+        mid = self._mappings.get(dso)
+        if mid is None:
+            mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1)
+            mapping.filename = self.intern(dso)
+            mapping.build_id = self.intern(_build_id(self.w.profile, dso))
+            mapping.has_functions = True
+            mid = self._mappings[dso] = mapping.id
+        return mid
+
+
+def _build_id(profile: Profile, dso: str) -> str:
+    return next((d.get("build_id", "") for d in profile.dsos if d.get("path") == dso), "")
+
+
+class _Reader:
+    """Checks every index, value, depth and label of one decoded Profile."""
+
+    def __init__(self, msg: pb.Profile) -> None:
+        self.msg = msg
+        self.strings = list(msg.string_table)
+        if self.strings and self.strings[0] != "":
+            _refuse('string_table[0] must be ""')
+        self.functions = {f.id: f for f in msg.function}
+        self.mappings = {m.id: m for m in msg.mapping}
+        self.locations = {loc.id: loc for loc in msg.location}
+        self._frames: dict[int, tuple[Frame, ...]] = {}
+        self.processes: dict[int, Process] = {}
+
+    def string(self, index: int, owner: str) -> str:
+        if not 0 <= index < len(self.strings):
+            _refuse(f"{owner} refers to string {index} which does not exist")
+        return ingest.text(self.strings[index], owner)
+
+    def window(self, params: IngestParams) -> Window:
+        types = [
+            (self.string(t.type, "sample_type"), self.string(t.unit, "sample_type"))
+            for t in self.msg.sample_type
+        ]
+        pick = _pick_type(types)
+        ns = types[pick][1] == "nanoseconds"
+        count_at = types.index(SAMPLES) if SAMPLES in types else -1
+        builder = ProfileBuilder(unit="ns" if ns else "samples", meta=_meta(params))
+        for i, sample in enumerate(self.msg.sample):
+            if len(sample.value) != len(types):
+                _refuse(f"sample {i} has {len(sample.value)} values for {len(types)} types")
+            weight = ingest.count(sample.value[pick], f"sample {i} value")
+            count = weight
+            if ns:
+                count = 1 if count_at < 0 else ingest.count(sample.value[count_at], f"sample {i}")
+            builder.add(self._stack(sample, i), weight, count=count, thread=self._thread(sample, i))
+        return Window(
+            id=params.window_id,
+            start=params.start,
+            end=params.end,
+            profile=self._with_dsos(builder.build()),
+            labels=dict(params.labels),
+            processes=self.processes,
+            rate_hz=0.0 if ns else params.sample_rate,
+        )
+
+    def _with_dsos(self, profile: Profile) -> Profile:
+        profile.dsos = [
+            {"path": self.string(m.filename, "mapping"), "build_id": self.string(m.build_id, "id")}
+            for m in self.msg.mapping
+            if m.build_id
+        ]
+        return profile
+
+    def _stack(self, sample: pb.Sample, index: int) -> list[Frame]:
+        frames: list[Frame] = []
+        for lid in sample.location_id:
+            if lid not in self.locations:
+                _refuse(f"sample {index} refers to location {lid} which does not exist")
+            frames.extend(self._location_frames(lid))
+            if len(frames) > ingest.MAX_STACK_DEPTH:
+                _refuse(f"sample {index} is deeper than {ingest.MAX_STACK_DEPTH} frames")
+        return frames
+
+    def _location_frames(self, lid: int) -> tuple[Frame, ...]:
+        cached = self._frames.get(lid)
+        if cached is None:
+            cached = self._frames[lid] = tuple(self._decode_location(self.locations[lid]))
+        return cached
+
+    def _decode_location(self, loc: pb.Location) -> Iterator[Frame]:
+        dso = ""
+        if loc.mapping_id:
+            mapping = self.mappings.get(loc.mapping_id)
+            if mapping is None:
+                _refuse(f"location {loc.id}: mapping {loc.mapping_id} is missing")
+            dso = self.string(mapping.filename, f"mapping {mapping.id}")
+        kernel = dso.startswith("[kernel")
+        if not loc.line:
+            yield Frame(f"0x{loc.address:x}", dso=dso, kernel=kernel)
+            return
+        last = len(loc.line) - 1
+        for i, line in enumerate(loc.line):
+            fn = self.functions.get(line.function_id)
+            if fn is None:
+                _refuse(f"location {loc.id}: function {line.function_id} is missing")
+            owner = f"function {fn.id}"
+            name = self.string(fn.name, owner) or self.string(fn.system_name, owner)
+            file = self.string(fn.filename, owner)
+            line_no = max(line.line, 0)
+            yield Frame(name, dso=dso, file=file, line=line_no, inlined=i < last, kernel=kernel)
+
+    def _thread(self, sample: pb.Sample, index: int) -> Thread | None:
+        owner = f"sample {index} label"
+        nums: dict[str, int] = {}
+        strs: dict[str, str] = {}
+        for label in sample.label:
+            key = self.string(label.key, owner)
+            if label.str:
+                value = self.string(label.str, owner)
+                strs[key] = ingest.text(value, owner, ingest.MAX_LABEL_VALUE)
+            else:
+                nums[key] = ingest.count(label.num, f"{owner} {key}")
+        if "pid" not in nums and "tid" not in nums:
+            return None
+        pid = nums.get("pid", 0)
+        if pid not in self.processes and any(strs.get(k) for k in PROCESS_LABELS):
+            self.processes[pid] = Process(*(strs.get(k, "") for k in PROCESS_LABELS))
+        return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", ""))
+
+
+def _pick_type(types: list[tuple[str, str]]) -> int:
+    """The CPU-time type, else samples/count; other profiles (heap, locks) are refused."""
+    for i, (kind, unit) in enumerate(types):
+        if kind in CPU_KINDS and unit == "nanoseconds":
+            return i
+    if SAMPLES in types:
+        return types.index(SAMPLES)
+    if not types:
+        _refuse("the profile has no sample_type")
+    shown = ", ".join("/".join(t) for t in types)
+    raise PayloadError(f"not a CPU profile (sample types {shown}); only CPU profiles are stored")
+
+
+def _meta(params: IngestParams) -> dict:
+    meta: dict = {"format": "pprof"}
+    if params.spy_name:
+        meta["spy"] = params.spy_name
+    return meta
+
+
+def _refuse(what: str) -> NoReturn:
+    raise PayloadError(f"bad pprof profile: {what}")

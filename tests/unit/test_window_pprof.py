@@ -1,0 +1,142 @@
+"""The agent's wire format: a Window survives encode -> decode, and hostile pprofs are refused."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.formats import ingest, window_pprof
+from perfsleuth.formats import profile_pb2 as pb
+from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+
+GO_PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "go-cpu.pb.gz"
+START = 1_700_000_000.0
+
+
+def agent_window() -> Window:
+    b = ProfileBuilder(unit="samples")
+    main = Frame("main", dso="/usr/bin/app", file="app.c", line=10)
+    inlined = Frame("helper", dso="/usr/bin/app", file="app.c", line=3, inlined=True)
+    work = Frame("work", dso="/usr/bin/app", file="app.c", line=20)
+    kernel = Frame("do_syscall_64", dso="[kernel.kallsyms]", kernel=True)
+    unsymbolized = Frame("0x1234", dso="/usr/lib/libz.so.1")
+    web = Thread(tid=101, pid=100, name="web")
+    b.add([inlined, work, main], 7, count=7, thread=web)
+    b.add([kernel, work, main], 3, count=3, thread=Thread(tid=100, pid=100, name="web"))
+    b.add([unsymbolized, main], 2, count=2, thread=Thread(tid=201, pid=200, name="db"))
+    b.add([main], 1, count=1)
+    profile = b.build()
+    profile.dsos = [{"path": "/usr/bin/app", "build_id": "abc123"}]
+    return Window(
+        id="host1-1700000000",
+        start=START,
+        end=START + 10,
+        profile=profile,
+        labels={"host": "host1", "service": "api", "env": "prod"},
+        processes={100: Process(exe="/usr/bin/app", build_id="abc123", cgroup="/system.slice/app")},
+        rate_hz=19.0,
+    )
+
+
+def params_of(window: Window) -> IngestParams:
+    return IngestParams.parse(window_pprof.query(window), window.id)
+
+
+def rows(window: Window) -> set[tuple]:
+    p = window.profile
+    return {
+        (tuple(p.frames[f] for f in stack), w, c, p.threads[t] if t >= 0 else None)
+        for stack, w, c, t, _ in p.rows()
+    }
+
+
+def test_round_trip_keeps_samples_threads_processes_labels_and_times() -> None:
+    sent = agent_window()
+    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    assert got.id == sent.id
+    assert (got.start, got.end, got.rate_hz) == (sent.start, sent.end, sent.rate_hz)
+    assert got.labels == sent.labels
+    assert got.processes == sent.processes
+    assert rows(got) == rows(sent)
+    assert got.profile.dsos == [{"path": "/usr/bin/app", "build_id": "abc123"}]
+
+
+def test_round_trip_of_nanosecond_weights() -> None:
+    b = ProfileBuilder(unit="ns")
+    b.add([Frame("f"), Frame("main")], 5_000_000.0, count=5, thread=Thread(tid=1, pid=1, name="x"))
+    sent = Window(id="w1", start=START, end=START + 1, profile=b.build())
+    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    assert got.profile.unit == "ns" and got.rate_hz == 0.0
+    assert rows(got) == rows(sent)
+
+
+def test_a_go_cpu_profile_decodes_in_nanoseconds() -> None:
+    params = IngestParams(window_id="go", start=START, end=START + 10)
+    window = window_pprof.decode(GO_PROFILE.read_bytes(), params)
+    assert window.profile.unit == "ns"
+    assert window.profile.num_samples > 0 and window.profile.total > 0
+
+
+def hostile(edit) -> bytes:
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(agent_window())))
+    edit(msg)
+    return msg.SerializeToString()
+
+
+def negative(msg: pb.Profile) -> None:
+    msg.sample[0].value[0] = -5
+
+
+def huge(msg: pb.Profile) -> None:
+    msg.sample[0].value[0] = 1 << 62
+
+
+def missing_location(msg: pb.Profile) -> None:
+    msg.sample[0].location_id.append(999)
+
+
+def deep(msg: pb.Profile) -> None:
+    msg.sample[0].location_id.extend([1] * (ingest.MAX_STACK_DEPTH + 1))
+
+
+def heap(msg: pb.Profile) -> None:
+    msg.string_table.extend(["alloc_space", "bytes"])
+    msg.sample_type[0].type = len(msg.string_table) - 2
+    msg.sample_type[0].unit = len(msg.string_table) - 1
+
+
+def long_label(msg: pb.Profile) -> None:
+    msg.string_table.append("x" * (ingest.MAX_LABEL_VALUE + 1))
+    msg.sample[0].label.add(key=1, str=len(msg.string_table) - 1)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (negative, "negative"),
+        (huge, "too large"),
+        (missing_location, "location 999"),
+        (deep, "deeper than"),
+        (heap, "not a CPU profile"),
+        (long_label, "at most 1024"),
+    ],
+)
+def test_hostile_profiles_are_refused_with_the_reason(edit, message: str) -> None:
+    with pytest.raises(PayloadError, match=message):
+        window_pprof.decode(hostile(edit), params_of(agent_window()))
+
+
+def test_garbage_bad_utf8_and_gzip_bombs_are_refused() -> None:
+    params = params_of(agent_window())
+    with pytest.raises(PayloadError, match="not a valid pprof"):
+        window_pprof.decode(b"\xff\xff\xff\xff", params)
+    bad_utf8 = b"\x32\x02\xff\xfe"  # string_table entry (field 6) with invalid UTF-8
+    with pytest.raises(PayloadError, match="not a valid pprof"):
+        window_pprof.decode(bad_utf8, params)
+    bomb = gzip.compress(b"\0" * (2 << 20))
+    with pytest.raises(PayloadError, match="limit of 1 MB"):
+        window_pprof.decode(bomb, params, limit=1 << 20)
