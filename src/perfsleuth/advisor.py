@@ -21,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 from . import rank
 from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
 from .errors import UserError
+from .experiments.verify import verify_finding
 from .model.findings import Finding
 from .model.profile import Profile
 from .model.run import RunInfo
@@ -167,24 +168,9 @@ def run_analyzers(ctx: Context) -> list[Finding]:
 
 
 def verify(findings: list[Finding], ctx: Context) -> None:
-    """Attach measured proofs from the experiments runner, when it is available."""
-    from .experiments.aliasing import verify_aliasing
-
-    for finding in findings:
-        if finding.kind == "aliasing-write":
-            finding.verified = verify_aliasing(finding, ctx)
-    try:
-        from .experiments.verify import verify_finding
-    except ImportError:
-        ctx.notes.append(
-            "verification is unavailable in this installation (perfsleuth.experiments.verify "
-            "is missing); the gains shown are estimates"
-        )
-        return
-    command = shlex.split(ctx.run.command) if ctx.run.command else []
-    if not command or ctx.run.command.startswith("--pid"):
-        ctx.notes.append("verification needs the recorded command; this run attached to a PID")
-        return
+    """Attach the proofs of the experiments' verification registry to the findings;
+    a measured speed-up raises a finding's confidence."""
+    command = _recorded_command(ctx)
     for finding in findings:
         result = verify_finding(finding, ctx, command)
         if result:
@@ -192,3 +178,12 @@ def verify(findings: list[Finding], ctx: Context) -> None:
             low = (result.get("ci95") or [0.0])[0]
             if low > 1.0:  # a measured speed-up whose whole interval is a win
                 finding.confidence = max(finding.confidence, VERIFIED_CONFIDENCE)
+
+
+def _recorded_command(ctx: Context) -> list[str]:
+    """The run's command, to run again; empty (and a note) when it attached to a PID."""
+    command = shlex.split(ctx.run.command) if ctx.run.command else []
+    if not command or ctx.run.command.startswith("--pid"):
+        ctx.notes.append("verification needs the recorded command; this run attached to a PID")
+        return []
+    return command

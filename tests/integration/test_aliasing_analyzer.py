@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, aliasing_write, missed_vectorization
-from perfsleuth.errors import UserError
+from perfsleuth.cli import main
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.model.run import RunInfo
 
@@ -97,14 +97,20 @@ def test_a_hot_loop_in_a_project_header_is_found_through_its_unit(tmp_path: Path
     assert any("byte ptr [" in line for line in finding.evidence)
 
 
-def test_the_number_of_deep_units_is_configurable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_number_of_deep_units_is_configurable(tmp_path: Path) -> None:
     (tmp_path / "good.c").write_text(GOOD)
     frames = [(Frame("fill", "prog", "/build/good.c", 4), 1.0)]
     ctx = context(tmp_path, frames)
-    ctx.options["deep_tus"] = 0
+    ctx.options.deep_tus = 0
     assert aliasing_write.analyze(ctx) == []
-    monkeypatch.setenv("PERFSLEUTH_DEEP_TUS", "many")
-    with pytest.raises(UserError, match="PERFSLEUTH_DEEP_TUS"):
-        aliasing_write.analyze(context(tmp_path, frames))
+
+
+@pytest.mark.parametrize("given", ["many", "-1", "2.5"])
+def test_a_bad_deep_tus_option_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    store = tmp_path / "store"
+    assert main(["advise", "--store", str(store), f"--deep-tus={given}"]) != 0
+    error = capsys.readouterr().err
+    assert error.startswith(f"perfsleuth: --deep-tus {given}:") and "whole number" in error
+    assert not store.exists()

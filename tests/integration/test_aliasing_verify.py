@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.advisor import verify
+from perfsleuth.analyzers import Context
 from perfsleuth.commands.lint import lint
 from perfsleuth.experiments.aliasing import verify_aliasing
+from perfsleuth.model.profile import Profile
+from perfsleuth.model.run import RunInfo
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +57,16 @@ def test_hoisting_in_c_is_tried_when_there_is_no_char8_t(tmp_path: Path) -> None
     assert proof is not None
     assert proof["change"] == "hoist `t->n` into locals before the loop"
     assert proof["vectorized_after"]
+
+
+def test_advise_verify_proves_an_aliasing_finding_without_the_recorded_command(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "expand.cc"
+    shutil.copy(ROOT / "examples" / "aliasing" / "expand.cc", source)
+    finding = finding_of(source, "expand")
+    ctx = Context(profile=Profile(), run=RunInfo(command="--pid 42"))
+    verify([finding], ctx)
+    assert finding.verified is not None
+    assert finding.verified["change"] == "write through char8_t"
+    assert any("attached to a PID" in note for note in ctx.notes)

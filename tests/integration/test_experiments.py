@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from perfsleuth.analyzers import Context
+from perfsleuth.analyzers import AnalyzerOptions, Context
 from perfsleuth.cli import main
 from perfsleuth.experiments.verify import verify_finding
 from perfsleuth.model.findings import Finding
@@ -240,7 +240,7 @@ def verify_context(store: Path, cwd: Path, **options: Any) -> Context:
         profile=Profile(),
         run=RunInfo(id=5, cwd=str(cwd)),
         store=Store(store),
-        options={"verify_runs": 3, **options},
+        options=AnalyzerOptions(verify_runs=3, **options),
     )
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..advisor import AdviseOptions, advise
-from ..present import FORMATS, write
+from ..analyzers import DEEP_TUS
+from ..errors import UserError
+from ..present import FINDINGS, formats_for, write
 from .common import add_output_options, add_run_argument, open_store
 
 NAME = "advise"
@@ -42,7 +44,13 @@ def add_advise_options(parser: argparse.ArgumentParser) -> None:
         metavar="CMD",
         help="with --verify: shell command that rebuilds the program into $OUT (build flags)",
     )
-    add_output_options(parser, FORMATS)
+    parser.add_argument(
+        "--deep-tus",
+        metavar="N",
+        help=f"compile and read at most N hot translation units for aliasing writes and "
+        f"missed vectorisation (default: {DEEP_TUS}; 0 skips them)",
+    )
+    add_output_options(parser, formats_for(FINDINGS))
 
 
 def options_of(args: argparse.Namespace) -> AdviseOptions:
@@ -53,7 +61,17 @@ def options_of(args: argparse.Namespace) -> AdviseOptions:
         show_all=args.show_all,
         verify=args.verify,
         build=args.build,
+        deep_tus=deep_tus_of(args.deep_tus),
     )
+
+
+def deep_tus_of(given: str | None) -> int:
+    """--deep-tus N as a number of units; a UserError for anything but 0, 1, 2..."""
+    if given is None:
+        return DEEP_TUS
+    if not given.strip().isdigit():
+        raise UserError(f"--deep-tus {given}: give a whole number of translation units, 0 or more")
+    return int(given)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,8 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options = options_of(args)  # a bad option fails before the store is opened
     store = open_store(args)
     run_id = store.resolve(args.run)
-    doc = advise(store, run_id, options_of(args))
-    write(doc, args.format, args.output)
+    doc = advise(store, run_id, options)
+    write(FINDINGS, doc, args.format, args.output)
     return 0

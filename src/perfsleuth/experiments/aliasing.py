@@ -40,35 +40,45 @@ def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, A
     """The compile-time proof of an aliasing-write finding, or None when the finding
     carries no translation unit or no change could be applied (reason in ctx.notes)."""
     match = finding.details.get("match")
-    if finding.kind != "aliasing-write" or not match or match["pattern"] == "straight-line":
+    if not match or match["pattern"] == "straight-line":
         return None
     source = Path(match["file"])
     if not source.is_file():
         return None
-    unit = TranslationUnit(
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-verify-") as tmp:
+        try:
+            return _compare(_unit_of(finding, source), match, Path(tmp), ctx, finding.rule)
+        except CompileError as exc:
+            _note(ctx, f"{finding.rule} not verified: the unit does not compile ({exc})")
+            return None
+
+
+def _unit_of(finding: Finding, source: Path) -> TranslationUnit:
+    """The unit as the finding's analysis built it."""
+    return TranslationUnit(
         source,
         list(finding.details.get("flags", [])),
         finding.details.get("flags_origin", "defaults"),
         Path(finding.details["directory"]) if finding.details.get("directory") else None,
     )
+
+
+def _compare(
+    unit: TranslationUnit, match: dict[str, Any], scratch: Path, ctx: Context | None, rule: str
+) -> dict[str, Any] | None:
+    """Build the unit, then each change in turn until one compiles, and compare."""
     span = (int(match["line"]), int(match["end_line"]))
-    with tempfile.TemporaryDirectory(prefix="perfsleuth-verify-") as tmp:
-        scratch = Path(tmp)
+    before = _build(unit, unit.path, scratch / "before.o", span)
+    for change, patched_unit, text in _changes(unit, unit.path, match):
+        copy = scratch / "patched" / unit.path.name
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_text(text)
         try:
-            before = _build(unit, source, scratch / "before.o", span)
-        except CompileError as exc:
-            _note(ctx, f"{finding.rule} not verified: the unit does not compile ({exc})")
-            return None
-        for change, patched_unit, text in _changes(unit, source, match):
-            copy = scratch / "patched" / source.name
-            copy.parent.mkdir(exist_ok=True)
-            copy.write_text(text)
-            try:
-                after = _build(patched_unit, copy, scratch / "after.o", span)
-            except CompileError:
-                continue
-            return _result(change, before, after)
-    _note(ctx, f"{finding.rule} not verified: no suggested change compiled in a scratch copy")
+            after = _build(patched_unit, copy, scratch / "after.o", span)
+        except CompileError:
+            continue
+        return _result(change, before, after)
+    _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
     return None
 
 

@@ -1,19 +1,27 @@
-"""Measured proof for a finding (`advise --verify`): run the zero-code-change experiment.
+"""Proof for a finding (`advise --verify`): the one verification registry, by finding kind.
 
 verify_finding(finding, ctx, command) returns the finding's `verified` field, or
-None when the finding's kind has no experiment or it cannot run here (the reason
-then goes to ctx.notes). It reads ctx.options (AnalyzerOptions): verify_runs,
-verify_warmup, and build, the shell command that builds the program into $OUT (see
-build.py); a build-flags finding without it is not verified.
-A build-flags finding's flags come from fix["variant"] (a name from build.VARIANTS)
-or fix["flags"] (compiler flags). The command runs in the recorded run's folder;
-for rebuilds its program is taken from $OUT under the same file name.
+None when the finding's kind has no verifier or it cannot run here (the reason
+then goes to ctx.notes). The verifiers (VERIFIERS):
+
+  allocator      run the recorded command with the fix's allocator preloaded (A/B);
+  build-flags    rebuild with the fix's flags and run both builds (A/B);
+  aliasing-write recompile a scratch copy of the unit with the fix (aliasing.py).
+
+The measured ones need the recorded command (empty: not verified) and read
+ctx.options (AnalyzerOptions): verify_runs, verify_warmup, and build, the shell
+command that builds the program into $OUT (see build.py); a build-flags finding
+without it is not verified. A build-flags finding's flags come from fix["variant"]
+(a name from build.VARIANTS) or fix["flags"] (compiler flags). The command runs in
+the recorded run's folder; for rebuilds its program is taken from $OUT under the
+same file name.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +29,39 @@ from ..analyzers import Context
 from ..errors import UserError
 from ..model.findings import Finding
 from . import allocator, build, result
-from .render import ratio_sentence
+from .aliasing import verify_aliasing
 from .runner import Side, measure
+from .verdict import ratio_sentence
+
+Verifier = Callable[[Finding, Context, list[str]], dict[str, Any] | None]
+Sides = Callable[[Finding, Context, list[str]], list[Side] | None]
 
 
 def verify_finding(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any] | None:
-    experiments = {"allocator": _allocator_sides, "build-flags": _build_sides}
-    prepare = experiments.get(finding.kind)
-    if prepare is None or not command:
+    verifier = VERIFIERS.get(finding.kind)
+    if verifier is None:
         return None
     try:
-        sides = prepare(finding, ctx, command)
-        if sides is None:
-            return None
-        return _measure(finding, ctx, sides)
+        return verifier(finding, ctx, command)
     except UserError as e:
         ctx.notes.append(f"{finding.rule} not verified: {e}")
         return None
+
+
+def _measured(prepare: Sides) -> Verifier:
+    """A verifier that runs the recorded command on the sides `prepare` makes."""
+
+    def verifier(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any] | None:
+        if not command:
+            return None
+        sides = prepare(finding, ctx, command)
+        return _measure(finding, ctx, sides) if sides is not None else None
+
+    return verifier
+
+
+def _recompiled(finding: Finding, ctx: Context, _command: list[str]) -> dict[str, Any] | None:
+    return verify_aliasing(finding, ctx)
 
 
 def _measure(finding: Finding, ctx: Context, sides: list[Side]) -> dict[str, Any]:
@@ -122,3 +146,10 @@ def _variant_of(finding: Finding) -> build.Variant:
 
 def _in_out(program: str) -> str:
     return f"{build.OUT_PLACEHOLDER}/{os.path.basename(program)}"
+
+
+VERIFIERS: dict[str, Verifier] = {
+    "allocator": _measured(_allocator_sides),
+    "build-flags": _measured(_build_sides),
+    "aliasing-write": _recompiled,
+}
