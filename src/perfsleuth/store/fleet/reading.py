@@ -1,0 +1,121 @@
+"""Which files a reader reads: live raw files, valid rollups, the dictionaries of a range.
+
+Compaction writes a merged file (c-<stamp>.parquet) whose Parquet metadata names the
+files it replaces, and deletes them only afterwards. A reader lists a partition, reads
+the footers of its c- files and skips every file they replace, so it counts each sample
+once whether it lists before, during or after a compaction (or after one that crashed
+before deleting).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .filesystem import Files
+from .layout import (
+    COMPACTED_PREFIX,
+    REPLACES_KEY,
+    ROLLUP_PREFIX,
+    partition_start,
+    samples_dir,
+)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The Parquet files holding the samples of a time range, and their dictionaries."""
+
+    fs: pafs.FileSystem
+    samples: list[str]  # paths in fs
+    stacks: list[str]
+    frames: list[str]
+    levels: dict[str, int]  # level -> partitions read at that level
+
+
+def replaced_by(files: Files, rel: str) -> list[str]:
+    """The file names a compacted file replaces."""
+    metadata = pq.read_schema(files.path(rel), filesystem=files.fs).metadata or {}
+    return json.loads(metadata.get(REPLACES_KEY, b"[]"))
+
+
+def live_raw(files: Files, partition: str) -> list[str]:
+    """Names of the raw files of a partition that hold its samples, each sample once."""
+    folder = samples_dir("raw", partition)
+    names = [n for n in files.names(folder) if n.endswith(".parquet")]
+    replaced: set[str] = set()
+    for name in names:
+        if name.startswith(COMPACTED_PREFIX):
+            replaced.update(replaced_by(files, f"{folder}/{name}"))
+    return [n for n in names if n not in replaced]
+
+
+def rollup_name(live: list[str]) -> str | None:
+    """The rollup file name valid for these live raw files: only one compacted file has one."""
+    if len(live) == 1 and live[0].startswith(COMPACTED_PREFIX):
+        return ROLLUP_PREFIX + live[0][len(COMPACTED_PREFIX) :]
+    return None
+
+
+def partitions(files: Files, start: float, end: float) -> list[str]:
+    """Existing raw hour partitions (`dt=../hour=..`) overlapping [start, end)."""
+    found = []
+    for dt in files.names("samples/level=raw", dirs=True):
+        day_start = partition_start(dt)
+        if day_start >= end or day_start + 86400 <= start:
+            continue
+        for hour in files.names(f"samples/level=raw/{dt}", dirs=True):
+            p = f"{dt}/{hour}"
+            if partition_start(p) < end and partition_start(p) + 3600 > start:
+                found.append(p)
+    return found
+
+
+def _level(files: Files, partition: str, live: list[str], start: float, end: float) -> str:
+    """The coarsest level whose rows, filtered by time in [start, end), equal the raw rows'."""
+    rollup = rollup_name(live)
+    if rollup is None:
+        return "raw"
+    p_start = partition_start(partition)
+    whole = start <= p_start and p_start + 3600 <= end
+    if whole and files.exists(f"{samples_dir('hour', partition)}/{rollup}"):
+        return "hour"
+    minute_aligned = start % 60 == 0 and end % 60 == 0
+    if (whole or minute_aligned) and files.exists(f"{samples_dir('minute', partition)}/{rollup}"):
+        return "minute"
+    return "raw"
+
+
+def select(files: Files, start: float, end: float) -> Selection:
+    """The files to read for samples whose time is in [start, end)."""
+    samples: list[str] = []
+    levels: dict[str, int] = {}
+    days: set[str] = set()
+    for partition in partitions(files, start, end):
+        live = live_raw(files, partition)
+        if not live:
+            continue
+        level = _level(files, partition, live, start, end)
+        levels[level] = levels.get(level, 0) + 1
+        names = live if level == "raw" else [rollup_name(live) or ""]
+        samples += [files.path(f"{samples_dir(level, partition)}/{n}") for n in names]
+        days.add(partition.split("/")[0])
+    return Selection(
+        fs=files.fs,
+        samples=samples,
+        stacks=_dictionary(files, "stacks", days),
+        frames=_dictionary(files, "frames", days),
+        levels=levels,
+    )
+
+
+def _dictionary(files: Files, table: str, days: set[str]) -> list[str]:
+    return [
+        files.path(f"{table}/{dt}/{n}")
+        for dt in sorted(days)
+        for n in files.names(f"{table}/{dt}")
+        if n.endswith(".parquet")
+    ]

@@ -1,0 +1,123 @@
+"""FleetStore: append windows, record host status, and hand readers the files to read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from ...errors import UserError
+from ...model.fleet import Window
+from .filesystem import Files, StoreUnavailable, open_root
+from .layout import (
+    LAYOUT_FILE,
+    LAYOUT_VERSION,
+    day,
+    hour_partition,
+    marker,
+    samples_dir,
+    window_file,
+)
+from .reading import Selection, select
+from .writer import parquet_bytes, window_tables
+
+T = TypeVar("T")
+
+
+class FleetStore:
+    """The fleet store at `root`: a folder, or `s3://bucket/prefix` (endpoint: `endpoint`,
+    else $AWS_ENDPOINT_URL). Safe to use from several threads and processes at once for
+    appends and reads; run one compaction at a time (see compaction.compact)."""
+
+    def __init__(self, root: str, endpoint: str | None = None) -> None:
+        self.root = root
+        self.files: Files = open_root(root, endpoint)
+
+    def append(self, window: Window) -> bool:
+        """Store every sample of `window`; False (and nothing changes) when its id is stored.
+
+        Files appear in dependency order, each atomically: frames, stacks, the samples
+        file (what readers count), then the window marker (what deduplication checks).
+        A crash before the samples file leaves only unreferenced dictionary rows; a crash
+        after it is completed by the retry, which finds the samples file and returns
+        False. Either way a retried window is counted exactly once. Raises
+        StoreUnavailable when the store cannot be written (the caller should retry).
+        """
+        return self._guard(lambda: self._append(window))
+
+    def _append(self, window: Window) -> bool:
+        partition = hour_partition(window.start)
+        if self._stored(partition, window.id):
+            return False
+        self._ensure_layout()
+        tables = window_tables(window)
+        if tables.samples.num_rows:
+            name = window_file(window.id)
+            self.files.put(f"frames/dt={day(window.start)}/{name}", parquet_bytes(tables.frames))
+            self.files.put(f"stacks/dt={day(window.start)}/{name}", parquet_bytes(tables.stacks))
+            self.files.put(f"{samples_dir('raw', partition)}/{name}", parquet_bytes(tables.samples))
+        self._mark(partition, window, int(sum(tables.samples.column("samples").to_pylist())))
+        return True
+
+    def _stored(self, partition: str, window_id: str) -> bool:
+        if self.files.exists(marker(partition, window_id)):
+            return True
+        if self.files.exists(f"{samples_dir('raw', partition)}/{window_file(window_id)}"):
+            self.files.put(marker(partition, window_id), b"{}")  # the crashed append's last step
+            return True
+        return False
+
+    def _mark(self, partition: str, window: Window, samples: int) -> None:
+        info = {
+            "id": window.id,
+            "host": window.labels.get("host", ""),
+            "service": window.labels.get("service", ""),
+            "start": window.start,
+            "end": window.end,
+            "samples": samples,
+            "stored_at": time.time(),
+        }
+        self.files.put(marker(partition, window.id), json.dumps(info).encode())
+
+    def _ensure_layout(self) -> None:
+        if not self.files.exists(LAYOUT_FILE):
+            self.files.put(LAYOUT_FILE, json.dumps({"layout": LAYOUT_VERSION}).encode())
+
+    def put_host_status(self, host: str, status: dict) -> None:
+        """Keep `status` (an agent's own metrics: samples/s, lost samples, dropped windows,
+        CPU, RSS, ...; any JSON values) as `host`'s latest, stamped with the time now.
+        The host name never becomes a path: the file is named by its hash."""
+        doc = {"host": host, "updated": time.time(), "metrics": status}
+        name = hashlib.blake2b(host.encode(), digest_size=12).hexdigest()
+        self._guard(lambda: self.files.put(f"hosts/{name}.json", json.dumps(doc).encode()))
+
+    def status(self) -> dict:
+        """Hosts seen (last push, samples/s, their agents' metrics), store size and extent.
+
+        Reads host files and the markers of the newest two hours; see status.py.
+        """
+        from .status import status  # status reads the whole listing: only when asked
+
+        return self._guard(lambda: status(self.files, self.root))
+
+    def has_data(self) -> bool:
+        return self._guard(lambda: self.files.exists(LAYOUT_FILE))
+
+    def select(self, start: float, end: float) -> Selection:
+        """The files holding the samples whose window started in [start, end)."""
+        if not self.has_data():
+            raise UserError(
+                f"no fleet store at {self.root}: start `perfsleuth collector --store "
+                f"{self.root}` and push windows to it first"
+            )
+        return self._guard(lambda: select(self.files, start, end))
+
+    def _guard(self, action: Callable[[], T]) -> T:
+        try:
+            return action()
+        except FileNotFoundError:
+            raise  # a file a compaction just replaced: readers select again
+        except OSError as e:
+            raise StoreUnavailable(f"the fleet store {self.root} failed: {e}") from e

@@ -1,0 +1,99 @@
+"""A window as the fleet store's three tables: samples, stacks and frames."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...model.fleet import LABELS, Window
+from .layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA, frame_id, stack_id
+
+
+@dataclass(frozen=True)
+class WindowTables:
+    samples: pa.Table
+    stacks: pa.Table
+    frames: pa.Table
+
+
+def parquet_bytes(table: pa.Table, metadata: dict[bytes, bytes] | None = None) -> bytes:
+    """The table as one zstd Parquet file (strings dictionary-encoded)."""
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", use_dictionary=True)
+    return sink.getvalue()
+
+
+def window_tables(window: Window) -> WindowTables:
+    """One samples row per (pid, comm, stack) of the window; its stacks and frames."""
+    profile = window.profile
+    frame_ids = [frame_id(f) for f in profile.frames]
+    stack_ids = [stack_id([frame_ids[f] for f in s]) for s in profile.stacks]
+    rows: dict[tuple[int, str, int], list[int]] = {}
+    used: set[int] = set()
+    for sid, weight, count, thread, _state in profile.columns():
+        t = profile.threads[thread] if thread >= 0 else None
+        key = (t.pid if t else 0, t.name if t else "", sid)
+        row = rows.setdefault(key, [0, 0])
+        row[0] += count
+        row[1] += round(window.cpu_ns(weight, count))
+        used.add(sid)
+    stacks = sorted(used)
+    return WindowTables(
+        samples=_samples(window, rows, stack_ids),
+        stacks=pa.table(
+            {
+                "stack_id": [stack_ids[s] for s in stacks],
+                "frame_ids": [[frame_ids[f] for f in profile.stacks[s]] for s in stacks],
+            },
+            schema=STACKS_SCHEMA,
+        ),
+        frames=_frames(window, frame_ids, used),
+    )
+
+
+def _samples(
+    window: Window, rows: dict[tuple[int, str, int], list[int]], stack_ids: list[int]
+) -> pa.Table:
+    fixed = {name: window.labels.get(name, "") for name in LABELS}
+    default_pid = int(fixed["pid"]) if str(fixed["pid"]).isdigit() else 0
+    extra = json.dumps({k: v for k, v in window.labels.items() if k not in LABELS}, sort_keys=True)
+    columns: dict[str, list] = {name: [] for name in SAMPLES_SCHEMA.names}
+    for (pid, comm, sid), (count, cpu_ns) in sorted(rows.items()):
+        process = window.processes.get(pid)
+        columns["time"].append(int(window.start * 1000))
+        columns["host"].append(fixed["host"])
+        columns["service"].append(fixed["service"])
+        columns["pid"].append(pid or default_pid)
+        columns["comm"].append(comm or fixed["comm"])
+        columns["exe"].append((process.exe if process else "") or fixed["exe"])
+        columns["build_id"].append((process.build_id if process else "") or fixed["build_id"])
+        columns["cgroup"].append((process.cgroup if process else "") or fixed["cgroup"])
+        columns["labels"].append(extra)
+        columns["stack_id"].append(stack_ids[sid])
+        columns["samples"].append(count)
+        columns["cpu_ns"].append(cpu_ns)
+    return pa.table(columns, schema=SAMPLES_SCHEMA)
+
+
+def _frames(window: Window, frame_ids: list[int], used_stacks: set[int]) -> pa.Table:
+    profile = window.profile
+    used = sorted({f for s in used_stacks for f in profile.stacks[s]})
+    frames = [profile.frames[f] for f in used]
+    return pa.table(
+        {
+            "frame_id": [frame_ids[f] for f in used],
+            "function": [f.function for f in frames],
+            "dso": [f.dso for f in frames],
+            "file": [f.file for f in frames],
+            "line": [f.line for f in frames],
+            "inlined": [f.inlined for f in frames],
+            "kernel": [f.kernel for f in frames],
+        },
+        schema=FRAMES_SCHEMA,
+    )
