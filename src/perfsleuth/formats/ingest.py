@@ -88,11 +88,15 @@ def labels(pairs: Mapping[str, str], what: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class IngestParams:
-    """The query parameters of a Pyroscope-style push, checked."""
+    """The query parameters of a Pyroscope-style push, checked.
+
+    start and end are None when the push leaves them to the profile (a pprof's
+    time_nanos and duration_nanos).
+    """
 
     window_id: str
-    start: float
-    end: float
+    start: float | None
+    end: float | None
     labels: dict[str, str] = field(default_factory=dict)
     sample_rate: float = 100.0
     spy_name: str = ""
@@ -103,15 +107,13 @@ class IngestParams:
         """Pyroscope's name, from, until, sampleRate, spyName and format."""
         if "name" not in query:
             raise PayloadError("missing query parameter name (e.g. name=myapp.cpu{env=prod})")
-        start, end = _time(query, "from"), _time(query, "until")
-        if end < start:
-            raise PayloadError(f"until ({end}) is before from ({start})")
+        start, end = span(query)
         return cls(
             window_id=window_id,
             start=start,
             end=end,
             labels=parse_name(query["name"]),
-            sample_rate=_rate(query.get("sampleRate", "100")),
+            sample_rate=sample_rate(query),
             spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
             format=query.get("format", "folded"),
         )
@@ -136,16 +138,29 @@ def parse_name(name: str) -> dict[str, str]:
     return labels(pairs, "name")
 
 
-def _time(query: Mapping[str, str], key: str) -> float:
-    if key not in query:
-        raise PayloadError(f"missing query parameter {key} (unix seconds)")
-    value = _number(query[key], key)
+def span(query: Mapping[str, str]) -> tuple[float, float]:
+    """from and until, unix seconds."""
+    start, end = _time(query, "from"), _time(query, "until")
+    if end < start:
+        raise PayloadError(f"until ({end}) is before from ({start})")
+    return start, end
+
+
+def check_time(value: float, what: str) -> float:
     if not TIME_RANGE[0] <= value <= TIME_RANGE[1]:
-        raise PayloadError(f"{key}={query[key][:40]} is not a time in unix seconds")
+        raise PayloadError(f"{what} is not a time in unix seconds")
     return value
 
 
-def _rate(raw: str) -> float:
+def _time(query: Mapping[str, str], key: str) -> float:
+    if key not in query:
+        raise PayloadError(f"missing query parameter {key} (unix seconds)")
+    return check_time(_number(query[key], key), f"{key}={query[key][:40]}")
+
+
+def sample_rate(query: Mapping[str, str]) -> float:
+    """sampleRate in Hz, Pyroscope's 100 when not given."""
+    raw = query.get("sampleRate", "100")
     value = _number(raw, "sampleRate")
     if not 0 < value <= MAX_SAMPLE_RATE:
         raise PayloadError(f"sampleRate={raw[:40]} must be above 0 and at most 1000000 Hz")

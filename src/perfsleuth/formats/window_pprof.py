@@ -197,15 +197,25 @@ class _Reader:
             if ns:
                 count = 1 if count_at < 0 else ingest.count(sample.value[count_at], f"sample {i}")
             builder.add(self._stack(sample, i), weight, count=count, thread=self._thread(sample, i))
+        start, end = self._span(params)
         return Window(
             id=params.window_id,
-            start=params.start,
-            end=params.end,
+            start=start,
+            end=end,
             profile=self._with_dsos(builder.build()),
             labels=dict(params.labels),
             processes=self.processes,
             rate_hz=0.0 if ns else params.sample_rate,
         )
+
+    def _span(self, params: IngestParams) -> tuple[float, float]:
+        """The push's from/until, else the profile's time_nanos and duration_nanos."""
+        if params.start is not None and params.end is not None:
+            return params.start, params.end
+        if not self.msg.time_nanos:
+            raise PayloadError("the profile has no time_nanos: give from= and until= (unix s)")
+        start = ingest.check_time(self.msg.time_nanos / 1e9, "the profile's time_nanos")
+        return start, start + ingest.count(self.msg.duration_nanos, "duration_nanos") / 1e9
 
     def _with_dsos(self, profile: Profile) -> Profile:
         profile.dsos = [

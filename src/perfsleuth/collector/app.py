@@ -1,0 +1,227 @@
+"""The collector's endpoints: pushes in, one Window each, appended to the fleet store.
+
+Every push is decoded and appended on a worker thread (decoding is CPU work and the
+store writes files), never on the event loop; FleetStore.append is the only writer.
+A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
+of the body and the query, so a retried identical push is stored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
+    ExportProfilesServiceResponse,
+)
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from ..errors import UserError
+from ..formats import ingest, otlp_profiles, pyroscope, window_pprof
+from ..formats.ingest import IngestParams, PayloadError
+from ..model.fleet import WINDOW_ID, Window
+from ..store.fleet import FleetStore, StoreUnavailable
+from ..web.app import read_body
+
+WINDOW_HEADER = "x-perfsleuth-window"
+PROTOBUF = "application/x-protobuf"
+# Query keys of the plain pprof push that are not labels.
+PPROF_PARAMS = ("from", "until", "sampleRate")
+MAX_STATUS_FIELDS = 64
+# Decoding and appending run on at most this many threads: the machine's cores.
+WORKERS = 2
+
+T = TypeVar("T")
+
+
+@dataclass
+class Metrics:
+    """Counters of /metrics, Prometheus text."""
+
+    pushes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    bytes: int = 0
+    samples: int = 0
+
+    def text(self) -> str:
+        lines = [
+            "# HELP perfsleuth_collector_pushes_total Pushes by endpoint and result.",
+            "# TYPE perfsleuth_collector_pushes_total counter",
+        ]
+        for (endpoint, result), n in sorted(self.pushes.items()):
+            labels = f'endpoint="{endpoint}",result="{result}"'
+            lines.append(f"perfsleuth_collector_pushes_total{{{labels}}} {n}")
+        lines += [
+            "# HELP perfsleuth_collector_bytes_total Body bytes of accepted pushes.",
+            "# TYPE perfsleuth_collector_bytes_total counter",
+            f"perfsleuth_collector_bytes_total {self.bytes}",
+            "# HELP perfsleuth_collector_samples_total Samples of accepted pushes.",
+            "# TYPE perfsleuth_collector_samples_total counter",
+            f"perfsleuth_collector_samples_total {self.samples}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+class Collector:
+    def __init__(self, store: FleetStore, max_inflated: int) -> None:
+        self.store = store
+        self.max_inflated = max_inflated
+        self.metrics = Metrics()
+        self.workers = anyio.CapacityLimiter(WORKERS)
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/ingest", self.ingest, methods=["POST"]),
+            Route("/v1development/profiles", self.otlp, methods=["POST"]),
+            Route("/pprof", self.pprof, methods=["POST"]),
+            Route("/agent/status", self.agent_status, methods=["POST"]),
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/metrics", self.prometheus, methods=["GET"]),
+        ]
+
+    async def ingest(self, request: Request) -> Response:
+        body = await read_body(request)
+        content_type = request.headers.get("content-type", "")
+
+        def decode() -> Window:
+            params = IngestParams.parse(request.query_params, _window_id(request, body))
+            return pyroscope.decode(body, params, content_type, self.max_inflated)
+
+        return await self._push("ingest", body, decode)
+
+    async def pprof(self, request: Request) -> Response:
+        body = await read_body(request)
+
+        def decode() -> Window:
+            params = _pprof_params(request, _window_id(request, body))
+            return window_pprof.decode(body, params, self.max_inflated)
+
+        return await self._push("pprof", body, decode)
+
+    async def otlp(self, request: Request) -> Response:
+        if request.headers.get("content-type", PROTOBUF).split(";")[0].strip() != PROTOBUF:
+            raise HTTPException(415, f"send OTLP profiles as HTTP/protobuf ({PROTOBUF})")
+        body = await read_body(request)
+        request_id = "otlp-" + _digest(request, body)
+        try:
+            export = await self._run(
+                lambda: otlp_profiles.decode(body, request_id, self.max_inflated)
+            )
+            for window in export.windows:
+                await self._append(window)
+        except PayloadError as e:
+            return self._refused("otlp", e)
+        self.metrics.bytes += len(body)
+        answer = ExportProfilesServiceResponse()
+        if export.skipped:
+            answer.partial_success.rejected_profiles = export.skipped
+            answer.partial_success.error_message = export.reason
+        return Response(answer.SerializeToString(), media_type=PROTOBUF)
+
+    async def agent_status(self, request: Request) -> Response:
+        body = await read_body(request)
+        try:
+            host, status = _status(body)
+        except PayloadError as e:
+            return self._refused("agent_status", e)
+        await self._run(lambda: self.store.put_host_status(host, status))
+        self.metrics.pushes["agent_status", "accepted"] += 1
+        return JSONResponse({"host": host})
+
+    async def healthz(self, request: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+    async def prometheus(self, request: Request) -> Response:
+        return PlainTextResponse(self.metrics.text(), media_type="text/plain; version=0.0.4")
+
+    async def _push(self, endpoint: str, body: bytes, decode: Callable[[], Window]) -> Response:
+        try:
+            window = await self._run(decode)
+        except PayloadError as e:
+            return self._refused(endpoint, e)
+        stored = await self._append(window)
+        self.metrics.pushes[endpoint, "accepted" if stored else "duplicate"] += 1
+        if stored:
+            self.metrics.bytes += len(body)
+        samples = window.profile.num_samples
+        return JSONResponse({"window": window.id, "stored": stored, "samples": samples})
+
+    async def _append(self, window: Window) -> bool:
+        stored = await self._run(lambda: self.store.append(window))
+        if stored:
+            self.metrics.samples += window.profile.num_samples
+        return stored
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        """`work` on a worker thread; a store that cannot write answers 503 (retry later)."""
+        try:
+            return await anyio.to_thread.run_sync(work, limiter=self.workers)
+        except StoreUnavailable as e:
+            raise HTTPException(503, str(e)) from e
+        except ValueError as e:  # a Window the model refuses (an id or a time range)
+            raise PayloadError(str(e)) from e
+
+    def _refused(self, endpoint: str, error: UserError) -> Response:
+        self.metrics.pushes[endpoint, "rejected"] += 1
+        return PlainTextResponse(f"{error}\n", status_code=400)
+
+
+def _window_id(request: Request, body: bytes) -> str:
+    given = request.headers.get(WINDOW_HEADER)
+    if given is None:
+        return "p-" + _digest(request, body)
+    if not WINDOW_ID.fullmatch(given):
+        raise PayloadError(f"bad {WINDOW_HEADER} {given[:40]!r}: use letters, digits, . _ -")
+    return given
+
+
+def _digest(request: Request, body: bytes) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(request.url.path.encode())
+    h.update(json.dumps(sorted(request.query_params.multi_items())).encode())
+    h.update(body)
+    return h.hexdigest()
+
+
+def _pprof_params(request: Request, window_id: str) -> IngestParams:
+    """Times from from/until (else the profile's own), every other query key a label."""
+    query = request.query_params
+    start, end = ingest.span(query) if "from" in query or "until" in query else (None, None)
+    return IngestParams(
+        window_id=window_id,
+        start=start,
+        end=end,
+        labels=ingest.labels({k: v for k, v in query.items() if k not in PPROF_PARAMS}, "query"),
+        sample_rate=ingest.sample_rate(query),
+        format="pprof",
+    )
+
+
+def _status(body: bytes) -> tuple[str, dict]:
+    try:
+        doc = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PayloadError(f"agent status is not JSON ({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("host"), str) or not doc["host"]:
+        raise PayloadError('agent status must be a JSON object with a "host" name')
+    if len(doc) > MAX_STATUS_FIELDS:
+        raise PayloadError(f"agent status has {len(doc)} fields; at most {MAX_STATUS_FIELDS}")
+    for key, value in doc.items():
+        ingest.text(key, "agent status field name", 64)
+        if isinstance(value, str):
+            ingest.text(value, f"agent status {key}", ingest.MAX_LABEL_VALUE)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise PayloadError(f"agent status {key} is not a finite number")
+        elif not isinstance(value, int | float | bool | None):
+            raise PayloadError(f"agent status {key} must be a number or a string")
+    host = ingest.text(doc.pop("host"), "agent status host", 255)
+    return host, doc

@@ -1,0 +1,65 @@
+"""perfsleuth collector: receives agents', Pyroscope, OTLP and pprof pushes into the fleet store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..collector.app import Collector
+from ..errors import UserError
+from ..store.fleet import FleetStore, fleet_root
+from ..web.app import Limits, create_app, is_loopback
+from ..web.run import bind, check_tokens, parse_listen, serve
+
+NAME = "collector"
+HELP = "receive profiles from agents, Pyroscope, OTLP and pprof clients into the fleet store"
+DEFAULT_LISTEN = "127.0.0.1:4040"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--store (every command's) names the fleet store: .perfsleuth/ means .perfsleuth/fleet/."""
+    parser.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help="address to listen on (default %(default)s; off loopback, --token is required)",
+    )
+    parser.add_argument(
+        "--token",
+        action="append",
+        default=[],
+        metavar="T",
+        help="a token clients send as `Authorization: Bearer T` (repeatable)",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=float,
+        default=32,
+        metavar="MB",
+        help="largest request body accepted (default %(default)g MB; gzip may inflate 8x more)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
+
+
+def run(args: argparse.Namespace) -> int:
+    host, port = parse_listen(args.listen)
+    check_tokens(host, args.token, "a collector")
+    if not 0 < args.max_body <= 4096:
+        raise UserError(f"bad --max-body {args.max_body:g}: use 0 < MB <= 4096")
+    max_body = int(args.max_body * (1 << 20))
+    limits = Limits(max_body=max_body, max_inflated=8 * max_body)
+    root = fleet_root(args.store)
+    collector = Collector(FleetStore(root), limits.max_inflated)
+    app = create_app(
+        collector.routes(), tokens=args.token, loopback=is_loopback(host), limits=limits
+    )
+    sock = bind(host, port, limits)
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"perfsleuth: collector on http://{shown}:{sock.getsockname()[1]}/ storing into "
+        f"{root} (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
+    serve(app, sock, limits, verbose=args.verbose)
+    return 0

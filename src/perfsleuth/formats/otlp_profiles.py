@@ -1,0 +1,209 @@
+"""OTLP profiles (v1development ExportProfilesServiceRequest, HTTP/protobuf) as fleet Windows.
+
+One Window per profile of each resource: the resource's host.name, service.name,
+service.version and deployment environment become the window's labels; process.pid,
+thread.id, thread.name, process.executable.*, container.id (on the resource, the
+profile or the sample, the most specific winning) give each sample its thread and
+process. Stacks are read through the request's shared dictionary, every index checked.
+Profiles that are not CPU time (allocations, locks) are skipped and counted, as the
+OTLP partial-success answer expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
+    ExportProfilesServiceRequest,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
+
+from perfsleuth.formats import ingest
+from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+
+# Resource attributes that become window labels (semantic conventions -> perfsleuth).
+WINDOW_LABELS = {
+    "host.name": "host",
+    "service.name": "service",
+    "service.version": "version",
+    "deployment.environment.name": "env",
+    "deployment.environment": "env",
+}
+EXE_KEYS = ("process.executable.path", "process.executable.name")
+BUILD_ID_KEYS = ("process.executable.build_id.gnu", "process.executable.build_id.htlhash")
+CPU_KINDS = ("cpu", "samples")
+
+T = TypeVar("T")
+
+
+@dataclass
+class Export:
+    """What one request holds: the windows to store and the profiles skipped."""
+
+    windows: list[Window] = field(default_factory=list)
+    skipped: int = 0
+    reason: str = ""
+
+
+def decode(body: bytes, request_id: str, limit: int = ingest.MAX_DECOMPRESSED) -> Export:
+    """The CPU profiles of a request as Windows with ids `request_id-N`."""
+    try:
+        request = ExportProfilesServiceRequest.FromString(ingest.gunzip(body, limit))
+    except DecodeError as e:
+        raise PayloadError(f"not a valid OTLP ExportProfilesServiceRequest ({e})") from e
+    reader = _Dictionary(request.dictionary)
+    export = Export()
+    for resource in request.resource_profiles:
+        attrs = _attributes(resource.resource.attributes, "resource")
+        for scope in resource.scope_profiles:
+            for profile in scope.profiles:
+                window_id = f"{request_id}-{len(export.windows) + export.skipped}"
+                kind = reader.sample_type(profile)
+                if kind[0] not in CPU_KINDS:
+                    export.skipped += 1
+                    export.reason = f"only CPU profiles are stored (skipped {'/'.join(kind)})"
+                    continue
+                export.windows.append(reader.window(profile, attrs, window_id))
+    if not export.windows and not export.skipped:
+        raise PayloadError("the request holds no profile")
+    return export
+
+
+def _attributes(pairs: Iterable[KeyValue], what: str) -> dict[str, str | int]:
+    out: dict[str, str | int] = {}
+    for kv in pairs:
+        out[kv.key] = _scalar(kv.value, f"{what} attribute {kv.key[:40]}")
+    return out
+
+
+def _scalar(value: AnyValue, what: str) -> str | int:
+    kind = value.WhichOneof("value")
+    if kind == "int_value":
+        return value.int_value
+    if kind == "string_value":
+        return ingest.text(value.string_value, what, ingest.MAX_LABEL_VALUE)
+    return ""
+
+
+def _at(table: Sequence[T], index: int, what: str) -> T:
+    if not 0 <= index < len(table):
+        raise PayloadError(f"bad OTLP profile: {what} index {index} is out of range")
+    return table[index]
+
+
+class _Dictionary:
+    """The request's shared tables, read with every index checked."""
+
+    def __init__(self, d: otlp.ProfilesDictionary) -> None:
+        self.d = d
+        self._frames: dict[int, tuple[Frame, ...]] = {}
+
+    def string(self, index: int, what: str) -> str:
+        return ingest.text(_at(self.d.string_table, index, f"{what} string"), what)
+
+    def attributes(self, indices: Iterable[int], what: str) -> dict[str, str | int]:
+        out: dict[str, str | int] = {}
+        for index in indices:
+            kv = _at(self.d.attribute_table, index, f"{what} attribute")
+            key = self.string(kv.key_strindex, f"{what} attribute key")
+            out[key] = _scalar(kv.value, f"{what} attribute {key[:40]}")
+        return out
+
+    def sample_type(self, profile: otlp.Profile) -> tuple[str, str]:
+        t = profile.sample_type
+        return self.string(t.type_strindex, "sample type"), self.string(t.unit_strindex, "unit")
+
+    def window(self, profile: otlp.Profile, resource: dict, window_id: str) -> Window:
+        ns = self.sample_type(profile)[1] == "nanoseconds"
+        start = profile.time_unix_nano / 1e9
+        if not ingest.TIME_RANGE[0] <= start <= ingest.TIME_RANGE[1]:
+            raise PayloadError(f"time_unix_nano={profile.time_unix_nano} is not a time")
+        scope = resource | self.attributes(profile.attribute_indices, "profile")
+        builder = ProfileBuilder(unit="ns" if ns else "samples", meta={"format": "otlp"})
+        processes: dict[int, Process] = {}
+        for i, sample in enumerate(profile.samples):
+            attrs = scope | self.attributes(sample.attribute_indices, f"sample {i}")
+            thread = _thread(attrs, processes)
+            value = _value(sample, i)
+            count = value if not ns else max(len(sample.timestamps_unix_nano), 1)
+            builder.add(self.stack(sample.stack_index, i), value, count=count, thread=thread)
+        labels = {WINDOW_LABELS[k]: str(v) for k, v in resource.items() if v and k in WINDOW_LABELS}
+        return Window(
+            id=window_id,
+            start=start,
+            end=start + profile.duration_nano / 1e9,
+            profile=builder.build(),
+            labels=ingest.labels(labels, "resource"),
+            processes=processes,
+            rate_hz=0.0 if ns else self._rate(profile),
+        )
+
+    def stack(self, index: int, sample: int) -> list[Frame]:
+        stack = _at(self.d.stack_table, index, f"sample {sample} stack")
+        if len(stack.location_indices) > ingest.MAX_STACK_DEPTH:
+            raise PayloadError(f"sample {sample} is deeper than {ingest.MAX_STACK_DEPTH} frames")
+        frames: list[Frame] = []
+        for loc in stack.location_indices:
+            frames.extend(self.location(loc))
+        return frames
+
+    def location(self, index: int) -> tuple[Frame, ...]:
+        cached = self._frames.get(index)
+        if cached is None:
+            cached = self._frames[index] = tuple(self._decode_location(index))
+        return cached
+
+    def _decode_location(self, index: int) -> Iterable[Frame]:
+        loc = _at(self.d.location_table, index, "location")
+        mapping = _at(self.d.mapping_table, loc.mapping_index, "mapping")
+        dso = self.string(mapping.filename_strindex, "mapping file")
+        frame_type = self.attributes(loc.attribute_indices, "location").get("profile.frame.type")
+        kernel = frame_type == "kernel" or dso.startswith("[kernel")
+        if not loc.lines:
+            yield Frame(f"0x{loc.address:x}", dso=dso, kernel=kernel)
+            return
+        last = len(loc.lines) - 1
+        for i, line in enumerate(loc.lines):
+            fn = _at(self.d.function_table, line.function_index, "function")
+            name = self.string(fn.name_strindex, "function") or self.string(
+                fn.system_name_strindex, "function"
+            )
+            file = self.string(fn.filename_strindex, "file")
+            line_no = max(line.line, 0)
+            yield Frame(name, dso=dso, file=file, line=line_no, inlined=i < last, kernel=kernel)
+
+    def _rate(self, profile: otlp.Profile) -> float:
+        """Samples per second from a period in nanoseconds; Pyroscope's 100 Hz when unsaid."""
+        unit = self.string(profile.period_type.unit_strindex, "period unit")
+        if profile.period > 0 and unit == "nanoseconds":
+            return 1e9 / ingest.count(profile.period, "period")
+        return 100.0
+
+
+def _value(sample: otlp.Sample, index: int) -> int:
+    """The sample's total: its values summed, or one per timestamp."""
+    if not sample.values:
+        return len(sample.timestamps_unix_nano)
+    what = f"sample {index} value"
+    return ingest.count(sum(ingest.count(v, what) for v in sample.values), what)
+
+
+def _thread(attrs: dict[str, str | int], processes: dict[int, Process]) -> Thread | None:
+    pid, tid = attrs.get("process.pid"), attrs.get("thread.id")
+    if not isinstance(pid, int) and not isinstance(tid, int):
+        return None
+    pid = ingest.count(pid if isinstance(pid, int) else 0, "process.pid")
+    tid = ingest.count(tid if isinstance(tid, int) else 0, "thread.id")
+    exe = next((str(attrs[k]) for k in EXE_KEYS if attrs.get(k)), "")
+    build_id = next((str(attrs[k]) for k in BUILD_ID_KEYS if attrs.get(k)), "")
+    process = Process(exe=exe, build_id=build_id, cgroup=str(attrs.get("container.id", "")))
+    if process != Process():
+        processes.setdefault(pid, process)
+    name = attrs.get("thread.name") or attrs.get("process.executable.name") or ""
+    return Thread(tid=tid, pid=pid, name=str(name))

@@ -1,0 +1,83 @@
+"""Pyroscope's /ingest bodies: folded stacks (`a;b;c N`, root first) or pprof.
+
+A pprof body comes raw or, as Pyroscope's Go client sends it, as multipart/form-data
+whose `profile` part holds the (gzipped) profile. The query parameters (name, from,
+until, sampleRate, spyName) are parsed by ingest.IngestParams.
+"""
+
+from __future__ import annotations
+
+from email.message import Message
+from email.parser import BytesParser
+from email.policy import HTTP
+
+from perfsleuth.formats import ingest, window_pprof
+from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.model.fleet import Window
+from perfsleuth.model.profile import Frame, ProfileBuilder
+
+FORMATS = ("folded", "pprof")
+MAX_COUNT_DIGITS = 16
+
+
+def decode(
+    body: bytes, params: IngestParams, content_type: str, limit: int = ingest.MAX_DECOMPRESSED
+) -> Window:
+    """The Window a Pyroscope client pushed; PayloadError when it is refused."""
+    if params.format == "pprof":
+        return window_pprof.decode(_profile_part(body, content_type), params, limit)
+    if params.format != "folded":
+        raise PayloadError(f"format={params.format[:40]} is not supported: use folded or pprof")
+    return _folded(ingest.gunzip(body, limit), params)
+
+
+def _folded(body: bytes, params: IngestParams) -> Window:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PayloadError(f"folded stacks are not UTF-8 (byte {e.start})") from None
+    builder = ProfileBuilder(unit="samples", meta={"format": "folded", "spy": params.spy_name})
+    frames: dict[str, Frame] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            stack, count = _folded_line(line, number)
+            leaf_first = [frames.setdefault(name, Frame(name)) for name in reversed(stack)]
+            builder.add(leaf_first, count, count=count)
+    assert params.start is not None and params.end is not None  # parse() requires them
+    return Window(
+        id=params.window_id,
+        start=params.start,
+        end=params.end,
+        profile=builder.build(),
+        labels=dict(params.labels),
+        rate_hz=params.sample_rate,
+    )
+
+
+def _folded_line(line: str, number: int) -> tuple[list[str], int]:
+    stack, _, raw = line.rstrip().rpartition(" ")
+    if not stack or not raw.isdigit() or len(raw) > MAX_COUNT_DIGITS:
+        raise PayloadError(f"folded line {number}: expected `frame;frame;... COUNT`")
+    names = stack.split(";")
+    if len(names) > ingest.MAX_STACK_DEPTH:
+        raise PayloadError(f"folded line {number}: deeper than {ingest.MAX_STACK_DEPTH} frames")
+    for name in names:
+        ingest.text(name, f"folded line {number}: a frame")
+    return names, ingest.count(int(raw), f"folded line {number}: the count")
+
+
+def _profile_part(body: bytes, content_type: str) -> bytes:
+    """The pprof bytes of a raw body, or of the `profile` part of a multipart form."""
+    if not content_type.startswith("multipart/form-data"):
+        return body
+    head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace")
+    form = BytesParser(policy=HTTP).parsebytes(head + body)
+    for part in form.iter_parts() if form.is_multipart() else ():
+        if (
+            isinstance(part, Message)
+            and part.get_param("name", header="content-disposition") == "profile"
+        ):
+            payload = part.get_payload(decode=True)
+            if isinstance(payload, bytes):
+                return payload
+    raise PayloadError("multipart body without a `profile` part holding the pprof")

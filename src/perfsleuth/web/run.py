@@ -1,0 +1,77 @@
+"""Runs an app of web.app under uvicorn: bind checks, limits, quiet logs, clean shutdown.
+
+uvicorn handles SIGTERM and SIGINT itself: it stops accepting, lets the requests in
+flight finish (up to GRACE_S) and returns, so the caller can close what it holds.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+from starlette.applications import Starlette
+
+from perfsleuth.errors import UserError
+from perfsleuth.web.app import Limits, is_loopback
+
+GRACE_S = 10
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [ADDR]:PORT) checked; a UserError names what is wrong."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UserError(f"bad --listen {listen!r}: use HOST:PORT, e.g. 127.0.0.1:4040")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def check_tokens(host: str, tokens: Sequence[str], what: str) -> None:
+    """Refuses to listen off the loopback address without a token, and empty tokens."""
+    if any(not t.strip() for t in tokens):
+        raise UserError("an empty --token protects nothing: give a secret")
+    if not tokens and not is_loopback(host):
+        raise UserError(
+            f"{what} on {host} would accept anyone on the network: "
+            "add --token SECRET (or listen on 127.0.0.1)"
+        )
+
+
+def bind(host: str, port: int, limits: Limits) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=limits.backlog)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise UserError(f"port {port} is in use: pick another with --listen") from e
+        raise UserError(f"cannot listen on {host}:{port}: {e.strerror}") from e
+
+
+def serve(app: Starlette, sock: socket.socket, limits: Limits, *, verbose: bool = False) -> None:
+    """Serves until SIGTERM or SIGINT; returns once the requests in flight are done."""
+    config = uvicorn.Config(
+        app,
+        limit_concurrency=limits.concurrency,
+        timeout_keep_alive=int(limits.keep_alive_s),
+        timeout_graceful_shutdown=GRACE_S,
+        access_log=verbose,
+        log_config=None,
+        server_header=False,
+        lifespan="off",
+    )
+    _quiet_logs(verbose)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _quiet_logs(verbose: bool) -> None:
+    """One line per problem on stderr; uvicorn's startup chatter only with --verbose."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("perfsleuth: %(message)s"))
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        log = logging.getLogger(name)
+        log.handlers = [handler]
+        log.propagate = False
+        log.setLevel(logging.INFO if verbose else logging.WARNING)
