@@ -1,1 +1,2 @@
-"""The collector daemon: accepts pushes from agents, Pyroscope, OTLP and pprof clients into the fleet store."""
+"""The collector daemon: pushes from agents, Pyroscope, OTLP and pprof clients go into
+the fleet store."""

@@ -9,8 +9,7 @@ from ..errors import UserError
 from ..formats.counts import parse_counts
 from ..model.counts import Counts
 from ..model.profile import Profile
-from ..present import annotate_text
-from ..present.output import emit
+from ..present import formats_for, write
 from ..store.counts import find_counts, require_counts
 from ..views import annotate
 from ..views.callgraph import match_functions
@@ -52,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--src", action="append", metavar="DIR", help="where to look for source files"
     )
     add_filter_options(parser)
-    add_output_options(parser, ("text", "json"))
+    add_output_options(parser, formats_for("annotate"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if counts is not None:
         return annotate_counts(args, run_id, counts, profile, roots)
     doc = {"run": str(run_id), "files": annotate.annotate(profile, args.function, roots)}
-    emit(doc, args.format, args.output, annotate_text.render)
+    write("annotate", doc, args.format, args.output)
     return 0
 
 
@@ -88,7 +87,7 @@ def annotate_counts(
         recorded=counts.sources,
     )
     doc = {"run": str(run_id), "functions": sorted(functions), **doc}
-    emit(doc, args.format, args.output, annotate_text.render)
+    write("annotate", doc, args.format, args.output)
     return 0
 
 
@@ -105,5 +104,5 @@ def run_all(args: argparse.Namespace) -> int:
         context=args.context,
         recorded=counts.sources,
     )
-    emit({"run": str(run_id), **doc}, args.format, args.output, annotate_text.render)
+    write("annotate", {"run": str(run_id), **doc}, args.format, args.output)
     return 0

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..formats.counts import parse_counts
-from ..present import diff_text
-from ..present.output import emit
+from ..present import formats_for, write
 from ..store.counts import find_counts
 from ..views import diff
 from ..views.keys import GROUPINGS
@@ -25,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-n", type=int, help="rows to show (0 = all; default 30, all changes for count runs)"
     )
     add_filter_options(parser)
-    add_output_options(parser, ("text", "json"))
+    add_output_options(parser, formats_for("diff"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
         _s, a_id, a = load_profile(args, args.run_a)
         _s, b_id, b = load_profile(args, args.run_b)
         changed = diff.diff(a, b, by=args.by, n=30 if args.n is None else args.n)
-    emit({"a": str(a_id), "b": str(b_id), **changed}, args.format, args.output, diff_text.render)
+    write("diff", {"a": str(a_id), "b": str(b_id), **changed}, args.format, args.output)
     return 0

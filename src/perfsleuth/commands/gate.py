@@ -16,13 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from ..collect import valgrind
 from ..collect.options import RecordOptions
 from ..errors import UserError
 from ..formats.counts import parse_counts
-from ..present.output import emit
+from ..present import formats_for, write
 from ..store.counts import require_counts
 from ..store.runs import Store
 from .common import add_output_options, open_store
@@ -51,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", type=int, default=10, help="changes to show (default 10)")
     parser.add_argument("--only", metavar="FUNC", help="count only inside FUNC (as in record)")
     parser.add_argument("--keep-env", action="store_true", help="pass your environment through")
-    add_output_options(parser, ("text", "json"))
+    add_output_options(parser, formats_for("gate"))
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
 
 
@@ -74,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
     doc["run"] = str(info.id)
     doc["exit_status"] = info.exit_status
     doc["passed"] = doc["passed"] and not info.exit_status
-    emit(doc, args.format, args.output, render)
+    write("gate", doc, args.format, args.output)
     return 0 if doc["passed"] else 1
 
 
 def export(args: argparse.Namespace) -> int:
     store = open_store(args)
     doc = baseline_of(store, store.resolve(args.export))
-    emit(doc, "json", args.output, lambda d, c: None)
+    write("gate", doc, "json", args.output)
     if args.output:
         print(
             f"perfsleuth: wrote the baseline of run {args.export} to {args.output}", file=sys.stderr
@@ -189,28 +187,3 @@ def compare(baseline: dict, current: dict, limit: float, n: int) -> dict[str, An
         "same_build": baseline["build_id"] == current["build_id"],
         "changes": deltas[: n if n > 0 else None],
     }
-
-
-def render(doc: dict, console: Console) -> None:
-    verdict = "PASS" if doc["passed"] else "FAIL"
-    console.print(
-        f"{verdict}: {doc['total_baseline']:,} → {doc['total']:,} {doc['event']} "
-        f"({100 * doc['change']:+.3f}%, allowed +{100 * doc['max_increase']:.3f}%) "
-        f"baseline run {doc['baseline']}, this run {doc['run']}",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
-    if doc["exit_status"]:
-        console.print(
-            f"FAIL: the workload exited with status {doc['exit_status']}",
-            markup=False,
-            soft_wrap=True,
-        )
-    for row in doc["changes"]:
-        console.print(
-            f"{row['a']:>15,} → {row['b']:>15,} {row['delta']:>+15,}  {row['function']}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )

@@ -11,7 +11,8 @@ from ..collect import run_facts
 from ..errors import UserError
 from ..formats import DESCRIPTIONS, read_any
 from ..model.run import Recording
-from ..present.output import emit
+from ..present import write
+from ..present.json import RECORDED
 from ..store.runs import Store
 from .common import add_output_options
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     info = store.add_run(facts, Recording(profile))
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
-        emit(summary, "json", args.output, lambda d, c: None)
+        write(RECORDED, summary, "json", args.output)
     else:
         print(
             f"perfsleuth: imported {path} ({fmt}, {profile.num_samples:,} samples) "

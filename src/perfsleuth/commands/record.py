@@ -15,7 +15,8 @@ from ..cpucache import model as cache_model
 from ..errors import UserError
 from ..model.profile import Profile
 from ..model.run import RunInfo
-from ..present.output import emit
+from ..present import write
+from ..present.json import RECORDED
 from ..store.runs import Store
 from .common import add_output_options
 
@@ -172,5 +173,5 @@ def run(args: argparse.Namespace) -> int:
     warn_missing_symbols(info, profile)
     if args.format == "json":
         doc = {**info.summary(), "samples": profile.num_samples, "unit": profile.unit}
-        emit(doc, "json", args.output, lambda d, c: None)
+        write(RECORDED, doc, "json", args.output)
     return info.exit_status or 0

@@ -8,6 +8,9 @@ from typing import IO, Any
 from . import Output
 from .text import RENDERERS
 
+# What `record` and `import` stored: JSON for scripts; people get a line on stderr.
+RECORDED = "recorded"
+
 
 def _dump(doc: Any, fh: IO[Any]) -> None:
     json.dump(doc, fh, indent=1, default=str)
@@ -18,5 +21,5 @@ OUTPUT = Output(
     name="json",
     help="one JSON document, for scripts",
     # Every document people read as text is one JSON document too.
-    writers=dict.fromkeys(RENDERERS, _dump),
+    writers=dict.fromkeys([*RENDERERS, RECORDED], _dump),
 )

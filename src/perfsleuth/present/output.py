@@ -1,14 +1,13 @@
-"""Writes a command's result: one JSON document, or text for people.
+"""Where outputs write (a file or stdout) and the text outputs' shared helpers.
 
 Text goes through rich: aligned tables, colour only when stdout is a terminal.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -17,7 +16,6 @@ from rich.text import Text
 
 from ..errors import UserError
 
-TextRenderer = Callable[[Any, Console], None]
 PIPE_WIDTH = 160
 
 
@@ -39,15 +37,6 @@ def console_for(fh: IO[str]) -> Console:
         return Console()
     width = int(os.environ.get("COLUMNS", PIPE_WIDTH))
     return Console(file=fh, no_color=True, width=width, highlight=False, soft_wrap=False)
-
-
-def emit(doc: Any, fmt: str, out: str | None, render_text: TextRenderer) -> None:
-    with destination(out) as fh:
-        if fmt == "json":
-            json.dump(doc, fh, indent=1, default=str)
-            fh.write("\n")
-        else:
-            render_text(doc, console_for(fh))
 
 
 def cell(text: str) -> Text:

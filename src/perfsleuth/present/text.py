@@ -28,6 +28,7 @@ RENDERERS = {
     "threads": ("threads_text", "render"),
     "compare": ("experiments_text", "render_compare"),
     "try": ("experiments_text", "render_try"),
+    "gate": ("gate_text", "render"),
 }
 
 
