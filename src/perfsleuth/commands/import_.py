@@ -17,7 +17,7 @@ from ..store.runs import Store
 from .common import add_output_options
 
 NAME = "import"
-HELP = "import perf.data, perf script text, folded stacks, pprof or callgrind/cachegrind output"
+HELP = f"import a profile file as a run: {DESCRIPTIONS}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
