@@ -53,6 +53,7 @@ from .model import Geometry, Level
 from .trace import PAGE_SIZE
 
 PLACEHOLDER = "{n}"
+WorkingSet = Literal["cached_lines", "data_lines"]  # what a fit counts
 
 
 def parse_scale(spec: str) -> list[int]:
@@ -89,36 +90,10 @@ def project(runs: list[MeasuredRun], geometry: Geometry, limits: Limits | None =
     measured."""
     limits = limits or {}
     touched = fit([(r["n"], r["data_lines"]) for r in runs])
-    key: Literal["cached_lines", "data_lines"] = (
-        "cached_lines" if geometry.prefetch else "data_lines"
-    )
+    key: WorkingSet = "cached_lines" if geometry.prefetch else "data_lines"
     line = fit([(r["n"], r[key]) for r in runs])
-    low, high = runs[0]["n"], runs[-1]["n"]
     llc = limits.get("llc") or {"reason": "not measured"}
-    cliffs: list[Cliff] = []
-    for index, level in enumerate(geometry.levels):
-        # the model's prefetcher fills the levels below the first (model.py)
-        demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
-        held = touched if demand else line
-        offsets = runs[-1].get("touched_offsets") if demand else runs[-1].get("line_offsets")
-        nominal = level.lines(geometry.line_size)
-        capacity: Capacity = {"capacity_lines": nominal, "capacity_source": "sysfs"}
-        if index == len(geometry.levels) - 1 and index > 0:
-            capacity = llc_capacity(llc, nominal, geometry.line_size, held)
-        share = usable_share(offsets, set_groups(level, geometry.line_size))
-        usable = round(capacity["capacity_lines"] * share)
-        n = crossing(held, usable)
-        cliffs.append(
-            {
-                "level": level.name,
-                "working_set": "data_lines" if demand else key,
-                **capacity,
-                "usable_share": share,
-                "usable_lines": usable,
-                "n": n,
-                "in_range": n is not None and low <= n <= high,
-            }
-        )
+    cliffs = [level_cliff(runs, geometry, index, key, llc) for index in range(len(geometry.levels))]
     intercept, slope = line
     return {
         "runs": [
@@ -133,10 +108,43 @@ def project(runs: list[MeasuredRun], geometry: Geometry, limits: Limits | None =
             "lines_per_n": slope,
             "bytes_per_n": slope * geometry.line_size,
         },
-        "range": [low, high],
+        "range": [runs[0]["n"], runs[-1]["n"]],
         "cliffs": cliffs,
         "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
         "geometry": geometry.to_json(),
+    }
+
+
+def level_cliff(
+    runs: list[MeasuredRun],
+    geometry: Geometry,
+    index: int,
+    fitted: WorkingSet,
+    llc: LlcLimit,
+) -> Cliff:
+    """Where the working set outgrows level `index` of the geometry: its fit against n
+    reaches the capacity that the sets its lines use hold."""
+    level = geometry.levels[index]
+    # the model's prefetcher fills the levels below the first (model.py)
+    demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
+    working_set: WorkingSet = "data_lines" if demand else fitted
+    held = fit([(r["n"], r[working_set]) for r in runs])
+    offsets = runs[-1].get("touched_offsets") if demand else runs[-1].get("line_offsets")
+    nominal = level.lines(geometry.line_size)
+    capacity: Capacity = {"capacity_lines": nominal, "capacity_source": "sysfs"}
+    if index == len(geometry.levels) - 1 and index > 0:
+        capacity = llc_capacity(llc, nominal, geometry.line_size, held)
+    share = usable_share(offsets, set_groups(level, geometry.line_size))
+    usable = round(capacity["capacity_lines"] * share)
+    n = crossing(held, usable)
+    return {
+        "level": level.name,
+        "working_set": working_set,
+        **capacity,
+        "usable_share": share,
+        "usable_lines": usable,
+        "n": n,
+        "in_range": n is not None and runs[0]["n"] <= n <= runs[-1]["n"],
     }
 
 
