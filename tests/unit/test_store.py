@@ -52,6 +52,9 @@ def test_resolve_latest_and_back(store_path: Path):
         store.resolve("latest~3")
     with pytest.raises(UserError):
         store.resolve("9")
+    for not_a_number in ("²", "latest~²", "٣"):
+        with pytest.raises(UserError):
+            store.resolve(not_a_number)
     assert [r.id for r in store.runs()] == [3, 2, 1]
 
 

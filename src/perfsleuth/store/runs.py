@@ -423,14 +423,14 @@ def resolve(ref: str | None, ids: list[int], root: Path) -> int:
         raise UserError(f"the store {root}/ has no runs yet; record one first")
     if ref.startswith("latest"):
         back = ref[len("latest") :]
-        steps = int(back[1:]) if back.startswith("~") and back[1:].isdigit() else None
+        steps = int(back[1:]) if back.startswith("~") and _is_number(back[1:]) else None
         if back and steps is None:
             raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
         steps = steps or 0
         if steps >= len(ids):
             raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
         return int(ids[steps])
-    if ref.isdigit() and int(ref) in ids:
+    if _is_number(ref) and int(ref) in ids:
         return int(ref)
     raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
 
@@ -455,3 +455,8 @@ def _run_from_row(row: tuple) -> RunInfo:
         source=values["source"] or "",
         meta=json.loads(values["meta"]) if values["meta"] else {},
     )
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '²', which int() refuses."""
+    return text.isascii() and text.isdigit()
