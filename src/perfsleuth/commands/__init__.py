@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "try_",
     "gate",
     "cache",
+    "fleet",
     "collector",
 )
 

@@ -29,6 +29,8 @@ RENDERERS = {
     "compare": ("experiments_text", "render_compare"),
     "try": ("experiments_text", "render_try"),
     "gate": ("gate_text", "render"),
+    "fleet-top": ("fleet_text", "render_top"),
+    "fleet-status": ("fleet_text", "render_status"),
 }
 
 

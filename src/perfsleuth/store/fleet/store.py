@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from ...errors import UserError
 from ...model.fleet import Window
+from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
 from .layout import (
     LAYOUT_FILE,
@@ -21,6 +22,7 @@ from .layout import (
     window_file,
 )
 from .reading import Selection, select
+from .retention import expire
 from .writer import parquet_bytes, window_tables
 
 T = TypeVar("T")
@@ -101,6 +103,18 @@ class FleetStore:
         from .status import status  # status reads the whole listing: only when asked
 
         return self._guard(lambda: status(self.files, self.root))
+
+    def compact(self) -> Compacted:
+        """Merge each partition's small files, deduplicate stacks and frames, write rollups.
+
+        Readers running meanwhile count every sample once (compaction.py says how)."""
+        if not self.has_data():
+            return Compacted()
+        return self._guard(lambda: compact(self.files))
+
+    def expire(self, older_than: float) -> list[str]:
+        """Delete the hour partitions ending at or before unix time `older_than`."""
+        return self._guard(lambda: expire(self.files, older_than))
 
     def has_data(self) -> bool:
         return self._guard(lambda: self.files.exists(LAYOUT_FILE))

@@ -1,0 +1,102 @@
+"""The query engine seam: SQL over the three tables of a Selection.
+
+Queries (queries.py) need one thing from an engine: the samples of a time range and
+label filter summed per stack, joined with the stacks and the frames they use. That is
+all the work proportional to the number of samples; the rest works on distinct stacks.
+An engine registers `samples`, `stacks` and `frames` over a Selection's files and runs
+these statements in its dialect. DuckDB here, embedded, reading the files through
+pyarrow datasets (so S3 works without DuckDB's httpfs extension).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import duckdb
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from ..model.fleet import LABELS
+from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
+from ..store.fleet.reading import Selection
+from .filters import Condition
+
+
+@dataclass(frozen=True)
+class StackWeights:
+    """Per distinct stack of the range: its frame ids (leaf first), samples and CPU ns."""
+
+    stacks: pa.Table  # stack_id, frame_ids, samples, cpu_ns
+    frames: pa.Table  # FRAMES_SCHEMA rows of every frame those stacks use
+
+
+class Engine(Protocol):
+    def stack_weights(
+        self, selection: Selection, start: float, end: float, where: list[Condition]
+    ) -> StackWeights: ...
+
+
+def _label(key: str) -> str:
+    if key == "pid":
+        return "CAST(pid AS VARCHAR)"
+    if key in LABELS:
+        return key
+    return f"coalesce(json_extract_string(labels, '$.\"{key}\"'), '')"
+
+
+def _condition(c: Condition) -> str:
+    match = f"regexp_full_match({_label(c.key)}, ?)"
+    return {
+        "=": f"{_label(c.key)} = ?",
+        "!=": f"{_label(c.key)} <> ?",
+        "=~": match,
+        "!~": f"NOT {match}",
+    }[c.op]
+
+
+class DuckDB:
+    """Fleet queries embedded in this process."""
+
+    def stack_weights(
+        self, selection: Selection, start: float, end: float, where: list[Condition]
+    ) -> StackWeights:
+        con = duckdb.connect()
+        try:
+            for name, files, schema in (
+                ("samples", selection.samples, SAMPLES_SCHEMA),
+                ("stacks", selection.stacks, STACKS_SCHEMA),
+                ("frames", selection.frames, FRAMES_SCHEMA),
+            ):
+                dataset = ds.dataset(files, schema=schema, filesystem=selection.fs)
+                con.register(name, dataset)
+            filters = "".join(f" AND {_condition(c)}" for c in where)
+            con.execute(
+                f"""CREATE TEMP TABLE weights AS
+                SELECT w.stack_id, s.frame_ids, w.samples, w.cpu_ns
+                FROM (SELECT stack_id, sum(samples) AS samples, sum(cpu_ns) AS cpu_ns
+                      FROM samples
+                      WHERE time >= make_timestamp(?::BIGINT * 1000)
+                        AND time < make_timestamp(?::BIGINT * 1000){filters}
+                      GROUP BY stack_id) w
+                JOIN (SELECT DISTINCT stack_id, frame_ids FROM stacks) s USING (stack_id)""",
+                [_ms(start), _ms(end), *[c.value for c in where]],
+            )
+            stacks = con.sql("SELECT * FROM weights ORDER BY stack_id").to_arrow_table()
+            frames = con.sql(
+                """SELECT DISTINCT f.* FROM frames f
+                WHERE frame_id IN (SELECT unnest(frame_ids) FROM weights)
+                ORDER BY frame_id"""
+            ).to_arrow_table()
+        finally:
+            con.close()
+        return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
+
+
+def _ms(t: float) -> int:
+    """Unix seconds as whole milliseconds, the stored time's resolution (no float drift)."""
+    return round(t * 1000)
+
+
+def _table(result: pa.Table | pa.RecordBatchReader) -> pa.Table:
+    return result.read_all() if isinstance(result, pa.RecordBatchReader) else result

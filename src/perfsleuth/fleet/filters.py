@@ -1,0 +1,50 @@
+"""`--where 'service=api,host=~web-.*,version!=1.4'`: label conditions over fleet samples.
+
+Keys are the LABELS columns (host, service, pid, comm, exe, build_id, cgroup) or any
+user label. `=` and `!=` compare exactly, `=~` and `!~` match a regular expression
+against the whole value. A sample without a user label has "" for it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+OPERATORS = ("!~", "=~", "!=", "=")
+KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class Condition:
+    key: str
+    op: str  # one of OPERATORS
+    value: str
+
+
+def parse(where: str | None) -> list[Condition]:
+    """The conditions of a --where text, all of which a sample must meet."""
+    return [_condition(part.strip()) for part in (where or "").split(",") if part.strip()]
+
+
+def _condition(text: str) -> Condition:
+    for op in OPERATORS:
+        key, found, value = text.partition(op)
+        if found and "=" not in key and "!" not in key:
+            key = key.strip()
+            if not KEY.fullmatch(key):
+                break
+            if op.endswith("~"):
+                _check_regex(value)
+            return Condition(key, op, value)
+    raise UserError(
+        f"bad --where condition {text!r}: write key=value, key!=value, key=~regex or key!~regex"
+    )
+
+
+def _check_regex(pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise UserError(f"bad regular expression {pattern!r} in --where: {e}") from None
