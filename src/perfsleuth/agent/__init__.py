@@ -1,1 +1,1 @@
-"""The agent daemon: samples every process of a host continuously and pushes windows to a collector."""
+"""The agent daemon: samples every process of a host continuously, pushes windows to a collector."""

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "cache",
     "fleet",
     "collector",
+    "agent",
 )
 
 

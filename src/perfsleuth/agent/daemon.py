@@ -1,0 +1,338 @@
+"""The agent's loop: perf rotates a file per window; each becomes a spooled, then sent, window.
+
+One thread does everything in turn (no locks, bounded work per turn): learn new
+pids, convert rotated files into windows, spool them, send the spool oldest first
+while the collector answers, and report the agent's own cost once per window.
+SIGTERM and SIGINT stop perf, which writes the window in progress; that window is
+spooled like the others, one last send is tried, and what is left stays spooled
+for the next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..collect.system_wide import SystemRecorder, check_access, current_access
+from ..errors import UserError
+from ..formats import window_pprof
+from .forked import ChildFailed, run_forked
+from .host_symbols import HostSymbolizer, Learnt
+from .overhead import Meter, children_cpu
+from .processes import ProcessTable
+from .sender import Backoff, Sender, SendError
+from .spool import Spool
+from .windows import convert
+
+# Longest the loop spends sending before it converts again; and on the way out.
+SEND_BUDGET_S = 2.0
+FINAL_SEND_BUDGET_S = 5.0
+# perf's files waiting for conversion; past this (a stalled agent), the oldest go.
+MAX_RAW_FILES = 6
+TICK_S = 0.25
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    server: str
+    spool: Path
+    token: str | None = None
+    freq: int = 19
+    window_s: int = 10
+    max_spool_bytes: int = 256 << 20
+    call_graph: str = "dwarf"
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Counters:
+    windows: int = 0
+    sent: int = 0
+    dropped: int = 0  # unreadable or refused here; the spool counts its own drops
+    samples: int = 0
+    lost_samples: int = 0
+
+
+@dataclass(frozen=True)
+class Made:
+    """What the forked converter hands back for one perf.data file."""
+
+    samples: int
+    lost: int
+    spooled: tuple[dict[str, Any], bytes] | None  # (spool meta, encoded window)
+    learnt: Learnt
+
+
+def log_stderr(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} perfsleuth agent: {message}", file=sys.stderr, flush=True)
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, log: Callable[[str], None] = log_stderr) -> None:
+        self.config = config
+        self.log = log
+        self.labels = {"host": socket.gethostname(), "service": "system", **config.labels}
+        self.run_dir = config.spool / "perf" / f"{time.time_ns()}"
+        self.recorder = SystemRecorder(
+            self.run_dir, freq=config.freq, window_s=config.window_s, call_graph=config.call_graph
+        )
+        self.spool = Spool(config.spool / "windows", config.max_spool_bytes)
+        self.sender = Sender(config.server, config.token)
+        self.backoff = Backoff()
+        self.symbolizer = HostSymbolizer()
+        self.processes = ProcessTable()
+        self.meter = Meter()
+        self.counts = Counters()
+        self.stopping = False
+        self.window_end = time.time()
+        self._reported = (time.monotonic(), 0)
+
+    # -- the loop -------------------------------------------------------------
+
+    def run(self) -> int:
+        check_access(current_access())
+        lock = self._lock()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._stop)
+        try:
+            self._recover()
+            self.processes.scan()
+            self.window_end = time.time()
+            self.recorder.start()
+            (self.run_dir / "perf.pid").write_text(str(self.recorder.pid))
+            self._started()
+            self._loop()
+        finally:
+            self._shutdown()
+            lock.close()
+        return 0
+
+    def _stop(self, signum: int, _frame: Any) -> None:
+        self.stopping = True
+
+    def _loop(self) -> None:
+        scan_every = max(1.0, self.config.window_s / 4)
+        next_scan = next_report = time.monotonic()
+        while not self.stopping:
+            now = time.monotonic()
+            if now >= next_scan:
+                self.processes.scan()
+                next_scan = now + scan_every
+            self._collect(self.recorder.rotated())
+            self._send(SEND_BUDGET_S)
+            if now >= next_report:
+                self._report()
+                next_report = now + self.config.window_s
+            if not self.recorder.running():
+                raise UserError(f"perf record stopped: {self.recorder.last_error()}")
+            time.sleep(TICK_S)
+
+    def _shutdown(self) -> None:
+        self.recorder.stop()
+        self._collect(self.recorder.rotated())
+        self._send(FINAL_SEND_BUDGET_S, final=True)
+        self._report()
+        left = len(self.spool.pending())
+        self.log(
+            f"stopped: {self.counts.sent} windows sent, {left} left in the spool for the next "
+            f"start, {self.counts.dropped + self.spool.dropped} dropped"
+        )
+
+    # -- windows --------------------------------------------------------------
+
+    def _collect(self, files: list[Path]) -> None:
+        for stale in files[:-MAX_RAW_FILES]:
+            self._drop(stale, "the agent fell behind perf")
+        for path in files[-MAX_RAW_FILES:]:
+            self._close(path, start=self.window_end)
+
+    def _close(self, path: Path, start: float) -> None:
+        end = path.stat().st_mtime
+        before = children_cpu()
+        try:
+            made = run_forked(lambda: self._convert(path, min(start, end), end))
+        except (UserError, ChildFailed) as e:
+            self._drop(path, str(e))
+            return
+        finally:
+            self.meter.converters_cpu_s += children_cpu() - before
+        self.symbolizer.learn(made.learnt)
+        self.window_end = max(self.window_end, end)
+        self.counts.samples += made.samples
+        self.counts.lost_samples += made.lost
+        if made.spooled is not None:
+            self._spool(*made.spooled)
+        path.unlink()
+        self.processes.end_window()
+
+    def _convert(self, path: Path, start: float, end: float) -> Made:
+        """In the forked converter: the window, encoded, and what the symbolizer learnt."""
+        self.symbolizer.take_new()
+        converted = convert(
+            path,
+            start=start,
+            end=end,
+            labels=self.labels,
+            rate_hz=self.config.freq,
+            symbolizer=self.symbolizer,
+            processes=self.processes,
+        )
+        spooled = None
+        if (w := converted.window) is not None:
+            meta = {"id": w.id, "end": w.end, "query": window_pprof.query(w)}
+            spooled = (meta, window_pprof.encode(w))
+        return Made(converted.samples, converted.lost, spooled, self.symbolizer.take_new())
+
+    def _spool(self, meta: dict[str, Any], body: bytes) -> None:
+        dropped = self.spool.put(meta, body)
+        self.counts.windows += 1
+        if dropped:
+            self.log(
+                f"spool full ({self.config.max_spool_bytes >> 20} MB): dropped the oldest "
+                f"window(s) {', '.join(dropped)}; {self.spool.dropped} dropped so far "
+                "(raise --max-spool-mb or check the collector)"
+            )
+
+    def _drop(self, path: Path, why: str) -> None:
+        path.unlink(missing_ok=True)
+        self.counts.dropped += 1
+        self.log(f"dropped window {path.name} ({why}); {self.counts.dropped} dropped so far")
+
+    # -- sending --------------------------------------------------------------
+
+    def _send(self, budget_s: float, final: bool = False) -> None:
+        deadline = time.monotonic() + budget_s
+        for path in self.spool.pending():
+            if time.monotonic() > deadline or not (final or self.backoff.ready(time.monotonic())):
+                return
+            item = self.spool.load(path)
+            if item is None:
+                continue
+            try:
+                self.sender.push(item.meta, item.body)
+            except SendError as e:
+                if e.retry:
+                    delay = self.backoff.failed(time.monotonic())
+                    self.log(f"window {item.meta['id']} not sent ({e}); retrying in {delay:.0f}s")
+                    return
+                self.spool.remove(path)
+                self.counts.dropped += 1
+                self.log(f"window {item.meta['id']} refused by the collector ({e}); dropped")
+                continue
+            self.backoff.succeeded()
+            self.spool.remove(path)
+            self.counts.sent += 1
+
+    # -- metrics --------------------------------------------------------------
+
+    def _report(self) -> None:
+        metrics = self.metrics()
+        mb = 1 << 20
+        self.log(
+            f"{metrics['samples_per_s']:.1f} samples/s, {self.counts.windows} windows "
+            f"({self.counts.sent} sent, {metrics['windows_dropped']} dropped, "
+            f"{metrics['spool_windows']} spooled in {metrics['spool_bytes'] / mb:.1f} MB); "
+            f"own cost {metrics['cpu_share']:.2%} of the host's CPU, RSS agent "
+            f"{metrics['agent_rss_bytes'] / mb:.0f} MB + perf {metrics['perf_rss_bytes'] / mb:.0f} "
+            f"MB; perf lost {self.counts.lost_samples} samples"
+        )
+        with contextlib.suppress(SendError):  # collector away: the window pushes say so
+            self.sender.post_status(metrics)
+
+    def metrics(self) -> dict[str, Any]:
+        usage = self.meter.read(self.recorder.pid if self.recorder.running() else None)
+        now = time.monotonic()
+        then, samples_then = self._reported
+        self._reported = (now, self.counts.samples)
+        pending = self.spool.pending()
+        return {
+            "host": self.labels["host"],
+            "labels": self.labels,
+            "time": time.time(),
+            "freq_hz": self.config.freq,
+            "window_s": self.config.window_s,
+            "call_graph": self.config.call_graph,
+            "cpu_share": usage.cpu_share,
+            "agent_cpu_s": usage.agent_cpu_s,
+            "perf_cpu_s": usage.perf_cpu_s,
+            "agent_rss_bytes": usage.agent_rss_bytes,
+            "perf_rss_bytes": usage.perf_rss_bytes,
+            "samples": self.counts.samples,
+            "samples_per_s": (self.counts.samples - samples_then) / max(now - then, 1e-6),
+            "lost_samples": self.counts.lost_samples,
+            "windows": self.counts.windows,
+            "windows_sent": self.counts.sent,
+            "windows_dropped": self.counts.dropped + self.spool.dropped,
+            "spool_windows": len(pending),
+            "spool_bytes": self.spool.size,
+            "symbolized_addresses": self.symbolizer.lookups,
+        }
+
+    # -- start ----------------------------------------------------------------
+
+    def _lock(self) -> Any:
+        self.config.spool.mkdir(parents=True, exist_ok=True)
+        lock = open(self.config.spool / "agent.lock", "w")  # noqa: SIM115 - held while running
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise UserError(
+                f"another agent uses the spool {self.config.spool}: stop it, or give this one "
+                "its own --spool DIR"
+            ) from None
+        return lock
+
+    def _recover(self) -> None:
+        """Windows a previous agent left behind (killed, or its perf still finishing)."""
+        for old in sorted((self.config.spool / "perf").glob("*")):
+            if old == self.run_dir or not old.is_dir():
+                continue
+            _wait_for_perf(old)
+            unfinished = old / "perf.data"
+            if unfinished.exists():  # perf died without closing it: try it, drop if cut
+                stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(unfinished.stat().st_mtime))
+                unfinished.rename(old / f"perf.data.{stamp}00")
+            for path in sorted(old.glob("perf.data.*")):
+                self._close(path, start=path.stat().st_mtime - self.config.window_s)
+            for rest in old.iterdir():
+                rest.unlink()
+            old.rmdir()
+
+    def _started(self) -> None:
+        c = self.config
+        self.log(
+            f"sampling every CPU at {c.freq} Hz with {c.call_graph} stacks, one window every "
+            f"{c.window_s}s to {c.server} as {self.labels}; spool {c.spool} "
+            f"(at most {c.max_spool_bytes >> 20} MB, {len(self.spool.pending())} waiting)"
+        )
+
+
+def _wait_for_perf(run_dir: Path, timeout: float = 15.0) -> None:
+    """The perf of a killed agent gets SIGINT and writes its last file: let it finish."""
+    try:
+        pid = int((run_dir / "perf.pid").read_text())
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _is_perf(pid):
+        time.sleep(0.2)
+
+
+def _is_perf(pid: int) -> bool:
+    try:
+        return (
+            os.readlink(f"/proc/{pid}/exe").endswith("perf")
+            or "perf" in Path(f"/proc/{pid}/comm").read_text()
+        )
+    except OSError:
+        return False

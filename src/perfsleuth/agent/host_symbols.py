@@ -1,0 +1,93 @@
+"""Symbolization on the host, once per build-id and address, across windows.
+
+The agent symbolizes, not the collector: the host has the very binaries and
+debug info its processes run (the collector would need every host's files),
+and a window's addresses mostly repeat the previous window's, so a cache that
+lives as long as the agent makes each window's work the few new addresses only.
+Frames that cannot be named keep their DSO and offset (formats.perf_data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..model.profile import Frame
+from ..symbols import Symbolizer
+
+# About 200 bytes an entry: bounds the cache near 40 MB on a host that runs
+# very many distinct binaries; cleared when full (it refills in a window or two).
+MAX_ENTRIES = 200_000
+
+
+@dataclass(frozen=True)
+class Learnt:
+    user: dict[tuple[str, str, int], tuple[Frame, ...]]
+    kernel: dict[int, Frame]
+    lookups: int
+
+
+class HostSymbolizer(Symbolizer):
+    """A Symbolizer that remembers every answer, keyed by build-id (or path) and address."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        super().__init__()
+        self.max_entries = max_entries
+        self.user: dict[tuple[str, str, int], tuple[Frame, ...]] = {}
+        self.kernel: dict[int, Frame] = {}
+        self.lookups = 0  # addresses asked of the tools, for the agent's metrics
+        # answers since the last take_new(): a forked converter hands them back
+        self.new_user: dict[tuple[str, str, int], tuple[Frame, ...]] = {}
+        self.new_kernel: dict[int, Frame] = {}
+
+    def symbolize_offsets(
+        self, items: Iterable[tuple[str, str, int]]
+    ) -> dict[tuple[str, int], tuple[Frame, ...]]:
+        items = list(items)
+        self._make_room(len(items))
+        new = [(p, b, o) for p, b, o in set(items) if (p, b, o) not in self.user]
+        if new:
+            self.lookups += len(new)
+            answers = super().symbolize_offsets(new)
+            for path, bid, offset in new:
+                self.new_user[(path, bid, offset)] = answers[(path, offset)]
+            self.user.update(self.new_user)
+        return {(p, o): self.user[(p, b, o)] for p, b, o in items}
+
+    def kernel_frames(
+        self,
+        addrs: Iterable[int],
+        *,
+        build_id: str = "",
+        release: str = "",
+        text_addr: int | None = None,
+    ) -> dict[int, Frame]:
+        wanted = set(addrs)
+        self._make_room(len(wanted))
+        new = wanted - self.kernel.keys()
+        if new:
+            self.lookups += len(new)
+            found = super().kernel_frames(
+                new, build_id=build_id, release=release, text_addr=text_addr
+            )
+            self.new_kernel.update(found)
+            self.kernel.update(found)
+        return {a: self.kernel[a] for a in wanted}
+
+    def take_new(self) -> Learnt:
+        """The answers found since the previous call (and forget that they were new)."""
+        learnt = Learnt(self.new_user, self.new_kernel, self.lookups)
+        self.new_user, self.new_kernel, self.lookups = {}, {}, 0
+        return learnt
+
+    def learn(self, learnt: Learnt) -> None:
+        """Add answers found by a copy of this symbolizer (in a forked converter)."""
+        self._make_room(len(learnt.user) + len(learnt.kernel))
+        self.user.update(learnt.user)
+        self.kernel.update(learnt.kernel)
+        self.lookups += learnt.lookups
+
+    def _make_room(self, n: int) -> None:
+        if len(self.user) + len(self.kernel) + n > self.max_entries:
+            self.user.clear()
+            self.kernel.clear()

@@ -1,0 +1,76 @@
+"""The agent's own cost: CPU of the agent and of its perf, their memory.
+
+CPU comes from /proc/PID/stat (utime + stime) for both processes, so perf's
+share is known while it runs (a child's rusage only arrives once it is reaped);
+the agent's forked converters are added as they are reaped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int | str) -> float:
+    """User + system CPU time of a process so far; 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # after "pid (comm)": state is field 3, utime 14 and stime 15
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def children_cpu() -> float:
+    """CPU time of the reaped children so far."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def rss_bytes(pid: int | str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass(frozen=True)
+class Usage:
+    agent_cpu_s: float
+    perf_cpu_s: float
+    cpu_share: float  # of the whole host (all CPUs), since the previous reading
+    agent_rss_bytes: int
+    perf_rss_bytes: int
+
+
+class Meter:
+    def __init__(self, ncpus: int | None = None) -> None:
+        self.ncpus = ncpus or os.cpu_count() or 1
+        self.perf_cpu_s = 0.0
+        self.converters_cpu_s = 0.0  # the forked window converters, counted as the agent's
+        self._last = (time.monotonic(), cpu_seconds("self"), 0.0)
+
+    def read(self, perf_pid: int | None) -> Usage:
+        now, agent = time.monotonic(), cpu_seconds("self") + self.converters_cpu_s
+        if perf_pid is not None:
+            # keep the last value seen: perf's counter vanishes when it exits
+            self.perf_cpu_s = max(self.perf_cpu_s, cpu_seconds(perf_pid))
+        then, agent_then, perf_then = self._last
+        self._last = (now, agent, self.perf_cpu_s)
+        used = agent - agent_then + self.perf_cpu_s - perf_then
+        share = used / max(now - then, 1e-6) / self.ncpus
+        return Usage(
+            agent_cpu_s=agent,
+            perf_cpu_s=self.perf_cpu_s,
+            cpu_share=share,
+            agent_rss_bytes=rss_bytes("self"),
+            perf_rss_bytes=rss_bytes(perf_pid) if perf_pid is not None else 0,
+        )

@@ -1,0 +1,144 @@
+"""Whole-host sampling: one `perf record -a` that rotates its perf.data every window.
+
+perf samples every process on every CPU, user and kernel, and with
+`--switch-output=<N>s` closes the current file every N seconds as
+`perf.data.<timestamp>` (complete: header, build-ids, and the mmaps of every
+process, which perf synthesizes again at each rotation) and starts a new one.
+The caller turns each rotated file into a window.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from .perf import call_graph_args, perf_binary
+
+PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
+# Bits of /proc/self/status CapEff that allow system-wide perf events.
+CAP_SYS_ADMIN = 21
+CAP_PERFMON = 38
+PR_SET_PDEATHSIG = 1
+ROTATED = "perf.data.*"
+
+
+@dataclass(frozen=True)
+class Access:
+    """What decides whether this process may sample the whole host."""
+
+    euid: int
+    cap_eff: int
+    paranoid: int | None  # None: the sysctl is unreadable (no perf events in this kernel)
+
+
+def current_access(paranoid: Path = PARANOID) -> Access:
+    cap_eff = 0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                cap_eff = int(line.split()[1], 16)
+    except OSError:
+        pass
+    try:
+        level: int | None = int(paranoid.read_text().strip())
+    except (OSError, ValueError):
+        level = None
+    return Access(os.geteuid(), cap_eff, level)
+
+
+def check_access(access: Access) -> None:
+    """Raise a one-line UserError saying what is missing to sample every CPU."""
+    if access.paranoid is None:
+        raise UserError(
+            f"{PARANOID} is missing: this kernel has no perf events "
+            "(CONFIG_PERF_EVENTS); run the agent on a kernel built with them"
+        )
+    privileged = access.euid == 0 or access.cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN)
+    if privileged or access.paranoid <= 0:  # 0 allows CPU-wide events to anyone
+        return
+    raise UserError(
+        f"sampling every process needs root or CAP_PERFMON, and this agent runs as uid "
+        f"{access.euid} without it (kernel.perf_event_paranoid={access.paranoid}): run it as "
+        "root, grant CAP_PERFMON (e.g. systemd AmbientCapabilities=CAP_PERFMON CAP_SYS_PTRACE), "
+        "or lower the limit: `sysctl kernel.perf_event_paranoid=0`"
+    )
+
+
+def _die_with_parent() -> None:
+    # perf must not outlive an agent killed with SIGKILL: SIGINT makes perf write
+    # its last file, which the restarted agent picks up.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+class SystemRecorder:
+    """`perf record -a -g` rotating perf.data files into `workdir` every `window_s`."""
+
+    def __init__(self, workdir: Path, *, freq: int, window_s: int, call_graph: str) -> None:
+        self.workdir = workdir
+        self.argv = [
+            perf_binary(),
+            "record",
+            "-a",
+            "-F",
+            str(freq),
+            *call_graph_args(call_graph),
+            # The host symbolizes from its own binaries: no copies into ~/.debug.
+            "--no-buildid-cache",
+            f"--switch-output={window_s}s",
+            "-o",
+            str(workdir / "perf.data"),
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = workdir / "perf.log"
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "wb") as log:
+            # Its own session: Ctrl-C reaches the agent only, which stops perf in order.
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.workdir,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        time.sleep(0.5)
+        if self.proc.poll() is not None:
+            raise UserError(f"perf record -a failed to start: {self.last_error()}")
+
+    def last_error(self) -> str:
+        try:
+            lines = [x for x in self.log.read_text(errors="replace").splitlines() if x.strip()]
+        except OSError:
+            return "no message"
+        return lines[-1].strip() if lines else "no message"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def rotated(self) -> list[Path]:
+        """Finished files, oldest first (perf names them by the time it closed them)."""
+        return sorted(self.workdir.glob(ROTATED))
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGINT: perf writes the current window as one last rotated file and exits."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

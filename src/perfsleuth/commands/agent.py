@@ -1,0 +1,99 @@
+"""perfsleuth agent: sample every process of this host continuously, push windows to a collector."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..agent.daemon import Agent, AgentConfig
+from ..errors import UserError
+
+NAME = "agent"
+HELP = "profile the whole host continuously and push windows to a collector (needs root)"
+
+LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
+# Label values travel in Pyroscope's name=SERVICE{k=v,...}: these would break it.
+BAD_VALUE = re.compile(r"[,{}=\s]")
+RESERVED = {"pid", "comm", "exe", "build_id", "cgroup"}  # per sample, read by the agent
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", required=True, help="collector URL, e.g. http://HOST:4040")
+    parser.add_argument("--token", help="bearer token the collector expects")
+    parser.add_argument(
+        "--freq", type=int, default=19, help="samples per second per CPU (default %(default)s)"
+    )
+    parser.add_argument(
+        "--labels",
+        default="",
+        metavar="k=v,...",
+        help="labels of every sample, e.g. service=api,version=1.4,environment=prod "
+        "(host is this host's name; service defaults to 'system')",
+    )
+    parser.add_argument(
+        "--window", type=int, default=10, metavar="S", help="seconds per window (default 10)"
+    )
+    parser.add_argument(
+        "--spool",
+        type=Path,
+        default=Path("/var/lib/perfsleuth/agent"),
+        metavar="DIR",
+        help="where windows wait for the collector (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-spool-mb",
+        type=int,
+        default=256,
+        metavar="N",
+        help="spool size limit; past it the oldest windows are dropped (default %(default)s)",
+    )
+    parser.add_argument(
+        "--call-graph",
+        choices=("dwarf", "fp"),
+        default="dwarf",
+        help="dwarf (default): correct stacks for binaries built without frame pointers; "
+        "fp: cheaper, when every binary keeps frame pointers",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return Agent(config(args)).run()
+
+
+def config(args: argparse.Namespace) -> AgentConfig:
+    url = urlparse(args.server)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise UserError(f"bad --server {args.server!r}: give the collector's URL, http://HOST:PORT")
+    if not 1 <= args.freq <= 10_000:
+        raise UserError(f"bad --freq {args.freq}: use 1..10000 samples per second per CPU")
+    if not 1 <= args.window <= 3600:
+        raise UserError(f"bad --window {args.window}: use 1..3600 seconds")
+    if args.max_spool_mb < 1:
+        raise UserError(f"bad --max-spool-mb {args.max_spool_mb}: use at least 1")
+    return AgentConfig(
+        server=args.server,
+        spool=args.spool,
+        token=args.token,
+        freq=args.freq,
+        window_s=args.window,
+        max_spool_bytes=args.max_spool_mb << 20,
+        call_graph=args.call_graph,
+        labels=parse_labels(args.labels),
+    )
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not LABEL_KEY.fullmatch(key) or not value or BAD_VALUE.search(value):
+            raise UserError(
+                f"bad label {item!r}: use k=v,... with keys of letters, digits, _ and values "
+                "without , { } = or spaces"
+            )
+        if key in RESERVED:
+            raise UserError(f"label {key!r} is set per sample by the agent: pick another name")
+        labels[key] = value
+    return labels
