@@ -33,7 +33,7 @@ from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
 from ..web.app import read_body
 
-WINDOW_HEADER = "x-perfsleuth-window"
+WINDOW_HEADER = "X-Perfsleuth-Window"
 PROTOBUF = "application/x-protobuf"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
