@@ -1,0 +1,135 @@
+"""OTLP profiles (v1development): resource and sample attributes, the dictionary, refusals."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
+    ExportProfilesServiceRequest,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
+
+from perfsleuth.formats import otlp_profiles
+from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.model.fleet import Process
+
+T0 = 1_700_000_000 * 10**9
+STRINGS = [
+    "",
+    "samples",
+    "count",
+    "cpu",
+    "nanoseconds",
+    "main",
+    "work",
+    "/bin/svc",
+    "thread.id",
+    "thread.name",
+    "process.executable.path",
+    "container.id",
+    "alloc_space",
+    "bytes",
+    "profile.frame.type",
+    "kernel",
+    "sys_read",
+]
+
+
+def kv(key: str, value: str | int) -> KeyValue:
+    v = AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=value)
+    return KeyValue(key=key, value=v)
+
+
+def attr(key: int, value: str | int) -> otlp.KeyValueAndUnit:
+    v = AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=value)
+    return otlp.KeyValueAndUnit(key_strindex=key, value=v)
+
+
+def request(samples: list[otlp.Sample], sample_type=(1, 2)) -> ExportProfilesServiceRequest:
+    d = otlp.ProfilesDictionary(
+        string_table=STRINGS,
+        mapping_table=[otlp.Mapping(), otlp.Mapping(filename_strindex=7)],
+        function_table=[otlp.Function(), *(otlp.Function(name_strindex=i) for i in (5, 6, 16))],
+        location_table=[
+            otlp.Location(),
+            otlp.Location(mapping_index=1, lines=[otlp.Line(function_index=1)]),
+            otlp.Location(mapping_index=1, lines=[otlp.Line(function_index=2)]),
+            otlp.Location(lines=[otlp.Line(function_index=3)], attribute_indices=[5]),
+        ],
+        stack_table=[otlp.Stack(), otlp.Stack(location_indices=[3, 2, 1])],
+        attribute_table=[
+            otlp.KeyValueAndUnit(),
+            attr(8, 77),
+            attr(9, "worker"),
+            attr(10, "/bin/svc"),
+            attr(11, "c0ffee"),
+            attr(14, "kernel"),
+        ],
+    )
+    profile = otlp.Profile(
+        sample_type=otlp.ValueType(type_strindex=sample_type[0], unit_strindex=sample_type[1]),
+        period_type=otlp.ValueType(type_strindex=3, unit_strindex=4),
+        period=10_000_000,
+        time_unix_nano=T0,
+        duration_nano=5 * 10**9,
+        samples=samples,
+    )
+    resource = otlp.ResourceProfiles(scope_profiles=[otlp.ScopeProfiles(profiles=[profile])])
+    resource.resource.attributes.extend(
+        [
+            kv("host.name", "h1"),
+            kv("service.name", "api"),
+            kv("process.pid", 70),
+            kv("service.version", "1.4"),
+            kv("k8s.pod.uid", "ignored"),
+        ]
+    )
+    return ExportProfilesServiceRequest(resource_profiles=[resource], dictionary=d)
+
+
+def test_attributes_map_to_labels_threads_and_processes() -> None:
+    sample = otlp.Sample(stack_index=1, values=[4], attribute_indices=[1, 2, 3, 4])
+    export = otlp_profiles.decode(request([sample]).SerializeToString(), "r1")
+    (window,) = export.windows
+    assert window.id == "r1-0" and (window.start, window.end) == (1.7e9, 1.7e9 + 5)
+    assert window.labels == {"host": "h1", "service": "api", "version": "1.4"}
+    assert window.rate_hz == 100.0
+    assert window.processes == {70: Process(exe="/bin/svc", cgroup="c0ffee")}
+    p = window.profile
+    ((stack, _, count, t, _),) = list(p.rows())
+    assert [p.frames[f].function for f in stack] == ["sys_read", "work", "main"]
+    assert p.frames[stack[0]].kernel and not p.frames[stack[1]].kernel
+    assert count == 4 and (p.threads[t].pid, p.threads[t].tid, p.threads[t].name) == (
+        70,
+        77,
+        "worker",
+    )
+
+
+def test_timestamps_count_as_samples_and_non_cpu_profiles_are_skipped() -> None:
+    sample = otlp.Sample(stack_index=1, timestamps_unix_nano=[T0, T0 + 1, T0 + 2])
+    (window,) = otlp_profiles.decode(request([sample]).SerializeToString(), "r").windows
+    assert window.profile.num_samples == 3
+    heap = request([otlp.Sample(stack_index=1, values=[1])], sample_type=(12, 13))
+    export = otlp_profiles.decode(heap.SerializeToString(), "r")
+    assert export.windows == [] and export.skipped == 1 and "alloc_space" in export.reason
+
+
+@pytest.mark.parametrize(
+    ("sample", "message"),
+    [
+        (otlp.Sample(stack_index=9, values=[1]), "stack index 9"),
+        (otlp.Sample(stack_index=1, values=[-1]), "negative"),
+        (otlp.Sample(stack_index=1, values=[1], attribute_indices=[99]), "attribute index 99"),
+    ],
+)
+def test_bad_indices_and_values_are_refused(sample: otlp.Sample, message: str) -> None:
+    with pytest.raises(PayloadError, match=message):
+        otlp_profiles.decode(request([sample]).SerializeToString(), "r")
+
+
+def test_garbage_and_empty_requests_are_refused() -> None:
+    with pytest.raises(PayloadError, match="not a valid OTLP"):
+        otlp_profiles.decode(b"\xff\xff", "r")
+    with pytest.raises(PayloadError, match="no profile"):
+        otlp_profiles.decode(b"", "r")

@@ -1,0 +1,117 @@
+"""web/: tokens, Host check and body limits, driven through the ASGI interface directly."""
+
+from __future__ import annotations
+
+import gzip
+
+import anyio
+import pytest
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from perfsleuth.errors import UserError
+from perfsleuth.web.app import Limits, create_app, is_loopback, read_body
+from perfsleuth.web.run import check_tokens, parse_listen
+
+
+async def echo(request: Request) -> Response:
+    return PlainTextResponse(str(len(await read_body(request))))
+
+
+def call(app, body: bytes = b"", headers: dict | None = None, chunk: int = 1 << 16):
+    """(status, body) of one POST /echo, the body sent in chunks as a server would."""
+    raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    if not any(k == b"host" for k, _ in raw):
+        raw.append((b"host", b"127.0.0.1:4040"))
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/echo",
+        "query_string": b"",
+        "headers": raw,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 4040),
+    }
+    pieces = [body[i : i + chunk] for i in range(0, len(body), chunk)] or [b""]
+    messages = [
+        {"type": "http.request", "body": p, "more_body": i < len(pieces) - 1}
+        for i, p in enumerate(pieces)
+    ]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    anyio.run(app, scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def app(tokens=(), loopback=True, **limits):
+    return create_app(
+        [Route("/echo", echo, methods=["POST"])],
+        tokens=tokens,
+        loopback=loopback,
+        limits=Limits(**limits),
+    )
+
+
+def test_tokens_any_of_several_and_nothing_else() -> None:
+    a = app(tokens=("one", "two"))
+    assert call(a)[0] == 401
+    assert call(a, headers={"Authorization": "Bearer three"})[0] == 401
+    assert call(a, headers={"Authorization": "Basic two"})[0] == 401
+    assert call(a, headers={"Authorization": "Bearer two"})[0] == 200
+    assert call(app(), headers={})[0] == 200
+
+
+def test_host_check_on_loopback_only() -> None:
+    assert call(app(), headers={"Host": "evil.example:4040"})[0] == 403
+    assert call(app(), headers={"Host": "localhost:4040"})[0] == 200
+    assert call(app(), headers={"Host": "[::1]:4040"})[0] == 200
+    assert (
+        call(
+            app(loopback=False, tokens=("t",)),
+            headers={"Host": "collector.example", "Authorization": "Bearer t"},
+        )[0]
+        == 200
+    )
+
+
+def test_body_limit_streamed_and_declared() -> None:
+    a = app(max_body=1000)
+    assert call(a, b"x" * 1000) == (200, b"1000")
+    status, answer = call(a, b"x" * 1001, chunk=100)
+    assert status == 413 and b"limit of" in answer
+    status, _ = call(a, b"x", headers={"Content-Length": "5000"})
+    assert status == 413
+
+
+def test_gzip_bodies_inflate_within_their_limit() -> None:
+    a = app(max_inflated=10_000)
+    gz = {"Content-Encoding": "gzip"}
+    assert call(a, gzip.compress(b"y" * 10_000), headers=gz) == (200, b"10000")
+    status, answer = call(a, gzip.compress(b"y" * 10_001), headers=gz)
+    assert status == 413 and b"inflates past the limit" in answer
+    assert call(a, gzip.compress(b"y" * 100)[:20], headers=gz)[0] == 400
+    assert call(a, b"z", headers={"Content-Encoding": "br"})[0] == 415
+
+
+def test_listen_addresses_and_tokens() -> None:
+    assert parse_listen("127.0.0.1:4040") == ("127.0.0.1", 4040)
+    assert parse_listen("[::1]:80") == ("::1", 80)
+    for bad in ("4040", "host:port", "h:70000"):
+        with pytest.raises(UserError, match="HOST:PORT"):
+            parse_listen(bad)
+    assert is_loopback("127.0.0.2") and is_loopback("::1") and not is_loopback("0.0.0.0")
+    check_tokens("127.0.0.1", [], "x")
+    check_tokens("0.0.0.0", ["secret"], "x")
+    with pytest.raises(UserError, match="--token"):
+        check_tokens("0.0.0.0", [], "x")
+    with pytest.raises(UserError, match="empty"):
+        check_tokens("127.0.0.1", [" "], "x")
