@@ -39,6 +39,7 @@ FINAL_SEND_BUDGET_S = 5.0
 # perf's files waiting for conversion; past this (a stalled agent), the oldest go.
 MAX_RAW_FILES = 6
 TICK_S = 0.25
+LAST_END = "last_end"
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,10 @@ def log_stderr(message: str) -> None:
 
 class Agent:
     def __init__(self, config: AgentConfig, log: Callable[[str], None] = log_stderr) -> None:
+        check_access(current_access())
         self.config = config
         self.log = log
+        self.lock = _lock(config.spool)
         self.labels = {"host": socket.gethostname(), "service": "system", **config.labels}
         self.run_dir = config.spool / "perf" / f"{time.time_ns()}"
         self.recorder = SystemRecorder(
@@ -99,8 +102,6 @@ class Agent:
     # -- the loop -------------------------------------------------------------
 
     def run(self) -> int:
-        check_access(current_access())
-        lock = self._lock()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._stop)
         try:
@@ -113,7 +114,7 @@ class Agent:
             self._loop()
         finally:
             self._shutdown()
-            lock.close()
+            self.lock.close()
         return 0
 
     def _stop(self, signum: int, _frame: Any) -> None:
@@ -172,6 +173,8 @@ class Agent:
         if made.spooled is not None:
             self._spool(*made.spooled)
         path.unlink()
+        # where the next window starts, should this agent be killed before it is closed
+        (path.parent / LAST_END).write_text(repr(self.window_end))
         self.processes.end_window()
 
     def _convert(self, path: Path, start: float, end: float) -> Made:
@@ -256,7 +259,7 @@ class Agent:
         pending = self.spool.pending()
         return {
             "host": self.labels["host"],
-            "labels": self.labels,
+            "labels": ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())),
             "time": time.time(),
             "freq_hz": self.config.freq,
             "window_s": self.config.window_s,
@@ -279,19 +282,6 @@ class Agent:
 
     # -- start ----------------------------------------------------------------
 
-    def _lock(self) -> Any:
-        self.config.spool.mkdir(parents=True, exist_ok=True)
-        lock = open(self.config.spool / "agent.lock", "w")  # noqa: SIM115 - held while running
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.close()
-            raise UserError(
-                f"another agent uses the spool {self.config.spool}: stop it, or give this one "
-                "its own --spool DIR"
-            ) from None
-        return lock
-
     def _recover(self) -> None:
         """Windows a previous agent left behind (killed, or its perf still finishing)."""
         for old in sorted((self.config.spool / "perf").glob("*")):
@@ -302,8 +292,9 @@ class Agent:
             if unfinished.exists():  # perf died without closing it: try it, drop if cut
                 stamp = time.strftime("%Y%m%d%H%M%S", time.localtime(unfinished.stat().st_mtime))
                 unfinished.rename(old / f"perf.data.{stamp}00")
+            self.window_end = _last_end(old)
             for path in sorted(old.glob("perf.data.*")):
-                self._close(path, start=path.stat().st_mtime - self.config.window_s)
+                self._close(path, start=self.window_end)
             for rest in old.iterdir():
                 rest.unlink()
             old.rmdir()
@@ -315,6 +306,35 @@ class Agent:
             f"{c.window_s}s to {c.server} as {self.labels}; spool {c.spool} "
             f"(at most {c.max_spool_bytes >> 20} MB, {len(self.spool.pending())} waiting)"
         )
+
+
+def _lock(spool: Path) -> Any:
+    """Hold the spool for this agent; refuse a spool another agent holds or none can write."""
+    try:
+        spool.mkdir(parents=True, exist_ok=True)
+        lock = open(spool / "agent.lock", "w")  # noqa: SIM115 - held while running
+    except OSError as e:
+        raise UserError(f"cannot use the spool {spool} ({e.strerror}): give a --spool DIR") from e
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise UserError(
+            f"another agent uses the spool {spool}: stop it, or give this one its own --spool DIR"
+        ) from None
+    return lock
+
+
+def _last_end(run_dir: Path) -> float:
+    """The end of the last window a previous agent closed, else when its perf started."""
+    try:
+        return float((run_dir / LAST_END).read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        return (run_dir / "perf.pid").stat().st_mtime
+    except OSError:
+        return time.time()
 
 
 def _wait_for_perf(run_dir: Path, timeout: float = 15.0) -> None:

@@ -1,0 +1,225 @@
+"""perfsleuth agent with real perf, pushing to a real `perfsleuth collector` on 127.0.0.1.
+
+Windows are 2 s and each agent runs for a few windows. What reached the store is
+read back from the window markers the store writes, and with `perfsleuth fleet`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
+HOTSPOTS = Path(__file__).resolve().parents[2] / "examples" / "bin" / "hotspots"
+TOKEN = "agent-test-token"
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the agent samples every CPU: needs root"),
+    pytest.mark.skipif(shutil.which("perf") is None, reason="needs Linux perf"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Collector:
+    proc: subprocess.Popen
+    port: int
+    store: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def windows(self) -> list[dict]:
+        """The markers of the stored windows."""
+        return [json.loads(p.read_text()) for p in self.store.glob("windows/*/*/*") if p.is_file()]
+
+    def pushes(self, result: str) -> int:
+        asked = urllib.request.Request(
+            f"{self.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(asked, timeout=10) as resp:
+            text = resp.read().decode()
+        found = re.search(rf'endpoint="ingest",result="{result}"}} (\d+)', text)
+        return int(found.group(1)) if found else 0
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.communicate(timeout=30)
+
+
+def start_collector(store: Path, port: int | None = None) -> Collector:
+    port = port or free_port()
+    cmd = [PERFSLEUTH, "collector", "--listen", f"127.0.0.1:{port}", "--store", store]
+    proc = subprocess.Popen([*map(str, cmd), "--token", TOKEN], stderr=subprocess.DEVNULL)
+    collector = Collector(proc, port, store)
+    wait_for(lambda: _healthy(collector), 30, "the collector did not start")
+    return collector
+
+
+def _healthy(collector: Collector) -> bool:
+    try:
+        with urllib.request.urlopen(f"{collector.url}/healthz", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def start_agent(server: str, spool: Path, host: str, *extra: str) -> subprocess.Popen:
+    cmd = [PERFSLEUTH, "agent", "--server", server, "--token", TOKEN, "--window", "2"]
+    cmd += ["--spool", spool, "--labels", f"service=agent-test,host={host}", *extra]
+    return subprocess.Popen(list(map(str, cmd)), stderr=subprocess.PIPE, text=True)
+
+
+def stop_agent(agent: subprocess.Popen) -> str:
+    agent.send_signal(signal.SIGTERM)
+    _, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
+    assert "Traceback" not in err
+    return err
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def spooled(spool: Path) -> int:
+    return len(list((spool / "windows").glob("*.win")))
+
+
+def fleet(store: Path, *args: str) -> str:
+    cmd = [str(PERFSLEUTH), "fleet", *args, "--store", str(store)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def hotspots() -> Iterator[subprocess.Popen]:
+    """The frame-pointer-less example, busy for as long as the test needs it."""
+    if not HOTSPOTS.exists():
+        pytest.skip("examples are not built (make -C examples)")
+    proc = subprocess.Popen([str(HOTSPOTS), "100000000000"], stdout=subprocess.DEVNULL)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_windows_reach_the_store_and_the_fleet_top_shows_the_hot_function(
+    tmp_path: Path, hotspots: subprocess.Popen
+) -> None:
+    collector = start_collector(tmp_path / "fleet")
+    agent = start_agent(collector.url, tmp_path / "spool", "agent-top")
+    try:
+        wait_for(lambda: len(collector.windows()) >= 3, 60, "no windows reached the store")
+        log = stop_agent(agent)
+        where = ["--from", "1h", "--where", "comm=hotspots"]
+        top = json.loads(fleet(collector.store, "top", *where, "--format", "json"))
+        folded = fleet(collector.store, "flame", "--folded", *where)
+        status = json.loads(fleet(collector.store, "status", "--format", "json"))
+    finally:
+        agent.kill()
+        collector.stop()
+    assert "own cost" in log and "stopped:" in log
+    functions = [row["function"] for row in top["rows"][:3]]
+    assert "compute_a" in functions or "work" in functions, top["rows"][:5]
+    # DWARF unwinding: a binary without frame pointers still has whole stacks
+    hot = [line for line in folded.splitlines() if "compute_a" in line]
+    assert hot and all(";main;" in line for line in hot), hot[:3]
+    (host,) = [h for h in status["hosts"] if h["host"] == "agent-top"]
+    assert {"cpu_share", "agent_rss_bytes", "perf_rss_bytes", "lost_samples"} <= set(
+        host["metrics"]
+    )
+
+
+def test_windows_spooled_while_the_collector_is_down_are_delivered_once(tmp_path: Path) -> None:
+    port = free_port()
+    spool = tmp_path / "spool"
+    agent = start_agent(f"http://127.0.0.1:{port}", spool, "agent-down")
+    collector = None
+    try:
+        wait_for(lambda: spooled(spool) >= 2, 60, "the agent spooled nothing")
+        collector = start_collector(tmp_path / "fleet", port)
+        wait_for(lambda: spooled(spool) == 0, 60, "the spool was not sent")
+        log = stop_agent(agent)
+        made = int(re.findall(r"(\d+) windows \(", log)[-1])
+        stored, duplicates = collector.windows(), collector.pushes("duplicate")
+    finally:
+        agent.kill()
+        if collector:
+            collector.stop()
+    assert "not sent" in log and "retrying in" in log
+    assert len(stored) == len({w["id"] for w in stored}) == made
+    assert duplicates == 0
+
+
+def test_an_agent_killed_mid_window_resumes_without_duplicates(tmp_path: Path) -> None:
+    collector = start_collector(tmp_path / "fleet")
+    spool = tmp_path / "spool"
+    first = start_agent(collector.url, spool, "agent-kill")
+    second = None
+    try:
+        wait_for(lambda: len(collector.windows()) >= 1, 60, "the first agent sent nothing")
+        time.sleep(1.0)  # into the next window
+        first.kill()
+        killed_at = time.time()
+        first.communicate(timeout=30)
+        second = start_agent(collector.url, spool, "agent-kill")
+        wait_for(
+            lambda: any(w["start"] > killed_at for w in collector.windows()),
+            60,
+            "the restarted agent sent nothing",
+        )
+        stop_agent(second)
+        stored = sorted(collector.windows(), key=lambda w: w["start"])
+    finally:
+        first.kill()
+        if second:
+            second.kill()
+        collector.stop()
+    assert len(stored) == len({w["id"] for w in stored})
+    for before, after in zip(stored, stored[1:], strict=False):
+        assert after["start"] >= before["end"] - 1e-3, (before, after)
+    # the window perf was writing when the agent died was recovered, not lost
+    assert any(killed_at - 1.5 <= w["end"] <= killed_at + 5 for w in stored), stored
+
+
+def test_without_the_permission_the_agent_says_what_is_missing(tmp_path: Path) -> None:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("needs setpriv (util-linux)")
+    probe = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-V"]
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        pytest.skip("the venv's python cannot run as nobody here")
+    cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+    cmd += [str(PERFSLEUTH), "agent", "--server", "http://127.0.0.1:9", "--spool", str(tmp_path)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    if paranoid <= 0:
+        pytest.skip("perf_event_paranoid allows anyone to sample every CPU here")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "CAP_PERFMON" in done.stderr and "perf_event_paranoid" in done.stderr
