@@ -1,0 +1,167 @@
+"""The agent's parts that need no perf: access check, spool, backoff, labels, /proc reading."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.agent.forked import run_forked
+from perfsleuth.agent.host_symbols import HostSymbolizer
+from perfsleuth.agent.processes import ProcessTable, _cgroup
+from perfsleuth.agent.sender import Backoff
+from perfsleuth.agent.spool import Spool
+from perfsleuth.agent.windows import window_id
+from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
+from perfsleuth.commands.agent import parse_labels
+from perfsleuth.errors import UserError
+from perfsleuth.model.profile import Frame
+from perfsleuth.symbols import Symbolizer
+
+
+def test_an_unprivileged_user_is_told_what_is_missing_in_one_line(tmp_path: Path) -> None:
+    sysctl = tmp_path / "perf_event_paranoid"
+    sysctl.write_text("2\n")
+    access = current_access(sysctl)
+    with pytest.raises(UserError) as caught:
+        check_access(Access(euid=1000, cap_eff=0, paranoid=access.paranoid))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "CAP_PERFMON" in message and "perf_event_paranoid=2" in message
+    assert "sysctl kernel.perf_event_paranoid=0" in message
+
+
+@pytest.mark.parametrize(
+    "access",
+    [
+        Access(euid=0, cap_eff=0, paranoid=2),
+        Access(euid=1000, cap_eff=1 << CAP_PERFMON, paranoid=2),
+        Access(euid=1000, cap_eff=0, paranoid=0),
+    ],
+)
+def test_root_the_capability_or_a_low_paranoia_level_is_enough(access: Access) -> None:
+    check_access(access)
+
+
+def test_a_kernel_without_perf_events_is_named(tmp_path: Path) -> None:
+    access = current_access(tmp_path / "missing")
+    with pytest.raises(UserError, match="no perf events"):
+        check_access(access)
+
+
+def spooled(n: int, size: int = 1000) -> tuple[dict, bytes]:
+    return {"id": f"h-{n}", "end": 1_800_000_000.0 + n, "query": {}}, b"x" * size
+
+
+def test_the_spool_drops_the_oldest_windows_past_its_bound_and_counts_them(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, max_bytes=3500)
+    dropped = [spool.put(*spooled(n)) for n in range(5)]
+    assert dropped == [[], [], [], ["h-0"], ["h-1"]]
+    assert spool.dropped == 2
+    assert spool.size <= 3500
+    assert [spool.load(p).meta["id"] for p in spool.pending()] == ["h-2", "h-3", "h-4"]
+
+
+def test_a_window_larger_than_the_whole_spool_is_dropped_and_counted(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, max_bytes=500)
+    assert spool.put(*spooled(1, size=600)) == ["h-1"]
+    assert spool.dropped == 1 and spool.pending() == []
+
+
+def test_spooling_the_same_window_again_keeps_one_copy(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, max_bytes=10_000)
+    spool.put(*spooled(1))
+    spool.put(*spooled(1))
+    assert len(spool.pending()) == 1
+
+
+def test_a_half_written_window_left_by_a_crash_is_cleared(tmp_path: Path) -> None:
+    (tmp_path / "0001-h-1.win.tmp").write_bytes(b"cut")
+    assert Spool(tmp_path, max_bytes=1000).pending() == []
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_backoff_grows_with_jitter_up_to_its_cap_and_resets() -> None:
+    random.seed(1)
+    backoff = Backoff(base=1.0, cap=8.0)
+    delays = [backoff.failed(0.0) for _ in range(6)]
+    for n, delay in enumerate(delays):
+        full = min(8.0, 2.0**n)
+        assert full / 2 <= delay <= full
+    assert not backoff.ready(0.0)
+    backoff.succeeded()
+    assert backoff.ready(0.0)
+
+
+def test_labels_are_parsed_and_bad_ones_refused() -> None:
+    assert parse_labels("service=api, version=1.4,environment=prod") == {
+        "service": "api",
+        "version": "1.4",
+        "environment": "prod",
+    }
+    for bad in ("service", "service=a{b}", "pid=3", "1x=2", "k="):
+        with pytest.raises(UserError):
+            parse_labels(bad)
+
+
+def test_the_window_id_is_the_host_and_perfs_file_stamp() -> None:
+    path = Path("/spool/perf.data.2026112504430495")
+    assert window_id("web-1.example", path) == "web-1.example-2026112504430495"
+    assert window_id("bad host/name", path) == "bad_host_name-2026112504430495"
+
+
+def test_cgroup_prefers_the_unified_hierarchy() -> None:
+    v2 = "0::/system.slice/nginx.service\n"
+    mixed = "12:cpu,cpuacct:/docker/abc\n0::/docker/abc\n"
+    assert _cgroup(v2) == "/system.slice/nginx.service"
+    assert _cgroup(mixed) == "/docker/abc"
+    assert _cgroup("4:memory:/kubepods/pod1\n") == "/kubepods/pod1"
+
+
+def test_the_process_table_remembers_exited_pids_for_a_few_windows(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    (proc / "42").mkdir(parents=True)
+    os.symlink("/bin/true", proc / "42" / "exe")
+    (proc / "42" / "cgroup").write_text("0::/app.slice\n")
+    table = ProcessTable(proc)
+    table.scan()
+    assert table.describe([42])[42].cgroup == "/app.slice"
+    assert table.describe([42])[42].exe == "/bin/true"
+    for child in (proc / "42").iterdir():
+        child.unlink()
+    (proc / "42").rmdir()
+    table.scan()
+    table.end_window()
+    assert 42 in table.describe([42])  # exited, but its last samples still need it
+    for _ in range(3):
+        table.end_window()
+    assert table.describe([42]) == {}
+
+
+def test_forked_work_returns_its_value_and_its_error() -> None:
+    assert run_forked(lambda: os.getpid()) != os.getpid()
+    with pytest.raises(UserError, match="cut"):
+        run_forked(lambda: (_ for _ in ()).throw(UserError("cut")))
+
+
+def test_the_host_symbolizer_asks_once_per_address_and_learns_from_a_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[list] = []
+
+    def tools(self: Symbolizer, items: list) -> dict:
+        asked.append(sorted(items))
+        return {(p, o): (Frame(f"f{o}", dso=p),) for p, _, o in items}
+
+    monkeypatch.setattr(Symbolizer, "symbolize_offsets", tools)
+    sym = HostSymbolizer()
+    sym.symbolize_offsets([("/bin/a", "b1", 1), ("/bin/a", "b1", 2)])
+    copy = HostSymbolizer()  # as in a forked converter
+    copy.symbolize_offsets([("/bin/a", "b1", 2), ("/bin/a", "b1", 3)])
+    sym.learn(copy.take_new())
+    answer = sym.symbolize_offsets([("/bin/a", "b1", 1), ("/bin/a", "b1", 3)])
+    assert answer[("/bin/a", 3)][0].function == "f3"
+    assert len(asked) == 2  # the last call found everything cached
+    assert sym.lookups == 4
