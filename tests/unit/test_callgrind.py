@@ -142,7 +142,7 @@ version: 1
 creator: callgrind-3.19.0
 positions: instr line
 events: Ir Dr
-summary: 140 6
+summary: 116 5
 
 ob=(1) /bin/prog
 fl=(1) prog.c

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from perfsleuth.errors import UserError
+from perfsleuth.formats import limits
 from perfsleuth.model.profile import Profile
 
 # Sniffing order: the most specific formats first, the loose text ones last.
@@ -26,8 +27,9 @@ READERS = {
 }
 FORMATS = tuple(READERS)
 DESCRIPTIONS = ", ".join(READERS.values())
-HEAD_SIZE = 4096
-GZIP_MAGIC = b"\x1f\x8b"
+# Enough for `perf script --header`'s comment block; extended up to limits.MAX_LINE
+# until the head holds one complete line that is not a comment.
+HEAD_SIZE = 1 << 16
 
 
 def module(name: str) -> ModuleType:
@@ -38,22 +40,30 @@ def module(name: str) -> ModuleType:
 
 
 def read_head(path: str | Path) -> bytes:
-    """The first HEAD_SIZE bytes of the file, gunzipped if it is gzip-compressed."""
+    """The first bytes of a regular file (gunzipped if gzip-compressed): HEAD_SIZE, or
+    more when that does not hold a whole line of text that is not a comment."""
     p = Path(path)
+    limits.check_regular(p)
     try:
         with p.open("rb") as f:
             head = f.read(HEAD_SIZE)
-    except FileNotFoundError as e:
-        raise UserError(f"{p}: no such file; check the path") from e
-    except IsADirectoryError as e:
-        raise UserError(f"{p}: is a directory; pass a profile file") from e
-    except PermissionError as e:
-        raise UserError(f"{p}: permission denied; make the file readable") from e
+            while len(head) < limits.MAX_LINE and not _has_text_line(head):
+                more = f.read(HEAD_SIZE)
+                if not more:
+                    break
+                head += more
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror}); check the file") from e
     if not head:
         raise UserError(f"{p.name}: the file is empty; record or export the profile again")
-    if head[:2] == GZIP_MAGIC:
+    if head[:2] == limits.GZIP_MAGIC:
         return _gunzip_head(p)
     return head
+
+
+def _has_text_line(head: bytes) -> bool:
+    complete = head[: head.rfind(b"\n") + 1]
+    return any(ln.strip() and not ln.startswith(b"#") for ln in complete.split(b"\n"))
 
 
 def _gunzip_head(p: Path) -> bytes:
@@ -82,12 +92,35 @@ def detect(path: str | Path) -> ModuleType:
 
 def _is_gzipped(p: Path) -> bool:
     with p.open("rb") as f:
-        return f.read(2) == GZIP_MAGIC
+        return f.read(2) == limits.GZIP_MAGIC
 
 
-def read_any(path: str | Path, fmt: str | None = None) -> tuple[Profile, str]:
-    """Read a profile (of format `fmt`, else detected); returns it with the format's name."""
-    read_head(path)  # a missing or empty file is the user's error whatever the format
+def read_any(
+    path: str | Path, fmt: str | None = None, *, max_bytes: int | None = None
+) -> tuple[Profile, str]:
+    """Read a profile (of format `fmt`, else detected); returns it with the format's name.
+
+    `max_bytes` bounds what a reader decompresses or holds whole (default:
+    limits.max_input_bytes()). A profile without samples, weight or stacks is refused.
+    """
+    read_head(path)  # a missing, empty or special file is the user's error whatever the format
     mod = module(fmt) if fmt else detect(path)
     name = mod.__name__.rsplit(".", 1)[-1]
-    return mod.read(path), name
+    if name == "pprof":  # the one reader that decompresses and needs its input whole
+        profile = mod.read(path, max_bytes=max_bytes or limits.max_input_bytes())
+    else:
+        profile = mod.read(path)
+    _check_useful(profile, Path(path).name, READERS[name])
+    return profile, name
+
+
+def _check_useful(profile: Profile, name: str, description: str) -> None:
+    if not profile.num_samples:
+        raise UserError(f"{name}: no samples in this {description}; nothing to import")
+    if not profile.total:
+        raise UserError(f"{name}: every sample has weight 0; nothing to import")
+    if not any(profile.stacks[sid] for sid in profile.sample_stack):
+        raise UserError(
+            f"{name}: read as {description}, but no sample has a stack; "
+            "this is not a profile perfsleuth reads"
+        )

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from perfsleuth.errors import UserError
+from perfsleuth.formats import limits
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
 MAX_CHAINS = 512
@@ -60,6 +61,11 @@ NAME_KINDS = {
     "ob": "ob",
     "cob": "ob",
 }
+# A file whose costs add up to less than this share of its summary:/totals: line was
+# cut short (callgrind's summary: may count a few more than the costs it writes).
+COMPLETE_SHARE = 0.99
+# Source line numbers beyond this do not fit the run store's INTEGER column.
+MAX_LINE_NUMBER = 2**31 - 1
 # Event names as perfsleuth units; other events are "events".
 EVENT_UNITS = {"Ir": "instructions"}
 
@@ -151,6 +157,7 @@ class _Parser:
         self.call: tuple[Fn, int] | None = None  # callee, call count of the next cost line
         self.cob: str | None = None
         self.prev: list[int] = [0]
+        self.declared: list[int] = []  # the summary:/totals: line, to check the costs against
 
     def fail(self, what: str) -> NoReturn:
         raise UserError(f"{self.name}:{self.line_number}: {what}; the file is corrupt")
@@ -220,15 +227,19 @@ class _Parser:
         elif key in ("summary", "totals"):
             # totals: is the sum of the file's costs; summary: may count a little more
             if key == "totals" or not self.data.totals:
-                self.data.totals = self.numbers(value.split())
+                self.data.totals = self.declared = self.numbers(value.split())
         elif key in META_KEYS:
             self.data.meta.setdefault(key, value)
 
     def numbers(self, tokens: list[str]) -> list[int]:
         try:
-            return [int(t) for t in tokens]
+            values = [int(t) for t in tokens]
         except ValueError:
             self.fail(f"expected event counts, got {' '.join(tokens)[:60]!r}")
+        for value in values:
+            if not 0 <= value <= limits.MAX_VALUE:
+                self.fail(f"event count {value:.6g} is out of range (0 to 2^53)")
+        return values
 
     def cost_line(self, tokens: list[str]) -> None:
         if not self.data.events:
@@ -261,7 +272,10 @@ class _Parser:
 
     def line(self) -> int:
         positions = self.data.positions
-        return self.prev[positions.index("line")] if "line" in positions else 0
+        line = self.prev[positions.index("line")] if "line" in positions else 0
+        if not 0 <= line <= MAX_LINE_NUMBER:
+            self.fail(f"line number {line} is out of range")
+        return line
 
     def add_self(self, costs: list[int]) -> None:
         by_site = self.data.self_costs.setdefault(self.fn, {})
@@ -283,8 +297,15 @@ class _Parser:
             raise UserError(
                 f"{self.name}: no events: header; pass a callgrind.out or cachegrind.out file"
             )
+        costs = _sum_costs(data.self_costs, len(data.events))
+        for event, declared, cost in zip(data.events, self.declared, costs, strict=False):
+            if cost < declared * COMPLETE_SHARE:
+                raise UserError(
+                    f"{self.name}: its costs add up to {cost:,} {event} but its summary/totals "
+                    f"line says {declared:,}; the file is cut short, record it again"
+                )
         if not data.totals:
-            data.totals = _sum_costs(data.self_costs, len(data.events))
+            data.totals = costs
         return data
 
 

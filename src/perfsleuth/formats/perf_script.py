@@ -25,21 +25,27 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UserError
+from . import limits
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..symbols import Symbolizer, dso_name
 from ..symbols.elf import build_id_paths, elf_info
 from ..symbols.symbolizer import UNKNOWN, ElfSymbols, elf_symbols
 
+# Possessive quantifiers and a comm that ends on a non-space keep matching linear
+# in the line's length, whatever the line.
 HEADER = re.compile(
-    r"^\s*(?P<comm>\S.*?)\s+(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s+"
-    r"(?:\[(?P<cpu>\d+)\]\s+)?(?:(?P<time>\d+\.\d+):\s+)?"
-    r"(?:(?P<period>\d+)\s+)?(?P<event>[^\s:][^\s]*?):(?:\s+(?P<rest>.*))?$"
+    r"^\s*+(?P<comm>\S(?:.*?\S)?)\s++(?:(?P<pid>-?\d+)/)?(?P<tid>-?\d+)\s++"
+    r"(?:\[(?P<cpu>\d+)\]\s++)?(?:(?P<time>\d+\.\d+):\s++)?"
+    r"(?:(?P<period>\d+)\s++)?(?P<event>[^\s:][^\s]*?):(?:\s+(?P<rest>.*))?$"
 )
-FRAME = re.compile(
-    r"^\s*(?P<addr>[0-9a-fA-F]+)\s+(?P<sym>.*?)(?:\+0x(?P<off>[0-9a-fA-F]+))?"
-    r"\s+\((?P<dso>[^()]*)\)\s*$"
-)
-_VERSION = re.compile(r"@@?[A-Za-z0-9_.]+$")
+# `@plt` names a PLT stub, not a symbol version: `gettimeofday@plt` stays itself.
+_VERSION = re.compile(r"@@?(?!plt$)[A-Za-z0-9_.]+$")
+_HEX = frozenset("0123456789abcdefABCDEF")
+# Thread and process ids beyond this are not ids (the store keeps them as BIGINT).
+MAX_ID = 2**32
+# A run of text without a blank line longer than this is cut at a line end: samples
+# without callchains are one line each, and a callchain this long is too deep anyway.
+MAX_BLOCK = 64 << 20
 NS_EVENTS = ("cpu-clock", "task-clock")
 
 # A raw frame as perf printed it: (symbol, offset or -1, dso, address, kernel, inlined)
@@ -47,14 +53,45 @@ RawFrame = tuple[str, int, str, int, bool, bool]
 
 
 def sniff(head: bytes) -> bool:
-    """True when `head` starts like `perf script` output (a sample header line)."""
-    text = head.decode("utf-8", errors="replace")
-    for line in text.splitlines()[:20]:
-        if not line.strip() or line.startswith("#"):
-            continue
-        m = HEADER.match(line)
-        return bool(m and m["event"] and (m["time"] or m["rest"] is not None))
-    return False
+    """True when `head` starts like `perf script` output: after any comments (`--header`),
+    a sample header line with a time or a frame, or followed by a frame line."""
+    lines = [
+        ln
+        for ln in head.decode("utf-8", errors="replace").splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+    m = HEADER.match(lines[0]) if lines else None
+    if m is None:
+        return False
+    return bool(m["time"] or m["rest"]) or (len(lines) > 1 and is_frame_line(lines[1]))
+
+
+def frame_parts(line: str) -> tuple[int, str, int, str] | None:
+    """(address, symbol, offset or -1, dso) of a stripped `ip sym+off (dso)` line."""
+    if not line.endswith(")"):
+        return None
+    start = line.rfind("(")
+    if start < 1 or not line[start - 1].isspace():
+        return None
+    dso = line[start + 1 : -1]
+    parts = line[:start].split(None, 1)
+    if ")" in dso or not parts or not _is_hex(parts[0]):
+        return None
+    sym = parts[1].rstrip() if len(parts) > 1 else ""
+    off = -1
+    plus = sym.rfind("+0x")
+    if plus >= 0 and _is_hex(sym[plus + 3 :]):
+        sym, off = sym[:plus], int(sym[plus + 3 :], 16)
+    return int(parts[0], 16), sym, off, dso
+
+
+def _is_hex(text: str) -> bool:
+    return bool(text) and all(c in _HEX for c in text)
+
+
+def is_frame_line(line: str) -> bool:
+    """A callchain line, indented with a tab, spaces, or (old perf) not at all."""
+    return frame_parts(line.strip()) is not None and HEADER.match(line) is None
 
 
 def unit_for(event: str, has_period: bool) -> str:
@@ -65,11 +102,40 @@ def unit_for(event: str, has_period: bool) -> str:
 
 
 def _is_kernel(dso: str, addr: int) -> bool:
-    return dso.startswith("[kernel") or (dso.startswith("[") and addr >= 0xFFFF800000000000)
+    return (
+        dso.startswith("[kernel")
+        or os.path.basename(dso).startswith("vmlinux")
+        or (dso.startswith("[") and addr >= 0xFFFF800000000000)
+    )
+
+
+def _number(text: str, limit: int, what: str, line: str) -> int:
+    """An integer field of a sample header, refused (naming the header) past `limit`."""
+    value = int(text) if len(text) <= 20 else limit + 1  # no int() of a 5,000-digit text
+    if abs(value) > limit:
+        raise UserError(
+            f"{what} {text[:24]} is out of range in the sample {line.strip()[:60]!r}; "
+            "the file is corrupt"
+        )
+    return value
+
+
+def _ids(m: re.Match, line: str) -> tuple[int, int]:
+    """(pid, tid) of a header match; pid 0 when perf did not print it."""
+    pid = _number(m["pid"], MAX_ID, "pid", line) if m["pid"] is not None else 0
+    return pid, _number(m["tid"], MAX_ID, "tid", line)
+
+
+def _check_depth(stack: tuple[int, ...] | list[int], name: str) -> None:
+    if len(stack) > limits.MAX_DEPTH:
+        raise UserError(
+            f"{name}: a callchain deeper than {limits.MAX_DEPTH} frames; the file is corrupt"
+        )
 
 
 class _Aggregator:
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.frames: list[RawFrame] = []
         self.frame_ids: dict[tuple[str, bool], int] = {}
         self.rows: dict[tuple[tuple[int, ...], str, int, int, str], list] = {}
@@ -82,14 +148,12 @@ class _Aggregator:
         fid = self.frame_ids.get(key)
         if fid is not None:
             return fid
-        m = FRAME.match(line)
-        if m is None:
+        parts = frame_parts(line)
+        if parts is None:
             return None
-        addr = int(m["addr"], 16)
-        sym = m["sym"].strip() or UNKNOWN
-        dso = m["dso"]
+        addr, sym, off, dso = parts
+        sym = sym or UNKNOWN
         inlined = dso == "inlined"
-        off = int(m["off"], 16) if m["off"] else -1
         raw = (sym, off, dso, addr, _is_kernel(dso, addr), inlined)
         fid = len(self.frames)
         self.frames.append(raw)
@@ -97,15 +161,16 @@ class _Aggregator:
         return fid
 
     def add(self, header: re.Match, stack: list[int]) -> None:
+        _check_depth(stack, self.name)
         self.samples += 1
         event = header["event"]
         self.events[event] = self.events.get(event, 0) + 1
         period = header["period"]
         if period is None:
             self.has_period = False
-        weight = int(period) if period is not None else 1
-        tid = int(header["tid"])
-        pid = int(header["pid"]) if header["pid"] is not None else 0
+        line = header.string
+        weight = _number(period, limits.MAX_VALUE, "period", line) if period is not None else 1
+        pid, tid = _ids(header, line)
         key = (tuple(stack), event, pid, tid, header["comm"])
         row = self.rows.get(key)
         if row is None:
@@ -129,7 +194,7 @@ def _aggregate_lines(agg: _Aggregator, lines: Iterable[str], name: str) -> None:
             continue
         if line.startswith("#"):
             continue
-        if line[0] in "\t " and header is not None and (line[0] == "\t" or FRAME.match(line)):
+        if header is not None and (line[0] == "\t" or is_frame_line(line)):
             fid = agg.frame(line.strip(), not stack)
             if fid is not None:
                 stack.append(fid)
@@ -172,12 +237,12 @@ def _header_key(line: str) -> tuple[str, int | None] | None:
     suffix = line[j + 2 :].lstrip()
     tok, _, after = suffix.partition(" ")
     if tok.isdigit():
-        return line[:k] + "|" + after, int(tok)
+        return line[:k] + "|" + after, _number(tok, limits.MAX_VALUE, "period", line)
     return line[:k] + "|" + suffix, None
 
 
-def _blocks(source: Iterable[str] | IO[str]) -> Iterator[str]:
-    """Sample blocks (text between blank lines), read in large chunks."""
+def _blocks(source: Iterable[str] | IO[str], name: str) -> Iterator[str]:
+    """Sample blocks (text between blank lines), read in large chunks, at most MAX_BLOCK."""
     read = getattr(source, "read", None)
     if read is None:
         buf: list[str] = []
@@ -198,17 +263,23 @@ def _blocks(source: Iterable[str] | IO[str]) -> Iterator[str]:
         parts = (rest + chunk).split("\n\n")
         rest = parts.pop()
         yield from parts
+        if len(rest) > MAX_BLOCK:
+            cut = rest.rfind("\n")
+            if cut < 0:
+                raise UserError(f"{name}: a line longer than {MAX_BLOCK >> 20} MiB; refused")
+            yield rest[:cut]
+            rest = rest[cut + 1 :]
     if rest:
         yield rest
 
 
 def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
-    agg = _Aggregator()
+    agg = _Aggregator(name)
     headers: dict[str, _Header] = {}
     chains: dict[str, tuple[int, ...]] = {}
     rows = agg.rows
     events = agg.events
-    for block in _blocks(source):
+    for block in _blocks(source, name):
         block = block.strip("\n")
         if not block:
             continue
@@ -217,7 +288,7 @@ def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
             if not block.strip():
                 continue
         header, _, chain = block.partition("\n")
-        if chain and chain[0] != "\t":
+        if chain and chain[0] != "\t" and not is_frame_line(chain.partition("\n")[0]):
             # several samples without callchains in one block (callchain lines
             # start with a tab; headers may be right-aligned with spaces)
             lines = block.split("\n")
@@ -239,8 +310,8 @@ def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
                 ):
                     _aggregate_lines(agg, [head, *body.split("\n"), ""], name)
                     continue
-                pid = int(m["pid"]) if m["pid"] is not None else 0
-                h = (m["event"], pid, int(m["tid"]), m["comm"], (m["rest"] or "").strip())
+                pid, tid = _ids(m, head)
+                h = (m["event"], pid, tid, m["comm"], (m["rest"] or "").strip())
                 headers[hk[0]] = h
             event, pid, tid, comm, rest = h
             key = rest + "\n" + body if rest else body
@@ -253,6 +324,7 @@ def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
                         fid = agg.frame(ln, not fids)
                         if fid is not None:
                             fids.append(fid)
+                _check_depth(fids, name)
                 stack = chains[key] = tuple(fids)
             period = hk[1] if hk else None
             if period is None:
@@ -340,6 +412,8 @@ def build(
     info["event"] = event
     info["events"] = sorted(agg.events)
     info["num_samples"] = sum(c for (_, ev, *_), (_, c) in agg.rows.items() if ev == event)
+    if len(agg.events) > 1:
+        info.setdefault("warnings", []).append(_other_events(name, agg.events, event))
     builder = ProfileBuilder(unit=unit, meta=info)
     # Map raw frame id -> interned frame ids; an inlined line is dropped when
     # the next (physical) frame was re-symbolized (it then carries its inlines).
@@ -363,6 +437,14 @@ def build(
             tuple(ids), float(weight), count=count, thread_index=builder.thread_id(thread)
         )
     return builder.build()
+
+
+def _other_events(name: str, events: dict[str, int], kept: str) -> str:
+    others = ", ".join(f"{e} ({n:,} samples)" for e, n in sorted(events.items()) if e != kept)
+    return (
+        f"{Path(name).name}: samples of {len(events)} events; kept {kept} "
+        f"({events[kept]:,} samples), left out {others}; record one event per run"
+    )
 
 
 def _was_resymbolized(chain: tuple[Frame, ...]) -> bool:

@@ -6,19 +6,18 @@ first, so every line but the last is a frame inlined into the next one.
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from pathlib import Path
 from typing import NoReturn
 
 from google.protobuf.message import DecodeError
 
 from perfsleuth.errors import UserError
+from perfsleuth.formats import limits
 from perfsleuth.formats import profile_pb2 as pb
 from perfsleuth.model.profile import STATES, Frame, Profile, ProfileBuilder, Thread
 
-GZIP_MAGIC = b"\x1f\x8b"
-
+# Source line numbers beyond this do not fit the run store's INTEGER column.
+MAX_LINE_NUMBER = 2**31 - 1
 CPU = ("cpu", "nanoseconds")
 SAMPLES = ("samples", "count")
 # Scale from a pprof unit to a perfsleuth unit.
@@ -75,24 +74,16 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     return -1, pos
 
 
-def read(path: str | Path) -> Profile:
+def read(path: str | Path, *, max_bytes: int | None = None) -> Profile:
+    """The profile at `path`; more than `max_bytes` (default limits.max_input_bytes())
+    on disk or decompressed is refused."""
     name = Path(path).name
-    data = _load(Path(path))
+    data = limits.read_bytes(Path(path), max_bytes or limits.max_input_bytes())
     try:
         msg = pb.Profile.FromString(data)
     except DecodeError as e:
         raise UserError(f"{name}: not a valid pprof profile ({e}); the file is corrupt") from e
     return _Reader(msg, name).profile()
-
-
-def _load(path: Path) -> bytes:
-    data = path.read_bytes()
-    if data[:2] != GZIP_MAGIC:
-        return data
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as e:
-        raise UserError(f"{path.name}: broken gzip data ({e}); the file is truncated") from e
 
 
 class _Reader:
@@ -104,10 +95,22 @@ class _Reader:
         self.strings = list(msg.string_table)
         if self.strings and self.strings[0] != "":
             self._corrupt('string_table[0] must be ""')
-        self.functions = {f.id: f for f in msg.function}
-        self.mappings = {m.id: m for m in msg.mapping}
-        self.locations = {loc.id: loc for loc in msg.location}
+        self.functions = self._by_id(msg.function, "function")
+        self.mappings = self._by_id(msg.mapping, "mapping")
+        self.locations = self._by_id(msg.location, "location")
+        self.tally = limits.Tally(name)
         self._frames: dict[int, tuple[Frame, ...]] = {}
+
+    def _by_id(self, items, kind: str) -> dict:
+        """Items by id; id 0 and a repeated id are corrupt (pprof ids are unique, non-zero)."""
+        table: dict = {}
+        for item in items:
+            if item.id == 0:
+                self._corrupt(f"a {kind} has id 0")
+            if item.id in table:
+                self._corrupt(f"{kind} id {item.id} is used twice")
+            table[item.id] = item
+        return table
 
     def _corrupt(self, what: str) -> NoReturn:
         raise UserError(f"{self.name}: {what}; the file is corrupt")
@@ -131,12 +134,14 @@ class _Reader:
         for i, sample in enumerate(self.msg.sample):
             if len(sample.value) != len(types):
                 self._corrupt(f"sample {i} has {len(sample.value)} values for {len(types)} types")
-            count = sample.value[count_index] if count_index >= 0 else 1
+            values = [limits.checked(v, f"{self.name}: sample {i} value") for v in sample.value]
+            count = int(values[count_index]) if count_index >= 0 else 1
+            self.tally.add(count, f"{self.name}: sample {i}")
             thread, state = self._labels(sample, i)
             builder.add(
                 self._stack(sample, i),
-                sample.value[pick] * scale,
-                count=int(count),
+                values[pick] * scale,
+                count=count,
                 thread=thread,
                 state=state,
             )
@@ -163,6 +168,8 @@ class _Reader:
 
     def _stack(self, sample: pb.Sample, index: int) -> list[Frame]:
         frames: list[Frame] = []
+        if len(sample.location_id) > limits.MAX_DEPTH:
+            self._corrupt(f"sample {index} is deeper than {limits.MAX_DEPTH} locations")
         for lid in sample.location_id:
             if lid not in self.locations:
                 self._corrupt(f"sample {index} refers to location {lid} which does not exist")
@@ -202,6 +209,8 @@ class _Reader:
                 f"location {lid} refers to function {line.function_id} which does not exist"
             )
         owner = f"function {fn.id}"
+        if not 0 <= line.line <= MAX_LINE_NUMBER:
+            self._corrupt(f"location {lid} has line number {line.line}")
         return Frame(
             function=self.string(fn.name, owner) or self.string(fn.system_name, owner),
             dso=dso,

@@ -1,7 +1,9 @@
 """FlameGraph folded stacks: one `root;caller;leaf weight` line per distinct stack.
 
 Frames carry the `_[k]` (kernel) and `_[i]` (inlined) marks of stackcollapse-perf.pl
-and inferno, which formats/folded.py reads back.
+and inferno, which formats/folded.py reads back. Frames read from DTrace-style
+`module`function` folded stacks get their module prefix back, so such files round-trip;
+other runs' frames are written without it, as stackcollapse-perf.pl writes them.
 """
 
 from __future__ import annotations
@@ -9,19 +11,25 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import IO, Any
 
-from ..model.profile import Profile
+from ..model.profile import Frame, Profile
 from ..views.flame import frame_label
 from . import PROFILE, Output, TitledProfile
 
 
 def lines(profile: Profile) -> list[str]:
     """Root first, threads merged, sorted; stacks without weight left out."""
-    labels = [frame_label(f).replace(";", ":") for f in profile.frames]
+    modules = bool(profile.meta.get("module_prefixes"))
+    labels = [_label(f, modules).replace(";", ":") for f in profile.frames]
     totals: dict[str, float] = defaultdict(float)
     for stack, weight, _count, _thread, _state in profile.rows():
         if stack and weight:
             totals[";".join(labels[f] for f in reversed(stack))] += weight
     return [f"{stack} {_number(totals[stack])}" for stack in sorted(totals)]
+
+
+def _label(frame: Frame, modules: bool) -> str:
+    label = frame_label(frame)
+    return f"{frame.dso}`{label}" if modules and frame.dso else label
 
 
 def _number(weight: float) -> str:

@@ -1,7 +1,9 @@
 """pprof profile.proto, gzipped, for `go tool pprof` and the tools that read it.
 
 Inlined frames join their caller's Location as extra Line entries, innermost first,
-as formats/pprof.py reads them back.
+as formats/pprof.py reads them back. Values are int64: fractional weights (folded
+inputs, callgrind's split costs) are rounded so the running total stays exact, so a
+total of 334.6 is written as 335 over the stacks, never as their rounded sum.
 """
 
 from __future__ import annotations
@@ -61,8 +63,14 @@ class _Writer:
             m.sample_type.add(type=self.intern(kind), unit=self.intern(unit))
         m.default_sample_type = self.intern(weight_type[0])
         self._write_meta(weight_type)
+        written = exact = 0.0
         for stack, weight, count, tid, state in p.rows():
-            values = [round(weight)] if p.unit == "samples" else [count, round(weight)]
+            # pprof values are int64: round the running total, not each weight, so
+            # the total and every stack's share stay within one unit of the run's
+            exact += weight
+            value = round(exact - written)
+            written += value
+            values = [value] if p.unit == "samples" else [count, value]
             sample = m.sample.add(location_id=self._location_ids(stack), value=values)
             self._write_labels(sample, tid, state)
         return m
