@@ -31,7 +31,8 @@ ROOT_FUNCTIONS = re.compile(
 SYSTEM_PREFIXES = ("/usr/", "/lib")
 # Stacks rebuilt from an exact call graph (callgrind, cachegrind) are not
 # unwound, so they cannot be broken; their roots are whatever valgrind saw first.
-UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey"})
+# py-spy rebuilds stacks from the interpreter's frames and drops its entry frames.
+UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey", "py-spy"})
 _ADDRESS = re.compile(r"^(0x)?[0-9a-f]{6,}$")
 
 

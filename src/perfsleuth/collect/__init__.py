@@ -1,6 +1,6 @@
 """Recorders: one module per tool, each `record_<mode>(options, cmd, workdir) -> Recording`.
 
-A recorder starts a real tool (perf, bpftrace, eu-stack, valgrind) on CMD, or on
+A recorder starts a real tool (perf, bpftrace, eu-stack, valgrind, py-spy) on CMD, or on
 options.pid, and returns what it measured as a value (model.run.Recording); the
 command adds the run facts and stores both. RECORDERS maps each `--mode` to its
 recorder, imported only when used (some pull in capstone or libclang).
@@ -24,6 +24,7 @@ RECORDERS = {
     "all": "offcpu:record_all",
     "count": "valgrind:record_count",
     "cache": "cache:record_cache",
+    "python": "python:record_python",
 }
 
 

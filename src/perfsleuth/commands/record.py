@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
-from ..collect import RECORDERS, recorder, run_facts
+from ..collect import RECORDERS, python, recorder, run_facts
 from ..collect.options import MAX_CALLS, RecordOptions
 from ..cpucache import model as cache_model
 from ..errors import UserError
@@ -28,7 +28,9 @@ UNNAMED_WARNING_SHARE = 0.2
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--mode", choices=sorted(RECORDERS), default="cpu", help="what to measure (default: cpu)"
+        "--mode",
+        choices=sorted(RECORDERS),
+        help="what to measure (default: python for a CPython command or process, else cpu)",
     )
     parser.add_argument("--freq", type=int, metavar="HZ", help="sampling frequency")
     parser.add_argument(
@@ -82,7 +84,7 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
 def record_options(args: argparse.Namespace) -> RecordOptions:
     """The recorders' options from the command line (the CLI namespace stops here)."""
     return RecordOptions(
-        mode=args.mode,
+        mode=args.mode or default_mode(args.cmd, args.pid),
         freq=args.freq,
         call_graph=args.call_graph,
         pid=args.pid,
@@ -97,6 +99,13 @@ def record_options(args: argparse.Namespace) -> RecordOptions:
         variants=args.variants,
         cache_model=args.cache_model,
     )
+
+
+def default_mode(cmd: list[str], pid: int | None) -> str:
+    """python for a CPython interpreter (docs/python.md says how it is told), else cpu."""
+    cmd = cmd[1:] if cmd[:1] == ["--"] else cmd
+    found = python.is_python_process(pid) if pid is not None else python.is_python_command(cmd)
+    return "python" if found else "cpu"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,6 +23,7 @@ READERS = {
     "pprof": "pprof profile.proto (plain or gzipped)",
     "callgrind": "callgrind/cachegrind out",
     "perf_script": "perf script text",
+    "py_spy": "py-spy raw (Python frames mixed with native)",
     "folded": "FlameGraph folded stacks",
 }
 FORMATS = tuple(READERS)

@@ -21,6 +21,9 @@ KINDS = (
     "cache-layout",
     "cache-footprint",
     "constant-time",
+    "python-json",
+    "python-library",
+    "python-interpreter",
     "note",
 )
 

@@ -1,0 +1,55 @@
+"""A service loop that spends most of its time in the standard json module.
+
+Each round builds a batch of orders, serializes it (json.dumps), parses it back
+(json.loads) and sums a field in plain Python. perfsleuth should name json as the
+hot spot, with the call sites in serialize() and parse(), and prove that orjson
+speeds it up without a code change (`perfsleuth advise --verify`).
+
+Usage: python3 json_heavy.py [ROUNDS]   (default 40, about 2 s on a laptop core)
+"""
+
+import json
+import sys
+
+
+def make_orders(n):
+    return [
+        {
+            "id": i,
+            "customer": f"customer-{i % 97}",
+            "items": [{"sku": f"sku-{j}", "qty": j % 5 + 1, "price": 9.99 + j} for j in range(8)],
+            "paid": i % 3 == 0,
+            "note": "deliver to the back door, ring twice" if i % 7 == 0 else None,
+        }
+        for i in range(n)
+    ]
+
+
+def serialize(orders):
+    return json.dumps(orders)
+
+
+def parse(text):
+    return json.loads(text)
+
+
+def total_quantity(orders):
+    total = 0
+    for order in orders:
+        for item in order["items"]:
+            total += item["qty"]
+    return total
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    orders = make_orders(2000)
+    checksum = 0
+    for _ in range(rounds):
+        text = serialize(orders)
+        checksum += total_quantity(parse(text))
+    print(f"json_heavy: {rounds} rounds, checksum {checksum}")
+
+
+if __name__ == "__main__":
+    main()

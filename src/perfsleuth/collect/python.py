@@ -1,0 +1,216 @@
+"""Python mode: CPython stacks, Python frames interleaved with native ones, by py-spy.
+
+Why py-spy and not our own reader of interpreter memory: the layout of CPython's
+frames and thread states changes with every minor version (3.11 moved frames into
+`_PyInterpreterFrame`, 3.12 and 3.13 changed them again), and py-spy follows
+those changes release by release for 2.7 and 3.3-3.14, reads a process without
+touching it, and with `--native` merges the native stack (DWARF unwinding) with
+the Python one in the place of each `_PyEval_EvalFrameDefault`. That is the job
+of a maintained tool; we read its output (formats/py_spy.py).
+
+A command is started behind the gate (collect/target.py) and py-spy attached to
+its PID, so the command keeps the terminal and its exit status, and py-spy's own
+messages go to a log that is summarised in one line when something goes wrong.
+`--native` pauses the process for each sample (the native unwind needs a stable
+stack), so py-spy's `--nonblocking` cannot be used with it.
+
+A command is taken for a Python one (the mode chosen when `--mode` is not given)
+when its executable is a CPython interpreter, `python`, `python3`, `python3.11`,
+... found on PATH (pyenv shims and venv links included), or a script whose `#!`
+line names one; a running process when its executable is named so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..formats import py_spy
+from ..model.run import Recording
+from .callgraph_mode import resolve_executable
+from .options import RecordOptions
+from .perf import check_pid
+from .target import Target
+
+DEFAULT_RATE_HZ = 100
+DEFAULT_DURATION_S = 10.0
+SUPPORTED = "CPython 2.7 and 3.3-3.14 (py-spy 0.4.1 and later)"
+INTERPRETER = re.compile(r"^python[0-9.]*$")
+SPY_EXIT_TIMEOUT_S = 30.0
+SUMMARY = re.compile(r"Samples: (?P<samples>\d+) Errors: (?P<errors>\d+)")
+
+
+@dataclass
+class SpyRun:
+    out: Path
+    log: Path
+    proc: subprocess.Popen
+
+    def failure(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def py_spy_binary() -> str:
+    beside = Path(sys.executable).with_name("py-spy")  # the venv perfsleuth runs from
+    found = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+    if found is None:
+        raise UserError("Python recording needs py-spy; install it with `pip install py-spy`")
+    return found
+
+
+def is_python_command(cmd: list[str]) -> bool:
+    """CMD runs a CPython interpreter: by its executable's name, or a script's #! line."""
+    if not cmd:
+        return False
+    path = resolve_executable(cmd[0])
+    if path is None:
+        return False
+    if INTERPRETER.match(path.name) or INTERPRETER.match(path.resolve().name):
+        return True
+    return _shebang_interpreter(path)
+
+
+def _shebang_interpreter(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    if not first.startswith(b"#!"):
+        return False
+    words = first[2:].decode(errors="replace").split()
+    names = [Path(w).name for w in words[:2]]  # `#!/usr/bin/python3` or `#!/usr/bin/env python3`
+    return any(INTERPRETER.match(n) for n in names)
+
+
+def is_python_process(pid: int) -> bool:
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return bool(INTERPRETER.match(Path(exe.removesuffix(" (deleted)")).name))
+
+
+def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
+    """Recorder for --mode python: py-spy --native samples of a CPython process."""
+    tool = py_spy_binary()
+    rate = options.freq or DEFAULT_RATE_HZ
+    if options.pid is not None:
+        return _record_pid(tool, options.pid, options.duration or DEFAULT_DURATION_S, rate, workdir)
+    return _record_command(tool, cmd, rate, workdir)
+
+
+def _record_command(tool: str, cmd: list[str], rate: int, workdir: Path) -> Recording:
+    target = Target.launch(cmd)
+    started = time.monotonic()
+    target.release()
+    spy = _start_spy(tool, target.pid, rate, None, workdir)
+
+    def stop_if_spy_failed() -> None:
+        if spy.proc.poll() not in (None, 0):
+            target.abort()  # nothing can be recorded: do not leave the command running
+            raise UserError(_failure_line(spy, target.pid, " ".join(cmd[:2])))
+
+    try:
+        target.wait(None, tick=stop_if_spy_failed)
+    finally:
+        _stop(spy)
+    duration = time.monotonic() - started
+    exit_status = target.exit_status
+    return _recording(tool, spy, target.pid, rate, duration, exit_status, " ".join(cmd[:2]))
+
+
+def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) -> Recording:
+    check_pid(pid)
+    started = time.monotonic()
+    spy = _start_spy(tool, pid, rate, duration, workdir)
+    _stop(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
+    elapsed = time.monotonic() - started
+    recording = _recording(tool, spy, pid, rate, elapsed, None, f"process {pid}")
+    if "process exited" in spy.failure():
+        print(
+            f"perfsleuth: process {pid} exited after {elapsed:.1f} s of the {duration:g} s; "
+            f"kept the {recording.profile.num_samples} samples taken until then",
+            file=sys.stderr,
+        )
+    return recording
+
+
+def _start_spy(tool: str, pid: int, rate: int, duration: float | None, workdir: Path) -> SpyRun:
+    out, log = workdir / "py-spy.txt", workdir / "py-spy.log"
+    argv = [tool, "record", "--native", "--threads", "--full-filenames", "--format", "raw"]
+    argv += ["--rate", str(rate), "-o", str(out), "--pid", str(pid)]
+    if duration is not None:
+        argv += ["--duration", str(max(1, round(duration)))]
+    with log.open("wb") as sink:
+        # its own session: Ctrl-C reaches the target only, py-spy stops when it exits
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=True
+        )
+    return SpyRun(out=out, log=log, proc=proc)
+
+
+def _stop(spy: SpyRun, timeout: float = SPY_EXIT_TIMEOUT_S) -> None:
+    """Wait for py-spy to notice the target is gone and write its output."""
+    try:
+        spy.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        spy.proc.send_signal(signal.SIGINT)  # py-spy writes what it has on Ctrl-C
+        spy.proc.wait(timeout=SPY_EXIT_TIMEOUT_S)
+
+
+def _recording(
+    tool: str,
+    spy: SpyRun,
+    pid: int,
+    rate: int,
+    duration: float,
+    exit_status: int | None,
+    label: str,
+) -> Recording:
+    if not spy.out.exists() or spy.out.stat().st_size == 0:
+        raise UserError(_failure_line(spy, pid, label))
+    profile = py_spy.read(spy.out, freq=rate)
+    meta: dict = {"recorder": "py-spy", "freq": rate, "py_spy": _version(tool)}
+    summary = SUMMARY.search(spy.failure())
+    if summary:
+        meta["py_spy_errors"] = int(summary["errors"])
+    return Recording(profile, exit_status=exit_status, duration_s=duration, meta=meta)
+
+
+def _version(tool: str) -> str:
+    try:
+        done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip().removeprefix("py-spy ")
+
+
+def _failure_line(spy: SpyRun, pid: int, label: str) -> str:
+    """py-spy's failure, as one line saying what to do."""
+    text = spy.failure()
+    if "Permission Denied" in text or "Operation not permitted" in text:
+        return (
+            f"cannot read {label} (pid {pid}): permission denied; record your own processes, "
+            "or run as root (check kernel.yama.ptrace_scope)"
+        )
+    version = re.search(r"Unsupported version of Python: (\S+)", text)
+    if version:
+        return f"{label} runs CPython {version[1]}, which py-spy cannot read; it reads {SUPPORTED}"
+    if "Failed to find python version" in text:
+        return (
+            f"{label} (pid {pid}) is not a CPython interpreter py-spy can read ({SUPPORTED}); "
+            "use --mode cpu for other programs"
+        )
+    if "process exited" in text or "Failed to get process executable name" in text:
+        return f"{label} (pid {pid}) exited before any sample was taken; nothing recorded"
+    first = next((ln for ln in text.splitlines() if ln.startswith("Error:")), "no output")
+    return f"py-spy failed on {label} (pid {pid}): {first.removeprefix('Error: ')}"
