@@ -6,7 +6,8 @@ then goes to ctx.notes). The verifiers (VERIFIERS):
 
   allocator      run the recorded command with the fix's allocator preloaded (A/B);
   build-flags    rebuild with the fix's flags and run both builds (A/B);
-  aliasing-write recompile a scratch copy of the unit with the fix (aliasing.py).
+  aliasing-write recompile a scratch copy of the unit with the fix (aliasing.py);
+  python-json    run the recorded Python command with json backed by orjson (python_shim.py).
 
 The measured ones need the recorded command (empty: not verified) and read
 ctx.options (AnalyzerOptions): verify_runs, verify_warmup, and build, the shell
@@ -28,7 +29,7 @@ from typing import Any
 from ..analyzers import Context
 from ..errors import UserError
 from ..model.findings import Finding
-from . import allocator, build, result
+from . import allocator, build, python_shim, result
 from .aliasing import verify_aliasing
 from .runner import Side, measure
 from .verdict import ratio_sentence
@@ -62,6 +63,16 @@ def _measured(prepare: Sides) -> Verifier:
 
 def _recompiled(finding: Finding, ctx: Context, _command: list[str]) -> dict[str, Any] | None:
     return verify_aliasing(finding, ctx)
+
+
+def _orjson(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any] | None:
+    if not command:
+        return None
+    shims = (ctx.store.root if ctx.store else Path(".perfsleuth")) / "shims"
+    sides, report = python_shim.orjson_sides(command, shims, _cwd(ctx))
+    verified = _measure(finding, ctx, sides)
+    python_shim.check_loaded(report)
+    return verified
 
 
 def _measure(finding: Finding, ctx: Context, sides: list[Side]) -> dict[str, Any]:
@@ -152,4 +163,5 @@ VERIFIERS: dict[str, Verifier] = {
     "allocator": _measured(_allocator_sides),
     "build-flags": _measured(_build_sides),
     "aliasing-write": _recompiled,
+    "python-json": _orjson,
 }

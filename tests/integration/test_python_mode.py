@@ -1,0 +1,140 @@
+"""Python mode with the real py-spy: mixed stacks, agreement with py-spy, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "python"
+PERFSLEUTH = [sys.executable, "-m", "perfsleuth.cli"]
+PY_SPY = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+PYTHON = sys.executable  # the interpreter of the venv: CPython 3.11
+
+
+def perfsleuth(*args: str, store: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*PERFSLEUTH, *args[:1], "--store", str(store), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+
+
+def top_json(store: Path, *args: str) -> dict:
+    done = perfsleuth("top", "--format", "json", "-n", "200", *args, store=store)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def python_totals(raw: Path, script: str) -> dict[str, float]:
+    """Inclusive share per function of SCRIPT, counted straight from py-spy's raw file."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        total += int(count)
+        names = {f.rpartition(" (")[0] for f in stack.split(";") if f"{script}:" in f}
+        for name in names:
+            counts[name] += int(count)
+    return {name: n / total for name, n in counts.items()}
+
+
+def test_json_example_agrees_with_py_spy_and_json_finding_is_first(tmp_path: Path) -> None:
+    raw = tmp_path / "py-spy.txt"
+    spy = [PY_SPY, "record", "--native", "--threads", "--full-filenames", "--format", "raw"]
+    subprocess.run(
+        [*spy, "--rate", "100", "-o", str(raw), "--", PYTHON, str(EXAMPLES / "json_heavy.py")],
+        check=True,
+        capture_output=True,
+        timeout=100,
+    )
+    store = tmp_path / "store"
+    done = perfsleuth("import", str(raw), store=store)
+    assert done.returncode == 0, done.stderr
+    expected = python_totals(raw, "json_heavy.py")
+    rows = {r["function"]: r for r in top_json(store, "--total")["rows"]}
+    for function in ("serialize", "parse", "total_quantity"):
+        assert abs(rows[function]["total"] - expected[function]) <= 0.03, function
+    assert rows["serialize"]["dso"] == "[python:json_heavy]"
+
+    recorded = tmp_path / "recorded"
+    out = tmp_path / "run.json"
+    done = perfsleuth(
+        "run",
+        "--format",
+        "json",
+        "-o",
+        str(out),
+        "--",
+        PYTHON,
+        str(EXAMPLES / "json_heavy.py"),
+        store=recorded,
+    )
+    assert done.returncode == 0, done.stderr
+    findings = json.loads(out.read_text())["findings"]
+    first = next(f for f in findings if f["estimated_gain"] > 0)
+    assert first["rule"] == "python.json"
+    assert (first["function"], Path(first["file"]).name) in (
+        ("serialize", "json_heavy.py"),
+        ("parse", "json_heavy.py"),
+    )
+    assert any("json_heavy.py:" in line for line in first["evidence"])
+
+
+def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    done = perfsleuth("record", "--", PYTHON, str(EXAMPLES / "zlib_mixed.py"), "15", store=store)
+    assert done.returncode == 0, done.stderr
+    assert "zlib_mixed: 15 rounds" in done.stdout
+    folded = perfsleuth("flame", "--folded", store=store)
+    assert folded.returncode == 0, folded.stderr
+    in_deflate = [ln for ln in folded.stdout.splitlines() if ";deflate;" in ln]
+    weight = sum(int(ln.rpartition(" ")[2]) for ln in in_deflate)
+    under_pack_logs = sum(int(ln.rpartition(" ")[2]) for ln in in_deflate if ";pack_logs;" in ln)
+    assert weight > 0 and under_pack_logs == weight
+    crc = [ln for ln in folded.stdout.splitlines() if ";crc32" in ln]
+    assert all(";checksum_blocks;" in ln for ln in crc)
+
+
+def test_pid_of_a_running_interpreter_and_its_exit_mid_recording(tmp_path: Path) -> None:
+    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "25"])
+    try:
+        time.sleep(0.3)
+        store = tmp_path / "store"
+        done = perfsleuth("record", "--pid", str(proc.pid), "--duration", "30", store=store)
+    finally:
+        proc.wait(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"process {proc.pid} exited after" in done.stderr
+    top = top_json(store)
+    assert any(r["dso"] == "[python:json_heavy]" for r in top["rows"])
+
+
+def test_bad_input_is_one_line_and_stores_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    sleeper = subprocess.Popen(["sleep", "20"])
+    try:
+        done = perfsleuth(
+            "record", "--mode", "python", "--pid", str(sleeper.pid), "--duration", "1", store=store
+        )
+    finally:
+        sleeper.kill()
+    assert done.returncode != 0
+    assert "is not a CPython interpreter py-spy can read" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+    done = perfsleuth("record", "--", PYTHON, "-c", "pass", store=store)
+    assert done.returncode != 0
+    assert "exited before any sample was taken" in done.stderr
+    runs = perfsleuth("runs", "--format", "json", store=store)
+    assert runs.returncode != 0 or json.loads(runs.stdout) == []

@@ -1,0 +1,108 @@
+"""py-spy raw output (formats/py_spy.py) and how a Python command is told (collect/python.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.analyzers import library_match
+from perfsleuth.collect import python
+from perfsleuth.formats import detect, py_spy
+from perfsleuth.model.profile import Frame
+from perfsleuth.rules import load_rules
+
+# Real lines of `py-spy record --native --threads --full-filenames --format raw`
+# (py-spy 0.4.3, Debian's python3.11 and pyenv's 3.11.7 with debug info), shortened.
+RAW = (
+    "thread (1331): MainThread;0x7faa04d5c24a (/usr/lib/x86_64-linux-gnu/libc.so.6);"
+    "<module> (/srv/app.py:11);encode (/srv/app.py:4);"
+    "dumps (/usr/lib/python3.11/json/__init__.py:231);"
+    "JSONEncoder.iterencode (/usr/lib/python3.11/json/encoder.py:258);"
+    "0x7faa04a6dc99 (/usr/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so) 7\n"
+    "thread (1331): MainThread;0x7faa04d5c24a (/usr/lib/x86_64-linux-gnu/libc.so.6);"
+    "<module> (/srv/app.py:11);compress (/srv/app.py:8);"
+    "deflate (/usr/lib/x86_64-linux-gnu/libz.so.1.2.13);0x7faa04f46a26 (?) 3\n"
+    "thread (1332): worker;encoder_call (_json.c:1305);"
+    "<module> (<frozen importlib._bootstrap>:1178) 1\n"
+)
+
+
+@pytest.fixture
+def raw(tmp_path: Path) -> Path:
+    path = tmp_path / "out.txt"
+    path.write_text(RAW)
+    return path
+
+
+def test_python_frames_keep_file_line_and_module(raw: Path) -> None:
+    profile = py_spy.read(raw, freq=100)
+    frames = set(profile.frames)
+    assert Frame("encode", "[python:app]", "/srv/app.py", 4) in frames
+    encoder = "/usr/lib/python3.11/json/encoder.py"
+    iterencode = Frame("JSONEncoder.iterencode", "[python:json.encoder]", encoder, 258)
+    assert iterencode in frames
+    assert Frame("dumps", "[python:json]", "/usr/lib/python3.11/json/__init__.py", 231) in frames
+    assert Frame("[unknown]", "_json.cpython-311-x86_64-linux-gnu.so") in frames
+    assert Frame("deflate", "libz.so.1.2.13") in frames
+    assert Frame("[unknown]", "[unknown]") in frames
+    assert Frame("encoder_call", "", "_json.c", 1305) in frames
+    assert profile.num_samples == 11 and profile.meta["freq"] == 100
+
+
+def test_stacks_are_leaf_first_with_threads(raw: Path) -> None:
+    profile = py_spy.read(raw)
+    stacks = {
+        tuple(profile.frames[f].function for f in stack): (count, profile.threads[t])
+        for stack, _w, count, t, _s in profile.rows()
+    }
+    key = ("deflate", "compress", "<module>", "[unknown]")
+    assert stacks[("[unknown]", *key)][0] == 3
+    assert stacks[("[unknown]", *key)][1].tid == 1331
+    assert {t.name for t in profile.threads} == {"MainThread", "worker"}
+
+
+def test_module_names() -> None:
+    assert py_spy.module_of("/usr/lib/python3.11/json/__init__.py") == "json"
+    assert py_spy.module_of("/v/lib/python3.11/site-packages/numpy/core/numeric.py") == (
+        "numpy.core.numeric"
+    )
+    assert py_spy.module_of("/srv/app.py") == "app"
+    assert py_spy.module_of("json/encoder.py") == "json.encoder"
+    assert py_spy.module_of("<frozen importlib._bootstrap>") == "importlib._bootstrap"
+
+
+def test_import_sniffs_py_spy_before_folded(raw: Path) -> None:
+    assert detect(raw) is py_spy
+
+
+def test_json_rule_names_the_python_call_site(raw: Path) -> None:
+    profile = py_spy.read(raw)
+    matches = library_match.match_rules(profile, load_rules())
+    json_match = matches["python.json"]
+    assert json_match.inclusive == 8  # with the C frame encoder_call
+    site = max(json_match.call_sites, key=json_match.call_sites.__getitem__)
+    assert (site.function, site.file, site.line) == ("encode", "/srv/app.py", 4)
+    zlib_match = matches["compression.zlib"]
+    site = max(zlib_match.call_sites, key=zlib_match.call_sites.__getitem__)
+    assert (site.function, site.line) == ("compress", 8)
+
+
+def test_a_python_command_is_told_by_its_interpreter(tmp_path: Path) -> None:
+    assert python.is_python_command([sys.executable, "app.py"])
+    assert not python.is_python_command(["/bin/true"])
+    script = tmp_path / "tool"
+    script.write_text("#!/usr/bin/env python3\nprint(1)\n")
+    script.chmod(0o755)
+    assert python.is_python_command([str(script)])
+    shell = tmp_path / "run.sh"
+    shell.write_text("#!/bin/sh\necho\n")
+    shell.chmod(0o755)
+    assert not python.is_python_command([str(shell)])
+
+
+def test_a_python_process_is_told_by_its_executable() -> None:
+    assert python.is_python_process(os.getpid())
+    assert not python.is_python_process(1 << 30)
