@@ -61,10 +61,14 @@ def test_inferno_and_flamegraph_variants(tmp_path: Path) -> None:
     assert frames["do_sys_open"].kernel
 
 
-def test_bad_line_is_a_user_error(tmp_path: Path) -> None:
+def test_bad_line_is_skipped_and_named(tmp_path: Path) -> None:
     path = tmp_path / "bad.folded"
     path.write_text("a;b 3\na;b;c three\n")
-    with pytest.raises(UserError, match=r"^bad.folded:2: expected `frame;frame;\.\.\. count`"):
+    assert folded.read(path).meta["warnings"] == [
+        "bad.folded: skipped 1 line(s) that are not `frame;frame;... count` (line 2)"
+    ]
+    path.write_text("a;b;c three\n")
+    with pytest.raises(UserError, match=r"^bad.folded:1: expected `frame;frame;\.\.\. count`"):
         folded.read(path)
 
 

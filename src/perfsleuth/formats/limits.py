@@ -138,9 +138,7 @@ def checked(value: float, where: str) -> float:
     """`value` when it is finite, not negative and at most MAX_VALUE; else a UserError."""
     if not math.isfinite(value) or value < 0 or value > MAX_VALUE:
         shown = f"{value:.6g}" if math.isfinite(value) else "not finite"
-        raise UserError(
-            f"{where}: value {shown} is out of range (0 to 2^53); the file is corrupt"
-        )
+        raise UserError(f"{where}: value {shown} is out of range (0 to 2^53); the file is corrupt")
     return value
 
 

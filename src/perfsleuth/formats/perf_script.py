@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import UserError
-from . import limits
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..symbols import Symbolizer, dso_name
 from ..symbols.elf import build_id_paths, elf_info
 from ..symbols.symbolizer import UNKNOWN, ElfSymbols, elf_symbols
+from . import limits
 
 # Possessive quantifiers and a comm that ends on a non-space keep matching linear
 # in the line's length, whatever the line.
