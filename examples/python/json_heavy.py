@@ -10,6 +10,7 @@ Usage: python3 json_heavy.py [ROUNDS]   (default 40, about 2 s on a laptop core)
 
 import json
 import sys
+import time
 
 
 def make_orders(n):
@@ -45,10 +46,12 @@ def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     orders = make_orders(2000)
     checksum = 0
+    started = time.perf_counter()
     for _ in range(rounds):
         text = serialize(orders)
         checksum += total_quantity(parse(text))
-    print(f"json_heavy: {rounds} rounds, checksum {checksum}")
+    elapsed = time.perf_counter() - started
+    print(f"json_heavy: {rounds} rounds, checksum {checksum}, loop {elapsed:.3f} s")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,87 @@
+"""Slowdown of a Python workload under `perfsleuth record` (python mode), beside py-spy alone.
+
+Runs examples/python/json_heavy.py N times each way, interleaved: plain, under
+`py-spy record --native` at the rate, and under `perfsleuth record` (which runs
+py-spy and then reads and stores its output), and prints the median of the
+workload's own loop time (it prints it) and the slowdowns. Also compares the
+inclusive shares of the example's Python functions between a perfsleuth run and a
+separate py-spy run (independent samples).
+
+Usage: .venv/bin/python bench/python_overhead.py [--runs 5] [--rate 100] [--rounds 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOAD = ROOT / "examples" / "python" / "json_heavy.py"
+PY_SPY = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+FUNCTIONS = ("serialize", "parse", "total_quantity")
+
+
+def timed(argv: list[str]) -> float:
+    """The workload's own loop time, as it prints it (startup and storing not counted)."""
+    done = subprocess.run(argv, check=True, capture_output=True, text=True)
+    return float(re.search(r"loop ([0-9.]+) s", done.stdout)[1])  # type: ignore[index]
+
+
+def py_spy_shares(raw: Path) -> dict[str, float]:
+    counts: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        total += int(count)
+        for name in {f.rpartition(" (")[0] for f in stack.split(";") if "json_heavy.py:" in f}:
+            counts[name] += int(count)
+    return {f: counts[f] / total for f in FUNCTIONS}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rate", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=40)
+    args = parser.parse_args()
+    workload = [sys.executable, str(WORKLOAD), str(args.rounds)]
+    times: dict[str, list[float]] = {"plain": [], "py-spy": [], "perfsleuth": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, store = Path(tmp) / "raw.txt", Path(tmp) / "store"
+        spy = [PY_SPY, "record", "--native", "--threads", "--full-filenames", "--format", "raw"]
+        spy += ["--rate", str(args.rate), "-o", str(raw), "--", *workload]
+        record = [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(store)]
+        record += ["--freq", str(args.rate), "--", *workload]
+        for _ in range(args.runs):
+            times["plain"].append(timed(workload))
+            times["py-spy"].append(timed(spy))
+            times["perfsleuth"].append(timed(record))
+        top = subprocess.run(
+            [sys.executable, "-m", "perfsleuth.cli", "top", "--store", str(store), "--total"]
+            + ["--format", "json", "-n", "100"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        ours = {r["function"]: r["total"] for r in json.loads(top.stdout)["rows"]}
+        theirs = py_spy_shares(raw)
+    plain = statistics.median(times["plain"])
+    print(f"workload: {' '.join(workload[1:])}, {args.runs} runs each, {args.rate} Hz")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:10s} median {median:6.3f} s  slowdown {100 * (median / plain - 1):+5.1f}%")
+    print("inclusive shares, last perfsleuth run vs last py-spy run (separate runs):")
+    for f in FUNCTIONS:
+        print(f"  {f:15s} perfsleuth {100 * ours.get(f, 0):5.1f}%  py-spy {100 * theirs[f]:5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
