@@ -67,11 +67,13 @@ def serve(app: Starlette, sock: socket.socket, limits: Limits, *, verbose: bool 
 
 
 def _quiet_logs(verbose: bool) -> None:
-    """One line per problem on stderr; uvicorn's startup chatter only with --verbose."""
+    """Errors on stderr, one line each; uvicorn's per-connection warnings (a refused
+    connection past the concurrency bound, a malformed request) only with --verbose,
+    or a flood of bad clients floods the log too."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("perfsleuth: %(message)s"))
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         log = logging.getLogger(name)
         log.handlers = [handler]
         log.propagate = False
-        log.setLevel(logging.INFO if verbose else logging.WARNING)
+        log.setLevel(logging.INFO if verbose else logging.ERROR)
