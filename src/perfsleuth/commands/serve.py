@@ -10,7 +10,9 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..server.api import Api
+from ..server.fleet_api import FleetApi
 from ..server.httpd import Server, is_loopback, static_root
+from ..store.fleet import FleetStore, fleet_root
 from .common import open_store
 
 NAME = "serve"
@@ -31,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="source root the source view may read from (repeatable; the run's cwd is one)",
     )
+    parser.add_argument(
+        "--fleet-store",
+        metavar="PATH_OR_URL",
+        help="the fleet store the Fleet page reads: a folder or s3://bucket/prefix"
+        " (default: the store's fleet/ folder)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
 
 
@@ -44,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"bad --port {args.port}: use 0..65535")
     store = open_store(args)
     api = Api(store, [Path(p) for p in args.src or []], verbose=args.verbose)
+    FleetApi(FleetStore(args.fleet_store or fleet_root(str(store.root)))).attach(api)
     server = _bind(args, api)
     port = server.server_address[1]
     host = f"[{args.host}]" if ":" in args.host else args.host

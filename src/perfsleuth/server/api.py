@@ -54,6 +54,7 @@ def binary_response(body: bytes) -> Response:
 
 Query = dict[str, list[str]]
 Handler = Callable[..., Any]
+Route = tuple[re.Pattern[str], Handler, tuple[str, ...]]  # path, handler, parameters it takes
 
 
 def json_response(doc: Any, status: int = 200) -> Response:
@@ -72,7 +73,7 @@ class Api:
         self._changing = FileVersioned(
             lambda: [store.db, store.db.with_name(store.db.name + ".wal")]
         )
-        self._routes: list[tuple[re.Pattern[str], Handler, tuple[str, ...]]] = [
+        self._routes: list[Route] = [
             (re.compile(r"/api/runs"), self.runs, ()),
             (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
             (re.compile(r"/api/runs/([^/]+)/top"), self.top, ("by", "state", "thread")),
@@ -102,6 +103,10 @@ class Api:
             return json_response({"error": str(e)}, e.status)
         except UserError as e:
             return json_response({"error": str(e)}, 400)
+
+    def add_routes(self, routes: list[Route]) -> None:
+        """Endpoints another module answers (server/fleet_api.py), through get()."""
+        self._routes += routes
 
     def warm(self, ref: str) -> None:
         """Compute a run's flame graph and TopN ahead of the first page that asks."""

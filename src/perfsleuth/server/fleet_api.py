@@ -1,0 +1,133 @@
+"""The fleet endpoints of the JSON API (/api/fleet/...), over a fleet store.
+
+`FleetApi(store).attach(api)` adds them to an `Api`, so they answer through
+`Api.get` like every other endpoint. They call the fleet queries (fleet/) and
+never cache: the fleet store grows while the page is open. Times are unix
+seconds; the page turns "the last hour" into numbers, so a URL it shares names
+the same range on the server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from ..fleet import queries
+from ..model.fleet import LABELS
+from ..store.fleet import FleetStore
+from ..store.fleet.layout import SAMPLES_SCHEMA
+from ..views.keys import GROUPINGS
+from . import flamedata
+from .api import Api, ApiError, Query, Response, Route, binary_response
+
+RANGE = ("from", "to", "where")
+MAX_LABEL_VALUES = 200  # per key: a picker, not an inventory
+SORTS = ("self", "total")
+T = TypeVar("T")
+
+
+class FleetApi:
+    def __init__(self, store: FleetStore) -> None:
+        self.store = store
+
+    def attach(self, api: Api) -> None:
+        api.add_routes(self.routes())
+
+    def routes(self) -> list[Route]:
+        return [
+            (re.compile(r"/api/fleet/status"), self.status, ()),
+            (re.compile(r"/api/fleet/labels"), self.labels, ("from", "to")),
+            (re.compile(r"/api/fleet/top"), self.top, (*RANGE, "by", "sort", "n")),
+            (re.compile(r"/api/fleet/flame"), self.flame, RANGE),
+        ]
+
+    def status(self, query: Query) -> dict:
+        return self.store.status()
+
+    def labels(self, query: Query) -> dict:
+        """{"from", "to", "labels": {key: [values, sorted]}}: what --where can filter on
+        in the range, user labels included."""
+        start, end = _range(query)
+        table = _read(lambda: _label_columns(self.store, start, end))
+        labels: dict[str, set[str]] = {}
+        for key in LABELS:
+            values = pc.unique(table.column(key)).to_pylist()
+            labels[key] = {str(v) for v in values if v not in ("", 0, None)}
+        for text in pc.unique(table.column("labels")).to_pylist():
+            for key, value in json.loads(text or "{}").items():
+                labels.setdefault(key, set()).add(str(value))
+        shown = {k: sorted(v)[:MAX_LABEL_VALUES] for k, v in sorted(labels.items()) if v}
+        return {"from": start, "to": end, "labels": shown}
+
+    def top(self, query: Query) -> dict:
+        start, end = _range(query)
+        by = _choice(query, "by", GROUPINGS)
+        sort = _choice(query, "sort", SORTS)
+        n = _count(query)
+        where = _one(query, "where")
+        return _read(lambda: queries.top(self.store, start, end, where, by, n, sort))
+
+    def flame(self, query: Query) -> Response:
+        """The range's flame graph in the Flame page's binary format (server/flamedata.py)."""
+        start, end = _range(query)
+        profile = _read(lambda: queries.flame(self.store, start, end, _one(query, "where")))
+        flame = flamedata.flame_columns(profile)
+        flame.meta.update({"from": start, "to": end})
+        return binary_response(flamedata.encode(flame))
+
+
+def _label_columns(store: FleetStore, start: float, end: float) -> pa.Table:
+    selection = store.select(start, end)
+    dataset = ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs)
+    return dataset.to_table(columns=[*LABELS, "labels"])
+
+
+def _read(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except FileNotFoundError as e:
+        raise ApiError(503, "the fleet store is being compacted; retry") from e
+
+
+def _one(query: Query, name: str) -> str:
+    return (query.get(name) or [""])[0]
+
+
+def _range(query: Query) -> tuple[float, float]:
+    """[from, to) in unix seconds; the last hour when not given."""
+    start, end = (_seconds(query, name) for name in ("from", "to"))
+    return queries.time_range(start, end)
+
+
+def _seconds(query: Query, name: str) -> float | None:
+    text = _one(query, name)
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ApiError(400, f"bad {name}={text!r}: give unix seconds")
+    return value
+
+
+def _choice(query: Query, name: str, allowed: tuple[str, ...]) -> str:
+    value = _one(query, name) or allowed[0]
+    if value not in allowed:
+        raise ApiError(400, f"bad {name}={value!r}: use one of {', '.join(allowed)}")
+    return value
+
+
+def _count(query: Query) -> int:
+    text = _one(query, "n") or "0"
+    if not re.fullmatch(r"[0-9]{1,6}", text):
+        raise ApiError(400, f"bad n={text!r}: give a number of rows (0 = all)")
+    return int(text)
