@@ -129,7 +129,7 @@ def _is_address(name: str) -> bool:
 def parse(path: str | Path) -> CallgrindData:
     path = Path(path)
     with path.open(encoding="utf-8", errors="replace") as f:
-        return _parse_lines(f, path.name)
+        return _parse_lines(limits.IOLines(f, path.name), path.name)
 
 
 def parse_bytes(raw: bytes, name: str) -> CallgrindData:
