@@ -12,6 +12,7 @@ import { renderFindings } from "./pages/findings";
 import { renderCompare } from "./pages/compare";
 import { renderExperiments } from "./pages/experiments";
 import { renderCache } from "./pages/cache";
+import { renderFleet } from "./pages/fleet";
 import type { RunDetail } from "./types";
 
 type Page = (app: HTMLElement, runId: string, route: Route) => Promise<void>;
@@ -38,7 +39,7 @@ function pageLink(id: string, page: string, current: string): HTMLElement {
 }
 
 function navigation(route: Route): HTMLElement[] {
-  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare"), h("a", { href: "#/experiments" }, "Experiments")];
+  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare"), h("a", { href: "#/experiments" }, "Experiments"), h("a", { href: "#/fleet", class: route.parts[0] === "fleet" ? "active" : undefined }, "Fleet")];
   if (route.parts[0] === "run" && route.parts[1]) {
     const id = route.parts[1];
     const current = route.parts[2] ?? "";
@@ -74,6 +75,7 @@ async function render(): Promise<void> {
     if (!first) await renderRuns(app);
     else if (first === "compare") await renderCompare(app, route);
     else if (first === "experiments") await renderExperiments(app);
+    else if (first === "fleet") await renderFleet(app, route);
     else if (first === "run" && id && RUN_PAGES[page]) await RUN_PAGES[page][1](app, id, route);
     else app.append(message(`No such page: ${location.hash}`, "error"));
     loading.remove();

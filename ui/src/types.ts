@@ -64,6 +64,18 @@ export interface TopDoc {
   rows: TopRow[];
 }
 
+export interface FleetTopDoc extends TopDoc {
+  from: number;
+  to: number;
+  where: string;
+}
+
+export interface FleetLabels {
+  from: number;
+  to: number;
+  labels: Record<string, string[]>;
+}
+
 export interface Neighbour {
   function: string;
   total: number;

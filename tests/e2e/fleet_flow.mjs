@@ -1,0 +1,64 @@
+// The Fleet page in Debian's Chromium, driven by Playwright.
+// Usage: node fleet_flow.mjs BASE_URL ARTIFACT_DIR
+// Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
+// page showed, which tests/e2e/test_ui_fleet.py compares with the fleet queries.
+import assert from "node:assert/strict";
+import { runFlows } from "./run_flows.mjs";
+
+const [base, artifacts] = process.argv.slice(2);
+
+/** [name, self] of each TopN row, as the page prints them. */
+function topRows(page) {
+  return page.locator(".fleet-top table.data tbody tr").evaluateAll((rows) =>
+    rows.map((r) => {
+      const cells = [...r.querySelectorAll("td")].map((td) => td.innerText.trim());
+      return [cells[2], cells[0]];
+    }),
+  );
+}
+
+const flows = {
+  async fleet_top(page) {
+    await page.goto(`${base}#/`);
+    await page.locator("#nav a", { hasText: "Fleet" }).click();
+    await page.locator(".fleet-top tbody tr").first().waitFor();
+    const rows = await topRows(page);
+    await page.screenshot({ path: `${artifacts}/fleet-top.png`, fullPage: true });
+    await page.selectOption("select[data-label=service]", "db");
+    await page.waitForURL(/where=service%3Ddb/);
+    await page.locator(".fleet-top tbody tr", { hasText: "inflate" }).waitFor();
+    assert.match(await page.locator("h1").innerText(), /where service=db/);
+    return { rows, filtered: await topRows(page), url: page.url() };
+  },
+
+  async fleet_flame(page) {
+    await page.goto(`${base}#/fleet?range=1h&where=service%3Ddb`);
+    await page.locator(".fleet-views a", { hasText: "Flame graph" }).click();
+    await page.locator("canvas.flame-canvas").waitFor();
+    assert.match(page.url(), /#\/fleet\/flame\?.*where=service%3Ddb/);
+    const drawn = await page.evaluate(() => {
+      const g = window.perfsleuthFlame.graph;
+      const names = [];
+      for (let k = 0; k < g.drawn.count; k++) {
+        const node = g.drawn.node[k];
+        if (node > 0) names.push(g.data.names[g.data.name[node]]);
+      }
+      return { drawn: g.drawn.count, names };
+    });
+    await page.screenshot({ path: `${artifacts}/fleet-flame.png`, fullPage: true });
+    return drawn;
+  },
+
+  async fleet_restore(page) {
+    await page.goto(`${base}#/fleet?range=6h&where=service%3Dapi&by=dso&sort=total`);
+    await page.locator(".fleet-top tbody tr").first().waitFor();
+    return {
+      service: await page.locator("select[data-label=service]").inputValue(),
+      by: await page.locator("p.toolbar a.chip.active", { hasText: /^(function|line|file|dso)$/ }).innerText(),
+      range: await page.locator(".fleet-range a.chip.active").innerText(),
+      rows: await topRows(page),
+    };
+  },
+};
+
+await runFlows(flows, Object.keys(flows), artifacts);

@@ -1,0 +1,136 @@
+"""The Fleet page in a real browser (fleet_flow.mjs, Debian's Chromium) against
+`perfsleuth serve --fleet-store` over a fleet store filled with FleetStore.append:
+what the page shows is what the fleet queries answer. Screenshots go to
+tests/artifacts/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.fleet import queries
+from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.store.fleet import FleetStore
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CLI = [sys.executable, "-m", "perfsleuth.cli"]
+MINUTES = 20  # one window per host and minute, from 40 to 20 minutes ago
+MAIN = Frame("main", "app", "main.c", 3)
+HOSTS = {  # host: (service, version, leaf functions and their samples per window)
+    "web-1": ("api", "1.4", {"malloc": 30, "parse_json": 20}),
+    "web-2": ("api", "1.5", {"malloc": 45, "parse_json": 10}),
+    "db-1": ("db", "1.5", {"inflate": 40, "hash_key": 15}),
+}
+
+pytestmark = pytest.mark.integration
+
+
+def window(host: str, minute: int, start: float) -> Window:
+    service, version, leaves = HOSTS[host]
+    builder = ProfileBuilder()
+    for leaf, samples in leaves.items():
+        caller = Frame(f"handle_{service}", "app", f"{service}.c", 12)
+        # malloc grows over the range: the series of the selected function shows it
+        count = samples + (minute if leaf == "malloc" else 0)
+        thread = Thread(9, 9, service)
+        builder.add([Frame(leaf, "app"), caller, MAIN], 1.0, count=count, thread=thread)
+    return Window(
+        id=f"{host}-{minute}",
+        start=start,
+        end=start + 10,
+        profile=builder.build(),
+        labels={"host": host, "service": service, "version": version},
+        processes={9: Process(f"/usr/bin/{service}", f"build-{service}")},
+        rate_hz=19.0,
+    )
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> FleetStore:
+    store = FleetStore(str(tmp_path_factory.mktemp("ui-fleet") / "fleet"))
+    first = time.time() - 40 * 60
+    for minute in range(MINUTES):
+        for host in HOSTS:
+            store.append(window(host, minute, first + 60 * minute))
+    return store
+
+
+@pytest.fixture(scope="module")
+def server(fleet: FleetStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
+    runs = tmp_path_factory.mktemp("ui-fleet-runs")
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--store", str(runs), "--fleet-store", fleet.root],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    try:
+        assert match, f"serve printed no URL: {line!r}"
+        yield match.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def shown(server: str) -> dict[str, dict]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["node", str(Path(__file__).with_name("fleet_flow.mjs")), server, str(ARTIFACTS)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    results = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            doc = json.loads(line)
+            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
+            results[doc["flow"]] = doc["shown"]
+    assert results, f"fleet_flow.mjs ran no flow: {done.stderr[-2000:]}"
+    return results
+
+
+def fleet_rows(store: FleetStore, where: str | None = None) -> list[list[str]]:
+    """[function, self as the page prints it] of `fleet top` over every stored window."""
+    now = time.time()
+    doc = queries.top(store, now - 7200, now, where, n=0)
+    return [[r["function"], f"{100 * r['self']:.2f}%"] for r in doc["rows"]]
+
+
+def test_top_rows_are_the_fleet_top(shown: dict[str, dict], fleet: FleetStore) -> None:
+    assert shown["fleet_top"]["rows"] == fleet_rows(fleet)
+
+
+def test_a_label_filter_changes_the_rows(shown: dict[str, dict], fleet: FleetStore) -> None:
+    filtered = shown["fleet_top"]["filtered"]
+    assert filtered == fleet_rows(fleet, "service=db")
+    assert {f for f, _ in filtered} == {"inflate", "hash_key", "handle_db", "main"}
+    assert "where=service%3Ddb" in shown["fleet_top"]["url"]
+
+
+def test_the_flame_graph_is_drawn(shown: dict[str, dict]) -> None:
+    flame = shown["fleet_flame"]
+    assert flame["drawn"] >= 5  # main, handle_db, inflate, hash_key under the root
+    assert {"main", "handle_db", "inflate", "hash_key"} <= set(flame["names"])
+    assert "malloc" not in flame["names"]  # where=service=db
+
+
+def test_the_url_restores_the_state(shown: dict[str, dict]) -> None:
+    restored = shown["fleet_restore"]
+    assert restored["service"] == "api"
+    assert restored["by"] == "dso"
+    assert restored["range"] == "last 6h"
+    assert restored["rows"] == [["app", "100.00%"]]
