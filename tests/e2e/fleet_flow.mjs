@@ -23,6 +23,9 @@ const flows = {
     await page.locator("#nav a", { hasText: "Fleet" }).click();
     await page.locator(".fleet-top tbody tr").first().waitFor();
     const rows = await topRows(page);
+    await page.locator(".fleet-top a.fn", { hasText: "parse_json" }).click();
+    await page.waitForURL(/fn=parse_json/);
+    assert.match(await page.locator(".fleet-selected h2").innerText(), /^parse_json/);
     await page.screenshot({ path: `${artifacts}/fleet-top.png`, fullPage: true });
     await page.selectOption("select[data-label=service]", "db");
     await page.waitForURL(/where=service%3Ddb/);
@@ -50,9 +53,10 @@ const flows = {
   },
 
   async fleet_restore(page) {
-    await page.goto(`${base}#/fleet?range=6h&where=service%3Dapi&by=dso&sort=total`);
+    await page.goto(`${base}#/fleet?range=6h&where=service%3Dapi&by=dso&sort=total&fn=malloc`);
     await page.locator(".fleet-top tbody tr").first().waitFor();
     return {
+      selected: await page.locator(".fleet-selected h2").innerText(),
       service: await page.locator("select[data-label=service]").inputValue(),
       by: await page.locator("p.toolbar a.chip.active", { hasText: /^(function|line|file|dso)$/ }).innerText(),
       range: await page.locator(".fleet-range a.chip.active").innerText(),

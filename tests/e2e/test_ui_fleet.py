@@ -134,3 +134,4 @@ def test_the_url_restores_the_state(shown: dict[str, dict]) -> None:
     assert restored["by"] == "dso"
     assert restored["range"] == "last 6h"
     assert restored["rows"] == [["app", "100.00%"]]
+    assert restored["selected"].startswith("malloc")

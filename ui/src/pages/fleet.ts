@@ -4,11 +4,11 @@
 // can be shared; a relative range ("the last hour") is turned into unix seconds
 // when the page is drawn.
 import { getBinary, getJSON } from "../api";
-import { bar, h, location, message, pct, shortDso } from "../dom";
+import { append, bar, h, location, message, pct, shortDso } from "../dom";
 import { decodeFlame, FlameGraph, selfWeight } from "../flame";
 import { href, type Route } from "../router";
 import type { FleetLabels, FleetTopDoc, TopRow } from "../types";
-import { type Column, sortRows, sortableTable } from "./common";
+import { type Column, escapeRegex, sortRows, sortableTable } from "./common";
 
 const RANGES: Record<string, number> = { "15m": 900, "1h": 3600, "6h": 21600, "24h": 86400 };
 const DEFAULT_RANGE = "1h";
@@ -123,13 +123,27 @@ function topColumns(scope: Scope, by: string): Column<TopRow>[] {
   return columns;
 }
 
+/** The function picked in the TopN: its share, and a link to its frames in the flame graph. */
+function selectedFunction(scope: Scope, rows: TopRow[]): HTMLElement | null {
+  const fn = scope.params.get("fn");
+  const row = rows.find((r) => r.function === fn);
+  if (!fn) return null;
+  const share = row ? `self ${pct(row.self)} · total ${pct(row.total)} of the fleet's CPU time` : "";
+  return h(
+    "section",
+    { class: "fleet-selected" },
+    h("h2", null, h("span", { class: "fn" }, fn), h("span", { class: "subtitle" }, share)),
+    h("a", { href: link(scope, { fn: null, q: `^${escapeRegex(fn)}$` }, "flame") }, "in the flame graph"),
+  );
+}
+
 async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
   const by = GROUPINGS.includes(scope.params.get("by") ?? "") ? scope.params.get("by")! : "function";
   const sortKey = scope.params.get("sort") ?? "self";
   const doc = await getJSON<FleetTopDoc>("/api/fleet/top", { ...query(scope), by, n: "0" });
   const columns = topColumns(scope, by);
   const seconds = doc.total / 1e9;
-  app.append(
+  append(app, [
     h(
       "p",
       { class: "toolbar" },
@@ -137,8 +151,9 @@ async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
       GROUPINGS.map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g)),
       h("span", { class: "muted fleet-total" }, `${doc.samples.toLocaleString()} samples · ${seconds.toFixed(1)} CPU s · ${(seconds / (scope.to - scope.from)).toFixed(3)} cores on average`),
     ),
+    selectedFunction(scope, doc.rows),
     doc.rows.length ? h("div", { class: "fleet-top" }, sortableTable(columns, sortRows(columns, doc.rows, sortKey), sortKey, (key) => go(scope, { sort: key }))) : message("No samples in this range and filter: widen the range or relax the filter."),
-  );
+  ]);
 }
 
 async function renderFlameView(app: HTMLElement, scope: Scope): Promise<void> {
