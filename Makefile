@@ -19,7 +19,7 @@ apt:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -q -e '.[dev,spark]'
 	@touch $(STAMP)
 
 venv: $(STAMP)

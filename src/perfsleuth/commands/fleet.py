@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 
 from ..errors import UserError
 from ..fleet import queries
+from ..fleet.engine import Engine
+from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..store.fleet import FleetStore, fleet_root
 from ..views.keys import GROUPINGS
@@ -69,6 +71,23 @@ def _add_range(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """--engine and --spark-master: every fleet query takes them (query_engine reads them)."""
+    parser.add_argument(
+        "--engine", choices=ENGINES, default="duckdb", help="query engine (default: duckdb)"
+    )
+    parser.add_argument(
+        "--spark-master",
+        default=DEFAULT_SPARK_MASTER,
+        metavar="URL",
+        help=f"with --engine spark: local[N] or spark://HOST:PORT (default {DEFAULT_SPARK_MASTER})",
+    )
+
+
+def query_engine(args: argparse.Namespace) -> Engine:
+    return engine_of(args.engine, args.spark_master, args.endpoint)
+
+
 def _add_output(parser: argparse.ArgumentParser, document: str) -> None:
     formats = formats_for(document)
     parser.add_argument("--format", choices=formats, default=formats[0])
@@ -86,6 +105,7 @@ def _add_top(parser: argparse.ArgumentParser) -> None:
     order.add_argument("--total", dest="sort", action="store_const", const="total")
     parser.add_argument("--by", choices=GROUPINGS, default="function")
     parser.add_argument("-n", type=int, default=20, help="rows to show (0 = all)")
+    add_engine_options(parser)
     _add_output(parser, "fleet-top")
 
 
@@ -95,6 +115,7 @@ def _add_flame(parser: argparse.ArgumentParser) -> None:
     kind.add_argument("--folded", action="store_true", help="folded stacks (default)")
     kind.add_argument("--html", metavar="FILE", help="write an interactive HTML flame graph")
     parser.add_argument("-o", "--output", metavar="FILE", help="write folded stacks to FILE")
+    add_engine_options(parser)
 
 
 def _add_expire(parser: argparse.ArgumentParser) -> None:
@@ -113,13 +134,15 @@ def _status(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _top(args: argparse.Namespace, store: FleetStore) -> int:
-    doc = queries.top(store, args.start, args.end, args.where, args.by, args.n, args.sort)
+    doc = queries.top(
+        store, args.start, args.end, args.where, args.by, args.n, args.sort, query_engine(args)
+    )
     write("fleet-top", doc, args.format, args.output)
     return 0
 
 
 def _flame(args: argparse.Namespace, store: FleetStore) -> int:
-    profile = queries.flame(store, args.start, args.end, args.where)
+    profile = queries.flame(store, args.start, args.end, args.where, query_engine(args))
     if not profile.sample_stack:
         raise UserError("no samples in this range: widen --from/--to or relax --where")
     where = f" where {args.where}" if args.where else ""

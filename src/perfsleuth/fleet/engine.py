@@ -80,7 +80,7 @@ class DuckDB:
                         AND time < make_timestamp(?::BIGINT * 1000){filters}
                       GROUP BY stack_id) w
                 JOIN (SELECT DISTINCT stack_id, frame_ids FROM stacks) s USING (stack_id)""",
-                [_ms(start), _ms(end), *[c.value for c in where]],
+                [to_ms(start), to_ms(end), *[c.value for c in where]],
             )
             stacks = con.sql("SELECT * FROM weights ORDER BY stack_id").to_arrow_table()
             frames = con.sql(
@@ -93,7 +93,7 @@ class DuckDB:
         return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
 
 
-def _ms(t: float) -> int:
+def to_ms(t: float) -> int:
     """Unix seconds as whole milliseconds, the stored time's resolution (no float drift)."""
     return round(t * 1000)
 

@@ -1,0 +1,268 @@
+"""Fleet queries on Apache Spark (`--engine spark`): the DuckDB engine's work, done in Spark.
+
+The store picks the files (store/fleet/reading.py: partition pruning by dt/hour, the
+rollup level, skipping files a compaction replaced), so both engines read exactly the
+same rows. Spark reads them with its own Parquet reader (`s3a://` on S3), filters by
+time and labels, sums per stack and joins the stacks; the driver receives only those
+per-stack sums and the frames they use, never a raw sample.
+
+One SparkSession per process. Spark's JVM writes its log to an anonymous temporary file,
+never to the user's terminal; the last lines of it explain a JVM that did not start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import tempfile
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from ..errors import UserError
+from ..model.fleet import LABELS
+from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
+from ..store.fleet.reading import Selection
+from .engine import StackWeights, to_ms
+from .filters import Condition
+
+try:
+    from py4j.protocol import Py4JError
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkException
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+except ImportError:
+    raise UserError(
+        "--engine spark needs pyspark: pip install pyspark (or use --engine duckdb)"
+    ) from None
+
+LOCAL_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?")
+CLUSTER_MASTER = re.compile(r"spark://([^/:,\s]+:\d+)(,[^/:,\s]+:\d+)*")
+PROBE_TIMEOUT_S = 3.0
+LOG_TAIL_LINES = 3
+COMMON_CONF = {
+    "spark.app.name": "perfsleuth",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "4",  # per-stack sums are small; few reducers win
+}
+# Local mode only: a cluster's executors must reach the driver at a routable address.
+LOCAL_CONF = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+WEIGHTS_SCHEMA = pa.schema(
+    [
+        ("stack_id", pa.int64()),
+        ("frame_ids", pa.list_(pa.int64())),
+        ("samples", pa.int64()),
+        ("cpu_ns", pa.int64()),
+    ]
+)
+
+_gateway: Any = None  # the JVM, started once per process
+_log: IO[bytes] | None = None
+_session: tuple[str, SparkSession] | None = None
+
+
+class Spark:
+    """Fleet queries on the Spark master `master` (local[N] or spark://host:port)."""
+
+    def __init__(self, master: str, endpoint: str | None = None) -> None:
+        self.master = check_master(master)
+        self.endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL")
+
+    def stack_weights(
+        self, selection: Selection, start: float, end: float, where: list[Condition]
+    ) -> StackWeights:
+        if not selection.samples:
+            return StackWeights(WEIGHTS_SCHEMA.empty_table(), FRAMES_SCHEMA.empty_table())
+        spark = session(self.master)
+        s3 = isinstance(selection.fs, pafs.S3FileSystem)
+        if s3:
+            _configure_s3a(spark, self.endpoint)
+        try:
+            return _weights(spark, selection, s3, start, end, where)
+        except (PySparkException, Py4JError) as e:
+            raise _translated(e) from None
+
+
+def check_master(master: str) -> str:
+    """`master` when it is local[N], or spark://host:port with a master answering there."""
+    if LOCAL_MASTER.fullmatch(master):
+        return master
+    if CLUSTER_MASTER.fullmatch(master):
+        _probe(master)
+        return master
+    raise UserError(
+        f"bad --spark-master {master!r}: give local, local[N], local[*] or spark://HOST:PORT"
+    )
+
+
+def session(master: str) -> SparkSession:
+    """This process's SparkSession on `master` (a session on another master is stopped)."""
+    global _session
+    if _session is not None and _session[0] == master:
+        return _session[1]
+    if _session is not None:
+        _session[1].stop()
+        _session = None
+    conf = SparkConf().setMaster(master).setAll(list(_conf(master).items()))
+    spark = SparkSession(SparkContext(conf=conf, gateway=_jvm(conf)))
+    spark.sparkContext.setLogLevel("ERROR")
+    _session = (master, spark)
+    return spark
+
+
+def stop() -> None:
+    """Stop this process's SparkSession, if one runs."""
+    global _session
+    if _session is not None:
+        _session[1].stop()
+        _session = None
+
+
+def _conf(master: str) -> dict[str, str]:
+    return {**COMMON_CONF, **LOCAL_CONF} if LOCAL_MASTER.fullmatch(master) else COMMON_CONF
+
+
+def _probe(master: str) -> None:
+    """Fail fast when no master answers (Spark itself would retry for a minute, then hang)."""
+    for address in master.removeprefix("spark://").split(","):
+        host, port = address.rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), PROBE_TIMEOUT_S).close()
+            return
+        except OSError:
+            continue
+    raise UserError(
+        f"no Spark master answers at {master}: start one (sbin/start-master.sh) or fix"
+        " --spark-master"
+    )
+
+
+def _jvm(conf: SparkConf) -> Any:
+    """Spark's JVM gateway, its output sent to an anonymous log file."""
+    global _gateway, _log
+    if _gateway is not None:
+        return _gateway
+    _check_java()
+    _log = tempfile.TemporaryFile()  # noqa: SIM115 -- the JVM writes to it while it lives
+    try:
+        _gateway = launch_gateway(conf, popen_kwargs={"stdout": _log, "stderr": _log})
+    except PySparkException:
+        raise UserError(f"Spark's JVM did not start: {_log_tail()}") from None
+    return _gateway
+
+
+def _check_java() -> None:
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        raise UserError(
+            "--engine spark needs Java 17 or newer: install openjdk-17-jre-headless"
+            " or set JAVA_HOME (or use --engine duckdb)"
+        )
+
+
+def _log_tail() -> str:
+    assert _log is not None
+    _log.seek(0)
+    lines = [line.strip() for line in _log.read().decode(errors="replace").splitlines()]
+    return " / ".join([line for line in lines if line][-LOG_TAIL_LINES:]) or "no output"
+
+
+def _configure_s3a(spark: SparkSession, endpoint: str | None) -> None:
+    """Point S3A at the store's endpoint; credentials come from AWS_* as for pyarrow."""
+    if endpoint:
+        spark.conf.set("fs.s3a.endpoint", endpoint)
+        spark.conf.set("fs.s3a.path.style.access", "true")
+    if os.environ.get("AWS_REGION"):
+        spark.conf.set("fs.s3a.endpoint.region", os.environ["AWS_REGION"])
+
+
+def _weights(
+    spark: SparkSession,
+    selection: Selection,
+    s3: bool,
+    start: float,
+    end: float,
+    where: list[Condition],
+) -> StackWeights:
+    def read(files: list[str], schema: pa.Schema) -> DataFrame:
+        paths = [f"s3a://{f}" if s3 else f for f in files]
+        return spark.read.schema(_ddl(schema)).parquet(*paths)
+
+    samples = read(selection.samples, SAMPLES_SCHEMA).where(
+        (F.col("time") >= F.timestamp_millis(F.lit(to_ms(start))))
+        & (F.col("time") < F.timestamp_millis(F.lit(to_ms(end))))
+    )
+    for c in where:
+        samples = samples.where(_condition(c))
+    weights = (
+        samples.groupBy("stack_id")
+        .agg(F.sum("samples").alias("samples"), F.sum("cpu_ns").alias("cpu_ns"))
+        .join(read(selection.stacks, STACKS_SCHEMA).distinct(), "stack_id")
+        .select("stack_id", "frame_ids", "samples", "cpu_ns")
+        .cache()
+    )
+    try:
+        stacks = weights.orderBy("stack_id").toArrow()
+        used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
+        frames = (
+            read(selection.frames, FRAMES_SCHEMA)
+            .join(used, "frame_id", "left_semi")
+            .distinct()
+            .orderBy("frame_id")
+            .toArrow()
+        )
+    finally:
+        weights.unpersist()
+    return StackWeights(stacks.cast(WEIGHTS_SCHEMA), frames.cast(FRAMES_SCHEMA))
+
+
+def _ddl(schema: pa.Schema) -> T.StructType:
+    types = {
+        pa.timestamp("ms"): T.TimestampType(),
+        pa.string(): T.StringType(),
+        pa.int64(): T.LongType(),
+        pa.int32(): T.IntegerType(),
+        pa.bool_(): T.BooleanType(),
+        pa.list_(pa.int64()): T.ArrayType(T.LongType()),
+    }
+    return T.StructType([T.StructField(f.name, types[f.type]) for f in schema])
+
+
+def _label(key: str) -> Column:
+    if key == "pid":
+        return F.col("pid").cast("string")
+    if key in LABELS:
+        return F.col(key)
+    labels = F.from_json(F.col("labels"), T.MapType(T.StringType(), T.StringType()))
+    return F.coalesce(labels.getItem(key), F.lit(""))
+
+
+def _condition(c: Condition) -> Column:
+    value = _label(c.key)
+    # rlike finds a match anywhere; the filter language matches the whole value.
+    match = value.rlike(rf"\A(?:{c.value})\z")
+    return {"=": value == c.value, "!=": value != c.value, "=~": match, "!~": ~match}[c.op]
+
+
+def _translated(error: Exception) -> Exception:
+    """A Spark failure as FileNotFoundError (a compaction replaced a file: select again)
+    or as a one-line UserError."""
+    text = str(error)
+    if "PATH_NOT_FOUND" in text or "FileNotFoundException" in text or "FILE_NOT_EXIST" in text:
+        return FileNotFoundError(text.splitlines()[0])
+    if "s3a" in text and ("S3AFileSystem" in text or "No FileSystem for scheme" in text):
+        return UserError(
+            "Spark has no S3A connector: add org.apache.hadoop:hadoop-aws (the version of"
+            " Spark's Hadoop) with --packages or spark.jars; see docs/fleet.md"
+        )
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    return UserError(f"Spark failed: {first}")
