@@ -20,19 +20,34 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="A performance detective for native programs: measure, explain, rank.",
     )
     parser.add_argument("--version", action="version", version=f"perfsleuth {__version__}")
+    add_global_options(parser, os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--store",
-        metavar="PATH",
-        default=os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth",
-        help="the run store folder (default: $PERFSLEUTH_STORE or .perfsleuth)",
-    )
+    # Given after the subcommand it wins; absent there, it leaves the global value alone.
+    add_global_options(common, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in load_all() if argv is None else load_for(argv):
+    for module in load_all() if argv is None else load_for(after_global_options(argv)):
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, parents=[common])
         module.add_arguments(p)
         p.set_defaults(handler=module.run)
     return parser
+
+
+def add_global_options(parser: argparse.ArgumentParser, store_default: str) -> None:
+    """Options accepted before the subcommand as well as after it, like git's."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=store_default,
+        help="the run store folder (default: $PERFSLEUTH_STORE or .perfsleuth)",
+    )
+
+
+def after_global_options(argv: list[str]) -> list[str]:
+    """argv from the subcommand on: `--store S top` names `top` as `top --store S` does."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("--store"):
+        i += 1 if "=" in argv[i] else 2
+    return argv[i:]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,8 @@
-"""The command line: which command modules a run imports."""
+"""The command line: which command modules a run imports, global options, option checks."""
 
+import pytest
+
+from perfsleuth.cli import after_global_options, build_parser, main
 from perfsleuth.commands import load_for
 
 
@@ -7,3 +10,36 @@ def test_cli_imports_only_the_command_it_runs():
     assert [m.NAME for m in load_for(["top", "-n", "3"])] == ["top"]
     assert [m.NAME for m in load_for(["import", "x"])] == ["import"]
     assert len(load_for(["--help"])) == len(load_for(["nosuch"])) > 10
+
+
+def test_store_before_the_subcommand_as_after_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("PERFSLEUTH_STORE", raising=False)
+    store = str(tmp_path / "s")
+    for argv in (
+        ["--store", store, "runs"],
+        [f"--store={store}", "runs"],
+        ["runs", "--store", store],
+        ["--store", "elsewhere", "runs", "--store", store],
+    ):
+        args = build_parser(argv).parse_args(argv)
+        assert (args.command, args.store) == ("runs", store), argv
+    assert [m.NAME for m in load_for(after_global_options(["--store", store, "top"]))] == ["top"]
+    assert build_parser(["runs"]).parse_args(["runs"]).store == ".perfsleuth"
+
+
+def test_store_before_the_subcommand_runs(tmp_path, capsys):
+    assert main(["--store", str(tmp_path / "s"), "runs", "--format", "json"]) == 0
+    assert capsys.readouterr().out.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", ["record", "run"])
+@pytest.mark.parametrize(
+    "option", [["--freq", "0"], ["--freq", "-5"], ["--pid", "0"], ["--pid", "-1"], ["--freq", "x"]]
+)
+def test_record_refuses_nonpositive_freq_and_pid(command, option, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([command, *option, "--", "true"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option[0]}: {option[1]!r} is not a" in err
+    assert "1 or more" in err and "Traceback" not in err

@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
@@ -32,14 +33,21 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
         choices=sorted(RECORDERS),
         help="what to measure (default: python for a CPython command or process, else cpu)",
     )
-    parser.add_argument("--freq", type=int, metavar="HZ", help="sampling frequency")
+    parser.add_argument(
+        "--freq",
+        type=positive_int("a frequency in Hz"),
+        metavar="HZ",
+        help="sampling frequency (1 or more)",
+    )
     parser.add_argument(
         "--call-graph",
         choices=("auto", "fp", "dwarf"),
         default="auto",
         help="stack unwinding; auto picks fp when the binary keeps frame pointers, else dwarf",
     )
-    parser.add_argument("--pid", type=int, help="attach to a running process instead")
+    parser.add_argument(
+        "--pid", type=positive_int("a process id"), help="attach to a running process instead"
+    )
     parser.add_argument(
         "--duration", type=float, metavar="S", help="seconds to record with --pid (default 10)"
     )
@@ -51,6 +59,21 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
         help="offcpu mode: take wall-clock snapshots when eBPF is not available (no root)",
     )
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+
+def positive_int(what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number of 1 or more, else one line saying so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} (a whole number, 1 or more)")
+        return value
+
+    return parse
 
 
 def add_count_options(parser: argparse.ArgumentParser) -> None:
