@@ -1,0 +1,205 @@
+"""The agent's overhead, side by side in one run: a CPU-bound workload alone, under
+`perfsleuth agent` (defaults: 19 Hz per CPU, DWARF stacks, 10 s windows, pushing to a
+local collector), and under `perf record -a -g -F 19` alone.
+
+Rounds are interleaved (alone, agent, perf, alone, agent, perf, ...) so that drift
+in the machine's load hits every condition alike. For each profiler it reports the
+workload's slowdown (median wall time against the median alone), the profiler's own
+CPU as a share of the host's CPU while the workload ran (agent + its forked window
+converters + its perf), and its memory (the agent's and perf's RSS, sampled; the
+converter's transient peak apart). Targets: <= 1% of the host's CPU, <= 100 MB RSS.
+
+Run as root:  .venv/bin/python bench/agent_overhead.py [--rounds 3] [--iterations N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOAD = ROOT / "examples" / "bin" / "hotspots"
+PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
+TICK = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+WINDOW_S = 10
+
+
+def stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def cpu_with_reaped_children(pid: int) -> float:
+    """utime + stime + cutime + cstime: the process and the children it waited for."""
+    try:
+        fields = stat(pid)
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / TICK
+
+
+def own_cpu(pid: int) -> float:
+    try:
+        return sum(int(x) for x in stat(pid)[11:13]) / TICK
+    except OSError:
+        return 0.0
+
+
+def rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+@dataclass
+class Tree:
+    """A profiler's process and its children, watched while the workload runs."""
+
+    root: int
+    peak_rss: int = 0  # the profiler and its long-lived child (perf)
+    peak_converter_rss: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def cpu(self) -> float:
+        kids = children(self.root)
+        # the agent's perf is only reaped at the end: its CPU comes from its own stat
+        return cpu_with_reaped_children(self.root) + sum(map(own_cpu, kids))
+
+    def watch(self) -> threading.Thread:
+        def loop() -> None:
+            while not self._stop.wait(0.2):
+                kids = children(self.root)
+                perf = [k for k in kids if _comm(k) == "perf"]  # converters are "perfsleuth"
+                others = [k for k in kids if k not in perf]
+                self.peak_rss = max(self.peak_rss, rss(self.root) + sum(map(rss, perf)))
+                self.peak_converter_rss = max([self.peak_converter_rss, *(rss(k) for k in others)])
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def run_workload(iterations: int) -> float:
+    began = time.monotonic()
+    subprocess.run([str(WORKLOAD), str(iterations)], check=True, stdout=subprocess.DEVNULL)
+    return time.monotonic() - began
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_collector(store: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    cmd = [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}", "--store", str(store)]
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1):
+                return proc, url
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the collector did not start")
+
+
+@dataclass
+class Measured:
+    walls: list[float] = field(default_factory=list)
+    shares: list[float] = field(default_factory=list)
+    rss: list[int] = field(default_factory=list)
+    converter_rss: list[int] = field(default_factory=list)
+
+
+def profiled(cmd: list[str], iterations: int, warmup_s: float, into: Measured) -> None:
+    """Start the profiler, let it settle, run the workload under it, stop it."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    tree = Tree(proc.pid)
+    watcher = tree.watch()
+    time.sleep(warmup_s)
+    cpu0, t0 = tree.cpu(), time.monotonic()
+    into.walls.append(run_workload(iterations))
+    cpu1, t1 = tree.cpu(), time.monotonic()
+    tree.stop()
+    watcher.join()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(60)
+    into.shares.append((cpu1 - cpu0) / (t1 - t0) / NCPU)
+    into.rss.append(tree.peak_rss)
+    into.converter_rss.append(tree.peak_converter_rss)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=60_000_000, help="hotspots' argument")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("run as root: both profilers sample every CPU")
+    alone, agent, perf = Measured(), Measured(), Measured()
+    with tempfile.TemporaryDirectory() as tmp:
+        collector, url = start_collector(Path(tmp) / "fleet")
+        agent_cmd = [str(PERFSLEUTH), "agent", "--server", url, "--spool", f"{tmp}/spool"]
+        perf_cmd = ["perf", "record", "-a", "-g", "-F", "19", "-q", "-o", f"{tmp}/perf.data"]
+        try:
+            for r in range(args.rounds):
+                alone.walls.append(run_workload(args.iterations))
+                # one window first: the agent's first symbolization is a one-off
+                profiled(agent_cmd, args.iterations, WINDOW_S + 3, agent)
+                profiled(perf_cmd, args.iterations, 1, perf)
+                print(
+                    f"round {r + 1}: alone {alone.walls[-1]:.2f}s, agent {agent.walls[-1]:.2f}s, "
+                    f"perf {perf.walls[-1]:.2f}s",
+                    flush=True,
+                )
+        finally:
+            collector.send_signal(signal.SIGTERM)
+            collector.wait(30)
+    base = statistics.median(alone.walls)
+    print(f"\nworkload: {WORKLOAD.name} {args.iterations}, {NCPU} CPUs, {args.rounds} rounds")
+    print(f"{'':34} {'slowdown':>9} {'CPU of host':>12} {'RSS':>8} {'converter peak':>15}")
+    print(f"{'alone':34} {'-':>9} {'-':>12} {'-':>8} {'-':>15}   median {base:.2f}s")
+    for name, m in (("perfsleuth agent (19 Hz, dwarf)", agent), ("perf record -a -g -F 19", perf)):
+        slowdown = statistics.median(m.walls) / base - 1
+        share = statistics.median(m.shares)
+        mb = max(m.rss) / (1 << 20)
+        conv = f"{max(m.converter_rss) / (1 << 20):.0f} MB" if max(m.converter_rss) else "-"
+        print(f"{name:34} {slowdown:>+9.1%} {share:>12.2%} {mb:>5.0f} MB {conv:>15}")
+
+
+if __name__ == "__main__":
+    main()
