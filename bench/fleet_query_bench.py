@@ -6,8 +6,9 @@ its minute and hour rollups, per day one stacks and one frames file. Every host-
 68,400 samples drawn from its service's pool of 3,000 stacks with fleet_store_bench's
 Zipf-like skew, split over 3 processes (one of 24 draws per service, picked at random
 per host-hour); a row is one (host, process, stack) of the hour, as the hour rollup
-holds it. The raw and minute files are hard links of the hour rows (as if agents pushed hour-long windows): a whole-day TopN reads the
-hour rollups only, which is what it measures. Prints a table and a JSON document.
+holds it. The raw and minute files are hard links of the hour rows (as if agents
+pushed hour-long windows): a whole-day TopN reads the hour rollups only, which is what
+it measures. Prints a table and a JSON document.
 
     .venv/bin/python bench/fleet_query_bench.py [--hosts 10,100,1000] [--data DIR]
         [--spark local[1],local[2]]   (--spark '' skips Spark)
