@@ -10,6 +10,7 @@ pyarrow datasets (so S3 works without DuckDB's httpfs extension).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -91,6 +92,37 @@ class DuckDB:
         finally:
             con.close()
         return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
+
+
+def label_weights(
+    selection: Selection, start: float, end: float, where: list[Condition], labels: Sequence[str]
+) -> pa.Table:
+    """CPU ns and samples per value of `labels` and stack: who runs which stacks.
+
+    DuckDB only: the advice and `--by service|host` name services and hosts."""
+    keys = [f"{_label(k)} AS {_quoted(k)}" for k in labels]
+    con = duckdb.connect()
+    try:
+        con.register(
+            "samples", ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs)
+        )
+        filters = "".join(f" AND {_condition(c)}" for c in where)
+        result = con.sql(
+            f"""SELECT {", ".join(keys)}, stack_id,
+                   sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
+            FROM samples
+            WHERE time >= make_timestamp(?::BIGINT * 1000)
+              AND time < make_timestamp(?::BIGINT * 1000){filters}
+            GROUP BY ALL ORDER BY ALL""",
+            params=[to_ms(start), to_ms(end), *[c.value for c in where]],
+        ).to_arrow_table()
+    finally:
+        con.close()
+    return _table(result)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def to_ms(t: float) -> int:

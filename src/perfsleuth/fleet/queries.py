@@ -1,4 +1,4 @@
-"""Fleet queries: TopN and flame graphs over a time range and label filter.
+"""Fleet queries: TopN, flame graphs, diffs and series over a time range and label filter.
 
 The engine sums the samples per stack (the work that grows with the fleet); the
 result becomes a Profile in CPU nanoseconds, so `fleet top` is `perfsleuth top`'s own
@@ -8,16 +8,18 @@ view over it, with its JSON shape and its meaning of self and total.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from ..errors import UserError
 from ..model.profile import Frame, Profile
 from ..store.fleet import FleetStore
 from ..views import top as top_view
-from .engine import DuckDB, Engine
+from . import labels
+from .engine import DuckDB, Engine, StackWeights
 from .filters import parse
+from .retry import reading
 
 DEFAULT_RANGE_S = 3600.0
-SELECT_ATTEMPTS = 3  # a compaction may delete listed files before they are read
 
 
 def time_range(start: float | None, end: float | None) -> tuple[float, float]:
@@ -38,17 +40,27 @@ def profile(
 ) -> Profile:
     """Every stored sample whose window started in [start, end) and meets `where`,
     one row per distinct stack, weights in CPU ns and counts in samples."""
+    return to_profile(stack_weights(store, start, end, where, engine))
+
+
+def stack_weights(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None = None,
+    engine: Engine | None = None,
+) -> StackWeights:
     conditions = parse(where)
-    engine = engine or DuckDB()
-    for attempt in range(SELECT_ATTEMPTS):
-        try:
-            weights = engine.stack_weights(store.select(start, end), start, end, conditions)
-            break
-        except FileNotFoundError:
-            if attempt == SELECT_ATTEMPTS - 1:
-                raise UserError(
-                    f"files of {store.root} keep changing under the query; retry"
-                ) from None
+    run = engine or DuckDB()
+
+    def query() -> StackWeights:
+        return run.stack_weights(store.select(start, end), start, end, conditions)
+
+    return reading(store, query)
+
+
+def to_profile(weights: StackWeights) -> Profile:
+    """The per-stack sums as a Profile: sample i is row i of weights.stacks."""
     frames = weights.frames.to_pylist()
     index = {f.pop("frame_id"): i for i, f in enumerate(frames)}
     result = Profile(unit="ns", frames=[Frame(**f) for f in frames])
@@ -72,10 +84,35 @@ def top(
     sort: str = "self",
     engine: Engine | None = None,
 ) -> dict:
-    """`perfsleuth top`'s JSON document over the fleet (unit "ns"), with the range asked."""
+    """`perfsleuth top`'s JSON document over the fleet (unit "ns"), with the range asked.
+
+    `by` is a frame grouping (views.keys), `library` (DSOs by library name, versions
+    merged) or a label of LABEL_GROUPINGS (each value's share of the CPU time)."""
     start, end = time_range(start, end)
-    doc = top_view.top(profile(store, start, end, where, engine), by=by, sort=sort, n=n)
+    if by in labels.LABEL_GROUPINGS:
+        if engine is not None and not isinstance(engine, DuckDB):
+            raise UserError(f"--by {by} runs on --engine duckdb only for now")
+        doc = labels.top(store, start, end, where, by, n)
+    else:
+        grouped = profile(store, start, end, where, engine)
+        if by == "library":
+            grouped = by_library(grouped)
+        doc = top_view.top(grouped, by="dso" if by == "library" else by, sort=sort, n=n)
+        doc["by"] = by
     return {"run": "fleet", "from": start, "to": end, "where": where or "", **doc}
+
+
+def by_library(profile: Profile) -> Profile:
+    """The profile with each frame's DSO named by its library (libz.so.1.2.13 -> libz)."""
+    frames = [replace(f, dso=library_name(f.dso)) for f in profile.frames]
+    return replace(profile, frames=frames)
+
+
+def library_name(dso: str) -> str:
+    """A shared library's name without folder and version; other DSOs as they are."""
+    name = dso.rsplit("/", 1)[-1]
+    stem, found, _version = name.partition(".so")
+    return stem if found and stem else name or "[unknown]"
 
 
 def flame(

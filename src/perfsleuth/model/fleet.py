@@ -27,6 +27,8 @@ class Process:
     exe: str = ""
     build_id: str = ""
     cgroup: str = ""
+    # Paths of the shared libraries it has mapped (/proc/PID/maps), for `fleet libraries`.
+    libraries: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 @dataclass

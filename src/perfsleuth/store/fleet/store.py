@@ -12,6 +12,7 @@ from ...errors import UserError
 from ...model.fleet import Window
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
+from .inventory import inventory
 from .layout import (
     LAYOUT_FILE,
     LAYOUT_VERSION,
@@ -81,6 +82,9 @@ class FleetStore:
             "samples": samples,
             "stored_at": time.time(),
         }
+        libraries = {p.exe: sorted(p.libraries) for p in window.processes.values() if p.libraries}
+        if libraries:
+            info["libraries"] = libraries
         self.files.put(marker(partition, window.id), json.dumps(info).encode())
 
     def _ensure_layout(self) -> None:
@@ -103,6 +107,11 @@ class FleetStore:
         from .status import status  # status reads the whole listing: only when asked
 
         return self._guard(lambda: status(self.files, self.root))
+
+    def inventory(self, start: float, end: float) -> list[dict]:
+        """The markers of the windows that started in [start, end) and listed the shared
+        libraries of their processes ({"host", "service", "libraries": {exe: [path]}})."""
+        return self._guard(lambda: inventory(self.files, start, end))
 
     def compact(self) -> Compacted:
         """Merge each partition's small files, deduplicate stacks and frames, write rollups.

@@ -1,0 +1,89 @@
+"""`fleet libraries`: where replaceable libraries are loaded, and where they are hot.
+
+The reference texts' recipe: scan what is installed or loaded (here the libraries the
+agents saw in /proc/PID/maps), match it against the library rules, then keep what the
+profiler says is hot. A library loaded on a thousand hosts but never on a stack is not
+worth an alert; `hot` says which are (the fleet share of the rule's code in the range
+reaching the rule's own min_share).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..analyzers.library_match import match_rules
+from ..rules import Rule, load_rules
+from ..store.fleet import FleetStore
+from . import queries
+
+
+def libraries(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None = None,
+    rule_files: list[Path] | None = None,
+    hot_only: bool = False,
+) -> dict:
+    """`{"libraries": [...], "windows": n}`: per rule and library file, the hosts,
+    services and programs that load it, and the rule's fleet share and heat."""
+    rules = [r for r in load_rules(rule_files or []) if r.dsos]
+    markers = store.inventory(start, end)
+    loaded = _loaded(markers, rules)
+    shares = _shares(store, start, end, where, rules) if loaded else {}
+    rows: list[dict[str, Any]] = []
+    for (rule_id, library), seen in sorted(loaded.items()):
+        rule = next(r for r in rules if r.id == rule_id)
+        share = shares.get(rule_id, 0.0)
+        hot = share >= rule.min_share
+        if hot_only and not hot:
+            continue
+        rows.append(
+            {
+                "rule": rule_id,
+                "library": library,
+                "replacement": rule.replacement,
+                "hosts": sorted(seen["hosts"]),
+                "services": sorted(seen["services"]),
+                "programs": sorted(seen["programs"]),
+                "share": share,
+                "hot": hot,
+            }
+        )
+    rows.sort(key=lambda r: (-r["share"], -len(r["hosts"]), r["rule"], r["library"]))
+    return {
+        "from": start,
+        "to": end,
+        "where": where or "",
+        "windows": len(markers),
+        "libraries": rows,
+    }
+
+
+def _loaded(markers: list[dict], rules: list[Rule]) -> dict[tuple[str, str], dict[str, set]]:
+    """(rule id, library path) -> the hosts, services and programs that load it."""
+    loaded: dict[tuple[str, str], dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for info in markers:
+        for exe, paths in info["libraries"].items():
+            for path in paths:
+                name = path.rsplit("/", 1)[-1]
+                for rule in rules:
+                    if any(p.search(name) for p in rule.dsos):
+                        seen = loaded[(rule.id, path)]
+                        seen["hosts"].add(info.get("host", ""))
+                        seen["services"].add(info.get("service", ""))
+                        seen["programs"].add(exe)
+    return loaded
+
+
+def _shares(
+    store: FleetStore, start: float, end: float, where: str | None, rules: list[Rule]
+) -> dict[str, float]:
+    """Each rule's inclusive share of the fleet's CPU time in the range."""
+    profile = queries.profile(store, start, end, where)
+    total = profile.total
+    if total <= 0:
+        return {}
+    return {rule_id: m.inclusive / total for rule_id, m in match_rules(profile, rules).items()}
