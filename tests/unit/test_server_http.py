@@ -4,31 +4,44 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
 from uistore import make_store
 
 from perfsleuth.cli import main
-from perfsleuth.server import sources
+from perfsleuth.server import httpd, sources
 from perfsleuth.server.api import Api
-from perfsleuth.server.httpd import Server
+from perfsleuth.server.httpd import LIMITS
+from perfsleuth.web.app import Limits
+from perfsleuth.web.guard import guarded_protocol
+from perfsleuth.web.run import bind
 
 TOKEN = "s3cret-token"
 
 
-def _serve(api: Api, token: str | None, static: Path) -> Iterator[int]:
-    server = Server(("127.0.0.1", 0), api, token)
-    server.static = static
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+def _serve(api: Api, token: str | None, static: Path, limits: Limits = LIMITS) -> Iterator[int]:
+    """serve's app under uvicorn as web.run.serve configures it, in a thread."""
+    app = httpd.create(api, token, loopback=True, static=static)
+    sock = bind("127.0.0.1", 0, limits)
+    config = uvicorn.Config(app, log_config=None, lifespan="off", http=guarded_protocol(limits))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        yield server.server_address[1]
+        while not server.started and thread.is_alive():
+            time.sleep(0.01)
+        yield sock.getsockname()[1]
     finally:
-        server.shutdown()
-        server.server_close()
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -65,23 +78,35 @@ def request(
     response = con.getresponse()
     body = response.read()
     con.close()
-    return response.status, dict(response.getheaders()), body
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
 
 
 def test_api_and_ui_on_loopback(open_port: int) -> None:
     status, headers, body = request(open_port, "/api/runs")
     assert status == 200
     assert [r["id"] for r in json.loads(body)] == ["2", "1"]
-    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    assert "default-src 'self'" in headers["content-security-policy"]
     status, headers, body = request(open_port, "/")
     assert status == 200 and b"<title>ui</title>" in body
-    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert headers["content-type"] == "text/html; charset=utf-8"
 
 
-def test_foreign_host_header_is_refused_without_token(open_port: int) -> None:
-    status, _, body = request(open_port, "/api/runs", {"Host": "attacker.example:80"})
-    assert status == 403
-    assert "not allowed" in json.loads(body)["error"]
+@pytest.mark.parametrize("port", ["open_port", "token_port"])
+@pytest.mark.parametrize("path", ["/api/runs", f"/api/runs?token={TOKEN}", "/"])
+def test_foreign_host_header_is_refused_on_loopback_token_or_not(
+    request_fixture: pytest.FixtureRequest, port: str, path: str
+) -> None:
+    """DNS rebinding: a page of attacker.example resolving to 127.0.0.1 reads nothing."""
+    got, _, body = request(
+        request_fixture.getfixturevalue(port), path, {"Host": "attacker.example:80"}
+    )
+    assert got == 403
+    assert b"attacker.example" in body and b"127.0.0.1" in body
+
+
+@pytest.fixture
+def request_fixture(request: pytest.FixtureRequest) -> pytest.FixtureRequest:
+    return request
 
 
 @pytest.mark.parametrize(
@@ -108,7 +133,7 @@ def test_api_is_read_only(open_port: int) -> None:
         ("/api/runs?token=wrong", {}, 401),
         ("/api/runs", {"Authorization": f"Bearer {TOKEN}"}, 200),
         (f"/api/runs?token={TOKEN}", {}, 200),
-        (f"/api/runs/2/top?by=dso&token={TOKEN}", {"Host": "example.org"}, 200),
+        (f"/api/runs/2/top?by=dso&token={TOKEN}", {"Host": "localhost:1"}, 200),
     ],
 )
 def test_token_is_checked_on_every_api_request(
@@ -140,3 +165,50 @@ def test_resolve_inside_rejects_dotdot_and_symlinks(tmp_path: Path) -> None:
     for name in ("../secret.c", "src/../../secret.c", "src/link.c", "src/dir/secret.c"):
         assert sources.resolve_inside(name, [root]) is None, name
     assert sources.resolve_inside(str(tmp_path / "secret.c"), [root]) is None
+
+
+def test_serve_with_an_empty_token_keeps_the_host_check(tmp_path: Path) -> None:
+    """`serve --token ''` is serve without a token: loopback only, Host checked."""
+    status = main(["serve", "--host", "0.0.0.0", "--token", "", "--store", str(tmp_path)])
+    assert status == 2
+
+
+def test_disconnects_and_half_open_connections(
+    api: Api, static: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Clients that leave, or connect and never finish a request, cost no traceback, and
+    past max_idle waiting connections the oldest are closed, so a new request is answered."""
+    limits = Limits(max_idle=8, header_timeout_s=30)
+    for port in _serve(api, None, static, limits):
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
+        for i, conn in enumerate(held):
+            conn.sendall(b"GET /api/runs HTTP/1.1\r\nHost: 127" if i % 2 else b"")
+        status, _, body = request(port, "/api/runs")
+        assert status == 200 and json.loads(body)
+        assert _closed_by_server(held, 40 - limits.max_idle) >= 40 - limits.max_idle
+        for conn in held:
+            conn.close()
+        for _ in range(20):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+            conn.sendall(b"GET /api/runs/latest/flame HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            conn.close()
+        assert request(port, "/api/runs")[0] == 200
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Error" not in err
+
+
+def _closed_by_server(held: list[socket.socket], expected: int) -> int:
+    """How many of `held` the server closed, waiting (10 s at most) for `expected`."""
+    closed: set[socket.socket] = set()
+    deadline = time.monotonic() + 10
+    while len(closed) < expected and time.monotonic() < deadline:
+        ready, _, _ = select.select([c for c in held if c not in closed], [], [], 0.5)
+        closed.update(c for c in ready if _eof(c))
+    return len(closed)
+
+
+def _eof(conn: socket.socket) -> bool:
+    try:
+        return conn.recv(1) == b""
+    except ConnectionResetError:
+        return True

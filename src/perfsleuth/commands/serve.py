@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 import threading
 from pathlib import Path
 
 from ..errors import UserError
+from ..server import httpd
 from ..server.api import Api
 from ..server.fleet_api import FleetApi
-from ..server.httpd import Server, is_loopback, static_root
 from ..store.fleet import FleetStore, fleet_root
+from ..web.app import is_loopback
+from ..web.run import bind, check_tokens, serve
 from .common import open_store
 
 NAME = "serve"
@@ -43,21 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not is_loopback(args.host) and not args.token:
-        raise UserError(
-            f"serving on {args.host} exposes your profiles and sources to the network: "
-            "add --token SECRET (or keep the default --host 127.0.0.1)"
-        )
     if not 0 <= args.port <= 65535:
         raise UserError(f"bad --port {args.port}: use 0..65535")
+    # An empty --token protects nothing: it counts as none (loopback only, Host checked).
+    token = args.token or None
+    check_tokens(args.host, [token] if token else [], "serving your profiles and sources")
     store = open_store(args)
     api = Api(store, [Path(p) for p in args.src or []], verbose=args.verbose)
     FleetApi(FleetStore(args.fleet_store or fleet_root(str(store.root)))).attach(api)
-    server = _bind(args, api)
-    port = server.server_address[1]
+    sock = bind(args.host, args.port, httpd.LIMITS)
+    port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
-    query = "?token=" + args.token if args.token else ""
-    if not (static_root() / "index.html").is_file():
+    query = "?token=" + token if token else ""
+    if not (httpd.static_root() / "index.html").is_file():
         print(
             "perfsleuth: the web UI is not built (run `make ui`); serving the API only",
             file=sys.stderr,
@@ -69,19 +68,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if store.db.exists():
         threading.Thread(target=api.warm, args=("latest",), daemon=True).start()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    app = httpd.create(api, token, loopback=is_loopback(args.host))
+    serve(app, sock, httpd.LIMITS, verbose=args.verbose)
     return 0
-
-
-def _bind(args: argparse.Namespace, api: Api) -> Server:
-    try:
-        return Server((args.host, args.port), api, args.token)
-    except OSError as e:
-        if e.errno == errno.EADDRINUSE:
-            raise UserError(f"port {args.port} is in use: pick another with --port") from e
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror}") from e

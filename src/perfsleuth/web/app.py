@@ -34,7 +34,7 @@ OPEN_PATHS = frozenset({"/healthz"})
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds of one request and of the server (run.serve uses the last three)."""
+    """Bounds of one request and of the server (run.serve and web.guard use the rest)."""
 
     max_body: int = 32 << 20
     max_inflated: int = 256 << 20
@@ -42,6 +42,8 @@ class Limits:
     concurrency: int = 64
     keep_alive_s: float = 5.0
     backlog: int = 512
+    max_idle: int = 64  # connections waiting for a request (web.guard)
+    header_timeout_s: float = 10.0
 
 
 def is_loopback(host: str) -> bool:

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 
 from perfsleuth.errors import UserError
 from perfsleuth.web.app import Limits, is_loopback
+from perfsleuth.web.guard import guarded_protocol
 
 GRACE_S = 10
 
@@ -46,7 +47,7 @@ def bind(host: str, port: int, limits: Limits) -> socket.socket:
         return socket.create_server((host, port), family=family, backlog=limits.backlog)
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
-            raise UserError(f"port {port} is in use: pick another with --listen") from e
+            raise UserError(f"port {port} is in use: pick another") from e
         raise UserError(f"cannot listen on {host}:{port}: {e.strerror}") from e
 
 
@@ -61,6 +62,7 @@ def serve(app: Starlette, sock: socket.socket, limits: Limits, *, verbose: bool 
         log_config=None,
         server_header=False,
         lifespan="off",
+        http=guarded_protocol(limits),
     )
     _quiet_logs(verbose)
     uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,67 @@
+"""uvicorn's HTTP/1.1 protocol with bounds on connections that send no request.
+
+uvicorn keeps a connection that has not finished its request headers for as long as
+the client likes, and counts it against the concurrency limit: a few hundred
+half-open connections (slowloris) would turn every new request away with 503. Here a
+connection waiting for a request is closed after Limits.header_timeout_s, and at most
+Limits.max_idle of them are kept: past that, the longest-waiting one is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from perfsleuth.web.app import Limits
+
+
+def guarded_protocol(limits: Limits) -> type[H11Protocol]:
+    """The protocol class for uvicorn.Config(http=...), bounded by `limits`."""
+    return type("GuardedH11Protocol", (_Guarded,), {"limits": limits})
+
+
+class _Guarded(H11Protocol):
+    limits: Limits
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._waiting_since = time.monotonic()
+        self._check: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._schedule_check()
+        self._close_longest_waiting()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._check is not None:
+            self._check.cancel()
+        super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        self._waiting_since = time.monotonic()
+        super().on_response_complete()
+
+    def waiting(self) -> bool:
+        """No request in progress: before the first one, or between two."""
+        return self.cycle is None or self.cycle.response_complete
+
+    def _schedule_check(self) -> None:
+        self._check = self.loop.call_later(self.limits.header_timeout_s, self._drop_if_stalled)
+
+    def _drop_if_stalled(self) -> None:
+        stalled = time.monotonic() - self._waiting_since >= self.limits.header_timeout_s
+        if self.waiting() and stalled:
+            self.transport.close()
+        elif not self.transport.is_closing():
+            self._schedule_check()
+
+    def _close_longest_waiting(self) -> None:
+        waiting = [c for c in self.connections if isinstance(c, _Guarded) and c.waiting()]
+        excess = len(waiting) - self.limits.max_idle
+        if excess > 0:
+            for conn in sorted(waiting, key=lambda c: c._waiting_since)[:excess]:
+                conn.transport.close()
