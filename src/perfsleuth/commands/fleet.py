@@ -1,4 +1,4 @@
-"""perfsleuth fleet status|top|flame|compact|expire: the fleet store and queries over it.
+"""perfsleuth fleet status|top|flame|diff|series|advise|watch|libraries|compact|expire.
 
 `--store` after the verb names the fleet store: a folder or s3://bucket/prefix; a run
 store folder (the default .perfsleuth) means its fleet/ subfolder (store.fleet.fleet_root).
@@ -12,17 +12,20 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from ..errors import UserError
-from ..fleet import queries
+from ..fleet import advice, alerts, libraries, queries, trends
+from ..fleet.advice import FleetAdvice
 from ..fleet.engine import Engine
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
+from ..fleet.labels import LABEL_GROUPINGS
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..store.fleet import FleetStore, fleet_root
 from ..views.keys import GROUPINGS
 
 NAME = "fleet"
-HELP = "the fleet store: status, top, flame, compact, expire"
+HELP = "the fleet store: status, queries (top, flame, diff, series), advise, watch, upkeep"
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -33,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("status", "hosts seen, their last push and metrics, store size", _add_status, _status),
         ("top", "top functions over the fleet (perfsleuth top's shape)", _add_top, _top),
         ("flame", "folded stacks or an HTML flame graph over the fleet", _add_flame, _flame),
+        ("diff", "what grew between two ranges or two label sets", _add_diff, _diff),
+        ("series", "a function's share per time bucket", _add_series, _series),
+        ("advise", "the advisor's findings over the fleet, by cores saved", _add_advise, _advise),
+        ("watch", "alert a webhook when a fix would pay or a share grew", _add_watch, _watch),
+        ("libraries", "where replaceable libraries are loaded, and if hot", _add_libs, _libs),
         ("compact", "merge small files, dedupe stacks, write rollups", _add_none, _compact),
         ("expire", "delete partitions older than a duration", _add_expire, _expire),
     ):
@@ -103,7 +111,12 @@ def _add_top(parser: argparse.ArgumentParser) -> None:
     order = parser.add_mutually_exclusive_group()
     order.add_argument("--self", dest="sort", action="store_const", const="self", default="self")
     order.add_argument("--total", dest="sort", action="store_const", const="total")
-    parser.add_argument("--by", choices=GROUPINGS, default="function")
+    parser.add_argument(
+        "--by",
+        choices=(*GROUPINGS, "library", *LABEL_GROUPINGS),
+        default="function",
+        help="library: DSOs by library name; service, host: each one's share of the CPU time",
+    )
     parser.add_argument("-n", type=int, default=20, help="rows to show (0 = all)")
     add_engine_options(parser)
     _add_output(parser, "fleet-top")
@@ -116,6 +129,64 @@ def _add_flame(parser: argparse.ArgumentParser) -> None:
     kind.add_argument("--html", metavar="FILE", help="write an interactive HTML flame graph")
     parser.add_argument("-o", "--output", metavar="FILE", help="write folded stacks to FILE")
     add_engine_options(parser)
+
+
+def _add_diff(parser: argparse.ArgumentParser) -> None:
+    _add_range(parser)
+    side = (
+        "a time range FROM..TO (times as --from) or labels k=v,... over --from/--to; "
+        "default: A the range before --from/--to, B the range itself"
+    )
+    parser.add_argument("--a", metavar="SIDE", help=side)
+    parser.add_argument("--b", metavar="SIDE", help="as --a")
+    parser.add_argument("--by", choices=GROUPINGS, default="function")
+    parser.add_argument("-n", type=int, default=30, help="rows to show (0 = all)")
+    add_engine_options(parser)
+    _add_output(parser, "fleet-diff")
+
+
+def _add_series(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("function", metavar="FUNC", help="function name (any DSO)")
+    _add_range(parser)
+    parser.add_argument(
+        "--step", type=parse_duration, metavar="DURATION", help="bucket length (default: ~24)"
+    )
+    add_engine_options(parser)
+    _add_output(parser, "fleet-series")
+
+
+def _add_advise(parser: argparse.ArgumentParser) -> None:
+    _add_range(parser)
+    parser.add_argument(
+        "--core-cost", type=float, metavar="USD", help="cost of one core for a month: adds money"
+    )
+    _add_rules(parser)
+    parser.add_argument("--all", action="store_true", help="show findings below the noise floor")
+    _add_output(parser, "fleet-advice")
+
+
+def _add_rules(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules", action="append", default=[], metavar="FILE", help="more library rules (TOML)"
+    )
+
+
+def _add_watch(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rules", required=True, metavar="FILE", help="alert rules (TOML)")
+    parser.add_argument("--webhook", required=True, metavar="URL", help="POST alerts here (JSON)")
+    parser.add_argument("--interval", type=float, default=60.0, metavar="S", help="default 60")
+    parser.add_argument("--once", action="store_true", help="evaluate once and exit")
+    parser.add_argument(
+        "--state", metavar="FILE", help="what was sent (default: RULES with .state.json)"
+    )
+    parser.add_argument("--to", dest="end", type=parse_time, help="evaluate at (default: now)")
+
+
+def _add_libs(parser: argparse.ArgumentParser) -> None:
+    _add_range(parser)
+    parser.add_argument("--hot", action="store_true", help="only the libraries that are hot")
+    _add_rules(parser)
+    _add_output(parser, "fleet-libraries")
 
 
 def _add_expire(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +223,84 @@ def _flame(args: argparse.Namespace, store: FleetStore) -> int:
         print(f"perfsleuth: wrote {args.html}", file=sys.stderr)
     else:
         write(PROFILE, doc, "folded", args.output)
+    return 0
+
+
+def _diff(args: argparse.Namespace, store: FleetStore) -> int:
+    start, end = queries.time_range(args.start, args.end)
+    a = _side(args.a, args.where, start, end, previous=True)
+    b = _side(args.b, args.where, start, end, previous=False)
+    doc = trends.diff(store, a, b, by=args.by, n=args.n, engine=query_engine(args))
+    write("fleet-diff", doc, args.format, args.output)
+    return 0
+
+
+def _side(
+    spec: str | None, where: str | None, start: float, end: float, *, previous: bool
+) -> trends.Side:
+    """--a/--b: FROM..TO, or labels over the range; none: the range (A: the one before)."""
+    if spec and ".." in spec:
+        first, _, last = spec.partition("..")
+        try:
+            s, e = parse_time(first), parse_time(last)
+        except argparse.ArgumentTypeError as err:
+            raise UserError(f"bad side {spec!r}: {err}") from None
+        s, e = queries.time_range(s, e)
+        return trends.Side(s, e, where or "")
+    filters = ",".join(f for f in (where, spec) if f)
+    if spec or not previous:
+        return trends.Side(start, end, filters)
+    return trends.Side(2 * start - end, start, filters)
+
+
+def _series(args: argparse.Namespace, store: FleetStore) -> int:
+    start, end = queries.time_range(args.start, args.end)
+    engine = query_engine(args)
+    doc = trends.series(
+        store, args.function, start, end, where=args.where, step=args.step, engine=engine
+    )
+    write("fleet-series", doc, args.format, args.output)
+    return 0
+
+
+def _advise(args: argparse.Namespace, store: FleetStore) -> int:
+    start, end = queries.time_range(args.start, args.end)
+    options = FleetAdvice(core_cost=args.core_cost, rules=_rule_files(args), show_all=args.all)
+    doc = advice.advise(store, start, end, args.where, options)
+    write("fleet-advice", doc, args.format, args.output)
+    return 0
+
+
+def _rule_files(args: argparse.Namespace) -> list[Path]:
+    files = [Path(p) for p in args.rules]
+    for path in files:
+        if not path.is_file():
+            raise UserError(f"--rules {path}: no such file")
+    return files
+
+
+def _watch(args: argparse.Namespace, store: FleetStore) -> int:
+    rules_path = Path(args.rules)
+    rules = alerts.load_rules(rules_path, parse_duration)
+    state = alerts.State(Path(args.state) if args.state else rules_path.with_suffix(".state.json"))
+    try:
+        while True:
+            done = alerts.watch_once(store, rules, args.webhook, state, args.end or time.time())
+            for alert in done.sent:
+                print(f"perfsleuth: sent {alert.key} ({alert.value:.3g})", file=sys.stderr)
+            for problem in done.skipped + done.failed:
+                print(f"perfsleuth: {problem}", file=sys.stderr)
+            if args.once:
+                return 1 if done.failed else 0
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _libs(args: argparse.Namespace, store: FleetStore) -> int:
+    start, end = queries.time_range(args.start, args.end)
+    doc = libraries.libraries(store, start, end, args.where, _rule_files(args), args.hot)
+    write("fleet-libraries", doc, args.format, args.output)
     return 0
 
 

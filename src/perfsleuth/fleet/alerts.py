@@ -245,7 +245,8 @@ class Pass:
     """One evaluation of every rule: alerts sent, and what went wrong."""
 
     sent: list[Alert] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # rules without data in their range
+    failed: list[str] = field(default_factory=list)  # alerts the webhook did not take
 
 
 def watch_once(
@@ -257,14 +258,14 @@ def watch_once(
         try:
             alerts = evaluate(store, rule, now)
         except UserError as e:  # no data yet for this rule's range: the next pass may have it
-            done.problems.append(f"{rule.name}: {e}")
+            done.skipped.append(f"{rule.name}: {e}")
             continue
         for alert in alerts:
             if not state.news(alert):
                 continue
             problem = post(webhook, alert.payload)
             if problem:
-                done.problems.append(f"{rule.name}: {problem}")
+                done.failed.append(f"{rule.name}: {problem}")
                 continue
             state.record(alert)
             done.sent.append(alert)

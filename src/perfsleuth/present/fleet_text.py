@@ -1,4 +1,5 @@
-"""The fleet commands as text: `fleet top` (the top table over a time range), `fleet status`."""
+"""The fleet commands as text: `fleet top` (the top table over a time range, or the share
+of each service or host), `fleet status`."""
 
 from __future__ import annotations
 
@@ -8,19 +9,37 @@ from rich.console import Console
 from rich.table import Table
 
 from . import top_text
-from .output import cell
+from .output import cell, pct
 
 TIME = "%Y-%m-%d %H:%M:%S UTC"
 
 
-def _utc(t: float | None) -> str:
+def utc(t: float | None) -> str:
     return time.strftime(TIME, time.gmtime(t)) if t is not None else "-"
 
 
 def render_top(doc: dict, console: Console) -> None:
     where = f" where {doc['where']}" if doc["where"] else ""
-    title = f"fleet {_utc(doc['from'])} .. {_utc(doc['to'])}{where}"
+    title = f"fleet {utc(doc['from'])} .. {utc(doc['to'])}{where}"
+    if doc["by"] in ("service", "host"):
+        _render_labels(doc, f"{title}, by {doc['by']}", console)
+        return
+    if doc["by"] == "library":  # the DSO table, each DSO named by its library
+        doc = {**doc, "by": "dso"}
     top_text.render({**doc, "run": title}, console)
+    if not doc["rows"]:
+        console.print("no samples in this range: widen --from/--to or relax --where")
+
+
+def _render_labels(doc: dict, title: str, console: Console) -> None:
+    table = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
+    for col in ("share", "CPU s", doc["by"]):
+        table.add_column(col, justify="right" if col != doc["by"] else "left", overflow="fold")
+    for row in doc["rows"]:
+        table.add_row(
+            pct(row["self"]), f"{row['self'] * doc['total'] / 1e9:,.1f}", cell(row[doc["by"]])
+        )
+    console.print(table)
     if not doc["rows"]:
         console.print("no samples in this range: widen --from/--to or relax --where")
 
@@ -28,7 +47,7 @@ def render_top(doc: dict, console: Console) -> None:
 def render_status(doc: dict, console: Console) -> None:
     console.print(
         f"fleet store {doc['store']}: {doc['bytes']:,} bytes in {doc['files']:,} files, "
-        f"data from {_utc(doc['oldest'])} to the hour of {_utc(doc['newest'])}"
+        f"data from {utc(doc['oldest'])} to the hour of {utc(doc['newest'])}"
     )
     table = Table(box=None, header_style="bold", pad_edge=False)
     for col in ("host", "last push", "windows", "samples", "samples/s", "agent metrics"):
@@ -37,7 +56,7 @@ def render_status(doc: dict, console: Console) -> None:
         metrics = ", ".join(f"{k}={v}" for k, v in sorted(h["metrics"].items()))
         table.add_row(
             cell(h["host"]),
-            _utc(h["last_push"]),
+            utc(h["last_push"]),
             f"{h['windows']:,}",
             f"{h['samples']:,}",
             f"{h['samples_per_s']:.1f}",

@@ -31,6 +31,10 @@ RENDERERS = {
     "gate": ("gate_text", "render"),
     "fleet-top": ("fleet_text", "render_top"),
     "fleet-status": ("fleet_text", "render_status"),
+    "fleet-diff": ("fleet_advice_text", "render_diff"),
+    "fleet-series": ("fleet_advice_text", "render_series"),
+    "fleet-advice": ("fleet_advice_text", "render_advice"),
+    "fleet-libraries": ("fleet_advice_text", "render_libraries"),
 }
 
 
