@@ -1,0 +1,140 @@
+"""Fleet queries beyond top: --by library|service|host, diff, series, libraries; and the
+same through the command line. Real pyarrow and DuckDB over a store on a folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_fleet_store import T0, as_ns, fleet, make_window, stack_pool
+
+from perfsleuth.cli import main
+from perfsleuth.errors import UserError
+from perfsleuth.fleet import libraries, queries, trends
+from perfsleuth.model.fleet import Process
+from perfsleuth.model.profile import merge
+from perfsleuth.store.fleet import FleetStore
+from perfsleuth.views.diff import diff
+from perfsleuth.views.top import top
+
+END = T0 + 7200
+
+
+@pytest.fixture
+def windows():
+    return fleet(6, 3)
+
+
+@pytest.fixture
+def store(tmp_path: Path, windows) -> FleetStore:
+    s = FleetStore(str(tmp_path / "fleet"))
+    for w in windows:
+        s.append(w)
+    return s
+
+
+def test_top_by_service_and_host_are_each_ones_cpu_share(store, windows) -> None:
+    total = sum(as_ns(w).total for w in windows)
+    for label in ("service", "host"):
+        doc = queries.top(store, T0, END, by=label, n=0)
+        expected: dict[str, float] = {}
+        for w in windows:
+            expected[w.labels[label]] = expected.get(w.labels[label], 0) + as_ns(w).total
+        assert {r[label]: r["self"] for r in doc["rows"]} == pytest.approx(
+            {k: v / total for k, v in expected.items()}
+        )
+        assert doc["total"] == total and doc["by"] == label
+
+
+def test_per_host_tops_sum_to_the_fleet_top(store, windows) -> None:
+    fleet_cpu = queries.top(store, T0, END, n=0)["total"]
+    per_host = [
+        queries.top(store, T0, END, where=f"host={h}", n=0)["total"]
+        for h in ("web-0", "web-1", "web-2")
+    ]
+    assert sum(per_host) == fleet_cpu
+
+
+def test_top_by_library_merges_versions(tmp_path: Path) -> None:
+    store = FleetStore(str(tmp_path / "fleet"))
+    versioned = "/usr/lib/libz.so.1.2.13"
+    pool = [
+        [replace(f, dso=versioned) if f.dso == "libz.so.1" else f for f in s] for s in stack_pool()
+    ]
+    store.append(make_window(0, T0, "a", "api", stack_pool()))
+    store.append(make_window(1, T0 + 10, "b", "api", pool))
+    rows = queries.top(store, T0, END, by="library", n=0)["rows"]
+    names = [r["dso"] for r in rows]
+    assert "libz" in names and "libc" in names and not any(".so" in n for n in names)
+
+
+def test_diff_of_label_sets_is_views_diff_of_each_side(store, windows) -> None:
+    a = trends.Side(T0, END, "version=1.0")
+    b = trends.Side(T0, END, "version=1.2")
+    doc = trends.diff(store, a, b, n=0)
+    side_a = merge([as_ns(w) for w in windows if w.labels["version"] == "1.0"])
+    side_b = merge([as_ns(w) for w in windows if w.labels["version"] == "1.2"])
+    assert doc["rows"] == diff(side_a, side_b, n=0)["rows"]
+    assert doc["a"] == {"from": T0, "to": END, "where": "version=1.0"}
+
+
+def test_diff_with_an_empty_side_says_which(store) -> None:
+    with pytest.raises(UserError, match="side B has no samples where version=9"):
+        trends.diff(store, trends.Side(T0, END), trends.Side(T0, END, "version=9"))
+
+
+def test_series_buckets_add_up_to_the_range(store, windows) -> None:
+    doc = trends.series(store, "malloc", T0, T0 + 60, step=20)
+    assert [p["from"] for p in doc["points"]] == [T0, T0 + 20, T0 + 40]
+    assert sum(p["cpu_ns"] for p in doc["points"]) == sum(as_ns(w).total for w in windows)
+    whole = top(merge([as_ns(w) for w in windows]), n=0)["rows"]
+    malloc = next(r for r in whole if r["function"] == "malloc")
+    weighted = sum(p["total"] * p["cpu_ns"] for p in doc["points"])
+    assert weighted / sum(p["cpu_ns"] for p in doc["points"]) == pytest.approx(malloc["total"])
+    with pytest.raises(UserError, match="no samples of 'nope'"):
+        trends.series(store, "nope", T0, T0 + 60)
+
+
+def test_bucket_step_is_whole_minutes_or_hours() -> None:
+    assert trends.bucket_step(0, 3600) == 180
+    assert trends.bucket_step(0, 7 * 86400) == 7 * 3600
+
+
+def test_libraries_lists_replaceable_ones_where_loaded_and_if_hot(tmp_path: Path) -> None:
+    store = FleetStore(str(tmp_path / "fleet"))
+    libs = ("/usr/lib/x86_64-linux-gnu/libz.so.1.2.13", "/usr/lib/x86_64-linux-gnu/libm.so.6")
+    for i, host in enumerate(("a", "b")):
+        w = make_window(i, T0 + i, host, "api", stack_pool())
+        w.processes[100] = Process("/usr/bin/app", "b100", libraries=libs)
+        store.append(w)
+    doc = libraries.libraries(store, T0, END)
+    assert doc["windows"] == 2
+    [row] = doc["libraries"]
+    assert row["rule"] == "compression.zlib" and row["library"] == libs[0]
+    assert row["hosts"] == ["a", "b"] and row["programs"] == ["/usr/bin/app"]
+    assert row["hot"] == (row["share"] >= 0.02) and row["share"] > 0
+
+
+def test_fleet_query_verbs_through_the_cli(store, capsys) -> None:
+    span = ["--store", store.root, "--from", str(T0), "--to", str(END)]
+    assert main(["fleet", "top", *span, "--by", "service", "--format", "json"]) == 0
+    assert {r["service"] for r in json.loads(capsys.readouterr().out)["rows"]} == {"api", "db"}
+    assert (
+        main(
+            ["fleet", "diff", *span, "--a", "version=1.0", "--b", "version=1.1", "--format", "json"]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["b"]["where"] == "version=1.1"
+    ranges = ["--a", f"{T0 - 60}..{T0}", "--b", f"{T0}..{T0 + 60}"]
+    assert main(["fleet", "diff", "--store", store.root, *ranges]) == 2
+    assert "side A has no samples" in capsys.readouterr().err
+    assert main(["fleet", "series", "free", *span, "--step", "1h", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["points"]) == 2
+    for verb in (["top", "--by", "host"], ["series", "free"], ["advise"], ["libraries"]):
+        assert main(["fleet", verb[0], *verb[1:], *span]) == 0, verb
+    capsys.readouterr()
+    assert main(["fleet", "advise", *span, "--rules", "missing.toml"]) == 2
+    assert "--rules missing.toml: no such file" in capsys.readouterr().err
