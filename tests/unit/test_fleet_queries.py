@@ -60,9 +60,7 @@ def test_per_host_tops_sum_to_the_fleet_top(store, windows) -> None:
 def test_top_by_library_merges_versions(tmp_path: Path) -> None:
     store = FleetStore(str(tmp_path / "fleet"))
     lib = "/usr/lib/libz.so.1.2.13"
-    pool = [
-        [replace(f, dso=versioned) if f.dso == "libz.so.1" else f for f in s] for s in stack_pool()
-    ]
+    pool = [[replace(f, dso=lib) if f.dso == "libz.so.1" else f for f in s] for s in stack_pool()]
     store.append(make_window(0, T0, "a", "api", stack_pool()))
     store.append(make_window(1, T0 + 10, "b", "api", pool))
     rows = queries.top(store, T0, END, by="library", n=0)["rows"]
