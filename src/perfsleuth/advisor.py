@@ -20,6 +20,7 @@ from elftools.elf.elffile import ELFFile
 
 from . import rank
 from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
+from .collect.run_facts import is_own_command, working_root
 from .errors import UserError
 from .experiments.verify import verify_finding
 from .model.findings import Finding
@@ -76,7 +77,7 @@ def advise(
 def check_options(options: AdviseOptions) -> None:
     """Raise UserError for a missing --src/--compile-commands or a bad rules file."""
     _src_roots(options.src, [], Profile())
-    _compile_commands(options.compile_commands, [], "")
+    _compile_commands(options.compile_commands, [], None)
     load_rules([Path(p) for p in options.rules])
 
 
@@ -86,13 +87,14 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
     if store_rules.is_file():
         rule_files.insert(0, store_rules)
     binaries = [b for b in info.dsos if b.get("path") and os.path.isfile(b["path"])]
-    roots = _src_roots(options.src, binaries, profile)
+    roots = _src_roots(options.src, binaries if is_own_command(info) else [], profile)
+    own = working_root(info)
     return Context(
         profile=profile,
         run=info,
         store=store,
         src_roots=roots,
-        compile_commands=_compile_commands(options.compile_commands, roots, info.cwd),
+        compile_commands=_compile_commands(options.compile_commands, roots, own),
         binaries=binaries,
         options=AnalyzerOptions(
             rules=load_rules(rule_files),
@@ -104,6 +106,8 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
 
 
 def _src_roots(given: list[str], binaries: list[dict], profile: Profile) -> list[Path]:
+    """--src, or the compile dirs of the binaries of a run of the user's own command
+    (an imported run's binaries are not looked into: its file chose them)."""
     if given:
         roots = []
         for item in given:
@@ -140,13 +144,13 @@ def comp_dirs(path: str) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-def _compile_commands(given: str | None, roots: list[Path], cwd: str) -> Path | None:
+def _compile_commands(given: str | None, roots: list[Path], cwd: Path | None) -> Path | None:
     if given:
         path = Path(given).expanduser()
         if not path.is_file():
             raise UserError(f"--compile-commands {given}: no such file")
         return path.resolve()
-    starts = [*roots, *([Path(cwd)] if cwd else [])]
+    starts = [*roots, *([cwd] if cwd else [])]
     for start in starts:
         for folder in [start, *list(start.parents)[:3]]:
             for candidate in (folder / COMPILE_DB, folder / "build" / COMPILE_DB):

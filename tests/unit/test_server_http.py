@@ -16,9 +16,10 @@ import uvicorn
 from uistore import make_store
 
 from perfsleuth.cli import main
-from perfsleuth.server import httpd, sources
+from perfsleuth.server import httpd
 from perfsleuth.server.api import Api
 from perfsleuth.server.httpd import LIMITS
+from perfsleuth.views.annotate import find_source
 from perfsleuth.web.app import Limits
 from perfsleuth.web.guard import guarded_protocol
 from perfsleuth.web.run import bind
@@ -160,11 +161,11 @@ def test_resolve_inside_rejects_dotdot_and_symlinks(tmp_path: Path) -> None:
     (tmp_path / "secret.c").write_text("secret\n")
     (root / "src" / "link.c").symlink_to(tmp_path / "secret.c")
     (root / "src" / "dir").symlink_to(tmp_path)
-    assert sources.resolve_inside("src/a.c", [root]) == (root / "src" / "a.c").resolve()
-    assert sources.resolve_inside(str(root / "src" / "a.c"), [root]) is not None
+    assert find_source("src/a.c", [root]) == (root / "src" / "a.c").resolve()
+    assert find_source(str(root / "src" / "a.c"), [root]) is not None
     for name in ("../secret.c", "src/../../secret.c", "src/link.c", "src/dir/secret.c"):
-        assert sources.resolve_inside(name, [root]) is None, name
-    assert sources.resolve_inside(str(tmp_path / "secret.c"), [root]) is None
+        assert find_source(name, [root]) is None, name
+    assert find_source(str(tmp_path / "secret.c"), [root]) is None
 
 
 def test_serve_with_an_empty_token_keeps_the_host_check(tmp_path: Path) -> None:

@@ -6,8 +6,12 @@ import os
 import platform
 import socket
 import subprocess
+from pathlib import Path
 
 from ..model.run import RunInfo
+
+OWN_COMMAND = "record"  # RunInfo.source of `record`/`run` of the user's own command
+ATTACHED = "attach"  # RunInfo.source of `record --pid`
 
 
 def cpu_model() -> str:
@@ -43,7 +47,22 @@ def git_revision(cwd: str) -> str:
         return ""
 
 
-def new_run(command: str, mode: str, source: str = "record") -> RunInfo:
+def is_own_command(info: RunInfo) -> bool:
+    """Was the run recorded from the user's own command? Only then is its debug info the
+    user's own, and only then may its working directory and the paths it names be read:
+    an imported file, or a process attached by PID, names whatever files it likes."""
+    return info.source == OWN_COMMAND
+
+
+def working_root(info: RunInfo) -> Path | None:
+    """The run's working directory as a source root, for the user's own command only;
+    never / (that would open every file the debug info names)."""
+    if not is_own_command(info) or not info.cwd or Path(info.cwd).resolve() == Path("/"):
+        return None
+    return Path(info.cwd)
+
+
+def new_run(command: str, mode: str, source: str = OWN_COMMAND) -> RunInfo:
     cwd = os.getcwd()
     return RunInfo(
         command=command,

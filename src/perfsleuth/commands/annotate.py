@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..collect.run_facts import is_own_command
 from ..errors import UserError
 from ..formats.counts import parse_counts
 from ..model.counts import Counts
@@ -60,11 +61,13 @@ def run(args: argparse.Namespace) -> int:
     if args.function is None:
         raise UserError("name a function to annotate, or pass --all for every file of a count run")
     store, run_id, profile = load_profile(args)
-    roots = source_roots(args, store.run_info(run_id).cwd)
+    info = store.run_info(run_id)
+    roots = source_roots(args, info)
     counts = find_counts(store, run_id)
     if counts is not None:
-        return annotate_counts(args, run_id, counts, profile, roots)
-    doc = {"run": str(run_id), "files": annotate.annotate(profile, args.function, roots)}
+        return annotate_counts(args, run_id, counts, profile, roots, is_own_command(info))
+    files = annotate.annotate(profile, args.function, roots, is_own_command(info))
+    doc = {"run": str(run_id), "files": files}
     write("annotate", doc, args.format, args.output)
     return 0
 
@@ -75,6 +78,7 @@ def annotate_counts(
     counts: Counts,
     profile: Profile,
     roots: list[Path],
+    as_named: bool,
 ) -> int:
     """`annotate FUNC` on a count run: the function's lines with their exact counts."""
     functions = set(match_functions(profile, args.function))
@@ -85,6 +89,7 @@ def annotate_counts(
         context=args.context or annotate.CONTEXT_LINES,
         functions=functions,
         recorded=counts.sources,
+        as_named=as_named,
     )
     doc = {"run": str(run_id), "functions": sorted(functions), **doc}
     write("annotate", doc, args.format, args.output)
@@ -96,13 +101,14 @@ def run_all(args: argparse.Namespace) -> int:
     store = open_store(args)
     run_id = store.resolve(args.function or args.run)
     counts = require_counts(store, run_id)
-    roots = source_roots(args, store.run_info(run_id).cwd)
+    info = store.run_info(run_id)
     doc = annotate.annotate_counts(
         parse_counts(counts),
-        roots,
+        source_roots(args, info),
         threshold=args.threshold / 100.0,
         context=args.context,
         recorded=counts.sources,
+        as_named=is_own_command(info),
     )
     write("annotate", {"run": str(run_id), **doc}, args.format, args.output)
     return 0

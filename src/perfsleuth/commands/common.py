@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..collect.run_facts import working_root
 from ..model.profile import STATES, Profile
+from ..model.run import RunInfo
 from ..present import TitledProfile, describe
 from ..store.runs import Store
 
@@ -65,8 +67,9 @@ def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:
     return profile
 
 
-def source_roots(args: argparse.Namespace, cwd: str) -> list[Path]:
+def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
+    """--src folders, then the working directory of a run of the user's own command
+    (run_facts.working_root); an imported run has no root unless --src names one."""
     roots = [Path(p) for p in (getattr(args, "src", None) or [])]
-    if cwd:
-        roots.append(Path(cwd))
-    return roots
+    own = working_root(info)
+    return [*roots, own] if own else roots

@@ -169,7 +169,8 @@ def store_recording(
 ) -> tuple[Store, RunInfo, Profile]:
     """Record CMD (or options.pid) in options.mode and store the run."""
     label = shlex.join(cmd) if cmd else attached_label(options.pid or 0)
-    facts = run_facts.new_run(label, options.mode)
+    source = run_facts.OWN_COMMAND if cmd else run_facts.ATTACHED
+    facts = run_facts.new_run(label, options.mode, source=source)
     with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
         recording = recorder(options.mode)(options, cmd, Path(tmp))
     info = store.add_run(facts, recording)

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..collect.run_facts import working_root
 from ..errors import UserError
 from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..store.runs import Store, resolve
 from ..views import cache, callgraph, diff, top
-from ..views.annotate import line_costs
+from ..views.annotate import find_source, line_costs
 from ..views.keys import GROUPINGS
 from . import flamedata, sources
 from .memo import FileVersioned, Memo
@@ -266,7 +267,8 @@ class Api:
     def _source_doc(
         self, run_id: int, file: str, costs: dict[int, list[float]], total: float
     ) -> dict:
-        path = sources.resolve_inside(file, self._roots(run_id))
+        roots = self._roots(run_id)
+        path = find_source(file, roots)
         text = sources.read_lines(path) if path else []
         numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
         lines = []
@@ -283,16 +285,16 @@ class Api:
         return {
             "file": file,
             "found": path is not None,
+            "path": str(path) if path else None,
+            "root": str(sources.root_of(path, roots)) if path else None,
             "self": sum(c[0] for c in costs.values()) / total,
             "lines": lines,
         }
 
     def _roots(self, run_id: int) -> list[Path]:
-        cwd = self._info(run_id).cwd
-        # A run recorded from / would otherwise open every file its debug info names.
-        if not cwd or Path(cwd).resolve() == Path("/"):
-            return list(self.roots)
-        return [*self.roots, Path(cwd)]
+        """--src folders, then the working directory of the user's own command."""
+        own = working_root(self._info(run_id))
+        return [*self.roots, own] if own else list(self.roots)
 
     def findings(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)

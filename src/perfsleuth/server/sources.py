@@ -1,13 +1,15 @@
 """Source files for the web UI, served only when safe.
 
 A file is shown only if the run's debug info names it and it resolves — after
-following every symlink — to a regular file inside one of the source roots.
+following every symlink — to a regular file inside one of the source roots
+(views.annotate.find_source): the --src folders, and the working directory of a run
+of the user's own command (collect.run_facts.working_root), never of an import.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from ..model.profile import Profile
 
@@ -18,21 +20,9 @@ def named_files(profile: Profile) -> set[str]:
     return {f.file for f in profile.frames if f.file}
 
 
-def resolve_inside(name: str, roots: list[Path]) -> Path | None:
-    """The file NAME (as debug info wrote it) under a source root, or None."""
-    if not name or "\0" in name or ".." in PurePosixPath(name).parts:
-        return None
-    path = PurePosixPath(name)
-    relative = path.relative_to(path.anchor) if path.is_absolute() else path
-    for root in roots:
-        real_root = root.resolve()
-        candidates = [Path(path)] if path.is_absolute() else []
-        candidates += [real_root / relative, real_root / path.name]
-        for candidate in candidates:
-            real = candidate.resolve()
-            if real.is_relative_to(real_root) and real.is_file():
-                return real
-    return None
+def root_of(path: Path, roots: list[Path]) -> Path:
+    """The source root that serves PATH (one views.annotate.find_source found in roots)."""
+    return next(r for r in roots if path.is_relative_to(r.resolve()))
 
 
 def read_lines(path: Path) -> list[str]:

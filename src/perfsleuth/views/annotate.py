@@ -67,29 +67,34 @@ def file_lines(
     return out
 
 
-def find_source(name: str, roots: list[Path]) -> Path | None:
-    """The file debug info names, as is, or under one of the source roots."""
-    if not name:
+def find_source(name: str, roots: list[Path], as_named: bool = False) -> Path | None:
+    """The file debug info names, under one of the source roots (after following
+    symlinks), or, when the run's own debug info is trusted (`as_named`: a recorded
+    run), at the absolute path it names. Never relative to the current directory."""
+    if not name or "\0" in name or ".." in Path(name).parts:
         return None
     path = Path(name)
-    if path.is_absolute() and path.is_file():
+    if as_named and path.is_absolute() and path.is_file():
         return path
+    relative = path.relative_to(path.anchor) if path.is_absolute() else path
     for root in roots:
-        candidate = root / (path.relative_to(path.anchor) if path.is_absolute() else path)
-        if candidate.is_file():
-            return candidate
-        by_name = root / path.name
-        if by_name.is_file():
-            return by_name
-    return path if path.is_file() else None
+        real_root = root.resolve()
+        candidates = [path] if path.is_absolute() else []
+        for candidate in [*candidates, real_root / relative, real_root / path.name]:
+            real = candidate.resolve()
+            if real.is_relative_to(real_root) and real.is_file():
+                return real
+    return None
 
 
-def source_text(file: str, roots: list[Path], recorded: Sources) -> tuple[Path | None, list[str]]:
+def source_text(
+    file: str, roots: list[Path], recorded: Sources, as_named: bool = False
+) -> tuple[Path | None, list[str]]:
     """Where a file's text comes from and its lines: as recorded with the run, else
     as found on disk now (no path and no lines when it is nowhere)."""
     if file in recorded:
         return Path(file), recorded[file]
-    source = find_source(file, roots)
+    source = find_source(file, roots, as_named)
     return source, source.read_text(errors="replace").splitlines() if source else []
 
 
@@ -100,7 +105,9 @@ def _line(text: list[str], number: int) -> str | None:
 # -- sampled runs: one function, shares of the run ---------------------------------
 
 
-def annotate(profile: Profile, pattern: str, roots: list[Path]) -> list[dict]:
+def annotate(
+    profile: Profile, pattern: str, roots: list[Path], as_named: bool = False
+) -> list[dict]:
     total = profile.total or 1.0
     out = []
     for function in match_functions(profile, pattern):
@@ -108,14 +115,14 @@ def annotate(profile: Profile, pattern: str, roots: list[Path]) -> list[dict]:
         for (file, line), cost in line_costs(profile, function).items():
             by_file[file][line] = cost
         for file, lines in sorted(by_file.items()):
-            out.append(_function_entry(function, file, lines, total, roots))
+            out.append(_function_entry(function, file, lines, total, roots, as_named))
     return out
 
 
 def _function_entry(
-    function: str, file: str, lines: Lines, total: float, roots: list[Path]
+    function: str, file: str, lines: Lines, total: float, roots: list[Path], as_named: bool
 ) -> dict:
-    source, text = source_text(file, roots, {})
+    source, text = source_text(file, roots, {}, as_named)
     rows = []
     for number in function_lines(lines, len(text)):
         cost = lines.get(number, [0.0, 0.0])
@@ -162,6 +169,7 @@ def annotate_counts(
     context: int | None,
     functions: set[str] | None = None,
     recorded: Sources | None = None,
+    as_named: bool = False,
 ) -> dict:
     """The `annotate --all` document; `threshold` is a fraction of the first event.
     With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
@@ -177,7 +185,8 @@ def annotate_counts(
         elif file == NO_SOURCE:
             files.append(_no_source_entry(data, functions, counts, total))
         else:
-            files.append(_file_entry(file, lines, counts, total, roots, context, recorded or {}))
+            source = source_text(file, roots, recorded or {}, as_named)
+            files.append(_file_entry(file, lines, counts, total, source, context))
     return {
         "events": list(data.events),
         "totals": dict(zip(data.events, data.totals, strict=False)),
@@ -192,11 +201,10 @@ def _file_entry(
     lines: dict[int, list[int]],
     counts: list[int],
     total: int,
-    roots: list[Path],
+    found: tuple[Path | None, list[str]],
     context: int | None,
-    recorded: Sources,
 ) -> dict:
-    source, text = source_text(file, roots, recorded)
+    source, text = found
     shown = shown_lines(sorted(lines), len(text), context)
     rows = [_count_row(number, lines, text, len(counts)) for number in shown]
     return _count_entry(file, source, counts, total, rows)
