@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.fleet import queries
+from perfsleuth.fleet import advice, queries, trends
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.server.api import Api
@@ -19,6 +19,7 @@ from perfsleuth.store.runs import Store
 
 T0 = 1_700_000_000.0 - 1_700_000_000.0 % 3600
 RANGE = {"from": [str(T0)], "to": [str(T0 + 3600)]}
+SIDES = {f"{side}_{name}": RANGE[name] for side in "ab" for name in RANGE}  # a diff's
 MAIN = Frame("main", "app", "main.c", 3)
 STACKS = {
     "api": [[Frame("malloc", "libc.so.6"), Frame("parse", "app", "parse.c", 9), MAIN]],
@@ -58,7 +59,8 @@ def api(tmp_path: Path, fleet: FleetStore) -> Api:
 
 
 def get(api: Api, path: str, **params: str) -> tuple[int, dict]:
-    response = api.get(path, {**RANGE, **{k: [v] for k, v in params.items()}})
+    span = SIDES if path == "/api/fleet/diff" else RANGE
+    response = api.get(path, {**span, **{k: [v] for k, v in params.items()}})
     return response.status, json.loads(response.body)
 
 
@@ -115,6 +117,12 @@ def test_status_names_the_hosts(api: Api) -> None:
         ("/api/fleet/top", {"where": "service"}, "bad --where condition 'service'"),
         ("/api/fleet/flame", {"by": "dso"}, "unknown parameter 'by'"),
         ("/api/fleet/labels", {"where": "host=a"}, "unknown parameter 'where'"),
+        ("/api/fleet/series", {}, "give function=NAME"),
+        ("/api/fleet/series", {"function": "nope"}, "no samples of 'nope'"),
+        ("/api/fleet/diff", {"a_from": "x"}, "bad a_from='x'"),
+        ("/api/fleet/diff", {"a_where": "version=9"}, "side A has no samples where version=9"),
+        ("/api/fleet/diff", {"from": str(T0)}, "unknown parameter 'from'"),
+        ("/api/fleet/advise", {"core_cost": "-3"}, "bad core_cost='-3'"),
     ],
 )
 def test_bad_input_is_a_400_saying_what_to_pass(
@@ -131,3 +139,44 @@ def test_an_empty_fleet_store_says_how_to_fill_it(tmp_path: Path) -> None:
     status, doc = get(api, "/api/fleet/top")
     assert status == 400
     assert "perfsleuth collector --store" in doc["error"]
+
+
+def test_series_is_fleet_series_one_point_per_bucket(api: Api, fleet: FleetStore) -> None:
+    status, doc = get(api, "/api/fleet/series", function="malloc", where="service=api")
+    assert status == 200
+    expected = trends.series(fleet, "malloc", T0, T0 + 3600, where="service=api")
+    assert doc == json.loads(json.dumps(expected))
+    assert len(doc["points"]) == 3600 // doc["step"]
+    assert doc["step"] == 180  # the windows of minutes 0-2, then of minute 3
+    assert [p["self"] for p in doc["points"] if p["samples"]] == [1.0, 1.0]
+
+
+def test_diff_of_two_label_sets(api: Api, fleet: FleetStore) -> None:
+    sides = {"a_where": "version=1.4", "b_where": "version=1.5"}
+    status, doc = get(api, "/api/fleet/diff", **sides, by="function", n="0")
+    assert status == 200
+    a, b = trends.Side(T0, T0 + 3600, "version=1.4"), trends.Side(T0, T0 + 3600, "version=1.5")
+    assert doc == json.loads(json.dumps(trends.diff(fleet, a, b, n=0)))
+    grew = {r["function"] for r in doc["rows"] if r["delta_self"] > 0}
+    assert grew == {"inflate", "hash"}
+
+
+def test_diff_of_two_time_ranges(api: Api) -> None:
+    ranges = {"a_from": T0, "a_to": T0 + 120, "b_from": T0 + 120, "b_to": T0 + 3600}
+    _, doc = get(api, "/api/fleet/diff", **{k: str(v) for k, v in ranges.items()})
+    assert (doc["a"]["from"], doc["a"]["to"], doc["b"]["to"]) == (T0, T0 + 120, T0 + 3600)
+    assert doc["rows"]  # windows 0, 1 against 2, 3: the counts grow with i
+
+
+def test_advise_ranks_findings_by_cores_saved(api: Api, fleet: FleetStore) -> None:
+    status, doc = get(api, "/api/fleet/advise", core_cost="50")
+    assert status == 200
+    options = advice.FleetAdvice(core_cost=50.0)
+    assert doc == json.loads(json.dumps(advice.advise(fleet, T0, T0 + 3600, None, options)))
+    found = {f["rule"]: f for f in doc["findings"]}
+    assert [s["service"] for s in found["allocator.glibc"]["services"]] == ["api"]
+    assert [s["service"] for s in found["compression.zlib"]["services"]] == ["db"]
+    saved = [f["cores_saved"] for f in doc["findings"]]
+    assert saved == sorted(saved, reverse=True)
+    zlib = found["compression.zlib"]
+    assert zlib["money_per_month"] == 50 * zlib["cores_saved"]

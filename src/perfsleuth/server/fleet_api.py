@@ -1,10 +1,10 @@
 """The fleet endpoints of the JSON API (/api/fleet/...), over a fleet store.
 
 `FleetApi(store).attach(api)` adds them to an `Api`, so they answer through
-`Api.get` like every other endpoint. They call the fleet queries (fleet/) and
-never cache: the fleet store grows while the page is open. Times are unix
-seconds; the page turns "the last hour" into numbers, so a URL it shares names
-the same range on the server.
+`Api.get` like every other endpoint. They call the functions the `fleet` verbs
+call (fleet/queries, trends, advice) and never cache: the fleet store grows while
+the page is open. Times are unix seconds; the page turns "the last hour" into
+numbers, so a URL it shares names the same range on the server.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from ..fleet import queries
+from ..fleet import advice, queries, trends
 from ..model.fleet import LABELS
 from ..store.fleet import FleetStore
 from ..store.fleet.layout import SAMPLES_SCHEMA
@@ -28,6 +28,7 @@ from . import flamedata
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
 RANGE = ("from", "to", "where")
+SIDES = tuple(f"{side}_{name}" for side in "ab" for name in RANGE)
 MAX_LABEL_VALUES = 200  # per key: a picker, not an inventory
 SORTS = ("self", "total")
 T = TypeVar("T")
@@ -46,6 +47,9 @@ class FleetApi:
             (re.compile(r"/api/fleet/labels"), self.labels, ("from", "to")),
             (re.compile(r"/api/fleet/top"), self.top, (*RANGE, "by", "sort", "n")),
             (re.compile(r"/api/fleet/flame"), self.flame, RANGE),
+            (re.compile(r"/api/fleet/series"), self.series, (*RANGE, "function")),
+            (re.compile(r"/api/fleet/diff"), self.diff, (*SIDES, "by", "n")),
+            (re.compile(r"/api/fleet/advise"), self.advise, (*RANGE, "core_cost")),
         ]
 
     def status(self, query: Query) -> dict:
@@ -82,6 +86,31 @@ class FleetApi:
         flame.meta.update({"from": start, "to": end})
         return binary_response(flamedata.encode(flame))
 
+    def series(self, query: Query) -> dict:
+        """`fleet series FUNC --format json`: the function's share per bucket."""
+        start, end = _range(query)
+        function = _one(query, "function")
+        if not function:
+            raise ApiError(400, "give function=NAME (a function of the fleet TopN)")
+        where = _one(query, "where") or None
+        return _read(lambda: trends.series(self.store, function, start, end, where=where))
+
+    def diff(self, query: Query) -> dict:
+        """`fleet diff --format json` of side A (a_from, a_to, a_where) and side B:
+        two time ranges, or two label sets over one range."""
+        a, b = _side(query, "a"), _side(query, "b")
+        by = _choice(query, "by", GROUPINGS)
+        n = _count(query)
+        return _read(lambda: trends.diff(self.store, a, b, by=by, n=n))
+
+    def advise(self, query: Query) -> dict:
+        """`fleet advise --format json`: findings by cores saved, money with core_cost."""
+        start, end = _range(query)
+        cost = _number(query, "core_cost", "give the cost of one core for a month")
+        options = advice.FleetAdvice(core_cost=cost)
+        where = _one(query, "where") or None
+        return _read(lambda: advice.advise(self.store, start, end, where, options))
+
 
 def _label_columns(store: FleetStore, start: float, end: float) -> pa.Table:
     selection = store.select(start, end)
@@ -106,7 +135,18 @@ def _range(query: Query) -> tuple[float, float]:
     return queries.time_range(start, end)
 
 
+def _side(query: Query, side: str) -> trends.Side:
+    """One side of a diff from {side}_from, {side}_to (the last hour by default), {side}_where."""
+    start, end = (_seconds(query, f"{side}_{name}") for name in ("from", "to"))
+    return trends.Side(*queries.time_range(start, end), _one(query, f"{side}_where"))
+
+
 def _seconds(query: Query, name: str) -> float | None:
+    return _number(query, name, "give unix seconds")
+
+
+def _number(query: Query, name: str, hint: str) -> float | None:
+    """A finite number >= 0, or None when not given."""
     text = _one(query, name)
     if not text:
         return None
@@ -115,7 +155,7 @@ def _seconds(query: Query, name: str) -> float | None:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ApiError(400, f"bad {name}={text!r}: give unix seconds")
+        raise ApiError(400, f"bad {name}={text!r}: {hint}")
     return value
 
 
