@@ -10,7 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...model.fleet import LABELS, Window
+from ...model.profile import Frame
 from .layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA, frame_id, stack_id
+
+ID_CACHE_LIMIT = 1 << 18  # ids kept per kind: ~40 MB at most
 
 
 @dataclass(frozen=True)
@@ -29,11 +32,43 @@ def parquet_bytes(table: pa.Table, metadata: dict[bytes, bytes] | None = None) -
     return sink.getvalue()
 
 
+class IdCache:
+    """Content ids already computed: a fleet sends the same frames and stacks in every
+    window, and hashing them again was most of an append's Python time. Bounded: when
+    full it starts over. Safe across threads (a lost race computes an id twice)."""
+
+    def __init__(self, limit: int = ID_CACHE_LIMIT) -> None:
+        self.limit = limit
+        self.frames: dict[Frame, int] = {}
+        self.stacks: dict[tuple[int, ...], int] = {}
+
+    def frame(self, frame: Frame) -> int:
+        found = self.frames.get(frame)
+        if found is None:
+            found = self._keep(self.frames, frame, frame_id(frame))
+        return found
+
+    def stack(self, ids: tuple[int, ...]) -> int:
+        found = self.stacks.get(ids)
+        if found is None:
+            found = self._keep(self.stacks, ids, stack_id(ids))
+        return found
+
+    def _keep(self, table: dict, key: object, value: int) -> int:
+        if len(table) >= self.limit:
+            table.clear()
+        table[key] = value
+        return value
+
+
+IDS = IdCache()
+
+
 def window_tables(window: Window) -> WindowTables:
     """One samples row per (pid, comm, stack) of the window; its stacks and frames."""
     profile = window.profile
-    frame_ids = [frame_id(f) for f in profile.frames]
-    stack_ids = [stack_id([frame_ids[f] for f in s]) for s in profile.stacks]
+    frame_ids = [IDS.frame(f) for f in profile.frames]
+    stack_ids = [IDS.stack(tuple(frame_ids[f] for f in s)) for s in profile.stacks]
     rows: dict[tuple[int, str, int], list[int]] = {}
     used: set[int] = set()
     for sid, weight, count, thread, _state in profile.columns():
