@@ -17,6 +17,9 @@ holds it. Each run is written in one transaction: a failure leaves nothing.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
 import time
@@ -38,6 +41,10 @@ from .documents import decode
 SCHEMA_VERSION = 1
 DB_NAME = "runs.duckdb"
 LOCK_WAIT_S = 120.0
+WRITE_LOCK = "write.lock"
+SPACE_FACTOR = 2
+SPACE_MARGIN = 1 << 20
+DISK_FULL_MESSAGES = ("No space left on device", "Disk quota exceeded", "File too large")
 
 # Each entry moves the schema from version i to i + 1. Append, never edit.
 MIGRATIONS: list[str] = [
@@ -78,6 +85,101 @@ RUN_COLUMNS = (
 )
 
 
+def _profile_tables(run_id: int, p: Profile) -> dict[str, pa.Table]:
+    """The profile's rows, one Arrow table per store table."""
+    n = len(p.frames)
+    return {
+        "frames": pa.table(
+            {
+                "run_id": pa.array([run_id] * n, pa.int32()),
+                "id": pa.array(range(n), pa.int32()),
+                "function": [f.function for f in p.frames],
+                "dso": [f.dso for f in p.frames],
+                "file": [f.file for f in p.frames],
+                "line": pa.array([f.line for f in p.frames], pa.int32()),
+                "inlined": [f.inlined for f in p.frames],
+                "kernel": [f.kernel for f in p.frames],
+            }
+        ),
+        "stacks": pa.table(
+            {
+                "run_id": pa.array([run_id] * len(p.stacks), pa.int32()),
+                "id": pa.array(range(len(p.stacks)), pa.int32()),
+                "frames": pa.array([list(s) for s in p.stacks], pa.list_(pa.int32())),
+            }
+        ),
+        "threads": pa.table(
+            {
+                "run_id": pa.array([run_id] * len(p.threads), pa.int32()),
+                "idx": pa.array(range(len(p.threads)), pa.int32()),
+                "tid": pa.array([t.tid for t in p.threads], pa.int64()),
+                "pid": pa.array([t.pid for t in p.threads], pa.int64()),
+                "name": pa.array([t.name for t in p.threads], pa.string()),
+            }
+        ),
+        "samples": pa.table(
+            {
+                "run_id": pa.array([run_id] * len(p.sample_stack), pa.int32()),
+                "stack_id": pa.array(p.sample_stack, pa.int32()),
+                "thread": pa.array(p.sample_thread, pa.int32()),
+                "state": pa.array(p.sample_state, pa.string()),
+                "weight": pa.array(p.sample_weight, pa.float64()),
+                "count": pa.array(p.sample_count, pa.int64()),
+            }
+        ),
+    }
+
+
+def _space_needed(tables: dict[str, pa.Table]) -> int:
+    """Bytes a run's rows may take before DuckDB compresses them: they are written twice
+    (the write-ahead log, then the file); the margin covers blocks and documents."""
+    return SPACE_FACTOR * sum(t.nbytes for t in tables.values()) + SPACE_MARGIN
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    # A failed COMMIT has ended the transaction already; its error is the one to tell.
+    with contextlib.suppress(duckdb.TransactionException):
+        con.execute("ROLLBACK")
+
+
+def _disk_full(e: BaseException) -> bool:
+    if isinstance(e, OSError):
+        return e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    text = str(e)
+    return isinstance(e, duckdb.Error) and any(m in text for m in DISK_FULL_MESSAGES)
+
+
+def _free_bytes(folder: Path) -> int:
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MB"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on PATH for one writer, waiting up to LOCK_WAIT_S."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError as e:
+                if time.monotonic() > deadline:
+                    raise StoreBusy(
+                        f"the store {path.parent} stayed locked by another perfsleuth process "
+                        f"for {LOCK_WAIT_S:.0f} s; wait for it to finish and retry"
+                    ) from e
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
 def default_path() -> Path:
     return Path(os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth")
 
@@ -91,11 +193,62 @@ class Store:
 
     @contextmanager
     def _connect(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = self._open_write() if write else self._open_read()
+        if write:
+            with self._writing() as con:
+                yield con
+            return
+        con = self._open_read()
         try:
             yield con
         finally:
             con.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A write connection, one writer at a time. DuckDB keeps the file as large as a
+        failed write made it, so after a failure the files are cut back to their size
+        before it (safe: the old state lies wholly within that size), and a full disk is
+        said as such."""
+        self._make_root()
+        with _locked(self.root / WRITE_LOCK):
+            con = self._open_write()
+            # Settle what opening wrote (a migration, a replayed log) into the file now:
+            # closing would, and a cut back must not undo it.
+            con.execute("CHECKPOINT")
+            sizes = self._sizes()
+            try:
+                yield con
+            except BaseException as e:
+                con.close()
+                grown = sum(self._sizes().values()) - sum(sizes.values())
+                self._cut_back(sizes)
+                if _disk_full(e):
+                    raise self._full_disk(grown, "more than ") from e
+                raise
+            con.close()
+
+    def _sizes(self) -> dict[Path, int]:
+        files = (self.db, self.db.with_name(self.db.name + ".wal"))
+        return {f: f.stat().st_size if f.exists() else -1 for f in files}
+
+    @staticmethod
+    def _cut_back(sizes: dict[Path, int]) -> None:
+        for path, size in sizes.items():
+            if size < 0:
+                path.unlink(missing_ok=True)
+            elif path.exists() and path.stat().st_size > size:
+                os.truncate(path, size)
+
+    def _full_disk(self, needed: int, at_least: str = "") -> UserError:
+        free = _free_bytes(self.root)
+        return UserError(
+            f"the store's disk is full: {at_least}{_mb(needed)} needed, {_mb(free)} free in "
+            f"{self.root}/; free some space, or record into another --store"
+        )
+
+    def _check_space(self, needed: int) -> None:
+        if _free_bytes(self.root) < needed:
+            raise self._full_disk(needed)
 
     def _open_write(self) -> duckdb.DuckDBPyConnection:
         self._make_root()
@@ -188,13 +341,15 @@ class Store:
             try:
                 row = con.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
                 run_id = int(row[0]) if row else 1
+                tables = _profile_tables(run_id, profile)
+                self._check_space(_space_needed(tables))
                 self._insert_run(con, run_id, info, profile)
-                self._insert_profile(con, run_id, profile)
+                self._insert_profile(con, tables)
                 for doc in recording.documents:
                     self._insert_document(con, run_id, doc.kind, doc.name, doc.data)
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                _rollback(con)
                 raise
         return replace(
             info,
@@ -243,48 +398,7 @@ class Store:
             con.unregister("dsos_t")
 
     @staticmethod
-    def _insert_profile(con: duckdb.DuckDBPyConnection, run_id: int, p: Profile) -> None:
-        n = len(p.frames)
-        tables = {
-            "frames": pa.table(
-                {
-                    "run_id": pa.array([run_id] * n, pa.int32()),
-                    "id": pa.array(range(n), pa.int32()),
-                    "function": [f.function for f in p.frames],
-                    "dso": [f.dso for f in p.frames],
-                    "file": [f.file for f in p.frames],
-                    "line": pa.array([f.line for f in p.frames], pa.int32()),
-                    "inlined": [f.inlined for f in p.frames],
-                    "kernel": [f.kernel for f in p.frames],
-                }
-            ),
-            "stacks": pa.table(
-                {
-                    "run_id": pa.array([run_id] * len(p.stacks), pa.int32()),
-                    "id": pa.array(range(len(p.stacks)), pa.int32()),
-                    "frames": pa.array([list(s) for s in p.stacks], pa.list_(pa.int32())),
-                }
-            ),
-            "threads": pa.table(
-                {
-                    "run_id": pa.array([run_id] * len(p.threads), pa.int32()),
-                    "idx": pa.array(range(len(p.threads)), pa.int32()),
-                    "tid": pa.array([t.tid for t in p.threads], pa.int64()),
-                    "pid": pa.array([t.pid for t in p.threads], pa.int64()),
-                    "name": pa.array([t.name for t in p.threads], pa.string()),
-                }
-            ),
-            "samples": pa.table(
-                {
-                    "run_id": pa.array([run_id] * len(p.sample_stack), pa.int32()),
-                    "stack_id": pa.array(p.sample_stack, pa.int32()),
-                    "thread": pa.array(p.sample_thread, pa.int32()),
-                    "state": pa.array(p.sample_state, pa.string()),
-                    "weight": pa.array(p.sample_weight, pa.float64()),
-                    "count": pa.array(p.sample_count, pa.int64()),
-                }
-            ),
-        }
+    def _insert_profile(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) -> None:
         for name, table in tables.items():
             con.register("incoming", table)
             con.execute(f"INSERT INTO {name} SELECT * FROM incoming")
@@ -298,7 +412,7 @@ class Store:
                 self._insert_document(con, run_id, kind, name, data)
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                _rollback(con)
                 raise
 
     @staticmethod
