@@ -52,6 +52,59 @@ const flows = {
     return drawn;
   },
 
+  async fleet_series(page) {
+    await page.goto(`${base}#/fleet?range=1h&where=service%3Dapi&fn=malloc`);
+    const chart = page.locator(".fleet-selected svg.fleet-series-chart");
+    await chart.waitFor();
+    await page.screenshot({ path: `${artifacts}/fleet-series.png`, fullPage: true });
+    return {
+      from: Number(await chart.getAttribute("data-from")),
+      to: Number(await chart.getAttribute("data-to")),
+      points: await chart.locator("circle.series-point title").allTextContents(),
+    };
+  },
+
+  async fleet_diff(page) {
+    const now = Math.floor(Date.now() / 1000);
+    const sides = { a: `${now - 2700}..${now - 1800}`, b: `${now - 1800}..${now - 900}` };
+    await page.goto(`${base}#/fleet?range=1h`);
+    await page.locator(".fleet-views a", { hasText: "Diff" }).click();
+    await page.fill("input[data-side=a]", sides.a);
+    await page.fill("input[data-side=b]", sides.b);
+    await page.locator(".fleet-sides button", { hasText: "compare" }).click();
+    await page.waitForURL(/#\/fleet\/diff\?.*b=/);
+    await page.locator("table.fleet-diff tbody tr").first().waitFor();
+    const rows = await page.locator("table.fleet-diff tbody tr").evaluateAll((trs) =>
+      trs.map((tr) => {
+        const cells = [...tr.querySelectorAll("td")].map((td) => td.innerText.trim());
+        return { name: cells[6], delta_self: cells[2], grew: tr.classList.contains("worse") };
+      }),
+    );
+    await page.screenshot({ path: `${artifacts}/fleet-diff.png`, fullPage: true });
+    return { sides, rows, url: page.url() };
+  },
+
+  async fleet_findings(page) {
+    await page.goto(`${base}#/fleet?range=1h`);
+    await page.locator(".fleet-views a", { hasText: "Findings" }).click();
+    await page.locator("article.fleet-finding").first().waitFor();
+    await page.fill("input[aria-label='core cost']", "40");
+    await page.locator("input[aria-label='core cost']").dispatchEvent("change");
+    await page.waitForURL(/core_cost=40/);
+    await page.locator(".cores-saved", { hasText: "per month" }).first().waitFor();
+    const findings = await page.locator("article.fleet-finding").evaluateAll((cards) =>
+      cards.map((card) => ({
+        rule: card.dataset.rule,
+        saved: card.querySelector(".cores-saved").innerText,
+        services: card.querySelector(".fleet-services").innerText,
+        hosts: card.querySelector(".fleet-hosts").innerText,
+        fix: [...card.querySelectorAll("pre.fix")].map((pre) => pre.innerText),
+      })),
+    );
+    await page.screenshot({ path: `${artifacts}/fleet-findings.png`, fullPage: true });
+    return { findings, url: page.url() };
+  },
+
   async fleet_restore(page) {
     await page.goto(`${base}#/fleet?range=6h&where=service%3Dapi&by=dso&sort=total&fn=malloc`);
     await page.locator(".fleet-top tbody tr").first().waitFor();

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.fleet import queries
+from perfsleuth.fleet import advice, queries, trends
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.store.fleet import FleetStore
@@ -30,6 +30,7 @@ HOSTS = {  # host: (service, version, leaf functions and their samples per windo
     "web-2": ("api", "1.5", {"malloc": 45, "parse_json": 10}),
     "db-1": ("db", "1.5", {"inflate": 40, "hash_key": 15}),
 }
+DSOS = {"inflate": "libz.so.1"}  # the zlib rule looks for zlib's functions in zlib
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,9 @@ def window(host: str, minute: int, start: float) -> Window:
         # malloc grows over the range: the series of the selected function shows it
         count = samples + (minute if leaf == "malloc" else 0)
         thread = Thread(9, 9, service)
-        builder.add([Frame(leaf, "app"), caller, MAIN], 1.0, count=count, thread=thread)
+        builder.add(
+            [Frame(leaf, DSOS.get(leaf, "app")), caller, MAIN], 1.0, count=count, thread=thread
+        )
     return Window(
         id=f"{host}-{minute}",
         start=start,
@@ -135,3 +138,43 @@ def test_the_url_restores_the_state(shown: dict[str, dict]) -> None:
     assert restored["range"] == "last 6h"
     assert restored["rows"] == [["app", "100.00%"]]
     assert restored["selected"].startswith("malloc")
+
+
+def test_the_series_chart_has_one_point_per_bucket(
+    shown: dict[str, dict], fleet: FleetStore
+) -> None:
+    chart = shown["fleet_series"]
+    doc = trends.series(fleet, "malloc", chart["from"], chart["to"], where="service=api")
+    assert len(chart["points"]) == len(doc["points"]) > 10
+    for title, point in zip(chart["points"], doc["points"], strict=True):
+        if point["samples"]:
+            assert f"total {100 * point['total']:.2f}%" in title
+        else:
+            assert title.endswith("no samples")
+
+
+def test_the_diff_lists_the_function_that_grew(shown: dict[str, dict], fleet: FleetStore) -> None:
+    diff = shown["fleet_diff"]
+    a, b = (trends.Side(*map(float, diff["sides"][s].split(".."))) for s in "ab")
+    doc = trends.diff(fleet, a, b, n=50)
+    assert [r["name"] for r in diff["rows"]] == [r["function"] for r in doc["rows"]]
+    grew = [r for r in diff["rows"] if r["grew"]]
+    assert grew[0]["name"] == "malloc"  # its samples grow every minute
+    assert grew[0]["delta_self"] == f"+{100 * doc['rows'][0]['delta_self']:.2f}%"
+    assert "a=" in diff["url"] and "b=" in diff["url"]
+
+
+def test_findings_are_ranked_by_cores_saved(shown: dict[str, dict], fleet: FleetStore) -> None:
+    findings = shown["fleet_findings"]["findings"]
+    saved = [float(f["saved"].split()[0]) for f in findings]
+    assert saved == sorted(saved, reverse=True)
+    now = time.time()
+    doc = advice.advise(fleet, now - 7200, now, None, advice.FleetAdvice())
+    assert [f["rule"] for f in findings] == [f["rule"] for f in doc["findings"]]
+    by_rule = {f["rule"]: f for f in findings}
+    assert by_rule["allocator.glibc"]["services"].startswith("services: api (")
+    assert "web-1" in by_rule["allocator.glibc"]["hosts"]
+    assert "web-2" in by_rule["allocator.glibc"]["hosts"]
+    assert by_rule["compression.zlib"]["services"].startswith("services: db (")
+    assert "perfsleuth try allocator -- /usr/bin/api" in by_rule["allocator.glibc"]["fix"]
+    assert all("per month" in f["saved"] for f in findings)

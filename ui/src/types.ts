@@ -327,3 +327,59 @@ export interface CacheDoc {
   run: string;
   functions: CacheFunction[];
 }
+
+// The fleet's series, diff and advice (fleet/trends.py, fleet/advice.py), as /api/fleet/ answers them.
+export interface FleetPoint {
+  from: number;
+  to: number;
+  cpu_ns: number;
+  samples: number;
+  self: number;
+  total: number;
+}
+
+export interface FleetSeriesDoc {
+  function: string;
+  from: number;
+  to: number;
+  where: string;
+  step: number;
+  points: FleetPoint[];
+}
+
+export interface FleetSide {
+  from: number;
+  to: number;
+  where: string;
+}
+
+export interface FleetDiffDoc extends Omit<DiffDoc, "a" | "b"> {
+  a: FleetSide;
+  b: FleetSide;
+}
+
+export interface FleetPlace {
+  share: number;
+  cores: number;
+  service?: string;
+  host?: string;
+}
+
+export interface FleetFinding extends Finding {
+  cores_saved: number;
+  money_per_month?: number;
+  services: FleetPlace[];
+  hosts: FleetPlace[];
+  hosts_count: number;
+  same_hot_spot?: string;
+}
+
+export interface FleetAdviceDoc {
+  from: number;
+  to: number;
+  where: string;
+  cores: number;
+  findings: FleetFinding[];
+  hidden: number;
+  notes: string[];
+}

@@ -3,17 +3,19 @@
 // lives in the URL (#/fleet/VIEW?range=1h&where=service=api&fn=malloc), so a view
 // can be shared; a relative range ("the last hour") is turned into unix seconds
 // when the page is drawn.
-import { getBinary, getJSON } from "../api";
-import { append, bar, h, location, message, pct, shortDso } from "../dom";
+import { ApiError, getBinary, getJSON } from "../api";
+import { append, bar, h, location, message, pct, shortDso, signedPct, svg } from "../dom";
 import { decodeFlame, FlameGraph, selfWeight } from "../flame";
 import { href, type Route } from "../router";
-import type { FleetLabels, FleetTopDoc, TopRow } from "../types";
+import type { DiffRow, FleetAdviceDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
 import { type Column, escapeRegex, sortRows, sortableTable } from "./common";
 
 const RANGES: Record<string, number> = { "15m": 900, "1h": 3600, "6h": 21600, "24h": 86400 };
 const DEFAULT_RANGE = "1h";
 const GROUPINGS = ["function", "line", "file", "dso"];
-const VIEWS: Record<string, string> = { "": "Top", flame: "Flame graph" };
+const VIEWS: Record<string, string> = { "": "Top", flame: "Flame graph", diff: "Diff", findings: "Findings" };
+const CHART = { width: 640, height: 180, left: 56, right: 12, top: 12, bottom: 30 };
+const DIFF_ROWS = 50;
 
 interface Scope {
   view: string;
@@ -123,8 +125,8 @@ function topColumns(scope: Scope, by: string): Column<TopRow>[] {
   return columns;
 }
 
-/** The function picked in the TopN: its share, and a link to its frames in the flame graph. */
-function selectedFunction(scope: Scope, rows: TopRow[]): HTMLElement | null {
+/** The function picked in the TopN: its share, its share over the range, and a link to its frames in the flame graph. */
+async function selectedFunction(scope: Scope, rows: TopRow[]): Promise<HTMLElement | null> {
   const fn = scope.params.get("fn");
   const row = rows.find((r) => r.function === fn);
   if (!fn) return null;
@@ -133,12 +135,60 @@ function selectedFunction(scope: Scope, rows: TopRow[]): HTMLElement | null {
     "section",
     { class: "fleet-selected" },
     h("h2", null, h("span", { class: "fn" }, fn), h("span", { class: "subtitle" }, share)),
+    await seriesPanel(scope, fn),
     h("a", { href: link(scope, { fn: null, q: `^${escapeRegex(fn)}$` }, "flame") }, "in the flame graph"),
   );
 }
 
+/** `fleet series FN` over the range as a chart, or why there is none. */
+async function seriesPanel(scope: Scope, fn: string): Promise<HTMLElement> {
+  try {
+    const doc = await getJSON<FleetSeriesDoc>("/api/fleet/series", { ...query(scope), function: fn });
+    const legend = `its share of the fleet's CPU time per ${doc.step / 60}-minute bucket: total (line), self (dashed)`;
+    return h("div", { class: "fleet-series" }, h("p", { class: "muted" }, legend), seriesChart(doc));
+  } catch (e) {
+    if (e instanceof ApiError) return message(e.message);
+    throw e;
+  }
+}
+
+/** One dot per bucket at its total share, the total joined by a line and the self share dashed. */
+function seriesChart(doc: FleetSeriesDoc): SVGElement {
+  const highest = Math.max(...doc.points.map((p) => p.total));
+  const bottom = CHART.height - CHART.bottom;
+  const x = (p: FleetPoint) => CHART.left + (((p.from + p.to) / 2 - doc.from) / (doc.to - doc.from)) * (CHART.width - CHART.left - CHART.right);
+  const y = (share: number) => bottom - (share / highest) * (bottom - CHART.top);
+  const line = (key: "self" | "total", dash: string) =>
+    svg("polyline", { points: doc.points.map((p) => `${x(p)},${y(p[key])}`).join(" "), fill: "none", stroke: "#c62828", "stroke-width": 1.5, "stroke-dasharray": dash });
+  const dot = (p: FleetPoint) => {
+    const said = p.samples ? `total ${pct(p.total)} · self ${pct(p.self)} of ${p.samples.toLocaleString()} samples` : "no samples";
+    return svg("circle", { cx: x(p), cy: y(p.total), r: 3.5, class: "plot-dot series-point" }, svg("title", {}, `${when(p.from)} – ${when(p.to)} UTC: ${said}`));
+  };
+  return svg(
+    "svg",
+    { class: "plot fleet-series-chart", width: CHART.width, height: CHART.height, viewBox: `0 0 ${CHART.width} ${CHART.height}`, "data-from": doc.from, "data-to": doc.to },
+    svg("line", { x1: CHART.left, x2: CHART.width - CHART.right, y1: bottom, y2: bottom, class: "plot-axis" }),
+    svg("line", { x1: CHART.left, x2: CHART.left, y1: CHART.top, y2: bottom, class: "plot-axis" }),
+    svg("text", { x: 0, y: CHART.top + 8, class: "plot-label" }, pct(highest, 1)),
+    svg("text", { x: 0, y: bottom, class: "plot-label" }, "0%"),
+    svg("text", { x: CHART.left, y: CHART.height - 8, class: "plot-label" }, when(doc.from)),
+    svg("text", { x: CHART.width - CHART.right, y: CHART.height - 8, class: "plot-label", "text-anchor": "end" }, `${when(doc.to)} UTC`),
+    line("self", "4 3"),
+    line("total", ""),
+    doc.points.map(dot),
+  );
+}
+
+function grouping(scope: Scope): string {
+  return GROUPINGS.includes(scope.params.get("by") ?? "") ? scope.params.get("by")! : "function";
+}
+
+function byChips(scope: Scope, by: string): HTMLElement[] {
+  return GROUPINGS.map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g));
+}
+
 async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
-  const by = GROUPINGS.includes(scope.params.get("by") ?? "") ? scope.params.get("by")! : "function";
+  const by = grouping(scope);
   const sortKey = scope.params.get("sort") ?? "self";
   const doc = await getJSON<FleetTopDoc>("/api/fleet/top", { ...query(scope), by, n: "0" });
   const columns = topColumns(scope, by);
@@ -148,10 +198,10 @@ async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
       "p",
       { class: "toolbar" },
       "by ",
-      GROUPINGS.map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g)),
+      byChips(scope, by),
       h("span", { class: "muted fleet-total" }, `${doc.samples.toLocaleString()} samples · ${seconds.toFixed(1)} CPU s · ${(seconds / (scope.to - scope.from)).toFixed(3)} cores on average`),
     ),
-    selectedFunction(scope, doc.rows),
+    await selectedFunction(scope, doc.rows),
     doc.rows.length ? h("div", { class: "fleet-top" }, sortableTable(columns, sortRows(columns, doc.rows, sortKey), sortKey, (key) => go(scope, { sort: key }))) : message("No samples in this range and filter: widen the range or relax the filter."),
   ]);
 }
@@ -191,9 +241,125 @@ async function renderFlameView(app: HTMLElement, scope: Scope): Promise<void> {
   if (search.value) runSearch();
 }
 
+/**
+ * A diff side as `fleet diff --a/--b` takes it: FROM..TO in unix seconds, or labels
+ * added to the filter over the range; none: the range itself (side A: the one before).
+ */
+function side(spec: string, scope: Scope, previous: boolean): Record<string, string> {
+  const [first, last] = spec.split("..");
+  if (last !== undefined) return { from: first, to: last, where: scope.where };
+  const where = [scope.where, spec].filter(Boolean).join(",");
+  if (spec || !previous) return { from: String(scope.from), to: String(scope.to), where };
+  return { from: String(2 * scope.from - scope.to), to: String(scope.from), where };
+}
+
+function diffQuery(scope: Scope): Record<string, string> {
+  const sides = { a: side(scope.params.get("a") ?? "", scope, true), b: side(scope.params.get("b") ?? "", scope, false) };
+  return Object.fromEntries(Object.entries(sides).flatMap(([name, got]) => Object.entries(got).map(([k, v]) => [`${name}_${k}`, v])));
+}
+
+/** The two sides' inputs (URL a= and b=), as `fleet diff --a/--b` takes them. */
+function sidePicker(scope: Scope): HTMLElement {
+  const input = (name: string) =>
+    h("input", { type: "search", value: scope.params.get(name) ?? "", placeholder: "k=v,… or FROM..TO (unix s)", class: "filter", "aria-label": name, "data-side": name });
+  const a = input("a");
+  const b = input("b");
+  const compare = h("button", { type: "button", class: "button" }, "compare");
+  compare.addEventListener("click", () => go(scope, { a: a.value.trim(), b: b.value.trim() }));
+  const reset = h("a", { href: link(scope, { a: null, b: null }), class: "chip" }, "the range before vs the range");
+  return h("p", { class: "toolbar fleet-sides" }, "A ", a, " B ", b, " ", compare, " ", reset);
+}
+
+function sideText(name: string, s: FleetDiffDoc["a"]): string {
+  return `${name}: ${when(s.from)} – ${when(s.to)} UTC${s.where ? ` where ${s.where}` : ""}`;
+}
+
+/** Each row tinted by how much its self share grew (red) or shrank (blue), against the largest change. */
+function diffTable(scope: Scope, doc: FleetDiffDoc): HTMLElement {
+  const largest = Math.max(...doc.rows.map((r) => Math.abs(r.delta_self)), 1e-12);
+  const name = (r: DiffRow) => (doc.by === "line" ? `${r.function} ${location(r.file, r.line)}` : r.function || r.file || r.dso);
+  const row = (r: DiffRow) => {
+    const alpha = (0.35 * Math.abs(r.delta_self)) / largest;
+    const tint = r.delta_self > 0 ? `rgba(230,60,50,${alpha.toFixed(3)})` : `rgba(60,110,230,${alpha.toFixed(3)})`;
+    const fn = r.function ? h("a", { href: link(scope, { fn: r.function, a: null, b: null }, ""), class: "fn" }, name(r)) : name(r);
+    return h(
+      "tr",
+      { class: r.delta_self > 0 ? "worse" : r.delta_self < 0 ? "better" : undefined, style: `background:${tint}` },
+      [r.self_a, r.self_b].map((v) => h("td", { class: "num" }, pct(v))),
+      h("td", { class: "num delta" }, signedPct(r.delta_self)),
+      [r.total_a, r.total_b].map((v) => h("td", { class: "num" }, pct(v))),
+      h("td", { class: "num delta" }, signedPct(r.delta_total)),
+      h("td", null, fn),
+    );
+  };
+  const heads = ["self A", "self B", "Δ self", "total A", "total B", "Δ total", doc.by];
+  return h("table", { class: "data changes fleet-diff" }, h("thead", null, h("tr", null, heads.map((t) => h("th", null, t)))), h("tbody", null, doc.rows.map(row)));
+}
+
+async function renderDiffView(app: HTMLElement, scope: Scope): Promise<void> {
+  const by = grouping(scope);
+  app.append(sidePicker(scope));
+  let doc: FleetDiffDoc;
+  try {
+    doc = await getJSON<FleetDiffDoc>("/api/fleet/diff", { ...diffQuery(scope), by, n: String(DIFF_ROWS) });
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    app.append(message(e.message, "error")); // a side without samples: the picker above stays to fix it
+    return;
+  }
+  append(app, [
+    h("p", { class: "toolbar" }, "by ", byChips(scope, by), h("span", { class: "muted fleet-total" }, `${sideText("A", doc.a)} → ${sideText("B", doc.b)}`)),
+    h("p", { class: "legend" }, h("i", { class: "grew" }), "share grew ", h("i", { class: "shrank" }), "share shrank (each side's share of its own CPU time)"),
+    diffTable(scope, doc),
+  ]);
+}
+
+function places(label: "service" | "host", list: FleetPlace[], count = list.length): HTMLElement {
+  const named = list.map((p) => `${p[label]} (${pct(p.share, 1)} of its CPU, ${p.cores.toFixed(2)} cores)`);
+  const more = count > list.length ? ` and ${count - list.length} more` : "";
+  return h("li", { class: `fleet-${label}s` }, `${label}s: ${named.join(", ") || "none above 1%"}${more}`);
+}
+
+/** A fleet finding: what fixing it saves, where its code runs, and the fix. */
+function fleetFindingCard(f: FleetFinding, rank: number): HTMLElement {
+  const fix = f.fix ?? {};
+  const commands = [fix.command, fix.experiment].filter((c): c is string => typeof c === "string");
+  const money = f.money_per_month === undefined ? "" : ` · ${f.money_per_month.toFixed(2)} per month`;
+  return h(
+    "article",
+    { class: "finding fleet-finding", "data-kind": f.kind, "data-rule": f.rule ?? "" },
+    h(
+      "header",
+      null,
+      h("span", { class: "gain" }, `#${rank}`),
+      h("span", { class: "cores-saved" }, `${f.cores_saved.toFixed(3)} cores saved${money}`),
+      h("span", { class: "kind" }, f.kind),
+      h("strong", { class: "finding-title" }, f.title),
+    ),
+    h("div", { class: "finding-meta" }, `fleet share ${pct(f.share ?? 0, 1)} · confidence ${pct(f.confidence ?? 0, 0)}`, f.same_hot_spot ? ` · same hot spot as ${f.same_hot_spot}` : ""),
+    h("ul", { class: "evidence" }, places("service", f.services), places("host", f.hosts, f.hosts_count), (f.evidence ?? []).map((e) => h("li", null, e))),
+    f.suggestion ? h("p", { class: "suggestion" }, f.suggestion) : null,
+    commands.map((c) => h("pre", { class: "fix" }, c)),
+  );
+}
+
+async function renderFindingsView(app: HTMLElement, scope: Scope): Promise<void> {
+  const cost = h("input", { type: "number", min: "0", value: scope.params.get("core_cost") ?? "", placeholder: "cost of a core per month", class: "filter", "aria-label": "core cost" });
+  cost.addEventListener("change", () => go(scope, { core_cost: cost.value }));
+  const doc = await getJSON<FleetAdviceDoc>("/api/fleet/advise", { ...query(scope), core_cost: scope.params.get("core_cost") ?? "" });
+  const hidden = doc.hidden ? ` · ${doc.hidden} below the noise floor not shown` : "";
+  append(app, [
+    h("p", { class: "toolbar" }, "cost of a core per month ", cost, h("span", { class: "muted fleet-total" }, `ranked by CPU cores saved, of ${doc.cores.toFixed(3)} cores busy on average${hidden}`)),
+    doc.findings.length ? h("div", { class: "fleet-findings" }, doc.findings.map((f, i) => fleetFindingCard(f, i + 1))) : message("No findings in this range and filter."),
+    h("ul", { class: "muted fleet-notes" }, doc.notes.map((n) => h("li", null, n))),
+  ]);
+}
+
 const RENDERERS: Record<string, (app: HTMLElement, scope: Scope) => Promise<void>> = {
   "": renderTopView,
   flame: renderFlameView,
+  diff: renderDiffView,
+  findings: renderFindingsView,
 };
 
 export async function renderFleet(app: HTMLElement, route: Route): Promise<void> {
