@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
@@ -14,7 +14,23 @@ use object::{Object, ObjectSection, ObjectSegment};
 
 use crate::maps::{Dso, Map};
 
-type ArcBytes = Arc<[u8]>;
+/// One section's bytes, inside a read-only mapping of its file.
+///
+/// Mapped, not copied: `.text` alone is over 100 MB for LLVM, and the unwinder
+/// only touches the few pages it reads (the page cache holds them, shared).
+#[derive(Clone)]
+struct Section {
+    map: Arc<memmap2::Mmap>,
+    range: Range<usize>,
+}
+
+impl Deref for Section {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
 
 /// At most this many frames are unwound per sample.
 const MAX_FRAMES: usize = 1024;
@@ -31,12 +47,12 @@ struct Segment {
 struct UnwindData {
     base_svma: u64,
     text_svma: Option<Range<u64>>,
-    text: Option<Arc<[u8]>>,
+    text: Option<Section>,
     eh_frame_svma: Option<Range<u64>>,
-    eh_frame: Option<Arc<[u8]>>,
+    eh_frame: Option<Section>,
     eh_frame_hdr_svma: Option<Range<u64>>,
-    eh_frame_hdr: Option<Arc<[u8]>>,
-    debug_frame: Option<Arc<[u8]>>,
+    eh_frame_hdr: Option<Section>,
+    debug_frame: Option<Section>,
     got_svma: Option<Range<u64>>,
     segments: Vec<Segment>,
 }
@@ -49,14 +65,17 @@ fn load_unwind_data(path: &str) -> Option<UnwindData> {
     let file = File::open(path).ok()?;
     // SAFETY: read-only mapping of a file we only read; if it is truncated
     // while we read, we may crash, like any mmap-based reader (perf does too).
-    let mmap = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    let obj = object::File::parse(&*mmap).ok()?;
-    let sect = |name: &str| -> (Option<Range<u64>>, Option<Arc<[u8]>>) {
+    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
+    let obj = object::File::parse(&**map).ok()?;
+    let sect = |name: &str| -> (Option<Range<u64>>, Option<Section>) {
         match obj.section_by_name(name) {
             Some(s) => {
-                let range = s.address()..s.address() + s.size();
-                let data = s.data().ok().map(Arc::<[u8]>::from);
-                (Some(range), data)
+                let svma = s.address()..s.address() + s.size();
+                let data = in_file(&map, s.file_range()).map(|range| Section {
+                    map: map.clone(),
+                    range,
+                });
+                (Some(svma), data)
             }
             None => (None, None),
         }
@@ -96,6 +115,15 @@ fn load_unwind_data(path: &str) -> Option<UnwindData> {
     })
 }
 
+/// The byte range `(offset, size)` of a section with file contents (not
+/// SHT_NOBITS), when it lies inside the mapped file.
+fn in_file(map: &memmap2::Mmap, file_range: Option<(u64, u64)>) -> Option<Range<usize>> {
+    let (offset, size) = file_range?;
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(usize::try_from(size).ok()?)?;
+    (end <= map.len()).then_some(start..end)
+}
+
 /// The address the DSO's vaddr 0 is loaded at, given one of its mappings.
 ///
 /// The segment is the executable PT_LOAD (the mapping is executable) that
@@ -132,7 +160,7 @@ pub(crate) struct DwarfUnwinder {
     /// Per DSO id: its unwind sections, or None when the file is unreadable.
     data: HashMap<u32, Option<Arc<UnwindData>>>,
     /// Per pid: the unwinder over that process's executable mappings.
-    procs: HashMap<i32, UnwinderX86_64<ArcBytes>>,
+    procs: HashMap<i32, UnwinderX86_64<Section>>,
     cache: Option<Box<CacheX86_64>>,
 }
 
@@ -169,7 +197,7 @@ impl DwarfUnwinder {
         let Some(base_avma) = base_avma_of(&data.segments, &m) else {
             return;
         };
-        let info = ExplicitModuleSectionInfo::<ArcBytes> {
+        let info = ExplicitModuleSectionInfo::<Section> {
             base_svma: data.base_svma,
             text_svma: data.text_svma.clone(),
             text: data.text.clone(),
@@ -179,7 +207,12 @@ impl DwarfUnwinder {
             eh_frame_hdr: data.eh_frame_hdr.clone(),
             debug_frame: data.debug_frame.clone(),
             got_svma: data.got_svma.clone(),
-            ..Default::default()
+            // Mach-O only
+            stubs_svma: None,
+            stub_helper_svma: None,
+            unwind_info: None,
+            text_segment_svma: None,
+            text_segment: None,
         };
         let module = Module::new(dso.path.clone(), m.start..m.end, base_avma, info);
         self.procs.entry(pid).or_default().add_module(module);

@@ -25,9 +25,8 @@ from typing import Any
 from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
 from ..formats import window_pprof
-from .forked import ChildFailed, run_forked
-from .host_symbols import HostSymbolizer, Learnt
-from .overhead import Meter, children_cpu
+from .host_symbols import HostSymbolizer
+from .overhead import Meter, rss_bytes
 from .processes import ProcessTable
 from .sender import Backoff, Sender, SendError
 from .spool import Spool
@@ -39,6 +38,9 @@ FINAL_SEND_BUDGET_S = 5.0
 # perf's files waiting for conversion; past this (a stalled agent), the oldest go.
 MAX_RAW_FILES = 6
 TICK_S = 0.25
+# The agent's own resident memory past which it drops its symbol caches (perf's
+# buffers come on top; the target for both is 100 MB).
+MAX_AGENT_RSS = 64 << 20
 LAST_END = "last_end"
 
 
@@ -65,12 +67,11 @@ class Counters:
 
 @dataclass(frozen=True)
 class Made:
-    """What the forked converter hands back for one perf.data file."""
+    """One perf.data file, converted."""
 
     samples: int
     lost: int
     spooled: tuple[dict[str, Any], bytes] | None  # (spool meta, encoded window)
-    learnt: Learnt
 
 
 def log_stderr(message: str) -> None:
@@ -158,15 +159,11 @@ class Agent:
 
     def _close(self, path: Path, start: float) -> None:
         end = path.stat().st_mtime
-        before = children_cpu()
         try:
-            made = run_forked(lambda: self._convert(path, min(start, end), end))
-        except (UserError, ChildFailed) as e:
+            made = self._convert(path, min(start, end), end)
+        except UserError as e:
             self._drop(path, str(e))
             return
-        finally:
-            self.meter.converters_cpu_s += children_cpu() - before
-        self.symbolizer.learn(made.learnt)
         self.window_end = max(self.window_end, end)
         self.counts.samples += made.samples
         self.counts.lost_samples += made.lost
@@ -176,10 +173,24 @@ class Agent:
         # where the next window starts, should this agent be killed before it is closed
         (path.parent / LAST_END).write_text(repr(self.window_end))
         self.processes.end_window()
+        self._fit_memory()
+
+    def _fit_memory(self) -> None:
+        if (rss := rss_bytes("self")) > MAX_AGENT_RSS:
+            self.symbolizer.forget()
+            self.log(
+                f"RSS {rss >> 20} MB over {MAX_AGENT_RSS >> 20} MB: symbol caches dropped "
+                f"(now {rss_bytes('self') >> 20} MB)"
+            )
 
     def _convert(self, path: Path, start: float, end: float) -> Made:
-        """In the forked converter: the window, encoded, and what the symbolizer learnt."""
-        self.symbolizer.take_new()
+        """The window of one file, encoded.
+
+        In the agent's own process, not a forked child: the symbol answers and
+        the per-DSO tables the symbolizer builds (function aliases, ELF layouts)
+        then last across windows, and the native reader maps DSOs instead of
+        copying them, so a window costs the agent little memory.
+        """
         converted = convert(
             path,
             start=start,
@@ -193,7 +204,7 @@ class Agent:
         if (w := converted.window) is not None:
             meta = {"id": w.id, "end": w.end, "query": window_pprof.query(w)}
             spooled = (meta, window_pprof.encode(w))
-        return Made(converted.samples, converted.lost, spooled, self.symbolizer.take_new())
+        return Made(converted.samples, converted.lost, spooled)
 
     def _spool(self, meta: dict[str, Any], body: bytes) -> None:
         dropped = self.spool.put(meta, body)

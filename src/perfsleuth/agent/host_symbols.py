@@ -9,22 +9,17 @@ Frames that cannot be named keep their DSO and offset (formats.perf_data).
 
 from __future__ import annotations
 
+import ctypes
+import gc
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..model.profile import Frame
 from ..symbols import Symbolizer
+from ..symbols.symbolizer import dynsym, elf_symbols
 
 # About 200 bytes an entry: bounds the cache near 40 MB on a host that runs
 # very many distinct binaries; cleared when full (it refills in a window or two).
 MAX_ENTRIES = 200_000
-
-
-@dataclass(frozen=True)
-class Learnt:
-    user: dict[tuple[str, str, int], tuple[Frame, ...]]
-    kernel: dict[int, Frame]
-    lookups: int
 
 
 class HostSymbolizer(Symbolizer):
@@ -36,9 +31,6 @@ class HostSymbolizer(Symbolizer):
         self.user: dict[tuple[str, str, int], tuple[Frame, ...]] = {}
         self.kernel: dict[int, Frame] = {}
         self.lookups = 0  # addresses asked of the tools, for the agent's metrics
-        # answers since the last take_new(): a forked converter hands them back
-        self.new_user: dict[tuple[str, str, int], tuple[Frame, ...]] = {}
-        self.new_kernel: dict[int, Frame] = {}
 
     def symbolize_offsets(
         self, items: Iterable[tuple[str, str, int]]
@@ -50,8 +42,7 @@ class HostSymbolizer(Symbolizer):
             self.lookups += len(new)
             answers = super().symbolize_offsets(new)
             for path, bid, offset in new:
-                self.new_user[(path, bid, offset)] = answers[(path, offset)]
-            self.user.update(self.new_user)
+                self.user[(path, bid, offset)] = answers[(path, offset)]
         return {(p, o): self.user[(p, b, o)] for p, b, o in items}
 
     def kernel_frames(
@@ -70,22 +61,23 @@ class HostSymbolizer(Symbolizer):
             found = super().kernel_frames(
                 new, build_id=build_id, release=release, text_addr=text_addr
             )
-            self.new_kernel.update(found)
             self.kernel.update(found)
         return {a: self.kernel[a] for a in wanted}
 
-    def take_new(self) -> Learnt:
-        """The answers found since the previous call (and forget that they were new)."""
-        learnt = Learnt(self.new_user, self.new_kernel, self.lookups)
-        self.new_user, self.new_kernel, self.lookups = {}, {}, 0
-        return learnt
+    def forget(self) -> None:
+        """Drop every answer and per-DSO table, and give the memory back to the system.
 
-    def learn(self, learnt: Learnt) -> None:
-        """Add answers found by a copy of this symbolizer (in a forked converter)."""
-        self._make_room(len(learnt.user) + len(learnt.kernel))
-        self.user.update(learnt.user)
-        self.kernel.update(learnt.kernel)
-        self.lookups += learnt.lookups
+        The tables (a big C++ library's .dynsym is ~20 MB of Python objects) are
+        what lets a window symbolize only its new addresses; past the agent's
+        memory budget they go and refill from the next windows.
+        """
+        self.user.clear()
+        self.kernel.clear()
+        self.resolved.clear()
+        dynsym.cache_clear()
+        elf_symbols.cache_clear()
+        gc.collect()
+        ctypes.CDLL(None).malloc_trim(0)  # freed C heap back to the OS (glibc)
 
     def _make_room(self, n: int) -> None:
         if len(self.user) + len(self.kernel) + n > self.max_entries:

@@ -2,7 +2,7 @@
 
 CPU comes from /proc/PID/stat (utime + stime) for both processes, so perf's
 share is known while it runs (a child's rusage only arrives once it is reaped);
-the agent's forked converters are added as they are reaped.
+the symbolizer tools the agent runs are added as they are reaped.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ def cpu_seconds(pid: int | str) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def children_cpu() -> float:
-    """CPU time of the reaped children so far."""
+def own_cpu() -> float:
+    """CPU time of this process and of the children it reaped (its symbolizer tools)."""
     t = os.times()
-    return t.children_user + t.children_system
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def rss_bytes(pid: int | str) -> int:
@@ -55,11 +55,10 @@ class Meter:
     def __init__(self, ncpus: int | None = None) -> None:
         self.ncpus = ncpus or os.cpu_count() or 1
         self.perf_cpu_s = 0.0
-        self.converters_cpu_s = 0.0  # the forked window converters, counted as the agent's
-        self._last = (time.monotonic(), cpu_seconds("self"), 0.0)
+        self._last = (time.monotonic(), own_cpu(), 0.0)
 
     def read(self, perf_pid: int | None) -> Usage:
-        now, agent = time.monotonic(), cpu_seconds("self") + self.converters_cpu_s
+        now, agent = time.monotonic(), own_cpu()
         if perf_pid is not None:
             # keep the last value seen: perf's counter vanishes when it exits
             self.perf_cpu_s = max(self.perf_cpu_s, cpu_seconds(perf_pid))
