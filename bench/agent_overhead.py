@@ -178,8 +178,9 @@ def main() -> None:
         try:
             for r in range(args.rounds):
                 alone.walls.append(run_workload(args.iterations))
-                # one window first: the agent's first symbolization is a one-off
-                profiled(agent_cmd, args.iterations, WINDOW_S + 3, agent)
+                # two windows first: the agent's first symbolization is a one-off, and a
+                # fleet host is mostly long-running services (steady state)
+                profiled(agent_cmd, args.iterations, 2 * WINDOW_S + 3, agent)
                 profiled(perf_cmd, args.iterations, 1, perf)
                 print(
                     f"round {r + 1}: alone {alone.walls[-1]:.2f}s, agent {agent.walls[-1]:.2f}s, "

@@ -40,7 +40,7 @@ MAX_RAW_FILES = 6
 TICK_S = 0.25
 # The agent's own resident memory past which it drops its symbol caches (perf's
 # buffers come on top; the target for both is 100 MB).
-MAX_AGENT_RSS = 64 << 20
+MAX_AGENT_RSS = 96 << 20
 LAST_END = "last_end"
 
 
