@@ -49,7 +49,7 @@ def spark() -> Iterator[Engine]:
 
 
 def assert_same(store: FleetStore, spark: Engine, start: float, end: float, where=None) -> None:
-    for by in ("function", "dso", "line", "file"):
+    for by in ("function", "dso", "line", "file", "library", "service", "host"):
         for sort in ("self", "total"):
             kw = {"where": where, "by": by, "sort": sort, "n": 0}
             duck = queries.top(store, start, end, **kw)

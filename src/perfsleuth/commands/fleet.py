@@ -162,6 +162,7 @@ def _add_advise(parser: argparse.ArgumentParser) -> None:
     )
     _add_rules(parser)
     parser.add_argument("--all", action="store_true", help="show findings below the noise floor")
+    add_engine_options(parser)
     _add_output(parser, "fleet-advice")
 
 
@@ -180,12 +181,14 @@ def _add_watch(parser: argparse.ArgumentParser) -> None:
         "--state", metavar="FILE", help="what was sent (default: RULES with .state.json)"
     )
     parser.add_argument("--to", dest="end", type=parse_time, help="evaluate at (default: now)")
+    add_engine_options(parser)
 
 
 def _add_libs(parser: argparse.ArgumentParser) -> None:
     _add_range(parser)
     parser.add_argument("--hot", action="store_true", help="only the libraries that are hot")
     _add_rules(parser)
+    add_engine_options(parser)
     _add_output(parser, "fleet-libraries")
 
 
@@ -265,7 +268,12 @@ def _series(args: argparse.Namespace, store: FleetStore) -> int:
 
 def _advise(args: argparse.Namespace, store: FleetStore) -> int:
     start, end = queries.time_range(args.start, args.end)
-    options = FleetAdvice(core_cost=args.core_cost, rules=_rule_files(args), show_all=args.all)
+    options = FleetAdvice(
+        core_cost=args.core_cost,
+        rules=_rule_files(args),
+        show_all=args.all,
+        engine=query_engine(args),
+    )
     doc = advice.advise(store, start, end, args.where, options)
     write("fleet-advice", doc, args.format, args.output)
     return 0
@@ -283,9 +291,11 @@ def _watch(args: argparse.Namespace, store: FleetStore) -> int:
     rules_path = Path(args.rules)
     rules = alerts.load_rules(rules_path, parse_duration)
     state = alerts.State(Path(args.state) if args.state else rules_path.with_suffix(".state.json"))
+    engine = query_engine(args)
     try:
         while True:
-            done = alerts.watch_once(store, rules, args.webhook, state, args.end or time.time())
+            now = args.end or time.time()
+            done = alerts.watch_once(store, rules, args.webhook, state, now, engine)
             for alert in done.sent:
                 print(f"perfsleuth: sent {alert.key} ({alert.value:.3g})", file=sys.stderr)
             for problem in done.skipped + done.failed:
@@ -299,7 +309,9 @@ def _watch(args: argparse.Namespace, store: FleetStore) -> int:
 
 def _libs(args: argparse.Namespace, store: FleetStore) -> int:
     start, end = queries.time_range(args.start, args.end)
-    doc = libraries.libraries(store, start, end, args.where, _rule_files(args), args.hot)
+    doc = libraries.libraries(
+        store, start, end, args.where, _rule_files(args), args.hot, query_engine(args)
+    )
     write("fleet-libraries", doc, args.format, args.output)
     return 0
 

@@ -24,6 +24,7 @@ from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
 from ..symbols import find_dso
 from . import labels, queries
+from .engine import Engine
 from .labels import LabelWeights, Share
 
 PROFILE_ANALYZERS = (library_match.analyze, missing_symbols.analyze)
@@ -46,6 +47,7 @@ class FleetAdvice:
     rules: list[Path] = field(default_factory=list)
     show_all: bool = False
     hot_build_ids: int = HOT_BUILD_IDS
+    engine: Engine | None = None  # None: DuckDB
 
 
 def advise(
@@ -53,11 +55,11 @@ def advise(
 ) -> dict:
     """`{"findings": [...], "notes": [...]}`: each finding in the DESIGN shape with
     services, hosts, cores_saved (and money_per_month with a core cost), by cores saved."""
-    weights = queries.stack_weights(store, start, end, where)
+    weights = queries.stack_weights(store, start, end, where, options.engine)
     profile = queries.to_profile(weights)
     if not profile.sample_stack:
         raise UserError("no samples in this range: widen --from/--to or relax --where")
-    who = labels.weights(store, start, end, where, WHO)
+    who = labels.weights(store, start, end, where, WHO, options.engine)
     rules = load_rules(options.rules)
     ctx = Context(
         profile=profile, run=RunInfo(source="fleet"), options=AnalyzerOptions(rules=rules)

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import UserError
 from ..store.fleet import FleetStore
 from .advice import FleetAdvice, advise
+from .engine import Engine
 from .filters import parse
 from .trends import Side, diff
 
@@ -115,15 +116,17 @@ def _rule(
     return rule
 
 
-def evaluate(store: FleetStore, rule: AlertRule, now: float) -> list[Alert]:
+def evaluate(
+    store: FleetStore, rule: AlertRule, now: float, engine: Engine | None = None
+) -> list[Alert]:
     """The alerts a rule raises for the range ending at `now`."""
     if rule.kind == "saving":
-        return _savings(store, rule, now)
-    return _regressions(store, rule, now)
+        return _savings(store, rule, now, engine)
+    return _regressions(store, rule, now, engine)
 
 
-def _savings(store: FleetStore, rule: AlertRule, now: float) -> list[Alert]:
-    doc = advise(store, now - rule.range_s, now, rule.where or None, FleetAdvice())
+def _savings(store: FleetStore, rule: AlertRule, now: float, engine: Engine | None) -> list[Alert]:
+    doc = advise(store, now - rule.range_s, now, rule.where or None, FleetAdvice(engine=engine))
     alerts = []
     for f in doc["findings"]:
         if rule.kinds and f["kind"] not in rule.kinds:
@@ -157,7 +160,9 @@ def _saving_payload(rule: AlertRule, f: dict) -> dict:
     return {"text": text, "alert": "saving", "rule": rule.name, "finding": f}
 
 
-def _regressions(store: FleetStore, rule: AlertRule, now: float) -> list[Alert]:
+def _regressions(
+    store: FleetStore, rule: AlertRule, now: float, engine: Engine | None
+) -> list[Alert]:
     if rule.label:
         a = Side(now - rule.range_s, now, _joined(rule.where, f"{rule.label}={rule.a}"))
         b = Side(now - rule.range_s, now, _joined(rule.where, f"{rule.label}={rule.b}"))
@@ -166,7 +171,7 @@ def _regressions(store: FleetStore, rule: AlertRule, now: float) -> list[Alert]:
         a = Side(now - 2 * rule.range_s, now - rule.range_s, rule.where)
         b = Side(now - rule.range_s, now, rule.where)
         what = "the range before -> the last range"
-    doc = diff(store, a, b, n=0)
+    doc = diff(store, a, b, n=0, engine=engine)
     seconds = rule.range_s
     alerts = []
     for row in doc["rows"]:
@@ -250,13 +255,18 @@ class Pass:
 
 
 def watch_once(
-    store: FleetStore, rules: list[AlertRule], webhook: str, state: State, now: float
+    store: FleetStore,
+    rules: list[AlertRule],
+    webhook: str,
+    state: State,
+    now: float,
+    engine: Engine | None = None,
 ) -> Pass:
     """Evaluate every rule at `now`, send what is news, remember what was sent."""
     done = Pass()
     for rule in rules:
         try:
-            alerts = evaluate(store, rule, now)
+            alerts = evaluate(store, rule, now, engine)
         except UserError as e:  # no data yet for this rule's range: the next pass may have it
             done.skipped.append(f"{rule.name}: {e}")
             continue

@@ -37,6 +37,17 @@ class Engine(Protocol):
         self, selection: Selection, start: float, end: float, where: list[Condition]
     ) -> StackWeights: ...
 
+    def label_weights(
+        self,
+        selection: Selection,
+        start: float,
+        end: float,
+        where: list[Condition],
+        labels: Sequence[str],
+    ) -> pa.Table:
+        """Rows of (label values..., stack_id, samples, cpu_ns), ordered by all columns."""
+        ...
+
 
 def _label(key: str) -> str:
     if key == "pid":
@@ -93,32 +104,35 @@ class DuckDB:
             con.close()
         return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
 
-
-def label_weights(
-    selection: Selection, start: float, end: float, where: list[Condition], labels: Sequence[str]
-) -> pa.Table:
-    """CPU ns and samples per value of `labels` and stack: who runs which stacks.
-
-    DuckDB only: the advice and `--by service|host` name services and hosts."""
-    keys = [f"{_label(k)} AS {_quoted(k)}" for k in labels]
-    con = duckdb.connect()
-    try:
-        con.register(
-            "samples", ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs)
-        )
-        filters = "".join(f" AND {_condition(c)}" for c in where)
-        result = con.sql(
-            f"""SELECT {", ".join(keys)}, stack_id,
-                   sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
-            FROM samples
-            WHERE time >= make_timestamp(?::BIGINT * 1000)
-              AND time < make_timestamp(?::BIGINT * 1000){filters}
-            GROUP BY ALL ORDER BY ALL""",
-            params=[to_ms(start), to_ms(end), *[c.value for c in where]],
-        ).to_arrow_table()
-    finally:
-        con.close()
-    return _table(result)
+    def label_weights(
+        self,
+        selection: Selection,
+        start: float,
+        end: float,
+        where: list[Condition],
+        labels: Sequence[str],
+    ) -> pa.Table:
+        """CPU ns and samples per value of `labels` and stack: who runs which stacks."""
+        keys = [f"{_label(k)} AS {_quoted(k)}" for k in labels]
+        con = duckdb.connect()
+        try:
+            con.register(
+                "samples",
+                ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
+            )
+            filters = "".join(f" AND {_condition(c)}" for c in where)
+            result = con.sql(
+                f"""SELECT {", ".join(keys)}, stack_id,
+                       sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
+                FROM samples
+                WHERE time >= make_timestamp(?::BIGINT * 1000)
+                  AND time < make_timestamp(?::BIGINT * 1000){filters}
+                GROUP BY ALL ORDER BY ALL""",
+                params=[to_ms(start), to_ms(end), *[c.value for c in where]],
+            ).to_arrow_table()
+        finally:
+            con.close()
+        return _table(result)
 
 
 def _quoted(name: str) -> str:

@@ -17,6 +17,7 @@ import re
 import shutil
 import socket
 import tempfile
+from collections.abc import Sequence
 from typing import IO, Any
 
 import pyarrow as pa
@@ -89,6 +90,36 @@ class Spark:
             return _weights(spark, selection, s3, start, end, where)
         except (PySparkException, Py4JError) as e:
             raise _translated(e) from None
+
+    def label_weights(
+        self,
+        selection: Selection,
+        start: float,
+        end: float,
+        where: list[Condition],
+        labels: Sequence[str],
+    ) -> pa.Table:
+        schema = pa.schema(
+            [*((k, pa.string()) for k in labels), *WEIGHTS_SCHEMA.remove(1)]  # no frame_ids
+        )
+        if not selection.samples:
+            return schema.empty_table()
+        spark = session(self.master)
+        s3 = isinstance(selection.fs, pafs.S3FileSystem)
+        if s3:
+            _configure_s3a(spark, self.endpoint)
+        try:
+            samples = _samples(spark, selection, s3, start, end, where)
+            keys = [_label(k).alias(k) for k in labels]
+            table = (
+                samples.groupBy(*keys, "stack_id")
+                .agg(F.sum("samples").alias("samples"), F.sum("cpu_ns").alias("cpu_ns"))
+                .orderBy(*labels, "stack_id")
+                .toArrow()
+            )
+        except (PySparkException, Py4JError) as e:
+            raise _translated(e) from None
+        return table.cast(schema)
 
 
 def check_master(master: str) -> str:
@@ -194,15 +225,9 @@ def _weights(
     where: list[Condition],
 ) -> StackWeights:
     def read(files: list[str], schema: pa.Schema) -> DataFrame:
-        paths = [f"s3a://{f}" if s3 else f for f in files]
-        return spark.read.schema(_ddl(schema)).parquet(*paths)
+        return _read(spark, files, schema, s3)
 
-    samples = read(selection.samples, SAMPLES_SCHEMA).where(
-        (F.col("time") >= F.timestamp_millis(F.lit(to_ms(start))))
-        & (F.col("time") < F.timestamp_millis(F.lit(to_ms(end))))
-    )
-    for c in where:
-        samples = samples.where(_condition(c))
+    samples = _samples(spark, selection, s3, start, end, where)
     weights = (
         samples.groupBy("stack_id")
         .agg(F.sum("samples").alias("samples"), F.sum("cpu_ns").alias("cpu_ns"))
@@ -223,6 +248,29 @@ def _weights(
     finally:
         weights.unpersist()
     return StackWeights(stacks.cast(WEIGHTS_SCHEMA), frames.cast(FRAMES_SCHEMA))
+
+
+def _read(spark: SparkSession, files: list[str], schema: pa.Schema, s3: bool) -> DataFrame:
+    paths = [f"s3a://{f}" if s3 else f for f in files]
+    return spark.read.schema(_ddl(schema)).parquet(*paths)
+
+
+def _samples(
+    spark: SparkSession,
+    selection: Selection,
+    s3: bool,
+    start: float,
+    end: float,
+    where: list[Condition],
+) -> DataFrame:
+    """The selected samples of [start, end) that meet `where`."""
+    samples = _read(spark, selection.samples, SAMPLES_SCHEMA, s3).where(
+        (F.col("time") >= F.timestamp_millis(F.lit(to_ms(start))))
+        & (F.col("time") < F.timestamp_millis(F.lit(to_ms(end))))
+    )
+    for c in where:
+        samples = samples.where(_condition(c))
+    return samples
 
 
 def _ddl(schema: pa.Schema) -> T.StructType:

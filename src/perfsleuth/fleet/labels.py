@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..store.fleet import FleetStore
-from .engine import label_weights
+from .engine import DuckDB, Engine
 from .filters import parse
 from .retry import reading
 
@@ -60,18 +60,32 @@ class LabelWeights:
 
 
 def weights(
-    store: FleetStore, start: float, end: float, where: str | None, labels: Sequence[str]
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    labels: Sequence[str],
+    engine: Engine | None = None,
 ) -> LabelWeights:
     conditions = parse(where)
+    run = engine or DuckDB()
     table = reading(
-        store, lambda: label_weights(store.select(start, end), start, end, conditions, labels)
+        store, lambda: run.label_weights(store.select(start, end), start, end, conditions, labels)
     )
     return LabelWeights(tuple(labels), table)
 
 
-def top(store: FleetStore, start: float, end: float, where: str | None, by: str, n: int) -> dict:
+def top(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    by: str,
+    n: int,
+    engine: Engine | None = None,
+) -> dict:
     """`fleet top --by service|host`: each value's share of the range's CPU time."""
-    found = weights(store, start, end, where, [by]).shares(by)
+    found = weights(store, start, end, where, [by], engine).shares(by)
     total = sum(s.cpu_ns for s in found)
     rows = [
         {

@@ -17,6 +17,7 @@ from ..analyzers.library_match import match_rules
 from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
 from . import queries
+from .engine import Engine
 
 
 def libraries(
@@ -26,13 +27,14 @@ def libraries(
     where: str | None = None,
     rule_files: list[Path] | None = None,
     hot_only: bool = False,
+    engine: Engine | None = None,
 ) -> dict:
     """`{"libraries": [...], "windows": n}`: per rule and library file, the hosts,
     services and programs that load it, and the rule's fleet share and heat."""
     rules = [r for r in load_rules(rule_files or []) if r.dsos]
     markers = store.inventory(start, end)
     loaded = _loaded(markers, rules)
-    shares = _shares(store, start, end, where, rules) if loaded else {}
+    shares = _shares(store, start, end, where, rules, engine) if loaded else {}
     rows: list[dict[str, Any]] = []
     for (rule_id, library), seen in sorted(loaded.items()):
         rule = next(r for r in rules if r.id == rule_id)
@@ -79,10 +81,15 @@ def _loaded(markers: list[dict], rules: list[Rule]) -> dict[tuple[str, str], dic
 
 
 def _shares(
-    store: FleetStore, start: float, end: float, where: str | None, rules: list[Rule]
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    rules: list[Rule],
+    engine: Engine | None,
 ) -> dict[str, float]:
     """Each rule's inclusive share of the fleet's CPU time in the range."""
-    profile = queries.profile(store, start, end, where)
+    profile = queries.profile(store, start, end, where, engine)
     total = profile.total
     if total <= 0:
         return {}

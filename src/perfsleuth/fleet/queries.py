@@ -90,9 +90,7 @@ def top(
     merged) or a label of LABEL_GROUPINGS (each value's share of the CPU time)."""
     start, end = time_range(start, end)
     if by in labels.LABEL_GROUPINGS:
-        if engine is not None and not isinstance(engine, DuckDB):
-            raise UserError(f"--by {by} runs on --engine duckdb only for now")
-        doc = labels.top(store, start, end, where, by, n)
+        doc = labels.top(store, start, end, where, by, n, engine)
     else:
         grouped = profile(store, start, end, where, engine)
         if by == "library":
