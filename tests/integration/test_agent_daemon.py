@@ -140,6 +140,9 @@ def test_windows_reach_the_store_and_the_fleet_top_shows_the_hot_function(
         top = json.loads(fleet(collector.store, "top", *where, "--format", "json"))
         folded = fleet(collector.store, "flame", "--folded", *where)
         status = json.loads(fleet(collector.store, "status", "--format", "json"))
+        libraries = json.loads(
+            fleet(collector.store, "libraries", "--from", "1h", "--format", "json")
+        )
     finally:
         agent.kill()
         collector.stop()
@@ -149,6 +152,10 @@ def test_windows_reach_the_store_and_the_fleet_top_shows_the_hot_function(
     # DWARF unwinding: a binary without frame pointers still has whole stacks
     hot = [line for line in folded.splitlines() if "compute_a" in line]
     assert hot and all(";main;" in line for line in hot), hot[:3]
+    # the agent reports each process's libraries: replaceable ones on this host are listed
+    rows = libraries["libraries"]
+    assert rows and all("agent-top" in r["hosts"] for r in rows), rows[:3]
+    assert all(r["library"].startswith("/") and r["programs"] for r in rows), rows[:3]
     (host,) = [h for h in status["hosts"] if h["host"] == "agent-top"]
     assert {"cpu_share", "agent_rss_bytes", "perf_rss_bytes", "lost_samples"} <= set(
         host["metrics"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.agent.host_symbols import HostSymbolizer
-from perfsleuth.agent.processes import ProcessTable, _cgroup
+from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
 from perfsleuth.agent.spool import Spool
 from perfsleuth.agent.windows import window_id
@@ -117,6 +117,27 @@ def test_cgroup_prefers_the_unified_hierarchy() -> None:
     assert _cgroup(v2) == "/system.slice/nginx.service"
     assert _cgroup(mixed) == "/docker/abc"
     assert _cgroup("4:memory:/kubepods/pod1\n") == "/kubepods/pod1"
+
+
+def test_a_process_lists_the_shared_libraries_it_has_mapped(tmp_path: Path) -> None:
+    base = tmp_path / "42"
+    base.mkdir()
+    (base / "exe").symlink_to("/bin/true")
+    maps = [
+        "5600-5700 r-xp 00001000 08:01 1 /usr/bin/app",
+        "7f00-7f10 r--p 00000000 08:01 2 /usr/lib/x86_64-linux-gnu/libz.so.1.2.13",
+        "7f10-7f20 r-xp 00001000 08:01 2 /usr/lib/x86_64-linux-gnu/libz.so.1.2.13",
+        "7f30-7f40 r-xp 00001000 08:01 3 /usr/lib/x86_64-linux-gnu/libc.so.6",
+        "7ff0-7ff8 rw-p 00000000 00:00 0 [stack]",
+        "7ff9-7ffa rw-p 00000000 00:00 0",
+    ]
+    (base / "maps").write_text("\n".join(maps) + "\n")
+    process = read_process(42, tmp_path)
+    assert process is not None
+    assert process.libraries == (
+        "/usr/lib/x86_64-linux-gnu/libc.so.6",
+        "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13",
+    )
 
 
 def test_the_process_table_remembers_exited_pids_for_a_few_windows(tmp_path: Path) -> None:

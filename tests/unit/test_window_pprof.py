@@ -37,7 +37,15 @@ def agent_window() -> Window:
         end=START + 10,
         profile=profile,
         labels={"host": "host1", "service": "api", "env": "prod"},
-        processes={100: Process(exe="/usr/bin/app", build_id="abc123", cgroup="/system.slice/app")},
+        processes={
+            100: Process(
+                exe="/usr/bin/app",
+                build_id="abc123",
+                cgroup="/system.slice/app",
+                libraries=("/usr/lib/libc.so.6", "/usr/lib/libz.so.1.2.13"),
+            ),
+            300: Process(libraries=("/usr/lib/libssl.so.3",)),  # no sample of its own
+        },
         rate_hz=19.0,
     )
 
@@ -140,3 +148,23 @@ def test_garbage_bad_utf8_and_gzip_bombs_are_refused() -> None:
     bomb = gzip.compress(b"\0" * (2 << 20))
     with pytest.raises(PayloadError, match="limit of 1 MB"):
         window_pprof.decode(bomb, params, limit=1 << 20)
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "perfsleuth-libraries [1, 2]",
+        "perfsleuth-libraries {not json",
+        'perfsleuth-libraries {"100": "/usr/lib/libc.so.6"}',
+        'perfsleuth-libraries {"100": [7]}',
+        'perfsleuth-libraries {"-1": ["/usr/lib/libc.so.6"]}',
+    ],
+)
+def test_a_bad_libraries_comment_is_refused(comment: str) -> None:
+    sent = agent_window()
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(sent)))
+    del msg.comment[:]
+    msg.string_table.append(comment)
+    msg.comment.append(len(msg.string_table) - 1)
+    with pytest.raises(PayloadError):
+        window_pprof.decode(msg.SerializeToString(), params_of(sent))

@@ -1,4 +1,4 @@
-"""What a pid was: executable, build-id and cgroup, read from /proc while it lives.
+"""What a pid was: executable, build-id, cgroup and libraries, read from /proc while it lives.
 
 perf.data gives each sample its pid, tid and comm; the rest is read here. A
 process may exit before its window is closed, so the table is refreshed every
@@ -33,7 +33,19 @@ def read_process(pid: int, proc: Path = Path("/proc")) -> Process | None:
         cgroup = _cgroup((base / "cgroup").read_text())
     except OSError:
         cgroup = ""
-    return Process(exe=exe, build_id=_build_id(base, exe), cgroup=cgroup)
+    return Process(
+        exe=exe, build_id=_build_id(base, exe), cgroup=cgroup, libraries=_libraries(base)
+    )
+
+
+def _libraries(base: Path) -> tuple[str, ...]:
+    """The shared objects the process has mapped, for `fleet libraries`."""
+    try:
+        lines = (base / "maps").read_text().splitlines()
+    except OSError:
+        return ()
+    paths = {fields[5] for fields in map(str.split, lines) if len(fields) >= 6}
+    return tuple(sorted(p for p in paths if p.startswith("/") and ".so" in p.rsplit("/", 1)[-1]))
 
 
 def _build_id(base: Path, exe: str) -> str:

@@ -5,13 +5,17 @@ string (name=SERVICE{host=...,k=v}, from, until, sampleRate, format=pprof), and
 sends the window id in the X-Perfsleuth-Window header. The collector calls decode()
 on that body, and on any other pprof pushed to it (Pyroscope's format=pprof, the
 plain /pprof push): per-sample labels pid and tid (numbers), comm, exe, build_id and
-cgroup (strings) give each sample its thread and its process.
+cgroup (strings) give each sample its thread and its process. The shared libraries
+each process had loaded (for `fleet libraries`) travel once per window, as one pprof
+comment: LIBRARIES_COMMENT then a JSON object {pid: [path, ...]}.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import NoReturn
 
 from google.protobuf.message import DecodeError
@@ -28,6 +32,8 @@ CPU = ("cpu", "nanoseconds")
 CPU_KINDS = ("cpu", "itimer")
 KERNEL_DSO = "[kernel.kallsyms]"
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
+LIBRARIES_COMMENT = "perfsleuth-libraries "
+MAX_LIBRARIES = 1024  # per process
 
 
 def query(window: Window) -> dict[str, str]:
@@ -96,6 +102,9 @@ class _Writer:
             sample = m.sample.add(location_id=self._location_ids(stack), value=values)
             if tid >= 0:
                 self._labels(sample, p.threads[tid])
+        libraries = {pid: list(pr.libraries) for pid, pr in w.processes.items() if pr.libraries}
+        if libraries:
+            m.comment.append(self.intern(LIBRARIES_COMMENT + json.dumps(libraries)))
         return m
 
     def _labels(self, sample: pb.Sample, thread: Thread) -> None:
@@ -197,6 +206,7 @@ class _Reader:
             if ns:
                 count = 1 if count_at < 0 else ingest.count(sample.value[count_at], f"sample {i}")
             builder.add(self._stack(sample, i), weight, count=count, thread=self._thread(sample, i))
+        self._add_libraries()
         start, end = self._span(params)
         return Window(
             id=params.window_id,
@@ -207,6 +217,33 @@ class _Reader:
             processes=self.processes,
             rate_hz=0.0 if ns else params.sample_rate,
         )
+
+    def _add_libraries(self) -> None:
+        """The processes' libraries from the window's LIBRARIES_COMMENT, checked."""
+        for index in self.msg.comment:
+            text = self.string(index, "comment")
+            if not text.startswith(LIBRARIES_COMMENT):
+                continue
+            try:
+                found = json.loads(text[len(LIBRARIES_COMMENT) :])
+            except ValueError as e:
+                raise PayloadError(f"the libraries comment is not JSON ({e})") from e
+            if not isinstance(found, dict):
+                _refuse("the libraries comment must be an object {pid: [path, ...]}")
+            for pid_text, paths in found.items():
+                pid = ingest.count(int(pid_text) if pid_text.isdigit() else -1, "library pid")
+                self._set_libraries(pid, paths)
+
+    def _set_libraries(self, pid: int, paths: object) -> None:
+        if not isinstance(paths, list) or len(paths) > MAX_LIBRARIES:
+            _refuse(f"pid {pid}: libraries must be a list of at most {MAX_LIBRARIES} paths")
+        checked = []
+        for path in paths:
+            if not isinstance(path, str):
+                _refuse(f"pid {pid}: a library path must be a string")
+            checked.append(ingest.text(path, f"pid {pid} library", ingest.MAX_LABEL_VALUE))
+        process = self.processes.get(pid, Process())
+        self.processes[pid] = replace(process, libraries=tuple(checked))
 
     def _span(self, params: IngestParams) -> tuple[float, float]:
         """The push's from/until, else the profile's time_nanos and duration_nanos."""
