@@ -59,9 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"perfsleuth: {e}", file=sys.stderr)
         return e.exit_status
-    except KeyboardInterrupt:
-        print("perfsleuth: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # Ctrl-C, or SIGTERM/SIGHUP during a recording (collect.target.Terminated)
+        print(f"perfsleuth: {e or 'interrupted'}", file=sys.stderr)
+        return getattr(e, "exit_status", 130)
     except BrokenPipeError:
         # `perfsleuth top | head`: the reader left; that is not an error.
         sys.stderr.close()

@@ -2,6 +2,10 @@
 
 The target's stdin, stdout and stderr are inherited untouched; perf's own
 chatter is silenced (-q) and its errors are turned into one-line messages.
+A command is started held at the gate (target.Target) and perf attached to it
+with -p before it runs, as the other modes do: the target is our child, so its
+exit status is ours to report (128+signal when a signal ends it) and the
+signals sent to us reach it (target.Target.wait).
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from pathlib import Path
 from ..errors import UserError
 from ..formats import perf_data
 from ..model.run import Recording
-from . import callgraph_mode
+from . import callgraph_mode, target
 from .options import RecordOptions
 
 # Frame-pointer stacks are cheap; DWARF stacks copy 8 KiB of user stack per
 # sample, so they get a lower default rate.
 DEFAULT_FREQ = {"fp": 3999, "dwarf": 999}
+ATTACH_TIMEOUT_S = 60.0
+PERF_SETTLE_S = 0.3  # after perf holds its events, for it to enable them
 
 
 @dataclass
@@ -44,29 +50,6 @@ def perf_binary() -> str:
     return perf
 
 
-def check_command(cmd: list[str]) -> Path:
-    """The executable CMD starts, or a clear error if there is none to run."""
-    if not cmd:
-        raise UserError("no command given; usage: perfsleuth record -- CMD ARGS...")
-    path = callgraph_mode.resolve_executable(cmd[0])
-    if path is None:
-        raise UserError(f"command not found: {cmd[0]}")
-    if not os.access(path, os.X_OK):
-        raise UserError(f"{path} is not executable; check its permissions")
-    return path
-
-
-def check_pid(pid: int) -> None:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError as e:
-        raise UserError(f"no process with PID {pid}; check the PID with `ps`") from e
-    except PermissionError as e:
-        raise UserError(
-            f"process {pid} belongs to another user; run perfsleuth as that user or as root"
-        ) from e
-
-
 def call_graph_args(mode: str) -> list[str]:
     return ["--call-graph", "dwarf"] if mode == "dwarf" else ["--call-graph", "fp"]
 
@@ -81,33 +64,83 @@ def record(
     duration: float | None = None,
 ) -> PerfRun:
     """Run `perf record` on CMD, or on PID for DURATION seconds."""
-    perf = perf_binary()
     if pid is not None:
-        check_pid(pid)
-        exe = _pid_exe(pid)
-        mode = callgraph_mode.choose(exe, call_graph)
-        target = ["-p", str(pid), "--", "sleep", str(duration or 10)]
+        run = _record_pid(pid, out, freq, call_graph, duration or 10)
     else:
         assert cmd is not None
-        check_command(cmd)
-        mode = callgraph_mode.choose(cmd[0], call_graph)
-        target = ["--", *cmd]
-    rate = freq or DEFAULT_FREQ[mode]
-    argv = [perf, "record", "-q", "-o", str(out), "-F", str(rate), *call_graph_args(mode), *target]
-    started = time.monotonic()
-    status = _run_perf(argv, out)
-    elapsed = time.monotonic() - started
+        run = _record_command(cmd, out, freq, call_graph)
     if not out.exists() or out.stat().st_size == 0:
         raise UserError(
             "perf recorded nothing; check that perf works: "
             f"`perf record -o /tmp/t.data -- {shlex.join(cmd or ['true'])}`"
         )
-    return PerfRun(
-        data=out,
-        exit_status=None if pid is not None else status,
-        duration_s=elapsed,
-        call_graph=mode,
-        freq=rate,
+    return run
+
+
+def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str) -> PerfRun:
+    target.check_command(cmd)
+    mode = callgraph_mode.choose(cmd[0], call_graph)
+    rate = freq or DEFAULT_FREQ[mode]
+    launched = target.Target.launch(cmd)
+    try:
+        proc = start_attached(launched.pid, out, rate, mode)
+    except BaseException:
+        launched.abort()
+        raise
+    started = time.monotonic()
+    try:
+        launched.release()
+        launched.wait(None)
+    finally:
+        target.stop(proc)  # SIGINT: perf writes what it has
+    elapsed = time.monotonic() - started
+    return PerfRun(out, launched.exit_status, elapsed, mode, rate)
+
+
+def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration: float) -> PerfRun:
+    target.check_pid(pid)
+    mode = callgraph_mode.choose(_pid_exe(pid), call_graph)
+    rate = freq or DEFAULT_FREQ[mode]
+    argv = [*_record_argv(out, rate, mode), "-p", str(pid), "--", "sleep", str(duration)]
+    started = time.monotonic()
+    _run_perf(argv, out)
+    return PerfRun(out, None, time.monotonic() - started, mode, rate)
+
+
+def _record_argv(out: Path, rate: int, mode: str) -> list[str]:
+    return [perf_binary(), "record", "-q", "-o", str(out), "-F", str(rate), *call_graph_args(mode)]
+
+
+def start_attached(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
+    """`perf record -p PID`, returned once its events are open. Its own session:
+    Ctrl-C reaches the target only, and perf is stopped after the target ends."""
+    argv = [*_record_argv(data, rate, mode), "-p", str(pid)]
+    proc = target.spawn(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_perf_events(proc)
+    except BaseException:
+        target.stop(proc)
+        raise
+    return proc
+
+
+def _wait_for_perf_events(proc: subprocess.Popen) -> None:
+    """perf -p says nothing when it is ready: wait until it holds perf_event files,
+    plus a moment to enable them, so the target's exec is not missed."""
+    deadline = time.monotonic() + ATTACH_TIMEOUT_S
+    fds = Path(f"/proc/{proc.pid}/fd")
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            links = [os.readlink(fd) for fd in fds.iterdir()]
+        except OSError:
+            links = []
+        if any("perf_event" in link for link in links):
+            time.sleep(PERF_SETTLE_S)
+            return
+        time.sleep(0.02)
+    raise UserError(
+        "perf record -p did not start; if it says 'Permission denied', run as root or "
+        "lower /proc/sys/kernel/perf_event_paranoid (sysctl kernel.perf_event_paranoid=1)"
     )
 
 
@@ -118,11 +151,11 @@ def _pid_exe(pid: int) -> str | None:
         return None
 
 
-def _run_perf(argv: list[str], out: Path) -> int:
-    """Run perf with the terminal's stdio; Ctrl-C reaches the target, and we keep what
-    was recorded. perf's own messages share stderr with the target's, so perf runs
-    quietly (-q) and only its startup failure is summarised here."""
-    proc = subprocess.Popen(argv)
+def _run_perf(argv: list[str], out: Path) -> None:
+    """Run perf -p ... -- sleep with the terminal's stdio; Ctrl-C reaches it and we
+    keep what was recorded. perf's own messages share stderr with the target's, so
+    perf runs quietly (-q) and only its startup failure is summarised here."""
+    proc = target.spawn(argv)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         status = proc.wait()
@@ -133,7 +166,6 @@ def _run_perf(argv: list[str], out: Path) -> int:
             "perf record failed to start; if it says 'Permission denied', run as root or "
             "lower /proc/sys/kernel/perf_event_paranoid (sysctl kernel.perf_event_paranoid=1)"
         )
-    return status
 
 
 def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:

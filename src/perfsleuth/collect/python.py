@@ -37,8 +37,7 @@ from ..formats import py_spy
 from ..model.run import Recording
 from .callgraph_mode import resolve_executable
 from .options import RecordOptions
-from .perf import check_pid
-from .target import Target
+from .target import Target, check_pid, spawn
 
 DEFAULT_RATE_HZ = 100
 DEFAULT_DURATION_S = 10.0
@@ -152,7 +151,7 @@ def _start_spy(tool: str, pid: int, rate: int, duration: float | None, workdir: 
         argv += ["--duration", str(max(1, round(duration)))]
     with log.open("wb") as sink:
         # its own session: Ctrl-C reaches the target only, py-spy stops when it exits
-        proc = subprocess.Popen(
+        proc = spawn(
             argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=True
         )
     return SpyRun(out=out, log=log, proc=proc)

@@ -7,6 +7,12 @@ target's stdin, stdout and stderr are the terminal's; Ctrl-C reaches it (and
 not the tracers, which run in their own sessions and are stopped by us after
 the target is gone, so nothing recorded is lost).
 
+Signals (docs/recording.md, Signals): while the target runs, SIGINT, SIGTERM and
+SIGHUP sent to perfsleuth are forwarded to it, and the run ends as the target
+does; at any other moment they end perfsleuth (Terminated) with nothing stored.
+Every child dies with perfsleuth (PR_SET_PDEATHSIG), even on SIGKILL, and a
+sweeper process removes the recording's temporary folder whatever ends us.
+
 ProcessMaps keeps the memory maps of the target and its children while they
 live, so addresses recorded by a tracer can be symbolized after they exit.
 """
@@ -14,19 +20,80 @@ live, so addresses recorded by a tracer can be symbolized after they exit.
 from __future__ import annotations
 
 import bisect
+import ctypes
+import functools
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
-from . import perf
+from . import callgraph_mode
 
 GATE = 'read _ <&{fd}; exec {fd}<&-; exec "$@"'
 EXEC_TIMEOUT_S = 5.0
 MAPS_INTERVAL_S = 0.25
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+ENDING = (signal.SIGTERM, signal.SIGHUP)  # SIGINT already raises KeyboardInterrupt
+PR_SET_PDEATHSIG = 1
+SI_KERNEL = 0x80  # si_code of a signal the terminal sent to its whole foreground group
+SWEEPER = 'read _; rm -rf -- "$1"'
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP ended perfsleuth outside the target's run: like Ctrl-C
+    (a BaseException, so no `except Exception` swallows it), exit 128+signal."""
+
+    def __init__(self, signo: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signo).name}; nothing stored")
+        self.exit_status = 128 + signo
+
+
+def _raise_terminated(signo: int, _frame: Any) -> None:
+    raise Terminated(signo)
+
+
+def _die_with(parent: int) -> None:
+    """In the child before exec: get SIGKILL when perfsleuth dies, however it dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # perfsleuth died before prctl: the signal would never come
+        os._exit(1)
+
+
+def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen of a child that never outlives perfsleuth."""
+    return subprocess.Popen(argv, preexec_fn=functools.partial(_die_with, os.getpid()), **kwargs)
+
+
+@contextmanager
+def recording_dir() -> Iterator[Path]:
+    """A temporary folder for one recording, removed on every exit path: by us when
+    we can, else by a sweeper that waits for our end of a pipe to close (a SIGKILL
+    included). SIGTERM and SIGHUP raise Terminated meanwhile, so cleanup runs."""
+    previous = {s: signal.signal(s, _raise_terminated) for s in ENDING}
+    workdir = Path(tempfile.mkdtemp(prefix="perfsleuth-"))
+    read_end, write_end = os.pipe()
+    sweeper = subprocess.Popen(
+        ["/bin/sh", "-c", SWEEPER, "perfsleuth-sweeper", str(workdir)],
+        stdin=read_end,
+        start_new_session=True,  # Ctrl-C and group signals must not stop it first
+    )
+    os.close(read_end)
+    try:
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.close(write_end)
+        sweeper.wait()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @dataclass
@@ -37,9 +104,9 @@ class Target:
 
     @classmethod
     def launch(cls, cmd: list[str]) -> Target:
-        perf.check_command(cmd)
+        check_command(cmd)
         read_end, write_end = os.pipe()
-        proc = subprocess.Popen(
+        proc = spawn(
             ["/bin/sh", "-c", GATE.format(fd=read_end), "perfsleuth", *cmd], pass_fds=(read_end,)
         )
         os.close(read_end)
@@ -47,7 +114,7 @@ class Target:
 
     @classmethod
     def attach(cls, pid: int) -> Target:
-        perf.check_pid(pid)
+        check_pid(pid)
         return cls(pid=pid)
 
     @classmethod
@@ -89,17 +156,32 @@ class Target:
         tick: Callable[[], None] | None = None,
         interval: float = 0.1,
     ) -> None:
-        """Until the target exits (or `duration` seconds pass), calling tick() now and then."""
+        """Until the target exits (or `duration` seconds pass), calling tick() now and
+        then. A launched target gets the signals sent to us meanwhile; an attached
+        process is not ours to signal, so a signal ends the recording (Terminated)."""
         deadline = time.monotonic() + duration if duration else None
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if self.proc else None
+        # Blocked and taken with sigtimedwait, which says who sent each one. Every
+        # child is started by now: a child would inherit the mask.
+        signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
         try:
             while self.alive() and (deadline is None or time.monotonic() < deadline):
                 if tick is not None:
                     tick()
-                time.sleep(interval)
+                self._forward(signal.sigtimedwait(FORWARDED, interval))
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            late = signal.sigtimedwait(FORWARDED, 0)  # sent as the wait ended
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
+        if late is not None and self.proc is None:
+            self._forward(late)  # a launched target is gone: nothing to forward
+
+    def _forward(self, info: Any) -> None:
+        if info is None:
+            return
+        if self.proc is None:
+            raise Terminated(info.si_signo) if info.si_signo in ENDING else KeyboardInterrupt
+        # The terminal's Ctrl-C reached the target with us (one process group): once is enough.
+        if info.si_code != SI_KERNEL and self.alive():
+            os.kill(self.pid, info.si_signo)
 
     def abort(self) -> None:
         """Kill a launched command that never got past the gate."""
@@ -116,6 +198,29 @@ class Target:
             return None
         status = self.proc.wait()
         return 128 - status if status < 0 else status
+
+
+def check_command(cmd: list[str]) -> Path:
+    """The executable CMD starts, or a clear error if there is none to run."""
+    if not cmd:
+        raise UserError("no command given; usage: perfsleuth record -- CMD ARGS...")
+    path = callgraph_mode.resolve_executable(cmd[0])
+    if path is None:
+        raise UserError(f"command not found: {cmd[0]}")
+    if not os.access(path, os.X_OK):
+        raise UserError(f"{path} is not executable; check its permissions")
+    return path
+
+
+def check_pid(pid: int) -> None:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError as e:
+        raise UserError(f"no process with PID {pid}; check the PID with `ps`") from e
+    except PermissionError as e:
+        raise UserError(
+            f"process {pid} belongs to another user; run perfsleuth as that user or as root"
+        ) from e
 
 
 def _cmdline_of(pid: int) -> bytes:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -33,8 +31,9 @@ from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument
 from ..symbols import elf
 from ..symbols.demangle import demangle_all
-from . import perf
+from . import target
 from .options import RecordOptions
+from .target import Target
 
 # The whole environment of a counted run unless the user asks to keep theirs.
 FIXED_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
@@ -68,7 +67,7 @@ def valgrind_binary() -> str:
 
 def resolve_program(cmd: list[str]) -> str:
     """The absolute path of the program CMD starts, or a clear error."""
-    return os.path.abspath(perf.check_command(cmd))
+    return os.path.abspath(target.check_command(cmd))
 
 
 def callgrind_args(workdir: Path, *, cache_sim: bool, only: str | None) -> list[str]:
@@ -176,14 +175,14 @@ def _headline(out: Path) -> tuple[int, str]:
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
-    """(pid, exit status) of the counted process; valgrind runs it in its own process."""
-    proc = subprocess.Popen(argv, env=env)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        status = proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return proc.pid, 128 - status if status < 0 else status
+    """(pid, exit status) of the counted process; valgrind runs it in its own process,
+    and ends as it does (a guest killed by a signal kills valgrind with it)."""
+    proc = target.spawn(argv, env=env)
+    counted = Target(pid=proc.pid, proc=proc)
+    counted.wait(None)  # forwards SIGINT, SIGTERM and SIGHUP to valgrind
+    status = counted.exit_status
+    assert status is not None
+    return counted.pid, status
 
 
 def failure_reason(log: Path) -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
 from ..collect import RECORDERS, python, recorder, run_facts
 from ..collect.options import MAX_CALLS, RecordOptions
+from ..collect.target import recording_dir
 from ..cpucache import model as cache_model
 from ..errors import UserError
 from ..model.profile import Profile
@@ -171,8 +171,8 @@ def store_recording(
     label = shlex.join(cmd) if cmd else attached_label(options.pid or 0)
     source = run_facts.OWN_COMMAND if cmd else run_facts.ATTACHED
     facts = run_facts.new_run(label, options.mode, source=source)
-    with tempfile.TemporaryDirectory(prefix="perfsleuth-") as tmp:
-        recording = recorder(options.mode)(options, cmd, Path(tmp))
+    with recording_dir() as tmp:
+        recording = recorder(options.mode)(options, cmd, tmp)
     info = store.add_run(facts, recording)
     profile = recording.profile
     print(
