@@ -107,7 +107,8 @@ class Target:
         check_command(cmd)
         read_end, write_end = os.pipe()
         proc = spawn(
-            ["/bin/sh", "-c", GATE.format(fd=read_end), "perfsleuth", *cmd], pass_fds=(read_end,)
+            [_gate_shell(read_end), "-c", GATE.format(fd=read_end), "perfsleuth", *cmd],
+            pass_fds=(read_end,),
         )
         os.close(read_end)
         return cls(pid=proc.pid, proc=proc, _gate=write_end)
@@ -221,6 +222,13 @@ def check_pid(pid: int) -> None:
         raise UserError(
             f"process {pid} belongs to another user; run perfsleuth as that user or as root"
         ) from e
+
+
+def _gate_shell(fd: int) -> str:
+    """dash, /bin/sh on Debian, reads no descriptor above 9 in a redirection (`<&12`
+    is "Bad fd number"); bash does. A process with many files open (a test runner)
+    gets such a pipe."""
+    return "/bin/sh" if fd < 10 else shutil.which("bash") or "/bin/sh"
 
 
 def _cmdline_of(pid: int) -> bytes:
