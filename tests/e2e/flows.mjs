@@ -112,6 +112,7 @@ const flows = {
     await page.locator("tr.target").waitFor();
     assert.match(await page.locator("tr.target").innerText(), /for \(int x : v\) sum \+= step_3\(x\);/);
     assert.match(await page.locator("tr.inline-finding").first().innerText(), /glibc malloc\/free[\s\S]*malloc 6\.1% self/);
+    assert.match(await page.locator("p.served-from").first().innerText(), /^served from \/.*\.cc/);
     await page.screenshot({ path: `${artifacts}/source.png`, fullPage: true });
   },
 

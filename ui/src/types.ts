@@ -100,6 +100,9 @@ export interface SourceLine {
 export interface SourceFile {
   file: string;
   found: boolean;
+  /** The file served, and the source root it was found under (null: not found). */
+  path?: string | null;
+  root?: string | null;
   self: number;
   lines: SourceLine[];
 }

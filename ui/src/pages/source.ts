@@ -42,10 +42,15 @@ function fileView(runId: string, file: SourceFile, findings: Finding[], target: 
     "section",
     { class: "source-file" },
     h("h2", null, file.file, h("span", { class: "subtitle" }, `self ${pct(file.self)}`)),
-    file.found ? null : message("The source file is not available under the source roots (pass --src DIR to serve); showing the lines with samples.", "warning"),
+    file.found ? servedFrom(file) : message("The source file is not available under the source roots (pass --src DIR to serve); showing the lines with samples.", "warning"),
     unplaced.map((f) => findingCard(runId, f)),
     h("table", { class: "source" }, h("thead", null, h("tr", null, h("th", { class: "num" }, "self"), h("th", { class: "num" }, "total"), h("th", null, "line"), h("th", null, "source"))), h("tbody", null, rows)),
   );
+}
+
+function servedFrom(file: SourceFile): HTMLElement | null {
+  if (!file.path) return null;
+  return h("p", { class: "subtitle served-from" }, `served from ${file.path}`, file.root ? ` (source root ${file.root})` : "");
 }
 
 export async function renderSource(app: HTMLElement, runId: string, route: Route): Promise<void> {
