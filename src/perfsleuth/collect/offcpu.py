@@ -32,7 +32,7 @@ from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
 from . import perf, thread_state, wall
 from .options import RecordOptions
-from .target import ProcessMaps, Target, stop
+from .target import ProcessMaps, Target, spawn, stop
 
 # $1: the target's PID; $2: 1 to follow it from the start, 0 to wait for its exec
 # (a launched command is a gate shell until then).
@@ -98,7 +98,6 @@ TRACEFS = Path("/sys/kernel/tracing")
 # Outermost functions of a complete user stack.
 THREAD_ROOTS = ("clone3", "clone", "__clone", "_start", "__libc_start_main", "start_thread")
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
-PERF_SETTLE_S = 0.3
 # glibc's generic futex wait, reached from pthread_cond_wait, sem_wait and
 # pthread_join alike. With its callers cut off (no frame pointers in libc), a
 # worker thread waiting there is taken to wait on a condition variable or a
@@ -188,7 +187,7 @@ class BpftraceSession:
             "BPFTRACE_STRLEN": "32",
         }
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 [tool, "-f", "json", str(script), str(target.pid), follow_now],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -351,9 +350,8 @@ def record_offcpu_with_perf(options: RecordOptions, cmd: list[str], workdir: Pat
     data = workdir / "sched.data"
     argv = [perf.perf_binary(), "record", "-q", "-o", str(data), "-e", "sched:sched_switch"]
     argv += ["--switch-events", "--call-graph", "dwarf", "-p", str(target.pid)]
-    recorder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for_perf_events(recorder)
+        recorder = perf.attach(argv)
     except UserError:
         target.abort()
         raise
@@ -374,7 +372,7 @@ def _switches_profile(data: Path, pid: int) -> Profile:
     fields = "comm,tid,pid,time,event,trace,ip,sym,dso"
     argv = [perf.perf_binary(), "script", "-i", str(data), "-F", fields, "--show-switch-events"]
     builder = ProfileBuilder(unit="ns", meta={"recorder": "perf-sched"})
-    with subprocess.Popen(
+    with spawn(
         argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace"
     ) as script:
         assert script.stdout is not None
@@ -406,7 +404,7 @@ def record_all(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
     rate = options.freq or perf.DEFAULT_FREQ[mode]
     data = workdir / "perf.data"
     try:
-        perf_proc = _start_perf(target.pid, data, rate, mode)
+        perf_proc = perf.start_attached(target.pid, data, rate, mode)
     except UserError:
         target.abort()
         stop(session.proc)
@@ -452,31 +450,6 @@ def _all_profile(
     known = {d["path"] for d in oncpu.dsos}
     merged.dsos = oncpu.dsos + [d for d in offcpu.dsos if d["path"] not in known]
     return merged
-
-
-def _start_perf(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
-    argv = [perf.perf_binary(), "record", "-q", "-o", str(data), "-F", str(rate)]
-    argv += [*perf.call_graph_args(mode), "-p", str(pid)]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
-    _wait_for_perf_events(proc)
-    return proc
-
-
-def _wait_for_perf_events(proc: subprocess.Popen) -> None:
-    """perf -p says nothing when it is ready: wait until it holds perf_event files,
-    plus a moment to enable them, so the target's exec is not missed."""
-    deadline = time.monotonic() + ATTACH_TIMEOUT_S
-    fds = Path(f"/proc/{proc.pid}/fd")
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            links = [os.readlink(fd) for fd in fds.iterdir()]
-        except OSError:
-            links = []
-        if any("perf_event" in link for link in links):
-            time.sleep(PERF_SETTLE_S)
-            return
-        time.sleep(0.02)
-    raise UserError("perf record -p did not start; check that `perf record -p PID` works here")
 
 
 def _start_bpftrace(tool: str, target: Target, workdir: Path) -> BpftraceSession:

@@ -112,9 +112,13 @@ def _record_argv(out: Path, rate: int, mode: str) -> list[str]:
 
 
 def start_attached(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
-    """`perf record -p PID`, returned once its events are open. Its own session:
-    Ctrl-C reaches the target only, and perf is stopped after the target ends."""
-    argv = [*_record_argv(data, rate, mode), "-p", str(pid)]
+    """`perf record -p PID` sampling at RATE, returned once its events are open."""
+    return attach([*_record_argv(data, rate, mode), "-p", str(pid)])
+
+
+def attach(argv: list[str]) -> subprocess.Popen:
+    """`perf record ... -p PID` (ARGV), returned once its events are open. Its own
+    session: Ctrl-C reaches the target only, and perf is stopped after the target ends."""
     proc = target.spawn(argv, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_for_perf_events(proc)
