@@ -44,6 +44,9 @@ class Limits:
     backlog: int = 512
     max_idle: int = 64  # connections waiting for a request (web.guard)
     header_timeout_s: float = 10.0
+    # A connection just accepted may have its request in the socket already: it counts
+    # as idle (and may be closed past max_idle) only after waiting this long.
+    idle_grace_s: float = 1.0
 
 
 def is_loopback(host: str) -> bool:

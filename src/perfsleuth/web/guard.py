@@ -4,7 +4,9 @@ uvicorn keeps a connection that has not finished its request headers for as long
 the client likes, and counts it against the concurrency limit: a few hundred
 half-open connections (slowloris) would turn every new request away with 503. Here a
 connection waiting for a request is closed after Limits.header_timeout_s, and at most
-Limits.max_idle of them are kept: past that, the longest-waiting one is closed.
+Limits.max_idle of them that have waited past Limits.idle_grace_s are kept: past
+that, the longest-waiting one is closed. The grace keeps a burst of new connections,
+whose requests are already on their way, from closing one another.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class _Guarded(H11Protocol):
         super().connection_made(transport)
         self._schedule_check()
         self._close_longest_waiting()
+        # once this one's grace is over it may be idle too: count again then
+        self.loop.call_later(self.limits.idle_grace_s, self._close_longest_waiting)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._check is not None:
@@ -60,7 +64,12 @@ class _Guarded(H11Protocol):
             self._schedule_check()
 
     def _close_longest_waiting(self) -> None:
-        waiting = [c for c in self.connections if isinstance(c, _Guarded) and c.waiting()]
+        idle_since = time.monotonic() - self.limits.idle_grace_s
+        waiting = [
+            c
+            for c in self.connections
+            if isinstance(c, _Guarded) and c.waiting() and c._waiting_since <= idle_since
+        ]
         excess = len(waiting) - self.limits.max_idle
         if excess > 0:
             for conn in sorted(waiting, key=lambda c: c._waiting_since)[:excess]:
