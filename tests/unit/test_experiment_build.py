@@ -73,5 +73,5 @@ def test_finding_without_flags_cannot_be_rebuilt() -> None:
 
 def test_the_allocator_a_fix_names() -> None:
     fix = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ./prog"
-    assert verify._named_allocator(fix) == "jemalloc"
-    assert verify._named_allocator("LD_PRELOAD=<library> ./prog") is None
+    assert verify.named_allocator(fix) == "jemalloc"
+    assert verify.named_allocator("LD_PRELOAD=<library> ./prog") is None

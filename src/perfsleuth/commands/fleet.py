@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import UserError
-from ..fleet import advice, alerts, libraries, queries, trends
+from ..fleet import advice, alerts, libraries, queries, trends, verified
 from ..fleet.advice import FleetAdvice
 from ..fleet.engine import Engine
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
@@ -161,6 +161,14 @@ def _add_advise(parser: argparse.ArgumentParser) -> None:
         "--core-cost", type=float, metavar="USD", help="cost of one core for a month: adds money"
     )
     _add_rules(parser)
+    parser.add_argument(
+        "--verified",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="attach a measured result: the JSON of `perfsleuth try allocator|build --format "
+        "json -o FILE` (repeatable); it goes to the findings of its kind running that program",
+    )
     parser.add_argument("--all", action="store_true", help="show findings below the noise floor")
     add_engine_options(parser)
     _add_output(parser, "fleet-advice")
@@ -273,6 +281,7 @@ def _advise(args: argparse.Namespace, store: FleetStore) -> int:
         rules=_rule_files(args),
         show_all=args.all,
         engine=query_engine(args),
+        verified=[verified.load(Path(p)) for p in args.verified],
     )
     doc = advice.advise(store, start, end, args.where, options)
     write("fleet-advice", doc, args.format, args.output)

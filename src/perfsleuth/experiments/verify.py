@@ -99,7 +99,7 @@ def _cwd(ctx: Context) -> str | None:
 
 
 def _allocator_sides(finding: Finding, ctx: Context, command: list[str]) -> list[Side] | None:
-    chosen = _named_allocator(finding.fix.get("command", ""))
+    chosen = named_allocator(finding.fix.get("command", ""))
     names = [chosen] if chosen else [a.name for a in allocator.ALLOCATORS]
     p = allocator.plan(command, names, _cwd(ctx))
     if len(p.sides) < 2:
@@ -110,7 +110,7 @@ def _allocator_sides(finding: Finding, ctx: Context, command: list[str]) -> list
     return p.sides[:2]
 
 
-def _named_allocator(fix_command: str) -> str | None:
+def named_allocator(fix_command: str) -> str | None:
     """The allocator a fix like `LD_PRELOAD=/usr/lib/.../libjemalloc.so.2 CMD` names."""
     for a in allocator.ALLOCATORS:
         if any(soname in fix_command for soname in a.sonames):

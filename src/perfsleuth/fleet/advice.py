@@ -23,9 +23,10 @@ from ..model.run import RunInfo
 from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
 from ..symbols import find_dso
-from . import labels, queries
+from . import labels, queries, verified
 from .engine import Engine
 from .labels import LabelWeights, Share
+from .verified import Measured
 
 PROFILE_ANALYZERS = (library_match.analyze, missing_symbols.analyze)
 HOT_BUILD_IDS = 3  # build-ids the binary analyses look at, hottest first
@@ -48,6 +49,7 @@ class FleetAdvice:
     show_all: bool = False
     hot_build_ids: int = HOT_BUILD_IDS
     engine: Engine | None = None  # None: DuckDB
+    verified: list[Measured] = field(default_factory=list)  # `try` results to attach
 
 
 def advise(
@@ -72,6 +74,7 @@ def advise(
     rule_of = {r.id: r for r in rules}
     placed = [(f, _stacks_of(f, profile, stack_ids, rule_of)) for f in ranked.shown]
     docs = [fleet_finding(f, stacks, who, end - start, options) for f, stacks in placed]
+    notes = [*ctx.notes, *verified.unattached(options.verified, docs), SOURCE_NOTE]
     return {
         "from": start,
         "to": end,
@@ -79,7 +82,7 @@ def advise(
         "cores": profile.total / 1e9 / (end - start),  # busy on average over the range
         "findings": hot_spot_order(docs, [stacks for _, stacks in placed], weight_of),
         "hidden": len(ranked.hidden),
-        "notes": [*ctx.notes, SOURCE_NOTE],
+        "notes": notes,
     }
 
 
@@ -172,12 +175,11 @@ def fleet_finding(
     finding: Finding, stacks: set[int], who: LabelWeights, seconds: float, options: FleetAdvice
 ) -> dict:
     """The finding's JSON with where it applies and what fixing it saves: its gain (a
-    fraction of the fleet's CPU time) times the cores the range kept busy on average."""
+    fraction of the fleet's CPU time) times the cores the range kept busy on average,
+    or what an attached experiment measured (verified.py)."""
     doc = finding.to_json()
     busy = sum(who.table.column("cpu_ns").to_pylist()) / 1e9 / seconds
     doc["cores_saved"] = rank.gain(finding) * busy
-    if options.core_cost is not None:
-        doc["money_per_month"] = doc["cores_saved"] * options.core_cost
     doc["services"] = _where(who.shares("service", stacks), "service", seconds)
     hosts = _where(who.shares("host", stacks), "host", seconds)
     doc["hosts"] = hosts[:HOSTS_SHOWN]
@@ -185,6 +187,9 @@ def fleet_finding(
     exes = who.shares("exe", stacks)
     if exes and exes[0].value:
         _name_program(doc, exes[0].value)
+    verified.attach(doc, finding, exes, seconds, options.verified)
+    if options.core_cost is not None:
+        doc["money_per_month"] = doc["cores_saved"] * options.core_cost
     return doc
 
 

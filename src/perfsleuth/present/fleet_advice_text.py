@@ -74,7 +74,7 @@ def render_advice(doc: dict, console: Console) -> None:
         cost = [f"{f['money_per_month']:,.0f}"] if money else []
         table.add_row(
             str(n),
-            f"{f['cores_saved']:.2f}",
+            f"{f['cores_saved']:.2f}{'*' if 'verified' in f else ''}",
             *cost,
             pct(f["share"]),
             cell(f["title"]),
@@ -100,9 +100,21 @@ def _details(n: int, f: dict) -> list[str]:
     for key in ("command", "experiment"):
         if fix.get(key):
             lines.append(f"   {'run' if key == 'command' else 'measure'}: {fix[key]}")
+    if f.get("verified"):
+        lines += _measured(f)
     if f.get("same_hot_spot"):
         lines.append(f"   same hot spot as {f['same_hot_spot']}")
     return lines
+
+
+def _measured(f: dict) -> list[str]:
+    v = f["verified"]
+    return [
+        f"   measured ({v['file']}): {v['summary']}",
+        f"   * {f['cores_saved']:.2f} cores saved: {v['cores_saved']:.2f} measured in "
+        f"{v['program']} ({v['program_cores']:.2f} cores), the rest estimated "
+        f"(estimate without the measurement: {f['estimated_cores_saved']:.2f})",
+    ]
 
 
 def render_libraries(doc: dict, console: Console) -> None:
