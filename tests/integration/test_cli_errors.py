@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,33 @@ def test_stripped_binary_records_with_a_warning(tmp_path: Path, examples_built: 
     assert proc.returncode == 0, proc.stderr
     warning = [ln for ln in proc.stderr.splitlines() if "warning" in ln]
     assert len(warning) == 1 and "no function name" in warning[0] and "-g" in warning[0]
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_store_without_write_permission():
+    """A store another user owns is refused in one line, and left as it was."""
+    with tempfile.TemporaryDirectory() as top:  # under /tmp, so another user can reach it
+        root = Path(top)
+        root.chmod(0o755)
+        stacks = "main;work 5\n"
+        assert perfsleuth_stdin(stacks, "import", "--store", "s", "-", cwd=root).returncode == 0
+        before = {p.name: p.stat().st_size for p in (root / "s").iterdir()}
+        proc = perfsleuth_stdin(stacks, "import", "--store", "s", "-", cwd=root, user=65534)
+        assert_clean_error(proc, "cannot write to the store", "Permission denied")
+        assert {p.name: p.stat().st_size for p in (root / "s").iterdir()} == before
+
+
+def perfsleuth_stdin(
+    stdin: str, *args: str, cwd: Path, user: int | None = None
+) -> subprocess.CompletedProcess:
+    as_user = [] if user is None else ["setpriv", f"--reuid={user}", f"--regid={user}"]
+    return subprocess.run(
+        [*as_user, *(["--clear-groups"] if user is not None else [])]
+        + [sys.executable, "-m", "perfsleuth.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        timeout=120,
+    )

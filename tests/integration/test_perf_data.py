@@ -413,3 +413,14 @@ def test_sniff(fp_data: Path) -> None:
     assert perf_data.sniff(fp_data.read_bytes()[:4096])
     assert not perf_data.sniff(b"prog 1 1.0: 1 cpu-clock: \n")
     assert not perf_data.sniff(b"")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_two_events_keep_the_busiest_and_say_so(work: Path, native: bool) -> None:
+    if native and not perf_data.native_available():
+        pytest.skip("the native reader is not built")
+    data = _record(work, "two.data", "-e", "cpu-clock", "-e", "task-clock", "-F", "1000", "-g")
+    p = perf_data.read(data, use_native=native)
+    (warning,) = p.meta["warnings"]
+    assert "samples of 2 events" in warning and f"kept {p.meta['event']}" in warning
+    assert "left out" in warning and "record one event per run" in warning

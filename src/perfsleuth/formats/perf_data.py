@@ -254,6 +254,11 @@ class _NativeReading:
                 "num_samples": self.per_event[self.event_index],
             }
         )
+        if len(self.per_event) > 1:
+            names = [e["name"] for e in self.data["events"]]
+            counts = {names[e]: n for e, n in self.per_event.items()}
+            warning = perf_script.other_events_warning(str(p), counts, event["name"])
+            meta.setdefault("warnings", []).append(warning)
         return meta
 
     def add_samples(self, builder: ProfileBuilder, chains: dict[int, tuple[Frame, ...]]) -> None:

@@ -413,7 +413,7 @@ def build(
     info["events"] = sorted(agg.events)
     info["num_samples"] = sum(c for (_, ev, *_), (_, c) in agg.rows.items() if ev == event)
     if len(agg.events) > 1:
-        info.setdefault("warnings", []).append(_other_events(name, agg.events, event))
+        info.setdefault("warnings", []).append(other_events_warning(name, agg.events, event))
     builder = ProfileBuilder(unit=unit, meta=info)
     # Map raw frame id -> interned frame ids; an inlined line is dropped when
     # the next (physical) frame was re-symbolized (it then carries its inlines).
@@ -439,7 +439,8 @@ def build(
     return builder.build()
 
 
-def _other_events(name: str, events: dict[str, int], kept: str) -> str:
+def other_events_warning(name: str, events: dict[str, int], kept: str) -> str:
+    """What a reader says when it keeps one event of several."""
     others = ", ".join(f"{e} ({n:,} samples)" for e, n in sorted(events.items()) if e != kept)
     return (
         f"{Path(name).name}: samples of {len(events)} events; kept {kept} "

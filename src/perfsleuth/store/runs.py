@@ -161,7 +161,13 @@ def _mb(size: int) -> str:
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on PATH for one writer, waiting up to LOCK_WAIT_S."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise UserError(
+            f"cannot write to the store {path.parent}: {e.strerror}; "
+            "check its permissions or pass --store PATH"
+        ) from e
     try:
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
