@@ -10,6 +10,7 @@ import pytest
 
 from perfsleuth.analyzers import library_match
 from perfsleuth.collect import python
+from perfsleuth.errors import UserError
 from perfsleuth.formats import detect, py_spy
 from perfsleuth.model.profile import Frame
 from perfsleuth.rules import load_rules
@@ -106,3 +107,36 @@ def test_a_python_command_is_told_by_its_interpreter(tmp_path: Path) -> None:
 def test_a_python_process_is_told_by_its_executable() -> None:
     assert python.is_python_process(os.getpid())
     assert not python.is_python_process(1 << 30)
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("main (/srv/app.py:3) " + "9" * 5000, "out of range"),
+        ("main (/srv/app.py:3) " + "9" * 20, "out of range"),
+        ("thread (08): MainThread;main (/srv/app.py:3) 2", "thread id '08'"),
+        ("thread (" + "9" * 5000 + "): MainThread;main (/srv/app.py:3) 2", "thread id"),
+        ('process 99999999999999999999999:"x";main (/srv/app.py:3) 2', "process id"),
+        (";".join(["f (/srv/app.py:3)"] * 70000) + " 1", "deeper than"),
+    ],
+)
+def test_bad_lines_are_one_line_errors(tmp_path: Path, line: str, says: str) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text(RAW + line + "\n")
+    with pytest.raises(UserError, match=says) as caught:
+        py_spy.read(path)
+    assert "\n" not in str(caught.value) and "bad.txt:4" in str(caught.value)
+
+
+def test_a_line_number_past_any_file_is_no_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "long.txt"
+    path.write_text("main (/srv/app.py:" + "9" * 5000 + ") 2\n")
+    profile = py_spy.read(path)
+    assert profile.num_samples == 2
+
+
+def test_a_file_without_stacks_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty.txt"
+    path.write_text("\n\n")
+    with pytest.raises(UserError, match="no stacks"):
+        py_spy.read(path)

@@ -26,6 +26,7 @@ SEEDS = {
     "perf_script": (FIXTURES / "readers" / "perf-dd-stacks-01.txt").read_bytes()[:3000],
     "callgrind": (FIXTURES / "callgrind.out.hot").read_bytes()[:3000],
     "pprof": gzip.decompress((FIXTURES / "go-cpu.pb.gz").read_bytes())[:3000],
+    "py_spy": (FIXTURES / "py_spy" / "stdlib_hot.txt").read_bytes()[:3000],
 }
 READERS = sorted(SEEDS)
 FUZZ = settings(

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 from perfsleuth.errors import UserError
+from perfsleuth.formats import limits
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.symbols import dso_name
 
@@ -29,9 +30,13 @@ PYTHON_DSO = "[python:{}]"
 PYTHON_DSO_PREFIX = "[python:"
 UNKNOWN = "[unknown]"
 LINE = re.compile(r"^(?P<stack>\S.*)\s(?P<count>\d+)$")
-THREAD = re.compile(r"^thread \((?P<tid>\w+)\)(?::\s?(?P<name>.*))?$")
+THREAD = re.compile(r"^thread \((?P<tid>[^)]*)\)(?::\s?(?P<name>.*))?$")
 PROCESS = re.compile(r'^process (?P<pid>\d+):".*"$')
-WHERE = re.compile(r"^(?P<file>.*):(?P<line>\d+)$")
+# py-spy's thread ids: the OS's (decimal) or pthread's (0x...); the store keeps 63 bits
+ID = re.compile(r"0|[1-9]\d{0,18}|0x[0-9a-fA-F]{1,16}")
+MAX_ID = 2**63 - 1
+# a line number a source file can have (longer digit runs are not a line: a DSO name)
+WHERE = re.compile(r"^(?P<file>.*):(?P<line>\d{1,9})$")
 # sys.path entries a module path is relative to: the stdlib and package folders
 MODULE_ROOTS = re.compile(r"^.*/(?:site-packages|dist-packages|lib/python\d+(?:\.\d+)?t?)/")
 PYTHON_SUFFIXES = (".py", ".pyw")
@@ -87,50 +92,81 @@ def parse_frame(text: str) -> Frame:
 
 
 def read(path: str | Path, freq: int | None = None) -> Profile:
+    """The profile of a raw file, within formats/limits' line, depth and value limits."""
     path = Path(path)
     meta: dict = {"format": "py-spy", "recorder": "py-spy"}
     if freq:
         meta["freq"] = freq
-    builder = ProfileBuilder(unit="samples", meta=meta)
-    frames: dict[str, int] = {}
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for number, text in enumerate(f, 1):
-            text = text.rstrip("\n")
-            if not text.strip():
-                continue
-            match = LINE.match(text)
-            if match is None:
-                raise UserError(
-                    f"{path.name}:{number}: expected `frame;frame;... count`, got {text[:80]!r};"
-                    " pass the output of `py-spy record --format raw`"
-                )
-            names = match["stack"].split(";")
-            thread, names = _thread(names)
-            stack = tuple(_frame_id(builder, frames, name) for name in reversed(names) if name)
-            count = int(match["count"])
-            builder.add_ids(
-                stack,
-                float(count),
-                count=count,
-                thread_index=builder.thread_id(thread),
-                state="running",
+    reader = _Reader(path.name, ProfileBuilder(unit="samples", meta=meta))
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            lines = limits.IOLines(f, path.name)
+            for text in lines:
+                reader.feed(text.rstrip("\n"), f"{path.name}:{lines.number}")
+    except OSError as e:
+        raise UserError(f"{path.name}: cannot read ({e.strerror}); check the file") from e
+    profile = reader.builder.build()
+    if not profile.num_samples:
+        raise UserError(f"{path.name}: no stacks in the file; nothing to import")
+    return profile
+
+
+class _Reader:
+    def __init__(self, name: str, builder: ProfileBuilder) -> None:
+        self.builder = builder
+        self.frames: dict[str, int] = {}
+        self.tally = limits.Tally(name)
+
+    def feed(self, text: str, where: str) -> None:
+        if not text.strip():
+            return
+        match = LINE.match(text)
+        if match is None:
+            raise UserError(
+                f"{where}: expected `frame;frame;... count`, got {text[:80]!r};"
+                " pass the output of `py-spy record --format raw`"
             )
-    return builder.build()
+        names = match["stack"].split(";")
+        if len(names) > limits.MAX_DEPTH:
+            raise UserError(f"{where}: a stack deeper than {limits.MAX_DEPTH} frames; refused")
+        count = int(limits.number(match["count"], where))
+        if not count:
+            return
+        self.tally.add(count, where)
+        thread, names = _thread(names, where)
+        stack = tuple(self._frame_id(name) for name in reversed(names) if name)
+        self.builder.add_ids(
+            stack,
+            float(count),
+            count=count,
+            thread_index=self.builder.thread_id(thread),
+            state="running",
+        )
+
+    def _frame_id(self, name: str) -> int:
+        fid = self.frames.get(name)
+        if fid is None:
+            fid = self.frames[name] = self.builder.frame_id(parse_frame(name))
+        return fid
 
 
-def _thread(names: list[str]) -> tuple[Thread | None, list[str]]:
+def _thread(names: list[str], where: str) -> tuple[Thread | None, list[str]]:
     """The sample's thread (from --threads and --subprocesses frames) and its real frames."""
     pid = 0
     if names and (process := PROCESS.match(names[0])):
-        pid = int(process["pid"])
+        pid = _id(process["pid"], "process", where)
         names = names[1:]
     if names and (thread := THREAD.match(names[0])):
-        return Thread(int(thread["tid"], 0), pid, thread["name"] or ""), names[1:]
+        return Thread(_id(thread["tid"], "thread", where), pid, thread["name"] or ""), names[1:]
     return None, names
 
 
-def _frame_id(builder: ProfileBuilder, frames: dict[str, int], name: str) -> int:
-    fid = frames.get(name)
-    if fid is None:
-        fid = frames[name] = builder.frame_id(parse_frame(name))
-    return fid
+def _id(text: str, what: str, where: str) -> int:
+    """A thread or process id as py-spy writes it: decimal, or hexadecimal with 0x."""
+    value = int(text, 0) if ID.fullmatch(text) else -1
+    if not 0 <= value <= MAX_ID:
+        raise UserError(
+            f"{where}: {what} id {text[:24]!r} is not a decimal or 0x hex number below 2^63;"
+            " the file is corrupt"
+        )
+    return value
