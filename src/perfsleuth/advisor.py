@@ -185,9 +185,12 @@ def verify(findings: list[Finding], ctx: Context) -> None:
 
 
 def _recorded_command(ctx: Context) -> list[str]:
-    """The run's command, to run again; empty (and a note) when it attached to a PID."""
-    command = shlex.split(ctx.run.command) if ctx.run.command else []
-    if not command or ctx.run.command.startswith("--pid"):
-        ctx.notes.append("verification needs the recorded command; this run attached to a PID")
-        return []
+    """The run's command, to run again; empty (and a note) unless it is the user's own
+    (an attached run's command is a label such as `python3 app.py (pid 4242)`)."""
+    command = shlex.split(ctx.run.command) if is_own_command(ctx.run) else []
+    if not command:
+        ctx.notes.append(
+            "verification needs the recorded command; this run attached to a process or was "
+            "imported"
+        )
     return command
