@@ -7,15 +7,20 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from test_fleet_store import T0, as_ns, fleet, make_window, stack_pool
 
+from perfsleuth.analyzers import Context
 from perfsleuth.cli import main
 from perfsleuth.errors import UserError
-from perfsleuth.fleet import libraries, queries, trends
+from perfsleuth.fleet import advice, libraries, queries, trends
+from perfsleuth.fleet.labels import LabelWeights
 from perfsleuth.model.fleet import Process
-from perfsleuth.model.profile import merge
+from perfsleuth.model.profile import Frame, ProfileBuilder, merge
+from perfsleuth.model.run import RunInfo
 from perfsleuth.store.fleet import FleetStore
+from perfsleuth.symbols import build_id_of
 from perfsleuth.views.diff import diff
 from perfsleuth.views.top import top
 
@@ -136,3 +141,32 @@ def test_fleet_query_verbs_through_the_cli(store, capsys) -> None:
     capsys.readouterr()
     assert main(["fleet", "advise", *span, "--rules", "missing.toml"]) == 2
     assert "--rules missing.toml: no such file" in capsys.readouterr().err
+
+
+O0_BUILD = Path(__file__).resolve().parents[2] / "examples" / "bin" / "o0_build"
+
+
+def _deep(build_id: str) -> tuple[list, list[str]]:
+    """advice.deep_findings on a fleet whose one hot program is o0_build with `build_id`."""
+    builder = ProfileBuilder(unit="ns")
+    builder.add([Frame("main", dso="o0_build")], 1e9)
+    ctx = Context(profile=builder.build(), run=RunInfo(source="fleet"))
+    row = {"service": "s", "host": "h", "exe": str(O0_BUILD), "build_id": build_id}
+    table = pa.table({**{k: [v] for k, v in row.items()}, "stack_id": [1], "samples": [19]})
+    who = LabelWeights(advice.WHO, table.append_column("cpu_ns", pa.array([10**9])))
+    return advice.deep_findings(ctx, who, 3), ctx.notes
+
+
+def test_build_flags_run_on_the_binary_with_the_fleets_build_id() -> None:
+    found, notes = _deep(build_id_of(str(O0_BUILD)))
+    assert [f.kind for f in found] == ["build-flags"] and notes == []
+    assert found[0].dso == "o0_build"
+
+
+def test_build_flags_never_run_on_a_local_file_with_another_build_id() -> None:
+    found, notes = _deep("00" * 20)
+    assert found == []
+    assert notes == [
+        f"build flags not checked for {O0_BUILD} (build-id {'00' * 8}): "
+        "no binary with that build-id on this machine"
+    ]

@@ -22,7 +22,7 @@ from ..model.profile import Frame, Profile
 from ..model.run import RunInfo
 from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
-from ..symbols import find_dso
+from ..symbols import build_id_of, find_dso
 from . import labels, queries, verified
 from .engine import Engine
 from .labels import LabelWeights, Share
@@ -125,7 +125,7 @@ def deep_findings(ctx: Context, who: LabelWeights, hottest: int) -> list[Finding
     found: list[Finding] = []
     for share in [s for s in who.shares("build_id") if s.value][:hottest]:
         exe = _exe_of(who, share.value)
-        path = find_dso(exe, share.value)
+        path = binary_with(exe, share.value)
         if path is None:
             ctx.notes.append(
                 f"build flags not checked for {exe or '?'} (build-id {share.value[:16]}): "
@@ -135,6 +135,14 @@ def deep_findings(ctx: Context, who: LabelWeights, hottest: int) -> list[Finding
         ctx.binaries = [{"path": path, "build_id": share.value}]
         found += build_flags.analyze(_renamed(ctx, exe, path))
     return found
+
+
+def binary_with(exe: str, build_id: str) -> str | None:
+    """A file with exactly this build-id: the recorded executable or a debug file found
+    by build-id. (find_dso would also take the recorded path with another build-id,
+    which on this machine is another build, not the one the fleet ran.)"""
+    path = find_dso(exe, build_id)
+    return path if path is not None and build_id_of(path) == build_id else None
 
 
 def _exe_of(who: LabelWeights, build_id: str) -> str:
