@@ -9,6 +9,7 @@ DW_AT_comp_dir of the run's own binaries; compile_commands.json is taken from
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,6 +34,10 @@ SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
 COMPILE_DB = "compile_commands.json"
 VERIFY_AT_MOST = 5
 VERIFIED_CONFIDENCE = 0.95
+
+# Runs stored before RunInfo.source told attached runs apart have source "record" and
+# record.attached_label's label: `--pid 4242` or `python3 app.py (pid 4242)`.
+ATTACHED_LABEL = re.compile(r"^--pid \d+$| \(pid \d+\)$")
 
 
 @dataclass
@@ -187,10 +192,10 @@ def verify(findings: list[Finding], ctx: Context) -> None:
 def _recorded_command(ctx: Context) -> list[str]:
     """The run's command, to run again; empty (and a note) unless it is the user's own
     (an attached run's command is a label such as `python3 app.py (pid 4242)`)."""
-    command = shlex.split(ctx.run.command) if is_own_command(ctx.run) else []
+    own = is_own_command(ctx.run) and not ATTACHED_LABEL.search(ctx.run.command)
+    command = shlex.split(ctx.run.command) if own else []
     if not command:
         ctx.notes.append(
-            "verification needs the recorded command; this run attached to a process or was "
-            "imported"
+            "verification needs the recorded command; this run attached to a PID or was imported"
         )
     return command

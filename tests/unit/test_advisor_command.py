@@ -16,7 +16,12 @@ def context(command: str, source: str) -> Context:
 def test_an_attached_run_is_never_run_again() -> None:
     ctx = context("python3 app.py (pid 4242)", ATTACHED)
     assert advisor._recorded_command(ctx) == []
-    assert any("attached to a process or was imported" in note for note in ctx.notes)
+    assert any("attached to a PID or was imported" in note for note in ctx.notes)
+
+
+def test_an_attached_run_stored_before_run_sources_is_never_run_again() -> None:
+    for label in ("python3 app.py (pid 4242)", "--pid 4242"):
+        assert advisor._recorded_command(context(label, "record")) == []
 
 
 def test_an_imported_run_is_never_run_again() -> None:
