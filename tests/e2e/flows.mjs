@@ -2,10 +2,12 @@
 // Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR TOKEN_SERVER_URL TOKEN
 // Prints one JSON line per flow: {"flow", "ok", "error"}; tests/e2e/test_ui.py reads them.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { runFlows } from "./run_flows.mjs";
 
 const [base, reportFile, artifacts, tokenBase, token] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
+const NAMES = JSON.parse(readFileSync(new URL("./names.json", import.meta.url), "utf8"));
 
 /** Centre of the drawn flame-graph frame named NAME, in page coordinates. */
 async function framePoint(page, name) {
@@ -21,6 +23,29 @@ async function framePoint(page, name) {
   assert.ok(point, `frame ${name} is drawn`);
   const box = await page.locator("canvas.flame-canvas").boundingBox();
   return { x: box.x + point.x, y: box.y + point.y };
+}
+
+/** The colour painted at a page point of the flame-graph canvas, as [r, g, b]. */
+async function pixelAt(page, point) {
+  const box = await page.locator("canvas.flame-canvas").boundingBox();
+  return page.evaluate(
+    ([x, y]) => {
+      const canvas = document.querySelector("canvas.flame-canvas");
+      const dpr = window.devicePixelRatio || 1;
+      return Array.from(canvas.getContext("2d").getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data.slice(0, 3));
+    },
+    [point.x - box.x, point.y - box.y],
+  );
+}
+
+/** The legend's swatch colour for LABEL, as [r, g, b]. */
+async function legendColour(page, label) {
+  const css = await page.locator(".legend-item", { hasText: label }).locator("i").evaluate((i) => getComputedStyle(i).backgroundColor);
+  return css.match(/\d+/g).slice(0, 3).map(Number);
+}
+
+function assertSameColour(actual, expected, what) {
+  assert.ok(actual.every((v, k) => Math.abs(v - expected[k]) <= 2), `${what}: painted ${actual}, legend ${expected}`);
 }
 
 const flows = {
@@ -47,6 +72,27 @@ const flows = {
     assert.equal(await page.locator(".search-info").innerText(), "1 frame matches · 54.70% of the run");
     assert.match(page.url(), /q=%5Ecompute_hot%24/);
     await page.screenshot({ path: `${artifacts}/flame-search.png`, fullPage: true });
+  },
+
+  async inlined_in_flame(page) {
+    await page.goto(`${base}#/run/2`);
+    await page.locator("table.data tr", { hasText: "parse_input" }).locator("a", { hasText: "in flame graph" }).click();
+    await page.locator(".search-info", { hasText: "match" }).waitFor();
+    // parse_input, inlined into run_engine, is on 200 of run 2's 905 samples.
+    assert.equal(await page.locator(".search-info").innerText(), "1 frame matches · 22.10% of the run");
+    const point = await framePoint(page, "parse_input");
+    await page.mouse.move(point.x, point.y);
+    await page.locator(".flame-tip", { hasText: "total" }).waitFor();
+    assert.match(await page.locator(".flame-tip .tip-name").innerText(), /^parse_input \(inlined\)$/);
+    assertSameColour(await pixelAt(page, point), await legendColour(page, "search match"), "a match");
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("label", { hasText: "colour by frame kind" }).click();
+    await page.locator(".legend-item", { hasText: "inlined" }).waitFor();
+    assert.match(page.url(), /colour=name/);
+    assert.deepEqual(await page.locator(".legend-item").allInnerTexts(), ["function (warm, by name)", "inlined", "kernel", "search match"]);
+    assertSameColour(await pixelAt(page, await framePoint(page, "parse_input")), await legendColour(page, "inlined"), "an inlined frame");
+    assertSameColour(await pixelAt(page, await framePoint(page, "futex_wait")), await legendColour(page, "kernel"), "a kernel frame");
+    await page.screenshot({ path: `${artifacts}/flame-kinds.png`, fullPage: true });
   },
 
   async flame_zoom(page) {
@@ -129,13 +175,22 @@ const flows = {
     assert.ok((await page.locator("main").innerText()).includes("<b>unsafe</b>"));
     await page.goto(`${base}#/run/2/top`);
     await page.locator("table.data").waitFor();
-    assert.ok((await page.locator("table.data").innerText()).includes(HOSTILE));
+    assert.equal(await page.locator(`table.data a.fn[title="${HOSTILE}"]`).count(), 1);
     await page.goto(`${base}#/run/2/source?file=src/leak.cc`);
     await page.locator("section.source-file").waitFor();
     const text = await page.locator("section.source-file").innerText();
     assert.match(text, /not available under the source roots/);
     assert.doesNotMatch(text, /TOP SECRET/);
     assert.equal(dialogs, 0);
+  },
+
+  /** The page's short names, of names.json and of the hostile TopN row; test_ui.py compares them with the CLI's. */
+  async short_names(page) {
+    await page.goto(`${base}#/run/2/top`);
+    const cell = page.locator(`table.data a.fn[title="${HOSTILE}"]`);
+    await cell.waitFor();
+    const short = await page.evaluate((names) => names.map(window.perfsleuthShortName), NAMES);
+    return { names: NAMES, short, hostile: { shown: await cell.innerText(), full: await cell.getAttribute("title") } };
   },
 
   async top_table(page) {

@@ -12,17 +12,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from uistore import make_store
+from uistore import HOSTILE, make_store
+
+from perfsleuth.symbols.names import elide_templates
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 FLOWS = (
     "open_run",
     "flame_search",
+    "inlined_in_flame",
     "flame_zoom",
     "flame_filters_and_orderings",
     "finding_source",
     "hostile_names",
+    "short_names",
     "top_table",
     "compare_runs",
     "experiments",
@@ -99,3 +103,10 @@ def test_flow(flow_results: dict[str, dict], flow: str) -> None:
     result = flow_results.get(flow)
     assert result is not None, f"flow {flow} did not run"
     assert result["ok"], result.get("error")
+
+
+def test_short_names_match_cli(flow_results: dict[str, dict]) -> None:
+    """The UI's shortener (ui/src/names.ts) says what the CLI's says, name for name."""
+    shown = flow_results["short_names"]["shown"]
+    assert shown["short"] == [elide_templates(n) for n in shown["names"]]
+    assert shown["hostile"] == {"shown": elide_templates(HOSTILE), "full": HOSTILE}

@@ -64,38 +64,3 @@ export function location(file: string, line: number): string {
 export function message(text: string, cls = "muted"): HTMLElement {
   return h("p", { class: cls }, text);
 }
-
-/**
- * A C++ name without template arguments and parameters, for narrow places (flame-graph
- * labels, graph boxes): `std::map<…>::operator[]` instead of three lines of
- * `std::__cxx11::basic_string<char, …`. The full name stays in tooltips and tables.
- */
-export function shortName(name: string): string {
-  let out = "";
-  let angle = 0;
-  let brace = 0;
-  for (let i = 0; i < name.length; i++) {
-    if (angle === 0 && name.startsWith("operator", i)) {
-      const op = /^operator\s*(\(\)|\[\]|<=>|<<=?|>>=?|->\*?|[-+*\/%^&|~!=<>,]=?|&&|\|\||\+\+|--|new(\[\])?|delete(\[\])?)?/.exec(name.slice(i));
-      out += op![0];
-      i += op![0].length - 1;
-      continue;
-    }
-    const c = name[i];
-    if (c === "{") brace++;
-    else if (c === "}") brace = Math.max(0, brace - 1);
-    if (brace === 0 && c === "<") {
-      if (angle === 0) out += "<…>";
-      angle++;
-      continue;
-    }
-    if (brace === 0 && c === ">" && angle > 0) {
-      angle--;
-      continue;
-    }
-    if (angle > 0) continue;
-    if (brace === 0 && c === "(" && i > 0) break; // the parameter list
-    out += c;
-  }
-  return out || name;
-}

@@ -7,11 +7,12 @@
 // and drawing skips every subtree narrower than a pixel: a redraw touches only
 // the few thousand visible nodes whatever the profile's size.
 
-import { shortName } from "./dom";
+import { shortName } from "./names";
 
 export interface FlameData {
   nodes: number;
-  names: string[];
+  names: string[]; // function names, without the wire's `_[k]` / `_[i]` marks
+  kind: Uint8Array; // FrameKind per name
   name: Int32Array;
   depth: Uint16Array;
   columns: Record<string, Float32Array>;
@@ -20,6 +21,32 @@ export interface FlameData {
   parent: Int32Array;
   maxDepth: number;
 }
+
+/** What `data.kind` holds per name. */
+export const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2 } as const;
+type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
+
+const KIND_SUFFIX: [string, FrameKind][] = [
+  ["_[i]", FrameKind.Inlined],
+  ["_[k]", FrameKind.Kernel],
+];
+
+/** Splits the server's labels (views/flame.frame_label) into names and kinds. */
+function splitKinds(labels: string[]): { names: string[]; kind: Uint8Array } {
+  const kind = new Uint8Array(labels.length);
+  const names = labels.map((label, i) => {
+    for (const [suffix, k] of KIND_SUFFIX) {
+      if (label.endsWith(suffix)) {
+        kind[i] = k;
+        return label.slice(0, -suffix.length);
+      }
+    }
+    return label;
+  });
+  return { names, kind };
+}
+
+export const KIND_LABEL = ["", "inlined", "kernel"];
 
 export function decodeFlame(buffer: ArrayBuffer): FlameData {
   const headerLength = new DataView(buffer).getUint32(0, true);
@@ -47,7 +74,7 @@ export function decodeFlame(buffer: ArrayBuffer): FlameData {
     pathDepth = d;
   }
   for (let k = 0; k <= pathDepth; k++) end[path[k]] = n;
-  return { nodes: n, names: header.names, name, depth, columns, meta: header, end, parent, maxDepth };
+  return { nodes: n, ...splitKinds(header.names), name, depth, columns, meta: header, end, parent, maxDepth };
 }
 
 /** x offset of every node, children in name order (as sent) or heaviest first. */
@@ -152,7 +179,7 @@ export class FlameGraph {
     this.tip.hidden = true;
     this.x = layout(data, options.width, options.heaviestFirst);
     this.matched = new Uint8Array(data.names.length);
-    this.palette = Uint8Array.from(data.names, nameColour);
+    this.palette = Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i]));
     this.labels = data.names.map(shortName);
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
@@ -369,7 +396,7 @@ const COLOURS: string[] = [
   "#c8c8c8", // the root
   "#e040fb", // a search match
   "#e8e8e8", // not a match while searching
-  hsl(28, 85, 62), // kernel frames
+  hsl(215, 35, 68), // kernel frames: cool, apart from the warm functions
   hsl(175, 45, 60), // inlined frames
 ];
 const [ROOT, MATCH, DIMMED, KERNEL, INLINED] = [0, 1, 2, 3, 4];
@@ -383,9 +410,17 @@ for (let k = -STEPS; k <= STEPS; k++) {
   COLOURS.push(k < 0 ? mix([245, 245, 245], [60, 110, 230], t) : mix([245, 245, 245], [230, 60, 50], t));
 }
 
-function nameColour(name: string): number {
-  if (name.endsWith("_[k]")) return KERNEL;
-  if (name.endsWith("_[i]")) return INLINED;
+/** The colours `colouring` paints, as [what it means, CSS colour], for a legend. */
+export function legend(colouring: Colouring): [string, string][] {
+  const match: [string, string] = ["search match", COLOURS[MATCH]];
+  if (colouring === "offcpu") return [["on-CPU", COLOURS[OFF_CPU]], ["off-CPU", COLOURS[OFF_CPU + STEPS]], match];
+  if (colouring === "diff") return [["grew", COLOURS[DIFF + 2 * STEPS]], ["shrank", COLOURS[DIFF]], match];
+  return [["function (warm, by name)", COLOURS[NAMED + 1]], ["inlined", COLOURS[INLINED]], ["kernel", COLOURS[KERNEL]], match];
+}
+
+function nameColour(name: string, kind: number): number {
+  if (kind === FrameKind.Kernel) return KERNEL;
+  if (kind === FrameKind.Inlined) return INLINED;
   let hash = 0;
   for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
   return NAMED + (Math.abs(hash) % (NAME_HUES * NAME_SHADES));

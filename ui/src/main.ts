@@ -14,6 +14,13 @@ import { renderExperiments } from "./pages/experiments";
 import { renderCache } from "./pages/cache";
 import { renderFleet } from "./pages/fleet";
 import type { RunDetail } from "./types";
+import { shortName } from "./names";
+
+declare global {
+  interface Window {
+    perfsleuthShortName: typeof shortName; // for tests/e2e, which compare it with the CLI's
+  }
+}
 
 type Page = (app: HTMLElement, runId: string, route: Route) => Promise<void>;
 
@@ -84,6 +91,7 @@ async function render(): Promise<void> {
   }
 }
 
+window.perfsleuthShortName = shortName;
 rememberToken();
 if (embedded && !location.hash) history.replaceState(null, "", embedded.start);
 window.addEventListener("hashchange", () => void render());

@@ -26,7 +26,3 @@ export function replaceParams(params: URLSearchParams, push = false): void {
   if (push) history.pushState(null, "", url);
   else history.replaceState(null, "", url);
 }
-
-export function functionName(label: string): string {
-  return label.replace(/_\[[ki]\]$/, "");
-}

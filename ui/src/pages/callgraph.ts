@@ -1,5 +1,6 @@
 import { getJSON } from "../api";
-import { h, message, pct, shortName, svg } from "../dom";
+import { h, message, pct, svg } from "../dom";
+import { nameLink, shortName } from "../names";
 import { href, type Route } from "../router";
 import type { CallGraphDoc, Neighbour, TopDoc } from "../types";
 import { functionLinks } from "./common";
@@ -80,7 +81,7 @@ function neighbourTable(runId: string, title: string, rows: Neighbour[]): HTMLEl
             null,
             h("td", { class: "num" }, pct(r.share)),
             h("td", { class: "num" }, pct(r.total)),
-            h("td", { class: "fn" }, r.function.startsWith("[") ? r.function : h("a", { href: href(`/run/${runId}/callgraph`, { function: r.function }) }, r.function)),
+            h("td", null, nameLink(r.function, r.function.startsWith("[") ? undefined : href(`/run/${runId}/callgraph`, { function: r.function }))),
           ),
         ),
       ),
@@ -95,7 +96,7 @@ export async function renderCallGraph(app: HTMLElement, runId: string, route: Ro
     app.append(
       h("h1", null, "Call graph"),
       message("Pick a function:"),
-      h("ul", null, top.rows.slice(0, 30).map((r) => h("li", null, h("a", { href: href(`/run/${runId}/callgraph`, { function: r.function }) }, r.function), ` ${pct(r.total)} total`))),
+      h("ul", null, top.rows.slice(0, 30).map((r) => h("li", null, nameLink(r.function, href(`/run/${runId}/callgraph`, { function: r.function })), ` ${pct(r.total)} total`))),
     );
     return;
   }

@@ -1,4 +1,5 @@
 import { h, location, pct } from "../dom";
+import { nameLink } from "../names";
 import { href } from "../router";
 import type { Finding } from "../types";
 
@@ -61,7 +62,7 @@ export function findingCard(runId: string, f: Finding, compact = false): HTMLEle
       "div",
       { class: "finding-meta" },
       `share ${pct(f.share ?? 0, 1)} · confidence ${pct(f.confidence ?? 0, 0)}`,
-      f.function ? [" · ", h("a", { href: href(`/run/${runId}/callgraph`, { function: f.function }) }, f.function)] : null,
+      f.function ? [" · ", nameLink(f.function, href(`/run/${runId}/callgraph`, { function: f.function }))] : null,
       where ? [" · ", h("a", { href: sourceLink(runId, f), class: "source-link" }, where)] : null,
       verified ? [" · ", verified] : null,
     ),

@@ -1,9 +1,10 @@
 import { getJSON } from "../api";
 import { h, location as where, message, pct, signedPct } from "../dom";
 import { diffChange, FlameGraph } from "../flame";
+import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
 import type { DiffDoc, DiffRow, RunSummary } from "../types";
-import { loadFlame } from "./flamepage";
+import { colourLegend, frameTitle, loadFlame } from "./flamepage";
 
 function pickRuns(app: HTMLElement, runs: RunSummary[], a: string, b: string): void {
   const select = (label: string, chosen: string) =>
@@ -18,7 +19,7 @@ function pickRuns(app: HTMLElement, runs: RunSummary[], a: string, b: string): v
 }
 
 function changesTable(doc: DiffDoc, runB: string): HTMLElement {
-  const name = (r: DiffRow) => (doc.by === "line" ? `${r.function} ${where(r.file, r.line)}` : r.function || r.file || r.dso);
+  const link = (r: DiffRow) => (r.function && r.self_b + r.total_b > 0 ? href(`/run/${runB}/callgraph`, { function: r.function }) : undefined);
   return h(
     "table",
     { class: "data changes" },
@@ -36,7 +37,7 @@ function changesTable(doc: DiffDoc, runB: string): HTMLElement {
           h("td", { class: "num" }, pct(r.total_a)),
           h("td", { class: "num" }, pct(r.total_b)),
           h("td", { class: "num delta" }, signedPct(r.delta_total)),
-          h("td", { class: "fn" }, r.function && r.self_b + r.total_b > 0 ? h("a", { href: href(`/run/${runB}/callgraph`, { function: r.function }) }, name(r)) : name(r)),
+          h("td", null, r.function ? nameLink(r.function, link(r)) : r.file || r.dso, doc.by === "line" ? ` ${where(r.file, r.line)}` : null),
         ),
       ),
     ),
@@ -72,7 +73,7 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     tooltip: (node) => {
       const change = diffChange(data, node);
       return [
-        node === 0 ? "all" : data.names[data.name[node]],
+        frameTitle(data, node),
         `before ${pct(change.before)} · after ${pct(change.after)} of each run`,
         `change ${signedPct(change.after - change.before)}`,
       ];
@@ -90,7 +91,7 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     h(
       "p",
       { class: "toolbar" },
-      h("span", { class: "legend" }, h("i", { class: "grew" }), "share grew ", h("i", { class: "shrank" }), "share shrank"),
+      colourLegend("diff"),
       h("label", { class: "toggle" }, widthToggle, "frame widths from the run before"),
     ),
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),

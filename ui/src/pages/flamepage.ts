@@ -1,7 +1,8 @@
 import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
-import { decodeFlame, FlameGraph, selfWeight, type FlameData } from "../flame";
-import { functionName, href, replaceParams, type Route } from "../router";
+import { type Colouring, decodeFlame, FlameGraph, KIND_LABEL, legend, selfWeight, type FlameData } from "../flame";
+import { shortName } from "../names";
+import { href, replaceParams, type Route } from "../router";
 import type { RunDetail } from "../types";
 import { functionLinks } from "./common";
 
@@ -36,6 +37,26 @@ declare global {
   }
 }
 
+/** The meaning of every colour the graph paints with `colouring`. */
+export function colourLegend(colouring: Colouring): HTMLElement {
+  return h(
+    "span",
+    { class: "legend", "aria-label": "colours" },
+    legend(colouring).map(([label, colour]) => h("span", { class: "legend-item" }, h("i", { style: `background:${colour}` }), label)),
+  );
+}
+
+/** A frame's name and, for inlined and kernel frames, what it is. */
+export function frameTitle(data: FlameData, node: number): string {
+  if (node === 0) return "all";
+  const kind = KIND_LABEL[data.kind[data.name[node]]];
+  return kind ? `${data.names[data.name[node]]} (${kind})` : data.names[data.name[node]];
+}
+
+function rerender(): void {
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+}
+
 function timed(name: string, action: () => void): void {
   const start = performance.now();
   action();
@@ -59,9 +80,8 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   const details = h("div", { class: "frame-details" });
   const searchInfo = h("span", { class: "search-info" });
   const describe = (node: number): string[] => {
-    const label = node === 0 ? "all" : data.names[data.name[node]];
     const lines = [
-      label,
+      frameTitle(data, node),
       `total ${pct(total[node] / total[0])}  (${total[node].toLocaleString()} ${unit})`,
       `self ${pct(selfWeight(data, total, node) / total[0])}`,
     ];
@@ -81,13 +101,12 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   window.perfsleuthFlame.graph = graph;
 
   const showDetails = (node: number) => {
-    const label = node === 0 ? "all" : data.names[data.name[node]];
-    const fn = functionName(label);
+    const fn = data.names[data.name[node]];
     details.replaceChildren(
       h(
         "div",
         null,
-        h("strong", { class: "fn" }, label),
+        h("strong", { class: "fn" }, frameTitle(data, node)),
         " ",
         describe(node).slice(1).join(" · "),
         node === 0 ? null : h("div", null, functionLinks(runId, fn)),
@@ -101,7 +120,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     replaceParams(params, push);
     const path = graph.path(graph.zoom);
     const crumb = (n: number) =>
-      h("button", { type: "button", class: "crumb", onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : data.names[data.name[n]]);
+      h("button", { type: "button", class: "crumb", title: frameTitle(data, n), onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : shortName(data.names[data.name[n]]));
     // Deep recursion makes paths of thousands of frames: show both ends.
     const shown =
       path.length > CRUMBS_SHOWN
@@ -155,7 +174,8 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       toggle("left-heavy", "order", "heavy", params.get("order") === "heavy", (v) => timed("redraw", () => graph.setOrder(v))),
       filterSelect("state", "states", run.states.map((s) => [s, s])),
       filterSelect("thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`])),
-      hasOff ? h("span", { class: "legend" }, h("i", { class: "on" }), "on-CPU ", h("i", { class: "off" }), "off-CPU") : null,
+      hasOff ? toggle("colour by frame kind", "colour", "name", colouring === "name", rerender) : null,
+      colourLegend(colouring),
       " ",
       searchInfo,
     ),

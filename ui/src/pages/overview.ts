@@ -1,5 +1,6 @@
 import { getJSON } from "../api";
 import { h, location, message, pct, shortDso } from "../dom";
+import { nameLink } from "../names";
 import { href } from "../router";
 import type { Finding, RunDetail, TopDoc } from "../types";
 import { findingCard, functionLinks } from "./common";
@@ -50,7 +51,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
             null,
             h("td", { class: "num" }, pct(r.self)),
             h("td", { class: "num" }, pct(r.total)),
-            h("td", { class: "fn" }, r.function),
+            h("td", null, nameLink(r.function)),
             h("td", null, shortDso(r.dso)),
             h("td", null, location(r.file, r.line)),
             h("td", null, functionLinks(runId, r.function)),

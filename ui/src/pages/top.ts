@@ -1,5 +1,6 @@
 import { getJSON } from "../api";
 import { bar, h, location, pct, shortDso } from "../dom";
+import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
 import type { TopDoc, TopRow } from "../types";
 import { type Column, sortRows, sortableTable, sourceLink } from "./common";
@@ -25,7 +26,7 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
       value: name,
       cell: (r: TopRow) =>
         by === "function" || by === "line"
-          ? h("a", { href: href(`/run/${runId}/callgraph`, { function: r.function }), class: "fn" }, r.function)
+          ? nameLink(r.function, href(`/run/${runId}/callgraph`, { function: r.function }))
           : by === "file" && r.file
             ? h("a", { href: sourceLink(runId, { file: r.file }) }, r.file)
             : name(r),

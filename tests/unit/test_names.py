@@ -1,0 +1,19 @@
+from perfsleuth.symbols.names import elide_templates
+
+
+def test_operators_open_no_template() -> None:
+    assert elide_templates("std::ostream::operator<<(int)") == "std::ostream::operator<<(…)"
+    assert elide_templates("std::less<int>::operator()(int const&) const") == (
+        "std::less<…>::operator()(…) const"
+    )
+    assert elide_templates("operator delete[](void*)") == "operator delete[](…)"
+
+
+def test_anonymous_namespace_kept() -> None:
+    assert elide_templates("(anonymous namespace)::hash(char const*)") == (
+        "(anonymous namespace)::hash(…)"
+    )
+
+
+def test_operator_inside_a_word_is_a_name() -> None:
+    assert elide_templates("myoperator<int>(int)") == "myoperator<…>(…)"
