@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -66,7 +66,7 @@ def webhook() -> Iterator[tuple[str, list[dict]]]:
         thread.join(10)
 
 
-def fill(store: FleetStore, hosts: range, start: float, count: int) -> None:
+def fill(store: FleetStore, hosts: Container[int], start: float, count: int) -> None:
     """Simulator windows; the hosts running the allocator service are on version 1.5."""
     for w in windows(hosts=6, services=3, count=count, start=start):
         host = int(w.labels["host"].rsplit("-", 1)[1])
@@ -107,6 +107,55 @@ def test_watch_sends_each_alert_once_per_change(tmp_path: Path, webhook, capsys)
     assert not [a for a in again if a["alert"] == "regression"]
 
 
+def test_a_finding_that_leaves_and_comes_back_alerts_again(tmp_path: Path, webhook, capsys) -> None:
+    url, got = webhook
+    store = FleetStore(str(tmp_path / "fleet"))
+    others = (0, 1, 3, 4)  # every host but the JSON service's (2 and 5)
+    fill(store, range(6), NOW - 600, 6)
+    fill(store, others, NOW, 6)  # the JSON service is fixed (or gone) for 10 minutes
+    fill(store, range(6), NOW + 600, 6)  # and back
+    rules = tmp_path / "alerts.toml"
+    rules.write_text(RULES)
+    watch = ["fleet", "watch", "--store", store.root, "--rules", str(rules), "--webhook", url]
+
+    def savings_at(now: float) -> list[str]:
+        count = len(got)
+        assert main([*watch, "--once", "--to", str(now)]) == 0
+        return sorted(a["finding"]["rule"] for a in got[count:] if a["alert"] == "saving")
+
+    assert "python.json" in savings_at(NOW)
+    assert savings_at(NOW + 600) == []  # gone: nothing to send
+    assert savings_at(NOW + 1200) == ["python.json"]  # back: news again, the rest is not
+    assert savings_at(NOW + 1200) == []
+
+
+def test_a_regression_between_the_range_before_and_the_last_one(
+    tmp_path: Path, webhook, capsys
+) -> None:
+    url, got = webhook
+    store = FleetStore(str(tmp_path / "fleet"))
+    fill(store, (1, 2, 4, 5), NOW - 1200, 6)  # no allocator service in the range before
+    fill(store, range(6), NOW - 600, 6)  # then it runs: malloc and free grow
+    rules = tmp_path / "alerts.toml"
+    rules.write_text('[[regression]]\nname = "grew"\nmin_share = 0.01\nrange = "10m"\n')
+    once = ["fleet", "watch", "--store", store.root, "--rules", str(rules), "--webhook", url]
+    once += ["--once", "--to", str(NOW)]
+
+    assert main(once) == 0
+    grown = {a["change"]["function"]: a for a in got}
+    assert "_int_free" in grown
+    alert = grown["_int_free"]
+    assert alert["alert"] == "regression" and alert["rule"] == "grew"
+    assert (alert["a"]["from"], alert["a"]["to"]) == (NOW - 1200, NOW - 600)
+    assert (alert["b"]["from"], alert["b"]["to"]) == (NOW - 600, NOW)
+    assert alert["change"]["self_a"] == 0 and alert["change"]["self_b"] >= 0.01
+    assert "the range before -> the last range" in alert["text"]
+    assert all(a["change"]["delta_self"] >= 0.01 for a in got)
+    count = len(got)
+    assert main(once) == 0
+    assert len(got) == count
+
+
 def test_a_webhook_that_is_down_loses_nothing(tmp_path: Path, webhook, capsys) -> None:
     url, got = webhook
     store = FleetStore(str(tmp_path / "fleet"))
@@ -130,6 +179,8 @@ def test_bad_rules_files_say_what_is_wrong(tmp_path: Path, capsys) -> None:
         ("[[regression]]\nmin_share = 0.1\nlabel = 'version'\n", "label, a and b together"),
         ("[[alert]]\n", "unknown table 'alert'"),
         ("min_cores = [", "not TOML"),
+        ("[[saving]]\nname = 'a:b'\nmin_cores = 1\n", "cannot contain ':'"),
+        ("[[saving]]\nname = 'x'\nmin_cores = 1\n" * 2, "two [[saving]] tables are named 'x'"),
     ):
         rules.write_text(text)
         assert main([*base, "--webhook", "http://127.0.0.1:9/", "--once"]) == 2

@@ -10,7 +10,9 @@ keep only some finding `kinds`.
 
 No alert storm: what was sent is kept in a state file (JSON), and the same alert is
 sent again only when its value moved by MATERIAL (relative) since it was sent. One
-that falls below REARM of its threshold is forgotten, so a later return alerts again.
+that falls below REARM of its threshold, or that its rule (evaluated) no longer
+produces at all (the finding is gone), is forgotten, so a later return alerts again.
+Rule names are the keys' owners: unique per kind, without ':'.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class AlertRule:
     a: str = ""
     b: str = ""
 
+    @property
+    def owner(self) -> str:
+        """The prefix of every alert key this rule produces."""
+        return f"{self.kind}:{self.name}:"
+
 
 @dataclass
 class Alert:
@@ -81,7 +88,17 @@ def load_rules(path: Path, parse_duration: Callable[[str], float]) -> list[Alert
     ]
     if not rules:
         raise UserError(f"{path}: no [[saving]] or [[regression]] table; nothing to watch")
+    _check_unique(path, rules)
     return rules
+
+
+def _check_unique(path: Path, rules: list[AlertRule]) -> None:
+    """A rule's name owns its alerts' keys in the state: two rules cannot share one."""
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.owner in seen:
+            raise UserError(f"{path}: two [[{rule.kind}]] tables are named {rule.name!r}")
+        seen.add(rule.owner)
 
 
 def _rule(
@@ -109,6 +126,8 @@ def _rule(
     except (TypeError, ValueError) as e:
         raise UserError(f"{where}: {e}") from None
     parse(rule.where)
+    if ":" in rule.name:
+        raise UserError(f"{where}: a name cannot contain ':' ({rule.name!r})")
     if rule.min_cores <= 0 and rule.min_share <= 0:
         raise UserError(f"{where}: give a threshold, min_cores or min_share (above 0)")
     if kind == "regression" and bool(rule.label) != bool(rule.a and rule.b):
@@ -132,7 +151,7 @@ def _savings(store: FleetStore, rule: AlertRule, now: float, engine: Engine | No
         if rule.kinds and f["kind"] not in rule.kinds:
             continue
         value, threshold = _measure(rule, f["cores_saved"], f["estimated_gain"])
-        key = f"saving:{rule.name}:{f['rule']}:{f['function']}:{f['dso']}"
+        key = f"{rule.owner}{f['rule']}:{f['function']}:{f['dso']}"
         alerts.append(Alert(key, value, threshold, _saving_payload(rule, f)))
     return alerts
 
@@ -179,7 +198,7 @@ def _regressions(
             continue
         cores = (row["abs_b"] - row["abs_a"]) / 1e9 / seconds
         value, threshold = _measure(rule, cores, row["delta_self"])
-        key = f"regression:{rule.name}:{row['function']}:{row['dso']}"
+        key = f"{rule.owner}{row['function']}:{row['dso']}"
         text = (
             f"perfsleuth [{rule.name}]: {row['function'] or row['dso']} grew from "
             f"{100 * row['self_a']:.1f}% to {100 * row['self_b']:.1f}% of CPU time "
@@ -220,6 +239,12 @@ class State:
 
     def record(self, alert: Alert) -> None:
         self.sent[alert.key] = alert.value
+
+    def forget_gone(self, rule: AlertRule, alerts: list[Alert]) -> None:
+        """Forget what `rule` sent but no longer produces: when it comes back, it is news."""
+        produced = {a.key for a in alerts}
+        for key in [k for k in self.sent if k.startswith(rule.owner) and k not in produced]:
+            del self.sent[key]
 
     def save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -270,6 +295,7 @@ def watch_once(
         except UserError as e:  # no data yet for this rule's range: the next pass may have it
             done.skipped.append(f"{rule.name}: {e}")
             continue
+        state.forget_gone(rule, alerts)
         for alert in alerts:
             if not state.news(alert):
                 continue
