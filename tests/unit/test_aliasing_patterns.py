@@ -54,6 +54,49 @@ void restricted(unsigned char* restrict out, const size_t* n) {
 void push(struct B* b, const unsigned char* src, size_t n) {
   for (size_t i = 0; i < n; i++) { b->data[b->len] = src[i]; b->len++; }
 }
+__attribute__((noinline)) static void step(size_t* n) { *n += 1; }
+void fnptr(struct B* b, void (*cb)(size_t)) {
+  for (size_t i = 0; i < b->len; i++) { b->data[i] = 0; cb(i); }
+}
+void kept_apart(struct B* b, size_t* n) {
+  for (size_t i = 0; i < b->len; i++) { b->data[i] = 0; step(n); }
+}
+void port(struct B* b, volatile unsigned char* p) {
+  for (size_t i = 0; i < b->len; i++) *p = b->data[i];
+}
+int exits(struct B* b, const unsigned char* s) {
+  for (size_t i = 0; i < b->len; i++) { if (!s[i]) return 1; b->data[i] = s[i]; }
+  return 0;
+}
+void switched(struct B* b, const unsigned char* s) {
+  for (size_t i = 0; i < b->len; i++) {
+    switch (s[i]) { case 0: b->data[i] = 1; break; default: break; }
+  }
+}
+void outer(const struct S* s, unsigned char* marks) {
+  for (size_t r = 0; r < s->len; r++) {
+    size_t t = 0;
+    for (size_t c = 0; c < s->cap; c++) t += s->str[c];
+    marks[r] = t;
+  }
+}
+struct P { unsigned char r, g; };
+union U { unsigned char byte; size_t word; };
+void field(struct P* p, const struct B* b) {
+  for (size_t i = 0; i < b->len; i++) p->r ^= b->data[i];
+}
+void in_union(union U* u, const struct B* b) {
+  for (size_t i = 0; i < b->len; i++) u->byte ^= b->data[i];
+}
+struct L { char text[16]; };
+int private_line(const struct B* b) {
+  struct L l;
+  for (size_t i = 0; i < b->len && i < 16; i++) l.text[i] = b->data[i];
+  return l.text[0];
+}
+size_t before_loop(struct B* b) {
+  size_t z = 0; b->data[0] = 0; for (size_t i = 1; i < b->len; i++) z += b->data[i]; return z;
+}
 """
 
 
@@ -113,3 +156,18 @@ def test_a_restrict_destination_is_not_reported(c: dict[str, AliasMatch]) -> Non
 
 def test_reads_written_in_the_loop_are_not_offered_for_hoisting(c: dict[str, AliasMatch]) -> None:
     assert c["push"].hoistable == ["b->data"]
+
+
+@pytest.mark.parametrize(
+    "function",
+    ["fnptr", "kept_apart", "port", "exits", "outer", "field", "private_line", "before_loop"],
+)
+def test_loops_kept_scalar_or_writes_that_cannot_alias_are_not_reported(
+    c: dict[str, AliasMatch], function: str
+) -> None:
+    assert function not in c
+
+
+@pytest.mark.parametrize("function", ["switched", "in_union"])
+def test_their_aliasing_twins_are(c: dict[str, AliasMatch], function: str) -> None:
+    assert c[function].pattern == "loop-condition"

@@ -49,6 +49,10 @@ BRANCH_KINDS = (
     "RETURN_STMT",
     "GOTO_STMT",
 )
+# Statements that leave a loop before its condition says so; with any of them the
+# loop cannot be vectorised whatever the types.
+EXIT_KINDS = ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "CXX_THROW_EXPR")
+VOLATILE_CANDIDATES = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR")
 CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
 BRANCH_PENALTY = 0.2
 
@@ -105,7 +109,7 @@ class _LoopScan:
     def match(self) -> AliasMatch | None:
         if not self.writes or not self.reads:
             return None
-        if self.fn.opaque_calls(self.loop):
+        if self.blocked() or self._writes_outside_inner_loops():
             return None
         locals_only = all(a.deps <= self.fn.local_objects for a, _ in self.reads)
         condition_reads = [a for a, in_condition in self.reads if in_condition]
@@ -135,6 +139,27 @@ class _LoopScan:
             hoistable=self._hoistable(),
         )
 
+    def blocked(self) -> bool:
+        """Does something other than types keep the loop scalar: a call the compiler
+        cannot see through (those reload anyway), a volatile access, an early exit?
+        Such a loop is missed vectorisation with that reason, not an aliasing write."""
+        if self.fn.opaque_calls(self.loop):
+            return True
+        if self.body is not None and _exits_early(self.body):
+            return True
+        return any(
+            cursor_kind(n) in VOLATILE_CANDIDATES and n.type.is_volatile_qualified()
+            for n in self.nodes
+        )
+
+    def _writes_outside_inner_loops(self) -> bool:
+        """An outer loop whose char writes all sit outside its inner loops: the
+        reloads happen once per inner loop run, not per element."""
+        inner = [n for n in walk(self.body) if cursor_kind(n) in LOOP_KINDS] if self.body else []
+        return bool(inner) and not any(
+            _inside(write, loop) for write, _ in self.writes for loop in inner
+        )
+
     def _hoistable(self) -> list[str]:
         """The repeated reads' texts, outermost first; element accessors (v[i]) are
         left out, as their index changes."""
@@ -150,6 +175,21 @@ class _LoopScan:
             if not any(text in other for other in texts):
                 texts[text] = None
         return list(texts)
+
+
+def _exits_early(node: Any, own_break: bool = True) -> bool:
+    """Does this part of a loop body leave the loop: return, goto, throw, or a break
+    that is not a switch's or an inner loop's?"""
+    kind = cursor_kind(node)
+    if kind in EXIT_KINDS or (kind == "BREAK_STMT" and own_break):
+        return True
+    own_break = own_break and kind not in (*LOOP_KINDS, "SWITCH_STMT")
+    return any(_exits_early(kid, own_break) for kid in children(node))
+
+
+def _inside(node: Any, outer: Any) -> bool:
+    start, end = node.extent.start.offset, node.extent.end.offset
+    return outer.extent.start.offset <= start and end <= outer.extent.end.offset
 
 
 def _loop_parts(loop: Any, src: SourceText) -> tuple[list[Any], Any | None]:
@@ -230,12 +270,17 @@ def _fixes(fn: FunctionBody, read: Access, target: Any, pattern: str) -> list[st
 
 
 def _straight_line(fn: FunctionBody, body: Any, in_loops: set[int]) -> AliasMatch | None:
-    """The first read repeated after a char-typed write with its base unchanged."""
-    events = list(_events(fn, body))
-    for i, (kind, access, node) in enumerate(events):
-        if kind != "read" or node.extent.start.line in in_loops:
-            continue
-        if access.deps <= fn.local_objects:
+    """The first read repeated after a char-typed write with its base unchanged, all
+    three outside loops (a loop's reads and writes are the loop patterns' business:
+    a loop that reads only is hoisted, one that writes matched as a loop). Calls and
+    assignments in loops still end a sequence."""
+    events = [
+        event
+        for event in _events(fn, body)
+        if event[0] in ("call", "assign") or event[2].extent.start.line not in in_loops
+    ]
+    for i, (kind, access, _) in enumerate(events):
+        if kind != "read" or access.deps <= fn.local_objects:
             continue
         write = None
         for later_kind, later, later_node in events[i + 1 :]:
@@ -305,7 +350,12 @@ def _function_matches(fn: FunctionBody) -> list[AliasMatch]:
     if body is None or not any(fn.char_write(n) is not None for n in walk(body)):
         return []  # every pattern needs a char-typed write
     matches = _loop_matches(fn, body)
-    in_loops = {line for m in matches for line in range(m.line, m.end_line + 1)}
+    in_loops = {
+        line
+        for loop in walk(body)
+        if cursor_kind(loop) in LOOP_KINDS
+        for line in range(loop.extent.start.line, loop.extent.end.line + 1)
+    }
     straight = _straight_line(fn, body, in_loops)
     if straight is not None:
         matches.append(straight)

@@ -19,6 +19,7 @@ from .clang_ast import (
     cursor_kind,
     operator_of,
     qualified_name,
+    root_variable,
     strip_reference,
     unwrap,
     var_id,
@@ -38,6 +39,8 @@ PURE_LIBRARY_FUNCTIONS = frozenset(
     | {"isupper", "islower", "isxdigit", "ispunct", "isprint", "strlen", "memcmp", "strcmp"}
 )
 PURE_ATTRIBUTES = ("PURE_ATTR", "CONST_ATTR")
+NOINLINE_SPELLINGS = ("noinline", "__noinline__")
+POINTER_HOLDERS = ("VAR_DECL", "PARM_DECL", "FIELD_DECL")
 ACCESSOR_ELEMENT_METHODS = ("operator[]", "at", "front", "back", "data")
 INLINE_DEPTH = 4
 
@@ -175,8 +178,12 @@ class FunctionBody:
         return (self.src.text(call), deps) if deps else None
 
     def _local_array(self, base: Any) -> bool:
-        """A stack array (char buf[64], std::array<uint8_t, 64>) the write cannot alias."""
+        """A stack array (char buf[64], std::array<uint8_t, 64>, or an array member
+        of a local object whose address is never taken) the write cannot alias."""
         base = unwrap(base)
+        if cursor_kind(base) == "MEMBER_REF_EXPR":
+            array = base.type.get_canonical().kind.name == "CONSTANTARRAY"
+            return array and self._private_member(base)
         if cursor_kind(base) != "DECL_REF_EXPR" or base.referenced is None:
             return False
         decl = base.referenced
@@ -189,6 +196,41 @@ class FunctionBody:
         return decl.type.get_canonical().kind.name == "CONSTANTARRAY" or spelling.startswith(
             "std::array<"
         )
+
+    def _private_member(self, member: Any) -> bool:
+        """A member (`line.text`, `m.head.flags`) of a local object by value whose
+        address never escapes: it lives on the stack or in registers, where no
+        pointer the function was given can reach."""
+        while cursor_kind(member) == "MEMBER_REF_EXPR" and not self._arrow(member):
+            kids = children(member)
+            if not kids:
+                return False
+            member = unwrap(kids[0])
+        if cursor_kind(member) != "DECL_REF_EXPR" or member.referenced is None:
+            return False
+        decl = member.referenced
+        if cursor_kind(decl) not in ("VAR_DECL", "PARM_DECL") or not _automatic(decl):
+            return False
+        record = decl.type.get_canonical().kind.name == "RECORD"
+        return record and var_id(member) not in self.returned_vars and not self._escapes(member)
+
+    def _escapes(self, ref: Any) -> bool:
+        """Is the variable's address taken, or the variable handed to a call or
+        bound to a reference, anywhere in the function?"""
+        wanted = var_id(ref)
+        for node in walk(self.cursor):
+            kind = cursor_kind(node)
+            if kind == "UNARY_OPERATOR" and operator_of(node, self.src) == "&":
+                handed = children(node)[:1]
+            elif kind == "CALL_EXPR":
+                handed = children(node)
+            elif kind == "VAR_DECL" and node.type.get_canonical().kind.name.endswith("REFERENCE"):
+                handed = children(node)[-1:]
+            else:
+                continue
+            if any(wanted in root_variable(_object_root(h)) for h in handed):
+                return True
+        return False
 
     # --- writes --------------------------------------------------------------
 
@@ -221,7 +263,10 @@ class FunctionBody:
             kids = children(target)
             return bool(kids) and not _is_restrict_pointer(kids[0])
         if kind == "MEMBER_REF_EXPR":
-            return self.memory_access(target) is not None
+            # A store to a struct's own char field is typed by its struct (clang's
+            # struct-path TBAA, GCC's access paths): it cannot change another
+            # struct's fields, so it forces no reload. Union members can.
+            return _union_member(target) and self.memory_access(target) is not None
         if kind == "CALL_EXPR":  # operator[] / at() of a container
             obj = _member_object(target, children(target))
             return obj is not None and not self._local_array(obj)
@@ -236,9 +281,14 @@ class FunctionBody:
         """Calls in this subtree to functions the compiler cannot see through."""
         opaque = []
         for node in walk(cursor):
-            if cursor_kind(node) != "CALL_EXPR" or node.referenced is None:
+            if cursor_kind(node) != "CALL_EXPR":
                 continue
             callee = node.referenced
+            if _indirect(node, callee):
+                opaque.append(self.src.text(node))
+                continue
+            if callee is None:
+                continue
             if (
                 cursor_kind(callee) in ("CONSTRUCTOR", "DESTRUCTOR")
                 and callee.is_default_constructor()
@@ -249,6 +299,35 @@ class FunctionBody:
             if not inline_only(callee):
                 opaque.append(callee.spelling)
         return opaque
+
+
+def _indirect(call: Any, callee: Any | None) -> bool:
+    """A call the compiler cannot resolve: through a function pointer, or virtual."""
+    if callee is None:
+        kids = children(call)
+        return bool(kids) and "POINTER" in unwrap(kids[0]).type.get_canonical().kind.name
+    if cursor_kind(callee) in POINTER_HOLDERS:
+        return True  # a variable or field holding a function pointer
+    return cursor_kind(callee) == "CXX_METHOD" and callee.is_virtual_method()
+
+
+def _automatic(decl: Any) -> bool:
+    """A variable of the function's own frame (not static, not global)."""
+    local = cursor_kind(decl.semantic_parent) in FUNCTION_KINDS
+    return local and decl.storage_class.name != "STATIC"
+
+
+def _union_member(member: Any) -> bool:
+    field = member.referenced
+    return field is not None and cursor_kind(field.semantic_parent) == "UNION_DECL"
+
+
+def _object_root(node: Any) -> Any:
+    """The variable under member accesses: `m` in m.head.flags."""
+    node = unwrap(node)
+    while cursor_kind(node) == "MEMBER_REF_EXPR" and children(node):
+        node = unwrap(children(node)[0])
+    return node
 
 
 def _dereferences(node: Any) -> bool:
@@ -296,8 +375,11 @@ def inline_only(function: Any, depth: int = 0) -> bool:
     name = function.spelling
     if name.startswith("__builtin") or name in PURE_LIBRARY_FUNCTIONS:
         return True
-    if any(cursor_kind(child) in PURE_ATTRIBUTES for child in function.get_children()):
+    attributes = [c for c in function.get_children() if cursor_kind(c).endswith("_ATTR")]
+    if any(cursor_kind(a) in PURE_ATTRIBUTES for a in attributes):
         return True  # writes no memory, so it cannot force a reload
+    if any(t.spelling in NOINLINE_SPELLINGS for a in attributes for t in a.get_tokens()):
+        return False
     usr = (function.translation_unit.spelling, function.get_usr())
     if usr in _INLINE_CACHE:
         return _INLINE_CACHE[usr]

@@ -38,7 +38,10 @@ class UnitReport:
     seconds: float = 0.0
 
     def remark_for(self, file: str, first: int, last: int) -> Remark | None:
-        return compiler_remarks.remark_for_loop(self.remarks, Path(file), first, last)
+        """clang's remark on the loop at first..last itself, not on a loop inside it."""
+        inner = [(a, b) for a, b in self.loops if first < a and b <= last]
+        own = [r for r in self.remarks if not any(a <= r.line <= b for a, b in inner)]
+        return compiler_remarks.remark_for_loop(own, Path(file), first, last)
 
     def loop_at(self, line: int) -> tuple[int, int]:
         """The innermost loop around a line (the line alone when none is known)."""
