@@ -103,6 +103,18 @@ def test_round_trip_with_threads_states_and_kernel(tmp_path: Path) -> None:
     assert q.meta["duration_ns"] == 1_500_000_000
 
 
+def test_export_keeps_build_ids_and_the_kernel_mapping() -> None:
+    """The export and the agent's wire format share one message builder: mappings carry
+    the profile's build-ids, and kernel frames without a DSO get the kernel's mapping."""
+    b = ProfileBuilder(unit="samples")
+    b.add([Frame("schedule", "", kernel=True), Frame("main", "/bin/prog", "prog.c", 10)], 1.0)
+    p = b.build()
+    p.dsos = [{"path": "/bin/prog", "build_id": "abc123"}]
+    msg = pb.Profile.FromString(gzip.decompress(encode(p)))
+    mappings = {msg.string_table[m.filename]: msg.string_table[m.build_id] for m in msg.mapping}
+    assert mappings == {"/bin/prog": "abc123", "[kernel.kallsyms]": ""}
+
+
 @pytest.mark.parametrize("unit", ["samples", "bytes", "instructions", "events"])
 def test_units_survive_a_round_trip(tmp_path: Path, unit: str) -> None:
     b = ProfileBuilder(unit=unit)

@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 from perfsleuth.formats import ingest
 from perfsleuth.formats import profile_pb2 as pb
 from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.formats.pprof_message import ProfileMessage
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 
@@ -30,7 +31,6 @@ SAMPLES = ("samples", "count")
 CPU = ("cpu", "nanoseconds")
 # Sample types in nanoseconds of CPU time (Go's runtime, async-profiler's itimer mode).
 CPU_KINDS = ("cpu", "itimer")
-KERNEL_DSO = "[kernel.kallsyms]"
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
 LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
@@ -73,18 +73,8 @@ class _Writer:
     def __init__(self, window: Window) -> None:
         self.w = window
         self.msg = pb.Profile()
-        self._strings: dict[str, int] = {}
-        self._functions: dict[tuple[str, str], int] = {}
-        self._mappings: dict[str, int] = {}
-        self._locations: dict[tuple[int, ...], int] = {}
-        self.intern("")
-
-    def intern(self, s: str) -> int:
-        index = self._strings.get(s)
-        if index is None:
-            index = self._strings[s] = len(self.msg.string_table)
-            self.msg.string_table.append(s)
-        return index
+        self.interned = ProfileMessage(window.profile, self.msg)
+        self.intern = self.interned.intern
 
     def message(self) -> pb.Profile:
         w, p, m = self.w, self.w.profile, self.msg
@@ -99,7 +89,8 @@ class _Writer:
             m.period = round(1e9 / w.rate_hz)
         for stack, weight, count, tid, _state in p.rows():
             values = [count, round(weight)] if ns else [count]
-            sample = m.sample.add(location_id=self._location_ids(stack), value=values)
+            location_ids = self.interned.location_ids(stack)
+            sample = m.sample.add(location_id=location_ids, value=values)
             if tid >= 0:
                 self._labels(sample, p.threads[tid])
         libraries = {pid: list(pr.libraries) for pid, pr in w.processes.items() if pr.libraries}
@@ -117,57 +108,6 @@ class _Writer:
         for key, value in pairs:
             if value:
                 sample.label.add(key=self.intern(key), str=self.intern(value))
-
-    def _location_ids(self, stack: tuple[int, ...]) -> list[int]:
-        """Leaf-first frames grouped into locations: inlined frames join their caller."""
-        ids: list[int] = []
-        group: list[int] = []
-        for fid in stack:
-            group.append(fid)
-            if not self.w.profile.frames[fid].inlined:
-                ids.append(self._location_id(tuple(group)))
-                group = []
-        if group:
-            ids.append(self._location_id(tuple(group)))
-        return ids
-
-    def _location_id(self, group: tuple[int, ...]) -> int:
-        lid = self._locations.get(group)
-        if lid is None:
-            frames = [self.w.profile.frames[f] for f in group]
-            loc = self.msg.location.add(id=len(self.msg.location) + 1)
-            loc.mapping_id = self._mapping_id(frames[-1])
-            for f in frames:
-                loc.line.add(function_id=self._function_id(f), line=f.line)
-            lid = self._locations[group] = loc.id
-        return lid
-
-    def _function_id(self, frame: Frame) -> int:
-        key = (frame.function, frame.file)
-        fid = self._functions.get(key)
-        if fid is None:
-            fn = self.msg.function.add(id=len(self.msg.function) + 1)
-            fn.name = fn.system_name = self.intern(frame.function)
-            fn.filename = self.intern(frame.file)
-            fid = self._functions[key] = fn.id
-        return fid
-
-    def _mapping_id(self, frame: Frame) -> int:
-        dso = frame.dso or (KERNEL_DSO if frame.kernel else "")
-        if not dso:
-            return 0
-        mid = self._mappings.get(dso)
-        if mid is None:
-            mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1)
-            mapping.filename = self.intern(dso)
-            mapping.build_id = self.intern(_build_id(self.w.profile, dso))
-            mapping.has_functions = True
-            mid = self._mappings[dso] = mapping.id
-        return mid
-
-
-def _build_id(profile: Profile, dso: str) -> str:
-    return next((d.get("build_id", "") for d in profile.dsos if d.get("path") == dso), "")
 
 
 class _Reader:

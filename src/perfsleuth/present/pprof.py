@@ -9,10 +9,10 @@ total of 334.6 is written as 335 over the stacks, never as their rounded sum.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from ..model.profile import Frame, Profile
+from ..formats.pprof_message import ProfileMessage
+from ..model.profile import Profile
 from . import PROFILE, Output, TitledProfile
 
 if TYPE_CHECKING:
@@ -42,18 +42,8 @@ class _Writer:
     def __init__(self, profile: Profile, empty: pb.Profile) -> None:
         self.p = profile
         self.msg = empty
-        self._strings: dict[str, int] = {}
-        self._functions: dict[tuple[str, str], int] = {}
-        self._mappings: dict[str, int] = {}
-        self._locations: dict[tuple[int, ...], int] = {}
-        self.intern("")
-
-    def intern(self, s: str) -> int:
-        index = self._strings.get(s)
-        if index is None:
-            index = self._strings[s] = len(self.msg.string_table)
-            self.msg.string_table.append(s)
-        return index
+        self.interned = ProfileMessage(profile, empty)
+        self.intern = self.interned.intern
 
     def message(self) -> pb.Profile:
         p, m = self.p, self.msg
@@ -71,7 +61,8 @@ class _Writer:
             value = round(exact - written)
             written += value
             values = [value] if p.unit == "samples" else [count, value]
-            sample = m.sample.add(location_id=self._location_ids(stack), value=values)
+            location_ids = self.interned.location_ids(stack)
+            sample = m.sample.add(location_id=location_ids, value=values)
             self._write_labels(sample, tid, state)
         return m
 
@@ -98,58 +89,6 @@ class _Writer:
                 sample.label.add(key=self.intern("thread"), str=self.intern(thread.name))
         if state:
             sample.label.add(key=self.intern("state"), str=self.intern(state))
-
-    def _location_ids(self, stack: Sequence[int]) -> list[int]:
-        """Group leaf-first frame ids into locations: inlined frames join their caller."""
-        ids: list[int] = []
-        group: list[int] = []
-        for fid in stack:
-            group.append(fid)
-            if not self.p.frames[fid].inlined:
-                ids.append(self._location_id(tuple(group)))
-                group = []
-        if group:
-            ids.append(self._location_id(tuple(group)))
-        return ids
-
-    def _location_id(self, group: tuple[int, ...]) -> int:
-        return _intern(self._locations, group, lambda: self._add_location(group))
-
-    def _add_location(self, group: tuple[int, ...]) -> int:
-        frames = [self.p.frames[f] for f in group]
-        loc = self.msg.location.add(id=len(self.msg.location) + 1)
-        loc.mapping_id = self._mapping_id(frames[-1].dso)
-        for f in frames:
-            loc.line.add(function_id=self._function_id(f), line=f.line)
-        return loc.id
-
-    def _function_id(self, frame: Frame) -> int:
-        key = (frame.function, frame.file)
-        return _intern(self._functions, key, lambda: self._add_function(frame))
-
-    def _add_function(self, frame: Frame) -> int:
-        fn = self.msg.function.add(id=len(self.msg.function) + 1)
-        fn.name = fn.system_name = self.intern(frame.function)
-        fn.filename = self.intern(frame.file)
-        return fn.id
-
-    def _mapping_id(self, dso: str) -> int:
-        if not dso:
-            return 0
-        return _intern(self._mappings, dso, lambda: self._add_mapping(dso))
-
-    def _add_mapping(self, dso: str) -> int:
-        mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1, filename=self.intern(dso))
-        mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = True
-        mapping.has_inline_frames = True
-        return mapping.id
-
-
-def _intern(table: dict, key: object, make: Callable[[], int]) -> int:
-    value = table.get(key)
-    if value is None:
-        value = table[key] = make()
-    return value
 
 
 def _write(doc: TitledProfile, fh: IO[Any]) -> None:
