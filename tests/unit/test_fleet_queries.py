@@ -120,6 +120,29 @@ def test_libraries_lists_replaceable_ones_where_loaded_and_if_hot(tmp_path: Path
     assert row["hot"] == (row["share"] >= 0.02) and row["share"] > 0
 
 
+def test_libraries_where_narrows_the_hosts_services_and_programs_listed(tmp_path: Path) -> None:
+    store = FleetStore(str(tmp_path / "fleet"))
+    zlib = ("/usr/lib/x86_64-linux-gnu/libz.so.1.2.13",)
+    for i, (host, service, version) in enumerate((("a", "api", "1.0"), ("b", "db", "1.1"))):
+        w = make_window(i, T0 + i, host, service, stack_pool(), version=version)
+        w.processes[100] = Process("/usr/bin/app", "b100", libraries=zlib)
+        w.processes[200] = Process("/usr/bin/other", "b200", libraries=zlib)
+        store.append(w)
+
+    def listed(where: str) -> tuple[int, list[tuple[list[str], list[str], list[str]]]]:
+        doc = libraries.libraries(store, T0, END, where)
+        rows = [(r["hosts"], r["services"], r["programs"]) for r in doc["libraries"]]
+        return doc["windows"], rows
+
+    both = ["/usr/bin/app", "/usr/bin/other"]
+    assert listed("") == (2, [(["a", "b"], ["api", "db"], both)])
+    assert listed("service=api") == (1, [(["a"], ["api"], both)])
+    assert listed("host!~a,version=1.1") == (1, [(["b"], ["db"], both)])
+    assert listed("exe=/usr/bin/app") == (2, [(["a", "b"], ["api", "db"], ["/usr/bin/app"])])
+    assert listed("pid=100") == (2, [(["a", "b"], ["api", "db"], both)])  # per sample: share only
+    assert listed("service=web") == (0, [])
+
+
 def test_fleet_query_verbs_through_the_cli(store, capsys) -> None:
     span = ["--store", store.root, "--from", str(T0), "--to", str(END)]
     assert main(["fleet", "top", *span, "--by", "service", "--format", "json"]) == 0

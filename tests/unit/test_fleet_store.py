@@ -160,6 +160,9 @@ def test_flame_folded_root_first(store: FleetStore) -> None:
         ("version=1.2", lambda w: w.labels["version"] == "1.2"),
         ("version!~1\\.[01]", lambda w: w.labels["version"] == "1.2"),
         ("nosuchlabel=x", lambda w: False),
+        ("host=~web-[0-9]{1,3}", lambda w: True),  # a comma inside a regex
+        ("host=~web-[0-9]{2,3}", lambda w: False),
+        ("host=~web-[0-9]{1,3}, service=api", lambda w: w.labels["service"] == "api"),
     ],
 )
 def test_where_filters(store: FleetStore, where, keep) -> None:

@@ -2,7 +2,9 @@
 
 Keys are the LABELS columns (host, service, pid, comm, exe, build_id, cgroup) or any
 user label. `=` and `!=` compare exactly, `=~` and `!~` match a regular expression
-against the whole value. A sample without a user label has "" for it.
+against the whole value. A sample without a user label has "" for it. A comma starts a
+new condition only when a key and an operator follow it; otherwise it is part of the
+value, so a regex may hold one (`host=~web-[0-9]{1,3}`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ..errors import UserError
 
 OPERATORS = ("!~", "=~", "!=", "=")
 KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+NEXT_CONDITION = re.compile(rf",(?=\s*{KEY.pattern}\s*(?:!~|=~|!=|=))")
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,15 @@ class Condition:
 
 def parse(where: str | None) -> list[Condition]:
     """The conditions of a --where text, all of which a sample must meet."""
-    return [_condition(part.strip()) for part in (where or "").split(",") if part.strip()]
+    parts = NEXT_CONDITION.split(where or "")
+    return [_condition(part.strip()) for part in parts if part.strip()]
+
+
+def holds(condition: Condition, value: str) -> bool:
+    """The condition on one value, in Python (for what the engines do not read)."""
+    if condition.op in ("=", "!="):
+        return (value == condition.value) == (condition.op == "=")
+    return (re.fullmatch(condition.value, value) is not None) == (condition.op == "=~")
 
 
 def _condition(text: str) -> Condition:

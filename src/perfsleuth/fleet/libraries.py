@@ -4,7 +4,9 @@ The reference texts' recipe: scan what is installed or loaded (here the librarie
 agents saw in /proc/PID/maps), match it against the library rules, then keep what the
 profiler says is hot. A library loaded on a thousand hosts but never on a stack is not
 worth an alert; `hot` says which are (the fleet share of the rule's code in the range
-reaching the rule's own min_share).
+reaching the rule's own min_share). `--where` narrows both: the share, and the
+inventory by host, service, exe (the program) and user labels; pid, comm, build_id and
+cgroup are per sample, not in a window's marker, so they narrow the share only.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ..analyzers.library_match import match_rules
+from ..model.fleet import LABELS
 from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
 from . import queries
 from .engine import Engine
+from .filters import Condition, holds, parse
+
+PER_SAMPLE = set(LABELS) - {"host", "service", "exe"}  # not in a window's marker
 
 
 def libraries(
@@ -32,7 +38,7 @@ def libraries(
     """`{"libraries": [...], "windows": n}`: per rule and library file, the hosts,
     services and programs that load it, and the rule's fleet share and heat."""
     rules = [r for r in load_rules(rule_files or []) if r.dsos]
-    markers = store.inventory(start, end)
+    markers = _narrowed(store.inventory(start, end), parse(where))
     loaded = _loaded(markers, rules)
     shares = _shares(store, start, end, where, rules, engine) if loaded else {}
     rows: list[dict[str, Any]] = []
@@ -62,6 +68,24 @@ def libraries(
         "windows": len(markers),
         "libraries": rows,
     }
+
+
+def _narrowed(markers: list[dict], conditions: list[Condition]) -> list[dict]:
+    """The markers with only the programs --where keeps; windows keeping none left out."""
+    kept = []
+    for info in markers:
+        programs = {
+            exe: paths for exe, paths in info["libraries"].items() if _kept(info, exe, conditions)
+        }
+        if programs:
+            kept.append({**info, "libraries": programs})
+    return kept
+
+
+def _kept(info: dict, exe: str, conditions: list[Condition]) -> bool:
+    window = {"host": info.get("host", ""), "service": info.get("service", ""), "exe": exe}
+    values = {**info.get("labels", {}), **window}
+    return all(holds(c, values.get(c.key, "")) for c in conditions if c.key not in PER_SAMPLE)
 
 
 def _loaded(markers: list[dict], rules: list[Rule]) -> dict[tuple[str, str], dict[str, set]]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ...errors import UserError
-from ...model.fleet import Window
+from ...model.fleet import LABELS, Window
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
 from .inventory import inventory
@@ -85,6 +85,7 @@ class FleetStore:
         libraries = {p.exe: sorted(p.libraries) for p in window.processes.values() if p.libraries}
         if libraries:
             info["libraries"] = libraries
+            info["labels"] = {k: v for k, v in window.labels.items() if k not in LABELS}
         self.files.put(marker(partition, window.id), json.dumps(info).encode())
 
     def _ensure_layout(self) -> None:
@@ -110,7 +111,8 @@ class FleetStore:
 
     def inventory(self, start: float, end: float) -> list[dict]:
         """The markers of the windows that started in [start, end) and listed the shared
-        libraries of their processes ({"host", "service", "libraries": {exe: [path]}})."""
+        libraries of their processes ({"host", "service", "labels": {user labels},
+        "libraries": {exe: [path]}})."""
         return self._guard(lambda: inventory(self.files, start, end))
 
     def compact(self) -> Compacted:
