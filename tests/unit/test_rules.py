@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.analyzers import Context, library_match
+from perfsleuth.collect.run_facts import new_run
 from perfsleuth.errors import UserError
+from perfsleuth.formats import py_spy
+from perfsleuth.model.findings import Finding
 from perfsleuth.rules import load_file, load_rules
 
 GOOD = """
@@ -103,3 +107,72 @@ def test_missing_required_field_is_named(tmp_path: Path) -> None:
 def test_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot read the rules file"):
         load_file(tmp_path / "nope.toml")
+
+
+# -- the Python rules on captured py-spy runs (tests/fixtures/py_spy: workloads and how) --
+
+PY_SPY = Path(__file__).resolve().parents[1] / "fixtures" / "py_spy"
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURED_AT = "/work/main/"  # the checkout the fixtures were captured in
+
+
+def python_findings(fixture: str, tmp_path: Path) -> dict[str, Finding]:
+    """The library rules' findings on a captured run, its paths moved to this checkout."""
+    raw = tmp_path / fixture
+    raw.write_text((PY_SPY / fixture).read_text().replace(CAPTURED_AT, f"{ROOT}/"))
+    ctx = Context(profile=py_spy.read(raw), run=new_run("python3 app.py", "python"))
+    return {finding.rule: finding for finding in library_match.analyze(ctx)}
+
+
+def site(finding: Finding) -> tuple[str, str, int]:
+    return finding.function, Path(finding.file).name, finding.line
+
+
+def test_pickle_re_and_deepcopy_rules_name_their_python_callers(tmp_path: Path) -> None:
+    found = python_findings("stdlib_hot.txt", tmp_path)
+    assert site(found["python.pickle"]) == ("pickle_round_trip", "stdlib_hot.py", 16)
+    assert site(found["python.re"]) == ("match_lines.<locals>.<genexpr>", "stdlib_hot.py", 20)
+    assert site(found["python.deepcopy"]) == ("clone_records", "stdlib_hot.py", 24)
+    assert found["python.pickle"].share == pytest.approx(70 / 189)
+    assert found["python.re"].share == pytest.approx(72 / 189)
+    assert found["python.deepcopy"].share == pytest.approx(29 / 189)
+    assert any("Unpickler" in line for line in found["python.pickle"].evidence)
+    assert "python.interpreter" not in found
+
+
+def test_a_native_library_under_a_c_module_is_called_from_python_code(tmp_path: Path) -> None:
+    found = python_findings("stdlib_hot.txt", tmp_path)
+    # sprintf under _pickle.c's save_long, malloc under re/__init__.py: the user's lines
+    assert site(found["formatting.printf"])[:2] == ("pickle_round_trip", "stdlib_hot.py")
+    profile = py_spy.read(PY_SPY / "stdlib_hot.txt")
+    malloc = library_match.match_rules(profile, load_rules())["allocator.glibc"]
+    assert {Path(frame.file).name for frame in malloc.call_sites} == {"stdlib_hot.py"}
+
+
+def test_zlib_is_called_from_pack_logs_not_from_the_zlib_module(tmp_path: Path) -> None:
+    found = python_findings("zlib_mixed.txt", tmp_path)
+    assert site(found["compression.zlib"]) == ("pack_logs", "zlib_mixed.py", 25)
+    assert not any("zlibmodule.c" in line for line in found["compression.zlib"].evidence)
+    assert "python.interpreter" not in found and "python.numpy-loops" not in found
+
+
+def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_advice(tmp_path: Path) -> None:
+    found = python_findings("elementwise.txt", tmp_path)
+    numpy_loops = found["python.numpy-loops"]
+    assert numpy_loops.kind == "python-vectorize"
+    assert site(numpy_loops)[:2] in (("scale_add", "elementwise.py"), ("dot", "elementwise.py"))
+    sites = next(line for line in numpy_loops.evidence if line.startswith("in "))
+    assert sites.count("elementwise.py:") == 3  # the three heaviest call sites
+    assert "elementwise.py:17" in sites and "elementwise.py:24" in sites
+    assert numpy_loops.share > 0.5
+    interpreter = found["python.interpreter"]
+    assert interpreter.kind == "python-interpreter" and interpreter.share > 0.5
+    assert "3.12" in interpreter.suggestion and "PGO" in interpreter.suggestion
+
+
+def test_the_numpy_rule_needs_the_source_lines(tmp_path: Path) -> None:
+    raw = tmp_path / "moved.txt"
+    raw.write_text((PY_SPY / "elementwise.txt").read_text().replace(CAPTURED_AT, "/gone/"))
+    ctx = Context(profile=py_spy.read(raw), run=new_run("python3 app.py", "python"))
+    rules = {finding.rule for finding in library_match.analyze(ctx)}
+    assert "python.numpy-loops" not in rules and "python.interpreter" in rules

@@ -3,8 +3,12 @@
 Rules are data (rules/library.toml plus the user's files). For each rule the
 share is the weight of the samples with a matching frame anywhere on the stack,
 each sample counted once (inclusive, no double counting); the self share counts
-matching leaf frames. Findings point at the user's code that calls into the
-matched library the most, so the fix lands at a file:line.
+matching leaf frames. A rule with `scope = "self"` matches the leaf frame only
+(time spent in the code itself: the interpreter's own work), and one with
+`source_nodes` only frames whose Python source line has that shape
+(static/python_source.py). Findings point at the user's code that calls into the
+matched library the most (a Python frame over the C module frames below it), and
+name the heaviest call sites, so the fix lands at a file:line.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from ..collect.run_facts import is_own_command
+from ..formats.py_spy import is_library_file, is_python_frame
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
 from ..rules import Rule, load_rules
+from ..static.python_source import PythonLines
 from ..symbols.names import elide_templates
+from ..views.annotate import find_source
 from . import Context
 
 LIBRARY_DIRS = (
@@ -33,6 +41,7 @@ LIBRARY_DIRS = (
 # Below this many matching samples a share is too noisy to trust fully.
 STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
+CALL_SITES = 3
 ON_CPU_STATES = ("", "running")
 OVERLAP_NOTED = 0.02
 K = TypeVar("K")
@@ -61,7 +70,9 @@ def analyze(ctx: Context) -> list[Finding]:
     if total <= 0:
         return []
     on_cpu = on_cpu_part(ctx.profile)
-    matches = match_rules(on_cpu, rules)
+    as_named = is_own_command(ctx.run)
+    lines = PythonLines(lambda file: find_source(file, ctx.src_roots, as_named))
+    matches = match_rules(on_cpu, rules, lines)
     findings = []
     for rule in rules:
         match = matches.get(rule.id)
@@ -81,31 +92,33 @@ def on_cpu_part(profile: Profile) -> Profile:
     return profile.filtered(states=ON_CPU_STATES)
 
 
-def match_rules(profile: Profile, rules: Sequence[Rule]) -> dict[str, Match]:
-    """rule id -> Match, in one pass over the samples."""
-    frame_rules = _rules_per_frame(profile.frames, rules)
+def match_rules(
+    profile: Profile, rules: Sequence[Rule], lines: PythonLines | None = None
+) -> dict[str, Match]:
+    """rule id -> Match, in one pass over the samples (`lines`: Python source, for the
+    rules with `source_nodes`; without it they match nothing)."""
+    frame_rules = _rules_per_frame(profile.frames, rules, lines)
+    leaf_only = {r for r, rule in enumerate(rules) if rule.scope == "self"}
+    prefer_python = any(is_python_frame(frame) for frame in profile.frames)
     matches: dict[str, Match] = {}
     for stack, weight, count, _thread, _state in profile.rows():
         if not stack:
             continue
-        outermost: dict[int, int] = {}
-        for depth, fid in enumerate(stack):
-            for r in frame_rules[fid]:
-                outermost[r] = depth
-        if not outermost:
-            continue
+        outermost = _outermost(stack, frame_rules, leaf_only)
         leaf_rules = frame_rules[stack[0]]
         for r, depth in outermost.items():
             match = matches.setdefault(rules[r].id, Match())
             match.inclusive += weight
             match.samples += count
-            _credit_functions(match, profile, stack, r, frame_rules, weight)
+            credited = stack[:1] if r in leaf_only else stack
+            _credit_functions(match, profile, credited, r, frame_rules, weight)
             if r in leaf_rules:
                 leaf = profile.frames[stack[0]]
                 match.self += weight
                 match.self_by_function[display_name(leaf)] += weight
                 match.dsos[leaf.dso] += weight
-            site = _call_site(profile, stack, depth)
+            start = 0 if r in leaf_only else depth + 1  # the leaf's own line may be the site
+            site = _call_site(profile, stack[start:], prefer_python)
             if site is not None:
                 match.call_sites[site] += weight
             for other in outermost:
@@ -114,10 +127,35 @@ def match_rules(profile: Profile, rules: Sequence[Rule]) -> dict[str, Match]:
     return matches
 
 
-def _rules_per_frame(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[tuple[int, ...]]:
+def _outermost(
+    stack: tuple[int, ...], frame_rules: list[tuple[int, ...]], leaf_only: set[int]
+) -> dict[int, int]:
+    """rule -> depth of its outermost matching frame (the leaf only for `self` rules)."""
+    outermost = dict.fromkeys(frame_rules[stack[0]], 0)
+    for depth, fid in enumerate(stack[1:], 1):
+        for r in frame_rules[fid]:
+            if r not in leaf_only:
+                outermost[r] = depth
+    return outermost
+
+
+def _rules_per_frame(
+    frames: Sequence[Frame], rules: Sequence[Rule], lines: PythonLines | None
+) -> list[tuple[int, ...]]:
     return [
-        tuple(i for i, rule in enumerate(rules) if rule.matches(f.function, f.dso)) for f in frames
+        tuple(i for i, rule in enumerate(rules) if _frame_matches(rule, f, lines)) for f in frames
     ]
+
+
+def _frame_matches(rule: Rule, frame: Frame, lines: PythonLines | None) -> bool:
+    if not rule.matches(frame.function, frame.dso):
+        return False
+    if not rule.source_nodes:
+        return True
+    if lines is None or not frame.file or not frame.line:
+        return False
+    shape = lines.shape(frame.file, frame.line)
+    return all(any(p.search(name) for name in shape) for p in rule.source_nodes)
 
 
 def _credit_functions(
@@ -133,25 +171,34 @@ def _credit_functions(
         match.inclusive_by_function[name] += weight
 
 
-def _call_site(profile: Profile, stack: tuple[int, ...], outermost: int) -> Frame | None:
-    """The first caller of the matched code that is the user's own code."""
-    for fid in stack[outermost + 1 :]:
+def _call_site(profile: Profile, callers: tuple[int, ...], prefer_python: bool) -> Frame | None:
+    """The first of `callers` (leaf first) that is the user's own code; in a profile with
+    Python frames its first Python frame, since the C frames of CPython's modules that
+    come before it (zlibmodule.c, built with debug info) are not the user's."""
+    first = None
+    for fid in callers:
         frame = profile.frames[fid]
-        if is_user_code(frame):
+        if not is_user_code(frame):
+            continue
+        if not prefer_python or is_python_frame(frame):
             return frame
-    return None
+        first = first or frame
+    return first
 
 
 def is_user_code(frame: Frame) -> bool:
-    """A frame with source outside the system's headers and libraries."""
+    """A frame with source outside the system's headers and libraries (and, for Python
+    code, outside the stdlib and package folders)."""
     if frame.kernel or not frame.file or frame.file.startswith(("./", "/usr/", "/build/")):
+        return False
+    if is_python_frame(frame) and is_library_file(frame.file):
         return False
     return frame.function not in ("main", "_start") or bool(frame.line)
 
 
 def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding:
     share = match.inclusive / total
-    site, site_weight = _top_site(match)
+    site = _top_site(match)
     confidence = rule.confidence * confidence_factor(share, match.samples)
     finding = Finding(
         rule=rule.id,
@@ -165,7 +212,7 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
         dso=site.dso if site else _top_name(match.dsos),
         file=site.file if site else "",
         line=site.line if site else 0,
-        evidence=_evidence(match, total, site, site_weight),
+        evidence=_evidence(match, total, "in" if rule.scope == "self" else "called from"),
         details={
             "self_share": match.self / total,
             "saving": rule.saving,
@@ -191,11 +238,8 @@ def _suggestion(rule: Rule) -> str:
     return f"Use {rule.replacement} ({change}): {rule.apply}"
 
 
-def _top_site(match: Match) -> tuple[Frame | None, float]:
-    if not match.call_sites:
-        return None, 0.0
-    site, weight = heaviest(match.call_sites, 1)[0]
-    return site, weight
+def _top_site(match: Match) -> Frame | None:
+    return heaviest(match.call_sites, 1)[0][0] if match.call_sites else None
 
 
 def _top_name(weights: dict[str, float]) -> str:
@@ -207,7 +251,7 @@ def heaviest(weights: dict[K, float], n: int) -> list[tuple[K, float]]:
     return sorted(weights.items(), key=lambda kv: -kv[1])[:n]
 
 
-def _evidence(match: Match, total: float, site: Frame | None, site_weight: float) -> list[str]:
+def _evidence(match: Match, total: float, sites_are: str) -> list[str]:
     lines = []
     for name, weight in heaviest(match.self_by_function, EVIDENCE_FUNCTIONS):
         inclusive = match.inclusive_by_function.get(name, weight)
@@ -224,24 +268,27 @@ def _evidence(match: Match, total: float, site: Frame | None, site_weight: float
     for rule_id, weight in heaviest(match.overlaps, 2):
         if weight / total >= OVERLAP_NOTED:
             lines.append(f"{100 * weight / total:.1f}% is also counted by {rule_id}")
-    if site is not None:
-        where = f"{site.file}:{site.line}" if site.line else site.file
-        lines.append(
-            f"most of it is called from {_short(site.function)} at {where} "
-            f"({100 * site_weight / total:.1f}%)"
-        )
+    sites = heaviest(match.call_sites, CALL_SITES)
+    if sites:
+        lines.append(f"{sites_are} " + ", ".join(_site(s, w / total) for s, w in sites))
     return lines
+
+
+def _site(frame: Frame, share: float) -> str:
+    where = f"{frame.file}:{frame.line}" if frame.line else frame.file
+    return f"{_short(display_name(frame))} at {where} ({100 * share:.1f}%)"
 
 
 def display_name(frame: Frame) -> str:
     """A function name short enough to read: template arguments and parameters elided."""
     if not frame.function or frame.function.startswith("[unknown"):
         return f"[unknown] in {frame.dso}"
+    if is_python_frame(frame):  # `<locals>`, `<genexpr>` are not template arguments
+        return frame.function
     return elide_templates(frame.function)
 
 
 def _short(name: str, limit: int = 80) -> str:
-    name = elide_templates(name)
     return name if len(name) <= limit else name[: limit - 3] + "..."
 
 

@@ -63,6 +63,11 @@ def is_python_frame(frame: Frame) -> bool:
     return frame.dso.startswith(PYTHON_DSO_PREFIX)
 
 
+def is_library_file(file: str) -> bool:
+    """A file of the stdlib or of an installed package, not the user's own code."""
+    return MODULE_ROOTS.match(file) is not None
+
+
 def module_of(file: str) -> str:
     """`/usr/lib/python3.11/json/encoder.py` -> `json.encoder`; a script -> its name."""
     if file.startswith("<"):  # <frozen importlib._bootstrap>, <string>

@@ -24,6 +24,7 @@ KINDS = (
     "python-json",
     "python-library",
     "python-interpreter",
+    "python-vectorize",
     "note",
 )
 

@@ -39,9 +39,13 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "min_share": ((int, float), False),
     "preload": (list, False),
     "install": (str, False),
+    "scope": (str, False),
+    "source_nodes": (list, False),
 }
-PATTERN_FIELDS = ("functions", "dsos", "exclude_functions", "exclude_dsos")
+PATTERN_FIELDS = ("functions", "dsos", "exclude_functions", "exclude_dsos", "source_nodes")
 DEFAULT_MIN_SHARE = 0.02
+# where a matching frame must be: anywhere on the stack, or the leaf (the time is its own)
+SCOPES = ("stack", "self")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,10 @@ class Rule:
     preload: tuple[str, ...] = ()
     install: str = ""
     origin: str = ""
+    scope: str = "stack"
+    # patterns the shape of a Python frame's source line must all match
+    # (static/python_source.py: node types, `Parent>Child` pairs, enclosing statements)
+    source_nodes: tuple[re.Pattern[str], ...] = ()
 
     def matches(self, function: str, dso: str) -> bool:
         names = {function, without_return_type(function)}
@@ -155,6 +163,8 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
     for name in ("saving", "confidence", "min_share"):
         if name in table and not 0.0 <= float(table[name]) <= 1.0:
             raise fail(name, "must be a fraction between 0 and 1")
+    if table.get("scope", SCOPES[0]) not in SCOPES:
+        raise fail("scope", f"must be one of {', '.join(SCOPES)}")
     low_high = table["saving_range"]
     if len(low_high) != 2 or not all(
         isinstance(v, int | float) and 0.0 <= v <= 1.0 for v in low_high
@@ -180,6 +190,8 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         preload=tuple(table.get("preload", [])),
         install=table.get("install", ""),
         origin=f"{path}:{start}",
+        scope=table.get("scope", SCOPES[0]),
+        source_nodes=patterns["source_nodes"],
     )
 
 
