@@ -48,6 +48,17 @@ function assertSameColour(actual, expected, what) {
   assert.ok(actual.every((v, k) => Math.abs(v - expected[k]) <= 2), `${what}: painted ${actual}, legend ${expected}`);
 }
 
+/** The names of the drawn flame-graph frames at DEPTH. */
+async function drawnAt(page, depth) {
+  return page.evaluate((wanted) => {
+    const g = window.perfsleuthFlame.graph;
+    const d = g.drawn;
+    const names = [];
+    for (let k = 0; k < d.count; k++) if (g.data.depth[d.node[k]] === wanted) names.push(g.data.names[g.data.name[d.node[k]]]);
+    return names.sort();
+  }, depth);
+}
+
 const flows = {
   async open_run(page) {
     await page.goto(`${base}#/`);
@@ -116,6 +127,61 @@ const flows = {
     await page.goBack();
     await page.locator(".breadcrumb .crumb", { hasText: "all" }).click();
     assert.doesNotMatch(page.url(), /zoom=/);
+  },
+
+  async flame_resize_and_regex(page) {
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    const widths = () => page.evaluate(() => [document.querySelector("canvas.flame-canvas").getBoundingClientRect().width, document.querySelector(".flame-holder").clientWidth]);
+    const [wide] = await widths();
+    await page.setViewportSize({ width: 900, height: 900 });
+    await page.waitForFunction(() => document.querySelector("canvas.flame-canvas").getBoundingClientRect().width < 900);
+    const [narrow, holder] = await widths();
+    assert.ok(wide > 1200 && narrow === holder, `canvas ${wide} px, then ${narrow} px in a ${holder} px holder`);
+    const point = await framePoint(page, "compute_hot");
+    await page.mouse.move(point.x, point.y);
+    await page.locator(".flame-tip", { hasText: "total" }).waitFor();
+    await page.mouse.click(point.x, point.y);
+    await page.locator(".breadcrumb .crumb", { hasText: "compute_hot" }).waitFor();
+    assert.ok(await page.locator(".flame-tip").isHidden(), "the tooltip goes with the zoom");
+    await page.fill("input[aria-label=search]", "(compute");
+    await page.locator(".search-info.error").waitFor();
+    assert.match(await page.locator(".search-info").innerText(), /^Invalid regular expression: .*Unterminated group/);
+    assert.equal(await page.getAttribute("input[aria-label=search]", "aria-invalid"), "true");
+    assert.equal(await page.evaluate(() => window.perfsleuthFlame.graph.matched.includes(1)), false);
+    await page.screenshot({ path: `${artifacts}/flame-bad-regex.png`, fullPage: true });
+  },
+
+  async flame_focus_ignore_hide(page) {
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.fill("input[aria-label=focus]", "^malloc$");
+    await page.press("input[aria-label=focus]", "Enter");
+    // malloc is on 120 of run 2's 905 samples, all under compute_hot.
+    await page.locator(".filter-info", { hasText: "13.26% of the run" }).waitFor();
+    assert.match(page.url(), /focus=%5Emalloc%24/);
+    assert.deepEqual(await drawnAt(page, 3), ["compute_hot"]);
+    assert.deepEqual(await drawnAt(page, 4), ["malloc"]);
+    assert.match(await page.locator(".frame-details").innerText(), /total 13\.26%\s+\(120 samples\)/);
+    await page.screenshot({ path: `${artifacts}/flame-focus.png`, fullPage: true });
+    await page.goBack();
+    await page.locator("canvas.flame-canvas").waitFor();
+    assert.equal(await page.locator(".filter-info").count(), 0);
+    // parse_input (200), the hostile frame (60) and futex_wait (150) have no compute_hot.
+    await page.goto(`${base}#/run/2/flame?ignore=compute_hot`);
+    await page.locator(".filter-info", { hasText: "45.30% of the run" }).waitFor();
+    assert.equal((await drawnAt(page, 3)).includes("compute_hot"), false);
+    await page.goto(`${base}#/run/2/flame?hide=%5Erun_engine%24`);
+    await page.locator(".filter-info", { hasText: "100.00% of the run" }).waitFor();
+    assert.equal(await page.inputValue("input[aria-label=hide]"), "^run_engine$");
+    assert.deepEqual(await drawnAt(page, 1), ["main"]);
+    const callees = await drawnAt(page, 2);
+    assert.deepEqual(callees.slice(0, 3), ["compute_hot", "futex_wait", HOSTILE]);
+    assert.equal(callees.includes("run_engine"), false);
+    await page.goto(`${base}#/run/2/flame?focus=(`);
+    await page.locator(".data-filter .error").waitFor();
+    assert.match(await page.locator(".data-filter .error").innerText(), /focus: Invalid regular expression/);
+    assert.equal(await page.locator(".filter-info").count(), 0);
   },
 
   async flame_filters_and_orderings(page) {

@@ -23,6 +23,8 @@ FLOWS = (
     "flame_search",
     "inlined_in_flame",
     "flame_zoom",
+    "flame_resize_and_regex",
+    "flame_focus_ignore_hide",
     "flame_filters_and_orderings",
     "finding_source",
     "hostile_names",

@@ -60,6 +60,12 @@ export function decodeFlame(buffer: ArrayBuffer): FlameData {
   }
   const name = new Int32Array(buffer, offset, n);
   const depth = new Uint16Array(buffer, offset + 4 * n, n);
+  return { nodes: n, ...splitKinds(header.names), name, depth, columns, meta: header, ...structure(depth) };
+}
+
+/** Each node's parent and subtree end, from the depths of a pre-order. */
+export function structure(depth: Uint16Array): { end: Int32Array; parent: Int32Array; maxDepth: number } {
+  const n = depth.length;
   const end = new Int32Array(n);
   const parent = new Int32Array(n);
   const path = new Int32Array(65537); // the open node at each depth of the current path
@@ -74,7 +80,7 @@ export function decodeFlame(buffer: ArrayBuffer): FlameData {
     pathDepth = d;
   }
   for (let k = 0; k <= pathDepth; k++) end[path[k]] = n;
-  return { nodes: n, ...splitKinds(header.names), name, depth, columns, meta: header, end, parent, maxDepth };
+  return { end, parent, maxDepth };
 }
 
 /** x offset of every node, children in name order (as sent) or heaviest first. */
@@ -130,16 +136,25 @@ export function selfWeight(data: FlameData, width: Float32Array, node: number): 
   return Math.max(0, own);
 }
 
-/** Compiles a search; a bad regular expression falls back to plain text. */
-export function matcher(query: string): (name: string) => boolean {
-  if (!query) return () => false;
+export interface Matcher {
+  test: (name: string) => boolean;
+  error?: string; // the query is no regular expression: say so, match nothing
+}
+
+/** Compiles a case-insensitive regular expression; an empty query matches nothing. */
+export function matcher(query: string): Matcher {
+  if (!query) return { test: () => false };
   try {
     const rx = new RegExp(query, "i");
-    return (name) => rx.test(name);
-  } catch {
-    const needle = query.toLowerCase();
-    return (name) => name.toLowerCase().includes(needle);
+    return { test: (name) => rx.test(name) };
+  } catch (e) {
+    return { test: () => false, error: e instanceof Error ? e.message : String(e) };
   }
+}
+
+/** 1 for every name the matcher matches. */
+export function matchedNames(data: FlameData, test: (name: string) => boolean): Uint8Array {
+  return Uint8Array.from(data.names, (n) => (test(n) ? 1 : 0));
 }
 
 export type Colouring = "name" | "offcpu" | "diff";
@@ -172,6 +187,7 @@ export class FlameGraph {
   private labels: string[];
   private drawn = emptyDrawn(4096);
   private hover = -1;
+  private resizing: ResizeObserver | null = null;
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
     this.canvas.className = "flame-canvas";
@@ -199,18 +215,16 @@ export class FlameGraph {
 
   zoomTo(node: number): void {
     this.zoom = node >= 0 && node < this.data.nodes ? node : 0;
+    this.hideTip();
     this.draw();
   }
 
-  /** Highlights frames whose name matches; returns their share of the whole run. */
-  search(query: string): { share: number; matches: number } {
-    const test = matcher(query);
-    this.matched.fill(0);
-    this.data.names.forEach((n, i) => {
-      if (test(n)) this.matched[i] = 1;
-    });
+  /** Highlights frames whose name matches; returns their share of the whole graph. */
+  search(query: string): { share: number; matches: number; error?: string } {
+    const { test, error } = matcher(query);
+    this.matched = matchedNames(this.data, test);
     this.draw();
-    return this.matchedShare();
+    return { ...this.matchedShare(), error };
   }
 
   private matchedShare(): { share: number; matches: number } {
@@ -219,7 +233,7 @@ export class FlameGraph {
     let sum = 0;
     let matches = 0;
     for (let i = 0; i < this.data.nodes; ) {
-      if (this.matched[name[i]] && i > 0) {
+      if (i > 0 && this.matched[name[i]] && width[i] > 0) {
         sum += width[i];
         matches++;
         i = end[i]; // descendants are already counted in this frame's total
@@ -236,6 +250,7 @@ export class FlameGraph {
 
   /** Lays out the visible frames, then paints them one colour at a time (few canvas state changes). */
   draw(): void {
+    this.watchResize();
     const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
     const cssHeight = Math.min(this.data.maxDepth + 1, MAX_ROWS) * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
@@ -253,6 +268,21 @@ export class FlameGraph {
       ctx.fill();
     }
     this.drawLabels(ctx, count);
+  }
+
+  /** Redraws when the holder's width changes (window resized); once the canvas is attached. */
+  private watchResize(): void {
+    const holder = this.canvas.parentElement;
+    if (this.resizing || !holder) return;
+    let width = holder.clientWidth;
+    this.resizing = new ResizeObserver(() => {
+      if (!this.canvas.isConnected) return this.resizing?.disconnect();
+      if (holder.clientWidth === width) return;
+      width = holder.clientWidth;
+      this.hideTip();
+      this.draw();
+    });
+    this.resizing.observe(holder);
   }
 
   private prepareCanvas(cssWidth: number, cssHeight: number): CanvasRenderingContext2D {

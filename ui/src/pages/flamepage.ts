@@ -1,6 +1,7 @@
 import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
-import { type Colouring, decodeFlame, FlameGraph, KIND_LABEL, legend, selfWeight, type FlameData } from "../flame";
+import { type Colouring, decodeFlame, FlameGraph, KIND_LABEL, legend, matcher, selfWeight, type FlameData } from "../flame";
+import { applyFilters, type FlameFilters } from "../flamefilter";
 import { shortName } from "../names";
 import { href, replaceParams, type Route } from "../router";
 import type { RunDetail } from "../types";
@@ -53,6 +54,32 @@ export function frameTitle(data: FlameData, node: number): string {
   return kind ? `${data.names[data.name[node]]} (${kind})` : data.names[data.name[node]];
 }
 
+const DATA_FILTERS: [keyof FlameFilters, string][] = [
+  ["focus", "keep only the stacks through a frame matching this regular expression"],
+  ["ignore", "drop the stacks through a frame matching this regular expression"],
+  ["hide", "take the frames matching this regular expression out of every stack"],
+];
+
+/** The URL's focus / ignore / hide expressions, compiled, and an input for each (a bad one says why). */
+function dataFilters(params: URLSearchParams): { filters: FlameFilters; inputs: HTMLElement[] } {
+  const filters: FlameFilters = {};
+  const inputs = DATA_FILTERS.map(([key, title]) => {
+    const query = params.get(key) ?? "";
+    const { test, error } = matcher(query);
+    if (query && !error) filters[key] = test;
+    const input = h("input", { type: "search", class: "filter narrow", placeholder: `${key} (regex)`, title, value: query, "aria-label": key, "aria-invalid": error ? "true" : undefined });
+    input.addEventListener("change", () => {
+      params.delete("zoom");
+      if (input.value) params.set(key, input.value);
+      else params.delete(key);
+      replaceParams(params, true);
+      rerender();
+    });
+    return h("label", { class: "data-filter" }, `${key} `, input, error ? h("span", { class: "error" }, ` ${key}: ${error}`) : null);
+  });
+  return { filters, inputs };
+}
+
 function rerender(): void {
   window.dispatchEvent(new HashChangeEvent("hashchange"));
 }
@@ -67,10 +94,14 @@ function timed(name: string, action: () => void): void {
 export async function renderFlame(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
   const filters = { state: params.getAll("state"), thread: params.getAll("thread") };
-  const [run, data] = await Promise.all([
+  const [run, fetched] = await Promise.all([
     getJSON<RunDetail>(`/api/runs/${runId}`),
     loadFlame(`/api/runs/${runId}/flame`, filters),
   ]);
+  const narrowing = dataFilters(params);
+  const narrowed = Object.keys(narrowing.filters).length > 0;
+  const data = narrowed ? applyFilters(fetched, narrowing.filters) : fetched;
+  const runTotal = fetched.columns.total[0] || 1; // shares stay shares of the whole run
   const unit = String(data.meta.unit ?? run.unit);
   const total = data.columns.total;
   const hasOff = "off" in data.columns;
@@ -82,8 +113,8 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   const describe = (node: number): string[] => {
     const lines = [
       frameTitle(data, node),
-      `total ${pct(total[node] / total[0])}  (${total[node].toLocaleString()} ${unit})`,
-      `self ${pct(selfWeight(data, total, node) / total[0])}`,
+      `total ${pct(total[node] / runTotal)}  (${total[node].toLocaleString()} ${unit})`,
+      `self ${pct(selfWeight(data, total, node) / runTotal)}`,
     ];
     if (hasOff && total[node]) lines.push(`off-CPU ${pct(data.columns.off[node] / total[node])} of this frame`);
     if (graph.zoom && node !== graph.zoom) lines.push(`${pct(total[node] / total[graph.zoom])} of the zoomed frame`);
@@ -134,7 +165,10 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     const query = search.value;
     const found = graph.search(query);
     const frames = found.matches === 1 ? "frame matches" : "frames match";
-    searchInfo.textContent = query ? `${found.matches.toLocaleString()} ${frames} · ${pct(found.share)} of the run` : "";
+    const share = (found.share * total[0]) / runTotal;
+    searchInfo.textContent = found.error ?? (query ? `${found.matches.toLocaleString()} ${frames} · ${pct(share)} of the run` : "");
+    searchInfo.classList.toggle("error", Boolean(found.error));
+    search.setAttribute("aria-invalid", String(Boolean(found.error)));
     if (query) params.set("q", query);
     else params.delete("q");
     replaceParams(params);
@@ -179,6 +213,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       " ",
       searchInfo,
     ),
+    h("div", { class: "toolbar" }, narrowing.inputs, narrowed ? h("span", { class: "muted filter-info" }, `showing ${pct(total[0] / runTotal)} of the run`) : null),
     crumbs,
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
     details,
