@@ -26,6 +26,18 @@ def test_fleet_commands(tmp_path: Path, capsys) -> None:
     assert main(["fleet", "flame", *span, "--where", "host=web-1"]) == 0
     folded = capsys.readouterr().out.splitlines()
     assert folded and all(line.startswith("main") for line in folded)
+    assert main(["fleet", "flame", *span, "--where", "host=web-1", "--format", "json"]) == 0
+    flame = json.loads(capsys.readouterr().out)
+    assert (flame["where"], flame["unit"], flame["to"]) == ("host=web-1", "ns", T0 + 7200)
+    as_folded = [
+        f"{';'.join(f['function'] for f in s['frames'])} {s['cpu_ns']:.0f}" for s in flame["stacks"]
+    ]
+    assert sorted(as_folded) == sorted(folded)
+    assert flame["total"] == sum(s["cpu_ns"] for s in flame["stacks"])
+    assert [s["cpu_ns"] for s in flame["stacks"]] == sorted(
+        (s["cpu_ns"] for s in flame["stacks"]), reverse=True
+    )
+    assert all(f["dso"] for s in flame["stacks"] for f in s["frames"])
 
     assert main(["fleet", "compact", "--store", root]) == 0
     assert main(["fleet", "top", *span, "-n", "0", "--format", "json"]) == 0

@@ -21,6 +21,7 @@ from ..fleet.engine import Engine
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
 from ..fleet.labels import LABEL_GROUPINGS
 from ..present import PROFILE, TitledProfile, formats_for, write
+from ..present.json import FLEET_FLAME
 from ..store.fleet import FleetStore, fleet_root
 from ..views.keys import GROUPINGS
 
@@ -125,9 +126,15 @@ def _add_top(parser: argparse.ArgumentParser) -> None:
 def _add_flame(parser: argparse.ArgumentParser) -> None:
     _add_range(parser)
     kind = parser.add_mutually_exclusive_group()
-    kind.add_argument("--folded", action="store_true", help="folded stacks (default)")
+    kind.add_argument("--folded", action="store_true", help="folded stacks (the default)")
     kind.add_argument("--html", metavar="FILE", help="write an interactive HTML flame graph")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write folded stacks to FILE")
+    kind.add_argument(
+        "--format",
+        choices=("folded", "json"),
+        default="folded",
+        help="folded stacks, or JSON: each stack's frames (root first), CPU ns and samples",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the stacks to FILE")
     add_engine_options(parser)
 
 
@@ -224,7 +231,8 @@ def _top(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _flame(args: argparse.Namespace, store: FleetStore) -> int:
-    profile = queries.flame(store, args.start, args.end, args.where, query_engine(args))
+    start, end = queries.time_range(args.start, args.end)
+    profile = queries.flame(store, start, end, args.where, query_engine(args))
     if not profile.sample_stack:
         raise UserError("no samples in this range: widen --from/--to or relax --where")
     where = f" where {args.where}" if args.where else ""
@@ -232,6 +240,9 @@ def _flame(args: argparse.Namespace, store: FleetStore) -> int:
     if args.html:
         write(PROFILE, doc, "html", args.html)
         print(f"perfsleuth: wrote {args.html}", file=sys.stderr)
+    elif args.format == "json":
+        stacks = queries.flame_json(profile, start, end, args.where)
+        write(FLEET_FLAME, stacks, "json", args.output)
     else:
         write(PROFILE, doc, "folded", args.output)
     return 0

@@ -8,6 +8,7 @@ view over it, with its JSON shape and its meaning of self and total.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import replace
 
 from ..errors import UserError
@@ -123,3 +124,32 @@ def flame(
     """The samples of the range as one profile: present/folded.py writes its folded stacks."""
     start, end = time_range(start, end)
     return profile(store, start, end, where, engine)
+
+
+def flame_json(profile: Profile, start: float, end: float, where: str | None) -> dict:
+    """`fleet flame --format json`: each distinct stack, root first, with its CPU ns and
+    samples, heaviest first (the folded stacks' content, frames as objects)."""
+    sums: defaultdict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
+    for stack, weight, count, _thread, _state in profile.rows():
+        if stack and weight:
+            sums[stack][0] += weight
+            sums[stack][1] += count
+    frames = [
+        {"function": f.function, "dso": f.dso, "file": f.file, "line": f.line}
+        for f in profile.frames
+    ]
+    stacks = [
+        {"frames": [frames[f] for f in reversed(stack)], "cpu_ns": ns, "samples": int(n)}
+        for stack, (ns, n) in sorted(sums.items(), key=lambda item: -item[1][0])
+    ]
+    total = sum(ns for ns, _n in sums.values())
+    samples = int(sum(n for _ns, n in sums.values()))
+    return {
+        "from": start,
+        "to": end,
+        "where": where or "",
+        "unit": "ns",
+        "total": total,
+        "samples": samples,
+        "stacks": stacks,
+    }

@@ -10,6 +10,8 @@ from .text import RENDERERS
 
 # What `record` and `import` stored: JSON for scripts; people get a line on stderr.
 RECORDED = "recorded"
+# `fleet flame`'s stacks: folded stacks (the profile's output) for people, JSON for scripts.
+FLEET_FLAME = "fleet-flame"
 
 
 def _dump(doc: Any, fh: IO[Any]) -> None:
@@ -21,5 +23,5 @@ OUTPUT = Output(
     name="json",
     help="one JSON document, for scripts",
     # Every document people read as text is one JSON document too.
-    writers=dict.fromkeys([*RENDERERS, RECORDED], _dump),
+    writers=dict.fromkeys([*RENDERERS, RECORDED, FLEET_FLAME], _dump),
 )
