@@ -6,7 +6,7 @@ import pytest
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
-from perfsleuth.store.runs import Store
+from perfsleuth.store.runs import Store, is_run_reference
 
 
 def sample_profile(weight: float = 1.0):
@@ -56,6 +56,14 @@ def test_resolve_latest_and_back(store_path: Path):
         with pytest.raises(UserError):
             store.resolve(not_a_number)
     assert [r.id for r in store.runs()] == [3, 2, 1]
+
+
+def test_one_run_reference_grammar():
+    """The store, the server and gate's --baseline read references the same way."""
+    for ref in ("1", "42", "latest", "latest~0", "latest~12"):
+        assert is_run_reference(ref), ref
+    for ref in ("", "²", "٣", "latest~", "latest~²", "latest~-1", "-1", "1.0", "latest1", "x"):
+        assert not is_run_reference(ref), ref
 
 
 def test_missing_store_is_a_user_error(store_path: Path):

@@ -22,7 +22,7 @@ from ..errors import UserError
 from ..formats.counts import parse_counts
 from ..present import formats_for, write
 from ..store.counts import require_counts
-from ..store.runs import Store
+from ..store.runs import Store, is_run_reference
 from .common import add_output_options, open_store
 from .record import store_recording
 
@@ -120,7 +120,7 @@ def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
 def load_baseline(store: Store, ref: str) -> dict[str, Any]:
     path = Path(ref)
     if not path.is_file():
-        if not (ref.isdigit() or ref.startswith("latest")):
+        if not is_run_reference(ref):
             raise UserError(f"--baseline {ref}: no such file, and not a run id")
         return baseline_of(store, store.resolve(ref))
     try:

@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
-from ..store.runs import Store, resolve
+from ..store.runs import Store, is_run_reference, resolve
 from ..views import cache, callgraph, diff, top
 from ..views.annotate import find_source, line_costs
 from ..views.keys import GROUPINGS
@@ -119,7 +119,7 @@ class Api:
     # -- shared steps ------------------------------------------------------------
 
     def _run_id(self, ref: str) -> int:
-        if not re.fullmatch(r"[0-9]+|latest(~[0-9]+)?", ref):
+        if not is_run_reference(ref):
             raise ApiError(400, f"bad run reference {ref!r}: use an id, latest or latest~N")
         try:
             return resolve(ref, self._run_ids(), self.store.root)
@@ -302,9 +302,8 @@ class Api:
 
     def _findings(self, run_id: int) -> list[dict]:
         found: list[dict] = []
-        for data in self._docs(run_id, "findings").values():
-            items = data.get("findings", []) if isinstance(data, dict) else data
-            found.extend(f for f in items if isinstance(f, dict))
+        for items in self._docs(run_id, "findings").values():
+            found.extend(items)
         found.sort(key=lambda f: -_number(f.get("estimated_gain")))
         return found
 

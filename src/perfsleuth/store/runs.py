@@ -22,6 +22,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -535,22 +536,31 @@ class Store:
         return out
 
 
+# ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+RUN_REFERENCE = re.compile(r"[0-9]+|latest(~[0-9]+)?", re.ASCII)
+
+
+def is_run_reference(ref: str) -> bool:
+    """Whether `ref` is written as a run reference: an id, `latest` or `latest~N`."""
+    return RUN_REFERENCE.fullmatch(ref) is not None
+
+
 def resolve(ref: str | None, ids: list[int], root: Path) -> int:
     """A run id from `3`, `latest`, `latest~1`... among `ids`, the store's newest first
     (the server keeps them between requests)."""
     ref = (ref or "latest").strip()
     if not ids:
         raise UserError(f"the store {root}/ has no runs yet; record one first")
-    if ref.startswith("latest"):
-        back = ref[len("latest") :]
-        steps = int(back[1:]) if back.startswith("~") and _is_number(back[1:]) else None
-        if back and steps is None:
+    if not is_run_reference(ref):
+        if ref.startswith("latest"):
             raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
-        steps = steps or 0
+        raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
+    if ref.startswith("latest"):
+        steps = int(ref[len("latest~") :] or 0)
         if steps >= len(ids):
             raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
         return int(ids[steps])
-    if _is_number(ref) and int(ref) in ids:
+    if int(ref) in ids:
         return int(ref)
     raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
 
@@ -575,8 +585,3 @@ def _run_from_row(row: tuple) -> RunInfo:
         source=values["source"] or "",
         meta=json.loads(values["meta"]) if values["meta"] else {},
     )
-
-
-def _is_number(text: str) -> bool:
-    """ASCII digits only: str.isdigit() also takes '²', which int() refuses."""
-    return text.isascii() and text.isdigit()
