@@ -3,8 +3,8 @@
 A finding's gain is what fixing it would save as a fraction of the run: the
 measured gain when an experiment verified it (1 - 1/speed-up), else the
 analyzer's estimate, never more than the finding's share. Findings that say the
-profile itself is unreliable (missing symbols) come first when large; the rest
-by gain, then confidence. Findings below the noise floor are hidden unless asked.
+profile itself is unreliable (missing symbols) come first when what they hide is
+large; the rest by gain, then confidence. Findings below the noise floor are hidden unless asked.
 """
 
 from __future__ import annotations
@@ -53,8 +53,18 @@ def clamp(finding: Finding) -> Finding:
     return finding
 
 
-def is_diagnostic(finding: Finding, min_share: float = DIAGNOSTIC_MIN_SHARE) -> bool:
-    return finding.kind in DIAGNOSTIC_KINDS and finding.share >= min_share
+def is_diagnostic(finding: Finding) -> bool:
+    return finding.kind in DIAGNOSTIC_KINDS and finding.share >= DIAGNOSTIC_MIN_SHARE
+
+
+def blinds_the_ranking(finding: Finding) -> bool:
+    """A diagnostic large enough that the other findings stand on a partial picture.
+
+    Its `blind_share` detail, when set, is the part that hides what runs (nameless
+    code in a library a rule names by its DSO does not).
+    """
+    blind = finding.details.get("blind_share", finding.share)
+    return is_diagnostic(finding) and blind >= DIAGNOSTIC_FIRST_SHARE
 
 
 def distinct(findings: Iterable[Finding]) -> list[Finding]:
@@ -73,7 +83,7 @@ def rank(findings: Iterable[Finding], *, show_all: bool = False) -> Ranked:
     ordered = sorted(
         (clamp(f) for f in distinct(findings)),
         key=lambda f: (
-            not is_diagnostic(f, DIAGNOSTIC_FIRST_SHARE),
+            not blinds_the_ranking(f),
             -gain(f),
             -f.confidence,
             f.rule,

@@ -54,3 +54,10 @@ def test_repeated_findings_are_shown_once() -> None:
         [finding("same", 0.2, 0.1), finding("same", 0.2, 0.1), finding("other", 0.2, 0.1)]
     )
     assert [f.rule for f in ranked.shown] == ["other", "same"]
+
+
+def test_nameless_code_in_a_library_a_rule_names_does_not_come_first() -> None:
+    symbols = finding("symbols.missing", 0.98, 0.0, kind="missing-symbols")
+    symbols.details["blind_share"] = 0.0  # all of it in liblzma, which compression.xz names
+    ranked = rank([symbols, finding("compression.xz", 0.99, 0.6)])
+    assert [f.rule for f in ranked.shown] == ["compression.xz", "symbols.missing"]

@@ -34,6 +34,9 @@ def test_shipped_rules_load_and_cover_every_family() -> None:
     for family in (
         "allocator.glibc",
         "compression.zlib",
+        "compression.xz",
+        "compression.bzip2",
+        "compression.zstd-slow-level",
         "json.parser",
         "regex.std",
         "unicode.icu-case",
@@ -46,6 +49,22 @@ def test_shipped_rules_load_and_cover_every_family() -> None:
         "locking.mutex-on-cpu",
     ):
         assert family in ids
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "function", "dso"),
+    [
+        ("compression.xz", "[unknown] liblzma.so.5.4.1+0x190b0", "liblzma.so.5.4.1"),
+        ("compression.xz", "lzma_code", "xz"),
+        ("compression.bzip2", "[unknown] libbz2.so.1.0.4+0x3140", "libbz2.so.1.0.4"),
+        ("compression.bzip2", "BZ2_blockSort", "bzip2"),
+        ("compression.zstd-slow-level", "ZSTD_compressBlock_btultra2", "libzstd.so.1"),
+    ],
+)
+def test_compression_rules_match_by_name_or_library(rule_id: str, function: str, dso: str) -> None:
+    rules = {rule.id: rule for rule in load_rules()}
+    assert rules[rule_id].matches(function, dso)
+    assert not rules[rule_id].matches("ZSTD_compressBlock_lazy2", "zstd")
 
 
 def test_every_shipped_rule_saves_at_most_its_share() -> None:

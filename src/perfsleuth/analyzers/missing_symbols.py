@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
+from ..rules import load_rules
 from ..symbols.elf import elf_info
 from . import Context
 from .library_match import heaviest
@@ -24,15 +25,30 @@ from .library_match import heaviest
 MIN_UNKNOWN_SHARE = 0.05
 MIN_BROKEN_SHARE = 0.25
 HIGH_CONFIDENCE_SHARE = 0.2
-ROOT_FUNCTIONS = re.compile(
-    r"^(_start|__libc_start_main|__libc_start_call_main|start_thread|clone3?|__clone3?|"
-    r"_dl_start_user|_dl_start|main|thread_start|__GI___clone3?)$"
-)
+# Where programs and threads start, per runtime. A stack with one of these on it
+# reached its entry: any frames above it belong to the runtime, not to the user.
+ENTRY_CHAINS = {
+    "C runtime and loader": r"_start|__libc_start_main(_impl|_alias_2)?|__libc_start_call_main"
+    r"|_dl_start(_user)?|main",
+    "threads (glibc, clone)": r"start_thread|thread_start|__?clone3?|__GI___clone3?",
+    "Rust": r"std::rt::lang_start(_internal)?\b.*|(std::.*::)?__rust_begin_short_backtrace\b.*"
+    r"|std::sys::.*::thread_start|[A-Za-z_]\w*::main",
+    "C++ runtimes": r"execute_native_thread_routine(_compat)?"
+    r"|std::thread::_State_impl<.*>::_M_run.*|gomp_thread_start|__kmp_launch_worker.*|tbb::.*::thread_routine.*|g_thread_proxy"
+    r"|boost::.*thread_proxy.*",
+    "Go": r"runtime\.(goexit|rt0_go|mstart)(\.abi0)?",
+}
+ENTRY_FUNCTIONS = re.compile("^(" + "|".join(ENTRY_CHAINS.values()) + ")$")
+# A stripped executable's _start has no name; its frame is "[unknown] DSO+0xSTART"
+# with START at the ELF entry point (the call into libc comes a few bytes later).
+_UNNAMED_START = re.compile(r"^\[unknown\] (?P<dso>.+)\+0x(?P<start>[0-9a-f]+)$")
+NEAR_ENTRY_BYTES = 64
 SYSTEM_PREFIXES = ("/usr/", "/lib")
 # Stacks rebuilt from an exact call graph (callgrind, cachegrind) are not
 # unwound, so they cannot be broken; their roots are whatever valgrind saw first.
 # py-spy rebuilds stacks from the interpreter's frames and drops its entry frames.
 UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey", "py-spy"})
+DWARF_STACK_COPY = "8 KB"  # perf record --call-graph dwarf's default stack copy per sample
 _ADDRESS = re.compile(r"^(0x)?[0-9a-f]{6,}$")
 
 
@@ -41,11 +57,13 @@ def analyze(ctx: Context) -> list[Finding]:
     total = profile.total
     if total <= 0:
         return []
-    unknown_by_dso, broken = _measure(profile)
+    paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
+    unknown_by_dso, broken = _measure(profile, _entry_frames(profile, paths))
     findings = []
     unknown = sum(unknown_by_dso.values())
     if unknown / total >= MIN_UNKNOWN_SHARE:
         findings.append(_unknown_finding(ctx, unknown_by_dso, total))
+        findings[-1].details["blind_share"] = _blind_share(ctx, unknown_by_dso, total)
     unwound = profile.meta.get("format") not in UNWOUND_FORMATS
     if unwound and broken / total >= MIN_BROKEN_SHARE:
         findings.append(_broken_finding(ctx, broken / total))
@@ -57,8 +75,27 @@ def is_unknown(frame: Frame) -> bool:
     return not name or name.startswith("[unknown") or bool(_ADDRESS.match(name))
 
 
-def _measure(profile: Profile) -> tuple[dict[str, float], float]:
-    """Unknown-leaf weight per DSO, and the weight of user stacks cut short."""
+def _entry_frames(profile: Profile, paths: dict[str, str]) -> set[int]:
+    """Ids of the frames where a program or a thread starts."""
+    return {
+        i
+        for i, frame in enumerate(profile.frames)
+        if not frame.kernel
+        and (ENTRY_FUNCTIONS.match(frame.function) or _is_unnamed_start(frame, paths))
+    }
+
+
+def _is_unnamed_start(frame: Frame, paths: dict[str, str]) -> bool:
+    """A nameless frame at its executable's ELF entry point (a stripped _start)."""
+    m = _UNNAMED_START.match(frame.function)
+    info = elf_info(paths.get(m["dso"], "")) if m else None
+    if m is None or info is None or not info.entry:
+        return False
+    return 0 <= int(m["start"], 16) - info.entry < NEAR_ENTRY_BYTES
+
+
+def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], float]:
+    """Unknown-leaf weight per DSO, and the weight of user stacks that reach no entry."""
     unknown: dict[str, float] = defaultdict(float)
     broken = 0.0
     for stack, weight, _count, _thread, _state in profile.rows():
@@ -67,8 +104,7 @@ def _measure(profile: Profile) -> tuple[dict[str, float], float]:
         leaf = profile.frames[stack[0]]
         if is_unknown(leaf):
             unknown[leaf.dso or "[unknown]"] += weight
-        root = profile.frames[stack[-1]]
-        if not root.kernel and not ROOT_FUNCTIONS.match(root.function):
+        if not profile.frames[stack[-1]].kernel and entries.isdisjoint(stack):
             broken += weight
     return unknown, broken
 
@@ -94,6 +130,18 @@ def _unknown_finding(ctx: Context, by_dso: dict[str, float], total: float) -> Fi
         evidence=evidence,
         fix={"steps": list(dict.fromkeys(fixes))},
     )
+
+
+def _blind_share(ctx: Context, by_dso: dict[str, float], total: float) -> float:
+    """The share of nameless samples whose DSO does not say what they are.
+
+    A library rule that names a DSO (liblzma, libz, ...) still matches its nameless
+    frames, so the ranking of those libraries stands; rank.py puts the finding first
+    only when this share is large.
+    """
+    rules = ctx.options.rules or load_rules()
+    named = {d for d in by_dso if any(p.search(d) for rule in rules for p in rule.dsos)}
+    return sum(w for d, w in by_dso.items() if d not in named) / total
 
 
 def _fix_for(dso: str, path: str) -> str:
@@ -132,21 +180,36 @@ def owning_package(path: str) -> str:
 
 def _broken_finding(ctx: Context, share: float) -> Finding:
     call_graph = ctx.run.meta.get("call_graph", "")
+    evidence = [
+        f"{100 * share:.1f}% of user-space stacks reach no program or thread entry "
+        f"({', '.join(ENTRY_CHAINS)})",
+        f"recorded with call graph: {call_graph or 'unknown'}",
+    ]
+    title = f"{100 * share:.1f}% of samples have stacks that stop before the thread's entry"
+    confidence = 0.6
     if call_graph == "fp":
         fix = "record with --call-graph dwarf, or rebuild with -fno-omit-frame-pointer"
     else:
         fix = "rebuild with -fno-omit-frame-pointer and record with --call-graph fp"
+    if call_graph == "dwarf":
+        # DWARF unwinding is exact up to the end of the stack copy: the hot code and
+        # its nearest callers are there, only the outermost frames are cut.
+        title += f" (deeper than perf's {DWARF_STACK_COPY} stack copy)"
+        confidence = 0.4
+        evidence.append(
+            f"perf copies {DWARF_STACK_COPY} of stack per sample for DWARF unwinding: "
+            "the leaf and its nearest callers are exact, callers further up are lost"
+        )
     return Finding(
         rule="symbols.broken-stacks",
         kind="missing-symbols",
-        title=f"{100 * share:.1f}% of samples have stacks that stop before the thread's entry",
+        title=title,
         share=share,
         estimated_gain=0.0,
-        confidence=0.6,
+        confidence=confidence,
         suggestion=f"Inclusive costs and call sites are undercounted; {fix}",
-        evidence=[
-            f"{100 * share:.1f}% of user-space stacks do not reach main/_start/start_thread",
-            f"recorded with call graph: {call_graph or 'unknown'}",
-        ],
+        evidence=evidence,
         fix={"steps": [fix]},
+        # cut by the stack copy, the hot code and its callers are still exact
+        details={"blind_share": 0.0 if call_graph == "dwarf" else share},
     )

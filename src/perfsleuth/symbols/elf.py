@@ -28,6 +28,7 @@ class ElfInfo:
     segments: tuple[tuple[int, int, int, int], ...] = field(default_factory=tuple)
     has_symbols: bool = False  # .symtab present (not only .dynsym)
     has_debug_info: bool = False  # .debug_info present
+    entry: int = 0  # e_entry: the virtual address the kernel starts the program at
 
     def offset_to_vaddr(self, offset: int) -> int | None:
         """The ELF virtual address of a file offset, None when no PT_LOAD covers it."""
@@ -55,7 +56,7 @@ def _parse_elf(path: str, f: BinaryIO) -> ElfInfo | None:
         return None
     if ident[4] != 2 or ident[5] != 1:  # not 64-bit little-endian: use pyelftools
         return _parse_elf_slow(path, f)
-    (phoff, shoff) = struct.unpack_from("<QQ", ident, 0x20)
+    (entry, phoff, shoff) = struct.unpack_from("<QQQ", ident, 0x18)
     (phentsize, phnum, shentsize, shnum, shstrndx) = struct.unpack_from("<HHHHH", ident, 0x36)
     segments = []
     notes: list[tuple[int, int]] = []
@@ -101,7 +102,7 @@ def _parse_elf(path: str, f: BinaryIO) -> ElfInfo | None:
             pos = name_end + ((descsz + 3) & ~3)
         if build_id:
             break
-    return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug)
+    return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug, entry)
 
 
 def _parse_elf_slow(path: str, f: BinaryIO) -> ElfInfo | None:
@@ -124,7 +125,7 @@ def _parse_elf_slow(path: str, f: BinaryIO) -> ElfInfo | None:
                 if note["n_type"] == "NT_GNU_BUILD_ID":
                     build_id = str(note["n_desc"])
                     break
-    return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug)
+    return ElfInfo(path, build_id, tuple(segments), has_symtab, has_debug, elf["e_entry"])
 
 
 def build_id_of(path: str) -> str:
