@@ -88,7 +88,8 @@ def test_json_example_agrees_with_py_spy_and_json_finding_is_first(tmp_path: Pat
         ("serialize", "json_heavy.py"),
         ("parse", "json_heavy.py"),
     )
-    assert any("json_heavy.py:" in line for line in first["evidence"])
+    sites = next(line for line in first["evidence"] if line.startswith("called from"))
+    assert "serialize at " in sites and "parse at " in sites  # both call sites named
 
 
 def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
@@ -100,10 +101,19 @@ def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
     assert folded.returncode == 0, folded.stderr
     in_deflate = [ln for ln in folded.stdout.splitlines() if ";deflate;" in ln]
     weight = sum(int(ln.rpartition(" ")[2]) for ln in in_deflate)
-    under_pack_logs = sum(int(ln.rpartition(" ")[2]) for ln in in_deflate if ";pack_logs;" in ln)
+    pack_logs = f";pack_logs ({EXAMPLES / 'zlib_mixed.py'}:"  # folded keeps Python file:line
+    under_pack_logs = sum(int(ln.rpartition(" ")[2]) for ln in in_deflate if pack_logs in ln)
     assert weight > 0 and under_pack_logs == weight
     crc = [ln for ln in folded.stdout.splitlines() if ";crc32" in ln]
-    assert all(";checksum_blocks;" in ln for ln in crc)
+    assert all(";checksum_blocks (" in ln for ln in crc)
+
+    advised = perfsleuth("advise", "--format", "json", store=store)
+    assert advised.returncode == 0, advised.stderr
+    findings = {f["rule"]: f for f in json.loads(advised.stdout)["findings"]}
+    zlib = findings["compression.zlib"]
+    assert (zlib["function"], Path(zlib["file"]).name) == ("pack_logs", "zlib_mixed.py")
+    sites = next(line for line in zlib["evidence"] if line.startswith("called from"))
+    assert sites.startswith("called from pack_logs at ") and "zlibmodule.c" not in sites
 
 
 def test_pid_of_a_running_interpreter_and_its_exit_mid_recording(tmp_path: Path) -> None:

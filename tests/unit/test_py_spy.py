@@ -13,7 +13,9 @@ from perfsleuth.collect import python
 from perfsleuth.errors import UserError
 from perfsleuth.formats import detect, py_spy
 from perfsleuth.model.profile import Frame
+from perfsleuth.present import folded, html
 from perfsleuth.rules import load_rules
+from perfsleuth.views import flame
 
 # Real lines of `py-spy record --native --threads --full-filenames --format raw`
 # (py-spy 0.4.3, Debian's python3.11 and pyenv's 3.11.7 with debug info), shortened.
@@ -140,3 +142,37 @@ def test_a_file_without_stacks_is_refused(tmp_path: Path) -> None:
     path.write_text("\n\n")
     with pytest.raises(UserError, match="no stacks"):
         py_spy.read(path)
+
+
+SAME_NAMES = (
+    "thread (7): MainThread;<module> (/srv/app.py:11);compress (/srv/app.py:8);"
+    "compress (/usr/lib/x86_64-linux-gnu/libz.so.1.2.13);"
+    "deflate (/usr/lib/x86_64-linux-gnu/libz.so.1.2.13) 5\n"
+    "thread (7): MainThread;<module> (/srv/app.py:12);compress (/srv/app.py:8) 2\n"
+)
+
+
+def test_folded_export_keeps_python_file_and_line_and_reads_back(tmp_path: Path) -> None:
+    raw = tmp_path / "same.txt"
+    raw.write_text(SAME_NAMES)
+    profile = py_spy.read(raw)
+    lines = folded.lines(profile)
+    assert "<module> (/srv/app.py:11);compress (/srv/app.py:8);compress;deflate 5" in lines
+    again = tmp_path / "again.folded"
+    again.write_text("\n".join(lines) + "\n")
+    assert detect(again) is py_spy
+    frames = set(py_spy.read(again).frames)
+    assert Frame("compress", "[python:app]", "/srv/app.py", 8) in frames
+
+
+def test_flame_tells_a_python_function_from_a_native_one_of_its_name(tmp_path: Path) -> None:
+    raw = tmp_path / "same.txt"
+    raw.write_text(SAME_NAMES)
+    root = flame.tree(py_spy.read(raw))
+    module = root["c"][0]
+    assert module["n"] == "<module>" + flame.PYTHON_SUFFIX
+    python_compress = module["c"][0]
+    assert python_compress["n"] == "compress" + flame.PYTHON_SUFFIX and python_compress["v"] == 7
+    assert [c["n"] for c in python_compress["c"]] == ["compress"]
+    page = html.flame_page(py_spy.read(raw), "t")
+    assert 'n.n.endsWith("_[py]")' in page

@@ -12,8 +12,9 @@ frame comes before it. A frame is `NAME (FILE:LINE)` or `NAME (DSO)`:
 A Python frame becomes a Frame with its file and line and the pseudo-DSO
 `[python:MODULE]`, MODULE the dotted module name of the file below its sys.path
 entry (`json.encoder`, a script's name for a script): everything that groups or
-matches by DSO (top --by dso, rules, colours) tells Python code apart by module
-with no new field in the model.
+matches by DSO (top --by dso, rules) tells Python code apart by module with no new
+field in the model; the flame graph tags Python frames `_[py]` (views/flame.py) and
+the folded export writes them back in this file's form (present/folded.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Frames carry the `_[k]` (kernel) and `_[i]` (inlined) marks of stackcollapse-per
 and inferno, which formats/folded.py reads back. Frames read from DTrace-style
 `module`function` folded stacks get their module prefix back, so such files round-trip;
 other runs' frames are written without it, as stackcollapse-perf.pl writes them.
+Python frames are written as py-spy writes them, `function (file:line)`, so the file
+reads back as py-spy's (formats/py_spy.py), module, file and line kept.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import IO, Any
 
+from ..formats.py_spy import is_python_frame
 from ..model.profile import Frame, Profile
 from ..views.flame import frame_label
 from . import PROFILE, Output, TitledProfile
@@ -28,6 +31,8 @@ def lines(profile: Profile) -> list[str]:
 
 
 def _label(frame: Frame, modules: bool) -> str:
+    if is_python_frame(frame):
+        return f"{frame.function} ({frame.file}:{frame.line})"
     label = frame_label(frame)
     return f"{frame.dso}`{label}" if modules and frame.dso else label
 

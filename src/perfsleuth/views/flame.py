@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from ..formats.py_spy import is_python_frame
 from ..model.profile import Frame, Profile
 
 KERNEL_SUFFIX = "_[k]"
 INLINE_SUFFIX = "_[i]"
+# a Python function (py-spy): never merged with a native function of the same name
+PYTHON_SUFFIX = "_[py]"
 
 
 def frame_label(frame: Frame) -> str:
@@ -13,6 +16,8 @@ def frame_label(frame: Frame) -> str:
         return frame.function + KERNEL_SUFFIX
     if frame.inlined:
         return frame.function + INLINE_SUFFIX
+    if is_python_frame(frame):
+        return frame.function + PYTHON_SUFFIX
     return frame.function
 
 
