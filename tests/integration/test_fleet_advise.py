@@ -62,6 +62,7 @@ def test_fleet_advise_finds_the_planted_hot_spots(span: list[str], capsys) -> No
     assert main(["fleet", "advise", *span]) == 0
     text = capsys.readouterr().out
     assert "cores saved" in text and "perfsleuth try allocator" in text
+    assert "then `fleet advise --verified FILE`" in " ".join(text.split())
 
 
 def _allocator(doc: dict) -> dict:

@@ -102,6 +102,8 @@ def _details(n: int, f: dict) -> list[str]:
             lines.append(f"   {'run' if key == 'command' else 'measure'}: {fix[key]}")
     if f.get("verified"):
         lines += _measured(f)
+    elif fix.get("experiment"):
+        lines.append("   attach: add --format json -o FILE, then `fleet advise --verified FILE`")
     if f.get("same_hot_spot"):
         lines.append(f"   same hot spot as {f['same_hot_spot']}")
     return lines
@@ -109,11 +111,12 @@ def _details(n: int, f: dict) -> list[str]:
 
 def _measured(f: dict) -> list[str]:
     v = f["verified"]
+    rest = f["cores_saved"] - v["cores_saved"]
     return [
         f"   measured ({v['file']}): {v['summary']}",
         f"   * {f['cores_saved']:.2f} cores saved: {v['cores_saved']:.2f} measured in "
-        f"{v['program']} ({v['program_cores']:.2f} cores), the rest estimated "
-        f"(estimate without the measurement: {f['estimated_cores_saved']:.2f})",
+        f"{v['program']} (of the {v['program_cores']:.2f} cores it keeps busy) + {rest:.2f} "
+        f"estimated elsewhere; the estimate alone was {f['estimated_cores_saved']:.2f}",
     ]
 
 
