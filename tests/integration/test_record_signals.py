@@ -133,3 +133,19 @@ def test_a_target_killed_by_sigsegv_gives_139(tmp_path: Path, mode: str) -> None
     assert proc.returncode == 139, err
     assert "Traceback" not in err
     assert leftovers(tmp_path) == []
+
+
+def test_sigkill_of_a_cache_recording_takes_valgrind_down(
+    tmp_path: Path, examples_built: Path
+) -> None:
+    """Cache mode's valgrind (lackey) never outlives perfsleuth either."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    program = str(examples_built / "conntable")
+    argv = [PERFSLEUTH, "record", "--store", str(tmp_path / "S"), "--mode", "cache"]
+    argv += ["--function", "handle_packet", "--", program, "200000", "2000000"]
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    wait_until(lambda: processes_with(program) != [], "valgrind never started")
+    proc.kill()
+    proc.communicate(timeout=BOUND_S)
+    wait_until(lambda: processes_with(program) == [], "valgrind outlived perfsleuth")
+    wait_until(lambda: leftovers(tmp_path) == [], "the temporary folder was left behind")

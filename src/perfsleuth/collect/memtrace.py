@@ -38,6 +38,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..cpucache.trace import Access
 from ..errors import UserError
+from .target import spawn
 from .valgrind import FAILURE_MARKERS, FIXED_ENV, resolve_program, valgrind_binary
 
 VALGRIND_PIE_BASE = 0x108000
@@ -105,8 +106,10 @@ def record(
     observer: DataObserver | None = None,
     keep_env: bool = False,
     stdin_text: str | None = None,
+    progress: Progress = SILENT,
 ) -> TracedCalls:
-    """Run CMD under lackey and cut its trace to the calls of target.function."""
+    """Run CMD under lackey and cut its trace to the calls of target.function;
+    `progress` counts the calls kept."""
     resolve_program(cmd)
     read_fd, write_fd = os.pipe()
     with contextlib.suppress(OSError):  # fewer stalls of valgrind on a full pipe
@@ -115,7 +118,7 @@ def record(
     env = dict(os.environ) if keep_env else dict(FIXED_ENV)
     started = time.monotonic()
     stdin = subprocess.PIPE if stdin_text is not None else None
-    proc = subprocess.Popen(argv, env=env, pass_fds=(write_fd,), stdin=stdin, text=True)
+    proc = spawn(argv, env=env, pass_fds=(write_fd,), stdin=stdin, text=True)
     os.close(write_fd)
     if proc.stdin is not None:
         proc.stdin.write(stdin_text or "")
@@ -127,9 +130,11 @@ def record(
             data = pending + chunk.decode("latin-1")
             cut = data.rfind("\n") + 1
             pending = data[cut:]
+            kept = len(cutter.recording.calls)
             if cutter.feed_block(data[:cut]):
                 proc.kill()
                 break
+            progress.advance(len(cutter.recording.calls) - kept)
     status = proc.wait()
     recording = cutter.recording
     recording.duration_s = time.monotonic() - started

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--src",
         action="append",
         metavar="DIR",
-        help="source root the source view may read from (repeatable; the run's cwd is one)",
+        help="source root the source view may read from (repeatable); a recorded run's own "
+        "working directory is one too, an imported or attached run has no other",
     )
     parser.add_argument(
         "--fleet-store",
