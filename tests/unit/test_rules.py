@@ -186,7 +186,7 @@ def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_advice(tmp_path:
     assert numpy_loops.share > 0.5
     interpreter = found["python.interpreter"]
     assert interpreter.kind == "python-interpreter" and interpreter.share > 0.5
-    assert "3.12" in interpreter.suggestion and "PGO" in interpreter.suggestion
+    assert "PGO" in interpreter.suggestion and "3.13" in interpreter.suggestion
 
 
 def test_the_numpy_rule_needs_the_source_lines(tmp_path: Path) -> None:
