@@ -38,6 +38,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..cpucache.trace import Access
 from ..errors import UserError
+from ..model.progress import SILENT, Progress
 from .target import spawn
 from .valgrind import FAILURE_MARKERS, FIXED_ENV, resolve_program, valgrind_binary
 
