@@ -4,12 +4,17 @@ same through the command line. Real pyarrow and DuckDB over a store on a folder.
 from __future__ import annotations
 
 import json
+import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from test_fleet_store import T0, as_ns, fleet, make_window, stack_pool
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from fleet_sim import windows as sim_windows  # noqa: E402
 
 from perfsleuth.analyzers import Context
 from perfsleuth.cli import main
@@ -141,6 +146,33 @@ def test_libraries_where_narrows_the_hosts_services_and_programs_listed(tmp_path
     assert listed("exe=/usr/bin/app") == (2, [(["a", "b"], ["api", "db"], ["/usr/bin/app"])])
     assert listed("pid=100") == (2, [(["a", "b"], ["api", "db"], both)])  # per sample: share only
     assert listed("service=web") == (0, [])
+
+
+def test_fleet_top_is_the_sum_of_per_host_tops_on_simulator_data(tmp_path: Path) -> None:
+    store = FleetStore(str(tmp_path / "fleet"))
+    made = list(sim_windows(hosts=6, services=3, count=2, start=T0))
+    for w in made:
+        store.append(w)
+
+    def top_of(where: str | None) -> tuple[float, dict[tuple[str, str], float]]:
+        """The total and each function's absolute self CPU ns, from fleet top's rows."""
+        doc = queries.top(store, T0, END, where, "function", 0, "self")
+        return doc["total"], {
+            (r["function"], r["dso"]): r["self"] * doc["total"] for r in doc["rows"]
+        }
+
+    total, fleet_self = top_of(None)
+    summed: Counter[tuple[str, str]] = Counter()
+    hosts = sorted({w.labels["host"] for w in made})
+    host_totals = []
+    for host in hosts:
+        host_total, host_self = top_of(f"host={host}")
+        host_totals.append(host_total)
+        summed.update(host_self)
+    assert len(hosts) == 6 and sum(host_totals) == total
+    assert summed.keys() == fleet_self.keys() and len(fleet_self) > 100
+    for key, ns in fleet_self.items():
+        assert summed[key] == pytest.approx(ns, rel=1e-12), key
 
 
 def test_fleet_query_verbs_through_the_cli(store, capsys) -> None:
