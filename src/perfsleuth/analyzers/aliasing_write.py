@@ -74,6 +74,8 @@ def build_finding(
     """One finding from a source match and, when known, the compiler's and the
     machine code's evidence about the same loop."""
     evidence, confidence = _evidence(match, remark, asm, asm_in_binary)
+    confirmed_by = _confirmed_by(remark, asm, asm_in_binary)
+    evidence.append(_confirmation(confirmed_by))
     if share:
         evidence.append(f"{share:.1%} of the run's samples are in this code")
     where = "the loop" if match.pattern != "straight-line" else "the code"
@@ -99,6 +101,7 @@ def build_finding(
             "flags_origin": report.unit.flags_origin,
             "directory": str(report.unit.directory or ""),
             "remark": remark.__dict__ if remark else None,
+            "confirmed_by": confirmed_by,
             "machine_code": [i.describe() for i in asm.instructions] if asm else [],
         },
     )
@@ -116,7 +119,7 @@ def _evidence(
         evidence.append(f"{remark.describe()} ({Path(remark.file).name}:{remark.line})")
     elif remark is not None:
         evidence.append(
-            f"clang-16 vectorizes this loop with the unit's flags ({remark.message}), "
+            f"{remark.compiler} vectorizes this loop with the unit's flags ({remark.message}), "
             "but the binary's machine code reloads"
         )
     if asm is not None and asm.confirms_aliasing:
@@ -124,6 +127,32 @@ def _evidence(
         evidence.append(_machine_code_evidence(match, asm, asm_in_binary))
         evidence.extend(asm.evidence())
     return evidence, confidence
+
+
+def _confirmed_by(
+    remark: Remark | None, asm: LoopCode | None, asm_in_binary: bool
+) -> dict[str, str | None]:
+    """Which compiler's verdict and which machine code back the finding: the remark
+    of the compiler that built the binary (GCC's when its DW_AT_producer says GCC,
+    else clang's), and the reloads in the run's binary or in clang's build."""
+    reloads = asm is not None and asm.confirms_aliasing
+    return {
+        "compiler": remark.compiler if remark is not None and not remark.vectorized else None,
+        "machine_code": ("binary" if asm_in_binary else "clang build") if reloads else None,
+    }
+
+
+def _confirmation(confirmed_by: dict[str, str | None]) -> str:
+    parts = []
+    if confirmed_by["compiler"]:
+        parts.append(f"{confirmed_by['compiler']}'s vectoriser remark")
+    if confirmed_by["machine_code"] == "binary":
+        parts.append("the machine code of the run's binary")
+    elif confirmed_by["machine_code"]:
+        parts.append("the machine code of clang-16's build of the unit")
+    if not parts:
+        return "confirmed by no compiler: the source pattern alone"
+    return "confirmed by " + " and ".join(parts)
 
 
 def _machine_code_evidence(match: AliasMatch, asm: LoopCode, asm_in_binary: bool) -> str:

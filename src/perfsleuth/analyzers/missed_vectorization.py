@@ -1,4 +1,5 @@
-"""Missed vectorisation: hot loops clang-16 says it could not vectorise, with its reasons.
+"""Missed vectorisation: hot loops the compiler says it could not vectorise, with its
+reasons — GCC's when GCC built the binary (its DW_AT_producer), else clang-16's.
 
 Runs on the same hot translation units as the aliasing-write analyzer (and shares
 its compilation). A loop the aliasing analyzer already reports is left to it: that
@@ -18,12 +19,22 @@ from .aliasing_write import deep_reports
 
 # Hot enough to be worth a look: the loop's share of the run.
 MIN_SHARE = 0.02
-# clang's reason -> what to change; the first reason that matches wins.
+# The compiler's reason (clang's or GCC's) -> what to change; the first that matches wins.
 ADVICE = (
     (
         "could not determine number of loop iterations",
         "make the trip count computable before the loop: keep the bound in a local "
         "(not behind a pointer or an accessor the body's stores might change)",
+    ),
+    (
+        "number of iterations cannot be computed",
+        "make the trip count computable before the loop: keep the bound in a local "
+        "(not behind a pointer or an accessor the body's stores might change)",
+    ),
+    (
+        "volatile type",
+        "a volatile access in the body keeps the loop scalar: move it out of the loop "
+        "if the device or signal semantics allow",
     ),
     (
         "cannot identify array bounds",
@@ -63,7 +74,7 @@ ADVICE = (
         "simplify the body",
     ),
 )
-DEFAULT_ADVICE = "see the reasons clang gave and simplify the loop body accordingly"
+DEFAULT_ADVICE = "see the reasons the compiler gave and simplify the loop body accordingly"
 CONFIDENCE = 0.5
 # A vectorised loop is typically 2-4x faster than the scalar one (saving half or
 # more of its time), but a remark alone says the loop is scalar, not that it can
@@ -81,12 +92,13 @@ def analyze(ctx: Context) -> list[Finding]:
 
 
 def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
-    """A finding per loop of the unit clang did not vectorise (hot ones only when a
-    profile is given) that no aliasing-write match already explains."""
+    """A finding per loop of the unit the compiler did not vectorise (hot ones only
+    when a profile is given) that no aliasing-write match already explains; the
+    compiler is GCC when GCC built the binary and gave remarks, else clang."""
     explained = {(m.line, m.end_line) for m, _ in report.confirmed_matches()}
     findings = []
     seen: set[int] = set()  # a loop inlined in several places gets a remark per copy
-    for remark in report.remarks:
+    for remark in report.builder_remarks or report.remarks:
         if remark.vectorized or Path(remark.file).resolve() != report.unit.path.resolve():
             continue
         if remark.line in seen:
@@ -110,10 +122,10 @@ def advice_for(remark: Remark) -> str:
 def _finding(report: UnitReport, remark: Remark, share: float) -> Finding:
     function = report.function_at(remark.line)
     return Finding(
-        rule="missed-vectorization.clang",
+        rule="missed-vectorization." + remark.compiler.split()[0].lower(),
         kind="missed-vectorization",
-        title=f"clang did not vectorize the loop at {report.unit.path.name}:{remark.line}"
-        + (f" in {function}" if function else ""),
+        title=f"{remark.compiler} did not vectorize the loop at "
+        f"{report.unit.path.name}:{remark.line}" + (f" in {function}" if function else ""),
         share=round(share, 4),
         estimated_gain=round(share * GAIN_FRACTION, 4),
         confidence=CONFIDENCE if remark.reasons else CONFIDENCE - 0.2,

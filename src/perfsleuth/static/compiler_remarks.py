@@ -1,4 +1,5 @@
-"""clang-16's own verdict on each loop: its loop-vectorize optimisation remarks.
+"""clang-16's own verdict on each loop: its loop-vectorize optimisation remarks
+(GCC's, for binaries GCC built, are in gcc_remarks.py, in the same Remark shape).
 
 Each compilation runs in its own temporary directory with a time limit, so
 several can run in parallel and a pathological unit cannot hang an analysis.
@@ -27,10 +28,15 @@ REMARK_LINE = re.compile(
     r" \[-Rpass(?P<kind>-missed|-analysis)?=loop-vectorize\]$"
 )
 ERROR_LINE = re.compile(r"^(?:.+?:\d+:\d+: )?(?:fatal )?error: .*$")
+# Reasons for not vectorising that memory which may change explains: clang's, then GCC's.
 MEMORY_REASONS = (
     "could not determine number of loop iterations",
     "cannot identify array bounds",
     "unsafe dependent memory operations",
+    "number of iterations cannot be computed",
+    "complicated access pattern",
+    "can't determine dependence",
+    "possible alias",
 )
 OPTIMIZING_LEVELS = ("-O1", "-O2", "-O3", "-Os", "-Oz", "-Ofast")
 
@@ -45,6 +51,7 @@ class Remark:
     vectorized: bool
     message: str  # "vectorized loop (vectorization width: 16, ...)" or "loop not vectorized"
     reasons: list[str] = field(default_factory=list)  # "could not determine number of ..."
+    compiler: str = "clang"  # whose verdict: "clang", or "GCC 12" for GCC's -fopt-info
 
     @property
     def memory_reason(self) -> bool:
@@ -53,8 +60,8 @@ class Remark:
 
     def describe(self) -> str:
         if self.vectorized or not self.reasons:
-            return f"clang: {self.message}"
-        return "clang: loop not vectorized: " + "; ".join(dict.fromkeys(self.reasons))
+            return f"{self.compiler}: {self.message}"
+        return f"{self.compiler}: loop not vectorized: " + "; ".join(dict.fromkeys(self.reasons))
 
 
 class CompileError(Exception):
@@ -91,6 +98,14 @@ def compile_unit(
         "-c",
         str(source),
     ]
+    stderr = run_compiler(argv, tu, source, output)
+    return parse_remarks(stderr), stderr
+
+
+def run_compiler(argv: list[str], tu: TranslationUnit, source: Path, output: Path | None) -> str:
+    """Run a compiler on the unit, writing `output` (default: discarded), within the
+    time limit; its stderr, or a CompileError with its first error."""
+    name = Path(argv[0]).name
     with tempfile.TemporaryDirectory(prefix="perfsleuth-cc-") as tmp:
         target = output or Path(tmp) / "unit.o"
         try:
@@ -102,10 +117,10 @@ def compile_unit(
                 timeout=COMPILE_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:
-            raise CompileError(f"{source}: clang took over {COMPILE_TIMEOUT_S}s") from exc
+            raise CompileError(f"{source}: {name} took over {COMPILE_TIMEOUT_S}s") from exc
     if done.returncode != 0:
-        raise CompileError(first_error(done.stderr) or f"{source}: clang exited {done.returncode}")
-    return parse_remarks(done.stderr), done.stderr
+        raise CompileError(first_error(done.stderr) or f"{source}: {name} exited {done.returncode}")
+    return done.stderr
 
 
 def link_for_disassembly(tu: TranslationUnit, obj: Path, exe: Path) -> bool:

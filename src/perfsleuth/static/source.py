@@ -39,6 +39,7 @@ class TranslationUnit:
     directory: Path | None = None  # the build directory the flags are relative to
     error: str = ""  # the compiler's first error when it does not parse
     functions: list[str] = field(default_factory=list)  # hot functions it holds
+    producer: str = ""  # DW_AT_producer of its compile unit in the binary, when known
 
     @property
     def is_cxx(self) -> bool:
@@ -61,6 +62,7 @@ class TranslationUnit:
             self.directory,
             "",
             self.functions,
+            self.producer,
         )
 
 
@@ -240,7 +242,9 @@ def hot_units(
         analysed.add(path.resolve())
         flags = flags_for(path, table, producer)
         directory = Path(flags.directory) if flags.directory else None
-        unit = TranslationUnit(path, list(flags.args), flags.origin, directory, "", functions)
+        unit = TranslationUnit(
+            path, list(flags.args), flags.origin, directory, "", functions, producer
+        )
         units.append((unit, binary))
     notes = []
     if missing:

@@ -1,5 +1,6 @@
 """The deep analysis of a translation unit: its source patterns (libclang), clang-16's
-verdict on its loops (remarks) and their machine code, and which matches survive.
+verdict on its loops (remarks) — and GCC's, when GCC built the binary — and their
+machine code, and which matches survive.
 
 libclang parses the unit while clang-16 compiles it, in parallel; a report is cached
 by unit, flags, modification time and hot lines, so the aliasing and vectorisation
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from . import compiler_remarks, machine_code
 from .aliasing_patterns import AliasMatch, HotLines, find_matches
 from .clang_ast import function_spans, loop_spans
 from .compiler_remarks import CompileError, Remark
+from .gcc_remarks import gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
 
 
@@ -30,6 +32,8 @@ class UnitReport:
     unit: TranslationUnit
     matches: list[AliasMatch] = field(default_factory=list)
     remarks: list[Remark] = field(default_factory=list)
+    # GCC's remarks when GCC built the unit into the binary (its DW_AT_producer)
+    builder_remarks: list[Remark] = field(default_factory=list)
     functions: list[tuple[str, int, int]] = field(default_factory=list)
     loops: list[tuple[int, int]] = field(default_factory=list)
     # (file, loop line) -> the loop in clang-16's build of the unit
@@ -37,11 +41,24 @@ class UnitReport:
     error: str = ""
     seconds: float = 0.0
 
-    def remark_for(self, file: str, first: int, last: int) -> Remark | None:
-        """clang's remark on the loop at first..last itself, not on a loop inside it."""
+    def remark_for(
+        self, file: str, first: int, last: int, remarks: list[Remark] | None = None
+    ) -> Remark | None:
+        """The remark (clang's, unless `remarks` are given) on the loop at first..last
+        itself, not on a loop inside it."""
         inner = [(a, b) for a, b in self.loops if first < a and b <= last]
-        own = [r for r in self.remarks if not any(a <= r.line <= b for a, b in inner)]
+        own = [
+            r
+            for r in (self.remarks if remarks is None else remarks)
+            if not any(a <= r.line <= b for a, b in inner)
+        ]
         return compiler_remarks.remark_for_loop(own, Path(file), first, last)
+
+    def verdict_for(self, match: AliasMatch) -> Remark | None:
+        """The verdict of the compiler that built the binary on the match's loop:
+        GCC's when GCC built it and said something about the loop, else clang's."""
+        span = (match.file, match.line, match.end_line)
+        return self.remark_for(*span, self.builder_remarks) or self.remark_for(*span)
 
     def loop_at(self, line: int) -> tuple[int, int]:
         """The innermost loop around a line (the line alone when none is known)."""
@@ -61,7 +78,7 @@ class UnitReport:
         on whether its address escaped, which only the compiler knows)."""
         found = []
         for match in self.matches:
-            remark = self.remark_for(match.file, match.line, match.end_line)
+            remark = self.verdict_for(match)
             vectorized = remark is not None and remark.vectorized
             refuted = match.pattern != "straight-line" and vectorized
             if match.needs_compiler and (remark is None or not remark.memory_reason):
@@ -81,7 +98,7 @@ class UnitReport:
         return [(match, remark) for match, remark, refuted in self.verdicts() if not refuted]
 
 
-_REPORTS: dict[tuple[str, tuple[str, ...], float, HotLines | None], UnitReport] = {}
+_REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None], UnitReport] = {}
 
 
 def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> UnitReport:
@@ -89,7 +106,7 @@ def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> Un
     while clang compiles it for its remarks, in parallel; cached, so the aliasing and
     vectorisation analyzers share one analysis. A unit built with guessed flags that
     does not compile is tried once more with the common standard headers included."""
-    key = (str(unit.path), tuple(unit.flags), unit.path.stat().st_mtime, hot_lines)
+    key = (str(unit.path), tuple(unit.flags), unit.producer, unit.path.stat().st_mtime, hot_lines)
     if key not in _REPORTS:
         report = _analyse(unit, hot_lines)
         if report.error and unit.flags_origin == "defaults":
@@ -104,13 +121,15 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
     report = UnitReport(unit)
     with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
         obj = Path(tmp) / "unit.o"
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with ThreadPoolExecutor(max_workers=2) as pool:
             compiling = pool.submit(compiler_remarks.compile_unit, unit, None, obj)
+            building = pool.submit(gcc_remarks, unit) if unit.producer else None
             parsed = parse(unit)
             try:
                 report.remarks = compiling.result()[0]
             except CompileError as exc:
                 report.error = str(exc)
+            report.builder_remarks = _builder_remarks(building)
         if parsed is None:
             report.error = report.error or unit.error
         else:
@@ -119,6 +138,15 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
             report.object_loops = _object_loops(unit, obj, report.matches)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
+    """GCC's remarks; none when GCC did not build the unit or cannot compile it with
+    the flags known (the finding then cites clang's verdict, and says so)."""
+    try:
+        return building.result() if building is not None else []
+    except CompileError:
+        return []
 
 
 def _read_source(report: UnitReport, parsed: Any, hot_lines: HotLines | None) -> None:

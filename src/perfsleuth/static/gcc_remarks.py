@@ -1,0 +1,92 @@
+"""GCC's own verdict on each loop, for code GCC built: its -fopt-info-vec remarks.
+
+A compile unit names its compiler in DW_AT_producer ("GNU C++17 12.2.0 -O2 ...").
+When that is GCC, the verdict that counts is GCC's, not clang's: the unit is compiled
+again by the GCC of the same major version (g++-12, else g++) with the unit's flags
+and -fopt-info-vec-optimized-missed, and its remarks are read into the Remark shape
+of compiler_remarks.py, the compiler named ("GCC 12").
+
+GCC prints a loop's verdict first ("missed: couldn't vectorize loop" or "optimized:
+loop vectorized using 16 byte vectors") and its reasons after it ("missed: not
+vectorized: number of iterations cannot be computed."), at the loop's condition or
+at the statement at fault; the basic-block vectoriser's remarks that come between
+loops (statements of inlined library code) are not a loop's reasons.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from .compiler_remarks import Remark, optimizing_flags, run_compiler
+from .source import TranslationUnit
+
+GCC_PRODUCER = re.compile(r"^GNU \S+ (?P<major>\d+)\.")
+OPT_INFO_FLAG = "-fopt-info-vec-optimized-missed"
+REMARK_LINE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?P<kind>optimized|missed): (?P<message>.*)$"
+)
+LOOP_MISSED = "couldn't vectorize loop"
+LOOP_VECTORIZED = "loop vectorized"
+REASON_PREFIX = "not vectorized: "
+COST_REASON = "Loop costings not worthwhile"
+
+
+def gcc_major(producer: str) -> str | None:
+    """GCC's major version when the producer is GCC ("GNU C17 12.2.0 ..." -> "12")."""
+    found = GCC_PRODUCER.match(producer)
+    return found["major"] if found else None
+
+
+def gcc_for(tu: TranslationUnit, major: str) -> str | None:
+    """The GCC driver of that major version, else the default one, if installed."""
+    names = (f"g++-{major}", "g++") if tu.is_cxx else (f"gcc-{major}", "gcc")
+    return next((found for name in names if (found := shutil.which(name))), None)
+
+
+def gcc_remarks(tu: TranslationUnit) -> list[Remark]:
+    """GCC's vectoriser remarks on the unit, when GCC built it and is installed;
+    [] otherwise (the caller then has clang's). CompileError when it does not compile."""
+    major = gcc_major(tu.producer)
+    driver = gcc_for(tu, major) if major else None
+    if driver is None:
+        return []
+    argv = [driver, *optimizing_flags(tu.flags), OPT_INFO_FLAG, "-c", str(tu.path)]
+    return parse_gcc_remarks(run_compiler(argv, tu, tu.path, None), f"GCC {major}")
+
+
+def parse_gcc_remarks(stderr: str, compiler: str) -> list[Remark]:
+    """A Remark per loop verdict, with the reasons printed right after it."""
+    remarks: list[Remark] = []
+    current: Remark | None = None
+    for line in stderr.splitlines():
+        found = REMARK_LINE.match(line)
+        if found is None:
+            continue
+        message = found["message"]
+        where = (found["file"], int(found["line"]), int(found["column"]))
+        if found["kind"] == "optimized" and message.startswith(LOOP_VECTORIZED):
+            remarks.append(Remark(*where, True, message, [], compiler))
+            current = None
+        elif message == LOOP_MISSED:
+            current = Remark(*where, False, "loop not vectorized", [], compiler)
+            remarks.append(current)
+        elif current is not None and _explains(current, where, message):
+            current.reasons.append(_reason(message))
+        else:
+            current = None
+    return remarks
+
+
+def _explains(loop: Remark, where: tuple[str, int, int], message: str) -> bool:
+    """Is this a reason for the loop just reported? Reasons follow their loop, in its
+    file (at the loop, at the statement at fault, or at a variable's declaration); a
+    statement of an inlined library function that the basic-block vectoriser reports
+    next is not one."""
+    return message.startswith((REASON_PREFIX, COST_REASON)) and where[0] == loop.file
+
+
+def _reason(message: str) -> str:
+    """The reason without GCC's internal statement: "volatile type: *p_9(D) ={v} _3;"
+    -> "volatile type"."""
+    return message.removeprefix(REASON_PREFIX).split(": ")[0].rstrip(".")
