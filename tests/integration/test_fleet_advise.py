@@ -57,6 +57,15 @@ def test_fleet_advise_finds_the_planted_hot_spots(span: list[str], capsys) -> No
     assert doc["cores"] == pytest.approx(6 * 8 * 0.6, rel=0.01)
     allocator = top3["allocator.glibc"]
     assert allocator["fix"]["experiment"] == "perfsleuth try allocator -- /usr/bin/map_alloc"
+    # malloc called from std::map nodes: one hot spot, the fix without a code change first
+    # although the node maps' estimate is larger
+    node_map = doc["findings"][3]
+    assert node_map["rule"] == "container.node-map"
+    assert node_map["cores_saved"] > allocator["cores_saved"]
+    assert (allocator["same_hot_spot"], node_map["same_hot_spot"]) == (
+        "container.node-map",
+        "allocator.glibc",
+    )
     assert any("build flags not checked" in n for n in doc["notes"])
 
     assert main(["fleet", "advise", *span]) == 0

@@ -5,7 +5,8 @@ allocator, zlib, JSON, node maps, exceptions, ...; missing symbols) run on the f
 profile of the range, so a finding's share is fleet-wide; the label weights then say
 which services and hosts its stacks run on. ranking-for-analysis: the analyses that
 need the binary (build flags) run only on the hottest build-ids, and only where a file
-with that build-id is on this machine; the rest is said in `notes`.
+with that build-id is on this machine; the rest is said in `notes`. A measured `try`
+result handed back with --verified replaces the estimate where it measured (verified.py).
 """
 
 from __future__ import annotations
