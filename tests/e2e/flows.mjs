@@ -59,6 +59,16 @@ async function drawnAt(page, depth) {
   }, depth);
 }
 
+/** The page element that has the keyboard focus: its tag and aria-label. */
+async function focused(page) {
+  return page.evaluate(() => `${document.activeElement.tagName.toLowerCase()} ${document.activeElement.getAttribute("aria-label") ?? ""}`.trim());
+}
+
+/** The name of the frame in the panel under the flame graph. */
+async function panelFrame(page) {
+  return page.locator(".frame-details strong").innerText();
+}
+
 const flows = {
   async open_run(page) {
     await page.goto(`${base}#/`);
@@ -184,6 +194,60 @@ const flows = {
     assert.equal(await page.locator(".filter-info").count(), 0);
   },
 
+  async keyboard(page) {
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    await page.keyboard.press("/");
+    assert.equal(await focused(page), "input search");
+    for (let tabs = 0; tabs < 30 && !(await focused(page)).startsWith("canvas"); tabs++) await page.keyboard.press("Tab");
+    assert.match(await focused(page), /^canvas flame graph/, "Tab reaches the canvas");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await panelFrame(page), "main");
+    await page.keyboard.press("ArrowUp");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await panelFrame(page), "compute_hot");
+    await page.keyboard.press("ArrowRight");
+    assert.equal(await panelFrame(page), "futex_wait (kernel)");
+    await page.keyboard.press("ArrowLeft");
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await panelFrame(page), "run_engine");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await panelFrame(page), "compute_hot");
+    // The keyboard's frame is outlined: its left edge is painted in the outline colour.
+    const edge = await page.evaluate(() => {
+      const g = window.perfsleuthFlame.graph;
+      const d = g.drawn;
+      for (let k = 0; k < d.count; k++) if (d.node[k] === g.cursor) return { x: d.x[k] + 1, y: d.y[k] + 8 };
+      return null;
+    });
+    const box = await page.locator("canvas.flame-canvas").boundingBox();
+    assertSameColour(await pixelAt(page, { x: box.x + edge.x, y: box.y + edge.y }), [29, 35, 48], "the outline");
+    await page.keyboard.press("Enter");
+    await page.locator(".breadcrumb .crumb", { hasText: "compute_hot" }).waitFor();
+    assert.deepEqual(await page.locator(".breadcrumb .crumb").allInnerTexts(), ["all", "main", "run_engine", "compute_hot"]);
+    assert.match(page.url(), /zoom=\d+/);
+    await page.screenshot({ path: `${artifacts}/flame-keyboard.png`, fullPage: true });
+    await page.keyboard.press("Escape");
+    assert.deepEqual(await page.locator(".breadcrumb .crumb").allInnerTexts(), ["all"]);
+    assert.doesNotMatch(page.url(), /zoom=/);
+
+    await page.goto(`${base}#/run/2/top`);
+    const total = page.locator("th button", { hasText: "total" });
+    await total.focus();
+    await page.keyboard.press("Enter");
+    await page.locator("th[aria-sort=descending]", { hasText: "total" }).waitFor();
+    assert.match(await page.locator("table.data tbody tr").first().innerText(), /^\S+\s+100\.00%\s+main/);
+    assert.match(page.url(), /sort=total/);
+    await page.keyboard.press("Enter");
+    await page.locator("th[aria-sort=ascending]", { hasText: "total" }).waitFor();
+    assert.match(page.url(), /sort=-total/);
+    // The hostile frame has the smallest total (60 samples): first when reversed.
+    assert.equal(await page.locator("table.data tbody tr").first().locator("a.fn").getAttribute("title"), HOSTILE);
+    assert.match(await page.locator("table.data tbody tr").last().innerText(), /100\.00%\s+(main|run_engine)/);
+    await page.reload();
+    await page.locator("th[aria-sort=ascending]", { hasText: "total" }).waitFor();
+  },
+
   async flame_filters_and_orderings(page) {
     await page.goto(`${base}#/run/2/flame`);
     await page.locator("canvas.flame-canvas").waitFor();
@@ -266,7 +330,7 @@ const flows = {
     assert.equal(await page.locator("table.data tbody tr").count(), 1);
     assert.match(await page.locator("table.data tbody tr").innerText(), /parse_input/);
     await page.fill("input[aria-label=filter]", "");
-    await page.locator("th", { hasText: "total" }).click();
+    await page.locator("th button", { hasText: "total" }).click();
     assert.match(await page.locator("table.data tbody tr").first().innerText(), /main/);
   },
 

@@ -30,6 +30,7 @@ FLOWS = (
     "hostile_names",
     "short_names",
     "top_table",
+    "keyboard",
     "compare_runs",
     "experiments",
     "token_login",

@@ -181,6 +181,7 @@ export class FlameGraph {
   readonly canvas = document.createElement("canvas");
   readonly tip = document.createElement("div");
   zoom = 0;
+  cursor = -1; // the frame the keyboard is on (outlined), -1 before any key or click
   private x: Float64Array;
   private matched: Uint8Array;
   private palette: Uint8Array; // colour index per name
@@ -191,6 +192,9 @@ export class FlameGraph {
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
     this.canvas.className = "flame-canvas";
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute("role", "application");
+    this.canvas.setAttribute("aria-label", "flame graph: arrow keys move between frames, Enter zooms, Escape zooms out");
     this.tip.className = "flame-tip";
     this.tip.hidden = true;
     this.x = layout(data, options.width, options.heaviestFirst);
@@ -200,6 +204,7 @@ export class FlameGraph {
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
     this.canvas.addEventListener("click", (e) => this.onClick(e));
+    this.canvas.addEventListener("keydown", (e) => this.onKey(e));
   }
 
   setOrder(heaviestFirst: boolean): void {
@@ -268,6 +273,21 @@ export class FlameGraph {
       ctx.fill();
     }
     this.drawLabels(ctx, count);
+    this.drawCursor(ctx, cssWidth, cssHeight);
+  }
+
+  /** Outlines the keyboard's frame: one rectangle, computed from its own layout. */
+  private drawCursor(ctx: CanvasRenderingContext2D, cssWidth: number, cssHeight: number): void {
+    if (this.cursor < 0) return;
+    const width = this.options.width;
+    const scale = cssWidth / (width[this.zoom] || 1);
+    const left = Math.max(0, (this.x[this.cursor] - this.x[this.zoom]) * scale);
+    const right = Math.min(cssWidth, (this.x[this.cursor] - this.x[this.zoom] + width[this.cursor]) * scale);
+    const row = this.data.depth[this.cursor] - this.firstRow();
+    if (right - left < MIN_WIDTH_PX || row < 0 || row >= MAX_ROWS) return;
+    ctx.strokeStyle = CURSOR;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(left + 1, (this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW) + 1, Math.max(right - left - 2, 1), ROW - 3);
   }
 
   /** Redraws when the holder's width changes (window resized); once the canvas is attached. */
@@ -373,6 +393,49 @@ export class FlameGraph {
     return this.palette[nameIndex];
   }
 
+  private onKey(e: KeyboardEvent): void {
+    if (!KEYS.includes(e.key)) return;
+    e.preventDefault();
+    const from = this.cursor >= 0 ? this.cursor : this.zoom;
+    if (e.key === "Enter") return this.options.onZoom?.(from);
+    if (e.key === "Escape") return this.options.onZoom?.(0);
+    const leafward = this.options.icicle ? "ArrowDown" : "ArrowUp";
+    let to: number;
+    if (e.key === "ArrowLeft" || e.key === "ArrowRight") to = this.sibling(from, e.key === "ArrowRight");
+    else to = e.key === leafward ? this.child(from) : this.data.parent[from];
+    if (to < 0) return;
+    this.cursor = to;
+    this.hideTip();
+    this.options.onSelect?.(to);
+    this.draw();
+  }
+
+  /** The children of a node that have weight. */
+  private children(node: number): number[] {
+    const out: number[] = [];
+    for (let c = node + 1; c < this.data.end[node]; c = this.data.end[c]) if (this.options.width[c] > 0) out.push(c);
+    return out;
+  }
+
+  /** The leftmost child, or -1. */
+  private child(node: number): number {
+    const kids = this.children(node);
+    return kids.length ? kids.reduce((a, b) => (this.x[b] < this.x[a] ? b : a)) : -1;
+  }
+
+  /** The nearest sibling to the right (or left), or -1. */
+  private sibling(node: number, right: boolean): number {
+    const parent = this.data.parent[node];
+    if (parent < 0) return -1;
+    const x = this.x[node];
+    let best = -1;
+    for (const s of this.children(parent)) {
+      const beyond = right ? this.x[s] > x : this.x[s] < x;
+      if (beyond && (best < 0 || (right ? this.x[s] < this.x[best] : this.x[s] > this.x[best]))) best = s;
+    }
+    return best;
+  }
+
   nodeAt(px: number, py: number): number {
     const d = this.drawn;
     for (let k = d.count - 1; k >= 0; k--) {
@@ -412,10 +475,14 @@ export class FlameGraph {
     const rect = this.canvas.getBoundingClientRect();
     const node = this.nodeAt(e.clientX - rect.left, e.clientY - rect.top);
     if (node < 0) return;
+    this.cursor = node;
     this.options.onSelect?.(node);
     this.options.onZoom?.(node);
   }
 }
+
+/** Arrows move the cursor (towards the leaves is up in a flame graph, down in an icicle), Enter zooms, Escape zooms out. */
+const KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Enter", "Escape"];
 
 // Every colour the graph uses, so frames can be painted in one path per colour.
 const STEPS = 10;
@@ -430,6 +497,7 @@ const COLOURS: string[] = [
   hsl(175, 45, 60), // inlined frames
 ];
 const [ROOT, MATCH, DIMMED, KERNEL, INLINED] = [0, 1, 2, 3, 4];
+const CURSOR = "#1d2330";
 const NAMED = COLOURS.length;
 for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));
 const OFF_CPU = COLOURS.length; // on-CPU orange (0) to off-CPU blue (STEPS)

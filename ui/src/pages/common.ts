@@ -81,24 +81,47 @@ export interface Column<T> {
   numeric?: boolean;
 }
 
-/** Rows ordered by one column: numbers largest first, text in alphabetical order. */
-export function sortRows<T>(columns: Column<T>[], rows: T[], sortKey: string): T[] {
-  const column = columns.find((c) => c.key === sortKey) ?? columns[0];
+/** A sort as the URL keeps it: `total` is the column's own order, `-total` the reverse. */
+function parseSort(sort: string): { key: string; reversed: boolean } {
+  return sort.startsWith("-") ? { key: sort.slice(1), reversed: true } : { key: sort, reversed: false };
+}
+
+/** Rows ordered by one column: numbers largest first, text in alphabetical order; `-key` reverses. */
+export function sortRows<T>(columns: Column<T>[], rows: T[], sort: string): T[] {
+  const { key, reversed } = parseSort(sort);
+  const column = columns.find((c) => c.key === key) ?? columns[0];
   const keyed = rows.map((row) => ({ row, value: column.value(row) }));
   keyed.sort((a, b) =>
     typeof a.value === "number" && typeof b.value === "number" ? b.value - a.value : String(a.value).localeCompare(String(b.value)),
   );
+  if (reversed) keyed.reverse();
   return keyed.map((k) => k.row);
 }
 
-/** A table of rows already in order; only the first `limit` become DOM rows. */
-export function sortableTable<T>(columns: Column<T>[], sorted: T[], sortKey: string, onSort: (key: string) => void, limit = 200): HTMLElement {
+/** aria-sort of a column: numbers go down, text goes up, unless reversed. */
+function ariaSort<T>(column: Column<T>, sort: string): string | undefined {
+  const { key, reversed } = parseSort(sort);
+  if (column.key !== key) return undefined;
+  return Boolean(column.numeric) !== reversed ? "descending" : "ascending";
+}
+
+/**
+ * A table of rows already in order; only the first `limit` become DOM rows. Each header
+ * is a button: it sorts by its column, and again reverses the order (`onSort("-key")`).
+ */
+export function sortableTable<T>(columns: Column<T>[], sorted: T[], sort: string, onSort: (sort: string) => void, limit = 200): HTMLElement {
+  const current = parseSort(sort);
   const head = h(
     "tr",
     null,
-    columns.map((c) =>
-      h("th", { class: `${c.numeric ? "num" : ""} ${c.key === sortKey ? "sorted" : ""} sortable`, onclick: () => onSort(c.key) }, c.label),
-    ),
+    columns.map((c) => {
+      const next = c.key === current.key && !current.reversed ? `-${c.key}` : c.key;
+      return h(
+        "th",
+        { class: `${c.numeric ? "num" : ""} sortable`, "aria-sort": ariaSort(c, sort) },
+        h("button", { type: "button", class: "sort", onclick: () => onSort(next) }, c.label),
+      );
+    }),
   );
   const body = sorted.slice(0, limit).map((row) => h("tr", null, columns.map((c) => h("td", { class: c.numeric ? "num" : undefined }, c.cell(row)))));
   return h(

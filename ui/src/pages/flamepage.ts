@@ -80,6 +80,18 @@ function dataFilters(params: URLSearchParams): { filters: FlameFilters; inputs: 
   return { filters, inputs };
 }
 
+/** `/` anywhere on the page but in a field puts the cursor in the search box. */
+export function focusOnSlash(search: HTMLInputElement): void {
+  const onKey = (e: KeyboardEvent) => {
+    if (!search.isConnected) return window.removeEventListener("keydown", onKey);
+    const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.target instanceof HTMLTextAreaElement;
+    if (e.key !== "/" || typing) return;
+    e.preventDefault();
+    search.focus();
+  };
+  window.addEventListener("keydown", onKey);
+}
+
 function rerender(): void {
   window.dispatchEvent(new HashChangeEvent("hashchange"));
 }
@@ -108,7 +120,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   const colouring = hasOff && params.get("colour") !== "name" ? "offcpu" : "name";
 
   const crumbs = h("nav", { class: "breadcrumb", "aria-label": "zoom path" });
-  const details = h("div", { class: "frame-details" });
+  const details = h("div", { class: "frame-details", "aria-live": "polite" });
   const searchInfo = h("span", { class: "search-info" });
   const describe = (node: number): string[] => {
     const lines = [
@@ -127,6 +139,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     heaviestFirst: params.get("order") === "heavy",
     tooltip: describe,
     onZoom: (node) => timed("zoom", () => zoom(node, true)),
+    onSelect: (node) => showDetails(node),
   });
   window.perfsleuthFlame = window.perfsleuthFlame ?? { graph, timings: {} };
   window.perfsleuthFlame.graph = graph;
@@ -174,6 +187,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     replaceParams(params);
   };
   search.addEventListener("input", () => timed("search", runSearch));
+  focusOnSlash(search);
 
   const toggle = (label: string, key: string, on: string, checked: boolean, apply: (v: boolean) => void) => {
     const box = h("input", { type: "checkbox", checked });
@@ -216,6 +230,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     h("div", { class: "toolbar" }, narrowing.inputs, narrowed ? h("span", { class: "muted filter-info" }, `showing ${pct(total[0] / runTotal)} of the run`) : null),
     crumbs,
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
+    h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, / searches"),
     details,
   );
   zoom(Number(params.get("zoom") ?? 0) || 0, false);

@@ -54,6 +54,7 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
         params.set("sort", key);
         replaceParams(params);
         update();
+        holder.querySelector<HTMLButtonElement>("th[aria-sort] button")?.focus(); // the header clicked, rebuilt
       }),
     );
   };
