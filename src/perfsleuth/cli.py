@@ -40,13 +40,19 @@ def add_global_options(parser: argparse.ArgumentParser, store_default: str) -> N
         default=store_default,
         help="the run store folder (default: $PERFSLEUTH_STORE or .perfsleuth)",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS if store_default is argparse.SUPPRESS else False,
+        help="no progress display (it shows only when stderr is a terminal)",
+    )
 
 
 def after_global_options(argv: list[str]) -> list[str]:
     """argv from the subcommand on: `--store S top` names `top` as `top --store S` does."""
     i = 0
-    while i < len(argv) and argv[i].startswith("--store"):
-        i += 1 if "=" in argv[i] else 2
+    while i < len(argv) and argv[i].startswith(("--store", "--quiet")):
+        i += 1 if "=" in argv[i] or argv[i] == "--quiet" else 2
     return argv[i:]
 
 

@@ -81,6 +81,7 @@ def profile_hot_functions(
     options: RecordOptions, cmd: list[str], workdir: Path, executable: str
 ) -> tuple[Profile, list[str]]:
     print("perfsleuth: profiling first to find the hot functions", file=sys.stderr)
+    options.progress.phase(f"profiling {cmd[0]} to find its hot functions")
     rec = perf.record(cmd, workdir / "perf.data", freq=options.freq, call_graph=options.call_graph)
     profile = perf_data.read(rec.data)
     functions = hot_functions(profile, executable)
@@ -149,12 +150,14 @@ def trace_once(
 ) -> Trace:
     cmd, stdin_text = cmd_and_input
     line_size = tracing.pop("line_size", 64)
+    options.progress.phase(f"tracing the calls of {target.function}", total=options.max_calls)
     rec = memtrace.record(
         cmd,
         target,
         max_calls=options.max_calls,
         line_size=line_size,
         stdin_text=stdin_text,
+        progress=options.progress,
         **tracing,
     )
     if rec.total_calls == 0:

@@ -132,10 +132,11 @@ def record(
             cut = data.rfind("\n") + 1
             pending = data[cut:]
             kept = len(cutter.recording.calls)
-            if cutter.feed_block(data[:cut]):
+            full = cutter.feed_block(data[:cut])
+            progress.advance(len(cutter.recording.calls) - kept)
+            if full:
                 proc.kill()
                 break
-            progress.advance(len(cutter.recording.calls) - kept)
     status = proc.wait()
     recording = cutter.recording
     recording.duration_s = time.monotonic() - started

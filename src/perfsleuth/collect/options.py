@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ..model.progress import SILENT, Progress
 
 MAX_CALLS = 200  # cache mode: calls whose accesses are kept
 
@@ -25,3 +27,4 @@ class RecordOptions:
     scale: str | None = None
     variants: str | None = None
     cache_model: str | None = None
+    progress: Progress = field(default=SILENT, compare=False)  # long modes report to it

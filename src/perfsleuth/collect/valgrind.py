@@ -202,9 +202,11 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
     """The `--mode count` recorder: a Profile for the stacks, the exact counts as a document."""
     if options.pid is not None:
         raise UserError("count mode runs the program under valgrind; it cannot attach to --pid")
+    options.progress.phase(f"counting the instructions of {cmd[0]} under callgrind")
     rec = record(
         cmd, workdir, cache_sim=options.cache_sim, only=options.only, keep_env=options.keep_env
     )
+    options.progress.phase("reading callgrind's counts")
     profile = callgrind.read(rec.out)
     if options.only and not profile.total:
         raise UserError(only_not_collected(options.only, rec.executable))

@@ -9,7 +9,7 @@ from ..cpucache import calibrate
 from ..errors import UserError
 from ..present import formats_for, write
 from ..views import cache
-from .common import add_output_options, add_run_argument, open_store
+from .common import add_output_options, add_run_argument, open_store, progress_display
 
 NAME = "cache"
 HELP = "show the cache footprint, struct layout, cache model, scaling and constant-time projections"
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    result = calibrate.measure()
+    with progress_display(args) as progress:
+        result = calibrate.measure(progress=progress)
     path = calibrate.save(result)
     doc = result.to_json() | {"saved_to": str(path)}
     write(MEASURED, doc, args.format, args.output)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from ..collect.run_facts import working_root
 from ..model.profile import STATES, Profile
+from ..model.progress import Progress
 from ..model.run import RunInfo
 from ..present import TitledProfile, describe
+from ..present.progress import display
 from ..store.runs import Store
 
 
@@ -73,3 +76,8 @@ def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
     roots = [Path(p) for p in (getattr(args, "src", None) or [])]
     own = working_root(info)
     return [*roots, own] if own else roots
+
+
+def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:
+    """The progress display of a long command: on a terminal's stderr, unless --quiet."""
+    return display(quiet=getattr(args, "quiet", False))

@@ -8,9 +8,9 @@ from typing import Any
 
 from ..errors import UserError
 from ..experiments import result
-from ..experiments.runner import METRICS, Progress, Side, measure, shell_or_argv
+from ..experiments.runner import METRICS, Side, measure, shell_or_argv
 from ..present import formats_for, write
-from .common import add_output_options, open_store
+from .common import add_output_options, open_store, progress_display
 
 NAME = "compare"
 HELP = "A/B-compare two commands: interleaved runs, ratio with 95%% CI, verdict"
@@ -41,16 +41,6 @@ def check_measure_options(args: argparse.Namespace) -> None:
         raise UserError("--warmup must be 0 or more")
 
 
-def progress_printer() -> Progress | None:
-    if not sys.stderr.isatty():
-        return None
-
-    def show(message: str) -> None:
-        print(f"\rperfsleuth: {message:<40}", end="", file=sys.stderr, flush=True)
-
-    return show
-
-
 def report_stored(store_root: object, name: str) -> None:
     print(f"perfsleuth: stored as experiment {name} in {store_root}/", file=sys.stderr)
 
@@ -76,13 +66,9 @@ def split_commands(words: list[str]) -> tuple[list[str], list[str]]:
 def run(args: argparse.Namespace) -> int:
     check_measure_options(args)
     cmd_a, cmd_b = split_commands(args.cmd)
-    series = measure(
-        [Side("A", cmd_a), Side("B", cmd_b)],
-        args.runs,
-        args.warmup,
-        args.metric,
-        progress_printer(),
-    )
+    with progress_display(args) as progress:
+        sides = [Side("A", cmd_a), Side("B", cmd_b)]
+        series = measure(sides, args.runs, args.warmup, args.metric, progress)
     failed = result.failures(series)
     comparison = result.paired(series[0], series[1], args.metric)
     doc: dict[str, Any] = {
@@ -96,8 +82,6 @@ def run(args: argparse.Namespace) -> int:
     doc["experiment"] = result.store_experiment(
         store, 0, "compare", {**doc, "warmup": args.warmup, "raw": result.raw_runs(series)}
     )
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
     report_stored(store.root, doc["experiment"])
     write(DOCUMENT, doc, args.format, args.output)
     return 0

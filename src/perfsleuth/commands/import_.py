@@ -15,7 +15,7 @@ from ..model.run import Recording
 from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
-from .common import add_output_options
+from .common import add_output_options, progress_display
 
 NAME = "import"
 HELP = f"import a profile file as a run: {DESCRIPTIONS}"
@@ -62,13 +62,15 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
     limits.check_regular(path)
     if not os.access(path, os.R_OK):
         raise UserError(f"{path}: permission denied")
-    profile, fmt = read_any(path, max_bytes=max_bytes)
-    for warning in profile.meta.pop("warnings", []):
-        print(f"perfsleuth: warning: {warning}", file=sys.stderr)
-    facts = run_facts.new_run(f"import {shown}", "cpu", source=f"import:{fmt}")
-    facts.started = path.stat().st_mtime
-    store = Store(args.store)
-    info = store.add_run(facts, Recording(profile))
+    with progress_display(args) as progress:
+        progress.phase(f"reading {shown} ({path.stat().st_size / 1e6:,.1f} MB)")
+        profile, fmt = read_any(path, max_bytes=max_bytes)
+        for warning in profile.meta.pop("warnings", []):
+            print(f"perfsleuth: warning: {warning}", file=sys.stderr)
+        facts = run_facts.new_run(f"import {shown}", "cpu", source=f"import:{fmt}")
+        facts.started = path.stat().st_mtime
+        progress.phase(f"storing {profile.num_samples:,} samples")
+        info = Store(args.store).add_run(facts, Recording(profile))
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         write(RECORDED, summary, "json", args.output)

@@ -16,12 +16,13 @@ from ..analyzers.aliasing_write import build_finding
 from ..analyzers.missed_vectorization import missed_loops
 from ..errors import UserError
 from ..model.findings import Finding
+from ..model.progress import SILENT, Progress
 from ..present import FINDINGS, formats_for, write
 from ..present.output import destination
 from ..static.compile_db import flags_for, load_compile_commands
 from ..static.source import TranslationUnit, cindex, source_files
 from ..static.unit_analysis import UnitReport, analyse_unit
-from .common import add_output_options
+from .common import add_output_options, progress_display
 
 NAME = "lint"
 HELP = "find aliasing writes and unvectorised loops in C/C++ sources (no profile needed)"
@@ -54,12 +55,14 @@ def run(args: argparse.Namespace) -> int:
     compile_commands = Path(args.compile_commands) if args.compile_commands else None
     if compile_commands is not None and not compile_commands.is_file():
         raise UserError(f"--compile-commands {args.compile_commands}: no such file")
-    findings, notes = lint(
-        [Path(p) for p in args.paths],
-        compile_commands,
-        min_confidence=args.min_confidence,
-        missed=args.missed,
-    )
+    with progress_display(args) as progress:
+        findings, notes = lint(
+            [Path(p) for p in args.paths],
+            compile_commands,
+            min_confidence=args.min_confidence,
+            missed=args.missed,
+            progress=progress,
+        )
     doc = {
         "run": "lint",
         "findings": [f.to_json() for f in findings],
@@ -79,6 +82,7 @@ def lint(
     compile_commands: Path | None,
     min_confidence: float = 0.0,
     missed: bool = False,
+    progress: Progress = SILENT,
 ) -> tuple[list[Finding], list[str]]:
     """Findings of every unit named (most confident first), and notes on units skipped.
     Without a profile to say which loops matter, the loops clang did not vectorise
@@ -93,8 +97,12 @@ def lint(
         directory = Path(flags.directory) if flags.directory else None
         units.append(TranslationUnit(path.resolve(), list(flags.args), flags.origin, directory))
     workers = max(1, min(len(units), os.cpu_count() or 1))
+    progress.phase(f"analysing {len(units)} translation units", total=len(units))
+    reports = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        reports = list(pool.map(analyse_unit, units))
+        for report in pool.map(analyse_unit, units):
+            reports.append(report)
+            progress.advance()
     findings: list[Finding] = []
     notes = []
     for report in reports:

@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
@@ -19,7 +20,7 @@ from ..model.run import RunInfo
 from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
-from .common import add_output_options
+from .common import add_output_options, progress_display
 
 NAME = "record"
 HELP = "record a command (or a running process) into the store"
@@ -161,7 +162,9 @@ def attached_label(pid: int) -> str:
 def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     """Record per the options and store the run; returns what was stored."""
     cmd = command_of(args)
-    return store_recording(Store(args.store), record_options(args), cmd)
+    with progress_display(args) as progress:
+        options = replace(record_options(args), progress=progress)
+        return store_recording(Store(args.store), options, cmd)
 
 
 def store_recording(
@@ -173,6 +176,7 @@ def store_recording(
     facts = run_facts.new_run(label, options.mode, source=source)
     with recording_dir() as tmp:
         recording = recorder(options.mode)(options, cmd, tmp)
+    options.progress.phase("storing the run")
     info = store.add_run(facts, recording)
     profile = recording.profile
     print(

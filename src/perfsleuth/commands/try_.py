@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ..errors import UserError
 from ..experiments import allocator, build, result
 from ..experiments.runner import Side, measure, shell_or_argv
+from ..model.progress import Progress
 from ..present import formats_for, write
 from ..store.runs import Store
-from .common import add_output_options, open_store
-from .compare import add_measure_options, check_measure_options, progress_printer, report_stored
+from .common import add_output_options, open_store, progress_display
+from .compare import add_measure_options, check_measure_options, report_stored
 
 NAME = "try"
 HELP = "try other allocators (LD_PRELOAD) or build flags (O3, LTO, PGO...) on a workload"
@@ -84,10 +84,10 @@ def allocator_sides(args: argparse.Namespace, cmd: list[str]) -> tuple[list[Side
 
 
 def build_sides(
-    args: argparse.Namespace, cmd: list[str], store: Store
+    args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
 ) -> tuple[list[Side], dict[str, Any]]:
     variants = build.parse_variants(args.variants)
-    p = build.plan(args.build, variants, cmd, store.root / "builds", progress=progress_printer())
+    p = build.plan(args.build, variants, cmd, store.root / "builds", progress=progress)
     return p.sides, {"build": args.build, "refused": p.refused, "notes": p.notes}
 
 
@@ -95,13 +95,12 @@ def run(args: argparse.Namespace) -> int:
     check_measure_options(args)
     cmd = workload(args)
     store = open_store(args)
-    if args.experiment == "allocator":
-        sides, extra = allocator_sides(args, cmd)
-    else:
-        sides, extra = build_sides(args, cmd, store)
-    series = measure(sides, args.runs, args.warmup, args.metric, progress_printer())
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    with progress_display(args) as progress:
+        if args.experiment == "allocator":
+            sides, extra = allocator_sides(args, cmd)
+        else:
+            sides, extra = build_sides(args, cmd, store, progress)
+        series = measure(sides, args.runs, args.warmup, args.metric, progress)
     refused = extra.pop("refused")
     doc = {**result.try_json(series, args.metric), **extra}
     doc["variants"] += [

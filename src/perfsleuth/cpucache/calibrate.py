@@ -47,6 +47,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..model.cache import Limits, LlcLimit, TlbLimit
+from ..model.progress import SILENT, Progress
 from .knee import knee
 from .model import Geometry, machine_geometry
 
@@ -109,11 +110,13 @@ def native() -> Any:
     return perfsleuth_native
 
 
-def measure(geometry: Geometry | None = None) -> Calibration:
+def measure(geometry: Geometry | None = None, progress: Progress = SILENT) -> Calibration:
     geometry = geometry or machine_geometry()
     chase = native()
-    curve, reach_pages, evidence = measure_tlb(chase.chase_aliased_ns)
-    llc = measure_llc(chase.chase_pages_ns, geometry, reach_pages)
+    llc_points = LLC_SWEEPS * len(llc_sweep(geometry)) if len(geometry.levels) >= 2 else 0
+    progress.phase("timing pointer chases", total=TLB_SWEEPS * len(SWEEP) + llc_points)
+    curve, reach_pages, evidence = measure_tlb(counted(chase.chase_aliased_ns, progress))
+    llc = measure_llc(counted(chase.chase_pages_ns, progress), geometry, reach_pages)
     return Calibration(
         fingerprint=fingerprint(geometry),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -127,6 +130,17 @@ def measure(geometry: Geometry | None = None) -> Calibration:
 
 
 Sweep = tuple[dict[int, float], int | None, str]  # curve, knee (None: none), evidence
+
+
+def counted(chase: Callable[..., float], progress: Progress) -> Callable[..., float]:
+    """`chase`, advancing `progress` by one per timed point."""
+
+    def timed(*args: int) -> float:
+        ns = chase(*args)
+        progress.advance()
+        return ns
+
+    return timed
 
 
 def measure_tlb(chase_aliased_ns: Any) -> Sweep:

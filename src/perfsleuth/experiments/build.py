@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from .runner import Progress, Side
+from ..model.progress import SILENT, Progress
+from .runner import Side
 
 OUT_PLACEHOLDER = "{out}"
 BUILD_TAIL_LINES = 15
@@ -104,7 +105,7 @@ class Builder:
     command: str
     root: Path
     cwd: str | None = None  # where the build command and the workload run
-    progress: Progress | None = None
+    progress: Progress = SILENT
 
     def out(self, name: str) -> Path:
         return (self.root / name).resolve()
@@ -115,8 +116,7 @@ class Builder:
         out.mkdir(parents=True)
         log = self.root / f"{name}{'-' + step if step else ''}.log"
         label = f"{name} ({step})" if step else name
-        if self.progress:
-            self.progress(f"building {label}")
+        self.progress.phase(f"building {label}")
         with open(log, "wb") as fh:
             done = subprocess.run(
                 ["/bin/sh", "-c", self.command],
@@ -230,7 +230,7 @@ def plan(
     workload: list[str],
     root: Path,
     cwd: str | None = None,
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
 ) -> Plan:
     """Build the baseline and every variant; the baseline must build, variants may fail."""
     check_workload(workload)

@@ -37,17 +37,17 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..model.progress import SILENT, Progress
 
 METRICS = ("time", "cpu", "instructions")
 STDERR_TAIL_LINES = 8
 GNU_TIME = "/usr/bin/time"
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -242,7 +242,7 @@ def measure(
     runs: int,
     warmup: int,
     metric: str = "time",
-    progress: Progress | None = None,
+    progress: Progress = SILENT,
 ) -> list[Series]:
     """Interleaved rounds of every side; returns one Series per side, in order."""
     for side in sides:
@@ -251,11 +251,14 @@ def measure(
     warm_rounds = 0 if metric == "instructions" else warmup
     total = warm_rounds + runs
     order = random.Random()
+    progress.phase(
+        f"running {len(sides)} commands: {warm_rounds} warm-up and {runs} measured rounds",
+        total=total * len(series),
+    )
     for round_no in range(total):
         warming = round_no < warm_rounds
-        if progress:
-            progress(f"round {round_no + 1}/{total}" + (" (warm-up)" if warming else ""))
         for s in series if warming else order.sample(series, len(series)):
             m = run_once(s.side, metric)
             (s.warmup if warming else s.runs).append(m)
+            progress.advance()
     return series
