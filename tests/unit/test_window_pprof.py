@@ -73,6 +73,15 @@ def test_round_trip_keeps_samples_threads_processes_labels_and_times() -> None:
     assert got.profile.dsos == [{"path": "/usr/bin/app", "build_id": "abc123"}]
 
 
+def test_the_libraries_of_a_busy_host_travel_past_the_name_limit() -> None:
+    """A host with many processes lists far more than 16 KB of library paths."""
+    sent = agent_window()
+    paths = tuple(f"/usr/lib/x86_64-linux-gnu/libexample{i}.so.1" for i in range(200))
+    sent.processes = {pid: Process(libraries=paths) for pid in range(1000, 1010)}
+    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    assert got.processes == sent.processes
+
+
 def test_round_trip_of_nanosecond_weights() -> None:
     b = ProfileBuilder(unit="ns")
     b.add([Frame("f"), Frame("main")], 5_000_000.0, count=5, thread=Thread(tid=1, pid=1, name="x"))

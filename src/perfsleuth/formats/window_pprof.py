@@ -34,6 +34,8 @@ CPU_KINDS = ("cpu", "itimer")
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
 LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
+# The libraries comment lists every process of a host: far longer than a name.
+MAX_LIBRARIES_COMMENT = 16 << 20
 
 
 def query(window: Window) -> dict[str, str]:
@@ -161,9 +163,12 @@ class _Reader:
     def _add_libraries(self) -> None:
         """The processes' libraries from the window's LIBRARIES_COMMENT, checked."""
         for index in self.msg.comment:
-            text = self.string(index, "comment")
+            if not 0 <= index < len(self.strings):
+                _refuse(f"comment refers to string {index} which does not exist")
+            text = self.strings[index]
             if not text.startswith(LIBRARIES_COMMENT):
                 continue
+            ingest.text(text, "the libraries comment", MAX_LIBRARIES_COMMENT)
             try:
                 found = json.loads(text[len(LIBRARIES_COMMENT) :])
             except ValueError as e:
