@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tmpfs import fill, small_disk
 
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 HOTSPOTS = Path(__file__).resolve().parents[2] / "examples" / "bin" / "hotspots"
@@ -181,6 +182,38 @@ def test_windows_spooled_while_the_collector_is_down_are_delivered_once(tmp_path
     assert "not sent" in log and "retrying in" in log
     assert len(stored) == len({w["id"] for w in stored}) == made
     assert duplicates == 0
+
+
+def test_a_full_spool_disk_drops_windows_with_a_warning_and_the_agent_goes_on(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "spool"
+    with small_disk(spool / "windows", "64k") as disk:
+        ballast = fill(disk)
+        agent = start_agent(f"http://127.0.0.1:{free_port()}", spool, "agent-full")
+        try:
+            warned = wait_for_line(agent, "cannot spool window", 60)
+            ballast.unlink()
+            wait_for(lambda: spooled(spool) >= 1, 60, "nothing spooled once there was room")
+            log = warned + stop_agent(agent)
+        finally:
+            agent.kill()
+    assert "No space left on device" in log and "dropped so far" in log
+    assert int(re.findall(r"(\d+) dropped\n", log)[-1]) >= 1
+
+
+def wait_for_line(agent: subprocess.Popen, text: str, timeout: float) -> str:
+    """The agent's log up to the first line holding `text` (the agent still running)."""
+    assert agent.stderr is not None
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = agent.stderr.readline()
+        assert line, "the agent exited: " + "".join(lines)
+        lines.append(line)
+        if text in line:
+            return "".join(lines)
+    raise AssertionError(f"no {text!r} in {''.join(lines)}")
 
 
 def test_an_agent_killed_mid_window_resumes_without_duplicates(tmp_path: Path) -> None:

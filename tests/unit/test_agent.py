@@ -7,11 +7,12 @@ import random
 from pathlib import Path
 
 import pytest
+from tmpfs import fill, small_disk
 
 from perfsleuth.agent.host_symbols import HostSymbolizer
 from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
-from perfsleuth.agent.spool import Spool
+from perfsleuth.agent.spool import Spool, SpoolError
 from perfsleuth.agent.windows import window_id
 from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
 from perfsleuth.commands.agent import parse_labels
@@ -178,3 +179,19 @@ def test_the_host_symbolizer_asks_once_per_address(
     assert asked[1] == [("/bin/a", "b1", 3)]  # only the address not seen before
     assert len(asked) == 2  # the last call found everything cached
     assert sym.lookups == 3
+
+
+def test_a_window_the_full_disk_refuses_is_dropped_counted_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        spool = Spool(disk / "windows", max_bytes=1 << 20)
+        spool.put(*spooled(1))
+        ballast = fill(disk)
+        with pytest.raises(SpoolError, match="No space left on device"):
+            spool.put(*spooled(2, size=8000))
+        assert spool.dropped == 1
+        assert [p.name for p in (disk / "windows").iterdir()] == [spool.pending()[0].name]
+        ballast.unlink()
+        spool.put(*spooled(3))
+        assert [spool.load(p).meta["id"] for p in spool.pending()] == ["h-1", "h-3"]

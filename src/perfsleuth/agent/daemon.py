@@ -29,7 +29,7 @@ from .host_symbols import HostSymbolizer
 from .overhead import Meter, rss_bytes
 from .processes import ProcessTable
 from .sender import Backoff, Sender, SendError
-from .spool import Spool
+from .spool import Spool, SpoolError
 from .windows import convert
 
 # Longest the loop spends sending before it converts again; and on the way out.
@@ -170,8 +170,7 @@ class Agent:
         if made.spooled is not None:
             self._spool(*made.spooled)
         path.unlink()
-        # where the next window starts, should this agent be killed before it is closed
-        (path.parent / LAST_END).write_text(repr(self.window_end))
+        _note_end(path.parent, self.window_end)
         self.processes.end_window()
         self._fit_memory()
 
@@ -207,8 +206,15 @@ class Agent:
         return Made(converted.samples, converted.lost, spooled)
 
     def _spool(self, meta: dict[str, Any], body: bytes) -> None:
-        dropped = self.spool.put(meta, body)
         self.counts.windows += 1
+        try:
+            dropped = self.spool.put(meta, body)
+        except SpoolError as e:
+            self.log(
+                f"cannot spool window {meta['id']} ({e}): dropped; {self.spool.dropped} "
+                "dropped so far (free space on the spool's disk)"
+            )
+            return
         if dropped:
             self.log(
                 f"spool full ({self.config.max_spool_bytes >> 20} MB): dropped the oldest "
@@ -334,6 +340,14 @@ def _lock(spool: Path) -> Any:
             f"another agent uses the spool {spool}: stop it, or give this one its own --spool DIR"
         ) from None
     return lock
+
+
+def _note_end(run_dir: Path, end: float) -> None:
+    """Where the next window starts, should this agent be killed before it closes it.
+
+    A disk too full for this note costs nothing but an older start after such a kill."""
+    with contextlib.suppress(OSError):
+        (run_dir / LAST_END).write_text(repr(end))
 
 
 def _last_end(run_dir: Path) -> float:

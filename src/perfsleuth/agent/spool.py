@@ -6,7 +6,9 @@ body. Files appear atomically (written aside, then renamed), so a crash leaves
 either the whole window or none of it; a window leaves the spool only once the
 collector has acknowledged it, and the collector stores a window id once, so
 sending a window again after a crash is safe. The spool never grows past
-`max_bytes`: the oldest windows are dropped first, and every drop is counted.
+`max_bytes`: the oldest windows are dropped first, and every drop is counted. A
+window the disk refuses (full, read-only) is dropped and counted too, and leaves
+nothing behind: the agent keeps running and spools again once there is room.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 SUFFIX = ".win"
+
+
+class SpoolError(Exception):
+    """A window could not be written to the spool (it is counted as dropped)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,10 @@ class Spool:
             leftover.unlink(missing_ok=True)
 
     def put(self, meta: dict[str, Any], body: bytes) -> list[str]:
-        """Spool a window; returns the ids of the windows dropped to make room."""
+        """Spool a window; returns the ids of the windows dropped to make room.
+
+        Raises SpoolError, the window counted as dropped, when the disk refuses it.
+        """
         data = json.dumps(meta, sort_keys=True).encode() + b"\n" + body
         name = f"{int(meta['end'] * 1000):015d}-{meta['id']}{SUFFIX}"
         dropped = self._make_room(len(data), keep=name)
@@ -45,11 +54,13 @@ class Spool:
             self.dropped += 1
             return [*dropped, meta["id"]]
         tmp = self.root / (name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.root / name)
+        try:
+            _write(tmp, data)
+            os.replace(tmp, self.root / name)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            self.dropped += 1
+            raise SpoolError(f"{e.strerror or e} in {self.root}") from e
         return dropped
 
     def _make_room(self, size: int, keep: str) -> list[str]:
@@ -87,6 +98,13 @@ class Spool:
     @property
     def size(self) -> int:
         return sum(_size(p) for p in self.pending())
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def window_id(path: Path) -> str:
