@@ -4,13 +4,16 @@ rollups. Real pyarrow and DuckDB; windows from a small generator of realistic st
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+from tmpfs import fill, small_disk
 
 from perfsleuth.errors import UserError
 from perfsleuth.fleet import queries
@@ -18,7 +21,7 @@ from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread, merge
 from perfsleuth.present.folded import lines
 from perfsleuth.store.fleet import FleetStore, fleet_root
-from perfsleuth.store.fleet.filesystem import Files
+from perfsleuth.store.fleet.filesystem import TMP_MAX_AGE_S, Files
 from perfsleuth.views.top import top
 
 T0 = 1_700_000_000.0 - 1_700_000_000.0 % 3600  # an hour boundary
@@ -297,6 +300,32 @@ def test_a_failed_write_leaves_a_readable_store_and_the_retry_lands_once(
         assert fleet_top(store)["rows"] == expected_top(windows[:2])
         store.expire(T0 + 86400)  # start over
         store.append(windows[0])
+
+
+def test_a_write_the_full_disk_refuses_leaves_no_temporary_file(tmp_path: Path) -> None:
+    windows = fleet(3, 1)
+    with small_disk(tmp_path / "disk", "1m") as disk:
+        store = FleetStore(str(disk / "fleet"))
+        store.append(windows[0])
+        ballast = fill(disk)
+        with pytest.raises(UserError, match="No space left on device"):
+            store.append(windows[1])
+        assert list((disk / "fleet" / "_tmp").iterdir()) == []
+        ballast.unlink()
+        assert store.append(windows[1])
+        assert fleet_top(store)["rows"] == expected_top(windows[:2])
+
+
+def test_opening_the_store_clears_old_leftover_temporary_files_only(tmp_path: Path) -> None:
+    """What a killed writer left goes; a young file may be a writer still at work."""
+    leftovers = tmp_path / "fleet" / "_tmp"
+    leftovers.mkdir(parents=True)
+    (leftovers / "killed").write_bytes(b"half a file")
+    an_hour_and_more = time.time() - TMP_MAX_AGE_S - 60
+    os.utime(leftovers / "killed", (an_hour_and_more, an_hour_and_more))
+    (leftovers / "writing").write_bytes(b"a file being written")
+    FleetStore(str(tmp_path / "fleet"))
+    assert [p.name for p in leftovers.iterdir()] == ["writing"]
 
 
 CRASH = textwrap.dedent(

@@ -2,13 +2,17 @@
 
 Both go through pyarrow's filesystems, so every other module writes one code path.
 A file appears whole or not at all: on a folder it is written to `_tmp/` and renamed
-into place (a rename within one file system is atomic); on S3 one PUT is atomic.
+into place (a rename within one file system is atomic); on S3 one PUT is atomic. A
+write that fails deletes its temporary file; what a killed writer left in `_tmp/` is
+deleted when the store is next opened, once older than TMP_MAX_AGE_S (younger files
+may belong to a writer still at work).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -18,6 +22,8 @@ import pyarrow.fs as pafs
 from ...errors import UserError
 
 TMP_DIR = "_tmp"
+# No write of one file takes this long: a temporary file older than this is a leftover.
+TMP_MAX_AGE_S = 3600.0
 
 
 class StoreUnavailable(UserError):
@@ -50,11 +56,24 @@ class Files:
         tmp_dir = self.path(TMP_DIR)
         self.fs.create_dir(tmp_dir, recursive=True)
         tmp = f"{tmp_dir}/{uuid.uuid4().hex}"
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
+        try:
+            _write(tmp, data)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def clear_tmp(self, older_than_s: float = TMP_MAX_AGE_S) -> None:
+        """Delete the temporary files killed writers left (a folder's `_tmp/` only)."""
+        if not self.local:
+            return
+        oldest = time.time() - older_than_s
+        with contextlib.suppress(OSError), os.scandir(self.path(TMP_DIR)) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):  # gone, or a store we may only read
+                    if entry.stat().st_mtime < oldest:
+                        os.unlink(entry.path)
 
     def get(self, rel: str) -> bytes:
         with self.fs.open_input_stream(self.path(rel)) as f:
@@ -83,6 +102,13 @@ class Files:
 
     def relative(self, info_path: str) -> str:
         return info_path[len(self.base) + 1 :]
+
+
+def _write(path: str, data: bytes) -> None:
+    with open(path, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def open_root(root: str, endpoint: str | None = None) -> Files:

@@ -37,6 +37,7 @@ class FleetStore:
     def __init__(self, root: str, endpoint: str | None = None) -> None:
         self.root = root
         self.files: Files = open_root(root, endpoint)
+        self.files.clear_tmp()
 
     def append(self, window: Window) -> bool:
         """Store every sample of `window`; False (and nothing changes) when its id is stored.
