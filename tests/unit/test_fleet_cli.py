@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from test_fleet_store import T0, expected_top, fleet
@@ -53,3 +54,26 @@ def test_fleet_commands(tmp_path: Path, capsys) -> None:
     assert main(["fleet", "expire", "--store", root, "--older-than", "1d"]) == 0
     assert main(["fleet", "top", *span]) == 0
     assert "no samples in this range" in capsys.readouterr().out
+
+
+def test_fleet_status_gives_dropped_windows_and_lost_samples_their_own_columns(
+    tmp_path: Path, capsys
+) -> None:
+    root = str(tmp_path / "fleet")
+    store = FleetStore(root)
+    for w in fleet(2, 2):
+        store.append(w)
+    agent = {"windows_dropped": 3, "lost_samples": 1234, "cpu_share": 0.048}
+    store.put_host_status("web-1", {**agent, "agent_rss_bytes": 90 << 20, "perf_rss_bytes": 0})
+    assert main(["fleet", "status", "--store", root, "--format", "json"]) == 0
+    hosts = {h["host"]: h for h in json.loads(capsys.readouterr().out)["hosts"]}
+    assert (hosts["web-1"]["windows_dropped"], hosts["web-1"]["lost_samples"]) == (3, 1234)
+    assert hosts["web-1"]["metrics"]["cpu_share"] == 0.048  # every metric still there
+    assert (hosts["web-0"]["windows_dropped"], hosts["web-0"]["lost_samples"]) == (None, None)
+
+    assert main(["fleet", "status", "--store", root]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"samples/s +dropped windows +lost samples +agent CPU +agent RSS\n", text)
+    assert re.search(r"\nweb-1 .* 19\.0 +3 +1,234 +4\.80% +90 MB\n", text)
+    assert re.search(r"\nweb-0 .* 19\.0 +- +- +- +-\n", text)
+    assert "windows_dropped=" not in text

@@ -362,12 +362,13 @@ def test_killed_mid_append_then_retried_lands_exactly_once(tmp_path: Path) -> No
 def test_status_lists_hosts_and_sizes(store: FleetStore) -> None:
     for w in fleet(3, 2):
         store.append(w)
-    store.put_host_status("web-1", {"dropped_windows": 2, "lost_samples": 5})
+    store.put_host_status("web-1", {"windows_dropped": 2, "lost_samples": 5})
     store.put_host_status("../../etc/passwd", {"x": 1})
     doc = store.status()
     json.dumps(doc)
     hosts = {h["host"]: h for h in doc["hosts"]}
-    assert hosts["web-1"]["metrics"] == {"dropped_windows": 2, "lost_samples": 5}
+    assert hosts["web-1"]["metrics"] == {"windows_dropped": 2, "lost_samples": 5}
+    assert (hosts["web-1"]["windows_dropped"], hosts["web-1"]["lost_samples"]) == (2, 5)
     assert hosts["web-0"]["windows"] == 3 and hosts["web-0"]["samples"] == 3 * 190
     assert hosts["web-0"]["samples_per_s"] == pytest.approx(570 / 30)
     assert doc["oldest"] == doc["newest"] == T0 and doc["bytes"] > 0 and doc["files"] > 0

@@ -44,23 +44,51 @@ def _render_labels(doc: dict, title: str, console: Console) -> None:
         console.print("no samples in this range: widen --from/--to or relax --where")
 
 
+STATUS_COLUMNS = (
+    "host",
+    "last push",
+    "windows",
+    "samples",
+    "samples/s",
+    "dropped windows",
+    "lost samples",
+    "agent CPU",
+    "agent RSS",
+)
+
+
+def _count(value: object) -> str:
+    """A count an agent reported; "-" when its host has no agent (another client)."""
+    return f"{value:,}" if isinstance(value, int) else "-"
+
+
+def _agent_cost(metrics: dict) -> tuple[str, str]:
+    """The agent's share of its host's CPU and its memory with perf's, or "-"."""
+    share = metrics.get("cpu_share")
+    rss = [metrics.get(k) for k in ("agent_rss_bytes", "perf_rss_bytes")]
+    cpu = f"{share:.2%}" if isinstance(share, int | float) else "-"
+    mb = sum(r for r in rss if isinstance(r, int)) >> 20
+    return cpu, f"{mb:,} MB" if any(isinstance(r, int) for r in rss) else "-"
+
+
 def render_status(doc: dict, console: Console) -> None:
     console.print(
         f"fleet store {doc['store']}: {doc['bytes']:,} bytes in {doc['files']:,} files, "
         f"data from {utc(doc['oldest'])} to the hour of {utc(doc['newest'])}"
     )
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("host", "last push", "windows", "samples", "samples/s", "agent metrics"):
-        table.add_column(col, overflow="fold")
+    for col in STATUS_COLUMNS:
+        table.add_column(col, overflow="fold", justify="left" if col == "host" else "right")
     for h in doc["hosts"]:
-        metrics = ", ".join(f"{k}={v}" for k, v in sorted(h["metrics"].items()))
         table.add_row(
             cell(h["host"]),
             utc(h["last_push"]),
             f"{h['windows']:,}",
             f"{h['samples']:,}",
             f"{h['samples_per_s']:.1f}",
-            cell(metrics),
+            _count(h.get("windows_dropped")),
+            _count(h.get("lost_samples")),
+            *_agent_cost(h["metrics"]),
         )
     console.print(table)
     if not doc["hosts"]:

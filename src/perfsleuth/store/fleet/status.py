@@ -10,6 +10,8 @@ from .filesystem import Files
 from .layout import partition_start
 
 RECENT_PARTITIONS = 2  # hours of window markers read for per-host rates
+# Agent metrics a host also shows in their own fields: what it failed to deliver.
+LOSSES = ("windows_dropped", "lost_samples")
 
 
 def status(files: Files, root: str) -> dict:
@@ -17,8 +19,9 @@ def status(files: Files, root: str) -> dict:
 
     `oldest`/`newest` are the unix starts of the oldest and newest hour holding data
     (None when empty); each host has `last_push`, `windows` and `samples` of the recent
-    hours, `samples_per_s` over the span those windows cover, and `metrics`, the last
-    status its agent reported (lost samples, dropped windows, its own CPU and memory).
+    hours, `samples_per_s` over the span those windows cover, `metrics`, the last
+    status its agent reported (lost samples, dropped windows, its own CPU and memory),
+    and of those `windows_dropped` and `lost_samples` (None when not reported).
     """
     listing = [i for i in files.listing("", recursive=True) if i.type == pafs.FileType.File]
     hours = _hour_partitions(files)
@@ -72,4 +75,5 @@ def _host_documents(files: Files) -> list[dict]:
 def _with_rate(entry: dict) -> dict:
     span = entry.pop("span")
     seconds = max(span) - min(span) if span else 0.0
-    return {**entry, "samples_per_s": entry["samples"] / seconds if seconds else 0.0}
+    losses = {key: entry["metrics"].get(key) for key in LOSSES}
+    return {**entry, "samples_per_s": entry["samples"] / seconds if seconds else 0.0, **losses}
