@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 from collections.abc import Iterator
 
 import boto3
 import pytest
+from integration.test_collector import NOW, TOKEN, folded_query, start, stop
 from moto.server import ThreadedMotoServer
 from unit.test_fleet_store import T0, fleet, fleet_top
 
@@ -70,3 +73,20 @@ def test_s3_gives_the_same_answers_as_a_folder(s3_url: str, tmp_path) -> None:
     assert status["files"] > 0 and status["bytes"] > 0
     assert s3.expire(T0 + 3600) == ["dt=2023-11-14/hour=22"]
     assert fleet_top(s3)["total"] < expected[0]["total"]
+
+
+@pytest.mark.timeout(120)
+def test_the_collector_takes_the_s3_endpoint_option(s3_url: str, monkeypatch) -> None:
+    """`collector --endpoint URL` as `fleet --endpoint URL`: no $AWS_ENDPOINT_URL needed."""
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    running = start(s3_url, "--endpoint", endpoint, "--token", TOKEN)  # type: ignore[arg-type]
+    try:
+        body = b"main;handle;parse 30\nmain;handle;write 10\n"
+        status, answer = running.post("/ingest", body, folded_query("shop", "web-1"))
+    finally:
+        err = stop(running)
+    assert status == 200 and json.loads(answer)["stored"] is True, err
+    store = FleetStore(s3_url, endpoint)
+    assert "web-1" in {h["host"] for h in store.status()["hosts"]}
+    assert queries.top(store, NOW - 3600, NOW + 60, "service=shop")["total"] == 40 * 1e9 / 100

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MB",
         help="largest request body accepted (default %(default)g MB; gzip may inflate 8x more)",
     )
+    parser.add_argument(
+        "--endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
 
 
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     max_body = int(args.max_body * (1 << 20))
     limits = Limits(max_body=max_body, max_inflated=8 * max_body)
     root = fleet_root(args.store)
-    collector = Collector(FleetStore(root), limits.max_inflated)
+    collector = Collector(FleetStore(root, args.endpoint), limits.max_inflated)
     app = create_app(
         collector.routes(), tokens=args.token, loopback=is_loopback(host), limits=limits
     )
