@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from fleet_sim import service_name, windows  # noqa: E402
 
 from perfsleuth.cli import main  # noqa: E402
+from perfsleuth.fleet import alerts  # noqa: E402
 from perfsleuth.store.fleet import FleetStore  # noqa: E402
 
 NOW = 1_700_000_000.0 - 1_700_000_000.0 % 3600 + 1800
@@ -111,9 +112,8 @@ def test_a_finding_that_leaves_and_comes_back_alerts_again(tmp_path: Path, webho
     url, got = webhook
     store = FleetStore(str(tmp_path / "fleet"))
     others = (0, 1, 3, 4)  # every host but the JSON service's (2 and 5)
-    fill(store, range(6), NOW - 600, 6)
-    fill(store, others, NOW, 6)  # the JSON service is fixed (or gone) for 10 minutes
-    fill(store, range(6), NOW + 600, 6)  # and back
+    for n, hosts in enumerate((range(6), others, others, range(6), others, range(6))):
+        fill(store, hosts, NOW + (n - 1) * 600, 6)  # ranges of 10 minutes, the rules' range
     rules = tmp_path / "alerts.toml"
     rules.write_text(RULES)
     watch = ["fleet", "watch", "--store", store.root, "--rules", str(rules), "--webhook", url]
@@ -125,8 +125,13 @@ def test_a_finding_that_leaves_and_comes_back_alerts_again(tmp_path: Path, webho
 
     assert "python.json" in savings_at(NOW)
     assert savings_at(NOW + 600) == []  # gone: nothing to send
-    assert savings_at(NOW + 1200) == ["python.json"]  # back: news again, the rest is not
-    assert savings_at(NOW + 1200) == []
+    assert savings_at(NOW + 1200) == []  # gone for a whole range: forgotten
+    assert savings_at(NOW + 1800) == ["python.json"]  # back: news again, the rest is not
+    assert savings_at(NOW + 2400) == []  # gone for one pass only: still remembered
+    assert savings_at(NOW + 3000) == []
+    state = json.loads((tmp_path / "alerts.state.json").read_text())
+    assert any(key.startswith("saving:worth-it:python.json:") for key in state["sent"])
+    assert state["gone"] == {}
 
 
 def test_a_regression_between_the_range_before_and_the_last_one(
@@ -185,3 +190,12 @@ def test_bad_rules_files_say_what_is_wrong(tmp_path: Path, capsys) -> None:
         rules.write_text(text)
         assert main([*base, "--webhook", "http://127.0.0.1:9/", "--once"]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_state_file_of_the_first_shape_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "alerts.state.json"
+    path.write_text('{"saving:worth-it:python.json:f:d": 2.5}')
+    state = alerts.State(path)
+    assert (state.sent, state.gone) == ({"saving:worth-it:python.json:f:d": 2.5}, {})
+    state.save()
+    assert json.loads(path.read_text()) == {"sent": state.sent, "gone": {}}

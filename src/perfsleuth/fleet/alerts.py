@@ -10,9 +10,9 @@ keep only some finding `kinds`.
 
 No alert storm: what was sent is kept in a state file (JSON), and the same alert is
 sent again only when its value moved by MATERIAL (relative) since it was sent. One
-that falls below REARM of its threshold, or that its rule (evaluated) no longer
-produces at all (the finding is gone), is forgotten, so a later return alerts again.
-Rule names are the keys' owners: unique per kind, without ':'.
+that falls below REARM of its threshold, or that its rule no longer produces at all
+for a whole range of the rule (the finding is gone), is forgotten, so a later return
+alerts again. Rule names are the keys' owners: unique per kind, without ':'.
 """
 
 from __future__ import annotations
@@ -214,18 +214,23 @@ def _joined(*filters: str) -> str:
 
 
 class State:
-    """What was sent, by alert key: the value it had then (a JSON file)."""
+    """What was sent, by alert key: the value it had then; and since when its rule no
+    longer produces it (a JSON file: {"sent": {key: value}, "gone": {key: unix time}})."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            self.sent: dict[str, float] = json.loads(path.read_text())
+            doc = json.loads(path.read_text())
         except FileNotFoundError:
-            self.sent = {}
+            doc = {}
         except (OSError, ValueError) as e:
             raise UserError(
                 f"cannot read the alert state {path}: {e}; delete it to start over"
             ) from None
+        if doc and "sent" not in doc:
+            doc = {"sent": doc}  # the first state files: {key: value} only
+        self.sent: dict[str, float] = doc.get("sent", {})
+        self.gone: dict[str, float] = doc.get("gone", {})
 
     def news(self, alert: Alert) -> bool:
         """Above its threshold and not sent, or moved materially since it was sent."""
@@ -240,15 +245,21 @@ class State:
     def record(self, alert: Alert) -> None:
         self.sent[alert.key] = alert.value
 
-    def forget_gone(self, rule: AlertRule, alerts: list[Alert]) -> None:
-        """Forget what `rule` sent but no longer produces: when it comes back, it is news."""
+    def forget_gone(self, rule: AlertRule, alerts: list[Alert], now: float) -> None:
+        """Forget what `rule` sent once it has not produced it for a whole range of the rule
+        (the finding was fixed or left): when it comes back, it is news. Gone for less
+        (flickering around a library rule's min_share, say), it is still remembered."""
         produced = {a.key for a in alerts}
-        for key in [k for k in self.sent if k.startswith(rule.owner) and k not in produced]:
-            del self.sent[key]
+        for key in [k for k in self.sent if k.startswith(rule.owner)]:
+            if key in produced:
+                self.gone.pop(key, None)
+            elif now - self.gone.setdefault(key, now) >= rule.range_s:
+                del self.sent[key], self.gone[key]
 
     def save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self.sent, indent=1, sort_keys=True) + "\n")
+        doc = {"sent": self.sent, "gone": self.gone}
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, self.path)
 
 
@@ -295,7 +306,7 @@ def watch_once(
         except UserError as e:  # no data yet for this rule's range: the next pass may have it
             done.skipped.append(f"{rule.name}: {e}")
             continue
-        state.forget_gone(rule, alerts)
+        state.forget_gone(rule, alerts, now)
         for alert in alerts:
             if not state.news(alert):
                 continue
