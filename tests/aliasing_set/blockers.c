@@ -73,6 +73,22 @@ fail:
     return -1;
 }
 
+/* negative: an atomic counter is updated on every iteration */
+void fill_counting(struct Buf *b, _Atomic size_t *done) {
+    for (size_t i = 0; i < b->len; i++) {
+        b->data[i] = 0;
+        *done += 1;
+    }
+}
+
+/* negative: inline assembly (here a compiler barrier) in the loop */
+void fill_fenced(struct Buf *b) {
+    for (size_t i = 0; i < b->len; i++) {
+        b->data[i] = 0;
+        __asm__ __volatile__("" ::: "memory");
+    }
+}
+
 /* positive: continue skips an element, the loop still runs to b->len */
 void copy_nonzero(struct Buf *b, const unsigned char *src) {
     for (size_t i = 0; i < b->len; i++) {

@@ -1,6 +1,7 @@
 // Labelled set, look-alike class "by value": the char is a field of a local object or
 // of an object passed by value, written directly, not through a pointer that could
 // alias what the loop reads. Labels in manifest.toml.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -62,6 +63,17 @@ uint8_t collect_flags(const std::vector<uint8_t>& v) {
     Message m{};
     for (std::size_t i = 0; i < v.size(); i++) m.head.flags |= v[i];
     return m.head.flags;
+}
+
+struct Block {
+    std::array<uint8_t, 16> bytes;
+};
+
+// negative: a std::array inside a local struct, indexed through its inline operator[]
+int copy_block(const Buf* b) {
+    Block k{};
+    for (std::size_t i = 0; i < b->len && i < 16; i++) k.bytes[i] = b->data[i];
+    return k.bytes[0] + k.bytes[15];
 }
 
 // negative: the same field written through a pointer: a store to a struct's own char

@@ -113,3 +113,11 @@ uint8_t checksum_local(const std::vector<uint32_t>& v) {
     for (std::size_t i = 0; i < v.size(); ++i) out ^= static_cast<uint8_t>(v[i]);
     return out;
 }
+
+// positive: a destructor's loop; this->bytes_ is re-read after every byte
+struct Scratch {
+    std::vector<uint8_t> bytes_;
+    ~Scratch() {
+        for (std::size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = 0;
+    }
+};

@@ -38,6 +38,17 @@ void branchy(std::string& s) {
 void opaque(std::vector<uint8_t>& v) {
   for (std::size_t i = 0; i < v.size(); i++) { v[i] = 0; tick(); }
 }
+#include <array>
+struct Block { std::array<uint8_t, 16> bytes; };
+int block(const std::vector<uint8_t>& v) {
+  Block k{};
+  for (std::size_t i = 0; i < v.size() && i < 16; i++) k.bytes[i] = v[i];
+  return k.bytes[0];
+}
+struct Pool {
+  std::vector<uint8_t> bytes;
+  ~Pool() { for (std::size_t i = 0; i < bytes.size(); i++) bytes[i] = 0; }
+};
 """
 
 C = """#include <stddef.h>
@@ -94,6 +105,12 @@ int private_line(const struct B* b) {
   for (size_t i = 0; i < b->len && i < 16; i++) l.text[i] = b->data[i];
   return l.text[0];
 }
+void counted(struct B* b, _Atomic size_t* n) {
+  for (size_t i = 0; i < b->len; i++) { b->data[i] = 0; *n += 1; }
+}
+void fenced(struct B* b) {
+  for (size_t i = 0; i < b->len; i++) { b->data[i] = 0; __asm__ __volatile__("" ::: "memory"); }
+}
 size_t before_loop(struct B* b) {
   size_t z = 0; b->data[0] = 0; for (size_t i = 1; i < b->len; i++) z += b->data[i]; return z;
 }
@@ -132,7 +149,9 @@ def test_loop_condition_pattern_names_the_read_the_write_and_the_fixes(
     assert any("hoist `v.size()`" in fix for fix in match.fixes)
 
 
-@pytest.mark.parametrize("function", ["u32", "c8", "u16", "flags", "hoisted", "stack", "opaque"])
+@pytest.mark.parametrize(
+    "function", ["u32", "c8", "u16", "flags", "hoisted", "stack", "opaque", "block"]
+)
 def test_look_alikes_are_not_reported(cxx: dict[str, AliasMatch], function: str) -> None:
     assert function not in cxx
 
@@ -160,7 +179,8 @@ def test_reads_written_in_the_loop_are_not_offered_for_hoisting(c: dict[str, Ali
 
 @pytest.mark.parametrize(
     "function",
-    ["fnptr", "kept_apart", "port", "exits", "outer", "field", "private_line", "before_loop"],
+    ["fnptr", "kept_apart", "port", "exits", "outer", "field", "private_line", "before_loop"]
+    + ["counted", "fenced"],
 )
 def test_loops_kept_scalar_or_writes_that_cannot_alias_are_not_reported(
     c: dict[str, AliasMatch], function: str
@@ -171,3 +191,7 @@ def test_loops_kept_scalar_or_writes_that_cannot_alias_are_not_reported(
 @pytest.mark.parametrize("function", ["switched", "in_union"])
 def test_their_aliasing_twins_are(c: dict[str, AliasMatch], function: str) -> None:
     assert c[function].pattern == "loop-condition"
+
+
+def test_a_destructor_s_loop_is_read(cxx: dict[str, AliasMatch]) -> None:
+    assert cxx["Pool::~Pool"].read == "bytes.size()"

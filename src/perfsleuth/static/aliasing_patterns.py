@@ -52,7 +52,10 @@ BRANCH_KINDS = (
 # Statements that leave a loop before its condition says so; with any of them the
 # loop cannot be vectorised whatever the types.
 EXIT_KINDS = ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "CXX_THROW_EXPR")
-VOLATILE_CANDIDATES = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR")
+ASM_KINDS = ("ASM_STMT", "GCC_ASM_STMT", "MS_ASM_STMT")
+# Expressions whose type says whether they are a volatile or an atomic access.
+ACCESS_KINDS = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR")
+ATOMIC_TYPES = ("std::atomic<", "std::__atomic_base<", "std::atomic_ref<")
 CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
 BRANCH_PENALTY = 0.2
 
@@ -141,16 +144,14 @@ class _LoopScan:
 
     def blocked(self) -> bool:
         """Does something other than types keep the loop scalar: a call the compiler
-        cannot see through (those reload anyway), a volatile access, an early exit?
-        Such a loop is missed vectorisation with that reason, not an aliasing write."""
+        cannot see through (those reload anyway), a volatile or atomic access, inline
+        assembly, an early exit? Such a loop is missed vectorisation with that
+        reason, not an aliasing write."""
         if self.fn.opaque_calls(self.loop):
             return True
         if self.body is not None and _exits_early(self.body):
             return True
-        return any(
-            cursor_kind(n) in VOLATILE_CANDIDATES and n.type.is_volatile_qualified()
-            for n in self.nodes
-        )
+        return any(_volatile_atomic_or_asm(n) for n in self.nodes)
 
     def _writes_outside_inner_loops(self) -> bool:
         """An outer loop whose char writes all sit outside its inner loops: the
@@ -185,6 +186,21 @@ def _exits_early(node: Any, own_break: bool = True) -> bool:
         return True
     own_break = own_break and kind not in (*LOOP_KINDS, "SWITCH_STMT")
     return any(_exits_early(kid, own_break) for kid in children(node))
+
+
+def _volatile_atomic_or_asm(node: Any) -> bool:
+    kind = cursor_kind(node)
+    if kind in ASM_KINDS:
+        return True
+    if kind not in ACCESS_KINDS:
+        return False
+    ctype = node.type
+    if ctype.is_volatile_qualified():
+        return True
+    canonical = ctype.get_canonical()
+    if canonical.kind.name == "POINTER":
+        canonical = canonical.get_pointee().get_canonical()
+    return canonical.kind.name == "ATOMIC" or canonical.spelling.startswith(ATOMIC_TYPES)
 
 
 def _inside(node: Any, outer: Any) -> bool:

@@ -182,8 +182,7 @@ class FunctionBody:
         of a local object whose address is never taken) the write cannot alias."""
         base = unwrap(base)
         if cursor_kind(base) == "MEMBER_REF_EXPR":
-            array = base.type.get_canonical().kind.name == "CONSTANTARRAY"
-            return array and self._private_member(base)
+            return _array_object(base.type) and self._private_member(base)
         if cursor_kind(base) != "DECL_REF_EXPR" or base.referenced is None:
             return False
         decl = base.referenced
@@ -192,10 +191,7 @@ class FunctionBody:
             or cursor_kind(decl.semantic_parent) not in FUNCTION_KINDS
         ):
             return False
-        spelling = decl.type.get_canonical().spelling
-        return decl.type.get_canonical().kind.name == "CONSTANTARRAY" or spelling.startswith(
-            "std::array<"
-        )
+        return _array_object(decl.type)
 
     def _private_member(self, member: Any) -> bool:
         """A member (`line.text`, `m.head.flags`) of a local object by value whose
@@ -215,14 +211,14 @@ class FunctionBody:
         return record and var_id(member) not in self.returned_vars and not self._escapes(member)
 
     def _escapes(self, ref: Any) -> bool:
-        """Is the variable's address taken, or the variable handed to a call or
-        bound to a reference, anywhere in the function?"""
+        """Is the variable's address taken, or the variable handed to a call the
+        compiler cannot see through or bound to a reference, anywhere in the function?"""
         wanted = var_id(ref)
         for node in walk(self.cursor):
             kind = cursor_kind(node)
             if kind == "UNARY_OPERATOR" and operator_of(node, self.src) == "&":
                 handed = children(node)[:1]
-            elif kind == "CALL_EXPR":
+            elif kind == "CALL_EXPR" and not _visible_call(node):
                 handed = children(node)
             elif kind == "VAR_DECL" and node.type.get_canonical().kind.name.endswith("REFERENCE"):
                 handed = children(node)[-1:]
@@ -309,6 +305,17 @@ def _indirect(call: Any, callee: Any | None) -> bool:
     if cursor_kind(callee) in POINTER_HOLDERS:
         return True  # a variable or field holding a function pointer
     return cursor_kind(callee) == "CXX_METHOD" and callee.is_virtual_method()
+
+
+def _visible_call(call: Any) -> bool:
+    callee = call.referenced
+    return callee is not None and not _indirect(call, callee) and inline_only(callee)
+
+
+def _array_object(ctype: Any) -> bool:
+    """An array held by value: `char buf[64]` or `std::array<uint8_t, 64>`."""
+    canonical = ctype.get_canonical()
+    return canonical.kind.name == "CONSTANTARRAY" or canonical.spelling.startswith("std::array<")
 
 
 def _automatic(decl: Any) -> bool:
