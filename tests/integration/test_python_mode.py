@@ -116,6 +116,20 @@ def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
     assert sites.startswith("called from pack_logs at ") and "zlibmodule.c" not in sites
 
 
+def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    script = EXAMPLES / "elementwise.py"
+    argv = ["run", "--format", "json", "-o", str(out), "--", PYTHON, str(script), "20"]
+    done = perfsleuth(*argv, store=tmp_path / "store")
+    assert done.returncode == 0, done.stderr
+    findings = {f["rule"]: f for f in json.loads(out.read_text())["findings"]}
+    numpy_loops = findings["python.numpy-loops"]
+    assert numpy_loops["function"] in ("scale_add", "dot") and numpy_loops["file"] == str(script)
+    sites = next(line for line in numpy_loops["evidence"] if line.startswith("in "))
+    assert f"{script}:17" in sites or f"{script}:24" in sites
+    assert findings["python.interpreter"]["share"] >= 0.5
+
+
 def test_pid_of_a_running_interpreter_and_its_exit_mid_recording(tmp_path: Path) -> None:
     proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "25"])
     try:
