@@ -278,6 +278,33 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/flame-icicle.png`, fullPage: true });
   },
 
+  async threads(page) {
+    await page.goto(`${base}#/run/2`);
+    await page.locator("#nav a", { hasText: "Threads" }).click();
+    await page.locator("table.threads tbody tr").nth(1).waitFor();
+    // worker-0 ran stacks 1, 3, 5 (300 + 120 + 60 samples); worker-1 stacks 2, 4, 6 (75 + 200 + 150), 150 of them in mutex.
+    const rows = await page.locator("table.threads tbody tr").allInnerTexts();
+    assert.match(rows[0], /^worker-0 \(200\) top\s+53\.04%\s+480 samples\s+100\.0%\s+–$/);
+    assert.match(rows[1], /^worker-1 \(201\) top\s+46\.96%\s+425 samples\s+64\.7%\s+35\.3%$/);
+    assert.deepEqual(await page.locator("table.threads th").allInnerTexts(), ["thread", "share of run", "time", "by state", "running", "mutex"]);
+    await page.screenshot({ path: `${artifacts}/threads.png`, fullPage: true });
+    await page.locator('tr[data-tid="201"] a.state-mutex').click();
+    await page.locator(".frame-details", { hasText: "150 samples" }).waitFor();
+    assert.match(page.url(), /#\/run\/2\/flame\?thread=201&state=mutex$/);
+    assert.equal(await page.inputValue("select[aria-label=threads]"), "201");
+    assert.equal(await page.inputValue("select[aria-label=states]"), "mutex");
+    assert.deepEqual(await drawnAt(page, 3), ["futex_wait"]);
+
+    await page.goto(`${base}#/run/2/top?state=mutex`);
+    await page.locator("table.data tbody tr").first().waitFor();
+    assert.match(await page.locator("h1 .subtitle").innerText(), /run 2 · state mutex · 150 samples/);
+    assert.equal(await page.inputValue("select[aria-label=states]"), "mutex");
+    assert.match(await page.locator("table.data tbody tr").first().innerText(), /^100\.00%\s+100\.00%\s+futex_wait/);
+    await page.selectOption("select[aria-label=threads]", "200");
+    await page.locator("p.warning", { hasText: "Run 2 has no samples with state mutex and thread 200." }).waitFor();
+    assert.match(page.url(), /state=mutex&thread=200/);
+  },
+
   async finding_source(page) {
     await page.goto(`${base}#/run/2/findings`);
     await page.locator("article.finding").first().waitFor();

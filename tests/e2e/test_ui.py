@@ -26,6 +26,7 @@ FLOWS = (
     "flame_resize_and_regex",
     "flame_focus_ignore_hide",
     "flame_filters_and_orderings",
+    "threads",
     "finding_source",
     "hostile_names",
     "short_names",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from uistore import ENGINE, HOSTILE, make_store
 
+from perfsleuth.cli import main
 from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.server.api import Api
 
@@ -48,6 +49,16 @@ def test_top_by_line_and_filtered_by_state(api: Api) -> None:
     assert doc["rows"][0]["line"] == 13
     _, off = get(api, "/api/runs/2/top", state="mutex")
     assert [r["function"] for r in off["rows"] if r["self"]] == ["futex_wait"]
+
+
+def test_threads_is_the_cli_document(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = get(api, "/api/runs/2/threads")
+    main(["threads", "2", "--store", str(api.store.root), "--format", "json"])
+    assert doc == json.loads(capsys.readouterr().out)
+    assert [t["tid"] for t in doc["threads"]] == [200, 201]
+    worker1 = doc["threads"][1]
+    assert worker1["total"] == 425
+    assert worker1["states"] == {"running": 275 / 425, "mutex": 150 / 425}
 
 
 def test_callgraph_and_annotate(api: Api) -> None:

@@ -12,6 +12,7 @@ import { renderFindings } from "./pages/findings";
 import { renderCompare } from "./pages/compare";
 import { renderExperiments } from "./pages/experiments";
 import { renderCache } from "./pages/cache";
+import { hasThreadStates, renderThreads } from "./pages/threads";
 import { renderFleet } from "./pages/fleet";
 import type { RunDetail } from "./types";
 import { shortName } from "./names";
@@ -28,6 +29,7 @@ const RUN_PAGES: Record<string, [string, Page]> = {
   "": ["Overview", renderOverview],
   top: ["Top", renderTop],
   flame: ["Flame graph", renderFlame],
+  threads: ["Threads", renderThreads],
   callgraph: ["Call graph", renderCallGraph],
   source: ["Source", renderSource],
   findings: ["Findings", renderFindings],
@@ -38,6 +40,7 @@ const RUN_PAGES: Record<string, [string, Page]> = {
 /** Pages linked only for the runs that have their data. */
 const OPTIONAL_PAGES: Record<string, (run: RunDetail) => boolean> = {
   cache: (run) => run.cache_functions > 0,
+  threads: hasThreadStates,
 };
 
 function pageLink(id: string, page: string, current: string): HTMLElement {

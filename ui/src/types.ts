@@ -46,6 +46,22 @@ export interface RunDetail extends RunSummary {
   cache_functions: number;
 }
 
+export interface ThreadRow {
+  tid: number;
+  pid: number;
+  name: string;
+  total: number;
+  share: number;
+  states: Record<string, number>; // fraction of the thread's own time per state
+}
+
+export interface ThreadsDoc {
+  run: string;
+  unit: string;
+  total: number;
+  threads: ThreadRow[];
+}
+
 export interface TopRow {
   function: string;
   dso: string;

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..present import formats_for, write
-from ..views.threads import by_thread
+from ..views.threads import document
 from .common import add_filter_options, add_output_options, add_run_argument, load_profile
 
 NAME = "threads"
@@ -21,11 +21,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _store, run_id, profile = load_profile(args)
-    doc = {
-        "run": str(run_id),
-        "unit": profile.unit,
-        "total": profile.total,
-        "threads": by_thread(profile),
-    }
-    write(DOCUMENT, doc, args.format, args.output)
+    write(DOCUMENT, document(run_id, profile), args.format, args.output)
     return 0

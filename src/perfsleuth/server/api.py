@@ -21,7 +21,7 @@ from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..store.runs import Store, is_run_reference, resolve
-from ..views import cache, callgraph, diff, top
+from ..views import cache, callgraph, diff, threads, top
 from ..views.annotate import find_source, line_costs
 from ..views.keys import GROUPINGS
 from . import flamedata, sources
@@ -79,6 +79,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
             (re.compile(r"/api/runs/([^/]+)/top"), self.top, ("by", "state", "thread")),
             (re.compile(r"/api/runs/([^/]+)/flame"), self.flame, ("state", "thread")),
+            (re.compile(r"/api/runs/([^/]+)/threads"), self.threads, ()),
             (re.compile(r"/api/runs/([^/]+)/callgraph"), self.callgraph, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/annotate"), self.annotate, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/source"), self.source, ("file",)),
@@ -217,6 +218,12 @@ class Api:
             lambda: binary_response(
                 flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
             ),
+        )
+
+    def threads(self, ref: str, query: Query) -> Response:
+        run_id = self._run_id(ref)
+        return self._cached(
+            ("threads", run_id), lambda: threads.document(run_id, self._profile(run_id))
         )
 
     def callgraph(self, ref: str, query: Query) -> Response:

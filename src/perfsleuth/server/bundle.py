@@ -54,6 +54,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     for by in ("function", "line", "file", "dso"):
         emb.add(f"{base}/top", by=by)
     emb.add(f"{base}/flame")
+    emb.add(f"{base}/threads")
     findings = emb.add(f"{base}/findings")
     emb.add(f"{base}/experiments")
     emb.add(f"{base}/cache")

@@ -11,6 +11,16 @@ UNKNOWN_STATE = "unknown"
 STATE_ORDER = (*STATES, UNKNOWN_STATE)
 
 
+def document(run_id: int, profile: Profile) -> dict[str, Any]:
+    """`perfsleuth threads --format json`, which the web UI's threads page also draws."""
+    return {
+        "run": str(run_id),
+        "unit": profile.unit,
+        "total": profile.total,
+        "threads": by_thread(profile),
+    }
+
+
 def by_thread(profile: Profile) -> list[dict[str, Any]]:
     """One row per thread, busiest first: total weight, share of the run, and the
     fraction of the thread's own time in each state."""

@@ -1,7 +1,7 @@
 import { h, location, pct } from "../dom";
 import { nameLink } from "../names";
 import { href } from "../router";
-import type { Finding } from "../types";
+import type { Finding, RunDetail } from "../types";
 
 export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {
   if (f.file) return href(`/run/${runId}/source`, { file: f.file, line: f.line || undefined, function: f.function });
@@ -71,6 +71,30 @@ export function findingCard(runId: string, f: Finding, compact = false): HTMLEle
     compact || !fixCommand ? null : h("pre", { class: "fix" }, fixCommand),
     compact ? null : detailBlocks(f.details),
   );
+}
+
+/** A select of one URL parameter (`state`, `thread`); "all …" removes it. Null when there is nothing to choose. */
+export function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string][], onChange: () => void): HTMLSelectElement | null {
+  if (options.length < 2) return null;
+  const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), options.map(([v, t]) => h("option", { value: v, selected: params.get(key) === v }, t)));
+  select.addEventListener("change", () => {
+    params.delete(key);
+    if (select.value) params.set(key, select.value);
+    onChange();
+  });
+  return select;
+}
+
+/** The state and thread pickers of a run's page; a choice reloads PAGE with it. */
+export function stateThreadSelects(run: RunDetail, params: URLSearchParams, page: string): (HTMLSelectElement | null)[] {
+  const reload = () => {
+    params.delete("zoom");
+    window.location.hash = href(`/run/${run.id}/${page}`, Object.fromEntries(params));
+  };
+  return [
+    paramSelect(params, "state", "states", run.states.map((s) => [s, s]), reload),
+    paramSelect(params, "thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`]), reload),
+  ];
 }
 
 export interface Column<T> {

@@ -3,9 +3,9 @@ import { h, pct } from "../dom";
 import { type Colouring, decodeFlame, FlameGraph, KIND_LABEL, legend, matcher, selfWeight, type FlameData } from "../flame";
 import { applyFilters, type FlameFilters } from "../flamefilter";
 import { shortName } from "../names";
-import { href, replaceParams, type Route } from "../router";
+import { replaceParams, type Route } from "../router";
 import type { RunDetail } from "../types";
-import { functionLinks } from "./common";
+import { functionLinks, stateThreadSelects } from "./common";
 
 const decoded = new Map<string, Promise<FlameData>>();
 const CRUMBS_SHOWN = 14;
@@ -199,17 +199,6 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     });
     return h("label", { class: "toggle" }, box, label);
   };
-  const filterSelect = (key: string, label: string, options: [string, string][]) => {
-    if (options.length < 2) return null;
-    const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), options.map(([v, t]) => h("option", { value: v, selected: params.get(key) === v }, t)));
-    select.addEventListener("change", () => {
-      params.delete(key);
-      params.delete("zoom");
-      if (select.value) params.set(key, select.value);
-      location.hash = href(`/run/${runId}/flame`, Object.fromEntries(params));
-    });
-    return select;
-  };
 
   app.append(
     h("h1", null, "Flame graph", h("span", { class: "subtitle" }, `run ${runId} · ${run.command}`)),
@@ -220,8 +209,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       " ",
       toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => timed("redraw", () => graph.setIcicle(v))),
       toggle("left-heavy", "order", "heavy", params.get("order") === "heavy", (v) => timed("redraw", () => graph.setOrder(v))),
-      filterSelect("state", "states", run.states.map((s) => [s, s])),
-      filterSelect("thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`])),
+      stateThreadSelects(run, params, "flame"),
       hasOff ? toggle("colour by frame kind", "colour", "name", colouring === "name", rerender) : null,
       colourLegend(colouring),
       " ",

@@ -4,6 +4,7 @@ import { nameLink } from "../names";
 import { href } from "../router";
 import type { Finding, RunDetail, TopDoc } from "../types";
 import { findingCard, functionLinks } from "./common";
+import { hasThreadStates } from "./threads";
 
 export async function renderOverview(app: HTMLElement, runId: string): Promise<void> {
   const [run, findings, top] = await Promise.all([
@@ -30,6 +31,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
       h("a", { href: href(`/run/${runId}/top`), class: "button" }, "Top functions"),
       h("a", { href: href(`/run/${runId}/findings`), class: "button" }, `Findings (${findings.findings.length})`),
       run.experiments ? h("a", { href: href(`/run/${runId}/experiments`), class: "button" }, `Experiments (${run.experiments})`) : null,
+      hasThreadStates(run) ? h("a", { href: href(`/run/${runId}/threads`), class: "button" }, "Threads") : null,
       run.cache_functions ? h("a", { href: href(`/run/${runId}/cache`), class: "button" }, "Cache layout and footprint") : null,
     ),
     h("table", { class: "facts" }, facts.filter(([, v]) => v).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),

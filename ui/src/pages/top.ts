@@ -1,16 +1,18 @@
 import { getJSON } from "../api";
-import { bar, h, location, pct, shortDso } from "../dom";
+import { bar, h, location, message, pct, shortDso } from "../dom";
 import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
-import type { TopDoc, TopRow } from "../types";
-import { type Column, sortRows, sortableTable, sourceLink } from "./common";
+import type { RunDetail, TopDoc, TopRow } from "../types";
+import { type Column, sortRows, sortableTable, sourceLink, stateThreadSelects } from "./common";
 
 const GROUPINGS = ["function", "line", "file", "dso"];
 
 export async function renderTop(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
   const by = GROUPINGS.includes(params.get("by") ?? "") ? params.get("by")! : "function";
-  const doc = await getJSON<TopDoc>(`/api/runs/${runId}/top`, { by });
+  const filters = { state: params.getAll("state"), thread: params.getAll("thread") };
+  const [run, doc] = await Promise.all([getJSON<RunDetail>(`/api/runs/${runId}`), getJSON<TopDoc>(`/api/runs/${runId}/top`, { by, ...filters })]);
+  const narrowed = [...filters.state.map((s) => `state ${s}`), ...filters.thread.map((t) => `thread ${t}`)];
   let sortKey = params.get("sort") ?? "self";
   const filter = h("input", { type: "search", placeholder: "filter (substring)", value: params.get("q") ?? "", class: "filter", "aria-label": "filter" });
   const count = h("span", { class: "muted" });
@@ -43,6 +45,7 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
   let sorted = sortRows(columns, doc.rows, sortKey);
   let haystacks = sorted.map((r) => `${r.function} ${r.file} ${r.dso}`.toLowerCase());
   const update = () => {
+    if (!doc.rows.length) return holder.replaceChildren(message(`Run ${runId} has no samples${narrowed.length ? ` with ${narrowed.join(" and ")}` : ""}.`, "warning"));
     const needle = filter.value.toLowerCase();
     const rows = needle ? sorted.filter((_, k) => haystacks[k].includes(needle)) : sorted;
     count.textContent = `${rows.length} of ${doc.rows.length} rows`;
@@ -65,13 +68,14 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
     update();
   });
   app.append(
-    h("h1", null, `Top ${by === "dso" ? "DSOs" : `${by}s`}`, h("span", { class: "subtitle" }, `run ${runId} · ${doc.samples.toLocaleString()} samples`)),
+    h("h1", null, `Top ${by === "dso" ? "DSOs" : `${by}s`}`, h("span", { class: "subtitle" }, [`run ${runId}`, ...narrowed, `${doc.samples.toLocaleString()} samples`].join(" · "))),
     h(
       "p",
       { class: "toolbar" },
       "by ",
-      GROUPINGS.map((g) => h("a", { href: href(`/run/${runId}/top`, { by: g }), class: g === by ? "chip active" : "chip" }, g)),
+      GROUPINGS.map((g) => h("a", { href: href(`/run/${runId}/top`, { ...Object.fromEntries(params), by: g, sort: null, q: null }), class: g === by ? "chip active" : "chip" }, g)),
       " ",
+      stateThreadSelects(run, params, "top"),
       filter,
       " ",
       count,
