@@ -9,7 +9,7 @@ import pytest
 from perfsleuth.analyzers import Context, library_match
 from perfsleuth.collect.run_facts import new_run
 from perfsleuth.errors import UserError
-from perfsleuth.formats import py_spy
+from perfsleuth.formats import py_spy, read_any
 from perfsleuth.model.findings import Finding
 from perfsleuth.rules import load_file, load_rules
 
@@ -195,3 +195,14 @@ def test_the_numpy_rule_needs_the_source_lines(tmp_path: Path) -> None:
     ctx = Context(profile=py_spy.read(raw), run=new_run("python3 app.py", "python"))
     rules = {finding.rule for finding in library_match.analyze(ctx)}
     assert "python.numpy-loops" not in rules and "python.interpreter" in rules
+
+
+def test_the_interpreter_rule_reads_a_cpu_mode_run_of_python(tmp_path: Path) -> None:
+    # `perfsleuth record --mode cpu -- /usr/bin/python3.11 examples/python/elementwise.py 30`
+    # (perf, Debian's python3.11), exported with `perfsleuth export --pprof`
+    profile, _ = read_any(PY_SPY / "elementwise_cpu.pb.gz")
+    ctx = Context(profile=profile, run=new_run("python3.11 elementwise.py", "cpu"))
+    found = {finding.rule: finding for finding in library_match.analyze(ctx)}
+    interpreter = found["python.interpreter"]
+    assert interpreter.share > 0.5 and interpreter.function == "_PyEval_EvalFrameDefault"
+    assert "python.numpy-loops" not in found  # no Python frames: no source line to read
