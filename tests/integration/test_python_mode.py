@@ -157,7 +157,9 @@ def test_bad_input_is_one_line_and_stores_nothing(tmp_path: Path) -> None:
     assert "is not a CPython interpreter py-spy can read" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
-    done = perfsleuth("record", "--", PYTHON, "-c", "pass", store=store)
+    # at 1 Hz the first sample is due after a second: `pass` is gone by then even when a
+    # loaded machine slows the interpreter's start past 100 Hz's first 10 ms
+    done = perfsleuth("record", "--freq", "1", "--", PYTHON, "-c", "pass", store=store)
     assert done.returncode != 0
     assert "exited before any sample was taken" in done.stderr
     runs = perfsleuth("runs", "--format", "json", store=store)
