@@ -175,3 +175,13 @@ std::size_t flip_case(const std::string& in) {
     for (std::size_t i = 0; i < out.size(); i++) out[i] = out[i] ^ 32;
     return out.size() + out[0];
 }
+
+// positive: the bound is read through a reference, which the byte stores may change
+void fill_to_ref(uint8_t* out, const std::size_t& n) {
+    for (std::size_t i = 0; i < n; i++) out[i] = 1;
+}
+
+// negative: the same bound passed by value
+void fill_to_value(uint8_t* out, std::size_t n) {
+    for (std::size_t i = 0; i < n; i++) out[i] = 1;
+}

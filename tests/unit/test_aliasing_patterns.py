@@ -45,6 +45,7 @@ int block(const std::vector<uint8_t>& v) {
   for (std::size_t i = 0; i < v.size() && i < 16; i++) k.bytes[i] = v[i];
   return k.bytes[0];
 }
+void by_ref(uint8_t* out, const std::size_t& n) { for (std::size_t i = 0; i < n; i++) out[i] = 1; }
 struct Pool {
   std::vector<uint8_t> bytes;
   ~Pool() { for (std::size_t i = 0; i < bytes.size(); i++) bytes[i] = 0; }
@@ -195,3 +196,7 @@ def test_their_aliasing_twins_are(c: dict[str, AliasMatch], function: str) -> No
 
 def test_a_destructor_s_loop_is_read(cxx: dict[str, AliasMatch]) -> None:
     assert cxx["Pool::~Pool"].read == "bytes.size()"
+
+
+def test_a_bound_read_through_a_reference_is_memory(cxx: dict[str, AliasMatch]) -> None:
+    assert (cxx["by_ref"].pattern, cxx["by_ref"].read) == ("loop-condition", "n")

@@ -359,8 +359,11 @@ def _token_text(node: Any) -> str:
 
 
 def _aggregate(cursor: Any) -> bool:
-    kind = cursor.type.get_canonical().kind.name
-    return kind in ("RECORD", "CONSTANTARRAY", "INCOMPLETEARRAY")
+    return _aggregate_type(cursor.type)
+
+
+def _aggregate_type(ctype: Any) -> bool:
+    return ctype.get_canonical().kind.name in ("RECORD", "CONSTANTARRAY", "INCOMPLETEARRAY")
 
 
 def _member_object(call: Any, kids: list[Any]) -> Any | None:
@@ -427,8 +430,23 @@ def access_at(fn: FunctionBody, node: Any) -> Access | None:
     """The memory the node reads: through the function's objects, or a global."""
     found = fn.memory_access(node) if cursor_kind(node) != "UNEXPOSED_EXPR" else None
     if found is None:
-        found = _global_read(node)
+        found = _global_read(node) or _reference_read(node)
     return Access(found[0], found[1], node) if found is not None else None
+
+
+def _reference_read(node: Any) -> tuple[str, frozenset[str]] | None:
+    """A read of a scalar through a reference (`n` of `const size_t& n`): a load
+    from wherever it points."""
+    if cursor_kind(node) != "DECL_REF_EXPR" or node.referenced is None:
+        return None
+    if cursor_kind(node.referenced) not in ("VAR_DECL", "PARM_DECL"):
+        return None
+    ctype = node.referenced.type.get_canonical()
+    if ctype.kind.name not in ("LVALUEREFERENCE", "RVALUEREFERENCE") or _aggregate_type(
+        ctype.get_pointee()
+    ):
+        return None
+    return (node.spelling, frozenset({var_id(node)}))
 
 
 def _global_read(node: Any) -> tuple[str, frozenset[str]] | None:
