@@ -66,6 +66,7 @@ class FunctionBody:
         self.src = src
         self.name = qualified_name(cursor)
         self.local_objects: set[str] = set()  # local objects read as if in memory
+        self._escaped_vars: set[str] | None = None
         self.returned_vars = {
             var_id(unwrap(c))
             for r in walk(cursor)
@@ -208,25 +209,28 @@ class FunctionBody:
         if cursor_kind(decl) not in ("VAR_DECL", "PARM_DECL") or not _automatic(decl):
             return False
         record = decl.type.get_canonical().kind.name == "RECORD"
-        return record and var_id(member) not in self.returned_vars and not self._escapes(member)
+        return record and var_id(member) not in self.returned_vars | self._escaped()
 
-    def _escapes(self, ref: Any) -> bool:
-        """Is the variable's address taken, or the variable handed to a call the
-        compiler cannot see through or bound to a reference, anywhere in the function?"""
-        wanted = var_id(ref)
-        for node in walk(self.cursor):
-            kind = cursor_kind(node)
-            if kind == "UNARY_OPERATOR" and operator_of(node, self.src) == "&":
-                handed = children(node)[:1]
-            elif kind == "CALL_EXPR" and not _visible_call(node):
-                handed = children(node)
-            elif kind == "VAR_DECL" and node.type.get_canonical().kind.name.endswith("REFERENCE"):
-                handed = children(node)[-1:]
-            else:
-                continue
-            if any(wanted in root_variable(_object_root(h)) for h in handed):
-                return True
-        return False
+    def _escaped(self) -> set[str]:
+        """The variables whose address is taken, or which are handed to a call the
+        compiler cannot see through or bound to a reference, anywhere in the
+        function (found once per function)."""
+        if self._escaped_vars is None:
+            self._escaped_vars = set()
+            for node in walk(self.cursor):
+                for handed in self._handed_over(node):
+                    self._escaped_vars |= root_variable(_object_root(handed))
+        return self._escaped_vars
+
+    def _handed_over(self, node: Any) -> list[Any]:
+        kind = cursor_kind(node)
+        if kind == "UNARY_OPERATOR" and operator_of(node, self.src) == "&":
+            return children(node)[:1]
+        if kind == "CALL_EXPR" and not _visible_call(node):
+            return children(node)
+        if kind == "VAR_DECL" and node.type.get_canonical().kind.name.endswith("REFERENCE"):
+            return children(node)[-1:]
+        return []
 
     # --- writes --------------------------------------------------------------
 
