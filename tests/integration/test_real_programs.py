@@ -18,6 +18,7 @@ without them, recorded with --call-graph fp) must still be told its stacks are b
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.analyzers import missing_symbols
 from perfsleuth.symbols.elf import elf_info
 
 pytestmark = pytest.mark.integration
@@ -114,3 +116,49 @@ def test_stacks_unwound_by_frame_pointers_without_them_are_flagged(
     broken = next(f for f in findings if f["rule"] == "symbols.broken-stacks")
     assert broken["confidence"] >= CONFIDENT
     assert "--call-graph dwarf" in broken["suggestion"]
+
+
+def _perf_broken_share(data: Path, exe: str) -> float:
+    """The share of samples whose user-space stack, as `perf script` unwinds it, reaches
+    no entry (same entry chains, and the executable's ELF entry point)."""
+    script = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", "ip,sym,dso"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    entry = elf_info(exe).entry  # type: ignore[union-attr]
+    samples = broken = 0
+    for block in filter(None, (b.strip() for b in script.split("\n\n"))):
+        samples += 1
+        user = [line.split(None, 2) for line in block.splitlines() if "kernel.kallsyms" not in line]
+        if not user:
+            continue
+        names = {fields[1].split("+")[0] for fields in user if len(fields) > 1}
+        ip, dso = int(user[-1][0], 16), user[-1][-1]
+        at_start = dso == f"({exe})" and 0 <= ip - entry < missing_symbols.NEAR_ENTRY_BYTES
+        if not at_start and not any(missing_symbols.ENTRY_FUNCTIONS.match(n) for n in names):
+            broken += 1
+    return broken / samples
+
+
+def test_bzip2_stacks_stop_where_perfs_own_unwinding_stops(text: Path, tmp_path: Path) -> None:
+    """Debian's bzip2 keeps ~10 KB of buffers on its stack, beyond perf's 8 KB copy:
+    the stacks we call cut stop where `perf script`'s do, and the finding says why."""
+    exe = shutil.which("bzip2")
+    if exe is None or shutil.which("perf") is None:
+        pytest.skip("bzip2 or perf not installed")
+    exe = os.path.realpath(exe)
+    data = tmp_path / "perf.data"
+    record = ["perf", "record", "-q", "--call-graph", "dwarf", "-F", "999", "-o", str(data)]
+    subprocess.run([*record, exe, "-9", "-c", str(text)], stdout=subprocess.DEVNULL, check=True)
+    store = tmp_path / "store"
+    assert perfsleuth("import", str(data), store=store).returncode == 0
+    out = tmp_path / "advice.json"
+    assert perfsleuth("advise", "--format", "json", "-o", str(out), store=store).returncode == 0
+    findings = {f["rule"]: f for f in json.loads(out.read_text())["findings"]}
+    ours = findings["symbols.broken-stacks"]["share"] if "symbols.broken-stacks" in findings else 0
+    assert abs(ours - _perf_broken_share(data, exe)) < 0.05
+    if ours:
+        assert findings["symbols.broken-stacks"]["confidence"] < CONFIDENT
+        assert "8 KB stack copy" in findings["symbols.broken-stacks"]["title"]

@@ -82,6 +82,42 @@ def test_the_libraries_of_a_busy_host_travel_past_the_name_limit() -> None:
     assert got.processes == sent.processes
 
 
+BUILD_ID = "5792ee8d670a0ee8270426e02743b36060bb1514"
+
+
+def test_an_unsymbolized_frame_keeps_its_build_id_and_address() -> None:
+    b = ProfileBuilder(unit="samples")
+    unknown = Frame("[unknown] app+0x11e0", dso="app", build_id=BUILD_ID, address=0x11E0)
+    other = Frame("[unknown] app+0x1230", dso="app", build_id=BUILD_ID, address=0x1230)
+    main = Frame("main", dso="app", file="app.c", line=3)
+    b.add([unknown, other, main], 5, count=5, thread=Thread(tid=1, pid=1, name="app"))
+    sent = Window(id="w1", start=START, end=START + 1, profile=b.build(), rate_hz=19.0)
+    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    assert rows(got) == rows(sent)
+
+
+def foreign(build_id: str, memory_start: int = 0) -> pb.Profile:
+    """A pprof as other profilers send unsymbolized code: an address, no lines."""
+    msg = pb.Profile(string_table=["", "samples", "count", "/usr/lib/libfoo.so.1", build_id])
+    msg.sample_type.add(type=1, unit=2)
+    msg.mapping.add(id=1, memory_start=memory_start, filename=3, build_id=4)
+    msg.location.add(id=1, mapping_id=1, address=memory_start + 0x1230)
+    msg.sample.add(location_id=[1], value=[4])
+    return msg
+
+
+def test_an_elf_address_without_lines_in_a_pprof_keeps_its_build_id() -> None:
+    """Kept when the address is the ELF's own (the mapping starts at 0); a process
+    address would need the file's program headers, and a Go build id is not GNU's."""
+    params = IngestParams.parse({"name": "foo", "from": str(START), "until": str(START + 1)}, "w2")
+    got = window_pprof.decode(foreign(BUILD_ID.upper()).SerializeToString(), params)
+    [frame] = got.profile.frames
+    assert (frame.build_id, frame.address, frame.dso) == (BUILD_ID, 0x1230, "/usr/lib/libfoo.so.1")
+    for msg in (foreign("go-build/id:not/hex"), foreign(BUILD_ID, memory_start=0x7F0000000000)):
+        other = window_pprof.decode(msg.SerializeToString(), params)
+        assert (other.profile.frames[0].build_id, other.profile.frames[0].address) == ("", 0)
+
+
 def test_round_trip_of_nanosecond_weights() -> None:
     b = ProfileBuilder(unit="ns")
     b.add([Frame("f"), Frame("main")], 5_000_000.0, count=5, thread=Thread(tid=1, pid=1, name="x"))

@@ -179,7 +179,8 @@ def owning_package(path: str) -> str:
 
 
 def _broken_finding(ctx: Context, share: float) -> Finding:
-    call_graph = ctx.run.meta.get("call_graph", "")
+    # recorded runs say it in the run; imported perf.data in the profile
+    call_graph = ctx.run.meta.get("call_graph") or ctx.profile.meta.get("call_graph", "")
     evidence = [
         f"{100 * share:.1f}% of user-space stacks reach no program or thread entry "
         f"({', '.join(ENTRY_CHAINS)})",

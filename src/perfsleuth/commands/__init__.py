@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "fleet",
     "collector",
     "agent",
+    "symbols",
 )
 
 

@@ -57,7 +57,8 @@ def stack_weights(
     def query() -> StackWeights:
         return run.stack_weights(store.select(start, end), start, end, conditions)
 
-    return reading(store, query)
+    weights = reading(store, query)
+    return replace(weights, frames=store.name_frames(weights.frames))
 
 
 def to_profile(weights: StackWeights) -> Profile:

@@ -286,16 +286,26 @@ def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
     """A frame without a symbol, named after its function's start address.
 
     Like perf's raw addresses, this keeps the functions of a stripped binary
-    apart instead of merging them all into one "[unknown]" line.
+    apart instead of merging them all into one "[unknown]" line. It keeps the
+    build-id and that address (else the sample's own), so that the symbols of
+    that build-id can name it later (`perfsleuth symbols upload`).
     """
     name = dso_name(path)
     real = find_dso(path, build_id)
     info = elf_info(real) if real else None
     vaddr = info.offset_to_vaddr(offset) if info else None
-    start = function_start(real, vaddr) if real and vaddr is not None else None
-    if start is None:
+    if real is None or vaddr is None:
         return Frame(UNKNOWN, dso=name)
-    return Frame(f"{UNKNOWN} {name}+{start:#x}", dso=name)
+    build_id = build_id or (info.build_id if info else "")
+    start = function_start(real, vaddr)
+    if start is None:
+        return Frame(UNKNOWN, dso=name, build_id=build_id, address=vaddr if build_id else 0)
+    return Frame(
+        f"{UNKNOWN} {name}+{start:#x}",
+        dso=name,
+        build_id=build_id,
+        address=start if build_id else 0,
+    )
 
 
 def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:

@@ -2,7 +2,9 @@
 
 The string table, functions, locations (an inlined frame joins its caller's location as
 one more Line, innermost first, as formats/pprof.py reads them back) and mappings (with
-the build-ids the profile knows). The pprof export (present/pprof.py) and the agent's
+the build-ids the profile knows; an unsymbolized frame's location has its address, in a
+mapping of its build-id that starts at 0, so the address is the ELF's own: see
+model.profile.Frame). The pprof export (present/pprof.py) and the agent's
 wire format (formats/window_pprof.py) both use it and add their own sample types,
 values and labels.
 """
@@ -27,7 +29,7 @@ class ProfileMessage:
         self.msg = msg
         self._strings: dict[str, int] = {}
         self._functions: dict[tuple[str, str], int] = {}
-        self._mappings: dict[str, int] = {}
+        self._mappings: dict[tuple[str, str], int] = {}
         self._locations: dict[tuple[int, ...], int] = {}
         self._build_ids = {d.get("path", ""): d.get("build_id", "") for d in profile.dsos}
         self.intern("")
@@ -59,6 +61,7 @@ class ProfileMessage:
         frames = [self.profile.frames[f] for f in group]
         loc = self.msg.location.add(id=len(self.msg.location) + 1)
         loc.mapping_id = self._mapping_id(frames[-1])
+        loc.address = frames[-1].address if frames[-1].build_id else 0
         for f in frames:
             loc.line.add(function_id=self._function_id(f), line=f.line)
         return loc.id
@@ -75,13 +78,14 @@ class ProfileMessage:
 
     def _mapping_id(self, frame: Frame) -> int:
         dso = frame.dso or (KERNEL_DSO if frame.kernel else "")
-        if not dso:
+        if not dso and not frame.build_id:
             return 0
-        return _intern(self._mappings, dso, lambda: self._add_mapping(dso))
+        key = (dso, frame.build_id)
+        return _intern(self._mappings, key, lambda: self._add_mapping(*key))
 
-    def _add_mapping(self, dso: str) -> int:
+    def _add_mapping(self, dso: str, build_id: str) -> int:
         mapping = self.msg.mapping.add(id=len(self.msg.mapping) + 1, filename=self.intern(dso))
-        mapping.build_id = self.intern(self._build_ids.get(dso, ""))
+        mapping.build_id = self.intern(build_id or self._build_ids.get(dso, ""))
         mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = True
         mapping.has_inline_frames = True
         return mapping.id

@@ -8,12 +8,21 @@ plain /pprof push): per-sample labels pid and tid (numbers), comm, exe, build_id
 cgroup (strings) give each sample its thread and its process. The shared libraries
 each process had loaded (for `fleet libraries`) travel once per window, as one pprof
 comment: LIBRARIES_COMMENT then a JSON object {pid: [path, ...]}.
+
+A frame without a symbol keeps its build-id and address (model.profile.Frame) for a
+later look-up (pprof_message writes them). Read back, a location without lines, or
+with one line named "[unknown]...", gives its frame the build-id of its mapping and
+its address when that address is the ELF's own: the mapping starts at 0 with file
+offset 0 (as the agent writes it; a process address of another client's mapping would
+need that file's program headers), the build-id is hex (GNU; Go's are not) and the
+address is set.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import NoReturn
@@ -26,6 +35,7 @@ from perfsleuth.formats.ingest import IngestParams, PayloadError
 from perfsleuth.formats.pprof_message import ProfileMessage
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.symbols import UNKNOWN
 
 SAMPLES = ("samples", "count")
 CPU = ("cpu", "nanoseconds")
@@ -36,6 +46,7 @@ LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
 # The libraries comment lists every process of a host: far longer than a name.
 MAX_LIBRARIES_COMMENT = 16 << 20
+HEX_BUILD_ID = re.compile(r"[0-9a-f]{2,128}")
 
 
 def query(window: Window) -> dict[str, str]:
@@ -224,15 +235,17 @@ class _Reader:
         return cached
 
     def _decode_location(self, loc: pb.Location) -> Iterator[Frame]:
-        dso = ""
+        dso, build_id, address = "", "", 0
         if loc.mapping_id:
             mapping = self.mappings.get(loc.mapping_id)
             if mapping is None:
                 _refuse(f"location {loc.id}: mapping {loc.mapping_id} is missing")
             dso = self.string(mapping.filename, f"mapping {mapping.id}")
+            build_id, address = self._origin(loc, mapping)
         kernel = dso.startswith("[kernel")
         if not loc.line:
-            yield Frame(f"0x{loc.address:x}", dso=dso, kernel=kernel)
+            name = f"0x{loc.address:x}"
+            yield Frame(name, dso=dso, kernel=kernel, build_id=build_id, address=address)
             return
         last = len(loc.line) - 1
         for i, line in enumerate(loc.line):
@@ -243,7 +256,18 @@ class _Reader:
             name = self.string(fn.name, owner) or self.string(fn.system_name, owner)
             file = self.string(fn.filename, owner)
             line_no = max(line.line, 0)
-            yield Frame(name, dso=dso, file=file, line=line_no, inlined=i < last, kernel=kernel)
+            frame = Frame(name, dso=dso, file=file, line=line_no, inlined=i < last, kernel=kernel)
+            if build_id and last == 0 and name.startswith(UNKNOWN):
+                frame = replace(frame, build_id=build_id, address=address)
+            yield frame
+
+    def _origin(self, loc: pb.Location, mapping: pb.Mapping) -> tuple[str, int]:
+        """(build-id, address in the ELF) of a location, ("", 0) when not known as such."""
+        build_id = self.string(mapping.build_id, f"mapping {mapping.id}").lower()
+        elf_own = mapping.memory_start == 0 and mapping.file_offset == 0
+        if not (elf_own and 0 < loc.address < 1 << 63 and HEX_BUILD_ID.fullmatch(build_id)):
+            return "", 0
+        return build_id, loc.address
 
     def _thread(self, sample: pb.Sample, index: int) -> Thread | None:
         owner = f"sample {index} label"

@@ -25,7 +25,9 @@ class Frame:
     """One level of a call stack.
 
     `inlined` marks a frame that the compiler inlined into the next frame of the
-    stack (its caller); both share one machine address.
+    stack (its caller); both share one machine address. A frame without a symbol
+    keeps where it is for a later look-up: the GNU `build_id` of its DSO and its
+    `address` in that ELF (its own virtual address, as a symbol table gives it).
     """
 
     function: str
@@ -34,6 +36,8 @@ class Frame:
     line: int = 0
     inlined: bool = False
     kernel: bool = False
+    build_id: str = ""  # "" when the frame is symbolized or its ELF is unknown
+    address: int = 0
 
 
 @dataclass(frozen=True, slots=True)

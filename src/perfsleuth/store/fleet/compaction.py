@@ -114,7 +114,8 @@ def _deduplicate(files: Files, folder: str, key: str, result: Compacted) -> None
     result.files_after += min(len(names), 1)
     if len(names) < 2:
         return
-    table = pa.concat_tables([_read(files, f"{folder}/{n}") for n in names]).sort_by(key)
+    tables = [_read(files, f"{folder}/{n}") for n in names]  # old frames lack build_id, address
+    table = pa.concat_tables(tables, promote_options="default").sort_by(key)
     ids = table.column(key)
     changed = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))
     distinct = table.filter(pa.concat_arrays([pa.array([True]), *changed.chunks]))

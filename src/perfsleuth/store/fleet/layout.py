@@ -59,6 +59,10 @@ FRAMES_SCHEMA = pa.schema(
         ("line", pa.int32()),
         ("inlined", pa.bool_()),
         ("kernel", pa.bool_()),
+        # A frame without a symbol: its DSO's GNU build-id and its address in that ELF
+        # (null otherwise, and in stores written before these columns).
+        ("build_id", pa.string()),
+        ("address", pa.int64()),
     ]
 )
 GROUP_COLUMNS = tuple(n for n in SAMPLES_SCHEMA.names if n not in ("samples", "cpu_ns"))
@@ -72,7 +76,10 @@ def frame_id(frame: Frame) -> int:
     key = "\0".join(
         (frame.function, frame.dso, frame.file, str(frame.line), str(int(frame.inlined)))
     )
-    return _hash64(f"{key}\0{int(frame.kernel)}".encode())
+    key = f"{key}\0{int(frame.kernel)}"
+    if frame.build_id:  # symbolized frames keep the ids they always had
+        key = f"{key}\0{frame.build_id}\0{frame.address}"
+    return _hash64(key.encode())
 
 
 def stack_id(frame_ids: Sequence[int]) -> int:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import pyarrow as pa
+
 from ...errors import UserError
 from ...model.fleet import LABELS, Window
 from .compaction import Compacted, compact
@@ -24,6 +26,7 @@ from .layout import (
 )
 from .reading import Selection, select
 from .retention import expire
+from .symbols import name_frames, symbol_table, symbols_file
 from .writer import parquet_bytes, window_tables
 
 T = TypeVar("T")
@@ -100,6 +103,17 @@ class FleetStore:
         doc = {"host": host, "updated": time.time(), "metrics": status}
         name = hashlib.blake2b(host.encode(), digest_size=12).hexdigest()
         self._guard(lambda: self.files.put(f"hosts/{name}.json", json.dumps(doc).encode()))
+
+    def upload_symbols(self, path: str) -> tuple[str, int]:
+        """Keep the function symbols of the ELF file at `path` (an unstripped binary or a
+        .debug file) for its build-id; (build-id, functions). See symbols.py."""
+        build_id, table = symbol_table(path)
+        self._guard(lambda: self.files.put(symbols_file(build_id), parquet_bytes(table)))
+        return build_id, table.num_rows
+
+    def name_frames(self, frames: pa.Table) -> pa.Table:
+        """Rows of the frames table, unknown functions named by uploaded symbols."""
+        return self._guard(lambda: name_frames(self.files, frames))
 
     def status(self) -> dict:
         """Hosts seen (last push, samples/s, their agents' metrics), store size and extent.

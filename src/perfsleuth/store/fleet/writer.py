@@ -129,6 +129,8 @@ def _frames(window: Window, frame_ids: list[int], used_stacks: set[int]) -> pa.T
             "line": [f.line for f in frames],
             "inlined": [f.inlined for f in frames],
             "kernel": [f.kernel for f in frames],
+            "build_id": [f.build_id or None for f in frames],
+            "address": [f.address if f.build_id else None for f in frames],
         },
         schema=FRAMES_SCHEMA,
     )
