@@ -68,6 +68,12 @@ FINDINGS = [
         "evidence": ["malloc 6.1% self", "free 4.0% self"],
         "suggestion": "Preload mimalloc; no code change needed",
         "fix": {"command": "LD_PRELOAD=libmimalloc.so.2 ./app"},
+        "details": {
+            "self_share": 0.061,
+            "saving_range": [0.02, 0.05],
+            "rule_origin": "rules/library.toml",
+            "code_change": False,
+        },
     },
     {
         "rule": "vectorize.missed",
@@ -95,6 +101,52 @@ EXPERIMENT = {
 }
 
 
+def add_other_run(store: Store) -> None:
+    """Run 3: a wall-clock run of another program, in ns; not comparable with runs 1 and 2."""
+    builder = ProfileBuilder(unit="ns")
+    builder.add([Frame("serve_forever", "/usr/bin/server")], 9_029_117_580.0, count=1000)
+    info = RunInfo(command="./server --port 8080", cwd="/", mode="wall")
+    store.add_run(info, Recording(builder.build(), duration_s=9.0))
+
+
+def _measured(walls: list[float]) -> list[dict]:
+    return [{"wall_s": w, "user_s": round(w * 0.9, 3), "exit_status": 0} for w in walls]
+
+
+# `perfsleuth try allocator` with --runs 5: a 1.4x ratio, but too few runs to claim it.
+TRY_EXPERIMENT = {
+    "metric": "wall_s",
+    "baseline": {"command": "./app --input big.txt", "runs": 5, "failed": 0},
+    "variants": [
+        {
+            "name": "mimalloc",
+            "verdict": "same",
+            "ratio": 1.4,
+            "ci95": [1.081, 1.955],
+            "runs": 5,
+            "p_value": 0.0625,
+            "summary": {"command": "./app --input big.txt", "runs": 5, "failed": 0},
+        }
+    ],
+    "failed": [],
+    "warmup": 1,
+    "raw": {
+        "baseline": {
+            "command": ["./app"],
+            "env": {},
+            "runs": _measured([1.30, 1.52, 1.41, 1.62, 1.47]),
+            "warmup": _measured([1.9]),
+        },
+        "mimalloc": {
+            "command": ["./app"],
+            "env": {"LD_PRELOAD": "libmimalloc.so.2"},
+            "runs": _measured([1.05, 0.90, 1.20, 0.85, 1.10]),
+            "warmup": _measured([1.5]),
+        },
+    },
+}
+
+
 def make_sources(root: Path) -> Path:
     """A source tree with the engine and a symlink that points outside it."""
     (root / "src").mkdir(parents=True, exist_ok=True)
@@ -115,4 +167,5 @@ def make_store(base: Path) -> tuple[Store, Path]:
         store.add_run(info, Recording(_profile(hot), duration_s=1.5))
     store.put_document(2, "findings", "advisor", FINDINGS)
     store.put_document(2, "experiment", "try-allocator-1", EXPERIMENT)
+    store.put_document(0, "experiment", "try-allocator-2", TRY_EXPERIMENT)
     return store, sources

@@ -319,6 +319,29 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/source.png`, fullPage: true });
   },
 
+  async finding_details(page) {
+    await page.goto(`${base}#/run/2/findings`);
+    await page.locator("table.detail-facts").waitFor();
+    const rows = await page.locator("table.detail-facts tr").allInnerTexts();
+    assert.deepEqual(
+      rows.map((r) => r.replace(/\s+/g, " ")),
+      ["self share of the run 6.1%", "expected saving, range 2% – 5%", "rule defined in rules/library.toml", "needs a code change no"],
+    );
+    const text = await page.locator("main").innerText();
+    for (const raw of ["self_share", "saving_range", "rule_origin", "code_change"]) assert.ok(!text.includes(raw), `${raw} is not shown`);
+  },
+
+  async experiment_verdict(page) {
+    await page.goto(`${base}#/experiments`);
+    await page.locator("li.verdict").waitFor();
+    assert.match(await page.locator("li.verdict").innerText(), /^mimalloc: too few runs to tell a difference from baseline \(ratio 1\.400, 95% CI 1\.081-1\.955, p=0\.0625, 5 pairs\); use --runs \d+ or more$/);
+    // Only the measured runs are plotted: not the variants' ratio, runs and p_value, nor warm-up runs.
+    assert.deepEqual(await page.locator(".metric-plot h3").allInnerTexts(), ["wall_s", "user_s"]);
+    assert.equal(await page.locator(".metric-plot").first().locator("circle").count(), 10);
+    assert.doesNotMatch(await page.locator(".metric-plot").first().locator("svg").textContent(), /warmup|variants/);
+    await page.screenshot({ path: `${artifacts}/experiment-verdict.png`, fullPage: true });
+  },
+
   async hostile_names(page) {
     let dialogs = 0;
     page.on("dialog", (d) => {
@@ -371,6 +394,27 @@ const flows = {
     assert.match(first, /-26\.54%/);
     await page.locator("canvas.flame-canvas").waitFor();
     await page.screenshot({ path: `${artifacts}/compare.png`, fullPage: true });
+  },
+
+  async compare_only_comparable(page) {
+    await page.goto(`${base}#/`);
+    await page.locator("table.runs").waitFor();
+    assert.equal(await page.locator("a", { hasText: /^Compare run/ }).innerText(), "Compare run 1 with run 2");
+    await page.goto(`${base}#/compare`);
+    await page.locator("select[aria-label=before]").waitFor();
+    assert.equal(await page.inputValue("select[aria-label=after]"), "2");
+    assert.equal(await page.inputValue("select[aria-label=before]"), "1");
+    const other = page.locator("select[aria-label=before] option[value='3']");
+    assert.equal(await other.getAttribute("disabled"), "");
+    assert.match(await other.innerText(), /^run 3: \.\/server --port 8080 \(wall, ns\): not comparable, it counts ns, run 2 counts samples$/);
+    await page.selectOption("select[aria-label=after]", "3");
+    await page.locator(".compare-note", { hasText: "No other run is comparable with run 3" }).waitFor();
+    assert.ok(await page.locator("button", { hasText: "Compare" }).isDisabled());
+    await page.screenshot({ path: `${artifacts}/compare-pick.png`, fullPage: true });
+    await page.goto(`${base}#/compare?a=2&b=3`);
+    await page.locator(".compare-note").waitFor();
+    assert.equal(await page.locator(".compare-note").innerText(), "Run 2 and run 3 are not comparable: run 2 counts samples, run 3 counts ns. The shares below compare different things.");
+    assert.equal(await page.locator("h1 .subtitle").count(), 0, "no ratio of totals in different units");
   },
 
   async experiments(page) {

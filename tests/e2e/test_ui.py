@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from uistore import HOSTILE, make_store
+from uistore import HOSTILE, add_other_run, make_store
 
 from perfsleuth.symbols.names import elide_templates
 
@@ -33,7 +33,10 @@ FLOWS = (
     "top_table",
     "keyboard",
     "compare_runs",
+    "compare_only_comparable",
     "experiments",
+    "finding_details",
+    "experiment_verdict",
     "token_login",
     "html_report",
 )
@@ -69,6 +72,7 @@ def _serve(store: Path, *extra: str) -> tuple[subprocess.Popen, str]:
 def servers(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     base = tmp_path_factory.mktemp("ui")
     store, _sources = make_store(base)
+    add_other_run(store)
     report = base / "report.html"
     subprocess.run(
         [*CLI, "report", "2", "--compare", "1", "--store", str(store.root), "-o", str(report)],

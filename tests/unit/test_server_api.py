@@ -9,6 +9,7 @@ import pytest
 from uistore import ENGINE, HOSTILE, make_store
 
 from perfsleuth.cli import main
+from perfsleuth.experiments.stats import MIN_PAIRS_FOR_CLAIM
 from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.server.api import Api
 
@@ -136,6 +137,16 @@ def test_diff_and_experiments(api: Api) -> None:
     assert doc["rows"][0]["delta_self"] < 0
     _, exps = get(api, "/api/runs/2/experiments")
     assert exps["experiments"][0]["data"]["ratio"] == 1.42
+    assert exps["experiments"][0]["verdicts"] == []
+
+
+def test_experiment_verdicts_are_the_cli_sentences(api: Api) -> None:
+    _, doc = get(api, "/api/experiments")
+    (exp,) = doc["experiments"]
+    assert exp["verdicts"] == [
+        "mimalloc: too few runs to tell a difference from baseline (ratio 1.400, "
+        f"95% CI 1.081-1.955, p=0.0625, 5 pairs); use --runs {MIN_PAIRS_FOR_CLAIM} or more"
+    ]
 
 
 def test_flame_is_binary_and_cached(api: Api, tmp_path: Path) -> None:

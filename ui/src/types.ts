@@ -154,6 +154,7 @@ export interface DiffDoc {
 export interface Experiment {
   name: string;
   data: unknown;
+  verdicts: string[]; // what `perfsleuth compare` / `try` print (experiments/verdict.py)
 }
 
 // `perfsleuth cache show --format json` (views/cache.py): each traced function's

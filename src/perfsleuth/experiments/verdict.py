@@ -26,3 +26,18 @@ def ratio_sentence(subject: str, reference: str, result: dict[str, Any], metric:
             f"use --runs {MIN_PAIRS_FOR_CLAIM} or more"
         )
     return f"{subject}: no difference from {reference} distinguishable from noise ({interval})"
+
+
+def verdict_lines(doc: dict[str, Any]) -> list[str]:
+    """The sentences `perfsleuth compare` / `try` print for a stored experiment, if it has
+    verdicts (a `compare` document, or `try`'s variants)."""
+    metric = doc.get("metric", "wall_s")
+    if "verdict" in doc and "ci95" in doc and "p_value" in doc:
+        return [ratio_sentence("B", "A", doc, metric)]
+    lines = []
+    for v in doc.get("variants", []):
+        if v.get("ratio") is None:
+            lines.append(f"{v['name']}: not measured: {v.get('error', 'no runs')}")
+        else:
+            lines.append(ratio_sentence(v["name"], "baseline", v, metric))
+    return lines

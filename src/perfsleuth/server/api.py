@@ -17,6 +17,7 @@ from typing import Any
 
 from ..collect.run_facts import working_root
 from ..errors import UserError
+from ..experiments.verdict import verdict_lines
 from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
@@ -336,7 +337,10 @@ class Api:
 
     def _experiments(self, run_id: int) -> list[dict]:
         docs = self._docs(run_id, "experiment")
-        return [{"name": name, "data": data} for name, data in sorted(docs.items(), reverse=True)]
+        return [
+            {"name": name, "data": data, "verdicts": verdict_lines(data)}
+            for name, data in sorted(docs.items(), reverse=True)
+        ]
 
     def _pair(self, query: Query) -> tuple[int, int]:
         a, b = _one(query, "a"), _one(query, "b")

@@ -24,16 +24,54 @@ export function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+/** What the analyzers' detail keys mean; other keys are shown with spaces for underscores. */
+const DETAIL_LABELS: Record<string, string> = {
+  self_share: "self share of the run",
+  saving: "expected saving",
+  saving_range: "expected saving, range",
+  saving_source: "saving measured by",
+  rule_origin: "rule defined in",
+  code_change: "needs a code change",
+  blind_share: "share without a call stack",
+  flags: "compiler flags",
+  flags_origin: "flags read from",
+  remark: "compiler remark",
+  machine_code: "machine code",
+  instructions_saved: "instructions saved",
+  instructions_saved_per_call: "instructions saved per call",
+  save_restore_instructions: "save/restore instructions",
+  confirmed_by: "confirmed by",
+  slow_calls: "slow calls",
+  installed: "installed libraries",
+  reorder: "field order that saves lines",
+};
+const FRACTIONS = new Set(["self_share", "saving", "blind_share"]);
+
+function detailLabel(key: string): string {
+  return DETAIL_LABELS[key] ?? key.replace(/_/g, " ");
+}
+
+/** A detail as one short line, or null when it needs a block of its own. */
+function detailText(key: string, value: unknown): string | null {
+  if (typeof value === "number") return FRACTIONS.has(key) ? pct(value, 1) : value.toLocaleString();
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  if (key === "saving_range" && Array.isArray(value) && value.length === 2) return `${pct(value[0], 0)} – ${pct(value[1], 0)}`;
+  if (typeof value === "string" && value.length <= 120 && !value.includes("\n")) return value;
+  return null;
+}
+
+/** A finding's details: short ones as a table of labelled values, long ones folded. */
 function detailBlocks(details: Record<string, unknown> | undefined): HTMLElement[] {
   if (!details) return [];
-  return Object.entries(details).map(([key, value]) =>
-    h(
-      "details",
-      { class: "evidence-detail" },
-      h("summary", null, key),
-      h("pre", null, typeof value === "string" ? value : JSON.stringify(value, null, 1)),
+  const entries = Object.entries(details);
+  const short = entries.filter(([k, v]) => detailText(k, v) !== null);
+  const long = entries.filter(([k, v]) => detailText(k, v) === null);
+  return [
+    ...(short.length ? [h("table", { class: "facts detail-facts" }, short.map(([k, v]) => h("tr", null, h("th", null, detailLabel(k)), h("td", null, detailText(k, v)))))] : []),
+    ...long.map(([key, value]) =>
+      h("details", { class: "evidence-detail" }, h("summary", null, detailLabel(key)), h("pre", null, typeof value === "string" ? value : JSON.stringify(value, null, 1))),
     ),
-  );
+  ];
 }
 
 export function findingCard(runId: string, f: Finding, compact = false): HTMLElement {

@@ -1,21 +1,51 @@
 import { getJSON } from "../api";
-import { h, location as where, message, pct, signedPct } from "../dom";
+import { append, h, location as where, message, pct, signedPct } from "../dom";
 import { diffChange, FlameGraph } from "../flame";
 import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
+import { incomparable, newestPair } from "../comparable";
 import type { DiffDoc, DiffRow, RunSummary } from "../types";
 import { colourLegend, frameTitle, loadFlame } from "./flamepage";
 
+function runLabel(r: RunSummary): string {
+  return `run ${r.id}: ${r.command || "(imported)"} (${r.mode}, ${r.unit})`;
+}
+
+/** The "before" choices for AFTER: the comparable runs, and the others disabled with why. */
+function beforeOptions(runs: RunSummary[], after: RunSummary, chosen: string): HTMLOptionElement[] {
+  const others = runs.filter((r) => r.id !== after.id);
+  const first = others.find((r) => !incomparable(r, after));
+  const selected = others.some((r) => r.id === chosen && !incomparable(r, after)) ? chosen : first?.id;
+  return others.map((r) => {
+    const why = incomparable(r, after);
+    return h("option", { value: r.id, selected: r.id === selected, disabled: Boolean(why) }, why ? `${runLabel(r)}: not comparable, it ${why}` : runLabel(r));
+  });
+}
+
 function pickRuns(app: HTMLElement, runs: RunSummary[], a: string, b: string): void {
-  const select = (label: string, chosen: string) =>
-    h("select", { "aria-label": label }, runs.map((r) => h("option", { value: r.id, selected: r.id === chosen }, `run ${r.id}: ${r.command}`)));
-  const before = select("before", a || runs[1]?.id || "");
-  const after = select("after", b || runs[0]?.id || "");
+  const pair = newestPair(runs);
+  const after = h("select", { "aria-label": "after" }, runs.map((r) => h("option", { value: r.id, selected: r.id === (b || pair?.[1].id || runs[0].id) }, runLabel(r))));
+  const before = h("select", { "aria-label": "before" });
+  const note = h("p", { class: "warning compare-note" });
   const go = h("button", { type: "button", class: "button" }, "Compare");
+  const refresh = (chosen: string) => {
+    const run = runs.find((r) => r.id === after.value)!;
+    before.replaceChildren(...beforeOptions(runs, run, chosen));
+    const none = !runs.some((r) => r.id !== run.id && !incomparable(r, run));
+    note.textContent = none ? `No other run is comparable with run ${run.id}: a comparison needs the same program, mode and unit.` : "";
+    go.disabled = none;
+  };
+  after.addEventListener("change", () => refresh(before.value));
   go.addEventListener("click", () => {
     window.location.hash = href("/compare", { a: before.value, b: after.value });
   });
-  app.append(h("h1", null, "Compare two runs"), h("p", { class: "toolbar" }, "before ", before, " after ", after, " ", go));
+  refresh(a || pair?.[0].id || "");
+  app.append(
+    h("h1", null, "Compare two runs"),
+    h("p", { class: "toolbar" }, "before ", before, " after ", after, " ", go),
+    note,
+    h("p", { class: "muted" }, "Only runs of the same program, recording mode and unit can be compared; the others are listed, disabled, with the reason."),
+  );
 }
 
 function changesTable(doc: DiffDoc, runB: string): HTMLElement {
@@ -57,10 +87,14 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     pickRuns(app, runs, a, b);
     return;
   }
-  const [doc, data] = await Promise.all([
+  const [doc, data, runs] = await Promise.all([
     getJSON<DiffDoc>("/api/diff", { a, b, by: "function" }),
     loadFlame("/api/diff/flame", { a, b }),
+    getJSON<RunSummary[]>("/api/runs"),
   ]);
+  const runA = runs.find((r) => r.id === doc.a);
+  const runB = runs.find((r) => r.id === doc.b);
+  const why = runA && runB ? incomparable(runA, runB) : "";
   const byBefore = params.get("width") === "before";
   const width = byBefore ? data.columns.a : data.columns.b;
   const ratio = doc.total_a ? doc.total_b / doc.total_a : 0;
@@ -86,8 +120,9 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     replaceParams(params);
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   });
-  app.append(
-    h("h1", null, `Run ${a} → run ${b}`, h("span", { class: "subtitle" }, `total ${doc.total_a.toLocaleString()} → ${doc.total_b.toLocaleString()} ${doc.unit} (${ratio.toFixed(3)}×)`)),
+  append(app, [
+    h("h1", null, `Run ${a} → run ${b}`, why ? null : h("span", { class: "subtitle" }, `total ${doc.total_a.toLocaleString()} → ${doc.total_b.toLocaleString()} ${doc.unit} (${ratio.toFixed(3)}×)`)),
+    why ? h("p", { class: "warning compare-note" }, `Run ${runA!.id} and run ${runB!.id} are not comparable: run ${runA!.id} ${why}. The shares below compare different things.`) : null,
     h(
       "p",
       { class: "toolbar" },
@@ -97,6 +132,6 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
     h("h2", null, "Largest changes (share of each run's total)"),
     changesTable(doc, b),
-  );
+  ]);
   graph.draw();
 }

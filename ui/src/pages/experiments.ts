@@ -12,11 +12,15 @@ const ROW_H = 36;
 const LABEL_W = 200;
 const IGNORED_FIELDS = new Set(["exit_status", "signal"]);
 
-/** Every list of numbers in an experiment's document: the per-run measurements. */
+/**
+ * The per-run measurements of an experiment's document: lists of numbers, and the lists
+ * of measured runs (`raw.SIDE.runs`). Summaries (the variants' ratio, runs, p_value) and
+ * warm-up runs are not measurements of the program.
+ */
 function findSeries(value: unknown, label: string, out: Series[], depth = 0): Series[] {
   if (Array.isArray(value) && value.length > 2 && value.every((v) => typeof v === "number")) {
     out.push({ label, values: value as number[] });
-  } else if (Array.isArray(value) && value.length > 1 && value.every((v) => v && typeof v === "object")) {
+  } else if (Array.isArray(value) && /(^|\.)runs$/.test(label) && value.length > 1 && value.every((v) => v && typeof v === "object")) {
     // A list of measured runs: one series per numeric field they all have.
     const rows = value as Record<string, unknown>[];
     for (const key of Object.keys(rows[0])) {
@@ -106,6 +110,7 @@ export async function renderExperiments(app: HTMLElement, runId?: string): Promi
         "section",
         { class: "experiment" },
         h("h2", null, exp.name),
+        exp.verdicts.length ? h("ul", { class: "verdicts" }, exp.verdicts.map((v) => h("li", { class: "verdict" }, v))) : null,
         h("table", { class: "facts" }, summaryFacts(exp.data).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
         variantsTable(exp.data),
         groups.size

@@ -1,6 +1,7 @@
 import { getJSON } from "../api";
 import { h, message } from "../dom";
 import { href } from "../router";
+import { newestPair } from "../comparable";
 import type { RunSummary } from "../types";
 
 function duration(seconds: number | null): string {
@@ -45,7 +46,9 @@ export async function renderRuns(app: HTMLElement): Promise<void> {
       h("tbody", null, rows),
     ),
   );
-  if (runs.length > 1) {
-    app.append(h("p", null, h("a", { href: href("/compare", { a: runs[1].id, b: runs[0].id }) }, `Compare run ${runs[1].id} with run ${runs[0].id}`)));
+  const pair = newestPair(runs);
+  if (pair) {
+    const [before, after] = pair;
+    app.append(h("p", null, h("a", { href: href("/compare", { a: before.id, b: after.id }) }, `Compare run ${before.id} with run ${after.id}`), h("span", { class: "muted" }, " (the newest runs of the same program, mode and unit)")));
   }
 }
