@@ -71,7 +71,8 @@ def test_rust_and_cpp_entry_chains_are_entries() -> None:
     rust_thread = [Frame("count"), Frame("std::sys::pal::unix::thread::Thread::new::thread_start")]
     cpp_thread = [Frame("work", "app"), Frame("execute_native_thread_routine", "libstdc++.so.6")]
     lang_start = [Frame("f"), Frame("std::rt::lang_start_internal")]
-    for stack in (rust_main, rust_short, rust_thread, cpp_thread, lang_start):
+    loader = [Frame("_dl_relocate_object", "ld-linux-x86-64.so.2")]
+    for stack in (rust_main, rust_short, rust_thread, cpp_thread, lang_start, loader):
         assert analyze([(stack, 100)]) == {}, stack
 
 

@@ -43,6 +43,9 @@ ENTRY_FUNCTIONS = re.compile("^(" + "|".join(ENTRY_CHAINS.values()) + ")$")
 # with START at the ELF entry point (the call into libc comes a few bytes later).
 _UNNAMED_START = re.compile(r"^\[unknown\] (?P<dso>.+)\+0x(?P<start>[0-9a-f]+)$")
 NEAR_ENTRY_BYTES = 64
+# The dynamic loader runs the program's start-up (relocation, library loading) before
+# any _start of the executable: a stack whose frames are in it is at its beginning.
+LOADERS = re.compile(r"^ld(-linux[-\w]*)?\.so")
 SYSTEM_PREFIXES = ("/usr/", "/lib")
 # Stacks rebuilt from an exact call graph (callgrind, cachegrind) are not
 # unwound, so they cannot be broken; their roots are whatever valgrind saw first.
@@ -81,7 +84,11 @@ def _entry_frames(profile: Profile, paths: dict[str, str]) -> set[int]:
         i
         for i, frame in enumerate(profile.frames)
         if not frame.kernel
-        and (ENTRY_FUNCTIONS.match(frame.function) or _is_unnamed_start(frame, paths))
+        and (
+            ENTRY_FUNCTIONS.match(frame.function)
+            or LOADERS.match(frame.dso)
+            or _is_unnamed_start(frame, paths)
+        )
     }
 
 
