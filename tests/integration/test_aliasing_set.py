@@ -85,3 +85,17 @@ def test_precision_and_recall_per_look_alike_class(flagged: set[tuple[str, str]]
 
 def test_every_flagged_function_is_labelled(flagged: set[tuple[str, str]]) -> None:
     assert flagged <= set(labels())
+
+
+def test_loops_kept_scalar_for_another_reason_are_reported_as_that_reason() -> None:
+    findings, _ = lint([SET / "blockers.c"], SET / "compile_commands.json", missed=True)
+    missed = {f.function: f for f in findings if f.kind == "missed-vectorization"}
+    look_alikes = [
+        function
+        for (file, function), label in labels().items()
+        if file == "blockers.c" and not label.positive
+    ]
+    for function in look_alikes:
+        reason = missed[function].evidence[0]
+        assert reason.startswith("source: the loop at line "), reason
+        assert "cannot be vectorised whatever the types" in reason

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.static.aliasing_patterns import AliasMatch, find_matches
+from perfsleuth.static.aliasing_patterns import AliasMatch, SourceScan, find_matches
 from perfsleuth.static.source import TranslationUnit, parse
 
 CXX = """#include <cstddef>
@@ -118,23 +118,29 @@ size_t before_loop(struct B* b) {
 """
 
 
-def analyse(directory: Path, name: str, code: str, std: str) -> dict[str, AliasMatch]:
+def analyse(directory: Path, name: str, code: str, std: str) -> SourceScan:
     source = directory / name
     source.write_text(code)
     unit = TranslationUnit(source, ["-O2", std], "defaults")
     parsed = parse(unit)
     assert parsed is not None, unit.error
-    return {m.function: m for m in find_matches(parsed, source)}
+    return find_matches(parsed, source)
 
 
 @pytest.fixture(scope="module")
 def cxx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AliasMatch]:
-    return analyse(tmp_path_factory.mktemp("cxx"), "snippet.cc", CXX, "-std=c++20")
+    found = analyse(tmp_path_factory.mktemp("cxx"), "snippet.cc", CXX, "-std=c++20")
+    return {m.function: m for m in found.matches}
 
 
 @pytest.fixture(scope="module")
-def c(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AliasMatch]:
+def c_scan(tmp_path_factory: pytest.TempPathFactory) -> SourceScan:
     return analyse(tmp_path_factory.mktemp("c"), "snippet.c", C, "-std=gnu17")
+
+
+@pytest.fixture(scope="module")
+def c(c_scan: SourceScan) -> dict[str, AliasMatch]:
+    return {m.function: m for m in c_scan.matches}
 
 
 def test_loop_condition_pattern_names_the_read_the_write_and_the_fixes(
@@ -200,3 +206,21 @@ def test_a_destructor_s_loop_is_read(cxx: dict[str, AliasMatch]) -> None:
 
 def test_a_bound_read_through_a_reference_is_memory(cxx: dict[str, AliasMatch]) -> None:
     assert (cxx["by_ref"].pattern, cxx["by_ref"].read) == ("loop-condition", "n")
+
+
+@pytest.mark.parametrize(
+    ("function", "kind", "what"),
+    [
+        ("fnptr", "call", "cb(i)"),
+        ("kept_apart", "call", "step(n)"),
+        ("exits", "exit", "return 1"),
+        ("port", "volatile", "*p"),
+        ("counted", "atomic", "*n"),
+        ("fenced", "asm", '__asm__ __volatile__("" ::: "memory")'),
+    ],
+)
+def test_loops_kept_scalar_say_what_keeps_them(
+    c_scan: SourceScan, function: str, kind: str, what: str
+) -> None:
+    blocked = next(b for b in c_scan.blocked if b.function == function)
+    assert (blocked.kind, blocked.what) == (kind, what)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..model.findings import Finding
+from ..static.aliasing_patterns import Blocked
 from ..static.compiler_remarks import Remark
 from ..static.source import HotCode, hot_code
 from ..static.unit_analysis import UnitReport
@@ -19,6 +20,18 @@ from .aliasing_write import deep_reports
 
 # Hot enough to be worth a look: the loop's share of the run.
 MIN_SHARE = 0.02
+CALL_ADVICE = (
+    "a call in the body blocks vectorisation: inline it (make it visible, static inline) "
+    "or hoist it out of the loop"
+)
+EXIT_ADVICE = (
+    "an early exit (break, return, goto) stops vectorisation: find the exit index first, "
+    "then run a loop without exits up to it"
+)
+VOLATILE_ADVICE = (
+    "a volatile access in the body keeps the loop scalar: move it out of the loop "
+    "if the device or signal semantics allow"
+)
 # The compiler's reason (clang's or GCC's) -> what to change; the first that matches wins.
 ADVICE = (
     (
@@ -33,8 +46,7 @@ ADVICE = (
     ),
     (
         "volatile type",
-        "a volatile access in the body keeps the loop scalar: move it out of the loop "
-        "if the device or signal semantics allow",
+        VOLATILE_ADVICE,
     ),
     (
         "cannot identify array bounds",
@@ -47,8 +59,7 @@ ADVICE = (
     ),
     (
         "call instruction cannot be vectorized",
-        "a call in the body blocks vectorisation: inline it (make it visible, static inline) "
-        "or hoist it out of the loop",
+        CALL_ADVICE,
     ),
     (
         "switch statement",
@@ -65,8 +76,7 @@ ADVICE = (
     ),
     (
         "loop control flow is not understood",
-        "an early exit (break, return, goto) stops vectorisation: find the exit index first, "
-        "then run a loop without exits up to it",
+        EXIT_ADVICE,
     ),
     (
         "cost-model indicates that vectorization is not beneficial",
@@ -74,6 +84,23 @@ ADVICE = (
         "simplify the body",
     ),
 )
+# What the source shows keeps a loop scalar (static/aliasing_patterns.Blocked.kind):
+# how to say it, and what to change. It comes first: the compilers' reasons for such
+# loops ("could not determine number of loop iterations") would point at the types.
+BLOCKERS = {
+    "call": ("calls `{what}`, which the compiler cannot see through", CALL_ADVICE),
+    "exit": ("can leave early: `{what}`", EXIT_ADVICE),
+    "volatile": ("makes a volatile access, `{what}`", VOLATILE_ADVICE),
+    "atomic": (
+        "makes an atomic access, `{what}`",
+        "an atomic operation per iteration keeps the loop scalar: work on a local and "
+        "update the atomic once after the loop",
+    ),
+    "asm": (
+        "holds inline assembly, `{what}`",
+        "inline assembly keeps the loop scalar: move it out of the loop, or use intrinsics",
+    ),
+}
 DEFAULT_ADVICE = "see the reasons the compiler gave and simplify the loop body accordingly"
 CONFIDENCE = 0.5
 # A vectorised loop is typically 2-4x faster than the scalar one (saving half or
@@ -96,6 +123,7 @@ def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
     when a profile is given) that no aliasing-write match already explains; the
     compiler is GCC when GCC built the binary and gave remarks, else clang."""
     explained = {(m.line, m.end_line) for m, _ in report.confirmed_matches()}
+    blocked = {(b.line, b.end_line): b for b in report.blocked}
     findings = []
     seen: set[int] = set()  # a loop inlined in several places gets a remark per copy
     for remark in report.builder_remarks or report.remarks:
@@ -110,7 +138,7 @@ def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
         share = hot.share(remark.file, *span) if hot is not None else 0.0
         if hot is not None and share < MIN_SHARE:
             continue
-        findings.append(_finding(report, remark, share))
+        findings.append(_finding(report, remark, share, blocked.get(span)))
     return findings
 
 
@@ -119,8 +147,24 @@ def advice_for(remark: Remark) -> str:
     return next((advice for reason, advice in ADVICE if reason in text), DEFAULT_ADVICE)
 
 
-def _finding(report: UnitReport, remark: Remark, share: float) -> Finding:
+def _source_reason(blocked: Blocked) -> tuple[str, str]:
+    """(evidence line, advice) for a loop the source shows is kept scalar."""
+    said, advice = BLOCKERS[blocked.kind]
+    what = said.format(what=blocked.what)
+    return (
+        f"source: the loop at line {blocked.line} {what} (line {blocked.what_line}): it "
+        "cannot be vectorised whatever the types, so its char-typed writes are not the cause",
+        advice,
+    )
+
+
+def _finding(report: UnitReport, remark: Remark, share: float, blocked: Blocked | None) -> Finding:
     function = report.function_at(remark.line)
+    evidence = [remark.describe()]
+    advice = advice_for(remark)
+    if blocked is not None:
+        line, advice = _source_reason(blocked)
+        evidence.insert(0, line)
     return Finding(
         rule="missed-vectorization." + remark.compiler.split()[0].lower(),
         kind="missed-vectorization",
@@ -129,14 +173,15 @@ def _finding(report: UnitReport, remark: Remark, share: float) -> Finding:
         share=round(share, 4),
         estimated_gain=round(share * GAIN_FRACTION, 4),
         confidence=CONFIDENCE if remark.reasons else CONFIDENCE - 0.2,
-        suggestion=advice_for(remark),
+        suggestion=advice,
         function=function,
         file=str(report.unit.path),
         line=remark.line,
-        evidence=[remark.describe()]
+        evidence=evidence
         + ([f"{share:.1%} of the run's samples are in this loop"] if share else []),
         details={
             "remark": remark.__dict__,
+            "blocked_by": blocked.__dict__ if blocked else None,
             "flags": report.unit.flags,
             "flags_origin": report.unit.flags_origin,
         },

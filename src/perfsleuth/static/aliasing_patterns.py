@@ -87,6 +87,29 @@ class AliasMatch:
         return dict(self.__dict__)
 
 
+@dataclass
+class Blocked:
+    """A loop that writes through a char-like type and repeats reads, but that
+    something other than types keeps scalar: missed vectorisation for that reason."""
+
+    function: str
+    file: str
+    line: int
+    end_line: int
+    kind: str  # "call", "exit", "volatile", "atomic" or "asm"
+    what: str  # the call, the exit or the access, as written
+    what_line: int
+
+
+@dataclass
+class SourceScan:
+    """What the source patterns found in a unit: aliasing matches, and loops that
+    would match but cannot be vectorised for another reason."""
+
+    matches: list[AliasMatch] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+
+
 class _LoopScan:
     """The memory reads, char writes and assigned variables of one loop iteration."""
 
@@ -109,11 +132,16 @@ class _LoopScan:
                 continue
             self.reads.append((access, node.hash in condition_nodes))
 
-    def match(self) -> AliasMatch | None:
+    def result(self) -> AliasMatch | Blocked | None:
+        """The aliasing match, the reason the loop stays scalar anyway, or nothing."""
         if not self.writes or not self.reads:
             return None
-        if self.blocked() or self._writes_outside_inner_loops():
-            return None
+        blocked = self.blocker()
+        if blocked is not None:
+            return blocked
+        return None if self._writes_outside_inner_loops() else self.match()
+
+    def match(self) -> AliasMatch:
         locals_only = all(a.deps <= self.fn.local_objects for a, _ in self.reads)
         condition_reads = [a for a, in_condition in self.reads if in_condition]
         read = (condition_reads or [a for a, _ in self.reads])[0]
@@ -142,16 +170,33 @@ class _LoopScan:
             hoistable=self._hoistable(),
         )
 
-    def blocked(self) -> bool:
-        """Does something other than types keep the loop scalar: a call the compiler
-        cannot see through (those reload anyway), a volatile or atomic access, inline
-        assembly, an early exit? Such a loop is missed vectorisation with that
-        reason, not an aliasing write."""
-        if self.fn.opaque_calls(self.loop):
-            return True
-        if self.body is not None and _exits_early(self.body):
-            return True
-        return any(_volatile_atomic_or_asm(n) for n in self.nodes)
+    def blocker(self) -> Blocked | None:
+        """What other than types keeps the loop scalar: a call the compiler cannot
+        see through (it reloads anyway), an early exit, a volatile or atomic access,
+        inline assembly. Such a loop is missed vectorisation for that reason, not an
+        aliasing write."""
+        calls = self.fn.opaque_calls(self.loop)
+        if calls:
+            return self._blocked("call", calls[0])
+        exit_node = _early_exit(self.body) if self.body is not None else None
+        if exit_node is not None:
+            return self._blocked("exit", exit_node)
+        for node in self.nodes:
+            kind = _volatile_atomic_or_asm(node)
+            if kind:
+                return self._blocked(kind, node)
+        return None
+
+    def _blocked(self, kind: str, node: Any) -> Blocked:
+        return Blocked(
+            function=self.fn.name,
+            file=str(self.loop.extent.start.file.name),
+            line=self.loop.extent.start.line,
+            end_line=self.loop.extent.end.line,
+            kind=kind,
+            what=self.fn.src.text(node),
+            what_line=node.extent.start.line,
+        )
 
     def _writes_outside_inner_loops(self) -> bool:
         """An outer loop whose char writes all sit outside its inner loops: the
@@ -178,29 +223,34 @@ class _LoopScan:
         return list(texts)
 
 
-def _exits_early(node: Any, own_break: bool = True) -> bool:
-    """Does this part of a loop body leave the loop: return, goto, throw, or a break
-    that is not a switch's or an inner loop's?"""
+def _early_exit(node: Any, own_break: bool = True) -> Any | None:
+    """The statement by which this part of a loop body leaves the loop: return,
+    goto, throw, or a break that is not a switch's or an inner loop's."""
     kind = cursor_kind(node)
     if kind in EXIT_KINDS or (kind == "BREAK_STMT" and own_break):
-        return True
+        return node
     own_break = own_break and kind not in (*LOOP_KINDS, "SWITCH_STMT")
-    return any(_exits_early(kid, own_break) for kid in children(node))
+    return next(
+        (found for kid in children(node) if (found := _early_exit(kid, own_break)) is not None),
+        None,
+    )
 
 
-def _volatile_atomic_or_asm(node: Any) -> bool:
+def _volatile_atomic_or_asm(node: Any) -> str:
+    """ "volatile", "atomic" or "asm" when the node is such an access, else ""."""
     kind = cursor_kind(node)
     if kind in ASM_KINDS:
-        return True
+        return "asm"
     if kind not in ACCESS_KINDS:
-        return False
+        return ""
     ctype = node.type
     if ctype.is_volatile_qualified():
-        return True
+        return "volatile"
     canonical = ctype.get_canonical()
     if canonical.kind.name == "POINTER":
         canonical = canonical.get_pointee().get_canonical()
-    return canonical.kind.name == "ATOMIC" or canonical.spelling.startswith(ATOMIC_TYPES)
+    atomic = canonical.kind.name == "ATOMIC" or canonical.spelling.startswith(ATOMIC_TYPES)
+    return "atomic" if atomic else ""
 
 
 def _inside(node: Any, outer: Any) -> bool:
@@ -361,11 +411,11 @@ def _is_assignment(node: Any, src: SourceText) -> bool:
     return op in WRITE_OPERATORS or op in ("++", "--")
 
 
-def _function_matches(fn: FunctionBody) -> list[AliasMatch]:
+def _function_matches(fn: FunctionBody) -> SourceScan:
     body = next((c for c in children(fn.cursor) if cursor_kind(c) == "COMPOUND_STMT"), None)
     if body is None or not any(fn.char_write(n) is not None for n in walk(body)):
-        return []  # every pattern needs a char-typed write
-    matches = _loop_matches(fn, body)
+        return SourceScan()  # every pattern needs a char-typed write
+    found = _loop_matches(fn, body)
     in_loops = {
         line
         for loop in walk(body)
@@ -374,36 +424,41 @@ def _function_matches(fn: FunctionBody) -> list[AliasMatch]:
     }
     straight = _straight_line(fn, body, in_loops)
     if straight is not None:
-        matches.append(straight)
-    return matches
+        found.matches.append(straight)
+    return found
 
 
-def _loop_matches(fn: FunctionBody, body: Any) -> list[AliasMatch]:
-    """Innermost loops first: an outer loop is reported only if no loop inside it is."""
-    matches: list[AliasMatch] = []
+def _loop_matches(fn: FunctionBody, body: Any) -> SourceScan:
+    """Innermost loops first: an outer loop is looked at only if no loop inside it
+    matched or was found blocked."""
+    found = SourceScan()
     loops = [n for n in walk(body) if cursor_kind(n) in LOOP_KINDS]
     matched_spans: list[tuple[int, int]] = []
     for loop in sorted(loops, key=lambda n: n.extent.end.offset - n.extent.start.offset):
         span = (loop.extent.start.offset, loop.extent.end.offset)
         if any(span[0] <= s and e <= span[1] for s, e in matched_spans):
             continue
-        match = _LoopScan(fn, loop).match()
-        if match is not None:
-            matches.append(match)
+        result = _LoopScan(fn, loop).result()
+        if isinstance(result, AliasMatch):
+            found.matches.append(result)
+        elif isinstance(result, Blocked):
+            found.blocked.append(result)
+        if result is not None:
             matched_spans.append(span)
-    return matches
+    return found
 
 
 # (file base name, line) of the sampled lines of a run.
 HotLines = frozenset[tuple[str, int]]
 
 
-def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> list[AliasMatch]:
-    """Every aliasing-write match in the functions defined in main_file; with `hot`,
-    the profile's sampled lines, only in functions holding one of them — and then
-    also in the project headers the unit includes (a hot template or inline loop)."""
+def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> SourceScan:
+    """Every aliasing-write match (and blocked look-alike loop) in the functions
+    defined in main_file; with `hot`, the profile's sampled lines, only in functions
+    holding one of them — and then also in the project headers the unit includes
+    (a hot template or inline loop)."""
     src = SourceText()
-    matches: list[AliasMatch] = []
+    found = SourceScan()
     hot_files = {name for name, _ in hot} if hot is not None else set()
 
     def wanted(name: str) -> bool:
@@ -416,10 +471,13 @@ def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> l
             continue
         if hot is None or _holds_hot_line(node, hot):
             try:
-                matches.extend(_function_matches(FunctionBody(node, src)))
+                function = _function_matches(FunctionBody(node, src))
             except ValueError:  # a libclang enum value newer than the Python bindings
                 continue
-    return sorted(matches, key=lambda m: (-m.confidence, m.file, m.line))
+            found.matches.extend(function.matches)
+            found.blocked.extend(function.blocked)
+    found.matches.sort(key=lambda m: (-m.confidence, m.file, m.line))
+    return found
 
 
 def _holds_hot_line(node: Any, hot: HotLines) -> bool:

@@ -277,28 +277,24 @@ class FunctionBody:
 
     # --- calls ---------------------------------------------------------------
 
-    def opaque_calls(self, cursor: Any) -> list[str]:
+    def opaque_calls(self, cursor: Any) -> list[Any]:
         """Calls in this subtree to functions the compiler cannot see through."""
-        opaque = []
-        for node in walk(cursor):
-            if cursor_kind(node) != "CALL_EXPR":
-                continue
-            callee = node.referenced
-            if _indirect(node, callee):
-                opaque.append(self.src.text(node))
-                continue
-            if callee is None:
-                continue
-            if (
-                cursor_kind(callee) in ("CONSTRUCTOR", "DESTRUCTOR")
-                and callee.is_default_constructor()
-            ):
-                continue
-            if callee.spelling in PURE_LIBRARY_FUNCTIONS or callee.spelling.startswith("__builtin"):
-                continue
-            if not inline_only(callee):
-                opaque.append(callee.spelling)
-        return opaque
+        return [node for node in walk(cursor) if _opaque_call(node)]
+
+
+def _opaque_call(node: Any) -> bool:
+    if cursor_kind(node) != "CALL_EXPR":
+        return False
+    callee = node.referenced
+    if _indirect(node, callee):
+        return True
+    if callee is None:
+        return False
+    if cursor_kind(callee) in ("CONSTRUCTOR", "DESTRUCTOR") and callee.is_default_constructor():
+        return False
+    if callee.spelling in PURE_LIBRARY_FUNCTIONS or callee.spelling.startswith("__builtin"):
+        return False
+    return not inline_only(callee)
 
 
 def _indirect(call: Any, callee: Any | None) -> bool:

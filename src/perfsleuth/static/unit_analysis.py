@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import UserError
 from . import compiler_remarks, machine_code
-from .aliasing_patterns import AliasMatch, HotLines, find_matches
+from .aliasing_patterns import AliasMatch, Blocked, HotLines, find_matches
 from .clang_ast import function_spans, loop_spans
 from .compiler_remarks import CompileError, Remark
 from .gcc_remarks import gcc_remarks
@@ -31,6 +31,8 @@ class UnitReport:
 
     unit: TranslationUnit
     matches: list[AliasMatch] = field(default_factory=list)
+    # loops that would match but stay scalar for another reason (a call, an exit, ...)
+    blocked: list[Blocked] = field(default_factory=list)
     remarks: list[Remark] = field(default_factory=list)
     # GCC's remarks when GCC built the unit into the binary (its DW_AT_producer)
     builder_remarks: list[Remark] = field(default_factory=list)
@@ -151,7 +153,8 @@ def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
 
 def _read_source(report: UnitReport, parsed: Any, hot_lines: HotLines | None) -> None:
     path = report.unit.path
-    report.matches = find_matches(parsed, path, hot_lines)
+    found = find_matches(parsed, path, hot_lines)
+    report.matches, report.blocked = found.matches, found.blocked
     report.functions = function_spans(parsed, path)
     report.loops = loop_spans(parsed, path)
 
