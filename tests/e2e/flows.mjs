@@ -69,6 +69,15 @@ async function panelFrame(page) {
   return page.locator(".frame-details strong").innerText();
 }
 
+/** Relative brightness (0 black, 1 white) of the computed colours PROPS of SELECTORS. */
+async function brightness(page, pairs) {
+  const colours = await page.evaluate((wanted) => wanted.map(([sel, prop]) => getComputedStyle(document.querySelector(sel))[prop]), pairs);
+  return colours.map((css) => {
+    const [r, g, b] = css.match(/[\d.]+/g).map(Number);
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+  });
+}
+
 const flows = {
   async open_run(page) {
     await page.goto(`${base}#/`);
@@ -340,6 +349,30 @@ const flows = {
     assert.equal(await page.locator(".metric-plot").first().locator("circle").count(), 10);
     assert.doesNotMatch(await page.locator(".metric-plot").first().locator("svg").textContent(), /warmup|variants/);
     await page.screenshot({ path: `${artifacts}/experiment-verdict.png`, fullPage: true });
+  },
+
+  async dark_mode(page) {
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.goto(`${base}#/run/2`);
+    await page.locator("article.finding").first().waitFor();
+    const [bg, fg, head, card, link] = await brightness(page, [
+      ["html", "backgroundColor"],
+      ["html", "color"],
+      ["table.data th", "backgroundColor"],
+      ["article.finding", "backgroundColor"],
+      ["table.data a", "color"],
+    ]);
+    assert.ok(bg < 0.1 && head < 0.2 && card < 0.2, `dark surfaces: page ${bg}, table head ${head}, card ${card}`);
+    assert.ok(fg > 0.7 && link > 0.5, `light text: ${fg}, links ${link}`);
+    await page.screenshot({ path: `${artifacts}/overview-dark.png`, fullPage: true });
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    const [field] = await brightness(page, [["input[aria-label=search]", "backgroundColor"]]);
+    assert.ok(field < 0.3, `dark search field: ${field}`);
+    await page.screenshot({ path: `${artifacts}/flame-dark.png`, fullPage: true });
+    await page.emulateMedia({ colorScheme: "light" });
+    const [lightBg, lightFg] = await brightness(page, [["html", "backgroundColor"], ["html", "color"]]);
+    assert.ok(lightBg > 0.9 && lightFg < 0.2, `light again: page ${lightBg}, text ${lightFg}`);
   },
 
   async hostile_names(page) {

@@ -28,6 +28,7 @@ FLOWS = (
     "flame_filters_and_orderings",
     "threads",
     "finding_source",
+    "dark_mode",
     "hostile_names",
     "short_names",
     "top_table",
