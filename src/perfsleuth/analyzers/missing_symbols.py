@@ -34,8 +34,8 @@ ENTRY_CHAINS = {
     "Rust": r"std::rt::lang_start(_internal)?\b.*|(std::.*::)?__rust_begin_short_backtrace\b.*"
     r"|std::sys::.*::thread_start|[A-Za-z_]\w*::main",
     "C++ runtimes": r"execute_native_thread_routine(_compat)?"
-    r"|std::thread::_State_impl<.*>::_M_run.*|gomp_thread_start|__kmp_launch_worker.*|tbb::.*::thread_routine.*|g_thread_proxy"
-    r"|boost::.*thread_proxy.*",
+    r"|std::thread::_State_impl<.*>::_M_run.*|gomp_thread_start|__kmp_launch_worker.*"
+    r"|tbb::.*::thread_routine.*|g_thread_proxy|boost::.*thread_proxy.*",
     "Go": r"runtime\.(goexit|rt0_go|mstart)(\.abi0)?",
 }
 ENTRY_FUNCTIONS = re.compile("^(" + "|".join(ENTRY_CHAINS.values()) + ")$")
@@ -65,7 +65,7 @@ def analyze(ctx: Context) -> list[Finding]:
     findings = []
     unknown = sum(unknown_by_dso.values())
     if unknown / total >= MIN_UNKNOWN_SHARE:
-        findings.append(_unknown_finding(ctx, unknown_by_dso, total))
+        findings.append(_unknown_finding(unknown_by_dso, total, paths))
         findings[-1].details["blind_share"] = _blind_share(ctx, unknown_by_dso, total)
     unwound = profile.meta.get("format") not in UNWOUND_FORMATS
     if unwound and broken / total >= MIN_BROKEN_SHARE:
@@ -116,9 +116,8 @@ def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], flo
     return unknown, broken
 
 
-def _unknown_finding(ctx: Context, by_dso: dict[str, float], total: float) -> Finding:
+def _unknown_finding(by_dso: dict[str, float], total: float, paths: dict[str, str]) -> Finding:
     share = sum(by_dso.values()) / total
-    paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
     evidence = []
     fixes = []
     for dso, weight in heaviest(by_dso, 5):
