@@ -63,6 +63,24 @@ async function searchLatency(page, query) {
   );
 }
 
+/** Put focus / ignore / hide QUERY in the URL and time until the filtered graph is interactive. */
+async function filterLatency(page, query) {
+  return page.evaluate(
+    (q) =>
+      new Promise((resolve) => {
+        const before = performance.getEntriesByName("flame-interactive").length;
+        const start = performance.now();
+        location.hash = `${location.hash.split("?")[0]}?${q}`;
+        const poll = () => {
+          if (performance.getEntriesByName("flame-interactive").length > before) requestAnimationFrame(() => resolve(performance.now() - start));
+          else setTimeout(poll, 1);
+        };
+        poll();
+      }),
+    query,
+  );
+}
+
 function summary(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
@@ -73,15 +91,20 @@ const result = { ui: {}, speedscope: null, report: null };
 const opens = [];
 const zooms = [];
 const searches = [];
-const handlers = { zoom: [], search: [] };
+const handlers = { zoom: [], search: [], filter: [] };
+const filters = { focus: [], ignore: [], hide: [] };
 for (let r = 0; r < REPEATS; r++) {
   const { context, page, ms } = await openFlame(`${ui}#/run/${runId}/flame`);
   opens.push(ms);
   for (const depth of [2, 4, 6, 8, 0]) zooms.push(await zoomLatency(page, depth));
   for (const q of ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$", ""]) searches.push(await searchLatency(page, q));
+  for (const [kind, q] of [["focus", "op_17"], ["ignore", "Widget<3>"], ["hide", "ns1::"]]) {
+    filters[kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
+  }
   const timings = await page.evaluate(() => window.perfsleuthFlame.timings);
   handlers.zoom.push(...(timings.zoom ?? []));
   handlers.search.push(...(timings.search ?? []));
+  handlers.filter.push(...(timings.filter ?? []));
   result.ui.nodes = await page.evaluate(() => window.perfsleuthFlame.graph.data.nodes);
   result.ui.heap_mb = await page.evaluate(() => performance.memory?.usedJSHeapSize / 1e6);
   await context.close();
@@ -92,6 +115,9 @@ result.ui.search_ms = summary(searches);
 // The same interactions, counting only the JavaScript that handles them (no paint wait).
 result.ui.zoom_handler_ms = summary(handlers.zoom);
 result.ui.search_handler_ms = summary(handlers.search);
+// focus / ignore / hide: URL changed → the filtered graph interactive; and the filter alone.
+for (const [kind, times] of Object.entries(filters)) result.ui[`${kind}_ms`] = summary(times);
+result.ui.filter_handler_ms = summary(handlers.filter);
 
 if (reportFile) {
   const times = [];

@@ -34,7 +34,9 @@ function reweigh(data: FlameData, matched: Uint8Array, keep: boolean): FlameData
       if (under[i]) through[i] = column[i];
       through[parent[i]] += through[i];
     }
-    columns[key] = Float32Array.from(column, (v, i) => (keep ? through[i] : v - through[i]));
+    const kept = new Float32Array(nodes);
+    for (let i = 0; i < nodes; i++) kept[i] = keep ? through[i] : column[i] - through[i];
+    columns[key] = kept;
   }
   return { ...data, columns };
 }
@@ -43,41 +45,65 @@ function reweigh(data: FlameData, matched: Uint8Array, keep: boolean): FlameData
 function hideFrames(data: FlameData, hidden: Uint8Array): FlameData {
   const { nodes, name, parent } = data;
   const target = new Int32Array(nodes); // the new node each node's own weight goes to
-  const newParent = [-1];
-  const newName = [-1];
-  const byKey = new Map<number, number>();
+  const newParent = new Int32Array(nodes).fill(-1);
+  const newName = new Int32Array(nodes).fill(-1);
+  const child = childIndex(nodes, newParent, newName);
+  let created = 1;
   for (let i = 1; i < nodes; i++) {
     const p = target[parent[i]];
     if (hidden[name[i]]) {
       target[i] = p;
       continue;
     }
-    const key = p * data.names.length + name[i];
-    let node = byKey.get(key);
-    if (node === undefined) {
-      node = newName.push(name[i]) - 1;
-      newParent.push(p);
-      byKey.set(key, node);
+    const node = child(p, name[i], created);
+    if (node === created) {
+      newName[node] = name[i];
+      newParent[node] = p;
+      created++;
     }
     target[i] = node;
   }
-  const order = preOrder(newParent, newName);
-  const depth = new Uint16Array(order.length);
-  const position = new Int32Array(order.length);
-  order.forEach((node, k) => {
+  const order = preOrder(newParent.subarray(0, created), newName);
+  const position = new Int32Array(created);
+  const depth = new Uint16Array(created);
+  const nameColumn = new Int32Array(created);
+  for (let k = 0; k < created; k++) {
+    const node = order[k];
     position[node] = k;
+    nameColumn[k] = newName[node];
     if (k) depth[k] = depth[position[newParent[node]]] + 1;
-  });
+  }
   const columns: Record<string, Float32Array> = {};
   for (const [key, column] of Object.entries(data.columns)) {
     const own = ownWeights(data, column);
-    const total = new Float64Array(order.length);
+    const total = new Float64Array(created);
     for (let i = 0; i < nodes; i++) total[position[target[i]]] += own[i];
-    for (let k = order.length - 1; k > 0; k--) total[position[newParent[order[k]]]] += total[k];
+    for (let k = created - 1; k > 0; k--) total[position[newParent[order[k]]]] += total[k];
     columns[key] = Float32Array.from(total);
   }
-  const nameColumn = Int32Array.from(order, (node) => newName[node]);
-  return { ...data, nodes: order.length, name: nameColumn, depth, columns, ...structure(depth) };
+  return { ...data, nodes: created, name: nameColumn, depth, columns, ...structure(depth) };
+}
+
+/**
+ * (parent, name) → node, by open addressing over a typed array (a Map of a million
+ * numeric keys is ten times slower). `find(p, name, fresh)` returns the node, or
+ * registers `fresh` (whose parent and name the caller then sets) and returns it.
+ */
+function childIndex(capacity: number, parent: Int32Array, name: Int32Array): (p: number, n: number, fresh: number) => number {
+  let size = 2;
+  while (size < capacity * 2) size *= 2;
+  const slots = new Int32Array(size); // node + 1; 0 is empty
+  const mask = size - 1;
+  return (p, n, fresh) => {
+    for (let h = (Math.imul(p, 0x9e3779b1) ^ Math.imul(n + 1, 0x85ebca6b)) & mask; ; h = (h + 1) & mask) {
+      const slot = slots[h];
+      if (slot === 0) {
+        slots[h] = fresh + 1;
+        return fresh;
+      }
+      if (parent[slot - 1] === p && name[slot - 1] === n) return slot - 1;
+    }
+  };
 }
 
 /** A node's weight less its children's: the samples that end in it. */
@@ -87,17 +113,40 @@ function ownWeights(data: FlameData, column: Float32Array): Float64Array {
   return own;
 }
 
-/** Nodes in pre-order, children by name index (the server sends names sorted). */
-function preOrder(parent: number[], name: number[]): number[] {
-  const children: number[][] = parent.map(() => []);
-  for (let node = 1; node < parent.length; node++) children[parent[node]].push(node);
-  const order: number[] = [];
-  const stack = [0];
-  while (stack.length) {
-    const node = stack.pop()!;
-    order.push(node);
-    const kids = children[node].sort((a, b) => name[b] - name[a]); // reversed: popped first is smallest
-    for (const kid of kids) stack.push(kid);
+/** Nodes (0 the root) in pre-order, children by name index (the server sends names sorted). */
+function preOrder(parent: Int32Array, name: Int32Array): Int32Array {
+  const n = parent.length;
+  const first = new Int32Array(n + 1); // children of p: kids[first[p]] .. kids[first[p + 1] - 1]
+  for (let node = 1; node < n; node++) first[parent[node] + 1]++;
+  for (let p = 0; p < n; p++) first[p + 1] += first[p];
+  const kids = new Int32Array(n);
+  const fill = first.slice(0, n);
+  for (let node = 1; node < n; node++) kids[fill[parent[node]]++] = node;
+  const order = new Int32Array(n);
+  const stack = new Int32Array(n);
+  let top = 0;
+  let done = 0;
+  stack[top++] = 0;
+  while (top) {
+    const node = stack[--top];
+    order[done++] = node;
+    const from = first[node];
+    const to = first[node + 1];
+    sortByName(kids, from, to, name);
+    for (let k = to - 1; k >= from; k--) stack[top++] = kids[k]; // the first child is popped first
   }
   return order;
+}
+
+/** Insertion sort of kids[from..to) by name: siblings are few and mostly in order already. */
+function sortByName(kids: Int32Array, from: number, to: number, name: Int32Array): void {
+  for (let k = from + 1; k < to; k++) {
+    const node = kids[k];
+    let j = k;
+    while (j > from && name[kids[j - 1]] > name[node]) {
+      kids[j] = kids[j - 1];
+      j--;
+    }
+    kids[j] = node;
+  }
 }
