@@ -55,7 +55,7 @@ EXIT_KINDS = ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "CXX_THROW_EXPR"
 ASM_KINDS = ("ASM_STMT", "GCC_ASM_STMT", "MS_ASM_STMT")
 # Expressions whose type says whether they are a volatile or an atomic access.
 ACCESS_KINDS = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR")
-ATOMIC_TYPES = ("std::atomic<", "std::__atomic_base<", "std::atomic_ref<")
+ATOMIC_CLASSES = ("atomic", "__atomic_base", "atomic_ref", "__atomic_float", "__atomic_ref")
 CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
 BRANCH_PENALTY = 0.2
 
@@ -201,7 +201,7 @@ class _LoopScan:
     def _writes_outside_inner_loops(self) -> bool:
         """An outer loop whose char writes all sit outside its inner loops: the
         reloads happen once per inner loop run, not per element."""
-        inner = [n for n in walk(self.body) if cursor_kind(n) in LOOP_KINDS] if self.body else []
+        inner = [n for n in self.nodes if cursor_kind(n) in LOOP_KINDS]
         return bool(inner) and not any(
             _inside(write, loop) for write, _ in self.writes for loop in inner
         )
@@ -237,20 +237,21 @@ def _early_exit(node: Any, own_break: bool = True) -> Any | None:
 
 
 def _volatile_atomic_or_asm(node: Any) -> str:
-    """ "volatile", "atomic" or "asm" when the node is such an access, else ""."""
+    """The kind of access that keeps a loop scalar — "volatile", "atomic" (a C
+    `_Atomic` object, or a member call of std::atomic) or "asm" — else ""."""
     kind = cursor_kind(node)
     if kind in ASM_KINDS:
         return "asm"
+    if kind == "CALL_EXPR":
+        callee = node.referenced
+        owner = callee.semantic_parent if callee is not None else None
+        return "atomic" if owner is not None and owner.spelling in ATOMIC_CLASSES else ""
     if kind not in ACCESS_KINDS:
         return ""
     ctype = node.type
     if ctype.is_volatile_qualified():
         return "volatile"
-    canonical = ctype.get_canonical()
-    if canonical.kind.name == "POINTER":
-        canonical = canonical.get_pointee().get_canonical()
-    atomic = canonical.kind.name == "ATOMIC" or canonical.spelling.startswith(ATOMIC_TYPES)
-    return "atomic" if atomic else ""
+    return "atomic" if ctype.get_canonical().kind.name == "ATOMIC" else ""
 
 
 def _inside(node: Any, outer: Any) -> bool:
@@ -335,22 +336,18 @@ def _fixes(fn: FunctionBody, read: Access, target: Any, pattern: str) -> list[st
     return fixes
 
 
-def _straight_line(fn: FunctionBody, body: Any, in_loops: set[int]) -> AliasMatch | None:
+def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
     """The first read repeated after a char-typed write with its base unchanged, all
-    three outside loops (a loop's reads and writes are the loop patterns' business:
-    a loop that reads only is hoisted, one that writes matched as a loop). Calls and
-    assignments in loops still end a sequence."""
-    events = [
-        event
-        for event in _events(fn, body)
-        if event[0] in ("call", "assign") or event[2].extent.start.line not in in_loops
-    ]
+    three outside loops: a loop ends a sequence, like a call the compiler cannot see
+    through (a loop's reads and writes are the loop patterns' business: a loop that
+    only reads is hoisted, one that writes is matched as a loop)."""
+    events = list(_events(fn, body))
     for i, (kind, access, _) in enumerate(events):
         if kind != "read" or access.deps <= fn.local_objects:
             continue
         write = None
         for later_kind, later, later_node in events[i + 1 :]:
-            if later_kind == "call" or (later_kind == "assign" and later.deps & access.deps):
+            if later_kind == "barrier" or (later_kind == "assign" and later.deps & access.deps):
                 break
             if later_kind == "write" and later.key != access.key and write is None:
                 write = (later.node, later_node)
@@ -380,8 +377,12 @@ def _straight_line_match(
 
 
 def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[no-untyped-def]
-    """("read"|"write"|"assign"|"call", access, node) in evaluation order; a write's
-    access is of its target, its node the whole writing expression."""
+    """("read"|"write"|"assign"|"barrier", access, node) in evaluation order; a write's
+    access is of its target, its node the whole writing expression; a loop, or a call
+    the compiler cannot see through, is a barrier."""
+    if cursor_kind(node) in LOOP_KINDS:
+        yield ("barrier", Access("", frozenset(), node), node)
+        return
     target = fn.char_write(node)
     kids = children(node)
     assigns = _is_assignment(node, fn.src)
@@ -393,7 +394,7 @@ def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[
         return
     kind = cursor_kind(node)
     if kind == "CALL_EXPR" and fn.opaque_calls(node):
-        yield ("call", Access("", frozenset(), node), node)
+        yield ("barrier", Access("", frozenset(), node), node)
     elif assigns or kind == "UNARY_OPERATOR" and operator_of(node, fn.src) == "&":
         changed = frozenset(root_variable(kids[0])) if kids else frozenset()
         yield ("assign", Access("", changed, node), node)
@@ -416,13 +417,7 @@ def _function_matches(fn: FunctionBody) -> SourceScan:
     if body is None or not any(fn.char_write(n) is not None for n in walk(body)):
         return SourceScan()  # every pattern needs a char-typed write
     found = _loop_matches(fn, body)
-    in_loops = {
-        line
-        for loop in walk(body)
-        if cursor_kind(loop) in LOOP_KINDS
-        for line in range(loop.extent.start.line, loop.extent.end.line + 1)
-    }
-    straight = _straight_line(fn, body, in_loops)
+    straight = _straight_line(fn, body)
     if straight is not None:
         found.matches.append(straight)
     return found

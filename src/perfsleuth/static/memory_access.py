@@ -427,38 +427,28 @@ class Access:
 
 
 def access_at(fn: FunctionBody, node: Any) -> Access | None:
-    """The memory the node reads: through the function's objects, or a global."""
+    """The memory the node reads: through the function's objects, a global, or a
+    reference."""
     found = fn.memory_access(node) if cursor_kind(node) != "UNEXPOSED_EXPR" else None
     if found is None:
-        found = _global_read(node) or _reference_read(node)
+        found = _variable_read(node)
     return Access(found[0], found[1], node) if found is not None else None
 
 
-def _reference_read(node: Any) -> tuple[str, frozenset[str]] | None:
-    """A read of a scalar through a reference (`n` of `const size_t& n`): a load
-    from wherever it points."""
-    if cursor_kind(node) != "DECL_REF_EXPR" or node.referenced is None:
-        return None
-    if cursor_kind(node.referenced) not in ("VAR_DECL", "PARM_DECL"):
-        return None
-    ctype = node.referenced.type.get_canonical()
-    if ctype.kind.name not in ("LVALUEREFERENCE", "RVALUEREFERENCE") or _aggregate_type(
-        ctype.get_pointee()
-    ):
-        return None
-    return (node.spelling, frozenset({var_id(node)}))
-
-
-def _global_read(node: Any) -> tuple[str, frozenset[str]] | None:
-    """A read of a global or static variable (memory, with no variable parts)."""
+def _variable_read(node: Any) -> tuple[str, frozenset[str]] | None:
+    """A read of a variable that lives in memory: a global or static (no variable
+    parts), or a scalar through a reference (`n` of `const size_t& n`)."""
     if cursor_kind(node) != "DECL_REF_EXPR" or node.referenced is None:
         return None
     decl = node.referenced
-    if cursor_kind(decl) != "VAR_DECL" or decl.type.get_canonical().is_const_qualified():
+    if cursor_kind(decl) not in ("VAR_DECL", "PARM_DECL"):
         return None
-    local = cursor_kind(decl.semantic_parent) in FUNCTION_KINDS
-    if local and decl.storage_class.name != "STATIC":
+    ctype = decl.type.get_canonical()
+    if ctype.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+        scalar = not _aggregate_type(ctype.get_pointee())
+        return (node.spelling, frozenset({var_id(node)})) if scalar else None
+    if cursor_kind(decl) != "VAR_DECL" or ctype.is_const_qualified() or _automatic(decl):
         return None
-    if decl.type.get_canonical().kind.name in ("RECORD", "CONSTANTARRAY", "ELABORATED"):
+    if ctype.kind.name in ("RECORD", "CONSTANTARRAY", "ELABORATED"):
         return None
     return (decl.spelling, frozenset())
