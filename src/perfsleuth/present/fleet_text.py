@@ -65,10 +65,10 @@ def _count(value: object) -> str:
 def _agent_cost(metrics: dict) -> tuple[str, str]:
     """The agent's share of its host's CPU and its memory with perf's, or "-"."""
     share = metrics.get("cpu_share")
-    rss = [metrics.get(k) for k in ("agent_rss_bytes", "perf_rss_bytes")]
+    keys = ("agent_rss_bytes", "perf_rss_bytes")
+    rss = [value for key in keys if isinstance(value := metrics.get(key), int)]
     cpu = f"{share:.2%}" if isinstance(share, int | float) else "-"
-    mb = sum(r for r in rss if isinstance(r, int)) >> 20
-    return cpu, f"{mb:,} MB" if any(isinstance(r, int) for r in rss) else "-"
+    return cpu, f"{sum(rss) >> 20:,} MB" if rss else "-"
 
 
 def render_status(doc: dict, console: Console) -> None:

@@ -64,11 +64,11 @@ class Files:
                 os.unlink(tmp)
             raise
 
-    def clear_tmp(self, older_than_s: float = TMP_MAX_AGE_S) -> None:
+    def clear_tmp(self) -> None:
         """Delete the temporary files killed writers left (a folder's `_tmp/` only)."""
         if not self.local:
             return
-        oldest = time.time() - older_than_s
+        oldest = time.time() - TMP_MAX_AGE_S
         with contextlib.suppress(OSError), os.scandir(self.path(TMP_DIR)) as entries:
             for entry in entries:
                 with contextlib.suppress(OSError):  # gone, or a store we may only read
