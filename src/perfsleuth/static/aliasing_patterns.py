@@ -14,7 +14,11 @@ The source patterns, by confidence:
                   rows[r]) repeated in a body that writes through a char-like type;
   straight-line   the same pointer-field, dereference or element read before and after
                   a char-typed write, its base unchanged in between (low confidence).
-Loops calling functions the compiler cannot see are skipped: those reload anyway.
+Loops that cannot be vectorised whatever the types — a call the compiler cannot see
+through (those reload anyway), an early exit, a volatile or atomic access, inline
+assembly — are not matches but `Blocked`, with what blocks them, for the missed-
+vectorisation finding to name. Char writes outside a loop, or outside the inner
+loops of an outer one, and stores to a struct's own char fields match nothing.
 The compiler's remarks and the machine code (unit_analysis.py) confirm or refute.
 """
 
@@ -44,10 +48,8 @@ BRANCH_KINDS = (
     "IF_STMT",
     "SWITCH_STMT",
     "CONDITIONAL_OPERATOR",
-    "BREAK_STMT",
+    "BREAK_STMT",  # a switch's: a loop's own break is an early exit
     "CONTINUE_STMT",
-    "RETURN_STMT",
-    "GOTO_STMT",
 )
 # Statements that leave a loop before its condition says so; with any of them the
 # loop cannot be vectorised whatever the types.
@@ -229,6 +231,8 @@ def _early_exit(node: Any, own_break: bool = True) -> Any | None:
     kind = cursor_kind(node)
     if kind in EXIT_KINDS or (kind == "BREAK_STMT" and own_break):
         return node
+    if kind == "LAMBDA_EXPR":
+        return None  # its returns leave the lambda, not the loop
     own_break = own_break and kind not in (*LOOP_KINDS, "SWITCH_STMT")
     return next(
         (found for kid in children(node) if (found := _early_exit(kid, own_break)) is not None),

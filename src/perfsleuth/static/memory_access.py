@@ -385,11 +385,8 @@ def inline_only(function: Any, depth: int = 0) -> bool:
     name = function.spelling
     if name.startswith("__builtin") or name in PURE_LIBRARY_FUNCTIONS:
         return True
-    attributes = [c for c in function.get_children() if cursor_kind(c).endswith("_ATTR")]
-    if any(cursor_kind(a) in PURE_ATTRIBUTES for a in attributes):
+    if any(cursor_kind(child) in PURE_ATTRIBUTES for child in function.get_children()):
         return True  # writes no memory, so it cannot force a reload
-    if any(t.spelling in NOINLINE_SPELLINGS for a in attributes for t in a.get_tokens()):
-        return False
     usr = (function.translation_unit.spelling, function.get_usr())
     if usr in _INLINE_CACHE:
         return _INLINE_CACHE[usr]
@@ -402,6 +399,8 @@ _INLINE_CACHE: dict[tuple[str, str], bool] = {}  # (TU, USR): visibility differs
 
 
 def _body_inline_only(function: Any, depth: int) -> bool:
+    if _declared_noinline(function):
+        return False
     definition = function.get_definition()
     if definition is None:
         return cursor_kind(function) in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") and (
@@ -413,6 +412,16 @@ def _body_inline_only(function: Any, depth: int) -> bool:
         inline_only(node.referenced, depth + 1)
         for node in walk(definition)
         if cursor_kind(node) == "CALL_EXPR" and node.referenced is not None
+    )
+
+
+def _declared_noinline(function: Any) -> bool:
+    """__attribute__((noinline)) (libclang shows it as an unexposed attribute)."""
+    return any(
+        token.spelling in NOINLINE_SPELLINGS
+        for child in function.get_children()
+        if cursor_kind(child) == "UNEXPOSED_ATTR"
+        for token in child.get_tokens()
     )
 
 
