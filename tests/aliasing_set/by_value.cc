@@ -58,6 +58,13 @@ std::size_t copy_line(const Buf* b) {
     return line.text[0] + line.text[15];
 }
 
+// negative: the same line built in place for the caller (returned by value)
+Line make_line(const Buf* b) {
+    Line line{};
+    for (std::size_t i = 0; i < b->len && i < 16; i++) line.text[i] = static_cast<char>(b->data[i]);
+    return line;
+}
+
 // negative: a nested member of a local object
 uint8_t collect_flags(const std::vector<uint8_t>& v) {
     Message m{};

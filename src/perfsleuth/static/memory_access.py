@@ -197,7 +197,9 @@ class FunctionBody:
     def _private_member(self, member: Any) -> bool:
         """A member (`line.text`, `m.head.flags`) of a local object by value whose
         address never escapes: it lives on the stack or in registers, where no
-        pointer the function was given can reach."""
+        pointer the function was given can reach — also when it is returned (the
+        caller's return slot is not reachable through them either; both compilers
+        load once)."""
         while cursor_kind(member) == "MEMBER_REF_EXPR" and not self._arrow(member):
             kids = children(member)
             if not kids:
@@ -209,7 +211,7 @@ class FunctionBody:
         if cursor_kind(decl) not in ("VAR_DECL", "PARM_DECL") or not _automatic(decl):
             return False
         record = decl.type.get_canonical().kind.name == "RECORD"
-        return record and var_id(member) not in self.returned_vars | self._escaped()
+        return record and var_id(member) not in self._escaped()
 
     def _escaped(self) -> set[str]:
         """The variables whose address is taken, or which are handed to a call the
