@@ -19,8 +19,15 @@ async def echo(request: Request) -> Response:
     return PlainTextResponse(str(len(await read_body(request))))
 
 
-def call(app, body: bytes = b"", headers: dict | None = None, chunk: int = 1 << 16):
-    """(status, body) of one POST /echo, the body sent in chunks as a server would."""
+def call(
+    app,
+    body: bytes = b"",
+    headers: dict | None = None,
+    chunk: int = 1 << 16,
+    unread: list[int] | None = None,
+):
+    """(status, body) of one POST /echo, the body sent in chunks as a server would;
+    `unread` gets the number of body chunks the app never read."""
     raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     if not any(k == b"host" for k, _ in raw):
         raw.append((b"host", b"127.0.0.1:4040"))
@@ -48,6 +55,8 @@ def call(app, body: bytes = b"", headers: dict | None = None, chunk: int = 1 << 
         sent.append(message)
 
     anyio.run(app, scope, receive, send)
+    if unread is not None:
+        unread.append(len(messages))
     status = next(m["status"] for m in sent if m["type"] == "http.response.start")
     return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
@@ -90,6 +99,17 @@ def test_body_limit_streamed_and_declared() -> None:
     assert status == 413 and b"limit of" in answer
     status, _ = call(a, b"x", headers={"Content-Length": "5000"})
     assert status == 413
+
+
+def test_a_body_past_the_limit_is_read_to_its_end_before_the_413() -> None:
+    """So a client that writes its whole body before reading gets the answer, not a
+    reset connection; a body past four times the limit is not read any further."""
+    a = app(max_body=1000)
+    unread: list[int] = []
+    status, answer = call(a, b"x" * 3000, chunk=100, unread=unread)
+    assert (status, unread) == (413, [0]) and b"limit of" in answer
+    status, _ = call(a, b"x" * 8000, chunk=100, unread=unread)
+    assert status == 413 and unread[-1] > 0
 
 
 def test_gzip_bodies_inflate_within_their_limit() -> None:
