@@ -98,6 +98,8 @@ for (let r = 0; r < REPEATS; r++) {
   opens.push(ms);
   for (const depth of [2, 4, 6, 8, 0]) zooms.push(await zoomLatency(page, depth));
   for (const q of ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$", ""]) searches.push(await searchLatency(page, q));
+  result.ui.nodes = await page.evaluate(() => window.perfsleuthFlame.graph.data.nodes);
+  result.ui.heap_mb = await page.evaluate(() => performance.memory?.usedJSHeapSize / 1e6);
   for (const [kind, q] of [["focus", "op_17"], ["ignore", "Widget<3>"], ["hide", "ns1::"]]) {
     filters[kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
   }
@@ -105,8 +107,6 @@ for (let r = 0; r < REPEATS; r++) {
   handlers.zoom.push(...(timings.zoom ?? []));
   handlers.search.push(...(timings.search ?? []));
   handlers.filter.push(...(timings.filter ?? []));
-  result.ui.nodes = await page.evaluate(() => window.perfsleuthFlame.graph.data.nodes);
-  result.ui.heap_mb = await page.evaluate(() => performance.memory?.usedJSHeapSize / 1e6);
   await context.close();
 }
 result.ui.open_ms = summary(opens);
