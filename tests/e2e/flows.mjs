@@ -48,15 +48,15 @@ function assertSameColour(actual, expected, what) {
   assert.ok(actual.every((v, k) => Math.abs(v - expected[k]) <= 2), `${what}: painted ${actual}, legend ${expected}`);
 }
 
-/** The names of the drawn flame-graph frames at DEPTH. */
-async function drawnAt(page, depth) {
-  return page.evaluate((wanted) => {
-    const g = window.perfsleuthFlame.graph;
+/** The names of the drawn flame-graph frames at DEPTH (of the sandwich's WHICH graph if given). */
+async function drawnAt(page, depth, which) {
+  return page.evaluate(([wanted, side]) => {
+    const g = side ? window.perfsleuthSandwich[side] : window.perfsleuthFlame.graph;
     const d = g.drawn;
     const names = [];
     for (let k = 0; k < d.count; k++) if (g.data.depth[d.node[k]] === wanted) names.push(g.data.names[g.data.name[d.node[k]]]);
     return names.sort();
-  }, depth);
+  }, [depth, which]);
 }
 
 /** The page element that has the keyboard focus: its tag and aria-label. */
@@ -255,6 +255,21 @@ const flows = {
     assert.match(await page.locator("table.data tbody tr").last().innerText(), /100\.00%\s+(main|run_engine)/);
     await page.reload();
     await page.locator("th[aria-sort=ascending]", { hasText: "total" }).waitFor();
+  },
+
+  async sandwich(page) {
+    await page.goto(`${base}#/run/2`);
+    await page.locator("table.data tr", { hasText: "compute_hot" }).locator("a", { hasText: "sandwich" }).click();
+    await page.locator(".sandwich-info").waitFor();
+    assert.match(page.url(), /flame\?sandwich=compute_hot$/);
+    // compute_hot: 495 of 905 samples in all, 375 of them its own (malloc has the other 120).
+    assert.match(await page.locator(".sandwich-info").innerText(), /^total 54\.70% of the run · self 41\.44% ·\s+back to the flame graph/);
+    assert.deepEqual([await drawnAt(page, 1, "callers"), await drawnAt(page, 2, "callers"), await drawnAt(page, 3, "callers")], [["compute_hot"], ["run_engine"], ["main"]]);
+    assert.deepEqual([await drawnAt(page, 1, "callees"), await drawnAt(page, 2, "callees")], [["compute_hot"], ["malloc"]]);
+    await page.screenshot({ path: `${artifacts}/flame-sandwich.png`, fullPage: true });
+    await page.locator("a", { hasText: "back to the flame graph" }).click();
+    await page.locator(".breadcrumb .crumb").first().waitFor();
+    assert.match(page.url(), /#\/run\/2\/flame$/);
   },
 
   async flame_filters_and_orderings(page) {

@@ -25,6 +25,7 @@ FLOWS = (
     "flame_zoom",
     "flame_resize_and_regex",
     "flame_focus_ignore_hide",
+    "sandwich",
     "flame_filters_and_orderings",
     "threads",
     "finding_source",

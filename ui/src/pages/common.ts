@@ -1,4 +1,5 @@
 import { h, location, pct } from "../dom";
+import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
 import { href } from "../router";
 import type { Finding, RunDetail } from "../types";
@@ -17,6 +18,8 @@ export function functionLinks(runId: string, name: string): HTMLElement {
     h("a", { href: href(`/run/${runId}/source`, { function: name }) }, "source"),
     " · ",
     h("a", { href: href(`/run/${runId}/flame`, { q: `^${escapeRegex(name)}$` }) }, "in flame graph"),
+    " · ",
+    h("a", { href: href(`/run/${runId}/flame`, { sandwich: name }) }, "sandwich"),
   );
 }
 
@@ -133,6 +136,22 @@ export function stateThreadSelects(run: RunDetail, params: URLSearchParams, page
     paramSelect(params, "state", "states", run.states.map((s) => [s, s]), reload),
     paramSelect(params, "thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`]), reload),
   ];
+}
+
+/** The meaning of every colour the graph paints with `colouring`. */
+export function colourLegend(colouring: Colouring): HTMLElement {
+  return h(
+    "span",
+    { class: "legend", "aria-label": "colours" },
+    legend(colouring).map(([label, colour]) => h("span", { class: "legend-item" }, h("i", { style: `background:${colour}` }), label)),
+  );
+}
+
+/** A frame's name and, for inlined and kernel frames, what it is. */
+export function frameTitle(data: FlameData, node: number): string {
+  if (node === 0) return "all";
+  const kind = KIND_LABEL[data.kind[data.name[node]]];
+  return kind ? `${data.names[data.name[node]]} (${kind})` : data.names[data.name[node]];
 }
 
 export interface Column<T> {

@@ -5,7 +5,8 @@ import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
 import { incomparable, newestPair } from "../comparable";
 import type { DiffDoc, DiffRow, RunSummary } from "../types";
-import { colourLegend, frameTitle, loadFlame } from "./flamepage";
+import { colourLegend, frameTitle } from "./common";
+import { loadFlame } from "./flamepage";
 
 function runLabel(r: RunSummary): string {
   return `run ${r.id}: ${r.command || "(imported)"} (${r.mode}, ${r.unit})`;

@@ -1,11 +1,12 @@
 import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
-import { type Colouring, decodeFlame, FlameGraph, KIND_LABEL, legend, matcher, selfWeight, type FlameData } from "../flame";
+import { decodeFlame, FlameGraph, matcher, selfWeight, type FlameData } from "../flame";
 import { applyFilters, type FlameFilters } from "../flamefilter";
 import { shortName } from "../names";
 import { replaceParams, type Route } from "../router";
 import type { RunDetail } from "../types";
-import { functionLinks, stateThreadSelects } from "./common";
+import { colourLegend, frameTitle, functionLinks, stateThreadSelects } from "./common";
+import { renderSandwich } from "./sandwich";
 
 const decoded = new Map<string, Promise<FlameData>>();
 const CRUMBS_SHOWN = 14;
@@ -36,22 +37,6 @@ declare global {
   interface Window {
     perfsleuthFlame?: { graph: FlameGraph; timings: Record<string, number[]> };
   }
-}
-
-/** The meaning of every colour the graph paints with `colouring`. */
-export function colourLegend(colouring: Colouring): HTMLElement {
-  return h(
-    "span",
-    { class: "legend", "aria-label": "colours" },
-    legend(colouring).map(([label, colour]) => h("span", { class: "legend-item" }, h("i", { style: `background:${colour}` }), label)),
-  );
-}
-
-/** A frame's name and, for inlined and kernel frames, what it is. */
-export function frameTitle(data: FlameData, node: number): string {
-  if (node === 0) return "all";
-  const kind = KIND_LABEL[data.kind[data.name[node]]];
-  return kind ? `${data.names[data.name[node]]} (${kind})` : data.names[data.name[node]];
 }
 
 const DATA_FILTERS: [keyof FlameFilters, string][] = [
@@ -115,6 +100,8 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   let data = fetched;
   if (narrowed) timed("filter", () => (data = applyFilters(fetched, narrowing.filters)));
   const runTotal = fetched.columns.total[0] || 1; // shares stay shares of the whole run
+  const sandwiched = params.get("sandwich");
+  if (sandwiched) return renderSandwich(app, runId, data, sandwiched, runTotal, new URLSearchParams(params));
   const unit = String(data.meta.unit ?? run.unit);
   const total = data.columns.total;
   const hasOff = "off" in data.columns;
