@@ -83,6 +83,22 @@ def test_run_without_a_function_finds_the_layout_problem(examples_built, tmp_pat
     assert "last_ack" in layout[0]["title"]
 
 
+def test_run_without_a_function_traces_the_per_packet_function_not_main(examples_built, tmp_path):
+    """The issue's run at a tenth of its size: 100,000 connections (a table far larger
+    than the caches), a million packets; main holds the loop, handle_packet the misses."""
+    store, report = tmp_path / "store", tmp_path / "findings.json"
+    perfsleuth(
+        store, "run", "--mode", "cache", "--format", "json", "-o", str(report),
+        "--", str(examples_built / "conntable"), "100000", "1000000",
+    )  # fmt: skip
+    shown = json.loads(perfsleuth(store, "cache", "show", "--format", "json").stdout)
+    assert [f["function"] for f in shown["functions"]] == ["handle_packet"]
+    findings = json.loads(report.read_text())["findings"][:5]
+    layout = [f for f in findings if f["kind"] == "cache-layout"]
+    assert layout, [f["title"] for f in findings]
+    assert layout[0]["details"]["field"] == "last_ack"
+
+
 def test_reordered_struct_has_no_layout_finding(examples_built, tmp_path):
     store = tmp_path / "store"
     perfsleuth(

@@ -1,8 +1,9 @@
 """`perfsleuth record --mode cache`: trace a function's accesses, compute the
 projections, and keep them with the run as documents.
 
-Without --function the command is first profiled on the CPU and its hottest
-functions of the program's own executable are traced (ranking-for-analysis); the
+Without --function the command is first profiled on the CPU and the functions of
+the program's own executable that carry its memory traffic are traced
+(`hot_functions`, ranking-for-analysis); the
 run then keeps that CPU profile, so the advisor ranks the cache findings by time.
 """
 
@@ -29,6 +30,7 @@ from .valgrind import resolve_program
 
 HOT_FUNCTIONS = 2  # traced when no --function is given
 MIN_HOT_SHARE = 0.05
+NOT_TRACED = frozenset({"main"})  # its accesses are its callees': tracing it is tracing all
 
 
 @dataclass
@@ -37,6 +39,7 @@ class TargetRuns:
 
     exit_status: int | None = None
     duration_s: float = 0.0
+    tracer: str = ""  # fntrace, or lackey where that tool cannot be built
 
 
 def record_cache(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
@@ -72,7 +75,7 @@ def record_cache(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         profile,
         exit_status=runs.exit_status,
         duration_s=runs.duration_s,
-        meta={"recorder": "lackey", "executable": executable, "functions": functions},
+        meta={"recorder": runs.tracer, "executable": executable, "functions": functions},
         documents=documents,
     )
 
@@ -95,17 +98,48 @@ def profile_hot_functions(
 
 
 def hot_functions(profile: Profile, executable: str) -> list[str]:
-    """The program's own functions with the most self time, hottest first."""
-    own = dso_name(executable)
+    """The program's own functions whose calls carry the memory traffic: of those with
+    MIN_HOT_SHARE of the time (their own and their library callees'), hottest first,
+    only those that take a pointer to a struct when some do (a set-up function called
+    once would be a trace of everything it does); never `main` or a function that
+    spends most of its time in the program's own callees (a loop around calls)."""
+    own, loops = own_time(profile, executable)
+    hot = [
+        name
+        for name, share in own.items()
+        if share >= MIN_HOT_SHARE and name not in NOT_TRACED and loops.get(name, 0.0) <= share
+    ]
+    ranked = sorted(hot, key=lambda name: -own[name])
+    with_structs = [name for name in ranked if takes_struct_pointer(executable, name)]
+    return (with_structs or ranked)[:HOT_FUNCTIONS]
+
+
+def own_time(profile: Profile, executable: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Per function of the executable, the share of the time where it is the innermost
+    of its own functions on the stack (library callees included), and the share
+    where it is on the stack below another of them."""
+    dso = dso_name(executable)
     symbols = elf_symbols(executable)
-    share: dict[str, float] = {}
     total = profile.total or 1.0
+    own: dict[str, float] = {}
+    below: dict[str, float] = {}
     for stack, weight, _count, _thread, _state in profile.rows():
-        leaf = next((f for f in (profile.frames[i] for i in stack) if not f.inlined), None)
-        if leaf is not None and leaf.dso == own and symbols.address_of(leaf.function) is not None:
-            share[leaf.function] = share.get(leaf.function, 0.0) + weight / total
-    ranked = sorted(share, key=lambda name: -share[name])
-    return [name for name in ranked if share[name] >= MIN_HOT_SHARE][:HOT_FUNCTIONS]
+        frames = (profile.frames[i] for i in stack)
+        names = [
+            f.function
+            for f in frames
+            if not f.inlined and f.dso == dso and symbols.address_of(f.function) is not None
+        ]
+        if not names:
+            continue
+        own[names[0]] = own.get(names[0], 0.0) + weight / total
+        for name in set(names[1:]) - {names[0]}:
+            below[name] = below.get(name, 0.0) + weight / total
+    return own, below
+
+
+def takes_struct_pointer(executable: str, function: str) -> bool:
+    return bool(layout.parameter_structs(executable, function)[0])
 
 
 def project_function(
@@ -163,6 +197,7 @@ def trace_once(
     if rec.total_calls == 0:
         raise UserError(never_called_message(target.executable, target.function))
     runs.exit_status = rec.exit_status
+    runs.tracer = rec.tracer
     runs.duration_s += rec.duration_s
     if rec.stopped_early:
         print(
