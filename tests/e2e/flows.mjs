@@ -465,6 +465,19 @@ const flows = {
     assert.equal(await page.locator("h1 .subtitle").count(), 0, "no ratio of totals in different units");
   },
 
+  async overview_facts(page) {
+    await page.goto(`${base}#/run/3`);
+    await page.locator("table.facts").waitFor();
+    const facts = await page.locator("table.facts").innerText();
+    assert.match(facts, /recorded\s+1,000 samples · 9,029,117,580 ns/);
+    assert.doesNotMatch(facts, /threads/, "no threads row for a run without threads");
+    assert.match(await page.locator("main").innerText(), /No findings: `perfsleuth advise` ran on this run and found nothing to suggest\./);
+    await page.goto(`${base}#/run/1`);
+    await page.locator("table.facts").waitFor();
+    assert.match(await page.locator("table.facts").innerText(), /recorded\s+1,655 samples\nthreads\s+2/);
+    assert.match(await page.locator("main").innerText(), /No findings stored for this run: `perfsleuth advise` adds them\./);
+  },
+
   async experiments(page) {
     await page.goto(`${base}#/run/2/experiments`);
     await page.locator("svg.plot").waitFor();

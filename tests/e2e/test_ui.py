@@ -36,6 +36,7 @@ FLOWS = (
     "keyboard",
     "compare_runs",
     "compare_only_comparable",
+    "overview_facts",
     "experiments",
     "finding_details",
     "experiment_verdict",

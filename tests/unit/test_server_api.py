@@ -62,6 +62,11 @@ def test_threads_is_the_cli_document(api: Api, capsys: pytest.CaptureFixture[str
     assert worker1["states"] == {"running": 275 / 425, "mutex": 150 / 425}
 
 
+def test_findings_say_whether_advise_ran(api: Api) -> None:
+    assert get(api, "/api/runs/2/findings")[1]["advised"] is True
+    assert get(api, "/api/runs/1/findings")[1] == {"run": "1", "findings": [], "advised": False}
+
+
 def test_callgraph_and_annotate(api: Api) -> None:
     _, graph = get(api, "/api/runs/2/callgraph", function="compute_hot")
     assert graph["callers"][0]["function"] == "run_engine"

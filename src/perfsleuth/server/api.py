@@ -306,7 +306,8 @@ class Api:
 
     def findings(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
-        return {"run": str(run_id), "findings": self._findings(run_id)}
+        advised = bool(self._docs(run_id, "findings"))  # advise keeps its (maybe empty) list
+        return {"run": str(run_id), "findings": self._findings(run_id), "advised": advised}
 
     def _findings(self, run_id: int) -> list[dict]:
         found: list[dict] = []

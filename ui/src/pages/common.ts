@@ -4,6 +4,21 @@ import { nameLink } from "../names";
 import { href } from "../router";
 import type { Finding, RunDetail } from "../types";
 
+/**
+ * What a run (or part of it) recorded, in its own unit: "905 samples", "1,000 samples ·
+ * 9,029,117,580 ns" for a timed run, "12,345 instructions" for a count run (no samples).
+ */
+export function recorded(unit: string, samples: number, total: number): string {
+  if (unit === "samples") return `${samples.toLocaleString()} samples`;
+  if (unit === "ns") return `${samples.toLocaleString()} samples · ${total.toLocaleString()} ns`;
+  return `${total.toLocaleString()} ${unit}`;
+}
+
+/** Why a run has no findings: not advised yet, or advised and nothing found. */
+export function noFindings(advised: boolean): string {
+  return advised ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest." : "No findings stored for this run: `perfsleuth advise` adds them.";
+}
+
 export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {
   if (f.file) return href(`/run/${runId}/source`, { file: f.file, line: f.line || undefined, function: f.function });
   return href(`/run/${runId}/source`, { function: f.function });

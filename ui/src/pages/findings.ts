@@ -2,13 +2,13 @@ import { getJSON } from "../api";
 import { h, message } from "../dom";
 import { replaceParams, type Route } from "../router";
 import type { Finding } from "../types";
-import { findingCard } from "./common";
+import { findingCard, noFindings } from "./common";
 
 const CONFIDENCE_STEPS: [string, string][] = [["0", "any confidence"], ["0.5", "≥ 50%"], ["0.8", "≥ 80%"]];
 
 export async function renderFindings(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
-  const { findings } = await getJSON<{ findings: Finding[] }>(`/api/runs/${runId}/findings`);
+  const { findings, advised } = await getJSON<{ findings: Finding[]; advised: boolean }>(`/api/runs/${runId}/findings`);
   const kinds = [...new Set(findings.map((f) => f.kind))].sort();
   const kind = h("select", { "aria-label": "kind" }, h("option", { value: "" }, "all kinds"), kinds.map((k) => h("option", { value: k, selected: params.get("kind") === k }, k)));
   const confidence = h("select", { "aria-label": "confidence" }, CONFIDENCE_STEPS.map(([v, t]) => h("option", { value: v, selected: (params.get("confidence") ?? "0") === v }, t)));
@@ -16,7 +16,8 @@ export async function renderFindings(app: HTMLElement, runId: string, route: Rou
   const update = () => {
     const minimum = Number(confidence.value);
     const shown = findings.filter((f) => (!kind.value || f.kind === kind.value) && (f.confidence ?? 0) >= minimum);
-    list.replaceChildren(...(shown.length ? shown.map((f) => findingCard(runId, f)) : [message("No findings match these filters.")]));
+    const none = findings.length ? "No findings match these filters." : noFindings(advised);
+    list.replaceChildren(...(shown.length ? shown.map((f) => findingCard(runId, f)) : [message(none)]));
     for (const [key, el, empty] of [["kind", kind, ""], ["confidence", confidence, "0"]] as const) {
       if (el.value && el.value !== empty) params.set(key, el.value);
       else params.delete(key);

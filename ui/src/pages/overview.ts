@@ -3,13 +3,13 @@ import { h, location, message, pct, shortDso } from "../dom";
 import { nameLink } from "../names";
 import { href } from "../router";
 import type { Finding, RunDetail, TopDoc } from "../types";
-import { findingCard, functionLinks } from "./common";
+import { findingCard, functionLinks, noFindings, recorded } from "./common";
 import { hasThreadStates } from "./threads";
 
 export async function renderOverview(app: HTMLElement, runId: string): Promise<void> {
   const [run, findings, top] = await Promise.all([
     getJSON<RunDetail>(`/api/runs/${runId}`),
-    getJSON<{ findings: Finding[] }>(`/api/runs/${runId}/findings`),
+    getJSON<{ findings: Finding[]; advised: boolean }>(`/api/runs/${runId}/findings`),
     getJSON<TopDoc>(`/api/runs/${runId}/top`, { by: "function" }),
   ]);
   const facts: [string, string][] = [
@@ -18,8 +18,8 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
     ["started (UTC)", run.started.replace("T", " ").replace("Z", "")],
     ["duration", run.duration_s === null ? "–" : `${run.duration_s.toFixed(3)} s`],
     ["exit status", run.exit_status === null ? "–" : String(run.exit_status)],
-    ["samples", `${run.samples.toLocaleString()} (${run.total.toLocaleString()} ${run.unit})`],
-    ["threads", String(run.threads.length)],
+    ["recorded", recorded(run.unit, run.samples, run.total)],
+    ["threads", run.threads.length ? String(run.threads.length) : ""],
     ["host", [run.host, run.cpu_model, run.kernel].filter(Boolean).join(" · ")],
     ["git", run.git_rev],
     ["cwd", run.cwd],
@@ -38,7 +38,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
     h("h2", null, "Findings, by estimated gain"),
     findings.findings.length
       ? h("div", { class: "findings" }, findings.findings.slice(0, 8).map((f) => findingCard(runId, f, true)))
-      : message("No findings stored for this run: `perfsleuth advise` adds them."),
+      : message(noFindings(findings.advised)),
     h("h2", null, "Top functions by self cost"),
     h(
       "table",

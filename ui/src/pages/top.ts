@@ -3,7 +3,7 @@ import { bar, h, location, message, pct, shortDso } from "../dom";
 import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
 import type { RunDetail, TopDoc, TopRow } from "../types";
-import { type Column, sortRows, sortableTable, sourceLink, stateThreadSelects } from "./common";
+import { type Column, recorded, sortRows, sortableTable, sourceLink, stateThreadSelects } from "./common";
 
 const GROUPINGS = ["function", "line", "file", "dso"];
 
@@ -68,7 +68,7 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
     update();
   });
   app.append(
-    h("h1", null, `Top ${by === "dso" ? "DSOs" : `${by}s`}`, h("span", { class: "subtitle" }, [`run ${runId}`, ...narrowed, `${doc.samples.toLocaleString()} samples`].join(" · "))),
+    h("h1", null, `Top ${by === "dso" ? "DSOs" : `${by}s`}`, h("span", { class: "subtitle" }, [`run ${runId}`, ...narrowed, recorded(doc.unit, doc.samples, doc.total)].join(" · "))),
     h(
       "p",
       { class: "toolbar" },
