@@ -390,6 +390,20 @@ const flows = {
     assert.ok(lightBg > 0.9 && lightFg < 0.2, `light again: page ${lightBg}, text ${lightFg}`);
   },
 
+  async source_heat(page) {
+    await page.goto(`${base}#/run/2/source?file=src/engine.cc`);
+    await page.locator("section.source-file").waitFor();
+    const heatOf = (line) => page.locator(`tr#L${line}`).evaluate((tr) => tr.style.getPropertyValue("--heat"));
+    // main (line 17) is on every stack and ends none: no self heat, all the total heat.
+    assert.equal(await heatOf(17), "");
+    assert.equal(await heatOf(13), "1.000");
+    await page.locator("a.chip", { hasText: "heat by total" }).click();
+    await page.locator("a.chip.active", { hasText: "heat by total" }).waitFor();
+    assert.match(page.url(), /heat=total/);
+    assert.equal(await heatOf(17), "1.000");
+    assert.ok(Number(await heatOf(13)) < 1);
+  },
+
   async hostile_names(page) {
     let dialogs = 0;
     page.on("dialog", (d) => {

@@ -30,6 +30,7 @@ FLOWS = (
     "threads",
     "finding_source",
     "dark_mode",
+    "source_heat",
     "hostile_names",
     "short_names",
     "top_table",

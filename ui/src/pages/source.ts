@@ -1,7 +1,7 @@
 import { getJSON } from "../api";
 import { append, h, message, pct } from "../dom";
 import { href, type Route } from "../router";
-import type { AnnotateDoc, Finding, SourceFile } from "../types";
+import type { AnnotateDoc, Finding, SourceFile, SourceLine } from "../types";
 import { findingCard, functionLinks } from "./common";
 
 function sameFile(a: string, b: string): boolean {
@@ -9,20 +9,30 @@ function sameFile(a: string, b: string): boolean {
   return a === b || a.endsWith(`/${b}`) || b.endsWith(`/${a}`);
 }
 
-function fileView(runId: string, file: SourceFile, findings: Finding[], target: number): HTMLElement {
-  const maxSelf = Math.max(...file.lines.map((l) => l.self), 1e-12);
+type Heat = "self" | "total";
+
+/** Links that colour the lines by their self cost or their total cost (`heat=total`). */
+function heatChoice(runId: string, params: URLSearchParams, heat: Heat): HTMLElement {
+  const link = (by: Heat) =>
+    h("a", { href: href(`/run/${runId}/source`, { ...Object.fromEntries(params), heat: by === "total" ? "total" : null }), class: by === heat ? "chip active" : "chip" }, `heat by ${by}`);
+  return h("p", { class: "toolbar heat-choice" }, link("self"), link("total"));
+}
+
+function fileView(runId: string, file: SourceFile, findings: Finding[], target: number, heatBy: Heat): HTMLElement {
+  const cost = (l: SourceLine) => (heatBy === "total" ? l.total : l.self);
+  const maxCost = Math.max(...file.lines.map(cost), 1e-12);
   const here = findings.filter((f) => sameFile(f.file ?? "", file.file));
   const byLine = new Map<number, Finding[]>();
   for (const f of here) {
     const line = f.line ?? 0;
     byLine.set(line, [...(byLine.get(line) ?? []), f]);
   }
-  const hottest = file.lines.reduce((best, l) => (l.self > best.self ? l : best), file.lines[0] ?? { line: 0, self: 0 });
+  const hottest = file.lines.reduce((best, l) => (cost(l) > cost(best) ? l : best), file.lines[0] ?? { line: 0, self: 0, total: 0, source: "" });
   const focus = target || hottest?.line || 0;
   const rows: HTMLElement[] = [];
   for (const l of file.lines) {
-    const heat = l.self / maxSelf;
-    const cls = [l.line === focus ? "target" : "", l.self > 0 ? "hot" : ""].join(" ").trim();
+    const heat = cost(l) / maxCost;
+    const cls = [l.line === focus ? "target" : "", heat > 0 ? "hot" : ""].join(" ").trim();
     rows.push(
       h(
         "tr",
@@ -57,6 +67,7 @@ export async function renderSource(app: HTMLElement, runId: string, route: Route
   const fn = route.params.get("function") ?? "";
   const file = route.params.get("file") ?? "";
   const line = Number(route.params.get("line") ?? 0) || 0;
+  const heat: Heat = route.params.get("heat") === "total" ? "total" : "self";
   if (!fn && !file) {
     app.append(h("h1", null, "Source"), message("Open a function from the Top table, the flame graph or a finding."));
     return;
@@ -72,7 +83,7 @@ export async function renderSource(app: HTMLElement, runId: string, route: Route
     h("h1", null, "Source", h("span", { class: "subtitle fn" }, fn || file)),
     fn ? h("p", null, functionLinks(runId, fn)) : null,
     file && fn ? h("p", null, h("a", { href: href(`/run/${runId}/source`, { function: fn }) }, `all lines of ${fn}`)) : null,
-    files.length ? files.map((f) => fileView(runId, f, findings, line)) : message("No line information for this function (no debug info?)."),
+    files.length ? [heatChoice(runId, route.params, heat), files.map((f) => fileView(runId, f, findings, line, heat))] : message("No line information for this function (no debug info?)."),
   ]);
   app.querySelector("tr.target")?.scrollIntoView({ block: "center" });
 }
