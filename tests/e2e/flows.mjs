@@ -3,11 +3,27 @@
 // Prints one JSON line per flow: {"flow", "ok", "error"}; tests/e2e/test_ui.py reads them.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { runFlows } from "./run_flows.mjs";
 
 const [base, reportFile, artifacts, tokenBase, token] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
 const NAMES = JSON.parse(readFileSync(new URL("./names.json", import.meta.url), "utf8"));
+const AXE = createRequire(new URL("../../ui/package.json", import.meta.url)).resolve("axe-core/axe.min.js");
+const A11Y_PAGES = [
+  "#/",
+  "#/run/2",
+  "#/run/2/top",
+  "#/run/2/flame",
+  "#/run/2/flame?sandwich=compute_hot",
+  "#/run/2/threads",
+  "#/run/2/findings",
+  "#/run/2/source?file=src/engine.cc",
+  "#/run/2/callgraph?function=compute_hot",
+  "#/compare",
+  "#/compare?a=1&b=2",
+  "#/experiments",
+];
 
 /** Centre of the drawn flame-graph frame named NAME, in page coordinates. */
 async function framePoint(page, name) {
@@ -402,6 +418,26 @@ const flows = {
     assert.match(page.url(), /heat=total/);
     assert.equal(await heatOf(17), "1.000");
     assert.ok(Number(await heatOf(13)) < 1);
+  },
+
+  /** axe-core on the main pages, light and dark: no serious or critical violation. */
+  async accessibility(page) {
+    const found = {};
+    for (const colorScheme of ["light", "dark"]) {
+      // The page's Content-Security-Policy forbids the injected axe script: bypassed here only.
+      const context = await page.context().browser().newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 }, colorScheme });
+      const tab = await context.newPage();
+      for (const hash of A11Y_PAGES) {
+        await tab.goto(`${base}${hash}`);
+        await tab.waitForFunction(() => !document.querySelector("#app > p.muted")?.textContent?.startsWith("Loading"));
+        await tab.addScriptTag({ path: AXE });
+        const violations = await tab.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations);
+        for (const v of violations) (found[v.impact] ??= []).push(`${colorScheme} ${hash}: ${v.id} (${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")})`);
+      }
+      await context.close();
+    }
+    assert.deepEqual([...(found.critical ?? []), ...(found.serious ?? [])], [], "no serious or critical accessibility violation");
+    return found;
   },
 
   async hostile_names(page) {

@@ -30,6 +30,7 @@ FLOWS = (
     "threads",
     "finding_source",
     "dark_mode",
+    "accessibility",
     "source_heat",
     "hostile_names",
     "short_names",

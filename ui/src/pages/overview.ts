@@ -43,7 +43,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
     h(
       "table",
       { class: "data" },
-      h("thead", null, h("tr", null, ["self", "total", "function", "DSO", "file:line", ""].map((t) => h("th", null, t)))),
+      h("thead", null, h("tr", null, ["self", "total", "function", "DSO", "file:line", "open"].map((t) => h("th", null, t)))),
       h(
         "tbody",
         null,
