@@ -1,12 +1,12 @@
 // Browser flows through the web UI, driven by Playwright in Debian's Chromium.
-// Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR TOKEN_SERVER_URL TOKEN
+// Usage: node flows.mjs BASE_URL REPORT_FILE ARTIFACT_DIR TOKEN_SERVER_URL TOKEN SINGLE_RUN_REPORT
 // Prints one JSON line per flow: {"flow", "ok", "error"}; tests/e2e/test_ui.py reads them.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { runFlows } from "./run_flows.mjs";
 
-const [base, reportFile, artifacts, tokenBase, token] = process.argv.slice(2);
+const [base, reportFile, artifacts, tokenBase, token, singleReport] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
 const NAMES = JSON.parse(readFileSync(new URL("./names.json", import.meta.url), "utf8"));
 const AXE = createRequire(new URL("../../ui/package.json", import.meta.url)).resolve("axe-core/axe.min.js");
@@ -544,6 +544,15 @@ const flows = {
     await page.locator("table.data tbody tr").first().waitFor();
     const bare = await page.evaluate(async () => (await fetch("/api/runs")).status);
     assert.equal(bare, 401);
+  },
+
+  async report_messages(page) {
+    await page.goto(`file://${reportFile}#/run/2/source?file=src/leak.cc`);
+    await page.locator("section.source-file").waitFor();
+    assert.match(await page.locator("section.source-file p.warning").innerText(), /make the report with `perfsleuth report --src DIR`/);
+    await page.goto(`file://${singleReport}#/compare`);
+    await page.locator("h1", { hasText: "Compare two runs" }).waitFor();
+    assert.match(await page.locator("main").innerText(), /This report holds one run: make it with `perfsleuth report RUN --compare OTHER` to compare two\./);
   },
 
   async html_report(page) {

@@ -44,6 +44,7 @@ FLOWS = (
     "experiment_verdict",
     "token_login",
     "html_report",
+    "report_messages",
 )
 TOKEN = "e2e-secret"
 
@@ -83,10 +84,12 @@ def servers(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         [*CLI, "report", "2", "--compare", "1", "--store", str(store.root), "-o", str(report)],
         check=True,
     )
+    single = base / "single.html"
+    subprocess.run([*CLI, "report", "2", "--store", str(store.root), "-o", str(single)], check=True)
     plain, url = _serve(store.root)
     guarded, token_url = _serve(store.root, "--token", TOKEN)
     try:
-        yield [url, str(report), str(ARTIFACTS), token_url, TOKEN]
+        yield [url, str(report), str(ARTIFACTS), token_url, TOKEN, str(single)]
     finally:
         for proc in (plain, guarded):
             proc.terminate()
@@ -116,6 +119,17 @@ def test_flow(flow_results: dict[str, dict], flow: str) -> None:
     result = flow_results.get(flow)
     assert result is not None, f"flow {flow} did not run"
     assert result["ok"], result.get("error")
+
+
+def test_report_says_which_sources_it_lacks(tmp_path: Path) -> None:
+    store, _sources = make_store(tmp_path)
+    made = subprocess.run(
+        [*CLI, "report", "2", "--store", str(store.root), "-o", str(tmp_path / "r.html")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "the report has no source for src/leak.cc: pass --src DIR" in made.stderr
 
 
 def test_short_names_match_cli(flow_results: dict[str, dict]) -> None:

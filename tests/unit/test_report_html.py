@@ -56,6 +56,11 @@ def test_collect_embeds_the_pages_of_one_run(data: dict) -> None:
     assert docs["/api/runs/2/source?file=src/leak.cc"]["found"] is False
 
 
+def test_missing_sources_names_the_files_not_embedded(data: dict) -> None:
+    # src/leak.cc is a symlink out of the source root: never served, so not embedded.
+    assert bundle.missing_sources(data) == ["src/leak.cc"]
+
+
 def test_request_key_sorts_parameters() -> None:
     assert bundle.request_key("/api/diff", {"b": "2", "a": "1"}) == "/api/diff?a=1&b=2"
     assert bundle.request_key("/api/runs", {}) == "/api/runs"

@@ -31,8 +31,18 @@ def run(args: argparse.Namespace) -> int:
     run_id = store.resolve(args.run)
     compare = store.resolve(args.compare) if args.compare else None
     api = Api(store, [Path(p) for p in args.src or []])
-    page = UiBundle(bundle.collect(api, run_id, compare), static_root())
+    collected = bundle.collect(api, run_id, compare)
+    page = UiBundle(collected, static_root())
     write(UI, page, args.format, args.output)
+    missing = bundle.missing_sources(collected)
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        shown = ", ".join(missing[:5]) + more
+        print(
+            f"perfsleuth: the report has no source for {shown}: "
+            "pass --src DIR (the folder they are under) to embed them",
+            file=sys.stderr,
+        )
     if args.output and args.output != "-":
         print(f"perfsleuth: wrote the report of run {run_id} to {args.output}", file=sys.stderr)
     return 0

@@ -43,6 +43,17 @@ class Embedder:
         return None
 
 
+def missing_sources(collected: dict) -> list[str]:
+    """The source files the report's pages name but could not embed (not under a root)."""
+    missing = set()
+    for key, doc in collected["docs"].items():
+        path = key.split("?", 1)[0]
+        files = doc.get("files", []) if path.endswith("/annotate") else [doc]
+        if path.endswith(("/annotate", "/source")):
+            missing |= {f["file"] for f in files if f.get("file") and not f.get("found")}
+    return sorted(missing)
+
+
 def collect(api: Api, run_id: int, compare: int | None) -> dict:
     """Every API answer the report's pages need for one run (and a comparison)."""
     emb = Embedder(api)

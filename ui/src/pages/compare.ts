@@ -1,4 +1,4 @@
-import { getJSON } from "../api";
+import { embedded, getJSON } from "../api";
 import { append, h, location as where, message, pct, signedPct } from "../dom";
 import { diffChange, FlameGraph } from "../flame";
 import { nameLink } from "../names";
@@ -82,7 +82,8 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
   if (!a || !b) {
     const runs = await getJSON<RunSummary[]>("/api/runs");
     if (runs.length < 2) {
-      app.append(h("h1", null, "Compare two runs"), message("The store needs two runs to compare."));
+      const why = embedded ? "This report holds one run: make it with `perfsleuth report RUN --compare OTHER` to compare two." : "The store needs two runs to compare.";
+      app.append(h("h1", null, "Compare two runs"), message(why));
       return;
     }
     pickRuns(app, runs, a, b);

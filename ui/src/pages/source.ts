@@ -1,4 +1,4 @@
-import { getJSON } from "../api";
+import { embedded, getJSON } from "../api";
 import { append, h, message, pct } from "../dom";
 import { href, type Route } from "../router";
 import type { AnnotateDoc, Finding, SourceFile, SourceLine } from "../types";
@@ -52,7 +52,7 @@ function fileView(runId: string, file: SourceFile, findings: Finding[], target: 
     "section",
     { class: "source-file" },
     h("h2", null, file.file, h("span", { class: "subtitle" }, `self ${pct(file.self)}`)),
-    file.found ? servedFrom(file) : message("The source file is not available under the source roots (pass --src DIR to serve); showing the lines with samples.", "warning"),
+    file.found ? servedFrom(file) : message(`The source file is not available under the source roots (${embedded ? "make the report with `perfsleuth report --src DIR`" : "pass --src DIR to `perfsleuth serve`"}); showing the lines with samples.`, "warning"),
     unplaced.map((f) => findingCard(runId, f)),
     h("table", { class: "source" }, h("thead", null, h("tr", null, h("th", { class: "num" }, "self"), h("th", { class: "num" }, "total"), h("th", null, "line"), h("th", null, "source"))), h("tbody", null, rows)),
   );
