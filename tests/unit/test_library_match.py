@@ -104,3 +104,15 @@ def test_off_cpu_waits_are_not_library_time() -> None:
     alloc = {f.rule: f for f in library_match.analyze(ctx)}["allocator.glibc"]
     assert alloc.share == 0.3
     assert "of the recorded time (on CPU)" in alloc.title
+
+
+def test_cpython_c_frames_with_debug_info_are_not_the_call_site() -> None:
+    """perf's stacks of pyenv's python3.11 (C files outside /usr): the json finding
+    does not name the interpreter's _PyObject_MakeTpCall as the user's code."""
+    encoder = Frame("encoder_listencode_dict", "_json.cpython-311-x86_64-linux-gnu.so")
+    call = Frame("_PyObject_MakeTpCall", "libpython3.11.so.1.0", "/tmp/b/Objects/call.c", 214)
+    evaluate = Frame("_PyEval_EvalFrameDefault", "python3.11", "/tmp/b/Python/ceval.c", 4336)
+    found = run_on([([encoder, call, evaluate], 40)], command="python3 app.py")
+    assert found["python.json"].function != "_PyObject_MakeTpCall"
+    assert not library_match.is_user_code(call)
+    assert library_match.is_user_code(WORK)

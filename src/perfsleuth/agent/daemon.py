@@ -28,6 +28,7 @@ from ..formats import window_pprof
 from .host_symbols import HostSymbolizer
 from .overhead import Meter, rss_bytes
 from .processes import ProcessTable
+from .python_sampler import DEFAULT_PROCESSES, PythonSampler
 from .sender import Backoff, Sender, SendError
 from .spool import Spool, SpoolError
 from .windows import convert
@@ -54,6 +55,7 @@ class AgentConfig:
     max_spool_bytes: int = 256 << 20
     call_graph: str = "dwarf"
     labels: dict[str, str] = field(default_factory=dict)
+    python_processes: int = DEFAULT_PROCESSES  # sampled with py-spy at once; 0: none
 
 
 @dataclass
@@ -94,6 +96,13 @@ class Agent:
         self.backoff = Backoff()
         self.symbolizer = HostSymbolizer()
         self.processes = ProcessTable()
+        self.python = PythonSampler(
+            config.spool / "py-spy",
+            rate=config.freq,
+            window_s=config.window_s,
+            max_processes=config.python_processes,
+            log=log,
+        )
         self.meter = Meter()
         self.counts = Counters()
         self.stopping = False
@@ -129,6 +138,7 @@ class Agent:
             if now >= next_scan:
                 self.processes.scan()
                 next_scan = now + scan_every
+            self.python.tick(self.processes.known)
             self._collect(self.recorder.rotated())
             self._send(SEND_BUDGET_S)
             if now >= next_report:
@@ -140,6 +150,7 @@ class Agent:
 
     def _shutdown(self) -> None:
         self.recorder.stop()
+        self.python.stop()
         self._collect(self.recorder.rotated())
         self._send(FINAL_SEND_BUDGET_S, final=True)
         self._report()
@@ -201,6 +212,7 @@ class Agent:
         )
         spooled = None
         if (w := converted.window) is not None:
+            w = self.python.merge(w)
             meta = {"id": w.id, "end": w.end, "query": window_pprof.query(w)}
             spooled = (meta, window_pprof.encode(w))
         return Made(converted.samples, converted.lost, spooled)
@@ -295,6 +307,7 @@ class Agent:
             "spool_windows": len(pending),
             "spool_bytes": self.spool.size,
             "symbolized_addresses": self.symbolizer.lookups,
+            **self.python.metrics(),
         }
 
     # -- start ----------------------------------------------------------------
@@ -320,7 +333,8 @@ class Agent:
         c = self.config
         self.log(
             f"sampling every CPU at {c.freq} Hz with {c.call_graph} stacks, one window every "
-            f"{c.window_s}s to {c.server} as {self.labels}; spool {c.spool} "
+            f"{c.window_s}s to {c.server} as {self.labels}; Python frames of the "
+            f"{c.python_processes} busiest CPython processes by py-spy; spool {c.spool} "
             f"(at most {c.max_spool_bytes >> 20} MB, {len(self.spool.pending())} waiting)"
         )
 

@@ -14,6 +14,7 @@ name the heaviest call sites, so the fix lands at a file:line.
 from __future__ import annotations
 
 import os
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ LIBRARY_DIRS = (
     "/usr/local/lib",
     "/lib/x86_64-linux-gnu",
 )
+# CPython itself: a build with debug info (pyenv's) gives its C frames a file outside
+# /usr, yet they are never the user's code
+CPYTHON_DSO = re.compile(r"^(libpython\d\.\d+\S*\.so[.\d]*|python\d(\.\d+)?)$")
 # Below this many matching samples a share is too noisy to trust fully.
 STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
@@ -190,6 +194,8 @@ def is_user_code(frame: Frame) -> bool:
     """A frame with source outside the system's headers and libraries (and, for Python
     code, outside the stdlib and package folders)."""
     if frame.kernel or not frame.file or frame.file.startswith(("./", "/usr/", "/build/")):
+        return False
+    if CPYTHON_DSO.match(frame.dso):
         return False
     if is_python_frame(frame) and is_library_file(frame.file):
         return False

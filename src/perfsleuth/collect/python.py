@@ -111,12 +111,12 @@ def _record_command(tool: str, cmd: list[str], rate: int, workdir: Path) -> Reco
     target = Target.launch(cmd)
     started = time.monotonic()
     target.release()
-    spy = _start_spy(tool, target.pid, rate, None, workdir)
+    spy = start_spy(tool, target.pid, rate, None, workdir / "py-spy.txt")
 
     def stop_if_spy_failed() -> None:
         if spy.proc.poll() not in (None, 0):
             target.abort()  # nothing can be recorded: do not leave the command running
-            raise UserError(_failure_line(spy, target.pid, " ".join(cmd[:2])))
+            raise UserError(failure_line(spy, target.pid, " ".join(cmd[:2])))
 
     try:
         target.wait(None, tick=stop_if_spy_failed)
@@ -130,7 +130,7 @@ def _record_command(tool: str, cmd: list[str], rate: int, workdir: Path) -> Reco
 def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) -> Recording:
     check_pid(pid)
     started = time.monotonic()
-    spy = _start_spy(tool, pid, rate, duration, workdir)
+    spy = start_spy(tool, pid, rate, duration, workdir / "py-spy.txt")
     _stop(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
     elapsed = time.monotonic() - started
     recording = _recording(tool, spy, pid, rate, elapsed, None, f"process {pid}")
@@ -143,8 +143,9 @@ def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) 
     return recording
 
 
-def _start_spy(tool: str, pid: int, rate: int, duration: float | None, workdir: Path) -> SpyRun:
-    out, log = workdir / "py-spy.txt", workdir / "py-spy.log"
+def start_spy(tool: str, pid: int, rate: int, duration: float | None, out: Path) -> SpyRun:
+    """py-spy recording PID into OUT (raw), its messages in OUT with a .log suffix."""
+    log = out.with_suffix(".log")
     argv = [tool, "record", "--native", "--threads", "--full-filenames", "--format", "raw"]
     argv += ["--rate", str(rate), "-o", str(out), "--pid", str(pid)]
     if duration is not None:
@@ -176,7 +177,7 @@ def _recording(
     label: str,
 ) -> Recording:
     if not spy.out.exists() or spy.out.stat().st_size == 0:
-        raise UserError(_failure_line(spy, pid, label))
+        raise UserError(failure_line(spy, pid, label))
     profile = py_spy.read(spy.out, freq=rate)
     meta: dict = {"recorder": "py-spy", "freq": rate, "py_spy": _version(tool)}
     summary = SUMMARY.search(spy.failure())
@@ -193,7 +194,7 @@ def _version(tool: str) -> str:
     return done.stdout.strip().removeprefix("py-spy ")
 
 
-def _failure_line(spy: SpyRun, pid: int, label: str) -> str:
+def failure_line(spy: SpyRun, pid: int, label: str) -> str:
     """py-spy's failure, as one line saying what to do."""
     text = spy.failure()
     if "Permission Denied" in text or "Operation not permitted" in text:
@@ -204,7 +205,7 @@ def _failure_line(spy: SpyRun, pid: int, label: str) -> str:
     version = re.search(r"Unsupported version of Python: (\S+)", text)
     if version:
         return f"{label} runs CPython {version[1]}, which py-spy cannot read; it reads {SUPPORTED}"
-    if "Failed to find python version" in text:
+    if "Failed to find python version" in text or "Failed to find a python interpreter" in text:
         return (
             f"{label} (pid {pid}) is not a CPython interpreter py-spy can read ({SUPPORTED}); "
             "use --mode cpu for other programs"

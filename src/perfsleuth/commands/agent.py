@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..agent.daemon import Agent, AgentConfig
+from ..agent.python_sampler import DEFAULT_PROCESSES
 from ..errors import UserError
 
 NAME = "agent"
@@ -56,6 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dwarf (default): correct stacks for binaries built without frame pointers; "
         "fp: cheaper, when every binary keeps frame pointers",
     )
+    parser.add_argument(
+        "--python-processes",
+        type=int,
+        default=DEFAULT_PROCESSES,
+        metavar="N",
+        help="CPython processes sampled with py-spy at once, the busiest first, for their "
+        "Python frames (default %(default)s; 0: perf's native frames only)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +81,8 @@ def config(args: argparse.Namespace) -> AgentConfig:
         raise UserError(f"bad --window {args.window}: use 1..3600 seconds")
     if args.max_spool_mb < 1:
         raise UserError(f"bad --max-spool-mb {args.max_spool_mb}: use at least 1")
+    if not 0 <= args.python_processes <= 64:
+        raise UserError(f"bad --python-processes {args.python_processes}: use 0..64")
     return AgentConfig(
         server=args.server,
         spool=args.spool,
@@ -81,6 +92,7 @@ def config(args: argparse.Namespace) -> AgentConfig:
         max_spool_bytes=args.max_spool_mb << 20,
         call_graph=args.call_graph,
         labels=parse_labels(args.labels),
+        python_processes=args.python_processes,
     )
 
 
