@@ -24,8 +24,10 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ..formats.callgrind import CallgrindData
+from ..formats.py_spy import PYTHON_DSO_PREFIX
 from ..model.counts import Sources
 from ..model.profile import Profile
+from ..symbols import UNKNOWN
 from .top import Cost, aggregate
 
 LineKey = tuple[str, int | None, int | None]  # file, line in A, line in B
@@ -33,12 +35,16 @@ LineKey = tuple[str, int | None, int | None]  # file, line in A, line in B
 
 def by_name(costs: dict[tuple, Cost], by: str) -> dict[tuple, Cost]:
     """Functions matched across runs by name alone: a rebuilt binary may have
-    another file name (prog vs prog-O3), and it is still the same function."""
+    another file name (prog vs prog-O3), and it is still the same function. A
+    Python function keeps its module (`[python:json]`: a native function of the
+    same name is another), and a nameless frame its DSO (else every library's
+    `[unknown]` adds up to more than the run)."""
     if by not in ("function", "line"):
         return costs
     merged: dict[tuple, Cost] = {}
     for key, cost in costs.items():
-        name_key = (key[0], "", *key[2:])
+        kept = key[1] if key[0] == UNKNOWN or key[1].startswith(PYTHON_DSO_PREFIX) else ""
+        name_key = (key[0], kept, *key[2:])
         got = merged.setdefault(name_key, Cost())
         got.self += cost.self
         got.total += cost.total
