@@ -23,7 +23,7 @@ export interface FlameData {
 }
 
 /** What `data.kind` holds per name. */
-export const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2 } as const;
+const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2 } as const;
 type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 const KIND_SUFFIX: [string, FrameKind][] = [
@@ -136,7 +136,7 @@ export function selfWeight(data: FlameData, width: Float32Array, node: number): 
   return Math.max(0, own);
 }
 
-export interface Matcher {
+interface Matcher {
   test: (name: string) => boolean;
   error?: string; // the query is no regular expression: say so, match nothing
 }

@@ -130,7 +130,7 @@ export function findingCard(runId: string, f: Finding, compact = false): HTMLEle
 }
 
 /** A select of one URL parameter (`state`, `thread`); "all …" removes it. Null when there is nothing to choose. */
-export function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string][], onChange: () => void): HTMLSelectElement | null {
+function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string][], onChange: () => void): HTMLSelectElement | null {
   if (options.length < 2) return null;
   const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), options.map(([v, t]) => h("option", { value: v, selected: params.get(key) === v }, t)));
   select.addEventListener("change", () => {

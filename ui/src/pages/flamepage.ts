@@ -66,7 +66,7 @@ function dataFilters(params: URLSearchParams): { filters: FlameFilters; inputs: 
 }
 
 /** `/` anywhere on the page but in a field puts the cursor in the search box. */
-export function focusOnSlash(search: HTMLInputElement): void {
+function focusOnSlash(search: HTMLInputElement): void {
   const onKey = (e: KeyboardEvent) => {
     if (!search.isConnected) return window.removeEventListener("keydown", onKey);
     const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.target instanceof HTMLTextAreaElement;
