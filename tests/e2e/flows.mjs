@@ -345,6 +345,30 @@ const flows = {
     assert.match(page.url(), /state=mutex&thread=200/);
   },
 
+  async callgraph_levels(page) {
+    const boxes = () => page.evaluate(() => [...document.querySelectorAll("svg.callgraph g.cg-node")].map((g) => [Number(g.getAttribute("transform").match(/\(([\d.]+)/)[1]), g.querySelector("text").textContent]));
+    const columns = async () => {
+      const byX = new Map();
+      for (const [x, name] of await boxes()) byX.set(x, [...(byX.get(x) ?? []), name]);
+      return [...byX.entries()].sort((a, b) => a[0] - b[0]).map(([, names]) => names.sort());
+    };
+    await page.goto(`${base}#/run/2/callgraph?function=run_engine`);
+    await page.locator("svg.callgraph").waitFor();
+    // Two levels by default: main calls run_engine; its callees, and malloc under compute_hot.
+    assert.deepEqual(await columns(), [["main"], ["run_engine"], ["compute_hot", "futex_wait", "operator<<<…>alert(…)<…>", "parse_input"], ["malloc"]]);
+    assert.equal(await page.locator("svg.callgraph path.cg-edge").count(), 6);
+    await page.screenshot({ path: `${artifacts}/callgraph-levels.png`, fullPage: true });
+    await page.locator("a.chip", { hasText: /^1$/ }).click();
+    await page.waitForFunction(() => document.querySelectorAll("svg.callgraph g.cg-node").length === 6);
+    assert.match(page.url(), /depth=1/);
+    assert.deepEqual((await columns()).length, 3);
+    await page.goto(`${base}#/run/2/callgraph?function=run_engine&depth=2`);
+    await page.locator("svg.callgraph g.cg-node", { hasText: "malloc" }).click();
+    await page.locator("h1 .subtitle", { hasText: "malloc" }).waitFor();
+    assert.match(page.url(), /function=malloc&depth=2/);
+    assert.deepEqual(await columns(), [["run_engine"], ["compute_hot"], ["malloc"]]);
+  },
+
   async finding_source(page) {
     await page.goto(`${base}#/run/2/findings`);
     await page.locator("article.finding").first().waitFor();

@@ -28,6 +28,7 @@ FLOWS = (
     "sandwich",
     "flame_filters_and_orderings",
     "threads",
+    "callgraph_levels",
     "finding_source",
     "dark_mode",
     "accessibility",

@@ -2,11 +2,15 @@ import { getJSON } from "../api";
 import { h, message, pct, svg } from "../dom";
 import { nameLink, shortName } from "../names";
 import { href, type Route } from "../router";
+import { type LayerNode, type Layers, layers } from "../callgraph";
+import type { FlameData } from "../flame";
+import { sandwich } from "../sandwich";
 import type { CallGraphDoc, Neighbour, TopDoc } from "../types";
 import { functionLinks } from "./common";
+import { loadFlame } from "./flamepage";
 
 const SHOWN = 12;
-const BOX_W = 300;
+const BOX_W = 230;
 const BOX_H = 34;
 const GAP = 10;
 
@@ -19,7 +23,7 @@ function box(x: number, y: number, name: string, detail: string, link: string | 
     "g",
     { class: `cg-node ${cls}`, transform: `translate(${x},${y})` },
     svg("rect", { width: BOX_W, height: BOX_H, rx: 4 }),
-    svg("text", { x: 8, y: 14 }, label(shortName(name), 44)),
+    svg("text", { x: 8, y: 14 }, label(shortName(name), 34)),
     svg("text", { x: 8, y: 28, class: "cg-detail" }, detail),
     svg("title", {}, name),
   );
@@ -29,38 +33,47 @@ function box(x: number, y: number, name: string, detail: string, link: string | 
   return anchor;
 }
 
-function column(runId: string, rows: Neighbour[], x: number, height: number): { nodes: SVGElement[]; ys: number[] } {
-  const shown = rows.slice(0, SHOWN);
-  const span = shown.length * (BOX_H + GAP) - GAP;
-  const top = (height - span) / 2;
-  const ys = shown.map((_, k) => top + k * (BOX_H + GAP));
-  const nodes = shown.map((r, k) => {
-    const pseudo = r.function.startsWith("[");
-    const link = pseudo ? null : href(`/run/${runId}/callgraph`, { function: r.function });
-    return box(x, ys[k], r.function, `${pct(r.share)} of calls · ${pct(r.total)} of run`, link, pseudo ? "pseudo" : "");
-  });
-  return { nodes, ys };
+const COLUMN_GAP = 70;
+const DEPTHS = [1, 2, 3, 4];
+const MIN_SHARE = 0.005; // functions under 0.5% of the run are left out of the graph
+
+/** One column of boxes, centred on the graph's height; returns their tops. */
+function boxColumn(runId: string, nodes: LayerNode[], x: number, height: number, runTotal: number, depth: number): { boxes: SVGElement[]; ys: number[] } {
+  const span = nodes.length * (BOX_H + GAP) - GAP;
+  const ys = nodes.map((_, k) => (height - span) / 2 + k * (BOX_H + GAP));
+  const boxes = nodes.map((n, k) => box(x, ys[k], n.name, `${pct(n.weight / runTotal)} of run`, href(`/run/${runId}/callgraph`, { function: n.name, depth }), ""));
+  return { boxes, ys };
 }
 
-function drawGraph(runId: string, doc: CallGraphDoc): SVGElement {
-  const rows = Math.max(Math.min(doc.callers.length, SHOWN), Math.min(doc.callees.length, SHOWN), 1);
+/** The columns up to the first empty one (no function of that level is shown). */
+function nonEmpty(columns: LayerNode[][]): LayerNode[][] {
+  const empty = columns.findIndex((c) => c.length === 0);
+  return empty < 0 ? columns : columns.slice(0, empty);
+}
+
+/** Callers to the left (the farthest leftmost), the function in the middle, callees to the right. */
+function drawGraph(runId: string, doc: CallGraphDoc, callers: Layers, callees: Layers, runTotal: number, depth: number): SVGElement {
+  const left = nonEmpty(callers.columns.slice(1)).reverse();
+  const right = nonEmpty(callees.columns.slice(1));
+  const rows = Math.max(1, ...[...left, ...right].map((c) => c.length));
   const height = rows * (BOX_H + GAP) + 20;
-  const width = 3 * BOX_W + 2 * 140;
-  const midX = BOX_W + 140;
+  const x = (column: number) => column * (BOX_W + COLUMN_GAP); // column 0: the farthest caller
+  const centre = left.length;
+  const placed = [...left, [], ...right].map((nodes, c) => boxColumn(runId, nodes, x(c), height, runTotal, depth));
   const midY = (height - BOX_H) / 2;
-  const callers = column(runId, doc.callers, 0, height);
-  const callees = column(runId, doc.callees, midX + BOX_W + 140, height);
-  const edges: SVGElement[] = [];
-  const edge = (x1: number, y1: number, x2: number, y2: number, share: number) =>
-    svg("path", {
-      d: `M${x1},${y1} C${(x1 + x2) / 2},${y1} ${(x1 + x2) / 2},${y2} ${x2},${y2}`,
-      class: "cg-edge",
-      "stroke-width": 1 + 10 * share,
-    });
-  doc.callers.slice(0, SHOWN).forEach((r, k) => edges.push(edge(BOX_W, callers.ys[k] + BOX_H / 2, midX, midY + BOX_H / 2, r.share)));
-  doc.callees.slice(0, SHOWN).forEach((r, k) => edges.push(edge(midX + BOX_W, midY + BOX_H / 2, midX + BOX_W + 140, callees.ys[k] + BOX_H / 2, r.share)));
-  const centre = box(midX, midY, doc.function, `self ${pct(doc.self)} · total ${pct(doc.total)}`, null, "centre");
-  return svg("svg", { class: "callgraph", viewBox: `0 0 ${width} ${height}`, width, height }, ...edges, ...callers.nodes, centre, ...callees.nodes);
+  placed[centre] = { boxes: [box(x(centre), midY, doc.function, `self ${pct(doc.self)} · total ${pct(doc.total)}`, null, "centre")], ys: [midY] };
+  const edge = (c1: number, y1: number, c2: number, y2: number, weight: number) => {
+    const [x1, x2] = [x(c1) + BOX_W, x(c2)];
+    return svg("path", { d: `M${x1},${y1} C${(x1 + x2) / 2},${y1} ${(x1 + x2) / 2},${y2} ${x2},${y2}`, class: "cg-edge", "stroke-width": 1 + 10 * (weight / runTotal) });
+  };
+  const mid = (c: number, k: number) => (c === centre ? midY : placed[c].ys[k]) + BOX_H / 2;
+  const edges = [
+    // a caller edge runs from the caller (farther left) to the function it called
+    ...callers.edges.filter((e) => e.level <= left.length).map((e) => edge(centre - e.level, mid(centre - e.level, e.to), centre - e.level + 1, mid(centre - e.level + 1, e.from), e.weight)),
+    ...callees.edges.filter((e) => e.level <= right.length).map((e) => edge(centre + e.level - 1, mid(centre + e.level - 1, e.from), centre + e.level, mid(centre + e.level, e.to), e.weight)),
+  ];
+  const width = x(placed.length - 1) + BOX_W;
+  return svg("svg", { class: "callgraph", viewBox: `0 0 ${width} ${height}`, width, height }, ...edges, ...placed.flatMap((p) => p.boxes));
 }
 
 function neighbourTable(runId: string, title: string, rows: Neighbour[]): HTMLElement {
@@ -100,11 +113,22 @@ export async function renderCallGraph(app: HTMLElement, runId: string, route: Ro
     );
     return;
   }
-  const doc = await getJSON<CallGraphDoc>(`/api/runs/${runId}/callgraph`, { function: fn });
+  const depth = DEPTHS.includes(Number(route.params.get("depth"))) ? Number(route.params.get("depth")) : 2;
+  const [doc, data] = await Promise.all([getJSON<CallGraphDoc>(`/api/runs/${runId}/callgraph`, { function: fn }), loadFlame(`/api/runs/${runId}/flame`, {})]);
+  const runTotal = data.columns.total[0] || 1;
+  const view = sandwich(data, Uint8Array.from(data.names, (n) => (n === doc.function ? 1 : 0)));
+  const levels = (tree: FlameData) => layers(tree, depth, MIN_SHARE * runTotal, SHOWN);
   app.append(
     h("h1", null, "Call graph", h("span", { class: "subtitle fn" }, doc.function)),
     h("p", null, `self ${pct(doc.self)} · total ${pct(doc.total)} of run ${runId} · `, functionLinks(runId, doc.function)),
-    h("div", { class: "graph-holder" }, drawGraph(runId, doc)),
+    h(
+      "p",
+      { class: "toolbar" },
+      "levels ",
+      DEPTHS.map((d) => h("a", { href: href(`/run/${runId}/callgraph`, { function: doc.function, depth: d }), class: d === depth ? "chip active" : "chip" }, String(d))),
+      h("span", { class: "muted" }, ` functions under ${pct(MIN_SHARE, 1)} of the run left out; click one to centre on it`),
+    ),
+    h("div", { class: "graph-holder" }, drawGraph(runId, doc, levels(view.callers), levels(view.callees), runTotal, depth)),
     h("div", { class: "columns" }, neighbourTable(runId, "Callers", doc.callers), neighbourTable(runId, "Callees", doc.callees)),
   );
 }
