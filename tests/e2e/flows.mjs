@@ -101,6 +101,8 @@ const flows = {
     const text = await page.locator("table.runs").innerText();
     assert.match(text, /\.\/app --input big\.txt/);
     assert.match(text, /12% of CPU time is in glibc malloc\/free/);
+    assert.match(text, /\.\/server --port 8080.*wall\s+1,000 samples · 9,029,117,580 ns/);
+    assert.match(text, /cpu\s+905 samples/);
     await page.locator("table.runs a", { hasText: "./app --input big.txt" }).first().click();
     await page.locator("h1", { hasText: "Run 2" }).waitFor();
     const overview = await page.locator("main").innerText();

@@ -2,6 +2,7 @@ import { getJSON } from "../api";
 import { h, message } from "../dom";
 import { href } from "../router";
 import { newestPair } from "../comparable";
+import { recorded } from "./common";
 import type { RunSummary } from "../types";
 
 function duration(seconds: number | null): string {
@@ -24,7 +25,7 @@ export async function renderRuns(app: HTMLElement): Promise<void> {
       h("td", null, r.started.replace("T", " ").replace("Z", "")),
       h("td", { class: "num" }, duration(r.duration_s)),
       h("td", null, r.mode),
-      h("td", { class: "num" }, r.samples.toLocaleString()),
+      h("td", { class: "num" }, recorded(r.unit, r.samples, r.total)),
       h(
         "td",
         null,
@@ -41,7 +42,7 @@ export async function renderRuns(app: HTMLElement): Promise<void> {
       h(
         "thead",
         null,
-        h("tr", null, ["run", "command", "started (UTC)", "duration", "mode", "samples", "top finding"].map((t) => h("th", null, t))),
+        h("tr", null, ["run", "command", "started (UTC)", "duration", "mode", "recorded", "top finding"].map((t) => h("th", null, t))),
       ),
       h("tbody", null, rows),
     ),
