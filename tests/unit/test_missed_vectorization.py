@@ -69,3 +69,31 @@ def test_advice_follows_the_first_known_reason() -> None:
     assert advice_for(Remark("x.c", 1, 1, False, "loop not vectorized")).startswith(
         "see the reasons"
     )
+
+
+def test_gcc_remarks_of_a_gcc_binary_are_used_and_outer_loops_left_out() -> None:
+    unit = report()
+    unit.loops.append((40, 50))
+    unit.builder_remarks = [
+        Remark(
+            str(SOURCE), 10, 5, False, "loop not vectorized", ["control flow in loop"], "GCC 12"
+        ),
+        Remark(str(SOURCE), 40, 5, False, "loop not vectorized", ["unsupported use"], "GCC 12"),
+        Remark(str(SOURCE), 44, 5, False, "loop not vectorized", [], "GCC 12"),
+        Remark(
+            str(SOURCE),
+            30,
+            5,
+            False,
+            "loop not vectorized",
+            ["loop nest containing two or more consecutive inner loops cannot be vectorized"],
+            "GCC 12",
+        ),
+    ]
+    unit.loops.append((44, 45))
+    findings = missed_loops(unit, None)
+    assert [(f.line, f.rule) for f in findings] == [
+        (10, "missed-vectorization.gcc"),
+        (44, "missed-vectorization.gcc"),
+    ]
+    assert findings[0].title.startswith("GCC 12 did not vectorize the loop at loops.cc:10")

@@ -101,6 +101,8 @@ BLOCKERS = {
         "inline assembly keeps the loop scalar: move it out of the loop, or use intrinsics",
     ),
 }
+# GCC's reasons for not vectorising an outer loop (clang reports innermost loops only).
+OUTER_LOOP_REASONS = ("loop nest containing", "multiple nested loops", "outer-loop")
 DEFAULT_ADVICE = "see the reasons the compiler gave and simplify the loop body accordingly"
 CONFIDENCE = 0.5
 # A vectorised loop is typically 2-4x faster than the scalar one (saving half or
@@ -135,11 +137,22 @@ def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
         if any(first <= remark.line <= last for first, last in explained):
             continue
         span = report.loop_at(remark.line)
+        if _outer_loop(report, span, remark):
+            continue  # GCC reports outer loops too: their inner loops are the work
         share = hot.share(remark.file, *span) if hot is not None else 0.0
         if hot is not None and share < MIN_SHARE:
             continue
         findings.append(_finding(report, remark, share, blocked.get(span)))
     return findings
+
+
+def _outer_loop(report: UnitReport, span: tuple[int, int], remark: Remark) -> bool:
+    """Does the loop hold others — in its source, or inlined into it (GCC: "loop nest
+    containing two or more consecutive inner loops")?"""
+    if any(reason.startswith(OUTER_LOOP_REASONS) for reason in remark.reasons):
+        return True
+    first, last = span
+    return any(first <= a and b <= last and (a, b) != span for a, b in report.loops)
 
 
 def advice_for(remark: Remark) -> str:
