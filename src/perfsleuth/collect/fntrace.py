@@ -88,12 +88,17 @@ def build(compiler: str, libs: list[Path], folder: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def argv(program: str, args: list[str], entry: int, out_fd: int, log_file: str) -> list[str]:
+def argv(
+    program: str, args: list[str], entry: int, out_fd: int, log_file: str, max_calls: int
+) -> list[str]:
+    """max_calls: the calls written out as each ends, so the reader can stop the
+    program at once (0: written in blocks only)."""
     return [
         valgrind_binary(),
         f"--tool={TOOL}",
         f"--entry={entry:#x}",
         f"--out-fd={out_fd}",
+        f"--max-calls={max_calls}",
         f"--log-file={log_file}",
         "--",
         program,

@@ -111,7 +111,8 @@ def record(
         if tool is not None:
             program = cmd[0] if "/" in cmd[0] else target.executable
             entry = target.start + target.base
-            argv = fntrace.argv(program, cmd[1:], entry, write_fd, log_file)
+            flushed = 0 if run_to_end else max_calls
+            argv = fntrace.argv(program, cmd[1:], entry, write_fd, log_file, flushed)
             env["VALGRIND_LIB"] = tool
             cutter = fntrace.RecordCutter(max_calls, line_size, observer, not run_to_end)
         else:
