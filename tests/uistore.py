@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from perfsleuth.formats.py_spy import PYTHON_DSO_PREFIX
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.store.runs import Store
@@ -102,9 +103,14 @@ EXPERIMENT = {
 
 
 def add_other_run(store: Store) -> None:
-    """Run 3: a wall-clock run of another program, in ns; not comparable with runs 1 and 2."""
+    """Run 3: a wall-clock run of another program, in ns; not comparable with runs 1 and 2.
+    Its request handler is a Python function (as py-spy reads one), so the flame graph
+    has a Python frame to colour."""
     builder = ProfileBuilder(unit="ns")
-    builder.add([Frame("serve_forever", "/usr/bin/server")], 9_029_117_580.0, count=1000)
+    serve = Frame("serve_forever", "/usr/bin/server")
+    handler = Frame("handle_request", f"{PYTHON_DSO_PREFIX}app]", "/srv/app.py", 12)
+    builder.add([serve], 8_029_117_580.0, count=900)
+    builder.add([handler, serve], 1_000_000_000.0, count=100)
     info = RunInfo(command="./server --port 8080", cwd="/", mode="wall")
     run = store.add_run(info, Recording(builder.build(), duration_s=9.0))
     store.put_document(run.id, "findings", "advisor", [])  # advised, nothing found

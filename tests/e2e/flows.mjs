@@ -541,6 +541,19 @@ const flows = {
     assert.equal(await page.locator("h1 .subtitle").count(), 0, "no ratio of totals in different units");
   },
 
+  async python_frames(page) {
+    // Run 3's handle_request is a Python frame: its own colour, named in the legend.
+    await page.goto(`${base}#/run/3/flame`);
+    await page.locator(".legend-item", { hasText: "Python" }).waitFor();
+    assert.deepEqual(await page.locator(".legend-item").allInnerTexts(), ["function (warm, by name)", "inlined", "kernel", "Python", "search match"]);
+    const point = await framePoint(page, "handle_request");
+    assertSameColour(await pixelAt(page, point), await legendColour(page, "Python"), "a Python frame");
+    await page.mouse.move(point.x, point.y);
+    await page.locator(".flame-tip", { hasText: "total" }).waitFor();
+    assert.match(await page.locator(".flame-tip .tip-name").innerText(), /^handle_request \(Python\)$/);
+    await page.screenshot({ path: `${artifacts}/flame-python.png`, fullPage: true });
+  },
+
   async overview_facts(page) {
     await page.goto(`${base}#/run/3`);
     await page.locator("table.facts").waitFor();

@@ -22,6 +22,7 @@ FLOWS = (
     "open_run",
     "flame_search",
     "inlined_in_flame",
+    "python_frames",
     "flame_zoom",
     "flame_resize_and_regex",
     "flame_focus_ignore_hide",
@@ -104,7 +105,7 @@ def flow_results(servers: list[str]) -> dict[str, dict]:
         ["node", str(Path(__file__).with_name("flows.mjs")), *servers],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # a bound for a loaded machine, not a measurement
     )
     results = {}
     for line in done.stdout.splitlines():

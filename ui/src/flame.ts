@@ -23,12 +23,13 @@ export interface FlameData {
 }
 
 /** What `data.kind` holds per name. */
-const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2 } as const;
+const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2, Python: 3 } as const;
 type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 const KIND_SUFFIX: [string, FrameKind][] = [
   ["_[i]", FrameKind.Inlined],
   ["_[k]", FrameKind.Kernel],
+  ["_[py]", FrameKind.Python],
 ];
 
 /** Splits the server's labels (views/flame.frame_label) into names and kinds. */
@@ -46,7 +47,12 @@ function splitKinds(labels: string[]): { names: string[]; kind: Uint8Array } {
   return { names, kind };
 }
 
-export const KIND_LABEL = ["", "inlined", "kernel"];
+export const KIND_LABEL = ["", "inlined", "kernel", "Python"];
+
+/** Whether the graph has Python frames (a py-spy run), which get a colour of their own. */
+export function hasPython(data: FlameData): boolean {
+  return data.kind.includes(FrameKind.Python);
+}
 
 export function decodeFlame(buffer: ArrayBuffer): FlameData {
   const headerLength = new DataView(buffer).getUint32(0, true);
@@ -495,8 +501,9 @@ const COLOURS: string[] = [
   "#e8e8e8", // not a match while searching
   hsl(215, 35, 68), // kernel frames: cool, apart from the warm functions
   hsl(175, 45, 60), // inlined frames
+  hsl(95, 45, 55), // Python frames, apart from the native ones they call
 ];
-const [ROOT, MATCH, DIMMED, KERNEL, INLINED] = [0, 1, 2, 3, 4];
+const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON] = [0, 1, 2, 3, 4, 5];
 const CURSOR = "#1d2330";
 const NAMED = COLOURS.length;
 for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));
@@ -509,16 +516,19 @@ for (let k = -STEPS; k <= STEPS; k++) {
 }
 
 /** The colours `colouring` paints, as [what it means, CSS colour], for a legend. */
-export function legend(colouring: Colouring): [string, string][] {
+export function legend(colouring: Colouring, python = false): [string, string][] {
   const match: [string, string] = ["search match", COLOURS[MATCH]];
   if (colouring === "offcpu") return [["on-CPU", COLOURS[OFF_CPU]], ["off-CPU", COLOURS[OFF_CPU + STEPS]], match];
   if (colouring === "diff") return [["grew", COLOURS[DIFF + 2 * STEPS]], ["shrank", COLOURS[DIFF]], match];
-  return [["function (warm, by name)", COLOURS[NAMED + 1]], ["inlined", COLOURS[INLINED]], ["kernel", COLOURS[KERNEL]], match];
+  const kinds: [string, string][] = [["inlined", COLOURS[INLINED]], ["kernel", COLOURS[KERNEL]]];
+  if (python) kinds.push(["Python", COLOURS[PYTHON]]);
+  return [["function (warm, by name)", COLOURS[NAMED + 1]], ...kinds, match];
 }
 
 function nameColour(name: string, kind: number): number {
   if (kind === FrameKind.Kernel) return KERNEL;
   if (kind === FrameKind.Inlined) return INLINED;
+  if (kind === FrameKind.Python) return PYTHON;
   let hash = 0;
   for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
   return NAMED + (Math.abs(hash) % (NAME_HUES * NAME_SHADES));

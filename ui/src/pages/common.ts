@@ -154,11 +154,11 @@ export function stateThreadSelects(run: RunDetail, params: URLSearchParams, page
 }
 
 /** The meaning of every colour the graph paints with `colouring`. */
-export function colourLegend(colouring: Colouring): HTMLElement {
+export function colourLegend(colouring: Colouring, python = false): HTMLElement {
   return h(
     "span",
     { class: "legend", "aria-label": "colours" },
-    legend(colouring).map(([label, colour]) => h("span", { class: "legend-item" }, h("i", { style: `background:${colour}` }), label)),
+    legend(colouring, python).map(([label, colour]) => h("span", { class: "legend-item" }, h("i", { style: `background:${colour}` }), label)),
   );
 }
 

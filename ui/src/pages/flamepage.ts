@@ -1,6 +1,6 @@
 import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
-import { decodeFlame, FlameGraph, matcher, selfWeight, type FlameData } from "../flame";
+import { decodeFlame, FlameGraph, hasPython, matcher, selfWeight, type FlameData } from "../flame";
 import { applyFilters, type FlameFilters } from "../flamefilter";
 import { shortName } from "../names";
 import { replaceParams, type Route } from "../router";
@@ -199,7 +199,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       toggle("left-heavy", "order", "heavy", params.get("order") === "heavy", (v) => timed("redraw", () => graph.setOrder(v))),
       stateThreadSelects(run, params, "flame"),
       hasOff ? toggle("colour by frame kind", "colour", "name", colouring === "name", rerender) : null,
-      colourLegend(colouring),
+      colourLegend(colouring, hasPython(fetched)),
       " ",
       searchInfo,
     ),
