@@ -55,3 +55,11 @@ def test_vectorized_loops_are_recognised() -> None:
     loop = remark("vec.c", 2, 2)
     assert loop is not None and loop.vectorized
     assert loop.describe() == "GCC 12: loop vectorized using 16 byte vectors"
+
+
+def test_a_runtime_alias_check_gcc_would_need_is_a_reason_but_not_a_reload() -> None:
+    # GCC says it of two pointers that may overlap (out and in.data() of a
+    # string_view copy too), not of a value re-read: the machine code decides.
+    loop = remark("containers.cc", 168, 168)
+    assert "would need a runtime alias check" in loop.reasons
+    assert not loop.memory_reason

@@ -29,7 +29,8 @@ REMARK_LINE = re.compile(
 LOOP_MISSED = "couldn't vectorize loop"
 LOOP_VECTORIZED = "loop vectorized"
 REASON_PREFIX = "not vectorized: "
-COST_REASON = "Loop costings not worthwhile"
+# Reasons GCC gives without that prefix.
+BARE_REASONS = ("Loop costings not worthwhile", "would need a runtime alias check")
 
 
 def gcc_major(producer: str) -> str | None:
@@ -83,7 +84,7 @@ def _explains(loop: Remark, where: tuple[str, int, int], message: str) -> bool:
     file (at the loop, at the statement at fault, or at a variable's declaration); a
     statement of an inlined library function that the basic-block vectoriser reports
     next is not one."""
-    return message.startswith((REASON_PREFIX, COST_REASON)) and where[0] == loop.file
+    return message.startswith((REASON_PREFIX, *BARE_REASONS)) and where[0] == loop.file
 
 
 def _reason(message: str) -> str:
