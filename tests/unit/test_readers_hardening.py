@@ -188,6 +188,18 @@ def test_callgrind_cut_in_half_is_refused(tmp_path: Path) -> None:
         read_any(cut)
 
 
+def test_cachegrind_cut_short_is_refused(tmp_path: Path) -> None:
+    """cachegrind writes its summary: last, so a cut file has none to check against."""
+    text = (CALLGRIND.parent / "cachegrind.out.hot").read_text()
+    cut = tmp_path / "cachegrind.out.cut"
+    cut.write_text(text[: text.rindex("summary:")])
+    with pytest.raises(UserError, match=r"no summary: or totals: line.*the file is cut short"):
+        read_any(cut)
+    whole = tmp_path / "cachegrind.out.whole"
+    whole.write_text(text)
+    assert read_any(whole)[0].num_samples > 0
+
+
 @pytest.mark.parametrize("cost", ["-5", "1" + "0" * 40])
 def test_callgrind_costs_out_of_range(tmp_path: Path, cost: str) -> None:
     path = tmp_path / "callgrind.out.1"

@@ -47,6 +47,7 @@ Chain = tuple[int, ...]  # frame ids of the callers above a function, innermost 
 TRUNCATED = Frame("[callers truncated]")
 # Headers kept in Profile.meta; the others (desc:, event:, version:, ...) are not needed.
 META_KEYS = ("cmd", "pid", "creator", "thread")
+VALGRIND_CREATORS = ("callgrind", "cachegrind")
 # Name compression: which tables the name-carrying keys share.
 NAME_KINDS = {
     "fl": "file",
@@ -158,6 +159,7 @@ class _Parser:
         self.cob: str | None = None
         self.prev: list[int] = [0]
         self.declared: list[int] = []  # the summary:/totals: line, to check the costs against
+        self.by_valgrind = False  # valgrind always writes a summary: or totals: line
 
     def fail(self, what: str) -> NoReturn:
         raise UserError(f"{self.name}:{self.line_number}: {what}; the file is corrupt")
@@ -230,6 +232,8 @@ class _Parser:
                 self.data.totals = self.declared = self.numbers(value.split())
         elif key in META_KEYS:
             self.data.meta.setdefault(key, value)
+        if key == "desc" or (key == "creator" and value.startswith(VALGRIND_CREATORS)):
+            self.by_valgrind = True
 
     def numbers(self, tokens: list[str]) -> list[int]:
         try:
@@ -296,6 +300,11 @@ class _Parser:
         if not data.events:
             raise UserError(
                 f"{self.name}: no events: header; pass a callgrind.out or cachegrind.out file"
+            )
+        if self.by_valgrind and not self.declared:
+            raise UserError(
+                f"{self.name}: no summary: or totals: line, which valgrind writes at the end; "
+                "the file is cut short, record it again"
             )
         costs = _sum_costs(data.self_costs, len(data.events))
         for event, declared, cost in zip(data.events, self.declared, costs, strict=False):
