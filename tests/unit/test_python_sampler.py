@@ -3,8 +3,16 @@ replace perf's samples of a process in a window without counting it twice."""
 
 from __future__ import annotations
 
-from perfsleuth.agent.python_sampler import apportion, is_cpython, with_python_stacks
-from perfsleuth.model.fleet import Process
+from pathlib import Path
+
+from perfsleuth.agent.python_sampler import (
+    PythonSampler,
+    RunStacks,
+    apportion,
+    is_cpython,
+    with_python_stacks,
+)
+from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 
 EVAL = Frame("_PyEval_EvalFrameDefault", dso="libpython3.11.so.1.0")
@@ -73,3 +81,20 @@ def test_cpython_is_told_by_its_executable_or_libpython() -> None:
     assert is_cpython(Process(exe="/usr/bin/uwsgi", libraries=("/usr/lib/libpython3.11.so.1.0",)))
     assert not is_cpython(Process(exe="/usr/bin/python-config-helper"))
     assert not is_cpython(Process(exe="/usr/bin/hotspots", libraries=("/usr/lib/libz.so.1",)))
+
+
+def test_a_window_takes_the_runs_that_overlap_it_else_the_nearest_within_a_window(
+    tmp_path: Path,
+) -> None:
+    sampler = PythonSampler(tmp_path, rate=19, window_s=10, max_processes=0, log=print)
+    first, second = spy_run(), spy_run()
+    sampler.done = {10: [RunStacks(first, 100.0, 109.0), RunStacks(second, 109.5, 118.5)]}
+
+    def leaves(start: float, end: float) -> int:
+        merged = sampler.merge(Window("w", start, end, perf_window(), rate_hz=19)).profile
+        return sum(c for stack, _, c, _, _ in merged.rows() if merged.frames[stack[0]] == DUMPS)
+
+    assert leaves(100, 110) == 7  # both runs overlap it: their mix, perf's count
+    assert leaves(118.7, 128.7) == 7  # none overlaps: the second, 0.2 s before it
+    assert sampler.sampled == 2  # each run counted once, however many windows it served
+    assert leaves(129, 139) == 0 and not sampler.done  # over a window away: perf's samples

@@ -11,9 +11,9 @@ that a run and the start of the next fit in a window): py-spy writes its raw out
 only when a recording ends and cannot rotate it, and `py-spy dump` starts afresh
 for each stack. A run costs its start (about 0.06 s of CPU here: the interpreter's
 symbols and the DSOs' unwind tables) and about 0.016 s of CPU per second sampled at
-19 Hz; with 10 s windows, about 2% of one core per sampled process. `--native`
-pauses the process for each sample (19 short stops a second at the agent's default
-rate). Hence a cap (`--python-processes`, default 3): every quarter window the
+19 Hz; with 10 s windows, 2.5% of one core per sampled process (docs/python.md has
+the agent's measured cost). `--native` pauses the process for each sample (19 short
+stops a second at the agent's default rate). Hence a cap (`--python-processes`, default 3): every quarter window the
 busiest CPython processes by CPU time since the last choice are chosen, and each
 chosen one always has a run going; idle ones, and the agent itself, are not sampled.
 
@@ -21,12 +21,13 @@ Not counted twice: perf stays the measure of CPU time. In a window, the samples
 perf took of a process py-spy sampled are replaced by py-spy's stacks, scaled so
 that the process keeps perf's sample count and CPU time (py-spy's own counts are
 not CPU time: it counts a thread waiting for a CPU as active, and misses the
-moments between two of its runs). Its threads keep the comm perf gave them. A run
-is merged into the first window converted after it ended, so the Python stacks
-can be up to one window older than perf's counts (steady services do not notice;
-a process changing phase shows the previous window's mix for a window). A process
-perf saw but no run finished for keeps its native samples in that window; kernel
-frames of a sampled process are lost (py-spy reads user stacks only).
+moments between two of its runs). Its threads keep the comm perf gave them. A
+window takes the stacks of the runs that overlap it in time (a run ends when
+py-spy writes its output), else of the nearest run less than a window away, so an
+agent converting windows late still pairs each with its own seconds; a run often
+serves two windows. A process with no run that near keeps its native samples in
+that window; kernel frames of a sampled process are lost (py-spy reads user
+stacks only).
 
 A process py-spy cannot read (permission, a version it does not know, not CPython
 after all) is skipped with a counted warning and not tried again while it lives;
@@ -68,6 +69,17 @@ class _Run:
     spy: SpyRun
     stat: ProcStat
     name: str
+    started: float  # unix time
+
+
+@dataclass
+class RunStacks:
+    """What one run saw, over [start, end) (unix times)."""
+
+    profile: Profile
+    start: float
+    end: float
+    used: bool = False
 
 
 def is_cpython(process: Process) -> bool:
@@ -103,6 +115,7 @@ class PythonSampler:
         self.rate = rate
         # a run and the start of the next one fit in a window: every window gets one
         self.duration = max(1, window_s - 1)
+        self.window_s = window_s
         self.rank_every = max(1.0, window_s / 4)
         self.next_rank = 0.0
         self.max_processes = max_processes
@@ -113,7 +126,7 @@ class PythonSampler:
         self.chosen: dict[int, str] = {}  # pid -> name: the processes to sample
         self.refused: dict[int, int] = {}  # pid -> its start time
         self.runs: dict[int, _Run] = {}
-        self.done: dict[int, list[Profile]] = {}
+        self.done: dict[int, list[RunStacks]] = {}  # pid -> finished runs, oldest first
         self.sampled = 0  # runs whose stacks reached a window
         self.skipped = 0
         self.cpu_s = 0.0
@@ -170,7 +183,7 @@ class PythonSampler:
         assert self.tool is not None
         self.workdir.mkdir(parents=True, exist_ok=True)
         spy = start_spy(self.tool, pid, self.rate, self.duration, self.workdir / f"{pid}.txt")
-        self.runs[pid] = _Run(spy, stat, name)
+        self.runs[pid] = _Run(spy, stat, name, time.time())
 
     def _reap(self) -> None:
         for pid, run in list(self.runs.items()):
@@ -185,7 +198,9 @@ class PythonSampler:
         spy = run.spy
         try:
             if spy.out.exists() and spy.out.stat().st_size:
-                self.done.setdefault(pid, []).append(py_spy.read(spy.out, freq=self.rate))
+                end = spy.out.stat().st_mtime  # py-spy writes its output as its run ends
+                seen = RunStacks(py_spy.read(spy.out, freq=self.rate), run.started, end)
+                self.done.setdefault(pid, []).append(seen)
             elif spy.proc.returncode != 0:
                 self._skip(pid, run)
         except UserError as e:
@@ -222,15 +237,34 @@ class PythonSampler:
     # -- windows ----------------------------------------------------------------
 
     def merge(self, window: Window) -> Window:
-        """The window with the stacks of the runs that ended since the last one."""
+        """The window with the stacks of each process's runs that overlap it, else of
+        its nearest run less than a window away (windows come in order, so runs that
+        ended a window before this one started are forgotten)."""
         self._reap()
-        done, self.done = self.done, {}
         pids = {t.pid for t in window.profile.threads}
-        spied = {pid: _merged(found) for pid, found in done.items() if pid in pids}
-        self.sampled += sum(len(done[pid]) for pid in spied)
+        spied: dict[int, Profile] = {}
+        for pid, runs in list(self.done.items()):
+            kept = [r for r in runs if r.end > window.start - self.window_s]
+            self.done[pid] = kept
+            if not kept:
+                del self.done[pid]
+            elif pid in pids and (stacks := self._stacks_for(kept, window)) is not None:
+                spied[pid] = stacks
         if not spied:
             return window
         return replace(window, profile=with_python_stacks(window.profile, spied))
+
+    def _stacks_for(self, runs: list[RunStacks], window: Window) -> Profile | None:
+        def gap(r: RunStacks) -> float:
+            return max(window.start - r.end, r.start - window.end, 0.0)
+
+        use = [r for r in runs if gap(r) == 0] or [min(runs, key=gap)]
+        if gap(use[0]) >= self.window_s:
+            return None
+        self.sampled += sum(not r.used for r in use)
+        for r in use:
+            r.used = True
+        return _merged([r.profile for r in use])
 
     def metrics(self) -> dict[str, float | int]:
         return {
