@@ -333,8 +333,8 @@ class Agent:
         c = self.config
         self.log(
             f"sampling every CPU at {c.freq} Hz with {c.call_graph} stacks, one window every "
-            f"{c.window_s}s to {c.server} as {self.labels}; Python frames of the "
-            f"{c.python_processes} busiest CPython processes by py-spy; spool {c.spool} "
+            f"{c.window_s}s to {c.server} as {self.labels}; {self.python.describe()}; "
+            f"spool {c.spool} "
             f"(at most {c.max_spool_bytes >> 20} MB, {len(self.spool.pending())} waiting)"
         )
 

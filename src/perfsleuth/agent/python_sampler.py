@@ -13,9 +13,10 @@ for each stack. A run costs its start (about 0.06 s of CPU here: the interpreter
 symbols and the DSOs' unwind tables) and about 0.016 s of CPU per second sampled at
 19 Hz; with 10 s windows, 2.5% of one core per sampled process (docs/python.md has
 the agent's measured cost). `--native` pauses the process for each sample (19 short
-stops a second at the agent's default rate). Hence a cap (`--python-processes`, default 3): every quarter window the
-busiest CPython processes by CPU time since the last choice are chosen, and each
-chosen one always has a run going; idle ones, and the agent itself, are not sampled.
+stops a second at the agent's default rate). Hence a cap (`--python-processes`,
+default 3): every quarter window the busiest CPython processes by CPU time since the
+last choice are chosen, and each chosen one always has a run going; idle ones, and
+the agent itself, are not sampled.
 
 Not counted twice: perf stays the measure of CPU time. In a window, the samples
 perf took of a process py-spy sampled are replaced by py-spy's stacks, scaled so
@@ -265,6 +266,11 @@ class PythonSampler:
         for r in use:
             r.used = True
         return _merged([r.profile for r in use])
+
+    def describe(self) -> str:
+        if self.tool is None:
+            return "no Python frames"
+        return f"Python frames of the {self.max_processes} busiest CPython processes by py-spy"
 
     def metrics(self) -> dict[str, float | int]:
         return {
