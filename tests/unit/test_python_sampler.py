@@ -3,6 +3,8 @@ replace perf's samples of a process in a window without counting it twice."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from perfsleuth.agent.python_sampler import (
@@ -98,3 +100,19 @@ def test_a_window_takes_the_runs_that_overlap_it_else_the_nearest_within_a_windo
     assert leaves(118.7, 128.7) == 7  # none overlaps: the second, 0.2 s before it
     assert sampler.sampled == 2  # each run counted once, however many windows it served
     assert leaves(129, 139) == 0 and not sampler.done  # over a window away: perf's samples
+
+
+def test_the_agents_own_children_are_never_chosen(tmp_path: Path) -> None:
+    """The agent's perf maps libpython (for perf script) but runs no interpreter."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler = PythonSampler(tmp_path, rate=19, window_s=10, max_processes=3, log=print)
+        embedding = ("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",)
+        processes = {
+            pid: Process(exe="/usr/bin/perf", libraries=embedding) for pid in (1, child.pid)
+        }
+        sampler._busiest(processes)
+        assert 1 in sampler.seen and child.pid not in sampler.seen
+    finally:
+        child.kill()
+        child.wait()

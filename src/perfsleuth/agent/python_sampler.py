@@ -63,6 +63,7 @@ REFUSALS = ("cannot read", "is not a CPython")
 class ProcStat:
     start: int  # clock ticks after boot: tells a reused pid apart
     cpu_ticks: int
+    parent: int
 
 
 @dataclass
@@ -96,8 +97,10 @@ def proc_stat(pid: int) -> ProcStat | None:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    # after "pid (comm)": utime is field 14, stime 15, starttime 22
-    return ProcStat(start=int(fields[19]), cpu_ticks=int(fields[11]) + int(fields[12]))
+    # after "pid (comm)": ppid is field 4, utime 14, stime 15, starttime 22
+    return ProcStat(
+        start=int(fields[19]), cpu_ticks=int(fields[11]) + int(fields[12]), parent=int(fields[1])
+    )
 
 
 class PythonSampler:
@@ -163,7 +166,11 @@ class PythonSampler:
         now = {
             pid: stat
             for pid, process in processes.items()
-            if pid != self.own and is_cpython(process) and (stat := proc_stat(pid)) is not None
+            if pid != self.own
+            and is_cpython(process)
+            and (stat := proc_stat(pid)) is not None
+            # the agent's own perf maps libpython (for perf script) but runs no interpreter
+            and stat.parent != self.own
         }
         before, self.seen = self.seen, now
         self.refused = {
