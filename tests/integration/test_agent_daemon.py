@@ -148,8 +148,11 @@ def test_windows_reach_the_store_and_the_fleet_top_shows_the_hot_function(
         agent.kill()
         collector.stop()
     assert "own cost" in log and "stopped:" in log
-    functions = [row["function"] for row in top["rows"][:3]]
-    assert "compute_a" in functions or "work" in functions, top["rows"][:5]
+    # mix, inlined into compute_a/b/c, carries ~88% self (compute_a ~50% without inlines);
+    # the rest lie within a few points, too close to rank at 19 Hz over three 2 s windows
+    functions = [row["function"] for row in top["rows"]]
+    assert functions[0] in ("mix", "compute_a"), top["rows"][:5]
+    assert {"compute_a", "work"} <= set(functions), top["rows"][:5]
     # DWARF unwinding: a binary without frame pointers still has whole stacks
     hot = [line for line in folded.splitlines() if "compute_a" in line]
     assert hot and all(";main;" in line for line in hot), hot[:3]

@@ -63,8 +63,10 @@ def test_json_example_agrees_with_py_spy_and_json_finding_is_first(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     expected = python_totals(raw, "json_heavy.py")
     rows = {r["function"]: r for r in top_json(store, "--total")["rows"]}
+    # total_quantity is ~2% of a ~120-sample run: some runs catch none of it, in both
+    shown = {name: row["total"] for name, row in rows.items()}
     for function in ("serialize", "parse", "total_quantity"):
-        assert abs(rows[function]["total"] - expected[function]) <= 0.03, function
+        assert abs(shown.get(function, 0.0) - expected.get(function, 0.0)) <= 0.03, function
     assert rows["serialize"]["dso"] == "[python:json_heavy]"
 
     recorded = tmp_path / "recorded"
