@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from mutations import mutated
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_data
@@ -28,25 +28,6 @@ EXAMPLES = int(os.environ.get("PERFSLEUTH_FUZZ_EXAMPLES", "200"))
 # Header fields (sizes, offsets, feature bits) and the first records, where a byte
 # changes what the reader believes about the rest of the file.
 HOT_SPAN = 1024
-
-
-@st.composite
-def mutated(draw: st.DrawFn) -> bytes:
-    data = bytearray(SEED)
-    for _ in range(draw(st.integers(1, 6))):
-        span = draw(st.sampled_from([HOT_SPAN, len(data)]))
-        pos = draw(st.integers(0, max(0, min(span, len(data)) - 1)))
-        edit = draw(st.sampled_from(["replace", "insert", "delete", "truncate"]))
-        chunk = draw(st.binary(min_size=1, max_size=8))
-        if edit == "replace":
-            data[pos : pos + len(chunk)] = chunk
-        elif edit == "insert":
-            data[pos:pos] = chunk
-        elif edit == "delete":
-            del data[pos : pos + len(chunk)]
-        else:
-            del data[pos:]
-    return bytes(data)
 
 
 def check(blob: bytes, native: bool) -> None:
@@ -71,7 +52,7 @@ def fuzz(examples: int) -> settings:
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(not perf_data.native_available(), reason="the native reader is not built")
 @fuzz(EXAMPLES)
-@given(blob=mutated())
+@given(blob=mutated(SEED, HOT_SPAN))
 def test_native_reader_never_panics(blob: bytes) -> None:
     check(blob, native=True)
 
@@ -79,6 +60,6 @@ def test_native_reader_never_panics(blob: bytes) -> None:
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(shutil.which("perf") is None, reason="needs Linux perf")
 @fuzz(max(5, EXAMPLES // 20))
-@given(blob=mutated())
+@given(blob=mutated(SEED, HOT_SPAN))
 def test_perf_script_reader_never_crashes(blob: bytes) -> None:
     check(blob, native=False)

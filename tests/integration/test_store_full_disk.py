@@ -3,13 +3,13 @@ and the next write works. A small tmpfs is mounted inside the test (root only)."
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tmpfs
 
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
@@ -22,19 +22,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs.small_disk(tmp_path / "disk", "6m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True, timeout=60)
 
 
 def profile(functions: int) -> Profile:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mutations import mutated
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import read_any
@@ -34,25 +35,6 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-@st.composite
-def mutated(draw: st.DrawFn, seed: bytes) -> bytes:
-    """`seed` with a few bytes replaced, inserted or cut, or cut short."""
-    data = bytearray(seed)
-    for _ in range(draw(st.integers(0, 8))):
-        pos = draw(st.integers(0, len(data)))
-        edit = draw(st.sampled_from(["replace", "insert", "delete", "truncate"]))
-        chunk = draw(st.binary(min_size=1, max_size=8))
-        if edit == "replace":
-            data[pos : pos + len(chunk)] = chunk
-        elif edit == "insert":
-            data[pos:pos] = chunk
-        elif edit == "delete":
-            del data[pos : pos + len(chunk)]
-        else:
-            del data[pos:]
-    return bytes(data)
 
 
 TEXT_PIECES = st.sampled_from(

@@ -31,6 +31,19 @@ DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """--store and --endpoint, as every command on the fleet store takes them."""
+    parser.add_argument(
+        "--store",
+        default=argparse.SUPPRESS,
+        metavar="PATH_OR_URL",
+        help="the fleet store: a folder or s3://bucket/prefix (default: .perfsleuth/fleet)",
+    )
+    parser.add_argument(
+        "--endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name, help_text, add, handler in (
@@ -46,15 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("expire", "delete partitions older than a duration", _add_expire, _expire),
     ):
         verb = verbs.add_parser(name, help=help_text, description=help_text)
-        verb.add_argument(
-            "--store",
-            default=argparse.SUPPRESS,
-            metavar="PATH_OR_URL",
-            help="the fleet store: a folder or s3://bucket/prefix (default: .perfsleuth/fleet)",
-        )
-        verb.add_argument(
-            "--endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"
-        )
+        add_store_arguments(verb)
         add(verb)
         verb.set_defaults(fleet_handler=handler)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..store.fleet import FleetStore, fleet_root
+from .fleet import add_store_arguments
 
 NAME = "symbols"
 HELP = "upload symbols (an unstripped binary or a .debug file) to name unknown fleet frames"
@@ -24,15 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "library or a .debug file with a GNU build-id) in the fleet store, so that fleet "
         "queries name the frames of that build-id the hosts could not",
     )
-    upload.add_argument(
-        "--store",
-        default=argparse.SUPPRESS,
-        metavar="PATH_OR_URL",
-        help="the fleet store: a folder or s3://bucket/prefix (default: .perfsleuth/fleet)",
-    )
-    upload.add_argument(
-        "--endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"
-    )
+    add_store_arguments(upload)
     upload.add_argument("files", nargs="+", metavar="FILE")
 
 
