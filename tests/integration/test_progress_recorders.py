@@ -9,26 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from recorded_progress import Recorded
 
 from perfsleuth.collect.cache import record_cache
 from perfsleuth.collect.options import RecordOptions
 from perfsleuth.collect.valgrind import record_count
 
 pytestmark = pytest.mark.integration
-
-
-class Recorded:
-    """A Progress that keeps what it was told."""
-
-    def __init__(self) -> None:
-        self.phases: list[tuple[str, int | None]] = []
-        self.done = 0
-
-    def phase(self, name: str, total: int | None = None) -> None:
-        self.phases.append((name, total))
-
-    def advance(self, done: int = 1) -> None:
-        self.done += done
 
 
 def test_cache_mode_counts_the_calls_it_keeps(examples_built: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from recorded_progress import Recorded
 from rich.console import Console
 
 from perfsleuth.experiments.runner import Side, measure
@@ -14,20 +15,6 @@ from perfsleuth.model.progress import SILENT
 from perfsleuth.present.progress import display
 
 FOLDED = Path(__file__).resolve().parents[1] / "fixtures" / "hot.folded"
-
-
-class Recorded:
-    """A Progress that keeps what it was told."""
-
-    def __init__(self) -> None:
-        self.phases: list[tuple[str, int | None]] = []
-        self.done = 0
-
-    def phase(self, name: str, total: int | None = None) -> None:
-        self.phases.append((name, total))
-
-    def advance(self, done: int = 1) -> None:
-        self.done += done
 
 
 def _shown(quiet: bool = False, terminal: bool = True, phases: bool = True) -> str:
