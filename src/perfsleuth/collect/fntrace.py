@@ -13,7 +13,6 @@ second with the C compiler; where it cannot be built, memtrace falls back to lac
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import shutil
 import struct
@@ -22,6 +21,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from ..cpucache.calibrate import cache_dir
 from .traced_calls import CallCounter, DataObserver
 from .valgrind import valgrind_binary
 
@@ -59,18 +59,13 @@ def tool_dir() -> str | None:
         return None
     version = subprocess.run([valgrind, "--version"], capture_output=True, text=True).stdout
     key = hashlib.sha256(SOURCE.read_bytes() + version.encode()).hexdigest()[:16]
-    folder = cache_root() / f"{TOOL}-{key}"
+    folder = cache_dir() / f"{TOOL}-{key}"
     if not (folder / TOOL_FILE).exists():
         try:
             build(compiler, libs, folder)
         except (OSError, subprocess.CalledProcessError):
             return None
     return str(folder)
-
-
-def cache_root() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "perfsleuth"
 
 
 def build(compiler: str, libs: list[Path], folder: Path) -> None:

@@ -233,9 +233,14 @@ def human_bytes(size: float) -> str:
     return f"{size / (1 << 20):.1f} MiB" if size >= 1 << 20 else f"{size / 1024:.0f} KiB"
 
 
-def cache_file() -> Path:
+def cache_dir() -> Path:
+    """perfsleuth's per-user cache: this machine's calibration, built tools."""
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "perfsleuth" / "calibration.json"
+    return Path(root) / "perfsleuth"
+
+
+def cache_file() -> Path:
+    return cache_dir() / "calibration.json"
 
 
 def load() -> Calibration | None:
