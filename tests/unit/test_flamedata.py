@@ -74,7 +74,18 @@ def test_encode_layout() -> None:
     header = json.loads(data[4 : 4 + header_length])
     n = header["nodes"]
     assert header["columns"] == ["total", "off"]
-    assert (4 + header_length) % 4 == 0
-    assert len(data) == 4 + header_length + n * (4 + 4 + 4 + 2)
-    names = array("i", data[4 + header_length + 8 * n : 4 + header_length + 12 * n])
+    assert (4 + header_length) % 8 == 0  # the browser views the f64 columns in place
+    assert len(data) == 4 + header_length + n * (8 + 8 + 4 + 2)
+    names = array("i", data[4 + header_length + 16 * n : 4 + header_length + 20 * n])
     assert list(names) == list(flame.name)
+
+
+def test_weights_are_exact_as_stored() -> None:
+    """A wall run's nanoseconds survive to the wire (float32 made 9,029,117,580 ...952)."""
+    b = ProfileBuilder(unit="ns")
+    b.add([Frame("leaf"), Frame("main")], 9_029_117_000)
+    b.add([Frame("main")], 580)
+    data = encode(flame_columns(b.build()))
+    (header_length,) = struct.unpack_from("<I", data)
+    total = array("d", data[4 + header_length : 4 + header_length + 8 * 3])
+    assert list(total) == [9_029_117_580, 9_029_117_580, 9_029_117_000]

@@ -15,7 +15,7 @@ export interface FlameData {
   kind: Uint8Array; // FrameKind per name
   name: Int32Array;
   depth: Uint16Array;
-  columns: Record<string, Float32Array>;
+  columns: Record<string, Float64Array>; // exact weights (float32 rounds 9,029,117,580 to …952)
   meta: Record<string, unknown>;
   end: Int32Array; // index just past each node's subtree
   parent: Int32Array;
@@ -59,10 +59,10 @@ export function decodeFlame(buffer: ArrayBuffer): FlameData {
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, headerLength)));
   const n: number = header.nodes;
   let offset = 4 + headerLength;
-  const columns: Record<string, Float32Array> = {};
+  const columns: Record<string, Float64Array> = {};
   for (const column of header.columns as string[]) {
-    columns[column] = new Float32Array(buffer, offset, n);
-    offset += 4 * n;
+    columns[column] = new Float64Array(buffer, offset, n);
+    offset += 8 * n;
   }
   const name = new Int32Array(buffer, offset, n);
   const depth = new Uint16Array(buffer, offset + 4 * n, n);
@@ -90,11 +90,11 @@ export function structure(depth: Uint16Array): { end: Int32Array; parent: Int32A
 }
 
 /** x offset of every node, children in name order (as sent) or heaviest first. */
-export function layout(data: FlameData, width: Float32Array, heaviestFirst: boolean): Float64Array {
+export function layout(data: FlameData, width: Float64Array, heaviestFirst: boolean): Float64Array {
   return heaviestFirst ? heaviestFirstLayout(data, width) : nameOrderLayout(data, width);
 }
 
-function nameOrderLayout(data: FlameData, width: Float32Array): Float64Array {
+function nameOrderLayout(data: FlameData, width: Float64Array): Float64Array {
   const x = new Float64Array(data.nodes);
   const cursor = new Float64Array(data.maxDepth + 2); // next free x at each depth
   const { depth } = data;
@@ -107,7 +107,7 @@ function nameOrderLayout(data: FlameData, width: Float32Array): Float64Array {
   return x;
 }
 
-function heaviestFirstLayout(data: FlameData, width: Float32Array): Float64Array {
+function heaviestFirstLayout(data: FlameData, width: Float64Array): Float64Array {
   const x = new Float64Array(data.nodes);
   const { end } = data;
   let children = new Int32Array(64);
@@ -136,7 +136,7 @@ function heaviestFirstLayout(data: FlameData, width: Float32Array): Float64Array
   return x;
 }
 
-export function selfWeight(data: FlameData, width: Float32Array, node: number): number {
+export function selfWeight(data: FlameData, width: Float64Array, node: number): number {
   let own = width[node];
   for (let c = node + 1; c < data.end[node]; c = data.end[c]) own -= width[c];
   return Math.max(0, own);
@@ -166,7 +166,7 @@ export function matchedNames(data: FlameData, test: (name: string) => boolean): 
 export type Colouring = "name" | "offcpu" | "diff";
 
 export interface FlameOptions {
-  width: Float32Array;
+  width: Float64Array;
   colouring: Colouring;
   icicle: boolean;
   heaviestFirst: boolean;

@@ -28,14 +28,14 @@ function reweigh(data: FlameData, matched: Uint8Array, keep: boolean): FlameData
   const { nodes, name, parent } = data;
   const under = new Uint8Array(nodes); // the node or one of its callers matches
   for (let i = 1; i < nodes; i++) under[i] = matched[name[i]] | under[parent[i]];
-  const columns: Record<string, Float32Array> = {};
+  const columns: Record<string, Float64Array> = {};
   for (const [key, column] of Object.entries(data.columns)) {
     const through = new Float64Array(nodes); // weight of the node's samples through a match
     for (let i = nodes - 1; i > 0; i--) {
       if (under[i]) through[i] = column[i];
       through[parent[i]] += through[i];
     }
-    const kept = new Float32Array(nodes);
+    const kept = new Float64Array(nodes);
     for (let i = 0; i < nodes; i++) kept[i] = keep ? through[i] : column[i] - through[i];
     columns[key] = kept;
   }
@@ -64,7 +64,7 @@ export function ownWeightsTo(data: FlameData, target: Int32Array, size: number):
 }
 
 /** A node's weight less its children's: the samples that end in it. */
-function ownWeights(data: FlameData, column: Float32Array): Float64Array {
+function ownWeights(data: FlameData, column: Float64Array): Float64Array {
   const own = Float64Array.from(column);
   for (let i = 1; i < data.nodes; i++) own[data.parent[i]] -= column[i];
   return own;

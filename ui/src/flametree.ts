@@ -42,12 +42,12 @@ export class TreeBuilder {
       name[k] = this.name[node];
       if (k) depth[k] = depth[position[this.parent[node]]] + 1;
     }
-    const columns: Record<string, Float32Array> = {};
+    const columns: Record<string, Float64Array> = {};
     for (const [key, byNode] of Object.entries(weights)) {
       const total = new Float64Array(n);
       for (let node = 0; node < n; node++) total[position[node]] = byNode[node];
       if (own) for (let k = n - 1; k > 0; k--) total[position[this.parent[order[k]]]] += total[k];
-      columns[key] = Float32Array.from(total);
+      columns[key] = total;
     }
     return { ...like, nodes: n, name, depth, columns, ...structure(depth) };
   }

@@ -22,10 +22,11 @@ from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..store.runs import Store, is_run_reference, resolve
-from ..views import cache, callgraph, diff, threads, top
+from ..views import cache, callgraph, diff, disassembly, threads, top
 from ..views.annotate import find_source, line_costs
 from ..views.keys import GROUPINGS
 from . import flamedata, sources
+from .diskcache import DiskCache
 from .memo import FileVersioned, Memo
 
 MAX_PARAM_CHARS = 4096
@@ -33,6 +34,8 @@ STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept
 DIFF_ROWS = 200
 JSON_TYPE = "application/json; charset=utf-8"
 BINARY_TYPE = "application/octet-stream"
+FLAME_ENCODING = 2  # server/flamedata.py's layout: 2 = float64 columns
+FACTS_ENCODING = 1
 
 
 class ApiError(Exception):
@@ -75,6 +78,7 @@ class Api:
         self._changing = FileVersioned(
             lambda: [store.db, store.db.with_name(store.db.name + ".wal")]
         )
+        self._disk = DiskCache(store.root / "ui-cache")
         self._routes: list[Route] = [
             (re.compile(r"/api/runs"), self.runs, ()),
             (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
@@ -83,6 +87,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/threads"), self.threads, ()),
             (re.compile(r"/api/runs/([^/]+)/callgraph"), self.callgraph, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/annotate"), self.annotate, ("function",)),
+            (re.compile(r"/api/runs/([^/]+)/disasm"), self.disasm, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/source"), self.source, ("file",)),
             (re.compile(r"/api/runs/([^/]+)/findings"), self.findings, ()),
             (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
@@ -134,6 +139,24 @@ class Api:
     def _run_ids(self) -> list[int]:
         return [info.id for info in self._run_list()]
 
+    def _listed(self, run_id: int) -> RunInfo:
+        return next(info for info in self._run_list() if info.id == run_id)
+
+    def _facts(self, run_id: int) -> dict:
+        """The run's threads and states, kept on disk: the flame page needs no profile for them."""
+
+        def compute() -> bytes:
+            profile = self._profile(run_id)
+            threads = [{"tid": t.tid, "pid": t.pid, "name": t.name} for t in profile.threads]
+            states = sorted({s for s in profile.sample_state if s})
+            return json.dumps({"threads": threads, "states": states}).encode()
+
+        def kept() -> dict:
+            info = self._listed(run_id)
+            return json.loads(self._disk.get(info, "facts", FACTS_ENCODING, compute))
+
+        return self._results.get(("facts", run_id), kept)
+
     def _profile(self, run_id: int, query: Query | None = None) -> Profile:
         states, tids = _filters(query or {})
         key = (run_id, states, tids)
@@ -182,7 +205,6 @@ class Api:
     def run(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
         info = self._info(run_id)
-        profile = self._profile(run_id)
         return {
             **_run_summary(info),
             "cwd": info.cwd,
@@ -193,8 +215,7 @@ class Api:
             "source": info.source,
             "dsos": info.dsos,
             "meta": info.meta,
-            "threads": [{"tid": t.tid, "pid": t.pid, "name": t.name} for t in profile.threads],
-            "states": sorted({s for s in profile.sample_state if s}),
+            **self._facts(run_id),
             "findings": len(self._findings(run_id)),
             "experiments": len(self._docs(run_id, "experiment")),
             "cache_functions": len(self._docs(run_id, CacheProjections.KIND)),
@@ -213,13 +234,16 @@ class Api:
 
     def flame(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
-        key = ("flame", run_id, *_filters(query))
-        return self._cached(
-            key,
-            lambda: binary_response(
-                flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
-            ),
-        )
+        filters = _filters(query)
+
+        def build() -> bytes:
+            return flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
+
+        def whole_run() -> bytes:
+            return self._disk.get(self._listed(run_id), "flame", FLAME_ENCODING, build)
+
+        body = build if any(filters) else whole_run
+        return self._cached(("flame", run_id, *filters), lambda: binary_response(body()))
 
     def threads(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
@@ -253,6 +277,15 @@ class Api:
             self._source_doc(run_id, file, lines, total) for file, lines in sorted(by_file.items())
         ]
         return {"run": str(run_id), "function": function, "files": files}
+
+    def disasm(self, ref: str, query: Query) -> dict:
+        """The machine code of a function's hot lines; not kept, as the binary on disk
+        may be rebuilt while the server runs (then it says so)."""
+        run_id = self._run_id(ref)
+        profile = self._profile(run_id)
+        function = self._function(profile, query)
+        dsos = self._info(run_id).dsos
+        return {"run": str(run_id), **disassembly.hot_line_code(profile, function, dsos)}
 
     def source(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)

@@ -1,0 +1,74 @@
+"""Flame graphs and run facts kept beside the store: a fresh server reads them, never stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from uistore import make_store
+
+from perfsleuth.model.run import RunInfo
+from perfsleuth.server.api import Api
+from perfsleuth.server.diskcache import DiskCache
+from perfsleuth.store.runs import Store
+
+
+def _info(run_id: int = 1, started: float = 1000.0) -> RunInfo:
+    info = RunInfo(command="x", started=started)
+    info.id = run_id
+    return info
+
+
+def test_computed_once_then_read(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path / "ui-cache")
+    calls: list[int] = []
+
+    def compute() -> bytes:
+        calls.append(1)
+        return b"payload"
+
+    assert cache.get(_info(), "flame", 1, compute) == b"payload"
+    assert DiskCache(tmp_path / "ui-cache").get(_info(), "flame", 1, compute) == b"payload"
+    assert len(calls) == 1
+    assert [p.name.startswith("run1-flame-") for p in (tmp_path / "ui-cache").iterdir()] == [True]
+
+
+def test_a_new_encoding_or_a_recreated_run_replaces_the_file(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path)
+    cache.get(_info(), "flame", 1, lambda: b"old")
+    assert cache.get(_info(), "flame", 2, lambda: b"new encoding") == b"new encoding"
+    assert cache.get(_info(started=2000.0), "flame", 2, lambda: b"other run") == b"other run"
+    assert [p.read_bytes() for p in tmp_path.iterdir()] == [b"other run"]
+
+
+def test_unwritable_folder_still_answers(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"  # a file where the folder should be (root writes anywhere else)
+    blocker.write_text("")
+    folder = blocker / "ui-cache"
+    assert DiskCache(folder).get(_info(), "flame", 1, lambda: b"fresh") == b"fresh"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.fixture()
+def store_path(tmp_path: Path) -> Path:
+    store, _ = make_store(tmp_path)
+    return store.root
+
+
+def test_fresh_server_reads_the_kept_flame_graph(store_path: Path) -> None:
+    first = Api(Store(store_path), []).get("/api/runs/2/flame", {})
+    (kept,) = (store_path / "ui-cache").glob("run2-flame-*.bin")
+    assert kept.read_bytes() == first.body
+    kept.write_bytes(first.body[:-2] + b"\x07\x00")  # a marked copy: the next server sends it
+    again = Api(Store(store_path), []).get("/api/runs/2/flame", {})
+    assert again.body.endswith(b"\x07\x00")
+    filtered = Api(Store(store_path), []).get("/api/runs/2/flame", {"state": ["mutex"]})
+    assert filtered.status == 200 and not filtered.body.endswith(b"\x07\x00")
+
+
+def test_run_facts_kept_and_served(store_path: Path) -> None:
+    run = json.loads(Api(Store(store_path), []).get("/api/runs/2", {}).body)
+    (kept,) = (store_path / "ui-cache").glob("run2-facts-*.bin")
+    assert json.loads(kept.read_bytes()) == {"threads": run["threads"], "states": run["states"]}
+    assert run["states"] == ["mutex", "running"]
