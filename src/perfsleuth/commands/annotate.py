@@ -12,7 +12,7 @@ from ..model.counts import Counts
 from ..model.profile import Profile
 from ..present import formats_for, write
 from ..store.counts import find_counts, require_counts
-from ..views import annotate
+from ..views import annotate, disassembly
 from ..views.callgraph import match_functions
 from .common import (
     add_filter_options,
@@ -51,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--src", action="append", metavar="DIR", help="where to look for source files"
     )
+    parser.add_argument(
+        "--asm",
+        action="store_true",
+        help="sampled runs: the machine code of each function's hot lines, from the run's binary",
+    )
     add_filter_options(parser)
     add_output_options(parser, formats_for("annotate"))
 
@@ -67,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if counts is not None:
         return annotate_counts(args, run_id, counts, profile, roots, is_own_command(info))
     files = annotate.annotate(profile, args.function, roots, is_own_command(info))
-    doc = {"run": str(run_id), "files": files}
+    doc: dict = {"run": str(run_id), "files": files}
+    if args.asm:
+        functions = match_functions(profile, args.function)
+        doc["asm"] = [disassembly.hot_line_code(profile, f, info.dsos) for f in functions]
     write("annotate", doc, args.format, args.output)
     return 0
 

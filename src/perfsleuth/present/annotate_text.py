@@ -40,6 +40,35 @@ def _render_shares(doc: dict, console: Console) -> None:
                 soft_wrap=True,
             )
         console.print()
+    for code in doc.get("asm", []):
+        _render_asm(code, console)
+
+
+def _render_asm(code: dict, console: Console) -> None:
+    binary = f"{code['binary']} (build-id {code['build_id'] or 'none'})" if code["binary"] else ""
+    title = f"machine code of the hot lines of {code['function']} {binary}"
+    console.print(escape(title), style="bold", highlight=False)
+    if code["reason"]:
+        console.print(f"  {escape(code['reason'])}", highlight=False, soft_wrap=True)
+    elif code["read_from"] != code["binary"]:
+        copy = f"  {code['binary']} is gone or rebuilt: read from perf's copy {code['read_from']}"
+        console.print(escape(copy), highlight=False, soft_wrap=True)
+    for row in code["lines"]:
+        console.print(
+            f"  {escape(row['file'])}:{row['line']}  self {100 * row['self']:.2f}%  "
+            f"total {100 * row['total']:.2f}% (samples per line)",
+            style="bold",
+            highlight=False,
+        )
+        if not row["instructions"]:
+            console.print("    no code of its own in the binary", highlight=False)
+        symbol = None
+        for insn in row["instructions"]:
+            if insn["symbol"] != symbol:
+                symbol = insn["symbol"]
+                console.print(escape(f"    in {symbol}:"), highlight=False)
+            console.print(f"    {insn['address']:#10x}  {escape(insn['text'])}", highlight=False)
+    console.print()
 
 
 def _render_counts(doc: dict, console: Console) -> None:

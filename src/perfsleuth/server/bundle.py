@@ -82,6 +82,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     ]:
         if name:
             emb.add(f"{base}/annotate", function=name)
+            emb.add(f"{base}/disasm", function=name)
     for file in {f.get("file", "") for f in noted}:
         if file:
             emb.add(f"{base}/source", file=file)

@@ -107,6 +107,31 @@ def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | 
     return max(loops, key=lambda loop: loop.simd, default=None)
 
 
+def line_instructions(
+    binary: Path, source: str, lines: Iterable[int]
+) -> dict[int, list[tuple[str, Instruction]]]:
+    """The instructions of each of the given lines of `source` (a file name), with the
+    function symbol holding each, in address order; lines without code are left out.
+    A line inlined into several functions has the instructions of every copy."""
+    wanted = set(lines)
+    rows = _LineRows(str(binary), Path(source).name)
+    starts = [
+        address for address, name, line in rows.rows if name == rows.source_name and line in wanted
+    ]
+    out: dict[int, list[tuple[str, Instruction]]] = {}
+    for name, code in _functions_holding(str(binary), starts):
+        for insn in code:
+            line = rows.line_at(insn.address)
+            if line in wanted:
+                where = rows.where(insn.address)
+                out.setdefault(line, []).append(
+                    (name, Instruction(insn.address, _text(insn), where))
+                )
+    for code in out.values():
+        code.sort(key=lambda pair: pair[1].address)
+    return out
+
+
 def _machine_loops(
     name: str, code: list[_Decoded], addresses: set[int], frame: frozenset[str]
 ) -> list[LoopCode]:

@@ -2,6 +2,7 @@ import { embedded, getJSON } from "../api";
 import { append, h, message, pct } from "../dom";
 import { href, type Route } from "../router";
 import type { AnnotateDoc, Finding, SourceFile, SourceLine } from "../types";
+import { type AsmDoc, asmNotice, asmRows } from "./asm";
 import { findingCard, functionLinks } from "./common";
 
 function sameFile(a: string, b: string): boolean {
@@ -18,7 +19,8 @@ function heatChoice(runId: string, params: URLSearchParams, heat: Heat): HTMLEle
   return h("p", { class: "toolbar heat-choice" }, link("self"), link("total"));
 }
 
-function fileView(runId: string, file: SourceFile, findings: Finding[], target: number, heatBy: Heat): HTMLElement {
+function fileView(runId: string, file: SourceFile, findings: Finding[], target: number, heatBy: Heat, asm: AsmDoc | null): HTMLElement {
+  const code = asmRows(asm, file.file);
   const cost = (l: SourceLine) => (heatBy === "total" ? l.total : l.self);
   const maxCost = Math.max(...file.lines.map(cost), 1e-12);
   const here = findings.filter((f) => sameFile(f.file ?? "", file.file));
@@ -43,6 +45,8 @@ function fileView(runId: string, file: SourceFile, findings: Finding[], target: 
         h("td", { class: "code" }, h("code", null, l.source)),
       ),
     );
+    const lineCode = code.get(l.line);
+    if (lineCode) rows.push(lineCode);
     for (const f of byLine.get(l.line) ?? []) {
       rows.push(h("tr", { class: "inline-finding" }, h("td", { colspan: 4 }, findingCard(runId, f))));
     }
@@ -74,16 +78,22 @@ export async function renderSource(app: HTMLElement, runId: string, route: Route
   }
   const findings = await getJSON<{ findings: Finding[] }>(`/api/runs/${runId}/findings`).then((d) => d.findings, () => []);
   let files: SourceFile[];
+  let asm: AsmDoc | null = null;
+  let asmProblem: string | null = null;
   if (file) {
     files = [await getJSON<SourceFile>(`/api/runs/${runId}/source`, { file })];
   } else {
     files = (await getJSON<AnnotateDoc>(`/api/runs/${runId}/annotate`, { function: fn })).files;
+    asm = await getJSON<AsmDoc>(`/api/runs/${runId}/disasm`, { function: fn }).catch((e: Error) => {
+      asmProblem = e.message;
+      return null;
+    });
   }
   append(app, [
     h("h1", null, "Source", h("span", { class: "subtitle fn" }, fn || file)),
     fn ? h("p", null, functionLinks(runId, fn)) : null,
     file && fn ? h("p", null, h("a", { href: href(`/run/${runId}/source`, { function: fn }) }, `all lines of ${fn}`)) : null,
-    files.length ? [heatChoice(runId, route.params, heat), files.map((f) => fileView(runId, f, findings, line, heat))] : message("No line information for this function (no debug info?)."),
+    files.length ? [heatChoice(runId, route.params, heat), asmNotice(asm, asmProblem), files.map((f) => fileView(runId, f, findings, line, heat, asm))] : message("No line information for this function (no debug info?)."),
   ]);
   app.querySelector("tr.target")?.scrollIntoView({ block: "center" });
 }
