@@ -37,10 +37,13 @@ def layout_members(layout: dict) -> list[tuple[str, int, int | None, int]]:
     return [(f["name"], f["offset"], f.get("bit_offset"), f["size"]) for f in layout["fields"]]
 
 
-def record_cache(store: Path, binary: Path, function: str, *args: str, calls: int = 0) -> Path:
+def record_cache(
+    store: Path, binary: Path, function: str, *args: str, calls: int = 0, first: bool = False
+) -> Path:
     """`perfsleuth record --mode cache --function FUNCTION` of BINARY ARGS into store;
-    calls: --max-calls, when given."""
+    calls: --max-calls, when given; first: the first calls, not 1 in k over the run."""
     limit = ["--max-calls", str(calls)] if calls else []
+    limit += ["--sample-calls", "1"] if first else []
     perfsleuth(
         store, "record", "--mode", "cache", "--function", function, *limit,
         "--", str(binary), *args,

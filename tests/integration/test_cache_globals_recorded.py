@@ -26,7 +26,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "examples" / "cache" / "sessions.
 def sessions_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """serve() of `sessions 1000 3000`, its first 200 calls."""
     store = tmp_path_factory.mktemp("cache-globals") / "store"
-    return record_cache(store, examples_built / "sessions", "serve", "1000", "3000")
+    return record_cache(store, examples_built / "sessions", "serve", "1000", "3000", first=True)
 
 
 def layouts_by_variable(store: Path) -> dict[str, dict]:

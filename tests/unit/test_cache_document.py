@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from perfsleuth.errors import UserError
+from perfsleuth.model import cache as cache_model
 from perfsleuth.model import documents
 from perfsleuth.model.cache import CacheProjections
 from perfsleuth.present import cache_text
@@ -110,3 +111,26 @@ def test_the_current_version_round_trips_and_a_newer_one_is_refused():
     assert documents.load(CacheProjections, dumped) == doc
     with pytest.raises(UserError, match="newer than this perfsleuth understands"):
         documents.load(CacheProjections, {**dumped, "version": CacheProjections.VERSION + 1})
+
+
+def version_2(**sections: object) -> dict:
+    doc = documents.load(CacheProjections, version_1(**sections)).to_json()
+    del doc["sampling"]
+    doc["footprint"] = {"calls_recorded": 200, "calls_total": 5000}
+    return {**doc, "version": 2}
+
+
+def test_a_version_2_document_traced_the_first_calls():
+    sampling = documents.load(CacheProjections, version_2()).sampling
+    assert sampling == {"chosen": "first", "every": 1, "calls_seen": 5000, "calls_traced": 200,
+                        "budget_s": None, "out_of_time": False}  # fmt: skip
+
+
+def test_the_sampling_is_said_in_one_line_and_not_for_the_first_calls():
+    doc = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING)).to_json()
+    doc["sampling"] = {"chosen": "auto", "every": 512, "calls_seen": 200_000,
+                       "calls_traced": 391, "budget_s": 300.0, "out_of_time": False}  # fmt: skip
+    text = cache_model.sampling_text(CacheProjections.from_json(doc).sampling)
+    assert text == "1 in 512 calls traced (391 of 200,000, over the whole run)"
+    first = documents.load(CacheProjections, version_2()).sampling
+    assert cache_model.sampling_text(first) == ""

@@ -52,3 +52,34 @@ def test_the_call_records_say_where_it_returns():
     data = FIXTURE.read_bytes()
     first = RECORD.unpack_from(data, 0)
     assert first == (RETURN_ADDRESS, 0, ord("C"))
+
+
+SAMPLED = FIXTURE.with_name("fntrace-sampled.bin")
+
+
+def read_sampled(max_calls: int, chunk: int = 1 << 20) -> RecordCutter:
+    cutter = RecordCutter(max_calls, 64, None, stop_when_full=False)
+    data = SAMPLED.read_bytes()
+    for start in range(0, len(data), chunk):
+        cutter.feed(data[start : start + chunk])
+    return cutter
+
+
+def test_sampled_calls_keep_the_multiples_of_the_last_k_and_count_every_call():
+    rec = read_sampled(max_calls=2).recording
+    assert rec.sample_every == 4
+    assert rec.numbers == [0, 4, 8]
+    assert rec.total_calls == 11  # the end record: calls 9 and 10 were not sampled
+    assert [sum(1 for a in call if a[0] == "I") for call in rec.calls] == [16, 16, 16]
+
+
+@pytest.mark.parametrize("chunk", [1, RECORD.size + 5])
+def test_sampled_records_read_the_same_in_any_chunks(chunk):
+    assert read_sampled(2, chunk).recording.calls == read_sampled(2).recording.calls
+
+
+def test_a_sampled_run_cut_short_counts_the_calls_up_to_the_last_sampled_one():
+    data = SAMPLED.read_bytes()
+    cutter = RecordCutter(2, 64, None, stop_when_full=False)
+    cutter.feed(data[: -RECORD.size])  # killed before the end record
+    assert cutter.recording.total_calls == 9

@@ -339,8 +339,19 @@ export interface CacheFunction {
   /** Every struct laid out: the pointer parameter's, then globals by accesses. */
   layouts: StructLayout[];
   model: CacheModelDoc;
+  sampling: Sampling;
   scaling?: Scaling;
   constant_time?: ConstantTime;
+}
+
+/** Which calls were traced (model/cache.py Sampling). */
+export interface Sampling {
+  chosen: "first" | "fixed" | "auto";
+  every: number;
+  calls_seen: number;
+  calls_traced: number;
+  budget_s: number | null;
+  out_of_time: boolean;
 }
 
 export interface CacheDoc {

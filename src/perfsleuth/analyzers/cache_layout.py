@@ -10,7 +10,7 @@ share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
 from __future__ import annotations
 
 from ..cpucache import function_share
-from ..model.cache import CacheProjections, Reorder, StructLayout, owner
+from ..model.cache import CacheProjections, Reorder, Sampling, StructLayout, owner, sampling_text
 from ..model.findings import Finding
 from . import Context
 
@@ -26,8 +26,17 @@ def analyze(ctx: Context) -> list[Finding]:
         share = function_share(ctx.profile, function)
         for layout in doc.layouts:
             if layout["reorder"]:
-                findings.append(finding(function, layout, layout["reorder"], share))
+                found = finding(function, layout, layout["reorder"], share)
+                findings.append(with_sampling(found, doc.sampling))
     return one_per_move(findings)
+
+
+def with_sampling(found: Finding, sampling: Sampling) -> Finding:
+    """Hot and cold are shares of the traced calls: say which calls those were."""
+    if text := sampling_text(sampling):
+        found.evidence.append(text)
+    found.details["sampling"] = sampling
+    return found
 
 
 def one_per_move(findings: list[Finding]) -> list[Finding]:

@@ -19,7 +19,15 @@ from ..cpucache import secret_variants as constant_time
 from ..cpucache.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..formats import perf_data
-from ..model.cache import CacheProjections, ConstantTime, Limits, MeasuredRun, Scaling
+from ..model.cache import (
+    CacheProjections,
+    ConstantTime,
+    Limits,
+    MeasuredRun,
+    Sampling,
+    Scaling,
+    sampling_text,
+)
 from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.run import Recording, StoredDocument
 from ..symbols.symbolizer import dso_name, elf_symbols
@@ -157,12 +165,16 @@ def project_function(
         main, scaled = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
-            trace_once(options, constant_time.substitute(cmd, v), target, runs) for v in variants
+            trace_once(options, constant_time.substitute(cmd, v), target, runs, sample_every=1)
+            for v in variants
         ]
         main, verdict = traces[0], constant_time.project(traces)
     else:
         main = trace_once(options, (cmd, None), target, runs)
     first_layout, layouts = layout.project(main)
+    traced = sampling(options, main)
+    if sampling_text(traced):
+        print(f"perfsleuth: {target.function}: {sampling_text(traced)}", file=sys.stderr)
     return CacheProjections(
         function=target.function,
         executable=target.executable,
@@ -170,9 +182,22 @@ def project_function(
         layout=first_layout,
         layouts=layouts,
         model=model.simulate(main, geometry),
+        sampling=traced,
         scaling=scaled,
         constant_time=verdict,
     )
+
+
+def sampling(options: RecordOptions, trace: Trace) -> Sampling:
+    """Which calls the trace holds."""
+    return {
+        "chosen": trace.chosen,
+        "every": trace.sample_every,
+        "calls_seen": trace.total_calls,
+        "calls_traced": len(trace.calls),
+        "budget_s": options.trace_seconds if trace.chosen != "first" else None,
+        "out_of_time": trace.out_of_time,
+    }
 
 
 def trace_once(
@@ -184,6 +209,10 @@ def trace_once(
 ) -> Trace:
     cmd, stdin_text = cmd_and_input
     line_size = tracing.pop("line_size", 64)
+    if "run_to_end" in tracing:  # --scale: the model sees every call
+        tracing["sample_every"] = 1
+    sample_every = tracing.setdefault("sample_every", options.sample_calls)
+    budget = options.trace_seconds if sample_every != 1 else None
     options.progress.phase(f"tracing the calls of {target.function}", total=options.max_calls)
     rec = memtrace.record(
         cmd,
@@ -192,6 +221,7 @@ def trace_once(
         line_size=line_size,
         stdin_text=stdin_text,
         progress=options.progress,
+        budget_s=budget,
         **tracing,
     )
     if rec.total_calls == 0:
@@ -199,7 +229,13 @@ def trace_once(
     runs.exit_status = rec.exit_status
     runs.tracer = rec.tracer
     runs.duration_s += rec.duration_s
-    if rec.stopped_early:
+    if rec.out_of_time:
+        print(
+            f"perfsleuth: stopped {cmd[0]} after {options.trace_seconds:g} s of tracing "
+            f"(--trace-seconds), {rec.total_calls:,} calls of {target.function} seen",
+            file=sys.stderr,
+        )
+    elif rec.stopped_early:
         print(
             f"perfsleuth: stopped {cmd[0]} after {options.max_calls} calls of {target.function} "
             "(--max-calls)",

@@ -108,6 +108,9 @@ def from_recording(target: memtrace.Target, rec: memtrace.TracedCalls, line_size
         data_lines=len(rec.data_lines),
         code_lines=len(rec.code_lines),
         data_pages=len({line // (PAGE_SIZE // line_size) for line in rec.data_lines}),
+        sample_every=rec.sample_every,
+        out_of_time=rec.out_of_time,
+        chosen=rec.chosen,
     )
     trace.sources = source_lines(trace)
     return trace

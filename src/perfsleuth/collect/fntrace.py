@@ -44,6 +44,8 @@ LDFLAGS = [
 RECORD = struct.Struct("<QII")  # address, size, kind
 KINDS = {ord(k): k for k in "ILSM"}
 CALL, RETURN, INSTRUCTION = ord("C"), ord("R"), ord("I")
+NUMBER, END = ord("N"), ord("E")  # a sampled call's number; the calls seen, at the end
+AUTO = 0  # --sample-every=0: the tool doubles k as the run goes on
 
 
 @lru_cache(maxsize=1)
@@ -84,16 +86,24 @@ def build(compiler: str, libs: list[Path], folder: Path) -> None:
 
 
 def argv(
-    program: str, args: list[str], entry: int, out_fd: int, log_file: str, max_calls: int
+    program: str,
+    args: list[str],
+    entry: int,
+    out_fd: int,
+    log_file: str,
+    max_calls: int,
+    sample_every: int = 1,
 ) -> list[str]:
     """max_calls: the calls written out as each ends, so the reader can stop the
-    program at once (0: written in blocks only)."""
+    program at once (0: written in blocks only); sample_every: 1 in k calls
+    recorded (AUTO: k doubles, keeping max_calls to twice that over the run)."""
     return [
         valgrind_binary(),
         f"--tool={TOOL}",
         f"--entry={entry:#x}",
         f"--out-fd={out_fd}",
         f"--max-calls={max_calls}",
+        f"--sample-every={sample_every}",
         f"--log-file={log_file}",
         "--",
         program,
@@ -102,13 +112,14 @@ def argv(
 
 
 class RecordCutter(CallCounter):
-    """Feeds on fntrace's records, which hold the function's calls only."""
+    """Feeds on fntrace's records, which hold the function's (sampled) calls only."""
 
     def __init__(
         self, max_calls: int, line_size: int, observer: DataObserver | None, stop_when_full: bool
     ) -> None:
         super().__init__(max_calls, line_size, observer, stop_when_full)
         self.pending = b""
+        self.number: int | None = None  # of the next call, when the tool samples
 
     def feed(self, chunk: bytes) -> bool:
         """True (with stop_when_full) once max_calls calls are complete."""
@@ -116,8 +127,12 @@ class RecordCutter(CallCounter):
         cut = len(data) - len(data) % RECORD.size
         self.pending = data[cut:]
         for address, size, kind in RECORD.iter_unpack(data[:cut]):
-            if kind == CALL:
-                self.start_call()
+            if kind == NUMBER:
+                self.number = address
+            elif kind == CALL:
+                self.start_call(self.number, max(size, 1))
+            elif kind == END:
+                self.recording.total_calls = address
             elif kind == RETURN:
                 if self.end_call() and self.stop_when_full:
                     return True

@@ -23,14 +23,22 @@ The cost is bounded two ways: access records are kept for the first `max_calls`
 calls, and unless `run_to_end` is set the program is stopped once those are in.
 Totals (calls, accesses, distinct cache lines, and an optional observer such as a
 cache model) cover every call until the program stops.
+
+With fntrace, calls can be sampled instead (`sample_every`): 1 in k calls, k fixed
+(the program stopped once max_calls are in), or SAMPLE_AUTO, where the tool doubles
+k as the run goes on, so the calls kept (max_calls to twice that) spread over the
+whole run, which is bounded by `budget_s` seconds instead. The totals then cover
+the traced calls; `total_calls` counts every call seen.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import os
 import re
+import select
 import subprocess
 import tempfile
 import time
@@ -51,6 +59,7 @@ VALGRIND_PIE_BASE = 0x108000
 READ_SIZE = 1 << 20
 VALGRIND_MESSAGE = re.compile(r"^==\d+== (.*)$", re.M)
 MAX_MESSAGES = 50  # valgrind's own lines kept, to say why a run failed
+SAMPLE_AUTO = fntrace.AUTO
 __all__ = ["DataObserver", "ExtentCutter", "Target", "TracedCalls", "record"]
 
 
@@ -96,9 +105,12 @@ def record(
     keep_env: bool = False,
     stdin_text: str | None = None,
     progress: Progress = SILENT,
+    sample_every: int = 1,
+    budget_s: float | None = None,
 ) -> TracedCalls:
     """Run CMD under valgrind and cut its trace to the calls of target.function;
-    `progress` counts the calls kept."""
+    `progress` counts the calls kept (up to max_calls); the program is stopped after
+    budget_s seconds."""
     resolve_program(cmd)
     read_fd, write_fd = os.pipe()
     with contextlib.suppress(OSError):  # fewer stalls of valgrind on a full pipe
@@ -111,20 +123,26 @@ def record(
         if tool is not None:
             program = cmd[0] if "/" in cmd[0] else target.executable
             entry = target.start + target.base
-            flushed = 0 if run_to_end else max_calls
-            argv = fntrace.argv(program, cmd[1:], entry, write_fd, log_file, flushed)
+            auto = sample_every == SAMPLE_AUTO
+            flushed = 0 if run_to_end and not auto else max_calls
+            argv = fntrace.argv(program, cmd[1:], entry, write_fd, log_file, flushed, sample_every)
             env["VALGRIND_LIB"] = tool
-            cutter = fntrace.RecordCutter(max_calls, line_size, observer, not run_to_end)
+            stop = not (run_to_end or auto)
+            cutter = fntrace.RecordCutter(max_calls, line_size, observer, stop)
         else:
             argv = lackey_argv(cmd, target.executable, write_fd)
             cutter = ExtentCutter(target, max_calls, line_size, observer, not run_to_end)
         started = time.monotonic()
-        status = _run(argv, env, read_fd, write_fd, stdin_text, cutter, progress)
+        deadline = None if budget_s is None else started + budget_s
+        status = _run(argv, env, (read_fd, write_fd), stdin_text, cutter, progress, deadline)
         messages = _messages(log_file, cutter)
     recording = cutter.recording
     recording.tracer = "fntrace" if tool is not None else "lackey"
+    if tool is not None and sample_every != 1:
+        recording.chosen = "auto" if sample_every == SAMPLE_AUTO else "fixed"
     recording.duration_s = time.monotonic() - started
-    recording.stopped_early = status < 0 and cutter.full
+    recording.out_of_time = deadline is not None and status < 0 and time.monotonic() >= deadline
+    recording.stopped_early = status < 0 and (cutter.full or recording.out_of_time)
     recording.exit_status = None if recording.stopped_early else status
     if recording.total_calls == 0 and status != 0:
         reason = next((m for m in messages if any(k in m for k in FAILURE_MARKERS)), "")
@@ -136,14 +154,15 @@ def record(
 def _run(
     argv: list[str],
     env: dict[str, str],
-    read_fd: int,
-    write_fd: int,
+    pipe: tuple[int, int],
     stdin_text: str | None,
     cutter: CallCounter,
     progress: Progress,
+    deadline: float | None,
 ) -> int:
-    """Start the tracer, feed the cutter until the trace ends or it is full (the
-    program is then stopped); the exit status."""
+    """Start the tracer, feed the cutter until the trace ends, it is full or the
+    deadline passes (the program is then stopped); the exit status."""
+    read_fd, write_fd = pipe
     stdin = subprocess.PIPE if stdin_text is not None else None
     proc = spawn(argv, env=env, pass_fds=(write_fd,), stdin=stdin, text=True)
     os.close(write_fd)
@@ -151,14 +170,24 @@ def _run(
         proc.stdin.write(stdin_text or "")
         proc.stdin.close()
     with os.fdopen(read_fd, "rb", buffering=0) as log:
-        while chunk := log.read(READ_SIZE):
-            kept = len(cutter.recording.calls)
+        while (chunk := _read_until(log, deadline)) is not None and chunk:
+            kept = min(len(cutter.recording.calls), cutter.max_calls)
             full = cutter.feed(chunk)
-            progress.advance(len(cutter.recording.calls) - kept)
+            progress.advance(min(len(cutter.recording.calls), cutter.max_calls) - kept)
             if full:
-                proc.kill()
                 break
+        if chunk != b"":
+            proc.kill()
     return proc.wait()
+
+
+def _read_until(log: io.FileIO, deadline: float | None) -> bytes | None:
+    """The next block of the trace; None once the deadline has passed."""
+    if deadline is not None:
+        ready, _, _ = select.select([log], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return None
+    return log.read(READ_SIZE)
 
 
 def _messages(log_file: str, cutter: CallCounter) -> list[str]:

@@ -7,6 +7,13 @@ from dataclasses import dataclass, field
 from ..model.progress import SILENT, Progress
 
 MAX_CALLS = 200  # cache mode: calls whose accesses are kept
+SAMPLE_AUTO = 0  # cache mode: 1 in k calls traced, k chosen as the run goes on
+TRACE_SECONDS = 300.0  # cache mode: a sampled run is stopped after this long
+# bounds of the options above: every call kept is held in memory; fntrace's records
+# carry k in 32 bits
+MAX_TRACED_CALLS = 100_000
+MAX_SAMPLE_INTERVAL = 1_000_000_000
+MAX_TRACE_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,8 @@ class RecordOptions:
     # cache mode (memory traces)
     function: str | None = None
     max_calls: int = MAX_CALLS
+    sample_calls: int = SAMPLE_AUTO  # 1: the first max_calls calls; k: 1 in k calls
+    trace_seconds: float = TRACE_SECONDS
     scale: str | None = None
     variants: str | None = None
     cache_model: str | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..cpucache.trace import Access
 
@@ -27,7 +28,11 @@ class TracedCalls:
     exit_status: int | None = None
     duration_s: float = 0.0
     stopped_early: bool = False
+    out_of_time: bool = False  # stopped by the time budget
+    chosen: Literal["first", "fixed", "auto"] = "first"  # which calls were traced
     tracer: str = ""  # fntrace or lackey
+    sample_every: int = 1  # 1 in k calls traced; the totals above cover those calls
+    numbers: list[int] = field(default_factory=list)  # of the calls kept, when sampled
 
 
 class CallCounter:
@@ -58,10 +63,22 @@ class CallCounter:
     def full(self) -> bool:
         return len(self.recording.calls) >= self.max_calls
 
-    def start_call(self) -> None:
+    def start_call(self, number: int | None = None, every: int = 1) -> None:
+        """A call starts; a sampled one has its number among all calls, and the
+        tool's k in force: a larger k than before leaves out the calls kept that
+        are not its multiples."""
         rec = self.recording
-        rec.total_calls += 1
-        self.current = [] if len(rec.calls) < self.max_calls else None
+        if number is None:
+            rec.total_calls += 1
+            self.current = [] if len(rec.calls) < self.max_calls else None
+            return
+        rec.total_calls = number + 1
+        if every > rec.sample_every:
+            kept = [(n, c) for n, c in zip(rec.numbers, rec.calls, strict=True) if n % every == 0]
+            rec.numbers, rec.calls = [n for n, _ in kept], [c for _, c in kept]
+            rec.sample_every = every
+        rec.numbers.append(number)
+        self.current = []
 
     def end_call(self) -> bool:
         """The call in progress returned; True once max_calls calls are complete."""

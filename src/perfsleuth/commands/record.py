@@ -11,7 +11,15 @@ from pathlib import Path
 
 from ..analyzers import Context, missing_symbols
 from ..collect import RECORDERS, python, recorder, run_facts
-from ..collect.options import MAX_CALLS, RecordOptions
+from ..collect.options import (
+    MAX_CALLS,
+    MAX_SAMPLE_INTERVAL,
+    MAX_TRACE_SECONDS,
+    MAX_TRACED_CALLS,
+    SAMPLE_AUTO,
+    TRACE_SECONDS,
+    RecordOptions,
+)
 from ..collect.target import recording_dir
 from ..cpucache import model as cache_model
 from ..errors import UserError
@@ -77,6 +85,26 @@ def positive_int(what: str) -> Callable[[str], int]:
     return parse
 
 
+def bounded_int(what: str, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from 1 to high, else one line saying so."""
+    parse_positive = positive_int(what)
+
+    def parse(text: str) -> int:
+        value = parse_positive(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"{text!r} is more than {high:,} ({what})")
+        return value
+
+    return parse
+
+
+def sample_calls(text: str) -> int:
+    """--sample-calls: 'auto' or 1 in K calls."""
+    if text == "auto":
+        return SAMPLE_AUTO
+    return bounded_int("a sampling interval (or 'auto')", MAX_SAMPLE_INTERVAL)(text)
+
+
 def add_count_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("count mode (exact instruction counts under valgrind)")
     group.add_argument("--cache-sim", action="store_true", help="also simulate I1/D1/LL misses")
@@ -93,10 +121,25 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--max-calls",
-        type=int,
+        type=bounded_int("a number of calls", MAX_TRACED_CALLS),
         default=MAX_CALLS,
         metavar="N",
-        help=f"calls to keep accesses of (default {MAX_CALLS})",
+        help=f"calls to keep accesses of (default {MAX_CALLS}, at most {MAX_TRACED_CALLS:,})",
+    )
+    group.add_argument(
+        "--sample-calls",
+        type=sample_calls,
+        default=SAMPLE_AUTO,
+        metavar="K|auto",
+        help="trace 1 in K calls (1: the first N calls; default auto: K grows as the run "
+        "goes on, keeping N to 2N calls spread over the whole run)",
+    )
+    group.add_argument(
+        "--trace-seconds",
+        type=bounded_int("a number of seconds", MAX_TRACE_SECONDS),
+        default=int(TRACE_SECONDS),
+        metavar="S",
+        help=f"stop a sampled run after S seconds (default {TRACE_SECONDS:.0f})",
     )
     group.add_argument("--scale", metavar="'n=A,B,C'", help="run CMD once per n ({n} in CMD)")
     group.add_argument("--variants", metavar="FILE", help="secrets, one a line ({secret} in CMD)")
@@ -119,6 +162,8 @@ def record_options(args: argparse.Namespace) -> RecordOptions:
         keep_env=args.keep_env,
         function=args.function,
         max_calls=args.max_calls,
+        sample_calls=args.sample_calls,
+        trace_seconds=float(args.trace_seconds),
         scale=args.scale,
         variants=args.variants,
         cache_model=args.cache_model,

@@ -4,6 +4,7 @@ projections use (collect/cache_trace.py makes one from a memory trace)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 PAGE_SIZE = 4096
 # (kind, address, size, pc): kind I (instruction), L (load), S (store), M (modify).
@@ -27,6 +28,9 @@ class Trace:
     code_lines: int
     sources: dict[int, str] = field(default_factory=dict)  # pc -> "file:line"
     data_pages: int = 0  # distinct 4 KiB pages, over every call
+    sample_every: int = 1  # 1 in k calls traced; the totals above cover those
+    out_of_time: bool = False  # the program was stopped by the time budget
+    chosen: Literal["first", "fixed", "auto"] = "first"  # how the calls were chosen
 
     def source_of(self, pc: int) -> str:
         return self.sources.get(pc, "")

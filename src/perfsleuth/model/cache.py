@@ -17,6 +17,8 @@ below are their JSON, stored as it is. Versions (model/documents.py):
    placed by the language; no TLB cliff was predicted, pages and places in the
    page were not counted (None); cliffs come from sysfs sizes, the fitted working
    set and every set of their level.
+3. `sampling`: which calls were traced. Older documents traced the first calls
+   (`chosen: "first"`, 1 in 1), stopped when --max-calls were in or at the end.
 """
 
 from __future__ import annotations
@@ -144,6 +146,20 @@ class StructLayout(LayoutOwner):
     lines_touched_per_call: float
     reorder: Reorder | None
     pahole: str
+
+
+class Sampling(TypedDict):
+    """Which calls were traced: the first ones, 1 in k fixed (--sample-calls K), or
+    1 in k with k doubled as the run went on ("auto": the calls traced spread over
+    the whole run, or over what ran of it within budget_s). The footprint's
+    whole-run totals cover the traced calls."""
+
+    chosen: Literal["first", "fixed", "auto"]
+    every: int
+    calls_seen: int
+    calls_traced: int
+    budget_s: float | None
+    out_of_time: bool  # stopped by budget_s before the program ended
 
 
 class NoLayout(TypedDict):
@@ -316,6 +332,31 @@ def owner(layout: StructLayout) -> str:
     )
 
 
+def sampling_text(sampling: Sampling) -> str:
+    """'1 in 1,024 calls traced (205 of 209,920, ...)', or '' for the first calls."""
+    if sampling["chosen"] == "first":
+        return ""
+    where = "up to the time budget" if sampling["out_of_time"] else "over the whole run"
+    return (
+        f"1 in {sampling['every']:,} calls traced ({sampling['calls_traced']:,} of "
+        f"{sampling['calls_seen']:,}, {where})"
+    )
+
+
+def _first_calls(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3: the first calls were traced."""
+    footprint = doc["footprint"]
+    first: Sampling = {
+        "chosen": "first",
+        "every": 1,
+        "calls_seen": footprint.get("calls_total", 0),
+        "calls_traced": footprint.get("calls_recorded", 0),
+        "budget_s": None,
+        "out_of_time": False,
+    }
+    return {**doc, "sampling": first}
+
+
 def _fill_v1_gaps(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 1 -> 2 (see the module's docstring)."""
     layout = _v1_layout(doc["layout"])
@@ -367,8 +408,8 @@ class CacheProjections:
     """One traced function's projections; stored under its name, KIND "cache"."""
 
     KIND: ClassVar[str] = "cache"
-    VERSION: ClassVar[int] = 2
-    UPGRADES: ClassVar[Sequence[Upgrade]] = (_fill_v1_gaps,)
+    VERSION: ClassVar[int] = 3
+    UPGRADES: ClassVar[Sequence[Upgrade]] = (_fill_v1_gaps, _first_calls)
 
     function: str
     executable: str
@@ -376,6 +417,7 @@ class CacheProjections:
     layout: Layout  # the first of `layouts`, or why there is none
     layouts: list[StructLayout]  # the pointer parameter's, then globals by accesses
     model: Simulation
+    sampling: Sampling
     scaling: Scaling | None = None  # --scale
     constant_time: ConstantTime | None = None  # --variants
 
@@ -387,6 +429,7 @@ class CacheProjections:
             "layout": self.layout,
             "layouts": self.layouts,
             "model": self.model,
+            "sampling": self.sampling,
         }
         if self.scaling is not None:
             doc["scaling"] = self.scaling
@@ -403,6 +446,7 @@ class CacheProjections:
             layout=doc["layout"],
             layouts=doc["layouts"],
             model=doc["model"],
+            sampling=doc["sampling"],
             scaling=doc.get("scaling"),
             constant_time=doc.get("constant_time"),
         )

@@ -19,6 +19,7 @@ from ..model.cache import (
     StructLayout,
     limited_by_sets,
     owner,
+    sampling_text,
 )
 
 
@@ -26,6 +27,8 @@ def render(doc: dict[str, Any], console: Console) -> None:
     """doc: views/cache.py's {"run", "functions"}."""
     for function in map(CacheProjections.from_json, doc["functions"]):
         console.print(Text(f"== {function.function} ({function.executable})", style="bold"))
+        if sampled := sampling_text(function.sampling):
+            console.print(Text(f"{sampled}; the whole-run totals are the traced calls'"))
         render_footprint(function.footprint, console)
         shown: list[Layout] = [*function.layouts] or [function.layout]  # none: say why
         for layout in shown:

@@ -18,9 +18,18 @@
 
    Records (little endian): u64 address, u32 size, u32 kind, where kind is
    'I' (instruction), 'L', 'S', 'M' (load, store, modify), 'C' (a call starts;
-   address: its return address) and 'R' (the call returned). With
+   address: its return address; size: the k of "1 in k calls" in force) and 'R'
+   (the call returned); when calls are sampled, 'N' before each 'C' (address: the
+   call's number, from 0) and 'E' at the end (address: the calls seen). With
    --max-calls=N the buffer is written at the end of each of the first N calls, so
-   the reader sees them at once and can stop the program. */
+   the reader sees them at once and can stop the program.
+
+   Sampling (--sample-every=K): only the calls whose number is a multiple of K are
+   recorded; the others cost what code outside the function does. K=0 chooses k
+   itself so that a long run stays bounded without knowing its length: every call
+   until 2N are recorded (N: --max-calls), then k doubles each time the run reaches
+   2N·k calls, so the reader, keeping the multiples of the last k, holds N to 2N
+   calls spread evenly over the whole run. */
 
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -44,10 +53,14 @@ typedef struct {
 static Addr entry = 0;
 static Long out_fd = -1;
 static Long max_calls = 0;
+static Long sample_every = 1; /* 0: doubling, see above */
 
 static Addr returns[MAX_DEPTH];
 static Int depth = 0;
-static Long calls_done = 0;
+static Long calls_done = 0;   /* recorded */
+static ULong calls_seen = 0;  /* outermost calls started */
+static ULong every = 1;       /* the k in force */
+static Bool recording = False;
 static Record buffer[BUFFER_RECORDS];
 static Int used = 0;
 
@@ -68,13 +81,33 @@ static inline void put(Addr address, UWord size, UInt kind) {
 
 /* The entry instruction is about to run: the call's return address is on top of
    the stack. */
+static void start_call(Addr ret) {
+    if (sample_every == 0 && calls_seen == 2 * (ULong)max_calls * every)
+        every *= 2;
+    recording = calls_seen % every == 0;
+    if (recording) {
+        if (sample_every != 1)
+            put(calls_seen, 0, 'N');
+        put(ret, (UWord)every, 'C');
+    }
+    calls_seen++;
+}
+
 static VG_REGPARM(1) void on_entry(Addr sp) {
     Addr ret = *(Addr *)sp;
     if (depth == 0)
-        put(ret, 0, 'C');
+        start_call(ret);
     if (depth < MAX_DEPTH)
         returns[depth] = ret;
     depth++;
+}
+
+/* Sampled calls are far apart: each is written as it ends, like the first N. */
+static void end_call(Addr address) {
+    put(address, 0, 'R');
+    calls_done++;
+    if (calls_done <= max_calls || sample_every != 1)
+        flush();
 }
 
 static VG_REGPARM(2) void on_instruction(Addr address, UWord size) {
@@ -83,28 +116,28 @@ static VG_REGPARM(2) void on_instruction(Addr address, UWord size) {
     if (depth <= MAX_DEPTH && address == returns[depth - 1]) {
         depth--;
         if (depth == 0) {
-            put(address, 0, 'R');
-            calls_done++;
-            if (calls_done <= max_calls)
-                flush();
+            if (recording)
+                end_call(address);
+            recording = False;
             return;
         }
     }
-    put(address, size, 'I');
+    if (recording)
+        put(address, size, 'I');
 }
 
 static VG_REGPARM(2) void on_load(Addr address, UWord size) {
-    if (depth > 0)
+    if (recording)
         put(address, size, 'L');
 }
 
 static VG_REGPARM(2) void on_store(Addr address, UWord size) {
-    if (depth > 0)
+    if (recording)
         put(address, size, 'S');
 }
 
 static VG_REGPARM(2) void on_modify(Addr address, UWord size) {
-    if (depth > 0)
+    if (recording)
         put(address, size, 'M');
 }
 
@@ -253,6 +286,7 @@ static Bool fn_option(const HChar *arg) {
     if VG_BHEX_CLO (arg, "--entry", entry, 0, ~(Addr)0) {
     } else if VG_INT_CLO (arg, "--out-fd", out_fd) {
     } else if VG_INT_CLO (arg, "--max-calls", max_calls) {
+    } else if VG_INT_CLO (arg, "--sample-every", sample_every) {
     } else
         return False;
     return True;
@@ -261,7 +295,8 @@ static Bool fn_option(const HChar *arg) {
 static void fn_usage(void) {
     VG_(printf)("    --entry=0xADDR      runtime address of the function's first instruction\n"
                 "    --out-fd=FD         where the binary records go\n"
-                "    --max-calls=N       write at the end of each of the first N calls\n");
+                "    --max-calls=N       write at the end of each of the first N calls\n"
+                "    --sample-every=K    record 1 in K calls (0: K doubles, see the source)\n");
 }
 
 static void fn_debug_usage(void) {}
@@ -269,9 +304,17 @@ static void fn_debug_usage(void) {}
 static void fn_post_clo_init(void) {
     if (entry == 0 || out_fd < 0)
         VG_(fmsg_bad_option)("fntrace", "--entry and --out-fd are required\n");
+    if (sample_every < 0 || (sample_every == 0 && max_calls < 1))
+        VG_(fmsg_bad_option)("fntrace", "--sample-every=0 needs --max-calls=N, N >= 1\n");
+    if (sample_every > 1)
+        every = (ULong)sample_every;
 }
 
-static void fn_fini(Int exitcode) { flush(); }
+static void fn_fini(Int exitcode) {
+    if (sample_every != 1)
+        put(calls_seen, 0, 'E');
+    flush();
+}
 
 static void fn_pre_clo_init(void) {
     VG_(details_name)("fntrace");
