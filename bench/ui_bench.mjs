@@ -1,6 +1,7 @@
 // Browser half of bench/ui_bench.py: times the web UI's flame graph (and speedscope's)
 // in Debian's Chromium through Playwright. Prints one JSON document.
 // Usage: node ui_bench.mjs UI_URL RUN_ID [SPEEDSCOPE_URL] [REPORT_FILE]
+//        node ui_bench.mjs --open-once UI_URL RUN_ID   (one first open, for a fresh server)
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,7 +10,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../ui/package.json"));
 const { chromium } = require("playwright-core");
 
-const [ui, runId, speedscopeUrl, reportFile] = process.argv.slice(2);
+const openOnce = process.argv[2] === "--open-once";
+const [ui, runId, speedscopeUrl, reportFile] = process.argv.slice(openOnce ? 3 : 2);
 const REPEATS = 3;
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 
@@ -63,16 +65,21 @@ async function searchLatency(page, query) {
   );
 }
 
-/** Put focus / ignore / hide QUERY in the URL and time until the filtered graph is interactive. */
+/**
+ * Put focus / ignore / hide / sandwich QUERY in the URL and time until the new graph is
+ * painted: after the page's flame-interactive mark (or the sandwich's graphs replaced).
+ */
 async function filterLatency(page, query) {
   return page.evaluate(
     (q) =>
       new Promise((resolve) => {
-        const before = performance.getEntriesByName("flame-interactive").length;
+        const marks = performance.getEntriesByName("flame-interactive").length;
+        const sandwich = window.perfsleuthSandwich;
         const start = performance.now();
         location.hash = `${location.hash.split("?")[0]}?${q}`;
         const poll = () => {
-          if (performance.getEntriesByName("flame-interactive").length > before) requestAnimationFrame(() => resolve(performance.now() - start));
+          const drawn = performance.getEntriesByName("flame-interactive").length > marks || window.perfsleuthSandwich !== sandwich;
+          if (drawn) requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - start)));
           else setTimeout(poll, 1);
         };
         poll();
@@ -81,10 +88,29 @@ async function filterLatency(page, query) {
   );
 }
 
+/** The names of the heaviest frame at each of DEPTHS (sandwich targets a user would pick). */
+async function heavyNames(page, depths) {
+  return page.evaluate((wanted) => {
+    const { data } = window.perfsleuthFlame.graph;
+    return wanted.map((d) => {
+      let best = -1;
+      for (let i = 1; i < data.nodes; i++) if (data.depth[i] === d && (best < 0 || data.columns.total[i] > data.columns.total[best])) best = i;
+      return data.names[data.name[best]];
+    });
+  }, depths);
+}
+
 function summary(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
   return { n: values.length, median: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1] };
+}
+
+if (openOnce) {
+  const { ms } = await openFlame(`${ui}#/run/${runId}/flame`);
+  await browser.close();
+  console.log(JSON.stringify({ open_ms: ms }));
+  process.exit(0);
 }
 
 const result = { ui: {}, speedscope: null, report: null };
@@ -92,7 +118,12 @@ const opens = [];
 const zooms = [];
 const searches = [];
 const handlers = { zoom: [], search: [], filter: [] };
-const filters = { focus: [], ignore: [], hide: [] };
+const filters = { focus: [], ignore: [], hide: [], sandwich: [] };
+const FILTER_QUERIES = {
+  focus: ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"],
+  ignore: ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"],
+  hide: ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"],
+};
 for (let r = 0; r < REPEATS; r++) {
   const { context, page, ms } = await openFlame(`${ui}#/run/${runId}/flame`);
   opens.push(ms);
@@ -100,9 +131,11 @@ for (let r = 0; r < REPEATS; r++) {
   for (const q of ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$", ""]) searches.push(await searchLatency(page, q));
   result.ui.nodes = await page.evaluate(() => window.perfsleuthFlame.graph.data.nodes);
   result.ui.heap_mb = await page.evaluate(() => performance.memory?.usedJSHeapSize / 1e6);
-  for (const [kind, q] of [["focus", "op_17"], ["ignore", "Widget<3>"], ["hide", "ns1::"]]) {
-    filters[kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
+  const sandwiches = await heavyNames(page, [1, 2, 3, 5, 8]);
+  for (const [kind, queries] of Object.entries(FILTER_QUERIES)) {
+    for (const q of queries) filters[kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
   }
+  for (const name of sandwiches) filters.sandwich.push(await filterLatency(page, `sandwich=${encodeURIComponent(name)}`));
   const timings = await page.evaluate(() => window.perfsleuthFlame.timings);
   handlers.zoom.push(...(timings.zoom ?? []));
   handlers.search.push(...(timings.search ?? []));
@@ -115,7 +148,7 @@ result.ui.search_ms = summary(searches);
 // The same interactions, counting only the JavaScript that handles them (no paint wait).
 result.ui.zoom_handler_ms = summary(handlers.zoom);
 result.ui.search_handler_ms = summary(handlers.search);
-// focus / ignore / hide: URL changed → the filtered graph interactive; and the filter alone.
+// focus / ignore / hide / sandwich: URL changed → the new graph painted; and the filter alone.
 for (const [kind, times] of Object.entries(filters)) result.ui[`${kind}_ms`] = summary(times);
 result.ui.filter_handler_ms = summary(handlers.filter);
 

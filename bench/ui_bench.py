@@ -1,8 +1,11 @@
 """Benchmark of the web UI on a run of 1,000,000 samples and >= 100,000 distinct stacks.
 
-Measures the API's latency for TopN and flame-graph requests (first, cold answer
-and p50/p95 of repeated ones), then in headless Chromium (bench/ui_bench.mjs): time
-to an interactive flame graph, zoom and search latency, the same for the
+Measures the first open of the flame page on a fresh server process (from starting
+`perfsleuth serve` to the graph painted; once with the store as recorded, once with
+the flame graph the first server kept in <store>/ui-cache/), the API's latency for
+TopN and flame-graph requests (first, cold answer and p50/p95 of repeated ones), then
+in headless Chromium (bench/ui_bench.mjs): time to an interactive flame graph, zoom,
+search, focus, ignore, hide and sandwich latency until painted, the same open for the
 single-file HTML report, and speedscope opening the same profile.
 
 Usage: .venv/bin/python bench/ui_bench.py [--requests N]   (writes bench/out/ui_bench.json)
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -100,6 +104,36 @@ def api_latency(port: int, run_id: int, requests: int) -> dict:
     return out
 
 
+def cold_open(run_id: int, kept: bool) -> dict:
+    """Start a fresh server, open the flame page once: ms to listening, and to painted."""
+    if not kept:
+        shutil.rmtree(STORE / "ui-cache", ignore_errors=True)
+    start = time.perf_counter()
+    server, port = start_server()
+    listening = (time.perf_counter() - start) * 1000
+    try:
+        browser = subprocess.run(
+            ["node", str(ROOT / "bench" / "ui_bench.mjs"), "--open-once"]
+            + [f"http://127.0.0.1:{port}/", str(run_id)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    opened = json.loads(browser.stdout.strip().splitlines()[-1])["open_ms"]
+    return {"listening_ms": listening, "open_ms": opened, "total_ms": listening + opened}
+
+
+def cold_opens(run_id: int, repeats: int) -> dict:
+    out = {}
+    for name, kept in (("first_ever", False), ("kept_flame", True)):
+        runs = [cold_open(run_id, kept) for _ in range(repeats)]
+        out[name] = {key: percentiles([r[key] for r in runs]) for key in runs[0]}
+    return out
+
+
 class QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -120,6 +154,7 @@ def serve_speedscope() -> tuple[ThreadingHTTPServer, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=40, help="repeated API requests")
+    parser.add_argument("--cold", type=int, default=3, help="fresh-server first opens of each kind")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     run_id = ensure_store()
@@ -127,11 +162,12 @@ def main() -> None:
     subprocess.run(
         [*CLI, "report", str(run_id), "--store", str(STORE), "-o", str(report)], check=True
     )
+    result: dict = {"load_average": os.getloadavg(), "cold_server": cold_opens(run_id, args.cold)}
     server, port = start_server()
     site, speedscope_url = serve_speedscope()
     try:
         time.sleep(0.5)
-        result = {"api": api_latency(port, run_id, args.requests)}
+        result["api"] = api_latency(port, run_id, args.requests)
         browser = subprocess.run(
             [
                 "node",
@@ -152,6 +188,7 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=10)
         site.shutdown()
+    result["load_average_after"] = os.getloadavg()
     (OUT / "ui_bench.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
 

@@ -1,5 +1,6 @@
-// Call trees built node by node (hide, the sandwich view): children merged by name in a
-// typed hash table, then laid out in pre-order as the flame graph's FlameData.
+// Call trees built anew as the flame graph's FlameData: node by node, children merged by
+// name in a typed hash table (the sandwich's callers), or by merging copies of subtrees
+// (hide, the sandwich's callees).
 
 import { type FlameData, structure } from "./flame";
 
@@ -26,11 +27,8 @@ export class TreeBuilder {
     return node;
   }
 
-  /**
-   * The tree as FlameData with `like`'s names and columns: `weights[column][node]` are
-   * each node's own weight (`own`: subtrees are summed here) or already its total.
-   */
-  build(like: FlameData, weights: Record<string, Float64Array>, own: boolean): FlameData {
+  /** The tree as FlameData with `like`'s names: `weights[column][node]` is each node's total. */
+  build(like: FlameData, weights: Record<string, Float64Array>): FlameData {
     const n = this.size;
     const order = preOrder(this.parent.subarray(0, n), this.name);
     const position = new Int32Array(n);
@@ -46,7 +44,6 @@ export class TreeBuilder {
     for (const [key, byNode] of Object.entries(weights)) {
       const total = new Float64Array(n);
       for (let node = 0; node < n; node++) total[position[node]] = byNode[node];
-      if (own) for (let k = n - 1; k > 0; k--) total[position[this.parent[order[k]]]] += total[k];
       columns[key] = total;
     }
     return { ...like, nodes: n, name, depth, columns, ...structure(depth) };
@@ -110,5 +107,111 @@ function sortByName(kids: Int32Array, from: number, to: number, name: Int32Array
       j--;
     }
     kids[j] = node;
+  }
+}
+
+/**
+ * Copies of old nodes merged by path (hide, the sandwich's callees), built straight in
+ * pre-order without hashing: the old nodes that become one new node are kept together
+ * as a group, and a group's children are its members' children (with a hidden child
+ * replaced by its own children) gathered, sorted and split by name. The members of a
+ * group never contain one another, so a new node's weight is the sum of theirs.
+ *
+ * `top` are the old nodes that become the root's children (a hidden one: its callees); `rootWeights` the root's
+ * weight per column; `hidden` (per name) frames left out, their callees moved up.
+ */
+export function mergedTree(data: FlameData, top: ArrayLike<number>, rootWeights: Record<string, number>, hidden: Uint8Array | null): FlameData {
+  const keys = Object.keys(data.columns);
+  const old = keys.map((k) => data.columns[k]);
+  const capacity = data.nodes + 1;
+  const name = new Int32Array(capacity);
+  const depth = new Uint16Array(capacity);
+  const weights = keys.map((k) => new Float64Array(capacity).fill(rootWeights[k], 0, 1));
+  name[0] = -1;
+  let size = 1;
+  const groups = newGroups(capacity);
+  const scratch = new Int32Array(capacity);
+  let count = 0;
+  for (let k = 0; k < top.length; k++) {
+    if (hidden && hidden[data.name[top[k]]]) count = gather(data, hidden, top[k], scratch, count);
+    else scratch[count++] = top[k];
+  }
+  pushGroups(groups, data.name, scratch, count, 0, 1);
+  const { pool, start, length, level } = groups;
+  while (groups.pending > 0) {
+    const g = --groups.pending;
+    const node = size++;
+    name[node] = data.name[pool[start[g]]];
+    depth[node] = level[g];
+    const from = start[g];
+    const to = from + length[g];
+    for (let c = 0; c < old.length; c++) {
+      const column = old[c];
+      let sum = 0;
+      for (let m = from; m < to; m++) sum += column[pool[m]];
+      weights[c][node] = sum;
+    }
+    count = 0;
+    for (let m = from; m < to; m++) count = gather(data, hidden, pool[m], scratch, count);
+    // The group's members are used: its children's members take their place in the pool.
+    if (count) pushGroups(groups, data.name, scratch, count, from, level[g] + 1);
+  }
+  const columns: Record<string, Float64Array> = {};
+  keys.forEach((k, c) => (columns[k] = weights[c].slice(0, size)));
+  const d = depth.slice(0, size);
+  return { ...data, nodes: size, name: name.slice(0, size), depth: d, columns, ...structure(d) };
+}
+
+/** Groups waiting to become nodes, the next to pop last: members pool[start .. start + length). */
+interface Groups {
+  pool: Int32Array;
+  start: Int32Array;
+  length: Int32Array;
+  level: Uint16Array;
+  pending: number;
+}
+
+function newGroups(capacity: number): Groups {
+  const ints = () => new Int32Array(capacity);
+  return { pool: ints(), start: ints(), length: ints(), level: new Uint16Array(capacity), pending: 0 };
+}
+
+/** A node's children into out[count ..], a hidden child replaced by its own; the new count. */
+function gather(data: FlameData, hidden: Uint8Array | null, node: number, out: Int32Array, count: number): number {
+  const { end, name } = data;
+  for (let c = node + 1; c < end[node]; c = end[c]) {
+    if (hidden !== null && hidden[name[c]] === 1) count = gather(data, hidden, c, out, count);
+    else out[count++] = c;
+  }
+  return count;
+}
+
+/**
+ * scratch[0 .. count) split by name into groups, pool from `at` on. The first name is
+ * popped first, so it goes highest in the pool: its children's members can then be
+ * written over its own and past them.
+ */
+function pushGroups(groups: Groups, name: Int32Array, scratch: Int32Array, count: number, at: number, level: number): void {
+  sortMembers(scratch, count, name);
+  const { pool, start, length } = groups;
+  let end = count;
+  for (let k = count - 1; k >= 0; k--) {
+    if (k > 0 && name[scratch[k - 1]] === name[scratch[k]]) continue;
+    const g = groups.pending++;
+    start[g] = at;
+    length[g] = end - k;
+    groups.level[g] = level;
+    for (let m = k; m < end; m++) pool[at++] = scratch[m];
+    end = k;
+  }
+}
+
+/** scratch[0 .. count) by name index: already in order unless hidden frames' callees joined. */
+function sortMembers(scratch: Int32Array, count: number, name: Int32Array): void {
+  for (let k = 1; k < count; k++) {
+    if (name[scratch[k - 1]] > name[scratch[k]]) {
+      scratch.subarray(0, count).sort((a, b) => name[a] - name[b]);
+      return;
+    }
   }
 }

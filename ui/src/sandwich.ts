@@ -3,8 +3,7 @@
 // Only the outermost calls of F count, so a recursive F is not counted twice.
 
 import type { FlameData } from "./flame";
-import { ownWeightsTo } from "./flamefilter";
-import { TreeBuilder } from "./flametree";
+import { mergedTree, TreeBuilder } from "./flametree";
 
 export interface Sandwich {
   callers: FlameData;
@@ -31,13 +30,9 @@ function outermostCalls(data: FlameData, isTarget: Uint8Array): number[] {
 }
 
 function calleeTree(data: FlameData, outermost: number[]): FlameData {
-  const tree = new TreeBuilder(data.nodes);
-  const target = new Int32Array(data.nodes).fill(-1);
-  for (const o of outermost) {
-    target[o] = tree.child(0, data.name[o]);
-    for (let i = o + 1; i < data.end[o]; i++) target[i] = tree.child(target[data.parent[i]], data.name[i]);
-  }
-  return tree.build(data, ownWeightsTo(data, target, tree.size), true);
+  const root: Record<string, number> = {};
+  for (const [key, column] of Object.entries(data.columns)) root[key] = outermost.reduce((sum, o) => sum + column[o], 0);
+  return mergedTree(data, outermost, root, null);
 }
 
 function callerTree(data: FlameData, outermost: number[]): FlameData {
@@ -54,7 +49,7 @@ function callerTree(data: FlameData, outermost: number[]): FlameData {
       add(node, o);
     }
   }
-  return tree.build(data, Object.fromEntries(columns.map(([key], c) => [key, weights[c]])), false);
+  return tree.build(data, Object.fromEntries(columns.map(([key], c) => [key, weights[c]])));
 }
 
 /** The weight of the samples that end in the function (first column). */
