@@ -228,7 +228,7 @@ export interface StructLayout {
   pahole: string;
   parameter: string | null;
   variable: string;
-  variable_kind: "parameter" | "global" | "static";
+  variable_kind: "parameter" | "local" | "member" | "global" | "static";
   /** Global and static variables only. */
   address?: number;
   elements?: number;

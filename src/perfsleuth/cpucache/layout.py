@@ -1,13 +1,17 @@
 """Struct layout of the objects a function works on, pahole-style, with each field
 marked hot or cold by the recorded accesses.
 
-Two kinds of objects are laid out, each layout saying which variable it belongs to:
+Three kinds of objects are laid out, each layout saying which variable it belongs to:
 
 - the struct a pointer parameter of the traced function points to (DWARF). Which
   object a call worked on comes from the machine code: for an access through
   `disp(reg)`, reg held `address - disp`, and the base most accesses of a call agree
   on is the object. Accesses inside global struct variables do not vote, so a
-  pointer into a global table is laid out as that global;
+  pointer into a global table is laid out as that global, nor do those through
+  the pointers below;
+- the structs local pointers (`f = &t->flows[i]`) and pointers held in members
+  (`s->peer`) point to (pointers.py): each object an access through one reaches
+  is a visit;
 - global and static variables of struct type, or arrays of structs (per element),
   that the calls' accesses reach (globals.py).
 
@@ -26,6 +30,7 @@ from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_MEM, X86_REG_INVALID, X86_REG_RBP, X86_REG_RIP, X86_REG_RSP
 from elftools.common.exceptions import ELFError
 from elftools.dwarf.die import DIE
+from elftools.dwarf.locationlists import LocationParser
 from elftools.elf.elffile import ELFFile
 
 from ..model.cache import (
@@ -38,9 +43,18 @@ from ..model.cache import (
     Reorder,
     StructLayout,
 )
-from . import globals
+from . import globals, pointers
 from .globals import StructVariable, Visit
-from .struct_types import Field, Struct, attr_text, strip_qualifiers, struct_of
+from .pointers import Pointer, Typing
+from .struct_types import (
+    Field,
+    Struct,
+    attr_text,
+    find_subprogram,
+    origin,
+    strip_qualifiers,
+    struct_of,
+)
 from .trace import Trace
 
 HOT_FRACTION = 0.25  # of visits touching a field, for it to count as hot
@@ -51,8 +65,11 @@ def project(trace: Trace) -> tuple[Layout, list[StructLayout]]:
     """The first layout, or why there is none, and every layout: the parameter's
     first, then the globals by accesses, most first."""
     variables = globals.struct_variables(trace.executable)
-    parameter, reason = parameter_layout(trace, globals.inside_one(variables, trace.base))
+    in_globals = globals.inside_one(variables, trace.base)
+    through = pointer_accesses(trace, in_globals)
+    parameter, reason = parameter_layout(trace, lambda a: in_globals(a) or a in through)
     layouts = [parameter] if parameter is not None else []
+    layouts.extend(pointer_layouts(trace, through))
     layouts.extend(global_layouts(trace, variables))
     if not layouts:
         none: NoLayout = {"available": False, "reason": reason}
@@ -80,6 +97,91 @@ def parameter_layout(
     name, best = max(structs, key=lambda named: coverage(named[1], visits))
     owner: LayoutOwner = {"parameter": name, "variable": name, "variable_kind": "parameter"}
     return layout_of(best, visits, trace.line_size, owner), ""
+
+
+def pointer_accesses(
+    trace: Trace, in_globals: Callable[[int], bool]
+) -> dict[int, tuple[Pointer, int]]:
+    """Address -> (pointer, disp) of the accesses through locals and members (not
+    parameters, not into globals)."""
+    pcs = {pc - trace.base for call in trace.calls for kind, _a, _s, pc in call if kind != "I"}
+    typed = pointer_typing(trace.executable, trace.function, frozenset(pcs))
+    through = {}
+    for call in trace.calls:
+        for kind, address, _size, pc in call:
+            found = typed.get(pc - trace.base)
+            if kind != "I" and found is not None and not in_globals(address):
+                through[address] = found
+    return through
+
+
+def pointer_layouts(trace: Trace, through: dict[int, tuple[Pointer, int]]) -> list[StructLayout]:
+    """One layout per local or member pointer, a visit per call and object it reached."""
+    reached: dict[str, tuple[Pointer, dict[tuple[int, int], list]]] = {}
+    for number, call in enumerate(trace.calls):
+        for kind, address, _size, _pc in call:
+            found = through.get(address) if kind != "I" else None
+            if found is not None:
+                pointer, disp = found
+                objects = reached.setdefault(pointer.name, (pointer, {}))[1]
+                objects.setdefault((number, address - disp), [])
+    layouts = []
+    for pointer, objects in reached.values():
+        visits = [
+            Visit(number, base, inside(trace.calls[number], base, pointer.struct.size))
+            for number, base in objects
+        ]
+        owner: LayoutOwner = {
+            "parameter": None,
+            "variable": pointer.name,
+            "variable_kind": "member" if pointer.kind == "member" else "local",
+        }
+        layouts.append(layout_of(pointer.struct, visits, trace.line_size, owner))
+    return sorted(layouts, key=lambda lay: -lay["visits"])
+
+
+def inside(call: list, base: int, size: int) -> list:
+    return [a for a in call if a[0] != "I" and 0 <= a[1] - base < size]
+
+
+@lru_cache(maxsize=16)
+def pointer_typing(
+    executable: str, function: str, pcs: frozenset[int]
+) -> dict[int, tuple[Pointer, int]]:
+    """ELF address -> (pointer, disp) for the accesses at pcs that go through a local
+    or member pointer; empty without DWARF."""
+    try:
+        with open(executable, "rb") as fh:
+            elf = ELFFile(fh)
+            if not elf.has_dwarf_info():
+                return {}
+            subprogram = find_subprogram(elf, function)
+            if subprogram is None:
+                return {}
+            start, end = pc_range(subprogram)
+            locations = LocationParser(elf.get_dwarf_info().location_lists())
+            known = pointers.variables(subprogram, (start, end), locations)
+            code = list(disassembler().disasm(code_between(executable, start, end), start))
+            typing = Typing(code, known)
+            typed = {pc: typing.access(pc) for pc in pcs}
+    except (OSError, ELFError):
+        return {}
+    return {pc: t for pc, t in typed.items() if t is not None and t[0].kind != "parameter"}
+
+
+def pc_range(subprogram: DIE) -> tuple[int, int]:
+    low = subprogram.attributes["DW_AT_low_pc"].value
+    high = subprogram.attributes.get("DW_AT_high_pc")
+    if high is None:
+        return low, low
+    return low, high.value if high.form == "DW_FORM_addr" else low + high.value
+
+
+def code_between(executable: str, start: int, end: int) -> bytes:
+    for segment, data in text_segments(executable):
+        if segment <= start < segment + len(data):
+            return data[start - segment : end - segment]
+    return b""
 
 
 def global_layouts(trace: Trace, variables: tuple[StructVariable, ...]) -> list[StructLayout]:
@@ -362,24 +464,6 @@ def parameter_structs(executable: str, function: str) -> tuple[list[tuple[str, S
             "so there is no layout to show"
         )
     return structs, ""
-
-
-def find_subprogram(elf: ELFFile, function: str) -> DIE | None:
-    plain = function.split("(")[0].split("::")[-1]
-    for cu in elf.get_dwarf_info().iter_CUs():
-        for die in cu.iter_DIEs():
-            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
-                continue
-            if attr_text(origin(die), "DW_AT_name") == plain:
-                return die
-    return None
-
-
-def origin(die: DIE) -> DIE:
-    for attr in ("DW_AT_specification", "DW_AT_abstract_origin"):
-        if attr in die.attributes:
-            return die.get_DIE_from_attribute(attr)
-    return die
 
 
 def parameters(subprogram: DIE) -> list[tuple[str, DIE]]:

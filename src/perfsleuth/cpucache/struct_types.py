@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from elftools.dwarf.die import DIE
+from elftools.elf.elffile import ELFFile
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
 AGGREGATE_KEYWORDS = {
@@ -177,3 +178,21 @@ def array_length_one(sub: DIE) -> int:
     if "DW_AT_upper_bound" in sub.attributes:
         return int(sub.attributes["DW_AT_upper_bound"].value) + 1
     return 0
+
+
+def find_subprogram(elf: ELFFile, function: str) -> DIE | None:
+    plain = function.split("(")[0].split("::")[-1]
+    for cu in elf.get_dwarf_info().iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
+                continue
+            if attr_text(origin(die), "DW_AT_name") == plain:
+                return die
+    return None
+
+
+def origin(die: DIE) -> DIE:
+    for attr in ("DW_AT_specification", "DW_AT_abstract_origin"):
+        if attr in die.attributes:
+            return die.get_DIE_from_attribute(attr)
+    return die

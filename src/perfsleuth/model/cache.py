@@ -123,7 +123,8 @@ class LayoutOwner(TypedDict):
 
     parameter: str | None
     variable: str
-    variable_kind: Literal["parameter", "global", "static"]
+    # local: a local pointer (`f = &t[i]`); member: a pointer held in a struct (`s->peer`)
+    variable_kind: Literal["parameter", "local", "member", "global", "static"]
     # global and static variables only
     address: NotRequired[int]
     elements: NotRequired[int]
@@ -323,8 +324,8 @@ def limited_by_sets(cliff: Cliff) -> bool:
 
 
 def owner(layout: StructLayout) -> str:
-    """Whose struct it is: `*param`, `global stats`, `static table[4096]`."""
-    if layout["variable_kind"] == "parameter":
+    """Whose struct it is: `*param`, `*f`, `*s->peer`, `global stats`, `static table[4096]`."""
+    if layout["variable_kind"] in ("parameter", "local", "member"):
         return f"*{layout['variable']}"
     elements = layout.get("elements", 1)
     return f"{layout['variable_kind']} {layout['variable']}" + (

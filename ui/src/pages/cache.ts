@@ -184,10 +184,10 @@ function cacheLine(d: Drawing, row: LayoutLine): HTMLElement {
   );
 }
 
-/** Whose struct it is: `*c`, `static table[4096]`, `global config`. */
+/** Whose struct it is: `*c`, `*f`, `*s->peer`, `static table[4096]`, `global config`. */
 function layoutOwner(layout: StructLayout): string {
   const kind = layout.variable_kind;
-  if (kind === "parameter") return `*${layout.variable}`;
+  if (kind === "parameter" || kind === "local" || kind === "member") return `*${layout.variable}`;
   const elements = layout.elements ?? 1;
   return elements > 1 ? `${kind} ${layout.variable}[${elements.toLocaleString()}]` : `${kind} ${layout.variable}`;
 }
