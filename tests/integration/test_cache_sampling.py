@@ -1,7 +1,7 @@
 """Sampled calls under the real fntrace tool: 1 in k calls over the whole run gives
 the layout finding the first calls give, and the document, `cache show` and the
-finding say which calls were traced; the time budget stops a long run; bad
-bounds are one-line errors."""
+finding say which calls were traced; the time budget stops a long run (the
+options' bounds: tests/unit/test_cli.py)."""
 
 from __future__ import annotations
 
@@ -65,21 +65,3 @@ def test_the_time_budget_stops_a_long_run(examples_built, tmp_path):
     assert sampling["out_of_time"] and sampling["budget_s"] == 2.0
     assert 20 <= sampling["calls_traced"] <= 41
     assert sampling["calls_seen"] >= 40 * (sampling["every"] // 2)
-
-
-@pytest.mark.parametrize(
-    ("option", "value", "message"),
-    [
-        ("--sample-calls", "0", "is not a sampling interval"),
-        ("--sample-calls", "every", "is not a sampling interval"),
-        ("--max-calls", "1000000", "is more than 100,000"),
-        ("--trace-seconds", "0", "is not a number of seconds"),
-    ],
-)
-def test_bad_bounds_are_one_line_errors(examples_built, tmp_path, option, value, message):
-    done = perfsleuth(
-        tmp_path, "record", "--mode", "cache", "--function", "handle_packet", option, value,
-        "--", str(examples_built / "conntable"), "10", "10", check=False,
-    )  # fmt: skip
-    assert done.returncode != 0
-    assert message in done.stderr and "Traceback" not in done.stderr

@@ -117,6 +117,23 @@ def test_scale_spec_needs_two_positive_sizes(spec):
         scaling.parse_scale(spec)
 
 
+@pytest.mark.parametrize("spec", ["n=" + ",".join(str(n) for n in range(1, 18)), "n=10,2000000000"])
+def test_scale_spec_is_bounded(spec):
+    with pytest.raises(
+        UserError, match="at most 16 sizes .one run each., none above 1,000,000,000"
+    ):
+        scaling.parse_scale(spec)
+
+
+def test_variants_are_bounded(tmp_path):
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text("\n".join(f"secret{i}" for i in range(65)))
+    with pytest.raises(UserError, match="65 secrets; give at most 64"):
+        constant_time.read_variants(str(secrets))
+    secrets.write_text("\n".join(f"secret{i}" for i in range(64)))
+    assert len(constant_time.read_variants(str(secrets))) == 64
+
+
 def test_constant_time_names_the_branch_where_the_secrets_part():
     same = trace_of([packet_call(0)])
     other_path = trace_of(

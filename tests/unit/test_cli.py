@@ -43,3 +43,22 @@ def test_record_refuses_nonpositive_freq_and_pid(command, option, capsys):
     err = capsys.readouterr().err
     assert f"argument {option[0]}: {option[1]!r} is not a" in err
     assert "1 or more" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "message"),
+    [
+        (["record"], ["--sample-calls", "0"], "is not 'auto' or a sampling interval K"),
+        (["record"], ["--sample-calls", "every"], "is not 'auto' or a sampling interval K"),
+        (["run"], ["--max-calls", "1000000"], "is more than 100,000 (a number of calls)"),
+        (["record"], ["--trace-seconds", "0"], "is not a number of seconds"),
+        (["record"], ["--trace-seconds", "100000"], "is more than 86,400"),
+        (["lint"], ["--min-confidence", "3"], "is not a confidence (a number from 0 to 1)"),
+    ],
+)
+def test_cache_and_lint_options_are_bounded(command, option, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([*command, *option, *(["--", "true"] if command != ["lint"] else [])])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err.strip().splitlines()[-1] and "Traceback" not in err

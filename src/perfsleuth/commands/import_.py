@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..collect import run_facts
 from ..errors import UserError
-from ..formats import DESCRIPTIONS, limits, read_any
+from ..formats import DESCRIPTIONS, limits, read_any, read_position
 from ..model.run import Recording
 from ..present import write
 from ..present.json import RECORDED
@@ -63,8 +63,10 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
     if not os.access(path, os.R_OK):
         raise UserError(f"{path}: permission denied")
     with progress_display(args) as progress:
-        progress.phase(f"reading {shown} ({path.stat().st_size / 1e6:,.1f} MB)")
-        profile, fmt = read_any(path, max_bytes=max_bytes)
+        size = path.stat().st_size
+        progress.phase(f"reading {shown} ({size / 1e6:,.1f} MB)", total=size)
+        with read_position.watched(path, progress):
+            profile, fmt = read_any(path, max_bytes=max_bytes)
         for warning in profile.meta.pop("warnings", []):
             print(f"perfsleuth: warning: {warning}", file=sys.stderr)
         facts = run_facts.new_run(f"import {shown}", "cpu", source=f"import:{fmt}")

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile-commands", metavar="FILE", help="compile_commands.json")
     parser.add_argument(
         "--min-confidence",
-        type=float,
+        type=confidence,
         default=0.0,
         metavar="C",
         help="leave out findings below this confidence (0..1)",
@@ -49,6 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also report every loop clang did not vectorise (missed-vectorization)",
     )
     add_output_options(parser, formats_for(FINDINGS))
+
+
+def confidence(text: str) -> float:
+    """An argparse type: a number from 0 to 1, else one line saying so."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a confidence (a number from 0 to 1)")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -102,7 +102,7 @@ def sample_calls(text: str) -> int:
     """--sample-calls: 'auto' or 1 in K calls."""
     if text == "auto":
         return SAMPLE_AUTO
-    return bounded_int("a sampling interval (or 'auto')", MAX_SAMPLE_INTERVAL)(text)
+    return bounded_int("'auto' or a sampling interval K", MAX_SAMPLE_INTERVAL)(text)
 
 
 def add_count_options(parser: argparse.ArgumentParser) -> None:

@@ -53,6 +53,8 @@ from .model import Geometry, Level
 from .trace import PAGE_SIZE
 
 PLACEHOLDER = "{n}"
+MAX_SIZES = 16  # each size is a whole run of the program under valgrind
+MAX_N = 10**9
 WorkingSet = Literal["cached_lines", "data_lines"]  # what a fit counts
 
 
@@ -63,7 +65,12 @@ def parse_scale(spec: str) -> list[int]:
         raise UserError(
             f"--scale {spec!r}: give two or more positive sizes, like 'n=1000,10000,100000'"
         )
-    return sorted(set(values))
+    sizes = sorted(set(values))
+    if len(sizes) > MAX_SIZES or sizes[-1] > MAX_N:
+        raise UserError(
+            f"--scale {spec!r}: at most {MAX_SIZES} sizes (one run each), none above {MAX_N:,}"
+        )
+    return sizes
 
 
 def substitute(cmd: list[str], n: int) -> list[str]:

@@ -12,6 +12,7 @@ from ..model.cache import ConstantTime, Difference
 from .trace import Trace
 
 PLACEHOLDER = "{secret}"
+MAX_VARIANTS = 64  # each is a whole run of the program under valgrind
 
 
 def read_variants(path: str) -> list[str]:
@@ -22,6 +23,11 @@ def read_variants(path: str) -> list[str]:
     variants = [line for line in lines if line.strip()]
     if len(variants) < 2:
         raise UserError(f"--variants {path}: give at least two secrets, one per line")
+    if len(variants) > MAX_VARIANTS:
+        raise UserError(
+            f"--variants {path}: {len(variants):,} secrets; give at most {MAX_VARIANTS} "
+            "(one run each)"
+        )
     return variants
 
 
