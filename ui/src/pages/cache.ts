@@ -4,7 +4,7 @@
 import { ApiError, getJSON } from "../api";
 import { h, message, pct, svg } from "../dom";
 import { href } from "../router";
-import type { CacheDoc, CacheFunction, Cliff, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, NoTlbCliff, Scaling, Spread, StructLayout, TlbCliff } from "../types";
+import type { CacheDoc, CacheFunction, Cliff, CacheModelDoc, Footprint, Layout, LayoutField, LayoutLine, NoTlbCliff, Sampling, Scaling, Spread, StructLayout, TlbCliff } from "../types";
 
 const SOURCE_ROWS = 10;
 /** Below this share of a level usable by the working set's sets, the capacity says so (as `cache show`). */
@@ -37,11 +37,22 @@ function functionSection(runId: string, f: CacheFunction): HTMLElement {
     "section",
     { class: "cache-function", "data-function": f.function },
     h("h2", null, h("span", { class: "fn" }, f.function), h("span", { class: "subtitle" }, f.executable)),
+    samplingNote(f.sampling),
     footprintBlock(runId, f.footprint),
     (f.layouts.length ? f.layouts : [f.layout]).map(layoutBlock),
     modelBlock(runId, f.model, f.footprint.calls_recorded),
     f.scaling ? scalingBlock(f.scaling) : null,
     f.constant_time ? constantTimeBlock(f.constant_time) : null,
+  );
+}
+
+/** Which calls were traced, as `cache show` says it (model/cache.py sampling_text). */
+function samplingNote(sampling: Sampling | undefined): HTMLElement | null {
+  if (!sampling || sampling.chosen === "first") return null;
+  const where = sampling.out_of_time ? "up to the time budget" : "over the whole run";
+  return message(
+    `1 in ${sampling.every.toLocaleString()} calls traced (${sampling.calls_traced.toLocaleString()} of ` +
+      `${sampling.calls_seen.toLocaleString()}, ${where}); the whole-run totals are the traced calls'`,
   );
 }
 
