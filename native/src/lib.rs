@@ -69,6 +69,10 @@ use reader::MetaVal;
 ///          one per unique (stack, thread, event); stack indexes `stacks`,
 ///          thread `threads`, event `events`; period is the sum of the
 ///          samples' periods, count the number of samples
+/// timeline: {row: [int], count: [int], time: [int]}
+///          the samples in time order, run-length encoded: count[i] samples in
+///          a row of row[i] (indexes `rows`), the first taken at time[i] (ns,
+///          perf's clock); empty when the samples carry no time
 /// ```
 ///
 /// Raises ValueError for files that are not readable perf.data (a panic in
@@ -154,6 +158,12 @@ fn read_perf_data(py: Python<'_>, path: &str) -> PyResult<PyObject> {
     rows.set_item("period", out.rows.period)?;
     rows.set_item("count", out.rows.count)?;
     d.set_item("rows", rows)?;
+
+    let timeline = PyDict::new_bound(py);
+    timeline.set_item("row", out.timeline.row)?;
+    timeline.set_item("count", out.timeline.count)?;
+    timeline.set_item("time", out.timeline.time)?;
+    d.set_item("timeline", timeline)?;
     Ok(d.into_any().unbind())
 }
 

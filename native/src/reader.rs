@@ -63,6 +63,15 @@ pub(crate) struct Frames {
     pub kernel: Vec<bool>,
 }
 
+/// The samples in time order, run-length encoded: `count[i]` samples in a row
+/// of row `row[i]` (an index into `Rows`), the first taken at `time[i]` ns.
+#[derive(Default)]
+pub(crate) struct Timeline {
+    pub row: Vec<u32>,
+    pub count: Vec<u32>,
+    pub time: Vec<u64>,
+}
+
 /// Aggregated samples, as columns: one row per unique (stack, thread, event).
 #[derive(Default)]
 pub(crate) struct Rows {
@@ -92,6 +101,8 @@ pub(crate) struct Output {
     pub stacks: Vec<Vec<u32>>,
     pub threads: Vec<Thread>,
     pub rows: Rows,
+    /// Empty when the samples carry no time (`perf record` without -T/PERF_SAMPLE_TIME).
+    pub timeline: Timeline,
 }
 
 #[derive(Default)]
@@ -115,8 +126,12 @@ struct Reader {
     frame_ids: HashMap<(u32, u64, bool), u32>,
     stacks: Vec<Vec<u32>>,
     stack_ids: HashMap<Vec<u32>, u32>,
-    /// (stack, pid, tid, comm, event) -> (period, count)
-    rows: HashMap<RowKey, (u64, u64)>,
+    /// (stack, pid, tid, comm, event) -> its row; per row, its key and (period, count)
+    row_ids: HashMap<RowKey, u32>,
+    row_keys: Vec<RowKey>,
+    row_sums: Vec<(u64, u64)>,
+    /// (time, row) of every sample that has a time, in the order read
+    sampled: Vec<(u64, u32)>,
     lost: u64,
     samples: u64,
     samples_needing_dwarf: u64,
@@ -297,12 +312,23 @@ impl Reader {
         let period = s
             .period
             .unwrap_or_else(|| self.fixed_period.get(event as usize).copied().unwrap_or(1));
-        let row = self
-            .rows
-            .entry((sid, pid, tid, comm, event))
-            .or_insert((0, 0));
-        row.0 += period;
-        row.1 += 1;
+        let key = (sid, pid, tid, comm, event);
+        let row = match self.row_ids.get(&key) {
+            Some(&row) => row,
+            None => {
+                let row = self.row_keys.len() as u32;
+                self.row_ids.insert(key, row);
+                self.row_keys.push(key);
+                self.row_sums.push((0, 0));
+                row
+            }
+        };
+        let sums = &mut self.row_sums[row as usize];
+        sums.0 += period;
+        sums.1 += 1;
+        if let Some(time) = s.timestamp {
+            self.sampled.push((time, row));
+        }
     }
 
     /// The stack id of a sample: callchain (and DWARF-unwound user frames)
@@ -407,7 +433,7 @@ impl Reader {
             frames.kernel.push(k);
         }
         // threads: intern (pid, tid, comm)
-        let n = self.rows.len();
+        let n = self.row_keys.len();
         let mut rows = Rows {
             stack: Vec::with_capacity(n),
             thread: Vec::with_capacity(n),
@@ -417,7 +443,9 @@ impl Reader {
         };
         let mut thread_ids: HashMap<(i32, i32, u32), u32> = HashMap::default();
         let mut threads: Vec<Thread> = Vec::new();
-        for (&(sid, pid, tid, comm, ev), &(period, count)) in &self.rows {
+        for (&(sid, pid, tid, comm, ev), &(period, count)) in
+            self.row_keys.iter().zip(&self.row_sums)
+        {
             let ti = *thread_ids.entry((pid, tid, comm)).or_insert_with(|| {
                 let comm = if comm == u32::MAX {
                     String::new()
@@ -441,8 +469,26 @@ impl Reader {
             stacks: self.stacks,
             threads,
             rows,
+            timeline: run_lengths(self.sampled),
         }
     }
+}
+
+/// Samples sorted by time (perf.data is only sorted within rounds), then runs of one row.
+fn run_lengths(mut sampled: Vec<(u64, u32)>) -> Timeline {
+    sampled.sort_by_key(|&(time, _)| time);
+    let mut out = Timeline::default();
+    for (time, row) in sampled {
+        match (out.row.last(), out.count.last_mut()) {
+            (Some(&last), Some(count)) if last == row => *count += 1,
+            _ => {
+                out.row.push(row);
+                out.count.push(1);
+                out.time.push(time);
+            }
+        }
+    }
+    out
 }
 
 fn hex(b: &[u8]) -> String {

@@ -525,6 +525,11 @@ export function legend(colouring: Colouring, python = false): [string, string][]
   return [["function (warm, by name)", COLOURS[NAMED + 1]], ...kinds, match];
 }
 
+/** The colour the graph paints frames of name index `name` with (by name and kind), for other views of the same data. */
+export function nameFill(data: FlameData, name: number): string {
+  return COLOURS[nameColour(data.names[name], data.kind[name])];
+}
+
 function nameColour(name: string, kind: number): number {
   if (kind === FrameKind.Kernel) return KERNEL;
   if (kind === FrameKind.Inlined) return INLINED;

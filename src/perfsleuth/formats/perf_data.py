@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
+from ..model.timeline import Timeline
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
 from ..symbols.elf import elf_info, find_dso
 from ..symbols.function_starts import function_start
@@ -139,9 +140,10 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
         )
     chains = reading.symbolize(sym)
     builder = ProfileBuilder(unit=reading.event["unit"], meta=reading.meta(p))
-    reading.add_samples(builder, chains)
+    placed = reading.add_samples(builder, chains)
     profile = builder.build()
     profile.dsos = [{"path": d["path"], "build_id": d["build_id"]} for d in reading.dsos]
+    profile.timeline = reading.timeline(placed) or None
     return profile
 
 
@@ -261,7 +263,12 @@ class _NativeReading:
             meta.setdefault("warnings", []).append(warning)
         return meta
 
-    def add_samples(self, builder: ProfileBuilder, chains: dict[int, tuple[Frame, ...]]) -> None:
+    def add_samples(
+        self, builder: ProfileBuilder, chains: dict[int, tuple[Frame, ...]]
+    ) -> list[tuple[int, int] | None]:
+        """Adds this event's rows; returns per native row its (stack id, thread index)
+        in the profile, None for another event's row."""
+        placed: list[tuple[int, int] | None] = []
         interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
         threads = [
             builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in self.data["threads"]
@@ -274,12 +281,26 @@ class _NativeReading:
             rows["stack"], rows["thread"], rows["event"], rows["period"], rows["count"], strict=True
         ):
             if ev != self.event_index:
+                placed.append(None)
                 continue
             ids = expanded.get(sid)
             if ids is None:
                 ids = expanded[sid] = tuple(i for fid in stacks[sid] for i in interned[fid])
             weight = float(count) if count_weights else float(period)
             builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
+            placed.append((builder.stack_id(ids), threads[ti]))
+        return placed
+
+    def timeline(self, placed: list[tuple[int, int] | None]) -> Timeline:
+        """This event's samples in time order (empty when perf recorded no times)."""
+        out = Timeline()
+        runs = self.data.get("timeline") or {}
+        columns = (runs.get("row", []), runs.get("count", []), runs.get("time", []))
+        for row, count, time in zip(*columns, strict=True):
+            where = placed[row]
+            if where is not None:
+                out.add(where[0], where[1], count, time)
+        return out
 
 
 def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .timeline import Timeline
+
 # Units a profile's weights can be in. "ns" is used for on-CPU clock events and
 # off-CPU time alike, so the two can be added up.
 UNITS = ("samples", "ns", "instructions", "events", "bytes")
@@ -65,6 +67,9 @@ class Profile:
     # The objects the frames were mapped from, when the reader knows them (pprof's
     # mappings): {"path", "build_id"}, kept with the run for symbols and analyses.
     dsos: list[dict] = field(default_factory=list)
+    # The samples in the order they were taken, when the reader knows their times
+    # (perf.data); the store keeps it as the run's "timeline" document.
+    timeline: Timeline | None = None
 
     @property
     def total(self) -> float:

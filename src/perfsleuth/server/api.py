@@ -21,11 +21,12 @@ from ..experiments.verdict import verdict_lines
 from ..model.cache import CacheProjections
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
+from ..model.timeline import Timeline
 from ..store.runs import Store, is_run_reference, resolve
 from ..views import cache, callgraph, diff, disassembly, threads, top
 from ..views.annotate import find_source, line_costs
 from ..views.keys import GROUPINGS
-from . import flamedata, sources
+from . import flamedata, sources, timelinedata
 from .diskcache import DiskCache
 from .memo import FileVersioned, Memo
 
@@ -85,6 +86,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/top"), self.top, ("by", "state", "thread")),
             (re.compile(r"/api/runs/([^/]+)/flame"), self.flame, ("state", "thread")),
             (re.compile(r"/api/runs/([^/]+)/threads"), self.threads, ()),
+            (re.compile(r"/api/runs/([^/]+)/timeline"), self.timeline, ("thread",)),
             (re.compile(r"/api/runs/([^/]+)/callgraph"), self.callgraph, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/annotate"), self.annotate, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/disasm"), self.disasm, ("function",)),
@@ -244,6 +246,21 @@ class Api:
 
         body = build if any(filters) else whole_run
         return self._cached(("flame", run_id, *filters), lambda: binary_response(body()))
+
+    def timeline(self, ref: str, query: Query) -> Response:
+        """The samples in time order, on the nodes of /flame with the same thread filter."""
+        run_id = self._run_id(ref)
+        tids = _filters(query)[1]
+
+        def compute() -> Response:
+            found = self.store.documents(run_id, Timeline.KIND).get(Timeline.NAME)
+            if found is None:
+                raise ApiError(404, timelinedata.missing(self._info(run_id)))
+            profile = self._profile(run_id, query)
+            flame = flamedata.flame_columns(profile)
+            return binary_response(timelinedata.encode(profile, flame, found, set(tids)))
+
+        return self._cached(("timeline", run_id, tids), compute)
 
     def threads(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)

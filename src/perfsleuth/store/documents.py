@@ -18,10 +18,12 @@ from ..model import documents
 from ..model.cache import CacheProjections
 from ..model.counts import Counts
 from ..model.documents import DocumentType
+from ..model.timeline import Timeline
 
 TYPES: dict[str, type[DocumentType]] = {
     Counts.KIND: Counts,
     CacheProjections.KIND: CacheProjections,
+    Timeline.KIND: Timeline,
 }
 
 

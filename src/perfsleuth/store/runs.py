@@ -354,6 +354,9 @@ class Store:
                 self._insert_profile(con, tables)
                 for doc in recording.documents:
                     self._insert_document(con, run_id, doc.kind, doc.name, doc.data)
+                if profile.timeline:
+                    timeline = profile.timeline
+                    self._insert_document(con, run_id, timeline.KIND, timeline.NAME, timeline)
                 con.execute("COMMIT")
             except BaseException:
                 _rollback(con)

@@ -7,6 +7,7 @@ import { replaceParams, type Route } from "../router";
 import type { RunDetail } from "../types";
 import { colourLegend, frameTitle, functionLinks, stateThreadSelects } from "./common";
 import { renderSandwich } from "./sandwich";
+import { chartChoice, renderTimeOrder } from "./timeline";
 
 const decoded = new Map<string, Promise<FlameData>>();
 const CRUMBS_SHOWN = 14;
@@ -90,6 +91,7 @@ function timed(name: string, action: () => void): void {
 
 export async function renderFlame(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
+  if (params.get("chart") === "time") return renderTimeOrder(app, runId, await getJSON<RunDetail>(`/api/runs/${runId}`), params, loadFlame);
   const filters = { state: params.getAll("state"), thread: params.getAll("thread") };
   const [run, fetched] = await Promise.all([
     getJSON<RunDetail>(`/api/runs/${runId}`),
@@ -193,6 +195,8 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     h(
       "div",
       { class: "toolbar" },
+      chartChoice(runId, params),
+      " ",
       search,
       " ",
       toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => timed("redraw", () => graph.setIcicle(v))),

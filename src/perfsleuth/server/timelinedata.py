@@ -1,0 +1,90 @@
+"""The time-order view's data: a run's samples in the order they were taken, as
+runs of one stack placed on the nodes of the flame graph the page already has.
+
+The flame graph (server/flamedata.py) of the same profile and filters gives the
+nodes; each run of the Timeline document becomes (its stack's leaf node, how many
+samples, when the first was taken), so the page draws the chart with the flame
+graph's names, colours and frames, and fetches no stacks twice. Sent as binary:
+
+    u32 header length | header JSON | padding to 8 |
+    f64 time per run (ns after the first sample) | u32 leaf node per run | u32 count per run
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from array import array
+
+from ..model.profile import Profile
+from ..model.run import RunInfo
+from ..model.timeline import Timeline
+from ..views.flame import frame_label
+from .flamedata import MAX_DEPTH, FlameColumns
+
+
+def leaf_nodes(profile: Profile, flame: FlameColumns) -> list[int]:
+    """Per stack of the profile, the flame graph node its samples end at."""
+    child: dict[tuple[int, int], int] = {}
+    parents = [0]
+    for node in range(1, len(flame.name)):
+        depth = flame.depth[node]
+        del parents[depth:]
+        child[(parents[-1], flame.name[node])] = node
+        parents.append(node)
+    rank = {name: i for i, name in enumerate(flame.names)}
+    label = [rank.get(frame_label(f), -1) for f in profile.frames]
+    leaves = []
+    for stack in profile.stacks:
+        node = 0
+        for fid in reversed(stack[-MAX_DEPTH:]):
+            node = child.get((node, label[fid]), -1)
+            if node < 0:
+                break
+        leaves.append(node)
+    return leaves
+
+
+def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[int]) -> bytes:
+    """The runs of the threads `tids` (every thread when empty), merged where two runs
+    of one stack follow each other once the other threads are left out."""
+    leaves = leaf_nodes(profile, flame)
+    keep = [not tids or (t.tid in tids) for t in profile.threads]
+    time, node, count = array("d"), array("I"), array("I")
+    start = timeline.time_ns[0] if len(timeline) else 0
+    for sid, thread, n, t in zip(
+        timeline.stack, timeline.thread, timeline.count, timeline.time_ns, strict=True
+    ):
+        leaf = leaves[sid]
+        if leaf < 0 or (tids and (thread < 0 or not keep[thread])):
+            continue
+        if node and node[-1] == leaf:
+            count[-1] += n
+            continue
+        time.append(float(t - start))
+        node.append(leaf)
+        count.append(n)
+    end = timeline.time_ns[-1] - start if len(timeline) else 0
+    header = json.dumps(
+        {"runs": len(node), "samples": sum(count), "duration_ns": end, "unit": profile.unit}
+    ).encode()
+    padding = b" " * (-(4 + len(header)) % 8)
+    parts = [struct.pack("<I", len(header) + len(padding)), header, padding]
+    return b"".join([*parts, time.tobytes(), node.tobytes(), count.tobytes()])
+
+
+def missing(info: RunInfo) -> str:
+    """Why run `info` has no time order, in the user's terms."""
+    run = f"run {info.id}"
+    if info.unit == "instructions":
+        return f"{run} counts instructions exactly (valgrind); it took no timed samples"
+    imported = info.source.removeprefix("import:")
+    if imported != info.source and imported != "perf.data":
+        return f"{run} was imported from {imported}, which keeps no sample times"
+    if info.mode in ("offcpu", "wall", "all", "python"):
+        merged = "its samples are merged from several recorders without their times"
+        return f"{run} is a {info.mode} run; {merged}"
+    return (
+        f"{run} keeps no sample times: it was recorded before perfsleuth kept them, or read "
+        "through `perf script`; re-record it to see the time order"
+    )

@@ -1,0 +1,114 @@
+"""The flame page's time order in a real browser (timeline_flow.mjs, Debian's
+Chromium) against `perfsleuth serve` over a real perf run of examples/bin/prodcons
+(threads) and a folded import (no times): the chart covers every sample of the run,
+zooms by mouse, keyboard and URL, filters by thread, and a run without times says
+why. Screenshots go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_runner import perfsleuth
+
+from perfsleuth.store.runs import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CLI = [sys.executable, "-m", "perfsleuth.cli"]
+RUN, FOLDED_RUN = "1", "2"
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("ui-timeline")
+    store = base / "store"
+    perfsleuth(store, "record", "--", str(examples_built / "prodcons"), "200000")
+    folded = base / "plain.folded"
+    folded.write_text("main;work 10\nmain;idle 3\n")
+    perfsleuth(store, "import", str(folded))
+    return store
+
+
+@pytest.fixture(scope="module")
+def shown(store: Path) -> Iterator[dict[str, dict]]:
+    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    try:
+        assert match, f"serve printed no URL: {line!r}"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["node", str(Path(__file__).with_name("timeline_flow.mjs")),
+             match.group(0), str(ARTIFACTS), RUN, FOLDED_RUN],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    results = {}
+    for out in done.stdout.splitlines():
+        if out.startswith("{"):
+            doc = json.loads(out)
+            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
+            results[doc["flow"]] = doc["shown"]
+    assert results, f"timeline_flow.mjs ran no flow: {done.stderr[-2000:]}"
+    yield results
+
+
+def samples_per_thread(store: Path) -> dict[str, int]:
+    profile = Store(store).load(int(RUN))
+    counts: dict[str, int] = {}
+    for _, _, count, thread, _ in profile.columns():
+        tid = str(profile.threads[thread].tid)
+        counts[tid] = counts.get(tid, 0) + count
+    return counts
+
+
+def samples_shown(info: str) -> tuple[int, int, int]:
+    match = re.match(r"samples ([\d,]+)–([\d,]+) of ([\d,]+), taken ", info)
+    assert match, info
+    first, end, total = (int(g.replace(",", "")) for g in match.groups())
+    return first, end, total
+
+
+def test_the_chart_covers_every_sample_of_the_run(shown: dict[str, dict], store: Path) -> None:
+    flow = shown["time_order"]
+    assert samples_shown(flow["whole"]["info"]) == (0, flow["api"], flow["api"])
+    assert flow["api"] == sum(samples_per_thread(store).values())
+    assert re.search(r"the run's samples span [\d.]+ (s|ms)\)$", flow["whole"]["info"])
+
+
+def test_zoom_by_keyboard_url_and_escape(shown: dict[str, dict]) -> None:
+    flow = shown["time_order"]
+    first, end, total = samples_shown(flow["zoomed"]["info"])
+    assert [first, end] == flow["zoomed"]["url"]
+    assert 0 <= first < end <= total and end - first < total
+    assert flow["zoomed"]["details"].split("\n")[0]  # the frame zoomed to, named
+    assert samples_shown(flow["reset"]) == (0, total, total)
+    assert samples_shown(flow["shared"]["info"]) == (10, 50, total)
+    assert flow["shared"]["chart"]["width"] <= 900
+
+
+def test_one_thread_shows_its_own_samples(shown: dict[str, dict], store: Path) -> None:
+    flow = shown["thread_filter"]
+    own = samples_per_thread(store)[flow["thread"]]
+    assert samples_shown(flow["info"])[2] == own < samples_shown(flow["all"])[2]
+
+
+def test_a_run_without_times_says_why(shown: dict[str, dict]) -> None:
+    assert shown["no_time_order"]["text"] == (
+        f"No time order for this run: run {FOLDED_RUN} was imported from folded, "
+        "which keeps no sample times."
+    )

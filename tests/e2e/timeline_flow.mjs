@@ -1,0 +1,74 @@
+// The flame page's time order, in Debian's Chromium (Playwright).
+// Usage: node timeline_flow.mjs BASE_URL ARTIFACT_DIR RUN FOLDED_RUN
+// Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
+// page drew, which tests/e2e/test_ui_timeline.py compares with the stored run.
+import assert from "node:assert/strict";
+import { runFlows } from "./run_flows.mjs";
+
+const [base, artifacts, run, foldedRun] = process.argv.slice(2);
+const RANGE = /range=(\d+)-(\d+)/;
+
+const info = (page) => page.locator(".time-info").innerText();
+const chart = (page) => page.evaluate(() => ({ v0: window.perfsleuthTimeline.v0, v1: window.perfsleuthTimeline.v1, painted: window.perfsleuthTimeline.painted, depth: window.perfsleuthTimeline.depth, width: window.perfsleuthTimeline.canvas.getBoundingClientRect().width }));
+
+const flows = {
+  async time_order(page) {
+    await page.goto(`${base}#/run/${run}/flame`);
+    await page.locator("a.chip", { hasText: "time order" }).click();
+    await page.locator("canvas.time-chart").waitFor();
+    assert.match(page.url(), /chart=time/);
+    const whole = { info: await info(page), chart: await chart(page) };
+    assert.ok(whole.chart.painted > 0 && whole.chart.depth > 2, `bars painted: ${JSON.stringify(whole.chart)}`);
+    await page.screenshot({ path: `${artifacts}/flame-time-order.png`, fullPage: false });
+
+    // The mouse: a tooltip on a bar of the top row, then a click zooms to it.
+    const canvas = page.locator("canvas.time-chart");
+    await canvas.hover({ position: { x: 40, y: 9 } });
+    const tip = await page.locator(".flame-tip").innerText();
+    assert.match(tip, /samples in a row \([\d.]+% of the run\)\nfrom [\d.]+ (s|ms|µs) after the first sample/);
+
+    // The keyboard: the first arrow puts the cursor on the top row; down one row, along
+    // it, and Enter zooms to that frame.
+    await canvas.focus();
+    for (const key of ["ArrowDown", "ArrowDown", "ArrowRight", "Enter"]) await page.keyboard.press(key);
+    const [, a, b] = page.url().match(RANGE) ?? [];
+    assert.ok(a !== undefined, `the range is in the URL: ${page.url()}`);
+    const zoomed = { info: await info(page), chart: await chart(page), details: await page.locator(".frame-details").innerText(), url: [Number(a), Number(b)] };
+    assert.deepEqual(zoomed.url, [Math.round(zoomed.chart.v0), Math.round(zoomed.chart.v1)]);
+    await page.screenshot({ path: `${artifacts}/flame-time-order-zoomed.png`, fullPage: false });
+
+    await page.keyboard.press("Escape");
+    assert.doesNotMatch(page.url(), RANGE);
+    const reset = await info(page);
+
+    // A range in a shared URL is where the page opens; at 900 px the chart fits the window.
+    await page.setViewportSize({ width: 900, height: 800 });
+    await page.goto(`${base}#/run/${run}/flame?chart=time&range=10-50`);
+    await page.locator("canvas.time-chart").waitFor();
+    const shared = { info: await info(page), chart: await chart(page) };
+    const api = await page.evaluate(async (id) => (await (await fetch(`/api/runs/${id}`)).json()).samples, run);
+    return { whole, tip, zoomed, reset, shared, api };
+  },
+
+  async thread_filter(page) {
+    await page.goto(`${base}#/run/${run}/flame?chart=time`);
+    await page.locator("canvas.time-chart").waitFor();
+    const all = await info(page);
+    const options = await page.locator("select[aria-label='threads'] option").evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
+    await page.locator("select[aria-label='threads']").selectOption(options[0]);
+    await page.waitForFunction((before) => document.querySelector(".time-info")?.textContent !== before, all);
+    assert.match(page.url(), new RegExp(`thread=${options[0]}`));
+    assert.match(page.url(), /chart=time/);
+    return { thread: options[0], info: await info(page), all };
+  },
+
+  async no_time_order(page) {
+    await page.goto(`${base}#/run/${foldedRun}/flame`);
+    await page.locator("a.chip", { hasText: "time order" }).click();
+    const text = await page.locator(".no-timeline").innerText();
+    await page.screenshot({ path: `${artifacts}/flame-time-order-none.png`, fullPage: false });
+    return { text };
+  },
+};
+
+await runFlows(flows, Object.keys(flows), artifacts);

@@ -1,0 +1,107 @@
+// The flame page's time-order chart (`chart=time` in the URL, with the shown range as
+// `range=FIRST-END` in samples): the run's samples in the order they were taken.
+import { getBinary, type Params } from "../api";
+import { append, h, message, pct } from "../dom";
+import { type FlameData, hasPython } from "../flame";
+import { href, replaceParams } from "../router";
+import { decodeTimeline, TimeChart, type Timeline } from "../timeline";
+import type { RunDetail } from "../types";
+import { colourLegend, frameTitle, functionLinks, stateThreadSelects } from "./common";
+
+declare global {
+  interface Window {
+    perfsleuthTimeline?: TimeChart;
+  }
+}
+
+/** Chips switching the flame page between the graph and the time order, keeping its other parameters. */
+export function chartChoice(runId: string, params: URLSearchParams): HTMLElement {
+  const time = params.get("chart") === "time";
+  const link = (label: string, chart: string | null) => {
+    const next = { ...Object.fromEntries(params), chart, range: null, zoom: null };
+    const active = (chart === "time") === time;
+    return h("a", { href: href(`/run/${runId}/flame`, next), class: active ? "chip active" : "chip", "aria-current": active ? "true" : undefined }, label);
+  };
+  return h("span", { class: "chart-choice" }, link("graph", null), link("time order", "time"));
+}
+
+function when(ns: number): string {
+  if (ns >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  return `${(ns / 1e3).toFixed(1)} µs`;
+}
+
+/** ns after the first sample at which sample x (0-based, in time order) was taken. */
+function timeAt(timeline: Timeline, x: number): number {
+  let lo = 0;
+  let hi = timeline.runs - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (timeline.start[mid] <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return timeline.runs ? timeline.time[lo] : 0;
+}
+
+function parseRange(value: string | null): [number, number] {
+  const match = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(value ?? "");
+  return match ? [Number(match[1]), Number(match[2])] : [0, 0];
+}
+
+type FlameLoader = (path: string, params: Params) => Promise<FlameData>;
+
+/** The chart, over the flame graph `loadFlame` gives (the flame page's, kept across views). */
+export async function renderTimeOrder(app: HTMLElement, runId: string, run: RunDetail, params: URLSearchParams, loadFlame: FlameLoader): Promise<void> {
+  const filters: Params = { thread: params.getAll("thread") };
+  const title = h("h1", null, "Flame graph", h("span", { class: "subtitle" }, `run ${runId} · ${run.command} · time order`));
+  const toolbar = h("div", { class: "toolbar" }, chartChoice(runId, params), " ", stateThreadSelects(run, params, "flame"));
+  let buffer: ArrayBuffer;
+  try {
+    buffer = await getBinary(`/api/runs/${runId}/timeline`, filters);
+  } catch (e) {
+    app.append(title, toolbar, message(`No time order for this run: ${(e as Error).message}.`, "warning no-timeline"));
+    return;
+  }
+  const [data, timeline] = [await loadFlame(`/api/runs/${runId}/flame`, filters), decodeTimeline(buffer)];
+  const info = h("p", { class: "muted time-info" });
+  const details = h("div", { class: "frame-details", "aria-live": "polite" });
+  const describe = (node: number, samples: number, x0: number): string[] => [
+    frameTitle(data, node),
+    `${samples.toLocaleString()} samples in a row (${pct(samples / timeline.samples)} of the run)`,
+    `from ${when(timeAt(timeline, x0))} after the first sample`,
+  ];
+  const chart = new TimeChart(data, timeline, {
+    tooltip: describe,
+    onRange: (x0, x1) => show(x0, x1, true),
+  });
+  window.perfsleuthTimeline = chart;
+  const show = (x0: number, x1: number, push: boolean) => {
+    chart.setRange(x0, x1);
+    const whole = chart.v0 === 0 && chart.v1 === timeline.samples;
+    if (whole) params.delete("range");
+    else params.set("range", `${Math.round(chart.v0)}-${Math.round(chart.v1)}`);
+    replaceParams(params, push);
+    const [a, b] = [timeAt(timeline, chart.v0), timeAt(timeline, Math.max(chart.v0, chart.v1 - 1))];
+    info.textContent = `samples ${Math.round(chart.v0).toLocaleString()}–${Math.round(chart.v1).toLocaleString()} of ${timeline.samples.toLocaleString()}, taken ${when(a)} to ${when(b)} after the first (the run's samples span ${when(timeline.durationNs)})`;
+    reset.disabled = whole;
+    const node = chart.selected();
+    if (node > 0) details.replaceChildren(h("strong", { class: "fn" }, frameTitle(data, node)), h("div", null, functionLinks(runId, data.names[data.name[node]])));
+  };
+  const reset = h("button", { type: "button", onclick: () => show(0, timeline.samples, true) }, "whole run");
+  const states = params.getAll("state").length ? message("Thread states are not kept in time order: every state is shown.", "muted") : null;
+  toolbar.append(" ", reset, " ", colourLegend("name", hasPython(data)));
+  append(app, [
+    title,
+    toolbar,
+    states,
+    h("p", { class: "muted" }, "x: the samples in the order they were taken, each column one sample's stack (root at the top); a frame that stays on the stack is one bar. Click a bar to zoom to it."),
+    info,
+    h("div", { class: "flame-holder" }, chart.canvas, chart.tip),
+    h("p", { class: "muted keys" }, "keys: Tab to the chart, arrows move between frames, Enter zooms to one, + and - zoom, Esc shows the whole run"),
+    details,
+  ]);
+  chart.attach(chart.canvas.parentElement!);
+  const [x0, x1] = parseRange(params.get("range"));
+  show(x0, x1, false);
+  performance.mark("flame-interactive");
+}

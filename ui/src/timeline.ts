@@ -1,0 +1,293 @@
+// The time-order chart ("time order" in speedscope): x is the run's samples in the
+// order they were taken, y the stack of each, root at the top. Drawn on a canvas by
+// hand like the flame graph, from the flame graph's own nodes (server/timelinedata.py):
+// a frame that stays on the stack across samples is one bar, so drawing is per bar,
+// not per sample, and bars narrower than a pixel are drawn once per pixel column.
+
+import { type FlameData, nameFill } from "./flame";
+import { shortName } from "./names";
+
+export interface Timeline {
+  runs: number;
+  samples: number;
+  durationNs: number;
+  unit: string;
+  time: Float64Array; // ns after the first sample, per run
+  node: Uint32Array; // leaf flame node per run
+  count: Uint32Array; // samples per run
+  start: Float64Array; // samples before each run (x of its left edge)
+}
+
+export function decodeTimeline(buffer: ArrayBuffer): Timeline {
+  const headerLength = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, headerLength)));
+  const n: number = header.runs;
+  const offset = 4 + headerLength;
+  const time = new Float64Array(buffer, offset, n);
+  const node = new Uint32Array(buffer, offset + 8 * n, n);
+  const count = new Uint32Array(buffer, offset + 12 * n, n);
+  const start = new Float64Array(n);
+  for (let i = 1; i < n; i++) start[i] = start[i - 1] + count[i - 1];
+  return { runs: n, samples: header.samples, durationNs: header.duration_ns, unit: header.unit, time, node, count, start };
+}
+
+/** Bars per depth (1 = below the root), each [flame node, first sample, end sample], in x order. */
+interface Bars {
+  node: Int32Array[];
+  x0: Float64Array[];
+  x1: Float64Array[];
+}
+
+/** One pass over the runs: a frame is a bar for as long as it stays at its depth of the stack. */
+export function bars(data: FlameData, timeline: Timeline): Bars {
+  const lists: number[][] = [];
+  const open: number[] = []; // the node open at each depth, and since when
+  const since: number[] = [];
+  const path: number[] = [];
+  let x = 0;
+  const close = (from: number) => {
+    for (let d = open.length - 1; d >= from; d--) lists[d].push(open[d], since[d], x);
+    open.length = since.length = Math.min(open.length, from);
+  };
+  for (let r = 0; r < timeline.runs; r++) {
+    path.length = 0;
+    for (let n = timeline.node[r]; n > 0; n = data.parent[n]) path.push(n);
+    path.reverse(); // depth 1 first
+    let same = 0;
+    while (same < open.length && same < path.length && open[same] === path[same]) same++;
+    close(same);
+    for (let d = same; d < path.length; d++) {
+      lists[d] ??= [];
+      open.push(path[d]);
+      since.push(x);
+    }
+    x += timeline.count[r];
+  }
+  close(0);
+  // Within a depth a bar closes before the next one opens: each list is in x order.
+  const out: Bars = { node: [], x0: [], x1: [] };
+  for (const list of lists) {
+    const k = list.length / 3;
+    const [node, x0, x1] = [new Int32Array(k), new Float64Array(k), new Float64Array(k)];
+    for (let i = 0; i < k; i++) [node[i], x0[i], x1[i]] = [list[3 * i], list[3 * i + 1], list[3 * i + 2]];
+    out.node.push(node);
+    out.x0.push(x0);
+    out.x1.push(x1);
+  }
+  return out;
+}
+
+export interface ChartOptions {
+  tooltip: (node: number, samples: number, x0: number) => string[];
+  onRange: (x0: number, x1: number) => void;
+}
+
+const ROW = 18;
+const MIN_LABEL_PX = 28;
+
+export class TimeChart {
+  readonly canvas = document.createElement("canvas");
+  readonly tip = document.createElement("div");
+  v0 = 0;
+  v1: number;
+  private bars: Bars;
+  private cursor: [number, number] | null = null; // [depth, bar index] the keyboard is on
+  private resizing: ResizeObserver | null = null;
+
+  constructor(readonly data: FlameData, readonly timeline: Timeline, private options: ChartOptions) {
+    this.v1 = timeline.samples;
+    this.bars = bars(data, timeline);
+    this.canvas.className = "flame-canvas time-chart";
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute("role", "application");
+    this.canvas.setAttribute("aria-label", "time order: Left and Right move between frames, Up and Down between depths, Enter zooms to a frame, + and - zoom, Escape shows the whole run");
+    this.tip.className = "flame-tip";
+    this.tip.hidden = true;
+    this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
+    this.canvas.addEventListener("mouseleave", () => (this.tip.hidden = true));
+    this.canvas.addEventListener("click", (e) => this.onClick(e));
+    this.canvas.addEventListener("keydown", (e) => this.onKey(e));
+  }
+
+  /** The flame node of the bar last clicked or reached by keyboard, -1 for none. */
+  selected(): number {
+    return this.cursor ? this.bars.node[this.cursor[0]][this.cursor[1]] : -1;
+  }
+
+  get depth(): number {
+    return this.bars.node.length;
+  }
+
+  /** Show samples x0..x1 (clamped to the run); 0, 0 shows all. */
+  setRange(x0: number, x1: number): void {
+    const all = this.timeline.samples;
+    if (!(x1 > x0)) [x0, x1] = [0, all];
+    this.v0 = Math.max(0, Math.min(x0, all - 1));
+    this.v1 = Math.max(this.v0 + 1, Math.min(x1, all));
+    this.tip.hidden = true;
+    this.draw();
+  }
+
+  /** Redraw at the holder's width now and whenever it changes. */
+  attach(holder: HTMLElement): void {
+    this.resizing?.disconnect();
+    this.resizing = new ResizeObserver(() => this.draw());
+    this.resizing.observe(holder);
+  }
+
+  private width(): number {
+    return this.canvas.parentElement?.clientWidth || 1000;
+  }
+
+  private px(x: number): number {
+    return ((x - this.v0) / (this.v1 - this.v0)) * this.width();
+  }
+
+  /** How many bars the last draw painted (the e2e test reads it). */
+  painted = 0;
+
+  draw(): void {
+    const width = this.width();
+    const height = (this.depth + 1) * ROW;
+    const ratio = window.devicePixelRatio || 1;
+    this.canvas.width = Math.round(width * ratio);
+    this.canvas.height = Math.round(height * ratio);
+    this.canvas.style.width = `${width}px`;
+    this.canvas.style.height = `${height}px`;
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "12px ui-monospace, monospace";
+    ctx.textBaseline = "middle";
+    this.painted = 0;
+    for (let d = 0; d < this.depth; d++) this.drawDepth(ctx, d);
+    if (this.cursor) {
+      const [d, i] = this.cursor;
+      const [a, b] = [this.px(this.bars.x0[d][i]), this.px(this.bars.x1[d][i])];
+      ctx.strokeStyle = "#1d2330";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(a + 1, d * ROW + 1, Math.max(2, b - a - 2), ROW - 3);
+    }
+  }
+
+  private drawDepth(ctx: CanvasRenderingContext2D, d: number): void {
+    const { node, x0, x1 } = { node: this.bars.node[d], x0: this.bars.x0[d], x1: this.bars.x1[d] };
+    let lastColumn = -1;
+    for (let i = firstEnding(x1, this.v0); i < node.length && x0[i] < this.v1; i++) {
+      const a = this.px(x0[i]);
+      const b = this.px(x1[i]);
+      if (b - a < 1) {
+        if (Math.floor(a) === lastColumn) continue; // one sliver per pixel column
+        lastColumn = Math.floor(a);
+      }
+      const name = this.data.name[node[i]];
+      ctx.fillStyle = nameFill(this.data, name);
+      const w = Math.max(1, b - a - 0.5);
+      ctx.fillRect(a, d * ROW, w, ROW - 1);
+      this.painted++;
+      if (w > MIN_LABEL_PX) {
+        const left = Math.max(a, 0) + 3;
+        const room = Math.min(b, this.width()) - left - 3;
+        const label = fit(ctx, shortName(this.data.names[name]), room);
+        if (label) {
+          ctx.fillStyle = "#111";
+          ctx.fillText(label, left, d * ROW + ROW / 2);
+        }
+      }
+    }
+  }
+
+  private barAt(offsetX: number, offsetY: number): [number, number] | null {
+    const d = Math.floor(offsetY / ROW);
+    if (d < 0 || d >= this.depth) return null;
+    const x = this.v0 + (offsetX / this.width()) * (this.v1 - this.v0);
+    const i = firstEnding(this.bars.x1[d], x);
+    return i < this.bars.x0[d].length && this.bars.x0[d][i] <= x ? [d, i] : null;
+  }
+
+  private onMove(e: MouseEvent): void {
+    const hit = this.barAt(e.offsetX, e.offsetY);
+    if (!hit) {
+      this.tip.hidden = true;
+      return;
+    }
+    this.showTip(hit, e.offsetX, e.offsetY);
+  }
+
+  private showTip([d, i]: [number, number], left: number, top: number): void {
+    const x0 = this.bars.x0[d][i];
+    this.tip.replaceChildren(...this.options.tooltip(this.bars.node[d][i], this.bars.x1[d][i] - x0, x0).map((line) => Object.assign(document.createElement("div"), { textContent: line })));
+    this.tip.hidden = false;
+    this.tip.style.left = `${Math.min(left + 12, this.width() - 340)}px`;
+    this.tip.style.top = `${top + 16}px`;
+  }
+
+  private zoomToBar([d, i]: [number, number]): void {
+    this.cursor = [d, i];
+    this.options.onRange(this.bars.x0[d][i], this.bars.x1[d][i]);
+  }
+
+  private onClick(e: MouseEvent): void {
+    const hit = this.barAt(e.offsetX, e.offsetY);
+    if (hit) this.zoomToBar(hit);
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const span = this.v1 - this.v0;
+    const center = (this.v0 + this.v1) / 2;
+    const keys: Record<string, () => void> = {
+      Escape: () => this.options.onRange(0, this.timeline.samples),
+      "+": () => this.options.onRange(center - span / 4, center + span / 4),
+      "-": () => this.options.onRange(center - span, center + span),
+      Enter: () => this.cursor && this.zoomToBar(this.cursor),
+      ArrowLeft: () => this.moveCursor(0, -1),
+      ArrowRight: () => this.moveCursor(0, 1),
+      ArrowUp: () => this.moveCursor(-1, 0),
+      ArrowDown: () => this.moveCursor(1, 0),
+    };
+    const action = keys[e.key];
+    if (!action) return;
+    e.preventDefault();
+    action();
+  }
+
+  /** The keyboard cursor: sideways along a depth, or to the bar above/below its middle. */
+  private moveCursor(down: number, along: number): void {
+    if (!this.depth) return;
+    if (!this.cursor) [down, along] = [0, 0]; // the first key puts the cursor on the top row
+    let [d, i] = this.cursor ?? [0, firstEnding(this.bars.x1[0], this.v0)];
+    if (down) {
+      const middle = (this.bars.x0[d][i] + this.bars.x1[d][i]) / 2;
+      const next = Math.max(0, Math.min(this.depth - 1, d + down));
+      const j = firstEnding(this.bars.x1[next], middle);
+      if (j >= this.bars.x0[next].length || this.bars.x0[next][j] > middle) return;
+      [d, i] = [next, j];
+    }
+    i = Math.max(0, Math.min(this.bars.node[d].length - 1, i + along));
+    this.cursor = [d, i];
+    const [x0, x1] = [this.bars.x0[d][i], this.bars.x1[d][i]];
+    if (x1 <= this.v0 || x0 >= this.v1) this.options.onRange(x0 - (this.v1 - this.v0) / 2, x0 + (this.v1 - this.v0) / 2);
+    else this.draw();
+    this.showTip([d, i], Math.max(0, this.px(x0)), d * ROW);
+  }
+}
+
+/** The first bar of a depth ending after x (bars of one depth are in x order and do not overlap). */
+function firstEnding(x1: Float64Array, x: number): number {
+  let lo = 0;
+  let hi = x1.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (x1[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function fit(ctx: CanvasRenderingContext2D, text: string, room: number): string {
+  if (room < 8) return "";
+  if (ctx.measureText(text).width <= room) return text;
+  const chars = Math.floor(room / ctx.measureText("m").width) - 1;
+  return chars > 1 ? `${text.slice(0, chars)}…` : "";
+}
