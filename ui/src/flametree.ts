@@ -138,8 +138,15 @@ export function mergedTree(data: FlameData, top: ArrayLike<number>, rootWeights:
   }
   pushGroups(groups, data.name, scratch, count, 0, 1);
   const { pool, start, length, level } = groups;
+  const hiddenBefore = hiddenPrefix(data, hidden);
   while (groups.pending > 0) {
     const g = --groups.pending;
+    const first = pool[start[g]];
+    if (length[g] === 1 && hiddenBefore[data.end[first]] === hiddenBefore[first]) {
+      // One old subtree with nothing hidden in it (most, deep down): copied as it is.
+      size = copySubtree(data, old, first, level[g], name, depth, weights, size);
+      continue;
+    }
     const node = size++;
     name[node] = data.name[pool[start[g]]];
     depth[node] = level[g];
@@ -157,9 +164,35 @@ export function mergedTree(data: FlameData, top: ArrayLike<number>, rootWeights:
     if (count) pushGroups(groups, data.name, scratch, count, from, level[g] + 1);
   }
   const columns: Record<string, Float64Array> = {};
-  keys.forEach((k, c) => (columns[k] = weights[c].slice(0, size)));
-  const d = depth.slice(0, size);
-  return { ...data, nodes: size, name: name.slice(0, size), depth: d, columns, ...structure(d) };
+  keys.forEach((k, c) => (columns[k] = weights[c].subarray(0, size)));
+  const d = depth.subarray(0, size);
+  return { ...data, nodes: size, name: name.subarray(0, size), depth: d, columns, ...structure(d) };
+}
+
+/** Old node `first` and its subtree into the new arrays from `at`, at `level`; the new size. */
+function copySubtree(data: FlameData, old: Float64Array[], first: number, level: number, name: Int32Array, depth: Uint16Array, weights: Float64Array[], at: number): number {
+  const last = data.end[first];
+  const shift = level - data.depth[first];
+  if (last - first > SMALL_SUBTREE) {
+    // A view per copy costs more than a loop over a few nodes (most copies are leaves).
+    name.set(data.name.subarray(first, last), at);
+    for (let c = 0; c < old.length; c++) weights[c].set(old[c].subarray(first, last), at);
+  } else {
+    for (let k = first; k < last; k++) name[at + k - first] = data.name[k];
+    for (let c = 0; c < old.length; c++) for (let k = first; k < last; k++) weights[c][at + k - first] = old[c][k];
+  }
+  for (let k = first; k < last; k++) depth[at++] = data.depth[k] + shift;
+  return at;
+}
+
+const SMALL_SUBTREE = 32;
+
+/** hiddenBefore[i]: how many of the nodes before i are hidden frames (none without `hidden`). */
+function hiddenPrefix(data: FlameData, hidden: Uint8Array | null): Int32Array {
+  const before = new Int32Array(data.nodes + 1);
+  if (!hidden) return before;
+  for (let i = 0; i < data.nodes; i++) before[i + 1] = before[i] + hidden[data.name[i]];
+  return before;
 }
 
 /** Groups waiting to become nodes, the next to pop last: members pool[start .. start + length). */

@@ -47,7 +47,8 @@ def _label_paths(profile: Profile) -> tuple[list[str], list[tuple[int, ...]]]:
     names = sorted(set(labels))
     rank = {n: i for i, n in enumerate(names)}
     label_of = [rank[label] for label in labels]
-    paths = [tuple(label_of[f] for f in reversed(stack[-MAX_DEPTH:])) for stack in profile.stacks]
+    rank_of = label_of.__getitem__
+    paths = [tuple(map(rank_of, reversed(stack[-MAX_DEPTH:]))) for stack in profile.stacks]
     return names, paths
 
 
