@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -176,3 +177,12 @@ def test_findings_added_while_serving_appear(tmp_path: Path) -> None:
     assert get(api, "/api/runs/1/findings")[1]["findings"] == []
     store.put_document(1, "findings", "advisor", [{"kind": "note", "title": "new"}])
     assert [f["title"] for f in get(api, "/api/runs/1/findings")[1]["findings"]] == ["new"]
+
+
+def test_binary_answers_gzip_on_demand(api: Api) -> None:
+    """Only clients off loopback ask for the gzipped body; it is made once, then kept."""
+    flame = api.get("/api/runs/2/flame", {})
+    assert "gzipped" not in vars(flame)  # not compressed until asked
+    assert flame.gzipped is not None and gzip.decompress(flame.gzipped) == flame.body
+    assert flame.gzipped is flame.gzipped
+    assert api.get("/api/runs", {}).gzipped is None
