@@ -133,7 +133,8 @@ def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_pat
 
 
 def test_pid_of_a_running_interpreter_and_its_exit_mid_recording(tmp_path: Path) -> None:
-    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "25"])
+    # long enough for perf, which takes ~0.3 s longer than py-spy to attach
+    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "60"])
     try:
         time.sleep(0.3)
         store = tmp_path / "store"

@@ -24,7 +24,8 @@ RECORDERS = {
     "all": "offcpu:record_all",
     "count": "valgrind:record_count",
     "cache": "cache:record_cache",
-    "python": "python:record_python",
+    "python": "python_perf:record_python",
+    "python-native": "python:record_python_native",
 }
 
 

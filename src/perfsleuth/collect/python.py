@@ -1,18 +1,23 @@
-"""Python mode: CPython stacks, Python frames interleaved with native ones, by py-spy.
+"""py-spy for python modes: the `--mode python-native` recorder, and what both python
+modes share (how a Python command is told, starting py-spy, its failures in one line).
+
+`--mode python-native` reads `py-spy record --native`: py-spy merges the native stack
+(DWARF unwinding) with the Python one in the place of each `_PyEval_EvalFrameDefault`.
+`--native` stops the process for each sample (the native unwind needs a stable stack),
++36% on json_heavy.py at 100 Hz, so it is not the default: `--mode python`
+(collect/python_perf.py) gets the same stacks from perf and a py-spy that never stops
+the process. py-spy's `--nonblocking` cannot be used with `--native`.
 
 Why py-spy and not our own reader of interpreter memory: the layout of CPython's
 frames and thread states changes with every minor version (3.11 moved frames into
 `_PyInterpreterFrame`, 3.12 and 3.13 changed them again), and py-spy follows
-those changes release by release for 2.7 and 3.3-3.14, reads a process without
-touching it, and with `--native` merges the native stack (DWARF unwinding) with
-the Python one in the place of each `_PyEval_EvalFrameDefault`. That is the job
-of a maintained tool; we read its output (formats/py_spy.py).
+those changes release by release for 2.7 and 3.3-3.14 and reads a process without
+touching it. That is the job of a maintained tool; we read its output
+(formats/py_spy.py, formats/py_spy_trace.py).
 
 A command is started behind the gate (collect/target.py) and py-spy attached to
 its PID, so the command keeps the terminal and its exit status, and py-spy's own
 messages go to a log that is summarised in one line when something goes wrong.
-`--native` pauses the process for each sample (the native unwind needs a stable
-stack), so py-spy's `--nonblocking` cannot be used with it.
 
 A command is taken for a Python one (the mode chosen when `--mode` is not given)
 when its executable is a CPython interpreter, `python`, `python3`, `python3.11`,
@@ -98,8 +103,8 @@ def is_python_process(pid: int) -> bool:
     return bool(INTERPRETER.match(Path(exe.removesuffix(" (deleted)")).name))
 
 
-def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
-    """Recorder for --mode python: py-spy --native samples of a CPython process."""
+def record_python_native(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
+    """Recorder for --mode python-native: py-spy --native samples of a CPython process."""
     tool = py_spy_binary()
     rate = options.freq or DEFAULT_RATE_HZ
     if options.pid is not None:
@@ -112,41 +117,57 @@ def _record_command(tool: str, cmd: list[str], rate: int, workdir: Path) -> Reco
     started = time.monotonic()
     target.release()
     spy = start_spy(tool, target.pid, rate, None, workdir / "py-spy.txt")
+    watch_command(target, spy, " ".join(cmd[:2]))
+    duration = time.monotonic() - started
+    exit_status = target.exit_status
+    return _recording(tool, spy, target.pid, rate, duration, exit_status, " ".join(cmd[:2]))
+
+
+def watch_command(target: Target, spy: SpyRun, label: str) -> None:
+    """Until the command ends (py-spy then writes its output); the command is stopped at
+    once when py-spy fails, as nothing can be recorded."""
 
     def stop_if_spy_failed() -> None:
         if spy.proc.poll() not in (None, 0):
-            target.abort()  # nothing can be recorded: do not leave the command running
-            raise UserError(failure_line(spy, target.pid, " ".join(cmd[:2])))
+            target.abort()
+            raise UserError(failure_line(spy, target.pid, label))
 
     try:
         target.wait(None, tick=stop_if_spy_failed)
     finally:
-        _stop(spy)
-    duration = time.monotonic() - started
-    exit_status = target.exit_status
-    return _recording(tool, spy, target.pid, rate, duration, exit_status, " ".join(cmd[:2]))
+        stop_spy(spy)
 
 
 def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) -> Recording:
     check_pid(pid)
     started = time.monotonic()
     spy = start_spy(tool, pid, rate, duration, workdir / "py-spy.txt")
-    _stop(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
+    stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
     elapsed = time.monotonic() - started
     recording = _recording(tool, spy, pid, rate, elapsed, None, f"process {pid}")
-    if "process exited" in spy.failure():
-        print(
-            f"perfsleuth: process {pid} exited after {elapsed:.1f} s of the {duration:g} s; "
-            f"kept the {recording.profile.num_samples} samples taken until then",
-            file=sys.stderr,
-        )
+    note_exit(spy, pid, elapsed, duration, recording.profile.num_samples)
     return recording
 
 
-def start_spy(tool: str, pid: int, rate: int, duration: float | None, out: Path) -> SpyRun:
-    """py-spy recording PID into OUT (raw), its messages in OUT with a .log suffix."""
+def note_exit(spy: SpyRun, pid: int, elapsed: float, duration: float, samples: int) -> None:
+    """Say so when a --pid process exited before the DURATION asked for."""
+    if "process exited" in spy.failure():
+        print(
+            f"perfsleuth: process {pid} exited after {elapsed:.1f} s of the {duration:g} s; "
+            f"kept the {samples} samples taken until then",
+            file=sys.stderr,
+        )
+
+
+def start_spy(
+    tool: str, pid: int, rate: int, duration: float | None, out: Path, trace: bool = False
+) -> SpyRun:
+    """py-spy recording PID into OUT, its messages in OUT with a .log suffix: mixed
+    stacks (raw), or with TRACE Python stacks only and when each began (chrometrace),
+    without ever stopping the process."""
     log = out.with_suffix(".log")
-    argv = [tool, "record", "--native", "--threads", "--full-filenames", "--format", "raw"]
+    how = ["--nonblocking", "--format", "chrometrace"] if trace else ["--native", "--format", "raw"]
+    argv = [tool, "record", *how, "--threads", "--full-filenames"]
     argv += ["--rate", str(rate), "-o", str(out), "--pid", str(pid)]
     if duration is not None:
         argv += ["--duration", str(max(1, round(duration)))]
@@ -158,7 +179,7 @@ def start_spy(tool: str, pid: int, rate: int, duration: float | None, out: Path)
     return SpyRun(out=out, log=log, proc=proc)
 
 
-def _stop(spy: SpyRun, timeout: float = SPY_EXIT_TIMEOUT_S) -> None:
+def stop_spy(spy: SpyRun, timeout: float = SPY_EXIT_TIMEOUT_S) -> None:
     """Wait for py-spy to notice the target is gone and write its output."""
     try:
         spy.proc.wait(timeout=timeout)
@@ -179,11 +200,17 @@ def _recording(
     if not spy.out.exists() or spy.out.stat().st_size == 0:
         raise UserError(failure_line(spy, pid, label))
     profile = py_spy.read(spy.out, freq=rate)
-    meta: dict = {"recorder": "py-spy", "freq": rate, "py_spy": _version(tool)}
+    meta = {"recorder": "py-spy", "freq": rate, **spy_facts(tool, spy)}
+    return Recording(profile, exit_status=exit_status, duration_s=duration, meta=meta)
+
+
+def spy_facts(tool: str, spy: SpyRun) -> dict:
+    """py-spy's version and, when it says, how many samples it failed to read."""
+    facts: dict = {"py_spy": _version(tool)}
     summary = SUMMARY.search(spy.failure())
     if summary:
-        meta["py_spy_errors"] = int(summary["errors"])
-    return Recording(profile, exit_status=exit_status, duration_s=duration, meta=meta)
+        facts["py_spy_errors"] = int(summary["errors"])
+    return facts
 
 
 def _version(tool: str) -> str:

@@ -1,0 +1,164 @@
+"""Python mode (the default for CPython): perf's native stacks spliced with py-spy's
+Python stacks, recorded side by side without stopping the process.
+
+Why not `py-spy --native` (`--mode python-native`, collect/python.py): it stops the
+process at every sample to unwind its native stack, +36% on json_heavy.py at 100 Hz.
+Here each tool does the half it does cheaply, and formats/python_splice.py joins them:
+
+- `perf record -k CLOCK_MONOTONIC --call-graph dwarf` at `--freq` (100 Hz): native
+  stacks, the kernel copying the user stack at each sample. DWARF because CPython 3.11
+  (Debian's, pyenv's) is built without frame pointers (`--call-graph fp` is honoured);
+  CLOCK_MONOTONIC because py-spy's trace and time.monotonic() are on it too.
+- `py-spy record --nonblocking --threads --format chrometrace` at SPY_RATE_HZ: the
+  Python frames, read from memory while the process runs, and when each thread's stack
+  changed (its origin is the moment py-spy is started, taken here). Ten times perf's
+  rate, so that a change is seen about a millisecond after it happens; the reading is
+  py-spy's work, on its own CPU time, not the target's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import UserError
+from ..formats import perf_samples, py_spy, py_spy_trace, python_splice
+from ..model.profile import Profile
+from ..model.run import Recording
+from .options import RecordOptions
+from .perf import attach, perf_binary
+from .python import (
+    DEFAULT_DURATION_S,
+    DEFAULT_RATE_HZ,
+    SPY_EXIT_TIMEOUT_S,
+    SpyRun,
+    failure_line,
+    note_exit,
+    py_spy_binary,
+    spy_facts,
+    start_spy,
+    stop_spy,
+    watch_command,
+)
+from .target import Target, check_pid, spawn, stop
+
+SPY_RATE_HZ = 1000
+CLOCK = "CLOCK_MONOTONIC"
+SCRIPT_TIMEOUT_S = 600.0
+PERF_EXIT_TIMEOUT_S = 10.0
+
+
+def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
+    """Recorder for --mode python: perf + py-spy --nonblocking, spliced."""
+    tool = py_spy_binary()
+    rate = options.freq or DEFAULT_RATE_HZ
+    unwind = "fp" if options.call_graph == "fp" else "dwarf"
+    # -B: no build-id pass when perf ends (the samples are read at once, from the files on
+    # disk); --no-bpf-event: perf 6.1 (record and script) aborts on some loaded BPF
+    # programs (build-id.c:1010, seen here while other tools' BPF programs ran)
+    perf_argv = [perf_binary(), "record", "-q", "-B", "--no-bpf-event", "-k", CLOCK]
+    perf_argv += ["-F", str(rate)]
+    perf_argv += ["--call-graph", unwind, "-o", str(workdir / "perf.data")]
+    if options.pid is not None:
+        duration = options.duration or DEFAULT_DURATION_S
+        return _record_pid(tool, perf_argv, options.pid, duration, rate, workdir)
+    return _record_command(tool, perf_argv, cmd, rate, workdir)
+
+
+def _record_command(
+    tool: str, perf_argv: list[str], cmd: list[str], rate: int, workdir: Path
+) -> Recording:
+    label = " ".join(cmd[:2])
+    target = Target.launch(cmd)
+    try:
+        perf = attach([*perf_argv, "-p", str(target.pid)])
+    except BaseException:
+        target.abort()
+        raise
+    started = time.monotonic()
+    try:
+        target.release()
+        spy, origin = _start(tool, target.pid, None, workdir)
+        watch_command(target, spy, label)
+    finally:
+        stop(perf)
+    duration = time.monotonic() - started
+    profile, meta = _spliced(tool, spy, origin, target.pid, label, workdir, rate)
+    return Recording(profile, exit_status=target.exit_status, duration_s=duration, meta=meta)
+
+
+def _record_pid(
+    tool: str, perf_argv: list[str], pid: int, duration: float, rate: int, workdir: Path
+) -> Recording:
+    check_pid(pid)
+    # not attach(): missing perf's first milliseconds costs nothing here, and a short-lived
+    # process must not end while we wait for perf to be ready
+    with (workdir / "perf.log").open("wb") as log:
+        argv = [*perf_argv, "-p", str(pid)]
+        perf = spawn(argv, stdin=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    started = time.monotonic()
+    try:
+        spy, origin = _start(tool, pid, duration, workdir)
+        stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
+        if not Target(pid).alive():
+            # perf ends by itself when the process is gone; stopped while it still reads
+            # the process's maps (a short-lived one), it would write nothing at all
+            perf.wait(timeout=PERF_EXIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        stop(perf)
+    elapsed = time.monotonic() - started
+    profile, meta = _spliced(tool, spy, origin, pid, f"process {pid}", workdir, rate)
+    note_exit(spy, pid, elapsed, duration, profile.num_samples)
+    return Recording(profile, duration_s=elapsed, meta=meta)
+
+
+def _start(tool: str, pid: int, duration: float | None, workdir: Path) -> tuple[SpyRun, float]:
+    """py-spy's trace run, and about when its clock starts (CLOCK_MONOTONIC): py-spy takes
+    it as it starts recording, soon after its exec; formats/python_splice.py finds
+    the remaining few milliseconds from the samples."""
+    spy = start_spy(tool, pid, SPY_RATE_HZ, duration, workdir / "py-spy.json", trace=True)
+    return spy, time.monotonic()  # Popen returns once py-spy's exec succeeded
+
+
+def _spliced(
+    tool: str, spy: SpyRun, origin: float, pid: int, label: str, workdir: Path, rate: int
+) -> tuple[Profile, dict]:
+    """The mixed stacks of the run (kept in py-spy's raw format as py-spy.txt) and facts."""
+    if not spy.out.exists() or spy.out.stat().st_size == 0:
+        raise UserError(failure_line(spy, pid, label))
+    timelines = py_spy_trace.read(spy.out, origin)
+    script = workdir / "perf.txt"
+    _perf_script(workdir / "perf.data", script, label)
+    with script.open(encoding="utf-8", errors="replace") as text:
+        spliced = python_splice.splice(perf_samples.samples(text, script.name), timelines)
+    if not timelines or not spliced.lines:
+        raise UserError(f"{label} (pid {pid}) exited before any sample was taken; nothing recorded")
+    mixed = workdir / "py-spy.txt"
+    mixed.write_text("".join(f"{stack} {count}\n" for stack, count in spliced.lines.items()))
+    meta = {"recorder": "perf+py-spy", "freq": rate, "py_spy_rate": SPY_RATE_HZ}
+    meta["samples_before_py_spy"] = spliced.early
+    return py_spy.read(mixed, freq=rate), {**meta, **spy_facts(tool, spy)}
+
+
+def _perf_script(data: Path, out: Path, label: str) -> None:
+    if not data.exists() or data.stat().st_size == 0:
+        log = data.with_name("perf.log")
+        said = log.read_text(errors="replace") if log.exists() else ""
+        if "No such process" in said:
+            raise UserError(f"{label} exited before perf could attach to it; nothing recorded")
+        first = next((ln.strip() for ln in said.splitlines() if len(ln.strip()) > 8), "no output")
+        raise UserError(f"perf record failed on {label}: {first}; nothing recorded")
+    argv = [perf_binary(), "script", "-i", str(data), "-F", perf_samples.FIELDS]
+    with out.open("wb") as sink:
+        try:
+            done = subprocess.run(
+                argv, stdout=sink, stderr=subprocess.PIPE, timeout=SCRIPT_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired as e:
+            raise UserError(f"perf script took over {SCRIPT_TIMEOUT_S:g} s; nothing stored") from e
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        raise UserError(f"perf script failed on the recording: {(lines or ['no output'])[0]}")

@@ -1,0 +1,234 @@
+"""Mixed Python + native stacks spliced from perf's samples and py-spy's Python stacks.
+
+Why splice rather than read `py-spy record --native`: to unwind a native stack py-spy
+stops the process (ptrace) at every sample, which slowed json_heavy.py by 36% at
+100 Hz here (docs/python.md#overhead). perf copies the user stack in the kernel at
+each sample without stopping anyone, and `py-spy --nonblocking` without `--native`
+reads the Python frames from memory while the process runs; each stays within a few
+percent. What neither gives alone is the mixed stack, hence this splice, done after
+the run:
+
+- each perf sample (thread, time, native stack leaf first) takes the Python stack
+  py-spy saw on that thread at that time (formats/py_spy_trace.py);
+- the native frames above the innermost eval loop (`_PyEval_EvalFrameDefault`), less
+  CPython's call glue just above it, go on top of the Python stack: the C function
+  Python called and what it called (`zlib_compress`, `deflate`, ...);
+- the eval loops and everything below them (the interpreter's start-up, the glue
+  between Python frames, a C function that calls back into Python) are replaced by
+  the Python stack, as `py-spy --native` does; a C caller of a Python callback is lost.
+
+Time: py-spy samples faster than perf and its trace says when a stack changed, at the
+sample that saw the change. A perf sample taken less than one py-spy period before a
+change may belong to either side. It takes the side whose Python leaf frame the same
+native entry (the C function Python called, or none) had in the run's unambiguous
+samples, else the nearer side. Without a Python stack (a thread py-spy never saw,
+before its first sample) a sample keeps its native stack; a stack that stops short of
+the process's or thread's start and has no eval loop (perf's copy of the stack ended
+first) is put on top of the Python stack whole, as py-spy does.
+
+The result is written in py-spy's raw format (`frame;frame COUNT`, root first), which
+formats/py_spy.py reads like a `py-spy --native` recording.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .perf_samples import NativeFrame, Sample
+from .py_spy_trace import Timeline
+
+EVAL_LOOP = frozenset({"_PyEval_EvalFrameDefault", "PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"})
+# CPython's call machinery between the eval loop and the C function it calls
+GLUE = re.compile(
+    r"^(?:_?PyObject_\w*(?:Call|Vectorcall)\w*|PyVectorcall_\w+|_PyFunction_Vectorcall"
+    r"|_PyEval_\w+|_?PyCFunction_\w+|cfunction_\w+|method_vectorcall\w*|vectorcall_\w+"
+    r"|object_vacall|do_call_core|call_function|slot_tp_call)$"
+)
+# the first frame of a process or of a thread: a stack reaching one is whole
+ROOTS = frozenset({"_start", "clone", "clone3", "__clone", "__clone3", "start_thread"})
+KERNEL = "[kernel.kallsyms]"
+# py-spy stamps a change when it handles the sample that saw it: up to its sampling gap
+# plus the time its thread waits for a CPU later (up to 7.5 ms at load 5 on 2 cores);
+# its clock starts a little after the moment we take for its origin
+LAG = 0.010
+EARLY = 0.002
+# how much later than the origin we are given py-spy's clock may start (its start-up
+# after exec: 0-10 ms here), tried in 1 ms steps
+SHIFTS = tuple(ms / 1000 for ms in range(-2, 21))
+# a native entry seen with one Python frame this often is taken to always go with it; a
+# sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
+USUAL_SHARE = 0.9
+USUAL_MIN = 3
+FAR = 0.050
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A perf sample cut where the Python stack goes."""
+
+    sample: Sample
+    top: tuple[str, ...]  # native frames above the Python stack, leaf first, raw text
+    entry: str  # the C function Python called ("" when the eval loop itself ran)
+    spliced: bool  # False: no eval loop in a whole stack: native code only
+
+
+@dataclass
+class Spliced:
+    lines: Counter[str]  # py-spy raw stacks (root first, `thread (TID): NAME` frame): samples
+    early: int  # interpreter samples left out: taken before py-spy's first of their thread
+
+
+def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced:
+    """The mixed stacks of the samples (see the module's docs)."""
+    cut = [_cut(sample) for sample in samples]
+    timelines = _aligned(cut, timelines)
+    learned = _learn(cut, timelines)
+    usual = _usual(learned)
+    out = Spliced(Counter(), 0)
+    for part in cut:
+        timeline = timelines.get(part.sample.tid)
+        python = _python_at(part, timeline, learned, usual) if timeline else ()
+        if not python and part.spliced and timeline and part.sample.time < timeline.times[0]:
+            out.early += 1
+            continue
+        name = timeline.name if timeline else ""
+        thread = f"thread ({part.sample.tid})" + (f": {name}" if name else "")
+        if python:
+            frames = (*python, *reversed(part.top))
+        else:
+            frames = tuple(reversed(_native(_user(part.sample.frames))))
+        out.lines[";".join((thread, *frames))] += 1
+    return out
+
+
+def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
+    """Without kernel frames: py-spy reads user stacks only, and so did python mode."""
+    return [f for f in frames if f.dso != KERNEL]
+
+
+def _cut(sample: Sample) -> _Split:
+    frames = _user(sample.frames)
+    loop = next((i for i, f in enumerate(frames) if f.symbol in EVAL_LOOP), None)
+    if loop is None:
+        whole = any(f.symbol in ROOTS for f in frames)
+        cut = () if whole else _native(frames)
+        return _Split(sample, cut, cut[-1] if cut else "", not whole)
+    top = frames[:loop]
+    while top and top[-1].dso == "inlined" and top[-1].address == frames[loop].address:
+        top.pop()  # inlined into the eval loop: its own code
+    while top and GLUE.match(top[-1].symbol):
+        top.pop()
+    native = _native(top)
+    return _Split(sample, native, native[-1] if native else "", True)
+
+
+def _native(frames: list[NativeFrame] | tuple[NativeFrame, ...]) -> tuple[str, ...]:
+    """Frames in py-spy's raw form, leaf first; an inlined one in its caller's DSO."""
+    out = []
+    for i, frame in enumerate(frames):
+        dso = frame.dso
+        if dso == "inlined":
+            dso = next((f.dso for f in frames[i + 1 :] if f.dso != "inlined"), "?")
+        out.append(f"{frame.symbol or f'0x{frame.address:x}'} ({dso})")
+    return tuple(out)
+
+
+def _candidates(timeline: Timeline, when: float) -> list[tuple[str, ...]]:
+    """The stacks the thread may have had at WHEN: the one py-spy's trace gives, then
+    those of the changes it saw up to LAG later, and the one before when a change was
+    seen up to EARLY before (the origin py-spy's clock starts from is known only
+    within its start-up)."""
+    times, stacks = timeline.times, timeline.stacks
+    first = bisect.bisect_left(times, when - EARLY)
+    last = bisect.bisect_right(times, when + LAG)
+    now = bisect.bisect_right(times, when) - 1
+    seen = [now, *range(max(first - 1, 0), last)] if now >= 0 else list(range(first, last))
+    out: list[tuple[str, ...]] = []
+    for index in seen:
+        if stacks[index] not in out:
+            out.append(stacks[index])
+    return out
+
+
+def _aligned(cut: list[_Split], timelines: dict[int, Timeline]) -> dict[int, Timeline]:
+    """The timelines shifted by the SHIFTS step under which the samples' native entries
+    agree best with their Python leaf frames (unshifted when nothing tells)."""
+    best, best_score = timelines, 0
+    for by in sorted(SHIFTS, key=abs):
+        shifted = {
+            tid: Timeline(t.name, [when + by for when in t.times], t.stacks)
+            for tid, t in timelines.items()
+        }
+        score = _agreement(_learn(cut, shifted))
+        if score > best_score:
+            best, best_score = shifted, score
+    return best
+
+
+def _agreement(learned: Counter[tuple[str, str]]) -> int:
+    """Samples whose native entry went with its most frequent Python leaf, less the rest."""
+    by_entry: dict[str, list[int]] = {}
+    for (entry, _leaf), count in learned.items():
+        by_entry.setdefault(entry, []).append(count)
+    return sum(2 * max(counts) - sum(counts) for counts in by_entry.values())
+
+
+def _learn(cut: list[_Split], timelines: dict[int, Timeline]) -> Counter[tuple[str, str]]:
+    """(native entry, Python leaf frame) pairs of the samples with one possible stack."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for part in cut:
+        timeline = timelines.get(part.sample.tid)
+        if timeline is None or not part.spliced or not part.entry:
+            continue
+        stacks = _candidates(timeline, part.sample.time)
+        if len(stacks) == 1 and stacks[0]:
+            seen[(part.entry, stacks[0][-1])] += 1
+    return seen
+
+
+def _usual(learned: Counter[tuple[str, str]]) -> dict[str, str]:
+    """The Python leaf frame each native entry went with in USUAL_SHARE of its sure samples
+    (at least USUAL_MIN of them)."""
+    by_entry: dict[str, Counter[str]] = {}
+    for (entry, leaf), count in learned.items():
+        by_entry.setdefault(entry, Counter())[leaf] += count
+    usual = {}
+    for entry, leaves in by_entry.items():
+        leaf, count = leaves.most_common(1)[0]
+        if count >= USUAL_MIN and count >= USUAL_SHARE * sum(leaves.values()):
+            usual[entry] = leaf
+    return usual
+
+
+def _python_at(
+    part: _Split, timeline: Timeline, learned: Counter[tuple[str, str]], usual: dict[str, str]
+) -> tuple[str, ...]:
+    """The candidate stack the sample's native entry went with most; else, when none did
+    and the entry nearly always goes with one Python frame, the nearest stack with it;
+    else py-spy's own."""
+    if not part.spliced:
+        return ()
+    stacks = _candidates(timeline, part.sample.time)
+    if part.entry:
+        scores = [learned[(part.entry, s[-1])] if s else 0 for s in stacks]
+        best = max(scores, default=0)
+        if best and scores.count(best) == 1:
+            return stacks[scores.index(best)]
+        if not best and part.entry in usual:
+            near = _nearest_with(timeline, part.sample.time, usual[part.entry])
+            if near:
+                return near
+    return stacks[0] if stacks else ()
+
+
+def _nearest_with(timeline: Timeline, when: float, leaf: str) -> tuple[str, ...]:
+    """The stack nearest WHEN (within FAR) whose leaf frame is LEAF, or ()."""
+    times, stacks = timeline.times, timeline.stacks
+    first = max(bisect.bisect_left(times, when - FAR) - 1, 0)
+    last = bisect.bisect_right(times, when + FAR)
+    near = [i for i in range(first, last) if stacks[i] and stacks[i][-1] == leaf]
+    return stacks[min(near, key=lambda i: abs(times[i] - when))] if near else ()
