@@ -1,4 +1,4 @@
-"""Flame graphs and run facts kept beside the store: a fresh server reads them, never stale."""
+"""Flame graphs, TopN and run facts kept beside the store: a fresh server reads, never stale."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from uistore import make_store
 
 from perfsleuth.model.run import RunInfo
+from perfsleuth.server import diskcache
 from perfsleuth.server.api import Api
 from perfsleuth.server.diskcache import DiskCache
 from perfsleuth.store.runs import Store
@@ -28,25 +29,33 @@ def test_computed_once_then_read(tmp_path: Path) -> None:
         calls.append(1)
         return b"payload"
 
-    assert cache.get(_info(), "flame", 1, compute) == b"payload"
-    assert DiskCache(tmp_path / "ui-cache").get(_info(), "flame", 1, compute) == b"payload"
+    assert cache.get(_info(), "flame", compute) == b"payload"
+    assert DiskCache(tmp_path / "ui-cache").get(_info(), "flame", compute) == b"payload"
     assert len(calls) == 1
     assert [p.name.startswith("run1-flame-") for p in (tmp_path / "ui-cache").iterdir()] == [True]
 
 
-def test_a_new_encoding_or_a_recreated_run_replaces_the_file(tmp_path: Path) -> None:
+def test_changed_code_or_a_recreated_run_replaces_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = DiskCache(tmp_path)
-    cache.get(_info(), "flame", 1, lambda: b"old")
-    assert cache.get(_info(), "flame", 2, lambda: b"new encoding") == b"new encoding"
-    assert cache.get(_info(started=2000.0), "flame", 2, lambda: b"other run") == b"other run"
+    cache.get(_info(), "flame", lambda: b"old")
+    monkeypatch.setattr(diskcache, "code_stamp", lambda: "edited")
+    assert cache.get(_info(), "flame", lambda: b"new code") == b"new code"
+    assert cache.get(_info(started=2000.0), "flame", lambda: b"other run") == b"other run"
     assert [p.read_bytes() for p in tmp_path.iterdir()] == [b"other run"]
+
+
+def test_code_stamp_follows_the_package_files() -> None:
+    assert diskcache.code_stamp() == diskcache.code_stamp()
+    assert len(diskcache.code_stamp()) == 12
 
 
 def test_unwritable_folder_still_answers(tmp_path: Path) -> None:
     blocker = tmp_path / "file"  # a file where the folder should be (root writes anywhere else)
     blocker.write_text("")
     folder = blocker / "ui-cache"
-    assert DiskCache(folder).get(_info(), "flame", 1, lambda: b"fresh") == b"fresh"
+    assert DiskCache(folder).get(_info(), "flame", lambda: b"fresh") == b"fresh"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
@@ -65,6 +74,19 @@ def test_fresh_server_reads_the_kept_flame_graph(store_path: Path) -> None:
     assert again.body.endswith(b"\x07\x00")
     filtered = Api(Store(store_path), []).get("/api/runs/2/flame", {"state": ["mutex"]})
     assert filtered.status == 200 and not filtered.body.endswith(b"\x07\x00")
+
+
+def test_top_kept_and_served(store_path: Path) -> None:
+    first = Api(Store(store_path), []).get("/api/runs/2/top", {})
+    (kept,) = (store_path / "ui-cache").glob("run2-top-function-*.bin")
+    assert kept.read_bytes() == first.body
+    assert json.loads(first.body)["rows"][0]["function"] == "compute_hot"
+    kept.write_bytes(first.body.replace(b'"compute_hot"', b'"kept"', 1))
+    again = json.loads(Api(Store(store_path), []).get("/api/runs/2/top", {}).body)
+    assert again["rows"][0]["function"] == "kept"
+    assert not list((store_path / "ui-cache").glob("run2-top-line-*"))
+    Api(Store(store_path), []).get("/api/runs/2/top", {"state": ["mutex"]})
+    assert len(list((store_path / "ui-cache").glob("run2-top-*"))) == 1  # filtered: not kept
 
 
 def test_run_facts_kept_and_served(store_path: Path) -> None:

@@ -36,8 +36,6 @@ STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept
 DIFF_ROWS = 200
 JSON_TYPE = "application/json; charset=utf-8"
 BINARY_TYPE = "application/octet-stream"
-FLAME_ENCODING = 2  # server/flamedata.py's layout: 2 = float64 columns
-FACTS_ENCODING = 1
 
 
 class ApiError(Exception):
@@ -161,7 +159,7 @@ class Api:
 
         def kept() -> dict:
             info = self._listed(run_id)
-            return json.loads(self._disk.get(info, "facts", FACTS_ENCODING, compute))
+            return json.loads(self._disk.get(info, "facts", compute))
 
         return self._results.get(("facts", run_id), kept)
 
@@ -234,11 +232,19 @@ class Api:
         by = _one(query, "by") or "function"
         if by not in GROUPINGS:
             raise ApiError(400, f"bad by={by!r}: use one of {', '.join(GROUPINGS)}")
-        key = ("top", run_id, by, *_filters(query))
-        return self._cached(
-            key,
-            lambda: {"run": str(run_id), **top.top(self._profile(run_id, query), by=by, n=0)},
-        )
+        filters = _filters(query)
+
+        def compute() -> Response:
+            doc = top.top(self._profile(run_id, query), by=by, n=0)
+            return json_response({"run": str(run_id), **doc})
+
+        def whole_run() -> Response:
+            # Kept on disk too: `serve` warms it, and loading the run would hold the
+            # interpreter while a fresh server's first pages are asked for.
+            body = self._disk.get(self._listed(run_id), f"top-{by}", lambda: compute().body)
+            return Response(200, JSON_TYPE, body)
+
+        return self._cached(("top", run_id, by, *filters), compute if any(filters) else whole_run)
 
     def flame(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
@@ -248,7 +254,7 @@ class Api:
             return flamedata.encode(flamedata.flame_columns(self._profile(run_id, query)))
 
         def whole_run() -> bytes:
-            return self._disk.get(self._listed(run_id), "flame", FLAME_ENCODING, build)
+            return self._disk.get(self._listed(run_id), "flame", build)
 
         body = build if any(filters) else whole_run
         return self._cached(("flame", run_id, *filters), lambda: binary_response(body()))

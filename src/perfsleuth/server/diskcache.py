@@ -6,31 +6,47 @@ for 100,000 stacks, 5-7 s under load. Stored runs never change, so the bytes are
 written once, on first use, and later servers only read them (~10 ms for 15 MB).
 
 A file is named by the run's id and start time (ids are not reused, but a store
-can be recreated at the same path), the store's schema version and the answer's
-own encoding version, so nothing stale is ever read. It is written to a temporary
-name and renamed, so a crash leaves no half-written file; a store that cannot be
-written (read-only, full disk) is served all the same, only without the files.
+can be recreated at the same path), the store's schema version and a stamp of
+perfsleuth's own code (any change to the code that computes an answer, an upgrade or
+an edit, makes new files), so nothing stale is ever read. It is written to a
+temporary name and renamed, so a crash leaves no half-written file; a store that
+cannot be written (read-only, full disk) is served all the same, only without files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 from ..model.run import RunInfo
 from ..store.runs import SCHEMA_VERSION
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@cache
+def code_stamp() -> str:
+    """A digest of the package's Python files (name, size, modification time), once per process."""
+    digest = hashlib.sha1()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        st = path.stat()
+        digest.update(f"{path.relative_to(PACKAGE)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return digest.hexdigest()[:12]
 
 
 class DiskCache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def get(self, info: RunInfo, name: str, version: int, compute: Callable[[], bytes]) -> bytes:
-        """The bytes of answer NAME (encoding VERSION) for a run: read, or computed and kept."""
+    def get(self, info: RunInfo, name: str, compute: Callable[[], bytes]) -> bytes:
+        """The bytes of answer NAME for a run: read, or computed and kept."""
         prefix = f"run{info.id}-{name}-"
-        path = self.folder / f"{prefix}{int(info.started * 1e6)}-s{SCHEMA_VERSION}-v{version}.bin"
+        stamp = f"{int(info.started * 1e6)}-s{SCHEMA_VERSION}-{code_stamp()}"
+        path = self.folder / f"{prefix}{stamp}.bin"
         try:
             return path.read_bytes()
         except OSError:
