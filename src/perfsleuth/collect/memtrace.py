@@ -142,7 +142,8 @@ def record(
         recording.chosen = "auto" if sample_every == SAMPLE_AUTO else "fixed"
     recording.duration_s = time.monotonic() - started
     recording.out_of_time = deadline is not None and status < 0 and time.monotonic() >= deadline
-    recording.stopped_early = status < 0 and (cutter.full or recording.out_of_time)
+    stopped_full = cutter.full and cutter.stop_when_full
+    recording.stopped_early = status < 0 and (stopped_full or recording.out_of_time)
     recording.exit_status = None if recording.stopped_early else status
     if recording.total_calls == 0 and status != 0:
         reason = next((m for m in messages if any(k in m for k in FAILURE_MARKERS)), "")
