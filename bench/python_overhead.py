@@ -1,11 +1,14 @@
 """Slowdown of a Python workload under `perfsleuth record` (python mode), beside py-spy alone.
 
-Runs examples/python/json_heavy.py N times each way, interleaved: plain, under
-`py-spy record --native` at the rate, and under `perfsleuth record` (which runs
-py-spy and then reads and stores its output), and prints the median of the
-workload's own loop time (it prints it) and the slowdowns. Also compares the
-inclusive shares of the example's Python functions between a perfsleuth run and a
-separate py-spy run (independent samples).
+Runs examples/python/json_heavy.py N times each way, interleaved: plain; under
+`py-spy record --native` at the rate (py-spy's mixed stacks, the way python mode
+used to record, now `--mode python-native`); under `py-spy record --nonblocking` at
+1000 Hz writing a Chrome trace (the Python half of python mode, alone); under
+`perfsleuth record` (python mode: perf and that py-spy, spliced); and under
+`perfsleuth record --mode python-native`. Prints the median of the workload's own
+loop time (it prints it) and the slowdowns. Also compares the inclusive shares of
+the example's Python functions between the last perfsleuth run and the last
+`py-spy --native` run (separate runs, independent samples).
 
 Usage: .venv/bin/python bench/python_overhead.py [--runs 5] [--rate 100] [--rounds 40]
 """
@@ -53,17 +56,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40)
     args = parser.parse_args()
     workload = [sys.executable, str(WORKLOAD), str(args.rounds)]
-    times: dict[str, list[float]] = {"plain": [], "py-spy": [], "perfsleuth": []}
     with tempfile.TemporaryDirectory() as tmp:
         raw, store = Path(tmp) / "raw.txt", Path(tmp) / "store"
-        spy = [PY_SPY, "record", "--native", "--threads", "--full-filenames", "--format", "raw"]
-        spy += ["--rate", str(args.rate), "-o", str(raw), "--", *workload]
-        record = [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(store)]
-        record += ["--freq", str(args.rate), "--", *workload]
+        spy = [PY_SPY, "record", "--threads", "--full-filenames", "--rate"]
+        record = [sys.executable, "-m", "perfsleuth.cli", "record", "--freq", str(args.rate)]
+        ways = {
+            "plain": workload,
+            "py-spy --native": [*spy, str(args.rate), "--native", "--format", "raw"]
+            + ["-o", str(raw), "--", *workload],
+            "py-spy trace": [*spy, "1000", "--nonblocking", "--format", "chrometrace"]
+            + ["-o", str(Path(tmp) / "trace.json"), "--", *workload],
+            "perfsleuth": [*record, "--store", str(store), "--", *workload],
+            "pfs native": [*record, "--store", str(Path(tmp) / "native"), "--mode"]
+            + ["python-native", "--", *workload],
+        }
+        times: dict[str, list[float]] = {name: [] for name in ways}
         for _ in range(args.runs):
-            times["plain"].append(timed(workload))
-            times["py-spy"].append(timed(spy))
-            times["perfsleuth"].append(timed(record))
+            for name, argv in ways.items():
+                times[name].append(timed(argv))
         top = subprocess.run(
             [sys.executable, "-m", "perfsleuth.cli", "top", "--store", str(store), "--total"]
             + ["--format", "json", "-n", "100"],
@@ -77,8 +87,8 @@ def main() -> None:
     print(f"workload: {' '.join(workload[1:])}, {args.runs} runs each, {args.rate} Hz")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"  {name:10s} median {median:6.3f} s  slowdown {100 * (median / plain - 1):+5.1f}%")
-    print("inclusive shares, last perfsleuth run vs last py-spy run (separate runs):")
+        print(f"  {name:16s} median {median:6.3f} s  slowdown {100 * (median / plain - 1):+5.1f}%")
+    print("inclusive shares, last perfsleuth run vs last py-spy --native run (separate runs):")
     for f in FUNCTIONS:
         print(f"  {f:15s} perfsleuth {100 * ours.get(f, 0):5.1f}%  py-spy {100 * theirs[f]:5.1f}%")
 

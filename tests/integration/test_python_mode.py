@@ -118,6 +118,27 @@ def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
     assert sites.startswith("called from pack_logs at ") and "zlibmodule.c" not in sites
 
 
+def test_json_c_frames_are_under_the_python_function_that_called_them(tmp_path: Path) -> None:
+    """The splice of perf's and py-spy's samples (formats/python_splice.py) on a live run:
+    `_json`'s encoder runs only for serialize(), its decoder only for parse()."""
+    store = tmp_path / "store"
+    done = perfsleuth("record", "--", PYTHON, str(EXAMPLES / "json_heavy.py"), "30", store=store)
+    assert done.returncode == 0, done.stderr
+    folded = perfsleuth("flame", "--folded", store=store)
+    assert folded.returncode == 0, folded.stderr
+    right = {"encoder_call": 0, "scanner_call": 0}
+    total = dict(right)
+    caller = {"encoder_call": ";serialize (", "scanner_call": ";parse ("}
+    for line in folded.stdout.splitlines():
+        count = int(line.rpartition(" ")[2])
+        for entry in right:
+            if f";{entry};" in line:
+                total[entry] += count
+                right[entry] += count if caller[entry] in line else 0
+    for entry in right:
+        assert total[entry] >= 10 and right[entry] >= 0.95 * total[entry], (entry, right, total)
+
+
 def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     script = EXAMPLES / "elementwise.py"

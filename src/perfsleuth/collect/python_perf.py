@@ -133,7 +133,9 @@ def _spliced(
     script = workdir / "perf.txt"
     _perf_script(workdir / "perf.data", script, label)
     with script.open(encoding="utf-8", errors="replace") as text:
-        spliced = python_splice.splice(perf_samples.samples(text, script.name), timelines)
+        # perf -p follows the children the process starts; py-spy does not
+        own = (s for s in perf_samples.samples(text, script.name) if s.pid == pid)
+        spliced = python_splice.splice(own, timelines)
     if not timelines or not spliced.lines:
         raise UserError(f"{label} (pid {pid}) exited before any sample was taken; nothing recorded")
     mixed = workdir / "py-spy.txt"

@@ -1,10 +1,10 @@
-"""`perf script -F tid,time,ip,sym,dso` text: one timestamped stack per sample.
+"""`perf script -F pid,tid,time,ip,sym,dso` text: one timestamped stack per sample.
 
 formats/perf_script.py aggregates samples as it reads and so forgets when each was
 taken; the Python splice (formats/python_splice.py) pairs each sample with the Python
 stack of its thread at that moment, so it reads them one by one:
 
-    21677  9272.465275:
+    21677/21677  9272.465275:
     \t          185073 PyList_Append (/usr/lib/libpython3.11.so.1.0)
     \t           fdf33 _PyEval_EvalFrameDefault (inlined)
 """
@@ -19,8 +19,8 @@ from typing import IO
 from ..errors import UserError
 from .perf_script import frame_parts
 
-HEADER = re.compile(r"^\s*(?P<tid>\d+)\s+(?P<time>\d+\.\d+):\s*$")
-FIELDS = "tid,time,ip,sym,dso"
+HEADER = re.compile(r"^\s*(?:(?P<pid>\d+)/)?(?P<tid>\d+)\s+(?P<time>\d+\.\d+):\s*$")
+FIELDS = "pid,tid,time,ip,sym,dso"
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class NativeFrame:
 
 @dataclass(frozen=True)
 class Sample:
+    pid: int  # 0 when perf did not print it
     tid: int
     time: float  # seconds, on the clock perf recorded with (-k)
     frames: tuple[NativeFrame, ...]  # leaf first
@@ -50,7 +51,7 @@ def samples(text: IO[str], name: str) -> Iterator[Sample]:
             header = HEADER.match(line)
             if header is None:
                 raise UserError(
-                    f"{name}: expected a `TID TIME:` sample line, got {line.strip()[:60]!r}; "
+                    f"{name}: expected a `PID/TID TIME:` sample line, got {line.strip()[:60]!r}; "
                     f"give the output of `perf script -F {FIELDS}`"
                 )
         elif (parts := frame_parts(line.strip())) is not None:
@@ -61,4 +62,5 @@ def samples(text: IO[str], name: str) -> Iterator[Sample]:
 
 
 def _sample(header: re.Match, frames: list[NativeFrame]) -> Sample:
-    return Sample(int(header["tid"]), float(header["time"]), tuple(frames))
+    pid = int(header["pid"] or 0)
+    return Sample(pid, int(header["tid"]), float(header["time"]), tuple(frames))

@@ -1,0 +1,108 @@
+"""Python mode's splice (formats/python_splice.py) of perf samples (formats/perf_samples.py)
+and py-spy's Chrome trace (formats/py_spy_trace.py), on captured real output: one
+`perfsleuth record` of examples/python/json_heavy.py 8 and one of zlib_mixed.py 4
+(perf 6.1 `perf script -F tid,time,ip,sym,dso`, captured before the pid was asked for
+too; py-spy 0.4.3 --nonblocking at 1000 Hz; pyenv's CPython 3.11.7), each with the
+CLOCK_MONOTONIC time py-spy was started."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.errors import UserError
+from perfsleuth.formats import perf_samples, py_spy_trace, python_splice
+from perfsleuth.formats.perf_samples import NativeFrame, Sample
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "py_spy" / "splice"
+ORIGIN = {"json_heavy": 10160.1906142160, "zlib_mixed": 10154.2576210828}
+ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
+DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
+
+
+def recorded(name: str) -> tuple[list[Sample], dict[int, py_spy_trace.Timeline]]:
+    with (FIXTURES / f"{name}.perf-script.txt").open() as text:
+        samples = list(perf_samples.samples(text, name))
+    return samples, py_spy_trace.read(FIXTURES / f"{name}.chrometrace.json", ORIGIN[name])
+
+
+def frames_of(line: str) -> list[str]:
+    return [frame.rpartition(" (")[0] or frame for frame in line.split(";")]
+
+
+def test_perf_samples_are_read_one_by_one_with_their_time_and_thread() -> None:
+    samples, timelines = recorded("json_heavy")
+    assert len(samples) == 26
+    assert {s.tid for s in samples} == set(timelines) == {27912}
+    times = [s.time for s in samples]
+    assert times == sorted(times) and times[-1] - times[0] < 2
+    assert all(s.frames and s.frames[0].symbol for s in samples)
+    assert any(f.dso == "inlined" for s in samples for f in s.frames)
+
+
+def test_the_trace_gives_each_thread_its_python_stack_from_each_change_on() -> None:
+    _, timelines = recorded("json_heavy")
+    (timeline,) = timelines.values()
+    assert timeline.times == sorted(timeline.times) and timeline.times[0] > ORIGIN["json_heavy"]
+    busy = [stack for stack in timeline.stacks if stack]
+    assert all(stack[0].startswith("<module> (") for stack in busy)
+    leaves = {frames_of(stack[-1])[0] for stack in busy}
+    assert {"JSONEncoder.iterencode", "JSONDecoder.raw_decode"} <= leaves
+    assert timeline.stacks[-1] == ()  # py-spy closes every frame as it writes the trace
+
+
+def test_json_c_frames_land_under_the_python_function_that_called_them() -> None:
+    spliced = python_splice.splice(*recorded("json_heavy"))
+    assert spliced.early == 2  # taken before py-spy's first sample: left out
+    assert sum(spliced.lines.values()) == 24
+    under: dict[str, int] = {"serialize": 0, "parse": 0}
+    for line, count in spliced.lines.items():
+        names = frames_of(line)
+        assert "_PyEval_EvalFrameDefault" not in names
+        assert not any(n.startswith(("cfunction_", "_PyObject_Vectorcall")) for n in names)
+        if any(n in ENCODER for n in names):
+            assert "serialize" in names and "parse" not in names, line
+            under["serialize"] += count
+        if any(n in DECODER for n in names):
+            assert "parse" in names and "serialize" not in names, line
+            under["parse"] += count
+    assert under["serialize"] >= 5 and under["parse"] >= 5
+
+
+def test_deflate_goes_right_above_pack_logs_without_the_call_glue() -> None:
+    spliced = python_splice.splice(*recorded("zlib_mixed"))
+    deflate = {line: n for line, n in spliced.lines.items() if "deflate" in frames_of(line)}
+    assert sum(deflate.values()) >= 20
+    for line in deflate:
+        names = frames_of(line)
+        assert line.startswith("thread (27775);") and names[1] == "<module>"
+        assert names[names.index("pack_logs") + 1] == "zlib_compress", line
+
+
+def test_a_thread_py_spy_never_saw_keeps_its_native_stack() -> None:
+    samples, timelines = recorded("zlib_mixed")
+    stranger = Sample(0, 4242, samples[5].time, samples[5].frames)
+    spliced = python_splice.splice([*samples, stranger], timelines)
+    (line,) = [line for line in spliced.lines if line.startswith("thread (4242)")]
+    names = frames_of(line)
+    assert "_PyEval_EvalFrameDefault" in names and "pack_logs" not in names
+
+
+def test_a_cut_short_stack_without_eval_loop_goes_on_top_of_the_python_stack() -> None:
+    samples, timelines = recorded("zlib_mixed")
+    late = samples[-3]
+    top = (NativeFrame(0x10, "deflate", "/usr/lib/libz.so.1"),)  # no eval loop, no _start
+    spliced = python_splice.splice([*samples, Sample(0, late.tid, late.time, top)], timelines)
+    assert any(frames_of(line)[-2:] == ["pack_logs", "deflate"] for line in spliced.lines)
+
+
+def test_bad_input_is_one_line() -> None:
+    header = perf_samples.HEADER.match(" 27912/27913  10160.3:")
+    assert header and (header["pid"], header["tid"]) == ("27912", "27913")
+    with pytest.raises(UserError, match="expected a `PID/TID TIME:` sample line"):
+        list(perf_samples.samples(io.StringIO("not perf script\n"), "perf.txt"))
+    broken = FIXTURES / "json_heavy.chrometrace.json"
+    with pytest.raises(UserError, match="not a py-spy Chrome trace"):
+        py_spy_trace.read(broken.with_name("json_heavy.perf-script.txt"), 0.0)
