@@ -5,6 +5,8 @@
  * - account(t, key, now): `struct flow *f = &t->flows[key % t->n]` (a local from
  *   array indexing into a heap table): it touches line 0 of struct flow (packets,
  *   bytes) and `last_ns`, alone among cold fields on line 2;
+ * - touch(flows, i, now): `struct flow *f = flows + i` (a local from pointer
+ *   arithmetic on a parameter): packets on line 0, `last_ns` alone on line 2;
  * - deliver(s, len, now): `s->peer->...` (a heap pointer held in struct sock): it
  *   touches line 0 of struct peer (rx_bytes, rx_packets) and `rtt_ns`, alone among
  *   cold fields on line 1.
@@ -72,6 +74,13 @@ __attribute__((noinline)) uint64_t account(struct table *t, uint64_t key, uint64
     return f->packets;
 }
 
+__attribute__((noinline)) uint64_t touch(struct flow *flows, size_t i, uint64_t now) {
+    struct flow *f = flows + i;
+    f->packets += 1;
+    f->last_ns = now;
+    return f->packets;
+}
+
 __attribute__((noinline)) uint64_t deliver(struct sock *s, uint32_t len, uint64_t now) {
     s->peer->rx_bytes += len;
     s->peer->rx_packets += 1;
@@ -113,6 +122,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ops; i++) {
         uint64_t r = next_random() ^ check;
         check += account(&t, r, i);
+        check += touch(t.flows, (r >> 20) % n, i);
         check += deliver(&socks[r % n], (uint32_t)(r >> 40), i);
     }
     printf("%zu flows, %zu packets, checksum %llu\n", n, ops, (unsigned long long)check);

@@ -1,9 +1,10 @@
 """Struct layouts reached through neither a parameter nor a global, recorded with
 the real fntrace tool on examples/cache/pointers.c (GCC -O2 -g): a local pointer
-from array indexing (`f = &t->flows[i]`, placed in a register by DWARF's location
-list) and a heap pointer held in another struct (`s->peer->...`, followed back to
-the load of `s->peer`). Each gets its own layout, the finding names its struct and
-field, and the parameter's layout is not mixed up with the pointed-to object."""
+from array indexing (`f = &t->flows[i]`) or pointer arithmetic (`f = flows + i`),
+placed in a register by DWARF's location list, and a heap pointer held in another
+struct (`s->peer->...`, followed back to the load of `s->peer`). Each gets its own
+layout, the finding names its struct and field, and the parameter's layout is not
+mixed up with the pointed-to object."""
 
 from __future__ import annotations
 
@@ -40,6 +41,17 @@ def test_a_local_from_array_indexing_is_laid_out(examples_built, tmp_path):
     assert (finding["details"]["struct"], finding["details"]["field"]) == ("flow", "last_ns")
     assert finding["details"]["variable"] == "*f"
     assert hot(layouts["t"]) == {"n", "flows"}  # the parameter: the table, not a flow
+
+
+def test_a_local_from_pointer_arithmetic_is_laid_out(examples_built, tmp_path):
+    layouts, finding = traced(tmp_path, examples_built / "pointers", "touch")
+    flow = layouts["f"]  # `flows + i`, in the register that held flows
+    assert (flow["variable_kind"], flow["struct"]) == ("local", "flow")
+    assert hot(flow) == {"packets", "last_ns"}
+    assert finding["details"]["struct"] == "flow" and finding["details"]["variable"] == "*f"
+    reorder = finding["details"]["reorder"]
+    assert reorder["move"] in (["packets"], ["last_ns"])  # either joins the other's line
+    assert (reorder["lines_per_object_before"], reorder["lines_per_object_after"]) == (2, 1)
 
 
 def test_a_heap_pointer_held_in_a_struct_is_laid_out(examples_built, tmp_path):

@@ -28,7 +28,7 @@ from functools import lru_cache
 
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_MEM, X86_REG_INVALID, X86_REG_RBP, X86_REG_RIP, X86_REG_RSP
-from elftools.common.exceptions import ELFError
+from elftools.common.exceptions import DWARFError, ELFError
 from elftools.dwarf.die import DIE
 from elftools.dwarf.locationlists import LocationParser
 from elftools.elf.elffile import ELFFile
@@ -164,7 +164,7 @@ def pointer_typing(
             code = list(disassembler().disasm(code_between(executable, start, end), start))
             typing = Typing(code, known)
             typed = {pc: typing.access(pc) for pc in pcs}
-    except (OSError, ELFError):
+    except (OSError, ELFError, DWARFError, CsError):  # the pointers are then not followed
         return {}
     return {pc: t for pc, t in typed.items() if t is not None and t[0].kind != "parameter"}
 
