@@ -89,7 +89,10 @@ export function structure(depth: Uint16Array): { end: Int32Array; parent: Int32A
   return { end, parent, maxDepth };
 }
 
-/** x offset of every node, children in name order (as sent) or heaviest first. */
+/**
+ * x offset of every node, children in name order (as sent) or heaviest first. Subtrees
+ * of no weight (most of the graph after a focus) are skipped: nothing reads their x.
+ */
 export function layout(data: FlameData, width: Float64Array, heaviestFirst: boolean): Float64Array {
   return heaviestFirst ? heaviestFirstLayout(data, width) : nameOrderLayout(data, width);
 }
@@ -97,12 +100,13 @@ export function layout(data: FlameData, width: Float64Array, heaviestFirst: bool
 function nameOrderLayout(data: FlameData, width: Float64Array): Float64Array {
   const x = new Float64Array(data.nodes);
   const cursor = new Float64Array(data.maxDepth + 2); // next free x at each depth
-  const { depth } = data;
-  for (let i = 0; i < data.nodes; i++) {
+  const { depth, end } = data;
+  for (let i = 0; i < data.nodes; ) {
     const d = depth[i];
     x[i] = cursor[d];
     cursor[d] += width[i];
     cursor[d + 1] = x[i];
+    i = width[i] > 0 ? i + 1 : end[i];
   }
   return x;
 }
@@ -112,6 +116,10 @@ function heaviestFirstLayout(data: FlameData, width: Float64Array): Float64Array
   const { end } = data;
   let children = new Int32Array(64);
   for (let p = 0; p < data.nodes; p++) {
+    if (!(width[p] > 0)) {
+      p = end[p] - 1;
+      continue;
+    }
     let n = 0;
     for (let c = p + 1; c < end[p]; c = end[c]) {
       if (n === children.length) {

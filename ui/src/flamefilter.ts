@@ -27,7 +27,7 @@ export function applyFilters(data: FlameData, filters: FlameFilters): FlameData 
 function reweigh(data: FlameData, matched: Uint8Array, keep: boolean): FlameData {
   const under = matchedSubtrees(data, matched);
   const columns: Record<string, Float64Array> = {};
-  for (const key in data.columns) columns[key] = reweighColumn(data.columns[key], under, data.parent, keep);
+  for (const key in data.columns) columns[key] = reweighColumn(data, data.columns[key], under, keep);
   return { ...data, columns };
 }
 
@@ -44,12 +44,19 @@ function matchedSubtrees(data: FlameData, matched: Uint8Array): Uint8Array {
   return under;
 }
 
-/** One pass from the leaves: a node's weight through a match is all of it under one, else its children's. */
-function reweighColumn(column: Float64Array, under: Uint8Array, parent: Int32Array, keep: boolean): Float64Array {
+/**
+ * One pass from the leaves: a node's weight through a match is all of it under one, else
+ * its children's, summed per depth as they finish (sequential reads only, no parent jumps).
+ */
+function reweighColumn(data: FlameData, column: Float64Array, under: Uint8Array, keep: boolean): Float64Array {
+  const { depth } = data;
   const through = new Float64Array(column.length);
-  for (let i = column.length - 1; i > 0; i--) {
-    if (under[i]) through[i] = column[i];
-    through[parent[i]] += through[i];
+  const finished = new Float64Array(data.maxDepth + 2); // through of the children seen, per depth
+  for (let i = column.length - 1; i >= 0; i--) {
+    const d = depth[i];
+    through[i] = under[i] ? column[i] : finished[d + 1];
+    finished[d + 1] = 0;
+    finished[d] += through[i];
   }
   if (!keep) for (let i = 0; i < column.length; i++) through[i] = column[i] - through[i];
   return through;

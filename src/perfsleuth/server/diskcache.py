@@ -67,6 +67,7 @@ class DiskCache:
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
+            os.chmod(temporary, 0o644)  # readable as the store is (mkstemp makes it 0600)
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
