@@ -6,8 +6,6 @@ import argparse
 import os
 import sys
 
-import duckdb
-
 from . import __version__
 from .commands import load_all, load_for
 from .errors import UserError
@@ -73,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         # `perfsleuth top | head`: the reader left; that is not an error.
         sys.stderr.close()
         return 0
-    except duckdb.Error as e:
+    except Exception as e:
+        # duckdb only when a command loaded it: the always-on agent saves its 27 MB
+        duckdb = sys.modules.get("duckdb")
+        if duckdb is None or not isinstance(e, duckdb.Error):
+            raise
         print(f"perfsleuth: the run store failed: {e}", file=sys.stderr)
         return 2
 

@@ -22,7 +22,7 @@ from perfsleuth.symbols import (
     kernel_symbols,
 )
 from perfsleuth.symbols import elf as elf_mod
-from perfsleuth.symbols.symbolizer import ElfSymbols, clean_function, strip_params
+from perfsleuth.symbols.symbolizer import Aliases, ElfSymbols, clean_function, strip_params
 
 SRC = r"""
 #include <stdio.h>
@@ -247,10 +247,18 @@ def test_cxx_names_demangled_and_found_by_name(tmp_path: Path) -> None:
 
 def test_best_alias_prefers_plain_global_names() -> None:
     tab = ElfSymbols.__new__(ElfSymbols)
-    tab.aliases = {0x100: [("__libc_malloc", 1), ("malloc", 1), ("__malloc", 1)]}
-    assert tab.best_alias(0x100, "__libc_malloc") == "malloc"
-    assert tab.best_alias(0x100, "other") == "other"
-    assert tab.best_alias(0x200, "x") == "x"
+    tab.aliases = {
+        0x100: [("__libc_malloc", 1), ("malloc", 1), ("__malloc", 1)],
+        0x300: [("_ZN2ns1fEi", 1)],
+        0x400: [("close", 1)],
+    }
+    aliases = Aliases(tab)
+    assert aliases.best_alias(0x100, "__libc_malloc") == "malloc"
+    assert aliases.best_alias(0x100, "__GI___libc_malloc") == "malloc"
+    assert aliases.best_alias(0x100, "other") == "other"
+    assert aliases.best_alias(0x200, "x") == "x"
+    assert aliases.best_alias(0x400, "__GI_close") == "close"
+    assert aliases.aliases.keys() == {0x100}  # starts with one name are not kept
 
 
 def test_kernel_frames_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
 from ..formats import window_pprof
-from .host_symbols import HostSymbolizer
+from .host_symbols import HostSymbolizer, trim_heap
 from .overhead import Meter, rss_bytes
 from .processes import ProcessTable
 from .python_sampler import DEFAULT_PROCESSES, PythonSampler
@@ -40,8 +40,8 @@ FINAL_SEND_BUDGET_S = 5.0
 MAX_RAW_FILES = 6
 TICK_S = 0.25
 # The agent's own resident memory past which it drops its symbol caches (perf's
-# buffers come on top; the target for both is 100 MB).
-MAX_AGENT_RSS = 96 << 20
+# ~13-20 MB come on top; the target for both is 100 MB).
+MAX_AGENT_RSS = 84 << 20
 LAST_END = "last_end"
 
 
@@ -186,6 +186,7 @@ class Agent:
         self._fit_memory()
 
     def _fit_memory(self) -> None:
+        trim_heap()
         if (rss := rss_bytes("self")) > MAX_AGENT_RSS:
             self.symbolizer.forget()
             self.log(

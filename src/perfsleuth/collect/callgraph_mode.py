@@ -17,7 +17,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import capstone
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
@@ -73,6 +72,10 @@ def frame_pointer_share(path: Path) -> float | None:
 
 
 def _share(functions: list[tuple[int, int]], base: int, text: bytes) -> float | None:
+    # Imported here: capstone costs 13 MB of RSS, which the always-on agent
+    # (collect.system_wide, through collect.perf) must not pay for nothing.
+    import capstone
+
     disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     calling = with_fp = 0
     for addr, size in functions:
