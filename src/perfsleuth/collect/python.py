@@ -49,6 +49,7 @@ DEFAULT_DURATION_S = 10.0
 SUPPORTED = "CPython 2.7 and 3.3-3.14 (py-spy 0.4.1 and later)"
 INTERPRETER = re.compile(r"^python[0-9.]*$")
 SPY_EXIT_TIMEOUT_S = 30.0
+YAMA = Path("/proc/sys/kernel/yama/ptrace_scope")
 SUMMARY = re.compile(r"Samples: (?P<samples>\d+) Errors: (?P<errors>\d+)")
 
 
@@ -96,11 +97,22 @@ def _shebang_interpreter(path: Path) -> bool:
 
 
 def is_python_process(pid: int) -> bool:
+    """By its executable's name, or by its command name when the executable cannot be
+    read (another user's process: python mode then says what is missing)."""
     try:
-        exe = os.readlink(f"/proc/{pid}/exe")
+        name = Path(os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")).name
+    except PermissionError:
+        name = _comm(pid)
     except OSError:
         return False
-    return bool(INTERPRETER.match(Path(exe.removesuffix(" (deleted)")).name))
+    return bool(INTERPRETER.match(name))
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def record_python_native(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
@@ -224,20 +236,46 @@ def _version(tool: str) -> str:
 def failure_line(spy: SpyRun, pid: int, label: str) -> str:
     """py-spy's failure, as one line saying what to do."""
     text = spy.failure()
-    if "Permission Denied" in text or "Operation not permitted" in text:
-        return (
-            f"cannot read {label} (pid {pid}): permission denied; record your own processes, "
-            "or run as root (check kernel.yama.ptrace_scope)"
-        )
+    who = label if label == f"process {pid}" else f"{label} (pid {pid})"
+    if "permission denied" in text.lower() or "Operation not permitted" in text:
+        return f"cannot read {who}: permission denied; {ptrace_hint(pid)}"
     version = re.search(r"Unsupported version of Python: (\S+)", text)
     if version:
-        return f"{label} runs CPython {version[1]}, which py-spy cannot read; it reads {SUPPORTED}"
+        return f"{who} runs CPython {version[1]}, which py-spy cannot read; it reads {SUPPORTED}"
     if "Failed to find python version" in text or "Failed to find a python interpreter" in text:
         return (
-            f"{label} (pid {pid}) is not a CPython interpreter py-spy can read ({SUPPORTED}); "
+            f"{who} is not a CPython interpreter py-spy can read ({SUPPORTED}); "
             "use --mode cpu for other programs"
         )
     if "process exited" in text or "Failed to get process executable name" in text:
-        return f"{label} (pid {pid}) exited before any sample was taken; nothing recorded"
+        return f"{who} exited before any sample was taken; nothing recorded"
     first = next((ln for ln in text.splitlines() if ln.startswith("Error:")), "no output")
-    return f"py-spy failed on {label} (pid {pid}): {first.removeprefix('Error: ')}"
+    return f"py-spy failed on {who}: {first.removeprefix('Error: ')}"
+
+
+def ptrace_hint(pid: int, yama: Path = YAMA) -> str:
+    """Why reading PID's memory may be refused, most specific first."""
+    try:
+        scope = int(yama.read_text().strip())
+    except (OSError, ValueError):
+        scope = 0
+    if scope >= 1:
+        return (
+            f"kernel.yama.ptrace_scope is {scope}: only root or CAP_SYS_PTRACE may read a "
+            "process that is not one's own child; run as root, or "
+            "`sudo sysctl kernel.yama.ptrace_scope=0`"
+        )
+    owner = _owner(pid)
+    if owner is not None and owner != os.geteuid():
+        return f"it belongs to uid {owner}: run perfsleuth as that user or as root"
+    return (
+        "the process made itself non-dumpable (prctl PR_SET_DUMPABLE 0, or it changed its "
+        "uid); run perfsleuth as root or with CAP_SYS_PTRACE"
+    )
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid
+    except OSError:
+        return None

@@ -19,6 +19,7 @@ Here each tool does the half it does cheaply, and formats/python_splice.py joins
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,11 +37,13 @@ from .python import (
     failure_line,
     note_exit,
     py_spy_binary,
+    record_python_native,
     spy_facts,
     start_spy,
     stop_spy,
     watch_command,
 )
+from .system_wide import CAP_PERFMON, CAP_SYS_ADMIN, Access, current_access
 from .target import Target, check_pid, spawn, stop
 
 SPY_RATE_HZ = 1000
@@ -50,20 +53,39 @@ PERF_EXIT_TIMEOUT_S = 10.0
 
 
 def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
-    """Recorder for --mode python: perf + py-spy --nonblocking, spliced."""
+    """Recorder for --mode python: perf + py-spy --nonblocking, spliced; py-spy --native
+    alone where perf may not sample the process."""
     tool = py_spy_binary()
+    access = current_access()
+    if not may_sample_own(access):
+        print(
+            f"perfsleuth: perf may not sample here (kernel.perf_event_paranoid="
+            f"{access.paranoid}, no CAP_PERFMON): recording with py-spy --native alone, "
+            "which stops the process at each sample (--mode python-native)",
+            file=sys.stderr,
+        )
+        return record_python_native(options, cmd, workdir)
     rate = options.freq or DEFAULT_RATE_HZ
     unwind = "fp" if options.call_graph == "fp" else "dwarf"
+    # --all-user: py-spy's stacks are user stacks, and user-space events of one's own
+    # processes are allowed up to kernel.perf_event_paranoid=2 without privileges.
     # -B: no build-id pass when perf ends (the samples are read at once, from the files on
     # disk); --no-bpf-event: perf 6.1 (record and script) aborts on some loaded BPF
     # programs (build-id.c:1010, seen here while other tools' BPF programs ran)
     perf_argv = [perf_binary(), "record", "-q", "-B", "--no-bpf-event", "-k", CLOCK]
-    perf_argv += ["-F", str(rate)]
+    perf_argv += ["--all-user", "-F", str(rate)]
     perf_argv += ["--call-graph", unwind, "-o", str(workdir / "perf.data")]
     if options.pid is not None:
         duration = options.duration or DEFAULT_DURATION_S
         return _record_pid(tool, perf_argv, options.pid, duration, rate, workdir)
     return _record_command(tool, perf_argv, cmd, rate, workdir)
+
+
+def may_sample_own(access: Access) -> bool:
+    """perf may sample the user space of one's own processes: with CAP_PERFMON or
+    CAP_SYS_ADMIN (root has them), else up to kernel.perf_event_paranoid=2."""
+    privileged = access.cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN)
+    return access.paranoid is not None and (bool(privileged) or access.paranoid <= 2)
 
 
 def _record_command(
