@@ -28,6 +28,7 @@ MAX_VALUE = 1 << 53
 MAX_SAMPLE_RATE = 1e6
 # Unix seconds from 2001 to 2100: anything else is a unit mistake (ms, ns) or garbage.
 TIME_RANGE = (1e9, 4.1e9)
+CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 # Pyroscope's name: app name, then optional {k=v,...}.
@@ -70,7 +71,7 @@ def count(value: int | float, what: str) -> int:
 def text(value: str, what: str, limit: int = MAX_NAME) -> str:
     if len(value) > limit:
         raise PayloadError(f"{what} is {len(value)} characters long; at most {limit}")
-    if any(ord(c) < 32 for c in value):
+    if CONTROL.search(value):
         raise PayloadError(f"{what} holds control characters")
     return value
 

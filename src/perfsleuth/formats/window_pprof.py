@@ -135,11 +135,16 @@ class _Reader:
         self.mappings = {m.id: m for m in msg.mapping}
         self.locations = {loc.id: loc for loc in msg.location}
         self._frames: dict[int, tuple[Frame, ...]] = {}
+        self._threads: dict[tuple, Thread | None] = {}
+        self._checked: set[int] = set()  # strings checked: each is used many times
         self.processes: dict[int, Process] = {}
 
     def string(self, index: int, owner: str) -> str:
+        if index in self._checked:
+            return self.strings[index]
         if not 0 <= index < len(self.strings):
             _refuse(f"{owner} refers to string {index} which does not exist")
+        self._checked.add(index)
         return ingest.text(self.strings[index], owner)
 
     def window(self, params: IngestParams) -> Window:
@@ -270,6 +275,13 @@ class _Reader:
         return build_id, loc.address
 
     def _thread(self, sample: pb.Sample, index: int) -> Thread | None:
+        """The sample's thread; read once per set of labels (a thread has many samples)."""
+        key = tuple((label.key, label.str, label.num) for label in sample.label)
+        if key not in self._threads:
+            self._threads[key] = self._read_thread(sample, index)
+        return self._threads[key]
+
+    def _read_thread(self, sample: pb.Sample, index: int) -> Thread | None:
         owner = f"sample {index} label"
         nums: dict[str, int] = {}
         strs: dict[str, str] = {}
