@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from perfsleuth.commands.agent import parse_labels
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame
 from perfsleuth.symbols import Symbolizer
+from perfsleuth.symbols.elf import build_id_of
 
 
 def test_an_unprivileged_user_is_told_what_is_missing_in_one_line(tmp_path: Path) -> None:
@@ -179,6 +182,50 @@ def test_the_host_symbolizer_asks_once_per_address(
     assert asked[1] == [("/bin/a", "b1", 3)]  # only the address not seen before
     assert len(asked) == 2  # the last call found everything cached
     assert sym.lookups == 3
+
+
+def test_the_host_symbolizer_keys_answers_by_the_files_own_build_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # perf records without its build-id pass: the triples come with no build-id
+    asked: list[tuple] = []
+
+    def tools(self: Symbolizer, items: list) -> dict:
+        asked.extend(items)
+        return {(p, o): (Frame(f"f{o}", dso=p),) for p, _, o in items}
+
+    monkeypatch.setattr(Symbolizer, "symbolize_offsets", tools)
+    exe = os.path.realpath("/bin/true")
+    HostSymbolizer().symbolize_offsets([(exe, "", 16), ("[vdso]", "", 8)])
+    assert build_id_of(exe)
+    assert sorted(asked) == [(exe, build_id_of(exe), 16), ("[vdso]", "", 8)]
+
+
+def test_the_agent_loads_neither_duckdb_nor_capstone() -> None:
+    # 27 and 13 MB of the agent's 100 MB budget (with perf's) for nothing it uses
+    code = (
+        "import sys; from perfsleuth import cli; import perfsleuth.agent.daemon; "
+        "cli.build_parser(['agent', '--server', 'http://127.0.0.1:1']); "
+        "print(sorted({'duckdb', 'capstone', 'pyarrow'} & sys.modules.keys()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_run_store_error_is_still_one_line_without_duckdb_imported_up_front(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import duckdb
+
+    from perfsleuth import cli
+    from perfsleuth.commands import agent
+
+    def broken(_args: object) -> int:
+        raise duckdb.IOException("database is locked")
+
+    monkeypatch.setattr(agent, "run", broken)
+    assert cli.main(["agent", "--server", "x"]) == 2
+    assert capsys.readouterr().err == "perfsleuth: the run store failed: database is locked\n"
 
 
 def test_a_window_the_full_disk_refuses_is_dropped_counted_and_leaves_nothing(
