@@ -3,8 +3,10 @@
 For each program: the native run; valgrind without a tool (`--tool=none`); fntrace,
 cache mode's tool, recording every call of the function to /dev/null (the tracer's
 cost for traced functions, the rest of the program untraced); `perfsleuth record
---mode cache --function F` as a user runs it (the first 200 calls kept, then the
-program is stopped; perfsleuth's own Python included); lackey `--trace-mem=yes`
+--mode cache --function F` as a user runs it, two ways: the first 200 calls kept,
+then the program is stopped (`--sample-calls 1`), and the default, 1 in k calls
+over the whole run (k doubling as it goes; perfsleuth's own Python included in
+both); lackey `--trace-mem=yes`
 to /dev/null (what cache mode used before; stopped at --lackey-timeout);
 callgrind and cachegrind writing their totals to /dev/null.
 
@@ -14,6 +16,7 @@ The slowdown is that against the native run's CPU time; each figure the median o
 --repeats runs.
 
 Usage: .venv/bin/python bench/cache_trace_cost.py [--repeats 3] [--lackey-timeout 1200]
+       [--program LABEL] [--skip lackey]
 Writes bench/out/cache_trace_cost.json and prints a Markdown table (docs/cache.md).
 """
 
@@ -64,6 +67,8 @@ def ways(argv: list[str], function: str, store: Path) -> dict[str, tuple[list[st
     tool = fntrace.tool_dir()
     assert tool is not None, "fntrace cannot be built here"
     fntrace_env = {**os.environ, "VALGRIND_LIB": tool}
+    record = [PERFSLEUTH, "--store", str(store), "record", "--mode", "cache"]
+    record += ["--function", function]
     return {
         "native": (argv, None),
         "valgrind --tool=none": (["valgrind", "--tool=none", *argv], None),
@@ -77,21 +82,14 @@ def ways(argv: list[str], function: str, store: Path) -> dict[str, tuple[list[st
             ],
             fntrace_env,
         ),  # fmt: skip
-        "perfsleuth record --mode cache": (
-            [
-                PERFSLEUTH,
-                "--store",
-                str(store),
-                "record",
-                "--mode",
-                "cache",
-                "--function",
-                function,
-                "--",
-                *argv,
-            ],
+        "perfsleuth record --mode cache, the first 200 calls (--sample-calls 1)": (
+            [*record, "--sample-calls", "1", "--", *argv],
             None,
-        ),  # fmt: skip
+        ),
+        "perfsleuth record --mode cache, 1 in k calls over the whole run (default)": (
+            [*record, "--", *argv],
+            None,
+        ),
         "callgrind": (
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
             None,
@@ -107,11 +105,15 @@ def ways(argv: list[str], function: str, store: Path) -> dict[str, tuple[list[st
     }
 
 
-def measure(label: str, argv: list[str], function: str, repeats: int, timeout: float) -> dict:
+def measure(
+    label: str, argv: list[str], function: str, repeats: int, timeout: float, skip: str
+) -> dict:
     argv = [str(ROOT / "examples" / "bin" / argv[0]), *argv[1:]]
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name, (command, env) in ways(argv, function, Path(scratch) / "store").items():
+            if skip and skip in name:
+                continue
             once = name.startswith("lackey")  # minutes per run: once is enough
             runs = [
                 cpu_seconds(command, env, timeout if once else 0)
@@ -152,9 +154,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--lackey-timeout", type=float, default=1200.0, help="wall seconds")
     parser.add_argument("--program", default="", help="only the programs whose label has this")
+    parser.add_argument("--skip", default="", help="leave out the ways whose name has this")
     args = parser.parse_args()
     results = [
-        measure(label, argv, function, args.repeats, args.lackey_timeout)
+        measure(label, argv, function, args.repeats, args.lackey_timeout, args.skip)
         for label, argv, function in PROGRAMS
         if args.program in label
     ]
