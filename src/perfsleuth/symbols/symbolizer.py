@@ -179,6 +179,15 @@ class ElfSymbols:
         return self._demangled.get(name)
 
 
+def _symbols(line: str) -> list[dict] | None:
+    """The symbols of one line of llvm-symbolizer's JSON output."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return (doc.get("Symbol") if isinstance(doc, dict) else None) or None
+
+
 def _demangle_all(names: list[str]) -> dict[str, str]:
     return {m: clean_function(d) for m, d in demangle_map(names).items()}
 
@@ -328,6 +337,11 @@ class Symbolizer:
         return out
 
     def _llvm_one(self, obj: str, vaddrs: list[int]) -> tuple[str, dict[int, list[dict]]]:
+        answers = self._llvm_run([f"--obj={obj}"], [f"0x{v:x}\n" for v in vaddrs])
+        return obj, {vaddr: syms for vaddr, syms in zip(vaddrs, answers, strict=True) if syms}
+
+    def _llvm_run(self, args: list[str], queries: list[str]) -> list[list[dict] | None]:
+        """One llvm-symbolizer run: the symbols answering each query line (None: none)."""
         assert self.tool
         cmd = [
             self.tool,
@@ -336,31 +350,19 @@ class Symbolizer:
             "--inlines",
             "--functions=linkage",
             "--debug-file-directory=/usr/lib/debug",
-            f"--obj={obj}",
+            *args,
         ]
+        unanswered: list[list[dict] | None] = [None] * len(queries)
         try:
             proc = subprocess.run(
-                cmd,
-                input="".join(f"0x{v:x}\n" for v in vaddrs),
-                capture_output=True,
-                text=True,
-                check=False,
+                cmd, input="".join(queries), capture_output=True, text=True, check=False
             )
         except OSError:
-            return obj, {}
-        out: dict[int, list[dict]] = {}
+            return unanswered
         results = proc.stdout.splitlines()
-        if len(results) != len(vaddrs):
-            return obj, out
-        for vaddr, line in zip(vaddrs, results, strict=True):
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                continue
-            syms = doc.get("Symbol") if isinstance(doc, dict) else None
-            if syms:
-                out[vaddr] = syms
-        return obj, out
+        if len(results) != len(queries):
+            return unanswered
+        return [_symbols(line) for line in results]
 
     def _frames(
         self, syms: list[dict] | None, real: str, vaddr: int, dso: str

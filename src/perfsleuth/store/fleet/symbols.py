@@ -27,7 +27,7 @@ from ...errors import UserError
 from ...symbols import UNKNOWN
 from ...symbols.demangle import demangle_all
 from ...symbols.elf import elf_info
-from ...symbols.symbolizer import ElfSymbols, clean_function
+from ...symbols.symbolizer import Aliases, ElfSymbols, clean_function
 from .filesystem import Files
 
 SYMBOLS_DIR = "symbols"
@@ -48,10 +48,11 @@ def symbol_table(path: str) -> tuple[str, pa.Table]:
         raise UserError(
             f"{path}: no symbol table (stripped): upload the unstripped binary or its .debug file"
         )
+    aliases = Aliases(symbols)
     functions: dict[int, tuple[int, str]] = {}
     for address, size, name in symbols.entries:
         if address not in functions:
-            functions[address] = (size, symbols.best_alias(address, name))
+            functions[address] = (size, aliases.best_alias(address, name))
     names = [clean_function(n) for n in demangle_all([n for _, n in functions.values()])]
     table = pa.table(
         {
