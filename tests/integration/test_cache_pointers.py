@@ -17,6 +17,8 @@ from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
 
+BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "pointers"
+
 
 def traced(tmp_path: Path, binary: Path, function: str) -> tuple[dict, dict]:
     store = record_cache(tmp_path / function, binary, function, "500", "3000", calls=50)
@@ -30,38 +32,41 @@ def hot(layout: dict) -> set[str]:
     return {f["name"] for f in layout["fields"] if f["hot"]}
 
 
+def laid_out(layouts: dict, finding: dict, variable: str, kind: str, struct: str) -> dict:
+    """The layout of variable: its kind, its struct, the struct pahole gives, and the
+    finding's owner."""
+    layout = layouts[variable]
+    assert (layout["variable_kind"], layout["struct"]) == (kind, struct)
+    assert layout_members(layout) == pahole_members(BINARY, struct)
+    assert (finding["details"]["struct"], finding["details"]["variable"]) == (
+        struct,
+        f"*{variable}",
+    )
+    return layout
+
+
 def test_a_local_from_array_indexing_is_laid_out(examples_built, tmp_path):
-    binary = examples_built / "pointers"
-    layouts, finding = traced(tmp_path, binary, "account")
-    flow = layouts["f"]
-    assert (flow["variable_kind"], flow["struct"]) == ("local", "flow")
+    layouts, finding = traced(tmp_path, BINARY, "account")
+    flow = laid_out(layouts, finding, "f", "local", "flow")
     assert hot(flow) == {"packets", "bytes", "last_ns"}
-    assert layout_members(flow) == pahole_members(binary, "flow")
     assert flow["visits"] == flow["calls"]  # one flow per packet
-    assert (finding["details"]["struct"], finding["details"]["field"]) == ("flow", "last_ns")
-    assert finding["details"]["variable"] == "*f"
+    assert finding["details"]["field"] == "last_ns"
     assert hot(layouts["t"]) == {"n", "flows"}  # the parameter: the table, not a flow
 
 
 def test_a_local_from_pointer_arithmetic_is_laid_out(examples_built, tmp_path):
-    layouts, finding = traced(tmp_path, examples_built / "pointers", "touch")
-    flow = layouts["f"]  # `flows + i`, in the register that held flows
-    assert (flow["variable_kind"], flow["struct"]) == ("local", "flow")
+    layouts, finding = traced(tmp_path, BINARY, "touch")
+    flow = laid_out(layouts, finding, "f", "local", "flow")  # in the register that held flows
     assert hot(flow) == {"packets", "last_ns"}
-    assert finding["details"]["struct"] == "flow" and finding["details"]["variable"] == "*f"
     reorder = finding["details"]["reorder"]
     assert reorder["move"] in (["packets"], ["last_ns"])  # either joins the other's line
     assert (reorder["lines_per_object_before"], reorder["lines_per_object_after"]) == (2, 1)
 
 
 def test_a_heap_pointer_held_in_a_struct_is_laid_out(examples_built, tmp_path):
-    binary = examples_built / "pointers"
-    layouts, finding = traced(tmp_path, binary, "deliver")
-    peer = layouts["s->peer"]
-    assert (peer["variable_kind"], peer["struct"]) == ("member", "peer")
+    layouts, finding = traced(tmp_path, BINARY, "deliver")
+    peer = laid_out(layouts, finding, "s->peer", "member", "peer")
     assert hot(peer) == {"rx_bytes", "rx_packets", "rtt_ns"}
-    assert layout_members(peer) == pahole_members(binary, "peer")
-    assert (finding["details"]["struct"], finding["details"]["field"]) == ("peer", "rtt_ns")
-    assert finding["details"]["variable"] == "*s->peer"
+    assert finding["details"]["field"] == "rtt_ns"
     assert "struct peer (*s->peer)" in finding["title"]
     assert hot(layouts["s"]) == {"peer"}  # the socket itself: only its pointer is read
