@@ -3,8 +3,12 @@ replace perf's samples of a process in a window without counting it twice."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from perfsleuth.agent.python_sampler import (
@@ -116,3 +120,26 @@ def test_the_agents_own_children_are_never_chosen(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_only_processes_busier_than_py_spy_costs_are_chosen(tmp_path: Path) -> None:
+    """A mostly idle Python process (about 1% of a core) is not worth a py-spy run."""
+    spin = "while True: pass"
+    idle = "import time\nwhile True:\n    time.sleep(0.1); sum(range(20000))"
+    pids = [detached(code) for code in (spin, idle)]
+    try:
+        sampler = PythonSampler(tmp_path, rate=19, window_s=10, max_processes=3, log=print)
+        processes = {pid: Process(exe=sys.executable) for pid in pids}
+        sampler._busiest(processes)
+        time.sleep(1.5)
+        assert list(sampler._busiest(processes)) == [pids[0]]
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+
+def detached(code: str) -> int:
+    """A Python process that is not this one's child (the agent's children are never chosen)."""
+    launcher = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} >/dev/null 2>&1 & echo $!"
+    out = subprocess.run(["sh", "-c", launcher], capture_output=True, text=True, check=True)
+    return int(out.stdout)

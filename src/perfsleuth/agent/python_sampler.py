@@ -15,8 +15,8 @@ symbols and the DSOs' unwind tables) and about 0.016 s of CPU per second sampled
 the agent's measured cost). `--native` pauses the process for each sample (19 short
 stops a second at the agent's default rate). Hence a cap (`--python-processes`,
 default 3): every quarter window the busiest CPython processes by CPU time since the
-last choice are chosen, and each chosen one always has a run going; idle ones, and
-the agent itself, are not sampled.
+last choice are chosen, and each chosen one always has a run going; idle ones (below
+5% of a core), and the agent itself, are not sampled.
 
 Not counted twice: perf stays the measure of CPU time. In a window, the samples
 perf took of a process py-spy sampled are replaced by py-spy's stacks, scaled so
@@ -57,6 +57,12 @@ DEFAULT_PROCESSES = 3
 STOP_TIMEOUT_S = 10.0
 # py-spy's failures that will not change while the process lives (collect.python's lines)
 REFUSALS = ("cannot read", "is not a CPython")
+# A process using less of one core than this is not sampled: py-spy costs ~2.5% of a
+# core per process (above), and at 19 Hz it gives perf about a sample a second, too
+# few for its Python frames to rank. (A collector on the agent's host, mostly idle,
+# cost the agent 1.2% of a 2-CPU host in py-spy runs.)
+MIN_CORE_SHARE = 0.05
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,7 @@ class PythonSampler:
         self.window_s = window_s
         self.rank_every = max(1.0, window_s / 4)
         self.next_rank = 0.0
+        self.ranked_at = time.monotonic()
         self.max_processes = max_processes
         self.log = log
         self.tool = self._tool() if max_processes > 0 else None
@@ -162,7 +169,7 @@ class PythonSampler:
 
     def _busiest(self, processes: Mapping[int, Process]) -> dict[int, str]:
         """pid -> name of the CPython processes that used the most CPU since the last
-        choice (none idle, none refused, at most max_processes)."""
+        choice (at least MIN_CORE_SHARE of a core, none refused, at most max_processes)."""
         now = {
             pid: stat
             for pid, process in processes.items()
@@ -173,6 +180,8 @@ class PythonSampler:
             and stat.parent != self.own
         }
         before, self.seen = self.seen, now
+        ranked_at, self.ranked_at = self.ranked_at, time.monotonic()
+        least = max(1.0, MIN_CORE_SHARE * (self.ranked_at - ranked_at) * TICKS_PER_S)
         self.refused = {
             pid: start for pid, start in self.refused.items() if _started_at(now, pid) == start
         }
@@ -181,7 +190,7 @@ class PythonSampler:
             for pid, stat in now.items()
             if (was := before.get(pid)) is not None
             and was.start == stat.start
-            and stat.cpu_ticks > was.cpu_ticks
+            and stat.cpu_ticks - was.cpu_ticks >= least
             and pid not in self.refused
         }
         ranked = sorted(busy, key=busy.__getitem__, reverse=True)[: self.max_processes]
