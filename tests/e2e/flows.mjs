@@ -554,6 +554,16 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/flame-python.png`, fullPage: true });
   },
 
+  async exact_totals(page) {
+    // Run 3 is 9,029,117,580 ns, shown to the nanosecond (float32 columns made it 9,029,117,952), also after hide.
+    await page.goto(`${base}#/run/3/flame`);
+    await page.locator(".frame-details", { hasText: "ns)" }).waitFor();
+    assert.match(await page.locator(".frame-details").innerText(), /\(9,029,117,580 ns\)/);
+    await page.goto(`${base}#/run/3/flame?hide=handle_request`);
+    await page.locator(".filter-info").waitFor();
+    assert.match(await page.locator(".frame-details").innerText(), /\(9,029,117,580 ns\)/);
+  },
+
   async overview_facts(page) {
     await page.goto(`${base}#/run/3`);
     await page.locator("table.facts").waitFor();

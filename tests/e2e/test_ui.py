@@ -23,6 +23,7 @@ FLOWS = (
     "flame_search",
     "inlined_in_flame",
     "python_frames",
+    "exact_totals",
     "flame_zoom",
     "flame_resize_and_regex",
     "flame_focus_ignore_hide",
