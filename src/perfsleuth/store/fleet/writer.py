@@ -68,7 +68,7 @@ def window_tables(window: Window) -> WindowTables:
     """One samples row per (pid, comm, stack) of the window; its stacks and frames."""
     profile = window.profile
     frame_ids = [IDS.frame(f) for f in profile.frames]
-    stack_ids = [IDS.stack(tuple(frame_ids[f] for f in s)) for s in profile.stacks]
+    stack_ids = [IDS.stack(tuple(map(frame_ids.__getitem__, s))) for s in profile.stacks]
     rows: dict[tuple[int, str, int], list[int]] = {}
     used: set[int] = set()
     for sid, weight, count, thread, _state in profile.columns():
@@ -98,21 +98,27 @@ def _samples(
     fixed = {name: window.labels.get(name, "") for name in LABELS}
     default_pid = int(fixed["pid"]) if str(fixed["pid"]).isdigit() else 0
     extra = json.dumps({k: v for k, v in window.labels.items() if k not in LABELS}, sort_keys=True)
-    columns: dict[str, list] = {name: [] for name in SAMPLES_SCHEMA.names}
-    for (pid, comm, sid), (count, cpu_ns) in sorted(rows.items()):
-        process = window.processes.get(pid)
-        columns["time"].append(int(window.start * 1000))
-        columns["host"].append(fixed["host"])
-        columns["service"].append(fixed["service"])
-        columns["pid"].append(pid or default_pid)
-        columns["comm"].append(comm or fixed["comm"])
-        columns["exe"].append((process.exe if process else "") or fixed["exe"])
-        columns["build_id"].append((process.build_id if process else "") or fixed["build_id"])
-        columns["cgroup"].append((process.cgroup if process else "") or fixed["cgroup"])
-        columns["labels"].append(extra)
-        columns["stack_id"].append(stack_ids[sid])
-        columns["samples"].append(count)
-        columns["cpu_ns"].append(cpu_ns)
+    keys = sorted(rows)
+    processes = [window.processes.get(pid) for pid, _, _ in keys]
+    n = len(keys)
+
+    def of_process(name: str) -> list[str]:
+        return [(getattr(p, name) if p else "") or fixed[name] for p in processes]
+
+    columns: dict[str, list] = {
+        "time": [int(window.start * 1000)] * n,
+        "host": [fixed["host"]] * n,
+        "service": [fixed["service"]] * n,
+        "pid": [pid or default_pid for pid, _, _ in keys],
+        "comm": [comm or fixed["comm"] for _, comm, _ in keys],
+        "exe": of_process("exe"),
+        "build_id": of_process("build_id"),
+        "cgroup": of_process("cgroup"),
+        "labels": [extra] * n,
+        "stack_id": [stack_ids[sid] for _, _, sid in keys],
+        "samples": [rows[k][0] for k in keys],
+        "cpu_ns": [rows[k][1] for k in keys],
+    }
     return pa.table(columns, schema=SAMPLES_SCHEMA)
 
 
