@@ -305,6 +305,24 @@ def test_bad_query_and_too_many_labels_are_refused(collector: Collector) -> None
     assert status == 400 and b"bad X-Perfsleuth-Window" in answer
 
 
+def test_a_label_past_its_distinct_values_across_pushes_is_refused(tmp_path: Path) -> None:
+    running = start(tmp_path / "fleet", "--max-label-values", "2")
+    try:
+
+        def push(env: str, body: bytes) -> tuple[int, bytes]:
+            query = {**folded_query("card", "c-1"), "name": f"card.cpu{{host=c-1,env={env}}}"}
+            return running.post("/ingest", body, query)
+
+        assert push("a", b"main 1\n")[0] == 200
+        assert push("b", b"main 2\n")[0] == 200
+        status, answer = push("c", b"main 4\n")
+        assert status == 400 and b"label 'env' already has 2 distinct values" in answer
+        assert push("a", b"main 8\n")[0] == 200  # a value seen before still passes
+        assert running.totals() == {("card", "c-1"): 1 + 2 + 8}
+    finally:
+        stop(running)
+
+
 def test_tokens_are_required_and_checked(collector: Collector) -> None:
     url = collector.url("/ingest", folded_query("t", "t-1"))
     assert request(url, b"main 1\n", {})[0] == 401

@@ -32,6 +32,7 @@ from ..formats.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
 from ..web.app import read_body
+from .cardinality import Cardinality
 
 WINDOW_HEADER = "X-Perfsleuth-Window"
 PROTOBUF = "application/x-protobuf"
@@ -72,9 +73,12 @@ class Metrics:
 
 
 class Collector:
-    def __init__(self, store: FleetStore, max_inflated: int) -> None:
+    def __init__(
+        self, store: FleetStore, max_inflated: int, cardinality: Cardinality | None = None
+    ) -> None:
         self.store = store
         self.max_inflated = max_inflated
+        self.cardinality = cardinality or Cardinality()
         self.metrics = Metrics()
         self.workers = anyio.CapacityLimiter(WORKERS)
 
@@ -117,6 +121,8 @@ class Collector:
                 lambda: otlp_profiles.decode(body, request_id, self.max_inflated)
             )
             for window in export.windows:
+                self.cardinality.admit(window.labels)
+            for window in export.windows:
                 await self._append(window)
         except PayloadError as e:
             return self._refused("otlp", e)
@@ -146,6 +152,7 @@ class Collector:
     async def _push(self, endpoint: str, body: bytes, decode: Callable[[], Window]) -> Response:
         try:
             window = await self._run(decode)
+            self.cardinality.admit(window.labels)
         except PayloadError as e:
             return self._refused(endpoint, e)
         stored = await self._append(window)

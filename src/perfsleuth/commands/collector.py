@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..collector.app import Collector
+from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES, Cardinality
 from ..errors import UserError
 from ..store.fleet import FleetStore, fleet_root
 from ..web.app import Limits, create_app, is_loopback
@@ -39,6 +40,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest request body accepted (default %(default)g MB; gzip may inflate 8x more)",
     )
     parser.add_argument(
+        "--max-label-values",
+        type=int,
+        default=DEFAULT_MAX_VALUES,
+        metavar="N",
+        help="distinct values a label may take across pushes, host apart (default %(default)d)",
+    )
+    parser.add_argument(
+        "--max-label-names",
+        type=int,
+        default=DEFAULT_MAX_NAMES,
+        metavar="N",
+        help="distinct label names across pushes (default %(default)d)",
+    )
+    parser.add_argument(
         "--endpoint", metavar="URL", help="S3 endpoint (default: $AWS_ENDPOINT_URL)"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
@@ -49,10 +64,13 @@ def run(args: argparse.Namespace) -> int:
     check_tokens(host, args.token, "a collector")
     if not 0 < args.max_body <= 4096:
         raise UserError(f"bad --max-body {args.max_body:g}: use 0 < MB <= 4096")
+    if args.max_label_values < 1 or args.max_label_names < 1:
+        raise UserError("--max-label-values and --max-label-names must be at least 1")
     max_body = int(args.max_body * (1 << 20))
     limits = Limits(max_body=max_body, max_inflated=8 * max_body)
     root = fleet_root(args.store)
-    collector = Collector(FleetStore(root, args.endpoint), limits.max_inflated)
+    cardinality = Cardinality(args.max_label_values, args.max_label_names)
+    collector = Collector(FleetStore(root, args.endpoint), limits.max_inflated, cardinality)
     app = create_app(
         collector.routes(), tokens=args.token, loopback=is_loopback(host), limits=limits
     )
