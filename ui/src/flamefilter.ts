@@ -25,23 +25,51 @@ export function applyFilters(data: FlameData, filters: FlameFilters): FlameData 
 
 /** Per column, the weight of the samples whose stack has (keep) or has not (!keep) a matched frame. */
 function reweigh(data: FlameData, matched: Uint8Array, keep: boolean): FlameData {
-  const under = matchedSubtrees(data, matched);
+  const { tops, steps } = matchedTops(data, matched);
+  // Few matched subtrees (a focus on one function): copy or clear them and correct their
+  // callers, touching little of the tree; many: one pass over all of it is cheaper.
+  const under = steps > data.nodes ? subtrees(data, tops) : null;
   const columns: Record<string, Float64Array> = {};
-  for (const key in data.columns) columns[key] = reweighColumn(data, data.columns[key], under, keep);
+  for (const key in data.columns) {
+    const column = data.columns[key];
+    columns[key] = under ? reweighColumn(data, column, under, keep) : reweighSubtrees(data, column, tops, keep);
+  }
   return { ...data, columns };
 }
 
-/** 1 for every node that matches or has a matching caller: whole subtrees, filled at once. */
-function matchedSubtrees(data: FlameData, matched: Uint8Array): Uint8Array {
-  const { nodes, name, end } = data;
-  const under = new Uint8Array(nodes);
+/** The outermost matching nodes (the rest of their subtrees is under them), and the sum of their depths. */
+function matchedTops(data: FlameData, matched: Uint8Array): { tops: number[]; steps: number } {
+  const { nodes, name, end, depth } = data;
+  const tops: number[] = [];
+  let steps = 0;
   for (let i = 1; i < nodes; ) {
     if (matched[name[i]]) {
-      under.fill(1, i, end[i]);
+      tops.push(i);
+      steps += depth[i];
       i = end[i];
     } else i++;
   }
+  return { tops, steps };
+}
+
+/** 1 for every node in the subtrees of `tops`. */
+function subtrees(data: FlameData, tops: number[]): Uint8Array {
+  const under = new Uint8Array(data.nodes);
+  for (const t of tops) under.fill(1, t, data.end[t]);
   return under;
+}
+
+/** Keep: the matched subtrees' weights, summed up their callers; else the rest, those taken away. */
+function reweighSubtrees(data: FlameData, column: Float64Array, tops: number[], keep: boolean): Float64Array {
+  const { end, parent } = data;
+  const out = keep ? new Float64Array(column.length) : column.slice();
+  for (const t of tops) {
+    if (keep) for (let k = t; k < end[t]; k++) out[k] = column[k];
+    else out.fill(0, t, end[t]);
+    const w = keep ? column[t] : -column[t];
+    for (let a = parent[t]; a >= 0; a = parent[a]) out[a] += w;
+  }
+  return out;
 }
 
 /**
