@@ -54,9 +54,9 @@ def ensure_store() -> int:
     return run_id
 
 
-def start_server() -> tuple[subprocess.Popen, int]:
+def start_server(store: Path = STORE) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(STORE)], stderr=subprocess.PIPE, text=True
+        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
     )
     assert proc.stderr is not None
     match = re.search(r":(\d+)/", proc.stderr.readline())
@@ -139,11 +139,13 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-def serve_speedscope() -> tuple[ThreadingHTTPServer, str]:
-    site = OUT / "speedscope-site"
+def serve_speedscope(
+    profile: Path = OUT / "ui-bench.speedscope.json", site_name: str = "speedscope-site"
+) -> tuple[ThreadingHTTPServer, str]:
+    site = OUT / site_name
     shutil.rmtree(site, ignore_errors=True)
     shutil.copytree(SPEEDSCOPE_DIST, site)
-    shutil.copy(OUT / "ui-bench.speedscope.json", site / "profile.json")
+    shutil.copy(profile, site / "profile.json")
     handler = partial(QuietHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

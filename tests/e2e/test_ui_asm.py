@@ -11,16 +11,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_runner import perfsleuth
+from ui_serve import CLI, flow_results, served
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "tests" / "artifacts"
-CLI = [sys.executable, "-m", "perfsleuth.cli"]
 RUN, CHANGED_RUN, CACHED_RUN = "1", "2", "3"
 FUNCTION = "mix"  # hotspots' always-inlined helper: its lines' code is in four functions
 SOURCE = ROOT / "examples" / "hotspots" / "hotspots.c"
@@ -59,38 +56,10 @@ def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 @pytest.fixture(scope="module")
-def server(store: Path) -> Iterator[str]:
-    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    try:
-        assert match, f"serve printed no URL: {line!r}"
-        yield match.group(0)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def shown(server: str) -> dict[str, dict]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["node", str(Path(__file__).with_name("asm_flow.mjs")),
-         server, str(ARTIFACTS), RUN, CHANGED_RUN, CACHED_RUN, FUNCTION],
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    results = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            doc = json.loads(line)
-            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
-            results[doc["flow"]] = doc["shown"]
-    assert results, f"asm_flow.mjs ran no flow: {done.stderr[-2000:]}"
-    return results
+def shown(store: Path) -> dict[str, dict]:
+    with served(store) as url:
+        script = Path(__file__).with_name("asm_flow.mjs")
+        return flow_results(script, url, RUN, CHANGED_RUN, CACHED_RUN, FUNCTION)
 
 
 def annotate_asm(store: Path, run: str) -> dict:

@@ -6,21 +6,15 @@ why. Screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_runner import perfsleuth
+from ui_serve import flow_results, served
 
 from perfsleuth.store.runs import Store
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "tests" / "artifacts"
-CLI = [sys.executable, "-m", "perfsleuth.cli"]
 RUN, FOLDED_RUN = "1", "2"
 
 pytestmark = pytest.mark.integration
@@ -38,33 +32,10 @@ def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 @pytest.fixture(scope="module")
-def shown(store: Path) -> Iterator[dict[str, dict]]:
-    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    try:
-        assert match, f"serve printed no URL: {line!r}"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["node", str(Path(__file__).with_name("timeline_flow.mjs")),
-             match.group(0), str(ARTIFACTS), RUN, FOLDED_RUN],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    results = {}
-    for out in done.stdout.splitlines():
-        if out.startswith("{"):
-            doc = json.loads(out)
-            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
-            results[doc["flow"]] = doc["shown"]
-    assert results, f"timeline_flow.mjs ran no flow: {done.stderr[-2000:]}"
-    yield results
+def shown(store: Path) -> dict[str, dict]:
+    with served(store) as url:
+        script = Path(__file__).with_name("timeline_flow.mjs")
+        return flow_results(script, url, RUN, FOLDED_RUN)
 
 
 def samples_per_thread(store: Path) -> dict[str, int]:

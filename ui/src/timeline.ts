@@ -31,49 +31,59 @@ export function decodeTimeline(buffer: ArrayBuffer): Timeline {
   return { runs: n, samples: header.samples, durationNs: header.duration_ns, unit: header.unit, time, node, count, start };
 }
 
-/** Bars per depth (1 = below the root), each [flame node, first sample, end sample], in x order. */
+/** Bars per depth (index 0 = the root's children), each [flame node, first sample, end sample], in x order. */
 interface Bars {
   node: Int32Array[];
-  x0: Float64Array[];
-  x1: Float64Array[];
+  x0: Uint32Array[];
+  x1: Uint32Array[];
 }
 
-/** One pass over the runs: a frame is a bar for as long as it stays at its depth of the stack. */
-export function bars(data: FlameData, timeline: Timeline): Bars {
-  const lists: number[][] = [];
+/**
+ * Walks the runs, calling `emit(depth, node, x0, x1)` for every bar: a frame is one bar
+ * for as long as it stays at its depth of the stack. Within a depth a bar closes before
+ * the next one opens, so each depth's bars come in x order.
+ */
+function walk(data: FlameData, timeline: Timeline, emit: (depth: number, node: number, x0: number, x1: number) => void): void {
   const open: number[] = []; // the node open at each depth, and since when
   const since: number[] = [];
   const path: number[] = [];
   let x = 0;
   const close = (from: number) => {
-    for (let d = open.length - 1; d >= from; d--) lists[d].push(open[d], since[d], x);
+    for (let d = open.length - 1; d >= from; d--) emit(d, open[d], since[d], x);
     open.length = since.length = Math.min(open.length, from);
   };
   for (let r = 0; r < timeline.runs; r++) {
     path.length = 0;
     for (let n = timeline.node[r]; n > 0; n = data.parent[n]) path.push(n);
-    path.reverse(); // depth 1 first
+    path.reverse();
     let same = 0;
     while (same < open.length && same < path.length && open[same] === path[same]) same++;
     close(same);
     for (let d = same; d < path.length; d++) {
-      lists[d] ??= [];
       open.push(path[d]);
       since.push(x);
     }
     x += timeline.count[r];
   }
   close(0);
-  // Within a depth a bar closes before the next one opens: each list is in x order.
-  const out: Bars = { node: [], x0: [], x1: [] };
-  for (const list of lists) {
-    const k = list.length / 3;
-    const [node, x0, x1] = [new Int32Array(k), new Float64Array(k), new Float64Array(k)];
-    for (let i = 0; i < k; i++) [node[i], x0[i], x1[i]] = [list[3 * i], list[3 * i + 1], list[3 * i + 2]];
-    out.node.push(node);
-    out.x0.push(x0);
-    out.x1.push(x1);
-  }
+}
+
+/** Two passes (count, then fill) so millions of bars go straight into typed arrays. */
+export function bars(data: FlameData, timeline: Timeline): Bars {
+  const counts: number[] = [];
+  walk(data, timeline, (d) => (counts[d] = (counts[d] ?? 0) + 1));
+  const out: Bars = {
+    node: counts.map((n) => new Int32Array(n)),
+    x0: counts.map((n) => new Uint32Array(n)),
+    x1: counts.map((n) => new Uint32Array(n)),
+  };
+  const filled = new Int32Array(counts.length);
+  walk(data, timeline, (d, node, x0, x1) => {
+    const i = filled[d]++;
+    out.node[d][i] = node;
+    out.x0[d][i] = x0;
+    out.x1[d][i] = x1;
+  });
   return out;
 }
 
@@ -135,19 +145,22 @@ export class TimeChart {
     this.resizing.observe(holder);
   }
 
+  private measured = 0; // the holder's width at the last draw (reading it forces a layout)
+
   private width(): number {
-    return this.canvas.parentElement?.clientWidth || 1000;
+    return this.measured || this.canvas.parentElement?.clientWidth || 1000;
   }
 
   private px(x: number): number {
-    return ((x - this.v0) / (this.v1 - this.v0)) * this.width();
+    return ((x - this.v0) / (this.v1 - this.v0)) * this.measured;
   }
 
   /** How many bars the last draw painted (the e2e test reads it). */
   painted = 0;
 
   draw(): void {
-    const width = this.width();
+    this.measured = 0;
+    const width = (this.measured = this.width());
     const height = (this.depth + 1) * ROW;
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = Math.round(width * ratio);
@@ -173,13 +186,19 @@ export class TimeChart {
 
   private drawDepth(ctx: CanvasRenderingContext2D, d: number): void {
     const { node, x0, x1 } = { node: this.bars.node[d], x0: this.bars.x0[d], x1: this.bars.x1[d] };
+    const perPixel = (this.v1 - this.v0) / this.measured; // samples per pixel column
     let lastColumn = -1;
     for (let i = firstEnding(x1, this.v0); i < node.length && x0[i] < this.v1; i++) {
       const a = this.px(x0[i]);
       const b = this.px(x1[i]);
       if (b - a < 1) {
-        if (Math.floor(a) === lastColumn) continue; // one sliver per pixel column
-        lastColumn = Math.floor(a);
+        const column = Math.floor(a);
+        if (column === lastColumn) {
+          // One sliver per pixel column: jump to the first bar reaching the next column.
+          i = Math.max(i, firstEnding(x1, this.v0 + (column + 1) * perPixel) - 1);
+          continue;
+        }
+        lastColumn = column;
       }
       const name = this.data.name[node[i]];
       ctx.fillStyle = nameFill(this.data, name);
@@ -274,7 +293,7 @@ export class TimeChart {
 }
 
 /** The first bar of a depth ending after x (bars of one depth are in x order and do not overlap). */
-function firstEnding(x1: Float64Array, x: number): number {
+function firstEnding(x1: Uint32Array, x: number): number {
   let lo = 0;
   let hi = x1.length;
   while (lo < hi) {

@@ -63,6 +63,10 @@ export async function renderTimeOrder(app: HTMLElement, runId: string, run: RunD
     return;
   }
   const [data, timeline] = [await loadFlame(`/api/runs/${runId}/flame`, filters), decodeTimeline(buffer)];
+  if (!timeline.samples) {
+    app.append(title, toolbar, message("No samples with times in this selection (pick another thread).", "warning no-timeline"));
+    return;
+  }
   const info = h("p", { class: "muted time-info" });
   const details = h("div", { class: "frame-details", "aria-live": "polite" });
   const describe = (node: number, samples: number, x0: number): string[] => [
