@@ -17,14 +17,25 @@ the run:
   between Python frames, a C function that calls back into Python) are replaced by
   the Python stack, as `py-spy --native` does; a C caller of a Python callback is lost.
 
-Time: py-spy samples faster than perf and its trace says when a stack changed, at the
-sample that saw the change. A perf sample taken less than one py-spy period before a
-change may belong to either side. It takes the side whose Python leaf frame the same
-native entry (the C function Python called, or none) had in the run's unambiguous
-samples, else the nearer side. Without a Python stack (a thread py-spy never saw,
-before its first sample) a sample keeps its native stack; a stack that stops short of
-the process's or thread's start and has no eval loop (perf's copy of the stack ended
-first) is put on top of the Python stack whole, as py-spy does.
+Time: py-spy samples ten times faster than perf, and its trace says when a stack
+changed, stamped when py-spy handled the sample that saw the change (late by its
+sampling gap plus any wait for a CPU), on a clock whose origin is known only within
+py-spy's start-up. So, per run:
+
+- the clock offset is the SHIFTS step under which the native entries (the C function
+  Python called: `encoder_call`, `zlib_compress`) agree best with the Python leaf frames
+  of the samples that no stack change comes near;
+- a sample with changes near it (EARLY before, LAG after) takes the candidate stack its
+  native entry went with most in those sure samples; when none did and the entry nearly
+  always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
+  lagged more than LAG); else the stack the trace gives at its time.
+
+A sample of a thread py-spy never saw keeps its native stack; one in the interpreter
+taken before py-spy's first sample of its thread is left out and counted (py-spy takes
+20-300 ms to start reading a process, perf none: those samples would show only
+`_PyEval_EvalFrameDefault`, and `py-spy --native` never sees them either). A stack
+that stops short of the process's or thread's start and has no eval loop (perf's copy
+of the stack ended first) is put on top of the Python stack whole, as py-spy does.
 
 The result is written in py-spy's raw format (`frame;frame COUNT`, root first), which
 formats/py_spy.py reads like a `py-spy --native` recording.
@@ -57,7 +68,7 @@ KERNEL = "[kernel.kallsyms]"
 LAG = 0.010
 EARLY = 0.002
 # how much later than the origin we are given py-spy's clock may start (its start-up
-# after exec: 0-10 ms here), tried in 1 ms steps
+# after exec: 0-13 ms seen here), tried in 1 ms steps
 SHIFTS = tuple(ms / 1000 for ms in range(-2, 21))
 # a native entry seen with one Python frame this often is taken to always go with it; a
 # sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
