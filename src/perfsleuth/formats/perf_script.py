@@ -26,6 +26,7 @@ from typing import IO
 
 from ..errors import UserError
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
+from ..model.timeline import Timeline
 from ..symbols import Symbolizer, dso_name
 from ..symbols.elf import build_id_paths, elf_info
 from ..symbols.symbolizer import UNKNOWN, ElfSymbols, elf_symbols
@@ -142,6 +143,9 @@ class _Aggregator:
         self.events: dict[str, int] = {}
         self.has_period = True
         self.samples = 0
+        # (time text, row key) of each sample in the order read; None once a sample
+        # has no time or takes the line-by-line parser (no partial time order)
+        self.sampled: list[tuple[str, tuple]] | None = []
 
     def frame(self, line: str, leaf: bool) -> int | None:
         key = (line, leaf)
@@ -182,6 +186,7 @@ class _Aggregator:
 
 def _aggregate_lines(agg: _Aggregator, lines: Iterable[str], name: str) -> None:
     """The general, line-by-line parser (used for blocks the fast path does not take)."""
+    agg.sampled = None
     header: re.Match | None = None
     stack: list[int] = []
     seen_any = agg.samples > 0
@@ -226,8 +231,8 @@ def _aggregate_lines(agg: _Aggregator, lines: Iterable[str], name: str) -> None:
 _Header = tuple[str, int, int, str, str]
 
 
-def _header_key(line: str) -> tuple[str, int | None] | None:
-    """(header without time and period, period) cheaply; None when unsure."""
+def _header_key(line: str) -> tuple[str, int | None, str] | None:
+    """(header without time and period, period, time) cheaply; None when unsure."""
     j = line.find(": ")
     if j < 0:
         return None
@@ -237,8 +242,8 @@ def _header_key(line: str) -> tuple[str, int | None] | None:
     suffix = line[j + 2 :].lstrip()
     tok, _, after = suffix.partition(" ")
     if tok.isdigit():
-        return line[:k] + "|" + after, _number(tok, limits.MAX_VALUE, "period", line)
-    return line[:k] + "|" + suffix, None
+        return line[:k] + "|" + after, _number(tok, limits.MAX_VALUE, "period", line), line[k:j]
+    return line[:k] + "|" + suffix, None, line[k:j]
 
 
 def _blocks(source: Iterable[str] | IO[str], name: str) -> Iterator[str]:
@@ -333,6 +338,11 @@ def _aggregate(source: Iterable[str] | IO[str], name: str) -> _Aggregator:
             agg.samples += 1
             events[event] = events.get(event, 0) + 1
             rkey = (stack, event, pid, tid, comm)
+            if agg.sampled is not None:
+                if hk:
+                    agg.sampled.append((hk[2], rkey))
+                else:
+                    agg.sampled = None
             row = rows.get(rkey)
             if row is None:
                 rows[rkey] = [period, 1]
@@ -418,7 +428,9 @@ def build(
     # Map raw frame id -> interned frame ids; an inlined line is dropped when
     # the next (physical) frame was re-symbolized (it then carries its inlines).
     resolved: list[tuple[int, ...]] = [tuple(builder.frame_id(f) for f in c) for c in chains]
-    for (stack, ev, pid, tid, comm), (weight, count) in agg.rows.items():
+    placed: dict[tuple, tuple[int, int]] = {}  # row key -> (stack id, thread index)
+    for rkey, (weight, count) in agg.rows.items():
+        stack, ev, pid, tid, comm = rkey
         if ev != event:
             continue
         ids: list[int] = []
@@ -432,11 +444,31 @@ def build(
                 ids.append(builder.frame_id(Frame(chains[fid][0].function, dso, inlined=True)))
                 continue
             ids.extend(resolved[fid])
-        thread = Thread(tid, pid, comm)
-        builder.add_ids(
-            tuple(ids), float(weight), count=count, thread_index=builder.thread_id(thread)
-        )
-    return builder.build()
+        thread = builder.thread_id(Thread(tid, pid, comm))
+        builder.add_ids(tuple(ids), float(weight), count=count, thread_index=thread)
+        placed[rkey] = (builder.stack_id(tuple(ids)), thread)
+    profile = builder.build()
+    if agg.sampled:
+        profile.timeline = _timeline(agg.sampled, placed)
+    return profile
+
+
+def _timeline(sampled: list[tuple[str, tuple]], placed: dict[tuple, tuple[int, int]]) -> Timeline:
+    """The kept event's samples in time order (perf script prints them in order, so
+    the sort is one pass); times are seconds with up to 9 decimals, kept as ns."""
+    timed = []
+    for text, rkey in sampled:
+        where = placed.get(rkey)
+        if where is not None:
+            seconds, _, fraction = text.partition(".")
+            if not (seconds + fraction).isascii() or not (seconds + fraction).isdigit():
+                return Timeline()  # not a time after all: no time order rather than a wrong one
+            timed.append((int(seconds) * 10**9 + int(fraction[:9].ljust(9, "0")), where))
+    timed.sort(key=lambda sample: sample[0])
+    timeline = Timeline()
+    for ns, (sid, thread) in timed:
+        timeline.add(sid, thread, 1, ns)
+    return timeline
 
 
 def other_events_warning(name: str, events: dict[str, int], kept: str) -> str:

@@ -85,6 +85,6 @@ def missing(info: RunInfo) -> str:
         merged = "its samples are merged from several recorders without their times"
         return f"{run} is a {info.mode} run; {merged}"
     return (
-        f"{run} keeps no sample times: it was recorded before perfsleuth kept them, or read "
-        "through `perf script`; re-record it to see the time order"
+        f"{run} keeps no sample times: it was recorded before perfsleuth kept them, or its "
+        "samples carry none (perf script output without the time field); re-record it"
     )
