@@ -10,6 +10,10 @@ converters + its perf), and its memory (the agent's and perf's RSS, sampled; the
 converter's transient peak apart). Targets: <= 1% of the host's CPU, <= 100 MB RSS.
 
 Run as root:  .venv/bin/python bench/agent_overhead.py [--rounds 3] [--iterations N]
+                  [--also "--python-processes 0"]
+`--also ARGS` adds a condition: the agent with those arguments, in the same rounds (on
+a machine shared with busy Python processes, the default agent samples them with py-spy
+too, which `--python-processes 0` leaves out).
 """
 
 from __future__ import annotations
@@ -167,10 +171,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=60_000_000, help="hotspots' argument")
+    parser.add_argument("--also", metavar="ARGS", help="a second agent condition's arguments")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root: both profilers sample every CPU")
-    alone, agent, perf = Measured(), Measured(), Measured()
+    alone, agent, perf, also = Measured(), Measured(), Measured(), Measured()
     with tempfile.TemporaryDirectory() as tmp:
         collector, url = start_collector(Path(tmp) / "fleet")
         agent_cmd = [str(PERFSLEUTH), "agent", "--server", url, "--spool", f"{tmp}/spool"]
@@ -181,6 +186,9 @@ def main() -> None:
                 # two windows first: the agent's first symbolization is a one-off, and a
                 # fleet host is mostly long-running services (steady state)
                 profiled(agent_cmd, args.iterations, 2 * WINDOW_S + 3, agent)
+                if args.also:
+                    also_cmd = [*agent_cmd, *args.also.split()]
+                    profiled(also_cmd, args.iterations, 2 * WINDOW_S + 3, also)
                 profiled(perf_cmd, args.iterations, 1, perf)
                 print(
                     f"round {r + 1}: alone {alone.walls[-1]:.2f}s, agent {agent.walls[-1]:.2f}s, "
@@ -194,7 +202,10 @@ def main() -> None:
     print(f"\nworkload: {WORKLOAD.name} {args.iterations}, {NCPU} CPUs, {args.rounds} rounds")
     print(f"{'':34} {'slowdown':>9} {'CPU of host':>12} {'RSS':>8} {'converter peak':>15}")
     print(f"{'alone':34} {'-':>9} {'-':>12} {'-':>8} {'-':>15}   median {base:.2f}s")
-    for name, m in (("perfsleuth agent (19 Hz, dwarf)", agent), ("perf record -a -g -F 19", perf)):
+    rows = [("perfsleuth agent (19 Hz, dwarf)", agent), ("perf record -a -g -F 19", perf)]
+    if args.also:
+        rows.insert(1, (f"agent {args.also}", also))
+    for name, m in rows:
         slowdown = statistics.median(m.walls) / base - 1
         share = statistics.median(m.shares)
         mb = max(m.rss) / (1 << 20)
