@@ -3,11 +3,9 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_asm.py compares with `perfsleuth annotate --asm`.
 import assert from "node:assert/strict";
-import { createRequire } from "node:module";
-import { runFlows } from "./run_flows.mjs";
+import { runFlows, seriousViolations } from "./run_flows.mjs";
 
 const [base, artifacts, run, changedRun, cachedRun, fn] = process.argv.slice(2);
-const AXE = createRequire(new URL("../../ui/package.json", import.meta.url)).resolve("axe-core/axe.min.js");
 
 /** Per drawn code row: its line, whether it is open, and its instructions as shown. */
 function drawnCode(page) {
@@ -59,18 +57,7 @@ const flows = {
 
   /** axe-core on the source page with the code open, light and dark: no serious violation. */
   async accessibility(page) {
-    const found = [];
-    for (const colorScheme of ["light", "dark"]) {
-      // The page's Content-Security-Policy forbids the injected axe script: bypassed here only.
-      const context = await page.context().browser().newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 }, colorScheme });
-      const tab = await context.newPage();
-      await tab.goto(`${base}#/run/${run}/source?function=${encodeURIComponent(fn)}`);
-      await tab.locator("tr.asm").first().waitFor();
-      await tab.addScriptTag({ path: AXE });
-      const violations = await tab.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations);
-      for (const v of violations) if (["serious", "critical"].includes(v.impact)) found.push(`${colorScheme}: ${v.id} (${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")})`);
-      await context.close();
-    }
+    const found = await seriousViolations(page, `${base}#/run/${run}/source?function=${encodeURIComponent(fn)}`, "tr.asm");
     assert.deepEqual(found, [], "no serious or critical accessibility violation");
     return found;
   },

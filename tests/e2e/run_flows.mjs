@@ -39,3 +39,25 @@ export async function runFlows(flows, names, artifacts) {
   }
   await browser.close();
 }
+
+const AXE = require.resolve("axe-core/axe.min.js");
+
+/**
+ * The serious and critical axe-core violations of the page at `url`, in light and dark
+ * mode, once `ready` (a selector) is drawn. The page's Content-Security-Policy forbids
+ * the injected axe script: it is bypassed here only.
+ */
+export async function seriousViolations(page, url, ready) {
+  const found = [];
+  for (const colorScheme of ["light", "dark"]) {
+    const context = await page.context().browser().newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 }, colorScheme });
+    const tab = await context.newPage();
+    await tab.goto(url);
+    await tab.locator(ready).first().waitFor();
+    await tab.addScriptTag({ path: AXE });
+    const violations = await tab.evaluate(async () => (await window.axe.run(document, { resultTypes: ["violations"] })).violations);
+    for (const v of violations) if (["serious", "critical"].includes(v.impact)) found.push(`${colorScheme}: ${v.id} (${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")})`);
+    await context.close();
+  }
+  return found;
+}

@@ -83,3 +83,7 @@ def test_a_run_without_times_says_why(shown: dict[str, dict]) -> None:
         f"No time order for this run: run {FOLDED_RUN} was imported from folded, "
         "which keeps no sample times."
     )
+
+
+def test_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:
+    assert shown["accessibility"] == []

@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_timeline.py compares with the stored run.
 import assert from "node:assert/strict";
-import { runFlows } from "./run_flows.mjs";
+import { runFlows, seriousViolations } from "./run_flows.mjs";
 
 const [base, artifacts, run, foldedRun] = process.argv.slice(2);
 const RANGE = /range=(\d+)-(\d+)/;
@@ -68,6 +68,13 @@ const flows = {
     const text = await page.locator(".no-timeline").innerText();
     await page.screenshot({ path: `${artifacts}/flame-time-order-none.png`, fullPage: false });
     return { text };
+  },
+
+  /** axe-core on the time order, light and dark: no serious violation. */
+  async accessibility(page) {
+    const found = await seriousViolations(page, `${base}#/run/${run}/flame?chart=time`, "canvas.time-chart");
+    assert.deepEqual(found, [], "no serious or critical accessibility violation");
+    return found;
   },
 };
 
