@@ -348,7 +348,8 @@ def record_offcpu_with_perf(options: RecordOptions, cmd: list[str], workdir: Pat
     print("perfsleuth: bpftrace not found; recording off-CPU time with perf", file=sys.stderr)
     target = Target.of(cmd, options.pid)
     data = workdir / "sched.data"
-    argv = [perf.perf_binary(), "record", "-q", "-o", str(data), "-e", "sched:sched_switch"]
+    argv = [perf.perf_binary(), "record", "-q", *perf.NO_BPF_EVENTS, "-o", str(data)]
+    argv += ["-e", "sched:sched_switch"]
     argv += ["--switch-events", "--call-graph", "dwarf", "-p", str(target.pid)]
     try:
         recorder = perf.attach(argv)

@@ -29,6 +29,10 @@ from .options import RecordOptions
 # sample, so they get a lower default rate.
 DEFAULT_FREQ = {"fp": 3999, "dwarf": 999}
 ATTACH_TIMEOUT_S = 60.0
+# perf 6.1's record and script abort (build-id.c:1010) on some BPF programs loaded
+# while it records, seen here while other tools' programs came and went; the cost
+# of not following them is that samples inside BPF programs stay unnamed.
+NO_BPF_EVENTS = ("--no-bpf-event",)
 PERF_SETTLE_S = 0.3  # after perf holds its events, for it to enable them
 
 
@@ -108,7 +112,8 @@ def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration
 
 
 def _record_argv(out: Path, rate: int, mode: str) -> list[str]:
-    return [perf_binary(), "record", "-q", "-o", str(out), "-F", str(rate), *call_graph_args(mode)]
+    argv = [perf_binary(), "record", "-q", *NO_BPF_EVENTS, "-o", str(out), "-F", str(rate)]
+    return argv + call_graph_args(mode)
 
 
 def start_attached(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:

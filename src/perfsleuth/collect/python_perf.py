@@ -28,7 +28,7 @@ from ..formats import perf_samples, py_spy, py_spy_trace, python_splice
 from ..model.profile import Profile
 from ..model.run import Recording
 from .options import RecordOptions
-from .perf import attach, perf_binary
+from .perf import NO_BPF_EVENTS, attach, perf_binary
 from .python import (
     DEFAULT_DURATION_S,
     DEFAULT_RATE_HZ,
@@ -70,9 +70,8 @@ def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Reco
     # --all-user: py-spy's stacks are user stacks, and user-space events of one's own
     # processes are allowed up to kernel.perf_event_paranoid=2 without privileges.
     # -B: no build-id pass when perf ends (the samples are read at once, from the files on
-    # disk); --no-bpf-event: perf 6.1 (record and script) aborts on some loaded BPF
-    # programs (build-id.c:1010, seen here while other tools' BPF programs ran)
-    perf_argv = [perf_binary(), "record", "-q", "-B", "--no-bpf-event", "-k", CLOCK]
+    # disk)
+    perf_argv = [perf_binary(), "record", "-q", "-B", *NO_BPF_EVENTS, "-k", CLOCK]
     perf_argv += ["--all-user", "-F", str(rate)]
     perf_argv += ["--call-graph", unwind, "-o", str(workdir / "perf.data")]
     if options.pid is not None:

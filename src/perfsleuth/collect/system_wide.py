@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from .perf import call_graph_args, perf_binary
+from .perf import NO_BPF_EVENTS, call_graph_args, perf_binary
 
 PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
 # Bits of /proc/self/status CapEff that allow system-wide perf events.
@@ -85,6 +85,7 @@ class SystemRecorder:
             perf_binary(),
             "record",
             "-a",
+            *NO_BPF_EVENTS,
             "-F",
             str(freq),
             *call_graph_args(call_graph),
