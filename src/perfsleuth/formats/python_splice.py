@@ -24,9 +24,12 @@ py-spy's start-up. So, per run:
 
 - the clock offset is the SHIFTS step under which the native entries (the C function
   Python called: `encoder_call`, `zlib_compress`) agree best with the Python leaf frames
-  of the samples that no stack change comes near;
+  the trace gives at the samples' times. Every sample counts: the few near a stack
+  change move the counts little, while counting only the samples no change comes near
+  left ~10 of ~100 on json_heavy.py, too few to tell the right offset from one a round
+  away (5 of 8 runs on a quiet machine put json's decoder under `serialize`);
 - a sample with changes near it (EARLY before, LAG after) takes the candidate stack its
-  native entry went with most in those sure samples; when none did and the entry nearly
+  native entry went with most over the run; when none did and the entry nearly
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time.
 
@@ -189,20 +192,26 @@ def _agreement(learned: Counter[tuple[str, str]]) -> int:
 
 
 def _learn(cut: list[_Split], timelines: dict[int, Timeline]) -> Counter[tuple[str, str]]:
-    """(native entry, Python leaf frame) pairs of the samples with one possible stack."""
+    """(native entry, Python leaf frame of the trace's stack at its time) per sample."""
     seen: Counter[tuple[str, str]] = Counter()
     for part in cut:
         timeline = timelines.get(part.sample.tid)
         if timeline is None or not part.spliced or not part.entry:
             continue
-        stacks = _candidates(timeline, part.sample.time)
-        if len(stacks) == 1 and stacks[0]:
-            seen[(part.entry, stacks[0][-1])] += 1
+        stack = _at(timeline, part.sample.time)
+        if stack:
+            seen[(part.entry, stack[-1])] += 1
     return seen
 
 
+def _at(timeline: Timeline, when: float) -> tuple[str, ...]:
+    """The stack py-spy's trace gives for WHEN."""
+    index = bisect.bisect_right(timeline.times, when) - 1
+    return timeline.stacks[index] if index >= 0 else ()
+
+
 def _usual(learned: Counter[tuple[str, str]]) -> dict[str, str]:
-    """The Python leaf frame each native entry went with in USUAL_SHARE of its sure samples
+    """The Python leaf frame each native entry went with in USUAL_SHARE of its samples
     (at least USUAL_MIN of them)."""
     by_entry: dict[str, Counter[str]] = {}
     for (entry, leaf), count in learned.items():
