@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_runner import perfsleuth
 from uistore import make_store
 
 from perfsleuth.model.run import RunInfo
@@ -94,3 +95,14 @@ def test_run_facts_kept_and_served(store_path: Path) -> None:
     (kept,) = (store_path / "ui-cache").glob("run2-facts-*.bin")
     assert json.loads(kept.read_bytes()) == {"threads": run["threads"], "states": run["states"]}
     assert run["states"] == ["mutex", "running"]
+
+
+def test_an_imported_run_has_its_pages_kept_before_any_server_asks(tmp_path: Path) -> None:
+    store_path = tmp_path / "store"
+    folded = Path(__file__).resolve().parents[1] / "fixtures" / "hot.folded"
+    perfsleuth(store_path, "import", str(folded))
+    kept = {p.name.split("-")[1]: p for p in (store_path / "ui-cache").glob("run1-*.bin")}
+    assert sorted(kept) == ["facts", "flame", "top"]
+    marked = kept["flame"].read_bytes()[:-2] + b"\x07\x00"
+    kept["flame"].write_bytes(marked)  # a fresh server sends the kept file, not a new fold
+    assert Api(Store(store_path), []).get("/api/runs/1/flame", {}).body == marked

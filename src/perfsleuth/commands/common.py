@@ -81,3 +81,11 @@ def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
 def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:
     """The progress display of a long command: on a terminal's stderr, unless --quiet."""
     return display(quiet=getattr(args, "quiet", False))
+
+
+def keep_ui_answers(store: Store, run_id: int, progress: Progress) -> None:
+    """The run's flame graph, TopN and facts kept for the web UI (server/api.keep_answers)."""
+    from ..server.api import keep_answers  # only commands that store a run need the server
+
+    progress.phase("keeping the web UI's pages of the run")
+    keep_answers(store, run_id)

@@ -15,7 +15,7 @@ from ..model.run import Recording
 from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
-from .common import add_output_options, progress_display
+from .common import add_output_options, keep_ui_answers, progress_display
 
 NAME = "import"
 HELP = f"import a profile file as a run: {DESCRIPTIONS}"
@@ -72,7 +72,9 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         facts = run_facts.new_run(f"import {shown}", "cpu", source=f"import:{fmt}")
         facts.started = path.stat().st_mtime
         progress.phase(f"storing {profile.num_samples:,} samples")
-        info = Store(args.store).add_run(facts, Recording(profile))
+        store = Store(args.store)
+        info = store.add_run(facts, Recording(profile))
+        keep_ui_answers(store, info.id, progress)
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         write(RECORDED, summary, "json", args.output)

@@ -28,7 +28,7 @@ from ..model.run import RunInfo
 from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
-from .common import add_output_options, progress_display
+from .common import add_output_options, keep_ui_answers, progress_display
 
 NAME = "record"
 HELP = "record a command (or a running process) into the store"
@@ -223,6 +223,7 @@ def store_recording(
         recording = recorder(options.mode)(options, cmd, tmp)
     options.progress.phase("storing the run")
     info = store.add_run(facts, recording)
+    keep_ui_answers(store, info.id, options.progress)
     profile = recording.profile
     print(
         f"perfsleuth: stored run {info.id} ({_amount(profile)}"
