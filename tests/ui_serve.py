@@ -17,11 +17,13 @@ CLI = [sys.executable, "-m", "perfsleuth.cli"]
 
 
 @contextmanager
-def served(store: Path) -> Iterator[str]:
-    """The URL of `perfsleuth serve` over STORE, stopped on leaving."""
+def served(store: Path, *options: str) -> Iterator[str]:
+    """The URL of `perfsleuth serve` over STORE (with serve's OPTIONS), stopped on leaving."""
     subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
     proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
+        [*CLI, "serve", "--port", "0", "--store", str(store), *options],
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()

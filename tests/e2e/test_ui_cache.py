@@ -6,18 +6,13 @@ tests/artifacts/."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_runner import perfsleuth
+from ui_serve import flow_results, served
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "tests" / "artifacts"
-CLI = [sys.executable, "-m", "perfsleuth.cli"]
 CACHE_RUN = "1"
 PLAIN_RUN = "2"
 SCALE_RUN = "3"
@@ -65,37 +60,14 @@ def report(store: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def server(store: Path) -> Iterator[str]:
-    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(store)], stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    try:
-        assert match, f"serve printed no URL: {line!r}"
-        yield match.group(0)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with served(store) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def shown(server: str, report: Path) -> dict[str, dict]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["node", str(Path(__file__).with_name("cache_flow.mjs")),
-         server, str(ARTIFACTS), CACHE_RUN, PLAIN_RUN, SCALE_RUN, str(report)],
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    results = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            doc = json.loads(line)
-            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
-            results[doc["flow"]] = doc["shown"]
-    assert results, f"cache_flow.mjs ran no flow: {done.stderr[-2000:]}"
-    return results
+    flow = Path(__file__).with_name("cache_flow.mjs")
+    return flow_results(flow, server, CACHE_RUN, PLAIN_RUN, SCALE_RUN, str(report))
 
 
 def test_last_ack_is_drawn_hot_on_an_otherwise_cold_line(shown: dict[str, dict]) -> None:

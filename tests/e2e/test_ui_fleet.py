@@ -5,24 +5,18 @@ tests/artifacts/."""
 
 from __future__ import annotations
 
-import json
-import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ui_serve import flow_results, served
 
 from perfsleuth.fleet import advice, queries, trends
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.store.fleet import FleetStore
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "tests" / "artifacts"
-CLI = [sys.executable, "-m", "perfsleuth.cli"]
 MINUTES = 20  # one window per host and minute, from 40 to 20 minutes ago
 MAIN = Frame("main", "app", "main.c", 3)
 HOSTS = {  # host: (service, version, leaf functions and their samples per window)
@@ -69,41 +63,14 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> FleetStore:
 
 @pytest.fixture(scope="module")
 def server(fleet: FleetStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
     runs = tmp_path_factory.mktemp("ui-fleet-runs")
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(runs), "--fleet-store", fleet.root],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    try:
-        assert match, f"serve printed no URL: {line!r}"
-        yield match.group(0)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with served(runs, "--fleet-store", fleet.root) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def shown(server: str) -> dict[str, dict]:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["node", str(Path(__file__).with_name("fleet_flow.mjs")), server, str(ARTIFACTS)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    results = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("{"):
-            doc = json.loads(line)
-            assert doc["ok"], f"{doc['flow']}: {doc.get('error')}"
-            results[doc["flow"]] = doc["shown"]
-    assert results, f"fleet_flow.mjs ran no flow: {done.stderr[-2000:]}"
-    return results
+    return flow_results(Path(__file__).with_name("fleet_flow.mjs"), server)
 
 
 def fleet_rows(store: FleetStore, where: str | None = None) -> list[list[str]]:
