@@ -43,21 +43,96 @@ pub(crate) struct Lookup {
     pub module: Vec<Option<String>>,
 }
 
-/// Read the kallsyms file at `path` and look every address of `addrs` up.
-pub(crate) fn lookup(path: &str, addrs: &[u64]) -> std::io::Result<Lookup> {
-    let text = std::fs::read_to_string(path)?;
-    let (text_addr, syms) = parse_kallsyms(&text);
-    let mut name = Vec::with_capacity(addrs.len());
-    let mut module = Vec::with_capacity(addrs.len());
-    for &a in addrs {
-        let i = syms.partition_point(|s| s.0 <= a);
-        let hit = (i > 0).then(|| &syms[i - 1]);
-        name.push(hit.map(|s| s.1.to_string()));
-        module.push(hit.map(|s| s.2.to_string()));
+/// One kallsyms file's text symbols, kept between lookups: the kernel writes
+/// /proc/kallsyms out anew at every read (~45 ms for 120k symbols here), and
+/// the agent looks new kernel addresses up every window. Names live in one
+/// arena (~5 MB for this kernel) rather than a String each.
+struct Table {
+    path: String,
+    /// What the file was when read (current_key).
+    key: String,
+    text_addr: Option<u64>,
+    addrs: Vec<u64>,
+    /// (start, end) of the name and of the module in `arena`
+    spans: Vec<(u32, u32, u32, u32)>,
+    arena: String,
+}
+
+impl Table {
+    fn read(path: &str, key: String) -> std::io::Result<Table> {
+        let text = std::fs::read_to_string(path)?;
+        let (text_addr, syms) = parse_kallsyms(&text);
+        let mut table = Table {
+            path: path.to_string(),
+            key,
+            text_addr,
+            addrs: Vec::with_capacity(syms.len()),
+            spans: Vec::with_capacity(syms.len()),
+            arena: String::new(),
+        };
+        for (addr, name, module) in syms {
+            let start = table.arena.len() as u32;
+            table.arena.push_str(name);
+            let middle = table.arena.len() as u32;
+            table.arena.push_str(module);
+            table.addrs.push(addr);
+            table
+                .spans
+                .push((start, middle, middle, table.arena.len() as u32));
+        }
+        table.arena.shrink_to_fit();
+        Ok(table)
     }
+
+    fn symbol(&self, addr: u64) -> Option<(&str, &str)> {
+        let i = self.addrs.partition_point(|&a| a <= addr);
+        (i > 0).then(|| {
+            let (a, b, c, d) = self.spans[i - 1];
+            (
+                &self.arena[a as usize..b as usize],
+                &self.arena[c as usize..d as usize],
+            )
+        })
+    }
+}
+
+static TABLE: std::sync::Mutex<Option<Table>> = std::sync::Mutex::new(None);
+
+/// For /proc/kallsyms: each loaded module's name and address (its reference
+/// counts change as it is used, its symbols do not); for a file: its size and
+/// modification time.
+fn current_key(path: &str) -> String {
+    if !path.starts_with("/proc/") {
+        return match std::fs::metadata(path) {
+            Ok(m) => format!("{}:{:?}", m.len(), m.modified().ok()),
+            Err(_) => String::new(),
+        };
+    }
+    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+    let mut key = String::with_capacity(modules.len() / 2);
+    for line in modules.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        key.push_str(fields.next().unwrap_or(""));
+        key.push_str(fields.last().unwrap_or(""));
+        key.push('\n');
+    }
+    key
+}
+
+/// Look every address of `addrs` up in the kallsyms file at `path`, read
+/// again only when it is another file or the kernel's modules changed.
+pub(crate) fn lookup(path: &str, addrs: &[u64]) -> std::io::Result<Lookup> {
+    let key = current_key(path);
+    let mut kept = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if !matches!(&*kept, Some(t) if t.path == path && t.key == key) {
+        *kept = None; // one table at a time: free the old one before reading
+        *kept = Some(Table::read(path, key)?);
+    }
+    let table = kept.as_ref().expect("just read");
+    let found: Vec<Option<(&str, &str)>> = addrs.iter().map(|&a| table.symbol(a)).collect();
     Ok(Lookup {
-        text_addr,
-        name,
-        module,
+        text_addr: table.text_addr,
+        name: found.iter().map(|s| s.map(|s| s.0.to_string())).collect(),
+        module: found.iter().map(|s| s.map(|s| s.1.to_string())).collect(),
     })
 }

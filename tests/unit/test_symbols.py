@@ -140,6 +140,20 @@ def test_kernel_symbols_prefers_perf_cache(tmp_path: Path, monkeypatch: pytest.M
     assert not kernel_symbols("ffff", "some-other-kernel-release").usable
 
 
+def test_native_kallsyms_table_is_kept_until_the_file_changes(tmp_path: Path) -> None:
+    """The native lookup keeps the last file's table (the agent asks every window)."""
+    import perfsleuth_native as native  # built by `make test`
+
+    path = tmp_path / "kallsyms"
+    path.write_text("ffffffff81000000 T _text\nffffffff81000100 T first_fn [mod_a]\n")
+    found = native.kallsyms_lookup(str(path), [0xFFFFFFFF81000110, 0xFFFFFFFF80000000])
+    assert found["name"] == ["first_fn", None] and found["module"] == ["mod_a", None]
+    assert found["text_addr"] == 0xFFFFFFFF81000000
+    path.write_text("ffffffff81000000 T _text\nffffffff81000100 T second_function\n")
+    again = native.kallsyms_lookup(str(path), [0xFFFFFFFF81000110])
+    assert again["name"] == ["second_function"] and again["module"] == [""]
+
+
 @pytest.mark.skipif(find_llvm_symbolizer() is None, reason="llvm-symbolizer not installed")
 def test_symbolize_inline_chain_and_lines(binary: Path) -> None:
     info = elf_info(str(binary))
