@@ -75,6 +75,62 @@ async function drawnAt(page, depth, which) {
   }, [depth, which]);
 }
 
+/**
+ * How the sandwich page's two trees differ from ones counted stack by stack from the
+ * graph they were built from (empty if they agree): per path of names from the tree's
+ * first level, each column's weight; and siblings in name order, as the flame graph's.
+ */
+async function sandwichMismatches(page, fn) {
+  return page.evaluate((target) => {
+    const { callers, callees, source } = window.perfsleuthSandwich;
+    const { names, name, parent, end, columns } = source;
+    const keys = Object.keys(columns);
+    const expected = { callers: new Map(), callees: new Map() };
+    const add = (map, path, node) => {
+      const key = path.join(" > ");
+      const sums = map.get(key) ?? keys.map(() => 0);
+      keys.forEach((k, c) => (sums[c] += columns[k][node]));
+      map.set(key, sums);
+    };
+    const isTarget = (node) => node > 0 && names[name[node]] === target;
+    for (let i = 1; i < source.nodes; i++) {
+      let outer = isTarget(i);
+      for (let a = parent[i]; outer && a > 0; a = parent[a]) outer = !isTarget(a);
+      if (!outer) continue;
+      for (const side of ["callers", "callees"]) add(expected[side], ["(all)"], i);
+      const up = [];
+      for (let a = i; a > 0; a = parent[a]) {
+        up.push(names[name[a]]);
+        add(expected.callers, up, i);
+      }
+      const down = (node, path) => {
+        add(expected.callees, path, node);
+        for (let c = node + 1; c < end[node]; c = end[c]) down(c, [...path, names[name[c]]]);
+      };
+      down(i, [target]);
+    }
+    const problems = [];
+    for (const [side, graph] of [["callers", callers], ["callees", callees]]) {
+      const tree = graph.data;
+      const weights = (k) => keys.map((key) => tree.columns[key][k]);
+      const seen = new Map([["(all)", weights(0)]]);
+      const paths = [];
+      const lastChild = new Int32Array(tree.nodes).fill(-1);
+      for (let k = 1; k < tree.nodes; k++) {
+        const p = tree.parent[k];
+        paths[k] = p === 0 ? [tree.names[tree.name[k]]] : [...paths[p], tree.names[tree.name[k]]];
+        seen.set(paths[k].join(" > "), weights(k));
+        if (lastChild[p] >= 0 && tree.name[lastChild[p]] >= tree.name[k]) problems.push(`${side}: ${paths[k].join(" > ")} after a sibling named later`);
+        lastChild[p] = k;
+      }
+      const want = expected[side];
+      if (seen.size !== want.size) problems.push(`${side}: ${seen.size} paths, stacks give ${want.size}`);
+      for (const [key, sums] of want) if (String(seen.get(key)) !== String(sums)) problems.push(`${side}: ${key} ${seen.get(key)} ≠ ${sums}`);
+    }
+    return problems;
+  }, fn);
+}
+
 /** The page element that has the keyboard focus: its tag and aria-label. */
 async function focused(page) {
   return page.evaluate(() => `${document.activeElement.tagName.toLowerCase()} ${document.activeElement.getAttribute("aria-label") ?? ""}`.trim());
@@ -284,10 +340,27 @@ const flows = {
     assert.match(await page.locator(".sandwich-info").innerText(), /^total 54\.70% of the run · self 41\.44% ·\s+back to the flame graph/);
     assert.deepEqual([await drawnAt(page, 1, "callers"), await drawnAt(page, 2, "callers"), await drawnAt(page, 3, "callers")], [["compute_hot"], ["run_engine"], ["main"]]);
     assert.deepEqual([await drawnAt(page, 1, "callees"), await drawnAt(page, 2, "callees")], [["compute_hot"], ["malloc"]]);
+    assert.deepEqual(await sandwichMismatches(page, "compute_hot"), []);
     await page.screenshot({ path: `${artifacts}/flame-sandwich.png`, fullPage: true });
     await page.locator("a", { hasText: "back to the flame graph" }).click();
     await page.locator(".breadcrumb .crumb").first().waitFor();
     assert.match(page.url(), /#\/run\/2\/flame$/);
+    // Every function of two runs' graphs: the trees built from the graph equal the ones counted stack by stack.
+    for (const run of [2, 3]) {
+      await page.evaluate(() => delete window.perfsleuthFlame);
+      await page.goto(`${base}#/run/${run}/flame?order=heavy`); // not the page shown: a new render
+      await page.waitForFunction(() => window.perfsleuthFlame !== undefined);
+      const names = await page.evaluate(() => {
+        const { data } = window.perfsleuthFlame.graph;
+        return [...new Set(Array.from(data.name.subarray(1), (n) => data.names[n]))];
+      });
+      for (const fn of names) {
+        await page.evaluate(() => delete window.perfsleuthSandwich);
+        await page.goto(`${base}#/run/${run}/flame?sandwich=${encodeURIComponent(fn)}`);
+        await page.waitForFunction(() => window.perfsleuthSandwich !== undefined);
+        assert.deepEqual(await sandwichMismatches(page, fn), [], `run ${run}, sandwich of ${fn}`);
+      }
+    }
   },
 
   async flame_filters_and_orderings(page) {

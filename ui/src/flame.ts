@@ -226,8 +226,7 @@ export class FlameGraph {
     this.tip.hidden = true;
     this.layout = new Layout(data, options.width, options.heaviestFirst);
     this.matched = new Uint8Array(data.names.length);
-    this.palette = Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i]));
-    this.labels = data.names.map(shortName);
+    ({ palette: this.palette, labels: this.labels } = nameStyles(data));
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
     this.canvas.addEventListener("click", (e) => this.onClick(e));
@@ -558,6 +557,18 @@ export function legend(colouring: Colouring, python = false): [string, string][]
 /** The colour the graph paints frames of name index `name` with (by name and kind), for other views of the same data. */
 export function nameFill(data: FlameData, name: number): string {
   return COLOURS[nameColour(data.names[name], data.kind[name])];
+}
+
+const stylesByNames = new WeakMap<string[], { palette: Uint8Array; labels: string[] }>();
+
+/** Colour and short label per name, once per names list: a filtered, hidden or sandwich tree shares its graph's. */
+function nameStyles(data: FlameData): { palette: Uint8Array; labels: string[] } {
+  let styles = stylesByNames.get(data.names);
+  if (!styles) {
+    styles = { palette: Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i])), labels: data.names.map(shortName) };
+    stylesByNames.set(data.names, styles);
+  }
+  return styles;
 }
 
 function nameColour(name: string, kind: number): number {

@@ -123,12 +123,25 @@ function sortByName(kids: Int32Array, from: number, to: number, name: Int32Array
 export function mergedTree(data: FlameData, top: ArrayLike<number>, rootWeights: Record<string, number>, hidden: Uint8Array | null): FlameData {
   const keys = Object.keys(data.columns);
   const old = keys.map((k) => data.columns[k]);
-  const capacity = data.nodes + 1;
+  const capacity = subtreeSizes(data, top) + 1; // a sandwich's few calls need far less than the graph
   const name = new Int32Array(capacity);
   const depth = new Uint16Array(capacity);
   const weights = keys.map((k) => new Float64Array(capacity).fill(rootWeights[k], 0, 1));
   name[0] = -1;
+  // One call with nothing hidden (a sandwich of a function called from one place, like
+  // main): the tree is a copy of its subtree, without the groups' graph-sized arrays.
+  const size = top.length === 1 && !hidden ? copySubtree(data, old, top[0], 1, name, depth, weights, 1) : mergeGroups(data, old, top, hidden, { name, depth, weights });
+  const columns: Record<string, Float64Array> = {};
+  keys.forEach((k, c) => (columns[k] = weights[c].subarray(0, size)));
+  const d = depth.subarray(0, size);
+  return { ...data, nodes: size, name: name.subarray(0, size), depth: d, columns, ...structure(d) };
+}
+
+/** The groups of `top`'s members merged level by level into `out` from node 1; the tree's size. */
+function mergeGroups(data: FlameData, old: Float64Array[], top: ArrayLike<number>, hidden: Uint8Array | null, out: { name: Int32Array; depth: Uint16Array; weights: Float64Array[] }): number {
+  const { name, depth, weights } = out;
   let size = 1;
+  const capacity = name.length;
   const groups = newGroups(capacity);
   const scratch = new Int32Array(capacity);
   let count = 0;
@@ -142,7 +155,7 @@ export function mergedTree(data: FlameData, top: ArrayLike<number>, rootWeights:
   while (groups.pending > 0) {
     const g = --groups.pending;
     const first = pool[start[g]];
-    if (length[g] === 1 && hiddenBefore[data.end[first]] === hiddenBefore[first]) {
+    if (length[g] === 1 && (hiddenBefore === null || hiddenBefore[data.end[first]] === hiddenBefore[first])) {
       // One old subtree with nothing hidden in it (most, deep down): copied as it is.
       size = copySubtree(data, old, first, level[g], name, depth, weights, size);
       continue;
@@ -163,10 +176,14 @@ export function mergedTree(data: FlameData, top: ArrayLike<number>, rootWeights:
     // The group's members are used: its children's members take their place in the pool.
     if (count) pushGroups(groups, data.name, scratch, count, from, level[g] + 1);
   }
-  const columns: Record<string, Float64Array> = {};
-  keys.forEach((k, c) => (columns[k] = weights[c].subarray(0, size)));
-  const d = depth.subarray(0, size);
-  return { ...data, nodes: size, name: name.subarray(0, size), depth: d, columns, ...structure(d) };
+  return size;
+}
+
+/** How many nodes the subtrees of `top` hold: no merged tree of them has more (plus its root). */
+function subtreeSizes(data: FlameData, top: ArrayLike<number>): number {
+  let sum = 0;
+  for (let k = 0; k < top.length; k++) sum += data.end[top[k]] - top[k];
+  return sum;
 }
 
 /** Old node `first` and its subtree into the new arrays from `at`, at `level`; the new size. */
@@ -181,16 +198,17 @@ function copySubtree(data: FlameData, old: Float64Array[], first: number, level:
     for (let k = first; k < last; k++) name[at + k - first] = data.name[k];
     for (let c = 0; c < old.length; c++) for (let k = first; k < last; k++) weights[c][at + k - first] = old[c][k];
   }
-  for (let k = first; k < last; k++) depth[at++] = data.depth[k] + shift;
-  return at;
+  if (shift === 0 && last - first > SMALL_SUBTREE) depth.set(data.depth.subarray(first, last), at);
+  else for (let k = first; k < last; k++) depth[at + k - first] = data.depth[k] + shift;
+  return at + last - first;
 }
 
 const SMALL_SUBTREE = 32;
 
-/** hiddenBefore[i]: how many of the nodes before i are hidden frames (none without `hidden`). */
-function hiddenPrefix(data: FlameData, hidden: Uint8Array | null): Int32Array {
+/** hiddenBefore[i]: how many of the nodes before i are hidden frames (null without `hidden`). */
+function hiddenPrefix(data: FlameData, hidden: Uint8Array | null): Int32Array | null {
+  if (!hidden) return null;
   const before = new Int32Array(data.nodes + 1);
-  if (!hidden) return before;
   for (let i = 0; i < data.nodes; i++) before[i + 1] = before[i] + hidden[data.name[i]];
   return before;
 }

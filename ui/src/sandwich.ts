@@ -12,21 +12,31 @@ export interface Sandwich {
 }
 
 export function sandwich(data: FlameData, isTarget: Uint8Array): Sandwich {
-  const outermost = outermostCalls(data, isTarget);
-  return { callers: callerTree(data, outermost), callees: calleeTree(data, outermost), self: selfOf(data, isTarget) };
+  const { outermost, self } = outermostCalls(data, isTarget);
+  return { callers: callerTree(data, outermost), callees: calleeTree(data, outermost), self };
 }
 
-/** The nodes of the function that no other of its nodes calls, in pre-order. */
-function outermostCalls(data: FlameData, isTarget: Uint8Array): number[] {
-  const { nodes, name, parent } = data;
-  const inside = new Uint8Array(nodes); // a strict caller is the function
-  const out: number[] = [];
+/**
+ * The nodes of the function that no other of its nodes calls, in pre-order, and the
+ * weight of the samples that end in the function (first column): one pass over the
+ * names that reads a node's children only where the node is the function.
+ */
+function outermostCalls(data: FlameData, isTarget: Uint8Array): { outermost: number[]; self: number } {
+  const { nodes, name, end } = data;
+  const column = Object.values(data.columns)[0];
+  const outermost: number[] = [];
+  let self = 0;
+  let insideUntil = 0; // end of the outermost call being walked through
   for (let i = 1; i < nodes; i++) {
-    const p = parent[i];
-    inside[i] = inside[p] | (p > 0 ? isTarget[name[p]] : 0);
-    if (isTarget[name[i]] && !inside[i]) out.push(i);
+    if (!isTarget[name[i]]) continue;
+    if (i >= insideUntil) {
+      outermost.push(i);
+      insideUntil = end[i];
+    }
+    self += column[i];
+    for (let c = i + 1; c < end[i]; c = end[c]) self -= column[c]; // a callee's samples are not F's own
   }
-  return out;
+  return { outermost, self };
 }
 
 function calleeTree(data: FlameData, outermost: number[]): FlameData {
@@ -36,9 +46,12 @@ function calleeTree(data: FlameData, outermost: number[]): FlameData {
 }
 
 function callerTree(data: FlameData, outermost: number[]): FlameData {
-  const tree = new TreeBuilder(data.nodes);
+  // An outermost call at depth d adds at most d nodes: sized by those paths, not the
+  // whole graph, the tree's arrays and hash table stay in cache (a few thousand nodes).
+  const capacity = outermost.reduce((sum, o) => sum + data.depth[o], 1);
+  const tree = new TreeBuilder(capacity);
   const columns = Object.entries(data.columns);
-  const weights = columns.map(() => new Float64Array(data.nodes + 1));
+  const weights = columns.map(() => new Float64Array(capacity + 1));
   const add = (node: number, from: number) => columns.forEach(([, column], c) => (weights[c][node] += column[from]));
   for (const o of outermost) {
     add(0, o);
@@ -50,16 +63,4 @@ function callerTree(data: FlameData, outermost: number[]): FlameData {
     }
   }
   return tree.build(data, Object.fromEntries(columns.map(([key], c) => [key, weights[c]])));
-}
-
-/** The weight of the samples that end in the function (first column). */
-function selfOf(data: FlameData, isTarget: Uint8Array): number {
-  const column = Object.values(data.columns)[0];
-  let self = 0;
-  for (let i = 1; i < data.nodes; i++) {
-    const p = data.parent[i];
-    if (isTarget[data.name[i]]) self += column[i];
-    if (p > 0 && isTarget[data.name[p]]) self -= column[i]; // a callee's samples are not F's own
-  }
-  return self;
 }

@@ -9,7 +9,7 @@ import { colourLegend, frameTitle } from "./common";
 
 declare global {
   interface Window {
-    perfsleuthSandwich?: { callers: FlameGraph; callees: FlameGraph };
+    perfsleuthSandwich?: { callers: FlameGraph; callees: FlameGraph; source: FlameData }; // source: for tests/e2e's check of the trees
   }
 }
 
@@ -38,7 +38,7 @@ export function renderSandwich(app: HTMLElement, runId: string, data: FlameData,
   const view = sandwich(data, isTarget);
   const callers = treeGraph(view.callers, false, runTotal);
   const callees = treeGraph(view.callees, true, runTotal);
-  window.perfsleuthSandwich = { callers, callees };
+  window.perfsleuthSandwich = { callers, callees, source: data };
   app.append(
     title,
     h("p", { class: "toolbar sandwich-info" }, `total ${pct(view.callees.columns.total[0] / runTotal)} of the run · self ${pct(view.self / runTotal)} · `, backLink, colourLegend("name")),

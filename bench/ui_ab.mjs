@@ -1,0 +1,73 @@
+// Two builds of the web UI timed against each other in one Chromium, interleaved: the
+// sandwich and hide latency of bench/ui_bench.mjs (URL changed → the new graph painted)
+// for build A, then B, then A … on the same server, so load changes hit both alike; and
+// whether both builds drew the same trees (a digest of every node's name, depth and weights).
+// Usage: node bench/ui_ab.mjs UI_URL RUN_ID DIR_A DIR_B [ROUNDS]
+//   DIR_*: a `vite build --outDir DIR` of ui/ (e.g. the last commit's and the work tree's).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { filterLatency, heavyNames, summary } from "./ui_bench_page.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(here, "../ui/package.json"));
+const { chromium } = require("playwright-core");
+
+const [ui, runId, dirA, dirB, rounds = "4"] = process.argv.slice(2);
+const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const HIDES = ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
+const TYPES = { ".js": "text/javascript", ".css": "text/css", ".html": "text/html" };
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: FLAGS });
+
+/** A page whose UI files come from DIR and whose API calls go to the server. */
+async function openFrom(dir) {
+  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+  await context.route(`${ui}**`, (route) => {
+    const file = new URL(route.request().url()).pathname.replace(/^\/$/, "/index.html");
+    if (file.startsWith("/api/")) return route.continue();
+    return route.fulfill({ body: readFileSync(path.join(dir, file)), contentType: TYPES[path.extname(file)] });
+  });
+  const page = await context.newPage();
+  await page.goto(`${ui}#/run/${runId}/flame`);
+  await page.waitForFunction(() => performance.getEntriesByName("flame-interactive").length > 0, null, { timeout: 120000 });
+  return { context, page };
+}
+
+/** A digest of the graph(s) the page shows now: every node's name, depth and weights, in order. */
+function shownDigest(page) {
+  return page.evaluate(() => {
+    const sandwich = location.hash.includes("sandwich=") ? window.perfsleuthSandwich : null;
+    const trees = sandwich ? [sandwich.callers.data, sandwich.callees.data] : [window.perfsleuthFlame.graph.data];
+    let hash = 2166136261;
+    const mix = (v) => (hash = Math.imul(hash ^ v, 16777619));
+    for (const tree of trees) {
+      mix(tree.nodes);
+      for (let i = 0; i < tree.nodes; i++) {
+        mix(tree.name[i]);
+        mix(tree.depth[i]);
+        for (const key in tree.columns) mix(tree.columns[key][i] | 0);
+      }
+    }
+    return hash >>> 0;
+  });
+}
+
+const times = { A: { sandwich: [], hide: [] }, B: { sandwich: [], hide: [] } };
+const digests = { A: [], B: [] };
+for (let r = 0; r < Number(rounds); r++) {
+  for (const [label, dir] of [["A", dirA], ["B", dirB]]) {
+    const { context, page } = await openFrom(dir);
+    const names = await heavyNames(page, [1, 2, 3, 5, 8]);
+    const queries = [...HIDES.map((q) => ["hide", q]), ...names.map((n) => ["sandwich", n])];
+    for (const [kind, q] of queries) {
+      times[label][kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
+      if (r === 0) digests[label].push(await shownDigest(page));
+    }
+    await context.close();
+  }
+}
+await browser.close();
+const out = { same_trees: String(digests.A) === String(digests.B) };
+for (const [label, kinds] of Object.entries(times)) out[label] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
+console.log(JSON.stringify(out));
