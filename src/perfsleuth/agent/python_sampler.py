@@ -44,6 +44,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from ..collect.python import INTERPRETER, SpyRun, failure_line, py_spy_binary, start_spy
@@ -92,9 +93,15 @@ class RunStacks:
 
 def is_cpython(process: Process) -> bool:
     """An interpreter by its executable's name, or a program embedding libpython."""
-    if INTERPRETER.match(Path(process.exe).name):
+    return _is_cpython(process.exe, process.libraries)
+
+
+@lru_cache(maxsize=4096)
+def _is_cpython(exe: str, libraries: tuple[str, ...]) -> bool:
+    # asked of every process every few seconds: one look at each distinct program
+    if INTERPRETER.match(Path(exe).name):
         return True
-    return any(Path(lib).name.startswith("libpython") for lib in process.libraries)
+    return any(Path(lib).name.startswith("libpython") for lib in libraries)
 
 
 def proc_stat(pid: int) -> ProcStat | None:
