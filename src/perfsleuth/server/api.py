@@ -264,15 +264,20 @@ class Api:
         run_id = self._run_id(ref)
         tids = _filters(query)[1]
 
-        def compute() -> Response:
+        def compute() -> bytes:
             found = self.store.documents(run_id, Timeline.KIND).get(Timeline.NAME)
             if found is None:
                 raise ApiError(404, timelinedata.missing(self._info(run_id)))
             profile = self._profile(run_id, query)
             flame = flamedata.flame_columns(profile)
-            return binary_response(timelinedata.encode(profile, flame, found, set(tids)))
+            return timelinedata.encode(profile, flame, found, set(tids))
 
-        return self._cached(("timeline", run_id, tids), compute)
+        def whole_run() -> bytes:
+            # ~4.4 s for 1M samples quiet (load the run, fold it, map the runs): once
+            return self._disk.get(self._listed(run_id), "timeline", compute)
+
+        body = whole_run if not tids else compute
+        return self._cached(("timeline", run_id, tids), lambda: binary_response(body()))
 
     def threads(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
