@@ -5,13 +5,12 @@ tests/artifacts/."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ui_serve import CLI, served
 from uistore import HOSTILE, add_other_run, make_store
 
 from perfsleuth.symbols.names import elide_templates
@@ -59,24 +58,6 @@ def ui_built() -> None:
     subprocess.run(["bash", str(ROOT / "scripts" / "build-ui.sh")], check=True)
 
 
-CLI = [sys.executable, "-m", "perfsleuth.cli"]
-
-
-def _serve(store: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--store", str(store), *extra],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    if not match:
-        proc.terminate()
-        pytest.fail(f"serve printed no URL: {line!r}")
-    return proc, match.group(0)
-
-
 @pytest.fixture(scope="module")
 def servers(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     base = tmp_path_factory.mktemp("ui")
@@ -89,14 +70,8 @@ def servers(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )
     single = base / "single.html"
     subprocess.run([*CLI, "report", "2", "--store", str(store.root), "-o", str(single)], check=True)
-    plain, url = _serve(store.root)
-    guarded, token_url = _serve(store.root, "--token", TOKEN)
-    try:
+    with served(store.root) as url, served(store.root, "--token", TOKEN) as token_url:
         yield [url, str(report), str(ARTIFACTS), token_url, TOKEN, str(single)]
-    finally:
-        for proc in (plain, guarded):
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -123,11 +123,14 @@ class Api:
         self._routes += routes
 
     def warm(self, ref: str) -> None:
-        """Compute a run's flame graph and TopN ahead of the first page that asks."""
+        """Compute the run list and a run's whole-run pages ahead of the first page that asks."""
         self.get("/api/runs", {})
-        self.get(f"/api/runs/{ref}", {})
-        self.get(f"/api/runs/{ref}/flame", {})
-        self.get(f"/api/runs/{ref}/top", {})
+        self.keep(ref)
+
+    def keep(self, ref: str) -> None:
+        """A run's whole-run pages (facts, flame graph, TopN), computed and kept in ui-cache/."""
+        for page in ("", "/flame", "/top"):
+            self.get(f"/api/runs/{ref}{page}", {})
 
     # -- shared steps ------------------------------------------------------------
 
@@ -481,6 +484,4 @@ def keep_answers(store: Store, run_id: int) -> None:
     """Write a just-stored run's whole-run pages into the store's ui-cache/, so that the
     first `serve` to show it reads files (~1 s for 100k stacks) instead of loading and
     folding the run (~2.2 s quiet, 4-7 s under load)."""
-    api = Api(store, [])
-    for page in ("", "/flame", "/top"):
-        api.get(f"/api/runs/{run_id}{page}", {})
+    Api(store, []).keep(str(run_id))
