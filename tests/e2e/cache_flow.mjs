@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_cache.py compares with `perfsleuth cache show`.
 import assert from "node:assert/strict";
-import { runFlows } from "./run_flows.mjs";
+import { runFlows, urlMatching } from "./run_flows.mjs";
 
 const [base, artifacts, cacheRun, plainRun, scaleRun, reportFile] = process.argv.slice(2);
 
@@ -32,7 +32,7 @@ const flows = {
     // The first layout is the struct handle_packet's pointer parameter points to.
     const layout = page.locator(".cache-layout").first();
     await layout.locator(".cache-line").first().waitFor();
-    assert.match(page.url(), new RegExp(`#/run/${cacheRun}/cache$`));
+    await urlMatching(page, new RegExp(`#/run/${cacheRun}/cache$`));
     assert.match(await layout.locator("h3").innerText(), /^Struct layout of \*c: struct conn, 320 B, 5 cache lines/);
     const lines = await drawnLines(layout);
     const colour = async (selector) => channels(await layout.locator(selector).first().evaluate((el) => getComputedStyle(el).backgroundColor));

@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page showed, which tests/e2e/test_ui_fleet.py compares with the fleet queries.
 import assert from "node:assert/strict";
-import { runFlows } from "./run_flows.mjs";
+import { runFlows, urlMatching } from "./run_flows.mjs";
 
 const [base, artifacts] = process.argv.slice(2);
 
@@ -38,7 +38,7 @@ const flows = {
     await page.goto(`${base}#/fleet?range=1h&where=service%3Ddb`);
     await page.locator(".fleet-views a", { hasText: "Flame graph" }).click();
     await page.locator("canvas.flame-canvas").waitFor();
-    assert.match(page.url(), /#\/fleet\/flame\?.*where=service%3Ddb/);
+    await urlMatching(page, /#\/fleet\/flame\?.*where=service%3Ddb/);
     const drawn = await page.evaluate(() => {
       const g = window.perfsleuthFlame.graph;
       const names = [];

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { runFlows } from "./run_flows.mjs";
+import { runFlows, urlMatching, urlNotMatching } from "./run_flows.mjs";
 
 const [base, reportFile, artifacts, tokenBase, token, singleReport] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
@@ -174,7 +174,7 @@ const flows = {
     await page.locator(".search-info", { hasText: "match" }).waitFor();
     // compute_hot is on 495 of run 2's 905 samples.
     assert.equal(await page.locator(".search-info").innerText(), "1 frame matches · 54.70% of the run");
-    assert.match(page.url(), /q=%5Ecompute_hot%24/);
+    await urlMatching(page, /q=%5Ecompute_hot%24/);
     await page.screenshot({ path: `${artifacts}/flame-search.png`, fullPage: true });
   },
 
@@ -192,7 +192,7 @@ const flows = {
     await page.goto(`${base}#/run/2/flame`);
     await page.locator("label", { hasText: "colour by frame kind" }).click();
     await page.locator(".legend-item", { hasText: "inlined" }).waitFor();
-    assert.match(page.url(), /colour=name/);
+    await urlMatching(page, /colour=name/);
     assert.deepEqual(await page.locator(".legend-item").allInnerTexts(), ["function (warm, by name)", "inlined", "kernel", "search match"]);
     assertSameColour(await pixelAt(page, await framePoint(page, "parse_input")), await legendColour(page, "inlined"), "an inlined frame");
     assertSameColour(await pixelAt(page, await framePoint(page, "futex_wait")), await legendColour(page, "kernel"), "a kernel frame");
@@ -208,7 +208,7 @@ const flows = {
     assert.match(await page.locator(".flame-tip").innerText(), /compute_hot[\s\S]*total 54\.70%/);
     await page.mouse.click(point.x, point.y);
     await page.locator(".breadcrumb .crumb", { hasText: "compute_hot" }).waitFor();
-    assert.match(page.url(), /zoom=\d+/);
+    await urlMatching(page, /zoom=\d+/);
     assert.deepEqual(await page.locator(".breadcrumb .crumb").allInnerTexts(), ["all", "main", "run_engine", "compute_hot"]);
     await page.screenshot({ path: `${artifacts}/flame-zoom.png`, fullPage: true });
     await page.locator(".frame-details a", { hasText: "callers/callees" }).click();
@@ -219,7 +219,7 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/callgraph.png`, fullPage: true });
     await page.goBack();
     await page.locator(".breadcrumb .crumb", { hasText: "all" }).click();
-    assert.doesNotMatch(page.url(), /zoom=/);
+    await urlNotMatching(page, /zoom=/);
   },
 
   async flame_resize_and_regex(page) {
@@ -252,7 +252,7 @@ const flows = {
     await page.press("input[aria-label=focus]", "Enter");
     // malloc is on 120 of run 2's 905 samples, all under compute_hot.
     await page.locator(".filter-info", { hasText: "13.26% of the run" }).waitFor();
-    assert.match(page.url(), /focus=%5Emalloc%24/);
+    await urlMatching(page, /focus=%5Emalloc%24/);
     assert.deepEqual(await drawnAt(page, 3), ["compute_hot"]);
     assert.deepEqual(await drawnAt(page, 4), ["malloc"]);
     assert.match(await page.locator(".frame-details").innerText(), /total 13\.26%\s+\(120 samples\)/);
@@ -308,11 +308,11 @@ const flows = {
     await page.keyboard.press("Enter");
     await page.locator(".breadcrumb .crumb", { hasText: "compute_hot" }).waitFor();
     assert.deepEqual(await page.locator(".breadcrumb .crumb").allInnerTexts(), ["all", "main", "run_engine", "compute_hot"]);
-    assert.match(page.url(), /zoom=\d+/);
+    await urlMatching(page, /zoom=\d+/);
     await page.screenshot({ path: `${artifacts}/flame-keyboard.png`, fullPage: true });
     await page.keyboard.press("Escape");
     assert.deepEqual(await page.locator(".breadcrumb .crumb").allInnerTexts(), ["all"]);
-    assert.doesNotMatch(page.url(), /zoom=/);
+    await urlNotMatching(page, /zoom=/);
 
     await page.goto(`${base}#/run/2/top`);
     const total = page.locator("th button", { hasText: "total" });
@@ -320,10 +320,10 @@ const flows = {
     await page.keyboard.press("Enter");
     await page.locator("th[aria-sort=descending]", { hasText: "total" }).waitFor();
     assert.match(await page.locator("table.data tbody tr").first().innerText(), /^\S+\s+100\.00%\s+main/);
-    assert.match(page.url(), /sort=total/);
+    await urlMatching(page, /sort=total/);
     await page.keyboard.press("Enter");
     await page.locator("th[aria-sort=ascending]", { hasText: "total" }).waitFor();
-    assert.match(page.url(), /sort=-total/);
+    await urlMatching(page, /sort=-total/);
     // The hostile frame has the smallest total (60 samples): first when reversed.
     assert.equal(await page.locator("table.data tbody tr").first().locator("a.fn").getAttribute("title"), HOSTILE);
     assert.match(await page.locator("table.data tbody tr").last().innerText(), /100\.00%\s+(main|run_engine)/);
@@ -335,7 +335,7 @@ const flows = {
     await page.goto(`${base}#/run/2`);
     await page.locator("table.data tr", { hasText: "compute_hot" }).locator("a", { hasText: "sandwich" }).click();
     await page.locator(".sandwich-info").waitFor();
-    assert.match(page.url(), /flame\?sandwich=compute_hot$/);
+    await urlMatching(page, /flame\?sandwich=compute_hot$/);
     // compute_hot: 495 of 905 samples in all, 375 of them its own (malloc has the other 120).
     assert.match(await page.locator(".sandwich-info").innerText(), /^total 54\.70% of the run · self 41\.44% ·\s+back to the flame graph/);
     assert.deepEqual([await drawnAt(page, 1, "callers"), await drawnAt(page, 2, "callers"), await drawnAt(page, 3, "callers")], [["compute_hot"], ["run_engine"], ["main"]]);
@@ -344,7 +344,7 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/flame-sandwich.png`, fullPage: true });
     await page.locator("a", { hasText: "back to the flame graph" }).click();
     await page.locator(".breadcrumb .crumb").first().waitFor();
-    assert.match(page.url(), /#\/run\/2\/flame$/);
+    await urlMatching(page, /#\/run\/2\/flame$/);
     // Every function of two runs' graphs: the trees built from the graph equal the ones counted stack by stack.
     for (const run of [2, 3]) {
       await page.evaluate(() => delete window.perfsleuthFlame);
@@ -368,7 +368,7 @@ const flows = {
     await page.locator("canvas.flame-canvas").waitFor();
     await page.selectOption("select[aria-label=states]", "mutex");
     await page.locator(".frame-details", { hasText: "150 samples" }).waitFor();
-    assert.match(page.url(), /state=mutex/);
+    await urlMatching(page, /state=mutex/);
     await page.goto(`${base}#/run/2/flame?thread=201`);
     await page.locator(".frame-details", { hasText: "samples" }).waitFor();
     // worker-1 ran the 2nd, 4th and 6th stacks: 75 + 200 + 150 samples.
@@ -377,8 +377,8 @@ const flows = {
     await page.locator("canvas.flame-canvas").waitFor();
     await page.locator("label", { hasText: "icicle" }).click();
     await page.locator("label", { hasText: "left-heavy" }).click();
-    assert.match(page.url(), /view=icicle/);
-    assert.match(page.url(), /order=heavy/);
+    await urlMatching(page, /view=icicle/);
+    await urlMatching(page, /order=heavy/);
     const heaviest = await page.evaluate(() => {
       const g = window.perfsleuthFlame.graph;
       const d = g.drawn;
@@ -405,7 +405,7 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/threads.png`, fullPage: true });
     await page.locator('tr[data-tid="201"] a.state-mutex').click();
     await page.locator(".frame-details", { hasText: "150 samples" }).waitFor();
-    assert.match(page.url(), /#\/run\/2\/flame\?thread=201&state=mutex$/);
+    await urlMatching(page, /#\/run\/2\/flame\?thread=201&state=mutex$/);
     assert.equal(await page.inputValue("select[aria-label=threads]"), "201");
     assert.equal(await page.inputValue("select[aria-label=states]"), "mutex");
     assert.deepEqual(await drawnAt(page, 3), ["futex_wait"]);
@@ -417,7 +417,7 @@ const flows = {
     assert.match(await page.locator("table.data tbody tr").first().innerText(), /^100\.00%\s+100\.00%\s+futex_wait/);
     await page.selectOption("select[aria-label=threads]", "200");
     await page.locator("p.warning", { hasText: "Run 2 has no samples with state mutex and thread 200." }).waitFor();
-    assert.match(page.url(), /state=mutex&thread=200/);
+    await urlMatching(page, /state=mutex&thread=200/);
   },
 
   async callgraph_levels(page) {
@@ -435,12 +435,12 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/callgraph-levels.png`, fullPage: true });
     await page.locator("a.chip", { hasText: /^1$/ }).click();
     await page.waitForFunction(() => document.querySelectorAll("svg.callgraph g.cg-node").length === 6);
-    assert.match(page.url(), /depth=1/);
+    await urlMatching(page, /depth=1/);
     assert.deepEqual((await columns()).length, 3);
     await page.goto(`${base}#/run/2/callgraph?function=run_engine&depth=2`);
     await page.locator("svg.callgraph g.cg-node", { hasText: "malloc" }).click();
     await page.locator("h1 .subtitle", { hasText: "malloc" }).waitFor();
-    assert.match(page.url(), /function=malloc&depth=2/);
+    await urlMatching(page, /function=malloc&depth=2/);
     assert.deepEqual(await columns(), [["run_engine"], ["compute_hot"], ["malloc"]]);
   },
 
@@ -514,7 +514,7 @@ const flows = {
     assert.equal(await heatOf(13), "1.000");
     await page.locator("a.chip", { hasText: "heat by total" }).click();
     await page.locator("a.chip.active", { hasText: "heat by total" }).waitFor();
-    assert.match(page.url(), /heat=total/);
+    await urlMatching(page, /heat=total/);
     assert.equal(await heatOf(17), "1.000");
     assert.ok(Number(await heatOf(13)) < 1);
   },
@@ -585,7 +585,7 @@ const flows = {
     await page.goto(`${base}#/compare`);
     await page.locator("button", { hasText: "Compare" }).click();
     await page.locator("table.changes").waitFor();
-    assert.match(page.url(), /#\/compare\?a=1&b=2/);
+    await urlMatching(page, /#\/compare\?a=1&b=2/);
     const first = await page.locator("table.changes tbody tr").first().innerText();
     assert.match(first, /compute_hot/);
     assert.match(first, /-26\.54%/);
@@ -661,7 +661,7 @@ const flows = {
   async token_login(page) {
     await page.goto(`${tokenBase}?token=${token}#/`);
     await page.locator("table.runs").waitFor();
-    assert.doesNotMatch(page.url(), /token/);
+    await urlNotMatching(page, /token/);
     await page.goto(`${tokenBase}#/run/2/top`);
     await page.locator("table.data tbody tr").first().waitFor();
     const bare = await page.evaluate(async () => (await fetch("/api/runs")).status);

@@ -40,6 +40,24 @@ export async function runFlows(flows, names, artifacts) {
   await browser.close();
 }
 
+/**
+ * The page's URL once it matches `pattern`. Playwright learns of a pushState a moment
+ * after the click or key that made it, so reading page.url() at once races with it on a
+ * loaded machine.
+ */
+export async function urlMatching(page, pattern) {
+  await page.waitForURL(pattern).catch(() => {});
+  assert.match(page.url(), pattern);
+  return page.url();
+}
+
+/** The page's URL once it no longer matches `pattern` (see urlMatching). */
+export async function urlNotMatching(page, pattern) {
+  await page.waitForURL((url) => !pattern.test(url.href)).catch(() => {});
+  assert.doesNotMatch(page.url(), pattern);
+  return page.url();
+}
+
 const AXE = require.resolve("axe-core/axe.min.js");
 
 /**

@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_timeline.py compares with the stored run.
 import assert from "node:assert/strict";
-import { runFlows, seriousViolations } from "./run_flows.mjs";
+import { runFlows, seriousViolations, urlMatching, urlNotMatching } from "./run_flows.mjs";
 
 const [base, artifacts, run, foldedRun] = process.argv.slice(2);
 const RANGE = /range=(\d+)-(\d+)/;
@@ -16,7 +16,7 @@ const flows = {
     await page.goto(`${base}#/run/${run}/flame`);
     await page.locator("a.chip", { hasText: "time order" }).click();
     await page.locator("canvas.time-chart").waitFor();
-    assert.match(page.url(), /chart=time/);
+    await urlMatching(page, /chart=time/);
     const whole = { info: await info(page), chart: await chart(page) };
     assert.ok(whole.chart.painted > 0 && whole.chart.depth > 2, `bars painted: ${JSON.stringify(whole.chart)}`);
     await page.screenshot({ path: `${artifacts}/flame-time-order.png`, fullPage: false });
@@ -31,14 +31,13 @@ const flows = {
     // it, and Enter zooms to that frame.
     await canvas.focus();
     for (const key of ["ArrowDown", "ArrowDown", "ArrowRight", "Enter"]) await page.keyboard.press(key);
-    const [, a, b] = page.url().match(RANGE) ?? [];
-    assert.ok(a !== undefined, `the range is in the URL: ${page.url()}`);
+    const [, a, b] = (await urlMatching(page, RANGE)).match(RANGE);
     const zoomed = { info: await info(page), chart: await chart(page), details: await page.locator(".frame-details").innerText(), url: [Number(a), Number(b)] };
     assert.deepEqual(zoomed.url, [Math.round(zoomed.chart.v0), Math.round(zoomed.chart.v1)]);
     await page.screenshot({ path: `${artifacts}/flame-time-order-zoomed.png`, fullPage: false });
 
     await page.keyboard.press("Escape");
-    assert.doesNotMatch(page.url(), RANGE);
+    await urlNotMatching(page, RANGE);
     const reset = await info(page);
 
     // A range in a shared URL is where the page opens; at 900 px the chart fits the window.
@@ -57,8 +56,8 @@ const flows = {
     const options = await page.locator("select[aria-label='threads'] option").evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
     await page.locator("select[aria-label='threads']").selectOption(options[0]);
     await page.waitForFunction((before) => document.querySelector(".time-info")?.textContent !== before, all);
-    assert.match(page.url(), new RegExp(`thread=${options[0]}`));
-    assert.match(page.url(), /chart=time/);
+    await urlMatching(page, new RegExp(`thread=${options[0]}`));
+    await urlMatching(page, /chart=time/);
     return { thread: options[0], info: await info(page), all };
   },
 
