@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 EXAMPLE_BIN = EXAMPLES / "bin"
+
+# A login shell on Debian names its public debuginfod server: fleet queries in tests
+# ask only the servers the tests start (tests/integration/test_fleet_debuginfod.py).
+os.environ.pop("DEBUGINFOD_URLS", None)
 
 
 @pytest.fixture

@@ -67,6 +67,46 @@ def test_unknown_frames_keep_build_id_and_address_and_uploaded_symbols_name_them
     }
 
 
+def source_line(binary: Path, address: int) -> tuple[str, int]:
+    """binutils' addr2line for one address: the reference file:line."""
+    done = subprocess.run(
+        ["addr2line", "-e", str(binary), hex(address)], capture_output=True, text=True
+    )
+    path, _, line = done.stdout.strip().rpartition(":")
+    return path, int(line.split()[0])
+
+
+def test_an_upload_with_dwarf_gives_file_and_line_as_addr2line_does(
+    tmp_path: Path, binary: Path
+) -> None:
+    store = FleetStore(str(tmp_path / "fleet"))
+    build_id, window = unknown_window(binary)
+    store.append(window)
+    assert store.upload_symbols(str(binary)) == (build_id, len(functions(binary)), True)
+    assert (tmp_path / "fleet" / "debuginfo" / f"{build_id}.debug").is_file()
+    rows = {r["function"]: r for r in fleet_top(store, by="line")["rows"]}
+    for name in ("compute_a", "work"):
+        assert (rows[name]["file"], rows[name]["line"]) == source_line(
+            binary, functions(binary)[name]
+        )
+    assert rows["main"]["file"] == ""  # named by its host, which had no line
+
+
+def test_an_upload_without_dwarf_names_functions_without_file_and_line(
+    tmp_path: Path, binary: Path
+) -> None:
+    symtab_only = tmp_path / "hotspots-symtab"
+    subprocess.run(["strip", "--strip-debug", "-o", str(symtab_only), str(binary)], check=True)
+    store = FleetStore(str(tmp_path / "fleet"))
+    build_id, window = unknown_window(binary)
+    store.append(window)
+    assert store.upload_symbols(str(symtab_only))[2] is False
+    assert not (tmp_path / "fleet" / "debuginfo").exists()
+    rows = {r["function"]: r for r in fleet_top(store, by="line")["rows"]}
+    assert {"compute_a", "work"} <= set(rows)
+    assert rows["work"]["file"] == "" and rows["work"]["line"] == 0
+
+
 def test_a_debug_file_gives_the_same_symbols_as_the_unstripped_binary(
     tmp_path: Path, binary: Path
 ) -> None:

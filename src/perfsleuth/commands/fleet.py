@@ -23,6 +23,7 @@ from ..fleet.labels import LABEL_GROUPINGS
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
 from ..store.fleet import FleetStore, fleet_root
+from ..symbols.debuginfod import server_urls
 from ..views.keys import GROUPINGS
 
 NAME = "fleet"
@@ -66,7 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     handler: Callable[[argparse.Namespace, FleetStore], int] = args.fleet_handler
-    return handler(args, FleetStore(fleet_root(args.store), args.endpoint))
+    servers = server_urls(getattr(args, "debuginfod", None))
+    store = FleetStore(fleet_root(args.store), args.endpoint, servers)
+    try:
+        return handler(args, store)
+    finally:
+        for note in store.late_symbols.notes:
+            print(f"perfsleuth: warning: {note}; its frames stay unknown", file=sys.stderr)
 
 
 def _add_none(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +89,12 @@ def _add_range(parser: argparse.ArgumentParser) -> None:
         metavar="FILTER",
         help="labels: k=v,k!=v,k=~regex,k!~regex (host, service, pid, comm, exe, build_id,"
         " cgroup or any user label)",
+    )
+    parser.add_argument(
+        "--debuginfod",
+        metavar="URLS",
+        help="debuginfod servers (space-separated) to fetch the debug info of frames the "
+        "hosts could not name, kept in the store once fetched (default: $DEBUGINFOD_URLS)",
     )
 
 

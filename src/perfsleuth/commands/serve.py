@@ -12,6 +12,7 @@ from ..server import httpd
 from ..server.api import Api
 from ..server.fleet_api import FleetApi
 from ..store.fleet import FleetStore, fleet_root
+from ..symbols.debuginfod import server_urls
 from ..web.app import is_loopback
 from ..web.run import bind, check_tokens, serve
 from .common import open_store
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     check_tokens(args.host, [token] if token else [], "serving your profiles and sources")
     store = open_store(args)
     api = Api(store, [Path(p) for p in args.src or []], verbose=args.verbose)
-    FleetApi(FleetStore(args.fleet_store or fleet_root(str(store.root)))).attach(api)
+    fleet = FleetStore(args.fleet_store or fleet_root(str(store.root)), debuginfod=server_urls())
+    FleetApi(fleet).attach(api)
     sock = bind(args.host, args.port, httpd.LIMITS)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host

@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     store = FleetStore(fleet_root(args.store), args.endpoint)
     for path in args.files:
-        build_id, functions = store.upload_symbols(path)
-        print(f"{path}: build-id {build_id}, {functions:,} functions kept in {store.root}")
+        build_id, functions, lines = store.upload_symbols(path)
+        dwarf = ", with its DWARF for file:line" if lines else " (no DWARF: no file:line)"
+        print(f"{path}: build-id {build_id}, {functions:,} functions kept in {store.root}{dwarf}")
     return 0

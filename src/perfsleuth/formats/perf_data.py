@@ -308,8 +308,8 @@ def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
 
     Like perf's raw addresses, this keeps the functions of a stripped binary
     apart instead of merging them all into one "[unknown]" line. It keeps the
-    build-id and that address (else the sample's own), so that the symbols of
-    that build-id can name it later (`perfsleuth symbols upload`).
+    build-id and the sample's own address, so that the symbols of that build-id
+    can name it later (`perfsleuth symbols upload`, debuginfod), down to its line.
     """
     name = dso_name(path)
     real = find_dso(path, build_id)
@@ -325,7 +325,7 @@ def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
         f"{UNKNOWN} {name}+{start:#x}",
         dso=name,
         build_id=build_id,
-        address=start if build_id else 0,
+        address=vaddr if build_id else 0,
     )
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -46,18 +48,34 @@ class Files:
 
     def put(self, rel: str, data: bytes) -> None:
         """Write `rel` atomically: readers see the old state or the whole new file."""
-        target = self.path(rel)
-        parent = target.rsplit("/", 1)[0]
-        self.fs.create_dir(parent, recursive=True)
+        target = self._target(rel)
         if not self.local:
             with self.fs.open_output_stream(target) as out:
                 out.write(data)
             return
+        self._replace(target, lambda tmp: _write(tmp, data))
+
+    def put_file(self, rel: str, source: str) -> None:
+        """Copy the local file `source` to `rel`, as atomically as put, without holding
+        it in memory (debug files run to hundreds of MB)."""
+        target = self._target(rel)
+        if not self.local:
+            pafs.copy_files(source, target, pafs.LocalFileSystem(), self.fs)
+            return
+        self._replace(target, lambda tmp: _copy(source, tmp))
+
+    def _target(self, rel: str) -> str:
+        target = self.path(rel)
+        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        return target
+
+    def _replace(self, target: str, write: Callable[[str], None]) -> None:
+        """Write a temporary file with `write`, then rename it to `target`."""
         tmp_dir = self.path(TMP_DIR)
         self.fs.create_dir(tmp_dir, recursive=True)
         tmp = f"{tmp_dir}/{uuid.uuid4().hex}"
         try:
-            _write(tmp, data)
+            write(tmp)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -109,6 +127,12 @@ def _write(path: str, data: bytes) -> None:
         out.write(data)
         out.flush()
         os.fsync(out.fileno())
+
+
+def _copy(source: str, path: str) -> None:
+    shutil.copyfile(source, path)
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
 
 
 def open_root(root: str, endpoint: str | None = None) -> Files:

@@ -26,7 +26,7 @@ from .layout import (
 )
 from .reading import Selection, select
 from .retention import expire
-from .symbols import name_frames, symbol_table, symbols_file
+from .symbols import LateSymbols
 from .writer import parquet_bytes, window_tables
 
 T = TypeVar("T")
@@ -37,10 +37,13 @@ class FleetStore:
     else $AWS_ENDPOINT_URL). Safe to use from several threads and processes at once for
     appends and reads; run one compaction at a time (see compaction.compact)."""
 
-    def __init__(self, root: str, endpoint: str | None = None) -> None:
+    def __init__(
+        self, root: str, endpoint: str | None = None, debuginfod: list[str] | None = None
+    ) -> None:
         self.root = root
         self.files: Files = open_root(root, endpoint)
         self.files.clear_tmp()
+        self.late_symbols = LateSymbols(self.files, debuginfod or [])
 
     def append(self, window: Window) -> bool:
         """Store every sample of `window`; False (and nothing changes) when its id is stored.
@@ -104,16 +107,16 @@ class FleetStore:
         name = hashlib.blake2b(host.encode(), digest_size=12).hexdigest()
         self._guard(lambda: self.files.put(f"hosts/{name}.json", json.dumps(doc).encode()))
 
-    def upload_symbols(self, path: str) -> tuple[str, int]:
+    def upload_symbols(self, path: str) -> tuple[str, int, bool]:
         """Keep the function symbols of the ELF file at `path` (an unstripped binary or a
-        .debug file) for its build-id; (build-id, functions). See symbols.py."""
-        build_id, table = symbol_table(path)
-        self._guard(lambda: self.files.put(symbols_file(build_id), parquet_bytes(table)))
-        return build_id, table.num_rows
+        .debug file) for its build-id, and the file when it has DWARF; (build-id,
+        functions, whether file:line is kept). See symbols.py."""
+        return self._guard(lambda: self.late_symbols.upload(path))
 
     def name_frames(self, frames: pa.Table) -> pa.Table:
-        """Rows of the frames table, unknown functions named by uploaded symbols."""
-        return self._guard(lambda: name_frames(self.files, frames))
+        """Rows of the frames table, unknown functions named by symbols uploaded or
+        fetched from the debuginfod servers since (their failures: late_symbols.notes)."""
+        return self._guard(lambda: self.late_symbols.name(frames))
 
     def status(self) -> dict:
         """Hosts seen (last push, samples/s, their agents' metrics), store size and extent.

@@ -1,23 +1,36 @@
-"""Symbols uploaded to the fleet store, to name the frames hosts could not name.
+"""Symbols that arrive after the fact, to name the frames hosts could not name.
 
 A host without the symbols of a binary (stripped, debug info not installed) stores its
 frames as "[unknown] dso+0x..." with the build-id and the ELF address of each
-(model.profile.Frame). `perfsleuth symbols upload FILE` keeps the function symbols of
-an unstripped binary or its .debug file beside the store, one table per build-id:
+(model.profile.Frame). Two things name them later, both kept beside the store per
+build-id:
 
     symbols/<build-id>.parquet      address (ELF virtual address of a function's start),
                                     size (bytes, 0 when unknown), function (demangled)
+    debuginfo/<build-id>.debug      the file itself, when it has DWARF: file:line
+    debuginfo/<build-id>.missing    no debuginfod server had it (asked again a day later)
 
-Queries name the frames when they read them (name_frames), not by rewriting the store:
-stored files stay immutable (content ids, compacted files and rollups stay valid), one
-upload names every window already stored and every one to come, on a folder and on S3
-alike, and the cost is one listing plus one small table per build-id a query meets
-unnamed, for the distinct frames of its result only.
+`perfsleuth symbols upload FILE` keeps both from an unstripped binary or its .debug
+file; a query given debuginfod servers (--debuginfod, $DEBUGINFOD_URLS) fetches the
+debug file of each build-id it meets unnamed, once, and keeps it the same way.
+
+Queries name the frames when they read them (LateSymbols.name), not by rewriting the
+store: stored files stay immutable (content ids, compacted files and rollups stay
+valid), one upload names every window already stored and every one to come, on a folder
+and on S3 alike. A query pays one listing, one small table per build-id it meets
+unnamed, and one llvm-symbolizer run over the distinct addresses of its result for the
+file:line of each. The function is the one the address is in (the symbol table's, as
+perf reports it); file:line is the innermost source line, inlined code included.
 """
 
 from __future__ import annotations
 
 import bisect
+import os
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from itertools import repeat
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,12 +38,17 @@ import pyarrow.parquet as pq
 
 from ...errors import UserError
 from ...symbols import UNKNOWN
+from ...symbols.debuginfod import Fetched, fetch_debuginfo, valid_build_id
 from ...symbols.demangle import demangle_all
 from ...symbols.elf import elf_info
-from ...symbols.symbolizer import Aliases, ElfSymbols, clean_function
+from ...symbols.symbolizer import Aliases, ElfSymbols, Symbolizer, clean_function
 from .filesystem import Files
+from .writer import parquet_bytes
 
 SYMBOLS_DIR = "symbols"
+DEBUGINFO_DIR = "debuginfo"
+MISSING_TTL_S = 86400.0  # a build-id no server had is asked for again a day later
+FETCHES = 8  # debug files fetched at once
 SYMBOLS_SCHEMA = pa.schema(
     [("address", pa.int64()), ("size", pa.int64()), ("function", pa.string())]
 )
@@ -84,22 +102,159 @@ class _Functions:
         return self.names[i]
 
 
-def name_frames(files: Files, frames: pa.Table) -> pa.Table:
-    """`frames` (the frames table's rows) with build_id and address never null, and each
-    "[unknown]" function whose build-id has uploaded symbols named by them."""
-    build_ids = pc.fill_null(frames.column("build_id"), "").to_pylist()
-    addresses = pc.fill_null(frames.column("address"), 0).to_pylist()
-    functions = frames.column("function").to_pylist()
-    wanted = {b for b, f in zip(build_ids, functions, strict=True) if b and f.startswith(UNKNOWN)}
-    uploaded = set(files.names(SYMBOLS_DIR)) if wanted else set()
-    tables = {b: _read(files, b) for b in wanted if f"{b}.parquet" in uploaded}
-    named = [
-        (tables[b].name(a) if b in tables and f.startswith(UNKNOWN) else None) or f
-        for b, a, f in zip(build_ids, addresses, functions, strict=True)
-    ]
-    frames = _set(frames, "function", pa.array(named, pa.string()))
-    frames = _set(frames, "build_id", pa.array(build_ids, pa.string()))
-    return _set(frames, "address", pa.array(addresses, pa.int64()))
+class LateSymbols:
+    """Names the unknown frames of the store at `files` from uploaded symbols, kept debug
+    files and the debuginfod `servers`; `notes` says which servers did not answer."""
+
+    def __init__(self, files: Files, servers: list[str]) -> None:
+        self.files = files
+        self.servers = servers
+        self.notes: list[str] = []
+        self._asked: set[str] = set()  # build-ids asked of the servers by this process
+        self._down: set[str] = set()  # servers that did not answer this process
+
+    def upload(self, path: str) -> tuple[str, int, bool]:
+        """Keep the symbols of the ELF file at `path`, and the file itself when it has
+        DWARF; (build-id, functions, whether file:line is kept)."""
+        build_id, table = symbol_table(path)
+        self.files.put(symbols_file(build_id), parquet_bytes(table))
+        info = elf_info(path)
+        lines = bool(info and info.has_debug_info)
+        if lines:
+            self.files.put_file(debuginfo_file(build_id), path)
+        return build_id, table.num_rows, lines
+
+    def name(self, frames: pa.Table) -> pa.Table:
+        """`frames` (the frames table's rows) with build_id and address never null, and
+        each "[unknown]" function whose build-id has symbols named, with file:line
+        where a debug file is kept."""
+        build_ids = pc.fill_null(frames.column("build_id"), "").to_pylist()
+        addresses = pc.fill_null(frames.column("address"), 0).to_pylist()
+        functions = frames.column("function").to_pylist()
+        paths = frames.column("file").to_pylist()
+        lines = frames.column("line").to_pylist()
+        unknown = [
+            i
+            for i, (b, f) in enumerate(zip(build_ids, functions, strict=True))
+            if b and f.startswith(UNKNOWN)
+        ]
+        wanted = {build_ids[i] for i in unknown}
+        if wanted and self.servers:
+            self._fetch(wanted)
+        tables, debug = self._kept(wanted)
+        places = self._places(
+            {b: [addresses[i] for i in unknown if build_ids[i] == b] for b in debug}
+        )
+        for i in unknown:
+            key = (build_ids[i], addresses[i])
+            table = tables.get(key[0])
+            place = places.get(key)
+            functions[i] = (
+                (table.name(key[1]) if table else None) or (place and place[0]) or functions[i]
+            )
+            if place:
+                paths[i], lines[i] = place[1], place[2]
+        frames = _set(frames, "function", pa.array(functions, pa.string()))
+        frames = _set(frames, "file", pa.array(paths, pa.string()))
+        frames = _set(frames, "line", pa.array(lines, pa.int32()))
+        frames = _set(frames, "build_id", pa.array(build_ids, pa.string()))
+        return _set(frames, "address", pa.array(addresses, pa.int64()))
+
+    def _kept(self, wanted: set[str]) -> tuple[dict[str, _Functions], set[str]]:
+        """The symbol tables of the `wanted` build-ids, and those with a debug file."""
+        if not wanted:
+            return {}, set()
+        uploaded = set(self.files.names(SYMBOLS_DIR))
+        kept = set(self.files.names(DEBUGINFO_DIR))
+        tables = {b: _read(self.files, b) for b in wanted if f"{b}.parquet" in uploaded}
+        return tables, {b for b in wanted if f"{b}.debug" in kept}
+
+    def _places(
+        self, addresses: dict[str, list[int]]
+    ) -> dict[tuple[str, int], tuple[str, str, int]]:
+        """{(build-id, address): (function, file, line)} from the kept debug files."""
+        if not addresses:
+            return {}
+        queries, build_ids = [], {}
+        for build_id, wanted in addresses.items():
+            local = self._local(build_id)
+            build_ids[local] = build_id
+            queries += [(local, a) for a in wanted]
+        places = {}
+        for (local, address), chain in Symbolizer().symbolize_vaddrs(queries, build_ids).items():
+            leaf, outer = chain[0], chain[-1]
+            if outer.function != UNKNOWN and leaf.file:
+                places[(build_ids[local], address)] = (outer.function, leaf.file, leaf.line)
+        return places
+
+    def _local(self, build_id: str) -> str:
+        """A local path of the kept debug file (downloaded once from S3)."""
+        rel = debuginfo_file(build_id)
+        if self.files.local:
+            return self.files.path(rel)
+        local = os.path.join(_cache_folder(), f"{build_id}.debug")
+        if not os.path.exists(local):
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(local))
+            with os.fdopen(fd, "wb") as out:
+                out.write(self.files.get(rel))
+            os.replace(tmp, local)
+        return local
+
+    def _fetch(self, wanted: set[str]) -> None:
+        """Ask the servers for the debug file of each build-id of `wanted` the store does
+        not have, and keep what they give: the first alone, to learn which servers
+        answer, then the rest in parallel."""
+        kept = {i.base_name: i.mtime.timestamp() for i in self.files.listing(DEBUGINFO_DIR)}
+        kept.update((n, time.time()) for n in self.files.names(SYMBOLS_DIR))
+        recent = time.time() - MISSING_TTL_S
+        todo = sorted(
+            b
+            for b in wanted - self._asked
+            if valid_build_id(b)
+            and f"{b}.debug" not in kept
+            and f"{b}.parquet" not in kept
+            and kept.get(f"{b}.missing", 0) < recent
+        )
+        self._asked |= set(todo)
+        with tempfile.TemporaryDirectory(prefix="perfsleuth-debuginfod-") as folder:
+            for batch in (todo[:1], todo[1:]):
+                servers = [s for s in self.servers if s not in self._down]
+                with ThreadPoolExecutor(max_workers=FETCHES) as pool:
+                    got = list(pool.map(fetch_debuginfo, repeat(servers), batch, repeat(folder)))
+                for build_id, fetched in zip(batch, got, strict=True):
+                    self._keep(build_id, fetched)
+
+    def _keep(self, build_id: str, fetched: Fetched) -> None:
+        for server, reason in fetched.failures:
+            self._down.add(server)
+            self._note(f"debuginfod server {server} did not answer ({reason})")
+        try:
+            if fetched.path is None:
+                if not fetched.failures:
+                    self.files.put(f"{DEBUGINFO_DIR}/{build_id}.missing", b"")
+                return
+            info = elf_info(fetched.path)
+            if info is None or info.build_id != build_id:
+                self._note(f"debuginfod served a file that is not build-id {build_id}'s")
+                return
+            self.upload(fetched.path)
+        except OSError as e:  # a store we may only read: named for this query alone
+            self._note(f"cannot keep the debug info of {build_id} in the store: {e}")
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+def debuginfo_file(build_id: str) -> str:
+    return f"{DEBUGINFO_DIR}/{build_id}.debug"
+
+
+def _cache_folder() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    folder = os.path.join(base, "perfsleuth", "debuginfo")
+    os.makedirs(folder, exist_ok=True)
+    return folder
 
 
 def _read(files: Files, build_id: str) -> _Functions:
