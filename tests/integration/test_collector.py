@@ -306,21 +306,29 @@ def test_bad_query_and_too_many_labels_are_refused(collector: Collector) -> None
 
 
 def test_a_label_past_its_distinct_values_across_pushes_is_refused(tmp_path: Path) -> None:
+    def push(running: Collector, env: str, body: bytes) -> tuple[int, bytes]:
+        query = {**folded_query("card", "c-1"), "name": f"card.cpu{{host=c-1,env={env}}}"}
+        return running.post("/ingest", body, query)
+
     running = start(tmp_path / "fleet", "--max-label-values", "2")
     try:
-
-        def push(env: str, body: bytes) -> tuple[int, bytes]:
-            query = {**folded_query("card", "c-1"), "name": f"card.cpu{{host=c-1,env={env}}}"}
-            return running.post("/ingest", body, query)
-
-        assert push("a", b"main 1\n")[0] == 200
-        assert push("b", b"main 2\n")[0] == 200
-        status, answer = push("c", b"main 4\n")
+        assert push(running, "a", b"main 1\n")[0] == 200
+        assert push(running, "b", b"main 2\n")[0] == 200
+        status, answer = push(running, "c", b"main 4\n")
         assert status == 400 and b"label 'env' already has 2 distinct values" in answer
-        assert push("a", b"main 8\n")[0] == 200  # a value seen before still passes
+        assert push(running, "a", b"main 8\n")[0] == 200  # a value seen before still passes
         assert running.totals() == {("card", "c-1"): 1 + 2 + 8}
     finally:
         stop(running)
+
+    restarted = start(tmp_path / "fleet", "--max-label-values", "2")  # the limit is kept
+    try:
+        status, answer = push(restarted, "c", b"main 16\n")
+        assert status == 400 and b"label 'env' already has 2 distinct values" in answer
+        assert push(restarted, "b", b"main 32\n")[0] == 200
+        assert restarted.totals() == {("card", "c-1"): 1 + 2 + 8 + 32}
+    finally:
+        stop(restarted)
 
 
 def test_tokens_are_required_and_checked(collector: Collector) -> None:

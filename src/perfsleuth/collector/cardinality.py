@@ -3,10 +3,11 @@
 A push is checked on its own (formats/ingest: at most 32 labels, short values), but a
 client that sends a new value every time (a request id, a timestamp) would make each
 window a new series and every fleet query slower, one push at a time. The collector
-keeps the values it has accepted per label name for its lifetime and refuses a push
-that would take a name past `max_values`, or the names past `max_names`; values seen
-before always pass, so the agents already reporting keep working. `host` is not
-limited: one value per machine is the fleet's size, not a mistake.
+keeps the values it has accepted per label name and refuses a push that would take a
+name past `max_values`, or the names past `max_names`; values seen before always pass,
+so the agents already reporting keep working. It starts from the values the store
+already holds (`seed`), so a restart does not reopen the limit. `host` is not limited:
+one value per machine is the fleet's size, not a mistake.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ class Cardinality:
         self.max_names = max_names
         self.values: dict[str, set[str]] = {}
         self._lock = threading.Lock()
+
+    def seed(self, values: Mapping[str, set[str]]) -> None:
+        """Count `values` (label name -> values already stored) as accepted."""
+        with self._lock:
+            for name, seen in values.items():
+                if name not in UNLIMITED:
+                    self.values.setdefault(name, set()).update(seen)
 
     def admit(self, labels: Mapping[str, str]) -> None:
         """Accept the labels of one push, or raise PayloadError and remember nothing."""

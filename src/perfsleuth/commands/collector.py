@@ -69,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
     max_body = int(args.max_body * (1 << 20))
     limits = Limits(max_body=max_body, max_inflated=8 * max_body)
     root = fleet_root(args.store)
+    store = FleetStore(root, args.endpoint)
     cardinality = Cardinality(args.max_label_values, args.max_label_names)
-    collector = Collector(FleetStore(root, args.endpoint), limits.max_inflated, cardinality)
+    cardinality.seed(store.label_values())
+    collector = Collector(store, limits.max_inflated, cardinality)
     app = create_app(
         collector.routes(), tokens=args.token, loopback=is_loopback(host), limits=limits
     )

@@ -15,6 +15,7 @@ from ...model.fleet import LABELS, Window
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
 from .inventory import inventory
+from .label_values import label_values
 from .layout import (
     LAYOUT_FILE,
     LAYOUT_VERSION,
@@ -117,6 +118,11 @@ class FleetStore:
         """Rows of the frames table, unknown functions named by symbols uploaded or
         fetched from the debuginfod servers since (their failures: late_symbols.notes)."""
         return self._guard(lambda: self.late_symbols.name(frames))
+
+    def label_values(self) -> dict[str, set[str]]:
+        """{label name: values} of the windows stored (service and user labels; see
+        label_values.py)."""
+        return self._guard(lambda: label_values(self.files))
 
     def status(self) -> dict:
         """Hosts seen (last push, samples/s, their agents' metrics), store size and extent.
