@@ -44,12 +44,19 @@ def unknown_window(binary: Path, i: int = 0) -> tuple[str, dict[str, Frame]]:
     return build_id, make_window(i, T0 + 10 * i, "web-9", "api", pool)
 
 
-def test_unknown_frames_keep_build_id_and_address_and_uploaded_symbols_name_them(
-    tmp_path: Path, binary: Path
-) -> None:
+@pytest.fixture
+def unnamed(tmp_path: Path, binary: Path) -> tuple[FleetStore, str]:
+    """A store holding a window of the binary's frames, unnamed; and its build-id."""
     store = FleetStore(str(tmp_path / "fleet"))
     build_id, window = unknown_window(binary)
     store.append(window)
+    return store, build_id
+
+
+def test_unknown_frames_keep_build_id_and_address_and_uploaded_symbols_name_them(
+    tmp_path: Path, binary: Path, unnamed: tuple[FleetStore, str]
+) -> None:
+    store, build_id = unnamed
     stored = pq.read_table(next((tmp_path / "fleet" / "frames").glob("*/*.parquet")))
     kept = {r["function"]: r for r in stored.to_pylist()}
     assert kept["main"]["build_id"] is None and kept["main"]["address"] is None
@@ -77,11 +84,9 @@ def source_line(binary: Path, address: int) -> tuple[str, int]:
 
 
 def test_an_upload_with_dwarf_gives_file_and_line_as_addr2line_does(
-    tmp_path: Path, binary: Path
+    tmp_path: Path, binary: Path, unnamed: tuple[FleetStore, str]
 ) -> None:
-    store = FleetStore(str(tmp_path / "fleet"))
-    build_id, window = unknown_window(binary)
-    store.append(window)
+    store, build_id = unnamed
     assert store.upload_symbols(str(binary)) == (build_id, len(functions(binary)), True)
     assert (tmp_path / "fleet" / "debuginfo" / f"{build_id}.debug").is_file()
     rows = {r["function"]: r for r in fleet_top(store, by="line")["rows"]}
@@ -93,14 +98,12 @@ def test_an_upload_with_dwarf_gives_file_and_line_as_addr2line_does(
 
 
 def test_an_upload_without_dwarf_names_functions_without_file_and_line(
-    tmp_path: Path, binary: Path
+    tmp_path: Path, binary: Path, unnamed: tuple[FleetStore, str]
 ) -> None:
     symtab_only = tmp_path / "hotspots-symtab"
     subprocess.run(["strip", "--strip-debug", "-o", str(symtab_only), str(binary)], check=True)
-    store = FleetStore(str(tmp_path / "fleet"))
-    build_id, window = unknown_window(binary)
-    store.append(window)
-    assert store.upload_symbols(str(symtab_only))[2] is False
+    store, build_id = unnamed
+    assert store.upload_symbols(str(symtab_only))[::2] == (build_id, False)
     assert not (tmp_path / "fleet" / "debuginfo").exists()
     rows = {r["function"]: r for r in fleet_top(store, by="line")["rows"]}
     assert {"compute_a", "work"} <= set(rows)
