@@ -110,6 +110,22 @@ def test_an_upload_without_dwarf_names_functions_without_file_and_line(
     assert rows["work"]["file"] == "" and rows["work"]["line"] == 0
 
 
+def test_dwarf_without_a_symbol_table_still_names_functions_and_lines(
+    tmp_path: Path, binary: Path, unnamed: tuple[FleetStore, str]
+) -> None:
+    debug, dwarf_only = tmp_path / "hotspots.debug", tmp_path / "hotspots.dwarf"
+    subprocess.run(["objcopy", "--only-keep-debug", str(binary), str(debug)], check=True)
+    # GNU objcopy keeps a .symtab it is told to remove; LLVM's removes it
+    subprocess.run(["llvm-objcopy-16", "-R", ".symtab", str(debug), str(dwarf_only)], check=True)
+    store, build_id = unnamed
+    assert store.upload_symbols(str(dwarf_only)) == (build_id, 0, True)
+    rows = {r["function"]: r for r in fleet_top(store, by="line")["rows"]}
+    for name in ("compute_a", "work"):
+        assert (rows[name]["file"], rows[name]["line"]) == source_line(
+            binary, functions(binary)[name]
+        )
+
+
 def test_a_debug_file_gives_the_same_symbols_as_the_unstripped_binary(
     tmp_path: Path, binary: Path
 ) -> None:

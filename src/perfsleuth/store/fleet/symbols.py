@@ -62,7 +62,7 @@ def symbol_table(path: str) -> tuple[str, pa.Table]:
     if not info.build_id:
         raise UserError(f"{path}: no GNU build-id, so no frame can be matched to it")
     symbols = ElfSymbols(path, ".symtab")
-    if not symbols.entries:
+    if not symbols.entries and not info.has_debug_info:  # DWARF alone still names functions
         raise UserError(
             f"{path}: no symbol table (stripped): upload the unstripped binary or its .debug file"
         )
@@ -194,10 +194,9 @@ class LateSymbols:
             return self.files.path(rel)
         local = os.path.join(_cache_folder(), f"{build_id}.debug")
         if not os.path.exists(local):
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(local))
-            with os.fdopen(fd, "wb") as out:
+            with tempfile.NamedTemporaryFile(dir=os.path.dirname(local), delete=False) as out:
                 out.write(self.files.get(rel))
-            os.replace(tmp, local)
+            os.replace(out.name, local)
         return local
 
     def _fetch(self, wanted: set[str]) -> None:
@@ -238,7 +237,7 @@ class LateSymbols:
                 self._note(f"debuginfod served a file that is not build-id {build_id}'s")
                 return
             self.upload(fetched.path)
-        except OSError as e:  # a store we may only read: named for this query alone
+        except (OSError, UserError) as e:  # a store we may only read, a file of no use
             self._note(f"cannot keep the debug info of {build_id} in the store: {e}")
 
     def _note(self, text: str) -> None:
