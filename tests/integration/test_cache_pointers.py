@@ -1,10 +1,13 @@
 """Struct layouts reached through neither a parameter nor a global, recorded with
-the real fntrace tool on examples/cache/pointers.c (GCC -O2 -g): a local pointer
-from array indexing (`f = &t->flows[i]`) or pointer arithmetic (`f = flows + i`),
-placed in a register by DWARF's location list, and a heap pointer held in another
-struct (`s->peer->...`, followed back to the load of `s->peer`). Each gets its own
-layout, the finding names its struct and field, and the parameter's layout is not
-mixed up with the pointed-to object."""
+the real fntrace tool on examples/cache/pointers.c built by GCC and by clang (-O2
+-g): a local pointer from array indexing (`f = &t->flows[i]`) or pointer
+arithmetic (`f = flows + i`), placed in a register by DWARF's location list (GCC)
+or addressed as an element of the array it indexes (clang's `disp(base,index)`,
+named by f's computed location), and a heap pointer held in another struct
+(`s->peer->...`, followed back to the load of `s->peer`). Each gets its own layout
+matching pahole's for that binary, the finding names the same struct and field for
+both compilers, and the parameter's layout is not mixed up with the pointed-to
+object."""
 
 from __future__ import annotations
 
@@ -17,7 +20,12 @@ from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
 
-BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "pointers"
+BIN = Path(__file__).resolve().parents[2] / "examples" / "bin"
+
+
+@pytest.fixture(params=["pointers", "pointers-clang"])
+def binary(request, examples_built) -> Path:
+    return BIN / request.param
 
 
 def traced(tmp_path: Path, binary: Path, function: str) -> tuple[dict, dict]:
@@ -32,12 +40,14 @@ def hot(layout: dict) -> set[str]:
     return {f["name"] for f in layout["fields"] if f["hot"]}
 
 
-def laid_out(layouts: dict, finding: dict, variable: str, kind: str, struct: str) -> dict:
+def laid_out(
+    binary: Path, layouts: dict, finding: dict, variable: str, kind: str, struct: str
+) -> dict:
     """The layout of variable: its kind, its struct, the struct pahole gives, and the
     finding's owner."""
     layout = layouts[variable]
     assert (layout["variable_kind"], layout["struct"]) == (kind, struct)
-    assert layout_members(layout) == pahole_members(BINARY, struct)
+    assert layout_members(layout) == pahole_members(binary, struct)
     assert (finding["details"]["struct"], finding["details"]["variable"]) == (
         struct,
         f"*{variable}",
@@ -45,27 +55,29 @@ def laid_out(layouts: dict, finding: dict, variable: str, kind: str, struct: str
     return layout
 
 
-def test_a_local_from_array_indexing_is_laid_out(examples_built, tmp_path):
-    layouts, finding = traced(tmp_path, BINARY, "account")
-    flow = laid_out(layouts, finding, "f", "local", "flow")
+def test_a_local_from_array_indexing_is_laid_out(binary, tmp_path):
+    layouts, finding = traced(tmp_path, binary, "account")
+    flow = laid_out(binary, layouts, finding, "f", "local", "flow")
     assert hot(flow) == {"packets", "bytes", "last_ns"}
     assert flow["visits"] == flow["calls"]  # one flow per packet
     assert finding["details"]["field"] == "last_ns"
     assert hot(layouts["t"]) == {"n", "flows"}  # the parameter: the table, not a flow
 
 
-def test_a_local_from_pointer_arithmetic_is_laid_out(examples_built, tmp_path):
-    layouts, finding = traced(tmp_path, BINARY, "touch")
-    flow = laid_out(layouts, finding, "f", "local", "flow")  # in the register that held flows
+def test_a_local_from_pointer_arithmetic_is_laid_out(binary, tmp_path):
+    layouts, finding = traced(tmp_path, binary, "touch")
+    flow = laid_out(
+        binary, layouts, finding, "f", "local", "flow"
+    )  # in the register that held flows
     assert hot(flow) == {"packets", "last_ns"}
     reorder = finding["details"]["reorder"]
     assert reorder["move"] in (["packets"], ["last_ns"])  # either joins the other's line
     assert (reorder["lines_per_object_before"], reorder["lines_per_object_after"]) == (2, 1)
 
 
-def test_a_heap_pointer_held_in_a_struct_is_laid_out(examples_built, tmp_path):
-    layouts, finding = traced(tmp_path, BINARY, "deliver")
-    peer = laid_out(layouts, finding, "s->peer", "member", "peer")
+def test_a_heap_pointer_held_in_a_struct_is_laid_out(binary, tmp_path):
+    layouts, finding = traced(tmp_path, binary, "deliver")
+    peer = laid_out(binary, layouts, finding, "s->peer", "member", "peer")
     assert hot(peer) == {"rx_bytes", "rx_packets", "rtt_ns"}
     assert finding["details"]["field"] == "rtt_ns"
     assert "struct peer (*s->peer)" in finding["title"]

@@ -5,12 +5,22 @@ the traced function's parameters nor global variables: local pointer variables
 
 A local: DWARF says in which register a variable lives over which instructions
 (its location list); an access `disp(reg)` at an instruction where a pointer-to-
-struct variable lives in reg goes through that variable. A member: the register
-was last written, a few instructions before the access, by a load
-`mov reg, disp2(base)` where base points to a struct (a parameter, a local or
-another member, two levels at most) whose member at disp2 is a pointer to a struct.
-Registers are followed back in the straight-line code before the access only, up
-to a call (which clobbers them) or BACKWARD instructions.
+struct variable lives in reg goes through that variable. A member: every write of
+the register that reaches the access is a load `mov reg, disp2(base)` where base
+points to a struct (a parameter, a local or another member, two levels at most)
+whose member at disp2 is a pointer to a struct. An element: an access
+`disp(base,index,scale)` where base (or index, at scale 1) points to a struct and
+disp is one of its fields, not inside an array member: a field of an element of
+the array base points to (clang keeps `f = &t->flows[i]` as base + index and
+describes f by a computed location, `DW_OP_breg<base> ... DW_OP_stack_value`,
+which names it).
+
+Registers are followed back over every path in the function's code (direct jumps
+included) to their writes, BACKWARD instructions at most; a call ends the search
+for the registers it clobbers (the callee-saved ones survive it), and so does
+reaching the function's entry: a register not placed by DWARF is not followed
+further. Not followed: pointers kept in stack slots (-O0, or spilled across a
+call and reloaded) and arrays indexed inside a member (`s->items[i].x`).
 """
 
 from __future__ import annotations
@@ -19,22 +29,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from capstone import CsInsn
-from capstone.x86 import X86_OP_MEM, X86_OP_REG, X86_REG_INVALID
+from capstone import CS_GRP_JUMP, CsInsn
+from capstone.x86 import X86_OP_IMM, X86_OP_MEM, X86_OP_REG, X86_REG_INVALID
 from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry, LocationParser
 
 from .struct_types import Struct, attr_text, origin, strip_qualifiers, struct_of
 
-BACKWARD = 16  # instructions searched back for the load of a member pointer
+BACKWARD = 32  # instructions searched back for the loads of a member pointer
 MEMBER_DEPTH = 2  # s->a->b
 # DWARF's x86-64 register numbers (DW_OP_reg0 ...), as capstone names them
 DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")  # fmt: skip
 VARIABLE_TAGS = ("DW_TAG_variable", "DW_TAG_formal_parameter")
 SCOPE_TAGS = ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine")
-ENDS_STRAIGHT_LINE = frozenset({"call", "ret", "jmp"})
+NO_FALLTHROUGH = frozenset({"ret", "jmp", "ud2", "hlt"})
+CALLEE_SAVED = frozenset({"rbx", "rbp", "rsp", "r12", "r13", "r14", "r15"})  # System V x86-64
+INDEXING_OPS = frozenset({"DW_OP_mul", "DW_OP_shl"})  # base + index * size
 
 
 @dataclass(frozen=True)
@@ -51,13 +63,26 @@ class Pointer:
 class Variable:
     pointer: Pointer
     ranges: tuple[tuple[int, int, str], ...]  # [start, end) ELF addresses, register
+    # registers a computed location `base + index * size` starts from: the variable
+    # points to an element of the array base points to
+    bases: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A memory operand `disp(base,index,scale)`; index None when there is none."""
+
+    base: str
+    index: str | None
+    scale: int
+    disp: int
 
 
 def variables(
     subprogram: DIE, pc_range: tuple[int, int], locations: LocationParser
 ) -> list[Variable]:
     """The function's pointer-to-struct parameters and locals that DWARF places in
-    registers; pc_range: the function's [start, end)."""
+    registers or computes from one; pc_range: the function's [start, end)."""
     structs = DWARFExprParser(subprogram.cu.structs)
     found = []
     for die in scope_variables(subprogram):
@@ -71,10 +96,16 @@ def variables(
         kind: Literal["parameter", "local"] = (
             "parameter" if die.tag == "DW_TAG_formal_parameter" else "local"
         )
-        ranges = tuple(register_ranges(die, structs, locations, pc_range))
-        if ranges:
+        pieces = list(location_pieces(die, structs, locations, pc_range))
+        ranges = tuple(
+            (start, end, register)
+            for start, end, ops in pieces
+            if (register := only_register(ops)) is not None
+        )
+        bases = frozenset(base for _s, _e, ops in pieces if (base := element_base(ops)))
+        if ranges or bases:
             name = attr_text(declared, "DW_AT_name")
-            found.append(Variable(Pointer(name, kind, struct, pointee), ranges))
+            found.append(Variable(Pointer(name, kind, struct, pointee), ranges, bases))
     return found
 
 
@@ -98,17 +129,15 @@ def pointee_die(declared: DIE) -> DIE | None:
     return strip_qualifiers(pointer.get_DIE_from_attribute("DW_AT_type"))
 
 
-def register_ranges(
+def location_pieces(
     die: DIE, structs: DWARFExprParser, locations: LocationParser, pc_range: tuple[int, int]
-) -> Iterator[tuple[int, int, str]]:
-    """[start, end) and register of each piece of a location list that is a register
-    (a single location: over the whole function)."""
+) -> Iterator[tuple[int, int, list]]:
+    """[start, end) and parsed expression of each piece of a location list (a single
+    location: over the whole function)."""
     attr = die.attributes["DW_AT_location"]
     parsed = locations.parse_from_attribute(attr, die.cu["version"], die)
     if not isinstance(parsed, list):
-        register = only_register(structs.parse_expr(parsed.loc_expr))
-        if register is not None:
-            yield pc_range[0], pc_range[1], register
+        yield pc_range[0], pc_range[1], structs.parse_expr(parsed.loc_expr)
         return
     base = die.cu.get_top_DIE().attributes.get("DW_AT_low_pc")
     base_address = base.value if base is not None else 0
@@ -116,17 +145,35 @@ def register_ranges(
         if isinstance(entry, BaseAddressEntry):
             base_address = entry.base_address
         elif isinstance(entry, LocationEntry):
-            register = only_register(structs.parse_expr(entry.loc_expr))
             offset = 0 if entry.is_absolute else base_address
-            if register is not None:
-                yield entry.begin_offset + offset, entry.end_offset + offset, register
+            ops = structs.parse_expr(entry.loc_expr)
+            yield entry.begin_offset + offset, entry.end_offset + offset, ops
+
+
+def element_base(ops: list) -> str | None:
+    """The register a computed pointer `base + index * size` starts from:
+    `DW_OP_breg<base> 0, ..., DW_OP_mul (or shl), ..., DW_OP_stack_value`."""
+    if len(ops) < 3 or ops[-1].op_name != "DW_OP_stack_value":
+        return None
+    first = ops[0]
+    if not first.op_name.startswith("DW_OP_breg") or first.args[0] != 0:
+        return None
+    if not any(op.op_name in INDEXING_OPS for op in ops):
+        return None
+    return dwarf_register(first.op_name[len("DW_OP_breg") :])
 
 
 def only_register(ops: list) -> str | None:
     if len(ops) != 1 or not ops[0].op_name.startswith("DW_OP_reg"):
         return None
-    number = int(ops[0].op_name[len("DW_OP_reg") :])
-    return DWARF_REGISTERS[number] if number < len(DWARF_REGISTERS) else None
+    return dwarf_register(ops[0].op_name[len("DW_OP_reg") :])
+
+
+def dwarf_register(number: str) -> str | None:
+    """The register of DW_OP_reg<number> / DW_OP_breg<number> (not DW_OP_regx)."""
+    if not number.isdigit() or int(number) >= len(DWARF_REGISTERS):
+        return None
+    return DWARF_REGISTERS[int(number)]
 
 
 def full_register(insn: CsInsn, reg: int) -> str:
@@ -144,18 +191,46 @@ class Typing:
         self.code = code
         self.at = {insn.address: i for i, insn in enumerate(code)}
         self.known = known
+        self.jumps_to: dict[int, list[int]] = {}
+        for i, insn in enumerate(code):
+            target = jump_target(insn)
+            if target is not None and target in self.at:
+                self.jumps_to.setdefault(self.at[target], []).append(i)
 
     def access(self, vaddr: int) -> tuple[Pointer, int] | None:
-        """The pointer an instruction's `disp(reg)` operand goes through, and disp."""
+        """The pointer an instruction's memory operand goes through, and disp."""
         index = self.at.get(vaddr)
         if index is None:
             return None
         operand = memory_operand(self.code[index])
         if operand is None:
             return None
-        base, disp = operand
-        pointer = self.pointer_in(base, index, MEMBER_DEPTH)
-        return (pointer, disp) if pointer is not None else None
+        if operand.index is None:
+            pointer = self.pointer_in(operand.base, index, MEMBER_DEPTH)
+        else:
+            pointer = self.element(operand, index)
+        return (pointer, operand.disp) if pointer is not None else None
+
+    def element(self, operand: Operand, index: int) -> Pointer | None:
+        """The array element `disp(base,index,scale)` reaches: base (or the index, at
+        scale 1) points to a struct whose field is at disp."""
+        registers = [operand.base]
+        if operand.index is not None and operand.scale == 1:
+            registers.append(operand.index)
+        for register in registers:
+            array = self.pointer_in(register, index, MEMBER_DEPTH)
+            if array is not None and field_offset(array.struct, operand.disp, operand.scale):
+                return self.element_of(array, register)
+        return None
+
+    def element_of(self, array: Pointer, register: str) -> Pointer:
+        """The local DWARF computes as register + index * size, or `array[]`."""
+        for variable in self.known:
+            pointer = variable.pointer
+            if register in variable.bases and pointer.struct.name == array.struct.name:
+                return pointer
+        kind: Literal["local", "member"] = "member" if array.kind == "member" else "local"
+        return Pointer(f"{array.name}[]", kind, array.struct, array.pointee)
 
     def pointer_in(self, register: str, index: int, depth: int) -> Pointer | None:
         vaddr = self.code[index].address
@@ -164,34 +239,73 @@ class Typing:
                 return variable.pointer
         if depth == 0:
             return None
-        writer = self.last_write(register, index)
-        if writer is None:
-            return None
-        loaded = load_into(self.code[writer], register)
-        if loaded is None:
-            return None
-        holder = self.pointer_in(loaded[0], writer, depth - 1)
-        return member_pointer(holder, loaded[1]) if holder is not None else None
+        found: dict[str, Pointer] = {}  # by name: every write must load the same member
+        for writer in self.reaching_writes(register, index) or ():
+            loaded = load_into(self.code[writer], register)
+            holder = self.pointer_in(loaded[0], writer, depth - 1) if loaded else None
+            member = member_pointer(holder, loaded[1]) if holder and loaded else None
+            if member is None:
+                return None
+            found[member.name] = member
+        return next(iter(found.values())) if len(found) == 1 else None
 
-    def last_write(self, register: str, index: int) -> int | None:
-        for i in range(index - 1, max(-1, index - 1 - BACKWARD), -1):
+    def reaching_writes(self, register: str, index: int) -> set[int] | None:
+        """The instructions whose write of register reaches instruction index over
+        every path back; None when a path reaches the entry, a call that clobbers
+        register, or more than BACKWARD instructions."""
+        writes: set[int] = set()
+        seen: set[int] = set()
+        todo = self.before(index)
+        while todo:
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
             insn = self.code[i]
-            if insn.mnemonic in ENDS_STRAIGHT_LINE:
+            if len(seen) > BACKWARD or (insn.mnemonic == "call" and register not in CALLEE_SAVED):
                 return None
             _read, written = insn.regs_access()
             if any(full_register(insn, reg) == register for reg in written):
-                return i
+                writes.add(i)
+                continue
+            earlier = self.before(i)
+            if not earlier:
+                return None
+            todo.extend(earlier)
+        return writes or None
+
+    def before(self, index: int) -> list[int]:
+        """The instructions control reaches index from."""
+        previous = index - 1
+        falls = previous >= 0 and self.code[previous].mnemonic not in NO_FALLTHROUGH
+        return ([previous] if falls else []) + self.jumps_to.get(index, [])
+
+
+def jump_target(insn: CsInsn) -> int | None:
+    """The address a direct jump goes to."""
+    if not insn.group(CS_GRP_JUMP) or len(insn.operands) != 1:
         return None
+    operand = insn.operands[0]
+    return int(operand.imm) if operand.type == X86_OP_IMM else None
 
 
-def memory_operand(insn: CsInsn) -> tuple[str, int] | None:
-    """(base register, disp) of a `disp(reg)` operand without an index register."""
+def field_offset(struct: Struct, disp: int, scale: int) -> bool:
+    """Whether disp is where a field of struct starts or lies, outside array members
+    (then the index picks the element, not an item of the member's array)."""
+    if scale not in (1, struct.size) or not 0 <= disp < struct.size:
+        return False
+    return not any(f.span()[0] <= disp < f.span()[1] and "[" in f.type_name for f in struct.fields)
+
+
+def memory_operand(insn: CsInsn) -> Operand | None:
+    """The `disp(base,index,scale)` operand of insn, with a base register."""
     for op in insn.operands:
         if op.type == X86_OP_MEM:
             mem = op.mem
-            if mem.base == X86_REG_INVALID or mem.index != X86_REG_INVALID:
+            if mem.base == X86_REG_INVALID:
                 return None
-            return full_register(insn, mem.base), int(mem.disp)
+            index = full_register(insn, mem.index) if mem.index != X86_REG_INVALID else None
+            return Operand(full_register(insn, mem.base), index, int(mem.scale), int(mem.disp))
     return None
 
 
@@ -204,7 +318,10 @@ def load_into(insn: CsInsn, register: str) -> tuple[str, int] | None:
         return None
     if source.type != X86_OP_MEM or source.size != 8:
         return None
-    return memory_operand(insn)
+    operand = memory_operand(insn)
+    if operand is None or operand.index is not None:
+        return None
+    return operand.base, operand.disp
 
 
 def member_pointer(holder: Pointer, offset: int) -> Pointer | None:
