@@ -82,3 +82,23 @@ def test_a_heap_pointer_held_in_a_struct_is_laid_out(binary, tmp_path):
     assert finding["details"]["field"] == "rtt_ns"
     assert "struct peer (*s->peer)" in finding["title"]
     assert hot(layouts["s"]) == {"peer"}  # the socket itself: only its pointer is read
+
+
+@pytest.mark.parametrize(
+    ("program", "function", "struct"),
+    [("conntable", "handle_packet", "conn"), ("sessions", "serve", "session")],
+)
+def test_the_connection_tables_built_by_clang_get_gccs_finding(
+    examples_built, tmp_path, program, function, struct
+):
+    found = {}
+    for build in (program, f"{program}-clang"):
+        store = record_cache(tmp_path / build, BIN / build, function, "500", "300", calls=200)
+        advice = json.loads(perfsleuth(store, "advise", "--format", "json").stdout)
+        [finding] = [f for f in advice["findings"] if f["kind"] == "cache-layout"]
+        [layout] = [lay for lay in cache_doc(store)["layouts"] if lay["struct"] == struct]
+        assert layout_members(layout) == pahole_members(BIN / build, struct)
+        details = finding["details"]
+        found[build] = (details["struct"], details["variable"], details["field"], hot(layout))
+    assert found[program] == found[f"{program}-clang"]
+    assert found[program][0] == struct
