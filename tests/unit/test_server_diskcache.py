@@ -106,3 +106,14 @@ def test_an_imported_run_has_its_pages_kept_before_any_server_asks(tmp_path: Pat
     marked = kept["flame"].read_bytes()[:-2] + b"\x07\x00"
     kept["flame"].write_bytes(marked)  # a fresh server sends the kept file, not a new fold
     assert Api(Store(store_path), []).get("/api/runs/1/flame", {}).body == marked
+
+
+def test_a_perf_recording_has_its_time_order_kept_as_it_is_stored(tmp_path: Path) -> None:
+    store_path = tmp_path / "store"
+    recording = Path(__file__).resolve().parents[1] / "fixtures" / "detect.perf.data"
+    perfsleuth(store_path, "import", str(recording))
+    (kept,) = (store_path / "ui-cache").glob("run1-timeline-*.bin")
+    answer = kept.read_bytes()
+    kept.unlink()  # computed anew by a fresh server: the same bytes
+    assert Api(Store(store_path), []).get("/api/runs/1/timeline", {}).body == answer
+    assert len(answer) > 32

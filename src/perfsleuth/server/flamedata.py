@@ -39,6 +39,9 @@ class FlameColumns:
     depth: array = field(default_factory=lambda: array("H"))
     values: dict[str, array] = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
+    # per stack of the profile, the node its samples end at (-1: no sample); from
+    # flame_columns only, for the time order (timelinedata.py)
+    leaf: array = field(default_factory=lambda: array("i"))
 
 
 def _label_paths(profile: Profile) -> tuple[list[str], list[tuple[int, ...]]]:
@@ -55,9 +58,13 @@ def _label_paths(profile: Profile) -> tuple[list[str], list[tuple[int, ...]]]:
 Row = tuple[tuple[int, ...], tuple[float, ...]]  # root-first name path, one value per column
 
 
-def _build(names: list[str], rows: list[Row], columns: tuple[str, ...]) -> FlameColumns:
-    """The merged call tree of (path, values) rows; one value column per name."""
+def _build(
+    names: list[str], rows: list[Row], columns: tuple[str, ...]
+) -> tuple[FlameColumns, dict[tuple[int, ...], int]]:
+    """The merged call tree of (path, values) rows, one value column per name; and the
+    node each distinct path ends at."""
     rows.sort(key=lambda r: r[0])
+    ends: dict[tuple[int, ...], int] = {}
     out = FlameColumns(names=names)
     name, depth = out.name, out.depth
     own: list[list[float]] = [[0.0] for _ in columns]  # weight ending at each node
@@ -77,12 +84,12 @@ def _build(names: list[str], rows: list[Row], columns: tuple[str, ...]) -> Flame
             depth.extend(range(common + 1, len(path) + 1))
             for column in own:
                 column.extend([0.0] * (len(path) - common))
-            node = len(name) - 1
+            node = ends[path] = len(name) - 1
             previous = path
         for c, v in enumerate(values):
             own[c][node] += v
     out.values = {c: _subtree_sums(depth, column) for c, column in zip(columns, own, strict=True)}
-    return out
+    return out, ends
 
 
 def _subtree_sums(depth: array, own: list[float]) -> array:
@@ -108,8 +115,9 @@ def flame_columns(profile: Profile) -> FlameColumns:
     ):
         values = (w, 0.0 if s in ON_CPU_STATES else w) if has_states else (w,)
         rows.append((paths[sid], values))
-    flame = _build(names, rows, columns)
+    flame, ends = _build(names, rows, columns)
     flame.meta = {"unit": profile.unit, "total": profile.total}
+    flame.leaf = array("i", [ends.get(path, -1) for path in paths])
     return flame
 
 
@@ -125,7 +133,7 @@ def diff_columns(a: Profile, b: Profile) -> FlameColumns:
         for sid, w in zip(profile.sample_stack, profile.sample_weight, strict=True):
             path = tuple(to_global[i] for i in paths[sid])
             rows.append((path, (w, 0.0) if first else (0.0, w)))
-    flame = _build(names, rows, ("a", "b"))
+    flame, _ = _build(names, rows, ("a", "b"))
     flame.meta = {"unit": b.unit, "total_a": a.total, "total_b": b.total}
     return flame
 

@@ -19,36 +19,13 @@ from array import array
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
-from ..views.flame import frame_label
-from .flamedata import MAX_DEPTH, FlameColumns
-
-
-def leaf_nodes(profile: Profile, flame: FlameColumns) -> list[int]:
-    """Per stack of the profile, the flame graph node its samples end at."""
-    child: dict[tuple[int, int], int] = {}
-    parents = [0]
-    for node in range(1, len(flame.name)):
-        depth = flame.depth[node]
-        del parents[depth:]
-        child[(parents[-1], flame.name[node])] = node
-        parents.append(node)
-    rank = {name: i for i, name in enumerate(flame.names)}
-    label = [rank.get(frame_label(f), -1) for f in profile.frames]
-    leaves = []
-    for stack in profile.stacks:
-        node = 0
-        for fid in reversed(stack[-MAX_DEPTH:]):
-            node = child.get((node, label[fid]), -1)
-            if node < 0:
-                break
-        leaves.append(node)
-    return leaves
+from .flamedata import FlameColumns
 
 
 def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[int]) -> bytes:
     """The runs of the threads `tids` (every thread when empty), merged where two runs
     of one stack follow each other once the other threads are left out."""
-    leaves = leaf_nodes(profile, flame)
+    leaves = flame.leaf
     keep = [not tids or (t.tid in tids) for t in profile.threads]
     time, node, count = array("d"), array("I"), array("I")
     start = timeline.time_ns[0] if len(timeline) else 0
