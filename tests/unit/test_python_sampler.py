@@ -1,8 +1,17 @@
-"""The agent's Python sampling: which processes are CPython, and how py-spy's stacks
-replace perf's samples of a process in a window without counting it twice."""
+"""The agent's Python sampling: which processes are CPython, and how py-spy's Python
+stacks are spliced into perf's samples of a process without counting it twice.
+
+The window is captured from a real run (tests/fixtures/py_spy/agent/): the agent's perf
+(`perf record -a -k CLOCK_MONOTONIC --call-graph dwarf -F 19`, 5 s windows, symbolized
+by the agent's HostSymbolizer) beside its py-spy 0.4.3 runs (`--nonblocking --format
+chrometrace` at 100 Hz, 4 s each) on examples/python/zlib_mixed.py (pyenv's CPython
+3.11.7) on the shared 2-core machine: the samples of that process (pid, tid, comm,
+stack, time) and each run's trace with the CLOCK_MONOTONIC time it was started.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -11,38 +20,47 @@ import sys
 import time
 from pathlib import Path
 
-from perfsleuth.agent.python_sampler import (
-    PythonSampler,
-    RunStacks,
-    apportion,
-    is_cpython,
-    with_python_stacks,
-)
+from perfsleuth.agent.python_sampler import PythonSampler, RunStacks, is_cpython
+from perfsleuth.formats import py_spy_trace
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.timeline import Timeline
 
-EVAL = Frame("_PyEval_EvalFrameDefault", dso="libpython3.11.so.1.0")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "py_spy" / "agent"
+EVAL = "_PyEval_EvalFrameDefault"
+NATIVE_PID = 20
 WORK = Frame("work", dso="hotspots")
-SERIALIZE = Frame("serialize", dso="[python:app]", file="/srv/app.py", line=30)
-DUMPS = Frame("dumps", dso="[python:json]", file="/usr/lib/python3.11/json/__init__.py", line=231)
-PARSE = Frame("parse", dso="[python:app]", file="/srv/app.py", line=34)
 
 
-def perf_window() -> Profile:
-    """pid 10 a Python service (two threads), pid 20 a native program; ns weights."""
+def captured() -> tuple[Window, int, list[RunStacks]]:
+    """The captured window (plus a native process, pid 20, at the same times) and runs."""
+    doc = json.loads((FIXTURES / "zlib_mixed.window.json").read_text())
+    frames = [Frame(f, dso=d, inlined=bool(i), kernel=bool(k)) for f, d, i, k in doc["frames"]]
     b = ProfileBuilder(unit="ns")
-    b.add([EVAL], 7e8, count=7, thread=Thread(10, 10, "api"))
-    b.add([EVAL], 3e8, count=3, thread=Thread(11, 10, "api-worker"))
-    b.add([WORK], 5e8, count=5, thread=Thread(20, 20, "hotspots"))
-    return b.build()
+    timeline = Timeline()
+    for tid, comm, stack, count, when in doc["samples"]:
+        ids = tuple(b.frame_id(frames[f]) for f in doc["stacks"][stack])
+        for thread, key in (
+            (Thread(tid, doc["pid"], comm), ids),
+            (Thread(NATIVE_PID, NATIVE_PID, "hot"), (b.frame_id(WORK),)),
+        ):
+            ti = b.thread_id(thread)
+            b.add_ids(key, 5.2e7 * count, count=count, thread_index=ti)
+            timeline.add(b.stack_id(key), ti, count, when)
+    profile = b.build()
+    profile.timeline = timeline
+    runs = [
+        RunStacks(
+            py_spy_trace.read(FIXTURES / run["trace"], run["origin"]), run["origin"], run["end"]
+        )
+        for run in doc["runs"]
+    ]
+    return Window("w", 0.0, 15.0, profile, rate_hz=19), doc["pid"], runs
 
 
-def spy_run() -> Profile:
-    """py-spy's stacks of pid 10 (it counts differently from perf: 30 samples)."""
-    b = ProfileBuilder()
-    b.add([DUMPS, SERIALIZE], 20, count=20, thread=Thread(10, 0, "MainThread"))
-    b.add([PARSE], 10, count=10, thread=Thread(11, 0, "Thread-1"))
-    return b.build()
+def names(profile: Profile, stack: tuple[int, ...]) -> list[str]:
+    """Function names, root first."""
+    return [profile.frames[f].function for f in reversed(stack)]
 
 
 def by_process(profile: Profile) -> dict[int, tuple[int, float]]:
@@ -53,32 +71,81 @@ def by_process(profile: Profile) -> dict[int, tuple[int, float]]:
     return out
 
 
-def test_python_stacks_replace_perf_samples_of_that_process_and_keep_its_cpu_time() -> None:
-    merged = with_python_stacks(perf_window(), {10: spy_run()})
-    assert by_process(merged) == {10: (10, 1e9), 20: (5, 5e8)}
-    leaves = {merged.frames[stack[0]].function for stack, *_ in merged.rows()}
-    assert leaves == {"dumps", "parse", "work"}  # no _PyEval_EvalFrameDefault left
-    rows = {
-        merged.frames[stack[0]].function: (c, merged.threads[t])
-        for stack, _, c, t, _ in merged.rows()
-    }
-    # 10 perf samples over py-spy's 20:10 split; threads keep perf's comm
-    assert rows["dumps"] == (7, Thread(10, 10, "api"))
-    assert rows["parse"] == (3, Thread(11, 10, "api-worker"))
+def merged(tmp_path: Path, runs: slice = slice(None)) -> tuple[PythonSampler, Window, Profile, int]:
+    window, pid, all_runs = captured()
+    sampler = PythonSampler(tmp_path, window_s=5, max_processes=0, log=print)
+    sampler.done = {pid: all_runs[runs]}
+    return sampler, window, sampler.merge(window).profile, pid
 
 
-def test_a_process_perf_did_not_see_or_py_spy_did_not_sample_is_left_as_perf_has_it() -> None:
-    window = perf_window()
-    merged = with_python_stacks(window, {30: spy_run()})
-    assert by_process(merged) == by_process(window)
-    assert {f.function for f in merged.frames} == {"_PyEval_EvalFrameDefault", "work"}
+def test_python_frames_replace_the_eval_loops_and_the_process_keeps_perfs_cpu_time(
+    tmp_path: Path,
+) -> None:
+    sampler, window, out, pid = merged(tmp_path)
+    assert by_process(out) == by_process(window.profile)
+    assert out.timeline is None  # dates the samples for the splice only
+    spliced = [
+        (names(out, s), c)
+        for s, _, c, t, _ in out.rows()
+        if out.threads[t].pid == pid and "main" in names(out, s)
+    ]
+    assert sum(c for _, c in spliced) >= 150 and sampler.spliced == sum(c for _, c in spliced)
+    assert all(EVAL not in n and n[0] == "<module>" for n, _ in spliced)
+    assert sampler.sampled == 4 and sampler.metrics()["python_samples"] == sampler.spliced
+    comms = {out.threads[t].name for _, _, _, t, _ in out.rows() if out.threads[t].pid == pid}
+    assert comms == {window.profile.threads[0].name}  # perf's comm, not py-spy's thread name
 
 
-def test_apportion_keeps_the_total_and_the_proportions() -> None:
-    assert apportion(10, [20, 10]) == [7, 3]
-    assert apportion(3, [1, 1, 1, 1]) == [1, 1, 1, 0]
-    assert sum(apportion(38, [5, 9, 1, 17])) == 38
-    assert apportion(4, [0, 0]) == [0, 0]
+def test_the_native_hot_spot_goes_under_its_python_caller(tmp_path: Path) -> None:
+    _, _, out, _ = merged(tmp_path)
+    deflate = [
+        (names(out, s), c)
+        for s, _, c, _, _ in out.rows()
+        if "deflate" in names(out, s) and "main" in names(out, s)
+    ]
+    assert sum(c for _, c in deflate) >= 120
+    for n, _ in deflate:
+        assert n[n.index("zlib_compress") - 1] == "pack_logs", n
+
+
+def test_kernel_frames_of_the_python_process_are_kept(tmp_path: Path) -> None:
+    _, window, out, pid = merged(tmp_path)
+
+    def kernel_samples(profile: Profile) -> int:
+        return sum(
+            c
+            for s, _, c, t, _ in profile.rows()
+            if profile.threads[t].pid == pid and profile.frames[s[0]].kernel
+        )
+
+    assert kernel_samples(out) == kernel_samples(window.profile) >= 2
+    mixed = [
+        names(out, s) for s, *_ in out.rows() if out.frames[s[0]].kernel and "main" in names(out, s)
+    ]
+    assert mixed, "no sample with both Python and kernel frames"
+
+
+def test_samples_no_run_covers_keep_their_native_stacks(tmp_path: Path) -> None:
+    sampler, window, out, pid = merged(tmp_path, slice(1, 2))  # the second run only
+    assert by_process(out) == by_process(window.profile)
+    native = sum(
+        c for s, _, c, t, _ in out.rows() if out.threads[t].pid == pid and EVAL in names(out, s)
+    )
+    assert native >= 100 and sampler.sampled == 1  # the other runs' seconds
+    assert {
+        out.frames[s[0]] for s, _, _, t, _ in out.rows() if out.threads[t].pid == NATIVE_PID
+    } == {WORK}
+
+
+def test_a_window_without_runs_or_times_is_left_as_perf_has_it(tmp_path: Path) -> None:
+    window, _, runs = captured()
+    sampler = PythonSampler(tmp_path, window_s=5, max_processes=0, log=print)
+    sampler.done = {4242: runs}  # another process's runs
+    out = sampler.merge(window).profile
+    assert by_process(out) == by_process(window.profile) and sampler.sampled == 0
+    assert all(
+        EVAL in names(out, s) for s, _, _, t, _ in out.rows() if out.threads[t].pid != NATIVE_PID
+    )
 
 
 def test_cpython_is_told_by_its_executable_or_libpython() -> None:
@@ -89,28 +156,11 @@ def test_cpython_is_told_by_its_executable_or_libpython() -> None:
     assert not is_cpython(Process(exe="/usr/bin/hotspots", libraries=("/usr/lib/libz.so.1",)))
 
 
-def test_a_window_takes_the_runs_that_overlap_it_else_the_nearest_within_a_window(
-    tmp_path: Path,
-) -> None:
-    sampler = PythonSampler(tmp_path, rate=19, window_s=10, max_processes=0, log=print)
-    first, second = spy_run(), spy_run()
-    sampler.done = {10: [RunStacks(first, 100.0, 109.0), RunStacks(second, 109.5, 118.5)]}
-
-    def leaves(start: float, end: float) -> int:
-        merged = sampler.merge(Window("w", start, end, perf_window(), rate_hz=19)).profile
-        return sum(c for stack, _, c, _, _ in merged.rows() if merged.frames[stack[0]] == DUMPS)
-
-    assert leaves(100, 110) == 7  # both runs overlap it: their mix, perf's count
-    assert leaves(118.7, 128.7) == 7  # none overlaps: the second, 0.2 s before it
-    assert sampler.sampled == 2  # each run counted once, however many windows it served
-    assert leaves(129, 139) == 0 and not sampler.done  # over a window away: perf's samples
-
-
 def test_the_agents_own_children_are_never_chosen(tmp_path: Path) -> None:
     """The agent's perf maps libpython (for perf script) but runs no interpreter."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        sampler = PythonSampler(tmp_path, rate=19, window_s=10, max_processes=3, log=print)
+        sampler = PythonSampler(tmp_path, window_s=10, max_processes=3, log=print)
         embedding = ("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",)
         processes = {
             pid: Process(exe="/usr/bin/perf", libraries=embedding) for pid in (1, child.pid)
@@ -128,7 +178,7 @@ def test_only_processes_busier_than_py_spy_costs_are_chosen(tmp_path: Path) -> N
     idle = "import time\nwhile True:\n    time.sleep(0.1); sum(range(20000))"
     pids = [detached(code) for code in (spin, idle)]
     try:
-        sampler = PythonSampler(tmp_path, rate=19, window_s=10, max_processes=3, log=print)
+        sampler = PythonSampler(tmp_path, window_s=10, max_processes=3, log=print)
         processes = {pid: Process(exe=sys.executable) for pid in pids}
         sampler._busiest(processes)
         time.sleep(1.5)

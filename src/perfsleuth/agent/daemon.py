@@ -98,7 +98,6 @@ class Agent:
         self.processes = ProcessTable()
         self.python = PythonSampler(
             config.spool / "py-spy",
-            rate=config.freq,
             window_s=config.window_s,
             max_processes=config.python_processes,
             log=log,

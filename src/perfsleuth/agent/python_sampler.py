@@ -1,34 +1,33 @@
-"""Python frames in the agent's windows: py-spy on the busiest CPython processes of the host.
+"""Python frames in the agent's windows: py-spy beside perf on the busiest CPython processes.
 
 perf shows a CPython process as `_PyEval_EvalFrameDefault`; py-spy (collect/python.py
-says why py-spy and not our own reader of interpreter memory) gives its Python
-frames interleaved with the native ones. A process is taken for CPython when its
-executable is named `python`, `python3`, `python3.11`, ... or it maps a `libpython`
-(an embedding server, uwsgi).
+says why py-spy and not our own reader of interpreter memory) reads its Python
+frames. A process is taken for CPython when its executable is named `python`,
+`python3`, `python3.11`, ... or it maps a `libpython` (an embedding server, uwsgi).
 
-Why one `py-spy record --native --duration W-1` per process and window (W-1 s, so
-that a run and the start of the next fit in a window): py-spy writes its raw output
-only when a recording ends and cannot rotate it, and `py-spy dump` starts afresh
-for each stack. A run costs its start (about 0.06 s of CPU here: the interpreter's
-symbols and the DSOs' unwind tables) and about 0.016 s of CPU per second sampled at
-19 Hz; with 10 s windows, 2.5% of one core per sampled process (docs/python.md has
-the agent's measured cost). `--native` pauses the process for each sample (19 short
-stops a second at the agent's default rate). Hence a cap (`--python-processes`,
-default 3): every quarter window the busiest CPython processes by CPU time since the
-last choice are chosen, and each chosen one always has a run going; idle ones (below
-5% of a core), and the agent itself, are not sampled.
+As in python mode (collect/python_perf.py), each tool does the half it does cheaply
+and formats/python_splice.py joins them: `py-spy record --nonblocking --format
+chrometrace` reads the Python stacks from memory without stopping the process and
+says when each thread's stack changed; the agent's own perf samples (kernel and
+native frames, taken on CLOCK_MONOTONIC: collect/system_wide.py) each take the Python
+stack their thread had at that moment, in place of the eval loops. perf stays the
+measure of CPU time: every sample keeps its weight, thread and comm, and its kernel
+frames and the native frames above the Python code (the C function Python called:
+`zlib_compress`, `deflate`). A sample no run covers (a process just chosen, the gaps
+between runs, py-spy's first 20-300 ms on a process) keeps its native stack. Sample
+times come from the window's timeline, which joins consecutive samples of one thread
+on one native stack: those share the first one's time (2-5% of a busy process's
+samples here).
 
-Not counted twice: perf stays the measure of CPU time. In a window, the samples
-perf took of a process py-spy sampled are replaced by py-spy's stacks, scaled so
-that the process keeps perf's sample count and CPU time (py-spy's own counts are
-not CPU time: it counts a thread waiting for a CPU as active, and misses the
-moments between two of its runs). Its threads keep the comm perf gave them. A
-window takes the stacks of the runs that overlap it in time (a run ends when
-py-spy writes its output), else of the nearest run less than a window away, so an
-agent converting windows late still pairs each with its own seconds; a run often
-serves two windows. A process with no run that near keeps its native samples in
-that window; kernel frames of a sampled process are lost (py-spy reads user
-stacks only).
+Why one `py-spy record --duration W-1` per process and window (W-1 s, so that a run
+and the start of the next fit in a window): py-spy writes its output only when a
+recording ends and cannot rotate it. At SPY_RATE_HZ it sees a stack change within
+10 ms, which the splice allows for (its LAG), and costs about 0.024 s of CPU per
+second sampled (1000 Hz, python mode's rate, cost 0.15 s); docs/python.md has the
+agent's measured cost. Hence a cap (`--python-processes`, default 3): every quarter
+window the busiest CPython processes by CPU time since the last choice are chosen,
+and each chosen one always has a run going; idle ones (below 5% of a core), and the
+agent itself, are not sampled.
 
 A process py-spy cannot read (permission, a version it does not know, not CPython
 after all) is skipped with a counted warning and not tried again while it lives;
@@ -37,25 +36,33 @@ one that exits mid-run keeps the samples taken until then.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 from ..collect.python import INTERPRETER, SpyRun, failure_line, py_spy_binary, start_spy
 from ..errors import UserError
-from ..formats import py_spy
+from ..formats import py_spy, py_spy_trace, python_splice
+from ..formats.perf_samples import NativeFrame, Sample
 from ..model.fleet import Process, Window
-from ..model.profile import Profile, ProfileBuilder, Thread
+from ..model.profile import Frame, Profile, ProfileBuilder
+from ..model.timeline import Timeline
 from .overhead import cpu_seconds
 
 DEFAULT_PROCESSES = 3
+# py-spy's rate: a tenth of python mode's 1000 Hz, which cost 15% of a core per process
+SPY_RATE_HZ = 100
 STOP_TIMEOUT_S = 10.0
+# finished runs kept per process (about one a window): the agent converts at most 6
+# files behind perf
+KEEP_RUNS = 8
 # py-spy's failures that will not change while the process lives (collect.python's lines)
 REFUSALS = ("cannot read", "is not a CPython")
 # A process using less of one core than this is not sampled: py-spy costs ~2.5% of a
@@ -64,6 +71,7 @@ REFUSALS = ("cannot read", "is not a CPython")
 # cost the agent 1.2% of a 2-CPU host in py-spy runs.)
 MIN_CORE_SHARE = 0.05
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+NS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -78,17 +86,27 @@ class _Run:
     spy: SpyRun
     stat: ProcStat
     name: str
-    started: float  # unix time
+    origin: float  # CLOCK_MONOTONIC s: about when py-spy's clock started
 
 
 @dataclass
 class RunStacks:
-    """What one run saw, over [start, end) (unix times)."""
+    """What one run saw, over [start, end] (CLOCK_MONOTONIC s): each thread's Python
+    stack from each change on."""
 
-    profile: Profile
+    timelines: dict[int, py_spy_trace.Timeline]
     start: float
     end: float
     used: bool = False
+
+
+@dataclass
+class _Sampled:
+    """perf's samples of a window that one run covers, with their (stack, thread) ids."""
+
+    run: RunStacks
+    samples: list[Sample] = field(default_factory=list)
+    keys: list[tuple[int, int]] = field(default_factory=list)
 
 
 def is_cpython(process: Process) -> bool:
@@ -123,13 +141,11 @@ class PythonSampler:
         self,
         workdir: Path,
         *,
-        rate: int,
         window_s: int,
         max_processes: int,
         log: Callable[[str], None],
     ) -> None:
         self.workdir = workdir
-        self.rate = rate
         # a run and the start of the next one fit in a window: every window gets one
         self.duration = max(1, window_s - 1)
         self.window_s = window_s
@@ -146,6 +162,7 @@ class PythonSampler:
         self.runs: dict[int, _Run] = {}
         self.done: dict[int, list[RunStacks]] = {}  # pid -> finished runs, oldest first
         self.sampled = 0  # runs whose stacks reached a window
+        self.spliced = 0  # perf samples given Python frames
         self.skipped = 0
         self.cpu_s = 0.0
         shutil.rmtree(workdir, ignore_errors=True)  # a previous agent's unfinished runs
@@ -206,8 +223,10 @@ class PythonSampler:
     def _start(self, pid: int, name: str, stat: ProcStat) -> None:
         assert self.tool is not None
         self.workdir.mkdir(parents=True, exist_ok=True)
-        spy = start_spy(self.tool, pid, self.rate, self.duration, self.workdir / f"{pid}.txt")
-        self.runs[pid] = _Run(spy, stat, name, time.time())
+        out = self.workdir / f"{pid}.json"
+        spy = start_spy(self.tool, pid, SPY_RATE_HZ, self.duration, out, trace=True)
+        # Popen returns once py-spy's exec succeeded; the splice finds the few ms more
+        self.runs[pid] = _Run(spy, stat, name, time.monotonic())
 
     def _reap(self) -> None:
         for pid, run in list(self.runs.items()):
@@ -222,9 +241,9 @@ class PythonSampler:
         spy = run.spy
         try:
             if spy.out.exists() and spy.out.stat().st_size:
-                end = spy.out.stat().st_mtime  # py-spy writes its output as its run ends
-                seen = RunStacks(py_spy.read(spy.out, freq=self.rate), run.started, end)
-                self.done.setdefault(pid, []).append(seen)
+                timelines = py_spy_trace.read(spy.out, run.origin)
+                seen = RunStacks(timelines, run.origin, time.monotonic())
+                self.done[pid] = [*self.done.get(pid, [])[1 - KEEP_RUNS :], seen]
             elif spy.proc.returncode != 0:
                 self._skip(pid, run)
         except UserError as e:
@@ -261,45 +280,94 @@ class PythonSampler:
     # -- windows ----------------------------------------------------------------
 
     def merge(self, window: Window) -> Window:
-        """The window with the stacks of each process's runs that overlap it, else of
-        its nearest run less than a window away (windows come in order, so runs that
-        ended a window before this one started are forgotten)."""
+        """The window with Python frames spliced into perf's samples of each process that
+        a run covers at their time (the window's timeline, dropped here, dates them)."""
         self._reap()
-        pids = {t.pid for t in window.profile.threads}
-        spied: dict[int, Profile] = {}
+        profile = replace(window.profile, timeline=None)
+        timeline = window.profile.timeline
+        if timeline is None or not self.done:
+            return replace(window, profile=profile)
+        self._forget(timeline)
+        covered = self._covered(profile, timeline)
+        if not covered:
+            return replace(window, profile=profile)
+        self.sampled += len({id(part.run) for part in covered if not part.run.used})
+        for part in covered:
+            part.run.used = True
+        return replace(window, profile=self._spliced(profile, covered))
+
+    def _forget(self, timeline: Timeline) -> None:
+        """Windows come in order: runs that ended before this one's first sample are done."""
+        first = min(timeline.time_ns, default=0) * NS
         for pid, runs in list(self.done.items()):
-            kept = [r for r in runs if r.end > window.start - self.window_s]
-            self.done[pid] = kept
-            if not kept:
+            self.done[pid] = [r for r in runs if r.end >= first]
+            if not self.done[pid]:
                 del self.done[pid]
-            elif pid in pids and (stacks := self._stacks_for(kept, window)) is not None:
-                spied[pid] = stacks
-        if not spied:
-            return window
-        return replace(window, profile=with_python_stacks(window.profile, spied))
 
-    def _stacks_for(self, runs: list[RunStacks], window: Window) -> Profile | None:
-        def gap(r: RunStacks) -> float:
-            return max(window.start - r.end, r.start - window.end, 0.0)
+    def _covered(self, profile: Profile, timeline: Timeline) -> list[_Sampled]:
+        """perf's samples of the spied processes, by the run that covers each."""
+        runs = {pid: sorted(runs, key=lambda r: r.start) for pid, runs in self.done.items()}
+        starts = {pid: [r.start for r in rs] for pid, rs in runs.items()}
+        parts: dict[int, _Sampled] = {}
+        native: dict[int, tuple[NativeFrame, ...]] = {}
+        columns = (timeline.stack, timeline.thread, timeline.count, timeline.time_ns)
+        for sid, ti, count, when in zip(*columns, strict=True):
+            thread = profile.threads[ti] if ti >= 0 else None
+            if thread is None or thread.pid not in runs:
+                continue
+            at = when * NS
+            index = bisect.bisect_right(starts[thread.pid], at) - 1
+            if index < 0 or at > (run := runs[thread.pid][index]).end:
+                continue
+            part = parts.setdefault(id(run), _Sampled(run))
+            if sid not in native:
+                native[sid] = _native([profile.frames[f] for f in profile.stacks[sid]])
+            sample = Sample(thread.pid, thread.tid, at, native[sid])
+            part.samples.extend([sample] * count)  # the timeline dates a run of samples once
+            part.keys.extend([(sid, ti)] * count)
+        return list(parts.values())
 
-        use = [r for r in runs if gap(r) == 0] or [min(runs, key=gap)]
-        if gap(use[0]) >= self.window_s:
-            return None
-        self.sampled += sum(not r.used for r in use)
-        for r in use:
-            r.used = True
-        return _merged([r.profile for r in use])
+    def _spliced(self, profile: Profile, covered: list[_Sampled]) -> Profile:
+        """The profile with each covered sample on its mixed stack, its weight perf's."""
+        out = ProfileBuilder(unit=profile.unit, meta=dict(profile.meta))
+        totals: dict[tuple[int, int], list[float]] = {}  # (stack, thread) -> [weight, count]
+        for sid, w, c, t, _ in profile.columns():
+            total = totals.setdefault((sid, t), [0.0, 0])
+            total[0] += w
+            total[1] += c
+        moved: dict[tuple[int, int], int] = {}
+        for part in covered:
+            placed = python_splice.place(part.samples, part.run.timelines)
+            for (sid, ti), where in zip(part.keys, placed, strict=True):
+                if where.python:
+                    frames = _mixed([profile.frames[f] for f in profile.stacks[sid]], where)
+                    weight, count = totals[(sid, ti)]
+                    out.add(frames, weight / count, thread=profile.threads[ti])
+                    moved[(sid, ti)] = moved.get((sid, ti), 0) + 1
+        self.spliced += sum(moved.values())
+        for sid, w, c, t, state in profile.columns():
+            taken = min(c, moved.get((sid, t), 0))
+            moved[(sid, t)] = moved.get((sid, t), 0) - taken
+            if taken < c:
+                thread = profile.threads[t] if t >= 0 else None
+                stack = [profile.frames[f] for f in profile.stacks[sid]]
+                out.add(stack, w * (c - taken) / c, count=c - taken, thread=thread, state=state)
+        return replace(out.build(), dsos=profile.dsos)
 
     def describe(self) -> str:
         if self.tool is None:
             return "no Python frames"
-        return f"Python frames of the {self.max_processes} busiest CPython processes by py-spy"
+        return (
+            f"Python frames of the {self.max_processes} busiest CPython processes by "
+            f"py-spy --nonblocking at {SPY_RATE_HZ} Hz, spliced into perf's samples"
+        )
 
     def metrics(self) -> dict[str, float | int]:
         return {
             "python_processes": len(self.runs),
             "python_runs": self.sampled,
             "python_skipped": self.skipped,
+            "python_samples": self.spliced,
             "python_cpu_s": self.cpu_s,
         }
 
@@ -318,59 +386,25 @@ def _exited(pid: int) -> bool:
     return found is not None
 
 
-def _merged(profiles: list[Profile]) -> Profile:
-    if len(profiles) == 1:
-        return profiles[0]
-    builder = ProfileBuilder(unit="samples")
-    for p in profiles:
-        for stack, w, c, t, s in p.rows():
-            thread = p.threads[t] if t >= 0 else None
-            builder.add([p.frames[f] for f in stack], w, count=c, thread=thread, state=s)
-    return builder.build()
+def _native(frames: Sequence[Frame]) -> tuple[NativeFrame, ...]:
+    """The agent's frames as the splice reads perf script's: an inlined frame shares
+    the address of the frame it is inlined into (only equality matters there)."""
+    out, physical = [], 0
+    for frame in frames:
+        dso = python_splice.KERNEL if frame.kernel else "inlined" if frame.inlined else frame.dso
+        out.append(NativeFrame(physical, frame.function, dso))
+        physical += not frame.inlined
+    return tuple(out)
 
 
-def with_python_stacks(profile: Profile, spied: Mapping[int, Profile]) -> Profile:
-    """perf's samples of each spied pid replaced by its py-spy stacks, scaled to perf's
-    sample count and weight for that pid; the other samples as they are."""
-    out = ProfileBuilder(unit=profile.unit, meta=dict(profile.meta))
-    totals: dict[int, list[float]] = {}  # pid -> [count, weight] perf took of it
-    comms: dict[int, dict[int, str]] = {}  # pid -> tid -> comm, of the spied pids
-    for stack, w, c, t, s in profile.rows():
-        thread = profile.threads[t] if t >= 0 else None
-        if thread is None or thread.pid not in spied:
-            out.add([profile.frames[f] for f in stack], w, count=c, thread=thread, state=s)
-            continue
-        total = totals.setdefault(thread.pid, [0, 0.0])
-        total[0] += c
-        total[1] += w
-        comms.setdefault(thread.pid, {}).setdefault(thread.tid, thread.name)
-    for pid, (count, weight) in totals.items():
-        _add_scaled(out, spied[pid], pid, int(count), weight, comms[pid])
-    return replace(out.build(), dsos=profile.dsos)
+def _mixed(frames: Sequence[Frame], placed: python_splice.Placed) -> list[Frame]:
+    """A sample's stack, leaf first: its kernel frames (perf puts them first), the user
+    frames the splice keeps on top, then the Python stack."""
+    kernel = [f for f in frames if f.kernel]
+    user = [f for f in frames if not f.kernel]
+    return [*kernel, *user[: placed.top], *map(_python_frame, reversed(placed.python))]
 
 
-def _add_scaled(
-    out: ProfileBuilder, spy: Profile, pid: int, count: int, weight: float, comms: dict[int, str]
-) -> None:
-    rows = list(spy.rows())
-    shares = apportion(count, [c for _, _, c, _, _ in rows])
-    main = comms.get(pid) or next(iter(comms.values()), "")
-    for (stack, _, _, t, _), n in zip(rows, shares, strict=True):
-        if n:
-            tid = spy.threads[t].tid if t >= 0 else pid
-            thread = Thread(tid, pid, comms.get(tid, main))
-            frames = [spy.frames[f] for f in stack]
-            out.add(frames, weight * n / count, count=n, thread=thread)
-
-
-def apportion(total: int, counts: list[int]) -> list[int]:
-    """`total` split in proportion to `counts`, in whole numbers that add up to it
-    (largest remainders first)."""
-    whole = sum(counts)
-    if whole <= 0:
-        return [0] * len(counts)
-    shares = [total * c // whole for c in counts]
-    order = sorted(range(len(counts)), key=lambda i: total * counts[i] % whole, reverse=True)
-    for i in order[: total - sum(shares)]:
-        shares[i] += 1
-    return shares
+@lru_cache(maxsize=8192)
+def _python_frame(text: str) -> Frame:
+    return py_spy.parse_frame(text)

@@ -9,7 +9,7 @@ id, which the collector stores once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..formats import perf_data
@@ -52,7 +52,9 @@ def convert(
     lost = int(profile.meta.get("lost_samples") or 0)
     # pid 0 is the idle task: an idle CPU is not a cost to rank.
     busy = [t.tid for t in profile.threads if t.pid != 0]
-    profile = profile.filtered(tids=busy)
+    # the timeline (stack and thread ids shared with the filtered copy) dates the samples
+    # the Python sampler splices
+    profile = replace(profile.filtered(tids=busy), timeline=profile.timeline)
     if not profile.sample_count:
         return Converted(None, lost=lost)
     pids = {t.pid for t in profile.threads}

@@ -26,6 +26,7 @@ CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
 PR_SET_PDEATHSIG = 1
 ROTATED = "perf.data.*"
+CLOCK = "CLOCK_MONOTONIC"
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class SystemRecorder:
             "-F",
             str(freq),
             *call_graph_args(call_graph),
+            # sample times on py-spy's clock: the agent's Python frames are spliced by time
+            # (agent/python_sampler.py); perf's default clock is the scheduler's
+            "-k",
+            CLOCK,
             # The host symbolizes from its own binaries: no copies into ~/.debug.
             # No build-id pass either (-B): at each rotation it re-reads the whole
             # file and keeps every thread and map it ever saw, so perf grew ~10 MB

@@ -41,7 +41,9 @@ that stops short of the process's or thread's start and has no eval loop (perf's
 of the stack ended first) is put on top of the Python stack whole, as py-spy does.
 
 The result is written in py-spy's raw format (`frame;frame COUNT`, root first), which
-formats/py_spy.py reads like a `py-spy --native` recording.
+formats/py_spy.py reads like a `py-spy --native` recording. The fleet agent, whose
+frames are its own (kernel frames, build-ids), takes each sample's place instead
+(`place`): the Python stack it goes with and how many of its user frames stay on top.
 """
 
 from __future__ import annotations
@@ -96,25 +98,48 @@ class Spliced:
     early: int  # interpreter samples left out: taken before py-spy's first of their thread
 
 
-def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced:
-    """The mixed stacks of the samples (see the module's docs)."""
+@dataclass(frozen=True)
+class Placed:
+    """Where one sample goes: under PYTHON (root first; () keeps its native stack) with
+    its first TOP user frames (leaf first) on top; EARLY: in the interpreter before
+    py-spy's first sample of its thread."""
+
+    sample: Sample
+    python: tuple[str, ...]
+    top: int
+    early: bool
+    thread: str  # py-spy's name of the thread, "" when it has none
+
+
+def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Placed]:
+    """Each sample's place in the mixed stacks (see the module's docs)."""
     cut = [_cut(sample) for sample in samples]
     timelines = _aligned(cut, timelines)
     learned = _learn(cut, timelines)
     usual = _usual(learned)
-    out = Spliced(Counter(), 0)
+    out = []
     for part in cut:
         timeline = timelines.get(part.sample.tid)
         python = _python_at(part, timeline, learned, usual) if timeline else ()
-        if not python and part.spliced and timeline and part.sample.time < timeline.times[0]:
+        early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
+        name = timeline.name if timeline else ""
+        out.append(Placed(part.sample, python, len(part.top), bool(early), name))
+    return out
+
+
+def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced:
+    """The mixed stacks of the samples in py-spy's raw form, the early ones left out."""
+    out = Spliced(Counter(), 0)
+    for placed in place(samples, timelines):
+        if placed.early:
             out.early += 1
             continue
-        name = timeline.name if timeline else ""
-        thread = f"thread ({part.sample.tid})" + (f": {name}" if name else "")
-        if python:
-            frames = (*python, *reversed(part.top))
+        thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
+        native = _native(_user(placed.sample.frames))
+        if placed.python:
+            frames = (*placed.python, *reversed(native[: placed.top]))
         else:
-            frames = tuple(reversed(_native(_user(part.sample.frames))))
+            frames = tuple(reversed(native))
         out.lines[";".join((thread, *frames))] += 1
     return out
 
