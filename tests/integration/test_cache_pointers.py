@@ -1,10 +1,11 @@
 """Struct layouts reached through neither a parameter nor a global, recorded with
-the real fntrace tool on examples/cache/pointers.c built by GCC and by clang (-O2
--g): a local pointer from array indexing (`f = &t->flows[i]`) or pointer
-arithmetic (`f = flows + i`), placed in a register by DWARF's location list (GCC)
-or addressed as an element of the array it indexes (clang's `disp(base,index)`,
-named by f's computed location), and a heap pointer held in another struct
-(`s->peer->...`, followed back to the load of `s->peer`). Each gets its own layout
+the real fntrace tool on examples/cache/pointers.c built by GCC -O2, clang-16 -O2
+and GCC -O0 (all -g): a local pointer from array indexing (`f = &t->flows[i]`) or
+pointer arithmetic (`f = flows + i`), placed in a register by DWARF's location
+list (GCC -O2), addressed as an element of the array it indexes (clang's
+`disp(base,index)`, named by f's computed location) or reloaded from its stack
+slot (-O0), and a heap pointer held in another struct (`s->peer->...`, followed
+back to the load of `s->peer`). Each gets its own layout
 matching pahole's for that binary, the finding names the same struct and field for
 both compilers, and the parameter's layout is not mixed up with the pointed-to
 object."""
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.integration
 BIN = Path(__file__).resolve().parents[2] / "examples" / "bin"
 
 
-@pytest.fixture(params=["pointers", "pointers-clang"])
+@pytest.fixture(params=["pointers", "pointers-clang", "pointers-O0"])
 def binary(request, examples_built) -> Path:
     return BIN / request.param
 

@@ -160,8 +160,10 @@ def pointer_typing(
                 return {}
             start, end = pc_range(subprogram)
             locations = LocationParser(elf.get_dwarf_info().location_lists())
-            known = pointers.variables(subprogram, (start, end), locations)
             code = list(disassembler().disasm(code_between(executable, start, end), start))
+            frame = pointers.frame_base_offset(subprogram, code)
+            known = pointers.variables(subprogram, (start, end), locations, frame)
+
             typing = Typing(code, known)
             typed = {pc: typing.access(pc) for pc in pcs}
     except (OSError, ELFError, DWARFError, CsError):  # the pointers are then not followed

@@ -13,14 +13,17 @@ whose member at disp2 is a pointer to a struct. An element: an access
 disp is one of its fields, not inside an array member: a field of an element of
 the array base points to (clang keeps `f = &t->flows[i]` as base + index and
 describes f by a computed location, `DW_OP_breg<base> ... DW_OP_stack_value`,
-which names it).
+which names it). A stack slot: in a function that keeps rbp as its frame pointer
+(-O0, -fno-omit-frame-pointer), a load `mov reg, disp(rbp)` from where DWARF puts
+a variable (`DW_OP_fbreg`) loads that variable.
 
 Registers are followed back over every path in the function's code (direct jumps
 included) to their writes, BACKWARD instructions at most; a call ends the search
 for the registers it clobbers (the callee-saved ones survive it), and so does
 reaching the function's entry: a register not placed by DWARF is not followed
-further. Not followed: pointers kept in stack slots (-O0, or spilled across a
-call and reloaded) and arrays indexed inside a member (`s->items[i].x`).
+further. Not followed: pointers spilled to the stack by optimised code without a
+frame pointer (rsp-relative slots DWARF does not describe) and arrays indexed
+inside a member (`s->items[i].x`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
 VARIABLE_TAGS = ("DW_TAG_variable", "DW_TAG_formal_parameter")
 SCOPE_TAGS = ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine")
 NO_FALLTHROUGH = frozenset({"ret", "jmp", "ud2", "hlt"})
+CFA_ABOVE_RBP = 16  # after `push rbp; mov rbp, rsp`: the return address and the saved rbp
 CALLEE_SAVED = frozenset({"rbx", "rbp", "rsp", "r12", "r13", "r14", "r15"})  # System V x86-64
 INDEXING_OPS = frozenset({"DW_OP_mul", "DW_OP_shl"})  # base + index * size
 
@@ -66,6 +70,7 @@ class Variable:
     # registers a computed location `base + index * size` starts from: the variable
     # points to an element of the array base points to
     bases: frozenset[str] = frozenset()
+    slots: tuple[tuple[int, int, int], ...] = ()  # [start, end), disp(rbp) of its stack slot
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,12 @@ class Operand:
 
 
 def variables(
-    subprogram: DIE, pc_range: tuple[int, int], locations: LocationParser
+    subprogram: DIE, pc_range: tuple[int, int], locations: LocationParser, frame: int | None
 ) -> list[Variable]:
     """The function's pointer-to-struct parameters and locals that DWARF places in
-    registers or computes from one; pc_range: the function's [start, end)."""
+    registers, in rbp-relative stack slots or computes from a register; pc_range:
+    the function's [start, end); frame: DW_OP_fbreg's offset from rbp (None: no
+    frame pointer)."""
     structs = DWARFExprParser(subprogram.cu.structs)
     found = []
     for die in scope_variables(subprogram):
@@ -103,10 +110,33 @@ def variables(
             if (register := only_register(ops)) is not None
         )
         bases = frozenset(base for _s, _e, ops in pieces if (base := element_base(ops)))
-        if ranges or bases:
+        slots = tuple(
+            (start, end, frame + ops[0].args[0])
+            for start, end, ops in pieces
+            if frame is not None and len(ops) == 1 and ops[0].op_name == "DW_OP_fbreg"
+        )
+        if ranges or bases or slots:
             name = attr_text(declared, "DW_AT_name")
-            found.append(Variable(Pointer(name, kind, struct, pointee), ranges, bases))
+            pointer = Pointer(name, kind, struct, pointee)
+            found.append(Variable(pointer, ranges, bases, slots))
     return found
+
+
+def frame_base_offset(subprogram: DIE, code: list[CsInsn]) -> int | None:
+    """What turns a DW_OP_fbreg offset into an rbp-relative one: 0 when the frame
+    base is rbp (clang), CFA_ABOVE_RBP when it is the CFA (GCC) of a function whose
+    prologue makes rbp the frame pointer; None otherwise."""
+    attr = subprogram.attributes.get("DW_AT_frame_base")
+    if attr is None or not isinstance(attr.value, list):
+        return None
+    ops = DWARFExprParser(subprogram.cu.structs).parse_expr(attr.value)
+    names = [op.op_name for op in ops]
+    if names == ["DW_OP_reg6"]:
+        return 0
+    prologue = [f"{i.mnemonic} {i.op_str}" for i in code[:3] if i.mnemonic != "endbr64"]
+    if names == ["DW_OP_call_frame_cfa"] and prologue[:2] == ["push rbp", "mov rbp, rsp"]:
+        return CFA_ABOVE_RBP
+    return None
 
 
 def scope_variables(scope: DIE) -> Iterator[DIE]:
@@ -237,17 +267,34 @@ class Typing:
         for variable in self.known:
             if any(s <= vaddr < e and r == register for s, e, r in variable.ranges):
                 return variable.pointer
-        if depth == 0:
-            return None
-        found: dict[str, Pointer] = {}  # by name: every write must load the same member
+        found: dict[str, Pointer] = {}  # by name: every write must load the same pointer
         for writer in self.reaching_writes(register, index) or ():
-            loaded = load_into(self.code[writer], register)
-            holder = self.pointer_in(loaded[0], writer, depth - 1) if loaded else None
-            member = member_pointer(holder, loaded[1]) if holder and loaded else None
-            if member is None:
+            loaded = self.loaded(writer, register, depth)
+            if loaded is None:
                 return None
-            found[member.name] = member
+            found[loaded.name] = loaded
         return next(iter(found.values())) if len(found) == 1 else None
+
+    def loaded(self, writer: int, register: str, depth: int) -> Pointer | None:
+        """The pointer instruction writer loads into register: a variable from its
+        stack slot, or a member of a struct another pointer points to (depth: how
+        many more members may be followed; slots do not count)."""
+        loaded = load_into(self.code[writer], register)
+        if loaded is None:
+            return None
+        base, disp = loaded
+        slot = self.in_slot(disp, self.code[writer].address) if base == "rbp" else None
+        if slot is not None or depth == 0:
+            return slot
+        holder = self.pointer_in(base, writer, depth - 1)
+
+        return member_pointer(holder, disp) if holder is not None else None
+
+    def in_slot(self, disp: int, vaddr: int) -> Pointer | None:
+        for variable in self.known:
+            if any(s <= vaddr < e and slot == disp for s, e, slot in variable.slots):
+                return variable.pointer
+        return None
 
     def reaching_writes(self, register: str, index: int) -> set[int] | None:
         """The instructions whose write of register reaches instruction index over
@@ -294,7 +341,8 @@ def field_offset(struct: Struct, disp: int, scale: int) -> bool:
     (then the index picks the element, not an item of the member's array)."""
     if scale not in (1, struct.size) or not 0 <= disp < struct.size:
         return False
-    return not any(f.span()[0] <= disp < f.span()[1] and "[" in f.type_name for f in struct.fields)
+    arrays = (f.span() for f in struct.fields if "[" in f.type_name)
+    return not any(start <= disp < max(end, start + 1) for start, end in arrays)  # `data[]` too
 
 
 def memory_operand(insn: CsInsn) -> Operand | None:

@@ -1,0 +1,76 @@
+"""The register search and array-element checks of cpucache/pointers.py, on machine
+code assembled by GNU as (the bytes below) and decoded by capstone."""
+
+from __future__ import annotations
+
+import pytest
+from elftools.dwarf.dwarf_expr import DWARFExprParser
+from elftools.dwarf.structs import DWARFStructs
+
+from perfsleuth.cpucache.layout import disassembler
+from perfsleuth.cpucache.pointers import Typing, element_base, field_offset
+from perfsleuth.cpucache.struct_types import Field, Struct
+
+# 0 test esi, esi          4 mov rax, [rdi + 8]   (1:)     8 call 11
+# 1 je 4                   5 mov rcx, [rax]       (2:)     9 mov rcx, [rax]
+# 2 mov rax, [rdi + 8]     6 mov rax, [rdi + 8]           10 mov rcx, [rbx]
+# 3 jmp 5                  7 mov rbx, [rdi + 8]           11 ret
+CODE = bytes.fromhex("85f67406488b4708eb04488b4708488b08488b4708488b5f08e806000000488b08488b0bc3")
+
+
+@pytest.fixture(scope="module")
+def typing() -> Typing:
+    return Typing(list(disassembler().disasm(CODE, 0x1000)), [])
+
+
+def test_the_writes_of_both_paths_into_a_join_are_found(typing):
+    assert typing.reaching_writes("rax", 5) == {2, 4}
+
+
+def test_a_call_ends_the_search_for_the_registers_it_clobbers_only(typing):
+    assert typing.reaching_writes("rax", 9) is None
+    assert typing.reaching_writes("rbx", 10) == {7}
+
+
+def test_a_register_never_written_in_the_function_is_not_followed(typing):
+    assert typing.reaching_writes("rdi", 6) is None
+
+
+FLOW = Struct(
+    "flow",
+    192,
+    [
+        Field("key", "uint64_t", 0, 8),
+        Field("label", "char[40]", 8, 40),
+        Field("last_ns", "uint64_t", 48, 8),
+        Field("data", "char[0]", 56, 0),
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("disp", "scale", "element"),
+    [
+        (48, 1, True),  # flows[i].last_ns, index scaled by the compiler
+        (0, 192, True),  # scale == sizeof
+        (16, 1, False),  # label[i]: an item of the member's array
+        (56, 1, False),  # data[i]: a flexible array member
+        (48, 8, False),  # an index of 8-byte items inside the struct
+        (192, 1, False),  # past the struct
+    ],
+)
+def test_an_indexed_access_is_an_element_only_at_a_field_outside_arrays(disp, scale, element):
+    assert field_offset(FLOW, disp, scale) is element
+
+
+def ops(hex_bytes: str) -> list:
+    structs = DWARFStructs(little_endian=True, dwarf_format=32, address_size=8)
+    return DWARFExprParser(structs).parse_expr(list(bytes.fromhex(hex_bytes)))
+
+
+def test_a_computed_location_base_plus_index_times_size_names_its_base():
+    # clang's f = t + i: DW_OP_breg5 RDI+0, DW_OP_breg4 RSI+0, DW_OP_constu 0xc0,
+    # DW_OP_mul, DW_OP_plus, DW_OP_stack_value
+    assert element_base(ops("75007400 10c001 1e 22 9f".replace(" ", ""))) == "rdi"
+    assert element_base(ops("7508 9f".replace(" ", ""))) is None  # &t->x: no index
+    assert element_base(ops("75007400 10c001 1e 22".replace(" ", ""))) is None  # not a value
