@@ -164,9 +164,9 @@ def test_windows_reach_the_store_and_the_fleet_top_shows_the_hot_function(
     assert rows and all("agent-top" in r["hosts"] for r in rows), rows[:3]
     assert all(r["library"].startswith("/") and r["programs"] for r in rows), rows[:3]
     (host,) = [h for h in status["hosts"] if h["host"] == "agent-top"]
-    assert {"cpu_share", "agent_rss_bytes", "perf_rss_bytes", "lost_samples"} <= set(
-        host["metrics"]
-    )
+    metrics = host["metrics"]
+    assert {"cpu_share", "agent_rss_bytes", "perf_rss_bytes", "lost_samples"} <= set(metrics)
+    assert 0 < metrics["cpu_share_since_start"] < 1
 
 
 @pytest.mark.timeout(300 + OUTAGE_S)

@@ -65,6 +65,8 @@ def test_fleet_status_gives_dropped_windows_and_lost_samples_their_own_columns(
         store.append(w)
     agent = {"windows_dropped": 3, "lost_samples": 1234, "cpu_share": 0.048}
     store.put_host_status("web-1", {**agent, "agent_rss_bytes": 90 << 20, "perf_rss_bytes": 0})
+    # the agent of web-2 reports its cost since it started too: the column shows that
+    store.put_host_status("web-2", {"cpu_share": 0.137, "cpu_share_since_start": 0.0061})
     assert main(["fleet", "status", "--store", root, "--format", "json"]) == 0
     hosts = {h["host"]: h for h in json.loads(capsys.readouterr().out)["hosts"]}
     assert (hosts["web-1"]["windows_dropped"], hosts["web-1"]["lost_samples"]) == (3, 1234)
@@ -76,4 +78,5 @@ def test_fleet_status_gives_dropped_windows_and_lost_samples_their_own_columns(
     assert re.search(r"samples/s +dropped windows +lost samples +agent CPU +agent RSS\n", text)
     assert re.search(r"\nweb-1 .* 19\.0 +3 +1,234 +4\.80% +90 MB\n", text)
     assert re.search(r"\nweb-0 .* 19\.0 +- +- +- +-\n", text)
+    assert re.search(r"\nweb-2 .* 0\.61% +-\n", text)
     assert "windows_dropped=" not in text

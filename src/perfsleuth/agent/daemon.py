@@ -273,7 +273,8 @@ class Agent:
             f"{metrics['samples_per_s']:.1f} samples/s, {self.counts.windows} windows "
             f"({self.counts.sent} sent, {metrics['windows_dropped']} dropped, "
             f"{metrics['spool_windows']} spooled in {metrics['spool_bytes'] / mb:.1f} MB); "
-            f"own cost {metrics['cpu_share']:.2%} of the host's CPU, RSS agent "
+            f"own cost {metrics['cpu_share']:.2%} of the host's CPU "
+            f"({metrics['cpu_share_since_start']:.2%} since start), RSS agent "
             f"{metrics['agent_rss_bytes'] / mb:.0f} MB + perf {metrics['perf_rss_bytes'] / mb:.0f} "
             f"MB; perf lost {self.counts.lost_samples} samples"
         )
@@ -294,6 +295,7 @@ class Agent:
             "window_s": self.config.window_s,
             "call_graph": self.config.call_graph,
             "cpu_share": usage.cpu_share,
+            "cpu_share_since_start": usage.cpu_share_since_start,
             "agent_cpu_s": usage.agent_cpu_s,
             "perf_cpu_s": usage.perf_cpu_s,
             "agent_rss_bytes": usage.agent_rss_bytes,

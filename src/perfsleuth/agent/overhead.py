@@ -47,6 +47,7 @@ class Usage:
     agent_cpu_s: float
     perf_cpu_s: float
     cpu_share: float  # of the whole host (all CPUs), since the previous reading
+    cpu_share_since_start: float  # the same since the meter started: what the agent costs
     agent_rss_bytes: int
     perf_rss_bytes: int
 
@@ -55,21 +56,26 @@ class Meter:
     def __init__(self, ncpus: int | None = None) -> None:
         self.ncpus = ncpus or os.cpu_count() or 1
         self.perf_cpu_s = 0.0
-        self._last = (time.monotonic(), own_cpu(), 0.0)
+        self._last = self._start = (time.monotonic(), own_cpu(), 0.0)
 
     def read(self, perf_pid: int | None) -> Usage:
         now, agent = time.monotonic(), own_cpu()
         if perf_pid is not None:
             # keep the last value seen: perf's counter vanishes when it exits
             self.perf_cpu_s = max(self.perf_cpu_s, cpu_seconds(perf_pid))
-        then, agent_then, perf_then = self._last
+        share = self._share(self._last, now, agent)
         self._last = (now, agent, self.perf_cpu_s)
-        used = agent - agent_then + self.perf_cpu_s - perf_then
-        share = used / max(now - then, 1e-6) / self.ncpus
         return Usage(
             agent_cpu_s=agent,
             perf_cpu_s=self.perf_cpu_s,
             cpu_share=share,
+            cpu_share_since_start=self._share(self._start, now, agent),
             agent_rss_bytes=rss_bytes("self"),
             perf_rss_bytes=rss_bytes(perf_pid) if perf_pid is not None else 0,
         )
+
+    def _share(self, since: tuple[float, float, float], now: float, agent: float) -> float:
+        """The agent's and perf's CPU from the reading `since` to now, as a share of the host."""
+        then, agent_then, perf_then = since
+        used = agent - agent_then + self.perf_cpu_s - perf_then
+        return used / max(now - then, 1e-6) / self.ncpus

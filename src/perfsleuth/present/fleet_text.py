@@ -63,8 +63,9 @@ def _count(value: object) -> str:
 
 
 def _agent_cost(metrics: dict) -> tuple[str, str]:
-    """The agent's share of its host's CPU and its memory with perf's, or "-"."""
-    share = metrics.get("cpu_share")
+    """The agent's share of its host's CPU since it started (agents before that metric:
+    over their last report) and its memory with perf's, or "-"."""
+    share = metrics.get("cpu_share_since_start", metrics.get("cpu_share"))
     keys = ("agent_rss_bytes", "perf_rss_bytes")
     rss = [value for key in keys if isinstance(value := metrics.get(key), int)]
     cpu = f"{share:.2%}" if isinstance(share, int | float) else "-"
