@@ -1,8 +1,11 @@
 """The agent's Python frames: real perf, real py-spy, a real collector on 127.0.0.1.
 
-examples/python/json_heavy.py runs under a name of its own (a link to the venv's
-interpreter, so its comm is `pyjson-agent`) while the agent samples the host in 2 s
-windows; the fleet queries must show its Python functions, and the fleet advisor the
+examples/python/json_heavy.py and zlib_mixed.py run under names of their own (links to
+the venv's interpreter, so their comms are `pyjson-agent` and `pyzlib-agent`) while
+the agent samples the host in 2 s windows; the fleet queries must show their Python
+functions spliced into the agent's own perf samples: libz's deflate right above its
+one Python caller (pack_logs), the kernel frames perf took of them kept, py-spy
+reading them without stopping them (--nonblocking), and the fleet advisor giving the
 json finding. A busy native program named like an interpreter (`python3.99`, the
 hotspots example) is one py-spy cannot read: skipped with a counted warning, its
 perf samples kept.
@@ -31,12 +34,11 @@ from test_agent_daemon import (
 
 from perfsleuth.formats.py_spy import PYTHON_DSO_PREFIX
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python" / "json_heavy.py"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
+EXAMPLE = EXAMPLES / "json_heavy.py"
 COMM = "pyjson-agent"
+ZLIB = "pyzlib-agent"
 FAKE = "python3.99"
-# Python processes get their stacks from py-spy; frame-pointer stacks for the rest
-# keep the agent's conversions short enough for 2 s windows on a loaded machine
-CHEAP = ("--call-graph", "fp")
 WANTED = {"main", "serialize", "parse", "dumps"}
 
 pytestmark = [
@@ -49,19 +51,25 @@ pytestmark = [
 
 @pytest.fixture
 def programs(tmp_path: Path) -> Iterator[dict[str, int]]:
-    """The json example as `pyjson-agent`, and hotspots as `python3.99`, both busy."""
+    """The json example as `pyjson-agent`, the zlib one as `pyzlib-agent`, and hotspots as
+    `python3.99`, all busy."""
     if not HOTSPOTS.exists():
         pytest.skip("examples are not built (make -C examples)")
-    interpreter = tmp_path / COMM
-    interpreter.symlink_to(Path(sys.executable).resolve())
+    for comm in (COMM, ZLIB):
+        (tmp_path / comm).symlink_to(Path(sys.executable).resolve())
     fake = tmp_path / FAKE
     shutil.copy(HOTSPOTS, fake)
-    procs = [
-        subprocess.Popen([str(interpreter), str(EXAMPLE), "100000"], stdout=subprocess.DEVNULL),
-        subprocess.Popen([str(fake), "100000000000"], stdout=subprocess.DEVNULL),
-    ]
-    yield {COMM: procs[0].pid, FAKE: procs[1].pid}
-    for proc in procs:
+    argvs = {
+        COMM: [tmp_path / COMM, EXAMPLE, "100000"],
+        ZLIB: [tmp_path / ZLIB, EXAMPLES / "zlib_mixed.py", "100000"],
+        FAKE: [fake, "100000000000"],
+    }
+    procs = {
+        name: subprocess.Popen(list(map(str, argv)), stdout=subprocess.DEVNULL)
+        for name, argv in argvs.items()
+    }
+    yield {name: proc.pid for name, proc in procs.items()}
+    for proc in procs.values():
         proc.kill()
         proc.wait()
 
@@ -79,6 +87,35 @@ def python_functions(store: Path) -> set[str]:
     return {r["function"] for r in python_rows(store)}
 
 
+def folded(store: Path, comm: str) -> list[tuple[list[str], int]]:
+    """The fleet's stacks of COMM: function names root first (kernel ones marked `_[k]`,
+    Python ones without their `(file:line)`), samples."""
+    text = fleet(store, "flame", "--folded", "--from", "1h", "--where", f"comm={comm}")
+    stacks = [line.rpartition(" ") for line in text.splitlines() if line.strip()]
+    return [([f.split(" (")[0] for f in s.split(";")], int(n)) for s, _, n in stacks]
+
+
+def deflate_callers(store: Path) -> dict[str, int]:
+    """Samples in libz's deflate by the frame below zlib_compress (its Python caller)."""
+    callers: dict[str, int] = {}
+    for frames, count in folded(store, ZLIB):
+        if "deflate" in frames and "zlib_compress" in frames and "main" in frames:
+            caller = frames[frames.index("zlib_compress") - 1]
+            callers[caller] = callers.get(caller, 0) + count
+    return callers
+
+
+def py_spy_argvs(agent: int) -> list[list[str]]:
+    """The command lines of the agent's py-spy runs going now."""
+    out = []
+    for task in Path(f"/proc/{agent}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if Path(argv[0].decode()).name == "py-spy":
+                out.append([a.decode() for a in argv if a])
+    return out
+
+
 def stop_agent(agent: subprocess.Popen) -> str:
     """SIGTERM; an agent behind on a loaded machine converts what perf left first."""
     agent.send_signal(signal.SIGTERM)
@@ -93,13 +130,18 @@ def test_cpython_processes_have_python_frames_in_the_fleet(
     collector = start_collector(tmp_path / "fleet")
     # 8 places: other Python processes of this shared machine may be busier than ours
     agent = start_agent(
-        collector.url, tmp_path / "spool", "agent-python", "--python-processes", "8", *CHEAP
+        collector.url, tmp_path / "spool", "agent-python", "--python-processes", "8"
     )
     pid = programs[FAKE]
     try:
         skipped = wait_for_line(agent, f"(pid {pid})", 180)
+        wait_for(lambda: len(py_spy_argvs(agent.pid)) >= 2, 60, "no py-spy runs")
+        spies = py_spy_argvs(agent.pid)
         wait_for(lambda: len(collector.windows()) >= 2, 180, "no windows reached the store")
         wait_for(lambda: python_functions(collector.store) >= WANTED, 240, "no Python frames")
+        wait_for(lambda: sum(deflate_callers(collector.store).values()) >= 20, 240, "no deflate")
+        callers = deflate_callers(collector.store)
+        stacks = folded(collector.store, ZLIB) + folded(collector.store, COMM)
         python = {r["function"]: r for r in python_rows(collector.store)}
         fake = top(collector.store, FAKE)
         where = ["--from", "1h", "--where", f"comm={COMM}", "--format", "json"]
@@ -109,6 +151,14 @@ def test_cpython_processes_have_python_frames_in_the_fleet(
     finally:
         agent.kill()
         collector.stop()
+    # py-spy reads the processes without stopping them; perf takes their stacks
+    assert all("--nonblocking" in argv and "--native" not in argv for argv in spies), spies
+    # the native hot spot right above its one Python caller, its C frames kept
+    assert max(callers, key=callers.__getitem__) == "pack_logs", callers
+    assert callers["pack_logs"] >= 0.9 * sum(callers.values()), callers
+    # kernel frames perf took of the Python processes stay, under their Python frames
+    kernel = [f for f, _ in stacks if f[-1].endswith("_[k]") and ("main" in f or "<module>" in f)]
+    assert kernel, "no kernel frames under Python frames"
     # Python functions with their module, file and line, under the interpreter's comm
     serialize = python["serialize"]
     assert serialize["dso"] == "[python:json_heavy]" and serialize["file"] == str(EXAMPLE)
