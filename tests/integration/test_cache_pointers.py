@@ -5,7 +5,8 @@ pointer arithmetic (`f = flows + i`), placed in a register by DWARF's location
 list (GCC -O2), addressed as an element of the array it indexes (clang's
 `disp(base,index)`, named by f's computed location) or reloaded from its stack
 slot (-O0), and a heap pointer held in another struct (`s->peer->...`, followed
-back to the load of `s->peer`). Each gets its own layout
+back to the load of `s->peer`, also across a call).
+ Each gets its own layout
 matching pahole's for that binary, the finding names the same struct and field for
 both compilers, and the parameter's layout is not mixed up with the pointed-to
 object."""
@@ -76,8 +77,10 @@ def test_a_local_from_pointer_arithmetic_is_laid_out(binary, tmp_path):
     assert (reorder["lines_per_object_before"], reorder["lines_per_object_after"]) == (2, 1)
 
 
-def test_a_heap_pointer_held_in_a_struct_is_laid_out(binary, tmp_path):
-    layouts, finding = traced(tmp_path, binary, "deliver")
+# relay: deliver with a call in between, across which s->peer is kept or reloaded
+@pytest.mark.parametrize("function", ["deliver", "relay"])
+def test_a_heap_pointer_held_in_a_struct_is_laid_out(binary, tmp_path, function):
+    layouts, finding = traced(tmp_path, binary, function)
     peer = laid_out(binary, layouts, finding, "s->peer", "member", "peer")
     assert hot(peer) == {"rx_bytes", "rx_packets", "rtt_ns"}
     assert finding["details"]["field"] == "rtt_ns"

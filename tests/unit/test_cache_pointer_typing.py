@@ -27,9 +27,11 @@ def test_the_writes_of_both_paths_into_a_join_are_found(typing):
     assert typing.reaching_writes("rax", 5) == {2, 4}
 
 
-def test_a_call_ends_the_search_for_the_registers_it_clobbers_only(typing):
-    assert typing.reaching_writes("rax", 9) is None
-    assert typing.reaching_writes("rbx", 10) == {7}
+def test_a_call_writes_the_return_registers_unless_its_callee_returns_nothing(typing):
+    assert typing.reaching_writes("rax", 9) == {8}  # the call's result
+    assert typing.reaching_writes("rbx", 10) == {7}  # kept across the call
+    keeping = Typing(typing.code, [], void=frozenset({0x1024}))
+    assert keeping.reaching_writes("rax", 9) == {6}  # GCC keeps rax across a void callee
 
 
 def test_a_register_never_written_in_the_function_is_not_followed(typing):

@@ -163,8 +163,8 @@ def pointer_typing(
             code = list(disassembler().disasm(code_between(executable, start, end), start))
             frame = pointers.frame_base_offset(subprogram, code)
             known = pointers.variables(subprogram, (start, end), locations, frame)
+            typing = Typing(code, known, pointers.void_callees(subprogram, code))
 
-            typing = Typing(code, known)
             typed = {pc: typing.access(pc) for pc in pcs}
     except (OSError, ELFError, DWARFError, CsError):  # the pointers are then not followed
         return {}

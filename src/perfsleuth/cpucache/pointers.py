@@ -18,12 +18,17 @@ which names it). A stack slot: in a function that keeps rbp as its frame pointer
 a variable (`DW_OP_fbreg`) loads that variable.
 
 Registers are followed back over every path in the function's code (direct jumps
-included) to their writes, BACKWARD instructions at most; a call ends the search
-for the registers it clobbers (the callee-saved ones survive it), and so does
-reaching the function's entry: a register not placed by DWARF is not followed
-further. Not followed: pointers spilled to the stack by optimised code without a
-frame pointer (rsp-relative slots DWARF does not describe) and arrays indexed
-inside a member (`s->items[i].x`).
+included) to their writes, BACKWARD instructions at most. A call is a write of
+the registers it returns in (rax, rdx), unless DWARF says the callee, in the
+same compilation unit, returns nothing; code that reads any other register after
+a call without writing it again relies on its value from before the call (a
+callee-saved register, or one GCC's interprocedural register allocation knows the
+callee keeps, rax included when it returns nothing), so the search goes on past
+it. Reaching the function's entry ends it: a register not placed by DWARF is not
+followed further. Not followed:
+pointers spilled to the stack by optimised code without a frame pointer
+(rsp-relative slots DWARF does not describe) and arrays indexed inside a member
+(`s->items[i].x`).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from capstone import CS_GRP_JUMP, CsInsn
+from capstone import CS_GRP_CALL, CS_GRP_JUMP, CsInsn
 from capstone.x86 import X86_OP_IMM, X86_OP_MEM, X86_OP_REG, X86_REG_INVALID
 from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
@@ -49,7 +54,7 @@ VARIABLE_TAGS = ("DW_TAG_variable", "DW_TAG_formal_parameter")
 SCOPE_TAGS = ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine")
 NO_FALLTHROUGH = frozenset({"ret", "jmp", "ud2", "hlt"})
 CFA_ABOVE_RBP = 16  # after `push rbp; mov rbp, rsp`: the return address and the saved rbp
-CALLEE_SAVED = frozenset({"rbx", "rbp", "rsp", "r12", "r13", "r14", "r15"})  # System V x86-64
+RETURN_REGISTERS = frozenset({"rax", "rdx"})  # what a call writes, System V x86-64
 INDEXING_OPS = frozenset({"DW_OP_mul", "DW_OP_shl"})  # base + index * size
 
 
@@ -217,10 +222,14 @@ def full_register(insn: CsInsn, reg: int) -> str:
 class Typing:
     """Pointers of one function, asked per instruction."""
 
-    def __init__(self, code: list[CsInsn], known: list[Variable]) -> None:
+    def __init__(
+        self, code: list[CsInsn], known: list[Variable], void: frozenset[int] = frozenset()
+    ) -> None:
+        """void: the addresses of callees that return nothing."""
         self.code = code
         self.at = {insn.address: i for i, insn in enumerate(code)}
         self.known = known
+        self.void = void
         self.jumps_to: dict[int, list[int]] = {}
         for i, insn in enumerate(code):
             target = jump_target(insn)
@@ -298,8 +307,8 @@ class Typing:
 
     def reaching_writes(self, register: str, index: int) -> set[int] | None:
         """The instructions whose write of register reaches instruction index over
-        every path back; None when a path reaches the entry, a call that clobbers
-        register, or more than BACKWARD instructions."""
+        every path back; None when a path reaches the entry or more than BACKWARD
+        instructions."""
         writes: set[int] = set()
         seen: set[int] = set()
         todo = self.before(index)
@@ -309,10 +318,9 @@ class Typing:
                 continue
             seen.add(i)
             insn = self.code[i]
-            if len(seen) > BACKWARD or (insn.mnemonic == "call" and register not in CALLEE_SAVED):
+            if len(seen) > BACKWARD:
                 return None
-            _read, written = insn.regs_access()
-            if any(full_register(insn, reg) == register for reg in written):
+            if self.writes(insn, register):
                 writes.add(i)
                 continue
             earlier = self.before(i)
@@ -327,10 +335,35 @@ class Typing:
         falls = previous >= 0 and self.code[previous].mnemonic not in NO_FALLTHROUGH
         return ([previous] if falls else []) + self.jumps_to.get(index, [])
 
+    def writes(self, insn: CsInsn, register: str) -> bool:
+        if insn.group(CS_GRP_CALL) and register in RETURN_REGISTERS:
+            return direct_target(insn) not in self.void
+        _read, written = insn.regs_access()
+        return any(full_register(insn, reg) == register for reg in written)
+
+
+def void_callees(subprogram: DIE, code: list[CsInsn]) -> frozenset[int]:
+    """The addresses of the functions code calls that DWARF, in the same compilation
+    unit, says return nothing (no DW_AT_type), and no function there said to return
+    something shares (identical code folded into one)."""
+    targets = {t for insn in code if insn.group(CS_GRP_CALL) and (t := direct_target(insn))}
+    returns: dict[int, bool] = {}
+    for die in subprogram.cu.iter_DIEs() if targets else ():
+        low = die.attributes.get("DW_AT_low_pc")
+        if die.tag == "DW_TAG_subprogram" and low is not None and low.value in targets:
+            typed = "DW_AT_type" in origin(die).attributes
+            returns[low.value] = returns.get(low.value, False) or typed
+    return frozenset(address for address, typed in returns.items() if not typed)
+
 
 def jump_target(insn: CsInsn) -> int | None:
     """The address a direct jump goes to."""
-    if not insn.group(CS_GRP_JUMP) or len(insn.operands) != 1:
+    return direct_target(insn) if insn.group(CS_GRP_JUMP) else None
+
+
+def direct_target(insn: CsInsn) -> int | None:
+    """The address a direct jump or call goes to."""
+    if len(insn.operands) != 1:
         return None
     operand = insn.operands[0]
     return int(operand.imm) if operand.type == X86_OP_IMM else None
