@@ -1,15 +1,15 @@
-"""Struct layouts reached through neither a parameter nor a global, recorded with
-the real fntrace tool on examples/cache/pointers.c built by GCC -O2, clang-16 -O2
-and GCC -O0 (all -g): a local pointer from array indexing (`f = &t->flows[i]`) or
+"""Struct layouts reached through neither a parameter nor a global, recorded with the
+real fntrace tool on examples/cache/pointers.c built by GCC -O2, clang-16 -O2 and
+GCC -O0 (all -g): a local pointer from array indexing (`f = &t->flows[i]`) or
 pointer arithmetic (`f = flows + i`), placed in a register by DWARF's location
 list (GCC -O2), addressed as an element of the array it indexes (clang's
 `disp(base,index)`, named by f's computed location) or reloaded from its stack
-slot (-O0), and a heap pointer held in another struct (`s->peer->...`, followed
-back to the load of `s->peer`, also across a call).
- Each gets its own layout
-matching pahole's for that binary, the finding names the same struct and field for
-both compilers, and the parameter's layout is not mixed up with the pointed-to
-object."""
+slot (-O0), an array element indexed without a local (`t->flows[i].x`), and a heap
+pointer held in another struct (`s->peer->...`, followed back to the load of
+`s->peer`, also across a call). Each gets its own layout matching pahole's for
+that binary, the finding names the same struct and field for both compilers, and
+the parameter's layout is not mixed up with the pointed-to object.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +66,16 @@ def test_a_local_from_array_indexing_is_laid_out(binary, tmp_path):
     assert hot(layouts["t"]) == {"n", "flows"}  # the parameter: the table, not a flow
 
 
+def test_an_element_indexed_without_a_local_is_laid_out_as_the_arrays(binary, tmp_path):
+    layouts, finding = traced(tmp_path, binary, "bump")
+    flow = laid_out(binary, layouts, finding, "t->flows[]", "member", "flow")
+    assert hot(flow) == {"packets", "last_ns"}
+    assert flow["visits"] == flow["calls"]  # one flow per packet
+    assert hot(layouts["t"]) == {"n", "flows"}  # the table is not mixed up with a flow
+
+
 def test_a_local_from_pointer_arithmetic_is_laid_out(binary, tmp_path):
+
     layouts, finding = traced(tmp_path, binary, "touch")
     flow = laid_out(
         binary, layouts, finding, "f", "local", "flow"

@@ -13,9 +13,12 @@ whose member at disp2 is a pointer to a struct. An element: an access
 disp is one of its fields, not inside an array member: a field of an element of
 the array base points to (clang keeps `f = &t->flows[i]` as base + index and
 describes f by a computed location, `DW_OP_breg<base> ... DW_OP_stack_value`,
-which names it). A stack slot: in a function that keeps rbp as its frame pointer
-(-O0, -fno-omit-frame-pointer), a load `mov reg, disp(rbp)` from where DWARF puts
-a variable (`DW_OP_fbreg`) loads that variable.
+which names it; without one the layout is the array's, `t->flows[]`); so is an
+access `disp(reg)` where reg was written by adding an index to such a pointer
+(`add reg, x`, `lea reg, [a + b]`: GCC's `t->flows[i].x`). A stack slot: in a
+function that keeps rbp as its frame pointer (-O0, -fno-omit-frame-pointer), a
+load `mov reg, disp(rbp)` from where DWARF puts a variable (`DW_OP_fbreg`) loads
+that variable.
 
 Registers are followed back over every path in the function's code (direct jumps
 included) to their writes, BACKWARD instructions at most. A call is a write of
@@ -34,7 +37,7 @@ pointers spilled to the stack by optimised code without a frame pointer
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from capstone import CS_GRP_CALL, CS_GRP_JUMP, CsInsn
@@ -66,6 +69,9 @@ class Pointer:
     kind: Literal["parameter", "local", "member"]
     struct: Struct
     pointee: DIE  # the struct's DIE, for its pointer members
+    # an element reached by adding an index to an array's pointer: only accesses at a
+    # field outside array members go through it
+    indexed: bool = False
 
 
 @dataclass(frozen=True)
@@ -246,6 +252,8 @@ class Typing:
             return None
         if operand.index is None:
             pointer = self.pointer_in(operand.base, index, MEMBER_DEPTH)
+            if pointer is not None and pointer.indexed:
+                pointer = pointer if field_offset(pointer.struct, operand.disp, 1) else None
         else:
             pointer = self.element(operand, index)
         return (pointer, operand.disp) if pointer is not None else None
@@ -269,7 +277,8 @@ class Typing:
             if register in variable.bases and pointer.struct.name == array.struct.name:
                 return pointer
         kind: Literal["local", "member"] = "member" if array.kind == "member" else "local"
-        return Pointer(f"{array.name}[]", kind, array.struct, array.pointee)
+        name = array.name if array.indexed else f"{array.name}[]"
+        return Pointer(name, kind, array.struct, array.pointee)
 
     def pointer_in(self, register: str, index: int, depth: int) -> Pointer | None:
         vaddr = self.code[index].address
@@ -278,7 +287,7 @@ class Typing:
                 return variable.pointer
         found: dict[str, Pointer] = {}  # by name: every write must load the same pointer
         for writer in self.reaching_writes(register, index) or ():
-            loaded = self.loaded(writer, register, depth)
+            loaded = self.loaded(writer, register, depth) or self.added(writer, register, depth)
             if loaded is None:
                 return None
             found[loaded.name] = loaded
@@ -289,15 +298,36 @@ class Typing:
         stack slot, or a member of a struct another pointer points to (depth: how
         many more members may be followed; slots do not count)."""
         loaded = load_into(self.code[writer], register)
-        if loaded is None:
-            return None
-        base, disp = loaded
+        return self.in_memory(*loaded, writer, depth) if loaded is not None else None
+
+    def in_memory(self, base: str, disp: int, writer: int, depth: int) -> Pointer | None:
+        """The pointer at disp(base): a variable's stack slot, or a member."""
         slot = self.in_slot(disp, self.code[writer].address) if base == "rbp" else None
         if slot is not None or depth == 0:
             return slot
         holder = self.pointer_in(base, writer, depth - 1)
-
         return member_pointer(holder, disp) if holder is not None else None
+
+    def added(self, writer: int, register: str, depth: int) -> Pointer | None:
+        """An element of an array of structs, when writer adds an index to the
+        array's pointer: `add register, x` where x (a register, a member or a stack
+        slot) or register before it is the pointer, or `lea register, [a + b]` where
+        a or b is (GCC's `t->flows[i].x` without a local)."""
+        insn = self.code[writer]
+        if len(insn.operands) != 2 or depth == 0:
+            return None
+        target, source = insn.operands
+        if target.type != X86_OP_REG or target.size != 8:
+            return None
+        if full_register(insn, target.reg) != register:
+            return None
+        operand = memory_operand(insn) if source.type == X86_OP_MEM else None
+        array = None
+        if insn.mnemonic == "add" and operand is not None and operand.index is None:
+            array = self.in_memory(operand.base, operand.disp, writer, depth)
+        for summand in summands(insn, register, operand):
+            array = array or self.pointer_in(summand, writer, depth - 1)
+        return replace(self.element_of(array, register), indexed=True) if array else None
 
     def in_slot(self, disp: int, vaddr: int) -> Pointer | None:
         for variable in self.known:
@@ -354,6 +384,16 @@ def void_callees(subprogram: DIE, code: list[CsInsn]) -> frozenset[int]:
             typed = "DW_AT_type" in origin(die).attributes
             returns[low.value] = returns.get(low.value, False) or typed
     return frozenset(address for address, typed in returns.items() if not typed)
+
+
+def summands(insn: CsInsn, register: str, operand: Operand | None) -> list[str]:
+    """The registers `add register, reg` or `lea register, [a + b]` adds up."""
+    source = insn.operands[1]
+    if insn.mnemonic == "add" and source.type == X86_OP_REG and source.size == 8:
+        return [full_register(insn, source.reg), register]
+    if insn.mnemonic != "lea" or operand is None or operand.index is None:
+        return []
+    return [operand.base, operand.index] if (operand.scale, operand.disp) == (1, 0) else []
 
 
 def jump_target(insn: CsInsn) -> int | None:
