@@ -10,10 +10,13 @@ converters + its perf), and its memory (the agent's and perf's RSS, sampled; the
 converter's transient peak apart). Targets: <= 1% of the host's CPU, <= 100 MB RSS.
 
 Run as root:  .venv/bin/python bench/agent_overhead.py [--rounds 3] [--iterations N]
-                  [--also "--python-processes 0"]
+                  [--also "--python-processes 0"] [--python ROUNDS]
 `--also ARGS` adds a condition: the agent with those arguments, in the same rounds (on
 a machine shared with busy Python processes, the default agent samples them with py-spy
-too, which `--python-processes 0` leaves out).
+too, which `--python-processes 0` leaves out). `--python ROUNDS` makes the workload a
+busy CPython process, examples/python/json_heavy.py ROUNDS, which the agent gives Python
+frames (py-spy beside perf, agent/python_sampler.py): with `--also "--python-processes
+0"` the cost of those frames is the difference between the two agent rows.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD = ROOT / "examples" / "bin" / "hotspots"
+PYTHON_WORKLOAD = ROOT / "examples" / "python" / "json_heavy.py"
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 TICK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
@@ -115,9 +119,9 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def run_workload(iterations: int) -> float:
+def run_workload(argv: list[str]) -> float:
     began = time.monotonic()
-    subprocess.run([str(WORKLOAD), str(iterations)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     return time.monotonic() - began
 
 
@@ -149,14 +153,14 @@ class Measured:
     converter_rss: list[int] = field(default_factory=list)
 
 
-def profiled(cmd: list[str], iterations: int, warmup_s: float, into: Measured) -> None:
+def profiled(cmd: list[str], workload: list[str], warmup_s: float, into: Measured) -> None:
     """Start the profiler, let it settle, run the workload under it, stop it."""
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     tree = Tree(proc.pid)
     watcher = tree.watch()
     time.sleep(warmup_s)
     cpu0, t0 = tree.cpu(), time.monotonic()
-    into.walls.append(run_workload(iterations))
+    into.walls.append(run_workload(workload))
     cpu1, t1 = tree.cpu(), time.monotonic()
     tree.stop()
     watcher.join()
@@ -172,7 +176,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=60_000_000, help="hotspots' argument")
     parser.add_argument("--also", metavar="ARGS", help="a second agent condition's arguments")
+    parser.add_argument("--python", type=int, metavar="ROUNDS", help="json_heavy.py as workload")
     args = parser.parse_args()
+    workload = [str(WORKLOAD), str(args.iterations)]
+    if args.python:
+        workload = [sys.executable, str(PYTHON_WORKLOAD), str(args.python)]
     if os.geteuid() != 0:
         raise SystemExit("run as root: both profilers sample every CPU")
     alone, agent, perf, also = Measured(), Measured(), Measured(), Measured()
@@ -182,14 +190,14 @@ def main() -> None:
         perf_cmd = ["perf", "record", "-a", "-g", "-F", "19", "-q", "-o", f"{tmp}/perf.data"]
         try:
             for r in range(args.rounds):
-                alone.walls.append(run_workload(args.iterations))
+                alone.walls.append(run_workload(workload))
                 # two windows first: the agent's first symbolization is a one-off, and a
                 # fleet host is mostly long-running services (steady state)
-                profiled(agent_cmd, args.iterations, 2 * WINDOW_S + 3, agent)
+                profiled(agent_cmd, workload, 2 * WINDOW_S + 3, agent)
                 if args.also:
                     also_cmd = [*agent_cmd, *args.also.split()]
-                    profiled(also_cmd, args.iterations, 2 * WINDOW_S + 3, also)
-                profiled(perf_cmd, args.iterations, 1, perf)
+                    profiled(also_cmd, workload, 2 * WINDOW_S + 3, also)
+                profiled(perf_cmd, workload, 1, perf)
                 print(
                     f"round {r + 1}: alone {alone.walls[-1]:.2f}s, agent {agent.walls[-1]:.2f}s, "
                     f"perf {perf.walls[-1]:.2f}s",
@@ -199,7 +207,9 @@ def main() -> None:
             collector.send_signal(signal.SIGTERM)
             collector.wait(30)
     base = statistics.median(alone.walls)
-    print(f"\nworkload: {WORKLOAD.name} {args.iterations}, {NCPU} CPUs, {args.rounds} rounds")
+    print(
+        f"\nworkload: {' '.join(Path(a).name for a in workload)}, {NCPU} CPUs, {args.rounds} rounds"
+    )
     print(f"{'':34} {'slowdown':>9} {'CPU of host':>12} {'RSS':>8} {'converter peak':>15}")
     print(f"{'alone':34} {'-':>9} {'-':>12} {'-':>8} {'-':>15}   median {base:.2f}s")
     rows = [("perfsleuth agent (19 Hz, dwarf)", agent), ("perf record -a -g -F 19", perf)]

@@ -16,18 +16,21 @@ frames and the native frames above the Python code (the C function Python called
 `zlib_compress`, `deflate`). A sample no run covers (a process just chosen, the gaps
 between runs, py-spy's first 20-300 ms on a process) keeps its native stack. Sample
 times come from the window's timeline, which joins consecutive samples of one thread
-on one native stack: those share the first one's time (2-5% of a busy process's
+on one native stack: those share the first one's time (1-5% of a busy process's
 samples here).
 
 Why one `py-spy record --duration W-1` per process and window (W-1 s, so that a run
 and the start of the next fit in a window): py-spy writes its output only when a
 recording ends and cannot rotate it. At SPY_RATE_HZ it sees a stack change within
 10 ms, which the splice allows for (its LAG), and costs about 0.024 s of CPU per
-second sampled (1000 Hz, python mode's rate, cost 0.15 s); docs/python.md has the
-agent's measured cost. Hence a cap (`--python-processes`, default 3): every quarter
-window the busiest CPython processes by CPU time since the last choice are chosen,
-and each chosen one always has a run going; idle ones (below 5% of a core), and the
-agent itself, are not sampled.
+second sampled (python mode's 1000 Hz cost 0.15 s); a Python call shorter than its
+gap may go unseen, its native work then counted under the caller py-spy saw (5 of
+183 spliced samples in tests/fixtures/py_spy/agent: tokenize's split under
+pack_logs). docs/python.md has the agent's measured cost. Hence a cap
+(`--python-processes`, default 3): every quarter window the busiest CPython
+processes by CPU time since the last choice are chosen, and each chosen one always
+has a run going; idle ones (below 5% of a core), and the agent itself, are not
+sampled.
 
 A process py-spy cannot read (permission, a version it does not know, not CPython
 after all) is skipped with a counted warning and not tried again while it lives;
