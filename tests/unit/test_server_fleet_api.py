@@ -180,3 +180,19 @@ def test_advise_ranks_findings_by_cores_saved(api: Api, fleet: FleetStore) -> No
     assert saved == sorted(saved, reverse=True)
     zlib = found["compression.zlib"]
     assert zlib["money_per_month"] == 50 * zlib["cores_saved"]
+
+
+def test_a_debuginfod_server_away_is_told_on_serves_stderr_once(tmp_path: Path, capsys) -> None:
+    unknown = Frame("[unknown] app+0x1130", "app", build_id="ab" * 20, address=0x1130)
+    builder = ProfileBuilder()
+    builder.add([unknown, MAIN], 1.0, count=5, thread=Thread(7, 7, "api"))
+    labels = {"host": "h", "service": "api"}
+    store = FleetStore(str(tmp_path / "fleet"), debuginfod=["http://127.0.0.1:9"])  # discard
+    store.append(Window(id="w-1", start=T0, end=T0 + 10, profile=builder.build(), labels=labels))
+    fleet = FleetApi(store)
+    for _ in range(2):
+        rows = fleet.top(RANGE)["rows"]
+        assert "[unknown] app+0x1130" in {r["function"] for r in rows}  # still answered
+    (told,) = capsys.readouterr().err.splitlines()
+    assert told.startswith("perfsleuth: warning: debuginfod server http://127.0.0.1:9 did not")
+    assert told.endswith("); skipped")

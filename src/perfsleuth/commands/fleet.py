@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return handler(args, store)
     finally:
         for note in store.late_symbols.notes:
-            print(f"perfsleuth: warning: {note}; its frames stay unknown", file=sys.stderr)
+            print(f"perfsleuth: warning: {note}", file=sys.stderr)
 
 
 def _add_none(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -37,6 +38,7 @@ T = TypeVar("T")
 class FleetApi:
     def __init__(self, store: FleetStore) -> None:
         self.store = store
+        self._told = 0  # late_symbols.notes already told
 
     def attach(self, api: Api) -> None:
         api.add_routes(self.routes())
@@ -52,6 +54,22 @@ class FleetApi:
             (re.compile(r"/api/fleet/advise"), self.advise, (*RANGE, "core_cost")),
         ]
 
+    def _read(self, action: Callable[[], T]) -> T:
+        try:
+            return action()
+        except FileNotFoundError as e:
+            raise ApiError(503, "the fleet store is being compacted; retry") from e
+        finally:
+            self._tell()
+
+    def _tell(self) -> None:
+        """What went wrong naming frames late (a debuginfod server away), on serve's
+        stderr as the CLI says it, each line once."""
+        notes = self.store.late_symbols.notes
+        for note in notes[self._told :]:
+            print(f"perfsleuth: warning: {note}", file=sys.stderr)
+        self._told = len(notes)
+
     def status(self, query: Query) -> dict:
         return self.store.status()
 
@@ -59,7 +77,7 @@ class FleetApi:
         """{"from", "to", "labels": {key: [values, sorted]}}: what --where can filter on
         in the range, user labels included."""
         start, end = _range(query)
-        table = _read(lambda: _label_columns(self.store, start, end))
+        table = self._read(lambda: _label_columns(self.store, start, end))
         labels: dict[str, set[str]] = {}
         for key in LABELS:
             values = pc.unique(table.column(key)).to_pylist()
@@ -76,12 +94,12 @@ class FleetApi:
         sort = _choice(query, "sort", SORTS)
         n = _count(query)
         where = _one(query, "where")
-        return _read(lambda: queries.top(self.store, start, end, where, by, n, sort))
+        return self._read(lambda: queries.top(self.store, start, end, where, by, n, sort))
 
     def flame(self, query: Query) -> Response:
         """The range's flame graph in the Flame page's binary format (server/flamedata.py)."""
         start, end = _range(query)
-        profile = _read(lambda: queries.flame(self.store, start, end, _one(query, "where")))
+        profile = self._read(lambda: queries.flame(self.store, start, end, _one(query, "where")))
         flame = flamedata.flame_columns(profile)
         flame.meta.update({"from": start, "to": end})
         return binary_response(flamedata.encode(flame))
@@ -93,7 +111,7 @@ class FleetApi:
         if not function:
             raise ApiError(400, "give function=NAME (a function of the fleet TopN)")
         where = _one(query, "where") or None
-        return _read(lambda: trends.series(self.store, function, start, end, where=where))
+        return self._read(lambda: trends.series(self.store, function, start, end, where=where))
 
     def diff(self, query: Query) -> dict:
         """`fleet diff --format json` of side A (a_from, a_to, a_where) and side B:
@@ -101,7 +119,7 @@ class FleetApi:
         a, b = _side(query, "a"), _side(query, "b")
         by = _choice(query, "by", GROUPINGS)
         n = _count(query)
-        return _read(lambda: trends.diff(self.store, a, b, by=by, n=n))
+        return self._read(lambda: trends.diff(self.store, a, b, by=by, n=n))
 
     def advise(self, query: Query) -> dict:
         """`fleet advise --format json`: findings by cores saved, money with core_cost."""
@@ -109,20 +127,13 @@ class FleetApi:
         cost = _number(query, "core_cost", "give the cost of one core for a month")
         options = advice.FleetAdvice(core_cost=cost)
         where = _one(query, "where") or None
-        return _read(lambda: advice.advise(self.store, start, end, where, options))
+        return self._read(lambda: advice.advise(self.store, start, end, where, options))
 
 
 def _label_columns(store: FleetStore, start: float, end: float) -> pa.Table:
     selection = store.select(start, end)
     dataset = ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs)
     return dataset.to_table(columns=[*LABELS, "labels"])
-
-
-def _read(action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except FileNotFoundError as e:
-        raise ApiError(503, "the fleet store is being compacted; retry") from e
 
 
 def _one(query: Query, name: str) -> str:

@@ -104,7 +104,8 @@ class _Functions:
 
 class LateSymbols:
     """Names the unknown frames of the store at `files` from uploaded symbols, kept debug
-    files and the debuginfod `servers`; `notes` says which servers did not answer."""
+    files and the debuginfod `servers`; `notes` are what went wrong, one line each, in
+    the order it happened, for the caller to tell the user (frames stay unknown then)."""
 
     def __init__(self, files: Files, servers: list[str]) -> None:
         self.files = files
@@ -226,7 +227,7 @@ class LateSymbols:
     def _keep(self, build_id: str, fetched: Fetched) -> None:
         for server, reason in fetched.failures:
             self._down.add(server)
-            self._note(f"debuginfod server {server} did not answer ({reason})")
+            self._note(f"debuginfod server {server} did not answer ({reason}); skipped")
         try:
             if fetched.path is None:
                 if not fetched.failures:
@@ -234,11 +235,11 @@ class LateSymbols:
                 return
             info = elf_info(fetched.path)
             if info is None or info.build_id != build_id:
-                self._note(f"debuginfod served a file that is not build-id {build_id}'s")
+                self._note(f"debuginfod served a file that is not build-id {build_id}'s; ignored")
                 return
             self.upload(fetched.path)
         except (OSError, UserError) as e:  # a store we may only read, a file of no use
-            self._note(f"cannot keep the debug info of {build_id} in the store: {e}")
+            self._note(f"cannot keep the debug info of {build_id} in the store ({e})")
 
     def _note(self, text: str) -> None:
         if text not in self.notes:
