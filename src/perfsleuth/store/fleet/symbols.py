@@ -49,6 +49,7 @@ SYMBOLS_DIR = "symbols"
 DEBUGINFO_DIR = "debuginfo"
 MISSING_TTL_S = 86400.0  # a build-id no server had is asked for again a day later
 FETCHES = 8  # debug files fetched at once
+DOWN_S = 300.0  # a server that did not answer is asked again this much later (serve)
 SYMBOLS_SCHEMA = pa.schema(
     [("address", pa.int64()), ("size", pa.int64()), ("function", pa.string())]
 )
@@ -112,7 +113,7 @@ class LateSymbols:
         self.servers = servers
         self.notes: list[str] = []
         self._asked: set[str] = set()  # build-ids asked of the servers by this process
-        self._down: set[str] = set()  # servers that did not answer this process
+        self._down: dict[str, float] = {}  # server -> when it last did not answer
 
     def upload(self, path: str) -> tuple[str, int, bool]:
         """Keep the symbols of the ELF file at `path`, and the file itself when it has
@@ -218,7 +219,8 @@ class LateSymbols:
         self._asked |= set(todo)
         with tempfile.TemporaryDirectory(prefix="perfsleuth-debuginfod-") as folder:
             for batch in (todo[:1], todo[1:]):
-                servers = [s for s in self.servers if s not in self._down]
+                back = time.time() - DOWN_S
+                servers = [s for s in self.servers if self._down.get(s, 0.0) < back]
                 with ThreadPoolExecutor(max_workers=FETCHES) as pool:
                     got = list(pool.map(fetch_debuginfo, repeat(servers), batch, repeat(folder)))
                 for build_id, fetched in zip(batch, got, strict=True):
@@ -226,7 +228,7 @@ class LateSymbols:
 
     def _keep(self, build_id: str, fetched: Fetched) -> None:
         for server, reason in fetched.failures:
-            self._down.add(server)
+            self._down[server] = time.time()
             self._note(f"debuginfod server {server} did not answer ({reason}); skipped")
         try:
             if fetched.path is None:
