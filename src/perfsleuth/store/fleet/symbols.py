@@ -112,7 +112,7 @@ class LateSymbols:
         self.files = files
         self.servers = servers
         self.notes: list[str] = []
-        self._asked: set[str] = set()  # build-ids asked of the servers by this process
+        self._asked: set[str] = set()  # build-ids the servers answered for, this process
         self._down: dict[str, float] = {}  # server -> when it last did not answer
 
     def upload(self, path: str) -> tuple[str, int, bool]:
@@ -216,25 +216,31 @@ class LateSymbols:
             and f"{b}.parquet" not in kept
             and kept.get(f"{b}.missing", 0) < recent
         )
-        self._asked |= set(todo)
         with tempfile.TemporaryDirectory(prefix="perfsleuth-debuginfod-") as folder:
             for batch in (todo[:1], todo[1:]):
                 back = time.time() - DOWN_S
                 servers = [s for s in self.servers if self._down.get(s, 0.0) < back]
+                if not servers:
+                    return
                 with ThreadPoolExecutor(max_workers=FETCHES) as pool:
                     got = list(pool.map(fetch_debuginfo, repeat(servers), batch, repeat(folder)))
                 for build_id, fetched in zip(batch, got, strict=True):
-                    self._keep(build_id, fetched)
+                    self._keep(build_id, fetched, every_server=servers == self.servers)
 
-    def _keep(self, build_id: str, fetched: Fetched) -> None:
+    def _keep(self, build_id: str, fetched: Fetched, every_server: bool) -> None:
+        """Keep what the servers gave for build_id; a build-id every server answered
+        for is not asked again by this process (nor, when none had it, for a day)."""
         for server, reason in fetched.failures:
             self._down[server] = time.time()
             self._note(f"debuginfod server {server} did not answer ({reason}); skipped")
+        answered = every_server and not fetched.failures
         try:
             if fetched.path is None:
-                if not fetched.failures:
+                if answered:
+                    self._asked.add(build_id)
                     self.files.put(f"{DEBUGINFO_DIR}/{build_id}.missing", b"")
                 return
+            self._asked.add(build_id)
             info = elf_info(fetched.path)
             if info is None or info.build_id != build_id:
                 self._note(f"debuginfod served a file that is not build-id {build_id}'s; ignored")
