@@ -62,12 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         verb = verbs.add_parser(name, help=help_text, description=help_text)
         add_store_arguments(verb)
         add(verb)
-        verb.set_defaults(fleet_handler=handler)
+        verb.set_defaults(fleet_handler=handler, debuginfod=None)  # verbs without --debuginfod
 
 
 def run(args: argparse.Namespace) -> int:
     handler: Callable[[argparse.Namespace, FleetStore], int] = args.fleet_handler
-    servers = server_urls(getattr(args, "debuginfod", None))
+    servers = server_urls(args.debuginfod)
     store = FleetStore(fleet_root(args.store), args.endpoint, servers)
     try:
         return handler(args, store)

@@ -9,21 +9,16 @@ numbers, so a URL it shares names the same range on the server.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
 from collections.abc import Callable
 from typing import TypeVar
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
-
 from ..fleet import advice, queries, trends
 from ..model.fleet import LABELS
 from ..store.fleet import FleetStore
-from ..store.fleet.layout import SAMPLES_SCHEMA
+from ..store.fleet.label_values import label_values
 from ..views.keys import GROUPINGS
 from . import flamedata
 from .api import Api, ApiError, Query, Response, Route, binary_response
@@ -77,15 +72,8 @@ class FleetApi:
         """{"from", "to", "labels": {key: [values, sorted]}}: what --where can filter on
         in the range, user labels included."""
         start, end = _range(query)
-        table = self._read(lambda: _label_columns(self.store, start, end))
-        labels: dict[str, set[str]] = {}
-        for key in LABELS:
-            values = pc.unique(table.column(key)).to_pylist()
-            labels[key] = {str(v) for v in values if v not in ("", 0, None)}
-        for text in pc.unique(table.column("labels")).to_pylist():
-            for key, value in json.loads(text or "{}").items():
-                labels.setdefault(key, set()).add(str(value))
-        shown = {k: sorted(v)[:MAX_LABEL_VALUES] for k, v in sorted(labels.items()) if v}
+        labels = self._read(lambda: label_values(self.store.select(start, end), LABELS))
+        shown = {k: sorted(v)[:MAX_LABEL_VALUES] for k, v in sorted(labels.items())}
         return {"from": start, "to": end, "labels": shown}
 
     def top(self, query: Query) -> dict:
@@ -128,12 +116,6 @@ class FleetApi:
         options = advice.FleetAdvice(core_cost=cost)
         where = _one(query, "where") or None
         return self._read(lambda: advice.advise(self.store, start, end, where, options))
-
-
-def _label_columns(store: FleetStore, start: float, end: float) -> pa.Table:
-    selection = store.select(start, end)
-    dataset = ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs)
-    return dataset.to_table(columns=[*LABELS, "labels"])
 
 
 def _one(query: Query, name: str) -> str:

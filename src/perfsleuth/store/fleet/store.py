@@ -120,9 +120,12 @@ class FleetStore:
         return self._guard(lambda: self.late_symbols.name(frames))
 
     def label_values(self) -> dict[str, set[str]]:
-        """{label name: values} of the windows stored (service and user labels; see
-        label_values.py)."""
-        return self._guard(lambda: label_values(self.files))
+        """{label name: values} of every window stored: `service` and the user labels
+        (see label_values.py); none for a store without data."""
+        if not self.has_data():
+            return {}
+        selection = self.select(0.0, float("inf"))
+        return self._guard(lambda: label_values(selection, ("service",)))
 
     def status(self) -> dict:
         """Hosts seen (last push, samples/s, their agents' metrics), store size and extent.

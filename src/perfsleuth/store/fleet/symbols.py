@@ -141,12 +141,15 @@ class LateSymbols:
             if b and f.startswith(UNKNOWN)
         ]
         wanted = {build_ids[i] for i in unknown}
-        if wanted and self.servers:
-            self._fetch(wanted)
-        tables, debug = self._kept(wanted)
-        places = self._places(
-            {b: [addresses[i] for i in unknown if build_ids[i] == b] for b in debug}
-        )
+        kept = self._listing() if wanted else {}
+        if wanted and self.servers and self._fetch(wanted, kept):
+            kept = self._listing()
+        tables = {b: _read(self.files, b) for b in wanted if f"{b}.parquet" in kept}
+        in_debug_files: dict[str, list[int]] = {}
+        for i in unknown:
+            if f"{build_ids[i]}.debug" in kept:
+                in_debug_files.setdefault(build_ids[i], []).append(addresses[i])
+        places = self._places(in_debug_files)
         for i in unknown:
             key = (build_ids[i], addresses[i])
             table = tables.get(key[0])
@@ -162,14 +165,11 @@ class LateSymbols:
         frames = _set(frames, "build_id", pa.array(build_ids, pa.string()))
         return _set(frames, "address", pa.array(addresses, pa.int64()))
 
-    def _kept(self, wanted: set[str]) -> tuple[dict[str, _Functions], set[str]]:
-        """The symbol tables of the `wanted` build-ids, and those with a debug file."""
-        if not wanted:
-            return {}, set()
-        uploaded = set(self.files.names(SYMBOLS_DIR))
-        kept = set(self.files.names(DEBUGINFO_DIR))
-        tables = {b: _read(self.files, b) for b in wanted if f"{b}.parquet" in uploaded}
-        return tables, {b for b in wanted if f"{b}.debug" in kept}
+    def _listing(self) -> dict[str, float]:
+        """What is kept per build-id (symbol tables, debug files, missing marks): file
+        name -> when it was written."""
+        listed = (self.files.listing(folder) for folder in (SYMBOLS_DIR, DEBUGINFO_DIR))
+        return {i.base_name: i.mtime.timestamp() if i.mtime else 0.0 for f in listed for i in f}
 
     def _places(
         self, addresses: dict[str, list[int]]
@@ -201,12 +201,10 @@ class LateSymbols:
             os.replace(out.name, local)
         return local
 
-    def _fetch(self, wanted: set[str]) -> None:
+    def _fetch(self, wanted: set[str], kept: dict[str, float]) -> bool:
         """Ask the servers for the debug file of each build-id of `wanted` the store does
-        not have, and keep what they give: the first alone, to learn which servers
-        answer, then the rest in parallel."""
-        kept = {i.base_name: i.mtime.timestamp() for i in self.files.listing(DEBUGINFO_DIR)}
-        kept.update((n, time.time()) for n in self.files.names(SYMBOLS_DIR))
+        not have (`kept`: its listing), and keep what they give: the first alone, to
+        learn which servers answer, then the rest in parallel; whether any was kept."""
         recent = time.time() - MISSING_TTL_S
         todo = sorted(
             b
@@ -216,20 +214,23 @@ class LateSymbols:
             and f"{b}.parquet" not in kept
             and kept.get(f"{b}.missing", 0) < recent
         )
+        stored = False
         with tempfile.TemporaryDirectory(prefix="perfsleuth-debuginfod-") as folder:
             for batch in (todo[:1], todo[1:]):
                 back = time.time() - DOWN_S
                 servers = [s for s in self.servers if self._down.get(s, 0.0) < back]
-                if not servers:
-                    return
+                if not batch or not servers:
+                    break
                 with ThreadPoolExecutor(max_workers=FETCHES) as pool:
                     got = list(pool.map(fetch_debuginfo, repeat(servers), batch, repeat(folder)))
                 for build_id, fetched in zip(batch, got, strict=True):
-                    self._keep(build_id, fetched, every_server=servers == self.servers)
+                    stored |= self._keep(build_id, fetched, every_server=servers == self.servers)
+        return stored
 
-    def _keep(self, build_id: str, fetched: Fetched, every_server: bool) -> None:
-        """Keep what the servers gave for build_id; a build-id every server answered
-        for is not asked again by this process (nor, when none had it, for a day)."""
+    def _keep(self, build_id: str, fetched: Fetched, every_server: bool) -> bool:
+        """Keep what the servers gave for build_id, and say whether it was kept; a
+        build-id every server answered for is not asked again by this process (nor,
+        when none had it, for a day)."""
         for server, reason in fetched.failures:
             self._down[server] = time.time()
             self._note(f"debuginfod server {server} did not answer ({reason}); skipped")
@@ -239,15 +240,17 @@ class LateSymbols:
                 if answered:
                     self._asked.add(build_id)
                     self.files.put(f"{DEBUGINFO_DIR}/{build_id}.missing", b"")
-                return
+                return False
             self._asked.add(build_id)
             info = elf_info(fetched.path)
             if info is None or info.build_id != build_id:
                 self._note(f"debuginfod served a file that is not build-id {build_id}'s; ignored")
-                return
+                return False
             self.upload(fetched.path)
+            return True
         except (OSError, UserError) as e:  # a store we may only read, a file of no use
             self._note(f"cannot keep the debug info of {build_id} in the store ({e})")
+            return False
 
     def _note(self, text: str) -> None:
         if text not in self.notes:
