@@ -166,3 +166,12 @@ def test_every_class_has_advice_and_a_basis() -> None:
     for cls in classes:
         assert cls.apply and cls.source and set(cls.inside) <= ids
         assert cls.saving_range[0] <= cls.saving <= cls.saving_range[1]
+
+
+def test_class_patterns_are_anchored_so_one_alternation_keeps_their_order() -> None:
+    for cls in load_classes():
+        assert all(p.pattern.startswith("^") for p in cls.functions), cls.id
+    frames = [Frame("__strchrnul_evex", "libc.so.6"), Frame("_IO_default_xsputn", "libc.so.6")]
+    classes = load_classes()
+    ids = [classes[i].id for i in cost_classes.frame_classes(frames, classes)]
+    assert ids == ["format.printf", "format.printf"]  # not stdio's or string's

@@ -88,20 +88,31 @@ def analyze(ctx: Context) -> list[Finding]:
 
 
 def frame_classes(frames: Sequence[Frame], classes: Sequence[Rule]) -> list[int]:
-    """Each frame's class index (the first that matches), -1 for none."""
-    matchers = [
-        re.compile("|".join(f"(?:{p.pattern})" for p in cls.functions) or r"(?!)")
-        for cls in classes
-    ]
+    """Each frame's class index (the first that matches), -1 for none.
+
+    The classes' function patterns are all anchored at the start, so one alternation
+    of them, tried in order, finds the first class in one regex call per name.
+    """
+    combined = re.compile(
+        "|".join(
+            f"(?P<c{i}>{'|'.join(f'(?:{p.pattern})' for p in cls.functions)})"
+            for i, cls in enumerate(classes)
+            if cls.functions
+        )
+    )
+    by_dso = [(i, cls.dsos) for i, cls in enumerate(classes) if cls.dsos]
+    seen: dict[tuple[str, str], int] = {}
 
     def first_class(frame: Frame) -> int:
-        names = {frame.function, without_return_type(frame.function)}
-        for i, cls in enumerate(classes):
-            if any(matchers[i].search(n) for n in names) or any(
-                p.search(frame.dso) for p in cls.dsos
-            ):
-                return i
-        return -1
+        key = (frame.function, frame.dso)
+        if key not in seen:
+            found = [i for i, dsos in by_dso if any(p.search(frame.dso) for p in dsos)]
+            for name in (frame.function, without_return_type(frame.function)):
+                m = combined.match(name)
+                if m and m.lastgroup:
+                    found.append(int(m.lastgroup[1:]))
+            seen[key] = min(found, default=-1)
+        return seen[key]
 
     return [first_class(frame) for frame in frames]
 
@@ -154,9 +165,16 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
     return Attribution(costs, dict(rule_weight), len(threads) or 1)
 
 
-def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[set[str]]:
-    """Each frame's matching library rules (by id)."""
-    return [{r.id for r in rules if r.matches(f.function, f.dso)} for f in frames]
+def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[frozenset[str]]:
+    """Each frame's matching library rules (by id), looked up once per name and DSO."""
+    seen: dict[tuple[str, str], frozenset[str]] = {}
+    out = []
+    for f in frames:
+        key = (f.function, f.dso)
+        if key not in seen:
+            seen[key] = frozenset(r.id for r in rules if r.matches(f.function, f.dso))
+        out.append(seen[key])
+    return out
 
 
 def _caller(
