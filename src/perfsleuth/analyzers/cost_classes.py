@@ -236,7 +236,8 @@ def _finding(
 ) -> Finding:
     sites = heaviest(cost.sites, CALL_SITES)
     site = sites[0][0] if sites else None
-    title = cls.title.replace("{share}", f"{100 * share:.1f}%")
+    calls = ", ".join(name for name, _w in heaviest(cost.boundary, 2))
+    title = cls.title.replace("{share}", f"{100 * share:.1f}%").replace("{calls}", calls)
     if inferred:
         title = title.replace("of CPU time", "of the run (inferred)")
     elif cost.waiting:
