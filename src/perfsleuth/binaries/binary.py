@@ -26,6 +26,7 @@ from elftools.elf.elffile import ELFFile
 from .compile_units import CompileUnit, read_compile_units
 from .elf import (
     EM_X86_64,
+    ET_REL,
     PT_INTERP,
     SHF_ALLOC,
     SHT_DYNSYM,
@@ -86,6 +87,11 @@ class Binary:
     @property
     def is_x86_64(self) -> bool:
         return self.headers.machine == EM_X86_64
+
+    @property
+    def relocatable(self) -> bool:
+        """An object file (ET_REL): its symbols are offsets into their sections."""
+        return self.headers.kind == ET_REL
 
     @property
     def dynamic(self) -> bool:
