@@ -59,24 +59,23 @@ def advise(
     profile: Profile | None = None,
     info: RunInfo | None = None,
 ) -> dict[str, Any]:
-    """The `{"run", "findings"}` document of a run; the findings are stored with it."""
+    """The run's ranked findings (rank.Advice's JSON); the findings are stored with it."""
     info = info or store.run_info(run_id)
     profile = profile if profile is not None else store.load(run_id)
     ctx = build_context(store, info, profile, options)
-    ranked = rank.rank(run_analyzers(ctx), show_all=options.show_all)
+    findings = run_analyzers(ctx)
     if options.verify:
-        verify(ranked.shown[:VERIFY_AT_MOST], ctx)
-        ranked = rank.rank(ranked.shown + ranked.hidden, show_all=options.show_all)
-    store.put_document(
-        run_id, "findings", "advisor", [f.to_json() for f in ranked.shown + ranked.hidden]
+        verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx)
+    advice = rank.advice(
+        str(run_id),
+        findings,
+        show_all=options.show_all,
+        notes=ctx.notes,
+        src_roots=[str(p) for p in ctx.src_roots],
     )
-    return {
-        "run": str(run_id),
-        "findings": [f.to_json() for f in ranked.shown],
-        "hidden": len(ranked.hidden),
-        "notes": ctx.notes,
-        "src_roots": [str(p) for p in ctx.src_roots],
-    }
+    kept = [p.finding.to_json() for p in advice.shown + advice.hidden]
+    store.put_document(run_id, "findings", "advisor", kept)
+    return advice.to_json()
 
 
 def check_options(options: AdviseOptions) -> None:

@@ -17,10 +17,10 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection
 
+from ..binaries import build_id_paths
 from ..model.profile import Profile
 from ..static.machine_code import line_instructions
 from ..symbols import dso_name
-from ..symbols.elf import build_id_paths
 from .annotate import line_costs
 
 HOT_LINES = 5  # the lines with the most self cost (else total) that get their code shown
