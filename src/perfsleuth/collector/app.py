@@ -118,7 +118,7 @@ class Collector:
         request_id = "otlp-" + _digest(request, body)
         try:
             export = await self._run(
-                lambda: otlp_profiles.decode(body, request_id, self.max_inflated)
+                lambda: _checked(otlp_profiles.decode(body, request_id, self.max_inflated))
             )
             for window in export.windows:
                 self.cardinality.admit(window.labels)
@@ -151,7 +151,7 @@ class Collector:
 
     async def _push(self, endpoint: str, body: bytes, decode: Callable[[], Window]) -> Response:
         try:
-            window = await self._run(decode)
+            window = await self._run(lambda: ingest.check_window(decode()))
             self.cardinality.admit(window.labels)
         except PayloadError as e:
             return self._refused(endpoint, e)
@@ -180,6 +180,13 @@ class Collector:
     def _refused(self, endpoint: str, error: UserError) -> Response:
         self.metrics.pushes[endpoint, "rejected"] += 1
         return PlainTextResponse(f"{error}\n", status_code=400)
+
+
+def _checked(export: otlp_profiles.Export) -> otlp_profiles.Export:
+    """Every window of an export checked before any is stored."""
+    for window in export.windows:
+        ingest.check_window(window)
+    return export
 
 
 def _window_id(request: Request, body: bytes) -> str:
@@ -214,10 +221,7 @@ def _pprof_params(request: Request, window_id: str) -> IngestParams:
 
 
 def _status(body: bytes) -> tuple[str, dict]:
-    try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PayloadError(f"agent status is not JSON ({e})") from None
+    doc = ingest.json_document(body, "agent status")
     if not isinstance(doc, dict) or not isinstance(doc.get("host"), str) or not doc["host"]:
         raise PayloadError('agent status must be a JSON object with a "host" name')
     if len(doc) > MAX_STATUS_FIELDS:
