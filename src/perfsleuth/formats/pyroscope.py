@@ -22,13 +22,13 @@ MAX_COUNT_DIGITS = 16
 
 def decode(
     body: bytes, params: IngestParams, content_type: str, limit: int = ingest.MAX_DECOMPRESSED
-) -> Window:
-    """The Window a Pyroscope client pushed; PayloadError when it is refused."""
+) -> list[Window]:
+    """The Windows a Pyroscope client pushed; PayloadError when it is refused."""
     if params.format == "pprof":
         return window_pprof.decode(_profile_part(body, content_type), params, limit)
     if params.format != "folded":
         raise PayloadError(f"format={params.format[:40]} is not supported: use folded or pprof")
-    return _folded(ingest.gunzip(body, limit), params)
+    return [_folded(ingest.gunzip(body, limit), params)]
 
 
 def _folded(body: bytes, params: IngestParams) -> Window:

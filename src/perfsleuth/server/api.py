@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rank
-from ..errors import UserError
+from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
 from ..model.cache import CacheProjections
 from ..model.findings import Finding
@@ -125,6 +125,8 @@ class Api:
             raise ApiError(404, f"no such API endpoint: {path}")
         except ApiError as e:
             return json_response({"error": str(e)}, e.status)
+        except NothingStored as e:
+            return json_response({"error": str(e)}, 404)
         except UserError as e:
             return json_response({"error": str(e)}, 400)
 
@@ -216,6 +218,8 @@ class Api:
     # -- endpoints ---------------------------------------------------------------
 
     def runs(self, query: Query) -> list[dict]:
+        if not self.store.db.exists():
+            return []  # an empty store is a list with no runs, not an error
         out = []
         for info in self._run_list():
             found = self._advice(info.id)["findings"]
