@@ -12,15 +12,12 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from . import rank
 from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
+from .binaries import binary_at
 from .collect.run_facts import is_own_command, working_root
 from .errors import UserError
 from .experiments.verify import verify_finding
@@ -129,23 +126,11 @@ def _src_roots(given: list[str], binaries: list[dict], profile: Profile) -> list
     return [Path(d) for d in found if os.path.isdir(d)]
 
 
-@lru_cache(maxsize=64)
 def comp_dirs(path: str) -> tuple[str, ...]:
     """The DW_AT_comp_dir of every compile unit of a binary."""
-    dirs: dict[str, None] = {}
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return ()
-            for cu in elf.get_dwarf_info().iter_CUs():
-                attr = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
-                if attr is not None:
-                    value = attr.value
-                    dirs[value.decode() if isinstance(value, bytes) else str(value)] = None
-    except (OSError, ELFError, ValueError, KeyError, UnicodeDecodeError):
-        return ()
-    return tuple(dirs)
+    binary = binary_at(path)
+    units = binary.compile_units if binary else ()
+    return tuple(dict.fromkeys(u.comp_dir for u in units if u.comp_dir))
 
 
 def _compile_commands(given: str | None, roots: list[Path], cwd: Path | None) -> Path | None:

@@ -168,6 +168,7 @@ class _Reader:
         self._frames: dict[int, tuple[Frame, ...]] = {}
         self._label_sets: dict[tuple, tuple[Thread | None, SampleLabels]] = {}
         self._checked: set[int] = set()  # strings checked: each is used many times
+        self.budget = ingest.FrameBudget()
         self.processes: dict[int, Process] = {}
 
     def string(self, index: int, owner: str) -> str:
@@ -239,10 +240,7 @@ class _Reader:
             if not text.startswith(LIBRARIES_COMMENT):
                 continue
             ingest.text(text, "the libraries comment", MAX_LIBRARIES_COMMENT)
-            try:
-                found = json.loads(text[len(LIBRARIES_COMMENT) :])
-            except ValueError as e:
-                raise PayloadError(f"the libraries comment is not JSON ({e})") from e
+            found = ingest.json_document(text[len(LIBRARIES_COMMENT) :], "the libraries comment")
             if not isinstance(found, dict):
                 _refuse("the libraries comment must be an object {pid: [path, ...]}")
             for pid_text, paths in found.items():
@@ -285,15 +283,20 @@ class _Reader:
             frames.extend(self._location_frames(lid))
             if len(frames) > ingest.MAX_STACK_DEPTH:
                 _refuse(f"sample {index} is deeper than {ingest.MAX_STACK_DEPTH} frames")
+        self.budget.spend(len(frames))
         return frames
 
     def _location_frames(self, lid: int) -> tuple[Frame, ...]:
         cached = self._frames.get(lid)
         if cached is None:
             cached = self._frames[lid] = tuple(self._decode_location(self.locations[lid]))
+            self.budget.create(len(cached))
         return cached
 
     def _decode_location(self, loc: pb.Location) -> Iterator[Frame]:
+        if len(loc.line) > ingest.MAX_STACK_DEPTH:
+            depth = ingest.MAX_STACK_DEPTH
+            _refuse(f"location {loc.id} has {len(loc.line)} lines; at most {depth}")
         dso, build_id, address = "", "", 0
         if loc.mapping_id:
             mapping = self.mappings.get(loc.mapping_id)
