@@ -26,7 +26,7 @@ from .errors import UserError
 from .experiments.verify import verify_finding
 from .model.findings import Finding
 from .model.profile import Profile
-from .model.run import RunInfo
+from .model.run import LoadedRun, RunInfo
 from .rules import load_rules
 from .store.runs import Store
 
@@ -60,9 +60,10 @@ def advise(
     info: RunInfo | None = None,
 ) -> dict[str, Any]:
     """The `{"run", "findings"}` document of a run; the findings are stored with it."""
-    info = info or store.run_info(run_id)
-    profile = profile if profile is not None else store.load(run_id)
-    ctx = build_context(store, info, profile, options)
+    loaded = store.load_run(run_id)
+    info = info or loaded.info
+    profile = profile if profile is not None else loaded.profile
+    ctx = build_context(store, info, profile, options, loaded)
     ranked = rank.rank(run_analyzers(ctx), show_all=options.show_all)
     if options.verify:
         verify(ranked.shown[:VERIFY_AT_MOST], ctx)
@@ -86,7 +87,11 @@ def check_options(options: AdviseOptions) -> None:
     load_rules([Path(p) for p in options.rules])
 
 
-def build_context(store: Store, info: RunInfo, profile: Profile, options: AdviseOptions) -> Context:
+def build_context(
+    store: Store, info: RunInfo, profile: Profile, options: AdviseOptions, loaded: LoadedRun
+) -> Context:
+    """The analyzers' context: the loaded run (its counts and cache projections), never
+    the store, which only verification (experiments/) writes to."""
     rule_files = [Path(p) for p in options.rules]
     store_rules = store.root / "rules.toml"
     if store_rules.is_file():
@@ -98,6 +103,8 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
         profile=profile,
         run=info,
         store=store,
+        counts=loaded.exact(),
+        cache=loaded.cache,
         src_roots=roots,
         compile_commands=_compile_commands(options.compile_commands, roots, own),
         binaries=binaries,
