@@ -16,10 +16,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .. import rank
 from ..collect.run_facts import working_root
-from ..errors import UserError
+from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
 from ..model.cache import CacheProjections
+from ..model.findings import Finding
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
@@ -117,6 +119,8 @@ class Api:
             raise ApiError(404, f"no such API endpoint: {path}")
         except ApiError as e:
             return json_response({"error": str(e)}, e.status)
+        except NothingStored as e:
+            return json_response({"error": str(e)}, 404)
         except UserError as e:
             return json_response({"error": str(e)}, 400)
 
@@ -212,9 +216,11 @@ class Api:
     # -- endpoints ---------------------------------------------------------------
 
     def runs(self, query: Query) -> list[dict]:
+        if not self.store.db.exists():
+            return []  # an empty store is a list with no runs, not an error
         out = []
         for info in self._run_list():
-            found = self._findings(info.id)
+            found = self._advice(info.id)["findings"]
             out.append({**_run_summary(info), "top_finding": found[0] if found else None})
         return out
 
@@ -232,7 +238,7 @@ class Api:
             "dsos": info.dsos,
             "meta": info.meta,
             **self._facts(run_id),
-            "findings": len(self._findings(run_id)),
+            "findings": len(self._advice(run_id)["findings"]),
             "experiments": len(self._docs(run_id, "experiment")),
             "cache_functions": len(self._docs(run_id, CacheProjections.KIND)),
         }
@@ -382,16 +388,16 @@ class Api:
         return [*self.roots, own] if own else list(self.roots)
 
     def findings(self, ref: str, query: Query) -> dict:
-        run_id = self._run_id(ref)
-        advised = bool(self._docs(run_id, "findings"))  # advise keeps its (maybe empty) list
-        return {"run": str(run_id), "findings": self._findings(run_id), "advised": advised}
+        """The run's ranked findings: rank.Advice, as `perfsleuth advise --format json`."""
+        return self._advice(self._run_id(ref))
 
-    def _findings(self, run_id: int) -> list[dict]:
-        found: list[dict] = []
-        for items in self._docs(run_id, "findings").values():
-            found.extend(items)
-        found.sort(key=lambda f: -_number(f.get("estimated_gain")))
-        return found
+    def _advice(self, run_id: int) -> dict:
+        def ranked() -> dict:
+            stored = self._docs(run_id, "findings")  # advise keeps its (maybe empty) list
+            found = [Finding.from_json(item) for items in stored.values() for item in items]
+            return rank.advice(str(run_id), found, advised=bool(stored)).to_json()
+
+        return self._changing.get(("advice", run_id), ranked)
 
     def experiments(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
@@ -481,10 +487,6 @@ def _filters(query: Query) -> tuple[tuple[str, ...], tuple[int, ...]]:
             raise ApiError(400, f"bad thread={value!r}: give a thread id (a number)")
         tids.append(int(value))
     return states, tuple(sorted(set(tids)))
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def keep_answers(store: Store, run_id: int) -> None:
