@@ -22,13 +22,8 @@ from pathlib import Path
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_IMM, X86_OP_REG, X86_REG_RSP
 
-<<<<<<< HEAD
-from ..model.counts import ExactCounts
-=======
 from ..binaries import STT_FUNC, Binary, binary_at
-from ..formats.callgrind import CallgrindData
-from ..formats.counts import parse_counts
->>>>>>> main
+from ..model.counts import ExactCounts
 from ..model.findings import Finding
 from ..symbols.demangle import demangle_all
 from . import Context
