@@ -26,6 +26,7 @@ from elftools.elf.elffile import ELFFile
 from .compile_units import CompileUnit, read_compile_units
 from .elf import (
     EM_X86_64,
+    ET_DYN,
     ET_REL,
     PT_INTERP,
     SHF_ALLOC,
@@ -87,6 +88,11 @@ class Binary:
     @property
     def is_x86_64(self) -> bool:
         return self.headers.machine == EM_X86_64
+
+    @property
+    def position_independent(self) -> bool:
+        """ET_DYN (a PIE or a shared library): loaded at an address chosen at run time."""
+        return self.headers.kind == ET_DYN
 
     @property
     def relocatable(self) -> bool:
