@@ -18,10 +18,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from ..model.fleet import LABELS
+from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
-from .filters import Condition
+from .filters import TYPE_KEY, Condition
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class Engine(Protocol):
 
 
 def _label(key: str) -> str:
+    if key == TYPE_KEY:  # files written before the column hold CPU profiles
+        return f"coalesce(type, '{DEFAULT_TYPE}')"
     if key == "pid":
         return "CAST(pid AS VARCHAR)"
     if key in LABELS:
