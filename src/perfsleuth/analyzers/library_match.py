@@ -261,8 +261,9 @@ def _top_name(weights: dict[str, float]) -> str:
 
 
 def heaviest(weights: dict[K, float], n: int) -> list[tuple[K, float]]:
-    """The n items of largest weight, heaviest first."""
-    return sorted(weights.items(), key=lambda kv: -kv[1])[:n]
+    """The n items of largest weight, heaviest first; equal weights by name (a Frame by
+    its function first), so the answer does not depend on the order samples came in."""
+    return sorted(weights.items(), key=lambda kv: (-kv[1], str(kv[0])))[:n]
 
 
 def _evidence(match: Match, total: float, sites_are: str) -> list[str]:
