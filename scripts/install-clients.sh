@@ -32,3 +32,14 @@ if command -v go >/dev/null 2>&1; then
 else
     echo "install-clients: no Go: the pyroscope-go test will say so" >&2
 fi
+
+# @pyroscope/nodejs 0.6.4 (npm), for tests/clients/node/app.js; skipped without npm.
+NODE_DIR=$CLIENTS/node
+if command -v npm >/dev/null 2>&1; then
+    if ! grep -qs '"version": "0.6.4"' "$NODE_DIR/node_modules/@pyroscope/nodejs/package.json"; then
+        npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" '@pyroscope/nodejs@0.6.4' \
+            || echo "install-clients: @pyroscope/nodejs did not install" >&2
+    fi
+else
+    echo "install-clients: no npm: the @pyroscope/nodejs test will say so" >&2
+fi

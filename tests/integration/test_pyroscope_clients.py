@@ -5,7 +5,7 @@ back with `perfsleuth fleet top` and checked against what the program did: its h
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
 Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
-built with pyroscope-go v1.5.0 under .venv/clients/).
+built with pyroscope-go v1.5.0 and @pyroscope/nodejs 0.6.4 under .venv/clients/).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
+NODE_MODULES = INSTALLED / "node" / "node_modules"
 SECONDS = "5"
 
 
@@ -137,3 +138,35 @@ def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     assert mutex["unit"] == "count" and "main.holdLock" in functions(mutex)
     metrics = request(collector.url("/metrics"), None, {})[1].decode()
     assert 'endpoint="ingest",result="rejected"' not in metrics
+
+
+def js_functions(doc: dict) -> list[str]:
+    """Function names as the Node SDK writes them, `./FILE:NAME:LINE`, without file and line."""
+    return [name.split(":")[-2] if name.count(":") >= 2 else name for name in functions(doc)]
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="Node is not installed")
+def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
+    """@pyroscope/nodejs 0.6.4: a wall-clock profile, stored as wall time with the
+    profile's own period (not the query's sampleRate), and a heap profile."""
+    assert (NODE_MODULES / "@pyroscope" / "nodejs").is_dir(), "make setup installs it"
+    out = subprocess.run(
+        ["node", str(CLIENTS / "node" / "app.js"), collector.url(""), "node-app", SECONDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
+    )
+    wall_s = float(out.stdout.split()[-1])
+    wall = top(collector, "service=node-app,type=wall")
+    assert js_functions(wall)[0] == "hotA" and "hotB" in js_functions(wall)
+    # One thread sampled for its wall-clock time: the total is the time it ran.
+    assert 0.5 * wall_s <= wall["total"] / 1e9 <= 1.1 * wall_s + 0.5
+    assert top(collector, "service=node-app,team=sre,type=wall")["total"] == wall["total"]
+    tagged = top(collector, "service=node-app,phase=a,type=wall")
+    assert js_functions(tagged)[0] == "hotA" and "hotB" not in js_functions(tagged)
+    assert top(collector, "service=node-app")["total"] == 0  # no CPU profile was sent
+    heap = top(collector, "service=node-app,type=inuse_space", 50)
+    assert heap["unit"] == "bytes" and heap["total"] > 0
+    assert top(collector, "service=node-app,type=inuse_objects")["total"] > 0
