@@ -16,6 +16,9 @@ export interface Finding {
   fix?: Record<string, unknown>;
   verified?: Record<string, unknown> | null;
   details?: Record<string, unknown>;
+  gain_low?: number;
+  gain_high?: number;
+  gain_basis?: string;
 }
 
 /** A finding where rank.py put it (the Finding's JSON plus these). */
