@@ -19,7 +19,9 @@ from ..fleet import advice, alerts, libraries, queries, trends, verified
 from ..fleet.advice import FleetAdvice
 from ..fleet.engine import Engine
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
+from ..fleet.filters import with_type
 from ..fleet.labels import LABEL_GROUPINGS
+from ..model.fleet import PROFILE_TYPES
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
 from ..store.fleet import FleetStore, fleet_root
@@ -68,6 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     handler: Callable[[argparse.Namespace, FleetStore], int] = args.fleet_handler
+    if getattr(args, "type", None):
+        args.where = with_type(args.where, args.type)
     servers = server_urls(args.debuginfod)
     store = FleetStore(fleet_root(args.store), args.endpoint, servers)
     try:
@@ -90,6 +94,12 @@ def _add_range(parser: argparse.ArgumentParser) -> None:
         metavar="FILTER",
         help="labels: k=v,k!=v,k=~regex,k!~regex (host, service, pid, comm, exe, build_id,"
         " cgroup or any user label)",
+    )
+    parser.add_argument(
+        "--type",
+        choices=list(PROFILE_TYPES),
+        help="the profile type: cpu (default), wall, alloc_objects, alloc_space, "
+        "inuse_objects, inuse_space, mutex_/block_contentions, mutex_/block_delay, goroutines",
     )
     parser.add_argument(
         "--debuginfod",

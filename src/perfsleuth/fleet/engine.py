@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from ..errors import UserError
-from ..model.fleet import LABELS
+from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
-from .filters import Condition
+from .filters import TYPE_KEY, Condition
 
 BUCKETS_SCHEMA = pa.schema(
     [
@@ -67,6 +67,8 @@ class Engine(Protocol):
 
 
 def _label(key: str) -> str:
+    if key == TYPE_KEY:  # files written before the column hold CPU profiles
+        return f"coalesce(type, '{DEFAULT_TYPE}')"
     if key == "pid":
         return "CAST(pid AS VARCHAR)"
     if key in LABELS:

@@ -24,11 +24,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ..errors import UserError
-from ..model.fleet import LABELS
+from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
 from .engine import BUCKETS_SCHEMA, StackWeights, to_ms
-from .filters import Condition
+from .filters import TYPE_KEY, Condition
 
 try:
     from py4j.protocol import Py4JError
@@ -307,6 +307,8 @@ def _ddl(schema: pa.Schema) -> T.StructType:
 
 
 def _label(key: str) -> Column:
+    if key == TYPE_KEY:  # files written before the column hold CPU profiles
+        return F.coalesce(F.col("type"), F.lit(DEFAULT_TYPE))
     if key == "pid":
         return F.col("pid").cast("string")
     if key in LABELS:

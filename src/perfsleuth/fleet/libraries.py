@@ -21,9 +21,9 @@ from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
 from . import queries
 from .engine import Engine
-from .filters import Condition, holds, parse
+from .filters import TYPE_KEY, Condition, holds, parse
 
-PER_SAMPLE = set(LABELS) - {"host", "service", "exe"}  # not in a window's marker
+PER_SAMPLE = {*LABELS, TYPE_KEY} - {"host", "service", "exe"}  # not in a window's marker
 
 
 def libraries(

@@ -39,14 +39,19 @@ MAX_VALUE = 1 << 53
 # A pid label: Linux's reach 2**22, other systems' 2**32.
 MAX_PID = (1 << 32) - 1
 MAX_SAMPLE_RATE = 1e6
+DEFAULT_SAMPLE_RATE = 100.0
 # Unix seconds from 2001 to 2100: anything else is a unit mistake (ms, ns) or garbage.
 TIME_RANGE = (1e9, 4.1e9)
 TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
+# A time above the magnitude is in that unit: ns, us, ms (else seconds), as Pyroscope reads it.
+TIME_UNITS = ((1e18, 1e9), (1e15, 1e6), (1e12, 1e3))
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 # Pyroscope's name: app name, then optional {k=v,...}.
 PYROSCOPE_NAME = re.compile(r"([^{}]*)(?:\{([^{}]*)\})?")
+# Labels Pyroscope clients send for themselves (`__name__`, `__session_id__`): not kept.
+INTERNAL = "__"
 # A profile-type suffix Pyroscope clients append to the app name.
 CPU_SUFFIXES = (".cpu", ".itimer")
 
@@ -184,7 +189,9 @@ class IngestParams:
     labels: dict[str, str] = field(default_factory=dict)
     sample_rate: float = 100.0
     spy_name: str = ""
-    format: str = "folded"
+    format: str = ""  # "" when the push does not say: pyroscope.decode tells by the body
+    # Which lock profile a pprof's contentions/delay types are: Go's "mutex" or "block".
+    lock: str = "mutex"
 
     @classmethod
     def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:
@@ -199,7 +206,7 @@ class IngestParams:
             labels=parse_name(query["name"]),
             sample_rate=sample_rate(query),
             spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
-            format=query.get("format", "folded"),
+            format=query.get("format", ""),
         )
 
 
@@ -216,7 +223,8 @@ def parse_name(name: str) -> dict[str, str]:
         key, eq, value = item.partition("=")
         if not eq:
             raise PayloadError(f"bad label {item[:80]!r} in name: use key=value")
-        pairs[key.strip()] = value.strip()
+        if not key.strip().startswith(INTERNAL):
+            pairs[key.strip()] = value.strip()
     if app:
         pairs["service"] = app
     return labels(pairs, "name")
@@ -237,15 +245,22 @@ def check_time(value: float, what: str) -> float:
 
 
 def _time(query: Mapping[str, str], key: str) -> float:
+    """Unix time in s, ms, us or ns, told apart by magnitude as Pyroscope does."""
     if key not in query:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
-    return check_time(_number(query[key], key), f"{key}={query[key][:40]}")
+    value = _number(query[key], key)
+    for magnitude, per_second in TIME_UNITS:
+        if value > magnitude:
+            value /= per_second
+            break
+    return check_time(value, f"{key}={query[key][:40]}")
 
 
 def sample_rate(query: Mapping[str, str]) -> float:
-    """sampleRate in Hz, Pyroscope's 100 when not given."""
+    """sampleRate in Hz, Pyroscope's 100 when not given or 0 (the Go SDK's heap, lock
+    and goroutine pushes)."""
     raw = query.get("sampleRate", "100")
-    value = _number(raw, "sampleRate")
+    value = _number(raw, "sampleRate") or DEFAULT_SAMPLE_RATE
     if not 0 < value <= MAX_SAMPLE_RATE:
         raise PayloadError(f"sampleRate={raw[:40]} must be above 0 and at most 1000000 Hz")
     return value

@@ -15,7 +15,11 @@ MAX_MATCHES = 20
 
 def match_functions(profile: Profile, pattern: str) -> list[str]:
     """Exact name first; else every function whose name the pattern (a regex) finds."""
-    names = {f.function for f in profile.frames}
+    return match_names({f.function for f in profile.frames}, pattern)
+
+
+def match_names(names: set[str], pattern: str) -> list[str]:
+    """Of `names`: `pattern` itself, else every name the pattern (a regex) finds."""
     if pattern in names:
         return [pattern]
     try:
