@@ -158,6 +158,18 @@ def test_libraries_lists_replaceable_ones_where_loaded_and_if_hot(tmp_path: Path
     assert row["hot"] == (row["share"] >= 0.02) and row["share"] > 0
 
 
+def test_libraries_match_the_library_not_a_file_name(tmp_path: Path) -> None:
+    """pyarrow's _json extension is not Python's json module, whose file is the same name."""
+    store = FleetStore(str(tmp_path / "fleet"))
+    so = "_json.cpython-311-x86_64-linux-gnu.so"
+    stdlib, pyarrow = f"/usr/lib/python3.11/lib-dynload/{so}", f"/venv/site-packages/pyarrow/{so}"
+    w = make_window(0, T0, "a", "api", stack_pool())
+    w.processes[100] = Process("/usr/bin/python3", "b100", libraries=(stdlib, pyarrow))
+    store.append(w)
+    rows = libraries.libraries(store, T0, END)["libraries"]
+    assert [(r["rule"], r["library"]) for r in rows] == [("python.json", stdlib)]
+
+
 def test_libraries_where_narrows_the_hosts_services_and_programs_listed(tmp_path: Path) -> None:
     store = FleetStore(str(tmp_path / "fleet"))
     zlib = ("/usr/lib/x86_64-linux-gnu/libz.so.1.2.13",)
