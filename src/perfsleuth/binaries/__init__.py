@@ -8,7 +8,7 @@ find_dso(path, build_id) / build_id_paths(build_id): where a recorded DSO is now
 
 from __future__ import annotations
 
-from .binary import Binary, binary_at, build_id_of, elf_info
+from .binary import DWARF_ERRORS, Binary, binary_at, build_id_of, elf_info
 from .compile_units import CompileUnit
 from .elf import ET_REL, PF_X, PT_LOAD, ElfInfo, Section, Segment
 from .locate import DEBUG_DIRS, build_id_paths, find_dso
@@ -16,6 +16,7 @@ from .symbol_table import STT_FUNC, STT_GNU_IFUNC, Symbol
 
 __all__ = [
     "DEBUG_DIRS",
+    "DWARF_ERRORS",
     "ET_REL",
     "PF_X",
     "PT_LOAD",

@@ -20,12 +20,15 @@ from collections import OrderedDict
 from functools import cached_property, lru_cache
 
 from elftools.common.exceptions import DWARFError, ELFError
+from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarfinfo import DWARFInfo
 from elftools.elf.elffile import ELFFile
 
 from .compile_units import CompileUnit, read_compile_units
 from .elf import (
     EM_X86_64,
+    ET_DYN,
+    ET_REL,
     PT_INTERP,
     SHF_ALLOC,
     SHT_DYNSYM,
@@ -37,6 +40,7 @@ from .elf import (
     Segment,
     read_headers,
 )
+from .subprograms import subprograms
 from .symbol_table import Symbol, parse_symbols
 
 MAX_BINARIES = 4096  # headers only: a few KB each; a host has a few thousand DSOs
@@ -86,6 +90,16 @@ class Binary:
     @property
     def is_x86_64(self) -> bool:
         return self.headers.machine == EM_X86_64
+
+    @property
+    def position_independent(self) -> bool:
+        """ET_DYN (a PIE or a shared library): loaded at an address chosen at run time."""
+        return self.headers.kind == ET_DYN
+
+    @property
+    def relocatable(self) -> bool:
+        """An object file (ET_REL): its symbols are offsets into their sections."""
+        return self.headers.kind == ET_REL
 
     @property
     def dynamic(self) -> bool:
@@ -149,6 +163,21 @@ class Binary:
             return read_compile_units(dwarf)
         except DWARF_ERRORS:
             return ()
+
+    def subprogram(self, name: str) -> DIE | None:
+        """The DWARF entry with code of the function with this plain (unqualified,
+        parameterless) name; None without debug info or such a function."""
+        return self._subprograms.get(name)
+
+    @cached_property
+    def _subprograms(self) -> dict[str, DIE]:
+        dwarf = self.dwarf()
+        if dwarf is None:
+            return {}
+        try:
+            return subprograms(dwarf)
+        except DWARF_ERRORS:
+            return {}
 
     def _read(self, offset: int, size: int) -> bytes:
         """b"" once the file is gone: every caller treats that as "nothing there"."""

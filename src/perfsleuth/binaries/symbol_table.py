@@ -12,6 +12,7 @@ STB_LOCAL = 0
 STB_GLOBAL = 1
 STB_WEAK = 2
 SHN_UNDEF = 0
+SHN_LORESERVE = 0xFF00  # from here on st_shndx is special (SHN_ABS, SHN_COMMON, ...)
 
 # (name, value, size, info, shndx) in file order, per ELF class
 _ENTRY = {True: ("IBBHQQ", (0, 4, 5, 1, 3)), False: ("IIIBBH", (0, 1, 2, 3, 5))}
@@ -32,6 +33,11 @@ class Symbol(NamedTuple):
     @property
     def defined(self) -> bool:
         return self.section != SHN_UNDEF
+
+    @property
+    def in_section(self) -> bool:
+        """Defined in a real section (`section` indexes Binary.sections)."""
+        return SHN_UNDEF < self.section < SHN_LORESERVE
 
 
 def parse_symbols(

@@ -140,6 +140,7 @@ class Collector:
             export = await self._run(
                 lambda: otlp_profiles.decode(body, request_id, self.max_inflated)
             )
+            _checked(export.windows)
             for window in export.windows:
                 self.cardinality.admit(window.labels)
             for window in export.windows:
@@ -174,7 +175,7 @@ class Collector:
     ) -> Response:
         """Decode a push into windows and append them; `stored` when any was new."""
         try:
-            windows = await self._run(decode)
+            windows = await self._run(lambda: _checked(decode()))
             for window in windows:
                 self.cardinality.admit(window.labels)
         except PayloadError as e:
@@ -215,6 +216,13 @@ class Collector:
         return PlainTextResponse(f"{error}\n", status_code=400)
 
 
+def _checked(windows: list[Window]) -> list[Window]:
+    """Every window of a push checked before any is stored."""
+    for window in windows:
+        ingest.check_window(window)
+    return windows
+
+
 def _connect_error(status: int, code: str, message: object) -> Response:
     """A Connect unary error: the HTTP status and {"code", "message"}."""
     text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
@@ -253,10 +261,7 @@ def _pprof_params(request: Request, window_id: str) -> IngestParams:
 
 
 def _status(body: bytes) -> tuple[str, dict]:
-    try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PayloadError(f"agent status is not JSON ({e})") from None
+    doc = ingest.json_document(body, "agent status")
     if not isinstance(doc, dict) or not isinstance(doc.get("host"), str) or not doc["host"]:
         raise PayloadError('agent status must be a JSON object with a "host" name')
     if len(doc) > MAX_STATUS_FIELDS:

@@ -56,7 +56,7 @@ class FleetAdvice:
 def advise(
     store: FleetStore, start: float, end: float, where: str | None, options: FleetAdvice
 ) -> dict:
-    """`{"findings": [...], "notes": [...]}`: each finding in the DESIGN shape with
+    """`{"findings": [...], "notes": [...]}`: each finding in the shape of docs/findings.md with
     services, hosts, cores_saved (and money_per_month with a core cost), by cores saved."""
     weights = queries.stack_weights(store, start, end, where, options.engine)
     profile = queries.to_profile(weights)

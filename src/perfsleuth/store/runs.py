@@ -35,8 +35,11 @@ import pyarrow as pa
 
 from ..errors import NothingStored, StoreBusy, UserError
 from ..model import documents
+from ..model.cache import CacheProjections
+from ..model.counts import Counts
 from ..model.profile import Frame, Profile, Thread
-from ..model.run import Recording, RunInfo
+from ..model.run import LoadedRun, Recording, RunInfo
+from ..model.timeline import Timeline
 from .documents import decode
 
 SCHEMA_VERSION = 1
@@ -474,8 +477,16 @@ class Store:
         ).fetchall()
         return [{"path": p, "build_id": b} for p, b in rows]
 
+    def load_run(self, run_id: int) -> LoadedRun:
+        """The run as one value: facts, profile with its timeline (read when first
+        used), exact counts and cache projections."""
+        info = self.run_info(run_id)
+        counts: Counts | None = self.documents(run_id, Counts.KIND).get(Counts.NAME)
+        cache: dict[str, CacheProjections] = self.documents(run_id, CacheProjections.KIND)
+        return LoadedRun(info, lambda: self.load(run_id), counts=counts, cache=cache)
+
     def load(self, run_id: int) -> Profile:
-        """The run's profile, as it was stored."""
+        """The run's profile with its timeline, as they were stored."""
         with self._connect(write=False) as con:
             row = con.execute("SELECT unit, meta FROM runs WHERE id = ?", [run_id]).fetchone()
             if row is None:
@@ -496,6 +507,7 @@ class Store:
                 [run_id],
             ).fetchall()
             dsos = self._dsos(con, run_id)
+            timeline = self._timeline(con, run_id)
         profile = Profile(
             frames=[Frame(*f) for f in frames],
             stacks=[tuple(s[0]) for s in stacks],
@@ -503,6 +515,7 @@ class Store:
             unit=row[0],
             meta=json.loads(row[1]) if row[1] else {},
             dsos=dsos,
+            timeline=timeline,
         )
         if samples:
             cols = list(zip(*samples, strict=True))
@@ -512,6 +525,14 @@ class Store:
             profile.sample_thread = list(cols[3])
             profile.sample_state = list(cols[4])
         return profile
+
+    @staticmethod
+    def _timeline(con: duckdb.DuckDBPyConnection, run_id: int) -> Timeline | None:
+        row = con.execute(
+            "SELECT data FROM documents WHERE run_id = ? AND kind = ? AND name = ?",
+            [run_id, Timeline.KIND, Timeline.NAME],
+        ).fetchone()
+        return decode(Timeline.KIND, json.loads(row[0])) if row else None
 
     def documents(self, run_id: int, kind: str) -> dict[str, Any]:
         """name -> data of a run's documents of one kind (typed if the kind is registered
