@@ -18,8 +18,6 @@ from .engine import DuckDB, Engine
 from .filters import parse
 from .retry import reading
 
-LABEL_GROUPINGS = ("service", "host")
-
 
 @dataclass(frozen=True)
 class Share:

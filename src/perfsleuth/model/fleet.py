@@ -15,6 +15,7 @@ from .profile import Profile
 
 # Every stored sample carries these labels ("" when the source does not say).
 LABELS = ("host", "service", "pid", "comm", "exe", "build_id", "cgroup")
+LABEL_GROUPINGS = ("service", "host")  # the labels a fleet query can group by
 
 # A window id names files in the store: it must be safe as a file name.
 WINDOW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
