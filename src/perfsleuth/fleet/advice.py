@@ -58,7 +58,7 @@ class FleetAdvice:
 def advise(
     store: FleetStore, start: float, end: float, where: str | None, options: FleetAdvice
 ) -> dict:
-    """`{"findings": [...], "notes": [...]}`: each finding in the DESIGN shape with
+    """`{"findings": [...], "notes": [...]}`: each finding in the shape of docs/findings.md with
     services, hosts, cores_saved (and money_per_month with a core cost), by cores saved."""
     if (kind := profile_type(where)) != DEFAULT_TYPE:
         raise UserError(f"fleet advise reads CPU profiles (cores saved), not {kind}: drop --type")
