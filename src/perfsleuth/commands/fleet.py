@@ -32,6 +32,7 @@ NAME = "fleet"
 HELP = "the fleet store: status, queries (top, flame, diff, series), advise, watch, upkeep"
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+LAST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -389,8 +390,18 @@ def parse_duration(text: str) -> float:
 
 
 def parse_time(text: str) -> float:
-    """Unix seconds of `now`, a duration ago, unix seconds, or ISO 8601 (UTC by default)."""
-    text = text.strip()
+    """Unix seconds of `now`, a duration ago, unix seconds, or ISO 8601 (UTC by default),
+    from 1970 to 9999."""
+    moment = _moment(text.strip())
+    if not 0 <= moment < LAST_TIME:
+        raise argparse.ArgumentTypeError(
+            f"bad time {text[:40]!r}: give a time from 1970 to 9999 (unix seconds 0 to "
+            f"{LAST_TIME:.0f}), ISO 8601, now, or a duration ago like 2h"
+        )
+    return moment
+
+
+def _moment(text: str) -> float:
     if text == "now":
         return time.time()
     if DURATION.fullmatch(text):
@@ -403,6 +414,6 @@ def parse_time(text: str) -> float:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"bad time {text!r}: give unix seconds, ISO 8601, now, or a duration ago like 2h"
+            f"bad time {text[:40]!r}: give unix seconds, ISO 8601, now, or a duration ago like 2h"
         ) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

@@ -11,6 +11,8 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+import pyarrow as pa
+
 from ..errors import UserError
 from ..model.fleet import PROFILE_TYPES
 from ..model.profile import Frame, Profile
@@ -63,6 +65,25 @@ def stack_weights(
 
     weights = reading(store, query)
     return replace(weights, frames=store.name_frames(weights.frames))
+
+
+def bucket_weights(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    step_ms: int,
+    engine: Engine | None = None,
+) -> pa.Table:
+    """engine.BUCKETS_SCHEMA rows: per bucket of step_ms and stack, samples and CPU ns."""
+    conditions = parse(where)
+    run = engine or DuckDB()
+    grain = step_ms / 1000
+
+    def query() -> pa.Table:
+        return run.bucket_weights(store.select(start, end, grain), start, end, conditions, step_ms)
+
+    return reading(store, query)
 
 
 def to_profile(weights: StackWeights, unit: str = "ns") -> Profile:

@@ -71,7 +71,7 @@ class _Frames:
 
     def __init__(self) -> None:
         self.by_name: dict[str, Frame] = {}
-        self.budget = ingest.FrameBudget()
+        self.budget = ingest.PushBudget()
 
     def get(self, name: str, number: int) -> Frame:
         frame = self.by_name.get(name)
