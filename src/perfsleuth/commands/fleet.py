@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
-from ..model.fleet import LABEL_GROUPINGS
+from ..fleet.filters import with_type
+from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
 from ..symbols.debuginfod import server_urls
@@ -32,6 +33,7 @@ NAME = "fleet"
 HELP = "the fleet store: status, queries (top, flame, diff, series), advise, watch, upkeep"
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+LAST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from ..store.fleet import FleetStore, fleet_root
 
     handler: Callable[[argparse.Namespace, FleetStore], int] = args.fleet_handler
+    if getattr(args, "type", None):
+        args.where = with_type(args.where, args.type)
     servers = server_urls(args.debuginfod)
     store = FleetStore(fleet_root(args.store), args.endpoint, servers)
     try:
@@ -93,6 +97,12 @@ def _add_range(parser: argparse.ArgumentParser) -> None:
         metavar="FILTER",
         help="labels: k=v,k!=v,k=~regex,k!~regex (host, service, pid, comm, exe, build_id,"
         " cgroup or any user label)",
+    )
+    parser.add_argument(
+        "--type",
+        choices=list(PROFILE_TYPES),
+        help="the profile type: cpu (default), wall, alloc_objects, alloc_space, "
+        "inuse_objects, inuse_space, mutex_/block_contentions, mutex_/block_delay, goroutines",
     )
     parser.add_argument(
         "--debuginfod",
@@ -399,8 +409,18 @@ def parse_duration(text: str) -> float:
 
 
 def parse_time(text: str) -> float:
-    """Unix seconds of `now`, a duration ago, unix seconds, or ISO 8601 (UTC by default)."""
-    text = text.strip()
+    """Unix seconds of `now`, a duration ago, unix seconds, or ISO 8601 (UTC by default),
+    from 1970 to 9999."""
+    moment = _moment(text.strip())
+    if not 0 <= moment < LAST_TIME:
+        raise argparse.ArgumentTypeError(
+            f"bad time {text[:40]!r}: give a time from 1970 to 9999 (unix seconds 0 to "
+            f"{LAST_TIME:.0f}), ISO 8601, now, or a duration ago like 2h"
+        )
+    return moment
+
+
+def _moment(text: str) -> float:
     if text == "now":
         return time.time()
     if DURATION.fullmatch(text):
@@ -413,6 +433,6 @@ def parse_time(text: str) -> float:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"bad time {text!r}: give unix seconds, ISO 8601, now, or a duration ago like 2h"
+            f"bad time {text[:40]!r}: give unix seconds, ISO 8601, now, or a duration ago like 2h"
         ) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..model.fleet import LABEL_GROUPINGS as LABEL_GROUPINGS  # kept here for its readers
 from ..store.fleet import FleetStore
 from .engine import DuckDB, Engine
 from .filters import parse

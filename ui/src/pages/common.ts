@@ -94,13 +94,15 @@ function detailBlocks(details: Record<string, unknown> | undefined): HTMLElement
 
 export function findingCard(runId: string, f: PlacedFinding, compact = false): HTMLElement {
   const where = location(f.file ?? "", f.line ?? 0);
-  const verified = f.verified
+  // An experiment's result (experiments/verify.py); the Finding types it as a free dict.
+  const measured = f.verified as { ratio?: number; ci95?: [number, number]; runs?: number } | null | undefined;
+  const verified = measured
     ? h(
         "span",
         { class: "verified" },
-        `measured ${f.verified.ratio?.toFixed(2) ?? "?"}×`,
-        f.verified.ci95 ? ` (95% CI ${f.verified.ci95[0].toFixed(2)}–${f.verified.ci95[1].toFixed(2)})` : "",
-        f.verified.runs ? `, ${f.verified.runs} runs` : "",
+        `measured ${measured.ratio?.toFixed(2) ?? "?"}×`,
+        measured.ci95 ? ` (95% CI ${measured.ci95[0].toFixed(2)}–${measured.ci95[1].toFixed(2)})` : "",
+        measured.runs ? `, ${measured.runs} runs` : "",
       )
     : null;
   const fixCommand = typeof f.fix?.command === "string" ? f.fix.command : "";
