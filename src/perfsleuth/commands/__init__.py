@@ -36,7 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lint",
         "find aliasing writes and unvectorised loops in C/C++ sources (no profile needed)",
     ),
-    "export": ("export", "export a run for other tools: folded, pprof, speedscope"),
+    "export": (
+        "export",
+        "export a run for other tools: one option per profile output (pprof, speedscope...)",
+    ),
     "serve": ("serve", "web UI and HTTP API over the store (127.0.0.1 unless --host and --token)"),
     "report": ("report", "the web UI for one run as a single self-contained HTML file"),
     "compare": (
