@@ -93,7 +93,10 @@ function labelFilters(scope: Scope, labels: FleetLabels): HTMLElement {
   const current = conditions(scope.where);
   const pickers = Object.entries(labels.labels).map(([key, values]) => {
     const chosen = current.find((c) => c.startsWith(`${key}=`) && !c.startsWith(`${key}=~`))?.slice(key.length + 1) ?? "";
-    const select = h("select", { "aria-label": key, "data-label": key }, h("option", { value: "" }, `${key}: any`), values.map((v) => h("option", { value: v, selected: v === chosen }, `${key}=${v}`)));
+    // Without a type condition the fleet reads CPU profiles: "type: any" would say otherwise.
+    const none = key === "type" ? "type: cpu" : `${key}: any`;
+    const listed = key === "type" ? values.filter((v) => v !== "cpu") : values;
+    const select = h("select", { "aria-label": key, "data-label": key }, h("option", { value: "" }, none), listed.map((v) => h("option", { value: v, selected: v === chosen }, `${key}=${v}`)));
     select.addEventListener("change", () => {
       const others = current.filter((c) => !c.startsWith(`${key}=`) || c.startsWith(`${key}=~`));
       go(scope, { where: [...others, ...(select.value ? [`${key}=${select.value}`] : [])].join(",") });
