@@ -11,8 +11,10 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+import pyarrow as pa
+
 from ..errors import UserError
-from ..model.fleet import PROFILE_TYPES
+from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..model.profile import Frame, Profile
 from ..store.fleet import FleetStore
 from ..views import top as top_view
@@ -65,6 +67,25 @@ def stack_weights(
     return replace(weights, frames=store.name_frames(weights.frames))
 
 
+def bucket_weights(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    step_ms: int,
+    engine: Engine | None = None,
+) -> pa.Table:
+    """engine.BUCKETS_SCHEMA rows: per bucket of step_ms and stack, samples and CPU ns."""
+    conditions = parse(where)
+    run = engine or DuckDB()
+    grain = step_ms / 1000
+
+    def query() -> pa.Table:
+        return run.bucket_weights(store.select(start, end, grain), start, end, conditions, step_ms)
+
+    return reading(store, query)
+
+
 def to_profile(weights: StackWeights, unit: str = "ns") -> Profile:
     """The per-stack sums as a Profile: sample i is row i of weights.stacks."""
     frames = weights.frames.to_pylist()
@@ -95,7 +116,7 @@ def top(
     `by` is a frame grouping (views.keys), `library` (DSOs by library name, versions
     merged) or a label of LABEL_GROUPINGS (each value's share of the CPU time)."""
     start, end = time_range(start, end)
-    if by in labels.LABEL_GROUPINGS:
+    if by in LABEL_GROUPINGS:
         doc = labels.top(store, start, end, where, by, n, engine)
     else:
         grouped = profile(store, start, end, where, engine)

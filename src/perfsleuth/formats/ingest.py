@@ -60,16 +60,18 @@ class PayloadError(UserError):
     """A pushed payload is refused; the message says what is wrong with it."""
 
 
-def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED) -> bytes:
-    """data, decompressed when it is gzip, refused past `limit` bytes (a bomb)."""
+def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED, already: int = 0) -> bytes:
+    """data, decompressed when it is gzip, refused when it takes the bytes inflated by the
+    push (`already` before it) past `limit` (a bomb)."""
     if data[:2] != GZIP_MAGIC:
         return data
     inflater = zlib.decompressobj(wbits=31)
+    room = max(limit - already, 0)
     try:
-        out = inflater.decompress(data, limit + 1)
+        out = inflater.decompress(data, room + 1)
     except zlib.error as e:
         raise PayloadError(f"broken gzip data ({e})") from e
-    if len(out) > limit:
+    if len(out) > room:
         raise PayloadError(f"gzip data inflates past the limit of {limit >> 20} MB; refused")
     if not inflater.eof:
         raise PayloadError("gzip data is truncated")
@@ -97,13 +99,22 @@ def json_document(data: str | bytes, what: str) -> Any:
         raise PayloadError(f"{what} is nested too deeply to be read") from None
 
 
-class FrameBudget:
-    """Frames a push's samples expand to, refused past MAX_PUSH_FRAMES, and distinct
-    frames it decodes, refused past MAX_PUSH_NEW_FRAMES."""
+class PushBudget:
+    """What a push expands to, shared by the profiles it holds: frames of its samples,
+    refused past MAX_PUSH_FRAMES; distinct frames decoded, past MAX_PUSH_NEW_FRAMES;
+    bytes of gzip inflated, past the limit given."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_DECOMPRESSED) -> None:
+        self.limit = limit
+        self.inflated = 0
         self.used = 0
         self.created = 0
+
+    def gunzip(self, data: bytes) -> bytes:
+        out = gunzip(data, self.limit, self.inflated)
+        if out is not data:
+            self.inflated += len(out)
+        return out
 
     def spend(self, frames: int) -> None:
         self.used += frames

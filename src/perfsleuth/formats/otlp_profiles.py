@@ -103,7 +103,7 @@ class _Dictionary:
     def __init__(self, d: otlp.ProfilesDictionary) -> None:
         self.d = d
         self._frames: dict[int, tuple[Frame, ...]] = {}
-        self.budget = ingest.FrameBudget()
+        self.budget = ingest.PushBudget()
 
     def string(self, index: int, what: str) -> str:
         return ingest.text(_at(self.d.string_table, index, f"{what} string"), what)

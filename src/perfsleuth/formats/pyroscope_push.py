@@ -39,6 +39,7 @@ def decode(body: bytes, content_type: str, request_id: str, limit: int) -> list[
     if profiles > MAX_PROFILES:
         raise PayloadError(f"the push holds {profiles} profiles; at most {MAX_PROFILES}")
     windows: list[Window] = []
+    budget = ingest.PushBudget(limit)
     for s, series in enumerate(request.series):
         labels = series_labels(series.labels, f"series {s}")
         name = next((pair.value for pair in series.labels if pair.name == NAME_LABEL), "")
@@ -50,7 +51,7 @@ def decode(body: bytes, content_type: str, request_id: str, limit: int) -> list[
                 labels=labels,
                 lock="block" if name == "block" else "mutex",
             )
-            windows += window_pprof.decode(sample.raw_profile, params, limit)
+            windows += window_pprof.decode(sample.raw_profile, params, limit, budget)
     return windows
 
 
@@ -81,6 +82,6 @@ def _request(body: bytes, content_type: str) -> pb.PushRequest:
             json_format.Parse(body, request, ignore_unknown_fields=True)
         else:
             request.ParseFromString(body)
-    except (DecodeError, json_format.ParseError, UnicodeDecodeError) as e:
+    except (DecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as e:
         raise PayloadError(f"not a valid push.v1.PushRequest ({str(e)[:200]})") from e
     return request

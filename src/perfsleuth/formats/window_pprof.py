@@ -100,16 +100,23 @@ def encode(window: Window) -> bytes:
     return gzip.compress(_Writer(window).message().SerializeToString(), compresslevel=6)
 
 
-def decode(body: bytes, params: IngestParams, limit: int = ingest.MAX_DECOMPRESSED) -> list[Window]:
+def decode(
+    body: bytes,
+    params: IngestParams,
+    limit: int = ingest.MAX_DECOMPRESSED,
+    budget: ingest.PushBudget | None = None,
+) -> list[Window]:
     """A pushed pprof (gzipped or plain) as Windows, one per set of per-sample user
     labels (the first, with no such label when there is one, keeps params.window_id;
-    the others add `.N`); PayloadError when it is refused."""
-    data = ingest.gunzip(body, limit)
+    the others add `.N`); PayloadError when it is refused. `budget` is the push's,
+    when it holds several profiles."""
+    budget = budget or ingest.PushBudget(limit)
+    data = budget.gunzip(body)
     try:
         msg = pb.Profile.FromString(data)
     except DecodeError as e:
         raise PayloadError(f"not a valid pprof profile ({e})") from e
-    return _Reader(msg).windows(params)
+    return _Reader(msg, budget).windows(params)
 
 
 class _Writer:
@@ -157,7 +164,7 @@ class _Writer:
 class _Reader:
     """Checks every index, value, depth and label of one decoded Profile."""
 
-    def __init__(self, msg: pb.Profile) -> None:
+    def __init__(self, msg: pb.Profile, budget: ingest.PushBudget) -> None:
         self.msg = msg
         self.strings = list(msg.string_table)
         if self.strings and self.strings[0] != "":
@@ -168,7 +175,7 @@ class _Reader:
         self._frames: dict[int, tuple[Frame, ...]] = {}
         self._label_sets: dict[tuple, tuple[Thread | None, SampleLabels]] = {}
         self._checked: set[int] = set()  # strings checked: each is used many times
-        self.budget = ingest.FrameBudget()
+        self.budget = budget
         self.processes: dict[int, Process] = {}
 
     def string(self, index: int, owner: str) -> str:

@@ -1,4 +1,4 @@
-"""The Finding: what an analyzer reports (schema in shared DESIGN.md, "A finding")."""
+"""The Finding: what an analyzer reports (schema in docs/findings.md)."""
 
 from __future__ import annotations
 

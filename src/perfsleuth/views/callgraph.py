@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from ..errors import UserError
 from ..model.profile import Profile
+from .documents import CallGraphDoc, Neighbour
 
 ROOT = "[root]"
 SELF = "[self]"
@@ -37,7 +38,7 @@ def match_names(names: set[str], pattern: str) -> list[str]:
     return found
 
 
-def neighbours(profile: Profile, function: str) -> dict:
+def neighbours(profile: Profile, function: str) -> CallGraphDoc:
     """Self/total of FUNCTION and the weight of each caller and callee."""
     frames = profile.frames
     total = profile.total
@@ -59,7 +60,7 @@ def neighbours(profile: Profile, function: str) -> dict:
         for name in down - {function}:
             callees[name] += weight
 
-    def rows(weights: dict[str, float]) -> list[dict]:
+    def rows(weights: dict[str, float]) -> list[Neighbour]:
         ordered = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))
         return [
             {
@@ -79,5 +80,5 @@ def neighbours(profile: Profile, function: str) -> dict:
     }
 
 
-def callgraph(profile: Profile, pattern: str) -> list[dict]:
+def callgraph(profile: Profile, pattern: str) -> list[CallGraphDoc]:
     return [neighbours(profile, name) for name in match_functions(profile, pattern)]
