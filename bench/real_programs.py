@@ -159,7 +159,7 @@ def main() -> int:
                 continue
             scratch = Path(tempfile.mkdtemp(dir=tmp))
             confident, error = confident_findings(cmd, scratch)
-            unchecked = sorted({f["rule"] for f in confident} - CHECKED[program])
+            unchecked = sorted({f["rule"] for f in confident} - CHECKED.get(program, set()))
             results[program] = {"findings": confident, "unchecked": unchecked, "error": error}
     out = ROOT / "bench" / "out" / "real_programs.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -175,3 +175,10 @@ def test_class_patterns_are_anchored_so_one_alternation_keeps_their_order() -> N
     classes = load_classes()
     ids = [classes[i].id for i in cost_classes.frame_classes(frames, classes)]
     assert ids == ["format.printf", "format.printf"]  # not stdio's or string's
+
+
+def test_a_rule_matching_below_the_boundary_does_not_cover_the_class() -> None:
+    """regcomp per call allocates: the allocator rule matches, but the fix is the regex's."""
+    regcomp = Frame("regcomp", "libc.so.6", "./posix/regcomp.c", 1)
+    found = findings([([MALLOC, regcomp, LOG, MAIN], 70), ([regcomp, LOG, MAIN], 10), ([MAIN], 20)])
+    assert found["class.regex.engines"].share == pytest.approx(0.8)
