@@ -194,3 +194,11 @@ def test_rusts_regex_matching_is_no_finding_its_compiling_is() -> None:
     assert findings([([search, grep, MAIN], 90), ([MAIN], 10)]) == {}
     found = findings([([build, grep, MAIN], 90), ([MAIN], 10)])
     assert set(found) == {"class.regex.compile"}
+
+
+def test_a_write_under_iostream_is_not_covered_by_the_iostream_rule() -> None:
+    """std::endl per line: a flush, so one write(2) per line; the fix is the write's."""
+    flush = Frame("std::ostream::flush()", "libstdc++.so.6")
+    endl = Frame("std::basic_ostream<char>& std::endl<char>(std::basic_ostream<char>&)", "app")
+    found = findings([([SYSCALL, WRITE, flush, endl, LOG, MAIN], 70), ([WORK, MAIN], 30)])
+    assert found["class.syscall.write"].share == pytest.approx(0.7)

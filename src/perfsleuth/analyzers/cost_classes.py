@@ -162,9 +162,28 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
         site = _caller(profile, stack[depth + 1 :], frame_class, prefer_python)
         if site is not None:
             cost.sites[site] += weight
-        for r in {r for fid in stack[depth:] for r in rule_frames[fid]}:
-            cost.covered[r] += weight  # a rule at or above the boundary: its code calls in
+        for r in _covering(stack[depth:], c, frame_class, rule_frames, classes):
+            cost.covered[r] += weight
     return Attribution(costs, dict(rule_weight), len(threads) or 1)
+
+
+def _covering(
+    outer: tuple[int, ...],
+    c: int,
+    frame_class: list[int],
+    rule_frames: list[frozenset[str]],
+    classes: Sequence[Rule],
+) -> set[str]:
+    """The library rules matching the boundary frame or its callers (their code calls
+    into the class), except in frames of the classes this one took the sample from (a
+    write(2) under iostream is the write's, not the iostream rule's)."""
+    inside = set(classes[c].inside)
+    return {
+        r
+        for fid in outer
+        if frame_class[fid] < 0 or classes[frame_class[fid]].id not in inside
+        for r in rule_frames[fid]
+    }
 
 
 def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[frozenset[str]]:
