@@ -201,7 +201,9 @@ def main() -> int:
     problems = tomllib.loads((SET / "manifest.toml").read_text())["problem"]
     if args.only:
         problems = [p for p in problems if p["id"] in args.only.split(",")]
-    rows = []
+    # --only runs some again and keeps the others' last results
+    kept = json.loads(OUT.read_text())["problems"] if args.only and OUT.exists() else []
+    rows = [r for r in kept if r["id"] not in {p["id"] for p in problems}]
     with tempfile.TemporaryDirectory(prefix="advisor-set-") as tmp:
         for problem in problems:
             row = evaluate(problem, Path(tmp), args.runs)
