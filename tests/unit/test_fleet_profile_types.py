@@ -12,7 +12,9 @@ import pytest
 from test_fleet_store import T0, make_window, stack_pool
 
 from perfsleuth.cli import main
-from perfsleuth.fleet import queries
+from perfsleuth.errors import UserError
+from perfsleuth.fleet import advice, queries
+from perfsleuth.fleet.advice import FleetAdvice
 from perfsleuth.model.fleet import Window
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.store.fleet import FleetStore
@@ -87,3 +89,8 @@ def test_a_store_written_before_the_type_column_reads_as_cpu(store: FleetStore) 
     assert queries.top(store, T0, END, "type=alloc_space", n=0)["total"] == 65536 * 3 + 4096
     # A whole-minute range reads the minute rollup, whose old rows are CPU too.
     assert queries.top(store, T0, T0 + 60, n=0)["total"] == before
+
+
+def test_advise_reads_cpu_profiles_only(store: FleetStore) -> None:
+    with pytest.raises(UserError, match="CPU profiles"):
+        advice.advise(store, T0, END, "type=alloc_space", FleetAdvice())

@@ -9,10 +9,8 @@ until, sampleRate, spyName) are parsed by ingest.IngestParams.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
-from email.message import Message
-from email.parser import BytesParser
-from email.policy import HTTP
 
 from perfsleuth.formats import ingest, window_pprof
 from perfsleuth.formats.ingest import IngestParams, PayloadError
@@ -20,6 +18,8 @@ from perfsleuth.model.fleet import Window
 from perfsleuth.model.profile import Frame, ProfileBuilder
 
 FORMATS = ("folded", "pprof")
+BOUNDARY = re.compile(r'boundary="?([^";]{1,200})"?')
+PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?\bname="([^"]*)"')
 PROFILE_PART = "profile"
 CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
@@ -100,15 +100,21 @@ def _folded_line(line: str, number: int) -> tuple[list[str], int]:
 
 
 def _parts(body: bytes, content_type: str) -> dict[str, bytes]:
-    """The parts of a multipart form by name."""
-    head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace")
-    form = BytesParser(policy=HTTP).parsebytes(head + body)
+    """The parts of a multipart form by name, their bytes as sent (HTTP clients send
+    form parts as binary: no transfer encoding). Split by hand: the email parser took
+    4 ms of a push's ~12 ms of collector CPU."""
+    boundary = BOUNDARY.search(content_type)
+    if boundary is None:
+        raise PayloadError("multipart body without a boundary in its Content-Type")
     parts: dict[str, bytes] = {}
-    for part in form.iter_parts() if form.is_multipart() else ():
-        name = part.get_param("name", header="content-disposition")
-        payload = part.get_payload(decode=True) if isinstance(part, Message) else None
-        if isinstance(name, str) and isinstance(payload, bytes):
-            parts[name] = payload
+    delimiter = b"\r\n--" + boundary.group(1).encode("latin-1", "replace")
+    for chunk in (b"\r\n" + body).split(delimiter)[1:]:
+        if chunk.startswith(b"--"):
+            break
+        head, found, payload = chunk.partition(b"\r\n\r\n")
+        name = PART_NAME.search(head)
+        if found and name:
+            parts[name.group(1).decode("latin-1")] = payload
     return parts
 
 

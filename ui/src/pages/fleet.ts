@@ -93,7 +93,10 @@ function labelFilters(scope: Scope, labels: FleetLabels): HTMLElement {
   const current = conditions(scope.where);
   const pickers = Object.entries(labels.labels).map(([key, values]) => {
     const chosen = current.find((c) => c.startsWith(`${key}=`) && !c.startsWith(`${key}=~`))?.slice(key.length + 1) ?? "";
-    const select = h("select", { "aria-label": key, "data-label": key }, h("option", { value: "" }, `${key}: any`), values.map((v) => h("option", { value: v, selected: v === chosen }, `${key}=${v}`)));
+    // Without a type condition the fleet reads CPU profiles: "type: any" would say otherwise.
+    const none = key === "type" ? "type: cpu" : `${key}: any`;
+    const listed = key === "type" ? values.filter((v) => v !== "cpu") : values;
+    const select = h("select", { "aria-label": key, "data-label": key }, h("option", { value: "" }, none), listed.map((v) => h("option", { value: v, selected: v === chosen }, `${key}=${v}`)));
     select.addEventListener("change", () => {
       const others = current.filter((c) => !c.startsWith(`${key}=`) || c.startsWith(`${key}=~`));
       go(scope, { where: [...others, ...(select.value ? [`${key}=${select.value}`] : [])].join(",") });
@@ -283,7 +286,7 @@ function diffTable(scope: Scope, doc: FleetDiffDoc): HTMLElement {
   const largest = Math.max(...doc.rows.map((r) => Math.abs(r.delta_self)), 1e-12);
   const name = (r: DiffRow) => (doc.by === "line" ? `${shortName(r.function)} ${location(r.file, r.line)}` : r.function ? shortName(r.function) : r.file || r.dso);
   const row = (r: DiffRow) => {
-    const alpha = (0.35 * Math.abs(r.delta_self)) / largest;
+    const alpha = (0.15 * Math.abs(r.delta_self)) / largest; // light enough for the text to keep its contrast
     const tint = r.delta_self > 0 ? `rgba(230,60,50,${alpha.toFixed(3)})` : `rgba(60,110,230,${alpha.toFixed(3)})`;
     const fn = r.function ? h("a", { href: link(scope, { fn: r.function, a: null, b: null }, ""), class: "fn", title: r.function }, name(r)) : name(r);
     return h(
