@@ -393,6 +393,28 @@ def test_status_lists_hosts_and_sizes(store: FleetStore) -> None:
     assert "../../etc/passwd" in hosts
 
 
+def test_status_says_what_the_store_costs_and_what_compaction_saves(store: FleetStore) -> None:
+    windows = fleet(3, 2)
+    for w in windows[:4]:
+        store.append(w)  # one at a time: groups of one
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(store.append, windows[4:]))
+    cost = store.status()["cost"]
+    assert cost["objects"] == store.status()["files"]
+    assert cost["windows_last_hour"] == 6
+    # 3 requests a window, 2 a group: 4 groups of one, then one or two groups
+    assert 3 * 6 + 2 * 4 + 2 <= cost["requests_per_hour"] <= 3 * 6 + 2 * 6
+    # a samples file per window, a stacks and a frames file per group
+    assert 6 + 2 * 5 <= cost["query_objects"] <= 6 + 2 * 6
+    assert cost["query_objects_after_compaction"] == 1 + 2
+    saved = cost["objects"] - cost["objects_after_compaction"]
+    store.compact()
+    after = store.status()["cost"]
+    lease = 2  # the lease file and, on a folder, the file its flock holds
+    assert after["objects"] == after["objects_after_compaction"] == cost["objects"] - saved + lease
+    assert after["query_objects"] == after["query_objects_after_compaction"] == 3
+
+
 def test_fleet_root_of_store_options(tmp_path: Path) -> None:
     assert fleet_root(".perfsleuth") == ".perfsleuth/fleet"
     assert fleet_root("s3://b/p") == "s3://b/p"

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import calendar
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_tz
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -23,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 # conditional writes to one key race.
 CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
+T = TypeVar("T")
 # The collector writes from many threads at once: one connection each.
 MAX_CONNECTIONS = 64
 
@@ -60,61 +62,56 @@ class Objects:
             return self._client
 
     def put(self, key: str, data: bytes) -> None:
-        self._call(
-            "PUT", key, lambda: self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
-        )
+        put = self.client.put_object
+        self._call("PUT", key, lambda: put(Bucket=self.bucket, Key=key, Body=data), set())
 
     def exists(self, key: str) -> bool:
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as e:
-            if _code(e) in NOT_FOUND_CODES:
-                return False
-            raise _one_line("HEAD", key, e) from None
-        except BotoCoreError as e:
-            raise _one_line("HEAD", key, e) from None
-        return True
+        head = self.client.head_object
+        return self._call("HEAD", key, lambda: head(Bucket=self.bucket, Key=key)) is not None
 
     def create(self, key: str, data: bytes) -> str | None:
         """Write `key` only if it does not exist: its ETag, or None when it did."""
-        return self._conditional(key, data, IfNoneMatch="*")
+        return self._conditional(key, data, CONFLICT_CODES, IfNoneMatch="*")
 
     def replace(self, key: str, data: bytes, tag: str) -> str | None:
         """Overwrite `key` only if its ETag is still `tag`: the new ETag, or None."""
-        return self._conditional(key, data, IfMatch=tag)
+        return self._conditional(key, data, CONFLICT_CODES | NOT_FOUND_CODES, IfMatch=tag)
 
     def read(self, key: str) -> Versioned | None:
         """`key`'s bytes, ETag and age; None when it does not exist."""
-        try:
+
+        def get() -> tuple[dict, bytes]:
             answer = self.client.get_object(Bucket=self.bucket, Key=key)
-            data = answer["Body"].read()
-        except ClientError as e:
-            if _code(e) in NOT_FOUND_CODES:
-                return None
-            raise _one_line("GET", key, e) from None
-        except BotoCoreError as e:
-            raise _one_line("GET", key, e) from None
+            return answer, answer["Body"].read()
+
+        got = self._call("GET", key, get)
+        if got is None:
+            return None
+        answer, data = got
         now = _http_date(answer["ResponseMetadata"]["HTTPHeaders"].get("date", ""))
         modified = answer["LastModified"].timestamp()
         return Versioned(data, answer["ETag"], max(0.0, (now or modified) - modified))
 
-    def _conditional(self, key: str, data: bytes, **condition: str) -> str | None:
-        try:
-            answer = self.client.put_object(Bucket=self.bucket, Key=key, Body=data, **condition)
-        except ClientError as e:
-            if _code(e) in CONFLICT_CODES or (
-                "IfMatch" in condition and _code(e) in NOT_FOUND_CODES
-            ):
-                return None
-            raise _one_line("PUT", key, e) from None
-        except BotoCoreError as e:
-            raise _one_line("PUT", key, e) from None
-        return str(answer["ETag"])
+    def _conditional(
+        self, key: str, data: bytes, refused: set[str], **condition: str
+    ) -> str | None:
+        put = self.client.put_object
+        answer = self._call(
+            "PUT", key, lambda: put(Bucket=self.bucket, Key=key, Body=data, **condition), refused
+        )
+        return None if answer is None else str(answer["ETag"])
 
-    def _call(self, verb: str, key: str, request: Any) -> Any:
+    def _call(
+        self, verb: str, key: str, request: Callable[[], T], absent: set[str] = NOT_FOUND_CODES
+    ) -> T | None:
+        """`request`'s answer; None when S3 answers one of the codes `absent`."""
         try:
             return request()
-        except (ClientError, BotoCoreError) as e:
+        except ClientError as e:
+            if _code(e) in absent:
+                return None
+            raise _one_line(verb, key, e) from None
+        except BotoCoreError as e:
             raise _one_line(verb, key, e) from None
 
 

@@ -125,4 +125,5 @@ class FleetStore:
         except FileNotFoundError:
             raise  # a file a compaction just replaced: readers select again
         except OSError as e:
-            raise StoreUnavailable(f"the fleet store {self.root} failed: {e}") from e
+            reason = next((line for line in str(e).splitlines() if line.strip()), repr(e))
+            raise StoreUnavailable(f"the fleet store {self.root} failed: {reason}") from e
