@@ -10,9 +10,9 @@ APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libcl
 	xz-utils bzip2 zstd debuginfod
 STAMP := .venv/.stamp
 
-.PHONY: demo test setup apt venv native examples lint unit integration clean ui seaweedfs
+.PHONY: demo test setup apt venv native examples clients lint unit integration clean ui seaweedfs
 
-setup: apt $(STAMP) native ui examples seaweedfs
+setup: apt $(STAMP) native ui examples clients seaweedfs
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
@@ -33,6 +33,9 @@ ui: $(STAMP)
 
 examples:
 	@$(MAKE) -s -C examples
+
+clients: $(STAMP)
+	@bash scripts/install-clients.sh
 
 # A real S3 server for the S3 tests (SeaweedFS, built once into .venv/bin; ~4 min).
 seaweedfs: $(STAMP)

@@ -12,15 +12,12 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from . import rank
 from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
+from .binaries import binary_at
 from .collect.run_facts import is_own_command, working_root
 from .errors import UserError
 from .experiments.verify import verify_finding
@@ -59,24 +56,23 @@ def advise(
     profile: Profile | None = None,
     info: RunInfo | None = None,
 ) -> dict[str, Any]:
-    """The `{"run", "findings"}` document of a run; the findings are stored with it."""
+    """The run's ranked findings (rank.Advice's JSON); the findings are stored with it."""
     info = info or store.run_info(run_id)
     profile = profile if profile is not None else store.load(run_id)
     ctx = build_context(store, info, profile, options)
-    ranked = rank.rank(run_analyzers(ctx), show_all=options.show_all)
+    findings = run_analyzers(ctx)
     if options.verify:
-        verify(ranked.shown[:VERIFY_AT_MOST], ctx)
-        ranked = rank.rank(ranked.shown + ranked.hidden, show_all=options.show_all)
-    store.put_document(
-        run_id, "findings", "advisor", [f.to_json() for f in ranked.shown + ranked.hidden]
+        verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx)
+    advice = rank.advice(
+        str(run_id),
+        findings,
+        show_all=options.show_all,
+        notes=ctx.notes,
+        src_roots=[str(p) for p in ctx.src_roots],
     )
-    return {
-        "run": str(run_id),
-        "findings": [f.to_json() for f in ranked.shown],
-        "hidden": len(ranked.hidden),
-        "notes": ctx.notes,
-        "src_roots": [str(p) for p in ctx.src_roots],
-    }
+    kept = [p.finding.to_json() for p in advice.shown + advice.hidden]
+    store.put_document(run_id, "findings", "advisor", kept)
+    return advice.to_json()
 
 
 def check_options(options: AdviseOptions) -> None:
@@ -130,23 +126,11 @@ def _src_roots(given: list[str], binaries: list[dict], profile: Profile) -> list
     return [Path(d) for d in found if os.path.isdir(d)]
 
 
-@lru_cache(maxsize=64)
 def comp_dirs(path: str) -> tuple[str, ...]:
     """The DW_AT_comp_dir of every compile unit of a binary."""
-    dirs: dict[str, None] = {}
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return ()
-            for cu in elf.get_dwarf_info().iter_CUs():
-                attr = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
-                if attr is not None:
-                    value = attr.value
-                    dirs[value.decode() if isinstance(value, bytes) else str(value)] = None
-    except (OSError, ELFError, ValueError, KeyError, UnicodeDecodeError):
-        return ()
-    return tuple(dirs)
+    binary = binary_at(path)
+    units = binary.compile_units if binary else ()
+    return tuple(dict.fromkeys(u.comp_dir for u in units if u.comp_dir))
 
 
 def _compile_commands(given: str | None, roots: list[Path], cwd: Path | None) -> Path | None:

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { runFlows, urlMatching, urlNotMatching } from "./run_flows.mjs";
 
-const [base, reportFile, artifacts, tokenBase, token, singleReport] = process.argv.slice(2);
+const [base, reportFile, artifacts, tokenBase, token, singleReport, flameFile] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
 const NAMES = JSON.parse(readFileSync(new URL("./names.json", import.meta.url), "utf8"));
 const AXE = createRequire(new URL("../../ui/package.json", import.meta.url)).resolve("axe-core/axe.min.js");
@@ -691,6 +691,20 @@ const flows = {
     await page.goto(`file://${reportFile}#/run/2/source?file=src/engine.cc&line=13&function=compute_hot`);
     await page.locator("tr.target").waitFor();
     await page.screenshot({ path: `${artifacts}/report.png`, fullPage: true });
+    assert.deepEqual(remote, []);
+  },
+
+  async flame_html(page) {
+    // `perfsleuth flame --html --state running`: the UI's one flame graph, its filter kept.
+    const remote = [];
+    page.on("request", (r) => {
+      if (!/^(file|data|blob):/.test(r.url())) remote.push(r.url());
+    });
+    await page.goto(`file://${flameFile}`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    assert.match(page.url(), /#\/run\/2\/flame\?state=running$/);
+    await page.fill("input[aria-label=search]", "compute_hot");
+    await page.locator(".search-info", { hasText: "match" }).waitFor();
     assert.deepEqual(remote, []);
   },
 };

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Run 1: `record --mode cache` of conntable's handle_packet; run 2: a folded
     profile, no cache data; run 3: handle_packet with `--scale`."""
-    base = tmp_path_factory.mktemp("ui-cache")
+    base = tmp_path_factory.mktemp("cpu-cache-page")
     store = base / "store"
     perfsleuth(
         store, "record", "--mode", "cache", "--function", "handle_packet",

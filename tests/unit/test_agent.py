@@ -16,12 +16,12 @@ from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
 from perfsleuth.agent.spool import Spool, SpoolError
 from perfsleuth.agent.windows import window_id
+from perfsleuth.binaries import build_id_of
 from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
 from perfsleuth.commands.agent import parse_labels
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame
 from perfsleuth.symbols import Symbolizer
-from perfsleuth.symbols.elf import build_id_of
 
 
 def test_an_unprivileged_user_is_told_what_is_missing_in_one_line(tmp_path: Path) -> None:

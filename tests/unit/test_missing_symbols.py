@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, missing_symbols
+from perfsleuth.binaries import elf_info
 from perfsleuth.formats import pprof
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.model.run import RunInfo
-from perfsleuth.symbols.elf import elf_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "entry"
 

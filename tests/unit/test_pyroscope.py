@@ -41,7 +41,7 @@ def test_params_defaults_and_checks() -> None:
 
 def test_folded_stacks_root_first_with_counts() -> None:
     params = IngestParams.parse({**QUERY, "sampleRate": "19"}, "w1")
-    window = pyroscope.decode(b"main;a;b 10\n\nmain;c 5\r\n", params, "text/plain")
+    [window] = pyroscope.decode(b"main;a;b 10\n\nmain;c 5\r\n", params, "text/plain")
     p = window.profile
     stacks = {tuple(p.frames[f].function for f in s): c for s, _, c, _, _ in p.rows()}
     assert stacks == {("b", "a", "main"): 10, ("c", "main"): 5}
@@ -65,13 +65,13 @@ def test_bad_folded_lines_are_named(body: bytes, message: str) -> None:
 
 def test_pprof_raw_or_in_a_multipart_profile_part() -> None:
     params = IngestParams.parse({**QUERY, "format": "pprof"}, "w1")
-    raw = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
+    [raw] = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
     form = (
         b'--B\r\nContent-Disposition: form-data; name="profile"; filename="p.pprof"\r\n\r\n'
         + GO_PROFILE.read_bytes()
         + b"\r\n--B--\r\n"
     )
-    multipart = pyroscope.decode(form, params, "multipart/form-data; boundary=B")
+    [multipart] = pyroscope.decode(form, params, "multipart/form-data; boundary=B")
     assert multipart.profile.total == raw.profile.total > 0
     with pytest.raises(PayloadError, match="profile"):
         pyroscope.decode(b"--B\r\n\r\nx\r\n--B--\r\n", params, "multipart/form-data; boundary=B")

@@ -7,7 +7,7 @@ from rich.console import Console
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.present import annotate_text, folded, html
+from perfsleuth.present import annotate_text, folded
 from perfsleuth.views import annotate, callgraph, diff, flame, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)
@@ -88,19 +88,16 @@ def test_folded_is_root_first_and_sorted():
     assert lines == ["main;a;work 6", "main;b;memcpy 1", "main;b;work 3"]
 
 
-def test_flame_tree_totals():
-    root = flame.tree(profile())
-    assert root["v"] == 10
-    (main,) = root["c"]
-    assert {c["n"]: c["v"] for c in main["c"]} == {"a": 6, "b": 4}
-
-
-def test_flame_html_escapes_hostile_names():
-    b = ProfileBuilder()
-    b.add([Frame("operator<</script><img src=x>", "x")], 1)
-    page = html.flame_page(b.build(), "t<i>tle")
-    assert "</script><img" not in page
-    assert "t&lt;i&gt;tle" in page
+def test_flame_columns_totals():
+    columns = flame.flame_columns(profile())
+    totals = columns.values["total"]
+    assert totals[0] == 10
+    under_main = {
+        columns.names[columns.name[i]]: totals[i]
+        for i in range(len(columns.name))
+        if columns.depth[i] == 2
+    }
+    assert under_main == {"a": 6, "b": 4}
 
 
 def test_diff_normalises_each_run():

@@ -214,6 +214,7 @@ export class FlameGraph {
   private palette: Uint8Array; // colour index per name
   private labels: string[];
   private drawn = emptyDrawn(4096);
+  private rows = 1; // rows drawn by the last draw()
   private hover = -1;
   private resizing: ResizeObserver | null = null;
 
@@ -279,14 +280,19 @@ export class FlameGraph {
     return out;
   }
 
-  /** Lays out the visible frames, then paints them one colour at a time (few canvas state changes). */
+  /**
+   * Lays out the visible frames, then paints them one colour at a time (few canvas state changes).
+   * The canvas is as tall as the rows that have a frame wide enough to see: a deep profile's
+   * thin spikes do not push the root off the first screen.
+   */
   draw(): void {
     this.watchResize();
     const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
-    const cssHeight = Math.min(this.data.maxDepth + 1, MAX_ROWS) * ROW;
+    const count = this.collect(cssWidth);
+    const cssHeight = this.rows * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
-    const count = this.collect(cssWidth, cssHeight);
     const d = this.drawn;
+    for (let k = 0; k < count; k++) d.y[k] = this.rowTop(d.y[k], cssHeight);
     const used = new Uint8Array(COLOURS.length);
     for (let k = 0; k < count; k++) used[d.colour[k]] = 1;
     for (let c = 0; c < COLOURS.length; c++) {
@@ -302,6 +308,23 @@ export class FlameGraph {
     this.drawCursor(ctx, cssWidth, cssHeight);
   }
 
+  /** The y of a row's top: rows count from the root, which is at the bottom of a flame graph. */
+  private rowTop(row: number, cssHeight: number): number {
+    return this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW;
+  }
+
+  /**
+   * Turns a flame graph whose root would open below the first screen into an icicle (root on
+   * top, as pprof and speedscope draw), unless the user chose the orientation. True if it did.
+   */
+  fitRootInView(chosen: boolean): boolean {
+    if (chosen || this.options.icicle) return false;
+    const top = this.canvas.getBoundingClientRect().top + window.scrollY;
+    if (top + this.rows * ROW <= window.innerHeight) return false;
+    this.setIcicle(true);
+    return true;
+  }
+
   /** Outlines the keyboard's frame: one rectangle, computed from its own layout. */
   private drawCursor(ctx: CanvasRenderingContext2D, cssWidth: number, cssHeight: number): void {
     if (this.cursor < 0) return;
@@ -312,10 +335,10 @@ export class FlameGraph {
     const left = Math.max(0, (x[this.cursor] - x[this.zoom]) * scale);
     const right = Math.min(cssWidth, (x[this.cursor] - x[this.zoom] + width[this.cursor]) * scale);
     const row = this.data.depth[this.cursor] - this.firstRow();
-    if (right - left < MIN_WIDTH_PX || row < 0 || row >= MAX_ROWS) return;
+    if (right - left < MIN_WIDTH_PX || row < 0 || row >= this.rows) return;
     ctx.strokeStyle = CURSOR;
     ctx.lineWidth = 2;
-    ctx.strokeRect(left + 1, (this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW) + 1, Math.max(right - left - 2, 1), ROW - 3);
+    ctx.strokeRect(left + 1, this.rowTop(row, cssHeight) + 1, Math.max(right - left - 2, 1), ROW - 3);
   }
 
   /** Redraws when the holder's width changes (window resized); once the canvas is attached. */
@@ -356,8 +379,11 @@ export class FlameGraph {
     return Math.max(0, Math.min(this.data.depth[this.zoom] - 4, rows - MAX_ROWS));
   }
 
-  /** Fills `drawn` with the frames at least a third of a pixel wide inside the view. */
-  private collect(cssWidth: number, cssHeight: number): number {
+  /**
+   * Fills `drawn` with the frames at least a third of a pixel wide inside the view (their row in
+   * `y` until draw() knows the height), and `rows` with the number of rows they take.
+   */
+  private collect(cssWidth: number): number {
     const { end, depth } = this.data;
     const top = this.firstRow();
     const width = this.options.width;
@@ -367,6 +393,7 @@ export class FlameGraph {
     const scale = cssWidth / (width[this.zoom] || 1);
     const searching = this.matched.includes(1);
     let count = 0;
+    let rows = 1;
     for (let i = 0; i < this.data.nodes; ) {
       const w = width[i] * scale;
       const left = (layout.x[i] - x0) * scale;
@@ -385,13 +412,15 @@ export class FlameGraph {
       d.x[count] = x;
       d.w[count] = Math.min(cssWidth, left + w) - x;
       const row = depth[i] - top;
-      d.y[count] = this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW;
+      if (row >= rows) rows = row + 1;
+      d.y[count] = row;
       d.node[count] = i;
       d.colour[count] = this.colour(i, searching);
       count++;
       i++;
     }
     this.drawn.count = count;
+    this.rows = rows;
     return count;
   }
 

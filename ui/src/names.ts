@@ -21,7 +21,7 @@ export function shortName(full: string): string {
       continue;
     }
     const ch = name[i++];
-    if (ch === "<" || ch === "(") {
+    if (ch === "(" || (ch === "<" && opensTemplate(name, i - 1))) {
       if (depth === 0) out += `${ch}…`;
       depth++;
     } else if ((ch === ">" || ch === ")") && depth) {
@@ -30,6 +30,14 @@ export function shortName(full: string): string {
     } else if (depth === 0) out += ch;
   }
   return out;
+}
+
+/**
+ * Whether the `<` at i opens template arguments: it follows a name (`map<`). Python's
+ * `<module>`, `<lambda>` and `f.<locals>.g` are names of their own and stay whole.
+ */
+function opensTemplate(name: string, i: number): boolean {
+  return i > 0 && /\w/.test(name[i - 1]);
 }
 
 /** An operator's name or `(anonymous namespace)` starting at i, else "". */

@@ -18,6 +18,26 @@ export interface Finding {
   details?: Record<string, unknown>;
 }
 
+/** A finding where rank.py put it: the gain the order used, measured when an A/B experiment verified it. */
+export interface PlacedFinding extends Finding {
+  gain: number;
+  gain_measured: boolean;
+  hidden_because?: string;
+}
+
+/** rank.Advice: a run's findings in the order to fix them, and those left out with why. */
+export interface Advice {
+  kind: "advice";
+  version: number;
+  run: string;
+  advised: boolean;
+  findings: PlacedFinding[];
+  hidden: number;
+  hidden_findings: PlacedFinding[];
+  notes: string[];
+  src_roots: string[];
+}
+
 export interface RunSummary {
   id: string;
   command: string;
@@ -28,7 +48,7 @@ export interface RunSummary {
   unit: string;
   total: number;
   samples: number;
-  top_finding?: Finding | null;
+  top_finding?: PlacedFinding | null;
 }
 
 export interface RunDetail extends RunSummary {

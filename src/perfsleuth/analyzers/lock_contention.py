@@ -15,10 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
+from ..binaries import binary_at
 from ..model.findings import Finding
 from ..model.profile import Profile
 from . import Context
@@ -65,16 +62,8 @@ def imports_condition_variables(path: str) -> bool:
     """The program (not a system library) calls condition-variable functions."""
     if not path.startswith("/") or path.startswith(SYSTEM_DIRS):
         return False
-    try:
-        with open(path, "rb") as fh:
-            dynsym = ELFFile(fh).get_section_by_name(".dynsym")
-            names = (
-                [sym.name for sym in dynsym.iter_symbols()]
-                if isinstance(dynsym, SymbolTableSection)
-                else []
-            )
-    except (OSError, ELFError):
-        return False
+    binary = binary_at(path)
+    names = [sym.name for sym in binary.symbols(".dynsym")] if binary else []
     return any(CONDVAR_MANGLED in n or n.startswith(CONDVAR_FUNCTION_PREFIXES) for n in names)
 
 

@@ -15,10 +15,10 @@ import subprocess
 from collections import defaultdict
 from functools import lru_cache
 
+from ..binaries import elf_info
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
 from ..rules import load_rules
-from ..symbols.elf import elf_info
 from . import Context
 from .library_match import heaviest
 

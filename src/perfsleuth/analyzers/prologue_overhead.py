@@ -21,10 +21,8 @@ from pathlib import Path
 
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_IMM, X86_OP_REG, X86_REG_RSP
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
 
+from ..binaries import STT_FUNC, Binary, binary_at
 from ..formats.callgrind import CallgrindData
 from ..formats.counts import parse_counts
 from ..model.findings import Finding
@@ -161,45 +159,26 @@ def is_heavy_prologue(shape: Shape, total: int) -> bool:
 
 def function_code(path: str, name: str) -> tuple[int, bytes] | None:
     """(address, machine code) of the function symbol NAME in the ELF file at PATH."""
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if elf["e_machine"] != "EM_X86_64":
-                return None
-            symbol = _function_symbol(elf, name)
-            if symbol is None:
-                return None
-            start, size = symbol
-            for section in elf.iter_sections():
-                base = section["sh_addr"]
-                if (
-                    section["sh_type"] == "SHT_PROGBITS"
-                    and base <= start < base + section["sh_size"]
-                ):
-                    offset = start - base
-                    return start, section.data()[offset : offset + size]
-    except (OSError, ELFError):
+    binary = binary_at(path)
+    symbol = _function_symbol(binary, name) if binary and binary.is_x86_64 else None
+    if binary is None or symbol is None:
         return None
-    return None
+    start, size = symbol
+    code = binary.code(start, size)
+    return (start, code) if code is not None else None
 
 
-def _function_symbol(elf: ELFFile, name: str) -> tuple[int, int] | None:
+def _function_symbol(binary: Binary, name: str) -> tuple[int, int] | None:
     """Address and size of a function, by its symbol name or, since callgrind shows
     C++ and Rust names demangled, by its demangled name."""
-    functions = [
-        symbol
-        for section in elf.iter_sections()
-        if isinstance(section, SymbolTableSection)
-        for symbol in section.iter_symbols()
-        if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]
-    ]
+    functions = [s for s in binary.symbols(types=frozenset({STT_FUNC})) if s.size]
     for symbol in functions:
         if symbol.name == name:
-            return symbol["st_value"], symbol["st_size"]
+            return symbol.value, symbol.size
     mangled = [symbol for symbol in functions if symbol.name.startswith(("_Z", "_R"))]
     for symbol, demangled in zip(mangled, demangle_all([s.name for s in mangled]), strict=True):
         if demangled == name:
-            return symbol["st_value"], symbol["st_size"]
+            return symbol.value, symbol.size
     return None
 
 

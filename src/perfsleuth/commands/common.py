@@ -6,7 +6,6 @@ import argparse
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from ..collect.run_facts import working_root
 from ..model.profile import STATES, Profile
 from ..model.progress import Progress
 from ..model.run import RunInfo
@@ -71,11 +70,10 @@ def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:
 
 
 def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
-    """--src folders, then the working directory of a run of the user's own command
-    (run_facts.working_root); an imported run has no root unless --src names one."""
-    roots = [Path(p) for p in (getattr(args, "src", None) or [])]
-    own = working_root(info)
-    return [*roots, own] if own else roots
+    """The source roots of a run (views/source.source_roots) with the --src given."""
+    from ..views import source  # what reads sources is loaded only by the commands that do
+
+    return source.source_roots([Path(p) for p in getattr(args, "src", None) or []], info)
 
 
 def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:
@@ -84,8 +82,9 @@ def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progres
 
 
 def keep_ui_answers(store: Store, run_id: int, progress: Progress) -> None:
-    """The run's flame graph, TopN and facts kept for the web UI (server/api.keep_answers)."""
-    from ..server.api import keep_answers  # only commands that store a run need the server
+    """The run's flame graph, TopN, facts and time order kept for the web UI."""
+    # Imported here: only commands that store a run need the views and their readers.
+    from ..views import run_answers
 
     progress.phase("keeping the web UI's pages of the run")
-    keep_answers(store, run_id)
+    run_answers.keep(store, run_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from elftools.dwarf.die import DIE
-from elftools.elf.elffile import ELFFile
+from elftools.dwarf.dwarfinfo import DWARFInfo
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
 AGGREGATE_KEYWORDS = {
@@ -180,9 +180,9 @@ def array_length_one(sub: DIE) -> int:
     return 0
 
 
-def find_subprogram(elf: ELFFile, function: str) -> DIE | None:
+def find_subprogram(dwarf: DWARFInfo, function: str) -> DIE | None:
     plain = function.split("(")[0].split("::")[-1]
-    for cu in elf.get_dwarf_info().iter_CUs():
+    for cu in dwarf.iter_CUs():
         for die in cu.iter_DIEs():
             if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
                 continue

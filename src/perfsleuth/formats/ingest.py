@@ -7,27 +7,41 @@ is a PayloadError whose one-line message the collector sends back with a 400.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from perfsleuth.errors import UserError
+from perfsleuth.model.fleet import Window
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 # Bounds of what one push may hold; a real agent window is far below each of them.
 MAX_DECOMPRESSED = 256 << 20
-MAX_STACK_DEPTH = 4096
+MAX_STACK_DEPTH = 4096  # frames of one stack, after expanding inlined lines
+# Frames of all the samples of one push, after expanding inlined lines: a real agent
+# window has about 10,000; this bounds what a few bytes of shared locations expand to.
+MAX_PUSH_FRAMES = 1 << 21
+# Distinct frames of one push (each costs a few hundred bytes decoded): a busy host's
+# window has a few thousand.
+MAX_PUSH_NEW_FRAMES = 1 << 19
 MAX_LABELS = 32
 MAX_LABEL_VALUE = 1024
 MAX_NAME = 16384
 # Counts and nanoseconds above 2**53 lose precision as floats: nothing real gets there.
+# It bounds each value, and also a window's total samples and total CPU ns (so no sum
+# of the store's BIGINT columns overflows).
 MAX_VALUE = 1 << 53
+# A pid label: Linux's reach 2**22, other systems' 2**32.
+MAX_PID = (1 << 32) - 1
 MAX_SAMPLE_RATE = 1e6
 # Unix seconds from 2001 to 2100: anything else is a unit mistake (ms, ns) or garbage.
 TIME_RANGE = (1e9, 4.1e9)
+TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
@@ -66,6 +80,64 @@ def count(value: int | float, what: str) -> int:
     if value > MAX_VALUE:
         raise PayloadError(f"{what} is too large ({value}; at most 2**53)")
     return int(value)
+
+
+def json_document(data: str | bytes, what: str) -> Any:
+    """The JSON value of `data`, or a PayloadError (nesting too deep included)."""
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PayloadError(f"{what} is not JSON ({e})") from None
+    except RecursionError:
+        raise PayloadError(f"{what} is nested too deeply to be read") from None
+
+
+class FrameBudget:
+    """Frames a push's samples expand to, refused past MAX_PUSH_FRAMES, and distinct
+    frames it decodes, refused past MAX_PUSH_NEW_FRAMES."""
+
+    def __init__(self) -> None:
+        self.used = 0
+        self.created = 0
+
+    def spend(self, frames: int) -> None:
+        self.used += frames
+        if self.used > MAX_PUSH_FRAMES:
+            raise PayloadError(
+                f"the push's samples hold more than {MAX_PUSH_FRAMES:,} frames in all "
+                "(inlined lines expanded); send smaller pushes"
+            )
+
+    def create(self, frames: int) -> None:
+        self.created += frames
+        if self.created > MAX_PUSH_NEW_FRAMES:
+            raise PayloadError(
+                f"the push holds more than {MAX_PUSH_NEW_FRAMES:,} distinct frames; "
+                "send smaller pushes"
+            )
+
+
+def check_window(window: Window) -> Window:
+    """`window` when the store can keep it: times in TIME_RANGE, its total samples and
+    CPU ns at most MAX_VALUE, a pid label that is a process id; else a PayloadError."""
+    for value, what in ((window.start, "starts"), (window.end, "ends")):
+        if not TIME_RANGE[0] <= value <= TIME_RANGE[1]:
+            raise PayloadError(f"the window {what} at {value:.6g}, outside {TIME_RANGE_SHOWN}")
+    profile = window.profile
+    samples = sum(profile.sample_count)
+    if samples > MAX_VALUE:
+        raise PayloadError(f"the push holds {samples:.3g} samples; at most 2**53 a push")
+    if window.rate_hz > 0:
+        cpu_ns = samples * (1e9 / window.rate_hz)
+        why = f" (samples x 10^9 / sampling rate {window.rate_hz:g} Hz)"
+    else:
+        cpu_ns, why = math.fsum(profile.sample_weight), ""
+    if not cpu_ns <= MAX_VALUE:
+        raise PayloadError(f"the push's CPU time is {cpu_ns:.3g} ns{why}; at most 2**53 ns a push")
+    pid = window.labels.get("pid")
+    if pid is not None and not (pid.isascii() and pid.isdigit() and int(pid) <= MAX_PID):
+        raise PayloadError(f"label pid={pid[:40]!r} is not a process id (0 to {MAX_PID})")
+    return window
 
 
 def text(value: str, what: str, limit: int = MAX_NAME) -> str:

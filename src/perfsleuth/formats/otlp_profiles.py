@@ -103,6 +103,7 @@ class _Dictionary:
     def __init__(self, d: otlp.ProfilesDictionary) -> None:
         self.d = d
         self._frames: dict[int, tuple[Frame, ...]] = {}
+        self.budget = ingest.FrameBudget()
 
     def string(self, index: int, what: str) -> str:
         return ingest.text(_at(self.d.string_table, index, f"{what} string"), what)
@@ -146,21 +147,31 @@ class _Dictionary:
 
     def stack(self, index: int, sample: int) -> list[Frame]:
         stack = _at(self.d.stack_table, index, f"sample {sample} stack")
-        if len(stack.location_indices) > ingest.MAX_STACK_DEPTH:
-            raise PayloadError(f"sample {sample} is deeper than {ingest.MAX_STACK_DEPTH} frames")
         frames: list[Frame] = []
         for loc in stack.location_indices:
             frames.extend(self.location(loc))
+            if len(frames) > ingest.MAX_STACK_DEPTH:
+                raise PayloadError(
+                    f"sample {sample} is deeper than {ingest.MAX_STACK_DEPTH} frames "
+                    "(inlined lines counted)"
+                )
+        self.budget.spend(len(frames))
         return frames
 
     def location(self, index: int) -> tuple[Frame, ...]:
         cached = self._frames.get(index)
         if cached is None:
             cached = self._frames[index] = tuple(self._decode_location(index))
+            self.budget.create(len(cached))
         return cached
 
     def _decode_location(self, index: int) -> Iterable[Frame]:
         loc = _at(self.d.location_table, index, "location")
+        if len(loc.lines) > ingest.MAX_STACK_DEPTH:
+            raise PayloadError(
+                f"location {index} has {len(loc.lines)} lines; a stack holds at most "
+                f"{ingest.MAX_STACK_DEPTH} frames"
+            )
         mapping = _at(self.d.mapping_table, loc.mapping_index, "mapping")
         dso = self.string(mapping.filename_strindex, "mapping file")
         frame_type = self.attributes(loc.attribute_indices, "location").get("profile.frame.type")

@@ -22,13 +22,13 @@ MAX_COUNT_DIGITS = 16
 
 def decode(
     body: bytes, params: IngestParams, content_type: str, limit: int = ingest.MAX_DECOMPRESSED
-) -> Window:
-    """The Window a Pyroscope client pushed; PayloadError when it is refused."""
+) -> list[Window]:
+    """The Windows a Pyroscope client pushed; PayloadError when it is refused."""
     if params.format == "pprof":
         return window_pprof.decode(_profile_part(body, content_type), params, limit)
     if params.format != "folded":
         raise PayloadError(f"format={params.format[:40]} is not supported: use folded or pprof")
-    return _folded(ingest.gunzip(body, limit), params)
+    return [_folded(ingest.gunzip(body, limit), params)]
 
 
 def _folded(body: bytes, params: IngestParams) -> Window:
@@ -37,12 +37,12 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     except UnicodeDecodeError as e:
         raise PayloadError(f"folded stacks are not UTF-8 (byte {e.start})") from None
     builder = ProfileBuilder(unit="samples", meta={"format": "folded", "spy": params.spy_name})
-    frames: dict[str, Frame] = {}
+    frames = _Frames()
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             stack, count = _folded_line(line, number)
-            leaf_first = [frames.setdefault(name, Frame(name)) for name in reversed(stack)]
-            builder.add(leaf_first, count, count=count)
+            frames.budget.spend(len(stack))
+            builder.add([frames.get(name, number) for name in reversed(stack)], count, count=count)
     assert params.start is not None and params.end is not None  # parse() requires them
     return Window(
         id=params.window_id,
@@ -54,15 +54,36 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     )
 
 
+class _Frames:
+    """One Frame per distinct name, each name checked once."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, Frame] = {}
+        self.budget = ingest.FrameBudget()
+
+    def get(self, name: str, number: int) -> Frame:
+        frame = self.by_name.get(name)
+        if frame is None:
+            ingest.text(name, f"folded line {number}: a frame")
+            self.budget.create(1)
+            frame = self.by_name[name] = Frame(name)
+        return frame
+
+
 def _folded_line(line: str, number: int) -> tuple[list[str], int]:
     stack, _, raw = line.rstrip().rpartition(" ")
-    if not stack or not raw.isdigit() or len(raw) > MAX_COUNT_DIGITS:
+    if not stack:
         raise PayloadError(f"folded line {number}: expected `frame;frame;... COUNT`")
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_COUNT_DIGITS:
+        raise PayloadError(
+            f"folded line {number}: the count {raw[:20]!r} is not a whole number of at most "
+            f"{MAX_COUNT_DIGITS} digits"
+        )
+    if ingest.CONTROL.search(stack):
+        raise PayloadError(f"folded line {number}: a frame holds control characters")
     names = stack.split(";")
     if len(names) > ingest.MAX_STACK_DEPTH:
         raise PayloadError(f"folded line {number}: deeper than {ingest.MAX_STACK_DEPTH} frames")
-    for name in names:
-        ingest.text(name, f"folded line {number}: a frame")
     return names, ingest.count(int(raw), f"folded line {number}: the count")
 
 

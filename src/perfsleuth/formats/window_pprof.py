@@ -42,6 +42,12 @@ CPU = ("cpu", "nanoseconds")
 # Sample types in nanoseconds of CPU time (Go's runtime, async-profiler's itimer mode).
 CPU_KINDS = ("cpu", "itimer")
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
+THREAD_LABELS = ("pid", "tid")
+# Per-sample string labels that are not user labels: the thread's and process's own, and
+# the per-request ids of span profiling, one window each if they were kept.
+NOT_USER_LABELS = ("comm", *PROCESS_LABELS, "span_id", "span_name", "profile_id")
+# A sample's user labels (its string labels but NOT_USER_LABELS), sorted by name.
+SampleLabels = tuple[tuple[str, str], ...]
 LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
 # The libraries comment lists every process of a host: far longer than a name.
@@ -72,14 +78,16 @@ def encode(window: Window) -> bytes:
     return gzip.compress(_Writer(window).message().SerializeToString(), compresslevel=6)
 
 
-def decode(body: bytes, params: IngestParams, limit: int = ingest.MAX_DECOMPRESSED) -> Window:
-    """A pushed pprof (gzipped or plain) as a Window; PayloadError when it is refused."""
+def decode(body: bytes, params: IngestParams, limit: int = ingest.MAX_DECOMPRESSED) -> list[Window]:
+    """A pushed pprof (gzipped or plain) as Windows, one per set of per-sample user
+    labels (the first, with no such label when there is one, keeps params.window_id;
+    the others add `.N`); PayloadError when it is refused."""
     data = ingest.gunzip(body, limit)
     try:
         msg = pb.Profile.FromString(data)
     except DecodeError as e:
         raise PayloadError(f"not a valid pprof profile ({e})") from e
-    return _Reader(msg).window(params)
+    return _Reader(msg).windows(params)
 
 
 class _Writer:
@@ -112,8 +120,9 @@ class _Writer:
         return m
 
     def _labels(self, sample: pb.Sample, thread: Thread) -> None:
-        sample.label.add(key=self.intern("pid"), num=thread.pid)
-        sample.label.add(key=self.intern("tid"), num=thread.tid)
+        for key, number in (("pid", thread.pid), ("tid", thread.tid)):
+            if number > 0:  # the agent's -1 (not known) is no label, as the reader has it
+                sample.label.add(key=self.intern(key), num=number)
         pairs = [("comm", thread.name)]
         process = self.w.processes.get(thread.pid)
         if process is not None:
@@ -135,8 +144,9 @@ class _Reader:
         self.mappings = {m.id: m for m in msg.mapping}
         self.locations = {loc.id: loc for loc in msg.location}
         self._frames: dict[int, tuple[Frame, ...]] = {}
-        self._threads: dict[tuple, Thread | None] = {}
+        self._label_sets: dict[tuple, tuple[Thread | None, SampleLabels]] = {}
         self._checked: set[int] = set()  # strings checked: each is used many times
+        self.budget = ingest.FrameBudget()
         self.processes: dict[int, Process] = {}
 
     def string(self, index: int, owner: str) -> str:
@@ -147,7 +157,7 @@ class _Reader:
         self._checked.add(index)
         return ingest.text(self.strings[index], owner)
 
-    def window(self, params: IngestParams) -> Window:
+    def windows(self, params: IngestParams) -> list[Window]:
         types = [
             (self.string(t.type, "sample_type"), self.string(t.unit, "sample_type"))
             for t in self.msg.sample_type
@@ -155,26 +165,46 @@ class _Reader:
         pick = _pick_type(types)
         ns = types[pick][1] == "nanoseconds"
         count_at = types.index(SAMPLES) if SAMPLES in types else -1
-        builder = ProfileBuilder(unit="ns" if ns else "samples", meta=_meta(params))
+        ns_per_sample = 1e9 / self._rate(params)
+        builders: dict[tuple[tuple[str, str], ...], ProfileBuilder] = {}
         for i, sample in enumerate(self.msg.sample):
             if len(sample.value) != len(types):
                 _refuse(f"sample {i} has {len(sample.value)} values for {len(types)} types")
             weight = ingest.count(sample.value[pick], f"sample {i} value")
             count = weight
-            if ns:
-                count = 1 if count_at < 0 else ingest.count(sample.value[count_at], f"sample {i}")
-            builder.add(self._stack(sample, i), weight, count=count, thread=self._thread(sample, i))
+            if ns and count_at >= 0:
+                count = ingest.count(sample.value[count_at], f"sample {i}")
+            elif ns:  # CPU time alone (pyroscope-io 1.x): the samples it stands for
+                count = max(round(weight / ns_per_sample), 1 if weight else 0)
+            thread, labels = self._labels(sample, i)
+            builder = builders.get(labels)
+            if builder is None:
+                builder = builders[labels] = ProfileBuilder(
+                    unit="ns" if ns else "samples", meta=_meta(params)
+                )
+            builder.add(self._stack(sample, i), weight, count=count, thread=thread)
         self._add_libraries()
         start, end = self._span(params)
-        return Window(
-            id=params.window_id,
-            start=start,
-            end=end,
-            profile=self._with_dsos(builder.build()),
-            labels=dict(params.labels),
-            processes=self.processes,
-            rate_hz=0.0 if ns else params.sample_rate,
-        )
+        groups = sorted(builders.items()) or [((), ProfileBuilder(meta=_meta(params)))]
+        return [
+            Window(
+                id=params.window_id if n == 0 else f"{params.window_id}.{n}",
+                start=start,
+                end=end,
+                profile=self._with_dsos(builder.build()),
+                labels=ingest.labels(params.labels | dict(labels), "sample labels"),
+                processes=self.processes,
+                rate_hz=0.0 if ns else params.sample_rate,
+            )
+            for n, (labels, builder) in enumerate(groups)
+        ]
+
+    def _rate(self, params: IngestParams) -> float:
+        """Samples per second: the profile's period in nanoseconds, else the push's rate."""
+        period_unit = self.string(self.msg.period_type.unit, "period_type")
+        if period_unit == "nanoseconds" and self.msg.period > 0:
+            return 1e9 / self.msg.period
+        return params.sample_rate
 
     def _add_libraries(self) -> None:
         """The processes' libraries from the window's LIBRARIES_COMMENT, checked."""
@@ -185,10 +215,7 @@ class _Reader:
             if not text.startswith(LIBRARIES_COMMENT):
                 continue
             ingest.text(text, "the libraries comment", MAX_LIBRARIES_COMMENT)
-            try:
-                found = json.loads(text[len(LIBRARIES_COMMENT) :])
-            except ValueError as e:
-                raise PayloadError(f"the libraries comment is not JSON ({e})") from e
+            found = ingest.json_document(text[len(LIBRARIES_COMMENT) :], "the libraries comment")
             if not isinstance(found, dict):
                 _refuse("the libraries comment must be an object {pid: [path, ...]}")
             for pid_text, paths in found.items():
@@ -231,15 +258,20 @@ class _Reader:
             frames.extend(self._location_frames(lid))
             if len(frames) > ingest.MAX_STACK_DEPTH:
                 _refuse(f"sample {index} is deeper than {ingest.MAX_STACK_DEPTH} frames")
+        self.budget.spend(len(frames))
         return frames
 
     def _location_frames(self, lid: int) -> tuple[Frame, ...]:
         cached = self._frames.get(lid)
         if cached is None:
             cached = self._frames[lid] = tuple(self._decode_location(self.locations[lid]))
+            self.budget.create(len(cached))
         return cached
 
     def _decode_location(self, loc: pb.Location) -> Iterator[Frame]:
+        if len(loc.line) > ingest.MAX_STACK_DEPTH:
+            depth = ingest.MAX_STACK_DEPTH
+            _refuse(f"location {loc.id} has {len(loc.line)} lines; at most {depth}")
         dso, build_id, address = "", "", 0
         if loc.mapping_id:
             mapping = self.mappings.get(loc.mapping_id)
@@ -274,14 +306,16 @@ class _Reader:
             return "", 0
         return build_id, loc.address
 
-    def _thread(self, sample: pb.Sample, index: int) -> Thread | None:
-        """The sample's thread; read once per set of labels (a thread has many samples)."""
+    def _labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, SampleLabels]:
+        """The sample's thread and user labels; read once per set of labels (a thread
+        has many samples)."""
         key = tuple((label.key, label.str, label.num) for label in sample.label)
-        if key not in self._threads:
-            self._threads[key] = self._read_thread(sample, index)
-        return self._threads[key]
+        found = self._label_sets.get(key)
+        if found is None:
+            found = self._label_sets[key] = self._read_labels(sample, index)
+        return found
 
-    def _read_thread(self, sample: pb.Sample, index: int) -> Thread | None:
+    def _read_labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, SampleLabels]:
         owner = f"sample {index} label"
         nums: dict[str, int] = {}
         strs: dict[str, str] = {}
@@ -290,14 +324,15 @@ class _Reader:
             if label.str:
                 value = self.string(label.str, owner)
                 strs[key] = ingest.text(value, owner, ingest.MAX_LABEL_VALUE)
-            else:
+            elif key in THREAD_LABELS and label.num > 0:  # <= 0: not known
                 nums[key] = ingest.count(label.num, f"{owner} {key}")
-        if "pid" not in nums and "tid" not in nums:
-            return None
+        user = tuple(sorted((k, v) for k, v in strs.items() if k not in NOT_USER_LABELS))
+        if not nums and not strs.get("comm"):
+            return None, user
         pid = nums.get("pid", 0)
         if pid not in self.processes and any(strs.get(k) for k in PROCESS_LABELS):
             self.processes[pid] = Process(*(strs.get(k, "") for k in PROCESS_LABELS))
-        return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", ""))
+        return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", "")), user
 
 
 def _pick_type(types: list[tuple[str, str]]) -> int:

@@ -33,7 +33,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ..errors import StoreBusy, UserError
+from ..errors import NothingStored, StoreBusy, UserError
 from ..model import documents
 from ..model.profile import Frame, Profile, Thread
 from ..model.run import Recording, RunInfo
@@ -269,7 +269,7 @@ class Store:
 
     def _open_read(self) -> duckdb.DuckDBPyConnection:
         if not self.db.exists():
-            raise UserError(
+            raise NothingStored(
                 f"no runs stored in {self.root}/ yet; record one with "
                 "`perfsleuth record -- CMD` or pass --store PATH"
             )

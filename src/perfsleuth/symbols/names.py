@@ -33,7 +33,7 @@ def elide_templates(name: str) -> str:
             i += len(token)
             continue
         ch = name[i]
-        if ch in "<(":
+        if ch == "(" or (ch == "<" and _opens_template(name, i)):
             if depth == 0:
                 out.append(ch + "…")
             depth += 1
@@ -45,6 +45,12 @@ def elide_templates(name: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _opens_template(name: str, i: int) -> bool:
+    """Whether the `<` at i opens template arguments: it follows a name (`map<`). Python's
+    `<module>`, `<lambda>` and `f.<locals>.g` are names of their own and stay whole."""
+    return i > 0 and (name[i - 1].isalnum() or name[i - 1] == "_")
 
 
 def _token_at(name: str, i: int) -> str:

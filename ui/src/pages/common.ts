@@ -2,7 +2,7 @@ import { h, location, pct } from "../dom";
 import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
 import { href } from "../router";
-import type { Finding, RunDetail } from "../types";
+import type { PlacedFinding, RunDetail } from "../types";
 
 /**
  * What a run (or part of it) recorded, in its own unit: "905 samples", "1,000 samples ·
@@ -92,7 +92,7 @@ function detailBlocks(details: Record<string, unknown> | undefined): HTMLElement
   ];
 }
 
-export function findingCard(runId: string, f: Finding, compact = false): HTMLElement {
+export function findingCard(runId: string, f: PlacedFinding, compact = false): HTMLElement {
   const where = location(f.file ?? "", f.line ?? 0);
   const verified = f.verified
     ? h(
@@ -110,7 +110,7 @@ export function findingCard(runId: string, f: Finding, compact = false): HTMLEle
     h(
       "header",
       null,
-      h("span", { class: "gain" }, `−${pct(f.estimated_gain ?? 0, 1)}`),
+      h("span", { class: "gain", title: f.gain_measured ? "measured by an A/B experiment" : "estimated" }, `−${pct(f.gain, 1)}${f.gain_measured ? "*" : ""}`),
       h("span", { class: "kind" }, f.kind),
       h("strong", { class: "finding-title" }, f.title),
     ),

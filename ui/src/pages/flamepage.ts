@@ -190,6 +190,11 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     return h("label", { class: "toggle" }, box, label);
   };
 
+  const icicle = toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => {
+    if (!v) params.set("view", "flame"); // the user's choice, kept over the deep-profile default
+    replaceParams(params);
+    timed("redraw", () => graph.setIcicle(v));
+  });
   app.append(
     h("h1", null, "Flame graph", h("span", { class: "subtitle" }, `run ${runId} · ${run.command}`)),
     h(
@@ -199,7 +204,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       " ",
       search,
       " ",
-      toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => timed("redraw", () => graph.setIcicle(v))),
+      icicle,
       toggle("left-heavy", "order", "heavy", params.get("order") === "heavy", (v) => timed("redraw", () => graph.setOrder(v))),
       stateThreadSelects(run, params, "flame"),
       hasOff ? toggle("colour by frame kind", "colour", "name", colouring === "name", rerender) : null,
@@ -214,6 +219,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     details,
   );
   zoom(Number(params.get("zoom") ?? 0) || 0, false);
+  if (graph.fitRootInView(params.has("view"))) icicle.querySelector("input")!.checked = true;
   if (search.value) runSearch();
   performance.mark("flame-interactive");
 }

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ...errors import UserError
+from ...errors import NothingStored
 from ...model.fleet import Window
 from .appending import Appender
 from .compaction import Compacted, compact
@@ -113,7 +113,7 @@ class FleetStore:
     def select(self, start: float, end: float) -> Selection:
         """The files holding the samples whose window started in [start, end)."""
         if not self.has_data():
-            raise UserError(
+            raise NothingStored(
                 f"no fleet store at {self.root}: start `perfsleuth collector --store "
                 f"{self.root}` and push windows to it first"
             )

@@ -36,11 +36,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ...binaries import elf_info
 from ...errors import UserError
 from ...symbols import UNKNOWN
 from ...symbols.debuginfod import Fetched, fetch_debuginfo, valid_build_id
 from ...symbols.demangle import demangle_all
-from ...symbols.elf import elf_info
 from ...symbols.symbolizer import Aliases, ElfSymbols, Symbolizer, clean_function
 from .filesystem import Files
 from .writer import parquet_bytes
