@@ -83,6 +83,9 @@ def _compact_partition(files: Files, partition: str, result: Compacted) -> None:
             return  # another compaction wrote this generation: it finishes the partition
         live = [merged]
         result.partitions += 1
+    # In listing order: a reader whose listing (S3 pages it, 1,000 keys a page) missed a
+    # file deleted here mostly finds the older files its first page named gone too when
+    # it reads them, and selects again.
     for name in present:
         if name not in live:
             files.delete(f"{raw}/{name}")
