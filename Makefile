@@ -45,10 +45,11 @@ demo: setup
 	@bash scripts/demo.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy src/perfsleuth
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/gen_documents.py --check
 	@if [ -f native/Cargo.toml ]; then cd native && cargo fmt --check && cargo clippy --release -q -- -D warnings; fi
 
 unit: $(STAMP)

@@ -23,7 +23,7 @@ from .errors import UserError
 from .experiments.verify import verify_finding
 from .model.findings import Finding
 from .model.profile import Profile
-from .model.run import RunInfo
+from .model.run import LoadedRun, RunInfo
 from .rules import load_rules
 from .store.runs import Store
 
@@ -57,9 +57,10 @@ def advise(
     info: RunInfo | None = None,
 ) -> dict[str, Any]:
     """The run's ranked findings (rank.Advice's JSON); the findings are stored with it."""
-    info = info or store.run_info(run_id)
-    profile = profile if profile is not None else store.load(run_id)
-    ctx = build_context(store, info, profile, options)
+    loaded = store.load_run(run_id)
+    info = info or loaded.info
+    profile = profile if profile is not None else loaded.profile
+    ctx = build_context(store, info, profile, options, loaded)
     findings = run_analyzers(ctx)
     if options.verify:
         verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx)
@@ -82,7 +83,11 @@ def check_options(options: AdviseOptions) -> None:
     load_rules([Path(p) for p in options.rules])
 
 
-def build_context(store: Store, info: RunInfo, profile: Profile, options: AdviseOptions) -> Context:
+def build_context(
+    store: Store, info: RunInfo, profile: Profile, options: AdviseOptions, loaded: LoadedRun
+) -> Context:
+    """The analyzers' context: the loaded run (its counts and cache projections), never
+    the store, which only verification (experiments/) writes to."""
     rule_files = [Path(p) for p in options.rules]
     store_rules = store.root / "rules.toml"
     if store_rules.is_file():
@@ -94,6 +99,8 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
         profile=profile,
         run=info,
         store=store,
+        counts=loaded.exact(),
+        cache=loaded.cache,
         src_roots=roots,
         compile_commands=_compile_commands(options.compile_commands, roots, own),
         binaries=binaries,

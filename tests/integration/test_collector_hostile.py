@@ -24,7 +24,10 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
     ExportProfilesServiceRequest,
 )
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
-from test_collector import TOKEN, Collector, folded_query, otlp_request, start, stop
+from test_collector import NOW, TOKEN, Collector, folded_query, otlp_request, start, stop
+
+from perfsleuth.collector.app import CONNECT_PUSH
+from perfsleuth.formats import profile_pb2, push_pb2
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,6 +35,8 @@ pytestmark = pytest.mark.timeout(300)
 # held at most, each decode a few times its body. Measured peak: see docs/fleet.md.
 MEMORY_BOUND_MB = 1200
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
+CONNECT_PROTO = {"Content-Type": "application/proto"}
+CONNECT_JSON = {"Content-Type": "application/json"}
 LEGIT = itertools.count()
 T = TypeVar("T")
 
@@ -174,6 +179,29 @@ def test_a_gzip_bomb_as_content_encoding_stops_at_the_limit(collector: Collector
         collector, lambda: collector.post("/ingest", BOMB, folded(), headers)
     )
     assert status == 413 and "inflates past the limit of 32 MB" in answer.decode()
+
+
+def test_a_connect_push_of_many_small_bombs_shares_one_limit(collector: Collector) -> None:
+    """200 valid profiles of 1 KB each inflating to 1 MB: 200 MB in all, refused at 32 MB."""
+    profile = profile_pb2.Profile(
+        string_table=["", "samples", "count", "x" * (1 << 20)],
+        sample_type=[profile_pb2.ValueType(type=1, unit=2)],
+        sample=[profile_pb2.Sample(value=[1])],
+        time_nanos=(NOW - 10) * 10**9,
+        duration_nanos=10**10,
+    )
+    bomb = gzip.compress(profile.SerializeToString())
+    series = push_pb2.RawProfileSeries(
+        labels=[push_pb2.LabelPair(name="service_name", value="hostile")],
+        samples=[push_pb2.RawSample(raw_profile=bomb)] * 200,
+    )
+    body = push_pb2.PushRequest(series=[series]).SerializeToString()
+    status, answer = under_attack(
+        collector, lambda: collector.post(CONNECT_PUSH, body, None, CONNECT_PROTO)
+    )
+    assert status == 400 and "limit of 32 MB" in json.loads(answer)["message"]
+    status, answer = collector.post(CONNECT_PUSH, b"[" * 100_000, None, CONNECT_JSON)
+    assert status == 400 and "not a valid push.v1.PushRequest" in json.loads(answer)["message"]
 
 
 def test_large_bodies_at_once_stay_within_memory(collector: Collector) -> None:

@@ -201,3 +201,19 @@ def test_what_is_not_an_elf_file_is_none(tmp_path: Path) -> None:
     truncated.write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 20)
     for path in (text, fifo, tmp_path, tmp_path / "missing", truncated):
         assert binary_at(path) is None
+
+
+def test_a_function_s_dwarf_entry_is_found_by_its_plain_name(examples_built: Path) -> None:
+    exe = examples_built / "pointers"
+    binary = _binary(exe)
+    account = binary.subprogram("account")
+    assert account is not None
+    assert account.tag == "DW_TAG_subprogram"
+    listed = subprocess.run(
+        ["nm", "--defined-only", str(exe)], capture_output=True, text=True, check=True
+    ).stdout
+    address = next(
+        int(line.split()[0], 16) for line in listed.splitlines() if line.endswith(" account")
+    )
+    assert account.attributes["DW_AT_low_pc"].value == address
+    assert binary.subprogram("no_such_function") is None

@@ -90,5 +90,5 @@ def test_flame_page_alone_embeds_its_filtered_graph(tmp_path: Path) -> None:
     data = bundle.collect_flame(Api(store, []), 2, ["mutex", "running"], [201])
     assert data["start"] == "#/run/2/flame?state=mutex&state=running&thread=201"
     assert set(data["blobs"]) == {"/api/runs/2/flame?state=mutex,running&thread=201"}
-    assert set(data["docs"]) == {"/api/runs/2", "/api/runs"}
+    assert set(data["docs"]) == {"/api/runs/2", "/api/runs", "/api/choices"}
     assert [r["id"] for r in data["docs"]["/api/runs"]] == ["2"]

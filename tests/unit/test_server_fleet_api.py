@@ -98,6 +98,7 @@ def test_labels_list_every_key_and_value_of_the_range(api: Api) -> None:
     assert labels["version"] == ["1.4", "1.5"]
     assert labels["exe"] == ["/usr/bin/api", "/usr/bin/db"]
     assert "cgroup" not in labels  # no window carries one
+    assert labels["type"] == ["cpu"]  # the profile types, picked with type=... as a label
 
 
 def test_status_names_the_hosts(api: Api) -> None:

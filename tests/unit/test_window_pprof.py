@@ -156,8 +156,8 @@ def deep(msg: pb.Profile) -> None:
     msg.sample[0].location_id.extend([1] * (ingest.MAX_STACK_DEPTH + 1))
 
 
-def heap(msg: pb.Profile) -> None:
-    msg.string_table.extend(["alloc_space", "bytes"])
+def unknown_type(msg: pb.Profile) -> None:
+    msg.string_table.extend(["bananas", "bytes"])
     msg.sample_type[0].type = len(msg.string_table) - 2
     msg.sample_type[0].unit = len(msg.string_table) - 1
 
@@ -174,7 +174,7 @@ def long_label(msg: pb.Profile) -> None:
         (huge, "too large"),
         (missing_location, "location 999"),
         (deep, "deeper than"),
-        (heap, "not a CPU profile"),
+        (unknown_type, "no profile type perfsleuth stores"),
         (long_label, "at most 1024"),
     ],
 )

@@ -20,6 +20,7 @@ from collections import OrderedDict
 from functools import cached_property, lru_cache
 
 from elftools.common.exceptions import DWARFError, ELFError
+from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarfinfo import DWARFInfo
 from elftools.elf.elffile import ELFFile
 
@@ -39,6 +40,7 @@ from .elf import (
     Segment,
     read_headers,
 )
+from .subprograms import subprograms
 from .symbol_table import Symbol, parse_symbols
 
 MAX_BINARIES = 4096  # headers only: a few KB each; a host has a few thousand DSOs
@@ -161,6 +163,21 @@ class Binary:
             return read_compile_units(dwarf)
         except DWARF_ERRORS:
             return ()
+
+    def subprogram(self, name: str) -> DIE | None:
+        """The DWARF entry with code of the function with this plain (unqualified,
+        parameterless) name; None without debug info or such a function."""
+        return self._subprograms.get(name)
+
+    @cached_property
+    def _subprograms(self) -> dict[str, DIE]:
+        dwarf = self.dwarf()
+        if dwarf is None:
+            return {}
+        try:
+            return subprograms(dwarf)
+        except DWARF_ERRORS:
+            return {}
 
     def _read(self, offset: int, size: int) -> bytes:
         """b"" once the file is gone: every caller treats that as "nothing there"."""

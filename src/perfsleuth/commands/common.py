@@ -6,11 +6,12 @@ import argparse
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ..errors import UserError
+from ..model.counts import ExactCounts
 from ..model.profile import STATES, Profile
 from ..model.progress import Progress
-from ..model.run import RunInfo
+from ..model.run import LoadedRun, RunInfo
 from ..present import TitledProfile, describe
-from ..present.progress import display
 from ..store.runs import Store
 
 
@@ -45,6 +46,14 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_recursion_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--split-recursion",
+        action="store_true",
+        help="count runs: show each recursion level (f'2, f'3) apart instead of in its function",
+    )
+
+
 def open_store(args: argparse.Namespace) -> Store:
     return Store(args.store)
 
@@ -54,6 +63,31 @@ def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Stor
     run_id = store.resolve(ref if ref is not None else args.run)
     profile = apply_filters(store.load(run_id), args)
     return store, run_id, profile
+
+
+def load_run(args: argparse.Namespace, ref: str | None = None) -> LoadedRun:
+    store = open_store(args)
+    return store.load_run(store.resolve(ref if ref is not None else args.run))
+
+
+def exact_counts(args: argparse.Namespace, run: LoadedRun) -> ExactCounts | None:
+    """A count run's exact counts as the views read them, or None for a sampled run or
+    when a sample filter (--state, --thread, --no-inline) asks for the profile."""
+    filtered = any(getattr(args, name, None) for name in ("state", "thread", "no_inline"))
+    if filtered:
+        return None
+    return run.exact(split_recursion=getattr(args, "split_recursion", False))
+
+
+def require_exact(args: argparse.Namespace, run: LoadedRun) -> ExactCounts:
+    """The exact counts of a count run, or a clear error for any other run."""
+    exact = run.exact(split_recursion=getattr(args, "split_recursion", False))
+    if exact is None:
+        raise UserError(
+            f"run {run.id} has no exact counts; record one with "
+            "`perfsleuth record --mode count -- CMD`"
+        )
+    return exact
 
 
 def titled_profile(store: Store, run_id: int, profile: Profile) -> TitledProfile:
@@ -78,6 +112,8 @@ def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
 
 def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:
     """The progress display of a long command: on a terminal's stderr, unless --quiet."""
+    from ..present.progress import display  # rich: only commands that show progress
+
     return display(quiet=getattr(args, "quiet", False))
 
 

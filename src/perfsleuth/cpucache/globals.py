@@ -21,7 +21,8 @@ from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.dwarfinfo import DWARFInfo
 
 from ..binaries import binary_at
-from .struct_types import Struct, attr_text, struct_elements
+from ..binaries.subprograms import attr_text
+from .struct_types import Struct, struct_elements
 from .trace import Trace
 
 # Scopes whose children may declare variables at fixed addresses (function statics too).

@@ -33,6 +33,7 @@ from elftools.dwarf.die import DIE
 from elftools.dwarf.locationlists import LocationParser
 
 from ..binaries import PF_X, PT_LOAD, binary_at
+from ..binaries.subprograms import attr_text, origin
 from ..model.cache import (
     Layout,
     LayoutField,
@@ -49,9 +50,7 @@ from .pointers import Pointer, Typing
 from .struct_types import (
     Field,
     Struct,
-    attr_text,
     find_subprogram,
-    origin,
     strip_qualifiers,
     struct_of,
 )
@@ -152,10 +151,10 @@ def pointer_typing(
     or member pointer; empty without DWARF."""
     binary = binary_at(executable)
     dwarf = binary.dwarf() if binary else None
-    if dwarf is None:
+    if binary is None or dwarf is None:
         return {}
     try:
-        subprogram = find_subprogram(dwarf, function)
+        subprogram = find_subprogram(binary, function)
         if subprogram is None:
             return {}
         start, end = pc_range(subprogram)
@@ -446,7 +445,7 @@ def parameter_structs(executable: str, function: str) -> tuple[list[tuple[str, S
             "rebuild with -g (the footprint does not need it)"
         )
     try:
-        subprogram = find_subprogram(dwarf, function)
+        subprogram = find_subprogram(binary, function)
         if subprogram is None:
             return [], (
                 f"the debug info of {executable} does not describe {function}: its source "

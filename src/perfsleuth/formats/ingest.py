@@ -39,14 +39,19 @@ MAX_VALUE = 1 << 53
 # A pid label: Linux's reach 2**22, other systems' 2**32.
 MAX_PID = (1 << 32) - 1
 MAX_SAMPLE_RATE = 1e6
+DEFAULT_SAMPLE_RATE = 100.0
 # Unix seconds from 2001 to 2100: anything else is a unit mistake (ms, ns) or garbage.
 TIME_RANGE = (1e9, 4.1e9)
 TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
+# A time above the magnitude is in that unit: ns, us, ms (else seconds), as Pyroscope reads it.
+TIME_UNITS = ((1e18, 1e9), (1e15, 1e6), (1e12, 1e3))
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 # Pyroscope's name: app name, then optional {k=v,...}.
 PYROSCOPE_NAME = re.compile(r"([^{}]*)(?:\{([^{}]*)\})?")
+# Labels Pyroscope clients send for themselves (`__name__`, `__session_id__`): not kept.
+INTERNAL = "__"
 # A profile-type suffix Pyroscope clients append to the app name.
 CPU_SUFFIXES = (".cpu", ".itimer")
 
@@ -55,16 +60,18 @@ class PayloadError(UserError):
     """A pushed payload is refused; the message says what is wrong with it."""
 
 
-def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED) -> bytes:
-    """data, decompressed when it is gzip, refused past `limit` bytes (a bomb)."""
+def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED, already: int = 0) -> bytes:
+    """data, decompressed when it is gzip, refused when it takes the bytes inflated by the
+    push (`already` before it) past `limit` (a bomb)."""
     if data[:2] != GZIP_MAGIC:
         return data
     inflater = zlib.decompressobj(wbits=31)
+    room = max(limit - already, 0)
     try:
-        out = inflater.decompress(data, limit + 1)
+        out = inflater.decompress(data, room + 1)
     except zlib.error as e:
         raise PayloadError(f"broken gzip data ({e})") from e
-    if len(out) > limit:
+    if len(out) > room:
         raise PayloadError(f"gzip data inflates past the limit of {limit >> 20} MB; refused")
     if not inflater.eof:
         raise PayloadError("gzip data is truncated")
@@ -92,13 +99,22 @@ def json_document(data: str | bytes, what: str) -> Any:
         raise PayloadError(f"{what} is nested too deeply to be read") from None
 
 
-class FrameBudget:
-    """Frames a push's samples expand to, refused past MAX_PUSH_FRAMES, and distinct
-    frames it decodes, refused past MAX_PUSH_NEW_FRAMES."""
+class PushBudget:
+    """What a push expands to, shared by the profiles it holds: frames of its samples,
+    refused past MAX_PUSH_FRAMES; distinct frames decoded, past MAX_PUSH_NEW_FRAMES;
+    bytes of gzip inflated, past the limit given."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_DECOMPRESSED) -> None:
+        self.limit = limit
+        self.inflated = 0
         self.used = 0
         self.created = 0
+
+    def gunzip(self, data: bytes) -> bytes:
+        out = gunzip(data, self.limit, self.inflated)
+        if out is not data:
+            self.inflated += len(out)
+        return out
 
     def spend(self, frames: int) -> None:
         self.used += frames
@@ -173,7 +189,9 @@ class IngestParams:
     labels: dict[str, str] = field(default_factory=dict)
     sample_rate: float = 100.0
     spy_name: str = ""
-    format: str = "folded"
+    format: str = ""  # "" when the push does not say: pyroscope.decode tells by the body
+    # Which lock profile a pprof's contentions/delay types are: Go's "mutex" or "block".
+    lock: str = "mutex"
 
     @classmethod
     def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:
@@ -188,7 +206,7 @@ class IngestParams:
             labels=parse_name(query["name"]),
             sample_rate=sample_rate(query),
             spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
-            format=query.get("format", "folded"),
+            format=query.get("format", ""),
         )
 
 
@@ -205,7 +223,8 @@ def parse_name(name: str) -> dict[str, str]:
         key, eq, value = item.partition("=")
         if not eq:
             raise PayloadError(f"bad label {item[:80]!r} in name: use key=value")
-        pairs[key.strip()] = value.strip()
+        if not key.strip().startswith(INTERNAL):
+            pairs[key.strip()] = value.strip()
     if app:
         pairs["service"] = app
     return labels(pairs, "name")
@@ -226,15 +245,22 @@ def check_time(value: float, what: str) -> float:
 
 
 def _time(query: Mapping[str, str], key: str) -> float:
+    """Unix time in s, ms, us or ns, told apart by magnitude as Pyroscope does."""
     if key not in query:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
-    return check_time(_number(query[key], key), f"{key}={query[key][:40]}")
+    value = _number(query[key], key)
+    for magnitude, per_second in TIME_UNITS:
+        if value > magnitude:
+            value /= per_second
+            break
+    return check_time(value, f"{key}={query[key][:40]}")
 
 
 def sample_rate(query: Mapping[str, str]) -> float:
-    """sampleRate in Hz, Pyroscope's 100 when not given."""
+    """sampleRate in Hz, Pyroscope's 100 when not given or 0 (the Go SDK's heap, lock
+    and goroutine pushes)."""
     raw = query.get("sampleRate", "100")
-    value = _number(raw, "sampleRate")
+    value = _number(raw, "sampleRate") or DEFAULT_SAMPLE_RATE
     if not 0 < value <= MAX_SAMPLE_RATE:
         raise PayloadError(f"sampleRate={raw[:40]} must be above 0 and at most 1000000 Hz")
     return value

@@ -22,6 +22,8 @@ from perfsleuth.model.fleet import Window
 
 PROTO = "application/proto"
 JSON = "application/json"
+# The series label naming its profile type: process_cpu, memory, mutex, block, ...
+NAME_LABEL = "__name__"
 # Series labels with a name of their own in the store.
 RENAMED = {"service_name": "service", "host.name": "host", "hostname": "host"}
 # At most this many profiles per push: a client sends a handful every 10-15 s.
@@ -37,13 +39,19 @@ def decode(body: bytes, content_type: str, request_id: str, limit: int) -> list[
     if profiles > MAX_PROFILES:
         raise PayloadError(f"the push holds {profiles} profiles; at most {MAX_PROFILES}")
     windows: list[Window] = []
+    budget = ingest.PushBudget(limit)
     for s, series in enumerate(request.series):
         labels = series_labels(series.labels, f"series {s}")
+        name = next((pair.value for pair in series.labels if pair.name == NAME_LABEL), "")
         for n, sample in enumerate(series.samples):
             params = IngestParams(
-                window_id=f"{request_id}-{s}-{n}", start=None, end=None, labels=labels
+                window_id=f"{request_id}-{s}-{n}",
+                start=None,
+                end=None,
+                labels=labels,
+                lock="block" if name == "block" else "mutex",
             )
-            windows += window_pprof.decode(sample.raw_profile, params, limit)
+            windows += window_pprof.decode(sample.raw_profile, params, limit, budget)
     return windows
 
 
@@ -62,7 +70,7 @@ def series_labels(pairs: Iterable[pb.LabelPair], what: str) -> dict[str, str]:
     the clients' internal `__session_id__` and such) are not labels of the samples."""
     out: dict[str, str] = {}
     for pair in pairs:
-        if not pair.name.startswith("__") and pair.value:
+        if not pair.name.startswith(ingest.INTERNAL) and pair.value:
             out[RENAMED.get(pair.name, pair.name)] = pair.value
     return ingest.labels(out, what)
 
@@ -74,6 +82,6 @@ def _request(body: bytes, content_type: str) -> pb.PushRequest:
             json_format.Parse(body, request, ignore_unknown_fields=True)
         else:
             request.ParseFromString(body)
-    except (DecodeError, json_format.ParseError, UnicodeDecodeError) as e:
+    except (DecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as e:
         raise PayloadError(f"not a valid push.v1.PushRequest ({str(e)[:200]})") from e
     return request

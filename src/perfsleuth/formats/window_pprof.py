@@ -24,7 +24,7 @@ import gzip
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from google.protobuf.message import DecodeError
@@ -33,14 +33,36 @@ from perfsleuth.formats import ingest
 from perfsleuth.formats import profile_pb2 as pb
 from perfsleuth.formats.ingest import IngestParams, PayloadError
 from perfsleuth.formats.pprof_message import ProfileMessage
-from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.fleet import DEFAULT_TYPE, PROFILE_TYPES, Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.symbols import UNKNOWN
 
 SAMPLES = ("samples", "count")
 CPU = ("cpu", "nanoseconds")
-# Sample types in nanoseconds of CPU time (Go's runtime, async-profiler's itimer mode).
-CPU_KINDS = ("cpu", "itimer")
+# Sample types in nanoseconds of time: CPU (Go's runtime, async-profiler's itimer mode,
+# the Pyroscope SDKs) or wall-clock (Node's wall profile).
+TIME_TYPES = {"cpu": "cpu", "itimer": "cpu", "wall": "wall"}
+# The other pprof sample types stored, as the profile type they are. Go's mutex and
+# block profiles both say contentions/delay: the push tells which (IngestParams.lock).
+OTHER_TYPES = {
+    ("alloc_objects", "count"): "alloc_objects",
+    ("alloc_space", "bytes"): "alloc_space",
+    ("inuse_objects", "count"): "inuse_objects",
+    ("inuse_space", "bytes"): "inuse_space",
+    ("objects", "count"): "inuse_objects",  # Node's heap profile: what is live
+    ("space", "bytes"): "inuse_space",
+    ("contentions", "count"): "{lock}_contentions",
+    ("delay", "nanoseconds"): "{lock}_delay",
+    ("goroutine", "count"): "goroutines",
+    ("goroutines", "count"): "goroutines",
+}
+# The type whose values count the samples of another (a count type counts itself).
+COUNTED_BY = {
+    "alloc_space": "alloc_objects",
+    "inuse_space": "inuse_objects",
+    "mutex_delay": "mutex_contentions",
+    "block_delay": "block_contentions",
+}
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
 THREAD_LABELS = ("pid", "tid")
 # Per-sample string labels that are not user labels: the thread's and process's own, and
@@ -78,16 +100,23 @@ def encode(window: Window) -> bytes:
     return gzip.compress(_Writer(window).message().SerializeToString(), compresslevel=6)
 
 
-def decode(body: bytes, params: IngestParams, limit: int = ingest.MAX_DECOMPRESSED) -> list[Window]:
+def decode(
+    body: bytes,
+    params: IngestParams,
+    limit: int = ingest.MAX_DECOMPRESSED,
+    budget: ingest.PushBudget | None = None,
+) -> list[Window]:
     """A pushed pprof (gzipped or plain) as Windows, one per set of per-sample user
     labels (the first, with no such label when there is one, keeps params.window_id;
-    the others add `.N`); PayloadError when it is refused."""
-    data = ingest.gunzip(body, limit)
+    the others add `.N`); PayloadError when it is refused. `budget` is the push's,
+    when it holds several profiles."""
+    budget = budget or ingest.PushBudget(limit)
+    data = budget.gunzip(body)
     try:
         msg = pb.Profile.FromString(data)
     except DecodeError as e:
         raise PayloadError(f"not a valid pprof profile ({e})") from e
-    return _Reader(msg).windows(params)
+    return _Reader(msg, budget).windows(params)
 
 
 class _Writer:
@@ -135,7 +164,7 @@ class _Writer:
 class _Reader:
     """Checks every index, value, depth and label of one decoded Profile."""
 
-    def __init__(self, msg: pb.Profile) -> None:
+    def __init__(self, msg: pb.Profile, budget: ingest.PushBudget) -> None:
         self.msg = msg
         self.strings = list(msg.string_table)
         if self.strings and self.strings[0] != "":
@@ -146,7 +175,7 @@ class _Reader:
         self._frames: dict[int, tuple[Frame, ...]] = {}
         self._label_sets: dict[tuple, tuple[Thread | None, SampleLabels]] = {}
         self._checked: set[int] = set()  # strings checked: each is used many times
-        self.budget = ingest.FrameBudget()
+        self.budget = budget
         self.processes: dict[int, Process] = {}
 
     def string(self, index: int, owner: str) -> str:
@@ -162,30 +191,32 @@ class _Reader:
             (self.string(t.type, "sample_type"), self.string(t.unit, "sample_type"))
             for t in self.msg.sample_type
         ]
-        pick = _pick_type(types)
-        ns = types[pick][1] == "nanoseconds"
-        count_at = types.index(SAMPLES) if SAMPLES in types else -1
+        views = _views(types, params.lock)
         ns_per_sample = 1e9 / self._rate(params)
-        builders: dict[tuple[tuple[str, str], ...], ProfileBuilder] = {}
+        builders: dict[tuple[int, SampleLabels], ProfileBuilder] = {}
         for i, sample in enumerate(self.msg.sample):
             if len(sample.value) != len(types):
                 _refuse(f"sample {i} has {len(sample.value)} values for {len(types)} types")
-            weight = ingest.count(sample.value[pick], f"sample {i} value")
-            count = weight
-            if ns and count_at >= 0:
-                count = ingest.count(sample.value[count_at], f"sample {i}")
-            elif ns:  # CPU time alone (pyroscope-io 1.x): the samples it stands for
-                count = max(round(weight / ns_per_sample), 1 if weight else 0)
+            values = [ingest.count(v, f"sample {i} value") for v in sample.value]
             thread, labels = self._labels(sample, i)
-            builder = builders.get(labels)
-            if builder is None:
-                builder = builders[labels] = ProfileBuilder(
-                    unit="ns" if ns else "samples", meta=_meta(params)
-                )
-            builder.add(self._stack(sample, i), weight, count=count, thread=thread)
+            stack = self._stack(sample, i)
+            for v, view in enumerate(views):
+                weight = values[view.value]
+                if view.count >= 0:
+                    count = values[view.count]
+                elif view.timed:  # a time alone (pyroscope-io 1.x): the samples it stands for
+                    count = max(round(weight / ns_per_sample), 1 if weight else 0)
+                else:
+                    count = 1
+                builder = builders.get((v, labels))
+                if builder is None:
+                    unit = "ns" if view.timed else "samples"
+                    builder = builders[v, labels] = ProfileBuilder(unit, _meta(params))
+                builder.add(stack, weight, count=count, thread=thread)
         self._add_libraries()
         start, end = self._span(params)
-        groups = sorted(builders.items()) or [((), ProfileBuilder(meta=_meta(params)))]
+        empty = [((v, ()), ProfileBuilder(meta=_meta(params))) for v in range(len(views))]
+        groups = sorted(builders.items()) or empty
         return [
             Window(
                 id=params.window_id if n == 0 else f"{params.window_id}.{n}",
@@ -194,9 +225,10 @@ class _Reader:
                 profile=self._with_dsos(builder.build()),
                 labels=ingest.labels(params.labels | dict(labels), "sample labels"),
                 processes=self.processes,
-                rate_hz=0.0 if ns else params.sample_rate,
+                rate_hz=params.sample_rate if views[v].rated else 0.0,
+                type=views[v].type,
             )
-            for n, (labels, builder) in enumerate(groups)
+            for n, ((v, labels), builder) in enumerate(groups)
         ]
 
     def _rate(self, params: IngestParams) -> float:
@@ -335,17 +367,42 @@ class _Reader:
         return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", "")), user
 
 
-def _pick_type(types: list[tuple[str, str]]) -> int:
-    """The CPU-time type, else samples/count; other profiles (heap, locks) are refused."""
-    for i, (kind, unit) in enumerate(types):
-        if kind in CPU_KINDS and unit == "nanoseconds":
-            return i
-    if SAMPLES in types:
-        return types.index(SAMPLES)
+@dataclass(frozen=True)
+class _View:
+    """One profile type read from a pprof: its values at `value`, its sample counts at
+    `count` (-1: none). `rated`: counts at the push's sampleRate (the agent's samples);
+    `timed`: values are nanoseconds."""
+
+    type: str
+    value: int
+    count: int = -1
+    rated: bool = False
+    timed: bool = False
+
+
+def _views(types: list[tuple[str, str]], lock: str) -> list[_View]:
+    """What a pprof holds: its time (CPU or wall) when it has one, else the sampled count
+    of CPU samples (the agent), else each of its heap, lock and goroutine types."""
     if not types:
         _refuse("the profile has no sample_type")
-    shown = ", ".join("/".join(t) for t in types)
-    raise PayloadError(f"not a CPU profile (sample types {shown}); only CPU profiles are stored")
+    count_at = types.index(SAMPLES) if SAMPLES in types else -1
+    for i, (kind, unit) in enumerate(types):
+        if unit == "nanoseconds" and kind in TIME_TYPES:
+            return [_View(TIME_TYPES[kind], i, count_at, timed=True)]
+    if count_at >= 0:
+        return [_View(DEFAULT_TYPE, count_at, count_at, rated=True)]
+    names = {t: OTHER_TYPES[t].format(lock=lock) for t in types if t in OTHER_TYPES}
+    if not names:
+        shown = ", ".join("/".join(t) for t in types)
+        raise PayloadError(
+            f"no profile type perfsleuth stores in sample types {shown} "
+            f"(it stores {', '.join(PROFILE_TYPES)})"
+        )
+    at = {name: types.index(t) for t, name in names.items()}
+    return [
+        _View(name, at[name], at.get(COUNTED_BY.get(name, name), -1), timed=t[1] == "nanoseconds")
+        for t, name in names.items()
+    ]
 
 
 def _meta(params: IngestParams) -> dict:

@@ -19,6 +19,7 @@ from typing import Any
 from .. import rank
 from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
+from ..fleet.labels import LABEL_GROUPINGS
 from ..model.cache import CacheProjections
 from ..model.findings import Finding
 from ..model.profile import STATES, Profile
@@ -31,12 +32,14 @@ from ..views import (
     callgraph,
     diff,
     disassembly,
+    documents,
     flame,
     run_answers,
     source,
     threads,
     timeline,
 )
+from ..views.documents import Choices
 from ..views.keys import GROUPINGS
 from .in_memory import FileVersioned, Memo
 
@@ -109,6 +112,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
             (re.compile(r"/api/runs/([^/]+)/cache"), self.cache, ()),
             (re.compile(r"/api/experiments"), self.all_experiments, ()),
+            (re.compile(r"/api/choices"), self.choices, ()),
             (re.compile(r"/api/diff"), self.diff, ("a", "b", "by")),
             (re.compile(r"/api/diff/flame"), self.diff_flame, ("a", "b")),
         ]
@@ -384,6 +388,10 @@ class Api:
             {"name": name, "data": data, "verdicts": verdict_lines(data)}
             for name, data in sorted(docs.items(), reverse=True)
         ]
+
+    def choices(self, query: Query) -> Choices:
+        """The choice lists the UI offers: groupings, label groupings, thread states."""
+        return documents.choices(LABEL_GROUPINGS)
 
     def _pair(self, query: Query) -> tuple[int, int]:
         a, b = _one(query, "a"), _one(query, "b")

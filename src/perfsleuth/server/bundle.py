@@ -70,6 +70,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     base = f"/api/runs/{run_id}"
     overview = emb.add(base)
     runs = emb.add("/api/runs")
+    emb.add("/api/choices")
     wanted = {str(run_id), str(compare)}
     emb.docs["/api/runs"] = [r for r in runs or [] if r["id"] in wanted]
     for by in ("function", "line", "file", "dso"):
@@ -111,6 +112,7 @@ def collect_flame(api: Api, run_id: int, states: list[str], tids: list[int]) -> 
     overview = emb.add(base)
     runs = emb.add("/api/runs")
     emb.docs["/api/runs"] = [r for r in runs or [] if r["id"] == str(run_id)]
+    emb.add("/api/choices")
     threads = [str(t) for t in tids]
     emb.add(f"{base}/flame", state=states, thread=threads)
     emb.add(f"{base}/timeline", thread=threads)

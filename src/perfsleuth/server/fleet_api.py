@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..fleet import advice, queries, trends
+from ..fleet.filters import TYPE_KEY
 from ..model.fleet import LABELS
 from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
@@ -72,7 +73,8 @@ class FleetApi:
         """{"from", "to", "labels": {key: [values, sorted]}}: what --where can filter on
         in the range, user labels included."""
         start, end = _range(query)
-        labels = self._read(lambda: label_values(self.store.select(start, end), LABELS))
+        columns = (*LABELS, TYPE_KEY)  # the profile types of the range pick like a label
+        labels = self._read(lambda: label_values(self.store.select(start, end), columns))
         shown = {k: sorted(v)[:MAX_LABEL_VALUES] for k, v in sorted(labels.items())}
         return {"from": start, "to": end, "labels": shown}
 

@@ -16,6 +16,7 @@ from ..collect.run_facts import working_root
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from .annotate import find_source, line_costs
+from .documents import AnnotateDoc, SourceFile, SourceLine
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
@@ -61,13 +62,13 @@ def file_line_costs(profile: Profile, file: str) -> LineCosts:
     return costs
 
 
-def source_file(file: str, costs: LineCosts, total: float, roots: list[Path]) -> dict:
+def source_file(file: str, costs: LineCosts, total: float, roots: list[Path]) -> SourceFile:
     """A whole file with each line's self and total share of the run (`total`); only
     the lines with a cost, without text, when the file is under no root."""
     path = find_source(file, roots)
     text = read_lines(path) if path else []
     numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
-    lines = []
+    lines: list[SourceLine] = []
     for n in numbers:
         cost = costs.get(n, (0.0, 0.0))
         lines.append(
@@ -88,12 +89,12 @@ def source_file(file: str, costs: LineCosts, total: float, roots: list[Path]) ->
     }
 
 
-def file_document(profile: Profile, file: str, roots: list[Path]) -> dict:
+def file_document(profile: Profile, file: str, roots: list[Path]) -> SourceFile:
     """The source page of a file: every frame at each of its lines."""
     return source_file(file, file_line_costs(profile, file), profile.total or 1.0, roots)
 
 
-def function_document(profile: Profile, function: str, roots: list[Path]) -> dict:
+def function_document(profile: Profile, function: str, roots: list[Path]) -> AnnotateDoc:
     """The annotate page of a function: each file it has lines in, whole, with the
     function's own weight per line."""
     by_file: dict[str, LineCosts] = {}

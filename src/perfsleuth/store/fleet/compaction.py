@@ -29,8 +29,10 @@ from .layout import (
     COMPACTED_PREFIX,
     REPLACES_KEY,
     ROLLUP_PREFIX,
+    SAMPLES_SCHEMA,
     WINDOW_PREFIX,
     compacted_name,
+    conform,
     generation,
     marker,
     samples_dir,
@@ -102,7 +104,7 @@ def _merge(files: Files, partition: str, live: list[str], present: list[str]) ->
             window_id = name[len(WINDOW_PREFIX) : -len(".parquet")]
             if not files.exists(marker(partition, window_id)):
                 files.put(marker(partition, window_id), b"{}")
-    table = pa.concat_tables([_read(files, f"{raw}/{n}") for n in live])
+    table = pa.concat_tables([conform(_read(files, f"{raw}/{n}"), SAMPLES_SCHEMA) for n in live])
     newest = newest_compacted(present)
     name = compacted_name(generation(newest) + 1 if newest else 1)
     data = parquet_bytes(sort_samples(table), {REPLACES_KEY: json.dumps(present).encode()})
