@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..collector.app import Collector
-from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES, Cardinality
+from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES
 from ..errors import UserError
-from ..store.fleet import FleetStore, fleet_root
-from ..web.app import Limits, create_app, is_loopback
-from ..web.run import bind, check_tokens, parse_listen, serve
 
 NAME = "collector"
 HELP = "receive profiles from agents, Pyroscope, OTLP and pprof clients into the fleet store"
@@ -63,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The HTTP stack and the fleet store load only to receive: `--help` starts without them.
+    from ..collector.app import Collector
+    from ..collector.cardinality import Cardinality
+    from ..store.fleet import FleetStore, fleet_root
+    from ..web.app import Limits, create_app, is_loopback
+    from ..web.run import bind, check_tokens, parse_listen, serve
+
     host, port = parse_listen(args.listen)
     check_tokens(host, args.token, "a collector")
     if not 0 < args.max_body <= 4096:

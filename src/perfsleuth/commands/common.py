@@ -12,7 +12,6 @@ from ..model.profile import STATES, Profile
 from ..model.progress import Progress
 from ..model.run import LoadedRun, RunInfo
 from ..present import TitledProfile, describe
-from ..present.progress import display
 from ..store.runs import Store
 
 
@@ -113,6 +112,8 @@ def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
 
 def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:
     """The progress display of a long command: on a terminal's stderr, unless --quiet."""
+    from ..present.progress import display  # rich: only commands that show progress
+
     return display(quiet=getattr(args, "quiet", False))
 
 

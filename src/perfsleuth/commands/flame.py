@@ -8,9 +8,6 @@ import sys
 from ..errors import UserError
 from ..present import PROFILE, UI, write
 from ..present.html import UiBundle
-from ..server import bundle
-from ..server.api import Api
-from ..server.httpd import static_root
 from .common import add_filter_options, add_run_argument, load_profile, titled_profile
 
 NAME = "flame"
@@ -37,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
     if not profile.sample_stack:
         raise UserError(f"run {run_id} has no samples to draw")
     if args.html:
+        from ..server import bundle  # the web stack only for --html
+        from ..server.api import Api
+        from ..server.httpd import static_root
+
         api = Api(store, [])
         answers = bundle.collect_flame(api, run_id, args.state or [], args.thread or [])
         write(UI, UiBundle(answers, static_root()), "html", args.html)

@@ -13,20 +13,21 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..fleet import advice, alerts, libraries, queries, trends, verified
-from ..fleet.advice import FleetAdvice
-from ..fleet.engine import Engine
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
 from ..fleet.filters import with_type
-from ..fleet.labels import LABEL_GROUPINGS
-from ..model.fleet import PROFILE_TYPES
+from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
-from ..store.fleet import FleetStore, fleet_root
 from ..symbols.debuginfod import server_urls
 from ..views.keys import GROUPINGS
+
+if TYPE_CHECKING:
+    from ..fleet import trends
+    from ..fleet.engine import Engine
+    from ..store.fleet import FleetStore
 
 NAME = "fleet"
 HELP = "the fleet store: status, queries (top, flame, diff, series), advise, watch, upkeep"
@@ -69,6 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..store.fleet import FleetStore, fleet_root
+
     handler: Callable[[argparse.Namespace, FleetStore], int] = args.fleet_handler
     if getattr(args, "type", None):
         args.where = with_type(args.where, args.type)
@@ -252,6 +255,8 @@ def _status(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _top(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries
+
     doc = queries.top(
         store, args.start, args.end, args.where, args.by, args.n, args.sort, query_engine(args)
     )
@@ -260,6 +265,8 @@ def _top(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _flame(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries
+
     start, end = queries.time_range(args.start, args.end)
     profile = queries.flame(store, start, end, args.where, query_engine(args))
     if not profile.sample_stack:
@@ -278,6 +285,8 @@ def _flame(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _diff(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries, trends
+
     start, end = queries.time_range(args.start, args.end)
     a = _side(args.a, args.where, start, end, previous=True)
     b = _side(args.b, args.where, start, end, previous=False)
@@ -290,6 +299,8 @@ def _side(
     spec: str | None, where: str | None, start: float, end: float, *, previous: bool
 ) -> trends.Side:
     """--a/--b: FROM..TO, or labels over the range; none: the range (A: the one before)."""
+    from ..fleet import queries, trends
+
     if spec and ".." in spec:
         first, _, last = spec.partition("..")
         try:
@@ -305,6 +316,8 @@ def _side(
 
 
 def _series(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries, trends
+
     start, end = queries.time_range(args.start, args.end)
     engine = query_engine(args)
     doc = trends.series(
@@ -315,8 +328,10 @@ def _series(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _advise(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import advice, queries, verified
+
     start, end = queries.time_range(args.start, args.end)
-    options = FleetAdvice(
+    options = advice.FleetAdvice(
         core_cost=args.core_cost,
         rules=_rule_files(args),
         show_all=args.all,
@@ -337,6 +352,8 @@ def _rule_files(args: argparse.Namespace) -> list[Path]:
 
 
 def _watch(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import alerts
+
     rules_path = Path(args.rules)
     rules = alerts.load_rules(rules_path, parse_duration)
     state = alerts.State(Path(args.state) if args.state else rules_path.with_suffix(".state.json"))
@@ -357,6 +374,8 @@ def _watch(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _libs(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import libraries, queries
+
     start, end = queries.time_range(args.start, args.end)
     doc = libraries.libraries(
         store, start, end, args.where, _rule_files(args), args.hot, query_engine(args)

@@ -14,7 +14,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from ..errors import UserError
-from ..model.fleet import PROFILE_TYPES
+from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..model.profile import Frame, Profile
 from ..store.fleet import FleetStore
 from ..views import top as top_view
@@ -116,7 +116,7 @@ def top(
     `by` is a frame grouping (views.keys), `library` (DSOs by library name, versions
     merged) or a label of LABEL_GROUPINGS (each value's share of the CPU time)."""
     start, end = time_range(start, end)
-    if by in labels.LABEL_GROUPINGS:
+    if by in LABEL_GROUPINGS:
         doc = labels.top(store, start, end, where, by, n, engine)
     else:
         grouped = profile(store, start, end, where, engine)

@@ -15,6 +15,7 @@ from .profile import Profile
 
 # Every stored sample carries these labels ("" when the source does not say).
 LABELS = ("host", "service", "pid", "comm", "exe", "build_id", "cgroup")
+LABEL_GROUPINGS = ("service", "host")  # the labels a fleet query can group by
 
 # The profile types a window can hold, each with the unit of its values. CPU time is
 # what fleet queries read unless told otherwise (--type).

@@ -28,10 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
-
-import duckdb
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingStored, StoreBusy, UserError
 from ..model import documents
@@ -41,6 +38,10 @@ from ..model.profile import Frame, Profile, Thread
 from ..model.run import LoadedRun, Recording, RunInfo
 from ..model.timeline import Timeline
 from .documents import decode
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.duckdb"
@@ -91,6 +92,8 @@ RUN_COLUMNS = (
 
 def _profile_tables(run_id: int, p: Profile) -> dict[str, pa.Table]:
     """The profile's rows, one Arrow table per store table."""
+    import pyarrow as pa  # only writing a run needs Arrow: reading commands start faster
+
     n = len(p.frames)
     return {
         "frames": pa.table(
@@ -141,6 +144,8 @@ def _space_needed(tables: dict[str, pa.Table]) -> int:
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    import duckdb
+
     # A failed COMMIT has ended the transaction already; its error is the one to tell.
     with contextlib.suppress(duckdb.TransactionException):
         con.execute("ROLLBACK")
@@ -149,6 +154,8 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 def _disk_full(e: BaseException) -> bool:
     if isinstance(e, OSError):
         return e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    import duckdb
+
     text = str(e)
     return isinstance(e, duckdb.Error) and any(m in text for m in DISK_FULL_MESSAGES)
 
@@ -290,6 +297,8 @@ class Store:
             raise UserError(f"cannot create the store folder {self.root}: {e.strerror}") from e
 
     def _open(self, write: bool) -> duckdb.DuckDBPyConnection:
+        import duckdb  # imported when the store is opened: `--help` and the agent never do
+
         deadline = time.monotonic() + LOCK_WAIT_S
         delay = 0.02
         while True:
@@ -399,6 +408,8 @@ class Store:
             ],
         )
         if info.dsos:
+            import pyarrow as pa
+
             dsos_t = pa.table(
                 {
                     "run_id": [run_id] * len(info.dsos),

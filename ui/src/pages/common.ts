@@ -15,8 +15,10 @@ export function recorded(unit: string, samples: number, total: number): string {
 }
 
 /** Why a run has no findings: not advised yet, or advised and nothing found. */
-export function noFindings(advised: boolean): string {
-  return advised ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest." : "No findings stored for this run: `perfsleuth advise` adds them.";
+export function noFindings(advised: boolean, runId: string): string {
+  return advised
+    ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest."
+    : `No findings stored for this run: \`perfsleuth advise ${runId}\` (with the same --store) analyzes it and keeps them; reload this page after it.`;
 }
 
 export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {
@@ -105,7 +107,8 @@ export function findingCard(runId: string, f: PlacedFinding, compact = false): H
         measured.runs ? `, ${measured.runs} runs` : "",
       )
     : null;
-  const fixCommand = typeof f.fix?.command === "string" ? f.fix.command : "";
+  // The fix and the command that proves it (`perfsleuth try …`): on the overview's short cards too.
+  const commands = [f.fix?.command, f.fix?.experiment].filter((c): c is string => typeof c === "string" && c !== "");
   return h(
     "article",
     { class: "finding", "data-kind": f.kind },
@@ -125,8 +128,8 @@ export function findingCard(runId: string, f: PlacedFinding, compact = false): H
       verified ? [" · ", verified] : null,
     ),
     compact ? null : h("ul", { class: "evidence" }, (f.evidence ?? []).map((e) => h("li", null, e))),
-    compact || !f.suggestion ? null : h("p", { class: "suggestion" }, f.suggestion),
-    compact || !fixCommand ? null : h("pre", { class: "fix" }, fixCommand),
+    f.suggestion ? h("p", { class: "suggestion" }, f.suggestion) : null,
+    commands.map((c) => h("pre", { class: "fix" }, c)),
     compact ? null : detailBlocks(f.details),
   );
 }

@@ -286,7 +286,7 @@ function diffTable(scope: Scope, doc: FleetDiffDoc): HTMLElement {
   const largest = Math.max(...doc.rows.map((r) => Math.abs(r.delta_self)), 1e-12);
   const name = (r: DiffRow) => (doc.by === "line" ? `${shortName(r.function)} ${location(r.file, r.line)}` : r.function ? shortName(r.function) : r.file || r.dso);
   const row = (r: DiffRow) => {
-    const alpha = (0.35 * Math.abs(r.delta_self)) / largest;
+    const alpha = (0.15 * Math.abs(r.delta_self)) / largest; // light enough for the text to keep its contrast
     const tint = r.delta_self > 0 ? `rgba(230,60,50,${alpha.toFixed(3)})` : `rgba(60,110,230,${alpha.toFixed(3)})`;
     const fn = r.function ? h("a", { href: link(scope, { fn: r.function, a: null, b: null }, ""), class: "fn", title: r.function }, name(r)) : name(r);
     return h(
