@@ -22,8 +22,8 @@ from perfsleuth.cli import main
 from perfsleuth.errors import UserError
 from perfsleuth.fleet import advice, engine, libraries, queries, trends
 from perfsleuth.fleet.labels import LabelWeights
-from perfsleuth.model.fleet import Process
-from perfsleuth.model.profile import Frame, ProfileBuilder, merge
+from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread, merge
 from perfsleuth.model.run import RunInfo
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.symbols import build_id_of
@@ -143,6 +143,22 @@ def test_a_query_past_its_frames_says_so(store, monkeypatch: pytest.MonkeyPatch)
         queries.top(store, T0, END)
     monkeypatch.setattr(engine, "MAX_QUERY_FRAMES", frames)
     assert queries.top(store, T0, END)["rows"]
+
+
+def test_sums_past_64_bits_are_one_line(tmp_path: Path) -> None:
+    """Three rows of 2**62 ns (a store written without the collector's bounds): the
+    label and bucket sums pass BIGINT, which is said in one line."""
+    builder = ProfileBuilder(unit="ns")
+    for pid in (1, 2, 3):
+        builder.add([Frame("f")], float(1 << 62), thread=Thread(tid=pid, pid=pid))
+    store = FleetStore(str(tmp_path / "fleet"))
+    store.append(Window("huge", T0, T0 + 10, builder.build(), {"service": "x"}))
+    for query in (
+        lambda: queries.top(store, T0, END, by="service"),
+        lambda: trends.series(store, "f", T0, END),
+    ):
+        with pytest.raises(UserError, match=r"sum past 2\*\*63 .*: narrow --from/--to"):
+            query()
 
 
 def test_a_regex_re2_refuses_is_one_line_naming_re2(store) -> None:

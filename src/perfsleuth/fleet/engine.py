@@ -88,6 +88,15 @@ def _condition(c: Condition) -> str:
     }[c.op]
 
 
+def _past_bigint(error: duckdb.Error) -> UserError:
+    """A sum past the 64-bit columns, as one line: each push is bounded (2**53 ns), so
+    only a great many absurd pushes get there."""
+    return UserError(
+        "the range's samples or CPU ns sum past 2**63 (clients pushed absurd values): "
+        f"narrow --from/--to or --where ({str(error).splitlines()[0][:120]})"
+    )
+
+
 def check_frames(frames: int | None) -> None:
     """Refuse a query whose distinct stacks hold more than MAX_QUERY_FRAMES frames in all:
     past it their frame lists alone take gigabytes in this process."""
@@ -180,6 +189,8 @@ class DuckDB:
                 GROUP BY ALL ORDER BY ALL""",
                 params=[to_ms(start), to_ms(end), *[c.value for c in where]],
             ).to_arrow_table()
+        except duckdb.ConversionException as e:
+            raise _past_bigint(e) from None
         finally:
             con.close()
         return _table(result)
@@ -204,6 +215,8 @@ class DuckDB:
                 GROUP BY ALL""",
                 params=[step_ms, to_ms(start), to_ms(end), *[c.value for c in where]],
             ).to_arrow_table()
+        except duckdb.ConversionException as e:
+            raise _past_bigint(e) from None
         finally:
             con.close()
         return _table(result).cast(BUCKETS_SCHEMA)
