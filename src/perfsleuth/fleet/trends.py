@@ -14,9 +14,11 @@ import math
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..model.fleet import PROFILE_TYPES
 from ..store.fleet import FleetStore
 from ..views import diff as diff_view
 from .engine import Engine, StackWeights, to_ms
+from .filters import profile_type
 from .queries import bucket_weights, profile, stack_weights
 
 SERIES_BUCKETS = 24  # buckets of a series when no --step is given
@@ -104,7 +106,8 @@ def series(
         "to": end,
         "where": where or "",
         "step": step,
-        "unit": "ns",
+        "type": profile_type(where),
+        "unit": PROFILE_TYPES[profile_type(where)],
         "points": points,
     }
 

@@ -350,12 +350,12 @@ class Api:
     def _roots(self, run_id: int) -> list[Path]:
         return source.source_roots(self.roots, self._info(run_id))
 
-    def findings(self, ref: str, query: Query) -> dict:
+    def findings(self, ref: str, query: Query) -> documents.Advice:
         """The run's ranked findings: rank.Advice, as `perfsleuth advise --format json`."""
         return self._advice(self._run_id(ref))
 
-    def _advice(self, run_id: int) -> dict:
-        def ranked() -> dict:
+    def _advice(self, run_id: int) -> documents.Advice:
+        def ranked() -> documents.Advice:
             stored = self._docs(run_id, "findings")  # advise keeps its (maybe empty) list
             found = [Finding.from_json(item) for items in stored.values() for item in items]
             return rank.advice(str(run_id), found, advised=bool(stored)).to_json()

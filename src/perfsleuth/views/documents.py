@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
 from ..model.findings import Finding
+from ..model.profile import STATES
 from .keys import GROUPINGS
-from .threads import STATE_ORDER
+
+UNKNOWN_STATE = "unknown"  # samples recorded without a thread state
+STATE_ORDER = (*STATES, UNKNOWN_STATE)
 
 
 class PlacedFinding(TypedDict):
@@ -105,13 +108,18 @@ class TopRow(TypedDict):
     total: float
 
 
-class TopDoc(TypedDict):
-    run: str
+class TopView(TypedDict):
+    """views/top.top(): the TopN of a profile."""
+
     unit: str
     total: float
     samples: int
     by: str
     rows: list[TopRow]
+
+
+class TopDoc(TopView):
+    run: str
 
 
 class Neighbour(TypedDict):
@@ -160,16 +168,23 @@ class DiffRow(TypedDict):
     total_a: float
     total_b: float
     delta_total: float
+    abs_a: float  # self weight in the run's own unit
+    abs_b: float
 
 
-class DiffDoc(TypedDict):
-    a: str
-    b: str
+class DiffView(TypedDict):
+    """views/diff.diff(): two sampled runs' shares per key."""
+
     unit: str
     total_a: float
     total_b: float
     by: str
     rows: list[DiffRow]
+
+
+class DiffDoc(DiffView):
+    a: str
+    b: str
 
 
 class Experiment(TypedDict):
@@ -183,7 +198,7 @@ class Choices(TypedDict):
 
     groupings: list[str]  # --by / ?by= of TopN and diff
     label_groupings: list[str]  # the fleet's extra groupings by label
-    states: list[str]  # thread states, then "unknown" (views/threads.STATE_ORDER)
+    states: list[str]  # STATE_ORDER: thread states, then "unknown"
 
 
 def choices(label_groupings: tuple[str, ...]) -> Choices:
@@ -215,14 +230,16 @@ SCHEMA = (
     Entry("ThreadRow", ThreadRow),
     Entry("ThreadsDoc", ThreadsDoc),
     Entry("TopRow", TopRow),
-    Entry("TopDoc", TopDoc),
+    Entry("TopView", TopView),
+    Entry("TopDoc", TopDoc, extends="TopView"),
     Entry("Neighbour", Neighbour),
     Entry("CallGraphDoc", CallGraphDoc),
     Entry("SourceLine", SourceLine),
     Entry("SourceFile", SourceFile),
     Entry("AnnotateDoc", AnnotateDoc),
     Entry("DiffRow", DiffRow),
-    Entry("DiffDoc", DiffDoc),
+    Entry("DiffView", DiffView),
+    Entry("DiffDoc", DiffDoc, extends="DiffView"),
     Entry("Experiment", Experiment),
     Entry("Choices", Choices),
 )

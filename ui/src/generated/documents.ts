@@ -105,13 +105,17 @@ export interface TopRow {
   total: number;
 }
 
-export interface TopDoc {
-  run: string;
+/** views/top.top(): the TopN of a profile. */
+export interface TopView {
   unit: string;
   total: number;
   samples: number;
   by: string;
   rows: TopRow[];
+}
+
+export interface TopDoc extends TopView {
+  run: string;
 }
 
 export interface Neighbour {
@@ -160,16 +164,22 @@ export interface DiffRow {
   total_a: number;
   total_b: number;
   delta_total: number;
+  abs_a: number;
+  abs_b: number;
 }
 
-export interface DiffDoc {
-  a: string;
-  b: string;
+/** views/diff.diff(): two sampled runs' shares per key. */
+export interface DiffView {
   unit: string;
   total_a: number;
   total_b: number;
   by: string;
   rows: DiffRow[];
+}
+
+export interface DiffDoc extends DiffView {
+  a: string;
+  b: string;
 }
 
 export interface Experiment {
