@@ -121,8 +121,10 @@ class Pushes:
                 time.sleep(0.1)
 
 
-def compact_once(env: dict, url: str, kill_after: float | None) -> tuple[int, str]:
-    command = [str(PERFSLEUTH), "fleet", "compact", "--store", url]
+def maintain(env: dict, url: str, kill_after: float | None, *verb: str) -> tuple[int, str]:
+    """`perfsleuth fleet VERB --store url` (compact by default), killed with -9 after
+    `kill_after` seconds unless None; its exit status and stderr."""
+    command = [str(PERFSLEUTH), "fleet", *(verb or ("compact",)), "--store", url]
     proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     if kill_after is not None:
         time.sleep(kill_after)
@@ -136,15 +138,17 @@ def test_collectors_and_compactions_at_once_with_kills_count_every_push_once(
     s3_server: S3Server,  # noqa: F811
     s3_url: str,  # noqa: F811
 ) -> None:
-    """3 collectors, 3 compactions at a time (some killed with -9), a collector killed
-    and started again: the totals equal the acknowledged pushes, and every refusal was
-    one line."""
+    """3 collectors, 3 compactions or retention runs at a time (some killed with -9), a
+    collector killed and started again: the totals equal the acknowledged pushes but
+    those of the day retention drops, and every refusal was one line."""
     env = {**os.environ, **s3_server.env()}
     pool = stack_pool()
+    old = T0 - 2 * 86400  # a day the retention runs drop
     windows = [
         make_window(i, T0 + (i // 6) * 60 + (i % 6), f"host-{i % 6}", "api", pool, seed=i)
         for i in range(240)
-    ]
+    ] + [make_window(i, old + i * 60, "host-old", "api", pool, seed=i) for i in range(12)]
+    expire = ("expire", "--older-than", f"{(time.time() - (T0 - 43200)) // 3600:.0f}h")
     collectors = [start(s3_url, "--token", TOKEN) for _ in range(3)]  # type: ignore[arg-type]
     pushes = Pushes(collectors, windows)
     pushers = [threading.Thread(target=pushes.run, args=(k, 4)) for k in range(4)]
@@ -156,8 +160,10 @@ def test_collectors_and_compactions_at_once_with_kills_count_every_push_once(
     try:
         for round_ in range(6):
             kills = [rng.choice([None, rng.uniform(0.3, 3.0)]) for _ in range(3)]
+            verbs = [("compact",), ("compact",), rng.choice([("compact",), expire])]
             with ThreadPoolExecutor(3) as runs:
-                done = [runs.submit(compact_once, env, s3_url, k) for k in kills]
+                planned = zip(kills, verbs, strict=True)
+                done = [runs.submit(maintain, env, s3_url, k, *v) for k, v in planned]
                 if round_ == 2:  # a collector dies mid-push and comes back on its port
                     victim = collectors[0]
                     victim.proc.send_signal(signal.SIGKILL)
@@ -179,10 +185,12 @@ def test_collectors_and_compactions_at_once_with_kills_count_every_push_once(
         assert err.startswith("perfsleuth: ") and err.count("\n") == 1, err
         assert not any(raw in err for raw in RAW_ERRORS), err
     assert len(pushes.acknowledged) == len(windows)
-    expected = sum(pushes.acknowledged.values())
-    store = FleetStore(s3_url)
-    assert fleet_top(store, T0, T0 + 7200)["samples"] == expected
-    code, err = compact_once(env, s3_url, None)  # killed runs never block the next one
+    code, err = maintain(env, s3_url, None, *expire)  # killed runs never block the next one
     assert code == 0, err
-    assert fleet_top(store, T0, T0 + 7200)["samples"] == expected
-    assert store.select(T0, T0 + 3600).levels == {"hour": 1}
+    kept = sum(n for w, n in pushes.acknowledged.items() if not w.startswith("host-old"))
+    store = FleetStore(s3_url)
+    assert fleet_top(store, old, T0 + 7200)["samples"] == kept
+    code, err = maintain(env, s3_url, None)
+    assert code == 0, err
+    assert fleet_top(store, old, T0 + 7200)["samples"] == kept
+    assert store.select(old, T0 + 3600).levels == {"hour": 1}

@@ -36,7 +36,7 @@ from ..errors import UserError
 from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
-from .engine import BUCKETS_SCHEMA, StackWeights, to_ms
+from .engine import BUCKETS_SCHEMA, StackWeights, check_frames, to_ms
 from .filters import TYPE_KEY, Condition
 
 try:
@@ -346,6 +346,8 @@ def _weights(
         .cache()
     )
     try:
+        total = weights.select(F.sum(F.size("frame_ids"))).first()
+        check_frames(total[0] if total else None)
         stacks = weights.orderBy("stack_id").toArrow()
         used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
         frames = (

@@ -10,10 +10,12 @@ UI side of one contract. A new field of the Finding dataclass reaches the UI by 
 chips, instead of the UI typing them again.
 """
 
-# No `from __future__ import annotations`: TypedDict reads NotRequired only from live types.
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
+from ..model import cache
 from ..model.findings import Finding
 from ..model.profile import STATES
 from .keys import GROUPINGS
@@ -193,6 +195,13 @@ class Experiment(TypedDict):
     verdicts: list[str]  # what `perfsleuth compare` / `try` print (experiments/verdict.py)
 
 
+class CacheDoc(TypedDict):
+    """views/cache.projections(): a `--mode cache` run's traced functions, by name."""
+
+    run: str
+    functions: list[cache.CacheProjections]
+
+
 class Choices(TypedDict):
     """The choice lists the UI offers (`/api/choices`)."""
 
@@ -215,7 +224,7 @@ class Entry:
     the type it extends (the UI's `interface X extends Y`)."""
 
     name: str
-    type: type
+    type: Any  # a TypedDict, a dataclass, or a union of them (a TypeScript type alias)
     extends: str | None = None
 
 
@@ -242,4 +251,39 @@ SCHEMA = (
     Entry("DiffDoc", DiffDoc, extends="DiffView"),
     Entry("Experiment", Experiment),
     Entry("Choices", Choices),
+    # the CPU cache model's projections (model/cache.py), the Cache page's
+    Entry("CacheDoc", CacheDoc),
+    Entry("CacheFunction", cache.CacheProjections),
+    Entry("Spread", cache.Spread),
+    Entry("PerCall", cache.PerCall),
+    Entry("RecordedUnion", cache.RecordedUnion),
+    Entry("WholeRun", cache.WholeRun),
+    Entry("SourceRow", cache.SourceRow),
+    Entry("Footprint", cache.Footprint),
+    Entry("LayoutField", cache.LayoutField),
+    Entry("LayoutLine", cache.LayoutLine),
+    Entry("Move", cache.Move),
+    Entry("Reorder", cache.Reorder, extends="Move"),
+    Entry("LayoutOwner", cache.LayoutOwner),
+    Entry("StructLayout", cache.StructLayout, extends="LayoutOwner"),
+    Entry("NoLayout", cache.NoLayout),
+    Entry("Layout", cache.Layout),
+    Entry("Sampling", cache.Sampling),
+    Entry("CacheLevel", cache.LevelSpec),
+    Entry("Geometry", cache.GeometrySpec),
+    Entry("CacheModelDoc", cache.Simulation),
+    Entry("MeasuredRun", cache.MeasuredRun),
+    Entry("ScaledRun", cache.ScaledRun),
+    Entry("Fit", cache.Fit),
+    Entry("TlbLimit", cache.TlbLimit),
+    Entry("LlcLimit", cache.LlcLimit),
+    Entry("Limits", cache.Limits),
+    Entry("Effective", cache.Effective, extends="LlcLimit"),
+    Entry("Capacity", cache.Capacity),
+    Entry("Cliff", cache.Cliff, extends="Capacity"),
+    Entry("TlbCliff", cache.TlbCliff, extends="TlbLimit"),
+    Entry("NoTlbCliff", cache.NoTlbCliff),
+    Entry("Scaling", cache.Scaling),
+    Entry("Difference", cache.Difference),
+    Entry("ConstantTime", cache.ConstantTime),
 )
