@@ -117,10 +117,10 @@ def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progres
     return display(quiet=getattr(args, "quiet", False))
 
 
-def keep_ui_answers(store: Store, run_id: int, progress: Progress) -> None:
+def keep_ui_answers(store: Store, run_id: int, progress: Progress, profile: Profile) -> None:
     """The run's flame graph, TopN, facts and time order kept for the web UI."""
     # Imported here: only commands that store a run need the views and their readers.
     from ..views import run_answers
 
     progress.phase("keeping the web UI's pages of the run")
-    run_answers.keep(store, run_id)
+    run_answers.keep(store, run_id, profile)
