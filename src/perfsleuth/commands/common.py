@@ -66,8 +66,7 @@ def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Stor
 
 
 def load_run(args: argparse.Namespace, ref: str | None = None) -> LoadedRun:
-    store = open_store(args)
-    return store.load_run(store.resolve(ref if ref is not None else args.run))
+    return open_store(args).load_ref(ref if ref is not None else args.run)
 
 
 def exact_counts(args: argparse.Namespace, run: LoadedRun) -> ExactCounts | None:
