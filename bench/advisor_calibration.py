@@ -94,7 +94,10 @@ def fixed_command(fixed: list[str], env: dict[str, str]) -> list[str]:
 
 
 def evaluate(problem: dict, work: Path, runs: int) -> dict:
-    slow, fixed, env = build(problem, work)
+    try:
+        slow, fixed, env = build(problem, work)
+    except subprocess.CalledProcessError as e:
+        sys.exit(f"{problem['id']}: the build failed ({e})")
     findings = advise(slow, work / "store")
     rules = [f["rule"] for f in findings]
     rank = next((i + 1 for i, r in enumerate(rules) if r in problem["expect"]), 0)
@@ -178,6 +181,8 @@ def main() -> int:
             row = evaluate(problem, Path(tmp), args.runs)
             print(f"{row['id']}: rank {row['rank']}, {row['top']}", file=sys.stderr)
             rows.append(row)
+            OUT.parent.mkdir(parents=True, exist_ok=True)
+            OUT.write_text(json.dumps({"problems": rows}, indent=2))  # kept as it goes
     kinds = by_kind(rows)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"problems": rows, "kinds": kinds}, indent=2))

@@ -26,7 +26,7 @@ int main(void) {
     struct rec *scratch = malloc(sizeof *scratch + 7 * 16);
     void *keep[64] = {0};
     long total = 0;
-    for (int i = 0; i < 60000000; i++) {
+    for (int i = 0; i < 40000000; i++) {
         total += process(i, scratch);
         if (i % 1000 == 0) { free(keep[i % 64]); keep[i % 64] = malloc(64 + (size_t)(i % 512)); }
     }

@@ -18,7 +18,7 @@ int main(void) {
 #ifdef FIXED
     unsigned char *buf = malloc(SIZE);
 #endif
-    for (int r = 0; r < 150; r++) {
+    for (int r = 0; r < 60; r++) {
 #ifndef FIXED
         unsigned char *buf = malloc(SIZE);
 #endif

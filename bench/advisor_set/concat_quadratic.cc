@@ -5,7 +5,7 @@
 
 int main() {
     long total = 0;
-    for (int round = 0; round < 6; round++) {
+    for (int round = 0; round < 10; round++) {
         std::string s;
 #ifdef FIXED
         s.reserve(20000 * 12);

@@ -4,7 +4,7 @@
 
 int main() {
     std::ofstream out("/dev/null");
-    for (int i = 0; i < 1500000; i++) {
+    for (int i = 0; i < 3000000; i++) {
 #ifdef FIXED
         out << "line " << i << '\n';
 #else

@@ -24,7 +24,7 @@ int main() {
     std::vector<std::string> fields;
     for (int i = 0; i < 100; i++) fields.push_back(i % 4 ? "n/a" : std::to_string(i));
     long total = 0;
-    for (int round = 0; round < 4000; round++)
+    for (int round = 0; round < 12000; round++)
         for (const auto& f : fields) total += parse(f);
     std::printf("%ld\n", total);
 }

@@ -12,8 +12,8 @@ fn digits(mut v: u64, out: &mut Vec<u8>) {
 
 fn main() {
     let mut total = 0usize;
-    let mut buf = Vec::with_capacity(32);
-    for i in 0..6_000_000u64 {
+    let mut buf: Vec<u8> = Vec::with_capacity(32);
+    for i in 0..15_000_000u64 {
         #[cfg(fixed)]
         {
             buf.clear();

@@ -14,9 +14,9 @@ static void save(int fd, int i) {
 }
 
 int main(void) {
-    char path[] = "/tmp/advisor_set_fsyncXXXXXX";
+    char path[] = "/var/tmp/advisor_set_fsyncXXXXXX";
     int fd = mkstemp(path);
-    for (int i = 0; i < 150; i++) save(fd, i);
+    for (int i = 0; i < 600; i++) save(fd, i);
     fsync(fd);
     close(fd);
     unlink(path);

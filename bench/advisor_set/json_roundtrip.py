@@ -21,4 +21,4 @@ def roundtrip(records):
 records = [
     {"id": i, "name": f"n{i}", "tags": ["a", "b", str(i)], "score": i * 0.5} for i in range(2000)
 ]
-print(sum(roundtrip(records) for _ in range(60)))
+print(sum(roundtrip(records) for _ in range(200)))

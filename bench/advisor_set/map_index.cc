@@ -8,7 +8,7 @@
 
 int main() {
     long total = 0;
-    for (int round = 0; round < 12; round++) {
+    for (int round = 0; round < 5; round++) {
 #ifdef FIXED
         std::vector<std::pair<int, int>> index;
         index.reserve(200000);

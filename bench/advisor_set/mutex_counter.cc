@@ -13,11 +13,11 @@ int main() {
         threads.emplace_back([&] {
 #ifdef FIXED
             long mine = 0;
-            for (long i = 0; i < 8000000; i++) mine += i & 1;
+            for (long i = 0; i < 30000000; i++) mine += i & 1;
             std::lock_guard<std::mutex> g(m);
             counter += mine;
 #else
-            for (long i = 0; i < 8000000; i++) {
+            for (long i = 0; i < 30000000; i++) {
                 std::lock_guard<std::mutex> g(m);
                 counter += i & 1;
             }

@@ -7,7 +7,7 @@
 int main() {
     long total = 0;
     char buf[32];
-    for (long i = 0; i < 1500000; i++) {
+    for (long i = 0; i < 3000000; i++) {
 #ifdef FIXED
         auto r = std::to_chars(buf, buf + sizeof buf, i * 37);
         total += r.ptr - buf;

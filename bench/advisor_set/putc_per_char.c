@@ -5,7 +5,7 @@
 int main(void) {
     FILE *out = fopen("/dev/null", "w");
     char line[128];
-    for (int i = 0; i < 400000; i++) {
+    for (int i = 0; i < 1500000; i++) {
         int n = 0;
         for (int c = 0; c < 100; c++) line[n++] = (char)('a' + (i + c) % 26);
         line[n++] = '\n';

@@ -6,5 +6,5 @@ import os
 FIXED = os.environ.get("FIXED") == "1"
 
 with open("/dev/null", "wb", buffering=-1 if FIXED else 0) as out:
-    for i in range(400000):
+    for i in range(2000000):
         out.write(b"event %d\n" % i)

@@ -19,5 +19,5 @@ def count(lines):
     return hits
 
 
-lines = [f"key{i % 600}={i}" for i in range(30000)]
+lines = [f"key{i % 600}={i}" for i in range(90000)]
 print(count(lines))

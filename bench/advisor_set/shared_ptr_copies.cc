@@ -8,9 +8,9 @@
 struct Config { long scale = 3; };
 
 #ifdef FIXED
-__attribute__((noinline)) long apply(const std::shared_ptr<Config>& c, long x) { return x * c->scale; }
+__attribute__((noinline)) long scaled(const std::shared_ptr<Config>& c, long x) { return x * c->scale; }
 #else
-__attribute__((noinline)) long apply(std::shared_ptr<Config> c, long x) { return x * c->scale; }
+__attribute__((noinline)) long scaled(std::shared_ptr<Config> c, long x) { return x * c->scale; }
 #endif
 
 int main() {
@@ -20,7 +20,7 @@ int main() {
     for (int t = 0; t < 2; t++)
         threads.emplace_back([&, t] {
             long sum = 0;
-            for (long i = 0; i < 30000000; i++) sum += apply(config, i);
+            for (long i = 0; i < 30000000; i++) sum += scaled(config, i);
             out[t] = sum;
         });
     for (auto& th : threads) th.join();

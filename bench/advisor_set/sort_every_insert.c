@@ -8,7 +8,7 @@ static int by_value(const void *a, const void *b) {
 }
 
 int main(void) {
-    enum { N = 12000 };
+    enum { N = 8000 };
     static int v[N];
     unsigned seed = 7;
     for (int i = 0; i < N; i++) {

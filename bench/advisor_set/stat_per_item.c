@@ -12,7 +12,7 @@ int main(void) {
 #ifdef FIXED
     long size = config_size();
 #endif
-    for (int i = 0; i < 1500000; i++) {
+    for (int i = 0; i < 600000; i++) {
 #ifdef FIXED
         total += size + i % 3;
 #else

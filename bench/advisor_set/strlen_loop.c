@@ -16,7 +16,7 @@ static void upcase(char *s) {
 int main(void) {
     static char line[20000];
     long total = 0;
-    for (int round = 0; round < 600; round++) {
+    for (int round = 0; round < 300; round++) {
         memset(line, 'a' + round % 26, sizeof line - 1);
         line[sizeof line - 1] = 0;
         upcase(line);

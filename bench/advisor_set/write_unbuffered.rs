@@ -15,6 +15,6 @@ fn main() {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
     #[cfg(not(fixed))]
     let mut out = file;
-    emit(&mut out, 1_500_000);
+    emit(&mut out, 600_000);
     out.flush().unwrap();
 }

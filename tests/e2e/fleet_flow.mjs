@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page showed, which tests/e2e/test_ui_fleet.py compares with the fleet queries.
 import assert from "node:assert/strict";
-import { runFlows, urlMatching } from "./run_flows.mjs";
+import { runFlows, seriousViolations, urlMatching } from "./run_flows.mjs";
 
 const [base, artifacts] = process.argv.slice(2);
 
@@ -80,8 +80,14 @@ const flows = {
         return { name: cells[6], delta_self: cells[2], grew: tr.classList.contains("worse") };
       }),
     );
+    await page.locator("canvas.flame-canvas").waitFor();
+    const flame = await page.evaluate(() => {
+      const { data } = window.perfsleuthFlame.graph;
+      return { columns: Object.keys(data.columns), names: data.names };
+    });
+    const sideTotals = await page.locator(".fleet-total").innerText();
     await page.screenshot({ path: `${artifacts}/fleet-diff.png`, fullPage: true });
-    return { sides, rows, url: page.url() };
+    return { sides, rows, url: page.url(), flame, sideTotals };
   },
 
   async fleet_findings(page) {
@@ -116,6 +122,20 @@ const flows = {
       rows: await topRows(page),
     };
   },
+};
+
+flows.fleet_accessibility = async (page) => {
+  const now = Math.floor(Date.now() / 1000);
+  const found = [];
+  for (const [hash, ready] of [
+    ["#/fleet?range=1h", ".fleet-top tbody tr"],
+    [`#/fleet/diff?range=1h&a=${now - 2700}..${now - 1800}&b=${now - 1800}..${now - 900}`, "table.fleet-diff tbody tr"],
+    ["#/fleet/findings?range=1h", "article.fleet-finding"],
+    ["#/fleet/flame?range=1h", "canvas.flame-canvas"],
+  ]) {
+    found.push(...(await seriousViolations(page, `${base}${hash}`, ready)).map((v) => `${hash}: ${v}`));
+  }
+  return found;
 };
 
 await runFlows(flows, Object.keys(flows), artifacts);

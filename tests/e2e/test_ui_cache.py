@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from cli_runner import perfsleuth
 from ui_serve import flow_results, served
@@ -92,9 +93,9 @@ def test_every_line_is_drawn_as_cache_show_computes_it(
         for row in cache_run["layout"]["lines"]
     ]
     drawn = shown["cache_layout"]["lines"]
-    assert [{k: v for k, v in row.items() if k != "filter"} for row in drawn] == expected
-    greyed = [row["line"] for row in drawn if "grayscale" in row["filter"]]
-    assert greyed == [row["line"] for row in expected if row["state"] == "cold"] == [1, 2, 3]
+    assert [{k: v for k, v in row.items() if k != "border"} for row in drawn] == expected
+    dashed = [row["line"] for row in drawn if row["border"] == "dashed"]  # cold, told apart
+    assert dashed == [row["line"] for row in expected if row["state"] == "cold"] == [1, 2, 3]
 
 
 def test_model_table_shows_the_misses_of_each_level(
@@ -156,3 +157,19 @@ def capacity_text(cliff: dict) -> str:
 
 def test_the_html_report_draws_the_same_layout(shown: dict[str, dict]) -> None:
     assert shown["report"]["lines"] == shown["cache_layout"]["lines"]
+
+
+def test_the_cache_pages_have_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:
+    """Axe, light and dark: hot and cold lines keep their text's contrast."""
+    assert shown["cache_accessibility"] == []
+
+
+@pytest.mark.parametrize("run", [CACHE_RUN, SCALE_RUN])
+def test_cache_show_follows_the_generated_schema(store: Path, run: str) -> None:
+    """What the Cache page is sent, from a real recording, is the CacheDoc of
+    docs/schemas/documents.schema.json (made from model/cache.py's types)."""
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs/schemas/documents.schema.json").read_text()
+    )
+    shown = json.loads(perfsleuth(store, "cache", "show", run, "--format", "json").stdout)
+    jsonschema.validate(shown, {**schema, "$ref": "#/$defs/CacheDoc"})

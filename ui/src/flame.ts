@@ -23,13 +23,14 @@ export interface FlameData {
 }
 
 /** What `data.kind` holds per name. */
-const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2, Python: 3 } as const;
+const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2, Python: 3, Process: 4 } as const;
 type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 const KIND_SUFFIX: [string, FrameKind][] = [
   ["_[i]", FrameKind.Inlined],
   ["_[k]", FrameKind.Kernel],
   ["_[py]", FrameKind.Python],
+  ["_[p]", FrameKind.Process], // the level under the root of a run of several processes
 ];
 
 /** Splits the server's labels (views/flame.frame_label) into names and kinds. */
@@ -47,7 +48,12 @@ function splitKinds(labels: string[]): { names: string[]; kind: Uint8Array } {
   return { names, kind };
 }
 
-export const KIND_LABEL = ["", "inlined", "kernel", "Python"];
+export const KIND_LABEL = ["", "inlined", "kernel", "Python", "process"];
+
+/** Whether a node is a process (the level under the root of a run of several). */
+export function isProcess(data: FlameData, node: number): boolean {
+  return data.kind[data.name[node]] === FrameKind.Process;
+}
 
 /** Whether the graph has Python frames (a py-spy run), which get a colour of their own. */
 export function hasPython(data: FlameData): boolean {
@@ -215,6 +221,10 @@ export class FlameGraph {
   private labels: string[];
   private drawn = emptyDrawn(4096);
   private rows = 1; // rows drawn by the last draw()
+  // A view narrower than the zoomed frame (wheel zoom, drag pan), in weight units; null:
+  // the zoomed frame's own extent.
+  private view: { left: number; span: number } | null = null;
+  private drag: { x: number; left: number; moved: boolean } | null = null;
   private hover = -1;
   private resizing: ResizeObserver | null = null;
 
@@ -232,6 +242,9 @@ export class FlameGraph {
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
     this.canvas.addEventListener("click", (e) => this.onClick(e));
     this.canvas.addEventListener("keydown", (e) => this.onKey(e));
+    this.canvas.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
+    this.canvas.addEventListener("mousedown", (e) => this.onDragStart(e));
+    window.addEventListener("mouseup", () => this.onDragEnd());
   }
 
   setOrder(heaviestFirst: boolean): void {
@@ -247,6 +260,7 @@ export class FlameGraph {
 
   zoomTo(node: number): void {
     this.zoom = node >= 0 && node < this.data.nodes ? node : 0;
+    this.view = null;
     this.hideTip();
     this.draw();
   }
@@ -257,6 +271,33 @@ export class FlameGraph {
     this.matched = matchedNames(this.data, test);
     this.draw();
     return { ...this.matchedShare(), error };
+  }
+
+  /**
+   * The next (or previous) frame the search matched, left to right and then root to leaf,
+   * after the keyboard's cursor, wrapping around; -1 when nothing matches. It becomes the
+   * cursor and is zoomed to.
+   */
+  nextMatch(forward: boolean): number {
+    const { nodes, name, parent } = this.data;
+    const width = this.options.width;
+    const found: number[] = [];
+    for (let i = 1; i < nodes; i++) if (this.matched[name[i]] && width[i] > 0) found.push(i);
+    if (!found.length) return -1;
+    for (const node of found) this.layout.placePath(node, parent);
+    const x = this.layout.x;
+    const depth = this.data.depth;
+    const order = (a: number, b: number) => x[a] - x[b] || depth[a] - depth[b];
+    found.sort(order);
+    const cur = this.cursor;
+    this.layout.placePath(Math.max(cur, 0), parent);
+    let k = forward ? found.findIndex((n) => cur <= 0 || order(n, cur) > 0) : -1;
+    if (!forward) for (let j = found.length - 1; j >= 0 && k < 0; j--) if (cur > 0 && order(found[j], cur) < 0) k = j;
+    if (k < 0) k = forward ? 0 : found.length - 1;
+    this.cursor = found[k];
+    this.options.onSelect?.(this.cursor);
+    this.options.onZoom?.(this.cursor);
+    return this.cursor;
   }
 
   private matchedShare(): { share: number; matches: number } {
@@ -329,11 +370,12 @@ export class FlameGraph {
   private drawCursor(ctx: CanvasRenderingContext2D, cssWidth: number, cssHeight: number): void {
     if (this.cursor < 0) return;
     const width = this.options.width;
-    const scale = cssWidth / (width[this.zoom] || 1);
+    const view = this.extent();
+    const scale = cssWidth / (view.span || 1);
     this.layout.placePath(this.cursor, this.data.parent);
     const x = this.layout.x;
-    const left = Math.max(0, (x[this.cursor] - x[this.zoom]) * scale);
-    const right = Math.min(cssWidth, (x[this.cursor] - x[this.zoom] + width[this.cursor]) * scale);
+    const left = Math.max(0, (x[this.cursor] - view.left) * scale);
+    const right = Math.min(cssWidth, (x[this.cursor] - view.left + width[this.cursor]) * scale);
     const row = this.data.depth[this.cursor] - this.firstRow();
     if (right - left < MIN_WIDTH_PX || row < 0 || row >= this.rows) return;
     ctx.strokeStyle = CURSOR;
@@ -388,9 +430,9 @@ export class FlameGraph {
     const top = this.firstRow();
     const width = this.options.width;
     const layout = this.layout;
-    layout.placePath(this.zoom, this.data.parent);
-    const x0 = layout.x[this.zoom];
-    const scale = cssWidth / (width[this.zoom] || 1);
+    const view = this.extent();
+    const x0 = view.left;
+    const scale = cssWidth / (view.span || 1);
     const searching = this.matched.includes(1);
     let count = 0;
     let rows = 1;
@@ -457,6 +499,7 @@ export class FlameGraph {
     if (!KEYS.includes(e.key)) return;
     e.preventDefault();
     const from = this.cursor >= 0 ? this.cursor : this.zoom;
+    if (e.key === "+" || e.key === "=" || e.key === "-") return this.zoomView(e.key === "-" ? 1.25 : 0.8, (this.canvas.clientWidth || 0) / 2);
     if (e.key === "Enter") return this.options.onZoom?.(from);
     if (e.key === "Escape") return this.options.onZoom?.(0);
     const leafward = this.options.icicle ? "ArrowDown" : "ArrowUp";
@@ -500,6 +543,57 @@ export class FlameGraph {
     return best;
   }
 
+  /** The weight range shown across the canvas: the view if the user zoomed by wheel or panned, else the zoomed frame's. */
+  private extent(): { left: number; span: number } {
+    this.layout.placePath(this.zoom, this.data.parent);
+    return this.view ?? { left: this.layout.x[this.zoom], span: this.options.width[this.zoom] };
+  }
+
+  /** Zooms the view by `factor` (< 1: in) around the canvas x `px`, within the root's extent. */
+  zoomView(factor: number, px: number): void {
+    const cssWidth = this.canvas.clientWidth || 1;
+    const view = this.extent();
+    const total = this.options.width[0] || 1;
+    const span = Math.min(total, Math.max(view.span * factor, total * 1e-9));
+    const at = view.left + (px / cssWidth) * view.span; // the weight under the pointer stays under it
+    this.view = this.clamp(at - (px / cssWidth) * span, span);
+    this.hideTip();
+    this.draw();
+  }
+
+  /** Moves the view sideways by `dx` canvas pixels. */
+  panView(dx: number, from = this.extent().left): void {
+    const view = this.extent();
+    this.view = this.clamp(from - (dx / (this.canvas.clientWidth || 1)) * view.span, view.span);
+    this.draw();
+  }
+
+  private clamp(left: number, span: number): { left: number; span: number } {
+    const total = this.options.width[0] || 1;
+    return { left: Math.min(Math.max(0, left), total - span), span };
+  }
+
+  /** Ctrl+wheel (and a trackpad's pinch) zooms around the pointer; Shift+wheel or a sideways swipe pans; a plain wheel scrolls the page. */
+  private onWheel(e: WheelEvent): void {
+    const rect = this.canvas.getBoundingClientRect();
+    if (e.ctrlKey || e.metaKey) {
+      e.preventDefault();
+      this.zoomView(Math.exp(e.deltaY * 0.002), e.clientX - rect.left);
+    } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      e.preventDefault();
+      this.panView(-(e.shiftKey ? e.deltaY : e.deltaX));
+    }
+  }
+
+  private onDragStart(e: MouseEvent): void {
+    if (e.button === 0) this.drag = { x: e.clientX, left: this.extent().left, moved: false };
+  }
+
+  private onDragEnd(): void {
+    if (this.drag?.moved) this.canvas.style.cursor = "";
+    setTimeout(() => (this.drag = null)); // after the click this mouseup makes, which a drag must not turn into a zoom
+  }
+
   nodeAt(px: number, py: number): number {
     const d = this.drawn;
     for (let k = d.count - 1; k >= 0; k--) {
@@ -509,6 +603,12 @@ export class FlameGraph {
   }
 
   private onMove(e: MouseEvent): void {
+    if (this.drag && e.buttons & 1 && (this.drag.moved || Math.abs(e.clientX - this.drag.x) > 3)) {
+      this.drag.moved = true;
+      this.canvas.style.cursor = "grabbing";
+      this.hideTip();
+      return this.panView(e.clientX - this.drag.x, this.drag.left);
+    }
     const rect = this.canvas.getBoundingClientRect();
     const node = this.nodeAt(e.clientX - rect.left, e.clientY - rect.top);
     if (node < 0) return this.hideTip();
@@ -536,6 +636,7 @@ export class FlameGraph {
   }
 
   private onClick(e: MouseEvent): void {
+    if (this.drag?.moved) return; // the end of a pan
     const rect = this.canvas.getBoundingClientRect();
     const node = this.nodeAt(e.clientX - rect.left, e.clientY - rect.top);
     if (node < 0) return;
@@ -546,7 +647,7 @@ export class FlameGraph {
 }
 
 /** Arrows move the cursor (towards the leaves is up in a flame graph, down in an icicle), Enter zooms, Escape zooms out. */
-const KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Enter", "Escape"];
+const KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Enter", "Escape", "+", "=", "-"];
 
 // Every colour the graph uses, so frames can be painted in one path per colour.
 const STEPS = 10;
@@ -560,8 +661,9 @@ const COLOURS: string[] = [
   hsl(215, 35, 68), // kernel frames: cool, apart from the warm functions
   hsl(175, 45, 60), // inlined frames
   hsl(95, 45, 55), // Python frames, apart from the native ones they call
+  hsl(45, 25, 76), // processes: neutral, a level of their own
 ];
-const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON] = [0, 1, 2, 3, 4, 5];
+const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON, PROCESS] = [0, 1, 2, 3, 4, 5, 6];
 const CURSOR = "#1d2330";
 const NAMED = COLOURS.length;
 for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));
@@ -594,7 +696,9 @@ const stylesByNames = new WeakMap<string[], { palette: Uint8Array; labels: strin
 function nameStyles(data: FlameData): { palette: Uint8Array; labels: string[] } {
   let styles = stylesByNames.get(data.names);
   if (!styles) {
-    styles = { palette: Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i])), labels: data.names.map(shortName) };
+    // A process label (`cc1plus (20486)`) is no function name to shorten.
+    const label = (name: string, i: number) => (data.kind[i] === FrameKind.Process ? name : shortName(name));
+    styles = { palette: Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i])), labels: data.names.map(label) };
     stylesByNames.set(data.names, styles);
   }
   return styles;
@@ -604,6 +708,7 @@ function nameColour(name: string, kind: number): number {
   if (kind === FrameKind.Kernel) return KERNEL;
   if (kind === FrameKind.Inlined) return INLINED;
   if (kind === FrameKind.Python) return PYTHON;
+  if (kind === FrameKind.Process) return PROCESS;
   let hash = 0;
   for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
   return NAMED + (Math.abs(hash) % (NAME_HUES * NAME_SHADES));

@@ -151,20 +151,43 @@ def _outermost(
 def _rules_per_frame(
     frames: Sequence[Frame], rules: Sequence[Rule], lines: PythonLines | None
 ) -> list[tuple[int, ...]]:
-    return [
-        tuple(i for i, rule in enumerate(rules) if _frame_matches(rule, f, lines)) for f in frames
-    ]
+    """Each frame's matching rules. Names are matched once per (function, DSO) and
+    source shapes read once per line: a long Python run has many frames per name."""
+    by_name: dict[tuple[str, str], tuple[int, ...]] = {}
+    shapes: dict[tuple[str, int], frozenset[str]] = {}
+    out = []
+    for frame in frames:
+        key = (frame.function, frame.dso)
+        named = by_name.get(key)
+        if named is None:
+            named = by_name[key] = tuple(
+                i for i, rule in enumerate(rules) if rule.matches(frame.function, frame.dso)
+            )
+        out.append(
+            tuple(
+                i
+                for i in named
+                if not rules[i].source_nodes or _shape_matches(rules[i], frame, lines, shapes)
+            )
+        )
+    return out
 
 
-def _frame_matches(rule: Rule, frame: Frame, lines: PythonLines | None) -> bool:
-    if not rule.matches(frame.function, frame.dso):
+def _shape_matches(
+    rule: Rule,
+    frame: Frame,
+    lines: PythonLines | None,
+    shapes: dict[tuple[str, int], frozenset[str]],
+) -> bool:
+    """The frame's Python source line has the shape the rule's source_nodes ask for.
+    Only the user's own lines are read: a loop in the stdlib or a package is not theirs
+    to rewrite (and parsing those files took seconds on json.tool's runs)."""
+    if lines is None or not frame.file or not frame.line or is_library_file(frame.file):
         return False
-    if not rule.source_nodes:
-        return True
-    if lines is None or not frame.file or not frame.line:
-        return False
-    shape = lines.shape(frame.file, frame.line)
-    return all(any(p.search(name) for name in shape) for p in rule.source_nodes)
+    key = (frame.file, frame.line)
+    if key not in shapes:
+        shapes[key] = lines.shape(frame.file, frame.line)
+    return all(any(p.search(name) for name in shapes[key]) for p in rule.source_nodes)
 
 
 def _credit_functions(

@@ -24,6 +24,8 @@ from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
 from .filters import TYPE_KEY, Condition
 
+# Frames of all the distinct stacks a query reads (a busy fleet's day has about 10**6).
+MAX_QUERY_FRAMES = 1 << 24
 BUCKETS_SCHEMA = pa.schema(
     [
         ("bucket", pa.int64()),
@@ -86,6 +88,25 @@ def _condition(c: Condition) -> str:
     }[c.op]
 
 
+def _past_bigint(error: duckdb.Error) -> UserError:
+    """A sum past the 64-bit columns, as one line: each push is bounded (2**53 ns), so
+    only a great many absurd pushes get there."""
+    return UserError(
+        "the range's samples or CPU ns sum past 2**63 (clients pushed absurd values): "
+        f"narrow --from/--to or --where ({str(error).splitlines()[0][:120]})"
+    )
+
+
+def check_frames(frames: int | None) -> None:
+    """Refuse a query whose distinct stacks hold more than MAX_QUERY_FRAMES frames in all:
+    past it their frame lists alone take gigabytes in this process."""
+    if frames is not None and frames > MAX_QUERY_FRAMES:
+        raise UserError(
+            f"the range's distinct stacks hold {frames:,} frames in all, more than the "
+            f"{MAX_QUERY_FRAMES:,} a query reads: narrow --from/--to or --where"
+        )
+
+
 def check_regexes(con: duckdb.DuckDBPyConnection, where: list[Condition]) -> None:
     """Each regex of `where` compiled by DuckDB's engine (RE2), whose refusal is a
     one-line UserError: RE2 has no backreferences nor lookaround, which Python's has."""
@@ -130,6 +151,7 @@ class DuckDB:
                 JOIN (SELECT DISTINCT stack_id, frame_ids FROM stacks) s USING (stack_id)""",
                 [to_ms(start), to_ms(end), *[c.value for c in where]],
             )
+            check_frames(con.execute("SELECT sum(len(frame_ids)) FROM weights").fetchall()[0][0])
             stacks = con.sql("SELECT * FROM weights ORDER BY stack_id").to_arrow_table()
             frames = con.sql(
                 """SELECT DISTINCT f.* FROM frames f
@@ -167,6 +189,8 @@ class DuckDB:
                 GROUP BY ALL ORDER BY ALL""",
                 params=[to_ms(start), to_ms(end), *[c.value for c in where]],
             ).to_arrow_table()
+        except duckdb.ConversionException as e:
+            raise _past_bigint(e) from None
         finally:
             con.close()
         return _table(result)
@@ -191,6 +215,8 @@ class DuckDB:
                 GROUP BY ALL""",
                 params=[step_ms, to_ms(start), to_ms(end), *[c.value for c in where]],
             ).to_arrow_table()
+        except duckdb.ConversionException as e:
+            raise _past_bigint(e) from None
         finally:
             con.close()
         return _table(result).cast(BUCKETS_SCHEMA)

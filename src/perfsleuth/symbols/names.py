@@ -25,15 +25,19 @@ def elide_templates(name: str) -> str:
     out = []
     depth = 0
     i = 0
+    after_token = False  # `operator<< <T>` written `operator<<<T>`: template arguments
     while i < len(name):
         token = _token_at(name, i)
         if token:
             if depth == 0:
                 out.append(token)
             i += len(token)
+            after_token = True
             continue
         ch = name[i]
-        if ch == "(" or (ch == "<" and _opens_template(name, i)):
+        opens = ch == "<" and (depth > 0 or after_token or _opens_template(name, i))
+        after_token = False
+        if ch == "(" or opens:
             if depth == 0:
                 out.append(ch + "…")
             depth += 1
@@ -48,9 +52,9 @@ def elide_templates(name: str) -> str:
 
 
 def _opens_template(name: str, i: int) -> bool:
-    """Whether the `<` at i opens template arguments: it follows a name (`map<`). Python's
-    `<module>`, `<lambda>` and `f.<locals>.g` are names of their own and stay whole."""
-    return i > 0 and (name[i - 1].isalnum() or name[i - 1] == "_")
+    """Whether the `<` at i, outside any brackets, opens template arguments: it does unless
+    it starts the name or a word (Python's `<module>`, `<lambda>`, `f.<locals>.g`)."""
+    return i > 0 and not (name[i - 1].isspace() or name[i - 1] == ".")
 
 
 def _token_at(name: str, i: int) -> str:

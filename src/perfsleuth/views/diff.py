@@ -21,12 +21,12 @@ number: inserting a line does not make every line after it look changed.
 from __future__ import annotations
 
 from difflib import SequenceMatcher
-from typing import Any
 
 from ..formats.py_spy import PYTHON_DSO_PREFIX
 from ..model.counts import ExactCounts, Sources
 from ..model.profile import Profile
 from ..symbols import UNKNOWN
+from .documents import DiffRow
 from .top import Cost, aggregate
 
 LineKey = tuple[str, int | None, int | None]  # file, line in A, line in B
@@ -67,7 +67,7 @@ def diff(a: Profile, b: Profile, *, by: str = "function", n: int = 30) -> dict:
 
 def _share_row(
     key: tuple, ca: Cost | None, cb: Cost | None, ta: float, tb: float, by: str
-) -> dict[str, Any]:
+) -> DiffRow:
     a, b = ca or Cost(), cb or Cost()
     named = by in ("function", "line")
     return {

@@ -48,7 +48,7 @@ def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
     info = store.run_info(run_id)
     profile = profile if profile is not None else store.load(run_id)
     files = AnswerFiles(store.root)
-    columns = flame.flame_columns(profile)
+    columns = flame.flame_columns(profile, processes=True)
     files.get(info, FACTS, lambda: facts(profile))
     files.get(info, FLAME, lambda: flame.encode(columns))
     files.get(info, top_name("function"), lambda: top_answer(run_id, profile, "function"))

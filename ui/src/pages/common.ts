@@ -1,3 +1,4 @@
+import { embedded } from "../api";
 import { h, location, pct } from "../dom";
 import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
@@ -15,8 +16,10 @@ export function recorded(unit: string, samples: number, total: number): string {
 }
 
 /** Why a run has no findings: not advised yet, or advised and nothing found. */
-export function noFindings(advised: boolean): string {
-  return advised ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest." : "No findings stored for this run: `perfsleuth advise` adds them.";
+export function noFindings(advised: boolean, runId: string): string {
+  return advised
+    ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest."
+    : `No findings stored for this run: \`perfsleuth advise ${runId}\` (with the same --store) analyzes it and keeps them; reload this page after it.`;
 }
 
 export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {
@@ -105,7 +108,8 @@ export function findingCard(runId: string, f: PlacedFinding, compact = false): H
         measured.runs ? `, ${measured.runs} runs` : "",
       )
     : null;
-  const fixCommand = typeof f.fix?.command === "string" ? f.fix.command : "";
+  // The fix and the command that proves it (`perfsleuth try …`): on the overview's short cards too.
+  const commands = [f.fix?.command, f.fix?.experiment].filter((c): c is string => typeof c === "string" && c !== "");
   return h(
     "article",
     { class: "finding", "data-kind": f.kind },
@@ -125,16 +129,22 @@ export function findingCard(runId: string, f: PlacedFinding, compact = false): H
       verified ? [" · ", verified] : null,
     ),
     compact ? null : h("ul", { class: "evidence" }, (f.evidence ?? []).map((e) => h("li", null, e))),
-    compact || !f.suggestion ? null : h("p", { class: "suggestion" }, f.suggestion),
-    compact || !fixCommand ? null : h("pre", { class: "fix" }, fixCommand),
+    f.suggestion ? h("p", { class: "suggestion" }, f.suggestion) : null,
+    commands.map((c) => h("pre", { class: "fix" }, c)),
     compact ? null : detailBlocks(f.details),
   );
 }
 
-/** A select of one URL parameter (`state`, `thread`); "all …" removes it. Null when there is nothing to choose. */
-function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string][], onChange: () => void): HTMLSelectElement | null {
+/**
+ * A select of one URL parameter (`state`, `thread`); "all …" removes it. Options with a
+ * group (a thread's process) are listed under it. Null when there is nothing to choose.
+ */
+function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string, string?][], onChange: () => void): HTMLSelectElement | null {
   if (options.length < 2) return null;
-  const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), options.map(([v, t]) => h("option", { value: v, selected: params.get(key) === v }, t)));
+  const option = ([v, t]: [string, string, string?]) => h("option", { value: v, selected: params.get(key) === v }, t);
+  const groups = [...new Set(options.map((o) => o[2] ?? ""))];
+  const listed = groups.length > 1 ? groups.map((g) => h("optgroup", { label: g }, options.filter((o) => (o[2] ?? "") === g).map(option))) : options.map(option);
+  const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), listed);
   select.addEventListener("change", () => {
     params.delete(key);
     if (select.value) params.set(key, select.value);
@@ -143,15 +153,22 @@ function paramSelect(params: URLSearchParams, key: string, label: string, option
   return select;
 }
 
+/** A process's name: its main thread's, else its first thread's. */
+function processName(run: RunDetail, pid: number): string {
+  const threads = run.threads.filter((t) => t.pid === pid);
+  return (threads.find((t) => t.tid === pid) ?? threads[0])?.name || "?";
+}
+
 /** The state and thread pickers of a run's page; a choice reloads PAGE with it. */
 export function stateThreadSelects(run: RunDetail, params: URLSearchParams, page: string): (HTMLSelectElement | null)[] {
+  if (embedded) return []; // a report holds the unfiltered pages only: no picker that fails offline
   const reload = () => {
     params.delete("zoom");
     window.location.hash = href(`/run/${run.id}/${page}`, Object.fromEntries(params));
   };
   return [
     paramSelect(params, "state", "states", run.states.map((s) => [s, s]), reload),
-    paramSelect(params, "thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`]), reload),
+    paramSelect(params, "thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`, `process ${processName(run, t.pid)} (${t.pid})`]), reload),
   ];
 }
 

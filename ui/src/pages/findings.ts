@@ -16,7 +16,7 @@ export async function renderFindings(app: HTMLElement, runId: string, route: Rou
   const update = () => {
     const minimum = Number(confidence.value);
     const shown = findings.filter((f) => (!kind.value || f.kind === kind.value) && (f.confidence ?? 0) >= minimum);
-    const none = findings.length ? "No findings match these filters." : noFindings(advised);
+    const none = findings.length ? "No findings match these filters." : noFindings(advised, runId);
     list.replaceChildren(...(shown.length ? shown.map((f) => findingCard(runId, f)) : [message(none)]));
     for (const [key, el, empty] of [["kind", kind, ""], ["confidence", confidence, "0"]] as const) {
       if (el.value && el.value !== empty) params.set(key, el.value);

@@ -1,6 +1,6 @@
 import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
-import { decodeFlame, FlameGraph, hasPython, matcher, selfWeight, type FlameData } from "../flame";
+import { decodeFlame, FlameGraph, hasPython, isProcess, matcher, selfWeight, type FlameData } from "../flame";
 import { applyFilters, type FlameFilters } from "../flamefilter";
 import { shortName } from "../names";
 import { replaceParams, type Route } from "../router";
@@ -143,7 +143,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
         h("strong", { class: "fn" }, frameTitle(data, node)),
         " ",
         describe(node).slice(1).join(" · "),
-        node === 0 ? null : h("div", null, functionLinks(runId, fn)),
+        node === 0 || isProcess(data, node) ? null : h("div", null, functionLinks(runId, fn)),
       ),
     );
   };
@@ -154,7 +154,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     replaceParams(params, push);
     const path = graph.path(graph.zoom);
     const crumb = (n: number) =>
-      h("button", { type: "button", class: "crumb", title: frameTitle(data, n), onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : shortName(data.names[data.name[n]]));
+      h("button", { type: "button", class: "crumb", title: frameTitle(data, n), onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : isProcess(data, n) ? data.names[data.name[n]] : shortName(data.names[data.name[n]]));
     // Deep recursion makes paths of thousands of frames: show both ends.
     const shown =
       path.length > CRUMBS_SHOWN
@@ -177,6 +177,13 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     replaceParams(params);
   };
   search.addEventListener("input", () => timed("search", runSearch));
+  // Enter / Shift+Enter in the search box, or the arrows beside it: the next / previous match.
+  const step = (forward: boolean) => timed("zoom", () => graph.nextMatch(forward));
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") step(!e.shiftKey);
+  });
+  const stepButton = (forward: boolean) =>
+    h("button", { type: "button", class: "crumb match-step", title: forward ? "next match (Enter)" : "previous match (Shift+Enter)", "aria-label": forward ? "next match" : "previous match", onclick: () => step(forward) }, forward ? "▶" : "◀");
   focusOnSlash(search);
 
   const toggle = (label: string, key: string, on: string, checked: boolean, apply: (v: boolean) => void) => {
@@ -211,11 +218,13 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       colourLegend(colouring, hasPython(fetched)),
       " ",
       searchInfo,
+      stepButton(false),
+      stepButton(true),
     ),
     h("div", { class: "toolbar" }, narrowing.inputs, narrowed ? h("span", { class: "muted filter-info" }, `showing ${pct(total[0] / runTotal)} of the run`) : null),
     crumbs,
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
-    h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, / searches"),
+    h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, + and − zoom the view, / searches (Enter: next match) · mouse: click zooms, drag pans, Ctrl+wheel or pinch zooms, Shift+wheel pans"),
     details,
   );
   zoom(Number(params.get("zoom") ?? 0) || 0, false);

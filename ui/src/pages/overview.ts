@@ -38,7 +38,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
     h("h2", null, "Findings, by gain"),
     findings.findings.length
       ? h("div", { class: "findings" }, findings.findings.slice(0, 8).map((f) => findingCard(runId, f, true)))
-      : message(noFindings(findings.advised)),
+      : message(noFindings(findings.advised, runId)),
     h("h2", null, "Top functions by self cost"),
     h(
       "table",
