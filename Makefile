@@ -10,9 +10,9 @@ APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libcl
 	xz-utils bzip2 zstd debuginfod
 STAMP := .venv/.stamp
 
-.PHONY: demo test setup apt venv native examples clients lint unit integration clean ui
+.PHONY: demo test setup apt venv native examples clients lint unit integration clean ui seaweedfs
 
-setup: apt $(STAMP) native ui examples clients
+setup: apt $(STAMP) native ui examples clients seaweedfs
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
@@ -36,6 +36,10 @@ examples:
 
 clients: $(STAMP)
 	@bash scripts/install-clients.sh
+
+# A real S3 server for the S3 tests (SeaweedFS, built once into .venv/bin; ~4 min).
+seaweedfs: $(STAMP)
+	@bash scripts/build-seaweedfs.sh
 
 demo: setup
 	@bash scripts/demo.sh

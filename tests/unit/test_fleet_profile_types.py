@@ -13,7 +13,7 @@ from test_fleet_store import T0, make_window, stack_pool
 
 from perfsleuth.cli import main
 from perfsleuth.errors import UserError
-from perfsleuth.fleet import advice, queries
+from perfsleuth.fleet import advice, queries, trends
 from perfsleuth.fleet.advice import FleetAdvice
 from perfsleuth.model.fleet import Window
 from perfsleuth.model.profile import Frame, ProfileBuilder
@@ -94,3 +94,13 @@ def test_a_store_written_before_the_type_column_reads_as_cpu(store: FleetStore) 
 def test_advise_reads_cpu_profiles_only(store: FleetStore) -> None:
     with pytest.raises(UserError, match="CPU profiles"):
         advice.advise(store, T0, END, "type=alloc_space", FleetAdvice())
+
+
+def test_series_and_text_name_the_type_and_unit(store: FleetStore, capsys) -> None:
+    doc = trends.series(store, "make_buffer", T0, END, where="type=alloc_space")
+    assert (doc["type"], doc["unit"]) == ("alloc_space", "bytes")
+    assert sum(p["cpu_ns"] for p in doc["points"]) == 3 * (65536 * 3 + 4096)
+    args = ["fleet", "top", "--store", str(store.root), "--from", str(T0), "--to", str(END)]
+    assert main([*args, "--by", "service", "--type", "alloc_space"]) == 0
+    out = capsys.readouterr().out
+    assert "MB" in out and "CPU s" not in out
