@@ -10,9 +10,9 @@ APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libcl
 	xz-utils bzip2 zstd debuginfod
 STAMP := .venv/.stamp
 
-.PHONY: demo test setup apt venv native examples lint unit integration clean ui
+.PHONY: demo test setup apt venv native examples lint unit integration clean ui pythons
 
-setup: apt $(STAMP) native ui examples
+setup: apt $(STAMP) native ui examples pythons
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
@@ -33,6 +33,9 @@ ui: $(STAMP)
 
 examples:
 	@$(MAKE) -s -C examples
+
+pythons: $(STAMP)
+	@VENV=$(VENV) bash scripts/install-pythons.sh
 
 demo: setup
 	@bash scripts/demo.sh

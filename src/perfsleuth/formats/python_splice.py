@@ -33,6 +33,12 @@ py-spy's start-up. So, per run:
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time.
 
+A thread py-spy names by its pthread id (CPython before 3.11, formats/py_spy_trace.py)
+is paired with an OS thread of the samples: the one not running threading's
+`_bootstrap` is the main thread, whose id is the process's; each other one goes to the
+free thread with the most samples taken while py-spy saw it run Python code, the
+heaviest pairs first.
+
 A sample of a thread py-spy never saw keeps its native stack; one in the interpreter
 taken before py-spy's first sample of its thread is left out and counted (py-spy takes
 20-300 ms to start reading a process, perf none: those samples would show only
@@ -55,7 +61,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .perf_samples import NativeFrame, Sample
-from .py_spy_trace import Timeline
+from .py_spy_trace import PID_MAX, Timeline
 
 EVAL_LOOP = frozenset({"_PyEval_EvalFrameDefault", "PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"})
 # CPython's call machinery between the eval loop and the C function it calls
@@ -96,6 +102,7 @@ class _Split:
 class Spliced:
     lines: Counter[str]  # py-spy raw stacks (root first, `thread (TID): NAME` frame): samples
     early: int  # interpreter samples left out: taken before py-spy's first of their thread
+    python: int = 0  # samples given a Python stack
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ class Placed:
 def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Placed]:
     """Each sample's place in the mixed stacks (see the module's docs)."""
     cut = [_cut(sample) for sample in samples]
-    timelines = _aligned(cut, timelines)
+    timelines = _aligned(cut, _by_os_thread(cut, timelines))
     learned = _learn(cut, timelines)
     usual = _usual(learned)
     out = []
@@ -137,11 +144,52 @@ def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced
         thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
         native = _native(_user(placed.sample.frames))
         if placed.python:
+            out.python += 1
             frames = (*placed.python, *reversed(native[: placed.top]))
         else:
             frames = tuple(reversed(native))
         out.lines[";".join((thread, *frames))] += 1
     return out
+
+
+def _by_os_thread(cut: list[_Split], timelines: dict[int, Timeline]) -> dict[int, Timeline]:
+    """The timelines keyed by OS thread id, those py-spy named by pthread id paired with
+    the samples' threads (see the module's docs); one left unpaired is dropped."""
+    named = {tid: t for tid, t in timelines.items() if tid < PID_MAX}
+    unnamed = [t for tid, t in timelines.items() if tid >= PID_MAX]
+    if not unnamed or not cut:
+        return named
+    times: dict[int, list[float]] = {}
+    for part in cut:
+        if part.sample.tid not in named:
+            times.setdefault(part.sample.tid, []).append(part.sample.time)
+    workers = [t for t in unnamed if _is_worker(t)]
+    main = [t for t in unnamed if not _is_worker(t)]
+    pid = cut[0].sample.pid
+    if len(main) == 1 and pid in times:
+        named[pid] = main[0]
+        del times[pid]
+    else:
+        workers += main
+    pairs = sorted(
+        ((_running(t, when), i, tid) for i, t in enumerate(workers) for tid, when in times.items()),
+        reverse=True,
+    )
+    for score, i, tid in pairs:
+        if score and tid not in named and workers[i] not in named.values():
+            named[tid] = workers[i]
+    return named
+
+
+def _is_worker(timeline: Timeline) -> bool:
+    """A thread started by `threading`: its root frame is threading's `_bootstrap`."""
+    root = next((stack[0] for stack in timeline.stacks if stack), "")
+    return root.startswith(("_bootstrap (", "Thread._bootstrap (")) and "threading" in root
+
+
+def _running(timeline: Timeline, times: list[float]) -> int:
+    """How many of TIMES fall where the timeline has a Python stack."""
+    return sum(1 for when in times if _at(timeline, when))
 
 
 def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
