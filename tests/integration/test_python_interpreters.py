@@ -51,23 +51,30 @@ def timers(stdout: str) -> dict[str, float]:
 
 
 def shares_in_main(store: Path) -> dict[str, dict]:
-    """top's rows of the script, each function's total as a share of main's."""
+    """top's rows of the script, each function's total and self as shares of main's
+    total."""
     done = perfsleuth(store, "top", "--total", "--format", "json", "-n", "500")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
     rows = {r["function"]: r for r in rows if r["dso"] == "[python:timed_pair]"}
     assert set(HOT) | {"main"} <= set(rows), rows
+    main = rows["main"]["total"]
     return {
-        name: {**rows[name], "share": rows[name]["total"] / rows["main"]["total"]} for name in HOT
+        name: {**rows[name], "share": rows[name]["total"] / main, "self": rows[name]["self"] / main}
+        for name in HOT
     }
 
 
 def check_run(store: Path, expected: dict[str, float]) -> None:
+    """Both functions with the script's file and a line; their shares, and their own
+    time (the interpreter's work for them, as py-spy counts it) within CLOSE of the
+    timers."""
     shown = shares_in_main(store)
     for name in HOT:
         row = shown[name]
         assert row["file"] == str(SCRIPT) and row["line"] > 0, row
         assert abs(row["share"] - expected[name]) <= CLOSE, (name, row["share"], expected)
+        assert abs(row["self"] - expected[name]) <= CLOSE, (name, row["self"], expected)
     meta = Store(store).run_info(1).meta
     assert meta["recorder"] == "perf+py-spy" and "python_frames_missing" not in meta
     assert meta["python_frames"] >= 0.9, meta

@@ -148,3 +148,24 @@ def test_threads_py_spy_names_by_pthread_id_are_paired_with_perfs() -> None:
     assert where[("encoder", "iterencode", True)] >= 10
     assert set(where) == {("deflate", "compress_forever", False), ("encoder", "iterencode", True)}
     assert {p.thread for p in placed if p.sample.tid == pid} == {"MainThread"}
+
+
+def test_the_interpreters_own_frames_are_left_out_above_the_python_stack() -> None:
+    """As py-spy --native: libpython's functions (pymalloc_alloc, PyUnicode_New...) and
+    the C runtime they call go into the Python line's own time; _json's stay."""
+    samples, timelines = recorded("json_heavy_quiet")
+    lines = python_splice.splice(samples, timelines).lines
+    kept = python_splice.KEPT_PREFIXES
+    # but a sample of the interpreter's exit (Py_FinalizeEx) with py-spy's last stack
+    with_python = [
+        line.split(";") for line in lines if ".py:" in line and "Py_Finalize" not in line
+    ]
+    assert with_python
+    for frames in with_python:
+        innermost = max(i for i, frame in enumerate(frames) if ".py:" in frame)
+        interpreter = [f for f in frames[innermost:] if f.endswith("libpython3.11.so.1.0)")]
+        assert all(python_splice._first_word(frames_of(f)[0]) in kept for f in interpreter)
+    json_c = sum(
+        n for line, n in lines.items() if "encoder_call (" in line or "scanner_call (" in line
+    )
+    assert json_c >= 0.3 * sum(lines.values())

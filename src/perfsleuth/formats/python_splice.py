@@ -15,7 +15,17 @@ the run:
   Python called and what it called (`zlib_compress`, `deflate`, ...);
 - the eval loops and everything below them (the interpreter's start-up, the glue
   between Python frames, a C function that calls back into Python) are replaced by
-  the Python stack, as `py-spy --native` does; a C caller of a Python callback is lost.
+  the Python stack, as `py-spy --native` does; a C caller of a Python callback is lost;
+- above the Python stack, the interpreter's own functions (those in the DSO of the eval
+  loop: `libpython3.11.so.1.0`, or the `python3.11` executable that links it in) are
+  left out as `py-spy --native` leaves them out, but for the prefixes it keeps
+  (KEPT_PREFIXES: `time_sleep`, `gc_collect_main`, `sre_…`, `PyThread_…`), and so is the
+  C runtime they call (libc's `memcpy`, ld.so's `__tls_get_addr`, which 3.12's libpython
+  calls for its thread state: 4% of a string-formatting loop): the time of
+  `pymalloc_alloc`, `PyLong_FromLong`, `binary_op1` a line of Python runs is that line's
+  own, as py-spy shows it, not a libpython row above every Python function in `top`.
+  C modules in their own files (`_json`, `zlib`), libraries (`libz`) and what they call
+  stay.
 
 Time: py-spy samples ten times faster than perf, and its trace says when a stack
 changed, stamped when py-spy handled the sample that saw the change (late by its
@@ -70,6 +80,25 @@ GLUE = re.compile(
     r"|_PyEval_\w+|_?PyCFunction_\w+|cfunction_\w+|method_vectorcall\w*|vectorcall_\w+"
     r"|object_vacall|do_call_core|call_function|slot_tp_call)$"
 )
+# interpreter functions py-spy --native keeps above the Python stack (its whitelist of the
+# first word of the name, split at `_` and `.`): builtins that wait or collect
+KEPT_PREFIXES = frozenset(
+    {
+        "time",
+        "sys",
+        "gc",
+        "os",
+        "unicode",
+        "thread",
+        "stringio",
+        "sre",
+        "PyGilState",
+        "PyThread",
+        "lock",
+    }
+)
+# the C runtime the interpreter calls for its own work (a frame's DSO in py-spy's form)
+RUNTIME = re.compile(r"^(?:\S*/)?(?:libc\.so|libm\.so|libpthread|ld-linux|\[unknown\]|\?\))")
 # the first frame of a process or of a thread: a stack reaching one is whole
 ROOTS = frozenset({"_start", "clone", "clone3", "__clone", "__clone3", "start_thread"})
 KERNEL = "[kernel.kallsyms]"
@@ -142,10 +171,11 @@ def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced
             out.early += 1
             continue
         thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
-        native = _native(_user(placed.sample.frames))
+        user = _user(placed.sample.frames)
+        native = _native(user)
         if placed.python:
             out.python += 1
-            frames = (*placed.python, *reversed(native[: placed.top]))
+            frames = (*placed.python, *reversed(_not_interpreter(user, native[: placed.top])))
         else:
             frames = tuple(reversed(native))
         out.lines[";".join((thread, *frames))] += 1
@@ -195,6 +225,30 @@ def _running(timeline: Timeline, times: list[float]) -> int:
 def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
     """Without kernel frames: py-spy reads user stacks only, and so did python mode."""
     return [f for f in frames if f.dso != KERNEL]
+
+
+def _not_interpreter(user: list[NativeFrame], top: tuple[str, ...]) -> tuple[str, ...]:
+    """TOP (the raw frames of USER above the Python stack, leaf first) less the
+    interpreter's own functions, those in the eval loop's DSO but for KEPT_PREFIXES, and
+    the C runtime's (libc's memcpy, ld.so's __tls_get_addr) they call. A stack perf
+    could not unwind to the eval loop (from ld.so's __tls_get_addr, often) loses the C
+    runtime frames it starts with: their caller is not known, the Python line is."""
+    loop = next((f for f in user if f.symbol in EVAL_LOOP), None)
+    suffix = f" ({loop.dso})" if loop else None
+    kept: list[str] = []
+    interpreter = True  # the eval loop called what comes next
+    for text, frame in reversed(list(zip(top, user, strict=False))):
+        if suffix and text.endswith(suffix):
+            interpreter = _first_word(frame.symbol) not in KEPT_PREFIXES
+        elif not (interpreter and RUNTIME.match(text.rpartition(" (")[2])):
+            interpreter = False
+        if not interpreter:
+            kept.append(text)
+    return tuple(reversed(kept))
+
+
+def _first_word(symbol: str) -> str:
+    return next((w for w in re.split(r"[_.]", symbol) if w), "")
 
 
 def _cut(sample: Sample) -> _Split:
