@@ -10,9 +10,9 @@ APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libcl
 	xz-utils bzip2 zstd debuginfod
 STAMP := .venv/.stamp
 
-.PHONY: demo test setup apt venv native examples lint unit integration clean ui pythons
+.PHONY: demo test setup apt venv native examples clients pythons lint unit integration clean ui
 
-setup: apt $(STAMP) native ui examples pythons
+setup: apt $(STAMP) native ui examples clients pythons
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
@@ -34,6 +34,9 @@ ui: $(STAMP)
 examples:
 	@$(MAKE) -s -C examples
 
+clients: $(STAMP)
+	@bash scripts/install-clients.sh
+
 pythons: $(STAMP)
 	@VENV=$(VENV) bash scripts/install-pythons.sh
 
@@ -41,10 +44,11 @@ demo: setup
 	@bash scripts/demo.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy src/perfsleuth
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python scripts/gen_documents.py --check
 	@if [ -f native/Cargo.toml ]; then cd native && cargo fmt --check && cargo clippy --release -q -- -D warnings; fi
 
 unit: $(STAMP)

@@ -43,6 +43,8 @@ CHECKED = {
     "bzip2": {"compression.bzip2", "symbols.missing"},
     "zstd": {"symbols.missing"},
 }
+INSERTS = 300  # one fdatasync each: ~4 s on this machine's disk
+JSON_RECORDS = 60_000
 QUERY = (
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000000) "
     "SELECT count(*), sum(length(printf('%x', i * 7919))) FROM n "
@@ -78,16 +80,48 @@ def corpus(path: Path, lines: int) -> Path:
     return path
 
 
-def commands(text: Path, sample: Path) -> dict[str, list[str]]:
-    """The whole corpus for rg; its first COMPRESSED bytes for the compressors (each
-    then runs a few seconds: their DWARF stacks are 8 KB a sample)."""
+def commands(text: Path, sample: Path, folder: Path) -> dict[str, list[str]]:
+    """The whole corpus for rg and grep; its first COMPRESSED bytes for the compressors
+    and sort (each then runs a few seconds: their DWARF stacks are 8 KB a sample)."""
+    data = json_file(folder / "records.json")
+    inserts = folder / "inserts.sql"
+    inserts.write_text("CREATE TABLE t(a, b);\n" + "".join(
+        f"INSERT INTO t VALUES({i}, 'row {i}');\n" for i in range(INSERTS)))  # fmt: skip
     return {
-        "rg": [ripgrep(), "-c", "-i", r"\w+ment\b", str(text)],
+        "rg": ["rg", "-c", "-i", r"\w+ment\b", str(text)],
         "sqlite3": ["sqlite3", ":memory:", QUERY],
+        "sqlite3-autocommit": ["sh", "-c", f"sqlite3 {folder / 'db.sqlite'} < {inserts}"],
         "xz": ["xz", "-6", "-T1", "-c", str(sample)],
         "bzip2": ["bzip2", "-9", "-c", str(sample)],
         "zstd": ["zstd", "-q", "-15", "-T1", "-c", str(sample)],
+        "zstd-T4": ["zstd", "-q", "-5", "-T4", "-c", str(text)],
+        "gzip": ["gzip", "-6", "-c", str(sample)],
+        "sort": ["sort", str(sample)],
+        "grep-P": ["grep", "-P", "-c", r"\w+ment\b", str(text)],
+        "jq": ["jq", "-c", ".[] | select(.score > 0.5) | .name", str(data)],
+        "json.tool": ["python3", "-m", "json.tool", str(data), "/dev/null"],
+        "openssl": ["openssl", "speed", "-seconds", "2", "-bytes", "16384", "sha256"],
+        "git": ["git", "-C", str(ROOT), "log", "-p", "-n", "400", "--no-color"],
     }
+
+
+def json_file(path: Path) -> Path:
+    rng = random.Random(3)
+    records = [
+        {"id": i, "name": f"user{i}", "score": rng.random(), "tags": ["a", "bb", str(i % 7)]}
+        for i in range(JSON_RECORDS)
+    ]
+    path.write_text(json.dumps(records))
+    return path
+
+
+def ensure(program: str) -> bool:
+    """The program is installed, with apt-get when it is not (Debian's package of the
+    same name)."""
+    if shutil.which(program) is None and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "install", "-y", "-q", program], check=False,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+    return shutil.which(program) is not None
 
 
 def confident_findings(cmd: list[str], scratch: Path) -> tuple[list[dict], str]:
@@ -107,6 +141,7 @@ def confident_findings(cmd: list[str], scratch: Path) -> tuple[list[dict], str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_200_000, help="lines of the corpus")
+    parser.add_argument("--only", default="", help="comma-separated program names")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="perfsleuth-real-") as tmp:
@@ -114,8 +149,12 @@ def main() -> int:
         sample = Path(tmp) / "sample.txt"
         with text.open("rb") as whole:
             sample.write_bytes(whole.read(COMPRESSED))
-        for program, cmd in commands(text, sample).items():
-            if shutil.which(cmd[0]) is None:
+        for program, cmd in commands(text, sample, Path(tmp)).items():
+            if args.only and program not in args.only.split(","):
+                continue
+            if program == "rg":
+                cmd[0] = ripgrep()  # built from crates.io only when asked for
+            if not ensure(cmd[0]):
                 results[program] = {"error": f"{cmd[0]} not installed"}
                 continue
             scratch = Path(tempfile.mkdtemp(dir=tmp))

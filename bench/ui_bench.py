@@ -2,7 +2,7 @@
 
 Measures the first open of the flame page on a fresh server process (from starting
 `perfsleuth serve` to the graph painted; once with the store as recorded, once with
-the flame graph the first server kept in <store>/ui-cache/), the API's latency for
+the flame graph the first server kept in <store>/answers/), the API's latency for
 TopN and flame-graph requests (first, cold answer and p50/p95 of repeated ones), then
 in headless Chromium (bench/ui_bench.mjs): time to an interactive flame graph, zoom,
 search, focus, ignore, hide and sandwich latency until painted, the same open for the
@@ -107,7 +107,7 @@ def api_latency(port: int, run_id: int, requests: int) -> dict:
 def cold_open(run_id: int, kept: bool) -> dict:
     """Start a fresh server, open the flame page once: ms to listening, and to painted."""
     if not kept:
-        shutil.rmtree(STORE / "ui-cache", ignore_errors=True)
+        shutil.rmtree(STORE / "answers", ignore_errors=True)
     files_before = _kept_files()
     start = time.perf_counter()
     server, port = start_server()
@@ -124,14 +124,14 @@ def cold_open(run_id: int, kept: bool) -> dict:
         server.terminate()
         server.wait(timeout=10)
     opened = json.loads(browser.stdout.strip().splitlines()[-1])["open_ms"]
-    # In a checkout being edited, a changed source file makes new files (diskcache.code_stamp).
+    # In a checkout being edited, a changed source file makes new files (store/answers.code_stamp).
     recomputed = _kept_files() != files_before
     times = {"listening_ms": listening, "open_ms": opened, "total_ms": listening + opened}
     return {**times, "recomputed": recomputed}
 
 
 def _kept_files() -> set[str]:
-    folder = STORE / "ui-cache"
+    folder = STORE / "answers"
     return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
 
 

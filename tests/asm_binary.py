@@ -8,8 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from perfsleuth.binaries import build_id_of
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
-from perfsleuth.symbols.elf import build_id_of
 
 SOURCE = "\n".join(
     [

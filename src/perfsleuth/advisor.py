@@ -12,21 +12,18 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from . import rank
 from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
+from .binaries import binary_at
 from .collect.run_facts import is_own_command, working_root
 from .errors import UserError
 from .experiments.verify import verify_finding
 from .model.findings import Finding
 from .model.profile import Profile
-from .model.run import RunInfo
+from .model.run import LoadedRun, RunInfo
 from .rules import load_rules
 from .store.runs import Store
 
@@ -59,24 +56,24 @@ def advise(
     profile: Profile | None = None,
     info: RunInfo | None = None,
 ) -> dict[str, Any]:
-    """The `{"run", "findings"}` document of a run; the findings are stored with it."""
-    info = info or store.run_info(run_id)
-    profile = profile if profile is not None else store.load(run_id)
-    ctx = build_context(store, info, profile, options)
-    ranked = rank.rank(run_analyzers(ctx), show_all=options.show_all)
+    """The run's ranked findings (rank.Advice's JSON); the findings are stored with it."""
+    loaded = store.load_run(run_id)
+    info = info or loaded.info
+    profile = profile if profile is not None else loaded.profile
+    ctx = build_context(store, info, profile, options, loaded)
+    findings = run_analyzers(ctx)
     if options.verify:
-        verify(ranked.shown[:VERIFY_AT_MOST], ctx)
-        ranked = rank.rank(ranked.shown + ranked.hidden, show_all=options.show_all)
-    store.put_document(
-        run_id, "findings", "advisor", [f.to_json() for f in ranked.shown + ranked.hidden]
+        verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx)
+    advice = rank.advice(
+        str(run_id),
+        findings,
+        show_all=options.show_all,
+        notes=ctx.notes,
+        src_roots=[str(p) for p in ctx.src_roots],
     )
-    return {
-        "run": str(run_id),
-        "findings": [f.to_json() for f in ranked.shown],
-        "hidden": len(ranked.hidden),
-        "notes": ctx.notes,
-        "src_roots": [str(p) for p in ctx.src_roots],
-    }
+    kept = [p.finding.to_json() for p in advice.shown + advice.hidden]
+    store.put_document(run_id, "findings", "advisor", kept)
+    return advice.to_json()
 
 
 def check_options(options: AdviseOptions) -> None:
@@ -86,7 +83,11 @@ def check_options(options: AdviseOptions) -> None:
     load_rules([Path(p) for p in options.rules])
 
 
-def build_context(store: Store, info: RunInfo, profile: Profile, options: AdviseOptions) -> Context:
+def build_context(
+    store: Store, info: RunInfo, profile: Profile, options: AdviseOptions, loaded: LoadedRun
+) -> Context:
+    """The analyzers' context: the loaded run (its counts and cache projections), never
+    the store, which only verification (experiments/) writes to."""
     rule_files = [Path(p) for p in options.rules]
     store_rules = store.root / "rules.toml"
     if store_rules.is_file():
@@ -98,6 +99,8 @@ def build_context(store: Store, info: RunInfo, profile: Profile, options: Advise
         profile=profile,
         run=info,
         store=store,
+        counts=loaded.exact(),
+        cache=loaded.cache,
         src_roots=roots,
         compile_commands=_compile_commands(options.compile_commands, roots, own),
         binaries=binaries,
@@ -130,23 +133,11 @@ def _src_roots(given: list[str], binaries: list[dict], profile: Profile) -> list
     return [Path(d) for d in found if os.path.isdir(d)]
 
 
-@lru_cache(maxsize=64)
 def comp_dirs(path: str) -> tuple[str, ...]:
     """The DW_AT_comp_dir of every compile unit of a binary."""
-    dirs: dict[str, None] = {}
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return ()
-            for cu in elf.get_dwarf_info().iter_CUs():
-                attr = cu.get_top_DIE().attributes.get("DW_AT_comp_dir")
-                if attr is not None:
-                    value = attr.value
-                    dirs[value.decode() if isinstance(value, bytes) else str(value)] = None
-    except (OSError, ELFError, ValueError, KeyError, UnicodeDecodeError):
-        return ()
-    return tuple(dirs)
+    binary = binary_at(path)
+    units = binary.compile_units if binary else ()
+    return tuple(dict.fromkeys(u.comp_dir for u in units if u.comp_dir))
 
 
 def _compile_commands(given: str | None, roots: list[Path], cwd: Path | None) -> Path | None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from argparse import ArgumentParser
+from types import ModuleType
 
 from . import __version__
-from .commands import load_all, load_for
+from .commands import COMMANDS, load, load_all, named
 from .errors import UserError
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser for every command, or only for the one argv names (faster start)."""
+    """The parser for every command, or, given argv, the full parser of the one command
+    it names and only the names and help lines of the others (imports nothing else)."""
     parser = argparse.ArgumentParser(
         prog="perfsleuth",
         description="A performance detective for native programs: measure, explain, rank.",
@@ -23,11 +26,25 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     # Given after the subcommand it wins; absent there, it leaves the global value alone.
     add_global_options(common, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in load_all() if argv is None else load_for(after_global_options(argv)):
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, parents=[common])
-        module.add_arguments(p)
-        p.set_defaults(handler=module.run)
+    if argv is None:
+        for module in load_all():
+            add_command(sub, module, common)
+        return parser
+    chosen = named(after_global_options(argv))
+    for name, (_module, help_line) in COMMANDS.items():
+        if name == chosen:
+            add_command(sub, load(name), common)
+        else:
+            sub.add_parser(name, help=help_line, description=help_line)
     return parser
+
+
+def add_command(
+    sub: argparse._SubParsersAction, module: ModuleType, common: ArgumentParser
+) -> None:
+    p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, parents=[common])
+    module.add_arguments(p)
+    p.set_defaults(handler=module.run)
 
 
 def add_global_options(parser: argparse.ArgumentParser, store_default: str) -> None:

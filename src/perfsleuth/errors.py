@@ -13,3 +13,7 @@ class UserError(Exception):
 
 class StoreBusy(UserError):
     """Another perfsleuth process holds the store's write lock for too long."""
+
+
+class NothingStored(UserError):
+    """The store asked for does not exist yet: an empty state to explain, not a failure."""

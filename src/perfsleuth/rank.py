@@ -5,12 +5,17 @@ measured gain when an experiment verified it (1 - 1/speed-up), else the
 analyzer's estimate, never more than the finding's share. Findings that say the
 profile itself is unreliable (missing symbols) come first when what they hide is
 large; the rest by gain, then confidence. Findings below the noise floor are hidden unless asked.
+
+`advice()` makes the one document every output and the web UI show: the order, what is
+shown and what is hidden (and why), and each finding's effective gain. Nothing else sorts
+or filters findings: the server ranks stored findings with it, the outputs only draw it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from .model.findings import Finding
 
@@ -20,10 +25,60 @@ DIAGNOSTIC_FIRST_SHARE = 0.2  # above this the profile is too blind to trust: sa
 DIAGNOSTIC_MIN_SHARE = 0.05
 
 
+HIDDEN_BY_VERDICT = "its A/B experiment measured no difference"
+HIDDEN_BY_NOISE = f"it would save less than {100 * NOISE_FLOOR:g}% of the run"
+
+
 @dataclass
 class Ranked:
     shown: list[Finding]
     hidden: list[Finding]
+
+
+@dataclass
+class Placed:
+    """A finding where the ranking put it, with the gain the order used."""
+
+    finding: Finding
+    gain: float
+    measured: bool  # the gain is an A/B experiment's, not the analyzer's estimate
+    hidden_because: str = ""  # empty when shown
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {**self.finding.to_json(), "gain": self.gain, "gain_measured": self.measured}
+        if self.hidden_because:
+            doc["hidden_because"] = self.hidden_because
+        return doc
+
+
+@dataclass
+class Advice:
+    """The ranked findings of a run: `findings` in the order to fix them, `hidden_findings`
+    with the reason each is left out, `hidden` their count. Each finding's JSON is the
+    Finding's (every field it has) plus `gain` and `gain_measured`."""
+
+    KIND: ClassVar[str] = "advice"
+    VERSION: ClassVar[int] = 1
+
+    run: str
+    shown: list[Placed]
+    hidden: list[Placed]
+    notes: list[str] = field(default_factory=list)
+    src_roots: list[str] = field(default_factory=list)
+    advised: bool = True  # the advisor ran on this run (its list may be empty)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.KIND,
+            "version": self.VERSION,
+            "run": self.run,
+            "advised": self.advised,
+            "findings": [p.to_json() for p in self.shown],
+            "hidden": len(self.hidden),
+            "hidden_findings": [p.to_json() for p in self.hidden],
+            "notes": self.notes,
+            "src_roots": self.src_roots,
+        }
 
 
 def measured_gain(finding: Finding) -> float | None:
@@ -39,6 +94,37 @@ def measured_gain(finding: Finding) -> float | None:
     if not isinstance(ratio, int | float) or ratio <= 0:
         return None
     return 1.0 - 1.0 / float(ratio)
+
+
+def placed(finding: Finding, hidden_because: str = "") -> Placed:
+    measured = measured_gain(finding)
+    return Placed(finding, gain(finding), measured is not None, hidden_because)
+
+
+def why_hidden(finding: Finding) -> str:
+    verified = finding.verified or {}
+    return HIDDEN_BY_VERDICT if verified.get("verdict") == "same" else HIDDEN_BY_NOISE
+
+
+def advice(
+    run: str,
+    findings: Iterable[Finding],
+    *,
+    show_all: bool = False,
+    notes: list[str] | None = None,
+    src_roots: list[str] | None = None,
+    advised: bool = True,
+) -> Advice:
+    """The one ranked document of a run's findings."""
+    ranked = rank(findings, show_all=show_all)
+    return Advice(
+        run=run,
+        shown=[placed(f) for f in ranked.shown],
+        hidden=[placed(f, why_hidden(f)) for f in ranked.hidden],
+        notes=notes or [],
+        src_roots=src_roots or [],
+        advised=advised,
+    )
 
 
 def gain(finding: Finding) -> float:

@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_cache.py compares with `perfsleuth cache show`.
 import assert from "node:assert/strict";
-import { runFlows, urlMatching } from "./run_flows.mjs";
+import { runFlows, seriousViolations, urlMatching } from "./run_flows.mjs";
 
 const [base, artifacts, cacheRun, plainRun, scaleRun, reportFile] = process.argv.slice(2);
 
@@ -20,7 +20,7 @@ function drawnLines(layout) {
       state: el.classList.contains("hot") ? "hot" : "cold",
       hot: [...el.querySelectorAll("tr.field.hot")].map((r) => r.dataset.field),
       cold: [...el.querySelectorAll("tr.field.cold")].map((r) => r.dataset.field),
-      filter: getComputedStyle(el).filter,
+      border: getComputedStyle(el).borderTopStyle,
     })),
   );
 }
@@ -92,6 +92,12 @@ const flows = {
     await page.screenshot({ path: `${artifacts}/cache-none.png`, fullPage: true });
     return { nav, text, api };
   },
+};
+
+flows.cache_accessibility = async (page) => {
+  const found = [];
+  for (const run of [cacheRun, scaleRun]) found.push(...(await seriousViolations(page, `${base}#/run/${run}/cache`, ".cache-function")));
+  return found;
 };
 
 await runFlows(flows, Object.keys(flows), artifacts);

@@ -3,7 +3,7 @@
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page showed, which tests/e2e/test_ui_fleet.py compares with the fleet queries.
 import assert from "node:assert/strict";
-import { runFlows, urlMatching } from "./run_flows.mjs";
+import { runFlows, seriousViolations, urlMatching } from "./run_flows.mjs";
 
 const [base, artifacts] = process.argv.slice(2);
 
@@ -116,6 +116,20 @@ const flows = {
       rows: await topRows(page),
     };
   },
+};
+
+flows.fleet_accessibility = async (page) => {
+  const now = Math.floor(Date.now() / 1000);
+  const found = [];
+  for (const [hash, ready] of [
+    ["#/fleet?range=1h", ".fleet-top tbody tr"],
+    [`#/fleet/diff?range=1h&a=${now - 2700}..${now - 1800}&b=${now - 1800}..${now - 900}`, "table.fleet-diff tbody tr"],
+    ["#/fleet/findings?range=1h", "article.fleet-finding"],
+    ["#/fleet/flame?range=1h", "canvas.flame-canvas"],
+  ]) {
+    found.push(...(await seriousViolations(page, `${base}${hash}`, ready)).map((v) => `${hash}: ${v}`));
+  }
+  return found;
 };
 
 await runFlows(flows, Object.keys(flows), artifacts);

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { runFlows, urlMatching, urlNotMatching } from "./run_flows.mjs";
 
-const [base, reportFile, artifacts, tokenBase, token, singleReport] = process.argv.slice(2);
+const [base, reportFile, artifacts, tokenBase, token, singleReport, flameFile] = process.argv.slice(2);
 const HOSTILE = "operator<<<script>alert(1)</script>";
 const NAMES = JSON.parse(readFileSync(new URL("./names.json", import.meta.url), "utf8"));
 const AXE = createRequire(new URL("../../ui/package.json", import.meta.url)).resolve("axe-core/axe.min.js");
@@ -164,6 +164,8 @@ const flows = {
     const overview = await page.locator("main").innerText();
     assert.match(overview, /compute_hot/);
     assert.match(overview, /Findings \(2\)/);
+    // The overview's cards carry the fix and its command, not only the title.
+    assert.match(overview, /Preload mimalloc; no code change needed\s+LD_PRELOAD=libmimalloc\.so\.2 \.\/app/);
     await page.screenshot({ path: `${artifacts}/overview.png`, fullPage: true });
   },
 
@@ -475,7 +477,7 @@ const flows = {
     await page.locator("li.verdict").waitFor();
     assert.match(await page.locator("li.verdict").innerText(), /^mimalloc: too few runs to tell a difference from baseline \(ratio 1\.400, 95% CI 1\.081-1\.955, p=0\.0625, 5 pairs\); use --runs \d+ or more$/);
     // Only the measured runs are plotted: not the variants' ratio, runs and p_value, nor warm-up runs.
-    assert.deepEqual(await page.locator(".metric-plot h3").allInnerTexts(), ["wall_s", "user_s"]);
+    assert.deepEqual(await page.locator(".metric-plot h3").allInnerTexts(), ["wall_s (s, one dot per run, bar: mean)", "user_s (s, one dot per run, bar: mean)"]);
     assert.equal(await page.locator(".metric-plot").first().locator("circle").count(), 10);
     assert.doesNotMatch(await page.locator(".metric-plot").first().locator("svg").textContent(), /warmup|variants/);
     await page.screenshot({ path: `${artifacts}/experiment-verdict.png`, fullPage: true });
@@ -647,15 +649,16 @@ const flows = {
     await page.goto(`${base}#/run/1`);
     await page.locator("table.facts").waitFor();
     assert.match(await page.locator("table.facts").innerText(), /recorded\s+1,655 samples\nthreads\s+2/);
-    assert.match(await page.locator("main").innerText(), /No findings stored for this run: `perfsleuth advise` adds them\./);
+    assert.match(await page.locator("main").innerText(), /No findings stored for this run: `perfsleuth advise 1` \(with the same --store\) analyzes it/);
   },
 
   async experiments(page) {
     await page.goto(`${base}#/run/2/experiments`);
     await page.locator("svg.plot").waitFor();
     assert.equal(await page.locator("svg.plot circle").count(), 12);
-    assert.equal(await page.locator(".metric-plot h3").innerText(), "wall_s");
+    assert.equal(await page.locator(".metric-plot h3").innerText(), "wall_s (s, one dot per run, bar: mean)");
     assert.match(await page.locator("svg.plot").textContent(), /glibc[\s\S]*mimalloc/);
+    assert.match(await page.locator("svg.plot").textContent(), /\d s$/, "the axis says its unit");
   },
 
   async token_login(page) {
@@ -691,6 +694,20 @@ const flows = {
     await page.goto(`file://${reportFile}#/run/2/source?file=src/engine.cc&line=13&function=compute_hot`);
     await page.locator("tr.target").waitFor();
     await page.screenshot({ path: `${artifacts}/report.png`, fullPage: true });
+    assert.deepEqual(remote, []);
+  },
+
+  async flame_html(page) {
+    // `perfsleuth flame --html --state running`: the UI's one flame graph, its filter kept.
+    const remote = [];
+    page.on("request", (r) => {
+      if (!/^(file|data|blob):/.test(r.url())) remote.push(r.url());
+    });
+    await page.goto(`file://${flameFile}`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    assert.match(page.url(), /#\/run\/2\/flame\?state=running$/);
+    await page.fill("input[aria-label=search]", "compute_hot");
+    await page.locator(".search-info", { hasText: "match" }).waitFor();
     assert.deepEqual(remote, []);
   },
 };

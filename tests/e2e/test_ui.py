@@ -47,6 +47,7 @@ FLOWS = (
     "token_login",
     "html_report",
     "report_messages",
+    "flame_html",
 )
 TOKEN = "e2e-secret"
 
@@ -70,8 +71,11 @@ def servers(ui_built: None, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     )
     single = base / "single.html"
     subprocess.run([*CLI, "report", "2", "--store", str(store.root), "-o", str(single)], check=True)
+    flame = base / "flame.html"
+    running = ["--state", "running", "--html", str(flame)]
+    subprocess.run([*CLI, "flame", "2", "--store", str(store.root), *running], check=True)
     with served(store.root) as url, served(store.root, "--token", TOKEN) as token_url:
-        yield [url, str(report), str(ARTIFACTS), token_url, TOKEN, str(single)]
+        yield [url, str(report), str(ARTIFACTS), token_url, TOKEN, str(single), str(flame)]
 
 
 @pytest.fixture(scope="module")

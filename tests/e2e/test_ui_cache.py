@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Run 1: `record --mode cache` of conntable's handle_packet; run 2: a folded
     profile, no cache data; run 3: handle_packet with `--scale`."""
-    base = tmp_path_factory.mktemp("ui-cache")
+    base = tmp_path_factory.mktemp("cpu-cache-page")
     store = base / "store"
     perfsleuth(
         store, "record", "--mode", "cache", "--function", "handle_packet",
@@ -92,9 +92,9 @@ def test_every_line_is_drawn_as_cache_show_computes_it(
         for row in cache_run["layout"]["lines"]
     ]
     drawn = shown["cache_layout"]["lines"]
-    assert [{k: v for k, v in row.items() if k != "filter"} for row in drawn] == expected
-    greyed = [row["line"] for row in drawn if "grayscale" in row["filter"]]
-    assert greyed == [row["line"] for row in expected if row["state"] == "cold"] == [1, 2, 3]
+    assert [{k: v for k, v in row.items() if k != "border"} for row in drawn] == expected
+    dashed = [row["line"] for row in drawn if row["border"] == "dashed"]  # cold, told apart
+    assert dashed == [row["line"] for row in expected if row["state"] == "cold"] == [1, 2, 3]
 
 
 def test_model_table_shows_the_misses_of_each_level(
@@ -156,3 +156,8 @@ def capacity_text(cliff: dict) -> str:
 
 def test_the_html_report_draws_the_same_layout(shown: dict[str, dict]) -> None:
     assert shown["report"]["lines"] == shown["cache_layout"]["lines"]
+
+
+def test_the_cache_pages_have_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:
+    """Axe, light and dark: hot and cold lines keep their text's contrast."""
+    assert shown["cache_accessibility"] == []

@@ -120,4 +120,4 @@ def test_without_debug_info_no_global_is_laid_out_and_the_layout_says_why(tmp_pa
     doc = cache_doc(store)
     assert doc["layouts"] == []
     assert not doc["layout"]["available"]
-    assert "built without -g" in doc["layout"]["reason"]
+    assert "has no DWARF debug info" in doc["layout"]["reason"]

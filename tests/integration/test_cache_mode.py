@@ -214,4 +214,4 @@ def test_without_debug_info_the_footprint_works_and_layout_says_why(tmp_path):
     doc = cache_doc(store)
     assert doc["footprint"]["per_call"]["data_lines"]["median"] == 3
     assert not doc["layout"]["available"]
-    assert "built without -g" in doc["layout"]["reason"]
+    assert "has no DWARF debug info" in doc["layout"]["reason"]

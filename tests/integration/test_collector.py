@@ -355,10 +355,10 @@ def test_body_and_decompression_limits(collector: Collector) -> None:
     status, answer = collector.post(
         "/ingest", bomb, folded_query("bomb", "b"), {"Content-Encoding": "gzip"}
     )
-    assert status == 413 and b"inflates past the limit of 8 MB" in answer
+    assert status == 413 and b"inflates past the limit of 1 MB" in answer
     pprof_bomb = gzip.compress(b"\0" * (9 << 20))
     status, answer = collector.post("/pprof", pprof_bomb, {"service": "bomb"})
-    assert status == 400 and b"limit of 8 MB" in answer
+    assert status == 400 and b"limit of 1 MB" in answer
     assert collector.totals() == before
 
 

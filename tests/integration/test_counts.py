@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 from cli_runner import perfsleuth
 
-from perfsleuth.formats.callgrind import CallgrindData
-from perfsleuth.formats.counts import parse_counts
-from perfsleuth.store.counts import find_counts, require_counts
+from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -24,8 +22,17 @@ KEYS_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "counts" / "key
 ANNOTATE_ROW = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?):(.*?)(?: \[.*\])?$")
 
 
-def exact_counts(store: Store, run: int) -> CallgrindData:
-    return parse_counts(require_counts(store, run))
+def exact_counts(store: Store, run: int) -> ExactCounts:
+    """Recursion levels apart, as callgrind_annotate shows them."""
+    exact = store.load_run(run).exact(split_recursion=True)
+    assert exact is not None
+    return exact
+
+
+def count_document(store: Store, run: int) -> Counts:
+    doc = store.load_run(run).counts
+    assert doc is not None
+    return doc
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +53,7 @@ def test_same_workload_twice_gives_identical_counts(counted: Path) -> None:
 
 
 def test_function_counts_equal_callgrind_annotate(counted: Path, tmp_path: Path) -> None:
-    doc = find_counts(Store(counted), 1)
-    assert doc is not None
+    doc = count_document(Store(counted), 1)
     out_file = tmp_path / "callgrind.out"
     out_file.write_bytes(doc.callgrind_out)
     report = subprocess.run(
@@ -56,7 +62,7 @@ def test_function_counts_equal_callgrind_annotate(counted: Path, tmp_path: Path)
         text=True,
         check=True,
     ).stdout
-    ours = parse_counts(doc).function_self()
+    ours = exact_counts(Store(counted), 1).function_self()
     assert function_table(report) == {name: n for name, n in ours.items() if n}
     assert ours["keys_equal"] > 1_000_000
 
@@ -77,8 +83,7 @@ def function_table(report: str) -> dict[str, int]:
 def test_line_counts_equal_callgrind_annotate_auto_annotation(
     counted: Path, tmp_path: Path
 ) -> None:
-    doc = find_counts(Store(counted), 1)
-    assert doc is not None
+    doc = count_document(Store(counted), 1)
     out_file = tmp_path / "callgrind.out"
     out_file.write_bytes(doc.callgrind_out)
     report = subprocess.run(

@@ -22,7 +22,7 @@ import pytest
 from integration.test_collector import PERFSLEUTH, TOKEN, push_window, start, stop
 from integration.test_fleet_late_symbols import HOTSPOTS, stripped_window
 
-from perfsleuth.symbols.elf import elf_info
+from perfsleuth.binaries import elf_info
 
 PORT = 8002
 URL = f"http://127.0.0.1:{PORT}"

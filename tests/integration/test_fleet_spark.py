@@ -15,7 +15,7 @@ from integration.test_fleet_s3 import s3_url  # noqa: F401 -- a fixture
 from unit.test_fleet_store import T0, fleet
 
 from perfsleuth.errors import UserError
-from perfsleuth.fleet import queries
+from perfsleuth.fleet import queries, trends
 from perfsleuth.fleet.engine import Engine
 from perfsleuth.fleet.engines import engine_of
 from perfsleuth.present.folded import lines
@@ -75,6 +75,9 @@ def test_spark_equals_duckdb_before_and_after_compaction(spark: Engine, tmp_path
     for start, end in RANGES:
         assert_same(store, spark, start, end, "service=api")
         levels[(start, end)] = store.select(start, end).levels
+    for step in (60, 90, 3600):  # one bucketed query: each bucket at its own grain
+        duck_series = trends.series(store, "malloc", T0, T0 + 7200, step=step)
+        assert trends.series(store, "malloc", T0, T0 + 7200, step=step, engine=spark) == duck_series
     assert levels[RANGES[0]] == {"hour": 2}  # rollups were read
     assert levels[RANGES[1]] == {"minute": 2}
     assert levels[RANGES[2]] == {"raw": 2}

@@ -104,3 +104,43 @@ def test_bad_threshold_and_bad_baseline_file(baseline: Path, tmp_path: Path) -> 
     junk.write_text("{}")
     done = gate(tmp_path, "--baseline", str(junk), "--", "true")
     assert done.returncode == 2 and "not a perfsleuth baseline" in done.stderr
+
+
+def test_a_stored_run_is_judged_without_recording_it_again(
+    baseline: Path, examples_built: Path, tmp_path: Path
+) -> None:
+    keys = str(examples_built / "keys")
+    subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(tmp_path)]
+        + ["--mode", "count", "--", keys, "1010000"],
+        check=True,
+        capture_output=True,
+    )
+    done = gate(tmp_path, "--baseline", str(baseline), "--run", "latest", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["run"] == "1" and doc["change"] > 0.005
+    assert (
+        len(
+            json.loads(
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "perfsleuth.cli",
+                        "runs",
+                        "--store",
+                        str(tmp_path),
+                        "--format",
+                        "json",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+        )
+        == 1
+    )
+    both = gate(tmp_path, "--baseline", str(baseline), "--run", "1", "--", keys)
+    assert both.returncode == 2 and "not both" in both.stderr

@@ -257,7 +257,8 @@ def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Pa
     assert proc.returncode == 0, proc.stderr
     advice = perfsleuth("advise", "--format", "json", cwd=tmp_path)
     found = {(f["rule"], f["function"]) for f in json.loads(advice.stdout)["findings"]}
-    assert ("offcpu.io-wait", "writer") in found, found
+    # the writer waits in fsync: the cost class's finding, with the fix for its cause
+    assert ("class.syscall.fsync", "writer") in found, found
     assert ("offcpu.sleep-poll", "poller") in found, found
 
 
@@ -276,8 +277,12 @@ def test_offcpu_mode_finds_idle_workers_without_frame_pointers(
     main = next(t for t in threads if t["tid"] == t["pid"])
     assert "condvar" not in main["states"]  # its join is not taken for a condvar wait
     advice = json.loads(perfsleuth("advise", "--format", "json", cwd=tmp_path).stdout)
-    locks = [f for f in advice["findings"] if f["rule"] == "lock.contention"]
-    assert locks and "worker" in locks[0]["function"], [f["title"] for f in advice["findings"]]
+    # idle workers wait for work, not for a lock: no contention to report (their
+    # wake-ups' few percent of futex time on the CPU is no confident finding either)
+    titles = [f["title"] for f in advice["findings"]]
+    assert not [f for f in advice["findings"] if f["rule"] == "lock.contention"], titles
+    locks = [f for f in advice["findings"] if f["kind"] == "lock-contention"]
+    assert all(f["confidence"] < 0.5 for f in locks), titles
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import missing_symbols
-from perfsleuth.symbols.elf import elf_info
+from perfsleuth.binaries import elf_info
 
 pytestmark = pytest.mark.integration
 

@@ -34,4 +34,5 @@ def context_with(tmp_path: Path, documents: dict[str, dict]) -> Context:
     store = Store(tmp_path / "store")
     facts = RunInfo(command="conntable 1000", mode="cache")
     info = store.add_run(facts, Recording(profile, documents=docs))
-    return Context(profile=profile, run=info, store=store)
+    run = store.load_run(info.id)
+    return Context(profile=run.profile, run=run.info, cache=run.cache)

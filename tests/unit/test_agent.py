@@ -11,17 +11,18 @@ from pathlib import Path
 import pytest
 from tmpfs import fill, small_disk
 
+from perfsleuth.agent import spool as spool_module
 from perfsleuth.agent.host_symbols import HostSymbolizer
 from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
 from perfsleuth.agent.spool import Spool, SpoolError
 from perfsleuth.agent.windows import window_id
+from perfsleuth.binaries import build_id_of
 from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
 from perfsleuth.commands.agent import parse_labels
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame
 from perfsleuth.symbols import Symbolizer
-from perfsleuth.symbols.elf import build_id_of
 
 
 def test_an_unprivileged_user_is_told_what_is_missing_in_one_line(tmp_path: Path) -> None:
@@ -65,6 +66,20 @@ def test_the_spool_drops_the_oldest_windows_past_its_bound_and_counts_them(tmp_p
     assert spool.dropped == 2
     assert spool.size <= 3500
     assert [spool.load(p).meta["id"] for p in spool.pending()] == ["h-2", "h-3", "h-4"]
+
+
+def test_a_refused_window_is_kept_out_of_the_queue_and_the_oldest_past_the_bound_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool_module, "MAX_REFUSED", 2)
+    spool = Spool(tmp_path, max_bytes=1 << 20)
+    for n in range(3):
+        spool.put(*spooled(n))
+    kept = [spool.keep_refused(path) for path in spool.pending()]
+    assert spool.pending() == [] and kept[-1].parent == tmp_path / "refused"
+    assert sorted(p.name for p in (tmp_path / "refused").iterdir()) == [k.name for k in kept[1:]]
+    assert spool.load(kept[-1]).meta["id"] == "h-2" and spool.dropped == 1
+    assert Spool(tmp_path, max_bytes=1 << 20).pending() == []  # not sent again on restart
 
 
 def test_a_window_larger_than_the_whole_spool_is_dropped_and_counted(tmp_path: Path) -> None:

@@ -36,6 +36,6 @@ def test_each_service_carries_its_planted_hot_spot_on_real_stacks() -> None:
 def test_simulated_windows_survive_the_agents_wire_format() -> None:
     (window,) = windows(hosts=1, services=1, count=1, start=1_800_000_000.0)
     params = IngestParams.parse(window_pprof.query(window), window.id)
-    back = window_pprof.decode(window_pprof.encode(window), params)
+    (back,) = window_pprof.decode(window_pprof.encode(window), params)
     assert back.profile.num_samples == window.profile.num_samples
     assert back.processes == window.processes

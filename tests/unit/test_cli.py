@@ -1,15 +1,35 @@
 """The command line: which command modules a run imports, global options, option checks."""
 
+import subprocess
+import sys
+
 import pytest
 
 from perfsleuth.cli import after_global_options, build_parser, main
-from perfsleuth.commands import load_for
+from perfsleuth.commands import COMMANDS, load, named
 
 
 def test_cli_imports_only_the_command_it_runs():
-    assert [m.NAME for m in load_for(["top", "-n", "3"])] == ["top"]
-    assert [m.NAME for m in load_for(["import", "x"])] == ["import"]
-    assert len(load_for(["--help"])) == len(load_for(["nosuch"])) > 10
+    assert named(["top", "-n", "3"]) == "top"
+    assert named(["import", "x"]) == "import"
+    assert named(["--help"]) is None and named(["nosuch"]) is None
+
+
+def test_every_command_is_registered_with_its_own_help_line():
+    for name, (_module, help_line) in COMMANDS.items():
+        module = load(name)
+        assert (name, help_line) == (module.NAME, module.HELP)
+
+
+def test_help_lists_every_command_without_importing_them():
+    code = (
+        "import sys; from perfsleuth import cli\n"
+        "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('perfsleuth.commands.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert all(name in done.stdout for name in COMMANDS)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_store_before_the_subcommand_as_after_it(tmp_path, monkeypatch):
@@ -23,7 +43,7 @@ def test_store_before_the_subcommand_as_after_it(tmp_path, monkeypatch):
     ):
         args = build_parser(argv).parse_args(argv)
         assert (args.command, args.store) == ("runs", store), argv
-    assert [m.NAME for m in load_for(after_global_options(["--store", store, "top"]))] == ["top"]
+    assert named(after_global_options(["--store", store, "top"])) == "top"
     assert build_parser(["runs"]).parse_args(["runs"]).store == ".perfsleuth"
 
 

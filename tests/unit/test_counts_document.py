@@ -3,6 +3,8 @@ callgrind.out captured from a real program (tests/fixtures)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -10,12 +12,12 @@ import pytest
 from perfsleuth.commands import gate
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
-from perfsleuth.formats.counts import encode_counts, parse_counts
-from perfsleuth.model.counts import Counts
+from perfsleuth.formats.counts import encode_counts
+from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
-from perfsleuth.store.counts import find_counts, require_counts
 from perfsleuth.store.runs import Store
+from perfsleuth.views import annotate, top
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CALLGRIND_OUT = FIXTURES / "callgrind.out.hot"
@@ -26,17 +28,76 @@ def data() -> callgrind.CallgrindData:
     return callgrind.parse(CALLGRIND_OUT)
 
 
-def test_count_document_round_trips_the_file_exactly(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def exact(data: callgrind.CallgrindData) -> ExactCounts:
+    return callgrind.exact_counts(data)
+
+
+def test_count_document_round_trips_the_file_exactly() -> None:
     doc = encode_counts(CALLGRIND_OUT)
     assert doc.callgrind_out == CALLGRIND_OUT.read_bytes()
     assert doc.to_json()["size"] == CALLGRIND_OUT.stat().st_size
-    assert parse_counts(doc).totals == callgrind.parse(CALLGRIND_OUT).totals
+    assert doc.counts.totals == callgrind.parse(CALLGRIND_OUT).totals
 
 
-def test_function_and_line_counts_add_up_to_the_total(data: callgrind.CallgrindData) -> None:
-    total = data.total()
-    assert sum(data.function_self().values()) == total
-    assert sum(data.line_self().values()) == total
+def test_function_and_line_counts_add_up_to_the_total(exact: ExactCounts) -> None:
+    total = exact.total()
+    assert total > 0
+    assert sum(exact.function_self().values()) == total
+    assert sum(exact.line_self().values()) == total
+
+
+def test_the_tables_hold_the_same_counts_as_the_parsed_file(
+    data: callgrind.CallgrindData, exact: ExactCounts
+) -> None:
+    per_function: dict[str, int] = {}
+    for (_ob, fn), sites in data.self_costs.items():
+        per_function[fn] = per_function.get(fn, 0) + sum(c[0] for c in sites.values())
+    assert exact.function_self() == per_function
+    fid = exact.functions.index(("/tmp/hot", "main"))
+    expected = {address: c[0] for (ob, fn, address), c in data.instr.items() if fn == "main"}
+    assert exact.instructions(fid) == expected
+
+
+def test_recursion_levels_are_merged_into_their_function(exact: ExactCounts) -> None:
+    split = exact.function_self()
+    assert "fib'2" in split
+    merged = exact.merged_recursion().function_self()
+    assert "fib'2" not in merged
+    assert merged["fib"] == split["fib"] + split["fib'2"]
+    assert sum(merged.values()) == exact.total()
+
+
+def test_top_of_a_count_run_is_exact_and_never_above_the_total(exact: ExactCounts) -> None:
+    doc = top.exact_top(exact.merged_recursion(), n=0)
+    shares = {row["function"]: row for row in doc["rows"]}
+    assert doc["exact"] == "Ir" and doc["unit"] == "instructions"
+    assert shares["fib"]["self"] == exact.merged_recursion().function_self()["fib"] / exact.total()
+    assert all(row["self"] <= row["total"] <= 1.0 for row in doc["rows"])
+    assert shares["main"]["total"] > shares["fib"]["total"] >= shares["fib"]["self"]
+    files = top.exact_top(exact, by="file", n=0)["rows"]
+    assert sum(row["self"] for row in files) == pytest.approx(1.0)
+
+
+def test_a_functions_line_is_its_entry_not_a_lower_inlined_line() -> None:
+    # f's entry instruction (lowest address) is on line 90; code inlined into it from
+    # a helper defined above it sits on line 30 of the same file
+    cells = {
+        (("/bin/p", "f"), "p.c", 30, 0x1010): [5],
+        (("/bin/p", "f"), "p.c", 90, 0x1000): [1],
+        (("/bin/p", "f"), "p.c", 95, 0x1020): [1],
+    }
+    data = callgrind.CallgrindData(
+        events=["Ir"], cells=cells, totals=[7], own_file={("/bin/p", "f"): "p.c"}
+    )
+    assert callgrind.exact_counts(data).entry_sites() == [("p.c", 90)]
+
+
+def test_the_parsed_tables_round_trip_through_json(exact: ExactCounts) -> None:
+    again = ExactCounts.from_json(exact.to_json())
+    assert again.function_self() == exact.function_self()
+    assert again.line_self() == exact.line_self()
+    assert again.inclusive_by_id() == exact.inclusive_by_id()
 
 
 def test_gate_compares_totals_against_the_threshold() -> None:
@@ -57,13 +118,10 @@ def test_gate_reads_percentages() -> None:
 
 
 def test_unnamed_code_is_merged_per_object_for_comparisons() -> None:
-    data = callgrind.CallgrindData(
-        events=["Ir"],
-        self_costs={("/bin/k", "0x1250"): {("", 0): [3]}, ("/bin/k", "0x12a0"): {("", 0): [4]}},
-        totals=[7],
-    )
-    assert data.function_self() == {"0x1250": 3, "0x12a0": 4}
-    assert data.function_self(merge_unnamed=True) == {"[unnamed code in k]": 7}
+    cells = {(("/bin/k", "0x1250"), "", 0, 0): [3], (("/bin/k", "0x12a0"), "", 0, 0): [4]}
+    exact = callgrind.exact_counts(callgrind.CallgrindData(events=["Ir"], cells=cells, totals=[7]))
+    assert exact.function_self() == {"0x1250": 3, "0x12a0": 4}
+    assert exact.function_self(merge_unnamed=True) == {"[unnamed code in k]": 7}
 
 
 def stored(tmp_path: Path, document: object) -> Store:
@@ -74,29 +132,52 @@ def stored(tmp_path: Path, document: object) -> Store:
 
 
 def test_the_store_reads_counts_back_typed_and_current(tmp_path: Path) -> None:
-    counts = Counts(CALLGRIND_OUT.read_bytes(), {"hot.c": ["int main() {", "}"]})
-    store = stored(tmp_path, counts)
-    assert find_counts(store, 1) == counts
-    assert store.documents(1, Counts.KIND) == {Counts.NAME: counts}
+    counts = encode_counts(CALLGRIND_OUT)
+    loaded = stored(tmp_path, counts).load_run(1)
+    assert loaded.counts is not None
+    assert loaded.counts.callgrind_out == counts.callgrind_out
+    assert loaded.counts.sources == counts.sources
+    exact = loaded.exact(split_recursion=True)
+    assert exact is not None and exact.function_self() == counts.counts.function_self()
 
 
 def test_counts_recorded_before_sources_were_kept_are_upgraded_on_load(tmp_path: Path) -> None:
     old = Counts(CALLGRIND_OUT.read_bytes()).to_json()
-    del old["sources"]
-    counts = require_counts(stored(tmp_path, old), 1)
-    assert counts.sources == {}
-    assert counts.callgrind_out == CALLGRIND_OUT.read_bytes()
+    for key in ("sources", "exact", "stamps"):
+        del old[key]
+    loaded = stored(tmp_path, old).load_run(1)
+    assert loaded.counts is not None and loaded.counts.sources == {}
+    assert loaded.counts.callgrind_out == CALLGRIND_OUT.read_bytes()
+    exact = loaded.exact()
+    assert exact is not None and exact.total() == callgrind.parse(CALLGRIND_OUT).total()
 
 
-def test_a_run_without_counts_says_how_to_record_them(tmp_path: Path) -> None:
+def test_a_run_without_counts_has_none(tmp_path: Path) -> None:
     store = Store(tmp_path)
     store.add_run(RunInfo(), Recording(Profile()))
-    assert find_counts(store, 1) is None
-    with pytest.raises(UserError, match="record --mode count"):
-        require_counts(store, 1)
+    assert store.load_run(1).exact() is None
 
 
 def test_a_counts_document_newer_than_this_perfsleuth_is_refused(tmp_path: Path) -> None:
     newer = {**Counts(b"").to_json(), "version": Counts.VERSION + 1}
     with pytest.raises(UserError, match="upgrade perfsleuth"):
-        find_counts(stored(tmp_path, newer), 1)
+        stored(tmp_path, newer).load_run(1)
+
+
+def test_a_source_file_changed_since_the_run_is_said(tmp_path: Path) -> None:
+    source = tmp_path / "k.c"
+    source.write_text("int main() {\n  return 0;\n}\n")
+    doc = {"files": [{"file": str(source), "path": str(source)}]}
+    stat = source.stat()
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    stamps = {str(source): [stat.st_size, stat.st_mtime, digest]}
+    assert annotate.changed_sources(doc, {}, stamps, started=0.0) == []
+    source.write_text("int main() {\n  return 1;\n}\n")
+    os.utime(source, (stat.st_atime, stat.st_mtime + 5))
+    (said,) = annotate.changed_sources(doc, {}, stamps, started=0.0)
+    assert "changed since the run" in said
+    # a file kept with the run is shown as it was: nothing to say
+    assert annotate.changed_sources(doc, {str(source): ["x"]}, stamps, started=0.0) == []
+    # a run recorded before fingerprints: a file modified after it started
+    (newer,) = annotate.changed_sources(doc, {}, {}, started=stat.st_mtime - 10)
+    assert "newer than the run" in newer

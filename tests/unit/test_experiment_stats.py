@@ -109,3 +109,17 @@ def test_too_few_pairs_are_said_to_be_too_few() -> None:
     assert "too few runs" in ratio_sentence("B", "A", result, "time")
     result["runs"] = 10
     assert "no difference" in ratio_sentence("B", "A", result, "time")
+
+
+def test_a_same_verdict_names_the_condition_it_missed() -> None:
+    from perfsleuth.experiments.verdict import ratio_sentence
+
+    missed_p = {"ratio": 1.289, "ci95": (1.111, 1.368), "p_value": 0.0117, "runs": 10}
+    assert "p=0.0117 is not below the 0.005" in ratio_sentence(
+        "B", "A", {**missed_p, "verdict": "same"}, "time"
+    )
+    wide = {"ratio": 1.05, "ci95": (0.99, 1.1), "p_value": 0.002, "runs": 30, "verdict": "same"}
+    assert "95% CI includes 1" in ratio_sentence("B", "A", wide, "time")
+    small = {"ratio": 1.01, "ci95": (1.005, 1.015), "p_value": 0.001, "runs": 30, "verdict": "same"}
+    assert "1.0% change is below the 2%" in ratio_sentence("B", "A", small, "time")
+    assert "below the 0.5%" in ratio_sentence("B", "A", {**small, "ratio": 1.004}, "instructions")

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from test_fleet_store import T0, expected_top, fleet
 
 from perfsleuth.cli import main
@@ -51,6 +52,10 @@ def test_fleet_commands(tmp_path: Path, capsys) -> None:
 
     assert main(["fleet", "top", *span, "--where", "host=~("]) == 2
     assert "bad regular expression" in capsys.readouterr().err
+    for option, bad in (("--from", "nan"), ("--to", "inf"), ("--from", "-5"), ("--to", "1e400")):
+        with pytest.raises(SystemExit):
+            main(["fleet", "top", "--store", root, option, bad])
+        assert f"bad time '{bad}': give a time from 1970 to 9999" in capsys.readouterr().err
     assert main(["fleet", "expire", "--store", root, "--older-than", "1d"]) == 0
     assert main(["fleet", "top", *span]) == 0
     assert "no samples in this range" in capsys.readouterr().out

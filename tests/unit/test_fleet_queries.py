@@ -4,6 +4,7 @@ same through the command line. Real pyarrow and DuckDB over a store on a folder.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -105,6 +106,38 @@ def test_series_buckets_add_up_to_the_range(store, windows) -> None:
         trends.series(store, "nope", T0, T0 + 60)
 
 
+def test_series_of_compacted_hours_reads_each_bucket_at_its_own_grain(tmp_path: Path) -> None:
+    """Windows over two hours, compacted (hour and minute rollups): every bucket of a
+    1-minute, 90-second and 1-hour series holds what a query of that bucket alone holds."""
+    store = FleetStore(str(tmp_path / "fleet"))
+    for w in fleet(n_per_host=24, hosts=2, spacing=300):
+        store.append(w)
+    store.compact()
+    for step in (60, 90, 3600):
+        doc = trends.series(store, "malloc", T0, END, step=step)
+        assert len(doc["points"]) == math.ceil(7200 / step)
+        for point in doc["points"][:: max(1, len(doc["points"]) // 12)]:
+            alone = queries.profile(store, point["from"], point["to"])
+            assert (point["cpu_ns"], point["samples"]) == (alone.total, alone.num_samples)
+
+
+def test_series_buckets_are_bounded_and_a_week_of_minutes_fits(store, windows) -> None:
+    week = trends.series(store, "malloc", END - 7 * 86400 - 30, END - 30, step=60)
+    assert len(week["points"]) == 10_081
+    assert sum(p["cpu_ns"] for p in week["points"]) == sum(as_ns(w).total for w in windows)
+    year = (T0 - 365 * 86400, T0 + 10 * 86400)
+    with pytest.raises(UserError, match=r"32,400,000 buckets .* at most 20,000: use --step 28m"):
+        trends.series(store, "malloc", *year, step=1)
+    assert len(trends.series(store, "malloc", *year, step=28 * 60)["points"]) <= 20_000
+    with pytest.raises(UserError, match="at least 1s"):
+        trends.series(store, "malloc", T0, END, step=0.5)
+
+
+def test_a_regex_re2_refuses_is_one_line_naming_re2(store) -> None:
+    with pytest.raises(UserError, match=r"\(RE2\) refuses it .* backreferences"):
+        queries.top(store, T0, END, where=r"service=~(a)\1")
+
+
 def test_bucket_step_is_whole_minutes_or_hours() -> None:
     assert trends.bucket_step(0, 3600) == 180
     assert trends.bucket_step(0, 7 * 86400) == 7 * 3600
@@ -123,6 +156,18 @@ def test_libraries_lists_replaceable_ones_where_loaded_and_if_hot(tmp_path: Path
     assert row["rule"] == "compression.zlib" and row["library"] == libs[0]
     assert row["hosts"] == ["a", "b"] and row["programs"] == ["/usr/bin/app"]
     assert row["hot"] == (row["share"] >= 0.02) and row["share"] > 0
+
+
+def test_libraries_match_the_library_not_a_file_name(tmp_path: Path) -> None:
+    """pyarrow's _json extension is not Python's json module, whose file is the same name."""
+    store = FleetStore(str(tmp_path / "fleet"))
+    so = "_json.cpython-311-x86_64-linux-gnu.so"
+    stdlib, pyarrow = f"/usr/lib/python3.11/lib-dynload/{so}", f"/venv/site-packages/pyarrow/{so}"
+    w = make_window(0, T0, "a", "api", stack_pool())
+    w.processes[100] = Process("/usr/bin/python3", "b100", libraries=(stdlib, pyarrow))
+    store.append(w)
+    rows = libraries.libraries(store, T0, END)["libraries"]
+    assert [(r["rule"], r["library"]) for r in rows] == [("python.json", stdlib)]
 
 
 def test_libraries_where_narrows_the_hosts_services_and_programs_listed(tmp_path: Path) -> None:

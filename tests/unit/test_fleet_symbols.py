@@ -3,6 +3,7 @@ symbols uploaded later (an unstripped binary or its .debug file) name them in qu
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -157,21 +158,32 @@ def test_a_store_written_before_these_columns_still_reads_and_compacts(
 
 
 def test_symbols_upload_refuses_what_cannot_name_a_frame_in_one_line(
-    tmp_path: Path, binary: Path, capsys
+    tmp_path: Path, binary: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("PERFSLEUTH_MAX_INPUT_MB", raising=False)
     stripped, text = tmp_path / "stripped", tmp_path / "notes.txt"
     subprocess.run(["strip", "-o", str(stripped), str(binary)], check=True)
     text.write_text("not a binary\n")
     no_id = tmp_path / "no-build-id"
     subprocess.run(["objcopy", "--remove-section=.note.gnu.build-id", str(binary), str(no_id)])
+    long_id, source = tmp_path / "long-build-id", tmp_path / "main.c"
+    source.write_text("int main(void) { return 0; }\n")
+    build_id = "-Wl,--build-id=0x" + "ab" * 400
+    subprocess.run(["gcc", "-g", build_id, "-o", str(long_id), str(source)], check=True)
+    sparse = tmp_path / "sparse"  # a 1.1 GiB ELF with DWARF, nearly all of it a hole
+    sparse.write_bytes(binary.read_bytes())
+    os.truncate(sparse, 1100 << 20)
     store = ["--store", str(tmp_path / "fleet")]
     for path, message in (
         (stripped, "no symbol table (stripped): upload the unstripped binary or its .debug"),
         (text, "not an ELF file"),
         (no_id, "no GNU build-id"),
+        (long_id, "its build-id is 400 bytes long; a GNU build-id is 4 to 64 bytes"),
+        (sparse, "1,100 MB, larger than the 1,024 MB a kept debug file may be"),
     ):
         assert main(["symbols", "upload", *store, str(path)]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "fleet" / "symbols").exists()
     assert main(["symbols", "upload", *store, str(binary)]) == 0
     assert "functions kept in" in capsys.readouterr().out

@@ -103,3 +103,17 @@ def test_sniff() -> None:
     assert not folded.sniff(b"# callgrind format\nevents: Ir\nfn=main\n")
     assert not folded.sniff(b"hot 15468   650.173724:    1001001 cpu-clock:ppp: \n\t 1165 leaf\n")
     assert not folded.sniff(b"\x1f\x8b\x08\x00binary")
+
+
+def test_a_ghc_report_is_not_taken_for_folded_stacks() -> None:
+    """GHC's `+RTS -p` report: most lines end in two numbers, like differential stacks."""
+    ghc = FIXTURES / "readers" / "ghc-objects-arrows.prof"
+    assert not folded.sniff(ghc.read_bytes())
+    with pytest.raises(UserError, match=r"ghc-objects-arrows.prof:1: a GHC profiling report"):
+        folded.read(ghc)
+
+
+def test_a_weight_written_with_a_trailing_point_counts(tmp_path: Path) -> None:
+    path = tmp_path / "points.folded"
+    path.write_text("main;a 6.\nmain;b 2.5\n")
+    assert stacks(folded.read(path)) == {("main", "a"): 6.0, ("main", "b"): 2.5}

@@ -116,3 +116,12 @@ def test_cpython_c_frames_with_debug_info_are_not_the_call_site() -> None:
     assert found["python.json"].function != "_PyObject_MakeTpCall"
     assert not library_match.is_user_code(call)
     assert library_match.is_user_code(WORK)
+
+
+def test_equal_call_sites_are_named_the_same_whatever_the_sample_order() -> None:
+    """Two call sites with the same weight: the finding names one by name, not by
+    which came first (fleet advise over the same data gave either)."""
+    parse = Frame("parse_rows", "app", "/src/app.c", 20)
+    samples = [([MALLOC, LOOP, MAIN], 20), ([MALLOC, parse, MAIN], 20), ([WORK, MAIN], 60)]
+    named = {run_on(order)["allocator.glibc"].function for order in (samples, samples[::-1])}
+    assert named == {"build_index"}

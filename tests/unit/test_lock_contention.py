@@ -75,7 +75,43 @@ def test_truncated_stacks_fall_back_to_the_thread_function():
     b.add(truncated, 400 * MS, thread=t, state="mutex")
     for _ in range(5):
         b.add([PROCESS, CONSUMER, *ROOT], 120 * MS, thread=t, state="running")
+    b.add([STATS, CONSUMER, *ROOT], 400 * MS, thread=Thread(22, 20, "holder"), state="running")
     (finding,) = lock_contention.analyze(context(b.build()))
     assert finding.function == "consumer(Queue&)"
     assert "threads running consumer(Queue&)" in finding.title
     assert finding.confidence < 0.7
+
+
+def test_idle_workers_waiting_for_work_are_not_contention():
+    """A pool's workers blocked in pthread_cond_wait wait for jobs, not for a lock."""
+    b = ProfileBuilder(unit="ns")
+    for tid in (31, 32, 33, 34):
+        t = Thread(tid, 30, "worker")
+        b.add([*CV_WAIT, LOCK_CALL, *ROOT], 800 * MS, thread=t, state="condvar")
+        b.add([PROCESS, CONSUMER, *ROOT], 200 * MS, thread=t, state="running")
+    b.add([Frame("main", dso="app"), *ROOT], 1000 * MS, thread=Thread(30, 30), state="running")
+    assert lock_contention.analyze(context(b.build())) == []
+
+
+def test_a_single_thread_has_no_contention():
+    b = ProfileBuilder(unit="ns")
+    t = Thread(41, 41, "app")
+    b.add([*MUTEX_WAIT, LOCK_CALL, *ROOT], 400 * MS, thread=t, state="mutex")
+    b.add([PROCESS, CONSUMER, *ROOT], 600 * MS, thread=t, state="running")
+    assert lock_contention.analyze(context(b.build())) == []
+
+
+def test_a_c_program_is_not_told_to_use_a_cpp_queue():
+    c_wait = [Frame("futex_wait", kernel=True), Frame("__GI___lll_lock_wait", dso="libc.so.6")]
+    cv = [Frame("___pthread_cond_wait", dso="libc.so.6")]
+    call = Frame("consume", dso="app", file="/src/q.c", line=9)
+    b = ProfileBuilder(unit="ns")
+    for tid in (51, 52):
+        t = Thread(tid, 50, "consumer")
+        b.add([*c_wait, call, *ROOT], 300 * MS, thread=t, state="mutex")
+        b.add([*cv, call, *ROOT], 100 * MS, thread=t, state="condvar")
+        b.add([Frame("work", dso="app", file="/src/q.c", line=3), *ROOT], 600 * MS, thread=t,
+              state="running")  # fmt: skip
+    b.add([Frame("main", dso="app"), *ROOT], 1000 * MS, thread=Thread(50, 50), state="running")
+    (finding,) = lock_contention.analyze(context(b.build()))
+    assert "moodycamel" not in finding.suggestion and not finding.fix

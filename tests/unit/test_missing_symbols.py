@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, missing_symbols
+from perfsleuth.binaries import elf_info
 from perfsleuth.formats import pprof
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.model.run import RunInfo
-from perfsleuth.symbols.elf import elf_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "entry"
 
@@ -115,3 +115,28 @@ def test_captured_bzip2_stacks_deeper_than_the_stack_copy_are_not_a_confident_al
     ctx = Context(profile=profile, run=RunInfo(meta={"call_graph": "dwarf"}))
     found = {f.rule: f for f in missing_symbols.analyze(ctx)}
     assert found["symbols.broken-stacks"].confidence < 0.6
+
+
+def test_jit_code_is_named_as_such_and_never_asks_for_g() -> None:
+    """PCRE2's JIT region: anonymous executable memory that no debug info can name."""
+    jit = Frame("[unknown]", "//anon")
+    found = analyze([([jit, MAIN, START], 60), ([MAIN, START], 40)])
+    assert set(found) == {"symbols.generated-code"}
+    generated = found["symbols.generated-code"]
+    assert "JIT" in generated.title and "-g" not in generated.suggestion.replace("no -g", "")
+    assert generated.confidence < 0.6 and generated.details["blind_share"] == 0.0
+
+
+def test_a_lost_mapping_is_a_recording_problem_said_once() -> None:
+    lost = Frame("[unknown]", "[unknown]")
+    found = analyze([([lost, MAIN, START], 30), ([UNKNOWN, MAIN, START], 30), ([MAIN], 40)])
+    missing = found["symbols.missing"]
+    assert missing.dso == "libfoo.so.1" and missing.share == pytest.approx(0.3)
+    lines = [e for e in missing.evidence if "mapping the recording lost" in e]
+    assert len(lines) == 1 and lines[0].startswith("30.0%")
+
+
+def test_few_missing_names_are_one_line_under_the_findings() -> None:
+    found = analyze([([UNKNOWN, MAIN, START], 8), ([MAIN, START], 92)])
+    missing = found["symbols.missing"]
+    assert missing.confidence < 0.6 and missing.details["blind_share"] == pytest.approx(0.08)

@@ -106,13 +106,16 @@ def test_attributes_map_to_labels_threads_and_processes() -> None:
     )
 
 
-def test_timestamps_count_as_samples_and_non_cpu_profiles_are_skipped() -> None:
+def test_timestamps_count_as_samples_and_other_types_keep_their_type() -> None:
     sample = otlp.Sample(stack_index=1, timestamps_unix_nano=[T0, T0 + 1, T0 + 2])
     (window,) = otlp_profiles.decode(request([sample]).SerializeToString(), "r").windows
-    assert window.profile.num_samples == 3
-    heap = request([otlp.Sample(stack_index=1, values=[1])], sample_type=(12, 13))
-    export = otlp_profiles.decode(heap.SerializeToString(), "r")
-    assert export.windows == [] and export.skipped == 1 and "alloc_space" in export.reason
+    assert window.profile.num_samples == 3 and window.type == "cpu"
+    heap = request([otlp.Sample(stack_index=1, values=[4096])], sample_type=(12, 13))
+    (window,) = otlp_profiles.decode(heap.SerializeToString(), "r").windows
+    assert (window.type, window.profile.total, window.rate_hz) == ("alloc_space", 4096, 0.0)
+    unknown = request([otlp.Sample(stack_index=1, values=[1])], sample_type=(5, 13))
+    export = otlp_profiles.decode(unknown.SerializeToString(), "r")
+    assert export.windows == [] and export.skipped == 1 and "main/bytes" in export.reason
 
 
 @pytest.mark.parametrize(
@@ -133,3 +136,52 @@ def test_garbage_and_empty_requests_are_refused() -> None:
         otlp_profiles.decode(b"\xff\xff", "r")
     with pytest.raises(PayloadError, match="no profile"):
         otlp_profiles.decode(b"", "r")
+
+
+def in_string_table(req: ExportProfilesServiceRequest) -> ExportProfilesServiceRequest:
+    """The request as newer exporters (the OTel Collector's) encode it: resource and
+    scope attribute keys and string values as indices into the string table."""
+    strings = req.dictionary.string_table
+
+    def index(text: str) -> int:
+        if text not in strings:
+            strings.append(text)
+        return list(strings).index(text)
+
+    for resource in req.resource_profiles:
+        attributes = [*resource.resource.attributes]
+        version = next(a for a in attributes if a.key == "service.version")
+        scope = resource.scope_profiles[0].scope
+        scope.attributes.append(KeyValue(key_strindex=index(version.key), value=version.value))
+        del resource.resource.attributes[:]
+        for a in attributes:
+            if a.key == "service.version":
+                continue  # on the scope only
+            value = a.value
+            if value.WhichOneof("value") == "string_value":
+                value = AnyValue(string_value_strindex=index(value.string_value))
+            resource.resource.attributes.append(KeyValue(key_strindex=index(a.key), value=value))
+    for kv_unit in req.dictionary.attribute_table:
+        if kv_unit.value.WhichOneof("value") == "string_value":
+            kv_unit.value.CopyFrom(
+                AnyValue(string_value_strindex=index(kv_unit.value.string_value))
+            )
+    return req
+
+
+def test_attributes_in_the_string_table_encoding_are_kept() -> None:
+    sample = otlp.Sample(stack_index=1, values=[4], attribute_indices=[1, 2, 3, 4])
+    plain = otlp_profiles.decode(request([sample]).SerializeToString(), "r1")
+    indexed = in_string_table(request([sample]))
+    assert indexed.resource_profiles[0].resource.attributes[0].key == ""  # really indexed
+    (window,) = otlp_profiles.decode(indexed.SerializeToString(), "r1").windows
+    assert window.labels == {"host": "h1", "service": "api", "version": "1.4"}
+    assert window.processes == plain.windows[0].processes == {70: Process("/bin/svc", "", "c0ffee")}
+    assert [t.name for t in window.profile.threads] == ["worker"]
+
+
+def test_a_string_index_out_of_the_table_is_refused() -> None:
+    req = request([otlp.Sample(stack_index=1, values=[4])])
+    req.resource_profiles[0].resource.attributes.append(KeyValue(key_strindex=999))
+    with pytest.raises(PayloadError, match="index 999"):
+        otlp_profiles.decode(req.SerializeToString(), "r")

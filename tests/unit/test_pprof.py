@@ -115,6 +115,17 @@ def test_export_keeps_build_ids_and_the_kernel_mapping() -> None:
     assert mappings == {"/bin/prog": "abc123", "[kernel.kallsyms]": ""}
 
 
+def test_export_names_the_program_as_its_first_mapping() -> None:
+    """pprof takes mapping 1 for the program: not the dynamic loader whose code ran first."""
+    b = ProfileBuilder(unit="samples")
+    b.add([Frame("_dl_start", "/lib64/ld-linux-x86-64.so.2")], 1.0)
+    b.add([Frame("memcpy", "/lib/x86_64-linux-gnu/libc.so.6"), Frame("main", "/bin/prog")], 1.0)
+    b.add([Frame("work", "/bin/prog"), Frame("main", "/bin/prog")], 5.0)
+    msg = pb.Profile.FromString(gzip.decompress(encode(b.build())))
+    assert msg.string_table[msg.mapping[0].filename] == "/bin/prog"
+    assert msg.mapping[0].id == 1
+
+
 @pytest.mark.parametrize("unit", ["samples", "bytes", "instructions", "events"])
 def test_units_survive_a_round_trip(tmp_path: Path, unit: str) -> None:
     b = ProfileBuilder(unit=unit)

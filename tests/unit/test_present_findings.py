@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 from rich.console import Console
 
+from perfsleuth import rank
 from perfsleuth.model.findings import Finding
 from perfsleuth.present import findings_text, markdown, sarif
 
@@ -42,13 +43,13 @@ def document(tmp_path: Path) -> dict:
         suggestion="install debug symbols",
         dso="libz.so.1",
     )
-    return {
-        "run": "7",
-        "findings": [located.to_json(), unlocated.to_json()],
-        "hidden": 2,
-        "notes": ["verification is unavailable"],
-        "src_roots": [str(tmp_path / "src")],
-    }
+    tiny = [Finding(f"tiny.{n}", "note", "tiny", 0.001, 0.001, 0.5, "none") for n in (1, 2)]
+    return rank.advice(
+        "7",
+        [located, unlocated, *tiny],
+        notes=["verification is unavailable"],
+        src_roots=[str(tmp_path / "src")],
+    ).to_json()
 
 
 def test_text_fits_in_100_columns(tmp_path: Path) -> None:
@@ -64,7 +65,7 @@ def test_text_fits_in_100_columns(tmp_path: Path) -> None:
 def test_sarif_validates_and_points_at_file_and_line(tmp_path: Path) -> None:
     log = sarif.to_sarif(document(tmp_path))
     jsonschema.validate(log, json.loads(SCHEMA.read_text()))
-    located, unlocated = log["runs"][0]["results"]
+    unlocated, located = log["runs"][0]["results"]  # 30% without names comes first
     physical = located["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"] == {"uri": "index.cc", "uriBaseId": "SRCROOT"}
     assert physical["region"]["startLine"] == 42
@@ -74,5 +75,20 @@ def test_sarif_validates_and_points_at_file_and_line(tmp_path: Path) -> None:
 
 def test_markdown_has_a_ranked_table(tmp_path: Path) -> None:
     md = markdown.to_markdown(document(tmp_path))
-    assert "| 1 | 19.8% | 39.6% | 0.80 |" in md
+    assert "| 2 | 29.6%\\* | 39.6% | 0.80 |" in md  # 1.42x measured: 1 - 1/1.42
     assert "```sh\nLD_PRELOAD=" in md
+
+
+def test_a_verdict_of_same_shows_no_gain(tmp_path: Path) -> None:
+    """An A/B "same" verdict is a gain of 0 and hides the finding, in every output:
+    the text once showed the ratio's 16.7%* for it while rank.gain said 0."""
+    same = Finding("allocator.glibc", "allocator", "allocator", 0.4, 0.2, 0.8, "mimalloc")
+    same.verified = {"ratio": 1.2, "ci95": [0.9, 1.6], "runs": 10, "verdict": "same"}
+    doc = rank.advice("7", [same], show_all=True).to_json()
+    assert doc["findings"][0]["gain"] == 0.0 and doc["findings"][0]["gain_measured"]
+    out = io.StringIO()
+    findings_text.render(doc, Console(file=out, width=160, no_color=True))
+    assert "16.7%" not in out.getvalue() and " 0.0%*" in out.getvalue()
+    hidden = rank.advice("7", [same]).to_json()
+    assert hidden["findings"] == [] and hidden["hidden"] == 1
+    assert hidden["hidden_findings"][0]["hidden_because"] == rank.HIDDEN_BY_VERDICT

@@ -36,7 +36,8 @@ def test_choices_per_document_kind_put_text_first() -> None:
     assert {"json", "markdown", "sarif"} <= set(formats_for(FINDINGS))
     profile_outputs = formats_for(PROFILE)
     assert list(profile_outputs) == sorted(profile_outputs)
-    assert {"folded", "html", "pprof", "speedscope"} <= set(profile_outputs)
+    assert {"folded", "pprof", "speedscope"} <= set(profile_outputs)
+    assert "html" not in profile_outputs  # the UI page is one (flame --html, report)
     assert "html" in formats_for(UI)
 
 

@@ -16,7 +16,7 @@ from perfsleuth.collect import python
 from perfsleuth.errors import UserError
 from perfsleuth.formats import detect, py_spy
 from perfsleuth.model.profile import Frame
-from perfsleuth.present import folded, html
+from perfsleuth.present import folded
 from perfsleuth.rules import load_rules
 from perfsleuth.views import flame
 
@@ -204,11 +204,14 @@ def test_folded_export_keeps_python_file_and_line_and_reads_back(tmp_path: Path)
 def test_flame_tells_a_python_function_from_a_native_one_of_its_name(tmp_path: Path) -> None:
     raw = tmp_path / "same.txt"
     raw.write_text(SAME_NAMES)
-    root = flame.tree(py_spy.read(raw))
-    module = root["c"][0]
-    assert module["n"] == "<module>" + flame.PYTHON_SUFFIX
-    python_compress = module["c"][0]
-    assert python_compress["n"] == "compress" + flame.PYTHON_SUFFIX and python_compress["v"] == 7
-    assert [c["n"] for c in python_compress["c"]] == ["compress"]
-    page = html.flame_page(py_spy.read(raw), "t")
-    assert 'n.n.endsWith("_[py]")' in page
+    columns = flame.flame_columns(py_spy.read(raw))
+    labels = [
+        (columns.depth[i], columns.names[columns.name[i]]) for i in range(1, len(columns.name))
+    ]
+    total = columns.values["total"]
+    assert labels[:3] == [
+        (1, "<module>" + flame.PYTHON_SUFFIX),
+        (2, "compress" + flame.PYTHON_SUFFIX),
+        (3, "compress"),
+    ]
+    assert total[2] == 7  # the Python compress, apart from the native one below it

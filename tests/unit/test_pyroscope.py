@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from perfsleuth.formats import pyroscope
 from perfsleuth.formats.ingest import IngestParams, PayloadError, parse_name
+from perfsleuth.model.fleet import Window
 
-GO_PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "go-cpu.pb.gz"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GO_PROFILE = FIXTURES / "go-cpu.pb.gz"
 QUERY = {"name": "shop.cpu{env=prod, region=eu}", "from": "1700000000", "until": "1700000010"}
 
 
@@ -27,12 +31,13 @@ def test_name_gives_service_and_user_labels() -> None:
 
 def test_params_defaults_and_checks() -> None:
     p = IngestParams.parse(QUERY, "w1")
-    assert (p.start, p.end, p.sample_rate, p.format) == (1.7e9, 1.70000001e9, 100.0, "folded")
+    assert (p.start, p.end, p.sample_rate, p.format) == (1.7e9, 1.70000001e9, 100.0, "")
     assert p.labels == {"env": "prod", "region": "eu", "service": "shop"}
     for key, value, message in [
-        ("from", "1700000000000", "not a time"),
+        ("from", "1700000000000000000000", "not a time"),
+        ("from", "17000", "not a time"),
         ("until", "1600000000", "before"),
-        ("sampleRate", "0", "above 0"),
+        ("sampleRate", "-1", "above 0"),
         ("sampleRate", "inf", "finite"),
     ]:
         with pytest.raises(PayloadError, match=message):
@@ -41,7 +46,7 @@ def test_params_defaults_and_checks() -> None:
 
 def test_folded_stacks_root_first_with_counts() -> None:
     params = IngestParams.parse({**QUERY, "sampleRate": "19"}, "w1")
-    window = pyroscope.decode(b"main;a;b 10\n\nmain;c 5\r\n", params, "text/plain")
+    [window] = pyroscope.decode(b"main;a;b 10\n\nmain;c 5\r\n", params, "text/plain")
     p = window.profile
     stacks = {tuple(p.frames[f].function for f in s): c for s, _, c, _, _ in p.rows()}
     assert stacks == {("b", "a", "main"): 10, ("c", "main"): 5}
@@ -65,15 +70,74 @@ def test_bad_folded_lines_are_named(body: bytes, message: str) -> None:
 
 def test_pprof_raw_or_in_a_multipart_profile_part() -> None:
     params = IngestParams.parse({**QUERY, "format": "pprof"}, "w1")
-    raw = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
+    [raw] = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
     form = (
         b'--B\r\nContent-Disposition: form-data; name="profile"; filename="p.pprof"\r\n\r\n'
         + GO_PROFILE.read_bytes()
         + b"\r\n--B--\r\n"
     )
-    multipart = pyroscope.decode(form, params, "multipart/form-data; boundary=B")
+    [multipart] = pyroscope.decode(form, params, "multipart/form-data; boundary=B")
     assert multipart.profile.total == raw.profile.total > 0
     with pytest.raises(PayloadError, match="profile"):
         pyroscope.decode(b"--B\r\n\r\nx\r\n--B--\r\n", params, "multipart/form-data; boundary=B")
     with pytest.raises(PayloadError, match="not supported"):
         pyroscope.decode(b"", IngestParams.parse({**QUERY, "format": "jfr"}, "w1"), "")
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        ("1700000000", "1700000010"),
+        ("1700000000000", "1700000010000"),
+        ("1700000000000000", "1700000010000000"),
+        ("1700000000000000000", "1700000010000000000"),
+    ],
+)
+def test_from_and_until_in_s_ms_us_or_ns(start: str, end: str) -> None:
+    """Pyroscope tells the unit by magnitude; the Go SDK sends nanoseconds."""
+    p = IngestParams.parse({**QUERY, "from": start, "until": end}, "w1")
+    assert (p.start, p.end) == (1.7e9, 1.70000001e9)
+
+
+def go_push(kind: str) -> list[Window]:
+    """A push pyroscope-go v1.5.0 sent (captured): multipart, no format=, from in ns."""
+    head = json.loads((FIXTURES / "pyroscope" / f"go-1.5.0-{kind}.json").read_text())
+    query = dict(parse_qsl(urlsplit(head["path"]).query))
+    body = (FIXTURES / "pyroscope" / f"go-1.5.0-{kind}.bin").read_bytes()
+    return pyroscope.decode(body, IngestParams.parse(query, "go"), head["content-type"])
+
+
+@pytest.mark.parametrize(
+    ("kind", "types"),
+    [
+        ("cpu", {"cpu"}),
+        ("heap", {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}),
+        ("mutex", {"mutex_contentions", "mutex_delay"}),
+        ("block", {"block_contentions", "block_delay"}),
+        ("goroutine", {"goroutines"}),
+    ],
+)
+def test_the_go_sdk_pushes_each_profile_type(kind: str, types: set[str]) -> None:
+    windows = go_push(kind)
+    assert {w.type for w in windows} == types
+    for window in windows:
+        assert window.labels["service"] == "goapp" and window.labels["team"] == "sre"
+        assert "__session_id__" not in window.labels
+        assert 1.7e9 < window.start < window.end < window.start + 60
+        assert window.rate_hz == 0.0
+
+
+def test_the_go_sdk_cpu_push_keeps_its_labels_and_counts() -> None:
+    windows = go_push("cpu")
+    tagged = [w for w in windows if w.labels.get("phase") == "a"]
+    assert tagged and all(w.profile.unit == "ns" for w in windows)
+    functions = {p.frames[s[0]].function for w in tagged for p in [w.profile] for s in p.stacks}
+    assert "main.hotA" in functions and "main.hotB" not in functions
+    for window in windows:  # samples/count counts samples; cpu/nanoseconds is 10 ms each
+        assert window.profile.total == window.profile.num_samples * 10_000_000
+
+
+def test_heap_values_and_counts() -> None:
+    by_type = {w.type: w.profile for w in go_push("heap")}
+    assert by_type["alloc_space"].num_samples == by_type["alloc_objects"].total > 0
+    assert by_type["alloc_space"].total > by_type["alloc_objects"].total

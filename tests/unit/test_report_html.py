@@ -82,3 +82,13 @@ def test_html_inlines_assets_and_escapes_data(data: dict, static: Path) -> None:
 def test_html_needs_a_built_ui(data: dict, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="make ui"):
         ui_page(data, tmp_path)
+
+
+def test_flame_page_alone_embeds_its_filtered_graph(tmp_path: Path) -> None:
+    """`flame --html`: the UI's flame page, its filters in the start address and the key."""
+    store, _ = make_store(tmp_path)
+    data = bundle.collect_flame(Api(store, []), 2, ["mutex", "running"], [201])
+    assert data["start"] == "#/run/2/flame?state=mutex&state=running&thread=201"
+    assert set(data["blobs"]) == {"/api/runs/2/flame?state=mutex,running&thread=201"}
+    assert set(data["docs"]) == {"/api/runs/2", "/api/runs", "/api/choices"}
+    assert [r["id"] for r in data["docs"]["/api/runs"]] == ["2"]

@@ -11,6 +11,7 @@ from uistore import ENGINE, HOSTILE, make_store
 
 from perfsleuth.cli import main
 from perfsleuth.experiments.stats import MIN_PAIRS_FOR_CLAIM
+from perfsleuth.model.findings import Finding
 from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.server.api import Api
 
@@ -65,7 +66,8 @@ def test_threads_is_the_cli_document(api: Api, capsys: pytest.CaptureFixture[str
 
 def test_findings_say_whether_advise_ran(api: Api) -> None:
     assert get(api, "/api/runs/2/findings")[1]["advised"] is True
-    assert get(api, "/api/runs/1/findings")[1] == {"run": "1", "findings": [], "advised": False}
+    none = get(api, "/api/runs/1/findings")[1]
+    assert none["findings"] == [] and none["advised"] is False
 
 
 def test_callgraph_and_annotate(api: Api) -> None:
@@ -175,7 +177,8 @@ def test_findings_added_while_serving_appear(tmp_path: Path) -> None:
     store, _ = make_store(tmp_path)
     api = Api(store, [])
     assert get(api, "/api/runs/1/findings")[1]["findings"] == []
-    store.put_document(1, "findings", "advisor", [{"kind": "note", "title": "new"}])
+    new = Finding("note.new", "note", "new", 0.1, 0.05, 0.5, "look")
+    store.put_document(1, "findings", "advisor", [new.to_json()])
     assert [f["title"] for f in get(api, "/api/runs/1/findings")[1]["findings"]] == ["new"]
 
 

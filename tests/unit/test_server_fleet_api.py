@@ -98,6 +98,7 @@ def test_labels_list_every_key_and_value_of_the_range(api: Api) -> None:
     assert labels["version"] == ["1.4", "1.5"]
     assert labels["exe"] == ["/usr/bin/api", "/usr/bin/db"]
     assert "cgroup" not in labels  # no window carries one
+    assert labels["type"] == ["cpu"]  # the profile types, picked with type=... as a label
 
 
 def test_status_names_the_hosts(api: Api) -> None:
@@ -137,8 +138,9 @@ def test_an_empty_fleet_store_says_how_to_fill_it(tmp_path: Path) -> None:
     api = Api(Store(tmp_path / "runs"), [])
     FleetApi(FleetStore(str(tmp_path / "nothing"))).attach(api)
     status, doc = get(api, "/api/fleet/top")
-    assert status == 400
+    assert status == 404  # nothing stored yet: an empty state the page explains, not a failure
     assert "perfsleuth collector --store" in doc["error"]
+    assert api.get("/api/runs", {}).body == b"[]"  # no run store either: no runs, not an error
 
 
 def test_series_is_fleet_series_one_point_per_bucket(api: Api, fleet: FleetStore) -> None:

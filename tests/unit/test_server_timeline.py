@@ -138,10 +138,10 @@ def test_a_count_run_says_it_took_no_samples(tmp_path: Path) -> None:
 
 def test_the_whole_runs_time_order_is_kept_for_the_next_server(api: Api) -> None:
     first = api.get("/api/runs/1/timeline", {})
-    (kept,) = (api.store.root / "ui-cache").glob("run1-timeline-*.bin")
+    (kept,) = (api.store.root / "answers").glob("run1-timeline-*.bin")
     assert kept.read_bytes() == first.body
     kept.write_bytes(first.body + b"\x07")  # a marked copy: a fresh server sends it
     assert Api(api.store, []).get("/api/runs/1/timeline", {}).body.endswith(b"\x07")
     one_thread = Api(api.store, []).get("/api/runs/1/timeline", {"thread": ["1"]})
     assert one_thread.status == 200 and not one_thread.body.endswith(b"\x07")
-    assert not list((api.store.root / "ui-cache").glob("run2-timeline-*"))  # 404: nothing kept
+    assert not list((api.store.root / "answers").glob("run2-timeline-*"))  # 404: nothing kept

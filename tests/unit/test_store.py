@@ -6,6 +6,7 @@ import pytest
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
+from perfsleuth.model.timeline import Timeline
 from perfsleuth.store.runs import Store, is_run_reference
 
 
@@ -114,3 +115,19 @@ def test_documents_written_with_the_run(store_path: Path):
     documents = [StoredDocument("notes", "callgrind", {"total": 5})]
     run_id = store.add_run(RunInfo(), Recording(sample_profile(), documents=documents)).id
     assert store.documents(run_id, "notes") == {"callgrind": {"total": 5}}
+
+
+def test_load_run_is_one_value_with_the_profiles_timeline(store_path: Path):
+    store = Store(store_path)
+    profile = sample_profile()
+    timeline = Timeline()
+    timeline.add(stack=0, thread=0, count=2, time_ns=100)
+    timeline.add(stack=1, thread=-1, count=1, time_ns=250)
+    profile.timeline = timeline
+    run_id = store.add_run(RunInfo(command="prog", mode="cpu"), Recording(profile)).id
+    run = store.load_run(run_id)
+    assert run.info.command == "prog" and run.counts is None and run.cache == {}
+    assert run.profile.timeline is not None
+    assert list(run.profile.timeline.count) == [2, 1]
+    assert list(run.profile.timeline.time_ns) == [100, 250]
+    assert run.profile.frames == sample_profile().frames

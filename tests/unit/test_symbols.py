@@ -21,7 +21,6 @@ from perfsleuth.symbols import (
     find_llvm_symbolizer,
     kernel_symbols,
 )
-from perfsleuth.symbols import elf as elf_mod
 from perfsleuth.symbols.symbolizer import Aliases, ElfSymbols, clean_function, strip_params
 
 SRC = r"""
@@ -82,12 +81,6 @@ def test_elf_info_rejects_non_elf(tmp_path: Path) -> None:
     assert elf_info(str(f)) is None
     assert elf_info(str(tmp_path / "missing")) is None
     assert build_id_of(str(f)) == ""
-
-
-def test_fast_elf_parser_agrees_with_pyelftools(binary: Path) -> None:
-    with open(binary, "rb") as f:
-        slow = elf_mod._parse_elf_slow(str(binary), f)
-    assert elf_info(str(binary)) == slow
 
 
 def test_find_dso_by_path_and_by_build_id(

@@ -6,8 +6,9 @@ from rich.console import Console
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
+from perfsleuth.model.counts import ExactCounts
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.present import annotate_text, folded, html
+from perfsleuth.present import annotate_text, folded
 from perfsleuth.views import annotate, callgraph, diff, flame, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)
@@ -88,19 +89,16 @@ def test_folded_is_root_first_and_sorted():
     assert lines == ["main;a;work 6", "main;b;memcpy 1", "main;b;work 3"]
 
 
-def test_flame_tree_totals():
-    root = flame.tree(profile())
-    assert root["v"] == 10
-    (main,) = root["c"]
-    assert {c["n"]: c["v"] for c in main["c"]} == {"a": 6, "b": 4}
-
-
-def test_flame_html_escapes_hostile_names():
-    b = ProfileBuilder()
-    b.add([Frame("operator<</script><img src=x>", "x")], 1)
-    page = html.flame_page(b.build(), "t<i>tle")
-    assert "</script><img" not in page
-    assert "t&lt;i&gt;tle" in page
+def test_flame_columns_totals():
+    columns = flame.flame_columns(profile())
+    totals = columns.values["total"]
+    assert totals[0] == 10
+    under_main = {
+        columns.names[columns.name[i]]: totals[i]
+        for i in range(len(columns.name))
+        if columns.depth[i] == 2
+    }
+    assert under_main == {"a": 6, "b": 4}
 
 
 def test_diff_normalises_each_run():
@@ -145,8 +143,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 @pytest.fixture(scope="module")
-def data() -> callgrind.CallgrindData:
-    return callgrind.parse(FIXTURES / "callgrind.out.hot")
+def data() -> ExactCounts:
+    return callgrind.exact_counts(callgrind.parse(FIXTURES / "callgrind.out.hot"))
 
 
 def rendered(doc: dict, render) -> str:
@@ -156,7 +154,7 @@ def rendered(doc: dict, render) -> str:
 
 
 def test_annotate_all_lists_files_in_path_order_with_exact_counts(
-    data: callgrind.CallgrindData,
+    data: ExactCounts,
 ) -> None:
     doc = annotate.annotate_counts(data, [FIXTURES / "src"], threshold=0.0, context=None)
     files = [entry["file"] for entry in doc["files"]]
@@ -172,7 +170,7 @@ def test_annotate_all_lists_files_in_path_order_with_exact_counts(
 
 
 def test_annotate_all_text_has_aligned_margin_and_no_wrapping(
-    data: callgrind.CallgrindData,
+    data: ExactCounts,
 ) -> None:
     doc = annotate.annotate_counts(data, [FIXTURES / "src"], threshold=0.01, context=2)
     text = rendered({"run": "7", **doc}, annotate_text.render)
@@ -189,7 +187,7 @@ def test_shown_lines_mark_gaps_and_keep_lines_past_the_end() -> None:
 
 
 def test_code_without_line_information_is_listed_per_function(
-    data: callgrind.CallgrindData,
+    data: ExactCounts,
 ) -> None:
     doc = annotate.annotate_counts(data, [], threshold=0.0, context=None)
     (entry,) = [e for e in doc["files"] if e["file"] == annotate.NO_SOURCE]
@@ -199,7 +197,7 @@ def test_code_without_line_information_is_listed_per_function(
     assert "(below main) [hot]" in rendered({"run": "1", **doc}, annotate_text.render)
 
 
-def test_count_diff_of_a_run_with_itself_is_empty(data: callgrind.CallgrindData) -> None:
+def test_count_diff_of_a_run_with_itself_is_empty(data: ExactCounts) -> None:
     doc = diff.exact_diff(data, data)
     assert doc["delta"] == 0 and doc["functions"] == [] and doc["lines"] == []
 
@@ -210,11 +208,10 @@ def test_count_diff_reports_every_change_largest_first() -> None:
     assert rows[0][1] == {"a": 50, "b": 80, "delta": 30, "delta_share": 0.03}
 
 
-def lines_data(counts: dict[int, int]) -> callgrind.CallgrindData:
-    sites = {("k.c", line): [n] for line, n in counts.items()}
-    return callgrind.CallgrindData(
-        events=["Ir"], self_costs={("/bin/k", "f"): sites}, totals=[sum(counts.values())]
-    )
+def lines_data(counts: dict[int, int]) -> ExactCounts:
+    cells = {(("/bin/k", "f"), "k.c", line, 0): [n] for line, n in counts.items()}
+    data = callgrind.CallgrindData(events=["Ir"], cells=cells, totals=[sum(counts.values())])
+    return callgrind.exact_counts(data)
 
 
 def test_count_diff_follows_lines_moved_by_an_edit() -> None:

@@ -135,3 +135,18 @@ def test_listen_addresses_and_tokens() -> None:
         check_tokens("0.0.0.0", [], "x")
     with pytest.raises(UserError, match="empty"):
         check_tokens("127.0.0.1", [" "], "x")
+
+
+def test_a_gzip_body_is_inflated_as_it_arrives_and_stops_at_the_limit() -> None:
+    """A 10 MB bomb against a 10 KB limit: refused, with nothing of it kept."""
+    a = app(max_inflated=10_000)
+    status, answer = call(a, gzip.compress(b"y" * (10 << 20)), headers={"Content-Encoding": "gzip"})
+    assert status == 413 and b"limit of 10,000 bytes" in answer
+
+
+def test_bodies_held_at_once_are_bounded_but_small_ones_pass() -> None:
+    """Past max_buffered a large body is told to retry (503); a small one still passes."""
+    a = app(max_buffered=1 << 20)
+    status, answer = call(a, b"x" * (2 << 20))
+    assert status == 503 and b"limit of 1 MB" in answer
+    assert call(a, b"x" * 1000) == (200, b"1000")

@@ -64,7 +64,7 @@ def rows(window: Window) -> set[tuple]:
 
 def test_round_trip_keeps_samples_threads_processes_labels_and_times() -> None:
     sent = agent_window()
-    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    [got] = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
     assert got.id == sent.id
     assert (got.start, got.end, got.rate_hz) == (sent.start, sent.end, sent.rate_hz)
     assert got.labels == sent.labels
@@ -78,7 +78,7 @@ def test_the_libraries_of_a_busy_host_travel_past_the_name_limit() -> None:
     sent = agent_window()
     paths = tuple(f"/usr/lib/x86_64-linux-gnu/libexample{i}.so.1" for i in range(200))
     sent.processes = {pid: Process(libraries=paths) for pid in range(1000, 1010)}
-    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    [got] = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
     assert got.processes == sent.processes
 
 
@@ -92,7 +92,7 @@ def test_an_unsymbolized_frame_keeps_its_build_id_and_address() -> None:
     main = Frame("main", dso="app", file="app.c", line=3)
     b.add([unknown, other, main], 5, count=5, thread=Thread(tid=1, pid=1, name="app"))
     sent = Window(id="w1", start=START, end=START + 1, profile=b.build(), rate_hz=19.0)
-    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    [got] = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
     assert rows(got) == rows(sent)
 
 
@@ -110,11 +110,11 @@ def test_an_elf_address_without_lines_in_a_pprof_keeps_its_build_id() -> None:
     """Kept when the address is the ELF's own (the mapping starts at 0); a process
     address would need the file's program headers, and a Go build id is not GNU's."""
     params = IngestParams.parse({"name": "foo", "from": str(START), "until": str(START + 1)}, "w2")
-    got = window_pprof.decode(foreign(BUILD_ID.upper()).SerializeToString(), params)
+    [got] = window_pprof.decode(foreign(BUILD_ID.upper()).SerializeToString(), params)
     [frame] = got.profile.frames
     assert (frame.build_id, frame.address, frame.dso) == (BUILD_ID, 0x1230, "/usr/lib/libfoo.so.1")
     for msg in (foreign("go-build/id:not/hex"), foreign(BUILD_ID, memory_start=0x7F0000000000)):
-        other = window_pprof.decode(msg.SerializeToString(), params)
+        [other] = window_pprof.decode(msg.SerializeToString(), params)
         assert (other.profile.frames[0].build_id, other.profile.frames[0].address) == ("", 0)
 
 
@@ -122,14 +122,14 @@ def test_round_trip_of_nanosecond_weights() -> None:
     b = ProfileBuilder(unit="ns")
     b.add([Frame("f"), Frame("main")], 5_000_000.0, count=5, thread=Thread(tid=1, pid=1, name="x"))
     sent = Window(id="w1", start=START, end=START + 1, profile=b.build())
-    got = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    [got] = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
     assert got.profile.unit == "ns" and got.rate_hz == 0.0
     assert rows(got) == rows(sent)
 
 
 def test_a_go_cpu_profile_decodes_in_nanoseconds() -> None:
     params = IngestParams(window_id="go", start=START, end=START + 10)
-    window = window_pprof.decode(GO_PROFILE.read_bytes(), params)
+    [window] = window_pprof.decode(GO_PROFILE.read_bytes(), params)
     assert window.profile.unit == "ns"
     assert window.profile.num_samples > 0 and window.profile.total > 0
 
@@ -156,8 +156,8 @@ def deep(msg: pb.Profile) -> None:
     msg.sample[0].location_id.extend([1] * (ingest.MAX_STACK_DEPTH + 1))
 
 
-def heap(msg: pb.Profile) -> None:
-    msg.string_table.extend(["alloc_space", "bytes"])
+def unknown_type(msg: pb.Profile) -> None:
+    msg.string_table.extend(["bananas", "bytes"])
     msg.sample_type[0].type = len(msg.string_table) - 2
     msg.sample_type[0].unit = len(msg.string_table) - 1
 
@@ -174,7 +174,7 @@ def long_label(msg: pb.Profile) -> None:
         (huge, "too large"),
         (missing_location, "location 999"),
         (deep, "deeper than"),
-        (heap, "not a CPU profile"),
+        (unknown_type, "no profile type perfsleuth stores"),
         (long_label, "at most 1024"),
     ],
 )
@@ -213,3 +213,30 @@ def test_a_bad_libraries_comment_is_refused(comment: str) -> None:
     msg.comment.append(len(msg.string_table) - 1)
     with pytest.raises(PayloadError):
         window_pprof.decode(msg.SerializeToString(), params_of(sent))
+
+
+def test_a_thread_of_unknown_pid_travels_and_is_accepted() -> None:
+    """perf gives -1 for a sample whose pid it does not know: the agent sends no pid
+    label then, and a client's negative pid is read as not known, never refused."""
+    b = ProfileBuilder(unit="samples")
+    b.add([Frame("f")], 3, count=3, thread=Thread(tid=-1, pid=-1, name="swapper"))
+    sent = Window(id="w1", start=START, end=START + 1, profile=b.build(), rate_hz=19.0)
+    [got] = window_pprof.decode(window_pprof.encode(sent), params_of(sent))
+    [thread] = got.profile.threads
+    assert (thread.pid, thread.tid, thread.name) == (0, 0, "swapper")
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(agent_window())))
+    msg.sample[0].label[0].num = -1  # a client's negative pid
+    [window, *_] = window_pprof.decode(msg.SerializeToString(), params_of(agent_window()))
+    assert window.profile.num_samples == agent_window().profile.num_samples
+
+
+def test_per_sample_string_labels_split_the_push_into_windows() -> None:
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(agent_window())))
+    msg.string_table.extend(["team", "sre"])
+    msg.sample[0].label.add(key=len(msg.string_table) - 2, str=len(msg.string_table) - 1)
+    first, tagged = window_pprof.decode(msg.SerializeToString(), params_of(agent_window()))
+    assert (first.id, tagged.id) == ("host1-1700000000", "host1-1700000000.1")
+    assert tagged.labels == {**agent_window().labels, "team": "sre"}
+    assert "team" not in first.labels
+    total = first.profile.num_samples + tagged.profile.num_samples
+    assert tagged.profile.num_samples == 7 and total == agent_window().profile.num_samples

@@ -50,7 +50,9 @@ async function request(path: string, params: Params): Promise<Response> {
   for (const [k, values] of clean(params)) for (const v of values) query.append(k, v);
   const url = query.toString() ? `${path}?${query}` : path;
   const token = sessionStorage.getItem(TOKEN_KEY);
-  const response = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  const response = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} }).catch(() => {
+    throw new ApiError(0, "perfsleuth serve is not answering: it was stopped or cannot be reached. Start it again (`perfsleuth serve`) and reload this page.");
+  });
   if (!response.ok) {
     let text = `${response.status} ${response.statusText}`;
     try {

@@ -214,6 +214,11 @@ export class FlameGraph {
   private palette: Uint8Array; // colour index per name
   private labels: string[];
   private drawn = emptyDrawn(4096);
+  private rows = 1; // rows drawn by the last draw()
+  // A view narrower than the zoomed frame (wheel zoom, drag pan), in weight units; null:
+  // the zoomed frame's own extent.
+  private view: { left: number; span: number } | null = null;
+  private drag: { x: number; left: number; moved: boolean } | null = null;
   private hover = -1;
   private resizing: ResizeObserver | null = null;
 
@@ -231,6 +236,9 @@ export class FlameGraph {
     this.canvas.addEventListener("mouseleave", () => this.hideTip());
     this.canvas.addEventListener("click", (e) => this.onClick(e));
     this.canvas.addEventListener("keydown", (e) => this.onKey(e));
+    this.canvas.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
+    this.canvas.addEventListener("mousedown", (e) => this.onDragStart(e));
+    window.addEventListener("mouseup", () => this.onDragEnd());
   }
 
   setOrder(heaviestFirst: boolean): void {
@@ -246,6 +254,7 @@ export class FlameGraph {
 
   zoomTo(node: number): void {
     this.zoom = node >= 0 && node < this.data.nodes ? node : 0;
+    this.view = null;
     this.hideTip();
     this.draw();
   }
@@ -256,6 +265,33 @@ export class FlameGraph {
     this.matched = matchedNames(this.data, test);
     this.draw();
     return { ...this.matchedShare(), error };
+  }
+
+  /**
+   * The next (or previous) frame the search matched, left to right and then root to leaf,
+   * after the keyboard's cursor, wrapping around; -1 when nothing matches. It becomes the
+   * cursor and is zoomed to.
+   */
+  nextMatch(forward: boolean): number {
+    const { nodes, name, parent } = this.data;
+    const width = this.options.width;
+    const found: number[] = [];
+    for (let i = 1; i < nodes; i++) if (this.matched[name[i]] && width[i] > 0) found.push(i);
+    if (!found.length) return -1;
+    for (const node of found) this.layout.placePath(node, parent);
+    const x = this.layout.x;
+    const depth = this.data.depth;
+    const order = (a: number, b: number) => x[a] - x[b] || depth[a] - depth[b];
+    found.sort(order);
+    const cur = this.cursor;
+    this.layout.placePath(Math.max(cur, 0), parent);
+    let k = forward ? found.findIndex((n) => cur <= 0 || order(n, cur) > 0) : -1;
+    if (!forward) for (let j = found.length - 1; j >= 0 && k < 0; j--) if (cur > 0 && order(found[j], cur) < 0) k = j;
+    if (k < 0) k = forward ? 0 : found.length - 1;
+    this.cursor = found[k];
+    this.options.onSelect?.(this.cursor);
+    this.options.onZoom?.(this.cursor);
+    return this.cursor;
   }
 
   private matchedShare(): { share: number; matches: number } {
@@ -279,14 +315,19 @@ export class FlameGraph {
     return out;
   }
 
-  /** Lays out the visible frames, then paints them one colour at a time (few canvas state changes). */
+  /**
+   * Lays out the visible frames, then paints them one colour at a time (few canvas state changes).
+   * The canvas is as tall as the rows that have a frame wide enough to see: a deep profile's
+   * thin spikes do not push the root off the first screen.
+   */
   draw(): void {
     this.watchResize();
     const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
-    const cssHeight = Math.min(this.data.maxDepth + 1, MAX_ROWS) * ROW;
+    const count = this.collect(cssWidth);
+    const cssHeight = this.rows * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
-    const count = this.collect(cssWidth, cssHeight);
     const d = this.drawn;
+    for (let k = 0; k < count; k++) d.y[k] = this.rowTop(d.y[k], cssHeight);
     const used = new Uint8Array(COLOURS.length);
     for (let k = 0; k < count; k++) used[d.colour[k]] = 1;
     for (let c = 0; c < COLOURS.length; c++) {
@@ -302,20 +343,38 @@ export class FlameGraph {
     this.drawCursor(ctx, cssWidth, cssHeight);
   }
 
+  /** The y of a row's top: rows count from the root, which is at the bottom of a flame graph. */
+  private rowTop(row: number, cssHeight: number): number {
+    return this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW;
+  }
+
+  /**
+   * Turns a flame graph whose root would open below the first screen into an icicle (root on
+   * top, as pprof and speedscope draw), unless the user chose the orientation. True if it did.
+   */
+  fitRootInView(chosen: boolean): boolean {
+    if (chosen || this.options.icicle) return false;
+    const top = this.canvas.getBoundingClientRect().top + window.scrollY;
+    if (top + this.rows * ROW <= window.innerHeight) return false;
+    this.setIcicle(true);
+    return true;
+  }
+
   /** Outlines the keyboard's frame: one rectangle, computed from its own layout. */
   private drawCursor(ctx: CanvasRenderingContext2D, cssWidth: number, cssHeight: number): void {
     if (this.cursor < 0) return;
     const width = this.options.width;
-    const scale = cssWidth / (width[this.zoom] || 1);
+    const view = this.extent();
+    const scale = cssWidth / (view.span || 1);
     this.layout.placePath(this.cursor, this.data.parent);
     const x = this.layout.x;
-    const left = Math.max(0, (x[this.cursor] - x[this.zoom]) * scale);
-    const right = Math.min(cssWidth, (x[this.cursor] - x[this.zoom] + width[this.cursor]) * scale);
+    const left = Math.max(0, (x[this.cursor] - view.left) * scale);
+    const right = Math.min(cssWidth, (x[this.cursor] - view.left + width[this.cursor]) * scale);
     const row = this.data.depth[this.cursor] - this.firstRow();
-    if (right - left < MIN_WIDTH_PX || row < 0 || row >= MAX_ROWS) return;
+    if (right - left < MIN_WIDTH_PX || row < 0 || row >= this.rows) return;
     ctx.strokeStyle = CURSOR;
     ctx.lineWidth = 2;
-    ctx.strokeRect(left + 1, (this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW) + 1, Math.max(right - left - 2, 1), ROW - 3);
+    ctx.strokeRect(left + 1, this.rowTop(row, cssHeight) + 1, Math.max(right - left - 2, 1), ROW - 3);
   }
 
   /** Redraws when the holder's width changes (window resized); once the canvas is attached. */
@@ -356,17 +415,21 @@ export class FlameGraph {
     return Math.max(0, Math.min(this.data.depth[this.zoom] - 4, rows - MAX_ROWS));
   }
 
-  /** Fills `drawn` with the frames at least a third of a pixel wide inside the view. */
-  private collect(cssWidth: number, cssHeight: number): number {
+  /**
+   * Fills `drawn` with the frames at least a third of a pixel wide inside the view (their row in
+   * `y` until draw() knows the height), and `rows` with the number of rows they take.
+   */
+  private collect(cssWidth: number): number {
     const { end, depth } = this.data;
     const top = this.firstRow();
     const width = this.options.width;
     const layout = this.layout;
-    layout.placePath(this.zoom, this.data.parent);
-    const x0 = layout.x[this.zoom];
-    const scale = cssWidth / (width[this.zoom] || 1);
+    const view = this.extent();
+    const x0 = view.left;
+    const scale = cssWidth / (view.span || 1);
     const searching = this.matched.includes(1);
     let count = 0;
+    let rows = 1;
     for (let i = 0; i < this.data.nodes; ) {
       const w = width[i] * scale;
       const left = (layout.x[i] - x0) * scale;
@@ -385,13 +448,15 @@ export class FlameGraph {
       d.x[count] = x;
       d.w[count] = Math.min(cssWidth, left + w) - x;
       const row = depth[i] - top;
-      d.y[count] = this.options.icicle ? row * ROW : cssHeight - (row + 1) * ROW;
+      if (row >= rows) rows = row + 1;
+      d.y[count] = row;
       d.node[count] = i;
       d.colour[count] = this.colour(i, searching);
       count++;
       i++;
     }
     this.drawn.count = count;
+    this.rows = rows;
     return count;
   }
 
@@ -428,6 +493,7 @@ export class FlameGraph {
     if (!KEYS.includes(e.key)) return;
     e.preventDefault();
     const from = this.cursor >= 0 ? this.cursor : this.zoom;
+    if (e.key === "+" || e.key === "=" || e.key === "-") return this.zoomView(e.key === "-" ? 1.25 : 0.8, (this.canvas.clientWidth || 0) / 2);
     if (e.key === "Enter") return this.options.onZoom?.(from);
     if (e.key === "Escape") return this.options.onZoom?.(0);
     const leafward = this.options.icicle ? "ArrowDown" : "ArrowUp";
@@ -471,6 +537,57 @@ export class FlameGraph {
     return best;
   }
 
+  /** The weight range shown across the canvas: the view if the user zoomed by wheel or panned, else the zoomed frame's. */
+  private extent(): { left: number; span: number } {
+    this.layout.placePath(this.zoom, this.data.parent);
+    return this.view ?? { left: this.layout.x[this.zoom], span: this.options.width[this.zoom] };
+  }
+
+  /** Zooms the view by `factor` (< 1: in) around the canvas x `px`, within the root's extent. */
+  zoomView(factor: number, px: number): void {
+    const cssWidth = this.canvas.clientWidth || 1;
+    const view = this.extent();
+    const total = this.options.width[0] || 1;
+    const span = Math.min(total, Math.max(view.span * factor, total * 1e-9));
+    const at = view.left + (px / cssWidth) * view.span; // the weight under the pointer stays under it
+    this.view = this.clamp(at - (px / cssWidth) * span, span);
+    this.hideTip();
+    this.draw();
+  }
+
+  /** Moves the view sideways by `dx` canvas pixels. */
+  panView(dx: number, from = this.extent().left): void {
+    const view = this.extent();
+    this.view = this.clamp(from - (dx / (this.canvas.clientWidth || 1)) * view.span, view.span);
+    this.draw();
+  }
+
+  private clamp(left: number, span: number): { left: number; span: number } {
+    const total = this.options.width[0] || 1;
+    return { left: Math.min(Math.max(0, left), total - span), span };
+  }
+
+  /** Ctrl+wheel (and a trackpad's pinch) zooms around the pointer; Shift+wheel or a sideways swipe pans; a plain wheel scrolls the page. */
+  private onWheel(e: WheelEvent): void {
+    const rect = this.canvas.getBoundingClientRect();
+    if (e.ctrlKey || e.metaKey) {
+      e.preventDefault();
+      this.zoomView(Math.exp(e.deltaY * 0.002), e.clientX - rect.left);
+    } else if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+      e.preventDefault();
+      this.panView(-(e.shiftKey ? e.deltaY : e.deltaX));
+    }
+  }
+
+  private onDragStart(e: MouseEvent): void {
+    if (e.button === 0) this.drag = { x: e.clientX, left: this.extent().left, moved: false };
+  }
+
+  private onDragEnd(): void {
+    if (this.drag?.moved) this.canvas.style.cursor = "";
+    setTimeout(() => (this.drag = null)); // after the click this mouseup makes, which a drag must not turn into a zoom
+  }
+
   nodeAt(px: number, py: number): number {
     const d = this.drawn;
     for (let k = d.count - 1; k >= 0; k--) {
@@ -480,6 +597,12 @@ export class FlameGraph {
   }
 
   private onMove(e: MouseEvent): void {
+    if (this.drag && e.buttons & 1 && (this.drag.moved || Math.abs(e.clientX - this.drag.x) > 3)) {
+      this.drag.moved = true;
+      this.canvas.style.cursor = "grabbing";
+      this.hideTip();
+      return this.panView(e.clientX - this.drag.x, this.drag.left);
+    }
     const rect = this.canvas.getBoundingClientRect();
     const node = this.nodeAt(e.clientX - rect.left, e.clientY - rect.top);
     if (node < 0) return this.hideTip();
@@ -507,6 +630,7 @@ export class FlameGraph {
   }
 
   private onClick(e: MouseEvent): void {
+    if (this.drag?.moved) return; // the end of a pan
     const rect = this.canvas.getBoundingClientRect();
     const node = this.nodeAt(e.clientX - rect.left, e.clientY - rect.top);
     if (node < 0) return;
@@ -517,7 +641,7 @@ export class FlameGraph {
 }
 
 /** Arrows move the cursor (towards the leaves is up in a flame graph, down in an icicle), Enter zooms, Escape zooms out. */
-const KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Enter", "Escape"];
+const KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Enter", "Escape", "+", "=", "-"];
 
 // Every colour the graph uses, so frames can be painted in one path per colour.
 const STEPS = 10;

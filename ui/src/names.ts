@@ -13,15 +13,19 @@ export function shortName(full: string): string {
   const name = full.replace(CLONE, "");
   let out = "";
   let depth = 0;
+  let afterToken = false; // `operator<< <T>` written `operator<<<T>`: template arguments
   for (let i = 0; i < name.length; ) {
     const token = tokenAt(name, i);
     if (token) {
       if (depth === 0) out += token;
       i += token.length;
+      afterToken = true;
       continue;
     }
     const ch = name[i++];
-    if (ch === "<" || ch === "(") {
+    const opens = ch === "<" && (depth > 0 || afterToken || opensTemplate(name, i - 1));
+    afterToken = false;
+    if (ch === "(" || opens) {
       if (depth === 0) out += `${ch}…`;
       depth++;
     } else if ((ch === ">" || ch === ")") && depth) {
@@ -30,6 +34,14 @@ export function shortName(full: string): string {
     } else if (depth === 0) out += ch;
   }
   return out;
+}
+
+/**
+ * Whether the `<` at i, outside any brackets, opens template arguments: it does unless it
+ * starts the name or a word (Python's `<module>`, `<lambda>`, `f.<locals>.g`, names of their own).
+ */
+function opensTemplate(name: string, i: number): boolean {
+  return i > 0 && !/[\s.]/.test(name[i - 1]);
 }
 
 /** An operator's name or `(anonymous namespace)` starting at i, else "". */

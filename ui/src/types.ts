@@ -1,84 +1,31 @@
 // Shapes of the API's JSON documents (server/api.py).
 
-export interface Finding {
-  rule?: string;
-  kind: string;
-  title: string;
-  function?: string;
-  dso?: string;
-  file?: string;
-  line?: number;
-  share?: number;
-  estimated_gain?: number;
-  confidence?: number;
-  evidence?: string[];
-  suggestion?: string;
-  fix?: Record<string, unknown>;
-  verified?: { ratio?: number; ci95?: [number, number]; runs?: number } & Record<string, unknown>;
-  details?: Record<string, unknown>;
-}
+// The documents typed in Python (src/perfsleuth/views/documents.py), generated.
+export type {
+  Advice,
+  AnnotateDoc,
+  CallGraphDoc,
+  Choices,
+  DiffDoc,
+  DiffRow,
+  Dso,
+  Experiment,
+  Finding,
+  Neighbour,
+  PlacedFinding,
+  RunDetail,
+  RunSummary,
+  SourceFile,
+  SourceLine,
+  ThreadFacts,
+  ThreadRow,
+  ThreadsDoc,
+  TopDoc,
+  TopRow,
+} from "./generated/documents";
+import type { DiffDoc, Finding, TopDoc } from "./generated/documents";
 
-export interface RunSummary {
-  id: string;
-  command: string;
-  mode: string;
-  started: string;
-  duration_s: number | null;
-  exit_status: number | null;
-  unit: string;
-  total: number;
-  samples: number;
-  top_finding?: Finding | null;
-}
-
-export interface RunDetail extends RunSummary {
-  cwd: string;
-  host: string;
-  cpu_model: string;
-  kernel: string;
-  git_rev: string;
-  source: string;
-  dsos: { path: string; build_id: string }[];
-  threads: { tid: number; pid: number; name: string }[];
-  states: string[];
-  findings: number;
-  experiments: number;
-  cache_functions: number;
-}
-
-export interface ThreadRow {
-  tid: number;
-  pid: number;
-  name: string;
-  total: number;
-  share: number;
-  states: Record<string, number>; // fraction of the thread's own time per state
-}
-
-export interface ThreadsDoc {
-  run: string;
-  unit: string;
-  total: number;
-  threads: ThreadRow[];
-}
-
-export interface TopRow {
-  function: string;
-  dso: string;
-  file: string;
-  line: number;
-  self: number;
-  total: number;
-}
-
-export interface TopDoc {
-  run: string;
-  unit: string;
-  total: number;
-  samples: number;
-  by: string;
-  rows: TopRow[];
-}
+// Hand-written still: the CPU cache model's and the fleet's documents.
 
 export interface FleetTopDoc extends TopDoc {
   from: number;
@@ -90,71 +37,6 @@ export interface FleetLabels {
   from: number;
   to: number;
   labels: Record<string, string[]>;
-}
-
-export interface Neighbour {
-  function: string;
-  total: number;
-  share: number;
-}
-
-export interface CallGraphDoc {
-  function: string;
-  self: number;
-  total: number;
-  callers: Neighbour[];
-  callees: Neighbour[];
-}
-
-export interface SourceLine {
-  line: number;
-  self: number;
-  total: number;
-  source: string;
-}
-
-export interface SourceFile {
-  file: string;
-  found: boolean;
-  /** The file served, and the source root it was found under (null: not found). */
-  path?: string | null;
-  root?: string | null;
-  self: number;
-  lines: SourceLine[];
-}
-
-export interface AnnotateDoc {
-  function: string;
-  files: SourceFile[];
-}
-
-export interface DiffRow {
-  function: string;
-  dso: string;
-  file: string;
-  line: number;
-  self_a: number;
-  self_b: number;
-  delta_self: number;
-  total_a: number;
-  total_b: number;
-  delta_total: number;
-}
-
-export interface DiffDoc {
-  a: string;
-  b: string;
-  unit: string;
-  total_a: number;
-  total_b: number;
-  by: string;
-  rows: DiffRow[];
-}
-
-export interface Experiment {
-  name: string;
-  data: unknown;
-  verdicts: string[]; // what `perfsleuth compare` / `try` print (experiments/verdict.py)
 }
 
 // `perfsleuth cache show --format json` (views/cache.py): each traced function's

@@ -62,7 +62,8 @@ class AgentConfig:
 class Counters:
     windows: int = 0
     sent: int = 0
-    dropped: int = 0  # unreadable or refused here; the spool counts its own drops
+    dropped: int = 0  # unreadable here; the spool counts its own drops
+    refused: int = 0  # by the collector: kept in the spool's refused/ folder
     samples: int = 0
     lost_samples: int = 0
 
@@ -256,9 +257,12 @@ class Agent:
                     delay = self.backoff.failed(time.monotonic())
                     self.log(f"window {item.meta['id']} not sent ({e}); retrying in {delay:.0f}s")
                     return
-                self.spool.remove(path)
-                self.counts.dropped += 1
-                self.log(f"window {item.meta['id']} refused by the collector ({e}); dropped")
+                kept = self.spool.keep_refused(path)
+                self.counts.refused += 1
+                self.log(
+                    f"window {item.meta['id']} refused by the collector ({e}); kept in {kept}, "
+                    f"not sent again; {self.counts.refused} refused so far"
+                )
                 continue
             self.backoff.succeeded()
             self.spool.remove(path)
@@ -306,6 +310,7 @@ class Agent:
             "windows": self.counts.windows,
             "windows_sent": self.counts.sent,
             "windows_dropped": self.counts.dropped + self.spool.dropped,
+            "windows_refused": self.counts.refused,
             "spool_windows": len(pending),
             "spool_bytes": self.spool.size,
             "symbolized_addresses": self.symbolizer.lookups,

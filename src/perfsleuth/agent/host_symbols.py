@@ -13,9 +13,9 @@ import ctypes
 import gc
 from collections.abc import Iterable
 
+from ..binaries import build_id_of
 from ..model.profile import Frame
 from ..symbols import Symbolizer
-from ..symbols.elf import build_id_of
 from ..symbols.symbolizer import dynsym, elf_symbols
 
 # About 200 bytes an entry: bounds the cache near 40 MB on a host that runs
@@ -37,7 +37,7 @@ class HostSymbolizer(Symbolizer):
         self, items: Iterable[tuple[str, str, int]]
     ) -> dict[tuple[str, int], tuple[Frame, ...]]:
         # perf records without its build-id pass (collect.system_wide): the key
-        # takes the file's own build-id, read once per path (symbols.elf caches it).
+        # takes the file's own build-id, read once per path (binaries caches it).
         items = [(p, b or _file_build_id(p), o) for p, b, o in items]
         self._make_room(len(items))
         new = [(p, b, o) for p, b, o in set(items) if (p, b, o) not in self.user]

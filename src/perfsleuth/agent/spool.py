@@ -8,7 +8,9 @@ collector has acknowledged it, and the collector stores a window id once, so
 sending a window again after a crash is safe. The spool never grows past
 `max_bytes`: the oldest windows are dropped first, and every drop is counted. A
 window the disk refuses (full, read-only) is dropped and counted too, and leaves
-nothing behind: the agent keeps running and spools again once there is room.
+nothing behind: the agent keeps running and spools again once there is room. A
+window the collector refuses (400: it will never be accepted as it is) moves to
+`refused/`, kept for a person to read and push again, not sent again by the agent.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 SUFFIX = ".win"
+REFUSED_DIR = "refused"
+MAX_REFUSED = 100
 
 
 class SpoolError(Exception):
@@ -94,6 +98,19 @@ class Spool:
 
     def remove(self, path: Path) -> None:
         path.unlink(missing_ok=True)
+
+    def keep_refused(self, path: Path) -> Path:
+        """Move a window the collector refused into REFUSED_DIR, out of the sending
+        queue, for a person to read (and push again once the cause is fixed). The
+        newest MAX_REFUSED are kept; older ones are deleted and counted as dropped."""
+        folder = self.root / REFUSED_DIR
+        folder.mkdir(exist_ok=True)
+        kept = folder / path.name
+        os.replace(path, kept)
+        for old in sorted(folder.glob("*" + SUFFIX))[:-MAX_REFUSED]:
+            old.unlink(missing_ok=True)
+            self.dropped += 1
+        return kept
 
     @property
     def size(self) -> int:

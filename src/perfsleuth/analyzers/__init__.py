@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 
+from ..model.cache import CacheProjections
+from ..model.counts import ExactCounts
 from ..model.findings import Finding
 from ..model.profile import Profile
 from ..model.run import RunInfo
@@ -38,7 +40,9 @@ class AnalyzerOptions:
 class Context:
     profile: Profile
     run: RunInfo
-    store: Store | None = None
+    store: Store | None = None  # for verification (experiments/), never read by analyzers
+    counts: ExactCounts | None = None  # a count run's exact counts, recursion merged
+    cache: dict[str, CacheProjections] = field(default_factory=dict)  # traced functions
     src_roots: list[Path] = field(default_factory=list)  # --src, else from DW_AT_comp_dir
     compile_commands: Path | None = None
     binaries: list[dict] = field(default_factory=list)  # {"path", "build_id"} of the run's DSOs

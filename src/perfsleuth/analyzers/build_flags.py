@@ -16,9 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from ..binaries import STT_FUNC, binary_at
 from ..model.findings import Finding
 from ..model.profile import Profile
 from . import Context
@@ -97,34 +95,16 @@ def _binary_path(ctx: Context, dso: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=64)
 def compile_units(path: str) -> tuple[CompileUnit, ...]:
     """The compiled (not assembled) units of a binary's DWARF, () without debug info."""
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return ()
-            units = []
-            for cu in elf.get_dwarf_info().iter_CUs():
-                attrs = cu.get_top_DIE().attributes
-                producer = _text(attrs, "DW_AT_producer")
-                name = _text(attrs, "DW_AT_name")
-                if not producer or producer.startswith("GNU AS") or name.endswith((".S", ".s")):
-                    continue
-                source = os.path.join(_text(attrs, "DW_AT_comp_dir"), name)
-                units.append(CompileUnit(source, producer, optimization_level(producer)))
-            return tuple(units)
-    except (OSError, ELFError, ValueError, KeyError, AttributeError):
-        return ()
-
-
-def _text(attrs: dict, name: str) -> str:
-    attr = attrs.get(name)
-    if attr is None:
-        return ""
-    value = attr.value
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    binary = binary_at(path)
+    return tuple(
+        CompileUnit(unit.path, unit.producer, optimization_level(unit.producer))
+        for unit in (binary.compile_units if binary else ())
+        if unit.producer
+        and not unit.producer.startswith("GNU AS")
+        and not unit.name.endswith((".S", ".s"))
+    )
 
 
 def optimization_level(producer: str) -> str | None:
@@ -253,30 +233,15 @@ def function_code(path: str, identifier: str) -> bytes | None:
     if not identifier:
         return None
     mangled = f"{len(identifier)}{identifier}"
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if elf["e_machine"] != "EM_X86_64":
-                return None
-            symtab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-            if symtab is None:
-                return None
-            for sym in symtab.iter_symbols():  # type: ignore[attr-defined]
-                if sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"]:
-                    continue
-                if sym.name == identifier or (sym.name.startswith("_Z") and mangled in sym.name):
-                    return _read_at(elf, sym["st_value"], sym["st_size"])
-    except (OSError, ELFError, ValueError, KeyError):
+    binary = binary_at(path)
+    if binary is None or not binary.is_x86_64:
         return None
-    return None
-
-
-def _read_at(elf: ELFFile, address: int, size: int) -> bytes | None:
-    for section in elf.iter_sections():
-        start = section["sh_addr"]
-        if section["sh_type"] == "SHT_PROGBITS" and start <= address < start + section["sh_size"]:
-            data = section.data()
-            return data[address - start : address - start + size]
+    table = ".symtab" if binary.section(".symtab") else ".dynsym"
+    for sym in binary.symbols(table, frozenset({STT_FUNC})):
+        if sym.size and (
+            sym.name == identifier or (sym.name.startswith("_Z") and mangled in sym.name)
+        ):
+            return binary.code(sym.value, sym.size)
     return None
 
 

@@ -17,10 +17,8 @@ GAIN_FRACTION = 0.2
 
 
 def analyze(ctx: Context) -> list[Finding]:
-    if ctx.store is None:
-        return []
     findings = []
-    traced: dict[str, CacheProjections] = ctx.store.documents(ctx.run.id, CacheProjections.KIND)
+    traced: dict[str, CacheProjections] = ctx.cache
     for function, doc in traced.items():
         scaling = doc.scaling
         if scaling is None:

@@ -18,10 +18,8 @@ MISS_BOUND_FRACTION = 0.5
 
 
 def analyze(ctx: Context) -> list[Finding]:
-    if ctx.store is None:
-        return []
     findings = []
-    traced: dict[str, CacheProjections] = ctx.store.documents(ctx.run.id, CacheProjections.KIND)
+    traced: dict[str, CacheProjections] = ctx.cache
     for function, doc in traced.items():
         share = function_share(ctx.profile, function)
         for layout in doc.layouts:

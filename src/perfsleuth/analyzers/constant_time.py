@@ -12,10 +12,8 @@ from . import Context
 
 
 def analyze(ctx: Context) -> list[Finding]:
-    if ctx.store is None:
-        return []
     findings = []
-    traced: dict[str, CacheProjections] = ctx.store.documents(ctx.run.id, CacheProjections.KIND)
+    traced: dict[str, CacheProjections] = ctx.cache
     for function, doc in traced.items():
         verdict = doc.constant_time
         if verdict is not None and not verdict["constant_time"]:

@@ -3,7 +3,10 @@
 Waiting samples in the io and sleep states are grouped by call site (wait_sites.py);
 I/O waits inside poll(), select() or epoll_wait() count as a sleep/poll loop. Only
 threads that also run count: an acceptor blocked in accept() all its life is idle,
-not slow.
+not slow. A process's main thread always counts: a program that mostly waits for
+its I/O is slow by its waits, whatever its CPU share. Waits in calls of a blocking
+cost class (fsync: rules/cost_classes.toml) are left to cost_classes.py, whose
+finding has the fix for their cause.
 
 estimated_gain is the part of the waiting threads' wall time a fix is expected to
 give back.
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from ..model.findings import Finding
 from ..model.profile import Profile
+from ..rules import load_classes
 from . import Context
 from .wait_sites import ThreadTime, Wait, thread_totals, threads_text, waits, where
 
@@ -62,17 +66,29 @@ def analyze(ctx: Context) -> list[Finding]:
     if not found:
         return []
     thread_time = thread_totals(profile)
+    blocking = [cls for cls in load_classes() if cls.blocking]
     findings = [
         _finding(profile, wait, thread_time)
         for wait in found
-        if _working(wait, thread_time) and wait.fraction >= MIN_FRACTION[wait.group]
+        if _working(profile, wait, thread_time)
+        and wait.fraction >= MIN_FRACTION[wait.group]
+        and not any(cls.matches(_main_wait(wait), "") for cls in blocking)
     ]
     return sorted(findings, key=lambda f: -f.estimated_gain)
 
 
-def _working(wait: Wait, thread_time: ThreadTime) -> bool:
+def _working(profile: Profile, wait: Wait, thread_time: ThreadTime) -> bool:
     least = MIN_RUNNING[wait.group]
-    return any(thread_time.running[t] >= least * thread_time.total[t] for t in wait.site.by_thread)
+    return any(
+        thread_time.running[t] >= least * thread_time.total[t]
+        or (wait.group == "io" and t >= 0 and profile.threads[t].tid == profile.threads[t].pid)
+        for t in wait.site.by_thread
+    )
+
+
+def _main_wait(wait: Wait) -> str:
+    functions = wait.site.wait_functions
+    return max(functions, key=functions.__getitem__) if functions else ""
 
 
 def _finding(profile: Profile, wait: Wait, thread_time: ThreadTime) -> Finding:

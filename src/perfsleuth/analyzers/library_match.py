@@ -42,6 +42,10 @@ LIBRARY_DIRS = (
 # CPython itself: a build with debug info (pyenv's) gives its C frames a file outside
 # /usr, yet they are never the user's code
 CPYTHON_DSO = re.compile(r"^(libpython\d\.\d+\S*\.so[.\d]*|python\d(\.\d+)?)$")
+# sources that are never the user's: system headers and libraries, glibc's build
+# paths, Rust's standard library and the crates cargo downloaded
+NOT_USER_FILES = ("./", "/usr/", "/build/", "/rustc/")
+NOT_USER_DIRS = ("/.cargo/registry/", "/.rustup/")
 # Below this many matching samples a share is too noisy to trust fully.
 STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
@@ -77,10 +81,11 @@ def analyze(ctx: Context) -> list[Finding]:
     as_named = is_own_command(ctx.run)
     lines = PythonLines(lambda file: find_source(file, ctx.src_roots, as_named))
     matches = match_rules(on_cpu, rules, lines)
+    threads = len({t for t in on_cpu.sample_thread if t >= 0}) or 1
     findings = []
     for rule in rules:
         match = matches.get(rule.id)
-        if match is None or match.inclusive / total < rule.min_share:
+        if match is None or match.inclusive / total < rule.min_share or threads < rule.min_threads:
             continue
         finding = finding_for(rule, match, total, ctx)
         if on_cpu is not ctx.profile:
@@ -122,7 +127,7 @@ def match_rules(
                 match.self_by_function[display_name(leaf)] += weight
                 match.dsos[leaf.dso] += weight
             start = 0 if r in leaf_only else depth + 1  # the leaf's own line may be the site
-            site = _call_site(profile, stack[start:], prefer_python)
+            site = user_call_site(profile, stack[start:], prefer_python)
             if site is not None:
                 match.call_sites[site] += weight
             for other in outermost:
@@ -146,20 +151,43 @@ def _outermost(
 def _rules_per_frame(
     frames: Sequence[Frame], rules: Sequence[Rule], lines: PythonLines | None
 ) -> list[tuple[int, ...]]:
-    return [
-        tuple(i for i, rule in enumerate(rules) if _frame_matches(rule, f, lines)) for f in frames
-    ]
+    """Each frame's matching rules. Names are matched once per (function, DSO) and
+    source shapes read once per line: a long Python run has many frames per name."""
+    by_name: dict[tuple[str, str], tuple[int, ...]] = {}
+    shapes: dict[tuple[str, int], frozenset[str]] = {}
+    out = []
+    for frame in frames:
+        key = (frame.function, frame.dso)
+        named = by_name.get(key)
+        if named is None:
+            named = by_name[key] = tuple(
+                i for i, rule in enumerate(rules) if rule.matches(frame.function, frame.dso)
+            )
+        out.append(
+            tuple(
+                i
+                for i in named
+                if not rules[i].source_nodes or _shape_matches(rules[i], frame, lines, shapes)
+            )
+        )
+    return out
 
 
-def _frame_matches(rule: Rule, frame: Frame, lines: PythonLines | None) -> bool:
-    if not rule.matches(frame.function, frame.dso):
+def _shape_matches(
+    rule: Rule,
+    frame: Frame,
+    lines: PythonLines | None,
+    shapes: dict[tuple[str, int], frozenset[str]],
+) -> bool:
+    """The frame's Python source line has the shape the rule's source_nodes ask for.
+    Only the user's own lines are read: a loop in the stdlib or a package is not theirs
+    to rewrite (and parsing those files took seconds on json.tool's runs)."""
+    if lines is None or not frame.file or not frame.line or is_library_file(frame.file):
         return False
-    if not rule.source_nodes:
-        return True
-    if lines is None or not frame.file or not frame.line:
-        return False
-    shape = lines.shape(frame.file, frame.line)
-    return all(any(p.search(name) for name in shape) for p in rule.source_nodes)
+    key = (frame.file, frame.line)
+    if key not in shapes:
+        shapes[key] = lines.shape(frame.file, frame.line)
+    return all(any(p.search(name) for name in shapes[key]) for p in rule.source_nodes)
 
 
 def _credit_functions(
@@ -175,7 +203,7 @@ def _credit_functions(
         match.inclusive_by_function[name] += weight
 
 
-def _call_site(profile: Profile, callers: tuple[int, ...], prefer_python: bool) -> Frame | None:
+def user_call_site(profile: Profile, callers: tuple[int, ...], prefer_python: bool) -> Frame | None:
     """The first of `callers` (leaf first) that is the user's own code; in a profile with
     Python frames its first Python frame, since the C frames of CPython's modules that
     come before it (zlibmodule.c, built with debug info) are not the user's."""
@@ -193,9 +221,9 @@ def _call_site(profile: Profile, callers: tuple[int, ...], prefer_python: bool) 
 def is_user_code(frame: Frame) -> bool:
     """A frame with source outside the system's headers and libraries (and, for Python
     code, outside the stdlib and package folders)."""
-    if frame.kernel or not frame.file or frame.file.startswith(("./", "/usr/", "/build/")):
+    if frame.kernel or not frame.file or frame.file.startswith(NOT_USER_FILES):
         return False
-    if CPYTHON_DSO.match(frame.dso):
+    if CPYTHON_DSO.match(frame.dso) or any(d in frame.file for d in NOT_USER_DIRS):
         return False
     if is_python_frame(frame) and is_library_file(frame.file):
         return False
@@ -212,6 +240,9 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
         title=rule.title.replace("{share}", f"{100 * share:.1f}%"),
         share=share,
         estimated_gain=min(share, share * rule.saving),
+        gain_low=share * rule.saving_range[0],
+        gain_high=share * rule.saving_range[1],
+        gain_basis=rule.source,
         confidence=round(confidence, 2),
         suggestion=_suggestion(rule),
         function=site.function if site else _top_name(match.inclusive_by_function),
@@ -264,8 +295,9 @@ def _top_name(weights: dict[str, float]) -> str:
 
 
 def heaviest(weights: dict[K, float], n: int) -> list[tuple[K, float]]:
-    """The n items of largest weight, heaviest first."""
-    return sorted(weights.items(), key=lambda kv: -kv[1])[:n]
+    """The n items of largest weight, heaviest first; equal weights by name (a Frame by
+    its function first), so the answer does not depend on the order samples came in."""
+    return sorted(weights.items(), key=lambda kv: (-kv[1], str(kv[0])))[:n]
 
 
 def _evidence(match: Match, total: float, sites_are: str) -> list[str]:

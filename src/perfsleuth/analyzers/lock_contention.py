@@ -8,6 +8,12 @@ critical sections, sharding, batching.
 
 estimated_gain is the fraction of the waiting threads' wall time explained:
 what those threads could spend working instead.
+
+Only contention counts: threads blocked acquiring a mutex (the mutex state), in a
+run with another thread that runs meanwhile (the holder). Threads that only wait
+on a condition variable are waiting for work or a signal (a pool's idle workers:
+zstd -T4), not for a lock; a single-threaded program has no contention. The
+lock-free queue is suggested to C++ programs only.
 """
 
 from __future__ import annotations
@@ -15,10 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
+from ..binaries import binary_at
 from ..model.findings import Finding
 from ..model.profile import Profile
 from . import Context
@@ -48,8 +51,29 @@ def analyze(ctx: Context) -> list[Finding]:
     handoff = uses_condition_variables(profile) or any(
         imports_condition_variables(d.get("path", "")) for d in (ctx.run.dsos if ctx.run else [])
     )
-    findings = [_lock_finding(profile, wait, thread_time, handoff) for wait in found]
+    cpp = is_cpp(profile)
+    findings = [
+        _lock_finding(profile, wait, thread_time, handoff, cpp)
+        for wait in found
+        if is_contention(wait, thread_time)
+    ]
     return sorted(findings, key=lambda f: -f.estimated_gain)
+
+
+def is_contention(wait: Wait, thread_time: ThreadTime) -> bool:
+    """Threads blocked on a mutex while another thread runs (holding it)."""
+    site = wait.site
+    if site.by_state.get("mutex", 0.0) <= 0:
+        return False
+    return any(
+        running > 0 and t not in site.by_thread for t, running in thread_time.running.items()
+    )
+
+
+def is_cpp(profile: Profile) -> bool:
+    return any(
+        f.function.startswith("std::") or f.dso.startswith("libstdc++") for f in profile.frames
+    )
 
 
 def uses_condition_variables(profile: Profile) -> bool:
@@ -65,16 +89,8 @@ def imports_condition_variables(path: str) -> bool:
     """The program (not a system library) calls condition-variable functions."""
     if not path.startswith("/") or path.startswith(SYSTEM_DIRS):
         return False
-    try:
-        with open(path, "rb") as fh:
-            dynsym = ELFFile(fh).get_section_by_name(".dynsym")
-            names = (
-                [sym.name for sym in dynsym.iter_symbols()]
-                if isinstance(dynsym, SymbolTableSection)
-                else []
-            )
-    except (OSError, ELFError):
-        return False
+    binary = binary_at(path)
+    names = [sym.name for sym in binary.symbols(".dynsym")] if binary else []
     return any(CONDVAR_MANGLED in n or n.startswith(CONDVAR_FUNCTION_PREFIXES) for n in names)
 
 
@@ -97,11 +113,15 @@ def _critical_section(profile: Profile, site: Site) -> list[tuple[str, float]]:
     return [(name, w / total) for name, w in top]
 
 
-def _lock_finding(profile: Profile, wait: Wait, thread_time: ThreadTime, handoff: bool) -> Finding:
+def _lock_finding(
+    profile: Profile, wait: Wait, thread_time: ThreadTime, handoff: bool, cpp: bool
+) -> Finding:
+    """`handoff`: the program uses condition variables; `cpp`: it is C++ (the queue
+    suggested is a C++ library)."""
     site = wait.site
     states = {s: w / site.total for s, w in site.by_state.items() if w > 0}
     holders = _critical_section(profile, site)
-    handoff = handoff or "condvar" in states
+    handoff = cpp and (handoff or "condvar" in states)
     return Finding(
         rule="lock.contention",
         kind="lock-contention",

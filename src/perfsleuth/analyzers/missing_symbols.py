@@ -5,6 +5,13 @@ that stop before reaching a thread's entry point hide who called it. Either,
 when large, is reported first (rank.py puts this kind ahead), with the fix for
 each DSO: debug packages or debuginfod for system libraries, -g for the user's
 own binaries, frame pointers or DWARF unwinding for broken stacks.
+
+Nameless code that symbols cannot name is said as what it is: JIT-compiled or
+anonymous executable memory (PCRE2's JIT, V8, LuaJIT, the JVM: the jit.anonymous
+cost class's DSOs) and code whose mapping the recording lost (a recording problem,
+said once). Missing names are a confident finding only where they hide the time
+(`blind_share` >= 20%); else one line at the bottom. Broken stacks never go first:
+they undercount callers, but the hot code is still named.
 """
 
 from __future__ import annotations
@@ -15,16 +22,18 @@ import subprocess
 from collections import defaultdict
 from functools import lru_cache
 
+from ..binaries import elf_info
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
-from ..rules import load_rules
-from ..symbols.elf import elf_info
+from ..rules import load_classes, load_rules
 from . import Context
 from .library_match import heaviest
 
 MIN_UNKNOWN_SHARE = 0.05
 MIN_BROKEN_SHARE = 0.25
 HIGH_CONFIDENCE_SHARE = 0.2
+LOW_CONFIDENCE = 0.3  # names missing where little of the time is: a line under the findings
+LOST_MAPPINGS = ("", "[unknown]")  # perf saw no mmap for the address
 # Where programs and threads start, per runtime. A stack with one of these on it
 # reached its entry: any frames above it belong to the runtime, not to the user.
 ENTRY_CHAINS = {
@@ -63,10 +72,14 @@ def analyze(ctx: Context) -> list[Finding]:
     paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
     unknown_by_dso, broken = _measure(profile, _entry_frames(profile, paths))
     findings = []
-    unknown = sum(unknown_by_dso.values())
-    if unknown / total >= MIN_UNKNOWN_SHARE:
-        findings.append(_unknown_finding(unknown_by_dso, total, paths))
-        findings[-1].details["blind_share"] = _blind_share(ctx, unknown_by_dso, total)
+    generated = _generated_code(unknown_by_dso)
+    fixable = {d: w for d, w in unknown_by_dso.items() if d not in generated}
+    if sum(fixable.values()) / total >= MIN_UNKNOWN_SHARE:
+        blind = _blind_share(ctx, fixable, total)
+        findings.append(_unknown_finding(fixable, total, paths, blind))
+        findings[-1].evidence.extend(_generated_lines(unknown_by_dso, generated, total))
+    elif sum(unknown_by_dso.values()) / total >= MIN_UNKNOWN_SHARE:
+        findings.append(_generated_finding(unknown_by_dso, generated, total))
     unwound = profile.meta.get("format") not in UNWOUND_FORMATS
     if unwound and broken / total >= MIN_BROKEN_SHARE:
         findings.append(_broken_finding(ctx, broken / total))
@@ -116,7 +129,66 @@ def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], flo
     return unknown, broken
 
 
-def _unknown_finding(by_dso: dict[str, float], total: float, paths: dict[str, str]) -> Finding:
+def _generated_code(by_dso: dict[str, float]) -> dict[str, str]:
+    """Nameless DSOs no symbols can name -> what they are (JIT code or a lost mapping)."""
+    jit = next(c for c in load_classes() if c.id == "jit.anonymous")
+    found = {}
+    for dso in by_dso:
+        if dso in LOST_MAPPINGS:
+            found[dso] = "lost"
+        elif any(p.search(dso) for p in jit.dsos):
+            found[dso] = "jit"
+    return found
+
+
+GENERATED_TEXT = {
+    "jit": "{share} of samples are in JIT-compiled or anonymous executable code ({dsos}: "
+    "PCRE2's JIT, V8, LuaJIT, the JVM...): generated at run time, no -g names it; the "
+    "runtime's perf map does (node --perf-basic-prof, the JVM's -XX:+DumpPerfMapAtExit)",
+    "lost": "{share} of samples are in code whose mapping the recording lost (perf saw no "
+    "mmap for it): a recording problem, not missing debug info; recording again usually "
+    "names it",
+}
+
+
+def _generated_lines(
+    by_dso: dict[str, float], generated: dict[str, str], total: float
+) -> list[str]:
+    """One line per kind of nameless code symbols cannot name."""
+    lines = []
+    for what, text in GENERATED_TEXT.items():
+        dsos = [d for d, w in generated.items() if w == what]
+        weight = sum(by_dso[d] for d in dsos)
+        if weight:
+            share = f"{100 * weight / total:.1f}%"
+            lines.append(text.format(share=share, dsos=", ".join(d or "?" for d in dsos)))
+    return lines
+
+
+def _generated_finding(
+    by_dso: dict[str, float], generated: dict[str, str], total: float
+) -> Finding:
+    """Nameless code that is JIT output or lost mappings: what it is, said once."""
+    lines = _generated_lines(by_dso, generated, total)
+    share = sum(by_dso[d] for d in generated) / total
+    jit = any(w == "jit" for w in generated.values())
+    return Finding(
+        rule="symbols.generated-code",
+        kind="missing-symbols",
+        title=f"{100 * share:.1f}% of samples are in "
+        + ("JIT-compiled or anonymous code" if jit else "code whose mapping was lost"),
+        share=share,
+        estimated_gain=0.0,
+        confidence=LOW_CONFIDENCE,
+        suggestion=lines[0][0].upper() + lines[0][1:],
+        evidence=lines,
+        details={"blind_share": 0.0},
+    )
+
+
+def _unknown_finding(
+    by_dso: dict[str, float], total: float, paths: dict[str, str], blind: float
+) -> Finding:
     share = sum(by_dso.values()) / total
     evidence = []
     fixes = []
@@ -130,11 +202,12 @@ def _unknown_finding(by_dso: dict[str, float], total: float, paths: dict[str, st
         title=f"{100 * share:.1f}% of samples have no function name (mostly in {top_dso})",
         share=share,
         estimated_gain=0.0,
-        confidence=0.9 if share >= HIGH_CONFIDENCE_SHARE else 0.6,
+        confidence=0.9 if blind >= HIGH_CONFIDENCE_SHARE else LOW_CONFIDENCE,
         suggestion="Get symbols before trusting the ranking: " + "; ".join(dict.fromkeys(fixes)),
         dso=top_dso,
         evidence=evidence,
         fix={"steps": list(dict.fromkeys(fixes))},
+        details={"blind_share": blind},
     )
 
 
@@ -217,6 +290,6 @@ def _broken_finding(ctx: Context, share: float) -> Finding:
         suggestion=f"Inclusive costs and call sites are undercounted; {fix}",
         evidence=evidence,
         fix={"steps": [fix]},
-        # cut by the stack copy, the hot code and its callers are still exact
-        details={"blind_share": 0.0 if call_graph == "dwarf" else share},
+        # the hot code is still named, so it never goes before the findings about it
+        details={"blind_share": 0.0},
     )

@@ -21,22 +21,17 @@ from pathlib import Path
 
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_IMM, X86_OP_REG, X86_REG_RSP
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
 
-from ..formats.callgrind import CallgrindData
-from ..formats.counts import parse_counts
+from ..binaries import STT_FUNC, Binary, binary_at
+from ..model.counts import ExactCounts
 from ..model.findings import Finding
-from ..store.counts import find_counts
 from ..symbols.demangle import demangle_all
 from . import Context
 
 MIN_SHARE = 0.005  # of the run's instructions, for a function to be looked at
 MIN_CALLS = 1000
 MIN_FAST_FRACTION = 0.5  # of calls that reach no call instruction
-MIN_SAVE_SHARE = 0.15  # of the function's own instructions spent saving/restoring
-MIN_GAIN = 0.0005
+MIN_GAIN = 0.0005  # of the run: the instructions the split saves, whatever their share
 SYSTEM_PREFIXES = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
 NOINLINE_MACRO = """#if defined(__GNUC__)
 #  define NOINLINE __attribute__((noinline))
@@ -67,45 +62,38 @@ class Shape:
 
 
 def analyze(ctx: Context) -> list[Finding]:
-    if ctx.store is None:
+    exact = ctx.counts
+    if exact is None or "Ir" not in exact.events:
         return []
-    found = find_counts(ctx.store, ctx.run.id)
-    if found is None:
-        return []
-    data = parse_counts(found)
-    total = data.total()
-    if not total or "Ir" not in data.events:
+    total = exact.total()
+    if not total:
         return []
     findings = []
-    for (ob, fn), own in hot_functions(data, total).items():
-        shape = function_shape(data, ob, fn)
+    for fid, own in hot_functions(exact, total).items():
+        shape = function_shape(exact, fid)
         if shape is not None and is_heavy_prologue(shape, total):
-            findings.append(finding(data, ob, fn, own, shape, total))
+            findings.append(finding(exact, fid, own, shape, total))
     return sorted(findings, key=lambda f: -f.estimated_gain)
 
 
-def hot_functions(data: CallgrindData, total: int) -> dict[tuple[str, str], int]:
-    index = data.events.index("Ir")
+def hot_functions(exact: ExactCounts, total: int) -> dict[int, int]:
+    """function id -> own instructions, of the program's own functions above MIN_SHARE."""
     out = {}
-    for (ob, fn), sites in data.self_costs.items():
-        own = sum(costs[index] for costs in sites.values())
+    for fid, own in enumerate(exact.self_by_id()):
+        ob = exact.functions[fid][0]
         if own >= MIN_SHARE * total and ob.startswith("/") and not ob.startswith(SYSTEM_PREFIXES):
-            out[ob, fn] = own
+            out[fid] = own
     return out
 
 
-def function_shape(data: CallgrindData, ob: str, fn: str) -> Shape | None:
-    """The counted machine code of FN in object OB, or None if it cannot be read."""
+def function_shape(exact: ExactCounts, fid: int) -> Shape | None:
+    """The counted machine code of a function, or None if it cannot be read."""
+    ob, fn = exact.functions[fid]
     code = function_code(ob, fn)
     if code is None:
         return None
     start, raw = code
-    index = data.events.index("Ir")
-    counts = {
-        address: costs[index]
-        for (o, f, address), costs in data.instr.items()
-        if o == ob and f == fn
-    }
+    counts = exact.instructions(fid)
     instructions = disassemble(raw, start)
     calls = counts.get(start, 0)
     if not instructions or not calls:
@@ -154,52 +142,32 @@ def is_heavy_prologue(shape: Shape, total: int) -> bool:
         and shape.calls >= MIN_CALLS
         and fast >= MIN_FAST_FRACTION
         and shape.own > 0
-        and shape.save_restore >= MIN_SAVE_SHARE * shape.own
         and shape.saved >= MIN_GAIN * total
     )
 
 
 def function_code(path: str, name: str) -> tuple[int, bytes] | None:
     """(address, machine code) of the function symbol NAME in the ELF file at PATH."""
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            if elf["e_machine"] != "EM_X86_64":
-                return None
-            symbol = _function_symbol(elf, name)
-            if symbol is None:
-                return None
-            start, size = symbol
-            for section in elf.iter_sections():
-                base = section["sh_addr"]
-                if (
-                    section["sh_type"] == "SHT_PROGBITS"
-                    and base <= start < base + section["sh_size"]
-                ):
-                    offset = start - base
-                    return start, section.data()[offset : offset + size]
-    except (OSError, ELFError):
+    binary = binary_at(path)
+    symbol = _function_symbol(binary, name) if binary and binary.is_x86_64 else None
+    if binary is None or symbol is None:
         return None
-    return None
+    start, size = symbol
+    code = binary.code(start, size)
+    return (start, code) if code is not None else None
 
 
-def _function_symbol(elf: ELFFile, name: str) -> tuple[int, int] | None:
+def _function_symbol(binary: Binary, name: str) -> tuple[int, int] | None:
     """Address and size of a function, by its symbol name or, since callgrind shows
     C++ and Rust names demangled, by its demangled name."""
-    functions = [
-        symbol
-        for section in elf.iter_sections()
-        if isinstance(section, SymbolTableSection)
-        for symbol in section.iter_symbols()
-        if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_size"]
-    ]
+    functions = [s for s in binary.symbols(types=frozenset({STT_FUNC})) if s.size]
     for symbol in functions:
         if symbol.name == name:
-            return symbol["st_value"], symbol["st_size"]
+            return symbol.value, symbol.size
     mangled = [symbol for symbol in functions if symbol.name.startswith(("_Z", "_R"))]
     for symbol, demangled in zip(mangled, demangle_all([s.name for s in mangled]), strict=True):
         if demangled == name:
-            return symbol["st_value"], symbol["st_size"]
+            return symbol.value, symbol.size
     return None
 
 
@@ -241,8 +209,9 @@ def _calls_out(insn, start: int, end: int) -> bool:
     return target.type == X86_OP_IMM and not start <= target.imm < end
 
 
-def finding(data: CallgrindData, ob: str, fn: str, own: int, shape: Shape, total: int) -> Finding:
-    file, line = first_line(data, ob, fn)
+def finding(exact: ExactCounts, fid: int, own: int, shape: Shape, total: int) -> Finding:
+    ob, fn = exact.functions[fid]
+    file, line = exact.entry_sites()[fid]
     fast = shape.calls - shape.slow_calls
     per_call = shape.save_restore / shape.calls
     name = source_name(fn)
@@ -292,9 +261,3 @@ def source_name(fn: str) -> str:
     """The name as written in the source: no parameters, no compiler clone suffixes."""
     name = re.sub(r" \[clone [^\]]*\]", "", fn).split("(")[0]
     return re.sub(r"\.(isra|part|constprop|cold|lto_priv)(\.\d+)?", "", name)
-
-
-def first_line(data: CallgrindData, ob: str, fn: str) -> tuple[str, int]:
-    """The lowest counted source line of the function: its opening brace, usually."""
-    sites = [site for site in data.self_costs.get((ob, fn), {}) if site[1] > 0]
-    return min(sites, key=lambda site: (site[1], site[0]), default=("", 0))

@@ -7,9 +7,7 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from ..binaries import DWARF_ERRORS, binary_at
 from ..cpucache.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..symbols.symbolizer import Symbolizer, elf_symbols
@@ -70,19 +68,19 @@ def plain_names(executable: str) -> list[str]:
 @lru_cache(maxsize=8)
 def inlined_functions(executable: str) -> frozenset[str]:
     """Names of subprograms the debug info describes as inlined (DW_AT_inline)."""
+    binary = binary_at(executable)
+    dwarf = binary.dwarf() if binary else None
+    if dwarf is None:
+        return frozenset()
     found: set[str] = set()
     try:
-        with open(executable, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return frozenset()
-            for cu in elf.get_dwarf_info().iter_CUs():
-                for die in cu.iter_DIEs():
-                    if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes:
-                        name = die.attributes.get("DW_AT_name")
-                        if name is not None:
-                            found.add(name.value.decode(errors="replace"))
-    except (OSError, ELFError, ValueError, KeyError):
+        for cu in dwarf.iter_CUs():
+            for die in cu.iter_DIEs():
+                if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes:
+                    name = die.attributes.get("DW_AT_name")
+                    if name is not None:
+                        found.add(name.value.decode(errors="replace"))
+    except DWARF_ERRORS:
         return frozenset()
     return frozenset(found)
 

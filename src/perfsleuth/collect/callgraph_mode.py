@@ -17,9 +17,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
+from ..binaries import STT_FUNC, Binary, binary_at
 
 # The scheduler may move `push %rbp; mov %rsp,%rbp` a few instructions into the
 # function, so we look for both within its first instructions.
@@ -58,17 +56,11 @@ def frame_pointer_share(path: Path) -> float | None:
 
     None when the file is not an x86-64 ELF with functions we can read.
     """
-    try:
-        with path.open("rb") as fh:
-            elf = ELFFile(fh)
-            if elf["e_machine"] != "EM_X86_64":
-                return None
-            text = elf.get_section_by_name(".text")
-            if text is None:
-                return None
-            return _share(_function_ranges(elf), text["sh_addr"], text.data())
-    except (OSError, ELFError):
+    binary = binary_at(path)
+    text = binary.section(".text") if binary and binary.is_x86_64 else None
+    if binary is None or text is None:
         return None
+    return _share(_function_ranges(binary), text.addr, binary.data(text))
 
 
 def _share(functions: list[tuple[int, int]], base: int, text: bytes) -> float | None:
@@ -91,21 +83,13 @@ def _share(functions: list[tuple[int, int]], base: int, text: bytes) -> float | 
     return with_fp / calling if calling else None
 
 
-def _function_ranges(elf: ELFFile) -> list[tuple[int, int]]:
+def _function_ranges(binary: Binary) -> list[tuple[int, int]]:
     """(start, size) of sizeable functions, an even sample of at most MAX_FUNCTIONS."""
     found: dict[int, int] = {}
     for name in (".symtab", ".dynsym"):
-        section = elf.get_section_by_name(name)
-        if not isinstance(section, SymbolTableSection):
-            continue
-        for sym in section.iter_symbols():
-            if (
-                sym["st_info"]["type"] == "STT_FUNC"
-                and sym["st_size"] >= MIN_FUNCTION_SIZE
-                and sym["st_value"]
-                and sym.name not in CRT_FUNCTIONS
-            ):
-                found[sym["st_value"]] = sym["st_size"]
+        for sym in binary.symbols(name, frozenset({STT_FUNC})):
+            if sym.size >= MIN_FUNCTION_SIZE and sym.value and sym.name not in CRT_FUNCTIONS:
+                found[sym.value] = sym.size
     ranges = sorted(found.items())
     step = max(1, len(ranges) // MAX_FUNCTIONS)
     return ranges[::step]

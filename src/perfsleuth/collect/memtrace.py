@@ -45,9 +45,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from ..binaries import binary_at
 from ..errors import UserError
 from ..model.progress import SILENT, Progress
 from . import fntrace
@@ -72,12 +70,10 @@ class Target:
 
 
 def load_base(executable: str) -> int:
-    try:
-        with open(executable, "rb") as fh:
-            kind = ELFFile(fh).header["e_type"]
-    except (OSError, ELFError) as e:
-        raise UserError(f"{executable} is not an ELF executable ({e})") from e
-    return VALGRIND_PIE_BASE if kind == "ET_DYN" else 0
+    binary = binary_at(executable)
+    if binary is None:
+        raise UserError(f"{executable} is not an ELF executable")
+    return VALGRIND_PIE_BASE if binary.position_independent else 0
 
 
 def lackey_argv(cmd: list[str], executable: str, log_fd: int) -> list[str]:

@@ -19,17 +19,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
+from ..binaries import STT_FUNC, binary_at, build_id_of
 from ..errors import UserError
 from ..formats import callgrind
 from ..formats.counts import encode_counts
 from ..model.counts import Counts
 from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument
-from ..symbols import elf
 from ..symbols.demangle import demangle_all
 from . import target
 from .options import RecordOptions
@@ -235,7 +231,7 @@ def objects(profile: Profile) -> list[str]:
 
 
 def build_id(path: str) -> str:
-    return elf.build_id_of(path)
+    return build_id_of(path)
 
 
 def only_not_collected(function: str, executable: str) -> str:
@@ -259,15 +255,5 @@ def defines_function(executable: str, function: str) -> bool:
 
 
 def function_names(path: str) -> list[str]:
-    try:
-        with open(path, "rb") as fh:
-            elf_file = ELFFile(fh)
-            return [
-                symbol.name
-                for section in elf_file.iter_sections()
-                if isinstance(section, SymbolTableSection)
-                for symbol in section.iter_symbols()
-                if symbol["st_info"]["type"] == "STT_FUNC"
-            ]
-    except (OSError, ELFError):
-        return []
+    binary = binary_at(path)
+    return [s.name for s in binary.symbols(types=frozenset({STT_FUNC}))] if binary else []

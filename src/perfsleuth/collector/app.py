@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import UserError
-from ..formats import ingest, otlp_profiles, pyroscope, window_pprof
+from ..formats import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
 from ..formats.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
@@ -36,6 +36,7 @@ from .cardinality import Cardinality
 
 WINDOW_HEADER = "X-Perfsleuth-Window"
 PROTOBUF = "application/x-protobuf"
+CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
 MAX_STATUS_FIELDS = 64
@@ -87,6 +88,7 @@ class Collector:
             Route("/ingest", self.ingest, methods=["POST"]),
             Route("/v1development/profiles", self.otlp, methods=["POST"]),
             Route("/pprof", self.pprof, methods=["POST"]),
+            Route(CONNECT_PUSH, self.connect_push, methods=["POST"]),
             Route("/agent/status", self.agent_status, methods=["POST"]),
             Route("/healthz", self.healthz, methods=["GET"]),
             Route("/metrics", self.prometheus, methods=["GET"]),
@@ -96,7 +98,7 @@ class Collector:
         body = await read_body(request)
         content_type = request.headers.get("content-type", "")
 
-        def decode() -> Window:
+        def decode() -> list[Window]:
             params = IngestParams.parse(request.query_params, _window_id(request, body))
             return pyroscope.decode(body, params, content_type, self.max_inflated)
 
@@ -105,11 +107,29 @@ class Collector:
     async def pprof(self, request: Request) -> Response:
         body = await read_body(request)
 
-        def decode() -> Window:
+        def decode() -> list[Window]:
             params = _pprof_params(request, _window_id(request, body))
             return window_pprof.decode(body, params, self.max_inflated)
 
         return await self._push("pprof", body, decode)
+
+    async def connect_push(self, request: Request) -> Response:
+        """Pyroscope's Connect push: an empty PushResponse, or a Connect error as JSON."""
+        content_type = request.headers.get("content-type", "")
+        body = await read_body(request)
+        request_id = "c-" + _digest(request, body)
+        try:
+            media = pyroscope_push.media_type(content_type)
+        except PayloadError as e:
+            return _connect_error(415, "unknown", e)
+
+        def decode() -> list[Window]:
+            return pyroscope_push.decode(body, content_type, request_id, self.max_inflated)
+
+        answer = await self._push("connect", body, decode)
+        if answer.status_code != 200:
+            return _connect_error(answer.status_code, "invalid_argument", bytes(answer.body))
+        return Response(b"{}" if media == pyroscope_push.JSON else b"", media_type=media)
 
     async def otlp(self, request: Request) -> Response:
         if request.headers.get("content-type", PROTOBUF).split(";")[0].strip() != PROTOBUF:
@@ -120,6 +140,7 @@ class Collector:
             export = await self._run(
                 lambda: otlp_profiles.decode(body, request_id, self.max_inflated)
             )
+            _checked(export.windows)
             for window in export.windows:
                 self.cardinality.admit(window.labels)
             for window in export.windows:
@@ -149,18 +170,31 @@ class Collector:
     async def prometheus(self, request: Request) -> Response:
         return PlainTextResponse(self.metrics.text(), media_type="text/plain; version=0.0.4")
 
-    async def _push(self, endpoint: str, body: bytes, decode: Callable[[], Window]) -> Response:
+    async def _push(
+        self, endpoint: str, body: bytes, decode: Callable[[], list[Window]]
+    ) -> Response:
+        """Decode a push into windows and append them; `stored` when any was new."""
         try:
-            window = await self._run(decode)
-            self.cardinality.admit(window.labels)
+            windows = await self._run(lambda: _checked(decode()))
+            for window in windows:
+                self.cardinality.admit(window.labels)
         except PayloadError as e:
             return self._refused(endpoint, e)
-        stored = await self._append(window)
+        stored = False
+        for window in windows:
+            stored = await self._append(window) or stored
         self.metrics.pushes[endpoint, "accepted" if stored else "duplicate"] += 1
         if stored:
             self.metrics.bytes += len(body)
-        samples = window.profile.num_samples
-        return JSONResponse({"window": window.id, "stored": stored, "samples": samples})
+        samples = sum(window.profile.num_samples for window in windows)
+        return JSONResponse(
+            {
+                "window": windows[0].id,
+                "windows": [window.id for window in windows],
+                "stored": stored,
+                "samples": samples,
+            }
+        )
 
     async def _append(self, window: Window) -> bool:
         stored = await self._run(lambda: self.store.append(window))
@@ -180,6 +214,19 @@ class Collector:
     def _refused(self, endpoint: str, error: UserError) -> Response:
         self.metrics.pushes[endpoint, "rejected"] += 1
         return PlainTextResponse(f"{error}\n", status_code=400)
+
+
+def _checked(windows: list[Window]) -> list[Window]:
+    """Every window of a push checked before any is stored."""
+    for window in windows:
+        ingest.check_window(window)
+    return windows
+
+
+def _connect_error(status: int, code: str, message: object) -> Response:
+    """A Connect unary error: the HTTP status and {"code", "message"}."""
+    text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
+    return JSONResponse({"code": code, "message": text.strip()}, status_code=status)
 
 
 def _window_id(request: Request, body: bytes) -> str:
@@ -214,10 +261,7 @@ def _pprof_params(request: Request, window_id: str) -> IngestParams:
 
 
 def _status(body: bytes) -> tuple[str, dict]:
-    try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PayloadError(f"agent status is not JSON ({e})") from None
+    doc = ingest.json_document(body, "agent status")
     if not isinstance(doc, dict) or not isinstance(doc.get("host"), str) or not doc["host"]:
         raise PayloadError('agent status must be a JSON object with a "host" name')
     if len(doc) > MAX_STATUS_FIELDS:

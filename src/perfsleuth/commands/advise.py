@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..advisor import AdviseOptions, advise
 from ..analyzers import DEEP_TUS
 from ..errors import UserError
 from ..present import FINDINGS, formats_for, write
 from .common import add_output_options, add_run_argument, open_store
+
+if TYPE_CHECKING:
+    from ..advisor import AdviseOptions
 
 NAME = "advise"
 HELP = "ranked findings (what to fix first) for a stored run"
@@ -54,6 +57,9 @@ def add_advise_options(parser: argparse.ArgumentParser) -> None:
 
 
 def options_of(args: argparse.Namespace) -> AdviseOptions:
+    # the advisor imports every analyzer and verifier (capstone, libclang...): only to advise
+    from ..advisor import AdviseOptions
+
     return AdviseOptions(
         src=args.src or [],
         compile_commands=args.compile_commands,
@@ -80,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..advisor import advise
+
     options = options_of(args)  # a bad option fails before the store is opened
     store = open_store(args)
     run_id = store.resolve(args.run)

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import sys
 
 from ..collect.run_facts import is_own_command
 from ..errors import UserError
-from ..formats.counts import parse_counts
-from ..model.counts import Counts
-from ..model.profile import Profile
+from ..model.counts import ExactCounts
+from ..model.run import LoadedRun
 from ..present import formats_for, write
-from ..store.counts import find_counts, require_counts
 from ..views import annotate, disassembly
-from ..views.callgraph import match_functions
+from ..views.callgraph import match_functions, match_names
 from .common import (
     add_filter_options,
     add_output_options,
+    add_recursion_option,
     add_run_argument,
-    load_profile,
-    open_store,
+    apply_filters,
+    exact_counts,
+    load_run,
+    require_exact,
     source_roots,
 )
 
@@ -57,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sampled runs: the machine code of each function's hot lines, from the run's binary",
     )
     add_filter_options(parser)
+    add_recursion_option(parser)
     add_output_options(parser, formats_for("annotate"))
 
 
@@ -65,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
         return run_all(args)
     if args.function is None:
         raise UserError("name a function to annotate, or pass --all for every file of a count run")
-    store, run_id, profile = load_profile(args)
-    info = store.run_info(run_id)
+    loaded = load_run(args)
+    exact = exact_counts(args, loaded)
+    if exact is not None:
+        return annotate_counts(args, loaded, exact)
+    info = loaded.info
+    profile = apply_filters(loaded.profile, args)
     roots = source_roots(args, info)
-    counts = find_counts(store, run_id)
-    if counts is not None:
-        return annotate_counts(args, run_id, counts, profile, roots, is_own_command(info))
     files = annotate.annotate(profile, args.function, roots, is_own_command(info))
-    doc: dict = {"run": str(run_id), "files": files}
+    doc: dict = {"run": str(loaded.id), "files": files}
     if args.asm:
         functions = match_functions(profile, args.function)
         doc["asm"] = [disassembly.hot_line_code(profile, f, info.dsos) for f in functions]
@@ -80,43 +83,47 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def annotate_counts(
-    args: argparse.Namespace,
-    run_id: int,
-    counts: Counts,
-    profile: Profile,
-    roots: list[Path],
-    as_named: bool,
-) -> int:
+def annotate_counts(args: argparse.Namespace, loaded: LoadedRun, exact: ExactCounts) -> int:
     """`annotate FUNC` on a count run: the function's lines with their exact counts."""
-    functions = set(match_functions(profile, args.function))
-    doc = annotate.annotate_counts(
-        parse_counts(counts),
-        roots,
-        threshold=0.0,
-        context=args.context or annotate.CONTEXT_LINES,
-        functions=functions,
-        recorded=counts.sources,
-        as_named=as_named,
-    )
-    doc = {"run": str(run_id), "functions": sorted(functions), **doc}
+    functions = set(match_names({fn for _ob, fn in exact.functions}, args.function))
+    doc = listing(args, loaded, exact, 0.0, args.context or annotate.CONTEXT_LINES, functions)
+    doc = {"run": str(loaded.id), "functions": sorted(functions), **doc}
     write("annotate", doc, args.format, args.output)
     return 0
 
 
 def run_all(args: argparse.Namespace) -> int:
     """`annotate --all [RUN]`: the only positional argument is the run."""
-    store = open_store(args)
-    run_id = store.resolve(args.function or args.run)
-    counts = require_counts(store, run_id)
-    info = store.run_info(run_id)
-    doc = annotate.annotate_counts(
-        parse_counts(counts),
-        source_roots(args, info),
-        threshold=args.threshold / 100.0,
-        context=args.context,
-        recorded=counts.sources,
-        as_named=is_own_command(info),
-    )
-    write("annotate", {"run": str(run_id), **doc}, args.format, args.output)
+    loaded = load_run(args, args.function or args.run)
+    exact = require_exact(args, loaded)
+    doc = listing(args, loaded, exact, args.threshold / 100.0, args.context, None)
+    write("annotate", {"run": str(loaded.id), **doc}, args.format, args.output)
     return 0
+
+
+def listing(
+    args: argparse.Namespace,
+    loaded: LoadedRun,
+    exact: ExactCounts,
+    threshold: float,
+    context: int | None,
+    functions: set[str] | None,
+) -> dict:
+    """The annotated listing; a source file read from disk that changed since the run
+    is said on stderr (stdout stays diffable)."""
+    assert loaded.counts is not None
+    recorded = loaded.counts.sources
+    doc = annotate.annotate_counts(
+        exact,
+        source_roots(args, loaded.info),
+        threshold=threshold,
+        context=context,
+        functions=functions,
+        recorded=recorded,
+        as_named=is_own_command(loaded.info),
+    )
+    for warning in annotate.changed_sources(
+        doc, recorded, loaded.counts.stamps, loaded.info.started
+    ):
+        print(f"perfsleuth: warning: {warning}", file=sys.stderr)
+    return doc

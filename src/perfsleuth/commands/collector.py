@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..collector.app import Collector
-from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES, Cardinality
+from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES
 from ..errors import UserError
-from ..store.fleet import FleetStore, fleet_root
-from ..web.app import Limits, create_app, is_loopback
-from ..web.run import bind, check_tokens, parse_listen, serve
 
 NAME = "collector"
 HELP = "receive profiles from agents, Pyroscope, OTLP and pprof clients into the fleet store"
 DEFAULT_LISTEN = "127.0.0.1:4040"
+# Bodies of --max-body held in memory at once by the pushes in progress (503 past it):
+# a push waits for one of collector.app.WORKERS decoding threads with its body in memory.
+BUFFERED_BODIES = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=32,
         metavar="MB",
-        help="largest request body accepted (default %(default)g MB; gzip may inflate 8x more)",
+        help="largest request body accepted, also after gzip is inflated (default %(default)g MB)",
     )
     parser.add_argument(
         "--max-label-values",
@@ -60,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The HTTP stack and the fleet store load only to receive: `--help` starts without them.
+    from ..collector.app import Collector
+    from ..collector.cardinality import Cardinality
+    from ..store.fleet import FleetStore, fleet_root
+    from ..web.app import Limits, create_app, is_loopback
+    from ..web.run import bind, check_tokens, parse_listen, serve
+
     host, port = parse_listen(args.listen)
     check_tokens(host, args.token, "a collector")
     if not 0 < args.max_body <= 4096:
@@ -67,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
     if args.max_label_values < 1 or args.max_label_names < 1:
         raise UserError("--max-label-values and --max-label-names must be at least 1")
     max_body = int(args.max_body * (1 << 20))
-    limits = Limits(max_body=max_body, max_inflated=8 * max_body)
+    limits = Limits(
+        max_body=max_body,
+        max_inflated=max_body,
+        max_buffered=BUFFERED_BODIES * max_body,
+    )
     root = fleet_root(args.store)
     store = FleetStore(root, args.endpoint)
     cardinality = Cardinality(args.max_label_values, args.max_label_names)

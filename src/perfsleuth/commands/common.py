@@ -6,12 +6,12 @@ import argparse
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from ..collect.run_facts import working_root
+from ..errors import UserError
+from ..model.counts import ExactCounts
 from ..model.profile import STATES, Profile
 from ..model.progress import Progress
-from ..model.run import RunInfo
+from ..model.run import LoadedRun, RunInfo
 from ..present import TitledProfile, describe
-from ..present.progress import display
 from ..store.runs import Store
 
 
@@ -46,6 +46,14 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_recursion_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--split-recursion",
+        action="store_true",
+        help="count runs: show each recursion level (f'2, f'3) apart instead of in its function",
+    )
+
+
 def open_store(args: argparse.Namespace) -> Store:
     return Store(args.store)
 
@@ -55,6 +63,31 @@ def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Stor
     run_id = store.resolve(ref if ref is not None else args.run)
     profile = apply_filters(store.load(run_id), args)
     return store, run_id, profile
+
+
+def load_run(args: argparse.Namespace, ref: str | None = None) -> LoadedRun:
+    store = open_store(args)
+    return store.load_run(store.resolve(ref if ref is not None else args.run))
+
+
+def exact_counts(args: argparse.Namespace, run: LoadedRun) -> ExactCounts | None:
+    """A count run's exact counts as the views read them, or None for a sampled run or
+    when a sample filter (--state, --thread, --no-inline) asks for the profile."""
+    filtered = any(getattr(args, name, None) for name in ("state", "thread", "no_inline"))
+    if filtered:
+        return None
+    return run.exact(split_recursion=getattr(args, "split_recursion", False))
+
+
+def require_exact(args: argparse.Namespace, run: LoadedRun) -> ExactCounts:
+    """The exact counts of a count run, or a clear error for any other run."""
+    exact = run.exact(split_recursion=getattr(args, "split_recursion", False))
+    if exact is None:
+        raise UserError(
+            f"run {run.id} has no exact counts; record one with "
+            "`perfsleuth record --mode count -- CMD`"
+        )
+    return exact
 
 
 def titled_profile(store: Store, run_id: int, profile: Profile) -> TitledProfile:
@@ -71,21 +104,23 @@ def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:
 
 
 def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
-    """--src folders, then the working directory of a run of the user's own command
-    (run_facts.working_root); an imported run has no root unless --src names one."""
-    roots = [Path(p) for p in (getattr(args, "src", None) or [])]
-    own = working_root(info)
-    return [*roots, own] if own else roots
+    """The source roots of a run (views/source.source_roots) with the --src given."""
+    from ..views import source  # what reads sources is loaded only by the commands that do
+
+    return source.source_roots([Path(p) for p in getattr(args, "src", None) or []], info)
 
 
 def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:
     """The progress display of a long command: on a terminal's stderr, unless --quiet."""
+    from ..present.progress import display  # rich: only commands that show progress
+
     return display(quiet=getattr(args, "quiet", False))
 
 
 def keep_ui_answers(store: Store, run_id: int, progress: Progress) -> None:
-    """The run's flame graph, TopN and facts kept for the web UI (server/api.keep_answers)."""
-    from ..server.api import keep_answers  # only commands that store a run need the server
+    """The run's flame graph, TopN, facts and time order kept for the web UI."""
+    # Imported here: only commands that store a run need the views and their readers.
+    from ..views import run_answers
 
     progress.phase("keeping the web UI's pages of the run")
-    keep_answers(store, run_id)
+    run_answers.keep(store, run_id)

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 
-from ..formats.counts import parse_counts
 from ..present import formats_for, write
-from ..store.counts import find_counts
 from ..views import diff
 from ..views.keys import GROUPINGS
-from .common import add_filter_options, add_output_options, load_profile, open_store
+from .common import (
+    add_filter_options,
+    add_output_options,
+    add_recursion_option,
+    apply_filters,
+    exact_counts,
+    load_run,
+)
 
 NAME = "diff"
 HELP = "what changed between two runs"
@@ -24,23 +29,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-n", type=int, help="rows to show (0 = all; default 30, all changes for count runs)"
     )
     add_filter_options(parser)
+    add_recursion_option(parser)
     add_output_options(parser, formats_for("diff"))
 
 
 def run(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    a_id, b_id = store.resolve(args.run_a), store.resolve(args.run_b)
-    counts_a, counts_b = find_counts(store, a_id), find_counts(store, b_id)
-    if counts_a is not None and counts_b is not None:
-        changed = diff.exact_diff(
-            parse_counts(counts_a),
-            parse_counts(counts_b),
-            sources=(counts_a.sources, counts_b.sources),
-            n=args.n or 0,
-        )
+    a, b = load_run(args, args.run_a), load_run(args, args.run_b)
+    exact_a, exact_b = exact_counts(args, a), exact_counts(args, b)
+    if exact_a is not None and exact_b is not None and a.counts and b.counts:
+        sources = (a.counts.sources, b.counts.sources)
+        changed = diff.exact_diff(exact_a, exact_b, sources=sources, n=args.n or 0)
     else:
-        _s, a_id, a = load_profile(args, args.run_a)
-        _s, b_id, b = load_profile(args, args.run_b)
-        changed = diff.diff(a, b, by=args.by, n=30 if args.n is None else args.n)
-    write("diff", {"a": str(a_id), "b": str(b_id), **changed}, args.format, args.output)
+        profiles = apply_filters(a.profile, args), apply_filters(b.profile, args)
+        changed = diff.diff(*profiles, by=args.by, n=30 if args.n is None else args.n)
+    write("diff", {"a": str(a.id), "b": str(b.id), **changed}, args.format, args.output)
     return 0

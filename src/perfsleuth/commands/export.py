@@ -10,7 +10,7 @@ from ..present import PROFILE, outputs_for, write
 from .common import add_run_argument, load_profile, titled_profile
 
 NAME = "export"
-HELP = "export a run for other tools: " + ", ".join(o.name for o in outputs_for(PROFILE))
+HELP = "export a run for other tools: one option per profile output (pprof, speedscope...)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,23 +13,27 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..fleet import advice, alerts, libraries, queries, trends, verified
-from ..fleet.advice import FleetAdvice
-from ..fleet.engine import Engine
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
-from ..fleet.labels import LABEL_GROUPINGS
+from ..fleet.filters import with_type
+from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
-from ..store.fleet import FleetStore, fleet_root
 from ..symbols.debuginfod import server_urls
 from ..views.keys import GROUPINGS
+
+if TYPE_CHECKING:
+    from ..fleet import trends
+    from ..fleet.engine import Engine
+    from ..store.fleet import FleetStore
 
 NAME = "fleet"
 HELP = "the fleet store: status, queries (top, flame, diff, series), advise, watch, upkeep"
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+LAST_TIME = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,7 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..store.fleet import FleetStore, fleet_root
+
     handler: Callable[[argparse.Namespace, FleetStore], int] = args.fleet_handler
+    if getattr(args, "type", None):
+        args.where = with_type(args.where, args.type)
     servers = server_urls(args.debuginfod)
     store = FleetStore(fleet_root(args.store), args.endpoint, servers)
     try:
@@ -89,6 +97,12 @@ def _add_range(parser: argparse.ArgumentParser) -> None:
         metavar="FILTER",
         help="labels: k=v,k!=v,k=~regex,k!~regex (host, service, pid, comm, exe, build_id,"
         " cgroup or any user label)",
+    )
+    parser.add_argument(
+        "--type",
+        choices=list(PROFILE_TYPES),
+        help="the profile type: cpu (default), wall, alloc_objects, alloc_space, "
+        "inuse_objects, inuse_space, mutex_/block_contentions, mutex_/block_delay, goroutines",
     )
     parser.add_argument(
         "--debuginfod",
@@ -241,6 +255,8 @@ def _status(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _top(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries
+
     doc = queries.top(
         store, args.start, args.end, args.where, args.by, args.n, args.sort, query_engine(args)
     )
@@ -249,6 +265,8 @@ def _top(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _flame(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries
+
     start, end = queries.time_range(args.start, args.end)
     profile = queries.flame(store, start, end, args.where, query_engine(args))
     if not profile.sample_stack:
@@ -267,6 +285,8 @@ def _flame(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _diff(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries, trends
+
     start, end = queries.time_range(args.start, args.end)
     a = _side(args.a, args.where, start, end, previous=True)
     b = _side(args.b, args.where, start, end, previous=False)
@@ -279,6 +299,8 @@ def _side(
     spec: str | None, where: str | None, start: float, end: float, *, previous: bool
 ) -> trends.Side:
     """--a/--b: FROM..TO, or labels over the range; none: the range (A: the one before)."""
+    from ..fleet import queries, trends
+
     if spec and ".." in spec:
         first, _, last = spec.partition("..")
         try:
@@ -294,6 +316,8 @@ def _side(
 
 
 def _series(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import queries, trends
+
     start, end = queries.time_range(args.start, args.end)
     engine = query_engine(args)
     doc = trends.series(
@@ -304,8 +328,10 @@ def _series(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _advise(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import advice, queries, verified
+
     start, end = queries.time_range(args.start, args.end)
-    options = FleetAdvice(
+    options = advice.FleetAdvice(
         core_cost=args.core_cost,
         rules=_rule_files(args),
         show_all=args.all,
@@ -326,6 +352,8 @@ def _rule_files(args: argparse.Namespace) -> list[Path]:
 
 
 def _watch(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import alerts
+
     rules_path = Path(args.rules)
     rules = alerts.load_rules(rules_path, parse_duration)
     state = alerts.State(Path(args.state) if args.state else rules_path.with_suffix(".state.json"))
@@ -346,6 +374,8 @@ def _watch(args: argparse.Namespace, store: FleetStore) -> int:
 
 
 def _libs(args: argparse.Namespace, store: FleetStore) -> int:
+    from ..fleet import libraries, queries
+
     start, end = queries.time_range(args.start, args.end)
     doc = libraries.libraries(
         store, start, end, args.where, _rule_files(args), args.hot, query_engine(args)
@@ -379,8 +409,18 @@ def parse_duration(text: str) -> float:
 
 
 def parse_time(text: str) -> float:
-    """Unix seconds of `now`, a duration ago, unix seconds, or ISO 8601 (UTC by default)."""
-    text = text.strip()
+    """Unix seconds of `now`, a duration ago, unix seconds, or ISO 8601 (UTC by default),
+    from 1970 to 9999."""
+    moment = _moment(text.strip())
+    if not 0 <= moment < LAST_TIME:
+        raise argparse.ArgumentTypeError(
+            f"bad time {text[:40]!r}: give a time from 1970 to 9999 (unix seconds 0 to "
+            f"{LAST_TIME:.0f}), ISO 8601, now, or a duration ago like 2h"
+        )
+    return moment
+
+
+def _moment(text: str) -> float:
     if text == "now":
         return time.time()
     if DURATION.fullmatch(text):
@@ -393,6 +433,6 @@ def parse_time(text: str) -> float:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"bad time {text!r}: give unix seconds, ISO 8601, now, or a duration ago like 2h"
+            f"bad time {text[:40]!r}: give unix seconds, ISO 8601, now, or a duration ago like 2h"
         ) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

@@ -19,11 +19,9 @@ from typing import Any
 from ..collect import valgrind
 from ..collect.options import RecordOptions
 from ..errors import UserError
-from ..formats.counts import parse_counts
 from ..present import formats_for, write
-from ..store.counts import require_counts
 from ..store.runs import Store, is_run_reference
-from .common import add_output_options, open_store
+from .common import add_output_options, open_store, require_exact
 from .record import store_recording
 
 NAME = "gate"
@@ -44,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--export", metavar="RUN", help="write RUN's baseline file (to -o FILE)")
     parser.add_argument(
+        "--run",
+        metavar="RUN",
+        help="compare this stored count run with the baseline instead of recording CMD",
+    )
+    parser.add_argument(
         "--same-build", action="store_true", help="refuse a baseline from another build"
     )
     parser.add_argument("-n", type=int, default=10, help="changes to show (default 10)")
@@ -60,20 +63,42 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give --baseline RUN_OR_FILE (or --export RUN -o FILE to make one)")
     limit = parse_percent(args.max_increase)
     baseline = load_baseline(open_store(args), args.baseline)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
-    if not cmd:
-        raise UserError("no command given; usage: perfsleuth gate --baseline B -- CMD ARGS...")
-    check_binary(baseline, valgrind.resolve_program(cmd), args.same_build)
-    check_settings(baseline, args)
-    options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
-    store, info, _profile = store_recording(open_store(args), options, cmd)
-    current = baseline_of(store, info.id)
+    store, run_id = current_run(args, baseline)
+    current = baseline_of(store, run_id)
+    info = store.run_info(run_id)
     doc = compare(baseline, current, limit, args.n)
-    doc["run"] = str(info.id)
+    doc["run"] = str(run_id)
     doc["exit_status"] = info.exit_status
     doc["passed"] = doc["passed"] and not info.exit_status
     write("gate", doc, args.format, args.output)
     return 0 if doc["passed"] else 1
+
+
+def current_run(args: argparse.Namespace, baseline: dict[str, Any]) -> tuple[Store, int]:
+    """The run to judge: the stored one --run names, or a new count run of CMD."""
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
+    if args.run:
+        if cmd:
+            raise UserError("give either --run RUN or -- CMD ARGS..., not both")
+        store = open_store(args)
+        run_id = store.resolve(args.run)
+        info = store.run_info(run_id)
+        executable = info.meta.get("executable", "")
+        check_binary(
+            baseline, Path(executable).name, info.meta.get("build_id", ""), args.same_build
+        )
+        return store, run_id
+    if not cmd:
+        raise UserError(
+            "no command given; usage: perfsleuth gate --baseline B -- CMD ARGS... "
+            "(or --run RUN to judge a stored count run)"
+        )
+    executable = valgrind.resolve_program(cmd)
+    check_binary(baseline, executable, valgrind.build_id(executable), args.same_build)
+    check_settings(baseline, args)
+    options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
+    store, info, _profile = store_recording(open_store(args), options, cmd)
+    return store, info.id
 
 
 def export(args: argparse.Namespace) -> int:
@@ -99,9 +124,10 @@ def parse_percent(text: str) -> float:
 
 def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
     """The small baseline document of a count run."""
-    info = store.run_info(run_id)
-    data = parse_counts(require_counts(store, run_id))
-    functions = data.function_self(EVENT, merge_unnamed=True)
+    loaded = store.load_run(run_id)
+    info = loaded.info
+    exact = require_exact(argparse.Namespace(), loaded)
+    functions = exact.function_self(EVENT, merge_unnamed=True)
     kept = dict(sorted(functions.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_FUNCTIONS])
     return {
         "perfsleuth_baseline": BASELINE_VERSION,
@@ -112,7 +138,7 @@ def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
         "only": info.meta.get("only"),
         "fixed_env": info.meta.get("fixed_env", True),
         "event": EVENT,
-        "total": data.total(EVENT),
+        "total": exact.total(EVENT),
         "functions": kept,
     }
 
@@ -132,9 +158,11 @@ def load_baseline(store: Store, ref: str) -> dict[str, Any]:
     return doc
 
 
-def check_binary(baseline: dict[str, Any], executable: str, same_build: bool) -> None:
+def check_binary(
+    baseline: dict[str, Any], executable: str, build_id: str, same_build: bool
+) -> None:
     """Refuse another program's baseline; note (or refuse) another build's."""
-    name, build_id = Path(executable).name, valgrind.build_id(executable)
+    name = Path(executable).name
     if baseline["executable"] and baseline["executable"] != name:
         raise UserError(
             f"the baseline was recorded from {baseline['executable']} "

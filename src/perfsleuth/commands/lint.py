@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .. import rank
 from ..analyzers.aliasing_write import build_finding
 from ..analyzers.missed_vectorization import missed_loops
 from ..errors import UserError
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         )
     doc = {
         "run": "lint",
-        "findings": [f.to_json() for f in findings],
+        "findings": [rank.placed(f).to_json() for f in findings],
         "notes": notes,
         "src_roots": [str(Path(p).resolve()) for p in args.paths if Path(p).is_dir()],
     }

@@ -8,9 +8,6 @@ from pathlib import Path
 
 from ..present import UI, formats_for, write
 from ..present.html import UiBundle
-from ..server import bundle
-from ..server.api import Api
-from ..server.httpd import static_root
 from .common import add_output_options, add_run_argument, open_store
 
 NAME = "report"
@@ -27,6 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..server import bundle  # the web UI's stack loads to write the page, not to start
+    from ..server.api import Api
+    from ..server.httpd import static_root
+
     store = open_store(args)
     run_id = store.resolve(args.run)
     compare = store.resolve(args.compare) if args.compare else None

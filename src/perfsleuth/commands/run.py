@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..advisor import advise, check_options
 from ..present import FINDINGS, write
 from ..views import top
 from .advise import add_advise_options, options_of
@@ -21,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..advisor import advise, check_options  # every analyzer: only once parsing is done
+
     options = options_of(args)
     check_options(options)  # bad --src or --rules fail before the target runs
     store, info, profile = record_run(args)

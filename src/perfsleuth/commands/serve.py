@@ -8,13 +8,6 @@ import threading
 from pathlib import Path
 
 from ..errors import UserError
-from ..server import httpd
-from ..server.api import Api
-from ..server.fleet_api import FleetApi
-from ..store.fleet import FleetStore, fleet_root
-from ..symbols.debuginfod import server_urls
-from ..web.app import is_loopback
-from ..web.run import bind, check_tokens, serve
 from .common import open_store
 
 NAME = "serve"
@@ -46,6 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The server's stack (uvicorn, starlette, the APIs) loads only to serve: `--help` and a
+    # typo start without it.
+    from ..server import httpd
+    from ..server.api import Api
+    from ..server.fleet_api import FleetApi
+    from ..store.fleet import FleetStore, fleet_root
+    from ..symbols.debuginfod import server_urls
+    from ..web.app import is_loopback
+    from ..web.run import bind, check_tokens, serve
+
     if not 0 <= args.port <= 65535:
         raise UserError(f"bad --port {args.port}: use 0..65535")
     # An empty --token protects nothing: it counts as none (loopback only, Host checked).

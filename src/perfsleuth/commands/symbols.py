@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..store.fleet import FleetStore, fleet_root
 from .fleet import add_store_arguments
 
 NAME = "symbols"
@@ -30,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..store.fleet import FleetStore, fleet_root  # Arrow, DWARF: only to upload
+
     store = FleetStore(fleet_root(args.store), args.endpoint)
     for path in args.files:
         build_id, functions, lines = store.upload_symbols(path)

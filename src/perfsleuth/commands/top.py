@@ -7,7 +7,15 @@ import argparse
 from ..present import formats_for, write
 from ..views import top
 from ..views.keys import GROUPINGS
-from .common import add_filter_options, add_output_options, add_run_argument, load_profile
+from .common import (
+    add_filter_options,
+    add_output_options,
+    add_recursion_option,
+    add_run_argument,
+    apply_filters,
+    exact_counts,
+    load_run,
+)
 
 NAME = "top"
 HELP = "top functions, lines, files or DSOs by self or total cost"
@@ -22,11 +30,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by", choices=GROUPINGS, default="function")
     parser.add_argument("-n", type=int, default=20, help="rows to show (0 = all)")
     add_filter_options(parser)
+    add_recursion_option(parser)
     add_output_options(parser, formats_for(DOCUMENT))
 
 
 def run(args: argparse.Namespace) -> int:
-    _store, run_id, profile = load_profile(args)
-    doc = {"run": str(run_id), **top.top(profile, by=args.by, sort=args.sort, n=args.n)}
+    loaded = load_run(args)
+    exact = exact_counts(args, loaded)
+    if exact is not None:
+        found = top.exact_top(exact, by=args.by, sort=args.sort, n=args.n)
+    else:
+        found = top.top(apply_filters(loaded.profile, args), by=args.by, sort=args.sort, n=args.n)
+    doc = {"run": str(loaded.id), **found}
     write(DOCUMENT, doc, args.format, args.output)
     return 0

@@ -19,9 +19,10 @@ from elftools.common.exceptions import DWARFError, ELFError
 from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.dwarfinfo import DWARFInfo
-from elftools.elf.elffile import ELFFile
 
-from .struct_types import Struct, attr_text, struct_elements
+from ..binaries import binary_at
+from ..binaries.subprograms import attr_text
+from .struct_types import Struct, struct_elements
 from .trace import Trace
 
 # Scopes whose children may declare variables at fixed addresses (function statics too).
@@ -56,19 +57,18 @@ class Visit:
 @lru_cache(maxsize=8)
 def struct_variables(executable: str) -> tuple[StructVariable, ...]:
     """The executable's fixed-address struct variables by address; none without DWARF."""
+    binary = binary_at(executable)
+    dwarf = binary.dwarf() if binary else None
+    if dwarf is None:
+        return ()
     try:
-        with open(executable, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return ()
-            dwarf = elf.get_dwarf_info()
-            found = [
-                variable
-                for cu in dwarf.iter_CUs()
-                for die in variables_in(cu.get_top_DIE())
-                if (variable := struct_variable(dwarf, die)) is not None
-            ]
-    except (OSError, ELFError, DWARFError):
+        found = [
+            variable
+            for cu in dwarf.iter_CUs()
+            for die in variables_in(cu.get_top_DIE())
+            if (variable := struct_variable(dwarf, die)) is not None
+        ]
+    except (ELFError, DWARFError):
         return ()
     return tuple(sorted(found, key=lambda v: v.address))
 

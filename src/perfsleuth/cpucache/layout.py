@@ -31,8 +31,9 @@ from capstone.x86 import X86_OP_MEM, X86_REG_INVALID, X86_REG_RBP, X86_REG_RIP, 
 from elftools.common.exceptions import DWARFError, ELFError
 from elftools.dwarf.die import DIE
 from elftools.dwarf.locationlists import LocationParser
-from elftools.elf.elffile import ELFFile
 
+from ..binaries import PF_X, PT_LOAD, binary_at
+from ..binaries.subprograms import attr_text, origin
 from ..model.cache import (
     Layout,
     LayoutField,
@@ -49,9 +50,7 @@ from .pointers import Pointer, Typing
 from .struct_types import (
     Field,
     Struct,
-    attr_text,
     find_subprogram,
-    origin,
     strip_qualifiers,
     struct_of,
 )
@@ -150,23 +149,23 @@ def pointer_typing(
 ) -> dict[int, tuple[Pointer, int]]:
     """ELF address -> (pointer, disp) for the accesses at pcs that go through a local
     or member pointer; empty without DWARF."""
+    binary = binary_at(executable)
+    dwarf = binary.dwarf() if binary else None
+    if binary is None or dwarf is None:
+        return {}
     try:
-        with open(executable, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return {}
-            subprogram = find_subprogram(elf, function)
-            if subprogram is None:
-                return {}
-            start, end = pc_range(subprogram)
-            locations = LocationParser(elf.get_dwarf_info().location_lists())
-            code = list(disassembler().disasm(code_between(executable, start, end), start))
-            frame = pointers.frame_base_offset(subprogram, code)
-            known = pointers.variables(subprogram, (start, end), locations, frame)
-            typing = Typing(code, known, pointers.void_callees(subprogram, code))
+        subprogram = find_subprogram(binary, function)
+        if subprogram is None:
+            return {}
+        start, end = pc_range(subprogram)
+        locations = LocationParser(dwarf.location_lists())
+        code = list(disassembler().disasm(code_between(executable, start, end), start))
+        frame = pointers.frame_base_offset(subprogram, code)
+        known = pointers.variables(subprogram, (start, end), locations, frame)
+        typing = Typing(code, known, pointers.void_callees(subprogram, code))
 
-            typed = {pc: typing.access(pc) for pc in pcs}
-    except (OSError, ELFError, DWARFError, CsError):  # the pointers are then not followed
+        typed = {pc: typing.access(pc) for pc in pcs}
+    except (ELFError, DWARFError, CsError):  # the pointers are then not followed
         return {}
     return {pc: t for pc, t in typed.items() if t is not None and t[0].kind != "parameter"}
 
@@ -424,41 +423,41 @@ def code_at(executable: str, vaddr: int) -> bytes:
 
 @lru_cache(maxsize=8)
 def text_segments(executable: str) -> tuple[tuple[int, bytes], ...]:
-    try:
-        with open(executable, "rb") as fh:
-            elf = ELFFile(fh)
-            return tuple(
-                (seg["p_vaddr"], seg.data())
-                for seg in elf.iter_segments()
-                if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1
-            )
-    except (OSError, ELFError):
+    binary = binary_at(executable)
+    if binary is None:
         return ()
+    return tuple(
+        (seg.vaddr, binary.data(seg))
+        for seg in binary.segments
+        if seg.type == PT_LOAD and seg.flags & PF_X
+    )
 
 
 def parameter_structs(executable: str, function: str) -> tuple[list[tuple[str, Struct]], str]:
     """Structs the function's pointer parameters point to, or why there are none."""
+    binary = binary_at(executable)
+    if binary is None:
+        return [], f"could not read the debug info of {executable} (not an ELF file)"
+    dwarf = binary.dwarf()
+    if dwarf is None:
+        return [], (
+            f"{executable} has no DWARF debug info, so struct layouts are unknown; "
+            "rebuild with -g (the footprint does not need it)"
+        )
     try:
-        with open(executable, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return [], (
-                    f"{executable} has no DWARF debug info, so struct layouts are unknown; "
-                    "rebuild with -g (the footprint does not need it)"
-                )
-            subprogram = find_subprogram(elf, function)
-            if subprogram is None:
-                return [], (
-                    f"the debug info of {executable} does not describe {function}: its source "
-                    "file was built without -g, so struct layouts are unknown (the footprint "
-                    "does not need them)"
-                )
-            structs = [
-                (name, struct)
-                for name, declared in parameters(subprogram)
-                if (struct := pointed_struct(declared)) is not None
-            ]
-    except (OSError, ELFError) as e:
+        subprogram = find_subprogram(binary, function)
+        if subprogram is None:
+            return [], (
+                f"the debug info of {executable} does not describe {function}: its source "
+                "file was built without -g, so struct layouts are unknown (the footprint "
+                "does not need them)"
+            )
+        structs = [
+            (name, struct)
+            for name, declared in parameters(subprogram)
+            if (struct := pointed_struct(declared)) is not None
+        ]
+    except (ELFError, DWARFError) as e:
         return [], f"could not read the debug info of {executable} ({e})"
     if not structs:
         return [], (

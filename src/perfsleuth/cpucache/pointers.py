@@ -46,7 +46,8 @@ from elftools.dwarf.die import DIE
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry, LocationParser
 
-from .struct_types import Struct, attr_text, origin, strip_qualifiers, struct_of
+from ..binaries.subprograms import attr_text, origin
+from .struct_types import Struct, strip_qualifiers, struct_of
 
 BACKWARD = 32  # instructions searched back for the loads of a member pointer
 MEMBER_DEPTH = 2  # s->a->b

@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from elftools.dwarf.die import DIE
-from elftools.elf.elffile import ELFFile
+
+from ..binaries import Binary
+from ..binaries.subprograms import attr_text
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
 AGGREGATE_KEYWORDS = {
@@ -128,11 +130,6 @@ def bitfield_start(die: DIE, unit_size: int) -> int | None:
     return base * 8 + size * 8 - int(attributes["DW_AT_bit_offset"].value) - bits
 
 
-def attr_text(die: DIE, name: str) -> str:
-    attr = die.attributes.get(name)
-    return attr.value.decode(errors="replace") if attr is not None else ""
-
-
 def type_size(die: DIE) -> int:
     if "DW_AT_byte_size" in die.attributes:
         return int(die.attributes["DW_AT_byte_size"].value)
@@ -180,19 +177,7 @@ def array_length_one(sub: DIE) -> int:
     return 0
 
 
-def find_subprogram(elf: ELFFile, function: str) -> DIE | None:
-    plain = function.split("(")[0].split("::")[-1]
-    for cu in elf.get_dwarf_info().iter_CUs():
-        for die in cu.iter_DIEs():
-            if die.tag != "DW_TAG_subprogram" or "DW_AT_low_pc" not in die.attributes:
-                continue
-            if attr_text(origin(die), "DW_AT_name") == plain:
-                return die
-    return None
-
-
-def origin(die: DIE) -> DIE:
-    for attr in ("DW_AT_specification", "DW_AT_abstract_origin"):
-        if attr in die.attributes:
-            return die.get_DIE_from_attribute(attr)
-    return die
+def find_subprogram(binary: Binary, function: str) -> DIE | None:
+    """The DWARF entry of a function given as perf or callgrind names it
+    ("ns::C::f(int)" -> f)."""
+    return binary.subprogram(function.split("(")[0].split("::")[-1])

@@ -21,10 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
+from ..binaries import STT_FUNC, Binary, binary_at
 from ..errors import UserError
 from .runner import Side, check_runnable
 
@@ -84,35 +81,27 @@ def refusal(program: str) -> str | None:
     mode = os.stat(program).st_mode
     if mode & (stat.S_ISUID | stat.S_ISGID):
         return f"{program} is setuid/setgid: the dynamic loader ignores LD_PRELOAD for it"
-    try:
-        with open(program, "rb") as fh:
-            elf = ELFFile(fh)
-            if not any(seg["p_type"] == "PT_INTERP" for seg in elf.iter_segments()):
-                return (
-                    f"{program} is statically linked: there is no dynamic loader to preload "
-                    "an allocator into; relink it with the allocator instead"
-                )
-            own = _own_allocator(elf)
-            if own:
-                return (
-                    f"{program} defines {own} itself (it has its own allocator), "
-                    "so a preloaded one would not be used"
-                )
-    except ELFError:
+    binary = binary_at(program)
+    if binary is None:
         return None  # a script: the run-time check decides
+    if not binary.dynamic:
+        return (
+            f"{program} is statically linked: there is no dynamic loader to preload "
+            "an allocator into; relink it with the allocator instead"
+        )
+    own = _own_allocator(binary)
+    if own:
+        return (
+            f"{program} defines {own} itself (it has its own allocator), "
+            "so a preloaded one would not be used"
+        )
     return None
 
 
-def _own_allocator(elf: ELFFile) -> str | None:
+def _own_allocator(binary: Binary) -> str | None:
     """The allocator entry point the program itself defines, if any."""
-    for section in elf.iter_sections():
-        if not isinstance(section, SymbolTableSection):
-            continue
-        for name in OWN_ALLOCATOR_SYMBOLS:
-            for sym in section.get_symbol_by_name(name) or []:
-                if sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["type"] == "STT_FUNC":
-                    return name
-    return None
+    defined = {s.name for s in binary.symbols(types=frozenset({STT_FUNC})) if s.defined}
+    return next((name for name in OWN_ALLOCATOR_SYMBOLS if name in defined), None)
 
 
 def preload_env(library: Path) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .stats import MIN_PAIRS_FOR_CLAIM
+from .stats import MIN_PAIRS_FOR_CLAIM, PRACTICAL_THRESHOLD, SIGNIFICANCE
 
 
 def ratio_sentence(subject: str, reference: str, result: dict[str, Any], metric: str) -> str:
@@ -25,7 +25,22 @@ def ratio_sentence(subject: str, reference: str, result: dict[str, Any], metric:
             f"{subject}: too few runs to tell a difference from {reference} ({interval}); "
             f"use --runs {MIN_PAIRS_FOR_CLAIM} or more"
         )
-    return f"{subject}: no difference from {reference} distinguishable from noise ({interval})"
+    return (
+        f"{subject}: no difference from {reference} claimed: {_why_same(result, metric)} "
+        f"({interval})"
+    )
+
+
+def _why_same(result: dict[str, Any], metric: str) -> str:
+    """Which of the three conditions of a claim (docs/experiments.md) the result missed."""
+    if result["p_value"] >= SIGNIFICANCE:
+        return f"p={result['p_value']:.3g} is not below the {SIGNIFICANCE:g} a claim needs"
+    lo, hi = result["ci95"]
+    if lo <= 1.0 <= hi:
+        return "its 95% CI includes 1"
+    threshold = PRACTICAL_THRESHOLD.get(metric, PRACTICAL_THRESHOLD["time"])
+    change = abs(result["ratio"] - 1.0) * 100
+    return f"a {change:.1f}% change is below the {threshold * 100:g}% worth claiming"
 
 
 def verdict_lines(doc: dict[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from .. import rank
 from ..analyzers import AnalyzerOptions, Context, build_flags, library_match, missing_symbols
 from ..errors import UserError
 from ..model.findings import Finding
+from ..model.fleet import DEFAULT_TYPE
 from ..model.profile import Frame, Profile
 from ..model.run import RunInfo
 from ..rules import Rule, load_rules
@@ -26,6 +27,7 @@ from ..store.fleet import FleetStore
 from ..symbols import build_id_of, find_dso
 from . import labels, queries, verified
 from .engine import Engine
+from .filters import profile_type
 from .labels import LabelWeights, Share
 from .verified import Measured
 
@@ -56,8 +58,10 @@ class FleetAdvice:
 def advise(
     store: FleetStore, start: float, end: float, where: str | None, options: FleetAdvice
 ) -> dict:
-    """`{"findings": [...], "notes": [...]}`: each finding in the DESIGN shape with
+    """`{"findings": [...], "notes": [...]}`: each finding in the shape of docs/findings.md with
     services, hosts, cores_saved (and money_per_month with a core cost), by cores saved."""
+    if (kind := profile_type(where)) != DEFAULT_TYPE:
+        raise UserError(f"fleet advise reads CPU profiles (cores saved), not {kind}: drop --type")
     weights = queries.stack_weights(store, start, end, where, options.engine)
     profile = queries.to_profile(weights)
     if not profile.sample_stack:

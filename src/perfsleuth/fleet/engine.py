@@ -18,10 +18,20 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from ..model.fleet import LABELS
+from ..errors import UserError
+from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
-from .filters import Condition
+from .filters import TYPE_KEY, Condition
+
+BUCKETS_SCHEMA = pa.schema(
+    [
+        ("bucket", pa.int64()),
+        ("stack_id", pa.int64()),
+        ("samples", pa.int64()),
+        ("cpu_ns", pa.int64()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,17 @@ class Engine(Protocol):
         """Rows of (label values..., stack_id, samples, cpu_ns), ordered by all columns."""
         ...
 
+    def bucket_weights(
+        self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
+    ) -> pa.Table:
+        """Rows of BUCKETS_SCHEMA: samples and CPU ns per stack in each bucket of step_ms
+        milliseconds from the epoch (bucket = time in ms // step_ms)."""
+        ...
+
 
 def _label(key: str) -> str:
+    if key == TYPE_KEY:  # files written before the column hold CPU profiles
+        return f"coalesce(type, '{DEFAULT_TYPE}')"
     if key == "pid":
         return "CAST(pid AS VARCHAR)"
     if key in LABELS:
@@ -67,6 +86,22 @@ def _condition(c: Condition) -> str:
     }[c.op]
 
 
+def check_regexes(con: duckdb.DuckDBPyConnection, where: list[Condition]) -> None:
+    """Each regex of `where` compiled by DuckDB's engine (RE2), whose refusal is a
+    one-line UserError: RE2 has no backreferences nor lookaround, which Python's has."""
+    for c in where:
+        if c.op.endswith("~"):
+            try:
+                con.execute("SELECT regexp_full_match('', ?)", [c.value]).fetchall()
+            except duckdb.Error as e:
+                reason = str(e).splitlines()[0].removeprefix("Invalid Input Error: ")
+                raise UserError(
+                    f"bad regular expression {c.value[:80]!r} in --where: DuckDB's regex engine "
+                    f"(RE2) refuses it ({reason}); RE2 does not support backreferences or "
+                    "lookaround"
+                ) from None
+
+
 class DuckDB:
     """Fleet queries embedded in this process."""
 
@@ -75,6 +110,7 @@ class DuckDB:
     ) -> StackWeights:
         con = duckdb.connect()
         try:
+            check_regexes(con, where)
             for name, files, schema in (
                 ("samples", selection.samples, SAMPLES_SCHEMA),
                 ("stacks", selection.stacks, STACKS_SCHEMA),
@@ -116,6 +152,7 @@ class DuckDB:
         keys = [f"{_label(k)} AS {_quoted(k)}" for k in labels]
         con = duckdb.connect()
         try:
+            check_regexes(con, where)
             con.register(
                 "samples",
                 ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
@@ -133,6 +170,30 @@ class DuckDB:
         finally:
             con.close()
         return _table(result)
+
+    def bucket_weights(
+        self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
+    ) -> pa.Table:
+        con = duckdb.connect()
+        try:
+            check_regexes(con, where)
+            con.register(
+                "samples",
+                ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
+            )
+            filters = "".join(f" AND {_condition(c)}" for c in where)
+            result = con.sql(
+                f"""SELECT epoch_ms(time::TIMESTAMP) // ?::BIGINT AS bucket, stack_id,
+                       sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
+                FROM samples
+                WHERE time >= make_timestamp(?::BIGINT * 1000)
+                  AND time < make_timestamp(?::BIGINT * 1000){filters}
+                GROUP BY ALL""",
+                params=[step_ms, to_ms(start), to_ms(end), *[c.value for c in where]],
+            ).to_arrow_table()
+        finally:
+            con.close()
+        return _table(result).cast(BUCKETS_SCHEMA)
 
 
 def _quoted(name: str) -> str:

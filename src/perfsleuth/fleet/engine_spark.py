@@ -24,11 +24,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ..errors import UserError
-from ..model.fleet import LABELS
+from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
-from .engine import StackWeights, to_ms
-from .filters import Condition
+from .engine import BUCKETS_SCHEMA, StackWeights, to_ms
+from .filters import TYPE_KEY, Condition
 
 try:
     from py4j.protocol import Py4JError
@@ -120,6 +120,27 @@ class Spark:
         except (PySparkException, Py4JError) as e:
             raise _translated(e) from None
         return table.cast(schema)
+
+    def bucket_weights(
+        self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
+    ) -> pa.Table:
+        if not selection.samples:
+            return BUCKETS_SCHEMA.empty_table()
+        spark = session(self.master)
+        s3 = isinstance(selection.fs, pafs.S3FileSystem)
+        if s3:
+            _configure_s3a(spark, self.endpoint)
+        try:
+            samples = _samples(spark, selection, s3, start, end, where)
+            bucket = F.floor(F.unix_millis(F.col("time")) / F.lit(step_ms)).alias("bucket")
+            table = (
+                samples.groupBy(bucket, "stack_id")
+                .agg(F.sum("samples").alias("samples"), F.sum("cpu_ns").alias("cpu_ns"))
+                .toArrow()
+            )
+        except (PySparkException, Py4JError) as e:
+            raise _translated(e) from None
+        return table.cast(BUCKETS_SCHEMA)
 
 
 def check_master(master: str) -> str:
@@ -286,6 +307,8 @@ def _ddl(schema: pa.Schema) -> T.StructType:
 
 
 def _label(key: str) -> Column:
+    if key == TYPE_KEY:  # files written before the column hold CPU profiles
+        return F.coalesce(F.col("type"), F.lit(DEFAULT_TYPE))
     if key == "pid":
         return F.col("pid").cast("string")
     if key in LABELS:

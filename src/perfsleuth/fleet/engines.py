@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from .engine import DuckDB, Engine
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_SPARK_MASTER = "local[2]"
@@ -16,4 +19,6 @@ def engine_of(
         from .engine_spark import Spark  # pyspark is a large import: only when asked
 
         return Spark(spark_master, endpoint)
+    from .engine import DuckDB  # DuckDB and Arrow load with the first query, not at start-up
+
     return DuckDB()

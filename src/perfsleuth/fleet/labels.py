@@ -13,12 +13,11 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..model.fleet import LABEL_GROUPINGS as LABEL_GROUPINGS  # kept here for its readers
 from ..store.fleet import FleetStore
 from .engine import DuckDB, Engine
 from .filters import parse
 from .retry import reading
-
-LABEL_GROUPINGS = ("service", "host")
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,12 @@ from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
 from . import queries
 from .engine import Engine
-from .filters import Condition, holds, parse
+from .filters import TYPE_KEY, Condition, holds, parse
 
-PER_SAMPLE = set(LABELS) - {"host", "service", "exe"}  # not in a window's marker
+# A CPython extension module's file name, and the folder of the interpreter's own.
+CPYTHON_MODULE = ".cpython-"
+STDLIB_MODULES = "/lib-dynload/"
+PER_SAMPLE = {*LABELS, TYPE_KEY} - {"host", "service", "exe"}  # not in a window's marker
 
 
 def libraries(
@@ -94,14 +97,23 @@ def _loaded(markers: list[dict], rules: list[Rule]) -> dict[tuple[str, str], dic
     for info in markers:
         for exe, paths in info["libraries"].items():
             for path in paths:
-                name = path.rsplit("/", 1)[-1]
                 for rule in rules:
-                    if any(p.search(name) for p in rule.dsos):
+                    if _is_library(path, rule):
                         seen = loaded[(rule.id, path)]
                         seen["hosts"].add(info.get("host", ""))
                         seen["services"].add(info.get("service", ""))
                         seen["programs"].add(exe)
     return loaded
+
+
+def _is_library(path: str, rule: Rule) -> bool:
+    """Whether the file at `path` is the rule's library: its name matches, and a CPython
+    extension module is the interpreter's own (in lib-dynload), not a package's module
+    of the same name (pyarrow's _json.cpython-*.so is not Python's json)."""
+    name = path.rsplit("/", 1)[-1]
+    if not any(p.search(name) for p in rule.dsos):
+        return False
+    return CPYTHON_MODULE not in name or STDLIB_MODULES in path
 
 
 def _shares(

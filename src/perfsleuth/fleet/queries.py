@@ -11,16 +11,21 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+import pyarrow as pa
+
 from ..errors import UserError
+from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..model.profile import Frame, Profile
 from ..store.fleet import FleetStore
 from ..views import top as top_view
 from . import labels
 from .engine import DuckDB, Engine, StackWeights
-from .filters import parse
+from .filters import parse, profile_type
 from .retry import reading
 
 DEFAULT_RANGE_S = 3600.0
+# The Profile unit of each profile type's unit (model.profile.UNITS).
+PROFILE_UNITS = {"ns": "ns", "bytes": "bytes", "count": "events"}
 
 
 def time_range(start: float | None, end: float | None) -> tuple[float, float]:
@@ -41,7 +46,8 @@ def profile(
 ) -> Profile:
     """Every stored sample whose window started in [start, end) and meets `where`,
     one row per distinct stack, weights in CPU ns and counts in samples."""
-    return to_profile(stack_weights(store, start, end, where, engine))
+    unit = PROFILE_UNITS[PROFILE_TYPES[profile_type(where)]]
+    return to_profile(stack_weights(store, start, end, where, engine), unit)
 
 
 def stack_weights(
@@ -61,11 +67,30 @@ def stack_weights(
     return replace(weights, frames=store.name_frames(weights.frames))
 
 
-def to_profile(weights: StackWeights) -> Profile:
+def bucket_weights(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    step_ms: int,
+    engine: Engine | None = None,
+) -> pa.Table:
+    """engine.BUCKETS_SCHEMA rows: per bucket of step_ms and stack, samples and CPU ns."""
+    conditions = parse(where)
+    run = engine or DuckDB()
+    grain = step_ms / 1000
+
+    def query() -> pa.Table:
+        return run.bucket_weights(store.select(start, end, grain), start, end, conditions, step_ms)
+
+    return reading(store, query)
+
+
+def to_profile(weights: StackWeights, unit: str = "ns") -> Profile:
     """The per-stack sums as a Profile: sample i is row i of weights.stacks."""
     frames = weights.frames.to_pylist()
     index = {f.pop("frame_id"): i for i, f in enumerate(frames)}
-    result = Profile(unit="ns", frames=[Frame(**f) for f in frames])
+    result = Profile(unit=unit, frames=[Frame(**f) for f in frames])
     for row in weights.stacks.to_pylist():
         result.stacks.append(tuple(index[f] for f in row["frame_ids"]))
         result.sample_stack.append(len(result.stacks) - 1)
@@ -91,7 +116,7 @@ def top(
     `by` is a frame grouping (views.keys), `library` (DSOs by library name, versions
     merged) or a label of LABEL_GROUPINGS (each value's share of the CPU time)."""
     start, end = time_range(start, end)
-    if by in labels.LABEL_GROUPINGS:
+    if by in LABEL_GROUPINGS:
         doc = labels.top(store, start, end, where, by, n, engine)
     else:
         grouped = profile(store, start, end, where, engine)
@@ -99,7 +124,9 @@ def top(
             grouped = by_library(grouped)
         doc = top_view.top(grouped, by="dso" if by == "library" else by, sort=sort, n=n)
         doc["by"] = by
-    return {"run": "fleet", "from": start, "to": end, "where": where or "", **doc}
+    kind = profile_type(where)
+    doc["unit"] = PROFILE_TYPES[kind]
+    return {"run": "fleet", "from": start, "to": end, "where": where or "", "type": kind, **doc}
 
 
 def by_library(profile: Profile) -> Profile:
@@ -149,7 +176,8 @@ def flame_json(profile: Profile, start: float, end: float, where: str | None) ->
         "from": start,
         "to": end,
         "where": where or "",
-        "unit": "ns",
+        "type": profile_type(where),
+        "unit": PROFILE_TYPES[profile_type(where)],
         "total": total,
         "samples": samples,
         "stacks": stacks,

@@ -39,6 +39,7 @@ from typing import NoReturn
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import limits
+from perfsleuth.model.counts import CALL_COLUMNS, CELL_COLUMNS, Columns, ExactCounts
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
 MAX_CHAINS = 512
@@ -94,37 +95,16 @@ class CallgrindData:
     calls: dict[Fn, dict[tuple[Fn, str, int], list[int]]] = field(default_factory=dict)
     # per instruction address: (object, function, address) -> cost
     instr: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
+    # every self cost at its finest: (function, file, line, address) -> cost
+    cells: dict[tuple[Fn, str, int, int], list[int]] = field(default_factory=dict)
+    # call sites: (caller, callee, file, line) -> [calls, inclusive cost...]
+    call_sites: dict[tuple[Fn, Fn, str, int], list[int]] = field(default_factory=dict)
+    own_file: dict[Fn, str] = field(default_factory=dict)  # the file of fl= at fn=
     totals: list[int] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
     def total(self, event: str = "Ir") -> int:
         return self.totals[self.events.index(event)] if event in self.events else 0
-
-    def function_self(self, event: str = "Ir", *, merge_unnamed: bool = False) -> dict[str, int]:
-        """Exact self count of `event` per function name (objects merged, as names are shown).
-
-        Code without a symbol is named by its address, which moves with every rebuild;
-        `merge_unnamed` puts all of an object's unnamed code under one name so that two
-        builds compare."""
-        index = self.events.index(event)
-        out: dict[str, int] = {}
-        for (ob, fn), sites in self.self_costs.items():
-            name = f"[unnamed code in {Path(ob).name}]" if merge_unnamed and _is_address(fn) else fn
-            out[name] = out.get(name, 0) + sum(costs[index] for costs in sites.values())
-        return out
-
-    def line_self(self, event: str = "Ir") -> dict[Site, int]:
-        """Exact self count of `event` per (file, line)."""
-        index = self.events.index(event)
-        out: dict[Site, int] = {}
-        for sites in self.self_costs.values():
-            for (file, line), costs in sites.items():
-                out[file, line] = out.get((file, line), 0) + costs[index]
-        return out
-
-
-def _is_address(name: str) -> bool:
-    return name.startswith("0x") and all(c in "0123456789abcdefABCDEF" for c in name[2:])
 
 
 def parse(path: str | Path) -> CallgrindData:
@@ -153,7 +133,7 @@ class _Parser:
         self.line_number = 0
         self.data = CallgrindData()
         self.names: dict[tuple[str, str], str] = {}
-        self.ob = self.file = self.fn_name = ""
+        self.ob = self.file = self.fl = self.fn_name = ""
         self.fn: Fn = ("", "")
         self.call: tuple[Fn, int] | None = None  # callee, call count of the next cost line
         self.cob: str | None = None
@@ -200,8 +180,11 @@ class _Parser:
             self.ob = name
         elif key in ("fl", "fi", "fe"):
             self.file = name
+            if key == "fl":
+                self.fl = name
         elif key == "fn":
             self.fn = (self.ob, name)
+            self.data.own_file.setdefault(self.fn, self.fl)
         elif key == "cob":
             self.cob = name
         elif key == "cfn":
@@ -283,15 +266,20 @@ class _Parser:
 
     def add_self(self, costs: list[int]) -> None:
         by_site = self.data.self_costs.setdefault(self.fn, {})
-        _add(by_site, (self.file, self.line()), costs)
+        line = self.line()
+        _add(by_site, (self.file, line), costs)
+        address = 0
         if "instr" in self.data.positions:
             address = self.prev[self.data.positions.index("instr")]
             _add(self.data.instr, (self.fn[0], self.fn[1], address), costs)
+        _add(self.data.cells, (self.fn, self.file, line, address), costs)
 
     def add_call(self, costs: list[int]) -> None:
         assert self.call is not None
-        callee = self.call[0]
-        _add(self.data.calls.setdefault(callee, {}), (self.fn, self.file, self.line()), costs)
+        callee, count = self.call
+        line = self.line()
+        _add(self.data.calls.setdefault(callee, {}), (self.fn, self.file, line), costs)
+        _add(self.data.call_sites, (self.fn, callee, self.file, line), [count, *costs])
         self.call = None
         self.cob = None
 
@@ -316,6 +304,44 @@ class _Parser:
         if not data.totals:
             data.totals = costs
         return data
+
+
+def exact_counts(data: CallgrindData) -> ExactCounts:
+    """The out file's counts as the columnar model the views read (model/counts.py)."""
+    width = len(data.events)
+    fn_ids: dict[Fn, int] = {}
+    file_ids: dict[str, int] = {}
+
+    def fn_id(fn: Fn) -> int:
+        found = fn_ids.get(fn)
+        if found is None:
+            found = fn_ids[fn] = len(fn_ids)
+        return found
+
+    def file_id(file: str) -> int:
+        found = file_ids.get(file)
+        if found is None:
+            found = file_ids[file] = len(file_ids)
+        return found
+
+    cells = Columns(CELL_COLUMNS, width)
+    for (fn, file, line, address), costs in data.cells.items():
+        cells.append((fn_id(fn), file_id(file), line, address), costs)
+    calls = Columns(CALL_COLUMNS, width)
+    for (caller, callee, file, line), (count, *costs) in data.call_sites.items():
+        calls.append((fn_id(caller), fn_id(callee), file_id(file), line, count), costs)
+    functions = sorted(fn_ids, key=fn_ids.__getitem__)
+    own_files = [file_id(data.own_file.get(fn, "")) for fn in functions]
+    return ExactCounts(
+        events=list(data.events),
+        totals=list(data.totals),
+        functions=functions,
+        own_files=own_files,
+        files=sorted(file_ids, key=file_ids.__getitem__),
+        cells=cells,
+        calls=calls,
+        meta=dict(data.meta),
+    )
 
 
 def _add(table: dict, key: object, costs: list[int]) -> None:

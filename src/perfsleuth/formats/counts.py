@@ -1,14 +1,16 @@
-"""The counts document (model/counts.py) of a callgrind.out file, and back.
+"""The counts document (model/counts.py) of a callgrind.out file.
 
-At record time `encode_counts` reads the out file and the source files it counts lines
-of; views, analyzers and the gate `parse_counts` a stored document with formats.callgrind.
+At record time `encode_counts` parses the out file once into the columnar model the
+views read, keeps the file itself, the source files it counts lines of and their
+fingerprints. `with_tables` parses a document stored before the model existed.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from ..model.counts import Counts, Sources
+from ..model.counts import Counts, ExactCounts, Sources, Stamps
 from . import callgrind
 
 MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
@@ -17,23 +19,32 @@ MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
 def encode_counts(path: Path, cwd: Path | None = None) -> Counts:
     """The document of a callgrind.out file, with its source files as they are now."""
     raw = path.read_bytes()
-    data = callgrind.parse_bytes(raw, path.name)
-    return Counts(raw, source_files(data, cwd or Path.cwd()))
+    exact = callgrind.exact_counts(callgrind.parse_bytes(raw, path.name))
+    sources, stamps = source_files(exact, cwd or Path.cwd())
+    return Counts(raw, sources, exact, stamps)
 
 
-def source_files(data: callgrind.CallgrindData, cwd: Path) -> Sources:
-    """file name as callgrind gives it -> its lines, for every readable counted file."""
-    names = {file for sites in data.self_costs.values() for file, line in sites if line > 0}
-    out = {}
-    for name in sorted(names):
+def source_files(exact: ExactCounts, cwd: Path) -> tuple[Sources, Stamps]:
+    """file name as callgrind gives it -> its lines, for every readable counted file
+    up to MAX_SOURCE_BYTES, and the fingerprint of every readable counted file."""
+    sources: Sources = {}
+    stamps: Stamps = {}
+    for name in exact.counted_files():
         path = Path(name) if Path(name).is_absolute() else cwd / name
         try:
-            if path.stat().st_size <= MAX_SOURCE_BYTES:
-                out[name] = path.read_text(errors="replace").splitlines()
+            stat = path.stat()
+            raw = path.read_bytes()
         except OSError:
             continue
-    return out
+        stamps[name] = [stat.st_size, stat.st_mtime, hashlib.sha256(raw).hexdigest()]
+        if stat.st_size <= MAX_SOURCE_BYTES:
+            sources[name] = raw.decode(errors="replace").splitlines()
+    return sources, stamps
 
 
-def parse_counts(counts: Counts) -> callgrind.CallgrindData:
-    return callgrind.parse_bytes(counts.callgrind_out, Counts.NAME)
+def with_tables(counts: Counts) -> Counts:
+    """A document stored before the parsed model (version < 3), with it."""
+    if counts.exact is not None:
+        return counts
+    exact = callgrind.exact_counts(callgrind.parse_bytes(counts.callgrind_out, Counts.NAME))
+    return Counts(counts.callgrind_out, counts.sources, exact, counts.stamps)

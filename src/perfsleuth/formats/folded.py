@@ -21,12 +21,15 @@ from perfsleuth.errors import UserError
 from perfsleuth.formats import limits
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
-WEIGHT = re.compile(r"\d+(?:\.\d+)?")
+WEIGHT = re.compile(r"\d+(?:\.\d*)?")  # `6.` too, as C's printf("%#g") writes it
 ANNOTATION = re.compile(r"_?\[(?P<kind>[ki])\]$")
 # A backtick that starts a .NET generic arity (List`1.Add, Dictionary`2[...]).
 ARITY = re.compile(r"`\d+(?![0-9A-Za-z_])")
 # Line numbers named in the warning about skipped lines.
 SHOWN_BAD_LINES = 5
+# The title line of a GHC `+RTS -p` report (`prog.prof`): most of its lines end in two
+# numbers, so they would read as differential folded stacks.
+GHC_REPORT = "Time and Allocation Profiling Report"
 
 
 def split_line(line: str) -> tuple[str, str] | None:
@@ -44,6 +47,8 @@ def split_line(line: str) -> tuple[str, str] | None:
 def sniff(head: bytes) -> bool:
     """True when most complete, non-comment lines of `head` look like `a;b;c 12`."""
     text = head.decode("utf-8", errors="replace")
+    if GHC_REPORT in text[:4096]:
+        return False
     lines = text.splitlines()
     if lines and not text.endswith("\n") and len(lines) > 1:
         lines.pop()  # cut off by the head's end
@@ -97,6 +102,11 @@ class _Reader:
     def feed(self, line: str, number: int) -> None:
         if not line or line.startswith("#"):
             return
+        if GHC_REPORT in line and not self.builder.profile.stacks:
+            raise UserError(
+                f"{self.name}:{number}: a GHC profiling report, not folded stacks; turn it "
+                "into folded stacks first (e.g. with ghc-prof-flamegraph)"
+            )
         parts = split_line(line)
         if parts is None:
             self.bad_count += 1

@@ -7,32 +7,51 @@ is a PayloadError whose one-line message the collector sends back with a 400.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from perfsleuth.errors import UserError
+from perfsleuth.model.fleet import Window
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 # Bounds of what one push may hold; a real agent window is far below each of them.
 MAX_DECOMPRESSED = 256 << 20
-MAX_STACK_DEPTH = 4096
+MAX_STACK_DEPTH = 4096  # frames of one stack, after expanding inlined lines
+# Frames of all the samples of one push, after expanding inlined lines: a real agent
+# window has about 10,000; this bounds what a few bytes of shared locations expand to.
+MAX_PUSH_FRAMES = 1 << 21
+# Distinct frames of one push (each costs a few hundred bytes decoded): a busy host's
+# window has a few thousand.
+MAX_PUSH_NEW_FRAMES = 1 << 19
 MAX_LABELS = 32
 MAX_LABEL_VALUE = 1024
 MAX_NAME = 16384
 # Counts and nanoseconds above 2**53 lose precision as floats: nothing real gets there.
+# It bounds each value, and also a window's total samples and total CPU ns (so no sum
+# of the store's BIGINT columns overflows).
 MAX_VALUE = 1 << 53
+# A pid label: Linux's reach 2**22, other systems' 2**32.
+MAX_PID = (1 << 32) - 1
 MAX_SAMPLE_RATE = 1e6
+DEFAULT_SAMPLE_RATE = 100.0
 # Unix seconds from 2001 to 2100: anything else is a unit mistake (ms, ns) or garbage.
 TIME_RANGE = (1e9, 4.1e9)
+TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
+# A time above the magnitude is in that unit: ns, us, ms (else seconds), as Pyroscope reads it.
+TIME_UNITS = ((1e18, 1e9), (1e15, 1e6), (1e12, 1e3))
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 # Pyroscope's name: app name, then optional {k=v,...}.
 PYROSCOPE_NAME = re.compile(r"([^{}]*)(?:\{([^{}]*)\})?")
+# Labels Pyroscope clients send for themselves (`__name__`, `__session_id__`): not kept.
+INTERNAL = "__"
 # A profile-type suffix Pyroscope clients append to the app name.
 CPU_SUFFIXES = (".cpu", ".itimer")
 
@@ -41,16 +60,18 @@ class PayloadError(UserError):
     """A pushed payload is refused; the message says what is wrong with it."""
 
 
-def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED) -> bytes:
-    """data, decompressed when it is gzip, refused past `limit` bytes (a bomb)."""
+def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED, already: int = 0) -> bytes:
+    """data, decompressed when it is gzip, refused when it takes the bytes inflated by the
+    push (`already` before it) past `limit` (a bomb)."""
     if data[:2] != GZIP_MAGIC:
         return data
     inflater = zlib.decompressobj(wbits=31)
+    room = max(limit - already, 0)
     try:
-        out = inflater.decompress(data, limit + 1)
+        out = inflater.decompress(data, room + 1)
     except zlib.error as e:
         raise PayloadError(f"broken gzip data ({e})") from e
-    if len(out) > limit:
+    if len(out) > room:
         raise PayloadError(f"gzip data inflates past the limit of {limit >> 20} MB; refused")
     if not inflater.eof:
         raise PayloadError("gzip data is truncated")
@@ -66,6 +87,73 @@ def count(value: int | float, what: str) -> int:
     if value > MAX_VALUE:
         raise PayloadError(f"{what} is too large ({value}; at most 2**53)")
     return int(value)
+
+
+def json_document(data: str | bytes, what: str) -> Any:
+    """The JSON value of `data`, or a PayloadError (nesting too deep included)."""
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PayloadError(f"{what} is not JSON ({e})") from None
+    except RecursionError:
+        raise PayloadError(f"{what} is nested too deeply to be read") from None
+
+
+class PushBudget:
+    """What a push expands to, shared by the profiles it holds: frames of its samples,
+    refused past MAX_PUSH_FRAMES; distinct frames decoded, past MAX_PUSH_NEW_FRAMES;
+    bytes of gzip inflated, past the limit given."""
+
+    def __init__(self, limit: int = MAX_DECOMPRESSED) -> None:
+        self.limit = limit
+        self.inflated = 0
+        self.used = 0
+        self.created = 0
+
+    def gunzip(self, data: bytes) -> bytes:
+        out = gunzip(data, self.limit, self.inflated)
+        if out is not data:
+            self.inflated += len(out)
+        return out
+
+    def spend(self, frames: int) -> None:
+        self.used += frames
+        if self.used > MAX_PUSH_FRAMES:
+            raise PayloadError(
+                f"the push's samples hold more than {MAX_PUSH_FRAMES:,} frames in all "
+                "(inlined lines expanded); send smaller pushes"
+            )
+
+    def create(self, frames: int) -> None:
+        self.created += frames
+        if self.created > MAX_PUSH_NEW_FRAMES:
+            raise PayloadError(
+                f"the push holds more than {MAX_PUSH_NEW_FRAMES:,} distinct frames; "
+                "send smaller pushes"
+            )
+
+
+def check_window(window: Window) -> Window:
+    """`window` when the store can keep it: times in TIME_RANGE, its total samples and
+    CPU ns at most MAX_VALUE, a pid label that is a process id; else a PayloadError."""
+    for value, what in ((window.start, "starts"), (window.end, "ends")):
+        if not TIME_RANGE[0] <= value <= TIME_RANGE[1]:
+            raise PayloadError(f"the window {what} at {value:.6g}, outside {TIME_RANGE_SHOWN}")
+    profile = window.profile
+    samples = sum(profile.sample_count)
+    if samples > MAX_VALUE:
+        raise PayloadError(f"the push holds {samples:.3g} samples; at most 2**53 a push")
+    if window.rate_hz > 0:
+        cpu_ns = samples * (1e9 / window.rate_hz)
+        why = f" (samples x 10^9 / sampling rate {window.rate_hz:g} Hz)"
+    else:
+        cpu_ns, why = math.fsum(profile.sample_weight), ""
+    if not cpu_ns <= MAX_VALUE:
+        raise PayloadError(f"the push's CPU time is {cpu_ns:.3g} ns{why}; at most 2**53 ns a push")
+    pid = window.labels.get("pid")
+    if pid is not None and not (pid.isascii() and pid.isdigit() and int(pid) <= MAX_PID):
+        raise PayloadError(f"label pid={pid[:40]!r} is not a process id (0 to {MAX_PID})")
+    return window
 
 
 def text(value: str, what: str, limit: int = MAX_NAME) -> str:
@@ -101,7 +189,9 @@ class IngestParams:
     labels: dict[str, str] = field(default_factory=dict)
     sample_rate: float = 100.0
     spy_name: str = ""
-    format: str = "folded"
+    format: str = ""  # "" when the push does not say: pyroscope.decode tells by the body
+    # Which lock profile a pprof's contentions/delay types are: Go's "mutex" or "block".
+    lock: str = "mutex"
 
     @classmethod
     def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:
@@ -116,7 +206,7 @@ class IngestParams:
             labels=parse_name(query["name"]),
             sample_rate=sample_rate(query),
             spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
-            format=query.get("format", "folded"),
+            format=query.get("format", ""),
         )
 
 
@@ -133,7 +223,8 @@ def parse_name(name: str) -> dict[str, str]:
         key, eq, value = item.partition("=")
         if not eq:
             raise PayloadError(f"bad label {item[:80]!r} in name: use key=value")
-        pairs[key.strip()] = value.strip()
+        if not key.strip().startswith(INTERNAL):
+            pairs[key.strip()] = value.strip()
     if app:
         pairs["service"] = app
     return labels(pairs, "name")
@@ -154,15 +245,22 @@ def check_time(value: float, what: str) -> float:
 
 
 def _time(query: Mapping[str, str], key: str) -> float:
+    """Unix time in s, ms, us or ns, told apart by magnitude as Pyroscope does."""
     if key not in query:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
-    return check_time(_number(query[key], key), f"{key}={query[key][:40]}")
+    value = _number(query[key], key)
+    for magnitude, per_second in TIME_UNITS:
+        if value > magnitude:
+            value /= per_second
+            break
+    return check_time(value, f"{key}={query[key][:40]}")
 
 
 def sample_rate(query: Mapping[str, str]) -> float:
-    """sampleRate in Hz, Pyroscope's 100 when not given."""
+    """sampleRate in Hz, Pyroscope's 100 when not given or 0 (the Go SDK's heap, lock
+    and goroutine pushes)."""
     raw = query.get("sampleRate", "100")
-    value = _number(raw, "sampleRate")
+    value = _number(raw, "sampleRate") or DEFAULT_SAMPLE_RATE
     if not 0 < value <= MAX_SAMPLE_RATE:
         raise PayloadError(f"sampleRate={raw[:40]} must be above 0 and at most 1000000 Hz")
     return value

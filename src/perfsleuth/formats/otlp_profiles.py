@@ -1,12 +1,15 @@
 """OTLP profiles (v1development ExportProfilesServiceRequest, HTTP/protobuf) as fleet Windows.
 
-One Window per profile of each resource: the resource's host.name, service.name,
-service.version and deployment environment become the window's labels; process.pid,
+One Window per profile of each resource: host.name, service.name, service.version and
+the deployment environment (attributes of the resource, the scope or the profile, the
+most specific winning; keys and string values plain or as string-table indices,
+`key_strindex` and `string_value_strindex`) become the window's labels; process.pid,
 thread.id, thread.name, process.executable.*, container.id (on the resource, the
 profile or the sample, the most specific winning) give each sample its thread and
 process. Stacks are read through the request's shared dictionary, every index checked.
-Profiles that are not CPU time (allocations, locks) are skipped and counted, as the
-OTLP partial-success answer expects.
+Each profile keeps its type (CPU, wall, allocations, locks, ...: window_pprof's names);
+one of a type perfsleuth does not store is skipped and counted, as the OTLP
+partial-success answer expects.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
-from perfsleuth.formats import ingest
+from perfsleuth.formats import ingest, window_pprof
 from perfsleuth.formats.ingest import PayloadError
-from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.fleet import DEFAULT_TYPE, Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 
 # Resource attributes that become window labels (semantic conventions -> perfsleuth).
@@ -38,6 +41,18 @@ WINDOW_LABELS = {
 EXE_KEYS = ("process.executable.path", "process.executable.name")
 BUILD_ID_KEYS = ("process.executable.build_id.gnu", "process.executable.build_id.htlhash")
 CPU_KINDS = ("cpu", "samples")
+
+
+def profile_type(kind: tuple[str, str]) -> str | None:
+    """The profile type of an OTLP sample type: CPU (`cpu` ns, or `samples` at the
+    period's rate), wall, or a heap, lock or goroutine type as a pprof names it."""
+    if kind[0] in CPU_KINDS:
+        return DEFAULT_TYPE
+    if kind[1] == "nanoseconds" and kind[0] in window_pprof.TIME_TYPES:
+        return window_pprof.TIME_TYPES[kind[0]]
+    other = window_pprof.OTHER_TYPES.get(kind)
+    return other.format(lock="mutex") if other else None
+
 
 T = TypeVar("T")
 
@@ -60,35 +75,20 @@ def decode(body: bytes, request_id: str, limit: int = ingest.MAX_DECOMPRESSED) -
     reader = _Dictionary(request.dictionary)
     export = Export()
     for resource in request.resource_profiles:
-        attrs = _attributes(resource.resource.attributes, "resource")
+        attrs = reader.key_values(resource.resource.attributes, "resource")
         for scope in resource.scope_profiles:
+            scoped = attrs | reader.key_values(scope.scope.attributes, "scope")
             for profile in scope.profiles:
                 window_id = f"{request_id}-{len(export.windows) + export.skipped}"
                 kind = reader.sample_type(profile)
-                if kind[0] not in CPU_KINDS:
+                if profile_type(kind) is None:
                     export.skipped += 1
-                    export.reason = f"only CPU profiles are stored (skipped {'/'.join(kind)})"
+                    export.reason = f"not a profile type perfsleuth stores: {'/'.join(kind)}"
                     continue
-                export.windows.append(reader.window(profile, attrs, window_id))
+                export.windows.append(reader.window(profile, scoped, window_id))
     if not export.windows and not export.skipped:
         raise PayloadError("the request holds no profile")
     return export
-
-
-def _attributes(pairs: Iterable[KeyValue], what: str) -> dict[str, str | int]:
-    out: dict[str, str | int] = {}
-    for kv in pairs:
-        out[kv.key] = _scalar(kv.value, f"{what} attribute {kv.key[:40]}")
-    return out
-
-
-def _scalar(value: AnyValue, what: str) -> str | int:
-    kind = value.WhichOneof("value")
-    if kind == "int_value":
-        return value.int_value
-    if kind == "string_value":
-        return ingest.text(value.string_value, what, ingest.MAX_LABEL_VALUE)
-    return ""
 
 
 def _at(table: Sequence[T], index: int, what: str) -> T:
@@ -103,6 +103,7 @@ class _Dictionary:
     def __init__(self, d: otlp.ProfilesDictionary) -> None:
         self.d = d
         self._frames: dict[int, tuple[Frame, ...]] = {}
+        self.budget = ingest.PushBudget()
 
     def string(self, index: int, what: str) -> str:
         return ingest.text(_at(self.d.string_table, index, f"{what} string"), what)
@@ -112,15 +113,37 @@ class _Dictionary:
         for index in indices:
             kv = _at(self.d.attribute_table, index, f"{what} attribute")
             key = self.string(kv.key_strindex, f"{what} attribute key")
-            out[key] = _scalar(kv.value, f"{what} attribute {key[:40]}")
+            out[key] = self.scalar(kv.value, f"{what} attribute {key[:40]}")
         return out
+
+    def key_values(self, pairs: Iterable[KeyValue], what: str) -> dict[str, str | int]:
+        """Resource or scope attributes, their keys and string values plain or, as
+        newer exporters write them, indices into the string table."""
+        out: dict[str, str | int] = {}
+        for kv in pairs:
+            key = kv.key or self.string(kv.key_strindex, f"{what} attribute key")
+            if key:
+                out[key] = self.scalar(kv.value, f"{what} attribute {key[:40]}")
+        return out
+
+    def scalar(self, value: AnyValue, what: str) -> str | int:
+        kind = value.WhichOneof("value")
+        if kind == "int_value":
+            return value.int_value
+        if kind == "string_value":
+            return ingest.text(value.string_value, what, ingest.MAX_LABEL_VALUE)
+        if kind == "string_value_strindex":
+            text = self.string(value.string_value_strindex, what)
+            return ingest.text(text, what, ingest.MAX_LABEL_VALUE)
+        return ""
 
     def sample_type(self, profile: otlp.Profile) -> tuple[str, str]:
         t = profile.sample_type
         return self.string(t.type_strindex, "sample type"), self.string(t.unit_strindex, "unit")
 
     def window(self, profile: otlp.Profile, resource: dict, window_id: str) -> Window:
-        ns = self.sample_type(profile)[1] == "nanoseconds"
+        kind = self.sample_type(profile)
+        ns, rated = kind[1] == "nanoseconds", kind[0] == "samples"
         start = profile.time_unix_nano / 1e9
         if not ingest.TIME_RANGE[0] <= start <= ingest.TIME_RANGE[1]:
             raise PayloadError(f"time_unix_nano={profile.time_unix_nano} is not a time")
@@ -131,9 +154,10 @@ class _Dictionary:
             attrs = scope | self.attributes(sample.attribute_indices, f"sample {i}")
             thread = _thread(attrs, processes)
             value = _value(sample, i)
-            count = value if not ns else max(len(sample.timestamps_unix_nano), 1)
+            count = value if rated or kind[1] == "count" else len(sample.timestamps_unix_nano)
+            count = max(count, 1)
             builder.add(self.stack(sample.stack_index, i), value, count=count, thread=thread)
-        labels = {WINDOW_LABELS[k]: str(v) for k, v in resource.items() if v and k in WINDOW_LABELS}
+        labels = {WINDOW_LABELS[k]: str(v) for k, v in scope.items() if v and k in WINDOW_LABELS}
         return Window(
             id=window_id,
             start=start,
@@ -141,26 +165,37 @@ class _Dictionary:
             profile=builder.build(),
             labels=ingest.labels(labels, "resource"),
             processes=processes,
-            rate_hz=0.0 if ns else self._rate(profile),
+            rate_hz=self._rate(profile) if rated else 0.0,
+            type=profile_type(kind) or DEFAULT_TYPE,
         )
 
     def stack(self, index: int, sample: int) -> list[Frame]:
         stack = _at(self.d.stack_table, index, f"sample {sample} stack")
-        if len(stack.location_indices) > ingest.MAX_STACK_DEPTH:
-            raise PayloadError(f"sample {sample} is deeper than {ingest.MAX_STACK_DEPTH} frames")
         frames: list[Frame] = []
         for loc in stack.location_indices:
             frames.extend(self.location(loc))
+            if len(frames) > ingest.MAX_STACK_DEPTH:
+                raise PayloadError(
+                    f"sample {sample} is deeper than {ingest.MAX_STACK_DEPTH} frames "
+                    "(inlined lines counted)"
+                )
+        self.budget.spend(len(frames))
         return frames
 
     def location(self, index: int) -> tuple[Frame, ...]:
         cached = self._frames.get(index)
         if cached is None:
             cached = self._frames[index] = tuple(self._decode_location(index))
+            self.budget.create(len(cached))
         return cached
 
     def _decode_location(self, index: int) -> Iterable[Frame]:
         loc = _at(self.d.location_table, index, "location")
+        if len(loc.lines) > ingest.MAX_STACK_DEPTH:
+            raise PayloadError(
+                f"location {index} has {len(loc.lines)} lines; a stack holds at most "
+                f"{ingest.MAX_STACK_DEPTH} frames"
+            )
         mapping = _at(self.d.mapping_table, loc.mapping_index, "mapping")
         dso = self.string(mapping.filename_strindex, "mapping file")
         frame_type = self.attributes(loc.attribute_indices, "location").get("profile.frame.type")

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..binaries import elf_info, find_dso
 from ..errors import UserError
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.timeline import Timeline
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
-from ..symbols.elf import elf_info, find_dso
 from ..symbols.function_starts import function_start
 from . import perf_script
 

@@ -24,11 +24,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from ..binaries import build_id_paths, elf_info
 from ..errors import UserError
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.timeline import Timeline
 from ..symbols import Symbolizer, dso_name
-from ..symbols.elf import build_id_paths, elf_info
 from ..symbols.symbolizer import UNKNOWN, ElfSymbols, elf_symbols
 from . import limits
 

@@ -11,6 +11,7 @@ values and labels.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 class ProfileMessage:
     """Interns what the samples of `profile` refer to into `msg`, once each."""
 
-    def __init__(self, profile: Profile, msg: pb.Profile) -> None:
+    def __init__(self, profile: Profile, msg: pb.Profile, program_first: bool = False) -> None:
         self.profile = profile
         self.msg = msg
         self._strings: dict[str, int] = {}
@@ -33,6 +34,9 @@ class ProfileMessage:
         self._locations: dict[tuple[int, ...], int] = {}
         self._build_ids = {d.get("path", ""): d.get("build_id", "") for d in profile.dsos}
         self.intern("")
+        main = _main_executable(profile) if program_first else None
+        if main is not None:
+            self._mapping_id(main)  # pprof takes the first mapping for the program itself
 
     def intern(self, s: str) -> int:
         return _intern(self._strings, s, lambda: self._add_string(s))
@@ -89,6 +93,24 @@ class ProfileMessage:
         mapping.has_functions = mapping.has_filenames = mapping.has_line_numbers = True
         mapping.has_inline_frames = True
         return mapping.id
+
+
+def _main_executable(profile: Profile) -> Frame | None:
+    """A frame of the program's own executable: user code outside shared objects, in the
+    object most frames are in. Without it first, pprof names the dynamic loader (whose
+    code often runs first) as the program and its disassembly fails."""
+    counts: dict[str, int] = {}
+    first: dict[str, Frame] = {}
+    for frame in profile.frames:
+        dso = frame.dso
+        if not dso or frame.kernel or dso.startswith("[") or _SHARED_OBJECT.search(dso):
+            continue
+        counts[dso] = counts.get(dso, 0) + 1
+        first.setdefault(dso, frame)
+    return first[max(counts, key=lambda d: (counts[d], d))] if counts else None
+
+
+_SHARED_OBJECT = re.compile(r"\.so(\.[\d.]+)?$|^ld-linux|^linux-vdso")
 
 
 def _intern(table: dict, key: object, make: Callable[[], int]) -> int:

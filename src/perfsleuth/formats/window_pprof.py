@@ -24,7 +24,7 @@ import gzip
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from google.protobuf.message import DecodeError
@@ -33,15 +33,43 @@ from perfsleuth.formats import ingest
 from perfsleuth.formats import profile_pb2 as pb
 from perfsleuth.formats.ingest import IngestParams, PayloadError
 from perfsleuth.formats.pprof_message import ProfileMessage
-from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.fleet import DEFAULT_TYPE, PROFILE_TYPES, Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.symbols import UNKNOWN
 
 SAMPLES = ("samples", "count")
 CPU = ("cpu", "nanoseconds")
-# Sample types in nanoseconds of CPU time (Go's runtime, async-profiler's itimer mode).
-CPU_KINDS = ("cpu", "itimer")
+# Sample types in nanoseconds of time: CPU (Go's runtime, async-profiler's itimer mode,
+# the Pyroscope SDKs) or wall-clock (Node's wall profile).
+TIME_TYPES = {"cpu": "cpu", "itimer": "cpu", "wall": "wall"}
+# The other pprof sample types stored, as the profile type they are. Go's mutex and
+# block profiles both say contentions/delay: the push tells which (IngestParams.lock).
+OTHER_TYPES = {
+    ("alloc_objects", "count"): "alloc_objects",
+    ("alloc_space", "bytes"): "alloc_space",
+    ("inuse_objects", "count"): "inuse_objects",
+    ("inuse_space", "bytes"): "inuse_space",
+    ("objects", "count"): "inuse_objects",  # Node's heap profile: what is live
+    ("space", "bytes"): "inuse_space",
+    ("contentions", "count"): "{lock}_contentions",
+    ("delay", "nanoseconds"): "{lock}_delay",
+    ("goroutine", "count"): "goroutines",
+    ("goroutines", "count"): "goroutines",
+}
+# The type whose values count the samples of another (a count type counts itself).
+COUNTED_BY = {
+    "alloc_space": "alloc_objects",
+    "inuse_space": "inuse_objects",
+    "mutex_delay": "mutex_contentions",
+    "block_delay": "block_contentions",
+}
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
+THREAD_LABELS = ("pid", "tid")
+# Per-sample string labels that are not user labels: the thread's and process's own, and
+# the per-request ids of span profiling, one window each if they were kept.
+NOT_USER_LABELS = ("comm", *PROCESS_LABELS, "span_id", "span_name", "profile_id")
+# A sample's user labels (its string labels but NOT_USER_LABELS), sorted by name.
+SampleLabels = tuple[tuple[str, str], ...]
 LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
 # The libraries comment lists every process of a host: far longer than a name.
@@ -72,14 +100,23 @@ def encode(window: Window) -> bytes:
     return gzip.compress(_Writer(window).message().SerializeToString(), compresslevel=6)
 
 
-def decode(body: bytes, params: IngestParams, limit: int = ingest.MAX_DECOMPRESSED) -> Window:
-    """A pushed pprof (gzipped or plain) as a Window; PayloadError when it is refused."""
-    data = ingest.gunzip(body, limit)
+def decode(
+    body: bytes,
+    params: IngestParams,
+    limit: int = ingest.MAX_DECOMPRESSED,
+    budget: ingest.PushBudget | None = None,
+) -> list[Window]:
+    """A pushed pprof (gzipped or plain) as Windows, one per set of per-sample user
+    labels (the first, with no such label when there is one, keeps params.window_id;
+    the others add `.N`); PayloadError when it is refused. `budget` is the push's,
+    when it holds several profiles."""
+    budget = budget or ingest.PushBudget(limit)
+    data = budget.gunzip(body)
     try:
         msg = pb.Profile.FromString(data)
     except DecodeError as e:
         raise PayloadError(f"not a valid pprof profile ({e})") from e
-    return _Reader(msg).window(params)
+    return _Reader(msg, budget).windows(params)
 
 
 class _Writer:
@@ -112,8 +149,9 @@ class _Writer:
         return m
 
     def _labels(self, sample: pb.Sample, thread: Thread) -> None:
-        sample.label.add(key=self.intern("pid"), num=thread.pid)
-        sample.label.add(key=self.intern("tid"), num=thread.tid)
+        for key, number in (("pid", thread.pid), ("tid", thread.tid)):
+            if number > 0:  # the agent's -1 (not known) is no label, as the reader has it
+                sample.label.add(key=self.intern(key), num=number)
         pairs = [("comm", thread.name)]
         process = self.w.processes.get(thread.pid)
         if process is not None:
@@ -126,7 +164,7 @@ class _Writer:
 class _Reader:
     """Checks every index, value, depth and label of one decoded Profile."""
 
-    def __init__(self, msg: pb.Profile) -> None:
+    def __init__(self, msg: pb.Profile, budget: ingest.PushBudget) -> None:
         self.msg = msg
         self.strings = list(msg.string_table)
         if self.strings and self.strings[0] != "":
@@ -135,8 +173,9 @@ class _Reader:
         self.mappings = {m.id: m for m in msg.mapping}
         self.locations = {loc.id: loc for loc in msg.location}
         self._frames: dict[int, tuple[Frame, ...]] = {}
-        self._threads: dict[tuple, Thread | None] = {}
+        self._label_sets: dict[tuple, tuple[Thread | None, SampleLabels]] = {}
         self._checked: set[int] = set()  # strings checked: each is used many times
+        self.budget = budget
         self.processes: dict[int, Process] = {}
 
     def string(self, index: int, owner: str) -> str:
@@ -147,34 +186,57 @@ class _Reader:
         self._checked.add(index)
         return ingest.text(self.strings[index], owner)
 
-    def window(self, params: IngestParams) -> Window:
+    def windows(self, params: IngestParams) -> list[Window]:
         types = [
             (self.string(t.type, "sample_type"), self.string(t.unit, "sample_type"))
             for t in self.msg.sample_type
         ]
-        pick = _pick_type(types)
-        ns = types[pick][1] == "nanoseconds"
-        count_at = types.index(SAMPLES) if SAMPLES in types else -1
-        builder = ProfileBuilder(unit="ns" if ns else "samples", meta=_meta(params))
+        views = _views(types, params.lock)
+        ns_per_sample = 1e9 / self._rate(params)
+        builders: dict[tuple[int, SampleLabels], ProfileBuilder] = {}
         for i, sample in enumerate(self.msg.sample):
             if len(sample.value) != len(types):
                 _refuse(f"sample {i} has {len(sample.value)} values for {len(types)} types")
-            weight = ingest.count(sample.value[pick], f"sample {i} value")
-            count = weight
-            if ns:
-                count = 1 if count_at < 0 else ingest.count(sample.value[count_at], f"sample {i}")
-            builder.add(self._stack(sample, i), weight, count=count, thread=self._thread(sample, i))
+            values = [ingest.count(v, f"sample {i} value") for v in sample.value]
+            thread, labels = self._labels(sample, i)
+            stack = self._stack(sample, i)
+            for v, view in enumerate(views):
+                weight = values[view.value]
+                if view.count >= 0:
+                    count = values[view.count]
+                elif view.timed:  # a time alone (pyroscope-io 1.x): the samples it stands for
+                    count = max(round(weight / ns_per_sample), 1 if weight else 0)
+                else:
+                    count = 1
+                builder = builders.get((v, labels))
+                if builder is None:
+                    unit = "ns" if view.timed else "samples"
+                    builder = builders[v, labels] = ProfileBuilder(unit, _meta(params))
+                builder.add(stack, weight, count=count, thread=thread)
         self._add_libraries()
         start, end = self._span(params)
-        return Window(
-            id=params.window_id,
-            start=start,
-            end=end,
-            profile=self._with_dsos(builder.build()),
-            labels=dict(params.labels),
-            processes=self.processes,
-            rate_hz=0.0 if ns else params.sample_rate,
-        )
+        empty = [((v, ()), ProfileBuilder(meta=_meta(params))) for v in range(len(views))]
+        groups = sorted(builders.items()) or empty
+        return [
+            Window(
+                id=params.window_id if n == 0 else f"{params.window_id}.{n}",
+                start=start,
+                end=end,
+                profile=self._with_dsos(builder.build()),
+                labels=ingest.labels(params.labels | dict(labels), "sample labels"),
+                processes=self.processes,
+                rate_hz=params.sample_rate if views[v].rated else 0.0,
+                type=views[v].type,
+            )
+            for n, ((v, labels), builder) in enumerate(groups)
+        ]
+
+    def _rate(self, params: IngestParams) -> float:
+        """Samples per second: the profile's period in nanoseconds, else the push's rate."""
+        period_unit = self.string(self.msg.period_type.unit, "period_type")
+        if period_unit == "nanoseconds" and self.msg.period > 0:
+            return 1e9 / self.msg.period
+        return params.sample_rate
 
     def _add_libraries(self) -> None:
         """The processes' libraries from the window's LIBRARIES_COMMENT, checked."""
@@ -185,10 +247,7 @@ class _Reader:
             if not text.startswith(LIBRARIES_COMMENT):
                 continue
             ingest.text(text, "the libraries comment", MAX_LIBRARIES_COMMENT)
-            try:
-                found = json.loads(text[len(LIBRARIES_COMMENT) :])
-            except ValueError as e:
-                raise PayloadError(f"the libraries comment is not JSON ({e})") from e
+            found = ingest.json_document(text[len(LIBRARIES_COMMENT) :], "the libraries comment")
             if not isinstance(found, dict):
                 _refuse("the libraries comment must be an object {pid: [path, ...]}")
             for pid_text, paths in found.items():
@@ -231,15 +290,20 @@ class _Reader:
             frames.extend(self._location_frames(lid))
             if len(frames) > ingest.MAX_STACK_DEPTH:
                 _refuse(f"sample {index} is deeper than {ingest.MAX_STACK_DEPTH} frames")
+        self.budget.spend(len(frames))
         return frames
 
     def _location_frames(self, lid: int) -> tuple[Frame, ...]:
         cached = self._frames.get(lid)
         if cached is None:
             cached = self._frames[lid] = tuple(self._decode_location(self.locations[lid]))
+            self.budget.create(len(cached))
         return cached
 
     def _decode_location(self, loc: pb.Location) -> Iterator[Frame]:
+        if len(loc.line) > ingest.MAX_STACK_DEPTH:
+            depth = ingest.MAX_STACK_DEPTH
+            _refuse(f"location {loc.id} has {len(loc.line)} lines; at most {depth}")
         dso, build_id, address = "", "", 0
         if loc.mapping_id:
             mapping = self.mappings.get(loc.mapping_id)
@@ -274,14 +338,16 @@ class _Reader:
             return "", 0
         return build_id, loc.address
 
-    def _thread(self, sample: pb.Sample, index: int) -> Thread | None:
-        """The sample's thread; read once per set of labels (a thread has many samples)."""
+    def _labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, SampleLabels]:
+        """The sample's thread and user labels; read once per set of labels (a thread
+        has many samples)."""
         key = tuple((label.key, label.str, label.num) for label in sample.label)
-        if key not in self._threads:
-            self._threads[key] = self._read_thread(sample, index)
-        return self._threads[key]
+        found = self._label_sets.get(key)
+        if found is None:
+            found = self._label_sets[key] = self._read_labels(sample, index)
+        return found
 
-    def _read_thread(self, sample: pb.Sample, index: int) -> Thread | None:
+    def _read_labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, SampleLabels]:
         owner = f"sample {index} label"
         nums: dict[str, int] = {}
         strs: dict[str, str] = {}
@@ -290,27 +356,53 @@ class _Reader:
             if label.str:
                 value = self.string(label.str, owner)
                 strs[key] = ingest.text(value, owner, ingest.MAX_LABEL_VALUE)
-            else:
+            elif key in THREAD_LABELS and label.num > 0:  # <= 0: not known
                 nums[key] = ingest.count(label.num, f"{owner} {key}")
-        if "pid" not in nums and "tid" not in nums:
-            return None
+        user = tuple(sorted((k, v) for k, v in strs.items() if k not in NOT_USER_LABELS))
+        if not nums and not strs.get("comm"):
+            return None, user
         pid = nums.get("pid", 0)
         if pid not in self.processes and any(strs.get(k) for k in PROCESS_LABELS):
             self.processes[pid] = Process(*(strs.get(k, "") for k in PROCESS_LABELS))
-        return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", ""))
+        return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", "")), user
 
 
-def _pick_type(types: list[tuple[str, str]]) -> int:
-    """The CPU-time type, else samples/count; other profiles (heap, locks) are refused."""
-    for i, (kind, unit) in enumerate(types):
-        if kind in CPU_KINDS and unit == "nanoseconds":
-            return i
-    if SAMPLES in types:
-        return types.index(SAMPLES)
+@dataclass(frozen=True)
+class _View:
+    """One profile type read from a pprof: its values at `value`, its sample counts at
+    `count` (-1: none). `rated`: counts at the push's sampleRate (the agent's samples);
+    `timed`: values are nanoseconds."""
+
+    type: str
+    value: int
+    count: int = -1
+    rated: bool = False
+    timed: bool = False
+
+
+def _views(types: list[tuple[str, str]], lock: str) -> list[_View]:
+    """What a pprof holds: its time (CPU or wall) when it has one, else the sampled count
+    of CPU samples (the agent), else each of its heap, lock and goroutine types."""
     if not types:
         _refuse("the profile has no sample_type")
-    shown = ", ".join("/".join(t) for t in types)
-    raise PayloadError(f"not a CPU profile (sample types {shown}); only CPU profiles are stored")
+    count_at = types.index(SAMPLES) if SAMPLES in types else -1
+    for i, (kind, unit) in enumerate(types):
+        if unit == "nanoseconds" and kind in TIME_TYPES:
+            return [_View(TIME_TYPES[kind], i, count_at, timed=True)]
+    if count_at >= 0:
+        return [_View(DEFAULT_TYPE, count_at, count_at, rated=True)]
+    names = {t: OTHER_TYPES[t].format(lock=lock) for t in types if t in OTHER_TYPES}
+    if not names:
+        shown = ", ".join("/".join(t) for t in types)
+        raise PayloadError(
+            f"no profile type perfsleuth stores in sample types {shown} "
+            f"(it stores {', '.join(PROFILE_TYPES)})"
+        )
+    at = {name: types.index(t) for t, name in names.items()}
+    return [
+        _View(name, at[name], at.get(COUNTED_BY.get(name, name), -1), timed=t[1] == "nanoseconds")
+        for t, name in names.items()
+    ]
 
 
 def _meta(params: IngestParams) -> dict:

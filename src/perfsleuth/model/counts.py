@@ -1,25 +1,46 @@
 """The exact counts of a count run (`record --mode count`), kept as one document.
 
-It holds callgrind's own out file, byte for byte: every per-instruction, per-line,
-per-function and per-call-edge count stays exactly as callgrind wrote it, and tools
-such as callgrind_annotate or kcachegrind read it back unchanged. Beside it are
-the source files it counts lines of, as they were when the run was recorded, so an
-annotated listing or a diff of the run stays right after the sources are edited.
-formats/counts.py makes one from a callgrind.out file and parses it.
+Parsed once, when the run is recorded, into `ExactCounts`: columnar tables the views
+read directly (no view parses callgrind's text again):
+
+* cells: one row per (function, file, line, instruction address) with the exact
+  count of every event executed there;
+* calls: one row per call site (caller, callee, file, line) with the number of calls
+  and the inclusive cost of the calls made there.
+
+Beside them the document keeps callgrind's own out file, byte for byte, for tools
+such as callgrind_annotate or kcachegrind; the source files counted, as they were when
+the run was recorded (so an annotated listing or a diff stays right after the sources
+are edited); and a fingerprint of every counted file (size, mtime, SHA-256), so a
+listing that reads a file from disk can tell it changed since the run.
+formats/counts.py makes one from a callgrind.out file.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
+import sys
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from .documents import Upgrade
 
 Sources = dict[str, list[str]]  # file -> its lines, as they were when the run was recorded
+Stamps = dict[str, list]  # file -> [size, mtime, sha256 hex] when the run was recorded
+Fn = tuple[str, str]  # (object, function name)
+Site = tuple[str, int]  # (file, line)
+
+# callgrind names the deeper levels of a recursion f'2, f'3 (--separate-recs)
+RECURSION_SUFFIX = re.compile(r"'[0-9]+$")
+NO_SOURCE = "???"  # callgrind's file name for code without line information
+CELL_COLUMNS = (("fn", "i"), ("file", "i"), ("line", "i"), ("address", "q"))
+CALL_COLUMNS = (("caller", "i"), ("callee", "i"), ("file", "i"), ("line", "i"), ("calls", "q"))
 
 
 def _pack(raw: bytes) -> str:
@@ -30,21 +51,343 @@ def _unpack(text: str) -> bytes:
     return zlib.decompress(base64.b64decode(text))
 
 
+def _pack_array(values: array) -> str:
+    if sys.byteorder == "big":  # pragma: no cover - the store's bytes are little-endian
+        values = array(values.typecode, values)
+        values.byteswap()
+    return _pack(values.tobytes())
+
+
+def _unpack_array(typecode: str, text: str) -> array:
+    values = array(typecode)
+    values.frombytes(_unpack(text))
+    if sys.byteorder == "big":  # pragma: no cover
+        values.byteswap()
+    return values
+
+
+def is_address(name: str) -> bool:
+    return name.startswith("0x") and all(c in "0123456789abcdefABCDEF" for c in name[2:])
+
+
+def unnamed(ob: str) -> str:
+    """The one name of an object's code without a symbol, for comparing two builds."""
+    return f"[unnamed code in {Path(ob).name}]"
+
+
+@dataclass
+class Columns:
+    """Integer columns of equal length and a flat cost array, `width` costs a row."""
+
+    names: tuple[tuple[str, str], ...]
+    width: int
+    data: dict[str, array] = field(default_factory=dict)
+    costs: array = field(default_factory=lambda: array("q"))
+
+    def __post_init__(self) -> None:
+        for name, code in self.names:
+            self.data.setdefault(name, array(code))
+
+    def __len__(self) -> int:
+        return len(self.costs) // self.width if self.width else 0
+
+    def append(self, values: Sequence[int], costs: Sequence[int]) -> None:
+        for (name, _code), value in zip(self.names, values, strict=True):
+            self.data[name].append(value)
+        self.costs.extend(costs)
+
+    def column(self, name: str) -> array:
+        return self.data[name]
+
+    def event(self, index: int) -> array:
+        """One event's cost of every row."""
+        return self.costs[index :: self.width]
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            **{name: _pack_array(self.data[name]) for name, _ in self.names},
+            "costs": _pack_array(self.costs),
+        }
+
+    @classmethod
+    def from_json(cls, names: tuple[tuple[str, str], ...], width: int, doc: dict) -> Columns:
+        data = {name: _unpack_array(code, doc[name]) for name, code in names}
+        return cls(names, width, data, _unpack_array("q", doc["costs"]))
+
+
+@dataclass
+class ExactCounts:
+    """Every count of a count run, as columnar tables (see the module's doc)."""
+
+    events: list[str]
+    totals: list[int]
+    functions: list[Fn]  # by function id
+    own_files: list[int]  # the file id of each function's own code (callgrind's fl=)
+    files: list[str]  # by file id
+    cells: Columns
+    calls: Columns
+    meta: dict = field(default_factory=dict)
+
+    @staticmethod
+    def empty(events: list[str]) -> ExactCounts:
+        width = len(events)
+        return ExactCounts(
+            events,
+            [0] * width,
+            [],
+            [],
+            [],
+            Columns(CELL_COLUMNS, width),
+            Columns(CALL_COLUMNS, width),
+        )
+
+    def index(self, event: str = "Ir") -> int:
+        return self.events.index(event) if event in self.events else 0
+
+    def total(self, event: str = "Ir") -> int:
+        return self.totals[self.events.index(event)] if event in self.events else 0
+
+    # -- recursion ----------------------------------------------------------------------
+
+    def merged_recursion(self) -> ExactCounts:
+        """The counts with every recursion level (f'2, f'3) merged into its function,
+        as cg_annotate shows them; calls between levels become calls of f to itself."""
+        ids: dict[Fn, int] = {}
+        remap = array("i")
+        functions: list[Fn] = []
+        own_files: list[int] = []
+        for fid, (ob, name) in enumerate(self.functions):
+            key = (ob, RECURSION_SUFFIX.sub("", name))
+            new = ids.get(key)
+            if new is None:
+                new = ids[key] = len(functions)
+                functions.append(key)
+                own_files.append(self.own_files[fid])
+            remap.append(new)
+        if len(functions) == len(self.functions):
+            return self
+        cells = _remapped(self.cells, {"fn": remap})
+        calls = _remapped(self.calls, {"caller": remap, "callee": remap})
+        return replace(self, functions=functions, own_files=own_files, cells=cells, calls=calls)
+
+    # -- per function -------------------------------------------------------------------
+
+    def self_by_id(self, event: str = "Ir") -> list[int]:
+        """Exact self count of `event` per function id."""
+        out = [0] * len(self.functions)
+        for fid, cost in zip(
+            self.cells.column("fn"), self.cells.event(self.index(event)), strict=True
+        ):
+            out[fid] += cost
+        return out
+
+    def inclusive_by_id(self, event: str = "Ir") -> list[int]:
+        """Self count plus the inclusive cost of the calls a function makes to others
+        (a call to itself is part of its own cost already), at most the run's total."""
+        out = self.self_by_id(event)
+        calls = self.calls
+        for caller, callee, cost in zip(
+            calls.column("caller"),
+            calls.column("callee"),
+            calls.event(self.index(event)),
+            strict=True,
+        ):
+            if caller != callee:
+                out[caller] += cost
+        cap = self.total(event)
+        return [min(cost, cap) for cost in out]
+
+    def function_self(self, event: str = "Ir", *, merge_unnamed: bool = False) -> dict[str, int]:
+        """Exact self count of `event` per function name (objects merged, as names are shown).
+
+        Code without a symbol is named by its address, which moves with every rebuild;
+        `merge_unnamed` puts all of an object's unnamed code under one name so that two
+        builds compare."""
+        out: dict[str, int] = {}
+        for (ob, fn), cost in zip(self.functions, self.self_by_id(event), strict=True):
+            name = unnamed(ob) if merge_unnamed and is_address(fn) else fn
+            out[name] = out.get(name, 0) + cost
+        return out
+
+    def entry_sites(self) -> list[Site]:
+        """Each function's own (file, line): the line of its lowest counted instruction
+        (its entry) in its own file, else its lowest line there, else anywhere. Not the
+        lowest line: code inlined from a function above it has lower ones."""
+        unknown = (3, 0, 0, 0)
+        best: list[tuple[int, int, int, int]] = [unknown] * len(self.functions)
+        cells = self.cells
+        for fid, file, line, address in zip(
+            cells.column("fn"),
+            cells.column("file"),
+            cells.column("line"),
+            cells.column("address"),
+            strict=True,
+        ):
+            if line <= 0:
+                continue
+            rank = (0 if address else 1) if file == self.own_files[fid] else 2
+            key = (rank, address if rank == 0 else line, file, line)
+            if key < best[fid]:
+                best[fid] = key
+        return [
+            (self.files[file], line) if rank < 3 else (self._own_file(fid), 0)
+            for fid, (rank, _order, file, line) in enumerate(best)
+        ]
+
+    def _own_file(self, fid: int) -> str:
+        return self.files[self.own_files[fid]] if self.files else ""
+
+    def function_id(self, ob: str, fn: str) -> int | None:
+        for fid, key in enumerate(self.functions):
+            if key == (ob, fn):
+                return fid
+        return None
+
+    def instructions(self, fid: int, event: str = "Ir") -> dict[int, int]:
+        """address -> exact count of one function's instructions (empty without
+        callgrind's --dump-instr=yes)."""
+        out: dict[int, int] = {}
+        cells = self.cells
+        for f, address, cost in zip(
+            cells.column("fn"), cells.column("address"), cells.event(self.index(event)), strict=True
+        ):
+            if f == fid and address:
+                out[address] = out.get(address, 0) + cost
+        return out
+
+    # -- per line -----------------------------------------------------------------------
+
+    def line_self(self, event: str = "Ir") -> dict[Site, int]:
+        """Exact self count of `event` per (file, line)."""
+        out: dict[tuple[int, int], int] = {}
+        cells = self.cells
+        for file, line, cost in zip(
+            cells.column("file"), cells.column("line"), cells.event(self.index(event)), strict=True
+        ):
+            out[file, line] = out.get((file, line), 0) + cost
+        return {(self.files[file], line): cost for (file, line), cost in out.items()}
+
+    def file_lines(self, functions: set[str] | None = None) -> dict[str, dict[int, list[int]]]:
+        """file -> line -> exact counts of every event (all functions' code on that line)."""
+        keep = self._kept(functions)
+        width = len(self.events)
+        per_file: dict[int, dict[int, list[int]]] = {}
+        costs = self.cells.costs
+        for row, (fid, file, line) in enumerate(self._cell_keys()):
+            if keep is not None and fid not in keep:
+                continue
+            lines = per_file.setdefault(file, {})
+            got = lines.get(line)
+            start = row * width
+            if got is None:
+                lines[line] = list(costs[start : start + width])
+            else:
+                for i in range(width):
+                    got[i] += costs[start + i]
+        out: dict[str, dict[int, list[int]]] = {}
+        for file, lines in per_file.items():
+            merged = out.setdefault(self.files[file] or NO_SOURCE, {})
+            for line, row_costs in lines.items():
+                old = merged.get(line)
+                merged[line] = (
+                    row_costs
+                    if old is None
+                    else [a + b for a, b in zip(old, row_costs, strict=True)]
+                )
+        return out
+
+    def unlocated(self, functions: set[str] | None = None) -> dict[str, list[int]]:
+        """`function [object]` -> counts of its code without line information."""
+        keep = self._kept(functions)
+        width = len(self.events)
+        out: dict[str, list[int]] = {}
+        costs = self.cells.costs
+        for row, (fid, file, _line) in enumerate(self._cell_keys()):
+            if (keep is not None and fid not in keep) or self.files[file] not in ("", NO_SOURCE):
+                continue
+            ob, fn = self.functions[fid]
+            got = out.setdefault(f"{fn} [{Path(ob).name}]", [0] * width)
+            for i in range(width):
+                got[i] += costs[row * width + i]
+        return out
+
+    def _cell_keys(self) -> Iterator[tuple[int, int, int]]:
+        cells = self.cells
+        return zip(cells.column("fn"), cells.column("file"), cells.column("line"), strict=True)
+
+    def _kept(self, functions: set[str] | None) -> set[int] | None:
+        if functions is None:
+            return None
+        return {fid for fid, (_ob, fn) in enumerate(self.functions) if fn in functions}
+
+    def counted_files(self) -> list[str]:
+        """Files with a counted line (line > 0)."""
+        ids = {
+            file
+            for file, line in zip(self.cells.column("file"), self.cells.column("line"), strict=True)
+            if line > 0
+        }
+        return sorted(self.files[i] for i in ids)
+
+    # -- the document -------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "totals": self.totals,
+            "functions": [list(fn) for fn in self.functions],
+            "own_files": self.own_files,
+            "files": self.files,
+            "cells": self.cells.to_json(),
+            "calls": self.calls.to_json(),
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> ExactCounts:
+        width = len(doc["events"])
+        return cls(
+            events=list(doc["events"]),
+            totals=list(doc["totals"]),
+            functions=[(ob, fn) for ob, fn in doc["functions"]],
+            own_files=list(doc["own_files"]),
+            files=list(doc["files"]),
+            cells=Columns.from_json(CELL_COLUMNS, width, doc["cells"]),
+            calls=Columns.from_json(CALL_COLUMNS, width, doc["calls"]),
+            meta=dict(doc.get("meta", {})),
+        )
+
+
+def _remapped(columns: Columns, maps: dict[str, array]) -> Columns:
+    data = dict(columns.data)
+    for name, remap in maps.items():
+        data[name] = array(data[name].typecode, (remap[i] for i in data[name]))
+    return Columns(columns.names, columns.width, data, columns.costs)
+
+
 def _add_sources(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 1 -> 2: documents recorded before they carried the source files get none
     (their listings read the files from disk); later unversioned ones keep theirs."""
     return {"sources": _pack(b"{}"), **doc}
 
 
+def _tables_to_come(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 -> 3: no parsed tables and no fingerprints yet; the store parses the
+    kept out file once when it reads the document (store/documents.py)."""
+    return {"exact": None, "stamps": {}, **doc}
+
+
 @dataclass(frozen=True)
 class Counts:
     KIND: ClassVar[str] = "counts"
     NAME: ClassVar[str] = "callgrind.out"  # the document's name in the store
-    VERSION: ClassVar[int] = 2
-    UPGRADES: ClassVar[Sequence[Upgrade]] = (_add_sources,)
+    VERSION: ClassVar[int] = 3
+    UPGRADES: ClassVar[Sequence[Upgrade]] = (_add_sources, _tables_to_come)
 
     callgrind_out: bytes
     sources: Sources = field(default_factory=dict)
+    exact: ExactCounts | None = None  # None only between reading an old document and parsing it
+    stamps: Stamps = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,8 +396,22 @@ class Counts:
             "size": len(self.callgrind_out),
             "data": _pack(self.callgrind_out),
             "sources": _pack(json.dumps(self.sources).encode()),
+            "exact": self.exact.to_json() if self.exact is not None else None,
+            "stamps": self.stamps,
         }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Counts:
-        return cls(_unpack(doc["data"]), json.loads(_unpack(doc["sources"])))
+        exact = doc.get("exact")
+        return cls(
+            _unpack(doc["data"]),
+            json.loads(_unpack(doc["sources"])),
+            ExactCounts.from_json(exact) if exact else None,
+            dict(doc.get("stamps") or {}),
+        )
+
+    @property
+    def counts(self) -> ExactCounts:
+        if self.exact is None:
+            raise AssertionError("a counts document is read through the store, which parses it")
+        return self.exact

@@ -1,4 +1,4 @@
-"""The Finding: what an analyzer reports (schema in shared DESIGN.md, "A finding")."""
+"""The Finding: what an analyzer reports (schema in docs/findings.md)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ KINDS = (
     "python-library",
     "python-interpreter",
     "python-vectorize",
+    "cost-class",
     "note",
 )
 
@@ -46,6 +47,11 @@ class Finding:
     fix: dict[str, Any] = field(default_factory=dict)
     verified: dict[str, Any] | None = None
     details: dict[str, Any] = field(default_factory=dict)  # analyzer-specific extras
+    # the estimate as a range of the run, and where its figure comes from (a measurement,
+    # the calibration set, a published comparison); 0/0/"" when the analyzer gives none
+    gain_low: float = 0.0
+    gain_high: float = 0.0
+    gain_basis: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -15,6 +15,24 @@ from .profile import Profile
 
 # Every stored sample carries these labels ("" when the source does not say).
 LABELS = ("host", "service", "pid", "comm", "exe", "build_id", "cgroup")
+LABEL_GROUPINGS = ("service", "host")  # the labels a fleet query can group by
+
+# The profile types a window can hold, each with the unit of its values. CPU time is
+# what fleet queries read unless told otherwise (--type).
+PROFILE_TYPES = {
+    "cpu": "ns",
+    "wall": "ns",
+    "alloc_objects": "count",
+    "alloc_space": "bytes",
+    "inuse_objects": "count",
+    "inuse_space": "bytes",
+    "mutex_contentions": "count",
+    "mutex_delay": "ns",
+    "block_contentions": "count",
+    "block_delay": "ns",
+    "goroutines": "count",
+}
+DEFAULT_TYPE = "cpu"
 
 # A window id names files in the store: it must be safe as a file name.
 WINDOW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -39,7 +57,8 @@ class Window:
     `processes` adds exe, build-id and cgroup per pid. `labels` apply to every
     sample (host, service and any user label). `rate_hz` is the sampling rate, so
     counts from sources sampling at different rates turn into comparable CPU time;
-    0 when the profile's weights are already nanoseconds.
+    0 when the profile's weights are already the values (nanoseconds, bytes, ...).
+    `type` is the profile type (PROFILE_TYPES), whose unit the values are in.
     """
 
     id: str
@@ -49,15 +68,23 @@ class Window:
     labels: dict[str, str] = field(default_factory=dict)
     processes: dict[int, Process] = field(default_factory=dict)
     rate_hz: float = 0.0
+    type: str = DEFAULT_TYPE
 
     def __post_init__(self) -> None:
+        if self.type not in PROFILE_TYPES:
+            raise ValueError(f"unknown profile type {self.type[:40]!r}")
         if not WINDOW_ID.fullmatch(self.id):
             raise ValueError(f"bad window id {self.id[:40]!r}: use letters, digits, . _ -")
         if not self.end >= self.start:
             raise ValueError("a window must end after it starts")
 
+    @property
+    def unit(self) -> str:
+        return PROFILE_TYPES[self.type]
+
     def cpu_ns(self, weight: float, count: int) -> float:
-        """The CPU time a sample row stands for."""
+        """The value a sample row stands for: CPU time for a CPU profile, else the
+        type's own value (wall ns, bytes, objects, ...)."""
         if self.rate_hz > 0:
             return count * 1e9 / self.rate_hz
         return weight

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
+from .cache import CacheProjections
+from .counts import Counts, ExactCounts
 from .profile import Profile
 
 
@@ -81,3 +85,31 @@ class Recording:
     duration_s: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # recorder, freq, call_graph, ...
     documents: list[StoredDocument] = field(default_factory=list)
+
+
+@dataclass
+class LoadedRun:
+    """A stored run as one value: its facts, its profile (with its timeline), its exact
+    counts and its cache projections. The profile is read from the store when first
+    asked for: views of a count run read the counts and never need it."""
+
+    info: RunInfo
+    read_profile: Callable[[], Profile] = field(repr=False)
+    counts: Counts | None = None  # a count run's counts document
+    cache: dict[str, CacheProjections] = field(default_factory=dict)  # name -> projections
+
+    @cached_property
+    def profile(self) -> Profile:
+        return self.read_profile()
+
+    @property
+    def id(self) -> int:
+        return self.info.id
+
+    def exact(self, *, split_recursion: bool = False) -> ExactCounts | None:
+        """A count run's exact counts, each recursion level (f'2) merged into its
+        function unless `split_recursion`; None for other runs."""
+        if self.counts is None:
+            return None
+        exact = self.counts.counts
+        return exact if split_recursion else exact.merged_recursion()

@@ -100,8 +100,9 @@ def _render_file(entry: dict, events: list[str], width: int, margin: str, out: C
 
 
 def _say(out: Console, text: str) -> None:
-    """One line as is: no markup, no highlighting, never wrapped."""
-    out.print(text, highlight=False, markup=False, soft_wrap=True)
+    """One line as is: no markup, no highlighting, never wrapped. Written straight to
+    the console's file: a listing of a 250k-line file is too many lines for print()."""
+    out.file.write(text + "\n")
 
 
 def _line_text(row: dict, width: int) -> str:

@@ -37,7 +37,7 @@ def render_run(doc: dict[str, Any], console: Console) -> None:
 
 def _table(doc: dict[str, Any], width: int) -> Table:
     table = Table(
-        title=f"run {doc['run']}: {len(doc['findings'])} finding(s), ranked by estimated gain",
+        title=f"run {doc['run']}: {len(doc['findings'])} finding(s), ranked by gain (* measured)",
         title_justify="left",
         box=None,
         header_style="bold",
@@ -61,10 +61,14 @@ def _table(doc: dict[str, Any], width: int) -> Table:
 
 
 def _gain(f: dict[str, Any]) -> str:
-    verified = f.get("verified")
-    if verified and verified.get("ratio"):
-        return f"{100 * (1 - 1 / verified['ratio']):.1f}%*"
-    return f"{100 * f['estimated_gain']:.1f}%"
+    """rank.py's gain; `*` when an A/B experiment measured it."""
+    return f"{100 * f['gain']:.1f}%" + ("*" if f["gain_measured"] else "")
+
+
+def _gain_words(f: dict[str, Any]) -> str:
+    if f["gain_measured"]:
+        return f"measured gain {100 * f['gain']:.1f}% (estimated {100 * f['estimated_gain']:.1f}%)"
+    return f"estimated gain {100 * f['gain']:.1f}%"
 
 
 def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
@@ -74,8 +78,8 @@ def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
     if where:
         lines += _wrap(f"where: {where}", width, indent)
     lines += _wrap(
-        f"rule {f['rule']}, share {100 * f['share']:.1f}%, "
-        f"estimated gain {100 * f['estimated_gain']:.1f}%, confidence {f['confidence']:.2f}",
+        f"rule {f['rule']}, share {100 * f['share']:.1f}%, {_gain_words(f)}, "
+        f"confidence {f['confidence']:.2f}",
         width,
         indent,
     )

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .fleet_text import utc
+from .fleet_text import utc, value_column
 from .output import cell, pct
 
 BAR_WIDTH = 40
@@ -43,15 +43,17 @@ def render_diff(doc: dict, console: Console) -> None:
 
 def render_series(doc: dict, console: Console) -> None:
     where = f" where {doc['where']}" if doc["where"] else ""
-    table = _table(f"{doc['function']}: share of the fleet's CPU time per {doc['step']:g} s{where}")
-    for col in ("from", "self", "total", "CPU s"):
+    header, scale = value_column(doc)
+    what = "CPU time" if header == "CPU s" else doc.get("type", "")
+    table = _table(f"{doc['function']}: share of the fleet's {what} per {doc['step']:g} s{where}")
+    for col in ("from", "self", "total", header):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     peak = max(p["total"] for p in doc["points"]) or 1.0
     for p in doc["points"]:
         bar = "█" * round(BAR_WIDTH * p["total"] / peak)
         table.add_row(
-            utc(p["from"]), pct(p["self"]), pct(p["total"]), f"{p['cpu_ns'] / 1e9:,.0f}", bar
+            utc(p["from"]), pct(p["self"]), pct(p["total"]), f"{p['cpu_ns'] / scale:,.0f}", bar
         )
     console.print(table)
 

@@ -31,13 +31,23 @@ def render_top(doc: dict, console: Console) -> None:
         console.print("no samples in this range: widen --from/--to or relax --where")
 
 
+def value_column(doc: dict) -> tuple[str, float]:
+    """The header and divisor of a column of a query's values: CPU seconds for CPU
+    profiles, seconds, MB or a count for the other types (doc's `type` and `unit`)."""
+    unit = doc.get("unit", "ns")
+    if unit == "ns":
+        return ("CPU s" if doc.get("type", "cpu") == "cpu" else "s"), 1e9
+    return ("MB", 1e6) if unit == "bytes" else (unit, 1.0)
+
+
 def _render_labels(doc: dict, title: str, console: Console) -> None:
     table = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
-    for col in ("share", "CPU s", doc["by"]):
+    header, scale = value_column(doc)
+    for col in ("share", header, doc["by"]):
         table.add_column(col, justify="right" if col != doc["by"] else "left", overflow="fold")
     for row in doc["rows"]:
         table.add_row(
-            pct(row["self"]), f"{row['self'] * doc['total'] / 1e9:,.1f}", cell(row[doc["by"]])
+            pct(row["self"]), f"{row['self'] * doc['total'] / scale:,.1f}", cell(row[doc["by"]])
         )
     console.print(table)
     if not doc["rows"]:

@@ -1,9 +1,9 @@
-"""HTML: one self-contained page (no server, no network) for a profile or a whole run.
+"""HTML: the built web UI as one self-contained page (no server, no network).
 
-A profile becomes a canvas flame graph with zoom and search (flame.html). A run becomes
-the built web UI with the run's API answers embedded: the UI looks every request up in
-the embedded documents, and a Content-Security-Policy with no network source keeps it
-from fetching anything.
+The page is the UI with API answers embedded (server/bundle.py collects them): a run's
+whole UI (`report`) or its flame graph alone (`flame --html`), drawn by the UI's one
+flame graph. The UI looks every request up in the embedded documents, and a
+Content-Security-Policy with no network source keeps it from fetching anything.
 """
 
 from __future__ import annotations
@@ -11,15 +11,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from html import escape
-from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
 from ..errors import UserError
-from ..model.profile import Profile
-from ..views.flame import tree
-from . import PROFILE, UI, Output, TitledProfile
+from . import UI, Output
 
 REPORT_CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -33,15 +29,6 @@ STYLE_TAG = re.compile(r'<link rel="stylesheet"[^>]*href="([^"]+)"[^>]*>')
 class UiBundle:
     data: dict  # {"docs", "blobs", "start", "overview"}: server/bundle.collect()
     static: Path  # the built UI: index.html and its assets
-
-
-def flame_page(profile: Profile, title: str) -> str:
-    """A canvas flame graph: click to zoom, breadcrumb, regex search, icicle view."""
-    template = resources.files(__package__).joinpath("flame.html").read_text(encoding="utf-8")
-    data = json.dumps({"title": title, "unit": profile.unit, "root": tree(profile)})
-    # The JSON sits inside <script>: keep "</script>" in a symbol name from closing it.
-    data = data.replace("</", "<\\/")
-    return template.replace("/*DATA*/null", data).replace("{{TITLE}}", escape(title, quote=True))
 
 
 def ui_page(data: dict, static: Path) -> str:
@@ -75,16 +62,12 @@ def _asset(root: Path, href: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _write_flame(doc: TitledProfile, fh: IO[Any]) -> None:
-    fh.write(flame_page(doc.profile, doc.title))
-
-
 def _write_ui(doc: UiBundle, fh: IO[Any]) -> None:
     fh.write(ui_page(doc.data, doc.static))
 
 
 OUTPUT = Output(
     name="html",
-    help="one self-contained page: the flame graph of a run, or (report) its whole web UI",
-    writers={PROFILE: _write_flame, UI: _write_ui},
+    help="one self-contained page of the web UI: a run's flame graph (flame --html) or all of it",
+    writers={UI: _write_ui},
 )

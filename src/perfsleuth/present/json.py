@@ -1,4 +1,4 @@
-"""JSON: one document per command, the shapes of DESIGN.md (fractions in 0..1)."""
+"""JSON: one document per command, in the shapes of docs/design.md (fractions in 0..1)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
         out += ["| # | gain | share | confidence | finding |", "|---:|---:|---:|---:|---|"]
         for number, f in enumerate(findings, start=1):
             out.append(
-                f"| {number} | {100 * f['estimated_gain']:.1f}% | {100 * f['share']:.1f}% "
+                f"| {number} | {_gain(f)} | {100 * f['share']:.1f}% "
                 f"| {f['confidence']:.2f} | {_cell(f['title'])} (`{f['rule']}`) |"
             )
         for number, f in enumerate(findings, start=1):
@@ -40,6 +40,11 @@ def to_markdown(doc: dict[str, Any]) -> str:
     for note in doc.get("notes", []):
         out += ["", f"> {note}"]
     return "\n".join(out) + "\n"
+
+
+def _gain(f: dict[str, Any]) -> str:
+    """rank.py's gain; `*` when an A/B experiment measured it."""
+    return f"{100 * f['gain']:.1f}%" + ("\\*" if f["gain_measured"] else "")
 
 
 def _cell(text: str) -> str:

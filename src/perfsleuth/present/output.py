@@ -9,12 +9,13 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 PIPE_WIDTH = 160
 
@@ -33,6 +34,8 @@ def destination(path: str | None, binary: bool = False) -> Iterator[IO[Any]]:
 
 
 def console_for(fh: IO[str]) -> Console:
+    from rich.console import Console  # only text output needs rich: a command starts without it
+
     if fh is sys.stdout and sys.stdout.isatty():
         return Console()
     width = int(os.environ.get("COLUMNS", PIPE_WIDTH))
@@ -41,6 +44,8 @@ def console_for(fh: IO[str]) -> Console:
 
 def cell(text: str) -> Text:
     """A table cell shown as is: symbol names like `operator[]` are not rich markup."""
+    from rich.text import Text
+
     return Text(text)
 
 

@@ -42,7 +42,7 @@ class _Writer:
     def __init__(self, profile: Profile, empty: pb.Profile) -> None:
         self.p = profile
         self.msg = empty
-        self.interned = ProfileMessage(profile, empty)
+        self.interned = ProfileMessage(profile, empty, program_first=True)
         self.intern = self.interned.intern
 
     def message(self) -> pb.Profile:

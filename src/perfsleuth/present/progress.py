@@ -9,20 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING
 
 from ..model import progress as model
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 
 class TerminalProgress:
@@ -52,6 +45,18 @@ class TerminalProgress:
 @contextmanager
 def display(quiet: bool = False, console: Console | None = None) -> Iterator[model.Progress]:
     """A progress display on `console` (default: stderr) while the block runs."""
+    # rich loads here, not when the output registry scans this package at start-up
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     console = console or Console(stderr=True)
     if quiet or not console.is_terminal:
         yield model.SILENT

@@ -57,6 +57,8 @@ def _result(f: dict[str, Any], rule_index: int, roots: list[Path]) -> dict[str, 
         "properties": {
             "share": f["share"],
             "estimatedGain": f["estimated_gain"],
+            "gain": f["gain"],  # rank.py's: the measured gain when an experiment verified it
+            "gainMeasured": f["gain_measured"],
             "confidence": f["confidence"],
             "evidence": f.get("evidence", []),
             "fix": f.get("fix", {}),

@@ -11,8 +11,8 @@ from .output import cell, pct
 def render(doc: dict, console: Console) -> None:
     by = doc["by"]
     table = Table(
-        title=f"run {doc['run']} — {doc['samples']:,} samples, "
-        f"{doc['total']:,.0f} {doc['unit']} in total, by {by}",
+        title=f"run {doc['run']} — {_counted(doc)}, {doc['total']:,.0f} {doc['unit']} in total, "
+        f"by {by}",
         title_justify="left",
         box=None,
         header_style="bold",
@@ -35,6 +35,12 @@ def render(doc: dict, console: Console) -> None:
             cells.append(row["dso"])
         table.add_row(*(cell(c) for c in cells))
     console.print(table)
+
+
+def _counted(doc: dict) -> str:
+    if doc.get("exact"):
+        return f"exact counts ({doc['exact']})"
+    return f"{doc['samples']:,} samples"
 
 
 def _location(row: dict) -> str:

@@ -19,6 +19,8 @@ from ..errors import UserError
 from ..model.findings import KINDS
 
 SHIPPED = Path(__file__).with_name("library.toml")
+# The cost taxonomy (analyzers/cost_classes.py): every sample's class, written as rules
+COST_CLASSES = Path(__file__).with_name("cost_classes.toml")
 
 # field -> (python type, required)
 FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
@@ -41,6 +43,9 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "install": (str, False),
     "scope": (str, False),
     "source_nodes": (list, False),
+    "inside": (list, False),
+    "blocking": (bool, False),
+    "min_threads": (int, False),
 }
 PATTERN_FIELDS = ("functions", "dsos", "exclude_functions", "exclude_dsos", "source_nodes")
 DEFAULT_MIN_SHARE = 0.02
@@ -74,6 +79,11 @@ class Rule:
     # patterns the shape of a Python frame's source line must all match
     # (static/python_source.py: node types, `Parent>Child` pairs, enclosing statements)
     source_nodes: tuple[re.Pattern[str], ...] = ()
+    # cost classes: the ids of the classes whose calls this one takes over when it runs
+    # under them (a write(2) under printf is write's cost), and whether it waits off the CPU
+    inside: tuple[str, ...] = ()
+    blocking: bool = False
+    min_threads: int = 1  # threads that must have samples for the rule to apply
 
     def matches(self, function: str, dso: str) -> bool:
         names = {function, without_return_type(function)}
@@ -113,6 +123,11 @@ def load_rules(extra_files: Iterable[Path] = ()) -> list[Rule]:
         for rule in load_file(path):
             by_id[rule.id] = rule
     return list(by_id.values())
+
+
+def load_classes() -> list[Rule]:
+    """The cost classes, most specific first (a frame belongs to the first that matches)."""
+    return load_file(COST_CLASSES)
 
 
 def load_file(path: Path) -> list[Rule]:
@@ -163,6 +178,8 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
     for name in ("saving", "confidence", "min_share"):
         if name in table and not 0.0 <= float(table[name]) <= 1.0:
             raise fail(name, "must be a fraction between 0 and 1")
+    if int(table.get("min_threads", 1)) < 1:
+        raise fail("min_threads", "must be 1 or more")
     if table.get("scope", SCOPES[0]) not in SCOPES:
         raise fail("scope", f"must be one of {', '.join(SCOPES)}")
     low_high = table["saving_range"]
@@ -192,6 +209,9 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         origin=f"{path}:{start}",
         scope=table.get("scope", SCOPES[0]),
         source_nodes=patterns["source_nodes"],
+        inside=tuple(str(v) for v in table.get("inside", [])),
+        blocking=bool(table.get("blocking", False)),
+        min_threads=int(table.get("min_threads", 1)),
     )
 
 

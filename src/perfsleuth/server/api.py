@@ -16,20 +16,32 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..collect.run_facts import working_root
-from ..errors import UserError
+from .. import rank
+from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
+from ..fleet.labels import LABEL_GROUPINGS
 from ..model.cache import CacheProjections
+from ..model.findings import Finding
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
+from ..store.answers import AnswerFiles
 from ..store.runs import Store, is_run_reference, resolve
-from ..views import cache, callgraph, diff, disassembly, threads, top
-from ..views.annotate import find_source, line_costs
+from ..views import (
+    cache,
+    callgraph,
+    diff,
+    disassembly,
+    documents,
+    flame,
+    run_answers,
+    source,
+    threads,
+    timeline,
+)
+from ..views.documents import Choices
 from ..views.keys import GROUPINGS
-from . import flamedata, sources, timelinedata
-from .diskcache import DiskCache
-from .memo import FileVersioned, Memo
+from .in_memory import FileVersioned, Memo
 
 MAX_PARAM_CHARS = 4096
 STANDALONE_RUN = 0  # the run id experiments not tied to a recorded run are kept under
@@ -68,8 +80,7 @@ Route = tuple[re.Pattern[str], Handler, tuple[str, ...]]  # path, handler, param
 
 
 def json_response(doc: Any, status: int = 200) -> Response:
-    body = json.dumps(doc, ensure_ascii=False, default=str).encode()
-    return Response(status, JSON_TYPE, body)
+    return Response(status, JSON_TYPE, run_answers.encode_json(doc))
 
 
 class Api:
@@ -85,7 +96,7 @@ class Api:
         self._changing = FileVersioned(
             lambda: [store.db, store.db.with_name(store.db.name + ".wal")]
         )
-        self._disk = DiskCache(store.root / "ui-cache")
+        self._kept = AnswerFiles(store.root)
         self._routes: list[Route] = [
             (re.compile(r"/api/runs"), self.runs, ()),
             (re.compile(r"/api/runs/([^/]+)"), self.run, ()),
@@ -101,6 +112,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
             (re.compile(r"/api/runs/([^/]+)/cache"), self.cache, ()),
             (re.compile(r"/api/experiments"), self.all_experiments, ()),
+            (re.compile(r"/api/choices"), self.choices, ()),
             (re.compile(r"/api/diff"), self.diff, ("a", "b", "by")),
             (re.compile(r"/api/diff/flame"), self.diff_flame, ("a", "b")),
         ]
@@ -117,6 +129,8 @@ class Api:
             raise ApiError(404, f"no such API endpoint: {path}")
         except ApiError as e:
             return json_response({"error": str(e)}, e.status)
+        except NothingStored as e:
+            return json_response({"error": str(e)}, 404)
         except UserError as e:
             return json_response({"error": str(e)}, 400)
 
@@ -131,7 +145,7 @@ class Api:
 
     def keep(self, ref: str) -> None:
         """A run's whole-run pages (facts, flame graph, TopN, time order), computed and kept
-        in ui-cache/."""
+        in the store's answers/ (views/run_answers.py)."""
         for page in ("", "/flame", "/top", "/timeline"):  # /timeline: 404 for runs without
             self.get(f"/api/runs/{ref}{page}", {})
 
@@ -158,14 +172,10 @@ class Api:
         """The run's threads and states, kept on disk: the flame page needs no profile for them."""
 
         def compute() -> bytes:
-            profile = self._profile(run_id)
-            threads = [{"tid": t.tid, "pid": t.pid, "name": t.name} for t in profile.threads]
-            states = sorted({s for s in profile.sample_state if s})
-            return json.dumps({"threads": threads, "states": states}).encode()
+            return run_answers.facts(self._profile(run_id))
 
         def kept() -> dict:
-            info = self._listed(run_id)
-            return json.loads(self._disk.get(info, "facts", compute))
+            return json.loads(self._kept.get(self._listed(run_id), run_answers.FACTS, compute))
 
         return self._results.get(("facts", run_id), kept)
 
@@ -180,9 +190,9 @@ class Api:
 
         return self._profiles.get(key, load)
 
-    def _flame_columns(self, run_id: int, query: Query) -> flamedata.FlameColumns:
+    def _flame_columns(self, run_id: int, query: Query) -> flame.FlameColumns:
         key = (run_id, *_filters(query))
-        return self._flames.get(key, lambda: flamedata.flame_columns(self._profile(run_id, query)))
+        return self._flames.get(key, lambda: flame.flame_columns(self._profile(run_id, query)))
 
     def _cached(self, key: tuple, compute: Callable[[], Any]) -> Response:
         """A response computed once per run (runs never change) and kept encoded."""
@@ -212,9 +222,11 @@ class Api:
     # -- endpoints ---------------------------------------------------------------
 
     def runs(self, query: Query) -> list[dict]:
+        if not self.store.db.exists():
+            return []  # an empty store is a list with no runs, not an error
         out = []
         for info in self._run_list():
-            found = self._findings(info.id)
+            found = self._advice(info.id)["findings"]
             out.append({**_run_summary(info), "top_finding": found[0] if found else None})
         return out
 
@@ -232,7 +244,7 @@ class Api:
             "dsos": info.dsos,
             "meta": info.meta,
             **self._facts(run_id),
-            "findings": len(self._findings(run_id)),
+            "findings": len(self._advice(run_id)["findings"]),
             "experiments": len(self._docs(run_id, "experiment")),
             "cache_functions": len(self._docs(run_id, CacheProjections.KIND)),
         }
@@ -244,27 +256,27 @@ class Api:
             raise ApiError(400, f"bad by={by!r}: use one of {', '.join(GROUPINGS)}")
         filters = _filters(query)
 
-        def compute() -> Response:
-            doc = top.top(self._profile(run_id, query), by=by, n=0)
-            return json_response({"run": str(run_id), **doc})
+        def compute() -> bytes:
+            return run_answers.top_answer(run_id, self._profile(run_id, query), by)
 
-        def whole_run() -> Response:
+        def whole_run() -> bytes:
             # Kept on disk too: `serve` warms it, and loading the run would hold the
             # interpreter while a fresh server's first pages are asked for.
-            body = self._disk.get(self._listed(run_id), f"top-{by}", lambda: compute().body)
-            return Response(200, JSON_TYPE, body)
+            return self._kept.get(self._listed(run_id), run_answers.top_name(by), compute)
 
-        return self._cached(("top", run_id, by, *filters), compute if any(filters) else whole_run)
+        body = whole_run if not any(filters) else compute
+
+        return self._cached(("top", run_id, by, *filters), lambda: Response(200, JSON_TYPE, body()))
 
     def flame(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)
         filters = _filters(query)
 
         def build() -> bytes:
-            return flamedata.encode(self._flame_columns(run_id, query))
+            return flame.encode(self._flame_columns(run_id, query))
 
         def whole_run() -> bytes:
-            return self._disk.get(self._listed(run_id), "flame", build)
+            return self._kept.get(self._listed(run_id), run_answers.FLAME, build)
 
         body = build if any(filters) else whole_run
         return self._cached(("flame", run_id, *filters), lambda: binary_response(body()))
@@ -277,14 +289,12 @@ class Api:
         def compute() -> bytes:
             found = self.store.documents(run_id, Timeline.KIND).get(Timeline.NAME)
             if found is None:
-                raise ApiError(404, timelinedata.missing(self._info(run_id)))
+                raise ApiError(404, timeline.missing(self._info(run_id)))
             profile = self._profile(run_id, query)
-            return timelinedata.encode(
-                profile, self._flame_columns(run_id, query), found, set(tids)
-            )
+            return timeline.encode(profile, self._flame_columns(run_id, query), found, set(tids))
 
         def whole_run() -> bytes:
-            return self._disk.get(self._listed(run_id), "timeline", compute)
+            return self._kept.get(self._listed(run_id), run_answers.TIME_ORDER, compute)
 
         body = whole_run if not tids else compute
         return self._cached(("timeline", run_id, tids), lambda: binary_response(body()))
@@ -308,19 +318,11 @@ class Api:
         run_id = self._run_id(ref)
         profile = self._profile(run_id)
         function = self._function(profile, query)
+        roots = self._roots(run_id)
         return self._cached(
-            ("annotate", run_id, function), lambda: self._annotate(run_id, profile, function)
+            ("annotate", run_id, function),
+            lambda: {"run": str(run_id), **source.function_document(profile, function, roots)},
         )
-
-    def _annotate(self, run_id: int, profile: Profile, function: str) -> dict:
-        total = profile.total or 1.0
-        by_file: dict[str, dict[int, list[float]]] = {}
-        for (file, line), cost in line_costs(profile, function).items():
-            by_file.setdefault(file, {})[line] = cost
-        files = [
-            self._source_doc(run_id, file, lines, total) for file, lines in sorted(by_file.items())
-        ]
-        return {"run": str(run_id), "function": function, "files": files}
 
     def disasm(self, ref: str, query: Query) -> dict:
         """The machine code of a function's hot lines; not kept, as the binary on disk
@@ -337,61 +339,28 @@ class Api:
         file = _one(query, "file")
         if not file:
             raise ApiError(400, "missing parameter file=PATH")
-        if file not in sources.named_files(profile):
+        if file not in source.named_files(profile):
             raise ApiError(404, f"run {run_id}'s debug info names no file {file!r}")
+        roots = self._roots(run_id)
         return self._cached(
             ("source", run_id, file),
-            lambda: {
-                "run": str(run_id),
-                **self._source_doc(
-                    run_id, file, sources.file_line_costs(profile, file), profile.total or 1.0
-                ),
-            },
+            lambda: {"run": str(run_id), **source.file_document(profile, file, roots)},
         )
 
-    def _source_doc(
-        self, run_id: int, file: str, costs: dict[int, list[float]], total: float
-    ) -> dict:
-        roots = self._roots(run_id)
-        path = find_source(file, roots)
-        text = sources.read_lines(path) if path else []
-        numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
-        lines = []
-        for n in numbers:
-            cost = costs.get(n, (0.0, 0.0))
-            lines.append(
-                {
-                    "line": n,
-                    "self": cost[0] / total,
-                    "total": cost[1] / total,
-                    "source": text[n - 1] if text else "",
-                }
-            )
-        return {
-            "file": file,
-            "found": path is not None,
-            "path": str(path) if path else None,
-            "root": str(sources.root_of(path, roots)) if path else None,
-            "self": sum(c[0] for c in costs.values()) / total,
-            "lines": lines,
-        }
-
     def _roots(self, run_id: int) -> list[Path]:
-        """--src folders, then the working directory of the user's own command."""
-        own = working_root(self._info(run_id))
-        return [*self.roots, own] if own else list(self.roots)
+        return source.source_roots(self.roots, self._info(run_id))
 
     def findings(self, ref: str, query: Query) -> dict:
-        run_id = self._run_id(ref)
-        advised = bool(self._docs(run_id, "findings"))  # advise keeps its (maybe empty) list
-        return {"run": str(run_id), "findings": self._findings(run_id), "advised": advised}
+        """The run's ranked findings: rank.Advice, as `perfsleuth advise --format json`."""
+        return self._advice(self._run_id(ref))
 
-    def _findings(self, run_id: int) -> list[dict]:
-        found: list[dict] = []
-        for items in self._docs(run_id, "findings").values():
-            found.extend(items)
-        found.sort(key=lambda f: -_number(f.get("estimated_gain")))
-        return found
+    def _advice(self, run_id: int) -> dict:
+        def ranked() -> dict:
+            stored = self._docs(run_id, "findings")  # advise keeps its (maybe empty) list
+            found = [Finding.from_json(item) for items in stored.values() for item in items]
+            return rank.advice(str(run_id), found, advised=bool(stored)).to_json()
+
+        return self._changing.get(("advice", run_id), ranked)
 
     def experiments(self, ref: str, query: Query) -> dict:
         run_id = self._run_id(ref)
@@ -420,6 +389,10 @@ class Api:
             for name, data in sorted(docs.items(), reverse=True)
         ]
 
+    def choices(self, query: Query) -> Choices:
+        """The choice lists the UI offers: groupings, label groupings, thread states."""
+        return documents.choices(LABEL_GROUPINGS)
+
     def _pair(self, query: Query) -> tuple[int, int]:
         a, b = _one(query, "a"), _one(query, "b")
         if not a or not b:
@@ -445,7 +418,7 @@ class Api:
         return self._cached(
             ("diff-flame", a, b),
             lambda: binary_response(
-                flamedata.encode(flamedata.diff_columns(self._profile(a), self._profile(b)))
+                flame.encode(flame.diff_columns(self._profile(a), self._profile(b)))
             ),
         )
 
@@ -481,14 +454,3 @@ def _filters(query: Query) -> tuple[tuple[str, ...], tuple[int, ...]]:
             raise ApiError(400, f"bad thread={value!r}: give a thread id (a number)")
         tids.append(int(value))
     return states, tuple(sorted(set(tids)))
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
-def keep_answers(store: Store, run_id: int) -> None:
-    """Write a just-stored run's whole-run pages into the store's ui-cache/, so that the
-    first `serve` to show it reads files (~1 s for 100k stacks) instead of loading and
-    folding the run (~2.2 s quiet, 4-7 s under load)."""
-    Api(store, []).keep(str(run_id))

@@ -10,6 +10,7 @@ import base64
 import gzip
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from .api import JSON_TYPE, Api
 
@@ -17,10 +18,18 @@ TOP_FUNCTIONS = 40
 ANNOTATED_FUNCTIONS = 25
 
 
-def request_key(path: str, params: dict[str, str]) -> str:
-    """The lookup key the UI computes for a request (ui/src/api.ts requestKey)."""
-    query = "&".join(f"{k}={params[k]}" for k in sorted(params))
+Param = str | list[str]
+
+
+def request_key(path: str, params: dict[str, Param]) -> str:
+    """The lookup key the UI computes for a request (ui/src/api.ts requestKey): values
+    of a repeated parameter joined by commas."""
+    query = "&".join(f"{k}={_joined(params[k])}" for k in sorted(params) if params[k])
     return f"{path}?{query}" if query else path
+
+
+def _joined(value: Param) -> str:
+    return ",".join(value) if isinstance(value, list) else value
 
 
 class Embedder:
@@ -29,8 +38,9 @@ class Embedder:
         self.docs: dict[str, Any] = {}
         self.blobs: dict[str, str] = {}  # binary answers, gzipped, in base64
 
-    def add(self, path: str, **params: str) -> Any:
-        response = self.api.get(path, {k: [v] for k, v in params.items()})
+    def add(self, path: str, **params: Param) -> Any:
+        query = {k: v if isinstance(v, list) else [v] for k, v in params.items() if v}
+        response = self.api.get(path, query)
         if response.status != 200:
             return None
         key = request_key(path, params)
@@ -60,6 +70,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     base = f"/api/runs/{run_id}"
     overview = emb.add(base)
     runs = emb.add("/api/runs")
+    emb.add("/api/choices")
     wanted = {str(run_id), str(compare)}
     emb.docs["/api/runs"] = [r for r in runs or [] if r["id"] in wanted]
     for by in ("function", "line", "file", "dso"):
@@ -91,4 +102,20 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
         emb.add("/api/diff", a=str(compare), b=str(run_id), by="function")
         emb.add("/api/diff/flame", a=str(compare), b=str(run_id))
     start = f"#/compare?a={compare}&b={run_id}" if compare is not None else f"#/run/{run_id}"
+    return {"docs": emb.docs, "blobs": emb.blobs, "start": start, "overview": overview}
+
+
+def collect_flame(api: Api, run_id: int, states: list[str], tids: list[int]) -> dict:
+    """The answers of one run's flame graph page (`flame --html`), with its filters."""
+    emb = Embedder(api)
+    base = f"/api/runs/{run_id}"
+    overview = emb.add(base)
+    runs = emb.add("/api/runs")
+    emb.docs["/api/runs"] = [r for r in runs or [] if r["id"] == str(run_id)]
+    emb.add("/api/choices")
+    threads = [str(t) for t in tids]
+    emb.add(f"{base}/flame", state=states, thread=threads)
+    emb.add(f"{base}/timeline", thread=threads)
+    query = urlencode([("state", s) for s in states] + [("thread", t) for t in threads])
+    start = f"#/run/{run_id}/flame" + (f"?{query}" if query else "")
     return {"docs": emb.docs, "blobs": emb.blobs, "start": start, "overview": overview}

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..fleet import advice, queries, trends
+from ..fleet.filters import TYPE_KEY
 from ..model.fleet import LABELS
 from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
+from ..views.flame import encode, flame_columns
 from ..views.keys import GROUPINGS
-from . import flamedata
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
 RANGE = ("from", "to", "where")
@@ -72,7 +73,8 @@ class FleetApi:
         """{"from", "to", "labels": {key: [values, sorted]}}: what --where can filter on
         in the range, user labels included."""
         start, end = _range(query)
-        labels = self._read(lambda: label_values(self.store.select(start, end), LABELS))
+        columns = (*LABELS, TYPE_KEY)  # the profile types of the range pick like a label
+        labels = self._read(lambda: label_values(self.store.select(start, end), columns))
         shown = {k: sorted(v)[:MAX_LABEL_VALUES] for k, v in sorted(labels.items())}
         return {"from": start, "to": end, "labels": shown}
 
@@ -85,12 +87,12 @@ class FleetApi:
         return self._read(lambda: queries.top(self.store, start, end, where, by, n, sort))
 
     def flame(self, query: Query) -> Response:
-        """The range's flame graph in the Flame page's binary format (server/flamedata.py)."""
+        """The range's flame graph in the Flame page's binary format (views/flame.py)."""
         start, end = _range(query)
         profile = self._read(lambda: queries.flame(self.store, start, end, _one(query, "where")))
-        flame = flamedata.flame_columns(profile)
+        flame = flame_columns(profile)
         flame.meta.update({"from": start, "to": end})
-        return binary_response(flamedata.encode(flame))
+        return binary_response(encode(flame))
 
     def series(self, query: Query) -> dict:
         """`fleet series FUNC --format json`: the function's share per bucket."""

@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..binaries import DWARF_ERRORS, CompileUnit, binary_at
 from ..errors import UserError
 
 DEFAULT_C_FLAGS = ("-O2", "-std=gnu17")
@@ -134,34 +135,24 @@ def flags_for(
     return Flags(tuple(default_flags(source)), "defaults")
 
 
-def compile_unit_for(binary: Path, file_name: str) -> tuple[str, str, str] | None:
-    """(DW_AT_name, DW_AT_producer, DW_AT_comp_dir) of the compile unit built from
-    file_name — or, for a header, of the first unit whose line table uses it."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
-    wanted = Path(file_name).name
-    try:
-        with open(binary, "rb") as fh:
-            elf = ELFFile(fh)
-            if not elf.has_dwarf_info():
-                return None
-            dwarf = elf.get_dwarf_info()
-            including = None
-            for cu in dwarf.iter_CUs():
-                attrs = cu.get_top_DIE().attributes
-                unit = (
-                    _attr(attrs, "DW_AT_name"),
-                    _attr(attrs, "DW_AT_producer"),
-                    _attr(attrs, "DW_AT_comp_dir"),
-                )
-                if Path(unit[0]).name == wanted:
-                    return unit
-                if including is None and _uses_file(dwarf, cu, wanted):
-                    including = unit
-            return including
-    except (OSError, ELFError):
+def compile_unit_for(binary: Path, file_name: str) -> CompileUnit | None:
+    """The compile unit built from file_name — or, for a header, the first unit whose
+    line table uses it."""
+    found = binary_at(binary)
+    dwarf = found.dwarf() if found else None
+    if found is None or dwarf is None:
         return None
+    wanted = Path(file_name).name
+    including = None
+    try:
+        for unit in found.compile_units:
+            if Path(unit.name).name == wanted:
+                return unit
+            if including is None and _uses_file(dwarf, dwarf.get_CU_at(unit.offset), wanted):
+                including = unit
+    except DWARF_ERRORS:
+        return None
+    return including
 
 
 def _uses_file(dwarf, cu, name: str) -> bool:  # type: ignore[no-untyped-def]
@@ -172,11 +163,3 @@ def _uses_file(dwarf, cu, name: str) -> bool:  # type: ignore[no-untyped-def]
         Path(entry.name.decode(errors="replace")).name == name
         for entry in program.header.file_entry
     )
-
-
-def _attr(attrs: dict, name: str) -> str:
-    value = attrs.get(name)
-    if value is None:
-        return ""
-    raw = value.value
-    return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)

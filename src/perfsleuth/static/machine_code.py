@@ -16,9 +16,8 @@ from pathlib import Path
 
 import capstone
 from capstone import x86
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
+
+from ..binaries import STT_FUNC, Binary, binary_at
 
 # Loads relative to these are stack spills, not reloads of the program's data; rbp
 # joins them in functions that use it as the frame pointer. (rip-relative loads into
@@ -74,10 +73,7 @@ class _Decoded:
 
 def machine_loops(binary: Path, source: str, first: int, last: int) -> list[LoopCode]:
     """Every machine loop (backward jump) running code of source lines first..last."""
-    try:
-        rows = _LineRows(str(binary), Path(source).name)
-    except (OSError, ELFError):
-        return []
+    rows = _LineRows(str(binary), Path(source).name)
     starts = rows.addresses_of(first, last)
     loops = []
     for name, code in _functions_holding(str(binary), starts):
@@ -232,7 +228,8 @@ class _LineRows:
 
     def __init__(self, binary: str, source_name: str) -> None:
         self.source_name = source_name
-        self.rows = _line_rows(binary)
+        found = binary_at(binary)
+        self.rows = _line_rows(found) if found else []
         self.starts = [address for address, _, _ in self.rows]
 
     def _row(self, address: int) -> tuple[str, int]:
@@ -257,23 +254,21 @@ class _LineRows:
 
 
 @functools.lru_cache(maxsize=16)
-def _line_rows(binary: str) -> list[tuple[int, str, int]]:
+def _line_rows(binary: Binary) -> list[tuple[int, str, int]]:
     """(address, file base name, line) rows of every line program, by address."""
     rows: list[tuple[int, str, int]] = []
-    with open(binary, "rb") as fh:
-        elf = ELFFile(fh)
-        if not elf.has_dwarf_info():
-            return rows
-        dwarf = elf.get_dwarf_info()
-        for cu in dwarf.iter_CUs():
-            program = dwarf.line_program_for_CU(cu)
-            if program is None:
-                continue
-            names = _file_names(program)
-            for entry in program.get_entries():
-                state = entry.state
-                if state is not None and not state.end_sequence:
-                    rows.append((state.address, names.get(state.file, ""), state.line))
+    dwarf = binary.dwarf()
+    if dwarf is None:
+        return rows
+    for cu in dwarf.iter_CUs():
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            continue
+        names = _file_names(program)
+        for entry in program.get_entries():
+            state = entry.state
+            if state is not None and not state.end_sequence:
+                rows.append((state.address, names.get(state.file, ""), state.line))
     rows.sort(key=lambda row: row[0])
     return rows
 
@@ -287,27 +282,21 @@ def _file_names(program) -> dict[int, str]:  # type: ignore[no-untyped-def]
     }
 
 
-def _functions_holding(binary: str, addresses: Iterable[int]):  # type: ignore[no-untyped-def]
+def _functions_holding(path: str, addresses: Iterable[int]):  # type: ignore[no-untyped-def]
     """(symbol name, decoded instructions) of each function containing any address."""
     wanted = sorted(addresses)
-    with open(binary, "rb") as fh:
-        elf = ELFFile(fh)
-        if elf.get_machine_arch() != "x64":
-            return
-        md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-        md.detail = True
-        for name, start, size, section in _function_symbols(elf):
-            if size and any(start <= a < start + size for a in wanted):
-                text = elf.get_section(section)
-                offset = start - text["sh_addr"] if elf["e_type"] != "ET_REL" else start
-                code = text.data()[offset : offset + size]
-                yield name, list(md.disasm(code, start))
-
-
-def _function_symbols(elf: ELFFile):  # type: ignore[no-untyped-def]
-    for section in elf.iter_sections():
-        if not isinstance(section, SymbolTableSection):
-            continue
-        for sym in section.iter_symbols():
-            if sym["st_info"]["type"] == "STT_FUNC" and isinstance(sym["st_shndx"], int):
-                yield sym.name, sym["st_value"], sym["st_size"], sym["st_shndx"]
+    binary = binary_at(path)
+    if binary is None or not binary.is_x86_64:
+        return
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    sections: dict[int, bytes] = {}
+    for symbol in binary.symbols(types=frozenset({STT_FUNC})):
+        start, size = symbol.value, symbol.size
+        if symbol.in_section and size and any(start <= a < start + size for a in wanted):
+            text = binary.sections[symbol.section]
+            if symbol.section not in sections:
+                sections[symbol.section] = binary.data(text)
+            offset = start if binary.relocatable else start - text.addr
+            code = sections[symbol.section][offset : offset + size]
+            yield symbol.name, list(md.disasm(code, start))

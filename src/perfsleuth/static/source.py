@@ -228,10 +228,10 @@ def hot_units(
         if binary is not None and str(binary).startswith(SYSTEM_PREFIXES):
             continue
         built = compile_unit_for(binary, name) if binary else None
-        source_name = built[0] if built and Path(name).suffix not in SOURCE_SUFFIXES else name
+        source_name = built.name if built and Path(name).suffix not in SOURCE_SUFFIXES else name
         if Path(source_name).suffix not in SOURCE_SUFFIXES:
             continue  # a header no unit of the binary is known to include
-        producer, comp_dir = (built[1], built[2]) if built else ("", "")
+        producer, comp_dir = (built.producer, built.comp_dir) if built else ("", "")
         path = find_source(source_name, roots, comp_dir)
         if path is None:
             if weight >= NOTE_MIN_SHARE * hot.total:

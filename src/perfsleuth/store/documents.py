@@ -8,12 +8,16 @@ Writing needs no registration: the store dumps any document that has to_json at
 its type's current VERSION.
 
 To add a type: define it in model/, then add `YourType.KIND: YourType` to TYPES.
+An upgrade that needs a reader (model/ cannot parse a file format) is finished in
+COMPLETIONS: a counts document stored before its parsed tables gets them here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ..formats.counts import with_tables
 from ..model import documents
 from ..model.cache import CacheProjections
 from ..model.counts import Counts
@@ -27,7 +31,14 @@ TYPES: dict[str, type[DocumentType]] = {
 }
 
 
+COMPLETIONS: dict[str, Callable[[Any], Any]] = {Counts.KIND: with_tables}
+
+
 def decode(kind: str, data: dict[str, Any]) -> Any:
     """A stored document's JSON as its registered type, at the current version."""
     cls = TYPES.get(kind)
-    return data if cls is None else documents.load(cls, data)
+    if cls is None:
+        return data
+    loaded = documents.load(cls, data)
+    complete = COMPLETIONS.get(kind)
+    return loaded if complete is None else complete(loaded)

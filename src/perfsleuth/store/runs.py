@@ -28,16 +28,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-import pyarrow as pa
-
-from ..errors import StoreBusy, UserError
+from ..errors import NothingStored, StoreBusy, UserError
 from ..model import documents
+from ..model.cache import CacheProjections
+from ..model.counts import Counts
 from ..model.profile import Frame, Profile, Thread
-from ..model.run import Recording, RunInfo
+from ..model.run import LoadedRun, Recording, RunInfo
+from ..model.timeline import Timeline
 from .documents import decode
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.duckdb"
@@ -88,6 +92,8 @@ RUN_COLUMNS = (
 
 def _profile_tables(run_id: int, p: Profile) -> dict[str, pa.Table]:
     """The profile's rows, one Arrow table per store table."""
+    import pyarrow as pa  # only writing a run needs Arrow: reading commands start faster
+
     n = len(p.frames)
     return {
         "frames": pa.table(
@@ -138,6 +144,8 @@ def _space_needed(tables: dict[str, pa.Table]) -> int:
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    import duckdb
+
     # A failed COMMIT has ended the transaction already; its error is the one to tell.
     with contextlib.suppress(duckdb.TransactionException):
         con.execute("ROLLBACK")
@@ -146,6 +154,8 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 def _disk_full(e: BaseException) -> bool:
     if isinstance(e, OSError):
         return e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    import duckdb
+
     text = str(e)
     return isinstance(e, duckdb.Error) and any(m in text for m in DISK_FULL_MESSAGES)
 
@@ -269,7 +279,7 @@ class Store:
 
     def _open_read(self) -> duckdb.DuckDBPyConnection:
         if not self.db.exists():
-            raise UserError(
+            raise NothingStored(
                 f"no runs stored in {self.root}/ yet; record one with "
                 "`perfsleuth record -- CMD` or pass --store PATH"
             )
@@ -287,6 +297,8 @@ class Store:
             raise UserError(f"cannot create the store folder {self.root}: {e.strerror}") from e
 
     def _open(self, write: bool) -> duckdb.DuckDBPyConnection:
+        import duckdb  # imported when the store is opened: `--help` and the agent never do
+
         deadline = time.monotonic() + LOCK_WAIT_S
         delay = 0.02
         while True:
@@ -396,6 +408,8 @@ class Store:
             ],
         )
         if info.dsos:
+            import pyarrow as pa
+
             dsos_t = pa.table(
                 {
                     "run_id": [run_id] * len(info.dsos),
@@ -474,8 +488,16 @@ class Store:
         ).fetchall()
         return [{"path": p, "build_id": b} for p, b in rows]
 
+    def load_run(self, run_id: int) -> LoadedRun:
+        """The run as one value: facts, profile with its timeline (read when first
+        used), exact counts and cache projections."""
+        info = self.run_info(run_id)
+        counts: Counts | None = self.documents(run_id, Counts.KIND).get(Counts.NAME)
+        cache: dict[str, CacheProjections] = self.documents(run_id, CacheProjections.KIND)
+        return LoadedRun(info, lambda: self.load(run_id), counts=counts, cache=cache)
+
     def load(self, run_id: int) -> Profile:
-        """The run's profile, as it was stored."""
+        """The run's profile with its timeline, as they were stored."""
         with self._connect(write=False) as con:
             row = con.execute("SELECT unit, meta FROM runs WHERE id = ?", [run_id]).fetchone()
             if row is None:
@@ -496,6 +518,7 @@ class Store:
                 [run_id],
             ).fetchall()
             dsos = self._dsos(con, run_id)
+            timeline = self._timeline(con, run_id)
         profile = Profile(
             frames=[Frame(*f) for f in frames],
             stacks=[tuple(s[0]) for s in stacks],
@@ -503,6 +526,7 @@ class Store:
             unit=row[0],
             meta=json.loads(row[1]) if row[1] else {},
             dsos=dsos,
+            timeline=timeline,
         )
         if samples:
             cols = list(zip(*samples, strict=True))
@@ -512,6 +536,14 @@ class Store:
             profile.sample_thread = list(cols[3])
             profile.sample_state = list(cols[4])
         return profile
+
+    @staticmethod
+    def _timeline(con: duckdb.DuckDBPyConnection, run_id: int) -> Timeline | None:
+        row = con.execute(
+            "SELECT data FROM documents WHERE run_id = ? AND kind = ? AND name = ?",
+            [run_id, Timeline.KIND, Timeline.NAME],
+        ).fetchone()
+        return decode(Timeline.KIND, json.loads(row[0])) if row else None
 
     def documents(self, run_id: int, kind: str) -> dict[str, Any]:
         """name -> data of a run's documents of one kind (typed if the kind is registered

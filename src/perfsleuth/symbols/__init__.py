@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .elf import ElfInfo, build_id_of, build_id_paths, elf_info, find_dso
+from ..binaries import ElfInfo, build_id_of, build_id_paths, elf_info, find_dso
 from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms
 from .symbolizer import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, find_llvm_symbolizer
 

@@ -12,8 +12,7 @@ import bisect
 import struct
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+from ..binaries import binary_at
 
 # DW_EH_PE value formats -> struct codes; the application bits (pcrel, datarel)
 # do not change the size.
@@ -24,13 +23,13 @@ _DATAREL_SDATA4 = 0x3B  # the table encoding every x86-64 linker writes
 @lru_cache(maxsize=256)
 def function_starts(path: str) -> tuple[int, ...]:
     """Sorted ELF virtual addresses where functions start; empty if unknown."""
+    binary = binary_at(path)
+    section = binary.section(".eh_frame_hdr") if binary else None
+    if binary is None or section is None:
+        return ()
     try:
-        with open(path, "rb") as f:
-            section = ELFFile(f).get_section_by_name(".eh_frame_hdr")
-            if section is None:
-                return ()
-            return _table_starts(section["sh_addr"], section.data())
-    except (OSError, ELFError, struct.error):
+        return _table_starts(section.addr, binary.data(section))
+    except (ValueError, struct.error):
         return ()
 
 

@@ -25,15 +25,19 @@ def elide_templates(name: str) -> str:
     out = []
     depth = 0
     i = 0
+    after_token = False  # `operator<< <T>` written `operator<<<T>`: template arguments
     while i < len(name):
         token = _token_at(name, i)
         if token:
             if depth == 0:
                 out.append(token)
             i += len(token)
+            after_token = True
             continue
         ch = name[i]
-        if ch in "<(":
+        opens = ch == "<" and (depth > 0 or after_token or _opens_template(name, i))
+        after_token = False
+        if ch == "(" or opens:
             if depth == 0:
                 out.append(ch + "…")
             depth += 1
@@ -45,6 +49,12 @@ def elide_templates(name: str) -> str:
             out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _opens_template(name: str, i: int) -> bool:
+    """Whether the `<` at i, outside any brackets, opens template arguments: it does unless
+    it starts the name or a word (Python's `<module>`, `<lambda>`, `f.<locals>.g`)."""
+    return i > 0 and not (name[i - 1].isspace() or name[i - 1] == ".")
 
 
 def _token_at(name: str, i: int) -> str:

@@ -13,18 +13,14 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from ..binaries import STT_FUNC, STT_GNU_IFUNC, Symbol, binary_at, elf_info, find_dso
 from ..model.profile import Frame
 from .demangle import demangle_map
-from .elf import elf_info, find_dso
 from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms
 from .kallsyms import kallsyms_candidates as _kallsyms_candidates
 
@@ -35,6 +31,7 @@ except ImportError:  # pragma: no cover - depends on the build
 
 UNKNOWN = "[unknown]"
 KERNEL_DSO = "[kernel.kallsyms]"
+FUNCTION_TYPES = frozenset({STT_FUNC, STT_GNU_IFUNC})
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
 
 
@@ -122,34 +119,12 @@ class ElfSymbols:
         # start address -> [(name, binding)]; binding 0 local, 1 global, 2 weak
         self.aliases: dict[int, list[tuple[str, int]]] = {}
         self._demangled: dict[str, int] | None = None
-        try:
-            with open(path, "rb") as f:
-                elf = ELFFile(f)
-                if section:
-                    tab = elf.get_section_by_name(section)
-                else:
-                    tab = elf.get_section_by_name(".symtab") or elf.get_section_by_name(".dynsym")
-                if (
-                    tab is not None
-                    and tab["sh_type"] != "SHT_NOBITS"
-                    and elf.elfclass == 64
-                    and elf.little_endian
-                ):
-                    strtab = elf.get_section(tab["sh_link"]).data()
-                    for name_off, info, _other, _shndx, value, size in struct.iter_unpack(
-                        "<IBBHQQ", tab.data()
-                    ):
-                        # STT_FUNC (2) or STT_GNU_IFUNC (10), defined
-                        if (info & 0xF) not in (2, 10) or value == 0:
-                            continue
-                        end = strtab.find(b"\0", name_off)
-                        name = strtab[name_off:end].decode("utf-8", "replace").split("@", 1)[0]
-                        if name:
-                            items.append((value, size, name))
-                            self.by_name.setdefault(name, value)
-                            self.aliases.setdefault(value, []).append((name, info >> 4))
-        except (OSError, ELFError, ValueError, KeyError, AttributeError, struct.error):
-            items = []
+        for symbol in _function_symbols(path, section):
+            name = symbol.name.split("@", 1)[0]
+            if name and symbol.value:
+                items.append((symbol.value, symbol.size, name))
+                self.by_name.setdefault(name, symbol.value)
+                self.aliases.setdefault(symbol.value, []).append((name, symbol.binding))
         items.sort()
         self.entries = items
         self.addrs = [a for a, _, _ in items]
@@ -177,6 +152,14 @@ class ElfSymbols:
                     # perf prints C++ names without their parameter lists
                     self._demangled.setdefault(strip_params(d), self.by_name[m])
         return self._demangled.get(name)
+
+
+def _function_symbols(path: str, section: str | None) -> list[Symbol]:
+    binary = binary_at(path)
+    if binary is None:
+        return []
+    table = section or (".symtab" if binary.section(".symtab") else ".dynsym")
+    return binary.symbols(table, FUNCTION_TYPES)
 
 
 def _symbols(line: str) -> list[dict] | None:

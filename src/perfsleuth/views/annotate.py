@@ -17,17 +17,16 @@ file debug info names, as is or under a --src root.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..formats.callgrind import CallgrindData
-from ..model.counts import Sources
+from ..model.counts import NO_SOURCE, ExactCounts, Sources, Stamps
 from ..model.profile import Profile
 from .callgraph import match_functions
 
 CONTEXT_LINES = 3
-NO_SOURCE = "???"  # callgrind's file name for code without line information
 
 Lines = dict[int, list[float]]  # line -> cost columns
 
@@ -50,21 +49,6 @@ def line_costs(profile: Profile, function: str) -> dict[tuple[str, int], list[fl
                 costs[key][1] += weight
                 seen.add(key)
     return costs
-
-
-def file_lines(
-    data: CallgrindData, functions: set[str] | None = None
-) -> dict[str, dict[int, list[int]]]:
-    """file -> line -> exact counts of every event (all functions' code on that line)."""
-    out: dict[str, dict[int, list[int]]] = defaultdict(dict)
-    for (_ob, fn), sites in data.self_costs.items():
-        if functions is not None and fn not in functions:
-            continue
-        for (file, line), costs in sites.items():
-            row = out[file or NO_SOURCE].setdefault(line, [0] * len(costs))
-            for i, c in enumerate(costs):
-                row[i] += c
-    return out
 
 
 def find_source(name: str, roots: list[Path], as_named: bool = False) -> Path | None:
@@ -162,7 +146,7 @@ def function_lines(lines: Lines, length: int) -> list[int]:
 
 
 def annotate_counts(
-    data: CallgrindData,
+    exact: ExactCounts,
     roots: list[Path],
     *,
     threshold: float,
@@ -173,27 +157,54 @@ def annotate_counts(
 ) -> dict:
     """The `annotate --all` document; `threshold` is a fraction of the first event.
     With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
-    per_file = file_lines(data, functions)
-    total = data.totals[0] if data.totals else 0
+    per_file = exact.file_lines(functions)
+    total = exact.totals[0] if exact.totals else 0
+    width = len(exact.events)
     files = []
     hidden = 0
     for file in sorted(per_file):
         lines = per_file[file]
-        counts = _sum(lines.values(), len(data.events))
+        counts = _sum(lines.values(), width)
         if total and counts[0] < threshold * total:
             hidden += 1
         elif file == NO_SOURCE:
-            files.append(_no_source_entry(data, functions, counts, total))
+            files.append(_no_source_entry(exact.unlocated(functions), counts, total))
         else:
             source = source_text(file, roots, recorded or {}, as_named)
             files.append(_file_entry(file, lines, counts, total, source, context))
     return {
-        "events": list(data.events),
-        "totals": dict(zip(data.events, data.totals, strict=False)),
+        "events": list(exact.events),
+        "totals": dict(zip(exact.events, exact.totals, strict=False)),
         "threshold": threshold,
         "files": files,
         "files_below_threshold": hidden,
     }
+
+
+def changed_sources(doc: dict, recorded: Sources, stamps: Stamps, started: float) -> list[str]:
+    """What a listing read from disk that is not the file the run counted: a file whose
+    content differs from its fingerprint at record time, or, for runs recorded before
+    fingerprints were kept, a file modified after the run started."""
+    said = []
+    for entry in doc["files"]:
+        path, file = entry.get("path"), entry["file"]
+        if not path or file in recorded:
+            continue
+        try:
+            stat = Path(path).stat()
+            stamp = stamps.get(file)
+            if stamp is None:
+                changed = stat.st_mtime > started
+            else:
+                changed = (stat.st_size, stat.st_mtime) != (stamp[0], stamp[1]) and (
+                    hashlib.sha256(Path(path).read_bytes()).hexdigest() != stamp[2]
+                )
+        except OSError:
+            continue
+        if changed:
+            how = "changed since" if stamp is not None else "is newer than"
+            said.append(f"{path} {how} the run; its lines may not match the counts")
+    return said
 
 
 def _file_entry(
@@ -222,17 +233,8 @@ def _count_entry(
     }
 
 
-def _no_source_entry(
-    data: CallgrindData, functions: set[str] | None, counts: list[int], total: int
-) -> dict:
+def _no_source_entry(per_function: dict[str, list[int]], counts: list[int], total: int) -> dict:
     """Code without line information (no debug info): one row per function, by name."""
-    per_function: dict[str, list[int]] = {}
-    for (ob, fn), sites in data.self_costs.items():
-        if functions is not None and fn not in functions:
-            continue
-        unknown = [costs for (file, _line), costs in sites.items() if file in ("", NO_SOURCE)]
-        if unknown:
-            per_function[f"{fn} [{Path(ob).name}]"] = _sum(unknown, len(counts))
     rows = [
         {"line": 0, "function": name, "counts": per_function[name], "source": None}
         for name in sorted(per_function)

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from ..errors import UserError
 from ..model.profile import Profile
+from .documents import CallGraphDoc, Neighbour
 
 ROOT = "[root]"
 SELF = "[self]"
@@ -15,7 +16,11 @@ MAX_MATCHES = 20
 
 def match_functions(profile: Profile, pattern: str) -> list[str]:
     """Exact name first; else every function whose name the pattern (a regex) finds."""
-    names = {f.function for f in profile.frames}
+    return match_names({f.function for f in profile.frames}, pattern)
+
+
+def match_names(names: set[str], pattern: str) -> list[str]:
+    """Of `names`: `pattern` itself, else every name the pattern (a regex) finds."""
     if pattern in names:
         return [pattern]
     try:
@@ -33,7 +38,7 @@ def match_functions(profile: Profile, pattern: str) -> list[str]:
     return found
 
 
-def neighbours(profile: Profile, function: str) -> dict:
+def neighbours(profile: Profile, function: str) -> CallGraphDoc:
     """Self/total of FUNCTION and the weight of each caller and callee."""
     frames = profile.frames
     total = profile.total
@@ -55,7 +60,7 @@ def neighbours(profile: Profile, function: str) -> dict:
         for name in down - {function}:
             callees[name] += weight
 
-    def rows(weights: dict[str, float]) -> list[dict]:
+    def rows(weights: dict[str, float]) -> list[Neighbour]:
         ordered = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))
         return [
             {
@@ -75,5 +80,5 @@ def neighbours(profile: Profile, function: str) -> dict:
     }
 
 
-def callgraph(profile: Profile, pattern: str) -> list[dict]:
+def callgraph(profile: Profile, pattern: str) -> list[CallGraphDoc]:
     return [neighbours(profile, name) for name in match_functions(profile, pattern)]

@@ -23,9 +23,8 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Any
 
-from ..formats.callgrind import CallgrindData
 from ..formats.py_spy import PYTHON_DSO_PREFIX
-from ..model.counts import Sources
+from ..model.counts import ExactCounts, Sources
 from ..model.profile import Profile
 from ..symbols import UNKNOWN
 from .top import Cost, aggregate
@@ -88,8 +87,8 @@ def _share_row(
 
 
 def exact_diff(
-    a: CallgrindData,
-    b: CallgrindData,
+    a: ExactCounts,
+    b: ExactCounts,
     *,
     sources: tuple[Sources, Sources] = ({}, {}),
     event: str = "Ir",

@@ -13,14 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import NoteSection
-
+from ..binaries import binary_at, build_id_paths
 from ..model.profile import Profile
 from ..static.machine_code import line_instructions
 from ..symbols import dso_name
-from ..symbols.elf import build_id_paths
 from .annotate import line_costs
 
 HOT_LINES = 5  # the lines with the most self cost (else total) that get their code shown
@@ -129,33 +125,17 @@ class _ElfFacts:
 
 
 def _elf_facts(path: str) -> _ElfFacts | None:
-    """Read afresh on every call (no cache): a binary rebuilt while `serve` runs must
-    be seen as changed."""
-    if not Path(path).is_file():
+    """The file as it is now (binaries reads a file rebuilt while `serve` runs again)."""
+    binary = binary_at(path)
+    if binary is None:
         return None
-    try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            text = elf.get_section_by_name(".text")
-            note = elf.get_section_by_name(".note.gnu.build-id")
-            build_id = ""
-            if isinstance(note, NoteSection):
-                build_id = next(
-                    (
-                        str(n["n_desc"])
-                        for n in note.iter_notes()
-                        if n["n_type"] == "NT_GNU_BUILD_ID"
-                    ),
-                    "",
-                )
-            return _ElfFacts(
-                build_id,
-                text is not None and text["sh_type"] != "SHT_NOBITS",
-                elf.get_section_by_name(".symtab") is not None,
-                elf.get_section_by_name(".debug_line") is not None,
-            )
-    except (OSError, ELFError):
-        return None
+    text = binary.section(".text")
+    return _ElfFacts(
+        binary.build_id,
+        text is not None and text.has_bytes,
+        binary.section(".symtab") is not None,
+        binary.section(".debug_line") is not None,
+    )
 
 
 def _readable(binary: Binary, facts: _ElfFacts) -> Binary:

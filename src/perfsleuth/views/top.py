@@ -2,13 +2,17 @@
 
 Self counts a sample for its leaf frame's group; total counts it once for every
 group on its stack (recursion is not counted twice), as `perf report
---no-children` / `--children` do.
+--no-children` / `--children` do. A count run's top (`exact_top`) is read from its
+exact counts instead: self is exact; total adds the calls' inclusive cost.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
+from ..formats.callgrind import EVENT_UNITS
+from ..model.counts import ExactCounts
 from ..model.profile import Frame, Profile
 from .keys import frame_keys
 
@@ -79,3 +83,99 @@ def top(profile: Profile, *, by: str = "function", sort: str = "self", n: int = 
         "by": by,
         "rows": rows,
     }
+
+
+def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n: int = 20) -> dict:
+    """The `top` document of a count run, from its exact counts: self is each group's
+    own count; total adds the inclusive cost of the calls that leave the group (a call
+    within it is counted in its own lines already), at most the run's total."""
+    event = "Ir" if "Ir" in exact.events else exact.events[0]
+    total = exact.total(event)
+    group = _ExactGroups(exact, by)
+    self_cost: dict = defaultdict(int)
+    cells = exact.cells
+    for fid, file, line, cost in zip(
+        cells.column("fn"),
+        cells.column("file"),
+        cells.column("line"),
+        cells.event(exact.index(event)),
+        strict=True,
+    ):
+        self_cost[group.of_cell(fid, file, line)] += cost
+    total_cost = dict(self_cost)
+    calls = exact.calls
+    for caller, callee, file, line, cost in zip(
+        calls.column("caller"),
+        calls.column("callee"),
+        calls.column("file"),
+        calls.column("line"),
+        calls.event(exact.index(event)),
+        strict=True,
+    ):
+        key = group.of_call(caller, callee, file, line)
+        if key is not None:
+            total_cost[key] = total_cost.get(key, 0) + cost
+    order = sorted(
+        total_cost,
+        key=lambda k: (-(self_cost.get(k, 0) if sort == "self" else total_cost[k]), -total_cost[k]),
+    )
+    rows = [
+        {
+            **group.row(key),
+            "self": self_cost.get(key, 0) / total if total else 0.0,
+            "total": min(total_cost[key], total) / total if total else 0.0,
+        }
+        for key in order[: n if n > 0 else None]
+    ]
+    return {
+        "unit": EVENT_UNITS.get(event, "events"),
+        "total": total,
+        "samples": None,
+        "exact": event,
+        "by": by,
+        "rows": rows,
+    }
+
+
+class _ExactGroups:
+    """Group keys of a count run's cells and call sites for one `--by`."""
+
+    def __init__(self, exact: ExactCounts, by: str) -> None:
+        self.exact = exact
+        self.by = by
+        self.sites = exact.entry_sites() if by == "function" else []
+
+    def of_cell(self, fid: int, file: int, line: int) -> object:
+        if self.by == "function":
+            return fid
+        if self.by == "line":
+            return (fid, file, line)
+        if self.by == "file":
+            return file
+        return self.exact.functions[fid][0]
+
+    def of_call(self, caller: int, callee: int, file: int, line: int) -> object | None:
+        """The caller's group, or None when the callee's cost stays in that group."""
+        functions, own = self.exact.functions, self.exact.own_files
+        if self.by == "function":
+            return caller if caller != callee else None
+        if self.by == "line":
+            return (caller, file, line)
+        if self.by == "file":
+            return file if own[callee] != file else None
+        return functions[caller][0] if functions[caller][0] != functions[callee][0] else None
+
+    def row(self, key: object) -> dict:
+        exact = self.exact
+        if self.by == "function":
+            fid = int(key)  # type: ignore[call-overload]
+            file, line = self.sites[fid]
+            ob, fn = exact.functions[fid]
+            return {"function": fn, "dso": ob, "file": file, "line": line}
+        if self.by == "line":
+            fid, file, line = key  # type: ignore[misc]
+            ob, fn = exact.functions[fid]
+            return {"function": fn, "dso": ob, "file": exact.files[file], "line": line}
+        if self.by == "file":
+            return {"function": "", "dso": "", "file": exact.files[int(key)], "line": 0}  # type: ignore[call-overload]
+        return {"function": "", "dso": str(key), "file": "", "line": 0}

@@ -6,7 +6,14 @@
 - Host check on loopback listeners, token or not: a browser page on another site must
   not reach the service through DNS rebinding.
 - read_body(): the request body streamed up to a size limit (413 past it), within a
-  time limit (408), gzip Content-Encoding inflated up to its own limit (413).
+  time limit (408), gzip Content-Encoding inflated as it arrives, up to its own limit
+  (413: a bomb is never inflated past it).
+- Request slots: at most Limits.concurrency requests are in progress past the token
+  check (more get 503); a connection that has not sent a whole request, or whose
+  request is refused for its token, takes none (web.guard bounds those). The bodies
+  held by the requests in progress are bounded together by Limits.max_buffered (503
+  past it, bodies up to SMALL_BODY apart): many large bodies at once cannot exhaust
+  memory nor turn small pushes away.
 - A client that goes away mid-request ends its request quietly, without a traceback.
 """
 
@@ -31,19 +38,25 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 DRAIN_FACTOR = 4  # see read_body
 # Paths open without a token: they reveal nothing but that the service is up.
 OPEN_PATHS = frozenset({"/healthz"})
+# A body up to this size is never refused for the bodies others hold: large bodies at
+# once cannot turn away the small pushes of ordinary clients. Slots bound these.
+SMALL_BODY = 1 << 20
+HELD = "perfsleuth.held"  # the request's _Held, in its ASGI scope
 
 
 @dataclass(frozen=True)
 class Limits:
     """Bounds of one request and of the server (run.serve and web.guard use the rest)."""
 
-    max_body: int = 32 << 20
-    max_inflated: int = 256 << 20
-    read_timeout_s: float = 30.0
-    concurrency: int = 64
+    max_body: int = 32 << 20  # as it arrives
+    max_inflated: int = 256 << 20  # after gzip Content-Encoding is inflated
+    read_timeout_s: float = 30.0  # for the whole body
+    concurrency: int = 64  # requests in progress past the token check
+    max_buffered: int = 128 << 20  # body bytes held by all the requests in progress
     keep_alive_s: float = 5.0
     backlog: int = 512
-    max_idle: int = 64  # connections waiting for a request (web.guard)
+    max_idle: int = 64  # connections that have waited for a request past idle_grace_s
+    max_waiting: int = 512  # connections waiting for a request, however long (web.guard)
     header_timeout_s: float = 10.0
     # A connection just accepted may have its request in the socket already: it counts
     # as idle (and may be closed past max_idle) only after waiting this long.
@@ -67,7 +80,10 @@ def create_app(
     limits: Limits,
 ) -> Starlette:
     """An app serving `routes` behind the Host check (loopback only) and the token check."""
-    middleware = [Middleware(_TokenCheck, tokens=tuple(tokens))]
+    middleware = [
+        Middleware(_TokenCheck, tokens=tuple(tokens)),
+        Middleware(_Slots, server=_Server(limits)),
+    ]
     if loopback:
         middleware.insert(0, Middleware(_HostCheck))
     app = Starlette(
@@ -77,6 +93,72 @@ def create_app(
     )
     app.state.limits = limits
     return app
+
+
+class _Server:
+    """What the requests in progress hold: slots, and body bytes in memory."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.requests = 0
+        self.buffered = 0
+
+
+class _Held:
+    """The body bytes one request holds, charged to the server's max_buffered."""
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.size = 0
+
+    def charge(self, size: int) -> HTTPException | None:
+        """None when `size` more bytes may be held, else the 503 to answer."""
+        server = self.server
+        past_small = self.size + size > SMALL_BODY
+        if past_small and server.buffered + size > server.limits.max_buffered:
+            return HTTPException(
+                503,
+                f"busy: the requests in progress hold {_mb(server.buffered)} of bodies, the "
+                f"limit of {_mb(server.limits.max_buffered)}; retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        server.buffered += size
+        self.size += size
+        return None
+
+    def release(self) -> None:
+        self.server.buffered -= self.size
+        self.size = 0
+
+
+class _Slots:
+    """At most Limits.concurrency requests at once (503 past it); their bodies' bytes
+    held are given back when they end. Open paths (/healthz) take no slot."""
+
+    def __init__(self, app: ASGIApp, server: _Server) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        server = self.server
+        if server.requests >= server.limits.concurrency:
+            answer = PlainTextResponse(
+                f"busy: {server.requests} requests in progress, the limit; retry shortly\n",
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+            await answer(scope, receive, send)
+            return
+        held = scope[HELD] = _Held(server)
+        server.requests += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            server.requests -= 1
+            held.release()
 
 
 async def read_body(request: Request) -> bytes:
@@ -90,39 +172,80 @@ async def read_body(request: Request) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > drain_limit:
         raise _too_large(limits.max_body)
-    chunks: list[bytes] = []
+    encoding = request.headers.get("content-encoding", "identity").lower()
+    if encoding not in ("identity", "gzip"):
+        raise HTTPException(415, f"Content-Encoding {encoding[:40]} is not supported: use gzip")
+    held: _Held = request.scope.get(HELD) or _Held(_Server(limits))
+    body = _Body(limits, held, gzip=encoding == "gzip")
     size = 0
     with anyio.move_on_after(limits.read_timeout_s) as scope:
         async for chunk in request.stream():
             size += len(chunk)
             if size > drain_limit:
                 break
-            if size <= limits.max_body:
-                chunks.append(chunk)
+            if size <= limits.max_body and body.refused is None:
+                await body.feed(chunk)
     if size > limits.max_body:
         raise _too_large(limits.max_body)
+    if body.refused is not None:
+        raise body.refused
     if scope.cancelled_caught:
         raise HTTPException(408, f"the body did not arrive within {limits.read_timeout_s:g} s")
-    body = b"".join(chunks)
-    encoding = request.headers.get("content-encoding", "identity").lower()
-    if encoding == "gzip":
-        return _inflate(body, limits.max_inflated)
-    if encoding != "identity":
-        raise HTTPException(415, f"Content-Encoding {encoding[:40]} is not supported: use gzip")
-    return body
+    return body.finish()
 
 
-def _inflate(body: bytes, limit: int) -> bytes:
-    inflater = zlib.decompressobj(wbits=31)
-    try:
-        out = inflater.decompress(body, limit + 1)
-    except zlib.error as e:
-        raise HTTPException(400, f"the gzip body is broken ({e})") from e
-    if len(out) > limit:
-        raise HTTPException(413, f"the gzip body inflates past the limit of {_mb(limit)}")
-    if not inflater.eof:
-        raise HTTPException(400, "the gzip body is truncated")
-    return out
+class _Body:
+    """A body as it arrives, inflated chunk by chunk when it is gzip, so that a bomb
+    stops at the limit; every byte kept is charged to the request's _Held. Once
+    `refused` is set, nothing more is kept: the rest is drained, then refused."""
+
+    STEP = 1 << 20  # inflated at most at once, between two turns of the event loop
+
+    def __init__(self, limits: Limits, held: _Held, *, gzip: bool) -> None:
+        self.limit = limits.max_inflated if gzip else limits.max_body
+        self.held = held
+        self.inflater = zlib.decompressobj(wbits=31) if gzip else None
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.refused: HTTPException | None = None
+
+    async def feed(self, chunk: bytes) -> None:
+        if self.inflater is None:
+            self._keep(chunk)
+            return
+        data = chunk
+        while data and self.refused is None and not self.inflater.eof:
+            room = self.limit - self.size
+            try:
+                out = self.inflater.decompress(data, min(room + 1, self.STEP))
+            except zlib.error as e:
+                self.refused = HTTPException(400, f"the gzip body is broken ({e})")
+                return
+            data = self.inflater.unconsumed_tail
+            if len(out) > room:
+                self.refused = HTTPException(
+                    413, f"the gzip body inflates past the limit of {_mb(self.limit)}"
+                )
+                return
+            self._keep(out)
+            if data:
+                await anyio.sleep(0)
+
+    def _keep(self, data: bytes) -> None:
+        self.refused = self.held.charge(len(data))
+        if self.refused is None:
+            self.parts.append(data)
+            self.size += len(data)
+        else:
+            self.parts.clear()
+            self.held.release()
+
+    def finish(self) -> bytes:
+        if self.inflater is not None and not self.inflater.eof:
+            raise HTTPException(400, "the gzip body is truncated")
+        body = b"".join(self.parts)
+        self.parts.clear()
+        return body
 
 
 def _too_large(limit: int) -> HTTPException:
@@ -130,7 +253,7 @@ def _too_large(limit: int) -> HTTPException:
 
 
 def _mb(size: int) -> str:
-    return f"{size / (1 << 20):g} MB"
+    return f"{size / (1 << 20):g} MB" if size >= 1 << 20 else f"{size:,} bytes"
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

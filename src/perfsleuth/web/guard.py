@@ -1,12 +1,13 @@
 """uvicorn's HTTP/1.1 protocol with bounds on connections that send no request.
 
 uvicorn keeps a connection that has not finished its request headers for as long as
-the client likes, and counts it against the concurrency limit: a few hundred
-half-open connections (slowloris) would turn every new request away with 503. Here a
-connection waiting for a request is closed after Limits.header_timeout_s, and at most
-Limits.max_idle of them that have waited past Limits.idle_grace_s are kept: past
-that, the longest-waiting one is closed. The grace keeps a burst of new connections,
-whose requests are already on their way, from closing one another.
+the client likes (slowloris). Here a connection waiting for a request is closed after
+Limits.header_timeout_s, at most Limits.max_idle of them that have waited past
+Limits.idle_grace_s are kept, and at most Limits.max_waiting in all: past either, the
+longest-waiting one is closed. The grace keeps a burst of new connections, whose
+requests are already on their way, from closing one another; max_waiting bounds the
+descriptors a flood of new connections can hold within its grace. None of them takes a
+request slot (web.app counts requests, not connections).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class _Guarded(H11Protocol):
         """No request in progress: before the first one, or between two."""
         return self.cycle is None or self.cycle.response_complete
 
+    def open_and_waiting(self) -> bool:
+        return self.waiting() and not self.transport.is_closing()
+
     def _schedule_check(self) -> None:
         self._check = self.loop.call_later(self.limits.header_timeout_s, self._drop_if_stalled)
 
@@ -65,12 +69,11 @@ class _Guarded(H11Protocol):
 
     def _close_longest_waiting(self) -> None:
         idle_since = time.monotonic() - self.limits.idle_grace_s
-        waiting = [
-            c
-            for c in self.connections
-            if isinstance(c, _Guarded) and c.waiting() and c._waiting_since <= idle_since
-        ]
-        excess = len(waiting) - self.limits.max_idle
-        if excess > 0:
-            for conn in sorted(waiting, key=lambda c: c._waiting_since)[:excess]:
-                conn.transport.close()
+        waiting = sorted(
+            (c for c in self.connections if isinstance(c, _Guarded) and c.open_and_waiting()),
+            key=lambda c: c._waiting_since,
+        )
+        idle = sum(c._waiting_since <= idle_since for c in waiting)
+        excess = max(idle - self.limits.max_idle, len(waiting) - self.limits.max_waiting, 0)
+        for conn in waiting[:excess]:
+            conn.transport.close()

@@ -55,7 +55,9 @@ def serve(app: Starlette, sock: socket.socket, limits: Limits, *, verbose: bool 
     """Serves until SIGTERM or SIGINT; returns once the requests in flight are done."""
     config = uvicorn.Config(
         app,
-        limit_concurrency=limits.concurrency,
+        # Not uvicorn's limit_concurrency: it counts every open connection, so idle ones
+        # took the request slots. web.app's _Slots counts requests past the token check.
+        limit_concurrency=None,
         timeout_keep_alive=int(limits.keep_alive_s),
         timeout_graceful_shutdown=GRACE_S,
         access_log=verbose,

@@ -2,7 +2,7 @@ import { h, location, pct } from "../dom";
 import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
 import { href } from "../router";
-import type { Finding, RunDetail } from "../types";
+import type { PlacedFinding, RunDetail } from "../types";
 
 /**
  * What a run (or part of it) recorded, in its own unit: "905 samples", "1,000 samples ·
@@ -15,8 +15,10 @@ export function recorded(unit: string, samples: number, total: number): string {
 }
 
 /** Why a run has no findings: not advised yet, or advised and nothing found. */
-export function noFindings(advised: boolean): string {
-  return advised ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest." : "No findings stored for this run: `perfsleuth advise` adds them.";
+export function noFindings(advised: boolean, runId: string): string {
+  return advised
+    ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest."
+    : `No findings stored for this run: \`perfsleuth advise ${runId}\` (with the same --store) analyzes it and keeps them; reload this page after it.`;
 }
 
 export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {
@@ -92,25 +94,28 @@ function detailBlocks(details: Record<string, unknown> | undefined): HTMLElement
   ];
 }
 
-export function findingCard(runId: string, f: Finding, compact = false): HTMLElement {
+export function findingCard(runId: string, f: PlacedFinding, compact = false): HTMLElement {
   const where = location(f.file ?? "", f.line ?? 0);
-  const verified = f.verified
+  // An experiment's result (experiments/verify.py); the Finding types it as a free dict.
+  const measured = f.verified as { ratio?: number; ci95?: [number, number]; runs?: number } | null | undefined;
+  const verified = measured
     ? h(
         "span",
         { class: "verified" },
-        `measured ${f.verified.ratio?.toFixed(2) ?? "?"}×`,
-        f.verified.ci95 ? ` (95% CI ${f.verified.ci95[0].toFixed(2)}–${f.verified.ci95[1].toFixed(2)})` : "",
-        f.verified.runs ? `, ${f.verified.runs} runs` : "",
+        `measured ${measured.ratio?.toFixed(2) ?? "?"}×`,
+        measured.ci95 ? ` (95% CI ${measured.ci95[0].toFixed(2)}–${measured.ci95[1].toFixed(2)})` : "",
+        measured.runs ? `, ${measured.runs} runs` : "",
       )
     : null;
-  const fixCommand = typeof f.fix?.command === "string" ? f.fix.command : "";
+  // The fix and the command that proves it (`perfsleuth try …`): on the overview's short cards too.
+  const commands = [f.fix?.command, f.fix?.experiment].filter((c): c is string => typeof c === "string" && c !== "");
   return h(
     "article",
     { class: "finding", "data-kind": f.kind },
     h(
       "header",
       null,
-      h("span", { class: "gain" }, `−${pct(f.estimated_gain ?? 0, 1)}`),
+      h("span", { class: "gain", title: f.gain_measured ? "measured by an A/B experiment" : "estimated" }, `−${pct(f.gain, 1)}${f.gain_measured ? "*" : ""}`),
       h("span", { class: "kind" }, f.kind),
       h("strong", { class: "finding-title" }, f.title),
     ),
@@ -123,8 +128,8 @@ export function findingCard(runId: string, f: Finding, compact = false): HTMLEle
       verified ? [" · ", verified] : null,
     ),
     compact ? null : h("ul", { class: "evidence" }, (f.evidence ?? []).map((e) => h("li", null, e))),
-    compact || !f.suggestion ? null : h("p", { class: "suggestion" }, f.suggestion),
-    compact || !fixCommand ? null : h("pre", { class: "fix" }, fixCommand),
+    f.suggestion ? h("p", { class: "suggestion" }, f.suggestion) : null,
+    commands.map((c) => h("pre", { class: "fix" }, c)),
     compact ? null : detailBlocks(f.details),
   );
 }

@@ -136,4 +136,5 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     changesTable(doc, b),
   ]);
   graph.draw();
+  graph.fitRootInView(false);
 }

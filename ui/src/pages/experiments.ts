@@ -73,7 +73,15 @@ function summaryFacts(data: unknown): [string, string][] {
     .map(([k, v]) => [k, Array.isArray(v) ? `${v[0]} – ${v[1]}` : String(v)]);
 }
 
-function plot(series: Series[]): SVGElement {
+/** The unit a metric's name carries (`wall_s`, `max_rss_kb`), for the plot's axis. */
+function unitOf(metric: string): string {
+  const suffix = /_(s|ms|us|ns|kb|mb|bytes)$/.exec(metric)?.[1];
+  const units: Record<string, string> = { s: "s", ms: "ms", us: "µs", ns: "ns", kb: "KiB", mb: "MiB", bytes: "bytes" };
+  if (suffix) return units[suffix];
+  return /instructions|cycles|samples|misses|count/.test(metric) ? metric.replace(/_/g, " ") : "";
+}
+
+function plot(series: Series[], unit: string): SVGElement {
   const all = series.flatMap((s) => s.values);
   const lo = Math.min(...all);
   const hi = Math.max(...all);
@@ -86,11 +94,12 @@ function plot(series: Series[]): SVGElement {
     const mean = s.values.reduce((a, b) => a + b, 0) / s.values.length;
     parts.push(svg("text", { x: 0, y: y + 4, class: "plot-label" }, s.label.length > 28 ? `…${s.label.slice(-27)}` : s.label));
     parts.push(svg("line", { x1: LABEL_W, x2: PLOT_W - 10, y1: y, y2: y, class: "plot-axis" }));
-    for (const v of s.values) parts.push(svg("circle", { cx: x(v), cy: y, r: 3.5, class: "plot-dot" }, svg("title", {}, String(v))));
-    parts.push(svg("line", { x1: x(mean), x2: x(mean), y1: y - 10, y2: y + 10, class: "plot-mean" }, svg("title", {}, `mean ${mean}`)));
+    for (const v of s.values) parts.push(svg("circle", { cx: x(v), cy: y, r: 3.5, class: "plot-dot" }, svg("title", {}, `${v} ${unit}`)));
+    parts.push(svg("line", { x1: x(mean), x2: x(mean), y1: y - 10, y2: y + 10, class: "plot-mean" }, svg("title", {}, `mean ${mean} ${unit}`)));
   });
-  parts.push(svg("text", { x: LABEL_W, y: height - 4, class: "plot-label" }, lo.toPrecision(4)));
-  parts.push(svg("text", { x: PLOT_W - 60, y: height - 4, class: "plot-label" }, hi.toPrecision(4)));
+  const withUnit = (v: number) => (unit ? `${v.toPrecision(4)} ${unit}` : v.toPrecision(4));
+  parts.push(svg("text", { x: LABEL_W, y: height - 4, class: "plot-label" }, withUnit(lo)));
+  parts.push(svg("text", { x: PLOT_W - 10, y: height - 4, class: "plot-label", "text-anchor": "end" }, withUnit(hi)));
   return svg("svg", { class: "plot", width: PLOT_W, height, viewBox: `0 0 ${PLOT_W} ${height}` }, ...parts);
 }
 
@@ -114,7 +123,11 @@ export async function renderExperiments(app: HTMLElement, runId?: string): Promi
         h("table", { class: "facts" }, summaryFacts(exp.data).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
         variantsTable(exp.data),
         groups.size
-          ? [...groups].map(([metric, series]) => h("div", { class: "metric-plot" }, h("h3", null, metric), plot(series)))
+          ? [...groups].map(([metric, series]) => {
+              const unit = unitOf(metric);
+              const title = unit && unit !== metric.replace(/_/g, " ") ? `${metric} (${unit}, one dot per run, bar: mean)` : `${metric} (one dot per run, bar: mean)`;
+              return h("div", { class: "metric-plot" }, h("h3", null, title), plot(series, unit));
+            })
           : message("No per-run numbers in this experiment."),
         h("details", null, h("summary", null, "raw data"), h("pre", null, JSON.stringify(exp.data, null, 1))),
       ),

@@ -177,6 +177,13 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     replaceParams(params);
   };
   search.addEventListener("input", () => timed("search", runSearch));
+  // Enter / Shift+Enter in the search box, or the arrows beside it: the next / previous match.
+  const step = (forward: boolean) => timed("zoom", () => graph.nextMatch(forward));
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") step(!e.shiftKey);
+  });
+  const stepButton = (forward: boolean) =>
+    h("button", { type: "button", class: "crumb match-step", title: forward ? "next match (Enter)" : "previous match (Shift+Enter)", "aria-label": forward ? "next match" : "previous match", onclick: () => step(forward) }, forward ? "▶" : "◀");
   focusOnSlash(search);
 
   const toggle = (label: string, key: string, on: string, checked: boolean, apply: (v: boolean) => void) => {
@@ -190,6 +197,11 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     return h("label", { class: "toggle" }, box, label);
   };
 
+  const icicle = toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => {
+    if (!v) params.set("view", "flame"); // the user's choice, kept over the deep-profile default
+    replaceParams(params);
+    timed("redraw", () => graph.setIcicle(v));
+  });
   app.append(
     h("h1", null, "Flame graph", h("span", { class: "subtitle" }, `run ${runId} · ${run.command}`)),
     h(
@@ -199,21 +211,24 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
       " ",
       search,
       " ",
-      toggle("icicle", "view", "icicle", params.get("view") === "icicle", (v) => timed("redraw", () => graph.setIcicle(v))),
+      icicle,
       toggle("left-heavy", "order", "heavy", params.get("order") === "heavy", (v) => timed("redraw", () => graph.setOrder(v))),
       stateThreadSelects(run, params, "flame"),
       hasOff ? toggle("colour by frame kind", "colour", "name", colouring === "name", rerender) : null,
       colourLegend(colouring, hasPython(fetched)),
       " ",
       searchInfo,
+      stepButton(false),
+      stepButton(true),
     ),
     h("div", { class: "toolbar" }, narrowing.inputs, narrowed ? h("span", { class: "muted filter-info" }, `showing ${pct(total[0] / runTotal)} of the run`) : null),
     crumbs,
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
-    h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, / searches"),
+    h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, + and − zoom the view, / searches (Enter: next match) · mouse: click zooms, drag pans, Ctrl+wheel or pinch zooms, Shift+wheel pans"),
     details,
   );
   zoom(Number(params.get("zoom") ?? 0) || 0, false);
+  if (graph.fitRootInView(params.has("view"))) icicle.querySelector("input")!.checked = true;
   if (search.value) runSearch();
   performance.mark("flame-interactive");
 }

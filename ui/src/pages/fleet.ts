@@ -7,18 +7,19 @@ import { ApiError, getBinary, getJSON } from "../api";
 import { append, bar, h, location, message, pct, shortDso, signedPct, svg } from "../dom";
 import { decodeFlame, FlameGraph, selfWeight } from "../flame";
 import { href, type Route } from "../router";
-import type { DiffRow, FleetAdviceDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
+import type { Choices, DiffRow, FleetAdviceDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
+import { shortName } from "../names";
 import { type Column, escapeRegex, sortRows, sortableTable } from "./common";
 
 const RANGES: Record<string, number> = { "15m": 900, "1h": 3600, "6h": 21600, "24h": 86400 };
 const DEFAULT_RANGE = "1h";
-const GROUPINGS = ["function", "line", "file", "dso"];
 const VIEWS: Record<string, string> = { "": "Top", flame: "Flame graph", diff: "Diff", findings: "Findings" };
 const CHART = { width: 640, height: 180, left: 56, right: 12, top: 12, bottom: 30 };
 const DIFF_ROWS = 50;
 
 interface Scope {
   view: string;
+  groupings: string[]; // the API's choice list (/api/choices)
   params: URLSearchParams;
   from: number;
   to: number;
@@ -26,12 +27,12 @@ interface Scope {
 }
 
 /** The page's state from the URL: the view, and the range in unix seconds. */
-function scopeOf(route: Route): Scope {
+function scopeOf(route: Route, groupings: string[]): Scope {
   const params = route.params;
   const custom = params.has("from") && params.has("to");
   const to = custom ? Number(params.get("to")) : Math.floor(Date.now() / 1000);
   const from = custom ? Number(params.get("from")) : to - (RANGES[params.get("range") ?? ""] ?? RANGES[DEFAULT_RANGE]);
-  return { view: route.parts[1] ?? "", params, from, to, where: params.get("where") ?? "" };
+  return { view: route.parts[1] ?? "", groupings, params, from, to, where: params.get("where") ?? "" };
 }
 
 /** The URL of this page with some parameters changed ("" or null removes one). */
@@ -92,7 +93,10 @@ function labelFilters(scope: Scope, labels: FleetLabels): HTMLElement {
   const current = conditions(scope.where);
   const pickers = Object.entries(labels.labels).map(([key, values]) => {
     const chosen = current.find((c) => c.startsWith(`${key}=`) && !c.startsWith(`${key}=~`))?.slice(key.length + 1) ?? "";
-    const select = h("select", { "aria-label": key, "data-label": key }, h("option", { value: "" }, `${key}: any`), values.map((v) => h("option", { value: v, selected: v === chosen }, `${key}=${v}`)));
+    // Without a type condition the fleet reads CPU profiles: "type: any" would say otherwise.
+    const none = key === "type" ? "type: cpu" : `${key}: any`;
+    const listed = key === "type" ? values.filter((v) => v !== "cpu") : values;
+    const select = h("select", { "aria-label": key, "data-label": key }, h("option", { value: "" }, none), listed.map((v) => h("option", { value: v, selected: v === chosen }, `${key}=${v}`)));
     select.addEventListener("change", () => {
       const others = current.filter((c) => !c.startsWith(`${key}=`) || c.startsWith(`${key}=~`));
       go(scope, { where: [...others, ...(select.value ? [`${key}=${select.value}`] : [])].join(",") });
@@ -106,7 +110,7 @@ function labelFilters(scope: Scope, labels: FleetLabels): HTMLElement {
 
 function functionCell(scope: Scope, row: TopRow): HTMLElement {
   const selected = row.function === scope.params.get("fn");
-  return h("a", { href: link(scope, { fn: row.function }), class: selected ? "fn selected" : "fn" }, row.function);
+  return h("a", { href: link(scope, { fn: row.function }), class: selected ? "fn selected" : "fn", title: row.function }, shortName(row.function));
 }
 
 function topColumns(scope: Scope, by: string): Column<TopRow>[] {
@@ -134,7 +138,7 @@ async function selectedFunction(scope: Scope, rows: TopRow[]): Promise<HTMLEleme
   return h(
     "section",
     { class: "fleet-selected" },
-    h("h2", null, h("span", { class: "fn" }, fn), h("span", { class: "subtitle" }, share)),
+    h("h2", null, h("span", { class: "fn", title: fn }, shortName(fn)), h("span", { class: "subtitle" }, share)),
     await seriesPanel(scope, fn),
     h("a", { href: link(scope, { fn: null, q: `^${escapeRegex(fn)}$` }, "flame") }, "in the flame graph"),
   );
@@ -180,11 +184,11 @@ function seriesChart(doc: FleetSeriesDoc): SVGElement {
 }
 
 function grouping(scope: Scope): string {
-  return GROUPINGS.includes(scope.params.get("by") ?? "") ? scope.params.get("by")! : "function";
+  return scope.groupings.includes(scope.params.get("by") ?? "") ? scope.params.get("by")! : "function";
 }
 
 function byChips(scope: Scope, by: string): HTMLElement[] {
-  return GROUPINGS.map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g));
+  return scope.groupings.map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g));
 }
 
 async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
@@ -238,6 +242,7 @@ async function renderFlameView(app: HTMLElement, scope: Scope): Promise<void> {
   window.perfsleuthFlame = { graph, timings: {} };
   app.append(h("p", { class: "toolbar" }, search, " ", found, " ", reset, " ", zoomed), h("div", { class: "flame-holder" }, graph.canvas, graph.tip));
   graph.draw();
+  graph.fitRootInView(false);
   if (search.value) runSearch();
 }
 
@@ -267,7 +272,9 @@ function sidePicker(scope: Scope): HTMLElement {
   const compare = h("button", { type: "button", class: "button" }, "compare");
   compare.addEventListener("click", () => go(scope, { a: a.value.trim(), b: b.value.trim() }));
   const reset = h("a", { href: link(scope, { a: null, b: null }), class: "chip" }, "the range before vs the range");
-  return h("p", { class: "toolbar fleet-sides" }, "A ", a, " B ", b, " ", compare, " ", reset);
+  const middle = Math.floor((scope.from + scope.to) / 2);
+  const halves = h("a", { href: link(scope, { a: `${scope.from}..${middle}`, b: `${middle}..${scope.to}` }), class: "chip" }, "first half vs second half");
+  return h("p", { class: "toolbar fleet-sides" }, "A ", a, " B ", b, " ", compare, " ", reset, " ", halves);
 }
 
 function sideText(name: string, s: FleetDiffDoc["a"]): string {
@@ -277,11 +284,11 @@ function sideText(name: string, s: FleetDiffDoc["a"]): string {
 /** Each row tinted by how much its self share grew (red) or shrank (blue), against the largest change. */
 function diffTable(scope: Scope, doc: FleetDiffDoc): HTMLElement {
   const largest = Math.max(...doc.rows.map((r) => Math.abs(r.delta_self)), 1e-12);
-  const name = (r: DiffRow) => (doc.by === "line" ? `${r.function} ${location(r.file, r.line)}` : r.function || r.file || r.dso);
+  const name = (r: DiffRow) => (doc.by === "line" ? `${shortName(r.function)} ${location(r.file, r.line)}` : r.function ? shortName(r.function) : r.file || r.dso);
   const row = (r: DiffRow) => {
-    const alpha = (0.35 * Math.abs(r.delta_self)) / largest;
+    const alpha = (0.15 * Math.abs(r.delta_self)) / largest; // light enough for the text to keep its contrast
     const tint = r.delta_self > 0 ? `rgba(230,60,50,${alpha.toFixed(3)})` : `rgba(60,110,230,${alpha.toFixed(3)})`;
-    const fn = r.function ? h("a", { href: link(scope, { fn: r.function, a: null, b: null }, ""), class: "fn" }, name(r)) : name(r);
+    const fn = r.function ? h("a", { href: link(scope, { fn: r.function, a: null, b: null }, ""), class: "fn", title: r.function }, name(r)) : name(r);
     return h(
       "tr",
       { class: r.delta_self > 0 ? "worse" : r.delta_self < 0 ? "better" : undefined, style: `background:${tint}` },
@@ -304,7 +311,8 @@ async function renderDiffView(app: HTMLElement, scope: Scope): Promise<void> {
     doc = await getJSON<FleetDiffDoc>("/api/fleet/diff", { ...diffQuery(scope), by, n: String(DIFF_ROWS) });
   } catch (e) {
     if (!(e instanceof ApiError)) throw e;
-    app.append(message(e.message, "error")); // a side without samples: the picker above stays to fix it
+    // A side without samples is a choice to change, with the picker above, not a failure.
+    app.append(message(e.status === 400 && /has no samples/.test(e.message) ? `${e.message}. Pick the two sides above (a FROM..TO range or labels each), or compare the range's two halves.` : e.message, e.status === 400 ? "warning" : "error"));
     return;
   }
   append(app, [
@@ -363,13 +371,20 @@ const RENDERERS: Record<string, (app: HTMLElement, scope: Scope) => Promise<void
 };
 
 export async function renderFleet(app: HTMLElement, route: Route): Promise<void> {
-  const scope = scopeOf(route);
+  const scope = scopeOf(route, (await getJSON<Choices>("/api/choices")).groupings);
   const render = RENDERERS[scope.view];
   if (!render || !Number.isFinite(scope.from) || !Number.isFinite(scope.to)) {
     app.append(message(`No such fleet view: ${window.location.hash}`, "error"));
     return;
   }
-  const labels = await getJSON<FleetLabels>("/api/fleet/labels", { from: String(scope.from), to: String(scope.to) });
+  let labels: FleetLabels;
+  try {
+    labels = await getJSON<FleetLabels>("/api/fleet/labels", { from: String(scope.from), to: String(scope.to) });
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 404)) throw e;
+    app.append(h("h1", null, "Fleet"), message(e.message)); // no fleet store yet: how to make one
+    return;
+  }
   const where = scope.where ? ` · where ${scope.where}` : "";
   app.append(
     h("h1", null, "Fleet", h("span", { class: "subtitle" }, `${when(scope.from)} – ${when(scope.to)} UTC${where}`)),

@@ -2,14 +2,14 @@ import { getJSON } from "../api";
 import { h, location, message, pct, shortDso } from "../dom";
 import { nameLink } from "../names";
 import { href } from "../router";
-import type { Finding, RunDetail, TopDoc } from "../types";
+import type { Advice, RunDetail, TopDoc } from "../types";
 import { findingCard, functionLinks, noFindings, recorded } from "./common";
 import { hasThreadStates } from "./threads";
 
 export async function renderOverview(app: HTMLElement, runId: string): Promise<void> {
   const [run, findings, top] = await Promise.all([
     getJSON<RunDetail>(`/api/runs/${runId}`),
-    getJSON<{ findings: Finding[]; advised: boolean }>(`/api/runs/${runId}/findings`),
+    getJSON<Advice>(`/api/runs/${runId}/findings`),
     getJSON<TopDoc>(`/api/runs/${runId}/top`, { by: "function" }),
   ]);
   const facts: [string, string][] = [
@@ -35,10 +35,10 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
       run.cache_functions ? h("a", { href: href(`/run/${runId}/cache`), class: "button" }, "Cache layout and footprint") : null,
     ),
     h("table", { class: "facts" }, facts.filter(([, v]) => v).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
-    h("h2", null, "Findings, by estimated gain"),
+    h("h2", null, "Findings, by gain"),
     findings.findings.length
       ? h("div", { class: "findings" }, findings.findings.slice(0, 8).map((f) => findingCard(runId, f, true)))
-      : message(noFindings(findings.advised)),
+      : message(noFindings(findings.advised, runId)),
     h("h2", null, "Top functions by self cost"),
     h(
       "table",

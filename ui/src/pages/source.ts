@@ -1,7 +1,7 @@
 import { embedded, getJSON } from "../api";
 import { append, h, message, pct } from "../dom";
 import { href, type Route } from "../router";
-import type { AnnotateDoc, Finding, SourceFile, SourceLine } from "../types";
+import type { Advice, AnnotateDoc, PlacedFinding, SourceFile, SourceLine } from "../types";
 import { type AsmDoc, asmNotice, asmRows } from "./asm";
 import { findingCard, functionLinks } from "./common";
 
@@ -19,12 +19,12 @@ function heatChoice(runId: string, params: URLSearchParams, heat: Heat): HTMLEle
   return h("p", { class: "toolbar heat-choice" }, link("self"), link("total"));
 }
 
-function fileView(runId: string, file: SourceFile, findings: Finding[], target: number, heatBy: Heat, asm: AsmDoc | null): HTMLElement {
+function fileView(runId: string, file: SourceFile, findings: PlacedFinding[], target: number, heatBy: Heat, asm: AsmDoc | null): HTMLElement {
   const code = asmRows(asm, file.file);
   const cost = (l: SourceLine) => (heatBy === "total" ? l.total : l.self);
   const maxCost = Math.max(...file.lines.map(cost), 1e-12);
   const here = findings.filter((f) => sameFile(f.file ?? "", file.file));
-  const byLine = new Map<number, Finding[]>();
+  const byLine = new Map<number, PlacedFinding[]>();
   for (const f of here) {
     const line = f.line ?? 0;
     byLine.set(line, [...(byLine.get(line) ?? []), f]);
@@ -76,7 +76,7 @@ export async function renderSource(app: HTMLElement, runId: string, route: Route
     app.append(h("h1", null, "Source"), message("Open a function from the Top table, the flame graph or a finding."));
     return;
   }
-  const findings = await getJSON<{ findings: Finding[] }>(`/api/runs/${runId}/findings`).then((d) => d.findings, () => []);
+  const findings = await getJSON<Advice>(`/api/runs/${runId}/findings`).then((d) => d.findings, () => []);
   let files: SourceFile[];
   let asm: AsmDoc | null = null;
   let asmProblem: string | null = null;

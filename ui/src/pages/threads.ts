@@ -5,9 +5,8 @@
 import { getJSON } from "../api";
 import { bar, h, message, pct } from "../dom";
 import { href } from "../router";
-import type { RunDetail, ThreadRow, ThreadsDoc } from "../types";
+import type { Choices, RunDetail, ThreadRow, ThreadsDoc } from "../types";
 
-const STATES = ["running", "mutex", "condvar", "io", "sleep", "other", "unknown"];
 
 /** The run has thread states beyond running: an off-CPU, all or wall run. */
 export function hasThreadStates(run: RunDetail): boolean {
@@ -42,12 +41,12 @@ function threadRow(runId: string, t: ThreadRow, states: string[], unit: string):
 }
 
 export async function renderThreads(app: HTMLElement, runId: string): Promise<void> {
-  const [run, doc] = await Promise.all([getJSON<RunDetail>(`/api/runs/${runId}`), getJSON<ThreadsDoc>(`/api/runs/${runId}/threads`)]);
+  const [run, doc, choices] = await Promise.all([getJSON<RunDetail>(`/api/runs/${runId}`), getJSON<ThreadsDoc>(`/api/runs/${runId}/threads`), getJSON<Choices>("/api/choices")]);
   app.append(h("h1", null, "Threads", h("span", { class: "subtitle" }, `run ${runId} · ${run.command}`)));
   if (!hasThreadStates(run)) {
     app.append(message(`Run ${runId} has no off-CPU states: record with \`perfsleuth record --mode offcpu\` (or all, wall) to see where each thread waits.`));
   }
-  const states = STATES.filter((s) => doc.threads.some((t) => t.states[s]));
+  const states = choices.states.filter((s) => doc.threads.some((t) => t.states[s]));
   app.append(
     h("p", { class: "muted" }, "Each thread's time by state, as `perfsleuth threads` gives it. Click a thread or a state for the flame graph of those samples."),
     h("p", { class: "legend" }, states.map((s) => h("span", { class: "legend-item" }, h("i", { class: `state-${s}` }), s))),

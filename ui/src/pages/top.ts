@@ -2,14 +2,13 @@ import { getJSON } from "../api";
 import { bar, h, location, message, pct, shortDso } from "../dom";
 import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
-import type { RunDetail, TopDoc, TopRow } from "../types";
+import type { Choices, RunDetail, TopDoc, TopRow } from "../types";
 import { type Column, recorded, sortRows, sortableTable, sourceLink, stateThreadSelects } from "./common";
-
-const GROUPINGS = ["function", "line", "file", "dso"];
 
 export async function renderTop(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
-  const by = GROUPINGS.includes(params.get("by") ?? "") ? params.get("by")! : "function";
+  const { groupings } = await getJSON<Choices>("/api/choices");
+  const by = groupings.includes(params.get("by") ?? "") ? params.get("by")! : "function";
   const filters = { state: params.getAll("state"), thread: params.getAll("thread") };
   const [run, doc] = await Promise.all([getJSON<RunDetail>(`/api/runs/${runId}`), getJSON<TopDoc>(`/api/runs/${runId}/top`, { by, ...filters })]);
   const narrowed = [...filters.state.map((s) => `state ${s}`), ...filters.thread.map((t) => `thread ${t}`)];
@@ -73,7 +72,7 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
       "p",
       { class: "toolbar" },
       "by ",
-      GROUPINGS.map((g) => h("a", { href: href(`/run/${runId}/top`, { ...Object.fromEntries(params), by: g, sort: null, q: null }), class: g === by ? "chip active" : "chip" }, g)),
+      groupings.map((g) => h("a", { href: href(`/run/${runId}/top`, { ...Object.fromEntries(params), by: g, sort: null, q: null }), class: g === by ? "chip active" : "chip" }, g)),
       " ",
       stateThreadSelects(run, params, "top"),
       filter,

@@ -28,7 +28,9 @@ from .layout import (
     COMPACTED_PREFIX,
     REPLACES_KEY,
     ROLLUP_PREFIX,
+    SAMPLES_SCHEMA,
     WINDOW_PREFIX,
+    conform,
     marker,
     samples_dir,
     stamp,
@@ -84,7 +86,7 @@ def _merge(files: Files, partition: str, live: list[str]) -> str:
             window_id = name[len(WINDOW_PREFIX) : -len(".parquet")]
             if not files.exists(marker(partition, window_id)):
                 files.put(marker(partition, window_id), b"{}")
-    table = pa.concat_tables([_read(files, f"{raw}/{n}") for n in live])
+    table = pa.concat_tables([conform(_read(files, f"{raw}/{n}"), SAMPLES_SCHEMA) for n in live])
     name = f"{COMPACTED_PREFIX}{stamp()}.parquet"
     data = parquet_bytes(sort_samples(table), {REPLACES_KEY: json.dumps(live).encode()})
     files.put(f"{raw}/{name}", data)

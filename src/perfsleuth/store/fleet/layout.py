@@ -46,7 +46,12 @@ SAMPLES_SCHEMA = pa.schema(
         ("labels", pa.string()),  # the window's other labels, JSON with sorted keys
         ("stack_id", pa.int64()),
         ("samples", pa.int64()),
+        # The value in the type's unit: CPU ns for "cpu" (the name says what it was first).
         ("cpu_ns", pa.int64()),
+        # The profile type and its unit (model.fleet.PROFILE_TYPES); null in files
+        # written before these columns, which hold CPU profiles only.
+        ("type", pa.string()),
+        ("unit", pa.string()),
     ]
 )
 STACKS_SCHEMA = pa.schema([("stack_id", pa.int64()), ("frame_ids", pa.list_(pa.int64()))])
@@ -66,6 +71,15 @@ FRAMES_SCHEMA = pa.schema(
     ]
 )
 GROUP_COLUMNS = tuple(n for n in SAMPLES_SCHEMA.names if n not in ("samples", "cpu_ns"))
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A table read from a file of an older layout version, with the columns it lacks
+    as nulls, in the schema's order and types."""
+    for name in schema.names:
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(len(table), schema.field(name).type))
+    return table.select(schema.names).cast(schema)
 
 
 def _hash64(data: bytes) -> int:

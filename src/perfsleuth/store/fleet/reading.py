@@ -74,23 +74,31 @@ def partitions(files: Files, start: float, end: float) -> list[str]:
     return found
 
 
-def _level(files: Files, partition: str, live: list[str], start: float, end: float) -> str:
-    """The coarsest level whose rows, filtered by time in [start, end), equal the raw rows'."""
+def _level(
+    files: Files, partition: str, live: list[str], start: float, end: float, grain: float
+) -> str:
+    """The coarsest level whose rows, filtered by time in [start, end) and grouped in
+    buckets of `grain` seconds from the epoch, equal the raw rows'."""
     rollup = rollup_name(live)
     if rollup is None:
         return "raw"
     p_start = partition_start(partition)
     whole = start <= p_start and p_start + 3600 <= end
-    if whole and files.exists(f"{samples_dir('hour', partition)}/{rollup}"):
+    if whole and grain % 3600 == 0 and files.exists(f"{samples_dir('hour', partition)}/{rollup}"):
         return "hour"
     minute_aligned = start % 60 == 0 and end % 60 == 0
-    if (whole or minute_aligned) and files.exists(f"{samples_dir('minute', partition)}/{rollup}"):
+    if (
+        (whole or minute_aligned)
+        and grain % 60 == 0
+        and files.exists(f"{samples_dir('minute', partition)}/{rollup}")
+    ):
         return "minute"
     return "raw"
 
 
-def select(files: Files, start: float, end: float) -> Selection:
-    """The files to read for samples whose time is in [start, end)."""
+def select(files: Files, start: float, end: float, grain: float = 3600) -> Selection:
+    """The files to read for samples whose time is in [start, end), summed in buckets of
+    `grain` seconds (a whole hour reads the hour rollup, a whole minute the minute one)."""
     samples: list[str] = []
     levels: dict[str, int] = {}
     days: set[str] = set()
@@ -98,7 +106,7 @@ def select(files: Files, start: float, end: float) -> Selection:
         live = live_raw(files, partition)
         if not live:
             continue
-        level = _level(files, partition, live, start, end)
+        level = _level(files, partition, live, start, end, grain)
         levels[level] = levels.get(level, 0) + 1
         names = live if level == "raw" else [rollup_name(live) or ""]
         samples += [files.path(f"{samples_dir(level, partition)}/{n}") for n in names]

@@ -10,12 +10,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .layout import BUCKET_S, GROUP_COLUMNS, SAMPLES_SCHEMA
+from .layout import BUCKET_S, GROUP_COLUMNS, SAMPLES_SCHEMA, conform
 
 
 def rollup(table: pa.Table, level: str) -> pa.Table:
     """`table`'s rows summed per bucket of `level` (minute or hour), sorted."""
     bucket_ms = BUCKET_S[level] * 1000
+    table = conform(table, SAMPLES_SCHEMA)  # a compacted file of an older layout
     ms = table.column("time").cast(pa.int64())
     start = pc.multiply(pc.divide(ms, bucket_ms), bucket_ms)  # integer division floors
     bucketed = table.set_column(0, "time", start.cast(pa.timestamp("ms")))

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ...errors import UserError
+from ...errors import NothingStored
 from ...model.fleet import LABELS, Window
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
@@ -157,14 +157,15 @@ class FleetStore:
     def has_data(self) -> bool:
         return self._guard(lambda: self.files.exists(LAYOUT_FILE))
 
-    def select(self, start: float, end: float) -> Selection:
-        """The files holding the samples whose window started in [start, end)."""
+    def select(self, start: float, end: float, grain: float = 3600) -> Selection:
+        """The files holding the samples whose window started in [start, end), to be
+        summed in buckets of `grain` seconds (reading.select)."""
         if not self.has_data():
-            raise UserError(
+            raise NothingStored(
                 f"no fleet store at {self.root}: start `perfsleuth collector --store "
                 f"{self.root}` and push windows to it first"
             )
-        return self._guard(lambda: select(self.files, start, end))
+        return self._guard(lambda: select(self.files, start, end, grain))
 
     def _guard(self, action: Callable[[], T]) -> T:
         try:

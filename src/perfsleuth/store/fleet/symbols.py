@@ -36,11 +36,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ...binaries import elf_info
 from ...errors import UserError
+from ...formats.limits import MAX_INPUT_ENV, max_input_bytes
 from ...symbols import UNKNOWN
 from ...symbols.debuginfod import Fetched, fetch_debuginfo, valid_build_id
 from ...symbols.demangle import demangle_all
-from ...symbols.elf import elf_info
 from ...symbols.symbolizer import Aliases, ElfSymbols, Symbolizer, clean_function
 from .filesystem import Files
 from .writer import parquet_bytes
@@ -62,6 +63,11 @@ def symbol_table(path: str) -> tuple[str, pa.Table]:
         raise UserError(f"{path}: not an ELF file (give a binary, a library or a .debug file)")
     if not info.build_id:
         raise UserError(f"{path}: no GNU build-id, so no frame can be matched to it")
+    if not valid_build_id(info.build_id):
+        raise UserError(
+            f"{path}: its build-id is {len(info.build_id) // 2:,} bytes long; a GNU build-id "
+            "is 4 to 64 bytes (20 from ld's default sha1), so no frame can carry it"
+        )
     symbols = ElfSymbols(path, ".symtab")
     if not symbols.entries and not info.has_debug_info:  # DWARF alone still names functions
         raise UserError(
@@ -119,9 +125,11 @@ class LateSymbols:
         """Keep the symbols of the ELF file at `path`, and the file itself when it has
         DWARF; (build-id, functions, whether file:line is kept)."""
         build_id, table = symbol_table(path)
-        self.files.put(symbols_file(build_id), parquet_bytes(table))
         info = elf_info(path)
         lines = bool(info and info.has_debug_info)
+        if lines:
+            _check_size(path)
+        self.files.put(symbols_file(build_id), parquet_bytes(table))
         if lines:
             self.files.put_file(debuginfo_file(build_id), path)
         return build_id, table.num_rows, lines
@@ -255,6 +263,18 @@ class LateSymbols:
     def _note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+
+def _check_size(path: str) -> None:
+    """Refuse to keep a debug file past the input size limit (it is copied whole)."""
+    limit = max_input_bytes()
+    size = os.stat(path).st_size
+    if size > limit:
+        raise UserError(
+            f"{path}: {size / (1 << 20):,.0f} MB, larger than the {limit / (1 << 20):,.0f} MB a "
+            f"kept debug file may be; upload its .debug file (objcopy --only-keep-debug) or "
+            f"raise {MAX_INPUT_ENV} if it is genuine"
+        )
 
 
 def debuginfo_file(build_id: str) -> str:

@@ -118,6 +118,8 @@ def _samples(
         "stack_id": [stack_ids[sid] for _, _, sid in keys],
         "samples": [rows[k][0] for k in keys],
         "cpu_ns": [rows[k][1] for k in keys],
+        "type": [window.type] * n,
+        "unit": [window.unit] * n,
     }
     return pa.table(columns, schema=SAMPLES_SCHEMA)
 

@@ -1,4 +1,6 @@
-"""A small thread-safe memo: stored runs never change, so what is computed from one is kept."""
+"""Answers kept in the server's memory: a small thread-safe memo (stored runs never change,
+so what is computed from one is kept) and values kept while the store's files are unchanged.
+The files of answers kept across servers are store/answers.py's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The flat flame-graph columns agree with views.flame.tree() node for node."""
+"""The flame graph's call tree (views/flame.py), its columns and their binary layout."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import struct
 from array import array
 
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.server.flamedata import diff_columns, encode, flame_columns
-from perfsleuth.views.flame import tree
+from perfsleuth.views.flame import diff_columns, encode, flame_columns
 
 
 def _profile(extra: float = 0.0):
@@ -37,17 +36,12 @@ def _nested(flame, column="total"):
     return values[0], out
 
 
-def _from_tree(node):
-    return [[c["n"], c["v"], _from_tree(c)] for c in node.get("c", [])]
-
-
-def test_flat_columns_match_nested_tree() -> None:
-    profile = _profile()
-    flame = flame_columns(profile)
-    root_total, children = _nested(flame)
-    expected = tree(profile)
-    assert root_total == expected["v"] == 16
-    assert children == _from_tree(expected)
+def test_stacks_merge_root_first_with_children_in_name_order() -> None:
+    root_total, children = _nested(flame_columns(_profile()))
+    assert root_total == 16  # the sample with an empty stack counts at the root only
+    leaf_under_a, leaf_under_c = ["leaf", 5, []], ["leaf", 3, []]
+    a = ["a", 8, [["c", 1, []], leaf_under_a]]
+    assert children == [["main", 15, [a, ["c", 3, [leaf_under_c]]]]]
 
 
 def test_off_cpu_column_counts_non_running_states() -> None:

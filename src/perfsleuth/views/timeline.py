@@ -1,7 +1,7 @@
 """The time-order view's data: a run's samples in the order they were taken, as
 runs of one stack placed on the nodes of the flame graph the page already has.
 
-The flame graph (server/flamedata.py) of the same profile and filters gives the
+The flame graph (views/flame.py) of the same profile and filters gives the
 nodes; each run of the Timeline document becomes (its stack's leaf node, how many
 samples, when the first was taken), so the page draws the chart with the flame
 graph's names, colours and frames, and fetches no stacks twice. Sent as binary:
@@ -19,7 +19,7 @@ from array import array
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
-from .flamedata import FlameColumns
+from .flame import FlameColumns
 
 
 def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[int]) -> bytes:

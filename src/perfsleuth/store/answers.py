@@ -1,4 +1,5 @@
-"""Answers computed from a stored run, kept as files beside the store.
+"""The web UI's answers computed from a stored run, kept as files in the store's
+`answers/` folder (the CPU cache is another matter: cpucache/).
 
 A fresh `perfsleuth serve` would otherwise read the whole run from DuckDB and
 build its flame graph before the first page can draw: ~1.9 s on a quiet machine
@@ -11,21 +12,28 @@ perfsleuth's own code (any change to the code that computes an answer, an upgrad
 an edit, makes new files), so nothing stale is ever read. It is written to a
 temporary name and renamed, so a crash leaves no half-written file; a store that
 cannot be written (read-only, full disk) is served all the same, only without files.
+
+Stores made before this folder was named kept the same files in `ui-cache/`; their
+names held a stamp of the code that wrote them, so none could be read by this code:
+the old folder is removed when the first answer is kept.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from ..model.run import RunInfo
-from ..store.runs import SCHEMA_VERSION
+from .runs import SCHEMA_VERSION
 
 PACKAGE = Path(__file__).resolve().parents[1]
+FOLDER = "answers"
+OLD_FOLDER = "ui-cache"
 
 
 @cache
@@ -38,9 +46,10 @@ def code_stamp() -> str:
     return digest.hexdigest()[:12]
 
 
-class DiskCache:
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+class AnswerFiles:
+    def __init__(self, store_root: Path) -> None:
+        self.folder = store_root / FOLDER
+        self.old_folder = store_root / OLD_FOLDER
 
     def get(self, info: RunInfo, name: str, compute: Callable[[], bytes]) -> bytes:
         """The bytes of answer NAME for a run: read, or computed and kept."""
@@ -62,6 +71,8 @@ class DiskCache:
         return data
 
     def _write(self, path: Path, data: bytes) -> None:
+        if self.old_folder.is_dir():
+            shutil.rmtree(self.old_folder, ignore_errors=True)
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".bin")
         try:

@@ -1,8 +1,12 @@
-"""Flame graphs, TopN and run facts kept beside the store: a fresh server reads, never stale."""
+"""The web UI's answers (flame graphs, TopN, run facts) kept as files in the store's
+answers/ folder: a fresh server reads them, never stale; `record` and `import` keep them
+without the server's code."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +14,9 @@ from cli_runner import perfsleuth
 from uistore import make_store
 
 from perfsleuth.model.run import RunInfo
-from perfsleuth.server import diskcache
 from perfsleuth.server.api import Api
-from perfsleuth.server.diskcache import DiskCache
+from perfsleuth.store import answers
+from perfsleuth.store.answers import AnswerFiles
 from perfsleuth.store.runs import Store
 
 
@@ -23,40 +27,48 @@ def _info(run_id: int = 1, started: float = 1000.0) -> RunInfo:
 
 
 def test_computed_once_then_read(tmp_path: Path) -> None:
-    cache = DiskCache(tmp_path / "ui-cache")
+    kept = AnswerFiles(tmp_path)
     calls: list[int] = []
 
     def compute() -> bytes:
         calls.append(1)
         return b"payload"
 
-    assert cache.get(_info(), "flame", compute) == b"payload"
-    assert DiskCache(tmp_path / "ui-cache").get(_info(), "flame", compute) == b"payload"
+    assert kept.get(_info(), "flame", compute) == b"payload"
+    assert AnswerFiles(tmp_path).get(_info(), "flame", compute) == b"payload"
     assert len(calls) == 1
-    assert [p.name.startswith("run1-flame-") for p in (tmp_path / "ui-cache").iterdir()] == [True]
+    assert [p.name.startswith("run1-flame-") for p in (tmp_path / "answers").iterdir()] == [True]
+
+
+def test_the_folder_of_older_stores_is_removed(tmp_path: Path) -> None:
+    """ui-cache/ held the same files under a stamp of older code: none could be read."""
+    old = tmp_path / "ui-cache"
+    old.mkdir()
+    (old / "run1-flame-1000000000-s3-0123456789ab.bin").write_bytes(b"old code's")
+    assert AnswerFiles(tmp_path).get(_info(), "flame", lambda: b"new") == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers"]
 
 
 def test_changed_code_or_a_recreated_run_replaces_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cache = DiskCache(tmp_path)
-    cache.get(_info(), "flame", lambda: b"old")
-    monkeypatch.setattr(diskcache, "code_stamp", lambda: "edited")
-    assert cache.get(_info(), "flame", lambda: b"new code") == b"new code"
-    assert cache.get(_info(started=2000.0), "flame", lambda: b"other run") == b"other run"
-    assert [p.read_bytes() for p in tmp_path.iterdir()] == [b"other run"]
+    kept = AnswerFiles(tmp_path)
+    kept.get(_info(), "flame", lambda: b"old")
+    monkeypatch.setattr(answers, "code_stamp", lambda: "edited")
+    assert kept.get(_info(), "flame", lambda: b"new code") == b"new code"
+    assert kept.get(_info(started=2000.0), "flame", lambda: b"other run") == b"other run"
+    assert [p.read_bytes() for p in (tmp_path / "answers").iterdir()] == [b"other run"]
 
 
 def test_code_stamp_follows_the_package_files() -> None:
-    assert diskcache.code_stamp() == diskcache.code_stamp()
-    assert len(diskcache.code_stamp()) == 12
+    assert answers.code_stamp() == answers.code_stamp()
+    assert len(answers.code_stamp()) == 12
 
 
 def test_unwritable_folder_still_answers(tmp_path: Path) -> None:
     blocker = tmp_path / "file"  # a file where the folder should be (root writes anywhere else)
     blocker.write_text("")
-    folder = blocker / "ui-cache"
-    assert DiskCache(folder).get(_info(), "flame", lambda: b"fresh") == b"fresh"
+    assert AnswerFiles(blocker).get(_info(), "flame", lambda: b"fresh") == b"fresh"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
@@ -68,7 +80,7 @@ def store_path(tmp_path: Path) -> Path:
 
 def test_fresh_server_reads_the_kept_flame_graph(store_path: Path) -> None:
     first = Api(Store(store_path), []).get("/api/runs/2/flame", {})
-    (kept,) = (store_path / "ui-cache").glob("run2-flame-*.bin")
+    (kept,) = (store_path / "answers").glob("run2-flame-*.bin")
     assert kept.read_bytes() == first.body
     kept.write_bytes(first.body[:-2] + b"\x07\x00")  # a marked copy: the next server sends it
     again = Api(Store(store_path), []).get("/api/runs/2/flame", {})
@@ -79,20 +91,20 @@ def test_fresh_server_reads_the_kept_flame_graph(store_path: Path) -> None:
 
 def test_top_kept_and_served(store_path: Path) -> None:
     first = Api(Store(store_path), []).get("/api/runs/2/top", {})
-    (kept,) = (store_path / "ui-cache").glob("run2-top-function-*.bin")
+    (kept,) = (store_path / "answers").glob("run2-top-function-*.bin")
     assert kept.read_bytes() == first.body
     assert json.loads(first.body)["rows"][0]["function"] == "compute_hot"
     kept.write_bytes(first.body.replace(b'"compute_hot"', b'"kept"', 1))
     again = json.loads(Api(Store(store_path), []).get("/api/runs/2/top", {}).body)
     assert again["rows"][0]["function"] == "kept"
-    assert not list((store_path / "ui-cache").glob("run2-top-line-*"))
+    assert not list((store_path / "answers").glob("run2-top-line-*"))
     Api(Store(store_path), []).get("/api/runs/2/top", {"state": ["mutex"]})
-    assert len(list((store_path / "ui-cache").glob("run2-top-*"))) == 1  # filtered: not kept
+    assert len(list((store_path / "answers").glob("run2-top-*"))) == 1  # filtered: not kept
 
 
 def test_run_facts_kept_and_served(store_path: Path) -> None:
     run = json.loads(Api(Store(store_path), []).get("/api/runs/2", {}).body)
-    (kept,) = (store_path / "ui-cache").glob("run2-facts-*.bin")
+    (kept,) = (store_path / "answers").glob("run2-facts-*.bin")
     assert json.loads(kept.read_bytes()) == {"threads": run["threads"], "states": run["states"]}
     assert run["states"] == ["mutex", "running"]
 
@@ -101,7 +113,7 @@ def test_an_imported_run_has_its_pages_kept_before_any_server_asks(tmp_path: Pat
     store_path = tmp_path / "store"
     folded = Path(__file__).resolve().parents[1] / "fixtures" / "hot.folded"
     perfsleuth(store_path, "import", str(folded))
-    kept = {p.name.split("-")[1]: p for p in (store_path / "ui-cache").glob("run1-*.bin")}
+    kept = {p.name.split("-")[1]: p for p in (store_path / "answers").glob("run1-*.bin")}
     assert sorted(kept) == ["facts", "flame", "top"]
     marked = kept["flame"].read_bytes()[:-2] + b"\x07\x00"
     kept["flame"].write_bytes(marked)  # a fresh server sends the kept file, not a new fold
@@ -112,8 +124,23 @@ def test_a_perf_recording_has_its_time_order_kept_as_it_is_stored(tmp_path: Path
     store_path = tmp_path / "store"
     recording = Path(__file__).resolve().parents[1] / "fixtures" / "detect.perf.data"
     perfsleuth(store_path, "import", str(recording))
-    (kept,) = (store_path / "ui-cache").glob("run1-timeline-*.bin")
+    (kept,) = (store_path / "answers").glob("run1-timeline-*.bin")
     answer = kept.read_bytes()
     kept.unlink()  # computed anew by a fresh server: the same bytes
     assert Api(Store(store_path), []).get("/api/runs/1/timeline", {}).body == answer
     assert len(answer) > 32
+
+
+def test_storing_a_run_keeps_its_pages_without_the_server(tmp_path: Path) -> None:
+    """`record` and `import` keep the pages through views/run_answers.py: the server's
+    code (routes, HTTP) is not even loaded."""
+    folded = Path(__file__).resolve().parents[1] / "fixtures" / "hot.folded"
+    script = (
+        "import sys; from perfsleuth.cli import main; "
+        f"main(['import', {str(folded)!r}, '--store', {str(tmp_path)!r}]); "
+        "print(sorted(m for m in sys.modules if m.startswith('perfsleuth.server')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+    assert len(list((tmp_path / "answers").glob("run1-*.bin"))) == 3

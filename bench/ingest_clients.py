@@ -1,0 +1,156 @@
+"""Ingest cost of the Pyroscope clients' own pushes: samples stored per collector CPU-second.
+
+Replays pushes captured from the real SDKs (tests/fixtures/pyroscope/: pyroscope-go
+v1.5.0's CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect
+push) to a real collector on a scratch store, each push made distinct by shifting its
+profile's time (so none is a duplicate), from a few client threads. The collector's CPU
+time comes from /proc, its samples from /metrics. Grafana Pyroscope cannot be built on
+this machine: compare with its cost measured elsewhere on the same kind of pushes
+(issue 27: 474,000 samples per server CPU-second for pprof).
+
+    .venv/bin/python bench/ingest_clients.py --pushes 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from email.parser import BytesParser
+from email.policy import HTTP
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from perfsleuth.formats import profile_pb2, push_pb2
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pyroscope"
+PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def shifted(pprof: bytes, seconds: int) -> bytes:
+    """A gzipped pprof whose time_nanos is `seconds` later."""
+    msg = profile_pb2.Profile.FromString(gzip.decompress(pprof))
+    msg.time_nanos += seconds * 10**9
+    return gzip.compress(msg.SerializeToString(), compresslevel=1)
+
+
+def go_pushes(n: int) -> list[tuple[str, bytes, dict]]:
+    """pyroscope-go's CPU push, n times, each its pprof and from/until shifted; multipart
+    without format=, as the SDK sends it."""
+    head = json.loads((FIXTURES / "go-1.5.0-cpu.json").read_text())
+    body = (FIXTURES / "go-1.5.0-cpu.bin").read_bytes()
+    form = BytesParser(policy=HTTP).parsebytes(
+        f"Content-Type: {head['content-type']}\r\n\r\n".encode() + body
+    )
+    [part] = [p for p in form.iter_parts() if p.get_param("name", header="content-disposition")]
+    profile = part.get_payload(decode=True)
+    query = dict(parse_qsl(urlsplit(head["path"]).query))
+    pushes = []
+    for i in range(n):
+        q = {**query, "from": str(int(query["from"]) + i * 10**9)}
+        q["until"] = str(int(query["until"]) + i * 10**9)
+        data = body.replace(profile, shifted(profile, i))  # the SDK's own form otherwise
+        headers = {"Content-Type": head["content-type"]}
+        pushes.append(("/ingest?" + urlencode(q), data, headers))
+    return pushes
+
+
+def connect_pushes(n: int) -> list[tuple[str, bytes, dict]]:
+    """pyroscope-io 1.4.0's Connect push, n times, each profile's time shifted."""
+    request = push_pb2.PushRequest.FromString(
+        gzip.decompress((FIXTURES / "push-python-1.4.0.bin.gz").read_bytes())
+    )
+    pushes = []
+    for i in range(n):
+        copy = push_pb2.PushRequest()
+        copy.CopyFrom(request)
+        for series in copy.series:
+            for sample in series.samples:
+                raw = profile_pb2.Profile.FromString(sample.raw_profile)
+                raw.time_nanos += i * 10**9
+                sample.raw_profile = raw.SerializeToString()
+        headers = {"Content-Type": "application/proto", "Content-Encoding": "gzip"}
+        body = gzip.compress(copy.SerializeToString(), compresslevel=1)
+        pushes.append(("/push.v1.PusherService/Push", body, headers))
+    return pushes
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def stored_samples(url: str) -> int:
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as resp:
+        text = resp.read().decode()
+    return int(re.search(r"^perfsleuth_collector_samples_total (\d+)", text, re.M)[1])
+
+
+def post(url: str, push: tuple[str, bytes, dict]) -> None:
+    path, body, headers = push
+    req = urllib.request.Request(url + path, data=body, headers=headers)
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        resp.read()
+
+
+def measure(url: str, pid: int, pushes: list[tuple[str, bytes, dict]], clients: int) -> dict:
+    samples0, cpu0, wall0 = stored_samples(url), cpu_seconds(pid), time.monotonic()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(lambda p: post(url, p), pushes))
+    cpu, wall = cpu_seconds(pid) - cpu0, time.monotonic() - wall0
+    samples = stored_samples(url) - samples0
+    return {
+        "pushes": len(pushes),
+        "samples": samples,
+        "collector_cpu_s": round(cpu, 2),
+        "wall_s": round(wall, 2),
+        "samples_per_cpu_s": round(samples / cpu) if cpu else None,
+        "cpu_ms_per_push": round(1000 * cpu / len(pushes), 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pushes", type=int, default=400)
+    parser.add_argument("--clients", type=int, default=4)
+    args = parser.parse_args()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as store:
+        collector = subprocess.Popen(
+            [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}", "--store", store]
+        )
+        try:
+            for _ in range(300):
+                try:
+                    urllib.request.urlopen(url + "/healthz", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            results = {
+                "pyroscope-go /ingest": measure(url, collector.pid, go_pushes(args.pushes), 4),
+                "pyroscope-io Connect": measure(
+                    url, collector.pid, connect_pushes(args.pushes), args.clients
+                ),
+            }
+        finally:
+            collector.send_signal(signal.SIGTERM)
+            collector.wait(timeout=30)
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The Pyroscope clients the collector's integration tests push with, from their own
+# registries, kept under .venv/clients/ (tests/integration/test_pyroscope_clients.py).
+# pyroscope-io 1.4.0 is a dev dependency of the virtualenv itself (pyproject.toml).
+# Idempotent: each client is installed once; a failed install is said, not fatal.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-$PWD/.venv}
+CLIENTS=$VENV/clients
+mkdir -p "$CLIENTS"
+
+# pyroscope-io 0.8.16 pushes /ingest?format=pprof (1.x pushes the Connect API).
+PY08=$CLIENTS/pyroscope-io-0.8.16
+if [ ! -d "$PY08/pyroscope" ]; then
+    "$VENV/bin/pip" install -q --target "$PY08.tmp" 'pyroscope-io==0.8.16' \
+        && mv "$PY08.tmp" "$PY08" \
+        || echo "install-clients: pyroscope-io 0.8.16 did not install" >&2
+    rm -rf "$PY08.tmp"
+fi
+
+# pyroscope-go v1.5.0 in a small program (tests/clients/go/), built once per source
+# change, module and build caches kept beside it; skipped without Go (>= 1.21).
+GO_APP=$CLIENTS/go-app
+GO_SRC=tests/clients/go
+if command -v go >/dev/null 2>&1; then
+    HASH=$(cat "$GO_SRC"/go.mod "$GO_SRC"/go.sum "$GO_SRC"/*.go | sha256sum | cut -d' ' -f1)
+    if [ ! -x "$GO_APP" ] || [ "$(cat "$GO_APP.stamp" 2>/dev/null)" != "$HASH" ]; then
+        (cd "$GO_SRC" && GOPATH=$CLIENTS/go GOCACHE=$CLIENTS/go/cache GOFLAGS="-mod=readonly -modcacherw" \
+            go build -o "$GO_APP" .) && echo "$HASH" > "$GO_APP.stamp" \
+            || echo "install-clients: the pyroscope-go program did not build" >&2
+    fi
+else
+    echo "install-clients: no Go: the pyroscope-go test will say so" >&2
+fi
+
+# @pyroscope/nodejs 0.6.4 (npm), for tests/clients/node/app.js; skipped without npm.
+NODE_DIR=$CLIENTS/node
+if command -v npm >/dev/null 2>&1; then
+    if ! grep -qs '"version": "0.6.4"' "$NODE_DIR/node_modules/@pyroscope/nodejs/package.json"; then
+        npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" '@pyroscope/nodejs@0.6.4' \
+            || echo "install-clients: @pyroscope/nodejs did not install" >&2
+    fi
+else
+    echo "install-clients: no npm: the @pyroscope/nodejs test will say so" >&2
+fi

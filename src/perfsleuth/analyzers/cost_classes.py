@@ -1,0 +1,316 @@
+"""Cost classes: every sample attributed to what its time is spent on, by where it is.
+
+The classes are data (rules/cost_classes.toml): system calls by kind, page faults,
+libc string and memory functions, reference counting, allocation, hashing,
+formatting, sorting, regex engines, locks, JIT code, the interpreter, nameless code.
+A frame belongs to the first class whose patterns match; a sample belongs to its
+outermost class frame, the API boundary (the time under the user's call into
+snprintf, write, qsort, a regex), unless a class that goes `inside` it runs further
+down (a write(2) under printf is the write's cost). The user's caller is the first
+frame of the user's own code above the boundary, so the finding names its line.
+
+A class that holds a large part of the run becomes a finding with its advice,
+unless a library rule (library_match.py) matches most of its samples: that rule's
+finding is the more specific one. Blocking classes (fsync) count their waiting
+samples too; in a CPU-only recording of a process that was mostly off the CPU, the
+time off it is credited to the blocking calls seen on it, and the finding says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..formats.py_spy import is_python_frame
+from ..model.findings import Finding
+from ..model.profile import Frame, Profile
+from ..rules import Rule, load_classes, load_rules, without_return_type
+from . import Context
+from .library_match import (
+    ON_CPU_STATES,
+    confidence_factor,
+    display_name,
+    heaviest,
+    is_user_code,
+    user_call_site,
+)
+
+COVERED = 0.5  # a library rule matching this much of a class's samples speaks for it
+MOSTLY_WAITING = 0.5  # on the CPU less than this part of the wall time
+INFERRED_CONFIDENCE = 0.8  # waits inferred from on-CPU samples are less certain
+EVIDENCE_ROWS = 4
+CALL_SITES = 3
+NS = 1e9
+
+
+@dataclass
+class ClassCost:
+    """What one class holds, weights in the profile's unit."""
+
+    weight: float = 0.0
+    samples: int = 0
+    waiting: float = 0.0  # of weight, samples off the CPU (blocking classes)
+    boundary: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    leaves: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    sites: defaultdict[Frame, float] = field(default_factory=lambda: defaultdict(float))
+    covered: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
+@dataclass
+class Attribution:
+    costs: dict[str, ClassCost]
+    rule_weight: dict[str, float]  # library rule id -> on-CPU weight it matches
+    threads: int  # threads with on-CPU samples
+
+
+def analyze(ctx: Context) -> list[Finding]:
+    profile = ctx.profile
+    total = profile.total
+    if total <= 0:
+        return []
+    classes = load_classes()
+    rules = ctx.options.rules or load_rules()
+    found = attribute(profile, classes, rules)
+    cpu_fraction = on_cpu_fraction(ctx)
+    blocking = sum(found.costs[c.id].weight for c in classes if c.blocking and c.id in found.costs)
+    findings = []
+    for cls in classes:
+        cost = found.costs.get(cls.id)
+        if cost is None or cls.saving <= 0 or found.threads < cls.min_threads:
+            continue
+        share, inferred = _share(cls, cost, blocking, total, cpu_fraction)
+        if share < cls.min_share or _covering_rule(cost, found, rules, total):
+            continue
+        findings.append(_finding(cls, cost, share, total, inferred, cpu_fraction))
+    return findings
+
+
+def frame_classes(frames: Sequence[Frame], classes: Sequence[Rule]) -> list[int]:
+    """Each frame's class index (the first that matches), -1 for none.
+
+    The classes' function patterns are all anchored at the start, so one alternation
+    of them, tried in order, finds the first class in one regex call per name.
+    """
+    combined = re.compile(
+        "|".join(
+            f"(?P<c{i}>{'|'.join(f'(?:{p.pattern})' for p in cls.functions)})"
+            for i, cls in enumerate(classes)
+            if cls.functions
+        )
+    )
+    by_dso = [(i, cls.dsos) for i, cls in enumerate(classes) if cls.dsos]
+    seen: dict[tuple[str, str], int] = {}
+
+    def first_class(frame: Frame) -> int:
+        key = (frame.function, frame.dso)
+        if key not in seen:
+            found = [i for i, dsos in by_dso if any(p.search(frame.dso) for p in dsos)]
+            for name in (frame.function, without_return_type(frame.function)):
+                m = combined.match(name)
+                if m and m.lastgroup:
+                    found.append(int(m.lastgroup[1:]))
+            seen[key] = min(found, default=-1)
+        return seen[key]
+
+    return [first_class(frame) for frame in frames]
+
+
+def classify(
+    stack: tuple[int, ...], frame_class: list[int], classes: Sequence[Rule]
+) -> tuple[int, int] | None:
+    """(class index, depth of its boundary frame) of a leaf-first stack, None when no
+    frame is in a class. Leaf-only classes count only as the leaf."""
+    best: tuple[int, int] | None = None
+    for depth in range(len(stack) - 1, -1, -1):
+        c = frame_class[stack[depth]]
+        if c < 0 or (depth and classes[c].scope == "self"):
+            continue
+        if best is None or classes[best[0]].id in classes[c].inside:
+            best = (c, depth)
+    return best
+
+
+def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) -> Attribution:
+    """Every sample's class, with the library rules' matches over the same samples."""
+    frame_class = frame_classes(profile.frames, classes)
+    rule_frames = _rule_frames(profile.frames, rules)
+    prefer_python = any(is_python_frame(f) for f in profile.frames)
+    costs: dict[str, ClassCost] = {}
+    rule_weight: dict[str, float] = defaultdict(float)
+    threads: set[int] = set()
+    for stack, weight, count, thread, state in profile.rows():
+        on_cpu = state in ON_CPU_STATES
+        matched = {r for fid in stack for r in rule_frames[fid]} if on_cpu else set()
+        for r in matched:
+            rule_weight[r] += weight
+        if on_cpu and thread >= 0:
+            threads.add(thread)
+        found = classify(stack, frame_class, classes) if stack else None
+        if found is None or not (on_cpu or classes[found[0]].blocking):
+            continue
+        c, depth = found
+        cost = costs.setdefault(classes[c].id, ClassCost())
+        cost.weight += weight
+        cost.samples += count
+        cost.waiting += 0.0 if on_cpu else weight
+        cost.boundary[display_name(profile.frames[stack[depth]])] += weight
+        cost.leaves[display_name(profile.frames[stack[0]])] += weight
+        site = _caller(profile, stack[depth + 1 :], frame_class, prefer_python)
+        if site is not None:
+            cost.sites[site] += weight
+        for r in matched:
+            cost.covered[r] += weight
+    return Attribution(costs, dict(rule_weight), len(threads) or 1)
+
+
+def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[frozenset[str]]:
+    """Each frame's matching library rules (by id), looked up once per name and DSO."""
+    seen: dict[tuple[str, str], frozenset[str]] = {}
+    out = []
+    for f in frames:
+        key = (f.function, f.dso)
+        if key not in seen:
+            seen[key] = frozenset(r.id for r in rules if r.matches(f.function, f.dso))
+        out.append(seen[key])
+    return out
+
+
+def _caller(
+    profile: Profile, callers: tuple[int, ...], frame_class: list[int], prefer_python: bool
+) -> Frame | None:
+    """The user's code that called into the class; without any (a Debian program with
+    no debug info), the first named frame in no class."""
+    site = user_call_site(profile, callers, prefer_python)
+    if site is not None:
+        return site
+    for fid in callers:
+        frame = profile.frames[fid]
+        if frame_class[fid] < 0 and not frame.kernel and frame.function[:1] not in ("", "["):
+            return frame
+    return None
+
+
+def on_cpu_fraction(ctx: Context) -> float | None:
+    """The CPUs' worth of time the run's threads used over its wall time, in a CPU
+    recording (None in other modes: their waits are samples of their own)."""
+    profile = ctx.profile
+    duration = ctx.run.duration_s if ctx.run else None
+    if profile.unit != "ns" or not duration or ctx.run.mode != "cpu":
+        return None
+    return min(1.0, profile.total / (duration * NS))
+
+
+def _share(
+    cls: Rule, cost: ClassCost, blocking: float, total: float, cpu_fraction: float | None
+) -> tuple[float, bool]:
+    """(share of the run, whether it is inferred): a blocking class of a process mostly
+    off the CPU gets the time off it, split between the blocking classes seen
+    (`blocking`: their weight together)."""
+    share = cost.weight / total
+    if not cls.blocking or cpu_fraction is None or cpu_fraction >= MOSTLY_WAITING:
+        return share, False
+    return cpu_fraction * share + (1.0 - cpu_fraction) * cost.weight / blocking, True
+
+
+def _covering_rule(
+    cost: ClassCost, found: Attribution, rules: Sequence[Rule], total: float
+) -> str | None:
+    """The library rule that makes a finding over most of this class's samples."""
+    min_share = {r.id: r.min_share for r in rules}
+    for rule_id, weight in heaviest(cost.covered, len(cost.covered)):
+        fires = found.rule_weight.get(rule_id, 0.0) / total >= min_share[rule_id]
+        if fires and weight >= COVERED * cost.weight:
+            return rule_id
+    return None
+
+
+def _finding(
+    cls: Rule,
+    cost: ClassCost,
+    share: float,
+    total: float,
+    inferred: bool,
+    cpu_fraction: float | None,
+) -> Finding:
+    sites = heaviest(cost.sites, CALL_SITES)
+    site = sites[0][0] if sites else None
+    calls = ", ".join(name for name, _w in heaviest(cost.boundary, 2))
+    title = cls.title.replace("{share}", f"{100 * share:.1f}%").replace("{calls}", calls)
+    if inferred:
+        title = title.replace("of CPU time", "of the run (inferred)")
+    elif cost.waiting:
+        title = title.replace("of CPU time", "of the recorded time")
+    if site is not None:
+        title += f", from {_where(site)}"
+    confidence = cls.confidence * confidence_factor(share, cost.samples)
+    basis = cls.source
+    if inferred:
+        confidence *= INFERRED_CONFIDENCE
+        basis += (
+            f"; the process ran on the CPU {100 * (cpu_fraction or 0):.0f}% of the run, and "
+            "the time off it is taken to be waiting in these calls (`--mode all` measures it)"
+        )
+    low, high = cls.saving_range
+    return Finding(
+        rule=f"class.{cls.id}",
+        kind="cost-class",
+        title=title,
+        share=share,
+        estimated_gain=min(share, share * cls.saving),
+        gain_low=share * low,
+        gain_high=share * high,
+        gain_basis=basis,
+        confidence=round(confidence, 2),
+        suggestion=cls.apply[:1].upper() + cls.apply[1:],
+        function=site.function if site else heaviest(cost.boundary, 1)[0][0],
+        dso=site.dso if site else "",
+        file=site.file if site else "",
+        line=site.line if site else 0,
+        evidence=_evidence(cost, total, sites, inferred, cpu_fraction, share),
+        details={
+            "class": cls.id,
+            "saving": cls.saving,
+            "saving_range": [low, high],
+            "cpu_share": cost.weight / total,
+            "waiting_share": cost.waiting / total,
+        },
+    )
+
+
+def _evidence(
+    cost: ClassCost,
+    total: float,
+    sites: list[tuple[Frame, float]],
+    inferred: bool,
+    cpu_fraction: float | None,
+    share: float,
+) -> list[str]:
+    lines = [
+        "calls into it: "
+        + ", ".join(f"{name} {100 * w / total:.1f}%" for name, w in heaviest(cost.boundary, 3)),
+        "time spent in: "
+        + ", ".join(
+            f"{name} {100 * w / total:.1f}%" for name, w in heaviest(cost.leaves, EVIDENCE_ROWS)
+        ),
+    ]
+    if cost.waiting:
+        lines.append(f"{100 * cost.waiting / total:.1f}% of the run waits off the CPU in it")
+    if inferred:
+        lines.append(
+            f"the process ran on the CPU only {100 * (cpu_fraction or 0):.1f}% of the run: "
+            f"about {100 * share:.0f}% of the wall time is taken to wait in these calls"
+        )
+    if sites:
+        lines.append(
+            "called from " + ", ".join(f"{_where(s)} ({100 * w / total:.1f}%)" for s, w in sites)
+        )
+    return lines
+
+
+def _where(frame: Frame) -> str:
+    name = display_name(frame)
+    if frame.file and frame.line:
+        return f"{name} at {frame.file.rsplit('/', 1)[-1]}:{frame.line}"
+    return name if is_user_code(frame) or not frame.dso else f"{name} in {frame.dso}"

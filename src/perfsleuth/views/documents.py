@@ -1,0 +1,228 @@
+"""The shapes of the documents the views, the ranking and the web API hand out, typed once.
+
+`scripts/gen_documents.py` makes the web UI's TypeScript types
+(ui/src/generated/documents.ts, which ui/src/types.ts re-exports) and the JSON Schemas in
+docs/schemas/ from `SCHEMA` below; `make lint` fails when they are not current. A view
+annotates what it returns with its type here, so mypy checks the Python side and tsc the
+UI side of one contract. A new field of the Finding dataclass reaches the UI by itself.
+
+`CHOICES` are the choice lists the API serves (`/api/choices`) for the UI's selects and
+chips, instead of the UI typing them again.
+"""
+
+# No `from __future__ import annotations`: TypedDict reads NotRequired only from live types.
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
+
+from ..model.findings import Finding
+from .keys import GROUPINGS
+from .threads import STATE_ORDER
+
+
+class PlacedFinding(TypedDict):
+    """A finding where rank.py put it (the Finding's JSON plus these)."""
+
+    gain: float  # the effective gain the order used
+    gain_measured: bool  # an A/B experiment measured it
+    hidden_because: NotRequired[str]
+
+
+class Advice(TypedDict):
+    """rank.Advice: a run's findings in the order to fix them, those left out and why."""
+
+    kind: Literal["advice"]
+    version: int
+    run: str
+    advised: bool
+    findings: list[PlacedFinding]
+    hidden: int
+    hidden_findings: list[PlacedFinding]
+    notes: list[str]
+    src_roots: list[str]
+
+
+class RunSummary(TypedDict):
+    id: str
+    command: str
+    mode: str
+    started: str
+    duration_s: float | None
+    exit_status: int | None
+    unit: str
+    total: float
+    samples: int
+    top_finding: NotRequired[PlacedFinding | None]
+
+
+class Dso(TypedDict):
+    path: str
+    build_id: str
+
+
+class ThreadFacts(TypedDict):
+    tid: int
+    pid: int
+    name: str
+
+
+class RunDetail(RunSummary):
+    cwd: str
+    host: str
+    cpu_model: str
+    kernel: str
+    git_rev: str
+    source: str
+    dsos: list[Dso]
+    threads: list[ThreadFacts]
+    states: list[str]
+    findings: int
+    experiments: int
+    cache_functions: int
+
+
+class ThreadRow(TypedDict):
+    tid: int
+    pid: int
+    name: str
+    total: float
+    share: float
+    states: dict[str, float]  # fraction of the thread's own time per state
+
+
+class ThreadsDoc(TypedDict):
+    run: str
+    unit: str
+    total: float
+    threads: list[ThreadRow]
+
+
+class TopRow(TypedDict):
+    function: str
+    dso: str
+    file: str
+    line: int
+    self: float
+    total: float
+
+
+class TopDoc(TypedDict):
+    run: str
+    unit: str
+    total: float
+    samples: int
+    by: str
+    rows: list[TopRow]
+
+
+class Neighbour(TypedDict):
+    function: str
+    total: float
+    share: float
+
+
+class CallGraphDoc(TypedDict):
+    function: str
+    self: float
+    total: float
+    callers: list[Neighbour]
+    callees: list[Neighbour]
+
+
+class SourceLine(TypedDict):
+    line: int
+    self: float
+    total: float
+    source: str
+
+
+class SourceFile(TypedDict):
+    file: str
+    found: bool
+    path: str | None  # the file served (None: under no source root)
+    root: str | None  # the source root it was found under
+    self: float
+    lines: list[SourceLine]
+
+
+class AnnotateDoc(TypedDict):
+    function: str
+    files: list[SourceFile]
+
+
+class DiffRow(TypedDict):
+    function: str
+    dso: str
+    file: str
+    line: int
+    self_a: float
+    self_b: float
+    delta_self: float
+    total_a: float
+    total_b: float
+    delta_total: float
+
+
+class DiffDoc(TypedDict):
+    a: str
+    b: str
+    unit: str
+    total_a: float
+    total_b: float
+    by: str
+    rows: list[DiffRow]
+
+
+class Experiment(TypedDict):
+    name: str
+    data: Any
+    verdicts: list[str]  # what `perfsleuth compare` / `try` print (experiments/verdict.py)
+
+
+class Choices(TypedDict):
+    """The choice lists the UI offers (`/api/choices`)."""
+
+    groupings: list[str]  # --by / ?by= of TopN and diff
+    label_groupings: list[str]  # the fleet's extra groupings by label
+    states: list[str]  # thread states, then "unknown" (views/threads.STATE_ORDER)
+
+
+def choices(label_groupings: tuple[str, ...]) -> Choices:
+    return {
+        "groupings": list(GROUPINGS),
+        "label_groupings": list(label_groupings),
+        "states": list(STATE_ORDER),
+    }
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One type of SCHEMA: its name in TypeScript and the schema, its Python type, and
+    the type it extends (the UI's `interface X extends Y`)."""
+
+    name: str
+    type: type
+    extends: str | None = None
+
+
+SCHEMA = (
+    Entry("Finding", Finding),
+    Entry("PlacedFinding", PlacedFinding, extends="Finding"),
+    Entry("Advice", Advice),
+    Entry("RunSummary", RunSummary),
+    Entry("Dso", Dso),
+    Entry("ThreadFacts", ThreadFacts),
+    Entry("RunDetail", RunDetail, extends="RunSummary"),
+    Entry("ThreadRow", ThreadRow),
+    Entry("ThreadsDoc", ThreadsDoc),
+    Entry("TopRow", TopRow),
+    Entry("TopDoc", TopDoc),
+    Entry("Neighbour", Neighbour),
+    Entry("CallGraphDoc", CallGraphDoc),
+    Entry("SourceLine", SourceLine),
+    Entry("SourceFile", SourceFile),
+    Entry("AnnotateDoc", AnnotateDoc),
+    Entry("DiffRow", DiffRow),
+    Entry("DiffDoc", DiffDoc),
+    Entry("Experiment", Experiment),
+    Entry("Choices", Choices),
+)

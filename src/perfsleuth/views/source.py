@@ -1,0 +1,105 @@
+"""Source files with their cost per line, for the web UI's source and annotate pages.
+
+A file is shown only if the run's debug info names it and it resolves — after
+following every symlink — to a regular file inside one of the source roots
+(views.annotate.find_source): the --src folders, and the working directory of a run
+of the user's own command (collect.run_facts.working_root), never of an import.
+`source_roots` is that rule, for the CLI and the server alike.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from ..collect.run_facts import working_root
+from ..model.profile import Profile
+from ..model.run import RunInfo
+from .annotate import find_source, line_costs
+from .documents import AnnotateDoc, SourceFile, SourceLine
+
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+LineCosts = dict[int, list[float]]  # line -> [self, total] weight
+
+
+def source_roots(given: list[Path], info: RunInfo) -> list[Path]:
+    """The --src folders, then the working directory of a run of the user's own command
+    (run_facts.working_root); an imported run has no root unless --src names one."""
+    own = working_root(info)
+    return [*given, own] if own else list(given)
+
+
+def named_files(profile: Profile) -> set[str]:
+    return {f.file for f in profile.frames if f.file}
+
+
+def root_of(path: Path, roots: list[Path]) -> Path:
+    """The source root that serves PATH (one views.annotate.find_source found in roots)."""
+    return next(r for r in roots if path.is_relative_to(r.resolve()))
+
+
+def read_lines(path: Path) -> list[str]:
+    with path.open("rb") as fh:
+        data = fh.read(MAX_SOURCE_BYTES)
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def file_line_costs(profile: Profile, file: str) -> LineCosts:
+    """line -> [self, total] weight of every frame at that line of FILE."""
+    frames = profile.frames
+    wanted = {fid for fid, f in enumerate(frames) if f.file == file}
+    costs: LineCosts = defaultdict(lambda: [0.0, 0.0])
+    for sid, weight in zip(profile.sample_stack, profile.sample_weight, strict=True):
+        stack = profile.stacks[sid]
+        lines = {frames[fid].line for fid in stack if fid in wanted}
+        if not lines:
+            continue
+        if stack[0] in wanted:
+            costs[frames[stack[0]].line][0] += weight
+        for line in lines:
+            costs[line][1] += weight
+    return costs
+
+
+def source_file(file: str, costs: LineCosts, total: float, roots: list[Path]) -> SourceFile:
+    """A whole file with each line's self and total share of the run (`total`); only
+    the lines with a cost, without text, when the file is under no root."""
+    path = find_source(file, roots)
+    text = read_lines(path) if path else []
+    numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
+    lines: list[SourceLine] = []
+    for n in numbers:
+        cost = costs.get(n, (0.0, 0.0))
+        lines.append(
+            {
+                "line": n,
+                "self": cost[0] / total,
+                "total": cost[1] / total,
+                "source": text[n - 1] if text else "",
+            }
+        )
+    return {
+        "file": file,
+        "found": path is not None,
+        "path": str(path) if path else None,
+        "root": str(root_of(path, roots)) if path else None,
+        "self": sum(c[0] for c in costs.values()) / total,
+        "lines": lines,
+    }
+
+
+def file_document(profile: Profile, file: str, roots: list[Path]) -> SourceFile:
+    """The source page of a file: every frame at each of its lines."""
+    return source_file(file, file_line_costs(profile, file), profile.total or 1.0, roots)
+
+
+def function_document(profile: Profile, function: str, roots: list[Path]) -> AnnotateDoc:
+    """The annotate page of a function: each file it has lines in, whole, with the
+    function's own weight per line."""
+    by_file: dict[str, LineCosts] = {}
+    for (file, line), cost in line_costs(profile, function).items():
+        by_file.setdefault(file, {})[line] = cost
+    total = profile.total or 1.0
+    files = [source_file(file, lines, total, roots) for file, lines in sorted(by_file.items())]
+    return {"function": function, "files": files}

@@ -1,0 +1,41 @@
+// A Node program profiled by @pyroscope/nodejs: hotA (under the tag phase=a) does
+// several times the work of hotB and keeps 64 KiB buffers alive.
+// Usage: node app.js SERVER APP SECONDS. Prints the CPU seconds it spent and the
+// seconds it ran.
+const Pyroscope = require('@pyroscope/nodejs');
+
+const kept = [];
+
+function hotA() {
+  let total = 0;
+  for (let i = 0; i < 3000000; i++) total += i * i;
+  kept.push(Buffer.alloc(64 << 10));
+  if (kept.length > 64) kept.shift();
+  return total;
+}
+
+function hotB() {
+  let total = 0;
+  for (let i = 0; i < 1000000; i++) total += i;
+  return total;
+}
+
+async function main() {
+  const [server, app, seconds] = process.argv.slice(2);
+  Pyroscope.init({ serverAddress: server, appName: app, tags: { team: 'sre' }, flushIntervalMs: 2000 });
+  Pyroscope.start();
+  const cpu0 = process.cpuUsage();
+  const start = Date.now();
+  let result = 0;
+  while (Date.now() - start < Number(seconds) * 1000) {
+    Pyroscope.wrapWithLabels({ phase: 'a' }, () => { result += hotA(); });
+    result += hotB();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const used = process.cpuUsage(cpu0);
+  const wall = (Date.now() - start) / 1000;
+  await Pyroscope.stop();
+  console.log(result % 2, (used.user + used.system) / 1e6, wall);
+}
+
+main();

@@ -1,0 +1,40 @@
+"""A Python program profiled by a Pyroscope SDK: hot_a (under the tag phase=a) does about
+twice the work of hot_b. Usage: python_app.py SERVER APP SECONDS. Prints the CPU
+seconds the process spent and the seconds it ran, for the test to check the pushed
+totals against."""
+
+import sys
+import time
+
+import pyroscope
+
+
+def hot_a() -> int:
+    total = 0
+    for i in range(200_000):
+        total += i * i
+    return total
+
+
+def hot_b() -> int:
+    total = 0
+    for i in range(100_000):
+        total += i
+    return total
+
+
+def main() -> None:
+    server, app, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    pyroscope.configure(app_name=app, server_address=server, tags={"team": "sre"})
+    cpu0, start = time.process_time(), time.monotonic()
+    while time.monotonic() - start < seconds:
+        with pyroscope.tag_wrapper({"phase": "a"}):
+            hot_a()
+        hot_b()
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - start
+    pyroscope.shutdown()
+    print(cpu, wall)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Pyroscope's own SDKs, installed from their registries, push to a real collector over HTTP.
+
+A real program runs under each SDK (tests/clients/); what the collector stored is read
+back with `perfsleuth fleet top` and checked against what the program did: its hot
+functions in order, its tags as labels (`--where`), its CPU time as the total.
+`make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
+Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
+built with pyroscope-go v1.5.0 and @pyroscope/nodejs 0.6.4 under .venv/clients/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_collector import PERFSLEUTH, Collector, request, start, stop
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+CLIENTS = Path(__file__).resolve().parents[1] / "clients"
+INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
+PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
+GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
+NODE_MODULES = INSTALLED / "node" / "node_modules"
+SECONDS = "5"
+
+
+@pytest.fixture(scope="module")
+def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collector]:
+    running = start(tmp_path_factory.mktemp("fleet"))
+    yield running
+    assert "Traceback" not in stop(running)
+
+
+def top(collector: Collector, where: str, n: int = 10) -> dict:
+    out = subprocess.run(
+        [str(PERFSLEUTH), "fleet", "top", "--store", str(collector.store), "--from", "1h"]
+        + ["--where", where, "--format", "json", "-n", str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def run_python_app(collector: Collector, app: str, path: str = "") -> tuple[float, float]:
+    """The app's CPU seconds and seconds it ran; it ran under the SDK found first on `path`."""
+    env = {**os.environ, "PYTHONPATH": path}
+    out = subprocess.run(
+        [sys.executable, str(CLIENTS / "python_app.py"), collector.url(""), app, SECONDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        timeout=120,
+    )
+    cpu_s, wall_s = out.stdout.split()[-2:]
+    return float(cpu_s), float(wall_s)
+
+
+def check_python_app(collector: Collector, app: str, cpu_s: float, wall_s: float) -> None:
+    every = top(collector, f"service={app}")
+    functions = [row["function"] for row in every["rows"]]
+    assert functions[:2] == ["hot_a", "hot_b"], functions
+    assert every["rows"][0]["self"] + every["rows"][1]["self"] > 0.8
+    # py-spy samples at 100 Hz; each 10 ms of CPU time is one sample.
+    assert every["samples"] == pytest.approx(every["total"] / 1e7, rel=0.01)
+    # py-spy counts a thread that waits for a CPU as on it (as Pyroscope shows it too):
+    # on a loaded machine the total lies between the CPU time and the time it ran.
+    assert 0.5 * cpu_s <= every["total"] / 1e9 <= wall_s + 0.2
+    assert top(collector, f"service={app},team=sre")["total"] == every["total"]
+    tagged = top(collector, f"service={app},phase=a")
+    assert tagged["rows"][0]["function"] == "hot_a" and tagged["rows"][0]["self"] > 0.8
+    # The SDK tags a thread, and py-spy reads the tag apart from the stack: a sample
+    # taken as the tag changes may land on the other side.
+    assert sum(row["self"] for row in tagged["rows"] if row["function"] == "hot_b") < 0.1
+    assert 0 < tagged["total"] < every["total"]
+
+
+def test_pyroscope_io_1_pushes_the_connect_api(collector: Collector) -> None:
+    check_python_app(collector, "py-connect", *run_python_app(collector, "py-connect"))
+    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    assert 'endpoint="connect",result="accepted"' in metrics
+    assert 'result="rejected"' not in metrics
+
+
+def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
+    assert (PYROSCOPE_IO_08 / "pyroscope").is_dir(), "make setup installs pyroscope-io 0.8.16"
+    times = run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08))
+    check_python_app(collector, "py-ingest", *times)
+
+
+def run_go_app(collector: Collector, app: str) -> list[float]:
+    """CPU seconds, seconds run, bytes hotA allocated."""
+    assert GO_APP.exists(), "make setup builds the pyroscope-go program"
+    out = subprocess.run(
+        [str(GO_APP), collector.url(""), app, SECONDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return [float(v) for v in out.stdout.split()[-3:]]
+
+
+def functions(doc: dict) -> list[str]:
+    return [row["function"] for row in doc["rows"]]
+
+
+@pytest.mark.skipif(not shutil.which("go"), reason="Go is not installed (needed for pyroscope-go)")
+def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
+    """pyroscope-go v1.5.0: /ingest with from/until in ns, multipart without format=,
+    and CPU, heap, mutex, block and goroutine profiles, each stored as its own type."""
+    cpu_s, wall_s, allocated = run_go_app(collector, "go-app")
+    cpu = top(collector, "service=go-app")
+    # Go preempts a long loop at a safe point: runtime.asyncPreempt is a leaf of both.
+    assert functions(cpu)[0] == "main.hotA" and "main.hotB" in functions(cpu)[1:4]
+    assert 0.5 * cpu_s <= cpu["total"] / 1e9 <= cpu_s * 1.2 + 0.1
+    assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
+    assert top(collector, "service=go-app,team=sre")["total"] == cpu["total"]
+    tagged = top(collector, "service=go-app,phase=a")
+    assert functions(tagged)[0] == "main.hotA" and "main.hotB" not in functions(tagged)
+    alloc = top(collector, "service=go-app,type=alloc_space")
+    assert alloc["unit"] == "bytes" and functions(alloc)[0] == "main.hotA"
+    # Go samples one allocation per 512 KiB and scales it up: an estimate of what ran.
+    assert allocated / 3 <= alloc["total"] <= allocated * 3
+    for kind in ("alloc_objects", "inuse_objects", "inuse_space", "goroutines"):
+        assert top(collector, f"service=go-app,type={kind}")["total"] > 0, kind
+    block = top(collector, "service=go-app,type=block_delay", 50)
+    assert block["unit"] == "ns" and "main.waitLock" in functions(block)
+    mutex = top(collector, "service=go-app,type=mutex_contentions", 50)
+    assert mutex["unit"] == "count" and "main.holdLock" in functions(mutex)
+    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    assert 'endpoint="ingest",result="rejected"' not in metrics
+
+
+def js_functions(doc: dict) -> list[str]:
+    """Function names as the Node SDK writes them, `./FILE:NAME:LINE`, without file and line."""
+    return [name.split(":")[-2] if name.count(":") >= 2 else name for name in functions(doc)]
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="Node is not installed")
+def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
+    """@pyroscope/nodejs 0.6.4: a wall-clock profile, stored as wall time with the
+    profile's own period (not the query's sampleRate), and a heap profile."""
+    assert (NODE_MODULES / "@pyroscope" / "nodejs").is_dir(), "make setup installs it"
+    out = subprocess.run(
+        ["node", str(CLIENTS / "node" / "app.js"), collector.url(""), "node-app", SECONDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
+    )
+    wall_s = float(out.stdout.split()[-1])
+    wall = top(collector, "service=node-app,type=wall")
+    assert js_functions(wall)[0] == "hotA" and "hotB" in js_functions(wall)
+    # One thread sampled for its wall-clock time: the total is the time it ran.
+    assert 0.5 * wall_s <= wall["total"] / 1e9 <= 1.1 * wall_s + 0.5
+    assert top(collector, "service=node-app,team=sre,type=wall")["total"] == wall["total"]
+    tagged = top(collector, "service=node-app,phase=a,type=wall")
+    assert js_functions(tagged)[0] == "hotA" and "hotB" not in js_functions(tagged)
+    assert top(collector, "service=node-app")["total"] == 0  # no CPU profile was sent
+    heap = top(collector, "service=node-app,type=inuse_space", 50)
+    assert heap["unit"] == "bytes" and heap["total"] > 0
+    assert top(collector, "service=node-app,type=inuse_objects")["total"] > 0

@@ -1,0 +1,177 @@
+"""Cost classes on hand-built profiles: the API boundary, classes inside others, the
+user's line, classes covered by library rules, threads, and waits inferred."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfsleuth.analyzers import Context, cost_classes
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.model.run import RunInfo
+from perfsleuth.rules import load_classes
+
+MAIN = Frame("main", "app", "/src/app.c", 10)
+LOG = Frame("log_event", "app", "/src/logger.cc", 41)
+WORK = Frame("compute", "app", "/src/app.c", 7)
+CMP = Frame("by_key", "app", "/src/app.c", 20)
+WRITE = Frame("write", "libc.so.6", "./io/../sysdeps/unix/sysv/linux/write.c", 26)
+SYSCALL = Frame("do_syscall_64", "[kernel.kallsyms]", kernel=True)
+VFS_WRITE = Frame("vfs_write", "[kernel.kallsyms]", kernel=True)
+SNPRINTF = Frame("snprintf", "libc.so.6", "./stdio-common/snprintf.c", 31)
+VFPRINTF = Frame("__vfprintf_internal", "libc.so.6", "./stdio-common/vfprintf-internal.c", 1)
+ITOA = Frame("_itoa_word", "libc.so.6", "./stdio-common/_itoa.h", 1)
+PRINTF = Frame("printf", "libc.so.6", "./stdio-common/printf.c", 28)
+FILE_WRITE = Frame("_IO_new_file_write", "libc.so.6", "./libio/fileops.c", 1)
+MEMSET = Frame("__memset_avx2_unaligned_erms", "libc.so.6")
+FAULT = Frame("asm_exc_page_fault", "[kernel.kallsyms]", kernel=True)
+CLEAR = Frame("clear_page_erms", "[kernel.kallsyms]", kernel=True)
+MALLOC = Frame("malloc", "libc.so.6", "./malloc/malloc.c", 3281)
+QSORT = Frame("qsort", "libc.so.6", "./stdlib/msort.c", 1)
+MSORT = Frame("msort_with_tmp.part.0", "libc.so.6", "./stdlib/msort.c", 1)
+RELEASE = Frame(
+    "std::_Sp_counted_base<(__gnu_cxx::_Lock_policy)2>::_M_release()",
+    "app",
+    "/usr/include/c++/12/bits/shared_ptr_base.h",
+    346,
+)
+LOCK = Frame("pthread_mutex_lock", "libc.so.6", "./nptl/pthread_mutex_lock.c", 1)
+FDATASYNC = Frame("fdatasync", "libc.so.6", "./misc/../sysdeps/unix/sysv/linux/fdatasync.c", 28)
+JIT = Frame("[unknown]", "//anon")
+ONE = Thread(1, 1, "app")
+TWO = Thread(2, 1, "app")
+
+
+def findings(samples, *, run: RunInfo | None = None, threads=(ONE,)) -> dict:
+    builder = ProfileBuilder(unit="ns")
+    for i, (frames, weight) in enumerate(samples):
+        builder.add(frames, weight, count=int(weight), thread=threads[i % len(threads)])
+    ctx = Context(profile=builder.build(), run=run or RunInfo(command="./app"))
+    return {f.rule: f for f in cost_classes.analyze(ctx)}
+
+
+def test_write_per_record_names_the_callers_line_and_the_fix() -> None:
+    found = findings(
+        [
+            ([SYSCALL, WRITE, LOG, MAIN], 50),
+            ([VFS_WRITE, SYSCALL, WRITE, LOG, MAIN], 29),
+            ([WORK, MAIN], 21),
+        ]
+    )
+    write = found["class.syscall.write"]
+    assert write.share == pytest.approx(0.79)
+    assert (write.function, write.file, write.line) == ("log_event", "/src/logger.cc", 41)
+    assert "logger.cc:41" in write.title and "write(2)" in write.title
+    assert "buffer" in write.suggestion.lower()
+    assert 0 < write.gain_low <= write.estimated_gain <= write.gain_high <= write.share
+    assert write.gain_basis
+
+
+def test_a_write_under_printf_is_the_writes_cost_and_printf_keeps_its_own() -> None:
+    samples = [
+        ([SYSCALL, WRITE, FILE_WRITE, VFPRINTF, PRINTF, LOG, MAIN], 60),
+        ([ITOA, VFPRINTF, PRINTF, LOG, MAIN], 25),
+        ([WORK, MAIN], 15),
+    ]
+    classes = load_classes()
+    builder = ProfileBuilder(unit="ns")
+    for frames, weight in samples:
+        builder.add(frames, weight)
+    profile = builder.build()
+    attributed = cost_classes.attribute(profile, classes, [])
+    assert attributed.costs["syscall.write"].weight == 60
+    assert attributed.costs["format.printf"].weight == 25
+
+
+def test_the_boundary_takes_the_time_under_the_users_call() -> None:
+    """qsort's comparator runs under qsort: sorting's cost, from the user's caller."""
+    found = findings(
+        [([CMP, MSORT, QSORT, WORK, MAIN], 40), ([MSORT, QSORT, WORK, MAIN], 40), ([MAIN], 20)]
+    )
+    assert "class.sort.sorting" not in found  # the sort.qsort library rule speaks for it
+    classes = load_classes()
+    builder = ProfileBuilder(unit="ns")
+    builder.add([CMP, MSORT, QSORT, WORK, MAIN], 40)
+    cost = cost_classes.attribute(builder.build(), classes, []).costs["sort.sorting"]
+    assert cost.weight == 40 and dict(cost.boundary) == {"qsort": 40}
+    assert next(iter(cost.sites)).function == "compute"
+
+
+def test_page_faults_under_memset_are_the_faults_cost() -> None:
+    found = findings(
+        [
+            ([CLEAR, FAULT, MEMSET, WORK, MAIN], 67),
+            ([FAULT, WORK, MAIN], 10),
+            ([WORK, MAIN], 23),
+        ]
+    )
+    fault = found["class.kernel.page-fault"]
+    assert fault.share == pytest.approx(0.77)
+    assert fault.function == "compute"
+    assert "mem.string" not in {f.details["class"] for f in found.values()}
+
+
+def test_reference_counting_self_time_is_a_finding() -> None:
+    found = findings([([RELEASE, WORK, MAIN], 82), ([WORK, MAIN], 18)])
+    refcount = found["class.sync.refcount"]
+    assert refcount.share == pytest.approx(0.82)
+    assert "const reference" in refcount.suggestion
+
+
+def test_a_class_a_library_rule_covers_gets_no_finding() -> None:
+    """snprintf's time is the formatting.printf rule's finding, with its replacement."""
+    found = findings([([ITOA, VFPRINTF, SNPRINTF, LOG, MAIN], 80), ([WORK, MAIN], 20)])
+    assert "class.format.printf" not in found
+
+
+def test_locks_need_two_threads() -> None:
+    samples = [([LOCK, WORK, MAIN], 60), ([WORK, MAIN], 40)]
+    assert "class.sync.locks" not in findings(samples)
+    builder = ProfileBuilder(unit="ns")
+    builder.add([LOCK, WORK, MAIN], 30, thread=ONE)
+    builder.add([LOCK, WORK, MAIN], 30, thread=TWO)
+    profile = builder.build()
+    found = cost_classes.attribute(profile, load_classes(), [])
+    assert found.threads == 2 and found.costs["sync.locks"].weight == 60
+
+
+def test_jit_code_is_named_as_such_and_makes_no_finding() -> None:
+    classes = load_classes()
+    builder = ProfileBuilder(unit="ns")
+    builder.add([JIT, WORK, MAIN], 90)
+    cost = cost_classes.attribute(builder.build(), classes, []).costs
+    assert set(cost) == {"jit.anonymous"}
+    assert findings([([JIT, WORK, MAIN], 90), ([WORK, MAIN], 10)]) == {}
+
+
+def test_a_process_mostly_off_the_cpu_gets_its_waits() -> None:
+    """sqlite3 in autocommit: on the CPU 2% of the run, half of that in fdatasync."""
+    run = RunInfo(command="sqlite3 db", mode="cpu", duration_s=10.0)
+    found = findings([([FDATASYNC, WORK, MAIN], 1e8), ([WORK, MAIN], 1e8)], run=run)
+    sync = found["class.syscall.fsync"]
+    assert sync.share > 0.95
+    assert "(inferred)" in sync.title and "transaction" in sync.suggestion
+    assert "on the CPU only 2.0%" in " ".join(sync.evidence)
+
+
+def test_a_busy_process_is_not_inferred_to_wait() -> None:
+    run = RunInfo(command="./app", mode="cpu", duration_s=1.0)
+    found = findings([([FDATASYNC, WORK, MAIN], 1e8), ([WORK, MAIN], 9e8)], run=run)
+    assert found["class.syscall.fsync"].share == pytest.approx(0.1)
+
+
+def test_every_class_has_advice_and_a_basis() -> None:
+    classes = load_classes()
+    assert len({c.id for c in classes}) == len(classes) >= 15
+    ids = {c.id for c in classes}
+    for cls in classes:
+        assert cls.apply and cls.source and set(cls.inside) <= ids
+        assert cls.saving_range[0] <= cls.saving <= cls.saving_range[1]
+
+
+def test_class_patterns_are_anchored_so_one_alternation_keeps_their_order() -> None:
+    for cls in load_classes():
+        assert all(p.pattern.startswith("^") for p in cls.functions), cls.id
+    frames = [Frame("__strchrnul_evex", "libc.so.6"), Frame("_IO_default_xsputn", "libc.so.6")]
+    classes = load_classes()
+    ids = [classes[i].id for i in cost_classes.frame_classes(frames, classes)]
+    assert ids == ["format.printf", "format.printf"]  # not stdio's or string's

@@ -1,0 +1,88 @@
+"""Pyroscope's Connect push (push.v1.PusherService/Push) decoded from pyroscope-io 1.4.0's own body.
+
+The fixture is a push captured from the real SDK (a Python program with hot_a under
+tag_wrapper({"phase": "a"}) and hot_b outside it, tags={"team": "sre"}): the HTTP
+body as sent, gzip Content-Encoding included.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from google.protobuf import json_format
+
+from perfsleuth.formats import push_pb2, pyroscope_push
+from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.model.fleet import Window
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE = FIXTURES / "pyroscope" / "push-python-1.4.0.bin.gz"
+LIMIT = 1 << 20
+
+
+def body() -> bytes:
+    return gzip.decompress(FIXTURE.read_bytes())
+
+
+def functions(window: Window) -> set[str]:
+    p = window.profile
+    return {p.frames[stack[0]].function for stack, *_ in p.rows()}
+
+
+def test_the_sdk_push_becomes_one_window_per_label_set() -> None:
+    windows = pyroscope_push.decode(body(), "application/proto", "c-1", LIMIT)
+    by_phase = {w.labels.get("phase", ""): w for w in windows}
+    assert set(by_phase) == {"", "a"}
+    for window in windows:
+        assert window.labels["service"] == "pyprog" and window.labels["team"] == "sre"
+        assert window.labels["process.runtime.name"] == "cpython"
+        assert "__name__" not in window.labels and "service_name" not in window.labels
+        assert window.profile.unit == "ns" and window.rate_hz == 0.0
+        assert window.start > 1.7e9
+    assert "hot_a" in functions(by_phase["a"]) and "hot_b" not in functions(by_phase["a"])
+    assert "hot_b" in functions(by_phase[""])
+    assert {w.id for w in windows} == {"c-1-0-0", "c-1-0-0.1"}
+
+
+def test_samples_are_counted_from_the_cpu_time_at_100_hz() -> None:
+    """The SDK sends CPU nanoseconds only; each 10 ms is one sample, not one per stack row."""
+    for window in pyroscope_push.decode(body(), "application/proto", "c-1", LIMIT):
+        assert window.profile.num_samples == round(window.profile.total / 1e7)
+        assert window.profile.num_samples > len(window.profile.sample_count)
+
+
+def test_connect_json_gives_the_same_windows() -> None:
+    request = push_pb2.PushRequest.FromString(body())
+    as_json = json_format.MessageToJson(request).encode()
+    proto = pyroscope_push.decode(body(), "application/proto", "c-1", LIMIT)
+    json = pyroscope_push.decode(as_json, "application/json; charset=utf-8", "c-1", LIMIT)
+    assert [(w.id, w.labels, w.profile.total) for w in json] == [
+        (w.id, w.labels, w.profile.total) for w in proto
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "message"),
+    [
+        (b"\xff\xff", "application/proto", "not a valid push.v1.PushRequest"),
+        (b"{not json", "application/json", "not a valid push.v1.PushRequest"),
+        (b"", "application/proto", "holds no profile"),
+        (b"", "application/grpc", "not a Connect unary request"),
+    ],
+)
+def test_bad_pushes_are_refused_with_the_reason(
+    data: bytes, content_type: str, message: str
+) -> None:
+    with pytest.raises(PayloadError, match=message):
+        pyroscope_push.decode(data, content_type, "c-1", LIMIT)
+
+
+def test_too_many_profiles_are_refused() -> None:
+    request = push_pb2.PushRequest()
+    series = request.series.add()
+    for _ in range(pyroscope_push.MAX_PROFILES + 1):
+        series.samples.add(raw_profile=b"")
+    with pytest.raises(PayloadError, match="at most"):
+        pyroscope_push.decode(request.SerializeToString(), "application/proto", "c-1", LIMIT)
