@@ -128,7 +128,9 @@ def test_uv_run_starts_the_interpreter_as_a_child(tmp_path: Path) -> None:
     argv += ["--no-project", "--offline", "--python", str(python), str(SCRIPT), SECONDS]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr
-    assert Store(store).run_info(1).mode == "python"  # told by `uv run … .py`
+    info = Store(store).run_info(1)
+    assert info.mode == "python"  # told by `uv run … .py`
+    assert info.meta["interpreter"] == str(python.resolve())  # uv's child, not uv
     check_run(store, timers(done.stdout))
 
 
@@ -143,6 +145,7 @@ def test_a_shim_that_execs_the_interpreter_late(tmp_path: Path) -> None:
     store = tmp_path / "store"
     done = record(store, str(shim))
     check_run(store, timers(done.stdout))
+    assert Store(store).run_info(1).meta["interpreter"] == str(target.resolve())
 
 
 def test_pid_of_a_running_shared_libpython_interpreter(tmp_path: Path) -> None:

@@ -180,12 +180,13 @@ def follow_to_interpreter(
 class Followed:
     """py-spy's run on the interpreter a command ran: its PID, when it was found (SINCE,
     CLOCK_MONOTONIC: what came before was a shim's or a runner's) and py-spy started
-    (ORIGIN), and how the watch ended."""
+    (ORIGIN), its executable (EXE, "" when unreadable), and how the watch ended."""
 
     spy: SpyRun
     pid: int
     since: float
     origin: float
+    exe: str
     watched: Watched
 
 
@@ -203,13 +204,22 @@ def follow_command(
         if found is None and last is not None:
             return last
         pid = target.pid if found is None else found
-        since = time.monotonic()
+        since, exe = time.monotonic(), executable(pid)
         spy = start(pid)
         origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
-        last = Followed(spy, pid, since, origin, watch_command(target, spy, label, pid, lenient))
+        watched = watch_command(target, spy, label, pid, lenient)
+        last = Followed(spy, pid, since, origin, exe, watched)
         if not last.watched.gone:
             return last
         gone |= {pid}
+
+
+def executable(pid: int) -> str:
+    """The file PID runs ("" when it cannot be read)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
+    except OSError:
+        return ""
 
 
 def _comm(pid: int) -> str:

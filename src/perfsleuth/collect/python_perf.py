@@ -35,6 +35,7 @@ from .python import (
     DEFAULT_RATE_HZ,
     SPY_EXIT_TIMEOUT_S,
     SpyRun,
+    executable,
     follow_command,
     interpreter_in,
     note_exit,
@@ -107,7 +108,8 @@ def _record_command(
         stop(perf)
     duration = time.monotonic() - started
     spy, pid = followed.spy, followed.pid
-    run = _Run(tool, spy, followed.origin, pid, label, followed.since, followed.watched.lost)
+    lost = followed.watched.lost
+    run = _Run(tool, spy, followed.origin, pid, label, followed.since, lost, followed.exe)
     profile, meta = _spliced(run, workdir, rate)
     return Recording(profile, exit_status=target.exit_status, duration_s=duration, meta=meta)
 
@@ -117,6 +119,7 @@ def _record_pid(
 ) -> Recording:
     check_pid(pid)
     pid = interpreter_in(pid) or pid  # a runner's (`uv run`) interpreter child
+    exe = executable(pid)
     # not attach(): missing perf's first milliseconds costs nothing here, and a short-lived
     # process must not end while we wait for perf to be ready
     with (workdir / "perf.log").open("wb") as log:
@@ -137,9 +140,8 @@ def _record_pid(
     finally:
         stop(perf)
     elapsed = time.monotonic() - started
-    profile, meta = _spliced(
-        _Run(tool, spy, origin, pid, f"process {pid}", 0.0, lost), workdir, rate
-    )
+    run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, lost, exe)
+    profile, meta = _spliced(run, workdir, rate)
     note_exit(spy, pid, elapsed, duration, profile.num_samples)
     return Recording(profile, duration_s=elapsed, meta=meta)
 
@@ -174,6 +176,7 @@ class _Run:
     label: str
     since: float
     lost: str
+    exe: str  # the interpreter's executable
 
 
 def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
@@ -201,6 +204,7 @@ def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
     mixed.write_text("".join(f"{stack} {count}\n" for stack, count in spliced.lines.items()))
     meta = {"recorder": "perf+py-spy", "freq": rate, "py_spy_rate": SPY_RATE_HZ}
     meta["samples_before_py_spy"] = spliced.early
+    meta["interpreter"] = run.exe
     meta["python_frames"] = round(spliced.python / sum(spliced.lines.values()), 3)
     if lost:
         meta["python_frames_missing"] = lost
