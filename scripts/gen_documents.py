@@ -30,16 +30,34 @@ BY_NAME = {entry.name: entry for entry in SCHEMA}
 
 def fields(entry: Entry) -> list[tuple[str, Any, bool]]:
     """(key, type, required) of the keys the type adds to what it extends."""
-    hints = typing.get_type_hints(entry.type)
     if dataclasses.is_dataclass(entry.type):
+        hints = typing.get_type_hints(entry.type)
         return [(f.name, hints[f.name], _no_default(f)) for f in dataclasses.fields(entry.type)]
     inherited = set(typing.get_type_hints(BY_NAME[entry.extends].type)) if entry.extends else set()
-    required = entry.type.__required_keys__  # type: ignore[attr-defined]
-    return [(k, t, k in required) for k, t in hints.items() if k not in inherited]
+    hints = typing.get_type_hints(entry.type, include_extras=True)
+    return [_key(entry.type, k, t) for k, t in hints.items() if k not in inherited]
+
+
+def _key(cls: Any, key: str, t: Any) -> tuple[str, Any, bool]:
+    """A TypedDict key: NotRequired[...] read from the annotation itself, as a module
+    with `from __future__ import annotations` hides it from __required_keys__."""
+    origin = typing.get_origin(t)
+    if origin is typing.NotRequired:
+        return key, _args(t)[0], False
+    if origin is typing.Required:
+        return key, _args(t)[0], True
+    return key, t, key in cls.__required_keys__
 
 
 def _no_default(f: dataclasses.Field) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _named(t: Any) -> bool:
+    try:
+        return t in NAMES
+    except TypeError:  # an unhashable annotation is no SCHEMA type
+        return False
 
 
 def _args(t: Any) -> tuple[Any, ...]:
@@ -51,7 +69,7 @@ def _is_union(t: Any) -> bool:
 
 
 def ts(t: Any) -> str:
-    if t in NAMES:
+    if _named(t):
         return NAMES[t]
     simple = {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
     if t in simple:
@@ -74,7 +92,7 @@ def ts(t: Any) -> str:
 
 
 def schema(t: Any) -> dict[str, Any]:
-    if t in NAMES:
+    if _named(t):
         return {"$ref": f"#/$defs/{NAMES[t]}"}
     simple = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
     if t in simple:
@@ -101,10 +119,19 @@ def schema(t: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for {t!r}: add its class to views/documents.SCHEMA")
 
 
+def _is_alias(entry: Entry) -> bool:
+    return _is_union(entry.type)
+
+
 def typescript() -> str:
     out = [HEADER]
     for entry in SCHEMA:
-        doc = (entry.type.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        if _is_alias(entry):
+            out.append(
+                f"export type {entry.name} = {' | '.join(NAMES[a] for a in _args(entry.type))};\n"
+            )
+            continue
+        doc = " ".join((entry.type.__doc__ or "").strip().split("\n\n")[0].split())
         if doc and not doc.startswith(entry.type.__name__ + "("):
             out.append(f"/** {doc} */")
         extends = f" extends {entry.extends}" if entry.extends else ""
@@ -116,8 +143,11 @@ def typescript() -> str:
 
 
 def json_schema() -> str:
-    defs = {}
+    defs: dict[str, Any] = {}
     for entry in SCHEMA:
+        if _is_alias(entry):
+            defs[entry.name] = {"anyOf": [schema(a) for a in _args(entry.type)]}
+            continue
         chain = [entry]
         while chain[-1].extends:
             chain.append(BY_NAME[chain[-1].extends])

@@ -13,7 +13,6 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from . import rank
 from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
@@ -26,6 +25,7 @@ from .model.profile import Profile
 from .model.run import LoadedRun, RunInfo
 from .rules import load_rules
 from .store.runs import Store
+from .views import documents
 
 SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
 COMPILE_DB = "compile_commands.json"
@@ -55,7 +55,7 @@ def advise(
     *,
     profile: Profile | None = None,
     info: RunInfo | None = None,
-) -> dict[str, Any]:
+) -> documents.Advice:
     """The run's ranked findings (rank.Advice's JSON); the findings are stored with it."""
     loaded = store.load_run(run_id)
     info = info or loaded.info

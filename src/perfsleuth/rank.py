@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar, cast
 
 from .model.findings import Finding
+from .views import documents
 
 NOISE_FLOOR = 0.005  # hide findings that would save less than 0.5% of the run
 DIAGNOSTIC_KINDS = ("missing-symbols", "constant-time")  # shown whatever their gain
@@ -44,11 +45,11 @@ class Placed:
     measured: bool  # the gain is an A/B experiment's, not the analyzer's estimate
     hidden_because: str = ""  # empty when shown
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> documents.PlacedFinding:
         doc = {**self.finding.to_json(), "gain": self.gain, "gain_measured": self.measured}
         if self.hidden_because:
             doc["hidden_because"] = self.hidden_because
-        return doc
+        return cast(documents.PlacedFinding, doc)  # the Finding's keys, then these
 
 
 @dataclass
@@ -67,9 +68,9 @@ class Advice:
     src_roots: list[str] = field(default_factory=list)
     advised: bool = True  # the advisor ran on this run (its list may be empty)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> documents.Advice:
         return {
-            "kind": self.KIND,
+            "kind": "advice",
             "version": self.VERSION,
             "run": self.run,
             "advised": self.advised,

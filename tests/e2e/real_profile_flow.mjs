@@ -26,6 +26,18 @@ const flows = {
     assert.ok(opened.maxDepth * ROW > opened.viewport, `a profile deeper than the screen: ${JSON.stringify(opened)}`);
     assert.ok(opened.icicle, "a deep graph opens root on top");
     assert.ok(opened.top >= 0 && opened.top + 6 * ROW <= opened.viewport, `the root and five levels under it on the first screen: ${JSON.stringify(opened)}`);
+    // g++ runs cc1plus and as: each process is a level of its own, and the thread picker
+    // lists threads under their process.
+    const processes = await page.evaluate(() => {
+      const { data } = window.perfsleuthFlame.graph;
+      const out = [];
+      for (let i = 1; i < data.nodes; i++) if (data.depth[i] === 1) out.push({ name: data.names[data.name[i]], kind: data.kind[data.name[i]] });
+      return out;
+    });
+    assert.ok(processes.length >= 2 && processes.every((p) => p.kind === 4), `processes under the root: ${JSON.stringify(processes)}`);
+    assert.ok(processes.some((p) => /^cc1plus \(\d+\)$/.test(p.name)), JSON.stringify(processes));
+    const groups = await page.locator("select[aria-label=threads] optgroup").evaluateAll((g) => g.map((x) => x.label));
+    assert.ok(groups.some((g) => /^process cc1plus \(\d+\)$/.test(g)), JSON.stringify(groups));
     // The user's choice wins over the default, and is kept in the URL.
     await page.locator("label.toggle", { hasText: "icicle" }).locator("input").uncheck();
     await urlMatching(page, /view=flame/);
@@ -35,7 +47,7 @@ const flows = {
     await page.reload();
     await page.locator("canvas.flame-canvas").waitFor();
     assert.equal((await rootPlace(page)).icicle, false, "view=flame is kept on reload");
-    return { opened, flame };
+    return { opened, flame, processes };
   },
 
   async phone_layout(page) {

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from cli_runner import perfsleuth
 from ui_serve import flow_results, served
@@ -161,3 +162,14 @@ def test_the_html_report_draws_the_same_layout(shown: dict[str, dict]) -> None:
 def test_the_cache_pages_have_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:
     """Axe, light and dark: hot and cold lines keep their text's contrast."""
     assert shown["cache_accessibility"] == []
+
+
+@pytest.mark.parametrize("run", [CACHE_RUN, SCALE_RUN])
+def test_cache_show_follows_the_generated_schema(store: Path, run: str) -> None:
+    """What the Cache page is sent, from a real recording, is the CacheDoc of
+    docs/schemas/documents.schema.json (made from model/cache.py's types)."""
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "docs/schemas/documents.schema.json").read_text()
+    )
+    shown = json.loads(perfsleuth(store, "cache", "show", run, "--format", "json").stdout)
+    jsonschema.validate(shown, {**schema, "$ref": "#/$defs/CacheDoc"})

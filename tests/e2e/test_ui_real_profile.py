@@ -56,6 +56,12 @@ def test_a_deep_flame_graph_opens_on_its_root(shown: dict[str, dict]) -> None:
     assert opened["icicle"] and opened["top"] < opened["viewport"]
 
 
+def test_each_process_is_a_level_of_its_own(shown: dict[str, dict]) -> None:
+    names = [p["name"] for p in shown["deep_flame_opens_on_its_root"]["processes"]]
+    assert any(n.startswith("g++ (") for n in names)
+    assert any(n.startswith("cc1plus (") for n in names)
+
+
 def test_pages_fit_a_phone(shown: dict[str, dict]) -> None:
     phone = shown["phone_layout"]
     assert phone["cells"] >= 10 and phone["pageWidth"] <= 390

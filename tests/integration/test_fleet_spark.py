@@ -1,6 +1,7 @@
 """Fleet queries on Spark (local[2], one session for the file) give DuckDB's answers:
 top by every grouping, self and total, flame, where-filters, time ranges, before and
-after compaction, with rollups, and with files a crashed compaction left behind."""
+after compaction, with rollups, and with files a crashed compaction left behind; and on
+a real S3 server (SeaweedFS) through the S3A connector perfsleuth fetches itself."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration.test_fleet_s3 import s3_url  # noqa: F401 -- a fixture
+from s3server import s3_server, s3_url  # noqa: F401 -- fixtures
 from unit.test_fleet_store import T0, fleet
 
 from perfsleuth.errors import UserError
@@ -143,11 +144,21 @@ def test_no_java_is_a_user_error(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_s3_without_the_s3a_connector_says_what_to_add(
+def test_spark_through_s3a_equals_duckdb_with_no_spark_configuration(
     spark: Engine,
     s3_url: str,  # noqa: F811
 ) -> None:
+    """The JVM is started again with hadoop-aws of pyspark's Hadoop (from Maven Central,
+    cached in ~/.ivy2*); endpoint, region and credentials are the store's."""
     store = FleetStore(s3_url)
-    store.append(fleet(1, 1)[0])
-    with pytest.raises(UserError, match="no S3A connector: add org.apache.hadoop:hadoop-aws"):
-        queries.top(store, T0, T0 + 60, engine=engine_of("spark", "local[2]"))
+    for w in fleet(6, 2, spacing=500):
+        store.append(w)
+    assert_same(store, spark, T0, T0 + 3600)
+    store.compact()
+    assert_same(store, spark, T0, T0 + 3600, "service=api")
+    assert engine_spark.s3a_package() == f"org.apache.hadoop:hadoop-aws:{_hadoop_version()}"
+
+
+def _hadoop_version() -> str:
+    jars = Path(engine_spark.pyspark.__file__).parent / "jars"
+    return next(jars.glob("hadoop-client-api-*.jar")).name.split("-")[-1].removesuffix(".jar")

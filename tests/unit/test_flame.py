@@ -83,3 +83,36 @@ def test_weights_are_exact_as_stored() -> None:
     (header_length,) = struct.unpack_from("<I", data)
     total = array("d", data[4 + header_length : 4 + header_length + 8 * 3])
     assert list(total) == [9_029_117_580, 9_029_117_580, 9_029_117_000]
+
+
+def test_a_run_of_several_processes_gets_a_process_level() -> None:
+    """`main` of g++ and `main` of cc1plus stay apart, each under its process."""
+    from perfsleuth.model.profile import Thread
+
+    b = ProfileBuilder()
+    b.add([Frame("spawn"), Frame("main", "g++")], 2, thread=Thread(10, 10, "g++"))
+    b.add([Frame("parse"), Frame("main", "cc1plus")], 7, thread=Thread(11, 11, "cc1plus"))
+    b.add([Frame("lex"), Frame("main", "cc1plus")], 1, thread=Thread(12, 11, "cc1plus-worker"))
+    profile = b.build()
+    flame = flame_columns(profile, processes=True)
+    total, children = _nested(flame)
+    assert total == 10
+    assert [(name, value) for name, value, _ in children] == [
+        ("g++ (10)_[p]", 2),
+        ("cc1plus (11)_[p]", 8),
+    ]
+    cc1plus = children[1][2]
+    assert [(n, v) for n, v, _ in cc1plus] == [("main", 8)]
+    # The time order finds each thread's samples under its own process.
+    for sid, t in zip(profile.sample_stack, profile.sample_thread, strict=True):
+        node = flame.leaf_for(sid, t)
+        path = []
+        while node > 0:
+            path.append(flame.names[flame.name[node]])
+            node = next(p for p in range(node - 1, -1, -1) if flame.depth[p] < flame.depth[node])
+        assert path[-1].startswith(profile.threads[t].name.split("-")[0])
+
+
+def test_one_process_has_no_process_level() -> None:
+    _, children = _nested(flame_columns(_profile(), processes=True))
+    assert not any(name.endswith("_[p]") for name, _, _ in children)

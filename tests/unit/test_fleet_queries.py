@@ -20,10 +20,10 @@ from fleet_sim import windows as sim_windows  # noqa: E402
 from perfsleuth.analyzers import Context
 from perfsleuth.cli import main
 from perfsleuth.errors import UserError
-from perfsleuth.fleet import advice, libraries, queries, trends
+from perfsleuth.fleet import advice, engine, libraries, queries, trends
 from perfsleuth.fleet.labels import LabelWeights
-from perfsleuth.model.fleet import Process
-from perfsleuth.model.profile import Frame, ProfileBuilder, merge
+from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread, merge
 from perfsleuth.model.run import RunInfo
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.symbols import build_id_of
@@ -131,6 +131,34 @@ def test_series_buckets_are_bounded_and_a_week_of_minutes_fits(store, windows) -
     assert len(trends.series(store, "malloc", *year, step=28 * 60)["points"]) <= 20_000
     with pytest.raises(UserError, match="at least 1s"):
         trends.series(store, "malloc", T0, END, step=0.5)
+
+
+def test_a_query_past_its_frames_says_so(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A range whose distinct stacks hold more frames than a query reads is refused
+    before they reach Python (a store written before pushes were bounded can hold one
+    stack of 60,000,000 frames)."""
+    frames = sum(len(s) for s in queries.profile(store, T0, END).stacks)
+    monkeypatch.setattr(engine, "MAX_QUERY_FRAMES", frames - 1)
+    with pytest.raises(UserError, match=rf"hold {frames:,} frames in all, more than the"):
+        queries.top(store, T0, END)
+    monkeypatch.setattr(engine, "MAX_QUERY_FRAMES", frames)
+    assert queries.top(store, T0, END)["rows"]
+
+
+def test_sums_past_64_bits_are_one_line(tmp_path: Path) -> None:
+    """Three rows of 2**62 ns (a store written without the collector's bounds): the
+    label and bucket sums pass BIGINT, which is said in one line."""
+    builder = ProfileBuilder(unit="ns")
+    for pid in (1, 2, 3):
+        builder.add([Frame("f")], float(1 << 62), thread=Thread(tid=pid, pid=pid))
+    store = FleetStore(str(tmp_path / "fleet"))
+    store.append(Window("huge", T0, T0 + 10, builder.build(), {"service": "x"}))
+    for query in (
+        lambda: queries.top(store, T0, END, by="service"),
+        lambda: trends.series(store, "f", T0, END),
+    ):
+        with pytest.raises(UserError, match=r"sum past 2\*\*63 .*: narrow --from/--to"):
+            query()
 
 
 def test_a_regex_re2_refuses_is_one_line_naming_re2(store) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,18 @@ def test_append_stores_once_and_dedupes(store: FleetStore) -> None:
     assert doc["unit"] == "ns"
     assert doc["samples"] == sum(w.profile.num_samples for w in windows)
     assert doc["total"] == sum(as_ns(w).total for w in windows)
+
+
+def test_windows_appended_from_many_threads_at_once_land_once(store: FleetStore) -> None:
+    """Concurrent appends are written as groups: each window once, every answer right."""
+    windows = fleet(10, 3)
+    pushes = windows + windows[::2]  # every other window pushed twice, concurrently
+    random.Random(3).shuffle(pushes)
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(store.append, pushes))
+    assert sum(answers) == len(windows)
+    assert fleet_top(store)["rows"] == expected_top(windows)
+    assert not any(store.append(w) for w in windows)
 
 
 def test_fleet_top_equals_the_sum_of_window_tops_exactly(store: FleetStore) -> None:
@@ -281,20 +294,25 @@ def test_a_failed_write_leaves_a_readable_store_and_the_retry_lands_once(
 ) -> None:
     windows = fleet(3, 1)
     store.append(windows[0])
-    real_put = Files.put
-    for fail_at in range(1, 5):  # frames, stacks, samples, marker
+    real_put, real_create = Files.put, Files.create
+    for fail_at in range(1, 5):  # frames, stacks, samples (created if absent), marker
         calls = []
 
-        def failing_put(self, rel, data, calls=calls, fail_at=fail_at):
-            calls.append(rel)
-            if len(calls) == fail_at:
-                raise OSError(28, "No space left on device")
-            return real_put(self, rel, data)
+        def failing(real, calls=calls, fail_at=fail_at):
+            def write(self, rel, data):
+                calls.append(rel)
+                if len(calls) == fail_at:
+                    raise OSError(28, "No space left on device")
+                return real(self, rel, data)
 
-        monkeypatch.setattr(Files, "put", failing_put)
+            return write
+
+        monkeypatch.setattr(Files, "put", failing(real_put))
+        monkeypatch.setattr(Files, "create", failing(real_create))
         with pytest.raises(UserError):
             store.append(windows[1])
         monkeypatch.setattr(Files, "put", real_put)
+        monkeypatch.setattr(Files, "create", real_create)
         assert fleet_top(store)["rows"] == expected_top(windows[: 1 + (fail_at == 4)])
         store.append(windows[1])
         assert fleet_top(store)["rows"] == expected_top(windows[:2])
@@ -335,12 +353,12 @@ CRASH = textwrap.dedent(
     from unit.test_fleet_store import fleet
     from perfsleuth.store.fleet import FleetStore
     from perfsleuth.store.fleet.filesystem import Files
-    real = Files.put
-    def put(self, rel, data):
+    real = Files.create
+    def create(self, rel, data):
         if rel.startswith("samples/"):
             os.kill(os.getpid(), signal.SIGKILL)  # dies between dictionaries and samples
         return real(self, rel, data)
-    Files.put = put
+    Files.create = create
     FleetStore(sys.argv[1]).append(fleet(1, 1)[0])
     """
 )
@@ -373,6 +391,28 @@ def test_status_lists_hosts_and_sizes(store: FleetStore) -> None:
     assert hosts["web-0"]["samples_per_s"] == pytest.approx(570 / 30)
     assert doc["oldest"] == doc["newest"] == T0 and doc["bytes"] > 0 and doc["files"] > 0
     assert "../../etc/passwd" in hosts
+
+
+def test_status_says_what_the_store_costs_and_what_compaction_saves(store: FleetStore) -> None:
+    windows = fleet(3, 2)
+    for w in windows[:4]:
+        store.append(w)  # one at a time: groups of one
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(store.append, windows[4:]))
+    cost = store.status()["cost"]
+    assert cost["objects"] == store.status()["files"]
+    assert cost["windows_last_hour"] == 6
+    # 3 requests a window, 2 a group: 4 groups of one, then one or two groups
+    assert 3 * 6 + 2 * 4 + 2 <= cost["requests_per_hour"] <= 3 * 6 + 2 * 6
+    # a samples file per window, a stacks and a frames file per group
+    assert 6 + 2 * 5 <= cost["query_objects"] <= 6 + 2 * 6
+    assert cost["query_objects_after_compaction"] == 1 + 2
+    saved = cost["objects"] - cost["objects_after_compaction"]
+    store.compact()
+    after = store.status()["cost"]
+    lease = 2  # the lease file and, on a folder, the file its flock holds
+    assert after["objects"] == after["objects_after_compaction"] == cost["objects"] - saved + lease
+    assert after["query_objects"] == after["query_objects_after_compaction"] == 3
 
 
 def test_fleet_root_of_store_options(tmp_path: Path) -> None:

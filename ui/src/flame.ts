@@ -23,13 +23,14 @@ export interface FlameData {
 }
 
 /** What `data.kind` holds per name. */
-const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2, Python: 3 } as const;
+const FrameKind = { Plain: 0, Inlined: 1, Kernel: 2, Python: 3, Process: 4 } as const;
 type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 const KIND_SUFFIX: [string, FrameKind][] = [
   ["_[i]", FrameKind.Inlined],
   ["_[k]", FrameKind.Kernel],
   ["_[py]", FrameKind.Python],
+  ["_[p]", FrameKind.Process], // the level under the root of a run of several processes
 ];
 
 /** Splits the server's labels (views/flame.frame_label) into names and kinds. */
@@ -47,7 +48,12 @@ function splitKinds(labels: string[]): { names: string[]; kind: Uint8Array } {
   return { names, kind };
 }
 
-export const KIND_LABEL = ["", "inlined", "kernel", "Python"];
+export const KIND_LABEL = ["", "inlined", "kernel", "Python", "process"];
+
+/** Whether a node is a process (the level under the root of a run of several). */
+export function isProcess(data: FlameData, node: number): boolean {
+  return data.kind[data.name[node]] === FrameKind.Process;
+}
 
 /** Whether the graph has Python frames (a py-spy run), which get a colour of their own. */
 export function hasPython(data: FlameData): boolean {
@@ -655,8 +661,9 @@ const COLOURS: string[] = [
   hsl(215, 35, 68), // kernel frames: cool, apart from the warm functions
   hsl(175, 45, 60), // inlined frames
   hsl(95, 45, 55), // Python frames, apart from the native ones they call
+  hsl(45, 25, 76), // processes: neutral, a level of their own
 ];
-const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON] = [0, 1, 2, 3, 4, 5];
+const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON, PROCESS] = [0, 1, 2, 3, 4, 5, 6];
 const CURSOR = "#1d2330";
 const NAMED = COLOURS.length;
 for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));
@@ -689,7 +696,9 @@ const stylesByNames = new WeakMap<string[], { palette: Uint8Array; labels: strin
 function nameStyles(data: FlameData): { palette: Uint8Array; labels: string[] } {
   let styles = stylesByNames.get(data.names);
   if (!styles) {
-    styles = { palette: Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i])), labels: data.names.map(shortName) };
+    // A process label (`cc1plus (20486)`) is no function name to shorten.
+    const label = (name: string, i: number) => (data.kind[i] === FrameKind.Process ? name : shortName(name));
+    styles = { palette: Uint8Array.from(data.names, (name, i) => nameColour(name, data.kind[i])), labels: data.names.map(label) };
     stylesByNames.set(data.names, styles);
   }
   return styles;
@@ -699,6 +708,7 @@ function nameColour(name: string, kind: number): number {
   if (kind === FrameKind.Kernel) return KERNEL;
   if (kind === FrameKind.Inlined) return INLINED;
   if (kind === FrameKind.Python) return PYTHON;
+  if (kind === FrameKind.Process) return PROCESS;
   let hash = 0;
   for (let i = 0; i < name.length; i++) hash = (hash * 31 + name.charCodeAt(i)) | 0;
   return NAMED + (Math.abs(hash) % (NAME_HUES * NAME_SHADES));

@@ -40,8 +40,11 @@ CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
 MAX_STATUS_FIELDS = 64
-# Decoding and appending run on at most this many threads: the machine's cores.
+# Decoding runs on at most this many threads: the machine's cores.
 WORKERS = 2
+# Appends mostly wait (S3 round trips, fsyncs): more run at once, and the store writes
+# the ones that meet as a group (store/fleet/appending.py).
+APPENDERS = 32
 
 T = TypeVar("T")
 
@@ -82,6 +85,7 @@ class Collector:
         self.cardinality = cardinality or Cardinality()
         self.metrics = Metrics()
         self.workers = anyio.CapacityLimiter(WORKERS)
+        self.appenders = anyio.CapacityLimiter(APPENDERS)
 
     def routes(self) -> list[Route]:
         return [
@@ -197,15 +201,15 @@ class Collector:
         )
 
     async def _append(self, window: Window) -> bool:
-        stored = await self._run(lambda: self.store.append(window))
+        stored = await self._run(lambda: self.store.append(window), self.appenders)
         if stored:
             self.metrics.samples += window.profile.num_samples
         return stored
 
-    async def _run(self, work: Callable[[], T]) -> T:
+    async def _run(self, work: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
         """`work` on a worker thread; a store that cannot write answers 503 (retry later)."""
         try:
-            return await anyio.to_thread.run_sync(work, limiter=self.workers)
+            return await anyio.to_thread.run_sync(work, limiter=limiter or self.workers)
         except StoreUnavailable as e:
             raise HTTPException(503, str(e)) from e
         except ValueError as e:  # a Window the model refuses (an id or a time range)

@@ -10,9 +10,11 @@ pyarrow datasets (so S3 works without DuckDB's httpfs extension).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -24,6 +26,10 @@ from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
 from .filters import TYPE_KEY, Condition
 
+# Frames of all the distinct stacks a query reads (a busy fleet's day has about 10**6).
+MAX_QUERY_FRAMES = 1 << 24
+# How DuckDB words a file that went away while it read (pyarrow's, then the OS's).
+GONE = re.compile(r"Path does not exist|No such file or directory|\[errno 2\]")
 BUCKETS_SCHEMA = pa.schema(
     [
         ("bucket", pa.int64()),
@@ -86,6 +92,25 @@ def _condition(c: Condition) -> str:
     }[c.op]
 
 
+def _past_bigint(error: duckdb.Error) -> UserError:
+    """A sum past the 64-bit columns, as one line: each push is bounded (2**53 ns), so
+    only a great many absurd pushes get there."""
+    return UserError(
+        "the range's samples or CPU ns sum past 2**63 (clients pushed absurd values): "
+        f"narrow --from/--to or --where ({str(error).splitlines()[0][:120]})"
+    )
+
+
+def check_frames(frames: int | None) -> None:
+    """Refuse a query whose distinct stacks hold more than MAX_QUERY_FRAMES frames in all:
+    past it their frame lists alone take gigabytes in this process."""
+    if frames is not None and frames > MAX_QUERY_FRAMES:
+        raise UserError(
+            f"the range's distinct stacks hold {frames:,} frames in all, more than the "
+            f"{MAX_QUERY_FRAMES:,} a query reads: narrow --from/--to or --where"
+        )
+
+
 def check_regexes(con: duckdb.DuckDBPyConnection, where: list[Condition]) -> None:
     """Each regex of `where` compiled by DuckDB's engine (RE2), whose refusal is a
     one-line UserError: RE2 has no backreferences nor lookaround, which Python's has."""
@@ -102,9 +127,29 @@ def check_regexes(con: duckdb.DuckDBPyConnection, where: list[Condition]) -> Non
                 ) from None
 
 
+F = TypeVar("F", bound=Callable)
+
+
+def files_may_go(query: F) -> F:
+    """A listed file a compaction or retention deleted since the selection, raised as
+    the FileNotFoundError that makes the query select again (fleet/retry.py)."""
+
+    @functools.wraps(query)
+    def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return query(*args, **kwargs)
+        except duckdb.Error as e:
+            if GONE.search(str(e)):
+                raise FileNotFoundError(str(e).splitlines()[0]) from None
+            raise
+
+    return reading  # type: ignore[return-value]
+
+
 class DuckDB:
     """Fleet queries embedded in this process."""
 
+    @files_may_go
     def stack_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition]
     ) -> StackWeights:
@@ -130,6 +175,7 @@ class DuckDB:
                 JOIN (SELECT DISTINCT stack_id, frame_ids FROM stacks) s USING (stack_id)""",
                 [to_ms(start), to_ms(end), *[c.value for c in where]],
             )
+            check_frames(con.execute("SELECT sum(len(frame_ids)) FROM weights").fetchall()[0][0])
             stacks = con.sql("SELECT * FROM weights ORDER BY stack_id").to_arrow_table()
             frames = con.sql(
                 """SELECT DISTINCT f.* FROM frames f
@@ -140,6 +186,7 @@ class DuckDB:
             con.close()
         return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
 
+    @files_may_go
     def label_weights(
         self,
         selection: Selection,
@@ -167,10 +214,13 @@ class DuckDB:
                 GROUP BY ALL ORDER BY ALL""",
                 params=[to_ms(start), to_ms(end), *[c.value for c in where]],
             ).to_arrow_table()
+        except duckdb.ConversionException as e:
+            raise _past_bigint(e) from None
         finally:
             con.close()
         return _table(result)
 
+    @files_may_go
     def bucket_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
     ) -> pa.Table:
@@ -191,6 +241,8 @@ class DuckDB:
                 GROUP BY ALL""",
                 params=[step_ms, to_ms(start), to_ms(end), *[c.value for c in where]],
             ).to_arrow_table()
+        except duckdb.ConversionException as e:
+            raise _past_bigint(e) from None
         finally:
             con.close()
         return _table(result).cast(BUCKETS_SCHEMA)

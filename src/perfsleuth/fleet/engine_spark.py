@@ -8,12 +8,21 @@ per-stack sums and the frames they use, never a raw sample.
 
 One SparkSession per process. Spark's JVM writes its log to an anonymous temporary file,
 never to the user's terminal; the last lines of it explain a JVM that did not start.
+
+An S3 store needs Hadoop's S3A connector, which the pyspark wheel lacks: the JVM is
+started with `spark.jars.packages` naming the hadoop-aws of pyspark's own Hadoop (Spark
+fetches it and its AWS SDK bundle from Maven Central once, into ~/.ivy2*), unless the
+user's Spark configuration names hadoop-aws already. Endpoint, region and credentials
+are the store's: --endpoint / $AWS_ENDPOINT_URL, $AWS_REGION, and the credentials boto3
+finds (environment, ~/.aws profiles, instance roles).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import re
+import shlex
 import shutil
 import socket
 import tempfile
@@ -27,10 +36,11 @@ from ..errors import UserError
 from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
 from ..store.fleet.reading import Selection
-from .engine import BUCKETS_SCHEMA, StackWeights, to_ms
+from .engine import BUCKETS_SCHEMA, StackWeights, check_frames, to_ms
 from .filters import TYPE_KEY, Condition
 
 try:
+    import pyspark
     from py4j.protocol import Py4JError
     from pyspark import SparkConf, SparkContext
     from pyspark.errors import PySparkException
@@ -65,7 +75,11 @@ WEIGHTS_SCHEMA = pa.schema(
     ]
 )
 
-_gateway: Any = None  # the JVM, started once per process
+S3A_ARTIFACT = "org.apache.hadoop:hadoop-aws"
+HADOOP_JAR = re.compile(r"hadoop-client-api-(\d+\.\d+\.\d+)\.jar")
+
+_gateway: Any = None  # the JVM, started once per process (again to add S3A)
+_gateway_s3a = False  # whether it was started with the S3A connector
 _log: IO[bytes] | None = None
 _session: tuple[str, SparkSession] | None = None
 
@@ -82,10 +96,8 @@ class Spark:
     ) -> StackWeights:
         if not selection.samples:
             return StackWeights(WEIGHTS_SCHEMA.empty_table(), FRAMES_SCHEMA.empty_table())
-        spark = session(self.master)
         s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        if s3:
-            _configure_s3a(spark, self.endpoint)
+        spark = self._session(s3)
         try:
             return _weights(spark, selection, s3, start, end, where)
         except (PySparkException, Py4JError) as e:
@@ -104,10 +116,8 @@ class Spark:
         )
         if not selection.samples:
             return schema.empty_table()
-        spark = session(self.master)
         s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        if s3:
-            _configure_s3a(spark, self.endpoint)
+        spark = self._session(s3)
         try:
             samples = _samples(spark, selection, s3, start, end, where)
             keys = [_label(k).alias(k) for k in labels]
@@ -126,10 +136,8 @@ class Spark:
     ) -> pa.Table:
         if not selection.samples:
             return BUCKETS_SCHEMA.empty_table()
-        spark = session(self.master)
         s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        if s3:
-            _configure_s3a(spark, self.endpoint)
+        spark = self._session(s3)
         try:
             samples = _samples(spark, selection, s3, start, end, where)
             bucket = F.floor(F.unix_millis(F.col("time")) / F.lit(step_ms)).alias("bucket")
@@ -141,6 +149,12 @@ class Spark:
         except (PySparkException, Py4JError) as e:
             raise _translated(e) from None
         return table.cast(BUCKETS_SCHEMA)
+
+    def _session(self, s3: bool) -> SparkSession:
+        spark = session(self.master, s3)
+        if s3:
+            _configure_s3a(spark, self.endpoint)
+        return spark
 
 
 def check_master(master: str) -> str:
@@ -155,16 +169,23 @@ def check_master(master: str) -> str:
     )
 
 
-def session(master: str) -> SparkSession:
-    """This process's SparkSession on `master` (a session on another master is stopped)."""
+def session(master: str, s3: bool = False) -> SparkSession:
+    """This process's SparkSession on `master` (a session on another master is stopped);
+    with `s3`, one whose JVM has the S3A connector (a JVM without it is restarted)."""
     global _session
+    s3a = s3 and not _user_names_s3a()
+    if s3a and _gateway is not None and not _gateway_s3a:
+        stop()
+        _stop_jvm()
     if _session is not None and _session[0] == master:
         return _session[1]
     if _session is not None:
         _session[1].stop()
         _session = None
     conf = SparkConf().setMaster(master).setAll(list(_conf(master).items()))
-    spark = SparkSession(SparkContext(conf=conf, gateway=_jvm(conf)))
+    if s3a:
+        conf.set("spark.jars.packages", s3a_package())
+    spark = SparkSession(SparkContext(conf=conf, gateway=_jvm(conf, s3a)))
     spark.sparkContext.setLogLevel("ERROR")
     _session = (master, spark)
     return spark
@@ -197,9 +218,32 @@ def _probe(master: str) -> None:
     )
 
 
-def _jvm(conf: SparkConf) -> Any:
+def s3a_package() -> str:
+    """The Maven coordinates of the S3A connector matching pyspark's Hadoop."""
+    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*"))
+    found = [m.group(1) for j in jars if (m := HADOOP_JAR.search(os.path.basename(j)))]
+    if not found:
+        raise UserError(
+            "cannot tell pyspark's Hadoop version (no hadoop-client-api jar in pyspark/jars):"
+            f" add {S3A_ARTIFACT}:<that version> with --packages; see docs/fleet.md"
+        )
+    return f"{S3A_ARTIFACT}:{found[0]}"
+
+
+def _user_names_s3a() -> bool:
+    """Whether the user's own Spark configuration brings hadoop-aws (then theirs is used)."""
+    given = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    for folder in (os.environ.get("SPARK_CONF_DIR"), os.environ.get("SPARK_HOME")):
+        for path in (f"{folder}/spark-defaults.conf", f"{folder}/conf/spark-defaults.conf"):
+            if folder and os.path.isfile(path):
+                with open(path, errors="replace") as f:
+                    given += f.read()
+    return "hadoop-aws" in given
+
+
+def _jvm(conf: SparkConf, s3a: bool) -> Any:
     """Spark's JVM gateway, its output sent to an anonymous log file."""
-    global _gateway, _log
+    global _gateway, _gateway_s3a, _log
     if _gateway is not None:
         return _gateway
     _check_java()
@@ -207,8 +251,35 @@ def _jvm(conf: SparkConf) -> Any:
     try:
         _gateway = launch_gateway(conf, popen_kwargs={"stdout": _log, "stderr": _log})
     except PySparkException:
+        if s3a:
+            raise UserError(_no_connector(conf.get("spark.jars.packages") or "")) from None
         raise UserError(f"Spark's JVM did not start: {_log_tail()}") from None
+    _gateway_s3a = s3a
     return _gateway
+
+
+def _no_connector(package: str) -> str:
+    return (
+        f"Spark could not fetch the S3A connector {package} from Maven Central"
+        f" ({_log_tail()}): where there is no Maven access, download hadoop-aws and the"
+        " AWS SDK bundle it needs and name them in spark.jars (spark-defaults.conf or"
+        f" PYSPARK_SUBMIT_ARGS={shlex.quote('--jars A.jar,B.jar pyspark-shell')});"
+        " see docs/fleet.md"
+    )
+
+
+def _stop_jvm() -> None:
+    """End the JVM (its stdin closing ends it) so the next session starts a new one."""
+    global _gateway, _gateway_s3a
+    if _gateway is None:
+        return
+    _gateway.shutdown()
+    if getattr(_gateway, "proc", None) is not None:
+        _gateway.proc.stdin.close()
+        _gateway.proc.wait(60)
+    _gateway, _gateway_s3a = None, False
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 def _check_java() -> None:
@@ -229,12 +300,30 @@ def _log_tail() -> str:
 
 
 def _configure_s3a(spark: SparkSession, endpoint: str | None) -> None:
-    """Point S3A at the store's endpoint; credentials come from AWS_* as for pyarrow."""
+    """Point S3A at the store's endpoint, region and credentials (boto3's, as the store's)."""
     if endpoint:
         spark.conf.set("fs.s3a.endpoint", endpoint)
         spark.conf.set("fs.s3a.path.style.access", "true")
-    if os.environ.get("AWS_REGION"):
-        spark.conf.set("fs.s3a.endpoint.region", os.environ["AWS_REGION"])
+        spark.conf.set("fs.s3a.connection.ssl.enabled", str(endpoint.startswith("https")).lower())
+    spark.conf.set("fs.s3a.endpoint.region", os.environ.get("AWS_REGION", "us-east-1"))
+    credentials = _credentials()
+    if credentials is None:
+        return  # S3A's own chain (instance roles, ...) may still find some
+    spark.conf.set("fs.s3a.access.key", credentials.access_key)
+    spark.conf.set("fs.s3a.secret.key", credentials.secret_key)
+    if credentials.token:
+        spark.conf.set("fs.s3a.session.token", credentials.token)
+        spark.conf.set(
+            "fs.s3a.aws.credentials.provider",
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+        )
+
+
+def _credentials() -> Any:
+    import boto3  # the store's own S3 client library: the same credential chain
+
+    found = boto3.session.Session().get_credentials()
+    return found.get_frozen_credentials() if found is not None else None
 
 
 def _weights(
@@ -257,6 +346,8 @@ def _weights(
         .cache()
     )
     try:
+        total = weights.select(F.sum(F.size("frame_ids"))).first()
+        check_frames(total[0] if total else None)
         stacks = weights.orderBy("stack_id").toArrow()
         used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
         frames = (
@@ -332,8 +423,8 @@ def _translated(error: Exception) -> Exception:
         return FileNotFoundError(text.splitlines()[0])
     if "s3a" in text and ("S3AFileSystem" in text or "No FileSystem for scheme" in text):
         return UserError(
-            "Spark has no S3A connector: add org.apache.hadoop:hadoop-aws (the version of"
-            " Spark's Hadoop) with --packages or spark.jars; see docs/fleet.md"
+            f"Spark has no S3A connector: add {s3a_package()} with --packages or spark.jars"
+            " (the hadoop-aws your Spark configuration names did not load); see docs/fleet.md"
         )
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
     return UserError(f"Spark failed: {first}")

@@ -1,6 +1,7 @@
 """The cache projections of one traced function (`record --mode cache`), kept as one
 document per function: what `perfsleuth cache show` prints, the web UI's Cache page
-draws (ui/src/types.ts mirrors these types) and the cache analyzers read.
+draws (its TypeScript types are generated from these: views/documents.SCHEMA) and the
+cache analyzers read.
 
 cpucache/ computes each section from the function's memory trace; the TypedDicts
 below are their JSON, stored as it is. Versions (model/documents.py):

@@ -102,5 +102,17 @@ def render_status(doc: dict, console: Console) -> None:
             *_agent_cost(h["metrics"]),
         )
     console.print(table)
+    if "cost" in doc:
+        _render_cost(doc["cost"], console)
     if not doc["hosts"]:
         console.print("no host has pushed yet: start `perfsleuth collector` and an agent")
+
+
+def _render_cost(cost: dict, console: Console) -> None:
+    console.print(
+        f"objects: {cost['objects']:,} now, {cost['objects_after_compaction']:,} after"
+        f" `fleet compact`; a query of every hour reads up to {cost['query_objects']:,},"
+        f" {cost['query_objects_after_compaction']:,} after it. Writes: about"
+        f" {cost['requests_per_hour']:,} requests in the last hour"
+        f" ({cost['windows_last_hour']:,} windows)"
+    )

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..views.threads import STATE_ORDER
+from ..views.documents import STATE_ORDER
 from .output import pct
 
 

@@ -10,13 +10,18 @@ UI side of one contract. A new field of the Finding dataclass reaches the UI by 
 chips, instead of the UI typing them again.
 """
 
-# No `from __future__ import annotations`: TypedDict reads NotRequired only from live types.
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
+from ..model import cache
 from ..model.findings import Finding
+from ..model.profile import STATES
 from .keys import GROUPINGS
-from .threads import STATE_ORDER
+
+UNKNOWN_STATE = "unknown"  # samples recorded without a thread state
+STATE_ORDER = (*STATES, UNKNOWN_STATE)
 
 
 class PlacedFinding(TypedDict):
@@ -105,13 +110,18 @@ class TopRow(TypedDict):
     total: float
 
 
-class TopDoc(TypedDict):
-    run: str
+class TopView(TypedDict):
+    """views/top.top(): the TopN of a profile."""
+
     unit: str
     total: float
     samples: int
     by: str
     rows: list[TopRow]
+
+
+class TopDoc(TopView):
+    run: str
 
 
 class Neighbour(TypedDict):
@@ -160,16 +170,23 @@ class DiffRow(TypedDict):
     total_a: float
     total_b: float
     delta_total: float
+    abs_a: float  # self weight in the run's own unit
+    abs_b: float
 
 
-class DiffDoc(TypedDict):
-    a: str
-    b: str
+class DiffView(TypedDict):
+    """views/diff.diff(): two sampled runs' shares per key."""
+
     unit: str
     total_a: float
     total_b: float
     by: str
     rows: list[DiffRow]
+
+
+class DiffDoc(DiffView):
+    a: str
+    b: str
 
 
 class Experiment(TypedDict):
@@ -178,12 +195,19 @@ class Experiment(TypedDict):
     verdicts: list[str]  # what `perfsleuth compare` / `try` print (experiments/verdict.py)
 
 
+class CacheDoc(TypedDict):
+    """views/cache.projections(): a `--mode cache` run's traced functions, by name."""
+
+    run: str
+    functions: list[cache.CacheProjections]
+
+
 class Choices(TypedDict):
     """The choice lists the UI offers (`/api/choices`)."""
 
     groupings: list[str]  # --by / ?by= of TopN and diff
     label_groupings: list[str]  # the fleet's extra groupings by label
-    states: list[str]  # thread states, then "unknown" (views/threads.STATE_ORDER)
+    states: list[str]  # STATE_ORDER: thread states, then "unknown"
 
 
 def choices(label_groupings: tuple[str, ...]) -> Choices:
@@ -200,7 +224,7 @@ class Entry:
     the type it extends (the UI's `interface X extends Y`)."""
 
     name: str
-    type: type
+    type: Any  # a TypedDict, a dataclass, or a union of them (a TypeScript type alias)
     extends: str | None = None
 
 
@@ -215,14 +239,51 @@ SCHEMA = (
     Entry("ThreadRow", ThreadRow),
     Entry("ThreadsDoc", ThreadsDoc),
     Entry("TopRow", TopRow),
-    Entry("TopDoc", TopDoc),
+    Entry("TopView", TopView),
+    Entry("TopDoc", TopDoc, extends="TopView"),
     Entry("Neighbour", Neighbour),
     Entry("CallGraphDoc", CallGraphDoc),
     Entry("SourceLine", SourceLine),
     Entry("SourceFile", SourceFile),
     Entry("AnnotateDoc", AnnotateDoc),
     Entry("DiffRow", DiffRow),
-    Entry("DiffDoc", DiffDoc),
+    Entry("DiffView", DiffView),
+    Entry("DiffDoc", DiffDoc, extends="DiffView"),
     Entry("Experiment", Experiment),
     Entry("Choices", Choices),
+    # the CPU cache model's projections (model/cache.py), the Cache page's
+    Entry("CacheDoc", CacheDoc),
+    Entry("CacheFunction", cache.CacheProjections),
+    Entry("Spread", cache.Spread),
+    Entry("PerCall", cache.PerCall),
+    Entry("RecordedUnion", cache.RecordedUnion),
+    Entry("WholeRun", cache.WholeRun),
+    Entry("SourceRow", cache.SourceRow),
+    Entry("Footprint", cache.Footprint),
+    Entry("LayoutField", cache.LayoutField),
+    Entry("LayoutLine", cache.LayoutLine),
+    Entry("Move", cache.Move),
+    Entry("Reorder", cache.Reorder, extends="Move"),
+    Entry("LayoutOwner", cache.LayoutOwner),
+    Entry("StructLayout", cache.StructLayout, extends="LayoutOwner"),
+    Entry("NoLayout", cache.NoLayout),
+    Entry("Layout", cache.Layout),
+    Entry("Sampling", cache.Sampling),
+    Entry("CacheLevel", cache.LevelSpec),
+    Entry("Geometry", cache.GeometrySpec),
+    Entry("CacheModelDoc", cache.Simulation),
+    Entry("MeasuredRun", cache.MeasuredRun),
+    Entry("ScaledRun", cache.ScaledRun),
+    Entry("Fit", cache.Fit),
+    Entry("TlbLimit", cache.TlbLimit),
+    Entry("LlcLimit", cache.LlcLimit),
+    Entry("Limits", cache.Limits),
+    Entry("Effective", cache.Effective, extends="LlcLimit"),
+    Entry("Capacity", cache.Capacity),
+    Entry("Cliff", cache.Cliff, extends="Capacity"),
+    Entry("TlbCliff", cache.TlbCliff, extends="TlbLimit"),
+    Entry("NoTlbCliff", cache.NoTlbCliff),
+    Entry("Scaling", cache.Scaling),
+    Entry("Difference", cache.Difference),
+    Entry("ConstantTime", cache.ConstantTime),
 )

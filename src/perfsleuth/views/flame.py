@@ -33,6 +33,9 @@ KERNEL_SUFFIX = "_[k]"
 INLINE_SUFFIX = "_[i]"
 # a Python function (py-spy): never merged with a native function of the same name
 PYTHON_SUFFIX = "_[py]"
+# a process, the level under the root when a run sampled more than one: `main` of g++
+# and `main` of cc1plus stay apart
+PROCESS_SUFFIX = "_[p]"
 MAX_DEPTH = 65535
 ON_CPU_STATES = ("", "running")
 
@@ -57,6 +60,17 @@ class FlameColumns:
     # per stack of the profile, the node its samples end at (-1: no sample); from
     # flame_columns only, for the time order (views/timeline.py)
     leaf: array = field(default_factory=lambda: array("i"))
+    # with a process level: each thread's process (an index), and the node a stack's
+    # samples in a process end at
+    thread_process: list[int] = field(default_factory=list)
+    process_leaf: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def leaf_for(self, stack: int, thread: int) -> int:
+        """The node where the samples of `stack` on `thread` end; -1 if none."""
+        if not self.thread_process:
+            return self.leaf[stack]
+        process = self.thread_process[thread] if thread >= 0 else -1
+        return self.process_leaf.get((stack, process), -1)
 
 
 def _label_paths(profile: Profile) -> tuple[list[str], list[tuple[int, ...]]]:
@@ -119,21 +133,52 @@ def _subtree_sums(depth: array, own: list[float]) -> array:
     return array("d", totals)
 
 
-def flame_columns(profile: Profile) -> FlameColumns:
-    """Total weight per node; plus off-CPU weight when the run has thread states."""
+def flame_columns(profile: Profile, processes: bool = False) -> FlameColumns:
+    """Total weight per node; plus off-CPU weight when the run has thread states. With
+    `processes` (a run's pages, not the fleet's, whose pids are many hosts'), a run that
+    sampled several processes gets a level of them under the root."""
     names, paths = _label_paths(profile)
+    thread_process, process_names = _processes(profile) if processes else ([], [])
+    first_process = len(names)
+    names = names + process_names
     has_states = any(s not in ON_CPU_STATES for s in profile.sample_state)
     columns = ("total", "off") if has_states else ("total",)
     rows: list[Row] = []
-    for sid, w, s in zip(
-        profile.sample_stack, profile.sample_weight, profile.sample_state, strict=True
+    placed: dict[tuple[int, int], tuple[int, ...]] = {}  # (stack, process): its path
+    for sid, w, s, t in zip(
+        profile.sample_stack,
+        profile.sample_weight,
+        profile.sample_state,
+        profile.sample_thread,
+        strict=True,
     ):
         values = (w, 0.0 if s in ON_CPU_STATES else w) if has_states else (w,)
-        rows.append((paths[sid], values))
+        process = thread_process[t] if thread_process and t >= 0 else -1
+        path = paths[sid] if process < 0 else (first_process + process, *paths[sid])
+        placed[sid, process] = path
+        rows.append((path, values))
     flame, ends = _build(names, rows, columns)
     flame.meta = {"unit": profile.unit, "total": profile.total}
     flame.leaf = array("i", [ends.get(path, -1) for path in paths])
+    if thread_process:
+        flame.thread_process = thread_process
+        flame.process_leaf = {key: ends[path] for key, path in placed.items()}
     return flame
+
+
+def _processes(profile: Profile) -> tuple[list[int], list[str]]:
+    """Each thread's process index and the processes' labels (`name (pid)_[p]`), when
+    the samples come from two processes or more; else ([], [])."""
+    pids = sorted({profile.threads[t].pid for t in set(profile.sample_thread) if t >= 0})
+    if len(pids) < 2:
+        return [], []
+    named: dict[int, str] = {}
+    for thread in profile.threads:  # the main thread's name, else the first one's
+        if thread.tid == thread.pid or thread.pid not in named:
+            named[thread.pid] = thread.name
+    index = {pid: k for k, pid in enumerate(pids)}
+    thread_process = [index.get(t.pid, -1) for t in profile.threads]
+    return thread_process, [f"{named.get(pid) or '?'} ({pid}){PROCESS_SUFFIX}" for pid in pids]
 
 
 def diff_columns(a: Profile, b: Profile) -> FlameColumns:

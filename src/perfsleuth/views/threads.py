@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
-from ..model.profile import STATES, Profile
-
-UNKNOWN_STATE = "unknown"
-STATE_ORDER = (*STATES, UNKNOWN_STATE)
+from ..model.profile import Profile
+from .documents import STATE_ORDER, UNKNOWN_STATE, ThreadRow, ThreadsDoc
 
 
-def document(run_id: int, profile: Profile) -> dict[str, Any]:
+def document(run_id: int, profile: Profile) -> ThreadsDoc:
     """`perfsleuth threads --format json`, which the web UI's threads page also draws."""
     return {
         "run": str(run_id),
@@ -21,14 +18,14 @@ def document(run_id: int, profile: Profile) -> dict[str, Any]:
     }
 
 
-def by_thread(profile: Profile) -> list[dict[str, Any]]:
+def by_thread(profile: Profile) -> list[ThreadRow]:
     """One row per thread, busiest first: total weight, share of the run, and the
     fraction of the thread's own time in each state."""
     weights: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for _stack, weight, _count, t, state in profile.rows():
         weights[t][state or UNKNOWN_STATE] += weight
     total = profile.total or 1.0
-    rows = []
+    rows: list[ThreadRow] = []
     for t, states in weights.items():
         thread_total = sum(states.values())
         thread = profile.threads[t] if t >= 0 else None

@@ -25,14 +25,13 @@ from .flame import FlameColumns
 def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[int]) -> bytes:
     """The runs of the threads `tids` (every thread when empty), merged where two runs
     of one stack follow each other once the other threads are left out."""
-    leaves = flame.leaf
     keep = [not tids or (t.tid in tids) for t in profile.threads]
     time, node, count = array("d"), array("I"), array("I")
     start = timeline.time_ns[0] if len(timeline) else 0
     for sid, thread, n, t in zip(
         timeline.stack, timeline.thread, timeline.count, timeline.time_ns, strict=True
     ):
-        leaf = leaves[sid]
+        leaf = flame.leaf_for(sid, thread)
         if leaf < 0 or (tids and (thread < 0 or not keep[thread])):
             continue
         if node and node[-1] == leaf:

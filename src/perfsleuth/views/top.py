@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..formats.callgrind import EVENT_UNITS
 from ..model.counts import ExactCounts
 from ..model.profile import Frame, Profile
+from .documents import TopRow
 from .keys import frame_keys
 
 
@@ -63,7 +64,7 @@ def top(profile: Profile, *, by: str = "function", sort: str = "self", n: int = 
         costs.items(),
         key=lambda kv: (-getattr(kv[1], sort), -kv[1].total, kv[0]),
     )
-    rows = []
+    rows: list[TopRow] = []
     for key, cost in order[: n if n > 0 else None]:
         f = frames[key]
         rows.append(

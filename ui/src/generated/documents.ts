@@ -105,13 +105,17 @@ export interface TopRow {
   total: number;
 }
 
-export interface TopDoc {
-  run: string;
+/** views/top.top(): the TopN of a profile. */
+export interface TopView {
   unit: string;
   total: number;
   samples: number;
   by: string;
   rows: TopRow[];
+}
+
+export interface TopDoc extends TopView {
+  run: string;
 }
 
 export interface Neighbour {
@@ -160,16 +164,22 @@ export interface DiffRow {
   total_a: number;
   total_b: number;
   delta_total: number;
+  abs_a: number;
+  abs_b: number;
 }
 
-export interface DiffDoc {
-  a: string;
-  b: string;
+/** views/diff.diff(): two sampled runs' shares per key. */
+export interface DiffView {
   unit: string;
   total_a: number;
   total_b: number;
   by: string;
   rows: DiffRow[];
+}
+
+export interface DiffDoc extends DiffView {
+  a: string;
+  b: string;
 }
 
 export interface Experiment {
@@ -183,4 +193,290 @@ export interface Choices {
   groupings: string[];
   label_groupings: string[];
   states: string[];
+}
+
+/** views/cache.projections(): a `--mode cache` run's traced functions, by name. */
+export interface CacheDoc {
+  run: string;
+  functions: CacheFunction[];
+}
+
+/** One traced function's projections; stored under its name, KIND "cache". */
+export interface CacheFunction {
+  function: string;
+  executable: string;
+  footprint: Footprint;
+  layout: Layout;
+  layouts: StructLayout[];
+  model: CacheModelDoc;
+  sampling: Sampling;
+  scaling?: Scaling | null;
+  constant_time?: ConstantTime | null;
+}
+
+export interface Spread {
+  min: number;
+  median: number;
+  mean: number;
+  max: number;
+}
+
+export interface PerCall {
+  data_lines: Spread;
+  code_lines: Spread;
+  data_bytes: Spread;
+  instructions: Spread;
+  loads: Spread;
+  stores: Spread;
+  private_data_lines: Spread;
+}
+
+export interface RecordedUnion {
+  data_lines: number;
+  code_lines: number;
+}
+
+export interface WholeRun {
+  data_lines: number;
+  code_lines: number;
+  instructions: number;
+  loads: number;
+  stores: number;
+}
+
+export interface SourceRow {
+  source: string;
+  accesses_per_call: number;
+  data_lines_per_call: number;
+}
+
+export interface Footprint {
+  function: string;
+  line_size: number;
+  calls_recorded: number;
+  calls_total: number;
+  per_call: PerCall;
+  shared_data_lines: number;
+  recorded_union: RecordedUnion;
+  whole_run: WholeRun;
+  by_source: SourceRow[];
+}
+
+/** A member as pahole gives it: a bitfield's offset and size are its storage unit's, `bytes` what its bits occupy. */
+export interface LayoutField {
+  name: string;
+  type: string;
+  offset: number;
+  size: number;
+  bit_offset: number | null;
+  bit_size: number | null;
+  bytes: number;
+  ancestor: boolean;
+  fixed: boolean;
+  line: number;
+  touched: number;
+  hot: boolean;
+}
+
+export interface LayoutLine {
+  line: number;
+  hot_fields: string[];
+  cold_fields: string[];
+  hot_bytes: number;
+  touched: number;
+}
+
+export interface Move {
+  move: string[];
+  from_line: number;
+  to_line: number;
+  swap_out: string[];
+}
+
+export interface Reorder extends Move {
+  lines_per_object_before: number;
+  lines_per_object_after: number;
+}
+
+/** The variable a layout is of. */
+export interface LayoutOwner {
+  parameter: string | null;
+  variable: string;
+  variable_kind: "parameter" | "local" | "member" | "global" | "static";
+  address?: number;
+  elements?: number;
+  elements_touched?: number;
+}
+
+/** The struct one variable holds, each field hot or cold; a visit is one call's work on one object (for an array, on one element). */
+export interface StructLayout extends LayoutOwner {
+  available: true;
+  struct: string;
+  size: number;
+  line_size: number;
+  object_misalignment: number;
+  calls: number;
+  visits: number;
+  fields: LayoutField[];
+  lines: LayoutLine[];
+  lines_touched_per_call: number;
+  reorder: Reorder | null;
+  pahole: string;
+}
+
+export interface NoLayout {
+  available: false;
+  reason: string;
+}
+
+export type Layout = StructLayout | NoLayout;
+
+/** Which calls were traced: the first ones, 1 in k fixed (--sample-calls K), or 1 in k with k doubled as the run went on ("auto": the calls traced spread over the whole run, or over what ran of it within budget_s). The footprint's whole-run totals cover the traced calls. */
+export interface Sampling {
+  chosen: "first" | "fixed" | "auto";
+  every: number;
+  calls_seen: number;
+  calls_traced: number;
+  budget_s: number | null;
+  out_of_time: boolean;
+}
+
+export interface CacheLevel {
+  name: string;
+  size: number;
+  ways: number;
+}
+
+export interface Geometry {
+  line_size: number;
+  prefetch: boolean;
+  levels: CacheLevel[];
+}
+
+/** The cache model's misses over the recorded calls. */
+export interface CacheModelDoc {
+  geometry: Geometry;
+  describe: string;
+  accesses: number;
+  misses: Record<string, number>;
+  misses_per_call: Record<string, number>;
+  per_call: number[][];
+  by_source: Record<string, Record<string, number>>;
+}
+
+/** One run of the command at one n, its data accesses watched by the cache model. */
+export interface MeasuredRun {
+  n: number;
+  data_lines: number;
+  data_pages: number;
+  cached_lines: number;
+  line_offsets: number[];
+  touched_offsets: number[];
+  calls: number;
+  misses: Record<string, number>;
+}
+
+/** A MeasuredRun as stored; None: recorded before that was counted. */
+export interface ScaledRun {
+  n: number;
+  data_lines: number;
+  data_pages: number | null;
+  cached_lines: number;
+  line_offsets: number[] | null;
+  touched_offsets: number[] | null;
+  calls: number;
+  misses: Record<string, number>;
+  misses_per_call: Record<string, number>;
+}
+
+export interface Fit {
+  of: string;
+  touched_lines_per_n: number;
+  touched_intercept_lines: number;
+  intercept_lines: number;
+  lines_per_n: number;
+  bytes_per_n: number;
+}
+
+/** This machine's TLB reach (cpucache/calibrate.py), or why it is not known. */
+export interface TlbLimit {
+  reason?: string;
+  reach_pages?: number;
+  page_size?: number;
+  measured_at?: string;
+  evidence?: string;
+}
+
+/** This machine's effective LLC capacity (cpucache/calibrate.py), or why it is not known. */
+export interface LlcLimit {
+  reason?: string;
+  effective_bytes?: number;
+  nominal_bytes?: number | null;
+  measured_at?: string;
+  evidence?: string;
+}
+
+export interface Limits {
+  tlb?: TlbLimit;
+  llc?: LlcLimit;
+}
+
+export interface Effective extends LlcLimit {
+  available: boolean;
+}
+
+export interface Capacity {
+  capacity_lines: number;
+  capacity_source: "sysfs" | "measured";
+  effective?: Effective;
+  nominal_capacity_lines?: number;
+  nominal_n?: number | null;
+}
+
+export interface Cliff extends Capacity {
+  level: string;
+  working_set: string;
+  usable_share: number;
+  usable_lines: number;
+  n: number | null;
+  in_range: boolean;
+}
+
+export interface TlbCliff extends TlbLimit {
+  available: true;
+  intercept_pages: number;
+  pages_per_n: number;
+  n: number | null;
+  in_range: boolean;
+}
+
+export interface NoTlbCliff {
+  available: false;
+  reason: string;
+}
+
+export interface Scaling {
+  runs: ScaledRun[];
+  fit: Fit;
+  range: number[];
+  cliffs: Cliff[];
+  tlb: TlbCliff | NoTlbCliff;
+  geometry: Geometry;
+}
+
+export interface Difference {
+  variant: number;
+  differs: boolean;
+  what: string;
+  first_source: string;
+  call?: number;
+  pc?: number;
+}
+
+export interface ConstantTime {
+  function: string;
+  variants: number;
+  constant_time: boolean;
+  differences: Difference[];
+  instructions_per_variant: number[];
 }

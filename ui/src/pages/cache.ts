@@ -354,7 +354,7 @@ function tlbRow(tlb: TlbCliff | NoTlbCliff): HTMLElement {
     "tr",
     { class: `tlb-cliff${tlb.in_range ? " in-range" : ""}`, "data-level": "TLB", title: `${perN}; ${tlb.evidence}` },
     h("th", null, "TLB"),
-    h("td", { class: "num" }, `${tlb.reach_pages.toLocaleString()} pages (measured)`),
+    h("td", { class: "num" }, `${tlb.reach_pages?.toLocaleString() ?? "?"} pages (measured)`),
     h("td", { class: "num" }, tlb.n == null ? "never" : `n = ${tlb.n.toLocaleString()}`),
     h("td", null, tlb.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
   );

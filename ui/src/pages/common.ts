@@ -1,3 +1,4 @@
+import { embedded } from "../api";
 import { h, location, pct } from "../dom";
 import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
@@ -134,10 +135,16 @@ export function findingCard(runId: string, f: PlacedFinding, compact = false): H
   );
 }
 
-/** A select of one URL parameter (`state`, `thread`); "all …" removes it. Null when there is nothing to choose. */
-function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string][], onChange: () => void): HTMLSelectElement | null {
+/**
+ * A select of one URL parameter (`state`, `thread`); "all …" removes it. Options with a
+ * group (a thread's process) are listed under it. Null when there is nothing to choose.
+ */
+function paramSelect(params: URLSearchParams, key: string, label: string, options: [string, string, string?][], onChange: () => void): HTMLSelectElement | null {
   if (options.length < 2) return null;
-  const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), options.map(([v, t]) => h("option", { value: v, selected: params.get(key) === v }, t)));
+  const option = ([v, t]: [string, string, string?]) => h("option", { value: v, selected: params.get(key) === v }, t);
+  const groups = [...new Set(options.map((o) => o[2] ?? ""))];
+  const listed = groups.length > 1 ? groups.map((g) => h("optgroup", { label: g }, options.filter((o) => (o[2] ?? "") === g).map(option))) : options.map(option);
+  const select = h("select", { "aria-label": label }, h("option", { value: "" }, `all ${label}`), listed);
   select.addEventListener("change", () => {
     params.delete(key);
     if (select.value) params.set(key, select.value);
@@ -146,15 +153,22 @@ function paramSelect(params: URLSearchParams, key: string, label: string, option
   return select;
 }
 
+/** A process's name: its main thread's, else its first thread's. */
+function processName(run: RunDetail, pid: number): string {
+  const threads = run.threads.filter((t) => t.pid === pid);
+  return (threads.find((t) => t.tid === pid) ?? threads[0])?.name || "?";
+}
+
 /** The state and thread pickers of a run's page; a choice reloads PAGE with it. */
 export function stateThreadSelects(run: RunDetail, params: URLSearchParams, page: string): (HTMLSelectElement | null)[] {
+  if (embedded) return []; // a report holds the unfiltered pages only: no picker that fails offline
   const reload = () => {
     params.delete("zoom");
     window.location.hash = href(`/run/${run.id}/${page}`, Object.fromEntries(params));
   };
   return [
     paramSelect(params, "state", "states", run.states.map((s) => [s, s]), reload),
-    paramSelect(params, "thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`]), reload),
+    paramSelect(params, "thread", "threads", run.threads.map((t) => [String(t.tid), `${t.tid} ${t.name}`, `process ${processName(run, t.pid)} (${t.pid})`]), reload),
   ];
 }
 

@@ -1,6 +1,6 @@
 import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
-import { decodeFlame, FlameGraph, hasPython, matcher, selfWeight, type FlameData } from "../flame";
+import { decodeFlame, FlameGraph, hasPython, isProcess, matcher, selfWeight, type FlameData } from "../flame";
 import { applyFilters, type FlameFilters } from "../flamefilter";
 import { shortName } from "../names";
 import { replaceParams, type Route } from "../router";
@@ -143,7 +143,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
         h("strong", { class: "fn" }, frameTitle(data, node)),
         " ",
         describe(node).slice(1).join(" · "),
-        node === 0 ? null : h("div", null, functionLinks(runId, fn)),
+        node === 0 || isProcess(data, node) ? null : h("div", null, functionLinks(runId, fn)),
       ),
     );
   };
@@ -154,7 +154,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     replaceParams(params, push);
     const path = graph.path(graph.zoom);
     const crumb = (n: number) =>
-      h("button", { type: "button", class: "crumb", title: frameTitle(data, n), onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : shortName(data.names[data.name[n]]));
+      h("button", { type: "button", class: "crumb", title: frameTitle(data, n), onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : isProcess(data, n) ? data.names[data.name[n]] : shortName(data.names[data.name[n]]));
     // Deep recursion makes paths of thousands of frames: show both ends.
     const shown =
       path.length > CRUMBS_SHOWN

@@ -1,21 +1,22 @@
 """Compaction: each hour partition's raw files merged into one, rollups written,
 and each day's stacks and frames deduplicated.
 
-Never a double count: the merged file (c-<stamp>.parquet) names the files it replaces
-in its Parquet metadata and is written before they are deleted; readers skip replaced
-files (reading.py). Rollups carry their compacted file's stamp and are read only while
-that file is the partition's only live raw file. Window markers of merged windows are
-written before their raw files go, so deduplication survives compaction. Run one
-compaction at a time per store (a local store holds a lock file to make sure).
+Never a double count, whatever runs at once and whatever is killed: the merged file
+(c-<generation>.parquet, one more than the newest generation listed) names every file
+the partition held in its Parquet metadata, is created only if no file has its name (a
+conditional PUT on S3, a hard link on a folder; two compactions of the same state race
+for the same name and one loses), and is written before anything is deleted; readers
+count the newest generation and the files it does not name (reading.py). Rollups carry
+their compacted file's generation and are read only while that file is the partition's
+only live raw file. Window markers of merged windows are written before their raw files
+go, so deduplication survives compaction. A run holds the store's maintenance lease
+(lease.py), so a second one started meanwhile says so and leaves, and one killed with
+-9 frees it at once on its own host, or TTL_S later from another.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -30,17 +31,17 @@ from .layout import (
     ROLLUP_PREFIX,
     SAMPLES_SCHEMA,
     WINDOW_PREFIX,
+    compacted_name,
     conform,
+    generation,
     marker,
     samples_dir,
     stamp,
 )
-from .reading import live_raw, partitions, rollup_name
+from .lease import Lease
+from .reading import live_raw, newest_compacted, partitions, rollup_name
 from .rollups import rollup, sort_samples
 from .writer import parquet_bytes
-
-LOCK_FILE = "_compaction.lock"
-STALE_LOCK_S = 3600.0
 
 
 @dataclass
@@ -50,27 +51,43 @@ class Compacted:
     files_after: int = 0
 
 
-def compact(files: Files) -> Compacted:
-    """Compact every partition that has more than one live raw file or stale rollups."""
+def compact(files: Files, where: str) -> Compacted:
+    """Compact every partition that has more than one live raw file or stale rollups.
+
+    Raises UserError when another run holds the lease, or the store changed under this
+    one in a way a lease-holder never sees (a file gone): run it again."""
     result = Compacted()
-    with _lock(files):
-        for partition in partitions(files, 0.0, float("inf")):
-            _compact_partition(files, partition, result)
-        for table, key in (("stacks", "stack_id"), ("frames", "frame_id")):
-            for dt in files.names(table, dirs=True):
-                _deduplicate(files, f"{table}/{dt}", key, result)
+    with Lease(files, "compaction", where) as lease:
+        try:
+            for partition in partitions(files, 0.0, float("inf")):
+                lease.check()
+                _compact_partition(files, partition, result)
+            for table, key in (("stacks", "stack_id"), ("frames", "frame_id")):
+                for dt in files.names(table, dirs=True):
+                    lease.check()
+                    _deduplicate(files, f"{table}/{dt}", key, result)
+        except FileNotFoundError:
+            raise UserError(
+                f"a file of {where} went away during the compaction (another compaction or"
+                " retention run without the lease?); nothing is lost: run it again"
+            ) from None
     return result
 
 
 def _compact_partition(files: Files, partition: str, result: Compacted) -> None:
     raw = samples_dir("raw", partition)
     present = [n for n in files.names(raw) if n.endswith(".parquet")]
-    live = live_raw(files, partition)
+    live = live_raw(files, partition, present)
     result.files_before += len(present)
     if rollup_name(live) is None:
-        merged = _merge(files, partition, live)
+        merged = _merge(files, partition, live, present)
+        if merged is None:
+            return  # another compaction wrote this generation: it finishes the partition
         live = [merged]
         result.partitions += 1
+    # In listing order: a reader whose listing (S3 pages it, 1,000 keys a page) missed a
+    # file deleted here mostly finds the older files its first page named gone too when
+    # it reads them, and selects again.
     for name in present:
         if name not in live:
             files.delete(f"{raw}/{name}")
@@ -78,8 +95,9 @@ def _compact_partition(files: Files, partition: str, result: Compacted) -> None:
     _write_rollups(files, partition, live[0])
 
 
-def _merge(files: Files, partition: str, live: list[str]) -> str:
-    """Write the live raw files of `partition` as one c- file; its name."""
+def _merge(files: Files, partition: str, live: list[str], present: list[str]) -> str | None:
+    """Write the live raw files of `partition` as its next generation's c- file, naming
+    every file `present`; its name, or None when that name was taken meanwhile."""
     raw = samples_dir("raw", partition)
     for name in live:
         if name.startswith(WINDOW_PREFIX):
@@ -87,10 +105,10 @@ def _merge(files: Files, partition: str, live: list[str]) -> str:
             if not files.exists(marker(partition, window_id)):
                 files.put(marker(partition, window_id), b"{}")
     table = pa.concat_tables([conform(_read(files, f"{raw}/{n}"), SAMPLES_SCHEMA) for n in live])
-    name = f"{COMPACTED_PREFIX}{stamp()}.parquet"
-    data = parquet_bytes(sort_samples(table), {REPLACES_KEY: json.dumps(live).encode()})
-    files.put(f"{raw}/{name}", data)
-    return name
+    newest = newest_compacted(present)
+    name = compacted_name(generation(newest) + 1 if newest else 1)
+    data = parquet_bytes(sort_samples(table), {REPLACES_KEY: json.dumps(present).encode()})
+    return name if files.create(f"{raw}/{name}", data) is not None else None
 
 
 def _write_rollups(files: Files, partition: str, compacted: str) -> None:
@@ -128,28 +146,3 @@ def _deduplicate(files: Files, folder: str, key: str, result: Compacted) -> None
 
 def _read(files: Files, rel: str) -> pa.Table:
     return pq.read_table(files.path(rel), filesystem=files.fs).replace_schema_metadata(None)
-
-
-@contextmanager
-def _lock(files: Files) -> Iterator[None]:
-    """Keep a second compaction of a local store out (S3 has no exclusive create)."""
-    if not files.local:
-        yield
-        return
-    path = files.path(LOCK_FILE)
-    os.makedirs(files.base, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        if time.time() - os.path.getmtime(path) < STALE_LOCK_S:
-            raise UserError(
-                f"another compaction of {files.base} is running ({path}); wait for it,"
-                " or delete that file if none is"
-            ) from None
-        os.replace(path, f"{path}.stale")  # a crashed compactor's: take over
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    os.close(fd)
-    try:
-        yield
-    finally:
-        os.unlink(path)

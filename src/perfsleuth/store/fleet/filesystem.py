@@ -1,16 +1,23 @@
 """Where the fleet store's files live: a local folder or an S3-compatible bucket.
 
-Both go through pyarrow's filesystems, so every other module writes one code path.
-A file appears whole or not at all: on a folder it is written to `_tmp/` and renamed
+Both are read through pyarrow's filesystems, so every other module writes one code
+path; S3 writes go through boto3 (s3.py): one PUT per file, and conditional writes. A
+file appears whole or not at all: on a folder it is written to `_tmp/` and renamed
 into place (a rename within one file system is atomic); on S3 one PUT is atomic. A
 write that fails deletes its temporary file; what a killed writer left in `_tmp/` is
 deleted when the store is next opened, once older than TMP_MAX_AGE_S (younger files
 may belong to a writer still at work).
+
+`create` and `replace` are the compare-and-swap of the maintenance lease and of the
+compacted files' names: on S3 conditional PUTs, on a folder a hard link (which fails
+when the name is taken) and a rename under an flock (released when its process dies).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import shutil
 import time
@@ -22,6 +29,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from ...errors import UserError
+from .s3 import Objects, Versioned
 
 TMP_DIR = "_tmp"
 # No write of one file takes this long: a temporary file older than this is a leftover.
@@ -42,18 +50,68 @@ class Files:
     fs: pafs.FileSystem
     base: str  # the root inside fs: an absolute folder, or bucket/prefix
     local: bool
+    objects: Objects | None = None  # S3 only: the bucket through boto3
+
+    @property
+    def prefix(self) -> str:
+        """The root's key prefix inside its bucket (S3)."""
+        return self.base.partition("/")[2]
+
+    def key(self, rel: str) -> str:
+        return f"{self.prefix}/{rel}" if self.prefix else rel
 
     def path(self, rel: str) -> str:
         return f"{self.base}/{rel}" if rel else self.base
 
     def put(self, rel: str, data: bytes) -> None:
         """Write `rel` atomically: readers see the old state or the whole new file."""
-        target = self._target(rel)
-        if not self.local:
-            with self.fs.open_output_stream(target) as out:
-                out.write(data)
+        if self.objects is not None:
+            self.objects.put(self.key(rel), data)
             return
-        self._replace(target, lambda tmp: _write(tmp, data))
+        self._replace(self._target(rel), lambda tmp: _write(tmp, data))
+
+    def create(self, rel: str, data: bytes) -> str | None:
+        """Write `rel` only if it does not exist yet: its tag, or None when it did."""
+        if self.objects is not None:
+            return self.objects.create(self.key(rel), data)
+        target = self._target(rel)
+        tmp = self._tmp()
+        try:
+            _write(tmp, data)
+            os.link(tmp, target)  # atomic, and fails when the name is taken
+        except FileExistsError:
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return _local_tag(target, data)
+
+    def read_versioned(self, rel: str) -> Versioned | None:
+        """`rel`'s bytes, the tag a `replace` names, and its age; None when absent."""
+        if self.objects is not None:
+            return self.objects.read(self.key(rel))
+        path = self.path(rel)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+                modified = os.fstat(f.fileno()).st_mtime
+        except FileNotFoundError:
+            return None
+        return Versioned(data, _local_tag(path, data), max(0.0, time.time() - modified))
+
+    def replace(self, rel: str, data: bytes, tag: str) -> str | None:
+        """Overwrite `rel` only if it is unchanged since it was read with tag `tag`: the
+        new tag, or None."""
+        if self.objects is not None:
+            return self.objects.replace(self.key(rel), data, tag)
+        target = self._target(rel)
+        with open(f"{target}.cas", "a") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)  # released with the file, or a killed owner
+            current = self.read_versioned(rel)
+            if current is None or current.tag != tag:
+                return None
+            self._replace(target, lambda tmp: _write(tmp, data))
+            return _local_tag(target, data)
 
     def put_file(self, rel: str, source: str) -> None:
         """Copy the local file `source` to `rel`, as atomically as put, without holding
@@ -64,16 +122,20 @@ class Files:
             return
         self._replace(target, lambda tmp: _copy(source, tmp))
 
+    def _tmp(self) -> str:
+        tmp_dir = self.path(TMP_DIR)
+        self.fs.create_dir(tmp_dir, recursive=True)
+        return f"{tmp_dir}/{uuid.uuid4().hex}"
+
     def _target(self, rel: str) -> str:
         target = self.path(rel)
-        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        if self.local:  # S3 has no folders: a key needs none
+            os.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
         return target
 
     def _replace(self, target: str, write: Callable[[str], None]) -> None:
         """Write a temporary file with `write`, then rename it to `target`."""
-        tmp_dir = self.path(TMP_DIR)
-        self.fs.create_dir(tmp_dir, recursive=True)
-        tmp = f"{tmp_dir}/{uuid.uuid4().hex}"
+        tmp = self._tmp()
         try:
             write(tmp)
             os.replace(tmp, target)
@@ -98,6 +160,8 @@ class Files:
             return bytes(f.read())
 
     def exists(self, rel: str) -> bool:
+        if self.objects is not None:  # one HEAD (pyarrow also lists, for a folder)
+            return self.objects.exists(self.key(rel))
         return self.fs.get_file_info(self.path(rel)).type != pafs.FileType.NotFound
 
     def listing(self, rel: str, recursive: bool = False) -> list[pafs.FileInfo]:
@@ -135,6 +199,11 @@ def _copy(source: str, path: str) -> None:
         os.fsync(f.fileno())
 
 
+def _local_tag(path: str, data: bytes) -> str:
+    """A folder's stand-in for an ETag: the content's hash and the file's mtime."""
+    return f"{hashlib.blake2b(data, digest_size=8).hexdigest()}-{os.stat(path).st_mtime_ns}"
+
+
 def open_root(root: str, endpoint: str | None = None) -> Files:
     """Files of a folder path or an `s3://bucket/prefix` URL.
 
@@ -153,16 +222,19 @@ def _s3(root: str, endpoint: str | None) -> Files:
     if not url.netloc:
         raise UserError(f"no bucket in {root!r}: write s3://BUCKET/PREFIX")
     options: dict = {"region": os.environ.get("AWS_REGION", "us-east-1")}
+    endpoint_url = None
     if endpoint:
         parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
         options["endpoint_override"] = parsed.netloc
         options["scheme"] = parsed.scheme
+        endpoint_url = f"{parsed.scheme}://{parsed.netloc}"
     fs = pafs.S3FileSystem(**options)
     base = f"{url.netloc}/{url.path.strip('/')}".rstrip("/")
+    objects = Objects(url.netloc, endpoint_url, options["region"])
     try:
         bucket = fs.get_file_info(url.netloc)
     except OSError as e:
         raise StoreUnavailable(f"cannot reach the fleet store {root}: {e}") from e
     if bucket.type == pafs.FileType.NotFound:
         raise UserError(f"bucket {url.netloc!r} does not exist: create it, then retry")
-    return Files(fs, base, local=False)
+    return Files(fs, base, local=False, objects=objects)

@@ -2,12 +2,13 @@
 
     _fleet.json                                    layout version
     samples/level=raw/dt=YYYY-MM-DD/hour=HH/       one file per window (w-<id>.parquet),
-                                                   or compacted (c-<stamp>.parquet)
-    samples/level=minute|hour/dt=../hour=../       rollups (r-<stamp of their c- file>.parquet)
+                                                   or compacted (c-<generation>.parquet)
+    samples/level=minute|hour/dt=../hour=../       rollups (r-<generation of their c- file>.parquet)
     stacks/dt=YYYY-MM-DD/                          stack_id -> frame ids (leaf first)
     frames/dt=YYYY-MM-DD/                          frame_id -> function, dso, file, line, ...
     windows/dt=YYYY-MM-DD/hour=HH/<window id>      one marker per stored window (JSON)
     hosts/<hash>.json                              the last status each host reported
+    _maintenance.lease                             who compacts or expires now (lease.py)
 
 Times are UTC. Stacks and frames are content-addressed (a 64-bit hash of what they
 hold), so a stack written by a thousand windows is the same row everywhere and
@@ -33,7 +34,7 @@ LAYOUT_FILE = "_fleet.json"
 LEVELS = ("raw", "minute", "hour")
 BUCKET_S = {"minute": 60, "hour": 3600}
 WINDOW_PREFIX = "w-"  # a raw file holding one window: w-<window id>.parquet
-COMPACTED_PREFIX = "c-"  # a raw file merging others: c-<stamp>.parquet
+COMPACTED_PREFIX = "c-"  # a raw file merging others: c-<generation>.parquet
 ROLLUP_PREFIX = "r-"  # a rollup of the compacted file of the same stamp
 # Parquet key-value metadata of a compacted file: the file names it replaces (JSON list).
 REPLACES_KEY = b"perfsleuth.replaces"
@@ -137,6 +138,18 @@ def window_file(window_id: str) -> str:
 
 def marker(partition: str, window_id: str) -> str:
     return f"windows/{partition}/{window_id}"
+
+
+def compacted_name(generation: int) -> str:
+    """The name of a partition's `generation`th compacted file (20 digits: stores written
+    before generations named them by a nanosecond stamp, which sorts the same way)."""
+    return f"{COMPACTED_PREFIX}{generation:020d}.parquet"
+
+
+def generation(name: str) -> int:
+    """The generation of a compacted file's name (its first 20 digits)."""
+    digits = name[len(COMPACTED_PREFIX) : len(COMPACTED_PREFIX) + 20]
+    return int(digits) if digits.isdigit() else 0
 
 
 def stamp() -> str:

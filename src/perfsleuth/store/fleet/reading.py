@@ -1,10 +1,12 @@
 """Which files a reader reads: live raw files, valid rollups, the dictionaries of a range.
 
-Compaction writes a merged file (c-<stamp>.parquet) whose Parquet metadata names the
-files it replaces, and deletes them only afterwards. A reader lists a partition, reads
-the footers of its c- files and skips every file they replace, so it counts each sample
-once whether it lists before, during or after a compaction (or after one that crashed
-before deleting).
+Compaction writes a merged file (c-<generation>.parquet) whose Parquet metadata names
+every file the partition held when it was listed, and deletes them only afterwards. The
+newest generation holds the samples of every older one, so a reader lists a partition,
+reads the footer of its newest c- file and skips the older c- files and every file it
+names: it counts each sample once whether it lists before, during or after a compaction
+(or after one that crashed before deleting, or one whose lease lapsed and that wrote a
+late, older generation).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .layout import (
     COMPACTED_PREFIX,
     REPLACES_KEY,
     ROLLUP_PREFIX,
+    generation,
     partition_start,
     samples_dir,
 )
@@ -42,15 +45,24 @@ def replaced_by(files: Files, rel: str) -> list[str]:
     return json.loads(metadata.get(REPLACES_KEY, b"[]"))
 
 
-def live_raw(files: Files, partition: str) -> list[str]:
-    """Names of the raw files of a partition that hold its samples, each sample once."""
+def newest_compacted(names: list[str]) -> str | None:
+    compacted = [n for n in names if n.startswith(COMPACTED_PREFIX)]
+    return max(compacted, key=lambda n: (generation(n), n)) if compacted else None
+
+
+def live_raw(files: Files, partition: str, names: list[str] | None = None) -> list[str]:
+    """Names of the raw files of a partition that hold its samples, each sample once
+    (`names`: the partition's files, when already listed)."""
     folder = samples_dir("raw", partition)
-    names = [n for n in files.names(folder) if n.endswith(".parquet")]
-    replaced: set[str] = set()
-    for name in names:
-        if name.startswith(COMPACTED_PREFIX):
-            replaced.update(replaced_by(files, f"{folder}/{name}"))
-    return [n for n in names if n not in replaced]
+    if names is None:
+        names = [n for n in files.names(folder) if n.endswith(".parquet")]
+    newest = newest_compacted(names)
+    if newest is None:
+        return names
+    replaced = set(replaced_by(files, f"{folder}/{newest}"))
+    return [
+        n for n in names if n == newest or not (n in replaced or n.startswith(COMPACTED_PREFIX))
+    ]
 
 
 def rollup_name(live: list[str]) -> str | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 
 import pyarrow.fs as pafs
 
@@ -10,6 +12,11 @@ from .filesystem import Files
 from .layout import partition_start
 
 RECENT_PARTITIONS = 2  # hours of window markers read for per-host rates
+# Requests of one stored window (HEAD of its marker, PUT of its samples file, PUT of its
+# marker) and of one append group (PUT of its stacks and of its frames): appending.py.
+WINDOW_REQUESTS = 3
+GROUP_REQUESTS = 2
+ROLLUP_LEVELS = 2  # minute and hour
 # Agent metrics a host also shows in their own fields: what it failed to deliver.
 LOSSES = ("windows_dropped", "lost_samples")
 
@@ -25,7 +32,8 @@ def status(files: Files, root: str) -> dict:
     """
     listing = [i for i in files.listing("", recursive=True) if i.type == pafs.FileType.File]
     hours = _hour_partitions(files)
-    hosts = _hosts_from_markers(files, hours[-RECENT_PARTITIONS:])
+    stored: list[dict] = []  # the markers of the recent hours
+    hosts = _hosts_from_markers(files, hours[-RECENT_PARTITIONS:], stored)
     for doc in _host_documents(files):
         entry = hosts.setdefault(doc["host"], _empty_host(doc["host"]))
         entry["metrics"] = doc.get("metrics", {})
@@ -38,6 +46,36 @@ def status(files: Files, root: str) -> dict:
         "newest": partition_start(hours[-1]) if hours else None,
         "windows_recent": sum(h["windows"] for h in hosts.values()),
         "hosts": [_with_rate(hosts[h]) for h in sorted(hosts)],
+        "cost": cost([files.relative(i.path) for i in listing], stored),
+    }
+
+
+def cost(names: list[str], stored: list[dict]) -> dict:
+    """What the store costs in objects and requests, and what compaction saves.
+
+    `objects_after_compaction`: one raw file and its rollups per hour, one stacks and
+    one frames file per day; `query_objects`: the samples and dictionary files a query
+    of every hour reads now (at most) and after compaction. `requests_per_hour`: the
+    writes of the windows stored in the last hour (their markers say how many and in
+    groups of how many)."""
+    per_folder = Counter(n.rsplit("/", 1)[0] for n in names if n.endswith(".parquet"))
+    raw = {f: n for f, n in per_folder.items() if f.startswith("samples/level=raw/")}
+    rollups = sum(
+        n for f, n in per_folder.items() if f.startswith("samples/level=") and f not in raw
+    )
+    dictionaries = {f: n for f, n in per_folder.items() if f.startswith(("stacks/", "frames/"))}
+    merged = sum(n - 1 for n in raw.values()) + sum(n - 1 for n in dictionaries.values())
+    wanted_rollups = ROLLUP_LEVELS * len(raw)
+    hour_ago = time.time() - 3600
+    recent = [m for m in stored if m.get("stored_at", 0.0) >= hour_ago]
+    groups = sum(1 / max(1, int(m.get("group", 1))) for m in recent)
+    return {
+        "objects": len(names),
+        "objects_after_compaction": len(names) - merged - rollups + wanted_rollups,
+        "query_objects": sum(raw.values()) + sum(dictionaries.values()),
+        "query_objects_after_compaction": len(raw) + len(dictionaries),
+        "windows_last_hour": len(recent),
+        "requests_per_hour": round(WINDOW_REQUESTS * len(recent) + GROUP_REQUESTS * groups),
     }
 
 
@@ -53,13 +91,14 @@ def _empty_host(host: str) -> dict:
     return {"host": host, "last_push": None, "windows": 0, "samples": 0, "span": [], "metrics": {}}
 
 
-def _hosts_from_markers(files: Files, partitions: list[str]) -> dict[str, dict]:
+def _hosts_from_markers(files: Files, partitions: list[str], stored: list[dict]) -> dict[str, dict]:
     hosts: dict[str, dict] = {}
     for partition in partitions:
         for name in files.names(f"windows/{partition}"):
             info = json.loads(files.get(f"windows/{partition}/{name}") or b"{}")
             if "host" not in info:
-                continue  # the marker of a crashed append, completed by its retry
+                continue  # the marker of a window compaction merged before it was marked
+            stored.append(info)
             entry = hosts.setdefault(info["host"], _empty_host(info["host"]))
             entry["windows"] += 1
             entry["samples"] += info["samples"]

@@ -11,24 +11,16 @@ from typing import TypeVar
 import pyarrow as pa
 
 from ...errors import NothingStored
-from ...model.fleet import LABELS, Window
+from ...model.fleet import Window
+from .appending import Appender
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
 from .inventory import inventory
 from .label_values import label_values
-from .layout import (
-    LAYOUT_FILE,
-    LAYOUT_VERSION,
-    day,
-    hour_partition,
-    marker,
-    samples_dir,
-    window_file,
-)
+from .layout import LAYOUT_FILE
 from .reading import Selection, select
 from .retention import expire
 from .symbols import LateSymbols
-from .writer import parquet_bytes, window_tables
 
 T = TypeVar("T")
 
@@ -45,60 +37,21 @@ class FleetStore:
         self.files: Files = open_root(root, endpoint)
         self.files.clear_tmp()
         self.late_symbols = LateSymbols(self.files, debuginfod or [])
+        self.appender = Appender(self.files)
 
     def append(self, window: Window) -> bool:
         """Store every sample of `window`; False (and nothing changes) when its id is stored.
 
         Files appear in dependency order, each atomically: frames, stacks, the samples
-        file (what readers count), then the window marker (what deduplication checks).
-        A crash before the samples file leaves only unreferenced dictionary rows; a crash
-        after it is completed by the retry, which finds the samples file and returns
-        False. Either way a retried window is counted exactly once. Raises
-        StoreUnavailable when the store cannot be written (the caller should retry).
+        file (what readers count, created only if absent), then the window marker (what
+        deduplication checks). A crash before the samples file leaves only unreferenced
+        dictionary rows; a crash after it is completed by the retry, which finds the
+        samples file and returns False. Either way a retried window is counted exactly
+        once. Windows appended at once from several threads are written together
+        (appending.py). Raises StoreUnavailable when the store cannot be written (the
+        caller should retry).
         """
-        return self._guard(lambda: self._append(window))
-
-    def _append(self, window: Window) -> bool:
-        partition = hour_partition(window.start)
-        if self._stored(partition, window.id):
-            return False
-        self._ensure_layout()
-        tables = window_tables(window)
-        if tables.samples.num_rows:
-            name = window_file(window.id)
-            self.files.put(f"frames/dt={day(window.start)}/{name}", parquet_bytes(tables.frames))
-            self.files.put(f"stacks/dt={day(window.start)}/{name}", parquet_bytes(tables.stacks))
-            self.files.put(f"{samples_dir('raw', partition)}/{name}", parquet_bytes(tables.samples))
-        self._mark(partition, window, int(sum(tables.samples.column("samples").to_pylist())))
-        return True
-
-    def _stored(self, partition: str, window_id: str) -> bool:
-        if self.files.exists(marker(partition, window_id)):
-            return True
-        if self.files.exists(f"{samples_dir('raw', partition)}/{window_file(window_id)}"):
-            self.files.put(marker(partition, window_id), b"{}")  # the crashed append's last step
-            return True
-        return False
-
-    def _mark(self, partition: str, window: Window, samples: int) -> None:
-        info = {
-            "id": window.id,
-            "host": window.labels.get("host", ""),
-            "service": window.labels.get("service", ""),
-            "start": window.start,
-            "end": window.end,
-            "samples": samples,
-            "stored_at": time.time(),
-        }
-        libraries = {p.exe: sorted(p.libraries) for p in window.processes.values() if p.libraries}
-        if libraries:
-            info["libraries"] = libraries
-            info["labels"] = {k: v for k, v in window.labels.items() if k not in LABELS}
-        self.files.put(marker(partition, window.id), json.dumps(info).encode())
-
-    def _ensure_layout(self) -> None:
-        if not self.files.exists(LAYOUT_FILE):
-            self.files.put(LAYOUT_FILE, json.dumps({"layout": LAYOUT_VERSION}).encode())
+        return self._guard(lambda: self.appender.append(window))
 
     def put_host_status(self, host: str, status: dict) -> None:
         """Keep `status` (an agent's own metrics: samples/s, lost samples, dropped windows,
@@ -148,11 +101,11 @@ class FleetStore:
         Readers running meanwhile count every sample once (compaction.py says how)."""
         if not self.has_data():
             return Compacted()
-        return self._guard(lambda: compact(self.files))
+        return self._guard(lambda: compact(self.files, self.root))
 
     def expire(self, older_than: float) -> list[str]:
         """Delete the hour partitions ending at or before unix time `older_than`."""
-        return self._guard(lambda: expire(self.files, older_than))
+        return self._guard(lambda: expire(self.files, older_than, self.root))
 
     def has_data(self) -> bool:
         return self._guard(lambda: self.files.exists(LAYOUT_FILE))
@@ -173,4 +126,5 @@ class FleetStore:
         except FileNotFoundError:
             raise  # a file a compaction just replaced: readers select again
         except OSError as e:
-            raise StoreUnavailable(f"the fleet store {self.root} failed: {e}") from e
+            reason = next((line for line in str(e).splitlines() if line.strip()), repr(e))
+            raise StoreUnavailable(f"the fleet store {self.root} failed: {reason}") from e
