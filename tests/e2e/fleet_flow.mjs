@@ -80,8 +80,14 @@ const flows = {
         return { name: cells[6], delta_self: cells[2], grew: tr.classList.contains("worse") };
       }),
     );
+    await page.locator("canvas.flame-canvas").waitFor();
+    const flame = await page.evaluate(() => {
+      const { data } = window.perfsleuthFlame.graph;
+      return { columns: Object.keys(data.columns), names: data.names };
+    });
+    const sideTotals = await page.locator(".fleet-total").innerText();
     await page.screenshot({ path: `${artifacts}/fleet-diff.png`, fullPage: true });
-    return { sides, rows, url: page.url() };
+    return { sides, rows, url: page.url(), flame, sideTotals };
   },
 
   async fleet_findings(page) {

@@ -691,6 +691,9 @@ const flows = {
     await page.locator("canvas.flame-canvas").waitFor();
     await page.fill("input[aria-label=search]", "malloc");
     await page.locator(".search-info", { hasText: "match" }).waitFor();
+    // Offline, no control asks for what the file does not hold.
+    assert.equal(await page.locator("#nav a", { hasText: "Fleet" }).count(), 0);
+    assert.equal(await page.locator("select[aria-label=threads], select[aria-label=states]").count(), 0);
     await page.goto(`file://${reportFile}#/run/2/source?file=src/engine.cc&line=13&function=compute_hot`);
     await page.locator("tr.target").waitFor();
     await page.screenshot({ path: `${artifacts}/report.png`, fullPage: true });

@@ -5,6 +5,7 @@ tests/artifacts/."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,6 +139,10 @@ def test_the_diff_lists_the_function_that_grew(shown: dict[str, dict], fleet: Fl
     assert grew[0]["name"] == "malloc"  # its samples grow every minute
     assert grew[0]["delta_self"] == f"+{100 * doc['rows'][0]['delta_self']:.2f}%"
     assert "a=" in diff["url"] and "b=" in diff["url"]
+    # A diff flame graph of the two sides, and how much CPU time each side holds.
+    assert diff["flame"]["columns"] == ["a", "b"] and "malloc" in diff["flame"]["names"]
+    totals = [float(t) for t in re.findall(r"\(([\d.]+) CPU s\)", diff["sideTotals"])]
+    assert len(totals) == 2 and all(t > 0 for t in totals)
 
 
 def test_the_fleet_pages_have_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:

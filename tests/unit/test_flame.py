@@ -94,7 +94,7 @@ def test_a_run_of_several_processes_gets_a_process_level() -> None:
     b.add([Frame("parse"), Frame("main", "cc1plus")], 7, thread=Thread(11, 11, "cc1plus"))
     b.add([Frame("lex"), Frame("main", "cc1plus")], 1, thread=Thread(12, 11, "cc1plus-worker"))
     profile = b.build()
-    flame = flame_columns(profile)
+    flame = flame_columns(profile, processes=True)
     total, children = _nested(flame)
     assert total == 10
     assert [(name, value) for name, value, _ in children] == [
@@ -114,5 +114,5 @@ def test_a_run_of_several_processes_gets_a_process_level() -> None:
 
 
 def test_one_process_has_no_process_level() -> None:
-    _, children = _nested(flame_columns(_profile()))
+    _, children = _nested(flame_columns(_profile(), processes=True))
     assert not any(name.endswith("_[p]") for name, _, _ in children)

@@ -189,3 +189,31 @@ def test_binary_answers_gzip_on_demand(api: Api) -> None:
     assert flame.gzipped is not None and gzip.decompress(flame.gzipped) == flame.body
     assert flame.gzipped is flame.gzipped
     assert api.get("/api/runs", {}).gzipped is None
+
+
+def test_source_of_the_users_own_run_is_read_where_its_debug_info_names_it(
+    tmp_path: Path,
+) -> None:
+    """A library's file outside the run's working directory needs no --src for a run of
+    the user's own command; an import's debug info is not trusted to name files."""
+    from perfsleuth.model.profile import Frame, ProfileBuilder
+    from perfsleuth.store.runs import Store
+
+    outside = tmp_path / "lib" / "hash.c"
+    outside.parent.mkdir()
+    outside.write_text("int hash(int x) {\n  return x * 31;\n}\n")
+    (tmp_path / "cwd").mkdir()
+    builder = ProfileBuilder()
+    builder.add([Frame("hash", "app", str(outside), 2), Frame("main", "app")], 3.0)
+    store = Store(tmp_path / "store")
+    for source in ("record", "import:perf.data"):
+        info = RunInfo(command="./app", cwd=str(tmp_path / "cwd"), source=source)
+        store.add_run(info, Recording(builder.build()))
+    api = Api(store, [])
+    _, own = get(api, "/api/runs/1/source", file=str(outside))
+    assert own["found"] and own["lines"][1]["source"] == "  return x * 31;"
+    assert own["root"] is None
+    _, imported = get(api, "/api/runs/2/source", file=str(outside))
+    assert imported["found"] is False and "x * 31" not in json.dumps(imported)
+    _, annotated = get(api, "/api/runs/1/annotate", function="hash")
+    assert annotated["files"][0]["found"]

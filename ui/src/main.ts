@@ -49,7 +49,9 @@ function pageLink(id: string, page: string, current: string): HTMLElement {
 }
 
 function navigation(route: Route): HTMLElement[] {
-  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare"), h("a", { href: "#/experiments" }, "Experiments"), h("a", { href: "#/fleet", class: route.parts[0] === "fleet" ? "active" : undefined }, "Fleet")];
+  const links: HTMLElement[] = [h("a", { href: "#/" }, "Runs"), h("a", { href: "#/compare" }, "Compare"), h("a", { href: "#/experiments" }, "Experiments")];
+  // A report file holds one run's pages: no fleet to ask, offline.
+  if (!embedded) links.push(h("a", { href: "#/fleet", class: route.parts[0] === "fleet" ? "active" : undefined }, "Fleet"));
   if (route.parts[0] === "run" && route.parts[1]) {
     const id = route.parts[1];
     const current = route.parts[2] ?? "";

@@ -259,9 +259,20 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
             "rule_origin": rule.origin,
         },
     )
+    if rule.id.startswith("python.") and not any(map(is_python_frame, ctx.profile.frames)):
+        finding.evidence.append(_native_only(ctx))
+        finding.details["native_frames_only"] = True
     if rule.preload:
         _add_preload_fix(finding, rule, ctx)
     return finding
+
+
+def _native_only(ctx: Context) -> str:
+    """The note of a python.* finding read from a run without Python frames."""
+    why = ctx.run.meta.get("python_frames_missing") or (
+        f"recorded in {ctx.run.mode or 'cpu'} mode, without py-spy"
+    )
+    return f"based on native frames only: this run has no Python frames ({why})"
 
 
 def confidence_factor(share: float, samples: int) -> float:

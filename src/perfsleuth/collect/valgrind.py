@@ -203,7 +203,8 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         cmd, workdir, cache_sim=options.cache_sim, only=options.only, keep_env=options.keep_env
     )
     options.progress.phase("reading callgrind's counts")
-    profile = callgrind.read(rec.out)
+    parsed = callgrind.parse(rec.out)  # once, for the stacks and the counts document
+    profile = callgrind.profile_of(parsed)
     if options.only and not profile.total:
         raise UserError(only_not_collected(options.only, rec.executable))
     profile.dsos = [{"path": ob, "build_id": build_id(ob)} for ob in objects(profile)]
@@ -216,7 +217,7 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         "fixed_env": rec.fixed_env,
         "valgrind_argv": rec.argv,
     }
-    counts = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(rec.out))
+    counts = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(rec.out, parsed=parsed))
     return Recording(
         profile,
         exit_status=rec.exit_status,

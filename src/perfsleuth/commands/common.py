@@ -66,8 +66,7 @@ def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Stor
 
 
 def load_run(args: argparse.Namespace, ref: str | None = None) -> LoadedRun:
-    store = open_store(args)
-    return store.load_run(store.resolve(ref if ref is not None else args.run))
+    return open_store(args).load_ref(ref if ref is not None else args.run)
 
 
 def exact_counts(args: argparse.Namespace, run: LoadedRun) -> ExactCounts | None:
@@ -117,10 +116,10 @@ def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progres
     return display(quiet=getattr(args, "quiet", False))
 
 
-def keep_ui_answers(store: Store, run_id: int, progress: Progress) -> None:
+def keep_ui_answers(store: Store, run_id: int, progress: Progress, profile: Profile) -> None:
     """The run's flame graph, TopN, facts and time order kept for the web UI."""
     # Imported here: only commands that store a run need the views and their readers.
     from ..views import run_answers
 
     progress.phase("keeping the web UI's pages of the run")
-    run_answers.keep(store, run_id)
+    run_answers.keep(store, run_id, profile)

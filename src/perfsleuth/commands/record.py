@@ -223,7 +223,7 @@ def store_recording(
         recording = recorder(options.mode)(options, cmd, tmp)
     options.progress.phase("storing the run")
     info = store.add_run(facts, recording)
-    keep_ui_answers(store, info.id, options.progress)
+    keep_ui_answers(store, info.id, options.progress, recording.profile)
     profile = recording.profile
     print(
         f"perfsleuth: stored run {info.id} ({_amount(profile)}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import UserError
 from ..model.fleet import PROFILE_TYPES
+from ..model.profile import Profile
 from ..store.fleet import FleetStore
 from ..views import diff as diff_view
 from .engine import Engine, StackWeights, to_ms
@@ -48,12 +49,20 @@ def diff(
     engine: Engine | None = None,
 ) -> dict:
     """views.diff's document (shares of each side's total, largest changes first)."""
+    pa_, pb = side_profiles(store, a, b, engine)
+    return {"a": a.to_json(), "b": b.to_json(), **diff_view.diff(pa_, pb, by=by, n=n)}
+
+
+def side_profiles(
+    store: FleetStore, a: Side, b: Side, engine: Engine | None = None
+) -> tuple[Profile, Profile]:
+    """The samples of side A and of side B; a side without samples is a UserError."""
     pa_, pb = (profile(store, s.start, s.end, s.where or None, engine) for s in (a, b))
     for name, side, got in (("A", a, pa_), ("B", b, pb)):
         if not got.sample_stack:
             where = f" where {side.where}" if side.where else ""
             raise UserError(f"side {name} has no samples{where}: widen its range or filter")
-    return {"a": a.to_json(), "b": b.to_json(), **diff_view.diff(pa_, pb, by=by, n=n)}
+    return pa_, pb
 
 
 def bucket_step(start: float, end: float) -> float:

@@ -385,7 +385,11 @@ def instr_costs(path: str | Path) -> dict[tuple[str, str, int], dict[str, int]]:
 
 def read(path: str | Path, event: str = "Ir") -> Profile:
     """A Profile weighted by `event` (the first event if the file has no `event`)."""
-    data = parse(path)
+    return profile_of(parse(path), event)
+
+
+def profile_of(data: CallgrindData, event: str = "Ir") -> Profile:
+    """The Profile of a parsed out file (see `read`)."""
     index = data.events.index(event) if event in data.events else 0
     primary = data.events[index]
     builder = ProfileBuilder(unit=EVENT_UNITS.get(primary, "events"), meta=_meta(data, primary))

@@ -16,10 +16,14 @@ from . import callgrind
 MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
 
 
-def encode_counts(path: Path, cwd: Path | None = None) -> Counts:
-    """The document of a callgrind.out file, with its source files as they are now."""
+def encode_counts(
+    path: Path, cwd: Path | None = None, parsed: callgrind.CallgrindData | None = None
+) -> Counts:
+    """The document of a callgrind.out file (`parsed` already, when the caller read it),
+    with its source files as they are now."""
     raw = path.read_bytes()
-    exact = callgrind.exact_counts(callgrind.parse_bytes(raw, path.name))
+    data = parsed if parsed is not None else callgrind.parse_bytes(raw, path.name)
+    exact = callgrind.exact_counts(data)
     sources, stamps = source_files(exact, cwd or Path.cwd())
     return Counts(raw, sources, exact, stamps)
 

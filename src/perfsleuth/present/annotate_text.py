@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..views.annotate import NO_SOURCE
+from .output import say
 
 MIN_WIDTH = 13  # fits 9,999,999,999
 
@@ -83,7 +84,7 @@ def _render_counts(doc: dict, console: Console) -> None:
             f"files with at least {100 * doc['threshold']:.2f}% of {events[0]} "
             f"({doc['files_below_threshold']} below)"
         )
-    _say(console, f"run {doc['run']}: {totals} in total; {scope}")
+    say(console, f"run {doc['run']}: {totals} in total; {scope}")
     for entry in doc["files"]:
         _render_file(entry, events, width, margin, console)
 
@@ -93,16 +94,10 @@ def _render_file(entry: dict, events: list[str], width: int, margin: str, out: C
     where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
     if entry["file"] == NO_SOURCE:
         where = "code without line information (no debug info), per function"
-    _say(out, f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)")
-    _say(out, f"{margin}  source")
+    say(out, f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)")
+    say(out, f"{margin}  source")
     for row in entry["lines"]:
-        _say(out, _line_text(row, width))
-
-
-def _say(out: Console, text: str) -> None:
-    """One line as is: no markup, no highlighting, never wrapped. Written straight to
-    the console's file: a listing of a 250k-line file is too many lines for print()."""
-    out.file.write(text + "\n")
+        say(out, _line_text(row, width))
 
 
 def _line_text(row: dict, width: int) -> str:

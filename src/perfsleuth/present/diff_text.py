@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .output import cell, pct
+from .output import cell, pct, say
 
 
 def render(doc: dict, console: Console) -> None:
@@ -51,7 +51,7 @@ def _signed(fraction: float) -> str:
 
 def _render_exact(doc: dict, console: Console) -> None:
     event = doc["event"]
-    _say(
+    say(
         console,
         f"run {doc['a']} → run {doc['b']}: {doc['total_a']:,} → {doc['total_b']:,} {event} "
         f"({doc['delta']:+,}, {100 * doc['delta_share']:+.3f}%)",
@@ -71,19 +71,14 @@ def _section(console: Console, what: str, rows: list[dict], changed: int, event:
     )
     if not rows:
         return
-    _say(console, f"{event + ' A':>15} {event + ' B':>15} {'delta':>15} {'% of A':>9}  {what}")
+    say(console, f"{event + ' A':>15} {event + ' B':>15} {'delta':>15} {'% of A':>9}  {what}")
     for row in rows:
         name = row["function"] if what == "function" else _line_name(row)
-        _say(
+        say(
             console,
             f"{row['a']:>15,} {row['b']:>15,} {row['delta']:>+15,} "
             f"{100 * row['delta_share']:>+8.3f}%  {name}",
         )
-
-
-def _say(console: Console, text: str) -> None:
-    """One line as is: no markup, no highlighting, never wrapped."""
-    console.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 def _line_name(row: dict) -> str:

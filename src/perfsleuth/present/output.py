@@ -42,6 +42,12 @@ def console_for(fh: IO[str]) -> Console:
     return Console(file=fh, no_color=True, width=width, highlight=False, soft_wrap=False)
 
 
+def say(console: Console, text: str) -> None:
+    """One line as is: no markup, no highlighting, never wrapped. Written straight to the
+    console's file: listings of hundreds of thousands of lines are too many for print()."""
+    console.file.write(text + "\n")
+
+
 def cell(text: str) -> Text:
     """A table cell shown as is: symbol names like `operator[]` are not rich markup."""
     from rich.text import Text

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rank
+from ..collect.run_facts import is_own_command
 from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
 from ..fleet.labels import LABEL_GROUPINGS
@@ -192,7 +193,9 @@ class Api:
 
     def _flame_columns(self, run_id: int, query: Query) -> flame.FlameColumns:
         key = (run_id, *_filters(query))
-        return self._flames.get(key, lambda: flame.flame_columns(self._profile(run_id, query)))
+        return self._flames.get(
+            key, lambda: flame.flame_columns(self._profile(run_id, query), processes=True)
+        )
 
     def _cached(self, key: tuple, compute: Callable[[], Any]) -> Response:
         """A response computed once per run (runs never change) and kept encoded."""
@@ -321,7 +324,10 @@ class Api:
         roots = self._roots(run_id)
         return self._cached(
             ("annotate", run_id, function),
-            lambda: {"run": str(run_id), **source.function_document(profile, function, roots)},
+            lambda: {
+                "run": str(run_id),
+                **source.function_document(profile, function, roots, self._own(run_id)),
+            },
         )
 
     def disasm(self, ref: str, query: Query) -> dict:
@@ -344,11 +350,18 @@ class Api:
         roots = self._roots(run_id)
         return self._cached(
             ("source", run_id, file),
-            lambda: {"run": str(run_id), **source.file_document(profile, file, roots)},
+            lambda: {
+                "run": str(run_id),
+                **source.file_document(profile, file, roots, self._own(run_id)),
+            },
         )
 
     def _roots(self, run_id: int) -> list[Path]:
         return source.source_roots(self.roots, self._info(run_id))
+
+    def _own(self, run_id: int) -> bool:
+        """Whether the run's debug info may name files outside the roots (views/source.py)."""
+        return is_own_command(self._info(run_id))
 
     def findings(self, ref: str, query: Query) -> documents.Advice:
         """The run's ranked findings: rank.Advice, as `perfsleuth advise --format json`."""

@@ -20,7 +20,7 @@ from ..fleet.filters import TYPE_KEY
 from ..model.fleet import LABELS
 from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
-from ..views.flame import encode, flame_columns
+from ..views.flame import diff_columns, encode, flame_columns
 from ..views.keys import GROUPINGS
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
@@ -47,6 +47,7 @@ class FleetApi:
             (re.compile(r"/api/fleet/flame"), self.flame, RANGE),
             (re.compile(r"/api/fleet/series"), self.series, (*RANGE, "function")),
             (re.compile(r"/api/fleet/diff"), self.diff, (*SIDES, "by", "n")),
+            (re.compile(r"/api/fleet/diff/flame"), self.diff_flame, SIDES),
             (re.compile(r"/api/fleet/advise"), self.advise, (*RANGE, "core_cost")),
         ]
 
@@ -110,6 +111,12 @@ class FleetApi:
         by = _choice(query, "by", GROUPINGS)
         n = _count(query)
         return self._read(lambda: trends.diff(self.store, a, b, by=by, n=n))
+
+    def diff_flame(self, query: Query) -> Response:
+        """Side A and side B as one tree (columns a and b), the compare page's format."""
+        a, b = _side(query, "a"), _side(query, "b")
+        sides = self._read(lambda: trends.side_profiles(self.store, a, b))
+        return binary_response(encode(diff_columns(*sides)))
 
     def advise(self, query: Query) -> dict:
         """`fleet advise --format json`: findings by cores saved, money with core_cost."""

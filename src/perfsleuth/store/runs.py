@@ -467,18 +467,25 @@ class Store:
     def resolve(self, ref: str | None) -> int:
         """A run id from `3`, `latest`, `latest~1`..."""
         with self._connect(write=False) as con:
-            ids = [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id DESC").fetchall()]
+            ids = self._ids(con)
         return resolve(ref, ids, self.root)
+
+    @staticmethod
+    def _ids(con: duckdb.DuckDBPyConnection) -> list[int]:
+        return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id DESC").fetchall()]
 
     def run_info(self, run_id: int) -> RunInfo:
         with self._connect(write=False) as con:
-            row = con.execute(
-                f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", [run_id]
-            ).fetchone()
-            if row is None:
-                raise UserError(f"no run {run_id} in {self.root}/")
-            info = _run_from_row(row)
-            info.dsos = self._dsos(con, run_id)
+            return self._run_info(con, run_id)
+
+    def _run_info(self, con: duckdb.DuckDBPyConnection, run_id: int) -> RunInfo:
+        row = con.execute(
+            f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", [run_id]
+        ).fetchone()
+        if row is None:
+            raise UserError(f"no run {run_id} in {self.root}/")
+        info = _run_from_row(row)
+        info.dsos = self._dsos(con, run_id)
         return info
 
     @staticmethod
@@ -490,10 +497,27 @@ class Store:
 
     def load_run(self, run_id: int) -> LoadedRun:
         """The run as one value: facts, profile with its timeline (read when first
-        used), exact counts and cache projections."""
-        info = self.run_info(run_id)
-        counts: Counts | None = self.documents(run_id, Counts.KIND).get(Counts.NAME)
-        cache: dict[str, CacheProjections] = self.documents(run_id, CacheProjections.KIND)
+        used), exact counts and cache projections, read in one connection."""
+        with self._connect(write=False) as con:
+            return self._load_run(con, run_id)
+
+    def load_ref(self, ref: str | None) -> LoadedRun:
+        """`load_run` of the run `ref` names (`3`, `latest`, `latest~1`...)."""
+        with self._connect(write=False) as con:
+            return self._load_run(con, resolve(ref, self._ids(con), self.root))
+
+    def _load_run(self, con: duckdb.DuckDBPyConnection, run_id: int) -> LoadedRun:
+        kinds = (Counts.KIND, CacheProjections.KIND)
+        info = self._run_info(con, run_id)
+        rows = con.execute(
+            "SELECT kind, name, data FROM documents WHERE run_id = ? AND kind IN (?, ?)",
+            [run_id, *kinds],
+        ).fetchall()
+        docs: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
+        for kind, name, data in rows:
+            docs[kind][name] = decode(kind, json.loads(data))
+        counts: Counts | None = docs[Counts.KIND].get(Counts.NAME)
+        cache: dict[str, CacheProjections] = docs[CacheProjections.KIND]
         return LoadedRun(info, lambda: self.load(run_id), counts=counts, cache=cache)
 
     def load(self, run_id: int) -> Profile:

@@ -129,18 +129,24 @@ def align(
 ) -> list[LineKey]:
     """Counted lines of both runs, paired file by file: by text where both runs kept
     their source lines, else by number. Unpaired lines have None on the other side."""
-    files = {file for file, _ in a} | {file for file, _ in b}
+    by_file_a, by_file_b = _lines_by_file(a), _lines_by_file(b)
     pairs: list[LineKey] = []
-    for file in sorted(files):
-        la = sorted(line for f, line in a if f == file)
-        lb = sorted(line for f, line in b if f == file)
+    for file in sorted(by_file_a.keys() | by_file_b.keys()):
+        la, lb = by_file_a.get(file, set()), by_file_b.get(file, set())
         if file in src_a and file in src_b:
-            pairs += _by_text(file, la, lb, src_a[file], src_b[file])
+            pairs += _by_text(file, sorted(la), sorted(lb), src_a[file], src_b[file])
         else:
             pairs += [
-                (file, n if n in la else None, n if n in lb else None) for n in sorted({*la, *lb})
+                (file, n if n in la else None, n if n in lb else None) for n in sorted(la | lb)
             ]
     return pairs
+
+
+def _lines_by_file(counted: dict[tuple[str, int], int]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for file, line in counted:
+        out.setdefault(file, set()).add(line)
+    return out
 
 
 def _by_text(

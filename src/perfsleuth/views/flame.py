@@ -133,11 +133,12 @@ def _subtree_sums(depth: array, own: list[float]) -> array:
     return array("d", totals)
 
 
-def flame_columns(profile: Profile) -> FlameColumns:
-    """Total weight per node; plus off-CPU weight when the run has thread states. A run
-    that sampled several processes gets a level of them under the root."""
+def flame_columns(profile: Profile, processes: bool = False) -> FlameColumns:
+    """Total weight per node; plus off-CPU weight when the run has thread states. With
+    `processes` (a run's pages, not the fleet's, whose pids are many hosts'), a run that
+    sampled several processes gets a level of them under the root."""
     names, paths = _label_paths(profile)
-    thread_process, process_names = _processes(profile)
+    thread_process, process_names = _processes(profile) if processes else ([], [])
     first_process = len(names)
     names = names + process_names
     has_states = any(s not in ON_CPU_STATES for s in profile.sample_state)

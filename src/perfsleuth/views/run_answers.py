@@ -14,7 +14,6 @@ import json
 from typing import Any
 
 from ..model.profile import Profile
-from ..model.timeline import Timeline
 from ..store.answers import AnswerFiles
 from ..store.runs import Store
 from . import flame, timeline, top
@@ -43,15 +42,16 @@ def top_answer(run_id: int, profile: Profile, by: str) -> bytes:
     return encode_json({"run": str(run_id), **top.top(profile, by=by, n=0)})
 
 
-def keep(store: Store, run_id: int) -> None:
-    """Compute and keep a just-stored run's whole-run answers."""
+def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
+    """Compute and keep a just-stored run's whole-run answers; `profile` is the one just
+    stored, when the caller has it (reading a large run back costs more than the pages)."""
     info = store.run_info(run_id)
-    profile = store.load(run_id)
+    profile = profile if profile is not None else store.load(run_id)
     files = AnswerFiles(store.root)
-    columns = flame.flame_columns(profile)
+    columns = flame.flame_columns(profile, processes=True)
     files.get(info, FACTS, lambda: facts(profile))
     files.get(info, FLAME, lambda: flame.encode(columns))
     files.get(info, top_name("function"), lambda: top_answer(run_id, profile, "function"))
-    kept = store.documents(run_id, Timeline.KIND).get(Timeline.NAME)
+    kept = profile.timeline
     if kept is not None:
         files.get(info, TIME_ORDER, lambda: timeline.encode(profile, columns, kept, set()))

@@ -3,7 +3,10 @@
 A file is shown only if the run's debug info names it and it resolves — after
 following every symlink — to a regular file inside one of the source roots
 (views.annotate.find_source): the --src folders, and the working directory of a run
-of the user's own command (collect.run_facts.working_root), never of an import.
+of the user's own command (collect.run_facts.working_root), never of an import. A run
+of the user's own command may also show a file at the absolute path its debug info
+names (`as_named`: the user's own binaries name the user's own files, as pprof reads
+them), so a library's source outside the working directory needs no restart with --src.
 `source_roots` is that rule, for the CLI and the server alike.
 """
 
@@ -34,9 +37,10 @@ def named_files(profile: Profile) -> set[str]:
     return {f.file for f in profile.frames if f.file}
 
 
-def root_of(path: Path, roots: list[Path]) -> Path:
-    """The source root that serves PATH (one views.annotate.find_source found in roots)."""
-    return next(r for r in roots if path.is_relative_to(r.resolve()))
+def root_of(path: Path, roots: list[Path]) -> Path | None:
+    """The source root that serves PATH; None for a file read where the run's debug info
+    names it (views.annotate.find_source with as_named)."""
+    return next((r for r in roots if path.is_relative_to(r.resolve())), None)
 
 
 def read_lines(path: Path) -> list[str]:
@@ -62,10 +66,12 @@ def file_line_costs(profile: Profile, file: str) -> LineCosts:
     return costs
 
 
-def source_file(file: str, costs: LineCosts, total: float, roots: list[Path]) -> SourceFile:
+def source_file(
+    file: str, costs: LineCosts, total: float, roots: list[Path], as_named: bool = False
+) -> SourceFile:
     """A whole file with each line's self and total share of the run (`total`); only
     the lines with a cost, without text, when the file is under no root."""
-    path = find_source(file, roots)
+    path = find_source(file, roots, as_named)
     text = read_lines(path) if path else []
     numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
     lines: list[SourceLine] = []
@@ -83,23 +89,30 @@ def source_file(file: str, costs: LineCosts, total: float, roots: list[Path]) ->
         "file": file,
         "found": path is not None,
         "path": str(path) if path else None,
-        "root": str(root_of(path, roots)) if path else None,
+        "root": str(root) if path and (root := root_of(path, roots)) else None,
         "self": sum(c[0] for c in costs.values()) / total,
         "lines": lines,
     }
 
 
-def file_document(profile: Profile, file: str, roots: list[Path]) -> SourceFile:
+def file_document(
+    profile: Profile, file: str, roots: list[Path], as_named: bool = False
+) -> SourceFile:
     """The source page of a file: every frame at each of its lines."""
-    return source_file(file, file_line_costs(profile, file), profile.total or 1.0, roots)
+    costs = file_line_costs(profile, file)
+    return source_file(file, costs, profile.total or 1.0, roots, as_named)
 
 
-def function_document(profile: Profile, function: str, roots: list[Path]) -> AnnotateDoc:
+def function_document(
+    profile: Profile, function: str, roots: list[Path], as_named: bool = False
+) -> AnnotateDoc:
     """The annotate page of a function: each file it has lines in, whole, with the
     function's own weight per line."""
     by_file: dict[str, LineCosts] = {}
     for (file, line), cost in line_costs(profile, function).items():
         by_file.setdefault(file, {})[line] = cost
     total = profile.total or 1.0
-    files = [source_file(file, lines, total, roots) for file, lines in sorted(by_file.items())]
+    files = [
+        source_file(file, lines, total, roots, as_named) for file, lines in sorted(by_file.items())
+    ]
     return {"function": function, "files": files}

@@ -1,3 +1,4 @@
+import { embedded } from "../api";
 import { h, location, pct } from "../dom";
 import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
@@ -160,6 +161,7 @@ function processName(run: RunDetail, pid: number): string {
 
 /** The state and thread pickers of a run's page; a choice reloads PAGE with it. */
 export function stateThreadSelects(run: RunDetail, params: URLSearchParams, page: string): (HTMLSelectElement | null)[] {
+  if (embedded) return []; // a report holds the unfiltered pages only: no picker that fails offline
   const reload = () => {
     params.delete("zoom");
     window.location.hash = href(`/run/${run.id}/${page}`, Object.fromEntries(params));

@@ -1,11 +1,11 @@
 import { embedded, getJSON } from "../api";
 import { append, h, location as where, message, pct, signedPct } from "../dom";
-import { diffChange, FlameGraph } from "../flame";
 import { nameLink } from "../names";
 import { href, replaceParams, type Route } from "../router";
 import { incomparable, newestPair } from "../comparable";
 import type { DiffDoc, DiffRow, RunSummary } from "../types";
-import { colourLegend, frameTitle } from "./common";
+import { colourLegend } from "./common";
+import { diffFlame } from "./diffflame";
 import { loadFlame } from "./flamepage";
 
 function runLabel(r: RunSummary): string {
@@ -98,23 +98,8 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
   const runB = runs.find((r) => r.id === doc.b);
   const why = runA && runB ? incomparable(runA, runB) : "";
   const byBefore = params.get("width") === "before";
-  const width = byBefore ? data.columns.a : data.columns.b;
   const ratio = doc.total_a ? doc.total_b / doc.total_a : 0;
-  const graph = new FlameGraph(data, {
-    width,
-    colouring: "diff",
-    icicle: false,
-    heaviestFirst: false,
-    onZoom: (node) => graph.zoomTo(node === graph.zoom ? data.parent[node] : node),
-    tooltip: (node) => {
-      const change = diffChange(data, node);
-      return [
-        frameTitle(data, node),
-        `before ${pct(change.before)} · after ${pct(change.after)} of each run`,
-        `change ${signedPct(change.after - change.before)}`,
-      ];
-    },
-  });
+  const graph = diffFlame(data, byBefore, ["before", "after", "each run"]);
   const widthToggle = h("input", { type: "checkbox", checked: byBefore });
   widthToggle.addEventListener("change", () => {
     if (widthToggle.checked) params.set("width", "before");

@@ -9,6 +9,7 @@ import { decodeFlame, FlameGraph, selfWeight } from "../flame";
 import { href, type Route } from "../router";
 import type { Choices, DiffRow, FleetAdviceDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
 import { shortName } from "../names";
+import { diffFlame } from "./diffflame";
 import { type Column, escapeRegex, sortRows, sortableTable } from "./common";
 
 const RANGES: Record<string, number> = { "15m": 900, "1h": 3600, "6h": 21600, "24h": 86400 };
@@ -277,8 +278,10 @@ function sidePicker(scope: Scope): HTMLElement {
   return h("p", { class: "toolbar fleet-sides" }, "A ", a, " B ", b, " ", compare, " ", reset, " ", halves);
 }
 
-function sideText(name: string, s: FleetDiffDoc["a"]): string {
-  return `${name}: ${when(s.from)} – ${when(s.to)} UTC${s.where ? ` where ${s.where}` : ""}`;
+/** A side of a diff: its range, filter and how much it holds (CPU seconds, or its unit). */
+function sideText(name: string, s: FleetDiffDoc["a"], total: number, unit: string): string {
+  const amount = unit === "ns" ? `${(total / 1e9).toFixed(1)} CPU s` : `${total.toLocaleString()} ${unit}`;
+  return `${name}: ${when(s.from)} – ${when(s.to)} UTC${s.where ? ` where ${s.where}` : ""} (${amount})`;
 }
 
 /** Each row tinted by how much its self share grew (red) or shrank (blue), against the largest change. */
@@ -315,11 +318,17 @@ async function renderDiffView(app: HTMLElement, scope: Scope): Promise<void> {
     app.append(message(e.status === 400 && /has no samples/.test(e.message) ? `${e.message}. Pick the two sides above (a FROM..TO range or labels each), or compare the range's two halves.` : e.message, e.status === 400 ? "warning" : "error"));
     return;
   }
+  const data = decodeFlame(await getBinary("/api/fleet/diff/flame", diffQuery(scope)));
+  const graph = diffFlame(data, false, ["A", "B", "each side's CPU time"]);
+  window.perfsleuthFlame = { graph, timings: {} };
   append(app, [
-    h("p", { class: "toolbar" }, "by ", byChips(scope, by), h("span", { class: "muted fleet-total" }, `${sideText("A", doc.a)} → ${sideText("B", doc.b)}`)),
-    h("p", { class: "legend" }, h("i", { class: "grew" }), "share grew ", h("i", { class: "shrank" }), "share shrank (each side's share of its own CPU time)"),
+    h("p", { class: "toolbar" }, "by ", byChips(scope, by), h("span", { class: "muted fleet-total" }, `${sideText("A", doc.a, doc.total_a, doc.unit)} → ${sideText("B", doc.b, doc.total_b, doc.unit)}`)),
+    h("p", { class: "legend" }, h("i", { class: "grew" }), "share grew ", h("i", { class: "shrank" }), "share shrank (each side's share of its own CPU time; frames as wide as side B)"),
+    h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
     diffTable(scope, doc),
   ]);
+  graph.draw();
+  graph.fitRootInView(false);
 }
 
 function places(label: "service" | "host", list: FleetPlace[], count = list.length): HTMLElement {
