@@ -1,18 +1,24 @@
 """A Python program profiled by a Pyroscope SDK: hot_a (under the tag phase=a) does about
-twice the work of hot_b. Usage: python_app.py SERVER APP SECONDS. Prints the CPU
-seconds the process spent and the seconds it ran, for the test to check the pushed
-totals against."""
+twice the work of hot_b and keeps the last 50 of its 64 KiB buffers (memory profiling is
+on where the SDK has it: pyroscope-io 1.x). Usage: python_app.py SERVER APP SECONDS.
+Prints the CPU seconds the process spent and the seconds it ran, for the test to check
+the pushed totals against."""
 
+import inspect
 import sys
 import time
 
 import pyroscope
+
+KEPT: list[bytearray] = []
 
 
 def hot_a() -> int:
     total = 0
     for i in range(200_000):
         total += i * i
+    KEPT.append(bytearray(64 << 10))
+    del KEPT[:-50]
     return total
 
 
@@ -23,9 +29,13 @@ def hot_b() -> int:
     return total
 
 
+SDK_OPTIONS = inspect.signature(pyroscope.configure).parameters
+
+
 def main() -> None:
     server, app, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    pyroscope.configure(app_name=app, server_address=server, tags={"team": "sre"})
+    memory = {"mem_enabled": True} if "mem_enabled" in SDK_OPTIONS else {}
+    pyroscope.configure(app_name=app, server_address=server, tags={"team": "sre"}, **memory)
     cpu0, start = time.process_time(), time.monotonic()
     while time.monotonic() - start < seconds:
         with pyroscope.tag_wrapper({"phase": "a"}):

@@ -85,6 +85,11 @@ def check_python_app(collector: Collector, app: str, cpu_s: float, wall_s: float
 
 def test_pyroscope_io_1_pushes_the_connect_api(collector: Collector) -> None:
     check_python_app(collector, "py-connect", *run_python_app(collector, "py-connect"))
+    # Memory: the SDK samples allocations (one per 512 KiB) and scales them, so only
+    # where they are is certain, not how many bytes a run of a few seconds shows.
+    for kind in ("inuse_space", "alloc_space"):
+        memory = top(collector, f"service=py-connect,type={kind}", 50)
+        assert memory["unit"] == "bytes" and "hot_a" in functions(memory), kind
     metrics = request(collector.url("/metrics"), None, {})[1].decode()
     assert 'endpoint="connect",result="accepted"' in metrics
     assert 'result="rejected"' not in metrics

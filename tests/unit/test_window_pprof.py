@@ -240,3 +240,15 @@ def test_per_sample_string_labels_split_the_push_into_windows() -> None:
     assert "team" not in first.labels
     total = first.profile.num_samples + tagged.profile.num_samples
     assert tagged.profile.num_samples == 7 and total == agent_window().profile.num_samples
+
+
+def test_a_pyroscope_thread_name_is_the_samples_comm_not_a_label() -> None:
+    """pyroscope-io's report_thread_name sends `thread_name`: perfsleuth's comm."""
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(agent_window())))
+    msg.string_table.extend(["thread_name", "MainThread"])
+    for sample in msg.sample:
+        del sample.label[:]
+    msg.sample[0].label.add(key=len(msg.string_table) - 2, str=len(msg.string_table) - 1)
+    [window] = window_pprof.decode(msg.SerializeToString(), params_of(agent_window()))
+    assert "thread_name" not in window.labels
+    assert [t.name for t in window.profile.threads] == ["MainThread"]

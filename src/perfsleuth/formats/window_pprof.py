@@ -65,9 +65,10 @@ COUNTED_BY = {
 }
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
 THREAD_LABELS = ("pid", "tid")
+THREAD_NAME = "thread_name"  # the Pyroscope SDKs' name for comm (report_thread_name)
 # Per-sample string labels that are not user labels: the thread's and process's own, and
 # the per-request ids of span profiling, one window each if they were kept.
-NOT_USER_LABELS = ("comm", *PROCESS_LABELS, "span_id", "span_name", "profile_id")
+NOT_USER_LABELS = ("comm", THREAD_NAME, *PROCESS_LABELS, "span_id", "span_name", "profile_id")
 # A sample's user labels (its string labels but NOT_USER_LABELS), sorted by name.
 SampleLabels = tuple[tuple[str, str], ...]
 LIBRARIES_COMMENT = "perfsleuth-libraries "
@@ -359,12 +360,13 @@ class _Reader:
             elif key in THREAD_LABELS and label.num > 0:  # <= 0: not known
                 nums[key] = ingest.count(label.num, f"{owner} {key}")
         user = tuple(sorted((k, v) for k, v in strs.items() if k not in NOT_USER_LABELS))
-        if not nums and not strs.get("comm"):
+        name = strs.get("comm") or strs.get(THREAD_NAME, "")
+        if not nums and not name:
             return None, user
         pid = nums.get("pid", 0)
         if pid not in self.processes and any(strs.get(k) for k in PROCESS_LABELS):
             self.processes[pid] = Process(*(strs.get(k, "") for k in PROCESS_LABELS))
-        return Thread(tid=nums.get("tid", 0), pid=pid, name=strs.get("comm", "")), user
+        return Thread(tid=nums.get("tid", 0), pid=pid, name=name), user
 
 
 @dataclass(frozen=True)
