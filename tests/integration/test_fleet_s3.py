@@ -21,6 +21,7 @@ from integration.test_collector import NOW, TOKEN, folded_query, start, stop
 from s3server import S3Server, s3_server, s3_url  # noqa: F401 -- fixtures
 from unit.test_fleet_store import T0, fleet, fleet_top, make_window, stack_pool
 
+from perfsleuth.errors import UserError
 from perfsleuth.fleet import queries
 from perfsleuth.formats import window_pprof
 from perfsleuth.present.folded import lines
@@ -58,6 +59,8 @@ def test_s3_gives_the_same_answers_as_a_folder(s3_url: str, tmp_path) -> None:  
     status = s3.status()
     assert {h["host"] for h in status["hosts"]} == {"web-0", "web-1"}
     assert status["files"] > 0 and status["bytes"] > 0
+    assert status["cost"]["objects"] == status["files"]
+    assert status["cost"]["query_objects"] == status["cost"]["query_objects_after_compaction"]
     assert s3.expire(T0 + 3600) == ["dt=2023-11-14/hour=22"]
     assert fleet_top(s3)["total"] < expected[0]["total"]
 
@@ -102,11 +105,14 @@ class Pushes:
         self.collectors = collectors
         self.windows = windows
         self.acknowledged: dict[str, int] = {}
+        self.sent = 0  # samples of every window whose push began
         self.lock = threading.Lock()
 
     def run(self, offset: int, stride: int) -> None:
         for n, window in enumerate(self.windows[offset::stride]):
             body, query = window_pprof.encode(window), window_pprof.query(window)
+            with self.lock:
+                self.sent += window.profile.num_samples
             headers = {"X-Perfsleuth-Window": window.id}
             for attempt in range(200):
                 running = self.collectors[(n + attempt) % len(self.collectors)]
@@ -119,6 +125,20 @@ class Pushes:
                         self.acknowledged[window.id] = window.profile.num_samples
                     break
                 time.sleep(0.1)
+
+
+def read_meanwhile(url: str, pushes: Pushes, until: threading.Event) -> list[tuple[int, int]]:
+    """(samples a query counted, samples pushed by then) of queries run until `until`."""
+    store = FleetStore(url)
+    seen = []
+    while not until.is_set():
+        try:
+            counted = fleet_top(store, T0 - 3 * 86400, T0 + 7200)["samples"]
+        except UserError:  # nothing stored yet, or files changed under it three times
+            continue
+        with pushes.lock:
+            seen.append((counted, pushes.sent))
+    return seen
 
 
 def maintain(env: dict, url: str, kill_after: float | None, *verb: str) -> tuple[int, str]:
@@ -154,6 +174,9 @@ def test_collectors_and_compactions_at_once_with_kills_count_every_push_once(
     pushers = [threading.Thread(target=pushes.run, args=(k, 4)) for k in range(4)]
     for t in pushers:
         t.start()
+    pushed = threading.Event()
+    reader = ThreadPoolExecutor(1)
+    reads = reader.submit(read_meanwhile, s3_url, pushes, pushed)
     rng = random.Random(7)
     errors: list[str] = []
     codes: list[int] = []
@@ -177,8 +200,12 @@ def test_collectors_and_compactions_at_once_with_kills_count_every_push_once(
     finally:
         for t in pushers:
             t.join()
+        pushed.set()
+        reader.shutdown()
         for running in collectors:
             stop(running)
+    seen = reads.result()
+    assert seen and all(counted <= sent for counted, sent in seen), seen  # never twice
     assert 0 in codes and -9 in codes  # some compactions ran through, some were killed
     assert any("holds the maintenance lease" in err for err in errors)
     for err in errors:

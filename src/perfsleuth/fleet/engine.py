@@ -10,9 +10,11 @@ pyarrow datasets (so S3 works without DuckDB's httpfs extension).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -26,6 +28,8 @@ from .filters import TYPE_KEY, Condition
 
 # Frames of all the distinct stacks a query reads (a busy fleet's day has about 10**6).
 MAX_QUERY_FRAMES = 1 << 24
+# How DuckDB words a file that went away while it read (pyarrow's, then the OS's).
+GONE = re.compile(r"Path does not exist|No such file or directory|\[errno 2\]")
 BUCKETS_SCHEMA = pa.schema(
     [
         ("bucket", pa.int64()),
@@ -123,9 +127,29 @@ def check_regexes(con: duckdb.DuckDBPyConnection, where: list[Condition]) -> Non
                 ) from None
 
 
+F = TypeVar("F", bound=Callable)
+
+
+def files_may_go(query: F) -> F:
+    """A listed file a compaction or retention deleted since the selection, raised as
+    the FileNotFoundError that makes the query select again (fleet/retry.py)."""
+
+    @functools.wraps(query)
+    def reading(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return query(*args, **kwargs)
+        except duckdb.Error as e:
+            if GONE.search(str(e)):
+                raise FileNotFoundError(str(e).splitlines()[0]) from None
+            raise
+
+    return reading  # type: ignore[return-value]
+
+
 class DuckDB:
     """Fleet queries embedded in this process."""
 
+    @files_may_go
     def stack_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition]
     ) -> StackWeights:
@@ -162,6 +186,7 @@ class DuckDB:
             con.close()
         return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
 
+    @files_may_go
     def label_weights(
         self,
         selection: Selection,
@@ -195,6 +220,7 @@ class DuckDB:
             con.close()
         return _table(result)
 
+    @files_may_go
     def bucket_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
     ) -> pa.Table:
