@@ -10,9 +10,9 @@ APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libcl
 	xz-utils bzip2 zstd debuginfod
 STAMP := .venv/.stamp
 
-.PHONY: demo test setup apt venv native examples clients lint unit integration clean ui seaweedfs
+.PHONY: demo test setup apt venv native examples clients lint unit integration clean ui seaweedfs pythons
 
-setup: apt $(STAMP) native ui examples clients seaweedfs
+setup: apt $(STAMP) native ui examples clients seaweedfs pythons
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
@@ -40,6 +40,10 @@ clients: $(STAMP)
 # A real S3 server for the S3 tests (SeaweedFS, built once into .venv/bin; ~4 min).
 seaweedfs: $(STAMP)
 	@bash scripts/build-seaweedfs.sh
+
+# The CPython builds python mode's tests record (under .venv/pythons; ~2 s, made once).
+pythons: $(STAMP)
+	@VENV=$(VENV) bash scripts/install-pythons.sh
 
 demo: setup
 	@bash scripts/demo.sh

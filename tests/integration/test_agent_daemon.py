@@ -157,8 +157,10 @@ def test_windows_reach_the_store_and_the_fleet_top_shows_the_hot_function(
     assert functions[0] in ("mix", "compute_a"), top["rows"][:5]
     assert {"compute_a", "work"} <= set(functions), top["rows"][:5]
     # DWARF unwinding: a binary without frame pointers still has whole stacks
-    hot = [line for line in folded.splitlines() if "compute_a" in line]
-    assert hot and all(";main;" in line for line in hot), hot[:3]
+    # (nearly all: perf may fail to unwind a sample now and then, more so on a busy machine)
+    hot = {ln: int(ln.rpartition(" ")[2]) for ln in folded.splitlines() if "compute_a" in ln}
+    whole = sum(n for line, n in hot.items() if ";main;" in line)
+    assert hot and whole >= 0.9 * sum(hot.values()), list(hot)[:3]
     # the agent reports each process's libraries: replaceable ones on this host are listed
     rows = libraries["libraries"]
     assert rows and all("agent-top" in r["hosts"] for r in rows), rows[:3]

@@ -242,7 +242,8 @@ def test_metadata(fp_data: Path, work: Path) -> None:
     assert m["event"].startswith("cpu-clock")
     if perf_data.native_available():
         assert (m["event_kind"], m["call_graph"]) == ("software", "fp")
-    assert m["lost_samples"] == 0
+    # perf drops samples only when it cannot drain its ring buffer in time (a loaded machine)
+    assert 0 <= m["lost_samples"] <= m["num_samples"] // 20
     exe = str(work / "perf_prog")
     dso = next(d for d in p.dsos if d["path"] == exe)
     readelf = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout

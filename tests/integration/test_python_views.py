@@ -53,7 +53,8 @@ def test_annotate_shows_the_python_source_lines(store: Path) -> None:
     lines = {line["line"]: line for line in file["lines"]}
     assert lines[29]["source"] == "def serialize(orders):"
     assert lines[30]["source"] == "    return json.dumps(orders)"
-    assert lines[30]["total"] == file["total"] > 0.2  # the call site carries the time
+    # the call site carries (nearly all: a sample may land on the def line) the time
+    assert lines[30]["total"] >= 0.9 * file["total"] and file["total"] > 0.2
     text = perfsleuth(store, "annotate", "^parse$", "1")
     assert "return json.loads(text)" in text and "json_heavy.py" in text
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -106,9 +109,42 @@ def test_a_python_command_is_told_by_its_interpreter(tmp_path: Path) -> None:
     assert not python.is_python_command([str(shell)])
 
 
+def test_a_runners_run_of_python_is_a_python_command(tmp_path: Path) -> None:
+    assert python.is_python_command(["uv", "run", "app.py"])
+    assert python.is_python_command(["uv", "run", "--with", "orjson", "python3", "-m", "app"])
+    assert python.is_python_command(["poetry", "run", sys.executable, "app.py"])
+    assert python.is_python_command(["pyenv", "exec", "python3.12", "app.py"])
+    tool = tmp_path / "tool"
+    tool.write_text("#!/usr/bin/env python3\nprint(1)\n")
+    tool.chmod(0o755)
+    assert python.is_python_command(["pdm", "run", str(tool)])
+    assert not python.is_python_command(["uv", "run", "cargo", "build"])
+    assert not python.is_python_command(["uv", "pip", "install", "app.py"])
+
+
 def test_a_python_process_is_told_by_its_executable() -> None:
     assert python.is_python_process(os.getpid())
     assert not python.is_python_process(1 << 30)
+    assert python.interpreter_in(os.getpid()) == os.getpid()
+
+
+def test_a_runners_pid_leads_to_its_interpreter_child() -> None:
+    """`uv run`'s PID is uv's; the interpreter is its child (here: a shell's)."""
+    sleeper = f"{sys.executable} -c 'import time; time.sleep(30)'; :"
+    shell = subprocess.Popen(["/bin/sh", "-c", sleeper])
+    child = None
+    try:
+        deadline = time.monotonic() + 20
+        while child is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            child = python.interpreter_in(shell.pid)
+        assert child is not None and child != shell.pid and python.is_cpython(child)
+        assert not python.is_cpython(shell.pid) and python.is_python_process(shell.pid)
+    finally:
+        if child is not None:
+            os.kill(child, signal.SIGKILL)
+        shell.kill()
+        shell.wait(timeout=30)
 
 
 @pytest.mark.parametrize(

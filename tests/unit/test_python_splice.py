@@ -4,7 +4,9 @@ and py-spy's Chrome trace (formats/py_spy_trace.py), on captured real output: on
 of json_heavy.py 40 on a quiet machine (json_heavy_quiet, with the pid in each line)
 (perf 6.1 `perf script -F tid,time,ip,sym,dso`, captured before the pid was asked for
 too; py-spy 0.4.3 --nonblocking at 1000 Hz; pyenv's CPython 3.11.7), each with the
-CLOCK_MONOTONIC time py-spy was started."""
+CLOCK_MONOTONIC time py-spy was started. threads_39 is one of threads_39.py (json in the
+main thread, zlib in a `threading` thread named packer) on pyenv's CPython 3.9.18, whose
+threads py-spy names by pthread id, with the pid in each line."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ ORIGIN = {
     "json_heavy": 10160.1906142160,
     "zlib_mixed": 10154.2576210828,
     "json_heavy_quiet": 13443.351715596,
+    "threads_39": 1866.9533872540,
 }
 ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
 DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
@@ -125,3 +128,44 @@ def test_bad_input_is_one_line() -> None:
     broken = FIXTURES / "json_heavy.chrometrace.json"
     with pytest.raises(UserError, match="not a py-spy Chrome trace"):
         py_spy_trace.read(broken.with_name("json_heavy.perf-script.txt"), 0.0)
+
+
+def test_threads_py_spy_names_by_pthread_id_are_paired_with_perfs() -> None:
+    """CPython 3.9: the main thread is the process's, the `threading` one the other
+    thread of the samples; each thread's C work lands under its own Python function."""
+    samples, timelines = recorded("threads_39")
+    pid = samples[0].pid
+    assert all(tid >= py_spy_trace.PID_MAX for tid in timelines)
+    assert sorted(t.name for t in timelines.values()) == ["MainThread", "packer"]
+    placed = [p for p in python_splice.place(samples, timelines) if p.sample.pid == pid]
+    where: Counter[tuple[str, str, bool]] = Counter()
+    for p in placed:
+        symbols = {f.symbol for f in p.sample.frames}
+        work = "deflate" if "deflate" in symbols else "encoder" if "encoder_call" in symbols else ""
+        if work and p.python:
+            where[(work, frames_of(p.python[-1])[0], p.sample.tid == pid)] += 1
+    assert where[("deflate", "compress_forever", False)] >= 10
+    assert where[("encoder", "iterencode", True)] >= 10
+    assert set(where) == {("deflate", "compress_forever", False), ("encoder", "iterencode", True)}
+    assert {p.thread for p in placed if p.sample.tid == pid} == {"MainThread"}
+
+
+def test_the_interpreters_own_frames_are_left_out_above_the_python_stack() -> None:
+    """As py-spy --native: libpython's functions (pymalloc_alloc, PyUnicode_New...) and
+    the C runtime they call go into the Python line's own time; _json's stay."""
+    samples, timelines = recorded("json_heavy_quiet")
+    lines = python_splice.splice(samples, timelines).lines
+    kept = python_splice.KEPT_PREFIXES
+    # but a sample of the interpreter's exit (Py_FinalizeEx) with py-spy's last stack
+    with_python = [
+        line.split(";") for line in lines if ".py:" in line and "Py_Finalize" not in line
+    ]
+    assert with_python
+    for frames in with_python:
+        innermost = max(i for i, frame in enumerate(frames) if ".py:" in frame)
+        interpreter = [f for f in frames[innermost:] if f.endswith("libpython3.11.so.1.0)")]
+        assert all(python_splice._first_word(frames_of(f)[0]) in kept for f in interpreter)
+    json_c = sum(
+        n for line, n in lines.items() if "encoder_call (" in line or "scanner_call (" in line
+    )
+    assert json_c >= 0.3 * sum(lines.values())

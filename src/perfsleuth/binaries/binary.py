@@ -167,17 +167,7 @@ class Binary:
     def subprogram(self, name: str) -> DIE | None:
         """The DWARF entry with code of the function with this plain (unqualified,
         parameterless) name; None without debug info or such a function."""
-        return self._subprograms.get(name)
-
-    @cached_property
-    def _subprograms(self) -> dict[str, DIE]:
-        dwarf = self.dwarf()
-        if dwarf is None:
-            return {}
-        try:
-            return subprograms(dwarf)
-        except DWARF_ERRORS:
-            return {}
+        return _subprograms_of(self).get(name)
 
     def _read(self, offset: int, size: int) -> bytes:
         """b"" once the file is gone: every caller treats that as "nothing there"."""
@@ -197,6 +187,18 @@ def _dwarf_of(binary: Binary) -> DWARFInfo | None:
             return ELFFile(f).get_dwarf_info()
     except DWARF_ERRORS:
         return None
+
+
+@lru_cache(maxsize=MAX_DWARF)
+def _subprograms_of(binary: Binary) -> dict[str, DIE]:
+    # beside _dwarf_of, not on the Binary: its entries hold the whole parsed DWARF
+    dwarf = binary.dwarf()
+    if dwarf is None:
+        return {}
+    try:
+        return subprograms(dwarf)
+    except DWARF_ERRORS:
+        return {}
 
 
 def binary_at(path: str | os.PathLike[str]) -> Binary | None:

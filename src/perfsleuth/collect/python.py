@@ -21,8 +21,15 @@ messages go to a log that is summarised in one line when something goes wrong.
 
 A command is taken for a Python one (the mode chosen when `--mode` is not given)
 when its executable is a CPython interpreter, `python`, `python3`, `python3.11`,
-... found on PATH (pyenv shims and venv links included), or a script whose `#!`
-line names one; a running process when its executable is named so.
+... found on PATH (pyenv shims and venv links included), a script whose `#!`
+line names one, or a runner's `run` of one (`uv run app.py`); a running process
+when its executable is named so or it maps a libpython.
+
+The process py-spy reads is the interpreter, which need not be the command's first
+program: a pyenv shim is a shell script that execs it (after tens of milliseconds,
+seconds on a loaded machine), `uv run` starts it as a child. So py-spy is started
+once the command's process, or one of its descendants, is a CPython interpreter
+(follow_to_interpreter), not on the shell the command began as.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +50,7 @@ from ..formats import py_spy
 from ..model.run import Recording
 from .callgraph_mode import resolve_executable
 from .options import RecordOptions
-from .target import Target, check_pid, spawn
+from .target import Target, check_pid, children_of, read_maps, spawn
 
 DEFAULT_RATE_HZ = 100
 DEFAULT_DURATION_S = 10.0
@@ -51,6 +59,15 @@ INTERPRETER = re.compile(r"^python[0-9.]*$")
 SPY_EXIT_TIMEOUT_S = 30.0
 YAMA = Path("/proc/sys/kernel/yama/ptrace_scope")
 SUMMARY = re.compile(r"Samples: (?P<samples>\d+) Errors: (?P<errors>\d+)")
+LIBPYTHON = re.compile(r"^libpython\d[\d.]*[a-z]*\.so")
+# runners that start the command after their own words: `uv run app.py`, `pyenv exec
+# python3 app.py`
+RUN = ("uv", "rye", "poetry", "pipenv", "pdm", "hatch", "pixi", "conda", "mamba", "micromamba")
+RUNNERS = {**dict.fromkeys(RUN, "run"), "pyenv": "exec"}
+FOLLOW_POLL_S = 0.002
+# a command not told Python by its name (`--mode python` forced on it) gets this long to
+# become one before py-spy is tried on it as it is
+UNTOLD_WAIT_S = 10.0
 
 
 @dataclass
@@ -72,15 +89,27 @@ def py_spy_binary() -> str:
 
 
 def is_python_command(cmd: list[str]) -> bool:
-    """CMD runs a CPython interpreter: by its executable's name, or a script's #! line."""
+    """CMD runs a CPython interpreter: by its executable's name, a script's #! line, or
+    a runner's `run` of such a command."""
     if not cmd:
         return False
+    if len(cmd) > 1 and RUNNERS.get(Path(cmd[0]).name) == cmd[1]:
+        return _runs_python(cmd[2:])
     path = resolve_executable(cmd[0])
     if path is None:
         return False
     if INTERPRETER.match(path.name) or INTERPRETER.match(path.resolve().name):
         return True
     return _shebang_interpreter(path)
+
+
+def _runs_python(words: list[str]) -> bool:
+    """The words after a runner's `run`: its options, then the command (an option's
+    value may come first: `uv run --with orjson app.py`)."""
+    if any(w.endswith(".py") or INTERPRETER.match(Path(w).name) for w in words):
+        return True
+    command = [w for w in words if not w.startswith("-")]
+    return bool(command) and is_python_command(command)
 
 
 def _shebang_interpreter(path: Path) -> bool:
@@ -97,15 +126,100 @@ def _shebang_interpreter(path: Path) -> bool:
 
 
 def is_python_process(pid: int) -> bool:
-    """By its executable's name, or by its command name when the executable cannot be
-    read (another user's process: python mode then says what is missing)."""
+    """PID, or a process it started (`uv run`), is a CPython interpreter."""
+    return interpreter_in(pid) is not None
+
+
+def is_cpython(pid: int) -> bool:
+    """By its executable's name (or its command name when the executable cannot be read:
+    another user's process, python mode then says what is missing), or a libpython it
+    maps (an interpreter renamed, a program embedding CPython)."""
     try:
         name = Path(os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")).name
     except PermissionError:
-        name = _comm(pid)
+        return bool(INTERPRETER.match(_comm(pid)))
     except OSError:
         return False
-    return bool(INTERPRETER.match(name))
+    if INTERPRETER.match(name):
+        return True
+    return any(LIBPYTHON.match(Path(m.path).name) for m in read_maps(pid))
+
+
+def interpreter_in(pid: int, skip: frozenset[int] = frozenset()) -> int | None:
+    """PID when it is a CPython interpreter, else its nearest descendant that is (those
+    in SKIP aside)."""
+    level, seen = [pid], set()
+    while level:
+        for each in level:
+            if each not in skip and is_cpython(each):
+                return each
+        seen.update(level)
+        level = [c for each in level for c in children_of(each) if c not in seen]
+    return None
+
+
+def follow_to_interpreter(
+    target: Target, told: bool, skip: frozenset[int] = frozenset()
+) -> int | None:
+    """The PID of the interpreter the released TARGET runs: itself once it has exec'd
+    one (a pyenv shim), or a child (`uv run`), those in SKIP aside; None when the
+    target ends first. A command not TOLD Python by its name gets UNTOLD_WAIT_S to
+    become one, then its own PID is given (py-spy then says what it is)."""
+    deadline = None if told else time.monotonic() + UNTOLD_WAIT_S
+    while target.alive():
+        found = interpreter_in(target.pid, skip)
+        if found is not None:
+            return found
+        if deadline is not None and time.monotonic() > deadline:
+            return target.pid
+        time.sleep(FOLLOW_POLL_S)
+    return None
+
+
+@dataclass
+class Followed:
+    """py-spy's run on the interpreter a command ran: its PID, when it was found (SINCE,
+    CLOCK_MONOTONIC: what came before was a shim's or a runner's) and py-spy started
+    (ORIGIN), its executable (EXE, "" when unreadable), and how the watch ended."""
+
+    spy: SpyRun
+    pid: int
+    since: float
+    origin: float
+    exe: str
+    watched: Watched
+
+
+def follow_command(
+    target: Target, cmd: list[str], start: Callable[[int], SpyRun], lenient: bool = False
+) -> Followed:
+    """py-spy (START(pid)) on the interpreter the released TARGET runs until the command
+    ends; when that interpreter is a child that ends first (`uv run`'s question to the
+    interpreter before the script), on the next one. The last one's run is kept."""
+    told, label = is_python_command(cmd), " ".join(cmd[:2])
+    gone: frozenset[int] = frozenset()
+    last = None
+    while True:
+        found = follow_to_interpreter(target, told, gone)
+        if found is None and last is not None:
+            return last
+        pid = target.pid if found is None else found
+        since, exe = time.monotonic(), executable(pid)
+        spy = start(pid)
+        origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
+        watched = watch_command(target, spy, label, pid, lenient)
+        last = Followed(spy, pid, since, origin, exe, watched)
+        if not last.watched.gone:
+            return last
+        gone |= {pid}
+
+
+def executable(pid: int) -> str:
+    """The file PID runs ("" when it cannot be read)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
+    except OSError:
+        return ""
 
 
 def _comm(pid: int) -> str:
@@ -128,30 +242,61 @@ def _record_command(tool: str, cmd: list[str], rate: int, workdir: Path) -> Reco
     target = Target.launch(cmd)
     started = time.monotonic()
     target.release()
-    spy = start_spy(tool, target.pid, rate, None, workdir / "py-spy.txt")
-    watch_command(target, spy, " ".join(cmd[:2]))
+    followed = follow_command(
+        target, cmd, lambda pid: start_spy(tool, pid, rate, None, workdir / f"py-spy-{pid}.txt")
+    )
+    spy, pid = followed.spy, followed.pid
     duration = time.monotonic() - started
     exit_status = target.exit_status
-    return _recording(tool, spy, target.pid, rate, duration, exit_status, " ".join(cmd[:2]))
+    return _recording(tool, spy, pid, rate, duration, exit_status, " ".join(cmd[:2]))
 
 
-def watch_command(target: Target, spy: SpyRun, label: str) -> None:
-    """Until the command ends (py-spy then writes its output); the command is stopped at
-    once when py-spy fails, as nothing can be recorded."""
+@dataclass
+class Watched:
+    """How the watch of one interpreter ended: LOST says why py-spy gave no Python frames
+    ("" when it did), GONE that the interpreter, a child of the command, ended first."""
 
-    def stop_if_spy_failed() -> None:
-        if spy.proc.poll() not in (None, 0):
+    lost: str = ""
+    gone: bool = False
+
+
+class _Gone(Exception):
+    pass
+
+
+def watch_command(
+    target: Target, spy: SpyRun, label: str, pid: int, lenient: bool = False
+) -> Watched:
+    """Until the command ends (py-spy then writes its output), or the interpreter PID
+    when it is the command's child (`uv run` starts one to ask it its version before
+    the one that runs the script). When py-spy fails on PID the command is stopped at
+    once, as nothing can be recorded; LENIENT (perf records the native frames
+    meanwhile) only when the failure is fatal."""
+    watched = Watched()
+
+    def check() -> None:
+        if pid != target.pid and not Target(pid).alive():
+            raise _Gone
+        if watched.lost or spy.proc.poll() in (None, 0):
+            return
+        line, fatal = spy_failure(spy, pid, label)
+        if fatal or not lenient:
             target.abort()
-            raise UserError(failure_line(spy, target.pid, label))
+            raise UserError(line)
+        watched.lost = line
 
     try:
-        target.wait(None, tick=stop_if_spy_failed)
+        target.wait(None, tick=check, interval=0.02)
+    except _Gone:
+        watched.gone = True
     finally:
         stop_spy(spy)
+    return watched
 
 
 def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) -> Recording:
     check_pid(pid)
+    pid = interpreter_in(pid) or pid
     started = time.monotonic()
     spy = start_spy(tool, pid, rate, duration, workdir / "py-spy.txt")
     stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
@@ -233,10 +378,33 @@ def _version(tool: str) -> str:
     return done.stdout.strip().removeprefix("py-spy ")
 
 
+def spy_failure(spy: SpyRun, pid: int, label: str) -> tuple[str, bool]:
+    """py-spy's failure in one line, and whether it is fatal to a recording with perf
+    beside it: not when perf still samples a CPython process py-spy cannot read (a
+    version it does not know, Yama's ptrace_scope, which stops py-spy's reads but not
+    perf), whose native frames are then kept."""
+    line = failure_line(spy, pid, label)
+    if "exited before any sample" in line or not is_cpython(pid):
+        return line, True
+    if "permission denied" in line:
+        return line, "kernel.yama.ptrace_scope" not in line
+    if "is not a CPython interpreter" in line:
+        line = (
+            f"py-spy finds no CPython it can read in {_who(pid, label)}, though its name or "
+            "its libpython says it is one (a libpython under another name, an interpreter "
+            "stripped of its symbols, a version newer than py-spy); try `pip install -U py-spy`"
+        )
+    return line, False
+
+
+def _who(pid: int, label: str) -> str:
+    return label if label == f"process {pid}" else f"{label} (pid {pid})"
+
+
 def failure_line(spy: SpyRun, pid: int, label: str) -> str:
     """py-spy's failure, as one line saying what to do."""
     text = spy.failure()
-    who = label if label == f"process {pid}" else f"{label} (pid {pid})"
+    who = _who(pid, label)
     if "permission denied" in text.lower() or "Operation not permitted" in text:
         return f"cannot read {who}: permission denied; {ptrace_hint(pid)}"
     version = re.search(r"Unsupported version of Python: (\S+)", text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
@@ -34,14 +35,16 @@ from .python import (
     DEFAULT_RATE_HZ,
     SPY_EXIT_TIMEOUT_S,
     SpyRun,
-    failure_line,
+    executable,
+    follow_command,
+    interpreter_in,
     note_exit,
     py_spy_binary,
     record_python_native,
     spy_facts,
+    spy_failure,
     start_spy,
     stop_spy,
-    watch_command,
 )
 from .system_wide import CAP_PERFMON, CAP_SYS_ADMIN, Access, current_access
 from .target import Target, check_pid, spawn, stop
@@ -100,12 +103,14 @@ def _record_command(
     started = time.monotonic()
     try:
         target.release()
-        spy, origin = _start(tool, target.pid, None, workdir)
-        watch_command(target, spy, label)
+        followed = follow_command(target, cmd, lambda pid: _spy(tool, pid, None, workdir), True)
     finally:
         stop(perf)
     duration = time.monotonic() - started
-    profile, meta = _spliced(tool, spy, origin, target.pid, label, workdir, rate)
+    spy, pid = followed.spy, followed.pid
+    lost = followed.watched.lost
+    run = _Run(tool, spy, followed.origin, pid, label, followed.since, lost, followed.exe)
+    profile, meta = _spliced(run, workdir, rate)
     return Recording(profile, exit_status=target.exit_status, duration_s=duration, meta=meta)
 
 
@@ -113,6 +118,8 @@ def _record_pid(
     tool: str, perf_argv: list[str], pid: int, duration: float, rate: int, workdir: Path
 ) -> Recording:
     check_pid(pid)
+    pid = interpreter_in(pid) or pid  # a runner's (`uv run`) interpreter child
+    exe = executable(pid)
     # not attach(): missing perf's first milliseconds costs nothing here, and a short-lived
     # process must not end while we wait for perf to be ready
     with (workdir / "perf.log").open("wb") as log:
@@ -120,50 +127,93 @@ def _record_pid(
         perf = spawn(argv, stdin=subprocess.DEVNULL, stderr=log, start_new_session=True)
     started = time.monotonic()
     try:
-        spy, origin = _start(tool, pid, duration, workdir)
+        spy = _spy(tool, pid, duration, workdir)
+        origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
         stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
         if not Target(pid).alive():
             # perf ends by itself when the process is gone; stopped while it still reads
             # the process's maps (a short-lived one), it would write nothing at all
             perf.wait(timeout=PERF_EXIT_TIMEOUT_S)
+        lost = _lost(spy, pid, f"process {pid}")
     except subprocess.TimeoutExpired:
-        pass
+        lost = ""
     finally:
         stop(perf)
     elapsed = time.monotonic() - started
-    profile, meta = _spliced(tool, spy, origin, pid, f"process {pid}", workdir, rate)
+    run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, lost, exe)
+    profile, meta = _spliced(run, workdir, rate)
     note_exit(spy, pid, elapsed, duration, profile.num_samples)
     return Recording(profile, duration_s=elapsed, meta=meta)
 
 
-def _start(tool: str, pid: int, duration: float | None, workdir: Path) -> tuple[SpyRun, float]:
-    """py-spy's trace run, and about when its clock starts (CLOCK_MONOTONIC): py-spy takes
-    it as it starts recording, soon after its exec; formats/python_splice.py finds
-    the remaining few milliseconds from the samples."""
-    spy = start_spy(tool, pid, SPY_RATE_HZ, duration, workdir / "py-spy.json", trace=True)
-    return spy, time.monotonic()  # Popen returns once py-spy's exec succeeded
+def _lost(spy: SpyRun, pid: int, label: str) -> str:
+    """Why py-spy gave no trace of PID ("" when it did); a fatal failure raises."""
+    if spy.out.exists() and spy.out.stat().st_size > 0:
+        return ""
+    line, fatal = spy_failure(spy, pid, label)
+    if fatal:
+        raise UserError(line)
+    return line
 
 
-def _spliced(
-    tool: str, spy: SpyRun, origin: float, pid: int, label: str, workdir: Path, rate: int
-) -> tuple[Profile, dict]:
-    """The mixed stacks of the run (kept in py-spy's raw format as py-spy.txt) and facts."""
-    if not spy.out.exists() or spy.out.stat().st_size == 0:
-        raise UserError(failure_line(spy, pid, label))
-    timelines = py_spy_trace.read(spy.out, origin)
+def _spy(tool: str, pid: int, duration: float | None, workdir: Path) -> SpyRun:
+    """py-spy's trace run. Its clock starts as it starts recording, soon after its exec,
+    taken as the moment Popen returns; formats/python_splice.py finds the remaining few
+    milliseconds from the samples."""
+    return start_spy(tool, pid, SPY_RATE_HZ, duration, workdir / f"py-spy-{pid}.json", trace=True)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the splice needs of a recording: py-spy's run and the interpreter's PID,
+    the moment the command became that interpreter (SINCE: samples before it are of a
+    shim or a runner) and why py-spy gave no Python frames (LOST, "" when it did)."""
+
+    tool: str
+    spy: SpyRun
+    origin: float
+    pid: int
+    label: str
+    since: float
+    lost: str
+    exe: str  # the interpreter's executable
+
+
+def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
+    """The mixed stacks of the run (kept in py-spy's raw format as py-spy.txt) and facts;
+    the native stacks alone, said so on stderr and in the facts, when py-spy gave none."""
+    lost = run.lost or _lost(run.spy, run.pid, run.label)
+    timelines = {} if lost else py_spy_trace.read(run.spy.out, run.origin)
     script = workdir / "perf.txt"
-    _perf_script(workdir / "perf.data", script, label)
+    _perf_script(workdir / "perf.data", script, run.label)
     with script.open(encoding="utf-8", errors="replace") as text:
         # perf -p follows the children the process starts; py-spy does not
-        own = (s for s in perf_samples.samples(text, script.name) if s.pid == pid)
+        samples = perf_samples.samples(text, script.name)
+        own = (s for s in samples if s.pid == run.pid and s.time >= run.since)
         spliced = python_splice.splice(own, timelines)
-    if not timelines or not spliced.lines:
-        raise UserError(f"{label} (pid {pid}) exited before any sample was taken; nothing recorded")
+    if not spliced.lines:
+        raise UserError(
+            f"{run.label} (pid {run.pid}) exited before any sample was taken; nothing recorded"
+        )
+    if not lost and not spliced.python:
+        lost = (
+            f"py-spy read no Python stack of the threads perf sampled in {run.label} "
+            f"(pid {run.pid})"
+        )
     mixed = workdir / "py-spy.txt"
     mixed.write_text("".join(f"{stack} {count}\n" for stack, count in spliced.lines.items()))
     meta = {"recorder": "perf+py-spy", "freq": rate, "py_spy_rate": SPY_RATE_HZ}
     meta["samples_before_py_spy"] = spliced.early
-    return py_spy.read(mixed, freq=rate), {**meta, **spy_facts(tool, spy)}
+    meta["interpreter"] = run.exe
+    meta["python_frames"] = round(spliced.python / sum(spliced.lines.values()), 3)
+    if lost:
+        meta["python_frames_missing"] = lost
+        print(
+            f"perfsleuth: no Python frames: {lost}; stored the native frames only, "
+            "as --mode cpu would (the python.* findings say so)",
+            file=sys.stderr,
+        )
+    return py_spy.read(mixed, freq=rate), {**meta, **spy_facts(run.tool, run.spy)}
 
 
 def _perf_script(data: Path, out: Path, label: str) -> None:

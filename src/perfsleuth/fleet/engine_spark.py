@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from ..errors import UserError
@@ -345,9 +346,8 @@ def _weights(
         .cache()
     )
     try:
-        total = weights.select(F.sum(F.size("frame_ids"))).first()
-        check_frames(total[0] if total else None)
         stacks = weights.orderBy("stack_id").toArrow()
+        check_frames(pc.sum(pc.list_value_length(stacks["frame_ids"])).as_py())
         used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
         frames = (
             read(selection.frames, FRAMES_SCHEMA)

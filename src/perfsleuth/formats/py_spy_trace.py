@@ -9,6 +9,12 @@ the sample that saw the change. The origin is not in the file: the caller passes
 each thread's Python stack from one change to the next. With `--threads` the root
 frame is `thread (TID): NAME`, TID the OS thread id that perf reports too; a frame is
 written back as py-spy's raw format writes it, `NAME (FILE:LINE)`.
+
+On CPython before 3.11 the thread state holds no OS thread id, and py-spy, which would
+need to stop the process to find it, names the thread by its pthread id in hex
+(`thread (0x7FD058627B80)`) with `--nonblocking`. Such a timeline is keyed by that id,
+always above PID_MAX (no OS thread id is): formats/python_splice.py pairs it with a
+thread of perf's samples.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from pathlib import Path
 
 from ..errors import UserError
 
-THREAD = re.compile(r"^thread \((?P<tid>\d+)\)(?::\s?(?P<name>.*))?$")
+THREAD = re.compile(r"^thread \((?P<tid>\d+|0x[0-9A-Fa-f]+)\)(?::\s?(?P<name>.*))?$")
 US = 1e-6
+PID_MAX = 1 << 22  # the kernel's PID_MAX_LIMIT: OS thread ids are below it
 
 
 @dataclass
@@ -49,7 +56,7 @@ def read(path: Path, origin: float) -> dict[int, Timeline]:
         elif frames:
             frames.pop()
         if frames and (thread := THREAD.match(frames[0])):
-            tids[key] = int(thread["tid"])
+            tids[key] = int(thread["tid"], 0)
             timeline = timelines.setdefault(tids[key], Timeline())
             timeline.name = thread["name"] or timeline.name  # py-spy learns it a bit later
         if key in tids:

@@ -15,7 +15,17 @@ the run:
   Python called and what it called (`zlib_compress`, `deflate`, ...);
 - the eval loops and everything below them (the interpreter's start-up, the glue
   between Python frames, a C function that calls back into Python) are replaced by
-  the Python stack, as `py-spy --native` does; a C caller of a Python callback is lost.
+  the Python stack, as `py-spy --native` does; a C caller of a Python callback is lost;
+- above the Python stack, the interpreter's own functions (those in the DSO of the eval
+  loop: `libpython3.11.so.1.0`, or the `python3.11` executable that links it in) are
+  left out as `py-spy --native` leaves them out, but for the prefixes it keeps
+  (KEPT_PREFIXES: `time_sleep`, `gc_collect_main`, `sre_…`, `PyThread_…`), and so is the
+  C runtime they call (libc's `memcpy`, ld.so's `__tls_get_addr`, which 3.12's libpython
+  calls for its thread state: 4% of a string-formatting loop): the time of
+  `pymalloc_alloc`, `PyLong_FromLong`, `binary_op1` a line of Python runs is that line's
+  own, as py-spy shows it, not a libpython row above every Python function in `top`.
+  C modules in their own files (`_json`, `zlib`), libraries (`libz`) and what they call
+  stay.
 
 Time: py-spy samples ten times faster than perf, and its trace says when a stack
 changed, stamped when py-spy handled the sample that saw the change (late by its
@@ -32,6 +42,12 @@ py-spy's start-up. So, per run:
   native entry went with most over the run; when none did and the entry nearly
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time.
+
+A thread py-spy names by its pthread id (CPython before 3.11, formats/py_spy_trace.py)
+is paired with an OS thread of the samples: the one not running threading's
+`_bootstrap` is the main thread, whose id is the process's; each other one goes to the
+free thread with the most samples taken while py-spy saw it run Python code, the
+heaviest pairs first.
 
 A sample of a thread py-spy never saw keeps its native stack; one in the interpreter
 taken before py-spy's first sample of its thread is left out and counted (py-spy takes
@@ -55,7 +71,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .perf_samples import NativeFrame, Sample
-from .py_spy_trace import Timeline
+from .py_spy_trace import PID_MAX, Timeline
 
 EVAL_LOOP = frozenset({"_PyEval_EvalFrameDefault", "PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"})
 # CPython's call machinery between the eval loop and the C function it calls
@@ -64,6 +80,25 @@ GLUE = re.compile(
     r"|_PyEval_\w+|_?PyCFunction_\w+|cfunction_\w+|method_vectorcall\w*|vectorcall_\w+"
     r"|object_vacall|do_call_core|call_function|slot_tp_call)$"
 )
+# interpreter functions py-spy --native keeps above the Python stack (its whitelist of the
+# first word of the name, split at `_` and `.`): builtins that wait or collect
+KEPT_PREFIXES = frozenset(
+    {
+        "time",
+        "sys",
+        "gc",
+        "os",
+        "unicode",
+        "thread",
+        "stringio",
+        "sre",
+        "PyGilState",
+        "PyThread",
+        "lock",
+    }
+)
+# the C runtime the interpreter calls for its own work (a frame's DSO in py-spy's form)
+RUNTIME = re.compile(r"^(?:\S*/)?(?:libc\.so|libm\.so|libpthread|ld-linux|\[unknown\]|\?\))")
 # the first frame of a process or of a thread: a stack reaching one is whole
 ROOTS = frozenset({"_start", "clone", "clone3", "__clone", "__clone3", "start_thread"})
 KERNEL = "[kernel.kallsyms]"
@@ -96,6 +131,7 @@ class _Split:
 class Spliced:
     lines: Counter[str]  # py-spy raw stacks (root first, `thread (TID): NAME` frame): samples
     early: int  # interpreter samples left out: taken before py-spy's first of their thread
+    python: int = 0  # samples given a Python stack
 
 
 @dataclass(frozen=True)
@@ -114,7 +150,7 @@ class Placed:
 def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Placed]:
     """Each sample's place in the mixed stacks (see the module's docs)."""
     cut = [_cut(sample) for sample in samples]
-    timelines = _aligned(cut, timelines)
+    timelines = _aligned(cut, _by_os_thread(cut, timelines))
     learned = _learn(cut, timelines)
     usual = _usual(learned)
     out = []
@@ -135,18 +171,84 @@ def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced
             out.early += 1
             continue
         thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
-        native = _native(_user(placed.sample.frames))
+        user = _user(placed.sample.frames)
+        native = _native(user)
         if placed.python:
-            frames = (*placed.python, *reversed(native[: placed.top]))
+            out.python += 1
+            frames = (*placed.python, *reversed(_not_interpreter(user, native[: placed.top])))
         else:
             frames = tuple(reversed(native))
         out.lines[";".join((thread, *frames))] += 1
     return out
 
 
+def _by_os_thread(cut: list[_Split], timelines: dict[int, Timeline]) -> dict[int, Timeline]:
+    """The timelines keyed by OS thread id, those py-spy named by pthread id paired with
+    the samples' threads (see the module's docs); one left unpaired is dropped."""
+    named = {tid: t for tid, t in timelines.items() if tid < PID_MAX}
+    unnamed = [t for tid, t in timelines.items() if tid >= PID_MAX]
+    if not unnamed or not cut:
+        return named
+    times: dict[int, list[float]] = {}
+    for part in cut:
+        if part.sample.tid not in named:
+            times.setdefault(part.sample.tid, []).append(part.sample.time)
+    workers = [t for t in unnamed if _is_worker(t)]
+    main = [t for t in unnamed if not _is_worker(t)]
+    pid = cut[0].sample.pid
+    if len(main) == 1 and pid in times:
+        named[pid] = main[0]
+        del times[pid]
+    else:
+        workers += main
+    pairs = sorted(
+        ((_running(t, when), i, tid) for i, t in enumerate(workers) for tid, when in times.items()),
+        reverse=True,
+    )
+    for score, i, tid in pairs:
+        if score and tid not in named and workers[i] not in named.values():
+            named[tid] = workers[i]
+    return named
+
+
+def _is_worker(timeline: Timeline) -> bool:
+    """A thread started by `threading`: its root frame is threading's `_bootstrap`."""
+    root = next((stack[0] for stack in timeline.stacks if stack), "")
+    return root.startswith(("_bootstrap (", "Thread._bootstrap (")) and "threading" in root
+
+
+def _running(timeline: Timeline, times: list[float]) -> int:
+    """How many of TIMES fall where the timeline has a Python stack."""
+    return sum(1 for when in times if _at(timeline, when))
+
+
 def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
     """Without kernel frames: py-spy reads user stacks only, and so did python mode."""
     return [f for f in frames if f.dso != KERNEL]
+
+
+def _not_interpreter(user: list[NativeFrame], top: tuple[str, ...]) -> tuple[str, ...]:
+    """TOP (the raw frames of USER above the Python stack, leaf first) less the
+    interpreter's own functions, those in the eval loop's DSO but for KEPT_PREFIXES, and
+    the C runtime's (libc's memcpy, ld.so's __tls_get_addr) they call. A stack perf
+    could not unwind to the eval loop (from ld.so's __tls_get_addr, often) loses the C
+    runtime frames it starts with: their caller is not known, the Python line is."""
+    loop = next((f for f in user if f.symbol in EVAL_LOOP), None)
+    suffix = f" ({loop.dso})" if loop else None
+    kept: list[str] = []
+    interpreter = True  # the eval loop called what comes next
+    for text, frame in reversed(list(zip(top, user, strict=False))):
+        if suffix and text.endswith(suffix):
+            interpreter = _first_word(frame.symbol) not in KEPT_PREFIXES
+        elif not (interpreter and RUNTIME.match(text.rpartition(" (")[2])):
+            interpreter = False
+        if not interpreter:
+            kept.append(text)
+    return tuple(reversed(kept))
+
+
+def _first_word(symbol: str) -> str:
+    return next((w for w in re.split(r"[_.]", symbol) if w), "")
 
 
 def _cut(sample: Sample) -> _Split:
