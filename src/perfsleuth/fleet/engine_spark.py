@@ -97,8 +97,7 @@ class Spark:
     ) -> StackWeights:
         if not selection.samples:
             return StackWeights(WEIGHTS_SCHEMA.empty_table(), FRAMES_SCHEMA.empty_table())
-        s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        spark = self._session(s3)
+        spark, s3 = self._session(selection)
         try:
             return _weights(spark, selection, s3, start, end, where)
         except (PySparkException, Py4JError) as e:
@@ -117,8 +116,7 @@ class Spark:
         )
         if not selection.samples:
             return schema.empty_table()
-        s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        spark = self._session(s3)
+        spark, s3 = self._session(selection)
         try:
             samples = _samples(spark, selection, s3, start, end, where)
             keys = [_label(k).alias(k) for k in labels]
@@ -137,8 +135,7 @@ class Spark:
     ) -> pa.Table:
         if not selection.samples:
             return BUCKETS_SCHEMA.empty_table()
-        s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        spark = self._session(s3)
+        spark, s3 = self._session(selection)
         try:
             samples = _samples(spark, selection, s3, start, end, where)
             bucket = F.floor(F.unix_millis(F.col("time")) / F.lit(step_ms)).alias("bucket")
@@ -151,11 +148,13 @@ class Spark:
             raise _translated(e) from None
         return table.cast(BUCKETS_SCHEMA)
 
-    def _session(self, s3: bool) -> SparkSession:
+    def _session(self, selection: Selection) -> tuple[SparkSession, bool]:
+        """The session that reads `selection`, and whether its files are on S3."""
+        s3 = isinstance(selection.fs, pafs.S3FileSystem)
         spark = session(self.master, s3)
         if s3:
             _configure_s3a(spark, self.endpoint)
-        return spark
+        return spark, s3
 
 
 def check_master(master: str) -> str:
