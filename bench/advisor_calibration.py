@@ -116,6 +116,22 @@ def evaluate(problem: dict, work: Path, runs: int) -> dict:
     }
 
 
+def replayed(rows: list[dict]) -> list[dict]:
+    """The rows with each finding's estimate from the rules' current saving figures."""
+    from perfsleuth.rules import load_classes, load_rules
+
+    rules = {r.id: r for r in load_rules()} | {f"class.{c.id}": c for c in load_classes()}
+    out = []
+    for row in rows:
+        rule = rules.get(row["rule"])
+        if rule is not None:
+            share = row["share"]
+            low, high = rule.saving_range
+            row = {**row, "estimated": share * rule.saving, "range": [share * low, share * high]}
+        out.append(row)
+    return out
+
+
 def by_kind(rows: list[dict]) -> list[dict]:
     kinds: dict[str, list[dict]] = {}
     for row in rows:
@@ -171,11 +187,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="hyperfine runs per command")
     parser.add_argument("--only", default="", help="comma-separated problem ids")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="no recording: the last results' shares and measured gains, estimated again "
+        "with the rules' current savings (after fitting them; in-sample)",
+    )
     args = parser.parse_args()
+    if args.replay:
+        rows = replayed(json.loads(OUT.read_text())["problems"])
+        report(rows, by_kind(rows))
+        return 0
     problems = tomllib.loads((SET / "manifest.toml").read_text())["problem"]
     if args.only:
         problems = [p for p in problems if p["id"] in args.only.split(",")]
-    rows = []
+    # --only runs some again and keeps the others' last results
+    kept = json.loads(OUT.read_text())["problems"] if args.only and OUT.exists() else []
+    rows = [r for r in kept if r["id"] not in {p["id"] for p in problems}]
     with tempfile.TemporaryDirectory(prefix="advisor-set-") as tmp:
         for problem in problems:
             row = evaluate(problem, Path(tmp), args.runs)

@@ -1,7 +1,7 @@
 """A Python program profiled by a Pyroscope SDK: hot_a (under the tag phase=a) does about
 twice the work of hot_b and keeps the last 50 of its 64 KiB buffers (memory profiling is
 on where the SDK has it: pyroscope-io 1.x). Usage: python_app.py SERVER APP SECONDS.
-Prints the CPU seconds the process spent and the seconds it ran, for the test to check
+Prints the CPU seconds its loop spent and the seconds the SDK ran, for the test to check
 the pushed totals against."""
 
 import inspect
@@ -35,15 +35,16 @@ SDK_OPTIONS = inspect.signature(pyroscope.configure).parameters
 def main() -> None:
     server, app, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
     memory = {"mem_enabled": True} if "mem_enabled" in SDK_OPTIONS else {}
+    profiled = time.monotonic()
     pyroscope.configure(app_name=app, server_address=server, tags={"team": "sre"}, **memory)
     cpu0, start = time.process_time(), time.monotonic()
     while time.monotonic() - start < seconds:
         with pyroscope.tag_wrapper({"phase": "a"}):
             hot_a()
         hot_b()
-    cpu, wall = time.process_time() - cpu0, time.monotonic() - start
+    cpu = time.process_time() - cpu0
     pyroscope.shutdown()
-    print(cpu, wall)
+    print(cpu, time.monotonic() - profiled)  # the time the SDK may have sampled
 
 
 if __name__ == "__main__":

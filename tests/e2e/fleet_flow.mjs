@@ -124,6 +124,27 @@ const flows = {
   },
 };
 
+flows.fleet_timeline_and_labels = async (page) => {
+  await page.goto(`${base}#/fleet?range=1h`);
+  const chart = page.locator("svg.fleet-cpu-chart");
+  await chart.waitFor();
+  const bars = await chart.locator("rect.cpu-bar title").allTextContents();
+  // A drag across the chart's middle makes that span the range.
+  const box = await chart.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.4, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2, { steps: 4 });
+  await page.mouse.up();
+  const dragged = await urlMatching(page, /from=\d+&.*to=\d+|to=\d+&.*from=\d+/);
+  // The breakdown by a label: each service's share, a click filters to it.
+  await page.goto(`${base}#/fleet?range=1h&by=service`);
+  await page.locator(".fleet-top tbody tr").first().waitFor();
+  const services = await page.locator(".fleet-top tbody tr").evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.innerText.trim())));
+  await page.locator(".fleet-top a", { hasText: /^db$/ }).click();
+  const filtered = await urlMatching(page, /where=service%3Ddb/);
+  return { bars, dragged, services, filtered };
+};
+
 flows.fleet_accessibility = async (page) => {
   const now = Math.floor(Date.now() / 1000);
   const found = [];

@@ -145,6 +145,22 @@ def test_the_diff_lists_the_function_that_grew(shown: dict[str, dict], fleet: Fl
     assert len(totals) == 2 and all(t > 0 for t in totals)
 
 
+def test_the_cpu_timeline_and_the_label_breakdown(
+    shown: dict[str, dict], fleet: FleetStore
+) -> None:
+    flow = shown["fleet_timeline_and_labels"]
+    assert len(flow["bars"]) > 10 and any(
+        "cores" in b and " 0 samples" not in b for b in flow["bars"]
+    )
+    start, end = (int(re.search(rf"{k}=(\d+)", flow["dragged"]).group(1)) for k in ("from", "to"))
+    assert 0 < end - start < 3600  # a span of the hour, not the hour
+    now = time.time()
+    doc = queries.top(fleet, now - 3600, now, None, by="service", n=0)
+    expected = {r["service"]: f"{100 * r['self']:.2f}%" for r in doc["rows"]}
+    assert {row[2]: row[0] for row in flow["services"]} == expected
+    assert "where=service%3Ddb" in flow["filtered"]
+
+
 def test_the_fleet_pages_have_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:
     assert shown["fleet_accessibility"] == []
 

@@ -23,7 +23,7 @@ const flows = {
 
     // The mouse: a tooltip on a bar of the top row, then a click zooms to it.
     const canvas = page.locator("canvas.time-chart");
-    await canvas.hover({ position: { x: 40, y: 9 } });
+    await canvas.hover({ position: { x: 40, y: 27 } }); // the top row, under the time axis
     const tip = await page.locator(".flame-tip").innerText();
     assert.match(tip, /samples in a row \([\d.]+% of the run\)\nfrom [\d.]+ (s|ms|µs) after the first sample/);
 

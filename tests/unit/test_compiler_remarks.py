@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from perfsleuth.static import compiler_remarks
 from perfsleuth.static.compiler_remarks import (
+    CompileError,
+    CompileTooLong,
     first_error,
     optimizing_flags,
     parse_remarks,
     remark_for_loop,
 )
+from perfsleuth.static.source import TranslationUnit
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "clang16-loop-vectorize-remarks.txt"
 
@@ -68,3 +74,20 @@ def test_remarks_need_an_optimising_build() -> None:
     assert optimizing_flags(["-O0", "-std=c11"]) == ["-std=c11", "-O2"]
     assert optimizing_flags(["-O3", "-march=native"]) == ["-O3", "-march=native"]
     assert optimizing_flags(["-g"]) == ["-g", "-O2"]
+
+
+def test_a_compiler_past_its_cpu_time_is_said_to_take_too_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded by CPU time, not wall time (a loaded machine would cut a fine compile
+    short), and told apart from a unit that does not compile."""
+    monkeypatch.setattr(compiler_remarks, "COMPILE_CPU_S", 1)
+    source = tmp_path / "big.c"
+    source.write_text("int main(void) { return 0; }\n")
+    spinning = ["sh", "-c", "while :; do :; done", "cc"]
+    unit = TranslationUnit(source, [], "defaults", directory=tmp_path)
+    with pytest.raises(CompileTooLong, match="used over 1 CPU-s on big.c"):
+        compiler_remarks.run_compiler(spinning, unit, source, None)
+    with pytest.raises(CompileError) as refused:
+        compiler_remarks.run_compiler(["sh", "-c", "exit 1", "cc"], unit, source, None)
+    assert not isinstance(refused.value, CompileTooLong)

@@ -175,3 +175,40 @@ def test_class_patterns_are_anchored_so_one_alternation_keeps_their_order() -> N
     classes = load_classes()
     ids = [classes[i].id for i in cost_classes.frame_classes(frames, classes)]
     assert ids == ["format.printf", "format.printf"]  # not stdio's or string's
+
+
+def test_a_rule_matching_below_the_boundary_does_not_cover_the_class() -> None:
+    """regcomp per call allocates: the allocator rule matches, but the fix is the regex's."""
+    regcomp = Frame("regcomp", "libc.so.6", "./posix/regcomp.c", 1)
+    found = findings([([MALLOC, regcomp, LOG, MAIN], 70), ([regcomp, LOG, MAIN], 10), ([MAIN], 20)])
+    assert found["class.regex.compile"].share == pytest.approx(0.8)
+
+
+def test_rusts_regex_matching_is_no_finding_its_compiling_is() -> None:
+    """ripgrep's time in Rust's regex (a DFA) is its job; a Regex built per line is not."""
+    search = Frame(
+        "regex_automata::hybrid::search::find_fwd", "rg", "/root/.cargo/registry/x.rs", 1
+    )
+    build = Frame("regex_syntax::ast::parse::ParserI<P>::parse_with_comments", "app")
+    grep = Frame("app::grep", "app", "/src/main.rs", 9)
+    assert findings([([search, grep, MAIN], 90), ([MAIN], 10)]) == {}
+    found = findings([([build, grep, MAIN], 90), ([MAIN], 10)])
+    assert set(found) == {"class.regex.compile"}
+
+
+def test_a_write_under_iostream_is_not_covered_by_the_iostream_rule() -> None:
+    """std::endl per line: a flush, so one write(2) per line; the fix is the write's."""
+    flush = Frame("std::ostream::flush()", "libstdc++.so.6")
+    endl = Frame("std::basic_ostream<char>& std::endl<char>(std::basic_ostream<char>&)", "app")
+    found = findings([([SYSCALL, WRITE, flush, endl, LOG, MAIN], 70), ([WORK, MAIN], 30)])
+    assert found["class.syscall.write"].share == pytest.approx(0.7)
+
+
+def test_a_python_programs_writes_are_not_covered_by_the_interpreter_rule() -> None:
+    """The interpreter rule claims leaf samples only: a write(2) under Python code is
+    the write's."""
+    py = Frame("<module>", "[python:app]", "/src/app.py", 10)
+    write_impl = Frame("_Py_write_impl", "libpython3.11.so.1.0")
+    found = findings([([SYSCALL, WRITE, write_impl, py], 60), ([py], 40)])
+    assert found["class.syscall.write"].share == pytest.approx(0.6)
+    assert found["class.syscall.write"].function == "<module>"

@@ -150,3 +150,58 @@ def test_bodies_held_at_once_are_bounded_but_small_ones_pass() -> None:
     status, answer = call(a, b"x" * (2 << 20))
     assert status == 503 and b"limit of 1 MB" in answer
     assert call(a, b"x" * 1000) == (200, b"1000")
+
+
+def test_slots_count_requests_past_the_token_check() -> None:
+    """With one slot held by a request still sending its body, another gets 503 (and a
+    Retry-After), a request without the token 401 (it takes no slot), /healthz 200."""
+    app_ = create_app(
+        [
+            Route("/echo", echo, methods=["POST"]),
+            Route("/healthz", lambda r: PlainTextResponse("ok"), methods=["GET"]),
+        ],
+        tokens=["t"],
+        loopback=True,
+        limits=Limits(concurrency=1),
+    )
+    answers: dict[str, tuple[int, dict]] = {}
+
+    async def request(name: str, path: str, token: str, hold: anyio.Event | None) -> None:
+        headers = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode())]
+        scope = {
+            "type": "http",
+            "method": "POST" if path == "/echo" else "GET",
+            "path": path,
+            "query_string": b"",
+            "headers": headers,
+            "http_version": "1.1",
+            "scheme": "http",
+            "server": ("127.0.0.1", 4040),
+        }
+
+        async def receive() -> dict:
+            if hold is not None:
+                await hold.wait()
+            return {"type": "http.request", "body": b"x", "more_body": False}
+
+        async def send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                answers[name] = (message["status"], dict(message["headers"]))
+
+        await app_(scope, receive, send)
+
+    async def main() -> None:
+        hold = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(request, "holder", "/echo", "t", hold)
+            await anyio.sleep(0.05)
+            await request("second", "/echo", "t", None)
+            await request("no token", "/echo", "wrong", None)
+            await request("health", "/healthz", "", None)
+            hold.set()
+        await request("after", "/echo", "t", None)
+
+    anyio.run(main)
+    assert answers["second"][0] == 503 and answers["second"][1][b"retry-after"] == b"1"
+    statuses = {k: v[0] for k, v in answers.items()}
+    assert statuses == {"holder": 200, "second": 503, "no token": 401, "health": 200, "after": 200}

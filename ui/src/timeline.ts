@@ -4,7 +4,7 @@
 // a frame that stays on the stack across samples is one bar, so drawing is per bar,
 // not per sample, and bars narrower than a pixel are drawn once per pixel column.
 
-import { type FlameData, nameFill } from "./flame";
+import { type FlameData, isProcess, nameFill } from "./flame";
 import { shortName } from "./names";
 
 export interface Timeline {
@@ -29,6 +29,25 @@ export function decodeTimeline(buffer: ArrayBuffer): Timeline {
   const start = new Float64Array(n);
   for (let i = 1; i < n; i++) start[i] = start[i - 1] + count[i - 1];
   return { runs: n, samples: header.samples, durationNs: header.duration_ns, unit: header.unit, time, node, count, start };
+}
+
+/** A time after the first sample, in the unit that reads best. */
+export function when(ns: number): string {
+  if (ns >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  return `${(ns / 1e3).toFixed(1)} µs`;
+}
+
+/** ns after the first sample at which sample x (0-based, in time order) was taken. */
+export function timeAt(timeline: Timeline, x: number): number {
+  let lo = 0;
+  let hi = timeline.runs - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (timeline.start[mid] <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return timeline.runs ? timeline.time[lo] : 0;
 }
 
 /** Bars per depth (index 0 = the root's children), each [flame node, first sample, end sample], in x order. */
@@ -93,6 +112,7 @@ export interface ChartOptions {
 }
 
 const ROW = 18;
+const AXIS = 18; // the time axis above the bars
 const MIN_LABEL_PX = 28;
 
 export class TimeChart {
@@ -161,7 +181,7 @@ export class TimeChart {
   draw(): void {
     this.measured = 0;
     const width = (this.measured = this.width());
-    const height = (this.depth + 1) * ROW;
+    const height = AXIS + this.depth * ROW + 4;
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = Math.round(width * ratio);
     this.canvas.height = Math.round(height * ratio);
@@ -175,13 +195,38 @@ export class TimeChart {
     ctx.textBaseline = "middle";
     this.painted = 0;
     for (let d = 0; d < this.depth; d++) this.drawDepth(ctx, d);
+    this.drawAxis(ctx, width);
     if (this.cursor) {
       const [d, i] = this.cursor;
       const [a, b] = [this.px(this.bars.x0[d][i]), this.px(this.bars.x1[d][i])];
       ctx.strokeStyle = "#1d2330";
       ctx.lineWidth = 2;
-      ctx.strokeRect(a + 1, d * ROW + 1, Math.max(2, b - a - 2), ROW - 3);
+      ctx.strokeRect(a + 1, AXIS + d * ROW + 1, Math.max(2, b - a - 2), ROW - 3);
     }
+  }
+
+  /**
+   * The time axis above the bars: ticks at even pixel steps, each labelled with the time
+   * its sample was taken. The chart is in sample order, so equal steps may span unequal
+   * times (a thread that slept takes no room).
+   */
+  private drawAxis(ctx: CanvasRenderingContext2D, width: number): void {
+    const y = AXIS - 1;
+    const ticks = Math.max(2, Math.min(8, Math.floor(width / 140)));
+    ctx.fillStyle = "#5f6672";
+    ctx.strokeStyle = "#8a94a6";
+    ctx.lineWidth = 1;
+    for (let k = 0; k <= ticks; k++) {
+      const px = Math.round((k / ticks) * (width - 1)) + 0.5;
+      const sample = Math.min(this.v0 + (k / ticks) * (this.v1 - this.v0), this.timeline.samples - 1);
+      ctx.beginPath();
+      ctx.moveTo(px, y - 4);
+      ctx.lineTo(px, y);
+      ctx.stroke();
+      ctx.textAlign = k === 0 ? "left" : k === ticks ? "right" : "center";
+      ctx.fillText(when(timeAt(this.timeline, sample)), px, AXIS / 2 - 2);
+    }
+    ctx.textAlign = "left";
   }
 
   private drawDepth(ctx: CanvasRenderingContext2D, d: number): void {
@@ -203,22 +248,22 @@ export class TimeChart {
       const name = this.data.name[node[i]];
       ctx.fillStyle = nameFill(this.data, name);
       const w = Math.max(1, b - a - 0.5);
-      ctx.fillRect(a, d * ROW, w, ROW - 1);
+      ctx.fillRect(a, AXIS + d * ROW, w, ROW - 1);
       this.painted++;
       if (w > MIN_LABEL_PX) {
         const left = Math.max(a, 0) + 3;
         const room = Math.min(b, this.width()) - left - 3;
-        const label = fit(ctx, shortName(this.data.names[name]), room);
+        const label = fit(ctx, isProcess(this.data, node[i]) ? this.data.names[name] : shortName(this.data.names[name]), room);
         if (label) {
           ctx.fillStyle = "#111";
-          ctx.fillText(label, left, d * ROW + ROW / 2);
+          ctx.fillText(label, left, AXIS + d * ROW + ROW / 2);
         }
       }
     }
   }
 
   private barAt(offsetX: number, offsetY: number): [number, number] | null {
-    const d = Math.floor(offsetY / ROW);
+    const d = Math.floor((offsetY - AXIS) / ROW);
     if (d < 0 || d >= this.depth) return null;
     const x = this.v0 + (offsetX / this.width()) * (this.v1 - this.v0);
     const i = firstEnding(this.bars.x1[d], x);
@@ -288,7 +333,7 @@ export class TimeChart {
     const [x0, x1] = [this.bars.x0[d][i], this.bars.x1[d][i]];
     if (x1 <= this.v0 || x0 >= this.v1) this.options.onRange(x0 - (this.v1 - this.v0) / 2, x0 + (this.v1 - this.v0) / 2);
     else this.draw();
-    this.showTip([d, i], Math.max(0, this.px(x0)), d * ROW);
+    this.showTip([d, i], Math.max(0, this.px(x0)), AXIS + d * ROW);
   }
 }
 

@@ -10,8 +10,10 @@ down (a write(2) under printf is the write's cost). The user's caller is the fir
 frame of the user's own code above the boundary, so the finding names its line.
 
 A class that holds a large part of the run becomes a finding with its advice,
-unless a library rule (library_match.py) matches most of its samples: that rule's
-finding is the more specific one. Blocking classes (fsync) count their waiting
+unless a library rule (library_match.py) matches most of its samples at or above
+the boundary: that rule's finding is the more specific one (snprintf is the
+formatting.printf rule's; malloc under regcomp is the regex's cost, not the
+allocator rule's). Blocking classes (fsync) count their waiting
 samples too; in a CPU-only recording of a process that was mostly off the CPU, the
 time off it is credited to the blocking calls seen on it, and the finding says so.
 """
@@ -160,13 +162,35 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
         site = _caller(profile, stack[depth + 1 :], frame_class, prefer_python)
         if site is not None:
             cost.sites[site] += weight
-        for r in matched:
+        for r in _covering(stack[depth:], c, frame_class, rule_frames, classes):
             cost.covered[r] += weight
     return Attribution(costs, dict(rule_weight), len(threads) or 1)
 
 
+def _covering(
+    outer: tuple[int, ...],
+    c: int,
+    frame_class: list[int],
+    rule_frames: list[frozenset[str]],
+    classes: Sequence[Rule],
+) -> set[str]:
+    """The library rules matching the boundary frame or its callers (their code calls
+    into the class), except in frames of the classes this one took the sample from (a
+    write(2) under iostream is the write's, not the iostream rule's)."""
+    inside = set(classes[c].inside)
+    return {
+        r
+        for fid in outer
+        if frame_class[fid] < 0 or classes[frame_class[fid]].id not in inside
+        for r in rule_frames[fid]
+    }
+
+
 def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[frozenset[str]]:
-    """Each frame's matching library rules (by id), looked up once per name and DSO."""
+    """Each frame's matching library rules (by id), looked up once per name and DSO.
+    Rules of the leaf only (the interpreter's) or of a source line's shape claim no
+    call anywhere on a stack: they cover nothing."""
+    rules = [r for r in rules if r.scope == "stack" and not r.source_nodes]
     seen: dict[tuple[str, str], frozenset[str]] = {}
     out = []
     for f in frames:

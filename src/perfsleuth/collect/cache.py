@@ -303,8 +303,8 @@ def measured_limits(geometry: model.Geometry) -> Limits:
 
 
 def instruction_profile(traced: list[CacheProjections]) -> Profile:
-    """Instructions per source line of the traced calls, so `top` has something to show."""
-    builder = ProfileBuilder(unit="instructions", meta={"format": "lackey"})
+    """Memory accesses per source line of the traced calls, so `top` has something to show."""
+    builder = ProfileBuilder(unit="accesses", meta={"format": "lackey"})
     for projections in traced:
         dso = dso_name(projections.executable)
         calls = projections.footprint["calls_recorded"]

@@ -23,7 +23,7 @@ from ..collect.options import (
 from ..collect.target import recording_dir
 from ..cpucache import model as cache_model
 from ..errors import UserError
-from ..model.profile import Profile
+from ..model.profile import EXACT_UNITS, Profile
 from ..model.run import RunInfo
 from ..present import write
 from ..present.json import RECORDED
@@ -234,8 +234,8 @@ def store_recording(
 
 
 def _amount(profile: Profile) -> str:
-    if profile.unit == "instructions":  # count mode: exact, not sampled
-        return f"{profile.total:,.0f} instructions"
+    if profile.unit in EXACT_UNITS:  # count and cache modes: exact, not sampled
+        return f"{profile.total:,.0f} {profile.unit}"
     return f"{profile.num_samples:,} samples"
 
 

@@ -12,14 +12,14 @@ are kept as one typed document per traced function (model/cache.py), which
 `perfsleuth cache show` prints and the analyzers read.
 """
 
-from ..model.profile import Profile
+from ..model.profile import EXACT_UNITS, Profile
 
 
 def function_share(profile: Profile, function: str) -> float:
     """Fraction of the run's weight with `function` on the stack; 1.0 for a run
     without a CPU profile (a trace-only run measures nothing else)."""
     total = profile.total
-    if not total or profile.unit == "instructions":
+    if not total or profile.unit in EXACT_UNITS:
         return 1.0
     ids = {i for i, f in enumerate(profile.frames) if f.function == function}
     inside = sum(w for stack, w, _c, _t, _s in profile.rows() if ids.intersection(stack))

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from ..errors import UserError
@@ -96,8 +97,7 @@ class Spark:
     ) -> StackWeights:
         if not selection.samples:
             return StackWeights(WEIGHTS_SCHEMA.empty_table(), FRAMES_SCHEMA.empty_table())
-        s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        spark = self._session(s3)
+        spark, s3 = self._session(selection)
         try:
             return _weights(spark, selection, s3, start, end, where)
         except (PySparkException, Py4JError) as e:
@@ -116,8 +116,7 @@ class Spark:
         )
         if not selection.samples:
             return schema.empty_table()
-        s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        spark = self._session(s3)
+        spark, s3 = self._session(selection)
         try:
             samples = _samples(spark, selection, s3, start, end, where)
             keys = [_label(k).alias(k) for k in labels]
@@ -136,8 +135,7 @@ class Spark:
     ) -> pa.Table:
         if not selection.samples:
             return BUCKETS_SCHEMA.empty_table()
-        s3 = isinstance(selection.fs, pafs.S3FileSystem)
-        spark = self._session(s3)
+        spark, s3 = self._session(selection)
         try:
             samples = _samples(spark, selection, s3, start, end, where)
             bucket = F.floor(F.unix_millis(F.col("time")) / F.lit(step_ms)).alias("bucket")
@@ -150,11 +148,13 @@ class Spark:
             raise _translated(e) from None
         return table.cast(BUCKETS_SCHEMA)
 
-    def _session(self, s3: bool) -> SparkSession:
+    def _session(self, selection: Selection) -> tuple[SparkSession, bool]:
+        """The session that reads `selection`, and whether its files are on S3."""
+        s3 = isinstance(selection.fs, pafs.S3FileSystem)
         spark = session(self.master, s3)
         if s3:
             _configure_s3a(spark, self.endpoint)
-        return spark
+        return spark, s3
 
 
 def check_master(master: str) -> str:
@@ -346,9 +346,8 @@ def _weights(
         .cache()
     )
     try:
-        total = weights.select(F.sum(F.size("frame_ids"))).first()
-        check_frames(total[0] if total else None)
         stacks = weights.orderBy("stack_id").toArrow()
+        check_frames(pc.sum(pc.list_value_length(stacks["frame_ids"])).as_py())
         used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
         frames = (
             read(selection.frames, FRAMES_SCHEMA)

@@ -85,11 +85,55 @@ def series(
     Buckets are multiples of `step` from the epoch (the first and last cut by the range),
     summed by the engine in one query."""
     step = step or bucket_step(start, end)
-    step_ms = _step_ms(start, end, step)
     named = stack_weights(store, start, end, where, engine)
     leaf, anywhere = _stacks_with(named, function)
     if not anywhere:
         raise UserError(f"no samples of {function!r} in this range: check the name with fleet top")
+    points = _points(store, start, end, where, step, engine, leaf, anywhere)
+    return {"function": function, **_series_doc(start, end, where, step, points)}
+
+
+def cpu_series(
+    store: FleetStore,
+    start: float,
+    end: float,
+    *,
+    where: str | None = None,
+    step: float | None = None,
+    engine: Engine | None = None,
+) -> dict:
+    """The CPU time of the range in each bucket (the Fleet page's timeline): series()
+    without a function, each point's `cpu_ns` and samples."""
+    step = step or bucket_step(start, end)
+    points = _points(store, start, end, where, step, engine, set(), set())
+    return _series_doc(start, end, where, step, points)
+
+
+def _series_doc(start: float, end: float, where: str | None, step: float, points: list) -> dict:
+    return {
+        "from": start,
+        "to": end,
+        "where": where or "",
+        "step": step,
+        "type": profile_type(where),
+        "unit": PROFILE_TYPES[profile_type(where)],
+        "points": points,
+    }
+
+
+def _points(
+    store: FleetStore,
+    start: float,
+    end: float,
+    where: str | None,
+    step: float,
+    engine: Engine | None,
+    leaf: set,
+    anywhere: set,
+) -> list[dict]:
+    """Each bucket of [start, end): its samples and CPU time, and the shares of the
+    stacks `leaf` (self) and `anywhere` (total) in it, summed by the engine in one query."""
+    step_ms = _step_ms(start, end, step)
     rows = bucket_weights(store, start, end, where, step_ms, engine).to_pydict()
     sums: dict[int, list[int]] = {}
     for bucket, stack, samples, cpu in zip(
@@ -101,7 +145,7 @@ def series(
         point[2] += cpu if stack in leaf else 0
         point[3] += cpu if stack in anywhere else 0
     first, last = math.floor(to_ms(start) / step_ms), math.ceil(to_ms(end) / step_ms)
-    points = [
+    return [
         _point(
             sums.get(b, [0, 0, 0, 0]),
             max(start, b * step_ms / 1000),
@@ -109,16 +153,6 @@ def series(
         )
         for b in range(first, last)
     ]
-    return {
-        "function": function,
-        "from": start,
-        "to": end,
-        "where": where or "",
-        "step": step,
-        "type": profile_type(where),
-        "unit": PROFILE_TYPES[profile_type(where)],
-        "points": points,
-    }
 
 
 def _step_ms(start: float, end: float, step: float) -> int:

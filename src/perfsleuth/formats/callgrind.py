@@ -39,7 +39,13 @@ from typing import NoReturn
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import limits
-from perfsleuth.model.counts import CALL_COLUMNS, CELL_COLUMNS, Columns, ExactCounts
+from perfsleuth.model.counts import (
+    CALL_COLUMNS,
+    CELL_COLUMNS,
+    RECURSION_SUFFIX,
+    Columns,
+    ExactCounts,
+)
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
 MAX_CHAINS = 512
@@ -388,6 +394,12 @@ def read(path: str | Path, event: str = "Ir") -> Profile:
     return profile_of(parse(path), event)
 
 
+def function_name(fn: Fn) -> str:
+    """A function's name in the Profile: recursion levels (f'2) are f, as a sampling
+    profiler sees them (its stacks still show f calling f)."""
+    return RECURSION_SUFFIX.sub("", fn[1])
+
+
 def profile_of(data: CallgrindData, event: str = "Ir") -> Profile:
     """The Profile of a parsed out file (see `read`)."""
     index = data.events.index(event) if event in data.events else 0
@@ -396,7 +408,10 @@ def profile_of(data: CallgrindData, event: str = "Ir") -> Profile:
     chains = _Chains(data, index, builder)
     for fn, sites in data.self_costs.items():
         leaves = [
-            (builder.frame_id(Frame(fn[1], dso=fn[0], file=file, line=line)), costs[index])
+            (
+                builder.frame_id(Frame(function_name(fn), dso=fn[0], file=file, line=line)),
+                costs[index],
+            )
             for (file, line), costs in sites.items()
             if costs[index]
         ]
@@ -530,7 +545,8 @@ class _Chains:
         return found
 
     def _caller_frame(self, caller: Fn, file: str, line: int) -> int:
-        return self.builder.frame_id(Frame(caller[1], dso=caller[0], file=file, line=line))
+        frame = Frame(function_name(caller), dso=caller[0], file=file, line=line)
+        return self.builder.frame_id(frame)
 
     def _walk(self, members: list[Fn]) -> None:
         """Set `up` for one component, whose callers outside it are all done."""

@@ -16,7 +16,10 @@ from .timeline import Timeline
 
 # Units a profile's weights can be in. "ns" is used for on-CPU clock events and
 # off-CPU time alike, so the two can be added up.
-UNITS = ("samples", "ns", "instructions", "events", "bytes")
+UNITS = ("samples", "ns", "instructions", "events", "bytes", "accesses")
+# Units of runs that count exactly (valgrind) instead of sampling: instructions of a count
+# run, memory accesses of the calls a cache run traced.
+EXACT_UNITS = ("instructions", "accesses")
 
 # Thread states a sample can carry (off-CPU / wall-clock modes); "" = unknown.
 STATES = ("running", "mutex", "condvar", "io", "sleep", "other")

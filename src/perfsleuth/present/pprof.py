@@ -23,6 +23,7 @@ WRITE_TYPES = {
     "ns": ("cpu", "nanoseconds"),
     "samples": ("samples", "count"),
     "instructions": ("instructions", "count"),
+    "accesses": ("accesses", "count"),
     "events": ("events", "count"),
     "bytes": ("space", "bytes"),
 }

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from ..fleet import advice, queries, trends
 from ..fleet.filters import TYPE_KEY
-from ..model.fleet import LABELS
+from ..model.fleet import LABEL_GROUPINGS, LABELS
 from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
 from ..views.flame import diff_columns, encode, flame_columns
@@ -25,6 +25,8 @@ from ..views.keys import GROUPINGS
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
 RANGE = ("from", "to", "where")
+# fleet top's groupings: frames, libraries, and a label's values (the tag explorer)
+TOP_GROUPINGS = (*GROUPINGS, "library", *LABEL_GROUPINGS)
 SIDES = tuple(f"{side}_{name}" for side in "ab" for name in RANGE)
 MAX_LABEL_VALUES = 200  # per key: a picker, not an inventory
 SORTS = ("self", "total")
@@ -46,6 +48,7 @@ class FleetApi:
             (re.compile(r"/api/fleet/top"), self.top, (*RANGE, "by", "sort", "n")),
             (re.compile(r"/api/fleet/flame"), self.flame, RANGE),
             (re.compile(r"/api/fleet/series"), self.series, (*RANGE, "function")),
+            (re.compile(r"/api/fleet/cpu"), self.cpu, RANGE),
             (re.compile(r"/api/fleet/diff"), self.diff, (*SIDES, "by", "n")),
             (re.compile(r"/api/fleet/diff/flame"), self.diff_flame, SIDES),
             (re.compile(r"/api/fleet/advise"), self.advise, (*RANGE, "core_cost")),
@@ -81,7 +84,7 @@ class FleetApi:
 
     def top(self, query: Query) -> dict:
         start, end = _range(query)
-        by = _choice(query, "by", GROUPINGS)
+        by = _choice(query, "by", TOP_GROUPINGS)
         sort = _choice(query, "sort", SORTS)
         n = _count(query)
         where = _one(query, "where")
@@ -103,6 +106,12 @@ class FleetApi:
             raise ApiError(400, "give function=NAME (a function of the fleet TopN)")
         where = _one(query, "where") or None
         return self._read(lambda: trends.series(self.store, function, start, end, where=where))
+
+    def cpu(self, query: Query) -> dict:
+        """The range's CPU time per bucket: the Fleet page's timeline."""
+        start, end = _range(query)
+        where = _one(query, "where") or None
+        return self._read(lambda: trends.cpu_series(self.store, start, end, where=where))
 
     def diff(self, query: Query) -> dict:
         """`fleet diff --format json` of side A (a_from, a_to, a_where) and side B:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from pathlib import Path
 from ..errors import UserError
 from .source import TranslationUnit
 
-COMPILE_TIMEOUT_S = 120
+COMPILE_CPU_S = 120  # CPU seconds a compiler may spend on one unit (the machine may be loaded)
+COMPILE_TIMEOUT_S = 4 * COMPILE_CPU_S  # wall seconds, only against a compiler that hangs
 REMARK_FLAGS = (
     "-Rpass=loop-vectorize",
     "-Rpass-missed=loop-vectorize",
@@ -68,6 +70,17 @@ class CompileError(Exception):
     """The unit does not compile with its flags; the message is the compiler's first error."""
 
 
+class CompileTooLong(CompileError):
+    """The compiler used up its CPU time (or wall time) on the unit: it was not refused."""
+
+
+def cpu_limited(argv: list[str]) -> list[str]:
+    """argv killed past COMPILE_CPU_S of CPU time, whatever the load (util-linux's prlimit:
+    the analyses run compilers from threads, where a preexec_fn is unsafe)."""
+    prlimit = shutil.which("prlimit")
+    return [prlimit, f"--cpu={COMPILE_CPU_S}", "--", *argv] if prlimit else argv
+
+
 def clang_for(tu: TranslationUnit) -> str:
     name = "clang++-16" if tu.is_cxx else "clang-16"
     found = shutil.which(name) or shutil.which(name.removesuffix("-16"))
@@ -110,14 +123,18 @@ def run_compiler(argv: list[str], tu: TranslationUnit, source: Path, output: Pat
         target = output or Path(tmp) / "unit.o"
         try:
             done = subprocess.run(
-                [*argv, "-o", str(target)],
+                cpu_limited([*argv, "-o", str(target)]),
                 cwd=tu.directory or source.parent,
                 capture_output=True,
                 text=True,
                 timeout=COMPILE_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:
-            raise CompileError(f"{source}: {name} took over {COMPILE_TIMEOUT_S}s") from exc
+            raise CompileTooLong(
+                f"{name} did not finish {source.name} in {COMPILE_TIMEOUT_S} s"
+            ) from exc
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise CompileTooLong(f"{name} used over {COMPILE_CPU_S} CPU-s on {source.name}")
     if done.returncode != 0:
         raise CompileError(first_error(done.stderr) or f"{source}: {name} exited {done.returncode}")
     return done.stderr

@@ -20,7 +20,7 @@ from ..errors import UserError
 from . import compiler_remarks, machine_code
 from .aliasing_patterns import AliasMatch, Blocked, HotLines, find_matches
 from .clang_ast import function_spans, loop_spans
-from .compiler_remarks import CompileError, Remark
+from .compiler_remarks import CompileError, CompileTooLong, Remark
 from .gcc_remarks import gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
 
@@ -30,6 +30,7 @@ class UnitReport:
     """Everything the source and the compiler said about one translation unit."""
 
     unit: TranslationUnit
+    too_long: bool = False  # a compiler ran out of its CPU time on it: not worth a retry
     matches: list[AliasMatch] = field(default_factory=list)
     # loops that would match but stay scalar for another reason (a call, an exit, ...)
     blocked: list[Blocked] = field(default_factory=list)
@@ -111,7 +112,7 @@ def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> Un
     key = (str(unit.path), tuple(unit.flags), unit.producer, unit.path.stat().st_mtime, hot_lines)
     if key not in _REPORTS:
         report = _analyse(unit, hot_lines)
-        if report.error and unit.flags_origin == "defaults":
+        if report.error and not report.too_long and unit.flags_origin == "defaults":
             retried = _analyse(unit.with_standard_includes(), hot_lines)
             report = report if retried.error else retried
         _REPORTS[key] = report
@@ -129,11 +130,14 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
             parsed = parse(unit)
             try:
                 report.remarks = compiling.result()[0]
+            except CompileTooLong as exc:
+                report.error = f"{exc} (the bound of one unit's analysis)"
+                report.too_long = True
             except CompileError as exc:
-                report.error = str(exc)
+                report.error = f"it does not compile ({exc})"
             report.builder_remarks = _builder_remarks(building)
         if parsed is None:
-            report.error = report.error or unit.error
+            report.error = report.error or f"it does not compile ({unit.error})"
         else:
             _read_source(report, parsed, hot_lines)
         if not report.error and report.matches:
@@ -195,7 +199,7 @@ def hot_unit_reports(
             notes.append(f"source and compiler analysis of hot loops skipped: {missing_tool}")
             break
         if report.error:
-            notes.append(f"skipped {unit.path.name}: it does not compile ({report.error})")
+            notes.append(f"skipped {unit.path.name}: {report.error}")
         else:
             reports.append((report, binary))
     return reports, notes

@@ -16,7 +16,7 @@ import json
 import struct
 from array import array
 
-from ..model.profile import Profile
+from ..model.profile import EXACT_UNITS, Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
 from .flame import FlameColumns
@@ -52,8 +52,8 @@ def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[
 def missing(info: RunInfo) -> str:
     """Why run `info` has no time order, in the user's terms."""
     run = f"run {info.id}"
-    if info.unit == "instructions":
-        return f"{run} counts instructions exactly (valgrind); it took no timed samples"
+    if info.unit in EXACT_UNITS:
+        return f"{run} counts {info.unit} exactly (valgrind); it took no timed samples"
     imported = info.source.removeprefix("import:")
     if imported != info.source and imported != "perf.data":
         return f"{run} was imported from {imported}, which keeps no sample times"

@@ -7,11 +7,13 @@ import type { PlacedFinding, RunDetail } from "../types";
 
 /**
  * What a run (or part of it) recorded, in its own unit: "905 samples", "1,000 samples ·
- * 9,029,117,580 ns" for a timed run, "12,345 instructions" for a count run (no samples).
+ * 9,029,117,580 ns" for a timed run, "12,345 instructions" for a count run (no samples),
+ * memory accesses for a cache run.
  */
 export function recorded(unit: string, samples: number, total: number): string {
   if (unit === "samples") return `${samples.toLocaleString()} samples`;
   if (unit === "ns") return `${samples.toLocaleString()} samples · ${total.toLocaleString()} ns`;
+  if (unit === "accesses") return `${total.toLocaleString()} memory accesses of the traced calls`; // a cache run
   return `${total.toLocaleString()} ${unit}`;
 }
 

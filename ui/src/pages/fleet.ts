@@ -20,7 +20,8 @@ const DIFF_ROWS = 50;
 
 interface Scope {
   view: string;
-  groupings: string[]; // the API's choice list (/api/choices)
+  groupings: string[]; // the API's choice lists (/api/choices)
+  labelGroupings: string[];
   params: URLSearchParams;
   from: number;
   to: number;
@@ -28,12 +29,12 @@ interface Scope {
 }
 
 /** The page's state from the URL: the view, and the range in unix seconds. */
-function scopeOf(route: Route, groupings: string[]): Scope {
+function scopeOf(route: Route, groupings: string[], labelGroupings: string[]): Scope {
   const params = route.params;
   const custom = params.has("from") && params.has("to");
   const to = custom ? Number(params.get("to")) : Math.floor(Date.now() / 1000);
   const from = custom ? Number(params.get("from")) : to - (RANGES[params.get("range") ?? ""] ?? RANGES[DEFAULT_RANGE]);
-  return { view: route.parts[1] ?? "", groupings, params, from, to, where: params.get("where") ?? "" };
+  return { view: route.parts[1] ?? "", groupings, labelGroupings, params, from, to, where: params.get("where") ?? "" };
 }
 
 /** The URL of this page with some parameters changed ("" or null removes one). */
@@ -115,11 +116,13 @@ function functionCell(scope: Scope, row: TopRow): HTMLElement {
 }
 
 function topColumns(scope: Scope, by: string): Column<TopRow>[] {
-  const name = (r: TopRow) => (by === "dso" ? r.dso : by === "file" ? r.file : r.function);
+  const isLabel = scope.labelGroupings.includes(by);
+  const name = (r: TopRow) => (isLabel ? String((r as unknown as Record<string, unknown>)[by] ?? "") : by === "dso" || by === "library" ? r.dso : by === "file" ? r.file : r.function);
+  const nameCell = (r: TopRow) => (by === "function" || by === "line" ? functionCell(scope, r) : isLabel ? labelCell(scope, by, name(r)) : name(r));
   const columns: Column<TopRow>[] = [
     { label: "self", key: "self", numeric: true, value: (r) => r.self, cell: (r) => h("span", { class: "cost" }, bar(r.self), pct(r.self)) },
     { label: "total", key: "total", numeric: true, value: (r) => r.total, cell: (r) => h("span", { class: "cost" }, bar(r.total, "bar total"), pct(r.total)) },
-    { label: by === "dso" ? "DSO" : by, key: "name", value: name, cell: (r) => (by === "function" || by === "line" ? functionCell(scope, r) : name(r)) },
+    { label: by === "dso" ? "DSO" : by, key: "name", value: name, cell: nameCell },
   ];
   if (by === "function" || by === "line") {
     columns.push(
@@ -184,16 +187,79 @@ function seriesChart(doc: FleetSeriesDoc): SVGElement {
   );
 }
 
-function grouping(scope: Scope): string {
-  return scope.groupings.includes(scope.params.get("by") ?? "") ? scope.params.get("by")! : "function";
+/** The groupings of a view: the TopN also breaks the range down by library and by label. */
+function groupings(scope: Scope, top = false): string[] {
+  return top ? [...scope.groupings, "library", ...scope.labelGroupings] : scope.groupings;
 }
 
-function byChips(scope: Scope, by: string): HTMLElement[] {
-  return scope.groupings.map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g));
+/**
+ * The range's CPU time as cores per bucket (bars); a drag across the chart makes the
+ * dragged span the range, as Pyroscope's and Grafana's timelines do.
+ */
+async function cpuTimeline(scope: Scope): Promise<HTMLElement> {
+  const doc = await getJSON<FleetSeriesDoc>("/api/fleet/cpu", query(scope));
+  const cores = (p: FleetPoint) => p.cpu_ns / 1e9 / Math.max(p.to - p.from, 1e-9);
+  const highest = Math.max(...doc.points.map(cores), 1e-9);
+  const bottom = CHART.height - CHART.bottom;
+  const span = CHART.width - CHART.left - CHART.right;
+  const x = (t: number) => CHART.left + ((t - doc.from) / (doc.to - doc.from)) * span;
+  const time = (px: number) => doc.from + ((Math.min(Math.max(px, CHART.left), CHART.left + span) - CHART.left) / span) * (doc.to - doc.from);
+  const bars = doc.points.map((p) => {
+    const height = (cores(p) / highest) * (bottom - CHART.top);
+    const said = `${when(p.from)} – ${when(p.to)} UTC: ${cores(p).toFixed(3)} cores, ${p.samples.toLocaleString()} samples`;
+    return svg("rect", { x: x(p.from), y: bottom - height, width: Math.max(x(p.to) - x(p.from) - 1, 1), height, class: "cpu-bar" }, svg("title", {}, said));
+  });
+  const selection = svg("rect", { x: 0, y: CHART.top, width: 0, height: bottom - CHART.top, class: "cpu-selection", visibility: "hidden" });
+  const chart = svg(
+    "svg",
+    { class: "plot fleet-cpu-chart", width: CHART.width, height: CHART.height, viewBox: `0 0 ${CHART.width} ${CHART.height}`, "data-from": doc.from, "data-to": doc.to, role: "img", "aria-label": "CPU cores over the range; drag to choose a range" },
+    svg("line", { x1: CHART.left, x2: CHART.width - CHART.right, y1: bottom, y2: bottom, class: "plot-axis" }),
+    svg("text", { x: 0, y: CHART.top + 8, class: "plot-label" }, `${highest.toFixed(2)} cores`),
+    svg("text", { x: 0, y: bottom, class: "plot-label" }, "0"),
+    svg("text", { x: CHART.left, y: CHART.height - 8, class: "plot-label" }, when(doc.from)),
+    svg("text", { x: CHART.width - CHART.right, y: CHART.height - 8, class: "plot-label", "text-anchor": "end" }, `${when(doc.to)} UTC`),
+    bars,
+    selection,
+  );
+  let start: number | null = null;
+  const local = (e: MouseEvent) => ((e.clientX - chart.getBoundingClientRect().left) / chart.getBoundingClientRect().width) * CHART.width;
+  chart.addEventListener("mousedown", (e) => {
+    start = local(e);
+    e.preventDefault();
+  });
+  chart.addEventListener("mousemove", (e) => {
+    if (start === null) return;
+    const [a, b] = [start, local(e)].sort((p, q) => p - q);
+    selection.setAttribute("x", String(a));
+    selection.setAttribute("width", String(b - a));
+    selection.setAttribute("visibility", "visible");
+  });
+  chart.addEventListener("mouseup", (e) => {
+    if (start === null) return;
+    const [a, b] = [time(start), time(local(e))].sort((p, q) => p - q);
+    start = null;
+    if (b - a >= 1) go(scope, { range: null, from: String(Math.floor(a)), to: String(Math.ceil(b)) });
+  });
+  return h("div", { class: "fleet-cpu" }, h("p", { class: "muted" }, `CPU cores per ${doc.step / 60}-minute bucket; drag across the chart to look at that span`), chart);
+}
+
+function grouping(scope: Scope, top = false): string {
+  const by = scope.params.get("by") ?? "";
+  return groupings(scope, top).includes(by) ? by : "function";
+}
+
+function byChips(scope: Scope, by: string, top = false): HTMLElement[] {
+  return groupings(scope, top).map((g) => h("a", { href: link(scope, { by: g }), class: g === by ? "chip active" : "chip" }, g));
+}
+
+/** A label's value in the TopN by label: a link that adds it to the filter (the tag explorer). */
+function labelCell(scope: Scope, by: string, value: string): HTMLElement {
+  const where = [scope.where, `${by}=${value}`].filter(Boolean).join(",");
+  return h("a", { href: link(scope, { where, by: null }), title: `only ${by}=${value}` }, value);
 }
 
 async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
-  const by = grouping(scope);
+  const by = grouping(scope, true);
   const sortKey = scope.params.get("sort") ?? "self";
   const doc = await getJSON<FleetTopDoc>("/api/fleet/top", { ...query(scope), by, n: "0" });
   const columns = topColumns(scope, by);
@@ -203,9 +269,10 @@ async function renderTopView(app: HTMLElement, scope: Scope): Promise<void> {
       "p",
       { class: "toolbar" },
       "by ",
-      byChips(scope, by),
+      byChips(scope, by, true),
       h("span", { class: "muted fleet-total" }, `${doc.samples.toLocaleString()} samples · ${seconds.toFixed(1)} CPU s · ${(seconds / (scope.to - scope.from)).toFixed(3)} cores on average`),
     ),
+    await cpuTimeline(scope),
     await selectedFunction(scope, doc.rows),
     doc.rows.length ? h("div", { class: "fleet-top" }, sortableTable(columns, sortRows(columns, doc.rows, sortKey), sortKey, (key) => go(scope, { sort: key }))) : message("No samples in this range and filter: widen the range or relax the filter."),
   ]);
@@ -380,7 +447,8 @@ const RENDERERS: Record<string, (app: HTMLElement, scope: Scope) => Promise<void
 };
 
 export async function renderFleet(app: HTMLElement, route: Route): Promise<void> {
-  const scope = scopeOf(route, (await getJSON<Choices>("/api/choices")).groupings);
+  const choices = await getJSON<Choices>("/api/choices");
+  const scope = scopeOf(route, choices.groupings, choices.label_groupings);
   const render = RENDERERS[scope.view];
   if (!render || !Number.isFinite(scope.from) || !Number.isFinite(scope.to)) {
     app.append(message(`No such fleet view: ${window.location.hash}`, "error"));

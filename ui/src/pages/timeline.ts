@@ -4,7 +4,7 @@ import { getBinary, type Params } from "../api";
 import { append, h, message, pct } from "../dom";
 import { type FlameData, hasPython } from "../flame";
 import { href, replaceParams } from "../router";
-import { decodeTimeline, TimeChart, type Timeline } from "../timeline";
+import { decodeTimeline, TimeChart, timeAt, when } from "../timeline";
 import type { RunDetail } from "../types";
 import { colourLegend, frameTitle, functionLinks, stateThreadSelects } from "./common";
 
@@ -23,24 +23,6 @@ export function chartChoice(runId: string, params: URLSearchParams): HTMLElement
     return h("a", { href: href(`/run/${runId}/flame`, next), class: active ? "chip active" : "chip", "aria-current": active ? "true" : undefined }, label);
   };
   return h("span", { class: "chart-choice" }, link("graph", null), link("time order", "time"));
-}
-
-function when(ns: number): string {
-  if (ns >= 1e9) return `${(ns / 1e9).toFixed(3)} s`;
-  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
-  return `${(ns / 1e3).toFixed(1)} µs`;
-}
-
-/** ns after the first sample at which sample x (0-based, in time order) was taken. */
-function timeAt(timeline: Timeline, x: number): number {
-  let lo = 0;
-  let hi = timeline.runs - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (timeline.start[mid] <= x) lo = mid;
-    else hi = mid - 1;
-  }
-  return timeline.runs ? timeline.time[lo] : 0;
 }
 
 function parseRange(value: string | null): [number, number] {

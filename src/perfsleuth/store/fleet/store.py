@@ -28,7 +28,7 @@ T = TypeVar("T")
 class FleetStore:
     """The fleet store at `root`: a folder, or `s3://bucket/prefix` (endpoint: `endpoint`,
     else $AWS_ENDPOINT_URL). Safe to use from several threads and processes at once for
-    appends and reads; run one compaction at a time (see compaction.compact)."""
+    appends, reads, compactions and retention runs (the last two take turns: lease.py)."""
 
     def __init__(
         self, root: str, endpoint: str | None = None, debuginfod: list[str] | None = None
