@@ -111,6 +111,16 @@ def test_debians_own_python3(tmp_path: Path) -> None:
     check_run(store, timers(done.stdout))
 
 
+def test_python_dash_m_in_a_venv(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    python = installed("shared-venv/bin/python")
+    argv = [*PERFSLEUTH, "record", "--store", str(store), "--freq", FREQ, "--"]
+    argv += [str(python), "-m", SCRIPT.stem, SECONDS]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=SCRIPT.parent)
+    assert done.returncode == 0, done.stderr
+    check_run(store, timers(done.stdout))
+
+
 def test_the_shared_libpython_layout_is_what_pyenv_builds() -> None:
     """The launcher runs the interpreter from libpython, not from its own code."""
     launcher = installed("shared-3.11/bin/python3.11")

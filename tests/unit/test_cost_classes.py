@@ -202,3 +202,13 @@ def test_a_write_under_iostream_is_not_covered_by_the_iostream_rule() -> None:
     endl = Frame("std::basic_ostream<char>& std::endl<char>(std::basic_ostream<char>&)", "app")
     found = findings([([SYSCALL, WRITE, flush, endl, LOG, MAIN], 70), ([WORK, MAIN], 30)])
     assert found["class.syscall.write"].share == pytest.approx(0.7)
+
+
+def test_a_python_programs_writes_are_not_covered_by_the_interpreter_rule() -> None:
+    """The interpreter rule claims leaf samples only: a write(2) under Python code is
+    the write's."""
+    py = Frame("<module>", "[python:app]", "/src/app.py", 10)
+    write_impl = Frame("_Py_write_impl", "libpython3.11.so.1.0")
+    found = findings([([SYSCALL, WRITE, write_impl, py], 60), ([py], 40)])
+    assert found["class.syscall.write"].share == pytest.approx(0.6)
+    assert found["class.syscall.write"].function == "<module>"

@@ -38,3 +38,23 @@ def test_idle_threads_waiting_for_io_are_not_findings():
     )
     b.add([Frame("serve", dso="app")], 10 * MS, thread=t, state="running")
     assert io_and_sleep_waits.analyze(context(b.build())) == []
+
+
+def test_a_main_thread_mostly_waiting_for_io_is_a_finding_whatever_its_cpu_share():
+    """A program that reads 98% of its time is slow by its reads (1% on the CPU)."""
+    b = ProfileBuilder(unit="ns")
+    t = Thread(51, 51, "loader")
+    read = [Frame("__GI___libc_read", dso="libc.so.6"), Frame("load_chunk", dso="app")]
+    b.add(read, 980 * MS, thread=t, state="io")
+    b.add([Frame("parse", dso="app")], 10 * MS, thread=t, state="running")
+    (finding,) = io_and_sleep_waits.analyze(context(b.build()))
+    assert finding.rule == "offcpu.io-wait" and finding.function == "load_chunk"
+
+
+def test_waits_in_fsync_are_left_to_the_fsync_cost_class():
+    b = ProfileBuilder(unit="ns")
+    t = Thread(61, 61, "writer")
+    sync = [Frame("fdatasync", dso="libc.so.6"), Frame("save", dso="app")]
+    b.add(sync, 800 * MS, thread=t, state="io")
+    b.add([Frame("encode", dso="app")], 200 * MS, thread=t, state="running")
+    assert io_and_sleep_waits.analyze(context(b.build())) == []

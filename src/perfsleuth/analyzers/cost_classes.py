@@ -187,7 +187,10 @@ def _covering(
 
 
 def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[frozenset[str]]:
-    """Each frame's matching library rules (by id), looked up once per name and DSO."""
+    """Each frame's matching library rules (by id), looked up once per name and DSO.
+    Rules of the leaf only (the interpreter's) or of a source line's shape claim no
+    call anywhere on a stack: they cover nothing."""
+    rules = [r for r in rules if r.scope == "stack" and not r.source_nodes]
     seen: dict[tuple[str, str], frozenset[str]] = {}
     out = []
     for f in frames:
