@@ -27,11 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from perfsleuth.static import memory_access, unit_analysis
-from perfsleuth.static.aliasing_patterns import find_matches
-from perfsleuth.static.compiler_remarks import compile_unit
-from perfsleuth.static.machine_code import loop_code
-from perfsleuth.static.source import TranslationUnit, parse
+from perfsleuth.static_analysis import memory_access, unit_analysis
+from perfsleuth.static_analysis.aliasing_patterns import find_matches
+from perfsleuth.static_analysis.compiler_remarks import compile_unit
+from perfsleuth.static_analysis.machine_code import loop_code
+from perfsleuth.static_analysis.source import TranslationUnit, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.static.machine_code import loop_code, vector_loop
+from perfsleuth.static_analysis.machine_code import loop_code, vector_loop
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.static.aliasing_patterns import AliasMatch, SourceScan, find_matches
-from perfsleuth.static.source import TranslationUnit, parse
+from perfsleuth.static_analysis.aliasing_patterns import AliasMatch, SourceScan, find_matches
+from perfsleuth.static_analysis.source import TranslationUnit, parse
 
 CXX = """#include <cstddef>
 #include <cstdint>

@@ -1,5 +1,6 @@
 """The command line: which command modules a run imports, global options, option checks."""
 
+import json
 import subprocess
 import sys
 
@@ -82,3 +83,22 @@ def test_cache_and_lint_options_are_bounded(command, option, message, capsys):
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert message in err.strip().splitlines()[-1] and "Traceback" not in err
+
+
+def test_top_reads_the_kept_function_topn_and_it_equals_the_view(tmp_path, capsys):
+    from perfsleuth.model.profile import Frame, ProfileBuilder
+    from perfsleuth.model.run import Recording, RunInfo
+    from perfsleuth.store.runs import Store
+    from perfsleuth.views import top
+
+    builder = ProfileBuilder(unit="samples")
+    for i in range(30):
+        builder.add([Frame(f"leaf{i}", "prog"), Frame("main", "prog")], 1 + i % 7)
+    store = Store(tmp_path / "s")
+    store.add_run(RunInfo(command="prog"), Recording(builder.build()))
+    assert not (tmp_path / "s" / "answers").exists()
+    for _ in range(2):  # the first computes and keeps it, the second reads the file
+        assert main(["--store", str(tmp_path / "s"), "top", "-n", "5", "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc == {"run": "1", **top.top(store.load(1), n=5)}
+        assert len(list((tmp_path / "s" / "answers").glob("run1-top-function-*"))) == 1

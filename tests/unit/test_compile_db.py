@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.errors import UserError
-from perfsleuth.static.compile_db import (
+from perfsleuth.static_analysis.compile_db import (
     compile_args,
     flags_for,
     load_compile_commands,

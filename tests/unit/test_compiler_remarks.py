@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.static import compiler_remarks
-from perfsleuth.static.compiler_remarks import (
+from perfsleuth.static_analysis import compiler_remarks
+from perfsleuth.static_analysis.compiler_remarks import (
     CompileError,
     CompileTooLong,
     first_error,
@@ -15,7 +15,7 @@ from perfsleuth.static.compiler_remarks import (
     parse_remarks,
     remark_for_loop,
 )
-from perfsleuth.static.source import TranslationUnit
+from perfsleuth.static_analysis.source import TranslationUnit
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "clang16-loop-vectorize-remarks.txt"
 

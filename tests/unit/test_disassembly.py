@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from asm_binary import HOT_LINE, WARM_LINE, build, profile
 
-from perfsleuth.static.machine_code import line_instructions
+from perfsleuth.static_analysis.machine_code import line_instructions
 from perfsleuth.views.disassembly import hot_line_code
 
 

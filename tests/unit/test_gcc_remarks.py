@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfsleuth.static.compiler_remarks import remark_for_loop
-from perfsleuth.static.gcc_remarks import gcc_major, parse_gcc_remarks
+from perfsleuth.static_analysis.compiler_remarks import remark_for_loop
+from perfsleuth.static_analysis.gcc_remarks import gcc_major, parse_gcc_remarks
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gcc12-opt-info-vec.txt"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops
-from perfsleuth.static.compiler_remarks import Remark
-from perfsleuth.static.source import HotCode, TranslationUnit
-from perfsleuth.static.unit_analysis import UnitReport
+from perfsleuth.static_analysis.compiler_remarks import Remark
+from perfsleuth.static_analysis.source import HotCode, TranslationUnit
+from perfsleuth.static_analysis.unit_analysis import UnitReport
 
 SOURCE = Path("/src/loops.cc")
 

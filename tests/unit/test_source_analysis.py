@@ -8,7 +8,13 @@ import pytest
 
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.static.source import TranslationUnit, find_source, hot_code, hot_units, source_files
+from perfsleuth.static_analysis.source import (
+    TranslationUnit,
+    find_source,
+    hot_code,
+    hot_units,
+    source_files,
+)
 
 
 def profile():  # type: ignore[no-untyped-def]

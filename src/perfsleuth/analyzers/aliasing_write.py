@@ -1,7 +1,7 @@
 """Aliasing writes: hot loops that reload memory because a char-typed write may alias it.
 
-The matching is static/aliasing_patterns.py's (libclang), the compiler's and the
-machine code's verdicts static/unit_analysis.py's; this analyzer runs them on the
+The matching is static_analysis/aliasing_patterns.py's (libclang), the compiler's and the
+machine code's verdicts static_analysis/unit_analysis.py's; this analyzer runs them on the
 run's hottest translation units and turns each surviving match into a finding,
 ranked by the share of the run its code takes.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..model.findings import Finding
-from ..static.aliasing_patterns import AliasMatch
-from ..static.compiler_remarks import Remark
-from ..static.machine_code import LoopCode
-from ..static.source import HotCode, hot_code
-from ..static.unit_analysis import UnitReport, hot_unit_reports
+from ..static_analysis.aliasing_patterns import AliasMatch
+from ..static_analysis.compiler_remarks import Remark
+from ..static_analysis.machine_code import LoopCode
+from ..static_analysis.source import HotCode, hot_code
+from ..static_analysis.unit_analysis import UnitReport, hot_unit_reports
 from . import Context
 
 # Expected fraction of a loop's time a fix saves: the study measured 2.6-12x on

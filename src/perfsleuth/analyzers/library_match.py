@@ -6,7 +6,7 @@ each sample counted once (inclusive, no double counting); the self share counts
 matching leaf frames. A rule with `scope = "self"` matches the leaf frame only
 (time spent in the code itself: the interpreter's own work), and one with
 `source_nodes` only frames whose Python source line has that shape
-(static/python_source.py). Findings point at the user's code that calls into the
+(static_analysis/python_source.py). Findings point at the user's code that calls into the
 matched library the most (a Python frame over the C module frames below it), and
 name the heaviest call sites, so the fix lands at a file:line.
 """
@@ -26,7 +26,7 @@ from ..formats.py_spy import is_library_file, is_python_frame
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
 from ..rules import Rule, load_rules
-from ..static.python_source import PythonLines
+from ..static_analysis.python_source import PythonLines
 from ..symbols.names import elide_templates
 from ..views.annotate import find_source
 from . import Context

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..model.findings import Finding
-from ..static.aliasing_patterns import Blocked
-from ..static.compiler_remarks import Remark
-from ..static.source import HotCode, hot_code
-from ..static.unit_analysis import UnitReport
+from ..static_analysis.aliasing_patterns import Blocked
+from ..static_analysis.compiler_remarks import Remark
+from ..static_analysis.source import HotCode, hot_code
+from ..static_analysis.unit_analysis import UnitReport
 from . import Context
 from .aliasing_write import deep_reports
 
@@ -84,7 +84,7 @@ ADVICE = (
         "simplify the body",
     ),
 )
-# What the source shows keeps a loop scalar (static/aliasing_patterns.Blocked.kind):
+# What the source shows keeps a loop scalar (static_analysis/aliasing_patterns.Blocked.kind):
 # how to say it, and what to change. It comes first: the compilers' reasons for such
 # loops ("could not determine number of loop iterations") would point at the types.
 BLOCKERS = {

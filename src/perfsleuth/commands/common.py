@@ -72,10 +72,14 @@ def load_run(args: argparse.Namespace, ref: str | None = None) -> LoadedRun:
 def exact_counts(args: argparse.Namespace, run: LoadedRun) -> ExactCounts | None:
     """A count run's exact counts as the views read them, or None for a sampled run or
     when a sample filter (--state, --thread, --no-inline) asks for the profile."""
-    filtered = any(getattr(args, name, None) for name in ("state", "thread", "no_inline"))
-    if filtered:
+    if has_filters(args):
         return None
     return run.exact(split_recursion=getattr(args, "split_recursion", False))
+
+
+def has_filters(args: argparse.Namespace) -> bool:
+    """Whether a sample filter (--state, --thread, --no-inline) was given."""
+    return any(getattr(args, name, None) for name in ("state", "thread", "no_inline"))
 
 
 def require_exact(args: argparse.Namespace, run: LoadedRun) -> ExactCounts:

@@ -20,9 +20,9 @@ from ..model.findings import Finding
 from ..model.progress import SILENT, Progress
 from ..present import FINDINGS, formats_for, write
 from ..present.output import destination
-from ..static.compile_db import flags_for, load_compile_commands
-from ..static.source import TranslationUnit, cindex, source_files
-from ..static.unit_analysis import UnitReport, analyse_unit
+from ..static_analysis.compile_db import flags_for, load_compile_commands
+from ..static_analysis.source import TranslationUnit, cindex, source_files
+from ..static_analysis.unit_analysis import UnitReport, analyse_unit
 from .common import add_output_options, progress_display
 
 NAME = "lint"

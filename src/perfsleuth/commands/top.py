@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 
+from ..model.run import LoadedRun
 from ..present import formats_for, write
-from ..views import top
+from ..store.answers import AnswerFiles
+from ..views import run_answers, top
 from ..views.keys import GROUPINGS
 from .common import (
     add_filter_options,
@@ -14,7 +17,9 @@ from .common import (
     add_run_argument,
     apply_filters,
     exact_counts,
+    has_filters,
     load_run,
+    open_store,
 )
 
 NAME = "top"
@@ -39,8 +44,26 @@ def run(args: argparse.Namespace) -> int:
     exact = exact_counts(args, loaded)
     if exact is not None:
         found = top.exact_top(exact, by=args.by, sort=args.sort, n=args.n)
+    elif args.by == "function" and args.sort == "self" and not has_filters(args):
+        found = kept_top(args, loaded)
     else:
         found = top.top(apply_filters(loaded.profile, args), by=args.by, sort=args.sort, n=args.n)
     doc = {"run": str(loaded.id), **found}
     write(DOCUMENT, doc, args.format, args.output)
     return 0
+
+
+def kept_top(args: argparse.Namespace, loaded: LoadedRun) -> dict:
+    """The functions by self cost: the web UI's TopN of the run (every function, in this
+    order), kept in answers/ when the run was stored, or computed and kept now. Reading
+    it spares loading the run's samples: a 1.6M-sample run's top in a fraction of the time.
+    """
+    info = loaded.info
+    name = run_answers.top_name("function")
+    kept = AnswerFiles(open_store(args).root).get(
+        info, name, lambda: run_answers.top_answer(info.id, loaded.profile, "function")
+    )
+    doc = json.loads(kept)
+    doc.pop("run", None)
+    doc["rows"] = doc["rows"][: args.n if args.n > 0 else None]
+    return doc

@@ -17,9 +17,9 @@ from typing import Any
 
 from ..analyzers import Context
 from ..model.findings import Finding
-from ..static import machine_code
-from ..static.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
-from ..static.source import TranslationUnit
+from ..static_analysis import machine_code
+from ..static_analysis.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
+from ..static_analysis.source import TranslationUnit
 
 BYTE_TYPES = re.compile(
     r"\b(?:std::)?u?int8_t\b|\bunsigned\s+char\b|\bsigned\s+char\b|\bstd::byte\b"

@@ -77,7 +77,7 @@ class Rule:
     origin: str = ""
     scope: str = "stack"
     # patterns the shape of a Python frame's source line must all match
-    # (static/python_source.py: node types, `Parent>Child` pairs, enclosing statements)
+    # (static_analysis/python_source.py: node types, `Parent>Child` pairs, enclosing statements)
     source_nodes: tuple[re.Pattern[str], ...] = ()
     # cost classes: the ids of the classes whose calls this one takes over when it runs
     # under them (a write(2) under printf is write's cost), and whether it waits off the CPU

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..binaries import binary_at, build_id_paths
 from ..model.profile import Profile
-from ..static.machine_code import line_instructions
+from ..static_analysis.machine_code import line_instructions
 from ..symbols import dso_name
 from .annotate import line_costs
 
