@@ -111,11 +111,13 @@ class TopRow(TypedDict):
 
 
 class TopView(TypedDict):
-    """views/top.top(): the TopN of a profile."""
+    """views/top.top(): the TopN of a profile; views/top.exact_top(): of a count run's
+    exact counts (no samples; `exact` names the event counted)."""
 
     unit: str
     total: float
     samples: int
+    exact: NotRequired[str]
     by: str
     rows: list[TopRow]
 

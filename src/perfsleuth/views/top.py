@@ -131,7 +131,7 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
     return {
         "unit": EVENT_UNITS.get(event, "events"),
         "total": total,
-        "samples": None,
+        "samples": 0,
         "exact": event,
         "by": by,
         "rows": rows,

@@ -105,11 +105,12 @@ export interface TopRow {
   total: number;
 }
 
-/** views/top.top(): the TopN of a profile. */
+/** views/top.top(): the TopN of a profile; views/top.exact_top(): of a count run's exact counts (no samples; `exact` names the event counted). */
 export interface TopView {
   unit: string;
   total: number;
   samples: number;
+  exact?: string;
   by: string;
   rows: TopRow[];
 }
