@@ -41,7 +41,7 @@ from pathlib import Path
 
 from perfsleuth.cpucache.calibrate import rise
 from perfsleuth.cpucache.knee import knee
-from perfsleuth.model.cache import limited_by_sets
+from perfsleuth.model.cpu_cache import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

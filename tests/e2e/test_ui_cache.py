@@ -167,7 +167,7 @@ def test_the_cache_pages_have_no_serious_accessibility_violation(shown: dict[str
 @pytest.mark.parametrize("run", [CACHE_RUN, SCALE_RUN])
 def test_cache_show_follows_the_generated_schema(store: Path, run: str) -> None:
     """What the Cache page is sent, from a real recording, is the CacheDoc of
-    docs/schemas/documents.schema.json (made from model/cache.py's types)."""
+    docs/schemas/documents.schema.json (made from model/cpu_cache.py's types)."""
     schema = json.loads(
         (Path(__file__).resolve().parents[2] / "docs/schemas/documents.schema.json").read_text()
     )

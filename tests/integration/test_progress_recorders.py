@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from recorded_progress import Recorded
 
-from perfsleuth.collect.cache import record_cache
+from perfsleuth.collect.cpu_cache import record_cache
 from perfsleuth.collect.options import RecordOptions
 from perfsleuth.collect.valgrind import record_count
 

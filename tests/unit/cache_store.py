@@ -4,7 +4,7 @@ cache analyzers' tests."""
 from pathlib import Path
 
 from perfsleuth.analyzers import Context
-from perfsleuth.model.cache import CacheProjections
+from perfsleuth.model.cpu_cache import CacheProjections
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store.runs import Store

@@ -9,10 +9,10 @@ import pytest
 from rich.console import Console
 
 from perfsleuth.errors import UserError
-from perfsleuth.model import cache as cache_model
+from perfsleuth.model import cpu_cache as cache_model
 from perfsleuth.model import documents
-from perfsleuth.model.cache import CacheProjections
-from perfsleuth.present import cache_text
+from perfsleuth.model.cpu_cache import CacheProjections
+from perfsleuth.present import cpu_cache_text
 
 FIELD = {"name": "state", "type": "int", "offset": 0, "size": 4, "line": 0, "touched": 1.0,
          "hot": True}  # fmt: skip
@@ -97,7 +97,7 @@ def test_cache_show_prints_an_old_document_as_before():
     doc["model"] = {"describe": "L1d 32K 8-way", "misses_per_call": {"L1d": 0.5}}
     upgraded = documents.load(CacheProjections, doc)
     out = io.StringIO()
-    cache_text.render({"functions": [upgraded.to_json()]}, Console(file=out, width=300))
+    cpu_cache_text.render({"functions": [upgraded.to_json()]}, Console(file=out, width=300))
     text = out.getvalue()
     assert "struct layout of *c (struct conn, 64 B): 1.00 of its cache lines" in text
     assert "exceeds L1d (512 lines) at n = 170 (inside the measured range)" in text

@@ -11,7 +11,7 @@ from perfsleuth.analyzers import cache_layout
 from perfsleuth.cpucache import globals, layout
 from perfsleuth.cpucache.struct_types import Field, Struct
 from perfsleuth.cpucache.trace import Trace
-from perfsleuth.present import cache_text
+from perfsleuth.present import cpu_cache_text
 
 BASE = 0x108000
 SESSION = Struct(
@@ -158,8 +158,8 @@ def test_the_analyzer_considers_every_layout_of_a_function(tmp_path):
 def test_cache_show_names_whose_struct_each_layout_is():
     out = io.StringIO()
     console = Console(file=out, width=200, no_color=True)
-    cache_text.render_layout(layout_doc("sessions", "static", REORDER, elements=4096), console)
-    cache_text.render_layout(layout_doc("c", "parameter", None), console)
+    cpu_cache_text.render_layout(layout_doc("sessions", "static", REORDER, elements=4096), console)
+    cpu_cache_text.render_layout(layout_doc("c", "parameter", None), console)
     text = out.getvalue()
     assert "struct layout of static sessions[4096] (struct session, 128 B per element, 3 " in text
     assert "struct layout of *c (struct session, 128 B)" in text

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.collect.cache import hot_functions
+from perfsleuth.collect.cpu_cache import hot_functions
 from perfsleuth.model.profile import Frame, ProfileBuilder
 
 

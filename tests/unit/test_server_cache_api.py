@@ -9,7 +9,7 @@ import pytest
 from uistore import make_store
 
 from perfsleuth.cli import main
-from perfsleuth.model.cache import CacheProjections
+from perfsleuth.model.cpu_cache import CacheProjections
 from perfsleuth.server.api import Api
 from perfsleuth.server.bundle import collect
 from perfsleuth.store.runs import Store

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
 
-from ..model.cache import CacheProjections
 from ..model.counts import ExactCounts
+from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
 from ..model.profile import Profile
 from ..model.run import RunInfo

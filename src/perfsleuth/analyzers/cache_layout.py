@@ -10,7 +10,14 @@ share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
 from __future__ import annotations
 
 from ..cpucache import function_share
-from ..model.cache import CacheProjections, Reorder, Sampling, StructLayout, owner, sampling_text
+from ..model.cpu_cache import (
+    CacheProjections,
+    Reorder,
+    Sampling,
+    StructLayout,
+    owner,
+    sampling_text,
+)
 from ..model.findings import Finding
 from . import Context
 

@@ -23,7 +23,7 @@ RECORDERS = {
     "wall": "wall:record_wall",
     "all": "offcpu:record_all",
     "count": "valgrind:record_count",
-    "cache": "cache:record_cache",
+    "cache": "cpu_cache:record_cache",
     "python": "python_perf:record_python",
     "python-native": "python:record_python_native",
 }

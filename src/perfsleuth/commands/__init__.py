@@ -55,7 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "CI gate: fail when a workload's exact instruction count grows past a threshold",
     ),
     "cache": (
-        "cache",
+        "cpu_cache",
         "show the cache footprint, struct layout, cache model, scaling and constant-time "
         "projections",
     ),

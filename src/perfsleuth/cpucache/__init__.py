@@ -7,8 +7,8 @@ function of it: footprint (unique cache lines), layout (struct fields hot/cold,
 from DWARF), model (set-associative LRU with a next-line prefetcher), scaling
 (footprint against a workload size n) and secret_variants (do accesses depend on
 a secret input); calibrate measures what this machine's TLB and LLC really hold.
-collect/cache.py wires them into `perfsleuth record --mode cache`; their results
-are kept as one typed document per traced function (model/cache.py), which
+collect/cpu_cache.py wires them into `perfsleuth record --mode cache`; their results
+are kept as one typed document per traced function (model/cpu_cache.py), which
 `perfsleuth cache show` prints and the analyzers read.
 """
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..model.cache import Limits, LlcLimit, TlbLimit
+from ..model.cpu_cache import Limits, LlcLimit, TlbLimit
 from ..model.progress import SILENT, Progress
 from .knee import knee
 from .model import Geometry, machine_geometry

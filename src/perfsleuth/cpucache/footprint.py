@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from ..model.cache import Footprint, SourceRow, Spread
+from ..model.cpu_cache import Footprint, SourceRow, Spread
 from .trace import Trace
 
 SHARED_FRACTION = 0.5  # a line touched by at least this share of calls is shared

@@ -34,7 +34,7 @@ from elftools.dwarf.locationlists import LocationParser
 
 from ..binaries import PF_X, PT_LOAD, binary_at
 from ..binaries.subprograms import attr_text, origin
-from ..model.cache import (
+from ..model.cpu_cache import (
     Layout,
     LayoutField,
     LayoutLine,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from ..model.cache import GeometrySpec, Simulation
+from ..model.cpu_cache import GeometrySpec, Simulation
 from .trace import Trace
 
 SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")

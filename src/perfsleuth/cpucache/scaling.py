@@ -37,7 +37,7 @@ import re
 from typing import Literal
 
 from ..errors import UserError
-from ..model.cache import (
+from ..model.cpu_cache import (
     Capacity,
     Cliff,
     Limits,

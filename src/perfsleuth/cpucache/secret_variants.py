@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
-from ..model.cache import ConstantTime, Difference
+from ..model.cpu_cache import ConstantTime, Difference
 from .trace import Trace
 
 PLACEHOLDER = "{secret}"

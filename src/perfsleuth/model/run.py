@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from .cache import CacheProjections
 from .counts import Counts, ExactCounts
+from .cpu_cache import CacheProjections
 from .profile import Profile
 
 

@@ -12,7 +12,7 @@ Text is one output for every document, so it dispatches: `<document>_text.py` mo
 hold the renderers, `render(doc, console)`, and text.py's table names the one for each
 document kind. They are flat modules beside the outputs rather than a text/ package so
 that every view's text sits where its owner looks for it (diff_text, annotate_text,
-cache_text, top_text, ...); the `_text` suffix keeps them out of the registry scan, so
+cpu_cache_text, top_text, ...); the `_text` suffix keeps them out of the registry scan, so
 they load only when text is written and a command's start pays for none of them. A new
 command adds a renderer and a table line; a new format never touches them.
 """

@@ -21,7 +21,7 @@ from ..collect.run_facts import is_own_command
 from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
 from ..fleet.labels import LABEL_GROUPINGS
-from ..model.cache import CacheProjections
+from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
@@ -29,8 +29,8 @@ from ..model.timeline import Timeline
 from ..store.answers import AnswerFiles
 from ..store.runs import Store, is_run_reference, resolve
 from ..views import (
-    cache,
     callgraph,
+    cpu_cache,
     diff,
     disassembly,
     documents,
@@ -384,9 +384,9 @@ class Api:
         run_id = self._run_id(ref)
 
         def compute() -> dict:
-            doc = cache.projections(self.store, run_id)
+            doc = cpu_cache.projections(self.store, run_id)
             if doc is None:
-                raise ApiError(404, cache.no_projections(run_id))
+                raise ApiError(404, cpu_cache.no_projections(run_id))
             return doc
 
         return self._cached(("cache", run_id), compute)

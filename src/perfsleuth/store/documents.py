@@ -19,8 +19,8 @@ from typing import Any
 
 from ..formats.counts import with_tables
 from ..model import documents
-from ..model.cache import CacheProjections
 from ..model.counts import Counts
+from ..model.cpu_cache import CacheProjections
 from ..model.documents import DocumentType
 from ..model.timeline import Timeline
 

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingStored, StoreBusy, UserError
 from ..model import documents
-from ..model.cache import CacheProjections
 from ..model.counts import Counts
+from ..model.cpu_cache import CacheProjections
 from ..model.profile import Frame, Profile, Thread
 from ..model.run import LoadedRun, Recording, RunInfo
 from ..model.timeline import Timeline

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
-from ..model import cache
+from ..model import cpu_cache
 from ..model.findings import Finding
 from ..model.profile import STATES
 from .keys import GROUPINGS
@@ -198,10 +198,10 @@ class Experiment(TypedDict):
 
 
 class CacheDoc(TypedDict):
-    """views/cache.projections(): a `--mode cache` run's traced functions, by name."""
+    """views/cpu_cache.projections(): a `--mode cache` run's traced functions, by name."""
 
     run: str
-    functions: list[cache.CacheProjections]
+    functions: list[cpu_cache.CacheProjections]
 
 
 class Choices(TypedDict):
@@ -253,39 +253,39 @@ SCHEMA = (
     Entry("DiffDoc", DiffDoc, extends="DiffView"),
     Entry("Experiment", Experiment),
     Entry("Choices", Choices),
-    # the CPU cache model's projections (model/cache.py), the Cache page's
+    # the CPU cache model's projections (model/cpu_cache.py), the Cache page's
     Entry("CacheDoc", CacheDoc),
-    Entry("CacheFunction", cache.CacheProjections),
-    Entry("Spread", cache.Spread),
-    Entry("PerCall", cache.PerCall),
-    Entry("RecordedUnion", cache.RecordedUnion),
-    Entry("WholeRun", cache.WholeRun),
-    Entry("SourceRow", cache.SourceRow),
-    Entry("Footprint", cache.Footprint),
-    Entry("LayoutField", cache.LayoutField),
-    Entry("LayoutLine", cache.LayoutLine),
-    Entry("Move", cache.Move),
-    Entry("Reorder", cache.Reorder, extends="Move"),
-    Entry("LayoutOwner", cache.LayoutOwner),
-    Entry("StructLayout", cache.StructLayout, extends="LayoutOwner"),
-    Entry("NoLayout", cache.NoLayout),
-    Entry("Layout", cache.Layout),
-    Entry("Sampling", cache.Sampling),
-    Entry("CacheLevel", cache.LevelSpec),
-    Entry("Geometry", cache.GeometrySpec),
-    Entry("CacheModelDoc", cache.Simulation),
-    Entry("MeasuredRun", cache.MeasuredRun),
-    Entry("ScaledRun", cache.ScaledRun),
-    Entry("Fit", cache.Fit),
-    Entry("TlbLimit", cache.TlbLimit),
-    Entry("LlcLimit", cache.LlcLimit),
-    Entry("Limits", cache.Limits),
-    Entry("Effective", cache.Effective, extends="LlcLimit"),
-    Entry("Capacity", cache.Capacity),
-    Entry("Cliff", cache.Cliff, extends="Capacity"),
-    Entry("TlbCliff", cache.TlbCliff, extends="TlbLimit"),
-    Entry("NoTlbCliff", cache.NoTlbCliff),
-    Entry("Scaling", cache.Scaling),
-    Entry("Difference", cache.Difference),
-    Entry("ConstantTime", cache.ConstantTime),
+    Entry("CacheFunction", cpu_cache.CacheProjections),
+    Entry("Spread", cpu_cache.Spread),
+    Entry("PerCall", cpu_cache.PerCall),
+    Entry("RecordedUnion", cpu_cache.RecordedUnion),
+    Entry("WholeRun", cpu_cache.WholeRun),
+    Entry("SourceRow", cpu_cache.SourceRow),
+    Entry("Footprint", cpu_cache.Footprint),
+    Entry("LayoutField", cpu_cache.LayoutField),
+    Entry("LayoutLine", cpu_cache.LayoutLine),
+    Entry("Move", cpu_cache.Move),
+    Entry("Reorder", cpu_cache.Reorder, extends="Move"),
+    Entry("LayoutOwner", cpu_cache.LayoutOwner),
+    Entry("StructLayout", cpu_cache.StructLayout, extends="LayoutOwner"),
+    Entry("NoLayout", cpu_cache.NoLayout),
+    Entry("Layout", cpu_cache.Layout),
+    Entry("Sampling", cpu_cache.Sampling),
+    Entry("CacheLevel", cpu_cache.LevelSpec),
+    Entry("Geometry", cpu_cache.GeometrySpec),
+    Entry("CacheModelDoc", cpu_cache.Simulation),
+    Entry("MeasuredRun", cpu_cache.MeasuredRun),
+    Entry("ScaledRun", cpu_cache.ScaledRun),
+    Entry("Fit", cpu_cache.Fit),
+    Entry("TlbLimit", cpu_cache.TlbLimit),
+    Entry("LlcLimit", cpu_cache.LlcLimit),
+    Entry("Limits", cpu_cache.Limits),
+    Entry("Effective", cpu_cache.Effective, extends="LlcLimit"),
+    Entry("Capacity", cpu_cache.Capacity),
+    Entry("Cliff", cpu_cache.Cliff, extends="Capacity"),
+    Entry("TlbCliff", cpu_cache.TlbCliff, extends="TlbLimit"),
+    Entry("NoTlbCliff", cpu_cache.NoTlbCliff),
+    Entry("Scaling", cpu_cache.Scaling),
+    Entry("Difference", cpu_cache.Difference),
+    Entry("ConstantTime", cpu_cache.ConstantTime),
 )

@@ -196,7 +196,7 @@ export interface Choices {
   states: string[];
 }
 
-/** views/cache.projections(): a `--mode cache` run's traced functions, by name. */
+/** views/cpu_cache.projections(): a `--mode cache` run's traced functions, by name. */
 export interface CacheDoc {
   run: string;
   functions: CacheFunction[];

@@ -46,7 +46,7 @@ function functionSection(runId: string, f: CacheFunction): HTMLElement {
   );
 }
 
-/** Which calls were traced, as `cache show` says it (model/cache.py sampling_text). */
+/** Which calls were traced, as `cache show` says it (model/cpu_cache.py sampling_text). */
 function samplingNote(sampling: Sampling | undefined): HTMLElement | null {
   if (!sampling || sampling.chosen === "first") return null;
   const where = sampling.out_of_time ? "up to the time budget" : "over the whole run";

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.cache import CacheProjections
+from ..model.cpu_cache import CacheProjections
 from ..store.runs import Store
 
 

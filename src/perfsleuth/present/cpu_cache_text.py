@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..model.cache import (
+from ..model.cpu_cache import (
     CacheProjections,
     Cliff,
     ConstantTime,
@@ -24,7 +24,7 @@ from ..model.cache import (
 
 
 def render(doc: dict[str, Any], console: Console) -> None:
-    """doc: views/cache.py's {"run", "functions"}."""
+    """doc: views/cpu_cache.py's {"run", "functions"}."""
     for function in map(CacheProjections.from_json, doc["functions"]):
         console.print(Text(f"== {function.function} ({function.executable})", style="bold"))
         if sampled := sampling_text(function.sampling):

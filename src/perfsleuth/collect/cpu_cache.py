@@ -19,7 +19,7 @@ from ..cpucache import secret_variants as constant_time
 from ..cpucache.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..formats import perf_data
-from ..model.cache import (
+from ..model.cpu_cache import (
     CacheProjections,
     ConstantTime,
     Limits,

@@ -8,7 +8,7 @@ import argparse
 from ..cpucache import calibrate
 from ..errors import UserError
 from ..present import formats_for, write
-from ..views import cache
+from ..views import cpu_cache
 from .common import add_output_options, add_run_argument, open_store, progress_display
 
 NAME = "cache"
@@ -36,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
         return run_calibrate(args)
     store = open_store(args)
     run_id = store.resolve(args.run)
-    doc = cache.projections(store, run_id)
+    doc = cpu_cache.projections(store, run_id)
     if doc is None:
-        raise UserError(cache.no_projections(run_id))
+        raise UserError(cpu_cache.no_projections(run_id))
     write(SHOWN, doc, args.format, args.output)
     return 0
 
