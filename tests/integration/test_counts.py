@@ -188,6 +188,16 @@ def test_cache_sim_adds_miss_counts_per_line(examples_built: Path, tmp_path: Pat
     doc = json.loads(perfsleuth(store, "annotate", "--all", "--format", "json").stdout)
     assert doc["events"] == data.events
     assert doc["totals"]["I1mr"] > 0
+    # The web UI's TopN is the CLI's, with every event's exact count per function.
+    from perfsleuth.server.api import Api
+
+    top = json.loads(perfsleuth(store, "top", "-n", "0", "--format", "json").stdout)
+    served = json.loads(Api(Store(store), []).get("/api/runs/1/top", {}).body)
+    assert served["rows"] == top["rows"] and served["events"] == data.events
+    counted = [r["counts"] for r in top["rows"]]
+    for event in ("Ir", "D1mr"):  # every line's count lands in exactly one function's
+        in_lines = sum(data.cells.event(data.index(event)))
+        assert sum(c[event] for c in counted) == in_lines > 0
 
 
 def test_one_line_change_shows_as_exactly_that_line(examples_built: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from ..collect.run_facts import is_own_command
 from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
 from ..fleet.labels import LABEL_GROUPINGS
+from ..model.counts import ExactCounts
 from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
 from ..model.profile import STATES, Profile
@@ -260,7 +261,8 @@ class Api:
         filters = _filters(query)
 
         def compute() -> bytes:
-            return run_answers.top_answer(run_id, self._profile(run_id, query), by)
+            exact = None if any(filters) else self._exact(run_id)
+            return run_answers.top_answer(run_id, self._profile(run_id, query), by, exact)
 
         def whole_run() -> bytes:
             # Kept on disk too: `serve` warms it, and loading the run would hold the
@@ -358,6 +360,12 @@ class Api:
 
     def _roots(self, run_id: int) -> list[Path]:
         return source.source_roots(self.roots, self._info(run_id))
+
+    def _exact(self, run_id: int) -> ExactCounts | None:
+        """A count run's exact counts (its TopN is read from them, as the CLI's is)."""
+        if self._info(run_id).unit != "instructions":
+            return None
+        return self.store.load_run(run_id).exact()
 
     def _own(self, run_id: int) -> bool:
         """Whether the run's debug info may name files outside the roots (views/source.py)."""

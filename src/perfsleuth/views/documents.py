@@ -108,6 +108,9 @@ class TopRow(TypedDict):
     line: int
     self: float
     total: float
+    # a count run's exact self count of each event callgrind counted (Ir, and with
+    # --cache-sim the D1/LL misses), as cg_annotate's columns
+    counts: NotRequired[dict[str, int]]
 
 
 class TopView(TypedDict):
@@ -118,6 +121,7 @@ class TopView(TypedDict):
     total: float
     samples: int
     exact: NotRequired[str]
+    events: NotRequired[list[str]]  # a count run's events, in callgrind's order
     by: str
     rows: list[TopRow]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..model.counts import ExactCounts
 from ..model.profile import Profile
 from ..store.answers import AnswerFiles
 from ..store.runs import Store
@@ -38,8 +39,10 @@ def facts(profile: Profile) -> bytes:
     return json.dumps({"threads": threads, "states": states}).encode()
 
 
-def top_answer(run_id: int, profile: Profile, by: str) -> bytes:
-    return encode_json({"run": str(run_id), **top.top(profile, by=by, n=0)})
+def top_answer(run_id: int, profile: Profile, by: str, exact: ExactCounts | None = None) -> bytes:
+    """The TopN of the whole run: a count run's from its exact counts, as `perfsleuth top`."""
+    found = top.exact_top(exact, by=by, n=0) if exact is not None else top.top(profile, by=by, n=0)
+    return encode_json({"run": str(run_id), **found})
 
 
 def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
@@ -51,7 +54,8 @@ def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
     columns = flame.flame_columns(profile, processes=True)
     files.get(info, FACTS, lambda: facts(profile))
     files.get(info, FLAME, lambda: flame.encode(columns))
-    files.get(info, top_name("function"), lambda: top_answer(run_id, profile, "function"))
+    exact = store.load_run(run_id).exact() if info.unit == "instructions" else None
+    files.get(info, top_name("function"), lambda: top_answer(run_id, profile, "function", exact))
     kept = profile.timeline
     if kept is not None:
         files.get(info, TIME_ORDER, lambda: timeline.encode(profile, columns, kept, set()))

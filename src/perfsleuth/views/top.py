@@ -93,16 +93,19 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
     event = "Ir" if "Ir" in exact.events else exact.events[0]
     total = exact.total(event)
     group = _ExactGroups(exact, by)
-    self_cost: dict = defaultdict(int)
     cells = exact.cells
-    for fid, file, line, cost in zip(
-        cells.column("fn"),
-        cells.column("file"),
-        cells.column("line"),
-        cells.event(exact.index(event)),
-        strict=True,
-    ):
-        self_cost[group.of_cell(fid, file, line)] += cost
+    keys = [
+        group.of_cell(fid, file, line)
+        for fid, file, line in zip(
+            cells.column("fn"), cells.column("file"), cells.column("line"), strict=True
+        )
+    ]
+    # every event's self count (cg_annotate's columns): Ir, and D1/LL misses with --cache-sim
+    per_event: dict[str, dict] = {name: defaultdict(int) for name in exact.events}
+    for name, counts in per_event.items():
+        for key, cost in zip(keys, cells.event(exact.index(name)), strict=True):
+            counts[key] += cost
+    self_cost = per_event[event]
     total_cost = dict(self_cost)
     calls = exact.calls
     for caller, callee, file, line, cost in zip(
@@ -125,6 +128,7 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
             **group.row(key),
             "self": self_cost.get(key, 0) / total if total else 0.0,
             "total": min(total_cost[key], total) / total if total else 0.0,
+            "counts": {name: int(per_event[name].get(key, 0)) for name in exact.events},
         }
         for key in order[: n if n > 0 else None]
     ]
@@ -133,6 +137,7 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
         "total": total,
         "samples": 0,
         "exact": event,
+        "events": list(exact.events),
         "by": by,
         "rows": rows,
     }

@@ -103,6 +103,7 @@ export interface TopRow {
   line: number;
   self: number;
   total: number;
+  counts?: Record<string, number>;
 }
 
 /** views/top.top(): the TopN of a profile; views/top.exact_top(): of a count run's exact counts (no samples; `exact` names the event counted). */
@@ -111,6 +112,7 @@ export interface TopView {
   total: number;
   samples: number;
   exact?: string;
+  events?: string[];
   by: string;
   rows: TopRow[];
 }

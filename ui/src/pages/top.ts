@@ -21,6 +21,10 @@ export async function renderTop(app: HTMLElement, runId: string, route: Route): 
   const columns: Column<TopRow>[] = [
     { label: "self", key: "self", numeric: true, value: (r: TopRow) => r.self, cell: (r: TopRow) => h("span", { class: "cost" }, bar(r.self), pct(r.self)) },
     { label: "total", key: "total", numeric: true, value: (r: TopRow) => r.total, cell: (r: TopRow) => h("span", { class: "cost" }, bar(r.total, "bar total"), pct(r.total)) },
+    // A count run: each event's exact self count, as cg_annotate's columns (Ir; D1mr, DLmr… with --cache-sim).
+    ...(doc.events ?? []).map(
+      (event): Column<TopRow> => ({ label: event, key: `count:${event}`, numeric: true, value: (r: TopRow) => r.counts?.[event] ?? 0, cell: (r: TopRow) => (r.counts?.[event] ?? 0).toLocaleString() }),
+    ),
     {
       label: by === "dso" ? "DSO" : by,
       key: "name",
