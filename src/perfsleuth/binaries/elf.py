@@ -149,16 +149,23 @@ def read_headers(f: BinaryIO) -> Headers | None:
     )
 
 
+def _rows(f: BinaryIO, fmt: str, offset: int, entsize: int, count: int) -> list[tuple]:
+    """The entries of a header table (program or section headers), as unpacked tuples."""
+    if not offset or not count or entsize < struct.calcsize(fmt):
+        return []
+    f.seek(offset)
+    table = f.read(entsize * count)
+    return [
+        struct.unpack_from(fmt, table, i * entsize)
+        for i in range(min(count, len(table) // entsize))
+    ]
+
+
 def _segments(
     f: BinaryIO, fmt: str, elf64: bool, offset: int, entsize: int, count: int
 ) -> tuple[Segment, ...]:
-    if not offset or not count or entsize < struct.calcsize(fmt):
-        return ()
-    f.seek(offset)
-    table = f.read(entsize * count)
     out = []
-    for i in range(min(count, len(table) // entsize)):
-        fields = struct.unpack_from(fmt, table, i * entsize)
+    for fields in _rows(f, fmt, offset, entsize, count):
         if elf64:
             p_type, flags, off, vaddr, _paddr, filesz, memsz, _align = fields
         else:
@@ -170,14 +177,7 @@ def _segments(
 def _sections(
     f: BinaryIO, fmt: str, offset: int, entsize: int, count: int, names_index: int
 ) -> tuple[Section, ...]:
-    if not offset or not count or entsize < struct.calcsize(fmt):
-        return ()
-    f.seek(offset)
-    table = f.read(entsize * count)
-    rows = [
-        struct.unpack_from(fmt, table, i * entsize)
-        for i in range(min(count, len(table) // entsize))
-    ]
+    rows = _rows(f, fmt, offset, entsize, count)
     names = b""
     if names_index < len(rows):
         f.seek(rows[names_index][4])
