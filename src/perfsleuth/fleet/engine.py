@@ -196,56 +196,50 @@ class DuckDB:
         labels: Sequence[str],
     ) -> pa.Table:
         """CPU ns and samples per value of `labels` and stack: who runs which stacks."""
-        keys = [f"{_label(k)} AS {_quoted(k)}" for k in labels]
-        con = duckdb.connect()
-        try:
-            check_regexes(con, where)
-            con.register(
-                "samples",
-                ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
-            )
-            filters = "".join(f" AND {_condition(c)}" for c in where)
-            result = con.sql(
-                f"""SELECT {", ".join(keys)}, stack_id,
-                       sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
-                FROM samples
-                WHERE time >= make_timestamp(?::BIGINT * 1000)
-                  AND time < make_timestamp(?::BIGINT * 1000){filters}
-                GROUP BY ALL ORDER BY ALL""",
-                params=[to_ms(start), to_ms(end), *[c.value for c in where]],
-            ).to_arrow_table()
-        except duckdb.ConversionException as e:
-            raise _past_bigint(e) from None
-        finally:
-            con.close()
-        return _table(result)
+        keys = ", ".join(f"{_label(k)} AS {_quoted(k)}" for k in labels)
+        return _grouped_sums(selection, start, end, where, keys, [], "ORDER BY ALL")
 
     @files_may_go
     def bucket_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
     ) -> pa.Table:
-        con = duckdb.connect()
-        try:
-            check_regexes(con, where)
-            con.register(
-                "samples",
-                ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
-            )
-            filters = "".join(f" AND {_condition(c)}" for c in where)
-            result = con.sql(
-                f"""SELECT epoch_ms(time::TIMESTAMP) // ?::BIGINT AS bucket, stack_id,
-                       sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
-                FROM samples
-                WHERE time >= make_timestamp(?::BIGINT * 1000)
-                  AND time < make_timestamp(?::BIGINT * 1000){filters}
-                GROUP BY ALL""",
-                params=[step_ms, to_ms(start), to_ms(end), *[c.value for c in where]],
-            ).to_arrow_table()
-        except duckdb.ConversionException as e:
-            raise _past_bigint(e) from None
-        finally:
-            con.close()
-        return _table(result).cast(BUCKETS_SCHEMA)
+        key = "epoch_ms(time::TIMESTAMP) // ?::BIGINT AS bucket"
+        return _grouped_sums(selection, start, end, where, key, [step_ms]).cast(BUCKETS_SCHEMA)
+
+
+def _grouped_sums(
+    selection: Selection,
+    start: float,
+    end: float,
+    where: list[Condition],
+    keys: str,
+    key_params: list,
+    order: str = "",
+) -> pa.Table:
+    """Samples and CPU ns of [start, end) summed per `keys` (SQL, with `key_params`) and
+    stack, in one DuckDB query over the selected samples files."""
+    con = duckdb.connect()
+    try:
+        check_regexes(con, where)
+        con.register(
+            "samples",
+            ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
+        )
+        filters = "".join(f" AND {_condition(c)}" for c in where)
+        result = con.sql(
+            f"""SELECT {keys}, stack_id,
+                   sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
+            FROM samples
+            WHERE time >= make_timestamp(?::BIGINT * 1000)
+              AND time < make_timestamp(?::BIGINT * 1000){filters}
+            GROUP BY ALL {order}""",
+            params=[*key_params, to_ms(start), to_ms(end), *[c.value for c in where]],
+        ).to_arrow_table()
+    except duckdb.ConversionException as e:
+        raise _past_bigint(e) from None
+    finally:
+        con.close()
+    return _table(result)
 
 
 def _quoted(name: str) -> str:
