@@ -133,16 +133,25 @@ def is_python_process(pid: int) -> bool:
 def is_cpython(pid: int) -> bool:
     """By its executable's name (or its command name when the executable cannot be read:
     another user's process, python mode then says what is missing), or a libpython it
-    maps (an interpreter renamed, a program embedding CPython)."""
+    maps (an interpreter renamed, a program embedding CPython). A process once seen to be
+    one stays one after it exits: py-spy's failure is judged when it is already gone."""
+    if pid in _SEEN_CPYTHON:
+        return True
     try:
         name = Path(os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")).name
     except PermissionError:
         return bool(INTERPRETER.match(_comm(pid)))
     except OSError:
         return False
-    if INTERPRETER.match(name):
+    if INTERPRETER.match(name) or any(LIBPYTHON.match(Path(m.path).name) for m in read_maps(pid)):
+        _SEEN_CPYTHON.add(pid)
         return True
-    return any(LIBPYTHON.match(Path(m.path).name) for m in read_maps(pid))
+    return False
+
+
+# The processes is_cpython found to be CPython, for this command's life: a pid is not
+# reused while the recorder still waits on it.
+_SEEN_CPYTHON: set[int] = set()
 
 
 def interpreter_in(pid: int, skip: frozenset[int] = frozenset()) -> int | None:
