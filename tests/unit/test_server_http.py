@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import select
 import socket
 import threading
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from held_connections import closed_by_server
 from uistore import make_store
 
 from perfsleuth.cli import main
@@ -186,7 +186,7 @@ def test_disconnects_and_half_open_connections(
             conn.sendall(b"GET /api/runs HTTP/1.1\r\nHost: 127" if i % 2 else b"")
         status, _, body = request(port, "/api/runs")
         assert status == 200 and json.loads(body)
-        assert _closed_by_server(held, 40 - limits.max_idle) >= 40 - limits.max_idle
+        assert closed_by_server(held, 40 - limits.max_idle) >= 40 - limits.max_idle
         for conn in held:
             conn.close()
         for _ in range(20):
@@ -196,20 +196,3 @@ def test_disconnects_and_half_open_connections(
         assert request(port, "/api/runs")[0] == 200
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Error" not in err
-
-
-def _closed_by_server(held: list[socket.socket], expected: int) -> int:
-    """How many of `held` the server closed, waiting (10 s at most) for `expected`."""
-    closed: set[socket.socket] = set()
-    deadline = time.monotonic() + 10
-    while len(closed) < expected and time.monotonic() < deadline:
-        ready, _, _ = select.select([c for c in held if c not in closed], [], [], 0.5)
-        closed.update(c for c in ready if _eof(c))
-    return len(closed)
-
-
-def _eof(conn: socket.socket) -> bool:
-    try:
-        return conn.recv(1) == b""
-    except ConnectionResetError:
-        return True
