@@ -153,9 +153,12 @@ def flame_columns(profile: Profile, processes: bool = False) -> FlameColumns:
         strict=True,
     ):
         values = (w, 0.0 if s in ON_CPU_STATES else w) if has_states else (w,)
-        process = thread_process[t] if thread_process and t >= 0 else -1
-        path = paths[sid] if process < 0 else (first_process + process, *paths[sid])
-        placed[sid, process] = path
+        if thread_process:  # the per-sample work of a process level only where there is one
+            process = thread_process[t] if t >= 0 else -1
+            path = paths[sid] if process < 0 else (first_process + process, *paths[sid])
+            placed[sid, process] = path
+        else:
+            path = paths[sid]
         rows.append((path, values))
     flame, ends = _build(names, rows, columns)
     flame.meta = {"unit": profile.unit, "total": profile.total}
