@@ -72,8 +72,9 @@ def check_python_app(collector: Collector, app: str, cpu_s: float, wall_s: float
     # py-spy samples at 100 Hz; each 10 ms of CPU time is one sample.
     assert every["samples"] == pytest.approx(every["total"] / 1e7, rel=0.01)
     # py-spy counts a thread that waits for a CPU as on it (as Pyroscope shows it too):
-    # on a loaded machine the total lies between the CPU time and the time it ran.
-    assert 0.5 * cpu_s <= every["total"] / 1e9 <= wall_s + 0.2
+    # on a loaded machine the total lies between the CPU time and the time it ran. Its timer
+    # catches up after a stall and it runs a little past shutdown(): a margin of 10% + 0.3 s.
+    assert 0.5 * cpu_s <= every["total"] / 1e9 <= 1.1 * wall_s + 0.3
     assert top(collector, f"service={app},team=sre")["total"] == every["total"]
     tagged = top(collector, f"service={app},phase=a")
     assert tagged["rows"][0]["function"] == "hot_a" and tagged["rows"][0]["self"] > 0.8

@@ -28,8 +28,11 @@ from .filters import TYPE_KEY, Condition
 
 # Frames of all the distinct stacks a query reads (a busy fleet's day has about 10**6).
 MAX_QUERY_FRAMES = 1 << 24
-# How DuckDB words a file that went away while it read (pyarrow's, then the OS's).
-GONE = re.compile(r"Path does not exist|No such file or directory|\[errno 2\]")
+# How DuckDB words a file that went away while it read (pyarrow's, then the OS's), or an
+# object gone from S3 (the AWS SDK's RESOURCE_NOT_FOUND, NoSuchKey or a 404).
+GONE = re.compile(
+    r"Path does not exist|No such file or directory|\[errno 2\]|RESOURCE_NOT_FOUND|NoSuchKey|HTTP 404"
+)
 BUCKETS_SCHEMA = pa.schema(
     [
         ("bucket", pa.int64()),
