@@ -44,6 +44,7 @@ class Flags:
     args: tuple[str, ...]
     origin: str  # "compile_commands.json", "DW_AT_producer", "defaults"
     directory: str = ""
+    compiler: str = ""  # the entry's compiler command (its first word)
 
 
 def load_compile_commands(path: Path) -> dict[Path, Flags]:
@@ -59,7 +60,8 @@ def load_compile_commands(path: Path) -> dict[Path, Flags]:
         directory = path.parent.resolve() / entry.get("directory", ".")
         argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
         source = (directory / entry["file"]).resolve()
-        table[source] = Flags(tuple(compile_args(argv[1:], source)), path.name, str(directory))
+        args = tuple(compile_args(argv[1:], source))
+        table[source] = Flags(args, path.name, str(directory), argv[0] if argv else "")
     return table
 
 
