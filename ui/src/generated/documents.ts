@@ -401,7 +401,7 @@ export interface Fit {
   bytes_per_n: number;
 }
 
-/** This machine's TLB reach (cpucache/calibrate.py), or why it is not known. */
+/** This machine's TLB reach (cpu_cache_projections/calibrate.py), or why it is not known. */
 export interface TlbLimit {
   reason?: string;
   reach_pages?: number;
@@ -410,7 +410,7 @@ export interface TlbLimit {
   evidence?: string;
 }
 
-/** This machine's effective LLC capacity (cpucache/calibrate.py), or why it is not known. */
+/** This machine's effective LLC capacity (cpu_cache_projections/calibrate.py), or why it is not known. */
 export interface LlcLimit {
   reason?: string;
   effective_bytes?: number;
