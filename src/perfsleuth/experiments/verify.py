@@ -8,7 +8,9 @@ analyzers never see the store). The verifiers (VERIFIERS):
 
   allocator      run the recorded command with the fix's allocator preloaded (A/B);
   build-flags    rebuild with the fix's flags and run both builds (A/B);
-  aliasing-write recompile a scratch copy of the unit with the fix (aliasing.py);
+  aliasing-write recompile a scratch copy of the unit with the fix, with the user's
+                 compiler (aliasing.py); with the build command, also build the
+                 changed program and run both (A/B);
   python-json    run the recorded Python command with json backed by orjson (python_shim.py).
 
 The measured ones need the recorded command (empty: not verified) and read
@@ -34,7 +36,7 @@ from ..errors import UserError
 from ..model.findings import Finding
 from ..store.runs import Store
 from . import allocator, build, python_shim, result
-from .aliasing import verify_aliasing
+from .aliasing import timed_sides, verify_aliasing
 from .runner import Side, measure
 from .verdict import ratio_sentence
 
@@ -82,7 +84,48 @@ def _measured(prepare: Sides) -> Verifier:
 
 
 def _recompiled(finding: Finding, trial: Trial) -> dict[str, Any] | None:
-    return verify_aliasing(finding, trial.ctx)
+    """The compiler's proof, and with the build command and the recorded command, the
+    changed program timed against the original."""
+    ctx = trial.ctx
+    proof = verify_aliasing(finding, ctx)
+    if proof is None:
+        return None
+    patched = proof.pop("patched_text")
+    if not trial.command or not ctx.options.build:
+        proof["timed"] = False
+        ctx.notes.append(
+            f"{finding.rule}: the change was compiled, not timed; pass the build command "
+            "(`advise --verify --build 'SHELL CMD'`, building into $OUT) to time it"
+        )
+        return proof
+    cwd = _cwd(ctx) or os.getcwd()
+    workload = [_in_out(trial.command[0]), *trial.command[1:]]
+    sides = timed_sides(
+        finding,
+        {**proof, "patched_text": patched},
+        ctx.options.build,
+        workload,
+        trial.scratch("builds"),
+        cwd,
+    )
+    measured = _measure(finding, trial, sides)
+    measured["function_ratio"] = function_ratio(measured["ratio"], finding.share)
+    return {
+        **proof,
+        **measured,
+        "timed": True,
+        "summary": f"{proof['summary']}; {measured['summary']}",
+    }
+
+
+def function_ratio(program_ratio: float, share: float) -> float | None:
+    """The function's own speed-up implied by the program's, when the function took
+    `share` of the program's time: T' = T (1 - s) + T s / r. None when the program's
+    gain is more than the function's share could give (noise, or other code changed)."""
+    if share <= 0:
+        return None
+    rest = 1.0 / program_ratio - (1.0 - share)
+    return round(share / rest, 2) if rest > 0 else None
 
 
 def _orjson(finding: Finding, trial: Trial) -> dict[str, Any] | None:
