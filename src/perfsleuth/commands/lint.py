@@ -107,7 +107,11 @@ def lint(
     for path in source_files(paths):
         flags = flags_for(path.resolve(), table)
         directory = Path(flags.directory) if flags.directory else None
-        units.append(TranslationUnit(path.resolve(), list(flags.args), flags.origin, directory))
+        units.append(
+            TranslationUnit(
+                path.resolve(), list(flags.args), flags.origin, directory, compiler=flags.compiler
+            )
+        )
     workers = max(1, min(len(units), os.cpu_count() or 1))
     progress.phase(f"analysing {len(units)} translation units", total=len(units))
     reports = []

@@ -126,7 +126,7 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
         obj = Path(tmp) / "unit.o"
         with ThreadPoolExecutor(max_workers=2) as pool:
             compiling = pool.submit(compiler_remarks.compile_unit, unit, None, obj)
-            building = pool.submit(gcc_remarks, unit) if unit.producer else None
+            building = pool.submit(gcc_remarks, unit) if unit.producer or unit.compiler else None
             parsed = parse(unit)
             try:
                 report.remarks = compiling.result()[0]
