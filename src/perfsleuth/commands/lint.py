@@ -116,7 +116,11 @@ def lint(
     for path in source_files(paths):
         flags = flags_for(path.resolve(), table)
         directory = Path(flags.directory) if flags.directory else None
-        units.append(TranslationUnit(path.resolve(), list(flags.args), flags.origin, directory))
+        units.append(
+            TranslationUnit(
+                path.resolve(), list(flags.args), flags.origin, directory, compiler=flags.compiler
+            )
+        )
     progress.phase(f"analysing {len(units)} translation units", total=len(units))
     reports = analyse_codebase(units, missed, cache, progress.advance)
     findings: list[Finding] = []

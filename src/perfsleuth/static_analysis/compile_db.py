@@ -72,6 +72,7 @@ class Flags:
     args: tuple[str, ...]
     origin: str  # "compile_commands.json", "DW_AT_producer", "defaults"
     directory: str = ""
+    compiler: str = ""  # the entry's compiler command (its first word)
 
 
 def load_compile_commands(path: Path) -> dict[Path, Flags]:
@@ -89,8 +90,10 @@ def load_compile_commands(path: Path) -> dict[Path, Flags]:
         directory = path.parent.resolve() / entry.get("directory", ".")
         argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
         source = (directory / entry["file"]).resolve()
+        compiler = argv[0] if argv else ""
         argv = absolute_paths(expand_response_files(argv[1:], directory), directory)
-        table[source] = Flags(tuple(compile_args(argv, source)), path.name, str(directory))
+        args = tuple(compile_args(argv, source))
+        table[source] = Flags(args, path.name, str(directory), compiler)
     return table
 
 

@@ -153,7 +153,7 @@ def _compile(report: UnitReport) -> None:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
         obj = Path(tmp) / "unit.o"
         with ThreadPoolExecutor(max_workers=2) as pool:
-            building = pool.submit(gcc_remarks, unit) if unit.producer else None
+            building = pool.submit(gcc_remarks, unit) if unit.producer or unit.compiler else None
             try:
                 report.remarks = compiler_remarks.compile_unit(unit, None, obj)[0]
             except CompileTooLong as exc:

@@ -2,7 +2,7 @@
 unchanged codebase again costs a stat of each file the units read.
 
 An entry is found by what the analysis was asked (the unit's path, flags, build
-folder and producer, whether every loop's remark was wanted) and the analysis code
+folder, compiler and producer, whether every loop's remark was wanted) and the analysis code
 itself; it holds the report and each file the unit read — its source and every
 header — with its size, modification time and content hash. It is used only while
 every one of those files has the same content (same size and time, else the same
@@ -86,6 +86,7 @@ class UnitCache:
             unit.flags,
             str(unit.directory or ""),
             unit.producer,
+            unit.compiler,
             all_remarks,
         ]
         key = hashlib.blake2b(json.dumps(question).encode(), digest_size=20).hexdigest()
