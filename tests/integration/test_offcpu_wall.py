@@ -125,16 +125,24 @@ def test_all_mode_threads_have_names_states_and_wall_time(all_mode_run):
 
 
 @needs_root
-def test_lock_contention_is_the_top_finding(all_mode_run):
-    cwd, _truth = all_mode_run
-    proc = perfsleuth("advise", "--format", "json", cwd=cwd)
+def test_lock_contention_gain_is_the_critical_path(all_mode_run):
+    """The consumers' wait is found at their line; its gain is the wall time the program
+    would save, never more than the waiters' summed time: three consumers on this
+    2-core machine keep the CPUs busy while one waits (a lock-free queue measured
+    1.008x), so here it is near 0, where the summed waits promised ~20%."""
+    cwd, truth = all_mode_run
+    proc = perfsleuth("advise", "--all", "--format", "json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
-    findings = [f for f in json.loads(proc.stdout)["findings"] if f["kind"] != "missing-symbols"]
-    assert findings[0]["kind"] == "lock-contention", findings[0]
-    top = findings[0]
-    assert top["rule"] == "lock.contention" and "consumer" in top["function"], top["title"]
+    locks = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "lock.contention"]
+    top = max(locks, key=lambda f: f["details"]["waiters_fraction"])
+    assert "consumer" in top["function"], top["title"]
     assert top["file"].endswith("prodcons.cc") and top["line"] > 0
     assert "moodycamel" in top["suggestion"]
+    assert abs(top["details"]["waiters_fraction"] - truth) < 0.15
+    assert 0 <= top["estimated_gain"] <= top["details"]["waiters_fraction"]
+    assert any(e.startswith("critical path:") for e in top["evidence"])
+    if (os.cpu_count() or 1) <= 2:  # 3 consumers busy on 2 CPUs: the waits cost no wall time
+        assert top["estimated_gain"] < top["details"]["waiters_fraction"] / 2
 
 
 @needs_root
