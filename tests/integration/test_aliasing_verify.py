@@ -40,7 +40,8 @@ def test_char8_t_makes_the_example_loop_vectorize(tmp_path: Path) -> None:
     assert not proof["vectorized_before"] and proof["vectorized_after"]
     assert proof["reloads_before"] > 0 and proof["reloads_after"] == 0
     assert proof["instructions_per_element_after"] < proof["instructions_per_element_before"]
-    assert "now vectorized" in proof["summary"]
+    assert "clang 16 now vectorizes the loop" in proof["summary"]
+    assert proof["method"] == "recompiled a scratch copy with clang-16"
     assert digest(source) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["expand.cc"]
 

@@ -1,15 +1,22 @@
 """`advise --verify` for aliasing-write findings: apply the fix to a scratch copy of
-the translation unit, recompile it, and compare clang's verdict and the loop's
+the translation unit, recompile it with the user's compiler (GCC or clang, as
+toolchain.py finds it) and flags, and compare that compiler's verdict and the loop's
 machine code before and after. The user's files are only read.
 
-The changes tried, in order, until one compiles: the written byte type becomes
-char8_t (C++ only; the unit is then built as C++20), then the repeated read is
-hoisted into a local before the loop (`__typeof__(read) perfsleuth_hoisted = read;`).
+The changes, in the order that compiler makes worth trying (aliasing_fixes.py):
+the written byte type becomes char8_t (C++ only; the unit is then built as C++20;
+not with -fno-strict-aliasing, where it is moot), and the repeated reads are hoisted
+into locals before the loop (`__typeof__(read) perfsleuth_hoisted_0 = read;`). The
+first that compiles is the proof; one that does not compile is reported with the
+compiler's error, never skipped silently. With the build command (`--build`), the
+changed program is also built and timed against the original (verify.py):
+`timed_sides` copies the build's folder, changes the file there, and builds both.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +26,11 @@ from ..analyzers import Context
 from ..model.findings import Finding
 from ..static_analysis import machine_code
 from ..static_analysis.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
+from ..static_analysis.gcc_remarks import gcc_remarks
 from ..static_analysis.source import TranslationUnit
+from ..static_analysis.toolchain import Toolchain, toolchain_of
+from . import build
+from .runner import Side
 
 BYTE_TYPES = re.compile(
     r"\b(?:std::)?u?int8_t\b|\bunsigned\s+char\b|\bsigned\s+char\b|\bstd::byte\b"
@@ -27,6 +38,9 @@ BYTE_TYPES = re.compile(
 VECTOR_SHAPE = re.compile(r"vectorization width: (\d+), interleaved count: (\d+)")
 HOISTED = "perfsleuth_hoisted"
 CXX20 = "-std=c++20"
+CHAR8_T = "write through char8_t"
+# Folders of a build tree not copied for the changed build.
+NOT_COPIED = (".git", ".perfsleuth", "node_modules")
 
 
 @dataclass
@@ -45,39 +59,54 @@ def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, A
     source = Path(match["file"])
     if not source.is_file():
         return None
+    unit = unit_of(finding, source)
     with tempfile.TemporaryDirectory(prefix="perfsleuth-verify-") as tmp:
         try:
-            return _compare(_unit_of(finding, source), match, Path(tmp), ctx, finding.rule)
+            return _compare(unit, toolchain_of(unit), match, Path(tmp), ctx, finding.rule)
         except CompileError as exc:
             _note(ctx, f"{finding.rule} not verified: the unit does not compile ({exc})")
             return None
 
 
-def _unit_of(finding: Finding, source: Path) -> TranslationUnit:
-    """The unit as the finding's analysis built it."""
+def unit_of(finding: Finding, source: Path) -> TranslationUnit:
+    """The unit as the finding's analysis built it, with the compiler that builds it."""
+    details = finding.details
     return TranslationUnit(
         source,
-        list(finding.details.get("flags", [])),
-        finding.details.get("flags_origin", "defaults"),
-        Path(finding.details["directory"]) if finding.details.get("directory") else None,
+        list(details.get("flags", [])),
+        details.get("flags_origin", "defaults"),
+        Path(details["directory"]) if details.get("directory") else None,
+        producer=details.get("producer", ""),
+        compiler=details.get("compiler_driver", ""),
     )
 
 
 def _compare(
-    unit: TranslationUnit, match: dict[str, Any], scratch: Path, ctx: Context | None, rule: str
+    unit: TranslationUnit,
+    toolchain: Toolchain,
+    match: dict[str, Any],
+    scratch: Path,
+    ctx: Context | None,
+    rule: str,
 ) -> dict[str, Any] | None:
-    """Build the unit, then each change in turn until one compiles, and compare."""
+    """Build the unit, then each change in turn until one compiles, and compare; the
+    changes that did not compile are named in the result (and in ctx.notes)."""
     span = (int(match["line"]), int(match["end_line"]))
-    before = _build(unit, unit.path, scratch / "before.o", span)
-    for change, patched_unit, text in _changes(unit, unit.path, match):
+    before = _build(unit, toolchain, unit.path, scratch / "before.o", span)
+    failed: list[str] = []
+    for change, patched_unit, text in _changes(unit, toolchain, match):
         copy = scratch / "patched" / unit.path.name
         copy.parent.mkdir(exist_ok=True)
         copy.write_text(text)
         try:
-            after = _build(patched_unit, copy, scratch / "after.o", span)
-        except CompileError:
+            after = _build(patched_unit, toolchain, copy, scratch / "after.o", span)
+        except CompileError as exc:
+            failed.append(f"{change} does not compile with {toolchain.name}: {exc}")
+            _note(ctx, f"{rule}: {failed[-1]}")
             continue
-        return _result(change, before, after)
+        proof = _result(change, toolchain, before, after, failed)
+        proof["patched_text"] = text
+        return proof
     _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
     return None
 
@@ -87,21 +116,36 @@ def _note(ctx: Context | None, text: str) -> None:
         ctx.notes.append(text)
 
 
-def _changes(unit: TranslationUnit, source: Path, match: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """(description, unit to build, patched text) for each change worth trying."""
-    text = source.read_text()
-    include_dir = f"-I{source.parent}"
-    if unit.is_cxx and BYTE_TYPES.search(text):
+def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """(description, unit to build, patched text) for each change worth trying with
+    this compiler, best first: char8_t first where the compiler then vectorises (clang,
+    GCC at -O3), hoisting first where it stays scalar anyway (GCC -O2); no char8_t
+    under -fno-strict-aliasing, where it changes nothing."""
+    text = unit.path.read_text()
+    include_dir = f"-I{unit.path.parent}"
+    found = []
+    if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.search(text):
         flags = [f for f in unit.flags if not f.startswith("-std=")] + [CXX20, include_dir]
-        patched = TranslationUnit(source, flags, unit.flags_origin, unit.directory)
-        yield ("write through char8_t", patched, BYTE_TYPES.sub("char8_t", text))
+        found.append((CHAR8_T, _like(unit, flags), BYTE_TYPES.sub("char8_t", text)))
     hoisted = _hoist(text, match)
     if hoisted is not None:
-        patched = TranslationUnit(
-            source, [*unit.flags, include_dir], unit.flags_origin, unit.directory
-        )
         reads = ", ".join(f"`{r}`" for r in match["hoistable"])
-        yield (f"hoist {reads} into locals before the loop", patched, hoisted)
+        change = f"hoist {reads} into locals before the loop"
+        found.append((change, _like(unit, [*unit.flags, include_dir]), hoisted))
+    if toolchain.family == "gcc" and not toolchain.versions_loops:
+        found.reverse()
+    yield from found
+
+
+def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
+    return TranslationUnit(
+        unit.path,
+        flags,
+        unit.flags_origin,
+        unit.directory,
+        producer=unit.producer,
+        compiler=unit.compiler,
+    )
 
 
 def _hoist(text: str, match: dict[str, Any]) -> str | None:
@@ -122,8 +166,15 @@ def _hoist(text: str, match: dict[str, Any]) -> str | None:
     return "".join(lines)
 
 
-def _build(unit: TranslationUnit, source: Path, output: Path, span: tuple[int, int]) -> _Build:
-    remarks, _ = compile_unit(unit, source, output)
+def _build(
+    unit: TranslationUnit, toolchain: Toolchain, source: Path, output: Path, span: tuple[int, int]
+) -> _Build:
+    """Compile with the user's compiler: GCC's remarks when GCC builds the unit,
+    else clang-16's."""
+    if toolchain.family == "gcc":
+        remarks = gcc_remarks(unit, source, output)
+    else:
+        remarks, _ = compile_unit(unit, source, output)
     remark = remark_for_loop(remarks, source, *span)
     vectorized = remark is not None and remark.vectorized
     loop = (
@@ -139,12 +190,16 @@ def _build(unit: TranslationUnit, source: Path, output: Path, span: tuple[int, i
     return _Build(remark, loop, per_element)
 
 
-def _result(change: str, before: _Build, after: _Build) -> dict[str, Any]:
+def _result(
+    change: str, toolchain: Toolchain, before: _Build, after: _Build, failed: list[str]
+) -> dict[str, Any]:
     was = before.remark is not None and before.remark.vectorized
     now = after.remark is not None and after.remark.vectorized
     result: dict[str, Any] = {
-        "method": "recompiled a scratch copy with clang-16",
+        "method": f"recompiled a scratch copy with {_compiler_used(toolchain)}",
+        "compiler": toolchain.name,
         "change": change,
+        "not_compiled": failed,
         "vectorized_before": was,
         "vectorized_after": now,
         "remark_before": before.remark.describe() if before.remark else "",
@@ -161,17 +216,56 @@ def _result(change: str, before: _Build, after: _Build) -> dict[str, Any]:
     return result
 
 
+def _compiler_used(toolchain: Toolchain) -> str:
+    if toolchain.family == "gcc":
+        return toolchain.name
+    if toolchain.major and toolchain.major != "16":
+        return f"clang-16 (the unit's compiler is {toolchain.name}, not installed here)"
+    return "clang-16"
+
+
+def timed_sides(
+    finding: Finding,
+    proof: dict[str, Any],
+    build_command: str,
+    workload: list[str],
+    root: Path,
+    cwd: str,
+) -> list[Side]:
+    """The original program and the changed one, each built by the user's build command
+    into its own $OUT: the original in `cwd`, the changed one in a copy of `cwd` with
+    the proof's change applied. A UserError when the unit is not inside `cwd`."""
+    source = Path(finding.details["match"]["file"]).resolve()
+    tree = Path(cwd).resolve()
+    if not source.is_relative_to(tree):
+        raise build.BuildFailed(
+            f"{source} is outside the build's folder {tree}: the changed copy cannot be built"
+        )
+    copy = root / "changed-tree"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns(*NOT_COPIED))
+    (copy / source.relative_to(tree)).write_text(proof["patched_text"])
+    original = build.Builder(build_command, root, str(tree)).build("baseline", {})
+    changed = build.Builder(build_command, root, str(copy)).build("changed", {})
+    return [
+        build.workload_side("baseline", workload, original, cwd),
+        build.workload_side(proof["change"], workload, changed, cwd),
+    ]
+
+
 def _round(value: float | None) -> float | None:
     return round(value, 2) if value is not None else None
 
 
 def _summary(r: dict[str, Any]) -> str:
+    compiler = r["compiler"]
     verdict = (
-        "clang no longer emits the loop (it became a library call such as memset, or vanished)"
+        f"{compiler} no longer emits the loop (it became a library call such as memset, "
+        "or vanished)"
         if r["loop_removed"]
-        else "the loop is now vectorized"
+        else f"{compiler} now vectorizes the loop"
         if r["vectorized_after"] and not r["vectorized_before"]
-        else "clang still does not vectorize the loop"
+        else f"{compiler} still does not vectorize the loop"
         if not r["vectorized_after"]
         else "the loop was already vectorized"
     )
@@ -181,4 +275,5 @@ def _summary(r: dict[str, Any]) -> str:
             f"; loop instructions per element {r['instructions_per_element_before']:g} -> "
             f"{r['instructions_per_element_after']:g}"
         )
-    return f"{r['change']}: {verdict}{counts}"
+    refused = "".join(f" ({failure}; tried the next change)" for failure in r["not_compiled"])
+    return f"{r['change']}: {verdict}{counts}{refused}"

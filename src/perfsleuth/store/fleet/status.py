@@ -6,9 +6,11 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import pyarrow.fs as pafs
 
+from ...model.fleet import FleetHost, FleetStatus, StoreCost
 from .filesystem import Files
 from .layout import partition_start
 from .wal import logged_markers
@@ -23,7 +25,7 @@ ROLLUP_LEVELS = 2  # minute and hour
 LOSSES = ("windows_dropped", "lost_samples")
 
 
-def status(files: Files, root: str, head: Path) -> dict:
+def status(files: Files, root: str, head: Path) -> FleetStatus:
     """{"store", "bytes", "files", "oldest", "newest", "windows_recent", "hosts": [...]}.
 
     `oldest`/`newest` are the unix starts of the oldest and newest hour holding data
@@ -53,7 +55,7 @@ def status(files: Files, root: str, head: Path) -> dict:
     }
 
 
-def cost(names: list[str], stored: list[dict]) -> dict:
+def cost(names: list[str], stored: list[dict]) -> StoreCost:
     """What the store costs in objects and requests, and what compaction saves.
 
     `objects_after_compaction`: one raw file and its rollups per hour, one stacks and
@@ -120,8 +122,9 @@ def _host_documents(files: Files) -> list[dict]:
     return [json.loads(files.get(f"hosts/{name}")) for name in files.names("hosts")]
 
 
-def _with_rate(entry: dict) -> dict:
+def _with_rate(entry: dict) -> FleetHost:
     span = entry.pop("span")
     seconds = max(span) - min(span) if span else 0.0
     losses = {key: entry["metrics"].get(key) for key in LOSSES}
-    return {**entry, "samples_per_s": entry["samples"] / seconds if seconds else 0.0, **losses}
+    rate = entry["samples"] / seconds if seconds else 0.0
+    return cast(FleetHost, {**entry, "samples_per_s": rate, **losses})
