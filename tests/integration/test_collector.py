@@ -263,6 +263,37 @@ def test_otlp_export_is_stored_and_answered(collector: Collector) -> None:
     assert rows == [(4242, "worker", 12, 12 * 50_000_000)]
 
 
+def test_otlp_as_the_otel_collector_exporter_sends_it(collector: Collector) -> None:
+    """The OTel Collector's otlphttp exporter (v0.165.0): gzip (its default compression),
+    and resource attributes in the string-table form (key_strindex and
+    string_value_strindex into the dictionary's string table); service.version is `version`."""
+    request = otlp_request()
+    strings = request.dictionary.string_table
+    base = len(strings)
+    strings.extend(["service.name", "cart", "host.name", "otel-2", "service.version", "9.1"])
+    attributes = request.resource_profiles[0].resource.attributes
+    del attributes[:]
+    for k in range(3):
+        value = AnyValue(string_value_strindex=base + 2 * k + 1)
+        attributes.append(KeyValue(key_strindex=base + 2 * k, value=value))
+    headers = {
+        "Content-Type": "application/x-protobuf",
+        "Content-Encoding": "gzip",
+        "User-Agent": "OpenTelemetry Collector Contrib/0.165.0 (linux/amd64)",
+    }
+    body = gzip.compress(request.SerializeToString())
+    status, answer = collector.post("/v1development/profiles", body, headers=headers)
+    assert status == 200, answer
+    assert not ExportProfilesServiceResponse.FromString(answer).HasField("partial_success")
+    rows = collector.rows(
+        "select labels, sum(samples)::bigint, sum(cpu_ns)::bigint from samples "
+        "where service = 'cart' and host = 'otel-2' group by all"
+    )
+    assert [(json.loads(labels).get("version"), n, ns) for labels, n, ns in rows] == [
+        ("9.1", 12, 12 * 50_000_000)
+    ]
+
+
 def test_agent_status_is_kept(collector: Collector) -> None:
     status_doc = {"host": "agent-host", "samples_per_s": 19.5, "cpu_share": 0.004}
     status, _ = collector.post("/agent/status", json.dumps(status_doc).encode())

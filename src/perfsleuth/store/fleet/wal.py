@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA, hour_partition
+from .layout import hour_partition
 from .writer import WindowTables
 
 MAGIC = b"PSW1"
@@ -74,8 +74,7 @@ def _record(payload: bytes) -> Record:
         parts.append(payload[at : at + size])
         at += size
     marker = json.loads(parts[0])
-    schemas = (SAMPLES_SCHEMA, STACKS_SCHEMA, FRAMES_SCHEMA)
-    samples, stacks, frames = (_table(p, s) for p, s in zip(parts[1:], schemas, strict=True))
+    samples, stacks, frames = (pa.ipc.open_stream(p).read_all() for p in parts[1:])
     return Record(marker, WindowTables(samples, stacks, frames))
 
 
@@ -84,10 +83,6 @@ def _ipc(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as out:
         out.write_table(table)
     return sink.getvalue().to_pybytes()
-
-
-def _table(data: bytes, schema: pa.Schema) -> pa.Table:
-    return pa.ipc.open_stream(data).read_all().cast(schema)
 
 
 class Segment:
