@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from .clang_ast import (
-    FUNCTION_KINDS,
     LOOP_KINDS,
     SourceText,
     children,
     cursor_kind,
-    nodes_in,
+    function_definitions,
     operator_of,
     root_variable,
     strip_reference,
@@ -488,9 +487,7 @@ def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> S
             return True
         return Path(name).name in hot_files and not name.startswith(SYSTEM_PREFIXES)
 
-    for node in nodes_in(parsed, wanted):
-        if cursor_kind(node) not in FUNCTION_KINDS or not node.is_definition():
-            continue
+    for node in function_definitions(parsed, wanted):
         if hot is None or _holds_hot_line(node, hot):
             try:
                 function = _function_matches(FunctionBody(node, src))
