@@ -162,6 +162,7 @@ class SourceFile(TypedDict):
     path: str | None  # the file served (None: under no source root)
     root: str | None  # the source root it was found under
     self: float
+    total: float  # of its hottest line: a function's inclusive share for its annotate
     lines: list[SourceLine]
 
 

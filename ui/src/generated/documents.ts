@@ -151,6 +151,7 @@ export interface SourceFile {
   path: string | null;
   root: string | null;
   self: number;
+  total: number;
   lines: SourceLine[];
 }
 
