@@ -199,6 +199,7 @@ export interface Experiment {
 export interface Choices {
   groupings: string[];
   label_groupings: string[];
+  fleet_top_groupings: string[];
   states: string[];
 }
 
