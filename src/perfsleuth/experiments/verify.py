@@ -31,7 +31,7 @@ from ..errors import UserError
 from ..model.findings import Finding
 from . import allocator, build, python_shim, result
 from .aliasing import verify_aliasing
-from .runner import Side, measure
+from .runner import Side, choose_metric, measure
 from .verdict import ratio_sentence
 
 Verifier = Callable[[Finding, Context, list[str]], dict[str, Any] | None]
@@ -78,16 +78,19 @@ def _orjson(finding: Finding, ctx: Context, command: list[str]) -> dict[str, Any
 def _measure(finding: Finding, ctx: Context, sides: list[Side]) -> dict[str, Any]:
     runs = ctx.options.verify_runs
     warmup = ctx.options.verify_warmup
-    series = measure(sides, runs, warmup)
-    comparison = result.paired(series[0], series[1], "time")
+    metric, note = choose_metric(None)
+    series = measure(sides, runs, warmup, metric)
+    comparison = result.paired(series[0], series[1], metric)
     verified: dict[str, Any] = {
         **result.comparison_json(comparison),
         "variant": sides[1].name,
-        "metric": "time",
+        "metric": metric,
         "baseline": result.side_summary(series[0]),
         "candidate": result.side_summary(series[1]),
     }
-    verified["summary"] = ratio_sentence(sides[1].name, "baseline", verified, "time")
+    verified["summary"] = ratio_sentence(sides[1].name, "baseline", verified, metric)
+    if note:
+        verified["summary"] += f" ({note})"
     if ctx.store is not None:
         raw = {**verified, "finding": finding.rule, "raw": result.raw_runs(series)}
         verified["experiment"] = result.store_experiment(ctx.store, ctx.run.id, "verify", raw)
