@@ -221,10 +221,11 @@ def _blind_share(ctx: Context, by_dso: dict[str, float], total: float) -> float:
 def _broken_finding(ctx: Context, share: float) -> Finding:
     # recorded runs say it in the run; imported perf.data in the profile
     call_graph = ctx.run.meta.get("call_graph") or ctx.profile.meta.get("call_graph", "")
+    reason = ctx.run.meta.get("call_graph_reason", "")
     evidence = [
         f"{100 * share:.1f}% of user-space stacks reach no program or thread entry "
         f"({', '.join(ENTRY_CHAINS)})",
-        f"recorded with call graph: {call_graph or 'unknown'}",
+        f"recorded with call graph: {call_graph or 'unknown'}" + (f" ({reason})" if reason else ""),
     ]
     title = f"{100 * share:.1f}% of samples have stacks that stop before the thread's entry"
     confidence = 0.6

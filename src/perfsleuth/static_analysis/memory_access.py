@@ -43,6 +43,7 @@ NOINLINE_SPELLINGS = ("noinline", "__noinline__")
 POINTER_HOLDERS = ("VAR_DECL", "PARM_DECL", "FIELD_DECL")
 ACCESSOR_ELEMENT_METHODS = ("operator[]", "at", "front", "back", "data")
 INLINE_DEPTH = 4
+RECORD_KINDS = ("STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "CLASS_TEMPLATE")
 
 
 def char_like(ctype: Any) -> bool:
@@ -412,9 +413,19 @@ def _body_inline_only(function: Any, depth: int) -> bool:
         return True
     return all(
         inline_only(node.referenced, depth + 1)
-        for node in walk(definition)
+        for node in _own_nodes(definition)
         if cursor_kind(node) == "CALL_EXPR" and node.referenced is not None
     )
+
+
+def _own_nodes(cursor: Any):  # type: ignore[no-untyped-def]
+    """The nodes of a function's own code. libclang hangs the whole class under an
+    implicit member (a defaulted `operator=` of `struct key { ...; bytes[32]; }`
+    reaches its class's other methods), whose calls are not the member's."""
+    yield cursor
+    for child in cursor.get_children():
+        if cursor_kind(child) not in RECORD_KINDS:
+            yield from _own_nodes(child)
 
 
 def _declared_noinline(function: Any) -> bool:

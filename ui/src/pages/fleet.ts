@@ -7,7 +7,7 @@ import { ApiError, getBinary, getJSON } from "../api";
 import { append, bar, h, location, message, pct, shortDso, signedPct, svg } from "../dom";
 import { decodeFlame, FlameGraph, selfWeight } from "../flame";
 import { href, type Route } from "../router";
-import type { Choices, DiffRow, FleetAdviceDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
+import type { Choices, DiffRow, FleetAdviceDoc, FleetCpuDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
 import { shortName } from "../names";
 import { diffFlame } from "./diffflame";
 import { type Column, escapeRegex, sortRows, sortableTable } from "./common";
@@ -197,7 +197,7 @@ function groupings(scope: Scope, top = false): string[] {
  * dragged span the range, as Pyroscope's and Grafana's timelines do.
  */
 async function cpuTimeline(scope: Scope): Promise<HTMLElement> {
-  const doc = await getJSON<FleetSeriesDoc>("/api/fleet/cpu", query(scope));
+  const doc = await getJSON<FleetCpuDoc>("/api/fleet/cpu", query(scope));
   const cores = (p: FleetPoint) => p.cpu_ns / 1e9 / Math.max(p.to - p.from, 1e-9);
   const highest = Math.max(...doc.points.map(cores), 1e-9);
   const bottom = CHART.height - CHART.bottom;
