@@ -368,6 +368,7 @@ def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
     through (a loop's reads and writes are the loop patterns' business: a loop that
     only reads is hoisted, one that writes is matched as a loop)."""
     events = list(_events(fn, body))
+    branches = _if_else_branches(body)
     for i, (kind, access, _) in enumerate(events):
         if kind != "read" or access.deps <= fn.local_objects:
             continue
@@ -375,11 +376,37 @@ def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
         for later_kind, later, later_node in events[i + 1 :]:
             if later_kind == "barrier" or (later_kind == "assign" and later.deps & access.deps):
                 break
+            if _exclusive(branches, access.node, later_node):
+                continue  # the then and the else branch of one `if` never both run
             if later_kind == "write" and later.key != access.key and write is None:
                 write = (later.node, later_node)
-            elif later_kind == "read" and later.key == access.key and write is not None:
+            elif (
+                later_kind == "read"
+                and later.key == access.key
+                and write is not None
+                and not _exclusive(branches, write[1], later_node)
+            ):
                 return _straight_line_match(fn, access, write, later_node)
     return None
+
+
+def _if_else_branches(body: Any) -> list[tuple[Any, Any]]:
+    """(then, else) of every `if` with an else in the body."""
+    pairs = []
+    for node in walk(body):
+        kids = children(node) if cursor_kind(node) == "IF_STMT" else []
+        if len(kids) >= 3:
+            pairs.append((kids[-2], kids[-1]))
+    return pairs
+
+
+def _exclusive(branches: list[tuple[Any, Any]], first: Any, second: Any) -> bool:
+    """Are the two nodes in the two branches of one `if`, so that only one of them runs?"""
+    return any(
+        (_inside(first, then) and _inside(second, other))
+        or (_inside(first, other) and _inside(second, then))
+        for then, other in branches
+    )
 
 
 def _straight_line_match(
