@@ -37,7 +37,7 @@ from ..model.findings import Finding
 from ..store.runs import Store
 from . import allocator, build, python_shim, result
 from .aliasing import timed_sides, verify_aliasing
-from .runner import Side, measure
+from .runner import Side, choose_metric, measure
 from .verdict import ratio_sentence
 
 
@@ -141,10 +141,12 @@ def _orjson(finding: Finding, trial: Trial) -> dict[str, Any] | None:
 
 
 def _measure(
-    finding: Finding, trial: Trial, sides: list[Side], metric: str = "time"
+    finding: Finding, trial: Trial, sides: list[Side], requested: str | None = None
 ) -> dict[str, Any]:
+    """`requested` None: wall time, or CPU time on a busy machine (runner.choose_metric)."""
     runs = trial.ctx.options.verify_runs
     warmup = trial.ctx.options.verify_warmup
+    metric, note = choose_metric(requested)
     series = measure(sides, runs, warmup, metric)
     comparison = result.paired(series[0], series[1], metric)
     verified: dict[str, Any] = {
@@ -155,6 +157,8 @@ def _measure(
         "candidate": result.side_summary(series[1]),
     }
     verified["summary"] = ratio_sentence(sides[1].name, "baseline", verified, metric)
+    if note:
+        verified["summary"] += f" ({note})"
     if trial.store is not None:
         raw = {**verified, "finding": finding.rule, "raw": result.raw_runs(series)}
         run_id = trial.ctx.run.id
