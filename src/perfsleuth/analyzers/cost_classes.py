@@ -11,7 +11,8 @@ frame of the user's own code above the boundary, so the finding names its line.
 
 A class that holds a large part of the run becomes a finding with its advice,
 unless a library rule (library_match.py) matches most of its samples at or above
-the boundary: that rule's finding is the more specific one (snprintf is the
+the boundary and the class does not go `alongside` it: that rule's finding is the
+more specific one (snprintf is the
 formatting.printf rule's; malloc under regcomp is the regex's cost, not the
 allocator rule's). Blocking classes (fsync) count their waiting
 samples too; in a CPU-only recording of a process that was mostly off the CPU, the
@@ -83,7 +84,7 @@ def analyze(ctx: Context) -> list[Finding]:
         if cost is None or cls.saving <= 0 or found.threads < cls.min_threads:
             continue
         share, inferred = _share(cls, cost, blocking, total, cpu_fraction)
-        if share < cls.min_share or _covering_rule(cost, found, rules, total):
+        if share < cls.min_share or _covering_rule(cls, cost, found, rules, total):
             continue
         findings.append(_finding(cls, cost, share, total, inferred, cpu_fraction))
     return findings
@@ -239,11 +240,14 @@ def _share(
 
 
 def _covering_rule(
-    cost: ClassCost, found: Attribution, rules: Sequence[Rule], total: float
+    cls: Rule, cost: ClassCost, found: Attribution, rules: Sequence[Rule], total: float
 ) -> str | None:
-    """The library rule that makes a finding over most of this class's samples."""
+    """The library rule that makes a finding over most of this class's samples (not one
+    the class goes `alongside`: that rule's fix is another)."""
     min_share = {r.id: r.min_share for r in rules}
     for rule_id, weight in heaviest(cost.covered, len(cost.covered)):
+        if rule_id in cls.alongside:
+            continue
         fires = found.rule_weight.get(rule_id, 0.0) / total >= min_share[rule_id]
         if fires and weight >= COVERED * cost.weight:
             return rule_id
