@@ -249,3 +249,15 @@ def test_a_clone_is_its_allocation_and_its_copy() -> None:
                       ([WORK, MAIN], 20)])  # fmt: skip
     assert found["class.alloc.malloc"].share == pytest.approx(0.8)
     assert "class.mem.string" not in found
+
+
+def test_a_stripped_programs_caller_is_not_the_c_runtime() -> None:
+    """sed -E: nameless frames of the stripped program, then libc's start-up."""
+    re_search = Frame("re_search", "libc.so.6", "./posix/regexec.c", 1)
+    transit = Frame("transit_state_mb", "libc.so.6", "./posix/regexec.c", 1)
+    nameless = Frame("[unknown]", "sed")
+    start = Frame("__libc_start_call_main", "libc.so.6", "./csu/libc_start_call_main.h", 58)
+    found = findings([([transit, re_search, nameless, start], 90), ([nameless, start], 10)])
+    engines = found["class.regex.engines"]
+    assert "__libc_start_call_main" not in engines.title
+    assert engines.function == "re_search"

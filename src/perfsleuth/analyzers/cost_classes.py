@@ -45,6 +45,7 @@ MOSTLY_WAITING = 0.5  # on the CPU less than this part of the wall time
 INFERRED_CONFIDENCE = 0.8  # waits inferred from on-CPU samples are less certain
 EVIDENCE_ROWS = 4
 CALL_SITES = 3
+C_RUNTIME_DSOS = ("libc.so", "libc-", "ld-linux")
 NS = 1e9
 
 
@@ -206,13 +207,19 @@ def _caller(
     profile: Profile, callers: tuple[int, ...], frame_class: list[int], prefer_python: bool
 ) -> Frame | None:
     """The user's code that called into the class; without any (a Debian program with
-    no debug info), the first named frame in no class."""
+    no debug info), the first named frame in no class, not the C runtime's start-up
+    (`__libc_start_call_main` under a stripped program's nameless frames says nothing)."""
     site = user_call_site(profile, callers, prefer_python)
     if site is not None:
         return site
     for fid in callers:
         frame = profile.frames[fid]
-        if frame_class[fid] < 0 and not frame.kernel and frame.function[:1] not in ("", "["):
+        if (
+            frame_class[fid] < 0
+            and not frame.kernel
+            and frame.function[:1] not in ("", "[")
+            and not frame.dso.startswith(C_RUNTIME_DSOS)
+        ):
             return frame
     return None
 
