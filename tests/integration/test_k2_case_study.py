@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 
 from perfsleuth.cli import main
+from perfsleuth.experiments import build
+from perfsleuth.experiments.runner import Side
+from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 
@@ -108,3 +111,53 @@ def test_try_patch_without_git_or_patch_file_says_what_is_missing(
     assert try_patch(tmp_path, tmp_path / "missing.diff")[0] == 2
     assert "no patch file at" in capsys.readouterr().err
     assert shutil.which("git")  # what try patch applies with
+
+
+SOLVER_BUILD = f"cc $CFLAGS -shared -fPIC -o $OUT/libsolver.so {ROOT}/examples/k2/solver.c $LDFLAGS"
+
+
+def test_try_build_of_a_dependency_runs_the_program_with_each_build_of_the_library(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.json"
+    status = main(
+        ["try", "build", "--store", str(tmp_path / "store"), "--format", "json", "-o", str(out),
+         "--dependency", "libsolver.so", "--build", SOLVER_BUILD, "--variants", "O1,lto",
+         "--runs", "3", "--", str(examples_built / "hotlib"), "500"]
+    )  # fmt: skip
+    assert status == 0
+    doc = json.loads(out.read_text())
+    assert doc["dependency"] == "libsolver.so"
+    assert [v["name"] for v in doc["variants"]] == ["O1", "lto"]
+    assert all(v["ratio"] > 0 for v in doc["variants"])
+    assert not [n for n in doc["notes"] if "could not ask the loader" in n]  # it was asked
+    raw = Store(tmp_path / "store").documents(0, "experiment")[doc["experiment"]]["raw"]
+    assert "LD_LIBRARY_PATH" not in raw["baseline"]["env"]  # the installed library
+    builds = (tmp_path / "store" / "builds").resolve()
+    assert raw["lto"]["env"]["LD_LIBRARY_PATH"].startswith(str(builds / "lto"))
+
+
+def test_the_loader_is_asked_which_copy_of_the_library_the_program_loads(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    program = [str(examples_built / "hotlib")]
+    installed = build.loaded_from(Side("baseline", program), "libsolver.so")
+    assert installed == str(examples_built / "libsolver.so")
+    (tmp_path / "lib").mkdir()
+    shutil.copy(examples_built / "libsolver.so", tmp_path / "lib")
+    side = Side("copy", program, {"LD_LIBRARY_PATH": str(tmp_path / "lib")})
+    assert build.loaded_from(side, "libsolver.so") == str(tmp_path / "lib" / "libsolver.so")
+
+
+def test_a_dependency_build_that_makes_no_library_is_refused_with_why(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.json"
+    status = main(
+        ["try", "build", "--store", str(tmp_path / "store"), "--format", "json", "-o", str(out),
+         "--dependency", "libsolver.so", "--build", "echo built nothing > $OUT/log",
+         "--variants", "O2", "--runs", "3", "--", str(examples_built / "hotlib"), "100"]
+    )  # fmt: skip
+    assert status == 1
+    (o2,) = json.loads(out.read_text())["variants"]
+    assert o2["verdict"] == "failed" and "wrote no libsolver.so" in o2["error"]

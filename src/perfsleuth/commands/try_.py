@@ -42,6 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="builds the program into $OUT using $CFLAGS/$CXXFLAGS/$LDFLAGS",
     )
     rebuild.add_argument(
+        "--dependency",
+        metavar="SONAME",
+        help="the build command builds this shared library (e.g. libz3.so.4) instead of the "
+        "program: the baseline is the program as it is, each variant runs it with its build "
+        "of the library first on LD_LIBRARY_PATH",
+    )
+    rebuild.add_argument(
         "--variants",
         metavar="LIST",
         help=f"comma-separated, from {','.join(build.VARIANTS)} "
@@ -109,8 +116,12 @@ def build_sides(
     args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
 ) -> tuple[list[Side], dict[str, Any]]:
     variants = build.parse_variants(args.variants)
-    p = build.plan(args.build, variants, cmd, store.root / "builds", progress=progress)
-    return p.sides, {"build": args.build, "refused": p.refused, "notes": p.notes}
+    dependency = args.dependency or ""
+    p = build.plan(
+        args.build, variants, cmd, store.root / "builds", progress=progress, dependency=dependency
+    )
+    extra = {"build": args.build, "refused": p.refused, "notes": p.notes}
+    return p.sides, {**extra, "dependency": dependency} if dependency else extra
 
 
 def patch_sides(
