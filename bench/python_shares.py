@@ -68,6 +68,7 @@ def perfsleuth_shares(store: Path) -> dict[str, float]:
 HELD = (
     "import os, runpy, sys, time\n"
     "go = sys.argv.pop()\n"
+    "sys.argv = sys.argv[1:]\n"
     "while not os.path.exists(go):\n"
     "    time.sleep(0.01)\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
