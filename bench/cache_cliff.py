@@ -39,8 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfsleuth.cpucache.calibrate import rise
-from perfsleuth.cpucache.knee import knee
+from perfsleuth.cpu_cache_projections.calibrate import rise
+from perfsleuth.cpu_cache_projections.knee import knee
 from perfsleuth.model.cpu_cache import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent

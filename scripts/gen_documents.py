@@ -33,7 +33,7 @@ def fields(entry: Entry) -> list[tuple[str, Any, bool]]:
     if dataclasses.is_dataclass(entry.type):
         hints = typing.get_type_hints(entry.type)
         return [(f.name, hints[f.name], _no_default(f)) for f in dataclasses.fields(entry.type)]
-    inherited = set(typing.get_type_hints(BY_NAME[entry.extends].type)) if entry.extends else set()
+    inherited = {k for name in entry.extends for k in typing.get_type_hints(BY_NAME[name].type)}
     hints = typing.get_type_hints(entry.type, include_extras=True)
     return [_key(entry.type, k, t) for k, t in hints.items() if k not in inherited]
 
@@ -134,12 +134,17 @@ def typescript() -> str:
         doc = " ".join((entry.type.__doc__ or "").strip().split("\n\n")[0].split())
         if doc and not doc.startswith(entry.type.__name__ + "("):
             out.append(f"/** {doc} */")
-        extends = f" extends {entry.extends}" if entry.extends else ""
+        extends = f" extends {', '.join(entry.extends)}" if entry.extends else ""
         out.append(f"export interface {entry.name}{extends} {{")
         for key, t, required in fields(entry):
             out.append(f"  {key}{'' if required else '?'}: {ts(t)};")
         out.append("}\n")
     return "\n".join(out)
+
+
+def every_field(entry: Entry) -> list[tuple[str, Any, bool]]:
+    """The keys of the type and of every type it extends, the furthest first."""
+    return [*(f for name in entry.extends for f in every_field(BY_NAME[name])), *fields(entry)]
 
 
 def json_schema() -> str:
@@ -148,10 +153,7 @@ def json_schema() -> str:
         if _is_alias(entry):
             defs[entry.name] = {"anyOf": [schema(a) for a in _args(entry.type)]}
             continue
-        chain = [entry]
-        while chain[-1].extends:
-            chain.append(BY_NAME[chain[-1].extends])
-        keys = [f for e in reversed(chain) for f in fields(e)]
+        keys = list({key: (key, t, req) for key, t, req in every_field(entry)}.values())
         defs[entry.name] = {
             "type": "object",
             "properties": {key: schema(t) for key, t, _ in keys},

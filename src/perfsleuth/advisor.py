@@ -19,7 +19,7 @@ from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
 from .binaries import binary_at
 from .collect.run_facts import is_own_command, working_root
 from .errors import UserError
-from .experiments.verify import verify_finding
+from .experiments.verify import Trial, verify_finding
 from .model.findings import Finding
 from .model.profile import Profile
 from .model.run import LoadedRun, RunInfo
@@ -63,7 +63,7 @@ def advise(
     ctx = build_context(store, info, profile, options, loaded)
     findings = run_analyzers(ctx)
     if options.verify:
-        verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx)
+        verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx, store)
     advice = rank.advice(
         str(run_id),
         findings,
@@ -87,7 +87,7 @@ def build_context(
     store: Store, info: RunInfo, profile: Profile, options: AdviseOptions, loaded: LoadedRun
 ) -> Context:
     """The analyzers' context: the loaded run (its counts and cache projections), never
-    the store, which only verification (experiments/) writes to."""
+    the store, which only verification (experiments/, through its Trial) writes to."""
     rule_files = [Path(p) for p in options.rules]
     store_rules = store.root / "rules.toml"
     if store_rules.is_file():
@@ -98,7 +98,6 @@ def build_context(
     return Context(
         profile=profile,
         run=info,
-        store=store,
         counts=loaded.exact(),
         cache=loaded.cache,
         src_roots=roots,
@@ -167,12 +166,12 @@ def run_analyzers(ctx: Context) -> list[Finding]:
     return findings
 
 
-def verify(findings: list[Finding], ctx: Context) -> None:
-    """Attach the proofs of the experiments' verification registry to the findings;
-    a measured speed-up raises a finding's confidence."""
-    command = _recorded_command(ctx)
+def verify(findings: list[Finding], ctx: Context, store: Store | None = None) -> None:
+    """Attach the proofs of the experiments' verification registry to the findings,
+    their measurements kept in `store`; a measured speed-up raises a finding's confidence."""
+    trial = Trial(ctx, _recorded_command(ctx), store)
     for finding in findings:
-        result = verify_finding(finding, ctx, command)
+        result = verify_finding(finding, trial)
         if result:
             finding.verified = result
             low = (result.get("ci95") or [0.0])[0]

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from perfsleuth.cpucache import calibrate
-from perfsleuth.cpucache.model import machine_geometry
+from perfsleuth.cpu_cache_projections import calibrate
+from perfsleuth.cpu_cache_projections.model import machine_geometry
 
 pytestmark = pytest.mark.integration
 

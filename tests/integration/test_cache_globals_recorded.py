@@ -15,7 +15,7 @@ import pytest
 from cache_show import cache_doc, layout_members, pahole_members, record_cache
 from cli_runner import perfsleuth
 
-from perfsleuth.cpucache import globals
+from perfsleuth.cpu_cache_projections import globals
 
 pytestmark = pytest.mark.integration
 

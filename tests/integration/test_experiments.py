@@ -12,7 +12,7 @@ import pytest
 
 from perfsleuth.analyzers import AnalyzerOptions, Context
 from perfsleuth.cli import main
-from perfsleuth.experiments.verify import verify_finding
+from perfsleuth.experiments.verify import Trial, verify_finding
 from perfsleuth.model.findings import Finding
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import RunInfo
@@ -235,21 +235,21 @@ def finding(kind: str, fix: dict[str, str]) -> Finding:
     )
 
 
-def verify_context(store: Path, cwd: Path, **options: Any) -> Context:
-    return Context(
+def verify_trial(store: Path, cwd: Path, command: list[str], **options: Any) -> Trial:
+    ctx = Context(
         profile=Profile(),
         run=RunInfo(id=5, cwd=str(cwd)),
-        store=Store(store),
         options=AnalyzerOptions(verify_runs=3, **options),
     )
+    return Trial(ctx, command, Store(store))
 
 
 def test_verify_fills_an_allocator_finding_from_its_fix(
     tmp_path: Path, examples_built: Path
 ) -> None:
     fix = {"command": "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 bin/alloc_heavy 2"}
-    ctx = verify_context(tmp_path / "store", examples_built.parent)
-    verified = verify_finding(finding("allocator", fix), ctx, ["bin/alloc_heavy", "2"])
+    trial = verify_trial(tmp_path / "store", examples_built.parent, ["bin/alloc_heavy", "2"])
+    verified = verify_finding(finding("allocator", fix), trial)
     assert verified is not None and verified["variant"] == "jemalloc"
     assert verified["ratio"] > 0 and verified["runs"] == 3 and len(verified["ci95"]) == 2
     assert verified["summary"].startswith("jemalloc") and "3 pairs" in verified["summary"]
@@ -261,10 +261,10 @@ def test_verify_rebuilds_a_build_flags_finding_when_given_the_build(
     tmp_path: Path, examples_built: Path
 ) -> None:
     command = [str(examples_built / "vm"), "50"]
-    without = verify_context(tmp_path / "store", ROOT)
-    assert verify_finding(finding("build-flags", {"flags": "-O1"}), without, command) is None
-    assert "rebuilding needs the build command" in without.notes[0]
-    ctx = verify_context(tmp_path / "store", ROOT, build=f"make -s -C {BUILDME}")
-    verified = verify_finding(finding("build-flags", {"flags": "-O1"}), ctx, command)
+    without = verify_trial(tmp_path / "store", ROOT, command)
+    assert verify_finding(finding("build-flags", {"flags": "-O1"}), without) is None
+    assert "rebuilding needs the build command" in without.ctx.notes[0]
+    trial = verify_trial(tmp_path / "store", ROOT, command, build=f"make -s -C {BUILDME}")
+    verified = verify_finding(finding("build-flags", {"flags": "-O1"}), trial)
     assert verified is not None and verified["variant"] == "flags"
     assert " -O1 " in producer(tmp_path / "store" / "builds" / "flags" / "vm")

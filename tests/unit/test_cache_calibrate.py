@@ -2,8 +2,8 @@
 
 import json
 
-from perfsleuth.cpucache import calibrate
-from perfsleuth.cpucache.model import parse_spec
+from perfsleuth.cpu_cache_projections import calibrate
+from perfsleuth.cpu_cache_projections.model import parse_spec
 
 
 def measured(reach=2048, llc=5 << 19):

@@ -7,10 +7,10 @@ import io
 from cache_store import context_with
 from rich.console import Console
 
-from perfsleuth.analyzers import cache_layout
-from perfsleuth.cpucache import globals, layout
-from perfsleuth.cpucache.struct_types import Field, Struct
-from perfsleuth.cpucache.trace import Trace
+from perfsleuth.analyzers import cpu_cache_layout
+from perfsleuth.cpu_cache_projections import globals, layout
+from perfsleuth.cpu_cache_projections.struct_types import Field, Struct
+from perfsleuth.cpu_cache_projections.trace import Trace
 from perfsleuth.present import cpu_cache_text
 
 BASE = 0x108000
@@ -148,7 +148,7 @@ def test_the_analyzer_considers_every_layout_of_a_function(tmp_path):
         layout_doc("sessions", "static", REORDER, elements=4096),
     ]
     ctx = context_with(tmp_path, {"handle_packet": {"layout": layouts[0], "layouts": layouts}})
-    [finding] = cache_layout.analyze(ctx)
+    [finding] = cpu_cache_layout.analyze(ctx)
     assert "static sessions[4096]" in finding.title
     assert finding.details["variable"] == "static sessions[4096]"
     assert finding.details["field"] == "last_seen"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfsleuth.cpucache import knee as estimator
+from perfsleuth.cpu_cache_projections import knee as estimator
 
 
 def lru_latency(capacity, sizes, hit=5.0, penalty=40.0):

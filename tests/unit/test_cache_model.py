@@ -2,7 +2,13 @@
 
 import pytest
 
-from perfsleuth.cpucache.model import CacheModel, Geometry, Level, machine_geometry, parse_spec
+from perfsleuth.cpu_cache_projections.model import (
+    CacheModel,
+    Geometry,
+    Level,
+    machine_geometry,
+    parse_spec,
+)
 from perfsleuth.errors import UserError
 
 

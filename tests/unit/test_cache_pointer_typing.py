@@ -1,4 +1,4 @@
-"""The register search and array-element checks of cpucache/pointers.py, on machine
+"""The register search and array-element checks of cpu_cache_projections/pointers.py, on machine
 code assembled by GNU as (the bytes below) and decoded by capstone."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.structs import DWARFStructs
 
-from perfsleuth.cpucache.layout import disassembler
-from perfsleuth.cpucache.pointers import Typing, element_base, field_offset
-from perfsleuth.cpucache.struct_types import Field, Struct
+from perfsleuth.cpu_cache_projections.layout import disassembler
+from perfsleuth.cpu_cache_projections.pointers import Typing, element_base, field_offset
+from perfsleuth.cpu_cache_projections.struct_types import Field, Struct
 
 # 0 test esi, esi          4 mov rax, [rdi + 8]   (1:)     8 call 11
 # 1 je 4                   5 mov rcx, [rax]       (2:)     9 mov rcx, [rax]

@@ -2,10 +2,10 @@
 
 import pytest
 
-from perfsleuth.cpucache import footprint, layout, scaling
-from perfsleuth.cpucache import secret_variants as constant_time
-from perfsleuth.cpucache.model import parse_spec
-from perfsleuth.cpucache.trace import Trace
+from perfsleuth.cpu_cache_projections import footprint, layout, scaling
+from perfsleuth.cpu_cache_projections import secret_variants as constant_time
+from perfsleuth.cpu_cache_projections.model import parse_spec
+from perfsleuth.cpu_cache_projections.trace import Trace
 from perfsleuth.errors import UserError
 
 BASE = 0x108000

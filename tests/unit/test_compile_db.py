@@ -83,3 +83,44 @@ def test_headers_get_a_language_and_a_plain_h_is_judged_by_its_contents(tmp_path
     assert flags_for(tmp_path / "a.hpp").args[:2] == ("-x", "c++")
     assert flags_for(c_header).args[:2] == ("-x", "c")
     assert flags_for(cxx_header).args[:2] == ("-x", "c++")
+
+
+def test_relative_include_paths_resolve_against_the_entry_directory(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    db = tmp_path / "compile_commands.json"
+    command = (
+        "cc -I../include -isystem ../third -include ../cfg.h -iquote q "
+        "--sysroot=sys -I/abs -DX=-Idefine -c ../src/a.c -o a.o"
+    )
+    db.write_text(json.dumps([{"directory": str(build), "file": "../src/a.c", "command": command}]))
+    args = load_compile_commands(db)[(tmp_path / "src" / "a.c").resolve()].args
+    assert args == (
+        f"-I{tmp_path}/include",
+        "-isystem",
+        f"{tmp_path}/third",
+        "-include",
+        f"{tmp_path}/cfg.h",
+        "-iquote",
+        f"{build}/q",
+        f"--sysroot={build}/sys",
+        "-I/abs",
+        "-DX=-Idefine",
+    )
+
+
+def test_response_files_are_read_relative_to_the_entry_directory(tmp_path: Path) -> None:
+    (tmp_path / "flags.rsp").write_text("-I inc '-DNAME=\"a b\"' @more.rsp\n")
+    (tmp_path / "more.rsp").write_text("-O3\n")
+    db = tmp_path / "compile_commands.json"
+    entry = {"directory": str(tmp_path), "file": "a.cc", "arguments": ["c++", "@flags.rsp", "a.cc"]}
+    db.write_text(json.dumps([entry]))
+    args = load_compile_commands(db)[(tmp_path / "a.cc").resolve()].args
+    assert args == ("-I", f"{tmp_path}/inc", '-DNAME="a b"', "-O3")
+
+
+def test_an_entry_without_a_file_is_one_clear_error(tmp_path: Path) -> None:
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([{"directory": ".", "command": "cc -c a.c"}]))
+    with pytest.raises(UserError, match='without a "file"'):
+        load_compile_commands(db)

@@ -1,13 +1,12 @@
 """Parsing GCC 12's -fopt-info-vec-optimized-missed remarks (captured real output on
-examples/aliasing/expand.cc and the labelled set's blockers.c and hoisted_write.c),
-and telling GCC from other producers."""
+examples/aliasing/expand.cc and the labelled set's blockers.c and hoisted_write.c)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from perfsleuth.static_analysis.compiler_remarks import remark_for_loop
-from perfsleuth.static_analysis.gcc_remarks import gcc_major, parse_gcc_remarks
+from perfsleuth.static_analysis.gcc_remarks import parse_gcc_remarks
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gcc12-opt-info-vec.txt"
 
@@ -42,13 +41,6 @@ def test_a_reason_at_a_declaration_before_the_loop_is_its_own() -> None:
 def test_cost_and_control_flow_reasons() -> None:
     assert remark("hoisted_write.c", 21, 21).reasons == ["Loop costings not worthwhile"]
     assert remark("blockers.c", 49, 53).reasons == ["control flow in loop"]
-
-
-def test_gcc_is_told_from_its_producer_string() -> None:
-    assert gcc_major("GNU C++20 12.2.0 -mtune=generic -march=x86-64 -g -O2 -std=c++20") == "12"
-    assert gcc_major("GNU C17 13.1.0 -O2") == "13"
-    assert gcc_major("Debian clang version 16.0.6 (15)") is None
-    assert gcc_major("") is None
 
 
 def test_vectorized_loops_are_recognised() -> None:

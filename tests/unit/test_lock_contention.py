@@ -24,11 +24,21 @@ CV_WAIT = [
 ]
 
 
-def context(profile) -> Context:
-    return Context(profile=profile, run=RunInfo(command="app", mode="all"))
+def context(profile, cpus: int = 8) -> Context:
+    return Context(profile=profile, run=RunInfo(command="app", mode="all", meta={"cpus": cpus}))
 
 
-def consumers_profile(mutex_ms: int = 200, cv_ms: int = 100, run_ms: int = 700):
+JOIN = [
+    Frame("__futex_abstimed_wait_common", dso="libc.so.6"),
+    Frame("pthread_join", dso="libc.so.6"),
+]
+
+
+def consumers_profile(
+    mutex_ms: int = 200, cv_ms: int = 100, run_ms: int = 700, main_works: bool = True
+):
+    """Two consumers waiting at one lock; main produces (runs) the whole second, or
+    only joins them (main_works=False)."""
     b = ProfileBuilder(unit="ns")
     for tid in (11, 12):
         t = Thread(tid, 10, "consumer")
@@ -36,21 +46,54 @@ def consumers_profile(mutex_ms: int = 200, cv_ms: int = 100, run_ms: int = 700):
         b.add([*CV_WAIT, LOCK_CALL, *ROOT], cv_ms * MS, thread=t, state="condvar")
         b.add([PROCESS, CONSUMER, *ROOT], (run_ms - 100) * MS, thread=t, state="running")
         b.add([STATS, CONSUMER, *ROOT], 100 * MS, thread=t, state="running")
-    b.add(
-        [Frame("main", dso="app"), *ROOT], 1000 * MS, thread=Thread(10, 10, "main"), state="running"
-    )
+    main = [Frame("main", dso="app"), *ROOT]
+    if main_works:
+        b.add(main, 1000 * MS, thread=Thread(10, 10, "main"), state="running")
+    else:
+        b.add([*JOIN, *main], 1000 * MS, thread=Thread(10, 10, "main"), state="sleep")
     return b.build()
 
 
 def test_lock_wait_is_attributed_to_the_program_call_site():
-    (finding,) = lock_contention.analyze(context(consumers_profile()))
+    (finding,) = lock_contention.analyze(context(consumers_profile(main_works=False)))
     assert finding.kind == "lock-contention"
     assert finding.function == "consumer(Queue&)"
     assert (finding.file, finding.line) == (SRC, 31)
-    # 300 of each consumer's 1000 ms are waiting
+    # both consumers wait 300 of their 1000 ms, and main only joins them: the program
+    # would end 300 ms sooner
     assert abs(finding.estimated_gain - 0.3) < 1e-9
-    assert abs(finding.share - 600 / 3000) < 1e-9
+    assert abs(finding.details["waiters_fraction"] - 0.3) < 1e-9
+    assert finding.gain_low < finding.estimated_gain <= finding.gain_high
+    assert "critical path" in finding.gain_basis
     assert finding.details["states"] == {"mutex": 2 / 3, "condvar": 1 / 3}
+
+
+def test_waits_off_the_critical_path_save_nothing():
+    """The producer runs the whole second: the consumers' waits do not hold the program
+    back (a lock-free queue measured 1.008x on such a hand-off), whatever they sum to."""
+    (finding,) = lock_contention.analyze(context(consumers_profile()))
+    assert abs(finding.details["waiters_fraction"] - 0.3) < 1e-9
+    assert finding.estimated_gain == 0.0
+    assert any("last to finish (main:10)" in e for e in finding.evidence)
+
+
+def test_the_thread_that_waits_least_bounds_the_gain():
+    b = ProfileBuilder(unit="ns")
+    for tid, wait_ms in ((61, 300), (62, 100)):
+        t = Thread(tid, 60, "worker")
+        b.add([*MUTEX_WAIT, LOCK_CALL, *ROOT], wait_ms * MS, thread=t, state="mutex")
+        b.add([PROCESS, CONSUMER, *ROOT], (1000 - wait_ms) * MS, thread=t, state="running")
+    (finding,) = lock_contention.analyze(context(b.build()))
+    assert abs(finding.estimated_gain - 0.1) < 1e-9  # worker 62 still needs 900 of 1000 ms
+    assert finding.estimated_gain < finding.details["waiters_fraction"]
+
+
+def test_busy_cpus_leave_nothing_to_gain():
+    """Two consumers and a producer on one CPU: the waits give the CPU to the others,
+    and without them the program still needs its 2.4 CPU-seconds."""
+    (finding,) = lock_contention.analyze(context(consumers_profile(main_works=False), cpus=1))
+    assert finding.estimated_gain == 0.0 and finding.details["waiters_fraction"] > 0.2
+    assert any("CPU time alone still needs 1.40 s of the 1 CPU(s)" in e for e in finding.evidence)
 
 
 def test_handoff_suggests_a_lock_free_queue_and_names_the_critical_section():

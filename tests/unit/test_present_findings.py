@@ -32,6 +32,9 @@ def document(tmp_path: Path) -> dict:
         evidence=["__libc_malloc 9.9% self, 21.5% total", LONG],
         fix={"command": "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2 ./app"},
         verified={"ratio": 1.42, "ci95": [1.35, 1.5], "runs": 10},
+        gain_low=0.119,
+        gain_high=0.277,
+        gain_basis="jq with mimalloc measured 8% of a 29% share",
     )
     unlocated = Finding(
         rule="symbols.missing",
@@ -60,6 +63,9 @@ def test_text_fits_in_100_columns(tmp_path: Path) -> None:
     assert any("try: LD_PRELOAD=" in line for line in lines)
     assert any("verified: 1.42x faster over 10 runs" in line for line in lines)
     assert any("2 finding(s) below the noise floor" in line for line in lines)
+    text = " ".join(line.strip() for line in lines)
+    assert "estimate 11.9-27.7% of the run, from: jq with mimalloc measured 8%" in text
+    assert "symbols.missing" in text and text.count("estimate ") == 1  # no range: no line
 
 
 def test_sarif_validates_and_points_at_file_and_line(tmp_path: Path) -> None:
@@ -71,12 +77,16 @@ def test_sarif_validates_and_points_at_file_and_line(tmp_path: Path) -> None:
     assert physical["region"]["startLine"] == 42
     assert located["level"] == "warning" and unlocated["level"] == "note"
     assert "locations" not in unlocated
+    props = located["properties"]
+    assert (props["gainLow"], props["gainHigh"]) == (0.119, 0.277)
+    assert props["gainBasis"].startswith("jq with mimalloc")
 
 
 def test_markdown_has_a_ranked_table(tmp_path: Path) -> None:
     md = markdown.to_markdown(document(tmp_path))
     assert "| 2 | 29.6%\\* | 39.6% | 0.80 |" in md  # 1.42x measured: 1 - 1/1.42
     assert "```sh\nLD_PRELOAD=" in md
+    assert "**Gain:** Estimate 11.9-27.7% of the run, from: jq with mimalloc" in md
 
 
 def test_a_verdict_of_same_shows_no_gain(tmp_path: Path) -> None:

@@ -7,16 +7,20 @@ import json
 import struct
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from perfsleuth.fleet import advice, queries, trends
-from perfsleuth.model.fleet import Process, Window
+from perfsleuth.model.fleet import LABEL_GROUPINGS, Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.server.api import Api
 from perfsleuth.server.fleet_api import FleetApi
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.store.runs import Store
 
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "docs" / "schemas" / "documents.schema.json").read_text()
+)
 T0 = 1_700_000_000.0 - 1_700_000_000.0 % 3600
 RANGE = {"from": [str(T0)], "to": [str(T0 + 3600)]}
 SIDES = {f"{side}_{name}": RANGE[name] for side in "ab" for name in RANGE}  # a diff's
@@ -198,3 +202,41 @@ def test_a_debuginfod_server_away_is_told_on_serves_stderr_once(tmp_path: Path, 
     (told,) = capsys.readouterr().err.splitlines()
     assert told.startswith("perfsleuth: warning: debuginfod server http://127.0.0.1:9 did not")
     assert told.endswith("); skipped")
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name"),
+    [
+        ("/api/fleet/labels", {}, "FleetLabels"),
+        ("/api/fleet/top", {}, "FleetTopDoc"),
+        ("/api/fleet/top", {"by": "library"}, "FleetTopDoc"),
+        ("/api/fleet/top", {"by": "service"}, "FleetTopDoc"),
+        ("/api/fleet/series", {"function": "inflate"}, "FleetSeriesDoc"),
+        ("/api/fleet/cpu", {}, "FleetCpuDoc"),
+        ("/api/fleet/diff", {"a_where": "service=api"}, "FleetDiffDoc"),
+        ("/api/fleet/advise", {"core_cost": "50"}, "FleetAdviceDoc"),
+    ],
+)
+def test_fleet_documents_follow_the_schema(api: Api, path: str, params: dict, name: str) -> None:
+    """The documents typed in views/documents.py, which the UI's types are generated from."""
+    status, doc = get(api, path, **params)
+    assert status == 200, doc
+    jsonschema.validate(doc, {**SCHEMA, "$ref": f"#/$defs/{name}"})
+
+
+def test_fleet_status_follows_the_schema(api: Api) -> None:
+    doc = json.loads(api.get("/api/fleet/status", {}).body)
+    assert doc["hosts"]
+    jsonschema.validate(doc, {**SCHEMA, "$ref": "#/$defs/FleetStatus"})
+
+
+def test_a_fleet_document_missing_a_key_fails_the_schema(api: Api) -> None:
+    _, doc = get(api, "/api/fleet/advise")
+    assert doc["findings"]
+    del doc["findings"][0]["cores_saved"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, {**SCHEMA, "$ref": "#/$defs/FleetAdviceDoc"})
+
+
+def test_every_label_grouping_is_a_key_of_a_top_row() -> None:
+    assert set(LABEL_GROUPINGS) <= set(SCHEMA["$defs"]["TopRow"]["properties"])

@@ -1,6 +1,5 @@
-// Shapes of the API's JSON documents (server/api.py).
-
-// The documents typed in Python (src/perfsleuth/views/documents.py), generated.
+// Shapes of the API's JSON documents (server/api.py, server/fleet_api.py): every one is
+// typed in Python (src/perfsleuth/views/documents.py) and generated (scripts/gen_documents.py).
 export type {
   Advice,
   AnnotateDoc,
@@ -42,75 +41,15 @@ export type {
   ThreadsDoc,
   TopDoc,
   TopRow,
+  FleetAdviceDoc,
+  FleetCpuDoc,
+  FleetDiffDoc,
+  FleetFinding,
+  FleetLabels,
+  FleetPlace,
+  FleetPoint,
+  FleetRange,
+  FleetSeriesDoc,
+  FleetStatus,
+  FleetTopDoc,
 } from "./generated/documents";
-import type { DiffDoc, Finding, TopDoc } from "./generated/documents";
-
-// Hand-written still: the fleet's documents.
-
-export interface FleetTopDoc extends TopDoc {
-  from: number;
-  to: number;
-  where: string;
-}
-
-export interface FleetLabels {
-  from: number;
-  to: number;
-  labels: Record<string, string[]>;
-}
-
-// The fleet's series, diff and advice (fleet/trends.py, fleet/advice.py), as /api/fleet/ answers them.
-export interface FleetPoint {
-  from: number;
-  to: number;
-  cpu_ns: number;
-  samples: number;
-  self: number;
-  total: number;
-}
-
-export interface FleetSeriesDoc {
-  function: string;
-  from: number;
-  to: number;
-  where: string;
-  step: number;
-  points: FleetPoint[];
-}
-
-export interface FleetSide {
-  from: number;
-  to: number;
-  where: string;
-}
-
-export interface FleetDiffDoc extends Omit<DiffDoc, "a" | "b"> {
-  a: FleetSide;
-  b: FleetSide;
-}
-
-export interface FleetPlace {
-  share: number;
-  cores: number;
-  service?: string;
-  host?: string;
-}
-
-export interface FleetFinding extends Finding {
-  cores_saved: number;
-  money_per_month?: number;
-  services: FleetPlace[];
-  hosts: FleetPlace[];
-  hosts_count: number;
-  same_hot_spot?: string;
-}
-
-export interface FleetAdviceDoc {
-  from: number;
-  to: number;
-  where: string;
-  cores: number;
-  findings: FleetFinding[];
-  hidden: number;
-  notes: string[];
-}

@@ -19,7 +19,6 @@ from ..model.findings import Finding
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..rules import Rule
-from ..store.runs import Store
 
 DEEP_TUS = 5  # hot translation units the source analyses read by default
 
@@ -40,7 +39,6 @@ class AnalyzerOptions:
 class Context:
     profile: Profile
     run: RunInfo
-    store: Store | None = None  # for verification (experiments/), never read by analyzers
     counts: ExactCounts | None = None  # a count run's exact counts, recursion merged
     cache: dict[str, CacheProjections] = field(default_factory=dict)  # traced functions
     src_roots: list[Path] = field(default_factory=list)  # --src, else from DW_AT_comp_dir

@@ -11,19 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..model.findings import Finding
+from ..static_analysis.aliasing_fixes import fixes_for, saving_for
 from ..static_analysis.aliasing_patterns import AliasMatch
 from ..static_analysis.compiler_remarks import Remark
-from ..static_analysis.machine_code import LoopCode
+from ..static_analysis.machine_code import LoopCode, line_instructions
 from ..static_analysis.source import HotCode, hot_code
+from ..static_analysis.toolchain import Toolchain, toolchain_of
 from ..static_analysis.unit_analysis import UnitReport, hot_unit_reports
 from . import Context
 
-# Expected fraction of a loop's time a fix saves: the study measured 2.6-12x on
-# vectorisable byte loops, ~1.3x when branches keep the loop scalar, and a load or
-# two per call for straight-line code.
-GAIN = {"vectorizable": 0.6, "branches": 0.2, "straight-line": 0.05}
 REMARK_CONFIRMS = 0.05
 MACHINE_CODE_CONFIRMS = 0.08
+# The code of the user's compiler has the loop but no reload in it (or no loop at
+# all: it became stores or a library call): the pattern costs nothing there.
+NO_RELOAD_CONFIDENCE = 0.3
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -42,7 +43,10 @@ def analyze(ctx: Context) -> list[Finding]:
             if refuted and (asm is None or not asm.confirms_aliasing):
                 continue
             in_binary = binary is not None and match.pattern != "straight-line"
-            findings.append(build_finding(match, report, remark, asm, share, in_binary))
+            finding = build_finding(match, report, remark, asm, share, in_binary)
+            if in_binary and asm is None and binary is not None:
+                _no_machine_loop(finding, binary)
+            findings.append(finding)
     return findings
 
 
@@ -73,11 +77,22 @@ def build_finding(
 ) -> Finding:
     """One finding from a source match and, when known, the compiler's and the
     machine code's evidence about the same loop."""
+    toolchain = toolchain_of(report.unit)
     evidence, confidence = _evidence(match, remark, asm, asm_in_binary)
     confirmed_by = _confirmed_by(remark, asm, asm_in_binary)
     evidence.append(_confirmation(confirmed_by))
+    if _reloads_refuted(match, asm, asm_in_binary, toolchain):
+        confidence = min(confidence, NO_RELOAD_CONFIDENCE)
+        evidence.append(f"but {toolchain.name}'s code of the loop reloads nothing: no cost seen")
+    if match.short_trip is not None:
+        evidence.append(
+            f"but the loop runs at most {match.short_trip} times per call: a few reloads, "
+            "whatever the fix"
+        )
+    evidence.append(f"built by {toolchain.describe()}")
     if share:
         evidence.append(f"{share:.1%} of the run's samples are in this code")
+    fixes = fixes_for(match, toolchain)
     where = "the loop" if match.pattern != "straight-line" else "the code"
     return Finding(
         rule=f"aliasing-write.{match.pattern}",
@@ -87,16 +102,19 @@ def build_finding(
             f"{match.function} reload `{match.read}`"
         ),
         share=round(share, 4),
-        estimated_gain=round(share * GAIN[_gain_kind(match)], 4),
+        estimated_gain=round(share * saving_for(match, toolchain), 4),
         confidence=round(min(confidence, 0.98), 2),
-        suggestion="; ".join(match.fixes),
+        suggestion="; ".join(fixes),
         function=match.function,
         file=match.file,
         line=match.line,
         evidence=evidence,
-        fix={"options": match.fixes, "file": match.file, "line": match.line},
+        fix={"options": fixes, "file": match.file, "line": match.line},
         details={
             "match": match.to_json(),
+            "compiler": toolchain.__dict__,
+            "compiler_driver": report.unit.compiler,
+            "producer": report.unit.producer,
             "flags": report.unit.flags,
             "flags_origin": report.unit.flags_origin,
             "directory": str(report.unit.directory or ""),
@@ -165,10 +183,27 @@ def _machine_code_evidence(match: AliasMatch, asm: LoopCode, asm_in_binary: bool
     )
 
 
-def _gain_kind(match: AliasMatch) -> str:
-    if match.pattern == "straight-line":
-        return "straight-line"
-    return "branches" if match.branches else "vectorizable"
+def _reloads_refuted(
+    match: AliasMatch, asm: LoopCode | None, asm_in_binary: bool, toolchain: Toolchain
+) -> bool:
+    """Does the user's compiler's own code of the loop show no reload? The binary's code
+    is the user's; clang's build of the unit speaks for the user only when clang builds it."""
+    if asm is None or asm.confirms_aliasing or match.pattern == "straight-line":
+        return False
+    return asm_in_binary or toolchain.family == "clang"
+
+
+def _no_machine_loop(finding: Finding, binary: Path) -> None:
+    """The binary has code for the loop's lines but no machine loop there: the compiler
+    turned it into straight stores or a library call, and nothing is reloaded."""
+    match = finding.details["match"]
+    lines = range(int(match["line"]), int(match["end_line"]) + 1)
+    if line_instructions(binary, match["file"], lines):
+        finding.confidence = min(finding.confidence, NO_RELOAD_CONFIDENCE)
+        finding.evidence.append(
+            "but the binary has no machine loop for these lines (the compiler turned the "
+            "loop into straight stores or a call): no reload per element"
+        )
 
 
 def _count(items: list, noun: str) -> str:

@@ -5,7 +5,7 @@ whatever its gain, with full confidence because the traces are exact."""
 
 from __future__ import annotations
 
-from ..cpucache import function_share
+from ..cpu_cache_projections import function_share
 from ..model.cpu_cache import CacheProjections, ConstantTime
 from ..model.findings import Finding
 from . import Context

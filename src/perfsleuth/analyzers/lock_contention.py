@@ -6,8 +6,17 @@ there, the code the same function runs on the CPU meanwhile (the likely critical
 section), and the fix: a lock-free queue for producer-consumer hand-offs, shorter
 critical sections, sharding, batching.
 
-estimated_gain is the fraction of the waiting threads' wall time explained:
-what those threads could spend working instead.
+estimated_gain is the wall time on the critical path: the program ends when its
+last working thread does, so without these waits it would end when the longest of
+(a working thread's wall time minus its waits here) does. A consumer that waits
+while the producer runs the whole time is not on the critical path: removing its
+wait saves nothing (the hand-off whose lock-free fix measured 1.008x). A working
+thread is one that waits here or runs on the CPU at least WORKING of its wall time
+(a main thread blocked in join is not). Nor can the program end sooner than its
+threads' CPU time spread over the machine's CPUs (the run's `cpus` fact): three
+consumers on two cores that wait on a lock leave the cores to the others, and a
+lock-free queue then saves nothing. The sum of the waiters' time is kept as
+details["waiters_fraction"], the figure before this measure.
 
 Only contention counts: threads blocked acquiring a mutex (the mutex state), in a
 run with another thread that runs meanwhile (the holder). Threads that only wait
@@ -18,7 +27,9 @@ lock-free queue is suggested to C++ programs only.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ..binaries import binary_at
@@ -36,10 +47,15 @@ from .wait_sites import (
     where,
 )
 
+NS = 1e9
 CONDVAR_FUNCTION_PREFIXES = ("pthread_cond_", "__pthread_cond_", "___pthread_cond_")
 CONDVAR_MANGLED = "condition_variable"  # in std::condition_variable's mangled names too
 SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 CONCURRENTQUEUE_HEADER = "/usr/include/concurrentqueue/blockingconcurrentqueue.h"
+WORKING = 0.1  # on-CPU part of a thread's wall time that makes it part of the program's progress
+# the part of the critical-path wait a fix removes: all of it (per-thread data, a
+# lock-free queue) down to a third (a shorter critical section still serialises)
+SAVING_RANGE = (0.3, 1.0)
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -52,8 +68,9 @@ def analyze(ctx: Context) -> list[Finding]:
         imports_condition_variables(d.get("path", "")) for d in (ctx.run.dsos if ctx.run else [])
     )
     cpp = is_cpp(profile)
+    cpus = int((ctx.run.meta.get("cpus") if ctx.run else None) or os.cpu_count() or 1)
     findings = [
-        _lock_finding(profile, wait, thread_time, handoff, cpp)
+        _lock_finding(profile, wait, thread_time, handoff, cpp, cpus)
         for wait in found
         if is_contention(wait, thread_time)
     ]
@@ -61,13 +78,13 @@ def analyze(ctx: Context) -> list[Finding]:
 
 
 def is_contention(wait: Wait, thread_time: ThreadTime) -> bool:
-    """Threads blocked on a mutex while another thread runs (holding it)."""
+    """Threads blocked on a mutex while another thread runs (holding it): a waiter and
+    any other thread that ran, itself a waiter at other times or not."""
     site = wait.site
     if site.by_state.get("mutex", 0.0) <= 0:
         return False
-    return any(
-        running > 0 and t not in site.by_thread for t, running in thread_time.running.items()
-    )
+    running = {t for t, w in thread_time.running.items() if w > 0}
+    return any(running - {waiter} for waiter in site.by_thread)
 
 
 def is_cpp(profile: Profile) -> bool:
@@ -114,7 +131,7 @@ def _critical_section(profile: Profile, site: Site) -> list[tuple[str, float]]:
 
 
 def _lock_finding(
-    profile: Profile, wait: Wait, thread_time: ThreadTime, handoff: bool, cpp: bool
+    profile: Profile, wait: Wait, thread_time: ThreadTime, handoff: bool, cpp: bool, cpus: int
 ) -> Finding:
     """`handoff`: the program uses condition variables; `cpp`: it is C++ (the queue
     suggested is a C++ library)."""
@@ -122,19 +139,27 @@ def _lock_finding(
     states = {s: w / site.total for s, w in site.by_state.items() if w > 0}
     holders = _critical_section(profile, site)
     handoff = cpp and (handoff or "condvar" in states)
+    path = critical_path(site, thread_time, cpus)
+    low, high = SAVING_RANGE
     return Finding(
         rule="lock.contention",
         kind="lock-contention",
-        title=f"{100 * wait.fraction:.1f}% of the waiting threads' time is spent blocked on a "
-        f"lock or condition variable: {where(site)}",
+        title=f"{100 * path.gain:.1f}% of the program's wall time waits on a lock or condition "
+        f"variable ({100 * wait.fraction:.1f}% of the waiting threads' time): {where(site)}",
         function=site.frame.function,
         dso=site.frame.dso,
         file=site.frame.file,
         line=site.frame.line,
-        share=wait.share,
-        estimated_gain=wait.fraction,
+        share=max(wait.share, path.gain),
+        estimated_gain=path.gain,
+        gain_low=path.gain * low,
+        gain_high=path.gain * high,
+        gain_basis=(
+            "the critical path: the wall time the program would save if these waits were gone "
+            f"({path.text(profile)}); a shorter critical section keeps part of it"
+        ),
         confidence=0.5 if site.inferred or not site.frame.file else 0.7,
-        evidence=_evidence(profile, site, states, holders, thread_time),
+        evidence=[*_evidence(profile, site, states, holders, thread_time), path.text(profile)],
         suggestion=_lock_suggestion(handoff),
         fix=(
             {"package": "libconcurrentqueue-dev", "include": CONCURRENTQUEUE_HEADER}
@@ -145,8 +170,53 @@ def _lock_finding(
             "states": states,
             "threads": _thread_details(profile, site, thread_time),
             "holders": [{"function": n, "share": s} for n, s in holders],
+            "waiters_fraction": wait.fraction,
+            "critical_path": path.gain,
         },
     )
+
+
+@dataclass
+class CriticalPath:
+    """The program's wall time (its longest-lived working thread) against the time it
+    would take without the waits at one site."""
+
+    gain: float  # 1 - without / wall
+    wall: float
+    without: float
+    last: int  # the thread that would still end last (thread index)
+    cpu_bound: float  # the threads' CPU time over the machine's CPUs
+    cpus: int
+
+    def text(self, profile: Profile) -> str:
+        head = (
+            f"critical path: the working threads span {self.wall / NS:.2f} s; without these waits"
+        )
+        if self.cpu_bound >= self.without:
+            return (
+                f"{head} their CPU time alone still needs {self.cpu_bound / NS:.2f} s "
+                f"of the {self.cpus} CPU(s)"
+            )
+        thread = profile.threads[self.last] if self.last >= 0 else None
+        name = f"{thread.name or '?'}:{thread.tid}" if thread else "?"
+        return f"{head} the last to finish ({name}) would need {self.without / NS:.2f} s"
+
+
+def critical_path(site: Site, thread_time: ThreadTime, cpus: int) -> CriticalPath:
+    """The wall time the waits at SITE hold the program back (see the module's doc)."""
+    working = [
+        t
+        for t, total in thread_time.total.items()
+        if total > 0 and (t in site.by_thread or thread_time.running.get(t, 0.0) >= WORKING * total)
+    ]
+    if not working:
+        return CriticalPath(0.0, 0.0, 0.0, -1, 0.0, cpus)
+    wall = max(thread_time.total[t] for t in working)
+    last = max(working, key=lambda t: thread_time.total[t] - site.by_thread.get(t, 0.0))
+    alone = thread_time.total[last] - site.by_thread.get(last, 0.0)
+    cpu_bound = sum(thread_time.running.values()) / max(1, cpus)
+    without = max(alone, cpu_bound)
+    return CriticalPath(max(0.0, 1.0 - without / wall), wall, alone, last, cpu_bound, cpus)
 
 
 def _evidence(

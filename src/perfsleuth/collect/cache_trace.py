@@ -1,5 +1,5 @@
 """The function `record --mode cache` traces: finding it in the binary (or saying
-why it cannot be traced), and a memory trace of its calls as a cpucache Trace with
+why it cannot be traced), and a memory trace of its calls as a cpu_cache_projections Trace with
 source lines."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import difflib
 from functools import lru_cache
 
 from ..binaries import DWARF_ERRORS, binary_at
-from ..cpucache.trace import PAGE_SIZE, Trace
+from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..symbols.symbolizer import Symbolizer, elf_symbols
 from . import memtrace

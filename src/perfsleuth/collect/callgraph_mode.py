@@ -10,14 +10,22 @@ caller at most, and compilers skip the frame in leaves even with
 -fno-omit-frame-pointer. Mixed binaries are common (a Rust program links a
 standard library built with frame pointers into code built without), so a binary
 counts as frame-pointer-safe only when all its calling functions set one up.
+
+The same holds for the libraries it loads (DT_NEEDED): Debian builds libc and
+libstdc++ without frame pointers, so a frame-pointer walk through qsort, printf or
+std::regex loses the user's caller, the line the advisor names. Frame pointers are
+chosen only when the executable and every library it needs keep them; the choice
+and its reason are kept in the run's facts (meta `call_graph`, `call_graph_reason`).
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..binaries import STT_FUNC, Binary, binary_at
+from ..binaries.libraries import needed_paths
 
 # The scheduler may move `push %rbp; mov %rsp,%rbp` a few instructions into the
 # function, so we look for both within its first instructions.
@@ -95,10 +103,44 @@ def _function_ranges(binary: Binary) -> list[tuple[int, int]]:
     return ranges[::step]
 
 
+@dataclass(frozen=True)
+class Choice:
+    """perf's call-graph mode for a recording, and why."""
+
+    mode: str  # "fp" | "dwarf"
+    reason: str
+
+
 def choose(cmd0: str | None, requested: str) -> str:
     """'fp' or 'dwarf' for `--call-graph auto|fp|dwarf`."""
+    return decide(cmd0, requested).mode
+
+
+def decide(cmd0: str | None, requested: str) -> Choice:
+    """The mode for `--call-graph auto|fp|dwarf` on the program CMD0 runs, with its reason."""
     if requested != "auto":
-        return requested
+        return Choice(requested, f"--call-graph {requested} asked for")
     path = resolve_executable(cmd0) if cmd0 else None
     share = frame_pointer_share(path) if path else None
-    return "fp" if share is not None and share >= FP_SHARE_THRESHOLD else "dwarf"
+    if path is None:
+        return Choice("dwarf", f"{cmd0 or 'the program'} is not a file found here")
+    if share is None:
+        binary = binary_at(path)
+        if binary is None or not binary.is_x86_64:
+            return Choice("dwarf", f"{cmd0} is not an x86-64 ELF file")
+        return Choice("dwarf", f"{path.name} has no function symbols to check for frame pointers")
+    if share < FP_SHARE_THRESHOLD:
+        return Choice("dwarf", _without_fp(path.name, share))
+    binary = binary_at(path)
+    for library in needed_paths(binary) if binary else []:
+        lib_share = frame_pointer_share(library)
+        if lib_share is not None and lib_share < FP_SHARE_THRESHOLD:
+            needs = f", and {path.name} needs it"
+            return Choice("dwarf", _without_fp(library.name, lib_share) + needs)
+    return Choice("fp", f"{path.name} and the libraries it needs keep frame pointers")
+
+
+def _without_fp(name: str, share: float) -> str:
+    return (
+        f"{name} keeps no frame pointers in every calling function ({100 * share:.0f}% set one up)"
+    )

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cpucache import calibrate, footprint, layout, model, scaling
-from ..cpucache import secret_variants as constant_time
-from ..cpucache.trace import PAGE_SIZE, Trace
+from ..cpu_cache_projections import calibrate, footprint, layout, model, scaling
+from ..cpu_cache_projections import secret_variants as constant_time
+from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..formats import perf_data
 from ..model.cpu_cache import (

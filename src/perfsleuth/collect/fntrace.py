@@ -21,7 +21,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from ..cpucache.calibrate import cache_dir
+from ..cpu_cache_projections.calibrate import cache_dir
 from .traced_calls import CallCounter, DataObserver
 from .valgrind import valgrind_binary
 

@@ -45,6 +45,7 @@ class PerfRun:
     duration_s: float
     call_graph: str
     freq: int
+    call_graph_reason: str = ""
 
 
 def perf_binary() -> str:
@@ -83,7 +84,8 @@ def record(
 
 def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str) -> PerfRun:
     target.check_command(cmd)
-    mode = callgraph_mode.choose(cmd[0], call_graph)
+    choice = callgraph_mode.decide(cmd[0], call_graph)
+    mode = choice.mode
     rate = freq or DEFAULT_FREQ[mode]
     launched = target.Target.launch(cmd)
     try:
@@ -98,17 +100,18 @@ def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str
     finally:
         target.stop(proc)  # SIGINT: perf writes what it has
     elapsed = time.monotonic() - started
-    return PerfRun(out, launched.exit_status, elapsed, mode, rate)
+    return PerfRun(out, launched.exit_status, elapsed, mode, rate, choice.reason)
 
 
 def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration: float) -> PerfRun:
     target.check_pid(pid)
-    mode = callgraph_mode.choose(_pid_exe(pid), call_graph)
+    choice = callgraph_mode.decide(_pid_exe(pid), call_graph)
+    mode = choice.mode
     rate = freq or DEFAULT_FREQ[mode]
     argv = [*_record_argv(out, rate, mode), "-p", str(pid), "--", "sleep", str(duration)]
     started = time.monotonic()
     _run_perf(argv, out)
-    return PerfRun(out, None, time.monotonic() - started, mode, rate)
+    return PerfRun(out, None, time.monotonic() - started, mode, rate, choice.reason)
 
 
 def _record_argv(out: Path, rate: int, mode: str) -> list[str]:
@@ -193,5 +196,10 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
         profile,
         exit_status=run.exit_status,
         duration_s=run.duration_s,
-        meta={"call_graph": run.call_graph, "freq": run.freq, "recorder": "perf"},
+        meta={
+            "call_graph": run.call_graph,
+            "call_graph_reason": run.call_graph_reason,
+            "freq": run.freq,
+            "recorder": "perf",
+        },
     )

@@ -73,4 +73,5 @@ def new_run(command: str, mode: str, source: str = OWN_COMMAND) -> RunInfo:
         kernel=platform.release(),
         git_rev=git_revision(cwd),
         source=source,
+        meta={"cpus": os.cpu_count() or 1},  # what the run's threads could run on at once
     )

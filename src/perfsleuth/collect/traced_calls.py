@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..cpucache.trace import Access
+from ..cpu_cache_projections.trace import Access
 
 DataObserver = Callable[[int, int], None]  # (address, size) of each data access
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cpucache import calibrate
+from ..cpu_cache_projections import calibrate
 from ..errors import UserError
 from ..present import formats_for, write
 from ..views import cpu_cache

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,11 @@ from ..model.findings import Finding
 from ..model.progress import SILENT, Progress
 from ..present import FINDINGS, formats_for, write
 from ..present.output import destination
+from ..static_analysis.codebase import analyse_codebase
 from ..static_analysis.compile_db import flags_for, load_compile_commands
 from ..static_analysis.source import TranslationUnit, cindex, source_files
-from ..static_analysis.unit_analysis import UnitReport, analyse_unit
+from ..static_analysis.unit_analysis import UnitReport
+from ..static_analysis.unit_cache import UnitCache
 from .common import add_output_options, progress_display
 
 NAME = "lint"
@@ -49,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also report every loop clang did not vectorise (missed-vectorization)",
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="analyse every unit again (default: reuse the reports of unchanged units)",
+    )
     add_output_options(parser, formats_for(FINDINGS))
 
 
@@ -74,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             min_confidence=args.min_confidence,
             missed=args.missed,
             progress=progress,
+            cache=None if args.no_cache else UnitCache(),
         )
     doc = {
         "run": "lint",
@@ -95,10 +102,12 @@ def lint(
     min_confidence: float = 0.0,
     missed: bool = False,
     progress: Progress = SILENT,
+    cache: UnitCache | None = None,
 ) -> tuple[list[Finding], list[str]]:
     """Findings of every unit named (most confident first), and notes on units skipped.
     Without a profile to say which loops matter, the loops clang did not vectorise
-    are many; they are reported only when `missed` is set."""
+    are many; they are reported only when `missed` is set. Units run in parallel, one
+    per core; with a `cache`, an unchanged unit's report is read back instead."""
     cindex()  # a missing libclang is one clear error, before any work
     table = load_compile_commands(compile_commands) if compile_commands else None
     if not paths:
@@ -107,14 +116,13 @@ def lint(
     for path in source_files(paths):
         flags = flags_for(path.resolve(), table)
         directory = Path(flags.directory) if flags.directory else None
-        units.append(TranslationUnit(path.resolve(), list(flags.args), flags.origin, directory))
-    workers = max(1, min(len(units), os.cpu_count() or 1))
+        units.append(
+            TranslationUnit(
+                path.resolve(), list(flags.args), flags.origin, directory, compiler=flags.compiler
+            )
+        )
     progress.phase(f"analysing {len(units)} translation units", total=len(units))
-    reports = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for report in pool.map(analyse_unit, units):
-            reports.append(report)
-            progress.advance()
+    reports = analyse_codebase(units, missed, cache, progress.advance)
     findings: list[Finding] = []
     notes = []
     for report in reports:

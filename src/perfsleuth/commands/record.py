@@ -21,7 +21,7 @@ from ..collect.options import (
     RecordOptions,
 )
 from ..collect.target import recording_dir
-from ..cpucache import model as cache_model
+from ..cpu_cache_projections import model as cache_model
 from ..errors import UserError
 from ..model.profile import EXACT_UNITS, Profile
 from ..model.run import RunInfo

@@ -31,7 +31,8 @@ MAX_QUERY_FRAMES = 1 << 24
 # How DuckDB words a file that went away while it read (pyarrow's, then the OS's), or an
 # object gone from S3 (the AWS SDK's RESOURCE_NOT_FOUND, NoSuchKey or a 404).
 GONE = re.compile(
-    r"Path does not exist|No such file or directory|\[errno 2\]|RESOURCE_NOT_FOUND|NoSuchKey|HTTP 404"
+    r"Path does not exist|No such file or directory|\[errno 2\]"
+    r"|RESOURCE_NOT_FOUND|NoSuchKey|HTTP 404"
 )
 BUCKETS_SCHEMA = pa.schema(
     [

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import replace
+from typing import cast
 
 import pyarrow as pa
 
@@ -17,6 +18,7 @@ from ..errors import UserError
 from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
 from ..model.profile import Frame, Profile
 from ..store.fleet import FleetStore
+from ..views import documents
 from ..views import top as top_view
 from . import labels
 from .engine import DuckDB, Engine, StackWeights
@@ -110,7 +112,7 @@ def top(
     n: int = 20,
     sort: str = "self",
     engine: Engine | None = None,
-) -> dict:
+) -> documents.FleetTopDoc:
     """`perfsleuth top`'s JSON document over the fleet (unit "ns"), with the range asked.
 
     `by` is a frame grouping (views.keys), `library` (DSOs by library name, versions
@@ -126,7 +128,8 @@ def top(
         doc["by"] = by
     kind = profile_type(where)
     doc["unit"] = PROFILE_TYPES[kind]
-    return {"run": "fleet", "from": start, "to": end, "where": where or "", "type": kind, **doc}
+    fleet = {"run": "fleet", "from": start, "to": end, "where": where or "", "type": kind}
+    return cast(documents.FleetTopDoc, {**fleet, **doc})
 
 
 def by_library(profile: Profile) -> Profile:

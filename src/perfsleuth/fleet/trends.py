@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from ..errors import UserError
 from ..model.fleet import PROFILE_TYPES
 from ..model.profile import Profile
 from ..store.fleet import FleetStore
 from ..views import diff as diff_view
+from ..views import documents
 from .engine import Engine, StackWeights, to_ms
 from .filters import profile_type
 from .queries import bucket_weights, profile, stack_weights
@@ -35,7 +37,7 @@ class Side:
     end: float
     where: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> documents.FleetRange:
         return {"from": self.start, "to": self.end, "where": self.where}
 
 
@@ -47,10 +49,11 @@ def diff(
     by: str = "function",
     n: int = 30,
     engine: Engine | None = None,
-) -> dict:
+) -> documents.FleetDiffDoc:
     """views.diff's document (shares of each side's total, largest changes first)."""
     pa_, pb = side_profiles(store, a, b, engine)
-    return {"a": a.to_json(), "b": b.to_json(), **diff_view.diff(pa_, pb, by=by, n=n)}
+    doc = {"a": a.to_json(), "b": b.to_json(), **diff_view.diff(pa_, pb, by=by, n=n)}
+    return cast(documents.FleetDiffDoc, doc)
 
 
 def side_profiles(
@@ -80,7 +83,7 @@ def series(
     where: str | None = None,
     step: float | None = None,
     engine: Engine | None = None,
-) -> dict:
+) -> documents.FleetSeriesDoc:
     """The share of `function` (any DSO) in each bucket of [start, end): self and total.
     Buckets are multiples of `step` from the epoch (the first and last cut by the range),
     summed by the engine in one query."""
@@ -101,7 +104,7 @@ def cpu_series(
     where: str | None = None,
     step: float | None = None,
     engine: Engine | None = None,
-) -> dict:
+) -> documents.FleetCpuDoc:
     """The CPU time of the range in each bucket (the Fleet page's timeline): series()
     without a function, each point's `cpu_ns` and samples."""
     step = step or bucket_step(start, end)
@@ -109,7 +112,9 @@ def cpu_series(
     return _series_doc(start, end, where, step, points)
 
 
-def _series_doc(start: float, end: float, where: str | None, step: float, points: list) -> dict:
+def _series_doc(
+    start: float, end: float, where: str | None, step: float, points: list[documents.FleetPoint]
+) -> documents.FleetCpuDoc:
     return {
         "from": start,
         "to": end,
@@ -130,7 +135,7 @@ def _points(
     engine: Engine | None,
     leaf: set,
     anywhere: set,
-) -> list[dict]:
+) -> list[documents.FleetPoint]:
     """Each bucket of [start, end): its samples and CPU time, and the shares of the
     stacks `leaf` (self) and `anywhere` (total) in it, summed by the engine in one query."""
     step_ms = _step_ms(start, end, step)
@@ -206,7 +211,7 @@ def _stacks_with(weights: StackWeights, function: str) -> tuple[set[int], set[in
     return leaf, anywhere
 
 
-def _point(sums: list[int], start: float, end: float) -> dict:
+def _point(sums: list[int], start: float, end: float) -> documents.FleetPoint:
     """A bucket: its CPU time and the function's self and total share of it."""
     samples, cpu, self_cpu, total_cpu = sums
     return {

@@ -3,7 +3,7 @@ document per function: what `perfsleuth cache show` prints, the web UI's Cache p
 draws (its TypeScript types are generated from these: views/documents.SCHEMA) and the
 cache analyzers read.
 
-cpucache/ computes each section from the function's memory trace; the TypedDicts
+cpu_cache_projections/ computes each section from the function's memory trace; the TypedDicts
 below are their JSON, stored as it is. Versions (model/documents.py):
 
 1. Every document written before documents had versions. Cache mode grew fields
@@ -233,7 +233,7 @@ class Fit(TypedDict):
 
 
 class TlbLimit(TypedDict, total=False):
-    """This machine's TLB reach (cpucache/calibrate.py), or why it is not known."""
+    """This machine's TLB reach (cpu_cache_projections/calibrate.py), or why it is not known."""
 
     reason: str
     reach_pages: int
@@ -243,7 +243,8 @@ class TlbLimit(TypedDict, total=False):
 
 
 class LlcLimit(TypedDict, total=False):
-    """This machine's effective LLC capacity (cpucache/calibrate.py), or why it is not known."""
+    """This machine's effective LLC capacity (cpu_cache_projections/calibrate.py), or why it
+    is not known."""
 
     reason: str
     effective_bytes: int

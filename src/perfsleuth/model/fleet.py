@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from .profile import Profile
 
@@ -33,6 +34,44 @@ PROFILE_TYPES = {
     "goroutines": "count",
 }
 DEFAULT_TYPE = "cpu"
+
+
+class FleetHost(TypedDict):
+    """A host of `fleet status`: its recent windows and what its agent last reported."""
+
+    host: str
+    last_push: float | None  # unix seconds
+    windows: int
+    samples: int
+    metrics: dict[str, Any]  # the agent's last status (lost samples, its CPU and memory...)
+    samples_per_s: float
+    windows_dropped: Any  # of `metrics`, None when not reported
+    lost_samples: Any
+
+
+class StoreCost(TypedDict):
+    """What the fleet store costs in objects and requests, and what compaction saves."""
+
+    objects: int
+    objects_after_compaction: int
+    query_objects: int
+    query_objects_after_compaction: int
+    windows_last_hour: int
+    requests_per_hour: int
+
+
+class FleetStatus(TypedDict):
+    """`fleet status`: what the store holds and what each host last said."""
+
+    store: str
+    bytes: int
+    files: int
+    oldest: float | None  # unix start of the oldest hour holding data
+    newest: float | None
+    windows_recent: int
+    hosts: list[FleetHost]
+    cost: StoreCost
+
 
 # A window id names files in the store: it must be safe as a file name.
 WINDOW_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")

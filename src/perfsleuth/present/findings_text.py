@@ -83,6 +83,9 @@ def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
         width,
         indent,
     )
+    estimate = estimate_range(f)
+    if estimate:
+        lines += _wrap(estimate, width, indent, hanging="  ")
     for item in f.get("evidence", []):
         lines += _wrap(f"- {item}", width, indent, hanging="  ")
     lines += _wrap(f"fix: {f['suggestion']}", width, indent, hanging="     ")
@@ -104,6 +107,15 @@ def _details(number: int, f: dict[str, Any], width: int) -> list[str]:
             indent,
         )
     return lines
+
+
+def estimate_range(f: dict[str, Any]) -> str:
+    """`estimate 8.0-15.0% of the run, from: BASIS`; '' for a finding without a range."""
+    low, high = f.get("gain_low") or 0.0, f.get("gain_high") or 0.0
+    if high <= 0:
+        return ""
+    text = f"estimate {100 * low:.1f}-{100 * high:.1f}% of the run"
+    return text + (f", from: {f['gain_basis']}" if f.get("gain_basis") else "")
 
 
 def location(f: dict[str, Any]) -> str:

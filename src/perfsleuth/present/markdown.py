@@ -10,7 +10,7 @@ from . import FINDINGS, Output
 def to_markdown(doc: dict[str, Any]) -> str:
     # Every command imports the outputs for its --format choices, and findings_text
     # loads the symbol readers (a twentieth of a second): it is imported only to write.
-    from .findings_text import location
+    from .findings_text import estimate_range, location
 
     findings = doc["findings"]
     out = [f"## perfsleuth: {len(findings)} finding(s) for run {doc['run']}", ""]
@@ -28,6 +28,9 @@ def to_markdown(doc: dict[str, Any]) -> str:
             where = location(f)
             if where:
                 out.append(f"**Where:** `{where}`  ")
+            estimate = estimate_range(f)
+            if estimate:
+                out.append(f"**Gain:** {estimate[0].upper()}{estimate[1:]}  ")
             out.append(f"**Fix:** {f['suggestion']}")
             command = (f.get("fix") or {}).get("command")
             if command:

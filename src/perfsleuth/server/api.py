@@ -20,7 +20,6 @@ from .. import rank
 from ..collect.run_facts import is_own_command
 from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
-from ..fleet.labels import LABEL_GROUPINGS
 from ..model.counts import ExactCounts
 from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
@@ -146,10 +145,10 @@ class Api:
         self.keep(ref)
 
     def keep(self, ref: str) -> None:
-        """A run's whole-run pages (facts, flame graph, TopN, time order), computed and kept
-        in the store's answers/ (views/run_answers.py)."""
-        for page in ("", "/flame", "/top", "/timeline"):  # /timeline: 404 for runs without
-            self.get(f"/api/runs/{ref}{page}", {})
+        """A run's whole-run pages (views/run_answers.PAGES), computed and kept in the
+        store's answers/; a run without a time order answers its page with a 404."""
+        for page in run_answers.PAGES:
+            self.get(f"/api/runs/{ref}{page.route}", {})
 
     # -- shared steps ------------------------------------------------------------
 
@@ -172,14 +171,24 @@ class Api:
 
     def _facts(self, run_id: int) -> dict:
         """The run's threads and states, kept on disk: the flame page needs no profile for them."""
+        return self._results.get(
+            ("facts", run_id), lambda: json.loads(self._whole_run(run_id, run_answers.FACTS))
+        )
 
-        def compute() -> bytes:
-            return run_answers.facts(self._profile(run_id))
-
-        def kept() -> dict:
-            return json.loads(self._kept.get(self._listed(run_id), run_answers.FACTS, compute))
-
-        return self._results.get(("facts", run_id), kept)
+    def _whole_run(self, run_id: int, name: str) -> bytes:
+        """A whole-run page (views/run_answers.PAGES), read from answers/ or built and kept."""
+        page = run_answers.PAGE[name]
+        source = run_answers.RunSource(
+            self._info(run_id),
+            lambda: self._profile(run_id),
+            lambda: self._flame_columns(run_id, {}),
+            lambda: self._exact(run_id),
+            lambda: self.store.documents(run_id, Timeline.KIND).get(Timeline.NAME),
+        )
+        try:
+            return self._kept.get(self._listed(run_id), name, lambda: page.build(source))
+        except run_answers.NoSuchPage as e:
+            raise ApiError(404, str(e)) from e
 
     def _profile(self, run_id: int, query: Query | None = None) -> Profile:
         states, tids = _filters(query or {})
@@ -281,7 +290,7 @@ class Api:
             return flame.encode(self._flame_columns(run_id, query))
 
         def whole_run() -> bytes:
-            return self._kept.get(self._listed(run_id), run_answers.FLAME, build)
+            return self._whole_run(run_id, run_answers.FLAME)
 
         body = build if any(filters) else whole_run
         return self._cached(("flame", run_id, *filters), lambda: binary_response(body()))
@@ -299,7 +308,7 @@ class Api:
             return timeline.encode(profile, self._flame_columns(run_id, query), found, set(tids))
 
         def whole_run() -> bytes:
-            return self._kept.get(self._listed(run_id), run_answers.TIME_ORDER, compute)
+            return self._whole_run(run_id, run_answers.TIME_ORDER)
 
         body = whole_run if not tids else compute
         return self._cached(("timeline", run_id, tids), lambda: binary_response(body()))
@@ -362,10 +371,7 @@ class Api:
         return source.source_roots(self.roots, self._info(run_id))
 
     def _exact(self, run_id: int) -> ExactCounts | None:
-        """A count run's exact counts (its TopN is read from them, as the CLI's is)."""
-        if self._info(run_id).unit != "instructions":
-            return None
-        return self.store.load_run(run_id).exact()
+        return run_answers.exact_counts(self.store, self._info(run_id))
 
     def _own(self, run_id: int) -> bool:
         """Whether the run's debug info may name files outside the roots (views/source.py)."""
@@ -412,7 +418,7 @@ class Api:
 
     def choices(self, query: Query) -> Choices:
         """The choice lists the UI offers: groupings, label groupings, thread states."""
-        return documents.choices(LABEL_GROUPINGS)
+        return documents.choices()
 
     def _pair(self, query: Query) -> tuple[int, int]:
         a, b = _one(query, "a"), _one(query, "b")

@@ -13,20 +13,19 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ..fleet import advice, queries, trends
 from ..fleet.filters import TYPE_KEY
-from ..model.fleet import LABEL_GROUPINGS, LABELS
+from ..model.fleet import LABELS, FleetStatus
 from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
+from ..views import documents
 from ..views.flame import diff_columns, encode, flame_columns
-from ..views.keys import GROUPINGS
+from ..views.keys import FLEET_TOP_GROUPINGS, GROUPINGS
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
 RANGE = ("from", "to", "where")
-# fleet top's groupings: frames, libraries, and a label's values (the tag explorer)
-TOP_GROUPINGS = (*GROUPINGS, "library", *LABEL_GROUPINGS)
 SIDES = tuple(f"{side}_{name}" for side in "ab" for name in RANGE)
 MAX_LABEL_VALUES = 200  # per key: a picker, not an inventory
 SORTS = ("self", "total")
@@ -70,10 +69,10 @@ class FleetApi:
             print(f"perfsleuth: warning: {note}", file=sys.stderr)
         self._told = len(notes)
 
-    def status(self, query: Query) -> dict:
+    def status(self, query: Query) -> FleetStatus:
         return self.store.status()
 
-    def labels(self, query: Query) -> dict:
+    def labels(self, query: Query) -> documents.FleetLabels:
         """{"from", "to", "labels": {key: [values, sorted]}}: what --where can filter on
         in the range, user labels included."""
         start, end = _range(query)
@@ -82,9 +81,9 @@ class FleetApi:
         shown = {k: sorted(v)[:MAX_LABEL_VALUES] for k, v in sorted(labels.items())}
         return {"from": start, "to": end, "labels": shown}
 
-    def top(self, query: Query) -> dict:
+    def top(self, query: Query) -> documents.FleetTopDoc:
         start, end = _range(query)
-        by = _choice(query, "by", TOP_GROUPINGS)
+        by = _choice(query, "by", FLEET_TOP_GROUPINGS)
         sort = _choice(query, "sort", SORTS)
         n = _count(query)
         where = _one(query, "where")
@@ -98,7 +97,7 @@ class FleetApi:
         flame.meta.update({"from": start, "to": end})
         return binary_response(encode(flame))
 
-    def series(self, query: Query) -> dict:
+    def series(self, query: Query) -> documents.FleetSeriesDoc:
         """`fleet series FUNC --format json`: the function's share per bucket."""
         start, end = _range(query)
         function = _one(query, "function")
@@ -107,13 +106,13 @@ class FleetApi:
         where = _one(query, "where") or None
         return self._read(lambda: trends.series(self.store, function, start, end, where=where))
 
-    def cpu(self, query: Query) -> dict:
+    def cpu(self, query: Query) -> documents.FleetCpuDoc:
         """The range's CPU time per bucket: the Fleet page's timeline."""
         start, end = _range(query)
         where = _one(query, "where") or None
         return self._read(lambda: trends.cpu_series(self.store, start, end, where=where))
 
-    def diff(self, query: Query) -> dict:
+    def diff(self, query: Query) -> documents.FleetDiffDoc:
         """`fleet diff --format json` of side A (a_from, a_to, a_where) and side B:
         two time ranges, or two label sets over one range."""
         a, b = _side(query, "a"), _side(query, "b")
@@ -127,13 +126,16 @@ class FleetApi:
         sides = self._read(lambda: trends.side_profiles(self.store, a, b))
         return binary_response(encode(diff_columns(*sides)))
 
-    def advise(self, query: Query) -> dict:
-        """`fleet advise --format json`: findings by cores saved, money with core_cost."""
+    def advise(self, query: Query) -> documents.FleetAdviceDoc:
+        """`fleet advise --format json`: findings by cores saved, money with core_cost.
+        Its findings are Finding JSON, which the Python side reads as dicts (FleetFinding
+        types only what the fleet adds): the document is typed here, where it is served."""
         start, end = _range(query)
         cost = _number(query, "core_cost", "give the cost of one core for a month")
         options = advice.FleetAdvice(core_cost=cost)
         where = _one(query, "where") or None
-        return self._read(lambda: advice.advise(self.store, start, end, where, options))
+        doc = self._read(lambda: advice.advise(self.store, start, end, where, options))
+        return cast(documents.FleetAdviceDoc, doc)
 
 
 def _one(query: Query, name: str) -> str:

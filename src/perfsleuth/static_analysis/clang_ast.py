@@ -122,37 +122,43 @@ def root_variable(cursor: Any) -> set[str]:
     return set()
 
 
-def nodes_in(parsed: Any, wanted: Any):  # type: ignore[no-untyped-def]
-    """The nodes written in the files `wanted` accepts, skipping (not walking) the rest."""
+def function_definitions(parsed: Any, wanted: Any) -> list[Any]:
+    """The function definitions written in the files `wanted` accepts: namespaces,
+    classes and templates are looked into, function bodies and other files are not
+    (a unit's headers hold most of its syntax tree)."""
+    found: list[Any] = []
+    accepted: dict[str, bool] = {}
+    pending = list(parsed.cursor.get_children())
+    while pending:
+        node = pending.pop()
+        location = node.location.file
+        if location is None:
+            continue
+        name = location.name
+        if name not in accepted:
+            accepted[name] = bool(wanted(name))
+        if not accepted[name]:
+            continue
+        if cursor_kind(node) in FUNCTION_KINDS:
+            if node.is_definition():
+                found.append(node)
+        else:
+            pending.extend(node.get_children())
+    found.sort(key=lambda node: node.extent.start.offset)
+    return found
 
-    def visit(node: Any):  # type: ignore[no-untyped-def]
-        for child in node.get_children():
-            location = child.location.file
-            if location is not None and wanted(location.name):
-                yield child
-                yield from visit(child)
 
-    yield from visit(parsed.cursor)
-
-
-def _main_file_nodes(parsed: Any, main_file: Path):  # type: ignore[no-untyped-def]
-    """The nodes written in main_file."""
-    return nodes_in(parsed, lambda name: name == str(main_file))
-
-
-def function_spans(parsed: Any, main_file: Path) -> list[tuple[str, int, int]]:
-    """(qualified name, first line, last line) of each function defined in main_file."""
-    return [
-        (qualified_name(node), node.extent.start.line, node.extent.end.line)
-        for node in _main_file_nodes(parsed, main_file)
-        if cursor_kind(node) in FUNCTION_KINDS and node.is_definition()
-    ]
-
-
-def loop_spans(parsed: Any, main_file: Path) -> list[tuple[int, int]]:
-    """(first line, last line) of every loop in main_file."""
-    return [
+def outline(
+    parsed: Any, main_file: Path
+) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]]]:
+    """(qualified name, first line, last line) of each function defined in main_file,
+    and (first line, last line) of every loop in them."""
+    functions = function_definitions(parsed, lambda name: name == str(main_file))
+    spans = [(qualified_name(f), f.extent.start.line, f.extent.end.line) for f in functions]
+    loops = [
         (node.extent.start.line, node.extent.end.line)
-        for node in _main_file_nodes(parsed, main_file)
+        for function in functions
+        for node in walk(function)
         if cursor_kind(node) in LOOP_KINDS
     ]
+    return spans, loops

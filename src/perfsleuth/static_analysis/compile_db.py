@@ -4,6 +4,7 @@ DW_AT_producer string of the binary's debug info, else sensible defaults."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,33 @@ OUTPUT_FLAGS = ("-c", "-MD", "-MMD", "-MP", "-S", "-E")
 # GCC-only options), LTO (the object becomes bitcode, vectorised only at link time),
 # sanitizers and GCC's analyzer (slow, and not what ships).
 ANALYSIS_DROPPED_PREFIXES = ("-Werror", "-flto", "-fsanitize", "-fanalyzer", "-save-temps")
+# Flags naming a path, which a compiler takes relative to the folder it runs in: the
+# path as the next argument, or joined to the flag ("-Iinc", "--sysroot=/s").
+SEPARATE_PATH_FLAGS = (
+    "-I",
+    "-F",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "-include",
+    "-imacros",
+    "-include-pch",
+    "-isysroot",
+    "--sysroot",
+)
+JOINED_PATH_FLAGS = (
+    "-I",
+    "-F",
+    "-isystem",
+    "-iquote",
+    "-idirafter",
+    "--sysroot=",
+    "-fmodule-map-file=",
+    "-fprofile-use=",
+    "-fprofile-instr-use=",
+)
+# Response files nested deeper than this are a loop (a file naming itself).
+MAX_RESPONSE_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -44,6 +72,7 @@ class Flags:
     args: tuple[str, ...]
     origin: str  # "compile_commands.json", "DW_AT_producer", "defaults"
     directory: str = ""
+    compiler: str = ""  # the entry's compiler command (its first word)
 
 
 def load_compile_commands(path: Path) -> dict[Path, Flags]:
@@ -56,11 +85,59 @@ def load_compile_commands(path: Path) -> dict[Path, Flags]:
         raise UserError(f"{path}: a compile_commands.json must be a JSON list of entries")
     table: dict[Path, Flags] = {}
     for entry in entries:
+        if not isinstance(entry, dict) or "file" not in entry:
+            raise UserError(f'{path}: an entry without a "file": {str(entry)[:80]}')
         directory = path.parent.resolve() / entry.get("directory", ".")
         argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
         source = (directory / entry["file"]).resolve()
-        table[source] = Flags(tuple(compile_args(argv[1:], source)), path.name, str(directory))
+        compiler = argv[0] if argv else ""
+        argv = absolute_paths(expand_response_files(argv[1:], directory), directory)
+        args = tuple(compile_args(argv, source))
+        table[source] = Flags(args, path.name, str(directory), compiler)
     return table
+
+
+def expand_response_files(argv: list[str], directory: Path, depth: int = 0) -> list[str]:
+    """argv with each @file replaced by the arguments the file holds, the file read
+    relative to the entry's directory as the compiler would; an @file that does not
+    exist stays as it is (GCC passes it on as an argument too)."""
+    expanded: list[str] = []
+    for arg in argv:
+        response = directory / arg[1:] if arg.startswith("@") else None
+        if response is None or not response.is_file() or depth >= MAX_RESPONSE_DEPTH:
+            expanded.append(arg)
+            continue
+        try:
+            words = shlex.split(response.read_text(errors="replace"))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{response}: not a readable response file ({exc})") from exc
+        expanded.extend(expand_response_files(words, directory, depth + 1))
+    return expanded
+
+
+def absolute_paths(argv: list[str], directory: Path) -> list[str]:
+    """argv with the relative paths of include, sysroot and similar flags made
+    absolute against the entry's directory, where the compiler ran."""
+    fixed: list[str] = []
+    takes_path = False
+    for arg in argv:
+        fixed.append(_absolute(arg, directory) if takes_path else _joined(arg, directory))
+        takes_path = not takes_path and arg in SEPARATE_PATH_FLAGS
+    return fixed
+
+
+def _joined(arg: str, directory: Path) -> str:
+    """-Iinc -> -I/build/inc, --sysroot=s -> --sysroot=/build/s; other arguments as they are."""
+    if arg in SEPARATE_PATH_FLAGS:
+        return arg
+    flag = next((f for f in JOINED_PATH_FLAGS if arg.startswith(f) and len(arg) > len(f)), "")
+    return flag + _absolute(arg[len(flag) :], directory) if flag else arg
+
+
+def _absolute(value: str, directory: Path) -> str:
+    if Path(value).is_absolute():
+        return value
+    return os.path.normpath(directory / value)
 
 
 def compile_args(argv: list[str], source: Path) -> list[str]:

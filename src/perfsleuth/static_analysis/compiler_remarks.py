@@ -1,8 +1,9 @@
 """clang-16's own verdict on each loop: its loop-vectorize optimisation remarks
 (GCC's, for binaries GCC built, are in gcc_remarks.py, in the same Remark shape).
 
-Each compilation runs in its own temporary directory with a time limit, so
-several can run in parallel and a pathological unit cannot hang an analysis.
+Each compilation runs in its own temporary directory with a limit in CPU time (a
+busy machine slows it, never cuts it short), so several can run in parallel and a
+pathological unit cannot hang an analysis.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from .cpu_limits import HANG_S, Hung, run_unless_hung
 from .source import TranslationUnit
 
 COMPILE_CPU_S = 120  # CPU seconds a compiler may spend on one unit (the machine may be loaded)
-COMPILE_TIMEOUT_S = 4 * COMPILE_CPU_S  # wall seconds, only against a compiler that hangs
+COMPILE_TIMEOUT_S = 4 * COMPILE_CPU_S  # wall seconds, only for the link of one object
 REMARK_FLAGS = (
     "-Rpass=loop-vectorize",
     "-Rpass-missed=loop-vectorize",
@@ -122,16 +124,12 @@ def run_compiler(argv: list[str], tu: TranslationUnit, source: Path, output: Pat
     with tempfile.TemporaryDirectory(prefix="perfsleuth-cc-") as tmp:
         target = output or Path(tmp) / "unit.o"
         try:
-            done = subprocess.run(
-                cpu_limited([*argv, "-o", str(target)]),
-                cwd=tu.directory or source.parent,
-                capture_output=True,
-                text=True,
-                timeout=COMPILE_TIMEOUT_S,
+            done = run_unless_hung(
+                cpu_limited([*argv, "-o", str(target)]), tu.directory or source.parent
             )
-        except subprocess.TimeoutExpired as exc:
+        except Hung as exc:
             raise CompileTooLong(
-                f"{name} did not finish {source.name} in {COMPILE_TIMEOUT_S} s"
+                f"{name} used no CPU for {HANG_S} s on {source.name} (hung)"
             ) from exc
     if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         raise CompileTooLong(f"{name} used over {COMPILE_CPU_S} CPU-s on {source.name}")

@@ -1,10 +1,11 @@
 """GCC's own verdict on each loop, for code GCC built: its -fopt-info-vec remarks.
 
-A compile unit names its compiler in DW_AT_producer ("GNU C++17 12.2.0 -O2 ...").
-When that is GCC, the verdict that counts is GCC's, not clang's: the unit is compiled
-again by the GCC of the same major version (g++-12, else g++) with the unit's flags
-and -fopt-info-vec-optimized-missed, and its remarks are read into the Remark shape
-of compiler_remarks.py, the compiler named ("GCC 12").
+The compiler that builds a unit is named by its compile database entry or by
+DW_AT_producer ("GNU C++17 12.2.0 -O2 ...", see toolchain.py). When that is GCC,
+the verdict that counts is GCC's, not clang's: the unit is compiled again by the GCC
+of the same major version (g++-12, else g++) with the unit's flags and
+-fopt-info-vec-optimized-missed, and its remarks are read into the Remark shape of
+compiler_remarks.py, the compiler named ("GCC 12").
 
 GCC prints a loop's verdict first ("missed: couldn't vectorize loop" or "optimized:
 loop vectorized using 16 byte vectors") and its reasons after it ("missed: not
@@ -16,12 +17,12 @@ loops (statements of inlined library code) are not a loop's reasons.
 from __future__ import annotations
 
 import re
-import shutil
+from pathlib import Path
 
 from .compiler_remarks import Remark, optimizing_flags, run_compiler
 from .source import TranslationUnit
+from .toolchain import toolchain_of
 
-GCC_PRODUCER = re.compile(r"^GNU \S+ (?P<major>\d+)\.")
 OPT_INFO_FLAG = "-fopt-info-vec-optimized-missed"
 REMARK_LINE = re.compile(
     r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): (?P<kind>optimized|missed): (?P<message>.*)$"
@@ -33,27 +34,19 @@ REASON_PREFIX = "not vectorized: "
 BARE_REASONS = ("Loop costings not worthwhile", "would need a runtime alias check")
 
 
-def gcc_major(producer: str) -> str | None:
-    """GCC's major version when the producer is GCC ("GNU C17 12.2.0 ..." -> "12")."""
-    found = GCC_PRODUCER.match(producer)
-    return found["major"] if found else None
-
-
-def gcc_for(tu: TranslationUnit, major: str) -> str | None:
-    """The GCC driver of that major version, else the default one, if installed."""
-    names = (f"g++-{major}", "g++") if tu.is_cxx else (f"gcc-{major}", "gcc")
-    return next((found for name in names if (found := shutil.which(name))), None)
-
-
-def gcc_remarks(tu: TranslationUnit) -> list[Remark]:
-    """GCC's vectoriser remarks on the unit, when GCC built it and is installed;
-    [] otherwise (the caller then has clang's). CompileError when it does not compile."""
-    major = gcc_major(tu.producer)
-    driver = gcc_for(tu, major) if major else None
+def gcc_remarks(
+    tu: TranslationUnit, source: Path | None = None, output: Path | None = None
+) -> list[Remark]:
+    """GCC's vectoriser remarks on the unit (or `source` in its place, its object
+    written to `output`), when GCC builds it and is installed; [] otherwise (the
+    caller then has clang's). CompileError when it does not compile."""
+    toolchain = toolchain_of(tu)
+    driver = toolchain.driver(tu.is_cxx) if toolchain.family == "gcc" else None
     if driver is None:
         return []
-    argv = [driver, *optimizing_flags(tu.flags), OPT_INFO_FLAG, "-c", str(tu.path)]
-    return parse_gcc_remarks(run_compiler(argv, tu, tu.path, None), f"GCC {major}")
+    source = source or tu.path
+    argv = [driver, *optimizing_flags(tu.flags), "-g1", OPT_INFO_FLAG, "-c", str(source)]
+    return parse_gcc_remarks(run_compiler(argv, tu, source, output), toolchain.name)
 
 
 def parse_gcc_remarks(stderr: str, compiler: str) -> list[Remark]:

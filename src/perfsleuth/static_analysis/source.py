@@ -40,6 +40,7 @@ class TranslationUnit:
     error: str = ""  # the compiler's first error when it does not parse
     functions: list[str] = field(default_factory=list)  # hot functions it holds
     producer: str = ""  # DW_AT_producer of its compile unit in the binary, when known
+    compiler: str = ""  # the compile database entry's compiler command, when known
 
     @property
     def is_cxx(self) -> bool:
@@ -63,6 +64,7 @@ class TranslationUnit:
             "",
             self.functions,
             self.producer,
+            self.compiler,
         )
 
 
@@ -243,7 +245,7 @@ def hot_units(
         flags = flags_for(path, table, producer)
         directory = Path(flags.directory) if flags.directory else None
         unit = TranslationUnit(
-            path, list(flags.args), flags.origin, directory, "", functions, producer
+            path, list(flags.args), flags.origin, directory, "", functions, producer, flags.compiler
         )
         units.append((unit, binary))
     notes = []

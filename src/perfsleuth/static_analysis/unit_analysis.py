@@ -2,9 +2,12 @@
 verdict on its loops (remarks) — and GCC's, when GCC built the binary — and their
 machine code, and which matches survive.
 
-libclang parses the unit while clang-16 compiles it, in parallel; a report is cached
-by unit, flags, modification time and hot lines, so the aliasing and vectorisation
-analyzers and `perfsleuth lint` share one analysis.
+libclang parses the unit once; clang-16 compiles it only when its remarks are
+wanted (a profile's hot loops, `lint --missed`, or a match to confirm), so most
+units of a codebase cost one parse. A report is cached in memory by unit, flags,
+modification time and hot lines, so the aliasing and vectorisation analyzers share
+one analysis; codebase.py runs many units in worker processes and unit_cache.py
+keeps their reports on disk.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from ..errors import UserError
 from . import compiler_remarks, machine_code
 from .aliasing_patterns import AliasMatch, Blocked, HotLines, find_matches
-from .clang_ast import function_spans, loop_spans
+from .clang_ast import outline
 from .compiler_remarks import CompileError, CompileTooLong, Remark
 from .gcc_remarks import gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
@@ -42,7 +45,8 @@ class UnitReport:
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     error: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # CPU seconds of this process (the compilers' are their own)
+    inputs: list[str] = field(default_factory=list)  # the source and the files it includes
 
     def remark_for(
         self, file: str, first: int, last: int, remarks: list[Remark] | None = None
@@ -101,49 +105,72 @@ class UnitReport:
         return [(match, remark) for match, remark, refuted in self.verdicts() if not refuted]
 
 
-_REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None], UnitReport] = {}
+_REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None, bool], UnitReport] = {}
 
 
-def analyse_unit(unit: TranslationUnit, hot_lines: HotLines | None = None) -> UnitReport:
-    """Parse and match the unit (only functions holding hot_lines, when given)
-    while clang compiles it for its remarks, in parallel; cached, so the aliasing and
+def analyse_unit(
+    unit: TranslationUnit, hot_lines: HotLines | None = None, all_remarks: bool = False
+) -> UnitReport:
+    """Parse and match the unit (only functions holding hot_lines, when given), then
+    have clang compile it for its remarks when they are wanted: for a profile's hot
+    loops, for `all_remarks`, or to check a match; cached, so the aliasing and
     vectorisation analyzers share one analysis. A unit built with guessed flags that
     does not compile is tried once more with the common standard headers included."""
-    key = (str(unit.path), tuple(unit.flags), unit.producer, unit.path.stat().st_mtime, hot_lines)
+    mtime = unit.path.stat().st_mtime
+    key = (str(unit.path), tuple(unit.flags), unit.producer, mtime, hot_lines, all_remarks)
     if key not in _REPORTS:
-        report = _analyse(unit, hot_lines)
+        report = _analyse(unit, hot_lines, all_remarks)
         if report.error and not report.too_long and unit.flags_origin == "defaults":
-            retried = _analyse(unit.with_standard_includes(), hot_lines)
+            retried = _analyse(unit.with_standard_includes(), hot_lines, all_remarks)
             report = report if retried.error else retried
         _REPORTS[key] = report
     return _REPORTS[key]
 
 
-def _analyse(unit: TranslationUnit, hot_lines: HotLines | None) -> UnitReport:
-    started = time.perf_counter()
+def _analyse(unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: bool) -> UnitReport:
+    """The source patterns first; the compilers (clang, and GCC when it built the
+    binary) only when remarks are wanted: most units of a codebase have no match and
+    cost one parse."""
+    started = time.process_time()
     report = UnitReport(unit)
+    parsed = parse(unit)
+    if parsed is None:
+        report.error = f"it does not compile ({unit.error})"
+        return report
+    _read_source(report, parsed, hot_lines)
+    report.inputs = included_files(parsed, unit.path)
+    del parsed  # a large unit's syntax tree is hundreds of MB
+    if report.matches or hot_lines is not None or all_remarks:
+        _compile(report)
+    report.seconds = time.process_time() - started
+    return report
+
+
+def _compile(report: UnitReport) -> None:
+    """clang's remarks (and GCC's, when GCC built the unit), and the machine code of
+    the matched loops."""
+    unit = report.unit
     with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
         obj = Path(tmp) / "unit.o"
         with ThreadPoolExecutor(max_workers=2) as pool:
-            compiling = pool.submit(compiler_remarks.compile_unit, unit, None, obj)
-            building = pool.submit(gcc_remarks, unit) if unit.producer else None
-            parsed = parse(unit)
+            building = pool.submit(gcc_remarks, unit) if unit.producer or unit.compiler else None
             try:
-                report.remarks = compiling.result()[0]
+                report.remarks = compiler_remarks.compile_unit(unit, None, obj)[0]
             except CompileTooLong as exc:
                 report.error = f"{exc} (the bound of one unit's analysis)"
                 report.too_long = True
             except CompileError as exc:
                 report.error = f"it does not compile ({exc})"
             report.builder_remarks = _builder_remarks(building)
-        if parsed is None:
-            report.error = report.error or f"it does not compile ({unit.error})"
-        else:
-            _read_source(report, parsed, hot_lines)
         if not report.error and report.matches:
             report.object_loops = _object_loops(unit, obj, report.matches)
-    report.seconds = time.perf_counter() - started
-    return report
+
+
+def included_files(parsed: Any, main_file: Path) -> list[str]:
+    """The unit's source and every file it includes: what its analysis depends on."""
+    names = {str(main_file)}
+    names.update(str(inclusion.include.name) for inclusion in parsed.get_includes())
+    return sorted(names)
 
 
 def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
@@ -159,8 +186,7 @@ def _read_source(report: UnitReport, parsed: Any, hot_lines: HotLines | None) ->
     path = report.unit.path
     found = find_matches(parsed, path, hot_lines)
     report.matches, report.blocked = found.matches, found.blocked
-    report.functions = function_spans(parsed, path)
-    report.loops = loop_spans(parsed, path)
+    report.functions, report.loops = outline(parsed, path)
 
 
 def _object_loops(

@@ -1,5 +1,5 @@
 """The web UI's answers computed from a stored run, kept as files in the store's
-`answers/` folder (the CPU cache is another matter: cpucache/).
+`answers/` folder (the CPU cache is another matter: cpu_cache_projections/).
 
 A fresh `perfsleuth serve` would otherwise read the whole run from DuckDB and
 build its flame graph before the first page can draw: ~1.9 s on a quiet machine

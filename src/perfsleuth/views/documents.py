@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
 from ..model import cpu_cache
+from ..model import fleet as fleet_model
 from ..model.findings import Finding
 from ..model.profile import STATES
-from .keys import GROUPINGS
+from .keys import FLEET_TOP_GROUPINGS, GROUPINGS
 
 UNKNOWN_STATE = "unknown"  # samples recorded without a thread state
 STATE_ORDER = (*STATES, UNKNOWN_STATE)
@@ -111,6 +112,10 @@ class TopRow(TypedDict):
     # a count run's exact self count of each event callgrind counted (Ir, and with
     # --cache-sim the D1/LL misses), as cg_annotate's columns
     counts: NotRequired[dict[str, int]]
+    # the fleet's TopN by a label of LABEL_GROUPINGS (fleet/labels.py): the value, its samples
+    service: NotRequired[str]
+    host: NotRequired[str]
+    samples: NotRequired[int]
 
 
 class TopView(TypedDict):
@@ -157,6 +162,7 @@ class SourceFile(TypedDict):
     path: str | None  # the file served (None: under no source root)
     root: str | None  # the source root it was found under
     self: float
+    total: float  # of its hottest line: a function's inclusive share for its annotate
     lines: list[SourceLine]
 
 
@@ -212,14 +218,104 @@ class Choices(TypedDict):
     """The choice lists the UI offers (`/api/choices`)."""
 
     groupings: list[str]  # --by / ?by= of TopN and diff
-    label_groupings: list[str]  # the fleet's extra groupings by label
+    label_groupings: list[str]  # the fleet's groupings by label
+    fleet_top_groupings: list[str]  # the fleet TopN's: groupings, library, label groupings
     states: list[str]  # STATE_ORDER: thread states, then "unknown"
 
 
-def choices(label_groupings: tuple[str, ...]) -> Choices:
+# -- the fleet's documents (/api/fleet/...; the `fleet` verbs' --format json) ----------
+
+# "from" is a Python keyword: the fleet's ranges are typed in the functional syntax.
+Span = TypedDict("Span", {"from": float, "to": float})  # unix seconds, [from, to)
+
+
+class FleetRange(Span):
+    """A range of the fleet and the label filter over it (`--where`, "" for none)."""
+
+    where: str
+
+
+class FleetTopDoc(TopView, FleetRange):
+    """fleet/queries.top(): `perfsleuth top`'s document over the fleet."""
+
+    run: Literal["fleet"]
+    type: str  # the profile type (model/fleet.PROFILE_TYPES)
+
+
+class FleetLabels(Span):
+    """The label values `--where` can filter on in the range, by label."""
+
+    labels: dict[str, list[str]]
+
+
+class FleetPoint(Span):
+    """One bucket of a series: its CPU time and the function's self and total share of it."""
+
+    cpu_ns: float
+    samples: int
+    self: float
+    total: float
+
+
+class FleetCpuDoc(FleetRange):
+    """fleet/trends.cpu_series(): the range's CPU time per bucket."""
+
+    step: float
+    type: str
+    unit: str
+    points: list[FleetPoint]
+
+
+class FleetSeriesDoc(FleetCpuDoc):
+    """fleet/trends.series(): a function's share per bucket."""
+
+    function: str
+
+
+class FleetDiffDoc(DiffView):
+    """fleet/trends.diff(): views/diff's document of two sides of the fleet."""
+
+    a: FleetRange
+    b: FleetRange
+
+
+class FleetPlace(TypedDict):
+    """A service or host a fleet finding applies to: its share of the value's CPU time
+    and the cores it keeps busy there."""
+
+    share: float
+    cores: float
+    service: NotRequired[str]
+    host: NotRequired[str]
+
+
+class FleetFinding(TypedDict):
+    """fleet/advice.fleet_finding(): the Finding's JSON plus where it applies and what
+    fixing it saves."""
+
+    cores_saved: float
+    estimated_cores_saved: NotRequired[float]  # before a verified experiment's measure
+    money_per_month: NotRequired[float]  # with a core cost
+    services: list[FleetPlace]
+    hosts: list[FleetPlace]
+    hosts_count: int
+    same_hot_spot: NotRequired[str]  # the rule of a finding on the same samples
+
+
+class FleetAdviceDoc(FleetRange):
+    """fleet/advice.advise(): the range's findings by cores saved."""
+
+    cores: float  # busy on average over the range
+    findings: list[FleetFinding]
+    hidden: int
+    notes: list[str]
+
+
+def choices() -> Choices:
     return {
         "groupings": list(GROUPINGS),
-        "label_groupings": list(label_groupings),
+        "label_groupings": list(fleet_model.LABEL_GROUPINGS),
+        "fleet_top_groupings": list(FLEET_TOP_GROUPINGS),
         "states": list(STATE_ORDER),
     }
 
@@ -227,26 +323,26 @@ def choices(label_groupings: tuple[str, ...]) -> Choices:
 @dataclass(frozen=True)
 class Entry:
     """One type of SCHEMA: its name in TypeScript and the schema, its Python type, and
-    the type it extends (the UI's `interface X extends Y`)."""
+    the types it extends (the UI's `interface X extends Y, Z`)."""
 
     name: str
     type: Any  # a TypedDict, a dataclass, or a union of them (a TypeScript type alias)
-    extends: str | None = None
+    extends: tuple[str, ...] = ()
 
 
 SCHEMA = (
     Entry("Finding", Finding),
-    Entry("PlacedFinding", PlacedFinding, extends="Finding"),
+    Entry("PlacedFinding", PlacedFinding, extends=("Finding",)),
     Entry("Advice", Advice),
     Entry("RunSummary", RunSummary),
     Entry("Dso", Dso),
     Entry("ThreadFacts", ThreadFacts),
-    Entry("RunDetail", RunDetail, extends="RunSummary"),
+    Entry("RunDetail", RunDetail, extends=("RunSummary",)),
     Entry("ThreadRow", ThreadRow),
     Entry("ThreadsDoc", ThreadsDoc),
     Entry("TopRow", TopRow),
     Entry("TopView", TopView),
-    Entry("TopDoc", TopDoc, extends="TopView"),
+    Entry("TopDoc", TopDoc, extends=("TopView",)),
     Entry("Neighbour", Neighbour),
     Entry("CallGraphDoc", CallGraphDoc),
     Entry("SourceLine", SourceLine),
@@ -254,7 +350,7 @@ SCHEMA = (
     Entry("AnnotateDoc", AnnotateDoc),
     Entry("DiffRow", DiffRow),
     Entry("DiffView", DiffView),
-    Entry("DiffDoc", DiffDoc, extends="DiffView"),
+    Entry("DiffDoc", DiffDoc, extends=("DiffView",)),
     Entry("Experiment", Experiment),
     Entry("Choices", Choices),
     # the CPU cache model's projections (model/cpu_cache.py), the Cache page's
@@ -269,9 +365,9 @@ SCHEMA = (
     Entry("LayoutField", cpu_cache.LayoutField),
     Entry("LayoutLine", cpu_cache.LayoutLine),
     Entry("Move", cpu_cache.Move),
-    Entry("Reorder", cpu_cache.Reorder, extends="Move"),
+    Entry("Reorder", cpu_cache.Reorder, extends=("Move",)),
     Entry("LayoutOwner", cpu_cache.LayoutOwner),
-    Entry("StructLayout", cpu_cache.StructLayout, extends="LayoutOwner"),
+    Entry("StructLayout", cpu_cache.StructLayout, extends=("LayoutOwner",)),
     Entry("NoLayout", cpu_cache.NoLayout),
     Entry("Layout", cpu_cache.Layout),
     Entry("Sampling", cpu_cache.Sampling),
@@ -284,12 +380,27 @@ SCHEMA = (
     Entry("TlbLimit", cpu_cache.TlbLimit),
     Entry("LlcLimit", cpu_cache.LlcLimit),
     Entry("Limits", cpu_cache.Limits),
-    Entry("Effective", cpu_cache.Effective, extends="LlcLimit"),
+    Entry("Effective", cpu_cache.Effective, extends=("LlcLimit",)),
     Entry("Capacity", cpu_cache.Capacity),
-    Entry("Cliff", cpu_cache.Cliff, extends="Capacity"),
-    Entry("TlbCliff", cpu_cache.TlbCliff, extends="TlbLimit"),
+    Entry("Cliff", cpu_cache.Cliff, extends=("Capacity",)),
+    Entry("TlbCliff", cpu_cache.TlbCliff, extends=("TlbLimit",)),
     Entry("NoTlbCliff", cpu_cache.NoTlbCliff),
     Entry("Scaling", cpu_cache.Scaling),
     Entry("Difference", cpu_cache.Difference),
     Entry("ConstantTime", cpu_cache.ConstantTime),
+    # the fleet's (/api/fleet/...)
+    Entry("Span", Span),
+    Entry("FleetRange", FleetRange, extends=("Span",)),
+    Entry("FleetTopDoc", FleetTopDoc, extends=("TopView", "FleetRange")),
+    Entry("FleetLabels", FleetLabels, extends=("Span",)),
+    Entry("FleetPoint", FleetPoint, extends=("Span",)),
+    Entry("FleetCpuDoc", FleetCpuDoc, extends=("FleetRange",)),
+    Entry("FleetSeriesDoc", FleetSeriesDoc, extends=("FleetCpuDoc",)),
+    Entry("FleetDiffDoc", FleetDiffDoc, extends=("DiffView",)),
+    Entry("FleetPlace", FleetPlace),
+    Entry("FleetFinding", FleetFinding, extends=("Finding",)),
+    Entry("FleetAdviceDoc", FleetAdviceDoc, extends=("FleetRange",)),
+    Entry("FleetHost", fleet_model.FleetHost),
+    Entry("StoreCost", fleet_model.StoreCost),
+    Entry("FleetStatus", fleet_model.FleetStatus),
 )

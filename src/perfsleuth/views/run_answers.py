@@ -11,10 +11,15 @@ bytes are the same whichever kept them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
 from typing import Any
 
 from ..model.counts import ExactCounts
 from ..model.profile import Profile
+from ..model.run import RunInfo
+from ..model.timeline import Timeline
 from ..store.answers import AnswerFiles
 from ..store.runs import Store
 from . import flame, timeline, top
@@ -22,6 +27,30 @@ from . import flame, timeline, top
 FACTS = "facts"
 FLAME = "flame"
 TIME_ORDER = "timeline"
+
+
+class NoSuchPage(Exception):
+    """The run has no such page (a time order of a run that took no timed samples)."""
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """What a run's whole-run pages are built from, each read when a page first needs it."""
+
+    info: RunInfo
+    profile: Callable[[], Profile]
+    columns: Callable[[], flame.FlameColumns]
+    exact: Callable[[], ExactCounts | None]  # a count run's exact counts
+    kept_timeline: Callable[[], Timeline | None]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One whole-run page: the answer the web UI asks for first."""
+
+    name: str  # its file in the store's answers/ folder
+    route: str  # its API path after /api/runs/RUN
+    build: Callable[[RunSource], bytes]  # raises NoSuchPage for a run without it
 
 
 def encode_json(doc: Any) -> bytes:
@@ -45,17 +74,47 @@ def top_answer(run_id: int, profile: Profile, by: str, exact: ExactCounts | None
     return encode_json({"run": str(run_id), **found})
 
 
+def exact_counts(store: Store, info: RunInfo) -> ExactCounts | None:
+    """A count run's exact counts (its TopN is read from them, as the CLI's is); None
+    for other runs, without reading the store."""
+    return store.load_run(info.id).exact() if info.unit == "instructions" else None
+
+
+def time_order(source: RunSource) -> bytes:
+    kept = source.kept_timeline()
+    if kept is None:
+        raise NoSuchPage(timeline.missing(source.info))
+    return timeline.encode(source.profile(), source.columns(), kept, set())
+
+
+PAGES = (
+    Page(FACTS, "", lambda s: facts(s.profile())),
+    Page(FLAME, "/flame", lambda s: flame.encode(s.columns())),
+    Page(
+        top_name("function"),
+        "/top",
+        lambda s: top_answer(s.info.id, s.profile(), "function", s.exact()),
+    ),
+    Page(TIME_ORDER, "/timeline", time_order),
+)
+PAGE = {page.name: page for page in PAGES}
+
+
 def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
-    """Compute and keep a just-stored run's whole-run answers; `profile` is the one just
+    """Compute and keep a just-stored run's whole-run pages; `profile` is the one just
     stored, when the caller has it (reading a large run back costs more than the pages)."""
     info = store.run_info(run_id)
-    profile = profile if profile is not None else store.load(run_id)
+    stored = profile if profile is not None else store.load(run_id)
+    source = RunSource(
+        info,
+        lambda: stored,
+        cache(lambda: flame.flame_columns(stored, processes=True)),
+        lambda: exact_counts(store, info),
+        lambda: stored.timeline,
+    )
     files = AnswerFiles(store.root)
-    columns = flame.flame_columns(profile, processes=True)
-    files.get(info, FACTS, lambda: facts(profile))
-    files.get(info, FLAME, lambda: flame.encode(columns))
-    exact = store.load_run(run_id).exact() if info.unit == "instructions" else None
-    files.get(info, top_name("function"), lambda: top_answer(run_id, profile, "function", exact))
-    kept = profile.timeline
-    if kept is not None:
-        files.get(info, TIME_ORDER, lambda: timeline.encode(profile, columns, kept, set()))
+    for page in PAGES:
+        try:
+            files.get(info, page.name, partial(page.build, source))
+        except NoSuchPage:
+            continue

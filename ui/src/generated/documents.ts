@@ -104,6 +104,9 @@ export interface TopRow {
   self: number;
   total: number;
   counts?: Record<string, number>;
+  service?: string;
+  host?: string;
+  samples?: number;
 }
 
 /** views/top.top(): the TopN of a profile; views/top.exact_top(): of a count run's exact counts (no samples; `exact` names the event counted). */
@@ -148,6 +151,7 @@ export interface SourceFile {
   path: string | null;
   root: string | null;
   self: number;
+  total: number;
   lines: SourceLine[];
 }
 
@@ -195,6 +199,7 @@ export interface Experiment {
 export interface Choices {
   groupings: string[];
   label_groupings: string[];
+  fleet_top_groupings: string[];
   states: string[];
 }
 
@@ -401,7 +406,7 @@ export interface Fit {
   bytes_per_n: number;
 }
 
-/** This machine's TLB reach (cpucache/calibrate.py), or why it is not known. */
+/** This machine's TLB reach (cpu_cache_projections/calibrate.py), or why it is not known. */
 export interface TlbLimit {
   reason?: string;
   reach_pages?: number;
@@ -410,7 +415,7 @@ export interface TlbLimit {
   evidence?: string;
 }
 
-/** This machine's effective LLC capacity (cpucache/calibrate.py), or why it is not known. */
+/** This machine's effective LLC capacity (cpu_cache_projections/calibrate.py), or why it is not known. */
 export interface LlcLimit {
   reason?: string;
   effective_bytes?: number;
@@ -482,4 +487,113 @@ export interface ConstantTime {
   constant_time: boolean;
   differences: Difference[];
   instructions_per_variant: number[];
+}
+
+export interface Span {
+  from: number;
+  to: number;
+}
+
+/** A range of the fleet and the label filter over it (`--where`, "" for none). */
+export interface FleetRange extends Span {
+  where: string;
+}
+
+/** fleet/queries.top(): `perfsleuth top`'s document over the fleet. */
+export interface FleetTopDoc extends TopView, FleetRange {
+  run: "fleet";
+  type: string;
+}
+
+/** The label values `--where` can filter on in the range, by label. */
+export interface FleetLabels extends Span {
+  labels: Record<string, string[]>;
+}
+
+/** One bucket of a series: its CPU time and the function's self and total share of it. */
+export interface FleetPoint extends Span {
+  cpu_ns: number;
+  samples: number;
+  self: number;
+  total: number;
+}
+
+/** fleet/trends.cpu_series(): the range's CPU time per bucket. */
+export interface FleetCpuDoc extends FleetRange {
+  step: number;
+  type: string;
+  unit: string;
+  points: FleetPoint[];
+}
+
+/** fleet/trends.series(): a function's share per bucket. */
+export interface FleetSeriesDoc extends FleetCpuDoc {
+  function: string;
+}
+
+/** fleet/trends.diff(): views/diff's document of two sides of the fleet. */
+export interface FleetDiffDoc extends DiffView {
+  a: FleetRange;
+  b: FleetRange;
+}
+
+/** A service or host a fleet finding applies to: its share of the value's CPU time and the cores it keeps busy there. */
+export interface FleetPlace {
+  share: number;
+  cores: number;
+  service?: string;
+  host?: string;
+}
+
+/** fleet/advice.fleet_finding(): the Finding's JSON plus where it applies and what fixing it saves. */
+export interface FleetFinding extends Finding {
+  cores_saved: number;
+  estimated_cores_saved?: number;
+  money_per_month?: number;
+  services: FleetPlace[];
+  hosts: FleetPlace[];
+  hosts_count: number;
+  same_hot_spot?: string;
+}
+
+/** fleet/advice.advise(): the range's findings by cores saved. */
+export interface FleetAdviceDoc extends FleetRange {
+  cores: number;
+  findings: FleetFinding[];
+  hidden: number;
+  notes: string[];
+}
+
+/** A host of `fleet status`: its recent windows and what its agent last reported. */
+export interface FleetHost {
+  host: string;
+  last_push: number | null;
+  windows: number;
+  samples: number;
+  metrics: Record<string, unknown>;
+  samples_per_s: number;
+  windows_dropped: unknown;
+  lost_samples: unknown;
+}
+
+/** What the fleet store costs in objects and requests, and what compaction saves. */
+export interface StoreCost {
+  objects: number;
+  objects_after_compaction: number;
+  query_objects: number;
+  query_objects_after_compaction: number;
+  windows_last_hour: number;
+  requests_per_hour: number;
+}
+
+/** `fleet status`: what the store holds and what each host last said. */
+export interface FleetStatus {
+  store: string;
+  bytes: number;
+  files: number;
+  oldest: number | null;
+  newest: number | null;
+  windows_recent: number;
+  hosts: FleetHost[];
+  cost: StoreCost;
 }

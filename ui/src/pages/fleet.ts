@@ -7,7 +7,7 @@ import { ApiError, getBinary, getJSON } from "../api";
 import { append, bar, h, location, message, pct, shortDso, signedPct, svg } from "../dom";
 import { decodeFlame, FlameGraph, selfWeight } from "../flame";
 import { href, type Route } from "../router";
-import type { Choices, DiffRow, FleetAdviceDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
+import type { Choices, DiffRow, FleetAdviceDoc, FleetCpuDoc, FleetDiffDoc, FleetFinding, FleetLabels, FleetPlace, FleetPoint, FleetSeriesDoc, FleetTopDoc, TopRow } from "../types";
 import { shortName } from "../names";
 import { diffFlame } from "./diffflame";
 import { type Column, escapeRegex, sortRows, sortableTable } from "./common";
@@ -22,6 +22,7 @@ interface Scope {
   view: string;
   groupings: string[]; // the API's choice lists (/api/choices)
   labelGroupings: string[];
+  topGroupings: string[]; // the TopN's: also by library and by label
   params: URLSearchParams;
   from: number;
   to: number;
@@ -29,12 +30,13 @@ interface Scope {
 }
 
 /** The page's state from the URL: the view, and the range in unix seconds. */
-function scopeOf(route: Route, groupings: string[], labelGroupings: string[]): Scope {
+function scopeOf(route: Route, choices: Choices): Scope {
   const params = route.params;
   const custom = params.has("from") && params.has("to");
   const to = custom ? Number(params.get("to")) : Math.floor(Date.now() / 1000);
   const from = custom ? Number(params.get("from")) : to - (RANGES[params.get("range") ?? ""] ?? RANGES[DEFAULT_RANGE]);
-  return { view: route.parts[1] ?? "", groupings, labelGroupings, params, from, to, where: params.get("where") ?? "" };
+  const { groupings, label_groupings: labelGroupings, fleet_top_groupings: topGroupings } = choices;
+  return { view: route.parts[1] ?? "", groupings, labelGroupings, topGroupings, params, from, to, where: params.get("where") ?? "" };
 }
 
 /** The URL of this page with some parameters changed ("" or null removes one). */
@@ -189,7 +191,7 @@ function seriesChart(doc: FleetSeriesDoc): SVGElement {
 
 /** The groupings of a view: the TopN also breaks the range down by library and by label. */
 function groupings(scope: Scope, top = false): string[] {
-  return top ? [...scope.groupings, "library", ...scope.labelGroupings] : scope.groupings;
+  return top ? scope.topGroupings : scope.groupings;
 }
 
 /**
@@ -197,7 +199,7 @@ function groupings(scope: Scope, top = false): string[] {
  * dragged span the range, as Pyroscope's and Grafana's timelines do.
  */
 async function cpuTimeline(scope: Scope): Promise<HTMLElement> {
-  const doc = await getJSON<FleetSeriesDoc>("/api/fleet/cpu", query(scope));
+  const doc = await getJSON<FleetCpuDoc>("/api/fleet/cpu", query(scope));
   const cores = (p: FleetPoint) => p.cpu_ns / 1e9 / Math.max(p.to - p.from, 1e-9);
   const highest = Math.max(...doc.points.map(cores), 1e-9);
   const bottom = CHART.height - CHART.bottom;
@@ -448,7 +450,7 @@ const RENDERERS: Record<string, (app: HTMLElement, scope: Scope) => Promise<void
 
 export async function renderFleet(app: HTMLElement, route: Route): Promise<void> {
   const choices = await getJSON<Choices>("/api/choices");
-  const scope = scopeOf(route, choices.groupings, choices.label_groupings);
+  const scope = scopeOf(route, choices);
   const render = RENDERERS[scope.view];
   if (!render || !Number.isFinite(scope.from) || !Number.isFinite(scope.to)) {
     app.append(message(`No such fleet view: ${window.location.hash}`, "error"));

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from typing import cast
 
 import pyarrow.fs as pafs
 
+from ...model.fleet import FleetHost, FleetStatus, StoreCost
 from .filesystem import Files
 from .layout import partition_start
 
@@ -21,7 +23,7 @@ ROLLUP_LEVELS = 2  # minute and hour
 LOSSES = ("windows_dropped", "lost_samples")
 
 
-def status(files: Files, root: str) -> dict:
+def status(files: Files, root: str) -> FleetStatus:
     """{"store", "bytes", "files", "oldest", "newest", "windows_recent", "hosts": [...]}.
 
     `oldest`/`newest` are the unix starts of the oldest and newest hour holding data
@@ -50,7 +52,7 @@ def status(files: Files, root: str) -> dict:
     }
 
 
-def cost(names: list[str], stored: list[dict]) -> dict:
+def cost(names: list[str], stored: list[dict]) -> StoreCost:
     """What the store costs in objects and requests, and what compaction saves.
 
     `objects_after_compaction`: one raw file and its rollups per hour, one stacks and
@@ -111,8 +113,9 @@ def _host_documents(files: Files) -> list[dict]:
     return [json.loads(files.get(f"hosts/{name}")) for name in files.names("hosts")]
 
 
-def _with_rate(entry: dict) -> dict:
+def _with_rate(entry: dict) -> FleetHost:
     span = entry.pop("span")
     seconds = max(span) - min(span) if span else 0.0
     losses = {key: entry["metrics"].get(key) for key in LOSSES}
-    return {**entry, "samples_per_s": entry["samples"] / seconds if seconds else 0.0, **losses}
+    rate = entry["samples"] / seconds if seconds else 0.0
+    return cast(FleetHost, {**entry, "samples_per_s": rate, **losses})

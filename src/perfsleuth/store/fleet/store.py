@@ -11,7 +11,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from ...errors import NothingStored
-from ...model.fleet import Window
+from ...model.fleet import FleetStatus, Window
 from .appending import Appender
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
@@ -80,7 +80,7 @@ class FleetStore:
         selection = self.select(0.0, float("inf"))
         return self._guard(lambda: label_values(selection, ("service",)))
 
-    def status(self) -> dict:
+    def status(self) -> FleetStatus:
         """Hosts seen (last push, samples/s, their agents' metrics), store size and extent.
 
         Reads host files and the markers of the newest two hours; see status.py.

@@ -1,6 +1,6 @@
 from cache_store import context_with
 
-from perfsleuth.analyzers import cache_layout
+from perfsleuth.analyzers import cpu_cache_layout
 
 LAYOUT = {
     "available": True,
@@ -27,11 +27,11 @@ LAYOUT = {
 
 def test_a_lone_hot_field_is_named_with_the_reordering(tmp_path):
     ctx = context_with(tmp_path, {"handle_packet": {"layout": LAYOUT}})
-    [finding] = cache_layout.analyze(ctx)
+    [finding] = cpu_cache_layout.analyze(ctx)
     assert finding.kind == "cache-layout"
     assert "last_ack" in finding.title and finding.details["field"] == "last_ack"
     assert finding.share == 0.6
-    assert finding.estimated_gain == 0.6 * 0.5 * cache_layout.MISS_BOUND_FRACTION
+    assert finding.estimated_gain == 0.6 * 0.5 * cpu_cache_layout.MISS_BOUND_FRACTION
     assert "128 B -> 64 B" in " ".join(finding.evidence)
     assert "move last_ack into cache line 0" in finding.suggestion
 
@@ -40,12 +40,12 @@ def test_no_finding_without_a_reordering_or_without_type_info(tmp_path):
     packed = {**LAYOUT, "reorder": None}
     unknown = {"available": False, "reason": "no DWARF"}
     ctx = context_with(tmp_path, {"a": {"layout": packed}, "b": {"layout": unknown}})
-    assert cache_layout.analyze(ctx) == []
+    assert cpu_cache_layout.analyze(ctx) == []
 
 
 def test_the_same_move_seen_from_a_caller_is_one_finding(tmp_path):
     # main's trace includes handle_packet's: the same field of the same struct
     ctx = context_with(tmp_path, {"handle_packet": {"layout": LAYOUT}, "main": {"layout": LAYOUT}})
-    [finding] = cache_layout.analyze(ctx)
+    [finding] = cpu_cache_layout.analyze(ctx)
     assert finding.function == "main"  # main's share (100%) makes the larger gain
     assert "the same move is found in the traces of handle_packet" in finding.evidence

@@ -1,6 +1,6 @@
 from cache_store import context_with
 
-from perfsleuth.analyzers import cache_footprint
+from perfsleuth.analyzers import cpu_cache_footprint
 
 
 def scaling(in_range: bool) -> dict:
@@ -17,7 +17,7 @@ def scaling(in_range: bool) -> dict:
 
 def test_a_cliff_inside_the_scaled_range_is_reported(tmp_path):
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(True)}})
-    [finding] = cache_footprint.analyze(ctx)
+    [finding] = cpu_cache_footprint.analyze(ctx)
     assert finding.kind == "cache-footprint"
     assert "exceeds L2 at n = 4,090" in finding.title
     assert finding.details["cliff"]["level"] == "L2"
@@ -25,7 +25,7 @@ def test_a_cliff_inside_the_scaled_range_is_reported(tmp_path):
 
 def test_cliffs_outside_the_range_are_not(tmp_path):
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(False)}})
-    assert cache_footprint.analyze(ctx) == []
+    assert cpu_cache_footprint.analyze(ctx) == []
 
 
 def test_pages_past_the_measured_tlb_reach_inside_the_range_are_reported(tmp_path):
@@ -35,12 +35,12 @@ def test_pages_past_the_measured_tlb_reach_inside_the_range_are_reported(tmp_pat
                   "pages_per_n": 0.078, "n": 26103, "in_range": True,
                   "measured_at": "2026-11-22T05:00:00Z", "evidence": "36 ns vs 5 ns"}  # fmt: skip
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
-    [finding] = cache_footprint.analyze(ctx)
+    [finding] = cpu_cache_footprint.analyze(ctx)
     assert "more pages than the TLB reaches at n = 26,103" in finding.title
     assert "huge pages" in finding.suggestion
     doc["tlb"]["in_range"] = False
     ctx = context_with(tmp_path / "outside", {"handle_packet": {"scaling": doc}})
-    assert cache_footprint.analyze(ctx) == []
+    assert cpu_cache_footprint.analyze(ctx) == []
 
 
 def test_a_measured_llc_cliff_says_how_much_of_sysfs_size_is_left(tmp_path):
@@ -51,7 +51,7 @@ def test_a_measured_llc_cliff_says_how_much_of_sysfs_size_is_left(tmp_path):
         "effective": {"available": True, "evidence": "10.6 ns at 1.2 MiB, 74.5 ns at 4.8 MiB"},
     }  # fmt: skip
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
-    [finding] = cache_footprint.analyze(ctx)
+    [finding] = cpu_cache_footprint.analyze(ctx)
     assert "exceeds LLC at n = 19,650" in finding.title
     said = " ".join(finding.evidence)
     assert "LLC holds 39,313 lines, measured" in said and "sysfs says 786,432" in said
@@ -61,12 +61,12 @@ def test_a_cliff_brought_forward_by_few_sets_says_so(tmp_path):
     doc = scaling(True)
     doc["cliffs"][0] |= {"usable_share": 0.5, "usable_lines": 4096, "n": 2042}
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
-    [finding] = cache_footprint.analyze(ctx)
+    [finding] = cpu_cache_footprint.analyze(ctx)
     said = " ".join(finding.evidence)
     assert "fill 50% of its sets' room (4,096 lines)" in said
     assert "odd number of lines" in finding.suggestion
     doc["cliffs"][0] |= {"usable_share": 0.998, "usable_lines": 8176}
     ctx = context_with(tmp_path / "even", {"handle_packet": {"scaling": doc}})
-    [finding] = cache_footprint.analyze(ctx)
+    [finding] = cpu_cache_footprint.analyze(ctx)
     assert "sets' room" not in " ".join(finding.evidence)
     assert finding.suggestion.startswith("touch fewer cache lines per n")

@@ -8,7 +8,7 @@ a small fraction of the function's share; the finding is about where the cliff i
 
 from __future__ import annotations
 
-from ..cpucache import function_share
+from ..cpu_cache_projections import function_share
 from ..model.cpu_cache import CacheProjections, Cliff, Scaling, TlbCliff, limited_by_sets
 from ..model.findings import Finding
 from . import Context

@@ -9,7 +9,7 @@ share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
 
 from __future__ import annotations
 
-from ..cpucache import function_share
+from ..cpu_cache_projections import function_share
 from ..model.cpu_cache import (
     CacheProjections,
     Reorder,
