@@ -218,7 +218,7 @@ def _file_entry(
     source, text = found
     shown = shown_lines(sorted(lines), len(text), context)
     zero = [0] * len(counts)  # one list for every uncounted line: rows are only read
-    rows = [_count_row(number, lines.get(number, zero), text) for number in shown]
+    rows = [_count_row(n, lines.get(n, zero) if n else zero, text) for n in shown]
     return _count_entry(file, source, counts, total, rows)
 
 
