@@ -83,7 +83,9 @@ def all_mode_run(examples_built: Path, tmp_path_factory: pytest.TempPathFactory)
     return cwd, int(truth[1]) / int(truth[2])
 
 
-def consumers_waiting(cwd: Path) -> float:
+def consumers_waiting(cwd: Path, lived_ns: float | None = None) -> float:
+    """The consumers' lock and condition-variable time over all their time, or over
+    lived_ns (the program's own count of it) for a run without on-CPU time."""
     store = Store(cwd / ".perfsleuth")
     profile = store.load(store.resolve("latest"))
     main_tid = next(t.tid for t in profile.threads if t.tid == t.pid)
@@ -95,7 +97,7 @@ def consumers_waiting(cwd: Path) -> float:
         names = {profile.frames[f].function for f in stack}
         if state in ("mutex", "condvar") and not any(GLIBC_INTERNAL_LOCK in n for n in names):
             waited += weight
-    return waited / total
+    return waited / (lived_ns or total)
 
 
 @needs_root
@@ -170,6 +172,21 @@ def test_offcpu_mode_records_blocked_time_in_ns(examples_built: Path, tmp_path: 
     assert doc["unit"] == "ns" and doc["total"] > 0
     states = {s for t in doc["threads"] for s in t["states"]}
     assert "mutex" in states
+
+
+@needs_root
+def test_offcpu_mode_times_the_consumers_waiting_as_the_program_does(
+    examples_built: Path, tmp_path: Path
+):
+    program = str(examples_built / "prodcons-measured")
+    proc = perfsleuth("record", "--mode", "offcpu", "--", program, MESSAGES, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    truth = TRUTH.search(proc.stderr)
+    assert truth, proc.stderr
+    waited, lived = int(truth[1]), int(truth[2])
+    measured = consumers_waiting(tmp_path, lived_ns=lived)
+    # the same bounds as --mode all's (run-queue delay after a wake-up on a loaded machine)
+    assert waited / lived - 0.075 < measured < waited / lived + 0.03, (measured, waited / lived)
 
 
 @pytest.fixture

@@ -84,6 +84,11 @@ def build_finding(
     if _reloads_refuted(match, asm, asm_in_binary, toolchain):
         confidence = min(confidence, NO_RELOAD_CONFIDENCE)
         evidence.append(f"but {toolchain.name}'s code of the loop reloads nothing: no cost seen")
+    if match.short_trip is not None:
+        evidence.append(
+            f"but the loop runs at most {match.short_trip} times per call: a few reloads, "
+            "whatever the fix"
+        )
     evidence.append(f"built by {toolchain.describe()}")
     if share:
         evidence.append(f"{share:.1%} of the run's samples are in this code")

@@ -19,7 +19,9 @@ small process, so the program it forks starts from a clean slate.
 
 The metric "cpu" compares user + system time: steadier than wall time on a
 shared machine, as time spent waiting for a core does not count, but blind to
-what a multi-threaded program gains or loses in parallelism.
+what a multi-threaded program gains or loses in parallelism. Without --metric,
+choose_metric takes it when the load average is above the number of cores, and
+says so.
 
 The metric "instructions" counts retired user-space instructions per run instead:
 with `perf stat` where the machine has the hardware counter, else with valgrind's
@@ -46,6 +48,12 @@ from ..errors import UserError
 from ..model.progress import SILENT, Progress
 
 METRICS = ("time", "cpu", "instructions")
+BUSY_NOTE = (
+    "the machine is busy (load average {load:.1f} on {cores} cores): measured CPU time "
+    "(user+sys) instead of wall time, which waiting for a core inflates; --metric time "
+    "insists on wall time (CPU time misses what a program gains from parallelism, and "
+    "child processes it never waits for)"
+)
 STDERR_TAIL_LINES = 8
 GNU_TIME = "/usr/bin/time"
 
@@ -118,6 +126,20 @@ def check_runnable(side: Side) -> str:
     if found is None:
         raise UserError(f"command not found or not executable: {side.argv[0]}")
     return found
+
+
+def choose_metric(requested: str | None) -> tuple[str, str]:
+    """The metric to measure with, and the note saying why when perfsleuth chose it."""
+    return metric_for_load(requested, os.getloadavg()[0], os.cpu_count() or 1)
+
+
+def metric_for_load(requested: str | None, load: float, cores: int) -> tuple[str, str]:
+    """Wall time, unless more runnable processes than cores would make it mostly noise."""
+    if requested:
+        return requested, ""
+    if load > cores:
+        return "cpu", BUSY_NOTE.format(load=load, cores=cores)
+    return "time", ""
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from ..model import cpu_cache
 from ..model import fleet as fleet_model
 from ..model.findings import Finding
 from ..model.profile import STATES
-from .keys import GROUPINGS
+from .keys import FLEET_TOP_GROUPINGS, GROUPINGS
 
 UNKNOWN_STATE = "unknown"  # samples recorded without a thread state
 STATE_ORDER = (*STATES, UNKNOWN_STATE)
@@ -162,6 +162,7 @@ class SourceFile(TypedDict):
     path: str | None  # the file served (None: under no source root)
     root: str | None  # the source root it was found under
     self: float
+    total: float  # of its hottest line: a function's inclusive share for its annotate
     lines: list[SourceLine]
 
 
@@ -217,7 +218,8 @@ class Choices(TypedDict):
     """The choice lists the UI offers (`/api/choices`)."""
 
     groupings: list[str]  # --by / ?by= of TopN and diff
-    label_groupings: list[str]  # the fleet's extra groupings by label
+    label_groupings: list[str]  # the fleet's groupings by label
+    fleet_top_groupings: list[str]  # the fleet TopN's: groupings, library, label groupings
     states: list[str]  # STATE_ORDER: thread states, then "unknown"
 
 
@@ -309,10 +311,11 @@ class FleetAdviceDoc(FleetRange):
     notes: list[str]
 
 
-def choices(label_groupings: tuple[str, ...]) -> Choices:
+def choices() -> Choices:
     return {
         "groupings": list(GROUPINGS),
-        "label_groupings": list(label_groupings),
+        "label_groupings": list(fleet_model.LABEL_GROUPINGS),
+        "fleet_top_groupings": list(FLEET_TOP_GROUPINGS),
         "states": list(STATE_ORDER),
     }
 

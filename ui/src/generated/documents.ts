@@ -151,6 +151,7 @@ export interface SourceFile {
   path: string | null;
   root: string | null;
   self: number;
+  total: number;
   lines: SourceLine[];
 }
 
@@ -198,6 +199,7 @@ export interface Experiment {
 export interface Choices {
   groupings: string[];
   label_groupings: string[];
+  fleet_top_groupings: string[];
   states: string[];
 }
 
