@@ -41,7 +41,7 @@ clients: $(STAMP)
 seaweedfs: $(STAMP)
 	@bash scripts/build-seaweedfs.sh
 
-# The CPython builds python mode's tests record (under .venv/pythons; ~2 s, made once).
+# The CPython builds python mode's tests record (under .venv/pythons; ~1 min, made once).
 pythons: $(STAMP)
 	@VENV=$(VENV) bash scripts/install-pythons.sh
 
