@@ -94,6 +94,9 @@ def test_a_gcc_built_unit_is_verified_with_gcc_and_the_best_change_wins(tmp_path
     finding = finding_of(source, "expand", database)
     assert finding.details["compiler"]["family"] == "gcc"
     assert finding.suggestion.startswith("hoist `in.size()`")
+    # lint reads the loop in GCC's own build of the unit, not clang's
+    assert any(e.startswith("machine code of expand (GCC 12's build") for e in finding.evidence)
+    assert finding.details["confirmed_by"]["machine_code"] == "GCC 12 build"
     proof = verify_aliasing(finding)
     assert proof is not None
     assert proof["method"] == "recompiled a scratch copy with GCC 12"

@@ -279,6 +279,50 @@ class FleetDiffDoc(DiffView):
     b: FleetRange
 
 
+class FleetFrame(TypedDict):
+    function: str
+    dso: str
+    file: str
+    line: int
+
+
+class FleetStack(TypedDict):
+    frames: list[FleetFrame]  # root first
+    cpu_ns: float
+    samples: int
+
+
+class FleetFlameDoc(FleetRange):
+    """fleet/queries.flame_json(): `fleet flame --format json`, each distinct stack of the
+    range, heaviest first."""
+
+    type: str
+    unit: str
+    total: float
+    samples: int
+    stacks: list[FleetStack]
+
+
+class FleetLibrary(TypedDict):
+    """A library a rule can replace, loaded somewhere in the fleet: where, and how hot."""
+
+    rule: str
+    library: str  # the file loaded
+    replacement: str
+    hosts: list[str]
+    services: list[str]
+    programs: list[str]
+    share: float  # the rule's share of the fleet's CPU time
+    hot: bool  # share >= the rule's min_share
+
+
+class FleetLibrariesDoc(FleetRange):
+    """fleet/libraries.libraries(): `fleet libraries --format json`."""
+
+    windows: int
+    libraries: list[FleetLibrary]
+
+
 class FleetPlace(TypedDict):
     """A service or host a fleet finding applies to: its share of the value's CPU time
     and the cores it keeps busy there."""
@@ -397,6 +441,11 @@ SCHEMA = (
     Entry("FleetCpuDoc", FleetCpuDoc, extends=("FleetRange",)),
     Entry("FleetSeriesDoc", FleetSeriesDoc, extends=("FleetCpuDoc",)),
     Entry("FleetDiffDoc", FleetDiffDoc, extends=("DiffView",)),
+    Entry("FleetFrame", FleetFrame),
+    Entry("FleetStack", FleetStack),
+    Entry("FleetFlameDoc", FleetFlameDoc, extends=("FleetRange",)),
+    Entry("FleetLibrary", FleetLibrary),
+    Entry("FleetLibrariesDoc", FleetLibrariesDoc, extends=("FleetRange",)),
     Entry("FleetPlace", FleetPlace),
     Entry("FleetFinding", FleetFinding, extends=("Finding",)),
     Entry("FleetAdviceDoc", FleetAdviceDoc, extends=("FleetRange",)),
