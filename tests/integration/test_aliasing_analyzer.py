@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers import Context, aliasing_write, missed_vectorization
+from perfsleuth.analyzers.aliasing_write import NO_RELOAD_CONFIDENCE, build_finding
 from perfsleuth.cli import main
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.model.run import RunInfo
+from perfsleuth.static_analysis.machine_code import Instruction, LoopCode
+from perfsleuth.static_analysis.source import TranslationUnit
+from perfsleuth.static_analysis.unit_analysis import analyse_unit
 
 pytestmark = pytest.mark.integration
 
@@ -114,3 +118,19 @@ def test_a_bad_deep_tus_option_is_one_clear_error(
     error = capsys.readouterr().err
     assert error.startswith(f"perfsleuth: --deep-tus {given}:") and "whole number" in error
     assert not store.exists()
+
+
+def test_a_loop_whose_machine_code_reloads_nothing_is_not_confident(tmp_path: Path) -> None:
+    """The source pattern alone is 0.9 here; the binary's loop with a byte store but no
+    load from an unchanged address says the pattern costs nothing."""
+    (tmp_path / "good.c").write_text(GOOD)
+    report = analyse_unit(TranslationUnit(tmp_path / "good.c", ["-O2"], "defaults"))
+    [(match, remark)] = report.confirmed_matches()
+    store = Instruction(0x10, "mov byte ptr [rcx + rax], 7", "good.c:4")
+    quiet = LoopCode("fill", [store], byte_stores=[store], reloads=[])
+    finding = build_finding(match, report, remark, quiet, 0.5)
+    assert finding.confidence == NO_RELOAD_CONFIDENCE
+    assert any("reloads nothing" in line for line in finding.evidence)
+    loud = report.loop_code(match, None)
+    assert loud is not None and loud.confirms_aliasing
+    assert build_finding(match, report, remark, loud, 0.5).confidence >= 0.9

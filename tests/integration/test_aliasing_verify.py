@@ -4,7 +4,11 @@ the user's source is never touched."""
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,9 +29,17 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def finding_of(source: Path, function: str):  # type: ignore[no-untyped-def]
-    findings, _ = lint([source], None)
+def finding_of(source: Path, function: str, compile_commands: Path | None = None):  # type: ignore[no-untyped-def]
+    findings, _ = lint([source], compile_commands)
     return next(f for f in findings if f.kind == "aliasing-write" and f.function == function)
+
+
+def built_by(source: Path, command: str) -> Path:
+    """A compile_commands.json saying `command` builds the source."""
+    database = source.parent / "compile_commands.json"
+    entry = {"directory": str(source.parent), "file": source.name, "command": command}
+    database.write_text(json.dumps([entry]))
+    return database
 
 
 def test_char8_t_makes_the_example_loop_vectorize(tmp_path: Path) -> None:
@@ -71,3 +83,128 @@ def test_advise_verify_proves_an_aliasing_finding_without_the_recorded_command(
     assert finding.verified is not None
     assert finding.verified["change"] == "write through char8_t"
     assert any("attached to a PID" in note for note in ctx.notes)
+
+
+def test_a_gcc_built_unit_is_verified_with_gcc_and_the_best_change_wins(tmp_path: Path) -> None:
+    """GCC -O2 keeps the loop scalar with char8_t; hoisting the size and both data
+    pointers removes every reload, so that is the change proved (char8_t is listed)."""
+    source = tmp_path / "expand.cc"
+    shutil.copy(ROOT / "examples" / "aliasing" / "expand.cc", source)
+    database = built_by(source, f"g++-12 -O2 -std=c++20 -c {source.name} -o expand.o")
+    finding = finding_of(source, "expand", database)
+    assert finding.details["compiler"]["family"] == "gcc"
+    assert finding.suggestion.startswith("hoist `in.size()`")
+    # lint reads the loop in GCC's own build of the unit, not clang's
+    assert any(e.startswith("machine code of expand (GCC 12's build") for e in finding.evidence)
+    assert finding.details["confirmed_by"]["machine_code"] == "GCC 12 build"
+    proof = verify_aliasing(finding)
+    assert proof is not None
+    assert proof["method"] == "recompiled a scratch copy with GCC 12"
+    assert proof["change"].startswith("hoist `in.size()`, `in.data()`, `out.data()`")
+    assert proof["reloads_before"] > 0 and proof["reloads_after"] == 0
+    assert any(tried.startswith("write through char8_t") for tried in proof["also_tried"])
+
+
+SINK = "void sink(const unsigned char* p, unsigned long n);\n"
+KEYS = """#include <cstdint>
+#include <vector>
+#include "sink.h"
+struct Key {
+  void flush() const { sink(bytes, 32); }
+  unsigned char bytes[32];
+};
+void pack(std::vector<Key>& out, const std::vector<uint64_t>& v) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    out[i].bytes[0] = v[i] & 255;
+    out[i].bytes[1] = (v[i] >> 8) & 255;
+  }
+}
+"""
+
+
+def test_a_char8_t_change_that_does_not_compile_is_said(tmp_path: Path) -> None:
+    """A library's unsigned char API (sink.h) refuses char8_t: the proof names the
+    compiler's error and proves the next change, hoisting."""
+    (tmp_path / "sink.h").write_text(SINK)
+    source = tmp_path / "keys.cc"
+    source.write_text(KEYS)
+    ctx = Context(profile=Profile(), run=RunInfo())
+    proof = verify_aliasing(finding_of(source, "pack"), ctx)
+    assert proof is not None
+    assert proof["change"].startswith("hoist")
+    [refused] = proof["not_compiled"]
+    assert refused.startswith("write through char8_t does not compile with clang 16:")
+    assert "sink" in refused
+    assert refused in proof["summary"]
+    assert any("does not compile" in note for note in ctx.notes)
+
+
+def test_no_char8_t_is_tried_without_strict_aliasing(tmp_path: Path) -> None:
+    source = tmp_path / "expand.cc"
+    shutil.copy(ROOT / "examples" / "aliasing" / "expand.cc", source)
+    command = f"g++-12 -O2 -fno-strict-aliasing -std=c++20 -c {source.name}"
+    finding = finding_of(source, "expand", built_by(source, command))
+    assert "-fno-strict-aliasing" in finding.suggestion
+    assert not finding.suggestion.startswith("write through char8_t")
+    proof = verify_aliasing(finding)
+    assert proof is not None
+    assert proof["change"].startswith("hoist") and proof["also_tried"] == []
+
+
+def perfsleuth(*args: str, cwd: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "--quiet", "--store", str(cwd / "store"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.mark.parametrize("compiler", ["g++-12", "clang++-16"])
+def test_advise_verify_builds_and_times_the_change(tmp_path: Path, compiler: str) -> None:
+    """With the build command, the original and the changed program are built by the
+    user's compiler and run interleaved: a ratio with its interval, as `compare` gives."""
+    shutil.copy(ROOT / "examples" / "aliasing" / "expand.cc", tmp_path / "expand.cc")
+    build = f"{compiler} -O2 -g -std=c++20 -o $OUT/expand expand.cc"
+    subprocess.run(
+        ["sh", "-c", build], env={**os.environ, "OUT": str(tmp_path)}, cwd=tmp_path, check=True
+    )
+    perfsleuth("record", "--", "./expand", "3000", cwd=tmp_path)
+    advice = json.loads(
+        perfsleuth(
+            "advise", "--all", "--verify", "--build", build, "--format", "json", cwd=tmp_path
+        )
+    )
+    finding = next(f for f in advice["findings"] if f["kind"] == "aliasing-write")
+    verified = finding["verified"]
+    assert verified["timed"] and verified["metric"] == "cpu"
+    assert verified["runs"] >= 9 and verified["baseline"]["failed"] == 0
+    lo, hi = verified["ci95"]
+    assert lo <= verified["ratio"] <= hi
+    assert verified["candidate"]["command"].endswith("/builds/changed/expand 3000")
+    expected = "GCC 12" if compiler == "g++-12" else "clang 16"
+    assert verified["compiler"] == expected
+    assert (tmp_path / "expand.cc").read_text() == (
+        ROOT / "examples" / "aliasing" / "expand.cc"
+    ).read_text()
+
+
+def test_char8_t_declared_in_a_header_is_said_not_tried(tmp_path: Path) -> None:
+    """The struct's bytes are declared in key.h (as Monero's rct::key is in rctTypes.h):
+    the scratch copy of the unit cannot change them, so the proof says where to."""
+    (tmp_path / "key.h").write_text("#pragma once\nstruct Key { unsigned char bytes[32]; };\n")
+    source = tmp_path / "pack.cc"
+    key = (
+        "struct Key {\n  void flush() const { sink(bytes, 32); }\n  unsigned char bytes[32];\n};\n"
+    )
+    assert key in KEYS
+    source.write_text(KEYS.replace('#include "sink.h"', '#include "key.h"').replace(key, ""))
+    proof = verify_aliasing(finding_of(source, "pack"))
+    assert proof is not None
+    assert proof["change"].startswith("hoist")
+    assert proof["not_tried"].startswith(
+        "char8_t not tried: the written type is declared in key.h:2"
+    )
+    assert proof["not_tried"] in proof["summary"]

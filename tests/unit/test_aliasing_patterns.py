@@ -65,6 +65,14 @@ void keys(std::vector<Key>& out, const std::vector<uint64_t>& v) {
     out[i].bytes[1] = (v[i] >> 8) & 255;
   }
 }
+struct Ring {
+  unsigned char* slots;
+  std::size_t used;
+  std::size_t capacity() const { return 64; }
+  std::size_t count() const { return used; }
+};
+void ring_const(Ring* r) { for (std::size_t i = 0; i < r->capacity(); i++) r->slots[0] = 0; }
+void ring_count(Ring* r) { for (std::size_t i = 0; i < r->count(); i++) r->slots[0] = 0; }
 """
 
 C = """#include <stddef.h>
@@ -75,6 +83,14 @@ void row(char** rows, int r, int w) { for (int j = 0; j < w; j++) rows[r][j] = 0
 void put(struct S* s, char c) {
   if (s->len + 1 < s->cap) { s->str[s->len++] = c; s->str[s->len] = 0; }
 }
+void either(struct S* s, char c) {
+  if (c) { s->str[0] = c; } else { s->str[1] = 0; }
+}
+void then_both(struct S* s, char c) {
+  if (c) { s->str[0] = c; s->str[1] = 0; } else { s->cap = 0; }
+}
+struct Pair { unsigned char* buf; size_t n; };
+void pair_of(struct Pair* p) { for (int i = 0; i < 2; i++) p->buf[i] = (unsigned char)p->n; }
 void restricted(unsigned char* restrict out, const size_t* n) {
   for (size_t i = 0; i < *n; i++) out[i] = 1;
 }
@@ -191,6 +207,20 @@ def test_c_struct_fields_rows_and_straight_line(c: dict[str, AliasMatch]) -> Non
     assert not any("char8_t" in fix for fix in c["fill"].fixes)  # C has no char8_t
 
 
+def test_straight_line_reads_in_the_two_branches_of_an_if_are_not_repeated(
+    c: dict[str, AliasMatch],
+) -> None:
+    """`s->str` read in the then branch and again in the else branch: one runs."""
+    assert "either" not in c
+    assert (c["then_both"].pattern, c["then_both"].read) == ("straight-line", "s->str")
+
+
+def test_a_loop_bounded_by_a_small_constant_is_not_confident(c: dict[str, AliasMatch]) -> None:
+    """Two iterations (GCC unrolls them into two stores): a few reloads per call."""
+    assert c["pair_of"].short_trip == 2 and c["pair_of"].confidence == 0.3
+    assert c["fill"].short_trip is None and c["fill"].confidence >= 0.85
+
+
 def test_a_restrict_destination_is_not_reported(c: dict[str, AliasMatch]) -> None:
     assert "restricted" not in c
 
@@ -220,6 +250,15 @@ def test_an_inline_struct_copy_is_not_a_call_that_blocks(cxx: dict[str, AliasMat
     hangs the whole class under it, but Key's operator== (an extern call) is not its."""
     assert cxx["keys"].pattern == "loop-condition"
     assert cxx["keys"].read == "v.size()"
+
+
+def test_a_method_is_a_read_only_when_its_body_loads_a_field(
+    cxx: dict[str, AliasMatch],
+) -> None:
+    """`r->capacity()` returns a constant: the method's name is not a load of `r`;
+    `r->count()` loads r->used, which the byte store may change."""
+    assert cxx["ring_const"].pattern == "loop-body" and cxx["ring_const"].read == "r->slots"
+    assert (cxx["ring_count"].pattern, cxx["ring_count"].read) == ("loop-condition", "r->count()")
 
 
 def test_a_destructor_s_loop_is_read(cxx: dict[str, AliasMatch]) -> None:

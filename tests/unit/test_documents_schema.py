@@ -73,6 +73,9 @@ def test_a_wrong_document_fails(api: Api) -> None:
 def test_choices_are_the_python_lists(api: Api) -> None:
     choices = json.loads(api.get("/api/choices", {}).body)
     assert choices["groupings"] == list(GROUPINGS)
+    top = choices["fleet_top_groupings"]
+    assert top[: len(GROUPINGS)] == list(GROUPINGS) and "library" in top
+    assert set(choices["label_groupings"]) <= set(top)
     assert choices["states"][-1] == "unknown" and "running" in choices["states"]
 
 

@@ -75,3 +75,22 @@ def test_the_allocator_a_fix_names() -> None:
     fix = "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ./prog"
     assert verify.named_allocator(fix) == "jemalloc"
     assert verify.named_allocator("LD_PRELOAD=<library> ./prog") is None
+
+
+def test_a_dependency_build_is_found_by_its_soname_or_a_version_of_it(tmp_path) -> None:
+    (tmp_path / "lib" / "x").mkdir(parents=True)
+    (tmp_path / "lib" / "x" / "libz3.so.4.8").write_bytes(b"")
+    assert build.library_folder(tmp_path, "libz3.so.4") == tmp_path / "lib" / "x"
+    (tmp_path / "libz3.so.4").write_bytes(b"")
+    assert build.library_folder(tmp_path, "libz3.so.4") == tmp_path
+    with pytest.raises(UserError, match=r"wrote no libfoo.so.1 \(nor libfoo.so\*\)"):
+        build.library_folder(tmp_path, "libfoo.so.1")
+
+
+def test_a_dependency_side_puts_its_build_first_on_the_library_path(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/lib")
+    (tmp_path / "libsolver.so").write_bytes(b"")
+    builder = build.Builder("true", tmp_path, dependency="libsolver.so")
+    side = builder.side("lto", ["./prog", "{out}"], tmp_path)
+    assert side.env["LD_LIBRARY_PATH"] == f"{tmp_path}:/opt/lib"
+    assert side.argv == ["./prog", str(tmp_path)]

@@ -123,3 +123,30 @@ def test_a_same_verdict_names_the_condition_it_missed() -> None:
     small = {"ratio": 1.01, "ci95": (1.005, 1.015), "p_value": 0.001, "runs": 30, "verdict": "same"}
     assert "1.0% change is below the 2%" in ratio_sentence("B", "A", small, "time")
     assert "below the 0.5%" in ratio_sentence("B", "A", {**small, "ratio": 1.004}, "instructions")
+
+
+def test_a_same_verdict_whose_interval_excludes_one_says_why_it_is_no_claim() -> None:
+    from perfsleuth.experiments.verdict import ratio_sentence
+
+    lto = {"ratio": 1.058, "ci95": (1.017, 1.085), "p_value": 0.0645, "runs": 10}
+    said = ratio_sentence("lto", "baseline", {**lto, "verdict": "same"}, "time")
+    assert said.startswith("lto: no difference from baseline claimed: gain 5.5% (95% CI 1.7%")
+    assert "p=0.0645 is not below the 0.005" in said and "too narrow to trust alone" in said
+
+
+def test_a_claim_states_the_rule_it_met() -> None:
+    from perfsleuth.experiments.verdict import ratio_sentence
+
+    won = {"ratio": 1.25, "ci95": (1.2, 1.3), "p_value": 0.002, "runs": 10, "verdict": "faster"}
+    said = ratio_sentence("mimalloc", "baseline", won, "cpu")
+    assert said.startswith("mimalloc is 1.25x faster than baseline: gain 20.0% (95% CI 16.7%")
+    assert "p below 0.005 and at least the 2% that counts" in said
+
+
+def test_a_busy_machine_measures_cpu_time_and_says_so() -> None:
+    from perfsleuth.experiments.runner import metric_for_load
+
+    metric, note = metric_for_load(None, 20.5, 2)
+    assert metric == "cpu" and "load average 20.5 on 2 cores" in note
+    assert metric_for_load(None, 1.5, 2) == ("time", "")
+    assert metric_for_load("time", 20.5, 2) == ("time", "")  # asked for: kept

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pyarrow as pa
 import pytest
 from test_fleet_store import T0, as_ns, fleet, make_window, stack_pool
@@ -184,6 +185,22 @@ def test_libraries_lists_replaceable_ones_where_loaded_and_if_hot(tmp_path: Path
     assert row["rule"] == "compression.zlib" and row["library"] == libs[0]
     assert row["hosts"] == ["a", "b"] and row["programs"] == ["/usr/bin/app"]
     assert row["hot"] == (row["share"] >= 0.02) and row["share"] > 0
+    valid(doc, "FleetLibrariesDoc")
+
+
+def valid(doc: object, name: str) -> None:
+    """DOC follows its type in views/documents.py, through the generated JSON Schema."""
+    schema = json.loads(
+        (Path(__file__).parents[2] / "docs/schemas/documents.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(json.dumps(doc)), {**schema, "$ref": f"#/$defs/{name}"})
+
+
+def test_fleet_flame_json_follows_the_schema(store, windows) -> None:
+    profile = queries.flame(store, T0, END, None)
+    doc = queries.flame_json(profile, T0, END, None)
+    assert doc["stacks"] and doc["total"] == sum(s["cpu_ns"] for s in doc["stacks"])
+    valid(doc, "FleetFlameDoc")
 
 
 def test_libraries_match_the_library_not_a_file_name(tmp_path: Path) -> None:

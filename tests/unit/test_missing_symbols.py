@@ -33,12 +33,21 @@ def analyze(
 
 
 def test_unknown_functions_are_reported_per_dso() -> None:
-    found = analyze([([UNKNOWN, MAIN, START], 40), ([MAIN, START], 60)])
+    found = analyze([([Frame("[unknown]", "app"), MAIN, START], 40), ([MAIN, START], 60)])
     missing = found["symbols.missing"]
     assert missing.share == 0.4 and missing.confidence >= 0.9
-    assert missing.dso == "libfoo.so.1"
-    assert "libfoo.so.1: 40.0%" in missing.evidence[0]
+    assert missing.dso == "app"
+    assert "app: 40.0%" in missing.evidence[0]
     assert "-g" in missing.suggestion
+
+
+def test_a_hot_nameless_library_does_not_blind_the_ranking() -> None:
+    """hot_library names and sizes libfoo by its file: its nameless frames hide only which
+    of its functions run, so the finding stays a low-confidence line, not the first one."""
+    found = analyze([([UNKNOWN, MAIN, START], 40), ([MAIN, START], 60)])
+    missing = found["symbols.missing"]
+    assert missing.share == 0.4 and missing.details["blind_share"] == 0.0
+    assert missing.confidence < 0.5
 
 
 def test_broken_stacks_suggest_dwarf_unwinding_after_fp() -> None:

@@ -64,6 +64,27 @@ def test_threads_is_the_cli_document(api: Api, capsys: pytest.CaptureFixture[str
     assert worker1["states"] == {"running": 275 / 425, "mutex": 150 / 425}
 
 
+def test_the_cli_annotate_is_a_window_of_the_api_document(
+    api: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One annotate document: the UI's has each file whole, the CLI prints the function's
+    lines of it with 3 around, every key and shown line the same."""
+    _, doc = get(api, "/api/runs/2/annotate", function="compute_hot")
+    main(["annotate", "^compute_hot$", "2", "--store", str(api.store.root), "--format", "json"])
+    (printed,) = json.loads(capsys.readouterr().out)["files"]
+    (whole,) = doc["files"]
+    assert printed["function"] == "compute_hot"
+    assert {k: v for k, v in printed.items() if k not in ("function", "lines")} == {
+        k: v for k, v in whole.items() if k != "lines"
+    }
+    rows = {row["line"]: row for row in whole["lines"]}
+    assert all(rows[row["line"]] == row for row in printed["lines"])
+    costed = [row["line"] for row in whole["lines"] if row["self"] or row["total"]]
+    shown = [row["line"] for row in printed["lines"]]
+    assert shown == list(range(max(1, min(costed) - 3), min(len(rows), max(costed) + 3) + 1))
+    assert len(shown) < len(rows)
+
+
 def test_findings_say_whether_advise_ran(api: Api) -> None:
     assert get(api, "/api/runs/2/findings")[1]["advised"] is True
     none = get(api, "/api/runs/1/findings")[1]

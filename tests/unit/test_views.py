@@ -9,7 +9,7 @@ from perfsleuth.formats import callgrind
 from perfsleuth.model.counts import ExactCounts
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.present import annotate_text, folded
-from perfsleuth.views import annotate, callgraph, diff, flame, top
+from perfsleuth.views import annotate, callgraph, diff, flame, source, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)
 A = Frame("a", "prog", "prog.c", 10)
@@ -115,7 +115,7 @@ def test_diff_normalises_each_run():
 
 def test_annotate_reads_source_lines(tmp_path: Path):
     (tmp_path / "prog.c").write_text("\n".join(f"line {i}" for i in range(1, 40)))
-    (entry,) = annotate.annotate(profile(), "^work$", [tmp_path])
+    ((entry,),) = [doc["files"] for doc in source.annotate(profile(), "^work$", [tmp_path])]
     by_line = {r["line"]: r for r in entry["lines"]}
     assert by_line[2]["self"] == pytest.approx(0.6)
     assert by_line[3]["source"] == "line 3"
@@ -123,7 +123,7 @@ def test_annotate_reads_source_lines(tmp_path: Path):
 
 
 def test_annotate_without_source_still_lists_costs():
-    (entry,) = annotate.annotate(profile(), "^work$", [])
+    ((entry,),) = [doc["files"] for doc in source.annotate(profile(), "^work$", [])]
     assert entry["path"] is None
     assert {r["line"] for r in entry["lines"]} == {2, 3}
 
@@ -229,3 +229,12 @@ def test_count_diff_follows_lines_moved_by_an_edit() -> None:
 def test_count_diff_pairs_lines_by_number_without_sources() -> None:
     doc = diff.exact_diff(lines_data({10: 5, 11: 7}), lines_data({11: 5, 12: 7}))
     assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]
+
+
+def test_a_source_file_keeps_cost_at_no_line_and_past_its_end(tmp_path: Path):
+    (tmp_path / "prog.c").write_text("a\nb\n")
+    costs = {0: [1.0, 1.0], 2: [2.0, 2.0], 9: [1.0, 1.0]}
+    doc = source.source_file("prog.c", costs, 4.0, [tmp_path])
+    assert [r["line"] for r in doc["lines"]] == [0, 1, 2, 9]
+    assert [r["source"] for r in doc["lines"]] == ["", "a", "b", ""]
+    assert doc["self"] == 1.0 and doc["total"] == 0.5

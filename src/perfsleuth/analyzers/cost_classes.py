@@ -11,7 +11,8 @@ frame of the user's own code above the boundary, so the finding names its line.
 
 A class that holds a large part of the run becomes a finding with its advice,
 unless a library rule (library_match.py) matches most of its samples at or above
-the boundary: that rule's finding is the more specific one (snprintf is the
+the boundary and the class does not go `alongside` it: that rule's finding is the
+more specific one (snprintf is the
 formatting.printf rule's; malloc under regcomp is the regex's cost, not the
 allocator rule's). Blocking classes (fsync) count their waiting
 samples too; in a CPU-only recording of a process that was mostly off the CPU, the
@@ -25,9 +26,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..formats.py_spy import is_python_frame
 from ..model.findings import Finding
-from ..model.profile import Frame, Profile
+from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_classes, load_rules, without_return_type
 from . import Context
 from .library_match import (
@@ -44,6 +44,7 @@ MOSTLY_WAITING = 0.5  # on the CPU less than this part of the wall time
 INFERRED_CONFIDENCE = 0.8  # waits inferred from on-CPU samples are less certain
 EVIDENCE_ROWS = 4
 CALL_SITES = 3
+C_RUNTIME_DSOS = ("libc.so", "libc-", "ld-linux")
 NS = 1e9
 
 
@@ -83,7 +84,7 @@ def analyze(ctx: Context) -> list[Finding]:
         if cost is None or cls.saving <= 0 or found.threads < cls.min_threads:
             continue
         share, inferred = _share(cls, cost, blocking, total, cpu_fraction)
-        if share < cls.min_share or _covering_rule(cost, found, rules, total):
+        if share < cls.min_share or _covering_rule(cls, cost, found, rules, total):
             continue
         findings.append(_finding(cls, cost, share, total, inferred, cpu_fraction))
     return findings
@@ -205,13 +206,19 @@ def _caller(
     profile: Profile, callers: tuple[int, ...], frame_class: list[int], prefer_python: bool
 ) -> Frame | None:
     """The user's code that called into the class; without any (a Debian program with
-    no debug info), the first named frame in no class."""
+    no debug info), the first named frame in no class, not the C runtime's start-up
+    (`__libc_start_call_main` under a stripped program's nameless frames says nothing)."""
     site = user_call_site(profile, callers, prefer_python)
     if site is not None:
         return site
     for fid in callers:
         frame = profile.frames[fid]
-        if frame_class[fid] < 0 and not frame.kernel and frame.function[:1] not in ("", "["):
+        if (
+            frame_class[fid] < 0
+            and not frame.kernel
+            and frame.function[:1] not in ("", "[")
+            and not frame.dso.startswith(C_RUNTIME_DSOS)
+        ):
             return frame
     return None
 
@@ -239,11 +246,14 @@ def _share(
 
 
 def _covering_rule(
-    cost: ClassCost, found: Attribution, rules: Sequence[Rule], total: float
+    cls: Rule, cost: ClassCost, found: Attribution, rules: Sequence[Rule], total: float
 ) -> str | None:
-    """The library rule that makes a finding over most of this class's samples."""
+    """The library rule that makes a finding over most of this class's samples (not one
+    the class goes `alongside`: that rule's fix is another)."""
     min_share = {r.id: r.min_share for r in rules}
     for rule_id, weight in heaviest(cost.covered, len(cost.covered)):
+        if rule_id in cls.alongside:
+            continue
         fires = found.rule_weight.get(rule_id, 0.0) / total >= min_share[rule_id]
         if fires and weight >= COVERED * cost.weight:
             return rule_id

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections import defaultdict
-from functools import lru_cache
 
 from ..binaries import elf_info
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
 from ..rules import load_classes, load_rules
+from ..symbols.missing import is_unknown, symbols_fix
 from . import Context
+from .hot_library import hot_libraries
 from .library_match import heaviest
 
 MIN_UNKNOWN_SHARE = 0.05
@@ -55,13 +55,11 @@ NEAR_ENTRY_BYTES = 64
 # The dynamic loader runs the program's start-up (relocation, library loading) before
 # any _start of the executable: a stack whose frames are in it is at its beginning.
 LOADERS = re.compile(r"^ld(-linux[-\w]*)?\.so")
-SYSTEM_PREFIXES = ("/usr/", "/lib")
 # Stacks rebuilt from an exact call graph (callgrind, cachegrind) are not
 # unwound, so they cannot be broken; their roots are whatever valgrind saw first.
 # py-spy rebuilds stacks from the interpreter's frames and drops its entry frames.
 UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey", "py-spy"})
 DWARF_STACK_COPY = "8 KB"  # perf record --call-graph dwarf's default stack copy per sample
-_ADDRESS = re.compile(r"^(0x)?[0-9a-f]{6,}$")
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -84,11 +82,6 @@ def analyze(ctx: Context) -> list[Finding]:
     if unwound and broken / total >= MIN_BROKEN_SHARE:
         findings.append(_broken_finding(ctx, broken / total))
     return findings
-
-
-def is_unknown(frame: Frame) -> bool:
-    name = frame.function
-    return not name or name.startswith("[unknown") or bool(_ADDRESS.match(name))
 
 
 def _entry_frames(profile: Profile, paths: dict[str, str]) -> set[int]:
@@ -194,7 +187,7 @@ def _unknown_finding(
     fixes = []
     for dso, weight in heaviest(by_dso, 5):
         evidence.append(f"{dso}: {100 * weight / total:.1f}% of samples have no function name")
-        fixes.append(_fix_for(dso, paths.get(dso, "")))
+        fixes.append(symbols_fix(dso, paths.get(dso, "")))
     top_dso = heaviest(by_dso, 1)[0][0]
     return Finding(
         rule="symbols.missing",
@@ -215,46 +208,14 @@ def _blind_share(ctx: Context, by_dso: dict[str, float], total: float) -> float:
     """The share of nameless samples whose DSO does not say what they are.
 
     A library rule that names a DSO (liblzma, libz, ...) still matches its nameless
-    frames, so the ranking of those libraries stands; rank.py puts the finding first
-    only when this share is large.
+    frames, and a hot library (hot_library: libz3 taking half the run) is named and
+    sized by its file, so the ranking of those libraries stands; rank.py puts the
+    finding first only when this share is large.
     """
     rules = ctx.options.rules or load_rules()
     named = {d for d in by_dso if any(p.search(d) for rule in rules for p in rule.dsos)}
+    named |= {lib.dso for lib in hot_libraries(ctx.profile, rules)}
     return sum(w for d, w in by_dso.items() if d not in named) / total
-
-
-def _fix_for(dso: str, path: str) -> str:
-    if path.startswith(SYSTEM_PREFIXES):
-        package = owning_package(path)
-        debug = (
-            f"apt-get install {package}-dbgsym (from the debian-debug archive)" if package else ""
-        )
-        via = "set DEBUGINFOD_URLS=https://debuginfod.debian.net"
-        return f"{dso}: {debug + ' or ' if debug else ''}{via}"
-    info = elf_info(path) if path else None
-    if info is not None and not info.has_symbols:
-        return f"{dso}: stripped; rebuild or relink without -s / strip, and with -g"
-    return f"{dso}: rebuild with -g (names and file:line come from the debug info)"
-
-
-@lru_cache(maxsize=64)
-def owning_package(path: str) -> str:
-    """The Debian package that installed a file ('' when unknown)."""
-    real = os.path.realpath(path)
-    # Merged /usr: dpkg may know the file by its /lib name.
-    candidates = dict.fromkeys([path, real, real.removeprefix("/usr")])
-    try:
-        out = subprocess.run(
-            ["dpkg-query", "-S", *candidates],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    first = out.split(":", 1)[0].strip() if out else ""
-    return first if first and " " not in first else ""
 
 
 def _broken_finding(ctx: Context, share: float) -> Finding:

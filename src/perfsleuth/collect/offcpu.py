@@ -318,9 +318,7 @@ def record_offcpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Reco
     tool, why_not = _bpftrace(options)
     if tool is None:
         return wall.record_wall_instead(options, cmd, workdir, reason=why_not)
-    target = Target.of(cmd, options.pid)
-    maps = ProcessMaps(target.pid)
-    session = _start_bpftrace(tool, target, workdir)
+    target, maps, session = _traced(tool, options, cmd, workdir)
     started = time.monotonic()
     target.release()
     target.wait(_duration(options), tick=maps.tick, interval=0.005)
@@ -396,9 +394,7 @@ def record_all(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
     tool, why_not = _bpftrace(options)
     if tool is None:
         return wall.record_wall_instead(options, cmd, workdir, reason=why_not)
-    target = Target.of(cmd, options.pid)
-    maps = ProcessMaps(target.pid)
-    session = _start_bpftrace(tool, target, workdir)
+    target, maps, session = _traced(tool, options, cmd, workdir)
     # DWARF by default: frame-pointer stacks lose the caller of every libc function,
     # and the on-CPU stacks name the threads' functions for the off-CPU ones.
     mode = "dwarf" if options.call_graph == "auto" else options.call_graph
@@ -451,6 +447,15 @@ def _all_profile(
     known = {d["path"] for d in oncpu.dsos}
     merged.dsos = oncpu.dsos + [d for d in offcpu.dsos if d["path"] not in known]
     return merged
+
+
+def _traced(
+    tool: str, options: RecordOptions, cmd: list[str], workdir: Path
+) -> tuple[Target, ProcessMaps, BpftraceSession]:
+    """The target (started held, or attached with --pid), its maps and bpftrace on it."""
+    target = Target.of(cmd, options.pid)
+    maps = ProcessMaps(target.pid)
+    return target, maps, _start_bpftrace(tool, target, workdir)
 
 
 def _start_bpftrace(tool: str, target: Target, workdir: Path) -> BpftraceSession:

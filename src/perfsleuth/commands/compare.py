@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..experiments import result
-from ..experiments.runner import METRICS, Side, measure, shell_or_argv
+from ..experiments.runner import METRICS, Side, choose_metric, measure, shell_or_argv
 from ..present import formats_for, write
 from .common import add_output_options, open_store, progress_display
 
@@ -28,17 +28,20 @@ def add_measure_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metric",
         choices=METRICS,
-        default="time",
-        help="time: wall clock (default); cpu: user+sys, steadier on a busy machine; "
+        help="time: wall clock (the default on a machine whose load is at most its cores); "
+        "cpu: user+sys, steadier on a busy machine (the default when the load is higher); "
         "instructions: exact counts (perf stat, else valgrind)",
     )
 
 
 def check_measure_options(args: argparse.Namespace) -> None:
+    """Checks --runs and --warmup, and settles --metric (args.metric_notes: why, if chosen)."""
     if args.runs < 3:
         raise UserError("--runs must be at least 3: a confidence interval needs several pairs")
     if args.warmup < 0:
         raise UserError("--warmup must be 0 or more")
+    args.metric, note = choose_metric(args.metric)
+    args.metric_notes = [note] if note else []
 
 
 def report_stored(store_root: object, name: str) -> None:
@@ -77,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         "a": result.side_summary(series[0]),
         "b": result.side_summary(series[1]),
         "failed": failed,
+        "notes": args.metric_notes,
     }
     store = open_store(args)
     doc["experiment"] = result.store_experiment(

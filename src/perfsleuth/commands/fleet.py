@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from ..errors import UserError
 from ..fleet.engines import DEFAULT_SPARK_MASTER, ENGINES, engine_of
 from ..fleet.filters import with_type
-from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
+from ..model.fleet import PROFILE_TYPES
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
 from ..symbols.debuginfod import server_urls
-from ..views.keys import GROUPINGS
+from ..views.keys import FLEET_TOP_GROUPINGS, GROUPINGS
 
 if TYPE_CHECKING:
     from ..fleet import trends
@@ -146,7 +146,7 @@ def _add_top(parser: argparse.ArgumentParser) -> None:
     order.add_argument("--total", dest="sort", action="store_const", const="total")
     parser.add_argument(
         "--by",
-        choices=(*GROUPINGS, "library", *LABEL_GROUPINGS),
+        choices=FLEET_TOP_GROUPINGS,
         default="function",
         help="library: DSOs by library name; service, host: each one's share of the CPU time",
     )

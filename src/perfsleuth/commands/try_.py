@@ -1,12 +1,13 @@
-"""perfsleuth try allocator|build -- CMD: zero-code-change experiments against a baseline."""
+"""perfsleuth try allocator|build|patch -- CMD: experiments against a baseline."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..experiments import allocator, build, result
+from ..experiments import allocator, build, patch, result
 from ..experiments.runner import Side, measure, shell_or_argv
 from ..model.progress import Progress
 from ..present import formats_for, write
@@ -15,7 +16,7 @@ from .common import add_output_options, open_store, progress_display
 from .compare import add_measure_options, check_measure_options, report_stored
 
 NAME = "try"
-HELP = "try other allocators (LD_PRELOAD) or build flags (O3, LTO, PGO...) on a workload"
+HELP = "try other allocators (LD_PRELOAD), build flags (O3, LTO, PGO...) or a patch on a workload"
 DOCUMENT = "try"
 
 
@@ -41,12 +42,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="builds the program into $OUT using $CFLAGS/$CXXFLAGS/$LDFLAGS",
     )
     rebuild.add_argument(
+        "--dependency",
+        metavar="SONAME",
+        help="the build command builds this shared library (e.g. libz3.so.4) instead of the "
+        "program: the baseline is the program as it is, each variant runs it with its build "
+        "of the library first on LD_LIBRARY_PATH",
+    )
+    rebuild.add_argument(
         "--variants",
         metavar="LIST",
         help=f"comma-separated, from {','.join(build.VARIANTS)} "
         f"(default: {','.join(build.DEFAULT_VARIANTS)})",
     )
-    for sub in (alloc, rebuild):
+    patch_help = (
+        "apply a patch to a copy of the source folder, build the copy as it is and the "
+        "patched one with the build command (same contract as try build), compare them"
+    )
+    patched = experiments.add_parser("patch", help=patch_help, description=patch_help)
+    patched.add_argument("patch", metavar="FILE.diff", help="the change (git diff or diff -u)")
+    patched.add_argument(
+        "--build",
+        metavar="SHELL_CMD",
+        required=True,
+        help="builds the program into $OUT, run in each copy of the source folder",
+    )
+    patched.add_argument(
+        "--source",
+        metavar="DIR",
+        default=".",
+        help="the source folder the patch applies to (default: the current folder)",
+    )
+    for sub in (alloc, rebuild, patched):
         add_measure_options(sub)
         add_output_options(sub, formats_for(DOCUMENT))
         # The parent parser has --store too; SUPPRESS keeps its value unless given here.
@@ -54,9 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "--store", metavar="PATH", default=argparse.SUPPRESS, help="the run store folder"
         )
     alloc.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (the workload)")
-    rebuild.add_argument(
-        "cmd", nargs=argparse.REMAINDER, help="-- {out}/PROGRAM ARGS... (the workload)"
-    )
+    for sub in (rebuild, patched):
+        sub.add_argument(
+            "cmd", nargs=argparse.REMAINDER, help="-- {out}/PROGRAM ARGS... (the workload)"
+        )
 
 
 def workload(args: argparse.Namespace) -> list[str]:
@@ -68,7 +95,9 @@ def workload(args: argparse.Namespace) -> list[str]:
     return shell_or_argv(words)
 
 
-def allocator_sides(args: argparse.Namespace, cmd: list[str]) -> tuple[list[Side], dict[str, Any]]:
+def allocator_sides(
+    args: argparse.Namespace, cmd: list[str], _store: Store, _progress: Progress
+) -> tuple[list[Side], dict[str, Any]]:
     names = args.allocators.split(",") if args.allocators else None
     p = allocator.plan(cmd, names)
     extra: dict[str, Any] = {"preload_checks": p.preload_checks, "refused": p.refused, "notes": []}
@@ -87,8 +116,24 @@ def build_sides(
     args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
 ) -> tuple[list[Side], dict[str, Any]]:
     variants = build.parse_variants(args.variants)
-    p = build.plan(args.build, variants, cmd, store.root / "builds", progress=progress)
-    return p.sides, {"build": args.build, "refused": p.refused, "notes": p.notes}
+    dependency = args.dependency or ""
+    p = build.plan(
+        args.build, variants, cmd, store.root / "builds", progress=progress, dependency=dependency
+    )
+    extra = {"build": args.build, "refused": p.refused, "notes": p.notes}
+    return p.sides, {**extra, "dependency": dependency} if dependency else extra
+
+
+def patch_sides(
+    args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
+) -> tuple[list[Side], dict[str, Any]]:
+    p = patch.plan(
+        Path(args.patch), args.build, cmd, Path(args.source), store.root / "builds", progress
+    )
+    return p.sides, {"patch": args.patch, "build": args.build, "refused": {}, "notes": p.notes}
+
+
+SIDES = {"allocator": allocator_sides, "build": build_sides, "patch": patch_sides}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,12 +141,10 @@ def run(args: argparse.Namespace) -> int:
     cmd = workload(args)
     store = open_store(args)
     with progress_display(args) as progress:
-        if args.experiment == "allocator":
-            sides, extra = allocator_sides(args, cmd)
-        else:
-            sides, extra = build_sides(args, cmd, store, progress)
+        sides, extra = SIDES[args.experiment](args, cmd, store, progress)
         series = measure(sides, args.runs, args.warmup, args.metric, progress)
     refused = extra.pop("refused")
+    extra["notes"] = args.metric_notes + extra["notes"]
     doc = {**result.try_json(series, args.metric), **extra}
     doc["variants"] += [
         {"name": name, "ratio": None, "ci95": None, "verdict": "failed", "error": why}

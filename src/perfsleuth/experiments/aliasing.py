@@ -37,6 +37,8 @@ BYTE_TYPES = re.compile(
 )
 VECTOR_SHAPE = re.compile(r"vectorization width: (\d+), interleaved count: (\d+)")
 HOISTED = "perfsleuth_hoisted"
+DATA_POINTER = "perfsleuth_data"
+READ_ONLY_METHODS = ("size", "length", "empty", "data")
 CXX20 = "-std=c++20"
 CHAR8_T = "write through char8_t"
 # Folders of a build tree not copied for the changed build.
@@ -94,21 +96,55 @@ def _compare(
     span = (int(match["line"]), int(match["end_line"]))
     before = _build(unit, toolchain, unit.path, scratch / "before.o", span)
     failed: list[str] = []
-    for change, patched_unit, text in _changes(unit, toolchain, match):
-        copy = scratch / "patched" / unit.path.name
-        copy.parent.mkdir(exist_ok=True)
+    built: list[tuple[str, str, _Build]] = []
+    for n, (change, patched_unit, text) in enumerate(_changes(unit, toolchain, match)):
+        copy = scratch / f"patched-{n}" / unit.path.name
+        copy.parent.mkdir()
         copy.write_text(text)
         try:
-            after = _build(patched_unit, toolchain, copy, scratch / "after.o", span)
+            after = _build(patched_unit, toolchain, copy, scratch / f"after-{n}.o", span)
         except CompileError as exc:
             failed.append(f"{change} does not compile with {toolchain.name}: {exc}")
             _note(ctx, f"{rule}: {failed[-1]}")
             continue
-        proof = _result(change, toolchain, before, after, failed)
-        proof["patched_text"] = text
-        return proof
-    _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
-    return None
+        built.append((change, text, after))
+    if not built:
+        _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
+        return None
+    change, text, after = min(built, key=lambda b: _worse(b[2]))
+    proof = _result(change, toolchain, before, after, failed)
+    proof["also_tried"] = [
+        _summary(_result(other, toolchain, before, code, []))
+        for other, _, code in built
+        if other != change
+    ]
+    proof["not_tried"] = _not_tried(unit, match)
+    if proof["not_tried"]:
+        proof["summary"] += f" ({proof['not_tried']})"
+    proof["patched_text"] = text
+    return proof
+
+
+def _not_tried(unit: TranslationUnit, match: dict[str, Any]) -> str:
+    """Why char8_t was not tried though the written type is a byte type: it is
+    declared in another file (a header), which the scratch copy does not change."""
+    declared = match.get("write_declared") or []
+    if not declared or not BYTE_TYPES.fullmatch(match["write_type"]):
+        return ""
+    if Path(declared[0]).resolve() == unit.path.resolve():
+        return ""
+    return (
+        f"char8_t not tried: the written type is declared in {Path(declared[0]).name}:"
+        f"{declared[1]}, outside the unit; change it there"
+    )
+
+
+def _worse(after: _Build) -> tuple[bool, int, float]:
+    """Orders the changes' builds best first: vectorised, then fewer reloads, then
+    fewer instructions per element."""
+    vectorized = after.remark is not None and after.remark.vectorized
+    reloads = len(after.loop.reloads) if after.loop else 0
+    return (not vectorized, reloads, after.per_element or 0.0)
 
 
 def _note(ctx: Context | None, text: str) -> None:
@@ -124,17 +160,39 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
     text = unit.path.read_text()
     include_dir = f"-I{unit.path.parent}"
     found = []
-    if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.search(text):
+    if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.fullmatch(match["write_type"]):
         flags = [f for f in unit.flags if not f.startswith("-std=")] + [CXX20, include_dir]
-        found.append((CHAR8_T, _like(unit, flags), BYTE_TYPES.sub("char8_t", text)))
+        retyped = _retyped(text, unit.path, match.get("write_declared") or [])
+        if retyped is not None:
+            found.append((CHAR8_T, _like(unit, flags), retyped))
+            everywhere = BYTE_TYPES.sub("char8_t", text)
+            if everywhere != retyped:  # the type's users (accessors, calls) follow it
+                found.append(
+                    (f"{CHAR8_T}, every byte type of the file", _like(unit, flags), everywhere)
+                )
     hoisted = _hoist(text, match)
     if hoisted is not None:
-        reads = ", ".join(f"`{r}`" for r in match["hoistable"])
+        reads = ", ".join(f"`{r}`" for r in hoisted[1])
         change = f"hoist {reads} into locals before the loop"
-        found.append((change, _like(unit, [*unit.flags, include_dir]), hoisted))
+        found.append((change, _like(unit, [*unit.flags, include_dir]), hoisted[0]))
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
     yield from found
+
+
+def _retyped(text: str, path: Path, declared: list) -> str | None:
+    """The text with the written byte type made char8_t where it is declared (the
+    field, the variable or its typedef: other byte types of the file are left alone);
+    None when that declaration is in another file (a header the scratch copy does not
+    change). Where the declaration is not known, every byte type of the file."""
+    if not declared:
+        return BYTE_TYPES.sub("char8_t", text)
+    if Path(declared[0]).resolve() != path.resolve():
+        return None
+    lines = text.splitlines(keepends=True)
+    at = int(declared[1]) - 1
+    lines[at] = BYTE_TYPES.sub("char8_t", lines[at])
+    return "".join(lines)
 
 
 def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
@@ -148,13 +206,17 @@ def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
     )
 
 
-def _hoist(text: str, match: dict[str, Any]) -> str | None:
-    """The text with the loop's repeated reads computed once, before the loop."""
+def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """The text with the loop's repeated reads computed once, before the loop: the
+    reads as written (`in.size()`), then the data pointer of each container the loop
+    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it)."""
     lines = text.splitlines(keepends=True)
     first, last = int(match["line"]) - 1, int(match["end_line"])
     keyword = re.search(r"\b(for|while|do)\b", lines[first])
-    reads = [r for r in match.get("hoistable", []) if r in "".join(lines[first:last])]
-    if keyword is None or not reads:
+    body = "".join(lines[first:last])
+    reads = [r for r in match.get("hoistable", []) if r in body]
+    containers = [c for c in match.get("indexed", []) if _only_indexed(c, body)]
+    if keyword is None or not (reads or containers):
         return None
     at = keyword.start()
     head, loop = lines[first][:at], [lines[first][at:], *lines[first + 1 : last]]
@@ -162,8 +224,20 @@ def _hoist(text: str, match: dict[str, Any]) -> str | None:
         name = f"{HOISTED}_{n}"
         head += f"__typeof__({read}) {name} = {read}; "
         loop = [line.replace(read, name) for line in loop]
+    for n, container in enumerate(containers):
+        name = f"{DATA_POINTER}_{n}"
+        head += f"auto* {name} = {container}.data(); "
+        indexed = re.compile(rf"\b{re.escape(container)}\s*\[")
+        loop = [indexed.sub(f"{name}[", line) for line in loop]
     lines[first:last] = [head + loop[0], *loop[1:]]
-    return "".join(lines)
+    return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)]
+
+
+def _only_indexed(container: str, body: str) -> bool:
+    """Does the loop only index the container and ask its size? (A push_back or a
+    resize would move its data.)"""
+    methods = re.findall(rf"\b{re.escape(container)}\s*(?:\.|->)\s*(\w+)", body)
+    return all(m in READ_ONLY_METHODS for m in methods)
 
 
 def _build(
@@ -180,7 +254,7 @@ def _build(
     loop = (
         machine_code.vector_loop(output, source.name, *span)
         if vectorized
-        else machine_code.loop_code(output, source.name, *span)
+        else machine_code.loop_code(output, source.name, *span, prefer_reloads=False)
     )
     per_element = None
     if loop is not None:
@@ -241,12 +315,13 @@ def timed_sides(
         raise build.BuildFailed(
             f"{source} is outside the build's folder {tree}: the changed copy cannot be built"
         )
-    copy = root / "changed-tree"
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns(*NOT_COPIED))
-    (copy / source.relative_to(tree)).write_text(proof["patched_text"])
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-changed-") as tmp:
+        copy = Path(tmp) / tree.name
+        _copy_tree(tree, copy, root.resolve())
+        (copy / source.relative_to(tree)).write_text(proof["patched_text"])
+        changed = build.Builder(build_command, root, str(copy)).build("changed", {})
     original = build.Builder(build_command, root, str(tree)).build("baseline", {})
-    changed = build.Builder(build_command, root, str(copy)).build("changed", {})
     return [
         build.workload_side("baseline", workload, original, cwd),
         build.workload_side(proof["change"], workload, changed, cwd),
@@ -255,6 +330,19 @@ def timed_sides(
 
 def _round(value: float | None) -> float | None:
     return round(value, 2) if value is not None else None
+
+
+def _copy_tree(tree: Path, copy: Path, scratch: Path) -> None:
+    """The build's folder without version control and without perfsleuth's own
+    scratch folder (the store may live inside the tree)."""
+
+    def ignored(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n in NOT_COPIED or scratch.is_relative_to(Path(folder) / n)]
+
+    try:
+        shutil.copytree(tree, copy, symlinks=True, ignore=ignored)
+    except (OSError, shutil.Error) as exc:
+        raise build.BuildFailed(f"could not copy {tree} to build the change: {exc}") from exc
 
 
 def _summary(r: dict[str, Any]) -> str:
@@ -275,5 +363,5 @@ def _summary(r: dict[str, Any]) -> str:
             f"; loop instructions per element {r['instructions_per_element_before']:g} -> "
             f"{r['instructions_per_element_after']:g}"
         )
-    refused = "".join(f" ({failure}; tried the next change)" for failure in r["not_compiled"])
+    refused = "".join(f" ({failure})" for failure in r["not_compiled"])
     return f"{r['change']}: {verdict}{counts}{refused}"

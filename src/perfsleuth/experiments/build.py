@@ -8,6 +8,12 @@ The contract with the user's build command (run with `sh -c` in the current fold
 The workload CMD runs with the same `OUT` in its environment, and `{out}` in its
 arguments replaced by that folder, so `-- {out}/prog input.txt` runs each build.
 
+With `--dependency SONAME` the build command builds a shared library the program
+loads (Z3 under K2) instead of the program: the baseline is the program as it is,
+with the installed library, and each variant runs it with the folder of $OUT that
+holds its build of the library first on LD_LIBRARY_PATH; the loader is asked
+(LD_TRACE_LOADED_OBJECTS) that the program really loads that copy.
+
 `pgo` does three steps: an instrumented build (-fprofile-generate), one training
 run of CMD, then a rebuild into the same OUT path (GCC names its profile files after
 the object paths) with -fprofile-use. Clang's raw profiles are merged with
@@ -23,9 +29,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..binaries import binary_at
 from ..errors import UserError
 from ..model.progress import SILENT, Progress
-from .runner import Side
+from .runner import Side, check_runnable
 
 OUT_PLACEHOLDER = "{out}"
 BUILD_TAIL_LINES = 15
@@ -106,6 +113,17 @@ class Builder:
     root: Path
     cwd: str | None = None  # where the build command and the workload run
     progress: Progress = SILENT
+    dependency: str = ""  # a shared library the build makes, loaded by the program as it is
+
+    def side(self, name: str, workload: list[str], out: Path) -> Side:
+        """The workload against this build: the program from $OUT, or, for a dependency,
+        the program as it is with the library from $OUT first on LD_LIBRARY_PATH."""
+        side = workload_side(name, workload, out, self.cwd)
+        if self.dependency:
+            folder = str(library_folder(out, self.dependency))
+            existing = os.environ.get("LD_LIBRARY_PATH", "")
+            side.env["LD_LIBRARY_PATH"] = f"{folder}:{existing}" if existing else folder
+        return side
 
     def out(self, name: str) -> Path:
         return (self.root / name).resolve()
@@ -164,7 +182,7 @@ def build_pgo(builder: Builder, variant: Variant, workload: list[str]) -> Path:
         f"{variant.ldflags} {generate}",
     )
     out = builder.build(variant.name, env, "instrumented")
-    train(workload_side(variant.name, workload, out, builder.cwd), variant.name)
+    train(builder.side(variant.name, workload, out), variant.name)
     use = f"-fprofile-use={usable_profile(profile_dir)} -Wno-missing-profile"
     env = flags_env(f"{variant.cflags} {COMMON_FLAGS} {use}", f"{variant.ldflags} {use}")
     return builder.build(variant.name, env, "optimized")
@@ -224,6 +242,56 @@ class Plan:
     notes: list[str]
 
 
+def library_folder(out: Path, soname: str) -> Path:
+    """The folder under $OUT holding the library the build made (its soname, or any
+    version of it: libz3.so.4 is found as libz3.so.4.8 too)."""
+    stem = soname.split(".so", 1)[0]
+    found = sorted(out.rglob(soname)) or sorted(out.rglob(f"{stem}.so*"))
+    if not found:
+        raise BuildFailed(
+            f"the build wrote no {soname} (nor {stem}.so*) under $OUT ({out}): with "
+            "--dependency the build command must put the library it builds there"
+        )
+    return found[0].parent
+
+
+def loaded_from(side: Side, soname: str) -> str | None:
+    """Where the side's program loads the library from (the loader's own answer), or
+    None when the program is not a dynamic ELF file perfsleuth can ask about."""
+    program = check_runnable(side)
+    binary = binary_at(program)
+    if binary is None or not binary.dynamic:
+        return None
+    done = subprocess.run(
+        [program],
+        env={**os.environ, **side.env, "LD_TRACE_LOADED_OBJECTS": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        name, _, where = line.strip().partition(" => ")
+        if name == soname:
+            return where.split(" (", 1)[0]
+    return None
+
+
+def check_dependency(side: Side, soname: str, notes: list[str]) -> None:
+    """The variant's program must load the library built for it, not the installed one."""
+    where = loaded_from(side, soname)
+    folder = side.env["LD_LIBRARY_PATH"].split(":", 1)[0]
+    if where is None:
+        notes.append(
+            f"{side.name}: could not ask the loader where {side.argv[0]} finds {soname} "
+            "(not a dynamic program, or it does not link it directly)"
+        )
+    elif os.path.dirname(os.path.realpath(where)) != os.path.realpath(folder):
+        raise BuildFailed(
+            f"{side.argv[0]} still loads {soname} from {where}, not from the build in "
+            f"{folder} (an RPATH, or a different soname?)"
+        )
+
+
 def plan(
     build_command: str,
     variants: list[Variant],
@@ -231,16 +299,29 @@ def plan(
     root: Path,
     cwd: str | None = None,
     progress: Progress = SILENT,
+    dependency: str = "",
 ) -> Plan:
-    """Build the baseline and every variant; the baseline must build, variants may fail."""
-    check_workload(workload)
-    builder = Builder(build_command, root, cwd, progress)
-    baseline = builder.build("baseline", {})
-    result = Plan([workload_side("baseline", workload, baseline, cwd)], {}, [])
-    base_digest = digest(baseline)
+    """Build the baseline and every variant; the baseline must build, variants may fail.
+
+    With `dependency` (a library's soname) the build command builds that library, the
+    baseline is the program as it is (the installed library) and each variant runs it
+    with its build of the library."""
+    if not dependency:
+        check_workload(workload)
+    builder = Builder(build_command, root, cwd, progress, dependency)
+    if dependency:
+        result = Plan([Side("baseline", list(workload), {}, cwd)], {}, [])
+        base_digest = ""
+    else:
+        baseline = builder.build("baseline", {})
+        result = Plan([workload_side("baseline", workload, baseline, cwd)], {}, [])
+        base_digest = digest(baseline)
     for variant in variants:
         try:
             out = build_variant(builder, variant, workload)
+            side = builder.side(variant.name, workload, out)
+            if dependency:
+                check_dependency(side, dependency, result.notes)
         except BuildFailed as e:
             result.refused[variant.name] = str(e)
             continue
@@ -249,5 +330,5 @@ def plan(
                 f"{variant.name} built byte-identical output to the baseline: the baseline "
                 "already uses these flags, or the build command ignores $CFLAGS/$LDFLAGS"
             )
-        result.sides.append(workload_side(variant.name, workload, out, cwd))
+        result.sides.append(side)
     return result

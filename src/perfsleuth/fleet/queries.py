@@ -157,7 +157,9 @@ def flame(
     return profile(store, start, end, where, engine)
 
 
-def flame_json(profile: Profile, start: float, end: float, where: str | None) -> dict:
+def flame_json(
+    profile: Profile, start: float, end: float, where: str | None
+) -> documents.FleetFlameDoc:
     """`fleet flame --format json`: each distinct stack, root first, with its CPU ns and
     samples, heaviest first (the folded stacks' content, frames as objects)."""
     sums: defaultdict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
@@ -165,11 +167,11 @@ def flame_json(profile: Profile, start: float, end: float, where: str | None) ->
         if stack and weight:
             sums[stack][0] += weight
             sums[stack][1] += count
-    frames = [
+    frames: list[documents.FleetFrame] = [
         {"function": f.function, "dso": f.dso, "file": f.file, "line": f.line}
         for f in profile.frames
     ]
-    stacks = [
+    stacks: list[documents.FleetStack] = [
         {"frames": [frames[f] for f in reversed(stack)], "cpu_ns": ns, "samples": int(n)}
         for stack, (ns, n) in sorted(sums.items(), key=lambda item: -item[1][0])
     ]

@@ -38,6 +38,7 @@ Site = tuple[str, int]  # (file, line)
 
 # callgrind names the deeper levels of a recursion f'2, f'3 (--separate-recs)
 RECURSION_SUFFIX = re.compile(r"'[0-9]+$")
+EVENT_UNITS = {"Ir": "instructions"}  # the unit a count of an event is in
 NO_SOURCE = "???"  # callgrind's file name for code without line information
 CELL_COLUMNS = (("fn", "i"), ("file", "i"), ("line", "i"), ("address", "q"))
 CALL_COLUMNS = (("caller", "i"), ("callee", "i"), ("file", "i"), ("line", "i"), ("calls", "q"))

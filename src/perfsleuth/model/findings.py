@@ -10,6 +10,7 @@ KINDS = (
     "allocator",
     "library-replacement",
     "build-flags",
+    "hot-library",
     "missing-symbols",
     "lock-contention",
     "off-cpu",

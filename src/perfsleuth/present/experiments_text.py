@@ -78,6 +78,8 @@ def render_compare(doc: dict[str, Any], console: Console) -> None:
     for line in failure_lines(doc["failed"]):
         console.print(line, style="yellow")
     console.print(ratio_sentence("B", "A", doc, doc["metric"]), style="bold")
+    for note in doc.get("notes", []):
+        console.print(note)
 
 
 def render_try(doc: dict[str, Any], console: Console) -> None:

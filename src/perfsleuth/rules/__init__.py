@@ -44,6 +44,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "scope": (str, False),
     "source_nodes": (list, False),
     "inside": (list, False),
+    "alongside": (list, False),
     "blocking": (bool, False),
     "min_threads": (int, False),
 }
@@ -82,6 +83,9 @@ class Rule:
     # cost classes: the ids of the classes whose calls this one takes over when it runs
     # under them (a write(2) under printf is write's cost), and whether it waits off the CPU
     inside: tuple[str, ...] = ()
+    # library rules whose finding does not speak for this class: their fix is another
+    # one (preload mimalloc vs allocate less), so both findings are made
+    alongside: tuple[str, ...] = ()
     blocking: bool = False
     min_threads: int = 1  # threads that must have samples for the rule to apply
 
@@ -210,6 +214,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         scope=table.get("scope", SCOPES[0]),
         source_nodes=patterns["source_nodes"],
         inside=tuple(str(v) for v in table.get("inside", [])),
+        alongside=tuple(str(v) for v in table.get("alongside", [])),
         blocking=bool(table.get("blocking", False)),
         min_threads=int(table.get("min_threads", 1)),
     )

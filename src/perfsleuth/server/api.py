@@ -20,7 +20,6 @@ from .. import rank
 from ..collect.run_facts import is_own_command
 from ..errors import NothingStored, UserError
 from ..experiments.verdict import verdict_lines
-from ..fleet.labels import LABEL_GROUPINGS
 from ..model.counts import ExactCounts
 from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
@@ -419,7 +418,7 @@ class Api:
 
     def choices(self, query: Query) -> Choices:
         """The choice lists the UI offers: groupings, label groupings, thread states."""
-        return documents.choices(LABEL_GROUPINGS)
+        return documents.choices()
 
     def _pair(self, query: Query) -> tuple[int, int]:
         a, b = _one(query, "a"), _one(query, "b")

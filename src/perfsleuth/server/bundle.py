@@ -12,6 +12,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from ..views.keys import GROUPINGS
 from .api import JSON_TYPE, Api
 
 TOP_FUNCTIONS = 40
@@ -73,7 +74,7 @@ def collect(api: Api, run_id: int, compare: int | None) -> dict:
     emb.add("/api/choices")
     wanted = {str(run_id), str(compare)}
     emb.docs["/api/runs"] = [r for r in runs or [] if r["id"] in wanted]
-    for by in ("function", "line", "file", "dso"):
+    for by in GROUPINGS:
         emb.add(f"{base}/top", by=by)
     emb.add(f"{base}/flame")
     emb.add(f"{base}/threads")

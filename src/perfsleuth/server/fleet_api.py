@@ -17,17 +17,15 @@ from typing import TypeVar, cast
 
 from ..fleet import advice, queries, trends
 from ..fleet.filters import TYPE_KEY
-from ..model.fleet import LABEL_GROUPINGS, LABELS, FleetStatus
+from ..model.fleet import LABELS, FleetStatus
 from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
 from ..views import documents
 from ..views.flame import diff_columns, encode, flame_columns
-from ..views.keys import GROUPINGS
+from ..views.keys import FLEET_TOP_GROUPINGS, GROUPINGS
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
 RANGE = ("from", "to", "where")
-# fleet top's groupings: frames, libraries, and a label's values (the tag explorer)
-TOP_GROUPINGS = (*GROUPINGS, "library", *LABEL_GROUPINGS)
 SIDES = tuple(f"{side}_{name}" for side in "ab" for name in RANGE)
 MAX_LABEL_VALUES = 200  # per key: a picker, not an inventory
 SORTS = ("self", "total")
@@ -85,7 +83,7 @@ class FleetApi:
 
     def top(self, query: Query) -> documents.FleetTopDoc:
         start, end = _range(query)
-        by = _choice(query, "by", TOP_GROUPINGS)
+        by = _choice(query, "by", FLEET_TOP_GROUPINGS)
         sort = _choice(query, "sort", SORTS)
         n = _count(query)
         where = _one(query, "where")

@@ -24,6 +24,7 @@ The compiler's remarks and the machine code (unit_analysis.py) confirm or refute
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ from .clang_ast import (
     walk,
 )
 from .memory_access import WRITE_OPERATORS, Access, FunctionBody, access_at
-from .source import SYSTEM_PREFIXES
 
 BRANCH_KINDS = (
     "IF_STMT",
@@ -59,6 +59,15 @@ ACCESS_KINDS = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUB
 ATOMIC_CLASSES = ("atomic", "__atomic_base", "atomic_ref", "__atomic_float", "__atomic_ref")
 CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
 BRANCH_PENALTY = 0.2
+# Where the compiler's own headers live (libclang may spell them
+# "/../lib/gcc/.../include/c++/12/..."): their code is not the user's to change.
+STANDARD_LIBRARY_FOLDERS = ("/include/c++/", "/lib/gcc/", "/lib/llvm-", "/lib/clang/")
+# A loop whose condition bounds it by a small constant (`i < 2`, `i < n && i < 16`)
+# repeats its reloads a few times per call at most (the compiler often unrolls it
+# into that many stores): no measurable cost on its own.
+SHORT_LOOP = 16
+SHORT_LOOP_CONFIDENCE = 0.3
+CONSTANT_BOUND = re.compile(r"<=?\s*(\d+)[uUlL]*\b(?!\s*[.*/+-])|\b(\d+)[uUlL]*\s*>=?")
 
 
 @dataclass
@@ -83,6 +92,14 @@ class AliasMatch:
     needs_compiler: bool = False
     # Every repeated read that can be computed once before the loop, as written.
     hoistable: list[str] = field(default_factory=list)
+    # Containers indexed in the loop (`in` of in[i]) whose data pointer can be read
+    # once before it: `in.data()`.
+    indexed: list[str] = field(default_factory=list)
+    # The constant the loop condition bounds it by, when at most SHORT_LOOP.
+    short_trip: int | None = None
+    # Where the written byte type is spelled: [file, line] of the declaration (a field,
+    # a variable, or the typedef it is declared with), the line char8_t would change.
+    write_declared: list = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -153,6 +170,9 @@ class _LoopScan:
         )
         confidence = CONFIDENCE[pattern] - (BRANCH_PENALTY if branches else 0.0)
         src = self.fn.src
+        short_trip = _constant_bound(" && ".join(src.text(part) for part in self.condition))
+        if short_trip is not None:
+            confidence = min(confidence, SHORT_LOOP_CONFIDENCE)
         return AliasMatch(
             pattern=pattern,
             function=self.fn.name,
@@ -169,6 +189,9 @@ class _LoopScan:
             fixes=_fixes(self.fn, read, target, pattern),
             needs_compiler=locals_only,
             hoistable=self._hoistable(),
+            indexed=self._indexed(),
+            short_trip=short_trip,
+            write_declared=_declared_at(target),
         )
 
     def blocker(self) -> Blocked | None:
@@ -207,6 +230,25 @@ class _LoopScan:
             _inside(write, loop) for write, _ in self.writes for loop in inner
         )
 
+    def _indexed(self) -> list[str]:
+        """The containers the loop indexes with operator[] (read or written), unless
+        the loop assigns them: their data pointer does not change in the loop."""
+        src = self.fn.src
+        written = {src.text(children(n)[0]) for n in self.nodes if _is_assignment(n, src)}
+        found: dict[str, None] = {}
+        for node in self.nodes:
+            if cursor_kind(node) != "CALL_EXPR" or node.spelling != "operator[]":
+                continue
+            kids = children(node)
+            if not kids or strip_reference(unwrap(kids[0]).type).get_canonical().kind.name != (
+                "RECORD"
+            ):
+                continue
+            text = src.text(kids[0])
+            if text.isidentifier() and text not in written:
+                found[text] = None
+        return list(found)
+
     def _hoistable(self) -> list[str]:
         """The repeated reads' texts, outermost first; element accessors (v[i]) are
         left out, as their index changes."""
@@ -222,6 +264,33 @@ class _LoopScan:
             if not any(text in other for other in texts):
                 texts[text] = None
         return list(texts)
+
+
+def _declared_at(target: Any) -> list:
+    """[file, line] of the declaration whose type the write goes through: the field of
+    `k.bytes[0]`, the variable of `out[i]` or `*p` — or the typedef or alias its type is
+    spelled with (`using Bytes = std::vector<uint8_t>`); [] when not found."""
+    node = unwrap(target)
+    while cursor_kind(node) in ("ARRAY_SUBSCRIPT_EXPR", "CALL_EXPR", "UNARY_OPERATOR"):
+        kids = children(node)
+        if not kids:
+            return []
+        node = unwrap(kids[0])
+    decl = node.referenced if cursor_kind(node) in ("MEMBER_REF_EXPR", "DECL_REF_EXPR") else None
+    if decl is None or cursor_kind(decl) not in ("FIELD_DECL", "VAR_DECL", "PARM_DECL"):
+        return []
+    spelled = decl.type.get_declaration()
+    if cursor_kind(spelled) in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL") and spelled.location.file:
+        decl = spelled
+    return [str(decl.location.file.name), decl.location.line] if decl.location.file else []
+
+
+def _constant_bound(condition: str) -> int | None:
+    """The smallest constant the loop condition compares its counter with, when it
+    is at most SHORT_LOOP (`i < 2` -> 2); None otherwise."""
+    bounds = [int(a or b) for a, b in CONSTANT_BOUND.findall(condition)]
+    small = [bound for bound in bounds if bound <= SHORT_LOOP]
+    return min(small) if small else None
 
 
 def _early_exit(node: Any, own_break: bool = True) -> Any | None:
@@ -345,6 +414,7 @@ def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
     through (a loop's reads and writes are the loop patterns' business: a loop that
     only reads is hoisted, one that writes is matched as a loop)."""
     events = list(_events(fn, body))
+    branches = _if_else_branches(body)
     for i, (kind, access, _) in enumerate(events):
         if kind != "read" or access.deps <= fn.local_objects:
             continue
@@ -352,11 +422,37 @@ def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
         for later_kind, later, later_node in events[i + 1 :]:
             if later_kind == "barrier" or (later_kind == "assign" and later.deps & access.deps):
                 break
+            if _exclusive(branches, access.node, later_node):
+                continue  # the then and the else branch of one `if` never both run
             if later_kind == "write" and later.key != access.key and write is None:
                 write = (later.node, later_node)
-            elif later_kind == "read" and later.key == access.key and write is not None:
+            elif (
+                later_kind == "read"
+                and later.key == access.key
+                and write is not None
+                and not _exclusive(branches, write[1], later_node)
+            ):
                 return _straight_line_match(fn, access, write, later_node)
     return None
+
+
+def _if_else_branches(body: Any) -> list[tuple[Any, Any]]:
+    """(then, else) of every `if` with an else in the body."""
+    pairs = []
+    for node in walk(body):
+        kids = children(node) if cursor_kind(node) == "IF_STMT" else []
+        if len(kids) >= 3:
+            pairs.append((kids[-2], kids[-1]))
+    return pairs
+
+
+def _exclusive(branches: list[tuple[Any, Any]], first: Any, second: Any) -> bool:
+    """Are the two nodes in the two branches of one `if`, so that only one of them runs?"""
+    return any(
+        (_inside(first, then) and _inside(second, other))
+        or (_inside(first, other) and _inside(second, then))
+        for then, other in branches
+    )
 
 
 def _straight_line_match(
@@ -453,8 +549,9 @@ HotLines = frozenset[tuple[str, int]]
 def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> SourceScan:
     """Every aliasing-write match (and blocked look-alike loop) in the functions
     defined in main_file; with `hot`, the profile's sampled lines, only in functions
-    holding one of them — and then also in the project headers the unit includes
-    (a hot template or inline loop)."""
+    holding one of them — and then also in the headers the unit includes that hold
+    one (a hot template or inline function: the project's, or a library's installed
+    one such as glib's g_string_append_c_inline; not the C++ standard library's)."""
     src = SourceText()
     found = SourceScan()
     hot_files = {name for name, _ in hot} if hot is not None else set()
@@ -462,7 +559,8 @@ def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> S
     def wanted(name: str) -> bool:
         if name == str(main_file):
             return True
-        return Path(name).name in hot_files and not name.startswith(SYSTEM_PREFIXES)
+        standard = any(folder in name for folder in STANDARD_LIBRARY_FOLDERS)
+        return Path(name).name in hot_files and not standard
 
     for node in function_definitions(parsed, wanted):
         if hot is None or _holds_hot_line(node, hot):

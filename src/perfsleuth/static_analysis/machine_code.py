@@ -86,14 +86,18 @@ def machine_loops(binary: Path, source: str, first: int, last: int) -> list[Loop
     return loops
 
 
-def loop_code(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
+def loop_code(
+    binary: Path, source: str, first: int, last: int, prefer_reloads: bool = True
+) -> LoopCode | None:
     """The innermost machine loop holding a byte store among the code of source lines
-    first..last of `source` (a file name); None when the binary has no such code."""
+    first..last of `source` (a file name) — the innermost one that reloads, unless
+    `prefer_reloads` is off (a fix's build: its inner loop, reloads or not); None when
+    the binary has no such code."""
     loops = machine_loops(binary, source, first, last)
     with_stores = [loop for loop in loops if loop.byte_stores]
     if not with_stores:
         return min(loops, key=lambda loop: len(loop.instructions), default=None)
-    confirmed = [loop for loop in with_stores if loop.confirms_aliasing]
+    confirmed = [loop for loop in with_stores if loop.confirms_aliasing and prefer_reloads]
     return min(confirmed or with_stores, key=lambda loop: len(loop.instructions))
 
 

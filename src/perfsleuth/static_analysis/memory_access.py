@@ -133,6 +133,8 @@ class FunctionBody:
         if kind == "MEMBER_REF_EXPR":
             if cursor.type.get_canonical().kind.name == "CONSTANTARRAY":
                 return None  # an array member is an address, not a load
+            if cursor_kind(cursor.referenced) == "CXX_METHOD":
+                return None  # `r->size` of r->size(): the call, not a field, decides
             kids = children(cursor)
             if not kids:
                 return (f"this->{cursor.spelling}", frozenset({"this"}))
@@ -167,8 +169,13 @@ class FunctionBody:
         if kids and cursor_kind(kids[0]) == "MEMBER_REF_EXPR" and not children(kids[0]):
             return (f"this->{function.spelling}()", frozenset({"this"}))
         obj = _member_object(call, kids)
-        if obj is None or not self.is_memory_object(obj) or self._local_array(obj):
+        through_pointer = bool(kids) and cursor_kind(unwrap(kids[0])) == "MEMBER_REF_EXPR"
+        through_pointer = through_pointer and self._arrow(unwrap(kids[0]))
+        in_memory = obj is not None and (through_pointer or self.is_memory_object(obj))
+        if obj is None or not in_memory or self._local_array(obj):
             return None
+        if not reads_own_fields(function):
+            return None  # `m.end()` of a node-based container: an address, no load
         return (f"{self.src.text(obj)}.{function.spelling}", variables_in(obj))
 
     def _inline_reader(self, call: Any, function: Any) -> tuple[str, frozenset[str]] | None:
@@ -426,6 +433,55 @@ def _own_nodes(cursor: Any):  # type: ignore[no-untyped-def]
     for child in cursor.get_children():
         if cursor_kind(child) not in RECORD_KINDS:
             yield from _own_nodes(child)
+
+
+def reads_own_fields(method: Any, depth: int = 0) -> bool:
+    """Does the method's inline body load a field of its object (`_M_finish`), itself or
+    through another of its methods? Taking a field's address (`&_M_header`) or reading
+    an array member's address is no load. A body not visible counts as a load."""
+    definition = method.get_definition()
+    if definition is None or depth >= INLINE_DEPTH:
+        return True
+    return _loads_field(definition, depth, False)
+
+
+def _loads_field(node: Any, depth: int, under_address: bool) -> bool:
+    kind = cursor_kind(node)
+    if kind in RECORD_KINDS:
+        return False
+    if kind == "MEMBER_REF_EXPR" and not under_address and _own_field(node):
+        return node.type.get_canonical().kind.name != "CONSTANTARRAY"
+    if kind == "CALL_EXPR" and _own_method_call(node):
+        return reads_own_fields(node.referenced, depth + 1)
+    taking_address = kind == "UNARY_OPERATOR" and _token_text(node) == "&"
+    return any(
+        _loads_field(child, depth, under_address or taking_address) for child in node.get_children()
+    )
+
+
+def _own_field(member: Any) -> bool:
+    """`field` or `this->field` (also `this->_M_impl._M_start`): a field of the object."""
+    kids = children(member)
+    if cursor_kind(member.referenced) != "FIELD_DECL":
+        return False
+    if not kids:
+        return True
+    base = unwrap(kids[0])
+    return cursor_kind(base) == "CXX_THIS_EXPR" or (
+        cursor_kind(base) == "MEMBER_REF_EXPR" and _own_field(base)
+    )
+
+
+def _own_method_call(call: Any) -> bool:
+    callee = call.referenced
+    if callee is None or cursor_kind(callee) != "CXX_METHOD":
+        return False
+    kids = children(call)
+    first = unwrap(kids[0]) if kids else None
+    if first is None or cursor_kind(first) != "MEMBER_REF_EXPR":
+        return False
+    inner = children(first)
+    return not inner or cursor_kind(unwrap(inner[0])) == "CXX_THIS_EXPR"
 
 
 def _declared_noinline(function: Any) -> bool:

@@ -5,8 +5,8 @@ file's text: the text recorded with the run where there is one (count runs keep
 their sources, so a listing stays right after the files are edited), else the
 file debug info names, as is or under a --src root.
 
-* `annotate` (sampled runs): a function's lines, from its first to its last with
-  CONTEXT_LINES around, with its self and total weight as shares of the run.
+* sampled runs: views/source.py's annotate document (the web UI's, whole files); the
+  CLI prints a window of it, CONTEXT_LINES around the function's costed lines.
 * `annotate_counts` (count runs): the exact count of every event per line, summed
   over the functions on that line; every file above a threshold (`annotate
   --all`), or the lines of some functions (`annotate FUNC`). Made to be diffed:
@@ -24,11 +24,8 @@ from pathlib import Path
 
 from ..model.counts import NO_SOURCE, ExactCounts, Sources, Stamps
 from ..model.profile import Profile
-from .callgraph import match_functions
 
 CONTEXT_LINES = 3
-
-Lines = dict[int, list[float]]  # line -> cost columns
 
 
 def line_costs(profile: Profile, function: str) -> dict[tuple[str, int], list[float]]:
@@ -84,62 +81,6 @@ def source_text(
 
 def _line(text: list[str], number: int) -> str | None:
     return text[number - 1] if 0 < number <= len(text) else None
-
-
-# -- sampled runs: one function, shares of the run ---------------------------------
-
-
-def annotate(
-    profile: Profile, pattern: str, roots: list[Path], as_named: bool = False
-) -> list[dict]:
-    total = profile.total or 1.0
-    out = []
-    for function in match_functions(profile, pattern):
-        by_file: dict[str, Lines] = defaultdict(dict)
-        for (file, line), cost in line_costs(profile, function).items():
-            by_file[file][line] = cost
-        for file, lines in sorted(by_file.items()):
-            out.append(_function_entry(function, file, lines, total, roots, as_named))
-    return out
-
-
-def _function_entry(
-    function: str, file: str, lines: Lines, total: float, roots: list[Path], as_named: bool
-) -> dict:
-    source, text = source_text(file, roots, {}, as_named)
-    rows = []
-    for number in function_lines(lines, len(text)):
-        cost = lines.get(number, [0.0, 0.0])
-        rows.append(
-            {
-                "line": number,
-                "self": cost[0] / total,
-                "total": cost[1] / total,
-                "source": _line(text, number) or "",
-            }
-        )
-    return {
-        "function": function,
-        "file": file,
-        "path": str(source) if source else None,
-        "self": sum(c[0] for c in lines.values()) / total,
-        "total": max((c[1] for c in lines.values()), default=0.0) / total,
-        "lines": rows,
-    }
-
-
-def function_lines(lines: Lines, length: int) -> list[int]:
-    """A function's lines to print: its body from the first to the last costed line,
-    CONTEXT_LINES around it, and lines without a number (0) first."""
-    known = sorted(n for n in lines if n > 0)
-    shown: set[int] = set(n for n in lines if n <= 0)
-    if not length:
-        return sorted(set(lines))
-    for n in known:
-        shown.update(range(max(1, n - CONTEXT_LINES), min(length, n + CONTEXT_LINES) + 1))
-    if known:
-        shown.update(range(known[0], known[-1] + 1))
-    return sorted(shown)
 
 
 # -- count runs: exact counts of every event ----------------------------------------
@@ -217,7 +158,8 @@ def _file_entry(
 ) -> dict:
     source, text = found
     shown = shown_lines(sorted(lines), len(text), context)
-    rows = [_count_row(number, lines, text, len(counts)) for number in shown]
+    zero = [0] * len(counts)  # one list for every uncounted line: rows are only read
+    rows = [_count_row(n, lines.get(n, zero) if n else zero, text) for n in shown]
     return _count_entry(file, source, counts, total, rows)
 
 
@@ -250,16 +192,14 @@ def _sum(rows: Iterable[list[int]], n: int) -> list[int]:
     return total
 
 
-def _count_row(number: int | None, lines: dict[int, list[int]], text: list[str], n: int) -> dict:
+def _count_row(number: int | None, counts: list[int], text: list[str]) -> dict:
     """One printed line; a row without a line number marks skipped lines."""
     if number is None:
         return {"line": None, "counts": [], "source": None}
-    source = _line(text, number)
-    return {
-        "line": number,
-        "counts": lines.get(number, [0] * n),
-        "source": source.expandtabs(8) if source is not None else None,
-    }
+    source = text[number - 1] if 0 < number <= len(text) else None
+    if source is not None and "\t" in source:
+        source = source.expandtabs(8)
+    return {"line": number, "counts": counts, "source": source}
 
 
 def shown_lines(counted: list[int], length: int, context: int | None) -> list[int | None]:

@@ -19,7 +19,7 @@ from ..model import cpu_cache
 from ..model import fleet as fleet_model
 from ..model.findings import Finding
 from ..model.profile import STATES
-from .keys import GROUPINGS
+from .keys import FLEET_TOP_GROUPINGS, GROUPINGS
 
 UNKNOWN_STATE = "unknown"  # samples recorded without a thread state
 STATE_ORDER = (*STATES, UNKNOWN_STATE)
@@ -162,6 +162,7 @@ class SourceFile(TypedDict):
     path: str | None  # the file served (None: under no source root)
     root: str | None  # the source root it was found under
     self: float
+    total: float  # of its hottest line: a function's inclusive share for its annotate
     lines: list[SourceLine]
 
 
@@ -217,7 +218,8 @@ class Choices(TypedDict):
     """The choice lists the UI offers (`/api/choices`)."""
 
     groupings: list[str]  # --by / ?by= of TopN and diff
-    label_groupings: list[str]  # the fleet's extra groupings by label
+    label_groupings: list[str]  # the fleet's groupings by label
+    fleet_top_groupings: list[str]  # the fleet TopN's: groupings, library, label groupings
     states: list[str]  # STATE_ORDER: thread states, then "unknown"
 
 
@@ -277,6 +279,50 @@ class FleetDiffDoc(DiffView):
     b: FleetRange
 
 
+class FleetFrame(TypedDict):
+    function: str
+    dso: str
+    file: str
+    line: int
+
+
+class FleetStack(TypedDict):
+    frames: list[FleetFrame]  # root first
+    cpu_ns: float
+    samples: int
+
+
+class FleetFlameDoc(FleetRange):
+    """fleet/queries.flame_json(): `fleet flame --format json`, each distinct stack of the
+    range, heaviest first."""
+
+    type: str
+    unit: str
+    total: float
+    samples: int
+    stacks: list[FleetStack]
+
+
+class FleetLibrary(TypedDict):
+    """A library a rule can replace, loaded somewhere in the fleet: where, and how hot."""
+
+    rule: str
+    library: str  # the file loaded
+    replacement: str
+    hosts: list[str]
+    services: list[str]
+    programs: list[str]
+    share: float  # the rule's share of the fleet's CPU time
+    hot: bool  # share >= the rule's min_share
+
+
+class FleetLibrariesDoc(FleetRange):
+    """fleet/libraries.libraries(): `fleet libraries --format json`."""
+
+    windows: int
+    libraries: list[FleetLibrary]
+
+
 class FleetPlace(TypedDict):
     """A service or host a fleet finding applies to: its share of the value's CPU time
     and the cores it keeps busy there."""
@@ -309,10 +355,11 @@ class FleetAdviceDoc(FleetRange):
     notes: list[str]
 
 
-def choices(label_groupings: tuple[str, ...]) -> Choices:
+def choices() -> Choices:
     return {
         "groupings": list(GROUPINGS),
-        "label_groupings": list(label_groupings),
+        "label_groupings": list(fleet_model.LABEL_GROUPINGS),
+        "fleet_top_groupings": list(FLEET_TOP_GROUPINGS),
         "states": list(STATE_ORDER),
     }
 
@@ -394,6 +441,11 @@ SCHEMA = (
     Entry("FleetCpuDoc", FleetCpuDoc, extends=("FleetRange",)),
     Entry("FleetSeriesDoc", FleetSeriesDoc, extends=("FleetCpuDoc",)),
     Entry("FleetDiffDoc", FleetDiffDoc, extends=("DiffView",)),
+    Entry("FleetFrame", FleetFrame),
+    Entry("FleetStack", FleetStack),
+    Entry("FleetFlameDoc", FleetFlameDoc, extends=("FleetRange",)),
+    Entry("FleetLibrary", FleetLibrary),
+    Entry("FleetLibrariesDoc", FleetLibrariesDoc, extends=("FleetRange",)),
     Entry("FleetPlace", FleetPlace),
     Entry("FleetFinding", FleetFinding, extends=("Finding",)),
     Entry("FleetAdviceDoc", FleetAdviceDoc, extends=("FleetRange",)),

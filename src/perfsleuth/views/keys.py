@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..model.fleet import LABEL_GROUPINGS
 from ..model.profile import Frame, Profile
 
 GROUPINGS = ("function", "line", "file", "dso")
+# fleet top's: the frame groupings, DSOs by library name, and a label's values
+FLEET_TOP_GROUPINGS = (*GROUPINGS, "library", *LABEL_GROUPINGS)
 
 
 def key_func(by: str) -> Callable[[Frame], tuple]:

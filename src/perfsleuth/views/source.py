@@ -8,6 +8,10 @@ of the user's own command may also show a file at the absolute path its debug in
 names (`as_named`: the user's own binaries name the user's own files, as pprof reads
 them), so a library's source outside the working directory needs no restart with --src.
 `source_roots` is that rule, for the CLI and the server alike.
+
+The annotate document of a function (`function_document`: each file it has lines in,
+whole) is the one the web UI shows and the CLI prints; `perfsleuth annotate` shows a
+window of it (`window`: the function's lines, CONTEXT_LINES around them).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from pathlib import Path
 from ..collect.run_facts import working_root
 from ..model.profile import Profile
 from ..model.run import RunInfo
-from .annotate import find_source, line_costs
+from .annotate import CONTEXT_LINES, find_source, line_costs
+from .callgraph import match_functions
 from .documents import AnnotateDoc, SourceFile, SourceLine
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -70,10 +75,16 @@ def source_file(
     file: str, costs: LineCosts, total: float, roots: list[Path], as_named: bool = False
 ) -> SourceFile:
     """A whole file with each line's self and total share of the run (`total`); only
-    the lines with a cost, without text, when the file is under no root."""
+    the lines with a cost, without text, when the file is under no root. Cost at no
+    line of the file (line 0) comes first, costed lines past its end (it changed since
+    the run) last."""
     path = find_source(file, roots, as_named)
     text = read_lines(path) if path else []
-    numbers = range(1, len(text) + 1) if text else sorted(n for n in costs if n > 0)
+    numbers = [
+        *sorted(n for n in costs if n <= 0),
+        *range(1, len(text) + 1),
+        *sorted(n for n in costs if n > len(text)),
+    ]
     lines: list[SourceLine] = []
     for n in numbers:
         cost = costs.get(n, (0.0, 0.0))
@@ -82,7 +93,7 @@ def source_file(
                 "line": n,
                 "self": cost[0] / total,
                 "total": cost[1] / total,
-                "source": text[n - 1] if text else "",
+                "source": text[n - 1] if 0 < n <= len(text) else "",
             }
         )
     return {
@@ -91,6 +102,7 @@ def source_file(
         "path": str(path) if path else None,
         "root": str(root) if path and (root := root_of(path, roots)) else None,
         "self": sum(c[0] for c in costs.values()) / total,
+        "total": max((c[1] for c in costs.values()), default=0.0) / total,
         "lines": lines,
     }
 
@@ -116,3 +128,37 @@ def function_document(
         source_file(file, lines, total, roots, as_named) for file, lines in sorted(by_file.items())
     ]
     return {"function": function, "files": files}
+
+
+def annotate(
+    profile: Profile, pattern: str, roots: list[Path], as_named: bool = False
+) -> list[AnnotateDoc]:
+    """`perfsleuth annotate PATTERN`: the window of the annotate document of every
+    function the pattern matches."""
+    return [
+        window(function_document(profile, function, roots, as_named))
+        for function in match_functions(profile, pattern)
+    ]
+
+
+def window(doc: AnnotateDoc, context: int = CONTEXT_LINES) -> AnnotateDoc:
+    """The document with, of each file, the function's lines from its first to its last
+    costed line and `context` lines around them (the lines at no line first)."""
+    files: list[SourceFile] = []
+    for file in doc["files"]:
+        costed = [row["line"] for row in file["lines"] if row["self"] or row["total"]]
+        shown = set(function_lines(costed, context))
+        files.append({**file, "lines": [row for row in file["lines"] if row["line"] in shown]})
+    return {**doc, "files": files}
+
+
+def function_lines(costed: list[int], context: int) -> list[int]:
+    """A function's lines to print: its body from the first to the last costed line,
+    `context` lines around it, and lines without a number (0) first."""
+    known = sorted(n for n in costed if n > 0)
+    shown = {n for n in costed if n <= 0}
+    for n in known:
+        shown.update(range(max(1, n - context), n + context + 1))
+    if known:
+        shown.update(range(known[0], known[-1] + 1))
+    return sorted(shown)

@@ -151,6 +151,7 @@ export interface SourceFile {
   path: string | null;
   root: string | null;
   self: number;
+  total: number;
   lines: SourceLine[];
 }
 
@@ -198,6 +199,7 @@ export interface Experiment {
 export interface Choices {
   groupings: string[];
   label_groupings: string[];
+  fleet_top_groupings: string[];
   states: string[];
 }
 
@@ -533,6 +535,46 @@ export interface FleetSeriesDoc extends FleetCpuDoc {
 export interface FleetDiffDoc extends DiffView {
   a: FleetRange;
   b: FleetRange;
+}
+
+export interface FleetFrame {
+  function: string;
+  dso: string;
+  file: string;
+  line: number;
+}
+
+export interface FleetStack {
+  frames: FleetFrame[];
+  cpu_ns: number;
+  samples: number;
+}
+
+/** fleet/queries.flame_json(): `fleet flame --format json`, each distinct stack of the range, heaviest first. */
+export interface FleetFlameDoc extends FleetRange {
+  type: string;
+  unit: string;
+  total: number;
+  samples: number;
+  stacks: FleetStack[];
+}
+
+/** A library a rule can replace, loaded somewhere in the fleet: where, and how hot. */
+export interface FleetLibrary {
+  rule: string;
+  library: string;
+  replacement: string;
+  hosts: string[];
+  services: string[];
+  programs: string[];
+  share: number;
+  hot: boolean;
+}
+
+/** fleet/libraries.libraries(): `fleet libraries --format json`. */
+export interface FleetLibrariesDoc extends FleetRange {
+  windows: number;
+  libraries: FleetLibrary[];
 }
 
 /** A service or host a fleet finding applies to: its share of the value's CPU time and the cores it keeps busy there. */

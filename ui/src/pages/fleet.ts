@@ -22,6 +22,7 @@ interface Scope {
   view: string;
   groupings: string[]; // the API's choice lists (/api/choices)
   labelGroupings: string[];
+  topGroupings: string[]; // the TopN's: also by library and by label
   params: URLSearchParams;
   from: number;
   to: number;
@@ -29,12 +30,13 @@ interface Scope {
 }
 
 /** The page's state from the URL: the view, and the range in unix seconds. */
-function scopeOf(route: Route, groupings: string[], labelGroupings: string[]): Scope {
+function scopeOf(route: Route, choices: Choices): Scope {
   const params = route.params;
   const custom = params.has("from") && params.has("to");
   const to = custom ? Number(params.get("to")) : Math.floor(Date.now() / 1000);
   const from = custom ? Number(params.get("from")) : to - (RANGES[params.get("range") ?? ""] ?? RANGES[DEFAULT_RANGE]);
-  return { view: route.parts[1] ?? "", groupings, labelGroupings, params, from, to, where: params.get("where") ?? "" };
+  const { groupings, label_groupings: labelGroupings, fleet_top_groupings: topGroupings } = choices;
+  return { view: route.parts[1] ?? "", groupings, labelGroupings, topGroupings, params, from, to, where: params.get("where") ?? "" };
 }
 
 /** The URL of this page with some parameters changed ("" or null removes one). */
@@ -189,7 +191,7 @@ function seriesChart(doc: FleetSeriesDoc): SVGElement {
 
 /** The groupings of a view: the TopN also breaks the range down by library and by label. */
 function groupings(scope: Scope, top = false): string[] {
-  return top ? [...scope.groupings, "library", ...scope.labelGroupings] : scope.groupings;
+  return top ? scope.topGroupings : scope.groupings;
 }
 
 /**
@@ -448,7 +450,7 @@ const RENDERERS: Record<string, (app: HTMLElement, scope: Scope) => Promise<void
 
 export async function renderFleet(app: HTMLElement, route: Route): Promise<void> {
   const choices = await getJSON<Choices>("/api/choices");
-  const scope = scopeOf(route, choices.groupings, choices.label_groupings);
+  const scope = scopeOf(route, choices);
   const render = RENDERERS[scope.view];
   if (!render || !Number.isFinite(scope.from) || !Number.isFinite(scope.to)) {
     app.append(message(`No such fleet view: ${window.location.hash}`, "error"));
