@@ -262,11 +262,11 @@ class ExactCounts:
         """Exact self count of `event` per (file, line)."""
         out: dict[tuple[int, int], int] = {}
         cells = self.cells
-        for file, line, cost in zip(
-            cells.column("file"), cells.column("line"), cells.event(self.index(event)), strict=True
-        ):
-            out[file, line] = out.get((file, line), 0) + cost
-        return {(self.files[file], line): cost for (file, line), cost in out.items()}
+        sites = zip(cells.column("file"), cells.column("line"), strict=True)
+        for site, cost in zip(sites, cells.event(self.index(event)), strict=True):
+            out[site] = out.get(site, 0) + cost
+        files = self.files
+        return {(files[file], line): cost for (file, line), cost in out.items()}
 
     def file_lines(self, functions: set[str] | None = None) -> dict[str, dict[int, list[int]]]:
         """file -> line -> exact counts of every event (all functions' code on that line)."""
