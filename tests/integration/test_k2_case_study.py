@@ -15,7 +15,7 @@ import pytest
 
 from perfsleuth.cli import main
 from perfsleuth.experiments import build
-from perfsleuth.experiments.runner import Side
+from perfsleuth.experiments.runner import Side, adopt_orphans, run_once
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -161,3 +161,26 @@ def test_a_dependency_build_that_makes_no_library_is_refused_with_why(
     assert status == 1
     (o2,) = json.loads(out.read_text())["variants"]
     assert o2["verdict"] == "failed" and "wrote no libsolver.so" in o2["error"]
+
+
+BUSY = "sum(range(8_000_000))"
+# Forks a helper that burns CPU, kills it when it is done and exits without waiting.
+KILLS_ITS_HELPER = (
+    "import os, time\n"
+    "r, w = os.pipe()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    f"    {BUSY}; os.write(w, b'x'); time.sleep(100)\n"
+    "os.read(r, 1); os.kill(pid, 9); time.sleep(0.2); os._exit(0)\n"
+)
+
+
+def test_cpu_time_counts_helpers_a_program_killed_without_waiting() -> None:
+    """K2 kills its Z3 server processes and never waits for them: perfsleuth adopts and
+    reaps them, so their CPU time is the run's (else --metric cpu would miss it; a shell
+    parent would reap them itself, so the parent here is Python)."""
+    adopt_orphans()
+    direct = run_once(Side("direct", [sys.executable, "-c", BUSY]), "cpu")
+    left = run_once(Side("killed", [sys.executable, "-c", KILLS_ITS_HELPER]), "cpu")
+    assert direct.ok and left.ok
+    assert left.value("cpu") >= 0.5 * direct.value("cpu")
