@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from tmpfs import fill, small_disk
 
+from perfsleuth.store.fleet.wal import logged_markers
+
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 HOTSPOTS = Path(__file__).resolve().parents[2] / "examples" / "bin" / "hotspots"
 TOKEN = "agent-test-token"
@@ -55,8 +57,11 @@ class Collector:
         return f"http://127.0.0.1:{self.port}"
 
     def windows(self) -> list[dict]:
-        """The markers of the stored windows."""
-        return [json.loads(p.read_text()) for p in self.store.glob("windows/*/*/*") if p.is_file()]
+        """The markers of the stored windows: flushed, or in the head's log."""
+        found = {p.name: json.loads(p.read_text()) for p in self.store.glob("windows/*/*/*")}
+        for info in logged_markers(self.store / "head"):
+            found.setdefault(info["id"], info)
+        return list(found.values())
 
     def pushes(self, result: str) -> int:
         asked = urllib.request.Request(

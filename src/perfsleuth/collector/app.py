@@ -1,7 +1,9 @@
 """The collector's endpoints: pushes in, one Window each, appended to the fleet store.
 
 Every push is decoded and appended on a worker thread (decoding is CPU work and the
-store writes files), never on the event loop; FleetStore.append is the only writer.
+log is fsynced), never on the event loop. A push is acknowledged once its windows are in
+the head's write-ahead log; the head writes them to the store in batches (store/fleet/
+head.py), so many small pushes cost one Parquet append.
 A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
 of the body and the query, so a retried identical push is stored once.
 """
@@ -31,6 +33,7 @@ from ..formats import ingest, otlp_profiles, pyroscope, pyroscope_push, window_p
 from ..formats.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
+from ..store.fleet.head import Head
 from ..web.app import read_body
 from .cardinality import Cardinality
 
@@ -78,9 +81,14 @@ class Metrics:
 
 class Collector:
     def __init__(
-        self, store: FleetStore, max_inflated: int, cardinality: Cardinality | None = None
+        self,
+        store: FleetStore,
+        head: Head,
+        max_inflated: int,
+        cardinality: Cardinality | None = None,
     ) -> None:
         self.store = store
+        self.head = head
         self.max_inflated = max_inflated
         self.cardinality = cardinality or Cardinality()
         self.metrics = Metrics()
@@ -201,7 +209,7 @@ class Collector:
         )
 
     async def _append(self, window: Window) -> bool:
-        stored = await self._run(lambda: self.store.append(window), self.appenders)
+        stored = await self._run(lambda: self.head.append(window), self.appenders)
         if stored:
             self.metrics.samples += window.profile.num_samples
         return stored

@@ -97,6 +97,9 @@ class AliasMatch:
     indexed: list[str] = field(default_factory=list)
     # The constant the loop condition bounds it by, when at most SHORT_LOOP.
     short_trip: int | None = None
+    # Where the written byte type is spelled: [file, line] of the declaration (a field,
+    # a variable, or the typedef it is declared with), the line char8_t would change.
+    write_declared: list = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -188,6 +191,7 @@ class _LoopScan:
             hoistable=self._hoistable(),
             indexed=self._indexed(),
             short_trip=short_trip,
+            write_declared=_declared_at(target),
         )
 
     def blocker(self) -> Blocked | None:
@@ -260,6 +264,25 @@ class _LoopScan:
             if not any(text in other for other in texts):
                 texts[text] = None
         return list(texts)
+
+
+def _declared_at(target: Any) -> list:
+    """[file, line] of the declaration whose type the write goes through: the field of
+    `k.bytes[0]`, the variable of `out[i]` or `*p` — or the typedef or alias its type is
+    spelled with (`using Bytes = std::vector<uint8_t>`); [] when not found."""
+    node = unwrap(target)
+    while cursor_kind(node) in ("ARRAY_SUBSCRIPT_EXPR", "CALL_EXPR", "UNARY_OPERATOR"):
+        kids = children(node)
+        if not kids:
+            return []
+        node = unwrap(kids[0])
+    decl = node.referenced if cursor_kind(node) in ("MEMBER_REF_EXPR", "DECL_REF_EXPR") else None
+    if decl is None or cursor_kind(decl) not in ("FIELD_DECL", "VAR_DECL", "PARM_DECL"):
+        return []
+    spelled = decl.type.get_declaration()
+    if cursor_kind(spelled) in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL") and spelled.location.file:
+        decl = spelled
+    return [str(decl.location.file.name), decl.location.line] if decl.location.file else []
 
 
 def _constant_bound(condition: str) -> int | None:
