@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPython interpreters python mode's tests record (tests/integration/
 # test_python_interpreters.py, docs/python.md#interpreters-tested), kept under
-# .venv/pythons/ and made once (a stamp per interpreter; ~2 s in all):
+# .venv/pythons/ and made once (a stamp per interpreter; ~2 s in all, and ~1 min
+# for standalone-3.10):
 #   debian-venv/      a venv of Debian's /usr/bin/python3.11 (libpython linked in)
 #   shared-3.11/      a pyenv-style layout: bin/python3.11, a launcher calling
 #                     Py_BytesMain, linked against Debian's libpython3.11.so.1.0, so
@@ -9,6 +10,13 @@
 #                     --enable-shared builds
 #   shared-venv/      a venv of that launcher
 #   uv-venv/          a venv uv made of Debian's python3.11 (`uv run` starts it as a child)
+#   standalone-3.10/  python-build-standalone's CPython 3.10.16 (the builds uv and rye
+#                     install: PGO+LTO, clang, a shared libpython under $ORIGIN/../lib),
+#                     as the Go module github.com/kluctl/go-embed-python carries it:
+#                     scripts/extract-python, a Go program using that module, writes it
+#                     out (the module from the Go module proxy, ~180 MB, kept only
+#                     while building)
+#   standalone-venv/  a venv of it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
@@ -50,5 +58,24 @@ if ! made uv-venv; then
     rm -rf "$OUT/uv-venv"
     UV_PYTHON_DOWNLOADS=never "$VENV/bin/uv" venv -q --python "$SYSTEM" "$OUT/uv-venv"
     done_with uv-venv
+fi
+if ! made standalone-3.10; then
+    rm -rf "$OUT/standalone-3.10"
+    # shellcheck source=scripts/go-toolchain.sh
+    source scripts/go-toolchain.sh
+    GO=$(go_bin 1.22)
+    MODCACHE=$(realpath "$(mktemp -d "$OUT/gomod.XXXXXX")")  # Go wants it absolute
+    (cd scripts/extract-python && GOTOOLCHAIN=local GOFLAGS="-modcacherw -buildvcs=false" \
+        GOMODCACHE="$MODCACHE" "$GO" build -o "$MODCACHE/extract-python" .)
+    "$MODCACHE/extract-python" "$OUT/standalone-3.10" >/dev/null
+    rm -rf "$MODCACHE" "$OUT/standalone-3.10.lock"
+    "$OUT/standalone-3.10/bin/python3.10" -c 'import sys; assert sys.version_info[:2] == (3, 10)'
+    done_with standalone-3.10
+fi
+
+if ! made standalone-venv; then
+    rm -rf "$OUT/standalone-venv"
+    "$OUT/standalone-3.10/bin/python3.10" -m venv --without-pip "$OUT/standalone-venv"
+    done_with standalone-venv
 fi
 echo "pythons: $(ls "$OUT" | tr '\n' ' ')"

@@ -88,3 +88,22 @@ def test_a_second_lint_reads_unchanged_units_back_and_a_changed_header_is_analys
     changed = lint(*database, cwd=tmp_path, cache=cache)
     assert [f for f in first["findings"] if f["kind"] == "aliasing-write"]
     assert not [f for f in changed["findings"] if f["kind"] == "aliasing-write"]
+
+
+def test_a_header_only_its_umbrella_may_include_is_linted_with_its_neighbour_flags(
+    tmp_path: Path,
+) -> None:
+    """Like glib's gstring.h ("Only <glib.h> can be included directly"): the
+    database's unit in the same project defines the macro the header checks."""
+    root = tmp_path / "project"
+    shutil.copytree(CODEBASES / "umbrella", root)
+    command = "cc -I../include -DSTRBUF_COMPILATION -O2 -c ../src/strbuf.c -o strbuf.o"
+    (root / "build").mkdir()
+    entry = {"directory": str(root / "build"), "command": command, "file": "../src/strbuf.c"}
+    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
+    header = root / "include" / "strbuf" / "fill.h"
+    doc = lint("--compile-commands", "compile_commands.json", str(header), cwd=tmp_path)
+    assert doc["notes"] == []
+    [finding] = [f for f in doc["findings"] if f["kind"] == "aliasing-write"]
+    assert finding["function"] == "strbuf_fill_inline"
+    assert Path(finding["file"]) == header

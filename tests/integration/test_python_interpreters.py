@@ -5,7 +5,8 @@ examples/python/timed_pair.py, whose two hot functions time their own user CPU, 
 The interpreters come from scripts/install-pythons.sh (`make setup`, under
 .venv/pythons/): Debian's python3.11 (libpython linked into the executable) and a venv
 of it, a pyenv-style layout whose python3.11 runs the interpreter from Debian's shared
-libpython3.11.so.1.0 and a venv of that, `uv run` (the interpreter a child of uv), a
+libpython3.11.so.1.0 and a venv of that, python-build-standalone's 3.10 (uv's and rye's
+managed Pythons) and a venv of it, `uv run` (the interpreter a child of uv), a
 shell shim that execs the interpreter half a second late, and `--pid`. pyenv's own
 builds (3.9 to 3.13, shared libpython) and its shim are recorded when this machine has
 them; a fresh machine does not, and those tests say so as skips.
@@ -95,7 +96,13 @@ def installed(name: str) -> Path:
 
 @pytest.mark.parametrize(
     "interpreter",
-    ["debian-venv/bin/python", "shared-3.11/bin/python3.11", "shared-venv/bin/python"],
+    [
+        "debian-venv/bin/python",
+        "shared-3.11/bin/python3.11",
+        "shared-venv/bin/python",
+        "standalone-3.10/bin/python3.10",
+        "standalone-venv/bin/python",
+    ],
 )
 def test_installed_interpreters_give_the_scripts_functions_and_shares(
     tmp_path: Path, interpreter: str
@@ -130,14 +137,39 @@ def test_the_shared_libpython_layout_is_what_pyenv_builds() -> None:
     assert "_PyEval_EvalFrameDefault" not in nm.stdout  # the eval loop is libpython's
 
 
-def test_uv_run_starts_the_interpreter_as_a_child(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    python = installed("uv-venv/bin/python")
+def test_the_standalone_build_is_python_build_standalones() -> None:
+    """The build uv and rye install: CPython 3.10 from python-build-standalone, clang,
+    its libpython shared beside it (found through $ORIGIN)."""
+    python = installed("standalone-3.10/bin/python3.10")
+    asked = "import sys; print(sys.version)"
+    said = subprocess.run([str(python), "-c", asked], capture_output=True, text=True, check=True)
+    assert said.stdout.startswith("3.10.") and "Clang" in said.stdout, said.stdout
+    linked = subprocess.run(["ldd", str(python)], capture_output=True, text=True, check=True)
+    assert f"{python.parent}/../lib/libpython3.10.so.1.0" in linked.stdout, linked.stdout
+
+
+def uv_run(store: Path, python: Path) -> subprocess.CompletedProcess:
+    """`perfsleuth record -- uv run … timed_pair.py` with PYTHON, uv downloading none."""
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     argv = [*PERFSLEUTH, "record", "--store", str(store), "--freq", FREQ, "--", str(UV), "run"]
     argv += ["--no-project", "--offline", "--python", str(python), str(SCRIPT), SECONDS]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_uv_run_of_the_standalone_build(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    python = installed("standalone-3.10/bin/python3.10")
+    done = uv_run(store, python)
+    assert Store(store).run_info(1).meta["interpreter"] == str(python.resolve())
+    check_run(store, timers(done.stdout))
+
+
+def test_uv_run_starts_the_interpreter_as_a_child(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    python = installed("uv-venv/bin/python")
+    done = uv_run(store, python)
     info = Store(store).run_info(1)
     assert info.mode == "python"  # told by `uv run … .py`
     assert info.meta["interpreter"] == str(python.resolve())  # uv's child, not uv
@@ -227,11 +259,19 @@ def test_a_cpython_py_spy_cannot_read_keeps_its_native_frames_and_says_so(tmp_pa
     assert any(r["dso"].startswith("libz.so") for r in rows)  # zlib's deflate, native
 
 
-def test_python_findings_from_native_frames_say_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "interpreter",
+    ["/usr/bin/python3.11", "shared-3.11/bin/python3.11", "standalone-3.10/bin/python3.10"],
+)
+def test_python_findings_from_native_frames_say_so(tmp_path: Path, interpreter: str) -> None:
+    """On each kind of build (libpython linked in, shared, python-build-standalone's):
+    the interpreter's eval loop is told in its DSO, and the finding says it has no
+    Python frames to go by."""
+    python = Path(interpreter) if interpreter.startswith("/") else installed(interpreter)
     out = tmp_path / "run.json"
     elementwise = ROOT / "examples" / "python" / "elementwise.py"
     argv = ["run", "--mode", "cpu", "--format", "json", "-o", str(out), "--"]
-    done = perfsleuth(tmp_path / "store", *argv, "/usr/bin/python3.11", str(elementwise), "15")
+    done = perfsleuth(tmp_path / "store", *argv, str(python), str(elementwise), "15")
     assert done.returncode == 0, done.stderr
     findings = {f["rule"]: f for f in json.loads(out.read_text())["findings"]}
     interpreter = findings["python.interpreter"]

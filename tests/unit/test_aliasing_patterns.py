@@ -89,6 +89,8 @@ void either(struct S* s, char c) {
 void then_both(struct S* s, char c) {
   if (c) { s->str[0] = c; s->str[1] = 0; } else { s->cap = 0; }
 }
+struct Pair { unsigned char* buf; size_t n; };
+void pair_of(struct Pair* p) { for (int i = 0; i < 2; i++) p->buf[i] = (unsigned char)p->n; }
 void restricted(unsigned char* restrict out, const size_t* n) {
   for (size_t i = 0; i < *n; i++) out[i] = 1;
 }
@@ -211,6 +213,12 @@ def test_straight_line_reads_in_the_two_branches_of_an_if_are_not_repeated(
     """`s->str` read in the then branch and again in the else branch: one runs."""
     assert "either" not in c
     assert (c["then_both"].pattern, c["then_both"].read) == ("straight-line", "s->str")
+
+
+def test_a_loop_bounded_by_a_small_constant_is_not_confident(c: dict[str, AliasMatch]) -> None:
+    """Two iterations (GCC unrolls them into two stores): a few reloads per call."""
+    assert c["pair_of"].short_trip == 2 and c["pair_of"].confidence == 0.3
+    assert c["fill"].short_trip is None and c["fill"].confidence >= 0.85
 
 
 def test_a_restrict_destination_is_not_reported(c: dict[str, AliasMatch]) -> None:

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from perfsleuth.agent.python_sampler import PythonSampler, RunStacks, is_cpython
@@ -106,6 +107,33 @@ def test_the_native_hot_spot_goes_under_its_python_caller(tmp_path: Path) -> Non
     assert sum(c for _, c in deflate) >= 120
     for n, _ in deflate:
         assert n[n.index("zlib_compress") - 1] == "pack_logs", n
+
+
+def test_the_interpreters_own_functions_are_left_out_as_python_mode_does(
+    tmp_path: Path,
+) -> None:
+    """pyenv's libpython runs `_PyLong_Add`, `PyObject_GetIter` for a Python line: their
+    time is that line's (formats/python_splice.py's one rule, as in python mode), but
+    for the builtins py-spy keeps (`unicode_split`: str.split)."""
+    _, window, out, pid = merged(tmp_path)
+    libpython = "libpython3.11.so.1.0"
+    in_window = {
+        window.profile.frames[f].function
+        for s, *_ in window.profile.rows()
+        for f in s
+        if window.profile.frames[f].dso == libpython
+    }
+    assert {"_PyLong_Add", "PyObject_GetIter", "unicode_split"} <= in_window
+    on_top = Counter()
+    for s, _, c, t, _ in out.rows():
+        frames = [out.frames[f] for f in s if not out.frames[f].kernel]  # leaf first
+        first_python = next((i for i, f in enumerate(frames) if f.dso.startswith("[python:")), 0)
+        if out.threads[t].pid == pid and first_python:
+            above = frames[first_python - 1]
+            on_top[above.function if above.dso == libpython else above.dso] += c
+    assert on_top["unicode_split"] >= 1
+    assert not {"_PyLong_Add", "PyObject_GetIter", "PyUnicode_Join"} & set(on_top), on_top
+    assert on_top["zlib.cpython-311-x86_64-linux-gnu.so"] >= 100  # C modules stay
 
 
 def test_kernel_frames_of_the_python_process_are_kept(tmp_path: Path) -> None:

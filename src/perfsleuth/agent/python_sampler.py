@@ -13,7 +13,9 @@ native frames, taken on CLOCK_MONOTONIC: collect/system_wide.py) each take the P
 stack their thread had at that moment, in place of the eval loops. perf stays the
 measure of CPU time: every sample keeps its weight, thread and comm, and its kernel
 frames and the native frames above the Python code (the C function Python called:
-`zlib_compress`, `deflate`). A sample no run covers (a process just chosen, the gaps
+`zlib_compress`, `deflate`), less the interpreter's own functions (`pymalloc_alloc`,
+`PyLong_FromLong`: the time of the Python line that ran them), left out by the
+splice's one rule as in python mode. A sample no run covers (a process just chosen, the gaps
 between runs, py-spy's first 20-300 ms on a process) keeps its native stack. Sample
 times come from the window's timeline, which joins consecutive samples of one thread
 on one native stack: those share the first one's time (1-5% of a busy process's
@@ -402,10 +404,12 @@ def _native(frames: Sequence[Frame]) -> tuple[NativeFrame, ...]:
 
 def _mixed(frames: Sequence[Frame], placed: python_splice.Placed) -> list[Frame]:
     """A sample's stack, leaf first: its kernel frames (perf puts them first), the user
-    frames the splice keeps on top, then the Python stack."""
+    frames the splice keeps on top (the interpreter's own left out), then the Python
+    stack."""
     kernel = [f for f in frames if f.kernel]
     user = [f for f in frames if not f.kernel]
-    return [*kernel, *user[: placed.top], *map(_python_frame, reversed(placed.python))]
+    kept = [user[i] for i in placed.kept]
+    return [*kernel, *kept, *map(_python_frame, reversed(placed.python))]
 
 
 @lru_cache(maxsize=8192)

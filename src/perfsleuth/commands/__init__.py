@@ -48,7 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "try": (
         "try_",
-        "try other allocators (LD_PRELOAD) or build flags (O3, LTO, PGO...) on a workload",
+        "try other allocators (LD_PRELOAD), build flags (O3, LTO, PGO...) or a patch on a workload",
     ),
     "gate": (
         "gate",

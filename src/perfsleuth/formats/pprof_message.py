@@ -15,8 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..model.profile import Frame, Profile
-from ..symbols import KERNEL_DSO
+from ..model.profile import KERNEL_DSO, Frame, Profile
 
 if TYPE_CHECKING:
     from . import profile_pb2 as pb

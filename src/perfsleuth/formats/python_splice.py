@@ -59,7 +59,8 @@ of the stack ended first) is put on top of the Python stack whole, as py-spy doe
 The result is written in py-spy's raw format (`frame;frame COUNT`, root first), which
 formats/py_spy.py reads like a `py-spy --native` recording. The fleet agent, whose
 frames are its own (kernel frames, build-ids), takes each sample's place instead
-(`place`): the Python stack it goes with and how many of its user frames stay on top.
+(`place`): the Python stack it goes with and which of its user frames stay on top, so
+the interpreter's own functions are left out there by the same rule.
 """
 
 from __future__ import annotations
@@ -137,12 +138,13 @@ class Spliced:
 @dataclass(frozen=True)
 class Placed:
     """Where one sample goes: under PYTHON (root first; () keeps its native stack) with
-    its first TOP user frames (leaf first) on top; EARLY: in the interpreter before
-    py-spy's first sample of its thread."""
+    its user frames at KEPT (indexes, leaf first) on top: those above the Python stack
+    less the interpreter's own; EARLY: in the interpreter before py-spy's first sample
+    of its thread."""
 
     sample: Sample
     python: tuple[str, ...]
-    top: int
+    kept: tuple[int, ...]
     early: bool
     thread: str  # py-spy's name of the thread, "" when it has none
 
@@ -159,7 +161,8 @@ def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Pla
         python = _python_at(part, timeline, learned, usual) if timeline else ()
         early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
         name = timeline.name if timeline else ""
-        out.append(Placed(part.sample, python, len(part.top), bool(early), name))
+        kept = _kept_on_top(_user(part.sample.frames), part.top) if python else ()
+        out.append(Placed(part.sample, python, kept, bool(early), name))
     return out
 
 
@@ -171,11 +174,10 @@ def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced
             out.early += 1
             continue
         thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
-        user = _user(placed.sample.frames)
-        native = _native(user)
+        native = _native(_user(placed.sample.frames))
         if placed.python:
             out.python += 1
-            frames = (*placed.python, *reversed(_not_interpreter(user, native[: placed.top])))
+            frames = (*placed.python, *(native[i] for i in reversed(placed.kept)))
         else:
             frames = tuple(reversed(native))
         out.lines[";".join((thread, *frames))] += 1
@@ -227,23 +229,24 @@ def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
     return [f for f in frames if f.dso != KERNEL]
 
 
-def _not_interpreter(user: list[NativeFrame], top: tuple[str, ...]) -> tuple[str, ...]:
-    """TOP (the raw frames of USER above the Python stack, leaf first) less the
-    interpreter's own functions, those in the eval loop's DSO but for KEPT_PREFIXES, and
-    the C runtime's (libc's memcpy, ld.so's __tls_get_addr) they call. A stack perf
-    could not unwind to the eval loop (from ld.so's __tls_get_addr, often) loses the C
-    runtime frames it starts with: their caller is not known, the Python line is."""
+def _kept_on_top(user: list[NativeFrame], top: tuple[str, ...]) -> tuple[int, ...]:
+    """The indexes in USER (leaf first) of the frames above the Python stack (TOP, their
+    raw text) that stay: not the interpreter's own functions, those in the eval loop's
+    DSO but for KEPT_PREFIXES, nor the C runtime's (libc's memcpy, ld.so's
+    __tls_get_addr) they call. A stack perf could not unwind to the eval loop (from
+    ld.so's __tls_get_addr, often) loses the C runtime frames it starts with: their
+    caller is not known, the Python line is."""
     loop = next((f for f in user if f.symbol in EVAL_LOOP), None)
     suffix = f" ({loop.dso})" if loop else None
-    kept: list[str] = []
+    kept: list[int] = []
     interpreter = True  # the eval loop called what comes next
-    for text, frame in reversed(list(zip(top, user, strict=False))):
-        if suffix and text.endswith(suffix):
-            interpreter = _first_word(frame.symbol) not in KEPT_PREFIXES
-        elif not (interpreter and RUNTIME.match(text.rpartition(" (")[2])):
+    for i in reversed(range(min(len(top), len(user)))):
+        if suffix and top[i].endswith(suffix):
+            interpreter = _first_word(user[i].symbol) not in KEPT_PREFIXES
+        elif not (interpreter and RUNTIME.match(top[i].rpartition(" (")[2])):
             interpreter = False
         if not interpreter:
-            kept.append(text)
+            kept.append(i)
     return tuple(reversed(kept))
 
 

@@ -24,6 +24,7 @@ The compiler's remarks and the machine code (unit_analysis.py) confirm or refute
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ from .clang_ast import (
     walk,
 )
 from .memory_access import WRITE_OPERATORS, Access, FunctionBody, access_at
-from .source import SYSTEM_PREFIXES
 
 BRANCH_KINDS = (
     "IF_STMT",
@@ -59,6 +59,15 @@ ACCESS_KINDS = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUB
 ATOMIC_CLASSES = ("atomic", "__atomic_base", "atomic_ref", "__atomic_float", "__atomic_ref")
 CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
 BRANCH_PENALTY = 0.2
+# Where the compiler's own headers live (libclang may spell them
+# "/../lib/gcc/.../include/c++/12/..."): their code is not the user's to change.
+STANDARD_LIBRARY_FOLDERS = ("/include/c++/", "/lib/gcc/", "/lib/llvm-", "/lib/clang/")
+# A loop whose condition bounds it by a small constant (`i < 2`, `i < n && i < 16`)
+# repeats its reloads a few times per call at most (the compiler often unrolls it
+# into that many stores): no measurable cost on its own.
+SHORT_LOOP = 16
+SHORT_LOOP_CONFIDENCE = 0.3
+CONSTANT_BOUND = re.compile(r"<=?\s*(\d+)[uUlL]*\b(?!\s*[.*/+-])|\b(\d+)[uUlL]*\s*>=?")
 
 
 @dataclass
@@ -86,6 +95,11 @@ class AliasMatch:
     # Containers indexed in the loop (`in` of in[i]) whose data pointer can be read
     # once before it: `in.data()`.
     indexed: list[str] = field(default_factory=list)
+    # The constant the loop condition bounds it by, when at most SHORT_LOOP.
+    short_trip: int | None = None
+    # Where the written byte type is spelled: [file, line] of the declaration (a field,
+    # a variable, or the typedef it is declared with), the line char8_t would change.
+    write_declared: list = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -156,6 +170,9 @@ class _LoopScan:
         )
         confidence = CONFIDENCE[pattern] - (BRANCH_PENALTY if branches else 0.0)
         src = self.fn.src
+        short_trip = _constant_bound(" && ".join(src.text(part) for part in self.condition))
+        if short_trip is not None:
+            confidence = min(confidence, SHORT_LOOP_CONFIDENCE)
         return AliasMatch(
             pattern=pattern,
             function=self.fn.name,
@@ -173,6 +190,8 @@ class _LoopScan:
             needs_compiler=locals_only,
             hoistable=self._hoistable(),
             indexed=self._indexed(),
+            short_trip=short_trip,
+            write_declared=_declared_at(target),
         )
 
     def blocker(self) -> Blocked | None:
@@ -245,6 +264,33 @@ class _LoopScan:
             if not any(text in other for other in texts):
                 texts[text] = None
         return list(texts)
+
+
+def _declared_at(target: Any) -> list:
+    """[file, line] of the declaration whose type the write goes through: the field of
+    `k.bytes[0]`, the variable of `out[i]` or `*p` — or the typedef or alias its type is
+    spelled with (`using Bytes = std::vector<uint8_t>`); [] when not found."""
+    node = unwrap(target)
+    while cursor_kind(node) in ("ARRAY_SUBSCRIPT_EXPR", "CALL_EXPR", "UNARY_OPERATOR"):
+        kids = children(node)
+        if not kids:
+            return []
+        node = unwrap(kids[0])
+    decl = node.referenced if cursor_kind(node) in ("MEMBER_REF_EXPR", "DECL_REF_EXPR") else None
+    if decl is None or cursor_kind(decl) not in ("FIELD_DECL", "VAR_DECL", "PARM_DECL"):
+        return []
+    spelled = decl.type.get_declaration()
+    if cursor_kind(spelled) in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL") and spelled.location.file:
+        decl = spelled
+    return [str(decl.location.file.name), decl.location.line] if decl.location.file else []
+
+
+def _constant_bound(condition: str) -> int | None:
+    """The smallest constant the loop condition compares its counter with, when it
+    is at most SHORT_LOOP (`i < 2` -> 2); None otherwise."""
+    bounds = [int(a or b) for a, b in CONSTANT_BOUND.findall(condition)]
+    small = [bound for bound in bounds if bound <= SHORT_LOOP]
+    return min(small) if small else None
 
 
 def _early_exit(node: Any, own_break: bool = True) -> Any | None:
@@ -503,8 +549,9 @@ HotLines = frozenset[tuple[str, int]]
 def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> SourceScan:
     """Every aliasing-write match (and blocked look-alike loop) in the functions
     defined in main_file; with `hot`, the profile's sampled lines, only in functions
-    holding one of them — and then also in the project headers the unit includes
-    (a hot template or inline loop)."""
+    holding one of them — and then also in the headers the unit includes that hold
+    one (a hot template or inline function: the project's, or a library's installed
+    one such as glib's g_string_append_c_inline; not the C++ standard library's)."""
     src = SourceText()
     found = SourceScan()
     hot_files = {name for name, _ in hot} if hot is not None else set()
@@ -512,7 +559,8 @@ def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> S
     def wanted(name: str) -> bool:
         if name == str(main_file):
             return True
-        return Path(name).name in hot_files and not name.startswith(SYSTEM_PREFIXES)
+        standard = any(folder in name for folder in STANDARD_LIBRARY_FOLDERS)
+        return Path(name).name in hot_files and not standard
 
     for node in function_definitions(parsed, wanted):
         if hot is None or _holds_hot_line(node, hot):

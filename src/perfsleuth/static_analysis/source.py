@@ -231,8 +231,8 @@ def hot_units(
             continue
         built = compile_unit_for(binary, name) if binary else None
         source_name = built.name if built and Path(name).suffix not in SOURCE_SUFFIXES else name
-        if Path(source_name).suffix not in SOURCE_SUFFIXES:
-            continue  # a header no unit of the binary is known to include
+        if Path(source_name).suffix not in SOURCE_SUFFIXES and not table:
+            continue  # a header no unit is known to include, and no neighbour's flags
         producer, comp_dir = (built.producer, built.comp_dir) if built else ("", "")
         path = find_source(source_name, roots, comp_dir)
         if path is None:

@@ -44,6 +44,7 @@ class UnitReport:
     loops: list[tuple[int, int]] = field(default_factory=list)
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
+    object_compiler: str = "clang-16"  # whose build object_loops were read from
     error: str = ""
     seconds: float = 0.0  # CPU seconds of this process (the compilers' are their own)
     inputs: list[str] = field(default_factory=list)  # the source and the files it includes
@@ -151,9 +152,13 @@ def _compile(report: UnitReport) -> None:
     the matched loops."""
     unit = report.unit
     with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
-        obj = Path(tmp) / "unit.o"
+        obj, gcc_obj = Path(tmp) / "unit.o", Path(tmp) / "gcc.o"
         with ThreadPoolExecutor(max_workers=2) as pool:
-            building = pool.submit(gcc_remarks, unit) if unit.producer or unit.compiler else None
+            building = (
+                pool.submit(gcc_remarks, unit, None, gcc_obj)
+                if unit.producer or unit.compiler
+                else None
+            )
             try:
                 report.remarks = compiler_remarks.compile_unit(unit, None, obj)[0]
             except CompileTooLong as exc:
@@ -163,6 +168,9 @@ def _compile(report: UnitReport) -> None:
                 report.error = f"it does not compile ({exc})"
             report.builder_remarks = _builder_remarks(building)
         if not report.error and report.matches:
+            # The machine code of the compiler that builds the unit: GCC's when it does.
+            if report.builder_remarks and gcc_obj.is_file():
+                obj, report.object_compiler = gcc_obj, report.builder_remarks[0].compiler
             report.object_loops = _object_loops(unit, obj, report.matches)
 
 
