@@ -25,6 +25,7 @@ BITS = ROOT / "examples" / "k2" / "bits"
 
 
 def advised(store: Path, *cmd: str) -> list[dict[str, Any]]:
+    """The findings of `perfsleuth run`."""
     out = subprocess.run(
         [sys.executable, "-m", "perfsleuth.cli", "run", "--store", str(store),
          "--format", "json", "--", *cmd],
@@ -48,6 +49,18 @@ def test_a_stripped_hot_library_is_named_sized_and_ranked_above_the_missing_name
     assert kinds[0] != "missing-symbols"
     if "missing-symbols" in kinds:
         assert kinds.index("missing-symbols") > kinds.index("hot-library")
+
+
+def test_recording_a_stripped_hot_library_warns_of_no_missing_names(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(tmp_path / "s"),
+         "--", str(examples_built / "hotlib"), "2000"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "stored run 1" in out.stderr and "no function name" not in out.stderr
 
 
 def test_the_vector_bool_fix_is_char8_t_never_uint8_t(examples_built: Path, tmp_path: Path) -> None:
