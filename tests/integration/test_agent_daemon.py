@@ -222,6 +222,25 @@ def test_a_full_spool_disk_drops_windows_with_a_warning_and_the_agent_goes_on(
     assert int(re.findall(r"(\d+) dropped\n", log)[-1]) >= 1
 
 
+def test_an_agent_over_its_cpu_cap_thins_windows_and_says_so(tmp_path: Path) -> None:
+    """A cap no agent can keep (0.01% of the host): the windows past the first one's
+    allowance are left out, each said, and the count is in the posted metrics."""
+    collector = start_collector(tmp_path / "fleet")
+    agent = start_agent(collector.url, tmp_path / "spool", "agent-cap", "--max-cpu", "0.01")
+    try:
+        warned = wait_for_line(agent, "over its CPU cap", 90)
+        log = warned + stop_agent(agent)
+        status = json.loads(fleet(collector.store, "status", "--format", "json"))
+    finally:
+        agent.kill()
+        collector.stop()
+    thinned = [int(n) for n in re.findall(r"(\d+) windows thinned for the CPU cap", log)]
+    assert thinned and thinned[-1] >= 1
+    [host] = [h for h in status["hosts"] if h["host"] == "agent-cap"]
+    assert host["metrics"]["cpu_cap"] == 0.0001
+    assert host["metrics"]["windows_thinned"] >= 1
+
+
 def wait_for_line(agent: subprocess.Popen, text: str, timeout: float) -> str:
     """The agent's log up to the first line holding `text` (the agent still running)."""
     assert agent.stderr is not None

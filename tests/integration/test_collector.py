@@ -152,12 +152,13 @@ def agent_window(window_id: str, host: str) -> Window:
     )
 
 
-def push_window(collector: Collector, window: Window) -> tuple[int, bytes]:
+def push_window(collector: Collector, window: Window, route: str = "") -> tuple[int, bytes]:
+    """The agent's push (agent/sender.py), to its own route unless told another."""
     return collector.post(
-        "/ingest",
+        route or window_pprof.AGENT_ROUTE,
         window_pprof.encode(window),
         window_pprof.query(window),
-        {"X-Perfsleuth-Window": window.id, "Content-Type": "application/octet-stream"},
+        {window_pprof.WINDOW_HEADER: window.id, "Content-Type": "application/octet-stream"},
     )
 
 
@@ -420,7 +421,7 @@ def test_kill_9_mid_push_then_restart_stores_the_retry_exactly_once(tmp_path: Pa
     first = start(tmp_path, "--token", TOKEN)
     window = agent_window("agent-k-1", "killed-host")
     body = window_pprof.encode(window)
-    path = "/ingest?" + urlencode(window_pprof.query(window))
+    path = f"{window_pprof.AGENT_ROUTE}?" + urlencode(window_pprof.query(window))
     with socket.create_connection(("127.0.0.1", first.port), timeout=10) as sock:
         head = (
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
@@ -442,3 +443,15 @@ def test_kill_9_mid_push_then_restart_stores_the_retry_exactly_once(tmp_path: Pa
         for running in (second, locals().get("third")):
             if running is not None and running.proc.poll() is None:
                 stop(running)
+
+
+def test_the_agent_has_its_own_route_and_ingest_still_takes_its_windows(
+    collector: Collector,
+) -> None:
+    """The agent pushes to /agent/windows; an older agent's push to Pyroscope's /ingest is
+    the same window, stored once."""
+    window = agent_window("agent-route-1", "route-host")
+    status, answer = push_window(collector, window)
+    assert status == 200 and json.loads(answer)["stored"] is True
+    status, answer = push_window(collector, window, "/ingest")
+    assert status == 200 and json.loads(answer)["stored"] is False

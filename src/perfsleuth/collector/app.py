@@ -37,7 +37,6 @@ from ..store.fleet.head import Head
 from ..web.app import read_body
 from .cardinality import Cardinality
 
-WINDOW_HEADER = "X-Perfsleuth-Window"
 PROTOBUF = "application/x-protobuf"
 CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
@@ -98,6 +97,8 @@ class Collector:
     def routes(self) -> list[Route]:
         return [
             Route("/ingest", self.ingest, methods=["POST"]),
+            # perfsleuth's agent: its windows in the /ingest body and query (window_pprof)
+            Route(window_pprof.AGENT_ROUTE, self.ingest, methods=["POST"]),
             Route("/v1development/profiles", self.otlp, methods=["POST"]),
             Route("/pprof", self.pprof, methods=["POST"]),
             Route(CONNECT_PUSH, self.connect_push, methods=["POST"]),
@@ -242,11 +243,12 @@ def _connect_error(status: int, code: str, message: object) -> Response:
 
 
 def _window_id(request: Request, body: bytes) -> str:
-    given = request.headers.get(WINDOW_HEADER)
+    given = request.headers.get(window_pprof.WINDOW_HEADER)
     if given is None:
         return "p-" + _digest(request, body)
     if not WINDOW_ID.fullmatch(given):
-        raise PayloadError(f"bad {WINDOW_HEADER} {given[:40]!r}: use letters, digits, . _ -")
+        header = window_pprof.WINDOW_HEADER
+        raise PayloadError(f"bad {header} {given[:40]!r}: use letters, digits, . _ -")
     return given
 
 

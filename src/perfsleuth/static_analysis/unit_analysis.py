@@ -106,6 +106,9 @@ class UnitReport:
         return [(match, remark) for match, remark, refuted in self.verdicts() if not refuted]
 
 
+INCLUDE_FOLDER_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter")
+SYSTEM_INCLUDE_FOLDERS = ("/usr/include", "/usr/local/include")
+
 _REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None, bool], UnitReport] = {}
 
 
@@ -135,16 +138,30 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: boo
     started = time.process_time()
     report = UnitReport(unit)
     parsed = parse(unit)
+    report.inputs = unit.inputs
     if parsed is None:
         report.error = f"it does not compile ({unit.error})"
+        # a header added later lands in one of these: their times change
+        report.inputs = [*unit.inputs, *search_folders(unit)]
         return report
     _read_source(report, parsed, hot_lines)
-    report.inputs = included_files(parsed, unit.path)
     del parsed  # a large unit's syntax tree is hundreds of MB
     if report.matches or hot_lines is not None or all_remarks:
         _compile(report)
     report.seconds = time.process_time() - started
     return report
+
+
+def search_folders(unit: TranslationUnit) -> list[str]:
+    """The folders the unit's headers are looked up in: its own, those of its flags,
+    and the system's."""
+    folders = {str(unit.path.parent), *SYSTEM_INCLUDE_FOLDERS}
+    for flag, following in zip(unit.flags, [*unit.flags[1:], ""], strict=True):
+        if flag in INCLUDE_FOLDER_FLAGS:
+            folders.add(following)
+        elif flag.startswith("-I") and len(flag) > 2:
+            folders.add(flag[2:])
+    return sorted(folder for folder in folders if Path(folder).is_dir())
 
 
 def _compile(report: UnitReport) -> None:
@@ -172,13 +189,6 @@ def _compile(report: UnitReport) -> None:
             if report.builder_remarks and gcc_obj.is_file():
                 obj, report.object_compiler = gcc_obj, report.builder_remarks[0].compiler
             report.object_loops = _object_loops(unit, obj, report.matches)
-
-
-def included_files(parsed: Any, main_file: Path) -> list[str]:
-    """The unit's source and every file it includes: what its analysis depends on."""
-    names = {str(main_file)}
-    names.update(str(inclusion.include.name) for inclusion in parsed.get_includes())
-    return sorted(names)
 
 
 def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:

@@ -112,7 +112,8 @@ class TopRow(TypedDict):
     # a count run's exact self count of each event callgrind counted (Ir, and with
     # --cache-sim the D1/LL misses), as cg_annotate's columns
     counts: NotRequired[dict[str, int]]
-    # the fleet's TopN by a label of LABEL_GROUPINGS (fleet/labels.py): the value, its samples
+    # the fleet's TopN by a label (fleet/labels.py): its value under the label's name (the
+    # document's `label`; service and host typed here, label:NAME's any NAME), its samples
     service: NotRequired[str]
     host: NotRequired[str]
     samples: NotRequired[int]
@@ -240,6 +241,8 @@ class FleetTopDoc(TopView, FleetRange):
 
     run: Literal["fleet"]
     type: str  # the profile type (model/fleet.PROFILE_TYPES)
+    # by a label (service, host, label:NAME): its name; each row holds its value under it
+    label: NotRequired[str]
 
 
 class FleetLabels(Span):

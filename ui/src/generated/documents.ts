@@ -503,6 +503,7 @@ export interface FleetRange extends Span {
 export interface FleetTopDoc extends TopView, FleetRange {
   run: "fleet";
   type: string;
+  label?: string;
 }
 
 /** The label values `--where` can filter on in the range, by label. */
