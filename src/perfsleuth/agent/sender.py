@@ -15,7 +15,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlencode
 
-from ..formats.window_pprof import AGENT_ROUTE, WINDOW_HEADER
+from ..formats.wire.window_pprof import AGENT_ROUTE, WINDOW_HEADER
 
 # Statuses worth retrying: the collector is busy, restarting or rate-limiting.
 RETRY = {408, 425, 429, 500, 502, 503, 504}
