@@ -1,6 +1,6 @@
 """Pushing windows and the agent's own metrics to the collector, with backoff.
 
-A window goes to the collector's route for agents (formats.window_pprof.AGENT_ROUTE,
+A window goes to the collector's route for agents (formats.wire.window_pprof.AGENT_ROUTE,
 not the /ingest Pyroscope's clients push to) in the agent's wire format (window_pprof:
 Pyroscope's /ingest query parameters and a gzipped pprof body); its WINDOW_HEADER makes
 a push idempotent.
