@@ -1,6 +1,8 @@
 // Browser half of bench/ui_bench.py: times the web UI's flame graph (and speedscope's)
 // in Debian's Chromium through Playwright. Prints one JSON document.
-// Usage: node ui_bench.mjs UI_URL RUN_ID [SPEEDSCOPE_URL] [REPORT_FILE]
+// Usage: node ui_bench.mjs UI_URL RUN_ID [SPEEDSCOPE_URL] [REPORT_FILE] [QUERIES_JSON]
+//        (QUERIES_JSON: the search / focus / ignore / hide expressions; default: the
+//        synthetic profile's names)
 //        node ui_bench.mjs --open-once UI_URL RUN_ID   (one first open, for a fresh server)
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -12,7 +14,7 @@ const require = createRequire(path.join(here, "../ui/package.json"));
 const { chromium } = require("playwright-core");
 
 const openOnce = process.argv[2] === "--open-once";
-const [ui, runId, speedscopeUrl, reportFile] = process.argv.slice(openOnce ? 3 : 2);
+const [ui, runId, speedscopeUrl, reportFile, queriesJson] = process.argv.slice(openOnce ? 3 : 2);
 const REPEATS = 3;
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 
@@ -79,16 +81,13 @@ const zooms = [];
 const searches = [];
 const handlers = { zoom: [], search: [], filter: [] };
 const filters = { focus: [], ignore: [], hide: [], sandwich: [] };
-const FILTER_QUERIES = {
-  focus: ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"],
-  ignore: ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"],
-  hide: ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"],
-};
+const QUERIES = queriesJson ? JSON.parse(queriesJson) : ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
+const FILTER_QUERIES = { focus: QUERIES, ignore: QUERIES, hide: QUERIES };
 for (let r = 0; r < REPEATS; r++) {
   const { context, page, ms } = await openFlame(`${ui}#/run/${runId}/flame`);
   opens.push(ms);
   for (const depth of [2, 4, 6, 8, 0]) zooms.push(await zoomLatency(page, depth));
-  for (const q of ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$", ""]) searches.push(await searchLatency(page, q));
+  for (const q of [...QUERIES, ""]) searches.push(await searchLatency(page, q));
   result.ui.nodes = await page.evaluate(() => window.perfsleuthFlame.graph.data.nodes);
   result.ui.heap_mb = await page.evaluate(() => performance.memory?.usedJSHeapSize / 1e6);
   const sandwiches = await heavyNames(page, [1, 2, 3, 5, 8]);
@@ -112,7 +111,7 @@ result.ui.search_handler_ms = summary(handlers.search);
 for (const [kind, times] of Object.entries(filters)) result.ui[`${kind}_ms`] = summary(times);
 result.ui.filter_handler_ms = summary(handlers.filter);
 
-if (reportFile) {
+if (reportFile && reportFile !== "-") {
   const times = [];
   for (let r = 0; r < REPEATS; r++) {
     const { context, ms } = await openFlame(`file://${reportFile}#/run/${runId}/flame`);

@@ -104,13 +104,13 @@ def api_latency(port: int, run_id: int, requests: int) -> dict:
     return out
 
 
-def cold_open(run_id: int, kept: bool) -> dict:
+def cold_open(run_id: int, kept: bool, store: Path = STORE) -> dict:
     """Start a fresh server, open the flame page once: ms to listening, and to painted."""
     if not kept:
-        shutil.rmtree(STORE / "answers", ignore_errors=True)
-    files_before = _kept_files()
+        shutil.rmtree(store / "answers", ignore_errors=True)
+    files_before = _kept_files(store)
     start = time.perf_counter()
-    server, port = start_server()
+    server, port = start_server(store)
     listening = (time.perf_counter() - start) * 1000
     try:
         browser = subprocess.run(
@@ -125,20 +125,20 @@ def cold_open(run_id: int, kept: bool) -> dict:
         server.wait(timeout=10)
     opened = json.loads(browser.stdout.strip().splitlines()[-1])["open_ms"]
     # In a checkout being edited, a changed source file makes new files (store/answers.code_stamp).
-    recomputed = _kept_files() != files_before
+    recomputed = _kept_files(store) != files_before
     times = {"listening_ms": listening, "open_ms": opened, "total_ms": listening + opened}
     return {**times, "recomputed": recomputed}
 
 
-def _kept_files() -> set[str]:
-    folder = STORE / "answers"
+def _kept_files(store: Path) -> set[str]:
+    folder = store / "answers"
     return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
 
 
-def cold_opens(run_id: int, repeats: int) -> dict:
+def cold_opens(run_id: int, repeats: int, store: Path = STORE) -> dict:
     out = {}
     for name, kept in (("first_ever", False), ("kept_flame", True)):
-        runs = [cold_open(run_id, kept) for _ in range(repeats)]
+        runs = [cold_open(run_id, kept, store) for _ in range(repeats)]
         times = ("listening_ms", "open_ms", "total_ms")
         out[name] = {key: percentiles([r[key] for r in runs]) for key in times}
         out[name]["recomputed"] = [r["recomputed"] for r in runs]

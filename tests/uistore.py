@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfsleuth.formats.py_spy import PYTHON_DSO_PREFIX
-from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import PYTHON_DSO_PREFIX, Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.store.runs import Store
 

@@ -142,7 +142,16 @@ flows.fleet_timeline_and_labels = async (page) => {
   const services = await page.locator(".fleet-top tbody tr").evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.innerText.trim())));
   await page.locator(".fleet-top a", { hasText: /^db$/ }).click();
   const filtered = await urlMatching(page, /where=service%3Ddb/);
-  return { bars, dragged, services, filtered };
+  // Any label the range holds is a grouping too: the pushes' own `version`.
+  await page.goto(`${base}#/fleet?range=1h`);
+  await page.locator("a.chip", { hasText: /^label:version$/ }).click();
+  await urlMatching(page, /by=label%3Aversion|by=label:version/);
+  await page.locator(".fleet-top tbody tr").first().waitFor();
+  const versions = await page.locator(".fleet-top tbody tr").evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.innerText.trim())));
+  const header = await page.locator(".fleet-top thead th").allInnerTexts();
+  await page.locator(".fleet-top tbody a").first().click();
+  const byVersion = await urlMatching(page, /where=version%3D/);
+  return { bars, dragged, services, filtered, versions, header, byVersion };
 };
 
 flows.fleet_accessibility = async (page) => {

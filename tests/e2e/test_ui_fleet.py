@@ -159,6 +159,11 @@ def test_the_cpu_timeline_and_the_label_breakdown(
     expected = {r["service"]: f"{100 * r['self']:.2f}%" for r in doc["rows"]}
     assert {row[2]: row[0] for row in flow["services"]} == expected
     assert "where=service%3Ddb" in flow["filtered"]
+    by_version = queries.top(fleet, now - 3600, now, None, by="label:version", n=0)
+    expected = {r["version"]: f"{100 * r['self']:.2f}%" for r in by_version["rows"]}
+    assert len(expected) > 1 and {row[2]: row[0] for row in flow["versions"]} == expected
+    assert any("version" in h for h in flow["header"])
+    assert re.search(r"where=version%3D[\w.]+", flow["byVersion"])
 
 
 def test_the_fleet_pages_have_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:

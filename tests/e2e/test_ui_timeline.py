@@ -72,6 +72,20 @@ def test_zoom_by_keyboard_url_and_escape(shown: dict[str, dict]) -> None:
     assert flow["shared"]["chart"]["width"] <= 900
 
 
+def test_the_minimap_picks_and_moves_the_range(shown: dict[str, dict]) -> None:
+    """A drag from 20% to 40% of the minimap's width shows those samples (a pixel's worth
+    of slack at each end); a click at 80% keeps the span and centres it there."""
+    flow = shown["minimap"]
+    first, end, total = samples_shown(flow["dragged"]["info"])
+    per_pixel = total / flow["width"]
+    assert [first, end] == flow["dragged"]["url"]
+    assert abs(first - 0.2 * total) <= per_pixel + 1 and abs(end - 0.4 * total) <= per_pixel + 1
+    moved_first, moved_end, _ = samples_shown(flow["clicked"])
+    assert abs((moved_end - moved_first) - (end - first)) <= 1
+    assert abs((moved_first + moved_end) / 2 - 0.8 * total) <= per_pixel + 1
+    assert flow["painted"] > 0.3  # the miniature is drawn, not a blank strip
+
+
 def test_one_thread_shows_its_own_samples(shown: dict[str, dict], store: Path) -> None:
     flow = shown["thread_filter"]
     own = samples_per_thread(store)[flow["thread"]]

@@ -49,6 +49,33 @@ const flows = {
     return { whole, tip, zoomed, reset, shared, api };
   },
 
+  /** The minimap: a drag across a fifth of it shows that fifth; a click then centres the span there. */
+  async minimap(page) {
+    await page.goto(`${base}#/run/${run}/flame?chart=time`);
+    await page.locator("canvas.time-minimap").waitFor();
+    // The whole run is shown: nothing is shaded, so what is drawn is the miniature's bars.
+    const painted = await page.evaluate(() => {
+      const c = window.perfsleuthMinimap.canvas;
+      const pixels = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      let opaque = 0;
+      for (let k = 3; k < pixels.length; k += 4) if (pixels[k] > 0) opaque++;
+      return opaque / (c.width * c.height);
+    });
+    const box = await page.locator("canvas.time-minimap").boundingBox();
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + 0.2 * box.width, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 0.3 * box.width, y, { steps: 4 });
+    await page.mouse.move(box.x + 0.4 * box.width, y, { steps: 4 });
+    await page.mouse.up();
+    const [, a, b] = (await urlMatching(page, RANGE)).match(RANGE);
+    const dragged = { url: [Number(a), Number(b)], info: await info(page) };
+    await page.mouse.click(box.x + 0.8 * box.width, y);
+    await page.waitForFunction((before) => document.querySelector(".time-info")?.textContent !== before, dragged.info);
+    const clicked = await info(page);
+    return { width: box.width, dragged, clicked, painted };
+  },
+
   async thread_filter(page) {
     await page.goto(`${base}#/run/${run}/flame?chart=time`);
     await page.locator("canvas.time-chart").waitFor();

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from tmpfs import fill, small_disk
 
+from perfsleuth.store.fleet.wal import logged_markers
+
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 HOTSPOTS = Path(__file__).resolve().parents[2] / "examples" / "bin" / "hotspots"
 TOKEN = "agent-test-token"
@@ -55,8 +57,11 @@ class Collector:
         return f"http://127.0.0.1:{self.port}"
 
     def windows(self) -> list[dict]:
-        """The markers of the stored windows."""
-        return [json.loads(p.read_text()) for p in self.store.glob("windows/*/*/*") if p.is_file()]
+        """The markers of the stored windows: flushed, or in the head's log."""
+        found = {p.name: json.loads(p.read_text()) for p in self.store.glob("windows/*/*/*")}
+        for info in logged_markers(self.store / "head"):
+            found.setdefault(info["id"], info)
+        return list(found.values())
 
     def pushes(self, result: str) -> int:
         asked = urllib.request.Request(
@@ -215,6 +220,25 @@ def test_a_full_spool_disk_drops_windows_with_a_warning_and_the_agent_goes_on(
             agent.kill()
     assert "No space left on device" in log and "dropped so far" in log
     assert int(re.findall(r"(\d+) dropped\n", log)[-1]) >= 1
+
+
+def test_an_agent_over_its_cpu_cap_thins_windows_and_says_so(tmp_path: Path) -> None:
+    """A cap no agent can keep (0.01% of the host): the windows past the first one's
+    allowance are left out, each said, and the count is in the posted metrics."""
+    collector = start_collector(tmp_path / "fleet")
+    agent = start_agent(collector.url, tmp_path / "spool", "agent-cap", "--max-cpu", "0.01")
+    try:
+        warned = wait_for_line(agent, "over its CPU cap", 90)
+        log = warned + stop_agent(agent)
+        status = json.loads(fleet(collector.store, "status", "--format", "json"))
+    finally:
+        agent.kill()
+        collector.stop()
+    thinned = [int(n) for n in re.findall(r"(\d+) windows thinned for the CPU cap", log)]
+    assert thinned and thinned[-1] >= 1
+    [host] = [h for h in status["hosts"] if h["host"] == "agent-cap"]
+    assert host["metrics"]["cpu_cap"] == 0.0001
+    assert host["metrics"]["windows_thinned"] >= 1
 
 
 def wait_for_line(agent: subprocess.Popen, text: str, timeout: float) -> str:

@@ -32,7 +32,7 @@ from test_agent_daemon import (
     wait_for_line,
 )
 
-from perfsleuth.formats.py_spy import PYTHON_DSO_PREFIX
+from perfsleuth.model.profile import PYTHON_DSO_PREFIX
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
 EXAMPLE = EXAMPLES / "json_heavy.py"

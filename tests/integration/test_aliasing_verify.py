@@ -94,6 +94,9 @@ def test_a_gcc_built_unit_is_verified_with_gcc_and_the_best_change_wins(tmp_path
     finding = finding_of(source, "expand", database)
     assert finding.details["compiler"]["family"] == "gcc"
     assert finding.suggestion.startswith("hoist `in.size()`")
+    # lint reads the loop in GCC's own build of the unit, not clang's
+    assert any(e.startswith("machine code of expand (GCC 12's build") for e in finding.evidence)
+    assert finding.details["confirmed_by"]["machine_code"] == "GCC 12 build"
     proof = verify_aliasing(finding)
     assert proof is not None
     assert proof["method"] == "recompiled a scratch copy with GCC 12"
@@ -186,3 +189,22 @@ def test_advise_verify_builds_and_times_the_change(tmp_path: Path, compiler: str
     assert (tmp_path / "expand.cc").read_text() == (
         ROOT / "examples" / "aliasing" / "expand.cc"
     ).read_text()
+
+
+def test_char8_t_declared_in_a_header_is_said_not_tried(tmp_path: Path) -> None:
+    """The struct's bytes are declared in key.h (as Monero's rct::key is in rctTypes.h):
+    the scratch copy of the unit cannot change them, so the proof says where to."""
+    (tmp_path / "key.h").write_text("#pragma once\nstruct Key { unsigned char bytes[32]; };\n")
+    source = tmp_path / "pack.cc"
+    key = (
+        "struct Key {\n  void flush() const { sink(bytes, 32); }\n  unsigned char bytes[32];\n};\n"
+    )
+    assert key in KEYS
+    source.write_text(KEYS.replace('#include "sink.h"', '#include "key.h"').replace(key, ""))
+    proof = verify_aliasing(finding_of(source, "pack"))
+    assert proof is not None
+    assert proof["change"].startswith("hoist")
+    assert proof["not_tried"].startswith(
+        "char8_t not tried: the written type is declared in key.h:2"
+    )
+    assert proof["not_tried"] in proof["summary"]

@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,11 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
-from perfsleuth.formats import window_pprof
+from perfsleuth.fleet.engine import DuckDB, register
+from perfsleuth.formats.wire import window_pprof
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.store.fleet import FleetStore
 
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 GO_PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "go-cpu.pb.gz"
@@ -58,16 +61,23 @@ class Collector:
         sent = {"Authorization": f"Bearer {TOKEN}", **(headers or {})}
         return request(self.url(path, query), body, sent)
 
+    def rows(self, sql: str) -> list[tuple]:
+        """`sql` over the `samples` a query reads: the Parquet files and the head's log."""
+        con = duckdb.connect()
+        register(con, FleetStore(str(self.store)).select(0, 2**40), "samples")
+        return con.sql(sql).fetchall()
+
     def totals(self) -> dict[tuple[str, str], int]:
-        """Samples stored per (service, host)."""
-        files = self.store / "samples"
-        if not files.exists():
+        """Samples stored per (service, host), as a query reads them: from the Parquet
+        files and the head's log of pushes acknowledged since its last flush."""
+        store = FleetStore(str(self.store))
+        if not store.has_data():
             return {}
-        rows = duckdb.sql(
-            f"select service, host, sum(samples)::bigint from read_parquet('{files}/**/*.parquet',"
-            " hive_partitioning=true) group by all"
-        ).fetchall()
-        return {(s, h): n for s, h, n in rows}
+        weights = DuckDB().label_weights(store.select(0, 2**40), 0, 2**40, [], ["service", "host"])
+        totals: Counter[tuple[str, str]] = Counter()
+        for row in weights.to_pylist():
+            totals[row["service"], row["host"]] += row["samples"]
+        return dict(totals)
 
 
 def request(url: str, body: bytes | None, headers: dict) -> tuple[int, bytes]:
@@ -142,12 +152,13 @@ def agent_window(window_id: str, host: str) -> Window:
     )
 
 
-def push_window(collector: Collector, window: Window) -> tuple[int, bytes]:
+def push_window(collector: Collector, window: Window, route: str = "") -> tuple[int, bytes]:
+    """The agent's push (agent/sender.py), to its own route unless told another."""
     return collector.post(
-        "/ingest",
+        route or window_pprof.AGENT_ROUTE,
         window_pprof.encode(window),
         window_pprof.query(window),
-        {"X-Perfsleuth-Window": window.id, "Content-Type": "application/octet-stream"},
+        {window_pprof.WINDOW_HEADER: window.id, "Content-Type": "application/octet-stream"},
     )
 
 
@@ -187,11 +198,10 @@ def test_agent_push_is_idempotent_and_keeps_process_labels(collector: Collector)
     window = agent_window("agent-a-1", "agent-host")
     assert json.loads(push_window(collector, window)[1])["stored"] is True
     assert json.loads(push_window(collector, window)[1])["stored"] is False
-    rows = duckdb.sql(
-        f"select pid, comm, exe, build_id, cgroup, sum(samples)::bigint from read_parquet("
-        f"'{collector.store}/samples/**/*.parquet', hive_partitioning=true) "
+    rows = collector.rows(
+        "select pid, comm, exe, build_id, cgroup, sum(samples)::bigint from samples "
         "where host = 'agent-host' group by all"
-    ).fetchall()
+    )
     assert rows == [(10, "app", "/usr/bin/app", "feed", "/app", 17)]
 
 
@@ -247,12 +257,42 @@ def test_otlp_export_is_stored_and_answered(collector: Collector) -> None:
     assert status == 200
     assert not ExportProfilesServiceResponse.FromString(answer).HasField("partial_success")
     collector.post("/v1development/profiles", body, headers=headers)
-    rows = duckdb.sql(
-        f"select pid, comm, sum(samples)::bigint, sum(cpu_ns)::bigint from read_parquet("
-        f"'{collector.store}/samples/**/*.parquet', hive_partitioning=true) "
+    rows = collector.rows(
+        "select pid, comm, sum(samples)::bigint, sum(cpu_ns)::bigint from samples "
         "where service = 'checkout' and host = 'otel-1' group by all"
-    ).fetchall()
+    )
     assert rows == [(4242, "worker", 12, 12 * 50_000_000)]
+
+
+def test_otlp_as_the_otel_collector_exporter_sends_it(collector: Collector) -> None:
+    """The OTel Collector's otlphttp exporter (v0.165.0): gzip (its default compression),
+    and resource attributes in the string-table form (key_strindex and
+    string_value_strindex into the dictionary's string table); service.version is `version`."""
+    request = otlp_request()
+    strings = request.dictionary.string_table
+    base = len(strings)
+    strings.extend(["service.name", "cart", "host.name", "otel-2", "service.version", "9.1"])
+    attributes = request.resource_profiles[0].resource.attributes
+    del attributes[:]
+    for k in range(3):
+        value = AnyValue(string_value_strindex=base + 2 * k + 1)
+        attributes.append(KeyValue(key_strindex=base + 2 * k, value=value))
+    headers = {
+        "Content-Type": "application/x-protobuf",
+        "Content-Encoding": "gzip",
+        "User-Agent": "OpenTelemetry Collector Contrib/0.165.0 (linux/amd64)",
+    }
+    body = gzip.compress(request.SerializeToString())
+    status, answer = collector.post("/v1development/profiles", body, headers=headers)
+    assert status == 200, answer
+    assert not ExportProfilesServiceResponse.FromString(answer).HasField("partial_success")
+    rows = collector.rows(
+        "select labels, sum(samples)::bigint, sum(cpu_ns)::bigint from samples "
+        "where service = 'cart' and host = 'otel-2' group by all"
+    )
+    assert [(json.loads(labels).get("version"), n, ns) for labels, n, ns in rows] == [
+        ("9.1", 12, 12 * 50_000_000)
+    ]
 
 
 def test_agent_status_is_kept(collector: Collector) -> None:
@@ -381,7 +421,7 @@ def test_kill_9_mid_push_then_restart_stores_the_retry_exactly_once(tmp_path: Pa
     first = start(tmp_path, "--token", TOKEN)
     window = agent_window("agent-k-1", "killed-host")
     body = window_pprof.encode(window)
-    path = "/ingest?" + urlencode(window_pprof.query(window))
+    path = f"{window_pprof.AGENT_ROUTE}?" + urlencode(window_pprof.query(window))
     with socket.create_connection(("127.0.0.1", first.port), timeout=10) as sock:
         head = (
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
@@ -403,3 +443,15 @@ def test_kill_9_mid_push_then_restart_stores_the_retry_exactly_once(tmp_path: Pa
         for running in (second, locals().get("third")):
             if running is not None and running.proc.poll() is None:
                 stop(running)
+
+
+def test_the_agent_has_its_own_route_and_ingest_still_takes_its_windows(
+    collector: Collector,
+) -> None:
+    """The agent pushes to /agent/windows; an older agent's push to Pyroscope's /ingest is
+    the same window, stored once."""
+    window = agent_window("agent-route-1", "route-host")
+    status, answer = push_window(collector, window)
+    assert status == 200 and json.loads(answer)["stored"] is True
+    status, answer = push_window(collector, window, "/ingest")
+    assert status == 200 and json.loads(answer)["stored"] is False

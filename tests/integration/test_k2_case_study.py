@@ -15,7 +15,7 @@ import pytest
 
 from perfsleuth.cli import main
 from perfsleuth.experiments import build
-from perfsleuth.experiments.runner import Side
+from perfsleuth.experiments.runner import Side, adopt_orphans, run_once
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -25,6 +25,7 @@ BITS = ROOT / "examples" / "k2" / "bits"
 
 
 def advised(store: Path, *cmd: str) -> list[dict[str, Any]]:
+    """The findings of `perfsleuth run`."""
     out = subprocess.run(
         [sys.executable, "-m", "perfsleuth.cli", "run", "--store", str(store),
          "--format", "json", "--", *cmd],
@@ -48,6 +49,18 @@ def test_a_stripped_hot_library_is_named_sized_and_ranked_above_the_missing_name
     assert kinds[0] != "missing-symbols"
     if "missing-symbols" in kinds:
         assert kinds.index("missing-symbols") > kinds.index("hot-library")
+
+
+def test_recording_a_stripped_hot_library_warns_of_no_missing_names(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(tmp_path / "s"),
+         "--", str(examples_built / "hotlib"), "2000"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "stored run 1" in out.stderr and "no function name" not in out.stderr
 
 
 def test_the_vector_bool_fix_is_char8_t_never_uint8_t(examples_built: Path, tmp_path: Path) -> None:
@@ -161,3 +174,26 @@ def test_a_dependency_build_that_makes_no_library_is_refused_with_why(
     assert status == 1
     (o2,) = json.loads(out.read_text())["variants"]
     assert o2["verdict"] == "failed" and "wrote no libsolver.so" in o2["error"]
+
+
+BUSY = "sum(range(8_000_000))"
+# Forks a helper that burns CPU, kills it when it is done and exits without waiting.
+KILLS_ITS_HELPER = (
+    "import os, time\n"
+    "r, w = os.pipe()\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    f"    {BUSY}; os.write(w, b'x'); time.sleep(100)\n"
+    "os.read(r, 1); os.kill(pid, 9); time.sleep(0.2); os._exit(0)\n"
+)
+
+
+def test_cpu_time_counts_helpers_a_program_killed_without_waiting() -> None:
+    """K2 kills its Z3 server processes and never waits for them: perfsleuth adopts and
+    reaps them, so their CPU time is the run's (else --metric cpu would miss it; a shell
+    parent would reap them itself, so the parent here is Python)."""
+    adopt_orphans()
+    direct = run_once(Side("direct", [sys.executable, "-c", BUSY]), "cpu")
+    left = run_once(Side("killed", [sys.executable, "-c", KILLS_ITS_HELPER]), "cpu")
+    assert direct.ok and left.ok
+    assert left.value("cpu") >= 0.5 * direct.value("cpu")

@@ -13,6 +13,7 @@ from tmpfs import fill, small_disk
 
 from perfsleuth.agent import spool as spool_module
 from perfsleuth.agent.host_symbols import HostSymbolizer
+from perfsleuth.agent.overhead import Budget
 from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
 from perfsleuth.agent.spool import Spool, SpoolError
@@ -257,3 +258,10 @@ def test_a_window_the_full_disk_refuses_is_dropped_counted_and_leaves_nothing(
         ballast.unlink()
         spool.put(*spooled(3))
         assert [spool.load(p).meta["id"] for p in spool.pending()] == ["h-1", "h-3"]
+
+
+def test_a_cpu_budget_allows_its_share_and_one_window_more() -> None:
+    budget = Budget(share=0.01, ncpus=2, window_s=10)
+    assert not budget.over(elapsed_s=100, used_s=2.2)  # 0.01 x 2 x (100 + 10)
+    assert budget.over(elapsed_s=100, used_s=2.3)
+    assert budget.over(elapsed_s=0, used_s=0.3)  # more than one window's worth at once

@@ -124,3 +124,52 @@ def test_an_entry_without_a_file_is_one_clear_error(tmp_path: Path) -> None:
     db.write_text(json.dumps([{"directory": ".", "command": "cc -c a.c"}]))
     with pytest.raises(UserError, match='without a "file"'):
         load_compile_commands(db)
+
+
+def test_a_file_the_database_misses_gets_its_nearest_neighbours_flags(tmp_path: Path) -> None:
+    entries = [
+        {"directory": str(tmp_path), "file": "lib/a.c", "arguments": ["cc", "-DLIB", "lib/a.c"]},
+        {"directory": str(tmp_path), "file": "lib/b.cc", "arguments": ["c++", "-DCXX", "lib/b.cc"]},
+        {"directory": str(tmp_path), "file": "app/m.c", "arguments": ["cc", "-DAPP", "app/m.c"]},
+    ]
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps(entries))
+    table = load_compile_commands(db)
+    header = flags_for(tmp_path / "lib" / "inner" / "x.h", table)
+    assert header.args == ("-x", "c", "-DLIB")
+    assert header.origin == "compile_commands.json (as its neighbour a.c)"
+    assert flags_for(tmp_path / "lib" / "y.cpp", table).args == ("-DCXX",)
+    assert flags_for(tmp_path / "app" / "n.c", table).args == ("-DAPP",)
+
+
+def test_a_hot_header_no_unit_is_known_to_include_is_analysed_with_neighbour_flags(
+    tmp_path: Path,
+) -> None:
+    from perfsleuth.static_analysis.source import HotCode, hot_units
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "fill.h").write_text("static inline void f(char* p) { *p = 0; }\n")
+    entry = {"directory": str(tmp_path), "file": "lib/a.c", "arguments": ["cc", "-DLIB", "a.c"]}
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([entry]))
+    hot = HotCode(1.0, {("fill.h", 1): 1.0}, {"fill.h": ("prog", 1.0, ["f"])})
+    [(unit, binary)], notes = hot_units(hot, [], [tmp_path], db, limit=3)
+    assert unit.path == tmp_path / "lib" / "fill.h"
+    assert unit.flags == ["-x", "c", "-DLIB"]
+    assert binary is None and notes == []
+    assert hot_units(hot, [], [tmp_path], None, limit=3)[0] == []
+
+
+def test_the_nearest_neighbour_is_in_the_same_folder_and_of_the_same_name_first(
+    tmp_path: Path,
+) -> None:
+    names = ["lib/sub/deep.c", "lib/other.c", "lib/str.c"]
+    entries = [
+        {"directory": str(tmp_path), "file": name, "arguments": ["cc", f"-D{Path(name).stem}"]}
+        for name in names
+    ]
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps(entries))
+    table = load_compile_commands(db)
+    assert flags_for(tmp_path / "lib" / "str.h", table).args == ("-x", "c", "-Dstr")
+    assert "-Ddeep" not in flags_for(tmp_path / "lib" / "zz.h", table).args

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pyarrow as pa
 import pytest
 from test_fleet_store import T0, as_ns, fleet, make_window, stack_pool
@@ -57,6 +58,20 @@ def test_top_by_service_and_host_are_each_ones_cpu_share(store, windows) -> None
             {k: v / total for k, v in expected.items()}
         )
         assert doc["total"] == total and doc["by"] == label
+
+
+def test_top_by_any_label_names_it_and_gives_each_values_cpu_share(store, windows) -> None:
+    total = sum(as_ns(w).total for w in windows)
+    expected: dict[str, float] = {}
+    for w in windows:
+        expected[w.labels["version"]] = expected.get(w.labels["version"], 0) + as_ns(w).total
+    doc = queries.top(store, T0, END, by="label:version", n=0)
+    assert doc["by"] == "label:version" and doc["label"] == "version"
+    assert {r["version"]: r["self"] for r in doc["rows"]} == pytest.approx(
+        {k: v / total for k, v in expected.items()}
+    )
+    assert queries.top(store, T0, END, by="host", n=0)["label"] == "host"
+    assert "label" not in queries.top(store, T0, END, by="function", n=1)
 
 
 def test_per_host_tops_sum_to_the_fleet_top(store, windows) -> None:
@@ -184,6 +199,22 @@ def test_libraries_lists_replaceable_ones_where_loaded_and_if_hot(tmp_path: Path
     assert row["rule"] == "compression.zlib" and row["library"] == libs[0]
     assert row["hosts"] == ["a", "b"] and row["programs"] == ["/usr/bin/app"]
     assert row["hot"] == (row["share"] >= 0.02) and row["share"] > 0
+    valid(doc, "FleetLibrariesDoc")
+
+
+def valid(doc: object, name: str) -> None:
+    """DOC follows its type in views/documents.py, through the generated JSON Schema."""
+    schema = json.loads(
+        (Path(__file__).parents[2] / "docs/schemas/documents.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(json.dumps(doc)), {**schema, "$ref": f"#/$defs/{name}"})
+
+
+def test_fleet_flame_json_follows_the_schema(store, windows) -> None:
+    profile = queries.flame(store, T0, END, None)
+    doc = queries.flame_json(profile, T0, END, None)
+    assert doc["stacks"] and doc["total"] == sum(s["cpu_ns"] for s in doc["stacks"])
+    valid(doc, "FleetFlameDoc")
 
 
 def test_libraries_match_the_library_not_a_file_name(tmp_path: Path) -> None:
@@ -264,6 +295,11 @@ def test_fleet_query_verbs_through_the_cli(store, capsys) -> None:
     assert "side A has no samples" in capsys.readouterr().err
     assert main(["fleet", "series", "free", *span, "--step", "1h", "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["points"]) == 2
+    assert main(["fleet", "top", *span, "--by", "label:version"]) == 0
+    assert "by version" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["fleet", "top", *span, "--by", "label:"])
+    assert "or label:NAME for any label" in capsys.readouterr().err
     for verb in (["top", "--by", "host"], ["series", "free"], ["advise"], ["libraries"]):
         assert main(["fleet", verb[0], *verb[1:], *span]) == 0, verb
     capsys.readouterr()

@@ -117,6 +117,7 @@ def test_status_names_the_hosts(api: Api) -> None:
         ("/api/fleet/top", {"to": "nan"}, "bad to='nan'"),
         ("/api/fleet/top", {"from": str(T0 + 10), "to": str(T0)}, "--from must be before --to"),
         ("/api/fleet/top", {"by": "colour"}, "bad by='colour'"),
+        ("/api/fleet/top", {"by": "label:a b"}, "or label:NAME for any label"),
         ("/api/fleet/top", {"sort": "name"}, "bad sort='name'"),
         ("/api/fleet/top", {"n": "-1"}, "bad n='-1'"),
         ("/api/fleet/top", {"where": "service"}, "bad --where condition 'service'"),

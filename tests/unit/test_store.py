@@ -59,6 +59,16 @@ def test_resolve_latest_and_back(store_path: Path):
     assert [r.id for r in store.runs()] == [3, 2, 1]
 
 
+def test_load_refs_reads_each_run_named(store_path: Path):
+    store = Store(store_path)
+    for command in ("a", "b", "c"):
+        store.add_run(RunInfo(command=command), Recording(sample_profile()))
+    runs = store.load_refs("1", "latest", "latest~1")
+    assert [(r.id, r.info.command) for r in runs] == [(1, "a"), (3, "c"), (2, "b")]
+    with pytest.raises(UserError):
+        store.load_refs("1", "9")
+
+
 def test_one_run_reference_grammar():
     """The store, the server and gate's --baseline read references the same way."""
     for ref in ("1", "42", "latest", "latest~0", "latest~12"):

@@ -51,7 +51,7 @@ export function timeAt(timeline: Timeline, x: number): number {
 }
 
 /** Bars per depth (index 0 = the root's children), each [flame node, first sample, end sample], in x order. */
-interface Bars {
+export interface Bars {
   node: Int32Array[];
   x0: Uint32Array[];
   x1: Uint32Array[];
@@ -109,6 +109,7 @@ export function bars(data: FlameData, timeline: Timeline): Bars {
 export interface ChartOptions {
   tooltip: (node: number, samples: number, x0: number) => string[];
   onRange: (x0: number, x1: number) => void;
+  onDraw?: () => void; // after each draw (the minimap follows the range)
 }
 
 const ROW = 18;
@@ -120,7 +121,7 @@ export class TimeChart {
   readonly tip = document.createElement("div");
   v0 = 0;
   v1: number;
-  private bars: Bars;
+  readonly bars: Bars;
   private cursor: [number, number] | null = null; // [depth, bar index] the keyboard is on
   private resizing: ResizeObserver | null = null;
 
@@ -203,6 +204,7 @@ export class TimeChart {
       ctx.lineWidth = 2;
       ctx.strokeRect(a + 1, AXIS + d * ROW + 1, Math.max(2, b - a - 2), ROW - 3);
     }
+    this.options.onDraw?.();
   }
 
   /**
@@ -338,7 +340,7 @@ export class TimeChart {
 }
 
 /** The first bar of a depth ending after x (bars of one depth are in x order and do not overlap). */
-function firstEnding(x1: Uint32Array, x: number): number {
+export function firstEnding(x1: Uint32Array, x: number): number {
   let lo = 0;
   let hi = x1.length;
   while (lo < hi) {

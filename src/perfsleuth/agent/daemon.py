@@ -24,9 +24,9 @@ from typing import Any
 
 from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
-from ..formats import window_pprof
+from ..formats.wire import window_pprof
 from .host_symbols import HostSymbolizer, trim_heap
-from .overhead import Meter, rss_bytes
+from .overhead import Budget, Meter, rss_bytes
 from .processes import ProcessTable
 from .python_sampler import DEFAULT_PROCESSES, PythonSampler
 from .sender import Backoff, Sender, SendError
@@ -56,6 +56,7 @@ class AgentConfig:
     call_graph: str = "dwarf"
     labels: dict[str, str] = field(default_factory=dict)
     python_processes: int = DEFAULT_PROCESSES  # sampled with py-spy at once; 0: none
+    max_cpu_share: float | None = None  # of the host, agent and perf together; None: no cap
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Counters:
     windows: int = 0
     sent: int = 0
     dropped: int = 0  # unreadable here; the spool counts its own drops
+    thinned: int = 0  # not converted: the agent was over its CPU cap
     refused: int = 0  # by the collector: kept in the spool's refused/ folder
     samples: int = 0
     lost_samples: int = 0
@@ -104,6 +106,8 @@ class Agent:
             log=log,
         )
         self.meter = Meter()
+        cap = config.max_cpu_share
+        self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
         self.stopping = False
         self.window_end = time.time()
@@ -166,7 +170,31 @@ class Agent:
         for stale in files[:-MAX_RAW_FILES]:
             self._drop(stale, "the agent fell behind perf")
         for path in files[-MAX_RAW_FILES:]:
-            self._close(path, start=self.window_end)
+            if self._over_budget():
+                self._thin(path)
+            else:
+                self._close(path, start=self.window_end)
+
+    def _over_budget(self) -> bool:
+        if self.budget is None:
+            return False
+        perf = self.recorder.pid if self.recorder.running() else None
+        return self.budget.over(*self.meter.spent(perf))
+
+    def _thin(self, path: Path) -> None:
+        """Leave a window out to keep the CPU cap: its samples are not converted."""
+        assert self.budget is not None
+        self.window_end = max(self.window_end, path.stat().st_mtime)
+        path.unlink()
+        _note_end(path.parent, self.window_end)
+        self.processes.end_window()
+        self.counts.thinned += 1
+        elapsed, used = self.meter.spent(None)
+        self.log(
+            f"over its CPU cap ({used / max(elapsed, 1e-6) / self.budget.ncpus:.2%} of the "
+            f"host since start > {self.budget.share:.2%}): window {path.name} left out; "
+            f"{self.counts.thinned} thinned so far"
+        )
 
     def _close(self, path: Path, start: float) -> None:
         end = path.stat().st_mtime
@@ -281,6 +309,7 @@ class Agent:
             f"({metrics['cpu_share_since_start']:.2%} since start), RSS agent "
             f"{metrics['agent_rss_bytes'] / mb:.0f} MB + perf {metrics['perf_rss_bytes'] / mb:.0f} "
             f"MB; perf lost {self.counts.lost_samples} samples"
+            + (f"; {self.counts.thinned} windows thinned for the CPU cap" if self.budget else "")
         )
         with contextlib.suppress(SendError):  # collector away: the window pushes say so
             self.sender.post_status(metrics)
@@ -311,6 +340,8 @@ class Agent:
             "windows_sent": self.counts.sent,
             "windows_dropped": self.counts.dropped + self.spool.dropped,
             "windows_refused": self.counts.refused,
+            "windows_thinned": self.counts.thinned,
+            "cpu_cap": self.config.max_cpu_share,
             "spool_windows": len(pending),
             "spool_bytes": self.spool.size,
             "symbolized_addresses": self.symbolizer.lookups,

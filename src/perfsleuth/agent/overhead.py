@@ -74,8 +74,31 @@ class Meter:
             perf_rss_bytes=rss_bytes(perf_pid) if perf_pid is not None else 0,
         )
 
+    def spent(self, perf_pid: int | None) -> tuple[float, float]:
+        """(seconds since the meter started, CPU seconds the agent and perf used since),
+        without moving the reading `read` compares with."""
+        if perf_pid is not None:
+            self.perf_cpu_s = max(self.perf_cpu_s, cpu_seconds(perf_pid))
+        then, agent_then, perf_then = self._start
+        used = own_cpu() - agent_then + self.perf_cpu_s - perf_then
+        return time.monotonic() - then, used
+
     def _share(self, since: tuple[float, float, float], now: float, agent: float) -> float:
         """The agent's and perf's CPU from the reading `since` to now, as a share of the host."""
         then, agent_then, perf_then = since
         used = agent - agent_then + self.perf_cpu_s - perf_then
         return used / max(now - then, 1e-6) / self.ncpus
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A CPU cap: `share` of the host's `ncpus` CPUs over the agent's life, plus an
+    allowance of one window's worth, so a window's conversion may run at once."""
+
+    share: float
+    ncpus: int
+    window_s: float
+
+    def over(self, elapsed_s: float, used_s: float) -> bool:
+        allowed = self.share * self.ncpus * (elapsed_s + self.window_s)
+        return used_s > allowed

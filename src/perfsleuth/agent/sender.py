@@ -1,8 +1,9 @@
 """Pushing windows and the agent's own metrics to the collector, with backoff.
 
-The wire format is the collector's pprof ingest (formats.window_pprof: Pyroscope's
-/ingest query parameters and a gzipped pprof body); the `X-Perfsleuth-Window`
-header makes a push idempotent.
+A window goes to the collector's route for agents (formats.wire.window_pprof.AGENT_ROUTE,
+not the /ingest Pyroscope's clients push to) in the agent's wire format (window_pprof:
+Pyroscope's /ingest query parameters and a gzipped pprof body); its WINDOW_HEADER makes
+a push idempotent.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 from urllib.parse import urlencode
+
+from ..formats.wire.window_pprof import AGENT_ROUTE, WINDOW_HEADER
 
 # Statuses worth retrying: the collector is busy, restarting or rate-limiting.
 RETRY = {408, 425, 429, 500, 502, 503, 504}
@@ -35,10 +38,10 @@ class Sender:
         self.timeout = timeout
 
     def push(self, meta: dict[str, Any], body: bytes) -> None:
-        """Send a spooled window: meta holds its id and its /ingest query parameters."""
+        """Send a spooled window: meta holds its id and its query parameters."""
         query = urlencode(meta["query"])
-        headers = {"X-Perfsleuth-Window": meta["id"], "Content-Type": "application/octet-stream"}
-        self._post(f"/ingest?{query}", body, headers)
+        headers = {WINDOW_HEADER: meta["id"], "Content-Type": "application/octet-stream"}
+        self._post(f"{AGENT_ROUTE}?{query}", body, headers)
 
     def post_status(self, metrics: dict[str, Any]) -> None:
         body = json.dumps(metrics).encode()

@@ -78,10 +78,11 @@ def build_finding(
     """One finding from a source match and, when known, the compiler's and the
     machine code's evidence about the same loop."""
     toolchain = toolchain_of(report.unit)
-    evidence, confidence = _evidence(match, remark, asm, asm_in_binary)
-    confirmed_by = _confirmed_by(remark, asm, asm_in_binary)
-    evidence.append(_confirmation(confirmed_by))
-    if _reloads_refuted(match, asm, asm_in_binary, toolchain):
+    built = report.object_compiler
+    evidence, confidence = _evidence(match, remark, asm, asm_in_binary, built)
+    confirmed_by = _confirmed_by(remark, asm, asm_in_binary, built)
+    evidence.append(_confirmation(confirmed_by, built))
+    if _reloads_refuted(match, asm, asm_in_binary, toolchain, built):
         confidence = min(confidence, NO_RELOAD_CONFIDENCE)
         evidence.append(f"but {toolchain.name}'s code of the loop reloads nothing: no cost seen")
     if match.short_trip is not None:
@@ -126,7 +127,11 @@ def build_finding(
 
 
 def _evidence(
-    match: AliasMatch, remark: Remark | None, asm: LoopCode | None, asm_in_binary: bool
+    match: AliasMatch,
+    remark: Remark | None,
+    asm: LoopCode | None,
+    asm_in_binary: bool,
+    built: str,
 ) -> tuple[list[str], float]:
     """The evidence lines of the source, the compiler and the machine code, and the
     confidence they give together."""
@@ -142,13 +147,13 @@ def _evidence(
         )
     if asm is not None and asm.confirms_aliasing:
         confidence += MACHINE_CODE_CONFIRMS
-        evidence.append(_machine_code_evidence(match, asm, asm_in_binary))
+        evidence.append(_machine_code_evidence(match, asm, asm_in_binary, built))
         evidence.extend(asm.evidence())
     return evidence, confidence
 
 
 def _confirmed_by(
-    remark: Remark | None, asm: LoopCode | None, asm_in_binary: bool
+    remark: Remark | None, asm: LoopCode | None, asm_in_binary: bool, built: str
 ) -> dict[str, str | None]:
     """Which compiler's verdict and which machine code back the finding: the remark
     of the compiler that built the binary (GCC's when its DW_AT_producer says GCC,
@@ -156,41 +161,47 @@ def _confirmed_by(
     reloads = asm is not None and asm.confirms_aliasing
     return {
         "compiler": remark.compiler if remark is not None and not remark.vectorized else None,
-        "machine_code": ("binary" if asm_in_binary else "clang build") if reloads else None,
+        "machine_code": ("binary" if asm_in_binary else _build_label(built)) if reloads else None,
     }
 
 
-def _confirmation(confirmed_by: dict[str, str | None]) -> str:
+def _build_label(built: str) -> str:
+    return "clang build" if built.startswith("clang") else f"{built} build"
+
+
+def _confirmation(confirmed_by: dict[str, str | None], built: str) -> str:
     parts = []
     if confirmed_by["compiler"]:
         parts.append(f"{confirmed_by['compiler']}'s vectoriser remark")
     if confirmed_by["machine_code"] == "binary":
         parts.append("the machine code of the run's binary")
     elif confirmed_by["machine_code"]:
-        parts.append("the machine code of clang-16's build of the unit")
+        parts.append(f"the machine code of {built}'s build of the unit")
     if not parts:
         return "confirmed by no compiler: the source pattern alone"
     return "confirmed by " + " and ".join(parts)
 
 
-def _machine_code_evidence(match: AliasMatch, asm: LoopCode, asm_in_binary: bool) -> str:
+def _machine_code_evidence(
+    match: AliasMatch, asm: LoopCode, asm_in_binary: bool, built: str
+) -> str:
     symbol = match.function if asm.function.startswith("_Z") else asm.function
-    built = "" if asm_in_binary else " (clang-16's build of the unit)"
+    where = "" if asm_in_binary else f" ({built}'s build of the unit)"
     return (
-        f"machine code of {symbol}{built}: {_count(asm.reloads, 'load')} from unchanged "
+        f"machine code of {symbol}{where}: {_count(asm.reloads, 'load')} from unchanged "
         f"addresses and {_count(asm.byte_stores, 'byte store')} in a "
         f"{len(asm.instructions)}-instruction loop"
     )
 
 
 def _reloads_refuted(
-    match: AliasMatch, asm: LoopCode | None, asm_in_binary: bool, toolchain: Toolchain
+    match: AliasMatch, asm: LoopCode | None, asm_in_binary: bool, toolchain: Toolchain, built: str
 ) -> bool:
     """Does the user's compiler's own code of the loop show no reload? The binary's code
-    is the user's; clang's build of the unit speaks for the user only when clang builds it."""
+    is the user's; a build of the unit speaks for the user when it is by their compiler."""
     if asm is None or asm.confirms_aliasing or match.pattern == "straight-line":
         return False
-    return asm_in_binary or toolchain.family == "clang"
+    return asm_in_binary or built.lower().startswith(toolchain.family)
 
 
 def _no_machine_loop(finding: Finding, binary: Path) -> None:

@@ -26,9 +26,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..formats.py_spy import is_python_frame
 from ..model.findings import Finding
-from ..model.profile import Frame, Profile
+from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_classes, load_rules, without_return_type
 from . import Context
 from .library_match import (

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..collect.run_facts import is_own_command
-from ..formats.py_spy import is_library_file, is_python_frame
+from ..formats.py_spy import is_library_file
 from ..model.findings import Finding
-from ..model.profile import Frame, Profile
+from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_rules
 from ..static_analysis.python_source import PythonLines
 from ..symbols.names import elide_templates

@@ -1,7 +1,9 @@
 """The collector's endpoints: pushes in, one Window each, appended to the fleet store.
 
 Every push is decoded and appended on a worker thread (decoding is CPU work and the
-store writes files), never on the event loop; FleetStore.append is the only writer.
+log is fsynced), never on the event loop. A push is acknowledged once its windows are in
+the head's write-ahead log; the head writes them to the store in batches (store/fleet/
+head.py), so many small pushes cost one Parquet append.
 A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
 of the body and the query, so a retried identical push is stored once.
 """
@@ -27,14 +29,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import UserError
-from ..formats import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
-from ..formats.ingest import IngestParams, PayloadError
+from ..formats.wire import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
+from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
+from ..store.fleet.head import Head
 from ..web.app import read_body
 from .cardinality import Cardinality
 
-WINDOW_HEADER = "X-Perfsleuth-Window"
 PROTOBUF = "application/x-protobuf"
 CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
@@ -78,9 +80,14 @@ class Metrics:
 
 class Collector:
     def __init__(
-        self, store: FleetStore, max_inflated: int, cardinality: Cardinality | None = None
+        self,
+        store: FleetStore,
+        head: Head,
+        max_inflated: int,
+        cardinality: Cardinality | None = None,
     ) -> None:
         self.store = store
+        self.head = head
         self.max_inflated = max_inflated
         self.cardinality = cardinality or Cardinality()
         self.metrics = Metrics()
@@ -90,6 +97,8 @@ class Collector:
     def routes(self) -> list[Route]:
         return [
             Route("/ingest", self.ingest, methods=["POST"]),
+            # perfsleuth's agent: its windows in the /ingest body and query (window_pprof)
+            Route(window_pprof.AGENT_ROUTE, self.ingest, methods=["POST"]),
             Route("/v1development/profiles", self.otlp, methods=["POST"]),
             Route("/pprof", self.pprof, methods=["POST"]),
             Route(CONNECT_PUSH, self.connect_push, methods=["POST"]),
@@ -201,7 +210,7 @@ class Collector:
         )
 
     async def _append(self, window: Window) -> bool:
-        stored = await self._run(lambda: self.store.append(window), self.appenders)
+        stored = await self._run(lambda: self.head.append(window), self.appenders)
         if stored:
             self.metrics.samples += window.profile.num_samples
         return stored
@@ -234,11 +243,12 @@ def _connect_error(status: int, code: str, message: object) -> Response:
 
 
 def _window_id(request: Request, body: bytes) -> str:
-    given = request.headers.get(WINDOW_HEADER)
+    given = request.headers.get(window_pprof.WINDOW_HEADER)
     if given is None:
         return "p-" + _digest(request, body)
     if not WINDOW_ID.fullmatch(given):
-        raise PayloadError(f"bad {WINDOW_HEADER} {given[:40]!r}: use letters, digits, . _ -")
+        header = window_pprof.WINDOW_HEADER
+        raise PayloadError(f"bad {header} {given[:40]!r}: use letters, digits, . _ -")
     return given
 
 

@@ -65,6 +65,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CPython processes sampled with py-spy at once, the busiest first, for their "
         "Python frames (default %(default)s; 0: perf's native frames only)",
     )
+    parser.add_argument(
+        "--max-cpu",
+        type=float,
+        metavar="PERCENT",
+        help="the agent's CPU cap, its perf's included, in percent of the host's CPUs: "
+        "past it windows are left out (thinned) and the log says so (default: no cap)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +90,8 @@ def config(args: argparse.Namespace) -> AgentConfig:
         raise UserError(f"bad --max-spool-mb {args.max_spool_mb}: use at least 1")
     if not 0 <= args.python_processes <= 64:
         raise UserError(f"bad --python-processes {args.python_processes}: use 0..64")
+    if args.max_cpu is not None and not 0 < args.max_cpu <= 100:
+        raise UserError(f"bad --max-cpu {args.max_cpu:g}: use a percent, 0 < PERCENT <= 100")
     return AgentConfig(
         server=args.server,
         spool=args.spool,
@@ -93,6 +102,7 @@ def config(args: argparse.Namespace) -> AgentConfig:
         call_graph=args.call_graph,
         labels=parse_labels(args.labels),
         python_processes=args.python_processes,
+        max_cpu_share=args.max_cpu / 100 if args.max_cpu is not None else None,
     )
 
 

@@ -10,7 +10,7 @@ from ..errors import UserError
 from ..model.counts import ExactCounts
 from ..model.run import LoadedRun
 from ..present import formats_for, write
-from ..views import annotate, disassembly, source
+from ..views import annotate, source
 from ..views.callgraph import match_functions, match_names
 from .common import (
     add_filter_options,
@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
     files = [{"function": fn["function"], **file} for fn in found for file in fn["files"]]
     doc: dict = {"run": str(loaded.id), "files": files}
     if args.asm:
+        # capstone and the ELF readers: only --asm needs them
+        from ..views import disassembly
+
         functions = match_functions(profile, args.function)
         doc["asm"] = [disassembly.hot_line_code(profile, f, info.dsos) for f in functions]
     write("annotate", doc, args.format, args.output)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..store.fleet import FleetStore
+    from ..store.fleet.head import Head
 
 NAME = "collector"
 HELP = "receive profiles from agents, Pyroscope, OTLP and pprof clients into the fleet store"
@@ -82,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     store = FleetStore(root, args.endpoint)
     cardinality = Cardinality(args.max_label_values, args.max_label_names)
     cardinality.seed(store.label_values())
-    collector = Collector(store, limits.max_inflated, cardinality)
+    head = store.head()
+    collector = Collector(store, head, limits.max_inflated, cardinality)
     app = create_app(
         collector.routes(), tokens=args.token, loopback=is_loopback(host), limits=limits
     )
@@ -94,5 +100,12 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    serve(app, sock, limits, verbose=args.verbose)
+    serve(app, sock, limits, verbose=args.verbose, on_stop=lambda: _close(store, head))
     return 0
+
+
+def _close(store: FleetStore, head: Head) -> None:
+    try:
+        store.close_head(head)
+    except UserError as e:
+        print(f"perfsleuth: {e}", file=sys.stderr, flush=True)

@@ -69,6 +69,10 @@ def load_run(args: argparse.Namespace, ref: str | None = None) -> LoadedRun:
     return open_store(args).load_ref(ref if ref is not None else args.run)
 
 
+def load_runs(args: argparse.Namespace, *refs: str) -> list[LoadedRun]:
+    return open_store(args).load_refs(*refs)
+
+
 def exact_counts(args: argparse.Namespace, run: LoadedRun) -> ExactCounts | None:
     """A count run's exact counts as the views read them, or None for a sampled run or
     when a sample filter (--state, --thread, --no-inline) asks for the profile."""

@@ -14,7 +14,7 @@ from .common import (
     add_recursion_option,
     apply_filters,
     exact_counts,
-    load_run,
+    load_runs,
 )
 
 NAME = "diff"
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    a, b = load_run(args, args.run_a), load_run(args, args.run_b)
+    a, b = load_runs(args, args.run_a, args.run_b)
     exact_a, exact_b = exact_counts(args, a), exact_counts(args, b)
     if exact_a is not None and exact_b is not None and a.counts and b.counts:
         sources = (a.counts.sources, b.counts.sources)

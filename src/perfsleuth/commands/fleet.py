@@ -22,7 +22,7 @@ from ..model.fleet import PROFILE_TYPES
 from ..present import PROFILE, TitledProfile, formats_for, write
 from ..present.json import FLEET_FLAME
 from ..symbols.debuginfod import server_urls
-from ..views.keys import FLEET_TOP_GROUPINGS, GROUPINGS
+from ..views.keys import FLEET_TOP_GROUPINGS, GROUPINGS, fleet_top_grouping
 
 if TYPE_CHECKING:
     from ..fleet import trends
@@ -146,13 +146,22 @@ def _add_top(parser: argparse.ArgumentParser) -> None:
     order.add_argument("--total", dest="sort", action="store_const", const="total")
     parser.add_argument(
         "--by",
-        choices=FLEET_TOP_GROUPINGS,
+        type=_top_grouping,
         default="function",
-        help="library: DSOs by library name; service, host: each one's share of the CPU time",
+        metavar="{" + ",".join(FLEET_TOP_GROUPINGS) + ",label:NAME}",
+        help="library: DSOs by library name; service, host or label:NAME (any label, e.g. "
+        "label:version): each value's share of the CPU time",
     )
     parser.add_argument("-n", type=int, default=20, help="rows to show (0 = all)")
     add_engine_options(parser)
     _add_output(parser, "fleet-top")
+
+
+def _top_grouping(text: str) -> str:
+    try:
+        return fleet_top_grouping(text)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"bad --by {text!r}: ")) from None
 
 
 def _add_flame(parser: argparse.ArgumentParser) -> None:

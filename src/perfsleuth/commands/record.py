@@ -244,10 +244,12 @@ def _duration(info: RunInfo) -> str:
 
 
 def warn_missing_symbols(info: RunInfo, profile: Profile) -> None:
-    """A run whose samples mostly have no function name is worth a word right away."""
+    """A run whose samples mostly have no function name is worth a word right away,
+    unless a hot library holds them (hot_library names and sizes it by its file)."""
     ctx = Context(profile=profile, run=info, binaries=info.dsos)
     for finding in missing_symbols.analyze(ctx):
-        if finding.rule == "symbols.missing" and finding.share >= UNNAMED_WARNING_SHARE:
+        blind = finding.details.get("blind_share", finding.share)
+        if finding.rule == "symbols.missing" and blind >= UNNAMED_WARNING_SHARE:
             print(f"perfsleuth: warning: {finding.title}. {finding.suggestion}", file=sys.stderr)
 
 

@@ -7,7 +7,6 @@ import json
 
 from ..model.run import LoadedRun
 from ..present import formats_for, write
-from ..store.answers import AnswerFiles
 from ..views import run_answers, top
 from ..views.keys import GROUPINGS
 from .common import (
@@ -58,12 +57,9 @@ def kept_top(args: argparse.Namespace, loaded: LoadedRun) -> dict:
     order), kept in answers/ when the run was stored, or computed and kept now. Reading
     it spares loading the run's samples: a 1.6M-sample run's top in a fraction of the time.
     """
-    info = loaded.info
-    name = run_answers.top_name("function")
-    kept = AnswerFiles(open_store(args).root).get(
-        info, name, lambda: run_answers.top_answer(info.id, loaded.profile, "function")
-    )
-    doc = json.loads(kept)
+    store = open_store(args)
+    source = run_answers.stored_run(store, loaded.info, lambda: loaded.profile)
+    doc = json.loads(run_answers.kept_page(store, source, run_answers.top_name("function")))
     doc.pop("run", None)
     doc["rows"] = doc["rows"][: args.n if args.n > 0 else None]
     return doc

@@ -118,8 +118,25 @@ def _compare(
         for other, _, code in built
         if other != change
     ]
+    proof["not_tried"] = _not_tried(unit, match)
+    if proof["not_tried"]:
+        proof["summary"] += f" ({proof['not_tried']})"
     proof["patched_text"] = text
     return proof
+
+
+def _not_tried(unit: TranslationUnit, match: dict[str, Any]) -> str:
+    """Why char8_t was not tried though the written type is a byte type: it is
+    declared in another file (a header), which the scratch copy does not change."""
+    declared = match.get("write_declared") or []
+    if not declared or not BYTE_TYPES.fullmatch(match["write_type"]):
+        return ""
+    if Path(declared[0]).resolve() == unit.path.resolve():
+        return ""
+    return (
+        f"char8_t not tried: the written type is declared in {Path(declared[0]).name}:"
+        f"{declared[1]}, outside the unit; change it there"
+    )
 
 
 def _worse(after: _Build) -> tuple[bool, int, float]:
@@ -145,7 +162,14 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
     found = []
     if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.fullmatch(match["write_type"]):
         flags = [f for f in unit.flags if not f.startswith("-std=")] + [CXX20, include_dir]
-        found.append((CHAR8_T, _like(unit, flags), BYTE_TYPES.sub("char8_t", text)))
+        retyped = _retyped(text, unit.path, match.get("write_declared") or [])
+        if retyped is not None:
+            found.append((CHAR8_T, _like(unit, flags), retyped))
+            everywhere = BYTE_TYPES.sub("char8_t", text)
+            if everywhere != retyped:  # the type's users (accessors, calls) follow it
+                found.append(
+                    (f"{CHAR8_T}, every byte type of the file", _like(unit, flags), everywhere)
+                )
     hoisted = _hoist(text, match)
     if hoisted is not None:
         reads = ", ".join(f"`{r}`" for r in hoisted[1])
@@ -154,6 +178,21 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
     yield from found
+
+
+def _retyped(text: str, path: Path, declared: list) -> str | None:
+    """The text with the written byte type made char8_t where it is declared (the
+    field, the variable or its typedef: other byte types of the file are left alone);
+    None when that declaration is in another file (a header the scratch copy does not
+    change). Where the declaration is not known, every byte type of the file."""
+    if not declared:
+        return BYTE_TYPES.sub("char8_t", text)
+    if Path(declared[0]).resolve() != path.resolve():
+        return None
+    lines = text.splitlines(keepends=True)
+    at = int(declared[1]) - 1
+    lines[at] = BYTE_TYPES.sub("char8_t", lines[at])
+    return "".join(lines)
 
 
 def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:

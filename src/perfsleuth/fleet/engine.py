@@ -160,13 +160,8 @@ class DuckDB:
         con = duckdb.connect()
         try:
             check_regexes(con, where)
-            for name, files, schema in (
-                ("samples", selection.samples, SAMPLES_SCHEMA),
-                ("stacks", selection.stacks, STACKS_SCHEMA),
-                ("frames", selection.frames, FRAMES_SCHEMA),
-            ):
-                dataset = ds.dataset(files, schema=schema, filesystem=selection.fs)
-                con.register(name, dataset)
+            for name in ("samples", "stacks", "frames"):
+                register(con, selection, name)
             filters = "".join(f" AND {_condition(c)}" for c in where)
             con.execute(
                 f"""CREATE TEMP TABLE weights AS
@@ -225,10 +220,7 @@ def _grouped_sums(
     con = duckdb.connect()
     try:
         check_regexes(con, where)
-        con.register(
-            "samples",
-            ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs),
-        )
+        register(con, selection, "samples")
         filters = "".join(f" AND {_condition(c)}" for c in where)
         result = con.sql(
             f"""SELECT {keys}, stack_id,
@@ -244,6 +236,19 @@ def _grouped_sums(
     finally:
         con.close()
     return _table(result)
+
+
+SCHEMAS = {"samples": SAMPLES_SCHEMA, "stacks": STACKS_SCHEMA, "frames": FRAMES_SCHEMA}
+
+
+def register(con: duckdb.DuckDBPyConnection, selection: Selection, name: str) -> None:
+    """View `name` of `con`: the table's rows in the selected files and in the head."""
+    files = getattr(selection, name)
+    con.register(f"{name}_files", ds.dataset(files, schema=SCHEMAS[name], filesystem=selection.fs))
+    con.register(f"{name}_head", getattr(selection.head, name))
+    con.execute(
+        f"CREATE TEMP VIEW {name} AS SELECT * FROM {name}_files UNION ALL SELECT * FROM {name}_head"
+    )
 
 
 def _quoted(name: str) -> str:

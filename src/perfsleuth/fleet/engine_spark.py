@@ -19,6 +19,7 @@ finds (environment, ~/.aws profiles, instance roles).
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -35,9 +36,9 @@ import pyarrow.fs as pafs
 
 from ..errors import UserError
 from ..model.fleet import DEFAULT_TYPE, LABELS
-from ..store.fleet.layout import FRAMES_SCHEMA, SAMPLES_SCHEMA, STACKS_SCHEMA
+from ..store.fleet.layout import FRAMES_SCHEMA
 from ..store.fleet.reading import Selection
-from .engine import BUCKETS_SCHEMA, StackWeights, check_frames, to_ms
+from .engine import BUCKETS_SCHEMA, SCHEMAS, StackWeights, check_frames, to_ms
 from .filters import TYPE_KEY, Condition
 
 try:
@@ -95,7 +96,7 @@ class Spark:
     def stack_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition]
     ) -> StackWeights:
-        if not selection.samples:
+        if selection.empty:
             return StackWeights(WEIGHTS_SCHEMA.empty_table(), FRAMES_SCHEMA.empty_table())
         spark, s3 = self._session(selection)
         try:
@@ -114,7 +115,7 @@ class Spark:
         schema = pa.schema(
             [*((k, pa.string()) for k in labels), *WEIGHTS_SCHEMA.remove(1)]  # no frame_ids
         )
-        if not selection.samples:
+        if selection.empty:
             return schema.empty_table()
         spark, s3 = self._session(selection)
         try:
@@ -133,7 +134,7 @@ class Spark:
     def bucket_weights(
         self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
     ) -> pa.Table:
-        if not selection.samples:
+        if selection.empty:
             return BUCKETS_SCHEMA.empty_table()
         spark, s3 = self._session(selection)
         try:
@@ -334,14 +335,11 @@ def _weights(
     end: float,
     where: list[Condition],
 ) -> StackWeights:
-    def read(files: list[str], schema: pa.Schema) -> DataFrame:
-        return _read(spark, files, schema, s3)
-
     samples = _samples(spark, selection, s3, start, end, where)
     weights = (
         samples.groupBy("stack_id")
         .agg(F.sum("samples").alias("samples"), F.sum("cpu_ns").alias("cpu_ns"))
-        .join(read(selection.stacks, STACKS_SCHEMA).distinct(), "stack_id")
+        .join(_rows(spark, selection, "stacks", s3).distinct(), "stack_id")
         .select("stack_id", "frame_ids", "samples", "cpu_ns")
         .cache()
     )
@@ -350,7 +348,7 @@ def _weights(
         check_frames(pc.sum(pc.list_value_length(stacks["frame_ids"])).as_py())
         used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
         frames = (
-            read(selection.frames, FRAMES_SCHEMA)
+            _rows(spark, selection, "frames", s3)
             .join(used, "frame_id", "left_semi")
             .distinct()
             .orderBy("frame_id")
@@ -366,6 +364,18 @@ def _read(spark: SparkSession, files: list[str], schema: pa.Schema, s3: bool) ->
     return spark.read.schema(_ddl(schema)).parquet(*paths)
 
 
+def _rows(spark: SparkSession, selection: Selection, name: str, s3: bool) -> DataFrame:
+    """Table `name`'s rows in the selected files and in the head (the log not yet
+    flushed: store/fleet/head.py)."""
+    schema = _ddl(SCHEMAS[name])
+    head = getattr(selection.head, name)
+    files = getattr(selection, name)
+    parts = [_read(spark, files, SCHEMAS[name], s3)] if files else []
+    if head.num_rows or not parts:
+        parts.append(spark.createDataFrame(head.to_pylist(), schema))
+    return functools.reduce(DataFrame.unionByName, parts)
+
+
 def _samples(
     spark: SparkSession,
     selection: Selection,
@@ -375,7 +385,7 @@ def _samples(
     where: list[Condition],
 ) -> DataFrame:
     """The selected samples of [start, end) that meet `where`."""
-    samples = _read(spark, selection.samples, SAMPLES_SCHEMA, s3).where(
+    samples = _rows(spark, selection, "samples", s3).where(
         (F.col("time") >= F.timestamp_millis(F.lit(to_ms(start))))
         & (F.col("time") < F.timestamp_millis(F.lit(to_ms(end))))
     )

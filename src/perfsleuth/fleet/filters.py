@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..model.fleet import DEFAULT_TYPE, PROFILE_TYPES
+from ..model.fleet import DEFAULT_TYPE, LABEL_NAME, PROFILE_TYPES
 
 OPERATORS = ("!~", "=~", "!=", "=")
-KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+KEY = LABEL_NAME
 NEXT_CONDITION = re.compile(rf",(?=\s*{KEY.pattern}\s*(?:!~|=~|!=|=))")
 TYPE_KEY = "type"
 

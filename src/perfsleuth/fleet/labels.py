@@ -83,7 +83,8 @@ def top(
     n: int,
     engine: Engine | None = None,
 ) -> dict:
-    """`fleet top --by service|host`: each value's share of the range's CPU time."""
+    """`fleet top --by service|host|label:NAME`: each value of the label `by` names, its
+    share of the range's CPU time."""
     found = weights(store, start, end, where, [by], engine).shares(by)
     total = sum(s.cpu_ns for s in found)
     rows = [

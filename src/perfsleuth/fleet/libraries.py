@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from ..analyzers.library_match import match_rules
 from ..model.fleet import LABELS
 from ..rules import Rule, load_rules
 from ..store.fleet import FleetStore
+from ..views import documents
 from . import queries
 from .engine import Engine
 from .filters import TYPE_KEY, Condition, holds, parse
@@ -37,14 +37,14 @@ def libraries(
     rule_files: list[Path] | None = None,
     hot_only: bool = False,
     engine: Engine | None = None,
-) -> dict:
+) -> documents.FleetLibrariesDoc:
     """`{"libraries": [...], "windows": n}`: per rule and library file, the hosts,
     services and programs that load it, and the rule's fleet share and heat."""
     rules = [r for r in load_rules(rule_files or []) if r.dsos]
     markers = _narrowed(store.inventory(start, end), parse(where))
     loaded = _loaded(markers, rules)
     shares = _shares(store, start, end, where, rules, engine) if loaded else {}
-    rows: list[dict[str, Any]] = []
+    rows: list[documents.FleetLibrary] = []
     for (rule_id, library), seen in sorted(loaded.items()):
         rule = next(r for r in rules if r.id == rule_id)
         share = shares.get(rule_id, 0.0)

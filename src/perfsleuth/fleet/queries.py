@@ -15,11 +15,12 @@ from typing import cast
 import pyarrow as pa
 
 from ..errors import UserError
-from ..model.fleet import LABEL_GROUPINGS, PROFILE_TYPES
+from ..model.fleet import PROFILE_TYPES
 from ..model.profile import Frame, Profile
 from ..store.fleet import FleetStore
 from ..views import documents
 from ..views import top as top_view
+from ..views.keys import grouped_label
 from . import labels
 from .engine import DuckDB, Engine, StackWeights
 from .filters import parse, profile_type
@@ -116,10 +117,12 @@ def top(
     """`perfsleuth top`'s JSON document over the fleet (unit "ns"), with the range asked.
 
     `by` is a frame grouping (views.keys), `library` (DSOs by library name, versions
-    merged) or a label of LABEL_GROUPINGS (each value's share of the CPU time)."""
+    merged) or a label: service, host or label:NAME (each value's share of the CPU time;
+    the document's `label` names it and each row holds its value under that name)."""
     start, end = time_range(start, end)
-    if by in LABEL_GROUPINGS:
-        doc = labels.top(store, start, end, where, by, n, engine)
+    label = grouped_label(by)
+    if label:
+        doc = {**labels.top(store, start, end, where, label, n, engine), "by": by, "label": label}
     else:
         grouped = profile(store, start, end, where, engine)
         if by == "library":
@@ -157,7 +160,9 @@ def flame(
     return profile(store, start, end, where, engine)
 
 
-def flame_json(profile: Profile, start: float, end: float, where: str | None) -> dict:
+def flame_json(
+    profile: Profile, start: float, end: float, where: str | None
+) -> documents.FleetFlameDoc:
     """`fleet flame --format json`: each distinct stack, root first, with its CPU ns and
     samples, heaviest first (the folded stacks' content, frames as objects)."""
     sums: defaultdict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
@@ -165,11 +170,11 @@ def flame_json(profile: Profile, start: float, end: float, where: str | None) ->
         if stack and weight:
             sums[stack][0] += weight
             sums[stack][1] += count
-    frames = [
+    frames: list[documents.FleetFrame] = [
         {"function": f.function, "dso": f.dso, "file": f.file, "line": f.line}
         for f in profile.frames
     ]
-    stacks = [
+    stacks: list[documents.FleetStack] = [
         {"frames": [frames[f] for f in reversed(stack)], "cpu_ns": ns, "samples": int(n)}
         for stack, (ns, n) in sorted(sums.items(), key=lambda item: -item[1][0])
     ]

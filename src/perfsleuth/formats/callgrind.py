@@ -42,6 +42,7 @@ from perfsleuth.formats import limits
 from perfsleuth.model.counts import (
     CALL_COLUMNS,
     CELL_COLUMNS,
+    EVENT_UNITS,
     RECURSION_SUFFIX,
     Columns,
     ExactCounts,
@@ -75,8 +76,6 @@ COMPLETE_SHARE = 0.99
 # Source line numbers beyond this do not fit the run store's INTEGER column.
 MAX_LINE_NUMBER = 2**31 - 1
 # Event names as perfsleuth units; other events are "events".
-EVENT_UNITS = {"Ir": "instructions"}
-
 Fn = tuple[str, str]  # (object, function name)
 Site = tuple[str, int]  # (file, line)
 

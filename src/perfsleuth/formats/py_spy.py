@@ -24,12 +24,16 @@ from pathlib import Path
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import limits
-from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import (
+    UNKNOWN,
+    Frame,
+    Profile,
+    ProfileBuilder,
+    Thread,
+)
 from perfsleuth.symbols import dso_name
 
 PYTHON_DSO = "[python:{}]"
-PYTHON_DSO_PREFIX = "[python:"
-UNKNOWN = "[unknown]"
 LINE = re.compile(r"^(?P<stack>\S.*)\s(?P<count>\d+)$")
 THREAD = re.compile(r"^thread \((?P<tid>[^)]*)\)(?::\s?(?P<name>.*))?$")
 PROCESS = re.compile(r'^process (?P<pid>\d+):".*"$')
@@ -58,10 +62,6 @@ def sniff(head: bytes) -> bool:
 
 def is_python_file(file: str) -> bool:
     return file.endswith(PYTHON_SUFFIXES) or file.startswith("<")
-
-
-def is_python_frame(frame: Frame) -> bool:
-    return frame.dso.startswith(PYTHON_DSO_PREFIX)
 
 
 def is_library_file(file: str) -> bool:

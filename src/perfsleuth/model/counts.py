@@ -13,7 +13,7 @@ such as callgrind_annotate or kcachegrind; the source files counted, as they wer
 the run was recorded (so an annotated listing or a diff stays right after the sources
 are edited); and a fingerprint of every counted file (size, mtime, SHA-256), so a
 listing that reads a file from disk can tell it changed since the run.
-formats/counts.py makes one from a callgrind.out file.
+formats/tool_output/counts.py makes one from a callgrind.out file.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ Site = tuple[str, int]  # (file, line)
 
 # callgrind names the deeper levels of a recursion f'2, f'3 (--separate-recs)
 RECURSION_SUFFIX = re.compile(r"'[0-9]+$")
+EVENT_UNITS = {"Ir": "instructions"}  # the unit a count of an event is in
 NO_SOURCE = "???"  # callgrind's file name for code without line information
 CELL_COLUMNS = (("fn", "i"), ("file", "i"), ("line", "i"), ("address", "q"))
 CALL_COLUMNS = (("caller", "i"), ("callee", "i"), ("file", "i"), ("line", "i"), ("calls", "q"))
@@ -261,11 +262,11 @@ class ExactCounts:
         """Exact self count of `event` per (file, line)."""
         out: dict[tuple[int, int], int] = {}
         cells = self.cells
-        for file, line, cost in zip(
-            cells.column("file"), cells.column("line"), cells.event(self.index(event)), strict=True
-        ):
-            out[file, line] = out.get((file, line), 0) + cost
-        return {(self.files[file], line): cost for (file, line), cost in out.items()}
+        sites = zip(cells.column("file"), cells.column("line"), strict=True)
+        for site, cost in zip(sites, cells.event(self.index(event)), strict=True):
+            out[site] = out.get(site, 0) + cost
+        files = self.files
+        return {(files[file], line): cost for (file, line), cost in out.items()}
 
     def file_lines(self, functions: set[str] | None = None) -> dict[str, dict[int, list[int]]]:
         """file -> line -> exact counts of every event (all functions' code on that line)."""

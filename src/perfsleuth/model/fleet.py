@@ -16,7 +16,9 @@ from .profile import Profile
 
 # Every stored sample carries these labels ("" when the source does not say).
 LABELS = ("host", "service", "pid", "comm", "exe", "build_id", "cgroup")
-LABEL_GROUPINGS = ("service", "host")  # the labels a fleet query can group by
+LABEL_GROUPINGS = ("service", "host")  # the labels a fleet query can group by by name
+LABEL_PREFIX = "label:"  # and any label as label:NAME (fleet top --by label:version)
+LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")  # what --where and --by may name
 
 # The profile types a window can hold, each with the unit of its values. CPU time is
 # what fleet queries read unless told otherwise (--type).

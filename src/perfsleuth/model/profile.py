@@ -14,6 +14,10 @@ from typing import Any
 
 from .timeline import Timeline
 
+KERNEL_DSO = "[kernel.kallsyms]"
+UNKNOWN = "[unknown]"  # the function or DSO of a frame nothing could name
+PYTHON_DSO_PREFIX = "[python:"  # the DSO of a Python frame: [python:MODULE]
+
 # Units a profile's weights can be in. "ns" is used for on-CPU clock events and
 # off-CPU time alike, so the two can be added up.
 UNITS = ("samples", "ns", "instructions", "events", "bytes", "accesses")
@@ -221,3 +225,7 @@ def merge(profiles: Sequence[Profile]) -> Profile:
             frames = [p.frames[f] for f in stack]
             builder.add(frames, w, count=c, thread=p.threads[t] if t >= 0 else None, state=s)
     return builder.build()
+
+
+def is_python_frame(frame: Frame) -> bool:
+    return frame.dso.startswith(PYTHON_DSO_PREFIX)

@@ -30,7 +30,9 @@ def _pack(values: array) -> str:
     if sys.byteorder == "big":  # pragma: no cover - the store's bytes are little-endian
         values = array(values.typecode, values)
         values.byteswap()
-    return base64.b64encode(zlib.compress(values.tobytes(), 6)).decode("ascii")
+    # level 1: 5x faster than 6 on a 700k-sample timeline (0.02 against 0.11 CPU-s of
+    # `import`), for a document 15% larger
+    return base64.b64encode(zlib.compress(values.tobytes(), 1)).decode("ascii")
 
 
 def _unpack(typecode: str, text: str) -> array:

@@ -96,8 +96,8 @@ def _render_file(entry: dict, events: list[str], width: int, margin: str, out: C
         where = "code without line information (no debug info), per function"
     say(out, f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)")
     say(out, f"{margin}  source")
-    for row in entry["lines"]:
-        say(out, _line_text(row, width))
+    if entry["lines"]:
+        say(out, "\n".join([_line_text(row, width) for row in entry["lines"]]))
 
 
 def _line_text(row: dict, width: int) -> str:

@@ -19,8 +19,7 @@ import os
 from collections import defaultdict
 from typing import IO, Any
 
-from ..formats.py_spy import is_python_frame
-from ..model.profile import Frame, Profile
+from ..model.profile import Frame, Profile, is_python_frame
 from . import PROFILE, Output, TitledProfile
 
 PROCESSED_VERSION = 70

@@ -21,8 +21,8 @@ def utc(t: float | None) -> str:
 def render_top(doc: dict, console: Console) -> None:
     where = f" where {doc['where']}" if doc["where"] else ""
     title = f"fleet {utc(doc['from'])} .. {utc(doc['to'])}{where}"
-    if doc["by"] in ("service", "host"):
-        _render_labels(doc, f"{title}, by {doc['by']}", console)
+    if "label" in doc:
+        _render_labels(doc, f"{title}, by {doc['label']}", console)
         return
     if doc["by"] == "library":  # the DSO table, each DSO named by its library
         doc = {**doc, "by": "dso"}
@@ -43,11 +43,12 @@ def value_column(doc: dict) -> tuple[str, float]:
 def _render_labels(doc: dict, title: str, console: Console) -> None:
     table = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
     header, scale = value_column(doc)
-    for col in ("share", header, doc["by"]):
-        table.add_column(col, justify="right" if col != doc["by"] else "left", overflow="fold")
+    label = doc["label"]
+    for col in ("share", header, label):
+        table.add_column(col, justify="right" if col != label else "left", overflow="fold")
     for row in doc["rows"]:
         table.add_row(
-            pct(row["self"]), f"{row['self'] * doc['total'] / scale:,.1f}", cell(row[doc["by"]])
+            pct(row["self"]), f"{row['self'] * doc['total'] / scale:,.1f}", cell(row[label])
         )
     console.print(table)
     if not doc["rows"]:

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import IO, Any
 
-from ..formats.py_spy import is_python_frame
-from ..model.profile import Frame, Profile
+from ..model.profile import Frame, Profile, is_python_frame
 from ..views.flame import frame_label
 from . import PROFILE, Output, TitledProfile
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TypeVar, cast
 
+from ..errors import UserError
 from ..fleet import advice, queries, trends
 from ..fleet.filters import TYPE_KEY
 from ..model.fleet import LABELS, FleetStatus
@@ -22,7 +23,7 @@ from ..store.fleet import FleetStore
 from ..store.fleet.label_values import label_values
 from ..views import documents
 from ..views.flame import diff_columns, encode, flame_columns
-from ..views.keys import FLEET_TOP_GROUPINGS, GROUPINGS
+from ..views.keys import GROUPINGS, fleet_top_grouping
 from .api import Api, ApiError, Query, Response, Route, binary_response
 
 RANGE = ("from", "to", "where")
@@ -83,7 +84,7 @@ class FleetApi:
 
     def top(self, query: Query) -> documents.FleetTopDoc:
         start, end = _range(query)
-        by = _choice(query, "by", FLEET_TOP_GROUPINGS)
+        by = _top_grouping(query)
         sort = _choice(query, "sort", SORTS)
         n = _count(query)
         where = _one(query, "where")
@@ -177,6 +178,13 @@ def _choice(query: Query, name: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ApiError(400, f"bad {name}={value!r}: use one of {', '.join(allowed)}")
     return value
+
+
+def _top_grouping(query: Query) -> str:
+    try:
+        return fleet_top_grouping(_one(query, "by") or "function")
+    except UserError as e:
+        raise ApiError(400, str(e).replace("--by ", "by=", 1)) from None
 
 
 def _count(query: Query) -> int:

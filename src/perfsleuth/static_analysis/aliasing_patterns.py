@@ -42,7 +42,6 @@ from .clang_ast import (
     walk,
 )
 from .memory_access import WRITE_OPERATORS, Access, FunctionBody, access_at
-from .source import SYSTEM_PREFIXES
 
 BRANCH_KINDS = (
     "IF_STMT",
@@ -60,6 +59,9 @@ ACCESS_KINDS = ("DECL_REF_EXPR", "UNARY_OPERATOR", "MEMBER_REF_EXPR", "ARRAY_SUB
 ATOMIC_CLASSES = ("atomic", "__atomic_base", "atomic_ref", "__atomic_float", "__atomic_ref")
 CONFIDENCE = {"loop-condition": 0.85, "loop-body": 0.7, "straight-line": 0.35}
 BRANCH_PENALTY = 0.2
+# Where the compiler's own headers live (libclang may spell them
+# "/../lib/gcc/.../include/c++/12/..."): their code is not the user's to change.
+STANDARD_LIBRARY_FOLDERS = ("/include/c++/", "/lib/gcc/", "/lib/llvm-", "/lib/clang/")
 # A loop whose condition bounds it by a small constant (`i < 2`, `i < n && i < 16`)
 # repeats its reloads a few times per call at most (the compiler often unrolls it
 # into that many stores): no measurable cost on its own.
@@ -95,6 +97,9 @@ class AliasMatch:
     indexed: list[str] = field(default_factory=list)
     # The constant the loop condition bounds it by, when at most SHORT_LOOP.
     short_trip: int | None = None
+    # Where the written byte type is spelled: [file, line] of the declaration (a field,
+    # a variable, or the typedef it is declared with), the line char8_t would change.
+    write_declared: list = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -186,6 +191,7 @@ class _LoopScan:
             hoistable=self._hoistable(),
             indexed=self._indexed(),
             short_trip=short_trip,
+            write_declared=_declared_at(target),
         )
 
     def blocker(self) -> Blocked | None:
@@ -258,6 +264,25 @@ class _LoopScan:
             if not any(text in other for other in texts):
                 texts[text] = None
         return list(texts)
+
+
+def _declared_at(target: Any) -> list:
+    """[file, line] of the declaration whose type the write goes through: the field of
+    `k.bytes[0]`, the variable of `out[i]` or `*p` — or the typedef or alias its type is
+    spelled with (`using Bytes = std::vector<uint8_t>`); [] when not found."""
+    node = unwrap(target)
+    while cursor_kind(node) in ("ARRAY_SUBSCRIPT_EXPR", "CALL_EXPR", "UNARY_OPERATOR"):
+        kids = children(node)
+        if not kids:
+            return []
+        node = unwrap(kids[0])
+    decl = node.referenced if cursor_kind(node) in ("MEMBER_REF_EXPR", "DECL_REF_EXPR") else None
+    if decl is None or cursor_kind(decl) not in ("FIELD_DECL", "VAR_DECL", "PARM_DECL"):
+        return []
+    spelled = decl.type.get_declaration()
+    if cursor_kind(spelled) in ("TYPEDEF_DECL", "TYPE_ALIAS_DECL") and spelled.location.file:
+        decl = spelled
+    return [str(decl.location.file.name), decl.location.line] if decl.location.file else []
 
 
 def _constant_bound(condition: str) -> int | None:
@@ -524,8 +549,9 @@ HotLines = frozenset[tuple[str, int]]
 def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> SourceScan:
     """Every aliasing-write match (and blocked look-alike loop) in the functions
     defined in main_file; with `hot`, the profile's sampled lines, only in functions
-    holding one of them — and then also in the project headers the unit includes
-    (a hot template or inline loop)."""
+    holding one of them — and then also in the headers the unit includes that hold
+    one (a hot template or inline function: the project's, or a library's installed
+    one such as glib's g_string_append_c_inline; not the C++ standard library's)."""
     src = SourceText()
     found = SourceScan()
     hot_files = {name for name, _ in hot} if hot is not None else set()
@@ -533,7 +559,8 @@ def find_matches(parsed: Any, main_file: Path, hot: HotLines | None = None) -> S
     def wanted(name: str) -> bool:
         if name == str(main_file):
             return True
-        return Path(name).name in hot_files and not name.startswith(SYSTEM_PREFIXES)
+        standard = any(folder in name for folder in STANDARD_LIBRARY_FOLDERS)
+        return Path(name).name in hot_files and not standard
 
     for node in function_definitions(parsed, wanted):
         if hot is None or _holds_hot_line(node, hot):

@@ -178,6 +178,7 @@ def producer_flags(producer: str) -> list[str]:
 
 
 CXX_HEADER_SUFFIXES = (".hpp", ".hh", ".hxx", ".inl", ".h++")
+HEADER_SUFFIXES = (".h", *CXX_HEADER_SUFFIXES)
 CXX_MARKERS = ("std::", "template", "namespace", "class ", "::")
 
 
@@ -200,16 +201,58 @@ def flags_for(
     compile_commands: dict[Path, Flags] | None = None,
     producer: str = "",
 ) -> Flags:
-    """The best-known flags for one source file."""
+    """The best-known flags for one source file: its compile database entry, else
+    (a header, or a unit the database misses) its nearest neighbour's there, else
+    the producer's, else defaults."""
     if compile_commands:
         known = compile_commands.get(source.resolve())
         if known is not None:
             return known
+        neighbour = nearest_entry(source.resolve(), compile_commands)
+        if neighbour is not None:
+            return neighbour_flags(source, neighbour, compile_commands[neighbour])
     if producer:
         from_producer = producer_flags(producer)
         if any(f.startswith("-O") for f in from_producer):
             return Flags(tuple(from_producer), "DW_AT_producer")
     return Flags(tuple(default_flags(source)), "defaults")
+
+
+def nearest_entry(source: Path, compile_commands: dict[Path, Flags]) -> Path | None:
+    """The database's source nearest to `source`: sharing the longest folder path,
+    then of the same name (gstring.c for gstring.h), then the least deep below the
+    shared folder, then of the same language (a C header's neighbour is a C unit)."""
+    wanted_c = source.suffix == ".c" or (source.suffix == ".h" and not _cxx_header(source))
+
+    def closeness(entry: Path) -> tuple[int, bool, int, bool, str]:
+        shared = len(Path(os.path.commonpath([entry.parent, source.parent])).parts)
+        deeper = len(entry.parent.parts) - shared
+        return (
+            shared,
+            entry.stem == source.stem,
+            -deeper,
+            (entry.suffix == ".c") == wanted_c,
+            str(entry),
+        )
+
+    return max(compile_commands, key=closeness, default=None)
+
+
+def neighbour_flags(source: Path, neighbour: Path, flags: Flags) -> Flags:
+    """A neighbour's flags for a file the database does not list: its include
+    paths and macros are the project's (a header meant to be included only by an
+    umbrella header often checks a macro the project's own build defines)."""
+    args = [*flags.args]
+    if source.suffix in HEADER_SUFFIXES:
+        args = ["-x", "c" if neighbour.suffix == ".c" else "c++", *args]
+    origin = f"{flags.origin} (as its neighbour {neighbour.name})"
+    return Flags(tuple(args), origin, flags.directory, flags.compiler)
+
+
+def _cxx_header(source: Path) -> bool:
+    return source.suffix in CXX_HEADER_SUFFIXES or (
+        source.suffix == ".h" and default_flags(source)[:2] == ["-x", "c++"]
+    )
 
 
 def compile_unit_for(binary: Path, file_name: str) -> CompileUnit | None:

@@ -503,8 +503,14 @@ class Store:
 
     def load_ref(self, ref: str | None) -> LoadedRun:
         """`load_run` of the run `ref` names (`3`, `latest`, `latest~1`...)."""
+        return self.load_refs(ref)[0]
+
+    def load_refs(self, *refs: str | None) -> list[LoadedRun]:
+        """load_ref of each ref, through one connection (opening one costs more than
+        reading a count run's counts)."""
         with self._connect(write=False) as con:
-            return self._load_run(con, resolve(ref, self._ids(con), self.root))
+            ids = self._ids(con)
+            return [self._load_run(con, resolve(ref, ids, self.root)) for ref in refs]
 
     def _load_run(self, con: duckdb.DuckDBPyConnection, run_id: int) -> LoadedRun:
         kinds = (Counts.KIND, CacheProjections.KIND)

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from ..binaries import STT_FUNC, STT_GNU_IFUNC, Symbol, binary_at, elf_info, find_dso
-from ..model.profile import Frame
+from ..model.profile import KERNEL_DSO, UNKNOWN, Frame
 from .demangle import demangle_map
 from .kallsyms import Kallsyms, kernel_symbols, load_kallsyms
 from .kallsyms import kallsyms_candidates as _kallsyms_candidates
@@ -29,8 +29,6 @@ try:  # optional fast paths from the native extension (make native)
 except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
-UNKNOWN = "[unknown]"
-KERNEL_DSO = "[kernel.kallsyms]"
 FUNCTION_TYPES = frozenset({STT_FUNC, STT_GNU_IFUNC})
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
 

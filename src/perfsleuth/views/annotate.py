@@ -158,7 +158,8 @@ def _file_entry(
 ) -> dict:
     source, text = found
     shown = shown_lines(sorted(lines), len(text), context)
-    rows = [_count_row(number, lines, text, len(counts)) for number in shown]
+    zero = [0] * len(counts)  # one list for every uncounted line: rows are only read
+    rows = [_count_row(n, lines.get(n, zero) if n else zero, text) for n in shown]
     return _count_entry(file, source, counts, total, rows)
 
 
@@ -191,16 +192,14 @@ def _sum(rows: Iterable[list[int]], n: int) -> list[int]:
     return total
 
 
-def _count_row(number: int | None, lines: dict[int, list[int]], text: list[str], n: int) -> dict:
+def _count_row(number: int | None, counts: list[int], text: list[str]) -> dict:
     """One printed line; a row without a line number marks skipped lines."""
     if number is None:
         return {"line": None, "counts": [], "source": None}
-    source = _line(text, number)
-    return {
-        "line": number,
-        "counts": lines.get(number, [0] * n),
-        "source": source.expandtabs(8) if source is not None else None,
-    }
+    source = text[number - 1] if 0 < number <= len(text) else None
+    if source is not None and "\t" in source:
+        source = source.expandtabs(8)
+    return {"line": number, "counts": counts, "source": source}
 
 
 def shown_lines(counted: list[int], length: int, context: int | None) -> list[int | None]:

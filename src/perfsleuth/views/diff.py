@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from ..formats.py_spy import PYTHON_DSO_PREFIX
 from ..model.counts import ExactCounts, Sources
-from ..model.profile import Profile
-from ..symbols import UNKNOWN
+from ..model.profile import PYTHON_DSO_PREFIX, UNKNOWN, Profile
 from .documents import DiffRow
 from .top import Cost, aggregate
 

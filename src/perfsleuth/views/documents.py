@@ -112,7 +112,8 @@ class TopRow(TypedDict):
     # a count run's exact self count of each event callgrind counted (Ir, and with
     # --cache-sim the D1/LL misses), as cg_annotate's columns
     counts: NotRequired[dict[str, int]]
-    # the fleet's TopN by a label of LABEL_GROUPINGS (fleet/labels.py): the value, its samples
+    # the fleet's TopN by a label (fleet/labels.py): its value under the label's name (the
+    # document's `label`; service and host typed here, label:NAME's any NAME), its samples
     service: NotRequired[str]
     host: NotRequired[str]
     samples: NotRequired[int]
@@ -240,6 +241,8 @@ class FleetTopDoc(TopView, FleetRange):
 
     run: Literal["fleet"]
     type: str  # the profile type (model/fleet.PROFILE_TYPES)
+    # by a label (service, host, label:NAME): its name; each row holds its value under it
+    label: NotRequired[str]
 
 
 class FleetLabels(Span):
@@ -277,6 +280,50 @@ class FleetDiffDoc(DiffView):
 
     a: FleetRange
     b: FleetRange
+
+
+class FleetFrame(TypedDict):
+    function: str
+    dso: str
+    file: str
+    line: int
+
+
+class FleetStack(TypedDict):
+    frames: list[FleetFrame]  # root first
+    cpu_ns: float
+    samples: int
+
+
+class FleetFlameDoc(FleetRange):
+    """fleet/queries.flame_json(): `fleet flame --format json`, each distinct stack of the
+    range, heaviest first."""
+
+    type: str
+    unit: str
+    total: float
+    samples: int
+    stacks: list[FleetStack]
+
+
+class FleetLibrary(TypedDict):
+    """A library a rule can replace, loaded somewhere in the fleet: where, and how hot."""
+
+    rule: str
+    library: str  # the file loaded
+    replacement: str
+    hosts: list[str]
+    services: list[str]
+    programs: list[str]
+    share: float  # the rule's share of the fleet's CPU time
+    hot: bool  # share >= the rule's min_share
+
+
+class FleetLibrariesDoc(FleetRange):
+    """fleet/libraries.libraries(): `fleet libraries --format json`."""
+
+    windows: int
+    libraries: list[FleetLibrary]
 
 
 class FleetPlace(TypedDict):
@@ -397,6 +444,11 @@ SCHEMA = (
     Entry("FleetCpuDoc", FleetCpuDoc, extends=("FleetRange",)),
     Entry("FleetSeriesDoc", FleetSeriesDoc, extends=("FleetCpuDoc",)),
     Entry("FleetDiffDoc", FleetDiffDoc, extends=("DiffView",)),
+    Entry("FleetFrame", FleetFrame),
+    Entry("FleetStack", FleetStack),
+    Entry("FleetFlameDoc", FleetFlameDoc, extends=("FleetRange",)),
+    Entry("FleetLibrary", FleetLibrary),
+    Entry("FleetLibrariesDoc", FleetLibrariesDoc, extends=("FleetRange",)),
     Entry("FleetPlace", FleetPlace),
     Entry("FleetFinding", FleetFinding, extends=("Finding",)),
     Entry("FleetAdviceDoc", FleetAdviceDoc, extends=("FleetRange",)),

@@ -26,8 +26,7 @@ import struct
 from array import array
 from dataclasses import dataclass, field
 
-from ..formats.py_spy import is_python_frame
-from ..model.profile import Frame, Profile
+from ..model.profile import Frame, Profile, is_python_frame
 
 KERNEL_SUFFIX = "_[k]"
 INLINE_SUFFIX = "_[i]"

@@ -1,15 +1,33 @@
-"""How frames group for `--by function|line|file|dso`."""
+"""How frames group for `--by function|line|file|dso`, and what fleet top groups by."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..model.fleet import LABEL_GROUPINGS
+from ..errors import UserError
+from ..model.fleet import LABEL_GROUPINGS, LABEL_NAME, LABEL_PREFIX
 from ..model.profile import Frame, Profile
 
 GROUPINGS = ("function", "line", "file", "dso")
 # fleet top's: the frame groupings, DSOs by library name, and a label's values
 FLEET_TOP_GROUPINGS = (*GROUPINGS, "library", *LABEL_GROUPINGS)
+
+
+def grouped_label(by: str) -> str | None:
+    """The label a fleet TopN `--by` breaks the time down by: service, host or any label
+    named as label:NAME (a stored column such as exe, or a push's own, such as version)."""
+    if by in LABEL_GROUPINGS:
+        return by
+    name = by.removeprefix(LABEL_PREFIX)
+    return name if by.startswith(LABEL_PREFIX) and LABEL_NAME.fullmatch(name) else None
+
+
+def fleet_top_grouping(by: str) -> str:
+    """`by` when fleet top can group by it, else a UserError that lists the choices."""
+    if by in FLEET_TOP_GROUPINGS or grouped_label(by):
+        return by
+    named = ", ".join(FLEET_TOP_GROUPINGS)
+    raise UserError(f"bad --by {by!r}: use one of {named}, or {LABEL_PREFIX}NAME for any label")
 
 
 def key_func(by: str) -> Callable[[Frame], tuple]:

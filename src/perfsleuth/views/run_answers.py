@@ -100,21 +100,29 @@ PAGES = (
 PAGE = {page.name: page for page in PAGES}
 
 
+def stored_run(store: Store, info: RunInfo, profile: Callable[[], Profile]) -> RunSource:
+    """The source of a stored run's pages, its profile as `profile` gives it."""
+    return RunSource(
+        info,
+        profile,
+        cache(lambda: flame.flame_columns(profile(), processes=True)),
+        lambda: exact_counts(store, info),
+        lambda: profile().timeline,
+    )
+
+
+def kept_page(store: Store, source: RunSource, name: str) -> bytes:
+    """Whole-run page NAME of a run, read from the store's answers/ or built and kept."""
+    return AnswerFiles(store.root).get(source.info, name, partial(PAGE[name].build, source))
+
+
 def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
     """Compute and keep a just-stored run's whole-run pages; `profile` is the one just
     stored, when the caller has it (reading a large run back costs more than the pages)."""
-    info = store.run_info(run_id)
     stored = profile if profile is not None else store.load(run_id)
-    source = RunSource(
-        info,
-        lambda: stored,
-        cache(lambda: flame.flame_columns(stored, processes=True)),
-        lambda: exact_counts(store, info),
-        lambda: stored.timeline,
-    )
-    files = AnswerFiles(store.root)
+    source = stored_run(store, store.run_info(run_id), lambda: stored)
     for page in PAGES:
         try:
-            files.get(info, page.name, partial(page.build, source))
+            kept_page(store, source, page.name)
         except NoSuchPage:
             continue

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..formats.callgrind import EVENT_UNITS
-from ..model.counts import ExactCounts
+from ..model.counts import EVENT_UNITS, ExactCounts
 from ..model.profile import Frame, Profile
 from .documents import TopRow
 from .keys import frame_keys

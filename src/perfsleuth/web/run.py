@@ -1,7 +1,8 @@
 """Runs an app of web.app under uvicorn: bind checks, limits, quiet logs, clean shutdown.
 
 uvicorn handles SIGTERM and SIGINT itself: it stops accepting, lets the requests in
-flight finish (up to GRACE_S) and returns, so the caller can close what it holds.
+flight finish (up to GRACE_S), runs `on_stop`, and ends the process by the signal it
+caught (so what the caller holds is closed in `on_stop`, not after `serve`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import errno
 import logging
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import uvicorn
 from starlette.applications import Starlette
@@ -51,8 +52,26 @@ def bind(host: str, port: int, limits: Limits) -> socket.socket:
         raise UserError(f"cannot listen on {host}:{port}: {e.strerror}") from e
 
 
-def serve(app: Starlette, sock: socket.socket, limits: Limits, *, verbose: bool = False) -> None:
-    """Serves until SIGTERM or SIGINT; returns once the requests in flight are done."""
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self.on_stop = on_stop
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        if self.on_stop is not None:
+            self.on_stop()
+
+
+def serve(
+    app: Starlette,
+    sock: socket.socket,
+    limits: Limits,
+    *,
+    verbose: bool = False,
+    on_stop: Callable[[], None] | None = None,
+) -> None:
+    """Serves until SIGTERM or SIGINT; runs `on_stop` once the requests in flight are done."""
     config = uvicorn.Config(
         app,
         # Not uvicorn's limit_concurrency: it counts every open connection, so idle ones
@@ -67,7 +86,7 @@ def serve(app: Starlette, sock: socket.socket, limits: Limits, *, verbose: bool 
         http=guarded_protocol(limits),
     )
     _quiet_logs(verbose)
-    uvicorn.Server(config).run(sockets=[sock])
+    _Server(config, on_stop).run(sockets=[sock])
 
 
 def _quiet_logs(verbose: bool) -> None:

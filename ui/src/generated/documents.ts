@@ -503,6 +503,7 @@ export interface FleetRange extends Span {
 export interface FleetTopDoc extends TopView, FleetRange {
   run: "fleet";
   type: string;
+  label?: string;
 }
 
 /** The label values `--where` can filter on in the range, by label. */
@@ -535,6 +536,46 @@ export interface FleetSeriesDoc extends FleetCpuDoc {
 export interface FleetDiffDoc extends DiffView {
   a: FleetRange;
   b: FleetRange;
+}
+
+export interface FleetFrame {
+  function: string;
+  dso: string;
+  file: string;
+  line: number;
+}
+
+export interface FleetStack {
+  frames: FleetFrame[];
+  cpu_ns: number;
+  samples: number;
+}
+
+/** fleet/queries.flame_json(): `fleet flame --format json`, each distinct stack of the range, heaviest first. */
+export interface FleetFlameDoc extends FleetRange {
+  type: string;
+  unit: string;
+  total: number;
+  samples: number;
+  stacks: FleetStack[];
+}
+
+/** A library a rule can replace, loaded somewhere in the fleet: where, and how hot. */
+export interface FleetLibrary {
+  rule: string;
+  library: string;
+  replacement: string;
+  hosts: string[];
+  services: string[];
+  programs: string[];
+  share: number;
+  hot: boolean;
+}
+
+/** fleet/libraries.libraries(): `fleet libraries --format json`. */
+export interface FleetLibrariesDoc extends FleetRange {
+  windows: number;
+  libraries: FleetLibrary[];
 }
 
 /** A service or host a fleet finding applies to: its share of the value's CPU time and the cores it keeps busy there. */

@@ -17,12 +17,14 @@ const DEFAULT_RANGE = "1h";
 const VIEWS: Record<string, string> = { "": "Top", flame: "Flame graph", diff: "Diff", findings: "Findings" };
 const CHART = { width: 640, height: 180, left: 56, right: 12, top: 12, bottom: 30 };
 const DIFF_ROWS = 50;
+const LABEL_PREFIX = "label:"; // fleet top --by label:NAME
 
 interface Scope {
   view: string;
   groupings: string[]; // the API's choice lists (/api/choices)
   labelGroupings: string[];
   topGroupings: string[]; // the TopN's: also by library and by label
+  labelKeys: string[]; // every label of the range (/api/fleet/labels): the TopN can break down by each
   params: URLSearchParams;
   from: number;
   to: number;
@@ -36,7 +38,7 @@ function scopeOf(route: Route, choices: Choices): Scope {
   const to = custom ? Number(params.get("to")) : Math.floor(Date.now() / 1000);
   const from = custom ? Number(params.get("from")) : to - (RANGES[params.get("range") ?? ""] ?? RANGES[DEFAULT_RANGE]);
   const { groupings, label_groupings: labelGroupings, fleet_top_groupings: topGroupings } = choices;
-  return { view: route.parts[1] ?? "", groupings, labelGroupings, topGroupings, params, from, to, where: params.get("where") ?? "" };
+  return { view: route.parts[1] ?? "", groupings, labelGroupings, topGroupings, labelKeys: [], params, from, to, where: params.get("where") ?? "" };
 }
 
 /** The URL of this page with some parameters changed ("" or null removes one). */
@@ -117,14 +119,19 @@ function functionCell(scope: Scope, row: TopRow): HTMLElement {
   return h("a", { href: link(scope, { fn: row.function }), class: selected ? "fn selected" : "fn", title: row.function }, shortName(row.function));
 }
 
+/** The label a TopN grouping breaks the time down by (service, host, label:NAME), or null. */
+function groupedLabel(scope: Scope, by: string): string | null {
+  return scope.labelGroupings.includes(by) ? by : by.startsWith(LABEL_PREFIX) ? by.slice(LABEL_PREFIX.length) : null;
+}
+
 function topColumns(scope: Scope, by: string): Column<TopRow>[] {
-  const isLabel = scope.labelGroupings.includes(by);
-  const name = (r: TopRow) => (isLabel ? String((r as unknown as Record<string, unknown>)[by] ?? "") : by === "dso" || by === "library" ? r.dso : by === "file" ? r.file : r.function);
-  const nameCell = (r: TopRow) => (by === "function" || by === "line" ? functionCell(scope, r) : isLabel ? labelCell(scope, by, name(r)) : name(r));
+  const label = groupedLabel(scope, by);
+  const name = (r: TopRow) => (label ? String((r as unknown as Record<string, unknown>)[label] ?? "") : by === "dso" || by === "library" ? r.dso : by === "file" ? r.file : r.function);
+  const nameCell = (r: TopRow) => (by === "function" || by === "line" ? functionCell(scope, r) : label ? labelCell(scope, label, name(r)) : name(r));
   const columns: Column<TopRow>[] = [
     { label: "self", key: "self", numeric: true, value: (r) => r.self, cell: (r) => h("span", { class: "cost" }, bar(r.self), pct(r.self)) },
     { label: "total", key: "total", numeric: true, value: (r) => r.total, cell: (r) => h("span", { class: "cost" }, bar(r.total, "bar total"), pct(r.total)) },
-    { label: by === "dso" ? "DSO" : by, key: "name", value: name, cell: nameCell },
+    { label: by === "dso" ? "DSO" : (label ?? by), key: "name", value: name, cell: nameCell },
   ];
   if (by === "function" || by === "line") {
     columns.push(
@@ -189,9 +196,10 @@ function seriesChart(doc: FleetSeriesDoc): SVGElement {
   );
 }
 
-/** The groupings of a view: the TopN also breaks the range down by library and by label. */
+/** The groupings of a view: the TopN also breaks the range down by library and by every label. */
 function groupings(scope: Scope, top = false): string[] {
-  return top ? scope.topGroupings : scope.groupings;
+  const others = scope.labelKeys.filter((k) => !scope.labelGroupings.includes(k) && k !== "type").map((k) => `${LABEL_PREFIX}${k}`);
+  return top ? [...scope.topGroupings, ...others] : scope.groupings;
 }
 
 /**
@@ -464,6 +472,7 @@ export async function renderFleet(app: HTMLElement, route: Route): Promise<void>
     app.append(h("h1", null, "Fleet"), message(e.message)); // no fleet store yet: how to make one
     return;
   }
+  scope.labelKeys = Object.keys(labels.labels);
   const where = scope.where ? ` · where ${scope.where}` : "";
   app.append(
     h("h1", null, "Fleet", h("span", { class: "subtitle" }, `${when(scope.from)} – ${when(scope.to)} UTC${where}`)),

@@ -4,6 +4,7 @@ import { getBinary, type Params } from "../api";
 import { append, h, message, pct } from "../dom";
 import { type FlameData, hasPython } from "../flame";
 import { href, replaceParams } from "../router";
+import { Minimap } from "../minimap";
 import { decodeTimeline, TimeChart, timeAt, when } from "../timeline";
 import type { RunDetail } from "../types";
 import { colourLegend, frameTitle, functionLinks, stateThreadSelects } from "./common";
@@ -11,6 +12,7 @@ import { colourLegend, frameTitle, functionLinks, stateThreadSelects } from "./c
 declare global {
   interface Window {
     perfsleuthTimeline?: TimeChart;
+    perfsleuthMinimap?: Minimap;
   }
 }
 
@@ -59,8 +61,11 @@ export async function renderTimeOrder(app: HTMLElement, runId: string, run: RunD
   const chart = new TimeChart(data, timeline, {
     tooltip: describe,
     onRange: (x0, x1) => show(x0, x1, true),
+    onDraw: () => minimap.draw(chart.v0, chart.v1),
   });
+  const minimap = new Minimap(data, chart.bars, timeline.samples, (x0, x1) => show(x0, x1, true));
   window.perfsleuthTimeline = chart;
+  window.perfsleuthMinimap = minimap;
   const show = (x0: number, x1: number, push: boolean) => {
     chart.setRange(x0, x1);
     const whole = chart.v0 === 0 && chart.v1 === timeline.samples;
@@ -80,8 +85,9 @@ export async function renderTimeOrder(app: HTMLElement, runId: string, run: RunD
     title,
     toolbar,
     states,
-    h("p", { class: "muted" }, "x: the samples in the order they were taken, each column one sample's stack (root at the top); a frame that stays on the stack is one bar. Click a bar to zoom to it."),
+    h("p", { class: "muted" }, "x: the samples in the order they were taken, each column one sample's stack (root at the top); a frame that stays on the stack is one bar. Click a bar to zoom to it; drag across the miniature of the whole run above it to show those samples."),
     info,
+    h("div", { class: "minimap-holder" }, minimap.canvas),
     h("div", { class: "flame-holder" }, chart.canvas, chart.tip),
     h("p", { class: "muted keys" }, "keys: Tab to the chart, arrows move between frames, Enter zooms to one, + and - zoom, Esc shows the whole run"),
     details,

@@ -90,7 +90,8 @@ class Appender:
                 first[request.window.id] = request
         todo = list(first.values())
         if not self._layout_written:
-            self._ensure_layout()
+            ensure_layout(self.files)
+            self._layout_written = True
         marked = self._each(todo, lambda r: self.files.exists(_marker(r.window)))
         todo = [r for r, m in zip(todo, marked, strict=True) if not _finish_if(r, m, False)]
         self._write_dictionaries(todo)
@@ -106,11 +107,6 @@ class Appender:
             f.exception()  # wait for all: no write of this group outlives the commit
         return [f.result() for f in futures]
 
-    def _ensure_layout(self) -> None:
-        if not self.files.exists(LAYOUT_FILE):
-            self.files.put(LAYOUT_FILE, json.dumps({"layout": LAYOUT_VERSION}).encode())
-        self._layout_written = True
-
     def _write_dictionaries(self, requests: list[_Request]) -> None:
         """Each day's stacks and frames of the group, as one file per table."""
         by_day: dict[str, list[WindowTables]] = {}
@@ -121,7 +117,7 @@ class Appender:
         for dt, tables in by_day.items():
             name = f"b-{stamp()}.parquet"
             for table, key in (("frames", "frame_id"), ("stacks", "stack_id")):
-                rows = _distinct([getattr(t, table) for t in tables], key)
+                rows = distinct([getattr(t, table) for t in tables], key)
                 writes.append((f"{table}/dt={dt}/{name}", rows))
         futures = [self._pool.submit(self.files.put, rel, parquet_bytes(t)) for rel, t in writes]
         for f in futures:
@@ -139,30 +135,39 @@ class Appender:
         return self.files.create(rel, parquet_bytes(request.tables.samples)) is not None
 
     def _mark(self, request: _Request, group: int) -> None:
-        window = request.window
-        samples = request.tables.samples.column("samples")
-        info = {
-            "id": window.id,
-            "host": window.labels.get("host", ""),
-            "service": window.labels.get("service", ""),
-            "start": window.start,
-            "end": window.end,
-            "samples": int(pc.sum(samples).as_py() or 0),
-            "stored_at": time.time(),
-            "group": group,  # windows written together: `fleet status` counts requests
-        }
-        libraries = {p.exe: sorted(p.libraries) for p in window.processes.values() if p.libraries}
-        if libraries:
-            info["libraries"] = libraries
-            info["labels"] = {k: v for k, v in window.labels.items() if k not in LABELS}
-        self.files.put(_marker(window), json.dumps(info).encode())
+        info = marker_info(request.window, request.tables, group)
+        self.files.put(_marker(request.window), json.dumps(info).encode())
+
+
+def marker_info(window: Window, tables: WindowTables, group: int) -> dict:
+    """What a window's marker says of it (status.py and inventory.py read it)."""
+    info = {
+        "id": window.id,
+        "host": window.labels.get("host", ""),
+        "service": window.labels.get("service", ""),
+        "start": window.start,
+        "end": window.end,
+        "samples": int(pc.sum(tables.samples.column("samples")).as_py() or 0),
+        "stored_at": time.time(),
+        "group": group,  # windows written together: `fleet status` counts requests
+    }
+    libraries = {p.exe: sorted(p.libraries) for p in window.processes.values() if p.libraries}
+    if libraries:
+        info["libraries"] = libraries
+        info["labels"] = {k: v for k, v in window.labels.items() if k not in LABELS}
+    return info
+
+
+def ensure_layout(files: Files) -> None:
+    if not files.exists(LAYOUT_FILE):
+        files.put(LAYOUT_FILE, json.dumps({"layout": LAYOUT_VERSION}).encode())
 
 
 def _marker(window: Window) -> str:
     return marker(hour_partition(window.start), window.id)
 
 
-def _distinct(tables: list[pa.Table], key: str) -> pa.Table:
+def distinct(tables: list[pa.Table], key: str) -> pa.Table:
     table = pa.concat_tables(tables)
     ids = table.column(key).to_pylist()
     first: dict[int, int] = {}

@@ -27,6 +27,7 @@ from ...errors import UserError
 from .filesystem import Files
 from .layout import (
     COMPACTED_PREFIX,
+    HEAD_PREFIX,
     REPLACES_KEY,
     ROLLUP_PREFIX,
     SAMPLES_SCHEMA,
@@ -39,7 +40,7 @@ from .layout import (
     stamp,
 )
 from .lease import Lease
-from .reading import live_raw, newest_compacted, partitions, rollup_name
+from .reading import live_raw, newest_compacted, partitions, replaced_by, rollup_name
 from .rollups import rollup, sort_samples
 from .writer import parquet_bytes
 
@@ -107,7 +108,15 @@ def _merge(files: Files, partition: str, live: list[str], present: list[str]) ->
     table = pa.concat_tables([conform(_read(files, f"{raw}/{n}"), SAMPLES_SCHEMA) for n in live])
     newest = newest_compacted(present)
     name = compacted_name(generation(newest) + 1 if newest else 1)
-    data = parquet_bytes(sort_samples(table), {REPLACES_KEY: json.dumps(present).encode()})
+    # A head flush's file stays named in every later generation: a reader tells by it
+    # that the log's copy of those windows, if still there, is not to be counted.
+    flushed = (
+        [n for n in replaced_by(files, f"{raw}/{newest}") if n.startswith(HEAD_PREFIX)]
+        if newest
+        else []
+    )
+    replaces = sorted({*present, *flushed})
+    data = parquet_bytes(sort_samples(table), {REPLACES_KEY: json.dumps(replaces).encode()})
     return name if files.create(f"{raw}/{name}", data) is not None else None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
@@ -25,7 +26,10 @@ def label_values(selection: Selection, fixed: Sequence[str]) -> dict[str, set[st
     """{label name: values} of the samples `selection` reads: the `fixed` columns (empty
     and zero values left out) and every user label."""
     dataset = ds.dataset(selection.samples, schema=SAMPLES_SCHEMA, filesystem=selection.fs)
-    table = dataset.to_table(columns=[*fixed, "labels"])
+    columns = [*fixed, "labels"]
+    table = pa.concat_tables(
+        [dataset.to_table(columns=columns), selection.head.samples.select(columns)]
+    )
     values: dict[str, set[str]] = {}
     for name in fixed:
         found = pc.unique(table.column(name)).to_pylist()

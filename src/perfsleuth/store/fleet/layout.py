@@ -2,13 +2,16 @@
 
     _fleet.json                                    layout version
     samples/level=raw/dt=YYYY-MM-DD/hour=HH/       one file per window (w-<id>.parquet),
-                                                   or compacted (c-<generation>.parquet)
+                                                   or compacted (c-<generation>.parquet),
+                                                   or a head's flush (h-<segment>.parquet)
     samples/level=minute|hour/dt=../hour=../       rollups (r-<generation of their c- file>.parquet)
     stacks/dt=YYYY-MM-DD/                          stack_id -> frame ids (leaf first)
     frames/dt=YYYY-MM-DD/                          frame_id -> function, dso, file, line, ...
     windows/dt=YYYY-MM-DD/hour=HH/<window id>      one marker per stored window (JSON)
     hosts/<hash>.json                              the last status each host reported
     _maintenance.lease                             who compacts or expires now (lease.py)
+    head/<stamp>-<pid>.wal                         the collectors' write-ahead logs (head.py;
+                                                   an S3 store's are on the collector's disk)
 
 Times are UTC. Stacks and frames are content-addressed (a 64-bit hash of what they
 hold), so a stack written by a thousand windows is the same row everywhere and
@@ -34,6 +37,7 @@ LAYOUT_FILE = "_fleet.json"
 LEVELS = ("raw", "minute", "hour")
 BUCKET_S = {"minute": 60, "hour": 3600}
 WINDOW_PREFIX = "w-"  # a raw file holding one window: w-<window id>.parquet
+HEAD_PREFIX = "h-"  # a raw file of a head's flush: h-<segment>.parquet
 COMPACTED_PREFIX = "c-"  # a raw file merging others: c-<generation>.parquet
 ROLLUP_PREFIX = "r-"  # a rollup of the compacted file of the same stamp
 # Parquet key-value metadata of a compacted file: the file names it replaces (JSON list).

@@ -7,25 +7,38 @@ reads the footer of its newest c- file and skips the older c- files and every fi
 names: it counts each sample once whether it lists before, during or after a compaction
 (or after one that crashed before deleting, or one whose lease lapsed and that wrote a
 late, older generation).
+
+The head's log (head.py) holds the windows a collector acknowledged and has not yet
+flushed. A reader reads its segments first, then lists the partitions: a segment's
+windows of a partition are counted from the log unless the partition's listing holds
+the segment's h- file (or the newest c- file names it), so a flush between the two
+is seen once.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .filesystem import Files
 from .layout import (
     COMPACTED_PREFIX,
+    FRAMES_SCHEMA,
+    HEAD_PREFIX,
     REPLACES_KEY,
     ROLLUP_PREFIX,
+    SAMPLES_SCHEMA,
+    STACKS_SCHEMA,
     generation,
     partition_start,
     samples_dir,
 )
+from .wal import SUFFIX, Record, read_segment, segments
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,34 @@ class Selection:
     stacks: list[str]
     frames: list[str]
     levels: dict[str, int]  # level -> partitions read at that level
+    head: Head = field(default_factory=lambda: Head([]))  # the log's windows not yet flushed
+
+    @property
+    def empty(self) -> bool:
+        return not self.samples and not self.head.samples.num_rows
+
+
+@dataclass(frozen=True)
+class Head:
+    """The rows of the head's windows a selection counts from the log."""
+
+    records: list[Record]
+
+    @property
+    def samples(self) -> pa.Table:
+        return _concat([r.tables.samples for r in self.records], SAMPLES_SCHEMA)
+
+    @property
+    def stacks(self) -> pa.Table:
+        return _concat([r.tables.stacks for r in self.records], STACKS_SCHEMA)
+
+    @property
+    def frames(self) -> pa.Table:
+        return _concat([r.tables.frames for r in self.records], FRAMES_SCHEMA)
+
+
+def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def replaced_by(files: Files, rel: str) -> list[str]:
@@ -53,16 +94,24 @@ def newest_compacted(names: list[str]) -> str | None:
 def live_raw(files: Files, partition: str, names: list[str] | None = None) -> list[str]:
     """Names of the raw files of a partition that hold its samples, each sample once
     (`names`: the partition's files, when already listed)."""
+    return _raw(files, partition, names)[0]
+
+
+def _raw(
+    files: Files, partition: str, names: list[str] | None = None
+) -> tuple[list[str], set[str]]:
+    """The live raw files of a partition, and the names its newest c- file replaces."""
     folder = samples_dir("raw", partition)
     if names is None:
         names = [n for n in files.names(folder) if n.endswith(".parquet")]
     newest = newest_compacted(names)
     if newest is None:
-        return names
+        return names, set()
     replaced = set(replaced_by(files, f"{folder}/{newest}"))
-    return [
+    live = [
         n for n in names if n == newest or not (n in replaced or n.startswith(COMPACTED_PREFIX))
     ]
+    return live, replaced
 
 
 def rollup_name(live: list[str]) -> str | None:
@@ -108,14 +157,20 @@ def _level(
     return "raw"
 
 
-def select(files: Files, start: float, end: float, grain: float = 3600) -> Selection:
+def select(
+    files: Files, start: float, end: float, grain: float = 3600, head: Path | None = None
+) -> Selection:
     """The files to read for samples whose time is in [start, end), summed in buckets of
-    `grain` seconds (a whole hour reads the hour rollup, a whole minute the minute one)."""
+    `grain` seconds (a whole hour reads the hour rollup, a whole minute the minute one),
+    and the windows of the log in `head` not yet in them."""
+    logged = _logged(head, start, end) if head is not None else []
     samples: list[str] = []
     levels: dict[str, int] = {}
     days: set[str] = set()
+    flushed: set[tuple[str, str]] = set()  # (partition, batch) in the partition's files
     for partition in partitions(files, start, end):
-        live = live_raw(files, partition)
+        live, replaced = _raw(files, partition)
+        flushed |= {(partition, n) for n in (*live, *replaced) if n.startswith(HEAD_PREFIX)}
         if not live:
             continue
         level = _level(files, partition, live, start, end, grain)
@@ -129,7 +184,27 @@ def select(files: Files, start: float, end: float, grain: float = 3600) -> Selec
         stacks=_dictionary(files, "stacks", days),
         frames=_dictionary(files, "frames", days),
         levels=levels,
+        head=Head(
+            [
+                r
+                for batch, r in logged
+                if (r.partition, f"{HEAD_PREFIX}{batch}.parquet") not in flushed
+            ]
+        ),
     )
+
+
+def _logged(head: Path, start: float, end: float) -> list[tuple[str, Record]]:
+    """(batch, record) of each window of the log started in [start, end), once each."""
+    seen: set[str] = set()
+    found = []
+    for path in segments(head):
+        for record in read_segment(path):
+            t = float(record.marker["start"])
+            if start <= t < end and record.window_id not in seen:
+                seen.add(record.window_id)
+                found.append((path.name[: -len(SUFFIX)], record))
+    return found
 
 
 def _dictionary(files: Files, table: str, days: set[str]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from pathlib import Path
 from typing import cast
 
 import pyarrow.fs as pafs
@@ -12,6 +13,7 @@ import pyarrow.fs as pafs
 from ...model.fleet import FleetHost, FleetStatus, StoreCost
 from .filesystem import Files
 from .layout import partition_start
+from .wal import logged_markers
 
 RECENT_PARTITIONS = 2  # hours of window markers read for per-host rates
 # Requests of one stored window (HEAD of its marker, PUT of its samples file, PUT of its
@@ -23,7 +25,7 @@ ROLLUP_LEVELS = 2  # minute and hour
 LOSSES = ("windows_dropped", "lost_samples")
 
 
-def status(files: Files, root: str) -> FleetStatus:
+def status(files: Files, root: str, head: Path) -> FleetStatus:
     """{"store", "bytes", "files", "oldest", "newest", "windows_recent", "hosts": [...]}.
 
     `oldest`/`newest` are the unix starts of the oldest and newest hour holding data
@@ -31,11 +33,12 @@ def status(files: Files, root: str) -> FleetStatus:
     hours, `samples_per_s` over the span those windows cover, `metrics`, the last
     status its agent reported (lost samples, dropped windows, its own CPU and memory),
     and of those `windows_dropped` and `lost_samples` (None when not reported).
+    Windows in the head's log (`head`) not yet flushed count too.
     """
     listing = [i for i in files.listing("", recursive=True) if i.type == pafs.FileType.File]
     hours = _hour_partitions(files)
     stored: list[dict] = []  # the markers of the recent hours
-    hosts = _hosts_from_markers(files, hours[-RECENT_PARTITIONS:], stored)
+    hosts = _hosts_from_markers(files, hours[-RECENT_PARTITIONS:], stored, head)
     for doc in _host_documents(files):
         entry = hosts.setdefault(doc["host"], _empty_host(doc["host"]))
         entry["metrics"] = doc.get("metrics", {})
@@ -93,19 +96,25 @@ def _empty_host(host: str) -> dict:
     return {"host": host, "last_push": None, "windows": 0, "samples": 0, "span": [], "metrics": {}}
 
 
-def _hosts_from_markers(files: Files, partitions: list[str], stored: list[dict]) -> dict[str, dict]:
-    hosts: dict[str, dict] = {}
+def _hosts_from_markers(
+    files: Files, partitions: list[str], stored: list[dict], head: Path
+) -> dict[str, dict]:
+    markers: dict[str, dict] = {}
     for partition in partitions:
         for name in files.names(f"windows/{partition}"):
-            info = json.loads(files.get(f"windows/{partition}/{name}") or b"{}")
-            if "host" not in info:
-                continue  # the marker of a window compaction merged before it was marked
-            stored.append(info)
-            entry = hosts.setdefault(info["host"], _empty_host(info["host"]))
-            entry["windows"] += 1
-            entry["samples"] += info["samples"]
-            entry["last_push"] = max(entry["last_push"] or 0.0, info["stored_at"])
-            entry["span"] += [info["start"], info["end"]]
+            markers[name] = json.loads(files.get(f"windows/{partition}/{name}") or b"{}")
+    for info in logged_markers(head):
+        markers.setdefault(info["id"], info)
+    hosts: dict[str, dict] = {}
+    for info in markers.values():
+        if "host" not in info:
+            continue  # the marker of a window compaction merged before it was marked
+        stored.append(info)
+        entry = hosts.setdefault(info["host"], _empty_host(info["host"]))
+        entry["windows"] += 1
+        entry["samples"] += info["samples"]
+        entry["last_push"] = max(entry["last_push"] or 0.0, info["stored_at"])
+        entry["span"] += [info["start"], info["end"]]
     return hosts
 
 

@@ -10,11 +10,12 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from ...errors import NothingStored
+from ...errors import NothingStored, UserError
 from ...model.fleet import FleetStatus, Window
 from .appending import Appender
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
+from .head import FLUSH_ROWS, FLUSH_S, Head, head_folder
 from .inventory import inventory
 from .label_values import label_values
 from .layout import LAYOUT_FILE
@@ -38,6 +39,7 @@ class FleetStore:
         self.files.clear_tmp()
         self.late_symbols = LateSymbols(self.files, debuginfod or [])
         self.appender = Appender(self.files)
+        self.head_folder = head_folder(self.files, root)
 
     def append(self, window: Window) -> bool:
         """Store every sample of `window`; False (and nothing changes) when its id is stored.
@@ -52,6 +54,20 @@ class FleetStore:
         caller should retry).
         """
         return self._guard(lambda: self.appender.append(window))
+
+    def head(self, flush_s: float = FLUSH_S, flush_rows: int = FLUSH_ROWS) -> Head:
+        """A head for a collector: appends acknowledged once in its write-ahead log,
+        written to this store in batches (head.py). It first flushes the logs of
+        collectors that died."""
+        return self._guard(lambda: Head(self.files, self.head_folder, flush_s, flush_rows))
+
+    def close_head(self, head: Head) -> None:
+        """Flush `head` and stop it; when the store cannot be written now, its log stays
+        for the next collector started on this store (a UserError says so)."""
+        try:
+            self._guard(head.close)
+        except StoreUnavailable as e:
+            raise UserError(f"{e}; the pushes are kept in {self.head_folder}") from e
 
     def put_host_status(self, host: str, status: dict) -> None:
         """Keep `status` (an agent's own metrics: samples/s, lost samples, dropped windows,
@@ -87,13 +103,13 @@ class FleetStore:
         """
         from .status import status  # status reads the whole listing: only when asked
 
-        return self._guard(lambda: status(self.files, self.root))
+        return self._guard(lambda: status(self.files, self.root, self.head_folder))
 
     def inventory(self, start: float, end: float) -> list[dict]:
         """The markers of the windows that started in [start, end) and listed the shared
         libraries of their processes ({"host", "service", "labels": {user labels},
         "libraries": {exe: [path]}})."""
-        return self._guard(lambda: inventory(self.files, start, end))
+        return self._guard(lambda: inventory(self.files, start, end, self.head_folder))
 
     def compact(self) -> Compacted:
         """Merge each partition's small files, deduplicate stacks and frames, write rollups.
@@ -118,7 +134,7 @@ class FleetStore:
                 f"no fleet store at {self.root}: start `perfsleuth collector --store "
                 f"{self.root}` and push windows to it first"
             )
-        return self._guard(lambda: select(self.files, start, end, grain))
+        return self._guard(lambda: select(self.files, start, end, grain, self.head_folder))
 
     def _guard(self, action: Callable[[], T]) -> T:
         try:

@@ -1,8 +1,9 @@
-"""The agent's wire format: one fleet Window as a gzipped pprof, pushed to /ingest.
+"""The agent's wire format: one fleet Window as a gzipped pprof, pushed to the
+collector's AGENT_ROUTE (its own; the body and query are what Pyroscope's /ingest takes).
 
 The agent calls encode() for the body and query() for the Pyroscope-style query
 string (name=SERVICE{host=...,k=v}, from, until, sampleRate, format=pprof), and
-sends the window id in the X-Perfsleuth-Window header. The collector calls decode()
+sends the window id in the WINDOW_HEADER header. The collector calls decode()
 on that body, and on any other pprof pushed to it (Pyroscope's format=pprof, the
 plain /pprof push): per-sample labels pid and tid (numbers), comm, exe, build_id and
 cgroup (strings) give each sample its thread and its process. The shared libraries
@@ -29,14 +30,16 @@ from typing import NoReturn
 
 from google.protobuf.message import DecodeError
 
-from perfsleuth.formats import ingest
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.formats.ingest import IngestParams, PayloadError
 from perfsleuth.formats.pprof_message import ProfileMessage
+from perfsleuth.formats.wire import ingest
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import DEFAULT_TYPE, PROFILE_TYPES, Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.symbols import UNKNOWN
 
+AGENT_ROUTE = "/agent/windows"
+WINDOW_HEADER = "X-Perfsleuth-Window"  # a push's window id: sent twice, it is stored once
 SAMPLES = ("samples", "count")
 CPU = ("cpu", "nanoseconds")
 # Sample types in nanoseconds of time: CPU (Go's runtime, async-profiler's itimer mode,

@@ -1,0 +1,230 @@
+"""The collector's head: pushes held in memory and a write-ahead log, flushed in batches.
+
+A push is acknowledged once its window is in the log and fsynced (appends that meet
+share the fsync); the Parquet files come later, for many windows at once: every
+FLUSH_S seconds or FLUSH_ROWS sample rows, and when the collector stops. A flush
+writes, in this order, each window's marker (created only if absent: the marker
+claims the window for this batch, so a window pushed to two collectors is stored by
+the one that claims it first), each day's stacks and frames, one samples file per
+hour partition (h-<segment>.parquet, created only if absent), and deletes the segment
+last. A crash at any point leaves the segment, which the next collector to start
+flushes again: what was written is found and kept, nothing is counted twice.
+
+Queries read the segments too (reading.py): a segment's windows of a partition are
+counted from the log until that partition holds its h- file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+
+from ...model.fleet import Window
+from .appending import distinct, ensure_layout, marker_info
+from .filesystem import Files
+from .layout import (
+    HEAD_PREFIX,
+    day,
+    hour_partition,
+    marker,
+    samples_dir,
+    stamp,
+)
+from .wal import SUFFIX, Record, Segment, claim_orphan, encode, read_segment, segments
+from .writer import parquet_bytes, window_tables
+
+FLUSH_S = 30.0
+FLUSH_ROWS = 200_000
+# Requests of a flush in flight at once (markers: one each).
+PARALLEL_REQUESTS = 16
+
+
+def head_folder(files: Files, root: str) -> Path:
+    """Where a store's head lives: in a folder store's own `head/` (every reader of the
+    folder reads it), for S3 on this machine's disk (readers on this machine read it)."""
+    if files.local:
+        return Path(files.base) / "head"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "perfsleuth" / "head" / hashlib.blake2b(root.encode(), digest_size=8).hexdigest()
+
+
+class Head:
+    """`append(window)` from any number of threads; a thread flushes in the background."""
+
+    def __init__(
+        self,
+        files: Files,
+        folder: Path,
+        flush_s: float = FLUSH_S,
+        flush_rows: int = FLUSH_ROWS,
+    ) -> None:
+        self.files = files
+        self.folder = folder
+        self.flush_s = flush_s
+        self.flush_rows = flush_rows
+        self.dropped = 0  # windows a flush found claimed by another batch
+        self._pool = ThreadPoolExecutor(PARALLEL_REQUESTS, thread_name_prefix="fleet-flush")
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self._stop = threading.Event()
+        self._unflushed: list[tuple[Segment, list[Record]]] = []
+        folder.mkdir(parents=True, exist_ok=True)
+        ensure_layout(files)
+        self.recover()
+        self._open()
+        self._flusher = threading.Thread(target=self._flush_loop, name="fleet-head", daemon=True)
+        self._flusher.start()
+
+    def append(self, window: Window) -> bool:
+        """Log `window` durably; False when its id is in the head or stored already.
+
+        The head forgets a flushed batch's ids only after its markers exist, so a
+        window not in the head when first looked at is stored iff its marker exists."""
+        tables = window_tables(window)
+        with self._lock:
+            if window.id in self._ids:
+                return False
+        if self.files.exists(marker(hour_partition(window.start), window.id)):
+            return False
+        record = Record(marker_info(window, tables, 1), tables)
+        data = encode(record)
+        with self._lock:
+            if window.id in self._ids:  # the same window pushed twice at once
+                return False
+            segment = self._segment
+            offset = segment.write(data)
+            self._ids.add(window.id)
+            self._records.append(record)
+            self._rows += tables.samples.num_rows
+            full = self._rows >= self.flush_rows
+        segment.sync(offset)
+        if full:
+            self._pool.submit(self.flush)
+        return True
+
+    def flush(self) -> None:
+        """Write the head's windows to Parquet (see the module's docstring); a batch that
+        fails stays in the head, its segment kept, and goes first in the next flush."""
+        with self._flushing:
+            with self._lock:
+                if self._records:
+                    self._unflushed.append((self._segment, self._records))
+                    self._open(keep_ids=self._ids)
+            while self._unflushed:
+                segment, records = self._unflushed[0]
+                segment.sync(segment.written)
+                self.dropped += write_batch(self.files, segment.name, records, self._pool)
+                with self._lock:
+                    self._ids -= {r.window_id for r in records}
+                segment.path.unlink()
+                segment.close()  # its flock kept until now: no one else flushes it meanwhile
+                self._unflushed.pop(0)
+
+    def close(self) -> None:
+        """Flush what the head holds and stop; what cannot be flushed now stays in the
+        log for the next collector to start."""
+        self._stop.set()
+        self._flusher.join()
+        try:
+            self.flush()
+        finally:
+            if not self._segment.written:
+                self._segment.path.unlink()
+            self._segment.close()
+            self._pool.shutdown()
+
+    def recover(self) -> None:
+        """Flush the segments whose collector died (their flock is free)."""
+        for path in segments(self.folder):
+            fd = claim_orphan(path)
+            if fd is None:
+                continue
+            try:
+                records = read_segment(path)
+                if records:
+                    name = path.name[: -len(SUFFIX)]
+                    self.dropped += write_batch(self.files, name, records, self._pool)
+                path.unlink()
+            finally:
+                os.close(fd)
+
+    def _open(self, keep_ids: set[str] | None = None) -> None:
+        """A new segment (the caller holds the lock, or no thread runs yet)."""
+        self._segment = Segment(self.folder / f"{stamp()}-{os.getpid()}{SUFFIX}")
+        self._records: list[Record] = []
+        self._ids: set[str] = set(keep_ids or ())  # a flushing batch's ids are still here
+        self._rows = 0
+        self._opened = time.monotonic()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(min(1.0, self.flush_s)):
+            if time.monotonic() - self._opened < self.flush_s:
+                continue
+            try:
+                if self._records or self._unflushed:
+                    self.flush()
+                else:
+                    self._opened = time.monotonic()
+                self.recover()  # a collector beside this one died
+            except Exception as e:  # noqa: BLE001 -- the store is down: the log keeps the windows
+                first = next(iter(str(e).splitlines()), type(e).__name__)
+                print(f"perfsleuth: the head's flush failed ({first}); retrying", file=sys.stderr)
+
+
+def write_batch(files: Files, name: str, records: list[Record], pool: ThreadPoolExecutor) -> int:
+    """Store a segment's records as batch `name`: markers, dictionaries, samples files;
+    how many windows another batch had claimed (left out)."""
+    ensure_layout(files)
+    first: dict[str, Record] = {}
+    for record in records:
+        first.setdefault(record.window_id, record)
+    unique = list(first.values())
+    claimed = list(pool.map(lambda r: _claim(files, name, r, len(unique)), unique))
+    mine = [r for r, ok in zip(unique, claimed, strict=True) if ok]
+    by_day: dict[str, list[Record]] = {}
+    by_partition: dict[str, list[Record]] = {}
+    for record in mine:
+        if record.tables.samples.num_rows:
+            by_day.setdefault(day(float(record.marker["start"])), []).append(record)
+            by_partition.setdefault(record.partition, []).append(record)
+    writes = [
+        (
+            f"{table}/dt={dt}/b-{stamp()}.parquet",
+            distinct([getattr(r.tables, table) for r in rs], key),
+        )
+        for dt, rs in by_day.items()
+        for table, key in (("frames", "frame_id"), ("stacks", "stack_id"))
+    ]
+    list(pool.map(lambda w: files.put(w[0], parquet_bytes(w[1])), writes))
+    list(pool.map(lambda p: _samples_file(files, name, *p), by_partition.items()))
+    return len(unique) - len(mine)
+
+
+def _claim(files: Files, name: str, record: Record, group: int) -> bool:
+    """The window's marker for batch `name`; False when another batch holds it."""
+    rel = marker(record.partition, record.window_id)
+    info = {**record.marker, "group": group, "batch": name}
+    if files.create(rel, json.dumps(info).encode()) is not None:
+        return True
+    existing = files.read_versioned(rel)
+    if existing is None:
+        return False
+    with contextlib.suppress(ValueError):
+        return json.loads(existing.data).get("batch") == name  # a flush this one retries
+    return False
+
+
+def _samples_file(files: Files, name: str, partition: str, records: list[Record]) -> None:
+    table = pa.concat_tables([r.tables.samples for r in records])
+    files.create(
+        f"{samples_dir('raw', partition)}/{HEAD_PREFIX}{name}.parquet", parquet_bytes(table)
+    )

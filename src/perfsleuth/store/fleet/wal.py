@@ -1,0 +1,165 @@
+"""The head's write-ahead log: segment files of window records, and their reader.
+
+A record is one window as the store's three tables (samples, stacks, frames, each an
+Arrow IPC stream) and its marker (JSON), framed by its length and CRC-32, so a record
+a crash cut short ends the segment: it was never acknowledged. Segments are local files
+(`<head folder>/<stamp>-<pid>.wal`), held with an flock by the collector that writes
+them; one no process holds is an orphan, flushed by the next collector that starts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import struct
+import threading
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from .layout import hour_partition
+from .writer import WindowTables
+
+MAGIC = b"PSW1"
+FRAME = struct.Struct("<4sII")  # magic, payload length, CRC-32 of the payload
+SIZES = struct.Struct("<IIII")  # JSON, samples, stacks, frames lengths
+SUFFIX = ".wal"
+
+
+@dataclass(frozen=True)
+class Record:
+    marker: dict  # the window's marker: id, host, service, start, end, samples, ...
+    tables: WindowTables
+
+    @property
+    def window_id(self) -> str:
+        return str(self.marker["id"])
+
+    @property
+    def partition(self) -> str:
+        return hour_partition(float(self.marker["start"]))
+
+
+def encode(record: Record) -> bytes:
+    parts = [
+        json.dumps(record.marker).encode(),
+        *(_ipc(t) for t in (record.tables.samples, record.tables.stacks, record.tables.frames)),
+    ]
+    payload = SIZES.pack(*map(len, parts)) + b"".join(parts)
+    return FRAME.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
+def decode_all(data: bytes) -> list[Record]:
+    """The whole records of a segment's bytes, up to the first torn or corrupt one."""
+    records = []
+    at = 0
+    while at + FRAME.size <= len(data):
+        magic, length, crc = FRAME.unpack_from(data, at)
+        payload = data[at + FRAME.size : at + FRAME.size + length]
+        if magic != MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
+            break
+        records.append(_record(payload))
+        at += FRAME.size + length
+    return records
+
+
+def _record(payload: bytes) -> Record:
+    sizes = SIZES.unpack_from(payload)
+    at = SIZES.size
+    parts = []
+    for size in sizes:
+        parts.append(payload[at : at + size])
+        at += size
+    marker = json.loads(parts[0])
+    samples, stacks, frames = (pa.ipc.open_stream(p).read_all() for p in parts[1:])
+    return Record(marker, WindowTables(samples, stacks, frames))
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as out:
+        out.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+class Segment:
+    """A segment this process appends to: written under a lock, made durable by
+    `sync`, which lets the appends that meet share one fsync."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)  # ours until closed, or our process dies
+        self.written = 0
+        self.synced = 0
+        self._sync_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.path.name[: -len(SUFFIX)]
+
+    def write(self, data: bytes) -> int:
+        """Append `data` (the caller holds the head's lock); the offset `sync` waits for."""
+        os.write(self.fd, data)
+        self.written += len(data)
+        return self.written
+
+    def sync(self, offset: int) -> None:
+        with self._sync_lock:
+            if self.synced >= offset:
+                return
+            end = self.written
+            os.fsync(self.fd)
+            self.synced = end
+
+    def close(self) -> None:
+        self.sync(self.written)
+        with self._sync_lock:
+            os.close(self.fd)
+            self.synced = 1 << 62  # an append that syncs after this finds it done
+
+
+def segments(folder: Path) -> list[Path]:
+    """The segment files of a head folder, oldest first."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name.endswith(SUFFIX))
+    except FileNotFoundError:
+        return []
+
+
+def read_segment(path: Path) -> list[Record]:
+    """A segment's records; none when it was flushed and deleted meanwhile."""
+    try:
+        return decode_all(path.read_bytes())
+    except FileNotFoundError:
+        return []
+
+
+def claim_orphan(path: Path) -> int | None:
+    """An open descriptor holding `path`'s flock when no live process holds it (the
+    collector that wrote it died), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    if not path.exists():  # flushed and deleted by its owner after we opened it
+        os.close(fd)
+        return None
+    return fd
+
+
+def logged_markers(folder: Path) -> list[dict]:
+    """The markers of the windows in a head folder's segments, once each."""
+    found: dict[str, dict] = {}
+    for path in segments(folder):
+        for record in read_segment(path):
+            found.setdefault(record.window_id, record.marker)
+    return list(found.values())

@@ -1,0 +1,104 @@
+"""The collector's head (store/fleet/head.py): windows acknowledged from the write-ahead
+log, counted once by queries before, during and after a flush, a crash and compactions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from unit.test_fleet_store import T0, expected_top, fleet, fleet_top
+
+from perfsleuth.store.fleet import FleetStore
+from perfsleuth.store.fleet.head import write_batch
+from perfsleuth.store.fleet.wal import read_segment, segments
+
+END = T0 + 7200
+
+
+def test_windows_in_the_head_are_counted_once_before_and_after_the_flush(tmp_path: Path) -> None:
+    windows = fleet()
+    store = FleetStore(str(tmp_path / "fleet"))
+    head = store.head(flush_s=3600)
+    assert all(head.append(w) for w in windows)
+    assert not any(head.append(w) for w in windows)  # duplicates, still in the head
+    want = expected_top(windows)
+    assert fleet_top(store, T0, END)["rows"] == want  # from the log alone
+    assert store.select(T0, END).samples == []
+    head.flush()
+    assert fleet_top(store, T0, END)["rows"] == want  # from Parquet alone
+    assert store.select(T0, END).head.records == []
+    assert not any(head.append(w) for w in windows)  # duplicates, now by their markers
+    assert len(list((tmp_path / "fleet/samples/level=raw").rglob("h-*.parquet"))) == 1
+    assert {h["host"] for h in store.status()["hosts"]} == {"web-0", "web-1", "web-2"}
+    head.close()
+    assert segments(store.head_folder) == []
+
+
+def test_a_flush_cut_short_is_counted_once_and_finished_by_the_next_head(tmp_path: Path) -> None:
+    """The batch written but its segment not yet deleted (a crash right there): queries
+    count it once, through compactions too; a new head finishes the flush."""
+    windows = fleet()
+    root = tmp_path / "fleet"
+    script = f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from unit.test_fleet_store import fleet
+        from perfsleuth.store.fleet import FleetStore
+        head = FleetStore({str(root)!r}).head(flush_s=3600)
+        for w in fleet():
+            assert head.append(w)
+        os._exit(0)  # killed: no flush
+    """
+    subprocess.run([sys.executable, "-c", textwrap.dedent(script)], check=True)
+    store = FleetStore(str(root))
+    [segment] = segments(store.head_folder)
+    records = read_segment(segment)
+    assert len(records) == len(windows)
+    want = expected_top(windows)
+    assert fleet_top(store, T0, END)["rows"] == want
+    with ThreadPoolExecutor(4) as pool:
+        assert write_batch(store.files, segment.name[:-4], records, pool) == 0
+    assert fleet_top(store, T0, END)["rows"] == want
+    store.compact()
+    store.compact()
+    assert fleet_top(store, T0, END)["rows"] == want
+    assert segments(store.head_folder) == [segment]
+    store.head(flush_s=3600).close()  # flushes the orphan: nothing new to write
+    assert segments(store.head_folder) == []
+    assert fleet_top(store, T0, END)["rows"] == want
+
+
+def test_a_torn_record_ends_the_log(tmp_path: Path) -> None:
+    windows = fleet()
+    store = FleetStore(str(tmp_path / "fleet"))
+    head = store.head(flush_s=3600)
+    for w in windows:
+        head.append(w)
+    segment = head._segment.path
+    data = segment.read_bytes()
+    copy = store.head_folder / "0-torn.wal"
+    copy.write_bytes(data[:-10])  # the last record cut short, as by a crash mid-write
+    assert [r.window_id for r in read_segment(copy)] == [w.id for w in windows[:-1]]
+    copy.unlink()
+    head.close()
+
+
+def test_a_window_pushed_to_two_heads_is_stored_once(tmp_path: Path) -> None:
+    """Two collectors on one store both acknowledged a retried window: the first flush
+    claims it, the second leaves it out."""
+    windows = fleet()
+    store = FleetStore(str(tmp_path / "fleet"))
+    first, second = store.head(flush_s=3600), store.head(flush_s=3600)
+    assert all(first.append(w) for w in windows)
+    assert all(second.append(w) for w in windows[:5])
+    want = expected_top(windows)
+    assert fleet_top(store, T0, END)["rows"] == want
+    first.flush()
+    second.flush()
+    assert second.dropped == 5
+    assert fleet_top(store, T0, END)["rows"] == want
+    first.close()
+    second.close()
