@@ -28,14 +28,22 @@ def lint(*args: str, cwd: Path, cache: Path | None = None) -> dict:
         env=env,
     )
     assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr  # a GCC-only flag of the build is not worth one
     return json.loads(done.stdout)
+
+
+def cache_entries(cache: Path) -> dict[Path, int]:
+    """The unit cache's files and their modification times."""
+    return {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
 
 
 def meson_style(root: Path) -> list[dict]:
     """meson: a build folder, a `command` string, paths relative to the build folder."""
     build = root / "build"
     build.mkdir()
-    command = "cc -Isrc/libbuf.a.p -I../include -O2 -o src/fill.c.o -c ../src/fill.c"
+    command = (
+        "cc -Isrc/libbuf.a.p -I../include -O2 -Wduplicated-branches -o fill.o -c ../src/fill.c"
+    )
     return [{"directory": str(build), "command": command, "file": "../src/fill.c"}]
 
 
@@ -74,16 +82,13 @@ def test_a_second_lint_reads_unchanged_units_back_and_a_changed_header_is_analys
     database = ("--compile-commands", str(tmp_path / "compile_commands.json"))
     (tmp_path / "compile_commands.json").write_text(json.dumps(bear_style(root)))
 
-    def entries() -> dict[Path, int]:
-        return {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
-
     first = lint(*database, cwd=tmp_path, cache=cache)
-    written = entries()
+    written = cache_entries(cache)
     assert len(written) == 1
     header = root / "include" / "buf.h"
     header.touch()
     assert lint(*database, cwd=tmp_path, cache=cache) == first
-    assert entries() == written  # read back, not written again
+    assert cache_entries(cache) == written  # read back, not written again
     header.write_text(header.read_text().replace("char* data", "int* data"))
     changed = lint(*database, cwd=tmp_path, cache=cache)
     assert [f for f in first["findings"] if f["kind"] == "aliasing-write"]
@@ -107,3 +112,26 @@ def test_a_header_only_its_umbrella_may_include_is_linted_with_its_neighbour_fla
     [finding] = [f for f in doc["findings"] if f["kind"] == "aliasing-write"]
     assert finding["function"] == "strbuf_fill_inline"
     assert Path(finding["file"]) == header
+
+
+def test_a_unit_missing_a_header_is_read_back_until_the_header_appears(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(CODEBASES / "relative_includes", root)
+    header = root / "include" / "buf.h"
+    text = header.read_text()
+    header.unlink()
+    cache = tmp_path / "cache"
+    database = ("--compile-commands", str(tmp_path / "compile_commands.json"))
+    (tmp_path / "compile_commands.json").write_text(json.dumps(bear_style(root)))
+    first = lint(*database, cwd=tmp_path, cache=cache)
+    [note] = first["notes"]
+    assert "'buf.h' file not found" in note
+    written = cache_entries(cache)
+    assert lint(*database, cwd=tmp_path, cache=cache) == first
+    assert cache_entries(cache) == written
+    header.write_text(text)
+    found = lint(*database, cwd=tmp_path, cache=cache)
+    assert found["notes"] == []
+    assert [f["function"] for f in found["findings"] if f["kind"] == "aliasing-write"] == [
+        "buf_fill"
+    ]

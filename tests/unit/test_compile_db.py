@@ -158,3 +158,18 @@ def test_a_hot_header_no_unit_is_known_to_include_is_analysed_with_neighbour_fla
     assert unit.flags == ["-x", "c", "-DLIB"]
     assert binary is None and notes == []
     assert hot_units(hot, [], [tmp_path], None, limit=3)[0] == []
+
+
+def test_the_nearest_neighbour_is_in_the_same_folder_and_of_the_same_name_first(
+    tmp_path: Path,
+) -> None:
+    names = ["lib/sub/deep.c", "lib/other.c", "lib/str.c"]
+    entries = [
+        {"directory": str(tmp_path), "file": name, "arguments": ["cc", f"-D{Path(name).stem}"]}
+        for name in names
+    ]
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps(entries))
+    table = load_compile_commands(db)
+    assert flags_for(tmp_path / "lib" / "str.h", table).args == ("-x", "c", "-Dstr")
+    assert "-Ddeep" not in flags_for(tmp_path / "lib" / "zz.h", table).args

@@ -219,13 +219,21 @@ def flags_for(
 
 
 def nearest_entry(source: Path, compile_commands: dict[Path, Flags]) -> Path | None:
-    """The database's source that shares the longest folder path with `source`, one
-    of the same language first (a C header's neighbour is a C unit)."""
+    """The database's source nearest to `source`: sharing the longest folder path,
+    then of the same name (gstring.c for gstring.h), then the least deep below the
+    shared folder, then of the same language (a C header's neighbour is a C unit)."""
     wanted_c = source.suffix == ".c" or (source.suffix == ".h" and not _cxx_header(source))
 
-    def closeness(entry: Path) -> tuple[int, bool, str]:
-        shared = len(os.path.commonpath([entry.parent, source.parent]).split(os.sep))
-        return (shared, (entry.suffix == ".c") == wanted_c, str(entry))
+    def closeness(entry: Path) -> tuple[int, bool, int, bool, str]:
+        shared = len(Path(os.path.commonpath([entry.parent, source.parent])).parts)
+        deeper = len(entry.parent.parts) - shared
+        return (
+            shared,
+            entry.stem == source.stem,
+            -deeper,
+            (entry.suffix == ".c") == wanted_c,
+            str(entry),
+        )
 
     return max(compile_commands, key=closeness, default=None)
 

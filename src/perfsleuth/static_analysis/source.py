@@ -12,6 +12,7 @@ import glob
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 
@@ -41,6 +42,7 @@ class TranslationUnit:
     functions: list[str] = field(default_factory=list)  # hot functions it holds
     producer: str = ""  # DW_AT_producer of its compile unit in the binary, when known
     compiler: str = ""  # the compile database entry's compiler command, when known
+    inputs: list[str] = field(default_factory=list)  # what its last parse read: source, headers
 
     @property
     def is_cxx(self) -> bool:
@@ -85,12 +87,14 @@ def cindex():  # type: ignore[no-untyped-def]
 def parse(tu: TranslationUnit):  # type: ignore[no-untyped-def]
     """The libclang TranslationUnit, or None with tu.error set to the first error."""
     ci = cindex()
-    args = [f for f in tu.flags if f not in ("-c",)]
+    # GCC-only warnings of the build (glib's -Wduplicated-branches) are not worth a word
+    args = [*(f for f in tu.flags if f not in ("-c",)), "-Wno-unknown-warning-option"]
     try:
         parsed = ci.Index.create().parse(str(tu.path), args=args)
     except ci.TranslationUnitLoadError as exc:
         tu.error = f"{tu.path}: libclang could not load it ({exc})"
         return None
+    tu.inputs = included_files(parsed, tu.path)
     for diag in parsed.diagnostics:
         if diag.severity >= ci.Diagnostic.Error:
             loc = diag.location
@@ -98,6 +102,13 @@ def parse(tu: TranslationUnit):  # type: ignore[no-untyped-def]
             tu.error = f"{where}: error: {diag.spelling}"
             return None
     return parsed
+
+
+def included_files(parsed: Any, main_file: Path) -> list[str]:
+    """The unit's source and every file it includes: what its analysis depends on."""
+    names = {str(main_file)}
+    names.update(str(inclusion.include.name) for inclusion in parsed.get_includes())
+    return sorted(names)
 
 
 def find_source(name: str, roots: Iterable[Path], comp_dir: str = "") -> Path | None:

@@ -17,7 +17,6 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
 from . import compiler_remarks, machine_code
@@ -106,6 +105,9 @@ class UnitReport:
         return [(match, remark) for match, remark, refuted in self.verdicts() if not refuted]
 
 
+INCLUDE_FOLDER_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter")
+SYSTEM_INCLUDE_FOLDERS = ("/usr/include", "/usr/local/include")
+
 _REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None, bool], UnitReport] = {}
 
 
@@ -135,16 +137,34 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: boo
     started = time.process_time()
     report = UnitReport(unit)
     parsed = parse(unit)
+    report.inputs = unit.inputs
     if parsed is None:
         report.error = f"it does not compile ({unit.error})"
+        # a header added later lands in one of these: their times change
+        report.inputs = [*unit.inputs, *search_folders(unit)]
         return report
-    _read_source(report, parsed, hot_lines)
-    report.inputs = included_files(parsed, unit.path)
+    found = find_matches(parsed, unit.path, hot_lines)
+    report.matches, report.blocked = found.matches, found.blocked
+    remarks_wanted = bool(report.matches) or hot_lines is not None or all_remarks
+    # the loops only place the compiler's remarks
+    report.functions, report.loops = outline(parsed, unit.path, loops=remarks_wanted)
     del parsed  # a large unit's syntax tree is hundreds of MB
-    if report.matches or hot_lines is not None or all_remarks:
+    if remarks_wanted:
         _compile(report)
     report.seconds = time.process_time() - started
     return report
+
+
+def search_folders(unit: TranslationUnit) -> list[str]:
+    """The folders the unit's headers are looked up in: its own, those of its flags,
+    and the system's."""
+    folders = {str(unit.path.parent), *SYSTEM_INCLUDE_FOLDERS}
+    for flag, following in zip(unit.flags, [*unit.flags[1:], ""], strict=True):
+        if flag in INCLUDE_FOLDER_FLAGS:
+            folders.add(following)
+        elif flag.startswith("-I") and len(flag) > 2:
+            folders.add(flag[2:])
+    return sorted(folder for folder in folders if Path(folder).is_dir())
 
 
 def _compile(report: UnitReport) -> None:
@@ -174,13 +194,6 @@ def _compile(report: UnitReport) -> None:
             report.object_loops = _object_loops(unit, obj, report.matches)
 
 
-def included_files(parsed: Any, main_file: Path) -> list[str]:
-    """The unit's source and every file it includes: what its analysis depends on."""
-    names = {str(main_file)}
-    names.update(str(inclusion.include.name) for inclusion in parsed.get_includes())
-    return sorted(names)
-
-
 def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
     """GCC's remarks; none when GCC did not build the unit or cannot compile it with
     the flags known (the finding then cites clang's verdict, and says so)."""
@@ -188,13 +201,6 @@ def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
         return building.result() if building is not None else []
     except CompileError:
         return []
-
-
-def _read_source(report: UnitReport, parsed: Any, hot_lines: HotLines | None) -> None:
-    path = report.unit.path
-    found = find_matches(parsed, path, hot_lines)
-    report.matches, report.blocked = found.matches, found.blocked
-    report.functions, report.loops = outline(parsed, path)
 
 
 def _object_loops(

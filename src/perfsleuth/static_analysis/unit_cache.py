@@ -6,8 +6,9 @@ folder, compiler and producer, whether every loop's remark was wanted) and the a
 itself; it holds the report and each file the unit read — its source and every
 header — with its size, modification time and content hash. It is used only while
 every one of those files has the same content (same size and time, else the same
-hash: a `touch` does not throw it away). Units that failed are not kept: a header
-installed later would not show in their inputs. Entries are written whole
+hash: a `touch` does not throw it away). A unit that does not compile is kept with
+the folders its headers are looked up in as inputs too (a header added there changes
+the folder's time); one that ran out of CPU time or crashed is not. Entries are written whole
 (a temporary file renamed), in $XDG_CACHE_HOME/perfsleuth/units.
 """
 
@@ -45,6 +46,7 @@ def code_version() -> str:
 
 
 Fingerprint = tuple[int, int, str]  # size, modification time (ns), content hash
+FOLDER = "folder"  # the "hash" of a folder, known by its time
 
 
 class UnitCache:
@@ -67,7 +69,7 @@ class UnitCache:
         return report if unchanged else None
 
     def put(self, report: UnitReport, all_remarks: bool) -> None:
-        if report.error or not report.inputs:
+        if report.too_long or not report.inputs:
             return
         inputs = {name: self._fingerprint(name) for name in report.inputs}
         if any(fingerprint is None for fingerprint in inputs.values()):
@@ -102,8 +104,13 @@ class UnitCache:
         return self._stats[name]
 
     def _hash(self, name: str) -> str:
+        """The content hash of a file; a folder is known by its time alone."""
         if name not in self._hashes:
-            self._hashes[name] = hashlib.blake2b(Path(name).read_bytes()).hexdigest()
+            path = Path(name)
+            if path.is_dir():
+                self._hashes[name] = FOLDER
+            else:
+                self._hashes[name] = hashlib.blake2b(path.read_bytes()).hexdigest()
         return self._hashes[name]
 
     def _fingerprint(self, name: str) -> Fingerprint | None:
@@ -121,6 +128,8 @@ class UnitCache:
             return False
         if stat == fingerprint[:2]:
             return True
+        if fingerprint[2] == FOLDER:
+            return False
         try:
             return self._hash(name) == fingerprint[2]
         except OSError:
