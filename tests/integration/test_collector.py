@@ -32,7 +32,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
 from perfsleuth.fleet.engine import DuckDB, register
-from perfsleuth.formats import window_pprof
+from perfsleuth.formats.wire import window_pprof
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.store.fleet import FleetStore

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
-from ..formats import window_pprof
+from ..formats.wire import window_pprof
 from .host_symbols import HostSymbolizer, trim_heap
 from .overhead import Budget, Meter, rss_bytes
 from .processes import ProcessTable

@@ -29,8 +29,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import UserError
-from ..formats import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
-from ..formats.ingest import IngestParams, PayloadError
+from ..formats.wire import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
+from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
 from ..store.fleet.head import Head

@@ -30,10 +30,10 @@ from typing import NoReturn
 
 from google.protobuf.message import DecodeError
 
-from perfsleuth.formats import ingest
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.formats.ingest import IngestParams, PayloadError
 from perfsleuth.formats.pprof_message import ProfileMessage
+from perfsleuth.formats.wire import ingest
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import DEFAULT_TYPE, PROFILE_TYPES, Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.symbols import UNKNOWN

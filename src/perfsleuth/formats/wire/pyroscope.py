@@ -12,8 +12,8 @@ import json
 import re
 from dataclasses import replace
 
-from perfsleuth.formats import ingest, window_pprof
-from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.formats.wire import ingest, window_pprof
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import Window
 from perfsleuth.model.profile import Frame, ProfileBuilder
 
