@@ -142,7 +142,8 @@ class Agent:
             if now >= next_scan:
                 self.processes.scan()
                 next_scan = now + scan_every
-            self.python.tick(self.processes.known)
+            if not self._over_budget():  # over its CPU cap: no new py-spy runs either
+                self.python.tick(self.processes.known)
             self._collect(self.recorder.rotated())
             self._send(SEND_BUDGET_S)
             if now >= next_report:
