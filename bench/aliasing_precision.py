@@ -111,8 +111,12 @@ def codebase_root(codebase: dict, work: Path) -> Path:
 def lint(database: Path, src: Path, scratch: Path) -> list[dict]:
     """The findings of `perfsleuth lint` over the database, with the code under src."""
     output = scratch / "lint.json"
-    perfsleuth = Path(sys.executable).parent / "perfsleuth"
-    command = [str(perfsleuth), "lint", "--quiet", "--no-cache", "--store", str(scratch)]
+    perfsleuth = [
+        sys.executable,
+        "-c",
+        "import sys; from perfsleuth.cli import main; sys.exit(main())",
+    ]
+    command = [*perfsleuth, "lint", "--quiet", "--no-cache", "--store", str(scratch)]
     command += ["--compile-commands", str(database), "--format", "json", "-o", str(output)]
     env = {**os.environ, "PYTHONPATH": str(src), "XDG_CACHE_HOME": str(scratch / "cache")}
     subprocess.run(command, cwd=database.parent, env=env, check=True)
