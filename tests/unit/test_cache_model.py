@@ -150,3 +150,21 @@ def test_the_first_calls_are_modelled_access_by_access():
     per_call = simulate(trace_of(calls, len(calls), "first"), geometry)["per_call"]
     assert all(float(m).is_integer() for [m] in per_call)
     assert sum(m for [m] in per_call) <= 51  # the 51 lines miss once each, then fit
+
+
+def test_sampled_calls_leave_room_for_the_neighbours_the_prefetcher_brings_in():
+    geometry = parse_spec("line=64,L1d=16K:4,L2=128K:8,LLC=1M:16")
+    rng = random.Random(3)
+    # 4,000 objects at random places: each touched line's neighbour is one nobody reads
+    places = [rng.randrange(1 << 18) * 128 for _ in range(4000)]
+    every = [
+        [("L", 0x1000, 8, 0x108000)]
+        + [("L", 0x4000000 + rng.choice(places), 8, 0x108010 + 4 * i) for i in range(3)]
+        for _ in range(20000)
+    ]
+    exact = simulate(trace_of(every, len(every), "first"), geometry)["misses_per_call"]
+    sampled = simulate(trace_of(every[::64], len(every), "fixed"), geometry)["misses_per_call"]
+    # the L2 holds 2,048 lines: half the objects' lines, a quarter with their neighbours
+    assert exact["L2"] > 2.0
+    for level in ("L1d", "L2", "LLC"):
+        assert sampled[level] == pytest.approx(exact[level], rel=0.2)

@@ -186,9 +186,7 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
     model = CacheModel(geometry)
     sampled = SampledReuse(trace, model.shift) if trace.chosen != "first" else None
     names = [lv.name for lv in geometry.levels]
-    windows = (
-        [sampled.window(lv.lines(geometry.line_size)) for lv in geometry.levels] if sampled else []
-    )
+    windows = sampled_windows(sampled, geometry) if sampled else []
     per_call: list[list[float]] = []
     by_source: dict[str, dict[str, float]] = {}
     for index, call in enumerate(trace.calls):
@@ -222,6 +220,19 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
         "per_call": per_call,
         "by_source": by_source,
     }
+
+
+def sampled_windows(sampled: SampledReuse, geometry: Geometry) -> list[float]:
+    """Per level, the calls whose lines it holds: the levels the prefetcher fills
+    hold the neighbours of the lines too."""
+    prefetched = 1 if len(geometry.levels) > 1 else 0
+    return [
+        sampled.window(
+            level.lines(geometry.line_size)
+            / (sampled.with_neighbours if geometry.prefetch and index >= prefetched else 1)
+        )
+        for index, level in enumerate(geometry.levels)
+    ]
 
 
 def first_touches(model: CacheModel, address: int, size: int, seen: set[int]) -> set[int]:

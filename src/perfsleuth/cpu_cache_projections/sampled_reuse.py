@@ -25,7 +25,8 @@ recent enough for the level to hold it still:
   this one): 1 - exp(-f min(w*, t)).
 
 Under uniform random access over D lines this is the LRU rule 1 - C / D that
-knee.py fits. Accesses after the first to a line in the same call are looked up
+knee.py fits. A level the prefetcher fills holds the touched lines' neighbours as
+well, and so fewer calls' lines. Accesses after the first to a line in the same call are looked up
 in the model, which sees every access of a traced call."""
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class SampledReuse:
         }
         self.frequent = [m / self.calls for m in self.counts.values() if m > RARE_CALLS]
         self.total_calls = max(trace.total_calls, self.calls)
+        lines = set(self.counts)
+        # the next-line prefetcher (model.py) also brings in each line's neighbour
+        # to the levels below the first: of those, this many lines per line touched
+        self.with_neighbours = len(lines | {line + 1 for line in lines}) / max(len(lines), 1)
 
     def frequency(self, line: int) -> float:
         """The probability that a call touches `line`."""
@@ -79,7 +84,7 @@ class SampledReuse:
         )
         return frequent + rare
 
-    def window(self, capacity: int) -> float:
+    def window(self, capacity: float) -> float:
         """w*: the calls whose lines a level of `capacity` lines holds (inf: all)."""
         if self.window_lines(math.inf) <= capacity:
             return math.inf
