@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import fleet_sim  # noqa: E402
 import s3server  # noqa: E402
 
-from perfsleuth.formats import window_pprof  # noqa: E402
+from perfsleuth.formats.wire import window_pprof  # noqa: E402
 
 
 def ingest(store: str, bodies: list, clients: int, token: str) -> float:

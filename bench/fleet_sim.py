@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from perfsleuth.formats import perf_data, window_pprof
+from perfsleuth.formats import perf_data
+from perfsleuth.formats.wire import window_pprof
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 

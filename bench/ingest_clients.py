@@ -32,7 +32,8 @@ from email.policy import HTTP
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from perfsleuth.formats import profile_pb2, push_pb2
+from perfsleuth.formats import profile_pb2
+from perfsleuth.formats.wire import push_pb2
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pyroscope"
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"

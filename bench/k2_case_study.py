@@ -42,7 +42,11 @@ POST = {
     "dependency": "Z3 PGO+LTO 1.10x (1.00-1.17)",
     "all": "1.62x (1.42-1.91) with K2's own PGO",
 }
-FINDING_OF = {"allocator": "allocator.glibc", "patch": "container.vector-bool"}
+FINDING_OF = {
+    "allocator": "allocator.glibc",
+    "patch": "container.vector-bool",
+    "dependency": "library.hot",
+}
 
 
 def perfsleuth(store: Path, words: list[str]) -> dict[str, Any]:

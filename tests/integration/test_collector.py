@@ -32,13 +32,15 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
 from perfsleuth.fleet.engine import DuckDB, register
-from perfsleuth.formats import window_pprof
+from perfsleuth.formats import profile_pb2
+from perfsleuth.formats.wire import window_pprof
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.store.fleet import FleetStore
 
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 GO_PROFILE = Path(__file__).resolve().parents[1] / "fixtures" / "go-cpu.pb.gz"
+PYROSCOPE_FIXTURES = GO_PROFILE.parent / "pyroscope"
 TOKEN = "s3cret"
 NOW = int(time.time())
 
@@ -455,3 +457,76 @@ def test_the_agent_has_its_own_route_and_ingest_still_takes_its_windows(
     assert status == 200 and json.loads(answer)["stored"] is True
     status, answer = push_window(collector, window, "/ingest")
     assert status == 200 and json.loads(answer)["stored"] is False
+
+
+def heap_profile() -> profile_pb2.Profile:
+    """The pprof of pyroscope-go v1.5.0's captured heap push."""
+    head = json.loads((PYROSCOPE_FIXTURES / "go-1.5.0-heap.json").read_text())
+    body = (PYROSCOPE_FIXTURES / "go-1.5.0-heap.bin").read_bytes()
+    boundary = head["content-type"].split("boundary=")[1]
+    start = body.index(b"\r\n\r\n", body.index(b'name="profile"')) + 4
+    end = body.index(f"\r\n--{boundary}".encode(), start)
+    return profile_pb2.Profile.FromString(gzip.decompress(body[start:end]))
+
+
+def heap_push(scale: int, shift_s: int, config: dict) -> tuple[bytes, dict, dict]:
+    """The captured heap push, every value times `scale`, its time `shift_s` later,
+    with the sample_type_config `config`, as pyroscope-go's multipart form."""
+    profile = heap_profile()
+    profile.time_nanos += shift_s * 10**9
+    for sample in profile.sample:
+        sample.value[:] = [v * scale for v in sample.value]
+    boundary = "perfsleuth-test-boundary"
+    parts = [
+        ("profile", gzip.compress(profile.SerializeToString())),
+        ("sample_type_config", json.dumps(config).encode()),
+    ]
+    form = b"".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{name}"'
+        f"\r\nContent-Type: application/octet-stream\r\n\r\n".encode()
+        + data
+        + b"\r\n"
+        for name, data in parts
+    )
+    query = {
+        "name": "heapdelta{host=h-delta}",
+        "from": str((NOW - 20 + shift_s) * 10**9),
+        "until": str((NOW - 10 + shift_s) * 10**9),
+        "spyName": "gospy",
+    }
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    return form + f"--{boundary}--\r\n".encode(), query, headers
+
+
+def test_a_cumulative_heap_profile_is_stored_as_deltas(collector: Collector) -> None:
+    """A client that says alloc_space is cumulative (`"cumulative": true`, as
+    pyroscope-go did before godeltaprof): its first push is the baseline, the next is
+    stored as the difference; inuse_space, not cumulative, as pushed."""
+    config = {
+        "alloc_objects": {"units": "objects", "cumulative": True},
+        "alloc_space": {"units": "bytes", "cumulative": True},
+        "inuse_objects": {"units": "objects", "aggregation": "average"},
+        "inuse_space": {"units": "bytes", "aggregation": "average"},
+    }
+    first = heap_push(1, 0, config)
+    status, answer = collector.post("/ingest", first[0], first[1], first[2])
+    assert status == 200, answer
+    baseline = collector.rows(
+        "select type, sum(cpu_ns)::bigint from samples where service = 'heapdelta' group by all"
+    )
+    assert {t for t, _ in baseline} == {"inuse_objects", "inuse_space"}
+    second = heap_push(3, 10, config)
+    status, answer = collector.post("/ingest", second[0], second[1], second[2])
+    assert status == 200, answer
+    totals = dict(
+        collector.rows(
+            "select type, sum(cpu_ns)::bigint from samples where service = 'heapdelta' group by all"
+        )
+    )
+    profile = heap_profile()
+    names = [profile.string_table[t.type] for t in profile.sample_type]
+    pushed = {n: sum(s.value[i] for s in profile.sample) for i, n in enumerate(names)}
+    assert pushed["alloc_space"] > 0
+    assert totals["alloc_space"] == 2 * pushed["alloc_space"]  # 3x - 1x
+    assert totals["alloc_objects"] == 2 * pushed["alloc_objects"]
+    assert totals["inuse_space"] == 4 * pushed["inuse_space"]  # 1x + 3x

@@ -27,7 +27,8 @@ from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 from test_collector import NOW, TOKEN, Collector, folded_query, otlp_request, start, stop
 
 from perfsleuth.collector.app import CONNECT_PUSH
-from perfsleuth.formats import profile_pb2, push_pb2
+from perfsleuth.formats import profile_pb2
+from perfsleuth.formats.wire import push_pb2
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from fleet_sim import push, service_name, start_collector, windows  # noqa: E402
 
 from perfsleuth.cli import main  # noqa: E402
-from perfsleuth.formats import window_pprof  # noqa: E402
+from perfsleuth.formats.wire import window_pprof  # noqa: E402
 from perfsleuth.model.findings import Finding  # noqa: E402
 from perfsleuth.rank import measured_gain  # noqa: E402
 

@@ -23,7 +23,7 @@ from unit.test_fleet_store import T0, fleet, fleet_top, make_window, stack_pool
 
 from perfsleuth.errors import UserError
 from perfsleuth.fleet import queries
-from perfsleuth.formats import window_pprof
+from perfsleuth.formats.wire import window_pprof
 from perfsleuth.present.folded import lines
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.store.fleet.filesystem import open_root

@@ -123,8 +123,8 @@ def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
 
 
 def test_json_c_frames_are_under_the_python_function_that_called_them(tmp_path: Path) -> None:
-    """The splice of perf's and py-spy's samples (formats/python_splice.py) on a live run:
-    `_json`'s encoder runs only for serialize(), its decoder only for parse()."""
+    """The splice of perf's and py-spy's samples (formats/tool_output/python_splice.py) on a
+    live run: `_json`'s encoder runs only for serialize(), its decoder only for parse()."""
     store = tmp_path / "store"
     done = perfsleuth("record", "--", PYTHON, str(EXAMPLES / "json_heavy.py"), "30", store=store)
     assert done.returncode == 0, done.stderr

@@ -27,7 +27,9 @@ def test_orjson_shim_is_measured_faster_with_its_confidence_interval(tmp_path: P
     assert done.returncode == 0, done.stderr
     findings = {f["rule"]: f for f in json.loads(out.read_text())["findings"]}
     verified = findings["python.json"]["verified"]
-    assert verified["variant"] == "orjson" and verified["metric"] == "time"
+    assert verified["variant"] == "orjson" and verified["metric"] in ("time", "cpu")
+    if verified["metric"] == "cpu":  # chosen on a busy machine, and said
+        assert "the machine is busy" in verified["summary"]
     assert verified["runs"] == 10  # pairs where both sides exited 0 (the default verify_runs)
     assert verified["verdict"] == "faster", verified["summary"]
     low, high = verified["ci95"]

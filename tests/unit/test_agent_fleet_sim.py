@@ -9,8 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from fleet_sim import service_name, windows  # noqa: E402
 
-from perfsleuth.formats import window_pprof  # noqa: E402
-from perfsleuth.formats.ingest import IngestParams  # noqa: E402
+from perfsleuth.formats.wire import window_pprof  # noqa: E402
+from perfsleuth.formats.wire.ingest import IngestParams  # noqa: E402
 from perfsleuth.model.fleet import Window  # noqa: E402
 
 

@@ -146,6 +146,65 @@ void fenced(struct B* b) {
 size_t before_loop(struct B* b) {
   size_t z = 0; b->data[0] = 0; for (size_t i = 1; i < b->len; i++) z += b->data[i]; return z;
 }
+struct Cursor { size_t have; size_t pos; unsigned char* next; };
+struct Reader { struct Cursor at; size_t size; };
+int unread(struct Reader* r, int c) {
+  if (r->at.have == 0) { r->at.next[0] = (unsigned char)c; r->at.pos--; return c; }
+  return -1;
+}
+unsigned recode(unsigned char* w, unsigned v) {
+  unsigned s = w[1] + v;
+  w[0] = (unsigned char)(s >> 6);
+  w[1] = (unsigned char)((w[1] & 0xC0) | (s & 0x3F));
+  return s;
+}
+unsigned recode_into(unsigned char* w, unsigned char* o, unsigned v) {
+  unsigned s = w[1] + v;
+  o[0] = (unsigned char)(s >> 6);
+  return s + w[1];
+}
+int flush_tail(struct B* b, unsigned char* out, int last) {
+  if (b->len > 4) {
+    if (last) { out[0] = (unsigned char)b->len; return 1; }
+  }
+  return b->len > 8;
+}
+int flush_on(struct B* b, unsigned char* out, int last) {
+  if (b->len > 4) {
+    if (last) { out[0] = (unsigned char)b->len; }
+  }
+  return b->len > 8;
+}
+void pad(struct B* b, size_t n) {
+  if (n < 3) {
+    for (size_t i = 0; i < n; i++) b->data[i] = (unsigned char)b->len;
+  }
+}
+void pad_any(struct B* b, size_t n) {
+  for (size_t i = 0; i < n; i++) b->data[i] = (unsigned char)b->len;
+}
+struct Frame { unsigned char head[4]; size_t size; unsigned char* body; };
+void frame_head(struct Frame* f) {
+  f->head[0] = (unsigned char)(f->size >> 8);
+  f->head[1] = (unsigned char)f->size;
+}
+void by_case(struct B* b, unsigned char c) {
+  switch (b->len) {
+    case 1: b->data[0] = c; break;
+    default: b->data[b->len - 1] = c;
+  }
+}
+void by_case_after(struct B* b, unsigned char c) {
+  switch (b->len) {
+    case 1: b->data[0] = c; break;
+    default: break;
+  }
+  b->data[b->len - 1] = c;
+}
+void frame_body(struct Frame* f) {
+  f->body[0] = (unsigned char)(f->size >> 8);
+  f->body[1] = (unsigned char)f->size;
+}
 """
 
 
@@ -285,3 +344,50 @@ def test_loops_kept_scalar_say_what_keeps_them(
 ) -> None:
     blocked = next(b for b in c_scan.blocked if b.function == function)
     assert (blocked.kind, blocked.what) == (kind, what)
+
+
+def test_a_struct_member_is_an_address_not_a_repeated_read(c: dict[str, AliasMatch]) -> None:
+    # r->at.have before the byte store and r->at.pos after it are different fields:
+    # `r->at` itself is no load (zlib's gzungetc, `state->x`).
+    assert "unread" not in c
+
+
+def test_elements_at_different_constant_indices_do_not_alias(c: dict[str, AliasMatch]) -> None:
+    # w[0] = ... cannot change w[1] (brotli's Shift); a store through another
+    # pointer can.
+    assert "recode" not in c
+    assert c["recode_into"].read == "w[1]"
+
+
+def test_a_write_in_a_branch_that_returns_is_not_followed_by_the_read(
+    c: dict[str, AliasMatch],
+) -> None:
+    # The byte store's branch returns, so the read after the `if` never follows it
+    # (brotli's EncodeData); without the return it does.
+    assert "flush_tail" not in c
+    assert c["flush_on"].read == "b->len"
+
+
+def test_a_loop_bounded_by_an_enclosing_if_is_short(c: dict[str, AliasMatch]) -> None:
+    # `if (n < 3) for (i < n)` runs at most 2 times (brotli's tree repetitions).
+    assert c["pad"].short_trip == 2
+    assert c["pad"].confidence == 0.3
+    assert c["pad_any"].short_trip is None and c["pad_any"].confidence == 0.7
+
+
+def test_an_array_member_at_a_constant_index_is_not_a_sibling_field(
+    c: dict[str, AliasMatch],
+) -> None:
+    # f->head[0] sits at a fixed offset of *f, apart from f->size: neither compiler
+    # reloads (xz's lzma2_header_uncompressed); bytes behind f->body may be f->size.
+    assert "frame_head" not in c
+    assert c["frame_body"].read in ("f->body", "f->size")
+
+
+def test_a_write_in_one_case_is_not_followed_by_a_read_in_another(
+    c: dict[str, AliasMatch],
+) -> None:
+    # case 1 breaks: the default case never runs after its store (bzip2's
+    # add_pair_to_block); code after the switch does.
+    assert "by_case" not in c
+    assert c["by_case_after"].read == "b->len"

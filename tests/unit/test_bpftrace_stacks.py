@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.formats import bpftrace_stacks
-from perfsleuth.formats.bpftrace_stacks import Capture, SampledBlocks
+from perfsleuth.formats.tool_output import bpftrace_stacks
+from perfsleuth.formats.tool_output.bpftrace_stacks import Capture, SampledBlocks
 
 # prodcons 5000 under collect/offcpu.py's script: stacks one switch-out in 8
 FIXTURE = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfsleuth.collector.cardinality import Cardinality
-from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.formats.wire.ingest import PayloadError
 
 
 def test_a_label_past_its_distinct_values_is_refused_and_known_values_still_pass() -> None:

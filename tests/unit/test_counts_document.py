@@ -12,7 +12,7 @@ import pytest
 from perfsleuth.commands import gate
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
-from perfsleuth.formats.counts import encode_counts
+from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument

@@ -9,7 +9,7 @@ import pytest
 from test_fleet_store import T0, make_window, stack_pool
 
 from perfsleuth.collector.cardinality import Cardinality
-from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.formats.wire.ingest import PayloadError
 from perfsleuth.store.fleet import FleetStore
 
 POOL = stack_pool()

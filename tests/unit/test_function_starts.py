@@ -1,4 +1,4 @@
-"""formats.function_starts: function starts of a binary from its .eh_frame_hdr."""
+"""symbols.function_starts: function starts of a binary from its .eh_frame_hdr."""
 
 from __future__ import annotations
 

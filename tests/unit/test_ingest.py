@@ -1,4 +1,4 @@
-"""formats/ingest.py: what every pushed window is checked against before it is stored."""
+"""formats/wire/ingest.py: what every pushed window is checked against before it is stored."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import gzip
 
 import pytest
 
-from perfsleuth.formats import ingest, pyroscope
-from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.formats.wire import ingest, pyroscope
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 
 QUERY = {"name": "shop.cpu{env=prod}", "from": "1700000000", "until": "1700000010"}
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from perfsleuth.formats import eu_stack, perf_switches
+from perfsleuth.formats.tool_output import eu_stack, perf_switches
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu"
 

@@ -8,8 +8,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from perfsleuth.formats import pyroscope
-from perfsleuth.formats.ingest import IngestParams, PayloadError, parse_name
+from perfsleuth.formats.wire import pyroscope
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError, parse_name
 from perfsleuth.model.fleet import Window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

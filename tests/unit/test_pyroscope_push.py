@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-from perfsleuth.formats import push_pb2, pyroscope_push
-from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.formats.wire import push_pb2, pyroscope_push
+from perfsleuth.formats.wire.ingest import PayloadError
 from perfsleuth.model.fleet import Window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from perfsleuth.agent.python_sampler import PythonSampler, RunStacks, is_cpython
-from perfsleuth.formats import py_spy_trace
+from perfsleuth.formats.tool_output import py_spy_trace
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.model.timeline import Timeline
@@ -113,7 +113,7 @@ def test_the_interpreters_own_functions_are_left_out_as_python_mode_does(
     tmp_path: Path,
 ) -> None:
     """pyenv's libpython runs `_PyLong_Add`, `PyObject_GetIter` for a Python line: their
-    time is that line's (formats/python_splice.py's one rule, as in python mode), but
+    time is that line's (formats/tool_output/python_splice.py's one rule, as in python mode), but
     for the builtins py-spy keeps (`unicode_split`: str.split)."""
     _, window, out, pid = merged(tmp_path)
     libpython = "libpython3.11.so.1.0"

@@ -1,5 +1,6 @@
-"""Python mode's splice (formats/python_splice.py) of perf samples (formats/perf_samples.py)
-and py-spy's Chrome trace (formats/py_spy_trace.py), on captured real output: one
+"""Python mode's splice (formats/tool_output/python_splice.py) of perf samples
+(formats/tool_output/perf_samples.py) and py-spy's Chrome trace
+(formats/tool_output/py_spy_trace.py), on captured real output: one
 `perfsleuth record` of examples/python/json_heavy.py 8 and one of zlib_mixed.py 4, and one
 of json_heavy.py 40 on a quiet machine (json_heavy_quiet, with the pid in each line)
 (perf 6.1 `perf script -F tid,time,ip,sym,dso`, captured before the pid was asked for
@@ -17,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.errors import UserError
-from perfsleuth.formats import perf_samples, py_spy_trace, python_splice
-from perfsleuth.formats.perf_samples import NativeFrame, Sample
+from perfsleuth.formats.tool_output import perf_samples, py_spy_trace, python_splice
+from perfsleuth.formats.tool_output.perf_samples import NativeFrame, Sample
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "py_spy" / "splice"
 ORIGIN = {

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.formats import ingest, window_pprof
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.formats.wire import ingest, window_pprof
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 

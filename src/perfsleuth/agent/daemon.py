@@ -24,7 +24,7 @@ from typing import Any
 
 from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
-from ..formats import window_pprof
+from ..formats.wire import window_pprof
 from .host_symbols import HostSymbolizer, trim_heap
 from .overhead import Budget, Meter, rss_bytes
 from .processes import ProcessTable
@@ -142,7 +142,8 @@ class Agent:
             if now >= next_scan:
                 self.processes.scan()
                 next_scan = now + scan_every
-            self.python.tick(self.processes.known)
+            if not self._over_budget():  # over its CPU cap: no new py-spy runs either
+                self.python.tick(self.processes.known)
             self._collect(self.recorder.rotated())
             self._send(SEND_BUDGET_S)
             if now >= next_report:

@@ -6,7 +6,7 @@ frames. A process is taken for CPython when its executable is named `python`,
 `python3`, `python3.11`, ... or it maps a `libpython` (an embedding server, uwsgi).
 
 As in python mode (collect/python_perf.py), each tool does the half it does cheaply
-and formats/python_splice.py joins them: `py-spy record --nonblocking --format
+and formats/tool_output/python_splice.py joins them: `py-spy record --nonblocking --format
 chrometrace` reads the Python stacks from memory without stopping the process and
 says when each thread's stack changed; the agent's own perf samples (kernel and
 native frames, taken on CLOCK_MONOTONIC: collect/system_wide.py) each take the Python
@@ -54,8 +54,9 @@ from pathlib import Path
 
 from ..collect.python import INTERPRETER, SpyRun, failure_line, py_spy_binary, start_spy
 from ..errors import UserError
-from ..formats import py_spy, py_spy_trace, python_splice
-from ..formats.perf_samples import NativeFrame, Sample
+from ..formats import py_spy
+from ..formats.tool_output import py_spy_trace, python_splice
+from ..formats.tool_output.perf_samples import NativeFrame, Sample
 from ..model.fleet import Process, Window
 from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.timeline import Timeline

@@ -1,6 +1,6 @@
 """Pushing windows and the agent's own metrics to the collector, with backoff.
 
-A window goes to the collector's route for agents (formats.window_pprof.AGENT_ROUTE,
+A window goes to the collector's route for agents (formats.wire.window_pprof.AGENT_ROUTE,
 not the /ingest Pyroscope's clients push to) in the agent's wire format (window_pprof:
 Pyroscope's /ingest query parameters and a gzipped pprof body); its WINDOW_HEADER makes
 a push idempotent.
@@ -15,7 +15,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlencode
 
-from ..formats.window_pprof import AGENT_ROUTE, WINDOW_HEADER
+from ..formats.wire.window_pprof import AGENT_ROUTE, WINDOW_HEADER
 
 # Statuses worth retrying: the collector is busy, restarting or rate-limiting.
 RETRY = {408, 425, 429, 500, 502, 503, 504}

@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import UserError
-from ..formats import bpftrace_stacks, perf_data, perf_switches
+from ..formats import perf_data
+from ..formats.tool_output import bpftrace_stacks, perf_switches
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer

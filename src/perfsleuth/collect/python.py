@@ -13,7 +13,7 @@ frames and thread states changes with every minor version (3.11 moved frames int
 `_PyInterpreterFrame`, 3.12 and 3.13 changed them again), and py-spy follows
 those changes release by release for 2.7 and 3.3-3.14 and reads a process without
 touching it. That is the job of a maintained tool; we read its output
-(formats/py_spy.py, formats/py_spy_trace.py).
+(formats/py_spy.py, formats/tool_output/py_spy_trace.py).
 
 A command is started behind the gate (collect/target.py) and py-spy attached to
 its PID, so the command keeps the terminal and its exit status, and py-spy's own

@@ -3,7 +3,7 @@ Python stacks, recorded side by side without stopping the process.
 
 Why not `py-spy --native` (`--mode python-native`, collect/python.py): it stops the
 process at every sample to unwind its native stack, +36% on json_heavy.py at 100 Hz.
-Here each tool does the half it does cheaply, and formats/python_splice.py joins them:
+Here each tool does the half it does cheaply, and formats/tool_output/python_splice.py joins them:
 
 - `perf record -k CLOCK_MONOTONIC --call-graph dwarf` at `--freq` (100 Hz): native
   stacks, the kernel copying the user stack at each sample. DWARF because CPython 3.11
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from ..formats import perf_samples, py_spy, py_spy_trace, python_splice
+from ..formats import py_spy
+from ..formats.tool_output import perf_samples, py_spy_trace, python_splice
 from ..model.profile import Profile
 from ..model.run import Recording
 from .options import RecordOptions
@@ -158,7 +159,7 @@ def _lost(spy: SpyRun, pid: int, label: str) -> str:
 
 def _spy(tool: str, pid: int, duration: float | None, workdir: Path) -> SpyRun:
     """py-spy's trace run. Its clock starts as it starts recording, soon after its exec,
-    taken as the moment Popen returns; formats/python_splice.py finds the remaining few
+    taken as the moment Popen returns; formats/tool_output/python_splice.py finds the remaining few
     milliseconds from the samples."""
     return start_spy(tool, pid, SPY_RATE_HZ, duration, workdir / f"py-spy-{pid}.json", trace=True)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..binaries import STT_FUNC, binary_at, build_id_of
 from ..errors import UserError
 from ..formats import callgrind
-from ..formats.counts import encode_counts
+from ..formats.tool_output.counts import encode_counts
 from ..model.counts import Counts
 from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument

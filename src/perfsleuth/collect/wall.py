@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UserError
-from ..formats import eu_stack
+from ..formats.tool_output import eu_stack
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, elf_info

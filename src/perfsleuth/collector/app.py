@@ -29,13 +29,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import UserError
-from ..formats import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
-from ..formats.ingest import IngestParams, PayloadError
+from ..formats.wire import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
+from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
 from ..store.fleet.head import Head
 from ..web.app import read_body
 from .cardinality import Cardinality
+from .deltas import Deltas, is_cumulative
 
 PROTOBUF = "application/x-protobuf"
 CONNECT_PUSH = "/push.v1.PusherService/Push"
@@ -91,6 +92,7 @@ class Collector:
         self.max_inflated = max_inflated
         self.cardinality = cardinality or Cardinality()
         self.metrics = Metrics()
+        self.deltas = Deltas()
         self.workers = anyio.CapacityLimiter(WORKERS)
         self.appenders = anyio.CapacityLimiter(APPENDERS)
 
@@ -188,11 +190,14 @@ class Collector:
     ) -> Response:
         """Decode a push into windows and append them; `stored` when any was new."""
         try:
-            windows = await self._run(lambda: _checked(decode()))
+            windows = await self._run(lambda: self._deltas(_checked(decode())))
             for window in windows:
                 self.cardinality.admit(window.labels)
         except PayloadError as e:
             return self._refused(endpoint, e)
+        if not windows:  # every window a cumulative series' first: its baseline
+            self.metrics.pushes[endpoint, "baseline"] += 1
+            return JSONResponse({"windows": [], "stored": False, "samples": 0, "baseline": True})
         stored = False
         for window in windows:
             stored = await self._append(window) or stored
@@ -208,6 +213,11 @@ class Collector:
                 "samples": samples,
             }
         )
+
+    def _deltas(self, windows: list[Window]) -> list[Window]:
+        """Cumulative windows as their deltas (deltas.py); their series' baselines left out."""
+        deltas = [self.deltas.apply(w) if is_cumulative(w) else w for w in windows]
+        return [w for w in deltas if w is not None]
 
     async def _append(self, window: Window) -> bool:
         stored = await self._run(lambda: self.head.append(window), self.appenders)

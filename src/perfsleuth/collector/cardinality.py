@@ -1,6 +1,6 @@
 """Label cardinality across pushes: the values each label name has taken, bounded.
 
-A push is checked on its own (formats/ingest: at most 32 labels, short values), but a
+A push is checked on its own (formats/wire/ingest: at most 32 labels, short values), but a
 client that sends a new value every time (a request id, a timestamp) would make each
 window a new series and every fleet query slower, one push at a time. The collector
 keeps the values it has accepted per label name and refuses a push that would take a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 
-from ..formats.ingest import PayloadError
+from ..formats.wire.ingest import PayloadError
 
 DEFAULT_MAX_VALUES = 10_000
 DEFAULT_MAX_NAMES = 256

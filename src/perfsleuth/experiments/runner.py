@@ -54,8 +54,7 @@ METRICS = ("time", "cpu", "instructions")
 BUSY_NOTE = (
     "the machine is busy (load average {load:.1f} on {cores} cores): measured CPU time "
     "(user+sys) instead of wall time, which waiting for a core inflates; --metric time "
-    "insists on wall time (CPU time misses what a program gains from parallelism, and "
-    "child processes it never waits for)"
+    "insists on wall time (CPU time misses what a program gains from parallelism)"
 )
 STDERR_TAIL_LINES = 8
 GNU_TIME = "/usr/bin/time"

@@ -68,8 +68,9 @@ def _why_same(result: dict[str, Any], metric: str) -> str:
             why += (
                 f": the 95% CI excludes no change, but a bootstrap interval from "
                 f"{result['runs']} pairs is too narrow to trust alone, and the signed-rank "
-                "test says too few pairs agreed in direction; more --runs (or --metric cpu "
-                "on a busy machine) can settle it"
+                "test says too few pairs agreed in direction; more --runs"
+                + (" (or --metric cpu on a busy machine)" if metric == "time" else "")
+                + " can settle it"
             )
         return why
     if not excludes_one:

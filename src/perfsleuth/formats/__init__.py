@@ -1,15 +1,13 @@
 """Profile readers, one format per module (writers are outputs: see present/).
 
-Three kinds of format live here, each module one format:
-- files `perfsleuth import` reads (READERS below): perf_data, pprof, callgrind,
-  perf_script, py_spy, folded;
-- the output of the tools the recorders run: bpftrace_stacks, eu_stack, perf_samples,
-  perf_switches, py_spy_trace (and counts: callgrind's file as the counts document);
-- the fleet's wire formats, what a push carries: window_pprof (the agent's), pyroscope
-  (/ingest), pyroscope_push (Connect), otlp_profiles (OTLP), with ingest (the checks
-  every push passes) and the generated protobuf modules;
-plus helpers: limits, read_position and python_splice for the readers, pprof_message
-(a pprof message from a Profile) for window_pprof and present/pprof.py.
+Three kinds of format, each kind in its own package, each module one format:
+- here, the files `perfsleuth import` reads (READERS below): perf_data, pprof, callgrind,
+  perf_script, py_spy, folded, with their helpers limits and read_position, and
+  pprof_message (a pprof message from a Profile) for present/pprof.py and wire.window_pprof;
+- tool_output/: the output of the tools the recorders run (perf_samples, perf_switches,
+  bpftrace_stacks, eu_stack, py_spy_trace, counts) and python_splice, which joins two;
+- wire/: the fleet's wire formats, what a push carries (window_pprof, pyroscope,
+  pyroscope_push, otlp_profiles), with ingest (the checks every push passes).
 
 READERS names every format `perfsleuth import` reads, in sniffing order, with the
 description its help and errors show. Every reader module has `sniff(head: bytes) -> bool`,

@@ -5,7 +5,7 @@ one more Line, innermost first, as formats/pprof.py reads them back) and mapping
 the build-ids the profile knows; an unsymbolized frame's location has its address, in a
 mapping of its build-id that starts at 0, so the address is the ELF's own: see
 model.profile.Frame). The pprof export (present/pprof.py) and the agent's
-wire format (formats/window_pprof.py) both use it and add their own sample types,
+wire format (formats/wire/window_pprof.py) both use it and add their own sample types,
 values and labels.
 """
 

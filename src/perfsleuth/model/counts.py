@@ -13,7 +13,7 @@ such as callgrind_annotate or kcachegrind; the source files counted, as they wer
 the run was recorded (so an annotated listing or a diff stays right after the sources
 are edited); and a fingerprint of every counted file (size, mtime, SHA-256), so a
 listing that reads a file from disk can tell it changed since the run.
-formats/counts.py makes one from a callgrind.out file.
+formats/tool_output/counts.py makes one from a callgrind.out file.
 """
 
 from __future__ import annotations

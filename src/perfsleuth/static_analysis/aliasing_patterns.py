@@ -68,6 +68,8 @@ STANDARD_LIBRARY_FOLDERS = ("/include/c++/", "/lib/gcc/", "/lib/llvm-", "/lib/cl
 SHORT_LOOP = 16
 SHORT_LOOP_CONFIDENCE = 0.3
 CONSTANT_BOUND = re.compile(r"<=?\s*(\d+)[uUlL]*\b(?!\s*[.*/+-])|\b(\d+)[uUlL]*\s*>=?")
+# `i < repetitions`: the variable a loop condition bounds its counter by.
+VARIABLE_BOUND = re.compile(r"<=?\s*([A-Za-z_]\w*)\s*$")
 
 
 @dataclass
@@ -170,7 +172,10 @@ class _LoopScan:
         )
         confidence = CONFIDENCE[pattern] - (BRANCH_PENALTY if branches else 0.0)
         src = self.fn.src
-        short_trip = _constant_bound(" && ".join(src.text(part) for part in self.condition))
+        condition = " && ".join(src.text(part) for part in self.condition)
+        short_trip = _constant_bound(condition)
+        if short_trip is None:
+            short_trip = _guarded_bound(self.fn, self.loop, condition)
         if short_trip is not None:
             confidence = min(confidence, SHORT_LOOP_CONFIDENCE)
         return AliasMatch(
@@ -291,6 +296,26 @@ def _constant_bound(condition: str) -> int | None:
     bounds = [int(a or b) for a, b in CONSTANT_BOUND.findall(condition)]
     small = [bound for bound in bounds if bound <= SHORT_LOOP]
     return min(small) if small else None
+
+
+def _guarded_bound(fn: FunctionBody, loop: Any, condition: str) -> int | None:
+    """The small constant an enclosing `if` bounds the loop's bound variable by:
+    `if (n < 3) for (i = 0; i < n; i++)` runs at most 2 times; None otherwise."""
+    first = condition.split("&&")[0].strip()
+    bound = VARIABLE_BOUND.search(first)
+    if bound is None:
+        return None
+    guard = re.compile(rf"\b{bound.group(1)}\s*(<=?)\s*(\d+)[uUlL]*\s*$")
+    for node in walk(fn.cursor):
+        kids = children(node) if cursor_kind(node) == "IF_STMT" else []
+        if len(kids) < 2 or not _inside(loop, kids[1]):
+            continue
+        found = guard.search(fn.src.text(kids[0]))
+        if found is not None:
+            limit = int(found.group(2)) - (found.group(1) == "<")
+            if limit <= SHORT_LOOP:
+                return limit
+    return None
 
 
 def _early_exit(node: Any, own_break: bool = True) -> Any | None:
@@ -415,16 +440,30 @@ def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
     only reads is hoisted, one that writes is matched as a loop)."""
     events = list(_events(fn, body))
     branches = _if_else_branches(body)
+    parts = _if_parts(body)
+    switches = [n for n in walk(body) if cursor_kind(n) == "SWITCH_STMT"]
     for i, (kind, access, _) in enumerate(events):
         if kind != "read" or access.deps <= fn.local_objects:
             continue
         write = None
+        left = None  # the switch the writing case left by its break or exit
         for later_kind, later, later_node in events[i + 1 :]:
             if later_kind == "barrier" or (later_kind == "assign" and later.deps & access.deps):
                 break
             if _exclusive(branches, access.node, later_node):
                 continue  # the then and the else branch of one `if` never both run
-            if later_kind == "write" and later.key != access.key and write is None:
+            if left is not None and _inside(later_node, left):
+                continue  # another case of the switch: reached without the write
+            if later_kind == "exit" and write is not None:
+                left = _innermost(switches, later_node, write[1])
+                if _together(parts, write[1], later_node):
+                    write = None  # the branch that writes leaves: what follows runs without it
+            elif (
+                later_kind == "write"
+                and later.key != access.key
+                and write is None
+                and not _distinct_elements(later.node, access.node, fn.src)
+            ):
                 write = (later.node, later_node)
             elif (
                 later_kind == "read"
@@ -444,6 +483,52 @@ def _if_else_branches(body: Any) -> list[tuple[Any, Any]]:
         if len(kids) >= 3:
             pairs.append((kids[-2], kids[-1]))
     return pairs
+
+
+def _if_parts(body: Any) -> list[Any]:
+    """The then and else branches of every `if` in the body."""
+    return [kid for n in walk(body) if cursor_kind(n) == "IF_STMT" for kid in children(n)[1:]]
+
+
+def _innermost(switches: list[Any], exit_node: Any, write: Any) -> Any | None:
+    """The innermost switch holding both the exit and the write, if any."""
+    holding = [n for n in switches if _inside(exit_node, n) and _inside(write, n)]
+    return min(holding, key=lambda n: n.extent.end.offset - n.extent.start.offset, default=None)
+
+
+def _together(parts: list[Any], write: Any, exit_node: Any) -> bool:
+    """Are the write and the exit in one branch of an `if`?"""
+    return any(_inside(write, part) and _inside(exit_node, part) for part in parts)
+
+
+def _distinct_elements(written: Any, read: Any, src: SourceText) -> bool:
+    """Places at different constant offsets from one base, which no compiler takes to
+    alias: `w[0]` and `w[1]`; `c->buf[1]` (an array member) and another field `c->size`."""
+    written, read = unwrap(written), unwrap(read)
+    if cursor_kind(written) != "ARRAY_SUBSCRIPT_EXPR":
+        return False
+    base, index = children(written)[:2]
+    if cursor_kind(unwrap(index)) != "INTEGER_LITERAL":
+        return False
+    if cursor_kind(read) == "ARRAY_SUBSCRIPT_EXPR":
+        read_base, read_index = children(read)[:2]
+        constant = cursor_kind(unwrap(read_index)) == "INTEGER_LITERAL"
+        same_base = src.text(base) == src.text(read_base)
+        return constant and same_base and src.text(index) != src.text(read_index)
+    return _sibling_fields(unwrap(base), read, src)
+
+
+def _sibling_fields(array_member: Any, read: Any, src: SourceText) -> bool:
+    """`c->buf` (an array member) and `c->size`: two fields of the object behind one
+    base expression."""
+    if cursor_kind(array_member) != "MEMBER_REF_EXPR" or cursor_kind(read) != "MEMBER_REF_EXPR":
+        return False
+    if array_member.type.get_canonical().kind.name != "CONSTANTARRAY":
+        return False
+    bases = [children(node) for node in (array_member, read)]
+    if not all(bases) or array_member.referenced == read.referenced:
+        return False
+    return src.text(bases[0][0]) == src.text(bases[1][0])
 
 
 def _exclusive(branches: list[tuple[Any, Any]], first: Any, second: Any) -> bool:
@@ -476,9 +561,10 @@ def _straight_line_match(
 
 
 def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[no-untyped-def]
-    """("read"|"write"|"assign"|"barrier", access, node) in evaluation order; a write's
-    access is of its target, its node the whole writing expression; a loop, or a call
-    the compiler cannot see through, is a barrier."""
+    """("read"|"write"|"assign"|"barrier"|"exit", access, node) in evaluation order; a
+    write's access is of its target, its node the whole writing expression; a loop, or
+    a call the compiler cannot see through, is a barrier; a return, goto or a switch's
+    break an exit."""
     if cursor_kind(node) in LOOP_KINDS:
         yield ("barrier", Access("", frozenset(), node), node)
         return
@@ -492,7 +578,9 @@ def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[
         yield ("write", Access(written.key, written.deps, target), node)
         return
     kind = cursor_kind(node)
-    if kind == "CALL_EXPR" and fn.opaque_calls(node):
+    if kind in EXIT_KINDS or kind == "BREAK_STMT":  # loops are not walked: a switch's break
+        yield ("exit", Access("", frozenset(), node), node)
+    elif kind == "CALL_EXPR" and fn.opaque_calls(node):
         yield ("barrier", Access("", frozenset(), node), node)
     elif assigns or kind == "UNARY_OPERATOR" and operator_of(node, fn.src) == "&":
         changed = frozenset(root_variable(kids[0])) if kids else frozenset()

@@ -149,16 +149,17 @@ def function_definitions(parsed: Any, wanted: Any) -> list[Any]:
 
 
 def outline(
-    parsed: Any, main_file: Path
+    parsed: Any, main_file: Path, loops: bool = True
 ) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]]]:
     """(qualified name, first line, last line) of each function defined in main_file,
-    and (first line, last line) of every loop in them."""
+    and (first line, last line) of every loop in them (none unless `loops`: finding
+    them walks every function body)."""
     functions = function_definitions(parsed, lambda name: name == str(main_file))
     spans = [(qualified_name(f), f.extent.start.line, f.extent.end.line) for f in functions]
-    loops = [
+    found = [
         (node.extent.start.line, node.extent.end.line)
-        for function in functions
+        for function in (functions if loops else [])
         for node in walk(function)
         if cursor_kind(node) in LOOP_KINDS
     ]
-    return spans, loops
+    return spans, found

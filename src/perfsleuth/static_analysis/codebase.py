@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -60,7 +61,12 @@ def analyse_codebase(
 def _analyse_in_workers(
     units: list[TranslationUnit], todo: list[int], all_remarks: bool
 ) -> Iterator[tuple[int, UnitReport | None]]:
-    """(index, report) as each is ready; None for the units whose worker died."""
+    """(index, report) as each is ready; None for the units whose worker died. One
+    unit (an editor's lint of the file at hand) is analysed in this process: a
+    worker would cost more to start than a small unit's analysis."""
+    if len(todo) == 1 and threading.current_thread() is threading.main_thread():
+        yield todo[0], analyse_within_limit(units[todo[0]], all_remarks)
+        return
     context = multiprocessing.get_context("spawn")
     workers = min(len(todo), available_cores())
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

@@ -135,7 +135,10 @@ def line_instructions(
 def _machine_loops(
     name: str, code: list[_Decoded], addresses: set[int], frame: frozenset[str]
 ) -> list[LoopCode]:
-    """Every backward jump whose target is code of the source loop."""
+    """Every backward jump of the source loop: its jump or its target is code of the
+    loop's lines (or of another file, an inlined header's). A loop whose both ends are
+    elsewhere in the file encloses the source loop (a function's big dispatch loop
+    around a copy loop GCC turned into memmove) and is not its code."""
     index = {d.insn.address: n for n, d in enumerate(code)}
     loops = []
     for n, d in enumerate(code):
@@ -143,7 +146,9 @@ def _machine_loops(
         if target is None or target > d.insn.address or target not in index:
             continue
         body = code[index[target] : n + 1]
-        if not any(b.insn.address in addresses for b in body):
+        ends = (body[0], d)
+        own = any(e.insn.address in addresses for e in ends) or all(e.line == 0 for e in ends)
+        if not own or not any(b.insn.address in addresses for b in body):
             continue
         loops.append(_analyse_loop(name, body, frame))
     return loops

@@ -131,8 +131,8 @@ class FunctionBody:
         cursor = unwrap(cursor)
         kind = cursor_kind(cursor)
         if kind == "MEMBER_REF_EXPR":
-            if cursor.type.get_canonical().kind.name == "CONSTANTARRAY":
-                return None  # an array member is an address, not a load
+            if _aggregate(cursor):
+                return None  # an array or struct member is an address; its fields are loads
             if cursor_kind(cursor.referenced) == "CXX_METHOD":
                 return None  # `r->size` of r->size(): the call, not a field, decides
             kids = children(cursor)

@@ -17,7 +17,6 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import UserError
 from . import compiler_remarks, machine_code
@@ -144,9 +143,13 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: boo
         # a header added later lands in one of these: their times change
         report.inputs = [*unit.inputs, *search_folders(unit)]
         return report
-    _read_source(report, parsed, hot_lines)
+    found = find_matches(parsed, unit.path, hot_lines)
+    report.matches, report.blocked = found.matches, found.blocked
+    remarks_wanted = bool(report.matches) or hot_lines is not None or all_remarks
+    # the loops only place the compiler's remarks
+    report.functions, report.loops = outline(parsed, unit.path, loops=remarks_wanted)
     del parsed  # a large unit's syntax tree is hundreds of MB
-    if report.matches or hot_lines is not None or all_remarks:
+    if remarks_wanted:
         _compile(report)
     report.seconds = time.process_time() - started
     return report
@@ -198,13 +201,6 @@ def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
         return building.result() if building is not None else []
     except CompileError:
         return []
-
-
-def _read_source(report: UnitReport, parsed: Any, hot_lines: HotLines | None) -> None:
-    path = report.unit.path
-    found = find_matches(parsed, path, hot_lines)
-    report.matches, report.blocked = found.matches, found.blocked
-    report.functions, report.loops = outline(parsed, path)
 
 
 def _object_loops(

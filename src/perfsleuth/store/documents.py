@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..formats.counts import with_tables
+from ..formats.tool_output.counts import with_tables
 from ..model import documents
 from ..model.counts import Counts
 from ..model.cpu_cache import CacheProjections

@@ -2,8 +2,9 @@
 
 A pprof body comes raw or, as Pyroscope's Go client sends it, as multipart/form-data
 whose `profile` part holds the (gzipped) profile and whose `sample_type_config` part
-names its types (mutex or block for contentions/delay). The query parameters (name, from,
-until, sampleRate, spyName) are parsed by ingest.IngestParams.
+names its types (mutex or block for contentions/delay, and which are cumulative). The
+query parameters (name, from, until, sampleRate, spyName) are parsed by
+ingest.IngestParams.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import json
 import re
 from dataclasses import replace
 
-from perfsleuth.formats import ingest, window_pprof
-from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.formats.wire import ingest, window_pprof
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import Window
 from perfsleuth.model.profile import Frame, ProfileBuilder
 
@@ -36,8 +37,12 @@ def decode(
         parts = _parts(body, content_type) if multipart else {PROFILE_PART: body}
         if PROFILE_PART not in parts:
             raise PayloadError("multipart body without a `profile` part holding the pprof")
-        lock = _lock(parts.get(CONFIG_PART, b""))
-        return window_pprof.decode(parts[PROFILE_PART], replace(params, lock=lock), limit)
+        config = _config(parts.get(CONFIG_PART, b""))
+        cumulative = frozenset(
+            k for k, t in config.items() if isinstance(t, dict) and t.get("cumulative") is True
+        )
+        params = replace(params, lock=_lock(config), cumulative=cumulative)
+        return window_pprof.decode(parts[PROFILE_PART], params, limit)
     if kind != "folded":
         raise PayloadError(f"format={kind[:40]} is not supported: use folded or pprof")
     return [_folded(ingest.gunzip(body, limit), params)]
@@ -118,12 +123,20 @@ def _parts(body: bytes, content_type: str) -> dict[str, bytes]:
     return parts
 
 
-def _lock(config: bytes) -> str:
-    """Which lock profile the Go SDK's sample_type_config names: its `display-name`s are
-    block_count/block_duration or mutex_count/mutex_duration."""
+def _config(config: bytes) -> dict:
+    """The sample_type_config part: {pprof sample type: {"units", "display-name",
+    "cumulative", ...}} (pyroscope-go's upstream.SampleType)."""
     try:
         types = json.loads(config) if config else {}
     except ValueError as e:
         raise PayloadError(f"the sample_type_config part is not JSON ({e})") from None
+    if not isinstance(types, dict):
+        raise PayloadError("the sample_type_config part is not a JSON object")
+    return types
+
+
+def _lock(types: dict) -> str:
+    """Which lock profile the Go SDK's sample_type_config names: its `display-name`s are
+    block_count/block_duration or mutex_count/mutex_duration."""
     names = [t.get("display-name", "") for t in types.values() if isinstance(t, dict)]
     return "block" if any(str(n).startswith("block") for n in names) else "mutex"

@@ -13,7 +13,7 @@ written back as py-spy's raw format writes it, `NAME (FILE:LINE)`.
 On CPython before 3.11 the thread state holds no OS thread id, and py-spy, which would
 need to stop the process to find it, names the thread by its pthread id in hex
 (`thread (0x7FD058627B80)`) with `--nonblocking`. Such a timeline is keyed by that id,
-always above PID_MAX (no OS thread id is): formats/python_splice.py pairs it with a
+always above PID_MAX (no OS thread id is): formats/tool_output/python_splice.py pairs it with a
 thread of perf's samples.
 """
 
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 
 THREAD = re.compile(r"^thread \((?P<tid>\d+|0x[0-9A-Fa-f]+)\)(?::\s?(?P<name>.*))?$")
 US = 1e-6

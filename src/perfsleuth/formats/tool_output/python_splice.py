@@ -9,7 +9,7 @@ percent. What neither gives alone is the mixed stack, hence this splice, done af
 the run:
 
 - each perf sample (thread, time, native stack leaf first) takes the Python stack
-  py-spy saw on that thread at that time (formats/py_spy_trace.py);
+  py-spy saw on that thread at that time (formats/tool_output/py_spy_trace.py);
 - the native frames above the innermost eval loop (`_PyEval_EvalFrameDefault`), less
   CPython's call glue just above it, go on top of the Python stack: the C function
   Python called and what it called (`zlib_compress`, `deflate`, ...);
@@ -43,7 +43,7 @@ py-spy's start-up. So, per run:
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time.
 
-A thread py-spy names by its pthread id (CPython before 3.11, formats/py_spy_trace.py)
+A thread py-spy names by its pthread id (CPython before 3.11, formats/tool_output/py_spy_trace.py)
 is paired with an OS thread of the samples: the one not running threading's
 `_bootstrap` is the main thread, whose id is the process's; each other one goes to the
 free thread with the most samples taken while py-spy saw it run Python code, the

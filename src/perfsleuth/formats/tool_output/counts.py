@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ..model.counts import Counts, ExactCounts, Sources, Stamps
-from . import callgrind
+from ...model.counts import Counts, ExactCounts, Sources, Stamps
+from .. import callgrind
 
 MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
 

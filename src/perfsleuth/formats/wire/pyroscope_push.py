@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
-from perfsleuth.formats import ingest, window_pprof
-from perfsleuth.formats import push_pb2 as pb
-from perfsleuth.formats.ingest import IngestParams, PayloadError
+from perfsleuth.formats.wire import ingest, window_pprof
+from perfsleuth.formats.wire import push_pb2 as pb
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import Window
 
 PROTO = "application/proto"

@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..model.profile import Frame
-from ..symbols import dso_name
+from ...model.profile import Frame
+from ...symbols import dso_name
 
 HEADER = re.compile(
     r"^\s*(?P<comm>.*?)\s+(?P<pid>\d+)/(?P<tid>\d+)\s+(?P<time>\d+\.\d+):\s+(?P<rest>.*)$"

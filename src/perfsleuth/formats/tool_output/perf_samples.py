@@ -1,7 +1,7 @@
 """`perf script -F pid,tid,time,ip,sym,dso` text: one timestamped stack per sample.
 
 formats/perf_script.py aggregates samples as it reads and so forgets when each was
-taken; the Python splice (formats/python_splice.py) pairs each sample with the Python
+taken; the Python splice (formats/tool_output/python_splice.py) pairs each sample with the Python
 stack of its thread at that moment, so it reads them one by one:
 
     21677/21677  9272.465275:
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from ..errors import UserError
-from .perf_script import frame_parts
+from ...errors import UserError
+from ..perf_script import frame_parts
 
 HEADER = re.compile(r"^\s*(?:(?P<pid>\d+)/)?(?P<tid>\d+)\s+(?P<time>\d+\.\d+):\s*$")
 FIELDS = "pid,tid,time,ip,sym,dso"

@@ -30,10 +30,10 @@ from typing import NoReturn
 
 from google.protobuf.message import DecodeError
 
-from perfsleuth.formats import ingest
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.formats.ingest import IngestParams, PayloadError
 from perfsleuth.formats.pprof_message import ProfileMessage
+from perfsleuth.formats.wire import ingest
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import DEFAULT_TYPE, PROFILE_TYPES, Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.symbols import UNKNOWN
@@ -215,7 +215,8 @@ class _Reader:
                 builder = builders.get((v, labels))
                 if builder is None:
                     unit = "ns" if view.timed else "samples"
-                    builder = builders[v, labels] = ProfileBuilder(unit, _meta(params))
+                    meta = _meta(params, types[view.value][0] in params.cumulative)
+                    builder = builders[v, labels] = ProfileBuilder(unit, meta)
                 builder.add(stack, weight, count=count, thread=thread)
         self._add_libraries()
         start, end = self._span(params)
@@ -410,10 +411,12 @@ def _views(types: list[tuple[str, str]], lock: str) -> list[_View]:
     ]
 
 
-def _meta(params: IngestParams) -> dict:
+def _meta(params: IngestParams, cumulative: bool = False) -> dict:
     meta: dict = {"format": "pprof"}
     if params.spy_name:
         meta["spy"] = params.spy_name
+    if cumulative:  # totals since the process started: the collector takes deltas
+        meta["cumulative"] = True
     return meta
 
 

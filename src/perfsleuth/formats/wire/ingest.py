@@ -192,6 +192,9 @@ class IngestParams:
     format: str = ""  # "" when the push does not say: pyroscope.decode tells by the body
     # Which lock profile a pprof's contentions/delay types are: Go's "mutex" or "block".
     lock: str = "mutex"
+    # The pprof sample types (alloc_space, contentions, ...) the push says are cumulative
+    # (totals since the process started): the collector stores their deltas.
+    cumulative: frozenset[str] = frozenset()
 
     @classmethod
     def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..errors import UserError
+from ...errors import UserError
 
 SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP = "@offcpu", "@blocked", "@names"
 STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"

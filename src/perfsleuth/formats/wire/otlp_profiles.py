@@ -25,8 +25,8 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
-from perfsleuth.formats import ingest, window_pprof
-from perfsleuth.formats.ingest import PayloadError
+from perfsleuth.formats.wire import ingest, window_pprof
+from perfsleuth.formats.wire.ingest import PayloadError
 from perfsleuth.model.fleet import DEFAULT_TYPE, Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 
