@@ -13,7 +13,8 @@ measured latency.
    cache's sets), and the same with find_entry for examples/bin/uthash_lookup
    (lookups in a uthash table of 112-byte entries); the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
-   effective size) and the pages overflow the TLB's reach (both measured once per machine by `perfsleuth cache calibrate`).
+   effective size) and the pages overflow the TLB's reach (both measured once per
+   machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
    per n, --repeats times, keeping the fastest, from half the lowest predicted n
    to twice the highest (of both programs, so that the curves share their sizes),
