@@ -188,6 +188,19 @@ void frame_head(struct Frame* f) {
   f->head[0] = (unsigned char)(f->size >> 8);
   f->head[1] = (unsigned char)f->size;
 }
+void by_case(struct B* b, unsigned char c) {
+  switch (b->len) {
+    case 1: b->data[0] = c; break;
+    default: b->data[b->len - 1] = c;
+  }
+}
+void by_case_after(struct B* b, unsigned char c) {
+  switch (b->len) {
+    case 1: b->data[0] = c; break;
+    default: break;
+  }
+  b->data[b->len - 1] = c;
+}
 void frame_body(struct Frame* f) {
   f->body[0] = (unsigned char)(f->size >> 8);
   f->body[1] = (unsigned char)f->size;
@@ -369,3 +382,12 @@ def test_an_array_member_at_a_constant_index_is_not_a_sibling_field(
     # reloads (xz's lzma2_header_uncompressed); bytes behind f->body may be f->size.
     assert "frame_head" not in c
     assert c["frame_body"].read in ("f->body", "f->size")
+
+
+def test_a_write_in_one_case_is_not_followed_by_a_read_in_another(
+    c: dict[str, AliasMatch],
+) -> None:
+    # case 1 breaks: the default case never runs after its store (bzip2's
+    # add_pair_to_block); code after the switch does.
+    assert "by_case" not in c
+    assert c["by_case_after"].read == "b->len"

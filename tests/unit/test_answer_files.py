@@ -1,6 +1,6 @@
 """The web UI's answers (flame graphs, TopN, run facts) kept as files in the store's
-answers/ folder: a fresh server reads them, never stale; `record` and `import` keep them
-without the server's code."""
+answers/ folder: a fresh server reads them, never stale; `record` keeps them and `import`
+its TopN without the server's code."""
 
 from __future__ import annotations
 
@@ -109,10 +109,15 @@ def test_run_facts_kept_and_served(store_path: Path) -> None:
     assert run["states"] == ["mutex", "running"]
 
 
-def test_an_imported_run_has_its_pages_kept_before_any_server_asks(tmp_path: Path) -> None:
+def test_an_imported_run_keeps_its_top_and_the_first_server_the_other_pages(
+    tmp_path: Path,
+) -> None:
     store_path = tmp_path / "store"
     folded = Path(__file__).resolve().parents[1] / "fixtures" / "hot.folded"
     perfsleuth(store_path, "import", str(folded))
+    kept = {p.name.split("-")[1]: p for p in (store_path / "answers").glob("run1-*.bin")}
+    assert sorted(kept) == ["top"]
+    Api(Store(store_path), []).keep("latest")  # what `serve` warms at start-up
     kept = {p.name.split("-")[1]: p for p in (store_path / "answers").glob("run1-*.bin")}
     assert sorted(kept) == ["facts", "flame", "top"]
     marked = kept["flame"].read_bytes()[:-2] + b"\x07\x00"
@@ -120,10 +125,14 @@ def test_an_imported_run_has_its_pages_kept_before_any_server_asks(tmp_path: Pat
     assert Api(Store(store_path), []).get("/api/runs/1/flame", {}).body == marked
 
 
-def test_a_perf_recording_has_its_time_order_kept_as_it_is_stored(tmp_path: Path) -> None:
+def test_an_imported_perf_recording_has_its_time_order_kept_by_the_first_server(
+    tmp_path: Path,
+) -> None:
     store_path = tmp_path / "store"
     recording = Path(__file__).resolve().parents[1] / "fixtures" / "detect.perf.data"
     perfsleuth(store_path, "import", str(recording))
+    assert not list((store_path / "answers").glob("run1-timeline-*.bin"))
+    Api(Store(store_path), []).keep("latest")
     (kept,) = (store_path / "answers").glob("run1-timeline-*.bin")
     answer = kept.read_bytes()
     kept.unlink()  # computed anew by a fresh server: the same bytes
@@ -143,4 +152,4 @@ def test_storing_a_run_keeps_its_pages_without_the_server(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
-    assert len(list((tmp_path / "answers").glob("run1-*.bin"))) == 3
+    assert len(list((tmp_path / "answers").glob("run1-top-function-*.bin"))) == 1

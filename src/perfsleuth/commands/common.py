@@ -124,10 +124,14 @@ def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progres
     return display(quiet=getattr(args, "quiet", False))
 
 
-def keep_ui_answers(store: Store, run_id: int, progress: Progress, profile: Profile) -> None:
-    """The run's flame graph, TopN, facts and time order kept for the web UI."""
+def keep_ui_answers(
+    store: Store, run_id: int, progress: Progress, profile: Profile, *, only_top: bool = False
+) -> None:
+    """The run's flame graph, TopN, facts and time order kept for the web UI; with
+    `only_top` its TopN alone (`import`: views/run_answers.IMPORT_PAGES)."""
     # Imported here: only commands that store a run need the views and their readers.
     from ..views import run_answers
 
     progress.phase("keeping the web UI's pages of the run")
-    run_answers.keep(store, run_id, profile)
+    pages = run_answers.IMPORT_PAGES if only_top else run_answers.PAGES
+    run_answers.keep(store, run_id, profile, pages)

@@ -441,21 +441,23 @@ def _straight_line(fn: FunctionBody, body: Any) -> AliasMatch | None:
     events = list(_events(fn, body))
     branches = _if_else_branches(body)
     parts = _if_parts(body)
+    switches = [n for n in walk(body) if cursor_kind(n) == "SWITCH_STMT"]
     for i, (kind, access, _) in enumerate(events):
         if kind != "read" or access.deps <= fn.local_objects:
             continue
         write = None
+        left = None  # the switch the writing case left by its break or exit
         for later_kind, later, later_node in events[i + 1 :]:
             if later_kind == "barrier" or (later_kind == "assign" and later.deps & access.deps):
                 break
             if _exclusive(branches, access.node, later_node):
                 continue  # the then and the else branch of one `if` never both run
-            if (
-                later_kind == "exit"
-                and write is not None
-                and _together(parts, write[1], later_node)
-            ):
-                write = None  # the branch that writes leaves: what follows runs without it
+            if left is not None and _inside(later_node, left):
+                continue  # another case of the switch: reached without the write
+            if later_kind == "exit" and write is not None:
+                left = _innermost(switches, later_node, write[1])
+                if _together(parts, write[1], later_node):
+                    write = None  # the branch that writes leaves: what follows runs without it
             elif (
                 later_kind == "write"
                 and later.key != access.key
@@ -486,6 +488,12 @@ def _if_else_branches(body: Any) -> list[tuple[Any, Any]]:
 def _if_parts(body: Any) -> list[Any]:
     """The then and else branches of every `if` in the body."""
     return [kid for n in walk(body) if cursor_kind(n) == "IF_STMT" for kid in children(n)[1:]]
+
+
+def _innermost(switches: list[Any], exit_node: Any, write: Any) -> Any | None:
+    """The innermost switch holding both the exit and the write, if any."""
+    holding = [n for n in switches if _inside(exit_node, n) and _inside(write, n)]
+    return min(holding, key=lambda n: n.extent.end.offset - n.extent.start.offset, default=None)
 
 
 def _together(parts: list[Any], write: Any, exit_node: Any) -> bool:
@@ -555,7 +563,8 @@ def _straight_line_match(
 def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[no-untyped-def]
     """("read"|"write"|"assign"|"barrier"|"exit", access, node) in evaluation order; a
     write's access is of its target, its node the whole writing expression; a loop, or
-    a call the compiler cannot see through, is a barrier; a return or goto an exit."""
+    a call the compiler cannot see through, is a barrier; a return, goto or a switch's
+    break an exit."""
     if cursor_kind(node) in LOOP_KINDS:
         yield ("barrier", Access("", frozenset(), node), node)
         return
@@ -569,7 +578,7 @@ def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[
         yield ("write", Access(written.key, written.deps, target), node)
         return
     kind = cursor_kind(node)
-    if kind in EXIT_KINDS:
+    if kind in EXIT_KINDS or kind == "BREAK_STMT":  # loops are not walked: a switch's break
         yield ("exit", Access("", frozenset(), node), node)
     elif kind == "CALL_EXPR" and fn.opaque_calls(node):
         yield ("barrier", Access("", frozenset(), node), node)

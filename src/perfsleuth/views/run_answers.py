@@ -4,8 +4,10 @@ TopN by function, time order), as the bytes the API sends them.
 `serve` keeps them in the store's answers/ folder (store/answers.py) the first time a
 page asks; `record` keeps them as soon as the run is stored (`keep`), so the first
 `serve` to show the run reads files (~1 s for 100k stacks) instead of loading and
-folding the run (~2.2 s quiet, 4-7 s under load). Both compute them here, so the
-bytes are the same whichever kept them.
+folding the run (~2.2 s quiet, 4-7 s under load). `import` keeps only the TopN
+(`IMPORT_PAGES`): `perfsleuth top` reads it next, and keeping the other pages was a
+sixth of `import`'s CPU on a 800k-sample perf.data; the first `serve` keeps them.
+Both compute them here, so the bytes are the same whichever kept them.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ PAGES = (
     Page(TIME_ORDER, "/timeline", time_order),
 )
 PAGE = {page.name: page for page in PAGES}
+IMPORT_PAGES = (PAGE[top_name("function")],)
 
 
 def stored_run(store: Store, info: RunInfo, profile: Callable[[], Profile]) -> RunSource:
@@ -116,12 +119,14 @@ def kept_page(store: Store, source: RunSource, name: str) -> bytes:
     return AnswerFiles(store.root).get(source.info, name, partial(PAGE[name].build, source))
 
 
-def keep(store: Store, run_id: int, profile: Profile | None = None) -> None:
+def keep(
+    store: Store, run_id: int, profile: Profile | None = None, pages: tuple[Page, ...] = PAGES
+) -> None:
     """Compute and keep a just-stored run's whole-run pages; `profile` is the one just
     stored, when the caller has it (reading a large run back costs more than the pages)."""
     stored = profile if profile is not None else store.load(run_id)
     source = stored_run(store, store.run_info(run_id), lambda: stored)
-    for page in PAGES:
+    for page in pages:
         try:
             kept_page(store, source, page.name)
         except NoSuchPage:
