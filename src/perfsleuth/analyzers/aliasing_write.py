@@ -51,15 +51,18 @@ def analyze(ctx: Context) -> list[Finding]:
 
 
 def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
-    """The analysed hot units of the run (at most ctx.options.deep_tus), each with its
-    binary; what the user should know (missing source, units that do not compile, a
-    missing clang) goes to ctx.notes, once, and the other analyzers still run."""
+    """The analysed hot units of the run (at most ctx.options.deep_tus, started within
+    ctx.options.deep_budget CPU seconds), each with its binary; what the user should
+    know (missing source, units that do not compile or were over the budget, a missing
+    clang) goes to ctx.notes, once, and the other analyzers still run."""
     reports, notes = hot_unit_reports(
         hot,
         ctx.binaries or ctx.run.dsos,
         ctx.src_roots,
         ctx.compile_commands,
         ctx.options.deep_tus,
+        ctx.options.deep_budget,
+        ctx.deep_spent,
     )
     for note in notes:
         if note not in ctx.notes:
