@@ -15,8 +15,8 @@ so slow analyzers can be told apart.
 
 times instead a run already recorded (a real program, e.g. `perfsleuth run --store
 DIR -- ./k2 ...`): `perfsleuth advise` with the default deep-analysis budget and
-with --budget S (default 1000: no bound in practice), each in a copy of the store,
-wall and CPU seconds (advise's and its compilers') and the load average.
+with --budget S (default 1000: no bound in practice), each in a copy of the store
+with no unit report cached, wall and CPU seconds (advise's and its compilers') and the load average.
 Prints a table and writes bench/out/advise_bench.json (advise_budget_bench.json).
 """
 
@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -129,12 +130,23 @@ def time_stored_run(store: Path, run: str, budget: float) -> None:
         load = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(
-            [str(PERFSLEUTH), "advise", "--store", str(scratch), run, *extra, "--format", "json"],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+        with tempfile.TemporaryDirectory() as cold:  # no unit report kept from before
+            done = subprocess.run(
+                [
+                    str(PERFSLEUTH),
+                    "advise",
+                    "--store",
+                    str(scratch),
+                    run,
+                    *extra,
+                    "--format",
+                    "json",
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "XDG_CACHE_HOME": cold},
+            )
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
