@@ -85,31 +85,44 @@ class Head:
         self._flusher.start()
 
     def append(self, window: Window) -> bool:
-        """Log `window` durably; False when its id is in the head or stored already.
+        """Log `window` durably; False when its id is in the head or stored already."""
+        return self.append_all([window])[0]
+
+    def append_all(self, windows: list[Window]) -> list[bool]:
+        """Log a push's windows with one write and one fsync; for each, whether it was
+        new (not in the head, not stored already, not earlier in `windows`).
 
         The head forgets a flushed batch's ids only after its markers exist, so a
         window not in the head when first looked at is stored iff its marker exists."""
-        tables = window_tables(window)
         with self._lock:
-            if window.id in self._ids:
-                return False
-        if self.files.exists(marker(hour_partition(window.start), window.id)):
-            return False
-        record = Record(marker_info(window, tables, 1), tables)
-        data = encode(record)
+            fresh = [w for w in windows if w.id not in self._ids]
+        records = {}
+        for window in fresh:
+            if window.id in records or self.files.exists(
+                marker(hour_partition(window.start), window.id)
+            ):
+                continue
+            tables = window_tables(window)
+            records[window.id] = Record(marker_info(window, tables, 1), tables)
+        data = b"".join(map(encode, records.values()))
         with self._lock:
-            if window.id in self._ids:  # the same window pushed twice at once
-                return False
+            new = {i: r for i, r in records.items() if i not in self._ids}  # pushed twice at once
+            if len(new) < len(records):
+                data = b"".join(map(encode, new.values()))
             segment = self._segment
-            offset = segment.write(data)
-            self._ids.add(window.id)
-            self._records.append(record)
-            self._rows += tables.samples.num_rows
+            offset = segment.write(data) if new else 0
+            self._ids.update(new)
+            self._records.extend(new.values())
+            self._rows += sum(r.tables.samples.num_rows for r in new.values())
             full = self._rows >= self.flush_rows
         segment.sync(offset)
         if full:
             self._pool.submit(self.flush)
-        return True
+        answers, seen = [], set()
+        for window in windows:
+            answers.append(window.id in new and window.id not in seen)
+            seen.add(window.id)
+        return answers
 
     def flush(self) -> None:
         """Write the head's windows to Parquet (see the module's docstring); a batch that
