@@ -1,11 +1,11 @@
 // The machine code of hot lines in the source view, in Debian's Chromium (Playwright).
-// Usage: node asm_flow.mjs BASE_URL ARTIFACT_DIR RUN CHANGED_RUN CACHED_RUN FUNCTION
+// Usage: node asm_flow.mjs BASE_URL ARTIFACT_DIR RUN CHANGED_RUN CACHED_RUN OLD_RUN FUNCTION
 // Prints one JSON line per flow: {"flow", "ok", "error", "shown"}; `shown` is what the
 // page drew, which tests/e2e/test_ui_asm.py compares with `perfsleuth annotate --asm`.
 import assert from "node:assert/strict";
 import { runFlows, seriousViolations } from "./run_flows.mjs";
 
-const [base, artifacts, run, changedRun, cachedRun, fn] = process.argv.slice(2);
+const [base, artifacts, run, changedRun, cachedRun, oldRun, fn] = process.argv.slice(2);
 
 /** Per drawn code row: its line, whether it is open, and its instructions as shown. */
 function drawnCode(page) {
@@ -15,7 +15,10 @@ function drawnCode(page) {
       open: row.querySelector("details").open,
       summary: row.querySelector("summary").innerText,
       follows: row.previousElementSibling?.id ?? "",
-      instructions: [...row.querySelectorAll("tr.asm-insn")].map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]),
+      instructions: [...row.querySelectorAll("tr.asm-insn")].map((tr) => [tr.querySelector(".asm-address").textContent, tr.querySelector(".asm-text").textContent]),
+      shares: [...row.querySelectorAll("tr.asm-insn")].map((tr) => tr.querySelector(".asm-share")?.textContent ?? null),
+      bars: [...row.querySelectorAll("tr.asm-insn")].map((tr) => tr.querySelector(".asm-heat .bar")?.style.width ?? null),
+      hottest: [...row.querySelectorAll("tr.asm-hottest")].map((tr) => Number(tr.dataset.address)),
       symbols: [...row.querySelectorAll("tr.asm-symbol")].map((tr) => tr.textContent),
     })),
   );
@@ -39,6 +42,13 @@ const flows = {
     await page.locator("tr.asm").first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: `${artifacts}/source-asm.png`, fullPage: false });
     return { notice, rows: before };
+  },
+
+  /** A run stored without sample addresses: the code, and why it has no cost per instruction. */
+  async older_run(page) {
+    await page.goto(`${base}#/run/${oldRun}/source?function=${encodeURIComponent(fn)}`);
+    await page.locator("tr.asm").first().waitFor();
+    return { notice: await page.locator(".asm-notice").innerText(), rows: await drawnCode(page) };
   },
 
   async changed_binary(page) {

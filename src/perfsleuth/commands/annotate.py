@@ -20,6 +20,7 @@ from .common import (
     apply_filters,
     exact_counts,
     load_run,
+    open_store,
     require_exact,
     source_roots,
 )
@@ -79,10 +80,15 @@ def run(args: argparse.Namespace) -> int:
     doc: dict = {"run": str(loaded.id), "files": files}
     if args.asm:
         # capstone and the ELF readers: only --asm needs them
+        from ..model.leaf_costs import LeafCosts
         from ..views import disassembly
 
         functions = match_functions(profile, args.function)
-        doc["asm"] = [disassembly.hot_line_code(profile, f, info.dsos) for f in functions]
+        # per instruction over all the run's samples (a thread or state filter narrows lines)
+        costs = open_store(args).documents(loaded.id, LeafCosts.KIND).get(LeafCosts.NAME)
+        doc["asm"] = [
+            disassembly.hot_line_code(profile, f, info.dsos, costs, info.mode) for f in functions
+        ]
     write("annotate", doc, args.format, args.output)
     return 0
 

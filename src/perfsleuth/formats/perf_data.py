@@ -21,6 +21,7 @@ from typing import Any
 
 from ..binaries import elf_info, find_dso
 from ..errors import UserError
+from ..model.leaf_costs import LeafCosts
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.timeline import Timeline
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
@@ -144,6 +145,7 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     profile = builder.build()
     profile.dsos = [{"path": d["path"], "build_id": d["build_id"]} for d in reading.dsos]
     profile.timeline = reading.timeline(placed) or None
+    profile.leaf_costs = reading.leaf_costs(chains) or None
     return profile
 
 
@@ -290,6 +292,36 @@ class _NativeReading:
             builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
             placed.append((builder.stack_id(ids), threads[ti]))
         return placed
+
+    def leaf_costs(self, chains: dict[int, tuple[Frame, ...]]) -> LeafCosts:
+        """This event's weight per leaf instruction of a file on disk (the binary's
+        virtual address, as perf annotate shows it), for the machine-code view."""
+        count_weights = self.event["unit"] == "samples"
+        per_frame: dict[int, float] = {}
+        stacks, rows = self.data["stacks"], self.rows
+        for sid, ev, period, count in zip(
+            rows["stack"], rows["event"], rows["period"], rows["count"], strict=True
+        ):
+            if ev == self.event_index and stacks[sid]:
+                leaf = stacks[sid][0]
+                per_frame[leaf] = per_frame.get(leaf, 0.0) + (count if count_weights else period)
+        weights: dict[tuple[str, int, str], float] = {}
+        for fid, weight in per_frame.items():
+            where = self._leaf_address(fid)
+            if where is not None and chains[fid]:
+                key = (*where, chains[fid][0].function)
+                weights[key] = weights.get(key, 0.0) + weight
+        return LeafCosts.build(weights)
+
+    def _leaf_address(self, fid: int) -> tuple[str, int] | None:
+        dso, offset = self.frames["dso"][fid], self.frames["address"][fid]
+        if dso < 0 or self.frames["kernel"][fid] or not self.symbolizable(dso):
+            return None
+        path, build_id = self.dsos[dso]["path"], self.dsos[dso]["build_id"]
+        real = find_dso(path, build_id)
+        info = elf_info(real) if real else None
+        vaddr = info.offset_to_vaddr(offset) if info else None
+        return None if vaddr is None else (dso_name(path), vaddr)
 
     def timeline(self, placed: list[tuple[int, int] | None]) -> Timeline:
         """This event's samples in time order (empty when perf recorded no times)."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .leaf_costs import LeafCosts
 from .timeline import Timeline
 
 KERNEL_DSO = "[kernel.kallsyms]"
@@ -77,6 +78,9 @@ class Profile:
     # The samples in the order they were taken, when the reader knows their times
     # (perf.data); the store keeps it as the run's "timeline" document.
     timeline: Timeline | None = None
+    # The weight per leaf instruction address, when the reader sees sample addresses
+    # (perf.data); the store keeps it as the run's "leaf_costs" document.
+    leaf_costs: LeafCosts | None = None
 
     @property
     def total(self) -> float:

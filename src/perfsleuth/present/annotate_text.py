@@ -54,10 +54,18 @@ def _render_asm(code: dict, console: Console) -> None:
     elif code["read_from"] != code["binary"]:
         copy = f"  {code['binary']} is gone or rebuilt: read from perf's copy {code['read_from']}"
         console.print(escape(copy), highlight=False, soft_wrap=True)
+    if code.get("no_cost_reason") and code["lines"]:
+        why = f"  no cost per instruction: {code['no_cost_reason']}"
+        console.print(escape(why), highlight=False, soft_wrap=True)
+    counted = (
+        "share of the function's self samples per instruction"
+        if code["counts"] == "instruction"
+        else "samples per line"
+    )
     for row in code["lines"]:
         console.print(
             f"  {escape(row['file'])}:{row['line']}  self {100 * row['self']:.2f}%  "
-            f"total {100 * row['total']:.2f}% (samples per line)",
+            f"total {100 * row['total']:.2f}% ({counted})",
             style="bold",
             highlight=False,
         )
@@ -68,7 +76,10 @@ def _render_asm(code: dict, console: Console) -> None:
             if insn["symbol"] != symbol:
                 symbol = insn["symbol"]
                 console.print(escape(f"    in {symbol}:"), highlight=False)
-            console.print(f"    {insn['address']:#10x}  {escape(insn['text'])}", highlight=False)
+            share = insn.get("share")
+            cost = "" if share is None else f"{100 * share:.1f}%"
+            line = f"    {cost:>6}  {insn['address']:#10x}  {escape(insn['text'])}"
+            console.print(line, highlight=False)
     console.print()
 
 

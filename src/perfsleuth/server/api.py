@@ -23,6 +23,7 @@ from ..experiments.verdict import verdict_lines
 from ..model.counts import ExactCounts
 from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
+from ..model.leaf_costs import LeafCosts
 from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
@@ -363,8 +364,10 @@ class Api:
         run_id = self._run_id(ref)
         profile = self._profile(run_id)
         function = self._function(profile, query)
-        dsos = self._info(run_id).dsos
-        return {"run": str(run_id), **disassembly.hot_line_code(profile, function, dsos)}
+        info = self._info(run_id)
+        costs = self.store.documents(run_id, LeafCosts.KIND).get(LeafCosts.NAME)
+        doc = disassembly.hot_line_code(profile, function, info.dsos, costs, info.mode)
+        return {"run": str(run_id), **doc}
 
     def source(self, ref: str, query: Query) -> Response:
         run_id = self._run_id(ref)

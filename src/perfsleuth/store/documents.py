@@ -22,12 +22,14 @@ from ..model import documents
 from ..model.counts import Counts
 from ..model.cpu_cache import CacheProjections
 from ..model.documents import DocumentType
+from ..model.leaf_costs import LeafCosts
 from ..model.timeline import Timeline
 
 TYPES: dict[str, type[DocumentType]] = {
     Counts.KIND: Counts,
     CacheProjections.KIND: CacheProjections,
     Timeline.KIND: Timeline,
+    LeafCosts.KIND: LeafCosts,
 }
 
 

@@ -369,6 +369,9 @@ class Store:
                 if profile.timeline:
                     timeline = profile.timeline
                     self._insert_document(con, run_id, timeline.KIND, timeline.NAME, timeline)
+                if profile.leaf_costs:
+                    costs = profile.leaf_costs
+                    self._insert_document(con, run_id, costs.KIND, costs.NAME, costs)
                 con.execute("COMMIT")
             except BaseException:
                 _rollback(con)

@@ -4,8 +4,10 @@ The binary is the one the run recorded (its path and GNU build-id): a file that 
 gone, rebuilt since (another build-id) or stripped gives a reason instead of code,
 never the instructions of some other build. Each hot line lists its instructions
 with their addresses from the binary's line table, in every function it was
-inlined into. Samples are kept per source line (a run keeps no instruction
-addresses for symbolized frames), so the cost shown is the line's.
+inlined into. A run read from perf.data keeps its samples per leaf instruction
+(model/leaf_costs.py): each instruction then has its share of the function's self
+samples, as perf annotate shows it. Other runs (folded stacks, counting runs,
+perf script, runs stored before) have the line's cost only, and say why.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..binaries import binary_at, build_id_paths
+from ..model.leaf_costs import LeafCosts
 from ..model.profile import Profile
 from ..static_analysis.machine_code import line_instructions
 from ..symbols import dso_name
@@ -32,7 +35,13 @@ class Binary:
     reason: str = ""
 
 
-def hot_line_code(profile: Profile, function: str, dsos: list[dict]) -> dict:
+def hot_line_code(
+    profile: Profile,
+    function: str,
+    dsos: list[dict],
+    leaf_costs: LeafCosts | None = None,
+    mode: str = "",
+) -> dict:
     """The `annotate --asm` / `/api/runs/N/disasm` document of one function."""
     costs = line_costs(profile, function)
     total = profile.total or 1.0
@@ -47,7 +56,8 @@ def hot_line_code(profile: Profile, function: str, dsos: list[dict]) -> dict:
         "build_id": binary.build_id or None,
         # the file read: the binary itself, or perf's cached copy of the build recorded
         "read_from": binary.usable or None,
-        "counts": "line",
+        "counts": "instruction" if leaf_costs else "line",
+        "no_cost_reason": None if leaf_costs else no_instruction_cost_reason(profile, mode),
         "reason": binary.reason or None,
         "lines": [],
     }
@@ -56,6 +66,9 @@ def hot_line_code(profile: Profile, function: str, dsos: list[dict]) -> dict:
     if doc["reason"]:
         return doc
     code = _code_of(binary.usable, [key for key, _ in hot])
+    by_address = leaf_costs.of_function(function) if leaf_costs else {}
+    own = sum(by_address.values()) or 1.0
+    doc["function_self"] = sum(by_address.values()) / total if leaf_costs else None
     doc["lines"] = [
         {
             "file": file,
@@ -63,13 +76,32 @@ def hot_line_code(profile: Profile, function: str, dsos: list[dict]) -> dict:
             "self": cost[0] / total,
             "total": cost[1] / total,
             "instructions": [
-                {"address": insn.address, "text": insn.text, "symbol": symbol}
+                {
+                    "address": insn.address,
+                    "text": insn.text,
+                    "symbol": symbol,
+                    # share of the function's self samples at this instruction
+                    "share": by_address.get(insn.address, 0.0) / own if leaf_costs else None,
+                }
                 for symbol, insn in code.get((file, line), [])
             ],
         }
         for (file, line), cost in hot
     ]
     return doc
+
+
+def no_instruction_cost_reason(profile: Profile, mode: str) -> str:
+    """Why a run has no per-instruction cost: what it was read from kept no addresses."""
+    meta = profile.meta
+    if mode in ("count", "cache"):
+        return "a counting run has exact counts per line, not samples per instruction"
+    if meta.get("source") != "perf.data":
+        source = meta.get("source") or "its input"
+        return f"the run was read from {source}, which keeps no sample addresses"
+    if meta.get("reader") != "native":
+        return "the run was read through perf script, which perfsleuth keeps no addresses from"
+    return "the run was stored before perfsleuth kept sample addresses; re-record it"
 
 
 def _code_of(binary: str, lines: list[tuple[str, int]]) -> dict:
