@@ -10,9 +10,11 @@ measured latency.
 1. Prediction: `perfsleuth record --mode cache --function handle_packet --scale
    'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable, its reordered
    twin and the reordered struct cut to 256 bytes (whose lines fill half of each
-   cache's sets); the fitted working set gives the n at which the lines overflow each
-   cache level (sysfs sizes; the LLC's effective size) and the pages overflow the
-   TLB's reach (both measured once per machine by `perfsleuth cache calibrate`).
+   cache's sets), and the same with find_entry for examples/bin/uthash_lookup
+   (lookups in a uthash table of 112-byte entries); the fitted working set gives
+   the n at which the lines overflow each cache level (sysfs sizes; the LLC's
+   effective size) and the pages overflow the TLB's reach (both measured once per
+   machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
    per n, --repeats times, keeping the fastest, from half the lowest predicted n
    to twice the highest (of both programs, so that the curves share their sizes),
@@ -48,7 +50,9 @@ OUT = ROOT / "bench" / "out"
 PERFSLEUTH = ROOT / ".venv" / "bin" / "perfsleuth"
 BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-reordered": ROOT / "examples/bin/conntable-reordered",
-            "conntable-compact": ROOT / "examples/bin/conntable-compact"}  # fmt: skip
+            "conntable-compact": ROOT / "examples/bin/conntable-compact",
+            "uthash": ROOT / "examples/bin/uthash_lookup"}  # fmt: skip
+FUNCTIONS = {"uthash": "find_entry"}  # the traced function, handle_packet otherwise
 SCALE = "n=500,1000,2000"
 LEVELS = ("L1d", "L2", "TLB", "LLC")
 WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW
@@ -75,12 +79,12 @@ def calibration() -> dict:
     return {key: doc[key] for key in keep}
 
 
-def predicted(binary: Path) -> dict[str, int]:
+def predicted(binary: Path, function: str) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         subprocess.run(
             [PERFSLEUTH, "record", "--store", store, "--mode", "cache", "--function",
-             "handle_packet", "--scale", SCALE, "--", binary, "{n}"],
+             function, "--scale", SCALE, "--", binary, "{n}"],
             check=True, capture_output=True,
         )  # fmt: skip
         shown = subprocess.run(
@@ -162,7 +166,10 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     calibrated = calibration()
-    predictions = {name: predicted(binary) for name, binary in BINARIES.items()}
+    predictions = {
+        name: predicted(binary, FUNCTIONS.get(name, "handle_packet"))
+        for name, binary in BINARIES.items()
+    }
     levels = {name: sorted((lv for lv in LEVELS if p.get(lv)), key=p.__getitem__)
               for name, p in predictions.items()}  # fmt: skip
     low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
@@ -192,7 +199,7 @@ def main() -> None:
 
 
 def print_knees(results: dict) -> None:
-    print("| program | level | per conn | predicted cliff (n) | measured knee (n) | error |")
+    print("| program | level | per n | predicted cliff (n) | measured knee (n) | error |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name in BINARIES:
         for level, row in results[name]["levels"].items():
@@ -209,7 +216,7 @@ def print_knees(results: dict) -> None:
 def print_curves(results: dict) -> None:
     """The latency curves side by side, every other size, each program's predicted
     cliffs (P) and measured knees (K) marked on the first row at or past them."""
-    columns = [f"{title} {name}" for name in BINARIES for title in ("ns/packet", "marks")]
+    columns = [f"{title} {name}" for name in BINARIES for title in ("ns/op", "marks")]
     print("\n| n | " + " | ".join(columns) + " |")
     print("| --- |" + " --- |" * len(columns))
     ns = sorted(results[next(iter(BINARIES))]["latency_ns"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import rank
-from .analyzers import DEEP_TUS, AnalyzerOptions, Context, discover
+from .analyzers import DEEP_BUDGET, DEEP_TUS, AnalyzerOptions, Context, discover
 from .binaries import binary_at
 from .collect.run_facts import is_own_command, working_root
 from .errors import UserError
@@ -46,6 +46,7 @@ class AdviseOptions:
     verify: bool = False
     build: str | None = None  # shell command that rebuilds the program into $OUT (--verify)
     deep_tus: int = DEEP_TUS
+    deep_budget: float | None = DEEP_BUDGET  # CPU seconds; None: no bound
 
 
 def advise(
@@ -108,6 +109,7 @@ def build_context(
             show_all=options.show_all,
             build=options.build,
             deep_tus=options.deep_tus,
+            deep_budget=options.deep_budget,
         ),
     )
 

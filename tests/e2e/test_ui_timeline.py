@@ -1,8 +1,9 @@
 """The flame page's time order in a real browser (timeline_flow.mjs, Debian's
 Chromium) against `perfsleuth serve` over a real perf run of examples/bin/prodcons
 (threads) and a folded import (no times): the chart covers every sample of the run,
-zooms by mouse, keyboard and URL, filters by thread, and a run without times says
-why. Screenshots go to tests/artifacts/."""
+zooms by mouse, keyboard and URL, filters by thread, shows one lane per thread, and a run
+without times says why; last, the folded run is advised from its findings page (the
+POST the page sends). Screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
@@ -92,11 +93,43 @@ def test_one_thread_shows_its_own_samples(shown: dict[str, dict], store: Path) -
     assert samples_shown(flow["info"])[2] == own < samples_shown(flow["all"])[2]
 
 
+def test_lanes_show_each_threads_samples_heaviest_first(
+    shown: dict[str, dict], store: Path
+) -> None:
+    flow = shown["lanes"]
+    per_thread = samples_per_thread(store)
+    assert len(per_thread) >= 3  # prodcons: main, producers and consumers
+    lanes = flow["lanes"]
+    assert len(lanes) == len(flow["labels"]) == len(per_thread)
+    tids = [re.search(r"tid (\d+)\)? · ([\d,]+) samples", label) for label in flow["labels"]]
+    assert all(tids), flow["labels"]
+    shown_counts = {m.group(1): int(m.group(2).replace(",", "")) for m in tids if m}
+    assert shown_counts == per_thread
+    assert [lane["samples"] for lane in lanes] == [per_thread[m.group(1)] for m in tids if m]
+    assert [lane["samples"] for lane in lanes] == sorted(per_thread.values(), reverse=True)
+    # one time axis: every lane spans the same time and shows the same range
+    assert len({(lane["extent"], lane["v0"], lane["v1"]) for lane in lanes}) == 1
+    assert lanes[0]["painted"] > 0 and lanes[0]["depth"] > 2
+    assert all(v == tuple(flow["zoomed"][0]) for v in map(tuple, flow["zoomed"]))
+    first, end = flow["zoomed"][0]
+    assert [round(first), round(end)] == flow["url"] and end - first < lanes[0]["extent"]
+    assert re.match(r"[\d.]+ (s|ms|µs) to [\d.]+ (s|ms|µs) after the first sample", flow["info"])
+    assert flow["accessibility"] == []
+
+
 def test_a_run_without_times_says_why(shown: dict[str, dict]) -> None:
     assert shown["no_time_order"]["text"] == (
         f"No time order for this run: run {FOLDED_RUN} was imported from folded, "
         "which keeps no sample times."
     )
+
+
+def test_a_run_is_advised_from_its_page(shown: dict[str, dict], store: Path) -> None:
+    flow = shown["advise_from_page"]
+    assert "`perfsleuth advise 2`" in flow["before"] and "Analyze this run now" in flow["before"]
+    assert flow["advised"] is True and "No findings stored for this run" not in flow["after"]
+    assert Store(store).documents(int(FOLDED_RUN), "findings")  # kept in the store
+    assert flow["accessibility"] == []
 
 
 def test_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:

@@ -88,6 +88,24 @@ const flows = {
     return { thread: options[0], info: await info(page), all };
   },
 
+  /** Per-thread lanes: one per thread, heaviest first, sharing the range; axe on them. */
+  async lanes(page) {
+    await page.goto(`${base}#/run/${run}/flame?chart=time`);
+    await page.locator("a.chip", { hasText: "lanes" }).click();
+    await urlMatching(page, /chart=lanes/);
+    await page.locator("canvas.time-chart").first().waitFor();
+    const lanes = await page.evaluate(() => window.perfsleuthLanes.map((c) => ({ samples: c.timeline.samples, painted: c.painted, depth: c.depth, v0: c.v0, v1: c.v1, extent: c.timeline.extent })));
+    const labels = await page.locator(".lane-label").allInnerTexts();
+    await page.screenshot({ path: `${artifacts}/flame-time-lanes.png`, fullPage: true });
+    // The keyboard on the heaviest lane: its first bar of the top row, Enter zooms every lane to its time.
+    await page.locator("canvas.time-chart").first().focus();
+    for (const key of ["ArrowRight", "Enter"]) await page.keyboard.press(key);
+    const [, a, b] = (await urlMatching(page, RANGE)).match(RANGE);
+    const zoomed = await page.evaluate(() => window.perfsleuthLanes.map((c) => [c.v0, c.v1]));
+    const found = await seriousViolations(page, `${base}#/run/${run}/flame?chart=lanes`, "canvas.time-chart");
+    return { lanes, labels, info: await info(page), url: [Number(a), Number(b)], zoomed, accessibility: found };
+  },
+
   async no_time_order(page) {
     await page.goto(`${base}#/run/${foldedRun}/flame`);
     await page.locator("a.chip", { hasText: "time order" }).click();
@@ -101,6 +119,20 @@ const flows = {
     const found = await seriousViolations(page, `${base}#/run/${run}/flame?chart=time`, "canvas.time-chart");
     assert.deepEqual(found, [], "no serious or critical accessibility violation");
     return found;
+  },
+
+  /** Last, as it stores findings: the folded run, not advised, is advised from its findings page. */
+  async advise_from_page(page) {
+    await page.goto(`${base}#/run/${foldedRun}/findings`);
+    const button = page.locator("button.advise-now");
+    const before = await page.locator(".advise").innerText();
+    const accessibility = await seriousViolations(page, `${base}#/run/${foldedRun}/findings`, "button.advise-now");
+    await button.click();
+    await page.locator("button.advise-now").waitFor({ state: "detached", timeout: 120000 });
+    const after = await page.locator("main").innerText();
+    await page.screenshot({ path: `${artifacts}/findings-advised-from-page.png`, fullPage: false });
+    const api = await page.evaluate(async (id) => (await (await fetch(`/api/runs/${id}/findings`)).json()).advised, foldedRun);
+    return { before, after, advised: api, accessibility };
   },
 };
 

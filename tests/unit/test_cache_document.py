@@ -104,6 +104,19 @@ def test_cache_show_prints_an_old_document_as_before():
     assert "TLB: not predicted (recorded before TLB cliffs were predicted)" in text
 
 
+def test_a_cliff_below_the_measured_range_is_said_as_such():
+    scale = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING)).scaling
+    assert scale is not None
+    scale["cliffs"][0] |= {"n": 60, "in_range": False, "below_range": True}
+    scale["geometry"]["levels"] = [{"name": "L1d", "size": 32768, "ways": 8}]
+    out = io.StringIO()
+    cpu_cache_text.render_scaling(scale, Console(file=out, width=300))
+    text = out.getvalue()
+    assert "misses simulated with L1d 32K" in text
+    assert "at an n below the measured range (already over at n = 100; about n = 60" in text
+    assert "never" not in text
+
+
 def test_the_current_version_round_trips_and_a_newer_one_is_refused():
     doc = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING))
     dumped = documents.dump(doc)

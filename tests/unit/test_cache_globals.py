@@ -125,8 +125,8 @@ def layout_doc(variable, kind, reorder, elements=1):
         "lines_touched_per_call": 2.0,
         "pahole": "struct session { ... }",
         "lines": [
-            {"line": 0, "hot_fields": ["state"], "cold_fields": ["flags"]},
-            {"line": 1, "hot_fields": ["last_seen"], "cold_fields": ["peer"]},
+            {"line": 0, "hot_fields": ["state"], "cold_fields": ["flags"], "touched": 1.0},
+            {"line": 1, "hot_fields": ["last_seen"], "cold_fields": ["peer"], "touched": 0.5},
         ],
         "reorder": reorder,
     }

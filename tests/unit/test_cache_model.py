@@ -1,4 +1,7 @@
-"""The set-associative LRU model with its next-line prefetcher, and geometry parsing."""
+"""The set-associative LRU model with its next-line prefetcher, the estimate for
+sampled calls (sampled_reuse.py), and geometry parsing."""
+
+import random
 
 import pytest
 
@@ -8,7 +11,9 @@ from perfsleuth.cpu_cache_projections.model import (
     Level,
     machine_geometry,
     parse_spec,
+    simulate,
 )
+from perfsleuth.cpu_cache_projections.trace import Trace
 from perfsleuth.errors import UserError
 
 
@@ -106,3 +111,60 @@ def test_the_model_remembers_every_line_it_brought_in():
     for line in (0, 4, 5, 0):  # 0 brings 1, 4 brings 5
         model.access(line)
     assert model.filled == {0, 1, 4, 5}
+
+
+def lookups(calls: int, lines: int, seed: int = 7) -> list[list]:
+    """Calls that each read one line every call reads and three of `lines` others,
+    uniformly at random: a hash table's bucket walk."""
+    rng = random.Random(seed)
+    table = 0x4000000
+    return [
+        [("L", 0x1000, 8, 0x108000)]
+        + [("L", table + 64 * rng.randrange(lines), 8, 0x108010 + 4 * i) for i in range(3)]
+        for _ in range(calls)
+    ]
+
+
+def trace_of(calls: list[list], total: int, chosen: str) -> Trace:
+    trace = Trace("find", "prog", 0x108000, 64, calls, total, 0, 0, 0, 0, 0)
+    trace.chosen = chosen  # type: ignore[assignment]
+    return trace
+
+
+def test_one_call_in_k_models_the_misses_of_every_call():
+    geometry = parse_spec("line=64,L1d=16K:4,L2=128K:8,LLC=1M:16,prefetch=none")
+    every = lookups(20000, 4000)
+    exact = simulate(trace_of(every, len(every), "first"), geometry)["misses_per_call"]
+    sampled = simulate(trace_of(every[::64], len(every), "fixed"), geometry)["misses_per_call"]
+    # the LLC holds all 4,000 lines: only their first touches miss, 0.2 per call,
+    # where the traced calls alone find three new lines each
+    assert exact["LLC"] == pytest.approx(0.2, abs=0.01)
+    for level in ("L1d", "L2", "LLC"):
+        assert sampled[level] == pytest.approx(exact[level], rel=0.2)
+    assert exact["L2"] > 1.0 and exact["L1d"] > exact["L2"]
+
+
+def test_the_first_calls_are_modelled_access_by_access():
+    geometry = parse_spec("line=64,L1d=16K:4,prefetch=none")
+    calls = lookups(300, 50)
+    per_call = simulate(trace_of(calls, len(calls), "first"), geometry)["per_call"]
+    assert all(float(m).is_integer() for [m] in per_call)
+    assert sum(m for [m] in per_call) <= 51  # the 51 lines miss once each, then fit
+
+
+def test_sampled_calls_leave_room_for_the_neighbours_the_prefetcher_brings_in():
+    geometry = parse_spec("line=64,L1d=16K:4,L2=128K:8,LLC=1M:16")
+    rng = random.Random(3)
+    # 4,000 objects at random places: each touched line's neighbour is one nobody reads
+    places = [rng.randrange(1 << 18) * 128 for _ in range(4000)]
+    every = [
+        [("L", 0x1000, 8, 0x108000)]
+        + [("L", 0x4000000 + rng.choice(places), 8, 0x108010 + 4 * i) for i in range(3)]
+        for _ in range(20000)
+    ]
+    exact = simulate(trace_of(every, len(every), "first"), geometry)["misses_per_call"]
+    sampled = simulate(trace_of(every[::64], len(every), "fixed"), geometry)["misses_per_call"]
+    # the L2 holds 2,048 lines: half the objects' lines, a quarter with their neighbours
+    assert exact["L2"] > 2.0
+    for level in ("L1d", "L2", "LLC"):
+        assert sampled[level] == pytest.approx(exact[level], rel=0.2)

@@ -4,7 +4,10 @@ import pytest
 
 from perfsleuth.cpu_cache_projections import footprint, layout, scaling
 from perfsleuth.cpu_cache_projections import secret_variants as constant_time
+from perfsleuth.cpu_cache_projections.globals import Visit
 from perfsleuth.cpu_cache_projections.model import parse_spec
+from perfsleuth.cpu_cache_projections.pointers import Pointer
+from perfsleuth.cpu_cache_projections.struct_types import Field, Struct
 from perfsleuth.cpu_cache_projections.trace import Trace
 from perfsleuth.errors import UserError
 
@@ -100,6 +103,37 @@ def test_the_llc_cliff_uses_its_measured_capacity_and_keeps_the_nominal_one():
     assert llc["effective"]["evidence"] == "e"
 
 
+def test_a_level_already_outgrown_at_the_smallest_n_has_its_cliff_below_the_range():
+    # 8 lines per n from 10 lines on: L1d's 512 lines are full before n = 64
+    runs = [{**run, "data_lines": 10 + 8 * run["n"]} for run in scaled_runs()]
+    result = scaling.project(runs, parse_spec("line=64,L1d=32K:8,L2=512K:8,prefetch=none"))
+    l1d = result["cliffs"][0]
+    assert l1d["below_range"] and not l1d["in_range"]
+    assert l1d["n"] == round((512 - 10) / 8)
+    assert not result["cliffs"][1]["below_range"] and result["cliffs"][1]["in_range"]
+
+
+def test_a_fit_whose_intercept_is_over_capacity_still_puts_the_cliff_below_the_range():
+    # a large constant (a table's buckets) over the L1d: the fit never crosses it
+    runs = [{**run, "data_lines": 600 + 2 * run["n"]} for run in scaled_runs()]
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,prefetch=none")
+    l1d = scaling.project(runs, geometry)["cliffs"][0]
+    assert l1d["below_range"] and not l1d["in_range"]
+    assert l1d["n"] is not None and l1d["n"] < 1000
+
+
+def test_the_runs_are_simulated_with_the_llc_size_its_cliff_uses():
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,LLC=8M:16")
+    llc = {"effective_bytes": 5_000_000, "nominal_bytes": 8 << 20}
+    resized = scaling.model_geometry(geometry, llc).levels
+    assert resized[:2] == geometry.levels[:2]
+    assert resized[2].size == 5_000_000 // (16 * 64) * 16 * 64
+    result = scaling.project(scaled_runs(), geometry, {"llc": llc})
+    assert result["geometry"]["levels"][2]["size"] == resized[2].size
+    assert result["cliffs"][2]["capacity_lines"] * 64 == pytest.approx(resized[2].size, rel=1e-3)
+    assert scaling.model_geometry(geometry, {"reason": "not measured"}) == geometry
+
+
 def test_without_a_measured_llc_its_cliff_is_from_sysfs_and_says_why():
     geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,LLC=8M:16,prefetch=none")
     unmeasured = {"llc": {"reason": "no clear knee"}}
@@ -162,10 +196,20 @@ def test_variants_substitute_the_secret_or_feed_it_on_stdin():
 
 
 def fields(*rows):
-    return [
-        {"name": n, "size": s, "bytes": s, "line": line, "hot": hot, "touched": 1.0 if hot else 0.0}
-        for n, s, line, hot in rows
-    ]
+    """Fields laid one after the other in each line (64 B lines)."""
+    out, used = [], {}
+    for n, s, line, hot in rows:
+        offset = line * 64 + used.get(line, 0)
+        used[line] = used.get(line, 0) + s
+        out.append({"name": n, "size": s, "bytes": s, "offset": offset, "bit_size": None,
+                    "bit_offset": None, "line": line, "hot": hot,
+                    "touched": 1.0 if hot else 0.0})  # fmt: skip
+    return out
+
+
+def heat_of(rows, lines):
+    """Each line touched by every visit when a hot field starts on it."""
+    return [1.0 if any(r["hot"] and r["line"] == i for r in rows) else 0.0 for i in range(lines)]
 
 
 def test_reordering_moves_the_lone_hot_field_into_the_hot_line():
@@ -177,7 +221,7 @@ def test_reordering_moves_the_lone_hot_field_into_the_hot_line():
         ("cold", 56, 1, False),
         ("last_ack", 8, 1, True),
     )
-    plan = layout.reordering(rows, layout.line_rows(rows, 128, 64), 64)
+    plan = layout.reordering(rows, layout.line_rows(rows, 64, heat_of(rows, 2)), 64)
     assert plan == {
         "move": ["last_ack"],
         "from_line": 1,
@@ -191,70 +235,55 @@ def test_reordering_moves_the_lone_hot_field_into_the_hot_line():
 def test_when_the_least_hot_line_has_no_room_the_other_line_moves():
     # line 0: one hot byte of flags and a cold union; line 1: only a hot timestamp
     rows = fields(("flags", 1, 0, True), ("addr", 16, 0, False), ("last_seen", 8, 1, True))
-    move = layout.reordering(rows, layout.line_rows(rows, 72, 64), 64)
+    move = layout.reordering(rows, layout.line_rows(rows, 64, heat_of(rows, 2)), 64)
     assert move["move"] == ["last_seen"] and move["swap_out"] == ["addr"]
     assert (move["from_line"], move["to_line"]) == (1, 0)
 
 
 def test_no_reordering_when_the_hot_fields_need_every_hot_line():
     rows = fields(("a", 60, 0, True), ("b", 60, 1, True))
-    assert layout.reordering(rows, layout.line_rows(rows, 128, 64), 64) is None
+    assert layout.reordering(rows, layout.line_rows(rows, 64, heat_of(rows, 2)), 64) is None
 
 
-def offsets_of(places, lines=6400):
-    """line_offsets for `lines` lines spread evenly over these places in the page."""
-    return [lines // len(places) if place in places else 0 for place in range(64)]
+ENTRY = Struct("entry", 112, [Field("key", "int", 0, 4), Field("value", "char[20]", 4, 20),
+                              Field("name", "char[32]", 24, 32),
+                              Field("hh", "UT_hash_handle", 56, 56)])  # fmt: skip
+ENTRIES = 0x5000000
 
 
-def test_lines_spread_over_every_place_in_the_page_use_the_whole_level():
-    l2 = parse_spec("line=64,L2=1M:8").levels[0]
-    assert scaling.set_groups(l2, 64) == 64
-    assert scaling.usable_share(offsets_of(range(64)), 64) == pytest.approx(1.0, abs=0.002)
-    assert scaling.usable_share(None, 64) == 1.0
+def test_a_line_holding_hot_bytes_of_a_field_from_the_line_before_is_hot():
+    # a hash lookup reads hh.hh_next (offset 88) and hh.hashv (108): line 1's bytes
+    visits = [
+        Visit(i, ENTRIES + 112 * i, [("L", ENTRIES + 112 * i + 88, 8, BASE),
+                                     ("L", ENTRIES + 112 * i + 108, 4, BASE)])
+        for i in range(8)
+    ]  # fmt: skip
+    owner = {"parameter": None, "variable": "e", "variable_kind": "local"}
+    result = layout.layout_of(ENTRY, visits, 64, owner)
+    line0, line1 = result["lines"]
+    assert line1["hot_fields"] == ["hh"] and line1["hot_bytes"] == 48 and line1["touched"] == 1.0
+    assert line0["hot_fields"] == [] and "hh" in line0["cold_fields"] and line0["touched"] == 0
+    hot = [f["name"] for f in result["fields"] if f["hot"]]
+    assert hot == ["hh"]
 
 
-@pytest.mark.parametrize(("places", "share"), [(range(0, 64, 2), 0.5), (range(0, 64, 4), 0.25)])
-def test_lines_at_few_places_in_the_page_fill_only_their_sets(places, share):
-    # 128-byte and 256-byte objects whose first line is all that is brought in
-    assert scaling.usable_share(offsets_of(places), 64) == pytest.approx(share, rel=0.01)
-
-
-def test_uneven_places_put_the_knee_where_the_fuller_sets_overflow():
-    # two lines of every 4 at one place's share, one at half of it: the fuller
-    # group (2/3 of the lines) overflows first, at 3/8 of the capacity
-    counts = [[200, 100, 0, 0][place % 4] for place in range(64)]
-    assert scaling.usable_share(counts, 64) == pytest.approx(0.375, rel=0.02)
-
-
-def test_a_level_with_fewer_sets_than_lines_in_a_page_folds_the_places():
-    tiny = parse_spec("line=64,L1d=4K:4").levels[0]  # 16 sets
-    assert scaling.set_groups(tiny, 64) == 16
-    # places 0, 16, 32, 48 share one set; 0..15 cover all 16 sets
-    assert scaling.usable_share(offsets_of(range(16)), 16) == pytest.approx(1.0, abs=0.002)
-    assert scaling.usable_share(offsets_of([0, 16, 32, 48]), 16) == pytest.approx(1 / 16, rel=0.01)
-
-
-def test_the_cliffs_come_from_the_usable_part_of_each_level():
-    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,prefetch=none")
-    runs = [r | {"line_offsets": offsets_of(range(0, 64, 2))} for r in scaled_runs()]
-    cliffs = {c["level"]: c for c in scaling.project(runs, geometry)["cliffs"]}
-    l2 = cliffs["L2"]
-    assert l2["capacity_lines"] == 8192
-    assert l2["usable_share"] == pytest.approx(0.5, rel=0.01)
-    assert l2["usable_lines"] == round(8192 * l2["usable_share"])
-    assert l2["n"] == round((l2["usable_lines"] - 10) / 2)
-
-
-def test_lines_at_random_places_are_not_taken_for_a_layout_that_empties_sets():
-    import random
-
-    chance = random.Random(7)
-    for lines in (300, 2000, 20000):
-        counts = [0] * 64
-        for _ in range(lines):
-            counts[chance.randrange(64)] += 1
-        assert scaling.usable_share(counts, 64) == 1.0
-    # a few hundred lines of 256-byte objects still show their two places in four
-    assert scaling.usable_share(offsets_of(range(0, 64, 2), lines=320), 64) == pytest.approx(
-        0.5, rel=0.02
-    )
+def test_the_parameter_object_is_where_the_accesses_through_the_parameter_point():
+    # find(table, key): table->hh.tbl (offset 56) through the parameter, then the
+    # chain's handles (hh_next, hashv) through untyped hh pointers: displacements
+    # from hh, which alone would vote for an object starting at hh
+    parameter = Pointer("table", "parameter", ENTRY, None)
+    head, tbl_pc = ENTRIES, BASE + 0x40
+    calls = []
+    for i in range(6):
+        node = ENTRIES + 112 * (i + 1) + 56
+        chain = [("L", node + 32, 8, BASE + 0x80), ("L", node + 52, 4, BASE + 0x84)]
+        calls.append([("L", head + 56, 8, tbl_pc), *chain, ("L", node + 40, 8, BASE + 0x88)])
+    trace = Trace("find", "prog", BASE, 64, calls, 6, 0, 0, 0, 0, 0, {})
+    typed = {tbl_pc - BASE: (parameter, 56)}
+    assert all(layout.parameter_base(call, trace, typed) == head for call in calls)
+    owner = {"parameter": "table", "variable": "table", "variable_kind": "parameter"}
+    visits = [Visit(i, head, call) for i, call in enumerate(calls)]
+    table = layout.layout_of(ENTRY, visits, 64, owner)
+    assert [f["name"] for f in table["fields"] if f["hot"]] == ["hh"]
+    assert table["lines"][0]["hot_fields"] == ["hh"] and table["lines"][1]["touched"] == 0
+    assert layout.parameter_base(calls[0], trace, {}) is None  # no DWARF: the votes decide

@@ -12,7 +12,11 @@ def scaling(in_range: bool) -> dict:
             {"level": "L2", "capacity_lines": 8192, "n": 4090, "in_range": in_range},
             {"level": "LLC", "capacity_lines": 524288, "n": 262138, "in_range": False},
         ],
-    }
+        "geometry": {"line_size": 64, "prefetch": True, "levels": [
+            {"name": "L2", "size": 512 << 10, "ways": 8},
+            {"name": "LLC", "size": 32 << 20, "ways": 16},
+        ]},
+    }  # fmt: skip
 
 
 def test_a_cliff_inside_the_scaled_range_is_reported(tmp_path):
@@ -55,6 +59,11 @@ def test_a_measured_llc_cliff_says_how_much_of_sysfs_size_is_left(tmp_path):
     assert "exceeds LLC at n = 19,650" in finding.title
     said = " ".join(finding.evidence)
     assert "LLC holds 39,313 lines, measured" in said and "sysfs says 786,432" in said
+    # the misses listed beside the cliff are simulated with the LLC it is computed for
+    doc["geometry"]["levels"][1]["size"] = 39313 * 64 // 1024 * 1024
+    ctx = context_with(tmp_path / "resized", {"handle_packet": {"scaling": doc}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    assert "misses per call simulated with L2 512K, LLC 2,457K" in finding.evidence
 
 
 def test_a_cliff_brought_forward_by_few_sets_says_so(tmp_path):

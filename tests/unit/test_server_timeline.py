@@ -61,44 +61,60 @@ def flame_paths(api: Api, **params: list[str]) -> list[tuple[str, ...]]:
     return paths
 
 
-def timeline(api: Api, **params: list[str]) -> tuple[dict, list[tuple[float, int, int]]]:
+Run = tuple[float, int, int, int]  # time, leaf node, samples, thread index
+
+
+def timeline(api: Api, **params: list[str]) -> tuple[dict, list[Run]]:
     response = api.get("/api/runs/1/timeline", params)
     assert response.status == 200, response.body
     header, rest = decoded(response.body)
     n = header["runs"]
     time, node, count = array("d", rest[: 8 * n]), array("I", rest[8 * n : 12 * n]), array("I")
     count.frombytes(rest[12 * n : 16 * n])
-    return header, list(zip(time, node, count, strict=True))
+    thread = array("I", rest[16 * n : 20 * n])
+    assert len(rest) == 20 * n
+    return header, list(zip(time, node, count, thread, strict=True))
 
 
-def expected(tids: set[int]) -> list[tuple[tuple[str, ...], int]]:
-    """Root-first names and samples of each run, neighbours on one stack merged."""
-    out: list[tuple[tuple[str, ...], int]] = []
+def expected(tids: set[int]) -> list[tuple[tuple[str, ...], int, int]]:
+    """Root-first names, samples and tid of each run, neighbours on one stack and thread
+    merged."""
+    out: list[tuple[tuple[str, ...], int, int]] = []
     for stack, tid, n in SAMPLED:
         if tids and tid not in tids:
             continue
         path = tuple(f.function for f in reversed(STACKS[stack]))
-        if out and out[-1][0] == path:
-            out[-1] = (path, out[-1][1] + n)
+        if out and out[-1][0] == path and out[-1][2] == tid:
+            out[-1] = (path, out[-1][1] + n, tid)
         else:
-            out.append((path, n))
+            out.append((path, n, tid))
     return out
+
+
+def shown(api: Api, header: dict, runs: list[Run], **params: list[str]) -> list:
+    paths = flame_paths(api, **params)
+    tids = [tid for tid, _ in header["threads"]]
+    return [(paths[node], count, tids[thread]) for _, node, count, thread in runs]
 
 
 def test_runs_are_the_samples_in_time_order_on_flame_nodes(api: Api) -> None:
     header, runs = timeline(api)
-    paths = flame_paths(api)
-    assert [(paths[node], count) for _, node, count in runs] == expected(set())
-    # threads 1, 2, 1 on one stack in a row: one run of 6 samples in the chart
-    assert header == {"runs": 5, "samples": 13, "duration_ns": 60, "unit": "samples"}
-    assert [time for time, _, _ in runs] == [0, 10, 20, 30, 60]
+    assert shown(api, header, runs) == expected(set())
+    # threads 1, 2, 1 on one stack in a row stay three runs: one per thread, for the lanes
+    assert header == {
+        "runs": 7,
+        "samples": 13,
+        "duration_ns": 60,
+        "unit": "samples",
+        "threads": [[1, "t1"], [2, "t2"]],
+    }
+    assert [time for time, _, _, _ in runs] == [0, 10, 20, 30, 40, 50, 60]
 
 
 def test_one_threads_runs_merge_across_the_others(api: Api) -> None:
     header, runs = timeline(api, thread=["1"])
-    paths = flame_paths(api, thread=["1"])
-    assert [(paths[node], count) for _, node, count in runs] == expected({1})
-    assert expected({1})[-1] == (("main", "work"), 5)  # 1 + 4 samples, thread 2's between
+    assert shown(api, header, runs, thread=["1"]) == expected({1})
+    assert expected({1})[-1] == (("main", "work"), 5, 1)  # 1 + 4 samples, thread 2's between
     assert header["samples"] == 8
 
 

@@ -2,6 +2,7 @@
 // the chart, with the shown range left unshaded. A drag across it shows the samples
 // dragged over; a click moves the shown span to centre on the point clicked. The
 // miniature is painted once per width and kept; a redraw only lays the shading over it.
+// With per-thread lanes each lane is a band of its own, on the lanes' time axis.
 
 import { type FlameData, nameFill } from "./flame";
 import { type Bars, firstEnding } from "./timeline";
@@ -17,8 +18,8 @@ export class Minimap {
 
   constructor(
     private data: FlameData,
-    private bars: Bars,
-    private samples: number,
+    private lanes: Bars[],
+    private samples: number, // the x extent: samples, or ns for lanes
     private onRange: (x0: number, x1: number) => void,
   ) {
     this.canvas.className = "time-minimap";
@@ -62,29 +63,34 @@ export class Minimap {
     return Math.max(0, Math.min(this.samples, (offsetX / width) * this.samples));
   }
 
-  /** Every depth in a row of HEIGHT / depths pixels, at most one sliver per pixel column. */
+  /** Each lane in a band, every depth in a row of band / depths pixels, at most one sliver per pixel column. */
   private paint(width: number, ratio: number): HTMLCanvasElement {
     const out = document.createElement("canvas");
     out.width = Math.round(width * ratio);
     out.height = Math.round(HEIGHT * ratio);
     const ctx = out.getContext("2d");
-    const depths = this.bars.node.length;
-    if (!ctx || !depths) return out;
+    if (!ctx) return out;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    const row = HEIGHT / depths;
+    const band = HEIGHT / Math.max(1, this.lanes.length);
+    this.lanes.forEach((bars, k) => this.paintLane(ctx, bars, width, k * band, band));
+    return out;
+  }
+
+  private paintLane(ctx: CanvasRenderingContext2D, bars: Bars, width: number, top: number, band: number): void {
+    const depths = bars.node.length;
+    const row = band / Math.max(1, depths);
     const perPixel = this.samples / width;
     for (let d = 0; d < depths; d++) {
-      const [node, x0, x1] = [this.bars.node[d], this.bars.x0[d], this.bars.x1[d]];
+      const [node, x0, x1] = [bars.node[d], bars.x0[d], bars.x1[d]];
       for (let i = 0; i < node.length; i++) {
         const a = x0[i] / perPixel;
         const b = x1[i] / perPixel;
         ctx.fillStyle = nameFill(this.data, this.data.name[node[i]]);
-        ctx.fillRect(a, d * row, Math.max(1, b - a), Math.max(row, 0.5));
+        ctx.fillRect(a, top + d * row, Math.max(1, b - a), Math.max(row, 0.5));
         // The rest of this pixel column is covered: go on from the first bar ending past it.
         if (b - a < 1) i = Math.max(i, firstEnding(x1, (Math.floor(a) + 1) * perPixel) - 1);
       }
     }
-    return out;
   }
 
   private onDown(e: PointerEvent): void {

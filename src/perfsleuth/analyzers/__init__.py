@@ -21,6 +21,9 @@ from ..model.run import RunInfo
 from ..rules import Rule
 
 DEEP_TUS = 5  # hot translation units the source analyses read by default
+# CPU seconds (this process's and the compilers') the deep unit analyses may start
+# new units within, so that advising stays bounded on a program of many hot units
+DEEP_BUDGET = 10.0
 
 
 @dataclass
@@ -31,6 +34,7 @@ class AnalyzerOptions:
     show_all: bool = False
     build: str | None = None  # shell command that rebuilds the program into $OUT (--verify)
     deep_tus: int = DEEP_TUS  # translation units the aliasing analysis compiles
+    deep_budget: float | None = DEEP_BUDGET  # CPU seconds for them; None: no bound
     verify_runs: int = 10
     verify_warmup: int = 1
 
@@ -46,6 +50,8 @@ class Context:
     binaries: list[dict] = field(default_factory=list)  # {"path", "build_id"} of the run's DSOs
     options: AnalyzerOptions = field(default_factory=AnalyzerOptions)
     notes: list[str] = field(default_factory=list)  # things the user should know, not findings
+    # CPU seconds each deeply analysed unit cost, shared by the analyzers reading them
+    deep_spent: dict[str, float] = field(default_factory=dict)
 
 
 Analyzer = Callable[[Context], list[Finding]]

@@ -9,7 +9,14 @@ a small fraction of the function's share; the finding is about where the cliff i
 from __future__ import annotations
 
 from ..cpu_cache_projections import function_share
-from ..model.cpu_cache import CacheProjections, Cliff, Scaling, TlbCliff, limited_by_sets
+from ..model.cpu_cache import (
+    CacheProjections,
+    Cliff,
+    Scaling,
+    TlbCliff,
+    levels_text,
+    limited_by_sets,
+)
 from ..model.findings import Finding
 from . import Context
 
@@ -51,6 +58,7 @@ def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Find
             f"working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} x n "
             f"cache lines ({fit['bytes_per_n']:.1f} B per n)",
             capacity(cliff),
+            f"misses per call simulated with {levels_text(scaling['geometry'])}",
             *(
                 f"n={run['n']:,}: {run['data_lines']:,} lines, "
                 + ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())

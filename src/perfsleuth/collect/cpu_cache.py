@@ -255,8 +255,10 @@ def scaled_traces(
     """Each n runs to its end, the model watching every data access."""
     runs: list[MeasuredRun] = []
     first = None
+    limits = measured_limits(geometry)
+    simulated = scaling.model_geometry(geometry, limits.get("llc") or {})
     for n in sizes:
-        cache = model.CacheModel(geometry)
+        cache = model.CacheModel(simulated)
         trace = trace_once(
             options,
             (scaling.substitute(cmd, n), None),
@@ -267,7 +269,7 @@ def scaled_traces(
             line_size=geometry.line_size,
         )
         first = first or trace
-        misses = {lv.name: m for lv, m in zip(geometry.levels, cache.misses, strict=True)}
+        misses = {lv.name: m for lv, m in zip(simulated.levels, cache.misses, strict=True)}
         runs.append(
             {
                 "n": n,
@@ -281,7 +283,7 @@ def scaled_traces(
             }
         )
     assert first is not None
-    return first, scaling.project(runs, geometry, measured_limits(geometry))
+    return first, scaling.project(runs, geometry, limits)
 
 
 def line_offsets(lines: set[int], line_size: int) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..analyzers import DEEP_TUS
+from ..analyzers import DEEP_BUDGET, DEEP_TUS
 from ..errors import UserError
 from ..present import FINDINGS, formats_for, write
 from .common import add_output_options, add_run_argument, open_store
@@ -53,6 +53,12 @@ def add_advise_options(parser: argparse.ArgumentParser) -> None:
         help=f"compile and read at most N hot translation units for aliasing writes and "
         f"missed vectorisation (default: {DEEP_TUS}; 0 skips them)",
     )
+    parser.add_argument(
+        "--budget",
+        metavar="SECONDS",
+        help=f"CPU seconds within which those units' analyses may start "
+        f"(default: {DEEP_BUDGET:g}); the units left out are named",
+    )
     add_output_options(parser, formats_for(FINDINGS))
 
 
@@ -68,6 +74,7 @@ def options_of(args: argparse.Namespace) -> AdviseOptions:
         verify=args.verify,
         build=args.build,
         deep_tus=deep_tus_of(args.deep_tus),
+        deep_budget=budget_of(args.budget),
     )
 
 
@@ -78,6 +85,20 @@ def deep_tus_of(given: str | None) -> int:
     if not given.strip().isdigit():
         raise UserError(f"--deep-tus {given}: give a whole number of translation units, 0 or more")
     return int(given)
+
+
+def budget_of(given: str | None) -> float:
+    """--budget SECONDS as CPU seconds; a UserError for anything but a number of 0
+    or more."""
+    if given is None:
+        return DEEP_BUDGET
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise UserError(f"--budget {given}: give CPU seconds, a number of 0 or more")
+    return seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

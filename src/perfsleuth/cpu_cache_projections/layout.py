@@ -16,8 +16,13 @@ Three kinds of objects are laid out, each layout saying which variable it belong
   that the calls' accesses reach (globals.py).
 
 Accesses inside [object, object + size) are attributed to the fields they overlap.
-A field is hot when at least HOT_FRACTION of the visits touch it; a visit is one
-call's work on one object (for an array, on one element).
+Where DWARF says which accesses go through the parameter, those alone say where
+its object is (a table's head whose buckets the call walks is not the node most
+accesses reach, nor a node's embedded handle taken for a node). A field is hot
+when at least HOT_FRACTION of the visits touch it; a visit is one call's work on
+one object (for an array, on one element). A line is hot by the bytes touched in
+it, and holds every field that overlaps it: a field that crosses a line boundary
+is listed on both lines.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from .struct_types import (
 )
 from .trace import Trace
 
+Typed = dict[int, tuple[Pointer, int]]  # ELF address -> the pointer it goes through, disp
 HOT_FRACTION = 0.25  # of visits touching a field, for it to count as hot
 FRAME_REGISTERS = (X86_REG_RSP, X86_REG_RBP, X86_REG_RIP, X86_REG_INVALID)
 
@@ -65,8 +71,9 @@ def project(trace: Trace) -> tuple[Layout, list[StructLayout]]:
     first, then the globals by accesses, most first."""
     variables = globals.struct_variables(trace.executable)
     in_globals = globals.inside_one(variables, trace.base)
-    through = pointer_accesses(trace, in_globals)
-    parameter, reason = parameter_layout(trace, lambda a: in_globals(a) or a in through)
+    typed = pointer_typing(trace.executable, trace.function, data_pcs(trace))
+    through = pointer_accesses(trace, typed, in_globals)
+    parameter, reason = parameter_layout(trace, typed, lambda a: in_globals(a) or a in through)
     layouts = [parameter] if parameter is not None else []
     layouts.extend(pointer_layouts(trace, through))
     layouts.extend(global_layouts(trace, variables))
@@ -77,7 +84,7 @@ def project(trace: Trace) -> tuple[Layout, list[StructLayout]]:
 
 
 def parameter_layout(
-    trace: Trace, in_globals: Callable[[int], bool]
+    trace: Trace, typed: Typed, in_globals: Callable[[int], bool]
 ) -> tuple[StructLayout | None, str]:
     """The layout of the struct a pointer parameter points to, or why there is none."""
     structs, reason = parameter_structs(trace.executable, trace.function)
@@ -86,7 +93,8 @@ def parameter_layout(
     visits = [
         Visit(number, base, call)
         for number, call in enumerate(trace.calls)
-        if (base := object_base(call, trace, in_globals)) is not None
+        if (base := parameter_base(call, trace, typed) or object_base(call, trace, in_globals))
+        is not None
     ]
     if not visits:
         return None, (
@@ -98,18 +106,26 @@ def parameter_layout(
     return layout_of(best, visits, trace.line_size, owner), ""
 
 
+def data_pcs(trace: Trace) -> frozenset[int]:
+    """The ELF addresses of the instructions that made the data accesses."""
+    return frozenset(pc - trace.base for call in trace.calls for k, _a, _s, pc in call if k != "I")
+
+
 def pointer_accesses(
-    trace: Trace, in_globals: Callable[[int], bool]
+    trace: Trace, typed: Typed, in_globals: Callable[[int], bool]
 ) -> dict[int, tuple[Pointer, int]]:
     """Address -> (pointer, disp) of the accesses through locals and members (not
     parameters, not into globals)."""
-    pcs = {pc - trace.base for call in trace.calls for kind, _a, _s, pc in call if kind != "I"}
-    typed = pointer_typing(trace.executable, trace.function, frozenset(pcs))
     through = {}
     for call in trace.calls:
         for kind, address, _size, pc in call:
             found = typed.get(pc - trace.base)
-            if kind != "I" and found is not None and not in_globals(address):
+            if (
+                kind != "I"
+                and found is not None
+                and found[0].kind != "parameter"
+                and not in_globals(address)
+            ):
                 through[address] = found
     return through
 
@@ -144,11 +160,9 @@ def inside(call: list, base: int, size: int) -> list:
 
 
 @lru_cache(maxsize=16)
-def pointer_typing(
-    executable: str, function: str, pcs: frozenset[int]
-) -> dict[int, tuple[Pointer, int]]:
-    """ELF address -> (pointer, disp) for the accesses at pcs that go through a local
-    or member pointer; empty without DWARF."""
+def pointer_typing(executable: str, function: str, pcs: frozenset[int]) -> Typed:
+    """ELF address -> (pointer, disp) for the accesses at pcs that go through a
+    parameter, local or member pointer; empty without DWARF."""
     binary = binary_at(executable)
     dwarf = binary.dwarf() if binary else None
     if binary is None or dwarf is None:
@@ -167,7 +181,7 @@ def pointer_typing(
         typed = {pc: typing.access(pc) for pc in pcs}
     except (ELFError, DWARFError, CsError):  # the pointers are then not followed
         return {}
-    return {pc: t for pc, t in typed.items() if t is not None and t[0].kind != "parameter"}
+    return {pc: t for pc, t in typed.items() if t is not None}
 
 
 def pc_range(subprogram: DIE) -> tuple[int, int]:
@@ -214,13 +228,16 @@ def coverage(struct: Struct, visits: list[Visit]) -> int:
 
 def layout_of(struct: Struct, visits: list[Visit], line: int, owner: LayoutOwner) -> StructLayout:
     touched: Counter[str] = Counter()
+    in_line: Counter[int] = Counter()
     lines_touched: list[int] = []
     for visit in visits:
         names, lines = touched_fields(struct, visit.accesses, visit.start, line)
         touched.update(names)
+        in_line.update(struct_lines(struct, visit.accesses, visit.start, line))
         lines_touched.append(len(lines))
     fields = [field_row(f, touched[f.name] / len(visits), line) for f in struct.fields]
-    by_line = line_rows(fields, struct.size, line)
+    heat = [in_line[index] / len(visits) for index in range(-(-struct.size // line))]
+    by_line = line_rows(fields, line, heat)
     aligned = Counter(visit.start % line for visit in visits).most_common(1)[0][0]
     return {
         "available": True,
@@ -253,6 +270,16 @@ def touched_fields(struct: Struct, call: list, base: int, line: int) -> tuple[se
     return names, lines
 
 
+def struct_lines(struct: Struct, call: list, base: int, line: int) -> set[int]:
+    """The lines of the struct (0 its first) whose bytes these accesses touch."""
+    touched: set[int] = set()
+    for kind, address, size, _pc in call:
+        start, end = max(address - base, 0), min(address - base + size, struct.size)
+        if kind != "I" and start < end:
+            touched.update(range(start // line, (end - 1) // line + 1))
+    return touched
+
+
 def field_row(f: Field, heat: float, line: int) -> LayoutField:
     start, end = f.span()
     return {
@@ -271,21 +298,32 @@ def field_row(f: Field, heat: float, line: int) -> LayoutField:
     }
 
 
-def line_rows(fields: list[LayoutField], size: int, line: int) -> list[LayoutLine]:
+def line_rows(fields: list[LayoutField], line: int, heat: list[float]) -> list[LayoutLine]:
+    """Per line of the struct: the fields that overlap it, hot ones only on a line
+    whose bytes are hot; heat: the share of the visits touching each line."""
     rows: list[LayoutLine] = []
-    for index in range((size + line - 1) // line):
-        here = [f for f in fields if f["line"] == index]
-        hot = [f for f in here if f["hot"]]
+    for index, touched in enumerate(heat):
+        low, high = index * line, (index + 1) * line
+        here = [(f, overlap) for f in fields if (overlap := bytes_within(f, low, high)) > 0]
+        hot = {f["name"]: n for f, n in here if f["hot"] and touched >= HOT_FRACTION}
         rows.append(
             {
                 "line": index,
-                "hot_fields": [f["name"] for f in hot],
-                "cold_fields": [f["name"] for f in here if not f["hot"]],
-                "hot_bytes": sum(f["bytes"] for f in hot),
-                "touched": max((f["touched"] for f in here), default=0.0),
+                "hot_fields": list(hot),
+                "cold_fields": [f["name"] for f, _ in here if f["name"] not in hot],
+                "hot_bytes": sum(hot.values()),
+                "touched": touched,
             }
         )
     return rows
+
+
+def bytes_within(f: LayoutField, low: int, high: int) -> int:
+    """How many of the bytes the field occupies lie in [low, high)."""
+    start = (
+        f["offset"] if f["bit_size"] is None else (f["offset"] * 8 + (f["bit_offset"] or 0)) // 8
+    )
+    return max(0, min(high, start + f["bytes"]) - max(low, start))
 
 
 def reordering(fields: list[LayoutField], lines: list[LayoutLine], line: int) -> Reorder | None:
@@ -298,7 +336,7 @@ def reordering(fields: list[LayoutField], lines: list[LayoutLine], line: int) ->
         return None
     for source in sorted(hot_lines, key=lambda r: r["hot_bytes"]):
         target = max((r for r in hot_lines if r is not source), key=lambda r: r["hot_bytes"])
-        move = line_move(fields, source["line"], target["line"])
+        move = line_move(fields, source["line"], target["line"], line)
         if move is not None:
             return {
                 **move,
@@ -308,12 +346,15 @@ def reordering(fields: list[LayoutField], lines: list[LayoutLine], line: int) ->
     return None
 
 
-def line_move(fields: list[LayoutField], source: int, target: int) -> Move | None:
+def line_move(fields: list[LayoutField], source: int, target: int, line: int) -> Move | None:
     """The hot fields of line `source` and the cold fields of line `target` that would
     make room for them (one big enough if there is one, else the smallest few)."""
+    source_bytes = (source * line, (source + 1) * line)
     moving = [f for f in fields if f["line"] == source and f["hot"]]
     if any(f.get("fixed") for f in moving):
         return None  # a base class or vtable pointer stays where the language puts it
+    if any(f["hot"] and f["line"] < source and bytes_within(f, *source_bytes) for f in fields):
+        return None  # a hot field from the line before crosses into it: the line stays hot
     need = sum(f["bytes"] for f in moving)
     cold_there = sorted(
         (f for f in fields if f["line"] == target and not f["hot"] and not f.get("fixed")),
@@ -372,6 +413,18 @@ def member_line(f: LayoutField) -> str:
         return f"{element:<26} {name + ';':<21} /* {f['offset']:5} {f['size']:5} */"
     name = f"{name}:{f['bit_size']};"
     return f"{element:<26} {name:<21} /* {f['offset']:5}:{f['bit_offset']:2} {f['size']:2} */"
+
+
+def parameter_base(call: list, trace: Trace, typed: Typed) -> int | None:
+    """The object the accesses DWARF says go through a parameter agree on: where the
+    parameter points (a list's head, whose nodes the call then walks, is not taken
+    for whichever node most accesses reach)."""
+    votes: Counter[int] = Counter()
+    for kind, address, _size, pc in call:
+        found = typed.get(pc - trace.base) if kind != "I" else None
+        if found is not None and found[0].kind == "parameter":
+            votes[address - found[1]] += 1
+    return votes.most_common(1)[0][0] if votes else None
 
 
 def object_base(call: list, trace: Trace, in_globals: Callable[[int], bool]) -> int | None:

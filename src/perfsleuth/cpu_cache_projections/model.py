@@ -15,12 +15,12 @@ The default geometry is this machine's data caches, read from sysfs.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
 from ..model.cpu_cache import GeometrySpec, Simulation
+from .sampled_reuse import SampledReuse
 from .trace import Trace
 
 SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -180,33 +180,78 @@ class CacheModel:
 
 def simulate(trace: Trace, geometry: Geometry) -> Simulation:
     """Misses per level for each recorded call (the cache warm across calls, as in
-    the run) and per source line, under the model."""
+    the run) and per source line, under the model. Of calls sampled over the run,
+    a line's first touch in a call hits with the probability sampled_reuse.py
+    estimates: the calls left out between two traced ones would have kept it."""
     model = CacheModel(geometry)
+    sampled = SampledReuse(trace, model.shift) if trace.chosen != "first" else None
     names = [lv.name for lv in geometry.levels]
-    per_call: list[list[int]] = []
-    by_source: dict[str, Counter[str]] = {}
-    for call in trace.calls:
-        before = list(model.misses)
+    windows = sampled_windows(sampled, geometry) if sampled else []
+    per_call: list[list[float]] = []
+    by_source: dict[str, dict[str, float]] = {}
+    for index, call in enumerate(trace.calls):
+        position = (index + 0.5) / len(trace.calls)
+        seen: set[int] = set()
+        in_call = [0.0] * len(names)
         for kind, address, size, pc in call:
             if kind == "I":
                 continue
-            before_access = list(model.misses)
-            model.observe(address, size)
+            first = first_touches(model, address, size, seen) if sampled else set()
+            missed = access_misses(model, address, size, first)
+            for line in first:
+                assert sampled is not None
+                for level, window in enumerate(windows):
+                    missed[level] += 1 - sampled.hit(line, window, position)
             where = trace.source_of(pc) or f"0x{pc - trace.base:x}"
-            counter = by_source.setdefault(where, Counter())
+            counter = by_source.setdefault(where, {"accesses": 0, **dict.fromkeys(names, 0.0)})
             counter["accesses"] += 1
-            for name, old, new in zip(names, before_access, model.misses, strict=True):
-                counter[name] += new - old
-        per_call.append([new - old for old, new in zip(before, model.misses, strict=True)])
+            for level, name in enumerate(names):
+                counter[name] += missed[level]
+                in_call[level] += missed[level]
+        per_call.append(in_call)
+    totals = [sum(c[i] for c in per_call) for i in range(len(names))]
     calls = max(len(per_call), 1)
     return {
         "geometry": geometry.to_json(),
         "describe": geometry.describe(),
         "accesses": model.accesses,
-        "misses": dict(zip(names, model.misses, strict=True)),
-        "misses_per_call": {
-            name: sum(c[i] for c in per_call) / calls for i, name in enumerate(names)
-        },
+        "misses": dict(zip(names, totals, strict=True)),
+        "misses_per_call": {name: total / calls for name, total in zip(names, totals, strict=True)},
         "per_call": per_call,
-        "by_source": {where: dict(counter) for where, counter in by_source.items()},
+        "by_source": by_source,
     }
+
+
+def sampled_windows(sampled: SampledReuse, geometry: Geometry) -> list[float]:
+    """Per level, the calls whose lines it holds: the levels the prefetcher fills
+    hold the neighbours of the lines too."""
+    prefetched = 1 if len(geometry.levels) > 1 else 0
+    return [
+        sampled.window(
+            level.lines(geometry.line_size)
+            / (sampled.with_neighbours if geometry.prefetch and index >= prefetched else 1)
+        )
+        for index, level in enumerate(geometry.levels)
+    ]
+
+
+def first_touches(model: CacheModel, address: int, size: int, seen: set[int]) -> set[int]:
+    """The lines of this access the call had not touched yet (now marked touched)."""
+    lines = set(range(address >> model.shift, ((address + size - 1) >> model.shift) + 1))
+    first = lines - seen
+    seen.update(lines)
+    return first
+
+
+def access_misses(model: CacheModel, address: int, size: int, estimated: set[int]) -> list[float]:
+    """The model's misses per level for the lines of one access, less those of the
+    lines in `estimated` (their outcome is estimated elsewhere; the model still
+    brings them in, so that the call's later accesses find them)."""
+    missed = [0.0] * len(model.misses)
+    for line in range(address >> model.shift, ((address + size - 1) >> model.shift) + 1):
+        before = list(model.misses)
+        model.access(line)
+        if line not in estimated:
+            for level, old in enumerate(before):
+                missed[level] += model.misses[level] - old
+    return missed

@@ -13,7 +13,12 @@ code touched (`data_lines`). Each cliff names its `working_set`.
 The LLC's cliff uses its effective capacity, measured by calibrate.py, when
 there is one: a virtual machine shares the LLC that sysfs describes with its
 neighbours, and random accesses go to memory long before sysfs's size is full.
-The cliff from the sysfs size is kept beside it (`nominal_n`).
+The cliff from the sysfs size is kept beside it (`nominal_n`), and the runs are
+simulated with the LLC at that effective size (`model_geometry`): the misses per
+call given beside a cliff come from the cache the cliff is computed for.
+
+A working set that already exceeds a level at the smallest n has its cliff below
+the range (`below_range`); its n, if any, is an extrapolation.
 
 A level holds its capacity only for lines spread over all its sets. A set is
 picked by address bits, the lowest of them inside the page (the same in virtual
@@ -44,6 +49,7 @@ from ..model.cpu_cache import (
     LlcLimit,
     MeasuredRun,
     NoTlbCliff,
+    Placement,
     Scaling,
     TlbCliff,
     TlbLimit,
@@ -118,8 +124,20 @@ def project(runs: list[MeasuredRun], geometry: Geometry, limits: Limits | None =
         "range": [runs[0]["n"], runs[-1]["n"]],
         "cliffs": cliffs,
         "tlb": tlb_cliff(runs, limits.get("tlb") or {"reason": "not measured"}),
-        "geometry": geometry.to_json(),
+        "geometry": model_geometry(geometry, llc).to_json(),
     }
+
+
+def model_geometry(geometry: Geometry, llc: LlcLimit) -> Geometry:
+    """The geometry the scaled runs are simulated with: the last of several levels
+    at its measured, effective size when there is one (the size its cliff uses)."""
+    effective = llc.get("effective_bytes")
+    if not effective or len(geometry.levels) < 2:
+        return geometry
+    last = geometry.levels[-1]
+    unit = last.ways * geometry.line_size
+    resized = Level(last.name, max(unit, effective // unit * unit), last.ways)
+    return Geometry(geometry.line_size, (*geometry.levels[:-1], resized), geometry.prefetch)
 
 
 def level_cliff(
@@ -143,15 +161,33 @@ def level_cliff(
         capacity = llc_capacity(llc, nominal, geometry.line_size, held)
     share = usable_share(offsets, set_groups(level, geometry.line_size))
     usable = round(capacity["capacity_lines"] * share)
-    n = crossing(held, usable)
     return {
         "level": level.name,
         "working_set": working_set,
         **capacity,
         "usable_share": share,
         "usable_lines": usable,
+        **placement(held, usable, runs[0][working_set], runs),
+    }
+
+
+def placement(
+    line: tuple[float, float], capacity: float, smallest: float, runs: list[MeasuredRun]
+) -> Placement:
+    """Where the fit reaches capacity, relative to the scaled range; `smallest`: the
+    working set at the smallest n. One already over capacity there puts the cliff
+    below the range: at the fit's crossing when that is below the smallest n, else
+    at the smallest n scaled down in proportion (the fit's intercept, set by the
+    larger n, may keep it from crossing at all)."""
+    low, high = runs[0]["n"], runs[-1]["n"]
+    n = crossing(line, capacity)
+    below = smallest >= capacity or (n is not None and n < low)
+    if below and (n is None or n >= low):
+        n = round(low * capacity / smallest) if smallest > 0 and capacity > 0 else None
+    return {
         "n": n,
-        "in_range": n is not None and runs[0]["n"] <= n <= runs[-1]["n"],
+        "in_range": not below and n is not None and low <= n <= high,
+        "below_range": below,
     }
 
 
@@ -226,12 +262,10 @@ def tlb_cliff(runs: list[MeasuredRun], tlb: TlbLimit) -> TlbCliff | NoTlbCliff:
     if not reach:
         return {"available": False, "reason": tlb.get("reason", "no TLB knee measured")}
     intercept, slope = fit([(r["n"], r["data_pages"]) for r in runs])
-    n = crossing((intercept, slope), reach)
     return {
         **tlb,
         "available": True,
         "intercept_pages": intercept,
         "pages_per_n": slope,
-        "n": n,
-        "in_range": n is not None and runs[0]["n"] <= n <= runs[-1]["n"],
+        **placement((intercept, slope), reach, runs[0]["data_pages"], runs),
     }

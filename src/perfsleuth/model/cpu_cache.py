@@ -184,16 +184,22 @@ class GeometrySpec(TypedDict):
     levels: list[LevelSpec]
 
 
+def levels_text(geometry: GeometrySpec) -> str:
+    """`L1d 32K, L2 512K, LLC 12M`: the sizes a simulation used."""
+    return ", ".join(f"{lv['name']} {lv['size'] // 1024:,}K" for lv in geometry["levels"])
+
+
 class Simulation(TypedDict):
     """The cache model's misses over the recorded calls."""
 
     geometry: GeometrySpec
     describe: str
     accesses: int
-    misses: dict[str, int]
+    # a sampled trace's misses are expected values (cpu_cache_projections/sampled_reuse.py)
+    misses: dict[str, float]
     misses_per_call: dict[str, float]
-    per_call: list[list[int]]
-    by_source: dict[str, dict[str, int]]  # source -> "accesses" and misses per level
+    per_call: list[list[float]]
+    by_source: dict[str, dict[str, float]]  # source -> "accesses" and misses per level
 
 
 class MeasuredRun(TypedDict):
@@ -271,6 +277,15 @@ class Capacity(TypedDict):
     nominal_n: NotRequired[int | None]  # ... and its cliff
 
 
+class Placement(TypedDict):
+    """Where a cliff falls against the scaled range."""
+
+    n: int | None
+    in_range: bool
+    # already over at the smallest n: n, if any, is extrapolated below the range
+    below_range: bool
+
+
 class Cliff(Capacity):
     level: str
     working_set: str  # the fit the cliff comes from
@@ -278,6 +293,8 @@ class Cliff(Capacity):
     usable_lines: int
     n: int | None
     in_range: bool
+    # already over at the smallest n: n, if any, is extrapolated below the range
+    below_range: NotRequired[bool]
 
 
 class TlbCliff(TlbLimit):
@@ -286,6 +303,7 @@ class TlbCliff(TlbLimit):
     pages_per_n: float
     n: int | None
     in_range: bool
+    below_range: NotRequired[bool]
 
 
 class NoTlbCliff(TypedDict):
@@ -299,7 +317,7 @@ class Scaling(TypedDict):
     range: list[int]  # [lowest n, highest n]
     cliffs: list[Cliff]
     tlb: TlbCliff | NoTlbCliff
-    geometry: GeometrySpec
+    geometry: GeometrySpec  # the one the runs' misses were simulated with
 
 
 class Difference(TypedDict):

@@ -17,6 +17,8 @@ from ..model.cpu_cache import (
     Scaling,
     Simulation,
     StructLayout,
+    TlbCliff,
+    levels_text,
     limited_by_sets,
     owner,
     sampling_text,
@@ -86,7 +88,7 @@ def render_layout(layout: Layout, console: Console) -> None:
     console.print(Text(layout["pahole"]))
     for row in layout["lines"]:
         mark = f"hot: {', '.join(row['hot_fields'])}" if row["hot_fields"] else "cold"
-        console.print(Text(f"  line {row['line']}: {mark}"))
+        console.print(Text(f"  line {row['line']}: {mark} (bytes touched in {row['touched']:.0%})"))
     reorder = layout["reorder"]
     if reorder:
         console.print(
@@ -124,6 +126,8 @@ def render_scaling(scale: Scaling, console: Console) -> None:
             f"{scale['range'][0]:,}..{scale['range'][1]:,}"
         )
     )
+    if scale["geometry"]["levels"]:
+        console.print(Text(f"  misses simulated with {levels_text(scale['geometry'])}"))
     for run in scale["runs"]:
         misses = ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
         console.print(
@@ -135,7 +139,7 @@ def render_scaling(scale: Scaling, console: Console) -> None:
     for cliff in scale["cliffs"]:
         held = capacity(cliff, fit["of"])
         console.print(
-            Text(f"  exceeds {cliff['level']} ({held}) at {where(cliff['n'], cliff['in_range'])}")
+            Text(f"  exceeds {cliff['level']} ({held}) at {where(cliff, scale['range'][0])}")
         )
     tlb = scale["tlb"]
     if not tlb["available"]:
@@ -145,7 +149,7 @@ def render_scaling(scale: Scaling, console: Console) -> None:
         Text(
             f"  pages = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n exceed the "
             f"TLB's measured reach ({tlb['reach_pages']:,} pages) at "
-            f"{where(tlb['n'], tlb['in_range'])}"
+            f"{where(tlb, scale['range'][0])}"
         )
     )
 
@@ -175,10 +179,14 @@ def usable(cliff: Cliff) -> str:
     return f"; {cliff['usable_lines']:,} usable: the lines fill {share:.0%} of its sets' room"
 
 
-def where(n: int | None, in_range: bool) -> str:
+def where(cliff: Cliff | TlbCliff, low: int) -> str:
+    n = cliff["n"]
+    if cliff.get("below_range"):
+        guess = f"; about n = {n:,}, extrapolated" if n else ""
+        return f"an n below the measured range (already over at n = {low:,}{guess})"
     if not n:
-        return "never"
-    return f"n = {n:,}" + (" (inside the measured range)" if in_range else "")
+        return "never: the working set does not grow toward it"
+    return f"n = {n:,}" + (" (inside the measured range)" if cliff["in_range"] else "")
 
 
 def render_constant_time(ct: ConstantTime, console: Console) -> None:

@@ -76,11 +76,11 @@ class CompileTooLong(CompileError):
     """The compiler used up its CPU time (or wall time) on the unit: it was not refused."""
 
 
-def cpu_limited(argv: list[str]) -> list[str]:
-    """argv killed past COMPILE_CPU_S of CPU time, whatever the load (util-linux's prlimit:
+def cpu_limited(argv: list[str], cpu_s: int = COMPILE_CPU_S) -> list[str]:
+    """argv killed past cpu_s of CPU time, whatever the load (util-linux's prlimit:
     the analyses run compilers from threads, where a preexec_fn is unsafe)."""
     prlimit = shutil.which("prlimit")
-    return [prlimit, f"--cpu={COMPILE_CPU_S}", "--", *argv] if prlimit else argv
+    return [prlimit, f"--cpu={cpu_s}", "--", *argv] if prlimit else argv
 
 
 def clang_for(tu: TranslationUnit) -> str:
@@ -100,7 +100,10 @@ def optimizing_flags(flags: list[str]) -> list[str]:
 
 
 def compile_unit(
-    tu: TranslationUnit, source: Path | None = None, output: Path | None = None
+    tu: TranslationUnit,
+    source: Path | None = None,
+    output: Path | None = None,
+    cpu_s: int = COMPILE_CPU_S,
 ) -> tuple[list[Remark], str]:
     """Compile the unit (or `source` in its place) to `output` (default: discarded);
     return its vectoriser remarks and the compiler's stderr."""
@@ -113,26 +116,32 @@ def compile_unit(
         "-c",
         str(source),
     ]
-    stderr = run_compiler(argv, tu, source, output)
+    stderr = run_compiler(argv, tu, source, output, cpu_s)
     return parse_remarks(stderr), stderr
 
 
-def run_compiler(argv: list[str], tu: TranslationUnit, source: Path, output: Path | None) -> str:
-    """Run a compiler on the unit, writing `output` (default: discarded), within the
-    time limit; its stderr, or a CompileError with its first error."""
+def run_compiler(
+    argv: list[str],
+    tu: TranslationUnit,
+    source: Path,
+    output: Path | None,
+    cpu_s: int = COMPILE_CPU_S,
+) -> str:
+    """Run a compiler on the unit, writing `output` (default: discarded), within
+    cpu_s CPU seconds; its stderr, or a CompileError with its first error."""
     name = Path(argv[0]).name
     with tempfile.TemporaryDirectory(prefix="perfsleuth-cc-") as tmp:
         target = output or Path(tmp) / "unit.o"
         try:
             done = run_unless_hung(
-                cpu_limited([*argv, "-o", str(target)]), tu.directory or source.parent
+                cpu_limited([*argv, "-o", str(target)], cpu_s), tu.directory or source.parent
             )
         except Hung as exc:
             raise CompileTooLong(
                 f"{name} used no CPU for {HANG_S} s on {source.name} (hung)"
             ) from exc
     if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        raise CompileTooLong(f"{name} used over {COMPILE_CPU_S} CPU-s on {source.name}")
+        raise CompileTooLong(f"{name} used over {cpu_s} CPU-s on {source.name}")
     if done.returncode != 0:
         raise CompileError(first_error(done.stderr) or f"{source}: {name} exited {done.returncode}")
     return done.stderr

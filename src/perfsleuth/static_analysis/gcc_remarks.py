@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .compiler_remarks import Remark, optimizing_flags, run_compiler
+from .compiler_remarks import COMPILE_CPU_S, Remark, optimizing_flags, run_compiler
 from .source import TranslationUnit
 from .toolchain import toolchain_of
 
@@ -35,7 +35,10 @@ BARE_REASONS = ("Loop costings not worthwhile", "would need a runtime alias chec
 
 
 def gcc_remarks(
-    tu: TranslationUnit, source: Path | None = None, output: Path | None = None
+    tu: TranslationUnit,
+    source: Path | None = None,
+    output: Path | None = None,
+    cpu_s: int = COMPILE_CPU_S,
 ) -> list[Remark]:
     """GCC's vectoriser remarks on the unit (or `source` in its place, its object
     written to `output`), when GCC builds it and is installed; [] otherwise (the
@@ -46,7 +49,7 @@ def gcc_remarks(
         return []
     source = source or tu.path
     argv = [driver, *optimizing_flags(tu.flags), "-g1", OPT_INFO_FLAG, "-c", str(source)]
-    return parse_gcc_remarks(run_compiler(argv, tu, source, output), toolchain.name)
+    return parse_gcc_remarks(run_compiler(argv, tu, source, output, cpu_s), toolchain.name)
 
 
 def parse_gcc_remarks(stderr: str, compiler: str) -> list[Remark]:

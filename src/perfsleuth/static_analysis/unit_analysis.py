@@ -12,17 +12,20 @@ keeps their reports on disk.
 
 from __future__ import annotations
 
+import math
+import resource
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import UserError
 from . import compiler_remarks, machine_code
 from .aliasing_patterns import AliasMatch, Blocked, HotLines, find_matches
 from .clang_ast import outline
-from .compiler_remarks import CompileError, CompileTooLong, Remark
+from .compiler_remarks import COMPILE_CPU_S, CompileError, CompileTooLong, Remark
 from .gcc_remarks import gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
 
@@ -112,25 +115,31 @@ _REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None, bool], U
 
 
 def analyse_unit(
-    unit: TranslationUnit, hot_lines: HotLines | None = None, all_remarks: bool = False
+    unit: TranslationUnit,
+    hot_lines: HotLines | None = None,
+    all_remarks: bool = False,
+    cpu_s: int = COMPILE_CPU_S,
 ) -> UnitReport:
     """Parse and match the unit (only functions holding hot_lines, when given), then
     have clang compile it for its remarks when they are wanted: for a profile's hot
     loops, for `all_remarks`, or to check a match; cached, so the aliasing and
     vectorisation analyzers share one analysis. A unit built with guessed flags that
-    does not compile is tried once more with the common standard headers included."""
+    does not compile is tried once more with the common standard headers included.
+    Each compiler is stopped past cpu_s CPU seconds."""
     mtime = unit.path.stat().st_mtime
     key = (str(unit.path), tuple(unit.flags), unit.producer, mtime, hot_lines, all_remarks)
     if key not in _REPORTS:
-        report = _analyse(unit, hot_lines, all_remarks)
+        report = _analyse(unit, hot_lines, all_remarks, cpu_s)
         if report.error and not report.too_long and unit.flags_origin == "defaults":
-            retried = _analyse(unit.with_standard_includes(), hot_lines, all_remarks)
+            retried = _analyse(unit.with_standard_includes(), hot_lines, all_remarks, cpu_s)
             report = report if retried.error else retried
         _REPORTS[key] = report
     return _REPORTS[key]
 
 
-def _analyse(unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: bool) -> UnitReport:
+def _analyse(
+    unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: bool, cpu_s: int
+) -> UnitReport:
     """The source patterns first; the compilers (clang, and GCC when it built the
     binary) only when remarks are wanted: most units of a codebase have no match and
     cost one parse."""
@@ -150,7 +159,7 @@ def _analyse(unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: boo
     report.functions, report.loops = outline(parsed, unit.path, loops=remarks_wanted)
     del parsed  # a large unit's syntax tree is hundreds of MB
     if remarks_wanted:
-        _compile(report)
+        _compile(report, cpu_s)
     report.seconds = time.process_time() - started
     return report
 
@@ -167,7 +176,7 @@ def search_folders(unit: TranslationUnit) -> list[str]:
     return sorted(folder for folder in folders if Path(folder).is_dir())
 
 
-def _compile(report: UnitReport) -> None:
+def _compile(report: UnitReport, cpu_s: int) -> None:
     """clang's remarks (and GCC's, when GCC built the unit), and the machine code of
     the matched loops."""
     unit = report.unit
@@ -175,12 +184,12 @@ def _compile(report: UnitReport) -> None:
         obj, gcc_obj = Path(tmp) / "unit.o", Path(tmp) / "gcc.o"
         with ThreadPoolExecutor(max_workers=2) as pool:
             building = (
-                pool.submit(gcc_remarks, unit, None, gcc_obj)
+                pool.submit(gcc_remarks, unit, None, gcc_obj, cpu_s)
                 if unit.producer or unit.compiler
                 else None
             )
             try:
-                report.remarks = compiler_remarks.compile_unit(unit, None, obj)[0]
+                report.remarks = compiler_remarks.compile_unit(unit, None, obj, cpu_s)[0]
             except CompileTooLong as exc:
                 report.error = f"{exc} (the bound of one unit's analysis)"
                 report.too_long = True
@@ -226,20 +235,85 @@ def hot_unit_reports(
     roots: list[Path],
     compile_commands: Path | None,
     limit: int,
+    budget: float | None = None,
+    spent: dict[str, float] | None = None,
+    cache: ReportCache | None = None,
 ) -> tuple[list[tuple[UnitReport, Path | None]], list[str]]:
     """The analysed hot units of a run (at most `limit`), each with its binary; and
-    notes for missing source, units that do not compile, and a missing clang."""
+    notes for missing source, units that do not compile, a missing clang, and the
+    units not started because the analyses had used `budget` CPU seconds. `spent`
+    (unit -> CPU seconds) is shared by the callers, so that a second analyzer reads
+    the same units, from the memory cache, and charges none twice; a report kept in
+    `cache` costs only its reading."""
     units, notes = hot_units(hot, binaries, roots, compile_commands, limit)
-    reports = []
+    spent = {} if spent is None else spent
+    reports, over_budget = [], []
     hot_lines = frozenset(hot.line_weight)
     for unit, binary in units:
+        key = str(unit.path)
+        if budget is not None and key not in spent and sum(spent.values()) >= budget:
+            over_budget.append(unit.path.name)
+            continue
+        started = cpu_seconds()
         try:
-            report = analyse_unit(unit, hot_lines)
+            report = _cached_analysis(unit, hot_lines, compile_bound(budget, spent), cache)
         except UserError as missing_tool:
             notes.append(f"source and compiler analysis of hot loops skipped: {missing_tool}")
             break
+        spent.setdefault(key, cpu_seconds() - started)
         if report.error:
             notes.append(f"skipped {unit.path.name}: {report.error}")
         else:
             reports.append((report, binary))
+    if over_budget and budget is not None:
+        notes.append(budget_note(over_budget, budget, spent))
     return reports, notes
+
+
+class ReportCache(Protocol):
+    """Reports kept while the files they read are unchanged (unit_cache.UnitCache)."""
+
+    def get(
+        self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None = None
+    ) -> UnitReport | None: ...
+
+    def put(
+        self, report: UnitReport, all_remarks: bool, hot_lines: HotLines | None = None
+    ) -> None: ...
+
+
+def _cached_analysis(
+    unit: TranslationUnit, hot_lines: HotLines, cpu_s: int, cache: ReportCache | None
+) -> UnitReport:
+    """The unit's report from `cache` when its files are unchanged, else analysed (and kept)."""
+    report = cache.get(unit, False, hot_lines) if cache else None
+    if report is None:
+        report = analyse_unit(unit, hot_lines, cpu_s=cpu_s)
+        if cache:
+            cache.put(report, False, hot_lines)
+    return report
+
+
+def budget_note(skipped: list[str], budget: float, spent: dict[str, float]) -> str:
+    """What the budget left out, and how to have it read."""
+    count = f"{len(skipped)} hot unit{'s' if len(skipped) > 1 else ''}"
+    return (
+        f"{count} not compiled for aliasing and missed vectorisation ({', '.join(skipped)}): "
+        f"over the {budget:g} s CPU budget of these analyses ({sum(spent.values()):.1f} s "
+        f"spent on {len(spent)}); `perfsleuth advise RUN --budget SECONDS` reads them"
+    )
+
+
+def compile_bound(budget: float | None, spent: dict[str, float]) -> int:
+    """The CPU seconds each compiler of the next unit may use: what is left of the
+    budget (at least one second), never over COMPILE_CPU_S."""
+    if budget is None:
+        return COMPILE_CPU_S
+    return max(1, min(COMPILE_CPU_S, math.ceil(budget - sum(spent.values()))))
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the compilers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

@@ -7,7 +7,12 @@ samples, when the first was taken), so the page draws the chart with the flame
 graph's names, colours and frames, and fetches no stacks twice. Sent as binary:
 
     u32 header length | header JSON | padding to 8 |
-    f64 time per run (ns after the first sample) | u32 leaf node per run | u32 count per run
+    f64 time per run (ns after the first sample) | u32 leaf node per run | u32 count per run |
+    u32 thread per run (an index into the header's `threads`, [tid, name] each;
+    NO_THREAD for none)
+
+Runs of one stack merge only within one thread, so the page can split the runs into
+one lane per thread (the time order's "lanes").
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ from ..model.run import RunInfo
 from ..model.timeline import Timeline
 from .flame import FlameColumns
 
+NO_THREAD = 0xFFFFFFFF
+
 
 def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[int]) -> bytes:
     """The runs of the threads `tids` (every thread when empty), merged where two runs
-    of one stack follow each other once the other threads are left out."""
+    of one stack and thread follow each other once the other threads are left out."""
     keep = [not tids or (t.tid in tids) for t in profile.threads]
-    time, node, count = array("d"), array("I"), array("I")
+    time, node, count, lane = array("d"), array("I"), array("I"), array("I")
     start = timeline.time_ns[0] if len(timeline) else 0
     for sid, thread, n, t in zip(
         timeline.stack, timeline.thread, timeline.count, timeline.time_ns, strict=True
@@ -34,19 +41,28 @@ def encode(profile: Profile, flame: FlameColumns, timeline: Timeline, tids: set[
         leaf = flame.leaf_for(sid, thread)
         if leaf < 0 or (tids and (thread < 0 or not keep[thread])):
             continue
-        if node and node[-1] == leaf:
+        own = thread if thread >= 0 else NO_THREAD
+        if node and node[-1] == leaf and lane[-1] == own:
             count[-1] += n
             continue
         time.append(float(t - start))
         node.append(leaf)
         count.append(n)
+        lane.append(own)
     end = timeline.time_ns[-1] - start if len(timeline) else 0
+    threads = [[t.tid, t.name] for t in profile.threads]
     header = json.dumps(
-        {"runs": len(node), "samples": sum(count), "duration_ns": end, "unit": profile.unit}
+        {
+            "runs": len(node),
+            "samples": sum(count),
+            "duration_ns": end,
+            "unit": profile.unit,
+            "threads": threads,
+        }
     ).encode()
     padding = b" " * (-(4 + len(header)) % 8)
     parts = [struct.pack("<I", len(header) + len(padding)), header, padding]
-    return b"".join([*parts, time.tobytes(), node.tobytes(), count.tobytes()])
+    return b"".join([*parts, time.tobytes(), node.tobytes(), count.tobytes(), lane.tobytes()])
 
 
 def missing(info: RunInfo) -> str:

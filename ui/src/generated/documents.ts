@@ -448,6 +448,7 @@ export interface Cliff extends Capacity {
   usable_lines: number;
   n: number | null;
   in_range: boolean;
+  below_range?: boolean;
 }
 
 export interface TlbCliff extends TlbLimit {
@@ -456,6 +457,7 @@ export interface TlbCliff extends TlbLimit {
   pages_per_n: number;
   n: number | null;
   in_range: boolean;
+  below_range?: boolean;
 }
 
 export interface NoTlbCliff {

@@ -344,6 +344,17 @@ function capacityText(c: Cliff): string {
   return `${held}, ${c.usable_lines.toLocaleString()} usable by its sets`;
 }
 
+/** Where a cliff's n falls; below the measured range it is an extrapolation, if any. */
+function cliffAt(c: { n: number | null; below_range?: boolean }): string {
+  if (c.below_range) return c.n == null ? "below the range" : `n ≈ ${c.n.toLocaleString()}`;
+  return c.n == null ? "never" : `n = ${c.n.toLocaleString()}`;
+}
+
+function cliffFlag(c: { in_range: boolean; below_range?: boolean }): HTMLElement | string {
+  if (c.below_range) return h("strong", { class: "cliff-flag" }, "below the measured range: already over at its smallest n");
+  return c.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : "";
+}
+
 /** The TLB's row of the cliffs table: its reach is in pages, measured on this machine. */
 function tlbRow(tlb: TlbCliff | NoTlbCliff): HTMLElement {
   if (!tlb.available) {
@@ -355,8 +366,8 @@ function tlbRow(tlb: TlbCliff | NoTlbCliff): HTMLElement {
     { class: `tlb-cliff${tlb.in_range ? " in-range" : ""}`, "data-level": "TLB", title: `${perN}; ${tlb.evidence}` },
     h("th", null, "TLB"),
     h("td", { class: "num" }, `${tlb.reach_pages?.toLocaleString() ?? "?"} pages (measured)`),
-    h("td", { class: "num" }, tlb.n == null ? "never" : `n = ${tlb.n.toLocaleString()}`),
-    h("td", null, tlb.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
+    h("td", { class: "num" }, cliffAt(tlb)),
+    h("td", null, cliffFlag(tlb)),
   );
 }
 
@@ -387,8 +398,8 @@ function scalingBlock(scale: Scaling): HTMLElement {
             { class: c.in_range ? "in-range" : undefined, "data-level": c.level },
             h("th", null, c.level),
             h("td", { class: "num" }, capacityText(c)),
-            h("td", { class: "num" }, c.n === null ? "never" : `n = ${c.n.toLocaleString()}`),
-            h("td", null, c.in_range ? h("strong", { class: "cliff-flag" }, "inside the measured range") : ""),
+            h("td", { class: "num" }, cliffAt(c)),
+            h("td", null, cliffFlag(c)),
           ),
         ),
         tlbRow(scale.tlb),

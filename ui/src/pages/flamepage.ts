@@ -91,7 +91,7 @@ function timed(name: string, action: () => void): void {
 
 export async function renderFlame(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
-  if (params.get("chart") === "time") return renderTimeOrder(app, runId, await getJSON<RunDetail>(`/api/runs/${runId}`), params, loadFlame);
+  if (["time", "lanes"].includes(params.get("chart") ?? "")) return renderTimeOrder(app, runId, await getJSON<RunDetail>(`/api/runs/${runId}`), params, loadFlame);
   const filters = { state: params.getAll("state"), thread: params.getAll("thread") };
   const [run, fetched] = await Promise.all([
     getJSON<RunDetail>(`/api/runs/${runId}`),
