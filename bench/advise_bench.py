@@ -8,18 +8,29 @@ Records bench/import_workload.c (2 threads, many distinct stacks) with
 the duration until the run holds --samples samples, then times, each --runs
 times, `perfsleuth advise` on that stored run (a fresh process: load from the
 store, every analyzer, ranking, storing the findings). It also times each
-analyzer alone in this process, so slow analyzers can be told apart.
-Prints a table and writes bench/out/advise_bench.json.
+analyzer alone in this process (wall and CPU seconds, the compilers' included),
+so slow analyzers can be told apart.
+
+    .venv/bin/python bench/advise_bench.py --store DIR [--run ID] [--budget S]
+
+times instead a run already recorded (a real program, e.g. `perfsleuth run --store
+DIR -- ./k2 ...`): `perfsleuth advise` with the default deep-analysis budget and
+with --budget S (default 1000: no bound in practice), each in a copy of the store
+with no unit report cached, wall and CPU seconds (advise's and its compilers') and the load average.
+Prints a table and writes bench/out/advise_bench.json (advise_budget_bench.json).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,29 +100,78 @@ def time_advise(store: Path, runs: int) -> list[float]:
     return times
 
 
-def time_analyzers(store_path: Path) -> dict[str, float]:
+def time_analyzers(store_path: Path, run: str = "latest") -> dict[str, tuple[float, float]]:
+    """name -> (wall, CPU seconds) of loading the run and of each analyzer."""
     from perfsleuth.advisor import AdviseOptions, build_context
     from perfsleuth.analyzers import discover
+    from perfsleuth.static_analysis.unit_analysis import cpu_seconds
     from perfsleuth.store.runs import Store
 
     store = Store(store_path)
-    run_id = store.resolve("latest")
-    start = time.perf_counter()
-    profile = store.load(run_id)
-    timings = {"(load the run from the store)": time.perf_counter() - start}
-    ctx = build_context(store, store.run_info(run_id), profile, AdviseOptions())
+    run_id = store.resolve(run)
+    start, cpu = time.perf_counter(), cpu_seconds()
+    loaded = store.load_run(run_id)
+    timings = {"(load the run from the store)": (time.perf_counter() - start, cpu_seconds() - cpu)}
+    ctx = build_context(store, loaded.info, loaded.profile, AdviseOptions(), loaded)
     for name, analyze in discover().items():
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         analyze(ctx)
-        timings[name] = time.perf_counter() - start
+        timings[name] = (time.perf_counter() - start, cpu_seconds() - cpu)
     return timings
+
+
+def time_stored_run(store: Path, run: str, budget: float) -> None:
+    """advise on a recorded run, with the default budget and with `budget`."""
+    rows = {}
+    for label, extra in (("default budget", []), (f"--budget {budget:g}", [f"--budget={budget}"])):
+        scratch = OUT / "advise_budget_store"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(store, scratch)
+        load = os.getloadavg()[0]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory() as cold:  # no unit report kept from before
+            done = subprocess.run(
+                [
+                    str(PERFSLEUTH),
+                    "advise",
+                    "--store",
+                    str(scratch),
+                    run,
+                    *extra,
+                    "--format",
+                    "json",
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "XDG_CACHE_HOME": cold},
+            )
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        notes = json.loads(done.stdout).get("notes", [])
+        rows[label] = {"wall_s": wall, "cpu_s": cpu, "load": load, "notes": notes}
+        print(f"advise, {label:16s} wall {wall:6.1f} s  CPU {cpu:6.1f} s  load {load:4.1f}")
+        for note in notes:
+            if "budget" in note:
+                print(f"  note: {note}")
+    shutil.rmtree(OUT / "advise_budget_store", ignore_errors=True)
+    (OUT / "advise_budget_bench.json").write_text(json.dumps(rows, indent=1))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=500_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--store", type=Path, help="time advise on a run of this store")
+    parser.add_argument("--run", default="latest")
+    parser.add_argument("--budget", type=float, default=1000.0)
     args = parser.parse_args()
+    if args.store:
+        OUT.mkdir(parents=True, exist_ok=True)
+        time_stored_run(args.store, args.run, args.budget)
+        return
     store = OUT / "advise_store"
     samples, record_wall, workload_s = record(store, args.samples)
     advise = time_advise(store, args.runs)
@@ -123,9 +183,9 @@ def main() -> None:
         f"perfsleuth advise, median of {args.runs}:                          {median:6.2f} s "
         f"({100 * median / record_wall:.0f}% of recording)"
     )
-    print("in-process time per analyzer:")
-    for name, seconds in sorted(analyzers.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:40s} {seconds:6.2f} s")
+    print("in-process time per analyzer (wall, CPU with the compilers'):")
+    for name, (wall, cpu) in sorted(analyzers.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name:40s} {wall:6.2f} s  {cpu:6.2f} CPU-s")
     result = {
         "samples": samples,
         "workload_s": workload_s,

@@ -1,8 +1,9 @@
 """The flame page's time order in a real browser (timeline_flow.mjs, Debian's
 Chromium) against `perfsleuth serve` over a real perf run of examples/bin/prodcons
 (threads) and a folded import (no times): the chart covers every sample of the run,
-zooms by mouse, keyboard and URL, filters by thread, and a run without times says
-why. Screenshots go to tests/artifacts/."""
+zooms by mouse, keyboard and URL, filters by thread, shows one lane per thread, and a run
+without times says why; last, the folded run is advised from its findings page (the
+POST the page sends). Screenshots go to tests/artifacts/."""
 
 from __future__ import annotations
 
@@ -121,6 +122,14 @@ def test_a_run_without_times_says_why(shown: dict[str, dict]) -> None:
         f"No time order for this run: run {FOLDED_RUN} was imported from folded, "
         "which keeps no sample times."
     )
+
+
+def test_a_run_is_advised_from_its_page(shown: dict[str, dict], store: Path) -> None:
+    flow = shown["advise_from_page"]
+    assert "`perfsleuth advise 2`" in flow["before"] and "Analyze this run now" in flow["before"]
+    assert flow["advised"] is True and "No findings stored for this run" not in flow["after"]
+    assert Store(store).documents(int(FOLDED_RUN), "findings")  # kept in the store
+    assert flow["accessibility"] == []
 
 
 def test_no_serious_accessibility_violation(shown: dict[str, dict]) -> None:

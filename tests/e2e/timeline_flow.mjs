@@ -120,6 +120,20 @@ const flows = {
     assert.deepEqual(found, [], "no serious or critical accessibility violation");
     return found;
   },
+
+  /** Last, as it stores findings: the folded run, not advised, is advised from its findings page. */
+  async advise_from_page(page) {
+    await page.goto(`${base}#/run/${foldedRun}/findings`);
+    const button = page.locator("button.advise-now");
+    const before = await page.locator(".advise").innerText();
+    const accessibility = await seriousViolations(page, `${base}#/run/${foldedRun}/findings`, "button.advise-now");
+    await button.click();
+    await page.locator("button.advise-now").waitFor({ state: "detached", timeout: 120000 });
+    const after = await page.locator("main").innerText();
+    await page.screenshot({ path: `${artifacts}/findings-advised-from-page.png`, fullPage: false });
+    const api = await page.evaluate(async (id) => (await (await fetch(`/api/runs/${id}/findings`)).json()).advised, foldedRun);
+    return { before, after, advised: api, accessibility };
+  },
 };
 
 await runFlows(flows, Object.keys(flows), artifacts);

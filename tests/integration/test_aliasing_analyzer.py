@@ -109,7 +109,10 @@ def test_the_number_of_deep_units_is_configurable(tmp_path: Path) -> None:
     assert aliasing_write.analyze(ctx) == []
 
 
-def test_units_over_the_cpu_budget_are_named_and_not_compiled(tmp_path: Path) -> None:
+def test_units_over_the_cpu_budget_are_named_and_not_compiled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing analysed before
     (tmp_path / "good.c").write_text(GOOD)
     (tmp_path / "other.c").write_text(GOOD.replace("fill", "fill2").replace("sum", "sum2"))
     frames = [
@@ -129,6 +132,8 @@ def test_units_over_the_cpu_budget_are_named_and_not_compiled(tmp_path: Path) ->
     unbounded.options.deep_budget = None
     [missed] = missed_vectorization.analyze(unbounded)
     assert missed.file.endswith("other.c") and not unbounded.notes
+    kept = [p for p in (tmp_path / "cache" / "perfsleuth" / "units").rglob("*") if p.is_file()]
+    assert len(kept) == 2  # both reports kept on disk
 
 
 @pytest.mark.parametrize("given", ["soon", "-1", "nan", "inf"])

@@ -201,6 +201,18 @@ void by_case_after(struct B* b, unsigned char c) {
   }
   b->data[b->len - 1] = c;
 }
+union Tiny { unsigned long long words[2]; unsigned char bytes[16]; };
+struct Coder { union Tiny tiny; size_t bits; unsigned char* out; };
+size_t coder_tail(struct Coder* c) {
+  size_t b = c->bits;
+  c->tiny.bytes[0] = (unsigned char)b;
+  return b + c->bits;
+}
+unsigned long long coder_word(struct Coder* c) {
+  unsigned long long w = c->tiny.words[0];
+  c->tiny.bytes[0] = 1;
+  return w + c->tiny.words[0];
+}
 void frame_body(struct Frame* f) {
   f->body[0] = (unsigned char)(f->size >> 8);
   f->body[1] = (unsigned char)f->size;
@@ -391,3 +403,12 @@ def test_a_write_in_one_case_is_not_followed_by_a_read_in_another(
     # add_pair_to_block); code after the switch does.
     assert "by_case" not in c
     assert c["by_case_after"].read == "b->len"
+
+
+def test_a_nested_array_member_is_apart_from_a_sibling_but_not_from_its_union(
+    c: dict[str, AliasMatch],
+) -> None:
+    # c->tiny.bytes[0] cannot be c->bits (brotli's EncodeData), but it is part of
+    # c->tiny.words[0], its union sibling.
+    assert "coder_tail" not in c
+    assert c["coder_word"].read == "c->tiny.words[0]"

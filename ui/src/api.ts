@@ -45,12 +45,14 @@ export function requestKey(path: string, params: Params): string {
   return query ? `${path}?${query}` : path;
 }
 
-async function request(path: string, params: Params): Promise<Response> {
+async function request(path: string, params: Params, method = "GET"): Promise<Response> {
   const query = new URLSearchParams();
   for (const [k, values] of clean(params)) for (const v of values) query.append(k, v);
   const url = query.toString() ? `${path}?${query}` : path;
   const token = sessionStorage.getItem(TOKEN_KEY);
-  const response = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} }).catch(() => {
+  const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
+  if (method === "POST") headers["X-Perfsleuth"] = "1"; // the server's guard against other sites' pages (CSRF)
+  const response = await fetch(url, { method, headers }).catch(() => {
     throw new ApiError(0, "perfsleuth serve is not answering: it was stopped or cannot be reached. Start it again (`perfsleuth serve`) and reload this page.");
   });
   if (!response.ok) {
@@ -86,6 +88,18 @@ export function getJSON<T>(path: string, params: Params = {}): Promise<T> {
     jsonCache.set(key, pending);
   }
   return pending as Promise<T>;
+}
+
+/** A POST (the one that changes the store: advising a run); the answers kept so far are dropped. */
+export async function postJSON<T>(path: string): Promise<T> {
+  const response = await request(path, {}, "POST");
+  jsonCache.clear();
+  return (await response.json()) as T;
+}
+
+/** A GET answered fresh each time (a state that changes while the page waits). */
+export async function pollJSON<T>(path: string): Promise<T> {
+  return (await (await request(path, {})).json()) as T;
 }
 
 export async function getBinary(path: string, params: Params = {}): Promise<ArrayBuffer> {

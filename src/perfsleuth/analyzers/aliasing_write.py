@@ -18,6 +18,7 @@ from ..static_analysis.machine_code import LoopCode, line_instructions
 from ..static_analysis.source import HotCode, hot_code
 from ..static_analysis.toolchain import Toolchain, toolchain_of
 from ..static_analysis.unit_analysis import UnitReport, hot_unit_reports
+from ..static_analysis.unit_cache import UnitCache
 from . import Context
 
 REMARK_CONFIRMS = 0.05
@@ -54,7 +55,8 @@ def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | No
     """The analysed hot units of the run (at most ctx.options.deep_tus, started within
     ctx.options.deep_budget CPU seconds), each with its binary; what the user should
     know (missing source, units that do not compile or were over the budget, a missing
-    clang) goes to ctx.notes, once, and the other analyzers still run."""
+    clang) goes to ctx.notes, once, and the other analyzers still run. Reports are kept
+    on disk (unit_cache.py): advising the run again, with a larger --budget, reuses them."""
     reports, notes = hot_unit_reports(
         hot,
         ctx.binaries or ctx.run.dsos,
@@ -63,6 +65,7 @@ def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | No
         ctx.options.deep_tus,
         ctx.options.deep_budget,
         ctx.deep_spent,
+        UnitCache(),
     )
     for note in notes:
         if note not in ctx.notes:

@@ -42,6 +42,7 @@ from ..views import (
 )
 from ..views.documents import Choices
 from ..views.keys import GROUPINGS
+from .advise_jobs import AdviseJobs
 from .in_memory import FileVersioned, Memo
 
 MAX_PARAM_CHARS = 4096
@@ -110,6 +111,7 @@ class Api:
             (re.compile(r"/api/runs/([^/]+)/disasm"), self.disasm, ("function",)),
             (re.compile(r"/api/runs/([^/]+)/source"), self.source, ("file",)),
             (re.compile(r"/api/runs/([^/]+)/findings"), self.findings, ()),
+            (re.compile(r"/api/runs/([^/]+)/advise"), self.advising, ()),
             (re.compile(r"/api/runs/([^/]+)/experiments"), self.experiments, ()),
             (re.compile(r"/api/runs/([^/]+)/cache"), self.cache, ()),
             (re.compile(r"/api/experiments"), self.all_experiments, ()),
@@ -117,11 +119,25 @@ class Api:
             (re.compile(r"/api/diff"), self.diff, ("a", "b", "by")),
             (re.compile(r"/api/diff/flame"), self.diff_flame, ("a", "b")),
         ]
+        self._jobs = AdviseJobs(store, roots)
+        self._posts: list[Route] = [
+            (re.compile(r"/api/runs/([^/]+)/advise"), self.start_advising, ()),
+        ]
 
     def get(self, path: str, query: Query) -> Response:
         """Answer one request; bad input becomes a 4xx JSON error, never an exception."""
+        return self._answer(self._routes, path, query)
+
+    def post(self, path: str, query: Query) -> Response:
+        """The one request that changes the store: advise a run (server/advise_jobs.py)."""
+        return self._answer(self._posts, path, query)
+
+    def accepts_post(self, path: str) -> bool:
+        return any(pattern.fullmatch(path) for pattern, _, _ in self._posts)
+
+    def _answer(self, routes: list[Route], path: str, query: Query) -> Response:
         try:
-            for pattern, handler, allowed in self._routes:
+            for pattern, handler, allowed in routes:
                 match = pattern.fullmatch(path)
                 if match:
                     _check_params(query, allowed)
@@ -376,6 +392,13 @@ class Api:
     def _own(self, run_id: int) -> bool:
         """Whether the run's debug info may name files outside the roots (views/source.py)."""
         return is_own_command(self._info(run_id))
+
+    def advising(self, ref: str, query: Query) -> dict[str, str]:
+        """How advising the run from the page goes: idle, running, done or failed."""
+        return self._jobs.state(self._run_id(ref)).to_json()
+
+    def start_advising(self, ref: str, query: Query) -> Response:
+        return json_response(self._jobs.start(self._run_id(ref)).to_json(), 202)
 
     def findings(self, ref: str, query: Query) -> documents.Advice:
         """The run's ranked findings: rank.Advice, as `perfsleuth advise --format json`."""

@@ -5,6 +5,10 @@ clients leave quietly. The work that matters (caching computed views) lives in a
 
 The UI's files are open (the browser loads the page before it knows the token); every
 API request carries the token, as `Authorization: Bearer T` or `?token=T`.
+
+The API is read-only but for one POST, advising a run from its page. A POST must carry
+the X-Perfsleuth header: another site's page can send one only after a CORS preflight,
+which this server never grants, so it cannot make a visitor's browser start one (CSRF).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import hmac
 import mimetypes
 import sys
 import traceback
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -24,7 +29,7 @@ from starlette.responses import Response as HttpResponse
 from starlette.routing import Route
 
 from ..web.app import Limits, create_app, is_loopback
-from .api import Api, Response, json_response
+from .api import Api, Query, Response, json_response
 
 # The UI draws with canvas and builds its DOM with textContent: it needs no inline
 # script and no other origin, so a strict policy costs nothing and stops injection.
@@ -34,6 +39,7 @@ CSP = (
 )
 # A GET API: no request body is read, so the body limit only bounds what is refused.
 LIMITS = Limits(max_body=64 << 10, concurrency=512, max_idle=64)
+POST_HEADER = "x-perfsleuth"
 METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
 
 
@@ -62,7 +68,8 @@ class _Site:
         given = query.pop("token", [""])[0]
         response = self._refusal(request, given)
         if response is None:
-            response = await run_in_threadpool(self._answer, _raw_path(request), query)
+            answer = self._answer_post if request.method == "POST" else self._answer
+            response = await run_in_threadpool(answer, _raw_path(request), query)
         return _send(response, request)
 
     async def static(self, request: Request) -> HttpResponse:
@@ -71,7 +78,10 @@ class _Site:
         return _send(await run_in_threadpool(self._file, _raw_path(request)), request)
 
     def _refusal(self, request: Request, given: str) -> Response | None:
-        if request.method not in ("GET", "HEAD"):
+        if request.method == "POST" and self.api_.accepts_post(_raw_path(request)):
+            if POST_HEADER not in request.headers:
+                return json_response({"error": "a POST needs the X-Perfsleuth header"}, 403)
+        elif request.method not in ("GET", "HEAD"):
             return _read_only()
         if self.token is None:
             return None
@@ -82,8 +92,15 @@ class _Site:
         return json_response({"error": "missing or wrong token: open the URL serve printed"}, 401)
 
     def _answer(self, path: str, query: dict[str, list[str]]) -> Response:
+        return self._safely(self.api_.get, path, query)
+
+    def _answer_post(self, path: str, query: dict[str, list[str]]) -> Response:
+        return self._safely(self.api_.post, path, query)
+
+    @staticmethod
+    def _safely(handle: Callable[[str, Query], Response], path: str, query: Query) -> Response:
         try:
-            return self.api_.get(path, query)
+            return handle(path, query)
         except Exception as e:  # a bug: answer it as one, keep serving
             traceback.print_exc(file=sys.stderr)
             return json_response({"error": f"internal error ({type(e).__name__}): {e}"}, 500)
@@ -108,7 +125,7 @@ def _raw_path(request: Request) -> str:
 
 
 def _read_only() -> Response:
-    return json_response({"error": "the API is read-only: use GET"}, 405)
+    return json_response({"error": "the API is read-only: use GET (POST only advises a run)"}, 405)
 
 
 def _send(response: Response, request: Request) -> HttpResponse:

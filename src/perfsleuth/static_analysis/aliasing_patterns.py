@@ -519,16 +519,34 @@ def _distinct_elements(written: Any, read: Any, src: SourceText) -> bool:
 
 
 def _sibling_fields(array_member: Any, read: Any, src: SourceText) -> bool:
-    """`c->buf` (an array member) and `c->size`: two fields of the object behind one
-    base expression."""
-    if cursor_kind(array_member) != "MEMBER_REF_EXPR" or cursor_kind(read) != "MEMBER_REF_EXPR":
-        return False
+    """`c->buf` (an array member) and `c->size`, or `s->tiny.u8` and `s->bits`: places
+    at fixed, different offsets of the object behind one base expression (not two
+    members of one union, which overlap)."""
     if array_member.type.get_canonical().kind.name != "CONSTANTARRAY":
         return False
-    bases = [children(node) for node in (array_member, read)]
-    if not all(bases) or array_member.referenced == read.referenced:
+    written, other = _member_path(array_member, src), _member_path(read, src)
+    if written is None or other is None or written[0] != other[0]:
         return False
-    return src.text(bases[0][0]) == src.text(bases[1][0])
+    for first, second in zip(written[1], other[1], strict=False):
+        if first != second:
+            return cursor_kind(first.semantic_parent) != "UNION_DECL"
+    return False  # one place holds the other
+
+
+def _member_path(node: Any, src: SourceText) -> tuple[str, list[Any]] | None:
+    """(base expression, fields from the outermost) of `s->tiny.u8`: ("s", [tiny, u8]);
+    None when the node is no member access."""
+    fields: list[Any] = []
+    while cursor_kind(node) == "MEMBER_REF_EXPR" and node.referenced is not None:
+        fields.insert(0, node.referenced)
+        kids = children(node)
+        if not kids:
+            return ("this", fields)
+        base = unwrap(kids[0])
+        if src.text(node)[len(src.text(kids[0])) :].lstrip().startswith("->"):
+            return (src.text(base), fields)
+        node = base
+    return (src.text(node), fields) if fields else None
 
 
 def _exclusive(branches: list[tuple[Any, Any]], first: Any, second: Any) -> bool:

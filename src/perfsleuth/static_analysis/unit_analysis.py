@@ -19,6 +19,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import UserError
 from . import compiler_remarks, machine_code
@@ -236,12 +237,14 @@ def hot_unit_reports(
     limit: int,
     budget: float | None = None,
     spent: dict[str, float] | None = None,
+    cache: ReportCache | None = None,
 ) -> tuple[list[tuple[UnitReport, Path | None]], list[str]]:
     """The analysed hot units of a run (at most `limit`), each with its binary; and
     notes for missing source, units that do not compile, a missing clang, and the
     units not started because the analyses had used `budget` CPU seconds. `spent`
     (unit -> CPU seconds) is shared by the callers, so that a second analyzer reads
-    the same units, from the memory cache, and charges none twice."""
+    the same units, from the memory cache, and charges none twice; a report kept in
+    `cache` costs only its reading."""
     units, notes = hot_units(hot, binaries, roots, compile_commands, limit)
     spent = {} if spent is None else spent
     reports, over_budget = [], []
@@ -253,7 +256,7 @@ def hot_unit_reports(
             continue
         started = cpu_seconds()
         try:
-            report = analyse_unit(unit, hot_lines, cpu_s=compile_bound(budget, spent))
+            report = _cached_analysis(unit, hot_lines, compile_bound(budget, spent), cache)
         except UserError as missing_tool:
             notes.append(f"source and compiler analysis of hot loops skipped: {missing_tool}")
             break
@@ -265,6 +268,30 @@ def hot_unit_reports(
     if over_budget and budget is not None:
         notes.append(budget_note(over_budget, budget, spent))
     return reports, notes
+
+
+class ReportCache(Protocol):
+    """Reports kept while the files they read are unchanged (unit_cache.UnitCache)."""
+
+    def get(
+        self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None = None
+    ) -> UnitReport | None: ...
+
+    def put(
+        self, report: UnitReport, all_remarks: bool, hot_lines: HotLines | None = None
+    ) -> None: ...
+
+
+def _cached_analysis(
+    unit: TranslationUnit, hot_lines: HotLines, cpu_s: int, cache: ReportCache | None
+) -> UnitReport:
+    """The unit's report from `cache` when its files are unchanged, else analysed (and kept)."""
+    report = cache.get(unit, False, hot_lines) if cache else None
+    if report is None:
+        report = analyse_unit(unit, hot_lines, cpu_s=cpu_s)
+        if cache:
+            cache.put(report, False, hot_lines)
+    return report
 
 
 def budget_note(skipped: list[str], budget: float, spent: dict[str, float]) -> str:

@@ -2,7 +2,8 @@
 unchanged codebase again costs a stat of each file the units read.
 
 An entry is found by what the analysis was asked (the unit's path, flags, build
-folder, compiler and producer, whether every loop's remark was wanted) and the analysis code
+folder, compiler and producer, whether every loop's remark was wanted, a profile's
+hot lines for `advise`) and the analysis code
 itself; it holds the report and each file the unit read — its source and every
 header — with its size, modification time and content hash. It is used only while
 every one of those files has the same content (same size and time, else the same
@@ -22,6 +23,7 @@ import pickle
 import tempfile
 from pathlib import Path
 
+from .aliasing_patterns import HotLines
 from .source import TranslationUnit
 from .unit_analysis import UnitReport
 
@@ -57,9 +59,11 @@ class UnitCache:
         self._stats: dict[str, tuple[int, int] | None] = {}
         self._hashes: dict[str, str] = {}
 
-    def get(self, unit: TranslationUnit, all_remarks: bool) -> UnitReport | None:
+    def get(
+        self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None = None
+    ) -> UnitReport | None:
         try:
-            entry = pickle.loads(self._file(unit, all_remarks).read_bytes())
+            entry = pickle.loads(self._file(unit, all_remarks, hot_lines).read_bytes())
             inputs, report = entry["inputs"], entry["report"]
         except UNREADABLE:
             return None
@@ -68,21 +72,21 @@ class UnitCache:
         unchanged = all(self._unchanged(name, fingerprint) for name, fingerprint in inputs.items())
         return report if unchanged else None
 
-    def put(self, report: UnitReport, all_remarks: bool) -> None:
+    def put(self, report: UnitReport, all_remarks: bool, hot_lines: HotLines | None = None) -> None:
         if report.too_long or not report.inputs:
             return
         inputs = {name: self._fingerprint(name) for name in report.inputs}
         if any(fingerprint is None for fingerprint in inputs.values()):
             return
-        target = self._file(report.unit, all_remarks)
+        target = self._file(report.unit, all_remarks, hot_lines)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = pickle.dumps({"inputs": inputs, "report": report})
         with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
             tmp.write(data)
         os.replace(tmp.name, target)
 
-    def _file(self, unit: TranslationUnit, all_remarks: bool) -> Path:
-        question = [
+    def _file(self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None) -> Path:
+        question: list[object] = [
             code_version(),
             str(unit.path),
             unit.flags,
@@ -91,6 +95,8 @@ class UnitCache:
             unit.compiler,
             all_remarks,
         ]
+        if hot_lines is not None:  # a profile's analysis reads only the hot functions
+            question.append(sorted(hot_lines))
         key = hashlib.blake2b(json.dumps(question).encode(), digest_size=20).hexdigest()
         return self.root / key[:2] / key
 

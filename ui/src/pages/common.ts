@@ -1,5 +1,5 @@
-import { embedded } from "../api";
-import { h, location, pct } from "../dom";
+import { embedded, pollJSON, postJSON } from "../api";
+import { h, location, message, pct } from "../dom";
 import { type Colouring, type FlameData, KIND_LABEL, legend } from "../flame";
 import { nameLink } from "../names";
 import { href } from "../router";
@@ -18,10 +18,52 @@ export function recorded(unit: string, samples: number, total: number): string {
 }
 
 /** Why a run has no findings: not advised yet, or advised and nothing found. */
-export function noFindings(advised: boolean, runId: string): string {
+function noFindings(advised: boolean, runId: string): string {
   return advised
     ? "No findings: `perfsleuth advise` ran on this run and found nothing to suggest."
     : `No findings stored for this run: \`perfsleuth advise ${runId}\` (with the same --store) analyzes it and keeps them; reload this page after it.`;
+}
+
+interface AdviseState {
+  state: "idle" | "running" | "done" | "failed";
+  error: string;
+}
+
+const POLL_MS = 1000;
+
+/**
+ * Why a run has no findings, and for a run not advised yet (outside the single-file
+ * report) a button that advises it on the server and shows the page again once the
+ * findings are stored; a failure is one line beside the button.
+ */
+export function noFindingsBlock(advised: boolean, runId: string): HTMLElement {
+  const why = message(noFindings(advised, runId));
+  if (advised || embedded) return why;
+  const status = h("span", { class: "advise-status", role: "status" });
+  const button = h("button", { type: "button", class: "advise-now" }, "Analyze this run now");
+  const fail = (text: string) => {
+    status.textContent = text;
+    status.classList.add("error");
+    button.disabled = false;
+  };
+  const poll = async (): Promise<void> => {
+    const now = await pollJSON<AdviseState>(`/api/runs/${runId}/advise`);
+    if (now.state === "running") {
+      setTimeout(() => void poll().catch((e: Error) => fail(e.message)), POLL_MS);
+      return;
+    }
+    if (now.state === "done") window.dispatchEvent(new HashChangeEvent("hashchange"));
+    else fail(now.error || "the advisor stopped without storing findings");
+  };
+  button.addEventListener("click", () => {
+    button.disabled = true;
+    status.classList.remove("error");
+    status.textContent = "analyzing… (as `perfsleuth advise` does; this page reloads when the findings are stored)";
+    void postJSON<AdviseState>(`/api/runs/${runId}/advise`)
+      .then(() => poll())
+      .catch((e: Error) => fail(e.message));
+  });
+  return h("div", { class: "advise" }, why, h("p", null, button, " ", status));
 }
 
 export function sourceLink(runId: string, f: { function?: string; file?: string; line?: number }): string {

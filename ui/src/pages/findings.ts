@@ -2,7 +2,7 @@ import { getJSON } from "../api";
 import { h, message } from "../dom";
 import { replaceParams, type Route } from "../router";
 import type { Advice } from "../types";
-import { findingCard, noFindings } from "./common";
+import { findingCard, noFindingsBlock } from "./common";
 
 const CONFIDENCE_STEPS: [string, string][] = [["0", "any confidence"], ["0.5", "≥ 50%"], ["0.8", "≥ 80%"]];
 
@@ -16,8 +16,8 @@ export async function renderFindings(app: HTMLElement, runId: string, route: Rou
   const update = () => {
     const minimum = Number(confidence.value);
     const shown = findings.filter((f) => (!kind.value || f.kind === kind.value) && (f.confidence ?? 0) >= minimum);
-    const none = findings.length ? "No findings match these filters." : noFindings(advised, runId);
-    list.replaceChildren(...(shown.length ? shown.map((f) => findingCard(runId, f)) : [message(none)]));
+    const none = findings.length ? message("No findings match these filters.") : noFindingsBlock(advised, runId);
+    list.replaceChildren(...(shown.length ? shown.map((f) => findingCard(runId, f)) : [none]));
     for (const [key, el, empty] of [["kind", kind, ""], ["confidence", confidence, "0"]] as const) {
       if (el.value && el.value !== empty) params.set(key, el.value);
       else params.delete(key);

@@ -1,9 +1,9 @@
 import { getJSON } from "../api";
-import { h, location, message, pct, shortDso } from "../dom";
+import { h, location, pct, shortDso } from "../dom";
 import { nameLink } from "../names";
 import { href } from "../router";
 import type { Advice, RunDetail, TopDoc } from "../types";
-import { findingCard, functionLinks, noFindings, recorded } from "./common";
+import { findingCard, functionLinks, noFindingsBlock, recorded } from "./common";
 import { hasThreadStates } from "./threads";
 
 export async function renderOverview(app: HTMLElement, runId: string): Promise<void> {
@@ -38,7 +38,7 @@ export async function renderOverview(app: HTMLElement, runId: string): Promise<v
     h("h2", null, "Findings, by gain"),
     findings.findings.length
       ? h("div", { class: "findings" }, findings.findings.slice(0, 8).map((f) => findingCard(runId, f, true)))
-      : message(noFindings(findings.advised, runId)),
+      : noFindingsBlock(findings.advised, runId),
     h("h2", null, "Top functions by self cost"),
     h(
       "table",
