@@ -9,11 +9,14 @@ import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from unit.test_fleet_store import T0, expected_top, fleet, fleet_top
 
+from perfsleuth.model.fleet import Window
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.store.fleet.head import write_batch
 from perfsleuth.store.fleet.wal import read_segment, segments
+from perfsleuth.store.fleet.writer import window_tables
 
 END = T0 + 7200
 
@@ -102,3 +105,43 @@ def test_a_window_pushed_to_two_heads_is_stored_once(tmp_path: Path) -> None:
     assert fleet_top(store, T0, END)["rows"] == want
     first.close()
     second.close()
+
+
+def test_a_day_s_stacks_are_written_once_by_a_head_and_again_after_compaction(
+    tmp_path: Path,
+) -> None:
+    """A flush adds only the stacks and frames no earlier flush of the day wrote; once a
+    compaction merged the files the head remembered, it writes them again, and every
+    query answers as from the windows."""
+    windows = fleet()
+    first, second, third = windows[0::3], windows[1::3], windows[2::3]
+    store = FleetStore(str(tmp_path / "fleet"))
+    head = store.head(flush_s=3600)
+
+    def ids(ws: list[Window], table: str) -> set[int]:
+        return {i for w in ws for i in getattr(window_tables(w), table).column(0).to_pylist()}
+
+    def rows(table: str) -> int:
+        files = (tmp_path / "fleet" / table).rglob("*.parquet")
+        return sum(pq.read_metadata(f).num_rows for f in files)
+
+    for w in first:
+        head.append(w)
+    head.flush()
+    stacks, frames = rows("stacks"), rows("frames")
+    assert stacks > 0 and frames > 0
+    for w in second:
+        head.append(w)
+    head.flush()
+    assert rows("stacks") - stacks == len(ids(second, "stacks") - ids(first, "stacks"))
+    assert rows("frames") - frames == len(ids(second, "frames") - ids(first, "frames"))
+    assert fleet_top(store, T0, END)["rows"] == expected_top(first + second)
+    store.compact()
+    compacted = rows("stacks")
+    for w in third:
+        head.append(w)
+    head.flush()
+    assert rows("stacks") - compacted == len(ids(third, "stacks"))  # the files it knew are gone
+    store.compact()
+    assert fleet_top(store, T0, END)["rows"] == expected_top(windows)
+    head.close()

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...model.fleet import Window
 from .appending import distinct, ensure_layout, marker_info
@@ -46,6 +47,8 @@ FLUSH_S = 30.0
 FLUSH_ROWS = 200_000
 # Requests of a flush in flight at once (markers: one each).
 PARALLEL_REQUESTS = 16
+# Stack or frame ids of one table and day a head remembers having written (~80 bytes each).
+ID_LIMIT = 1 << 18
 
 
 def head_folder(files: Files, root: str) -> Path:
@@ -77,6 +80,7 @@ class Head:
         self._flushing = threading.Lock()
         self._stop = threading.Event()
         self._unflushed: list[tuple[Segment, list[Record]]] = []
+        self._written = Written()  # used by flushes only, which run one at a time
         folder.mkdir(parents=True, exist_ok=True)
         ensure_layout(files)
         self.recover()
@@ -135,7 +139,9 @@ class Head:
             while self._unflushed:
                 segment, records = self._unflushed[0]
                 segment.sync(segment.written)
-                self.dropped += write_batch(self.files, segment.name, records, self._pool)
+                self.dropped += write_batch(
+                    self.files, segment.name, records, self._pool, self._written
+                )
                 with self._lock:
                     self._ids -= {r.window_id for r in records}
                 segment.path.unlink()
@@ -193,9 +199,44 @@ class Head:
                 print(f"perfsleuth: the head's flush failed ({first}); retrying", file=sys.stderr)
 
 
-def write_batch(files: Files, name: str, records: list[Record], pool: ThreadPoolExecutor) -> int:
-    """Store a segment's records as batch `name`: markers, dictionaries, samples files;
-    how many windows another batch had claimed (left out)."""
+class Written:
+    """The stack and frame ids a head's flushes wrote, per table and day, and the files
+    holding them: a fleet sends the same stacks in every window, and writing them again
+    at every flush made each day's dictionaries as many copies as flushes, which every
+    query before compaction read. Ids are each table's first column. Bounded: past
+    ID_LIMIT ids a day starts over."""
+
+    def __init__(self) -> None:
+        self._days: dict[tuple[str, str], tuple[set[str], set[int]]] = {}
+
+    def unwritten(self, files: Files, table: str, dt: str, rows: pa.Table) -> pa.Table:
+        """`rows` without those written already; every row when a file that held them
+        is gone (compacted into another, or expired with its day: written again)."""
+        held, ids = self._days.get((table, dt), (set(), set()))
+        if not ids:
+            return rows
+        if not held <= set(files.names(f"{table}/dt={dt}")) or len(ids) > ID_LIMIT:
+            del self._days[table, dt]
+            return rows
+        key = rows.column(0)
+        return rows.filter(pc.invert(pc.is_in(key, value_set=pa.array(ids, key.type))))
+
+    def wrote(self, table: str, dt: str, file: str, rows: pa.Table) -> None:
+        held, ids = self._days.setdefault((table, dt), (set(), set()))
+        held.add(file)
+        ids.update(rows.column(0).to_pylist())
+
+
+def write_batch(
+    files: Files,
+    name: str,
+    records: list[Record],
+    pool: ThreadPoolExecutor,
+    written: Written | None = None,
+) -> int:
+    """Store a segment's records as batch `name`: markers, dictionaries (the rows
+    `written` does not hold already), samples files; how many windows another batch
+    had claimed (left out)."""
     ensure_layout(files)
     first: dict[str, Record] = {}
     for record in records:
@@ -209,15 +250,23 @@ def write_batch(files: Files, name: str, records: list[Record], pool: ThreadPool
         if record.tables.samples.num_rows:
             by_day.setdefault(day(float(record.marker["start"])), []).append(record)
             by_partition.setdefault(record.partition, []).append(record)
+    known = written or Written()
     writes = [
-        (
-            f"{table}/dt={dt}/b-{stamp()}.parquet",
-            distinct([getattr(r.tables, table) for r in rs], key),
-        )
+        (table, dt, f"b-{stamp()}.parquet", rows)
         for dt, rs in by_day.items()
         for table, key in (("frames", "frame_id"), ("stacks", "stack_id"))
+        if (
+            rows := known.unwritten(
+                files, table, dt, distinct([getattr(r.tables, table) for r in rs], key)
+            )
+        ).num_rows
     ]
-    list(pool.map(lambda w: files.put(w[0], parquet_bytes(w[1])), writes))
+
+    def put(table: str, dt: str, file: str, rows: pa.Table) -> None:
+        files.put(f"{table}/dt={dt}/{file}", parquet_bytes(rows))
+        known.wrote(table, dt, file, rows)
+
+    list(pool.map(lambda w: put(*w), writes))
     list(pool.map(lambda p: _samples_file(files, name, *p), by_partition.items()))
     return len(unique) - len(mine)
 
