@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..binaries import elf_info, find_dso
+from ..binaries import ElfInfo, elf_info, find_dso
 from ..errors import UserError
 from ..model.leaf_costs import LeafCosts
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
@@ -306,22 +306,25 @@ class _NativeReading:
                 leaf = stacks[sid][0]
                 per_frame[leaf] = per_frame.get(leaf, 0.0) + (count if count_weights else period)
         weights: dict[tuple[str, int, str], float] = {}
+        elves: dict[int, ElfInfo | None] = {}
         for fid, weight in per_frame.items():
-            where = self._leaf_address(fid)
+            where = self._leaf_address(fid, elves)
             if where is not None and chains[fid]:
                 key = (*where, chains[fid][0].function)
                 weights[key] = weights.get(key, 0.0) + weight
         return LeafCosts.build(weights)
 
-    def _leaf_address(self, fid: int) -> tuple[str, int] | None:
+    def _leaf_address(self, fid: int, elves: dict[int, ElfInfo | None]) -> tuple[str, int] | None:
+        """(object file, binary vaddr) of a user-space frame; ELVES caches per object."""
         dso, offset = self.frames["dso"][fid], self.frames["address"][fid]
         if dso < 0 or self.frames["kernel"][fid] or not self.symbolizable(dso):
             return None
-        path, build_id = self.dsos[dso]["path"], self.dsos[dso]["build_id"]
-        real = find_dso(path, build_id)
-        info = elf_info(real) if real else None
+        if dso not in elves:
+            real = find_dso(self.dsos[dso]["path"], self.dsos[dso]["build_id"])
+            elves[dso] = elf_info(real) if real else None
+        info = elves[dso]
         vaddr = info.offset_to_vaddr(offset) if info else None
-        return None if vaddr is None else (dso_name(path), vaddr)
+        return None if vaddr is None else (dso_name(self.dsos[dso]["path"]), vaddr)
 
     def timeline(self, placed: list[tuple[int, int] | None]) -> Timeline:
         """This event's samples in time order (empty when perf recorded no times)."""
