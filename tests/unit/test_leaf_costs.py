@@ -80,6 +80,7 @@ def test_each_instruction_has_its_share_of_the_function(binary: Path) -> None:
         ({"source": "perf.data", "reader": "perf script"}, "cpu", "perf script"),
         ({"source": "perf.data", "reader": "native"}, "cpu", "stored before"),
         ({}, "count", "counting run"),
+        ({"source": "perf.data", "reader": "native"}, "offcpu", "a run in offcpu mode keeps no"),
     ],
 )
 def test_a_run_without_addresses_says_why(binary: Path, meta: dict, mode: str, why: str) -> None:

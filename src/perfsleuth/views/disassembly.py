@@ -101,6 +101,8 @@ def no_instruction_cost_reason(profile: Profile, mode: str) -> str:
         return f"the run was read from {source}, which keeps no sample addresses"
     if meta.get("reader") != "native":
         return "the run was read through perf script, which perfsleuth keeps no addresses from"
+    if mode not in ("cpu", ""):
+        return f"a run in {mode} mode keeps no sample addresses; cpu mode and a perf.data import do"
     return "the run was stored before perfsleuth kept sample addresses; re-record it"
 
 
