@@ -66,6 +66,14 @@ def start_server(store: Path = STORE) -> tuple[subprocess.Popen, int]:
     return proc, int(match.group(1))
 
 
+def browser_json(script: str, *args: str) -> dict:
+    """Run bench/SCRIPT (a Node + Playwright half) and read the JSON document it prints last."""
+    out = subprocess.run(
+        ["node", str(ROOT / "bench" / script), *args], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def timed_get(port: int, path: str) -> float:
     con = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     start = time.perf_counter()
@@ -113,17 +121,12 @@ def cold_open(run_id: int, kept: bool, store: Path = STORE) -> dict:
     server, port = start_server(store)
     listening = (time.perf_counter() - start) * 1000
     try:
-        browser = subprocess.run(
-            ["node", str(ROOT / "bench" / "ui_bench.mjs"), "--open-once"]
-            + [f"http://127.0.0.1:{port}/", str(run_id)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        ui = f"http://127.0.0.1:{port}/"
+        opened = browser_json("ui_bench.mjs", "--open-once", ui, str(run_id))
     finally:
         server.terminate()
         server.wait(timeout=10)
-    opened = json.loads(browser.stdout.strip().splitlines()[-1])["open_ms"]
+    opened = opened["open_ms"]
     # In a checkout being edited, a changed source file makes new files (store/answers.code_stamp).
     recomputed = _kept_files(store) != files_before
     times = {"listening_ms": listening, "open_ms": opened, "total_ms": listening + opened}
@@ -181,20 +184,9 @@ def main() -> None:
     try:
         time.sleep(0.5)
         result["api"] = api_latency(port, run_id, args.requests)
-        browser = subprocess.run(
-            [
-                "node",
-                str(ROOT / "bench" / "ui_bench.mjs"),
-                f"http://127.0.0.1:{port}/",
-                str(run_id),
-                speedscope_url,
-                str(report),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        result["browser"] = json.loads(browser.stdout.strip().splitlines()[-1])
+        ui = f"http://127.0.0.1:{port}/"
+        pages = (ui, str(run_id), speedscope_url, str(report))
+        result["browser"] = browser_json("ui_bench.mjs", *pages)
         result["report_bytes"] = report.stat().st_size
         result["speedscope_json_bytes"] = (OUT / "ui-bench.speedscope.json").stat().st_size
     finally:

@@ -28,7 +28,7 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from ui_bench import CLI, OUT, ROOT, cold_opens, serve_speedscope, start_server
+from ui_bench import CLI, OUT, browser_json, cold_opens, serve_speedscope, start_server
 
 from perfsleuth.store.runs import Store
 
@@ -107,34 +107,23 @@ def pprof_side(profile: Path, rounds: int) -> dict:
                     raise SystemExit("go tool pprof exited before serving") from None
                 time.sleep(0.02)
         serving = (time.perf_counter() - start) * 1000
-        browser = subprocess.run(
-            ["node", str(ROOT / "bench" / "pprof_open.mjs"), url, str(rounds)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        opened = browser_json("pprof_open.mjs", url, str(rounds))
     finally:
         server.terminate()
         server.wait(timeout=10)
-    return {"serving_ms": serving, **json.loads(browser.stdout.strip().splitlines()[-1])}
+    return {"serving_ms": serving, **opened}
 
 
 def perfsleuth_and_speedscope(run_id: int, speedscope: Path, queries: list[str]) -> dict:
     server, port = start_server(STORE)
     site, speedscope_url = serve_speedscope(speedscope, "speedscope-deep-site")
+    args = (f"http://127.0.0.1:{port}/", str(run_id), speedscope_url, "-", json.dumps(queries))
     try:
-        browser = subprocess.run(
-            ["node", str(ROOT / "bench" / "ui_bench.mjs"), f"http://127.0.0.1:{port}/"]
-            + [str(run_id), speedscope_url, "-", json.dumps(queries)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        return browser_json("ui_bench.mjs", *args)
     finally:
         server.terminate()
         server.wait(timeout=10)
         site.shutdown()
-    return json.loads(browser.stdout.strip().splitlines()[-1])
 
 
 def table(result: dict) -> str:
