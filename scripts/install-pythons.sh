@@ -43,7 +43,9 @@ if ! made shared-3.11; then
     cc -O2 -g $("$config" --includes) "$OUT/shared-3.11/launcher.c" \
         -o "$OUT/shared-3.11/bin/python3.11" $("$config" --ldflags --embed)
     ln -sf python3.11 "$OUT/shared-3.11/bin/python3"
-    ldd "$OUT/shared-3.11/bin/python3.11" | grep -q 'libpython3\.11\.so' \
+    # Not `| grep -q`: it exits at the first match, ldd then dies of SIGPIPE and pipefail
+    # fails the check that passed (clean-clone CI caught it).
+    ldd "$OUT/shared-3.11/bin/python3.11" | grep 'libpython3\.11\.so' > /dev/null \
         || { echo "shared-3.11: the launcher is not linked against libpython3.11.so" >&2; exit 1; }
     done_with shared-3.11
 fi
