@@ -106,10 +106,12 @@ def test_model_table_shows_the_misses_of_each_level(
         for level, *cells in shown["cache_layout"]["model"]
     }
     model = cache_run["model"]
-    assert {level: misses for level, (_, _, misses) in rows.items()} == model["misses"]
+    # a sampled trace's misses are expected values: the page shows them rounded
+    expected = {level: round(misses) for level, misses in model["misses"].items()}
+    assert {level: misses for level, (_, _, misses) in rows.items()} == expected
     assert rows["L1d"][0] == model["accesses"]
     for lookups, hits, misses in rows.values():
-        assert hits == lookups - misses
+        assert abs(hits - (lookups - misses)) <= 1  # each of the three rounded on its own
 
 
 def test_a_run_without_cache_data_has_no_cache_link_and_says_so(shown: dict[str, dict]) -> None:

@@ -78,7 +78,9 @@ def machine_loops(binary: Path, source: str, first: int, last: int) -> list[Loop
     loops = []
     for name, code in _functions_holding(str(binary), starts):
         decoded = [_Decoded(i, rows.line_at(i.address), rows.where(i.address)) for i in code]
-        inside = {d.insn.address for d in decoded if first <= d.line <= last}
+        # In an object file (.o) every section starts at 0, so an address may have rows
+        # of two functions: the table's addresses of these lines count as theirs too.
+        inside = {d.insn.address for d in decoded if first <= d.line <= last} | set(starts)
         frame = FRAME_REGISTERS
         if any(_text(i) == FRAME_POINTER_SETUP for i in code):
             frame = frame | {"rbp"}

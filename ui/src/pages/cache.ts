@@ -239,8 +239,12 @@ function layoutBlock(layout: Layout): HTMLElement {
   );
 }
 
-/** Demand lookups, hits and misses per level: a level is asked what the one above missed. */
+/**
+ * Demand lookups, hits and misses per level: a level is asked what the one above missed.
+ * A sampled trace's misses are expected values (fractions): the table rounds them.
+ */
 function levelRows(model: CacheModelDoc, calls: number): HTMLElement[] {
+  const count = (x: number) => Math.round(x).toLocaleString();
   let lookups = model.accesses;
   return model.geometry.levels.map((level) => {
     const misses = model.misses[level.name] ?? 0;
@@ -249,9 +253,9 @@ function levelRows(model: CacheModelDoc, calls: number): HTMLElement[] {
       { "data-level": level.name },
       h("th", null, level.name),
       h("td", { class: "num" }, `${byteSize(level.size)}, ${level.ways}-way`),
-      h("td", { class: "num" }, lookups.toLocaleString()),
-      h("td", { class: "num" }, (lookups - misses).toLocaleString()),
-      h("td", { class: "num" }, misses.toLocaleString()),
+      h("td", { class: "num" }, count(lookups)),
+      h("td", { class: "num" }, count(lookups - misses)),
+      h("td", { class: "num" }, count(misses)),
       h("td", { class: "num" }, number(misses / Math.max(calls, 1))),
       h("td", { class: "num" }, pct(lookups ? (lookups - misses) / lookups : 0, 1)),
     );
