@@ -15,7 +15,7 @@ import pytest
 
 from perfsleuth.cli import main
 from perfsleuth.experiments import build
-from perfsleuth.experiments.runner import Side, adopt_orphans, run_once
+from perfsleuth.experiments.runner import Side, adopting_orphans, run_once
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -192,8 +192,8 @@ def test_cpu_time_counts_helpers_a_program_killed_without_waiting() -> None:
     """K2 kills its Z3 server processes and never waits for them: perfsleuth adopts and
     reaps them, so their CPU time is the run's (else --metric cpu would miss it; a shell
     parent would reap them itself, so the parent here is Python)."""
-    adopt_orphans()
-    direct = run_once(Side("direct", [sys.executable, "-c", BUSY]), "cpu")
-    left = run_once(Side("killed", [sys.executable, "-c", KILLS_ITS_HELPER]), "cpu")
+    with adopting_orphans():
+        direct = run_once(Side("direct", [sys.executable, "-c", BUSY]), "cpu")
+        left = run_once(Side("killed", [sys.executable, "-c", KILLS_ITS_HELPER]), "cpu")
     assert direct.ok and left.ok
     assert left.value("cpu") >= 0.5 * direct.value("cpu")

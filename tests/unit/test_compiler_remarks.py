@@ -76,18 +76,15 @@ def test_remarks_need_an_optimising_build() -> None:
     assert optimizing_flags(["-g"]) == ["-g", "-O2"]
 
 
-def test_a_compiler_past_its_cpu_time_is_said_to_take_too_long(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_compiler_past_its_cpu_time_is_said_to_take_too_long(tmp_path: Path) -> None:
     """Bounded by CPU time, not wall time (a loaded machine would cut a fine compile
     short), and told apart from a unit that does not compile."""
-    monkeypatch.setattr(compiler_remarks, "COMPILE_CPU_S", 1)
     source = tmp_path / "big.c"
     source.write_text("int main(void) { return 0; }\n")
     spinning = ["sh", "-c", "while :; do :; done", "cc"]
     unit = TranslationUnit(source, [], "defaults", directory=tmp_path)
     with pytest.raises(CompileTooLong, match="used over 1 CPU-s on big.c"):
-        compiler_remarks.run_compiler(spinning, unit, source, None)
+        compiler_remarks.run_compiler(spinning, unit, source, None, cpu_s=1)
     with pytest.raises(CompileError) as refused:
         compiler_remarks.run_compiler(["sh", "-c", "exit 1", "cc"], unit, source, None)
     assert not isinstance(refused.value, CompileTooLong)

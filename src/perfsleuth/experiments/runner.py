@@ -33,6 +33,7 @@ being warm, so no warm-up is run for them.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -42,7 +43,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,13 +226,24 @@ def _tail(path: Path) -> list[str]:
     return lines[-STDERR_TAIL_LINES:]
 
 
-def adopt_orphans() -> None:
-    """Make this process the subreaper of what its commands leave behind: a program that
-    kills its helper processes without waiting for them (K2 kills its Z3 servers) would
-    otherwise leave their CPU time in no rusage, and `--metric cpu` would miss it."""
+@contextlib.contextmanager
+def adopting_orphans() -> Iterator[None]:
+    """This process the subreaper of what its commands leave behind while they run: a
+    program that kills its helper processes without waiting for them (K2 kills its Z3
+    servers) would otherwise leave their CPU time in no rusage, and `--metric cpu` would
+    miss it. Undone after, so the process's other children's orphans go to init again
+    (a long-lived caller, `serve` or a test run, keeps no adopted processes)."""
+    _subreaper(1)
+    try:
+        yield
+    finally:
+        _subreaper(0)
+
+
+def _subreaper(on: int) -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, on, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux: orphans go to init, as before
 
@@ -299,7 +311,6 @@ def measure(
     """Interleaved rounds of every side; returns one Series per side, in order."""
     for side in sides:
         check_runnable(side)
-    adopt_orphans()
     series = [Series(side) for side in sides]
     warm_rounds = 0 if metric == "instructions" else warmup
     total = warm_rounds + runs
@@ -308,10 +319,11 @@ def measure(
         f"running {len(sides)} commands: {warm_rounds} warm-up and {runs} measured rounds",
         total=total * len(series),
     )
-    for round_no in range(total):
-        warming = round_no < warm_rounds
-        for s in series if warming else order.sample(series, len(series)):
-            m = run_once(s.side, metric)
-            (s.warmup if warming else s.runs).append(m)
-            progress.advance()
+    with adopting_orphans():
+        for round_no in range(total):
+            warming = round_no < warm_rounds
+            for s in series if warming else order.sample(series, len(series)):
+                m = run_once(s.side, metric)
+                (s.warmup if warming else s.runs).append(m)
+                progress.advance()
     return series
