@@ -36,8 +36,11 @@ PERFSLEUTH = [sys.executable, "-m", "perfsleuth.cli"]
 SECONDS = "2"  # of user CPU in the two functions: ~1,000 samples at 499 Hz
 FREQ = "499"
 HOT = ("crunch", "spell")
-# a share from ~1,000 samples is within 1.6 points of the truth 95% of the time
-CLOSE = 0.05
+# A share from ~1,000 samples is within 1.6 points of the truth 95% of the time, but
+# py-spy stalls now and then and its held stack takes a stretch of perf's samples
+# (docs/python.md): a run was 5.4 points off at load 2-3 (pyenv 3.13, clean-clone CI).
+# The 5-point target is measured in bench/python_shares.py; a test must hold on any run.
+CLOSE = 0.08
 
 
 def perfsleuth(store: Path, *args: str) -> subprocess.CompletedProcess:
