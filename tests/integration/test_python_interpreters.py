@@ -249,7 +249,7 @@ def test_a_cpython_py_spy_cannot_read_keeps_its_native_frames_and_says_so(tmp_pa
     subprocess.run(["cc", *includes, str(launcher), "-o", str(python), *link], check=True)
     store = tmp_path / "store"
     zlib_mixed = ROOT / "examples" / "python" / "zlib_mixed.py"
-    done = perfsleuth(store, "record", "--", str(python), str(zlib_mixed), "6")
+    done = perfsleuth(store, "record", "--", str(python), str(zlib_mixed), "60")
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if "no Python frames" in line]
     assert len(said) == 1 and "py-spy finds no CPython it can read" in said[0], done.stderr

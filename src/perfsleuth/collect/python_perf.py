@@ -135,26 +135,15 @@ def _record_pid(
             # perf ends by itself when the process is gone; stopped while it still reads
             # the process's maps (a short-lived one), it would write nothing at all
             perf.wait(timeout=PERF_EXIT_TIMEOUT_S)
-        lost = _lost(spy, pid, f"process {pid}")
     except subprocess.TimeoutExpired:
-        lost = ""
+        pass
     finally:
         stop(perf)
     elapsed = time.monotonic() - started
-    run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, lost, exe)
+    run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, "", exe)
     profile, meta = _spliced(run, workdir, rate)
     note_exit(spy, pid, elapsed, duration, profile.num_samples)
     return Recording(profile, duration_s=elapsed, meta=meta)
-
-
-def _lost(spy: SpyRun, pid: int, label: str) -> str:
-    """Why py-spy gave no trace of PID ("" when it did); a fatal failure raises."""
-    if spy.out.exists() and spy.out.stat().st_size > 0:
-        return ""
-    line, fatal = spy_failure(spy, pid, label)
-    if fatal:
-        raise UserError(line)
-    return line
 
 
 def _spy(tool: str, pid: int, duration: float | None, workdir: Path) -> SpyRun:
@@ -180,10 +169,21 @@ class _Run:
     exe: str  # the interpreter's executable
 
 
+def _lost(run: _Run) -> tuple[str, bool]:
+    """Why py-spy gave no trace of the run ("" when it did), and whether that alone
+    ends the recording."""
+    if run.lost or (run.spy.out.exists() and run.spy.out.stat().st_size > 0):
+        return run.lost, False
+    return spy_failure(run.spy, run.pid, run.label)
+
+
 def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
     """The mixed stacks of the run (kept in py-spy's raw format as py-spy.txt) and facts;
     the native stacks alone, said so on stderr and in the facts, when py-spy gave none."""
-    lost = run.lost or _lost(run.spy, run.pid, run.label)
+    lost, fatal = _lost(run)
+    raced = fatal and "exited before any sample" in lost
+    if fatal and not raced:
+        raise UserError(lost)
     timelines = {} if lost else py_spy_trace.read(run.spy.out, run.origin)
     script = workdir / "perf.txt"
     _perf_script(workdir / "perf.data", script, run.label)
@@ -196,6 +196,9 @@ def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
         raise UserError(
             f"{run.label} (pid {run.pid}) exited before any sample was taken; nothing recorded"
         )
+    if raced:
+        # perf sampled it: py-spy, slower to attach, found the short-lived process gone
+        lost = f"{run.label} (pid {run.pid}) exited before py-spy could read it"
     if not lost and not spliced.python:
         lost = (
             f"py-spy read no Python stack of the threads perf sampled in {run.label} "
