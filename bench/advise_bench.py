@@ -104,7 +104,7 @@ def time_analyzers(store_path: Path, run: str = "latest") -> dict[str, tuple[flo
     """name -> (wall, CPU seconds) of loading the run and of each analyzer."""
     from perfsleuth.advisor import AdviseOptions, build_context
     from perfsleuth.analyzers import discover
-    from perfsleuth.static_analysis.unit_analysis import cpu_seconds
+    from perfsleuth.static_analysis.cpu_limits import cpu_seconds
     from perfsleuth.store.runs import Store
 
     store = Store(store_path)

@@ -17,7 +17,7 @@ from ..static_analysis.compiler_remarks import Remark
 from ..static_analysis.machine_code import LoopCode, line_instructions
 from ..static_analysis.source import HotCode, hot_code
 from ..static_analysis.toolchain import Toolchain, toolchain_of
-from ..static_analysis.unit_analysis import UnitReport, hot_unit_reports
+from ..static_analysis.unit_analysis import Budget, UnitReport, hot_unit_reports
 from ..static_analysis.unit_cache import UnitCache
 from . import Context
 
@@ -52,19 +52,21 @@ def analyze(ctx: Context) -> list[Finding]:
 
 
 def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
-    """The analysed hot units of the run (at most ctx.options.deep_tus, started within
-    ctx.options.deep_budget CPU seconds), each with its binary; what the user should
-    know (missing source, units that do not compile or were over the budget, a missing
-    clang) goes to ctx.notes, once, and the other analyzers still run. Reports are kept
-    on disk (unit_cache.py): advising the run again, with a larger --budget, reuses them."""
+    """The analysed hot units of the run (at most ctx.options.deep_tus, within the
+    analysis' ctx.options.deep_budget CPU seconds), each with its binary; what the user
+    should know (missing source, units that do not compile, were over the budget or cut
+    short by it, a missing clang) goes to ctx.notes, once, and the other analyzers still
+    run. Reports are kept on disk (unit_cache.py): advising the run again, with a larger
+    --budget, reuses them."""
+    run = str(ctx.run.id or "RUN")
+    budget = Budget(ctx.options.deep_budget, ctx.started_cpu, ctx.deep_spent, run)
     reports, notes = hot_unit_reports(
         hot,
         ctx.binaries or ctx.run.dsos,
         ctx.src_roots,
         ctx.compile_commands,
         ctx.options.deep_tus,
-        ctx.options.deep_budget,
-        ctx.deep_spent,
+        budget,
         UnitCache(),
     )
     for note in notes:
