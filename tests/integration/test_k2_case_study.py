@@ -129,17 +129,24 @@ def test_try_patch_without_git_or_patch_file_says_what_is_missing(
 SOLVER_BUILD = f"cc $CFLAGS -shared -fPIC -o $OUT/libsolver.so {ROOT}/examples/k2/solver.c $LDFLAGS"
 
 
-def test_try_build_of_a_dependency_runs_the_program_with_each_build_of_the_library(
-    examples_built: Path, tmp_path: Path
-) -> None:
+def try_build_solver(
+    tmp_path: Path, build_command: str, variants: str, examples_built: Path, rounds: str
+) -> tuple[int, dict]:
+    """`try build --dependency libsolver.so` of hotlib: its exit status and JSON document."""
     out = tmp_path / "out.json"
     status = main(
         ["try", "build", "--store", str(tmp_path / "store"), "--format", "json", "-o", str(out),
-         "--dependency", "libsolver.so", "--build", SOLVER_BUILD, "--variants", "O1,lto",
-         "--runs", "3", "--", str(examples_built / "hotlib"), "500"]
+         "--dependency", "libsolver.so", "--build", build_command, "--variants", variants,
+         "--runs", "3", "--", str(examples_built / "hotlib"), rounds]
     )  # fmt: skip
+    return status, json.loads(out.read_text())
+
+
+def test_try_build_of_a_dependency_runs_the_program_with_each_build_of_the_library(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    status, doc = try_build_solver(tmp_path, SOLVER_BUILD, "O1,lto", examples_built, "500")
     assert status == 0
-    doc = json.loads(out.read_text())
     assert doc["dependency"] == "libsolver.so"
     assert [v["name"] for v in doc["variants"]] == ["O1", "lto"]
     assert all(v["ratio"] > 0 for v in doc["variants"])
@@ -165,14 +172,11 @@ def test_the_loader_is_asked_which_copy_of_the_library_the_program_loads(
 def test_a_dependency_build_that_makes_no_library_is_refused_with_why(
     examples_built: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "out.json"
-    status = main(
-        ["try", "build", "--store", str(tmp_path / "store"), "--format", "json", "-o", str(out),
-         "--dependency", "libsolver.so", "--build", "echo built nothing > $OUT/log",
-         "--variants", "O2", "--runs", "3", "--", str(examples_built / "hotlib"), "100"]
-    )  # fmt: skip
+    status, doc = try_build_solver(
+        tmp_path, "echo built nothing > $OUT/log", "O2", examples_built, "100"
+    )
     assert status == 1
-    (o2,) = json.loads(out.read_text())["variants"]
+    (o2,) = doc["variants"]
     assert o2["verdict"] == "failed" and "wrote no libsolver.so" in o2["error"]
 
 
