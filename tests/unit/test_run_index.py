@@ -11,12 +11,14 @@ from pathlib import Path
 import duckdb
 from cli_runner import perfsleuth
 
+from perfsleuth.formats import callgrind
 from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store import kept_counts, run_index
 from perfsleuth.store.runs import Store
+from perfsleuth.views import top
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FOLDED = FIXTURES / "hot.folded"
@@ -127,7 +129,7 @@ def _count_runs(root: Path) -> Store:
     store = Store(root)
     for path in (out, changed):
         document = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(path))
-        store.add_run(RunInfo(mode="count"), Recording(Profile(), documents=[document]))
+        store.add_run(RunInfo(mode="count"), Recording(callgrind.read(path), documents=[document]))
     return store
 
 
@@ -152,3 +154,17 @@ def test_diff_of_count_runs_without_duckdb_says_the_same(tmp_path: Path) -> None
     assert json.loads(again) == json.loads(first)
     changed = json.loads(first)
     assert changed["delta"] == 1000 and changed["lines_changed"] == 1
+
+
+def test_top_of_a_count_run_is_its_exact_top_kept_then_read_without_duckdb(
+    tmp_path: Path,
+) -> None:
+    store = _count_runs(tmp_path / "store")
+    first = _top(store.root, "1", "-n", "5")
+    argv = ["top", "1", "-n", "5", "--store", str(store.root), *JSON]
+    again, duckdb_loaded = _modules_after(argv)
+    assert not duckdb_loaded
+    exact = store.load_run(1).exact()
+    assert exact is not None
+    expected = json.loads(json.dumps({"run": "1", **top.exact_top(exact, n=5)}))
+    assert json.loads(again) == first == expected
