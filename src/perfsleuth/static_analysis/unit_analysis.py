@@ -28,6 +28,7 @@ from .clang_ast import outline
 from .compiler_remarks import COMPILE_CPU_S, CompileError, CompileTooLong, Remark
 from .gcc_remarks import gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
+from .toolchain import toolchain_of
 
 
 @dataclass
@@ -47,6 +48,10 @@ class UnitReport:
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     object_compiler: str = "clang-16"  # whose build object_loops were read from
+    # (file, loop line) -> that build's code of a matched loop that has no machine loop
+    object_straight: dict[tuple[str, int], list[machine_code.Instruction]] = field(
+        default_factory=dict
+    )
     error: str = ""
     seconds: float = 0.0  # CPU seconds of this process (the compilers' are their own)
     inputs: list[str] = field(default_factory=list)  # the source and the files it includes
@@ -100,8 +105,22 @@ class UnitReport:
         """The machine code of a matched loop: in the run's binary when there is one,
         else in clang-16's build of the unit."""
         if binary is not None and match.pattern != "straight-line":
-            return machine_code.loop_code(binary, match.file, match.line, match.end_line)
+            return machine_code.loop_code(
+                binary, match.file, match.line, match.end_line, stack_reads=match.needs_compiler
+            )
         return self.object_loops.get((match.file, match.line))
+
+    def straight_code(
+        self, match: AliasMatch, binary: Path | None
+    ) -> list[machine_code.Instruction]:
+        """The code of a matched loop's lines when the compiler left no machine loop
+        there (straight stores, a memmove call): in the run's binary when there is one,
+        else in the build of the unit."""
+        if match.pattern == "straight-line":
+            return []
+        if binary is not None:
+            return machine_code.straight_code(binary, match.file, match.line, match.end_line)
+        return self.object_straight.get((match.file, match.line), [])
 
     def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
         """Source matches clang does not refute."""
@@ -195,38 +214,42 @@ def _compile(report: UnitReport, cpu_s: int) -> None:
                 report.too_long = True
             except CompileError as exc:
                 report.error = f"it does not compile ({exc})"
-            report.builder_remarks = _builder_remarks(building)
+            report.builder_remarks = _builder_remarks(building, gcc_obj)
         if not report.error and report.matches:
-            # The machine code of the compiler that builds the unit: GCC's when it does.
-            if report.builder_remarks and gcc_obj.is_file():
-                obj, report.object_compiler = gcc_obj, report.builder_remarks[0].compiler
-            report.object_loops = _object_loops(unit, obj, report.matches)
+            # The machine code of the compiler that builds the unit: GCC's when it does
+            # (with or without remarks: a loop it made a memmove call has none).
+            if gcc_obj.is_file():
+                obj, report.object_compiler = gcc_obj, toolchain_of(unit).name
+            _read_object_code(report, obj)
 
 
-def _builder_remarks(building: Future[list[Remark]] | None) -> list[Remark]:
+def _builder_remarks(building: Future[list[Remark]] | None, obj: Path) -> list[Remark]:
     """GCC's remarks; none when GCC did not build the unit or cannot compile it with
-    the flags known (the finding then cites clang's verdict, and says so)."""
+    the flags known (the finding then cites clang's verdict and machine code, and says
+    so: what GCC left of `obj` is not its build)."""
     try:
         return building.result() if building is not None else []
     except CompileError:
+        obj.unlink(missing_ok=True)
         return []
 
 
-def _object_loops(
-    unit: TranslationUnit, obj: Path, matches: list[AliasMatch]
-) -> dict[tuple[str, int], machine_code.LoopCode]:
-    """The machine code clang-16 made of each matched loop, for when there is no
-    binary (lint) to read it from."""
+def _read_object_code(report: UnitReport, obj: Path) -> None:
+    """The machine code the unit's build made of each matched loop — its loop, or its
+    straight code when it has none — for when there is no binary (lint) to read it from."""
     exe = obj.with_suffix(".exe")
-    if not compiler_remarks.link_for_disassembly(unit, obj, exe):
-        return {}
-    loops = {}
-    for match in matches:
-        if match.pattern != "straight-line":
-            loop = machine_code.loop_code(exe, match.file, match.line, match.end_line)
-            if loop is not None:
-                loops[(match.file, match.line)] = loop
-    return loops
+    if not compiler_remarks.link_for_disassembly(report.unit, obj, exe):
+        return
+    for match in report.matches:
+        if match.pattern == "straight-line":
+            continue
+        span = (exe, match.file, match.line, match.end_line)
+        key = (match.file, match.line)
+        loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
+        if loop is not None:
+            report.object_loops[key] = loop
+        elif straight := machine_code.straight_code(*span):
+            report.object_straight[key] = straight
 
 
 def hot_unit_reports(
