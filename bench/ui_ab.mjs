@@ -1,9 +1,11 @@
 // Two builds of the web UI timed against each other in one Chromium, interleaved: the
-// sandwich and hide latency of bench/ui_bench.mjs (URL changed → the new graph painted)
+// focus, ignore, hide and sandwich latency of bench/ui_bench.mjs (URL changed → the new graph painted)
 // for build A, then B, then A … on the same server, so load changes hit both alike; and
 // whether both builds drew the same trees (a digest of every node's name, depth and weights).
-// Usage: node bench/ui_ab.mjs UI_URL RUN_ID DIR_A DIR_B [ROUNDS]
+// Usage: node bench/ui_ab.mjs UI_URL RUN_ID DIR_A DIR_B [ROUNDS] [QUERIES_JSON]
 //   DIR_*: a `vite build --outDir DIR` of ui/ (e.g. the last commit's and the work tree's).
+//   QUERIES_JSON: the focus / ignore / hide expressions (bench/ui_deep_bench.json's
+//   "queries" for the deep profile); default: the synthetic profile's names.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -14,9 +16,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../ui/package.json"));
 const { chromium } = require("playwright-core");
 
-const [ui, runId, dirA, dirB, rounds = "4"] = process.argv.slice(2);
+const [ui, runId, dirA, dirB, rounds = "4", queriesJson] = process.argv.slice(2);
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
-const HIDES = ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
+const QUERIES = queriesJson ? JSON.parse(queriesJson) : ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
+const KINDS = ["focus", "ignore", "hide", "sandwich"];
 const TYPES = { ".js": "text/javascript", ".css": "text/css", ".html": "text/html" };
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: FLAGS });
 
@@ -53,13 +56,15 @@ function shownDigest(page) {
   });
 }
 
-const times = { A: { sandwich: [], hide: [] }, B: { sandwich: [], hide: [] } };
+const times = { A: {}, B: {} };
+for (const kinds of Object.values(times)) for (const kind of KINDS) kinds[kind] = [];
 const digests = { A: [], B: [] };
 for (let r = 0; r < Number(rounds); r++) {
   for (const [label, dir] of [["A", dirA], ["B", dirB]]) {
     const { context, page } = await openFrom(dir);
     const names = await heavyNames(page, [1, 2, 3, 5, 8]);
-    const queries = [...HIDES.map((q) => ["hide", q]), ...names.map((n) => ["sandwich", n])];
+    const filters = ["focus", "ignore", "hide"].flatMap((kind) => QUERIES.map((q) => [kind, q]));
+    const queries = [...filters, ...names.map((n) => ["sandwich", n])];
     for (const [kind, q] of queries) {
       times[label][kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
       if (r === 0) digests[label].push(await shownDigest(page));

@@ -27,3 +27,11 @@ def examples_built() -> Path:
     """Builds examples/ once per session (make is incremental)."""
     subprocess.run(["make", "-s", "-C", str(EXAMPLES)], check=True)
     return EXAMPLE_BIN
+
+
+@pytest.fixture(scope="session")
+def asm_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """asm_binary.py's small program, built once for the machine-code tests."""
+    from asm_binary import build
+
+    return build(tmp_path_factory.mktemp("asm"))

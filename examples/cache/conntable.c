@@ -109,49 +109,27 @@ static uint64_t run_packets(struct conn *table, size_t n, size_t ops) {
     return check;
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
+#include "latency_sweep.h"
+
+static uint64_t packets_round(void *table, size_t ops) {
+    return run_packets(table, sweep_n, ops);
 }
 
 /* Not inlined, so that a plain run never calls it: the "never called" case. */
 __attribute__((noinline)) static double latency_ns(size_t n) {
     struct conn *table = open_connections(n);
-    size_t warm = n < 2000000 ? 2 * n : n;
-    run_packets(table, n, warm);
-    size_t ops = 4000000;
-    double best = 1e30;
-    for (int round = 0; round < 3; round++) {
-        double start = now_ns();
-        uint64_t check = run_packets(table, n, ops);
-        double per_op = (now_ns() - start) / (double)ops;
-        if (check == 42)
-            puts("");
-        if (per_op < best)
-            best = per_op;
-    }
+    run_packets(table, n, n < 2000000 ? 2 * n : n);
+    sweep_n = n;
+    double best = best_of_three(packets_round, table, 4000000);
     free(table);
     return best;
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 3 && strcmp(argv[1], "--sweep") == 0) {
-        printf("# sizeof(struct conn) = %zu\n# n ns_per_packet\n", sizeof(struct conn));
-        for (char *item = strtok(argv[2], ","); item; item = strtok(NULL, ","))
-            printf("%zu %.2f\n", (size_t)atol(item), latency_ns((size_t)atol(item)));
+    if (latency_sweep(argc, argv, "struct conn", sizeof(struct conn), "packet", latency_ns))
         return 0;
-    }
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s N [OPS] | --sweep N1,N2,...\n", argv[0]);
-        return 2;
-    }
-    size_t n = (size_t)atol(argv[1]);
-    size_t ops = argc > 2 ? (size_t)atol(argv[2]) : 4 * n;
-    if (n == 0) {
-        fprintf(stderr, "N must be a positive number of connections\n");
-        return 2;
-    }
+    size_t ops;
+    size_t n = plain_run(argc, argv, "connections", &ops);
     struct conn *table = open_connections(n);
     uint64_t check = run_packets(table, n, ops);
     printf("%zu connections, %zu packets, checksum %llu\n", n, ops, (unsigned long long)check);

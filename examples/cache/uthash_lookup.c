@@ -70,49 +70,28 @@ static uint64_t lookups(struct entry *table, size_t n, size_t ops) {
     return check;
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
+#include "latency_sweep.h"
+
+static uint64_t lookups_round(void *table, size_t ops) {
+    return lookups(table, sweep_n, ops);
 }
 
 static double latency_ns(size_t n) {
     struct entry *entries;
     struct entry *table = fill(n, &entries);
     lookups(table, n, n < 1000000 ? 2 * n : n);
-    size_t ops = 2000000;
-    double best = 1e30;
-    for (int round = 0; round < 3; round++) {
-        double start = now_ns();
-        uint64_t check = lookups(table, n, ops);
-        double per_op = (now_ns() - start) / (double)ops;
-        if (check == 42)
-            puts("");
-        if (per_op < best)
-            best = per_op;
-    }
+    sweep_n = n;
+    double best = best_of_three(lookups_round, table, 2000000);
     HASH_CLEAR(hh, table);
     free(entries);
     return best;
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 3 && strcmp(argv[1], "--sweep") == 0) {
-        printf("# sizeof(struct entry) = %zu\n# n ns_per_lookup\n", sizeof(struct entry));
-        for (char *item = strtok(argv[2], ","); item; item = strtok(NULL, ","))
-            printf("%zu %.2f\n", (size_t)atol(item), latency_ns((size_t)atol(item)));
+    if (latency_sweep(argc, argv, "struct entry", sizeof(struct entry), "lookup", latency_ns))
         return 0;
-    }
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s N [OPS] | --sweep N1,N2,...\n", argv[0]);
-        return 2;
-    }
-    size_t n = (size_t)atol(argv[1]);
-    size_t ops = argc > 2 ? (size_t)atol(argv[2]) : 4 * n;
-    if (n == 0) {
-        fprintf(stderr, "N must be a positive number of entries\n");
-        return 2;
-    }
+    size_t ops;
+    size_t n = plain_run(argc, argv, "entries", &ops);
     struct entry *entries;
     struct entry *table = fill(n, &entries);
     uint64_t check = lookups(table, n, ops);

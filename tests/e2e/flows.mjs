@@ -347,6 +347,16 @@ const flows = {
     await page.locator("a", { hasText: "back to the flame graph" }).click();
     await page.locator(".breadcrumb .crumb").first().waitFor();
     await urlMatching(page, /#\/run\/2\/flame$/);
+    // From a drawn flame graph, whose canvas the next graphs draw on: each of the sandwich's
+    // two graphs has a canvas of its own, as tall as its own rows.
+    await page.goto(`${base}#/run/2/flame?sandwich=compute_hot`);
+    await page.locator(".sandwich-info").waitFor();
+    const canvases = await page.evaluate(() => {
+      const graphs = [window.perfsleuthSandwich.callers, window.perfsleuthSandwich.callees];
+      const rows = (g) => 1 + Math.max(...Array.from(g.drawn.node.subarray(0, g.drawn.count), (n) => g.data.depth[n]));
+      return { shown: document.querySelectorAll("canvas.flame-canvas").length, distinct: graphs[0].canvas !== graphs[1].canvas, fit: graphs.map((g) => g.canvas.style.height === `${rows(g) * 18}px`) };
+    });
+    assert.deepEqual(canvases, { shown: 2, distinct: true, fit: [true, true] });
     // Every function of two runs' graphs: the trees built from the graph equal the ones counted stack by stack.
     for (const run of [2, 3]) {
       await page.evaluate(() => delete window.perfsleuthFlame);

@@ -67,3 +67,31 @@ def test_a_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "no such file" in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+# GCC 12 -O2 makes this loop a memset (cells has 64 bytes, so no store reaches width);
+# clang-16 keeps it and reloads r->width after every byte.
+CLEAR_ROW = """struct Row { unsigned char cells[64]; int width; };
+
+void clear_row(struct Row* r) {
+    for (int i = 0; i < r->width; i++) r->cells[i] = 0;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_loop_its_compiler_made_a_call_is_a_note_not_a_finding(
+    tmp_path: Path, compiler: str
+) -> None:
+    (tmp_path / "row.c").write_text(CLEAR_ROW)
+    entry = {"directory": ".", "file": "row.c", "arguments": [compiler, "-O2", "-c", "row.c"]}
+    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
+    done = lint("--no-cache", "--compile-commands", "compile_commands.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    if compiler == "clang":
+        assert done.stdout.startswith("1 finding(s)") and "reload `r->width`" in done.stdout
+        return
+    assert done.stdout.startswith("0 finding(s)")
+    [note] = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert note.startswith("note: not reported: the loop at row.c:4 in clear_row")
+    assert "GCC 12's build of the unit has no machine loop for its lines" in note

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.static_analysis.machine_code import loop_code, machine_loops, vector_loop
+from perfsleuth.static_analysis.machine_code import (
+    loop_code,
+    machine_loops,
+    straight_code,
+    vector_loop,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -19,6 +24,16 @@ void bump(std::vector<uint8_t>& v) {
 }
 void bump8(std::vector<char8_t>& v) {
     for (std::size_t i = 0; i < v.size(); i++) v[i] += 3;
+}
+struct Grid { const int* cells; std::size_t cols; };
+void threshold(const Grid* g, unsigned char* out) {
+    for (std::size_t c = 0; c < g->cols; c++) out[c] = g->cells[c] > 9;
+}
+uint32_t local_resized(const uint32_t* in, std::size_t n) {
+    std::vector<uint8_t> buf;
+    buf.resize(n);
+    for (std::size_t i = 0; i < buf.size(); i++) buf[i] = in[i] & 0xff;
+    return buf.empty() ? 0 : buf[0];
 }
 """
 
@@ -58,6 +73,30 @@ def test_clang_vectorises_the_char8_t_loop(binary: Path) -> None:
         pytest.skip("GCC 12 does not vectorise loops of unknown trip count at -O2")
     loop = vector_loop(binary, "loops.cc", 8, 8)
     assert loop is not None and loop.simd > 0
+
+
+def test_a_set_condition_store_is_a_byte_store(binary: Path) -> None:
+    """out[c] = a > b compiles to setcc on a byte in memory; clang then reloads g->cells
+    and g->cols after it."""
+    loop = loop_code(binary, "loops.cc", 12, 12)
+    assert loop is not None
+    assert any(i.text.startswith("set") for i in loop.byte_stores)
+    if "clang" in binary.parent.name:
+        assert loop.confirms_aliasing
+
+
+def test_a_local_object_s_reloads_are_read_from_the_stack(binary: Path) -> None:
+    """buf's address escaped into resize(): clang reads its bounds from the stack after
+    every byte, which are reloads of the object, not spills; GCC reads them once."""
+    stack = loop_code(binary, "loops.cc", 17, 17, stack_reads=True)
+    assert stack is not None and stack.byte_stores
+    reloads_from_stack = [i for i in stack.reloads if "[rsp" in i.text]
+    if "clang" in binary.parent.name:
+        assert stack.confirms_aliasing and reloads_from_stack
+        spills = loop_code(binary, "loops.cc", 17, 17)
+        assert spills is not None and not spills.confirms_aliasing
+    else:
+        assert not reloads_from_stack
 
 
 def test_lines_without_code_give_nothing(binary: Path) -> None:
@@ -103,6 +142,14 @@ def test_an_enclosing_loop_is_not_the_source_loop_s_code(tape: Path) -> None:
         i.text for loop in machine_loops(tape, "tape.c", 4, 16) for i in loop.instructions
     ), "GCC turns the copy loop into a memmove call"
     assert loop_code(tape, "tape.c", 8, 11) is None
+
+
+def test_a_loop_made_a_call_is_straight_code(tape: Path) -> None:
+    code = straight_code(tape, "tape.c", 8, 11)
+    assert any(i.text.startswith("call") for i in code)
+    assert [i.address for i in code] == sorted(i.address for i in code)
+    assert straight_code(tape, "tape.c", 4, 16) == []  # the outer loop is a machine loop
+    assert straight_code(tape, "tape.c", 100, 120) == []
 
 
 def test_the_outer_loop_is_its_own_lines_code(tape: Path) -> None:

@@ -274,8 +274,7 @@ def test_process_exiting_mid_recording_keeps_what_was_recorded(
     finally:
         target.wait()
     assert proc.returncode == 0, proc.stderr
-    runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
-    assert runs[0]["duration_s"] < 120
+    assert f"process {target.pid} exited after" in proc.stderr and "of the 120 s" in proc.stderr
     doc = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)
     assert doc["total"] > 0 and doc["threads"]
 

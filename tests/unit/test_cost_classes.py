@@ -10,32 +10,37 @@ from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 from perfsleuth.rules import load_classes
 
+
+def libc(function: str, source: str = "", line: int = 1) -> Frame:
+    return Frame(function, "libc.so.6", source, line if source else 0)
+
+
 MAIN = Frame("main", "app", "/src/app.c", 10)
 LOG = Frame("log_event", "app", "/src/logger.cc", 41)
 WORK = Frame("compute", "app", "/src/app.c", 7)
 CMP = Frame("by_key", "app", "/src/app.c", 20)
-WRITE = Frame("write", "libc.so.6", "./io/../sysdeps/unix/sysv/linux/write.c", 26)
+WRITE = libc("write", "./io/../sysdeps/unix/sysv/linux/write.c", 26)
 SYSCALL = Frame("do_syscall_64", "[kernel.kallsyms]", kernel=True)
 VFS_WRITE = Frame("vfs_write", "[kernel.kallsyms]", kernel=True)
-SNPRINTF = Frame("snprintf", "libc.so.6", "./stdio-common/snprintf.c", 31)
-VFPRINTF = Frame("__vfprintf_internal", "libc.so.6", "./stdio-common/vfprintf-internal.c", 1)
-ITOA = Frame("_itoa_word", "libc.so.6", "./stdio-common/_itoa.h", 1)
-PRINTF = Frame("printf", "libc.so.6", "./stdio-common/printf.c", 28)
-FILE_WRITE = Frame("_IO_new_file_write", "libc.so.6", "./libio/fileops.c", 1)
-MEMSET = Frame("__memset_avx2_unaligned_erms", "libc.so.6")
+SNPRINTF = libc("snprintf", "./stdio-common/snprintf.c", 31)
+VFPRINTF = libc("__vfprintf_internal", "./stdio-common/vfprintf-internal.c")
+ITOA = libc("_itoa_word", "./stdio-common/_itoa.h")
+PRINTF = libc("printf", "./stdio-common/printf.c", 28)
+FILE_WRITE = libc("_IO_new_file_write", "./libio/fileops.c")
+MEMSET = libc("__memset_avx2_unaligned_erms")
 FAULT = Frame("asm_exc_page_fault", "[kernel.kallsyms]", kernel=True)
 CLEAR = Frame("clear_page_erms", "[kernel.kallsyms]", kernel=True)
-MALLOC = Frame("malloc", "libc.so.6", "./malloc/malloc.c", 3281)
-QSORT = Frame("qsort", "libc.so.6", "./stdlib/msort.c", 1)
-MSORT = Frame("msort_with_tmp.part.0", "libc.so.6", "./stdlib/msort.c", 1)
+MALLOC = libc("malloc", "./malloc/malloc.c", 3281)
+QSORT = libc("qsort", "./stdlib/msort.c")
+MSORT = libc("msort_with_tmp.part.0", "./stdlib/msort.c")
 RELEASE = Frame(
     "std::_Sp_counted_base<(__gnu_cxx::_Lock_policy)2>::_M_release()",
     "app",
     "/usr/include/c++/12/bits/shared_ptr_base.h",
     346,
 )
-LOCK = Frame("pthread_mutex_lock", "libc.so.6", "./nptl/pthread_mutex_lock.c", 1)
-FDATASYNC = Frame("fdatasync", "libc.so.6", "./misc/../sysdeps/unix/sysv/linux/fdatasync.c", 28)
+LOCK = libc("pthread_mutex_lock", "./nptl/pthread_mutex_lock.c")
+FDATASYNC = libc("fdatasync", "./misc/../sysdeps/unix/sysv/linux/fdatasync.c", 28)
 JIT = Frame("[unknown]", "//anon")
 ONE = Thread(1, 1, "app")
 TWO = Thread(2, 1, "app")
@@ -175,7 +180,7 @@ def test_every_class_has_advice_and_a_basis() -> None:
 def test_class_patterns_are_anchored_so_one_alternation_keeps_their_order() -> None:
     for cls in load_classes():
         assert all(p.pattern.startswith("^") for p in cls.functions), cls.id
-    frames = [Frame("__strchrnul_evex", "libc.so.6"), Frame("_IO_default_xsputn", "libc.so.6")]
+    frames = [libc("__strchrnul_evex"), libc("_IO_default_xsputn")]
     classes = load_classes()
     ids = [classes[i].id for i in cost_classes.frame_classes(frames, classes)]
     assert ids == ["format.printf", "format.printf"]  # not stdio's or string's
@@ -183,7 +188,7 @@ def test_class_patterns_are_anchored_so_one_alternation_keeps_their_order() -> N
 
 def test_a_rule_matching_below_the_boundary_does_not_cover_the_class() -> None:
     """regcomp per call allocates: the allocator rule matches, but the fix is the regex's."""
-    regcomp = Frame("regcomp", "libc.so.6", "./posix/regcomp.c", 1)
+    regcomp = libc("regcomp", "./posix/regcomp.c")
     found = findings([([MALLOC, regcomp, LOG, MAIN], 70), ([regcomp, LOG, MAIN], 10), ([MAIN], 20)])
     assert found["class.regex.compile"].share == pytest.approx(0.8)
 
@@ -221,12 +226,12 @@ def test_a_python_programs_writes_are_not_covered_by_the_interpreter_rule() -> N
 def test_a_fresh_patterns_dfa_and_its_regfree_are_the_compiles_cost() -> None:
     """glibc builds a new pattern's DFA states while regexec runs and frees them in
     regfree: compiled once, both go; the matching itself stays the engine's."""
-    regexec = Frame("regexec", "libc.so.6", "./posix/regexec.c", 1)
-    search = Frame("re_search_internal", "libc.so.6", "./posix/regexec.c", 1)
-    trtable = Frame("build_trtable", "libc.so.6", "./posix/regexec.c", 1)
-    regfree = Frame("regfree", "libc.so.6", "./posix/regcomp.c", 1)
-    dfa = Frame("free_dfa_content", "libc.so.6", "./posix/regcomp.c", 1)
-    check = Frame("check_matching", "libc.so.6", "./posix/regexec.c", 1)
+    regexec = libc("regexec", "./posix/regexec.c")
+    search = libc("re_search_internal", "./posix/regexec.c")
+    trtable = libc("build_trtable", "./posix/regexec.c")
+    regfree = libc("regfree", "./posix/regcomp.c")
+    dfa = libc("free_dfa_content", "./posix/regcomp.c")
+    check = libc("check_matching", "./posix/regexec.c")
     found = findings(
         [
             ([trtable, search, regexec, WORK, MAIN], 40),
@@ -243,7 +248,7 @@ def test_a_clone_is_its_allocation_and_its_copy() -> None:
     clone = Frame(
         "<alloc::vec::Vec<T,A> as core::clone::Clone>::clone", "app", "/rustc/x/vec.rs", 1
     )
-    memcpy = Frame("__memmove_avx_unaligned_erms", "libc.so.6")
+    memcpy = libc("__memmove_avx_unaligned_erms")
     rust_alloc = Frame("alloc::alloc::alloc", "app", "/rustc/x/alloc.rs", 1)
     found = findings([([memcpy, clone, WORK, MAIN], 50), ([rust_alloc, clone, WORK, MAIN], 30),
                       ([WORK, MAIN], 20)])  # fmt: skip
@@ -253,10 +258,10 @@ def test_a_clone_is_its_allocation_and_its_copy() -> None:
 
 def test_a_stripped_programs_caller_is_not_the_c_runtime() -> None:
     """sed -E: nameless frames of the stripped program, then libc's start-up."""
-    re_search = Frame("re_search", "libc.so.6", "./posix/regexec.c", 1)
-    transit = Frame("transit_state_mb", "libc.so.6", "./posix/regexec.c", 1)
+    re_search = libc("re_search", "./posix/regexec.c")
+    transit = libc("transit_state_mb", "./posix/regexec.c")
     nameless = Frame("[unknown]", "sed")
-    start = Frame("__libc_start_call_main", "libc.so.6", "./csu/libc_start_call_main.h", 58)
+    start = libc("__libc_start_call_main", "./csu/libc_start_call_main.h", 58)
     found = findings([([transit, re_search, nameless, start], 90), ([nameless, start], 10)])
     engines = found["class.regex.engines"]
     assert "__libc_start_call_main" not in engines.title

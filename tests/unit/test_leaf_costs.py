@@ -51,17 +51,12 @@ def test_the_store_keeps_the_table_with_its_run(tmp_path: Path) -> None:
     assert kept.of_function("mix") == {0x1120: 10.0, 0x1130: 30.0}
 
 
-@pytest.fixture(scope="module")
-def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(tmp_path_factory.mktemp("leaf"))
-
-
-def test_each_instruction_has_its_share_of_the_function(binary: Path) -> None:
-    run = profile(binary)
+def test_each_instruction_has_its_share_of_the_function(asm_program: Path) -> None:
+    run = profile(asm_program)
     plain = hot_line_code(run, "mix", run.dsos)
     hot = plain["lines"][0]["instructions"]
     first, last = hot[0]["address"], hot[-1]["address"]
-    name = binary.name
+    name = asm_program.name
     costs = LeafCosts.build(
         {(name, first, "mix"): 60.0, (name, last, "mix"): 20.0, (name, 0x1, "mix"): 20.0}
     )
@@ -83,8 +78,10 @@ def test_each_instruction_has_its_share_of_the_function(binary: Path) -> None:
         ({"source": "perf.data", "reader": "native"}, "offcpu", "a run in offcpu mode keeps no"),
     ],
 )
-def test_a_run_without_addresses_says_why(binary: Path, meta: dict, mode: str, why: str) -> None:
-    run = profile(binary)
+def test_a_run_without_addresses_says_why(
+    asm_program: Path, meta: dict, mode: str, why: str
+) -> None:
+    run = profile(asm_program)
     run.meta = meta
     doc = hot_line_code(run, "mix", run.dsos, None, mode)
     assert doc["counts"] == "line" and why in doc["no_cost_reason"]

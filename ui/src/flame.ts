@@ -4,8 +4,11 @@
 // million-node profile takes seconds and hundreds of MB), and speedscope is an
 // application, not an embeddable component. The data here is already a
 // pre-order array of nodes (server/flamedata.py), so layout is one linear pass,
-// and drawing skips every subtree narrower than a pixel: a redraw touches only
-// the few thousand visible nodes whatever the profile's size.
+// and drawing skips every subtree narrower than a third of a pixel: a redraw touches
+// only the visible nodes whatever the profile's size. Frames narrower than a pixel are
+// painted as one-pixel slivers merged down each pixel column: a deep recursive profile
+// has tens of thousands of them, and the canvas took 100-200 ms to rasterise them one
+// by one.
 
 import { shortName } from "./names";
 
@@ -206,12 +209,13 @@ const ROW = 18;
 const FONT = "11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace";
 const CHAR_WIDTH = 6.7;
 const MIN_WIDTH_PX = 0.35;
+const SLIVER_PX = 1; // narrower frames are painted as slivers
 // Canvases taller than ~32,000 px fail to draw: deeper graphs show this many rows,
 // starting a few levels above the zoomed frame.
 const MAX_ROWS = 1000;
 
 export class FlameGraph {
-  readonly canvas = document.createElement("canvas");
+  readonly canvas = freeCanvas();
   readonly tip = document.createElement("div");
   zoom = 0;
   cursor = -1; // the frame the keyboard is on (outlined), -1 before any key or click
@@ -221,6 +225,7 @@ export class FlameGraph {
   private labels: string[];
   private drawn = emptyDrawn(4096);
   private rows = 1; // rows drawn by the last draw()
+  private slivers = new Uint8Array(0); // per pixel column and row: 0, or the sliver painted there
   // A view narrower than the zoomed frame (wheel zoom, drag pan), in weight units; null:
   // the zoomed frame's own extent.
   private view: { left: number; span: number } | null = null;
@@ -238,13 +243,19 @@ export class FlameGraph {
     this.layout = new Layout(data, options.width, options.heaviestFirst);
     this.matched = new Uint8Array(data.names.length);
     ({ palette: this.palette, labels: this.labels } = nameStyles(data));
-    this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
-    this.canvas.addEventListener("mouseleave", () => this.hideTip());
-    this.canvas.addEventListener("click", (e) => this.onClick(e));
-    this.canvas.addEventListener("keydown", (e) => this.onKey(e));
-    this.canvas.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
-    this.canvas.addEventListener("mousedown", (e) => this.onDragStart(e));
-    window.addEventListener("mouseup", () => this.onDragEnd());
+    const listening = new AbortController();
+    const signal = listening.signal;
+    this.canvas.addEventListener("mousemove", (e) => this.onMove(e), { signal });
+    this.canvas.addEventListener("mouseleave", () => this.hideTip(), { signal });
+    this.canvas.addEventListener("click", (e) => this.onClick(e), { signal });
+    this.canvas.addEventListener("keydown", (e) => this.onKey(e), { signal });
+    this.canvas.addEventListener("wheel", (e) => this.onWheel(e), { passive: false, signal });
+    this.canvas.addEventListener("mousedown", (e) => this.onDragStart(e), { signal });
+    window.addEventListener("mouseup", () => this.onDragEnd(), { signal });
+    keepCanvas(this.canvas, () => {
+      listening.abort();
+      this.resizing?.disconnect();
+    });
   }
 
   setOrder(heaviestFirst: boolean): void {
@@ -258,11 +269,12 @@ export class FlameGraph {
     this.draw();
   }
 
-  zoomTo(node: number): void {
+  /** Zooms to a node (0, the root, if there is no such node); `redraw` false leaves the painting to the caller. */
+  zoomTo(node: number, redraw = true): void {
     this.zoom = node >= 0 && node < this.data.nodes ? node : 0;
     this.view = null;
     this.hideTip();
-    this.draw();
+    if (redraw) this.draw();
   }
 
   /** Highlights frames whose name matches; returns their share of the whole graph. */
@@ -327,26 +339,74 @@ export class FlameGraph {
    * thin spikes do not push the root off the first screen.
    */
   draw(): void {
+    const cssWidth = this.holderWidth();
+    this.paint(this.collect(cssWidth), cssWidth);
+  }
+
+  /** Paints the `count` frames collect() gave for `cssWidth`. */
+  private paint(count: number, cssWidth: number): void {
     this.watchResize();
-    const cssWidth = this.canvas.parentElement?.clientWidth || 1000;
-    const count = this.collect(cssWidth);
+    if (this.canvas.isConnected) shownCanvases.add(this.canvas);
     const cssHeight = this.rows * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
     const d = this.drawn;
+    this.markSlivers(count, Math.ceil(cssWidth));
     for (let k = 0; k < count; k++) d.y[k] = this.rowTop(d.y[k], cssHeight);
     const used = new Uint8Array(COLOURS.length);
-    for (let k = 0; k < count; k++) used[d.colour[k]] = 1;
+    for (let k = 0; k < count; k++) if (d.w[k] >= SLIVER_PX) used[d.colour[k]] = 1;
     for (let c = 0; c < COLOURS.length; c++) {
       if (!used[c]) continue;
       ctx.fillStyle = COLOURS[c];
       ctx.beginPath();
       for (let k = 0; k < count; k++) {
-        if (d.colour[k] === c) ctx.rect(d.x[k], d.y[k], Math.max(d.w[k] - 0.5, 0.5), ROW - 1);
+        if (d.colour[k] === c && d.w[k] >= SLIVER_PX) ctx.rect(d.x[k], d.y[k], d.w[k] - 0.5, ROW - 1);
       }
       ctx.fill();
     }
+    this.paintSlivers(ctx, Math.ceil(cssWidth), cssHeight);
     this.drawLabels(ctx, count);
     this.drawCursor(ctx, cssWidth, cssHeight);
+  }
+
+  /** Marks the pixel column and row of each drawn frame narrower than a pixel (`drawn.y` still holds rows); a search match wins its cell. */
+  private markSlivers(count: number, columns: number): void {
+    const rows = this.rows;
+    if (this.slivers.length < columns * rows) this.slivers = new Uint8Array(columns * rows);
+    const cells = this.slivers;
+    cells.fill(0, 0, columns * rows);
+    const d = this.drawn;
+    for (let k = 0; k < count; k++) {
+      if (d.w[k] >= SLIVER_PX) continue;
+      const cell = Math.min(Math.floor(d.x[k]), columns - 1) * rows + d.y[k];
+      cells[cell] = Math.max(cells[cell], d.colour[k] === MATCH ? SLIVER_MATCH : SLIVER_PLAIN);
+    }
+  }
+
+  /** The marked slivers, each run of rows in a pixel column as one rectangle, one path per kind. */
+  private paintSlivers(ctx: CanvasRenderingContext2D, columns: number, cssHeight: number): void {
+    const rows = this.rows;
+    const cells = this.slivers;
+    for (const kind of [SLIVER_PLAIN, SLIVER_MATCH]) {
+      ctx.fillStyle = COLOURS[kind === SLIVER_MATCH ? MATCH : this.sliverColour()];
+      ctx.beginPath();
+      for (let col = 0; col < columns; col++) {
+        const base = col * rows;
+        for (let row = 0; row < rows; row++) {
+          if (cells[base + row] !== kind) continue;
+          let last = row;
+          while (last + 1 < rows && cells[base + last + 1] === kind) last++;
+          ctx.rect(col, Math.min(this.rowTop(row, cssHeight), this.rowTop(last, cssHeight)), 1, (last - row + 1) * ROW - 1);
+          row = last;
+        }
+      }
+      ctx.fill();
+    }
+  }
+
+  /** A sliver's colour: what a non-matching frame gets while searching, else warm (by name) or neutral (off-CPU and diff shades). */
+  private sliverColour(): number {
+    if (this.matched.includes(1)) return DIMMED;
+    return this.options.colouring === "name" ? SLIVER : ROOT;
   }
 
   /** The y of a row's top: rows count from the root, which is at the bottom of a flame graph. */
@@ -355,15 +415,17 @@ export class FlameGraph {
   }
 
   /**
-   * Turns a flame graph whose root would open below the first screen into an icicle (root on
-   * top, as pprof and speedscope draw), unless the user chose the orientation. True if it did.
+   * The first draw: a flame graph whose root would open below the first screen is drawn as an
+   * icicle (root on top, as pprof and speedscope draw), unless the user chose the orientation.
+   * True if it turned it. The frames are collected once and painted once.
    */
-  fitRootInView(chosen: boolean): boolean {
-    if (chosen || this.options.icicle) return false;
-    const top = this.canvas.getBoundingClientRect().top + window.scrollY;
-    if (top + this.rows * ROW <= window.innerHeight) return false;
-    this.setIcicle(true);
-    return true;
+  drawFitted(chosen: boolean): boolean {
+    const cssWidth = this.holderWidth();
+    const count = this.collect(cssWidth);
+    const turn = !chosen && !this.options.icicle && this.canvas.getBoundingClientRect().top + window.scrollY + this.rows * ROW > window.innerHeight;
+    if (turn) this.options.icicle = true;
+    this.paint(count, cssWidth);
+    return turn;
   }
 
   /** Outlines the keyboard's frame: one rectangle, computed from its own layout. */
@@ -381,6 +443,10 @@ export class FlameGraph {
     ctx.strokeStyle = CURSOR;
     ctx.lineWidth = 2;
     ctx.strokeRect(left + 1, this.rowTop(row, cssHeight) + 1, Math.max(right - left - 2, 1), ROW - 3);
+  }
+
+  private holderWidth(): number {
+    return this.canvas.parentElement?.clientWidth || 1000;
   }
 
   /** Redraws when the holder's width changes (window resized); once the canvas is attached. */
@@ -646,6 +712,39 @@ export class FlameGraph {
   }
 }
 
+/**
+ * Canvases of graphs that left the page, for the next graph to draw on: each filter,
+ * sandwich or URL change builds a new graph, and a new canvas of a deep graph's size
+ * (1,600 × 1,500 px) took 5-10 ms to allocate and clear, and the compositor a new
+ * resource. A canvas is free once its graph was drawn on the page and is no longer on
+ * it; taking it releases the old graph's listeners.
+ */
+const keptCanvases = new Map<HTMLCanvasElement, () => void>(); // canvas → release its graph
+const shownCanvases = new WeakSet<HTMLCanvasElement>();
+const KEPT_CANVASES = 4;
+
+function freeCanvas(): HTMLCanvasElement {
+  for (const [canvas, release] of keptCanvases) {
+    if (canvas.isConnected || !shownCanvases.has(canvas)) continue;
+    release();
+    keptCanvases.delete(canvas);
+    shownCanvases.delete(canvas); // until its new graph draws it on the page
+    canvas.style.cursor = "";
+    return canvas;
+  }
+  return document.createElement("canvas");
+}
+
+function keepCanvas(canvas: HTMLCanvasElement, release: () => void): void {
+  keptCanvases.set(canvas, release);
+  for (const [old, releaseOld] of keptCanvases) {
+    if (keptCanvases.size <= KEPT_CANVASES) break;
+    if (old.isConnected || !shownCanvases.has(old)) continue;
+    releaseOld();
+    keptCanvases.delete(old);
+  }
+}
+
 /** Arrows move the cursor (towards the leaves is up in a flame graph, down in an icicle), Enter zooms, Escape zooms out. */
 const KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Enter", "Escape", "+", "=", "-"];
 
@@ -662,8 +761,10 @@ const COLOURS: string[] = [
   hsl(175, 45, 60), // inlined frames
   hsl(95, 45, 55), // Python frames, apart from the native ones they call
   hsl(45, 25, 76), // processes: neutral, a level of their own
+  hsl(24, 45, 66), // frames narrower than a pixel, coloured by name
 ];
-const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON, PROCESS] = [0, 1, 2, 3, 4, 5, 6];
+const [ROOT, MATCH, DIMMED, KERNEL, INLINED, PYTHON, PROCESS, SLIVER] = [0, 1, 2, 3, 4, 5, 6, 7];
+const [SLIVER_PLAIN, SLIVER_MATCH] = [1, 2];
 const CURSOR = "#1d2330";
 const NAMED = COLOURS.length;
 for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));

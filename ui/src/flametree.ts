@@ -143,7 +143,7 @@ function mergeGroups(data: FlameData, old: Float64Array[], top: ArrayLike<number
   let size = 1;
   const capacity = name.length;
   const groups = newGroups(capacity);
-  const scratch = new Int32Array(capacity);
+  const scratch = reused("scratch", Int32Array, capacity);
   let count = 0;
   for (let k = 0; k < top.length; k++) {
     if (hidden && hidden[data.name[top[k]]]) count = gather(data, hidden, top[k], scratch, count);
@@ -205,10 +205,29 @@ function copySubtree(data: FlameData, old: Float64Array[], first: number, level:
 
 const SMALL_SUBTREE = 32;
 
+type TypedArrayOf<T> = { new (length: number): T };
+
+const scratchArrays = new Map<string, Int32Array | Uint16Array | Float64Array>();
+
+/**
+ * A scratch array of at least `length` for one use, kept for the next merge: a merge's
+ * working arrays are as large as the graph, and allocating them anew on each filter or
+ * sandwich made V8 collect garbage (20-30 ms) on most of them. Its contents are stale.
+ */
+function reused<T extends Int32Array | Uint16Array | Float64Array>(use: string, type: TypedArrayOf<T>, length: number): T {
+  let array = scratchArrays.get(use) as T | undefined;
+  if (!array || array.length < length) {
+    array = new type(length);
+    scratchArrays.set(use, array);
+  }
+  return array;
+}
+
 /** hiddenBefore[i]: how many of the nodes before i are hidden frames (null without `hidden`). */
 function hiddenPrefix(data: FlameData, hidden: Uint8Array | null): Int32Array | null {
   if (!hidden) return null;
-  const before = new Int32Array(data.nodes + 1);
+  const before = reused("hiddenBefore", Int32Array, data.nodes + 1);
+  before[0] = 0;
   for (let i = 0; i < data.nodes; i++) before[i + 1] = before[i] + hidden[data.name[i]];
   return before;
 }
@@ -223,8 +242,8 @@ interface Groups {
 }
 
 function newGroups(capacity: number): Groups {
-  const ints = () => new Int32Array(capacity);
-  return { pool: ints(), start: ints(), length: ints(), level: new Uint16Array(capacity), pending: 0 };
+  const ints = (use: string) => reused(use, Int32Array, capacity);
+  return { pool: ints("pool"), start: ints("start"), length: ints("length"), level: reused("level", Uint16Array, capacity), pending: 0 };
 }
 
 /** A node's children into out[count ..], a hidden child replaced by its own; the new count. */
@@ -257,11 +276,19 @@ function pushGroups(groups: Groups, name: Int32Array, scratch: Int32Array, count
   }
 }
 
-/** scratch[0 .. count) by name index: already in order unless hidden frames' callees joined. */
+/**
+ * scratch[0 .. count) by name index: already in order unless hidden frames' callees (or a
+ * sandwich's calls from many places) joined. Sorted as numbers (name, then node) without a
+ * comparator: a comparator called per pair took most of a sandwich's time.
+ */
 function sortMembers(scratch: Int32Array, count: number, name: Int32Array): void {
   for (let k = 1; k < count; k++) {
     if (name[scratch[k - 1]] > name[scratch[k]]) {
-      scratch.subarray(0, count).sort((a, b) => name[a] - name[b]);
+      const keys = reused("sortKeys", Float64Array, count);
+      const span = name.length; // more than any node index: name * span + node is exact in a double
+      for (let m = 0; m < count; m++) keys[m] = name[scratch[m]] * span + scratch[m];
+      keys.subarray(0, count).sort();
+      for (let m = 0; m < count; m++) scratch[m] = keys[m] % span;
       return;
     }
   }

@@ -14,18 +14,15 @@ from ..model.findings import Finding
 from ..static_analysis.aliasing_fixes import fixes_for, saving_for
 from ..static_analysis.aliasing_patterns import AliasMatch
 from ..static_analysis.compiler_remarks import Remark
-from ..static_analysis.machine_code import LoopCode, line_instructions
+from ..static_analysis.machine_code import Instruction, LoopCode
 from ..static_analysis.source import HotCode, hot_code
-from ..static_analysis.toolchain import Toolchain, toolchain_of
+from ..static_analysis.toolchain import toolchain_of
 from ..static_analysis.unit_analysis import Budget, UnitReport, hot_unit_reports
 from ..static_analysis.unit_cache import UnitCache
 from . import Context
 
 REMARK_CONFIRMS = 0.05
 MACHINE_CODE_CONFIRMS = 0.08
-# The code of the user's compiler has the loop but no reload in it (or no loop at
-# all: it became stores or a library call): the pattern costs nothing there.
-NO_RELOAD_CONFIDENCE = 0.3
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -44,10 +41,12 @@ def analyze(ctx: Context) -> list[Finding]:
             if refuted and (asm is None or not asm.confirms_aliasing):
                 continue
             in_binary = binary is not None and match.pattern != "straight-line"
-            finding = build_finding(match, report, remark, asm, share, in_binary)
-            if in_binary and asm is None and binary is not None:
-                _no_machine_loop(finding, binary)
-            findings.append(finding)
+            straight = report.straight_code(match, binary) if asm is None else []
+            quiet = no_cost_seen(match, report, asm, straight, in_binary)
+            if quiet:
+                ctx.notes.append(quiet)
+                continue
+            findings.append(build_finding(match, report, remark, asm, share, in_binary))
     return findings
 
 
@@ -90,9 +89,6 @@ def build_finding(
     evidence, confidence = _evidence(match, remark, asm, asm_in_binary, built)
     confirmed_by = _confirmed_by(remark, asm, asm_in_binary, built)
     evidence.append(_confirmation(confirmed_by, built))
-    if _reloads_refuted(match, asm, asm_in_binary, toolchain, built):
-        confidence = min(confidence, NO_RELOAD_CONFIDENCE)
-        evidence.append(f"but {toolchain.name}'s code of the loop reloads nothing: no cost seen")
     if match.short_trip is not None:
         evidence.append(
             f"but the loop runs at most {match.short_trip} times per call: a few reloads, "
@@ -202,27 +198,41 @@ def _machine_code_evidence(
     )
 
 
-def _reloads_refuted(
-    match: AliasMatch, asm: LoopCode | None, asm_in_binary: bool, toolchain: Toolchain, built: str
-) -> bool:
-    """Does the user's compiler's own code of the loop show no reload? The binary's code
-    is the user's; a build of the unit speaks for the user when it is by their compiler."""
-    if asm is None or asm.confirms_aliasing or match.pattern == "straight-line":
-        return False
-    return asm_in_binary or built.lower().startswith(toolchain.family)
-
-
-def _no_machine_loop(finding: Finding, binary: Path) -> None:
-    """The binary has code for the loop's lines but no machine loop there: the compiler
-    turned it into straight stores or a library call, and nothing is reloaded."""
-    match = finding.details["match"]
-    lines = range(int(match["line"]), int(match["end_line"]) + 1)
-    if line_instructions(binary, match["file"], lines):
-        finding.confidence = min(finding.confidence, NO_RELOAD_CONFIDENCE)
-        finding.evidence.append(
-            "but the binary has no machine loop for these lines (the compiler turned the "
-            "loop into straight stores or a call): no reload per element"
+def no_cost_seen(
+    match: AliasMatch,
+    report: UnitReport,
+    asm: LoopCode | None,
+    straight: list[Instruction],
+    asm_in_binary: bool,
+) -> str:
+    """Why the user's compiler's own code of a matched loop shows that the pattern
+    costs nothing — its loop reloads nothing (the compiler proved the write cannot
+    reach the read, or read it once before the loop), or it has no machine loop at all
+    (straight stores, a memmove call) — as a note naming the loop; "" when it may cost.
+    The binary's code is the user's; a build of the unit speaks for the user when it
+    is by their compiler."""
+    toolchain = toolchain_of(report.unit)
+    built = report.object_compiler
+    own = asm_in_binary or built.lower().startswith(toolchain.family)
+    if match.pattern == "straight-line" or not own:
+        return ""
+    if asm is not None and not asm.reloads:
+        code = "the binary's code" if asm_in_binary else f"{built}'s code (a build of the unit)"
+        why = f"{code} of the loop reloads nothing"
+    elif asm is None and straight:
+        code = "the binary" if asm_in_binary else f"{built}'s build of the unit"
+        calls = [f": {i.describe()}" for i in straight if i.text.startswith("call")]
+        why = (
+            f"{code} has no machine loop for its lines (the loop became straight code or "
+            f"a library call{calls[0] if calls else ''})"
         )
+    else:
+        return ""
+    return (
+        f"not reported: the loop at {Path(match.file).name}:{match.line} in "
+        f"{match.function} matches an aliasing pattern (`{match.write}`, `{match.read}`), "
+        f"but {why}: no cost seen"
+    )
 
 
 def _count(items: list, noun: str) -> str:

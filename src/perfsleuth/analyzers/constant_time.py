@@ -5,19 +5,18 @@ whatever its gain, with full confidence because the traces are exact."""
 
 from __future__ import annotations
 
-from ..cpu_cache_projections import function_share
-from ..model.cpu_cache import CacheProjections, ConstantTime
+from ..cpu_cache_projections import traced_shares
+from ..model.cpu_cache import ConstantTime
 from ..model.findings import Finding
 from . import Context
 
 
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
-    traced: dict[str, CacheProjections] = ctx.cache
-    for function, doc in traced.items():
+    for function, doc, share in traced_shares(ctx.profile, ctx.cache):
         verdict = doc.constant_time
         if verdict is not None and not verdict["constant_time"]:
-            findings.append(finding(function, verdict, function_share(ctx.profile, function)))
+            findings.append(finding(function, verdict, share))
     return findings
 
 

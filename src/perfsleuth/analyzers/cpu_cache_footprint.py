@@ -8,15 +8,8 @@ a small fraction of the function's share; the finding is about where the cliff i
 
 from __future__ import annotations
 
-from ..cpu_cache_projections import function_share
-from ..model.cpu_cache import (
-    CacheProjections,
-    Cliff,
-    Scaling,
-    TlbCliff,
-    levels_text,
-    limited_by_sets,
-)
+from ..cpu_cache_projections import traced_shares
+from ..model.cpu_cache import Cliff, Scaling, TlbCliff, levels_text, limited_by_sets
 from ..model.findings import Finding
 from . import Context
 
@@ -25,12 +18,10 @@ GAIN_FRACTION = 0.2
 
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
-    traced: dict[str, CacheProjections] = ctx.cache
-    for function, doc in traced.items():
+    for function, doc, share in traced_shares(ctx.profile, ctx.cache):
         scaling = doc.scaling
         if scaling is None:
             continue
-        share = function_share(ctx.profile, function)
         findings += [
             finding(function, scaling, c, share) for c in scaling["cliffs"] if c["in_range"]
         ]
@@ -40,20 +31,28 @@ def analyze(ctx: Context) -> list[Finding]:
     return findings
 
 
-def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Finding:
-    fit = scaling["fit"]
+def in_range(rule: str, what: str, scaling: Scaling, share: float, **fields) -> Finding:
+    """A finding on a cliff met inside the range of n the user scaled over."""
     low, high = scaling["range"]
     return Finding(
-        rule="cache.footprint.cliff",
+        rule=rule,
         kind="cache-footprint",
-        title=(
-            f"{function}'s working set exceeds {cliff['level']} at n = {cliff['n']:,}, "
-            f"inside the scaled range {low:,}..{high:,}"
-        ),
-        function=function,
+        title=f"{what}, inside the scaled range {low:,}..{high:,}",
         share=share,
         estimated_gain=share * GAIN_FRACTION,
         confidence=0.5,
+        **fields,
+    )
+
+
+def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Finding:
+    fit = scaling["fit"]
+    return in_range(
+        "cache.footprint.cliff",
+        f"{function}'s working set exceeds {cliff['level']} at n = {cliff['n']:,}",
+        scaling,
+        share,
+        function=function,
         evidence=[
             f"working set = {fit['intercept_lines']:.0f} + {fit['lines_per_n']:.3f} x n "
             f"cache lines ({fit['bytes_per_n']:.1f} B per n)",
@@ -105,18 +104,12 @@ def capacity(cliff: Cliff) -> str:
 
 
 def tlb_finding(function: str, scaling: Scaling, tlb: TlbCliff, share: float) -> Finding:
-    low, high = scaling["range"]
-    return Finding(
-        rule="cache.footprint.tlb",
-        kind="cache-footprint",
-        title=(
-            f"{function}'s data spreads over more pages than the TLB reaches at "
-            f"n = {tlb['n']:,}, inside the scaled range {low:,}..{high:,}"
-        ),
+    return in_range(
+        "cache.footprint.tlb",
+        f"{function}'s data spreads over more pages than the TLB reaches at n = {tlb['n']:,}",
+        scaling,
+        share,
         function=function,
-        share=share,
-        estimated_gain=share * GAIN_FRACTION,
-        confidence=0.5,
         evidence=[
             f"pages touched = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} x n "
             f"(4 KiB pages)",

@@ -9,15 +9,8 @@ share x (lines saved / lines touched) x MISS_BOUND_FRACTION.
 
 from __future__ import annotations
 
-from ..cpu_cache_projections import function_share
-from ..model.cpu_cache import (
-    CacheProjections,
-    Reorder,
-    Sampling,
-    StructLayout,
-    owner,
-    sampling_text,
-)
+from ..cpu_cache_projections import traced_shares
+from ..model.cpu_cache import Reorder, Sampling, StructLayout, owner, sampling_text
 from ..model.findings import Finding
 from . import Context
 
@@ -26,9 +19,7 @@ MISS_BOUND_FRACTION = 0.5
 
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
-    traced: dict[str, CacheProjections] = ctx.cache
-    for function, doc in traced.items():
-        share = function_share(ctx.profile, function)
+    for function, doc, share in traced_shares(ctx.profile, ctx.cache):
         for layout in doc.layouts:
             if layout["reorder"]:
                 found = finding(function, layout, layout["reorder"], share)

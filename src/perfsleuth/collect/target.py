@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -160,7 +161,8 @@ class Target:
         """Until the target exits (or `duration` seconds pass), calling tick() now and
         then. A launched target gets the signals sent to us meanwhile; an attached
         process is not ours to signal, so a signal ends the recording (Terminated)."""
-        deadline = time.monotonic() + duration if duration else None
+        started = time.monotonic()
+        deadline = started + duration if duration else None
         # Blocked and taken with sigtimedwait, which says who sent each one. Every
         # child is started by now: a child would inherit the mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
@@ -174,6 +176,13 @@ class Target:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         if late is not None and self.proc is None:
             self._forward(late)  # a launched target is gone: nothing to forward
+        if self.proc is None and deadline is not None and not self.alive():
+            elapsed = time.monotonic() - started
+            print(
+                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s of the "
+                f"{duration:g} s asked for; kept what was recorded until then",
+                file=sys.stderr,
+            )
 
     def _forward(self, info: Any) -> None:
         if info is None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..model.run import LoadedRun
 from ..present import formats_for, write
+from ..store import kept_counts
 from ..views import diff
 from ..views.keys import GROUPINGS
 from .common import (
@@ -14,7 +16,9 @@ from .common import (
     add_recursion_option,
     apply_filters,
     exact_counts,
+    has_filters,
     load_runs,
+    open_store,
 )
 
 NAME = "diff"
@@ -34,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    a, b = load_runs(args, args.run_a, args.run_b)
+    a, b = loaded_runs(args, args.run_a, args.run_b)
     exact_a, exact_b = exact_counts(args, a), exact_counts(args, b)
     if exact_a is not None and exact_b is not None and a.counts and b.counts:
         sources = (a.counts.sources, b.counts.sources)
@@ -44,3 +48,16 @@ def run(args: argparse.Namespace) -> int:
         changed = diff.diff(*profiles, by=args.by, n=30 if args.n is None else args.n)
     write("diff", {"a": str(a.id), "b": str(b.id), **changed}, args.format, args.output)
     return 0
+
+
+def loaded_runs(args: argparse.Namespace, *refs: str) -> list[LoadedRun]:
+    """The runs, from their counts kept in answers/ when both are count runs whose
+    counts were kept (DuckDB is not even imported), else from the store, keeping them."""
+    store = open_store(args)
+    kept = None if has_filters(args) else kept_counts.load(store, *refs)
+    if kept is not None:
+        return kept
+    loaded = load_runs(args, *refs)
+    for run in loaded:
+        kept_counts.keep(store, run.info, run.counts)
+    return loaded

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rank
-from ..analyzers.aliasing_write import build_finding
+from ..analyzers.aliasing_write import build_finding, no_cost_seen
 from ..analyzers.missed_vectorization import missed_loops
 from ..errors import UserError
 from ..model.findings import Finding
@@ -129,20 +129,26 @@ def lint(
         if report.error:
             notes.append(f"skipped {report.unit.path.name}: {report.error}")
             continue
-        findings.extend(unit_findings(report, missed))
+        found, quiet = unit_findings(report, missed)
+        findings.extend(found)
+        notes.extend(quiet)
     kept = [f for f in findings if f.confidence >= min_confidence]
     kept.sort(key=lambda f: (-f.confidence, f.file, f.line))
     return kept, notes
 
 
-def unit_findings(report: UnitReport, missed: bool) -> list[Finding]:
-    aliasing = [
-        build_finding(
-            match, report, remark, report.loop_code(match, None), 0.0, asm_in_binary=False
-        )
-        for match, remark in report.confirmed_matches()
-    ]
-    return aliasing + (missed_loops(report, None) if missed else [])
+def unit_findings(report: UnitReport, missed: bool) -> tuple[list[Finding], list[str]]:
+    """The unit's findings, and a note for each matched loop its compiler's own build
+    shows to cost nothing (no reload, or no machine loop): not a finding."""
+    aliasing, quiet = [], []
+    for match, remark in report.confirmed_matches():
+        asm = report.loop_code(match, None)
+        straight = report.straight_code(match, None) if asm is None else []
+        if note := no_cost_seen(match, report, asm, straight, asm_in_binary=False):
+            quiet.append(note)
+        else:
+            aliasing.append(build_finding(match, report, remark, asm, 0.0, asm_in_binary=False))
+    return aliasing + (missed_loops(report, None) if missed else []), quiet
 
 
 def _shown_path(path: str) -> str:

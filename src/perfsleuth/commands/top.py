@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..model.counts import EVENT_UNITS
 from ..model.run import LoadedRun
 from ..present import formats_for, write
+from ..store.answers import AnswerFiles
 from ..views import run_answers, top
 from ..views.keys import GROUPINGS
 from .common import (
@@ -39,17 +41,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    found = kept_file_top(args) if whole_run_top(args) else None
+    if found is None:
+        found = computed_top(args)
+    write(DOCUMENT, found, args.format, args.output)
+    return 0
+
+
+def whole_run_top(args: argparse.Namespace) -> bool:
+    """Whether the top asked for is the run's whole TopN by function and self cost, the
+    page kept in answers/ (cut to -n rows)."""
+    return (
+        args.by == "function"
+        and args.sort == "self"
+        and not has_filters(args)
+        and not args.split_recursion
+    )
+
+
+def kept_file_top(args: argparse.Namespace) -> dict | None:
+    """The run's TopN read from its file in answers/, found through the run index without
+    opening DuckDB (store/run_index.py); None when either is missing."""
+    store = open_store(args)
+    indexed = store.indexed(args.run)
+    if indexed is None:
+        return None
+    kept = AnswerFiles(store.root).kept(*indexed.key, run_answers.top_name("function"))
+    return None if kept is None else _shown(json.loads(kept), args.n)
+
+
+def computed_top(args: argparse.Namespace) -> dict:
     loaded = load_run(args)
     exact = exact_counts(args, loaded)
-    if exact is not None:
-        found = top.exact_top(exact, by=args.by, sort=args.sort, n=args.n)
-    elif args.by == "function" and args.sort == "self" and not has_filters(args):
+    # the page of a count run is built from its exact counts when its unit says so
+    page_is_this_top = exact is None or loaded.info.unit == EVENT_UNITS["Ir"]
+    if whole_run_top(args) and page_is_this_top:
         found = kept_top(args, loaded)
+    elif exact is not None:
+        found = top.exact_top(exact, by=args.by, sort=args.sort, n=args.n)
     else:
         found = top.top(apply_filters(loaded.profile, args), by=args.by, sort=args.sort, n=args.n)
-    doc = {"run": str(loaded.id), **found}
-    write(DOCUMENT, doc, args.format, args.output)
-    return 0
+    return {"run": str(loaded.id), **found}
 
 
 def kept_top(args: argparse.Namespace, loaded: LoadedRun) -> dict:
@@ -61,5 +93,9 @@ def kept_top(args: argparse.Namespace, loaded: LoadedRun) -> dict:
     source = run_answers.stored_run(store, loaded.info, lambda: loaded.profile)
     doc = json.loads(run_answers.kept_page(store, source, run_answers.top_name("function")))
     doc.pop("run", None)
-    doc["rows"] = doc["rows"][: args.n if args.n > 0 else None]
+    return _shown(doc, args.n)
+
+
+def _shown(doc: dict, n: int) -> dict:
+    doc["rows"] = doc["rows"][: n if n > 0 else None]
     return doc

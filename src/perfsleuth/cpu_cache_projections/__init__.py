@@ -12,6 +12,9 @@ are kept as one typed document per traced function (model/cpu_cache.py), which
 `perfsleuth cache show` prints and the analyzers read.
 """
 
+from collections.abc import Iterator
+
+from ..model.cpu_cache import CacheProjections
 from ..model.profile import EXACT_UNITS, Profile
 
 
@@ -24,3 +27,11 @@ def function_share(profile: Profile, function: str) -> float:
     ids = {i for i, f in enumerate(profile.frames) if f.function == function}
     inside = sum(w for stack, w, _c, _t, _s in profile.rows() if ids.intersection(stack))
     return inside / total
+
+
+def traced_shares(
+    profile: Profile, cache: dict[str, CacheProjections]
+) -> Iterator[tuple[str, CacheProjections, float]]:
+    """Each traced function with its projections and its share of the run."""
+    for function, doc in cache.items():
+        yield function, doc, function_share(profile, function)

@@ -127,11 +127,15 @@ class IOLines:
 
 def number(text: str, where: str) -> float:
     """A count or weight as text: finite, not negative, at most MAX_VALUE."""
+    return checked(parsed(text, where), where)
+
+
+def parsed(text: str, where: str, error: type[UserError] = UserError) -> float:
+    """TEXT as a float; else ERROR, saying so of WHERE."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        raise UserError(f"{where}: {text[:40]!r} is not a number") from None
-    return checked(value, where)
+        raise error(f"{where}: {text[:40]!r} is not a number") from None
 
 
 def checked(value: float, where: str) -> float:

@@ -26,7 +26,10 @@ FRAME_REGISTERS = frozenset({"rsp"})
 FRAME_POINTER_SETUP = "mov rbp, rsp"
 BYTE_STORE_MNEMONICS = frozenset(
     {"mov", "add", "sub", "and", "or", "xor", "inc", "dec", "neg", "not", "shl", "shr", "sar"}
+    | {"adc", "sbb", "rol", "ror"}
 )
+# setcc writes one byte: clang stores `out[i] = a > b` as `setae byte ptr [...]`.
+SET_BYTE_PREFIX = "set"
 JUMP_GROUP = capstone.CS_GRP_JUMP
 
 
@@ -71,8 +74,12 @@ class _Decoded:
     where: str
 
 
-def machine_loops(binary: Path, source: str, first: int, last: int) -> list[LoopCode]:
-    """Every machine loop (backward jump) running code of source lines first..last."""
+def machine_loops(
+    binary: Path, source: str, first: int, last: int, stack_reads: bool = False
+) -> list[LoopCode]:
+    """Every machine loop (backward jump) running code of source lines first..last.
+    With `stack_reads` (the source loop reads a local object whose address escaped),
+    loads from the stack frame count as reloads: that object lives there."""
     rows = _LineRows(str(binary), Path(source).name)
     starts = rows.addresses_of(first, last)
     loops = []
@@ -81,26 +88,41 @@ def machine_loops(binary: Path, source: str, first: int, last: int) -> list[Loop
         # In an object file (.o) every section starts at 0, so an address may have rows
         # of two functions: the table's addresses of these lines count as theirs too.
         inside = {d.insn.address for d in decoded if first <= d.line <= last} | set(starts)
-        frame = FRAME_REGISTERS
-        if any(_text(i) == FRAME_POINTER_SETUP for i in code):
+        frame = frozenset() if stack_reads else FRAME_REGISTERS
+        if not stack_reads and any(_text(i) == FRAME_POINTER_SETUP for i in code):
             frame = frame | {"rbp"}
         loops.extend(_machine_loops(name, decoded, inside, frame))
     return loops
 
 
 def loop_code(
-    binary: Path, source: str, first: int, last: int, prefer_reloads: bool = True
+    binary: Path,
+    source: str,
+    first: int,
+    last: int,
+    prefer_reloads: bool = True,
+    stack_reads: bool = False,
 ) -> LoopCode | None:
     """The innermost machine loop holding a byte store among the code of source lines
     first..last of `source` (a file name) — the innermost one that reloads, unless
     `prefer_reloads` is off (a fix's build: its inner loop, reloads or not); None when
-    the binary has no such code."""
-    loops = machine_loops(binary, source, first, last)
+    the binary has no such code. `stack_reads` as for machine_loops."""
+    loops = machine_loops(binary, source, first, last, stack_reads)
     with_stores = [loop for loop in loops if loop.byte_stores]
     if not with_stores:
         return min(loops, key=lambda loop: len(loop.instructions), default=None)
     confirmed = [loop for loop in with_stores if loop.confirms_aliasing and prefer_reloads]
     return min(confirmed or with_stores, key=lambda loop: len(loop.instructions))
+
+
+def straight_code(binary: Path, source: str, first: int, last: int) -> list[Instruction]:
+    """The code of source lines first..last when no machine loop runs it — the compiler
+    unrolled the source loop into straight stores or made it a call (GCC's memmove for a
+    byte copy) — in address order; [] when a machine loop does or there is no code."""
+    if machine_loops(binary, source, first, last):
+        return []
+    code = line_instructions(binary, source, range(first, last + 1))
+    return sorted((i for pairs in code.values() for _, i in pairs), key=lambda i: i.address)
 
 
 def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
@@ -182,7 +204,8 @@ def _jump_target(insn: capstone.CsInsn) -> int | None:
 
 
 def _is_byte_store(insn: capstone.CsInsn) -> bool:
-    if insn.mnemonic not in BYTE_STORE_MNEMONICS or not insn.operands:
+    stores = insn.mnemonic in BYTE_STORE_MNEMONICS or insn.mnemonic.startswith(SET_BYTE_PREFIX)
+    if not stores or not insn.operands:
         return False
     dest = insn.operands[0]
     return dest.type == x86.X86_OP_MEM and dest.size == 1

@@ -29,6 +29,7 @@ from .compiler_remarks import COMPILE_CPU_S, CompileError, CompileTooLong, Remar
 from .cpu_limits import cpu_seconds
 from .gcc_remarks import gcc_driver, gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
+from .toolchain import toolchain_of
 
 
 @dataclass
@@ -50,6 +51,10 @@ class UnitReport:
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     object_compiler: str = "clang-16"  # whose build object_loops were read from
+    # (file, loop line) -> that build's code of a matched loop that has no machine loop
+    object_straight: dict[tuple[str, int], list[machine_code.Instruction]] = field(
+        default_factory=dict
+    )
     error: str = ""
     seconds: float = 0.0  # CPU seconds of this process (the compilers' are their own)
     inputs: list[str] = field(default_factory=list)  # the source and the files it includes
@@ -103,8 +108,22 @@ class UnitReport:
         """The machine code of a matched loop: in the run's binary when there is one,
         else in clang-16's build of the unit."""
         if binary is not None and match.pattern != "straight-line":
-            return machine_code.loop_code(binary, match.file, match.line, match.end_line)
+            return machine_code.loop_code(
+                binary, match.file, match.line, match.end_line, stack_reads=match.needs_compiler
+            )
         return self.object_loops.get((match.file, match.line))
+
+    def straight_code(
+        self, match: AliasMatch, binary: Path | None
+    ) -> list[machine_code.Instruction]:
+        """The code of a matched loop's lines when the compiler left no machine loop
+        there (straight stores, a memmove call): in the run's binary when there is one,
+        else in the build of the unit."""
+        if match.pattern == "straight-line":
+            return []
+        if binary is not None:
+            return machine_code.straight_code(binary, match.file, match.line, match.end_line)
+        return self.object_straight.get((match.file, match.line), [])
 
     def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
         """Source matches clang does not refute."""
@@ -214,16 +233,18 @@ def _compile(report: UnitReport, limits: CompileLimits) -> None:
         if not report.error and _clang_wanted(report):
             _clang_remarks(report, obj, limits)
         if not report.error and report.matches and limits.object_code:
-            # The machine code of the compiler that builds the unit: GCC's when it does.
-            if report.builder_remarks and gcc_obj.is_file():
-                obj, report.object_compiler = gcc_obj, report.builder_remarks[0].compiler
-            report.object_loops = _object_loops(unit, obj, report.matches)
+            # The machine code of the compiler that builds the unit: GCC's when it does
+            # (with or without remarks: a loop it made a memmove call has none).
+            if gcc_obj.is_file():
+                obj, report.object_compiler = gcc_obj, toolchain_of(unit).name
+            _read_object_code(report, obj)
 
 
 def _builder_remarks(report: UnitReport, output: Path, limits: CompileLimits) -> list[Remark]:
     """GCC's remarks; none when GCC did not build the unit, or cannot compile it with
-    the flags known or within its own CPU time (clang's verdict is then cited, and
-    says so). Stopped by the budget, the report is cut short."""
+    the flags known or within its own CPU time (the finding then cites clang's verdict
+    and machine code, and says so: what GCC left of `output` is not its build).
+    Stopped by the budget, the report is cut short."""
     driver = gcc_driver(report.unit)
     if driver is None:
         return []
@@ -231,11 +252,10 @@ def _builder_remarks(report: UnitReport, output: Path, limits: CompileLimits) ->
     seconds, by_budget = limits.next_compiler()
     try:
         return gcc_remarks(report.unit, None, output if limits.object_code else None, seconds)
-    except CompileTooLong as exc:
-        if by_budget:
+    except CompileError as exc:
+        if by_budget and isinstance(exc, CompileTooLong):
             _cut_short(report, Path(driver).name, exc)
-        return []
-    except CompileError:
+        output.unlink(missing_ok=True)
         return []
 
 
@@ -274,21 +294,22 @@ def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
     report.too_long = True
 
 
-def _object_loops(
-    unit: TranslationUnit, obj: Path, matches: list[AliasMatch]
-) -> dict[tuple[str, int], machine_code.LoopCode]:
-    """The machine code clang-16 made of each matched loop, for when there is no
-    binary (lint) to read it from."""
+def _read_object_code(report: UnitReport, obj: Path) -> None:
+    """The machine code the unit's build made of each matched loop — its loop, or its
+    straight code when it has none — for when there is no binary (lint) to read it from."""
     exe = obj.with_suffix(".exe")
-    if not compiler_remarks.link_for_disassembly(unit, obj, exe):
-        return {}
-    loops = {}
-    for match in matches:
-        if match.pattern != "straight-line":
-            loop = machine_code.loop_code(exe, match.file, match.line, match.end_line)
-            if loop is not None:
-                loops[(match.file, match.line)] = loop
-    return loops
+    if not compiler_remarks.link_for_disassembly(report.unit, obj, exe):
+        return
+    for match in report.matches:
+        if match.pattern == "straight-line":
+            continue
+        span = (exe, match.file, match.line, match.end_line)
+        key = (match.file, match.line)
+        loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
+        if loop is not None:
+            report.object_loops[key] = loop
+        elif straight := machine_code.straight_code(*span):
+            report.object_straight[key] = straight
 
 
 @dataclass

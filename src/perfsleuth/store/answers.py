@@ -53,22 +53,36 @@ class AnswerFiles:
 
     def get(self, info: RunInfo, name: str, compute: Callable[[], bytes]) -> bytes:
         """The bytes of answer NAME for a run: read, or computed and kept."""
-        prefix = f"run{info.id}-{name}-"
-        stamp = f"{int(info.started * 1e6)}-s{SCHEMA_VERSION}-{code_stamp()}"
-        path = self.folder / f"{prefix}{stamp}.bin"
-        try:
-            return path.read_bytes()
-        except OSError:
-            pass
+        kept = self.kept(info.id, info.started, name)
+        if kept is not None:
+            return kept
         data = compute()
+        self.keep(info, name, data)
+        return data
+
+    def keep(self, info: RunInfo, name: str, data: bytes) -> None:
+        """Keep DATA as answer NAME of a run, unless it is kept already."""
+        path = self._path(info.id, info.started, name)
+        if path.exists():
+            return
         try:
             self._write(path, data)
-            for old in self.folder.glob(f"{prefix}*.bin"):
+            for old in self.folder.glob(f"run{info.id}-{name}-*.bin"):
                 if old != path:
                     old.unlink(missing_ok=True)
         except OSError:
-            pass  # not kept: the next server computes it again
-        return data
+            pass  # not kept: the next reader computes it again
+
+    def kept(self, run_id: int, started: float, name: str) -> bytes | None:
+        """The bytes of answer NAME for the run of this id and start time, if kept."""
+        try:
+            return self._path(run_id, started, name).read_bytes()
+        except OSError:
+            return None
+
+    def _path(self, run_id: int, started: float, name: str) -> Path:
+        stamp = f"{int(started * 1e6)}-s{SCHEMA_VERSION}-{code_stamp()}"
+        return self.folder / f"run{run_id}-{name}-{stamp}.bin"
 
     def _write(self, path: Path, data: bytes) -> None:
         if self.old_folder.is_dir():

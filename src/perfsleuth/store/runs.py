@@ -37,7 +37,9 @@ from ..model.cpu_cache import CacheProjections
 from ..model.profile import Frame, Profile, Thread
 from ..model.run import LoadedRun, Recording, RunInfo
 from ..model.timeline import Timeline
+from . import run_index
 from .documents import decode
+from .run_index import IndexedRun
 
 if TYPE_CHECKING:
     import duckdb
@@ -242,7 +244,9 @@ class Store:
                 if _disk_full(e):
                     raise self._full_disk(grown, "more than ") from e
                 raise
+            rows = con.execute("SELECT id, started, unit FROM runs ORDER BY id DESC").fetchall()
             con.close()
+            run_index.write(self.db, [IndexedRun(int(i), t or 0.0, u or "") for i, t, u in rows])
 
     def _sizes(self) -> dict[Path, int]:
         files = (self.db, self.db.with_name(self.db.name + ".wal"))
@@ -476,6 +480,16 @@ class Store:
     @staticmethod
     def _ids(con: duckdb.DuckDBPyConnection) -> list[int]:
         return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id DESC").fetchall()]
+
+    def indexed(self, ref: str | None) -> IndexedRun | None:
+        """The run `ref` names, from the run index (store/run_index.py) without opening
+        DuckDB; None when the index is missing or stale (ask `resolve`)."""
+        runs = run_index.read(self.db)
+        if runs is None:
+            return None
+        ids = [r.id for r in runs]
+        run_id = resolve(ref, ids, self.root)
+        return runs[ids.index(run_id)]
 
     def run_info(self, run_id: int) -> RunInfo:
         with self._connect(write=False) as con:

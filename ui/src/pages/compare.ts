@@ -120,6 +120,5 @@ export async function renderCompare(app: HTMLElement, route: Route): Promise<voi
     h("h2", null, "Largest changes (share of each run's total)"),
     changesTable(doc, b),
   ]);
-  graph.draw();
-  graph.fitRootInView(false);
+  graph.drawFitted(false);
 }

@@ -152,6 +152,9 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     if (node) params.set("zoom", String(node));
     else params.delete("zoom");
     replaceParams(params, push);
+    showZoomPath();
+  };
+  const showZoomPath = () => {
     const path = graph.path(graph.zoom);
     const crumb = (n: number) =>
       h("button", { type: "button", class: "crumb", title: frameTitle(data, n), onclick: () => timed("zoom", () => zoom(n, true)) }, n === 0 ? "all" : isProcess(data, n) ? data.names[data.name[n]] : shortName(data.names[data.name[n]]));
@@ -227,8 +230,10 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, + and − zoom the view, / searches (Enter: next match) · mouse: click zooms, drag pans, Ctrl+wheel or pinch zooms, Shift+wheel pans"),
     details,
   );
-  zoom(Number(params.get("zoom") ?? 0) || 0, false);
-  if (graph.fitRootInView(params.has("view"))) icicle.querySelector("input")!.checked = true;
+  // The path and details first (they move the canvas), then the one draw.
+  graph.zoomTo(Number(params.get("zoom")) || 0, false);
+  showZoomPath();
+  if (graph.drawFitted(params.has("view"))) icicle.querySelector("input")!.checked = true;
   if (search.value) runSearch();
   performance.mark("flame-interactive");
 }

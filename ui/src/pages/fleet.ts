@@ -319,8 +319,7 @@ async function renderFlameView(app: HTMLElement, scope: Scope): Promise<void> {
   reset.addEventListener("click", () => graph.zoomTo(0));
   window.perfsleuthFlame = { graph, timings: {} };
   app.append(h("p", { class: "toolbar" }, search, " ", found, " ", reset, " ", zoomed), h("div", { class: "flame-holder" }, graph.canvas, graph.tip));
-  graph.draw();
-  graph.fitRootInView(false);
+  graph.drawFitted(false);
   if (search.value) runSearch();
 }
 
@@ -404,8 +403,7 @@ async function renderDiffView(app: HTMLElement, scope: Scope): Promise<void> {
     h("div", { class: "flame-holder" }, graph.canvas, graph.tip),
     diffTable(scope, doc),
   ]);
-  graph.draw();
-  graph.fitRootInView(false);
+  graph.drawFitted(false);
 }
 
 function places(label: "service" | "host", list: FleetPlace[], count = list.length): HTMLElement {

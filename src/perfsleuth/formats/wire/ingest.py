@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfsleuth.errors import UserError
+from perfsleuth.formats.limits import parsed
 from perfsleuth.model.fleet import Window
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -251,7 +252,7 @@ def _time(query: Mapping[str, str], key: str) -> float:
     """Unix time in s, ms, us or ns, told apart by magnitude as Pyroscope does."""
     if key not in query:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
-    value = _number(query[key], key)
+    value = _finite(query[key], key)
     for magnitude, per_second in TIME_UNITS:
         if value > magnitude:
             value /= per_second
@@ -263,17 +264,14 @@ def sample_rate(query: Mapping[str, str]) -> float:
     """sampleRate in Hz, Pyroscope's 100 when not given or 0 (the Go SDK's heap, lock
     and goroutine pushes)."""
     raw = query.get("sampleRate", "100")
-    value = _number(raw, "sampleRate") or DEFAULT_SAMPLE_RATE
+    value = _finite(raw, "sampleRate") or DEFAULT_SAMPLE_RATE
     if not 0 < value <= MAX_SAMPLE_RATE:
         raise PayloadError(f"sampleRate={raw[:40]} must be above 0 and at most 1000000 Hz")
     return value
 
 
-def _number(raw: str, key: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise PayloadError(f"{key}={raw[:40]!r} is not a number") from None
+def _finite(raw: str, key: str) -> float:
+    value = parsed(raw, key, PayloadError)
     if not math.isfinite(value):
         raise PayloadError(f"{key} is not a finite number")
     return value

@@ -1,0 +1,187 @@
+"""The run index beside runs.duckdb (store/run_index.py): commands answered by files kept
+for a run find it without DuckDB, and never believe an index the file has outgrown."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+from cli_runner import perfsleuth
+
+from perfsleuth.formats import callgrind
+from perfsleuth.formats.tool_output.counts import encode_counts
+from perfsleuth.model.counts import Counts
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
+from perfsleuth.model.run import Recording, RunInfo, StoredDocument
+from perfsleuth.store import kept_counts, run_index
+from perfsleuth.store.runs import Store
+from perfsleuth.views import top
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FOLDED = FIXTURES / "hot.folded"
+
+
+def sample_profile(weight: float = 1.0) -> Profile:
+    builder = ProfileBuilder(unit="ns")
+    builder.add([Frame("f", "prog"), Frame("main", "prog")], weight)
+    return builder.build()
+
+
+def _two_runs(root: Path) -> Store:
+    store = Store(root)
+    store.add_run(RunInfo(command="first", started=1000.5), Recording(sample_profile()))
+    store.add_run(RunInfo(command="second", started=2000.25), Recording(sample_profile(2.0)))
+    return store
+
+
+def test_every_write_keeps_the_index(tmp_path: Path) -> None:
+    store = _two_runs(tmp_path)
+    assert store.indexed("latest") == run_index.IndexedRun(2, 2000.25, "ns")
+    assert store.indexed("latest~1") == run_index.IndexedRun(1, 1000.5, "ns")
+    assert store.indexed("1") == run_index.IndexedRun(1, 1000.5, "ns")
+    store.put_document(1, "findings", "x", {"a": 1})
+    assert store.indexed("latest") is not None  # a document written: still believed
+
+
+def test_a_write_by_anything_else_makes_it_stale(tmp_path: Path) -> None:
+    store = _two_runs(tmp_path)
+    con = duckdb.connect(str(store.db))
+    con.execute("DELETE FROM runs WHERE id = 2")
+    con.close()
+    assert store.indexed("latest") is None
+    assert store.resolve("latest") == 1  # DuckDB answers
+
+
+def test_an_unfinished_write_makes_it_stale(tmp_path: Path) -> None:
+    store = _two_runs(tmp_path)
+    store.db.with_name(store.db.name + ".wal").write_bytes(b"")
+    assert store.indexed("latest") is None
+
+
+def test_a_damaged_or_missing_index_is_not_believed(tmp_path: Path) -> None:
+    store = _two_runs(tmp_path)
+    index = store.root / run_index.INDEX_NAME
+    index.write_text("{not json")
+    assert store.indexed("latest") is None
+    index.unlink()
+    assert store.indexed("latest") is None
+
+
+JSON = ["--format", "json"]
+
+
+def _modules_after(argv: list[str]) -> tuple[str, bool]:
+    """A command's output, and whether DuckDB was imported to answer it."""
+    script = (
+        "import sys; from perfsleuth.cli import main; "
+        f"main({argv!r}); print('duckdb' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    output, _, loaded = done.stdout.rstrip("\n").rpartition("\n")
+    return output, loaded == "True"
+
+
+def _top(store: Path, *args: str) -> dict:
+    return json.loads(perfsleuth(store, "top", "--format", "json", *args).stdout)
+
+
+def test_top_reads_the_kept_page_without_duckdb(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(FOLDED))
+    _, duckdb_loaded = _modules_after(["top", "--store", str(store), "-n", "3"])
+    assert not duckdb_loaded
+    from_file = _top(store, "-n", "3")
+    (store / run_index.INDEX_NAME).unlink()  # the same top, through DuckDB
+    assert _top(store, "-n", "3") == from_file
+    assert len(from_file["rows"]) == 3 and from_file["run"] == "1"
+
+
+def test_top_of_another_run_or_grouping_still_answers(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(FOLDED))
+    perfsleuth(store, "import", str(FOLDED))
+    assert _top(store, "1")["run"] == "1"
+    assert _top(store)["run"] == "2"
+    by_dso = _top(store, "--by", "dso")
+    assert by_dso["by"] == "dso" and by_dso["rows"]
+    missing = perfsleuth(store, "top", "7", check=False)
+    assert missing.returncode != 0 and "no run '7'" in missing.stderr
+
+
+def _count_runs(root: Path) -> Store:
+    """Two count runs of the captured callgrind.out, the second with one line's count
+    changed, stored as `record --mode count` stores them."""
+    out = FIXTURES / "callgrind.out.hot"
+    changed = root.parent / "callgrind.out.changed"
+    lines = out.read_text().splitlines(keepends=True)
+    cost = next(i for i, line in enumerate(lines) if line.startswith("0x"))
+    address, number, count = lines[cost].split()  # positions: instr line
+    lines[cost] = f"{address} {number} {int(count) + 1000}\n"
+    for i, line in enumerate(lines):
+        if line.startswith(("summary:", "totals:")):
+            name, total = line.split()
+            lines[i] = f"{name} {int(total) + 1000}\n"
+    changed.write_text("".join(lines))
+    store = Store(root)
+    for path in (out, changed):
+        document = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(path))
+        store.add_run(RunInfo(mode="count"), Recording(callgrind.read(path), documents=[document]))
+    return store
+
+
+def test_count_runs_are_read_from_their_kept_counts_once_loaded(tmp_path: Path) -> None:
+    store = _count_runs(tmp_path / "store")
+    assert kept_counts.load(store, "1", "2") is None  # not kept until a reader loads them
+    through_duckdb = store.load_refs("1", "2")
+    for run in through_duckdb:
+        kept_counts.keep(store, run.info, run.counts)
+    kept = kept_counts.load(store, "1", "latest")
+    assert kept is not None
+    for a, b in zip(kept, through_duckdb, strict=True):
+        assert a.id == b.id and a.counts == b.counts
+        assert a.profile.num_samples == b.profile.num_samples
+
+
+def test_diff_of_count_runs_without_duckdb_says_the_same(tmp_path: Path) -> None:
+    store = _count_runs(tmp_path / "store")
+    first = perfsleuth(store.root, "diff", "1", "2", "--format", "json").stdout
+    again, duckdb_loaded = _modules_after(["diff", "1", "2", "--store", str(store.root)] + JSON)
+    assert not duckdb_loaded
+    assert json.loads(again) == json.loads(first)
+    changed = json.loads(first)
+    assert changed["delta"] == 1000 and changed["lines_changed"] == 1
+
+
+def test_top_of_a_count_run_is_its_exact_top_kept_then_read_without_duckdb(
+    tmp_path: Path,
+) -> None:
+    store = _count_runs(tmp_path / "store")
+    first = _top(store.root, "1", "-n", "5")
+    argv = ["top", "1", "-n", "5", "--store", str(store.root), *JSON]
+    again, duckdb_loaded = _modules_after(argv)
+    assert not duckdb_loaded
+    exact = store.load_run(1).exact()
+    assert exact is not None
+    expected = json.loads(json.dumps({"run": "1", **top.exact_top(exact, n=5)}))
+    assert json.loads(again) == first == expected
+
+
+def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    out = FIXTURES / "callgrind.out.hot"
+    counts = encode_counts(out)
+    recording = Recording(
+        callgrind.read(out), documents=[StoredDocument(Counts.KIND, Counts.NAME, counts)]
+    )
+    for _ in range(2):
+        kept_counts.keep_recorded(store, store.add_run(RunInfo(mode="count"), recording), recording)
+    kept = kept_counts.load(store, "1", "2")
+    assert kept is not None
+    assert [run.counts for run in kept] == [counts, counts]
+    store.add_run(RunInfo(), Recording(sample_profile()))
+    kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()))
+    assert kept_counts.load(store, "1", "3") is None  # a sampled run has none
