@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--size 5] [--runs 3]
+    .venv/bin/python bench/count_views.py [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload is SQLite's micro-optimisation workflow: speedtest1 built from Debian's
 sqlite3 source package (the 250k-line amalgamation, gcc -O2 -g). Done once and kept in
@@ -20,6 +20,11 @@ Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
 and prints the medians and the ratio of each perfsleuth view to its cachegrind tool.
 CPU time is the measure: the machine is shared and loaded, so wall time waits.
+Every command runs once before the timed rounds (a stored run's files in answers/ are
+kept by the first view that asks, as for a user), and Python writes its bytecode caches.
+With --before, `top` and `diff` of another checkout of perfsleuth (its src/ first on
+PYTHONPATH, on a copy of the store: each code keeps its own answers/ files) are timed in
+the same rounds, so a change is measured against the code before it on the same load.
 """
 
 from __future__ import annotations
@@ -90,10 +95,11 @@ def recorded(size: int) -> None:
 
 def timed(cmd: str) -> tuple[float, float]:
     """(CPU seconds of the children, wall seconds) of one shell command."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        ["bash", "-c", cmd], cwd=OUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ["bash", "-c", cmd], cwd=OUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -101,10 +107,25 @@ def timed(cmd: str) -> tuple[float, float]:
     return cpu, wall
 
 
+def before_cases(checkout: Path) -> dict[str, str]:
+    """`top` and `diff` by CHECKOUT's code, on a copy of the store made now."""
+    store = OUT / ".perfsleuth-before"
+    shutil.rmtree(store, ignore_errors=True)
+    shutil.copytree(OUT / ".perfsleuth", store, ignore=shutil.ignore_patterns("answers"))
+    ps = f"PYTHONPATH={checkout / 'src'} {PY} -m perfsleuth.cli"
+    return {
+        "before: perfsleuth top": f"{ps} top 1 -n 40 --store {store}",
+        "before: perfsleuth diff": f"{ps} diff 1 2 --store {store}",
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=5, help="speedtest1 --size of run 1")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--before", type=Path, metavar="CHECKOUT", help="also time this checkout's top and diff"
+    )
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = str(ROOT / "src")
     speedtest1()
@@ -121,6 +142,10 @@ def main() -> int:
             "cg_diff cachegrind.out.1 cachegrind.out.2 > cg.diff && cg_annotate cg.diff"
         ),
     }
+    if args.before:
+        cases |= before_cases(args.before.resolve())
+    for cmd in cases.values():
+        timed(cmd)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(args.runs):
         for name, cmd in cases.items():
@@ -139,6 +164,8 @@ def main() -> int:
         f"perfsleuth annotate {FUNCTION}": "cg_annotate",
         "perfsleuth annotate --all": "cg_annotate",
         "perfsleuth diff": "cg_diff",
+        "before: perfsleuth top": "cg_annotate",
+        "before: perfsleuth diff": "cg_diff",
     }
     for name, (cpu, wall) in medians.items():
         other = against.get(name)

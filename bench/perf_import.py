@@ -2,6 +2,7 @@
 """Benchmark: reading a large perf.data — perfsleuth vs perf report vs perf script | inferno.
 
     .venv/bin/python bench/perf_import.py [--samples 500000] [--runs 3] [--data FILE]
+        [--before CHECKOUT]
 
 Records (once, cached in bench/out/) a perf.data with >= --samples call-graph
 samples of bench/import_workload.c (2 threads, perf record -F max -g), then
@@ -14,7 +15,11 @@ times, in one run and interleaved, each of:
   script|inferno  perf script -i FILE | inferno-collapse-perf > /dev/null
 
 and prints the median wall time, the ratio to perf report and the peak RSS.
-inferno is installed with `cargo install inferno` when missing.
+inferno is installed with `cargo install inferno` when missing. With --before, the
+CLI path of another checkout of perfsleuth (its src/ first on PYTHONPATH) is timed in
+the same rounds, so a change is measured against the code before it on the same load.
+Python writes its bytecode caches (a user's installed package has them), whatever
+PYTHONDONTWRITEBYTECODE says here: compiling every module again is not perfsleuth's cost.
 """
 
 from __future__ import annotations
@@ -110,9 +115,10 @@ def ensure_inferno() -> str | None:
 def timed(cmd: str) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (user+sys, all processes) and peak RSS (MB, the
     largest process of the pipeline). CPU time is the fairer number on a busy box."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        ["bash", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+        ["bash", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env
     )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -122,11 +128,23 @@ def timed(cmd: str) -> tuple[float, float, int]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
 
 
+def import_and_top(cli: str, checkout: Path, store: Path, data: Path) -> str:
+    """The shell command of `import` into a fresh store, then `top`, by CHECKOUT's code."""
+    env = f"PYTHONPATH={checkout / 'src'}"
+    return (
+        f"rm -rf {store} && {env} {cli} import --quiet --store {store} {data} && "
+        f"{env} {cli} top --store {store} -n 20"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=500_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--data", type=Path, help="use this perf.data instead of recording one")
+    ap.add_argument(
+        "--before", type=Path, metavar="CHECKOUT", help="also time this checkout's import + top"
+    )
     args = ap.parse_args()
 
     data = args.data or record(args.samples)
@@ -134,15 +152,19 @@ def main() -> None:
     script = OUT / "ours.py"
     OUT.mkdir(parents=True, exist_ok=True)
     script.write_text(OURS)
-    store = OUT / "import-store"
-    cli = ROOT / ".venv" / "bin" / "perfsleuth"
+    cli = f"{PY} -m perfsleuth.cli"
     cases = {
-        "perfsleuth (native+symbolize+top)": f"{PY} {script} {data}",
+        "perfsleuth (native+symbolize+top)": f"PYTHONPATH={ROOT / 'src'} {PY} {script} {data}",
         # the whole user path: import into a fresh DuckDB store, then `top`
-        "perfsleuth import + top (CLI, store)": (
-            f"rm -rf {store} && {cli} import --store {store} {data} && "
-            f"{cli} top --store {store} -n 20"
+        "perfsleuth import + top (CLI, store)": import_and_top(
+            cli, ROOT, OUT / "import-store", data
         ),
+    }
+    if args.before:
+        cases["before: import + top (CLI, store)"] = import_and_top(
+            cli, args.before.resolve(), OUT / "import-store-before", data
+        )
+    cases |= {
         "perf report --stdio --no-children": f"perf report --stdio --no-children -i {data}",
         "perf script": f"perf script -i {data}",
     }

@@ -11,12 +11,14 @@ from pathlib import Path
 import duckdb
 from cli_runner import perfsleuth
 
+from perfsleuth.formats import callgrind
 from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store import kept_counts, run_index
 from perfsleuth.store.runs import Store
+from perfsleuth.views import top
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FOLDED = FIXTURES / "hot.folded"
@@ -127,7 +129,7 @@ def _count_runs(root: Path) -> Store:
     store = Store(root)
     for path in (out, changed):
         document = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(path))
-        store.add_run(RunInfo(mode="count"), Recording(Profile(), documents=[document]))
+        store.add_run(RunInfo(mode="count"), Recording(callgrind.read(path), documents=[document]))
     return store
 
 
@@ -136,7 +138,7 @@ def test_count_runs_are_read_from_their_kept_counts_once_loaded(tmp_path: Path) 
     assert kept_counts.load(store, "1", "2") is None  # not kept until a reader loads them
     through_duckdb = store.load_refs("1", "2")
     for run in through_duckdb:
-        kept_counts.keep(store, run)
+        kept_counts.keep(store, run.info, run.counts)
     kept = kept_counts.load(store, "1", "latest")
     assert kept is not None
     for a, b in zip(kept, through_duckdb, strict=True):
@@ -152,3 +154,34 @@ def test_diff_of_count_runs_without_duckdb_says_the_same(tmp_path: Path) -> None
     assert json.loads(again) == json.loads(first)
     changed = json.loads(first)
     assert changed["delta"] == 1000 and changed["lines_changed"] == 1
+
+
+def test_top_of_a_count_run_is_its_exact_top_kept_then_read_without_duckdb(
+    tmp_path: Path,
+) -> None:
+    store = _count_runs(tmp_path / "store")
+    first = _top(store.root, "1", "-n", "5")
+    argv = ["top", "1", "-n", "5", "--store", str(store.root), *JSON]
+    again, duckdb_loaded = _modules_after(argv)
+    assert not duckdb_loaded
+    exact = store.load_run(1).exact()
+    assert exact is not None
+    expected = json.loads(json.dumps({"run": "1", **top.exact_top(exact, n=5)}))
+    assert json.loads(again) == first == expected
+
+
+def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    out = FIXTURES / "callgrind.out.hot"
+    counts = encode_counts(out)
+    recording = Recording(
+        callgrind.read(out), documents=[StoredDocument(Counts.KIND, Counts.NAME, counts)]
+    )
+    for _ in range(2):
+        kept_counts.keep_recorded(store, store.add_run(RunInfo(mode="count"), recording), recording)
+    kept = kept_counts.load(store, "1", "2")
+    assert kept is not None
+    assert [run.counts for run in kept] == [counts, counts]
+    store.add_run(RunInfo(), Recording(sample_profile()))
+    kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()))
+    assert kept_counts.load(store, "1", "3") is None  # a sampled run has none

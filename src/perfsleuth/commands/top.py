@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..model.counts import EVENT_UNITS
 from ..model.run import LoadedRun
 from ..present import formats_for, write
 from ..store.answers import AnswerFiles
@@ -72,10 +73,12 @@ def kept_file_top(args: argparse.Namespace) -> dict | None:
 def computed_top(args: argparse.Namespace) -> dict:
     loaded = load_run(args)
     exact = exact_counts(args, loaded)
-    if exact is not None:
-        found = top.exact_top(exact, by=args.by, sort=args.sort, n=args.n)
-    elif whole_run_top(args):
+    # the page of a count run is built from its exact counts when its unit says so
+    page_is_this_top = exact is None or loaded.info.unit == EVENT_UNITS["Ir"]
+    if whole_run_top(args) and page_is_this_top:
         found = kept_top(args, loaded)
+    elif exact is not None:
+        found = top.exact_top(exact, by=args.by, sort=args.sort, n=args.n)
     else:
         found = top.top(apply_filters(loaded.profile, args), by=args.by, sort=args.sort, n=args.n)
     return {"run": str(loaded.id), **found}
