@@ -130,8 +130,10 @@ def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     and CPU, heap, mutex, block and goroutine profiles, each stored as its own type."""
     cpu_s, wall_s, allocated = run_go_app(collector, "go-app")
     cpu = top(collector, "service=go-app")
-    # Go preempts a long loop at a safe point: runtime.asyncPreempt is a leaf of both.
-    assert functions(cpu)[0] == "main.hotA" and "main.hotB" in functions(cpu)[1:4]
+    # Go preempts a long loop at a safe point: runtime.asyncPreempt is a leaf of both,
+    # and on a loaded machine (preempted more often) it can take more self time than either.
+    own = [f for f in functions(cpu) if f != "runtime.asyncPreempt"]
+    assert own[0] == "main.hotA" and "main.hotB" in own[1:4]
     assert 0.5 * cpu_s <= cpu["total"] / 1e9 <= cpu_s * 1.2 + 0.1
     assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
     assert top(collector, "service=go-app,team=sre")["total"] == cpu["total"]

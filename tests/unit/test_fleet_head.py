@@ -15,7 +15,7 @@ from unit.test_fleet_store import T0, expected_top, fleet, fleet_top
 from perfsleuth.model.fleet import Window
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.store.fleet.head import write_batch
-from perfsleuth.store.fleet.wal import read_segment, segments
+from perfsleuth.store.fleet.wal import SegmentReader, read_segment, segments
 from perfsleuth.store.fleet.writer import window_tables
 
 END = T0 + 7200
@@ -144,4 +144,38 @@ def test_a_day_s_stacks_are_written_once_by_a_head_and_again_after_compaction(
     assert rows("stacks") - compacted == len(ids(third, "stacks"))  # the files it knew are gone
     store.compact()
     assert fleet_top(store, T0, END)["rows"] == expected_top(windows)
+    head.close()
+
+
+def test_queries_read_the_log_s_new_records_only_and_forget_deleted_segments(
+    tmp_path: Path,
+) -> None:
+    """A querying process reads each segment on from where its last read stopped: a
+    window appended between two queries is counted, none twice, a torn tail is read
+    again once whole, and a flushed segment is forgotten."""
+    windows = fleet()
+    store = FleetStore(str(tmp_path / "fleet"))
+    head = store.head(flush_s=3600)
+    reader = SegmentReader()
+    for w in windows[:5]:
+        head.append(w)
+    [(path, first)] = reader.records(store.head_folder)
+    assert [r.window_id for r in first] == [w.id for w in windows[:5]]
+    head.append(windows[5])
+    data = path.read_bytes()
+    whole = len(data)
+    with open(path, "ab") as f:  # a writer mid-record, as another process sees it
+        f.write(data[-40:-20])
+    [(_, second)] = reader.records(store.head_folder)
+    assert [r.window_id for r in second] == [w.id for w in windows[:6]]
+    with open(path, "r+b") as f:  # the torn bytes replaced by a whole record
+        f.truncate(whole)
+    for w in windows[6:]:
+        head.append(w)
+    [(_, third)] = reader.records(store.head_folder)
+    assert [r.window_id for r in third] == [w.id for w in windows]
+    assert fleet_top(store, T0, END)["rows"] == expected_top(windows)
+    head.flush()
+    assert [p for p, _ in reader.records(store.head_folder)] == [head._segment.path]
+    assert path not in reader._read
     head.close()

@@ -138,7 +138,7 @@ def test_count_runs_are_read_from_their_kept_counts_once_loaded(tmp_path: Path) 
     assert kept_counts.load(store, "1", "2") is None  # not kept until a reader loads them
     through_duckdb = store.load_refs("1", "2")
     for run in through_duckdb:
-        kept_counts.keep(store, run)
+        kept_counts.keep(store, run.info, run.counts)
     kept = kept_counts.load(store, "1", "latest")
     assert kept is not None
     for a, b in zip(kept, through_duckdb, strict=True):
@@ -168,3 +168,20 @@ def test_top_of_a_count_run_is_its_exact_top_kept_then_read_without_duckdb(
     assert exact is not None
     expected = json.loads(json.dumps({"run": "1", **top.exact_top(exact, n=5)}))
     assert json.loads(again) == first == expected
+
+
+def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    out = FIXTURES / "callgrind.out.hot"
+    counts = encode_counts(out)
+    recording = Recording(
+        callgrind.read(out), documents=[StoredDocument(Counts.KIND, Counts.NAME, counts)]
+    )
+    for _ in range(2):
+        kept_counts.keep_recorded(store, store.add_run(RunInfo(mode="count"), recording), recording)
+    kept = kept_counts.load(store, "1", "2")
+    assert kept is not None
+    assert [run.counts for run in kept] == [counts, counts]
+    store.add_run(RunInfo(), Recording(sample_profile()))
+    kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()))
+    assert kept_counts.load(store, "1", "3") is None  # a sampled run has none

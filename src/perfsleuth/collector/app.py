@@ -1,7 +1,7 @@
 """The collector's endpoints: pushes in, one Window each, appended to the fleet store.
 
-Every push is decoded and appended on a worker thread (decoding is CPU work and the
-log is fsynced), never on the event loop. A push is acknowledged once its windows are in
+Every push is decoded and appended on one worker thread (decoding is CPU work and the
+log is fsynced), never on the event loop, in one hop. A push is acknowledged once its windows are in
 the head's write-ahead log; the head writes them to the store in batches (store/fleet/
 head.py), so many small pushes cost one Parquet append.
 A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
@@ -43,10 +43,10 @@ CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
 MAX_STATUS_FIELDS = 64
-# Decoding runs on at most this many threads: the machine's cores.
+# Status documents are written on at most this many threads.
 WORKERS = 2
-# Appends mostly wait (S3 round trips, fsyncs): more run at once, and the store writes
-# the ones that meet as a group (store/fleet/appending.py).
+# A push is decoded and appended on one of these threads: appends mostly wait (fsyncs
+# of the head's log, which the appends that meet share), so more run at once.
 APPENDERS = 32
 
 T = TypeVar("T")
@@ -151,14 +151,18 @@ class Collector:
             raise HTTPException(415, f"send OTLP profiles as HTTP/protobuf ({PROTOBUF})")
         body = await read_body(request)
         request_id = "otlp-" + _digest(request, body)
-        try:
-            export = await self._run(
-                lambda: otlp_profiles.decode(body, request_id, self.max_inflated)
-            )
-            _checked(export.windows)
-            for window in export.windows:
+
+        def store() -> tuple[otlp_profiles.Export, list[tuple[Window, bool]]]:
+            export = otlp_profiles.decode(body, request_id, self.max_inflated)
+            for window in _checked(export.windows):
                 self.cardinality.admit(window.labels)
-            await self._append_all(export.windows)
+            return export, list(
+                zip(export.windows, self.head.append_all(export.windows), strict=True)
+            )
+
+        try:
+            export, stored = await self._run(store, self.appenders)
+            self._count(stored)
         except PayloadError as e:
             return self._refused("otlp", e)
         self.metrics.bytes += len(body)
@@ -189,40 +193,45 @@ class Collector:
     ) -> Response:
         """Decode a push into windows and append them; `stored` when any was new."""
         try:
-            windows = await self._run(lambda: self._deltas(_checked(decode())))
-            for window in windows:
-                self.cardinality.admit(window.labels)
+            windows = await self._run(lambda: self._store(decode()), self.appenders)
         except PayloadError as e:
             return self._refused(endpoint, e)
         if not windows:  # every window a cumulative series' first: its baseline
             self.metrics.pushes[endpoint, "baseline"] += 1
             return JSONResponse({"windows": [], "stored": False, "samples": 0, "baseline": True})
-        stored = await self._append_all(windows)
+        stored = self._count(windows)
         self.metrics.pushes[endpoint, "accepted" if stored else "duplicate"] += 1
         if stored:
             self.metrics.bytes += len(body)
-        samples = sum(window.profile.num_samples for window in windows)
+        samples = sum(window.profile.num_samples for window, _ in windows)
         return JSONResponse(
             {
-                "window": windows[0].id,
-                "windows": [window.id for window in windows],
+                "window": windows[0][0].id,
+                "windows": [window.id for window, _ in windows],
                 "stored": stored,
                 "samples": samples,
             }
         )
+
+    def _store(self, decoded: list[Window]) -> list[tuple[Window, bool]]:
+        """A push's windows checked, as deltas where cumulative (their series' baselines
+        left out), admitted and in the head at once (one write, one fsync), on the
+        worker that decoded them (a thread hop costs as much as a small push's
+        decoding): each window and whether it was new."""
+        windows = self._deltas(_checked(decoded))
+        for window in windows:
+            self.cardinality.admit(window.labels)
+        return list(zip(windows, self.head.append_all(windows), strict=True)) if windows else []
 
     def _deltas(self, windows: list[Window]) -> list[Window]:
         """Cumulative windows as their deltas (deltas.py); their series' baselines left out."""
         deltas = [self.deltas.apply(w) if is_cumulative(w) else w for w in windows]
         return [w for w in deltas if w is not None]
 
-    async def _append_all(self, windows: list[Window]) -> bool:
-        """A push's windows in the head at once (one fsync); whether any was new."""
-        stored = await self._run(lambda: self.head.append_all(windows), self.appenders)
-        self.metrics.samples += sum(
-            w.profile.num_samples for w, new in zip(windows, stored, strict=True) if new
-        )
-        return any(stored)
+    def _count(self, stored: list[tuple[Window, bool]]) -> bool:
+        """The new windows' samples counted; whether any was new."""
+        self.metrics.samples += sum(w.profile.num_samples for w, new in stored if new)
+        return any(new for _, new in stored)
 
     async def _run(self, work: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
         """`work` on a worker thread; a store that cannot write answers 503 (retry later)."""

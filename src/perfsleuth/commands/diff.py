@@ -59,5 +59,5 @@ def loaded_runs(args: argparse.Namespace, *refs: str) -> list[LoadedRun]:
         return kept
     loaded = load_runs(args, *refs)
     for run in loaded:
-        kept_counts.keep(store, run)
+        kept_counts.keep(store, run.info, run.counts)
     return loaded

@@ -27,6 +27,7 @@ from ..model.profile import EXACT_UNITS, Profile
 from ..model.run import RunInfo
 from ..present import write
 from ..present.json import RECORDED
+from ..store import kept_counts
 from ..store.runs import Store
 from .common import add_output_options, keep_ui_answers, progress_display
 
@@ -224,6 +225,7 @@ def store_recording(
     options.progress.phase("storing the run")
     info = store.add_run(facts, recording)
     keep_ui_answers(store, info.id, options.progress, recording.profile)
+    kept_counts.keep_recorded(store, info, recording)
     profile = recording.profile
     print(
         f"perfsleuth: stored run {info.id} ({_amount(profile)}"

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import UserError
 from ..model.fleet import PROFILE_TYPES
@@ -91,17 +92,24 @@ def bucket_weights(
 
 def to_profile(weights: StackWeights, unit: str = "ns") -> Profile:
     """The per-stack sums as a Profile: sample i is row i of weights.stacks."""
-    frames = weights.frames.to_pylist()
-    index = {f.pop("frame_id"): i for i, f in enumerate(frames)}
-    result = Profile(unit=unit, frames=[Frame(**f) for f in frames])
-    for row in weights.stacks.to_pylist():
-        result.stacks.append(tuple(index[f] for f in row["frame_ids"]))
-        result.sample_stack.append(len(result.stacks) - 1)
-        result.sample_weight.append(float(row["cpu_ns"]))
-        result.sample_count.append(int(row["samples"]))
-        result.sample_thread.append(-1)
-        result.sample_state.append("")
-    return result
+    frames = weights.frames.drop(["frame_id"]).to_pylist()
+    stacks = weights.stacks
+    frame_ids = stacks.column("frame_ids").combine_chunks()
+    # Each stack's frames as indexes into `frames` (its frame_id column), in Arrow.
+    index = pc.index_in(frame_ids.flatten(), value_set=weights.frames.column("frame_id"))
+    flat = index.to_pylist()
+    bounds = frame_ids.offsets.to_pylist()
+    n = stacks.num_rows
+    return Profile(
+        unit=unit,
+        frames=[Frame(**f) for f in frames],
+        stacks=[tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)],
+        sample_stack=list(range(n)),
+        sample_weight=pc.cast(stacks.column("cpu_ns"), pa.float64()).to_pylist(),
+        sample_count=stacks.column("samples").to_pylist(),
+        sample_thread=[-1] * n,
+        sample_state=[""] * n,
+    )
 
 
 def top(

@@ -16,6 +16,7 @@ when the name is taken) and a rename under an flock (released when its process d
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import os
@@ -34,6 +35,7 @@ from .s3 import Objects, Versioned
 TMP_DIR = "_tmp"
 # No write of one file takes this long: a temporary file older than this is a leftover.
 TMP_MAX_AGE_S = 3600.0
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class StoreUnavailable(UserError):
@@ -70,14 +72,15 @@ class Files:
             return
         self._replace(self._target(rel), lambda tmp: _write(tmp, data))
 
-    def create(self, rel: str, data: bytes) -> str | None:
-        """Write `rel` only if it does not exist yet: its tag, or None when it did."""
+    def create(self, rel: str, data: bytes, *, durable: bool = True) -> str | None:
+        """Write `rel` only if it does not exist yet: its tag, or None when it did. With
+        `durable` False a folder's file is durable only after the next `sync`."""
         if self.objects is not None:
             return self.objects.create(self.key(rel), data)
         target = self._target(rel)
         tmp = self._tmp()
         try:
-            _write(tmp, data)
+            _write(tmp, data, durable)
             os.link(tmp, target)  # atomic, and fails when the name is taken
         except FileExistsError:
             return None
@@ -85,6 +88,12 @@ class Files:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         return _local_tag(target, data)
+
+    def sync(self) -> None:
+        """Make every file written so far durable: for a folder one syncfs(2) of its file
+        system (an fsync per small file cost ~0.4 ms of CPU each); S3 writes are."""
+        if self.objects is None:
+            _syncfs(self.base)
 
     def read_versioned(self, rel: str) -> Versioned | None:
         """`rel`'s bytes, the tag a `replace` names, and its age; None when absent."""
@@ -186,11 +195,22 @@ class Files:
         return info_path[len(self.base) + 1 :]
 
 
-def _write(path: str, data: bytes) -> None:
+def _write(path: str, data: bytes, durable: bool = True) -> None:
     with open(path, "wb") as out:
         out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def _syncfs(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if _LIBC.syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise StoreUnavailable(f"cannot sync the fleet store {folder}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
 
 
 def _copy(source: str, path: str) -> None:

@@ -5,10 +5,11 @@ share the fsync); the Parquet files come later, for many windows at once: every
 FLUSH_S seconds or FLUSH_ROWS sample rows, and when the collector stops. A flush
 writes, in this order, each window's marker (created only if absent: the marker
 claims the window for this batch, so a window pushed to two collectors is stored by
-the one that claims it first), each day's stacks and frames, one samples file per
-hour partition (h-<segment>.parquet, created only if absent), and deletes the segment
-last. A crash at any point leaves the segment, which the next collector to start
-flushes again: what was written is found and kept, nothing is counted twice.
+the one that claims it first; the markers made durable together, by one sync), each
+day's stacks and frames, one samples file per hour partition (h-<segment>.parquet,
+created only if absent), and deletes the segment last. A crash at any point leaves
+the segment, which the next collector to start flushes again: what was written is
+found and kept, nothing is counted twice.
 
 Queries read the segments too (reading.py): a segment's windows of a partition are
 counted from the log until that partition holds its h- file.
@@ -242,7 +243,10 @@ def write_batch(
     for record in records:
         first.setdefault(record.window_id, record)
     unique = list(first.values())
-    claimed = list(pool.map(lambda r: _claim(files, name, r, len(unique)), unique))
+    # A folder's markers are CPU work (no fsync each): threads would only take turns.
+    each = pool.map if files.objects is not None else map
+    claimed = list(each(lambda r: _claim(files, name, r, len(unique)), unique))
+    files.sync()  # the markers durable before what they claim is written
     mine = [r for r, ok in zip(unique, claimed, strict=True) if ok]
     by_day: dict[str, list[Record]] = {}
     by_partition: dict[str, list[Record]] = {}
@@ -275,7 +279,7 @@ def _claim(files: Files, name: str, record: Record, group: int) -> bool:
     """The window's marker for batch `name`; False when another batch holds it."""
     rel = marker(record.partition, record.window_id)
     info = {**record.marker, "group": group, "batch": name}
-    if files.create(rel, json.dumps(info).encode()) is not None:
+    if files.create(rel, json.dumps(info).encode(), durable=False) is not None:
         return True
     existing = files.read_versioned(rel)
     if existing is None:

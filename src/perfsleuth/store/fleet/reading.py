@@ -38,7 +38,9 @@ from .layout import (
     partition_start,
     samples_dir,
 )
-from .wal import SUFFIX, Record, read_segment, segments
+from .wal import SUFFIX, Record, SegmentReader
+
+LOG = SegmentReader()  # the head's log as this process read it last
 
 
 @dataclass(frozen=True)
@@ -198,8 +200,8 @@ def _logged(head: Path, start: float, end: float) -> list[tuple[str, Record]]:
     """(batch, record) of each window of the log started in [start, end), once each."""
     seen: set[str] = set()
     found = []
-    for path in segments(head):
-        for record in read_segment(path):
+    for path, records in LOG.records(head):
+        for record in records:
             t = float(record.marker["start"])
             if start <= t < end and record.window_id not in seen:
                 seen.add(record.window_id)

@@ -10,6 +10,7 @@ them; one no process holds is an orphan, flushed by the next collector that star
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import struct
@@ -27,6 +28,8 @@ MAGIC = b"PSW1"
 FRAME = struct.Struct("<4sII")  # magic, payload length, CRC-32 of the payload
 SIZES = struct.Struct("<IIII")  # JSON, samples, stacks, frames lengths
 SUFFIX = ".wal"
+# Given, so pyarrow does not read its two environment variables for every table.
+IPC_OPTIONS = pa.ipc.IpcWriteOptions()
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,8 @@ class Record:
     def window_id(self) -> str:
         return str(self.marker["id"])
 
-    @property
-    def partition(self) -> str:
+    @functools.cached_property
+    def partition(self) -> str:  # asked for by every flush and query that counts it
         return hour_partition(float(self.marker["start"]))
 
 
@@ -54,6 +57,11 @@ def encode(record: Record) -> bytes:
 
 def decode_all(data: bytes) -> list[Record]:
     """The whole records of a segment's bytes, up to the first torn or corrupt one."""
+    return decode_prefix(data)[0]
+
+
+def decode_prefix(data: bytes) -> tuple[list[Record], int]:
+    """The whole records at the start of `data`, and the length they take."""
     records = []
     at = 0
     while at + FRAME.size <= len(data):
@@ -63,7 +71,7 @@ def decode_all(data: bytes) -> list[Record]:
             break
         records.append(_record(payload))
         at += FRAME.size + length
-    return records
+    return records, at
 
 
 def _record(payload: bytes) -> Record:
@@ -80,7 +88,7 @@ def _record(payload: bytes) -> Record:
 
 def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as out:
+    with pa.ipc.new_stream(sink, table.schema, options=IPC_OPTIONS) as out:
         out.write_table(table)
     return sink.getvalue().to_pybytes()
 
@@ -136,6 +144,42 @@ def read_segment(path: Path) -> list[Record]:
         return decode_all(path.read_bytes())
     except FileNotFoundError:
         return []
+
+
+class SegmentReader:
+    """Segments as a querying process reads them again and again: each from where its
+    last read stopped (a segment only grows, until it is flushed and deleted), so a
+    query decodes only the windows logged since the one before."""
+
+    def __init__(self) -> None:
+        self._read: dict[Path, tuple[int, int, list[Record]]] = {}  # inode, offset, records
+        self._lock = threading.Lock()
+
+    def records(self, folder: Path) -> list[tuple[Path, list[Record]]]:
+        """Each segment of `folder`, oldest first, with its whole records."""
+        found = [(path, self._records(path)) for path in segments(folder)]
+        with self._lock:
+            listed = {path for path, _ in found}
+            for path in [p for p in self._read if p.parent == folder and p not in listed]:
+                del self._read[path]
+        return found
+
+    def _records(self, path: Path) -> list[Record]:
+        try:
+            with open(path, "rb") as f:
+                inode = os.fstat(f.fileno()).st_ino
+                with self._lock:
+                    known, offset, records = self._read.get(path, (inode, 0, []))
+                if known != inode:
+                    offset, records = 0, []
+                f.seek(offset)
+                new, used = decode_prefix(f.read())
+        except FileNotFoundError:  # flushed and deleted meanwhile
+            return []
+        records = records + new
+        with self._lock:
+            self._read[path] = (inode, offset + used, records)
+        return records
 
 
 def claim_orphan(path: Path) -> int | None:
