@@ -1,7 +1,9 @@
 // Two builds of the web UI timed against each other in one Chromium, interleaved: the
 // focus, ignore, hide and sandwich latency of bench/ui_bench.mjs (URL changed → the new graph painted)
 // for build A, then B, then A … on the same server, so load changes hit both alike; and
-// whether both builds drew the same trees (a digest of every node's name, depth and weights).
+// whether both builds drew the same trees (a digest of every node's name, depth and weights);
+// and the renderer main thread's CPU time per interaction (from a Chromium trace), which the
+// machine's load stretches far less than the latency.
 // Usage: node bench/ui_ab.mjs UI_URL RUN_ID DIR_A DIR_B [ROUNDS] [QUERIES_JSON]
 //   DIR_*: a `vite build --outDir DIR` of ui/ (e.g. the last commit's and the work tree's).
 //   QUERIES_JSON: the focus / ignore / hide expressions (bench/ui_deep_bench.json's
@@ -10,7 +12,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { filterLatency, heavyNames, summary } from "./ui_bench_page.mjs";
+import { filterLatency, heavyNames, mainThreadCpu, summary } from "./ui_bench_page.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../ui/package.json"));
@@ -57,7 +59,8 @@ function shownDigest(page) {
 }
 
 const times = { A: {}, B: {} };
-for (const kinds of Object.values(times)) for (const kind of KINDS) kinds[kind] = [];
+const cpu = { A: {}, B: {} };
+for (const kinds of [...Object.values(times), ...Object.values(cpu)]) for (const kind of KINDS) kinds[kind] = [];
 const digests = { A: [], B: [] };
 for (let r = 0; r < Number(rounds); r++) {
   for (const [label, dir] of [["A", dirA], ["B", dirB]]) {
@@ -65,14 +68,18 @@ for (let r = 0; r < Number(rounds); r++) {
     const names = await heavyNames(page, [1, 2, 3, 5, 8]);
     const filters = ["focus", "ignore", "hide"].flatMap((kind) => QUERIES.map((q) => [kind, q]));
     const queries = [...filters, ...names.map((n) => ["sandwich", n])];
+    await browser.startTracing(page, { categories: ["toplevel", "blink.user_timing"] });
     for (const [kind, q] of queries) {
       times[label][kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
       if (r === 0) digests[label].push(await shownDigest(page));
     }
+    const used = mainThreadCpu((await browser.stopTracing()).toString());
+    queries.forEach(([kind], k) => cpu[label][kind].push(used[k]));
     await context.close();
   }
 }
 await browser.close();
 const out = { same_trees: String(digests.A) === String(digests.B) };
 for (const [label, kinds] of Object.entries(times)) out[label] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
+for (const [label, kinds] of Object.entries(cpu)) out[`${label}_main_thread_cpu`] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
 console.log(JSON.stringify(out));

@@ -3,6 +3,7 @@
 /**
  * Put focus / ignore / hide / sandwich QUERY in the URL and time until the new graph is
  * painted: after the page's flame-interactive mark (or the sandwich's graphs replaced).
+ * Marks filter-start and filter-end, for a trace to find the interaction by.
  */
 export async function filterLatency(page, query) {
   return page.evaluate(
@@ -10,11 +11,17 @@ export async function filterLatency(page, query) {
       new Promise((resolve) => {
         const marks = performance.getEntriesByName("flame-interactive").length;
         const sandwich = window.perfsleuthSandwich;
+        performance.mark("filter-start");
         const start = performance.now();
         location.hash = `${location.hash.split("?")[0]}?${q}`;
         const poll = () => {
           const drawn = performance.getEntriesByName("flame-interactive").length > marks || window.perfsleuthSandwich !== sandwich;
-          if (drawn) requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - start)));
+          const painted = () => {
+            const ms = performance.now() - start;
+            performance.mark("filter-end");
+            resolve(ms);
+          };
+          if (drawn) requestAnimationFrame(() => requestAnimationFrame(painted));
           else setTimeout(poll, 1);
         };
         poll();
@@ -33,6 +40,31 @@ export async function heavyNames(page, depths) {
       return data.names[data.name[best]];
     });
   }, depths);
+}
+
+/**
+ * CPU time of the page's main thread (the renderer's) in each filter-start … filter-end
+ * window of a Chromium trace, in ms: the work an interaction costs, which the machine's
+ * load stretches far less than the latency.
+ */
+export function mainThreadCpu(trace) {
+  const events = JSON.parse(trace).traceEvents;
+  const threadOf = (e) => `${e.pid}.${e.tid}`;
+  const counts = new Map();
+  for (const e of events) {
+    if (e.ph === "M" && e.name === "thread_name" && e.args.name === "CrRendererMain") counts.set(threadOf(e), 0);
+  }
+  for (const e of events) if (counts.has(threadOf(e))) counts.set(threadOf(e), counts.get(threadOf(e)) + 1);
+  const main = [...counts].sort((a, b) => b[1] - a[1])[0][0];
+  const tasks = events.filter((e) => e.ph === "X" && threadOf(e) === main && e.name === "ThreadControllerImpl::RunTask").sort((a, b) => a.ts - b.ts);
+  const marks = events.filter((e) => e.name === "filter-start" || e.name === "filter-end").sort((a, b) => a.ts - b.ts);
+  const windows = [];
+  for (let k = 0; k + 1 < marks.length; k++) if (marks[k].name === "filter-start" && marks[k + 1].name === "filter-end") windows.push([marks[k].ts, marks[k + 1].ts]);
+  return windows.map(([from, to]) => {
+    let cpu = 0;
+    for (const t of tasks) if (t.ts >= from && t.ts < to) cpu += t.tdur ?? t.dur;
+    return cpu / 1000;
+  });
 }
 
 export function summary(values) {

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -77,7 +78,9 @@ def profile_shape(folded: Path) -> tuple[dict, list[str]]:
             totals[name] += n
     named = [name for name, _ in totals.most_common() if name[0].isalpha() and len(name) > 4]
     prefix = "".join(c for c in named[20].split("(")[0][:8] if c.isalnum() or c == "_")
-    queries = [named[10], named[30], named[100], f"^{prefix}.*"]
+    # Escaped: a C++ name's parentheses and `*` are regex syntax (unescaped, `f(int)` matched
+    # no frame and `tree_node**` was no expression at all, so focus drew an empty graph).
+    queries = [re.escape(named[10]), re.escape(named[30]), re.escape(named[100]), f"^{prefix}.*"]
     return {"deepest": deepest, "mean_depth": weighted_depth / weight}, queries
 
 

@@ -140,12 +140,13 @@ def test_a_loop_whose_machine_code_reloads_nothing_is_not_a_finding(tmp_path: Pa
     [(match, remark)] = report.confirmed_matches()
     store = Instruction(0x10, "mov byte ptr [rcx + rax], 7", "good.c:4")
     quiet = LoopCode("fill", [store], byte_stores=[store], reloads=[])
-    note = no_cost_seen(match, report, quiet, [], asm_in_binary=True)
+    note = no_cost_seen(match, report, quiet, asm_in_binary=True)
     assert note.startswith("not reported: the loop at good.c:4 in fill")
     assert "the binary's code of the loop reloads nothing" in note
     loud = report.loop_code(match, None)
     assert loud is not None and loud.confirms_aliasing
-    assert no_cost_seen(match, report, loud, [], asm_in_binary=False) == ""
+    assert no_cost_seen(match, report, loud, asm_in_binary=False) == ""
+    assert no_cost_seen(match, report, None, asm_in_binary=True) == ""  # no code: unknown
     assert build_finding(match, report, remark, loud, 0.5).confidence >= 0.9
 
 

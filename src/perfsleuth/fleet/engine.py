@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -261,8 +262,12 @@ def _database() -> duckdb.DuckDBPyConnection:
     return duckdb.connect()
 
 
+_CURSORS = threading.Lock()
+
+
 def connect() -> duckdb.DuckDBPyConnection:
-    return _database().cursor()
+    with _CURSORS:  # the shared connection is not documented as safe across threads
+        return _database().cursor()
 
 
 def _quoted(name: str) -> str:

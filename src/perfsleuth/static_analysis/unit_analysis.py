@@ -51,10 +51,6 @@ class UnitReport:
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     object_compiler: str = "clang-16"  # whose build object_loops were read from
-    # (file, loop line) -> that build's code of a matched loop that has no machine loop
-    object_straight: dict[tuple[str, int], list[machine_code.Instruction]] = field(
-        default_factory=dict
-    )
     error: str = ""
     seconds: float = 0.0  # CPU seconds of this process (the compilers' are their own)
     inputs: list[str] = field(default_factory=list)  # the source and the files it includes
@@ -105,25 +101,12 @@ class UnitReport:
         return found
 
     def loop_code(self, match: AliasMatch, binary: Path | None) -> machine_code.LoopCode | None:
-        """The machine code of a matched loop: in the run's binary when there is one,
-        else in clang-16's build of the unit."""
+        """The machine code of a matched loop (its straight code when the compiler left
+        no machine loop there): in the run's binary when there is one, else in the
+        build of the unit."""
         if binary is not None and match.pattern != "straight-line":
-            return machine_code.loop_code(
-                binary, match.file, match.line, match.end_line, stack_reads=match.needs_compiler
-            )
+            return _code_of(binary, match)
         return self.object_loops.get((match.file, match.line))
-
-    def straight_code(
-        self, match: AliasMatch, binary: Path | None
-    ) -> list[machine_code.Instruction]:
-        """The code of a matched loop's lines when the compiler left no machine loop
-        there (straight stores, a memmove call): in the run's binary when there is one,
-        else in the build of the unit."""
-        if match.pattern == "straight-line":
-            return []
-        if binary is not None:
-            return machine_code.straight_code(binary, match.file, match.line, match.end_line)
-        return self.object_straight.get((match.file, match.line), [])
 
     def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
         """Source matches clang does not refute."""
@@ -295,21 +278,21 @@ def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
 
 
 def _read_object_code(report: UnitReport, obj: Path) -> None:
-    """The machine code the unit's build made of each matched loop — its loop, or its
-    straight code when it has none — for when there is no binary (lint) to read it from."""
+    """The machine code the unit's build made of each matched loop (its loop, or its
+    straight code when it has none), for when there is no binary (lint) to read it from."""
     exe = obj.with_suffix(".exe")
     if not compiler_remarks.link_for_disassembly(report.unit, obj, exe):
         return
     for match in report.matches:
-        if match.pattern == "straight-line":
-            continue
-        span = (exe, match.file, match.line, match.end_line)
-        key = (match.file, match.line)
-        loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
-        if loop is not None:
-            report.object_loops[key] = loop
-        elif straight := machine_code.straight_code(*span):
-            report.object_straight[key] = straight
+        if match.pattern != "straight-line" and (code := _code_of(exe, match)) is not None:
+            report.object_loops[(match.file, match.line)] = code
+
+
+def _code_of(binary: Path, match: AliasMatch) -> machine_code.LoopCode | None:
+    """The machine loop of a matched loop, else the straight code made of it."""
+    span = (binary, match.file, match.line, match.end_line)
+    loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
+    return loop if loop is not None else machine_code.straight_code(*span)
 
 
 @dataclass

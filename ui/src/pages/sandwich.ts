@@ -47,6 +47,9 @@ export function renderSandwich(app: HTMLElement, runId: string, data: FlameData,
     h("h2", null, "Callees", h("span", { class: "subtitle" }, "the function on top, what it called below")),
     h("div", { class: "flame-holder" }, callees.canvas, callees.tip),
   );
-  callers.draw();
-  callees.draw();
+  // One width for both (their holders are alike): reading it again after the first draw resized
+  // its canvas would lay the page out a second time.
+  const width = callers.canvas.parentElement!.clientWidth || undefined;
+  callers.draw(width);
+  callees.draw(width);
 }
