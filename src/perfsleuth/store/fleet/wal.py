@@ -10,6 +10,7 @@ them; one no process holds is an orphan, flushed by the next collector that star
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import struct
@@ -40,8 +41,8 @@ class Record:
     def window_id(self) -> str:
         return str(self.marker["id"])
 
-    @property
-    def partition(self) -> str:
+    @functools.cached_property
+    def partition(self) -> str:  # asked for by every flush and query that counts it
         return hour_partition(float(self.marker["start"]))
 
 
