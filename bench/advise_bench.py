@@ -14,9 +14,10 @@ so slow analyzers can be told apart.
     .venv/bin/python bench/advise_bench.py --store DIR [--run ID] [--budget S]
 
 times instead a run already recorded (a real program, e.g. `perfsleuth run --store
-DIR -- ./k2 ...`): `perfsleuth advise` with the default deep-analysis budget and
-with --budget S (default 1000: no bound in practice), each in a copy of the store
-with no unit report cached, wall and CPU seconds (advise's and its compilers') and the load average.
+DIR -- ./k2 ...`): `perfsleuth advise` with the default budget and with --budget S
+(default 1000: no bound in practice), each --runs times in a copy of the store with
+no unit report cached: the median CPU seconds (advise's and its compilers'), each
+run's wall seconds and load average, the findings' rules and the notes.
 Prints a table and writes bench/out/advise_bench.json (advise_budget_bench.json).
 """
 
@@ -104,7 +105,7 @@ def time_analyzers(store_path: Path, run: str = "latest") -> dict[str, tuple[flo
     """name -> (wall, CPU seconds) of loading the run and of each analyzer."""
     from perfsleuth.advisor import AdviseOptions, build_context
     from perfsleuth.analyzers import discover
-    from perfsleuth.static_analysis.unit_analysis import cpu_seconds
+    from perfsleuth.static_analysis.cpu_limits import cpu_seconds
     from perfsleuth.store.runs import Store
 
     store = Store(store_path)
@@ -120,43 +121,52 @@ def time_analyzers(store_path: Path, run: str = "latest") -> dict[str, tuple[flo
     return timings
 
 
-def time_stored_run(store: Path, run: str, budget: float) -> None:
-    """advise on a recorded run, with the default budget and with `budget`."""
+def advise_stored(store: Path, run: str, extra: list[str]) -> dict:
+    """One `perfsleuth advise` of the run in a copy of the store, with no unit report
+    kept from before: wall and CPU seconds (advise's and its compilers'), the load
+    average, the findings' rules and the notes."""
+    scratch = OUT / "advise_budget_store"
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(store, scratch)
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as cold:
+        argv = [str(PERFSLEUTH), "advise", "--store", str(scratch), run, *extra]
+        done = subprocess.run(
+            [*argv, "--format", "json"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "XDG_CACHE_HOME": cold},
+        )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    shutil.rmtree(scratch, ignore_errors=True)
+    doc = json.loads(done.stdout)
+    rules = sorted(f["rule"] for f in doc.get("findings", []))
+    return {"wall_s": wall, "cpu_s": cpu, "load": load, "rules": rules, "notes": doc["notes"]}
+
+
+def time_stored_run(store: Path, run: str, budget: float, runs: int) -> None:
+    """advise on a recorded run, with the default budget and with `budget`, each
+    `runs` times: the median CPU seconds, and the findings of each."""
     rows = {}
     for label, extra in (("default budget", []), (f"--budget {budget:g}", [f"--budget={budget}"])):
-        scratch = OUT / "advise_budget_store"
-        shutil.rmtree(scratch, ignore_errors=True)
-        shutil.copytree(store, scratch)
-        load = os.getloadavg()[0]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        with tempfile.TemporaryDirectory() as cold:  # no unit report kept from before
-            done = subprocess.run(
-                [
-                    str(PERFSLEUTH),
-                    "advise",
-                    "--store",
-                    str(scratch),
-                    run,
-                    *extra,
-                    "--format",
-                    "json",
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
-                env={**os.environ, "XDG_CACHE_HOME": cold},
-            )
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        notes = json.loads(done.stdout).get("notes", [])
-        rows[label] = {"wall_s": wall, "cpu_s": cpu, "load": load, "notes": notes}
-        print(f"advise, {label:16s} wall {wall:6.1f} s  CPU {cpu:6.1f} s  load {load:4.1f}")
-        for note in notes:
-            if "budget" in note:
-                print(f"  note: {note}")
-    shutil.rmtree(OUT / "advise_budget_store", ignore_errors=True)
+        done = [advise_stored(store, run, extra) for _ in range(runs)]
+        cpu = statistics.median(d["cpu_s"] for d in done)
+        rows[label] = {"cpu_median_s": cpu, "runs": done}
+        each = ", ".join(f"{d['cpu_s']:.1f}" for d in done)
+        walls = ", ".join(f"{d['wall_s']:.0f}" for d in done)
+        loads = ", ".join(f"{d['load']:.0f}" for d in done)
+        print(
+            f"advise, {label:16s} CPU median of {runs} {cpu:6.1f} s "
+            f"(each {each}; wall {walls} s; load {loads})"
+        )
+        print(f"  findings: {', '.join(done[-1]['rules'])}")
+        for note in done[-1]["notes"]:
+            print(f"  note: {note}")
     (OUT / "advise_budget_bench.json").write_text(json.dumps(rows, indent=1))
 
 
@@ -170,7 +180,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.store:
         OUT.mkdir(parents=True, exist_ok=True)
-        time_stored_run(args.store, args.run, args.budget)
+        time_stored_run(args.store, args.run, args.budget, args.runs)
         return
     store = OUT / "advise_store"
     samples, record_wall, workload_s = record(store, args.samples)

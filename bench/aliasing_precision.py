@@ -16,6 +16,8 @@ function and rule among the judged ones; the table gives, per codebase and over 
   precision   judged findings that are true (the reload is real) / judged findings,
               over all findings and over the confident ones (>= 0.6)
   impact      judged findings that are true with measurable impact / judged
+  quiet       matched loops not reported because their compiler's code shows no
+              cost (lint's "not reported: ..." notes, listed under the table)
 A finding nobody judged (new after a change) is listed, not counted: judge it and add
 it to judged.toml. Writes bench/out/aliasing_precision.json.
 """
@@ -37,6 +39,7 @@ JUDGED = ROOT / "bench" / "aliasing_precision" / "judged.toml"
 OUT = ROOT / "bench" / "out"
 CONFIDENT = 0.6
 TRUE_VERDICTS = ("true-impact", "true-no-impact")
+QUIET_NOTE = "not reported: "
 
 
 def fetch_crates(codebases: dict[str, dict], work: Path) -> None:
@@ -108,8 +111,9 @@ def codebase_root(codebase: dict, work: Path) -> Path:
     return (_unpacked(work, codebase["package"], codebase["version"]) / codebase["root"]).resolve()
 
 
-def lint(database: Path, src: Path, scratch: Path) -> list[dict]:
-    """The findings of `perfsleuth lint` over the database, with the code under src."""
+def lint(database: Path, src: Path, scratch: Path) -> dict:
+    """`perfsleuth lint`'s document (findings, notes) over the database, with the code
+    under src."""
     output = scratch / "lint.json"
     perfsleuth = [
         sys.executable,
@@ -120,16 +124,17 @@ def lint(database: Path, src: Path, scratch: Path) -> list[dict]:
     command += ["--compile-commands", str(database), "--format", "json", "-o", str(output)]
     env = {**os.environ, "PYTHONPATH": str(src), "XDG_CACHE_HOME": str(scratch / "cache")}
     subprocess.run(command, cwd=database.parent, env=env, check=True)
-    return json.loads(output.read_text())["findings"]
+    return json.loads(output.read_text())
 
 
-def score(name: str, findings: list[dict], root: Path, judged: list[dict]) -> dict:
-    """Precision of one codebase's findings against its judged verdicts."""
+def score(name: str, doc: dict, root: Path, judged: list[dict]) -> dict:
+    """Precision of one codebase's findings against its judged verdicts, and its
+    loops left out for showing no cost."""
     verdicts = {
         (j["file"], j["line"], j["function"], j["rule"]): j for j in judged if j["codebase"] == name
     }
     rows = []
-    for finding in findings:
+    for finding in doc["findings"]:
         key = (os.path.relpath(finding["file"], root), finding["line"], finding["function"])
         judgement = verdicts.get((*key, finding["rule"]))
         rows.append(
@@ -142,7 +147,13 @@ def score(name: str, findings: list[dict], root: Path, judged: list[dict]) -> di
                 "verdict": judgement["verdict"] if judgement else None,
             }
         )
-    return {"all": _precision(rows), "confident": _precision(rows, CONFIDENT), "findings": rows}
+    quiet = [note for note in doc["notes"] if note.startswith(QUIET_NOTE)]
+    return {
+        "all": _precision(rows),
+        "confident": _precision(rows, CONFIDENT),
+        "findings": rows,
+        "quiet": quiet,
+    }
 
 
 def _precision(rows: list[dict], floor: float = 0.0) -> dict:
@@ -162,15 +173,15 @@ def _precision(rows: list[dict], floor: float = 0.0) -> dict:
 def table(results: dict[str, dict]) -> str:
     lines = [
         "| codebase | findings (judged) | precision, all | confident >= 0.6 (judged) "
-        "| precision, confident | true with impact, all |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| precision, confident | true with impact, all | quiet |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, result in results.items():
         every, confident = result["all"], result["confident"]
         lines.append(
             f"| {name} | {every['findings']} ({every['judged']}) | {_ratio(every)} "
             f"| {confident['findings']} ({confident['judged']}) | {_ratio(confident)} "
-            f"| {every['impact_precision']} |"
+            f"| {every['impact_precision']} | {len(result['quiet'])} |"
         )
     return "\n".join(lines)
 
@@ -183,7 +194,13 @@ def _ratio(counts: dict) -> str:
 
 def total(results: dict[str, dict]) -> dict:
     rows = [row for result in results.values() for row in result["findings"]]
-    return {"all": _precision(rows), "confident": _precision(rows, CONFIDENT), "findings": rows}
+    quiet = [note for result in results.values() for note in result["quiet"]]
+    return {
+        "all": _precision(rows),
+        "confident": _precision(rows, CONFIDENT),
+        "findings": rows,
+        "quiet": quiet,
+    }
 
 
 def main() -> None:
@@ -207,8 +224,8 @@ def main() -> None:
     for name, codebase in codebases.items():
         database = write_database(codebase, args.work)
         with tempfile.TemporaryDirectory(prefix="lint-", dir=args.work) as scratch:
-            findings = lint(database, args.src.resolve(), Path(scratch))
-        results[name] = score(name, findings, codebase_root(codebase, args.work), data["finding"])
+            doc = lint(database, args.src.resolve(), Path(scratch))
+        results[name] = score(name, doc, codebase_root(codebase, args.work), data["finding"])
     results["all"] = total(results)
     print(table(results))
     for name, result in results.items():
@@ -220,6 +237,8 @@ def main() -> None:
                     f"not judged: {name} {row['file']}:{row['line']} {row['function']} "
                     f"{row['rule']} {row['confidence']}"
                 )
+        for note in result["quiet"]:
+            print(f"{name}: {note}")
     OUT.mkdir(parents=True, exist_ok=True)
     document = {"src": str(args.src), "results": results}
     (OUT / "aliasing_precision.json").write_text(json.dumps(document, indent=1))

@@ -24,6 +24,7 @@ from .model.findings import Finding
 from .model.profile import Profile
 from .model.run import LoadedRun, RunInfo
 from .rules import load_rules
+from .static_analysis.cpu_limits import cpu_seconds
 from .store.runs import Store
 from .views import documents
 
@@ -58,10 +59,12 @@ def advise(
     info: RunInfo | None = None,
 ) -> documents.Advice:
     """The run's ranked findings (rank.Advice's JSON); the findings are stored with it."""
+    started = cpu_seconds()  # the analysis' budget counts loading the run too
     loaded = store.load_run(run_id)
     info = info or loaded.info
     profile = profile if profile is not None else loaded.profile
     ctx = build_context(store, info, profile, options, loaded)
+    ctx.started_cpu = started
     findings = run_analyzers(ctx)
     if options.verify:
         verify(rank.rank(findings, show_all=options.show_all).shown[:VERIFY_AT_MOST], ctx, store)

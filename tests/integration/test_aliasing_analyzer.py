@@ -110,33 +110,6 @@ def test_the_number_of_deep_units_is_configurable(tmp_path: Path) -> None:
     assert aliasing_write.analyze(ctx) == []
 
 
-def test_units_over_the_cpu_budget_are_named_and_not_compiled(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing analysed before
-    (tmp_path / "good.c").write_text(GOOD)
-    (tmp_path / "other.c").write_text(GOOD.replace("fill", "fill2").replace("sum", "sum2"))
-    frames = [
-        (Frame("fill", "prog", "/build/good.c", 4), 60.0),
-        (Frame("sum2", "prog", "/build/other.c", 8), 40.0),
-    ]
-    ctx = context(tmp_path, frames)
-    ctx.options.deep_budget = 0.001  # the first unit is started, and uses it up
-    [aliasing] = aliasing_write.analyze(ctx)
-    assert aliasing.file.endswith("good.c")
-    assert missed_vectorization.analyze(ctx) == []  # other.c's missed loop: not read
-    [note] = [n for n in ctx.notes if "budget" in n]
-    assert note.startswith("1 hot unit not compiled") and "(other.c)" in note
-    assert "--budget" in note and list(ctx.deep_spent) == [str(tmp_path / "good.c")]
-
-    unbounded = context(tmp_path, frames)
-    unbounded.options.deep_budget = None
-    [missed] = missed_vectorization.analyze(unbounded)
-    assert missed.file.endswith("other.c") and not unbounded.notes
-    kept = [p for p in (tmp_path / "cache" / "perfsleuth" / "units").rglob("*") if p.is_file()]
-    assert len(kept) == 2  # both reports kept on disk
-
-
 @pytest.mark.parametrize("given", ["soon", "-1", "nan", "inf"])
 def test_a_bad_budget_option_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
@@ -167,12 +140,13 @@ def test_a_loop_whose_machine_code_reloads_nothing_is_not_a_finding(tmp_path: Pa
     [(match, remark)] = report.confirmed_matches()
     store = Instruction(0x10, "mov byte ptr [rcx + rax], 7", "good.c:4")
     quiet = LoopCode("fill", [store], byte_stores=[store], reloads=[])
-    note = no_cost_seen(match, report, quiet, [], asm_in_binary=True)
+    note = no_cost_seen(match, report, quiet, asm_in_binary=True)
     assert note.startswith("not reported: the loop at good.c:4 in fill")
     assert "the binary's code of the loop reloads nothing" in note
     loud = report.loop_code(match, None)
     assert loud is not None and loud.confirms_aliasing
-    assert no_cost_seen(match, report, loud, [], asm_in_binary=False) == ""
+    assert no_cost_seen(match, report, loud, asm_in_binary=False) == ""
+    assert no_cost_seen(match, report, None, asm_in_binary=True) == ""  # no code: unknown
     assert build_finding(match, report, remark, loud, 0.5).confidence >= 0.9
 
 

@@ -144,12 +144,48 @@ def test_an_enclosing_loop_is_not_the_source_loop_s_code(tape: Path) -> None:
     assert loop_code(tape, "tape.c", 8, 11) is None
 
 
-def test_a_loop_made_a_call_is_straight_code(tape: Path) -> None:
+def test_a_loop_made_a_call_is_straight_code_that_reloads_nothing(tape: Path) -> None:
     code = straight_code(tape, "tape.c", 8, 11)
-    assert any(i.text.startswith("call") for i in code)
-    assert [i.address for i in code] == sorted(i.address for i in code)
-    assert straight_code(tape, "tape.c", 4, 16) == []  # the outer loop is a machine loop
-    assert straight_code(tape, "tape.c", 100, 120) == []
+    assert code is not None and code.straight
+    assert any(i.text.startswith("call") for i in code.instructions)
+    assert not code.reloads and not code.confirms_aliasing
+    assert straight_code(tape, "tape.c", 4, 16) is None  # the outer loop is a machine loop
+    assert straight_code(tape, "tape.c", 100, 120) is None
+
+
+# GCC 12 -O2 unrolls both 16-byte loops; in `reload` it loads b->left again after
+# every byte, in `once` (the pointer hoisted) never.
+UNROLLED = """struct Block { unsigned char* left; };
+
+void reload(struct Block* b, const unsigned char* src) {
+  for (int i = 0; i < 16; ++i) {
+    b->left[i] = src[i * 32];
+  }
+}
+
+void once(struct Block* b, const unsigned char* src) {
+  unsigned char* left = b->left;
+  for (int i = 0; i < 16; ++i) {
+    left[i] = src[i * 32];
+  }
+}
+"""
+
+
+def test_an_unrolled_loop_s_reloads_are_found_in_its_straight_code(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    folder = tmp_path_factory.mktemp("unrolled")
+    (folder / "unrolled.c").write_text(UNROLLED)
+    out = folder / "unrolled.o"
+    subprocess.run(["gcc", "-O3", "-g", "-c", "unrolled.c", "-o", str(out)], cwd=folder, check=True)
+    assert machine_loops(out, "unrolled.c", 4, 6) == []
+    reloading = straight_code(out, "unrolled.c", 4, 6)
+    assert reloading is not None and reloading.confirms_aliasing
+    assert len(reloading.reloads) >= 8 and len(reloading.byte_stores) == 16
+    assert all("qword ptr [rdi]" in i.text for i in reloading.reloads)
+    hoisted = straight_code(out, "unrolled.c", 11, 13)
+    assert hoisted is not None and len(hoisted.byte_stores) == 16 and not hoisted.reloads
 
 
 def test_the_outer_loop_is_its_own_lines_code(tape: Path) -> None:

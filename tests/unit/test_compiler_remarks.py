@@ -88,3 +88,38 @@ def test_a_compiler_past_its_cpu_time_is_said_to_take_too_long(tmp_path: Path) -
     with pytest.raises(CompileError) as refused:
         compiler_remarks.run_compiler(["sh", "-c", "exit 1", "cc"], unit, source, None)
     assert not isinstance(refused.value, CompileTooLong)
+
+
+def test_a_driver_whose_compiler_proper_its_cpu_limit_killed_took_too_long(
+    tmp_path: Path,
+) -> None:
+    """g++ survives its cc1plus: it exits 1 saying "Killed signal terminated program
+    cc1plus", which is a compile stopped at its bound, not a unit that does not compile."""
+    source = tmp_path / "spin.cc"
+    calls = "".join(f"static_assert(spin({k}) >= 0);\n" for k in range(400))
+    source.write_text(
+        "constexpr long spin(long k) {\n"
+        "    long s = 0;\n"
+        "    for (long i = 0; i < 100000; i++)\n"
+        "        for (long j = 0; j < 10; j++) s += (i ^ j ^ k) & 1;\n"
+        "    return s;\n"
+        "}\n" + calls
+    )
+    unit = TranslationUnit(source, ["-O2", "-std=c++20"], "defaults", directory=tmp_path)
+    with pytest.raises(CompileTooLong, match="g\\+\\+ used over 1 CPU-s on spin.cc"):
+        compiler_remarks.run_compiler(["g++", "-O2", "-S", str(source)], unit, source, None, 1)
+
+
+def test_the_words_of_a_driver_whose_compiler_was_killed() -> None:
+    assert compiler_remarks.PROPER_KILLED.search(
+        "g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n"
+    )
+    assert compiler_remarks.PROPER_KILLED.search(
+        "g++: internal compiler error: CPU time limit exceeded signal terminated program cc1plus"
+    )
+    assert compiler_remarks.PROPER_KILLED.search(
+        "clang: error: unable to execute command: CPU time limit exceeded\n"
+    )
+    assert not compiler_remarks.PROPER_KILLED.search(
+        "spin.cc:3:1: error: 'Killed' was not declared"
+    )

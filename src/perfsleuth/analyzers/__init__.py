@@ -19,10 +19,12 @@ from ..model.findings import Finding
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..rules import Rule
+from ..static_analysis.cpu_limits import cpu_seconds
 
 DEEP_TUS = 5  # hot translation units the source analyses read by default
-# CPU seconds (this process's and the compilers') the deep unit analyses may start
-# new units within, so that advising stays bounded on a program of many hot units
+# CPU seconds (this process's and the compilers') of the analysis of a run, within
+# which the deep unit analyses start units and past which their compilers are stopped,
+# so that advising stays bounded on a program of many or large hot units
 DEEP_BUDGET = 10.0
 
 
@@ -52,6 +54,8 @@ class Context:
     notes: list[str] = field(default_factory=list)  # things the user should know, not findings
     # CPU seconds each deeply analysed unit cost, shared by the analyzers reading them
     deep_spent: dict[str, float] = field(default_factory=dict)
+    # when the analysis began, on cpu_seconds()'s clock: what the budget counts from
+    started_cpu: float = field(default_factory=cpu_seconds)
 
 
 Analyzer = Callable[[Context], list[Finding]]

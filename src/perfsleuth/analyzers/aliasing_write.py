@@ -14,10 +14,10 @@ from ..model.findings import Finding
 from ..static_analysis.aliasing_fixes import fixes_for, saving_for
 from ..static_analysis.aliasing_patterns import AliasMatch
 from ..static_analysis.compiler_remarks import Remark
-from ..static_analysis.machine_code import Instruction, LoopCode
+from ..static_analysis.machine_code import LoopCode
 from ..static_analysis.source import HotCode, hot_code
 from ..static_analysis.toolchain import toolchain_of
-from ..static_analysis.unit_analysis import UnitReport, hot_unit_reports
+from ..static_analysis.unit_analysis import Budget, UnitReport, hot_unit_reports
 from ..static_analysis.unit_cache import UnitCache
 from . import Context
 
@@ -41,8 +41,7 @@ def analyze(ctx: Context) -> list[Finding]:
             if refuted and (asm is None or not asm.confirms_aliasing):
                 continue
             in_binary = binary is not None and match.pattern != "straight-line"
-            straight = report.straight_code(match, binary) if asm is None else []
-            quiet = no_cost_seen(match, report, asm, straight, in_binary)
+            quiet = no_cost_seen(match, report, asm, in_binary)
             if quiet:
                 ctx.notes.append(quiet)
                 continue
@@ -51,19 +50,21 @@ def analyze(ctx: Context) -> list[Finding]:
 
 
 def deep_reports(ctx: Context, hot: HotCode) -> list[tuple[UnitReport, Path | None]]:
-    """The analysed hot units of the run (at most ctx.options.deep_tus, started within
-    ctx.options.deep_budget CPU seconds), each with its binary; what the user should
-    know (missing source, units that do not compile or were over the budget, a missing
-    clang) goes to ctx.notes, once, and the other analyzers still run. Reports are kept
-    on disk (unit_cache.py): advising the run again, with a larger --budget, reuses them."""
+    """The analysed hot units of the run (at most ctx.options.deep_tus, within the
+    analysis' ctx.options.deep_budget CPU seconds), each with its binary; what the user
+    should know (missing source, units that do not compile, were over the budget or cut
+    short by it, a missing clang) goes to ctx.notes, once, and the other analyzers still
+    run. Reports are kept on disk (unit_cache.py): advising the run again, with a larger
+    --budget, reuses them."""
+    run = str(ctx.run.id or "RUN")
+    budget = Budget(ctx.options.deep_budget, ctx.started_cpu, ctx.deep_spent, run)
     reports, notes = hot_unit_reports(
         hot,
         ctx.binaries or ctx.run.dsos,
         ctx.src_roots,
         ctx.compile_commands,
         ctx.options.deep_tus,
-        ctx.options.deep_budget,
-        ctx.deep_spent,
+        budget,
         UnitCache(),
     )
     for note in notes:
@@ -189,6 +190,13 @@ def _machine_code_evidence(
 ) -> str:
     symbol = match.function if asm.function.startswith("_Z") else asm.function
     where = "" if asm_in_binary else f" ({built}'s build of the unit)"
+    if asm.straight:
+        return (
+            f"machine code of {symbol}{where}: no machine loop, but "
+            f"{_count(asm.reloads, 'load')} of addresses loaded before a byte store "
+            f"({_count(asm.byte_stores, 'byte store')} in {len(asm.instructions)} instructions "
+            "of straight code: the loop unrolled)"
+        )
     return (
         f"machine code of {symbol}{where}: {_count(asm.reloads, 'load')} from unchanged "
         f"addresses and {_count(asm.byte_stores, 'byte store')} in a "
@@ -197,35 +205,29 @@ def _machine_code_evidence(
 
 
 def no_cost_seen(
-    match: AliasMatch,
-    report: UnitReport,
-    asm: LoopCode | None,
-    straight: list[Instruction],
-    asm_in_binary: bool,
+    match: AliasMatch, report: UnitReport, asm: LoopCode | None, asm_in_binary: bool
 ) -> str:
     """Why the user's compiler's own code of a matched loop shows that the pattern
     costs nothing — its loop reloads nothing (the compiler proved the write cannot
-    reach the read, or read it once before the loop), or it has no machine loop at all
-    (straight stores, a memmove call) — as a note naming the loop; "" when it may cost.
-    The binary's code is the user's; a build of the unit speaks for the user when it
-    is by their compiler."""
+    reach the read, or read it once before the loop), or it has no machine loop and
+    its straight code (unrolled stores, a memmove call) reloads nothing either — as a
+    note naming the loop; "" when it may cost. The binary's code is the user's; a
+    build of the unit speaks for the user when it is by their compiler."""
     toolchain = toolchain_of(report.unit)
     built = report.object_compiler
     own = asm_in_binary or built.lower().startswith(toolchain.family)
-    if match.pattern == "straight-line" or not own:
+    if match.pattern == "straight-line" or not own or asm is None or asm.reloads:
         return ""
-    if asm is not None and not asm.reloads:
-        code = "the binary's code" if asm_in_binary else f"{built}'s code (a build of the unit)"
-        why = f"{code} of the loop reloads nothing"
-    elif asm is None and straight:
+    if asm.straight:
         code = "the binary" if asm_in_binary else f"{built}'s build of the unit"
-        calls = [f": {i.describe()}" for i in straight if i.text.startswith("call")]
+        calls = [f": {i.describe()}" for i in asm.instructions if i.text.startswith("call")]
         why = (
-            f"{code} has no machine loop for its lines (the loop became straight code or "
-            f"a library call{calls[0] if calls else ''})"
+            f"{code} has no machine loop for its lines, and its straight code reloads "
+            f"nothing (the loop became stores or a library call{calls[0] if calls else ''})"
         )
     else:
-        return ""
+        code = "the binary's code" if asm_in_binary else f"{built}'s code (a build of the unit)"
+        why = f"{code} of the loop reloads nothing"
     return (
         f"not reported: the loop at {Path(match.file).name}:{match.line} in "
         f"{match.function} matches an aliasing pattern (`{match.write}`, `{match.read}`), "

@@ -143,8 +143,7 @@ def unit_findings(report: UnitReport, missed: bool) -> tuple[list[Finding], list
     aliasing, quiet = [], []
     for match, remark in report.confirmed_matches():
         asm = report.loop_code(match, None)
-        straight = report.straight_code(match, None) if asm is None else []
-        if note := no_cost_seen(match, report, asm, straight, asm_in_binary=False):
+        if note := no_cost_seen(match, report, asm, asm_in_binary=False):
             quiet.append(note)
         else:
             aliasing.append(build_finding(match, report, remark, asm, 0.0, asm_in_binary=False))

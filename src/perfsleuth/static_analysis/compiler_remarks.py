@@ -32,6 +32,14 @@ REMARK_LINE = re.compile(
     r" \[-Rpass(?P<kind>-missed|-analysis)?=loop-vectorize\]$"
 )
 ERROR_LINE = re.compile(r"^(?:.+?:\d+:\d+: )?(?:fatal )?error: .*$")
+# A driver (g++, clang -fno-integrated-cc1) whose compiler proper its CPU limit killed:
+# "g++: fatal error: Killed signal terminated program cc1plus",
+# "clang: error: unable to execute command: CPU time limit exceeded".
+PROPER_KILLED = re.compile(
+    r"error: (?:unable to execute command: )?(?:Killed|CPU time limit exceeded)"
+    r"(?: signal terminated program|$)",
+    re.M,
+)
 # Reasons for not vectorising that memory which may change explains: clang's, then GCC's.
 MEMORY_REASONS = (
     "could not determine number of loop iterations",
@@ -105,15 +113,17 @@ def compile_unit(
     output: Path | None = None,
     cpu_s: int = COMPILE_CPU_S,
 ) -> tuple[list[Remark], str]:
-    """Compile the unit (or `source` in its place) to `output` (default: discarded);
-    return its vectoriser remarks and the compiler's stderr."""
+    """Compile the unit (or `source` in its place) to `output` (without one, to
+    assembly that is discarded: the assembler is not run); return its vectoriser
+    remarks and the compiler's stderr."""
     source = source or tu.path
     argv = [
         clang_for(tu),
         *optimizing_flags(tu.flags),
         "-gline-tables-only",
+        "-fno-crash-diagnostics",  # a compile stopped at its CPU limit leaves no files in /tmp
         *REMARK_FLAGS,
-        "-c",
+        "-c" if output else "-S",
         str(source),
     ]
     stderr = run_compiler(argv, tu, source, output, cpu_s)
@@ -140,7 +150,8 @@ def run_compiler(
             raise CompileTooLong(
                 f"{name} used no CPU for {HANG_S} s on {source.name} (hung)"
             ) from exc
-    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+    killed = done.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
+    if killed or (done.returncode != 0 and PROPER_KILLED.search(done.stderr)):
         raise CompileTooLong(f"{name} used over {cpu_s} CPU-s on {source.name}")
     if done.returncode != 0:
         raise CompileError(first_error(done.stderr) or f"{source}: {name} exited {done.returncode}")

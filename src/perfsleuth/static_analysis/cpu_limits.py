@@ -24,6 +24,13 @@ POLL_S = 5.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the compilers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 class Hung(Exception):
     """The command used no CPU for HANG_S seconds."""
 

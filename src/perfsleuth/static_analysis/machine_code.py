@@ -31,6 +31,8 @@ BYTE_STORE_MNEMONICS = frozenset(
 # setcc writes one byte: clang stores `out[i] = a > b` as `setae byte ptr [...]`.
 SET_BYTE_PREFIX = "set"
 JUMP_GROUP = capstone.CS_GRP_JUMP
+CALL_GROUP = capstone.CS_GRP_CALL
+LOAD_SIZES = (1, 2, 4, 8)
 
 
 @dataclass
@@ -46,12 +48,15 @@ class Instruction:
 
 @dataclass
 class LoopCode:
-    """One machine loop (a backward jump and the code it repeats) of a source loop."""
+    """One machine loop (a backward jump and the code it repeats) of a source loop —
+    or, when `straight`, the straight code the compiler made of it (unrolled, or a call)."""
 
     function: str
     instructions: list[Instruction]
     byte_stores: list[Instruction] = field(default_factory=list)
-    reloads: list[Instruction] = field(default_factory=list)  # invariant-address loads
+    # invariant-address loads; in straight code, an address loaded again after a byte store
+    reloads: list[Instruction] = field(default_factory=list)
+    straight: bool = False
 
     @property
     def simd(self) -> int:
@@ -115,14 +120,61 @@ def loop_code(
     return min(confirmed or with_stores, key=lambda loop: len(loop.instructions))
 
 
-def straight_code(binary: Path, source: str, first: int, last: int) -> list[Instruction]:
+def straight_code(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
     """The code of source lines first..last when no machine loop runs it — the compiler
-    unrolled the source loop into straight stores or made it a call (GCC's memmove for a
-    byte copy) — in address order; [] when a machine loop does or there is no code."""
+    unrolled the source loop into straight code or made it a call (GCC's memmove for a
+    byte copy) — with its byte stores and reloads: loads of an address already loaded
+    before a byte store, in code without a jump, call or jump target between (an
+    unrolled loop that reloads a pointer after every byte). The copy that reloads, if
+    any (a line inlined in several functions has several); None when a machine loop
+    runs those lines or there is no code for them."""
     if machine_loops(binary, source, first, last):
-        return []
-    code = line_instructions(binary, source, range(first, last + 1))
-    return sorted((i for pairs in code.values() for _, i in pairs), key=lambda i: i.address)
+        return None
+    rows = _LineRows(str(binary), Path(source).name)
+    starts = set(rows.addresses_of(first, last))
+    copies = []
+    for name, code in _functions_holding(str(binary), starts):
+        own = [
+            n
+            for n, insn in enumerate(code)
+            if insn.address in starts or first <= rows.line_at(insn.address) <= last
+        ]
+        if own:
+            span = code[own[0] : own[-1] + 1]
+            copies.append(_straight(name, span, _jump_targets(code), rows))
+    with_reloads = [copy for copy in copies if copy.confirms_aliasing]
+    return next(iter(with_reloads or copies), None)
+
+
+def _straight(
+    name: str, span: list[capstone.CsInsn], targets: set[int], rows: _LineRows
+) -> LoopCode:
+    """One copy of the straight code, its byte stores, and the loads of an address
+    loaded before one of them."""
+    code = LoopCode(
+        name, [Instruction(i.address, _text(i), rows.where(i.address)) for i in span], straight=True
+    )
+    loaded: dict[tuple, bool] = {}  # address read -> a byte store since
+    for insn, instruction in zip(span, code.instructions, strict=True):
+        if insn.address in targets:
+            loaded.clear()
+        if _is_byte_store(insn):
+            code.byte_stores.append(instruction)
+            loaded = dict.fromkeys(loaded, True)
+        elif (address := _read_address(insn, FRAME_REGISTERS)) is not None:
+            if loaded.get(address):
+                code.reloads.append(instruction)
+            loaded[address] = False
+        if insn.group(JUMP_GROUP) or insn.group(CALL_GROUP):
+            loaded.clear()
+        _, writes = insn.regs_access()
+        written = {_family(insn.reg_name(r)) for r in writes}
+        loaded = {a: stored for a, stored in loaded.items() if not set(a[0]) & written}
+    return code
+
+
+def _jump_targets(code: list[capstone.CsInsn]) -> set[int]:
+    return {target for insn in code if (target := _jump_target(insn)) is not None}
 
 
 def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
@@ -212,22 +264,33 @@ def _is_byte_store(insn: capstone.CsInsn) -> bool:
 
 
 def _invariant_load(insn: capstone.CsInsn, excluded: set[str] | frozenset[str]) -> bool:
-    """A pointer-sized or int-sized load into a general register from an address no
-    register of the loop changes."""
+    """A load into a general register (of any width: a byte or a short field is
+    reloaded too) from an address no register of the loop changes."""
+    return _read_address(insn, excluded) is not None
+
+
+def _read_address(
+    insn: capstone.CsInsn, excluded: set[str] | frozenset[str]
+) -> tuple[tuple[str, ...], int, int, int] | None:
+    """The address a load into a general register (or a compare) reads — (its
+    registers, scale, displacement, width) — when built from registers, none of them
+    `excluded`."""
     if insn.mnemonic.startswith(("lea", "nop", "prefetch")) or len(insn.operands) < 2:
-        return False
+        return None
     dest = insn.operands[0]
     compares = insn.mnemonic in ("cmp", "test")  # reads its memory operand, first or not
     into_register = dest.type == x86.X86_OP_REG and insn.reg_name(dest.reg) in GENERAL_REGISTERS
     if not (compares or into_register):
-        return False
+        return None
     for op in insn.operands if compares else insn.operands[1:]:
-        if op.type != x86.X86_OP_MEM or op.size not in (4, 8):
+        if op.type != x86.X86_OP_MEM or op.size not in LOAD_SIZES:
             continue
-        regs = {_family(insn.reg_name(r)) for r in (op.mem.base, op.mem.index) if r}
-        if regs and not regs & excluded:
-            return True
-    return False
+        regs = tuple(_family(insn.reg_name(r)) for r in (op.mem.base, op.mem.index) if r)
+        if regs and not set(regs) & excluded:
+            if regs == ("rip",):  # a global: the same one is at another displacement
+                return regs, 1, insn.address + insn.size + op.mem.disp, op.size
+            return regs, op.mem.scale, op.mem.disp, op.size
+    return None
 
 
 def _register_families() -> dict[str, str]:

@@ -89,8 +89,11 @@ def parse(tu: TranslationUnit):  # type: ignore[no-untyped-def]
     ci = cindex()
     # GCC-only warnings of the build (glib's -Wduplicated-branches) are not worth a word
     args = [*(f for f in tu.flags if f not in ("-c",)), "-Wno-unknown-warning-option"]
+    # "incomplete": no implicit template instantiation at the end of the unit, which the
+    # cursors never show (K2's inst_var.cc: 13% less CPU, the same matches and outline)
+    incomplete = ci.TranslationUnit.PARSE_INCOMPLETE
     try:
-        parsed = ci.Index.create().parse(str(tu.path), args=args)
+        parsed = ci.Index.create().parse(str(tu.path), args=args, options=incomplete)
     except ci.TranslationUnitLoadError as exc:
         tu.error = f"{tu.path}: libclang could not load it ({exc})"
         return None

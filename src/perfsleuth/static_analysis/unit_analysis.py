@@ -1,22 +1,22 @@
-"""The deep analysis of a translation unit: its source patterns (libclang), clang-16's
-verdict on its loops (remarks) — and GCC's, when GCC built the binary — and their
-machine code, and which matches survive.
+"""The deep analysis of a translation unit: its source patterns (libclang), the
+compiler's verdict on its loops (remarks) — GCC's when GCC built the binary, else
+clang-16's — and their machine code, and which matches survive.
 
-libclang parses the unit once; clang-16 compiles it only when its remarks are
-wanted (a profile's hot loops, `lint --missed`, or a match to confirm), so most
-units of a codebase cost one parse. A report is cached in memory by unit, flags,
-modification time and hot lines, so the aliasing and vectorisation analyzers share
-one analysis; codebase.py runs many units in worker processes and unit_cache.py
-keeps their reports on disk.
+libclang parses the unit once; a compiler runs only when remarks are wanted (a
+profile's hot loops, `lint --missed`, or a match to confirm), so most units of a
+codebase cost one parse. GCC compiles a unit GCC built first; clang-16 then compiles
+it too only where GCC's remarks do not answer (no remark at all, or none on a matched
+loop): on a GCC-built C++ unit each compile costs seconds. A report is cached in
+memory by unit, flags, modification time and hot lines, so the aliasing and
+vectorisation analyzers share one analysis; codebase.py runs many units in worker
+processes and unit_cache.py keeps their reports on disk.
 """
 
 from __future__ import annotations
 
 import math
-import resource
 import tempfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -26,7 +26,8 @@ from . import compiler_remarks, machine_code
 from .aliasing_patterns import AliasMatch, Blocked, HotLines, find_matches
 from .clang_ast import outline
 from .compiler_remarks import COMPILE_CPU_S, CompileError, CompileTooLong, Remark
-from .gcc_remarks import gcc_remarks
+from .cpu_limits import cpu_seconds
+from .gcc_remarks import gcc_driver, gcc_remarks
 from .source import HotCode, TranslationUnit, hot_units, parse
 from .toolchain import toolchain_of
 
@@ -37,6 +38,8 @@ class UnitReport:
 
     unit: TranslationUnit
     too_long: bool = False  # a compiler ran out of its CPU time on it: not worth a retry
+    cut_short: str = ""  # the compiler the analyses' CPU budget stopped, when it did
+    compiled_by: list[str] = field(default_factory=list)  # the compilers run, in order
     matches: list[AliasMatch] = field(default_factory=list)
     # loops that would match but stay scalar for another reason (a call, an exit, ...)
     blocked: list[Blocked] = field(default_factory=list)
@@ -48,10 +51,6 @@ class UnitReport:
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     object_compiler: str = "clang-16"  # whose build object_loops were read from
-    # (file, loop line) -> that build's code of a matched loop that has no machine loop
-    object_straight: dict[tuple[str, int], list[machine_code.Instruction]] = field(
-        default_factory=dict
-    )
     error: str = ""
     seconds: float = 0.0  # CPU seconds of this process (the compilers' are their own)
     inputs: list[str] = field(default_factory=list)  # the source and the files it includes
@@ -102,25 +101,12 @@ class UnitReport:
         return found
 
     def loop_code(self, match: AliasMatch, binary: Path | None) -> machine_code.LoopCode | None:
-        """The machine code of a matched loop: in the run's binary when there is one,
-        else in clang-16's build of the unit."""
+        """The machine code of a matched loop (its straight code when the compiler left
+        no machine loop there): in the run's binary when there is one, else in the
+        build of the unit."""
         if binary is not None and match.pattern != "straight-line":
-            return machine_code.loop_code(
-                binary, match.file, match.line, match.end_line, stack_reads=match.needs_compiler
-            )
+            return _code_of(binary, match)
         return self.object_loops.get((match.file, match.line))
-
-    def straight_code(
-        self, match: AliasMatch, binary: Path | None
-    ) -> list[machine_code.Instruction]:
-        """The code of a matched loop's lines when the compiler left no machine loop
-        there (straight stores, a memmove call): in the run's binary when there is one,
-        else in the build of the unit."""
-        if match.pattern == "straight-line":
-            return []
-        if binary is not None:
-            return machine_code.straight_code(binary, match.file, match.line, match.end_line)
-        return self.object_straight.get((match.file, match.line), [])
 
     def confirmed_matches(self) -> list[tuple[AliasMatch, Remark | None]]:
         """Source matches clang does not refute."""
@@ -130,38 +116,62 @@ class UnitReport:
 INCLUDE_FOLDER_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter")
 SYSTEM_INCLUDE_FOLDERS = ("/usr/include", "/usr/local/include")
 
-_REPORTS: dict[tuple[str, tuple[str, ...], str, float, HotLines | None, bool], UnitReport] = {}
+
+@dataclass(frozen=True)
+class CompileLimits:
+    """How far the compilers of one unit go: each at most `cpu_s` CPU seconds, and none
+    past `deadline` on cpu_seconds()'s clock (the analyses' budget), though each is
+    given a second; and whether they write an object (not when a binary holds the
+    machine code, as in advise: they then stop at assembly)."""
+
+    cpu_s: int = COMPILE_CPU_S
+    deadline: float | None = None
+    object_code: bool = True
+
+    def next_compiler(self) -> tuple[int, bool]:
+        """The CPU seconds the next compiler may use, and whether the budget set them."""
+        if self.deadline is None:
+            return self.cpu_s, False
+        left = max(1, math.ceil(self.deadline - cpu_seconds()))
+        return min(self.cpu_s, left), left < self.cpu_s
+
+
+# A unit starts only with this much of the budget left: a C++ unit's parse alone takes
+# a second or two, and libclang cannot be stopped midway.
+MIN_START_S = 2.0
+ReportKey = tuple[str, tuple[str, ...], str, float, HotLines | None, bool, bool]
+_REPORTS: dict[ReportKey, UnitReport] = {}
 
 
 def analyse_unit(
     unit: TranslationUnit,
     hot_lines: HotLines | None = None,
     all_remarks: bool = False,
-    cpu_s: int = COMPILE_CPU_S,
+    limits: CompileLimits = CompileLimits(),
 ) -> UnitReport:
     """Parse and match the unit (only functions holding hot_lines, when given), then
-    have clang compile it for its remarks when they are wanted: for a profile's hot
-    loops, for `all_remarks`, or to check a match; cached, so the aliasing and
-    vectorisation analyzers share one analysis. A unit built with guessed flags that
-    does not compile is tried once more with the common standard headers included.
-    Each compiler is stopped past cpu_s CPU seconds."""
+    have the compilers compile it for their remarks when they are wanted: for a
+    profile's hot loops, for `all_remarks`, or to check a match; cached, so the
+    aliasing and vectorisation analyzers share one analysis. A unit built with
+    guessed flags that does not compile is tried once more with the common standard
+    headers included."""
     mtime = unit.path.stat().st_mtime
-    key = (str(unit.path), tuple(unit.flags), unit.producer, mtime, hot_lines, all_remarks)
+    flags = tuple(unit.flags)
+    key = (str(unit.path), flags, unit.producer, mtime, hot_lines, all_remarks, limits.object_code)
     if key not in _REPORTS:
-        report = _analyse(unit, hot_lines, all_remarks, cpu_s)
+        report = _analyse(unit, hot_lines, all_remarks, limits)
         if report.error and not report.too_long and unit.flags_origin == "defaults":
-            retried = _analyse(unit.with_standard_includes(), hot_lines, all_remarks, cpu_s)
+            retried = _analyse(unit.with_standard_includes(), hot_lines, all_remarks, limits)
             report = report if retried.error else retried
         _REPORTS[key] = report
     return _REPORTS[key]
 
 
 def _analyse(
-    unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: bool, cpu_s: int
+    unit: TranslationUnit, hot_lines: HotLines | None, all_remarks: bool, limits: CompileLimits
 ) -> UnitReport:
-    """The source patterns first; the compilers (clang, and GCC when it built the
-    binary) only when remarks are wanted: most units of a codebase have no match and
-    cost one parse."""
+    """The source patterns first; the compilers only when remarks are wanted: most
+    units of a codebase have no match and cost one parse."""
     started = time.process_time()
     report = UnitReport(unit)
     parsed = parse(unit)
@@ -178,7 +188,7 @@ def _analyse(
     report.functions, report.loops = outline(parsed, unit.path, loops=remarks_wanted)
     del parsed  # a large unit's syntax tree is hundreds of MB
     if remarks_wanted:
-        _compile(report, cpu_s)
+        _compile(report, limits)
     report.seconds = time.process_time() - started
     return report
 
@@ -195,27 +205,17 @@ def search_folders(unit: TranslationUnit) -> list[str]:
     return sorted(folder for folder in folders if Path(folder).is_dir())
 
 
-def _compile(report: UnitReport, cpu_s: int) -> None:
-    """clang's remarks (and GCC's, when GCC built the unit), and the machine code of
-    the matched loops."""
+def _compile(report: UnitReport, limits: CompileLimits) -> None:
+    """GCC's remarks when GCC built the unit, clang's where GCC's do not answer, and
+    the machine code of the matched loops (from an object, when one is wanted)."""
     unit = report.unit
     with tempfile.TemporaryDirectory(prefix="perfsleuth-unit-") as tmp:
-        obj, gcc_obj = Path(tmp) / "unit.o", Path(tmp) / "gcc.o"
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            building = (
-                pool.submit(gcc_remarks, unit, None, gcc_obj, cpu_s)
-                if unit.producer or unit.compiler
-                else None
-            )
-            try:
-                report.remarks = compiler_remarks.compile_unit(unit, None, obj, cpu_s)[0]
-            except CompileTooLong as exc:
-                report.error = f"{exc} (the bound of one unit's analysis)"
-                report.too_long = True
-            except CompileError as exc:
-                report.error = f"it does not compile ({exc})"
-            report.builder_remarks = _builder_remarks(building, gcc_obj)
-        if not report.error and report.matches:
+        gcc_obj, obj = Path(tmp) / "gcc.o", Path(tmp) / "unit.o"
+        if unit.producer or unit.compiler:
+            report.builder_remarks = _builder_remarks(report, gcc_obj, limits)
+        if not report.error and _clang_wanted(report):
+            _clang_remarks(report, obj, limits)
+        if not report.error and report.matches and limits.object_code:
             # The machine code of the compiler that builds the unit: GCC's when it does
             # (with or without remarks: a loop it made a memmove call has none).
             if gcc_obj.is_file():
@@ -223,33 +223,102 @@ def _compile(report: UnitReport, cpu_s: int) -> None:
             _read_object_code(report, obj)
 
 
-def _builder_remarks(building: Future[list[Remark]] | None, obj: Path) -> list[Remark]:
-    """GCC's remarks; none when GCC did not build the unit or cannot compile it with
-    the flags known (the finding then cites clang's verdict and machine code, and says
-    so: what GCC left of `obj` is not its build)."""
+def _builder_remarks(report: UnitReport, output: Path, limits: CompileLimits) -> list[Remark]:
+    """GCC's remarks; none when GCC did not build the unit, or cannot compile it with
+    the flags known or within its own CPU time (the finding then cites clang's verdict
+    and machine code, and says so: what GCC left of `output` is not its build).
+    Stopped by the budget, the report is cut short."""
+    driver = gcc_driver(report.unit)
+    if driver is None:
+        return []
+    report.compiled_by.append(Path(driver).name)
+    seconds, by_budget = limits.next_compiler()
     try:
-        return building.result() if building is not None else []
-    except CompileError:
-        obj.unlink(missing_ok=True)
+        return gcc_remarks(report.unit, None, output if limits.object_code else None, seconds)
+    except CompileError as exc:
+        if by_budget and isinstance(exc, CompileTooLong):
+            _cut_short(report, Path(driver).name, exc)
+        output.unlink(missing_ok=True)
         return []
 
 
+def _clang_wanted(report: UnitReport) -> bool:
+    """Does the unit need clang's remarks: GCC gave none, or none on a matched loop?"""
+    if not report.builder_remarks:
+        return True
+    return any(
+        report.remark_for(m.file, m.line, m.end_line, report.builder_remarks) is None
+        for m in report.matches
+    )
+
+
+def _clang_remarks(report: UnitReport, output: Path, limits: CompileLimits) -> None:
+    """clang-16's remarks into the report, or why it has none as its error."""
+    clang = Path(compiler_remarks.clang_for(report.unit)).name
+    report.compiled_by.append(clang)
+    seconds, by_budget = limits.next_compiler()
+    try:
+        target = output if limits.object_code else None
+        report.remarks = compiler_remarks.compile_unit(report.unit, None, target, seconds)[0]
+    except CompileTooLong as exc:
+        if by_budget:
+            _cut_short(report, clang, exc)
+        else:
+            report.error = f"{exc} (the bound of one unit's analysis)"
+            report.too_long = True
+    except CompileError as exc:
+        report.error = f"it does not compile ({exc})"
+
+
+def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
+    """The budget stopped a compiler: the report has no verdict, and is not kept."""
+    report.cut_short = compiler
+    report.error = f"{exc} (cut short at the CPU budget of these analyses)"
+    report.too_long = True
+
+
 def _read_object_code(report: UnitReport, obj: Path) -> None:
-    """The machine code the unit's build made of each matched loop — its loop, or its
-    straight code when it has none — for when there is no binary (lint) to read it from."""
+    """The machine code the unit's build made of each matched loop (its loop, or its
+    straight code when it has none), for when there is no binary (lint) to read it from."""
     exe = obj.with_suffix(".exe")
     if not compiler_remarks.link_for_disassembly(report.unit, obj, exe):
         return
     for match in report.matches:
-        if match.pattern == "straight-line":
-            continue
-        span = (exe, match.file, match.line, match.end_line)
-        key = (match.file, match.line)
-        loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
-        if loop is not None:
-            report.object_loops[key] = loop
-        elif straight := machine_code.straight_code(*span):
-            report.object_straight[key] = straight
+        if match.pattern != "straight-line" and (code := _code_of(exe, match)) is not None:
+            report.object_loops[(match.file, match.line)] = code
+
+
+def _code_of(binary: Path, match: AliasMatch) -> machine_code.LoopCode | None:
+    """The machine loop of a matched loop, else the straight code made of it."""
+    span = (binary, match.file, match.line, match.end_line)
+    loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
+    return loop if loop is not None else machine_code.straight_code(*span)
+
+
+@dataclass
+class Budget:
+    """The CPU seconds the analysis of a run may use (None: no bound), counted from
+    `started` on cpu_seconds()'s clock, so the other analyzers' time counts too; what
+    each deep unit used (shared by the analyzers: a second one reads the same units
+    from the memory cache); and the run, for the notes' commands."""
+
+    seconds: float | None = None
+    started: float = field(default_factory=cpu_seconds)
+    spent: dict[str, float] = field(default_factory=dict)
+    run: str = "RUN"
+
+    def used(self) -> float:
+        return cpu_seconds() - self.started
+
+    def allows(self, unit: str) -> bool:
+        """Can the unit be read: it was, or MIN_START_S of the budget is left."""
+        if self.seconds is None or unit in self.spent:
+            return True
+        return self.used() + MIN_START_S <= self.seconds
+
+    def deadline(self) -> float | None:
+        """When (on cpu_seconds()'s clock) the analysis must stop its compilers."""
+        return None if self.seconds is None else self.started + self.seconds
 
 
 def hot_unit_reports(
@@ -258,38 +327,38 @@ def hot_unit_reports(
     roots: list[Path],
     compile_commands: Path | None,
     limit: int,
-    budget: float | None = None,
-    spent: dict[str, float] | None = None,
+    budget: Budget | None = None,
     cache: ReportCache | None = None,
 ) -> tuple[list[tuple[UnitReport, Path | None]], list[str]]:
     """The analysed hot units of a run (at most `limit`), each with its binary; and
-    notes for missing source, units that do not compile, a missing clang, and the
-    units not started because the analyses had used `budget` CPU seconds. `spent`
-    (unit -> CPU seconds) is shared by the callers, so that a second analyzer reads
-    the same units, from the memory cache, and charges none twice; a report kept in
-    `cache` costs only its reading."""
+    notes for missing source, units that do not compile, a missing clang, the units
+    not started because the analyses had used the budget, and the one it cut short.
+    A report kept in `cache` costs only its reading."""
     units, notes = hot_units(hot, binaries, roots, compile_commands, limit)
-    spent = {} if spent is None else spent
+    budget = budget or Budget()
     reports, over_budget = [], []
     hot_lines = frozenset(hot.line_weight)
     for unit, binary in units:
         key = str(unit.path)
-        if budget is not None and key not in spent and sum(spent.values()) >= budget:
+        if not budget.allows(key):
             over_budget.append(unit.path.name)
             continue
         started = cpu_seconds()
+        limits = CompileLimits(deadline=budget.deadline(), object_code=binary is None)
         try:
-            report = _cached_analysis(unit, hot_lines, compile_bound(budget, spent), cache)
+            report = _cached_analysis(unit, hot_lines, limits, cache)
         except UserError as missing_tool:
             notes.append(f"source and compiler analysis of hot loops skipped: {missing_tool}")
             break
-        spent.setdefault(key, cpu_seconds() - started)
-        if report.error:
+        budget.spent.setdefault(key, cpu_seconds() - started)
+        if report.cut_short:
+            notes.append(cut_short_note(report, budget))
+        elif report.error:
             notes.append(f"skipped {unit.path.name}: {report.error}")
         else:
             reports.append((report, binary))
-    if over_budget and budget is not None:
-        notes.append(budget_note(over_budget, budget, spent))
+    if over_budget:
+        notes.append(budget_note(over_budget, budget))
     return reports, notes
 
 
@@ -297,46 +366,53 @@ class ReportCache(Protocol):
     """Reports kept while the files they read are unchanged (unit_cache.UnitCache)."""
 
     def get(
-        self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None = None
+        self,
+        unit: TranslationUnit,
+        all_remarks: bool,
+        hot_lines: HotLines | None = None,
+        object_code: bool = True,
     ) -> UnitReport | None: ...
 
     def put(
-        self, report: UnitReport, all_remarks: bool, hot_lines: HotLines | None = None
+        self,
+        report: UnitReport,
+        all_remarks: bool,
+        hot_lines: HotLines | None = None,
+        object_code: bool = True,
     ) -> None: ...
 
 
 def _cached_analysis(
-    unit: TranslationUnit, hot_lines: HotLines, cpu_s: int, cache: ReportCache | None
+    unit: TranslationUnit, hot_lines: HotLines, limits: CompileLimits, cache: ReportCache | None
 ) -> UnitReport:
     """The unit's report from `cache` when its files are unchanged, else analysed (and kept)."""
-    report = cache.get(unit, False, hot_lines) if cache else None
+    report = cache.get(unit, False, hot_lines, limits.object_code) if cache else None
     if report is None:
-        report = analyse_unit(unit, hot_lines, cpu_s=cpu_s)
+        report = analyse_unit(unit, hot_lines, limits=limits)
         if cache:
-            cache.put(report, False, hot_lines)
+            cache.put(report, False, hot_lines, limits.object_code)
     return report
 
 
-def budget_note(skipped: list[str], budget: float, spent: dict[str, float]) -> str:
+def budget_note(skipped: list[str], budget: Budget) -> str:
     """What the budget left out, and how to have it read."""
     count = f"{len(skipped)} hot unit{'s' if len(skipped) > 1 else ''}"
+    units = f"{len(budget.spent)} unit{'s' if len(budget.spent) != 1 else ''}"
     return (
         f"{count} not compiled for aliasing and missed vectorisation ({', '.join(skipped)}): "
-        f"over the {budget:g} s CPU budget of these analyses ({sum(spent.values()):.1f} s "
-        f"spent on {len(spent)}); `perfsleuth advise RUN --budget SECONDS` reads them"
+        f"over the {budget.seconds:g} s CPU budget of the analysis "
+        f"({sum(budget.spent.values()):.1f} s of it spent on {units}); "
+        f"`perfsleuth advise {budget.run} --budget SECONDS` reads them"
     )
 
 
-def compile_bound(budget: float | None, spent: dict[str, float]) -> int:
-    """The CPU seconds each compiler of the next unit may use: what is left of the
-    budget (at least one second), never over COMPILE_CPU_S."""
-    if budget is None:
-        return COMPILE_CPU_S
-    return max(1, min(COMPILE_CPU_S, math.ceil(budget - sum(spent.values()))))
-
-
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of its finished children (the compilers)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def cut_short_note(report: UnitReport, budget: Budget) -> str:
+    """Which unit the budget stopped, and a budget that reads it whatever its
+    compilers take (each stops at COMPILE_CPU_S anyway)."""
+    seconds = budget.seconds or 0.0
+    return (
+        f"{report.unit.path.name} cut short: {report.cut_short} stopped at the {seconds:g} s "
+        "CPU budget of the analysis, so its loops have no compiler verdict; "
+        f"`perfsleuth advise {budget.run} --budget {math.ceil(seconds) + 2 * COMPILE_CPU_S}` "
+        "reads it fully"
+    )

@@ -3,13 +3,14 @@ unchanged codebase again costs a stat of each file the units read.
 
 An entry is found by what the analysis was asked (the unit's path, flags, build
 folder, compiler and producer, whether every loop's remark was wanted, a profile's
-hot lines for `advise`) and the analysis code
+hot lines for `advise`, whether the compilers' machine code was wanted) and the analysis code
 itself; it holds the report and each file the unit read — its source and every
 header — with its size, modification time and content hash. It is used only while
 every one of those files has the same content (same size and time, else the same
 hash: a `touch` does not throw it away). A unit that does not compile is kept with
 the folders its headers are looked up in as inputs too (a header added there changes
-the folder's time); one that ran out of CPU time or crashed is not. Entries are written whole
+the folder's time); one that ran out of CPU time, was cut short by advise's budget or
+crashed is not. Entries are written whole
 (a temporary file renamed), in $XDG_CACHE_HOME/perfsleuth/units.
 """
 
@@ -60,10 +61,14 @@ class UnitCache:
         self._hashes: dict[str, str] = {}
 
     def get(
-        self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None = None
+        self,
+        unit: TranslationUnit,
+        all_remarks: bool,
+        hot_lines: HotLines | None = None,
+        object_code: bool = True,
     ) -> UnitReport | None:
         try:
-            entry = pickle.loads(self._file(unit, all_remarks, hot_lines).read_bytes())
+            entry = pickle.loads(self._file(unit, all_remarks, hot_lines, object_code).read_bytes())
             inputs, report = entry["inputs"], entry["report"]
         except UNREADABLE:
             return None
@@ -72,20 +77,32 @@ class UnitCache:
         unchanged = all(self._unchanged(name, fingerprint) for name, fingerprint in inputs.items())
         return report if unchanged else None
 
-    def put(self, report: UnitReport, all_remarks: bool, hot_lines: HotLines | None = None) -> None:
+    def put(
+        self,
+        report: UnitReport,
+        all_remarks: bool,
+        hot_lines: HotLines | None = None,
+        object_code: bool = True,
+    ) -> None:
         if report.too_long or not report.inputs:
             return
         inputs = {name: self._fingerprint(name) for name in report.inputs}
         if any(fingerprint is None for fingerprint in inputs.values()):
             return
-        target = self._file(report.unit, all_remarks, hot_lines)
+        target = self._file(report.unit, all_remarks, hot_lines, object_code)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = pickle.dumps({"inputs": inputs, "report": report})
         with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as tmp:
             tmp.write(data)
         os.replace(tmp.name, target)
 
-    def _file(self, unit: TranslationUnit, all_remarks: bool, hot_lines: HotLines | None) -> Path:
+    def _file(
+        self,
+        unit: TranslationUnit,
+        all_remarks: bool,
+        hot_lines: HotLines | None,
+        object_code: bool,
+    ) -> Path:
         question: list[object] = [
             code_version(),
             str(unit.path),
@@ -94,6 +111,7 @@ class UnitCache:
             unit.producer,
             unit.compiler,
             all_remarks,
+            object_code,
         ]
         if hot_lines is not None:  # a profile's analysis reads only the hot functions
             question.append(sorted(hot_lines))
