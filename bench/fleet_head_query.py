@@ -5,8 +5,8 @@ pushes 15 minutes of windows through a head as the collector runs it: flushed ev
 30 s of windows (what its 30 s timer does at this rate), the last 30 s left in the log.
 Then `fleet top` of the last 15 minutes runs in this process (DuckDB) a few times, as
 `serve` runs it; prints the median and the spread as JSON, and the first query apart:
-it reads the small files and the log that later ones keep (fleet/kept_files.py) or
-read on from where they stopped, as a fresh `perfsleuth fleet top` does every time.
+it is what a fresh `perfsleuth fleet top` costs every time (the second reads the small
+files whole, which later ones keep: fleet/kept_files.py).
 Grafana Pyroscope answers the same question from its head in 31-49 ms (issue 27,
 measured elsewhere).
 

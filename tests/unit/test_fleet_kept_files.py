@@ -22,9 +22,13 @@ def write(path: Path, ids: list[int]) -> str:
     return str(path)
 
 
-def test_small_files_are_read_once_and_read_again_when_changed(tmp_path: Path) -> None:
+def test_small_files_are_kept_the_second_time_and_read_again_when_changed(
+    tmp_path: Path,
+) -> None:
     kept = KeptFiles()
     a, b = write(tmp_path / "a.parquet", [1, 2]), write(tmp_path / "b.parquet", [3])
+    rows, scanned = kept.split(LOCAL, [a, b], SCHEMA)  # a one-shot query: scanned
+    assert rows.num_rows == 0 and scanned == [a, b] and not kept._tables
     rows, scanned = kept.split(LOCAL, [a, b], SCHEMA)
     assert scanned == []
     assert rows.schema == SCHEMA and rows.column("stack_id").to_pylist() == [1, 2, 3]
@@ -34,6 +38,7 @@ def test_small_files_are_read_once_and_read_again_when_changed(tmp_path: Path) -
     assert again.equals(rows) and len(kept._tables) == 2
     write(tmp_path / "a.parquet", [7, 8, 9])  # another file under the same name
     os.utime(a, ns=(1, 1))
+    assert kept.split(LOCAL, [a], SCHEMA)[1] == [a]  # a new file: scanned first
     changed, _ = kept.split(LOCAL, [a], SCHEMA)
     assert changed.column("stack_id").to_pylist() == [7, 8, 9]
 
@@ -46,6 +51,7 @@ def test_large_files_are_scanned_and_memory_is_bounded(
     monkeypatch.setattr(kept_files, "KEEP_FILE_BYTES", os.path.getsize(big) - 1)
     one = pq.read_table(small[0]).column(0).nbytes
     kept = KeptFiles(limit=2 * one * 2)  # room for about two of the small ones
+    kept.split(LOCAL, [*small, big], SCHEMA)
     rows, scanned = kept.split(LOCAL, [*small, big], SCHEMA)
     assert scanned == [big]
     assert rows.num_rows == 400  # every small file's rows, whatever is kept after
