@@ -43,7 +43,7 @@ WANTED = {"main", "serialize", "parse", "dumps"}
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.timeout(600),
+    pytest.mark.timeout(900),
     pytest.mark.skipif(os.geteuid() != 0, reason="the agent samples every CPU: needs root"),
     pytest.mark.skipif(shutil.which("perf") is None, reason="needs Linux perf"),
 ]
@@ -134,17 +134,21 @@ def test_cpython_processes_have_python_frames_in_the_fleet(
     tmp_path: Path, programs: dict[str, int]
 ) -> None:
     collector = start_collector(tmp_path / "fleet")
-    # 8 places: other Python processes of this shared machine may be busier than ours
-    agent = start_agent(
-        collector.url, tmp_path / "spool", "agent-python", "--python-processes", "8"
-    )
+    # only ours: other Python processes of this shared machine may be busier
+    match = f"{COMM}|{ZLIB}|{FAKE}".replace(".", r"\.")
+    agent = start_agent(collector.url, tmp_path / "spool", "agent-python", "--python-match", match)
     pid = programs[FAKE]
     try:
         skipped = wait_for_line(agent, f"(pid {pid})", 180)
         wait_for(lambda: len(py_spy_argvs(agent.pid)) >= 2, 60, "no py-spy runs")
         spies = py_spy_argvs(agent.pid)
         wait_for(lambda: len(collector.windows()) >= 2, 180, "no windows reached the store")
-        wait_for(lambda: python_functions(collector.store) >= WANTED, 240, "no Python frames")
+        # at load 12 on 2 cores the example gets a sixth of a core: minutes to see each
+        wait_for(
+            lambda: python_functions(collector.store) >= WANTED,
+            420,
+            f"no Python frames: {WANTED - python_functions(collector.store)} missing",
+        )
         wait_for(lambda: sum(deflate_callers(collector.store).values()) >= 20, 240, "no deflate")
         # kernel frames perf took of the Python processes stay, under their Python frames;
         # sampled: a busy machine may take a while to catch the processes in the kernel

@@ -216,6 +216,22 @@ def test_only_processes_busier_than_py_spy_costs_are_chosen(tmp_path: Path) -> N
             os.kill(pid, signal.SIGKILL)
 
 
+def test_python_match_leaves_out_busier_processes_it_does_not_name(tmp_path: Path) -> None:
+    """--python-match: a process whose command line does not match is never chosen,
+    however busy; one that matches is, the way an unfiltered agent would choose it."""
+    pids = [detached(f"while True: pass  # {name}") for name in ("billing", "search")]
+    try:
+        sampler = PythonSampler(tmp_path, window_s=10, max_processes=3, log=print, match="bill")
+        processes = {pid: Process(exe=sys.executable) for pid in pids}
+        sampler._busiest(processes)
+        time.sleep(1.5)
+        assert list(sampler._busiest(processes)) == [pids[0]]
+        assert pids[1] not in sampler.seen
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+
 def detached(code: str) -> int:
     """A Python process that is not this one's child (the agent's children are never chosen)."""
     launcher = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} >/dev/null 2>&1 & echo $!"

@@ -56,6 +56,7 @@ class AgentConfig:
     call_graph: str = "dwarf"
     labels: dict[str, str] = field(default_factory=dict)
     python_processes: int = DEFAULT_PROCESSES  # sampled with py-spy at once; 0: none
+    python_match: str = ""  # a regex their command lines must match; "": any
     max_cpu_share: float | None = None  # of the host, agent and perf together; None: no cap
 
 
@@ -103,6 +104,7 @@ class Agent:
             config.spool / "py-spy",
             window_s=config.window_s,
             max_processes=config.python_processes,
+            match=config.python_match,
             log=log,
         )
         self.meter = Meter()

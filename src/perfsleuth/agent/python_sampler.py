@@ -44,6 +44,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import os
+import re
 import shutil
 import signal
 import time
@@ -150,8 +151,10 @@ class PythonSampler:
         window_s: int,
         max_processes: int,
         log: Callable[[str], None],
+        match: str = "",
     ) -> None:
         self.workdir = workdir
+        self.match = re.compile(match) if match else None
         # a run and the start of the next one fit in a window: every window gets one
         self.duration = max(1, window_s - 1)
         self.window_s = window_s
@@ -205,6 +208,7 @@ class PythonSampler:
             for pid, process in processes.items()
             if pid != self.own
             and is_cpython(process)
+            and self._matches(pid)
             and (stat := proc_stat(pid)) is not None
             # the agent's own perf maps libpython (for perf script) but runs no interpreter
             and stat.parent != self.own
@@ -225,6 +229,16 @@ class PythonSampler:
         }
         ranked = sorted(busy, key=busy.__getitem__, reverse=True)[: self.max_processes]
         return {pid: Path(processes[pid].exe).name or "python" for pid in ranked}
+
+    def _matches(self, pid: int) -> bool:
+        """Whether PID's command line matches --python-match (always, without one)."""
+        if self.match is None:
+            return True
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return self.match.search(argv.replace(b"\0", b" ").decode(errors="replace")) is not None
 
     def _start(self, pid: int, name: str, stat: ProcStat) -> None:
         assert self.tool is not None

@@ -66,6 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Python frames (default %(default)s; 0: perf's native frames only)",
     )
     parser.add_argument(
+        "--python-match",
+        default="",
+        metavar="REGEX",
+        help="only CPython processes whose command line matches REGEX get Python frames "
+        "(default: any; e.g. 'gunicorn|celery')",
+    )
+    parser.add_argument(
         "--max-cpu",
         type=float,
         metavar="PERCENT",
@@ -90,6 +97,10 @@ def config(args: argparse.Namespace) -> AgentConfig:
         raise UserError(f"bad --max-spool-mb {args.max_spool_mb}: use at least 1")
     if not 0 <= args.python_processes <= 64:
         raise UserError(f"bad --python-processes {args.python_processes}: use 0..64")
+    try:
+        re.compile(args.python_match)
+    except re.error as e:
+        raise UserError(f"bad --python-match {args.python_match!r}: {e}") from None
     if args.max_cpu is not None and not 0 < args.max_cpu <= 100:
         raise UserError(f"bad --max-cpu {args.max_cpu:g}: use a percent, 0 < PERCENT <= 100")
     return AgentConfig(
@@ -102,6 +113,7 @@ def config(args: argparse.Namespace) -> AgentConfig:
         call_graph=args.call_graph,
         labels=parse_labels(args.labels),
         python_processes=args.python_processes,
+        python_match=args.python_match,
         max_cpu_share=args.max_cpu / 100 if args.max_cpu is not None else None,
     )
 
