@@ -147,6 +147,9 @@ def held_out(rows: list[dict]) -> list[dict]:
         others = [r for r in fitted if r is not row]
         same = [r["measured"] / r["share"] for r in others if r["rule"] == row["rule"]]
         pool = same or [r["measured"] / r["share"] for r in others]
+        if not pool:  # the only program run (--only one id, no earlier results)
+            out.append(row)
+            continue
         saving = statistics.median(pool)
         share = row["share"]
         out.append({**row, "estimated": min(share, share * saving), "loo_saving": saving,

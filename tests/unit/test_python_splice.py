@@ -7,7 +7,9 @@ of json_heavy.py 40 on a quiet machine (json_heavy_quiet, with the pid in each l
 too; py-spy 0.4.3 --nonblocking at 1000 Hz; pyenv's CPython 3.11.7), each with the
 CLOCK_MONOTONIC time py-spy was started. threads_39 is one of threads_39.py (json in the
 main thread, zlib in a `threading` thread named packer) on pyenv's CPython 3.9.18, whose
-threads py-spy names by pthread id, with the pid in each line."""
+threads py-spy names by pthread id, with the pid in each line. write_unbuffered is one of
+bench/advisor_set/python_write_unbuffered.py (one write(2) per record) on Debian's CPython
+3.11.2, perf allowed kernel stacks (py-spy 0.4.x)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ ORIGIN = {
     "zlib_mixed": 10154.2576210828,
     "json_heavy_quiet": 13443.351715596,
     "threads_39": 1866.9533872540,
+    "write_unbuffered": 26326.642656762,
 }
 ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
 DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
@@ -170,3 +173,20 @@ def test_the_interpreters_own_frames_are_left_out_above_the_python_stack() -> No
         n for line, n in lines.items() if "encoder_call (" in line or "scanner_call (" in line
     )
     assert json_c >= 0.3 * sum(lines.values())
+
+
+def test_a_sample_in_a_system_call_keeps_the_call_and_the_kernel_frames_on_top() -> None:
+    """One write(2) per record: perf's kernel frames stay on top of the Python line, and
+    so does libc's write the interpreter's file object called (its own C runtime frames
+    go elsewhere): the kernel's time is said to be the write's, from that line."""
+    spliced = python_splice.splice(*recorded("write_unbuffered"))
+    in_kernel = {ln: n for ln, n in spliced.lines.items() if "[kernel.kallsyms]" in ln}
+    assert sum(in_kernel.values()) >= 0.2 * sum(spliced.lines.values())
+    for line in in_kernel:
+        names = frames_of(line)
+        first_kernel = next(i for i, f in enumerate(line.split(";")) if "[kernel." in f)
+        assert all("[kernel." in f for f in line.split(";")[first_kernel:]), line
+        assert "<module>" in names[:first_kernel], line
+    writes = [ln for ln in in_kernel if "ksys_write" in ln]
+    assert writes and all("libc_write" in ln for ln in writes)
+    assert not any("_PyEval_EvalFrameDefault" in ln for ln in spliced.lines)

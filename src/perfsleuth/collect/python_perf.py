@@ -71,12 +71,15 @@ def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Reco
         return record_python_native(options, cmd, workdir)
     rate = options.freq or DEFAULT_RATE_HZ
     unwind = "fp" if options.call_graph == "fp" else "dwarf"
-    # --all-user: py-spy's stacks are user stacks, and user-space events of one's own
-    # processes are allowed up to kernel.perf_event_paranoid=2 without privileges.
+    # Kernel frames where perf may take them: a program writing a line per write(2)
+    # spends its time there, on top of its Python stack (py-spy's are user stacks).
+    # Else --all-user: user-space events of one's own processes are allowed up to
+    # kernel.perf_event_paranoid=2 without privileges.
     # -B: no build-id pass when perf ends (the samples are read at once, from the files on
     # disk)
     perf_argv = [perf_binary(), "record", "-q", "-B", *NO_BPF_EVENTS, "-k", CLOCK]
-    perf_argv += ["--all-user", "-F", str(rate)]
+    perf_argv += [] if may_sample_kernel(access) else ["--all-user"]
+    perf_argv += ["-F", str(rate)]
     perf_argv += ["--call-graph", unwind, "-o", str(workdir / "perf.data")]
     if options.pid is not None:
         duration = options.duration or DEFAULT_DURATION_S
@@ -87,8 +90,18 @@ def record_python(options: RecordOptions, cmd: list[str], workdir: Path) -> Reco
 def may_sample_own(access: Access) -> bool:
     """perf may sample the user space of one's own processes: with CAP_PERFMON or
     CAP_SYS_ADMIN (root has them), else up to kernel.perf_event_paranoid=2."""
+    return _may(access, 2)
+
+
+def may_sample_kernel(access: Access) -> bool:
+    """perf may take the kernel stacks of one's own processes too: with those
+    capabilities, else up to kernel.perf_event_paranoid=1."""
+    return _may(access, 1)
+
+
+def _may(access: Access, paranoid: int) -> bool:
     privileged = access.cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN)
-    return access.paranoid is not None and (bool(privileged) or access.paranoid <= 2)
+    return access.paranoid is not None and (bool(privileged) or access.paranoid <= paranoid)
 
 
 def _record_command(

@@ -25,6 +25,7 @@ from pathlib import Path
 from perfsleuth.errors import UserError
 from perfsleuth.formats import limits
 from perfsleuth.model.profile import (
+    KERNEL_DSO,
     UNKNOWN,
     Frame,
     Profile,
@@ -90,6 +91,8 @@ def parse_frame(text: str) -> Frame:
     located = WHERE.match(where)
     if located is None:  # native, no source line: NAME (DSO) or 0xADDR (DSO)
         function = UNKNOWN if name.startswith("0x") else name
+        if where == KERNEL_DSO:  # python mode keeps the kernel frames perf took
+            return Frame(function, dso=KERNEL_DSO, kernel=True)
         return Frame(function, dso=UNKNOWN if where == "?" else dso_name(where))
     file, line = located["file"], int(located["line"])
     if is_python_file(file):

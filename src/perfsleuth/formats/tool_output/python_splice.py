@@ -161,13 +161,14 @@ def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Pla
         python = _python_at(part, timeline, learned, usual) if timeline else ()
         early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
         name = timeline.name if timeline else ""
-        kept = _kept_on_top(_user(part.sample.frames), part.top) if python else ()
+        kept = _kept_on_top(part.sample.frames, part.top) if python else ()
         out.append(Placed(part.sample, python, kept, bool(early), name))
     return out
 
 
 def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced:
-    """The mixed stacks of the samples in py-spy's raw form, the early ones left out."""
+    """The mixed stacks of the samples in py-spy's raw form, the early ones left out;
+    the kernel frames perf took stay on top, as the agent keeps them."""
     out = Spliced(Counter(), 0)
     for placed in place(samples, timelines):
         if placed.early:
@@ -175,12 +176,13 @@ def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced
             continue
         thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
         native = _native(_user(placed.sample.frames))
+        kernel = _native([f for f in placed.sample.frames if f.dso == KERNEL])
         if placed.python:
             out.python += 1
             frames = (*placed.python, *(native[i] for i in reversed(placed.kept)))
         else:
             frames = tuple(reversed(native))
-        out.lines[";".join((thread, *frames))] += 1
+        out.lines[";".join((thread, *frames, *reversed(kernel)))] += 1
     return out
 
 
@@ -229,13 +231,16 @@ def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
     return [f for f in frames if f.dso != KERNEL]
 
 
-def _kept_on_top(user: list[NativeFrame], top: tuple[str, ...]) -> tuple[int, ...]:
-    """The indexes in USER (leaf first) of the frames above the Python stack (TOP, their
-    raw text) that stay: not the interpreter's own functions, those in the eval loop's
-    DSO but for KEPT_PREFIXES, nor the C runtime's (libc's memcpy, ld.so's
-    __tls_get_addr) they call. A stack perf could not unwind to the eval loop (from
-    ld.so's __tls_get_addr, often) loses the C runtime frames it starts with: their
-    caller is not known, the Python line is."""
+def _kept_on_top(frames: tuple[NativeFrame, ...], top: tuple[str, ...]) -> tuple[int, ...]:
+    """The indexes in the user FRAMES (leaf first) of those above the Python stack (TOP,
+    their raw text) that stay: not the interpreter's own functions, those in the eval
+    loop's DSO but for KEPT_PREFIXES, nor the C runtime's (libc's memcpy, ld.so's
+    __tls_get_addr) they call, but for the system call a sample in the kernel was in
+    (libc's write under the interpreter's file object: what the kernel's time is for).
+    A stack perf could not unwind to the eval loop (from ld.so's __tls_get_addr, often)
+    loses the C runtime frames it starts with: their caller is not known, the Python
+    line is."""
+    user = _user(frames)
     loop = next((f for f in user if f.symbol in EVAL_LOOP), None)
     suffix = f" ({loop.dso})" if loop else None
     kept: list[int] = []
@@ -247,6 +252,9 @@ def _kept_on_top(user: list[NativeFrame], top: tuple[str, ...]) -> tuple[int, ..
             interpreter = False
         if not interpreter:
             kept.append(i)
+    in_kernel = len(user) < len(frames)
+    if in_kernel and top and 0 not in kept:
+        kept.append(0)
     return tuple(reversed(kept))
 
 
