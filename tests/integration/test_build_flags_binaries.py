@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.analyzers.build_flags import STACK_SLOT_RATIO, compile_units, stack_slot_ratio
+from perfsleuth.static_analysis.code_shape import cpu_flags
 
 pytestmark = pytest.mark.integration
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "advisor" / "o0_build.c"
@@ -92,6 +93,9 @@ def test_lto_hint_from_hot_calls_between_units(tmp_path: Path) -> None:
     assert hint["details"]["cross_unit_share"] > 0.5
     assert hint["gain_low"] < hint["estimated_gain"] < hint["gain_high"] <= hint["share"]
     assert "not inlined" in hint["gain_basis"]
+    # scalar hot code: -march has no vectors to widen, so it is not proposed
+    assert "-march" not in hint["title"]
+    assert any(e.startswith("PGO: ") and "conditional jumps" in e for e in hint["evidence"])
 
 
 def test_an_lto_build_is_not_told_to_use_lto(tmp_path: Path) -> None:
@@ -101,3 +105,36 @@ def test_an_lto_build_is_not_told_to_use_lto(tmp_path: Path) -> None:
     plain = compile_units(str(two_units(tmp_path)))
     assert all("GIMPLE" not in u.producer for u in plain)
     assert any("GIMPLE" in u.producer for u in compile_units(str(binary)))
+
+
+AXPY = """
+#define N 4096
+float a[N], b[N];
+__attribute__((noinline)) void axpy(float *restrict x, const float *restrict y, float k, int n) {
+    for (int i = 0; i < n; i++) x[i] += k * y[i];
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    for (int i = 0; i < N; i++) { a[i] = (float)i; b[i] = 1.0f / (float)(i + 1); }
+    for (int r = 0; r < 600000; r++) axpy(a, b, 1e-7f * (float)argc, N);
+    return a[7] == 42.0f;
+}
+"""
+
+
+@pytest.mark.skipif("avx2" not in cpu_flags(), reason="the CPU has no vectors wider than SSE")
+def test_march_is_proposed_where_the_hot_loop_is_vectorised_at_128_bits(tmp_path: Path) -> None:
+    """GCC's x86-64 baseline vectorises the loop with SSE; this CPU has wider vectors:
+    -march is proposed with what the code shows. Built for x86-64-v3, it is not."""
+    (tmp_path / "axpy.c").write_text(AXPY)
+    binaries = {}
+    for name, flags in (("baseline", []), ("v3", ["-march=x86-64-v3"])):
+        binaries[name] = tmp_path / name
+        argv = ["gcc", "-O3", "-g", *flags, "-o", str(binaries[name]), str(tmp_path / "axpy.c")]
+        subprocess.run(argv, check=True)
+    hint = hint_of(binaries["baseline"], tmp_path)
+    assert hint is not None and "-march=native" in hint["title"], hint
+    assert any("vectorised at 128 bits" in e for e in hint["evidence"]), hint["evidence"]
+    assert "128-bit SIMD" in hint["gain_basis"]
+    wide = hint_of(binaries["v3"], tmp_path)
+    assert wide is None or "-march" not in wide["title"]
