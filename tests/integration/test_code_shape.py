@@ -58,6 +58,16 @@ def test_the_baselines_vector_loop_is_128_bits_and_x86_64_v3s_is_wider(tmp_path:
     assert wider.packed_wide > 0
 
 
+def test_zeroing_and_broadcasting_idioms_are_not_vector_arithmetic() -> None:
+    """GCC zeroes with pxor and broadcasts a byte with punpck/pshufd in scalar code:
+    only the addps is packed arithmetic."""
+    zero = bytes.fromhex("660fefc0")  # pxor xmm0, xmm0
+    broadcast = bytes.fromhex("660f60c0660f70c000")  # punpcklbw; pshufd xmm0, xmm0, 0
+    add = bytes.fromhex("0f58ca")  # addps xmm1, xmm2
+    shape = shape_of(zero + broadcast + add)
+    assert (shape.instructions, shape.packed_xmm, shape.packed_wide) == (4, 1, 0)
+
+
 def test_code_that_does_not_decode_has_no_shape() -> None:
     assert shape_of(b"").instructions == 0
 

@@ -393,8 +393,8 @@ def _missing_options_hint(
         confidence=confidence,
         suggestion=(
             f"Worth a try, measure first (perfsleuth try build): {', '.join(missing)}. "
-            "PGO and LTO together often give 5-20%; -march only where the binary runs on "
-            "known CPUs"
+            "PGO and LTO together often give 5-20%"
+            + ("; -march only where the binary runs on known CPUs" if wider else "")
         ),
         dso=dso,
         file=known[0].path,

@@ -16,18 +16,21 @@ from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_REG
 
 CPUINFO = Path("/proc/cpuinfo")
-# SIMD mnemonics that work on packed elements (not the scalar ss/sd forms)
-PACKED_SUFFIXES = ("ps", "pd")
-PACKED_INTEGER = ("padd", "psub", "pmul", "pand", "por", "pxor", "pcmp", "pmin", "pmax",
-                  "psll", "psrl", "psra", "pshuf", "punpck", "pack", "pavg", "pmadd")  # fmt: skip
+# Packed SIMD arithmetic: what a vectorised loop computes with. Moves, shuffles,
+# unpacks and logic are left out: compilers use them on scalars too (`pxor xmm0, xmm0`
+# to zero, punpck/pshufd to broadcast a byte for memset-like code).
+PACKED_FLOAT = ("add", "sub", "mul", "div", "min", "max", "sqrt", "fmadd", "fmsub",
+                "fnmadd", "fnmsub", "hadd", "hsub", "dp")  # fmt: skip
+PACKED_INTEGER = ("padd", "psub", "pmul", "pmadd", "pavg", "pmin", "pmax", "psad", "pabs",
+                  "pcmp")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class CodeShape:
     instructions: int = 0
     branches: int = 0  # conditional jumps
-    packed_xmm: int = 0  # packed SIMD on 128-bit registers
-    packed_wide: int = 0  # packed SIMD on 256- or 512-bit registers
+    packed_xmm: int = 0  # packed SIMD arithmetic on 128-bit registers
+    packed_wide: int = 0  # packed SIMD arithmetic on 256- or 512-bit registers
 
     def __add__(self, other: CodeShape) -> CodeShape:
         return CodeShape(
@@ -64,8 +67,9 @@ def shape_of(code: bytes) -> CodeShape:
 
 
 def _packed(mnemonic: str) -> bool:
+    """Whether MNEMONIC is packed SIMD arithmetic (`addps`, `vfmadd231ps`, `paddd`)."""
     name = mnemonic.removeprefix("v")
-    if name.endswith(PACKED_SUFFIXES) and not name.startswith(("mov", "cvt")):
+    if name.endswith(("ps", "pd")) and name.startswith(PACKED_FLOAT):
         return True
     return name.startswith(PACKED_INTEGER)
 
