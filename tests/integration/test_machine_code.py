@@ -68,11 +68,14 @@ def test_the_char8_t_loop_has_no_reloads(binary: Path) -> None:
     assert not loop.confirms_aliasing
 
 
-def test_clang_vectorises_the_char8_t_loop(binary: Path) -> None:
-    if "clang" not in binary.parent.name:
-        pytest.skip("GCC 12 does not vectorise loops of unknown trip count at -O2")
+def test_clang_vectorises_the_char8_t_loop_and_gcc_does_not(binary: Path) -> None:
+    """GCC 12 does not vectorise a loop of unknown trip count at -O2 (it wants a runtime
+    alias check: the char8_t fix pays with clang, not with GCC -O2)."""
     loop = vector_loop(binary, "loops.cc", 8, 8)
-    assert loop is not None and loop.simd > 0
+    if "clang" in binary.parent.name:
+        assert loop is not None and loop.simd > 0
+    else:
+        assert loop is None or loop.simd == 0
 
 
 def test_a_set_condition_store_is_a_byte_store(binary: Path) -> None:
