@@ -138,6 +138,7 @@ flows.fleet_timeline_and_labels = async (page) => {
   const dragged = await urlMatching(page, /from=\d+&.*to=\d+|to=\d+&.*from=\d+/);
   // The breakdown by a label: each service's share, a click filters to it.
   await page.goto(`${base}#/fleet?range=1h&by=service`);
+  await page.locator(".fleet-top thead th", { hasText: /service/ }).first().waitFor();
   await page.locator(".fleet-top tbody tr").first().waitFor();
   const services = await page.locator(".fleet-top tbody tr").evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.innerText.trim())));
   await page.locator(".fleet-top a", { hasText: /^db$/ }).click();
@@ -146,6 +147,8 @@ flows.fleet_timeline_and_labels = async (page) => {
   await page.goto(`${base}#/fleet?range=1h`);
   await page.locator("a.chip", { hasText: /^label:version$/ }).click();
   await urlMatching(page, /by=label%3Aversion|by=label:version/);
+  // The URL changes at the click; the table by function stays until the new one is drawn.
+  await page.locator(".fleet-top thead th", { hasText: /version/ }).first().waitFor();
   await page.locator(".fleet-top tbody tr").first().waitFor();
   const versions = await page.locator(".fleet-top tbody tr").evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.innerText.trim())));
   const header = await page.locator(".fleet-top thead th").allInnerTexts();
