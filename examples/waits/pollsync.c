@@ -1,6 +1,7 @@
 /* Waiting that is not a lock. Planted problems:
- *   poller: a thread that wakes every 2 ms (usleep) to check for work instead of
- *           blocking until there is some -- a sleep/poll loop;
+ *   poller: a thread that works about 2 ms, then sleeps 2 ms (usleep) to check for
+ *           more instead of blocking until there is some -- a sleep/poll loop on a
+ *           thread that clearly works, even on a busy machine;
  *   writer: a thread that fsyncs after every MiB it writes -- I/O waits.
  * usage: pollsync [SECONDS] */
 #include <fcntl.h>
@@ -21,7 +22,7 @@ static void work(int n) {
 static void *poller(void *arg) {
     (void)arg;
     while (!stop) {
-        work(200000);
+        work(6000000);
         usleep(2000);
     }
     return NULL;

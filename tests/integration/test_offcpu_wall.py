@@ -281,7 +281,15 @@ def test_process_exiting_mid_recording_keeps_what_was_recorded(
 
 def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Path, tmp_path: Path):
     proc = perfsleuth(
-        "record", "--mode", "wall", "--", str(examples_built / "pollsync"), "3", cwd=tmp_path
+        "record",
+        "--mode",
+        "wall",
+        "--freq",
+        "20",
+        "--",
+        str(examples_built / "pollsync"),
+        "3",
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     advice = perfsleuth("advise", "--format", "json", cwd=tmp_path)

@@ -145,16 +145,23 @@ def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) 
             frames = [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)] if task.wchan else []
             for f in t.frames:
                 frames.extend(symbols.get(_place(f), (Frame(UNKNOWN, dso=_dso(f)),)))
-            state = _state(frames, task.state)
+            state = snapshot_state(frames, task.state)
             builder.add(frames, snap.weight_ns, thread=Thread(t.tid, t.pid, task.name), state=state)
     return builder.build()
 
 
-def _state(frames: list[Frame], kernel_state: str) -> str:
-    """A thread the kernel saw running just before the snapshot is running: eu-stack
+def snapshot_state(frames: list[Frame], kernel_state: str) -> str:
+    """The state of a thread in a snapshot. A thread the kernel saw runnable just
+    before is running, whatever its stack shows by the time it is stopped: eu-stack
     stops threads one after another, and one stopped inside a critical section makes
-    the next ones block on its lock, which the stacks would then show."""
-    return "running" if kernel_state == "R" else thread_state.classify(frames, kernel_state)
+    the next ones block on its lock; and a runnable thread inside an I/O call may be
+    doing the call's work on a CPU. Except inside a sleep: no work is done there, the
+    thread was woken and waits for a CPU, which the program's own timing of the
+    sleep counts as the sleep's (a poller on a busy machine spends most of its
+    cycle there, runnable in usleep).
+    """
+    state = thread_state.classify(frames, kernel_state)
+    return "running" if kernel_state == "R" and state != "sleep" else state
 
 
 def _in_program(f: eu_stack.EuFrame) -> bool:
