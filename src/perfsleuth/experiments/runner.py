@@ -80,6 +80,7 @@ class Measurement:
     max_rss_kb: int | None
     exit_status: int
     instructions: float | None = None
+    adopted: int = 0  # processes the command left behind, reaped: their time is counted
     stderr_tail: list[str] = field(default_factory=list)  # only kept for failed runs
 
     @property
@@ -100,6 +101,8 @@ class Measurement:
         for optional in ("instructions", "max_rss_kb"):
             if doc[optional] is None:
                 del doc[optional]
+        if not self.adopted:
+            del doc["adopted"]
         return doc
 
 
@@ -248,9 +251,18 @@ def _subreaper(on: int) -> None:
         pass  # not Linux: orphans go to init, as before
 
 
-def reap_orphans() -> tuple[float, float]:
-    """User and system time of the adopted processes that have exited, reaped now."""
-    user = system = 0.0
+@dataclass(frozen=True)
+class Reaped:
+    """Adopted processes that had exited, reaped: how many, and their CPU time."""
+
+    count: int = 0
+    user_s: float = 0.0
+    sys_s: float = 0.0
+
+
+def reap_orphans() -> Reaped:
+    """Reap the adopted processes that have exited."""
+    reaped = Reaped()
     while True:
         try:
             pid, _status, usage = os.wait4(-1, os.WNOHANG)
@@ -258,9 +270,10 @@ def reap_orphans() -> tuple[float, float]:
             break
         if pid == 0:
             break
-        user += usage.ru_utime
-        system += usage.ru_stime
-    return user, system
+        reaped = Reaped(
+            reaped.count + 1, reaped.user_s + usage.ru_utime, reaped.sys_s + usage.ru_stime
+        )
+    return reaped
 
 
 def run_once(side: Side, metric: str = "time") -> Measurement:
@@ -286,15 +299,16 @@ def run_once(side: Side, metric: str = "time") -> Measurement:
                 raise UserError(f"cannot start {side.argv[0]}: {e.strerror}") from e
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - start
-        orphans_user, orphans_sys = reap_orphans()
+        orphans = reap_orphans()
         proc.returncode = os.waitstatus_to_exitcode(status)
         m = Measurement(
             wall_s=wall,
-            user_s=usage.ru_utime + orphans_user,
-            sys_s=usage.ru_stime + orphans_sys,
+            user_s=usage.ru_utime + orphans.user_s,
+            sys_s=usage.ru_stime + orphans.sys_s,
             max_rss_kb=_read_rss(workdir),
             exit_status=proc.returncode,
             instructions=_read_count(counter, workdir) if counter else None,
+            adopted=orphans.count,
         )
         if not m.ok:
             m.stderr_tail = _tail(stderr_path)
