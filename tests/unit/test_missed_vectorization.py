@@ -7,7 +7,7 @@ from pathlib import Path
 from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops
 from perfsleuth.static_analysis.compiler_remarks import Remark
 from perfsleuth.static_analysis.source import HotCode, TranslationUnit
-from perfsleuth.static_analysis.unit_analysis import UnitReport
+from perfsleuth.static_analysis.unit_report import UnitReport
 
 SOURCE = Path("/src/loops.cc")
 

@@ -17,8 +17,9 @@ from ..static_analysis.compiler_remarks import Remark
 from ..static_analysis.machine_code import LoopCode
 from ..static_analysis.source import HotCode, hot_code
 from ..static_analysis.toolchain import toolchain_of
-from ..static_analysis.unit_analysis import Budget, UnitReport, hot_unit_reports
+from ..static_analysis.unit_analysis import Budget, hot_unit_reports
 from ..static_analysis.unit_cache import UnitCache
+from ..static_analysis.unit_report import UnitReport
 from . import Context
 
 REMARK_CONFIRMS = 0.05

@@ -14,7 +14,7 @@ from ..model.findings import Finding
 from ..static_analysis.aliasing_patterns import Blocked
 from ..static_analysis.compiler_remarks import Remark
 from ..static_analysis.source import HotCode, hot_code
-from ..static_analysis.unit_analysis import UnitReport
+from ..static_analysis.unit_report import UnitReport
 from . import Context
 from .aliasing_write import deep_reports
 

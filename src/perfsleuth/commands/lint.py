@@ -22,8 +22,8 @@ from ..present.output import destination
 from ..static_analysis.codebase import analyse_codebase
 from ..static_analysis.compile_db import flags_for, load_compile_commands
 from ..static_analysis.source import TranslationUnit, cindex, source_files
-from ..static_analysis.unit_analysis import UnitReport
 from ..static_analysis.unit_cache import UnitCache
+from ..static_analysis.unit_report import UnitReport
 from .common import add_output_options, progress_display
 
 NAME = "lint"

@@ -18,8 +18,9 @@ from concurrent.futures.process import BrokenProcessPool
 
 from .cpu_limits import OverCpuTime, cpu_limit
 from .source import TranslationUnit
-from .unit_analysis import UnitReport, analyse_unit
+from .unit_analysis import analyse_unit
 from .unit_cache import UnitCache
+from .unit_report import UnitReport
 
 UNIT_CPU_S = 120  # CPU seconds one unit's parse and source patterns may take
 

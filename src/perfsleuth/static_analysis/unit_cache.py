@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .aliasing_patterns import HotLines
 from .source import TranslationUnit
-from .unit_analysis import UnitReport
+from .unit_report import UnitReport
 
 # What a cache file may fail with when it is partly written by an older version, or
 # corrupt: it is then analysed again.
