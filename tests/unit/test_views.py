@@ -9,7 +9,7 @@ from perfsleuth.formats import callgrind
 from perfsleuth.model.counts import Counts, ExactCounts, Sources
 from perfsleuth.model.line_counts import LineCounts
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.present import annotate_text, folded
+from perfsleuth.present import annotate_text, diff_text, folded
 from perfsleuth.views import annotate, callgraph, count_diff, diff, flame, source, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)
@@ -236,6 +236,25 @@ def test_count_diff_pairs_lines_by_number_without_sources() -> None:
         line_counts(lines_data({10: 5, 11: 7})), line_counts(lines_data({11: 5, 12: 7}))
     )
     assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]
+
+
+def test_count_diff_text_is_plain_lines_off_a_terminal_and_bold_where_forced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before, after = line_counts(lines_data({10: 5})), line_counts(lines_data({10: 7}))
+    doc = {"a": "1", "b": "2", **count_diff.exact_diff(before, after)}
+    plain = io.StringIO()
+    diff_text.write(doc, plain)
+    lines = plain.getvalue().splitlines()
+    assert lines[:3] == ["run 1 → run 2: 5 → 7 Ir (+2, +40.000%)", "", "1 function changed"]
+    assert (
+        lines[-1].split() == ["5", "7", "+2", "+40.000%", "k.c:10"]
+        and "\x1b[" not in plain.getvalue()
+    )
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    forced = io.StringIO()
+    diff_text.write(doc, forced)
+    assert "\x1b[1m1 line changed\x1b[0m" in forced.getvalue()
 
 
 def test_a_source_file_keeps_cost_at_no_line_and_past_its_end(tmp_path: Path):
