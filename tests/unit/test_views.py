@@ -6,10 +6,11 @@ from rich.console import Console
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
-from perfsleuth.model.counts import ExactCounts
+from perfsleuth.model.counts import Counts, ExactCounts, Sources
+from perfsleuth.model.line_counts import LineCounts
 from perfsleuth.model.profile import Frame, ProfileBuilder
-from perfsleuth.present import annotate_text, folded
-from perfsleuth.views import annotate, callgraph, diff, flame, source, top
+from perfsleuth.present import annotate_text, diff_text, folded
+from perfsleuth.views import annotate, callgraph, count_diff, diff, flame, source, top
 
 MAIN = Frame("main", "prog", "prog.c", 30)
 A = Frame("a", "prog", "prog.c", 10)
@@ -197,13 +198,17 @@ def test_code_without_line_information_is_listed_per_function(
     assert "(below main) [hot]" in rendered({"run": "1", **doc}, annotate_text.render)
 
 
+def line_counts(exact: ExactCounts, sources: Sources | None = None) -> LineCounts:
+    return LineCounts.of(Counts(b"", sources or {}, exact))
+
+
 def test_count_diff_of_a_run_with_itself_is_empty(data: ExactCounts) -> None:
-    doc = diff.exact_diff(data, data)
+    doc = count_diff.exact_diff(line_counts(data), line_counts(data))
     assert doc["delta"] == 0 and doc["functions"] == [] and doc["lines"] == []
 
 
 def test_count_diff_reports_every_change_largest_first() -> None:
-    rows = diff.changes({"f": 100, "g": 50, "h": 7}, {"f": 90, "g": 80, "k": 1}, 1000)
+    rows = count_diff.changes({"f": 100, "g": 50, "h": 7}, {"f": 90, "g": 80, "k": 1}, 1000)
     assert [key for key, _ in rows] == ["g", "f", "h", "k"]
     assert rows[0][1] == {"a": 50, "b": 80, "delta": 30, "delta_share": 0.03}
 
@@ -221,14 +226,35 @@ def test_count_diff_follows_lines_moved_by_an_edit() -> None:
         {"k.c": [""] * 9 + ["{", "x = 1;", "y = x;"]},
         {"k.c": [""] * 9 + ["/* new */", "{", "x = 1;", "y = x + 1;"]},
     )
-    doc = diff.exact_diff(before, after, sources=sources)
+    doc = count_diff.exact_diff(line_counts(before, sources[0]), line_counts(after, sources[1]))
     rows = [(r["line_a"], r["line_b"], r["delta"], r["source"]) for r in doc["lines"]]
     assert rows == [(12, None, -9, "y = x;"), (None, 13, 4, "y = x + 1;")]
 
 
 def test_count_diff_pairs_lines_by_number_without_sources() -> None:
-    doc = diff.exact_diff(lines_data({10: 5, 11: 7}), lines_data({11: 5, 12: 7}))
+    doc = count_diff.exact_diff(
+        line_counts(lines_data({10: 5, 11: 7})), line_counts(lines_data({11: 5, 12: 7}))
+    )
     assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]
+
+
+def test_count_diff_text_is_plain_lines_off_a_terminal_and_bold_where_forced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before, after = line_counts(lines_data({10: 5})), line_counts(lines_data({10: 7}))
+    doc = {"a": "1", "b": "2", **count_diff.exact_diff(before, after)}
+    plain = io.StringIO()
+    diff_text.write(doc, plain)
+    lines = plain.getvalue().splitlines()
+    assert lines[:3] == ["run 1 → run 2: 5 → 7 Ir (+2, +40.000%)", "", "1 function changed"]
+    assert (
+        lines[-1].split() == ["5", "7", "+2", "+40.000%", "k.c:10"]
+        and "\x1b[" not in plain.getvalue()
+    )
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    forced = io.StringIO()
+    diff_text.write(doc, forced)
+    assert "\x1b[1m1 line changed\x1b[0m" in forced.getvalue()
 
 
 def test_a_source_file_keeps_cost_at_no_line_and_past_its_end(tmp_path: Path):

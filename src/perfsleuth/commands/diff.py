@@ -4,22 +4,23 @@ or exact per-function and per-line deltas when both runs are count runs."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from ..model.run import LoadedRun
 from ..present import formats_for, write
 from ..store import kept_counts
-from ..views import diff
 from ..views.keys import GROUPINGS
 from .common import (
     add_filter_options,
     add_output_options,
     add_recursion_option,
     apply_filters,
-    exact_counts,
     has_filters,
     load_runs,
     open_store,
 )
+
+if TYPE_CHECKING:
+    from ..model.line_counts import LineCounts
 
 NAME = "diff"
 HELP = "what changed between two runs"
@@ -38,26 +39,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    a, b = loaded_runs(args, args.run_a, args.run_b)
-    exact_a, exact_b = exact_counts(args, a), exact_counts(args, b)
-    if exact_a is not None and exact_b is not None and a.counts and b.counts:
-        sources = (a.counts.sources, b.counts.sources)
-        changed = diff.exact_diff(exact_a, exact_b, sources=sources, n=args.n or 0)
-    else:
-        profiles = apply_filters(a.profile, args), apply_filters(b.profile, args)
-        changed = diff.diff(*profiles, by=args.by, n=30 if args.n is None else args.n)
+    if not has_filters(args):
+        kept = kept_counts.load(open_store(args), args.run_a, args.run_b)
+        if kept is not None:
+            (id_a, lines_a), (id_b, lines_b) = kept
+            return _write_exact(args, id_a, id_b, lines_a, lines_b)
+    a, b = load_runs(args, args.run_a, args.run_b)
+    if not has_filters(args) and a.counts and b.counts:
+        store = open_store(args)
+        lines_a = kept_counts.keep(store, a.info, a.counts)
+        lines_b = kept_counts.keep(store, b.info, b.counts)
+        return _write_exact(args, a.id, b.id, lines_a, lines_b)
+    from ..views import diff  # sampled runs only: it imports the profile's aggregations
+
+    profiles = apply_filters(a.profile, args), apply_filters(b.profile, args)
+    changed = diff.diff(*profiles, by=args.by, n=30 if args.n is None else args.n)
     write("diff", {"a": str(a.id), "b": str(b.id), **changed}, args.format, args.output)
     return 0
 
 
-def loaded_runs(args: argparse.Namespace, *refs: str) -> list[LoadedRun]:
-    """The runs, from their counts kept in answers/ when both are count runs whose
-    counts were kept (DuckDB is not even imported), else from the store, keeping them."""
-    store = open_store(args)
-    kept = None if has_filters(args) else kept_counts.load(store, *refs)
-    if kept is not None:
-        return kept
-    loaded = load_runs(args, *refs)
-    for run in loaded:
-        kept_counts.keep(store, run.info, run.counts)
-    return loaded
+def _write_exact(
+    args: argparse.Namespace, id_a: int, id_b: int, lines_a: LineCounts, lines_b: LineCounts
+) -> int:
+    from ..views.count_diff import exact_diff
+
+    split = getattr(args, "split_recursion", False)
+    changed = exact_diff(lines_a, lines_b, n=args.n or 0, split_recursion=split)
+    write("diff", {"a": str(id_a), "b": str(id_b), **changed}, args.format, args.output)
+    return 0

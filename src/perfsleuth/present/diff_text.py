@@ -1,22 +1,31 @@
 """`perfsleuth diff` as text: shares of each run for sampled runs (views.diff.diff),
-exact deltas for count runs (views.diff.exact_diff)."""
+exact deltas for count runs (views.count_diff.exact_diff).
+
+A count run's exact deltas are plain lines (thousands of them, only two headings bold
+on a terminal), written straight to the file: rich is imported only for a terminal's
+bold or a sampled diff's table, since its import alone was a fifth of the CPU of
+`diff` of two count runs."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from typing import IO, TYPE_CHECKING
 
-from .output import cell, pct, say
+from .output import cell, console_for, heading, pct
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
-def render(doc: dict, console: Console) -> None:
+def write(doc: dict, fh: IO[str]) -> None:
     if "event" in doc:
-        _render_exact(doc, console)
+        _write_exact(doc, fh)
     else:
-        _render_shares(doc, console)
+        _render_shares(doc, console_for(fh))
 
 
 def _render_shares(doc: dict, console: Console) -> None:
+    from rich.table import Table
+
     ratio = doc["total_b"] / doc["total_a"] if doc["total_a"] else 0.0
     table = Table(
         title=f"run {doc['a']} → run {doc['b']}: total {doc['total_a']:,.0f} → "
@@ -49,36 +58,30 @@ def _signed(fraction: float) -> str:
     return f"{100.0 * fraction:+7.2f}%"
 
 
-def _render_exact(doc: dict, console: Console) -> None:
+def _write_exact(doc: dict, fh: IO[str]) -> None:
     event = doc["event"]
-    say(
-        console,
+    fh.write(
         f"run {doc['a']} → run {doc['b']}: {doc['total_a']:,} → {doc['total_b']:,} {event} "
-        f"({doc['delta']:+,}, {100 * doc['delta_share']:+.3f}%)",
+        f"({doc['delta']:+,}, {100 * doc['delta_share']:+.3f}%)\n"
     )
-    _section(console, "function", doc["functions"], doc["functions_changed"], event)
-    _section(console, "line", doc["lines"], doc["lines_changed"], event)
+    _section(fh, "function", doc["functions"], doc["functions_changed"], event)
+    _section(fh, "line", doc["lines"], doc["lines_changed"], event)
 
 
-def _section(console: Console, what: str, rows: list[dict], changed: int, event: str) -> None:
+def _section(fh: IO[str], what: str, rows: list[dict], changed: int, event: str) -> None:
     shown = f"{len(rows)} of {changed}" if len(rows) < changed else str(changed)
-    console.print(
-        f"\n{shown} {what}{'' if changed == 1 else 's'} changed",
-        style="bold",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
+    heading(fh, f"\n{shown} {what}{'' if changed == 1 else 's'} changed")
     if not rows:
         return
-    say(console, f"{event + ' A':>15} {event + ' B':>15} {'delta':>15} {'% of A':>9}  {what}")
+    lines = [f"{event + ' A':>15} {event + ' B':>15} {'delta':>15} {'% of A':>9}  {what}"]
     for row in rows:
         name = row["function"] if what == "function" else _line_name(row)
-        say(
-            console,
+        lines.append(
             f"{row['a']:>15,} {row['b']:>15,} {row['delta']:>+15,} "
-            f"{100 * row['delta_share']:>+8.3f}%  {name}",
+            f"{100 * row['delta_share']:>+8.3f}%  {name}"
         )
+    lines.append("")
+    fh.write("\n".join(lines))
 
 
 def _line_name(row: dict) -> str:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 PIPE_WIDTH = 160
+RICH_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE")  # make rich style any file
 
 
 @contextmanager
@@ -40,6 +41,16 @@ def console_for(fh: IO[str]) -> Console:
         return Console()
     width = int(os.environ.get("COLUMNS", PIPE_WIDTH))
     return Console(file=fh, no_color=True, width=width, highlight=False, soft_wrap=False)
+
+
+def heading(fh: IO[str], text: str) -> None:
+    """A line in bold on a terminal; elsewhere written as is, without importing rich
+    (as rich would write it: no colour off a terminal unless FORCE_COLOR or
+    TTY_COMPATIBLE says otherwise, and then rich writes it)."""
+    if fh.isatty() or any(name in os.environ for name in RICH_TERMINAL_VARIABLES):
+        console_for(fh).print(text, style="bold", highlight=False, markup=False, soft_wrap=True)
+    else:
+        fh.write(text + "\n")
 
 
 def say(console: Console, text: str) -> None:

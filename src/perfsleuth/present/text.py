@@ -14,6 +14,9 @@ from typing import IO, Any
 from . import FINDINGS, Output, Writer
 from .output import console_for
 
+# A renderer by this name takes the open file, not a rich console: its text is mostly
+# plain lines, and importing rich would cost more than writing them (diff_text.py).
+FILE_RENDERER = "write"
 RENDERERS = {
     FINDINGS: ("findings_text", "render"),
     "run": ("findings_text", "render_run"),
@@ -21,7 +24,7 @@ RENDERERS = {
     "callers": ("callgraph_text", "render_callers"),
     "callees": ("callgraph_text", "render_callees"),
     "annotate": ("annotate_text", "render"),
-    "diff": ("diff_text", "render"),
+    "diff": ("diff_text", "write"),
     "cache": ("cpu_cache_text", "render"),
     "calibration": ("cpu_cache_text", "render_calibration"),
     "runs": ("runs_text", "render"),
@@ -41,7 +44,10 @@ RENDERERS = {
 def _writer(module: str, function: str) -> Writer:
     def write(doc: Any, fh: IO[Any]) -> None:
         render = getattr(import_module(f"{__package__}.{module}"), function)
-        render(doc, console_for(fh))
+        if function == FILE_RENDERER:
+            render(doc, fh)
+        else:
+            render(doc, console_for(fh))
 
     return write
 

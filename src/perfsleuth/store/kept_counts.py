@@ -1,6 +1,7 @@
-"""A count run's counts document kept in answers/ as well, as the store has it, so that
-`diff` of two count runs reads it through the run index (run_index.py) without importing
-DuckDB: importing it cost more CPU than cg_diff's whole diff of speedtest1 (docs/counts.md).
+"""A count run's line counts (model/line_counts.py: all `diff` of two count runs reads of
+a run) kept in answers/ as compact JSON, so that `diff` reads them through the run index
+(run_index.py) without importing DuckDB, whose import cost more CPU than cg_diff's whole
+diff of speedtest1 (docs/counts.md), nor reading the whole counts document.
 
 Kept when `record` stores the run, or else the first time `diff` loads it from DuckDB;
 a stored run never changes, and the file's name carries the code's stamp like every
@@ -10,44 +11,46 @@ file there.
 from __future__ import annotations
 
 import json
-from functools import partial
+from typing import TYPE_CHECKING
 
-from ..model import documents
-from ..model.counts import Counts
-from ..model.run import LoadedRun, Recording, RunInfo
+from ..model.line_counts import LineCounts
 from .answers import AnswerFiles
-from .documents import decode
-from .runs import Store
 
-COUNTS_FILE = "counts"
-KEY = (Counts.KIND, Counts.NAME)  # the counts document among a run's documents
+if TYPE_CHECKING:
+    from ..model.counts import Counts
+    from ..model.run import Recording, RunInfo
+    from .runs import Store
+
+COUNTS_FILE = "line-counts"
 
 
-def keep(store: Store, info: RunInfo, counts: Counts | None) -> None:
-    """Keep a count run's counts document in answers/ (nothing for other runs)."""
-    if counts is not None:
-        text = json.dumps(documents.dump(counts), default=str)
-        AnswerFiles(store.root).keep(info, COUNTS_FILE, text.encode())
+def keep(store: Store, info: RunInfo, counts: Counts) -> LineCounts:
+    """Keep a count run's line counts in answers/, and return them."""
+    lines = LineCounts.of(counts)
+    text = json.dumps(lines.to_json(), separators=(",", ":"))
+    AnswerFiles(store.root).keep(info, COUNTS_FILE, text.encode())
+    return lines
 
 
 def keep_recorded(store: Store, info: RunInfo, recording: Recording) -> None:
-    """Keep the counts document of a run just stored, if it has one: the first `diff`
+    """Keep the line counts of a run just stored, if it has counts: the first `diff`
     after two count runs were recorded then does not import DuckDB either."""
-    stored = (d.data for d in recording.documents if (d.kind, d.name) == KEY)
-    keep(store, info, next((c for c in stored if isinstance(c, Counts)), None))
+    from ..model.counts import Counts
+
+    stored = (d.data for d in recording.documents if (d.kind, d.name) == (Counts.KIND, Counts.NAME))
+    counts = next((c for c in stored if isinstance(c, Counts)), None)
+    if counts is not None:
+        keep(store, info, counts)
 
 
-def load(store: Store, *refs: str | None) -> list[LoadedRun] | None:
-    """The count runs `refs` name with their counts, read from their kept files: their
-    facts are only id, start and unit, their profile is read from DuckDB if asked for.
-    None when the index is stale or a run's counts are not kept (load them from DuckDB)."""
+def load(store: Store, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
+    """The id and line counts of each count run `refs` name, read from their kept files;
+    None when the index is stale or a run's are not kept (load the runs from DuckDB)."""
     loaded = []
     for ref in refs:
         run = store.indexed(ref)
         kept = None if run is None else AnswerFiles(store.root).kept(*run.key, COUNTS_FILE)
         if run is None or kept is None:
             return None
-        counts = decode(Counts.KIND, json.loads(kept))
-        info = RunInfo(id=run.id, started=run.started, unit=run.unit)
-        loaded.append(LoadedRun(info, partial(store.load, run.id), counts=counts))
+        loaded.append((run.id, LineCounts.from_json(json.loads(kept))))
     return loaded

@@ -1,0 +1,110 @@
+"""All that `diff` of two count runs reads of a run: for every event, the run's total,
+the self count of each function by name and of each counted line, with the text the
+line had when the run was recorded.
+
+Made once from the run's counts document (`of`) and kept beside the run as compact
+JSON (store/kept_counts.py): reading it takes a few ms, where reading the whole
+document (its callgrind out file, sources and tables) and summing its 78,000 cells took
+~50 ms a run of speedtest1. This module imports nothing from perfsleuth at run time,
+so a `diff` that reads it starts fast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .counts import Counts, ExactCounts
+
+
+@dataclass(frozen=True)
+class FileLines:
+    """A file's counted lines in order, their counts (one list per event) and, when the
+    run kept the file's source, each line's text (None past the file's end)."""
+
+    lines: list[int]
+    counts: list[list[int]]
+    texts: list[str | None] | None
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    events: list[str]
+    totals: list[int]
+    names: list[str]  # functions by name, recursion levels (f'2) merged into f
+    counts: list[list[int]]  # per event, the self count of each of `names`
+    split_names: list[str]  # the same with each recursion level apart
+    split_counts: list[list[int]]
+    files: dict[str, FileLines]
+
+    @staticmethod
+    def of(counts: Counts) -> LineCounts:
+        """A count run's line counts, from its counts document."""
+        exact = counts.counts
+        merged, split = _function_self(exact.merged_recursion()), _function_self(exact)
+        per_event = [exact.line_self(event) for event in exact.events]
+        by_file: dict[str, list[int]] = {}
+        for file, line in per_event[0] if per_event else {}:
+            by_file.setdefault(file, []).append(line)
+        files = {}
+        for file, lines in sorted(by_file.items()):
+            lines.sort()
+            source = counts.sources.get(file)
+            files[file] = FileLines(
+                lines,
+                [[costs[(file, line)] for line in lines] for costs in per_event],
+                None if source is None else [_text(source, line) for line in lines],
+            )
+        return LineCounts(list(exact.events), list(exact.totals), *merged, *split, files=files)
+
+    def index(self, event: str) -> int:
+        """The column of `event`'s counts (the first for an event the run lacks)."""
+        return self.events.index(event) if event in self.events else 0
+
+    def total(self, event: str) -> int:
+        return self.totals[self.events.index(event)] if event in self.events else 0
+
+    def function_self(self, event: str, *, split_recursion: bool = False) -> dict[str, int]:
+        """Exact self count of `event` per function name."""
+        names, counts = (
+            (self.split_names, self.split_counts) if split_recursion else (self.names, self.counts)
+        )
+        return dict(zip(names, counts[self.index(event)], strict=True))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "events": self.events,
+            "totals": self.totals,
+            "names": self.names,
+            "counts": self.counts,
+            "split_names": self.split_names,
+            "split_counts": self.split_counts,
+            "files": {
+                file: [lines.lines, lines.counts, lines.texts] for file, lines in self.files.items()
+            },
+        }
+
+    @staticmethod
+    def from_json(doc: dict[str, Any]) -> LineCounts:
+        return LineCounts(
+            doc["events"],
+            doc["totals"],
+            doc["names"],
+            doc["counts"],
+            doc["split_names"],
+            doc["split_counts"],
+            {file: FileLines(*lines) for file, lines in doc["files"].items()},
+        )
+
+
+def _function_self(exact: ExactCounts) -> tuple[list[str], list[list[int]]]:
+    """Function names (an object's code without a symbol under one name, so that two
+    builds compare) and their self count of every event."""
+    per_event = [exact.function_self(event, merge_unnamed=True) for event in exact.events]
+    names = list(per_event[0]) if per_event else []
+    return names, [[costs[name] for name in names] for costs in per_event]
+
+
+def _text(lines: list[str], number: int) -> str | None:
+    return lines[number - 1] if 0 < number <= len(lines) else None
