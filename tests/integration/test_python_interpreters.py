@@ -82,6 +82,9 @@ def check_run(store: Path, expected: dict[str, float]) -> None:
     meta = Store(store).run_info(1).meta
     assert meta["recorder"] == "perf+py-spy" and "python_frames_missing" not in meta
     assert meta["python_frames"] >= 0.9, meta
+    # the samples py-spy's stalls left with native frames only are counted (and, with
+    # python_frames >= 0.9, are under a tenth)
+    assert isinstance(meta["samples_in_py_spy_stalls"], int), meta
 
 
 def record(store: Path, *cmd: str) -> subprocess.CompletedProcess:

@@ -259,9 +259,9 @@ def turns(when: float) -> tuple[NativeFrame, ...]:
 
 
 def test_samples_in_a_py_spy_stall_keep_their_native_frames_and_are_counted() -> None:
-    """Its last stack held through a stall is not the thread's, as spell's C function
-    under it shows: the samples far from both ends keep their native stack, counted;
-    those near an end take that end's, those in spell's C function spell's stack."""
+    """Its last stack held through a stall is not the thread's: the samples far from
+    both ends keep their native stack, counted; those near an end take that end's,
+    those in spell's C function spell's stack."""
     samples, timelines = stalled_run()
     placed = python_splice.place(samples, timelines)
     inside = [p for p in placed if START < p.sample.time < END]
@@ -294,22 +294,25 @@ def test_a_c_call_that_holds_the_stack_keeps_it_through_a_stretch_without_change
     assert python_splice.splice(samples, timelines).stalled == 0
 
 
-def test_a_line_that_runs_long_keeps_its_stack_when_no_c_function_says_otherwise() -> None:
-    """Only the eval loop through the stretch: py-spy's stack held is taken as the
-    thread's (one Python line running long holds it too), as before stalls were told."""
+def test_a_stretch_no_c_function_explains_keeps_native_frames_in_its_middle() -> None:
+    """Only the eval loop through the stretch: the trace cannot tell a stall from one
+    Python line that runs long, so its middle keeps native frames, counted, as in a
+    stall; its ends keep the stacks around it."""
     native = {CRUNCH: EVAL, SPELL: FORMAT, (): EVAL}
     samples, timelines = stretch_run(CRUNCH, SPELL, native, lambda _: EVAL)
     placed = python_splice.place(samples, timelines)
     inside = [p for p in placed if START < p.sample.time < END]
-    assert inside and all(p.python == CRUNCH and not p.stalled for p in inside)
+    assert all(p.python in (CRUNCH, SPELL, ()) for p in inside)
+    native_only = [p for p in inside if not p.python]
+    assert native_only and all(p.stalled for p in native_only)
+    assert inside[0].python == CRUNCH and inside[-1].python == SPELL
 
 
 def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
     """Twice as far apart changes (py-spy sampling at half the rate) double the bound."""
-    samples, timelines = stalled_run()
+    _, timelines = stalled_run()
     (timeline,) = timelines.values()
     slower = py_spy_trace.Timeline("", [2 * t for t in timeline.times], timeline.stacks)
-    cut = [python_splice._cut(sample) for sample in samples]
-    bound = python_splice._Stalls.of(7, timeline, cut, {}).bound
+    bound = python_splice._Stalls.of(timeline).bound
     assert bound >= python_splice.STALL_MIN
-    assert python_splice._Stalls.of(7, slower, cut, {}).bound == pytest.approx(2 * bound)
+    assert python_splice._Stalls.of(slower).bound == pytest.approx(2 * bound)

@@ -41,7 +41,14 @@ py-spy's start-up. So, per run:
 - a sample with changes near it (EARLY before, LAG after) takes the candidate stack its
   native entry went with most over the run; when none did and the entry nearly
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
-  lagged more than LAG); else the stack the trace gives at its time.
+  lagged more than LAG); else the stack the trace gives at its time;
+- a sample in a stall of py-spy's (a stretch of the trace without a change longer than
+  twice 25 of the thread's median gaps between changes: py-spy waited for a CPU while
+  the process ran, and its trace holds its last stack, which is not the thread's) takes
+  the stack its native entry nearly always goes with, else the nearer side's when it is
+  within that bound of one, else keeps its native frames only, counted (`stalled`). A
+  Python line that runs long without a C function telling it holds py-spy's stack too
+  and is taken for a stall: its middle keeps native frames.
 
 A thread py-spy names by its pthread id (CPython before 3.11, formats/tool_output/py_spy_trace.py)
 is paired with an OS thread of the samples: the one not running threading's
@@ -66,6 +73,7 @@ the interpreter's own functions are left out there by the same rule.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -163,7 +171,7 @@ def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Pla
     timelines = _aligned(cut, _by_os_thread(cut, timelines))
     learned = _learn(cut, timelines)
     usual = _usual(learned)
-    stalls = {tid: _Stalls.of(tid, timeline, cut, usual) for tid, timeline in timelines.items()}
+    stalls = {tid: _Stalls.of(timeline) for tid, timeline in timelines.items()}
     out = []
     for part in cut:
         timeline = timelines.get(part.sample.tid)
@@ -398,44 +406,36 @@ def _python_at(
     return stacks[0] if stacks else ()
 
 
-def _nearest_with(timeline: Timeline, when: float, leaf: str) -> tuple[str, ...]:
+def _nearest_with(timeline: Timeline, when: float, leaf: str, far: float = FAR) -> tuple[str, ...]:
     """The stack nearest WHEN (within FAR) whose leaf frame is LEAF, or ()."""
     times, stacks = timeline.times, timeline.stacks
-    first = max(bisect.bisect_left(times, when - FAR) - 1, 0)
-    last = bisect.bisect_right(times, when + FAR)
+    first = max(bisect.bisect_left(times, when - far) - 1, 0)
+    last = bisect.bisect_right(times, when + far)
     near = [i for i in range(first, last) if stacks[i] and stacks[i][-1] == leaf]
     return stacks[min(near, key=lambda i: abs(times[i] - when))] if near else ()
 
 
 @dataclass(frozen=True)
 class _Stalls:
-    """A thread's stalls of py-spy: stretches without a change of its stack longer than
-    twice BOUND (STALL_STEPS of its typical gap between changes, the median: at least
-    py-spy's sampling interval) in which a sample's native entry says another Python
-    function ran (one it nearly always goes with, not the held stack's leaf). A stretch
-    without such a sample is taken as py-spy's: one Python line that runs long holds
-    its stack too. Keyed by the index of the change that starts it."""
+    """A thread's stalls of py-spy: stretches of its trace without a change longer than
+    twice BOUND, STALL_STEPS of its typical gap between changes (the median: at least
+    py-spy's sampling interval; never less than STALL_MIN). The trace cannot tell one
+    from a Python line that runs that long: a C function's samples (`zlib_compress`)
+    keep its stack by _python_in_stall's first rule; a pure-Python line's (a generator
+    over a long range) lose it in the middle, as a stall's do. Keyed by the index of the
+    change that starts it."""
 
     timeline: Timeline
     bound: float
     starts: frozenset[int]
 
     @classmethod
-    def of(cls, tid: int, timeline: Timeline, cut: list[_Split], usual: dict[str, str]) -> _Stalls:
-        times, stacks = timeline.times, timeline.stacks
+    def of(cls, timeline: Timeline) -> _Stalls:
+        times = timeline.times
         steps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
         bound = max(STALL_STEPS * steps[len(steps) // 2], STALL_MIN) if steps else STALL_MIN
-        starts = set()
-        for part in cut:
-            index = bisect.bisect_right(times, part.sample.time) - 1
-            if part.sample.tid != tid or not 0 <= index < len(times) - 1:
-                continue
-            held = stacks[index]
-            long = times[index + 1] - times[index] > 2 * bound
-            other = part.entry in usual and (not held or usual[part.entry] != held[-1])
-            if long and other and part.spliced:
-                starts.add(index)
-        return cls(timeline, bound, frozenset(starts))
+        starts = frozenset(i for i in range(len(times) - 1) if times[i + 1] - times[i] > 2 * bound)
+        return cls(timeline, bound, starts)
 
     def around(self, when: float) -> bool:
         """WHEN falls in one of the stalls."""
@@ -446,14 +446,16 @@ def _python_in_stall(
     part: _Split, timeline: Timeline, usual: dict[str, str], bound: float
 ) -> tuple[str, ...]:
     """In a stall: the stack on either side whose leaf the sample's native entry nearly
-    always goes with; else the stack of the nearer side within BOUND (the change came
-    somewhere in the stall); else none: the sample keeps its native frames."""
+    always goes with, else the nearest with it; else the stack of the nearer side within
+    BOUND (the change came somewhere in the stall); else none: the sample keeps its
+    native frames."""
     times, stacks = timeline.times, timeline.stacks
     after = bisect.bisect_right(times, part.sample.time)
     before, next_ = stacks[after - 1], stacks[after]
     leaf = usual.get(part.entry)
     if leaf:
-        return next((stack for stack in (before, next_) if stack and stack[-1] == leaf), ())
+        sides = (stack for stack in (before, next_) if stack and stack[-1] == leaf)
+        return next(sides, ()) or _nearest_with(timeline, part.sample.time, leaf, far=math.inf)
     since, until = part.sample.time - times[after - 1], times[after] - part.sample.time
     if min(since, until) > bound:
         return ()
