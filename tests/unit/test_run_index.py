@@ -136,11 +136,11 @@ def _count_runs(root: Path) -> Store:
 
 def test_count_runs_are_read_from_their_kept_counts_once_loaded(tmp_path: Path) -> None:
     store = _count_runs(tmp_path / "store")
-    assert kept_counts.load(store, "1", "2") is None  # not kept until a reader loads them
+    assert kept_counts.load(store.root, "1", "2") is None  # not kept until a reader loads them
     through_duckdb = store.load_refs("1", "2")
     for run in through_duckdb:
         kept_counts.keep(store, run.info, run.counts)
-    kept = kept_counts.load(store, "1", "latest")
+    kept = kept_counts.load(store.root, "1", "latest")
     assert kept is not None
     for (run_id, lines), run in zip(kept, through_duckdb, strict=True):
         assert run.counts is not None
@@ -180,9 +180,9 @@ def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -
     )
     for _ in range(2):
         kept_counts.keep_recorded(store, store.add_run(RunInfo(mode="count"), recording), recording)
-    kept = kept_counts.load(store, "1", "2")
+    kept = kept_counts.load(store.root, "1", "2")
     assert kept is not None
     assert kept == [(1, LineCounts.of(counts)), (2, LineCounts.of(counts))]
     store.add_run(RunInfo(), Recording(sample_profile()))
     kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()))
-    assert kept_counts.load(store, "1", "3") is None  # a sampled run has none
+    assert kept_counts.load(store.root, "1", "3") is None  # a sampled run has none

@@ -23,13 +23,15 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model.run import RunInfo
-from .runs import SCHEMA_VERSION
+from .layout import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from ..model.run import RunInfo
 
 PACKAGE = Path(__file__).resolve().parents[1]
 FOLDER = "answers"
@@ -85,6 +87,8 @@ class AnswerFiles:
         return self.folder / f"run{run_id}-{name}-{stamp}.bin"
 
     def _write(self, path: Path, data: bytes) -> None:
+        import tempfile  # writers only: readers start without it
+
         if self.old_folder.is_dir():
             shutil.rmtree(self.old_folder, ignore_errors=True)
         self.folder.mkdir(parents=True, exist_ok=True)
