@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,125 @@ def test_a_sample_in_a_system_call_keeps_the_call_and_the_kernel_frames_on_top()
     writes = [ln for ln in in_kernel if "ksys_write" in ln]
     assert writes and all("libc_write" in ln for ln in writes)
     assert not any("_PyEval_EvalFrameDefault" in ln for ln in spliced.lines)
+
+
+# py-spy's stalls, on constructed runs: a thread alternating two stacks every STEP s as
+# py-spy saw them, perf sampling it every STEP s between the changes
+LIBPYTHON = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"
+ZLIB = "/usr/lib/python3.11/lib-dynload/zlib.cpython-311-x86_64-linux-gnu.so"
+STEP = 0.002
+CRUNCH = ("<module> (t.py:30)", "main (t.py:20)", "crunch (t.py:10)")
+SPELL = ("<module> (t.py:30)", "main (t.py:21)", "spell (t.py:15)")
+PACK = ("<module> (z.py:9)", "pack_logs (z.py:5)")
+READ = ("<module> (z.py:8)", "read_logs (z.py:2)")
+EVAL = (
+    NativeFrame(0x100, "_PyEval_EvalFrameDefault", LIBPYTHON),
+    NativeFrame(0x200, "Py_RunMain", LIBPYTHON),
+    NativeFrame(0x300, "_start", "/usr/bin/python3.11"),
+)
+FORMAT = (NativeFrame(0x30, "PyObject_Format", LIBPYTHON), *EVAL)  # spell's f-string
+COMPRESS = (
+    NativeFrame(0x10, "deflate", "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13"),
+    NativeFrame(0x20, "zlib_compress", ZLIB),
+    *EVAL,
+)
+START, END = 1.0, 1.6  # the stretch without a change, between two of changes
+
+
+def stretch_run(
+    held: tuple[str, ...], then: tuple[str, ...], native: dict, inside: Callable[[float], tuple]
+) -> tuple[list[Sample], dict[int, py_spy_trace.Timeline]]:
+    """Changes between THEN and HELD up to START, none from START to END (HELD all
+    along, as py-spy's trace gives it), as many changes again; perf samples every STEP
+    with the frames NATIVE gives for the trace's stack, in the stretch those INSIDE
+    gives for the time."""
+    changes = [*turns_of(0.0, START, then, held), (START, held)]
+    changes += turns_of(END, END + START, then, held)
+    last = END + START
+    changes += [(last, ())]
+    timeline = py_spy_trace.Timeline("", [t for t, _ in changes], [s for _, s in changes])
+    samples = []
+    for i in range(round(last / STEP)):
+        when = (i + 0.5) * STEP
+        frames = inside(when) if START < when < END else native[python_splice._at(timeline, when)]
+        samples.append(Sample(7, 7, when, frames))
+    return samples, {7: timeline}
+
+
+def turns_of(start: float, end: float, *stacks: tuple[str, ...]) -> list[tuple]:
+    """Changes from START to END through STACKS in turn, each held an uneven number of
+    STEPs (so that no shift of the trace's clock lines the two up again)."""
+    changes, when, i = [], start, 0
+    while when < end - STEP / 2:
+        changes.append((when, stacks[i % len(stacks)]))
+        when += STEP * (3, 7, 4, 9, 5, 2, 8)[i % 7]
+        i += 1
+    return changes
+
+
+def stalled_run() -> tuple[list[Sample], dict[int, py_spy_trace.Timeline]]:
+    """py-spy stalled from START to END on crunch while the thread ran crunch for
+    0.085 s and spell for 0.015 s in turns; spell's samples are in PyObject_Format,
+    crunch's in the loop."""
+    return stretch_run(CRUNCH, SPELL, {CRUNCH: EVAL, SPELL: FORMAT, (): EVAL}, turns)
+
+
+def turns(when: float) -> tuple[NativeFrame, ...]:
+    return FORMAT if (when - START) % 0.1 >= 0.085 else EVAL
+
+
+def test_samples_in_a_py_spy_stall_keep_their_native_frames_and_are_counted() -> None:
+    """Its last stack held through a stall is not the thread's, as spell's C function
+    under it shows: the samples far from both ends keep their native stack, counted;
+    those near an end take that end's, those in spell's C function spell's stack."""
+    samples, timelines = stalled_run()
+    placed = python_splice.place(samples, timelines)
+    inside = [p for p in placed if START < p.sample.time < END]
+    formats = [p for p in inside if p.sample.frames == FORMAT]
+    assert formats and all(p.python == SPELL for p in formats)
+    loop = [p for p in inside if p.sample.frames == EVAL]
+    middle = (START + END) / 2
+    assert all(p.python == CRUNCH for p in loop if p.sample.time < START + 0.01)
+    assert all(p.python != SPELL for p in loop if p.sample.time < middle)
+    assert all(p.python != CRUNCH for p in loop if p.sample.time > middle)
+    native = [p for p in inside if not p.python]
+    assert native and all(p.stalled for p in native)
+    assert len(native) < len(loop)
+    assert all(p.python and not p.stalled for p in placed if not START < p.sample.time < END)
+    spliced = python_splice.splice(samples, timelines)
+    assert spliced.stalled == len(native)
+    assert spliced.python + spliced.stalled == sum(spliced.lines.values()) == len(samples)
+    kept = [line for line in spliced.lines if ".py:" not in line]
+    assert kept and all("_PyEval_EvalFrameDefault" in frames_of(line) for line in kept)
+
+
+def test_a_c_call_that_holds_the_stack_keeps_it_through_a_stretch_without_changes() -> None:
+    """zlib_compress, always seen under pack_logs, runs through the whole stretch: no
+    change for 0.6 s is a long C call there, not a stall."""
+    native = {PACK: COMPRESS, READ: EVAL, (): EVAL}
+    samples, timelines = stretch_run(PACK, READ, native, lambda _: COMPRESS)
+    placed = python_splice.place(samples, timelines)
+    inside = [p for p in placed if START < p.sample.time < END]
+    assert inside and all(p.python == PACK and not p.stalled for p in inside)
+    assert python_splice.splice(samples, timelines).stalled == 0
+
+
+def test_a_line_that_runs_long_keeps_its_stack_when_no_c_function_says_otherwise() -> None:
+    """Only the eval loop through the stretch: py-spy's stack held is taken as the
+    thread's (one Python line running long holds it too), as before stalls were told."""
+    native = {CRUNCH: EVAL, SPELL: FORMAT, (): EVAL}
+    samples, timelines = stretch_run(CRUNCH, SPELL, native, lambda _: EVAL)
+    placed = python_splice.place(samples, timelines)
+    inside = [p for p in placed if START < p.sample.time < END]
+    assert inside and all(p.python == CRUNCH and not p.stalled for p in inside)
+
+
+def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
+    """Twice as far apart changes (py-spy sampling at half the rate) double the bound."""
+    samples, timelines = stalled_run()
+    (timeline,) = timelines.values()
+    slower = py_spy_trace.Timeline("", [2 * t for t in timeline.times], timeline.stacks)
+    cut = [python_splice._cut(sample) for sample in samples]
+    bound = python_splice._Stalls.of(7, timeline, cut, {}).bound
+    assert bound >= python_splice.STALL_MIN
+    assert python_splice._Stalls.of(7, slower, cut, {}).bound == pytest.approx(2 * bound)

@@ -221,8 +221,17 @@ def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
     mixed.write_text("".join(f"{stack} {count}\n" for stack, count in spliced.lines.items()))
     meta = {"recorder": "perf+py-spy", "freq": rate, "py_spy_rate": SPY_RATE_HZ}
     meta["samples_before_py_spy"] = spliced.early
+    meta["samples_in_py_spy_stalls"] = spliced.stalled
     meta["interpreter"] = run.exe
-    meta["python_frames"] = round(spliced.python / sum(spliced.lines.values()), 3)
+    total = sum(spliced.lines.values())
+    meta["python_frames"] = round(spliced.python / total, 3)
+    if spliced.stalled:
+        print(
+            f"perfsleuth: {spliced.stalled} of {total} samples ({spliced.stalled / total:.1%}) "
+            "fell where py-spy, waiting for a CPU, read no Python stack: kept with their "
+            "native frames only",
+            file=sys.stderr,
+        )
     if lost:
         meta["python_frames_missing"] = lost
         print(

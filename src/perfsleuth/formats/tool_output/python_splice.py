@@ -116,6 +116,12 @@ SHIFTS = tuple(ms / 1000 for ms in range(-2, 21))
 USUAL_SHARE = 0.9
 USUAL_MIN = 3
 FAR = 0.050
+# py-spy stalls on a loaded machine (its threads wait for a CPU while the process runs):
+# its trace then holds one stack for up to a second (_Stalls). Near an end of a stall
+# means within STALL_STEPS of the thread's typical gap between changes (the median: at
+# least py-spy's sampling interval), and never less than STALL_MIN
+STALL_STEPS = 25
+STALL_MIN = 0.040
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ class Spliced:
     lines: Counter[str]  # py-spy raw stacks (root first, `thread (TID): NAME` frame): samples
     early: int  # interpreter samples left out: taken before py-spy's first of their thread
     python: int = 0  # samples given a Python stack
+    stalled: int = 0  # interpreter samples kept native: in a stretch py-spy did not read
 
 
 @dataclass(frozen=True)
@@ -140,13 +147,14 @@ class Placed:
     """Where one sample goes: under PYTHON (root first; () keeps its native stack) with
     its user frames at KEPT (indexes, leaf first) on top: those above the Python stack
     less the interpreter's own; EARLY: in the interpreter before py-spy's first sample
-    of its thread."""
+    of its thread; STALLED: in a stretch py-spy did not read (its native stack kept)."""
 
     sample: Sample
     python: tuple[str, ...]
     kept: tuple[int, ...]
     early: bool
     thread: str  # py-spy's name of the thread, "" when it has none
+    stalled: bool = False
 
 
 def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Placed]:
@@ -155,14 +163,22 @@ def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Pla
     timelines = _aligned(cut, _by_os_thread(cut, timelines))
     learned = _learn(cut, timelines)
     usual = _usual(learned)
+    stalls = {tid: _Stalls.of(tid, timeline, cut, usual) for tid, timeline in timelines.items()}
     out = []
     for part in cut:
         timeline = timelines.get(part.sample.tid)
-        python = _python_at(part, timeline, learned, usual) if timeline else ()
+        python: tuple[str, ...] = ()
+        stalled = False
+        if timeline and part.spliced:
+            stalled = stalls[part.sample.tid].around(part.sample.time)
+            if stalled:
+                python = _python_in_stall(part, timeline, usual, stalls[part.sample.tid].bound)
+            else:
+                python = _python_at(part, timeline, learned, usual)
         early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
         name = timeline.name if timeline else ""
         kept = _kept_on_top(part.sample.frames, part.top) if python else ()
-        out.append(Placed(part.sample, python, kept, bool(early), name))
+        out.append(Placed(part.sample, python, kept, bool(early), name, stalled and not python))
     return out
 
 
@@ -174,6 +190,7 @@ def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced
         if placed.early:
             out.early += 1
             continue
+        out.stalled += placed.stalled
         thread = f"thread ({placed.sample.tid})" + (f": {placed.thread}" if placed.thread else "")
         native = _native(_user(placed.sample.frames))
         kernel = _native([f for f in placed.sample.frames if f.dso == KERNEL])
@@ -368,8 +385,6 @@ def _python_at(
     """The candidate stack the sample's native entry went with most; else, when none did
     and the entry nearly always goes with one Python frame, the nearest stack with it;
     else py-spy's own."""
-    if not part.spliced:
-        return ()
     stacks = _candidates(timeline, part.sample.time)
     if part.entry:
         scores = [learned[(part.entry, s[-1])] if s else 0 for s in stacks]
@@ -390,3 +405,56 @@ def _nearest_with(timeline: Timeline, when: float, leaf: str) -> tuple[str, ...]
     last = bisect.bisect_right(times, when + FAR)
     near = [i for i in range(first, last) if stacks[i] and stacks[i][-1] == leaf]
     return stacks[min(near, key=lambda i: abs(times[i] - when))] if near else ()
+
+
+@dataclass(frozen=True)
+class _Stalls:
+    """A thread's stalls of py-spy: stretches without a change of its stack longer than
+    twice BOUND (STALL_STEPS of its typical gap between changes, the median: at least
+    py-spy's sampling interval) in which a sample's native entry says another Python
+    function ran (one it nearly always goes with, not the held stack's leaf). A stretch
+    without such a sample is taken as py-spy's: one Python line that runs long holds
+    its stack too. Keyed by the index of the change that starts it."""
+
+    timeline: Timeline
+    bound: float
+    starts: frozenset[int]
+
+    @classmethod
+    def of(cls, tid: int, timeline: Timeline, cut: list[_Split], usual: dict[str, str]) -> _Stalls:
+        times, stacks = timeline.times, timeline.stacks
+        steps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+        bound = max(STALL_STEPS * steps[len(steps) // 2], STALL_MIN) if steps else STALL_MIN
+        starts = set()
+        for part in cut:
+            index = bisect.bisect_right(times, part.sample.time) - 1
+            if part.sample.tid != tid or not 0 <= index < len(times) - 1:
+                continue
+            held = stacks[index]
+            long = times[index + 1] - times[index] > 2 * bound
+            other = part.entry in usual and (not held or usual[part.entry] != held[-1])
+            if long and other and part.spliced:
+                starts.add(index)
+        return cls(timeline, bound, frozenset(starts))
+
+    def around(self, when: float) -> bool:
+        """WHEN falls in one of the stalls."""
+        return bisect.bisect_right(self.timeline.times, when) - 1 in self.starts
+
+
+def _python_in_stall(
+    part: _Split, timeline: Timeline, usual: dict[str, str], bound: float
+) -> tuple[str, ...]:
+    """In a stall: the stack on either side whose leaf the sample's native entry nearly
+    always goes with; else the stack of the nearer side within BOUND (the change came
+    somewhere in the stall); else none: the sample keeps its native frames."""
+    times, stacks = timeline.times, timeline.stacks
+    after = bisect.bisect_right(times, part.sample.time)
+    before, next_ = stacks[after - 1], stacks[after]
+    leaf = usual.get(part.entry)
+    if leaf:
+        return next((stack for stack in (before, next_) if stack and stack[-1] == leaf), ())
+    since, until = part.sample.time - times[after - 1], times[after] - part.sample.time
+    if min(since, until) > bound:
+        return ()
+    return before if since <= until else next_
