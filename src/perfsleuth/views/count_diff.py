@@ -50,8 +50,11 @@ def line_changes(a: LineCounts, b: LineCounts, event: str, total_a: int) -> list
     """A row for every counted line whose count changed, lines paired by align_file,
     the largest changes first."""
     column_a, column_b = a.index(event), b.index(event)
-    rows: list[dict[str, Any]] = []
+    # Each row behind its order: the largest change first, equal ones in the order of
+    # str((file, line in A, line in B)), written here with the file's repr made once.
+    ordered: list[tuple[int, str, dict[str, Any]]] = []
     for file in sorted(a.files.keys() | b.files.keys()):
+        named = f"({file!r}, "
         in_a, in_b = a.files.get(file, NO_LINES), b.files.get(file, NO_LINES)
         lines_a, lines_b = in_a.lines, in_b.lines
         counts_a, counts_b = _column(in_a, column_a), _column(in_b, column_b)
@@ -67,21 +70,20 @@ def line_changes(a: LineCounts, b: LineCounts, event: str, total_a: int) -> list
             text = (texts_b[j] if j is not None and line_b and texts_b else None) or (
                 texts_a[i] if i is not None and line_a and texts_a else None
             )
-            rows.append(
-                {
-                    "file": file,
-                    "line": line_b or line_a or 0,
-                    "line_a": line_a,
-                    "line_b": line_b,
-                    "source": text,
-                    "a": before,
-                    "b": after,
-                    "delta": delta,
-                    "delta_share": delta / total_a if total_a else 0.0,
-                }
-            )
-    rows.sort(key=lambda r: (-abs(r["delta"]), str((r["file"], r["line_a"], r["line_b"]))))
-    return rows
+            row = {
+                "file": file,
+                "line": line_b or line_a or 0,
+                "line_a": line_a,
+                "line_b": line_b,
+                "source": text,
+                "a": before,
+                "b": after,
+                "delta": delta,
+                "delta_share": delta / total_a if total_a else 0.0,
+            }
+            ordered.append((-abs(delta), f"{named}{line_a}, {line_b})", row))
+    ordered.sort(key=lambda item: item[:2])
+    return [row for _order, _key, row in ordered]
 
 
 NO_LINES = FileLines([], [], None)
