@@ -153,3 +153,26 @@ def test_storing_a_run_keeps_its_pages_without_the_server(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[]"
     assert len(list((tmp_path / "answers").glob("run1-top-function-*.bin"))) == 1
+
+
+def test_code_stamp_changes_with_any_python_file_of_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "views").mkdir()
+    module = tmp_path / "views" / "top.py"
+    module.write_text("x = 1\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not code")
+    monkeypatch.setattr(answers, "PACKAGE", tmp_path)
+    stamps = []
+    try:
+        for edit in (lambda: None, lambda: notes.write_text("longer, still not code")):
+            edit()
+            answers.code_stamp.cache_clear()
+            stamps.append(answers.code_stamp())
+        module.write_text("x = 22\n")
+        answers.code_stamp.cache_clear()
+        stamps.append(answers.code_stamp())
+    finally:
+        answers.code_stamp.cache_clear()  # the next caller's stamp is the real package's
+    assert stamps[0] == stamps[1] != stamps[2]

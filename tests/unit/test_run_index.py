@@ -74,11 +74,12 @@ def test_a_damaged_or_missing_index_is_not_believed(tmp_path: Path) -> None:
 JSON = ["--format", "json"]
 
 
-def _modules_after(argv: list[str]) -> tuple[str, bool]:
-    """A command's output, and whether DuckDB was imported to answer it."""
+def _modules_after(argv: list[str], watched: tuple[str, ...] = ("duckdb",)) -> tuple[str, bool]:
+    """A command's output, and whether any of the `watched` modules (DuckDB) was imported
+    to answer it."""
     script = (
         "import sys; from perfsleuth.cli import main; "
-        f"main({argv!r}); print('duckdb' in sys.modules)"
+        f"main({argv!r}); print(any(name in sys.modules for name in {watched!r}))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -136,11 +137,11 @@ def _count_runs(root: Path) -> Store:
 
 def test_count_runs_are_read_from_their_kept_counts_once_loaded(tmp_path: Path) -> None:
     store = _count_runs(tmp_path / "store")
-    assert kept_counts.load(store, "1", "2") is None  # not kept until a reader loads them
+    assert kept_counts.load(store.root, "1", "2") is None  # not kept until a reader loads them
     through_duckdb = store.load_refs("1", "2")
     for run in through_duckdb:
         kept_counts.keep(store, run.info, run.counts)
-    kept = kept_counts.load(store, "1", "latest")
+    kept = kept_counts.load(store.root, "1", "latest")
     assert kept is not None
     for (run_id, lines), run in zip(kept, through_duckdb, strict=True):
         assert run.counts is not None
@@ -155,6 +156,17 @@ def test_diff_of_count_runs_without_duckdb_says_the_same(tmp_path: Path) -> None
     assert json.loads(again) == json.loads(first)
     changed = json.loads(first)
     assert changed["delta"] == 1000 and changed["lines_changed"] == 1
+
+
+def test_text_diff_of_count_runs_imports_neither_the_duckdb_store_nor_rich(
+    tmp_path: Path,
+) -> None:
+    store = _count_runs(tmp_path / "store")
+    through_duckdb = perfsleuth(store.root, "diff", "1", "2").stdout
+    watched = ("duckdb", "perfsleuth.store.runs", "perfsleuth.model.counts", "rich")
+    again, loaded = _modules_after(["diff", "1", "2", "--store", str(store.root)], watched)
+    assert not loaded
+    assert again + "\n" == through_duckdb and "1 line changed" in again
 
 
 def test_top_of_a_count_run_is_its_exact_top_kept_then_read_without_duckdb(
@@ -180,9 +192,9 @@ def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -
     )
     for _ in range(2):
         kept_counts.keep_recorded(store, store.add_run(RunInfo(mode="count"), recording), recording)
-    kept = kept_counts.load(store, "1", "2")
+    kept = kept_counts.load(store.root, "1", "2")
     assert kept is not None
     assert kept == [(1, LineCounts.of(counts)), (2, LineCounts.of(counts))]
     store.add_run(RunInfo(), Recording(sample_profile()))
     kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()))
-    assert kept_counts.load(store, "1", "3") is None  # a sampled run has none
+    assert kept_counts.load(store.root, "1", "3") is None  # a sampled run has none

@@ -7,7 +7,8 @@ from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.model.timeline import Timeline
-from perfsleuth.store.runs import Store, is_run_reference
+from perfsleuth.store.run_index import is_run_reference
+from perfsleuth.store.runs import Store
 
 
 def sample_profile(weight: float = 1.0):

@@ -7,7 +7,7 @@ from rich.console import Console
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
 from perfsleuth.model.counts import Counts, ExactCounts, Sources
-from perfsleuth.model.line_counts import LineCounts
+from perfsleuth.model.line_counts import FileLines, LineCounts
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.present import annotate_text, diff_text, folded
 from perfsleuth.views import annotate, callgraph, count_diff, diff, flame, source, top
@@ -236,6 +236,17 @@ def test_count_diff_pairs_lines_by_number_without_sources() -> None:
         line_counts(lines_data({10: 5, 11: 7})), line_counts(lines_data({11: 5, 12: 7}))
     )
     assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]
+
+
+def test_count_diff_pairs_a_file_lines_with_themselves_when_nothing_moved() -> None:
+    same = FileLines([3, 4], [[1, 2]], ["a", "b"])
+    moved = FileLines([5, 6], [[1, 2]], ["a", "b"])
+    assert count_diff.align_file(same, same) == count_diff.align_file(same, moved) == 2
+    assert count_diff.align_file(same, FileLines([3, 4], [[1, 2]], None)) == 2
+    unknown = FileLines([3, 4], [[1, 2]], ["a", None])  # line 4 is past the file's end
+    assert count_diff.align_file(same, unknown) == [(0, 0), (1, None), (None, 1)]
+    by_number = count_diff.align_file(FileLines([3, 4], [[1, 2]], None), moved)
+    assert by_number == [(0, None), (1, None), (None, 0), (None, 1)]
 
 
 def test_count_diff_text_is_plain_lines_off_a_terminal_and_bold_where_forced(

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..model.counts import ExactCounts
 from ..model.profile import STATES, Profile
-from ..model.progress import Progress
-from ..model.run import LoadedRun, RunInfo
 from ..present import TitledProfile, describe
-from ..store.runs import Store
+from ..store.layout import store_root
+
+if TYPE_CHECKING:
+    from ..model.counts import ExactCounts
+    from ..model.progress import Progress
+    from ..model.run import LoadedRun, RunInfo
+    from ..store.runs import Store
 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
@@ -55,7 +59,16 @@ def add_recursion_option(parser: argparse.ArgumentParser) -> None:
 
 
 def open_store(args: argparse.Namespace) -> Store:
+    # Imported here: a command answered from the files kept beside the database (the
+    # run index, answers/) does without DuckDB's store and the model it reads.
+    from ..store.runs import Store
+
     return Store(args.store)
+
+
+def store_folder(args: argparse.Namespace) -> Path:
+    """The store's folder, for reading the files kept beside its database."""
+    return store_root(args.store)
 
 
 def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Store, int, Profile]:

@@ -17,6 +17,7 @@ from .common import (
     has_filters,
     load_runs,
     open_store,
+    store_folder,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not has_filters(args):
-        kept = kept_counts.load(open_store(args), args.run_a, args.run_b)
+        kept = kept_counts.load(store_folder(args), args.run_a, args.run_b)
         if kept is not None:
             (id_a, lines_a), (id_b, lines_b) = kept
             return _write_exact(args, id_a, id_b, lines_a, lines_b)

@@ -20,7 +20,8 @@ from ..collect import valgrind
 from ..collect.options import RecordOptions
 from ..errors import UserError
 from ..present import formats_for, write
-from ..store.runs import Store, is_run_reference
+from ..store.run_index import is_run_reference
+from ..store.runs import Store
 from .common import add_output_options, open_store, require_exact
 from .record import store_recording
 

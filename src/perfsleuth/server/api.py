@@ -28,7 +28,8 @@ from ..model.profile import STATES, Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
 from ..store.answers import AnswerFiles
-from ..store.runs import Store, is_run_reference, resolve
+from ..store.run_index import is_run_reference, resolve
+from ..store.runs import Store
 from ..views import (
     callgraph,
     cpu_cache,

@@ -11,9 +11,11 @@ file there.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.line_counts import LineCounts
+from . import run_index
 from .answers import AnswerFiles
 
 if TYPE_CHECKING:
@@ -43,13 +45,14 @@ def keep_recorded(store: Store, info: RunInfo, recording: Recording) -> None:
         keep(store, info, counts)
 
 
-def load(store: Store, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
-    """The id and line counts of each count run `refs` name, read from their kept files;
-    None when the index is stale or a run's are not kept (load the runs from DuckDB)."""
+def load(root: Path, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
+    """The id and line counts of each count run `refs` name in the store at `root`, read
+    from their kept files; None when the index is stale or a run's are not kept (load
+    the runs from DuckDB)."""
     loaded = []
     for ref in refs:
-        run = store.indexed(ref)
-        kept = None if run is None else AnswerFiles(store.root).kept(*run.key, COUNTS_FILE)
+        run = run_index.find(root, ref)
+        kept = None if run is None else AnswerFiles(root).kept(*run.key, COUNTS_FILE)
         if run is None or kept is None:
             return None
         loaded.append((run.id, LineCounts.from_json(json.loads(kept))))

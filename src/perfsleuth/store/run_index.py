@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..errors import UserError
+from .layout import DB_NAME
 
 INDEX_NAME = "runs-index.json"
 
@@ -49,6 +52,8 @@ def write(db: Path, runs: list[IndexedRun]) -> None:
     """Keep the index of `db`'s runs (newest first); call it once DuckDB closed the file.
     Not kept (a read-only folder, a full disk), the old index no longer matches the file,
     and readers ask DuckDB."""
+    import tempfile  # writers only: readers start without it
+
     stamp = _stamp(db)
     if stamp is None:
         return
@@ -75,3 +80,41 @@ def read(db: Path) -> list[IndexedRun] | None:
     if not isinstance(doc, dict) or doc.get("db") != _stamp(db):
         return None
     return [IndexedRun(int(i), float(started), str(unit)) for i, started, unit in doc["runs"]]
+
+
+def find(root: Path, ref: str | None) -> IndexedRun | None:
+    """The run `ref` names in the store at `root`, from its index without opening DuckDB;
+    None when the index is missing or stale (ask the store)."""
+    runs = read(root / DB_NAME)
+    if runs is None:
+        return None
+    ids = [r.id for r in runs]
+    return runs[ids.index(resolve(ref, ids, root))]
+
+
+RUN_REFERENCE = re.compile(r"[0-9]+|latest(~[0-9]+)?", re.ASCII)
+
+
+def is_run_reference(ref: str) -> bool:
+    """Whether `ref` is written as a run reference: an id, `latest` or `latest~N`."""
+    return RUN_REFERENCE.fullmatch(ref) is not None
+
+
+def resolve(ref: str | None, ids: list[int], root: Path) -> int:
+    """A run id from `3`, `latest`, `latest~1`... among `ids`, the store's newest first
+    (the server keeps them between requests)."""
+    ref = (ref or "latest").strip()
+    if not ids:
+        raise UserError(f"the store {root}/ has no runs yet; record one first")
+    if not is_run_reference(ref):
+        if ref.startswith("latest"):
+            raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
+        raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
+    if ref.startswith("latest"):
+        steps = int(ref[len("latest~") :] or 0)
+        if steps >= len(ids):
+            raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
+        return int(ids[steps])
+    if int(ref) in ids:
+        return int(ref)
+    raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")

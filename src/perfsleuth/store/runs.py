@@ -22,7 +22,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,14 +38,13 @@ from ..model.run import LoadedRun, Recording, RunInfo
 from ..model.timeline import Timeline
 from . import run_index
 from .documents import decode
-from .run_index import IndexedRun
+from .layout import DB_NAME, SCHEMA_VERSION, store_root
+from .run_index import IndexedRun, resolve
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-SCHEMA_VERSION = 1
-DB_NAME = "runs.duckdb"
 LOCK_WAIT_S = 120.0
 WRITE_LOCK = "write.lock"
 SPACE_FACTOR = 2
@@ -199,15 +197,11 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def default_path() -> Path:
-    return Path(os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth")
-
-
 class Store:
     """Access to the store folder. Cheap to create; connections are short-lived."""
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
-        self.root = Path(path) if path else default_path()
+        self.root = store_root(path)
         self.db = self.root / DB_NAME
 
     @contextmanager
@@ -484,12 +478,7 @@ class Store:
     def indexed(self, ref: str | None) -> IndexedRun | None:
         """The run `ref` names, from the run index (store/run_index.py) without opening
         DuckDB; None when the index is missing or stale (ask `resolve`)."""
-        runs = run_index.read(self.db)
-        if runs is None:
-            return None
-        ids = [r.id for r in runs]
-        run_id = resolve(ref, ids, self.root)
-        return runs[ids.index(run_id)]
+        return run_index.find(self.root, ref)
 
     def run_info(self, run_id: int) -> RunInfo:
         with self._connect(write=False) as con:
@@ -619,34 +608,6 @@ class Store:
 
 
 # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
-RUN_REFERENCE = re.compile(r"[0-9]+|latest(~[0-9]+)?", re.ASCII)
-
-
-def is_run_reference(ref: str) -> bool:
-    """Whether `ref` is written as a run reference: an id, `latest` or `latest~N`."""
-    return RUN_REFERENCE.fullmatch(ref) is not None
-
-
-def resolve(ref: str | None, ids: list[int], root: Path) -> int:
-    """A run id from `3`, `latest`, `latest~1`... among `ids`, the store's newest first
-    (the server keeps them between requests)."""
-    ref = (ref or "latest").strip()
-    if not ids:
-        raise UserError(f"the store {root}/ has no runs yet; record one first")
-    if not is_run_reference(ref):
-        if ref.startswith("latest"):
-            raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
-        raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
-    if ref.startswith("latest"):
-        steps = int(ref[len("latest~") :] or 0)
-        if steps >= len(ids):
-            raise UserError(f"{ref}: the store has only {len(ids)} run(s)")
-        return int(ids[steps])
-    if int(ref) in ids:
-        return int(ref)
-    raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
-
-
 def _run_from_row(row: tuple) -> RunInfo:
     values = dict(zip(RUN_COLUMNS, row, strict=True))
     return RunInfo(

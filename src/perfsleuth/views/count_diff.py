@@ -14,7 +14,7 @@ nothing else of perfsleuth: `diff` of two count runs starts fast.
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
+from typing import Any
 
 from ..model.line_counts import FileLines, LineCounts
 
@@ -40,80 +40,100 @@ def exact_diff(
         "delta": total_b - total_a,
         "delta_share": (total_b - total_a) / total_a if total_a else 0.0,
         "functions": [{"function": key, **row} for key, row in functions[:limit]],
-        "lines": [_line_row(key, row) for key, row in lines[:limit]],
+        "lines": lines[:limit],
         "functions_changed": len(functions),
         "lines_changed": len(lines),
     }
 
 
-def line_changes(a: LineCounts, b: LineCounts, event: str, total_a: int) -> list[tuple]:
-    """changes() of every counted line, lines paired by align_file, keyed by
-    (file, line in A, line in B, the line's text)."""
+def line_changes(a: LineCounts, b: LineCounts, event: str, total_a: int) -> list[dict]:
+    """A row for every counted line whose count changed, lines paired by align_file,
+    the largest changes first."""
     column_a, column_b = a.index(event), b.index(event)
-    rows = []
+    # Each row behind its order: the largest change first, equal ones in the order of
+    # str((file, line in A, line in B)), written here with the file's repr made once.
+    ordered: list[tuple[int, str, dict[str, Any]]] = []
     for file in sorted(a.files.keys() | b.files.keys()):
-        in_a, in_b = a.files.get(file), b.files.get(file)
-        counts_a = dict(zip(in_a.lines, in_a.counts[column_a], strict=True)) if in_a else {}
-        counts_b = dict(zip(in_b.lines, in_b.counts[column_b], strict=True)) if in_b else {}
-        text_a = _texts(in_a)
-        text_b = _texts(in_b)
-        for line_a, line_b in align_file(in_a, in_b):
-            before = counts_a[line_a] if line_a else 0
-            after = counts_b[line_b] if line_b else 0
-            if before != after:
-                delta = after - before
-                text = (text_b.get(line_b) if line_b else None) or (
-                    text_a.get(line_a) if line_a else None
-                )
-                row = {
-                    "a": before,
-                    "b": after,
-                    "delta": delta,
-                    "delta_share": delta / total_a if total_a else 0.0,
-                }
-                rows.append(((file, line_a, line_b, text), row))
-    rows.sort(key=lambda item: (-abs(item[1]["delta"]), str(item[0][:3])))
-    return rows
+        named = f"({file!r}, "
+        in_a, in_b = a.files.get(file, NO_LINES), b.files.get(file, NO_LINES)
+        lines_a, lines_b = in_a.lines, in_b.lines
+        counts_a, counts_b = _column(in_a, column_a), _column(in_b, column_b)
+        texts_a, texts_b = in_a.texts, in_b.texts
+        for i, j in _changed(align_file(in_a, in_b), counts_a, counts_b):
+            line_a = None if i is None else lines_a[i]
+            line_b = None if j is None else lines_b[j]
+            before = counts_a[i] if i is not None and line_a else 0
+            after = counts_b[j] if j is not None and line_b else 0
+            if before == after:  # unchanged, or line 0 (no line information) on both sides
+                continue
+            delta = after - before
+            text = (texts_b[j] if j is not None and line_b and texts_b else None) or (
+                texts_a[i] if i is not None and line_a and texts_a else None
+            )
+            row = {
+                "file": file,
+                "line": line_b or line_a or 0,
+                "line_a": line_a,
+                "line_b": line_b,
+                "source": text,
+                "a": before,
+                "b": after,
+                "delta": delta,
+                "delta_share": delta / total_a if total_a else 0.0,
+            }
+            ordered.append((-abs(delta), f"{named}{line_a}, {line_b})", row))
+    ordered.sort(key=lambda item: item[:2])
+    return [row for _order, _key, row in ordered]
 
 
-def _texts(lines: FileLines | None) -> dict[int, str | None]:
-    if lines is None or lines.texts is None:
-        return {}
-    return dict(zip(lines.lines, lines.texts, strict=True))
+NO_LINES = FileLines([], [], None)
+Pair = tuple[int | None, int | None]  # see align_file
 
 
-def align_file(a: FileLines | None, b: FileLines | None) -> list[tuple[int | None, int | None]]:
-    """A file's counted lines of both runs paired: by text where both runs kept the
-    file's source, else by number. Unpaired lines have None on the other side."""
-    la, lb = a.lines if a else [], b.lines if b else []
-    if a and b and a.texts is not None and b.texts is not None:
+def _column(lines: FileLines, column: int) -> list[int]:
+    return lines.counts[column] if lines.counts else []
+
+
+def _changed(pairs: list[Pair] | int, counts_a: list[int], counts_b: list[int]) -> list[Pair]:
+    """The pairs whose counts may differ: of `n` lines paired with themselves, only
+    those whose counts do (most lines of two runs of one build are paired so)."""
+    if isinstance(pairs, list):
+        return pairs
+    return [(i, i) for i, (x, y) in enumerate(zip(counts_a, counts_b, strict=True)) if x != y]
+
+
+def align_file(a: FileLines, b: FileLines) -> list[Pair] | int:
+    """A file's counted lines of both runs paired, as (index in A's lines, index in B's),
+    None for a line with no partner: by text where both runs kept the file's source,
+    else by number. An int n when the n lines of both runs pair one to one, in order."""
+    la, lb = a.lines, b.lines
+    if a.texts is not None and b.texts is not None:
         return _by_text(la, lb, a.texts, b.texts)
-    in_a, in_b = set(la), set(lb)
-    return [(n if n in in_a else None, n if n in in_b else None) for n in sorted(in_a | in_b)]
+    if la == lb:
+        return len(la)
+    at_a = {n: i for i, n in enumerate(la)}
+    at_b = {n: i for i, n in enumerate(lb)}
+    return [(at_a.get(n), at_b.get(n)) for n in sorted(at_a.keys() | at_b.keys())]
 
 
 def _by_text(
     la: list[int], lb: list[int], text_a: list[str | None], text_b: list[str | None]
-) -> list[tuple[int | None, int | None]]:
+) -> list[Pair] | int:
     # A line whose text is unknown gets a placeholder that matches nothing.
     words_a = [text or f"\0a{n}" for n, text in zip(la, text_a, strict=True)]
     words_b = [text or f"\0b{n}" for n, text in zip(lb, text_b, strict=True)]
-    if words_a == words_b:  # the same source: every line pairs with itself
-        return list(zip(la, lb, strict=True))
+    if words_a == words_b:  # the same source: every line pairs with its own
+        return len(la)
+    from difflib import SequenceMatcher  # only for files whose text changed
+
     matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
     paired_a: dict[int, int] = {}
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
-            paired_a[la[block.a + k]] = lb[block.b + k]
+            paired_a[block.a + k] = block.b + k
     paired_b = set(paired_a.values())
-    pairs: list[tuple[int | None, int | None]] = [(n, paired_a.get(n)) for n in la]
-    return pairs + [(None, n) for n in lb if n not in paired_b]
-
-
-def _line_row(key: tuple, row: dict) -> dict:
-    file, line_a, line_b, text = key
-    line = line_b or line_a or 0
-    return {"file": file, "line": line, "line_a": line_a, "line_b": line_b, "source": text, **row}
+    pairs: list[Pair] = [(i, paired_a.get(i)) for i in range(len(la))]
+    return pairs + [(None, j) for j in range(len(lb)) if j not in paired_b]
 
 
 def changes(a: dict, b: dict, total_a: int) -> list[tuple]:

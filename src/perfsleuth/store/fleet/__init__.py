@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..runs import DB_NAME
+from ..layout import DB_NAME
 from .filesystem import StoreUnavailable
 from .store import FleetStore
 
