@@ -93,6 +93,7 @@ def test_python_frames_replace_the_eval_loops_and_the_process_keeps_perfs_cpu_ti
     assert sum(c for _, c in spliced) >= 150 and sampler.spliced == sum(c for _, c in spliced)
     assert all(EVAL not in n and n[0] == "<module>" for n, _ in spliced)
     assert sampler.sampled == 4 and sampler.metrics()["python_samples"] == sampler.spliced
+    assert sampler.metrics()["python_stalled"] == sampler.stalled >= 0
     comms = {out.threads[t].name for _, _, _, t, _ in out.rows() if out.threads[t].pid == pid}
     assert comms == {window.profile.threads[0].name}  # perf's comm, not py-spy's thread name
 

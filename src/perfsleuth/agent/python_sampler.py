@@ -172,6 +172,7 @@ class PythonSampler:
         self.done: dict[int, list[RunStacks]] = {}  # pid -> finished runs, oldest first
         self.sampled = 0  # runs whose stacks reached a window
         self.spliced = 0  # perf samples given Python frames
+        self.stalled = 0  # perf samples left native in py-spy's stalls
         self.skipped = 0
         self.cpu_s = 0.0
         shutil.rmtree(workdir, ignore_errors=True)  # a previous agent's unfinished runs
@@ -358,6 +359,7 @@ class PythonSampler:
         moved: dict[tuple[int, int], int] = {}
         for part in covered:
             placed = python_splice.place(part.samples, part.run.timelines)
+            self.stalled += sum(where.stalled for where in placed)
             for (sid, ti), where in zip(part.keys, placed, strict=True):
                 if where.python:
                     frames = _mixed([profile.frames[f] for f in profile.stacks[sid]], where)
@@ -388,6 +390,7 @@ class PythonSampler:
             "python_runs": self.sampled,
             "python_skipped": self.skipped,
             "python_samples": self.spliced,
+            "python_stalled": self.stalled,
             "python_cpu_s": self.cpu_s,
         }
 
