@@ -1,7 +1,8 @@
 """The agent's Python frames: real perf, real py-spy, a real collector on 127.0.0.1.
 
-examples/python/json_heavy.py and zlib_mixed.py run under names of their own (links to
-the venv's interpreter, so their comms are `pyjson-agent` and `pyzlib-agent`) while
+examples/python/json_heavy.py and zlib_mixed.py, and a loop writing to an unbuffered
+file, run under names of their own (links to the venv's interpreter, so their comms
+are `pyjson-agent`, `pyzlib-agent` and `pywrite-agent`) while
 the agent samples the host in 2 s windows; the fleet queries must show their Python
 functions spliced into the agent's own perf samples: libz's deflate right above its
 one Python caller (pack_logs), the kernel frames perf took of them kept, py-spy
@@ -38,6 +39,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
 EXAMPLE = EXAMPLES / "json_heavy.py"
 COMM = "pyjson-agent"
 ZLIB = "pyzlib-agent"
+WRITER = "pywrite-agent"
+# one write(2) per record: most of its time in the kernel, under its Python frame
+WRITES_UNBUFFERED = (
+    "with open('/dev/null', 'wb', buffering=0) as out:\n"
+    "    while True:\n"
+    "        out.write(b'event\\n')\n"
+)
 FAKE = "python3.99"
 WANTED = {"main", "serialize", "parse", "dumps"}
 
@@ -51,17 +59,18 @@ pytestmark = [
 
 @pytest.fixture
 def programs(tmp_path: Path) -> Iterator[dict[str, int]]:
-    """The json example as `pyjson-agent`, the zlib one as `pyzlib-agent`, and hotspots as
-    `python3.99`, all busy."""
+    """The json example as `pyjson-agent`, the zlib one as `pyzlib-agent`, the unbuffered
+    writer as `pywrite-agent` and hotspots as `python3.99`, all busy."""
     if not HOTSPOTS.exists():
         pytest.skip("examples are not built (make -C examples)")
-    for comm in (COMM, ZLIB):
+    for comm in (COMM, ZLIB, WRITER):
         (tmp_path / comm).symlink_to(Path(sys.executable).resolve())
     fake = tmp_path / FAKE
     shutil.copy(HOTSPOTS, fake)
     argvs = {
         COMM: [tmp_path / COMM, EXAMPLE, "100000"],
         ZLIB: [tmp_path / ZLIB, EXAMPLES / "zlib_mixed.py", "100000"],
+        WRITER: [tmp_path / WRITER, "-c", WRITES_UNBUFFERED],
         FAKE: [fake, "100000000000"],
     }
     procs = {
@@ -75,7 +84,7 @@ def programs(tmp_path: Path) -> Iterator[dict[str, int]]:
 
 
 def top(store: Path, comm: str) -> dict:
-    where = ["--from", "1h", "--where", f"comm={comm}", "--total", "-n", "60"]
+    where = ["--from", "1h", "--where", f"comm={comm}", "--total", "-n", "100000"]
     return json.loads(fleet(store, "top", *where, "--format", "json"))
 
 
@@ -107,7 +116,7 @@ def deflate_callers(store: Path) -> dict[str, int]:
 
 def kernel_under_python(store: Path) -> list[list[str]]:
     """Stacks of the Python processes whose leaf is a kernel frame under a Python frame."""
-    stacks = folded(store, ZLIB) + folded(store, COMM)
+    stacks = folded(store, WRITER) + folded(store, ZLIB) + folded(store, COMM)
     return [f for f, _ in stacks if f[-1].endswith("_[k]") and ("main" in f or "<module>" in f)]
 
 
@@ -135,7 +144,7 @@ def test_cpython_processes_have_python_frames_in_the_fleet(
 ) -> None:
     collector = start_collector(tmp_path / "fleet")
     # only ours: other Python processes of this shared machine may be busier
-    match = f"{COMM}|{ZLIB}|{FAKE}".replace(".", r"\.")
+    match = f"{COMM}|{ZLIB}|{WRITER}|{FAKE}".replace(".", r"\.")
     agent = start_agent(collector.url, tmp_path / "spool", "agent-python", "--python-match", match)
     pid = programs[FAKE]
     try:
