@@ -1,6 +1,7 @@
 // Two builds of the web UI timed against each other in one Chromium, interleaved: the
-// focus, ignore, hide and sandwich latency of bench/ui_bench.mjs (URL changed → the new graph painted)
-// for build A, then B, then A … on the same server, so load changes hit both alike; and
+// focus, ignore, hide and sandwich latency of bench/ui_bench.mjs (URL changed → the new graph painted),
+// each sandwich followed by a user's toggling: back to the flame graph ("back") and to the
+// same sandwich again ("sandwich_again"), for build A, then B, then A … on the same server, so load changes hit both alike; and
 // whether both builds drew the same trees (a digest of every node's name, depth and weights);
 // and the renderer main thread's CPU time per interaction (from a Chromium trace), which the
 // machine's load stretches far less than the latency.
@@ -21,7 +22,7 @@ const { chromium } = require("playwright-core");
 const [ui, runId, dirA, dirB, rounds = "4", queriesJson] = process.argv.slice(2);
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 const QUERIES = queriesJson ? JSON.parse(queriesJson) : ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
-const KINDS = ["focus", "ignore", "hide", "sandwich"];
+const KINDS = ["focus", "ignore", "hide", "sandwich", "back", "sandwich_again"];
 const TYPES = { ".js": "text/javascript", ".css": "text/css", ".html": "text/html" };
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: FLAGS });
 
@@ -67,10 +68,11 @@ for (let r = 0; r < Number(rounds); r++) {
     const { context, page } = await openFrom(dir);
     const names = await heavyNames(page, [1, 2, 3, 5, 8]);
     const filters = ["focus", "ignore", "hide"].flatMap((kind) => QUERIES.map((q) => [kind, q]));
-    const queries = [...filters, ...names.map((n) => ["sandwich", n])];
+    const sandwiches = names.flatMap((n) => [["sandwich", n], ["back", ""], ["sandwich_again", n]]);
+    const queries = [...filters, ...sandwiches];
     await browser.startTracing(page, { categories: ["toplevel", "blink.user_timing"] });
     for (const [kind, q] of queries) {
-      times[label][kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
+      times[label][kind].push(await filterLatency(page, kind === "back" ? "" : `${kind.replace("_again", "")}=${encodeURIComponent(q)}`));
       if (r === 0) digests[label].push(await shownDigest(page));
     }
     const used = mainThreadCpu((await browser.stopTracing()).toString());

@@ -344,6 +344,7 @@ const flows = {
     assert.deepEqual([await drawnAt(page, 1, "callees"), await drawnAt(page, 2, "callees")], [["compute_hot"], ["malloc"]]);
     assert.deepEqual(await sandwichMismatches(page, "compute_hot"), []);
     await page.screenshot({ path: `${artifacts}/flame-sandwich.png`, fullPage: true });
+    await page.evaluate(() => (window.firstSandwich = window.perfsleuthSandwich));
     await page.locator("a", { hasText: "back to the flame graph" }).click();
     await page.locator(".breadcrumb .crumb").first().waitFor();
     await urlMatching(page, /#\/run\/2\/flame$/);
@@ -357,6 +358,14 @@ const flows = {
       return { shown: document.querySelectorAll("canvas.flame-canvas").length, distinct: graphs[0].canvas !== graphs[1].canvas, fit: graphs.map((g) => g.canvas.style.height === `${rows(g) * 18}px`) };
     });
     assert.deepEqual(canvases, { shown: 2, distinct: true, fit: [true, true] });
+    // Back to the same sandwich: the trees merged on the first visit, drawn on the canvases the
+    // first visit drew (they are free and of the size each graph needs).
+    const again = await page.evaluate(() => {
+      const [first, now] = [window.firstSandwich, window.perfsleuthSandwich];
+      return { graphs: first !== now, trees: first.callers.data === now.callers.data && first.callees.data === now.callees.data, canvases: first.callers.canvas === now.callers.canvas && first.callees.canvas === now.callees.canvas };
+    });
+    assert.deepEqual(again, { graphs: true, trees: true, canvases: true });
+    assert.deepEqual(await sandwichMismatches(page, "compute_hot"), []);
     // Every function of two runs' graphs: the trees built from the graph equal the ones counted stack by stack.
     for (const run of [2, 3]) {
       await page.evaluate(() => delete window.perfsleuthFlame);

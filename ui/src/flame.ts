@@ -215,7 +215,7 @@ const SLIVER_PX = 1; // narrower frames are painted as slivers
 const MAX_ROWS = 1000;
 
 export class FlameGraph {
-  readonly canvas = freeCanvas();
+  canvas: HTMLCanvasElement; // another kept canvas of the size a draw needs may take its place
   readonly tip = document.createElement("div");
   zoom = 0;
   cursor = -1; // the frame the keyboard is on (outlined), -1 before any key or click
@@ -231,30 +231,53 @@ export class FlameGraph {
   private drag: { x: number; left: number; moved: boolean } | null = null;
   private hover = -1;
   private resizing: ResizeObserver | null = null;
+  private listening = new AbortController(); // the graph's listeners, until its canvas goes to another graph
+  private canvasListening = new AbortController(); // those on its current canvas
+  private borrowed: boolean; // the canvas is a kept one, not yet drawn by this graph
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
-    this.canvas.className = "flame-canvas";
-    this.canvas.tabIndex = 0;
-    this.canvas.setAttribute("role", "application");
-    this.canvas.setAttribute("aria-label", "flame graph: arrow keys move between frames, Enter zooms, Escape zooms out");
     this.tip.className = "flame-tip";
     this.tip.hidden = true;
     this.layout = new Layout(data, options.width, options.heaviestFirst);
     this.matched = new Uint8Array(data.names.length);
     ({ palette: this.palette, labels: this.labels } = nameStyles(data));
-    const listening = new AbortController();
-    const signal = listening.signal;
-    this.canvas.addEventListener("mousemove", (e) => this.onMove(e), { signal });
-    this.canvas.addEventListener("mouseleave", () => this.hideTip(), { signal });
-    this.canvas.addEventListener("click", (e) => this.onClick(e), { signal });
-    this.canvas.addEventListener("keydown", (e) => this.onKey(e), { signal });
-    this.canvas.addEventListener("wheel", (e) => this.onWheel(e), { passive: false, signal });
-    this.canvas.addEventListener("mousedown", (e) => this.onDragStart(e), { signal });
-    window.addEventListener("mouseup", () => this.onDragEnd(), { signal });
-    keepCanvas(this.canvas, () => {
-      listening.abort();
+    window.addEventListener("mouseup", () => this.onDragEnd(), { signal: this.listening.signal });
+    const kept = freeCanvas();
+    this.borrowed = kept !== null;
+    this.canvas = this.adopt(kept ?? document.createElement("canvas"));
+  }
+
+  /** Makes `canvas` this graph's: its role, its listeners, and its place among the kept canvases. */
+  private adopt(canvas: HTMLCanvasElement): HTMLCanvasElement {
+    canvas.className = "flame-canvas";
+    canvas.tabIndex = 0;
+    canvas.setAttribute("role", "application");
+    canvas.setAttribute("aria-label", "flame graph: arrow keys move between frames, Enter zooms, Escape zooms out");
+    this.canvasListening = new AbortController();
+    const signal = this.canvasListening.signal;
+    canvas.addEventListener("mousemove", (e) => this.onMove(e), { signal });
+    canvas.addEventListener("mouseleave", () => this.hideTip(), { signal });
+    canvas.addEventListener("click", (e) => this.onClick(e), { signal });
+    canvas.addEventListener("keydown", (e) => this.onKey(e), { signal });
+    canvas.addEventListener("wheel", (e) => this.onWheel(e), { passive: false, signal });
+    canvas.addEventListener("mousedown", (e) => this.onDragStart(e), { signal });
+    keepCanvas(canvas, () => {
+      this.listening.abort();
+      this.canvasListening.abort();
       this.resizing?.disconnect();
     });
+    return canvas;
+  }
+
+  /** Puts `fitting` (a free kept canvas) where the graph's canvas is; the old one is left free if it was drawn. */
+  private swapCanvas(fitting: HTMLCanvasElement): void {
+    const old = this.canvas;
+    this.canvasListening.abort();
+    old.replaceWith(fitting);
+    this.canvas = this.adopt(fitting);
+    shownCanvases.add(fitting);
+    if (shownCanvases.has(old)) keepCanvas(old, () => {});
+    else keptCanvases.delete(old);
   }
 
   setOrder(heaviestFirst: boolean): void {
@@ -463,12 +486,21 @@ export class FlameGraph {
 
   private prepareCanvas(cssWidth: number, cssHeight: number): CanvasRenderingContext2D {
     const dpr = window.devicePixelRatio || 1;
-    if (this.canvas.width !== Math.round(cssWidth * dpr) || this.canvas.height !== Math.round(cssHeight * dpr)) {
-      this.canvas.width = Math.round(cssWidth * dpr);
-      this.canvas.height = Math.round(cssHeight * dpr);
-      this.canvas.style.width = `${cssWidth}px`;
-      this.canvas.style.height = `${cssHeight}px`;
+    const size: CanvasSize = { width: Math.round(cssWidth * dpr), height: Math.round(cssHeight * dpr), css: [`${cssWidth}px`, `${cssHeight}px`] };
+    if (!sized(this.canvas, size)) {
+      // A resized canvas gets a new bitmap (5-10 ms for a deep graph's, and the compositor a new
+      // resource): a free one of this size is taken instead, unless the keyboard is on this one.
+      const fitting = document.activeElement === this.canvas ? null : freeCanvas(size);
+      if (fitting) this.swapCanvas(fitting);
+      else if (this.borrowed) this.swapCanvas(document.createElement("canvas")); // the kept one keeps its size for a graph that needs it
+      if (!sized(this.canvas, size)) {
+        this.canvas.width = size.width;
+        this.canvas.height = size.height;
+        this.canvas.style.width = size.css[0];
+        this.canvas.style.height = size.css[1];
+      }
     }
+    this.borrowed = false;
     const ctx = this.canvas.getContext("2d")!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, cssWidth, cssHeight);
@@ -710,36 +742,60 @@ export class FlameGraph {
 }
 
 /**
- * Canvases of graphs that left the page, for the next graph to draw on: each filter,
- * sandwich or URL change builds a new graph, and a new canvas of a deep graph's size
- * (1,600 × 1,500 px) took 5-10 ms to allocate and clear, and the compositor a new
- * resource. A canvas is free once its graph was drawn on the page and is no longer on
- * it; taking it releases the old graph's listeners.
+ * Canvases of graphs that left the page, for the next graph of the same size to draw on:
+ * each filter, sandwich or URL change builds a new graph, and a new canvas of a deep graph's
+ * size (1,600 × 1,500 px) took 5-10 ms to allocate and clear, and the compositor a new
+ * resource. Resizing a kept canvas costs as much (and loses the size the next graph may
+ * need: a sandwich's two graphs, then the flame graph, then the sandwich again), so a graph
+ * whose kept canvas is not of the size its first draw needs takes a kept one that is, or a
+ * new one. A canvas is free once its graph was drawn on the page and is no longer on it;
+ * taking it releases the old graph's listeners.
  */
 const keptCanvases = new Map<HTMLCanvasElement, () => void>(); // canvas → release its graph
 const shownCanvases = new WeakSet<HTMLCanvasElement>();
-const KEPT_CANVASES = 4;
+const KEPT_CANVASES = 4; // free ones, beside those on the page
 
-function freeCanvas(): HTMLCanvasElement {
-  for (const [canvas, release] of keptCanvases) {
-    if (canvas.isConnected || !shownCanvases.has(canvas)) continue;
-    release();
-    keptCanvases.delete(canvas);
-    shownCanvases.delete(canvas); // until its new graph draws it on the page
-    canvas.style.cursor = "";
-    return canvas;
-  }
-  return document.createElement("canvas");
+/**
+ * A free kept canvas, released by its old graph; null if none. Of `size` if given, else the
+ * one a graph took last: the sandwich's graphs, then the flame graph, then the sandwich
+ * again each find theirs (the first of two graphs takes the other's, then they swap).
+ */
+function freeCanvas(size?: CanvasSize): HTMLCanvasElement | null {
+  let found: HTMLCanvasElement | null = null;
+  for (const canvas of keptCanvases.keys()) if (isFree(canvas) && (!size || sized(canvas, size))) found = canvas;
+  if (!found) return null;
+  keptCanvases.get(found)!();
+  keptCanvases.delete(found);
+  shownCanvases.delete(found); // until its new graph draws it on the page
+  found.style.cursor = "";
+  return found;
+}
+
+interface CanvasSize {
+  width: number; // of the bitmap
+  height: number;
+  css: string[]; // the element's width and height
+}
+
+function sized(canvas: HTMLCanvasElement, size: CanvasSize): boolean {
+  return canvas.width === size.width && canvas.height === size.height && canvas.style.width === size.css[0] && canvas.style.height === size.css[1];
 }
 
 function keepCanvas(canvas: HTMLCanvasElement, release: () => void): void {
   keptCanvases.set(canvas, release);
+  let free = 0;
+  for (const kept of keptCanvases.keys()) if (isFree(kept)) free++;
   for (const [old, releaseOld] of keptCanvases) {
-    if (keptCanvases.size <= KEPT_CANVASES) break;
-    if (old.isConnected || !shownCanvases.has(old)) continue;
+    if (free <= KEPT_CANVASES) break;
+    if (!isFree(old)) continue;
     releaseOld();
     keptCanvases.delete(old);
+    free--;
   }
+}
+
+function isFree(canvas: HTMLCanvasElement): boolean {
+  return !canvas.isConnected && shownCanvases.has(canvas);
 }
 
 /** Arrows move the cursor (towards the leaves is up in a flame graph, down in an icicle), Enter zooms, Escape zooms out. */

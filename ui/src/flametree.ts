@@ -277,19 +277,42 @@ function pushGroups(groups: Groups, name: Int32Array, scratch: Int32Array, count
 }
 
 /**
- * scratch[0 .. count) by name index: already in order unless hidden frames' callees (or a
- * sandwich's calls from many places) joined. Sorted as numbers (name, then node) without a
- * comparator: a comparator called per pair took most of a sandwich's time.
+ * scratch[0 .. count) by name index, then node: already in order unless hidden frames'
+ * callees (or a sandwich's calls from many places) joined. A few members (most groups) by
+ * insertion sort; more sorted as numbers (name * span + node) without a comparator: a
+ * comparator called per pair took most of a sandwich's time, and so did taking the nodes
+ * back out of the numbers with `%` (a call into V8's runtime per member).
  */
 function sortMembers(scratch: Int32Array, count: number, name: Int32Array): void {
   for (let k = 1; k < count; k++) {
     if (name[scratch[k - 1]] > name[scratch[k]]) {
-      const keys = reused("sortKeys", Float64Array, count);
-      const span = name.length; // more than any node index: name * span + node is exact in a double
-      for (let m = 0; m < count; m++) keys[m] = name[scratch[m]] * span + scratch[m];
-      keys.subarray(0, count).sort();
-      for (let m = 0; m < count; m++) scratch[m] = keys[m] % span;
+      if (count <= FEW_MEMBERS) insertionSort(scratch, k, count, name);
+      else sortAsNumbers(scratch, count, name);
       return;
     }
   }
+}
+
+const FEW_MEMBERS = 24;
+
+/** Insertion sort of scratch[0 .. count) by (name, node); scratch[0 .. from) is in order already. */
+function insertionSort(scratch: Int32Array, from: number, count: number, name: Int32Array): void {
+  for (let k = from; k < count; k++) {
+    const member = scratch[k];
+    const n = name[member];
+    let j = k;
+    while (j > 0 && (name[scratch[j - 1]] > n || (name[scratch[j - 1]] === n && scratch[j - 1] > member))) {
+      scratch[j] = scratch[j - 1];
+      j--;
+    }
+    scratch[j] = member;
+  }
+}
+
+function sortAsNumbers(scratch: Int32Array, count: number, name: Int32Array): void {
+  const keys = reused("sortKeys", Float64Array, count);
+  const span = name.length; // more than any node index: name * span + node is exact in a double
+  for (let m = 0; m < count; m++) keys[m] = name[scratch[m]] * span + scratch[m];
+  keys.subarray(0, count).sort();
+  for (let m = 0; m < count; m++) scratch[m] = keys[m] - Math.floor(keys[m] / span) * span;
 }

@@ -9,11 +9,28 @@ export interface Sandwich {
   callers: FlameData;
   callees: FlameData;
   self: number; // weight of the samples that end in F, in data's first column
+  calls: number; // F's outermost calls: 0 if no frame is named F
 }
 
-export function sandwich(data: FlameData, isTarget: Uint8Array): Sandwich {
+const kept: { data: FlameData; fn: string; view: Sandwich }[] = [];
+const KEPT_SANDWICHES = 3; // a sandwich of main holds trees as large as the graph
+
+/**
+ * The sandwich of the function named `fn`, kept for the
+ * last few (graph, function) pairs: going back to a sandwich (from the flame graph, or
+ * from another function's) shows trees already merged instead of merging again.
+ */
+export function sandwichOf(data: FlameData, fn: string): Sandwich {
+  const found = kept.findIndex((k) => k.data === data && k.fn === fn);
+  const entry = found >= 0 ? kept.splice(found, 1)[0] : { data, fn, view: sandwich(data, Uint8Array.from(data.names, (n) => (n === fn ? 1 : 0))) };
+  kept.unshift(entry);
+  kept.length = Math.min(kept.length, KEPT_SANDWICHES);
+  return entry.view;
+}
+
+function sandwich(data: FlameData, isTarget: Uint8Array): Sandwich {
   const { outermost, self } = outermostCalls(data, isTarget);
-  return { callers: callerTree(data, outermost), callees: calleeTree(data, outermost), self };
+  return { callers: callerTree(data, outermost), callees: calleeTree(data, outermost), self, calls: outermost.length };
 }
 
 /**

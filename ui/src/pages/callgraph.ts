@@ -4,7 +4,7 @@ import { nameLink, shortName } from "../names";
 import { href, type Route } from "../router";
 import { type LayerNode, type Layers, layers } from "../callgraph";
 import type { FlameData } from "../flame";
-import { sandwich } from "../sandwich";
+import { sandwichOf } from "../sandwich";
 import type { CallGraphDoc, Neighbour, TopDoc } from "../types";
 import { functionLinks } from "./common";
 import { loadFlame } from "./flamepage";
@@ -116,7 +116,7 @@ export async function renderCallGraph(app: HTMLElement, runId: string, route: Ro
   const depth = DEPTHS.includes(Number(route.params.get("depth"))) ? Number(route.params.get("depth")) : 2;
   const [doc, data] = await Promise.all([getJSON<CallGraphDoc>(`/api/runs/${runId}/callgraph`, { function: fn }), loadFlame(`/api/runs/${runId}/flame`, {})]);
   const runTotal = data.columns.total[0] || 1;
-  const view = sandwich(data, Uint8Array.from(data.names, (n) => (n === doc.function ? 1 : 0)));
+  const view = sandwichOf(data, doc.function);
   const levels = (tree: FlameData) => layers(tree, depth, MIN_SHARE * runTotal, SHOWN);
   app.append(
     h("h1", null, "Call graph", h("span", { class: "subtitle fn" }, doc.function)),

@@ -4,7 +4,7 @@
 import { h, pct } from "../dom";
 import { type FlameData, FlameGraph } from "../flame";
 import { href } from "../router";
-import { sandwich } from "../sandwich";
+import { sandwichOf } from "../sandwich";
 import { colourLegend, frameTitle } from "./common";
 
 declare global {
@@ -27,15 +27,14 @@ function treeGraph(tree: FlameData, icicle: boolean, runTotal: number): FlameGra
 }
 
 export function renderSandwich(app: HTMLElement, runId: string, data: FlameData, fn: string, runTotal: number, back: URLSearchParams): void {
-  const isTarget = Uint8Array.from(data.names, (n) => (n === fn ? 1 : 0));
   const title = h("h1", null, "Sandwich", h("span", { class: "subtitle fn" }, fn));
   back.delete("sandwich");
   const backLink = h("a", { href: href(`/run/${runId}/flame`, Object.fromEntries(back)) }, "back to the flame graph");
-  if (!isTarget.includes(1)) {
+  const view = sandwichOf(data, fn);
+  if (!view.calls) {
     app.append(title, h("p", { class: "error" }, `No frame of this flame graph is named ${fn}. `, backLink));
     return;
   }
-  const view = sandwich(data, isTarget);
   const callers = treeGraph(view.callers, false, runTotal);
   const callees = treeGraph(view.callees, true, runTotal);
   window.perfsleuthSandwich = { callers, callees, source: data };
