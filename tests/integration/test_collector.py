@@ -32,7 +32,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
 from perfsleuth.collector.app import CONNECT_PUSH
-from perfsleuth.fleet.engine import DuckDB, register
+from perfsleuth.fleet.engine import DuckDB, RangeQuery, register
 from perfsleuth.formats import profile_pb2
 from perfsleuth.formats.wire import push_pb2, window_pprof
 from perfsleuth.model.fleet import Process, Window
@@ -76,7 +76,8 @@ class Collector:
         store = FleetStore(str(self.store))
         if not store.has_data():
             return {}
-        weights = DuckDB().label_weights(store.select(0, 2**40), 0, 2**40, [], ["service", "host"])
+        query = RangeQuery(store.select(0, 2**40), 0, 2**40, [])
+        weights = DuckDB().label_weights(query, ["service", "host"])
         totals: Counter[tuple[str, str]] = Counter()
         for row in weights.to_pylist():
             totals[row["service"], row["host"]] += row["samples"]
