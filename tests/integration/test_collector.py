@@ -31,9 +31,10 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
-from perfsleuth.fleet.engine import DuckDB, register
+from perfsleuth.collector.app import CONNECT_PUSH
+from perfsleuth.fleet.engine import DuckDB, RangeQuery, register
 from perfsleuth.formats import profile_pb2
-from perfsleuth.formats.wire import window_pprof
+from perfsleuth.formats.wire import push_pb2, window_pprof
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.store.fleet import FleetStore
@@ -75,7 +76,8 @@ class Collector:
         store = FleetStore(str(self.store))
         if not store.has_data():
             return {}
-        weights = DuckDB().label_weights(store.select(0, 2**40), 0, 2**40, [], ["service", "host"])
+        query = RangeQuery(store.select(0, 2**40), 0, 2**40, [])
+        weights = DuckDB().label_weights(query, ["service", "host"])
         totals: Counter[tuple[str, str]] = Counter()
         for row in weights.to_pylist():
             totals[row["service"], row["host"]] += row["samples"]
@@ -469,16 +471,21 @@ def heap_profile() -> profile_pb2.Profile:
     return profile_pb2.Profile.FromString(gzip.decompress(body[start:end]))
 
 
-def heap_push(scale: int, shift_s: int, config: dict) -> tuple[bytes, dict, dict]:
-    """The captured heap push, every value times `scale`, its time `shift_s` later,
-    with the sample_type_config `config`, as pyroscope-go's multipart form."""
+def scaled_heap(scale: int, shift_s: int) -> profile_pb2.Profile:
+    """The captured heap profile, every value times `scale`, its time `shift_s` later."""
     profile = heap_profile()
     profile.time_nanos += shift_s * 10**9
     for sample in profile.sample:
         sample.value[:] = [v * scale for v in sample.value]
+    return profile
+
+
+def heap_push(scale: int, shift_s: int, config: dict) -> tuple[bytes, dict, dict]:
+    """The captured heap push, every value times `scale`, its time `shift_s` later,
+    with the sample_type_config `config`, as pyroscope-go's multipart form."""
     boundary = "perfsleuth-test-boundary"
     parts = [
-        ("profile", gzip.compress(profile.SerializeToString())),
+        ("profile", gzip.compress(scaled_heap(scale, shift_s).SerializeToString())),
         ("sample_type_config", json.dumps(config).encode()),
     ]
     form = b"".join(
@@ -523,10 +530,56 @@ def test_a_cumulative_heap_profile_is_stored_as_deltas(collector: Collector) -> 
             "select type, sum(cpu_ns)::bigint from samples where service = 'heapdelta' group by all"
         )
     )
-    profile = heap_profile()
-    names = [profile.string_table[t.type] for t in profile.sample_type]
-    pushed = {n: sum(s.value[i] for s in profile.sample) for i, n in enumerate(names)}
+    pushed = heap_totals()
     assert pushed["alloc_space"] > 0
     assert totals["alloc_space"] == 2 * pushed["alloc_space"]  # 3x - 1x
     assert totals["alloc_objects"] == 2 * pushed["alloc_objects"]
     assert totals["inuse_space"] == 4 * pushed["inuse_space"]  # 1x + 3x
+
+
+def heap_totals() -> dict[str, int]:
+    """The captured heap profile's total per sample type."""
+    profile = heap_profile()
+    names = [profile.string_table[t.type] for t in profile.sample_type]
+    return {n: sum(s.value[i] for s in profile.sample) for i, n in enumerate(names)}
+
+
+@pytest.mark.parametrize(
+    ("service", "delta", "alloc_pushes", "inuse_pushes"),
+    [
+        ("connect-cumulative", "true", 2, 4),  # 3x - 1x: the first push is the baseline
+        ("connect-deltas", "false", 4, 4),  # 1x + 3x, as pushed
+        ("connect-unsaid", None, 4, 4),  # as pyroscope-io 1.4.0 sends its own windows
+    ],
+)
+def test_a_connect_series_marked_delta_true_is_stored_as_deltas(
+    collector: Collector, service: str, delta: str | None, alloc_pushes: int, inuse_pushes: int
+) -> None:
+    """Pyroscope's Connect push: a series labelled `__delta__="true"` holds totals since
+    its process started, so its allocations are stored as what changed since its previous
+    push; in-use memory is a snapshot, stored as pushed; `"false"` or no label: as pushed."""
+    labels = [push_pb2.LabelPair(name="__name__", value="memory")]
+    labels.append(push_pb2.LabelPair(name="service_name", value=service))
+    if delta is not None:
+        labels.append(push_pb2.LabelPair(name="__delta__", value=delta))
+    headers = {"Content-Type": "application/proto"}
+    for scale, shift_s in ((1, 0), (3, 10)):
+        raw = gzip.compress(scaled_heap(scale, shift_s).SerializeToString())
+        series = push_pb2.RawProfileSeries(
+            labels=labels, samples=[push_pb2.RawSample(raw_profile=raw)]
+        )
+        body = push_pb2.PushRequest(series=[series]).SerializeToString()
+        status, answer = collector.post(CONNECT_PUSH, body, headers=headers)
+        assert status == 200, answer
+    stored = dict(
+        collector.rows(
+            f"select type, sum(cpu_ns)::bigint from samples where service = '{service}' "
+            "group by all"
+        )
+    )
+    pushed = heap_totals()
+    assert pushed["alloc_space"] > 0 and pushed["inuse_space"] > 0
+    for kind in ("alloc_space", "alloc_objects"):
+        assert stored[kind] == alloc_pushes * pushed[kind], kind
+    for kind in ("inuse_space", "inuse_objects"):
+        assert stored[kind] == inuse_pushes * pushed[kind], kind

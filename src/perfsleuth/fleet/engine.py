@@ -54,25 +54,25 @@ class StackWeights:
     frames: pa.Table  # FRAMES_SCHEMA rows of every frame those stacks use
 
 
-class Engine(Protocol):
-    def stack_weights(
-        self, selection: Selection, start: float, end: float, where: list[Condition]
-    ) -> StackWeights: ...
+@dataclass(frozen=True)
+class RangeQuery:
+    """What every statement of an engine reads: the selected files, the samples whose
+    window started in [start, end) (seconds from the epoch) and that meet `where`."""
 
-    def label_weights(
-        self,
-        selection: Selection,
-        start: float,
-        end: float,
-        where: list[Condition],
-        labels: Sequence[str],
-    ) -> pa.Table:
+    selection: Selection
+    start: float
+    end: float
+    where: list[Condition]
+
+
+class Engine(Protocol):
+    def stack_weights(self, query: RangeQuery) -> StackWeights: ...
+
+    def label_weights(self, query: RangeQuery, labels: Sequence[str]) -> pa.Table:
         """Rows of (label values..., stack_id, samples, cpu_ns), ordered by all columns."""
         ...
 
-    def bucket_weights(
-        self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
-    ) -> pa.Table:
+    def bucket_weights(self, query: RangeQuery, step_ms: int) -> pa.Table:
         """Rows of BUCKETS_SCHEMA: samples and CPU ns per stack in each bucket of step_ms
         milliseconds from the epoch (bucket = time in ms // step_ms)."""
         ...
@@ -156,25 +156,21 @@ class DuckDB:
     """Fleet queries embedded in this process."""
 
     @files_may_go
-    def stack_weights(
-        self, selection: Selection, start: float, end: float, where: list[Condition]
-    ) -> StackWeights:
+    def stack_weights(self, query: RangeQuery) -> StackWeights:
         con = connect()
         try:
-            check_regexes(con, where)
+            check_regexes(con, query.where)
             for name in ("samples", "stacks", "frames"):
-                register(con, selection, name)
-            filters = "".join(f" AND {_condition(c)}" for c in where)
+                register(con, query.selection, name)
             con.execute(
                 f"""CREATE TEMP TABLE weights AS
                 SELECT w.stack_id, s.frame_ids, w.samples, w.cpu_ns
                 FROM (SELECT stack_id, sum(samples) AS samples, sum(cpu_ns) AS cpu_ns
                       FROM samples
-                      WHERE time >= make_timestamp(?::BIGINT * 1000)
-                        AND time < make_timestamp(?::BIGINT * 1000){filters}
+                      WHERE {_range_filter(query)}
                       GROUP BY stack_id) w
                 JOIN (SELECT DISTINCT stack_id, frame_ids FROM stacks) s USING (stack_id)""",
-                [to_ms(start), to_ms(end), *[c.value for c in where]],
+                _range_params(query),
             )
             check_frames(con.execute("SELECT sum(len(frame_ids)) FROM weights").fetchall()[0][0])
             stacks = con.sql("SELECT * FROM weights ORDER BY stack_id").to_arrow_table()
@@ -188,50 +184,44 @@ class DuckDB:
         return StackWeights(_table(stacks), _table(frames).cast(FRAMES_SCHEMA))
 
     @files_may_go
-    def label_weights(
-        self,
-        selection: Selection,
-        start: float,
-        end: float,
-        where: list[Condition],
-        labels: Sequence[str],
-    ) -> pa.Table:
+    def label_weights(self, query: RangeQuery, labels: Sequence[str]) -> pa.Table:
         """CPU ns and samples per value of `labels` and stack: who runs which stacks."""
         keys = ", ".join(f"{_label(k)} AS {_quoted(k)}" for k in labels)
-        return _grouped_sums(selection, start, end, where, keys, [], "ORDER BY ALL")
+        return _grouped_sums(query, keys, [], "ORDER BY ALL")
 
     @files_may_go
-    def bucket_weights(
-        self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
-    ) -> pa.Table:
+    def bucket_weights(self, query: RangeQuery, step_ms: int) -> pa.Table:
         key = "epoch_ms(time::TIMESTAMP) // ?::BIGINT AS bucket"
-        return _grouped_sums(selection, start, end, where, key, [step_ms]).cast(BUCKETS_SCHEMA)
+        return _grouped_sums(query, key, [step_ms]).cast(BUCKETS_SCHEMA)
 
 
-def _grouped_sums(
-    selection: Selection,
-    start: float,
-    end: float,
-    where: list[Condition],
-    keys: str,
-    key_params: list,
-    order: str = "",
-) -> pa.Table:
-    """Samples and CPU ns of [start, end) summed per `keys` (SQL, with `key_params`) and
-    stack, in one DuckDB query over the selected samples files."""
+def _range_filter(query: RangeQuery) -> str:
+    """The WHERE clause of the query's samples; its parameters are _range_params'."""
+    conditions = "".join(f" AND {_condition(c)}" for c in query.where)
+    return (
+        "time >= make_timestamp(?::BIGINT * 1000)"
+        f" AND time < make_timestamp(?::BIGINT * 1000){conditions}"
+    )
+
+
+def _range_params(query: RangeQuery) -> list:
+    return [to_ms(query.start), to_ms(query.end), *[c.value for c in query.where]]
+
+
+def _grouped_sums(query: RangeQuery, keys: str, key_params: list, order: str = "") -> pa.Table:
+    """Samples and CPU ns of the query's range summed per `keys` (SQL, with `key_params`)
+    and stack, in one DuckDB query over the selected samples files."""
     con = connect()
     try:
-        check_regexes(con, where)
-        register(con, selection, "samples")
-        filters = "".join(f" AND {_condition(c)}" for c in where)
+        check_regexes(con, query.where)
+        register(con, query.selection, "samples")
         result = con.sql(
             f"""SELECT {keys}, stack_id,
                    sum(samples)::BIGINT AS samples, sum(cpu_ns)::BIGINT AS cpu_ns
             FROM samples
-            WHERE time >= make_timestamp(?::BIGINT * 1000)
-              AND time < make_timestamp(?::BIGINT * 1000){filters}
+            WHERE {_range_filter(query)}
             GROUP BY ALL {order}""",
-            params=[*key_params, to_ms(start), to_ms(end), *[c.value for c in where]],
+            params=[*key_params, *_range_params(query)],
         ).to_arrow_table()
     except duckdb.ConversionException as e:
         raise _past_bigint(e) from None

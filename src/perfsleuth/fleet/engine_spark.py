@@ -38,7 +38,7 @@ from ..errors import UserError
 from ..model.fleet import DEFAULT_TYPE, LABELS
 from ..store.fleet.layout import FRAMES_SCHEMA
 from ..store.fleet.reading import Selection
-from .engine import BUCKETS_SCHEMA, SCHEMAS, StackWeights, check_frames, to_ms
+from .engine import BUCKETS_SCHEMA, SCHEMAS, RangeQuery, StackWeights, check_frames, to_ms
 from .filters import TYPE_KEY, Condition
 
 try:
@@ -93,33 +93,24 @@ class Spark:
         self.master = check_master(master)
         self.endpoint = endpoint or os.environ.get("AWS_ENDPOINT_URL")
 
-    def stack_weights(
-        self, selection: Selection, start: float, end: float, where: list[Condition]
-    ) -> StackWeights:
-        if selection.empty:
+    def stack_weights(self, query: RangeQuery) -> StackWeights:
+        if query.selection.empty:
             return StackWeights(WEIGHTS_SCHEMA.empty_table(), FRAMES_SCHEMA.empty_table())
-        spark, s3 = self._session(selection)
+        spark, s3 = self._session(query.selection)
         try:
-            return _weights(spark, selection, s3, start, end, where)
+            return _weights(spark, query, s3)
         except (PySparkException, Py4JError) as e:
             raise _translated(e) from None
 
-    def label_weights(
-        self,
-        selection: Selection,
-        start: float,
-        end: float,
-        where: list[Condition],
-        labels: Sequence[str],
-    ) -> pa.Table:
+    def label_weights(self, query: RangeQuery, labels: Sequence[str]) -> pa.Table:
         schema = pa.schema(
             [*((k, pa.string()) for k in labels), *WEIGHTS_SCHEMA.remove(1)]  # no frame_ids
         )
-        if selection.empty:
+        if query.selection.empty:
             return schema.empty_table()
-        spark, s3 = self._session(selection)
+        spark, s3 = self._session(query.selection)
         try:
-            samples = _samples(spark, selection, s3, start, end, where)
+            samples = _samples(spark, query, s3)
             keys = [_label(k).alias(k) for k in labels]
             table = (
                 samples.groupBy(*keys, "stack_id")
@@ -131,14 +122,12 @@ class Spark:
             raise _translated(e) from None
         return table.cast(schema)
 
-    def bucket_weights(
-        self, selection: Selection, start: float, end: float, where: list[Condition], step_ms: int
-    ) -> pa.Table:
-        if selection.empty:
+    def bucket_weights(self, query: RangeQuery, step_ms: int) -> pa.Table:
+        if query.selection.empty:
             return BUCKETS_SCHEMA.empty_table()
-        spark, s3 = self._session(selection)
+        spark, s3 = self._session(query.selection)
         try:
-            samples = _samples(spark, selection, s3, start, end, where)
+            samples = _samples(spark, query, s3)
             bucket = F.floor(F.unix_millis(F.col("time")) / F.lit(step_ms)).alias("bucket")
             table = (
                 samples.groupBy(bucket, "stack_id")
@@ -327,19 +316,12 @@ def _credentials() -> Any:
     return found.get_frozen_credentials() if found is not None else None
 
 
-def _weights(
-    spark: SparkSession,
-    selection: Selection,
-    s3: bool,
-    start: float,
-    end: float,
-    where: list[Condition],
-) -> StackWeights:
-    samples = _samples(spark, selection, s3, start, end, where)
+def _weights(spark: SparkSession, query: RangeQuery, s3: bool) -> StackWeights:
+    samples = _samples(spark, query, s3)
     weights = (
         samples.groupBy("stack_id")
         .agg(F.sum("samples").alias("samples"), F.sum("cpu_ns").alias("cpu_ns"))
-        .join(_rows(spark, selection, "stacks", s3).distinct(), "stack_id")
+        .join(_rows(spark, query.selection, "stacks", s3).distinct(), "stack_id")
         .select("stack_id", "frame_ids", "samples", "cpu_ns")
         .cache()
     )
@@ -348,7 +330,7 @@ def _weights(
         check_frames(pc.sum(pc.list_value_length(stacks["frame_ids"])).as_py())
         used = weights.select(F.explode("frame_ids").alias("frame_id")).distinct()
         frames = (
-            _rows(spark, selection, "frames", s3)
+            _rows(spark, query.selection, "frames", s3)
             .join(used, "frame_id", "left_semi")
             .distinct()
             .orderBy("frame_id")
@@ -376,20 +358,13 @@ def _rows(spark: SparkSession, selection: Selection, name: str, s3: bool) -> Dat
     return functools.reduce(DataFrame.unionByName, parts)
 
 
-def _samples(
-    spark: SparkSession,
-    selection: Selection,
-    s3: bool,
-    start: float,
-    end: float,
-    where: list[Condition],
-) -> DataFrame:
-    """The selected samples of [start, end) that meet `where`."""
-    samples = _rows(spark, selection, "samples", s3).where(
-        (F.col("time") >= F.timestamp_millis(F.lit(to_ms(start))))
-        & (F.col("time") < F.timestamp_millis(F.lit(to_ms(end))))
+def _samples(spark: SparkSession, query: RangeQuery, s3: bool) -> DataFrame:
+    """The selected samples of the query's range that meet its conditions."""
+    samples = _rows(spark, query.selection, "samples", s3).where(
+        (F.col("time") >= F.timestamp_millis(F.lit(to_ms(query.start))))
+        & (F.col("time") < F.timestamp_millis(F.lit(to_ms(query.end))))
     )
-    for c in where:
+    for c in query.where:
         samples = samples.where(_condition(c))
     return samples
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..model.fleet import LABEL_GROUPINGS as LABEL_GROUPINGS  # kept here for its readers
 from ..store.fleet import FleetStore
-from .engine import DuckDB, Engine
+from .engine import DuckDB, Engine, RangeQuery
 from .filters import parse
 from .retry import reading
 
@@ -68,9 +68,12 @@ def weights(
 ) -> LabelWeights:
     conditions = parse(where)
     run = engine or DuckDB()
-    table = reading(
-        store, lambda: run.label_weights(store.select(start, end), start, end, conditions, labels)
-    )
+
+    def query() -> pa.Table:
+        selection = store.select(start, end)
+        return run.label_weights(RangeQuery(selection, start, end, conditions), labels)
+
+    table = reading(store, query)
     return LabelWeights(tuple(labels), table)
 
 

@@ -23,7 +23,7 @@ from ..views import documents
 from ..views import top as top_view
 from ..views.keys import grouped_label
 from . import labels
-from .engine import DuckDB, Engine, StackWeights
+from .engine import DuckDB, Engine, RangeQuery, StackWeights
 from .filters import parse, profile_type
 from .retry import reading
 
@@ -65,7 +65,7 @@ def stack_weights(
     run = engine or DuckDB()
 
     def query() -> StackWeights:
-        return run.stack_weights(store.select(start, end), start, end, conditions)
+        return run.stack_weights(RangeQuery(store.select(start, end), start, end, conditions))
 
     weights = reading(store, query)
     return replace(weights, frames=store.name_frames(weights.frames))
@@ -85,7 +85,8 @@ def bucket_weights(
     grain = step_ms / 1000
 
     def query() -> pa.Table:
-        return run.bucket_weights(store.select(start, end, grain), start, end, conditions, step_ms)
+        selection = store.select(start, end, grain)
+        return run.bucket_weights(RangeQuery(selection, start, end, conditions), step_ms)
 
     return reading(store, query)
 

@@ -6,6 +6,14 @@ mapping (`application/json`, profiles in base64), gzip as the HTTP Content-Encod
 Each series has labels (`__name__` the profile type, `service_name` the application,
 the client's tags) and raw pprof profiles; each profile becomes the Windows of a pprof
 push (window_pprof.decode) with the series' labels, so per-sample labels stay labels.
+
+A series labelled `__delta__="true"` holds totals since its process started (as Go's
+runtime allocation, mutex and block profiles are): its types that accumulate
+(CUMULATIVE_TYPES) are stored as deltas (collector/deltas.py), the series' first push
+as its baseline. `"false"` (Alloy after it took the deltas itself, Pyroscope's OTLP
+ingest) or no `__delta__` is stored as pushed: Pyroscope's v1 ingester took a series
+without the label for cumulative allocations, but its v2 segment writer ignores the
+label, and pyroscope-io 1.4.0 sends each window's own allocations without it.
 """
 
 from __future__ import annotations
@@ -24,8 +32,15 @@ PROTO = "application/proto"
 JSON = "application/json"
 # The series label naming its profile type: process_cpu, memory, mutex, block, ...
 NAME_LABEL = "__name__"
+# The series label saying whether the client sent totals since its start ("true").
+DELTA_LABEL = "__delta__"
+# The pprof sample types a `__delta__="true"` series accumulates; in-use memory and
+# goroutines are snapshots, CPU and wall time are sampled per window.
+CUMULATIVE_TYPES = frozenset({"alloc_objects", "alloc_space", "contentions", "delay"})
 # Series labels with a name of their own in the store.
 RENAMED = {"service_name": "service", "host.name": "host", "hostname": "host"}
+# The `__` labels a push is read by.
+READ_LABELS = (NAME_LABEL, DELTA_LABEL)
 # At most this many profiles per push: a client sends a handful every 10-15 s.
 MAX_PROFILES = 256
 
@@ -42,14 +57,16 @@ def decode(body: bytes, content_type: str, request_id: str, limit: int) -> list[
     budget = ingest.PushBudget(limit)
     for s, series in enumerate(request.series):
         labels = series_labels(series.labels, f"series {s}")
-        name = next((pair.value for pair in series.labels if pair.name == NAME_LABEL), "")
+        internal = {pair.name: pair.value for pair in series.labels if pair.name in READ_LABELS}
+        cumulative = CUMULATIVE_TYPES if internal.get(DELTA_LABEL) == "true" else frozenset()
         for n, sample in enumerate(series.samples):
             params = IngestParams(
                 window_id=f"{request_id}-{s}-{n}",
                 start=None,
                 end=None,
                 labels=labels,
-                lock="block" if name == "block" else "mutex",
+                lock="block" if internal.get(NAME_LABEL) == "block" else "mutex",
+                cumulative=cumulative,
             )
             windows += window_pprof.decode(sample.raw_profile, params, limit, budget)
     return windows
