@@ -61,4 +61,7 @@ await browser.close();
 const out = { same_trees: String(digests.A) === String(digests.B) };
 for (const [label, kinds] of Object.entries(times)) out[label] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
 for (const [label, kinds] of Object.entries(cpu)) out[`${label}_main_thread_cpu`] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
+// Each interaction's CPU, in the order run (round by round; the filters in QUERIES' order): one slow query shows.
+out.main_thread_cpu_each = Object.fromEntries(Object.entries(cpu).map(([label, kinds]) => [label, Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, v.map((ms) => Math.round(ms * 10) / 10)]))]));
+out.load_average = (await import("node:os")).loadavg();
 console.log(JSON.stringify(out));
