@@ -9,36 +9,13 @@
 //   DIR_*: a `vite build --outDir DIR` of ui/ (e.g. the last commit's and the work tree's).
 //   QUERIES_JSON: the focus / ignore / hide expressions (bench/ui_deep_bench.json's
 //   "queries" for the deep profile); default: the synthetic profile's names.
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { filterLatency, heavyNames, mainThreadCpu, summary } from "./ui_bench_page.mjs";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(here, "../ui/package.json"));
-const { chromium } = require("playwright-core");
+import { chromium, filterLatency, heavyNames, mainThreadCpu, openFrom, summary } from "./ui_bench_page.mjs";
 
 const [ui, runId, dirA, dirB, rounds = "4", queriesJson] = process.argv.slice(2);
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 const QUERIES = queriesJson ? JSON.parse(queriesJson) : ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
 const KINDS = ["focus", "ignore", "hide", "sandwich", "back", "sandwich_again"];
-const TYPES = { ".js": "text/javascript", ".css": "text/css", ".html": "text/html" };
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: FLAGS });
-
-/** A page whose UI files come from DIR and whose API calls go to the server. */
-async function openFrom(dir) {
-  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
-  await context.route(`${ui}**`, (route) => {
-    const file = new URL(route.request().url()).pathname.replace(/^\/$/, "/index.html");
-    if (file.startsWith("/api/")) return route.continue();
-    return route.fulfill({ body: readFileSync(path.join(dir, file)), contentType: TYPES[path.extname(file)] });
-  });
-  const page = await context.newPage();
-  await page.goto(`${ui}#/run/${runId}/flame`);
-  await page.waitForFunction(() => performance.getEntriesByName("flame-interactive").length > 0, null, { timeout: 120000 });
-  return { context, page };
-}
 
 /** A digest of the graph(s) the page shows now: every node's name, depth and weights, in order. */
 function shownDigest(page) {
@@ -65,7 +42,7 @@ for (const kinds of [...Object.values(times), ...Object.values(cpu)]) for (const
 const digests = { A: [], B: [] };
 for (let r = 0; r < Number(rounds); r++) {
   for (const [label, dir] of [["A", dirA], ["B", dirB]]) {
-    const { context, page } = await openFrom(dir);
+    const { context, page } = await openFrom(browser, ui, runId, dir);
     const names = await heavyNames(page, [1, 2, 3, 5, 8]);
     const filters = ["focus", "ignore", "hide"].flatMap((kind) => QUERIES.map((q) => [kind, q]));
     const sandwiches = names.flatMap((n) => [["sandwich", n], ["back", ""], ["sandwich_again", n]]);
@@ -84,4 +61,7 @@ await browser.close();
 const out = { same_trees: String(digests.A) === String(digests.B) };
 for (const [label, kinds] of Object.entries(times)) out[label] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
 for (const [label, kinds] of Object.entries(cpu)) out[`${label}_main_thread_cpu`] = Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, summary(v)]));
+// Each interaction's CPU, in the order run (round by round; the filters in QUERIES' order): one slow query shows.
+out.main_thread_cpu_each = Object.fromEntries(Object.entries(cpu).map(([label, kinds]) => [label, Object.fromEntries(Object.entries(kinds).map(([k, v]) => [k, v.map((ms) => Math.round(ms * 10) / 10)]))]));
+out.load_average = (await import("node:os")).loadavg();
 console.log(JSON.stringify(out));

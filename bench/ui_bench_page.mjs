@@ -1,9 +1,32 @@
-// In-page measurements shared by bench/ui_bench.mjs and bench/ui_ab.mjs.
+// In-page measurements shared by bench/ui_bench.mjs, bench/ui_ab.mjs and bench/ui_trace.mjs.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const { chromium } = createRequire(path.join(here, "../ui/package.json"))("playwright-core");
+const TYPES = { ".js": "text/javascript", ".css": "text/css", ".html": "text/html" };
+
+/** A page of BROWSER whose UI files come from DIR (a `vite build --outDir DIR`) and whose API calls go to the server at UI, on RUN_ID's flame graph. */
+export async function openFrom(browser, ui, runId, dir) {
+  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+  await context.route(`${ui}**`, (route) => {
+    const file = new URL(route.request().url()).pathname.replace(/^\/$/, "/index.html");
+    if (file.startsWith("/api/")) return route.continue();
+    return route.fulfill({ body: readFileSync(path.join(dir, file)), contentType: TYPES[path.extname(file)] });
+  });
+  const page = await context.newPage();
+  await page.goto(`${ui}#/run/${runId}/flame`);
+  await page.waitForFunction(() => performance.getEntriesByName("flame-interactive").length > 0, null, { timeout: 120000 });
+  return { context, page };
+}
 
 /**
  * Put focus / ignore / hide / sandwich QUERY in the URL and time until the new graph is
  * painted: after the page's flame-interactive mark (or the sandwich's graphs replaced).
- * Marks filter-start and filter-end, for a trace to find the interaction by.
+ * Marks filter-start, filter-drawn (the page's JavaScript has drawn the graph) and
+ * filter-end, for a trace to find the interaction by.
  */
 export async function filterLatency(page, query) {
   return page.evaluate(
@@ -21,7 +44,10 @@ export async function filterLatency(page, query) {
             performance.mark("filter-end");
             resolve(ms);
           };
-          if (drawn) requestAnimationFrame(() => requestAnimationFrame(painted));
+          if (drawn) {
+            performance.mark("filter-drawn");
+            requestAnimationFrame(() => requestAnimationFrame(painted));
+          }
           else setTimeout(poll, 1);
         };
         poll();

@@ -19,6 +19,7 @@
 //! Modules, one job each:
 //! - `header`: magic, pipe-mode and bounds checks before the parser runs;
 //! - `reader`: record streaming and aggregation into frames, stacks, rows;
+//! - `records`: the records in time order, read in place from a map of the file;
 //! - `maps`: per-process executable mappings and the DSOs they map;
 //! - `unwind`: DWARF unwinding (unwind sections per DSO, unwinder per process);
 //! - `kallsyms`: kernel address -> symbol lookup;
@@ -34,6 +35,7 @@ mod kallsyms;
 mod maps;
 mod pointer_chase;
 mod reader;
+mod records;
 mod unwind;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -75,17 +77,22 @@ use reader::MetaVal;
 ///          perf's clock); empty when the samples carry no time
 /// ```
 ///
+/// `in_place=False` reads the records through linux-perf-data's iterator, which
+/// copies them, instead of in place from a map of the file; the result is the
+/// same (the tests compare them), only slower.
+///
 /// Raises ValueError for files that are not readable perf.data (a panic in
 /// the parser included), OSError if the file cannot be opened.
 #[pyfunction]
-fn read_perf_data(py: Python<'_>, path: &str) -> PyResult<PyObject> {
+#[pyo3(signature = (path, in_place = true))]
+fn read_perf_data(py: Python<'_>, path: &str, in_place: bool) -> PyResult<PyObject> {
     let p = path.to_string();
     let out = py.allow_threads(move || {
         // A corrupt file must give an error, never a crash: turn panics in the
         // parser into errors (silently: the caller reports them).
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
-        let res = std::panic::catch_unwind(|| reader::read_file(&p));
+        let res = std::panic::catch_unwind(|| reader::read_file(&p, in_place));
         std::panic::set_hook(prev);
         res.unwrap_or_else(|_| Err("corrupt perf.data (the reader failed on it)".into()))
     });

@@ -18,12 +18,13 @@ use linux_perf_data::linux_perf_event_reader::{
         PERF_REG_X86_SP,
     },
     CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId, PerfEventType,
-    RecordType, SampleFormat, SampleRecord, SamplingPolicy, SoftwareCounterType,
+    RawEventRecord, RecordType, SampleFormat, SampleRecord, SamplingPolicy, SoftwareCounterType,
 };
-use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
+use linux_perf_data::{DsoKey, PerfFile, PerfFileReader, PerfFileRecord};
 
 use crate::header;
 use crate::maps::{Dso, Map, Process};
+use crate::records;
 use crate::unwind::DwarfUnwinder;
 
 /// The dso of a user frame outside every known mapping.
@@ -280,6 +281,48 @@ impl Reader {
         }
     }
 
+    /// Folds one event record into the tables.
+    fn on_record(&mut self, attr_index: usize, record: RawEventRecord<'_>) {
+        if record.record_type == RecordType(PERF_RECORD_LOST_SAMPLES) {
+            let sl = record.data.as_slice();
+            if sl.len() >= 8 {
+                self.lost += u64::from_le_bytes(sl[..8].try_into().unwrap_or_default());
+            }
+            return;
+        }
+        let Ok(parsed) = record.parse() else {
+            return;
+        };
+        match parsed {
+            EventRecord::Sample(s) => self.on_sample(&s, attr_index as u32),
+            EventRecord::Mmap(m) if m.is_executable => {
+                let p = m.path.as_slice();
+                self.add_mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &p,
+                    m.cpu_mode,
+                    None,
+                );
+            }
+            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
+                let p = m.path.as_slice();
+                let bid = match &m.file_id {
+                    Mmap2FileId::BuildId(b) => Some(b.clone()),
+                    _ => None,
+                };
+                let (pid, start, len, pgoff) = (m.pid, m.address, m.length, m.page_offset);
+                self.add_mmap(pid, start, len, pgoff, &p, m.cpu_mode, bid.as_deref());
+            }
+            EventRecord::Comm(c) => self.on_comm(&c),
+            EventRecord::Fork(f) => self.on_fork(&f),
+            EventRecord::Lost(l) => self.lost += l.count,
+            _ => {}
+        }
+    }
+
     fn on_sample(&mut self, s: &SampleRecord, event: u32) {
         self.samples += 1;
         let pid = s.pid.unwrap_or(-1);
@@ -513,13 +556,61 @@ fn event_kind(t: &PerfEventType) -> (&'static str, &'static str) {
     }
 }
 
+/// A reader that knows the recording's build-ids, events and kernel.
+fn new_reader(perf_file: &PerfFile) -> Reader {
+    let mut reader = Reader::default();
+    if let Ok(b) = perf_file.build_ids() {
+        for (k, v) in b {
+            reader.build_ids.insert(k, hex(&v.build_id));
+        }
+    }
+    reader.kernel_dso = reader.dso_id(b"[kernel.kallsyms]", CpuMode::Kernel, None);
+    for attr in perf_file.event_attributes() {
+        let a = attr.attributes();
+        reader.dwarf |= a.sample_format.contains(SampleFormat::REGS_USER)
+            && a.sample_format.contains(SampleFormat::STACK_USER);
+        reader.fixed_period.push(match a.sampling_policy {
+            SamplingPolicy::Period(p) => p.get(),
+            _ => 1,
+        });
+    }
+    reader
+}
+
+fn events_of(perf_file: &PerfFile) -> Vec<Event> {
+    let mut events = Vec::new();
+    for (i, attr) in perf_file.event_attributes().iter().enumerate() {
+        let a = attr.attributes();
+        let (kind, unit) = event_kind(&a.type_);
+        let name = attr
+            .name()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("event{i}"));
+        events.push(Event {
+            name,
+            kind,
+            unit,
+            has_callchain: a.sample_format.contains(SampleFormat::CALLCHAIN),
+            dwarf: a.sample_format.contains(SampleFormat::REGS_USER)
+                && a.sample_format.contains(SampleFormat::STACK_USER),
+        });
+    }
+    events
+}
+
 /// Read and aggregate the perf.data file at `path`.
 ///
 /// Errors are messages; those starting with "cannot open" mean the file could
-/// not be opened, the others that it is not readable perf.data.
-pub(crate) fn read_file(path: &str) -> Result<Output, String> {
+/// not be opened, the others that it is not readable perf.data. With `in_place`
+/// the records are read from a map of the file (`records`), else, as for the
+/// files that reader leaves, through linux-perf-data's iterator.
+pub(crate) fn read_file(path: &str, in_place: bool) -> Result<Output, String> {
     let file = header::open_checked(path)?;
-    // Buffered reads, not mmap: resident memory stays independent of file size.
+    let mapped = file
+        .try_clone()
+        .map_err(|e| format!("cannot read perf.data: {e}"))?;
+    // The crate's iterator reads through a buffer (records::for_each_in_time_order
+    // maps the file and drops what it read).
     let cursor = std::io::BufReader::with_capacity(1 << 20, file);
     let PerfFileReader {
         mut perf_file,
@@ -554,105 +645,40 @@ pub(crate) fn read_file(path: &str) -> Result<Output, String> {
             MetaVal::List(c.iter().map(|x| x.to_string()).collect()),
         ));
     }
-    let mut reader = Reader::default();
     let mut bid_pairs = Vec::new();
     if let Ok(b) = perf_file.build_ids() {
-        for (k, v) in b {
-            let h = hex(&v.build_id);
-            bid_pairs.push((String::from_utf8_lossy(&v.path).into_owned(), h.clone()));
-            reader.build_ids.insert(k, h);
+        for v in b.values() {
+            bid_pairs.push((
+                String::from_utf8_lossy(&v.path).into_owned(),
+                hex(&v.build_id),
+            ));
         }
     }
     bid_pairs.sort();
     meta.push(("build_ids", MetaVal::Pairs(bid_pairs)));
-    reader.kernel_dso = reader.dso_id(b"[kernel.kallsyms]", CpuMode::Kernel, None);
+    let events = events_of(&perf_file);
 
-    let mut events = Vec::new();
-    for (i, attr) in perf_file.event_attributes().iter().enumerate() {
-        let a = attr.attributes();
-        let (kind, unit) = event_kind(&a.type_);
-        let name = attr
-            .name()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("event{i}"));
-        let has_callchain = a.sample_format.contains(SampleFormat::CALLCHAIN);
-        let dwarf = a.sample_format.contains(SampleFormat::REGS_USER)
-            && a.sample_format.contains(SampleFormat::STACK_USER);
-        if dwarf {
-            reader.dwarf = true;
-        }
-        reader.fixed_period.push(match a.sampling_policy {
-            SamplingPolicy::Period(p) => p.get(),
-            _ => 1,
-        });
-        events.push(Event {
-            name,
-            kind,
-            unit,
-            has_callchain,
-            dwarf,
-        });
-    }
-
-    loop {
-        let rec = match record_iter.next_record(&mut perf_file) {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                return Err(format!(
-                    "truncated or corrupt perf.data ({e}) after {} samples",
-                    reader.samples
-                ))
+    let mut reader = new_reader(&perf_file);
+    let read = in_place
+        && records::for_each_in_time_order(&mapped, &perf_file, |event, record| {
+            reader.on_record(event, record)
+        })?;
+    if !read {
+        reader = new_reader(&perf_file);
+        loop {
+            let rec = match record_iter.next_record(&mut perf_file) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(format!(
+                        "truncated or corrupt perf.data ({e}) after {} samples",
+                        reader.samples
+                    ))
+                }
+            };
+            if let PerfFileRecord::EventRecord { attr_index, record } = rec {
+                reader.on_record(attr_index, record);
             }
-        };
-        let PerfFileRecord::EventRecord { attr_index, record } = rec else {
-            continue;
-        };
-        if record.record_type == RecordType(PERF_RECORD_LOST_SAMPLES) {
-            let sl = record.data.as_slice();
-            if sl.len() >= 8 {
-                reader.lost += u64::from_le_bytes(sl[..8].try_into().unwrap_or_default());
-            }
-            continue;
-        }
-        let parsed = match record.parse() {
-            Ok(p) => p,
-            Err(_) => continue,
-        };
-        match parsed {
-            EventRecord::Sample(s) => reader.on_sample(&s, attr_index as u32),
-            EventRecord::Mmap(m) if m.is_executable => {
-                let p = m.path.as_slice();
-                reader.add_mmap(
-                    m.pid,
-                    m.address,
-                    m.length,
-                    m.page_offset,
-                    &p,
-                    m.cpu_mode,
-                    None,
-                );
-            }
-            EventRecord::Mmap2(m) if m.protection & PROT_EXEC != 0 => {
-                let p = m.path.as_slice();
-                let bid = match &m.file_id {
-                    Mmap2FileId::BuildId(b) => Some(b.clone()),
-                    _ => None,
-                };
-                reader.add_mmap(
-                    m.pid,
-                    m.address,
-                    m.length,
-                    m.page_offset,
-                    &p,
-                    m.cpu_mode,
-                    bid.as_deref(),
-                );
-            }
-            EventRecord::Comm(c) => reader.on_comm(&c),
-            EventRecord::Fork(f) => reader.on_fork(&f),
-            EventRecord::Lost(l) => reader.lost += l.count,
-            _ => {}
         }
     }
     if let Some(t) = reader.kernel_text {

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { inflateSync } from "node:zlib";
 import { runFlows, urlMatching, urlNotMatching } from "./run_flows.mjs";
 
 const [base, reportFile, artifacts, tokenBase, token, singleReport, flameFile] = process.argv.slice(2);
@@ -52,6 +53,31 @@ async function pixelAt(page, point) {
     },
     [point.x - box.x, point.y - box.y],
   );
+}
+
+/**
+ * The colour the screen shows near a frame's bottom-left corner (clear of its label) and
+ * the colour the canvas's bitmap holds there: a canvas whose bitmap is taller than the graph must
+ * show its top part at its own scale (style.css: object-fit).
+ */
+async function shownAndPainted(page, name) {
+  const corner = await page.evaluate((wanted) => {
+    const g = window.perfsleuthFlame.graph;
+    const d = g.drawn;
+    for (let k = 0; k < d.count; k++) if (d.node[k] > 0 && g.data.names[g.data.name[d.node[k]]] === wanted) return { x: d.x[k] + 1, y: d.y[k] + 15 };
+    return null;
+  }, name);
+  assert.ok(corner, `frame ${name} is drawn`);
+  const box = await page.locator("canvas.flame-canvas").boundingBox();
+  const png = await page.screenshot({ clip: { x: box.x + corner.x, y: box.y + corner.y, width: 1, height: 1 } });
+  return { shown: pngPixel(png), painted: await pixelAt(page, { x: box.x + corner.x, y: box.y + corner.y }) };
+}
+
+/** The [r, g, b] of a 1 × 1 PNG: its one row, after the filter byte (no filter changes a lone pixel). */
+function pngPixel(png) {
+  const chunks = [];
+  for (let at = 8; at < png.length; at += 12 + png.readUInt32BE(at)) if (png.toString("latin1", at + 4, at + 8) === "IDAT") chunks.push(png.subarray(at + 8, at + 8 + png.readUInt32BE(at)));
+  return Array.from(inflateSync(Buffer.concat(chunks)).subarray(1, 4));
 }
 
 /** The legend's swatch colour for LABEL, as [r, g, b]. */
@@ -129,6 +155,31 @@ async function sandwichMismatches(page, fn) {
     }
     return problems;
   }, fn);
+}
+
+/**
+ * Where the shown tree's (the flame graph's, or the sandwich's WHICH graph's) subtree ends,
+ * parents or depth differ from the ones its pre-order of depths gives (empty if none): a
+ * merged tree (hide, the callees) writes them as it is built.
+ */
+async function shapeProblems(page, which) {
+  return page.evaluate((side) => {
+    const tree = (side ? window.perfsleuthSandwich[side] : window.perfsleuthFlame.graph).data;
+    const problems = [];
+    const open = [];
+    const end = new Int32Array(tree.nodes).fill(tree.nodes);
+    let deepest = 0;
+    for (let k = 0; k < tree.nodes; k++) {
+      while (open.length && tree.depth[open[open.length - 1]] >= tree.depth[k]) end[open.pop()] = k;
+      const parent = open.length ? open[open.length - 1] : -1;
+      if (tree.parent[k] !== parent) problems.push(`node ${k}: parent ${tree.parent[k]}, its depths say ${parent}`);
+      open.push(k);
+      deepest = Math.max(deepest, tree.depth[k]);
+    }
+    for (let k = 0; k < tree.nodes; k++) if (tree.end[k] !== end[k]) problems.push(`node ${k}: ends at ${tree.end[k]}, its depths say ${end[k]}`);
+    if (tree.maxDepth !== deepest) problems.push(`max depth ${tree.maxDepth}, its depths say ${deepest}`);
+    return problems.slice(0, 5);
+  }, which);
 }
 
 /** The page element that has the keyboard focus: its tag and aria-label. */
@@ -250,6 +301,7 @@ const flows = {
   async flame_focus_ignore_hide(page) {
     await page.goto(`${base}#/run/2/flame`);
     await page.locator("canvas.flame-canvas").waitFor();
+    await page.evaluate(() => (window.flameCanvas = window.perfsleuthFlame.graph.canvas));
     await page.fill("input[aria-label=focus]", "^malloc$");
     await page.press("input[aria-label=focus]", "Enter");
     // malloc is on 120 of run 2's 905 samples, all under compute_hot.
@@ -257,6 +309,18 @@ const flows = {
     await urlMatching(page, /focus=%5Emalloc%24/);
     assert.deepEqual(await drawnAt(page, 3), ["compute_hot"]);
     assert.deepEqual(await drawnAt(page, 4), ["malloc"]);
+    // The focused graph draws on the flame graph's canvas, without a new bitmap: the
+    // element is as tall as its rows, the bitmap taller, and the screen shows what was painted.
+    const reused = await page.evaluate(() => {
+      const { canvas, drawn } = window.perfsleuthFlame.graph;
+      const rowTops = Array.from(drawn.y.subarray(0, drawn.count));
+      return { same: canvas === window.flameCanvas, fitsRows: canvas.clientHeight === Math.max(...rowTops) + 18, tallerBitmap: canvas.height > canvas.clientHeight * devicePixelRatio };
+    });
+    assert.deepEqual(reused, { same: true, fitsRows: true, tallerBitmap: true });
+    for (const name of ["main", "compute_hot", "malloc"]) {
+      const { shown, painted } = await shownAndPainted(page, name);
+      assertSameColour(shown, painted, `${name} on the screen`);
+    }
     assert.match(await page.locator(".frame-details").innerText(), /total 13\.26%\s+\(120 samples\)/);
     await page.screenshot({ path: `${artifacts}/flame-focus.png`, fullPage: true });
     await page.goBack();
@@ -273,6 +337,7 @@ const flows = {
     const callees = await drawnAt(page, 2);
     assert.deepEqual(callees.slice(0, 3), ["compute_hot", "futex_wait", HOSTILE]);
     assert.equal(callees.includes("run_engine"), false);
+    assert.deepEqual(await shapeProblems(page), []);
     await page.goto(`${base}#/run/2/flame?focus=(`);
     await page.locator(".data-filter .error").waitFor();
     assert.match(await page.locator(".data-filter .error").innerText(), /focus: Invalid regular expression/);
@@ -343,6 +408,7 @@ const flows = {
     assert.deepEqual([await drawnAt(page, 1, "callers"), await drawnAt(page, 2, "callers"), await drawnAt(page, 3, "callers")], [["compute_hot"], ["run_engine"], ["main"]]);
     assert.deepEqual([await drawnAt(page, 1, "callees"), await drawnAt(page, 2, "callees")], [["compute_hot"], ["malloc"]]);
     assert.deepEqual(await sandwichMismatches(page, "compute_hot"), []);
+    assert.deepEqual([await shapeProblems(page, "callers"), await shapeProblems(page, "callees")], [[], []]);
     await page.screenshot({ path: `${artifacts}/flame-sandwich.png`, fullPage: true });
     await page.evaluate(() => (window.firstSandwich = window.perfsleuthSandwich));
     await page.locator("a", { hasText: "back to the flame graph" }).click();
@@ -380,6 +446,7 @@ const flows = {
         await page.goto(`${base}#/run/${run}/flame?sandwich=${encodeURIComponent(fn)}`);
         await page.waitForFunction(() => window.perfsleuthSandwich !== undefined);
         assert.deepEqual(await sandwichMismatches(page, fn), [], `run ${run}, sandwich of ${fn}`);
+        assert.deepEqual([await shapeProblems(page, "callers"), await shapeProblems(page, "callees")], [[], []], `run ${run}, sandwich of ${fn}`);
       }
     }
   },

@@ -182,9 +182,7 @@ def test_dwarf_recording_matches_perf_report(dwarf_data: Path, native: bool) -> 
     assert total_pct.get("heavy_path", 0) > 20
 
 
-@pytest.mark.parametrize("mode", ["fp", "dwarf"])
-def test_threads_and_recursion_match_perf_report(work: Path, mode: str) -> None:
-    """bench/import_workload.c: 2 threads, recursion, qsort callbacks into libc."""
+def _threads_program(work: Path) -> Path:
     exe = work / "import_workload"
     if not exe.exists():
         src = FIXTURES.parent.parent / "bench" / "import_workload.c"
@@ -192,6 +190,13 @@ def test_threads_and_recursion_match_perf_report(work: Path, mode: str) -> None:
             [CC, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe), str(src)],
             check=True,
         )
+    return exe
+
+
+@pytest.mark.parametrize("mode", ["fp", "dwarf"])
+def test_threads_and_recursion_match_perf_report(work: Path, mode: str) -> None:
+    """bench/import_workload.c: 2 threads, recursion, qsort callbacks into libc."""
+    exe = _threads_program(work)
     data = work / f"threads-{mode}.data"
     opts = ["-F", "1000", "--call-graph", "dwarf"] if mode == "dwarf" else ["-F", "4000", "-g"]
     subprocess.run(
@@ -442,3 +447,39 @@ def test_two_events_keep_the_busiest_and_say_so(work: Path, native: bool) -> Non
     (warning,) = p.meta["warnings"]
     assert "samples of 2 events" in warning and f"kept {p.meta['event']}" in warning
     assert "left out" in warning and "record one event per run" in warning
+
+
+IN_PLACE_RECORDINGS = {
+    "frame pointers": ("-F", "4000", "-g"),
+    "dwarf": ("-F", "1000", "--call-graph", "dwarf"),
+    "two events": ("-e", "cpu-clock", "-e", "task-clock", "-F", "2000", "-g"),
+    # compressed records are read by linux-perf-data's iterator either way
+    "compressed": ("-z", "-F", "4000", "-g"),
+}
+
+
+@pytest.mark.parametrize("recording", IN_PLACE_RECORDINGS)
+def test_records_read_in_place_give_what_the_crates_iterator_gives(
+    work: Path, recording: str
+) -> None:
+    """The native reader's records read in place from a map of the file, in its own
+    time order (native/src/records.rs), give every table exactly as linux-perf-data's
+    copying iterator does: the same frames, stacks, rows and time order. Two threads
+    on two CPUs: perf writes each CPU's records apart, so the file is out of order."""
+    if not perf_data.native_available():
+        pytest.skip("the native reader is not built")
+    import perfsleuth_native
+
+    data = work / f"in-place-{recording.replace(' ', '-')}.data"
+    subprocess.run(
+        ["perf", "record", "-q", *IN_PLACE_RECORDINGS[recording], "-o", str(data), "--"]
+        + [str(_threads_program(work)), "2", "1.0"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    in_place = perfsleuth_native.read_perf_data(str(data))
+    copied = perfsleuth_native.read_perf_data(str(data), in_place=False)
+    assert in_place["meta"]["num_samples"] > 0
+    assert len(in_place["timeline"]["row"]) > 0
+    assert in_place == copied

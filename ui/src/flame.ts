@@ -215,7 +215,7 @@ const SLIVER_PX = 1; // narrower frames are painted as slivers
 const MAX_ROWS = 1000;
 
 export class FlameGraph {
-  canvas: HTMLCanvasElement; // another kept canvas of the size a draw needs may take its place
+  canvas: HTMLCanvasElement; // a kept canvas that fits may take its place (prepareCanvas)
   readonly tip = document.createElement("div");
   zoom = 0;
   cursor = -1; // the frame the keyboard is on (outlined), -1 before any key or click
@@ -233,7 +233,7 @@ export class FlameGraph {
   private resizing: ResizeObserver | null = null;
   private listening = new AbortController(); // the graph's listeners, until its canvas goes to another graph
   private canvasListening = new AbortController(); // those on its current canvas
-  private borrowed: boolean; // the canvas is a kept one, not yet drawn by this graph
+  private drawnOnce = false; // before the first draw, the canvas is a new element without a bitmap
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
     this.tip.className = "flame-tip";
@@ -242,9 +242,7 @@ export class FlameGraph {
     this.matched = new Uint8Array(data.names.length);
     ({ palette: this.palette, labels: this.labels } = nameStyles(data));
     window.addEventListener("mouseup", () => this.onDragEnd(), { signal: this.listening.signal });
-    const kept = freeCanvas();
-    this.borrowed = kept !== null;
-    this.canvas = this.adopt(kept ?? document.createElement("canvas"));
+    this.canvas = this.adopt(document.createElement("canvas"));
   }
 
   /** Makes `canvas` this graph's: its role, its listeners, and its place among the kept canvases. */
@@ -269,7 +267,7 @@ export class FlameGraph {
     return canvas;
   }
 
-  /** Puts `fitting` (a free kept canvas) where the graph's canvas is; the old one is left free if it was drawn. */
+  /** Puts `fitting` (a free kept canvas) where the graph's canvas is; the old one is left free if it was drawn on. */
   private swapCanvas(fitting: HTMLCanvasElement): void {
     const old = this.canvas;
     this.canvasListening.abort();
@@ -486,21 +484,21 @@ export class FlameGraph {
 
   private prepareCanvas(cssWidth: number, cssHeight: number): CanvasRenderingContext2D {
     const dpr = window.devicePixelRatio || 1;
-    const size: CanvasSize = { width: Math.round(cssWidth * dpr), height: Math.round(cssHeight * dpr), css: [`${cssWidth}px`, `${cssHeight}px`] };
-    if (!sized(this.canvas, size)) {
+    const size: CanvasSize = { width: Math.round(cssWidth * dpr), height: Math.round(cssHeight * dpr) };
+    if (!this.drawnOnce || !fits(this.canvas, size)) {
       // A resized canvas gets a new bitmap (5-10 ms for a deep graph's, and the compositor a new
-      // resource): a free one of this size is taken instead, unless the keyboard is on this one.
+      // resource): a free one that fits is taken instead, unless the keyboard is on this one.
       const fitting = document.activeElement === this.canvas ? null : freeCanvas(size);
       if (fitting) this.swapCanvas(fitting);
-      else if (this.borrowed) this.swapCanvas(document.createElement("canvas")); // the kept one keeps its size for a graph that needs it
-      if (!sized(this.canvas, size)) {
+      if (!fits(this.canvas, size)) {
         this.canvas.width = size.width;
-        this.canvas.height = size.height;
-        this.canvas.style.width = size.css[0];
-        this.canvas.style.height = size.css[1];
+        this.canvas.height = Math.min(Math.ceil(size.height * HEADROOM), Math.max(size.height, MAX_BITMAP_SIDE));
       }
     }
-    this.borrowed = false;
+    this.drawnOnce = true;
+    // The element is the graph's size; a taller bitmap shows its top part (style.css: object-fit).
+    if (this.canvas.style.width !== `${cssWidth}px`) this.canvas.style.width = `${cssWidth}px`;
+    if (this.canvas.style.height !== `${cssHeight}px`) this.canvas.style.height = `${cssHeight}px`;
     const ctx = this.canvas.getContext("2d")!;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, cssWidth, cssHeight);
@@ -742,27 +740,29 @@ export class FlameGraph {
 }
 
 /**
- * Canvases of graphs that left the page, for the next graph of the same size to draw on:
- * each filter, sandwich or URL change builds a new graph, and a new canvas of a deep graph's
- * size (1,600 × 1,500 px) took 5-10 ms to allocate and clear, and the compositor a new
- * resource. Resizing a kept canvas costs as much (and loses the size the next graph may
- * need: a sandwich's two graphs, then the flame graph, then the sandwich again), so a graph
- * whose kept canvas is not of the size its first draw needs takes a kept one that is, or a
- * new one. A canvas is free once its graph was drawn on the page and is no longer on it;
- * taking it releases the old graph's listeners.
+ * Canvases of graphs that left the page, for the next graph to draw on: each filter,
+ * sandwich or URL change builds a new graph, and a new canvas of a deep graph's size
+ * (1,600 × 1,500 px) took 5-10 ms to allocate and clear, and the compositor ~5 ms more for
+ * its new resource. Resizing a kept canvas costs as much, so a graph's first draw takes the
+ * free kept canvas of its width with the shortest bitmap at least as tall as it needs (the
+ * element is as tall as the graph and shows the bitmap's top part: a focus, hide or
+ * sandwich draws on the canvas of the graph it came from), else gets a bitmap a quarter
+ * taller than it needs, for the next graph a little taller. A canvas is free once its graph
+ * was drawn on the page and is no longer on it; taking it releases the old graph's listeners.
  */
 const keptCanvases = new Map<HTMLCanvasElement, () => void>(); // canvas → release its graph
 const shownCanvases = new WeakSet<HTMLCanvasElement>();
 const KEPT_CANVASES = 4; // free ones, beside those on the page
+// A bitmap up to this many times as tall as a graph is drawn on rather than replaced: the
+// compositor copies the whole bitmap at each change, so a far taller one would cost more than it saves.
+const TALLER_BITMAP = 4;
+const HEADROOM = 1.25;
+const MAX_BITMAP_SIDE = 32767; // Chromium draws no canvas bitmap taller
 
-/**
- * A free kept canvas, released by its old graph; null if none. Of `size` if given, else the
- * one a graph took last: the sandwich's graphs, then the flame graph, then the sandwich
- * again each find theirs (the first of two graphs takes the other's, then they swap).
- */
-function freeCanvas(size?: CanvasSize): HTMLCanvasElement | null {
+/** The free kept canvas that fits `size` with the shortest bitmap, released by its old graph; null if none. */
+function freeCanvas(size: CanvasSize): HTMLCanvasElement | null {
   let found: HTMLCanvasElement | null = null;
-  for (const canvas of keptCanvases.keys()) if (isFree(canvas) && (!size || sized(canvas, size))) found = canvas;
+  for (const canvas of keptCanvases.keys()) if (isFree(canvas) && fits(canvas, size) && (!found || canvas.height < found.height)) found = canvas;
   if (!found) return null;
   keptCanvases.get(found)!();
   keptCanvases.delete(found);
@@ -772,13 +772,13 @@ function freeCanvas(size?: CanvasSize): HTMLCanvasElement | null {
 }
 
 interface CanvasSize {
-  width: number; // of the bitmap
+  width: number; // of the bitmap a graph needs
   height: number;
-  css: string[]; // the element's width and height
 }
 
-function sized(canvas: HTMLCanvasElement, size: CanvasSize): boolean {
-  return canvas.width === size.width && canvas.height === size.height && canvas.style.width === size.css[0] && canvas.style.height === size.css[1];
+/** Whether a graph that needs a bitmap of `size` can draw on `canvas`'s: as wide, at least as tall, not far taller. */
+function fits(canvas: HTMLCanvasElement, size: CanvasSize): boolean {
+  return canvas.width === size.width && canvas.height >= size.height && canvas.height <= size.height * TALLER_BITMAP;
 }
 
 function keepCanvas(canvas: HTMLCanvasElement, release: () => void): void {

@@ -138,7 +138,7 @@ def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progres
 
 
 def keep_ui_answers(
-    store: Store, run_id: int, progress: Progress, profile: Profile, *, only_top: bool = False
+    store: Store, info: RunInfo, progress: Progress, profile: Profile, *, only_top: bool = False
 ) -> None:
     """The run's flame graph, TopN, facts and time order kept for the web UI; with
     `only_top` its TopN alone (`import`: views/run_answers.IMPORT_PAGES)."""
@@ -147,4 +147,4 @@ def keep_ui_answers(
 
     progress.phase("keeping the web UI's pages of the run")
     pages = run_answers.IMPORT_PAGES if only_top else run_answers.PAGES
-    run_answers.keep(store, run_id, profile, pages)
+    run_answers.keep(store, info, profile, pages)

@@ -74,7 +74,7 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         progress.phase(f"storing {profile.num_samples:,} samples")
         store = Store(args.store)
         info = store.add_run(facts, Recording(profile))
-        keep_ui_answers(store, info.id, progress, profile, only_top=True)
+        keep_ui_answers(store, info, progress, profile, only_top=True)
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         write(RECORDED, summary, "json", args.output)

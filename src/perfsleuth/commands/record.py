@@ -224,7 +224,7 @@ def store_recording(
         recording = recorder(options.mode)(options, cmd, tmp)
     options.progress.phase("storing the run")
     info = store.add_run(facts, recording)
-    keep_ui_answers(store, info.id, options.progress, recording.profile)
+    keep_ui_answers(store, info, options.progress, recording.profile)
     kept_counts.keep_recorded(store, info, recording)
     profile = recording.profile
     print(

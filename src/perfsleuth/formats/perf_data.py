@@ -15,6 +15,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -327,15 +328,32 @@ class _NativeReading:
         return None if vaddr is None else (dso_name(self.dsos[dso]["path"]), vaddr)
 
     def timeline(self, placed: list[tuple[int, int] | None]) -> Timeline:
-        """This event's samples in time order (empty when perf recorded no times)."""
-        out = Timeline()
+        """This event's samples in time order (empty when perf recorded no times).
+
+        Timeline.add's joining of runs on one stack and thread, inlined: a call per
+        run was a tenth of `import` for a perf.data of 250,000 runs."""
+        stacks: list[int] = []
+        threads: list[int] = []
+        counts: list[int] = []
+        times: list[int] = []
+        last = None
         runs = self.data.get("timeline") or {}
         columns = (runs.get("row", []), runs.get("count", []), runs.get("time", []))
         for row, count, time in zip(*columns, strict=True):
             where = placed[row]
-            if where is not None:
-                out.add(where[0], where[1], count, time)
-        return out
+            if where is None:
+                continue
+            if where == last:
+                counts[-1] += count
+                continue
+            last = where
+            stacks.append(where[0])
+            threads.append(where[1])
+            counts.append(count)
+            times.append(time)
+        return Timeline(
+            array("i", stacks), array("i", threads), array("I", counts), array("Q", times)
+        )
 
 
 def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:

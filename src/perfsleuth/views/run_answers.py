@@ -120,12 +120,14 @@ def kept_page(store: Store, source: RunSource, name: str) -> bytes:
 
 
 def keep(
-    store: Store, run_id: int, profile: Profile | None = None, pages: tuple[Page, ...] = PAGES
+    store: Store, info: RunInfo, profile: Profile | None = None, pages: tuple[Page, ...] = PAGES
 ) -> None:
-    """Compute and keep a just-stored run's whole-run pages; `profile` is the one just
-    stored, when the caller has it (reading a large run back costs more than the pages)."""
-    stored = profile if profile is not None else store.load(run_id)
-    source = stored_run(store, store.run_info(run_id), lambda: stored)
+    """Compute and keep a just-stored run's whole-run pages; `info` is the run as
+    Store.add_run stored it (reading it back opened DuckDB again), `profile` the one
+    just stored, when the caller has it (reading a large run back costs more than the
+    pages)."""
+    stored = profile if profile is not None else store.load(info.id)
+    source = stored_run(store, info, lambda: stored)
     for page in pages:
         try:
             kept_page(store, source, page.name)
