@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Pyroscope clients the collector's integration tests push with, from their own
-# registries, kept under .venv/clients/ (tests/integration/test_pyroscope_clients.py).
+# The Pyroscope clients and the OpenTelemetry Collector the collector's integration
+# tests push with, from their own registries, kept under .venv/clients/
+# (tests/integration/test_pyroscope_clients.py, test_otel_collector.py).
 # pyroscope-io 1.4.0 is a dev dependency of the virtualenv itself (pyproject.toml).
 # Idempotent: each client is installed once; a failed install is said, not fatal.
 set -uo pipefail
@@ -18,19 +19,26 @@ if [ ! -d "$PY08/pyroscope" ]; then
     rm -rf "$PY08.tmp"
 fi
 
-# pyroscope-go v1.5.0 in a small program (tests/clients/go/), built once per source
-# change, module and build caches kept beside it; skipped without Go (>= 1.21).
-GO_APP=$CLIENTS/go-app
-GO_SRC=tests/clients/go
-if command -v go >/dev/null 2>&1; then
-    HASH=$(cat "$GO_SRC"/go.mod "$GO_SRC"/go.sum "$GO_SRC"/*.go | sha256sum | cut -d' ' -f1)
-    if [ ! -x "$GO_APP" ] || [ "$(cat "$GO_APP.stamp" 2>/dev/null)" != "$HASH" ]; then
-        (cd "$GO_SRC" && GOPATH=$CLIENTS/go GOCACHE=$CLIENTS/go/cache GOFLAGS="-mod=readonly -modcacherw" \
-            go build -o "$GO_APP" .) && echo "$HASH" > "$GO_APP.stamp" \
-            || echo "install-clients: the pyroscope-go program did not build" >&2
+# A Go program built once per source change (stamped with the hash of its sources),
+# module and build caches kept beside it: go_program OUTPUT SOURCE-DIR WHAT.
+go_program() {
+    local out=$CLIENTS/$1 src=$2 hash
+    hash=$(cat "$src"/go.mod "$src"/go.sum "$src"/*.go | sha256sum | cut -d' ' -f1)
+    if [ ! -x "$out" ] || [ "$(cat "$out.stamp" 2>/dev/null)" != "$hash" ]; then
+        (cd "$src" && GOPATH=$CLIENTS/go GOCACHE=$CLIENTS/go/cache GOFLAGS="-mod=readonly -modcacherw" \
+            go build -o "$out" .) && echo "$hash" > "$out.stamp" \
+            || echo "install-clients: $3 did not build" >&2
     fi
+}
+
+# pyroscope-go v1.5.0 in a small program (tests/clients/go/), and a real OpenTelemetry
+# Collector v0.165.0 (otlp receiver, otlphttp exporter: tests/clients/otelcol/, about
+# 2-4 minutes cold); skipped without Go (>= 1.26 for the collector).
+if command -v go >/dev/null 2>&1; then
+    go_program go-app tests/clients/go "the pyroscope-go program"
+    go_program otelcol tests/clients/otelcol "the OpenTelemetry Collector"
 else
-    echo "install-clients: no Go: the pyroscope-go test will say so" >&2
+    echo "install-clients: no Go: the pyroscope-go and otelcol tests will say so" >&2
 fi
 
 # @pyroscope/nodejs 0.6.4 (npm), for tests/clients/node/app.js; skipped without npm.

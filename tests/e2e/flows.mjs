@@ -157,6 +157,31 @@ async function sandwichMismatches(page, fn) {
   }, fn);
 }
 
+/**
+ * Where the shown tree's (the flame graph's, or the sandwich's WHICH graph's) subtree ends,
+ * parents or depth differ from the ones its pre-order of depths gives (empty if none): a
+ * merged tree (hide, the callees) writes them as it is built.
+ */
+async function shapeProblems(page, which) {
+  return page.evaluate((side) => {
+    const tree = (side ? window.perfsleuthSandwich[side] : window.perfsleuthFlame.graph).data;
+    const problems = [];
+    const open = [];
+    const end = new Int32Array(tree.nodes).fill(tree.nodes);
+    let deepest = 0;
+    for (let k = 0; k < tree.nodes; k++) {
+      while (open.length && tree.depth[open[open.length - 1]] >= tree.depth[k]) end[open.pop()] = k;
+      const parent = open.length ? open[open.length - 1] : -1;
+      if (tree.parent[k] !== parent) problems.push(`node ${k}: parent ${tree.parent[k]}, its depths say ${parent}`);
+      open.push(k);
+      deepest = Math.max(deepest, tree.depth[k]);
+    }
+    for (let k = 0; k < tree.nodes; k++) if (tree.end[k] !== end[k]) problems.push(`node ${k}: ends at ${tree.end[k]}, its depths say ${end[k]}`);
+    if (tree.maxDepth !== deepest) problems.push(`max depth ${tree.maxDepth}, its depths say ${deepest}`);
+    return problems.slice(0, 5);
+  }, which);
+}
+
 /** The page element that has the keyboard focus: its tag and aria-label. */
 async function focused(page) {
   return page.evaluate(() => `${document.activeElement.tagName.toLowerCase()} ${document.activeElement.getAttribute("aria-label") ?? ""}`.trim());
@@ -312,6 +337,7 @@ const flows = {
     const callees = await drawnAt(page, 2);
     assert.deepEqual(callees.slice(0, 3), ["compute_hot", "futex_wait", HOSTILE]);
     assert.equal(callees.includes("run_engine"), false);
+    assert.deepEqual(await shapeProblems(page), []);
     await page.goto(`${base}#/run/2/flame?focus=(`);
     await page.locator(".data-filter .error").waitFor();
     assert.match(await page.locator(".data-filter .error").innerText(), /focus: Invalid regular expression/);
@@ -382,6 +408,7 @@ const flows = {
     assert.deepEqual([await drawnAt(page, 1, "callers"), await drawnAt(page, 2, "callers"), await drawnAt(page, 3, "callers")], [["compute_hot"], ["run_engine"], ["main"]]);
     assert.deepEqual([await drawnAt(page, 1, "callees"), await drawnAt(page, 2, "callees")], [["compute_hot"], ["malloc"]]);
     assert.deepEqual(await sandwichMismatches(page, "compute_hot"), []);
+    assert.deepEqual([await shapeProblems(page, "callers"), await shapeProblems(page, "callees")], [[], []]);
     await page.screenshot({ path: `${artifacts}/flame-sandwich.png`, fullPage: true });
     await page.evaluate(() => (window.firstSandwich = window.perfsleuthSandwich));
     await page.locator("a", { hasText: "back to the flame graph" }).click();
@@ -419,6 +446,7 @@ const flows = {
         await page.goto(`${base}#/run/${run}/flame?sandwich=${encodeURIComponent(fn)}`);
         await page.waitForFunction(() => window.perfsleuthSandwich !== undefined);
         assert.deepEqual(await sandwichMismatches(page, fn), [], `run ${run}, sandwich of ${fn}`);
+        assert.deepEqual([await shapeProblems(page, "callers"), await shapeProblems(page, "callees")], [[], []], `run ${run}, sandwich of ${fn}`);
       }
     }
   },

@@ -461,10 +461,10 @@ def test_the_agent_has_its_own_route_and_ingest_still_takes_its_windows(
     assert status == 200 and json.loads(answer)["stored"] is False
 
 
-def heap_profile() -> profile_pb2.Profile:
-    """The pprof of pyroscope-go v1.5.0's captured heap push."""
-    head = json.loads((PYROSCOPE_FIXTURES / "go-1.5.0-heap.json").read_text())
-    body = (PYROSCOPE_FIXTURES / "go-1.5.0-heap.bin").read_bytes()
+def captured_pprof(kind: str) -> profile_pb2.Profile:
+    """The pprof of pyroscope-go v1.5.0's captured `kind` (cpu, heap, ...) push."""
+    head = json.loads((PYROSCOPE_FIXTURES / f"go-1.5.0-{kind}.json").read_text())
+    body = (PYROSCOPE_FIXTURES / f"go-1.5.0-{kind}.bin").read_bytes()
     boundary = head["content-type"].split("boundary=")[1]
     start = body.index(b"\r\n\r\n", body.index(b'name="profile"')) + 4
     end = body.index(f"\r\n--{boundary}".encode(), start)
@@ -473,7 +473,7 @@ def heap_profile() -> profile_pb2.Profile:
 
 def scaled_heap(scale: int, shift_s: int) -> profile_pb2.Profile:
     """The captured heap profile, every value times `scale`, its time `shift_s` later."""
-    profile = heap_profile()
+    profile = captured_pprof("heap")
     profile.time_nanos += shift_s * 10**9
     for sample in profile.sample:
         sample.value[:] = [v * scale for v in sample.value]
@@ -539,7 +539,7 @@ def test_a_cumulative_heap_profile_is_stored_as_deltas(collector: Collector) -> 
 
 def heap_totals() -> dict[str, int]:
     """The captured heap profile's total per sample type."""
-    profile = heap_profile()
+    profile = captured_pprof("heap")
     names = [profile.string_table[t.type] for t in profile.sample_type]
     return {n: sum(s.value[i] for s in profile.sample) for i, n in enumerate(names)}
 

@@ -185,3 +185,40 @@ def test_a_string_index_out_of_the_table_is_refused() -> None:
     req.resource_profiles[0].resource.attributes.append(KeyValue(key_strindex=999))
     with pytest.raises(PayloadError, match="index 999"):
         otlp_profiles.decode(req.SerializeToString(), "r")
+
+
+def test_sample_string_attributes_are_labels_of_their_samples() -> None:
+    """A sample's own string attributes (not its thread's or process's) are its labels:
+    one window per set of them, as a pprof's string labels."""
+    req = request([])
+    table = req.dictionary.attribute_table
+    req.dictionary.string_table.extend(["phase", "team"])
+    phase, team = len(STRINGS), len(STRINGS) + 1
+    table.extend([attr(phase, "a"), attr(team, "sre"), attr(phase, "b")])
+    a, sre, b = len(table) - 3, len(table) - 2, len(table) - 1
+    samples = req.resource_profiles[0].scope_profiles[0].profiles[0].samples
+    for values, attributes in (([3], [1, a, sre]), ([5], [sre, b]), ([7], [2]), ([2], [a, sre])):
+        samples.add(stack_index=1, values=values, attribute_indices=attributes)
+    export = otlp_profiles.decode(req.SerializeToString(), "r1")
+    totals = {
+        (w.labels.get("phase"), w.labels.get("team")): w.profile.total for w in export.windows
+    }
+    assert totals == {(None, None): 7, ("a", "sre"): 5, ("b", "sre"): 5}
+    assert all(
+        w.labels["service"] == "api" and w.labels["version"] == "1.4" for w in export.windows
+    )
+    assert sorted(w.id for w in export.windows) == ["r1-0", "r1-0.1", "r1-0.2"]
+    unlabelled = next(w for w in export.windows if "phase" not in w.labels)
+    assert [t.name for t in unlabelled.profile.threads] == ["worker"]  # not a label
+
+
+def test_cpu_nanoseconds_count_one_sample_per_period() -> None:
+    """A CPU time without timestamps stands for its time over the period (10 ms) in
+    samples, not one sample per stack (the OTel Collector's pprof-converted profiles)."""
+    samples = [
+        otlp.Sample(stack_index=1, values=[30_000_000]),
+        otlp.Sample(stack_index=1, values=[4]),
+    ]
+    (window,) = otlp_profiles.decode(request(samples, (3, 4)).SerializeToString(), "r").windows
+    assert (window.type, window.profile.unit, window.rate_hz) == ("cpu", "ns", 0.0)
+    assert window.profile.total == 30_000_004 and window.profile.num_samples == 3 + 1

@@ -162,10 +162,12 @@ class Collector:
 
         try:
             export, stored = await self._run(store, self.appenders)
-            self._count(stored)
         except PayloadError as e:
             return self._refused("otlp", e)
-        self.metrics.bytes += len(body)
+        new = self._count(stored)
+        self.metrics.pushes["otlp", "accepted" if new else "duplicate"] += 1
+        if new:
+            self.metrics.bytes += len(body)
         answer = ExportProfilesServiceResponse()
         if export.skipped:
             answer.partial_success.rejected_profiles = export.skipped

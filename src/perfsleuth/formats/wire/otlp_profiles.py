@@ -1,12 +1,16 @@
 """OTLP profiles (v1development ExportProfilesServiceRequest, HTTP/protobuf) as fleet Windows.
 
-One Window per profile of each resource: host.name, service.name, service.version and
+Windows per profile of each resource: host.name, service.name, service.version and
 the deployment environment (attributes of the resource, the scope or the profile, the
 most specific winning; keys and string values plain or as string-table indices,
-`key_strindex` and `string_value_strindex`) become the window's labels; process.pid,
-thread.id, thread.name, process.executable.*, container.id (on the resource, the
-profile or the sample, the most specific winning) give each sample its thread and
-process. Stacks are read through the request's shared dictionary, every index checked.
+`key_strindex` and `string_value_strindex`, as the OTel Collector's exporter writes
+them) become the window's labels; process.pid, thread.id, thread.name,
+process.executable.*, container.id (on the resource, the profile or the sample, the
+most specific winning) give each sample its thread and process; a sample's other
+string attributes are labels of that sample: one window per set of them, as a pprof's
+string labels. Stacks are read through the request's shared dictionary, every index
+checked. A sample stands for its value in samples when its type counts them, else one
+sample per timestamp, else its time over the profile's period (CPU nanoseconds).
 Each profile keeps its type (CPU, wall, allocations, locks, ...: window_pprof's names);
 one of a type perfsleuth does not store is skipped and counted, as the OTLP
 partial-success answer expects.
@@ -41,6 +45,10 @@ WINDOW_LABELS = {
 EXE_KEYS = ("process.executable.path", "process.executable.name")
 BUILD_ID_KEYS = ("process.executable.build_id.gnu", "process.executable.build_id.htlhash")
 CPU_KINDS = ("cpu", "samples")
+# Attributes that give a sample its thread and process (_thread), not labels.
+THREAD_KEYS = frozenset(
+    {"process.pid", "thread.id", "thread.name", "container.id", *EXE_KEYS, *BUILD_ID_KEYS}
+)
 
 
 def profile_type(kind: tuple[str, str]) -> str | None:
@@ -85,7 +93,7 @@ def decode(body: bytes, request_id: str, limit: int = ingest.MAX_DECOMPRESSED) -
                     export.skipped += 1
                     export.reason = f"not a profile type perfsleuth stores: {'/'.join(kind)}"
                     continue
-                export.windows.append(reader.window(profile, scoped, window_id))
+                export.windows += reader.windows(profile, scoped, window_id)
     if not export.windows and not export.skipped:
         raise PayloadError("the request holds no profile")
     return export
@@ -141,33 +149,44 @@ class _Dictionary:
         t = profile.sample_type
         return self.string(t.type_strindex, "sample type"), self.string(t.unit_strindex, "unit")
 
-    def window(self, profile: otlp.Profile, resource: dict, window_id: str) -> Window:
+    def windows(self, profile: otlp.Profile, resource: dict, window_id: str) -> list[Window]:
+        """The profile's Windows: one per set of its samples' user labels (ids
+        `window_id`, `window_id.1`, ...), the first holding the unlabelled samples."""
         kind = self.sample_type(profile)
-        ns, rated = kind[1] == "nanoseconds", kind[0] == "samples"
         start = profile.time_unix_nano / 1e9
         if not ingest.TIME_RANGE[0] <= start <= ingest.TIME_RANGE[1]:
             raise PayloadError(f"time_unix_nano={profile.time_unix_nano} is not a time")
         scope = resource | self.attributes(profile.attribute_indices, "profile")
-        builder = ProfileBuilder(unit="ns" if ns else "samples", meta={"format": "otlp"})
+        period_ns = self._period_ns(profile)
+        builders: dict[tuple[tuple[str, str], ...], ProfileBuilder] = {}
         processes: dict[int, Process] = {}
         for i, sample in enumerate(profile.samples):
-            attrs = scope | self.attributes(sample.attribute_indices, f"sample {i}")
-            thread = _thread(attrs, processes)
+            own = self.attributes(sample.attribute_indices, f"sample {i}")
+            attrs = scope | own
             value = _value(sample, i)
-            count = value if rated or kind[1] == "count" else len(sample.timestamps_unix_nano)
-            count = max(count, 1)
+            user = _user_labels(own)
+            builder = builders.get(user)
+            if builder is None:
+                unit = "ns" if kind[1] == "nanoseconds" else "samples"
+                builder = builders[user] = ProfileBuilder(unit=unit, meta={"format": "otlp"})
+            count = _count(sample, value, kind, period_ns)
+            thread = _thread(attrs, processes)
             builder.add(self.stack(sample.stack_index, i), value, count=count, thread=thread)
         labels = {WINDOW_LABELS[k]: str(v) for k, v in scope.items() if v and k in WINDOW_LABELS}
-        return Window(
-            id=window_id,
-            start=start,
-            end=start + profile.duration_nano / 1e9,
-            profile=builder.build(),
-            labels=ingest.labels(labels, "resource"),
-            processes=processes,
-            rate_hz=self._rate(profile) if rated else 0.0,
-            type=profile_type(kind) or DEFAULT_TYPE,
-        )
+        groups = sorted(builders.items()) or [((), ProfileBuilder(meta={"format": "otlp"}))]
+        return [
+            Window(
+                id=window_id if n == 0 else f"{window_id}.{n}",
+                start=start,
+                end=start + profile.duration_nano / 1e9,
+                profile=builder.build(),
+                labels=ingest.labels(labels | dict(user), "resource and sample attributes"),
+                processes=processes,
+                rate_hz=1e9 / (period_ns or 1e7) if kind[0] == "samples" else 0.0,
+                type=profile_type(kind) or DEFAULT_TYPE,
+            )
+            for n, (user, builder) in enumerate(groups)
+        ]
 
     def stack(self, index: int, sample: int) -> list[Frame]:
         stack = _at(self.d.stack_table, index, f"sample {sample} stack")
@@ -213,12 +232,12 @@ class _Dictionary:
             line_no = max(line.line, 0)
             yield Frame(name, dso=dso, file=file, line=line_no, inlined=i < last, kernel=kernel)
 
-    def _rate(self, profile: otlp.Profile) -> float:
-        """Samples per second from a period in nanoseconds; Pyroscope's 100 Hz when unsaid."""
+    def _period_ns(self, profile: otlp.Profile) -> int:
+        """The profile's sampling period in nanoseconds; 0 when it says none."""
         unit = self.string(profile.period_type.unit_strindex, "period unit")
         if profile.period > 0 and unit == "nanoseconds":
-            return 1e9 / ingest.count(profile.period, "period")
-        return 100.0
+            return ingest.count(profile.period, "period")
+        return 0
 
 
 def _value(sample: otlp.Sample, index: int) -> int:
@@ -227,6 +246,30 @@ def _value(sample: otlp.Sample, index: int) -> int:
         return len(sample.timestamps_unix_nano)
     what = f"sample {index} value"
     return ingest.count(sum(ingest.count(v, what) for v in sample.values), what)
+
+
+def _count(sample: otlp.Sample, value: int, kind: tuple[str, str], period_ns: int) -> int:
+    """The samples a sample stands for: its value when the type counts samples, else one
+    per timestamp, else its time over the period (a CPU time in nanoseconds), else one."""
+    if kind[1] == "count" or kind[0] == "samples":
+        return max(value, 1)
+    if sample.timestamps_unix_nano:
+        return len(sample.timestamps_unix_nano)
+    if kind[1] == "nanoseconds" and period_ns:
+        return max(round(value / period_ns), 1)
+    return 1
+
+
+def _user_labels(own: dict[str, str | int]) -> tuple[tuple[str, str], ...]:
+    """A sample's own string attributes but those of its thread and process (they give
+    it its Thread) and the window's: labels of that sample, as a pprof's string labels."""
+    return tuple(
+        sorted(
+            (k, v)
+            for k, v in own.items()
+            if isinstance(v, str) and v and k not in THREAD_KEYS and k not in WINDOW_LABELS
+        )
+    )
 
 
 def _thread(attrs: dict[str, str | int], processes: dict[int, Process]) -> Thread | None:
