@@ -7,7 +7,8 @@
 //! rounds as the crate (perf's FINISHED_ROUND: a round never overlaps the one
 //! two rounds back), so the records come out in exactly the crate's order,
 //! and the pages already handed out are dropped from memory as the reading
-//! goes on, so resident memory stays bounded by about two rounds.
+//! goes on, so resident memory stays bounded by about two rounds. The file's
+//! position follows the reading, for `import`'s progress.
 //!
 //! Files this does not read (compressed or AUX-trace records, simpleperf's
 //! files without rounds, big-endian files) are left to the crate's iterator:
@@ -15,6 +16,7 @@
 //! writes only the synthesized records of the start uncompressed).
 
 use std::fs::File;
+use std::io::{Seek, SeekFrom};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -91,6 +93,9 @@ pub(crate) fn for_each_in_time_order(
             pending_before_previous_max = pending.len();
             let keep_from = pending.iter().map(|&(_, at)| at).min().unwrap_or(offset);
             released = records.release(released, keep_from);
+            // where `import`'s progress looks (formats/read_position.py): the file
+            // position, which reading a map does not move
+            let _ = (&*file).seek(SeekFrom::Start(offset as u64));
         } else if RecordType(record_type).is_builtin_type() {
             let key = (records.time_of(offset, record_type, size), offset);
             if key <= previous_max {
