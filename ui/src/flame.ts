@@ -371,15 +371,13 @@ export class FlameGraph {
     const d = this.drawn;
     this.markSlivers(count, Math.ceil(cssWidth));
     for (let k = 0; k < count; k++) d.y[k] = this.rowTop(d.y[k], cssHeight);
-    const used = new Uint8Array(COLOURS.length);
-    for (let k = 0; k < count; k++) if (d.w[k] >= SLIVER_PX) used[d.colour[k]] = 1;
     // fillRect, not one path per colour: Chromium rasterises the rectangles ~25% faster.
-    for (let c = 0; c < COLOURS.length; c++) {
-      if (!used[c]) continue;
-      ctx.fillStyle = COLOURS[c];
-      for (let k = 0; k < count; k++) {
-        if (d.colour[k] === c && d.w[k] >= SLIVER_PX) ctx.fillRect(d.x[k], d.y[k], d.w[k] - 0.5, ROW - 1);
-      }
+    const wide = byColour(d, count);
+    let colour = -1;
+    for (let j = 0; j < wide; j++) {
+      const k = frameOrder[j];
+      if (d.colour[k] !== colour) ctx.fillStyle = COLOURS[(colour = d.colour[k])];
+      ctx.fillRect(d.x[k], d.y[k], d.w[k] - 0.5, ROW - 1);
     }
     this.paintSlivers(ctx, Math.ceil(cssWidth), cssHeight);
     this.drawLabels(ctx, count);
@@ -821,6 +819,22 @@ const [SLIVER_PLAIN, SLIVER_MATCH] = [1, 2];
 // Per pixel column and row of the graph being painted: 0, or the sliver painted there.
 // One for all graphs (a paint marks and paints it in one go): it is as large as the canvas.
 let sliverCells = new Uint8Array(0);
+// The drawn frames a pixel wide or more, by colour and then in drawing order (byColour).
+let frameOrder = new Int32Array(0);
+
+/**
+ * Puts the frames at least a pixel wide into frameOrder by colour, each colour's in drawing
+ * order (a counting sort); their count. One pass over the frames, where a pass per colour
+ * was ~40 passes (and V8 left its inner loop's compiled code at each colour's end).
+ */
+function byColour(d: Drawn, count: number): number {
+  const starts = new Int32Array(COLOURS.length + 1);
+  for (let k = 0; k < count; k++) if (d.w[k] >= SLIVER_PX) starts[d.colour[k] + 1]++;
+  for (let c = 0; c < COLOURS.length; c++) starts[c + 1] += starts[c];
+  if (frameOrder.length < count) frameOrder = new Int32Array(count);
+  for (let k = 0; k < count; k++) if (d.w[k] >= SLIVER_PX) frameOrder[starts[d.colour[k]]++] = k;
+  return starts[COLOURS.length - 1];
+}
 const CURSOR = "#1d2330";
 const NAMED = COLOURS.length;
 for (let h = 0; h < NAME_HUES; h++) for (let l = 0; l < NAME_SHADES; l++) COLOURS.push(hsl(8 + h * 4, 80, 58 + l * 6));
