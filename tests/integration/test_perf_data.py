@@ -447,6 +447,8 @@ def test_two_events_keep_the_busiest_and_say_so(work: Path, native: bool) -> Non
     (warning,) = p.meta["warnings"]
     assert "samples of 2 events" in warning and f"kept {p.meta['event']}" in warning
     assert "left out" in warning and "record one event per run" in warning
+    # the time order keeps the kept event's samples alone, every one of them
+    assert p.timeline is not None and p.timeline.samples == p.num_samples
 
 
 IN_PLACE_RECORDINGS = {
