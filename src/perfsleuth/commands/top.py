@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from ..model.counts import EVENT_UNITS
-from ..model.run import LoadedRun
 from ..present import formats_for, write
+from ..store import run_index
 from ..store.answers import AnswerFiles
-from ..views import run_answers, top
-from ..views.keys import GROUPINGS
+from ..views.keys import GROUPINGS, top_name
 from .common import (
     add_filter_options,
     add_output_options,
@@ -21,7 +20,11 @@ from .common import (
     has_filters,
     load_run,
     open_store,
+    store_folder,
 )
+
+if TYPE_CHECKING:
+    from ..model.run import LoadedRun
 
 NAME = "top"
 HELP = "top functions, lines, files or DSOs by self or total cost"
@@ -62,15 +65,20 @@ def whole_run_top(args: argparse.Namespace) -> bool:
 def kept_file_top(args: argparse.Namespace) -> dict | None:
     """The run's TopN read from its file in answers/, found through the run index without
     opening DuckDB (store/run_index.py); None when either is missing."""
-    store = open_store(args)
-    indexed = store.indexed(args.run)
+    root = store_folder(args)
+    indexed = run_index.find(root, args.run)
     if indexed is None:
         return None
-    kept = AnswerFiles(store.root).kept(*indexed.key, run_answers.top_name("function"))
+    kept = AnswerFiles(root).kept(*indexed.key, top_name("function"))
     return None if kept is None else _shown(json.loads(kept), args.n)
 
 
 def computed_top(args: argparse.Namespace) -> dict:
+    """The top computed from the run; its modules are imported only here (the kept page's
+    path starts without them)."""
+    from ..model.counts import EVENT_UNITS
+    from ..views import top
+
     loaded = load_run(args)
     exact = exact_counts(args, loaded)
     # the page of a count run is built from its exact counts when its unit says so
@@ -89,9 +97,11 @@ def kept_top(args: argparse.Namespace, loaded: LoadedRun) -> dict:
     order), kept in answers/ when the run was stored, or computed and kept now. Reading
     it spares loading the run's samples: a 1.6M-sample run's top in a fraction of the time.
     """
+    from ..views import run_answers
+
     store = open_store(args)
     source = run_answers.stored_run(store, loaded.info, lambda: loaded.profile)
-    doc = json.loads(run_answers.kept_page(store, source, run_answers.top_name("function")))
+    doc = json.loads(run_answers.kept_page(store, source, top_name("function")))
     doc.pop("run", None)
     return _shown(doc, args.n)
 

@@ -13,6 +13,11 @@ GROUPINGS = ("function", "line", "file", "dso")
 FLEET_TOP_GROUPINGS = (*GROUPINGS, "library", *LABEL_GROUPINGS)
 
 
+def top_name(by: str) -> str:
+    """The name of the kept TopN page by `by` (views/run_answers.py keeps it)."""
+    return f"top-{by}"
+
+
 def grouped_label(by: str) -> str | None:
     """The label a fleet TopN `--by` breaks the time down by: service, host or any label
     named as label:NAME (a stored column such as exe, or a push's own, such as version)."""

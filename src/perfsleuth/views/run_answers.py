@@ -25,6 +25,7 @@ from ..model.timeline import Timeline
 from ..store.answers import AnswerFiles
 from ..store.runs import Store
 from . import flame, timeline, top
+from .keys import top_name
 
 FACTS = "facts"
 FLAME = "flame"
@@ -57,10 +58,6 @@ class Page:
 
 def encode_json(doc: Any) -> bytes:
     return json.dumps(doc, ensure_ascii=False, default=str).encode()
-
-
-def top_name(by: str) -> str:
-    return f"top-{by}"
 
 
 def facts(profile: Profile) -> bytes:
