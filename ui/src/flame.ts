@@ -365,9 +365,10 @@ export class FlameGraph {
   /** Paints the `count` frames collect() gave for `cssWidth`. */
   private paint(count: number, cssWidth: number): void {
     this.watchResize(cssWidth);
-    if (this.canvas.isConnected) shownCanvases.add(this.canvas);
     const cssHeight = this.rows * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
+    // After prepareCanvas: a new element it replaced by a kept canvas was never drawn on, and is not kept.
+    if (this.canvas.isConnected) shownCanvases.add(this.canvas);
     const d = this.drawn;
     this.markSlivers(count, Math.ceil(cssWidth));
     for (let k = 0; k < count; k++) d.y[k] = this.rowTop(d.y[k], cssHeight);
