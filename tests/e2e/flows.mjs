@@ -344,6 +344,43 @@ const flows = {
     assert.equal(await page.locator(".filter-info").count(), 0);
   },
 
+  async flame_pixel_ratio_2(page) {
+    // A Retina-like screen: the focused graph draws on the flame graph's taller bitmap, and the
+    // screen shows it pixel for pixel (a bitmap scaled by a hair blurs every edge and letter).
+    const context = await page.context().browser().newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 2 });
+    const hidpi = await context.newPage();
+    await hidpi.goto(`${base}#/run/2/flame`);
+    await hidpi.locator("canvas.flame-canvas").waitFor();
+    await hidpi.goto(`${base}#/run/2/flame?focus=%5Emalloc%24`);
+    await hidpi.locator(".filter-info", { hasText: "13.26% of the run" }).waitFor();
+    const png = await hidpi.screenshot();
+    const compared = await hidpi.evaluate(async (b64) => {
+      const canvas = document.querySelector("canvas.flame-canvas");
+      const image = new Image();
+      image.src = `data:image/png;base64,${b64}`;
+      await image.decode();
+      const screen = new OffscreenCanvas(image.width, image.height).getContext("2d");
+      screen.drawImage(image, 0, 0);
+      const box = canvas.getBoundingClientRect();
+      const [width, height] = [canvas.clientWidth * devicePixelRatio, canvas.clientHeight * devicePixelRatio];
+      const painted = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+      // The opaque pixels painted, against the screen's from each device pixel next to the
+      // corner (Chromium snaps it to one): the fewest that differ.
+      let differing = Infinity;
+      for (const dy of [-1, 0, 1]) {
+        for (const dx of [-1, 0, 1]) {
+          const shown = screen.getImageData(Math.round(box.left * devicePixelRatio) + dx, Math.round(box.top * devicePixelRatio) + dy, width, height).data;
+          let count = 0;
+          for (let i = 0; i < shown.length; i += 4) if (painted[i + 3] === 255 && [0, 1, 2].some((c) => Math.abs(shown[i + c] - painted[i + c]) > 3)) count++;
+          differing = Math.min(differing, count);
+        }
+      }
+      return { ratio: devicePixelRatio, tallerBitmap: canvas.height > height, differing };
+    }, png.toString("base64"));
+    await context.close();
+    assert.deepEqual(compared, { ratio: 2, tallerBitmap: true, differing: 0 });
+  },
+
   async keyboard(page) {
     await page.goto(`${base}#/run/2/flame`);
     await page.locator("canvas.flame-canvas").waitFor();

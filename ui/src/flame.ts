@@ -365,9 +365,10 @@ export class FlameGraph {
   /** Paints the `count` frames collect() gave for `cssWidth`. */
   private paint(count: number, cssWidth: number): void {
     this.watchResize(cssWidth);
-    if (this.canvas.isConnected) shownCanvases.add(this.canvas);
     const cssHeight = this.rows * ROW;
     const ctx = this.prepareCanvas(cssWidth, cssHeight);
+    // After prepareCanvas: a new element it replaced by a kept canvas was never drawn on, and is not kept.
+    if (this.canvas.isConnected) shownCanvases.add(this.canvas);
     const d = this.drawn;
     this.markSlivers(count, Math.ceil(cssWidth));
     for (let k = 0; k < count; k++) d.y[k] = this.rowTop(d.y[k], cssHeight);
@@ -482,7 +483,7 @@ export class FlameGraph {
 
   private prepareCanvas(cssWidth: number, cssHeight: number): CanvasRenderingContext2D {
     const dpr = window.devicePixelRatio || 1;
-    const size: CanvasSize = { width: Math.round(cssWidth * dpr), height: Math.round(cssHeight * dpr) };
+    const size: CanvasSize = { width: Math.round(cssWidth * dpr), height: Math.round(cssHeight * dpr), cssHeight, dpr };
     if (!this.drawnOnce || !fits(this.canvas, size)) {
       // A resized canvas gets a new bitmap (5-10 ms for a deep graph's, and the compositor a new
       // resource): a free one that fits is taken instead, unless the keyboard is on this one.
@@ -490,7 +491,7 @@ export class FlameGraph {
       if (fitting) this.swapCanvas(fitting);
       if (!fits(this.canvas, size)) {
         this.canvas.width = size.width;
-        this.canvas.height = Math.min(Math.ceil(size.height * HEADROOM), Math.max(size.height, MAX_BITMAP_SIDE));
+        this.canvas.height = newBitmapHeight(size);
       }
     }
     this.drawnOnce = true;
@@ -772,11 +773,27 @@ function freeCanvas(size: CanvasSize): HTMLCanvasElement | null {
 interface CanvasSize {
   width: number; // of the bitmap a graph needs
   height: number;
+  cssHeight: number; // the graph's, in CSS pixels
+  dpr: number;
 }
 
-/** Whether a graph that needs a bitmap of `size` can draw on `canvas`'s: as wide, at least as tall, not far taller. */
+/**
+ * Whether a graph that needs a bitmap of `size` can draw on `canvas`'s: as wide, at least as
+ * tall, not far taller; and shown pixel for pixel: a taller bitmap only where the screen's
+ * pixel ratio is whole and the bitmap is whole CSS pixels tall (object-fit scales any other by
+ * a hair, which blurs it), else exactly as tall.
+ */
 function fits(canvas: HTMLCanvasElement, size: CanvasSize): boolean {
-  return canvas.width === size.width && canvas.height >= size.height && canvas.height <= size.height * TALLER_BITMAP;
+  if (canvas.width !== size.width) return false;
+  if (!Number.isInteger(size.dpr)) return canvas.height === size.height;
+  return canvas.height >= size.height && canvas.height <= size.height * TALLER_BITMAP && canvas.height % size.dpr === 0;
+}
+
+/** A new bitmap's height for `size`: a quarter taller, in whole CSS pixels, where the pixel ratio is whole (fits). */
+function newBitmapHeight(size: CanvasSize): number {
+  if (!Number.isInteger(size.dpr)) return size.height;
+  const tallest = Math.max(size.cssHeight, Math.floor(MAX_BITMAP_SIDE / size.dpr));
+  return Math.min(Math.ceil(size.cssHeight * HEADROOM), tallest) * size.dpr;
 }
 
 function keepCanvas(canvas: HTMLCanvasElement, release: () => void): void {
