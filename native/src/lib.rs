@@ -73,13 +73,13 @@ use reader::MetaVal;
 ///          one per unique (stack, thread, event); stack indexes `stacks`,
 ///          thread `threads`, event `events`; period is the sum of the
 ///          samples' periods, count the number of samples
-/// timeline: {row: bytes, count: bytes, time: bytes}
+/// timeline: {row: [int], count: [int], time: [int]}
 ///          the samples in time order, run-length encoded: count[i] samples in
 ///          a row of row[i] (indexes `rows`), the first taken at time[i] (ns,
-///          perf's clock); empty when the samples carry no time. Columns of
-///          native-endian u32, u32 and u64 (array typecodes I, I, Q): a
-///          million samples make ~250,000 runs, as Python ints a tenth of the
-///          reading; `join_runs` re-keys them by a profile's stacks
+///          perf's clock); empty when the samples carry no time. With
+///          `packed_timeline=True` the columns are bytes of native-endian u32,
+///          u32 and u64 (array typecodes I, I, Q), which `join_runs` re-keys
+///          by a profile's stacks: a million samples make ~250,000 runs
 /// ```
 ///
 /// `in_place=False` reads the records through linux-perf-data's iterator, which
@@ -89,8 +89,13 @@ use reader::MetaVal;
 /// Raises ValueError for files that are not readable perf.data (a panic in
 /// the parser included), OSError if the file cannot be opened.
 #[pyfunction]
-#[pyo3(signature = (path, in_place = true))]
-fn read_perf_data(py: Python<'_>, path: &str, in_place: bool) -> PyResult<PyObject> {
+#[pyo3(signature = (path, in_place = true, packed_timeline = false))]
+fn read_perf_data(
+    py: Python<'_>,
+    path: &str,
+    in_place: bool,
+    packed_timeline: bool,
+) -> PyResult<PyObject> {
     let p = path.to_string();
     let out = py.allow_threads(move || {
         // A corrupt file must give an error, never a crash: turn panics in the
@@ -172,13 +177,19 @@ fn read_perf_data(py: Python<'_>, path: &str, in_place: bool) -> PyResult<PyObje
     d.set_item("rows", rows)?;
 
     let timeline = PyDict::new_bound(py);
-    let ne = |b: Vec<u8>| PyBytes::new_bound(py, &b);
-    let row = out.timeline.row.iter().flat_map(|x| x.to_ne_bytes());
-    let count = out.timeline.count.iter().flat_map(|x| x.to_ne_bytes());
-    let time = out.timeline.time.iter().flat_map(|x| x.to_ne_bytes());
-    timeline.set_item("row", ne(row.collect()))?;
-    timeline.set_item("count", ne(count.collect()))?;
-    timeline.set_item("time", ne(time.collect()))?;
+    if packed_timeline {
+        let ne = |b: Vec<u8>| PyBytes::new_bound(py, &b);
+        let row = out.timeline.row.iter().flat_map(|x| x.to_ne_bytes());
+        let count = out.timeline.count.iter().flat_map(|x| x.to_ne_bytes());
+        let time = out.timeline.time.iter().flat_map(|x| x.to_ne_bytes());
+        timeline.set_item("row", ne(row.collect()))?;
+        timeline.set_item("count", ne(count.collect()))?;
+        timeline.set_item("time", ne(time.collect()))?;
+    } else {
+        timeline.set_item("row", out.timeline.row)?;
+        timeline.set_item("count", out.timeline.count)?;
+        timeline.set_item("time", out.timeline.time)?;
+    }
     d.set_item("timeline", timeline)?;
     Ok(d.into_any().unbind())
 }

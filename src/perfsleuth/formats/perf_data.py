@@ -116,7 +116,7 @@ def read(
         use_native = _native is not None
     if use_native and _native is not None:
         try:
-            data = _native.read_perf_data(str(p))
+            data = _native.read_perf_data(str(p), packed_timeline=True)
         except ValueError as e:
             raise UserError(f"{p}: {e}; re-record it") from e
         except OSError as e:
