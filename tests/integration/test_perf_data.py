@@ -485,3 +485,24 @@ def test_records_read_in_place_give_what_the_crates_iterator_gives(
     assert in_place["meta"]["num_samples"] > 0
     assert len(in_place["timeline"]["row"]) > 0
     assert in_place == copied
+
+
+def test_records_read_in_place_order_short_processes_as_the_crate_does(work: Path) -> None:
+    """A hundred short processes: each one's first samples lie beside its exec, comm and
+    mmap records, written by other CPUs' buffers; read in place, every sample is placed in
+    the mappings of its time exactly as by linux-perf-data's iterator."""
+    if not perf_data.native_available():
+        pytest.skip("the native reader is not built")
+    import perfsleuth_native
+
+    data = work / "in-place-short-processes.data"
+    loop = "for i in $(seq 100); do ls / > /dev/null; done"
+    subprocess.run(
+        ["perf", "record", "-q", "-F", "999", "-g", "-o", str(data), "--", "bash", "-c", loop],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    in_place = perfsleuth_native.read_perf_data(str(data))
+    assert len({t["pid"] for t in in_place["threads"]}) > 50
+    assert in_place == perfsleuth_native.read_perf_data(str(data), in_place=False)
