@@ -20,6 +20,19 @@ from perfsleuth.static_analysis.unit_analysis import analyse_unit
 
 pytestmark = pytest.mark.integration
 
+MARKS = Path(__file__).resolve().parents[1] / "fixtures" / "straight_line_marks.c"
+MARKS_MAIN = """typedef unsigned char BYTE;
+struct Codes { BYTE* table; unsigned pos; int kind; };
+int mark(struct Codes* c);
+BYTE* copy_pairs(BYTE* op, const BYTE* ip, int n);
+int main(int argc, char** argv) {
+    BYTE table[8] = {0};
+    struct Codes c = {table, 2, argc};
+    copy_pairs(table, (const BYTE*)argv[0], 4);
+    return mark(&c) + table[argc];
+}
+"""
+
 GOOD = """#include <stddef.h>
 struct S { unsigned char* p; size_t n; };
 void fill(struct S* s) {
@@ -184,3 +197,27 @@ def test_a_loop_its_compiler_made_a_call_is_a_note(
     [note] = [n for n in ctx.notes if n.startswith("not reported")]
     assert "shift.c:5 in shift" in note
     assert "GCC 12's build of the unit has no machine loop for its lines" in note
+
+
+def test_hot_straight_line_code_is_a_finding_only_where_the_binary_reloads(
+    tmp_path: Path,
+) -> None:
+    """In the run's binary, `mark` loads c->kind again after its byte store; copy2's
+    `*op` stays in a register in each copy inlined into copy_pairs' loop."""
+    (tmp_path / "marks.c").write_text(MARKS.read_text())
+    (tmp_path / "main.c").write_text(MARKS_MAIN)
+    binary = tmp_path / "prog"
+    build = ["gcc", "-O2", "-g", "-o", str(binary), "marks.c", "main.c"]
+    subprocess.run(build, cwd=tmp_path, check=True)
+    marks = str(tmp_path / "marks.c")
+    ctx = context(
+        tmp_path,
+        [(Frame("mark", "prog", marks, 6), 40.0), (Frame("copy_pairs", "prog", marks, 13), 60.0)],
+    )
+    ctx.binaries = [{"path": str(binary), "build_id": ""}]
+    [finding] = aliasing_write.analyze(ctx)
+    assert (finding.function, finding.rule) == ("mark", "aliasing-write.straight-line")
+    assert finding.details["confirmed_by"]["machine_code"] == "binary"
+    [note] = [n for n in ctx.notes if n.startswith("not reported")]
+    assert note.startswith("not reported: the straight-line code at marks.c:13 in copy2")
+    assert "the binary's code of lines 13-14 loads no address again" in note

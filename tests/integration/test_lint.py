@@ -12,6 +12,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 SET = Path(__file__).resolve().parents[1] / "aliasing_set"
+MARKS = Path(__file__).resolve().parents[1] / "fixtures" / "straight_line_marks.c"
 
 
 def lint(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -95,3 +96,31 @@ def test_a_loop_its_compiler_made_a_call_is_a_note_not_a_finding(
     [note] = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
     assert note.startswith("note: not reported: the loop at row.c:4 in clear_row")
     assert "GCC 12's build of the unit has no machine loop for its lines" in note
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_straight_line_code_is_a_finding_only_where_its_compiler_reloads(
+    tmp_path: Path, compiler: str
+) -> None:
+    """`mark`'s build loads c->kind again after its byte store; copy2's `*op` is its
+    caller's local, in a register in every inlined copy (zstd's ZSTD_overlapCopy8)."""
+    (tmp_path / "marks.c").write_text(MARKS.read_text())
+    entry = {"directory": ".", "file": "marks.c", "arguments": [compiler, "-O2", "-c", "marks.c"]}
+    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
+    done = lint(
+        "--no-cache",
+        "--compile-commands",
+        "compile_commands.json",
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    [finding] = [f for f in doc["findings"] if f["kind"] == "aliasing-write"]
+    assert (finding["function"], finding["rule"]) == ("mark", "aliasing-write.straight-line")
+    assert finding["details"]["confirmed_by"]["machine_code"] is not None
+    assert any("dword ptr [rdi + 0xc]" in line for line in finding["evidence"])
+    [note] = [n for n in doc["notes"] if n.startswith("not reported")]
+    assert note.startswith("not reported: the straight-line code at marks.c:13 in copy2")
+    assert "loads no address again after a byte store" in note and note.endswith("no cost seen")

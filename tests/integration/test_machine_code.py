@@ -11,6 +11,7 @@ from perfsleuth.static_analysis.machine_code import (
     loop_code,
     machine_loops,
     straight_code,
+    straight_line_code,
     vector_loop,
 )
 
@@ -195,3 +196,28 @@ def test_the_outer_loop_is_its_own_lines_code(tape: Path) -> None:
     loops = machine_loops(tape, "tape.c", 4, 16)
     assert loops
     assert any(i.where == "tape.c:4" for loop in loops for i in loop.instructions)
+
+
+# `mark` reads c->kind again after the byte store (GCC on the fall-through of its
+# first `if`, clang in the block its `je` jumps to); `copy2`'s `*op` is copy_pairs'
+# local, kept in a register in every copy inlined into its loop.
+MARKS = Path(__file__).resolve().parents[1] / "fixtures" / "straight_line_marks.c"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang-16"])
+def test_straight_line_code_reloads_only_where_its_compiler_loads_again(
+    tmp_path: Path, compiler: str
+) -> None:
+    (tmp_path / "marks.c").write_text(MARKS.read_text())
+    out = tmp_path / "marks.o"
+    subprocess.run(
+        [compiler, "-O2", "-g", "-c", "marks.c", "-o", str(out)], cwd=tmp_path, check=True
+    )
+    mark = straight_line_code(out, "marks.c", 5, 7)
+    assert mark is not None and mark.confirms_aliasing and mark.function == "mark"
+    assert [i.where for i in mark.byte_stores] == ["marks.c:6"]
+    assert all(i.text.endswith("dword ptr [rdi + 0xc]") for i in mark.reloads)
+    copy = straight_line_code(out, "marks.c", 13, 14)
+    assert copy is not None and copy.function == "copy_pairs"  # inlined into its loop
+    assert copy.byte_stores and not copy.reloads
+    assert straight_line_code(out, "marks.c", 100, 120) is None

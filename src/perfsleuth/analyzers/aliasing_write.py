@@ -41,7 +41,7 @@ def analyze(ctx: Context) -> list[Finding]:
             # (perhaps from GCC) has the last word.
             if refuted and (asm is None or not asm.confirms_aliasing):
                 continue
-            in_binary = binary is not None and match.pattern != "straight-line"
+            in_binary = binary is not None
             quiet = no_cost_seen(match, report, asm, in_binary)
             if quiet:
                 ctx.notes.append(quiet)
@@ -191,6 +191,12 @@ def _machine_code_evidence(
 ) -> str:
     symbol = match.function if asm.function.startswith("_Z") else asm.function
     where = "" if asm_in_binary else f" ({built}'s build of the unit)"
+    if match.pattern == "straight-line":
+        return (
+            f"machine code of {symbol}{where}: "
+            f"{_count(asm.reloads, 'load')} of addresses loaded before a byte store "
+            f"({_count(asm.byte_stores, 'byte store')}) on lines {match.line}-{match.end_line}"
+        )
     if asm.straight:
         return (
             f"machine code of {symbol}{where}: no machine loop, but "
@@ -208,17 +214,21 @@ def _machine_code_evidence(
 def no_cost_seen(
     match: AliasMatch, report: UnitReport, asm: LoopCode | None, asm_in_binary: bool
 ) -> str:
-    """Why the user's compiler's own code of a matched loop shows that the pattern
-    costs nothing — its loop reloads nothing (the compiler proved the write cannot
-    reach the read, or read it once before the loop), or it has no machine loop and
-    its straight code (unrolled stores, a memmove call) reloads nothing either — as a
-    note naming the loop; "" when it may cost. The binary's code is the user's; a
-    build of the unit speaks for the user when it is by their compiler."""
+    """Why the user's compiler's own code of a match shows that the pattern costs
+    nothing — its loop reloads nothing (the compiler proved the write cannot reach the
+    read, or read it once before the loop), or it has no machine loop and its straight
+    code (unrolled stores, a memmove call) reloads nothing either; for straight-line
+    code, no copy of its lines (one per place it is inlined) loads an address again
+    after a byte store (the pointer is in a register) — as a note naming the code; ""
+    when it may cost. The binary's code is the user's; a build of the unit speaks for
+    the user when it is by their compiler."""
     toolchain = toolchain_of(report.unit)
     built = report.object_compiler
     own = asm_in_binary or built.lower().startswith(toolchain.family)
-    if match.pattern == "straight-line" or not own or asm is None or asm.reloads:
+    if not own or asm is None or asm.reloads:
         return ""
+    if match.pattern == "straight-line":
+        return _straight_line_note(match, asm, asm_in_binary, built)
     if asm.straight:
         code = "the binary" if asm_in_binary else f"{built}'s build of the unit"
         calls = [f": {i.describe()}" for i in asm.instructions if i.text.startswith("call")]
@@ -233,6 +243,17 @@ def no_cost_seen(
         f"not reported: the loop at {Path(match.file).name}:{match.line} in "
         f"{match.function} matches an aliasing pattern (`{match.write}`, `{match.read}`), "
         f"but {why}: no cost seen"
+    )
+
+
+def _straight_line_note(match: AliasMatch, asm: LoopCode, asm_in_binary: bool, built: str) -> str:
+    code = "the binary's code" if asm_in_binary else f"{built}'s code (a build of the unit)"
+    return (
+        f"not reported: the straight-line code at {Path(match.file).name}:{match.line} in "
+        f"{match.function} matches an aliasing pattern (`{match.write}`, `{match.read}`), "
+        f"but {code} of lines {match.line}-{match.end_line} loads no address again after "
+        f"a byte store ({_count(asm.byte_stores, 'byte store')}, in every inlined copy): "
+        "no cost seen"
     )
 
 

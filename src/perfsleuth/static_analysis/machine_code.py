@@ -31,7 +31,9 @@ BYTE_STORE_MNEMONICS = frozenset(
 # setcc writes one byte: clang stores `out[i] = a > b` as `setae byte ptr [...]`.
 SET_BYTE_PREFIX = "set"
 JUMP_GROUP = capstone.CS_GRP_JUMP
+UNCONDITIONAL_JUMP = "jmp"
 CALL_GROUP = capstone.CS_GRP_CALL
+RETURN_GROUP = capstone.CS_GRP_RET
 LOAD_SIZES = (1, 2, 4, 8)
 
 
@@ -130,6 +132,23 @@ def straight_code(binary: Path, source: str, first: int, last: int) -> LoopCode 
     runs those lines or there is no code for them."""
     if machine_loops(binary, source, first, last):
         return None
+    return _straight_copies(binary, source, first, last, own_lines_only=False)
+
+
+def straight_line_code(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
+    """The code of straight source lines first..last (no source loop: an aliasing
+    write between two reads of the same memory) with the byte stores and reloads of
+    those lines themselves: in each function holding them (a line inlined in several
+    callers, or several times in one, has a copy in each; a caller's loop around a
+    copy does not matter), the loads on those lines of an address already loaded
+    before a byte store on those lines. The copy that reloads, if any; None when the
+    binary has no code for them."""
+    return _straight_copies(binary, source, first, last, own_lines_only=True)
+
+
+def _straight_copies(
+    binary: Path, source: str, first: int, last: int, own_lines_only: bool
+) -> LoopCode | None:
     rows = _LineRows(str(binary), Path(source).name)
     starts = set(rows.addresses_of(first, last))
     copies = []
@@ -141,40 +160,75 @@ def straight_code(binary: Path, source: str, first: int, last: int) -> LoopCode 
         ]
         if own:
             span = code[own[0] : own[-1] + 1]
-            copies.append(_straight(name, span, _jump_targets(code), rows))
+            counted = {code[n].address for n in own} if own_lines_only else None
+            copies.append(_straight(name, span, _jump_sources(code), rows, counted))
     with_reloads = [copy for copy in copies if copy.confirms_aliasing]
     return next(iter(with_reloads or copies), None)
 
 
 def _straight(
-    name: str, span: list[capstone.CsInsn], targets: set[int], rows: _LineRows
+    name: str,
+    span: list[capstone.CsInsn],
+    sources: dict[int, list[int]],
+    rows: _LineRows,
+    counted: set[int] | None = None,
 ) -> LoopCode:
     """One copy of the straight code, its byte stores, and the loads of an address
-    loaded before one of them."""
+    loaded before one of them, in code without a jump, call or jump target between.
+    With `counted`, only the byte stores and reloads at those addresses (the other
+    code of the span is another copy's, or the caller's), and the code is followed
+    along its forward jumps: an `if` that skips a store leaves what was loaded before
+    it loaded on both ways (on every way into a jump target, when all its jumps are
+    forward ones of the span)."""
     code = LoopCode(
         name, [Instruction(i.address, _text(i), rows.where(i.address)) for i in span], straight=True
     )
+    follow = counted is not None
     loaded: dict[tuple, bool] = {}  # address read -> a byte store since
+    arriving: dict[int, list[dict[tuple, bool]]] = {}  # target -> `loaded` of its jumps
+    falls_through = True
     for insn, instruction in zip(span, code.instructions, strict=True):
-        if insn.address in targets:
-            loaded.clear()
+        if insn.address in sources:
+            ways = arriving.pop(insn.address, [])
+            complete = follow and len(ways) == len(sources[insn.address])
+            loaded = _meet(ways + [loaded] * falls_through) if complete else {}
+        counts = counted is None or insn.address in counted
         if _is_byte_store(insn):
-            code.byte_stores.append(instruction)
-            loaded = dict.fromkeys(loaded, True)
+            if counts:
+                code.byte_stores.append(instruction)
+                loaded = dict.fromkeys(loaded, True)
         elif (address := _read_address(insn, FRAME_REGISTERS)) is not None:
-            if loaded.get(address):
+            if loaded.get(address) and counts:
                 code.reloads.append(instruction)
             loaded[address] = False
-        if insn.group(JUMP_GROUP) or insn.group(CALL_GROUP):
-            loaded.clear()
+        target = _jump_target(insn)
+        if follow and target is not None and target > insn.address:
+            arriving.setdefault(target, []).append(dict(loaded))
+        falls_through = not (insn.group(RETURN_GROUP) or insn.mnemonic == UNCONDITIONAL_JUMP)
+        conditional = insn.group(JUMP_GROUP) and falls_through
+        if insn.group(CALL_GROUP) or not falls_through or (conditional and not follow):
+            loaded = {}
         _, writes = insn.regs_access()
         written = {_family(insn.reg_name(r)) for r in writes}
         loaded = {a: stored for a, stored in loaded.items() if not set(a[0]) & written}
     return code
 
 
-def _jump_targets(code: list[capstone.CsInsn]) -> set[int]:
-    return {target for insn in code if (target := _jump_target(insn)) is not None}
+def _meet(ways: list[dict[tuple, bool]]) -> dict[tuple, bool]:
+    """What is loaded on every way into a jump target, stored to since on any."""
+    if not ways:
+        return {}
+    common = set(ways[0]).intersection(*ways[1:])
+    return {address: any(way[address] for way in ways) for address in common}
+
+
+def _jump_sources(code: list[capstone.CsInsn]) -> dict[int, list[int]]:
+    """Each jump target of the function -> the addresses of the jumps to it."""
+    sources: dict[int, list[int]] = {}
+    for insn in code:
+        if (target := _jump_target(insn)) is not None:
+            sources.setdefault(target, []).append(insn.address)
+    return sources
 
 
 def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | None:

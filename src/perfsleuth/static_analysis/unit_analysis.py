@@ -197,13 +197,14 @@ def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
 
 
 def _read_object_code(report: UnitReport, obj: Path) -> None:
-    """The machine code the unit's build made of each matched loop (its loop, or its
-    straight code when it has none), for when there is no binary (lint) to read it from."""
+    """The machine code the unit's build made of each match (a loop's machine loop, or
+    its straight code when it has none; straight-line code's lines), for when there
+    is no binary (lint) to read it from."""
     exe = obj.with_suffix(".exe")
     if not compiler_remarks.link_for_disassembly(report.unit, obj, exe):
         return
     for match in report.matches:
-        if match.pattern != "straight-line" and (code := code_of(exe, match)) is not None:
+        if (code := code_of(exe, match)) is not None:
             report.object_loops[(match.file, match.line)] = code
 
 

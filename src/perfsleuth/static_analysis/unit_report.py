@@ -81,10 +81,10 @@ class UnitReport:
         return found
 
     def loop_code(self, match: AliasMatch, binary: Path | None) -> machine_code.LoopCode | None:
-        """The machine code of a matched loop (its straight code when the compiler left
-        no machine loop there): in the run's binary when there is one, else in the
-        build of the unit."""
-        if binary is not None and match.pattern != "straight-line":
+        """The machine code of a match: of its loop (its straight code when the
+        compiler left no machine loop there), or of its straight-line code; in the
+        run's binary when there is one, else in the build of the unit."""
+        if binary is not None:
             return code_of(binary, match)
         return self.object_loops.get((match.file, match.line))
 
@@ -94,7 +94,10 @@ class UnitReport:
 
 
 def code_of(binary: Path, match: AliasMatch) -> machine_code.LoopCode | None:
-    """The machine loop of a matched loop, else the straight code made of it."""
+    """The machine loop of a matched loop, else the straight code made of it; the
+    code of a straight-line match's lines in every copy inlined."""
     span = (binary, match.file, match.line, match.end_line)
+    if match.pattern == "straight-line":
+        return machine_code.straight_line_code(*span)
     loop = machine_code.loop_code(*span, stack_reads=match.needs_compiler)
     return loop if loop is not None else machine_code.straight_code(*span)
