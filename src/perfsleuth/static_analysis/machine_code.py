@@ -137,12 +137,12 @@ def straight_code(binary: Path, source: str, first: int, last: int) -> LoopCode 
 
 def straight_line_code(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
     """The code of straight source lines first..last (no source loop: an aliasing
-    write between two reads of the same memory) with the byte stores and reloads of
-    those lines themselves: in each function holding them (a line inlined in several
-    callers, or several times in one, has a copy in each; a caller's loop around a
-    copy does not matter), the loads on those lines of an address already loaded
-    before a byte store on those lines. The copy that reloads, if any; None when the
-    binary has no code for them."""
+    write between two reads of the same memory) with the byte stores of those lines
+    and the reloads after them: in each function holding them (a line inlined in
+    several callers, or several times in one, has a copy in each; a caller's loop
+    around a copy does not matter), the loads of an address already loaded before one
+    of those byte stores, on some way through the function's forward jumps. The copy
+    that reloads, if any; None when the binary has no code for those lines."""
     return _straight_copies(binary, source, first, last, own_lines_only=True)
 
 
@@ -159,11 +159,20 @@ def _straight_copies(
             if insn.address in starts or first <= rows.line_at(insn.address) <= last
         ]
         if own:
-            span = code[own[0] : own[-1] + 1]
+            span = code if own_lines_only else code[own[0] : own[-1] + 1]
             counted = {code[n].address for n in own} if own_lines_only else None
-            copies.append(_straight(name, span, _jump_sources(code), rows, counted))
+            copy = _straight(name, span, _jump_sources(code), rows, counted)
+            copies.append(_trimmed(copy, counted) if counted else copy)
     with_reloads = [copy for copy in copies if copy.confirms_aliasing]
     return next(iter(with_reloads or copies), None)
+
+
+def _trimmed(code: LoopCode, own: set[int]) -> LoopCode:
+    """The code from the first of its own lines' instructions to the last of them or
+    of its reloads (the whole function was followed)."""
+    ends = own | {i.address for i in code.reloads}
+    code.instructions = [i for i in code.instructions if min(ends) <= i.address <= max(ends)]
+    return code
 
 
 def _straight(
@@ -175,38 +184,40 @@ def _straight(
 ) -> LoopCode:
     """One copy of the straight code, its byte stores, and the loads of an address
     loaded before one of them, in code without a jump, call or jump target between.
-    With `counted`, only the byte stores and reloads at those addresses (the other
-    code of the span is another copy's, or the caller's), and the code is followed
+    With `counted`, only the byte stores at those addresses count (the other code of
+    the span is another copy's, or the caller's), and the code is followed
     along its forward jumps: an `if` that skips a store leaves what was loaded before
-    it loaded on both ways (on every way into a jump target, when all its jumps are
-    forward ones of the span)."""
+    it loaded on both ways, and a load is a reload when it is one on some way into it
+    (GCC merges the same tail of two `switch` cases, so a case's reload may be on
+    the other's lines, reached by a jump back)."""
     code = LoopCode(
         name, [Instruction(i.address, _text(i), rows.where(i.address)) for i in span], straight=True
     )
     follow = counted is not None
     loaded: dict[tuple, bool] = {}  # address read -> a byte store since
     arriving: dict[int, list[dict[tuple, bool]]] = {}  # target -> `loaded` of its jumps
-    falls_through = True
+    reached = True  # by the code before it, not only by jumps: no `ret` or `jmp` since
     for insn, instruction in zip(span, code.instructions, strict=True):
         if insn.address in sources:
-            ways = arriving.pop(insn.address, [])
-            complete = follow and len(ways) == len(sources[insn.address])
-            loaded = _meet(ways + [loaded] * falls_through) if complete else {}
+            ways = arriving.pop(insn.address, []) + [loaded] * reached
+            loaded = _join(ways) if follow else {}
+            reached = True
         counts = counted is None or insn.address in counted
         if _is_byte_store(insn):
             if counts:
                 code.byte_stores.append(instruction)
                 loaded = dict.fromkeys(loaded, True)
         elif (address := _read_address(insn, FRAME_REGISTERS)) is not None:
-            if loaded.get(address) and counts:
+            if loaded.get(address):
                 code.reloads.append(instruction)
             loaded[address] = False
         target = _jump_target(insn)
         if follow and target is not None and target > insn.address:
             arriving.setdefault(target, []).append(dict(loaded))
-        falls_through = not (insn.group(RETURN_GROUP) or insn.mnemonic == UNCONDITIONAL_JUMP)
-        conditional = insn.group(JUMP_GROUP) and falls_through
-        if insn.group(CALL_GROUP) or not falls_through or (conditional and not follow):
+        ends = insn.group(RETURN_GROUP) or insn.mnemonic == UNCONDITIONAL_JUMP
+        reached = reached and not ends
+        conditional = insn.group(JUMP_GROUP) and not ends
+        if insn.group(CALL_GROUP) or ends or (conditional and not follow):
             loaded = {}
         _, writes = insn.regs_access()
         written = {_family(insn.reg_name(r)) for r in writes}
@@ -214,12 +225,14 @@ def _straight(
     return code
 
 
-def _meet(ways: list[dict[tuple, bool]]) -> dict[tuple, bool]:
-    """What is loaded on every way into a jump target, stored to since on any."""
-    if not ways:
-        return {}
-    common = set(ways[0]).intersection(*ways[1:])
-    return {address: any(way[address] for way in ways) for address in common}
+def _join(ways: list[dict[tuple, bool]]) -> dict[tuple, bool]:
+    """What is loaded on some way into a jump target (the ways seen: the code before
+    it and its forward jumps), and whether a byte store followed on one of them."""
+    joined: dict[tuple, bool] = {}
+    for way in ways:
+        for address, stored in way.items():
+            joined[address] = joined.get(address, False) or stored
+    return joined
 
 
 def _jump_sources(code: list[capstone.CsInsn]) -> dict[int, list[int]]:
