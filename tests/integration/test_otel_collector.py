@@ -46,7 +46,13 @@ from perfsleuth.formats import profile_pb2
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 OTELCOL = Path(sys.prefix) / "clients" / "otelcol"  # built by scripts/install-clients.sh
-RESOURCE = {"service.name": "otel-shop", "host.name": "otel-host-1", "service.version": "4.2.0"}
+RESOURCE = {
+    "service.name": "otel-shop",
+    "host.name": "otel-host-1",
+    "service.version": "4.2.0",
+    "k8s.namespace.name": "checkout",
+    "service.instance.id": "9b1c-one-per-process",
+}
 PERIOD_NS = 10_000_000
 STARTED_S = 60  # bound on the OTel Collector's start
 
@@ -261,6 +267,7 @@ def test_a_profile_through_the_otel_collector_is_stored_as_pushed(
             ("service", "service.name"),
             ("host", "host.name"),
             ("version", "service.version"),
+            ("k8s.namespace.name", "k8s.namespace.name"),
         )
     )
     stored = top(collector, where)
@@ -270,6 +277,9 @@ def test_a_profile_through_the_otel_collector_is_stored_as_pushed(
     assert stored["samples"] == sum(pushed.values()) // PERIOD_NS
     assert self_ns(stored) == pytest.approx(dict(pushed), abs=1)
     assert stored["rows"][0]["function"] == pushed.most_common(1)[0][0]
+
+    instance = top(collector, f"service.instance.id={RESOURCE['service.instance.id']}")
+    assert instance["total"] == 0  # a value per process is not a label
 
     tagged = top(collector, f"{where},phase=a")
     pushed_a = pushed_self(pprof, ("phase", "a"))

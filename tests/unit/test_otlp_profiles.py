@@ -82,6 +82,8 @@ def request(samples: list[otlp.Sample], sample_type=(1, 2)) -> ExportProfilesSer
             kv("process.pid", 70),
             kv("service.version", "1.4"),
             kv("k8s.pod.uid", "ignored"),
+            kv("k8s.namespace.name", "shop"),
+            kv("service.instance.id", "7f3a-per-process"),
         ]
     )
     return ExportProfilesServiceRequest(resource_profiles=[resource], dictionary=d)
@@ -92,7 +94,12 @@ def test_attributes_map_to_labels_threads_and_processes() -> None:
     export = otlp_profiles.decode(request([sample]).SerializeToString(), "r1")
     (window,) = export.windows
     assert window.id == "r1-0" and (window.start, window.end) == (1.7e9, 1.7e9 + 5)
-    assert window.labels == {"host": "h1", "service": "api", "version": "1.4"}
+    assert window.labels == {
+        "host": "h1",
+        "service": "api",
+        "version": "1.4",
+        "k8s.namespace.name": "shop",
+    }
     assert window.rate_hz == 100.0
     assert window.processes == {70: Process(exe="/bin/svc", cgroup="c0ffee")}
     p = window.profile
@@ -175,7 +182,8 @@ def test_attributes_in_the_string_table_encoding_are_kept() -> None:
     indexed = in_string_table(request([sample]))
     assert indexed.resource_profiles[0].resource.attributes[0].key == ""  # really indexed
     (window,) = otlp_profiles.decode(indexed.SerializeToString(), "r1").windows
-    assert window.labels == {"host": "h1", "service": "api", "version": "1.4"}
+    assert window.labels == plain.windows[0].labels
+    assert window.labels["k8s.namespace.name"] == "shop" and window.labels["host"] == "h1"
     assert window.processes == plain.windows[0].processes == {70: Process("/bin/svc", "", "c0ffee")}
     assert [t.name for t in window.profile.threads] == ["worker"]
 

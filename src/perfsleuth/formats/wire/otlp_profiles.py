@@ -4,7 +4,9 @@ Windows per profile of each resource: host.name, service.name, service.version a
 the deployment environment (attributes of the resource, the scope or the profile, the
 most specific winning; keys and string values plain or as string-table indices,
 `key_strindex` and `string_value_strindex`, as the OTel Collector's exporter writes
-them) become the window's labels; process.pid, thread.id, thread.name,
+them) become the window's labels host, service, version and env; the attributes of
+SHARED_LABELS (cluster, namespace, workload, cloud region, runtime: values shared by
+many processes) are labels under their own names; process.pid, thread.id, thread.name,
 process.executable.*, container.id (on the resource, the profile or the sample, the
 most specific winning) give each sample its thread and process; a sample's other
 string attributes are labels of that sample: one window per set of them, as a pprof's
@@ -42,6 +44,34 @@ WINDOW_LABELS = {
     "deployment.environment.name": "env",
     "deployment.environment": "env",
 }
+# Resource attributes kept as labels under their own names: what a fleet is filtered and
+# grouped by, with a value shared by many processes. Per-process ones (service.instance.id,
+# k8s.pod.name and .uid, process.command_line) are left out: a label with a value per
+# process would make every push a new series and run into the collector's cardinality
+# limit (collector/cardinality.py).
+SHARED_LABELS = frozenset(
+    {
+        "service.namespace",
+        "k8s.cluster.name",
+        "k8s.namespace.name",
+        "k8s.node.name",
+        "k8s.deployment.name",
+        "k8s.statefulset.name",
+        "k8s.daemonset.name",
+        "k8s.cronjob.name",
+        "k8s.container.name",
+        "container.image.name",
+        "cloud.provider",
+        "cloud.platform",
+        "cloud.region",
+        "cloud.availability_zone",
+        "host.arch",
+        "os.type",
+        "process.runtime.name",
+        "process.runtime.version",
+        "telemetry.sdk.language",
+    }
+)
 EXE_KEYS = ("process.executable.path", "process.executable.name")
 BUILD_ID_KEYS = ("process.executable.build_id.gnu", "process.executable.build_id.htlhash")
 CPU_KINDS = ("cpu", "samples")
@@ -172,7 +202,7 @@ class _Dictionary:
             count = _count(sample, value, kind, period_ns)
             thread = _thread(attrs, processes)
             builder.add(self.stack(sample.stack_index, i), value, count=count, thread=thread)
-        labels = {WINDOW_LABELS[k]: str(v) for k, v in scope.items() if v and k in WINDOW_LABELS}
+        labels = _window_labels(scope)
         groups = sorted(builders.items()) or [((), ProfileBuilder(meta={"format": "otlp"}))]
         return [
             Window(
@@ -260,6 +290,13 @@ def _count(sample: otlp.Sample, value: int, kind: tuple[str, str], period_ns: in
     return 1
 
 
+def _window_labels(attrs: dict[str, str | int]) -> dict[str, str]:
+    """The labels every sample of a profile shares: WINDOW_LABELS renamed, SHARED_LABELS
+    as they are named."""
+    labels = {k: str(v) for k, v in attrs.items() if v and k in SHARED_LABELS}
+    return labels | {WINDOW_LABELS[k]: str(v) for k, v in attrs.items() if v and k in WINDOW_LABELS}
+
+
 def _user_labels(own: dict[str, str | int]) -> tuple[tuple[str, str], ...]:
     """A sample's own string attributes but those of its thread and process (they give
     it its Thread) and the window's: labels of that sample, as a pprof's string labels."""
@@ -267,7 +304,11 @@ def _user_labels(own: dict[str, str | int]) -> tuple[tuple[str, str], ...]:
         sorted(
             (k, v)
             for k, v in own.items()
-            if isinstance(v, str) and v and k not in THREAD_KEYS and k not in WINDOW_LABELS
+            if isinstance(v, str)
+            and v
+            and k not in THREAD_KEYS
+            and k not in WINDOW_LABELS
+            and k not in SHARED_LABELS
         )
     )
 
