@@ -98,6 +98,17 @@ def test_a_loop_its_compiler_made_a_call_is_a_note_not_a_finding(
     assert "GCC 12's build of the unit has no machine loop for its lines" in note
 
 
+def lint_unit(folder: Path, source: str, compiler: str) -> dict:
+    """lint's JSON document of one unit built by `compiler` -O2 (a compile database)."""
+    entry = {"directory": ".", "file": source, "arguments": [compiler, "-O2", "-c", source]}
+    (folder / "compile_commands.json").write_text(json.dumps([entry]))
+    done = lint(
+        "--no-cache", "--compile-commands", "compile_commands.json", "--format", "json", cwd=folder
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
 def test_straight_line_code_is_a_finding_only_where_its_compiler_reloads(
     tmp_path: Path, compiler: str
@@ -105,18 +116,7 @@ def test_straight_line_code_is_a_finding_only_where_its_compiler_reloads(
     """`mark`'s build loads c->kind again after its byte store; copy2's `*op` is its
     caller's local, in a register in every inlined copy (zstd's ZSTD_overlapCopy8)."""
     (tmp_path / "marks.c").write_text(MARKS.read_text())
-    entry = {"directory": ".", "file": "marks.c", "arguments": [compiler, "-O2", "-c", "marks.c"]}
-    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
-    done = lint(
-        "--no-cache",
-        "--compile-commands",
-        "compile_commands.json",
-        "--format",
-        "json",
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    doc = lint_unit(tmp_path, "marks.c", compiler)
     [finding] = [f for f in doc["findings"] if f["kind"] == "aliasing-write"]
     assert (finding["function"], finding["rule"]) == ("mark", "aliasing-write.straight-line")
     assert finding["details"]["confirmed_by"]["machine_code"] is not None
@@ -124,3 +124,27 @@ def test_straight_line_code_is_a_finding_only_where_its_compiler_reloads(
     [note] = [n for n in doc["notes"] if n.startswith("not reported")]
     assert note.startswith("not reported: the straight-line code at marks.c:13 in copy2")
     assert "loads no address again after a byte store" in note and note.endswith("no cost seen")
+
+
+HIDDEN = """#include <stdint.h>
+__attribute__((visibility("hidden"))) uint8_t* storage_of(void* s);
+struct State { uint16_t last_bytes; int bits; };
+
+void emit(struct State* s) {
+    uint8_t* storage = storage_of(s);
+    storage[0] = (uint8_t)s->last_bytes;
+    storage[1] = (uint8_t)(s->last_bytes >> 8);
+}
+"""
+
+
+def test_a_unit_calling_a_hidden_function_defined_elsewhere_has_its_machine_code_read(
+    tmp_path: Path,
+) -> None:
+    """The linker refuses an undefined hidden symbol (brotli's BROTLI_INTERNAL); GCC's
+    code loads s->last_bytes again after storage[0]."""
+    (tmp_path / "emit.c").write_text(HIDDEN)
+    [finding] = lint_unit(tmp_path, "emit.c", "gcc")["findings"]
+    assert finding["function"] == "emit"
+    assert finding["details"]["confirmed_by"]["machine_code"] == "GCC 12 build"
+    assert any("word ptr [rbx]  ; emit.c:8" in line for line in finding["evidence"])

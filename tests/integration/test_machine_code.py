@@ -221,3 +221,27 @@ def test_straight_line_code_reloads_only_where_its_compiler_loads_again(
     assert copy is not None and copy.function == "copy_pairs"  # inlined into its loop
     assert copy.byte_stores and not copy.reloads
     assert straight_line_code(out, "marks.c", 100, 120) is None
+
+
+# GCC loads brotli's 16-bit `s->last_bytes_` whole for `storage[0] = (uint8_t)...`
+# and only its high byte again for `storage[1] = ... >> 8`: the same bytes.
+HIGH_BYTE_ASM = (
+    "movzwl (%%rdi), %%eax\\n\\tmovb %%al, (%%rsi)\\n\\t"
+    "movzbl 1(%%rdi), %%eax\\n\\tmovb %%al, 1(%%rsi)"
+)
+HIGH_BYTE = (
+    "void high_byte(const unsigned short* last, unsigned char* out) {\n"
+    f'    __asm__ volatile("{HIGH_BYTE_ASM}" ::: "rax", "memory");\n'
+    "}\n"
+)
+
+
+def test_a_load_of_part_of_what_was_loaded_before_a_byte_store_is_a_reload(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "high.c").write_text(HIGH_BYTE)
+    out = tmp_path / "high.o"
+    subprocess.run(["gcc", "-O2", "-g", "-c", "high.c", "-o", str(out)], cwd=tmp_path, check=True)
+    code = straight_line_code(out, "high.c", 2, 2)
+    assert code is not None and len(code.byte_stores) == 2
+    assert [i.text for i in code.reloads] == ["movzx eax, byte ptr [rdi + 1]"]

@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..binaries import binary_at
 from ..errors import UserError
 from .cpu_limits import HANG_S, Hung, run_unless_hung
 from .source import TranslationUnit
@@ -161,8 +162,23 @@ def run_compiler(
 def link_for_disassembly(tu: TranslationUnit, obj: Path, exe: Path) -> bool:
     """Link one object alone into an executable (no start files, undefined symbols
     left unresolved): inline and template code then has one address each, which a
-    relocatable object does not give. False when that fails."""
-    argv = [clang_for(tu), str(obj), "-o", str(exe), "-nostartfiles"]
+    relocatable object does not give. The linker refuses a reference to a hidden
+    symbol defined elsewhere (a library's internal functions, brotli's
+    BROTLI_INTERNAL): then every undefined symbol is defined at 0 by a linker script.
+    False when that fails too."""
+    if _link(tu, [obj], exe):
+        return True
+    found = binary_at(obj)
+    if found is None:
+        return False
+    undefined = sorted({s.name for s in found.symbols() if not s.defined and s.name})
+    script = exe.with_suffix(".ld")
+    script.write_text("".join(f'"{name}" = 0;\n' for name in undefined))
+    return _link(tu, [obj, script], exe)
+
+
+def _link(tu: TranslationUnit, inputs: list[Path], exe: Path) -> bool:
+    argv = [clang_for(tu), *map(str, inputs), "-o", str(exe), "-nostartfiles"]
     argv.append("-Wl,--unresolved-symbols=ignore-all,--no-warn-search-mismatch")
     try:
         done = subprocess.run(argv, capture_output=True, timeout=COMPILE_TIMEOUT_S)

@@ -208,7 +208,7 @@ def _straight(
                 code.byte_stores.append(instruction)
                 loaded = dict.fromkeys(loaded, True)
         elif (address := _read_address(insn, FRAME_REGISTERS)) is not None:
-            if loaded.get(address):
+            if _reloads(loaded, address):
                 code.reloads.append(instruction)
             loaded[address] = False
         target = _jump_target(insn)
@@ -223,6 +223,17 @@ def _straight(
         written = {_family(insn.reg_name(r)) for r in writes}
         loaded = {a: stored for a, stored in loaded.items() if not set(a[0]) & written}
     return code
+
+
+def _reloads(loaded: dict[tuple, bool], address: tuple) -> bool:
+    """Whether a load reads bytes loaded before a byte store: of the same registers
+    and scale, at overlapping displacements (`last_bytes_ >> 8` is the byte at +1 of
+    a 16-bit field loaded whole before the store)."""
+    regs, scale, start, width = address
+    return any(
+        stored and (r, s) == (regs, scale) and d < start + width and start < d + w
+        for (r, s, d, w), stored in loaded.items()
+    )
 
 
 def _join(ways: list[dict[tuple, bool]]) -> dict[tuple, bool]:
