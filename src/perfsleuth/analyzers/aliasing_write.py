@@ -248,12 +248,16 @@ def no_cost_seen(
 
 def _straight_line_note(match: AliasMatch, asm: LoopCode, asm_in_binary: bool, built: str) -> str:
     code = "the binary's code" if asm_in_binary else f"{built}'s code (a build of the unit)"
+    why = (
+        f"loads no address again after a byte store ({_count(asm.byte_stores, 'byte store')}"
+        ", in every inlined copy)"
+        if asm.byte_stores
+        else "has no byte store (the bytes are stored together, or not at all)"
+    )
     return (
         f"not reported: the straight-line code at {Path(match.file).name}:{match.line} in "
         f"{match.function} matches an aliasing pattern (`{match.write}`, `{match.read}`), "
-        f"but {code} of lines {match.line}-{match.end_line} loads no address again after "
-        f"a byte store ({_count(asm.byte_stores, 'byte store')}, in every inlined copy): "
-        "no cost seen"
+        f"but {code} of lines {match.line}-{match.end_line} {why}: no cost seen"
     )
 
 
