@@ -17,14 +17,16 @@ Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
   perfsleuth annotate --all every file, 8 lines context   8 lines of context)
   perfsleuth diff A B       every function and line       cg_diff A B (a diff file) and
                             whose count changed           cg_annotate of that file
+  perfsleuth diff --format json  the same as one JSON document (for scripts)
 
 and prints the medians and the ratio of each perfsleuth view to its cachegrind tool.
 CPU time is the measure: the machine is shared and loaded, so wall time waits.
 Every command runs once before the timed rounds (a stored run's files in answers/ are
 kept by the first view that asks, as for a user), and Python writes its bytecode caches.
-With --before, `top` and `diff` of another checkout of perfsleuth (its src/ first on
-PYTHONPATH, on a copy of the store: each code keeps its own answers/ files) are timed in
-the same rounds, so a change is measured against the code before it on the same load.
+With --before, `top`, `diff` and `diff --format json` of another checkout of perfsleuth
+(its src/ first on PYTHONPATH, on a copy of the store: each code keeps its own answers/
+files) are timed in the same rounds, so a change is measured against the code before it
+on the same load.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def timed(cmd: str) -> tuple[float, float]:
 
 
 def before_cases(checkout: Path) -> dict[str, str]:
-    """`top` and `diff` by CHECKOUT's code, on a copy of the store made now."""
+    """`top`, `diff` and `diff --format json` by CHECKOUT's code, on a copy of the store
+    made now."""
     store = OUT / ".perfsleuth-before"
     shutil.rmtree(store, ignore_errors=True)
     shutil.copytree(OUT / ".perfsleuth", store, ignore=shutil.ignore_patterns("answers"))
@@ -116,6 +119,7 @@ def before_cases(checkout: Path) -> dict[str, str]:
     return {
         "before: perfsleuth top": f"{ps} top 1 -n 40 --store {store}",
         "before: perfsleuth diff": f"{ps} diff 1 2 --store {store}",
+        "before: perfsleuth diff json": f"{ps} diff 1 2 --format json --store {store}",
     }
 
 
@@ -124,7 +128,10 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=5, help="speedtest1 --size of run 1")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--before", type=Path, metavar="CHECKOUT", help="also time this checkout's top and diff"
+        "--before",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also time this checkout's top, diff and diff --format json",
     )
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = str(ROOT / "src")
@@ -136,6 +143,7 @@ def main() -> int:
         f"perfsleuth annotate {FUNCTION}": f"{ps} annotate {FUNCTION} 1 --context 8",
         "perfsleuth annotate --all": f"{ps} annotate --all 1 --context 8",
         "perfsleuth diff": f"{ps} diff 1 2",
+        "perfsleuth diff json": f"{ps} diff 1 2 --format json",
         "cg_annotate": "cg_annotate --context=8 cachegrind.out.1",
         "cg_diff": "cg_diff cachegrind.out.1 cachegrind.out.2 > cg.diff",
         "cg_diff + cg_annotate": (
@@ -164,8 +172,10 @@ def main() -> int:
         f"perfsleuth annotate {FUNCTION}": "cg_annotate",
         "perfsleuth annotate --all": "cg_annotate",
         "perfsleuth diff": "cg_diff",
+        "perfsleuth diff json": "cg_diff",
         "before: perfsleuth top": "cg_annotate",
         "before: perfsleuth diff": "cg_diff",
+        "before: perfsleuth diff json": "cg_diff",
     }
     for name, (cpu, wall) in medians.items():
         other = against.get(name)

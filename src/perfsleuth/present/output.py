@@ -25,6 +25,8 @@ RICH_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE")  # make rich style a
 def destination(path: str | None, binary: bool = False) -> Iterator[IO[Any]]:
     """The file at `path` opened for writing, or stdout for None or '-'."""
     if not path or path == "-":
+        if binary:
+            sys.stdout.flush()  # what was printed before comes first
         yield sys.stdout.buffer if binary else sys.stdout
         return
     try:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
 from . import FINDINGS, Output
+from .json import encode
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 ROOT_ID = "SRCROOT"
@@ -104,13 +104,13 @@ def _root_id(index: int) -> str:
     return ROOT_ID if index == 0 else f"{ROOT_ID}{index}"
 
 
-def _write(doc: dict[str, Any], fh: IO[Any]) -> None:
-    json.dump(to_sarif(doc), fh, indent=1)
-    fh.write("\n")
+def _write(doc: dict[str, Any], fh: IO[bytes]) -> None:
+    fh.write(encode(to_sarif(doc)))
 
 
 OUTPUT = Output(
     name="sarif",
     help="SARIF 2.1.0 findings at file:line, for code scanning and IDEs",
     writers={FINDINGS: _write},
+    binary=True,
 )
