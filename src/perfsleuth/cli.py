@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except Exception as e:
-        # duckdb only when a command loaded it: the always-on agent saves its 27 MB
-        duckdb = sys.modules.get("duckdb")
+        # DuckDB's engine only when a command loaded it: the always-on agent saves its 27 MB
+        duckdb = sys.modules.get("_duckdb")
         if duckdb is None or not isinstance(e, duckdb.Error):
             raise
         print(f"perfsleuth: the run store failed: {e}", file=sys.stderr)

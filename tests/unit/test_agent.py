@@ -222,7 +222,7 @@ def test_the_agent_loads_neither_duckdb_nor_capstone() -> None:
     code = (
         "import sys; from perfsleuth import cli; import perfsleuth.agent.daemon; "
         "cli.build_parser(['agent', '--server', 'http://127.0.0.1:1']); "
-        "print(sorted({'duckdb', 'capstone', 'pyarrow'} & sys.modules.keys()))"
+        "print(sorted({'_duckdb', 'capstone', 'pyarrow'} & sys.modules.keys()))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -74,8 +74,8 @@ def test_a_damaged_or_missing_index_is_not_believed(tmp_path: Path) -> None:
 JSON = ["--format", "json"]
 
 
-def _modules_after(argv: list[str], watched: tuple[str, ...] = ("duckdb",)) -> tuple[str, bool]:
-    """A command's output, and whether any of the `watched` modules (DuckDB) was imported
+def _modules_after(argv: list[str], watched: tuple[str, ...] = ("_duckdb",)) -> tuple[str, bool]:
+    """A command's output, and whether any of the `watched` modules (DuckDB's engine) was imported
     to answer it."""
     script = (
         "import sys; from perfsleuth.cli import main; "
@@ -167,7 +167,7 @@ def test_text_diff_of_count_runs_imports_neither_the_duckdb_store_nor_rich(
 ) -> None:
     store = _count_runs(tmp_path / "store")
     through_duckdb = perfsleuth(store.root, "diff", "1", "2").stdout
-    watched = ("duckdb", "perfsleuth.store.runs", "perfsleuth.model.counts", "rich")
+    watched = ("_duckdb", "perfsleuth.store.runs", "perfsleuth.model.counts", "rich")
     again, loaded = _modules_after(["diff", "1", "2", "--store", str(store.root)], watched)
     assert not loaded
     assert again + "\n" == through_duckdb and "1 line changed" in again

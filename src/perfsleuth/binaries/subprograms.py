@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from elftools.dwarf.die import DIE
-from elftools.dwarf.dwarfinfo import DWARFInfo
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from elftools.dwarf.die import DIE
+    from elftools.dwarf.dwarfinfo import DWARFInfo
 
 
 def subprograms(dwarf: DWARFInfo) -> dict[str, DIE]:
