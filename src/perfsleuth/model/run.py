@@ -6,11 +6,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .counts import Counts, ExactCounts
-from .cpu_cache import CacheProjections
 from .profile import Profile
+
+if TYPE_CHECKING:  # a count run's types: storing or reading a sampled run needs neither
+    from .counts import Counts, ExactCounts
+    from .cpu_cache import CacheProjections
 
 
 @dataclass

@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingStored, StoreBusy, UserError
 from ..model import documents
-from ..model.counts import Counts
-from ..model.cpu_cache import CacheProjections
 from ..model.profile import Frame, Profile, Thread
 from ..model.run import LoadedRun, Recording, RunInfo
 from ..model.timeline import Timeline
@@ -529,6 +527,9 @@ class Store:
             return [self._load_run(con, resolve(ref, ids, self.root)) for ref in refs]
 
     def _load_run(self, con: duckdb.DuckDBPyConnection, run_id: int) -> LoadedRun:
+        from ..model.counts import Counts  # a loaded run's types: storing needs neither
+        from ..model.cpu_cache import CacheProjections
+
         kinds = (Counts.KIND, CacheProjections.KIND)
         info = self._run_info(con, run_id)
         rows = con.execute(

@@ -16,9 +16,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model.counts import ExactCounts
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..model.timeline import Timeline
@@ -26,6 +25,9 @@ from ..store.answers import AnswerFiles
 from ..store.runs import Store
 from . import flame, timeline, top
 from .keys import top_name
+
+if TYPE_CHECKING:  # a count run's; a sampled run's pages are kept without the module
+    from ..model.counts import ExactCounts
 
 FACTS = "facts"
 FLAME = "flame"

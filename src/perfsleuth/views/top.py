@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..model.counts import EVENT_UNITS, ExactCounts
 from ..model.profile import Frame, Profile
 from .documents import TopRow
 from .keys import frame_keys
+
+if TYPE_CHECKING:
+    from ..model.counts import ExactCounts
 
 
 @dataclass
@@ -89,6 +92,8 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
     """The `top` document of a count run, from its exact counts: self is each group's
     own count; total adds the inclusive cost of the calls that leave the group (a call
     within it is counted in its own lines already), at most the run's total."""
+    from ..model.counts import EVENT_UNITS  # a count run's: a sampled run's top needs none
+
     event = "Ir" if "Ir" in exact.events else exact.events[0]
     total = exact.total(event)
     group = _ExactGroups(exact, by)
