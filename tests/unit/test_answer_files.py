@@ -60,6 +60,28 @@ def test_changed_code_or_a_recreated_run_replaces_the_file(
     assert [p.read_bytes() for p in (tmp_path / "answers").iterdir()] == [b"other run"]
 
 
+def test_files_no_reader_can_read_go_when_a_run_keeps_an_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name no longer written (count runs kept `counts` before `line-counts`) and any
+    name under an older code's stamp; the run's current files and other runs' stay."""
+    kept = AnswerFiles(tmp_path)
+    monkeypatch.setattr(answers, "code_stamp", lambda: "old")
+    kept.keep(_info(), "counts", b"whole counts document")
+    kept.keep(_info(), "flame", b"old code's flame")
+    kept.keep(_info(run_id=12), "counts", b"another run's")
+    monkeypatch.setattr(answers, "code_stamp", lambda: "new")
+    kept.keep(_info(), "top", b"top")
+    kept.keep(_info(), "line-counts", b"line counts")
+    names = sorted(p.name for p in (tmp_path / "answers").iterdir())
+    start = f"1000000000-s{answers.SCHEMA_VERSION}"
+    assert names == [
+        f"run1-line-counts-{start}-new.bin",
+        f"run1-top-{start}-new.bin",
+        f"run12-counts-{start}-old.bin",
+    ]
+
+
 def test_code_stamp_follows_the_package_files() -> None:
     assert answers.code_stamp() == answers.code_stamp()
     assert len(answers.code_stamp()) == 12

@@ -69,14 +69,20 @@ class AnswerFiles:
         return data
 
     def keep(self, info: RunInfo, name: str, data: bytes) -> None:
-        """Keep DATA as answer NAME of a run, unless it is kept already."""
+        """Keep DATA as answer NAME of a run, unless it is kept already, and remove what
+        no reader can read any more: the run's other files of this name, and its files of
+        any name under another stamp (older code, or a run of the same id before the store
+        was recreated), names no longer written (`counts` of count runs) included."""
         path = self._path(info.id, info.started, name)
         if path.exists():
             return
+        stamp = path.name.removeprefix(f"run{info.id}-{name}-")
         try:
             self._write(path, data)
-            for old in self.folder.glob(f"run{info.id}-{name}-*.bin"):
-                if old != path:
+            for old in self.folder.glob(f"run{info.id}-*.bin"):
+                if old != path and (
+                    old.name.startswith(f"run{info.id}-{name}-") or not old.name.endswith(stamp)
+                ):
                     old.unlink(missing_ok=True)
         except OSError:
             pass  # not kept: the next reader computes it again
