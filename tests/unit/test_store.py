@@ -94,6 +94,21 @@ def test_failed_write_leaves_no_partial_run(store_path: Path):
     assert store.resolve("latest") == 1
 
 
+def test_a_value_the_store_cannot_hold_fails_the_write_after_rows_were_appended(store_path: Path):
+    """The appender has taken the rows before the bad one when it refuses it: the
+    transaction's rollback drops them too."""
+    store = Store(store_path)
+    store.add_run(RunInfo(), Recording(sample_profile()))
+    bad = sample_profile()
+    bad.frames.append(Frame("huge", "prog", "h.c", 2**40))  # frames.line is INTEGER
+    with pytest.raises(Exception, match="out of range"):
+        store.add_run(RunInfo(), Recording(bad))
+    assert [r.id for r in store.runs()] == [1]
+    assert len(store.load(1).frames) == len(sample_profile().frames)
+    store.add_run(RunInfo(), Recording(sample_profile()))
+    assert [len(store.load(i).frames) for i in (1, 2)] == [len(bad.frames) - 1] * 2
+
+
 def test_documents_replace(store_path: Path):
     store = Store(store_path)
     run_id = store.add_run(RunInfo(), Recording(sample_profile())).id
