@@ -70,9 +70,9 @@ class AnswerFiles:
 
     def keep(self, info: RunInfo, name: str, data: bytes) -> None:
         """Keep DATA as answer NAME of a run, unless it is kept already, and remove what
-        no reader can read any more: the run's other files of this name, and its files of
-        any name under another stamp (older code, or a run of the same id before the store
-        was recreated), names no longer written (`counts` of count runs) included."""
+        no reader can read any more: the run's files under another stamp (older code, or a
+        run of the same id before the store was recreated), of this name or of any other,
+        names no longer written (`counts` of count runs) included."""
         path = self._path(info.id, info.started, name)
         if path.exists():
             return
@@ -80,9 +80,7 @@ class AnswerFiles:
         try:
             self._write(path, data)
             for old in self.folder.glob(f"run{info.id}-*.bin"):
-                if old != path and (
-                    old.name.startswith(f"run{info.id}-{name}-") or not old.name.endswith(stamp)
-                ):
+                if not old.name.endswith(stamp):
                     old.unlink(missing_ok=True)
         except OSError:
             pass  # not kept: the next reader computes it again

@@ -374,7 +374,7 @@ class Store:
                 tables = _profile_tables(run_id, profile)
                 self._check_space(_space_needed(tables))
                 self._insert_run(con, run_id, info, profile)
-                self._insert_profile(con, tables)
+                self._append_tables(con, tables)
                 for doc in recording.documents:
                     self._insert_document(con, run_id, doc.kind, doc.name, doc.data)
                 if profile.timeline:
@@ -427,10 +427,10 @@ class Store:
                 "path": [d.get("path", "") for d in info.dsos],
                 "build_id": [d.get("build_id", "") for d in info.dsos],
             }
-            Store._insert_profile(con, {"dsos": dsos})
+            Store._append_tables(con, {"dsos": dsos})
 
     @staticmethod
-    def _insert_profile(con: duckdb.DuckDBPyConnection, tables: dict[str, Columns]) -> None:
+    def _append_tables(con: duckdb.DuckDBPyConnection, tables: dict[str, Columns]) -> None:
         for name, columns in tables.items():
             rows = _rows(name, columns)
             appender = con.appender(name)

@@ -157,6 +157,12 @@ def check_window(window: Window) -> Window:
     return window
 
 
+def part_id(window_id: str, n: int) -> str:
+    """The id of part n of a push split into windows by their samples' labels: the push's
+    own id for the first, `id.n` for the others."""
+    return window_id if n == 0 else f"{window_id}.{n}"
+
+
 def text(value: str, what: str, limit: int = MAX_NAME) -> str:
     if len(value) > limit:
         raise PayloadError(f"{what} is {len(value)} characters long; at most {limit}")

@@ -206,7 +206,7 @@ class _Dictionary:
         groups = sorted(builders.items()) or [((), ProfileBuilder(meta={"format": "otlp"}))]
         return [
             Window(
-                id=window_id if n == 0 else f"{window_id}.{n}",
+                id=ingest.part_id(window_id, n),
                 start=start,
                 end=start + profile.duration_nano / 1e9,
                 profile=builder.build(),

@@ -224,7 +224,7 @@ class _Reader:
         groups = sorted(builders.items()) or empty
         return [
             Window(
-                id=params.window_id if n == 0 else f"{params.window_id}.{n}",
+                id=ingest.part_id(params.window_id, n),
                 start=start,
                 end=end,
                 profile=self._with_dsos(builder.build()),
