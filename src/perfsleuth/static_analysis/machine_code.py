@@ -161,7 +161,7 @@ def _straight_copies(
         if own:
             span = code if own_lines_only else code[own[0] : own[-1] + 1]
             counted = {code[n].address for n in own} if own_lines_only else None
-            copy = _straight(name, span, _jump_sources(code), rows, counted)
+            copy = _straight(name, span, _jump_targets(code), rows, counted)
             copies.append(_trimmed(copy, counted) if counted else copy)
     with_reloads = [copy for copy in copies if copy.confirms_aliasing]
     return next(iter(with_reloads or copies), None)
@@ -178,7 +178,7 @@ def _trimmed(code: LoopCode, own: set[int]) -> LoopCode:
 def _straight(
     name: str,
     span: list[capstone.CsInsn],
-    sources: dict[int, list[int]],
+    targets: set[int],
     rows: _LineRows,
     counted: set[int] | None = None,
 ) -> LoopCode:
@@ -198,7 +198,7 @@ def _straight(
     arriving: dict[int, list[dict[tuple, bool]]] = {}  # target -> `loaded` of its jumps
     reached = True  # by the code before it, not only by jumps: no `ret` or `jmp` since
     for insn, instruction in zip(span, code.instructions, strict=True):
-        if insn.address in sources:
+        if insn.address in targets:
             ways = arriving.pop(insn.address, []) + [loaded] * reached
             loaded = _join(ways) if follow else {}
             reached = True
@@ -246,13 +246,8 @@ def _join(ways: list[dict[tuple, bool]]) -> dict[tuple, bool]:
     return joined
 
 
-def _jump_sources(code: list[capstone.CsInsn]) -> dict[int, list[int]]:
-    """Each jump target of the function -> the addresses of the jumps to it."""
-    sources: dict[int, list[int]] = {}
-    for insn in code:
-        if (target := _jump_target(insn)) is not None:
-            sources.setdefault(target, []).append(insn.address)
-    return sources
+def _jump_targets(code: list[capstone.CsInsn]) -> set[int]:
+    return {target for insn in code if (target := _jump_target(insn)) is not None}
 
 
 def vector_loop(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
