@@ -58,9 +58,7 @@ class HostSymbolizer(Symbolizer):
         only 0.3 s, but held 93 MB of its own memory, past the agent's budget.)
         """
         plain = [(real, vaddr) for real, vaddr in unique if '"' not in real]
-        queries = [f'"{real}" 0x{vaddr:x}\n' for real, vaddr in plain]
-        answers = self._llvm_run([], queries) if plain else []
-        found = {key: syms for key, syms in zip(plain, answers, strict=True) if syms}
+        found = self._llvm_objects(plain) if plain else {}
         odd = [key for key in unique if '"' in key[0]]  # a name the query syntax cannot quote
         return found | (super()._llvm(odd) if odd else {})
 
