@@ -21,6 +21,7 @@ from ..binaries import (
     DEBUG_DIRS,
     STT_FUNC,
     STT_GNU_IFUNC,
+    ElfInfo,
     Symbol,
     binary_at,
     build_id_paths,
@@ -262,9 +263,12 @@ class Symbolizer:
         """{(path, offset): frames} for (path, build_id, file offset) triples."""
         out: dict[tuple[str, int], tuple[Frame, ...]] = {}
         queries: list[tuple[str, int, str, tuple[str, int]]] = []
+        infos: dict[str, ElfInfo | None] = {}  # per file: elf_info checks it on disk each call
         for path, build_id, offset in items:
             real = self._resolve(path, build_id)
-            info = elf_info(real) if real else None
+            if real is not None and real not in infos:
+                infos[real] = elf_info(real)
+            info = infos[real] if real else None
             vaddr = info.offset_to_vaddr(offset) if info else None
             if real is None or vaddr is None:
                 out[(path, offset)] = (Frame(UNKNOWN, dso=dso_name(path)),)
