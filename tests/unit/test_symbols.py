@@ -322,3 +322,15 @@ def test_small_objects_share_the_run_of_a_large_one(
     llvm = [(LIBLLVM, ElfSymbols(LIBLLVM).entries[1000][0])]
     Symbolizer().symbolize_vaddrs(large + llvm)
     assert len(runs) == min(2, os.cpu_count() or 1)
+
+
+def test_llvm_symbolizer_runs_with_huge_pages_asked_of_malloc() -> None:
+    from perfsleuth.symbols.symbolizer import HUGE_PAGES_TUNABLE, llvm_environment
+
+    env = llvm_environment({"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "GLIBC_TUNABLES": HUGE_PAGES_TUNABLE}
+    # the user's own tunables come after, so theirs win (glibc takes the last of a name)
+    mine = "glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2"
+    assert llvm_environment({"GLIBC_TUNABLES": mine})["GLIBC_TUNABLES"] == (
+        f"{HUGE_PAGES_TUNABLE}:{mine}"
+    )
