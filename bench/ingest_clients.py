@@ -198,14 +198,16 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=200, help="simulated hosts, 3 windows each")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--kind", action="append", help="only these kinds (repeatable)")
     parser.add_argument("--src", type=Path, action="append", help="code to run (repeatable)")
     args = parser.parse_args()
-    kinds = {
-        "fleet pprof": fleet_pushes(args.hosts, "pprof"),
-        "fleet folded": fleet_pushes(args.hosts, "folded"),
-        "pyroscope-go /ingest": go_pushes(args.pushes),
-        "pyroscope-io Connect": connect_pushes(args.pushes),
+    makers = {
+        "fleet pprof": lambda: fleet_pushes(args.hosts, "pprof"),
+        "fleet folded": lambda: fleet_pushes(args.hosts, "folded"),
+        "pyroscope-go /ingest": lambda: go_pushes(args.pushes),
+        "pyroscope-io Connect": lambda: connect_pushes(args.pushes),
     }
+    kinds = {kind: make() for kind, make in makers.items() if kind in (args.kind or makers)}
     sources = args.src or [ROOT / "src"]
     runs: dict[tuple[str, str], list[dict]] = {}
     for r in range(args.rounds):

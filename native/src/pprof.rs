@@ -10,7 +10,7 @@
 //! the way, with the same messages; Python is left one step per distinct
 //! frame, stack and label set.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -345,8 +345,8 @@ impl<'a> Reader<'a> {
                 .enumerate()
                 .map(|(i, l)| (l.id, i))
                 .collect(),
-            location_frames: HashMap::new(),
-            frame_ids: HashMap::new(),
+            location_frames: HashMap::default(),
+            frame_ids: HashMap::default(),
         }
     }
 
@@ -491,8 +491,8 @@ impl<'a> Reader<'a> {
             self.string(unit, "sample_type")?;
         }
         self.string(m.period_unit, "period_type")?;
-        let mut stack_ids: HashMap<Vec<u64>, u32> = HashMap::new();
-        let mut label_ids: HashMap<Vec<[i64; 3]>, u32> = HashMap::new();
+        let mut stack_ids: HashMap<Vec<u64>, u32> = HashMap::default();
+        let mut label_ids: HashMap<Vec<[i64; 3]>, u32> = HashMap::default();
         let (mut locations, mut values) = (Vec::new(), Vec::new());
         for (i, buf) in m.samples.iter().enumerate() {
             locations.clear();
