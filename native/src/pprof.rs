@@ -492,6 +492,7 @@ impl<'a> Reader<'a> {
         }
         self.string(m.period_unit, "period_type")?;
         let mut stack_ids: HashMap<Vec<u64>, u32> = HashMap::default();
+        let mut frame_stacks: HashMap<Vec<u32>, u32> = HashMap::default();
         let mut label_ids: HashMap<Vec<[i64; 3]>, u32> = HashMap::default();
         let (mut locations, mut values) = (Vec::new(), Vec::new());
         for (i, buf) in m.samples.iter().enumerate() {
@@ -522,9 +523,18 @@ impl<'a> Reader<'a> {
             let stack = match stack_ids.get(&locations) {
                 Some(&found) => found,
                 None => {
+                    // Two location lists can name the same frames (two addresses of
+                    // one line): one stack, as the Python reader interned them.
                     let frames = self.stack(i, &locations, &mut d)?;
-                    let id = d.stacks.len() as u32;
-                    d.stacks.push(frames);
+                    let id = match frame_stacks.get(&frames) {
+                        Some(&found) => found,
+                        None => {
+                            let id = d.stacks.len() as u32;
+                            d.stacks.push(frames.clone());
+                            frame_stacks.insert(frames, id);
+                            id
+                        }
+                    };
                     stack_ids.insert(locations.clone(), id);
                     id
                 }

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model.fleet import Window
-from .appending import distinct, ensure_layout, marker_info
+from .appending import ensure_layout, marker_info
 from .filesystem import Files
 from .layout import (
     HEAD_PREFIX,
@@ -42,7 +42,7 @@ from .layout import (
     stamp,
 )
 from .wal import SUFFIX, Record, Segment, claim_orphan, encode, read_segment, segments
-from .writer import parquet_bytes, table_of, window_columns
+from .writer import distinct_of, parquet_bytes, table_of, window_columns
 
 FLUSH_S = 30.0
 FLUSH_ROWS = 200_000
@@ -258,11 +258,9 @@ def write_batch(
     writes = [
         (table, dt, f"b-{stamp()}.parquet", rows)
         for dt, rs in by_day.items()
-        for table, key in (("frames", "frame_id"), ("stacks", "stack_id"))
+        for table in ("frames", "stacks")
         if (
-            rows := known.unwritten(
-                files, table, dt, distinct([table_of([r.columns for r in rs], table)], key)
-            )
+            rows := known.unwritten(files, table, dt, distinct_of([r.columns for r in rs], table))
         ).num_rows
     ]
 

@@ -36,7 +36,7 @@ from .layout import (
     samples_dir,
 )
 from .wal import SUFFIX, Record, SegmentReader
-from .writer import table_of
+from .writer import distinct_of, table_of
 
 LOG = SegmentReader()  # the head's log as this process read it last
 
@@ -69,11 +69,11 @@ class Head:
 
     @property
     def stacks(self) -> pa.Table:
-        return table_of([r.columns for r in self.records], "stacks")
+        return distinct_of([r.columns for r in self.records], "stacks")
 
     @property
     def frames(self) -> pa.Table:
-        return table_of([r.columns for r in self.records], "frames")
+        return distinct_of([r.columns for r in self.records], "frames")
 
 
 def replaced_by(files: Files, rel: str) -> list[str]:
