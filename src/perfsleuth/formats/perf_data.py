@@ -28,7 +28,6 @@ from ..model.timeline import COLUMNS as TIMELINE_COLUMNS
 from ..model.timeline import Timeline
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
 from ..symbols.function_starts import function_start
-from . import perf_script
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
 
@@ -261,6 +260,8 @@ class _NativeReading:
             }
         )
         if len(self.per_event) > 1:
+            from . import perf_script  # its warning; the native path reads no perf script
+
             names = [e["name"] for e in self.data["events"]]
             counts = {names[e]: n for e, n in self.per_event.items()}
             warning = perf_script.other_events_warning(str(p), counts, event["name"])
@@ -376,6 +377,8 @@ def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
 
 
 def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
+    from . import perf_script  # only this path parses perf script's text
+
     perf = shutil.which("perf")
     if perf is None:
         raise UserError(
