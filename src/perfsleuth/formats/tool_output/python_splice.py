@@ -28,11 +28,13 @@ the run:
   stay.
 
 Time: py-spy samples ten times faster than perf, and its trace says when a stack
-changed, stamped when py-spy handled the sample that saw the change (late by its
-sampling gap plus any wait for a CPU), on a clock whose origin is known only within
-py-spy's start-up. So, per run:
+changed, stamped when py-spy's main thread handled the sample its sampling thread took
+(late by the sampling gap plus both threads' waits for a CPU: tens of ms on a loaded
+machine), on a clock whose origin is known only within the time Popen took to start
+py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per run:
 
-- the clock offset is the SHIFTS step under which the native entries (the C function
+- the clock offset is the one (STAMPS_LATE plus that time early to START_LATE late)
+  under which the native entries (the C function
   Python called: `encoder_call`, `zlib_compress`) agree best with the Python leaf frames
   the trace gives at the samples' times. Every sample counts: the few near a stack
   change move the counts little, while counting only the samples no change comes near
@@ -111,14 +113,22 @@ RUNTIME = re.compile(r"^(?:\S*/)?(?:libc\.so|libm\.so|libpthread|ld-linux|\[unkn
 # the first frame of a process or of a thread: a stack reaching one is whole
 ROOTS = frozenset({"_start", "clone", "clone3", "__clone", "__clone3", "start_thread"})
 KERNEL = "[kernel.kallsyms]"
-# py-spy stamps a change when it handles the sample that saw it: up to its sampling gap
-# plus the time its thread waits for a CPU later (up to 7.5 ms at load 5 on 2 cores);
-# its clock starts a little after the moment we take for its origin
-LAG = 0.010
-EARLY = 0.002
-# how much later than the origin we are given py-spy's clock may start (its start-up
-# after exec: 0-13 ms seen here), tried in 1 ms steps
-SHIFTS = tuple(ms / 1000 for ms in range(-2, 21))
+# Offsets of py-spy's clock tried (_aligned): its stamps are late (its main thread
+# stamps a change when it handles the sample its sampling thread read, after both waited
+# for a CPU), and the origin we are given, taken when Popen returned, may come after its
+# clock started (the recorder waited for a CPU too) by up to the time Popen took (the
+# caller's SLACK): of 26 recordings of json_heavy.py at load 4-12, the best offset was
+# 39 ms early to 9 ms late. Up to STAMPS_LATE early and START_LATE late (py-spy's
+# start-up after exec: 1-11 ms at load 12), in SHIFT_STEP steps
+STAMPS_LATE = 0.060
+START_LATE = 0.020
+SHIFT_STEP = 0.002
+# The offset is the run's typical one: a change's own stamp is late by 0 to tens of ms
+# more or less, so the stacks of the changes up to EARLY before and LAG after a sample's
+# aligned time are its candidates (at 2 and 10 ms, 3 of 37 such recordings put
+# over 5% of json's C frames under the wrong function; at 20 and 20, 1 of 37)
+EARLY = 0.020
+LAG = 0.020
 # a native entry seen with one Python frame this often is taken to always go with it; a
 # sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
 USUAL_SHARE = 0.9
@@ -165,10 +175,14 @@ class Placed:
     stalled: bool = False
 
 
-def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Placed]:
-    """Each sample's place in the mixed stacks (see the module's docs)."""
+def place(
+    samples: Iterable[Sample], timelines: dict[int, Timeline], slack: float = 0.0
+) -> list[Placed]:
+    """Each sample's place in the mixed stacks (see the module's docs); SLACK: how much
+    earlier than the timelines' origin py-spy's clock may have started (the time Popen
+    took)."""
     cut = [_cut(sample) for sample in samples]
-    timelines = _aligned(cut, _by_os_thread(cut, timelines))
+    timelines = _aligned(cut, _by_os_thread(cut, timelines), slack)
     learned = _learn(cut, timelines)
     usual = _usual(learned)
     stalls = {tid: _Stalls.of(timeline) for tid, timeline in timelines.items()}
@@ -190,11 +204,13 @@ def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Pla
     return out
 
 
-def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced:
+def splice(
+    samples: Iterable[Sample], timelines: dict[int, Timeline], slack: float = 0.0
+) -> Spliced:
     """The mixed stacks of the samples in py-spy's raw form, the early ones left out;
-    the kernel frames perf took stay on top, as the agent keeps them."""
+    the kernel frames perf took stay on top, as the agent keeps them. SLACK as place's."""
     out = Spliced(Counter(), 0)
-    for placed in place(samples, timelines):
+    for placed in place(samples, timelines, slack):
         if placed.early:
             out.early += 1
             continue
@@ -331,19 +347,30 @@ def _candidates(timeline: Timeline, when: float) -> list[tuple[str, ...]]:
     return out
 
 
-def _aligned(cut: list[_Split], timelines: dict[int, Timeline]) -> dict[int, Timeline]:
-    """The timelines shifted by the SHIFTS step under which the samples' native entries
-    agree best with their Python leaf frames (unshifted when nothing tells)."""
-    best, best_score = timelines, 0
-    for by in sorted(SHIFTS, key=abs):
-        shifted = {
-            tid: Timeline(t.name, [when + by for when in t.times], t.stacks)
-            for tid, t in timelines.items()
-        }
-        score = _agreement(_learn(cut, shifted))
-        if score > best_score:
-            best, best_score = shifted, score
-    return best
+def _aligned(
+    cut: list[_Split], timelines: dict[int, Timeline], slack: float
+) -> dict[int, Timeline]:
+    """The timelines shifted by the offset under which the samples' native entries
+    agree best with their Python leaf frames, of SHIFT_STEP steps from STAMPS_LATE +
+    SLACK early to START_LATE late (unshifted when nothing tells). Stamps late by a
+    varying amount make the best agreement flat over tens of ms: its middle is taken
+    (its smaller end put 9 of 76 json samples of a run at load 24 under the wrong
+    function, its middle none)."""
+    early = -(STAMPS_LATE + slack)
+    shifts = [early + i * SHIFT_STEP for i in range(round((START_LATE - early) / SHIFT_STEP) + 1)]
+    scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
+    best = max(scores)
+    if best <= 0:
+        return timelines
+    tied = [by for by, score in zip(shifts, scores, strict=True) if score == best]
+    return _shifted(timelines, tied[len(tied) // 2])
+
+
+def _shifted(timelines: dict[int, Timeline], by: float) -> dict[int, Timeline]:
+    return {
+        tid: Timeline(t.name, [when + by for when in t.times], t.stacks)
+        for tid, t in timelines.items()
+    }
 
 
 def _agreement(learned: Counter[tuple[str, str]]) -> int:
