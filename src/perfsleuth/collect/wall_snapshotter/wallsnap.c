@@ -246,7 +246,8 @@ static int list_threads(pid_t pid) {
 enum prepared { READY, GONE, DENIED };
 
 /* What the next snapshot will stop: the processes (their modules reported) and their
-   threads. */
+   threads. A process whose maps cannot be read this time (exec under way, exiting)
+   is left out of this snapshot; DENIED when the root's cannot for lack of permission. */
 static enum prepared prepare(pid_t root) {
     for (int i = 0; i < nprocs; i++) procs[i].seen = false;
     collect_procs(root);
@@ -255,11 +256,11 @@ static enum prepared prepare(pid_t root) {
     for (int i = 0; i < nprocs; i++) {
         int err = procs[i].seen ? report(&procs[i]) : ESRCH;
         if (procs[i].pid == root && procs[i].seen)
-            found = err == 0 ? READY : err == EACCES || err == EPERM ? DENIED : GONE;
+            found = err == EACCES || err == EPERM ? DENIED : READY;
         if (err == 0)
             procs[kept++] = procs[i];
         else if (procs[i].dwfl)
-            dwfl_end(procs[i].dwfl); /* gone, exiting, or not ours */
+            dwfl_end(procs[i].dwfl);
     }
     nprocs = kept;
     nthreads = 0;
@@ -470,7 +471,7 @@ int main(int argc, char **argv) {
     uint64_t due = now_ns();
     for (bool first = true;; first = false) {
         snapshot(root, first);
-        if (prepare(root) != READY) return 0;
+        if (prepare(root) == GONE) return 0;
         if (interval) {
             uint64_t now = now_ns();
             due += interval;
