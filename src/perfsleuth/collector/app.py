@@ -87,6 +87,7 @@ class Collector:
         max_inflated: int,
         cardinality: Cardinality | None = None,
     ) -> None:
+        window_pprof.native_reader()  # a collector that cannot read pprof does not start
         self.store = store
         self.head = head
         self.max_inflated = max_inflated

@@ -24,6 +24,8 @@ PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?\bname="([^"]*)"')
 PROFILE_PART = "profile"
 CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
+NAMED_LIMIT = 1 << 17  # frames kept across pushes by name
+_NAMED: dict[str, Frame] = {}
 
 
 def decode(
@@ -54,12 +56,13 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     except UnicodeDecodeError as e:
         raise PayloadError(f"folded stacks are not UTF-8 (byte {e.start})") from None
     builder = ProfileBuilder(unit="samples", meta={"format": "folded", "spy": params.spy_name})
-    frames = _Frames()
+    frames = _Frames(builder)
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             stack, count = _folded_line(line, number)
             frames.budget.spend(len(stack))
-            builder.add([frames.get(name, number) for name in reversed(stack)], count, count=count)
+            ids = tuple([frames.get(name, number) for name in reversed(stack)])
+            builder.add_ids(ids, count, count=count)
     assert params.start is not None and params.end is not None  # parse() requires them
     return Window(
         id=params.window_id,
@@ -72,19 +75,26 @@ def _folded(body: bytes, params: IngestParams) -> Window:
 
 
 class _Frames:
-    """One Frame per distinct name, each name checked once."""
+    """The builder's frame index of each distinct name, each name checked once; the same
+    Frame object for a name push after push (the store's id cache finds it by identity)."""
 
-    def __init__(self) -> None:
-        self.by_name: dict[str, Frame] = {}
+    def __init__(self, builder: ProfileBuilder) -> None:
+        self.builder = builder
+        self.ids: dict[str, int] = {}
         self.budget = ingest.PushBudget()
 
-    def get(self, name: str, number: int) -> Frame:
-        frame = self.by_name.get(name)
-        if frame is None:
+    def get(self, name: str, number: int) -> int:
+        found = self.ids.get(name)
+        if found is None:
             ingest.text(name, f"folded line {number}: a frame")
             self.budget.create(1)
-            frame = self.by_name[name] = Frame(name)
-        return frame
+            frame = _NAMED.get(name)
+            if frame is None:
+                if len(_NAMED) >= NAMED_LIMIT:
+                    _NAMED.clear()
+                frame = _NAMED[name] = Frame(name)
+            found = self.ids[name] = self.builder.frame_id(frame)
+        return found
 
 
 def _folded_line(line: str, number: int) -> tuple[list[str], int]:
