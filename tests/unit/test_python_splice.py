@@ -362,3 +362,33 @@ def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
     bound = python_splice._Stalls.of(timeline).bound
     assert bound >= python_splice.STALL_MIN
     assert python_splice._Stalls.of(slower).bound == pytest.approx(2 * bound)
+
+
+REMAINDER = (NativeFrame(0x40, "PyNumber_Remainder", LIBPYTHON), *EVAL)
+
+
+def test_a_c_function_both_sides_call_stays_where_the_trace_puts_it() -> None:
+    """crunch's `% 7` and spell's `% 97` both call PyNumber_Remainder, crunch in half its
+    samples, spell in a third (the rest in spell's PyObject_Format). Taking the stack
+    near a change it went with most gave spell's remainders there to crunch (its share
+    some points over the truth); it goes with crunch under twice as often, not the
+    SWITCH times a move needs, so each sample keeps the stack it was taken in."""
+    changes = turns_of(0.0, 2.0, CRUNCH, SPELL)
+    changes.append((2.0, ()))
+    timeline = py_spy_trace.Timeline("", [t for t, _ in changes], [s for _, s in changes])
+    samples, truth = [], []
+    for i in range(round(2.0 / STEP)):
+        when = (i + 0.5) * STEP
+        stack = python_splice._at(timeline, when)
+        if stack == CRUNCH:
+            frames = REMAINDER if i % 2 else EVAL
+        else:
+            frames = REMAINDER if i % 3 == 0 else FORMAT
+        samples.append(Sample(7, 7, when, frames))
+        truth.append(stack)
+    placed = python_splice.place(samples, {7: timeline})
+    remainders = [
+        (p.python, t) for p, t in zip(placed, truth, strict=True) if p.sample.frames == REMAINDER
+    ]
+    assert {t for _, t in remainders} == {CRUNCH, SPELL}
+    assert all(python == t for python, t in remainders), Counter(remainders)

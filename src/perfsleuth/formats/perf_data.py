@@ -280,7 +280,8 @@ class _NativeReading:
         ]
         stacks = self.data["stacks"]
         count_weights = self.event["unit"] == "samples"
-        expanded: dict[int, tuple[int, ...]] = {}
+        # native stack -> the profile's: its frames expanded and interned once, not per row
+        stack_ids: dict[int, int] = {}
         rows = self.rows
         for sid, ti, ev, period, count in zip(
             rows["stack"], rows["thread"], rows["event"], rows["period"], rows["count"], strict=True
@@ -288,12 +289,13 @@ class _NativeReading:
             if ev != self.event_index:
                 placed.append(None)
                 continue
-            ids = expanded.get(sid)
-            if ids is None:
-                ids = expanded[sid] = tuple(i for fid in stacks[sid] for i in interned[fid])
+            stack_id = stack_ids.get(sid)
+            if stack_id is None:
+                ids = tuple(i for fid in stacks[sid] for i in interned[fid])
+                stack_id = stack_ids[sid] = builder.stack_id(ids)
             weight = float(count) if count_weights else float(period)
-            builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
-            placed.append((builder.stack_id(ids), threads[ti]))
+            builder.add_to_stack(stack_id, weight, count=count, thread_index=threads[ti])
+            placed.append((stack_id, threads[ti]))
         return placed
 
     def leaf_costs(self, chains: dict[int, tuple[Frame, ...]]) -> LeafCosts:

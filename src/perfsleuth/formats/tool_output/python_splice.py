@@ -41,7 +41,9 @@ py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per r
   left ~10 of ~100 on json_heavy.py, too few to tell the right offset from one a round
   away (5 of 8 runs on a quiet machine put json's decoder under `serialize`);
 - a sample with changes near it (EARLY before, LAG after) takes the candidate stack its
-  native entry went with most over the run; when none did and the entry nearly
+  native entry went with most over the run, when SWITCH times as often as with the
+  stack the trace gives at its time (an entry both functions call stays where the
+  trace puts it); when none did and the entry nearly
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time;
 - a sample in a stall of py-spy's (a stretch of the trace without a change longer than
@@ -126,9 +128,15 @@ SHIFT_STEP = 0.002
 # The offset is the run's typical one: a change's own stamp is late by 0 to tens of ms
 # more or less, so the stacks of the changes up to EARLY before and LAG after a sample's
 # aligned time are its candidates (at 2 and 10 ms, 3 of 37 such recordings put
-# over 5% of json's C frames under the wrong function; at 20 and 20, 1 of 37)
+# over 5% of json's C frames under the wrong function; at 20 and 20, 1 of 37). A sample
+# leaves the trace's own stack for another only when its native entry went with that
+# one's Python frame SWITCH times as often: an entry both functions call (CPython's
+# `PyNumber_Remainder` under crunch's `% 7` and spell's `% 97` in timed_pair.py) would
+# otherwise go to the one that calls it more near every change (crunch 5.1 points over
+# the timers in one of 9 runs at load 16; 2.6 at most with SWITCH)
 EARLY = 0.020
 LAG = 0.020
+SWITCH = 3
 # a native entry seen with one Python frame this often is taken to always go with it; a
 # sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
 USUAL_SHARE = 0.9
@@ -417,14 +425,14 @@ def _usual(learned: Counter[tuple[str, str]]) -> dict[str, str]:
 def _python_at(
     part: _Split, timeline: Timeline, learned: Counter[tuple[str, str]], usual: dict[str, str]
 ) -> tuple[str, ...]:
-    """The candidate stack the sample's native entry went with most; else, when none did
-    and the entry nearly always goes with one Python frame, the nearest stack with it;
-    else py-spy's own."""
+    """The candidate stack the sample's native entry went with most, when SWITCH times
+    as often as with py-spy's own; else, when it went with none and nearly always goes
+    with one Python frame, the nearest stack with it; else py-spy's own."""
     stacks = _candidates(timeline, part.sample.time)
     if part.entry:
         scores = [learned[(part.entry, s[-1])] if s else 0 for s in stacks]
         best = max(scores, default=0)
-        if best and scores.count(best) == 1:
+        if best and scores.count(best) == 1 and best > SWITCH * scores[0]:
             return stacks[scores.index(best)]
         if not best and part.entry in usual:
             near = _nearest_with(timeline, part.sample.time, usual[part.entry])
