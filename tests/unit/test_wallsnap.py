@@ -45,6 +45,11 @@ def test_a_name_with_spaces_and_text_before_the_first_snapshot():
     assert [t.tid for t in snap.threads] == [7]
 
 
+def test_no_snapshot_at_all():
+    assert wallsnap.parse("") == []
+    assert from_wallsnap("wallsnap wrote nothing\n", rate_hz=50) == []
+
+
 def test_each_snapshot_weighs_the_time_since_the_one_before():
     snaps = from_wallsnap(FIXTURE.read_text(), rate_hz=20)
     assert [s.weight_ns for s in snaps] == [50e6, 58161364448008 - 58161316524423]

@@ -44,7 +44,7 @@ class WallSnapshot:
 def parse(text: str) -> list[WallSnapshot]:
     """Every snapshot, in order; text before the first SNAPSHOT line is ignored."""
     heads = list(SNAPSHOT_LINE.finditer(text))
-    ends = [h.start() for h in heads[1:]] + [len(text)]
+    ends = [h.start() for h in heads[1:]] + [len(text)] if heads else []
     snapshots = []
     for head, end in zip(heads, ends, strict=True):
         body = text[head.end() : end]
