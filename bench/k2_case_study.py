@@ -94,12 +94,13 @@ def stand_ins(runs: int) -> dict[str, list[str]]:
 def k2(args: argparse.Namespace) -> dict[str, list[str]]:
     run = [w.replace("{out}", args.installed) for w in shlex.split(args.cmd)]
     built = ["--source", args.source, "--build", args.build]
+    in_source = f"cd {shlex.quote(args.source)} && {args.build}"  # try build runs it here
     steps = {
         "record": ["run", "--", *run],
         "allocator": ["try", "allocator", "--runs", str(args.runs), "--", *run],
         "patch": ["try", "patch", "--runs", str(args.runs), *built, args.patch,
                   "--", *shlex.split(args.cmd)],
-        "build": ["try", "build", "--runs", str(args.runs), "--build", args.build,
+        "build": ["try", "build", "--runs", str(args.runs), "--build", in_source,
                   "--variants", "lto,pgo,pgo-lto", "--", *shlex.split(args.cmd)],
         "combined": ["try", "combined", "--runs", str(args.runs), *built, "--allocator",
                      args.allocator, "--patch", args.patch, "--variant", "pgo-lto",
