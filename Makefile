@@ -7,12 +7,12 @@ BIN := $(VENV)/bin
 APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libclang-16-dev \
 	hyperfine time libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libconcurrentqueue-dev \
 	python3-venv python3-dev pkg-config chromium libc6-dbg build-essential zlib1g-dev libicu-dev dwarves \
-	xz-utils bzip2 zstd debuginfod percona-toolkit libglib2.0-dev uthash-dev
+	xz-utils bzip2 zstd debuginfod percona-toolkit libglib2.0-dev uthash-dev libdw-dev
 STAMP := .venv/.stamp
 
-.PHONY: demo test setup apt venv native examples clients lint unit integration clean ui seaweedfs pythons
+.PHONY: demo test setup apt venv native wallsnap examples clients lint unit integration clean ui seaweedfs pythons
 
-setup: apt $(STAMP) native ui examples clients seaweedfs pythons
+setup: apt $(STAMP) native wallsnap ui examples clients seaweedfs pythons
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
@@ -27,6 +27,10 @@ venv: $(STAMP)
 
 native: $(STAMP)
 	@bash scripts/build-native.sh
+
+# Wall mode's snapshotter (C on libdw), built once beside the virtualenv (~1 s).
+wallsnap: $(STAMP)
+	@$(PY) -m perfsleuth.collect.wallsnap
 
 ui: $(STAMP)
 	@if [ -f ui/package.json ]; then bash scripts/build-ui.sh; fi

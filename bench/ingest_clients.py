@@ -1,15 +1,23 @@
-"""Ingest cost of the Pyroscope clients' own pushes: samples stored per collector CPU-second.
+"""Ingest cost of pushes: samples stored per collector CPU-second, by kind of push.
 
-Replays pushes captured from the real SDKs (tests/fixtures/pyroscope/: pyroscope-go
-v1.5.0's CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect
-push) to a real collector on a scratch store, each push made distinct by shifting its
-profile's time (so none is a duplicate), from a few client threads, each kind to a
-fresh collector. The collector's CPU time is its rusage from the first push until it
-exited (its head's flush to Parquet included), its samples from /metrics. Grafana
-Pyroscope cannot be built on this machine: compare with its cost measured elsewhere on
-the same kind of pushes (issue 27: 474,000 samples per server CPU-second for pprof).
+Kinds: the simulated fleet's windows (bench/fleet_sim.py: 8-CPU hosts, 10 s windows of
+real stacks, 912 samples each; `--hosts` 200 x 3 windows are the 547,200 samples issue
+27 pushed to Grafana Pyroscope) as gzipped pprof and as folded text to /ingest, and
+pushes captured from the real SDKs (tests/fixtures/pyroscope/: pyroscope-go v1.5.0's
+CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect push),
+each SDK push made distinct by shifting its profile's time (so none is a duplicate).
+Each kind goes from a few client threads to a fresh collector on a scratch store. The
+collector's CPU time is its rusage from the first push until it exited (its head's
+flush to Parquet included), its samples from /metrics. Grafana Pyroscope cannot be
+built on this machine: the ratio is against its cost measured elsewhere on the
+simulated fleet's pushes (issue 27: 474,000 samples per server CPU-second for pprof,
+515,000 for folded).
 
-    .venv/bin/python bench/ingest_clients.py --pushes 400
+`--src DIR` (repeatable) runs a checkout's code (`git archive main src | tar -x -C
+/tmp/main` then `--src /tmp/main/src`); with several, each round measures each in turn
+(interleaved), and the medians over `--rounds` are printed.
+
+    .venv/bin/python bench/ingest_clients.py --pushes 200 --hosts 200 --rounds 3
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,10 +41,17 @@ from email.policy import HTTP
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from perfsleuth.formats import profile_pb2
-from perfsleuth.formats.wire import push_pb2
+from fleet_sim import windows
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pyroscope"
+from perfsleuth.formats import profile_pb2
+from perfsleuth.formats.wire import push_pb2, window_pprof
+from perfsleuth.model.fleet import Window
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "pyroscope"
+# Grafana Pyroscope v2.2.1 on the simulated fleet's pushes (issue 27), samples per server
+# CPU-second.
+PYROSCOPE = {"pprof": 474_000, "folded": 515_000}
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -88,6 +104,30 @@ def connect_pushes(n: int) -> list[tuple[str, bytes, dict]]:
     return pushes
 
 
+def fleet_pushes(hosts: int, kind: str) -> list[tuple[str, bytes, dict]]:
+    """3 windows of each simulated 8-CPU host, as the agent pushes them (pprof) or as
+    folded stacks (root first) to /ingest?format=folded."""
+    pushes = []
+    for window in windows(hosts, 6, 3, cpus=8):
+        query = window_pprof.query(window)
+        if kind == "pprof":
+            headers = {window_pprof.WINDOW_HEADER: window.id}
+            pushes.append((f"/ingest?{urlencode(query)}", window_pprof.encode(window), headers))
+        else:
+            query["format"] = "folded"
+            pushes.append((f"/ingest?{urlencode(query)}", folded(window), {}))
+    return pushes
+
+
+def folded(window: Window) -> bytes:
+    profile = window.profile
+    lines = [
+        ";".join(profile.frames[f].function for f in reversed(stack)) + f" {count}"
+        for stack, _weight, count, _thread, _state in profile.rows()
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
@@ -106,7 +146,7 @@ def post(url: str, push: tuple[str, bytes, dict]) -> None:
         resp.read()
 
 
-def measure(pushes: list[tuple[str, bytes, dict]], clients: int) -> dict:
+def measure(pushes: list[tuple[str, bytes, dict]], clients: int, src: Path) -> dict:
     """A fresh collector's CPU for `pushes` from `clients` threads, its head's flush to
     Parquet when it stops included (its start-up not)."""
     with socket.socket() as s:
@@ -115,7 +155,7 @@ def measure(pushes: list[tuple[str, bytes, dict]], clients: int) -> dict:
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as store:
         command = [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}", "--store", store]
-        collector = subprocess.Popen(command)
+        collector = subprocess.Popen(command, env=_path_first(src))
         try:
             for _ in range(300):
                 try:
@@ -144,16 +184,46 @@ def measure(pushes: list[tuple[str, bytes, dict]], clients: int) -> dict:
     }
 
 
+def _path_first(src: Path) -> dict[str, str]:
+    """The environment with `src` first on the Python path."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")])),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pushes", type=int, default=400)
+    parser.add_argument("--pushes", type=int, default=400, help="of each SDK's push")
+    parser.add_argument("--hosts", type=int, default=200, help="simulated hosts, 3 windows each")
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--kind", action="append", help="only these kinds (repeatable)")
+    parser.add_argument("--src", type=Path, action="append", help="code to run (repeatable)")
     args = parser.parse_args()
-    results = {
-        "pyroscope-go /ingest": measure(go_pushes(args.pushes), args.clients),
-        "pyroscope-io Connect": measure(connect_pushes(args.pushes), args.clients),
+    makers = {
+        "fleet pprof": lambda: fleet_pushes(args.hosts, "pprof"),
+        "fleet folded": lambda: fleet_pushes(args.hosts, "folded"),
+        "pyroscope-go /ingest": lambda: go_pushes(args.pushes),
+        "pyroscope-io Connect": lambda: connect_pushes(args.pushes),
     }
-    print(json.dumps(results, indent=1))
+    kinds = {kind: make() for kind, make in makers.items() if kind in (args.kind or makers)}
+    sources = args.src or [ROOT / "src"]
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for r in range(args.rounds):
+        for kind, pushes in kinds.items():
+            for src in sources:
+                result = measure(pushes, args.clients, src)
+                runs.setdefault((kind, str(src)), []).append(result)
+                print(json.dumps({"round": r, "kind": kind, "src": str(src), **result}), flush=True)
+    for (kind, src), results in runs.items():
+        rate = statistics.median(x["samples_per_cpu_s"] for x in results)
+        peer = PYROSCOPE["folded" if "folded" in kind else "pprof"]
+        per_push = statistics.median(x["cpu_ms_per_push"] for x in results)
+        print(
+            f"{kind:22} {src}: median {rate:,.0f} samples per collector CPU-s "
+            f"({per_push} ms a push), {rate / peer:.2f}x Pyroscope's {peer:,}"
+        )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ itself), interleaved, and reads the consumers' waiting share from each:
 - pt-pmp: the share of the started threads' stacks (the consumers; main is the
   producer) that are in a lock or condition-variable wait.
 
-Prints per tool the median of |tool - program| in points and the worst run. `--load N`
-keeps N busy loops running beside (the loaded machine the issue measured on).
+Prints per tool the median of |tool - program| in points and the worst run, and the
+program's slowdown under it: the consumers' median lifetime against that of plain runs
+of the program (`none`) in the same rounds. `--load N` keeps N busy loops running beside
+(the loaded machine the issue measured on); `--wall-freq` is wall mode's snapshot rate.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ PT_PMP_WAITS = ("pthread_cond_wait", "__lll_lock_wait", "pthread_mutex_lock")
 PT_PMP_WORKER = "start_thread"
 TARGET_POINTS = 2.0
 MODES = ("all", "wall", "offcpu")
+PLAIN = "none"  # the program alone: the lifetime slowdowns are measured against
 
 
 def truth_of(stderr: str) -> tuple[float, float]:
@@ -73,20 +76,30 @@ def perfsleuth_reading(store_dir: Path, mode: str, lived_ns: float) -> float:
     return waited / (lived_ns if mode == "offcpu" else total)
 
 
-def run_perfsleuth(mode: str, messages: int) -> tuple[float, float]:
-    """(program's share, perfsleuth's share) of one recorded run."""
+Reading = tuple[float, float, float]  # program's share, tool's share, consumers' ns lived
+
+
+def run_plain(messages: int) -> Reading:
+    proc = subprocess.run([str(PROGRAM), str(messages)], capture_output=True, text=True, check=True)
+    waited, lived = truth_of(proc.stderr)
+    return waited / lived, waited / lived, lived
+
+
+def run_perfsleuth(mode: str, messages: int, wall_freq: int) -> Reading:
+    """(program's share, perfsleuth's share, lived) of one recorded run."""
     with tempfile.TemporaryDirectory(prefix="perfsleuth-agree.") as work:
-        cmd = [str(PERFSLEUTH), "record", "--mode", mode, "--", str(PROGRAM), str(messages)]
+        freq = ["--freq", str(wall_freq)] if mode == "wall" else []
+        cmd = [str(PERFSLEUTH), "record", "--mode", mode, *freq, "--", str(PROGRAM), str(messages)]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise SystemExit(f"perfsleuth record --mode {mode} failed:\n{proc.stderr[-2000:]}")
         waited, lived = truth_of(proc.stderr)
-        return waited / lived, perfsleuth_reading(Path(work), mode, lived)
+        return waited / lived, perfsleuth_reading(Path(work), mode, lived), lived
 
 
-def run_pt_pmp(messages: int) -> tuple[float, float]:
-    """(program's share, pt-pmp's share): pt-pmp samples until the program exits,
-    then aggregates its own saved samples."""
+def run_pt_pmp(messages: int) -> Reading:
+    """(program's share, pt-pmp's share, lived): pt-pmp samples until the program
+    exits, then aggregates its own saved samples."""
     with tempfile.TemporaryDirectory(prefix="perfsleuth-ptpmp.") as work:
         samples = Path(work) / "samples"
         program = subprocess.Popen(
@@ -118,7 +131,7 @@ def run_pt_pmp(messages: int) -> tuple[float, float]:
         aggregated = subprocess.run(
             ["pt-pmp", str(samples)], capture_output=True, text=True, check=True
         ).stdout
-        return waited / lived, pt_pmp_share(aggregated)
+        return waited / lived, pt_pmp_share(aggregated), lived
 
 
 def pt_pmp_share(aggregated: str) -> float:
@@ -147,25 +160,22 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=60000)
     parser.add_argument("--load", type=int, default=0, help="busy loops running beside")
     parser.add_argument("--tools", default="all,wall,offcpu,pt-pmp")
+    parser.add_argument("--wall-freq", type=int, default=50, help="wall mode's snapshots/s")
     args = parser.parse_args()
     subprocess.run(
         ["make", "-s", "-C", str(ROOT / "examples"), "bin/prodcons-measured"], check=True
     )
-    tools = args.tools.split(",")
-    readings: dict[str, list[tuple[float, float]]] = {tool: [] for tool in tools}
+    tools = [PLAIN, *args.tools.split(",")]
+    readings: dict[str, list[Reading]] = {tool: [] for tool in tools}
     load = start_load(args.load)
     try:
         for _ in range(args.runs):
             for tool in tools:
                 started = time.monotonic()
-                pair = (
-                    run_pt_pmp(args.messages)
-                    if tool == "pt-pmp"
-                    else run_perfsleuth(tool, args.messages)
-                )
-                readings[tool].append(pair)
+                reading = run_tool(tool, args.messages, args.wall_freq)
+                readings[tool].append(reading)
                 print(
-                    f"  {tool:7s} program {100 * pair[0]:5.1f}%  tool {100 * pair[1]:5.1f}%"
+                    f"  {tool:7s} program {100 * reading[0]:5.1f}%  tool {100 * reading[1]:5.1f}%"
                     f"  ({time.monotonic() - started:.1f} s)",
                     flush=True,
                 )
@@ -173,16 +183,35 @@ def main() -> int:
         for proc in load:
             proc.kill()
             proc.wait()
+    report(readings, args)
+    return 0
+
+
+def run_tool(tool: str, messages: int, wall_freq: int) -> Reading:
+    if tool == PLAIN:
+        return run_plain(messages)
+    if tool == "pt-pmp":
+        return run_pt_pmp(messages)
+    return run_perfsleuth(tool, messages, wall_freq)
+
+
+def report(readings: dict[str, list[Reading]], args: argparse.Namespace) -> None:
+    plain = statistics.median(lived for _t, _s, lived in readings[PLAIN])
     print(f"\nconsumers' waiting vs the program's own clock, {args.runs} runs, load +{args.load}")
-    print(f"{'tool':10s} {'median |diff|':>14s} {'worst':>8s} {'signed median':>14s}")
-    for tool, pairs in readings.items():
-        diffs = [100 * (seen - truth) for truth, seen in pairs]
+    print(
+        f"{'tool':10s} {'median |diff|':>14s} {'worst':>8s} {'signed median':>14s} {'slowdown':>9s}"
+    )
+    for tool, runs in readings.items():
+        if tool == PLAIN:
+            continue
+        diffs = [100 * (seen - truth) for truth, seen, _lived in runs]
+        slowdown = statistics.median(lived for _t, _s, lived in runs) / plain
         print(
             f"{tool:10s} {statistics.median(abs(d) for d in diffs):11.1f} pt"
-            f" {max(diffs, key=abs):+6.1f}pt {statistics.median(diffs):+11.1f}pt"
+            f" {max(diffs, key=abs):+6.1f}pt {statistics.median(diffs):+11.1f}pt {slowdown:8.2f}x"
         )
-    print(f"target: within {TARGET_POINTS} points")
-    return 0
+    print(f"target: within {TARGET_POINTS} points; slowdown: the consumers' median lifetime")
+    print(f"against plain runs of the program; wall mode at {args.wall_freq} snapshots/s")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@
 //! - `maps`: per-process executable mappings and the DSOs they map;
 //! - `unwind`: DWARF unwinding (unwind sections per DSO, unwinder per process);
 //! - `kallsyms`: kernel address -> symbol lookup;
+//! - `pprof`: the collector's pushed pprof profiles read into columns
+//!   (unrelated to the reader);
 //! - `pointer_chase`: the cache calibration's timed pointer chases (unrelated
 //!   to the reader);
 //! - this file: the Python module and the conversion of results to Python.
@@ -35,6 +37,7 @@ mod header;
 mod kallsyms;
 mod maps;
 mod pointer_chase;
+mod pprof;
 mod reader;
 mod records;
 mod timeline;
@@ -224,6 +227,7 @@ fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_perf_data, m)?)?;
     m.add_function(wrap_pyfunction!(kallsyms_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(timeline::join_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(pprof::decode_pprof, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_ns, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_pages_ns, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_aliased_ns, m)?)?;

@@ -105,6 +105,30 @@ def test_a_gcc_built_unit_is_verified_with_gcc_and_the_best_change_wins(tmp_path
     assert any(tried.startswith("write through char8_t") for tried in proof["also_tried"])
 
 
+MARKS = ROOT / "tests" / "fixtures" / "straight_line_marks.c"
+
+
+@pytest.mark.parametrize("compiler", ["clang-16", "gcc-12"])
+def test_a_straight_line_match_is_verified_by_its_code_reloading_no_more(
+    tmp_path: Path, compiler: str
+) -> None:
+    """`mark` reads c->kind again after a byte store; read once into a local, the
+    compiler's code loads nothing again after the stores."""
+    source = tmp_path / MARKS.name
+    shutil.copy(MARKS, source)
+    database = built_by(source, f"{compiler} -O2 -c {source.name} -o marks.o")
+    finding = finding_of(source, "mark", database)
+    assert finding.details["match"]["pattern"] == "straight-line"
+    proof = verify_aliasing(finding)
+    assert proof is not None
+    assert proof["straight_line"]
+    assert proof["change"] == "hoist `c->kind` into locals before the store"
+    assert proof["reloads_before"] > 0 and proof["reloads_after"] == 0
+    assert "loads memory again after the byte stores" in proof["summary"]
+    assert "perfsleuth_hoisted_0 == 2" in proof["patched_text"]
+    assert source.read_text() == MARKS.read_text()
+
+
 SINK = "void sink(const unsigned char* p, unsigned long n);\n"
 KEYS = """#include <cstdint>
 #include <vector>

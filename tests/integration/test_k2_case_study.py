@@ -5,6 +5,7 @@ patch that fixes it, measured with `try patch`. No timing assertions: orders and
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 from perfsleuth.cli import main
 from perfsleuth.experiments import build
 from perfsleuth.experiments.runner import Side, adopting_orphans, run_once
+from perfsleuth.present import write
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -201,3 +203,57 @@ def test_cpu_time_counts_helpers_a_program_killed_without_waiting() -> None:
     # the killed helper was adopted and reaped in this run, so its rusage is the run's
     assert left.adopted == 1
     assert left.to_json()["adopted"] == 1
+
+
+def try_combined(tmp_path: Path, *fixes: str) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / "out.json"
+    status = main(
+        ["try", "combined", "--store", str(tmp_path / "store"), "--format", "json", "-o",
+         str(out), "--runs", "5", "--source", str(BITS), "--build", "make -s", *fixes,
+         "--", "{out}/inout"]
+    )  # fmt: skip
+    return status, json.loads(out.read_text()) if status == 0 else {}
+
+
+def test_try_combined_measures_the_fixes_cumulatively_and_each_step_over_the_last(
+    tmp_path: Path,
+) -> None:
+    status, doc = try_combined(
+        tmp_path, "--allocator", "mimalloc", "--patch", str(BITS / "char8.diff"),
+        "--variant", "O3",
+    )  # fmt: skip
+    assert status == 0
+    names = ["mimalloc", "mimalloc+patched", "mimalloc+patched+O3"]
+    assert [v["name"] for v in doc["variants"]] == names
+    assert [(s["name"], s["over"]) for s in doc["steps"]] == list(
+        zip(names, ["baseline", *names[:-1]], strict=True)
+    )
+    # the patch is a 3x change on this loop: every side that has it beats the baseline
+    assert all(v["ratio"] > 1.0 for v in doc["variants"][1:])
+    assert doc["steps"][1]["ratio"] > 1.0
+    assert any(note.startswith("malloc of") and "libmimalloc" in note for note in doc["notes"])
+    raw = Store(tmp_path / "store").documents(0, "experiment")[doc["experiment"]]["raw"]
+    assert "LD_PRELOAD" not in raw["baseline"]["env"]
+    assert all("libmimalloc" in raw[name]["env"]["LD_PRELOAD"] for name in names)
+    builds = (tmp_path / "store" / "builds").resolve()
+    assert raw[names[-1]]["command"] == [str(builds / "O3" / "inout")]
+    producers = subprocess.run(
+        ["readelf", "--debug-dump=info", str(builds / "O3" / "inout")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "-O3" in producers  # DW_AT_producer: the last step was built with its flags
+    assert "patch-trees/patched" in producers  # ... from the patched copy (DW_AT_comp_dir)
+    write("try", doc, "text", str(tmp_path / "out.txt"))
+    text = (tmp_path / "out.txt").read_text()
+    # each step is said against the step before it, whatever its verdict
+    assert re.search(r"^step: mimalloc\+patched\b.* (than|from) mimalloc\b", text, re.M)
+
+
+def test_try_combined_with_nothing_to_combine_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert try_combined(tmp_path)[0] == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "perfsleuth: nothing to combine: give at least one of --allocator, --patch, --variant"
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.static_analysis.compiler_remarks import link_for_disassembly
 from perfsleuth.static_analysis.machine_code import (
     loop_code,
     machine_loops,
@@ -14,6 +15,7 @@ from perfsleuth.static_analysis.machine_code import (
     straight_line_code,
     vector_loop,
 )
+from perfsleuth.static_analysis.source import TranslationUnit
 
 pytestmark = pytest.mark.integration
 
@@ -245,3 +247,26 @@ def test_a_load_of_part_of_what_was_loaded_before_a_byte_store_is_a_reload(
     code = straight_line_code(out, "high.c", 2, 2)
     assert code is not None and len(code.byte_stores) == 2
     assert [i.text for i in code.reloads] == ["movzx eax, byte ptr [rdi + 1]"]
+
+
+TWO_GLOBALS = """extern int first_global, second_global;
+void put(unsigned char* p) {
+    p[0] = (unsigned char)first_global;
+    p[1] = (unsigned char)second_global;
+}
+"""
+
+
+def test_two_globals_the_unit_does_not_define_are_two_addresses_once_linked(
+    tmp_path: Path,
+) -> None:
+    """Left undefined, both are at 0 in the executable linked for disassembly, and
+    the load of the second would read as the first loaded again after `p[0]`'s store."""
+    source = tmp_path / "put.c"
+    source.write_text(TWO_GLOBALS)
+    obj, exe = tmp_path / "put.o", tmp_path / "put"
+    subprocess.run(["gcc", "-O2", "-g", "-c", "put.c", "-o", str(obj)], cwd=tmp_path, check=True)
+    assert link_for_disassembly(TranslationUnit(source, ["-O2"], "test", tmp_path), obj, exe)
+    code = straight_line_code(exe, "put.c", 3, 4)
+    assert code is not None and len(code.byte_stores) == 2
+    assert code.reloads == []

@@ -457,6 +457,13 @@ IN_PLACE_RECORDINGS = {
     "two events": ("-e", "cpu-clock", "-e", "task-clock", "-F", "2000", "-g"),
     # compressed records are read by linux-perf-data's iterator either way
     "compressed": ("-z", "-F", "4000", "-g"),
+    # samples read from their bytes in place (native/src/reader.rs, Sample::read): the
+    # fields before the callchain, and those after it, left unread
+    "more sample fields": (
+        *("-F", "2000", "-g", "--sample-identifier", "--sample-cpu", "-d", "--phys-data"),
+        "-R",
+    ),
+    "no call graph, fixed period": ("-c", "100000"),
 }
 
 

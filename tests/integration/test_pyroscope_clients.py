@@ -52,14 +52,15 @@ def top(collector: Collector, where: str, n: int = 10) -> dict:
 def run_python_app(collector: Collector, app: str, path: str = "", seconds: str = SECONDS) -> None:
     """Run the app under the SDK found first on `path`."""
     env = {**os.environ, "PYTHONPATH": path}
-    subprocess.run(
-        [sys.executable, str(CLIENTS / "python_app.py"), collector.url(""), app, seconds],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-        timeout=120,
-    )
+    argv = [sys.executable, str(CLIENTS / "python_app.py"), collector.url(""), app, seconds]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as app_:
+        try:
+            _, err = app_.communicate(timeout=120)
+        finally:
+            app_.kill()
+            # pyroscope-io 0.8's agent binds /tmp/PYROSCOPE-<the app's pid>, never removed.
+            Path(f"/tmp/PYROSCOPE-{app_.pid}").unlink(missing_ok=True)
+    assert app_.returncode == 0, err.decode(errors="replace")
 
 
 def check_python_app(collector: Collector, app: str) -> None:

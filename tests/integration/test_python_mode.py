@@ -162,12 +162,14 @@ def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_pat
 
 
 def test_pid_of_a_running_interpreter_and_its_exit_mid_recording(tmp_path: Path) -> None:
-    # long enough for perf, which takes ~0.3 s longer than py-spy to attach
-    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "60"])
+    # long enough for perf, which takes ~0.3 s longer than py-spy to attach (1.4 s on a
+    # quiet machine), and ends well within the duration at load 20 too (30 rounds took
+    # 20 s there: 60 could outlast the 30 s once asked for, and the exit went unseen)
+    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "20"])
     try:
         time.sleep(0.3)
         store = tmp_path / "store"
-        done = perfsleuth("record", "--pid", str(proc.pid), "--duration", "30", store=store)
+        done = perfsleuth("record", "--pid", str(proc.pid), "--duration", "90", store=store)
     finally:
         proc.wait(timeout=60)
     assert done.returncode == 0, done.stderr

@@ -3,15 +3,19 @@ log, counted once by queries before, during and after a flush, a crash and compa
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.parquet as pq
 from unit.test_fleet_store import T0, expected_top, fleet, fleet_top
 
+from perfsleuth.formats.wire import pyroscope
+from perfsleuth.formats.wire.ingest import IngestParams
 from perfsleuth.model.fleet import Window
 from perfsleuth.store.fleet import FleetStore
 from perfsleuth.store.fleet.head import write_batch
@@ -19,6 +23,15 @@ from perfsleuth.store.fleet.wal import SegmentReader, read_segment, segments
 from perfsleuth.store.fleet.writer import window_tables
 
 END = T0 + 7200
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def go_cpu_push(window_id: str) -> list[Window]:
+    """pyroscope-go v1.5.0's captured CPU push to /ingest, read as the collector reads it."""
+    sent = json.loads((FIXTURES / "pyroscope" / "go-1.5.0-cpu.json").read_text())
+    query = dict(parse_qsl(urlsplit(sent["path"]).query))
+    body = (FIXTURES / "pyroscope" / "go-1.5.0-cpu.bin").read_bytes()
+    return pyroscope.decode(body, IngestParams.parse(query, window_id), sent["content-type"])
 
 
 def test_windows_in_the_head_are_counted_once_before_and_after_the_flush(tmp_path: Path) -> None:
@@ -179,3 +192,30 @@ def test_queries_read_the_log_s_new_records_only_and_forget_deleted_segments(
     assert [p for p, _ in reader.records(store.head_folder)] == [head._segment.path]
     assert path not in reader._read
     head.close()
+
+
+def test_a_segment_of_the_first_log_format_is_read_and_flushed(tmp_path: Path) -> None:
+    """tests/fixtures/fleet_head/psw1-segment.wal: pyroscope-go's captured CPU push (two
+    windows, by its samples' labels) logged by the collector before the log kept columns
+    (PSW1: Arrow IPC tables), its collector killed. A collector of today flushes it: the
+    same rows as today's reading of that push."""
+    store = FleetStore(str(tmp_path / "fleet"))
+    store.head_folder.mkdir(parents=True)
+    segment = store.head_folder / "20260101T000000-1.wal"
+    segment.write_bytes((FIXTURES / "fleet_head" / "psw1-segment.wal").read_bytes())
+    records = read_segment(segment)
+    assert [(r.window_id, r.marker["samples"]) for r in records] == [
+        ("go-cpu-1", 26),
+        ("go-cpu-1.1", 19),
+    ]
+    today = {w.id: window_tables(w) for w in go_cpu_push("go-cpu-1")}
+    keys = {"samples": ["stack_id", "pid", "comm"], "stacks": ["stack_id"], "frames": ["frame_id"]}
+    for record in records:
+        for table, key in keys.items():
+            logged = getattr(record.tables, table).sort_by([(k, "ascending") for k in key])
+            read = getattr(today[record.window_id], table).sort_by([(k, "ascending") for k in key])
+            assert logged.equals(read)
+    store.head(flush_s=3600).close()
+    assert segments(store.head_folder) == []
+    [flushed] = (tmp_path / "fleet/samples/level=raw").rglob("h-*.parquet")
+    assert sum(pq.read_table(flushed).column("samples").to_pylist()) == 45

@@ -3,6 +3,8 @@ each output named in docs/output.md."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from importlib import import_module
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from perfsleuth.present import (
     UI,
     TitledProfile,
     formats_for,
+    output,
     outputs,
     outputs_for,
     write,
@@ -28,6 +31,19 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "output.md"
 def test_every_output_module_is_registered_by_name() -> None:
     names = {"text", "json", "sarif", "markdown", "html", "folded", "pprof", "speedscope"}
     assert names <= set(outputs())
+
+
+def test_each_output_is_found_in_the_module_of_its_name_alone() -> None:
+    for name, found in outputs().items():
+        assert import_module(f"perfsleuth.present.{name}").OUTPUT is found
+        assert output(name) is found
+    script = (
+        "import sys; from perfsleuth.present import output; output('json'); "
+        "print(' '.join(m for m in sys.modules if m.startswith('perfsleuth.present.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    loaded = {name.rpartition(".")[2] for name in done.stdout.split()}
+    assert "json" in loaded and not loaded & {"pprof", "html", "firefox", "speedscope", "sarif"}
 
 
 def test_choices_per_document_kind_put_text_first() -> None:

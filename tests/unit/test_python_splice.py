@@ -9,7 +9,9 @@ CLOCK_MONOTONIC time py-spy was started. threads_39 is one of threads_39.py (jso
 main thread, zlib in a `threading` thread named packer) on pyenv's CPython 3.9.18, whose
 threads py-spy names by pthread id, with the pid in each line. write_unbuffered is one of
 bench/advisor_set/python_write_unbuffered.py (one write(2) per record) on Debian's CPython
-3.11.2, perf allowed kernel stacks (py-spy 0.4.x)."""
+3.11.2, perf allowed kernel stacks (py-spy 0.4.x). json_heavy_loaded is one of json_heavy.py
+30 beside four busy loops (load 17; py-spy 0.4.3, pyenv's 3.11.7, the pid in each line),
+whose py-spy took SLACK s to start (Popen's call to its return, taken as the origin)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ ORIGIN = {
     "json_heavy_quiet": 13443.351715596,
     "threads_39": 1866.9533872540,
     "write_unbuffered": 26326.642656762,
+    "json_heavy_loaded": 57100.987015729,
 }
+SLACK = {"json_heavy_loaded": 57100.987007557 - 57100.856497174}
 ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
 DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
 
@@ -44,6 +48,18 @@ def recorded(name: str) -> tuple[list[Sample], dict[int, py_spy_trace.Timeline]]
 
 def frames_of(line: str) -> list[str]:
     return [frame.rpartition(" (")[0] or frame for frame in line.split(";")]
+
+
+def json_callers(placed: list[python_splice.Placed]) -> dict[str, Counter[bool]]:
+    """Per json C entry, how many samples it has under the Python function that calls
+    it (True) and elsewhere (False), those left out before py-spy's first aside."""
+    callers = {"encoder_call": "serialize (", "scanner_call": "parse ("}
+    out: dict[str, Counter[bool]] = {entry: Counter() for entry in callers}
+    for p in placed:
+        entry = next((f.symbol for f in p.sample.frames if f.symbol in callers), None)
+        if entry and not p.early:
+            out[entry][any(f.startswith(callers[entry]) for f in p.python)] += 1
+    return out
 
 
 def test_perf_samples_are_read_one_by_one_with_their_time_and_thread() -> None:
@@ -69,8 +85,9 @@ def test_the_trace_gives_each_thread_its_python_stack_from_each_change_on() -> N
 
 def test_json_c_frames_land_under_the_python_function_that_called_them() -> None:
     spliced = python_splice.splice(*recorded("json_heavy"))
-    assert spliced.early == 2  # taken before py-spy's first sample: left out
-    assert sum(spliced.lines.values()) == 24
+    # taken over LAG before py-spy's first sample: left out (one of 2 before it is within)
+    assert spliced.early == 1
+    assert sum(spliced.lines.values()) == 25
     under: dict[str, int] = {"serialize": 0, "parse": 0}
     for line, count in spliced.lines.items():
         names = frames_of(line)
@@ -96,6 +113,35 @@ def test_a_quiet_run_learns_which_python_function_calls_each_json_entry() -> Non
             if entry in names:
                 placed[caller in names[: names.index(entry)]] += count
     assert placed[True] >= 80 and placed[False] <= 0.03 * placed.total(), placed
+
+
+def test_a_loaded_run_puts_json_c_frames_under_their_caller() -> None:
+    """At load 17 py-spy stamped its changes up to tens of ms late and Popen took 131 ms
+    to start it, its clock starting somewhere in between: with offsets tried from 2 ms
+    early to 20 ms late only, and changes up to 2 ms before and 10 ms after a sample as
+    its candidates, 10 of 72 json samples went under the wrong function (the CI flake of
+    test_python_mode)."""
+    samples, timelines = recorded("json_heavy_loaded")
+    placed = python_splice.place(samples, timelines, SLACK["json_heavy_loaded"])
+    for entry, right in json_callers(placed).items():
+        assert right[True] >= 25 and right[False] <= 0.05 * right.total(), (entry, right)
+
+
+@pytest.mark.parametrize("late", [0.03, 0.3])
+def test_an_origin_taken_late_by_up_to_the_time_popen_took_is_found(late: float) -> None:
+    """The origin is taken when Popen returns: a recorder waiting that long for a CPU
+    after py-spy's clock started leaves the whole trace LATE s late. Taken 30 ms late on
+    this quiet run (about a round's serialize), the 2 ms early the offset was allowed
+    put 49 of 51 encoder_call samples and all 38 of scanner_call's under the other
+    function; given the time Popen took (SLACK), the offset is found."""
+    samples, timelines = recorded("json_heavy_quiet")
+    late_timelines = {
+        tid: py_spy_trace.Timeline(t.name, [when + late for when in t.times], t.stacks)
+        for tid, t in timelines.items()
+    }
+    placed = python_splice.place(samples, late_timelines, slack=late + 0.01)
+    for entry, right in json_callers(placed).items():
+        assert right[True] >= 30 and right[False] <= 0.05 * right.total() + 1, (entry, right)
 
 
 def test_deflate_goes_right_above_pack_logs_without_the_call_glue() -> None:
@@ -260,24 +306,21 @@ def turns(when: float) -> tuple[NativeFrame, ...]:
 
 def test_samples_in_a_py_spy_stall_keep_their_native_frames_and_are_counted() -> None:
     """Its last stack held through a stall is not the thread's: the samples far from
-    both ends keep their native stack, counted; those near an end take that end's,
-    those in spell's C function spell's stack."""
+    both ends keep their native stack, counted, spell's C function's as well (giving
+    them spell's stack and crunch's loop none took the stall's time from crunch); those
+    near an end take that end's."""
     samples, timelines = stalled_run()
     placed = python_splice.place(samples, timelines)
     inside = [p for p in placed if START < p.sample.time < END]
-    formats = [p for p in inside if p.sample.frames == FORMAT]
-    assert formats and all(p.python == SPELL for p in formats)
-    loop = [p for p in inside if p.sample.frames == EVAL]
-    middle = (START + END) / 2
-    assert all(p.python == CRUNCH for p in loop if p.sample.time < START + 0.01)
-    assert all(p.python != SPELL for p in loop if p.sample.time < middle)
-    assert all(p.python != CRUNCH for p in loop if p.sample.time > middle)
-    native = [p for p in inside if not p.python]
-    assert native and all(p.stalled for p in native)
-    assert len(native) < len(loop)
+    bound = python_splice._Stalls.of(timelines[7], [], {}).bound
+    assert all(p.python == CRUNCH for p in inside if p.sample.time < START + bound)
+    assert all(p.python == SPELL for p in inside if p.sample.time > END - bound)
+    middle = [p for p in inside if START + bound < p.sample.time < END - bound]
+    assert {p.sample.frames for p in middle} == {EVAL, FORMAT}
+    assert all(not p.python and p.stalled for p in middle)
     assert all(p.python and not p.stalled for p in placed if not START < p.sample.time < END)
     spliced = python_splice.splice(samples, timelines)
-    assert spliced.stalled == len(native)
+    assert spliced.stalled == len(middle)
     assert spliced.python + spliced.stalled == sum(spliced.lines.values()) == len(samples)
     kept = [line for line in spliced.lines if ".py:" not in line]
     assert kept and all("_PyEval_EvalFrameDefault" in frames_of(line) for line in kept)
@@ -313,6 +356,36 @@ def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
     _, timelines = stalled_run()
     (timeline,) = timelines.values()
     slower = py_spy_trace.Timeline("", [2 * t for t in timeline.times], timeline.stacks)
-    bound = python_splice._Stalls.of(timeline).bound
+    bound = python_splice._Stalls.of(timeline, [], {}).bound
     assert bound >= python_splice.STALL_MIN
-    assert python_splice._Stalls.of(slower).bound == pytest.approx(2 * bound)
+    assert python_splice._Stalls.of(slower, [], {}).bound == pytest.approx(2 * bound)
+
+
+REMAINDER = (NativeFrame(0x40, "PyNumber_Remainder", LIBPYTHON), *EVAL)
+
+
+def test_a_c_function_both_sides_call_stays_where_the_trace_puts_it() -> None:
+    """crunch's `% 7` and spell's `% 97` both call PyNumber_Remainder, crunch in half its
+    samples, spell in a third (the rest in spell's PyObject_Format). Taking the stack
+    near a change it went with most gave spell's remainders there to crunch (its share
+    some points over the truth); it goes with crunch under twice as often, not the
+    SWITCH times a move needs, so each sample keeps the stack it was taken in."""
+    changes = turns_of(0.0, 2.0, CRUNCH, SPELL)
+    changes.append((2.0, ()))
+    timeline = py_spy_trace.Timeline("", [t for t, _ in changes], [s for _, s in changes])
+    samples, truth = [], []
+    for i in range(round(2.0 / STEP)):
+        when = (i + 0.5) * STEP
+        stack = python_splice._at(timeline, when)
+        if stack == CRUNCH:
+            frames = REMAINDER if i % 2 else EVAL
+        else:
+            frames = REMAINDER if i % 3 == 0 else FORMAT
+        samples.append(Sample(7, 7, when, frames))
+        truth.append(stack)
+    placed = python_splice.place(samples, {7: timeline})
+    remainders = [
+        (p.python, t) for p, t in zip(placed, truth, strict=True) if p.sample.frames == REMAINDER
+    ]
+    assert {t for _, t in remainders} == {CRUNCH, SPELL}
+    assert all(python == t for python, t in remainders), Counter(remainders)

@@ -100,6 +100,9 @@ def test_top_reads_the_kept_page_without_duckdb(tmp_path: Path) -> None:
     computing = ("perfsleuth.store.runs", "perfsleuth.views.top", "perfsleuth.model.counts")
     _, computing_loaded = _modules_after(["top", "--store", str(store), "-n", "3"], computing)
     assert not computing_loaded
+    # and its text, written off a terminal, is laid out without rich (present/top_text.py)
+    text, rich_loaded = _modules_after(["top", "--store", str(store), "-n", "3"], ("rich",))
+    assert not rich_loaded and "leaf" in text
     from_file = _top(store, "-n", "3")
     (store / run_index.INDEX_NAME).unlink()  # the same top, through DuckDB
     assert _top(store, "-n", "3") == from_file

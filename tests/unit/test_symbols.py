@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -285,3 +286,51 @@ def test_kernel_frames_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert frames[0xFFFFFFFFC0A00001].dso == "[kvm]"
     unknown = Symbolizer().kernel_frames([0xFFFFFFFF81000104], build_id="", release="other")
     assert unknown[0xFFFFFFFF81000104].function == UNKNOWN
+
+
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+LIBLLVM = "/usr/lib/x86_64-linux-gnu/libLLVM-16.so.1"
+
+
+@pytest.mark.skipif(find_llvm_symbolizer() is None, reason="llvm-symbolizer not installed")
+def test_small_objects_share_the_run_of_a_large_one(
+    binary: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An llvm-symbolizer run of its own only for an object with a large DWARF: libc (with
+    libc6-dbg) and a small program are one run, libc and libLLVM two (on 2+ CPUs), and the
+    answers are those of each object symbolized alone."""
+    from perfsleuth.symbols import symbolizer
+
+    assert symbolizer._elf_and_dwarf_bytes(LIBC) >= symbolizer.LARGE_DWARF_BYTES
+    assert symbolizer._elf_and_dwarf_bytes(str(binary)) < symbolizer.LARGE_DWARF_BYTES
+    runs: list[list[str]] = []
+    run = Symbolizer._llvm_run
+
+    def counted(self: Symbolizer, args: list[str], queries: list[str]) -> list:
+        runs.append(queries)
+        return run(self, args, queries)
+
+    monkeypatch.setattr(Symbolizer, "_llvm_run", counted)
+    libc = ElfSymbols(LIBC)
+    small = [(str(binary), nm_address(binary, name)) for name in ("main", "outer")]
+    large = [(LIBC, libc.by_name[name] + 4) for name in ("malloc", "qsort")]
+    together = Symbolizer().symbolize_vaddrs(small + large)
+    assert len(runs) == 1
+    alone = Symbolizer().symbolize_vaddrs(small) | Symbolizer().symbolize_vaddrs(large)
+    assert together == alone and together[large[0]][-1].function == "malloc"
+    runs.clear()
+    llvm = [(LIBLLVM, ElfSymbols(LIBLLVM).entries[1000][0])]
+    Symbolizer().symbolize_vaddrs(large + llvm)
+    assert len(runs) == min(2, os.cpu_count() or 1)
+
+
+def test_llvm_symbolizer_runs_with_huge_pages_asked_of_malloc() -> None:
+    from perfsleuth.symbols.symbolizer import HUGE_PAGES_TUNABLE, llvm_environment
+
+    env = llvm_environment({"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "GLIBC_TUNABLES": HUGE_PAGES_TUNABLE}
+    # the user's own tunables come after, so theirs win (glibc takes the last of a name)
+    mine = "glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2"
+    assert llvm_environment({"GLIBC_TUNABLES": mine})["GLIBC_TUNABLES"] == (
+        f"{HUGE_PAGES_TUNABLE}:{mine}"
+    )

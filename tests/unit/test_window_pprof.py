@@ -252,3 +252,50 @@ def test_a_pyroscope_thread_name_is_the_samples_comm_not_a_label() -> None:
     [window] = window_pprof.decode(msg.SerializeToString(), params_of(agent_window()))
     assert "thread_name" not in window.labels
     assert [t.name for t in window.profile.threads] == ["MainThread"]
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # int64 as protobuf writes it: two's complement
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes([value])
+
+
+def _unpacked(sample: pb.Sample) -> bytes:
+    """Field 2 of a Profile: the sample with its location ids and values one field each
+    (protobuf's other encoding of repeated numbers, which proto2 writers use)."""
+    body = b"".join(b"\x08" + _varint(lid) for lid in sample.location_id)
+    body += b"".join(b"\x10" + _varint(v) for v in sample.value)
+    body += pb.Sample(label=sample.label).SerializeToString()
+    return b"\x12" + _varint(len(body)) + body
+
+
+def test_unpacked_location_ids_and_values_read_as_packed_ones() -> None:
+    sent = agent_window()
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(sent)))
+    rest = pb.Profile()
+    rest.CopyFrom(msg)
+    del rest.sample[:]
+    unpacked = rest.SerializeToString() + b"".join(_unpacked(s) for s in msg.sample)
+    assert unpacked != msg.SerializeToString()
+    [packed_window] = window_pprof.decode(msg.SerializeToString(), params_of(sent))
+    [unpacked_window] = window_pprof.decode(unpacked, params_of(sent))
+    assert rows(unpacked_window) == rows(packed_window) == rows(sent)
+
+
+def test_two_locations_of_one_line_are_one_stack() -> None:
+    """Two addresses of the same line (two locations) give the same frames: one stack."""
+    sent = agent_window()
+    msg = pb.Profile.FromString(gzip.decompress(window_pprof.encode(sent)))
+    first = msg.sample[0]
+    twin = msg.location.add()
+    twin.CopyFrom(next(loc for loc in msg.location if loc.id == first.location_id[0]))
+    twin.id, twin.address = max(loc.id for loc in msg.location) + 1, twin.address + 1
+    again = msg.sample.add()
+    again.CopyFrom(first)
+    again.location_id[0] = twin.id
+    [window] = window_pprof.decode(msg.SerializeToString(), params_of(sent))
+    assert len(window.profile.stacks) == len(sent.profile.stacks)
+    assert window.profile.num_samples == sent.profile.num_samples + first.value[0]

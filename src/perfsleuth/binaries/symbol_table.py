@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from operator import itemgetter
 from typing import NamedTuple
 
 STT_OBJECT = 1
@@ -51,10 +52,11 @@ def parse_symbols(
     too), only those of `types` when given: a big library's .dynsym has tens of thousands."""
     fmt, order = _ENTRY[elf64]
     entry = struct.Struct(("<" if little_endian else ">") + fmt)
+    in_order = itemgetter(*order)
     out = []
     usable = len(table) - len(table) % entry.size
     for fields in entry.iter_unpack(table[:usable]):
-        name_at, value, size, info, section = (fields[i] for i in order)
+        name_at, value, size, info, section = in_order(fields)
         if types is not None and info & 0xF not in types:
             continue
         end = strings.find(b"\0", name_at)

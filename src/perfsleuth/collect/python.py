@@ -189,12 +189,14 @@ def follow_to_interpreter(
 class Followed:
     """py-spy's run on the interpreter a command ran: its PID, when it was found (SINCE,
     CLOCK_MONOTONIC: what came before was a shim's or a runner's) and py-spy started
-    (ORIGIN), its executable (EXE, "" when unreadable), and how the watch ended."""
+    (ORIGIN, once Popen returned, which took SLACK s), its executable (EXE, "" when
+    unreadable), and how the watch ended."""
 
     spy: SpyRun
     pid: int
     since: float
     origin: float
+    slack: float
     exe: str
     watched: Watched
 
@@ -213,11 +215,12 @@ def follow_command(
         if found is None and last is not None:
             return last
         pid = target.pid if found is None else found
-        since, exe = time.monotonic(), executable(pid)
+        exe = executable(pid)
+        since = time.monotonic()
         spy = start(pid)
         origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
         watched = watch_command(target, spy, label, pid, lenient)
-        last = Followed(spy, pid, since, origin, exe, watched)
+        last = Followed(spy, pid, since, origin, origin - since, exe, watched)
         if not last.watched.gone:
             return last
         gone |= {pid}

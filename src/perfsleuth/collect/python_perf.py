@@ -123,7 +123,9 @@ def _record_command(
     duration = time.monotonic() - started
     spy, pid = followed.spy, followed.pid
     lost = followed.watched.lost
-    run = _Run(tool, spy, followed.origin, pid, label, followed.since, lost, followed.exe)
+    run = _Run(
+        tool, spy, followed.origin, pid, label, followed.since, lost, followed.exe, followed.slack
+    )
     profile, meta = _spliced(run, workdir, rate)
     return Recording(profile, exit_status=target.exit_status, duration_s=duration, meta=meta)
 
@@ -143,6 +145,7 @@ def _record_pid(
     try:
         spy = _spy(tool, pid, duration, workdir)
         origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
+        slack = origin - started
         stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
         if not Target(pid).alive():
             # perf ends by itself when the process is gone; stopped while it still reads
@@ -153,7 +156,7 @@ def _record_pid(
     finally:
         stop(perf)
     elapsed = time.monotonic() - started
-    run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, "", exe)
+    run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, "", exe, slack)
     profile, meta = _spliced(run, workdir, rate)
     note_exit(spy, pid, elapsed, duration, profile.num_samples)
     return Recording(profile, duration_s=elapsed, meta=meta)
@@ -161,16 +164,18 @@ def _record_pid(
 
 def _spy(tool: str, pid: int, duration: float | None, workdir: Path) -> SpyRun:
     """py-spy's trace run. Its clock starts as it starts recording, soon after its exec,
-    taken as the moment Popen returns; formats/tool_output/python_splice.py finds the remaining few
-    milliseconds from the samples."""
+    between the call and the moment Popen returns (taken as its origin: 13-85 ms apart
+    at load 13); formats/tool_output/python_splice.py finds where from the samples."""
     return start_spy(tool, pid, SPY_RATE_HZ, duration, workdir / f"py-spy-{pid}.json", trace=True)
 
 
 @dataclass(frozen=True)
 class _Run:
-    """What the splice needs of a recording: py-spy's run and the interpreter's PID,
-    the moment the command became that interpreter (SINCE: samples before it are of a
-    shim or a runner) and why py-spy gave no Python frames (LOST, "" when it did)."""
+    """What the splice needs of a recording: py-spy's run, when Popen returned it
+    (ORIGIN) and how long that took (SLACK: its clock started in between), the
+    interpreter's PID, the moment the command became that interpreter (SINCE: samples
+    before it are of a shim or a runner) and why py-spy gave no Python frames (LOST, ""
+    when it did)."""
 
     tool: str
     spy: SpyRun
@@ -180,6 +185,7 @@ class _Run:
     since: float
     lost: str
     exe: str  # the interpreter's executable
+    slack: float
 
 
 def _lost(run: _Run) -> tuple[str, bool]:
@@ -204,7 +210,7 @@ def _spliced(run: _Run, workdir: Path, rate: int) -> tuple[Profile, dict]:
         # perf -p follows the children the process starts; py-spy does not
         samples = perf_samples.samples(text, script.name)
         own = (s for s in samples if s.pid == run.pid and s.time >= run.since)
-        spliced = python_splice.splice(own, timelines)
+        spliced = python_splice.splice(own, timelines, run.slack)
     if not spliced.lines:
         raise UserError(
             f"{run.label} (pid {run.pid}) exited before any sample was taken; nothing recorded"

@@ -1,12 +1,15 @@
 """Wall-clock profiling: periodic stack snapshots of every thread through ptrace.
 
-Each snapshot runs one `eu-stack` (elfutils) per process of the target: it
-stops the threads, unwinds them with DWARF call-frame information and lets them
-go; it prints raw module offsets (-q -b -m), so the target is held only for the
-unwinding, and perfsleuth symbolizes everything once at the end. Before each
-snapshot the kernel's view of every thread is read from /proc (state letter,
-wchan, name). A thread in a snapshot is given the wall time since the previous
-snapshot, so the profile's unit is ns and its totals are wall time per thread.
+One wallsnap process (collect/wallsnap.py) runs for the whole recording: each
+snapshot interrupts every thread of the target and its child processes at one
+instant, unwinds each with DWARF call-frame information as it stops and lets it
+go, and prints raw module offsets with whether the thread was inside a system
+call; perfsleuth symbolizes everything once at the end. Where wallsnap cannot be
+built, each snapshot runs one `eu-stack` (elfutils) per process instead, which
+stops the threads one after another, after the kernel's view of each (state
+letter, wchan, name) was read from /proc. A thread in a snapshot is given the
+wall time since the previous snapshot, so the profile's unit is ns and its
+totals are wall time per thread.
 
 No root needed for one's own processes; a process that exits mid-recording
 keeps every snapshot taken so far.
@@ -18,19 +21,22 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UserError
 from ..formats.tool_output import eu_stack
+from ..formats.tool_output import wallsnap as wallsnap_output
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, elf_info
-from . import thread_state
+from . import thread_state, wallsnap
 from .options import RecordOptions
 from .target import Target, children_of
 
-DEFAULT_RATE_HZ = 10
+DEFAULT_RATE_HZ = 50  # wallsnap: a short program still gets a few hundred samples
+EU_STACK_RATE_HZ = 10  # an eu-stack run per process per snapshot costs ~20-80 ms
 SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 EU_STACK_TIMEOUT_S = 20.0
 
@@ -47,6 +53,19 @@ class Snapshot:
     weight_ns: float
     threads: list[eu_stack.EuThread]
     tasks: dict[int, TaskInfo]
+    one_instant: bool = False  # wallsnap's: every stack and state of the same instant
+    time_ns: int = 0  # that instant (CLOCK_MONOTONIC)
+    pass_ns: int = 0  # how long interrupting them took: the last ones' instant is later
+
+
+@dataclass(frozen=True)
+class ThreadSample:
+    """One thread in one snapshot, symbolized and classified."""
+
+    snapshot: Snapshot
+    thread: Thread
+    frames: list[Frame]
+    state: str
 
 
 def eu_stack_binary() -> str:
@@ -134,20 +153,31 @@ class WallRecorder:
 
 
 def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) -> Profile:
+    builder = ProfileBuilder(unit="ns")
+    for sample in thread_samples(snapshots, symbolizer):
+        weight = sample.snapshot.weight_ns
+        builder.add(sample.frames, weight, thread=sample.thread, state=sample.state)
+    return builder.build()
+
+
+def thread_samples(
+    snapshots: list[Snapshot], symbolizer: Symbolizer | None = None
+) -> Iterator[ThreadSample]:
     symbols = _symbolize(snapshots, symbolizer or Symbolizer())
-    builder = ProfileBuilder(unit="ns", meta={"recorder": "eu-stack"})
     for snap in snapshots:
         for t in snap.threads:
             task = snap.tasks.get(t.tid, TaskInfo(name="", state="", wchan=""))
-            if t.frames and _in_program(t.frames[0]):
+            if not snap.one_instant and t.frames and _in_program(t.frames[0]):
                 # back in the program's own code: it woke up since /proc was read
                 task = TaskInfo(name=task.name, state="R", wchan="")
             frames = [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)] if task.wchan else []
             for f in t.frames:
                 frames.extend(symbols.get(_place(f), (Frame(UNKNOWN, dso=_dso(f)),)))
-            state = snapshot_state(frames, task.state)
-            builder.add(frames, snap.weight_ns, thread=Thread(t.tid, t.pid, task.name), state=state)
-    return builder.build()
+            if snap.one_instant:  # the stack says what the thread was doing then
+                state = thread_state.classify(frames, task.state)
+            else:
+                state = snapshot_state(frames, task.state)
+            yield ThreadSample(snap, Thread(t.tid, t.pid, task.name), frames, state)
 
 
 def snapshot_state(frames: list[Frame], kernel_state: str) -> str:
@@ -162,6 +192,25 @@ def snapshot_state(frames: list[Frame], kernel_state: str) -> str:
     """
     state = thread_state.classify(frames, kernel_state)
     return "running" if kernel_state == "R" and state != "sleep" else state
+
+
+def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
+    """wallsnap's output as snapshots, each weighted by the time since the one
+    before (the first by the interval)."""
+    snapshots = []
+    previous = None
+    for snap in wallsnap_output.parse(text):
+        if not snap.threads:
+            continue
+        since = snap.time_ns - previous if previous is not None else 1e9 / rate_hz
+        previous = snap.time_ns
+        tasks = {
+            tid: TaskInfo(name=s.name, state=s.state, wchan="") for tid, s in snap.states.items()
+        }
+        snapshots.append(
+            Snapshot(float(since), snap.threads, tasks, True, snap.time_ns, snap.pass_ns)
+        )
+    return snapshots
 
 
 def _in_program(f: eu_stack.EuFrame) -> bool:
@@ -205,26 +254,56 @@ def _load_base(path: str) -> int:
 
 def record_wall(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """Recorder for --mode wall (see commands/record.py)."""
-    tool = eu_stack_binary()
-    rate = options.freq or DEFAULT_RATE_HZ
+    tool = wallsnap.binary()
+    rate = options.freq or (DEFAULT_RATE_HZ if tool else EU_STACK_RATE_HZ)
     if not 0 < rate <= 1000:
         raise UserError("--freq for wall mode is snapshots per second, between 1 and 1000")
+    if tool is None:
+        print(
+            "perfsleuth: wallsnap could not be built (it needs a C compiler and libdw-dev); "
+            "taking snapshots with eu-stack, which stops threads one after another",
+            file=sys.stderr,
+        )
+        return record_with_eu_stack(options, cmd, rate)
+    target = Target.of(cmd, options.pid)
+    started = time.monotonic()
+    target.release()
+    snapper = wallsnap.Snapshotter(tool, target.pid, rate, workdir / "wallsnap.txt")
+    try:
+        target.wait(_duration(options), tick=snapper.check, interval=0.05)
+    finally:
+        text = snapper.stop()
+    snapshots = from_wallsnap(text, rate)
+    meta = {"recorder": "wallsnap", "pid": target.pid, "freq": rate}
+    return _recording(snapshots, target, time.monotonic() - started, meta)
+
+
+def record_with_eu_stack(options: RecordOptions, cmd: list[str], rate: float) -> Recording:
+    """Wall mode where wallsnap cannot be built: one eu-stack per process and snapshot."""
+    tool = eu_stack_binary()
     target = Target.of(cmd, options.pid)
     recorder = WallRecorder(tool, target, rate)
     started = time.monotonic()
     target.release()
-    duration = options.duration or 10.0 if options.pid else None
-    target.wait(duration, tick=recorder.tick, interval=0.005)
-    elapsed = time.monotonic() - started
-    if not recorder.snapshots:
+    target.wait(_duration(options), tick=recorder.tick, interval=0.005)
+    meta = {"recorder": "eu-stack", "pid": target.pid, "freq": rate}
+    return _recording(recorder.snapshots, target, time.monotonic() - started, meta)
+
+
+def _duration(options: RecordOptions) -> float | None:
+    return options.duration or 10.0 if options.pid else None
+
+
+def _recording(snapshots: list[Snapshot], target: Target, elapsed: float, meta: dict) -> Recording:
+    if not snapshots:
         raise UserError(
             "no stack snapshot was taken (the process ended first, or ptrace failed); "
             "record a longer-running program or raise --freq"
         )
-    profile = to_profile(recorder.snapshots)
-    profile.dsos = _modules(recorder.snapshots)
-    meta = {"recorder": "eu-stack", "pid": target.pid, "freq": rate}
-    meta["snapshots"] = len(recorder.snapshots)
+    profile = to_profile(snapshots)
+    profile.dsos = _modules(snapshots)
+    profile.meta["recorder"] = meta["recorder"]
+    meta["snapshots"] = len(snapshots)
     return Recording(profile, exit_status=target.exit_status, duration_s=elapsed, meta=meta)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..experiments import allocator, build, patch, result
+from ..experiments import allocator, build, combined, patch, result
 from ..experiments.runner import Side, measure, shell_or_argv
 from ..model.progress import Progress
 from ..present import formats_for, write
@@ -16,7 +16,10 @@ from .common import add_output_options, open_store, progress_display
 from .compare import add_measure_options, check_measure_options, report_stored
 
 NAME = "try"
-HELP = "try other allocators (LD_PRELOAD), build flags (O3, LTO, PGO...) or a patch on a workload"
+HELP = (
+    "try other allocators (LD_PRELOAD), build flags (O3, LTO, PGO...), a patch, or all of "
+    "them combined on a workload"
+)
 DOCUMENT = "try"
 
 
@@ -60,19 +63,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     patched = experiments.add_parser("patch", help=patch_help, description=patch_help)
     patched.add_argument("patch", metavar="FILE.diff", help="the change (git diff or diff -u)")
-    patched.add_argument(
-        "--build",
-        metavar="SHELL_CMD",
-        required=True,
-        help="builds the program into $OUT, run in each copy of the source folder",
+    add_source_and_build(
+        patched,
+        "builds the program into $OUT, run in each copy of the source folder",
+        "the source folder the patch applies to (default: the current folder)",
     )
-    patched.add_argument(
-        "--source",
-        metavar="DIR",
-        default=".",
-        help="the source folder the patch applies to (default: the current folder)",
+    combined_help = (
+        "every fix at once, cumulatively: the baseline, + an allocator, + a patch, + a "
+        "build variant; each side against the baseline and each step against the one "
+        "before, in the same interleaved rounds (build contract as try build)"
     )
-    for sub in (alloc, rebuild, patched):
+    together = experiments.add_parser("combined", help=combined_help, description=combined_help)
+    add_source_and_build(
+        together,
+        "builds the program into $OUT, run in the source folder (or its patched copy)",
+        "the source folder the build runs in and the patch applies to (default: .)",
+    )
+    together.add_argument(
+        "--allocator", metavar="NAME", help="first step: mimalloc, jemalloc or tcmalloc"
+    )
+    together.add_argument("--patch", metavar="FILE.diff", help="second step: a code change")
+    together.add_argument(
+        "--variant",
+        metavar="NAME",
+        help=f"last step: the (patched) source rebuilt as one of {','.join(build.VARIANTS)}",
+    )
+    for sub in (alloc, rebuild, patched, together):
         add_measure_options(sub)
         add_output_options(sub, formats_for(DOCUMENT))
         # The parent parser has --store too; SUPPRESS keeps its value unless given here.
@@ -80,10 +96,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "--store", metavar="PATH", default=argparse.SUPPRESS, help="the run store folder"
         )
     alloc.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS... (the workload)")
-    for sub in (rebuild, patched):
+    for sub in (rebuild, patched, together):
         sub.add_argument(
             "cmd", nargs=argparse.REMAINDER, help="-- {out}/PROGRAM ARGS... (the workload)"
         )
+
+
+def add_source_and_build(
+    parser: argparse.ArgumentParser, build_help: str, source_help: str
+) -> None:
+    parser.add_argument("--build", metavar="SHELL_CMD", required=True, help=build_help)
+    parser.add_argument("--source", metavar="DIR", default=".", help=source_help)
 
 
 def workload(args: argparse.Namespace) -> list[str]:
@@ -133,7 +156,24 @@ def patch_sides(
     return p.sides, {"patch": args.patch, "build": args.build, "refused": {}, "notes": p.notes}
 
 
-SIDES = {"allocator": allocator_sides, "build": build_sides, "patch": patch_sides}
+def combined_sides(
+    args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
+) -> tuple[list[Side], dict[str, Any]]:
+    variants = build.parse_variants(args.variant) if args.variant else [None]
+    if len(variants) != 1:
+        raise UserError("try combined takes one --variant (its last step), e.g. pgo-lto")
+    variant = variants[0]
+    fixes = combined.Fixes(args.allocator or "", Path(args.patch) if args.patch else None, variant)
+    p = combined.plan(fixes, args.build, cmd, Path(args.source), store.root / "builds", progress)
+    return p.sides, {"build": args.build, "refused": {}, "notes": p.notes}
+
+
+SIDES = {
+    "allocator": allocator_sides,
+    "build": build_sides,
+    "patch": patch_sides,
+    "combined": combined_sides,
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
     refused = extra.pop("refused")
     extra["notes"] = args.metric_notes + extra["notes"]
     doc = {**result.try_json(series, args.metric), **extra}
+    if args.experiment == "combined":
+        doc["steps"] = result.steps_json(series, args.metric)
     doc["variants"] += [
         {"name": name, "ratio": None, "ci95": None, "verdict": "failed", "error": why}
         for name, why in refused.items()

@@ -40,6 +40,7 @@ HOISTED = "perfsleuth_hoisted"
 DATA_POINTER = "perfsleuth_data"
 READ_ONLY_METHODS = ("size", "length", "empty", "data")
 CXX20 = "-std=c++20"
+STRAIGHT_LINE = "straight-line"
 CHAR8_T = "write through char8_t"
 # Folders of a build tree not copied for the changed build.
 NOT_COPIED = (".git", ".perfsleuth", "node_modules")
@@ -50,13 +51,14 @@ class _Build:
     remark: Remark | None
     loop: machine_code.LoopCode | None
     per_element: float | None  # loop instructions per source iteration
+    straight_line: bool = False  # no loop: `loop` is the code's straight run
 
 
 def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, Any] | None:
     """The compile-time proof of an aliasing-write finding, or None when the finding
     carries no translation unit or no change could be applied (reason in ctx.notes)."""
     match = finding.details.get("match")
-    if not match or match["pattern"] == "straight-line":
+    if not match:
         return None
     source = Path(match["file"])
     if not source.is_file():
@@ -93,7 +95,7 @@ def _compare(
 ) -> dict[str, Any] | None:
     """Build the unit, then each change in turn until one compiles, and compare; the
     changes that did not compile are named in the result (and in ctx.notes)."""
-    span = (int(match["line"]), int(match["end_line"]))
+    span = (int(match["line"]), int(match["end_line"]), match["pattern"] == STRAIGHT_LINE)
     before = _build(unit, toolchain, unit.path, scratch / "before.o", span)
     failed: list[str] = []
     built: list[tuple[str, str, _Build]] = []
@@ -173,7 +175,8 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
     hoisted = _hoist(text, match)
     if hoisted is not None:
         reads = ", ".join(f"`{r}`" for r in hoisted[1])
-        change = f"hoist {reads} into locals before the loop"
+        where = "the store" if match["pattern"] == STRAIGHT_LINE else "the loop"
+        change = f"hoist {reads} into locals before {where}"
         found.append((change, _like(unit, [*unit.flags, include_dir]), hoisted[0]))
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
@@ -209,12 +212,18 @@ def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
 def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str]] | None:
     """The text with the loop's repeated reads computed once, before the loop: the
     reads as written (`in.size()`), then the data pointer of each container the loop
-    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it)."""
+    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it).
+    Straight-line code: its read, once, before the match's first statement."""
     lines = text.splitlines(keepends=True)
     first, last = int(match["line"]) - 1, int(match["end_line"])
-    keyword = re.search(r"\b(for|while|do)\b", lines[first])
     body = "".join(lines[first:last])
-    reads = [r for r in match.get("hoistable", []) if r in body]
+    if match["pattern"] == STRAIGHT_LINE:
+        keyword = re.search(r"\S", lines[first])
+        hoistable = [match["read"]]
+    else:
+        keyword = re.search(r"\b(for|while|do)\b", lines[first])
+        hoistable = match.get("hoistable", [])
+    reads = [r for r in hoistable if r in body]
     containers = [c for c in match.get("indexed", []) if _only_indexed(c, body)]
     if keyword is None or not (reads or containers):
         return None
@@ -241,20 +250,28 @@ def _only_indexed(container: str, body: str) -> bool:
 
 
 def _build(
-    unit: TranslationUnit, toolchain: Toolchain, source: Path, output: Path, span: tuple[int, int]
+    unit: TranslationUnit,
+    toolchain: Toolchain,
+    source: Path,
+    output: Path,
+    span: tuple[int, int, bool],
 ) -> _Build:
     """Compile with the user's compiler: GCC's remarks when GCC builds the unit,
-    else clang-16's."""
+    else clang-16's. Straight-line code (span[2]) has no loop: its code's reloads."""
+    first, last, straight_line = span
     if toolchain.family == "gcc":
         remarks = gcc_remarks(unit, source, output)
     else:
         remarks, _ = compile_unit(unit, source, output)
-    remark = remark_for_loop(remarks, source, *span)
+    if straight_line:
+        code = machine_code.straight_line_code(output, source.name, first, last)
+        return _Build(None, code, None, straight_line=True)
+    remark = remark_for_loop(remarks, source, first, last)
     vectorized = remark is not None and remark.vectorized
     loop = (
-        machine_code.vector_loop(output, source.name, *span)
+        machine_code.vector_loop(output, source.name, first, last)
         if vectorized
-        else machine_code.loop_code(output, source.name, *span, prefer_reloads=False)
+        else machine_code.loop_code(output, source.name, first, last, prefer_reloads=False)
     )
     per_element = None
     if loop is not None:
@@ -285,6 +302,7 @@ def _result(
         "instructions_per_element_before": _round(before.per_element),
         "instructions_per_element_after": _round(after.per_element),
     }
+    result["straight_line"] = before.straight_line
     result["loop_removed"] = after.remark is None and after.loop is None
     result["summary"] = _summary(result)
     return result
@@ -347,6 +365,12 @@ def _copy_tree(tree: Path, copy: Path, scratch: Path) -> None:
 
 def _summary(r: dict[str, Any]) -> str:
     compiler = r["compiler"]
+    refused = "".join(f" ({failure})" for failure in r["not_compiled"])
+    if r.get("straight_line"):
+        return (
+            f"{r['change']}: {compiler}'s code loads memory again after the byte stores "
+            f"{r['reloads_before']} -> {r['reloads_after']} times{refused}"
+        )
     verdict = (
         f"{compiler} no longer emits the loop (it became a library call such as memset, "
         "or vanished)"
@@ -363,5 +387,4 @@ def _summary(r: dict[str, Any]) -> str:
             f"; loop instructions per element {r['instructions_per_element_before']:g} -> "
             f"{r['instructions_per_element_after']:g}"
         )
-    refused = "".join(f" ({failure})" for failure in r["not_compiled"])
     return f"{r['change']}: {verdict}{counts}{refused}"

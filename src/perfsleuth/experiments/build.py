@@ -58,6 +58,7 @@ VARIANTS = {
         Variant("native", "-O2 -march=native"),
         Variant("lto", "-O2 -flto", "-flto"),
         Variant("pgo", "-O2", pgo=True),
+        Variant("pgo-lto", "-O2 -flto", "-flto", pgo=True),
         Variant("autofdo", "-O2"),
     )
 }

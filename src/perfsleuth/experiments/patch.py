@@ -33,17 +33,10 @@ def plan(
 ) -> Plan:
     """Copy, patch and build both sides; the baseline first."""
     check_workload(workload)
-    patch_file, source = _checked(patch_file, source)
-    trees = root / "patch-trees"
-    shutil.rmtree(trees, ignore_errors=True)
-    progress.phase(f"copying {source} twice")
-    baseline_tree = _copy(source, trees / "baseline", root)
-    patched_tree = _copy(source, trees / "patched", root)
-    progress.phase(f"applying {patch_file.name}")
-    apply(patch_file, patched_tree, source)
+    baseline_tree, patched_tree = trees(patch_file, source, root, progress)
     baseline = Builder(build_command, root, str(baseline_tree), progress).build("baseline", {})
     patched = Builder(build_command, root, str(patched_tree), progress).build("patched", {})
-    notes = [f"{patch_file.name} applied to a copy of {source}; both copies built alike"]
+    notes = [f"{patch_file.name} applied to a copy of {source.resolve()}; both copies built alike"]
     if digest(baseline) == digest(patched):
         notes.append(
             f"the patched build is byte-identical to the baseline's: {patch_file.name} changes "
@@ -52,6 +45,19 @@ def plan(
     sides = [workload_side("baseline", workload, baseline)]
     sides.append(workload_side("patched", workload, patched))
     return Plan(sides, {}, notes)
+
+
+def trees(patch_file: Path, source: Path, root: Path, progress: Progress) -> tuple[Path, Path]:
+    """Two copies of the source folder under root, the patch applied to the second."""
+    patch_file, source = _checked(patch_file, source)
+    copies = root / "patch-trees"
+    shutil.rmtree(copies, ignore_errors=True)
+    progress.phase(f"copying {source} twice")
+    baseline_tree = _copy(source, copies / "baseline", root)
+    patched_tree = _copy(source, copies / "patched", root)
+    progress.phase(f"applying {patch_file.name}")
+    apply(patch_file, patched_tree, source)
+    return baseline_tree, patched_tree
 
 
 def _checked(patch_file: Path, source: Path) -> tuple[Path, Path]:

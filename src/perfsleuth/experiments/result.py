@@ -132,6 +132,16 @@ def variant_json(base: Series, variant: Series, metric: str) -> dict[str, Any]:
     return doc
 
 
+def steps_json(all_series: list[Series], metric: str) -> list[dict[str, Any]]:
+    """Each side against the one before it: the steps of a cumulative experiment."""
+    steps = []
+    for before, after in zip(all_series, all_series[1:], strict=False):
+        doc = variant_json(before, after, metric)
+        del doc["summary"]
+        steps.append({**doc, "over": before.side.name})
+    return steps
+
+
 def try_json(all_series: list[Series], metric: str) -> dict[str, Any]:
     """The `try` document: the first series is the baseline, the others its variants."""
     base, *variants = all_series

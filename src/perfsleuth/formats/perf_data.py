@@ -28,7 +28,6 @@ from ..model.timeline import COLUMNS as TIMELINE_COLUMNS
 from ..model.timeline import Timeline
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
 from ..symbols.function_starts import function_start
-from . import perf_script
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
 
@@ -261,6 +260,8 @@ class _NativeReading:
             }
         )
         if len(self.per_event) > 1:
+            from . import perf_script  # its warning; the native path reads no perf script
+
             names = [e["name"] for e in self.data["events"]]
             counts = {names[e]: n for e, n in self.per_event.items()}
             warning = perf_script.other_events_warning(str(p), counts, event["name"])
@@ -279,7 +280,8 @@ class _NativeReading:
         ]
         stacks = self.data["stacks"]
         count_weights = self.event["unit"] == "samples"
-        expanded: dict[int, tuple[int, ...]] = {}
+        # native stack -> the profile's: its frames expanded and interned once, not per row
+        stack_ids: dict[int, int] = {}
         rows = self.rows
         for sid, ti, ev, period, count in zip(
             rows["stack"], rows["thread"], rows["event"], rows["period"], rows["count"], strict=True
@@ -287,12 +289,13 @@ class _NativeReading:
             if ev != self.event_index:
                 placed.append(None)
                 continue
-            ids = expanded.get(sid)
-            if ids is None:
-                ids = expanded[sid] = tuple(i for fid in stacks[sid] for i in interned[fid])
+            stack_id = stack_ids.get(sid)
+            if stack_id is None:
+                ids = tuple(i for fid in stacks[sid] for i in interned[fid])
+                stack_id = stack_ids[sid] = builder.stack_id(ids)
             weight = float(count) if count_weights else float(period)
-            builder.add_ids(ids, weight, count=count, thread_index=threads[ti])
-            placed.append((builder.stack_id(ids), threads[ti]))
+            builder.add_to_stack(stack_id, weight, count=count, thread_index=threads[ti])
+            placed.append((stack_id, threads[ti]))
         return placed
 
     def leaf_costs(self, chains: dict[int, tuple[Frame, ...]]) -> LeafCosts:
@@ -376,6 +379,8 @@ def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
 
 
 def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
+    from . import perf_script  # only this path parses perf script's text
+
     perf = shutil.which("perf")
     if perf is None:
         raise UserError(

@@ -198,7 +198,21 @@ class ProfileBuilder:
         state: str = "",
     ) -> None:
         """Add a sample whose frames were already interned with frame_id()."""
-        key = (self.stack_id(stack), thread_index, state)
+        self.add_to_stack(
+            self.stack_id(stack), weight, count=count, thread_index=thread_index, state=state
+        )
+
+    def add_to_stack(
+        self,
+        stack_id: int,
+        weight: float,
+        *,
+        count: int = 1,
+        thread_index: int = -1,
+        state: str = "",
+    ) -> None:
+        """Add a sample whose stack was already interned with stack_id()."""
+        key = (stack_id, thread_index, state)
         row = self._rows.get(key)
         if row is None:
             self._rows[key] = [weight, count]

@@ -23,11 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
+from importlib.util import find_spec
 from pkgutil import iter_modules
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..model.profile import Profile
 from .output import destination
+
+if TYPE_CHECKING:  # the type alone: `top` from its kept page reads no profile
+    from ..model.profile import Profile
 
 FINDINGS = "findings"  # an advise document: {"run", "findings", "hidden", "notes", ...}
 PROFILE = "profile"  # a TitledProfile: a run for other tools (export, flame)
@@ -65,6 +68,18 @@ def outputs() -> dict[str, Output]:
     return dict(sorted(found.items()))
 
 
+def output(name: str) -> Output:
+    """The output NAME, from the module of that name when it is one (every output module
+    is named as its output, which tests/unit/test_present_registry.py checks), without
+    importing the others: `import` and `top` write one format."""
+    module = f"{__name__}.{name}"
+    if name.isidentifier() and find_spec(module) is not None:
+        found = getattr(import_module(module), "OUTPUT", None)
+        if isinstance(found, Output) and found.name == name:
+            return found
+    return outputs()[name]
+
+
 def outputs_for(kind: str) -> list[Output]:
     """The outputs that write documents of `kind`: text first, then by name."""
     return sorted(
@@ -79,12 +94,12 @@ def formats_for(kind: str) -> tuple[str, ...]:
 
 def describe(names: tuple[str, ...]) -> str:
     """`name: help; ...` of these outputs, for a --format help text."""
-    return "; ".join(f"{name}: {outputs()[name].help}" for name in names)
+    return "; ".join(f"{name}: {output(name).help}" for name in names)
 
 
 def write(kind: str, doc: Any, fmt: str, path: str | None) -> None:
     """Write `doc`, a document of `kind`, as `fmt` to `path` (stdout for None or '-')."""
-    output = outputs()[fmt]
-    writer = output.writers[kind]
-    with destination(path, binary=output.binary) as fh:
+    chosen = output(fmt)
+    writer = chosen.writers[kind]
+    with destination(path, binary=chosen.binary) as fh:
         writer(doc, fh)

@@ -94,5 +94,10 @@ def render_try(doc: dict[str, Any], console: Console) -> None:
             console.print(f"{v['name']}: not measured: {v['error']}", style="yellow")
         else:
             console.print(ratio_sentence(v["name"], "baseline", v, doc["metric"]), style="bold")
+    for step in doc.get("steps", [])[1:]:  # the first step is the first variant, above
+        if step.get("ratio") is not None:
+            console.print(
+                "step: " + ratio_sentence(step["name"], step["over"], step, doc["metric"])
+            )
     for note in doc.get("notes", []):
         console.print(note)

@@ -41,8 +41,12 @@ def console_for(fh: IO[str]) -> Console:
 
     if fh is sys.stdout and sys.stdout.isatty():
         return Console()
-    width = int(os.environ.get("COLUMNS", PIPE_WIDTH))
-    return Console(file=fh, no_color=True, width=width, highlight=False, soft_wrap=False)
+    return Console(file=fh, no_color=True, width=pipe_width(), highlight=False, soft_wrap=False)
+
+
+def pipe_width() -> int:
+    """The width of text written off a terminal: $COLUMNS, else PIPE_WIDTH."""
+    return int(os.environ.get("COLUMNS", PIPE_WIDTH))
 
 
 def heading(fh: IO[str], text: str) -> None:

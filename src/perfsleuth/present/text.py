@@ -20,7 +20,7 @@ FILE_RENDERER = "write"
 RENDERERS = {
     FINDINGS: ("findings_text", "render"),
     "run": ("findings_text", "render_run"),
-    "top": ("top_text", "render"),
+    "top": ("top_text", "write"),
     "callers": ("callgraph_text", "render_callers"),
     "callees": ("callgraph_text", "render_callees"),
     "annotate": ("annotate_text", "render"),

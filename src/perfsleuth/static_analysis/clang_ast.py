@@ -122,6 +122,17 @@ def root_variable(cursor: Any) -> set[str]:
     return set()
 
 
+def template_pattern(function: Any) -> Any | None:
+    """The definition in its class template of a member of an implicit specialization
+    (`std::vector<unsigned long>::size`), or None. The unit is parsed without the
+    implicit instantiations its end would add (PARSE_INCOMPLETE), so before C++20 made
+    them constexpr, the standard containers' members have no instantiated body."""
+    from clang.cindex import conf
+
+    pattern = conf.lib.clang_getSpecializedCursorTemplate(function)
+    return pattern.get_definition() if pattern is not None else None
+
+
 def function_definitions(parsed: Any, wanted: Any) -> list[Any]:
     """The function definitions written in the files `wanted` accepts: namespaces,
     classes and templates are looked into, function bodies and other files are not

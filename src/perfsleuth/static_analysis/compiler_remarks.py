@@ -52,6 +52,10 @@ MEMORY_REASONS = (
     "possible alias",
 )
 OPTIMIZING_LEVELS = ("-O1", "-O2", "-O3", "-Os", "-Oz", "-Ofast")
+# Where link_for_disassembly puts the symbols a unit does not define: far above its
+# code, within reach of a 32-bit displacement, a page apart.
+UNDEFINED_AT = 0x4000_0000
+UNDEFINED_APART = 0x1000
 
 
 @dataclass
@@ -160,20 +164,24 @@ def run_compiler(
 
 
 def link_for_disassembly(tu: TranslationUnit, obj: Path, exe: Path) -> bool:
-    """Link one object alone into an executable (no start files, undefined symbols
-    left unresolved): inline and template code then has one address each, which a
-    relocatable object does not give. The linker refuses a reference to a hidden
-    symbol defined elsewhere (a library's internal functions, brotli's
-    BROTLI_INTERNAL): then every undefined symbol is defined at 0 by a linker script.
-    False when that fails too."""
-    if _link(tu, [obj], exe):
-        return True
+    """Link one object alone into an executable (no start files): inline and template
+    code then has one address each, which a relocatable object does not give. Each
+    symbol the unit uses but does not define is given an address of its own by a
+    linker script: left undefined, every one is at 0, and the loads of two globals
+    (`std::cout`, `rct::Z`) read as one address loaded twice, a reload that is not
+    there; and the linker refuses a reference to a hidden symbol defined elsewhere (a
+    library's internal functions, brotli's BROTLI_INTERNAL). False when it fails."""
     found = binary_at(obj)
     if found is None:
         return False
     undefined = sorted({s.name for s in found.symbols() if not s.defined and s.name})
     script = exe.with_suffix(".ld")
-    script.write_text("".join(f'"{name}" = 0;\n' for name in undefined))
+    script.write_text(
+        "".join(
+            f'"{name}" = {UNDEFINED_AT + n * UNDEFINED_APART:#x};\n'
+            for n, name in enumerate(undefined)
+        )
+    )
     return _link(tu, [obj, script], exe)
 
 

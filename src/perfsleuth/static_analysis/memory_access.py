@@ -21,12 +21,15 @@ from .clang_ast import (
     qualified_name,
     root_variable,
     strip_reference,
+    template_pattern,
     unwrap,
     var_id,
     variables_in,
     walk,
 )
 
+CLASS_TEMPLATES = ("CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION")
+METHOD_KINDS = ("CXX_METHOD", "FUNCTION_TEMPLATE")
 CHAR_TYPE_KINDS = ("CHAR_S", "CHAR_U", "SCHAR", "UCHAR")
 WRITE_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR", "CALL_EXPR")
 WRITE_OPERATORS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
@@ -411,18 +414,49 @@ _INLINE_CACHE: dict[tuple[str, str], bool] = {}  # (TU, USR): visibility differs
 def _body_inline_only(function: Any, depth: int) -> bool:
     if _declared_noinline(function):
         return False
-    definition = function.get_definition()
+    definition = function.get_definition() or template_pattern(function)
     if definition is None:
         return cursor_kind(function) in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") and (
             function.is_default_method()
         )
     if depth >= INLINE_DEPTH:
         return True
-    return all(
-        inline_only(node.referenced, depth + 1)
-        for node in _own_nodes(definition)
-        if cursor_kind(node) == "CALL_EXPR" and node.referenced is not None
-    )
+    calls = [node for node in _own_nodes(definition) if cursor_kind(node) == "CALL_EXPR"]
+    owner = definition.semantic_parent
+    if owner is not None and cursor_kind(owner) in CLASS_TEMPLATES:
+        unresolved = [c for c in calls if c.referenced is None]
+        if not all(_dependent_call_inline_only(c, owner, depth) for c in unresolved):
+            return False
+    return all(inline_only(c.referenced, depth + 1) for c in calls if c.referenced is not None)
+
+
+def _dependent_call_inline_only(call: Any, owner: Any, depth: int) -> bool:
+    """A call a class template's own body leaves unresolved (its types depend on the
+    template's parameters): an operator or a conversion on them
+    (`size_type(_M_finish - _M_start)`) is seen through; a call by name only when
+    every method of the class of that name is (`_M_data()`), else it may be anything
+    (a traits class's `construct(...)`, a base class's `_M_allocate(...)`)."""
+    name = _called_name(call)
+    if name is None:
+        return True
+    methods = [
+        m for m in owner.get_children() if cursor_kind(m) in METHOD_KINDS and m.spelling == name
+    ]
+    return bool(methods) and all(inline_only(m, depth + 1) for m in methods)
+
+
+def _called_name(call: Any) -> str | None:
+    """The name a call calls (`construct` of `_Alloc_traits::construct(...)`), None for
+    an operator or a conversion to a type."""
+    kids = children(call)
+    if not kids or cursor_kind(kids[0]) == "TYPE_REF":
+        return None
+    callee_end = kids[0].extent.end.offset
+    tokens = list(call.get_tokens())
+    after = next((n for n, t in enumerate(tokens) if t.extent.start.offset >= callee_end), None)
+    if not after or tokens[after].spelling != "(":
+        return None
+    return str(tokens[after - 1].spelling)
 
 
 def _own_nodes(cursor: Any):  # type: ignore[no-untyped-def]

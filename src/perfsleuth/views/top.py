@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model.profile import Frame, Profile
-from .documents import TopRow
 from .keys import frame_keys
 
+# types alone: the documents' module loads the models of every document (`import` keeps a
+# TopN page and needs none of them)
 if TYPE_CHECKING:
     from ..model.counts import ExactCounts
+    from .documents import TopRow
 
 
 @dataclass

@@ -28,27 +28,33 @@ the run:
   stay.
 
 Time: py-spy samples ten times faster than perf, and its trace says when a stack
-changed, stamped when py-spy handled the sample that saw the change (late by its
-sampling gap plus any wait for a CPU), on a clock whose origin is known only within
-py-spy's start-up. So, per run:
+changed, stamped when py-spy's main thread handled the sample its sampling thread took
+(late by the sampling gap plus both threads' waits for a CPU: tens of ms on a loaded
+machine), on a clock whose origin is known only within the time Popen took to start
+py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per run:
 
-- the clock offset is the SHIFTS step under which the native entries (the C function
+- the clock offset is the one (STAMPS_LATE plus that time early to START_LATE late)
+  under which the native entries (the C function
   Python called: `encoder_call`, `zlib_compress`) agree best with the Python leaf frames
   the trace gives at the samples' times. Every sample counts: the few near a stack
   change move the counts little, while counting only the samples no change comes near
   left ~10 of ~100 on json_heavy.py, too few to tell the right offset from one a round
   away (5 of 8 runs on a quiet machine put json's decoder under `serialize`);
 - a sample with changes near it (EARLY before, LAG after) takes the candidate stack its
-  native entry went with most over the run; when none did and the entry nearly
+  native entry went with most over the run, when SWITCH times as often as with the
+  stack the trace gives at its time (an entry both functions call stays where the
+  trace puts it); when none did and the entry nearly
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time;
 - a sample in a stall of py-spy's (a stretch of the trace without a change longer than
   twice 25 of the thread's median gaps between changes: py-spy waited for a CPU while
   the process ran, and its trace holds its last stack, which is not the thread's) takes
-  the stack its native entry nearly always goes with, else the nearer side's when it is
-  within that bound of one, else keeps its native frames only, counted (`stalled`). A
-  Python line that runs long without a C function telling it holds py-spy's stack too
-  and is taken for a stall: its middle keeps native frames.
+  the nearer side's stack when it is within that bound of one, else keeps its native
+  frames only, counted (`stalled`), whatever its C function, unless nearly all the
+  stretch's samples in a C function are in one that nearly always goes with the stack
+  it holds (a long C call: `zlib_compress` under `pack_logs`), which keeps it. A Python
+  line that runs long without such a C function holds py-spy's stack too and is taken
+  for a stall: its middle keeps native frames.
 
 A thread py-spy names by its pthread id (CPython before 3.11, formats/tool_output/py_spy_trace.py)
 is paired with an OS thread of the samples: the one not running threading's
@@ -73,7 +79,6 @@ the interpreter's own functions are left out there by the same rule.
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -111,14 +116,28 @@ RUNTIME = re.compile(r"^(?:\S*/)?(?:libc\.so|libm\.so|libpthread|ld-linux|\[unkn
 # the first frame of a process or of a thread: a stack reaching one is whole
 ROOTS = frozenset({"_start", "clone", "clone3", "__clone", "__clone3", "start_thread"})
 KERNEL = "[kernel.kallsyms]"
-# py-spy stamps a change when it handles the sample that saw it: up to its sampling gap
-# plus the time its thread waits for a CPU later (up to 7.5 ms at load 5 on 2 cores);
-# its clock starts a little after the moment we take for its origin
-LAG = 0.010
-EARLY = 0.002
-# how much later than the origin we are given py-spy's clock may start (its start-up
-# after exec: 0-13 ms seen here), tried in 1 ms steps
-SHIFTS = tuple(ms / 1000 for ms in range(-2, 21))
+# Offsets of py-spy's clock tried (_aligned): its stamps are late (its main thread
+# stamps a change when it handles the sample its sampling thread read, after both waited
+# for a CPU), and the origin we are given, taken when Popen returned, may come after its
+# clock started (the recorder waited for a CPU too) by up to the time Popen took (the
+# caller's SLACK): of 26 recordings of json_heavy.py at load 4-12, the best offset was
+# 39 ms early to 9 ms late. Up to STAMPS_LATE early and START_LATE late (py-spy's
+# start-up after exec: 1-11 ms at load 12), in SHIFT_STEP steps
+STAMPS_LATE = 0.060
+START_LATE = 0.020
+SHIFT_STEP = 0.002
+# The offset is the run's typical one: a change's own stamp is late by 0 to tens of ms
+# more or less, so the stacks of the changes up to EARLY before and LAG after a sample's
+# aligned time are its candidates (at 2 and 10 ms, 3 of 37 such recordings put
+# over 5% of json's C frames under the wrong function; at 20 and 20, 1 of 37). A sample
+# leaves the trace's own stack for another only when its native entry went with that
+# one's Python frame SWITCH times as often: an entry both functions call (CPython's
+# `PyNumber_Remainder` under crunch's `% 7` and spell's `% 97` in timed_pair.py) would
+# otherwise go to the one that calls it more near every change (crunch 5.1 points over
+# the timers in one of 9 runs at load 16; 2.6 at most with SWITCH)
+EARLY = 0.020
+LAG = 0.020
+SWITCH = 3
 # a native entry seen with one Python frame this often is taken to always go with it; a
 # sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
 USUAL_SHARE = 0.9
@@ -165,22 +184,33 @@ class Placed:
     stalled: bool = False
 
 
-def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Placed]:
-    """Each sample's place in the mixed stacks (see the module's docs)."""
+def place(
+    samples: Iterable[Sample], timelines: dict[int, Timeline], slack: float = 0.0
+) -> list[Placed]:
+    """Each sample's place in the mixed stacks (see the module's docs); SLACK: how much
+    earlier than the timelines' origin py-spy's clock may have started (the time Popen
+    took)."""
     cut = [_cut(sample) for sample in samples]
-    timelines = _aligned(cut, _by_os_thread(cut, timelines))
+    timelines = _aligned(cut, _by_os_thread(cut, timelines), slack)
     learned = _learn(cut, timelines)
     usual = _usual(learned)
-    stalls = {tid: _Stalls.of(timeline) for tid, timeline in timelines.items()}
+    by_thread: dict[int, list[_Split]] = {}
+    for part in cut:
+        by_thread.setdefault(part.sample.tid, []).append(part)
+    stalls = {
+        tid: _Stalls.of(timeline, by_thread.get(tid, []), usual)
+        for tid, timeline in timelines.items()
+    }
     out = []
     for part in cut:
         timeline = timelines.get(part.sample.tid)
         python: tuple[str, ...] = ()
         stalled = False
         if timeline and part.spliced:
-            stalled = stalls[part.sample.tid].around(part.sample.time)
-            if stalled:
-                python = _python_in_stall(part, timeline, usual, stalls[part.sample.tid].bound)
+            start = stalls[part.sample.tid].start_of(part.sample.time)
+            stalled = start is not None
+            if start is not None:
+                python = _python_in_stall(part, timeline, stalls[part.sample.tid], start)
             else:
                 python = _python_at(part, timeline, learned, usual)
         early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
@@ -190,11 +220,13 @@ def place(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> list[Pla
     return out
 
 
-def splice(samples: Iterable[Sample], timelines: dict[int, Timeline]) -> Spliced:
+def splice(
+    samples: Iterable[Sample], timelines: dict[int, Timeline], slack: float = 0.0
+) -> Spliced:
     """The mixed stacks of the samples in py-spy's raw form, the early ones left out;
-    the kernel frames perf took stay on top, as the agent keeps them."""
+    the kernel frames perf took stay on top, as the agent keeps them. SLACK as place's."""
     out = Spliced(Counter(), 0)
-    for placed in place(samples, timelines):
+    for placed in place(samples, timelines, slack):
         if placed.early:
             out.early += 1
             continue
@@ -331,19 +363,30 @@ def _candidates(timeline: Timeline, when: float) -> list[tuple[str, ...]]:
     return out
 
 
-def _aligned(cut: list[_Split], timelines: dict[int, Timeline]) -> dict[int, Timeline]:
-    """The timelines shifted by the SHIFTS step under which the samples' native entries
-    agree best with their Python leaf frames (unshifted when nothing tells)."""
-    best, best_score = timelines, 0
-    for by in sorted(SHIFTS, key=abs):
-        shifted = {
-            tid: Timeline(t.name, [when + by for when in t.times], t.stacks)
-            for tid, t in timelines.items()
-        }
-        score = _agreement(_learn(cut, shifted))
-        if score > best_score:
-            best, best_score = shifted, score
-    return best
+def _aligned(
+    cut: list[_Split], timelines: dict[int, Timeline], slack: float
+) -> dict[int, Timeline]:
+    """The timelines shifted by the offset under which the samples' native entries
+    agree best with their Python leaf frames, of SHIFT_STEP steps from STAMPS_LATE +
+    SLACK early to START_LATE late (unshifted when nothing tells). Stamps late by a
+    varying amount make the best agreement flat over tens of ms: its middle is taken
+    (its smaller end put 9 of 76 json samples of a run at load 24 under the wrong
+    function, its middle none)."""
+    early = -(STAMPS_LATE + slack)
+    shifts = [early + i * SHIFT_STEP for i in range(round((START_LATE - early) / SHIFT_STEP) + 1)]
+    scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
+    best = max(scores)
+    if best <= 0:
+        return timelines
+    tied = [by for by, score in zip(shifts, scores, strict=True) if score == best]
+    return _shifted(timelines, tied[len(tied) // 2])
+
+
+def _shifted(timelines: dict[int, Timeline], by: float) -> dict[int, Timeline]:
+    return {
+        tid: Timeline(t.name, [when + by for when in t.times], t.stacks)
+        for tid, t in timelines.items()
+    }
 
 
 def _agreement(learned: Counter[tuple[str, str]]) -> int:
@@ -390,14 +433,14 @@ def _usual(learned: Counter[tuple[str, str]]) -> dict[str, str]:
 def _python_at(
     part: _Split, timeline: Timeline, learned: Counter[tuple[str, str]], usual: dict[str, str]
 ) -> tuple[str, ...]:
-    """The candidate stack the sample's native entry went with most; else, when none did
-    and the entry nearly always goes with one Python frame, the nearest stack with it;
-    else py-spy's own."""
+    """The candidate stack the sample's native entry went with most, when SWITCH times
+    as often as with py-spy's own; else, when it went with none and nearly always goes
+    with one Python frame, the nearest stack with it; else py-spy's own."""
     stacks = _candidates(timeline, part.sample.time)
     if part.entry:
         scores = [learned[(part.entry, s[-1])] if s else 0 for s in stacks]
         best = max(scores, default=0)
-        if best and scores.count(best) == 1:
+        if best and scores.count(best) == 1 and best > SWITCH * scores[0]:
             return stacks[scores.index(best)]
         if not best and part.entry in usual:
             near = _nearest_with(timeline, part.sample.time, usual[part.entry])
@@ -419,44 +462,57 @@ def _nearest_with(timeline: Timeline, when: float, leaf: str, far: float = FAR) 
 class _Stalls:
     """A thread's stalls of py-spy: stretches of its trace without a change longer than
     twice BOUND, STALL_STEPS of its typical gap between changes (the median: at least
-    py-spy's sampling interval; never less than STALL_MIN). The trace cannot tell one
-    from a Python line that runs that long: a C function's samples (`zlib_compress`)
-    keep its stack by _python_in_stall's first rule; a pure-Python line's (a generator
-    over a long range) lose it in the middle, as a stall's do. Keyed by the index of the
-    change that starts it."""
+    py-spy's sampling interval; never less than STALL_MIN), keyed by the index of the
+    change that starts each. The trace cannot tell one from a Python line that runs that
+    long: a stretch whose samples in a C function are nearly all (USUAL_SHARE) in one
+    that nearly always goes with the stack it holds (`zlib_compress` under `pack_logs`)
+    is that C call, HELD; in any other, the samples away from its ends keep their native
+    frames, whatever their C function (giving those whose C function tells its Python
+    caller theirs, and the others none, took a 3.8 s stall's samples from `crunch`, whose
+    loop calls nothing telling: 0.21 of main against the timers' 0.53). A pure-Python
+    line's (a generator over a long range) lose their stack in the middle, as a stall's
+    do."""
 
     timeline: Timeline
     bound: float
     starts: frozenset[int]
+    held: frozenset[int]
 
     @classmethod
-    def of(cls, timeline: Timeline) -> _Stalls:
+    def of(cls, timeline: Timeline, parts: list[_Split], usual: dict[str, str]) -> _Stalls:
         times = timeline.times
         steps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
         bound = max(STALL_STEPS * steps[len(steps) // 2], STALL_MIN) if steps else STALL_MIN
         starts = frozenset(i for i in range(len(times) - 1) if times[i + 1] - times[i] > 2 * bound)
-        return cls(timeline, bound, starts)
+        inside: dict[int, Counter[bool]] = {start: Counter() for start in starts}
+        for part in parts:
+            start = bisect.bisect_right(times, part.sample.time) - 1
+            if start in inside and part.entry:
+                stack = timeline.stacks[start]
+                inside[start][bool(stack) and usual.get(part.entry) == stack[-1]] += 1
+        held = frozenset(
+            start
+            for start, seen in inside.items()
+            if seen[True] and seen[True] >= USUAL_SHARE * seen.total()
+        )
+        return cls(timeline, bound, starts, held)
 
-    def around(self, when: float) -> bool:
-        """WHEN falls in one of the stalls."""
-        return bisect.bisect_right(self.timeline.times, when) - 1 in self.starts
+    def start_of(self, when: float) -> int | None:
+        """The stall WHEN falls in, by the index of the change that starts it."""
+        start = bisect.bisect_right(self.timeline.times, when) - 1
+        return start if start in self.starts else None
 
 
 def _python_in_stall(
-    part: _Split, timeline: Timeline, usual: dict[str, str], bound: float
+    part: _Split, timeline: Timeline, stalls: _Stalls, start: int
 ) -> tuple[str, ...]:
-    """In a stall: the stack on either side whose leaf the sample's native entry nearly
-    always goes with, else the nearest with it; else the stack of the nearer side within
-    BOUND (the change came somewhere in the stall); else none: the sample keeps its
-    native frames."""
+    """In the stall from the change START: its stack when a C call holds it; else the
+    stack of the nearer end within the bound (the change came somewhere in the stall);
+    else none: the sample keeps its native frames."""
     times, stacks = timeline.times, timeline.stacks
-    after = bisect.bisect_right(times, part.sample.time)
-    before, next_ = stacks[after - 1], stacks[after]
-    leaf = usual.get(part.entry)
-    if leaf:
-        sides = (stack for stack in (before, next_) if stack and stack[-1] == leaf)
-        return next(sides, ()) or _nearest_with(timeline, part.sample.time, leaf, far=math.inf)
-    since, until = part.sample.time - times[after - 1], times[after] - part.sample.time
-    if min(since, until) > bound:
+    if start in stalls.held:
+        return stacks[start]
+    since, until = part.sample.time - times[start], times[start + 1] - part.sample.time
+    if min(since, until) > stalls.bound:
         return ()
-    return before if since <= until else next_
+    return stacks[start] if since <= until else stacks[start + 1]

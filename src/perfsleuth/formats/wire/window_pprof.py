@@ -23,20 +23,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from google.protobuf.message import DecodeError
-
+from perfsleuth.errors import UserError
 from perfsleuth.formats import profile_pb2 as pb
 from perfsleuth.formats.pprof_message import ProfileMessage
 from perfsleuth.formats.wire import ingest
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import DEFAULT_TYPE, PROFILE_TYPES, Process, Window
-from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
-from perfsleuth.symbols import UNKNOWN
+from perfsleuth.model.profile import Frame, Profile, Thread
 
 AGENT_ROUTE = "/agent/windows"
 WINDOW_HEADER = "X-Perfsleuth-Window"  # a push's window id: sent twice, it is stored once
@@ -78,7 +75,8 @@ LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
 # The libraries comment lists every process of a host: far longer than a name.
 MAX_LIBRARIES_COMMENT = 16 << 20
-HEX_BUILD_ID = re.compile(r"[0-9a-f]{2,128}")
+FRAME_CACHE_LIMIT = 1 << 17  # distinct frames kept across pushes (~200 bytes each)
+_FRAMES: dict[tuple, Frame] = {}
 
 
 def query(window: Window) -> dict[str, str]:
@@ -116,11 +114,30 @@ def decode(
     when it holds several profiles."""
     budget = budget or ingest.PushBudget(limit)
     data = budget.gunzip(body)
+    frames_left = ingest.MAX_PUSH_FRAMES - budget.used
     try:
-        msg = pb.Profile.FromString(data)
-    except DecodeError as e:
-        raise PayloadError(f"not a valid pprof profile ({e})") from e
-    return _Reader(msg, budget).windows(params)
+        decoded = native_reader()(data, frames_left, ingest.MAX_PUSH_NEW_FRAMES - budget.created)
+    except ValueError as e:
+        raise PayloadError(str(e)) from None
+    budget.create(decoded["frames_created"])
+    budget.spend(decoded["frames_used"])
+    return _Reader(decoded).windows(params)
+
+
+def native_reader() -> Callable[[bytes, int, int], dict[str, Any]]:
+    """perfsleuth_native.decode_pprof (native/src/pprof.rs says why it is native); a
+    UserError when the extension is not built or older than this code."""
+    try:
+        import perfsleuth_native
+    except ImportError:
+        perfsleuth_native = None
+    found = getattr(perfsleuth_native, "decode_pprof", None)
+    if found is None:
+        raise UserError(
+            "the collector reads pprof pushes with perfsleuth's native extension, which is "
+            "not installed or older than this perfsleuth; run `make native` (it needs cargo)"
+        )
+    return found
 
 
 class _Writer:
@@ -165,90 +182,106 @@ class _Writer:
                 sample.label.add(key=self.intern(key), str=self.intern(value))
 
 
-class _Reader:
-    """Checks every index, value, depth and label of one decoded Profile."""
+class Rows:
+    """One window's samples while a push is read: a row per (stack, thread), over the
+    push's frames and stacks (ProfileBuilder interns every frame of every sample again)."""
 
-    def __init__(self, msg: pb.Profile, budget: ingest.PushBudget) -> None:
-        self.msg = msg
-        self.strings = list(msg.string_table)
-        if self.strings and self.strings[0] != "":
-            _refuse('string_table[0] must be ""')
-        self.functions = {f.id: f for f in msg.function}
-        self.mappings = {m.id: m for m in msg.mapping}
-        self.locations = {loc.id: loc for loc in msg.location}
-        self._frames: dict[int, tuple[Frame, ...]] = {}
-        self._label_sets: dict[tuple, tuple[Thread | None, SampleLabels]] = {}
-        self._checked: set[int] = set()  # strings checked: each is used many times
-        self.budget = budget
+    def __init__(self, unit: str, meta: dict) -> None:
+        self.unit = unit
+        self.meta = meta
+        self.rows: dict[tuple[int, int], list] = {}
+        self.threads: dict[Thread, int] = {}
+
+    def add(self, stack: int, thread: Thread | None, weight: int, count: int) -> None:
+        t = -1 if thread is None else self.threads.setdefault(thread, len(self.threads))
+        row = self.rows.get((stack, t))
+        if row is None:
+            self.rows[stack, t] = [weight, count]
+        else:
+            row[0] += weight
+            row[1] += count
+
+    def profile(self, frames: list[Frame], stacks: list[tuple[int, ...]]) -> Profile:
+        """The rows over the push's frames and the stacks they use."""
+        used = sorted({stack for stack, _ in self.rows})
+        at = {stack: i for i, stack in enumerate(used)}
+        n = len(self.rows)
+        return Profile(
+            frames=frames,
+            stacks=stacks if len(used) == len(stacks) else [stacks[s] for s in used],
+            sample_stack=[at[stack] for stack, _ in self.rows],
+            sample_weight=[w for w, _ in self.rows.values()],
+            sample_count=[c for _, c in self.rows.values()],
+            sample_thread=[t for _, t in self.rows],
+            sample_state=[""] * n,
+            threads=list(self.threads),
+            unit=self.unit,
+            meta=self.meta,
+        )
+
+
+class _Reader:
+    """One pprof as native.decode_pprof read and checked it: its labels, types and times
+    checked here, its samples grouped into windows."""
+
+    def __init__(self, decoded: dict) -> None:
+        self.d = decoded
+        self.frames = [_frame(fields) for fields in decoded["frames"]]
         self.processes: dict[int, Process] = {}
 
-    def string(self, index: int, owner: str) -> str:
-        if index in self._checked:
-            return self.strings[index]
-        if not 0 <= index < len(self.strings):
-            _refuse(f"{owner} refers to string {index} which does not exist")
-        self._checked.add(index)
-        return ingest.text(self.strings[index], owner)
-
     def windows(self, params: IngestParams) -> list[Window]:
-        types = [
-            (self.string(t.type, "sample_type"), self.string(t.unit, "sample_type"))
-            for t in self.msg.sample_type
-        ]
+        types = self.d["sample_types"]
         views = _views(types, params.lock)
         ns_per_sample = 1e9 / self._rate(params)
-        builders: dict[tuple[int, SampleLabels], ProfileBuilder] = {}
-        for i, sample in enumerate(self.msg.sample):
-            if len(sample.value) != len(types):
-                _refuse(f"sample {i} has {len(sample.value)} values for {len(types)} types")
-            values = [ingest.count(v, f"sample {i} value") for v in sample.value]
-            thread, labels = self._labels(sample, i)
-            stack = self._stack(sample, i)
+        label_sets = [self._read_labels(first, labels) for first, labels in self.d["label_sets"]]
+        width, values = len(types), self.d["values"]
+        groups: dict[tuple[int, SampleLabels], Rows] = {}
+        for i, (stack, set_index) in enumerate(
+            zip(self.d["sample_stack"], self.d["sample_labels"], strict=True)
+        ):
+            thread, labels = label_sets[set_index]
+            at = i * width
             for v, view in enumerate(views):
-                weight = values[view.value]
+                weight = values[at + view.value]
                 if view.count >= 0:
-                    count = values[view.count]
+                    count = values[at + view.count]
                 elif view.timed:  # a time alone (pyroscope-io 1.x): the samples it stands for
                     count = max(round(weight / ns_per_sample), 1 if weight else 0)
                 else:
                     count = 1
-                builder = builders.get((v, labels))
-                if builder is None:
+                rows = groups.get((v, labels))
+                if rows is None:
                     unit = "ns" if view.timed else "samples"
                     meta = _meta(params, types[view.value][0] in params.cumulative)
-                    builder = builders[v, labels] = ProfileBuilder(unit, meta)
-                builder.add(stack, weight, count=count, thread=thread)
+                    rows = groups[v, labels] = Rows(unit, meta)
+                rows.add(stack, thread, weight, count)
         self._add_libraries()
         start, end = self._span(params)
-        empty = [((v, ()), ProfileBuilder(meta=_meta(params))) for v in range(len(views))]
-        groups = sorted(builders.items()) or empty
+        empty = [((v, ()), Rows("samples", _meta(params))) for v in range(len(views))]
+        dsos = [{"path": path, "build_id": build_id} for path, build_id in self.d["dsos"]]
         return [
             Window(
                 id=ingest.part_id(params.window_id, n),
                 start=start,
                 end=end,
-                profile=self._with_dsos(builder.build()),
+                profile=replace(rows.profile(self.frames, self.d["stacks"]), dsos=dsos),
                 labels=ingest.labels(params.labels | dict(labels), "sample labels"),
                 processes=self.processes,
                 rate_hz=params.sample_rate if views[v].rated else 0.0,
                 type=views[v].type,
             )
-            for n, ((v, labels), builder) in enumerate(groups)
+            for n, ((v, labels), rows) in enumerate(sorted(groups.items()) or empty)
         ]
 
     def _rate(self, params: IngestParams) -> float:
         """Samples per second: the profile's period in nanoseconds, else the push's rate."""
-        period_unit = self.string(self.msg.period_type.unit, "period_type")
-        if period_unit == "nanoseconds" and self.msg.period > 0:
-            return 1e9 / self.msg.period
+        if self.d["period_unit"] == "nanoseconds" and self.d["period"] > 0:
+            return 1e9 / self.d["period"]
         return params.sample_rate
 
     def _add_libraries(self) -> None:
         """The processes' libraries from the window's LIBRARIES_COMMENT, checked."""
-        for index in self.msg.comment:
-            if not 0 <= index < len(self.strings):
-                _refuse(f"comment refers to string {index} which does not exist")
-            text = self.strings[index]
+        for text in self.d["comments"]:
             if not text.startswith(LIBRARIES_COMMENT):
                 continue
             ingest.text(text, "the libraries comment", MAX_LIBRARIES_COMMENT)
@@ -274,95 +307,23 @@ class _Reader:
         """The push's from/until, else the profile's time_nanos and duration_nanos."""
         if params.start is not None and params.end is not None:
             return params.start, params.end
-        if not self.msg.time_nanos:
+        if not self.d["time_nanos"]:
             raise PayloadError("the profile has no time_nanos: give from= and until= (unix s)")
-        start = ingest.check_time(self.msg.time_nanos / 1e9, "the profile's time_nanos")
-        return start, start + ingest.count(self.msg.duration_nanos, "duration_nanos") / 1e9
+        start = ingest.check_time(self.d["time_nanos"] / 1e9, "the profile's time_nanos")
+        return start, start + ingest.count(self.d["duration_nanos"], "duration_nanos") / 1e9
 
-    def _with_dsos(self, profile: Profile) -> Profile:
-        profile.dsos = [
-            {"path": self.string(m.filename, "mapping"), "build_id": self.string(m.build_id, "id")}
-            for m in self.msg.mapping
-            if m.build_id
-        ]
-        return profile
-
-    def _stack(self, sample: pb.Sample, index: int) -> list[Frame]:
-        frames: list[Frame] = []
-        for lid in sample.location_id:
-            if lid not in self.locations:
-                _refuse(f"sample {index} refers to location {lid} which does not exist")
-            frames.extend(self._location_frames(lid))
-            if len(frames) > ingest.MAX_STACK_DEPTH:
-                _refuse(f"sample {index} is deeper than {ingest.MAX_STACK_DEPTH} frames")
-        self.budget.spend(len(frames))
-        return frames
-
-    def _location_frames(self, lid: int) -> tuple[Frame, ...]:
-        cached = self._frames.get(lid)
-        if cached is None:
-            cached = self._frames[lid] = tuple(self._decode_location(self.locations[lid]))
-            self.budget.create(len(cached))
-        return cached
-
-    def _decode_location(self, loc: pb.Location) -> Iterator[Frame]:
-        if len(loc.line) > ingest.MAX_STACK_DEPTH:
-            depth = ingest.MAX_STACK_DEPTH
-            _refuse(f"location {loc.id} has {len(loc.line)} lines; at most {depth}")
-        dso, build_id, address = "", "", 0
-        if loc.mapping_id:
-            mapping = self.mappings.get(loc.mapping_id)
-            if mapping is None:
-                _refuse(f"location {loc.id}: mapping {loc.mapping_id} is missing")
-            dso = self.string(mapping.filename, f"mapping {mapping.id}")
-            build_id, address = self._origin(loc, mapping)
-        kernel = dso.startswith("[kernel")
-        if not loc.line:
-            name = f"0x{loc.address:x}"
-            yield Frame(name, dso=dso, kernel=kernel, build_id=build_id, address=address)
-            return
-        last = len(loc.line) - 1
-        for i, line in enumerate(loc.line):
-            fn = self.functions.get(line.function_id)
-            if fn is None:
-                _refuse(f"location {loc.id}: function {line.function_id} is missing")
-            owner = f"function {fn.id}"
-            name = self.string(fn.name, owner) or self.string(fn.system_name, owner)
-            file = self.string(fn.filename, owner)
-            line_no = max(line.line, 0)
-            frame = Frame(name, dso=dso, file=file, line=line_no, inlined=i < last, kernel=kernel)
-            if build_id and last == 0 and name.startswith(UNKNOWN):
-                frame = replace(frame, build_id=build_id, address=address)
-            yield frame
-
-    def _origin(self, loc: pb.Location, mapping: pb.Mapping) -> tuple[str, int]:
-        """(build-id, address in the ELF) of a location, ("", 0) when not known as such."""
-        build_id = self.string(mapping.build_id, f"mapping {mapping.id}").lower()
-        elf_own = mapping.memory_start == 0 and mapping.file_offset == 0
-        if not (elf_own and 0 < loc.address < 1 << 63 and HEX_BUILD_ID.fullmatch(build_id)):
-            return "", 0
-        return build_id, loc.address
-
-    def _labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, SampleLabels]:
-        """The sample's thread and user labels; read once per set of labels (a thread
-        has many samples)."""
-        key = tuple((label.key, label.str, label.num) for label in sample.label)
-        found = self._label_sets.get(key)
-        if found is None:
-            found = self._label_sets[key] = self._read_labels(sample, index)
-        return found
-
-    def _read_labels(self, sample: pb.Sample, index: int) -> tuple[Thread | None, SampleLabels]:
+    def _read_labels(
+        self, index: int, pairs: list[tuple[str, str | None, int]]
+    ) -> tuple[Thread | None, SampleLabels]:
+        """A label set's thread and user labels (read once: a thread has many samples)."""
         owner = f"sample {index} label"
         nums: dict[str, int] = {}
         strs: dict[str, str] = {}
-        for label in sample.label:
-            key = self.string(label.key, owner)
-            if label.str:
-                value = self.string(label.str, owner)
+        for key, value, num in pairs:
+            if value is not None:
                 strs[key] = ingest.text(value, owner, ingest.MAX_LABEL_VALUE)
-            elif key in THREAD_LABELS and label.num > 0:  # <= 0: not known
-                nums[key] = ingest.count(label.num, f"{owner} {key}")
+            elif key in THREAD_LABELS and num > 0:  # <= 0: not known
+                nums[key] = ingest.count(num, f"{owner} {key}")
         user = tuple(sorted((k, v) for k, v in strs.items() if k not in NOT_USER_LABELS))
         name = strs.get("comm") or strs.get(THREAD_NAME, "")
         if not nums and not name:
@@ -409,6 +370,18 @@ def _views(types: list[tuple[str, str]], lock: str) -> list[_View]:
         _View(name, at[name], at.get(COUNTED_BY.get(name, name), -1), timed=t[1] == "nanoseconds")
         for t, name in names.items()
     ]
+
+
+def _frame(fields: tuple) -> Frame:
+    """The Frame of decode_pprof's fields, the same object for the same fields across
+    pushes: the store's id cache then finds it by identity, where comparing two equal
+    Frames field by field cost ~5 us each (a fleet sends the same frames every window)."""
+    found = _FRAMES.get(fields)
+    if found is None:
+        if len(_FRAMES) >= FRAME_CACHE_LIMIT:
+            _FRAMES.clear()
+        found = _FRAMES[fields] = Frame(*fields)
+    return found
 
 
 def _meta(params: IngestParams, cumulative: bool = False) -> dict:

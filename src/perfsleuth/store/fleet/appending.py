@@ -135,11 +135,12 @@ class Appender:
         return self.files.create(rel, parquet_bytes(request.tables.samples)) is not None
 
     def _mark(self, request: _Request, group: int) -> None:
-        info = marker_info(request.window, request.tables, group)
+        samples = int(pc.sum(request.tables.samples.column("samples")).as_py() or 0)
+        info = marker_info(request.window, samples, group)
         self.files.put(_marker(request.window), json.dumps(info).encode())
 
 
-def marker_info(window: Window, tables: WindowTables, group: int) -> dict:
+def marker_info(window: Window, samples: int, group: int) -> dict:
     """What a window's marker says of it (status.py and inventory.py read it)."""
     info = {
         "id": window.id,
@@ -147,7 +148,7 @@ def marker_info(window: Window, tables: WindowTables, group: int) -> dict:
         "service": window.labels.get("service", ""),
         "start": window.start,
         "end": window.end,
-        "samples": int(pc.sum(tables.samples.column("samples")).as_py() or 0),
+        "samples": samples,
         "stored_at": time.time(),
         "group": group,  # windows written together: `fleet status` counts requests
     }

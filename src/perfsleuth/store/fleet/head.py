@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model.fleet import Window
-from .appending import distinct, ensure_layout, marker_info
+from .appending import ensure_layout, marker_info
 from .filesystem import Files
 from .layout import (
     HEAD_PREFIX,
@@ -42,7 +42,7 @@ from .layout import (
     stamp,
 )
 from .wal import SUFFIX, Record, Segment, claim_orphan, encode, read_segment, segments
-from .writer import parquet_bytes, window_tables
+from .writer import distinct_of, parquet_bytes, table_of, window_columns
 
 FLUSH_S = 30.0
 FLUSH_ROWS = 200_000
@@ -107,8 +107,8 @@ class Head:
                 marker(hour_partition(window.start), window.id)
             ):
                 continue
-            tables = window_tables(window)
-            records[window.id] = Record(marker_info(window, tables, 1), tables)
+            columns = window_columns(window)
+            records[window.id] = Record(marker_info(window, columns.samples_total, 1), columns)
         data = b"".join(map(encode, records.values()))
         with self._lock:
             new = {i: r for i, r in records.items() if i not in self._ids}  # pushed twice at once
@@ -118,7 +118,7 @@ class Head:
             offset = segment.write(data) if new else 0
             self._ids.update(new)
             self._records.extend(new.values())
-            self._rows += sum(r.tables.samples.num_rows for r in new.values())
+            self._rows += sum(r.columns.rows for r in new.values())
             full = self._rows >= self.flush_rows
         segment.sync(offset)
         if full:
@@ -251,18 +251,16 @@ def write_batch(
     by_day: dict[str, list[Record]] = {}
     by_partition: dict[str, list[Record]] = {}
     for record in mine:
-        if record.tables.samples.num_rows:
+        if record.columns.rows:
             by_day.setdefault(day(float(record.marker["start"])), []).append(record)
             by_partition.setdefault(record.partition, []).append(record)
     known = written or Written()
     writes = [
         (table, dt, f"b-{stamp()}.parquet", rows)
         for dt, rs in by_day.items()
-        for table, key in (("frames", "frame_id"), ("stacks", "stack_id"))
+        for table in ("frames", "stacks")
         if (
-            rows := known.unwritten(
-                files, table, dt, distinct([getattr(r.tables, table) for r in rs], key)
-            )
+            rows := known.unwritten(files, table, dt, distinct_of([r.columns for r in rs], table))
         ).num_rows
     ]
 
@@ -290,7 +288,7 @@ def _claim(files: Files, name: str, record: Record, group: int) -> bool:
 
 
 def _samples_file(files: Files, name: str, partition: str, records: list[Record]) -> None:
-    table = pa.concat_tables([r.tables.samples for r in records])
+    table = table_of([r.columns for r in records], "samples")
     files.create(
         f"{samples_dir('raw', partition)}/{HEAD_PREFIX}{name}.parquet", parquet_bytes(table)
     )

@@ -28,17 +28,15 @@ import pyarrow.parquet as pq
 from .filesystem import Files
 from .layout import (
     COMPACTED_PREFIX,
-    FRAMES_SCHEMA,
     HEAD_PREFIX,
     REPLACES_KEY,
     ROLLUP_PREFIX,
-    SAMPLES_SCHEMA,
-    STACKS_SCHEMA,
     generation,
     partition_start,
     samples_dir,
 )
 from .wal import SUFFIX, Record, SegmentReader
+from .writer import distinct_of, table_of
 
 LOG = SegmentReader()  # the head's log as this process read it last
 
@@ -67,19 +65,15 @@ class Head:
 
     @property
     def samples(self) -> pa.Table:
-        return _concat([r.tables.samples for r in self.records], SAMPLES_SCHEMA)
+        return table_of([r.columns for r in self.records], "samples")
 
     @property
     def stacks(self) -> pa.Table:
-        return _concat([r.tables.stacks for r in self.records], STACKS_SCHEMA)
+        return distinct_of([r.columns for r in self.records], "stacks")
 
     @property
     def frames(self) -> pa.Table:
-        return _concat([r.tables.frames for r in self.records], FRAMES_SCHEMA)
-
-
-def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+        return distinct_of([r.columns for r in self.records], "frames")
 
 
 def replaced_by(files: Files, rel: str) -> list[str]:

@@ -1,8 +1,10 @@
 """The head's write-ahead log: segment files of window records, and their reader.
 
-A record is one window as the store's three tables (samples, stacks, frames, each an
-Arrow IPC stream) and its marker (JSON), framed by its length and CRC-32, so a record
-a crash cut short ends the segment: it was never acknowledged. Segments are local files
+A record is one window's marker and its rows of the store's three tables (samples,
+stacks, frames) as columns, one JSON document, framed by its length and CRC-32, so a
+record a crash cut short ends the segment: it was never acknowledged. Records of the
+first format (MAGIC_V1: the marker as JSON, each table an Arrow IPC stream) are read
+too, from segments an older collector left. Segments are local files
 (`<head folder>/<stamp>-<pid>.wal`), held with an flock by the collector that writes
 them; one no process holds is an orphan, flushed by the next collector that starts.
 """
@@ -19,23 +21,24 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 
 from .layout import hour_partition
-from .writer import WindowTables
+from .writer import WindowColumns, WindowTables, tables_of
 
-MAGIC = b"PSW1"
+MAGIC = b"PSW2"
+MAGIC_V1 = b"PSW1"
 FRAME = struct.Struct("<4sII")  # magic, payload length, CRC-32 of the payload
-SIZES = struct.Struct("<IIII")  # JSON, samples, stacks, frames lengths
+SIZES = struct.Struct("<IIII")  # MAGIC_V1: JSON, samples, stacks, frames lengths
+TABLES = ("samples", "stacks", "frames")
 SUFFIX = ".wal"
-# Given, so pyarrow does not read its two environment variables for every table.
-IPC_OPTIONS = pa.ipc.IpcWriteOptions()
 
 
 @dataclass(frozen=True)
 class Record:
     marker: dict  # the window's marker: id, host, service, start, end, samples, ...
-    tables: WindowTables
+    columns: WindowColumns
 
     @property
     def window_id(self) -> str:
@@ -45,13 +48,15 @@ class Record:
     def partition(self) -> str:  # asked for by every flush and query that counts it
         return hour_partition(float(self.marker["start"]))
 
+    @functools.cached_property
+    def tables(self) -> WindowTables:
+        return tables_of([self.columns])
+
 
 def encode(record: Record) -> bytes:
-    parts = [
-        json.dumps(record.marker).encode(),
-        *(_ipc(t) for t in (record.tables.samples, record.tables.stacks, record.tables.frames)),
-    ]
-    payload = SIZES.pack(*map(len, parts)) + b"".join(parts)
+    columns = record.columns
+    document = {"marker": record.marker, **{t: getattr(columns, t) for t in TABLES}}
+    payload = orjson.dumps(document)
     return FRAME.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
@@ -67,14 +72,21 @@ def decode_prefix(data: bytes) -> tuple[list[Record], int]:
     while at + FRAME.size <= len(data):
         magic, length, crc = FRAME.unpack_from(data, at)
         payload = data[at + FRAME.size : at + FRAME.size + length]
-        if magic != MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
+        if magic not in (MAGIC, MAGIC_V1) or len(payload) != length:
             break
-        records.append(_record(payload))
+        if zlib.crc32(payload) != crc:
+            break
+        records.append(_record(payload) if magic == MAGIC else _record_v1(payload))
         at += FRAME.size + length
     return records, at
 
 
 def _record(payload: bytes) -> Record:
+    document = orjson.loads(payload)
+    return Record(document["marker"], WindowColumns(*(document[t] for t in TABLES)))
+
+
+def _record_v1(payload: bytes) -> Record:
     sizes = SIZES.unpack_from(payload)
     at = SIZES.size
     parts = []
@@ -83,14 +95,9 @@ def _record(payload: bytes) -> Record:
         at += size
     marker = json.loads(parts[0])
     samples, stacks, frames = (pa.ipc.open_stream(p).read_all() for p in parts[1:])
-    return Record(marker, WindowTables(samples, stacks, frames))
-
-
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=IPC_OPTIONS) as out:
-        out.write_table(table)
-    return sink.getvalue().to_pybytes()
+    at = samples.schema.get_field_index("time")  # as the columns hold it: ms, an int
+    samples = samples.set_column(at, "time", samples.column(at).cast(pa.int64()))
+    return Record(marker, WindowColumns(*(t.to_pydict() for t in (samples, stacks, frames))))
 
 
 class Segment:
