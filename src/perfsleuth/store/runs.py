@@ -46,7 +46,7 @@ LOCK_WAIT_S = 120.0
 WRITE_LOCK = "write.lock"
 # A writer appends rows and small documents, which DuckDB does on one thread: its pool of
 # worker threads (one per CPU) only cost a fresh store's `import` ~0.006 CPU-s to start
-WRITER_CONFIG = {"threads": 1}
+WRITER_CONFIG: dict[str, str | bool | int | float | list[str]] = {"threads": 1}
 SPACE_FACTOR = 2
 SPACE_MARGIN = 1 << 20
 DISK_FULL_MESSAGES = ("No space left on device", "Disk quota exceeded", "File too large")
