@@ -62,7 +62,8 @@ class Geometry:
 
     def describe(self) -> str:
         parts = [f"{lv.name} {human_size(lv.size)} {lv.ways}-way" for lv in self.levels]
-        prefetch = ", next-line prefetch" if self.prefetch else ""
+        low = f" (low in the {self.levels[1].name}'s LRU order)" if len(self.levels) > 1 else ""
+        prefetch = f", next-line prefetch{low}" if self.prefetch else ""
         return f"{', '.join(parts)}, {self.line_size} B lines, LRU{prefetch}"
 
     def to_json(self) -> GeometrySpec:
