@@ -3,11 +3,14 @@ encoded, kept with the run by the store and read back as it was written."""
 
 from __future__ import annotations
 
+import base64
+import zlib
 from pathlib import Path
 
 import pytest
 
 from perfsleuth.model import documents
+from perfsleuth.model import timeline as timeline_module
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import Recording, RunInfo
 from perfsleuth.model.timeline import Timeline
@@ -34,6 +37,24 @@ def test_the_document_reads_back_exactly_at_its_version() -> None:
     assert stored["version"] == Timeline.VERSION and stored["runs"] == 5000
     back = documents.load(Timeline, stored)
     assert back == timeline
+
+
+def test_columns_are_written_by_isa_l_in_zlib_s_format(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ISA-L's deflate writes the columns (model/timeline.deflate), the zlib module reads
+    them: a store written with it reads back with or without it, as one written by zlib."""
+    from isal import isal_zlib
+
+    assert timeline_module.deflate() is isal_zlib
+    timeline = Timeline()
+    for i in range(5000):
+        timeline.add(i % 7, i % 3 - 1, 1, 2**40 + 1000 * i)
+    stored = documents.dump(timeline)
+    time_ns = zlib.decompress(base64.b64decode(stored["time_ns"]))
+    assert time_ns == timeline.time_ns.tobytes()
+    monkeypatch.setattr(timeline_module, "deflate", lambda: zlib)
+    by_zlib = documents.dump(timeline)
+    assert by_zlib["time_ns"] != stored["time_ns"]  # other bytes, the same columns
+    assert documents.load(Timeline, by_zlib) == documents.load(Timeline, stored) == timeline
 
 
 def test_columns_of_different_lengths_are_refused() -> None:

@@ -35,7 +35,8 @@ from . import thread_state, wallsnap
 from .options import RecordOptions
 from .target import Target, children_of
 
-DEFAULT_RATE_HZ = 10
+DEFAULT_RATE_HZ = 50  # wallsnap: a short program still gets a few hundred samples
+EU_STACK_RATE_HZ = 10  # an eu-stack run per process per snapshot costs ~20-80 ms
 SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 EU_STACK_TIMEOUT_S = 20.0
 
@@ -54,6 +55,7 @@ class Snapshot:
     tasks: dict[int, TaskInfo]
     one_instant: bool = False  # wallsnap's: every stack and state of the same instant
     time_ns: int = 0  # that instant (CLOCK_MONOTONIC)
+    pass_ns: int = 0  # how long interrupting them took: the last ones' instant is later
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,9 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         tasks = {
             tid: TaskInfo(name=s.name, state=s.state, wchan="") for tid, s in snap.states.items()
         }
-        snapshots.append(Snapshot(float(since), snap.threads, tasks, True, snap.time_ns))
+        snapshots.append(
+            Snapshot(float(since), snap.threads, tasks, True, snap.time_ns, snap.pass_ns)
+        )
     return snapshots
 
 
@@ -250,10 +254,10 @@ def _load_base(path: str) -> int:
 
 def record_wall(options: RecordOptions, cmd: list[str], workdir: Path) -> Recording:
     """Recorder for --mode wall (see commands/record.py)."""
-    rate = options.freq or DEFAULT_RATE_HZ
+    tool = wallsnap.binary()
+    rate = options.freq or (DEFAULT_RATE_HZ if tool else EU_STACK_RATE_HZ)
     if not 0 < rate <= 1000:
         raise UserError("--freq for wall mode is snapshots per second, between 1 and 1000")
-    tool = wallsnap.binary()
     if tool is None:
         print(
             "perfsleuth: wallsnap could not be built (it needs a C compiler and libdw-dev); "

@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The HTTP stack and the fleet store load only to receive: `--help` starts without them.
-    from ..collector.app import Collector
+    from ..collector.app import Collector, tune_gc
     from ..collector.cardinality import Cardinality
     from ..store.fleet import FleetStore, fleet_root
     from ..web.app import Limits, create_app, is_loopback
@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+    tune_gc()
     serve(app, sock, limits, verbose=args.verbose, on_stop=lambda: _close(store, head))
     return 0
 

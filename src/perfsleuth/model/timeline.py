@@ -19,6 +19,7 @@ import zlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, ClassVar
 
 from .documents import Upgrade
@@ -32,7 +33,18 @@ def _pack(values: array) -> str:
         values.byteswap()
     # level 1: 5x faster than 6 on a 700k-sample timeline (0.02 against 0.11 CPU-s of
     # `import`), for a document 15% larger
-    return base64.b64encode(zlib.compress(values.tobytes(), 1)).decode("ascii")
+    return base64.b64encode(deflate().compress(values.tobytes(), 1)).decode("ascii")
+
+
+def deflate() -> ModuleType:
+    """What compresses the columns: ISA-L's zlib (the isal package) writes the same zlib
+    format as the zlib module, which reads it, 4x faster at level 1 for as many bytes
+    (0.007 against 0.03 CPU-s for the bench's 1.2M samples); zlib without it."""
+    try:
+        from isal import isal_zlib
+    except ImportError:  # pragma: no cover - a dependency; zlib writes the same format
+        return zlib
+    return isal_zlib
 
 
 def _unpack(typecode: str, text: str) -> array:

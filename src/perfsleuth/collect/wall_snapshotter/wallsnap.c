@@ -5,11 +5,10 @@
    another, milliseconds apart; a consumer stopped inside its critical section makes
    the threads stopped after it wait on its lock, so their stacks show contention
    the stop itself caused (+10 to +25 points of waiting on examples/prodcons). Here
-   every thread is seized (PTRACE_SEIZE, which does not stop it) and interrupted
-   (PTRACE_INTERRUPT) in one pass, microseconds apart: from then on none runs its own
-   code again until it has stopped and been let go, so each stack is that of the
-   instant, however late a thread waiting for a CPU stops. Each is unwound and let go
-   as soon as it stops.
+   every thread is seized (PTRACE_SEIZE) and interrupted (PTRACE_INTERRUPT) in one
+   pass, a few microseconds apart: from then on none runs its own code again until it
+   has stopped and been let go, so each stack is that of the instant, however late a
+   thread waiting for a CPU stops. Each is unwound and let go as soon as it stops.
 
    Nothing else is done between waking up and that pass: the processes' maps and
    threads are read after the previous snapshot, not before this one. On a busy
@@ -23,6 +22,7 @@
    Each snapshot, on stdout:
 
      SNAPSHOT <CLOCK_MONOTONIC ns of the pass> <ns until the last thread was let go>
+              <ns the pass took (longer when the snapshotter lost its CPU meanwhile)>
      STATE <tid> <S: blocked in a system call, R: not> <its number or -> <name>
      PID <pid> - process
      TID <tid>:
@@ -67,6 +67,7 @@ struct thread {
 struct proc {
     pid_t pid;
     unsigned long long start; /* starttime in /proc/PID/stat: a reused pid is new */
+    pid_t live;               /* a live thread, whose maps are the process's */
     Dwfl *dwfl;
     bool seen;
 };
@@ -116,19 +117,47 @@ static bool parse_stat(const char *path, char *state, char *name, unsigned long 
         for (int field = 3; field < 22 && q; field++) q = strchr(q + 1, ' ');
         *start = q ? strtoull(q + 1, NULL, 10) : 0;
     }
-    return *state != 'Z' && *state != 'X';
+    return true;
+}
+
+static bool dead(char state) { return state == 'Z' || state == 'X'; }
+
+/* A live thread of pid: pid itself, or another thread once its main thread has
+   exited (pthread_exit) and the others go on; 0 when none. */
+static pid_t live_thread(pid_t pid) {
+    char path[64], state;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (!parse_stat(path, &state, NULL, NULL)) return 0;
+    if (!dead(state)) return pid;
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *dir = opendir(path);
+    if (!dir) return 0;
+    pid_t live = 0;
+    struct dirent *d;
+    while (!live && (d = readdir(dir))) {
+        pid_t tid = (pid_t)atoi(d->d_name);
+        char file[96];
+        snprintf(file, sizeof file, "/proc/%d/task/%d/stat", pid, tid);
+        if (tid > 0 && parse_stat(file, &state, NULL, NULL) && !dead(state)) live = tid;
+    }
+    closedir(dir);
+    return live;
 }
 
 static struct proc *proc_of(pid_t pid) {
     char path[64], state;
     unsigned long long start = 0;
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (!parse_stat(path, &state, NULL, &start)) return NULL;
-    for (int i = 0; i < nprocs; i++)
-        if (procs[i].pid == pid && procs[i].start == start) return &procs[i];
-    if (nprocs == MAX_PROCS) return NULL;
-    struct proc *p = &procs[nprocs++];
-    *p = (struct proc){.pid = pid, .start = start};
+    pid_t live = live_thread(pid);
+    if (!live || !parse_stat(path, &state, NULL, &start)) return NULL;
+    struct proc *p = NULL;
+    for (int i = 0; i < nprocs && !p; i++)
+        if (procs[i].pid == pid && procs[i].start == start) p = &procs[i];
+    if (!p && nprocs < MAX_PROCS) {
+        p = &procs[nprocs++];
+        *p = (struct proc){.pid = pid, .start = start};
+    }
+    if (p) p->live = live;
     return p;
 }
 
@@ -172,9 +201,14 @@ static int report(struct proc *p) {
         p->dwfl = dwfl_begin(&callbacks);
         if (!p->dwfl) return ENOMEM;
     }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/maps", p->pid, p->live);
+    FILE *maps = fopen(path, "r");
+    if (!maps) return errno;
     dwfl_report_begin(p->dwfl);
-    int err = dwfl_linux_proc_report(p->dwfl, p->pid);
+    int err = dwfl_linux_proc_maps_report(p->dwfl, maps);
     dwfl_report_end(p->dwfl, NULL, NULL);
+    fclose(maps);
     if (err != 0) return err < 0 ? ESRCH : err;
     dwfl_getmodules(p->dwfl, warm, NULL, 0);
     if (dwfl_pid(p->dwfl) > 0) return 0;
@@ -202,7 +236,7 @@ static int list_threads(pid_t pid) {
         *t = (struct thread){.tid = tid, .pid = pid};
         char file[96], state;
         snprintf(file, sizeof file, "/proc/%d/task/%d/stat", pid, tid);
-        if (!parse_stat(file, &state, t->name, NULL)) continue;
+        if (!parse_stat(file, &state, t->name, NULL) || dead(state)) continue;
         nthreads++;
         added++;
     }
@@ -213,7 +247,8 @@ static int list_threads(pid_t pid) {
 enum prepared { READY, GONE, DENIED };
 
 /* What the next snapshot will stop: the processes (their modules reported) and their
-   threads. */
+   threads. A process whose maps cannot be read this time (exec under way, exiting)
+   is left out of this snapshot; DENIED when the root's cannot for lack of permission. */
 static enum prepared prepare(pid_t root) {
     for (int i = 0; i < nprocs; i++) procs[i].seen = false;
     collect_procs(root);
@@ -222,11 +257,11 @@ static enum prepared prepare(pid_t root) {
     for (int i = 0; i < nprocs; i++) {
         int err = procs[i].seen ? report(&procs[i]) : ESRCH;
         if (procs[i].pid == root && procs[i].seen)
-            found = err == 0 ? READY : err == EACCES || err == EPERM ? DENIED : GONE;
+            found = err == EACCES || err == EPERM ? DENIED : READY;
         if (err == 0)
             procs[kept++] = procs[i];
         else if (procs[i].dwfl)
-            dwfl_end(procs[i].dwfl); /* gone, exiting, or not ours */
+            dwfl_end(procs[i].dwfl);
     }
     nprocs = kept;
     nthreads = 0;
@@ -256,21 +291,21 @@ static void release_late(void) {
     nlate = kept;
 }
 
-/* Seize, then interrupt, threads[from..]; returns the number refused for lack of
-   permission, and adds the interrupted ones to *pending. */
+/* Seizes and interrupts threads[from..], each at once (a thread seized is frozen a
+   few microseconds later than if all were seized first); returns the number refused
+   for lack of permission, and adds the interrupted ones to *pending. */
 static int interrupt(int from, int *pending) {
     int refused = 0;
     for (int i = from; i < nthreads; i++) {
         struct thread *t = &threads[i];
         if (is_late(t->tid)) continue;
-        if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) == 0)
-            t->seized = true;
-        else if (errno == EPERM)
-            refused++;
+        if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) != 0) {
+            refused += errno == EPERM;
+            continue;
+        }
+        t->seized = true;
+        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) == 0) ++*pending;
     }
-    for (int i = from; i < nthreads; i++)
-        if (threads[i].seized && ptrace(PTRACE_INTERRUPT, threads[i].tid, NULL, NULL) == 0)
-            ++*pending;
     return refused;
 }
 
@@ -340,11 +375,14 @@ static void unwind(struct thread *t) {
 }
 
 /* Interrupts every thread, then unwinds and lets go each as it stops. Returns the
-   threads refused for lack of permission; *taken is the threads unwound. */
-static int take(int *taken) {
+   threads refused for lack of permission; *taken is the threads unwound, *passed the
+   ns the pass over the threads listed took. */
+static int take(int *taken, uint64_t *passed) {
     int pending = 0;
     int listed = nthreads;
+    uint64_t started = now_ns();
     int refused = interrupt(0, &pending);
+    *passed = now_ns() - started;
     for (int i = 0; i < nprocs; i++) list_threads(procs[i].pid); /* started since */
     refused += interrupt(listed, &pending);
     struct itimerval limit = {.it_value = {.tv_sec = 0, .tv_usec = STOP_TIMEOUT_US}};
@@ -380,14 +418,15 @@ static void snapshot(pid_t root, bool first) {
     out = open_memstream(&body, &size);
     uint64_t started = now_ns();
     int taken;
-    int refused = take(&taken);
+    uint64_t passed;
+    int refused = take(&taken, &passed);
     uint64_t held = now_ns() - started;
     fclose(out);
     if (first && refused > 0 && taken == 0) {
         fprintf(stderr, "wallsnap: cannot trace process %d: not permitted\n", root);
         exit(3);
     }
-    printf("SNAPSHOT %" PRIu64 " %" PRIu64 "\n", started, held);
+    printf("SNAPSHOT %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", started, held, passed);
     fwrite(body, 1, size, stdout);
     fflush(stdout);
     free(body);
@@ -437,7 +476,7 @@ int main(int argc, char **argv) {
     uint64_t due = now_ns();
     for (bool first = true;; first = false) {
         snapshot(root, first);
-        if (prepare(root) != READY) return 0;
+        if (prepare(root) == GONE) return 0;
         if (interval) {
             uint64_t now = now_ns();
             due += interval;

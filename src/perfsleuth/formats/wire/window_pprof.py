@@ -182,8 +182,9 @@ class _Writer:
                 sample.label.add(key=self.intern(key), str=self.intern(value))
 
 
-class _Rows:
-    """One window's samples while they are read: a row per (stack, thread)."""
+class Rows:
+    """One window's samples while a push is read: a row per (stack, thread), over the
+    push's frames and stacks (ProfileBuilder interns every frame of every sample again)."""
 
     def __init__(self, unit: str, meta: dict) -> None:
         self.unit = unit
@@ -234,7 +235,7 @@ class _Reader:
         ns_per_sample = 1e9 / self._rate(params)
         label_sets = [self._read_labels(first, labels) for first, labels in self.d["label_sets"]]
         width, values = len(types), self.d["values"]
-        groups: dict[tuple[int, SampleLabels], _Rows] = {}
+        groups: dict[tuple[int, SampleLabels], Rows] = {}
         for i, (stack, set_index) in enumerate(
             zip(self.d["sample_stack"], self.d["sample_labels"], strict=True)
         ):
@@ -252,11 +253,11 @@ class _Reader:
                 if rows is None:
                     unit = "ns" if view.timed else "samples"
                     meta = _meta(params, types[view.value][0] in params.cumulative)
-                    rows = groups[v, labels] = _Rows(unit, meta)
+                    rows = groups[v, labels] = Rows(unit, meta)
                 rows.add(stack, thread, weight, count)
         self._add_libraries()
         start, end = self._span(params)
-        empty = [((v, ()), _Rows("samples", _meta(params))) for v in range(len(views))]
+        empty = [((v, ()), Rows("samples", _meta(params))) for v in range(len(views))]
         dsos = [{"path": path, "build_id": build_id} for path, build_id in self.d["dsos"]]
         return [
             Window(

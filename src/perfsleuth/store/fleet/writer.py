@@ -139,22 +139,22 @@ def window_columns(window: Window) -> WindowColumns:
     """One samples row per (pid, comm, stack) of the window; its stacks and frames."""
     profile = window.profile
     frame_ids = [IDS.frame(f) for f in profile.frames]
-    stack_ids = [IDS.stack(tuple(map(frame_ids.__getitem__, s))) for s in profile.stacks]
+    stack_frame_ids = [tuple(map(frame_ids.__getitem__, s)) for s in profile.stacks]
+    stack_ids = [IDS.stack(ids) for ids in stack_frame_ids]
+    threads = [(t.pid, t.name) for t in profile.threads]
     rows: dict[tuple[int, str, int], list[int]] = {}
-    used: set[int] = set()
     for sid, weight, count, thread, _state in profile.columns():
-        t = profile.threads[thread] if thread >= 0 else None
-        key = (t.pid if t else 0, t.name if t else "", sid)
-        row = rows.setdefault(key, [0, 0])
+        pid, comm = threads[thread] if thread >= 0 else (0, "")
+        row = rows.setdefault((pid, comm, sid), [0, 0])
         row[0] += count
         row[1] += round(window.cpu_ns(weight, count))
-        used.add(sid)
+    used = {sid for _, _, sid in rows}
     stacks = sorted(used)
     return WindowColumns(
         samples=_samples(window, rows, stack_ids),
         stacks={
             "stack_id": [stack_ids[s] for s in stacks],
-            "frame_ids": [[frame_ids[f] for f in profile.stacks[s]] for s in stacks],
+            "frame_ids": [list(stack_frame_ids[s]) for s in stacks],
         },
         frames=_frames(window, frame_ids, used),
     )
