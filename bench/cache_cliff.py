@@ -103,7 +103,9 @@ def per_n(scaling: dict, cliff: dict) -> str:
     """The working set per connection that a level's cliff comes from."""
     fit = scaling["fit"]
     cached = cliff.get("working_set", fit["of"]) == "cached_lines"
-    lines = fit["lines_per_n"] if cached else fit["touched_lines_per_n"]
+    room = cliff.get("prefetched_room", 1.0)  # of the lines the prefetcher alone brought in
+    touched = fit["touched_lines_per_n"]
+    lines = touched + room * (fit["lines_per_n"] - touched) if cached else touched
     used = f", {cliff['usable_share']:.0%} of sets" if limited_by_sets(cliff) else ""
     bytes_per_n = lines * scaling["geometry"]["line_size"]
     return f"{bytes_per_n:.1f} B {'cached' if cached else 'touched'}{used}"

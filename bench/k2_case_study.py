@@ -1,9 +1,11 @@
 """The K2 case study of the reference texts, repeated with perfsleuth's commands alone.
 
 Records the program and ranks its findings (`perfsleuth run`), then proves the fixes
-the post made: `try allocator`, `try patch` (vector<bool> -> vector<char8_t>), and
-`try build --dependency` for a library built from source; prints each measured gain
-beside the post's figure and beside perfsleuth's own estimate. Long (K2 builds take
+the post made: `try allocator`, `try patch` (vector<bool> -> vector<char8_t>),
+`try build` (K2's own LTO, PGO, PGO+LTO), `try build --dependency` for a library built
+from source, and `try combined` (allocator + patch + PGO+LTO, cumulatively, in one
+interleaved run); prints each measured gain beside the post's figure and beside
+perfsleuth's own estimate. Long (K2 builds take
 minutes on 2 cores, each K2 run seconds): kept out of `make test`.
 
 Nothing of K2 is in this repository. With --k2, give what you built yourself from
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import subprocess
 import sys
@@ -40,13 +43,17 @@ POST = {
     "allocator": "mimalloc 1.08x (1.05-1.12)",
     "patch": "vector<char8_t> 1.31x over mimalloc (1.12-1.57)",
     "dependency": "Z3 PGO+LTO 1.10x (1.00-1.17)",
-    "all": "1.62x (1.42-1.91) with K2's own PGO",
+    "build": "K2 PGO 1.03x (1.00-1.09)",
+    "combined": "1.62x (1.42-1.91), Z3's PGO+LTO included",
 }
 FINDING_OF = {
     "allocator": "allocator.glibc",
     "patch": "container.vector-bool",
     "dependency": "library.hot",
+    "build": "build.options-hint",
 }
+STEPS = ("allocator", "patch", "dependency", "build", "combined")
+COMBINED = ("allocator", "patch", "build")  # what try combined puts together
 
 
 def perfsleuth(store: Path, words: list[str]) -> dict[str, Any]:
@@ -69,24 +76,35 @@ def stand_ins(runs: int) -> dict[str, list[str]]:
     built = OUT.parent / "k2-bits"
     built.mkdir(parents=True, exist_ok=True)
     subprocess.run(["make", "-s", "-C", str(bits), f"OUT={built}"], check=True)
+    patch = ["--source", str(bits), "--build", "make -s"]
     return {
         "record": ["run", "--", *hotlib],
         "record-bits": ["run", "--", str(built / "inout")],
         "allocator": ["try", "allocator", "--runs", str(runs), "--", *hotlib],
-        "patch": ["try", "patch", "--runs", str(runs), "--source", str(bits), "--build",
-                  "make -s", str(bits / "char8.diff"), "--", "{out}/inout"],
+        "patch": ["try", "patch", "--runs", str(runs), *patch, str(bits / "char8.diff"),
+                  "--", "{out}/inout"],
         "dependency": ["try", "build", "--runs", str(runs), "--dependency", "libsolver.so",
                        "--build", solver, "--variants", "lto,pgo", "--", *hotlib],
+        "combined": ["try", "combined", "--runs", str(runs), *patch, "--allocator",
+                     "mimalloc", "--patch", str(bits / "char8.diff"), "--variant", "pgo-lto",
+                     "--", "{out}/inout"],
     }  # fmt: skip
 
 
 def k2(args: argparse.Namespace) -> dict[str, list[str]]:
     run = [w.replace("{out}", args.installed) for w in shlex.split(args.cmd)]
+    built = ["--source", args.source, "--build", args.build]
+    in_source = f"cd {shlex.quote(args.source)} && {args.build}"  # try build runs it here
     steps = {
         "record": ["run", "--", *run],
         "allocator": ["try", "allocator", "--runs", str(args.runs), "--", *run],
-        "patch": ["try", "patch", "--runs", str(args.runs), "--source", args.source,
-                  "--build", args.build, args.patch, "--", *shlex.split(args.cmd)],
+        "patch": ["try", "patch", "--runs", str(args.runs), *built, args.patch,
+                  "--", *shlex.split(args.cmd)],
+        "build": ["try", "build", "--runs", str(args.runs), "--build", in_source,
+                  "--variants", "lto,pgo,pgo-lto", "--", *shlex.split(args.cmd)],
+        "combined": ["try", "combined", "--runs", str(args.runs), *built, "--allocator",
+                     args.allocator, "--patch", args.patch, "--variant", "pgo-lto",
+                     "--", *shlex.split(args.cmd)],
     }  # fmt: skip
     if args.dependency_build:
         steps["dependency"] = ["try", "build", "--runs", str(args.runs), "--dependency",
@@ -100,12 +118,23 @@ def best(doc: dict[str, Any]) -> dict[str, Any]:
     return max(measured, key=lambda v: v["ratio"]) if measured else {"name": "none"}
 
 
+def combined_estimate(estimates: dict[str, float]) -> float | None:
+    """The estimates of the combined fixes' findings compounded: each saves its share of
+    what the ones before it left."""
+    found = [estimates[FINDING_OF[s]] for s in COMBINED if FINDING_OF[s] in estimates]
+    return 1 - math.prod(1 - e for e in found) if found else None
+
+
 def row(step: str, doc: dict[str, Any], estimates: dict[str, float]) -> str:
-    top = best(doc)
+    top = doc["variants"][-1] if step == "combined" else best(doc)
     ratio = top.get("ratio")
     measured = f"{top['name']} {ratio:.2f}x ({top['verdict']}, {doc['metric']})" if ratio else "-"
     gain = f"{100 * (1 - 1 / ratio):.1f}%" if ratio else "-"
-    estimate = estimates.get(FINDING_OF.get(step, ""))
+    estimate = (
+        combined_estimate(estimates)
+        if step == "combined"
+        else estimates.get(FINDING_OF.get(step, ""))
+    )
     said = f"{100 * estimate:.1f}%" if estimate is not None else "-"
     return f"| {step} | {measured} | {gain} | {said} | {POST[step]} |"
 
@@ -119,6 +148,7 @@ def main() -> int:
     parser.add_argument("--source", help="K2's source folder (for try patch)")
     parser.add_argument("--build", help="your K2 build command ($OUT contract)")
     parser.add_argument("--patch", help="your vector<bool> -> vector<char8_t> patch")
+    parser.add_argument("--allocator", default="mimalloc", help="the combined run's allocator")
     parser.add_argument("--dependency", default="libz3.so.4")
     parser.add_argument("--dependency-build", help="builds Z3 from source into $OUT")
     args = parser.parse_args()
@@ -135,7 +165,7 @@ def main() -> int:
     OUT.write_text(json.dumps(results, indent=1))
     print("| step | measured (best variant) | gain | perfsleuth's estimate | the post |")
     print("| --- | --- | --- | --- | --- |")
-    for step in ("allocator", "patch", "dependency"):
+    for step in STEPS:
         if step in results:
             print(row(step, results[step], estimates))
     return 0

@@ -152,6 +152,9 @@ def capacity_text(cliff: dict) -> str:
     held = f"{cliff['capacity_lines']:,} lines"
     if cliff.get("capacity_source") == "measured":
         held = f"{held} measured (sysfs: {cliff['nominal_capacity_lines']:,})"
+    if "prefetched_room" in cliff:
+        room = round(cliff["prefetched_room"] * 100)
+        held = f"{held}; a prefetched line nobody touched takes {room}% of a line's room"
     if cliff["usable_share"] >= 0.995:
         return held
     return f"{held}, {cliff['usable_lines']:,} usable by its sets"

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.analyzers.build_flags import STACK_SLOT_RATIO, compile_units, stack_slot_ratio
+from perfsleuth.analyzers.build_flags import (
+    INLINABLE_BYTES,
+    LARGE_CALLEE_SAVING,
+    PGO_SAVING,
+    STACK_SLOT_RATIO,
+    compile_units,
+    stack_slot_ratio,
+)
+from perfsleuth.binaries import binary_at
 from perfsleuth.static_analysis.code_shape import cpu_flags
 
 pytestmark = pytest.mark.integration
@@ -50,17 +58,41 @@ int mix(int x);
 int main(int argc, char **argv) {
     (void)argv;
     unsigned total = 0;
-    for (int i = 0; i < 150000000; ++i) total += (unsigned)mix(i + argc);
+    for (int i = 0; i < ROUNDS; ++i) total += (unsigned)mix(i + argc);
     return total == 42u;  // 0: perfsleuth run exits with the program's status
 }
 """
 CALLEE = "int mix(int x) { return (int)(((unsigned)x * 2654435761u) >> 7); }\n"
 
 
-def two_units(tmp_path: Path, *flags: str) -> Path:
-    """A hot loop in main.c calling a one-line function of util.c."""
-    (tmp_path / "main.c").write_text(CALLER)
-    (tmp_path / "util.c").write_text(CALLEE)
+# The same call into a function too large for GCC to inline (166 bytes at -O2).
+LARGE_CALLEE = """
+int mix(int x) {
+    unsigned h = (unsigned)x, g = h * 31u;
+    for (int r = 0; r < 24; ++r) {
+        h ^= h >> 13; h *= 0x5bd1e995u; h ^= h << 7;
+        if (h & 1u) h += 0x9e3779b9u; else h -= 0x7f4a7c15u;
+        h = (h << 5) | (h >> 27);
+    }
+    for (int r = 0; r < 24; ++r) {
+        g += h ^ (g >> 3); g *= 0x85ebca6bu; g ^= g >> 16;
+        if (g & 2u) g ^= 0xc2b2ae35u; else g += h;
+        g = (g >> 11) | (g << 21);
+    }
+    switch (g & 3u) {
+    case 0: return (int)(h ^ g);
+    case 1: return (int)(h + g * 3u);
+    case 2: return (int)(h - (g >> 2));
+    default: return (int)((h << 1) ^ (g << 9));
+    }
+}
+"""
+
+
+def two_units(tmp_path: Path, *flags: str, callee: str = CALLEE, rounds: int = 150_000_000) -> Path:
+    """A hot loop in main.c calling a one-line function of util.c (or `callee`)."""
+    (tmp_path / "main.c").write_text(CALLER.replace("ROUNDS", str(rounds)))
+    (tmp_path / "util.c").write_text(callee)
     out = tmp_path / ("lto" if "-flto" in flags else "plain")
     subprocess.run(
         ["gcc", "-O2", "-g", *flags, "-o", str(out), str(tmp_path / "main.c"),
@@ -91,11 +123,31 @@ def test_lto_hint_from_hot_calls_between_units(tmp_path: Path) -> None:
                for e in hint["evidence"])  # fmt: skip
     assert any(e.startswith(".comment: GCC: ") for e in hint["evidence"])
     assert hint["details"]["cross_unit_share"] > 0.5
+    assert hint["details"]["inlinable_share"] > 0.05  # mix is a one-liner: LTO inlines it
     assert hint["gain_low"] < hint["estimated_gain"] < hint["gain_high"] <= hint["share"]
     assert "not inlined" in hint["gain_basis"]
     # scalar hot code: -march has no vectors to widen, so it is not proposed
     assert "-march" not in hint["title"]
     assert any(e.startswith("PGO: ") and "conditional jumps" in e for e in hint["evidence"])
+
+
+def test_a_hot_call_into_a_function_too_large_to_inline_is_estimated_lower(
+    tmp_path: Path,
+) -> None:
+    """LTO inlines small functions: a call into a large one mostly stays a call, so the
+    time under it is estimated at LARGE_CALLEE_SAVING, not LTO_SAVING (K2's calls into
+    inout_t::operator= once made the estimate 21%; -flto measured 9%)."""
+    binary = two_units(tmp_path, callee=LARGE_CALLEE, rounds=3_000_000)
+    mix = next(s for s in binary_at(str(binary)).symbols(".symtab") if s.name == "mix")
+    assert mix.size > INLINABLE_BYTES  # what the test is about
+    hint = hint_of(binary, tmp_path)
+    assert hint is not None and "-flto" in hint["title"]
+    details = hint["details"]
+    assert details["inlinable_share"] == 0.0 and details["cross_unit_share"] > 0.5
+    assert "-fprofile-use" in hint["title"]  # its part: PGO_SAVING of the binary's time
+    expected = details["cross_unit_share"] * LARGE_CALLEE_SAVING + hint["share"] * PGO_SAVING
+    assert hint["estimated_gain"] == pytest.approx(expected)
+    assert "under larger ones" in hint["gain_basis"]
 
 
 def test_an_lto_build_is_not_told_to_use_lto(tmp_path: Path) -> None:

@@ -129,12 +129,14 @@ def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):
     fit = scaling["fit"]
     # 4n random packets reach 1 - e^-4 = 98% of the n connections, two lines each;
     # the next-line prefetcher adds the cold line after line 0 (line 4's is the next
-    # connection's line 0): three lines each to hold
+    # connection's line 0): three lines each brought in, the prefetched one at half a
+    # line's room in the L2, which it enters low in the LRU order: 2.5 lines to hold
     assert fit["touched_lines_per_n"] == pytest.approx(2.0, rel=0.05)
     assert fit["lines_per_n"] == pytest.approx(3.0, rel=0.05)
     cliffs = {c["level"]: c for c in scaling["cliffs"]}
     assert not cliffs["L1d"]["in_range"]
-    assert cliffs["L2"]["in_range"] and cliffs["L2"]["n"] == pytest.approx(2048 / 3, rel=0.05)
+    assert cliffs["L2"]["prefetched_room"] == 0.5
+    assert cliffs["L2"]["in_range"] and cliffs["L2"]["n"] == pytest.approx(2048 / 2.5, rel=0.05)
     # the table's 320-byte connections: 4096 / 320 = 12.8 to a page
     for run in scaling["runs"]:
         assert run["data_pages"] == pytest.approx(run["n"] * 320 / 4096, abs=8)
@@ -152,17 +154,19 @@ def test_a_power_of_two_struct_fills_half_the_sets_and_overflows_them_early(
 ):
     store = tmp_path / "store"
     scaling = scaled_small_cache(store, examples_built / "conntable-compact")
-    # 256-byte connections: line 0 and the prefetched line 1 sit at 32 of the 64
-    # places in a page, so the 2,048 lines of the L2 hold 1,024 of them: 512 connections
+    # 256-byte connections: line 0 sits at 16 of the 64 places in a page and the
+    # prefetched line 1 at 16 others, so the 2,048 lines of the L2 hold 512 line 0s:
+    # 512 connections, with the line 1s at half a line's room each 38% of the L2
     assert scaling["fit"]["lines_per_n"] == pytest.approx(2.0, rel=0.05)
     offsets = scaling["runs"][-1]["line_offsets"]
     by_residue = sorted(sum(offsets[r::4]) for r in range(4))
     assert sum(by_residue[2:]) > 0.99 * sum(offsets)  # two places of every four
     l2 = {c["level"]: c for c in scaling["cliffs"]}["L2"]
-    assert l2["usable_share"] == pytest.approx(0.5, rel=0.05)
+    assert l2["usable_share"] == pytest.approx(0.375, rel=0.05)
     assert l2["n"] == pytest.approx(512, rel=0.05) and l2["in_range"]
-    shown = perfsleuth(store, "cache", "show").stdout
-    assert f"{l2['usable_lines']:,} usable: the lines fill 50% of its sets' room" in shown
+    shown = " ".join(perfsleuth(store, "cache", "show").stdout.split())  # as one line
+    assert "a prefetched line nobody touched at 50% of a line's room" in shown
+    assert f"{l2['usable_lines']:,} usable: the lines fill 38% of its sets' room" in shown
 
 
 def test_constant_time_names_the_early_exit(examples_built, tmp_path):

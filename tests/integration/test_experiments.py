@@ -177,18 +177,21 @@ def producer(binary: Path) -> str:
 def test_try_build_rebuilds_each_variant_with_its_flags(tmp_path: Path) -> None:
     store = tmp_path / "store"
     status, doc = perfsleuth_json(
-        ["try", "build", "--build", f"make -s -C {BUILDME}", "--variants", "O0,O2,pgo",
+        ["try", "build", "--build", f"make -s -C {BUILDME}", "--variants", "O0,O2,pgo,pgo-lto",
          "--runs", "3", "--", "{out}/vm", "100"],
         store,
         tmp_path / "out.json",
     )  # fmt: skip
     assert status == 0
-    assert [v["name"] for v in doc["variants"]] == ["O0", "O2", "pgo"]
+    assert [v["name"] for v in doc["variants"]] == ["O0", "O2", "pgo", "pgo-lto"]
     assert all(v["ratio"] > 0 and len(v["ci95"]) == 2 for v in doc["variants"])
     builds = store / "builds"
     assert " -O0 " in producer(builds / "O0" / "vm")
     assert "-fprofile-use" in producer(builds / "pgo" / "vm")
     assert list((builds / "pgo-profile").rglob("*.gcda"))
+    both = producer(builds / "pgo-lto" / "vm")  # LTO's own producer, with the profile's flag
+    assert "): GNU GIMPLE " in both and "-fprofile-use" in both
+    assert list((builds / "pgo-lto-profile").rglob("*.gcda"))
     # The example's own default is -O2 -g, so the O2 variant is the baseline, bit for bit.
     assert any(note.startswith("O2 built byte-identical") for note in doc["notes"])
 

@@ -1,6 +1,6 @@
 """Python mode on the CPython builds people run, for real: each records
 examples/python/timed_pair.py, whose two hot functions time their own user CPU, and
-`top` must show both with file:line and shares within 5 points of the script's timers.
+`top` must show both with file:line and shares within 8 points of the script's timers.
 
 The interpreters come from scripts/install-pythons.sh (`make setup`, under
 .venv/pythons/): Debian's python3.11 (libpython linked into the executable) and a venv
@@ -37,9 +37,10 @@ SECONDS = "2"  # of user CPU in the two functions: ~1,000 samples at 499 Hz
 FREQ = "499"
 HOT = ("crunch", "spell")
 # A share from ~1,000 samples is within 1.6 points of the truth 95% of the time, but
-# py-spy stalls now and then and its held stack takes a stretch of perf's samples
-# (docs/python.md): a run was 5.4 points off at load 2-3 (pyenv 3.13, clean-clone CI).
-# The 5-point target is measured in bench/python_shares.py; a test must hold on any run.
+# py-spy stalls now and then, and a stall's middle keeps native frames, so the shares
+# come from the rest of the run (docs/python.md): a run was 5.4 points off at load 2-3
+# (pyenv 3.13, clean-clone CI), a kept one 7.6 at load 20 (pyenv 3.10.13). The 5-point
+# target is measured in bench/python_shares.py; a test must hold on any run.
 CLOSE = 0.08
 
 

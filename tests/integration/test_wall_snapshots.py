@@ -34,6 +34,7 @@ pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wall"
 TIMELINE_SOURCE = FIXTURES / "lock_timeline.cc"
 WAITING = ("mutex", "condvar")
+QUICK_PASS_NS = 200_000  # a pass the snapshotter did not lose its CPU in
 
 
 class Timeline:
@@ -86,6 +87,8 @@ def test_snapshot_states_agree_with_the_program_s_own_timeline(
     agree = waiting = seen = 0
     for sample in wall.thread_samples(snapshots):
         tid = sample.thread.tid
+        if sample.snapshot.pass_ns > QUICK_PASS_NS:  # the later threads' instant is later
+            continue
         truth = (
             timeline.waiting_at(tid, sample.snapshot.time_ns) if tid in timeline.threads else None
         )

@@ -168,3 +168,31 @@ def test_sampled_calls_leave_room_for_the_neighbours_the_prefetcher_brings_in():
     assert exact["L2"] > 2.0
     for level in ("L1d", "L2", "LLC"):
         assert sampled[level] == pytest.approx(exact[level], rel=0.2)
+
+
+def test_the_level_the_prefetcher_fills_first_evicts_its_prefetched_lines_first():
+    model = CacheModel(parse_spec("line=64,L1d=128:2,L2=512:8,LLC=64K:16,prefetch=1"))
+    touched = [16 * i for i in range(6)]  # each miss brings the next line too
+    for line in touched:
+        model.access(line)
+    held = model.sets[1][0]  # the L2's one set of 8 ways
+    # entering the top, the 6 lines and 6 neighbours would leave 4 of the lines there
+    assert set(touched) <= set(held)
+    assert set(held) - set(touched) == {65, 81}  # the last neighbours, low in the order
+    assert all(line + 1 in model.sets[2][(line + 1) % 64] for line in touched)  # LLC: all
+
+
+def test_one_call_in_k_counts_the_lines_a_touch_of_the_line_below_brought_in():
+    geometry = parse_spec("line=64,L1d=16K:4,L2=1M:8,LLC=8M:16")
+    rng = random.Random(5)
+    # an array of 3,000 lines that fits the L2, one line of it per call at random:
+    # about half the lines come in early, prefetched by a touch of the line below
+    every = [
+        [("L", 0x1000, 8, 0x108000), ("L", 0x4000000 + 64 * rng.randrange(3000), 8, 0x108010)]
+        for _ in range(20000)
+    ]
+    exact = simulate(trace_of(every, len(every), "first"), geometry)["misses_per_call"]
+    sampled = simulate(trace_of(every[::64], len(every), "fixed"), geometry)["misses_per_call"]
+    assert exact["L2"] == pytest.approx(3000 / 2 / 20000, rel=0.1)
+    for level in ("L1d", "L2", "LLC"):
+        assert sampled[level] == pytest.approx(exact[level], rel=0.2)

@@ -64,12 +64,18 @@ def test_scaling_fits_lines_per_n_and_predicts_each_cliff():
 
 
 def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
-    result = scaling.project(scaled_runs(), parse_spec("line=64,L1d=32K:8,L2=512K:8"))
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,LLC=8M:16")
+    result = scaling.project(scaled_runs(), geometry)
     assert result["fit"]["of"] == "cached_lines"
     assert result["fit"]["touched_lines_per_n"] == pytest.approx(2.0)
     cliffs = {c["level"]: c for c in result["cliffs"]}
-    assert cliffs["L2"]["n"] == round((8192 - 10) / 3)
+    # 2 lines touched and 1 prefetched per n: the L2 holds the prefetched one low in
+    # its LRU order, at half a line's room; the LLC holds it whole
+    assert cliffs["L2"]["n"] == round((8192 - 10) / 2.5)
     assert cliffs["L2"]["working_set"] == "cached_lines"
+    assert cliffs["L2"]["prefetched_room"] == 0.5
+    assert cliffs["LLC"]["n"] == round((131072 - 10) / 3)
+    assert "prefetched_room" not in cliffs["LLC"]
     # the prefetcher fills the L2, not the L1d: the L1d holds the lines touched
     assert cliffs["L1d"]["working_set"] == "data_lines"
     assert cliffs["L1d"]["n"] == round((512 - 10) / 2)

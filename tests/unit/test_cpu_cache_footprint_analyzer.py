@@ -79,3 +79,15 @@ def test_a_cliff_brought_forward_by_few_sets_says_so(tmp_path):
     [finding] = cpu_cache_footprint.analyze(ctx)
     assert "sets' room" not in " ".join(finding.evidence)
     assert finding.suggestion.startswith("touch fewer cache lines per n")
+
+
+def test_an_l2_cliff_says_the_room_it_gives_a_prefetched_line(tmp_path):
+    doc = scaling(True)
+    doc["cliffs"][0]["prefetched_room"] = 0.5
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    said = " ".join(finding.evidence)
+    assert "nobody touched takes 50% of a line's room there" in said
+    doc["cliffs"][0].pop("prefetched_room")
+    ctx = context_with(tmp_path / "whole", {"handle_packet": {"scaling": doc}})
+    assert "room" not in " ".join(cpu_cache_footprint.analyze(ctx)[0].evidence)

@@ -306,24 +306,21 @@ def turns(when: float) -> tuple[NativeFrame, ...]:
 
 def test_samples_in_a_py_spy_stall_keep_their_native_frames_and_are_counted() -> None:
     """Its last stack held through a stall is not the thread's: the samples far from
-    both ends keep their native stack, counted; those near an end take that end's,
-    those in spell's C function spell's stack."""
+    both ends keep their native stack, counted, spell's C function's as well (giving
+    them spell's stack and crunch's loop none took the stall's time from crunch); those
+    near an end take that end's."""
     samples, timelines = stalled_run()
     placed = python_splice.place(samples, timelines)
     inside = [p for p in placed if START < p.sample.time < END]
-    formats = [p for p in inside if p.sample.frames == FORMAT]
-    assert formats and all(p.python == SPELL for p in formats)
-    loop = [p for p in inside if p.sample.frames == EVAL]
-    middle = (START + END) / 2
-    assert all(p.python == CRUNCH for p in loop if p.sample.time < START + 0.01)
-    assert all(p.python != SPELL for p in loop if p.sample.time < middle)
-    assert all(p.python != CRUNCH for p in loop if p.sample.time > middle)
-    native = [p for p in inside if not p.python]
-    assert native and all(p.stalled for p in native)
-    assert len(native) < len(loop)
+    bound = python_splice._Stalls.of(timelines[7], [], {}).bound
+    assert all(p.python == CRUNCH for p in inside if p.sample.time < START + bound)
+    assert all(p.python == SPELL for p in inside if p.sample.time > END - bound)
+    middle = [p for p in inside if START + bound < p.sample.time < END - bound]
+    assert {p.sample.frames for p in middle} == {EVAL, FORMAT}
+    assert all(not p.python and p.stalled for p in middle)
     assert all(p.python and not p.stalled for p in placed if not START < p.sample.time < END)
     spliced = python_splice.splice(samples, timelines)
-    assert spliced.stalled == len(native)
+    assert spliced.stalled == len(middle)
     assert spliced.python + spliced.stalled == sum(spliced.lines.values()) == len(samples)
     kept = [line for line in spliced.lines if ".py:" not in line]
     assert kept and all("_PyEval_EvalFrameDefault" in frames_of(line) for line in kept)
@@ -359,9 +356,9 @@ def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
     _, timelines = stalled_run()
     (timeline,) = timelines.values()
     slower = py_spy_trace.Timeline("", [2 * t for t in timeline.times], timeline.stacks)
-    bound = python_splice._Stalls.of(timeline).bound
+    bound = python_splice._Stalls.of(timeline, [], {}).bound
     assert bound >= python_splice.STALL_MIN
-    assert python_splice._Stalls.of(slower).bound == pytest.approx(2 * bound)
+    assert python_splice._Stalls.of(slower, [], {}).bound == pytest.approx(2 * bound)
 
 
 REMAINDER = (NativeFrame(0x40, "PyNumber_Remainder", LIBPYTHON), *EVAL)

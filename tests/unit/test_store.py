@@ -157,3 +157,19 @@ def test_load_run_is_one_value_with_the_profiles_timeline(store_path: Path):
     assert list(run.profile.timeline.count) == [2, 1]
     assert list(run.profile.timeline.time_ns) == [100, 250]
     assert run.profile.frames == sample_profile().frames
+
+
+def test_a_writer_runs_duckdb_on_one_thread_and_a_reader_on_its_default(store_path: Path):
+    import _duckdb
+
+    store = Store(store_path)
+    store.add_run(RunInfo(command="prog", mode="cpu"), Recording(sample_profile()))
+
+    def threads(con) -> int:
+        return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+
+    with store._connect(write=True) as con:
+        assert threads(con) == 1
+    with store._connect(write=False) as con:
+        assert threads(con) == threads(_duckdb.connect(":memory:"))
+    assert store.load(1).frames == sample_profile().frames

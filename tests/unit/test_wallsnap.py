@@ -9,37 +9,44 @@ from perfsleuth.formats.tool_output import wallsnap
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu" / "wallsnap-prodcons.txt"
 
 
-def test_snapshots_carry_their_instant_hold_and_every_thread():
+def test_snapshots_carry_their_instant_hold_pass_and_every_thread():
     snaps = wallsnap.parse(FIXTURE.read_text())
-    assert [(s.time_ns, s.held_ns) for s in snaps] == [
-        (58161316524423, 47611903),
-        (58161364448008, 75613702),
+    assert [(s.time_ns, s.held_ns, s.pass_ns) for s in snaps] == [
+        (60065570007701, 43376760, 9252454),
+        (60065613620260, 167848, 20170),
     ]
     for snap in snaps:
-        assert sorted(t.tid for t in snap.threads) == [10286, 10287, 10289, 10290]
-        assert all(t.pid == 10286 for t in snap.threads)
+        assert sorted(t.tid for t in snap.threads) == [27598, 27599, 27601, 27602]
+        assert all(t.pid == 27598 for t in snap.threads)
         assert set(snap.states) == {t.tid for t in snap.threads}
 
 
 def test_states_say_whether_a_thread_was_blocked_in_a_system_call():
     first = wallsnap.parse(FIXTURE.read_text())[0]
-    producer = first.states[10286]  # main, joining the consumers: blocked in futex
+    producer = first.states[27598]  # main, joining the consumers: blocked in futex
     assert (producer.state, producer.syscall, producer.name) == ("S", 202, "prodcons")
-    assert (first.states[10289].state, first.states[10289].syscall) == ("R", None)
+    # in futex, not blocked there: waking a waiter, or woken and not yet back
+    assert (first.states[27601].state, first.states[27601].syscall) == ("R", 202)
+    assert (first.states[27602].state, first.states[27602].syscall) == ("R", None)
+
+
+def test_an_older_snapshot_line_without_the_pass():
+    (snap,) = wallsnap.parse("SNAPSHOT 10 2\nSTATE 7 R - w\nPID 7 - process\nTID 7:\n")
+    assert (snap.time_ns, snap.held_ns, snap.pass_ns) == (10, 2, 0)
 
 
 def test_frames_keep_module_build_id_and_offset():
     first = wallsnap.parse(FIXTURE.read_text())[0]
-    consumer = next(t for t in first.threads if t.tid == 10289)
+    consumer = next(t for t in first.threads if t.tid == 27602)
     leaf = consumer.frames[0]
     assert leaf.module == "/work/wt/wallstop/examples/bin/prodcons"
     assert leaf.build_id == "bf1e6a607a4e0e321efc2ecb9f63c955b07e1450"
-    assert (leaf.address, leaf.offset) == (0x5652543BA697, 0x2697)
+    assert (leaf.address, leaf.offset) == (0x558475DE569A, 0x269A)
     assert consumer.frames[-1].module.endswith("libc.so.6")
 
 
 def test_a_name_with_spaces_and_text_before_the_first_snapshot():
-    text = "noise\nSNAPSHOT 10 2\nSTATE 7 R - my worker 1\nPID 7 - process\nTID 7:\n"
+    text = "noise\nSNAPSHOT 10 2 1\nSTATE 7 R - my worker 1\nPID 7 - process\nTID 7:\n"
     (snap,) = wallsnap.parse(text)
     assert snap.states[7].name == "my worker 1"
     assert [t.tid for t in snap.threads] == [7]
@@ -52,6 +59,7 @@ def test_no_snapshot_at_all():
 
 def test_each_snapshot_weighs_the_time_since_the_one_before():
     snaps = from_wallsnap(FIXTURE.read_text(), rate_hz=20)
-    assert [s.weight_ns for s in snaps] == [50e6, 58161364448008 - 58161316524423]
+    assert [s.weight_ns for s in snaps] == [50e6, 60065613620260 - 60065570007701]
     assert all(s.one_instant for s in snaps)
-    assert snaps[0].tasks[10286].state == "S" and snaps[0].tasks[10286].name == "prodcons"
+    assert [s.pass_ns for s in snaps] == [9252454, 20170]
+    assert snaps[0].tasks[27598].state == "S" and snaps[0].tasks[27598].name == "prodcons"

@@ -25,6 +25,7 @@ from ..binaries import STT_FUNC, binary_at
 from ..model.findings import Finding
 from ..model.profile import Profile
 from ..static_analysis.code_shape import CodeShape, cpu_flags, shape_of
+from ..symbols.demangle import demangle_map
 from . import Context
 from .library_match import heaviest
 
@@ -35,6 +36,11 @@ Weights = defaultdict[str, float]
 O0_SAVING = 0.5
 # PGO + LTO: 5-20%, high single digits typical (K2 case in the reference texts).
 HINT_SAVING = 0.05
+# Of the binary's time, what -fprofile-use saves beside -flto (added where both are
+# proposed: K2's PGO+LTO measured 1.16x): K2 measured -fprofile-use 1.06x with 42% of its
+# time in its own binary (0.13, `try build`), the reference post's K2 1.03x on about
+# half (0.06); its hot code's conditional jumps (4.7%) would have scaled it to nothing.
+PGO_SAVING = 0.1
 HINT_RANGE = (0.0, 0.2)
 # of the time in hot cross-unit calls and in their callers' own code, what inlining
 # them saves: the calls, and what inlining enables (constant propagation, vectorising
@@ -42,6 +48,14 @@ HINT_RANGE = (0.0, 0.2)
 # -flto 6.0x faster (0.83 of that time; tests/integration/test_build_flags_binaries.py)
 LTO_SAVING = 0.5
 LTO_RANGE = (0.1, 0.9)
+# LTO_SAVING holds for calls into a callee small enough to inline: GCC -O2 inlines a
+# function not declared inline up to ~15 of its instructions (max-inline-insns-auto;
+# 30 at -O3), ~4 bytes each. Under calls into larger callees LTO saves less (what
+# whole-program IPA, cloning and called-once inlining give): K2's hot cross-unit calls
+# go into inout_t::operator= (644 bytes), static_safety_check_pgm (1175) and the like,
+# 42% of its time, and -flto measured 1.10x (9.0%, `try build`): 0.21 of that time.
+INLINABLE_BYTES = 128
+LARGE_CALLEE_SAVING = 0.2
 MIN_CROSS_UNIT_SHARE = 0.05
 LTO_SYMBOL = re.compile(r"\.lto_priv\.\d+$")
 MIN_DSO_SHARE = 0.05
@@ -82,13 +96,16 @@ def analyze(ctx: Context) -> list[Finding]:
             found.function = found.function or heaviest(function_weight[dso], 1)[0][0]
             findings.append(found)
         elif weight / total >= HINT_MIN_SHARE:
-            crossing = cross_unit_calls(ctx.profile, dso, {u.path for u in units})
+            paths = {u.path for u in units}
+            crossing = cross_unit_calls(ctx.profile, dso, paths)
             callers = {name.split(" (", 1)[0] for name in crossing}
             callers_self = sum(function_weight[dso].get(name, 0.0) for name in callers)
             cross_share = min(weight, sum(crossing.values()) + callers_self) / total
+            small = cross_unit_calls(ctx.profile, dso, paths, inlinable_functions(path))
+            shares = (cross_share, min(cross_share, sum(small.values()) / total))
             hot = hot_code_shape(path, function_weight[dso])
             hint = _missing_options_hint(
-                dso, path, units, (weight / total, hot), crossing, cross_share, total
+                dso, path, units, (weight / total, hot), crossing, shares, total
             )
             if hint is not None:
                 findings.append(hint)
@@ -271,10 +288,13 @@ def function_code(path: str, identifier: str) -> bytes | None:
     return None
 
 
-def cross_unit_calls(profile: Profile, dso: str, unit_paths: set[str]) -> Weights:
+def cross_unit_calls(
+    profile: Profile, dso: str, unit_paths: set[str], inlinable: frozenset[str] | None = None
+) -> Weights:
     """Weight under each hot call from one compile unit of DSO into another that was
     not inlined ("caller (a.c) -> callee (b.c)"), each sample counted once, at its
-    innermost such call."""
+    innermost such call; only calls into `inlinable` callees (names without spaces)
+    when given."""
     calls: Weights = defaultdict(float)
     for stack, weight, _count, _thread, _state in profile.rows():
         frames = [profile.frames[f] for f in stack]
@@ -285,6 +305,7 @@ def cross_unit_calls(profile: Profile, dso: str, unit_paths: set[str]) -> Weight
                 and callee.file in unit_paths
                 and caller.file in unit_paths
                 and callee.file != caller.file
+                and (inlinable is None or _spaceless(callee.function) in inlinable)
             ):
                 calls[
                     f"{caller.function} ({os.path.basename(caller.file)}) -> "
@@ -292,6 +313,27 @@ def cross_unit_calls(profile: Profile, dso: str, unit_paths: set[str]) -> Weight
                 ] += weight
                 break
     return calls
+
+
+@lru_cache(maxsize=64)
+def inlinable_functions(path: str) -> frozenset[str]:
+    """The functions of the binary small enough for LTO to inline (INLINABLE_BYTES),
+    demangled, without spaces (symbolizers and c++filt space templates differently)."""
+    binary = binary_at(path)
+    if binary is None:
+        return frozenset()
+    table = ".symtab" if binary.section(".symtab") else ".dynsym"
+    small = [
+        s.name
+        for s in binary.symbols(table, frozenset({STT_FUNC}))
+        if s.defined and 0 < s.size <= INLINABLE_BYTES and "." not in s.name
+    ]
+    names = demangle_map([n for n in small if n.startswith("_Z")])
+    return frozenset(_spaceless(names.get(n, n)) for n in small)
+
+
+def _spaceless(function: str) -> str:
+    return "".join(function.split())
 
 
 def comment_section(path: str) -> list[str]:
@@ -329,13 +371,14 @@ def _missing_options_hint(
     units: tuple[CompileUnit, ...],
     hot: tuple[float, CodeShape],
     crossing: Weights,
-    cross_share: float,
+    shares: tuple[float, float],
     total: float,
 ) -> Finding | None:
     """HOT: the DSO's share of the run and its hottest functions' code; `crossing`: the
-    hot cross-unit calls' weights; `cross_share`: their time with their callers' own,
-    of the run."""
+    hot cross-unit calls' weights; `shares`: their time with their callers' own, of the
+    run, and the part of it under calls into callees small enough to inline."""
     share, shape = hot
+    cross_share, inlinable_share = shares
     known = [u for u in units if u.producer.startswith("GNU ")]
     if not known:
         return None
@@ -361,13 +404,19 @@ def _missing_options_hint(
     evidence += shown
     if "-flto" in missing:
         low, high = LTO_RANGE
-        gain, gain_low = cross_share * LTO_SAVING, cross_share * low
+        pgo = share * PGO_SAVING if "-fprofile-use (PGO)" in missing else 0.0
+        large = cross_share - inlinable_share
+        gain = inlinable_share * LTO_SAVING + large * LARGE_CALLEE_SAVING + pgo
+        gain_low = cross_share * low
         gain_high = min(share, cross_share * high + share * HINT_RANGE[1])
         basis = (
             f"{100 * cross_share:.1f}% of CPU time is in hot calls between compile units that "
             "were not inlined and in their callers' own code (DWARF of the binary and the "
-            f"profile's stacks); inlining them saves {LTO_SAVING:.0%} of it ({low:.0%}-{high:.0%};"
-            " one measured loop: -flto 6.0x), plus PGO/-march's 0-20%"
+            f"profile's stacks); LTO saves {LTO_SAVING:.0%} of the "
+            f"{100 * inlinable_share:.1f}% under calls into functions small enough to inline "
+            f"(one measured loop: -flto 6.0x) and {LARGE_CALLEE_SAVING:.0%} of the "
+            f"{100 * large:.1f}% under larger ones (K2: -flto 1.10x), {low:.0%}-{high:.0%} in "
+            f"all; plus {_pgo_basis(pgo)}PGO/-march's 0-20% at most"
         )
         confidence = 0.45
     else:
@@ -400,7 +449,11 @@ def _missing_options_hint(
         file=known[0].path,
         evidence=evidence,
         fix={"flags": " ".join(m.split(" ")[0] for m in missing)},
-        details={"saving": gain / share if share else 0.0, "cross_unit_share": cross_share},
+        details={
+            "saving": gain / share if share else 0.0,
+            "cross_unit_share": cross_share,
+            "inlinable_share": inlinable_share,
+        },
     )
 
 
@@ -428,6 +481,15 @@ def _branch_evidence(shape: CodeShape) -> str:
 
 def _branchy(shape: CodeShape) -> bool:
     return shape.branch_density >= BRANCHY
+
+
+def _pgo_basis(pgo: float) -> str:
+    if not pgo:
+        return ""
+    return (
+        f"PGO {PGO_SAVING:.0%} of the binary's time ({100 * pgo:.1f}%; K2 measured 0.13 "
+        "of its binary's time here, 0.06 in the reference texts); "
+    )
 
 
 def _hint_weight(shape: CodeShape, pgo: bool, march: bool) -> float:

@@ -95,6 +95,12 @@ def capacity(cliff: Cliff) -> str:
             f"({measured['evidence']}); sysfs says {cliff['nominal_capacity_lines']:,}, "
             "the rest is taken by other programs or virtual machines"
         )
+    if "prefetched_room" in cliff:
+        held += (
+            f"; a line the prefetcher brought in and nobody touched takes "
+            f"{cliff['prefetched_room']:.0%} of a line's room there (it enters low in the LRU "
+            "order)"
+        )
     if limited_by_sets(cliff):
         held += (
             f"; the working set's lines sit at few places in their pages and fill "

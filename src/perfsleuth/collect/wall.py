@@ -55,6 +55,7 @@ class Snapshot:
     tasks: dict[int, TaskInfo]
     one_instant: bool = False  # wallsnap's: every stack and state of the same instant
     time_ns: int = 0  # that instant (CLOCK_MONOTONIC)
+    pass_ns: int = 0  # how long interrupting them took: the last ones' instant is later
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,9 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         tasks = {
             tid: TaskInfo(name=s.name, state=s.state, wchan="") for tid, s in snap.states.items()
         }
-        snapshots.append(Snapshot(float(since), snap.threads, tasks, True, snap.time_ns))
+        snapshots.append(
+            Snapshot(float(since), snap.threads, tasks, True, snap.time_ns, snap.pass_ns)
+        )
     return snapshots
 
 

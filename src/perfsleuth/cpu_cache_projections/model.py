@@ -5,10 +5,19 @@ non-inclusive, fill-on-miss hierarchy). On a demand miss in the first level the
 prefetcher also installs the next line, uncounted, in every level but the first:
 the adjacent-line prefetchers of current cores (Intel's L2 spatial prefetcher,
 AMD's L2 up/down prefetcher) fill the L2 and what lies below it, not the L1d.
-Measured on an AMD EPYC guest with the connection table of examples/cache: a
-struct whose code touches one line per object overflows the L1d at the demand
-lines alone (512 objects for 512 lines) and the L2 at twice as many lines, the
-one touched and the one beside it. With a single level the prefetcher fills it.
+With a single level the prefetcher fills it.
+
+In the level it fills first (the L2) a prefetched line enters a quarter of the
+way up its set's LRU order, not at the top, and so takes the room of about half a
+line (PREFETCHED_ROOM): it is evicted before the lines the code touched. Measured on
+an AMD EPYC (Zen 4) guest with the connection tables of examples/cache
+(bench/cache_cliff.py): a struct whose code touches one line per object
+overflows the L1d at the demand lines alone (512 objects for 512 lines) and the
+L2 at 1.53 lines per object (16,384 lines at 10,700 objects), not at the 2 of
+the line and its neighbour; the struct with two hot lines and a cold neighbour
+at 2.53 lines (6,478 objects), not 3. The LLC below it, filled on this CPU with
+what the L2 evicts, holds every neighbour whole: its knees fall where the line
+and its neighbour, at full room, overflow it (within 13% in 11 of 12 readings).
 The default geometry is this machine's data caches, read from sysfs.
 """
 
@@ -26,6 +35,13 @@ from .trace import Trace
 SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 FALLBACK = "line=64,L1d=32K:8,L2=512K:8,LLC=8M:16"
 SPEC_HELP = "line=64,L1d=32K:8,L2=512K:8,LLC=32M:16[,prefetch=none]"
+# A prefetched line enters the level the prefetcher fills first this far up its
+# set's LRU order (0: where the next eviction takes it, 1: the top) ...
+PREFETCH_ENTRY = 0.25
+# ... where, under random access, a line nobody touches takes this share of a
+# touched line's room (simulated: the knees of one hot line and a neighbour per
+# object at 1.49 lines, of two and a neighbour at 2.52; the cliffs use it)
+PREFETCHED_ROOM = 0.5
 
 
 @dataclass(frozen=True)
@@ -46,7 +62,8 @@ class Geometry:
 
     def describe(self) -> str:
         parts = [f"{lv.name} {human_size(lv.size)} {lv.ways}-way" for lv in self.levels]
-        prefetch = ", next-line prefetch" if self.prefetch else ""
+        low = f" (low in the {self.levels[1].name}'s LRU order)" if len(self.levels) > 1 else ""
+        prefetch = f", next-line prefetch{low}" if self.prefetch else ""
         return f"{', '.join(parts)}, {self.line_size} B lines, LRU{prefetch}"
 
     def to_json(self) -> GeometrySpec:
@@ -133,6 +150,7 @@ class CacheModel:
         self.filled: set[int] = set()  # distinct lines ever brought in, demand or prefetch
         self.touched: set[int] = set()  # distinct lines the code accessed
         self.prefetch_from = 1 if len(geometry.levels) > 1 else 0
+        self.prefetched: set[int] = set()  # lines prefetched since last cleared
 
     def observe(self, address: int, size: int) -> None:
         first, last = address >> self.shift, (address + size - 1) >> self.shift
@@ -174,8 +192,24 @@ class CacheModel:
 
     def _prefetch(self, line: int) -> None:
         self.filled.add(line)
-        for level in range(self.prefetch_from, len(self.set_counts)):
+        self.prefetched.add(line)
+        whole_from = self.prefetch_from
+        if self.prefetch_from:  # the L2 of several levels: low in its LRU order
+            self._fill_low(self.prefetch_from, line)
+            whole_from += 1
+        for level in range(whole_from, len(self.set_counts)):
             self._fill(level, line)
+
+    def _fill_low(self, level: int, line: int) -> None:
+        """A prefetch into the level it fills first: a line not there yet enters low
+        in its set's LRU order (PREFETCH_ENTRY), where a line touched enters at the
+        top."""
+        ways = self.sets[level][line % self.set_counts[level]]
+        if line in ways:
+            return
+        if len(ways) >= self.geometry.levels[level].ways:
+            ways.pop(0)
+        ways.insert(round(len(ways) * PREFETCH_ENTRY), line)
 
 
 def simulate(trace: Trace, geometry: Geometry) -> Simulation:
@@ -187,11 +221,13 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
     sampled = SampledReuse(trace, model.shift) if trace.chosen != "first" else None
     names = [lv.name for lv in geometry.levels]
     windows = sampled_windows(sampled, geometry) if sampled else []
+    rooms = prefetched_rooms(geometry)
     per_call: list[list[float]] = []
     by_source: dict[str, dict[str, float]] = {}
     for index, call in enumerate(trace.calls):
         position = (index + 0.5) / len(trace.calls)
         seen: set[int] = set()
+        model.prefetched.clear()
         in_call = [0.0] * len(names)
         for kind, address, size, pc in call:
             if kind == "I":
@@ -201,7 +237,10 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
             for line in first:
                 assert sampled is not None
                 for level, window in enumerate(windows):
-                    missed[level] += 1 - sampled.hit(line, window, position)
+                    # brought in by this call's touch of the line below
+                    if rooms[level] and line in model.prefetched:
+                        continue
+                    missed[level] += 1 - sampled.hit(line, window, position, rooms[level])
             where = trace.source_of(pc) or f"0x{pc - trace.base:x}"
             counter = by_source.setdefault(where, {"accesses": 0, **dict.fromkeys(names, 0.0)})
             counter["accesses"] += 1
@@ -222,16 +261,22 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
     }
 
 
+def prefetched_rooms(geometry: Geometry) -> list[float]:
+    """Per level, the room a line the prefetcher brought in takes there, as a share
+    of a line's; 0 in a level it does not fill."""
+    if not geometry.prefetch:
+        return [0.0] * len(geometry.levels)
+    if len(geometry.levels) == 1:
+        return [1.0]
+    return [0.0, PREFETCHED_ROOM, *[1.0] * (len(geometry.levels) - 2)]
+
+
 def sampled_windows(sampled: SampledReuse, geometry: Geometry) -> list[float]:
     """Per level, the calls whose lines it holds: the levels the prefetcher fills
     hold the neighbours of the lines too."""
-    prefetched = 1 if len(geometry.levels) > 1 else 0
     return [
-        sampled.window(
-            level.lines(geometry.line_size)
-            / (sampled.with_neighbours if geometry.prefetch and index >= prefetched else 1)
-        )
-        for index, level in enumerate(geometry.levels)
+        sampled.window(level.lines(geometry.line_size) / (1 + room * sampled.neighbours))
+        for level, room in zip(geometry.levels, prefetched_rooms(geometry), strict=True)
     ]
 
 

@@ -26,8 +26,19 @@ recent enough for the level to hold it still:
 
 Under uniform random access over D lines this is the LRU rule 1 - C / D that
 knee.py fits. A level the prefetcher fills holds the touched lines' neighbours as
-well, and so fewer calls' lines. Accesses after the first to a line in the same call are looked up
-in the model, which sees every access of a traced call."""
+well, and so fewer calls' lines (each at the room model.py gives a prefetched
+line there). Accesses after the first to a line in the same call are looked up
+in the model, which sees every access of a traced call.
+
+A level the prefetcher fills also has the line when a recent call touched the
+line below (the next-line prefetcher brought it in then), or this call did: on a
+table that fits, where only first touches miss, about half of a dense array's
+lines come in that way, and leaving it out put the 1-in-64 sample of uthash
+lookups over 5,000 entries 50% above the exact trace. The line below is a
+frequent one, whose rate the sample gives, or a rare one: then, per instruction,
+the share of its lines whose line below the calls touch at all (at the rare lines'
+mean rate r) comes from how often, of two distinct traced calls, one touches a
+line of it and the other the line below: that share is E[rate below] / r."""
 
 from __future__ import annotations
 
@@ -46,10 +57,13 @@ class SampledReuse:
         self.calls = max(len(trace.calls), 1)
         self.counts: Counter[int] = Counter()
         self.group: dict[int, int] = {}  # line -> the instruction that first touched it
+        together: Counter[int] = Counter()  # line -> calls touching it and the line below
         for call in trace.calls:
-            for line, pc in call_lines(call, shift).items():
+            touched = call_lines(call, shift)
+            for line, pc in touched.items():
                 self.counts[line] += 1
                 self.group.setdefault(line, pc)
+                together[line] += line - 1 in touched
         rare: dict[int, list[int]] = {}
         for line, count in self.counts.items():
             if count <= RARE_CALLS:
@@ -60,11 +74,15 @@ class SampledReuse:
             for pc, counts in rare.items()
         }
         self.frequent = [m / self.calls for m in self.counts.values() if m > RARE_CALLS]
+        rare_lines = sum(lines for _, lines in self.rare.values())
+        rare_touches = sum(touches for touches, _ in self.rare.values())
+        self.rare_rate = rare_touches / rare_lines if rare_lines else 0.0
+        self.below = below_shares(self.counts, together, self.group, self.calls, self.rare_rate)
         self.total_calls = max(trace.total_calls, self.calls)
         lines = set(self.counts)
         # the next-line prefetcher (model.py) also brings in each line's neighbour
-        # to the levels below the first: of those, this many lines per line touched
-        self.with_neighbours = len(lines | {line + 1 for line in lines}) / max(len(lines), 1)
+        # to the levels below the first: per line touched, the neighbours not touched
+        self.neighbours = len({line + 1 for line in lines} - lines) / max(len(lines), 1)
 
     def frequency(self, line: int) -> float:
         """The probability that a call touches `line`."""
@@ -96,11 +114,45 @@ class SampledReuse:
             low, high = (middle, high) if self.window_lines(middle) < capacity else (low, middle)
         return low
 
-    def hit(self, line: int, window: float, position: float) -> float:
+    def hit(self, line: int, window: float, position: float, room: float = 0.0) -> float:
         """The probability that the first touch of `line` in the call at `position`
-        (0..1 through the run) hits a level holding `window` calls' lines."""
+        (0..1 through the run) hits a level holding `window` calls' lines; `room`:
+        in a level the prefetcher fills, which a touch of the line below brings it
+        into as well, the room a prefetched line takes there, as a share of a
+        line's (it is kept that share of the window)."""
         before = position * self.total_calls
-        return -math.expm1(-self.frequency(line) * min(window, before))
+        kept = -math.expm1(-self.frequency(line) * min(window, before))
+        if not room:
+            return kept
+        return 1 - (1 - kept) * (1 - self.below_hit(line, min(window * room, before)))
+
+    def below_hit(self, line: int, calls: float) -> float:
+        """The probability that the line below was touched in the last `calls`
+        calls (the prefetcher then brought this one in)."""
+        count = self.counts.get(line - 1, 0)
+        if count > RARE_CALLS:
+            return -math.expm1(-count / self.calls * calls)
+        share = self.below.get(self.group.get(line, -1), 0.0)
+        return share * -math.expm1(-self.rare_rate * calls)
+
+
+def below_shares(
+    counts: Counter[int], together: Counter[int], group: dict[int, int], calls: int, rate: float
+) -> dict[int, float]:
+    """Per instruction, the share of its rare lines whose line below is one the
+    calls touch (at `rate` per call, that of a rare line): from how often, of two
+    distinct traced calls, the first touches one of its lines and the second the
+    line below, touches weighted."""
+    pairs: Counter[int] = Counter()
+    touches: Counter[int] = Counter()
+    for line, count in counts.items():
+        below = counts.get(line - 1, 0)
+        if below <= RARE_CALLS:
+            pairs[group[line]] += count * below - together[line]
+            touches[group[line]] += count
+    if calls < 2 or rate <= 0:
+        return {}
+    return {pc: min(1.0, pairs[pc] / ((calls - 1) * touches[pc]) / rate) for pc in touches}
 
 
 def call_lines(call: list, shift: int) -> dict[int, int]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from ..errors import UserError
@@ -55,7 +56,7 @@ from ..model.cpu_cache import (
     TlbLimit,
 )
 from .knee import knee
-from .model import Geometry, Level
+from .model import Geometry, Level, prefetched_rooms
 from .trace import PAGE_SIZE
 
 PLACEHOLDER = "{n}"
@@ -150,25 +151,48 @@ def level_cliff(
     """Where the working set outgrows level `index` of the geometry: its fit against n
     reaches the capacity that the sets its lines use hold."""
     level = geometry.levels[index]
-    # the model's prefetcher fills the levels below the first (model.py)
+    # the model's prefetcher fills the levels below the first (model.py), the
+    # first of them with its lines low in the LRU order
     demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
+    room = prefetched_rooms(geometry)[index]
     working_set: WorkingSet = "data_lines" if demand else fitted
-    held = fit([(r["n"], r[working_set]) for r in runs])
-    offsets = runs[-1].get("touched_offsets") if demand else runs[-1].get("line_offsets")
+    held = fit([(r["n"], room_held(r, working_set, room)) for r in runs])
+    offsets = (
+        runs[-1].get("touched_offsets") if demand else offsets_held(runs[-1], working_set, room)
+    )
     nominal = level.lines(geometry.line_size)
     capacity: Capacity = {"capacity_lines": nominal, "capacity_source": "sysfs"}
     if index == len(geometry.levels) - 1 and index > 0:
         capacity = llc_capacity(llc, nominal, geometry.line_size, held)
     share = usable_share(offsets, set_groups(level, geometry.line_size))
     usable = round(capacity["capacity_lines"] * share)
-    return {
+    cliff: Cliff = {
         "level": level.name,
         "working_set": working_set,
         **capacity,
         "usable_share": share,
         "usable_lines": usable,
-        **placement(held, usable, runs[0][working_set], runs),
+        **placement(held, usable, room_held(runs[0], working_set, room), runs),
     }
+    if 0 < room < 1:
+        cliff["prefetched_room"] = room
+    return cliff
+
+
+def room_held(run: MeasuredRun, working_set: WorkingSet, room: float) -> float:
+    """The room the working set takes: the lines touched whole, the others brought
+    in (the prefetcher's) at `room` of a line each (none for the lines touched)."""
+    return run["data_lines"] + room * (run[working_set] - run["data_lines"])
+
+
+def offsets_held(run: MeasuredRun, working_set: WorkingSet, room: float) -> Sequence[float] | None:
+    """room_held per place in the page."""
+    held, touched = run.get("line_offsets"), run.get("touched_offsets")
+    if working_set == "data_lines":
+        return touched
+    if room in (0, 1) or held is None or touched is None:
+        return held
+    return [t + room * (h - t) for h, t in zip(held, touched, strict=True)]
 
 
 def placement(
@@ -199,13 +223,13 @@ def set_groups(level: Level, line_size: int) -> int:
     return math.gcd(sets, PAGE_SIZE // line_size) if sets else 1
 
 
-def usable_share(offsets: list[int] | None, groups: int) -> float:
+def usable_share(offsets: Sequence[float] | None, groups: int) -> float:
     """The share of a level's capacity that a working set with these counts of
     lines per place in the page fills before it misses: the knee of the miss
     curve sum_g p_g * max(0, 1 - 1 / (groups * p_g * x)) over x = working set /
     capacity, each group of sets holding 1/groups of the capacity and taking the
     share p_g of the uniformly random accesses. 1 when the lines spread evenly."""
-    folded = [0] * groups
+    folded = [0.0] * groups
     for place, count in enumerate(offsets or []):
         folded[place % groups] += count
     total = sum(folded)
@@ -219,7 +243,7 @@ def usable_share(offsets: list[int] | None, groups: int) -> float:
     return min(1.0, knee(curve) or 1.0)
 
 
-def looks_even(counts: list[int]) -> bool:
+def looks_even(counts: list[float]) -> bool:
     """Whether counts per group are what lines at random places would give: a
     chi-square statistic within three standard deviations of its mean. A small
     working set at random places (a hash table's nodes) leaves some groups short

@@ -5,7 +5,8 @@ Three kinds of format, each kind in its own package, each module one format:
   perf_script, py_spy, folded, with their helpers limits and read_position, and
   pprof_message (a pprof message from a Profile) for present/pprof.py and wire.window_pprof;
 - tool_output/: the output of the tools the recorders run (perf_samples, perf_switches,
-  bpftrace_stacks, eu_stack, py_spy_trace, counts) and python_splice, which joins two;
+  bpftrace_stacks, eu_stack, wallsnap, py_spy_trace, counts) and python_splice, which joins
+  two;
 - wire/: the fleet's wire formats, what a push carries (window_pprof, pyroscope,
   pyroscope_push, otlp_profiles), with ingest (the checks every push passes).
 

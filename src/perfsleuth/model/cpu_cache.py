@@ -289,6 +289,9 @@ class Placement(TypedDict):
 class Cliff(Capacity):
     level: str
     working_set: str  # the fit the cliff comes from
+    # the room a neighbour the prefetcher brought in and nobody touched takes, as a
+    # share of a line's (cpu_cache_projections/model.py); absent: 1
+    prefetched_room: NotRequired[float]
     usable_share: float  # of the capacity, the sets the working set's lines map to can use
     usable_lines: int
     n: int | None

@@ -167,6 +167,11 @@ def capacity(cliff: Cliff, fitted: str) -> str:
         )
     if cliff["working_set"] != fitted:
         held += "; the lines touched: the prefetcher fills the next levels"
+    if "prefetched_room" in cliff:
+        held += (
+            f"; a prefetched line nobody touched at {cliff['prefetched_room']:.0%} of a line's "
+            "room: it enters low in the LRU order"
+        )
     return held + usable(cliff)
 
 

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 LOCK_WAIT_S = 120.0
 WRITE_LOCK = "write.lock"
+# A writer appends rows and small documents, which DuckDB does on one thread: its pool of
+# worker threads (one per CPU) only cost a fresh store's `import` ~0.006 CPU-s to start
+WRITER_CONFIG: dict[str, str | bool | int | float | list[str]] = {"threads": 1}
 SPACE_FACTOR = 2
 SPACE_MARGIN = 1 << 20
 DISK_FULL_MESSAGES = ("No space left on device", "Disk quota exceeded", "File too large")
@@ -314,7 +317,9 @@ class Store:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.db), read_only=not write)
+                return duckdb.connect(
+                    str(self.db), read_only=not write, config=WRITER_CONFIG if write else {}
+                )
             except duckdb.IOException as e:
                 if "lock" not in str(e).lower():
                     raise UserError(f"cannot open the store {self.db}: {e}") from e

@@ -444,6 +444,7 @@ export interface Capacity {
 export interface Cliff extends Capacity {
   level: string;
   working_set: string;
+  prefetched_room?: number;
   usable_share: number;
   usable_lines: number;
   n: number | null;

@@ -340,10 +340,12 @@ function scalingPlot(scale: Scaling): SVGElement {
 }
 
 /** A level's capacity; the LLC's, when measured, with the size sysfs gives beside it;
- * and the part of it the working set's lines can use when they leave sets empty. */
+ * the room a prefetched line takes there, when less than a line's (the L2); and the
+ * part of it the working set's lines can use when they leave sets empty. */
 function capacityText(c: Cliff): string {
   let held = `${c.capacity_lines.toLocaleString()} lines`;
   if (c.capacity_source === "measured" && c.nominal_capacity_lines !== undefined) held = `${held} measured (sysfs: ${c.nominal_capacity_lines.toLocaleString()})`;
+  if (c.prefetched_room !== undefined) held = `${held}; a prefetched line nobody touched takes ${Math.round(c.prefetched_room * 100)}% of a line's room`;
   if (c.usable_share >= USABLE_SHOWN) return held;
   return `${held}, ${c.usable_lines.toLocaleString()} usable by its sets`;
 }

@@ -22,6 +22,7 @@
    Each snapshot, on stdout:
 
      SNAPSHOT <CLOCK_MONOTONIC ns of the pass> <ns until the last thread was let go>
+              <ns the pass took (longer when the snapshotter lost its CPU meanwhile)>
      STATE <tid> <S: blocked in a system call, R: not> <its number or -> <name>
      PID <pid> - process
      TID <tid>:
@@ -374,11 +375,14 @@ static void unwind(struct thread *t) {
 }
 
 /* Interrupts every thread, then unwinds and lets go each as it stops. Returns the
-   threads refused for lack of permission; *taken is the threads unwound. */
-static int take(int *taken) {
+   threads refused for lack of permission; *taken is the threads unwound, *passed the
+   ns the pass over the threads listed took. */
+static int take(int *taken, uint64_t *passed) {
     int pending = 0;
     int listed = nthreads;
+    uint64_t started = now_ns();
     int refused = interrupt(0, &pending);
+    *passed = now_ns() - started;
     for (int i = 0; i < nprocs; i++) list_threads(procs[i].pid); /* started since */
     refused += interrupt(listed, &pending);
     struct itimerval limit = {.it_value = {.tv_sec = 0, .tv_usec = STOP_TIMEOUT_US}};
@@ -414,14 +418,15 @@ static void snapshot(pid_t root, bool first) {
     out = open_memstream(&body, &size);
     uint64_t started = now_ns();
     int taken;
-    int refused = take(&taken);
+    uint64_t passed;
+    int refused = take(&taken, &passed);
     uint64_t held = now_ns() - started;
     fclose(out);
     if (first && refused > 0 && taken == 0) {
         fprintf(stderr, "wallsnap: cannot trace process %d: not permitted\n", root);
         exit(3);
     }
-    printf("SNAPSHOT %" PRIu64 " %" PRIu64 "\n", started, held);
+    printf("SNAPSHOT %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", started, held, passed);
     fwrite(body, 1, size, stdout);
     fflush(stdout);
     free(body);

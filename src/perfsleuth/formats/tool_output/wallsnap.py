@@ -1,18 +1,20 @@
 """Output of wallsnap (collect/wall_snapshotter/wallsnap.c) -> snapshots.
 
 One block per snapshot; the threads' stacks are in eu-stack's `-q -b -m` layout,
-each thread preceded by what /proc said of it just before the stop:
+each thread preceded by its state at the stop (from its registers) and name:
 
-    SNAPSHOT 56843717834050 2886368
+    SNAPSHOT 56843717834050 2886368 18230
     STATE 16465 S 202 prodcons-measured
     PID 16464 - process
     TID 16465:
     #0  0x00007f85f64a4174 - /usr/lib/x86_64-linux-gnu/libc.so.6
         [93ac61ec...a40]@0x7f85f641e000+0x86174
 
-SNAPSHOT gives the CLOCK_MONOTONIC instant the threads were interrupted and the
-ns until the last was let go; STATE whether the thread was inside a system call
-then (S, with its number) or not (R, "-"), and its name (which may hold spaces).
+SNAPSHOT gives the CLOCK_MONOTONIC instant the threads were interrupted, the ns
+until the last was let go and the ns the pass that interrupted them took (long when
+the snapshotter lost its CPU meanwhile: the later threads' instant is later). STATE
+says whether the thread was blocked in a system call then (S) or not (R), the call's
+number ("-": none) and the thread's name (which may hold spaces).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from dataclasses import dataclass, field
 
 from . import eu_stack
 
-SNAPSHOT_LINE = re.compile(r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+)$", re.MULTILINE)
+SNAPSHOT_LINE = re.compile(
+    r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+)(?: (?P<pass>\d+))?$", re.MULTILINE
+)
 STATE_LINE = re.compile(r"^STATE (?P<tid>\d+) (?P<state>[SR]) (?P<syscall>\d+|-) ?(?P<name>.*)$")
 
 
@@ -37,6 +41,7 @@ class ThreadState:
 class WallSnapshot:
     time_ns: int
     held_ns: int
+    pass_ns: int = 0
     states: dict[int, ThreadState] = field(default_factory=dict)
     threads: list[eu_stack.EuThread] = field(default_factory=list)
 
@@ -48,7 +53,7 @@ def parse(text: str) -> list[WallSnapshot]:
     snapshots = []
     for head, end in zip(heads, ends, strict=True):
         body = text[head.end() : end]
-        snap = WallSnapshot(int(head["time"]), int(head["held"]))
+        snap = WallSnapshot(int(head["time"]), int(head["held"]), int(head["pass"] or 0))
         snap.states = _states(body)
         snap.threads = eu_stack.parse(body)
         snapshots.append(snap)
