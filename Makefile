@@ -60,7 +60,7 @@ lint: $(STAMP)
 	$(BIN)/python scripts/gen_documents.py --check
 	@if [ -f native/Cargo.toml ]; then cd native && cargo fmt --check && cargo clippy --release -q -- -D warnings; fi
 
-unit: $(STAMP)
+unit: $(STAMP) native
 	$(BIN)/pytest -q tests/unit
 
 integration: setup

@@ -5,7 +5,7 @@ Each round builds a batch of orders, serializes it (json.dumps), parses it back
 hot spot, with the call sites in serialize() and parse(), and prove that orjson
 speeds it up without a code change (`perfsleuth advise --verify`).
 
-Usage: python3 json_heavy.py [ROUNDS]   (default 40, about 2 s on a laptop core)
+Usage: python3 json_heavy.py [ROUNDS | SECONDSs]   (default 40 rounds, ~2 s on a laptop)
 """
 
 import json
@@ -43,13 +43,17 @@ def total_quantity(orders):
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    arg = sys.argv[1] if len(sys.argv) > 1 else "40"
+    seconds = float(arg[:-1]) if arg.endswith("s") else None
+    limit = 10**9 if seconds is not None else int(arg)
     orders = make_orders(2000)
     checksum = 0
     started = time.perf_counter()
-    for _ in range(rounds):
+    rounds = 0
+    while rounds < limit and (seconds is None or time.perf_counter() - started < seconds):
         text = serialize(orders)
         checksum += total_quantity(parse(text))
+        rounds += 1
     elapsed = time.perf_counter() - started
     print(f"json_heavy: {rounds} rounds, checksum {checksum}, loop {elapsed:.3f} s")
 

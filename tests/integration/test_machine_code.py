@@ -270,3 +270,28 @@ def test_two_globals_the_unit_does_not_define_are_two_addresses_once_linked(
     code = straight_line_code(exe, "put.c", 3, 4)
     assert code is not None and len(code.byte_stores) == 2
     assert code.reloads == []
+
+
+# Monero's bulletproof_PROVE shape: each byte written may be v[i], so GCC loads v[i]
+# again after every one, the pointer stepped on in between (`[rdi]`, `add rdi, 8`,
+# `[rdi - 8]`); v[i]'s address changes from one iteration to the next, so it is no
+# loop-invariant load.
+SPLIT = """#include <stdint.h>
+void split(const uint64_t* v, unsigned char* out, unsigned long n) {
+    for (unsigned long i = 0; i < n; ++i) {
+        out[3 * i] = v[i] & 255;
+        out[3 * i + 1] = (v[i] >> 8) & 255;
+        out[3 * i + 2] = (v[i] >> 16) & 255;
+    }
+}
+"""
+
+
+def test_a_load_again_in_one_iteration_after_a_byte_store_is_a_reload(tmp_path: Path) -> None:
+    (tmp_path / "split.c").write_text(SPLIT)
+    out = tmp_path / "split.o"
+    subprocess.run(["gcc", "-O2", "-g", "-c", "split.c", "-o", str(out)], cwd=tmp_path, check=True)
+    loop = loop_code(out, "split.c", 3, 7)
+    assert loop is not None and len(loop.byte_stores) == 3
+    assert {i.where for i in loop.reloads} == {"split.c:5", "split.c:6"}
+    assert len({i.text.split(", ")[1] for i in loop.reloads}) == 1  # v[i], twice again

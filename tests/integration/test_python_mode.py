@@ -162,10 +162,11 @@ def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_pat
 
 
 def test_pid_of_a_running_interpreter_and_its_exit_mid_recording(tmp_path: Path) -> None:
-    # long enough for perf, which takes ~0.3 s longer than py-spy to attach (1.4 s on a
-    # quiet machine), and ends well within the duration at load 20 too (30 rounds took
-    # 20 s there: 60 could outlast the 30 s once asked for, and the exit went unseen)
-    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "20"])
+    # 8 s of rounds: long enough for perf, which takes ~0.3 s longer than py-spy to
+    # attach (1.4 s on a quiet machine: 20 rounds, 0.5 s there, were over before it once
+    # in clean-clone CI), and over well within the 90 s asked for at any load (a count
+    # of rounds could not be both: 30 took 20 s at load 20)
+    proc = subprocess.Popen([PYTHON, str(EXAMPLES / "json_heavy.py"), "8s"])
     try:
         time.sleep(0.3)
         store = tmp_path / "store"

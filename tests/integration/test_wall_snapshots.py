@@ -28,6 +28,7 @@ from test_offcpu_wall import (
 
 from perfsleuth.collect import wall, wallsnap
 from perfsleuth.collect.options import RecordOptions
+from perfsleuth.errors import UserError
 
 pytestmark = pytest.mark.integration
 
@@ -211,3 +212,15 @@ def test_eu_stack_path_records_the_same_program(examples_built: Path, tmp_path: 
     assert recording.meta["recorder"] == "eu-stack" and recording.meta["snapshots"] > 0
     functions = {f.function for f in recording.profile.frames}
     assert any("process_message" in f for f in functions), sorted(functions)[:20]
+
+
+def test_a_snapshotter_that_fails_at_once_says_why(tmp_path: Path) -> None:
+    """wallsnap's own one-line complaint (here: the process is gone) is the error, not
+    a recording with no snapshot."""
+    tool = wallsnap.binary()
+    assert tool is not None, "make setup builds wallsnap"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    snapper = wallsnap.Snapshotter(tool, gone.pid, 50, tmp_path / "snapshots.txt")
+    with pytest.raises(UserError, match=f"no process {gone.pid}"):
+        snapper.stop()

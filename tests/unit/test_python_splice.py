@@ -389,3 +389,17 @@ def test_a_c_function_both_sides_call_stays_where_the_trace_puts_it() -> None:
     ]
     assert {t for _, t in remainders} == {CRUNCH, SPELL}
     assert all(python == t for python, t in remainders), Counter(remainders)
+
+
+def test_the_time_popen_took_is_searched_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Popen of seconds on a saturated machine would mean thousands of offsets, each
+    reading every sample again: no more than MAX_SLACK of it is searched."""
+    samples, timelines = recorded("json_heavy_quiet")
+    learn = python_splice._learn
+    calls: list[float] = []
+    monkeypatch.setattr(python_splice, "_learn", lambda *a: calls.append(1) or learn(*a))
+    python_splice.place(samples, timelines, slack=python_splice.MAX_SLACK)
+    bounded = len(calls)
+    calls.clear()
+    python_splice.place(samples, timelines, slack=5.0)
+    assert len(calls) == bounded

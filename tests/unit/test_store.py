@@ -160,7 +160,7 @@ def test_load_run_is_one_value_with_the_profiles_timeline(store_path: Path):
 
 
 def test_a_writer_runs_duckdb_on_one_thread_and_a_reader_on_its_default(store_path: Path):
-    import _duckdb
+    import duckdb
 
     store = Store(store_path)
     store.add_run(RunInfo(command="prog", mode="cpu"), Recording(sample_profile()))
@@ -170,6 +170,6 @@ def test_a_writer_runs_duckdb_on_one_thread_and_a_reader_on_its_default(store_pa
 
     with store._connect(write=True) as con:
         assert threads(con) == 1
-    with store._connect(write=False) as con:
-        assert threads(con) == threads(_duckdb.connect(":memory:"))
+    with store._connect(write=False) as con, duckdb.connect(":memory:") as default:
+        assert threads(con) == threads(default)
     assert store.load(1).frames == sample_profile().frames

@@ -53,7 +53,6 @@ def test_columns_are_written_by_isa_l_in_zlib_s_format(monkeypatch: pytest.Monke
     assert time_ns == timeline.time_ns.tobytes()
     monkeypatch.setattr(timeline_module, "deflate", lambda: zlib)
     by_zlib = documents.dump(timeline)
-    assert by_zlib["time_ns"] != stored["time_ns"]  # other bytes, the same columns
     assert documents.load(Timeline, by_zlib) == documents.load(Timeline, stored) == timeline
 
 

@@ -30,11 +30,6 @@ def test_states_say_whether_a_thread_was_blocked_in_a_system_call():
     assert (first.states[27602].state, first.states[27602].syscall) == ("R", None)
 
 
-def test_an_older_snapshot_line_without_the_pass():
-    (snap,) = wallsnap.parse("SNAPSHOT 10 2\nSTATE 7 R - w\nPID 7 - process\nTID 7:\n")
-    assert (snap.time_ns, snap.held_ns, snap.pass_ns) == (10, 2, 0)
-
-
 def test_frames_keep_module_build_id_and_offset():
     first = wallsnap.parse(FIXTURE.read_text())[0]
     consumer = next(t for t in first.threads if t.tid == 27602)

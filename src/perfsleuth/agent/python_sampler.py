@@ -94,6 +94,7 @@ class _Run:
     stat: ProcStat
     name: str
     origin: float  # CLOCK_MONOTONIC s: about when py-spy's clock started
+    slack: float  # s: how much earlier it may have started (the time Popen took)
 
 
 @dataclass
@@ -104,6 +105,7 @@ class RunStacks:
     timelines: dict[int, py_spy_trace.Timeline]
     start: float
     end: float
+    slack: float = 0.0  # as _Run's
     used: bool = False
 
 
@@ -245,9 +247,11 @@ class PythonSampler:
         assert self.tool is not None
         self.workdir.mkdir(parents=True, exist_ok=True)
         out = self.workdir / f"{pid}.json"
+        called = time.monotonic()
         spy = start_spy(self.tool, pid, SPY_RATE_HZ, self.duration, out, trace=True)
         # Popen returns once py-spy's exec succeeded; the splice finds the few ms more
-        self.runs[pid] = _Run(spy, stat, name, time.monotonic())
+        started = time.monotonic()
+        self.runs[pid] = _Run(spy, stat, name, started, started - called)
 
     def _reap(self) -> None:
         for pid, run in list(self.runs.items()):
@@ -263,7 +267,7 @@ class PythonSampler:
         try:
             if spy.out.exists() and spy.out.stat().st_size:
                 timelines = py_spy_trace.read(spy.out, run.origin)
-                seen = RunStacks(timelines, run.origin, time.monotonic())
+                seen = RunStacks(timelines, run.origin, time.monotonic(), run.slack)
                 self.done[pid] = [*self.done.get(pid, [])[1 - KEEP_RUNS :], seen]
             elif spy.proc.returncode != 0:
                 self._skip(pid, run)
@@ -358,7 +362,7 @@ class PythonSampler:
             total[1] += c
         moved: dict[tuple[int, int], int] = {}
         for part in covered:
-            placed = python_splice.place(part.samples, part.run.timelines)
+            placed = python_splice.place(part.samples, part.run.timelines, part.run.slack)
             self.stalled += sum(where.stalled for where in placed)
             for (sid, ti), where in zip(part.keys, placed, strict=True):
                 if where.python:

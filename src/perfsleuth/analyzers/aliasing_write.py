@@ -206,7 +206,8 @@ def _machine_code_evidence(
         )
     return (
         f"machine code of {symbol}{where}: {_count(asm.reloads, 'load')} from unchanged "
-        f"addresses and {_count(asm.byte_stores, 'byte store')} in a "
+        f"addresses (the loop's, or the iteration's after a byte store) and "
+        f"{_count(asm.byte_stores, 'byte store')} in a "
         f"{len(asm.instructions)}-instruction loop"
     )
 

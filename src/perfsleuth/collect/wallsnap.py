@@ -83,13 +83,15 @@ class Snapshotter:
     def __init__(self, tool: str, pid: int, rate_hz: float, out_path: Path) -> None:
         self.pid = pid
         self.out_path = out_path
+        # a file, not a pipe: nobody reads while it runs, and a full pipe would stop it
+        self.err_path = out_path.with_suffix(".err")
         env = {k: v for k, v in os.environ.items() if k != "DEBUGINFOD_URLS"}
-        with open(out_path, "wb") as out:
+        with open(out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = spawn(
                 [tool, str(pid), f"{rate_hz:g}"],
                 stdin=subprocess.PIPE,
                 stdout=out,
-                stderr=subprocess.PIPE,
+                stderr=err,
                 env=env,
                 start_new_session=True,  # Ctrl-C is the target's; we end it ourselves
             )
@@ -104,7 +106,8 @@ class Snapshotter:
             )
 
     def stop(self) -> str:
-        """Ends it after the snapshot under way; returns what it wrote."""
+        """Ends it after the snapshot under way; returns what it wrote. A one-line
+        error when it failed before writing a snapshot."""
         assert self.proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):
             self.proc.stdin.close()
@@ -114,7 +117,11 @@ class Snapshotter:
             self.proc.kill()
             self.proc.wait()
         self.check()
-        return self.out_path.read_text(errors="replace")
+        text = self.out_path.read_text(errors="replace")
+        complaint = self.err_path.read_text(errors="replace").strip().splitlines()
+        if self.proc.returncode and not text and complaint:
+            raise UserError(f"wall-clock snapshots failed: {complaint[-1]}")
+        return text
 
 
 def main() -> int:

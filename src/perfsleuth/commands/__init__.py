@@ -48,7 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "try": (
         "try_",
-        "try other allocators (LD_PRELOAD), build flags (O3, LTO, PGO...) or a patch on a workload",
+        "try other allocators (LD_PRELOAD), build flags (O3, LTO, PGO...), a patch, or all of "
+        "them combined on a workload",
     ),
     "gate": (
         "gate",

@@ -1,4 +1,4 @@
-"""perfsleuth try allocator|build|patch -- CMD: experiments against a baseline."""
+"""perfsleuth try allocator|build|patch|combined -- CMD: experiments against a baseline."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def machine_loops(
         frame = frozenset() if stack_reads else FRAME_REGISTERS
         if not stack_reads and any(_text(i) == FRAME_POINTER_SETUP for i in code):
             frame = frame | {"rbp"}
-        loops.extend(_machine_loops(name, decoded, inside, frame))
+        loops.extend(_machine_loops(name, decoded, inside, frame, rows))
     return loops
 
 
@@ -219,10 +219,36 @@ def _straight(
         conditional = insn.group(JUMP_GROUP) and not ends
         if insn.group(CALL_GROUP) or ends or (conditional and not follow):
             loaded = {}
-        _, writes = insn.regs_access()
-        written = {_family(insn.reg_name(r)) for r in writes}
-        loaded = {a: stored for a, stored in loaded.items() if not set(a[0]) & written}
+        loaded = _after_register_writes(insn, loaded)
     return code
+
+
+def _after_register_writes(insn: capstone.CsInsn, loaded: dict[tuple, bool]) -> dict[tuple, bool]:
+    """The addresses read before `insn` still known after it: one whose register it
+    changes is forgotten, unless it only adds a constant to it (a pointer stepping
+    on: GCC's `add rdi, 8` between `[rdi]` and `[rdi - 8]`, the same v[i])."""
+    _, writes = insn.regs_access()
+    written = {_family(insn.reg_name(r)) for r in writes} - {"rflags"}
+    step = _constant_step(insn)
+    kept = {}
+    for (regs, scale, disp, width), stored in loaded.items():
+        if not set(regs) & written:
+            kept[(regs, scale, disp, width)] = stored
+        elif step is not None and written == {step[0]} and regs.count(step[0]) == 1:
+            times = 1 if regs[0] == step[0] else scale
+            kept[(regs, scale, disp - step[1] * times, width)] = stored
+    return kept
+
+
+def _constant_step(insn: capstone.CsInsn) -> tuple[str, int] | None:
+    """(register, constant) for `add reg, imm` and `sub reg, imm` (as -imm)."""
+    if insn.mnemonic not in ("add", "sub") or len(insn.operands) != 2:
+        return None
+    dest, source = insn.operands
+    if dest.type != x86.X86_OP_REG or source.type != x86.X86_OP_IMM:
+        return None
+    sign = 1 if insn.mnemonic == "add" else -1
+    return _family(insn.reg_name(dest.reg)), sign * int(source.imm)
 
 
 def _reloads(loaded: dict[tuple, bool], address: tuple) -> bool:
@@ -282,7 +308,7 @@ def line_instructions(
 
 
 def _machine_loops(
-    name: str, code: list[_Decoded], addresses: set[int], frame: frozenset[str]
+    name: str, code: list[_Decoded], addresses: set[int], frame: frozenset[str], rows: _LineRows
 ) -> list[LoopCode]:
     """Every backward jump of the source loop: its jump or its target is code of the
     loop's lines (or of another file, an inlined header's). A loop whose both ends are
@@ -299,11 +325,16 @@ def _machine_loops(
         own = any(e.insn.address in addresses for e in ends) or all(e.line == 0 for e in ends)
         if not own or not any(b.insn.address in addresses for b in body):
             continue
-        loops.append(_analyse_loop(name, body, frame))
+        loops.append(_analyse_loop(name, body, frame, rows))
     return loops
 
 
-def _analyse_loop(name: str, body: list[_Decoded], frame: frozenset[str]) -> LoopCode:
+def _analyse_loop(
+    name: str, body: list[_Decoded], frame: frozenset[str], rows: _LineRows
+) -> LoopCode:
+    """The loop's byte stores and its reloads: loads of an address no instruction of
+    the loop changes, and loads in one iteration of an address loaded before one of
+    its byte stores (`v[i]` read again for each byte of `sv[i]` written)."""
     written = set()
     for d in body:
         _, writes = d.insn.regs_access()
@@ -314,6 +345,11 @@ def _analyse_loop(name: str, body: list[_Decoded], frame: frozenset[str]) -> Loo
             loop.byte_stores.append(insn)
         elif _invariant_load(d.insn, written | frame):
             loop.reloads.append(insn)
+    code = [d.insn for d in body]
+    invariant = {i.address for i in loop.reloads}
+    again = _straight(name, code, _jump_targets(code), rows).reloads
+    loop.reloads += [i for i in again if i.address not in invariant]
+    loop.reloads.sort(key=lambda i: i.address)
     return loop
 
 

@@ -57,6 +57,7 @@
 #define MAX_FRAMES 256
 #define NAME_SIZE 64
 #define STOP_TIMEOUT_US 250000 /* a thread in uninterruptible sleep stops late */
+#define ALARM_EVERY_US 10000   /* past the time limit, how often waitpid is woken */
 
 struct thread {
     pid_t tid, pid;
@@ -385,13 +386,18 @@ static int take(int *taken, uint64_t *passed) {
     *passed = now_ns() - started;
     for (int i = 0; i < nprocs; i++) list_threads(procs[i].pid); /* started since */
     refused += interrupt(listed, &pending);
-    struct itimerval limit = {.it_value = {.tv_sec = 0, .tv_usec = STOP_TIMEOUT_US}};
+    /* The timer repeats: one SIGALRM spent while unwinding would leave waitpid
+       waiting for a thread in uninterruptible sleep with no limit. */
+    uint64_t deadline = now_ns() + STOP_TIMEOUT_US * 1000ull;
+    struct itimerval limit = {.it_interval = {.tv_sec = 0, .tv_usec = ALARM_EVERY_US},
+                              .it_value = {.tv_sec = 0, .tv_usec = STOP_TIMEOUT_US}};
     setitimer(ITIMER_REAL, &limit, NULL);
     *taken = 0;
-    while (pending > 0) {
+    while (pending > 0 && now_ns() < deadline) {
         int status;
         pid_t tid = waitpid(-1, &status, __WALL);
-        if (tid < 0) break; /* the time limit (EINTR), or no tracee left */
+        if (tid < 0 && errno == EINTR) continue; /* the deadline is checked again */
+        if (tid < 0) break;                      /* no tracee left */
         struct thread *t = thread_of(tid);
         if (!t || !t->seized) { /* one a previous snapshot gave up on */
             if (WIFSTOPPED(status)) ptrace(PTRACE_DETACH, tid, NULL, NULL);

@@ -126,6 +126,10 @@ KERNEL = "[kernel.kallsyms]"
 STAMPS_LATE = 0.060
 START_LATE = 0.020
 SHIFT_STEP = 0.002
+# At most this much SLACK is searched: each offset tried reads every sample again (a
+# Popen of 2 s on a saturated machine would be 1,000 offsets), and the wider the
+# search the likelier a wrong far-off tie; Popen took up to 170 ms at load 25.
+MAX_SLACK = 0.300
 # The offset is the run's typical one: a change's own stamp is late by 0 to tens of ms
 # more or less, so the stacks of the changes up to EARLY before and LAG after a sample's
 # aligned time are its candidates (at 2 and 10 ms, 3 of 37 such recordings put
@@ -368,11 +372,11 @@ def _aligned(
 ) -> dict[int, Timeline]:
     """The timelines shifted by the offset under which the samples' native entries
     agree best with their Python leaf frames, of SHIFT_STEP steps from STAMPS_LATE +
-    SLACK early to START_LATE late (unshifted when nothing tells). Stamps late by a
-    varying amount make the best agreement flat over tens of ms: its middle is taken
-    (its smaller end put 9 of 76 json samples of a run at load 24 under the wrong
-    function, its middle none)."""
-    early = -(STAMPS_LATE + slack)
+    SLACK (at most MAX_SLACK) early to START_LATE late (unshifted when nothing tells).
+    Stamps late by a varying amount make the best agreement flat over tens of ms: its
+    middle is taken (its smaller end put 9 of 76 json samples of a run at load 24 under
+    the wrong function, its middle none)."""
+    early = -(STAMPS_LATE + min(slack, MAX_SLACK))
     shifts = [early + i * SHIFT_STEP for i in range(round((START_LATE - early) / SHIFT_STEP) + 1)]
     scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
     best = max(scores)

@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 
 from . import eu_stack
 
-SNAPSHOT_LINE = re.compile(
-    r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+)(?: (?P<pass>\d+))?$", re.MULTILINE
-)
+SNAPSHOT_LINE = re.compile(r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+) (?P<pass>\d+)$", re.MULTILINE)
 STATE_LINE = re.compile(r"^STATE (?P<tid>\d+) (?P<state>[SR]) (?P<syscall>\d+|-) ?(?P<name>.*)$")
 
 
@@ -53,7 +51,7 @@ def parse(text: str) -> list[WallSnapshot]:
     snapshots = []
     for head, end in zip(heads, ends, strict=True):
         body = text[head.end() : end]
-        snap = WallSnapshot(int(head["time"]), int(head["held"]), int(head["pass"] or 0))
+        snap = WallSnapshot(int(head["time"]), int(head["held"]), int(head["pass"]))
         snap.states = _states(body)
         snap.threads = eu_stack.parse(body)
         snapshots.append(snap)
