@@ -76,6 +76,9 @@ MAX_LIBRARIES = 1024  # per process
 # The libraries comment lists every process of a host: far longer than a name.
 MAX_LIBRARIES_COMMENT = 16 << 20
 FRAME_CACHE_LIMIT = 1 << 17  # distinct frames kept across pushes (~200 bytes each)
+# The process's one table of decoded frames (see _frame). Clearing it is safe at any
+# time: it only makes equal frames new objects again, which the store's id cache still
+# finds by comparing them; the dict is changed by single operations the GIL keeps whole.
 _FRAMES: dict[tuple, Frame] = {}
 
 
