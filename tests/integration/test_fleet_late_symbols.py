@@ -79,6 +79,6 @@ def test_symbols_uploaded_after_the_fact_name_a_stripped_binarys_frames(tmp_path
     after = fleet_top(tmp_path / "fleet", "hs-stripped")
     assert not any(f.startswith("[unknown] hs-stripped") for f in after)
     assert {"compute_a", "compute_b", "compute_c", "work"} <= set(after)
-    assert after["compute_a"] > after["compute_b"] > after["compute_c"]
+    assert after["compute_a"] > after["compute_b"] > after["compute_c"], after
     named = {f: share for f, share in after.items() if f not in before}
     assert sum(named.values()) == pytest.approx(sum(own.values()))
