@@ -53,7 +53,7 @@ FINDING_OF = {
     "build": "build.options-hint",
 }
 STEPS = ("allocator", "patch", "dependency", "build", "combined")
-COMBINED = ("allocator", "patch", "build")  # what try combined puts together
+COMBINED = ("allocator", "patch", "build", "dependency")  # what try combined can put together
 
 
 def perfsleuth(store: Path, words: list[str]) -> dict[str, Any]:
@@ -107,9 +107,13 @@ def k2(args: argparse.Namespace) -> dict[str, list[str]]:
                      "--", *shlex.split(args.cmd)],
     }  # fmt: skip
     if args.dependency_build:
-        steps["dependency"] = ["try", "build", "--runs", str(args.runs), "--dependency",
-                               args.dependency, "--build", args.dependency_build,
+        library = ["--dependency", args.dependency]
+        built_library = [*library, "--build", args.dependency_build]
+        steps["dependency"] = ["try", "build", "--runs", str(args.runs), *built_library,
                                "--variants", "lto,pgo", "--", *run]  # fmt: skip
+        at = steps["combined"].index("--")
+        steps["combined"][at:at] = [*library, "--dependency-build", args.dependency_build,
+                                    "--dependency-variant", "pgo-lto"]  # fmt: skip
     return steps
 
 
@@ -118,20 +122,21 @@ def best(doc: dict[str, Any]) -> dict[str, Any]:
     return max(measured, key=lambda v: v["ratio"]) if measured else {"name": "none"}
 
 
-def combined_estimate(estimates: dict[str, float]) -> float | None:
+def combined_estimate(estimates: dict[str, float], argv: list[str]) -> float | None:
     """The estimates of the combined fixes' findings compounded: each saves its share of
-    what the ones before it left."""
-    found = [estimates[FINDING_OF[s]] for s in COMBINED if FINDING_OF[s] in estimates]
+    what the ones before it left (the library's only where the run rebuilt it)."""
+    steps = [s for s in COMBINED if s != "dependency" or "--dependency" in argv]
+    found = [estimates[FINDING_OF[s]] for s in steps if FINDING_OF[s] in estimates]
     return 1 - math.prod(1 - e for e in found) if found else None
 
 
-def row(step: str, doc: dict[str, Any], estimates: dict[str, float]) -> str:
+def row(step: str, doc: dict[str, Any], estimates: dict[str, float], argv: list[str]) -> str:
     top = doc["variants"][-1] if step == "combined" else best(doc)
     ratio = top.get("ratio")
     measured = f"{top['name']} {ratio:.2f}x ({top['verdict']}, {doc['metric']})" if ratio else "-"
     gain = f"{100 * (1 - 1 / ratio):.1f}%" if ratio else "-"
     estimate = (
-        combined_estimate(estimates)
+        combined_estimate(estimates, argv)
         if step == "combined"
         else estimates.get(FINDING_OF.get(step, ""))
     )
@@ -167,7 +172,7 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- |")
     for step in STEPS:
         if step in results:
-            print(row(step, results[step], estimates))
+            print(row(step, results[step], estimates, steps[step]))
     return 0
 
 

@@ -255,5 +255,47 @@ def test_try_combined_with_nothing_to_combine_is_one_clear_line(
     assert try_combined(tmp_path)[0] == 2
     err = capsys.readouterr().err.strip()
     assert err == (
-        "perfsleuth: nothing to combine: give at least one of --allocator, --patch, --variant"
+        "perfsleuth: nothing to combine: give at least one of --allocator, --patch, --variant, "
+        "--dependency"
     )
+
+
+def test_try_combined_ends_with_the_library_rebuilt_under_the_program_of_the_step_before(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    """The post's last step (Z3's PGO+LTO under K2's): hotlib built from its source, then
+    its libsolver.so rebuilt with PGO, trained and run under the mimalloc step's program."""
+    hotlib = (
+        f"cc -O2 -g $CFLAGS -o $OUT/hotlib {ROOT}/examples/k2/hotlib.c -L{examples_built} "
+        f"-lsolver -Wl,-rpath,{examples_built} $LDFLAGS"
+    )
+    out = tmp_path / "out.json"
+    status = main(
+        ["try", "combined", "--store", str(tmp_path / "store"), "--format", "json", "-o",
+         str(out), "--runs", "3", "--build", hotlib, "--allocator", "mimalloc",
+         "--dependency", "libsolver.so", "--dependency-build", SOLVER_BUILD,
+         "--dependency-variant", "pgo", "--", "{out}/hotlib", "500"]
+    )  # fmt: skip
+    assert status == 0
+    doc = json.loads(out.read_text())
+    names = ["mimalloc", "mimalloc+libsolver-pgo"]
+    assert [v["name"] for v in doc["variants"]] == names
+    assert [s["over"] for s in doc["steps"]] == ["baseline", "mimalloc"]
+    assert doc["dependency"] == "libsolver.so"
+    assert not [n for n in doc["notes"] if "could not ask the loader" in n]  # it was asked
+    raw = Store(tmp_path / "store").documents(0, "experiment")[doc["experiment"]]["raw"]
+    builds = (tmp_path / "store" / "builds").resolve()
+    last = raw[names[-1]]
+    assert last["command"] == [str(builds / "baseline" / "hotlib"), "500"]
+    assert "libmimalloc" in last["env"]["LD_PRELOAD"]
+    assert last["env"]["LD_LIBRARY_PATH"].startswith(str(builds / "dependency" / "pgo"))
+    assert "LD_LIBRARY_PATH" not in raw["baseline"]["env"]
+    # trained under the program of the step before: the profile has the solver's counts
+    assert list((builds / "dependency" / "pgo-profile").rglob("*.gcda"))
+
+
+def test_try_combined_library_step_needs_its_build_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert try_combined(tmp_path, "--dependency", "libz3.so.4")[0] == 2
+    assert "needs both --dependency SONAME and --dependency-build" in capsys.readouterr().err

@@ -70,8 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     combined_help = (
         "every fix at once, cumulatively: the baseline, + an allocator, + a patch, + a "
-        "build variant; each side against the baseline and each step against the one "
-        "before, in the same interleaved rounds (build contract as try build)"
+        "build variant, + a library rebuilt from its source; each side against the baseline "
+        "and each step against the one before, in the same interleaved rounds (build "
+        "contract as try build)"
     )
     together = experiments.add_parser("combined", help=combined_help, description=combined_help)
     add_source_and_build(
@@ -86,7 +87,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     together.add_argument(
         "--variant",
         metavar="NAME",
-        help=f"last step: the (patched) source rebuilt as one of {','.join(build.VARIANTS)}",
+        help=f"third step: the (patched) source rebuilt as one of {','.join(build.VARIANTS)}",
+    )
+    together.add_argument(
+        "--dependency",
+        metavar="SONAME",
+        help="last step: this shared library (e.g. libz3.so.4), built by --dependency-build "
+        "with --dependency-variant's flags, loaded by the program of the step before",
+    )
+    together.add_argument(
+        "--dependency-build",
+        metavar="SHELL_CMD",
+        help="builds the library into $OUT using $CFLAGS/$CXXFLAGS/$LDFLAGS, run in the "
+        "current folder",
+    )
+    together.add_argument(
+        "--dependency-variant",
+        metavar="NAME",
+        default="pgo-lto",
+        help="the library's build variant (default: pgo-lto)",
     )
     for sub in (alloc, rebuild, patched, together):
         add_measure_options(sub)
@@ -150,22 +169,47 @@ def build_sides(
 def patch_sides(
     args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
 ) -> tuple[list[Side], dict[str, Any]]:
-    p = patch.plan(
-        Path(args.patch), args.build, cmd, Path(args.source), store.root / "builds", progress
-    )
+    p = patch.plan(Path(args.patch), request(args, cmd, store, progress))
     return p.sides, {"patch": args.patch, "build": args.build, "refused": {}, "notes": p.notes}
 
 
 def combined_sides(
     args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
 ) -> tuple[list[Side], dict[str, Any]]:
-    variants = build.parse_variants(args.variant) if args.variant else [None]
+    fixes = combined.Fixes(
+        args.allocator or "",
+        Path(args.patch) if args.patch else None,
+        one_variant(args.variant, "--variant") if args.variant else None,
+        dependency(args),
+    )
+    p = combined.plan(fixes, request(args, cmd, store, progress))
+    extra = {"build": args.build, "refused": {}, "notes": p.notes}
+    return p.sides, {**extra, "dependency": args.dependency} if args.dependency else extra
+
+
+def dependency(args: argparse.Namespace) -> combined.Dependency | None:
+    if bool(args.dependency) != bool(args.dependency_build):
+        raise UserError(
+            "try combined's library step needs both --dependency SONAME and "
+            "--dependency-build SHELL_CMD"
+        )
+    if not args.dependency:
+        return None
+    variant = one_variant(args.dependency_variant, "--dependency-variant")
+    return combined.Dependency(args.dependency, args.dependency_build, variant)
+
+
+def one_variant(text: str, option: str) -> build.Variant:
+    variants = build.parse_variants(text)
     if len(variants) != 1:
-        raise UserError("try combined takes one --variant (its last step), e.g. pgo-lto")
-    variant = variants[0]
-    fixes = combined.Fixes(args.allocator or "", Path(args.patch) if args.patch else None, variant)
-    p = combined.plan(fixes, args.build, cmd, Path(args.source), store.root / "builds", progress)
-    return p.sides, {"build": args.build, "refused": {}, "notes": p.notes}
+        raise UserError(f"try combined takes one {option}, e.g. pgo-lto")
+    return variants[0]
+
+
+def request(
+    args: argparse.Namespace, cmd: list[str], store: Store, progress: Progress
+) -> build.Request:
+    return build.Request(args.build, cmd, Path(args.source), store.root / "builds", progress)
 
 
 SIDES = {

@@ -106,6 +106,17 @@ def flags_env(cflags: str, ldflags: str) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class Request:
+    """What a build experiment is given: how to build the program, what to run, where."""
+
+    build_command: str
+    workload: list[str]
+    source: Path  # the folder the build command runs in
+    root: Path  # where the builds go
+    progress: Progress = SILENT
+
+
 @dataclass
 class Builder:
     """Runs the user's build command into per-variant folders under `root`."""
@@ -115,14 +126,19 @@ class Builder:
     cwd: str | None = None  # where the build command and the workload run
     progress: Progress = SILENT
     dependency: str = ""  # a shared library the build makes, loaded by the program as it is
+    program: Side | None = None  # with a dependency: the program it runs under, if built
 
     def side(self, name: str, workload: list[str], out: Path) -> Side:
         """The workload against this build: the program from $OUT, or, for a dependency,
-        the program as it is with the library from $OUT first on LD_LIBRARY_PATH."""
-        side = workload_side(name, workload, out, self.cwd)
+        the program (as it is, or the one built) with the library from $OUT first on
+        LD_LIBRARY_PATH."""
+        if self.program is not None:
+            side = Side(name, list(self.program.argv), dict(self.program.env), self.program.cwd)
+        else:
+            side = workload_side(name, workload, out, self.cwd)
         if self.dependency:
             folder = str(library_folder(out, self.dependency))
-            existing = os.environ.get("LD_LIBRARY_PATH", "")
+            existing = side.env.get("LD_LIBRARY_PATH", os.environ.get("LD_LIBRARY_PATH", ""))
             side.env["LD_LIBRARY_PATH"] = f"{folder}:{existing}" if existing else folder
         return side
 

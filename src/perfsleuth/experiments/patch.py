@@ -16,35 +16,35 @@ import subprocess
 from pathlib import Path
 
 from ..errors import UserError
-from ..model.progress import SILENT, Progress
-from .build import Builder, Plan, check_workload, digest, workload_side
+from ..model.progress import Progress
+from .build import Builder, Plan, Request, check_workload, digest, workload_side
 
 NEVER_COPIED = (".git", ".hg", ".svn", ".perfsleuth", "node_modules")
 STRIP_LEVELS = ("1", "0")
 
 
-def plan(
-    patch_file: Path,
-    build_command: str,
-    workload: list[str],
-    source: Path,
-    root: Path,
-    progress: Progress = SILENT,
-) -> Plan:
+def plan(patch_file: Path, request: Request) -> Plan:
     """Copy, patch and build both sides; the baseline first."""
-    check_workload(workload)
-    baseline_tree, patched_tree = trees(patch_file, source, root, progress)
-    baseline = Builder(build_command, root, str(baseline_tree), progress).build("baseline", {})
-    patched = Builder(build_command, root, str(patched_tree), progress).build("patched", {})
-    notes = [f"{patch_file.name} applied to a copy of {source.resolve()}; both copies built alike"]
+    check_workload(request.workload)
+    baseline_tree, patched_tree = trees(patch_file, request.source, request.root, request.progress)
+    baseline = _build(request, baseline_tree, "baseline")
+    patched = _build(request, patched_tree, "patched")
+    notes = [
+        f"{patch_file.name} applied to a copy of {request.source.resolve()}; both copies "
+        "built alike"
+    ]
     if digest(baseline) == digest(patched):
         notes.append(
             f"the patched build is byte-identical to the baseline's: {patch_file.name} changes "
             "nothing the build compiles"
         )
-    sides = [workload_side("baseline", workload, baseline)]
-    sides.append(workload_side("patched", workload, patched))
+    sides = [workload_side("baseline", request.workload, baseline)]
+    sides.append(workload_side("patched", request.workload, patched))
     return Plan(sides, {}, notes)
+
+
+def _build(request: Request, tree: Path, name: str) -> Path:
+    return Builder(request.build_command, request.root, str(tree), request.progress).build(name, {})
 
 
 def trees(patch_file: Path, source: Path, root: Path, progress: Progress) -> tuple[Path, Path]:
