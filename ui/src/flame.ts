@@ -106,12 +106,19 @@ export function structure(depth: Uint16Array): { end: Int32Array; parent: Int32A
  */
 class Layout {
   readonly x: Float64Array;
-  private placed: Uint8Array;
+  readonly placed: Uint8Array;
   private children = new Int32Array(64);
 
-  constructor(private data: FlameData, private width: Float64Array, private heaviestFirst: boolean) {
-    this.x = new Float64Array(data.nodes);
-    this.placed = new Uint8Array(data.nodes);
+  /**
+   * `reused`: the arrays of a layout no graph draws with any more, used again if large enough:
+   * a deep profile's are 2.4 MB, and allocating them on every filter, sandwich or order change
+   * brought V8's major collections forward (5-7 ms on the main thread, ~9 ms on others).
+   */
+  constructor(private data: FlameData, private width: Float64Array, private heaviestFirst: boolean, reused?: Layout) {
+    const fits = reused !== undefined && reused.x.length >= data.nodes;
+    this.x = fits ? reused.x : new Float64Array(data.nodes);
+    this.placed = fits ? reused.placed.fill(0, 0, data.nodes) : new Uint8Array(data.nodes);
+    this.x[0] = 0;
   }
 
   /** Gives node p's children their x (once); p's own x must already be set. */
@@ -203,6 +210,7 @@ export interface FlameOptions {
   onZoom?: (node: number) => void;
   onSelect?: (node: number) => void;
   tooltip: (node: number) => string[];
+  replacing?: FlameGraph; // the graph this one takes the place of (off the page now): its layout's arrays are reused
 }
 
 const ROW = 18;
@@ -234,11 +242,12 @@ export class FlameGraph {
   private listening = new AbortController(); // the graph's listeners, until its canvas goes to another graph
   private canvasListening = new AbortController(); // those on its current canvas
   private drawnOnce = false; // before the first draw, the canvas is a new element without a bitmap
+  private retired = false; // another graph took its layout (retire)
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
     this.tip.className = "flame-tip";
     this.tip.hidden = true;
-    this.layout = new Layout(data, options.width, options.heaviestFirst);
+    this.layout = new Layout(data, options.width, options.heaviestFirst, options.replacing?.retire());
     this.matched = new Uint8Array(data.names.length);
     ({ palette: this.palette, labels: this.labels } = nameStyles(data));
     window.addEventListener("mouseup", () => this.onDragEnd(), { signal: this.listening.signal });
@@ -278,9 +287,16 @@ export class FlameGraph {
     else keptCanvases.delete(old);
   }
 
+  /** The graph's layout, for a graph taking its place; this one is off the page and draws no more. */
+  private retire(): Layout {
+    this.retired = true;
+    this.resizing?.disconnect();
+    return this.layout;
+  }
+
   setOrder(heaviestFirst: boolean): void {
     this.options.heaviestFirst = heaviestFirst;
-    this.layout = new Layout(this.data, this.options.width, heaviestFirst);
+    this.layout = new Layout(this.data, this.options.width, heaviestFirst, this.layout);
     this.draw();
   }
 
@@ -359,6 +375,7 @@ export class FlameGraph {
    * thin spikes do not push the root off the first screen.
    */
   draw(cssWidth = this.holderWidth()): void {
+    if (this.retired) return;
     this.paint(this.collect(cssWidth), cssWidth);
   }
 

@@ -11,6 +11,7 @@ import { renderSandwich } from "./sandwich";
 import { chartChoice, renderTimeOrder } from "./timeline";
 
 const decoded = new Map<string, Promise<FlameData>>();
+let shownGraph: FlameGraph | null = null; // the last graph this page drew; a render replaces it (render() took it off the page)
 const CRUMBS_SHOWN = 14;
 const KEPT_FLAMES = 4; // a million-frame graph takes ~30 MB
 
@@ -132,7 +133,9 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     tooltip: describe,
     onZoom: (node) => timed("zoom", () => zoom(node, true)),
     onSelect: (node) => showDetails(node),
+    replacing: shownGraph ?? undefined,
   });
+  shownGraph = graph;
   window.perfsleuthFlame = window.perfsleuthFlame ?? { graph, timings: {} };
   window.perfsleuthFlame.graph = graph;
 
