@@ -233,6 +233,31 @@ def test_python_match_leaves_out_busier_processes_it_does_not_name(tmp_path: Pat
             os.kill(pid, signal.SIGKILL)
 
 
+def test_near_the_cap_py_spy_runs_only_on_processes_asked_for(tmp_path: Path) -> None:
+    """Without --python-match no busy process is asked for: none gets a run, each is
+    counted; with it, the one it names still gets its run."""
+    pids = [detached(f"while True: pass  # {name}") for name in ("billing", "search")]
+    processes = {pid: Process(exe=sys.executable) for pid in pids}
+    unasked = PythonSampler(tmp_path / "any", window_s=10, max_processes=3, log=print)
+    asked = PythonSampler(tmp_path / "bill", window_s=10, max_processes=3, log=print, match="bill")
+    try:
+        for sampler in (unasked, asked):
+            sampler._busiest(processes)
+            sampler.asked_only = True
+        time.sleep(1.5)
+        for sampler in (unasked, asked):
+            sampler.next_rank = 0.0
+            sampler.tick(processes)
+        assert sorted(unasked.chosen) == sorted(pids)  # busy enough to be chosen ...
+        assert unasked.runs == {} and unasked.metrics()["python_held_back"] == 2  # ... held back
+        assert list(asked.runs) == [pids[0]]
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        unasked.stop()
+        asked.stop()
+
+
 def detached(code: str) -> int:
     """A Python process that is not this one's child (the agent's children are never chosen)."""
     launcher = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} >/dev/null 2>&1 & echo $!"

@@ -34,6 +34,11 @@ processes by CPU time since the last choice are chosen, and each chosen one alwa
 has a run going; idle ones (below 5% of a core), and the agent itself, are not
 sampled.
 
+Near its CPU cap the agent sets `asked_only`: no new run starts then but on processes
+`--python-match` names (none without it), and runs going finish their window. At the
+defaults py-spy on one process costs more than a 1% cap of a 2-CPU host by itself, so
+on a loaded host only the processes asked for keep their Python frames.
+
 A process py-spy cannot read (permission, a version it does not know, not CPython
 after all) is skipped with a counted warning and not tried again while it lives;
 one that exits mid-run keeps the samples taken until then.
@@ -177,6 +182,9 @@ class PythonSampler:
         self.stalled = 0  # perf samples left native in py-spy's stalls
         self.skipped = 0
         self.cpu_s = 0.0
+        self.asked_only = False  # set by the agent near its CPU cap
+        self.held_back = 0  # chosen processes given no run for it, once per choice
+        self.held: set[int] = set()  # those of the current choice
         shutil.rmtree(workdir, ignore_errors=True)  # a previous agent's unfinished runs
 
     def _tool(self) -> str | None:
@@ -197,10 +205,15 @@ class PythonSampler:
         if time.monotonic() >= self.next_rank:
             self.next_rank = time.monotonic() + self.rank_every
             self.chosen = self._busiest(processes)
+            self.held = set()
         self._reap()
         for pid, name in self.chosen.items():
             stat = proc_stat(pid)
             if pid not in self.runs and stat is not None and stat.start == self.seen[pid].start:
+                if self.asked_only and self.match is None:
+                    self.held_back += pid not in self.held
+                    self.held.add(pid)
+                    continue
                 self._start(pid, name, stat)
 
     def _busiest(self, processes: Mapping[int, Process]) -> dict[int, str]:
@@ -396,6 +409,7 @@ class PythonSampler:
             "python_samples": self.spliced,
             "python_stalled": self.stalled,
             "python_cpu_s": self.cpu_s,
+            "python_held_back": self.held_back,
         }
 
 
