@@ -180,7 +180,7 @@ def profiled(
     tree.stop()
     watcher.join()
     proc.send_signal(signal.SIGINT)
-    proc.wait(60)
+    proc.wait(300)  # an agent's last window on a loaded host may take a while
     into.shares.append((cpu1 - cpu0) / (t1 - t0) / NCPU)
     into.since_start.append(cpu1 / (t1 - began) / NCPU)
     into.rss.append(tree.peak_rss)
@@ -218,9 +218,15 @@ def main() -> None:
                 if baseline_env:
                     profiled(agent_cmd, workload, 2 * WINDOW_S + 3, baseline, baseline_env)
                 profiled(perf_cmd, workload, 1, perf)
+                shares = ", ".join(
+                    f"{name} {m.shares[-1]:.2%} ({m.since_start[-1]:.2%} since start)"
+                    for name, m in (("agent", agent), ("also", also), ("baseline", baseline))
+                    if m.shares
+                )
                 print(
                     f"round {r + 1}: alone {alone.walls[-1]:.2f}s, agent {agent.walls[-1]:.2f}s, "
-                    f"perf {perf.walls[-1]:.2f}s, load {os.getloadavg()[0]:.1f}",
+                    f"perf {perf.walls[-1]:.2f}s, load {os.getloadavg()[0]:.1f}; CPU of host: "
+                    f"{shares}",
                     flush=True,
                 )
         finally:

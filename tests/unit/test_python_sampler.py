@@ -21,6 +21,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from perfsleuth.agent import python_sampler
 from perfsleuth.agent.python_sampler import PythonSampler, RunStacks, is_cpython
 from perfsleuth.formats.tool_output import py_spy_trace
 from perfsleuth.model.fleet import Process, Window
@@ -233,29 +236,38 @@ def test_python_match_leaves_out_busier_processes_it_does_not_name(tmp_path: Pat
             os.kill(pid, signal.SIGKILL)
 
 
-def test_near_the_cap_py_spy_runs_only_on_processes_asked_for(tmp_path: Path) -> None:
-    """Without --python-match no busy process is asked for: none gets a run, each is
-    counted; with it, the one it names still gets its run."""
+def test_near_the_cap_py_spy_runs_only_on_processes_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two busy processes, which an agent within its budget samples both: near the cap,
+    without --python-match none gets a run; with it, only the one it names."""
+    # at load 15-17 a spinning process got 5-7% of a core: the idle bound is not tested here
+    monkeypatch.setattr(python_sampler, "MIN_CORE_SHARE", 0.0)
     pids = [detached(f"while True: pass  # {name}") for name in ("billing", "search")]
     processes = {pid: Process(exe=sys.executable) for pid in pids}
-    unasked = PythonSampler(tmp_path / "any", window_s=10, max_processes=3, log=print)
-    asked = PythonSampler(tmp_path / "bill", window_s=10, max_processes=3, log=print, match="bill")
+    samplers = {
+        "within": PythonSampler(tmp_path / "within", window_s=10, max_processes=3, log=print),
+        "unasked": PythonSampler(tmp_path / "unasked", window_s=10, max_processes=3, log=print),
+        "asked": PythonSampler(
+            tmp_path / "asked", window_s=10, max_processes=3, log=print, match="bill"
+        ),
+    }
     try:
-        for sampler in (unasked, asked):
+        for sampler in samplers.values():
             sampler._busiest(processes)
-            sampler.asked_only = True
+        samplers["unasked"].asked_only = samplers["asked"].asked_only = True
         time.sleep(1.5)
-        for sampler in (unasked, asked):
+        for sampler in samplers.values():
             sampler.next_rank = 0.0
             sampler.tick(processes)
-        assert sorted(unasked.chosen) == sorted(pids)  # busy enough to be chosen ...
-        assert unasked.runs == {} and unasked.metrics()["python_held_back"] == 2  # ... held back
-        assert list(asked.runs) == [pids[0]]
+        assert sorted(samplers["within"].runs) == sorted(pids)
+        assert samplers["unasked"].runs == {}
+        assert list(samplers["asked"].runs) == [pids[0]]
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
-        unasked.stop()
-        asked.stop()
+        for sampler in samplers.values():
+            sampler.stop()
 
 
 def detached(code: str) -> int:

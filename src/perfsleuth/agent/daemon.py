@@ -172,7 +172,7 @@ class Agent:
             if now >= next_scan:
                 self.processes.scan()
                 next_scan = now + scan_every
-            if self._apply(self._budget_level()) != THIN:  # thinning: no new py-spy runs
+            if self.level != THIN:  # thinning: no new py-spy runs
                 self.python.tick(self.processes.known)
             self._collect(self.recorder.rotated())
             self._send(SEND_BUDGET_S)
@@ -201,7 +201,7 @@ class Agent:
         for stale in files[:-MAX_RAW_FILES]:
             self._drop(stale, "the agent fell behind perf")
         for path in files[-MAX_RAW_FILES:]:
-            level = self._apply(self._budget_level(window=True))
+            level = self._apply(self._budget_level())
             if level == THIN:
                 self._thin(path)
                 continue
@@ -209,16 +209,16 @@ class Agent:
             self.counts.symbols_cached_only += level == SYMBOLS_CACHED
             self._close(path, start=self.window_end)
 
-    def _budget_level(self, window: bool = False) -> int:
-        """What to give up now for the CPU cap (overhead.Budget.level); `window`: a
-        window is being decided, the next one's recent share starts here."""
+    def _budget_level(self) -> int:
+        """What to give up for the next window, and until the one after, for the CPU cap
+        (overhead.Budget.level); decided once a window, so that the recent share covers
+        the previous window's conversion."""
         if self.budget is None:
             return FULL
         perf = self.recorder.pid if self.recorder.running() else None
         elapsed, used = self.meter.spent(perf)
         then, used_then = self._decided
-        if window:
-            self._decided = (elapsed, used)
+        self._decided = (elapsed, used)
         recent = (used - used_then) / max(elapsed - then, 1e-6) / self.budget.ncpus
         return self.budget.level(elapsed, used, recent)
 

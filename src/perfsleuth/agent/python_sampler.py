@@ -183,8 +183,6 @@ class PythonSampler:
         self.skipped = 0
         self.cpu_s = 0.0
         self.asked_only = False  # set by the agent near its CPU cap
-        self.held_back = 0  # chosen processes given no run for it, once per choice
-        self.held: set[int] = set()  # those of the current choice
         shutil.rmtree(workdir, ignore_errors=True)  # a previous agent's unfinished runs
 
     def _tool(self) -> str | None:
@@ -199,21 +197,19 @@ class PythonSampler:
     def tick(self, processes: Mapping[int, Process]) -> None:
         """At each turn of the agent's loop: collect the runs that ended and start one
         on each chosen process without one; every `rank_every` seconds, choose again
-        the `max_processes` busiest CPython processes since the last choice."""
+        the `max_processes` busiest CPython processes since the last choice (none
+        when `asked_only` and no --python-match)."""
         if self.tool is None:
             return
         if time.monotonic() >= self.next_rank:
             self.next_rank = time.monotonic() + self.rank_every
-            self.chosen = self._busiest(processes)
-            self.held = set()
+            # nothing may be chosen near the cap without --python-match: no ranking either
+            held_back = self.asked_only and self.match is None
+            self.chosen = {} if held_back else self._busiest(processes)
         self._reap()
         for pid, name in self.chosen.items():
             stat = proc_stat(pid)
             if pid not in self.runs and stat is not None and stat.start == self.seen[pid].start:
-                if self.asked_only and self.match is None:
-                    self.held_back += pid not in self.held
-                    self.held.add(pid)
-                    continue
                 self._start(pid, name, stat)
 
     def _busiest(self, processes: Mapping[int, Process]) -> dict[int, str]:
@@ -409,7 +405,6 @@ class PythonSampler:
             "python_samples": self.spliced,
             "python_stalled": self.stalled,
             "python_cpu_s": self.cpu_s,
-            "python_held_back": self.held_back,
         }
 
 
