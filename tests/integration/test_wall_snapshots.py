@@ -122,9 +122,10 @@ def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     measured = consumers_waiting(tmp_path)
     # a sampled share (~100-200 snapshots). Woken at an ordinary priority, wallsnap got
     # its CPU when a consumer blocked: +10 and +15.6 points in clean-clone CI, -4.6 to
-    # +17.3 in 6 runs at load 18-22; woken at the timer's instant (realtime), 0.0 to
-    # +7.5 in the same rounds (docs/offcpu.md); eu-stack's snapshots read 9-19 under
-    assert share - 0.07 < measured < share + 0.1, (measured, share)
+    # +17.3 in 6 runs at load 18-22; woken at the timer's instant (realtime), -2.3 to
+    # +9.3 in 14 runs at load 14-22 (docs/offcpu.md: what is left); eu-stack's snapshots
+    # read 9-19 under
+    assert share - 0.07 < measured < share + 0.12, (measured, share)
     runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
     assert runs[0]["mode"] == "wall"
     if os.geteuid() == 0:  # root may ask for a realtime priority
