@@ -3,12 +3,16 @@
 // 64-bit amount one by one: each unsigned char store may alias `v`'s data pointer,
 // its size and the element just read, so they are loaded again after every byte
 // (the shape of Monero's rct::bulletproof_PROVE). With char8_t bytes the eight stores
-// can become one.
+// can become one. Built with -DKEY_IN_HEADER the key type comes from key.h instead, as
+// rct::key comes from rctTypes.h: char8_t is then a change to that header.
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#ifdef KEY_IN_HEADER
+#include "key.h"
+#else
 extern "C" int compare_keys(const unsigned char* a, const unsigned char* b) {
     int diff = 0;
     for (int i = 0; i < 32; ++i) diff |= a[i] ^ b[i];
@@ -23,6 +27,7 @@ struct key {
 using keys = std::vector<key>;
 static const key ZERO = {{0}};
 inline key zero() { return ZERO; }
+#endif
 
 __attribute__((noinline)) keys pack(const std::vector<uint64_t>& v) {
     keys sv(v.size());

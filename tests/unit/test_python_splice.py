@@ -11,10 +11,16 @@ threads py-spy names by pthread id, with the pid in each line. write_unbuffered 
 bench/advisor_set/python_write_unbuffered.py (one write(2) per record) on Debian's CPython
 3.11.2, perf allowed kernel stacks (py-spy 0.4.x). json_heavy_loaded is one of json_heavy.py
 30 beside four busy loops (load 17; py-spy 0.4.3, pyenv's 3.11.7, the pid in each line),
-whose py-spy took SLACK s to start (Popen's call to its return, taken as the origin)."""
+whose py-spy took SLACK s to start (Popen's call to its return, taken as the origin).
+timed_pair_quiet is one of examples/python/timed_pair.py 2 at --freq 499 on pyenv's 3.11.7
+at load 4.5 (py-spy 0.4.3), its perf script cut below each sample's innermost eval loop
+(the frames the splice replaces) and gzipped; its timers gave crunch 0.513 of main.
+timed_pair_debian is the same on Debian's CPython 3.11.2 (libpython in the executable) at
+load 4.5; its timers gave crunch 0.523."""
 
 from __future__ import annotations
 
+import gzip
 import io
 from collections import Counter
 from collections.abc import Callable
@@ -34,14 +40,22 @@ ORIGIN = {
     "threads_39": 1866.9533872540,
     "write_unbuffered": 26326.642656762,
     "json_heavy_loaded": 57100.987015729,
+    "timed_pair_quiet": 68149.807649186,
+    "timed_pair_debian": 68341.236606465,
 }
-SLACK = {"json_heavy_loaded": 57100.987007557 - 57100.856497174}
+SLACK = {
+    "json_heavy_loaded": 57100.987007557 - 57100.856497174,
+    "timed_pair_quiet": 0.005482,
+    "timed_pair_debian": 0.004691,
+}
 ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
 DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
 
 
 def recorded(name: str) -> tuple[list[Sample], dict[int, py_spy_trace.Timeline]]:
-    with (FIXTURES / f"{name}.perf-script.txt").open() as text:
+    script = FIXTURES / f"{name}.perf-script.txt"
+    zipped = script.with_name(script.name + ".gz")
+    with gzip.open(zipped, "rt") if zipped.exists() else script.open() as text:
         samples = list(perf_samples.samples(text, name))
     return samples, py_spy_trace.read(FIXTURES / f"{name}.chrometrace.json", ORIGIN[name])
 
@@ -85,9 +99,10 @@ def test_the_trace_gives_each_thread_its_python_stack_from_each_change_on() -> N
 
 def test_json_c_frames_land_under_the_python_function_that_called_them() -> None:
     spliced = python_splice.splice(*recorded("json_heavy"))
-    # taken over LAG before py-spy's first sample: left out (one of 2 before it is within)
-    assert spliced.early == 1
-    assert sum(spliced.lines.values()) == 25
+    # taken 16 and 35 ms before py-spy's first sample, farther than the run's C functions
+    # say its trace may be off (_reach): left out
+    assert spliced.early == 2
+    assert sum(spliced.lines.values()) == 24
     under: dict[str, int] = {"serialize": 0, "parse": 0}
     for line, count in spliced.lines.items():
         names = frames_of(line)
@@ -105,14 +120,15 @@ def test_json_c_frames_land_under_the_python_function_that_called_them() -> None
 def test_a_quiet_run_learns_which_python_function_calls_each_json_entry() -> None:
     """Learning the clock offset and the callers from only the samples no stack change came
     near (~10 of ~100 here) put 40 of this run's 89 json C samples under the wrong
-    function; every sample counts now."""
+    function; every sample counts now. (3 of 91 at the offset nearest the clocks, 1 at
+    the one a serialize/parse round earlier that the best agreement alone took.)"""
     placed: Counter[bool] = Counter()
     for line, count in python_splice.splice(*recorded("json_heavy_quiet")).lines.items():
         names = frames_of(line)
         for entry, caller in (("encoder_call", "serialize"), ("scanner_call", "parse")):
             if entry in names:
                 placed[caller in names[: names.index(entry)]] += count
-    assert placed[True] >= 80 and placed[False] <= 0.03 * placed.total(), placed
+    assert placed[True] >= 80 and placed[False] <= 0.04 * placed.total(), placed
 
 
 def test_a_loaded_run_puts_json_c_frames_under_their_caller() -> None:
@@ -142,6 +158,48 @@ def test_an_origin_taken_late_by_up_to_the_time_popen_took_is_found(late: float)
     placed = python_splice.place(samples, late_timelines, slack=late + 0.01)
     for entry, right in json_callers(placed).items():
         assert right[True] >= 30 and right[False] <= 0.05 * right.total() + 1, (entry, right)
+
+
+def timed_pair_shares(name: str) -> tuple[Counter[str], dict[str, Counter[str]]]:
+    """Samples under crunch, spell and main, and per native entry those under each."""
+    samples, timelines = recorded(name)
+    functions: Counter[str] = Counter()
+    under: dict[str, Counter[str]] = {}
+    for p in python_splice.place(samples, timelines, SLACK[name]):
+        names = [frame.rpartition(" (")[0] for frame in p.python]
+        caller = next((name for name in ("crunch", "spell") if name in names), "")
+        functions.update([caller] if caller else [])
+        functions.update(["main"] if "main" in names else [])
+        entry = python_splice._cut(p.sample).entry.rpartition(" (")[0]
+        under.setdefault(entry, Counter())[caller] += 1
+    return functions, under
+
+
+def test_an_offset_a_whole_turn_away_does_not_swap_the_two_functions() -> None:
+    """timed_pair.py turns from crunch to spell and back every ~60 ms here. 59 ms early,
+    each C function is as consistently under the other Python function (spell's
+    f-string's PyObject_Str under crunch, crunch's _PyLong_Multiply under spell), and
+    that agreed 3% better than the right offset, which the old rule took: crunch read
+    0.469 of main, its self 8.6 points under the timers' 0.513 (the failures of
+    test_python_interpreters on pyenv's 3.11.7 at load 2-5). Of the offsets near the best,
+    the one nearest what the clocks allow is taken."""
+    functions, under = timed_pair_shares("timed_pair_quiet")
+    assert under["PyObject_Str"]["spell"] >= 0.9 * under["PyObject_Str"].total() > 100, under
+    assert under["_PyLong_Multiply"]["crunch"] >= 0.9 * under["_PyLong_Multiply"].total() > 50
+    assert abs(functions["crunch"] / functions["main"] - 0.513) <= 0.05, functions
+
+
+def test_a_c_function_both_call_moves_only_as_near_a_change_as_the_trace_is_off() -> None:
+    """crunch's `% 7` calls PyNumber_Remainder in a quarter of its samples, spell's `% 97`
+    in a twelfth: 4 times as often, over SWITCH, so with every change within 20 ms a
+    candidate, spell's remainders near each of its ~60 ms turns went to crunch (25 of
+    them, and 15 of PyObject_Free, against 10 the other way): crunch 3.7 points over its
+    timers, as on every Debian 3.11.2 run at load 4 (+1.7 to +3.7, py-spy's own trace
+    within 1). The C functions that nearly always go with one Python frame were misplaced
+    by the trace by 3 ms at most here: only changes that near are candidates now."""
+    functions, under = timed_pair_shares("timed_pair_debian")
+    assert abs(functions["crunch"] / functions["main"] - 0.523) <= 0.02, functions
+    assert under["PyNumber_Remainder"]["spell"] >= 15, under["PyNumber_Remainder"]
 
 
 def test_deflate_goes_right_above_pack_logs_without_the_call_glue() -> None:

@@ -4,20 +4,26 @@ toolchain.py finds it) and flags, and compare that compiler's verdict and the lo
 machine code before and after. The user's files are only read.
 
 The changes, in the order that compiler makes worth trying (aliasing_fixes.py):
-the written byte type becomes char8_t (C++ only; the unit is then built as C++20;
-not with -fno-strict-aliasing, where it is moot), and the repeated reads are hoisted
-into locals before the loop (`__typeof__(read) perfsleuth_hoisted_0 = read;`). The
-first that compiles is the proof; one that does not compile is reported with the
-compiler's error, never skipped silently. With the build command (`--build`), the
-changed program is also built and timed against the original (verify.py):
-`timed_sides` copies the build's folder, changes the file there, and builds both.
+the written byte type becomes char8_t where it is declared, in the unit or in a
+header of the project (C++ only; the unit is then built as C++20; not with
+-fno-strict-aliasing, where it is moot), and the repeated reads are hoisted into
+locals before the loop (`__typeof__(read) perfsleuth_hoisted_0 = read;`). Each change
+is built in an overlay of the source tree (`_overlay`: folders of symlinks to the
+user's files, the changed files real copies, the unit's include flags moved onto
+it), so a changed header is what every include of it finds. The best change that
+compiles is the proof; one that does not compile is reported with the compiler's
+error, never skipped silently. With the build command (`--build`), the changed
+program is also built and timed against the original (verify.py): `timed_sides`
+copies the build's folder, changes the files there, and builds both.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +31,10 @@ from typing import Any
 from ..analyzers import Context
 from ..model.findings import Finding
 from ..static_analysis import machine_code
+from ..static_analysis.compile_db import SEPARATE_PATH_FLAGS, moved_paths
 from ..static_analysis.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
 from ..static_analysis.gcc_remarks import gcc_remarks
-from ..static_analysis.source import TranslationUnit
+from ..static_analysis.source import SYSTEM_PREFIXES, TranslationUnit
 from ..static_analysis.toolchain import Toolchain, toolchain_of
 from . import build
 from .runner import Side
@@ -39,11 +46,31 @@ VECTOR_SHAPE = re.compile(r"vectorization width: (\d+), interleaved count: (\d+)
 HOISTED = "perfsleuth_hoisted"
 DATA_POINTER = "perfsleuth_data"
 READ_ONLY_METHODS = ("size", "length", "empty", "data")
+ELEMENT = "perfsleuth_element"
+ASSIGNMENT = r"(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)"
+# After an element: an assignment, ++/--, or a member or index (not the whole value).
+WHOLE_VALUE_NOT = re.compile(rf"\s*(?:{ASSIGNMENT}|\.|->|\[)")
+# Before an element: ++/--, or its address taken.
+WRITTEN_BEFORE = re.compile(r"(?:\+\+|--|(?:^|[(,=;{}]|return)\s*&)\s*$")
 CXX20 = "-std=c++20"
+# Standards that have char8_t.
+CHAR8_T_STANDARDS = re.compile(r"-std=(?:c|gnu)\+\+2[0-9a-z]$")
+INCLUDE_DIR_FLAGS = ("-I", "-iquote", "-idirafter", "-isystem")
 STRAIGHT_LINE = "straight-line"
 CHAR8_T = "write through char8_t"
 # Folders of a build tree not copied for the changed build.
 NOT_COPIED = (".git", ".perfsleuth", "node_modules")
+
+
+@dataclass
+class _Change:
+    """A change to try: what it is, the unit with the flags to build it with, and the
+    new text of each file it changes (the unit, or the header declaring the type)."""
+
+    description: str
+    unit: TranslationUnit
+    files: dict[Path, str]
+    standard: str = ""  # why it is built as another C++ standard than the unit's
 
 
 @dataclass
@@ -98,47 +125,69 @@ def _compare(
     span = (int(match["line"]), int(match["end_line"]), match["pattern"] == STRAIGHT_LINE)
     before = _build(unit, toolchain, unit.path, scratch / "before.o", span)
     failed: list[str] = []
-    built: list[tuple[str, str, _Build]] = []
-    for n, (change, patched_unit, text) in enumerate(_changes(unit, toolchain, match)):
-        copy = scratch / f"patched-{n}" / unit.path.name
-        copy.parent.mkdir()
-        copy.write_text(text)
+    built: list[tuple[_Change, _Build]] = []
+    for n, change in enumerate(_changes(unit, toolchain, match)):
+        overlay = scratch / f"patched-{n}" / "tree"
         try:
-            after = _build(patched_unit, toolchain, copy, scratch / f"after-{n}.o", span)
+            copy, moved, root = _overlay(change, overlay)
+            after = _build(moved, toolchain, copy, scratch / f"after-{n}.o", span, change.files)
         except CompileError as exc:
-            failed.append(f"{change} does not compile with {toolchain.name}: {exc}")
+            error = str(exc).replace(str(overlay), str(root))  # the user's paths, not ours
+            failed.append(f"{change.description} does not compile with {toolchain.name}: {error}")
             _note(ctx, f"{rule}: {failed[-1]}")
             continue
-        built.append((change, text, after))
+        built.append((change, after))
     if not built:
         _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
         return None
-    change, text, after = min(built, key=lambda b: _worse(b[2]))
-    proof = _result(change, toolchain, before, after, failed)
+    change, after = min(built, key=lambda b: _worse(b[1]))
+    proof = _result(change.description, toolchain, before, after, failed)
     proof["also_tried"] = [
-        _summary(_result(other, toolchain, before, code, []))
-        for other, _, code in built
-        if other != change
+        _summary(_result(other.description, toolchain, before, code, []))
+        for other, code in built
+        if other is not change
     ]
+    proof["standard"] = change.standard
     proof["not_tried"] = _not_tried(unit, match)
-    if proof["not_tried"]:
-        proof["summary"] += f" ({proof['not_tried']})"
-    proof["patched_text"] = text
+    for said in (proof["standard"], proof["not_tried"]):
+        if said:
+            proof["summary"] += f" ({said})"
+    proof["patched_files"] = {str(path): text for path, text in change.files.items()}
     return proof
 
 
 def _not_tried(unit: TranslationUnit, match: dict[str, Any]) -> str:
     """Why char8_t was not tried though the written type is a byte type: it is
-    declared in another file (a header), which the scratch copy does not change."""
+    declared in a system header, which is not the project's to change."""
     declared = match.get("write_declared") or []
     if not declared or not BYTE_TYPES.fullmatch(match["write_type"]):
         return ""
-    if Path(declared[0]).resolve() == unit.path.resolve():
+    if not _system_header(Path(declared[0]), unit):
         return ""
     return (
         f"char8_t not tried: the written type is declared in {Path(declared[0]).name}:"
-        f"{declared[1]}, outside the unit; change it there"
+        f"{declared[1]}, a system header; change the type of what the loop writes"
     )
+
+
+def _system_header(path: Path, unit: TranslationUnit) -> bool:
+    """Is the file the system's (under /usr, /lib, or an -isystem folder of the
+    unit), not the project's?"""
+    if str(path).startswith(SYSTEM_PREFIXES):
+        return True
+    return any(path.is_relative_to(folder) for folder in _include_dirs(unit.flags, ("-isystem",)))
+
+
+def _include_dirs(flags: list[str], kinds: tuple[str, ...] = INCLUDE_DIR_FLAGS) -> list[Path]:
+    """The folders the flags add to the include search of those kinds (-I, -isystem...)."""
+    found = []
+    for n, flag in enumerate(flags):
+        if flag in kinds and n + 1 < len(flags):
+            found.append(Path(flags[n + 1]))
+        joined = next((k for k in kinds if flag.startswith(k) and len(flag) > len(k)), None)
+        if joined and flag not in SEPARATE_PATH_FLAGS:
+            found.append(Path(flag[len(joined) :]))
+    return found
 
 
 def _worse(after: _Build) -> tuple[bool, int, float]:
@@ -154,48 +203,65 @@ def _note(ctx: Context | None, text: str) -> None:
         ctx.notes.append(text)
 
 
-def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any]):  # type: ignore[no-untyped-def]
-    """(description, unit to build, patched text) for each change worth trying with
-    this compiler, best first: char8_t first where the compiler then vectorises (clang,
-    GCC at -O3), hoisting first where it stays scalar anyway (GCC -O2); no char8_t
-    under -fno-strict-aliasing, where it changes nothing."""
+def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any]) -> list[_Change]:
+    """Each change worth trying with this compiler, best first: char8_t first where the
+    compiler then vectorises (clang, GCC at -O3), hoisting first where it stays scalar
+    anyway (GCC -O2); no char8_t under -fno-strict-aliasing, where it changes nothing."""
     text = unit.path.read_text()
-    include_dir = f"-I{unit.path.parent}"
     found = []
     if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.fullmatch(match["write_type"]):
-        flags = [f for f in unit.flags if not f.startswith("-std=")] + [CXX20, include_dir]
-        retyped = _retyped(text, unit.path, match.get("write_declared") or [])
-        if retyped is not None:
-            found.append((CHAR8_T, _like(unit, flags), retyped))
-            everywhere = BYTE_TYPES.sub("char8_t", text)
-            if everywhere != retyped:  # the type's users (accessors, calls) follow it
-                found.append(
-                    (f"{CHAR8_T}, every byte type of the file", _like(unit, flags), everywhere)
-                )
+        found.extend(_char8_t_changes(unit, match.get("write_declared") or []))
     hoisted = _hoist(text, match)
     if hoisted is not None:
-        reads = ", ".join(f"`{r}`" for r in hoisted[1])
-        where = "the store" if match["pattern"] == STRAIGHT_LINE else "the loop"
-        change = f"hoist {reads} into locals before {where}"
-        found.append((change, _like(unit, [*unit.flags, include_dir]), hoisted[0]))
+        found.append(_Change(_hoist_said(match, *hoisted[1:]), unit, {unit.path: hoisted[0]}))
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
-    yield from found
+    return found
 
 
-def _retyped(text: str, path: Path, declared: list) -> str | None:
-    """The text with the written byte type made char8_t where it is declared (the
-    field, the variable or its typedef: other byte types of the file are left alone);
-    None when that declaration is in another file (a header the scratch copy does not
-    change). Where the declaration is not known, every byte type of the file."""
-    if not declared:
-        return BYTE_TYPES.sub("char8_t", text)
-    if Path(declared[0]).resolve() != path.resolve():
-        return None
-    lines = text.splitlines(keepends=True)
-    at = int(declared[1]) - 1
-    lines[at] = BYTE_TYPES.sub("char8_t", lines[at])
-    return "".join(lines)
+def _hoist_said(match: dict[str, Any], reads: list[str], elements: list[str]) -> str:
+    where = "the store" if match["pattern"] == STRAIGHT_LINE else "the loop"
+    said = [f"hoist {', '.join(f'`{r}`' for r in reads)} into locals before {where}"]
+    if elements:
+        said.append(f"read {', '.join(f'`{e}`' for e in elements)} once per iteration")
+    return " and ".join(said)
+
+
+def _char8_t_changes(unit: TranslationUnit, declared: list) -> list[_Change]:
+    """The written byte type made char8_t where it is declared (the field, the variable
+    or its typedef; in the unit or in a header of the project), then, as a second
+    change, every byte type of that file (the type's accessors and callers follow it).
+    Where the declaration is not known, every byte type of the unit; none where it is
+    in a system header. Built as C++20, which char8_t needs."""
+    path = Path(declared[0]) if declared else unit.path
+    if _system_header(path, unit) or not path.is_file():
+        return []
+    flags = [f for f in unit.flags if not f.startswith("-std=")] + [CXX20]
+    standard = _standard_note(unit.flags)
+    text = path.read_text()
+    everywhere = BYTE_TYPES.sub("char8_t", text)
+    in_unit = path.resolve() == unit.path.resolve()
+    where = "" if in_unit else f" in {path.name}"
+    changes = []
+    if declared:
+        lines = text.splitlines(keepends=True)
+        at = int(declared[1]) - 1
+        lines[at] = BYTE_TYPES.sub("char8_t", lines[at])
+        retyped = "".join(lines)
+        changes.append(_Change(f"{CHAR8_T}{where}", _like(unit, flags), {path: retyped}, standard))
+    if not changes or everywhere != changes[0].files[path]:
+        every = f"{CHAR8_T}, every byte type of {'the file' if in_unit else path.name}"
+        changes.append(_Change(every, _like(unit, flags), {path: everywhere}, standard))
+    return changes
+
+
+def _standard_note(flags: list[str]) -> str:
+    """What the proof says when char8_t made it build the unit as C++20."""
+    standards = [f for f in flags if f.startswith("-std=")]
+    if standards and CHAR8_T_STANDARDS.match(standards[-1]):
+        return ""
+    said = f"the unit's flags say {standards[-1]}" if standards else "the unit's flags name none"
+    return f"built as C++20, which char8_t needs ({said}): build the program as C++20 too"
 
 
 def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
@@ -209,11 +275,70 @@ def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
     )
 
 
-def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str]] | None:
+def _overlay(change: _Change, copy: Path) -> tuple[Path, TranslationUnit, Path]:
+    """The unit's path in an overlay of its source tree at `copy`, the unit with its
+    include flags moved onto the overlay, and the folder the overlay stands for: the
+    folder holding the unit, the changed files and every include folder a changed
+    header is reached through. In the overlay the folders on the way to those files
+    are real, their other entries symlinks to the user's files, and the changed files
+    new files: a quoted include next to the header and one through `-I` both find it."""
+    unit = change.unit
+    headers = [path for path in change.files if path != unit.path]
+    reaching = [d for d in _include_dirs(unit.flags) if any(h.is_relative_to(d) for h in headers)]
+    paths = [str(p) for p in (unit.path, *change.files)]
+    root = Path(os.path.commonpath([*paths, *map(str, reaching)]))
+    if root == unit.path:
+        root = unit.path.parent
+    for path in (unit.path, *change.files):
+        _open_folders(root, copy, path.relative_to(root).parent)
+    for path, text in change.files.items():
+        target = copy / path.relative_to(root)
+        target.unlink()  # the symlink to the user's file: never written through
+        target.write_text(text)
+    moved = _like(unit, moved_paths(unit.flags, root, copy))
+    return copy / unit.path.relative_to(root), moved, root
+
+
+def _open_folders(root: Path, copy: Path, relative: Path) -> None:
+    """Make copy/relative's folders real, each holding symlinks to its original's entries."""
+    original, made = root, copy
+    if not made.is_dir():
+        _linked_folder(original, made)
+    for part in relative.parts:
+        original, made = original / part, made / part
+        if made.is_symlink():
+            made.unlink()
+            _linked_folder(original, made)
+
+
+def _linked_folder(original: Path, made: Path) -> None:
+    made.mkdir(parents=True)
+    for entry in original.iterdir():
+        (made / entry.name).symlink_to(entry)
+
+
+def _check_reached(depfile: Path, changed: dict[Path, str]) -> None:
+    """A CompileError when the compiler read the original of a changed file."""
+    if not changed or not depfile.is_file():
+        return
+    originals = {os.path.realpath(path): path for path in changed}
+    text = depfile.read_text().replace("\\\n", " ")
+    for word in text.split():
+        hit = originals.get(os.path.realpath(word.rstrip(":")))
+        if hit is not None:
+            raise CompileError(
+                f"the build still read the original {hit.name} ({hit}), not the changed copy"
+            )
+
+
+def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]] | None:
     """The text with the loop's repeated reads computed once, before the loop: the
     reads as written (`in.size()`), then the data pointer of each container the loop
-    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it).
-    Straight-line code: its read, once, before the match's first statement."""
+    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it); and
+    each element the body reads whole more than once (`v[i]`, which GCC loads again
+    after every byte store of Monero's bulletproof_PROVE loop) read once at the top of
+    the body. Straight-line code: its read, once, before the match's first statement.
+    With the reads hoisted and the elements read once per iteration."""
     lines = text.splitlines(keepends=True)
     first, last = int(match["line"]) - 1, int(match["end_line"])
     body = "".join(lines[first:last])
@@ -228,18 +353,75 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str]] | None:
     if keyword is None or not (reads or containers):
         return None
     at = keyword.start()
-    head, loop = lines[first][:at], [lines[first][at:], *lines[first + 1 : last]]
+    head, loop = lines[first][:at], "".join([lines[first][at:], *lines[first + 1 : last]])
+    loop, elements = _elements_read_once(loop, containers)
     for n, read in enumerate(sorted(reads, key=len, reverse=True)):
         name = f"{HOISTED}_{n}"
         head += f"__typeof__({read}) {name} = {read}; "
-        loop = [line.replace(read, name) for line in loop]
+        loop = loop.replace(read, name)
     for n, container in enumerate(containers):
         name = f"{DATA_POINTER}_{n}"
         head += f"auto* {name} = {container}.data(); "
-        indexed = re.compile(rf"\b{re.escape(container)}\s*\[")
-        loop = [indexed.sub(f"{name}[", line) for line in loop]
-    lines[first:last] = [head + loop[0], *loop[1:]]
-    return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)]
+        loop = re.sub(rf"\b{re.escape(container)}\s*\[", f"{name}[", loop)
+    lines[first:last] = [head + loop]
+    return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)], elements
+
+
+def _elements_read_once(loop: str, containers: list[str]) -> tuple[str, list[str]]:
+    """The loop with each element of the containers that its body reads whole more
+    than once and never writes (`v[i]`, at an index the body does not change) read
+    into a local at the top of the body; and those elements. A body without braces
+    is left as it is."""
+    opened = _body_opened(loop)
+    if opened is None:
+        return loop, []
+    head, body = loop[:opened], loop[opened:]
+    elements = [e for c in containers for e in _repeated_elements(c, body) if _read_only(e, body)]
+    for n, element in enumerate(elements):
+        name = f"{ELEMENT}_{n}"
+        body = _spelled(element).sub(name, body)
+        head += f" const auto {name} = {element};"
+    return head + body, elements
+
+
+def _body_opened(loop: str) -> int | None:
+    """Where the loop's body starts, just after its `{`; None without braces."""
+    keyword = re.match(r"(?:for|while)\s*\(|do\b", loop)
+    if keyword is None:
+        return None
+    end = keyword.end()
+    if keyword[0].endswith("("):
+        depth = 1
+        while depth and end < len(loop):
+            depth += {"(": 1, ")": -1}.get(loop[end], 0)
+            end += 1
+    brace = re.compile(r"\s*\{").match(loop, end)
+    return brace.end() if brace else None
+
+
+def _repeated_elements(container: str, body: str) -> list[str]:
+    """The element expressions (`v[i]`) of the container that the body spells more
+    than once, as spelled."""
+    spelled = re.findall(rf"(?<![\w.>]){re.escape(container)}\s*\[[^\[\]]+\]", body)
+    return [e for e, count in Counter(spelled).items() if count > 1]
+
+
+def _read_only(element: str, body: str) -> bool:
+    """Is every use of the element a read of its whole value (no store to it or to a
+    member, no ++, no address taken, no member read that would copy a whole struct),
+    and the variables of its index unchanged in the body?"""
+    for use in _spelled(element).finditer(body):
+        if WRITTEN_BEFORE.search(body[: use.start()]) or WHOLE_VALUE_NOT.match(body, use.end()):
+            return False
+    index = element[element.index("[") + 1 : -1]
+    for name in set(re.findall(r"[A-Za-z_]\w*", index)):
+        if re.search(rf"(?:\+\+|--)\s*{name}\b|\b{name}\s*{ASSIGNMENT}", body):
+            return False
+    return True
+
+
+def _spelled(element: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.>]){re.escape(element)}")
 
 
 def _only_indexed(container: str, body: str) -> bool:
@@ -255,14 +437,20 @@ def _build(
     source: Path,
     output: Path,
     span: tuple[int, int, bool],
+    changed: dict[Path, str] | None = None,
 ) -> _Build:
     """Compile with the user's compiler: GCC's remarks when GCC builds the unit,
-    else clang-16's. Straight-line code (span[2]) has no loop: its code's reloads."""
+    else clang-16's. Straight-line code (span[2]) has no loop: its code's reloads.
+    A CompileError too when the build read one of the `changed` files' originals
+    (an include the overlay does not catch): the change would not be what was built."""
     first, last, straight_line = span
+    depfile = output.with_suffix(".d")
+    unit = _like(unit, [*unit.flags, "-MD", "-MF", str(depfile)])
     if toolchain.family == "gcc":
         remarks = gcc_remarks(unit, source, output)
     else:
         remarks, _ = compile_unit(unit, source, output)
+    _check_reached(depfile, changed or {})
     if straight_line:
         code = machine_code.straight_line_code(output, source.name, first, last)
         return _Build(None, code, None, straight_line=True)
@@ -299,6 +487,8 @@ def _result(
         "loop_instructions_after": len(after.loop.instructions) if after.loop else None,
         "reloads_before": len(before.loop.reloads) if before.loop else None,
         "reloads_after": len(after.loop.reloads) if after.loop else None,
+        "byte_stores_before": len(before.loop.byte_stores) if before.loop else None,
+        "byte_stores_after": len(after.loop.byte_stores) if after.loop else None,
         "instructions_per_element_before": _round(before.per_element),
         "instructions_per_element_after": _round(after.per_element),
     }
@@ -326,18 +516,21 @@ def timed_sides(
 ) -> list[Side]:
     """The original program and the changed one, each built by the user's build command
     into its own $OUT: the original in `cwd`, the changed one in a copy of `cwd` with
-    the proof's change applied. A UserError when the unit is not inside `cwd`."""
-    source = Path(finding.details["match"]["file"]).resolve()
+    the proof's change applied (to the unit, or to the header declaring the written
+    type). A UserError when a changed file is not inside `cwd`."""
     tree = Path(cwd).resolve()
-    if not source.is_relative_to(tree):
-        raise build.BuildFailed(
-            f"{source} is outside the build's folder {tree}: the changed copy cannot be built"
-        )
+    changed_files = {Path(path).resolve(): text for path, text in proof["patched_files"].items()}
+    for source in changed_files:
+        if not source.is_relative_to(tree):
+            raise build.BuildFailed(
+                f"{source} is outside the build's folder {tree}: the changed copy cannot be built"
+            )
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="perfsleuth-changed-") as tmp:
         copy = Path(tmp) / tree.name
         _copy_tree(tree, copy, root.resolve())
-        (copy / source.relative_to(tree)).write_text(proof["patched_text"])
+        for source, text in changed_files.items():
+            (copy / source.relative_to(tree)).write_text(text)
         changed = build.Builder(build_command, root, str(copy)).build("changed", {})
     original = build.Builder(build_command, root, str(tree)).build("baseline", {})
     return [
@@ -385,6 +578,7 @@ def _summary(r: dict[str, Any]) -> str:
     if r["instructions_per_element_before"] and r["instructions_per_element_after"]:
         counts = (
             f"; loop instructions per element {r['instructions_per_element_before']:g} -> "
-            f"{r['instructions_per_element_after']:g}"
+            f"{r['instructions_per_element_after']:g}, byte stores {r['byte_stores_before']} -> "
+            f"{r['byte_stores_after']}, loads again {r['reloads_before']} -> {r['reloads_after']}"
         )
     return f"{r['change']}: {verdict}{counts}{refused}"

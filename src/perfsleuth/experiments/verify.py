@@ -90,7 +90,7 @@ def _recompiled(finding: Finding, trial: Trial) -> dict[str, Any] | None:
     proof = verify_aliasing(finding, ctx)
     if proof is None:
         return None
-    patched = proof.pop("patched_text")
+    patched = proof.pop("patched_files")
     if not trial.command or not ctx.options.build:
         proof["timed"] = False
         ctx.notes.append(
@@ -102,7 +102,7 @@ def _recompiled(finding: Finding, trial: Trial) -> dict[str, Any] | None:
     workload = [_in_out(trial.command[0]), *trial.command[1:]]
     sides = timed_sides(
         finding,
-        {**proof, "patched_text": patched},
+        {**proof, "patched_files": patched},
         ctx.options.build,
         workload,
         trial.scratch("builds"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,20 +119,35 @@ def expand_response_files(argv: list[str], directory: Path, depth: int = 0) -> l
 def absolute_paths(argv: list[str], directory: Path) -> list[str]:
     """argv with the relative paths of include, sysroot and similar flags made
     absolute against the entry's directory, where the compiler ran."""
+    return map_paths(argv, lambda value: _absolute(value, directory))
+
+
+def moved_paths(argv: list[str], old: Path, new: Path) -> list[str]:
+    """argv (absolute paths) with every path flag under `old` moved under `new`."""
+
+    def moved(value: str) -> str:
+        path = Path(value)
+        return str(new / path.relative_to(old)) if path.is_relative_to(old) else value
+
+    return map_paths(argv, moved)
+
+
+def map_paths(argv: list[str], change: Callable[[str], str]) -> list[str]:
+    """argv with `change` applied to the path of every include, sysroot and similar
+    flag: the next argument (-I inc) or the rest of the flag (-Iinc, --sysroot=s)."""
     fixed: list[str] = []
     takes_path = False
     for arg in argv:
-        fixed.append(_absolute(arg, directory) if takes_path else _joined(arg, directory))
+        fixed.append(change(arg) if takes_path else _joined(arg, change))
         takes_path = not takes_path and arg in SEPARATE_PATH_FLAGS
     return fixed
 
 
-def _joined(arg: str, directory: Path) -> str:
-    """-Iinc -> -I/build/inc, --sysroot=s -> --sysroot=/build/s; other arguments as they are."""
+def _joined(arg: str, change: Callable[[str], str]) -> str:
     if arg in SEPARATE_PATH_FLAGS:
         return arg
     flag = next((f for f in JOINED_PATH_FLAGS if arg.startswith(f) and len(arg) > len(f)), "")
-    return flag + _absolute(arg[len(flag) :], directory) if flag else arg
+    return flag + change(arg[len(flag) :]) if flag else arg
 
 
 def _absolute(value: str, directory: Path) -> str:

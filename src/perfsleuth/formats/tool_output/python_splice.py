@@ -130,6 +130,14 @@ SHIFT_STEP = 0.002
 # Popen of 2 s on a saturated machine would be 1,000 offsets), and the wider the
 # search the likelier a wrong far-off tie; Popen took up to 170 ms at load 25.
 MAX_SLACK = 0.300
+# The agreement is as good a turn of the program's alternation away, its C functions as
+# consistently under the other Python function: on a quiet machine, where timed_pair.py
+# turns between crunch and spell every ~60 ms (pyenv's 3.11.7), the best offset was the
+# one 59 ms early in 2 of 22 runs at load 2-5 (3% over the right one; crunch read 4.4
+# points under its timer, its self 8.6), and json_heavy.py's best was one serialize/parse
+# round (24 ms) early. So the offsets within NEAR_BEST of the best are told apart by the
+# clocks: the stretch of them nearest what the clocks allow wins (_nearest_peak)
+NEAR_BEST = 0.9
 # The offset is the run's typical one: a change's own stamp is late by 0 to tens of ms
 # more or less, so the stacks of the changes up to EARLY before and LAG after a sample's
 # aligned time are its candidates (at 2 and 10 ms, 3 of 37 such recordings put
@@ -198,6 +206,7 @@ def place(
     timelines = _aligned(cut, _by_os_thread(cut, timelines), slack)
     learned = _learn(cut, timelines)
     usual = _usual(learned)
+    reach = _reach(cut, timelines, usual)
     by_thread: dict[int, list[_Split]] = {}
     for part in cut:
         by_thread.setdefault(part.sample.tid, []).append(part)
@@ -216,7 +225,7 @@ def place(
             if start is not None:
                 python = _python_in_stall(part, timeline, stalls[part.sample.tid], start)
             else:
-                python = _python_at(part, timeline, learned, usual)
+                python = _python_at(part, timeline, learned, usual, reach[part.sample.tid])
         early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
         name = timeline.name if timeline else ""
         kept = _kept_on_top(part.sample.frames, part.top) if python else ()
@@ -350,14 +359,13 @@ def _native(frames: list[NativeFrame] | tuple[NativeFrame, ...]) -> tuple[str, .
     return tuple(out)
 
 
-def _candidates(timeline: Timeline, when: float) -> list[tuple[str, ...]]:
+def _candidates(timeline: Timeline, when: float, reach: float) -> list[tuple[str, ...]]:
     """The stacks the thread may have had at WHEN: the one py-spy's trace gives, then
-    those of the changes it saw up to LAG later, and the one before when a change was
-    seen up to EARLY before (the origin py-spy's clock starts from is known only
-    within its start-up)."""
+    those of the changes it saw up to REACH (at most LAG) later, and the one before when
+    a change was seen up to REACH (at most EARLY) before."""
     times, stacks = timeline.times, timeline.stacks
-    first = bisect.bisect_left(times, when - EARLY)
-    last = bisect.bisect_right(times, when + LAG)
+    first = bisect.bisect_left(times, when - min(reach, EARLY))
+    last = bisect.bisect_right(times, when + min(reach, LAG))
     now = bisect.bisect_right(times, when) - 1
     seen = [now, *range(max(first - 1, 0), last)] if now >= 0 else list(range(first, last))
     out: list[tuple[str, ...]] = []
@@ -376,14 +384,40 @@ def _aligned(
     Stamps late by a varying amount make the best agreement flat over tens of ms: its
     middle is taken (its smaller end put 9 of 76 json samples of a run at load 24 under
     the wrong function, its middle none)."""
-    early = -(STAMPS_LATE + min(slack, MAX_SLACK))
+    slack = min(slack, MAX_SLACK)
+    early = -(STAMPS_LATE + slack)
     shifts = [early + i * SHIFT_STEP for i in range(round((START_LATE - early) / SHIFT_STEP) + 1)]
     scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
-    best = max(scores)
-    if best <= 0:
+    if max(scores) <= 0:
         return timelines
-    tied = [by for by, score in zip(shifts, scores, strict=True) if score == best]
-    return _shifted(timelines, tied[len(tied) // 2])
+    return _shifted(timelines, _nearest_peak(shifts, scores, slack))
+
+
+def _nearest_peak(shifts: list[float], scores: list[int], slack: float) -> float:
+    """Of the stretches of offsets within NEAR_BEST of the best agreement, the one
+    nearest the offsets the clocks allow without late stamps (SLACK early to START_LATE
+    late; the better on a tie), and in it the middle of its best. The agreement cannot tell the
+    right offset from one a whole turn of the program's alternation away: the mapping of
+    C functions to Python ones is as consistent with the two swapped (see the module's
+    docs)."""
+    floor = NEAR_BEST * max(scores)
+    stretches: list[list[int]] = []
+    for i, score in enumerate(scores):
+        if score < floor:
+            continue
+        if stretches and stretches[-1][-1] == i - 1:
+            stretches[-1].append(i)
+        else:
+            stretches.append([i])
+
+    def rank(stretch: list[int]) -> tuple[float, int]:
+        away = min(max(-slack - shifts[i], shifts[i] - START_LATE, 0.0) for i in stretch)
+        return away, -max(scores[i] for i in stretch)
+
+    chosen = min(stretches, key=rank)
+    top = max(scores[i] for i in chosen)
+    tied = [shifts[i] for i in chosen if scores[i] == top]
+    return tied[len(tied) // 2]
 
 
 def _shifted(timelines: dict[int, Timeline], by: float) -> dict[int, Timeline]:
@@ -434,13 +468,61 @@ def _usual(learned: Counter[tuple[str, str]]) -> dict[str, str]:
     return usual
 
 
+def _reach(
+    cut: list[_Split], timelines: dict[int, Timeline], usual: dict[str, str]
+) -> dict[int, float]:
+    """Per thread, how far from a sample's time its aligned trace may be wrong: at least
+    an offset step and the trace's typical gap between changes (py-spy sees a change at
+    its next read: 1 ms apart in python mode, 10 ms in the agent's), and as far (up to
+    EARLY or LAG) as a sample whose native entry nearly always goes with one Python
+    frame, given another by the trace, had to look for its own."""
+    reach = {tid: SHIFT_STEP + _typical_gap(t.times) for tid, t in timelines.items()}
+    for part in cut:
+        leaf = usual.get(part.entry)
+        timeline = timelines.get(part.sample.tid)
+        if not leaf or timeline is None or not part.spliced:
+            continue
+        stack = _at(timeline, part.sample.time)
+        if stack and stack[-1] != leaf:
+            away = _away(timeline, part.sample.time, leaf)
+            if away <= max(EARLY, LAG):
+                reach[part.sample.tid] = max(reach[part.sample.tid], away)
+    return reach
+
+
+def _typical_gap(times: list[float]) -> float:
+    """The median time between a thread's changes (0 with none)."""
+    steps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    return steps[len(steps) // 2] if steps else 0.0
+
+
+def _away(timeline: Timeline, when: float, leaf: str) -> float:
+    """How far WHEN is from the nearest stretch of the trace whose stack's leaf is LEAF,
+    looked for within FAR (inf when none)."""
+    times, stacks = timeline.times, timeline.stacks
+    first = max(bisect.bisect_left(times, when - FAR) - 1, 0)
+    last = bisect.bisect_right(times, when + FAR)
+    return min(
+        (
+            max(times[i] - when, when - times[min(i + 1, len(times) - 1)], 0.0)
+            for i in range(first, last)
+            if stacks[i] and stacks[i][-1] == leaf
+        ),
+        default=float("inf"),
+    )
+
+
 def _python_at(
-    part: _Split, timeline: Timeline, learned: Counter[tuple[str, str]], usual: dict[str, str]
+    part: _Split,
+    timeline: Timeline,
+    learned: Counter[tuple[str, str]],
+    usual: dict[str, str],
+    reach: float,
 ) -> tuple[str, ...]:
     """The candidate stack the sample's native entry went with most, when SWITCH times
     as often as with py-spy's own; else, when it went with none and nearly always goes
     with one Python frame, the nearest stack with it; else py-spy's own."""
-    stacks = _candidates(timeline, part.sample.time)
+    stacks = _candidates(timeline, part.sample.time, reach)
     if part.entry:
         scores = [learned[(part.entry, s[-1])] if s else 0 for s in stacks]
         best = max(scores, default=0)
@@ -485,8 +567,7 @@ class _Stalls:
     @classmethod
     def of(cls, timeline: Timeline, parts: list[_Split], usual: dict[str, str]) -> _Stalls:
         times = timeline.times
-        steps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
-        bound = max(STALL_STEPS * steps[len(steps) // 2], STALL_MIN) if steps else STALL_MIN
+        bound = max(STALL_STEPS * _typical_gap(times), STALL_MIN)
         starts = frozenset(i for i in range(len(times) - 1) if times[i + 1] - times[i] > 2 * bound)
         inside: dict[int, Counter[bool]] = {start: Counter() for start in starts}
         for part in parts:
