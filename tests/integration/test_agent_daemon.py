@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from tmpfs import fill, small_disk
 
+from perfsleuth.store.fleet.batches import Batches
+from perfsleuth.store.fleet.filesystem import open_root
 from perfsleuth.store.fleet.wal import logged_markers
 
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
@@ -58,7 +60,10 @@ class Collector:
 
     def windows(self) -> list[dict]:
         """The markers of the stored windows: flushed, or in the head's log."""
-        found = {p.name: json.loads(p.read_text()) for p in self.store.glob("windows/*/*/*")}
+        batches = Batches(open_root(str(self.store)))
+        found: dict[str, dict] = {}
+        for hour in self.store.glob("windows/*/*"):
+            found.update(batches.markers(f"{hour.parent.name}/{hour.name}"))
         for info in logged_markers(self.store / "head"):
             found.setdefault(info["id"], info)
         return list(found.values())
