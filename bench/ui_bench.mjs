@@ -81,8 +81,13 @@ const zooms = [];
 const searches = [];
 const handlers = { zoom: [], search: [], filter: [] };
 const filters = { focus: [], ignore: [], hide: [], sandwich: [] };
+const polled = { focus: [], ignore: [], hide: [], sandwich: [] }; // as timed before (ui_bench_page.mjs filterLatency)
 const QUERIES = queriesJson ? JSON.parse(queriesJson) : ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
 const FILTER_QUERIES = { focus: QUERIES, ignore: QUERIES, hide: QUERIES };
+function timeFilter(kind, { painted, polled: late }) {
+  filters[kind].push(painted);
+  polled[kind].push(late);
+}
 for (let r = 0; r < REPEATS; r++) {
   const { context, page, ms } = await openFlame(`${ui}#/run/${runId}/flame`);
   opens.push(ms);
@@ -92,9 +97,9 @@ for (let r = 0; r < REPEATS; r++) {
   result.ui.heap_mb = await page.evaluate(() => performance.memory?.usedJSHeapSize / 1e6);
   const sandwiches = await heavyNames(page, [1, 2, 3, 5, 8]);
   for (const [kind, queries] of Object.entries(FILTER_QUERIES)) {
-    for (const q of queries) filters[kind].push(await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
+    for (const q of queries) timeFilter(kind, await filterLatency(page, `${kind}=${encodeURIComponent(q)}`));
   }
-  for (const name of sandwiches) filters.sandwich.push(await filterLatency(page, `sandwich=${encodeURIComponent(name)}`));
+  for (const name of sandwiches) timeFilter("sandwich", await filterLatency(page, `sandwich=${encodeURIComponent(name)}`));
   const timings = await page.evaluate(() => window.perfsleuthFlame.timings);
   handlers.zoom.push(...(timings.zoom ?? []));
   handlers.search.push(...(timings.search ?? []));
@@ -109,6 +114,7 @@ result.ui.zoom_handler_ms = summary(handlers.zoom);
 result.ui.search_handler_ms = summary(handlers.search);
 // focus / ignore / hide / sandwich: URL changed → the new graph painted; and the filter alone.
 for (const [kind, times] of Object.entries(filters)) result.ui[`${kind}_ms`] = summary(times);
+for (const [kind, times] of Object.entries(polled)) result.ui[`${kind}_polled_ms`] = summary(times);
 result.ui.filter_handler_ms = summary(handlers.filter);
 
 if (reportFile && reportFile !== "-") {

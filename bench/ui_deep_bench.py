@@ -157,14 +157,11 @@ def table(result: dict) -> str:
     ]
     for kind in ("search", "focus", "ignore", "hide", "sandwich"):
         value = ui[f"{kind}_ms"]
-        rows.append(
-            (
-                f"{kind} until painted, p95 (median)",
-                f"{value['p95']:.0f} ms ({value['median']:.0f})",
-                "target 100 ms",
-                "",
-            )
-        )
+        shown = f"{value['p95']:.0f} ms ({value['median']:.0f})"
+        if f"{kind}_polled_ms" in ui:  # as timed before the frames were counted from the draw
+            polled = ui[f"{kind}_polled_ms"]
+            shown += f"; polled {polled['p95']:.0f} ms ({polled['median']:.0f})"
+        rows.append((f"{kind} until painted, p95 (median)", shown, "target 100 ms", ""))
     lines = [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     return "\n".join(["| what | perfsleuth | peer | ratio |", "| --- | --- | --- | --- |", *lines])
 

@@ -13,8 +13,13 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   # rollup's per-platform binaries. `npm install` installs the locked versions.
   npm install --no-audit --no-fund --loglevel=error
 fi
-if [ -f "$OUT/index.html" ] && [ -z "$(find src index.html vite.config.ts tsconfig.json package-lock.json -newer "$OUT/index.html" -print -quit)" ]; then
+# Rebuilt unless the build records the hash of these very sources: a build's age says
+# nothing (a static/ copied from another checkout is newer than the sources it is not of,
+# and tests then ran an old UI against new code).
+SOURCES=(src index.html vite.config.ts tsconfig.json package.json package-lock.json)
+hash=$(find "${SOURCES[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+if [ -f "$OUT/index.html" ] && [ "$(cat "$OUT/.source-hash" 2>/dev/null)" = "$hash" ]; then
   exit 0
 fi
 npm run --silent build
-touch "$OUT/index.html"
+echo "$hash" >"$OUT/.source-hash"

@@ -40,6 +40,7 @@ mod pointer_chase;
 mod pprof;
 mod reader;
 mod records;
+mod sigbus;
 mod timeline;
 mod unwind;
 

@@ -27,6 +27,8 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{AttributeDescription, Feature, PerfFile};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
 
+use crate::sigbus::Guard;
+
 type Le = byteorder::LittleEndian;
 
 const HEADER_SIZE: usize = 8;
@@ -48,6 +50,7 @@ enum EventOf {
 /// The parts of the file the records need: its map, where the data section
 /// lies, and per event how its records are parsed.
 struct Records {
+    guard: Guard, // first: dropped before the map is unmapped
     map: Mmap,
     start: usize,
     end: usize,
@@ -67,6 +70,24 @@ pub(crate) fn for_each_in_time_order(
     let Some(records) = Records::open(file, perf_file)? else {
         return Ok(false);
     };
+    let read = read_in_time_order(&records, file, &mut each);
+    // the last page a cut leaves reads zeros past the new end, without a SIGBUS
+    let shrunk = file
+        .metadata()
+        .is_ok_and(|m| m.len() < records.map.len() as u64);
+    if records.guard.faulted() || shrunk {
+        return Err(
+            "perf.data was truncated while it was read (is something still writing it?)".into(),
+        );
+    }
+    read
+}
+
+fn read_in_time_order(
+    records: &Records,
+    file: &File,
+    mut each: impl FnMut(usize, RawEventRecord<'_>),
+) -> Result<bool, String> {
     let _ = records.map.advise(Advice::Sequential);
     // (time, offset) of the records not yet handed out; the crate's sort key
     let mut pending: Vec<(Option<u64>, usize)> = Vec::new();
@@ -149,7 +170,9 @@ impl Records {
             }
         }
         let event_of = event_of(attributes, &parse_infos);
+        let guard = Guard::new(map.as_ptr(), map.len());
         Ok(Some(Records {
+            guard,
             map,
             start,
             end,

@@ -295,3 +295,17 @@ def test_a_load_again_in_one_iteration_after_a_byte_store_is_a_reload(tmp_path: 
     assert loop is not None and len(loop.byte_stores) == 3
     assert {i.where for i in loop.reloads} == {"split.c:5", "split.c:6"}
     assert len({i.text.split(", ")[1] for i in loop.reloads}) == 1  # v[i], twice again
+
+
+def test_clang_s_byte_at_a_time_loads_of_the_same_element_are_reloads(tmp_path: Path) -> None:
+    """clang reads `(v[i] >> 8) & 255` as the byte at +1 of v[i]: after each byte store
+    it loads the next byte of the same 8-byte element, never one it loaded before."""
+    (tmp_path / "split.c").write_text(SPLIT)
+    out = tmp_path / "split.o"
+    subprocess.run(
+        ["clang-16", "-O2", "-g", "-c", "split.c", "-o", str(out)], cwd=tmp_path, check=True
+    )
+    loop = loop_code(out, "split.c", 3, 7)
+    assert loop is not None and len(loop.byte_stores) == 3
+    assert {i.where for i in loop.reloads} == {"split.c:5", "split.c:6"}
+    assert all(i.text.startswith("movzx") and "byte ptr" in i.text for i in loop.reloads)

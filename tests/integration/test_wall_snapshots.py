@@ -29,6 +29,7 @@ from test_offcpu_wall import (
 from perfsleuth.collect import wall, wallsnap
 from perfsleuth.collect.options import RecordOptions
 from perfsleuth.errors import UserError
+from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
 
@@ -119,13 +120,17 @@ def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     assert truth, proc.stderr
     share = int(truth[1]) / int(truth[2])
     measured = consumers_waiting(tmp_path)
-    # a sampled share, and the snapshotter's wake-ups come more often as a thread blocks
-    # (bench/offcpu_agreement.py): in clean-clone CI it read +10 and +15.6 points over
-    # (60,000 and 240,000 messages), where the bench's runs were -2.3 to +5.9 (an open
-    # gap of issue 29); eu-stack's snapshots read 9-19 points under
-    assert share - 0.07 < measured < share + 0.2, (measured, share)
+    # a sampled share (~150 snapshots). Woken at an ordinary priority, wallsnap got its
+    # CPU when a consumer blocked: +10 and +15.6 points in clean-clone CI, -4.6 to +17.3
+    # in 6 runs at load 18-22; at the timer's instant, -2.3 to +9.3 in 14 runs; with the
+    # other CPU held for the pass, -5.7 to +6.6 in 5 runs at load 15-20 and +1.7 to +7.1
+    # in 4 on an emulated quiet machine (docs/offcpu.md); eu-stack's read 9-19 under
+    assert share - 0.07 < measured < share + 0.1, (measured, share)
     runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
     assert runs[0]["mode"] == "wall"
+    if os.geteuid() == 0:  # root may ask for a realtime priority
+        store = Store(tmp_path / ".perfsleuth")
+        assert store.load(store.resolve("latest")).meta["wake"] == "realtime"
 
 
 def test_wall_mode_follows_child_processes(examples_built: Path, tmp_path: Path):

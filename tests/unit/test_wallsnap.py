@@ -58,3 +58,10 @@ def test_each_snapshot_weighs_the_time_since_the_one_before():
     assert all(s.one_instant for s in snaps)
     assert [s.pass_ns for s in snaps] == [9252454, 20170]
     assert snaps[0].tasks[27598].state == "S" and snaps[0].tasks[27598].name == "prodcons"
+
+
+def test_the_first_line_says_how_the_snapshotter_is_woken():
+    text = "WAKE short-slice\nSNAPSHOT 10 2 1\nSTATE 7 R - w\nPID 7 - process\nTID 7:\n"
+    assert wallsnap.wake(text) == "short-slice"
+    assert [s.time_ns for s in wallsnap.parse(text)] == [10]
+    assert wallsnap.wake(FIXTURE.read_text()) is None  # captured before it said

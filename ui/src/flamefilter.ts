@@ -9,6 +9,7 @@
 
 import { type FlameData, matchedNames } from "./flame";
 import { mergedTree } from "./flametree";
+import { builtNameIndex, matchedNodes } from "./nameindex";
 
 export interface FlameFilters {
   focus?: (name: string) => boolean;
@@ -39,6 +40,27 @@ function reweigh(data: FlameData, matched: Uint8Array, keep: boolean): FlameData
 
 /** The outermost matching nodes (the rest of their subtrees is under them), and the sum of their depths. */
 function matchedTops(data: FlameData, matched: Uint8Array): { tops: number[]; steps: number } {
+  const index = builtNameIndex(data);
+  return index ? outermost(data, matchedNodes(index, matched)) : scanForTops(data, matched);
+}
+
+/** The nodes of `found` (in pre-order) not under another of them, and the sum of their depths. */
+function outermost(data: FlameData, found: Int32Array): { tops: number[]; steps: number } {
+  const { end, depth } = data;
+  const tops: number[] = [];
+  let steps = 0;
+  let reach = 0; // the end of the last top's subtree
+  for (let k = 0; k < found.length; k++) {
+    const node = found[k];
+    if (node < reach) continue;
+    tops.push(node);
+    steps += depth[node];
+    reach = end[node];
+  }
+  return { tops, steps };
+}
+
+function scanForTops(data: FlameData, matched: Uint8Array): { tops: number[]; steps: number } {
   const { nodes, name, end, depth } = data;
   const tops: number[] = [];
   let steps = 0;
@@ -59,17 +81,32 @@ function subtrees(data: FlameData, tops: number[]): Uint8Array {
   return under;
 }
 
-/** Keep: the matched subtrees' weights, summed up their callers; else the rest, those taken away. */
+/**
+ * Keep: the matched subtrees' weights, summed up their callers; else the rest, those taken away.
+ * The loops over a subtree and up its callers are functions of their own: inline here, V8
+ * compiled the outer loop at the inner one's back edge (on-stack replacement) and threw the
+ * code away at its exit, hundreds of times in one focus (`--trace-deopt`).
+ */
 function reweighSubtrees(data: FlameData, column: Float64Array, tops: number[], keep: boolean): Float64Array {
   const { end, parent } = data;
   const out = keep ? new Float64Array(column.length) : column.slice();
   for (const t of tops) {
-    if (keep) for (let k = t; k < end[t]; k++) out[k] = column[k];
+    if (keep) copyRange(out, column, t, end[t]);
     else out.fill(0, t, end[t]);
-    const w = keep ? column[t] : -column[t];
-    for (let a = parent[t]; a >= 0; a = parent[a]) out[a] += w;
+    addToCallers(out, parent, t, keep ? column[t] : -column[t]);
   }
   return out;
+}
+
+const NATIVE_COPY = 32; // a longer range is copied by the engine (a view per copy costs more than a short loop)
+
+function copyRange(out: Float64Array, column: Float64Array, from: number, to: number): void {
+  if (to - from > NATIVE_COPY) out.set(column.subarray(from, to), from);
+  else for (let k = from; k < to; k++) out[k] = column[k];
+}
+
+function addToCallers(out: Float64Array, parent: Int32Array, node: number, weight: number): void {
+  for (let a = parent[node]; a >= 0; a = parent[a]) out[a] += weight;
 }
 
 /**

@@ -274,7 +274,15 @@ def record_wall(options: RecordOptions, cmd: list[str], workdir: Path) -> Record
     finally:
         text = snapper.stop()
     snapshots = from_wallsnap(text, rate)
-    meta = {"recorder": "wallsnap", "pid": target.pid, "freq": rate}
+    wake = wallsnap_output.wake(text)
+    if wake == "ordinary":
+        print(
+            "perfsleuth: wallsnap ran at an ordinary priority (neither realtime nor a short "
+            "scheduler slice was allowed): where the program keeps every CPU busy, its "
+            "snapshots over-read waiting (docs/offcpu.md)",
+            file=sys.stderr,
+        )
+    meta = {"recorder": "wallsnap", "pid": target.pid, "freq": rate, "wake": wake}
     return _recording(snapshots, target, time.monotonic() - started, meta)
 
 

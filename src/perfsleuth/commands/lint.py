@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import rank
+from ..analyzers import Context
 from ..analyzers.aliasing_write import build_finding, no_cost_seen
 from ..analyzers.missed_vectorization import missed_loops
 from ..errors import UserError
+from ..experiments.aliasing import verify_aliasing
 from ..model.findings import Finding
+from ..model.profile import Profile
 from ..model.progress import SILENT, Progress
+from ..model.run import RunInfo
 from ..present import FINDINGS, formats_for, write
 from ..present.output import destination
 from ..static_analysis.codebase import analyse_codebase
@@ -51,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also report every loop clang did not vectorise (missed-vectorization)",
     )
     parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="prove each aliasing fix: rebuild a scratch copy with the change, with the unit's "
+        "compiler, and compare its code (compile-only; `advise --verify --build` times it)",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="analyse every unit again (default: reuse the reports of unchanged units)",
@@ -82,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
             cache=None if args.no_cache else UnitCache(),
         )
+        if args.verify:
+            notes += verify_compiled(findings, progress)
     doc = {
         "run": "lint",
         "findings": [rank.placed(f).to_json() for f in findings],
@@ -137,6 +149,21 @@ def lint(
     return kept, notes
 
 
+def verify_compiled(findings: list[Finding], progress: Progress = SILENT) -> list[str]:
+    """Each aliasing-write finding's compile-only proof (experiments/aliasing.py) in
+    its `verified`; the notes of the changes that did not compile or apply."""
+    ctx = Context(profile=Profile(), run=RunInfo(command="lint"))
+    aliasing = [f for f in findings if f.kind == "aliasing-write"]
+    progress.phase(f"verifying {len(aliasing)} aliasing fixes", total=len(aliasing))
+    for finding in aliasing:
+        proof = verify_aliasing(finding, ctx)
+        if proof is not None:
+            proof.pop("patched_files")
+            finding.verified = {**proof, "timed": False}
+        progress.advance()
+    return ctx.notes
+
+
 def unit_findings(report: UnitReport, missed: bool) -> tuple[list[Finding], list[str]]:
     """The unit's findings, and a note for each matched loop its compiler's own build
     shows to cost nothing (no reload, or no machine loop): not a finding."""
@@ -165,5 +192,7 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"    confidence {f['confidence']:.2f}, rule {f['rule']}")
         lines.extend(f"    - {item}" for item in f["evidence"])
         lines.append(f"    fix: {f['suggestion']}")
+        if f.get("verified"):
+            lines.append(f"    verified: {f['verified']['summary']}")
     lines.extend(f"note: {note}" for note in doc["notes"])
     return "\n".join(lines) + "\n"

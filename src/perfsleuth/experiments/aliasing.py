@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,12 @@ VECTOR_SHAPE = re.compile(r"vectorization width: (\d+), interleaved count: (\d+)
 HOISTED = "perfsleuth_hoisted"
 DATA_POINTER = "perfsleuth_data"
 READ_ONLY_METHODS = ("size", "length", "empty", "data")
+ELEMENT = "perfsleuth_element"
+ASSIGNMENT = r"(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)"
+# After an element: an assignment, ++/--, or a member or index (not the whole value).
+WHOLE_VALUE_NOT = re.compile(rf"\s*(?:{ASSIGNMENT}|\.|->|\[)")
+# Before an element: ++/--, or its address taken.
+WRITTEN_BEFORE = re.compile(r"(?:\+\+|--|(?:^|[(,=;{}]|return)\s*&)\s*$")
 CXX20 = "-std=c++20"
 # Standards that have char8_t.
 CHAR8_T_STANDARDS = re.compile(r"-std=(?:c|gnu)\+\+2[0-9a-z]$")
@@ -120,11 +127,13 @@ def _compare(
     failed: list[str] = []
     built: list[tuple[_Change, _Build]] = []
     for n, change in enumerate(_changes(unit, toolchain, match)):
+        overlay = scratch / f"patched-{n}" / "tree"
         try:
-            copy, moved = _overlay(change, scratch / f"patched-{n}")
+            copy, moved, root = _overlay(change, overlay)
             after = _build(moved, toolchain, copy, scratch / f"after-{n}.o", span, change.files)
         except CompileError as exc:
-            failed.append(f"{change.description} does not compile with {toolchain.name}: {exc}")
+            error = str(exc).replace(str(overlay), str(root))  # the user's paths, not ours
+            failed.append(f"{change.description} does not compile with {toolchain.name}: {error}")
             _note(ctx, f"{rule}: {failed[-1]}")
             continue
         built.append((change, after))
@@ -204,13 +213,18 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
         found.extend(_char8_t_changes(unit, match.get("write_declared") or []))
     hoisted = _hoist(text, match)
     if hoisted is not None:
-        reads = ", ".join(f"`{r}`" for r in hoisted[1])
-        where = "the store" if match["pattern"] == STRAIGHT_LINE else "the loop"
-        change = f"hoist {reads} into locals before {where}"
-        found.append(_Change(change, unit, {unit.path: hoisted[0]}))
+        found.append(_Change(_hoist_said(match, *hoisted[1:]), unit, {unit.path: hoisted[0]}))
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
     return found
+
+
+def _hoist_said(match: dict[str, Any], reads: list[str], elements: list[str]) -> str:
+    where = "the store" if match["pattern"] == STRAIGHT_LINE else "the loop"
+    said = [f"hoist {', '.join(f'`{r}`' for r in reads)} into locals before {where}"]
+    if elements:
+        said.append(f"read {', '.join(f'`{e}`' for e in elements)} once per iteration")
+    return " and ".join(said)
 
 
 def _char8_t_changes(unit: TranslationUnit, declared: list) -> list[_Change]:
@@ -261,13 +275,13 @@ def _like(unit: TranslationUnit, flags: list[str]) -> TranslationUnit:
     )
 
 
-def _overlay(change: _Change, folder: Path) -> tuple[Path, TranslationUnit]:
-    """The unit's path in an overlay of its source tree under `folder`, and the unit
-    with its include flags moved onto the overlay. The overlay's root is the folder
-    holding the unit, the changed files and every include folder a changed header is
-    reached through; in it the folders on the way to those files are real, their other
-    entries symlinks to the user's files, and the changed files new files: a quoted
-    include next to the header and an include through `-I` both find the change."""
+def _overlay(change: _Change, copy: Path) -> tuple[Path, TranslationUnit, Path]:
+    """The unit's path in an overlay of its source tree at `copy`, the unit with its
+    include flags moved onto the overlay, and the folder the overlay stands for: the
+    folder holding the unit, the changed files and every include folder a changed
+    header is reached through. In the overlay the folders on the way to those files
+    are real, their other entries symlinks to the user's files, and the changed files
+    new files: a quoted include next to the header and one through `-I` both find it."""
     unit = change.unit
     headers = [path for path in change.files if path != unit.path]
     reaching = [d for d in _include_dirs(unit.flags) if any(h.is_relative_to(d) for h in headers)]
@@ -275,7 +289,6 @@ def _overlay(change: _Change, folder: Path) -> tuple[Path, TranslationUnit]:
     root = Path(os.path.commonpath([*paths, *map(str, reaching)]))
     if root == unit.path:
         root = unit.path.parent
-    copy = folder / "tree"
     for path in (unit.path, *change.files):
         _open_folders(root, copy, path.relative_to(root).parent)
     for path, text in change.files.items():
@@ -283,7 +296,7 @@ def _overlay(change: _Change, folder: Path) -> tuple[Path, TranslationUnit]:
         target.unlink()  # the symlink to the user's file: never written through
         target.write_text(text)
     moved = _like(unit, moved_paths(unit.flags, root, copy))
-    return copy / unit.path.relative_to(root), moved
+    return copy / unit.path.relative_to(root), moved, root
 
 
 def _open_folders(root: Path, copy: Path, relative: Path) -> None:
@@ -318,11 +331,14 @@ def _check_reached(depfile: Path, changed: dict[Path, str]) -> None:
             )
 
 
-def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str]] | None:
+def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]] | None:
     """The text with the loop's repeated reads computed once, before the loop: the
     reads as written (`in.size()`), then the data pointer of each container the loop
-    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it).
-    Straight-line code: its read, once, before the match's first statement."""
+    indexes (`in[i]` becomes `perfsleuth_data_0[i]`, `in.data()` read before it); and
+    each element the body reads whole more than once (`v[i]`, which GCC loads again
+    after every byte store of Monero's bulletproof_PROVE loop) read once at the top of
+    the body. Straight-line code: its read, once, before the match's first statement.
+    With the reads hoisted and the elements read once per iteration."""
     lines = text.splitlines(keepends=True)
     first, last = int(match["line"]) - 1, int(match["end_line"])
     body = "".join(lines[first:last])
@@ -337,18 +353,75 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str]] | None:
     if keyword is None or not (reads or containers):
         return None
     at = keyword.start()
-    head, loop = lines[first][:at], [lines[first][at:], *lines[first + 1 : last]]
+    head, loop = lines[first][:at], "".join([lines[first][at:], *lines[first + 1 : last]])
+    loop, elements = _elements_read_once(loop, containers)
     for n, read in enumerate(sorted(reads, key=len, reverse=True)):
         name = f"{HOISTED}_{n}"
         head += f"__typeof__({read}) {name} = {read}; "
-        loop = [line.replace(read, name) for line in loop]
+        loop = loop.replace(read, name)
     for n, container in enumerate(containers):
         name = f"{DATA_POINTER}_{n}"
         head += f"auto* {name} = {container}.data(); "
-        indexed = re.compile(rf"\b{re.escape(container)}\s*\[")
-        loop = [indexed.sub(f"{name}[", line) for line in loop]
-    lines[first:last] = [head + loop[0], *loop[1:]]
-    return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)]
+        loop = re.sub(rf"\b{re.escape(container)}\s*\[", f"{name}[", loop)
+    lines[first:last] = [head + loop]
+    return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)], elements
+
+
+def _elements_read_once(loop: str, containers: list[str]) -> tuple[str, list[str]]:
+    """The loop with each element of the containers that its body reads whole more
+    than once and never writes (`v[i]`, at an index the body does not change) read
+    into a local at the top of the body; and those elements. A body without braces
+    is left as it is."""
+    opened = _body_opened(loop)
+    if opened is None:
+        return loop, []
+    head, body = loop[:opened], loop[opened:]
+    elements = [e for c in containers for e in _repeated_elements(c, body) if _read_only(e, body)]
+    for n, element in enumerate(elements):
+        name = f"{ELEMENT}_{n}"
+        body = _spelled(element).sub(name, body)
+        head += f" const auto {name} = {element};"
+    return head + body, elements
+
+
+def _body_opened(loop: str) -> int | None:
+    """Where the loop's body starts, just after its `{`; None without braces."""
+    keyword = re.match(r"(?:for|while)\s*\(|do\b", loop)
+    if keyword is None:
+        return None
+    end = keyword.end()
+    if keyword[0].endswith("("):
+        depth = 1
+        while depth and end < len(loop):
+            depth += {"(": 1, ")": -1}.get(loop[end], 0)
+            end += 1
+    brace = re.compile(r"\s*\{").match(loop, end)
+    return brace.end() if brace else None
+
+
+def _repeated_elements(container: str, body: str) -> list[str]:
+    """The element expressions (`v[i]`) of the container that the body spells more
+    than once, as spelled."""
+    spelled = re.findall(rf"(?<![\w.>]){re.escape(container)}\s*\[[^\[\]]+\]", body)
+    return [e for e, count in Counter(spelled).items() if count > 1]
+
+
+def _read_only(element: str, body: str) -> bool:
+    """Is every use of the element a read of its whole value (no store to it or to a
+    member, no ++, no address taken, no member read that would copy a whole struct),
+    and the variables of its index unchanged in the body?"""
+    for use in _spelled(element).finditer(body):
+        if WRITTEN_BEFORE.search(body[: use.start()]) or WHOLE_VALUE_NOT.match(body, use.end()):
+            return False
+    index = element[element.index("[") + 1 : -1]
+    for name in set(re.findall(r"[A-Za-z_]\w*", index)):
+        if re.search(rf"(?:\+\+|--)\s*{name}\b|\b{name}\s*{ASSIGNMENT}", body):
+            return False
+    return True
+
+
+def _spelled(element: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.>]){re.escape(element)}")
 
 
 def _only_indexed(container: str, body: str) -> bool:
@@ -414,6 +487,8 @@ def _result(
         "loop_instructions_after": len(after.loop.instructions) if after.loop else None,
         "reloads_before": len(before.loop.reloads) if before.loop else None,
         "reloads_after": len(after.loop.reloads) if after.loop else None,
+        "byte_stores_before": len(before.loop.byte_stores) if before.loop else None,
+        "byte_stores_after": len(after.loop.byte_stores) if after.loop else None,
         "instructions_per_element_before": _round(before.per_element),
         "instructions_per_element_after": _round(after.per_element),
     }
@@ -503,6 +578,7 @@ def _summary(r: dict[str, Any]) -> str:
     if r["instructions_per_element_before"] and r["instructions_per_element_after"]:
         counts = (
             f"; loop instructions per element {r['instructions_per_element_before']:g} -> "
-            f"{r['instructions_per_element_after']:g}"
+            f"{r['instructions_per_element_after']:g}, byte stores {r['byte_stores_before']} -> "
+            f"{r['byte_stores_after']}, loads again {r['reloads_before']} -> {r['reloads_after']}"
         )
     return f"{r['change']}: {verdict}{counts}{refused}"

@@ -35,6 +35,7 @@ UNCONDITIONAL_JUMP = "jmp"
 CALL_GROUP = capstone.CS_GRP_CALL
 RETURN_GROUP = capstone.CS_GRP_RET
 LOAD_SIZES = (1, 2, 4, 8)
+WORD = 8
 
 
 @dataclass
@@ -112,14 +113,26 @@ def loop_code(
 ) -> LoopCode | None:
     """The innermost machine loop holding a byte store among the code of source lines
     first..last of `source` (a file name) — the innermost one that reloads, unless
-    `prefer_reloads` is off (a fix's build: its inner loop, reloads or not); None when
-    the binary has no such code. `stack_reads` as for machine_loops."""
+    `prefer_reloads` is off (a fix's build: its inner loop, reloads or not, and when
+    loops have both ends on those lines, the innermost of those, byte stores or not:
+    the fix may have merged them, as GCC makes Monero's eight byte stores one once
+    `v[i]` is read once); None when the binary has no such code. `stack_reads` as for
+    machine_loops."""
     loops = machine_loops(binary, source, first, last, stack_reads)
+    if not prefer_reloads:
+        loops = [loop for loop in loops if _ends_on(loop, source, first, last)] or loops
     with_stores = [loop for loop in loops if loop.byte_stores]
     if not with_stores:
         return min(loops, key=lambda loop: len(loop.instructions), default=None)
     confirmed = [loop for loop in with_stores if loop.confirms_aliasing and prefer_reloads]
     return min(confirmed or with_stores, key=lambda loop: len(loop.instructions))
+
+
+def _ends_on(loop: LoopCode, source: str, first: int, last: int) -> bool:
+    """Are the loop's backward jump and its target both code of source lines first..last?"""
+    ends = (loop.instructions[0].where, loop.instructions[-1].where)
+    lines = {f"{Path(source).name}:{line}" for line in range(first, last + 1)}
+    return all(end in lines for end in ends)
 
 
 def straight_code(binary: Path, source: str, first: int, last: int) -> LoopCode | None:
@@ -181,6 +194,7 @@ def _straight(
     targets: set[int],
     rows: _LineRows,
     counted: set[int] | None = None,
+    words: bool = False,
 ) -> LoopCode:
     """One copy of the straight code, its byte stores, and the loads of an address
     loaded before one of them, in code without a jump, call or jump target between.
@@ -189,7 +203,7 @@ def _straight(
     along its forward jumps: an `if` that skips a store leaves what was loaded before
     it loaded on both ways, and a load is a reload when it is one on some way into it
     (GCC merges the same tail of two `switch` cases, so a case's reload may be on
-    the other's lines, reached by a jump back)."""
+    the other's lines, reached by a jump back). `words` as for _reloads."""
     code = LoopCode(
         name, [Instruction(i.address, _text(i), rows.where(i.address)) for i in span], straight=True
     )
@@ -208,7 +222,7 @@ def _straight(
                 code.byte_stores.append(instruction)
                 loaded = dict.fromkeys(loaded, True)
         elif (address := _read_address(insn, FRAME_REGISTERS)) is not None:
-            if _reloads(loaded, address):
+            if _reloads(loaded, address, words):
                 code.reloads.append(instruction)
             loaded[address] = False
         target = _jump_target(insn)
@@ -251,13 +265,21 @@ def _constant_step(insn: capstone.CsInsn) -> tuple[str, int] | None:
     return _family(insn.reg_name(dest.reg)), sign * int(source.imm)
 
 
-def _reloads(loaded: dict[tuple, bool], address: tuple) -> bool:
+def _reloads(loaded: dict[tuple, bool], address: tuple, words: bool = False) -> bool:
     """Whether a load reads bytes loaded before a byte store: of the same registers
     and scale, at overlapping displacements (`last_bytes_ >> 8` is the byte at +1 of
-    a 16-bit field loaded whole before the store)."""
+    a 16-bit field loaded whole before the store). With `words` (one iteration of a
+    loop), also another part of the 8-byte word a narrower load read before the
+    store: clang reads `(v[i] >> 8) & 255` as the byte at +1 of v[i], so Monero's
+    bulletproof_PROVE loop loads v[i] again a byte at a time, one after each store."""
     regs, scale, start, width = address
     return any(
-        stored and (r, s) == (regs, scale) and d < start + width and start < d + w
+        stored
+        and (r, s) == (regs, scale)
+        and (
+            (d < start + width and start < d + w)
+            or (words and max(w, width) < WORD and d // WORD == start // WORD)
+        )
         for (r, s, d, w), stored in loaded.items()
     )
 
@@ -347,7 +369,7 @@ def _analyse_loop(
             loop.reloads.append(insn)
     code = [d.insn for d in body]
     invariant = {i.address for i in loop.reloads}
-    again = _straight(name, code, _jump_targets(code), rows).reloads
+    again = _straight(name, code, _jump_targets(code), rows, words=True).reloads
     loop.reloads += [i for i in again if i.address not in invariant]
     loop.reloads.sort(key=lambda i: i.address)
     return loop

@@ -2,6 +2,7 @@ import { getBinary, getJSON, requestKey, type Params } from "../api";
 import { h, pct } from "../dom";
 import { decodeFlame, FlameGraph, hasPython, isProcess, matcher, selfWeight, type FlameData } from "../flame";
 import { applyFilters, type FlameFilters } from "../flamefilter";
+import { indexWhenIdle } from "../nameindex";
 import { shortName } from "../names";
 import { replaceParams, type Route } from "../router";
 import type { RunDetail } from "../types";
@@ -10,6 +11,7 @@ import { renderSandwich } from "./sandwich";
 import { chartChoice, renderTimeOrder } from "./timeline";
 
 const decoded = new Map<string, Promise<FlameData>>();
+let shownGraph: FlameGraph | null = null; // the last graph this page drew; a render replaces it (render() took it off the page)
 const CRUMBS_SHOWN = 14;
 const KEPT_FLAMES = 4; // a million-frame graph takes ~30 MB
 
@@ -101,6 +103,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
   const narrowed = Object.keys(narrowing.filters).length > 0;
   let data = fetched;
   if (narrowed) timed("filter", () => (data = applyFilters(fetched, narrowing.filters)));
+  indexWhenIdle(fetched); // for the next focus or ignore, once this view is painted
   const runTotal = fetched.columns.total[0] || 1; // shares stay shares of the whole run
   const sandwiched = params.get("sandwich");
   if (sandwiched) return renderSandwich(app, runId, data, sandwiched, runTotal, new URLSearchParams(params));
@@ -130,7 +133,9 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     tooltip: describe,
     onZoom: (node) => timed("zoom", () => zoom(node, true)),
     onSelect: (node) => showDetails(node),
+    replacing: shownGraph ?? undefined,
   });
+  shownGraph = graph;
   window.perfsleuthFlame = window.perfsleuthFlame ?? { graph, timings: {} };
   window.perfsleuthFlame.graph = graph;
 
@@ -167,9 +172,9 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     showDetails(graph.zoom);
   };
   const search = h("input", { type: "search", placeholder: "search frames (regex)", value: params.get("q") ?? "", class: "filter", "aria-label": "search" });
-  const runSearch = () => {
+  const runSearch = (redraw = true) => {
     const query = search.value;
-    const found = graph.search(query);
+    const found = graph.search(query, redraw);
     const frames = found.matches === 1 ? "frame matches" : "frames match";
     const share = (found.share * total[0]) / runTotal;
     searchInfo.textContent = found.error ?? (query ? `${found.matches.toLocaleString()} ${frames} · ${pct(share)} of the run` : "");
@@ -179,7 +184,7 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     else params.delete("q");
     replaceParams(params);
   };
-  search.addEventListener("input", () => timed("search", runSearch));
+  search.addEventListener("input", () => timed("search", () => runSearch()));
   // Enter / Shift+Enter in the search box, or the arrows beside it: the next / previous match.
   const step = (forward: boolean) => timed("zoom", () => graph.nextMatch(forward));
   search.addEventListener("keydown", (e) => {
@@ -230,10 +235,10 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     h("p", { class: "muted keys" }, "keys: Tab to the graph, arrows move between frames, Enter zooms, Esc zooms out, + and − zoom the view, / searches (Enter: next match) · mouse: click zooms, drag pans, Ctrl+wheel or pinch zooms, Shift+wheel pans"),
     details,
   );
-  // The path and details first (they move the canvas), then the one draw.
+  // The path, details and search first (they move the canvas or colour it), then the one draw.
   graph.zoomTo(Number(params.get("zoom")) || 0, false);
   showZoomPath();
+  if (search.value) runSearch(false);
   if (graph.drawFitted(params.has("view"))) icicle.querySelector("input")!.checked = true;
-  if (search.value) runSearch();
   performance.mark("flame-interactive");
 }

@@ -10,6 +10,11 @@ each thread preceded by its state at the stop (from its registers) and name:
     #0  0x00007f85f64a4174 - /usr/lib/x86_64-linux-gnu/libc.so.6
         [93ac61ec...a40]@0x7f85f641e000+0x86174
 
+A first line says how the snapshotter is woken at each snapshot's instant:
+`WAKE realtime` (SCHED_FIFO), `WAKE short-slice` (the fair scheduler's shortest
+slice) or `WAKE ordinary` (neither was allowed: on a busy machine it then runs when
+one of the program's threads blocks, and its snapshots over-read waiting).
+
 SNAPSHOT gives the CLOCK_MONOTONIC instant the threads were interrupted, the ns
 until the last was let go and the ns the pass that interrupted them took (long when
 the snapshotter lost its CPU meanwhile: the later threads' instant is later). STATE
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from . import eu_stack
 
 SNAPSHOT_LINE = re.compile(r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+) (?P<pass>\d+)$", re.MULTILINE)
+WAKE_LINE = re.compile(r"^WAKE (?P<how>[a-z-]+)$", re.MULTILINE)
 STATE_LINE = re.compile(r"^STATE (?P<tid>\d+) (?P<state>[SR]) (?P<syscall>\d+|-) ?(?P<name>.*)$")
 
 
@@ -56,6 +62,13 @@ def parse(text: str) -> list[WallSnapshot]:
         snap.threads = eu_stack.parse(body)
         snapshots.append(snap)
     return snapshots
+
+
+def wake(text: str) -> str | None:
+    """How the snapshotter was woken (realtime, short-slice, ordinary); None when the
+    output does not say (a wallsnap from before it did)."""
+    found = WAKE_LINE.search(text)
+    return found["how"] if found else None
 
 
 def _states(body: str) -> dict[int, ThreadState]:

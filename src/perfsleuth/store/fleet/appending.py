@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...model.fleet import LABELS, Window
+from .batches import Batches
 from .filesystem import Files
 from .layout import LAYOUT_FILE, LAYOUT_VERSION, day, hour_partition, marker, samples_dir, stamp
 from .layout import window_file as samples_file
@@ -46,8 +47,9 @@ class _Request:
 class Appender:
     """`append(window)` from any number of threads; see the module's docstring."""
 
-    def __init__(self, files: Files) -> None:
+    def __init__(self, files: Files, batches: Batches | None = None) -> None:
         self.files = files
+        self.batches = batches or Batches(files)
         self._pool = ThreadPoolExecutor(PARALLEL_REQUESTS, thread_name_prefix="fleet-append")
         self._changed = threading.Condition()
         self._pending: list[_Request] = []
@@ -92,7 +94,9 @@ class Appender:
         if not self._layout_written:
             ensure_layout(self.files)
             self._layout_written = True
-        marked = self._each(todo, lambda r: self.files.exists(_marker(r.window)))
+        marked = self._each(
+            todo, lambda r: self.batches.stored(hour_partition(r.window.start), r.window.id)
+        )
         todo = [r for r, m in zip(todo, marked, strict=True) if not _finish_if(r, m, False)]
         self._write_dictionaries(todo)
         created = self._each(todo, self._create_samples)

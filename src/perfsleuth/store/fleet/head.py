@@ -3,13 +3,13 @@
 A push is acknowledged once its window is in the log and fsynced (appends that meet
 share the fsync); the Parquet files come later, for many windows at once: every
 FLUSH_S seconds or FLUSH_ROWS sample rows, and when the collector stops. A flush
-writes, in this order, each window's marker (created only if absent: the marker
-claims the window for this batch, so a window pushed to two collectors is stored by
-the one that claims it first; the markers made durable together, by one sync), each
-day's stacks and frames, one samples file per hour partition (h-<segment>.parquet,
-created only if absent), and deletes the segment last. A crash at any point leaves
-the segment, which the next collector to start flushes again: what was written is
-found and kept, nothing is counted twice.
+writes, in this order, one marker per hour partition naming its windows (batches.py: it
+claims them for this batch, so a window pushed to two collectors is stored by the one
+that claims it first; the markers made durable together, by one sync), each day's
+stacks and frames, one samples file per hour partition (h-<segment>.parquet, created
+only if absent), and deletes the segment last. A crash at any point leaves the
+segment, which the next collector to start flushes again: what was written is found
+and kept, nothing is counted twice.
 
 Queries read the segments too (reading.py): a segment's windows of a partition are
 counted from the log until that partition holds its h- file.
@@ -17,9 +17,7 @@ counted from the log until that partition holds its h- file.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
 import sys
 import threading
@@ -32,21 +30,15 @@ import pyarrow.compute as pc
 
 from ...model.fleet import Window
 from .appending import ensure_layout, marker_info
+from .batches import Batches
 from .filesystem import Files
-from .layout import (
-    HEAD_PREFIX,
-    day,
-    hour_partition,
-    marker,
-    samples_dir,
-    stamp,
-)
+from .layout import HEAD_PREFIX, day, hour_partition, samples_dir, stamp
 from .wal import SUFFIX, Record, Segment, claim_orphan, encode, read_segment, segments
 from .writer import distinct_of, parquet_bytes, table_of, window_columns
 
 FLUSH_S = 30.0
 FLUSH_ROWS = 200_000
-# Requests of a flush in flight at once (markers: one each).
+# Requests of a flush in flight at once.
 PARALLEL_REQUESTS = 16
 # Stack or frame ids of one table and day a head remembers having written (~80 bytes each).
 ID_LIMIT = 1 << 18
@@ -70,8 +62,10 @@ class Head:
         folder: Path,
         flush_s: float = FLUSH_S,
         flush_rows: int = FLUSH_ROWS,
+        batches: Batches | None = None,
     ) -> None:
         self.files = files
+        self.batches = batches or Batches(files)
         self.folder = folder
         self.flush_s = flush_s
         self.flush_rows = flush_rows
@@ -97,15 +91,13 @@ class Head:
         """Log a push's windows with one write and one fsync; for each, whether it was
         new (not in the head, not stored already, not earlier in `windows`).
 
-        The head forgets a flushed batch's ids only after its markers exist, so a
-        window not in the head when first looked at is stored iff its marker exists."""
+        The head forgets a flushed batch's ids only after its marker exists, so a
+        window not in the head when first looked at is stored iff a marker holds it."""
         with self._lock:
             fresh = [w for w in windows if w.id not in self._ids]
         records = {}
         for window in fresh:
-            if window.id in records or self.files.exists(
-                marker(hour_partition(window.start), window.id)
-            ):
+            if window.id in records or self.batches.stored(hour_partition(window.start), window.id):
                 continue
             columns = window_columns(window)
             records[window.id] = Record(marker_info(window, columns.samples_total, 1), columns)
@@ -141,7 +133,7 @@ class Head:
                 segment, records = self._unflushed[0]
                 segment.sync(segment.written)
                 self.dropped += write_batch(
-                    self.files, segment.name, records, self._pool, self._written
+                    self.files, segment.name, records, self._pool, self._written, self.batches
                 )
                 with self._lock:
                     self._ids -= {r.window_id for r in records}
@@ -172,7 +164,9 @@ class Head:
                 records = read_segment(path)
                 if records:
                     name = path.name[: -len(SUFFIX)]
-                    self.dropped += write_batch(self.files, name, records, self._pool)
+                    self.dropped += write_batch(
+                        self.files, name, records, self._pool, batches=self.batches
+                    )
                 path.unlink()
             finally:
                 os.close(fd)
@@ -234,8 +228,9 @@ def write_batch(
     records: list[Record],
     pool: ThreadPoolExecutor,
     written: Written | None = None,
+    batches: Batches | None = None,
 ) -> int:
-    """Store a segment's records as batch `name`: markers, dictionaries (the rows
+    """Store a segment's records as batch `name`: its markers, dictionaries (the rows
     `written` does not hold already), samples files; how many windows another batch
     had claimed (left out)."""
     ensure_layout(files)
@@ -243,11 +238,15 @@ def write_batch(
     for record in records:
         first.setdefault(record.window_id, record)
     unique = list(first.values())
-    # A folder's markers are CPU work (no fsync each): threads would only take turns.
-    each = pool.map if files.objects is not None else map
-    claimed = list(each(lambda r: _claim(files, name, r, len(unique)), unique))
+    of_partition: dict[str, list[dict]] = {}
+    for record in unique:
+        of_partition.setdefault(record.partition, []).append(record.marker)
+    claims = batches or Batches(files)
+    held: set[str] = set()
+    for partition, markers in of_partition.items():
+        held |= claims.claim(partition, name, markers, len(unique))
     files.sync()  # the markers durable before what they claim is written
-    mine = [r for r, ok in zip(unique, claimed, strict=True) if ok]
+    mine = [r for r in unique if r.window_id in held]
     by_day: dict[str, list[Record]] = {}
     by_partition: dict[str, list[Record]] = {}
     for record in mine:
@@ -271,20 +270,6 @@ def write_batch(
     list(pool.map(lambda w: put(*w), writes))
     list(pool.map(lambda p: _samples_file(files, name, *p), by_partition.items()))
     return len(unique) - len(mine)
-
-
-def _claim(files: Files, name: str, record: Record, group: int) -> bool:
-    """The window's marker for batch `name`; False when another batch holds it."""
-    rel = marker(record.partition, record.window_id)
-    info = {**record.marker, "group": group, "batch": name}
-    if files.create(rel, json.dumps(info).encode(), durable=False) is not None:
-        return True
-    existing = files.read_versioned(rel)
-    if existing is None:
-        return False
-    with contextlib.suppress(ValueError):
-        return json.loads(existing.data).get("batch") == name  # a flush this one retries
-    return False
 
 
 def _samples_file(files: Files, name: str, partition: str, records: list[Record]) -> None:

@@ -7,7 +7,9 @@
     samples/level=minute|hour/dt=../hour=../       rollups (r-<generation of their c- file>.parquet)
     stacks/dt=YYYY-MM-DD/                          stack_id -> frame ids (leaf first)
     frames/dt=YYYY-MM-DD/                          frame_id -> function, dso, file, line, ...
-    windows/dt=YYYY-MM-DD/hour=HH/<window id>      one marker per stored window (JSON)
+    windows/dt=YYYY-MM-DD/hour=HH/_batch-<seq>.json  the markers of a head flush's windows
+                                                   (batches.py)
+    windows/dt=YYYY-MM-DD/hour=HH/<window id>      the marker of a window appended alone (JSON)
     hosts/<hash>.json                              the last status each host reported
     _maintenance.lease                             who compacts or expires now (lease.py)
     head/<stamp>-<pid>.wal                         the collectors' write-ahead logs (head.py;

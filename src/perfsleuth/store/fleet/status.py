@@ -11,6 +11,7 @@ from typing import cast
 import pyarrow.fs as pafs
 
 from ...model.fleet import FleetHost, FleetStatus, StoreCost
+from .batches import Batches
 from .filesystem import Files
 from .layout import partition_start
 from .wal import logged_markers
@@ -25,7 +26,7 @@ ROLLUP_LEVELS = 2  # minute and hour
 LOSSES = ("windows_dropped", "lost_samples")
 
 
-def status(files: Files, root: str, head: Path) -> FleetStatus:
+def status(batches: Batches, root: str, head: Path) -> FleetStatus:
     """{"store", "bytes", "files", "oldest", "newest", "windows_recent", "hosts": [...]}.
 
     `oldest`/`newest` are the unix starts of the oldest and newest hour holding data
@@ -35,10 +36,11 @@ def status(files: Files, root: str, head: Path) -> FleetStatus:
     and of those `windows_dropped` and `lost_samples` (None when not reported).
     Windows in the head's log (`head`) not yet flushed count too.
     """
+    files = batches.files
     listing = [i for i in files.listing("", recursive=True) if i.type == pafs.FileType.File]
     hours = _hour_partitions(files)
     stored: list[dict] = []  # the markers of the recent hours
-    hosts = _hosts_from_markers(files, hours[-RECENT_PARTITIONS:], stored, head)
+    hosts = _hosts_from_markers(batches, hours[-RECENT_PARTITIONS:], stored, head)
     for doc in _host_documents(files):
         entry = hosts.setdefault(doc["host"], _empty_host(doc["host"]))
         entry["metrics"] = doc.get("metrics", {})
@@ -97,12 +99,11 @@ def _empty_host(host: str) -> dict:
 
 
 def _hosts_from_markers(
-    files: Files, partitions: list[str], stored: list[dict], head: Path
+    batches: Batches, partitions: list[str], stored: list[dict], head: Path
 ) -> dict[str, dict]:
     markers: dict[str, dict] = {}
     for partition in partitions:
-        for name in files.names(f"windows/{partition}"):
-            markers[name] = json.loads(files.get(f"windows/{partition}/{name}") or b"{}")
+        markers.update(batches.markers(partition))
     for info in logged_markers(head):
         markers.setdefault(info["id"], info)
     hosts: dict[str, dict] = {}

@@ -13,6 +13,7 @@ import pyarrow as pa
 from ...errors import NothingStored, UserError
 from ...model.fleet import FleetStatus, Window
 from .appending import Appender
+from .batches import Batches
 from .compaction import Compacted, compact
 from .filesystem import Files, StoreUnavailable, open_root
 from .head import FLUSH_ROWS, FLUSH_S, Head, head_folder
@@ -38,7 +39,8 @@ class FleetStore:
         self.files: Files = open_root(root, endpoint)
         self.files.clear_tmp()
         self.late_symbols = LateSymbols(self.files, debuginfod or [])
-        self.appender = Appender(self.files)
+        self.batches = Batches(self.files)
+        self.appender = Appender(self.files, self.batches)
         self.head_folder = head_folder(self.files, root)
 
     def append(self, window: Window) -> bool:
@@ -59,7 +61,9 @@ class FleetStore:
         """A head for a collector: appends acknowledged once in its write-ahead log,
         written to this store in batches (head.py). It first flushes the logs of
         collectors that died."""
-        return self._guard(lambda: Head(self.files, self.head_folder, flush_s, flush_rows))
+        return self._guard(
+            lambda: Head(self.files, self.head_folder, flush_s, flush_rows, self.batches)
+        )
 
     def close_head(self, head: Head) -> None:
         """Flush `head` and stop it; when the store cannot be written now, its log stays
@@ -103,13 +107,13 @@ class FleetStore:
         """
         from .status import status  # status reads the whole listing: only when asked
 
-        return self._guard(lambda: status(self.files, self.root, self.head_folder))
+        return self._guard(lambda: status(self.batches, self.root, self.head_folder))
 
     def inventory(self, start: float, end: float) -> list[dict]:
         """The markers of the windows that started in [start, end) and listed the shared
         libraries of their processes ({"host", "service", "labels": {user labels},
         "libraries": {exe: [path]}})."""
-        return self._guard(lambda: inventory(self.files, start, end, self.head_folder))
+        return self._guard(lambda: inventory(self.batches, start, end, self.head_folder))
 
     def compact(self) -> Compacted:
         """Merge each partition's small files, deduplicate stacks and frames, write rollups.
