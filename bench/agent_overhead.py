@@ -10,13 +10,20 @@ converters + its perf), and its memory (the agent's and perf's RSS, sampled; the
 converter's transient peak apart). Targets: <= 1% of the host's CPU, <= 100 MB RSS.
 
 Run as root:  .venv/bin/python bench/agent_overhead.py [--rounds 3] [--iterations N]
-                  [--also "--python-processes 0"] [--python ROUNDS]
+                  [--also "--python-processes 0"] [--python ROUNDS] [--baseline SRC]
 `--also ARGS` adds a condition: the agent with those arguments, in the same rounds (on
 a machine shared with busy Python processes, the default agent samples them with py-spy
 too, which `--python-processes 0` leaves out). `--python ROUNDS` makes the workload a
 busy CPython process, examples/python/json_heavy.py ROUNDS, which the agent gives Python
 frames (py-spy beside perf, agent/python_sampler.py): with `--also "--python-processes
 0"` the cost of those frames is the difference between the two agent rows.
+`--baseline SRC` adds the agent of another source tree (PYTHONPATH=SRC, e.g. a
+checkout of main before a change) with the same arguments, in the same rounds.
+
+"CPU of host" is the profiler's share while the workload ran (after its warm-up);
+"since start" counts from the profiler's start, its first windows' one-off
+symbolization included: a capped agent pays that back later, so the first column can
+be under the cap while the second is over it.
 """
 
 from __future__ import annotations
@@ -151,11 +158,19 @@ class Measured:
     shares: list[float] = field(default_factory=list)
     rss: list[int] = field(default_factory=list)
     converter_rss: list[int] = field(default_factory=list)
+    since_start: list[float] = field(default_factory=list)
 
 
-def profiled(cmd: list[str], workload: list[str], warmup_s: float, into: Measured) -> None:
+def profiled(
+    cmd: list[str],
+    workload: list[str],
+    warmup_s: float,
+    into: Measured,
+    env: dict[str, str] | None = None,
+) -> None:
     """Start the profiler, let it settle, run the workload under it, stop it."""
-    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    began = time.monotonic()
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
     tree = Tree(proc.pid)
     watcher = tree.watch()
     time.sleep(warmup_s)
@@ -165,8 +180,9 @@ def profiled(cmd: list[str], workload: list[str], warmup_s: float, into: Measure
     tree.stop()
     watcher.join()
     proc.send_signal(signal.SIGINT)
-    proc.wait(60)
+    proc.wait(300)  # an agent's last window on a loaded host may take a while
     into.shares.append((cpu1 - cpu0) / (t1 - t0) / NCPU)
+    into.since_start.append(cpu1 / (t1 - began) / NCPU)
     into.rss.append(tree.peak_rss)
     into.converter_rss.append(tree.peak_converter_rss)
 
@@ -177,13 +193,15 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=60_000_000, help="hotspots' argument")
     parser.add_argument("--also", metavar="ARGS", help="a second agent condition's arguments")
     parser.add_argument("--python", type=int, metavar="ROUNDS", help="json_heavy.py as workload")
+    parser.add_argument("--baseline", type=Path, metavar="SRC", help="another tree's agent too")
     args = parser.parse_args()
     workload = [str(WORKLOAD), str(args.iterations)]
     if args.python:
         workload = [sys.executable, str(PYTHON_WORKLOAD), str(args.python)]
     if os.geteuid() != 0:
         raise SystemExit("run as root: both profilers sample every CPU")
-    alone, agent, perf, also = Measured(), Measured(), Measured(), Measured()
+    alone, agent, perf, also, baseline = Measured(), Measured(), Measured(), Measured(), Measured()
+    baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     with tempfile.TemporaryDirectory() as tmp:
         collector, url = start_collector(Path(tmp) / "fleet")
         agent_cmd = [str(PERFSLEUTH), "agent", "--server", url, "--spool", f"{tmp}/spool"]
@@ -197,10 +215,18 @@ def main() -> None:
                 if args.also:
                     also_cmd = [*agent_cmd, *args.also.split()]
                     profiled(also_cmd, workload, 2 * WINDOW_S + 3, also)
+                if baseline_env:
+                    profiled(agent_cmd, workload, 2 * WINDOW_S + 3, baseline, baseline_env)
                 profiled(perf_cmd, workload, 1, perf)
+                shares = ", ".join(
+                    f"{name} {m.shares[-1]:.2%} ({m.since_start[-1]:.2%} since start)"
+                    for name, m in (("agent", agent), ("also", also), ("baseline", baseline))
+                    if m.shares
+                )
                 print(
                     f"round {r + 1}: alone {alone.walls[-1]:.2f}s, agent {agent.walls[-1]:.2f}s, "
-                    f"perf {perf.walls[-1]:.2f}s",
+                    f"perf {perf.walls[-1]:.2f}s, load {os.getloadavg()[0]:.1f}; CPU of host: "
+                    f"{shares}",
                     flush=True,
                 )
         finally:
@@ -210,17 +236,23 @@ def main() -> None:
     print(
         f"\nworkload: {' '.join(Path(a).name for a in workload)}, {NCPU} CPUs, {args.rounds} rounds"
     )
-    print(f"{'':34} {'slowdown':>9} {'CPU of host':>12} {'RSS':>8} {'converter peak':>15}")
-    print(f"{'alone':34} {'-':>9} {'-':>12} {'-':>8} {'-':>15}   median {base:.2f}s")
+    print(
+        f"{'':34} {'slowdown':>9} {'CPU of host':>12} {'since start':>12} {'RSS':>8} "
+        f"{'converter peak':>15}"
+    )
+    print(f"{'alone':34} {'-':>9} {'-':>12} {'-':>12} {'-':>8} {'-':>15}   median {base:.2f}s")
     rows = [("perfsleuth agent (19 Hz, dwarf)", agent), ("perf record -a -g -F 19", perf)]
     if args.also:
         rows.insert(1, (f"agent {args.also}", also))
+    if args.baseline:
+        rows.insert(1, (f"agent of {args.baseline}", baseline))
     for name, m in rows:
         slowdown = statistics.median(m.walls) / base - 1
         share = statistics.median(m.shares)
+        since = statistics.median(m.since_start)
         mb = max(m.rss) / (1 << 20)
         conv = f"{max(m.converter_rss) / (1 << 20):.0f} MB" if max(m.converter_rss) else "-"
-        print(f"{name:34} {slowdown:>+9.1%} {share:>12.2%} {mb:>5.0f} MB {conv:>15}")
+        print(f"{name:34} {slowdown:>+9.1%} {share:>12.2%} {since:>12.2%} {mb:>5.0f} MB {conv:>15}")
 
 
 if __name__ == "__main__":

@@ -100,8 +100,11 @@ def _healthy(collector: Collector) -> bool:
 
 
 def start_agent(server: str, spool: Path, host: str, *extra: str) -> subprocess.Popen:
+    """An agent without a CPU cap (its default 1% would leave a loaded test machine's
+    frames unnamed: test_agent_budget.py tests that), unless `extra` gives one."""
     cmd = [PERFSLEUTH, "agent", "--server", server, "--token", TOKEN, "--window", "2"]
-    cmd += ["--spool", spool, "--labels", f"service=agent-test,host={host}", *extra]
+    cmd += ["--spool", spool, "--labels", f"service=agent-test,host={host}", "--max-cpu", "0"]
+    cmd += extra
     return subprocess.Popen(list(map(str, cmd)), stderr=subprocess.PIPE, text=True)
 
 
@@ -241,9 +244,11 @@ def test_an_agent_over_its_cpu_cap_thins_windows_and_says_so(tmp_path: Path) -> 
         collector.stop()
     thinned = [int(n) for n in re.findall(r"(\d+) windows thinned for the CPU cap", log)]
     assert thinned and thinned[-1] >= 1
+    assert re.search(r"CPU budget: .* -> thin \(", log), log
     [host] = [h for h in status["hosts"] if h["host"] == "agent-cap"]
     assert host["metrics"]["cpu_cap"] == 0.0001
     assert host["metrics"]["windows_thinned"] >= 1
+    assert host["metrics"]["budget_level"] == "thin"
 
 
 def wait_for_line(agent: subprocess.Popen, text: str, timeout: float) -> str:

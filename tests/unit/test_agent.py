@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import subprocess
@@ -11,19 +12,22 @@ from pathlib import Path
 import pytest
 from tmpfs import fill, small_disk
 
+from perfsleuth.agent import daemon
 from perfsleuth.agent import spool as spool_module
 from perfsleuth.agent.host_symbols import HostSymbolizer
-from perfsleuth.agent.overhead import Budget
+from perfsleuth.agent.overhead import FULL, PYTHON_ASKED, SYMBOLS_CACHED, THIN, Budget
 from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
 from perfsleuth.agent.spool import Spool, SpoolError
 from perfsleuth.agent.windows import window_id
 from perfsleuth.binaries import build_id_of
 from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
+from perfsleuth.commands import agent as agent_command
 from perfsleuth.commands.agent import parse_labels
 from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame
-from perfsleuth.symbols import Symbolizer
+from perfsleuth.symbols import UNKNOWN, Symbolizer
+from perfsleuth.symbols.symbolizer import ElfSymbols
 
 
 def test_an_unprivileged_user_is_told_what_is_missing_in_one_line(tmp_path: Path) -> None:
@@ -265,3 +269,70 @@ def test_a_cpu_budget_allows_its_share_and_one_window_more() -> None:
     assert not budget.over(elapsed_s=100, used_s=2.2)  # 0.01 x 2 x (100 + 10)
     assert budget.over(elapsed_s=100, used_s=2.3)
     assert budget.over(elapsed_s=0, used_s=0.3)  # more than one window's worth at once
+
+
+def test_nearing_its_cap_the_agent_gives_up_python_then_new_symbols_then_windows() -> None:
+    budget = Budget(share=0.01, ncpus=2, window_s=10)  # 2.2 CPU-s allowed at 100 s
+    assert budget.level(elapsed_s=100, used_s=1.0, recent_share=0.05) == FULL
+    assert budget.level(elapsed_s=100, used_s=1.2, recent_share=0.05) == PYTHON_ASKED
+    assert budget.level(elapsed_s=100, used_s=1.7, recent_share=0.05) == SYMBOLS_CACHED
+    # over the cap: windows are still converted cheaply while that costs less than the cap
+    assert budget.level(elapsed_s=100, used_s=3.0, recent_share=0.008) == SYMBOLS_CACHED
+    assert budget.level(elapsed_s=100, used_s=3.0, recent_share=0.02) == THIN
+
+
+HOTSPOTS = Path(__file__).resolve().parents[2] / "examples" / "bin" / "hotspots"
+
+
+def test_deferred_addresses_stay_unnamed_and_uncached_while_cached_ones_are_named() -> None:
+    """Near the cap new addresses are not asked of llvm-symbolizer; they are asked once
+    the agent is back within its budget."""
+    if not HOTSPOTS.exists():
+        pytest.skip("examples are not built (make -C examples)")
+    path = str(HOTSPOTS)
+    # hotspots is a PIE whose text has file offset == ELF address; [-1]: the outermost of
+    # an inline chain
+    a, b = (ElfSymbols(path).by_name[f] for f in ("compute_a", "compute_b"))
+    sym = HostSymbolizer()
+    assert sym.symbolize_offsets([(path, "", a)])[(path, a)][-1].function == "compute_a"
+    sym.defer_new = True
+    both = sym.symbolize_offsets([(path, "", a), (path, "", b)])
+    assert both[(path, a)][-1].function == "compute_a"  # cached: still named
+    assert both[(path, b)] == (Frame(UNKNOWN, dso="hotspots"),)
+    assert (sym.lookups, sym.deferred) == (1, 1)
+    sym.defer_new = False
+    assert sym.symbolize_offsets([(path, "", b)])[(path, b)][-1].function == "compute_b"
+    assert sym.lookups == 2
+
+
+def test_each_budget_step_sets_the_symbolizer_and_py_spy_and_is_logged(tmp_path: Path) -> None:
+    logged: list[str] = []
+    config = daemon.AgentConfig(server="http://127.0.0.1:9", spool=tmp_path / "spool")
+    agent = daemon.Agent(config, log=logged.append)
+    try:
+        assert agent.budget is not None and agent.budget.share == 0.01  # the default cap
+        agent._apply(PYTHON_ASKED)
+        assert agent.python.asked_only and not agent.symbolizer.defer_new
+        agent._apply(SYMBOLS_CACHED)
+        assert agent.python.asked_only and agent.symbolizer.defer_new
+        agent._apply(FULL)
+        assert not agent.python.asked_only and not agent.symbolizer.defer_new
+        steps = [line.split(": ", 2)[2].split(" (")[0] for line in logged]
+        assert steps == [
+            "full -> python-asked-only",
+            "python-asked-only -> symbols-cached-only",
+            "symbols-cached-only -> full",
+        ]
+        assert agent.metrics()["budget_level"] == "full"
+    finally:
+        agent.lock.close()
+
+
+def test_the_cap_defaults_to_one_percent_and_zero_means_none(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    agent_command.add_arguments(parser)
+    base = ["--server", "http://127.0.0.1:4040", "--spool", str(tmp_path)]
+    assert agent_command.config(parser.parse_args(base)).max_cpu_share == 0.01
+    assert agent_command.config(parser.parse_args([*base, "--max-cpu", "0"])).max_cpu_share is None
+    with pytest.raises(UserError, match="bad --max-cpu"):
+        agent_command.config(parser.parse_args([*base, "--max-cpu", "-1"]))

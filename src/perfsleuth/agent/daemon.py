@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import os
 import signal
 import socket
@@ -26,7 +27,16 @@ from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
 from ..formats.wire import window_pprof
 from .host_symbols import HostSymbolizer, trim_heap
-from .overhead import Budget, Meter, rss_bytes
+from .overhead import (
+    FULL,
+    LEVELS,
+    PYTHON_ASKED,
+    SYMBOLS_CACHED,
+    THIN,
+    Budget,
+    Meter,
+    rss_bytes,
+)
 from .processes import ProcessTable
 from .python_sampler import DEFAULT_PROCESSES, PythonSampler
 from .sender import Backoff, Sender, SendError
@@ -42,6 +52,13 @@ TICK_S = 0.25
 # The agent's own resident memory past which it drops its symbol caches (perf's
 # ~13-20 MB come on top; the target for both is 100 MB).
 MAX_AGENT_RSS = 84 << 20
+# After dropping them, the caches are dropped again only past what was left then plus
+# this: on a loaded host the memory left (the C heap, pyarrow's pools) stayed over
+# MAX_AGENT_RSS, and dropping them every window re-read every DSO's tables each window
+# (76% of the agent's CPU, 10-14% of the host at load 8-11).
+RSS_REGROWTH = 16 << 20
+# The default CPU cap: 1% of the host, the agent's perf included (commands/agent.py).
+DEFAULT_MAX_CPU_SHARE = 0.01
 LAST_END = "last_end"
 
 
@@ -57,7 +74,8 @@ class AgentConfig:
     labels: dict[str, str] = field(default_factory=dict)
     python_processes: int = DEFAULT_PROCESSES  # sampled with py-spy at once; 0: none
     python_match: str = ""  # a regex their command lines must match; "": any
-    max_cpu_share: float | None = None  # of the host, agent and perf together; None: no cap
+    # of the host, agent and perf together; None: no cap
+    max_cpu_share: float | None = DEFAULT_MAX_CPU_SHARE
 
 
 @dataclass
@@ -66,6 +84,8 @@ class Counters:
     sent: int = 0
     dropped: int = 0  # unreadable here; the spool counts its own drops
     thinned: int = 0  # not converted: the agent was over its CPU cap
+    python_asked_only: int = 0  # converted while py-spy ran on asked-for processes only
+    symbols_cached_only: int = 0  # converted with new addresses left unnamed
     refused: int = 0  # by the collector: kept in the spool's refused/ folder
     samples: int = 0
     lost_samples: int = 0
@@ -111,6 +131,9 @@ class Agent:
         cap = config.max_cpu_share
         self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
+        self.level = FULL
+        self._decided = (0.0, 0.0)  # (elapsed, CPU used) when the last window was decided
+        self.memory_floor = MAX_AGENT_RSS
         self.stopping = False
         self.window_end = time.time()
         self._reported = (time.monotonic(), 0)
@@ -120,6 +143,11 @@ class Agent:
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._stop)
+        # The start-up's objects out of the cyclic GC, and fewer collections: a window's
+        # objects (symbol tables, frames) are acyclic, and full collections over the
+        # caches were 31% of the agent's CPU at load 8-11.
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 20)
         try:
             self._recover()
             self.processes.scan()
@@ -144,7 +172,7 @@ class Agent:
             if now >= next_scan:
                 self.processes.scan()
                 next_scan = now + scan_every
-            if not self._over_budget():  # over its CPU cap: no new py-spy runs either
+            if self.level != THIN:  # thinning: no new py-spy runs
                 self.python.tick(self.processes.known)
             self._collect(self.recorder.rotated())
             self._send(SEND_BUDGET_S)
@@ -173,16 +201,43 @@ class Agent:
         for stale in files[:-MAX_RAW_FILES]:
             self._drop(stale, "the agent fell behind perf")
         for path in files[-MAX_RAW_FILES:]:
-            if self._over_budget():
+            level = self._apply(self._budget_level())
+            if level == THIN:
                 self._thin(path)
-            else:
-                self._close(path, start=self.window_end)
+                continue
+            self.counts.python_asked_only += level == PYTHON_ASKED
+            self.counts.symbols_cached_only += level == SYMBOLS_CACHED
+            self._close(path, start=self.window_end)
 
-    def _over_budget(self) -> bool:
+    def _budget_level(self) -> int:
+        """What to give up for the next window, and until the one after, for the CPU cap
+        (overhead.Budget.level); decided once a window, so that the recent share covers
+        the previous window's conversion."""
         if self.budget is None:
-            return False
+            return FULL
         perf = self.recorder.pid if self.recorder.running() else None
-        return self.budget.over(*self.meter.spent(perf))
+        elapsed, used = self.meter.spent(perf)
+        then, used_then = self._decided
+        self._decided = (elapsed, used)
+        recent = (used - used_then) / max(elapsed - then, 1e-6) / self.budget.ncpus
+        return self.budget.level(elapsed, used, recent)
+
+    def _apply(self, level: int) -> int:
+        """Set the symbolizer and py-spy for `level`; log each change with its cost."""
+        self.symbolizer.defer_new = level >= SYMBOLS_CACHED
+        self.python.asked_only = level >= PYTHON_ASKED
+        if level != self.level and self.budget is not None:
+            elapsed, used = self.meter.spent(None)
+            self.log(
+                f"CPU budget: {used / max(elapsed, 1e-6) / self.budget.ncpus:.2%} of the host "
+                f"since start against a cap of {self.budget.share:.2%}: "
+                f"{LEVELS[self.level]} -> {LEVELS[level]} ({_giving_up(level)}); so far "
+                f"py-spy {self.python.cpu_s:.1f} CPU-s, {self.symbolizer.lookups} addresses "
+                f"named, {self.symbolizer.deferred} left for later naming, "
+                f"{self.counts.thinned} windows thinned"
+            )
+            self.level = level
+        return level
 
     def _thin(self, path: Path) -> None:
         """Leave a window out to keep the CPU cap: its samples are not converted."""
@@ -218,11 +273,13 @@ class Agent:
 
     def _fit_memory(self) -> None:
         trim_heap()
-        if (rss := rss_bytes("self")) > MAX_AGENT_RSS:
+        if (rss := rss_bytes("self")) > self.memory_floor:
             self.symbolizer.forget()
+            left = rss_bytes("self")
+            self.memory_floor = max(MAX_AGENT_RSS, left + RSS_REGROWTH)
             self.log(
                 f"RSS {rss >> 20} MB over {MAX_AGENT_RSS >> 20} MB: symbol caches dropped "
-                f"(now {rss_bytes('self') >> 20} MB)"
+                f"(now {left >> 20} MB; dropped again past {self.memory_floor >> 20} MB)"
             )
 
     def _convert(self, path: Path, start: float, end: float) -> Made:
@@ -312,7 +369,14 @@ class Agent:
             f"({metrics['cpu_share_since_start']:.2%} since start), RSS agent "
             f"{metrics['agent_rss_bytes'] / mb:.0f} MB + perf {metrics['perf_rss_bytes'] / mb:.0f} "
             f"MB; perf lost {self.counts.lost_samples} samples"
-            + (f"; {self.counts.thinned} windows thinned for the CPU cap" if self.budget else "")
+            + (
+                f"; budget {LEVELS[self.level]}: {self.counts.python_asked_only} windows with "
+                f"py-spy on asked-for processes only, {self.counts.symbols_cached_only} with "
+                f"new addresses left for later naming ({self.symbolizer.deferred} addresses), "
+                f"{self.counts.thinned} windows thinned for the CPU cap"
+                if self.budget
+                else ""
+            )
         )
         with contextlib.suppress(SendError):  # collector away: the window pushes say so
             self.sender.post_status(metrics)
@@ -344,10 +408,14 @@ class Agent:
             "windows_dropped": self.counts.dropped + self.spool.dropped,
             "windows_refused": self.counts.refused,
             "windows_thinned": self.counts.thinned,
+            "windows_python_asked_only": self.counts.python_asked_only,
+            "windows_symbols_cached_only": self.counts.symbols_cached_only,
+            "budget_level": LEVELS[self.level],
             "cpu_cap": self.config.max_cpu_share,
             "spool_windows": len(pending),
             "spool_bytes": self.spool.size,
             "symbolized_addresses": self.symbolizer.lookups,
+            "symbols_deferred": self.symbolizer.deferred,
             **self.python.metrics(),
         }
 
@@ -378,6 +446,16 @@ class Agent:
             f"spool {c.spool} "
             f"(at most {c.max_spool_bytes >> 20} MB, {len(self.spool.pending())} waiting)"
         )
+
+
+def _giving_up(level: int) -> str:
+    return {
+        FULL: "every window converted and named in full",
+        PYTHON_ASKED: "py-spy only on processes --python-match names",
+        SYMBOLS_CACHED: "and new addresses sent as build-id + address, for symbols upload "
+        "or debuginfod to name",
+        THIN: "and windows left out unconverted",
+    }[level]
 
 
 def _lock(spool: Path) -> Any:

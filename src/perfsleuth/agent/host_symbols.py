@@ -5,6 +5,14 @@ debug info its processes run (the collector would need every host's files),
 and a window's addresses mostly repeat the previous window's, so a cache that
 lives as long as the agent makes each window's work the few new addresses only.
 Frames that cannot be named keep their DSO and offset (formats.perf_data).
+
+Near its CPU cap the agent stops naming new addresses (`defer_new`): naming a new
+program's addresses is most of a loaded host's agent cost (llvm-symbolizer, and each
+new DSO's .dynsym read for its aliases). Those frames then travel as perf_data's
+unknown frames do, "[unknown] dso+0xSTART" with their build-id and ELF address, which
+`perfsleuth symbols upload` or debuginfod name at query time (store/fleet/symbols.py);
+answers already cached are still used, and the deferred addresses are asked again once
+the agent is back within its budget.
 """
 
 from __future__ import annotations
@@ -15,8 +23,8 @@ from collections.abc import Iterable
 
 from ..binaries import build_id_of
 from ..model.profile import Frame
-from ..symbols import Symbolizer
-from ..symbols.symbolizer import dynsym, elf_symbols
+from ..symbols import UNKNOWN, Symbolizer
+from ..symbols.symbolizer import dso_name, dynsym, elf_symbols
 
 # About 200 bytes an entry: bounds the cache near 40 MB on a host that runs
 # very many distinct binaries; cleared when full (it refills in a window or two).
@@ -32,6 +40,8 @@ class HostSymbolizer(Symbolizer):
         self.user: dict[tuple[str, str, int], tuple[Frame, ...]] = {}
         self.kernel: dict[int, Frame] = {}
         self.lookups = 0  # addresses asked of the tools, for the agent's metrics
+        self.defer_new = False  # new addresses left unnamed (the agent's CPU budget)
+        self.deferred = 0  # addresses shipped unnamed for it, for the agent's metrics
 
     def symbolize_offsets(
         self, items: Iterable[tuple[str, str, int]]
@@ -41,6 +51,10 @@ class HostSymbolizer(Symbolizer):
         items = [(p, b or _file_build_id(p), o) for p, b, o in items]
         self._make_room(len(items))
         new = [(p, b, o) for p, b, o in set(items) if (p, b, o) not in self.user]
+        if new and self.defer_new:
+            self.deferred += len(new)
+            unnamed = {(p, b, o): (Frame(UNKNOWN, dso=dso_name(p)),) for p, b, o in new}
+            return {(p, o): self.user.get((p, b, o)) or unnamed[(p, b, o)] for p, b, o in items}
         if new:
             self.lookups += len(new)
             answers = super().symbolize_offsets(new)

@@ -90,6 +90,17 @@ class Meter:
         return used / max(now - then, 1e-6) / self.ncpus
 
 
+# What the agent gives up as it nears its CPU cap, least valuable first (docs/fleet.md):
+FULL = 0  # every window converted, symbolized, Python frames of the busiest processes
+PYTHON_ASKED = 1  # py-spy only on the processes --python-match names
+SYMBOLS_CACHED = 2  # + new addresses shipped unnamed (build-id + address), named later
+THIN = 3  # + windows left out unconverted: the last resort
+LEVELS = ("full", "python-asked-only", "symbols-cached-only", "thin")
+# Shares of the allowance at which the first two steps are taken.
+PYTHON_ASKED_AT = 0.5
+SYMBOLS_CACHED_AT = 0.75
+
+
 @dataclass(frozen=True)
 class Budget:
     """A CPU cap: `share` of the host's `ncpus` CPUs over the agent's life, plus an
@@ -100,5 +111,21 @@ class Budget:
     window_s: float
 
     def over(self, elapsed_s: float, used_s: float) -> bool:
-        allowed = self.share * self.ncpus * (elapsed_s + self.window_s)
-        return used_s > allowed
+        return self.used_of_allowed(elapsed_s, used_s) > 1
+
+    def used_of_allowed(self, elapsed_s: float, used_s: float) -> float:
+        return used_s / (self.share * self.ncpus * (elapsed_s + self.window_s))
+
+    def level(self, elapsed_s: float, used_s: float, recent_share: float) -> int:
+        """How much to give up for the next window. Over the cap, a window is still
+        converted (cheaply) while the agent's share since the last window, the cheap
+        conversions' cost, is within the cap: that pays the excess back without
+        losing windows. Only when even that is over the cap is the window left out."""
+        used = self.used_of_allowed(elapsed_s, used_s)
+        if used < PYTHON_ASKED_AT:
+            return FULL
+        if used < SYMBOLS_CACHED_AT:
+            return PYTHON_ASKED
+        if used <= 1 or recent_share <= self.share:
+            return SYMBOLS_CACHED
+        return THIN

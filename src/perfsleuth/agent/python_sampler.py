@@ -34,6 +34,11 @@ processes by CPU time since the last choice are chosen, and each chosen one alwa
 has a run going; idle ones (below 5% of a core), and the agent itself, are not
 sampled.
 
+Near its CPU cap the agent sets `asked_only`: no new run starts then but on processes
+`--python-match` names (none without it), and runs going finish their window. At the
+defaults py-spy on one process costs more than a 1% cap of a 2-CPU host by itself, so
+on a loaded host only the processes asked for keep their Python frames.
+
 A process py-spy cannot read (permission, a version it does not know, not CPython
 after all) is skipped with a counted warning and not tried again while it lives;
 one that exits mid-run keeps the samples taken until then.
@@ -177,6 +182,7 @@ class PythonSampler:
         self.stalled = 0  # perf samples left native in py-spy's stalls
         self.skipped = 0
         self.cpu_s = 0.0
+        self.asked_only = False  # set by the agent near its CPU cap
         shutil.rmtree(workdir, ignore_errors=True)  # a previous agent's unfinished runs
 
     def _tool(self) -> str | None:
@@ -191,12 +197,15 @@ class PythonSampler:
     def tick(self, processes: Mapping[int, Process]) -> None:
         """At each turn of the agent's loop: collect the runs that ended and start one
         on each chosen process without one; every `rank_every` seconds, choose again
-        the `max_processes` busiest CPython processes since the last choice."""
+        the `max_processes` busiest CPython processes since the last choice (none
+        when `asked_only` and no --python-match)."""
         if self.tool is None:
             return
         if time.monotonic() >= self.next_rank:
             self.next_rank = time.monotonic() + self.rank_every
-            self.chosen = self._busiest(processes)
+            # nothing may be chosen near the cap without --python-match: no ranking either
+            held_back = self.asked_only and self.match is None
+            self.chosen = {} if held_back else self._busiest(processes)
         self._reap()
         for pid, name in self.chosen.items():
             stat = proc_stat(pid)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..agent.daemon import Agent, AgentConfig
+from ..agent.daemon import DEFAULT_MAX_CPU_SHARE, Agent, AgentConfig
 from ..agent.python_sampler import DEFAULT_PROCESSES
 from ..errors import UserError
 
@@ -76,8 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-cpu",
         type=float,
         metavar="PERCENT",
-        help="the agent's CPU cap, its perf's included, in percent of the host's CPUs: "
-        "past it windows are left out (thinned) and the log says so (default: no cap)",
+        default=DEFAULT_MAX_CPU_SHARE * 100,
+        help="the agent's CPU cap, its perf's included, in percent of the host's CPUs "
+        "(default %(default)g; 0: no cap): nearing it, py-spy runs only on the processes "
+        "--python-match names, then new addresses are sent unnamed (build-id + address, "
+        "named later by `symbols upload` or debuginfod), and last windows are left out "
+        "(thinned); the log and the posted status say each step",
     )
 
 
@@ -101,8 +105,8 @@ def config(args: argparse.Namespace) -> AgentConfig:
         re.compile(args.python_match)
     except re.error as e:
         raise UserError(f"bad --python-match {args.python_match!r}: {e}") from None
-    if args.max_cpu is not None and not 0 < args.max_cpu <= 100:
-        raise UserError(f"bad --max-cpu {args.max_cpu:g}: use a percent, 0 < PERCENT <= 100")
+    if not 0 <= args.max_cpu <= 100:
+        raise UserError(f"bad --max-cpu {args.max_cpu:g}: use a percent, 0..100 (0: no cap)")
     return AgentConfig(
         server=args.server,
         spool=args.spool,
@@ -114,7 +118,7 @@ def config(args: argparse.Namespace) -> AgentConfig:
         labels=parse_labels(args.labels),
         python_processes=args.python_processes,
         python_match=args.python_match,
-        max_cpu_share=args.max_cpu / 100 if args.max_cpu is not None else None,
+        max_cpu_share=args.max_cpu / 100 or None,
     )
 
 
