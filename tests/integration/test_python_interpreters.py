@@ -1,6 +1,6 @@
 """Python mode on the CPython builds people run, for real: each records
 examples/python/timed_pair.py, whose two hot functions time their own user CPU, and
-`top` must show both with file:line and shares within 12 points of the script's timers.
+`top` must show both with file:line and shares within 8 points of the script's timers.
 
 The interpreters come from scripts/install-pythons.sh (`make setup`, under
 .venv/pythons/): Debian's python3.11 (libpython linked into the executable) and a venv
@@ -38,12 +38,20 @@ FREQ = "499"
 HOT = ("crunch", "spell")
 # A share from ~1,000 samples is within 1.6 points of the truth 95% of the time, but
 # py-spy stalls now and then, and a stall's middle keeps native frames, so the shares
-# come from the rest of the run (docs/python.md): a run was 5.4 points off at load 2-3
-# (pyenv 3.13, clean-clone CI), a kept one 7.6 at load 20 (pyenv 3.10.13), and pyenv
-# 3.11.7 read crunch 7.5-11 points under its timer in 4 of 10 runs at load 2-3, with
-# the splice of this change and of the one before alike (cause not found: issue 33).
-# The 5-point target is measured in bench/python_shares.py; a test must hold on any run.
-CLOSE = 0.12
+# come from the rest of the run (docs/python.md): a kept run was 7.6 points off at load
+# 20 (pyenv 3.10.13), one of bench/python_shares.py's 7.0 at load 14 (pyenv 3.12.1,
+# py-spy stalled through 54% of its samples). Of 41 kept runs of this test's recording
+# at load 2-17 after issue 33's splice fixes, the worst was 3.7 (pyenv 3.11.7 read crunch
+# 7.5-11 under at load 2-3 before them: the two functions swapped). The 5-point target is
+# measured in bench/python_shares.py; a test must hold on any run.
+CLOSE = 0.08
+# A function's self share is its total less the native frames kept above it: libpython's
+# unicode_dealloc and PyThread_get_thread_ident (py-spy --native keeps them), and the
+# kernel's frames of the interrupts that came in while it ran, reschedule IPIs more as
+# the load grows: up to 4.8 points of spell's on pyenv's 3.11.7 at load 2-17, 6.3 at load
+# 15.5. The interpreter's own functions are left out (before, crunch's self was 11.4 of
+# its 50.7 points)
+ABOVE = 0.10
 
 
 def perfsleuth(store: Path, *args: str) -> subprocess.CompletedProcess:
@@ -73,15 +81,15 @@ def shares_in_main(store: Path) -> dict[str, dict]:
 
 
 def check_run(store: Path, expected: dict[str, float]) -> None:
-    """Both functions with the script's file and a line; their shares, and their own
-    time (the interpreter's work for them, as py-spy counts it) within CLOSE of the
-    timers."""
+    """Both functions with the script's file and a line; their shares within CLOSE of
+    the timers, and their own time (the interpreter's work for them, as py-spy counts
+    it) within ABOVE of their shares."""
     shown = shares_in_main(store)
     for name in HOT:
         row = shown[name]
         assert row["file"] == str(SCRIPT) and row["line"] > 0, row
         assert abs(row["share"] - expected[name]) <= CLOSE, (name, row["share"], expected)
-        assert abs(row["self"] - expected[name]) <= CLOSE, (name, row["self"], expected)
+        assert 0 <= row["share"] - row["self"] <= ABOVE, (name, row["share"], row["self"])
     meta = Store(store).run_info(1).meta
     assert meta["recorder"] == "perf+py-spy" and "python_frames_missing" not in meta
     assert meta["python_frames"] >= 0.9, meta

@@ -120,12 +120,12 @@ def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     assert truth, proc.stderr
     share = int(truth[1]) / int(truth[2])
     measured = consumers_waiting(tmp_path)
-    # a sampled share (~100-200 snapshots). Woken at an ordinary priority, wallsnap got
-    # its CPU when a consumer blocked: +10 and +15.6 points in clean-clone CI, -4.6 to
-    # +17.3 in 6 runs at load 18-22; woken at the timer's instant (realtime), -2.3 to
-    # +9.3 in 14 runs at load 14-22 (docs/offcpu.md: what is left); eu-stack's snapshots
-    # read 9-19 under
-    assert share - 0.07 < measured < share + 0.12, (measured, share)
+    # a sampled share (~150 snapshots). Woken at an ordinary priority, wallsnap got its
+    # CPU when a consumer blocked: +10 and +15.6 points in clean-clone CI, -4.6 to +17.3
+    # in 6 runs at load 18-22; at the timer's instant, -2.3 to +9.3 in 14 runs; with the
+    # other CPU held for the pass, -5.7 to +6.6 in 11 runs at load 14-20 and +1.7 to +7.1
+    # in 4 on an emulated quiet machine (docs/offcpu.md); eu-stack's read 9-19 under
+    assert share - 0.07 < measured < share + 0.1, (measured, share)
     runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
     assert runs[0]["mode"] == "wall"
     if os.geteuid() == 0:  # root may ask for a realtime priority

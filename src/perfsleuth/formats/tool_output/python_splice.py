@@ -39,8 +39,13 @@ py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per r
   the trace gives at the samples' times. Every sample counts: the few near a stack
   change move the counts little, while counting only the samples no change comes near
   left ~10 of ~100 on json_heavy.py, too few to tell the right offset from one a round
-  away (5 of 8 runs on a quiet machine put json's decoder under `serialize`);
-- a sample with changes near it (EARLY before, LAG after) takes the candidate stack its
+  away (5 of 8 runs on a quiet machine put json's decoder under `serialize`). An offset
+  a turn of the program's alternation away agrees about as well, the C functions as
+  consistently under the other Python function, so of the offsets near the best
+  (NEAR_BEST) those nearest what the clocks allow win (_nearest_peak);
+- a sample with changes near it (within the run's reach: as far as the entries that
+  nearly always go with one Python frame say its trace is off, at most EARLY before and
+  LAG after) takes the candidate stack its
   native entry went with most over the run, when SWITCH times as often as with the
   stack the trace gives at its time (an entry both functions call stays where the
   trace puts it); when none did and the entry nearly
