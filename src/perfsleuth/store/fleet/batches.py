@@ -32,9 +32,15 @@ BATCH_SUFFIX = ".json"
 # How long an S3 partition's listing is trusted by the duplicate check of a push (a
 # folder's is checked by its modification time at every push).
 LISTING_S = 1.0
-# Batches a process keeps read (a few hundred bytes a window each); past it, it reads
-# them again.
-DOCS_LIMIT = 4096
+# Window ids of the batches a process keeps read (~80 bytes each), and partitions whose
+# windows it keeps listed (a push looks up its own hour, mostly); past either it starts
+# over, reading again what it needs.
+IDS_LIMIT = 1 << 20
+# A folder's modification time is as coarse as the kernel's clock tick: a listing made
+# this soon after a change is not kept (a batch created in the same tick would not
+# change the time again).
+SETTLED_NS = 50_000_000
+PARTITIONS_LIMIT = 8
 # A batch file as listed: its name, modification time and size. Retention deletes whole
 # partitions, so a name may come back, as another file: the time tells them apart.
 Listed = tuple[str, int, int]
@@ -57,12 +63,14 @@ def folder(partition: str) -> str:
 
 
 class Batches:
-    """The batch markers of a store as one process reads and writes them: each read
-    once (a batch never changes), each partition's listing kept until it changes."""
+    """The batch markers of a store as one process reads and writes them: each batch's
+    window ids read once (a batch never changes), each partition's listing kept until it
+    changes."""
 
     def __init__(self, files: Files) -> None:
         self.files = files
-        self._docs: dict[tuple[str, Listed], dict] = {}  # (partition, file): the batch
+        self._read: dict[tuple[str, Listed], tuple[str, list[str]]] = {}  # batch, its ids
+        self._ids_read = 0
         self._listed: dict[str, tuple[float, dict[str, str]]] = {}  # partition: stamp, held
         self._lock = threading.Lock()
 
@@ -73,8 +81,8 @@ class Batches:
         own, batches = self._list(partition)
         for name in own:
             found[name] = json.loads(self.files.get(f"{folder(partition)}/{name}") or b"{}")
-        for listed in batches:
-            for info in self._doc(partition, listed)["windows"]:
+        for name, _, _ in batches:
+            for info in self._doc(partition, name)["windows"]:
                 found.setdefault(info["id"], info)
         return found
 
@@ -135,10 +143,12 @@ class Batches:
                 return known[1]
         stamp = changed if changed is not None else time.monotonic()
         held = self._owners(partition, self._list(partition)[1])
+        settled = changed is None or time.time_ns() - changed > SETTLED_NS
         with self._lock:
-            if len(self._listed) >= DOCS_LIMIT:
+            if len(self._listed) >= PARTITIONS_LIMIT:
                 self._listed.clear()
-            self._listed[partition] = (stamp, held)
+            if settled:
+                self._listed[partition] = (stamp, held)
         return held
 
     def _changed_at(self, partition: str) -> float | None:
@@ -153,21 +163,28 @@ class Batches:
     def _owners(self, partition: str, batches: list[Listed]) -> dict[str, str]:
         held: dict[str, str] = {}
         for listed in batches:
-            doc = self._doc(partition, listed)
-            for info in doc["windows"]:
-                held.setdefault(info["id"], doc["batch"])
+            batch, ids = self._ids(partition, listed)
+            for window_id in ids:
+                held.setdefault(window_id, batch)
         return held
 
-    def _doc(self, partition: str, listed: Listed) -> dict:
+    def _ids(self, partition: str, listed: Listed) -> tuple[str, list[str]]:
+        """A batch's name and its windows' ids, read once."""
         with self._lock:
-            found = self._docs.get((partition, listed))
+            found = self._read.get((partition, listed))
         if found is None:
-            found = json.loads(self.files.get(f"{folder(partition)}/{listed[0]}"))
+            doc = self._doc(partition, listed[0])
+            found = doc["batch"], [info["id"] for info in doc["windows"]]
             with self._lock:
-                if len(self._docs) >= DOCS_LIMIT:
-                    self._docs.clear()
-                self._docs[partition, listed] = found
+                if self._ids_read + len(found[1]) > IDS_LIMIT:
+                    self._read.clear()
+                    self._ids_read = 0
+                self._read[partition, listed] = found
+                self._ids_read += len(found[1])
         return found
+
+    def _doc(self, partition: str, name: str) -> dict:
+        return json.loads(self.files.get(f"{folder(partition)}/{name}"))
 
     def _marker_batch(self, partition: str, window_id: str) -> str:
         """The batch a window's own marker names ("" for none: an append's, or a
