@@ -147,6 +147,7 @@ impl Records {
         // SAFETY: the file is only read; it is checked against its header's sizes
         // before (header::open_checked), and perf does not write a finished file.
         let map = unsafe { Mmap::map(file) }.map_err(|e| format!("cannot read perf.data: {e}"))?;
+        let guard = Guard::new(map.as_ptr(), map.len()); // before the first read of the map
         let word = |at: usize| {
             map.get(at..at + 8)
                 .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()) as usize)
@@ -170,7 +171,6 @@ impl Records {
             }
         }
         let event_of = event_of(attributes, &parse_infos);
-        let guard = Guard::new(map.as_ptr(), map.len());
         Ok(Some(Records {
             guard,
             map,

@@ -63,7 +63,7 @@ impl Drop for Guard {
 
 fn install() {
     // SAFETY: sysconf and sigaction are called with valid arguments; PREVIOUS is
-    // written once, here, before the handler can run.
+    // written once, here, by the call that installs the handler.
     unsafe {
         let page = libc::sysconf(libc::_SC_PAGESIZE);
         if page > 0 {
@@ -75,19 +75,26 @@ fn install() {
         action.sa_sigaction = handler as libc::sighandler_t;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
         libc::sigemptyset(&mut action.sa_mask);
-        let mut previous: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGBUS, &action, &mut previous) == 0 {
-            PREVIOUS = Some(previous);
+        // the old action is written by the same call that installs the handler (a
+        // zeroed one, read meanwhile, is the default action)
+        PREVIOUS = Some(std::mem::zeroed());
+        if let Some(previous) = (*std::ptr::addr_of_mut!(PREVIOUS)).as_mut() {
+            if libc::sigaction(libc::SIGBUS, &action, previous) != 0 {
+                PREVIOUS = None;
+            }
         }
     }
 }
 
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo_t; mmap and sigaction are
-    // async-signal-safe system calls.
+    // SAFETY: the kernel passes a valid siginfo_t. mmap is not on POSIX's list of
+    // async-signal-safe functions, but on Linux it is a plain system call (glibc's
+    // wrapper takes no lock), as is sigaction.
     unsafe {
         let addr = (*info).si_addr() as usize;
-        for slot in 0..SLOTS {
+        // a fault's SIGBUS only (si_code > 0): one sent by kill(2) has no address
+        let fault = (*info).si_code > 0;
+        for slot in (0..SLOTS).filter(|_| fault) {
             let start = STARTS[slot].load(Ordering::SeqCst);
             if start != 0 && addr >= start && addr < ENDS[slot].load(Ordering::SeqCst) {
                 let page = addr & !(PAGE_SIZE.load(Ordering::SeqCst) - 1);
