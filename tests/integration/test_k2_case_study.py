@@ -299,3 +299,12 @@ def test_try_combined_library_step_needs_its_build_command(
 ) -> None:
     assert try_combined(tmp_path, "--dependency", "libz3.so.4")[0] == 2
     assert "needs both --dependency SONAME and --dependency-build" in capsys.readouterr().err
+
+
+def test_try_combined_library_variant_needs_its_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert try_combined(tmp_path, "--variant", "O3", "--dependency-variant", "pgo")[0] == 2
+    err = capsys.readouterr().err
+    assert "--dependency-variant needs --dependency SONAME" in err
+    assert len(err.strip().splitlines()) == 1

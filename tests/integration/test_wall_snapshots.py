@@ -125,12 +125,14 @@ def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     # in 6 runs at load 18-22; at the timer's instant, -2.3 to +9.3 in 14 runs; with the
     # other CPU held for the pass, -5.7 to +6.6 in 11 runs at load 14-20 and +1.7 to +7.1
     # in 4 on an emulated quiet machine (docs/offcpu.md); eu-stack's read 9-19 under
-    assert share - 0.07 < measured < share + 0.1, (measured, share)
+    store = Store(tmp_path / ".perfsleuth")
+    wake = store.load(store.resolve("latest")).meta["wake"]
+    # where no realtime priority may be had (a container without CAP_SYS_NICE), no CPU is
+    # held for the pass and an ordinary wake reads as above
+    upper = 0.1 if wake == "realtime" else 0.2
+    assert share - 0.07 < measured < share + upper, (measured, share, wake)
     runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
     assert runs[0]["mode"] == "wall"
-    if os.geteuid() == 0:  # root may ask for a realtime priority
-        store = Store(tmp_path / ".perfsleuth")
-        assert store.load(store.resolve("latest")).meta["wake"] == "realtime"
 
 
 def test_wall_mode_follows_child_processes(examples_built: Path, tmp_path: Path):

@@ -62,6 +62,7 @@ def batch_ids(root: Path) -> list[str]:
     return [
         info["id"]
         for path in (root / "windows").rglob(f"{BATCH_PREFIX}*")
+        if path.stat().st_size and path.name != f"{BATCH_PREFIX}x.json"
         for info in json.loads(path.read_text())["windows"]
     ]
 
@@ -110,6 +111,43 @@ def test_a_flush_killed_at_any_step_is_counted_once_and_finished_by_the_next_hea
     reopened = FleetStore(str(root)).head(flush_s=3600)
     assert not any(reopened.append(w) for w in windows)  # stored: duplicates
     reopened.close()
+
+
+def test_empty_batches_left_by_a_crash_before_the_sync_claim_nothing(tmp_path: Path) -> None:
+    """A flush killed at its sync, its batch files then empty (not durable) and a stray
+    `_batch-x.json` beside them: the store still answers, and the next head flushes the
+    kept segment claiming every window again, in batches of later seqs."""
+    windows = fleet(spacing=SPACING)
+    root = tmp_path / "fleet"
+    script = f"""
+        import os
+        from perfsleuth.store.fleet import FleetStore
+        from perfsleuth.store.fleet.filesystem import Files
+        h = FleetStore({str(root)!r}).head(flush_s=3600)
+        for w in fleet_windows:
+            assert h.append(w)
+        Files.sync = lambda self: os._exit(0)
+        h.flush()
+        raise SystemExit("the flush was not killed")
+    """
+    prelude = f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
+    prelude += (
+        f"from unit.test_fleet_store import fleet; fleet_windows = fleet(spacing={SPACING})\n"
+    )
+    subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)], check=True)
+    emptied = list((root / "windows").rglob(f"{BATCH_PREFIX}*"))
+    assert emptied
+    for path in emptied:
+        path.write_bytes(b"")
+        (path.parent / f"{BATCH_PREFIX}x.json").write_text("{}")
+    store = FleetStore(str(root))
+    assert status_windows(store) == len(windows)  # the log's, its batches claim nothing
+    assert not Batches(store.files).stored(hour_partition(T0), windows[0].id)
+    store.head(flush_s=3600).close()  # flushes the orphan
+    assert segments(store.head_folder) == []
+    assert sorted(batch_ids(root)) == sorted(w.id for w in windows)
+    assert status_windows(store) == len(windows)
+    assert fleet_top(store, T0, END)["rows"] == expected_top(windows)
 
 
 def test_flushes_racing_for_a_partition_claim_each_window_once(tmp_path: Path) -> None:

@@ -132,7 +132,7 @@ class Agent:
         self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
         self.level = FULL
-        self._decided = (0.0, 0.0)  # (elapsed, CPU used) when the last window was decided
+        self._decided = (0.0, 0.0)  # (elapsed, CPU used): where the recent share starts
         self.memory_floor = MAX_AGENT_RSS
         self.stopping = False
         self.window_end = time.time()
@@ -211,15 +211,19 @@ class Agent:
 
     def _budget_level(self) -> int:
         """What to give up for the next window, and until the one after, for the CPU cap
-        (overhead.Budget.level); decided once a window, so that the recent share covers
-        the previous window's conversion."""
+        (overhead.Budget.level). The recent share is measured over at least one window's
+        length, from a reading kept until that much time has passed: an agent catching up
+        on several raw files decides them moments apart, and the CPU of one conversion
+        over those moments looked like a huge share, forcing THIN."""
         if self.budget is None:
             return FULL
         perf = self.recorder.pid if self.recorder.running() else None
         elapsed, used = self.meter.spent(perf)
         then, used_then = self._decided
-        self._decided = (elapsed, used)
-        recent = (used - used_then) / max(elapsed - then, 1e-6) / self.budget.ncpus
+        window_s = self.config.window_s
+        if elapsed - then >= window_s:
+            self._decided = (elapsed, used)
+        recent = (used - used_then) / max(elapsed - then, window_s) / self.budget.ncpus
         return self.budget.level(elapsed, used, recent)
 
     def _apply(self, level: int) -> int:

@@ -104,8 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     together.add_argument(
         "--dependency-variant",
         metavar="NAME",
-        default="pgo-lto",
-        help="the library's build variant (default: pgo-lto)",
+        help="the library's build variant, with --dependency only (default: pgo-lto)",
     )
     for sub in (alloc, rebuild, patched, together):
         add_measure_options(sub)
@@ -193,9 +192,11 @@ def dependency(args: argparse.Namespace) -> combined.Dependency | None:
             "try combined's library step needs both --dependency SONAME and "
             "--dependency-build SHELL_CMD"
         )
+    if args.dependency_variant and not args.dependency:
+        raise UserError("try combined's --dependency-variant needs --dependency SONAME")
     if not args.dependency:
         return None
-    variant = one_variant(args.dependency_variant, "--dependency-variant")
+    variant = one_variant(args.dependency_variant or "pgo-lto", "--dependency-variant")
     return combined.Dependency(args.dependency, args.dependency_build, variant)
 
 

@@ -77,6 +77,7 @@
 #define SHORTEST_SLICE_NS 100000 /* the fair scheduler's lower bound */
 #define MAX_HOLDERS 16             /* CPUs held for a pass, besides the snapshotter's */
 #define HOLD_LIMIT_NS 300000       /* a holder never keeps its CPU longer */
+#define MAX_HOLD_RATE_HZ 100        /* above it, holders would take too much of others' CPUs */
 
 /* The kernel's struct sched_attr up to sched_period (SCHED_ATTR_SIZE_VER0); the
    uapi header clashes with <sched.h>, and glibc 2.36 has no wrapper. */
@@ -449,6 +450,14 @@ static int collect(int pending, int *taken) {
     return refused;
 }
 
+static bool realtime_wake; /* woken at a realtime priority, dropped after each pass */
+
+static void set_realtime(bool on) {
+    if (!realtime_wake) return;
+    struct sched_param param = {.sched_priority = on ? 1 : 0};
+    sched_setscheduler(0, (on ? SCHED_FIFO : SCHED_OTHER) | SCHED_RESET_ON_FORK, &param);
+}
+
 /* The pass comes first, before anything else costs time: until the last thread is
    interrupted, a thread the snapshotter took its CPU from is held up, and others
    run on into its lock. */
@@ -458,6 +467,9 @@ static void snapshot(pid_t root, bool first) {
     int refused = interrupt(0, &pending);
     uint64_t passed = now_ns() - started;
     atomic_store(&pass_done, atomic_load(&next_due)); /* the holders let their CPUs go */
+    /* only the wake-up and the pass run at realtime: unwinding may take long (many
+       threads, a first .debug_frame read) and must not keep a CPU from everyone else */
+    set_realtime(false);
     char *body = NULL;
     size_t size = 0;
     out = open_memstream(&body, &size);
@@ -481,7 +493,10 @@ static void snapshot(pid_t root, bool first) {
    Returns how it will be woken. */
 static const char *wake_promptly(void) {
     struct sched_param realtime = {.sched_priority = 1};
-    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &realtime) == 0) return "realtime";
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &realtime) == 0) {
+        realtime_wake = true;
+        return "realtime";
+    }
     struct slice_attr short_slice = {
         .size = sizeof short_slice, .policy = SCHED_OTHER, .runtime = SHORTEST_SLICE_NS};
     struct slice_attr now = {0};
@@ -497,9 +512,10 @@ static void *hold_cpu(void *arg) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET((int)(intptr_t)arg, &one);
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    /* started at an ordinary priority: a holder that cannot be pinned never spins */
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return NULL;
     struct sched_param realtime = {.sched_priority = 1};
-    pthread_setschedparam(pthread_self(), SCHED_FIFO, &realtime);
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &realtime) != 0) return NULL;
     uint64_t done = atomic_load(&next_due) - interval;
     for (;;) {
         uint64_t due = atomic_load(&next_due);
@@ -537,11 +553,25 @@ static int hold_cpus(pid_t root) {
     CPU_ZERO(&own);
     CPU_SET(cpus[0], &own);
     if (sched_setaffinity(0, sizeof own, &own) != 0) return 0;
+    /* holders start at an ordinary priority (not the snapshotter's), and with SIGALRM
+       blocked: waitpid's deadline needs it to reach the main thread */
+    pthread_attr_t ordinary;
+    struct sched_param none = {.sched_priority = 0};
+    pthread_attr_init(&ordinary);
+    pthread_attr_setinheritsched(&ordinary, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&ordinary, SCHED_OTHER);
+    pthread_attr_setschedparam(&ordinary, &none);
+    sigset_t alarm, before;
+    sigemptyset(&alarm);
+    sigaddset(&alarm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alarm, &before);
     int started = 0;
     for (int i = 1; i < n && started < MAX_HOLDERS; i++) {
         pthread_t holder;
-        started += pthread_create(&holder, NULL, hold_cpu, (void *)(intptr_t)cpus[i]) == 0;
+        started += pthread_create(&holder, &ordinary, hold_cpu, (void *)(intptr_t)cpus[i]) == 0;
     }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    pthread_attr_destroy(&ordinary);
     return started;
 }
 
@@ -599,12 +629,14 @@ int main(int argc, char **argv) {
             uint64_t now = now_ns();
             due += interval;
             if (due < now) due = now + interval - (now - due) % interval; /* skip, no burst */
+            if (due - now < interval / 2) due += interval; /* a long snapshot: leave room */
             atomic_store(&next_due, due);
         }
-        if (interval && !holding && strcmp(wake, "realtime") == 0) {
+        if (interval && !holding && realtime_wake && rate <= MAX_HOLD_RATE_HZ) {
             hold_cpus(root);
             holding = true;
         }
+        set_realtime(true);
         if (!wait_turn(due, interval > 0)) return 0;
     }
 }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 
@@ -29,6 +30,7 @@ from .filesystem import Files
 
 BATCH_PREFIX = "_batch-"
 BATCH_SUFFIX = ".json"
+BATCH_NAME = re.compile(r"_batch-(\d+)\.json")
 # How long an S3 partition's listing is trusted by the duplicate check of a push (a
 # folder's is checked by its modification time at every push).
 LISTING_S = 1.0
@@ -54,8 +56,9 @@ def is_batch(name: str) -> bool:
     return name.startswith(BATCH_PREFIX) and name.endswith(BATCH_SUFFIX)
 
 
-def _seq(name: str) -> int:
-    return int(name[len(BATCH_PREFIX) : -len(BATCH_SUFFIX)])
+def _seq(name: str) -> int | None:
+    match = BATCH_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def folder(partition: str) -> str:
@@ -111,7 +114,7 @@ class Batches:
                     new.append({**info, "group": group})
             if not new:
                 return mine
-            name = batch_file(_seq(batches[-1][0]) + 1 if batches else 1)
+            name = batch_file((_seq(batches[-1][0]) or 0) + 1 if batches else 1)
             data = json.dumps({"batch": batch, "windows": new}).encode()
             if self.files.create(f"{folder(partition)}/{name}", data, durable=False) is not None:
                 with self._lock:
@@ -125,11 +128,11 @@ class Batches:
         for info in self.files.listing(folder(partition)):
             if info.type != pafs.FileType.File:
                 continue
-            if is_batch(info.base_name):
-                batches.append((info.base_name, info.mtime_ns or 0, info.size or 0))
-            else:
+            if not is_batch(info.base_name):
                 own.add(info.base_name)
-        return own, sorted(batches)
+            elif _seq(info.base_name) is not None:  # a stray name such as _batch-x.json: not ours
+                batches.append((info.base_name, info.mtime_ns or 0, info.size or 0))
+        return own, sorted(batches, key=lambda listed: _seq(listed[0]) or 0)
 
     def _held(self, partition: str) -> dict[str, str]:
         """{window id: batch} of the partition's batches, listed again when it changed."""
@@ -184,7 +187,16 @@ class Batches:
         return found
 
     def _doc(self, partition: str, name: str) -> dict:
-        return json.loads(self.files.get(f"{folder(partition)}/{name}"))
+        """A batch's document; an empty or corrupt one claims nothing. Such a file is what
+        a crash before the flush's `files.sync()` leaves (batches are created with
+        durable=False), and then the flush's segment still exists: `Head.flush` unlinks it
+        only after `write_batch` returned, past that sync, so the segment's next flush
+        (`recover`) claims its windows again, in a batch of a later seq."""
+        try:
+            doc = json.loads(self.files.get(f"{folder(partition)}/{name}") or b"{}")
+            return {"batch": str(doc["batch"]), "windows": list(doc["windows"])}
+        except (ValueError, KeyError, TypeError):
+            return {"batch": "", "windows": []}
 
     def _marker_batch(self, partition: str, window_id: str) -> str:
         """The batch a window's own marker names ("" for none: an append's, or a
