@@ -344,6 +344,39 @@ const flows = {
     assert.equal(await page.locator(".filter-info").count(), 0);
   },
 
+  async flame_stale_render(page) {
+    // A focus on running samples whose flame request comes back after a newer ignore's render:
+    // the older render finishes into its detached page and must leave the graph on screen
+    // showing and drawing (the run's JSON is cached by now, so the flame request is held).
+    await page.goto(`${base}#/run/2/flame`);
+    await page.locator("canvas.flame-canvas").waitFor();
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    const parked = [];
+    let holding = true;
+    await page.route((url) => url.pathname === "/api/runs/2/flame" && url.searchParams.get("state") === "running", async (route) => {
+      if (!holding) return route.continue();
+      parked.push(route.request());
+      await held;
+      await route.continue();
+    });
+    await page.evaluate(() => (location.hash = "#/run/2/flame?state=running&focus=%5Emalloc%24"));
+    await page.waitForFunction(() => document.querySelector(".filter-info") === null && document.querySelector("#app")?.textContent.includes("Loading"));
+    holding = false;
+    await page.evaluate(() => (location.hash = "#/run/2/flame?ignore=compute_hot"));
+    await page.locator(".filter-info", { hasText: "45.30% of the run" }).waitFor();
+    assert.ok(parked.length > 0, "the focus render's flame request was held");
+    release();
+    await Promise.all(parked.map((request) => request.response().then((response) => response?.finished())));
+    await page.evaluate(() => new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => setTimeout(resolve, 200)), 0)));
+    assert.equal(await page.evaluate(() => window.perfsleuthFlame.graph.canvas.isConnected), true);
+    await page.evaluate(() => window.perfsleuthFlame.graph.draw());
+    assert.equal((await drawnAt(page, 3)).includes("compute_hot"), false);
+    assert.deepEqual(await drawnAt(page, 1), ["main"]);
+    const { shown, painted } = await shownAndPainted(page, "main");
+    assertSameColour(shown, painted, "main on the screen");
+  },
+
   async flame_pixel_ratio_2(page) {
     // A Retina-like screen: the focused graph draws on the flame graph's taller bitmap, and the
     // screen shows it pixel for pixel (a bitmap scaled by a hair blurs every edge and letter).

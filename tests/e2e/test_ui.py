@@ -26,6 +26,7 @@ FLOWS = (
     "flame_zoom",
     "flame_resize_and_regex",
     "flame_focus_ignore_hide",
+    "flame_stale_render",
     "flame_pixel_ratio_2",
     "sandwich",
     "flame_filters_and_orderings",

@@ -91,6 +91,11 @@ function timed(name: string, action: () => void): void {
   if (timings) (timings[name] ??= []).push(performance.now() - start);
 }
 
+/** The last shown graph, if a render into `app` may take its layout: a stale render (app off the page, a newer one showing) must not retire the graph on screen. */
+function shownOffPage(app: HTMLElement): FlameGraph | undefined {
+  return app.isConnected && shownGraph && !shownGraph.canvas.isConnected ? shownGraph : undefined;
+}
+
 export async function renderFlame(app: HTMLElement, runId: string, route: Route): Promise<void> {
   const params = route.params;
   if (["time", "lanes"].includes(params.get("chart") ?? "")) return renderTimeOrder(app, runId, await getJSON<RunDetail>(`/api/runs/${runId}`), params, loadFlame);
@@ -133,11 +138,13 @@ export async function renderFlame(app: HTMLElement, runId: string, route: Route)
     tooltip: describe,
     onZoom: (node) => timed("zoom", () => zoom(node, true)),
     onSelect: (node) => showDetails(node),
-    replacing: shownGraph ?? undefined,
+    replacing: shownOffPage(app),
   });
-  shownGraph = graph;
-  window.perfsleuthFlame = window.perfsleuthFlame ?? { graph, timings: {} };
-  window.perfsleuthFlame.graph = graph;
+  if (app.isConnected) {
+    shownGraph = graph;
+    window.perfsleuthFlame = window.perfsleuthFlame ?? { graph, timings: {} };
+    window.perfsleuthFlame.graph = graph;
+  }
 
   const showDetails = (node: number) => {
     const fn = data.names[data.name[node]];
