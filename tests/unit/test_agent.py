@@ -266,9 +266,9 @@ def test_a_window_the_full_disk_refuses_is_dropped_counted_and_leaves_nothing(
 
 def test_a_cpu_budget_allows_its_share_and_one_window_more() -> None:
     budget = Budget(share=0.01, ncpus=2, window_s=10)
-    assert not budget.over(elapsed_s=100, used_s=2.2)  # 0.01 x 2 x (100 + 10)
-    assert budget.over(elapsed_s=100, used_s=2.3)
-    assert budget.over(elapsed_s=0, used_s=0.3)  # more than one window's worth at once
+    assert budget.used_of_allowed(elapsed_s=100, used_s=2.2) <= 1  # 0.01 x 2 x (100 + 10)
+    assert budget.used_of_allowed(elapsed_s=100, used_s=2.3) > 1
+    assert budget.used_of_allowed(elapsed_s=0, used_s=0.3) > 1  # over one window's worth
 
 
 def test_nearing_its_cap_the_agent_gives_up_python_then_new_symbols_then_windows() -> None:

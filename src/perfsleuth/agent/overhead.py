@@ -110,9 +110,6 @@ class Budget:
     ncpus: int
     window_s: float
 
-    def over(self, elapsed_s: float, used_s: float) -> bool:
-        return self.used_of_allowed(elapsed_s, used_s) > 1
-
     def used_of_allowed(self, elapsed_s: float, used_s: float) -> float:
         return used_s / (self.share * self.ncpus * (elapsed_s + self.window_s))
 

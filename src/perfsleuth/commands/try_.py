@@ -87,7 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     together.add_argument(
         "--variant",
         metavar="NAME",
-        help=f"third step: the (patched) source rebuilt as one of {','.join(build.VARIANTS)}",
+        help=f"the step after the allocator and patch (each if given): the (patched) source "
+        f"rebuilt as one of {','.join(build.VARIANTS)}",
     )
     together.add_argument(
         "--dependency",

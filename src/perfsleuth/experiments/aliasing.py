@@ -556,13 +556,21 @@ def _copy_tree(tree: Path, copy: Path, scratch: Path) -> None:
         raise build.BuildFailed(f"could not copy {tree} to build the change: {exc}") from exc
 
 
+HOIST_ASSUMES = (
+    " (a hoist assumes what the compiler could not: that the byte stores never change "
+    "what is read; check the two cannot overlap)"
+)
+
+
 def _summary(r: dict[str, Any]) -> str:
     compiler = r["compiler"]
-    refused = "".join(f" ({failure})" for failure in r["not_compiled"])
+    said_after = "".join(f" ({failure})" for failure in r["not_compiled"])
+    if r["change"].startswith("hoist"):
+        said_after = HOIST_ASSUMES + said_after
     if r.get("straight_line"):
         return (
             f"{r['change']}: {compiler}'s code loads memory again after the byte stores "
-            f"{r['reloads_before']} -> {r['reloads_after']} times{refused}"
+            f"{r['reloads_before']} -> {r['reloads_after']} times{said_after}"
         )
     verdict = (
         f"{compiler} no longer emits the loop (it became a library call such as memset, "
@@ -581,4 +589,4 @@ def _summary(r: dict[str, Any]) -> str:
             f"{r['instructions_per_element_after']:g}, byte stores {r['byte_stores_before']} -> "
             f"{r['byte_stores_after']}, loads again {r['reloads_before']} -> {r['reloads_after']}"
         )
-    return f"{r['change']}: {verdict}{counts}{refused}"
+    return f"{r['change']}: {verdict}{counts}{said_after}"
