@@ -31,7 +31,7 @@ from typing import Any
 from ..analyzers import Context
 from ..model.findings import Finding
 from ..static_analysis import machine_code
-from ..static_analysis.compile_db import SEPARATE_PATH_FLAGS, moved_paths
+from ..static_analysis.compile_db import INCLUDE_FOLDER_FLAGS, include_folders, moved_paths
 from ..static_analysis.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
 from ..static_analysis.gcc_remarks import gcc_remarks
 from ..static_analysis.source import SYSTEM_PREFIXES, TranslationUnit
@@ -55,7 +55,6 @@ WRITTEN_BEFORE = re.compile(r"(?:\+\+|--|(?:^|[(,=;{}]|return)\s*&)\s*$")
 CXX20 = "-std=c++20"
 # Standards that have char8_t.
 CHAR8_T_STANDARDS = re.compile(r"-std=(?:c|gnu)\+\+2[0-9a-z]$")
-INCLUDE_DIR_FLAGS = ("-I", "-iquote", "-idirafter", "-isystem")
 STRAIGHT_LINE = "straight-line"
 CHAR8_T = "write through char8_t"
 # Folders of a build tree not copied for the changed build.
@@ -178,16 +177,8 @@ def _system_header(path: Path, unit: TranslationUnit) -> bool:
     return any(path.is_relative_to(folder) for folder in _include_dirs(unit.flags, ("-isystem",)))
 
 
-def _include_dirs(flags: list[str], kinds: tuple[str, ...] = INCLUDE_DIR_FLAGS) -> list[Path]:
-    """The folders the flags add to the include search of those kinds (-I, -isystem...)."""
-    found = []
-    for n, flag in enumerate(flags):
-        if flag in kinds and n + 1 < len(flags):
-            found.append(Path(flags[n + 1]))
-        joined = next((k for k in kinds if flag.startswith(k) and len(flag) > len(k)), None)
-        if joined and flag not in SEPARATE_PATH_FLAGS:
-            found.append(Path(flag[len(joined) :]))
-    return found
+def _include_dirs(flags: list[str], kinds: tuple[str, ...] = INCLUDE_FOLDER_FLAGS) -> list[Path]:
+    return [Path(folder) for folder in include_folders(flags, kinds)]
 
 
 def _worse(after: _Build) -> tuple[bool, int, float]:

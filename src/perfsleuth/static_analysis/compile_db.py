@@ -53,6 +53,8 @@ SEPARATE_PATH_FLAGS = (
     "-isysroot",
     "--sysroot",
 )
+# Flags adding a folder to the header search.
+INCLUDE_FOLDER_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter")
 JOINED_PATH_FLAGS = (
     "-I",
     "-F",
@@ -299,3 +301,15 @@ def _uses_file(dwarf, cu, name: str) -> bool:  # type: ignore[no-untyped-def]
         Path(entry.name.decode(errors="replace")).name == name
         for entry in program.header.file_entry
     )
+
+
+def include_folders(flags: list[str], kinds: tuple[str, ...] = INCLUDE_FOLDER_FLAGS) -> list[str]:
+    """The folders the flags add to the header search, of those kinds, in order: the
+    folder as the next argument, or joined to the flag ("-Iinc")."""
+    found = []
+    for n, flag in enumerate(flags):
+        if flag in kinds:
+            found.extend(flags[n + 1 : n + 2])
+        elif joined := next((k for k in kinds if flag.startswith(k)), None):
+            found.append(flag[len(joined) :])
+    return found

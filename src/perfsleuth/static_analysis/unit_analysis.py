@@ -24,6 +24,7 @@ from ..errors import UserError
 from . import compiler_remarks
 from .aliasing_patterns import HotLines, find_matches
 from .clang_ast import outline
+from .compile_db import include_folders
 from .compiler_remarks import COMPILE_CPU_S, CompileError, CompileTooLong, Remark
 from .cpu_limits import cpu_seconds
 from .gcc_remarks import gcc_driver, gcc_remarks
@@ -32,7 +33,6 @@ from .toolchain import toolchain_of
 from .unit_cache import UnitCache
 from .unit_report import UnitReport, code_of
 
-INCLUDE_FOLDER_FLAGS = ("-I", "-isystem", "-iquote", "-idirafter")
 SYSTEM_INCLUDE_FOLDERS = ("/usr/include", "/usr/local/include")
 
 
@@ -115,12 +115,7 @@ def _analyse(
 def search_folders(unit: TranslationUnit) -> list[str]:
     """The folders the unit's headers are looked up in: its own, those of its flags,
     and the system's."""
-    folders = {str(unit.path.parent), *SYSTEM_INCLUDE_FOLDERS}
-    for flag, following in zip(unit.flags, [*unit.flags[1:], ""], strict=True):
-        if flag in INCLUDE_FOLDER_FLAGS:
-            folders.add(following)
-        elif flag.startswith("-I") and len(flag) > 2:
-            folders.add(flag[2:])
+    folders = {str(unit.path.parent), *SYSTEM_INCLUDE_FOLDERS, *include_folders(unit.flags)}
     return sorted(folder for folder in folders if Path(folder).is_dir())
 
 
