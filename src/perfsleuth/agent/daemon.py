@@ -223,7 +223,7 @@ class Agent:
         window_s = self.config.window_s
         if elapsed - then >= window_s:
             self._decided = (elapsed, used)
-        recent = (used - used_then) / max(elapsed - then, window_s) / self.budget.ncpus
+        recent = self.budget.host_share(max(elapsed - then, window_s), used - used_then)
         return self.budget.level(elapsed, used, recent)
 
     def _apply(self, level: int) -> int:
@@ -233,7 +233,7 @@ class Agent:
         if level != self.level and self.budget is not None:
             elapsed, used = self.meter.spent(None)
             self.log(
-                f"CPU budget: {used / max(elapsed, 1e-6) / self.budget.ncpus:.2%} of the host "
+                f"CPU budget: {self.budget.host_share(elapsed, used):.2%} of the host "
                 f"since start against a cap of {self.budget.share:.2%}: "
                 f"{LEVELS[self.level]} -> {LEVELS[level]} ({_giving_up(level)}); so far "
                 f"py-spy {self.python.cpu_s:.1f} CPU-s, {self.symbolizer.lookups} addresses "
@@ -253,7 +253,7 @@ class Agent:
         self.counts.thinned += 1
         elapsed, used = self.meter.spent(None)
         self.log(
-            f"over its CPU cap ({used / max(elapsed, 1e-6) / self.budget.ncpus:.2%} of the "
+            f"over its CPU cap ({self.budget.host_share(elapsed, used):.2%} of the "
             f"host since start > {self.budget.share:.2%}): window {path.name} left out; "
             f"{self.counts.thinned} thinned so far"
         )

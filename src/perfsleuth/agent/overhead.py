@@ -110,6 +110,10 @@ class Budget:
     ncpus: int
     window_s: float
 
+    def host_share(self, elapsed_s: float, used_s: float) -> float:
+        """CPU seconds used over elapsed seconds, as a share of the host's CPUs."""
+        return used_s / max(elapsed_s, 1e-6) / self.ncpus
+
     def used_of_allowed(self, elapsed_s: float, used_s: float) -> float:
         return used_s / (self.share * self.ncpus * (elapsed_s + self.window_s))
 
