@@ -96,7 +96,9 @@ def start(folder: Path) -> S3Server:
     command = [str(WEED), "server", f"-dir={folder}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
     command += [f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}"]
     command += ["-s3", f"-s3.port={s3}", f"-s3.config={config}", "-volume.max=0"]
-    command += ["-master.volumeSizeLimitMB=64"]
+    # SeaweedFS turns every volume read-only (500 InternalError on PUT) below 1% of the disk
+    # free; on a large, mostly-used disk that is gigabytes the tests never need.
+    command += ["-master.volumeSizeLimitMB=64", "-volume.minFreeSpace=256MiB"]
     with open(log, "wb") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
