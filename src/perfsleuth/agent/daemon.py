@@ -41,6 +41,7 @@ from .processes import ProcessTable
 from .python_sampler import DEFAULT_PROCESSES, PythonSampler
 from .sender import Backoff, Sender, SendError
 from .spool import Spool, SpoolError
+from .symbol_cache import SymbolCache
 from .windows import convert
 
 # Longest the loop spends sending before it converts again; and on the way out.
@@ -85,7 +86,8 @@ class Counters:
     dropped: int = 0  # unreadable here; the spool counts its own drops
     thinned: int = 0  # not converted: the agent was over its CPU cap
     python_asked_only: int = 0  # converted while py-spy ran on asked-for processes only
-    symbols_cached_only: int = 0  # converted with new addresses left unnamed
+    symbols_cached_only: int = 0  # converted with no new address named
+    names_deferred: int = 0  # converted with some new addresses left unnamed (the budget)
     refused: int = 0  # by the collector: kept in the spool's refused/ folder
     samples: int = 0
     lost_samples: int = 0
@@ -118,7 +120,7 @@ class Agent:
         self.spool = Spool(config.spool / "windows", config.max_spool_bytes)
         self.sender = Sender(config.server, config.token)
         self.backoff = Backoff()
-        self.symbolizer = HostSymbolizer()
+        self.symbolizer = HostSymbolizer(cache=SymbolCache(config.spool / "symbols"))
         self.processes = ProcessTable()
         self.python = PythonSampler(
             config.spool / "py-spy",
@@ -131,6 +133,8 @@ class Agent:
         cap = config.max_cpu_share
         self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
+        # py-spy on processes no one asked for waits for the first window's names (_apply)
+        self.python.asked_only = self.budget is not None
         self.level = FULL
         self._decided = (0.0, 0.0)  # (elapsed, CPU used): where the recent share starts
         self.memory_floor = MAX_AGENT_RSS
@@ -217,8 +221,7 @@ class Agent:
         over those moments looked like a huge share, forcing THIN."""
         if self.budget is None:
             return FULL
-        perf = self.recorder.pid if self.recorder.running() else None
-        elapsed, used = self.meter.spent(perf)
+        elapsed, used = self.meter.spent(self._perf_pid())
         then, used_then = self._decided
         window_s = self.config.window_s
         if elapsed - then >= window_s:
@@ -226,10 +229,15 @@ class Agent:
         recent = self.budget.host_share(max(elapsed - then, window_s), used - used_then)
         return self.budget.level(elapsed, used, recent)
 
+    def _perf_pid(self) -> int | None:
+        return self.recorder.pid if self.recorder.running() else None
+
     def _apply(self, level: int) -> int:
-        """Set the symbolizer and py-spy for `level`; log each change with its cost."""
-        self.symbolizer.defer_new = level >= SYMBOLS_CACHED
-        self.python.asked_only = level >= PYTHON_ASKED
+        """Set the symbolizer and py-spy for `level`; log each change with its cost.
+        py-spy on processes no one asked for also waits while naming lags (the last
+        window left addresses unnamed): names come before Python frames."""
+        self.symbolizer.name_limit = self._name_limit(level)
+        self.python.asked_only = level >= PYTHON_ASKED or self.symbolizer.deferred_last > 0
         if level != self.level and self.budget is not None:
             elapsed, used = self.meter.spent(None)
             self.log(
@@ -242,6 +250,17 @@ class Agent:
             )
             self.level = level
         return level
+
+    def _name_limit(self, level: int) -> int | None:
+        """How many new addresses the next window may name: what the budget spares for
+        naming (Budget.naming_allowance_s) at what an address has cost so far."""
+        if self.budget is None:
+            return None
+        if level >= SYMBOLS_CACHED:
+            return 0
+        elapsed, used = self.meter.spent(self._perf_pid())
+        spare = self.budget.naming_allowance_s(elapsed, used)
+        return int(spare / self.symbolizer.cost_per_address())
 
     def _thin(self, path: Path) -> None:
         """Leave a window out to keep the CPU cap: its samples are not converted."""
@@ -267,6 +286,7 @@ class Agent:
             return
         self.window_end = max(self.window_end, end)
         self.counts.samples += made.samples
+        self.counts.names_deferred += self.symbolizer.deferred_last > 0
         self.counts.lost_samples += made.lost
         if made.spooled is not None:
             self._spool(*made.spooled)
@@ -375,8 +395,10 @@ class Agent:
             f"MB; perf lost {self.counts.lost_samples} samples"
             + (
                 f"; budget {LEVELS[self.level]}: {self.counts.python_asked_only} windows with "
-                f"py-spy on asked-for processes only, {self.counts.symbols_cached_only} with "
-                f"new addresses left for later naming ({self.symbolizer.deferred} addresses), "
+                f"py-spy on asked-for processes only, {self.counts.symbols_cached_only} naming "
+                f"no new address, {self.counts.names_deferred} with new addresses left for "
+                f"later naming ({self.symbolizer.deferred} addresses; naming cost "
+                f"{self.symbolizer.naming_cpu_s:.1f} CPU-s), "
                 f"{self.counts.thinned} windows thinned for the CPU cap"
                 if self.budget
                 else ""
@@ -386,7 +408,7 @@ class Agent:
             self.sender.post_status(metrics)
 
     def metrics(self) -> dict[str, Any]:
-        usage = self.meter.read(self.recorder.pid if self.recorder.running() else None)
+        usage = self.meter.read(self._perf_pid())
         now = time.monotonic()
         then, samples_then = self._reported
         self._reported = (now, self.counts.samples)
@@ -414,12 +436,15 @@ class Agent:
             "windows_thinned": self.counts.thinned,
             "windows_python_asked_only": self.counts.python_asked_only,
             "windows_symbols_cached_only": self.counts.symbols_cached_only,
+            "windows_names_deferred": self.counts.names_deferred,
             "budget_level": LEVELS[self.level],
             "cpu_cap": self.config.max_cpu_share,
             "spool_windows": len(pending),
             "spool_bytes": self.spool.size,
             "symbolized_addresses": self.symbolizer.lookups,
             "symbols_deferred": self.symbolizer.deferred,
+            "symbols_naming_cpu_s": self.symbolizer.naming_cpu_s,
+            "symbols_from_disk": self.symbolizer.cache.loaded if self.symbolizer.cache else 0,
             **self.python.metrics(),
         }
 
@@ -437,6 +462,7 @@ class Agent:
                 unfinished.rename(old / f"perf.data.{stamp}00")
             self.window_end = _last_end(old)
             for path in sorted(old.glob("perf.data.*")):
+                self._apply(self._budget_level())  # a catch-up names within the budget too
                 self._close(path, start=self.window_end)
             for rest in old.iterdir():
                 rest.unlink()
