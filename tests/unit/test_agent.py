@@ -379,6 +379,11 @@ def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) 
         agent.symbolizer.deferred_last = 0
         agent._apply(FULL)
         assert not agent.python.asked_only
+        agent._apply(PYTHON_ASKED)  # 0.65 CPU-s spare: a py-spy run on a service fits
+        assert agent.python.asked_only and agent.python.service_allowed
+        agent.meter.spent = lambda perf: (100.0, 1.6)  # type: ignore[method-assign]
+        agent._apply(PYTHON_ASKED)  # 0.05 CPU-s spare: it does not
+        assert not agent.python.service_allowed
     finally:
         agent.lock.close()
 

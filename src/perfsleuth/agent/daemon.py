@@ -237,7 +237,11 @@ class Agent:
         py-spy on processes no one asked for also waits while naming lags (the last
         window left addresses unnamed): names come before Python frames."""
         self.symbolizer.name_limit = self._name_limit(level)
-        self.python.asked_only = level >= PYTHON_ASKED or self.symbolizer.deferred_last > 0
+        caught_up = self.symbolizer.deferred_last == 0
+        self.python.asked_only = level >= PYTHON_ASKED or not caught_up
+        self.python.service_allowed = (
+            level <= PYTHON_ASKED and caught_up and self._spare_s() >= self.python.run_cost_s()
+        )
         if level != self.level and self.budget is not None:
             elapsed, used = self.meter.spent(None)
             self.log(
@@ -258,9 +262,14 @@ class Agent:
             return None
         if level >= SYMBOLS_CACHED:
             return 0
+        return int(self._spare_s() / self.symbolizer.cost_per_address())
+
+    def _spare_s(self) -> float:
+        """CPU seconds the budget spares now for naming, then py-spy on a service."""
+        if self.budget is None:
+            return float("inf")
         elapsed, used = self.meter.spent(self._perf_pid())
-        spare = self.budget.naming_allowance_s(elapsed, used)
-        return int(spare / self.symbolizer.cost_per_address())
+        return self.budget.naming_allowance_s(elapsed, used)
 
     def _thin(self, path: Path) -> None:
         """Leave a window out to keep the CPU cap: its samples are not converted."""
