@@ -306,15 +306,16 @@ def test_deferred_addresses_stay_unnamed_and_uncached_while_cached_ones_are_name
     assert sym.lookups == 2
 
 
-def test_a_window_names_up_to_its_limit_the_file_with_most_new_addresses_first() -> None:
-    """The budget paces naming: the rest is shipped unnamed and named by a later window."""
+def test_a_window_names_up_to_its_limit_in_the_order_asked_and_the_rest_later() -> None:
+    """The budget paces naming: the first addresses asked (perf_data asks the most
+    sampled first) are named, the rest shipped unnamed and named by a later window."""
     if not HOTSPOTS.exists():
         pytest.skip("examples are not built (make -C examples)")
     path, libc = str(HOTSPOTS), os.path.realpath("/lib/x86_64-linux-gnu/libc.so.6")
     a, b = (ElfSymbols(path).by_name[f] for f in ("compute_a", "compute_b"))
     sym = HostSymbolizer()
     sym.name_limit = 2
-    first = sym.symbolize_offsets([(libc, "", 0x1000), (path, "", a), (path, "", b)])
+    first = sym.symbolize_offsets([(path, "", a), (path, "", b), (libc, "", 0x1000)])
     assert [first[(path, x)][-1].function for x in (a, b)] == ["compute_a", "compute_b"]
     assert first[(libc, 0x1000)] == (Frame(UNKNOWN, dso="libc.so.6"),)
     assert (sym.lookups, sym.deferred_last, sym.name_limit) == (2, 1, 0)

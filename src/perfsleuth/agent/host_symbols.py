@@ -10,7 +10,7 @@ Naming is paced by the agent's CPU budget (`name_limit`, set for each window):
 naming a new program's addresses is most of a loaded host's agent cost (llvm-symbolizer
 loads each file's DWARF, .dynsym is read for aliases), and on a busy host it is more
 than the whole 1% budget each window. A window names at most `name_limit` new addresses,
-those of the files with the most new addresses first; the others travel as perf_data's
+the most sampled first (perf_data asks them in that order); the others travel as perf_data's
 unknown frames do, "[unknown] dso+0xSTART" with their build-id and ELF address, which
 `perfsleuth symbols upload` or debuginfod name at query time (store/fleet/symbols.py).
 They are not cached, so the next windows that meet them name them as the budget allows:
@@ -71,7 +71,7 @@ class HostSymbolizer(Symbolizer):
         items = [(p, ids[(p, b)], o) for p, b, o in items]
         self._make_room(len(items))
         self._read_saved(items)
-        new = [(p, b, o) for p, b, o in set(items) if (p, b, o) not in self.user]
+        new = [item for item in dict.fromkeys(items) if item not in self.user]
         asked, left = self._within_limit(new)
         if asked:
             self._name(asked)
@@ -91,21 +91,13 @@ class HostSymbolizer(Symbolizer):
     def _within_limit(
         self, new: list[tuple[str, str, int]]
     ) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:
-        """(to name now, to leave unnamed): up to `name_limit` addresses, the files with
-        the most new addresses first (the most of the window's stacks)."""
+        """(to name now, to leave unnamed): the first `name_limit` addresses, in the
+        order asked (perf_data asks the most sampled first)."""
         if self.name_limit is None:
             return new, []
-        by_file: dict[str, list[tuple[str, str, int]]] = {}
-        for item in sorted(new):
-            by_file.setdefault(item[0], []).append(item)
-        ordered = [
-            item
-            for path in sorted(by_file, key=lambda p: (-len(by_file[p]), p))
-            for item in by_file[path]
-        ]
         take = max(0, self.name_limit)
-        self.name_limit = take - min(take, len(ordered))
-        return ordered[:take], ordered[take:]
+        self.name_limit = take - min(take, len(new))
+        return new[:take], new[take:]
 
     def _name(self, asked: list[tuple[str, str, int]]) -> None:
         """Ask the tools; remember the answers, and keep the named ones on disk."""

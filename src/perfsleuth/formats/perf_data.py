@@ -170,14 +170,17 @@ class _NativeReading:
     def event(self) -> dict[str, Any]:
         return self.data["events"][self.event_index]
 
-    def used_frames(self) -> set[int]:
-        """The frames of the stacks this event's samples have."""
-        used: set[int] = set()
+    def frame_samples(self) -> dict[int, int]:
+        """The frames of the stacks this event's samples have, each with how many
+        samples hold it."""
+        samples: dict[int, int] = {}
         stacks = self.data["stacks"]
-        for sid, ev in zip(self.rows["stack"], self.rows["event"], strict=True):
+        rows = zip(self.rows["stack"], self.rows["event"], self.rows["count"], strict=True)
+        for sid, ev, count in rows:
             if ev == self.event_index:
-                used.update(stacks[sid])
-        return used
+                for fid in set(stacks[sid]):
+                    samples[fid] = samples.get(fid, 0) + count
+        return samples
 
     def symbolizable(self, dso: int) -> bool:
         # files on disk, and [vdso] when perf saved it in its build-id cache
@@ -185,16 +188,20 @@ class _NativeReading:
         return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
 
     def symbolize(self, sym: Symbolizer) -> dict[int, tuple[Frame, ...]]:
-        """frame index -> its frames (inlined first), each used frame symbolized once."""
-        used = self.used_frames()
+        """frame index -> its frames (inlined first), each used frame symbolized once.
+
+        The addresses go to the symbolizer the most sampled first: one that names only
+        some of them (the agent near its CPU budget) names those that matter most."""
+        used = self.frame_samples()
         f_dso, f_addr, f_kernel = self.frames["dso"], self.frames["address"], self.frames["kernel"]
-        offsets = set()
-        for fid in used:
+        offsets: dict[tuple[str, str, int], int] = {}
+        for fid, samples in used.items():
             dso = f_dso[fid]
             if dso >= 0 and not f_kernel[fid] and self.symbolizable(dso):
-                offsets.add((self.dsos[dso]["path"], self.dsos[dso]["build_id"], f_addr[fid]))
+                key = (self.dsos[dso]["path"], self.dsos[dso]["build_id"], f_addr[fid])
+                offsets[key] = max(offsets.get(key, 0), samples)
         kernel = self._kernel_frames_meanwhile(sym, {f_addr[f] for f in used if f_kernel[f]})
-        answers = sym.symbolize_offsets(sorted(offsets))
+        answers = sym.symbolize_offsets(sorted(offsets, key=lambda k: (-offsets[k], k)))
         kernel_frames = kernel()
         return {fid: self._chain(fid, answers, kernel_frames) for fid in used}
 
