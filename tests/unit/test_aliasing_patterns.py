@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.static_analysis.aliasing_patterns import AliasMatch, SourceScan, find_matches
+from perfsleuth.static_analysis.byte_map import FIX
 from perfsleuth.static_analysis.source import TranslationUnit, parse
 
 CXX = """#include <cstddef>
@@ -73,6 +74,11 @@ struct Ring {
 };
 void ring_const(Ring* r) { for (std::size_t i = 0; i < r->capacity(); i++) r->slots[0] = 0; }
 void ring_count(Ring* r) { for (std::size_t i = 0; i < r->count(); i++) r->slots[0] = 0; }
+void swap(const std::string& from, std::string& to) {
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    switch (from[i]) { case '-': to[i] = '+'; break; default: to[i] = from[i]; break; }
+  }
+}
 """
 
 C = """#include <stddef.h>
@@ -268,6 +274,14 @@ def test_look_alikes_are_not_reported(cxx: dict[str, AliasMatch], function: str)
 def test_branches_lower_the_confidence(cxx: dict[str, AliasMatch]) -> None:
     assert cxx["branchy"].branches
     assert cxx["branchy"].confidence < cxx["cond"].confidence
+
+
+def test_a_byte_map_through_a_switch_is_offered_the_block_rewrite_first(
+    cxx: dict[str, AliasMatch],
+) -> None:
+    assert cxx["swap"].branches and cxx["swap"].byte_map
+    assert cxx["swap"].fixes[0] == FIX
+    assert not cxx["branchy"].byte_map and FIX not in cxx["branchy"].fixes
 
 
 def test_c_struct_fields_rows_and_straight_line(c: dict[str, AliasMatch]) -> None:
