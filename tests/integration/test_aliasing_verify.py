@@ -378,7 +378,15 @@ def test_lint_verify_proves_each_aliasing_fix_without_a_run(tmp_path: Path) -> N
     assert f"    verified: {verified['summary']}" in text.splitlines()
 
 
-@pytest.mark.parametrize(("compiler", "name"), [("g++-12", "GCC 12"), ("clang++-16", "clang 16")])
+# bitcoin's GCC build passes options clang's driver refuses; libclang parses the unit
+# all the same.
+BITCOIN_GCC_ONLY = "-fno-extended-identifiers -fstack-reuse=none"
+
+
+@pytest.mark.parametrize(
+    ("compiler", "name"),
+    [(f"g++-12 {BITCOIN_GCC_ONLY}", "GCC 12"), ("clang++-16", "clang 16")],
+)
 def test_a_byte_map_through_a_switch_is_proved_vectorised_in_blocks(
     tmp_path: Path, compiler: str, name: str
 ) -> None:
