@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .clang_flags import clang_accepted
 
 LIBCLANG_CANDIDATES = (
     "/usr/lib/llvm-16/lib/libclang.so.1",
@@ -23,7 +24,6 @@ LIBCLANG_CANDIDATES = (
     "/usr/lib/llvm-*/lib/libclang.so.1",
 )
 SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
-GCC_ONLY_OPTION = re.compile(r"(?:unsupported option|unknown argument):? '-")
 PRELUDE_C = ("stddef.h", "stdint.h", "stdbool.h", "string.h", "stdlib.h")
 PRELUDE_CXX = ("cstddef", "cstdint", "cstring", "array", "string", "string_view", "vector")
 # Hot files below this share of the run are not worth a note when their source is missing.
@@ -90,7 +90,8 @@ def parse(tu: TranslationUnit):  # type: ignore[no-untyped-def]
     """The libclang TranslationUnit, or None with tu.error set to the first error."""
     ci = cindex()
     # GCC-only warnings of the build (glib's -Wduplicated-branches) are not worth a word
-    args = [*(f for f in tu.flags if f not in ("-c",)), "-Wno-unknown-warning-option"]
+    flags = clang_accepted([f for f in tu.flags if f != "-c"], tu.is_cxx)
+    args = [*flags, "-Wno-unknown-warning-option"]
     # "incomplete": no implicit template instantiation at the end of the unit, which the
     # cursors never show (K2's inst_var.cc: 13% less CPU, the same matches and outline)
     incomplete = ci.TranslationUnit.PARSE_INCOMPLETE
@@ -101,19 +102,12 @@ def parse(tu: TranslationUnit):  # type: ignore[no-untyped-def]
         return None
     tu.inputs = included_files(parsed, tu.path)
     for diag in parsed.diagnostics:
-        if diag.severity >= ci.Diagnostic.Error and not _gcc_only_option(diag):
+        if diag.severity >= ci.Diagnostic.Error:
             loc = diag.location
             where = f"{loc.file}:{loc.line}:{loc.column}" if loc.file else str(tu.path)
             tu.error = f"{where}: error: {diag.spelling}"
             return None
     return parsed
-
-
-def _gcc_only_option(diag: Any) -> bool:
-    """Is it clang's driver refusing an option of a GCC build (bitcoin's
-    `-fno-extended-identifiers`, `-fstack-reuse=none`)? The unit is parsed all the
-    same: the option changes GCC's code, not the source's syntax tree."""
-    return diag.location.file is None and bool(GCC_ONLY_OPTION.match(diag.spelling))
 
 
 def included_files(parsed: Any, main_file: Path) -> list[str]:
