@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
