@@ -385,6 +385,12 @@ def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) 
         agent.meter.spent = lambda perf: (100.0, 1.6)  # type: ignore[method-assign]
         agent._apply(PYTHON_ASKED)  # 0.05 CPU-s spare: it does not
         assert not agent.python.service_allowed
+        agent.meter.spent = lambda perf: (100.0, 1.7)  # type: ignore[method-assign]
+        agent._apply(PYTHON_ASKED)  # nothing spared: the hottest are still named
+        assert agent.symbolizer.name_limit == daemon.MIN_NAMED
+        agent.meter.spent = lambda perf: (100.0, 2.3)  # type: ignore[method-assign]
+        agent._apply(SYMBOLS_CACHED)  # over the cap (2.2 CPU-s): none
+        assert agent.symbolizer.name_limit == 0
     finally:
         agent.lock.close()
 
@@ -397,15 +403,18 @@ def test_each_budget_step_sets_the_symbolizer_and_py_spy_and_is_logged(tmp_path:
         assert agent.budget is not None and agent.budget.share == 0.01  # the default cap
         agent._apply(PYTHON_ASKED)
         assert agent.python.asked_only and agent.symbolizer.name_limit != 0
-        agent._apply(SYMBOLS_CACHED)
-        assert agent.python.asked_only and agent.symbolizer.name_limit == 0
+        agent._apply(SYMBOLS_CACHED)  # within the cap: the few most sampled only
+        assert agent.python.asked_only and agent.symbolizer.name_limit == daemon.MIN_NAMED
+        agent._apply(THIN)
+        assert agent.symbolizer.name_limit == 0
         agent._apply(FULL)
         assert not agent.python.asked_only and agent.symbolizer.name_limit != 0
         steps = [line.split(": ", 2)[2].split(" (")[0] for line in logged]
         assert steps == [
             "full -> python-asked-only",
             "python-asked-only -> symbols-cached-only",
-            "symbols-cached-only -> full",
+            "symbols-cached-only -> thin",
+            "thin -> full",
         ]
         assert agent.metrics()["budget_level"] == "full"
     finally:

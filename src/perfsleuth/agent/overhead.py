@@ -94,7 +94,8 @@ class Meter:
 FULL = 0  # every window converted, new addresses named as the budget allows (below),
 # Python frames of the busiest processes once naming has caught up
 PYTHON_ASKED = 1  # py-spy only on the processes --python-match names
-SYMBOLS_CACHED = 2  # + every new address shipped unnamed (build-id + address), named later
+SYMBOLS_CACHED = 2  # + new addresses shipped unnamed (build-id + address), named later,
+# but the few most sampled (daemon.MIN_NAMED a window) while within the cap
 THIN = 3  # + windows left out unconverted: the last resort
 LEVELS = ("full", "python-asked-only", "symbols-cached-only", "thin")
 # Shares of the allowance at which the first two steps are taken.
