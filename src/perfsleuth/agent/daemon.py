@@ -418,8 +418,8 @@ class Agent:
                 f"; budget {LEVELS[self.level]}: {self.counts.python_asked_only} windows with "
                 f"py-spy on asked-for processes only, {self.counts.symbols_cached_only} "
                 f"naming only the hottest new addresses, {self.counts.names_deferred} with "
-                f"new addresses left for later naming ({self.symbolizer.deferred} addresses; naming cost "
-                f"{self.symbolizer.naming_cpu_s:.1f} CPU-s), "
+                f"new addresses left for later naming ({self.symbolizer.deferred} addresses; "
+                f"naming cost {self.symbolizer.naming_cpu_s:.1f} CPU-s), "
                 f"{self.counts.thinned} windows thinned for the CPU cap"
                 if self.budget
                 else ""
