@@ -294,6 +294,27 @@ def test_try_combined_ends_with_the_library_rebuilt_under_the_program_of_the_ste
     assert list((builds / "dependency" / "pgo-profile").rglob("*.gcda"))
 
 
+def test_a_library_the_program_loads_from_its_rpath_is_refused_before_training(
+    examples_built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A DT_RPATH beats LD_LIBRARY_PATH: the instrumented library would never run, so the
+    loader's answer is the reason given, not "the training run wrote no profile"."""
+    hotlib = (
+        f"cc -O2 -g $CFLAGS -o $OUT/hotlib {ROOT}/examples/k2/hotlib.c -L{examples_built} "
+        f"-lsolver -Wl,--disable-new-dtags,-rpath,{examples_built} $LDFLAGS"
+    )
+    status = main(
+        ["try", "combined", "--store", str(tmp_path / "store"), "--runs", "3", "--build",
+         hotlib, "--dependency", "libsolver.so", "--dependency-build", SOLVER_BUILD,
+         "--dependency-variant", "pgo", "--", "{out}/hotlib", "500"]
+    )  # fmt: skip
+    assert status != 0
+    err = capsys.readouterr().err
+    assert f"still loads libsolver.so from {examples_built}" in err
+    assert "wrote no profile" not in err
+    assert not list((tmp_path / "store" / "builds" / "dependency").rglob("pgo-profile/*.gcda"))
+
+
 def test_try_combined_library_step_needs_its_build_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -199,7 +199,11 @@ def build_pgo(builder: Builder, variant: Variant, workload: list[str]) -> Path:
         f"{variant.ldflags} {generate}",
     )
     out = builder.build(variant.name, env, "instrumented")
-    train(builder.side(variant.name, workload, out), variant.name)
+    side = builder.side(variant.name, workload, out)
+    if builder.dependency:
+        # before training: a program that loads another copy of the library trains nothing
+        check_dependency(side, builder.dependency, [])
+    train(side, variant.name)
     use = f"-fprofile-use={usable_profile(profile_dir)} -Wno-missing-profile"
     env = flags_env(f"{variant.cflags} {COMMON_FLAGS} {use}", f"{variant.ldflags} {use}")
     return builder.build(variant.name, env, "optimized")
