@@ -426,3 +426,18 @@ def test_a_nested_array_member_is_apart_from_a_sibling_but_not_from_its_union(
     # c->tiny.words[0], its union sibling.
     assert "coder_tail" not in c
     assert c["coder_word"].read == "c->tiny.words[0]"
+
+
+TEMPLATE_MEMBER = """
+template <typename T>
+void cbc(T& enc, unsigned char* out, int n) {
+  for (int i = 0; i < n; i++) { out[i] = 0; enc.Encrypt(out + i, enc.size); }
+}
+"""
+
+
+def test_a_member_of_a_dependent_type_is_read_without_a_crash(tmp_path: Path) -> None:
+    """bitcoin's crypto/aes.cpp: `enc.Encrypt` in a template refers to nothing libclang
+    can resolve (its `referenced` is None), which stopped the unit's analysis."""
+    found = analyse(tmp_path, "aes.cc", TEMPLATE_MEMBER, "-std=c++20")
+    assert "cbc" not in {m.function for m in found.matches}

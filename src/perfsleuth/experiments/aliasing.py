@@ -140,7 +140,8 @@ def _compare(
             continue
         built.append((change, after))
     if not built:
-        _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
+        said = "compiled in a scratch copy" if failed else "applies to this code"
+        _note(ctx, f"{rule} not verified: no suggested change {said}")
         return None
     change, after = min(built, key=lambda b: _worse(b[1]))
     proof = _result(change.description, toolchain, before, after, failed)
@@ -359,7 +360,8 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]]
     body = "".join(lines[first:last])
     if match["pattern"] == STRAIGHT_LINE:
         keyword = re.search(r"\S", lines[first])
-        hoistable = [match["read"]]
+        # A read the code also writes (glib's `gstring->len++`) is not a value to keep.
+        hoistable = [match["read"]] if not _written(match["read"], body) else []
     else:
         keyword = re.search(r"\b(for|while|do)\b", lines[first])
         hoistable = match.get("hoistable", [])
@@ -380,6 +382,12 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]]
         loop = re.sub(rf"\b{re.escape(container)}\s*\[", f"{name}[", loop)
     lines[first:last] = [head + loop]
     return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)], elements
+
+
+def _written(read: str, code: str) -> bool:
+    """Does the code assign the read's memory, or ++/-- it?"""
+    spelled = re.escape(read)
+    return bool(re.search(rf"{spelled}\s*{ASSIGNMENT}|(?:\+\+|--)\s*{spelled}", code))
 
 
 def _elements_read_once(loop: str, containers: list[str]) -> tuple[str, list[str]]:
