@@ -2,18 +2,20 @@
 """Benchmark: the aliasing fixes `advise --verify --build` proposes and times, on the
 study's shapes, with GCC 12 and clang 16 at -O2.
 
-    .venv/bin/python bench/aliasing_fixes.py [--shapes swap64 expand keys] \
+    .venv/bin/python bench/aliasing_fixes.py [--shapes swap64 expand keys gstring] \
         [--compilers g++-12 clang++-16]
 
 For each shape (examples/aliasing/: swap64.cc bitcoin's SwapBase64, expand.cc its
 ExpandHRP, keys.cc -DKEY_IN_HEADER Monero's bulletproof_PROVE with its key type in a
-header) and compiler, as a user would: copy the example into a scratch folder, build it
-`-O2 -g -std=c++20`, `perfsleuth record` it, then `perfsleuth advise --all --verify
---build '<the same build into $OUT>'`, which changes a copy of the source, builds both
-and runs them interleaved (CPU time, 10 pairs). The baseline is the program as written: the
-ratio is the user's own build against the fixed one. Prints a table (the change
-proved, the compiler's verdict, the program's CPU-time ratio with its 95% interval,
-the function's implied ratio) and writes bench/out/aliasing_fixes.json.
+header, gstring_append.c glib's g_string_append_c_inline, with the installed glib
+2.74.6's headers copied next to it as the project's own) and compiler (the C one for
+C), as a user would: copy the example into a scratch folder, build it `-O2 -g`,
+`perfsleuth record` it, then `perfsleuth advise --all --verify --build '<the same
+build into $OUT>'`, which changes a copy of the source, builds both and runs them
+interleaved (CPU time, 10 pairs). The baseline is the program as written: the ratio is
+the user's own build against the fixed one. Prints a table (the change proved, the
+compiler's verdict, the program's CPU-time ratio with its 95% interval, the function's
+implied ratio) and writes bench/out/aliasing_fixes.json.
 """
 
 from __future__ import annotations
@@ -30,12 +32,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 EXAMPLES = ROOT / "examples" / "aliasing"
-# name: (sources to copy, extra build flags, workload arguments)
+# name: (sources to copy, build flags, libraries, workload arguments)
 SHAPES = {
-    "swap64": (["swap64.cc"], "", "100000"),
-    "expand": (["expand.cc"], "", "15000"),
-    "keys": (["keys.cc", "key.h"], "-DKEY_IN_HEADER", "40000"),
+    "swap64": (["swap64.cc"], "-std=c++20", "", "100000"),
+    "expand": (["expand.cc"], "-std=c++20", "", "15000"),
+    "keys": (["keys.cc", "key.h"], "-std=c++20 -DKEY_IN_HEADER", "", "40000"),
+    "gstring": (
+        ["gstring_append.c"],
+        "-Iinclude/glib-2.0 -Iinclude/glibconfig",
+        "-lglib-2.0",
+        "100000",
+    ),
 }
+C_COMPILERS = {"g++-12": "gcc-12", "clang++-16": "clang-16"}
+GLIB_HEADERS = Path("/usr/include/glib-2.0")
+GLIB_CONFIG = Path("/usr/lib/x86_64-linux-gnu/glib-2.0/include/glibconfig.h")
 
 
 def perfsleuth(args: list[str], cwd: Path) -> str:
@@ -44,17 +55,23 @@ def perfsleuth(args: list[str], cwd: Path) -> str:
 
 
 def measure(shape: str, compiler: str) -> dict:
-    sources, flags, workload = SHAPES[shape]
+    sources, flags, libraries, workload = SHAPES[shape]
     program = Path(sources[0]).stem
+    if sources[0].endswith(".c"):
+        compiler = C_COMPILERS.get(compiler, compiler)
     with tempfile.TemporaryDirectory(prefix="aliasing-fixes-") as tmp:
         folder = Path(tmp)
         for name in sources:
             shutil.copy(EXAMPLES / name, folder / name)
-        build = f"{compiler} -O2 -g -std=c++20 {flags} -o $OUT/{program} {sources[0]}"
+        if shape == "gstring":
+            shutil.copytree(GLIB_HEADERS, folder / "include" / "glib-2.0")
+            (folder / "include" / "glibconfig").mkdir()
+            shutil.copy(GLIB_CONFIG, folder / "include" / "glibconfig")
+        build = f"{compiler} -O2 -g {flags} -o $OUT/{program} {sources[0]} {libraries}"
         env = {**os.environ, "OUT": str(folder)}
         subprocess.run(["sh", "-c", build], cwd=folder, env=env, check=True)
         database = folder / "compile_commands.json"
-        command = f"{compiler} -O2 -g -std=c++20 {flags} -c {sources[0]}"
+        command = f"{compiler} -O2 -g {flags} -c {sources[0]}"
         entry = {"directory": str(folder), "file": sources[0], "command": command}
         database.write_text(json.dumps([entry]))
         perfsleuth(["record", "--", f"./{program}", workload], folder)
