@@ -84,6 +84,13 @@ def test_folded_stacks_seen_before_read_the_same() -> None:
     assert [f.function for f in reordered.profile.frames] == ["main", "c", "a", "b"]
 
 
+def test_stacks_kept_start_over_past_their_limit() -> None:
+    kept = pyroscope._Stacks(limit=12)
+    assert kept.names("main;a;b", 1) == (("main", "a", "b"), ("b", "a", "main"))
+    kept.names("main;c", 2)  # 8 + 6 characters: past 12, the first is dropped
+    assert list(kept.split) == ["main;c"] and kept.chars == 6
+
+
 def test_pprof_raw_or_in_a_multipart_profile_part() -> None:
     params = IngestParams.parse({**QUERY, "format": "pprof"}, "w1")
     [raw] = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")

@@ -53,6 +53,10 @@ WHOLE_VALUE_NOT = re.compile(rf"\s*(?:{ASSIGNMENT}|\.|->|\[)")
 # Before an element: ++/--, or its address taken.
 WRITTEN_BEFORE = re.compile(r"(?:\+\+|--|(?:^|[(,=;{}]|return)\s*&)\s*$")
 CXX20 = "-std=c++20"
+# A call (not a keyword's parenthesis): code the compiler cannot see may read memory.
+CALL = re.compile(r"\b(?!(?:if|while|for|switch|sizeof|return)\b)[A-Za-z_]\w*\s*\(")
+# A member read through a pointer or an object: `gstring->str`, `s.len`.
+MEMBER = re.compile(r"(?<![\w.>])[A-Za-z_]\w*(?:->|\.)[A-Za-z_]\w*(?![\w(])(?!\s*(?:->|\.|\())")
 # Standards that have char8_t.
 CHAR8_T_STANDARDS = re.compile(r"-std=(?:c|gnu)\+\+2[0-9a-z]$")
 STRAIGHT_LINE = "straight-line"
@@ -92,6 +96,13 @@ def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, A
     if not source.is_file():
         return None
     unit = unit_of(finding, source)
+    if unit.path != source and _system_header(source, unit):
+        _note(
+            ctx,
+            f"{finding.rule} not verified: the code is in {source}, a system header, not "
+            "the project's to change (its library's own build is where the fix belongs)",
+        )
+        return None
     with tempfile.TemporaryDirectory(prefix="perfsleuth-verify-") as tmp:
         try:
             return _compare(unit, toolchain_of(unit), match, Path(tmp), ctx, finding.rule)
@@ -101,10 +112,13 @@ def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, A
 
 
 def unit_of(finding: Finding, source: Path) -> TranslationUnit:
-    """The unit as the finding's analysis built it, with the compiler that builds it."""
+    """The unit as the finding's analysis built it, with the compiler that builds it:
+    for code in a header, the unit that includes it (a header such as glib's gstring.h
+    may refuse to be built alone)."""
     details = finding.details
+    including = Path(details.get("unit") or source)
     return TranslationUnit(
-        source,
+        including if including.is_file() else source,
         list(details.get("flags", [])),
         details.get("flags_origin", "defaults"),
         Path(details["directory"]) if details.get("directory") else None,
@@ -123,7 +137,13 @@ def _compare(
 ) -> dict[str, Any] | None:
     """Build the unit, then each change in turn until one compiles, and compare; the
     changes that did not compile are named in the result (and in ctx.notes)."""
-    span = (int(match["line"]), int(match["end_line"]), match["pattern"] == STRAIGHT_LINE)
+    # The lines are in the match's file: the unit, or a header it includes.
+    span = (
+        int(match["line"]),
+        int(match["end_line"]),
+        match["pattern"] == STRAIGHT_LINE,
+        Path(match["file"]),
+    )
     before = _build(unit, toolchain, unit.path, scratch / "before.o", span)
     failed: list[str] = []
     built: list[tuple[_Change, _Build]] = []
@@ -202,18 +222,22 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
     """Each change worth trying with this compiler, best first: char8_t first where the
     compiler then vectorises (clang, GCC at -O3), hoisting first where it stays scalar
     anyway (GCC -O2); no char8_t under -fno-strict-aliasing, where it changes nothing."""
-    text = unit.path.read_text()
+    code = Path(match["file"])
+    text = code.read_text()
     found = []
     if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.fullmatch(match["write_type"]):
         found.extend(_char8_t_changes(unit, match.get("write_declared") or []))
     hoisted = _hoist(text, match)
     if hoisted is not None:
-        found.append(_Change(_hoist_said(match, *hoisted[1:]), unit, {unit.path: hoisted[0]}))
+        found.append(_Change(_hoist_said(match, *hoisted[1:]), unit, {code: hoisted[0]}))
+    counted = _counter_kept(text, match) if hoisted is None else None
+    if counted is not None:
+        found.append(_Change(counted[1], unit, {code: counted[0]}))
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
     blocked = _blocked(text, match)
     if blocked is not None:
-        found.insert(0, _Change(byte_map.CHANGE, unit, {unit.path: blocked}, blocked=True))
+        found.insert(0, _Change(byte_map.CHANGE, unit, {code: blocked}, blocked=True))
     return found
 
 
@@ -384,6 +408,51 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]]
     return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)], elements
 
 
+def _counter_kept(text: str, match: dict[str, Any]) -> tuple[str, str] | None:
+    """Straight-line code whose repeated read it also counts up or down (glib's
+    `gstring->str[gstring->len++] = c; gstring->str[gstring->len] = 0;`): the text
+    with that read and every other member read it spells twice and never writes
+    (`gstring->str`) kept in locals from before the match's first statement, the
+    counter written back after its last; and what the change is. None unless the
+    counter is only ever ++/--'d, no call follows its first change (a callee would read
+    the stale memory), and the code from there to the write-back opens or closes no
+    block (it runs whenever the counter changed)."""
+    read = match["read"]
+    lines = text.splitlines(keepends=True)
+    first, last = int(match["line"]) - 1, int(match["end_line"])
+    body = "".join(lines[first:last])
+    spelled = re.escape(read)
+    counted = re.compile(rf"{spelled}(?!\w)\s*(?:\+\+|--)|(?:\+\+|--)\s*{spelled}(?!\w)")
+    change = counted.search(body)
+    if match["pattern"] != STRAIGHT_LINE or change is None:
+        return None
+    after = body[change.start() :]
+    if _written(read, counted.sub("", body)) or CALL.search(after) or re.search(r"[{}]", after):
+        return None
+    if not lines[last - 1].rstrip().endswith(";"):
+        return None
+    members = [m for m in dict.fromkeys(MEMBER.findall(body)) if m != read]
+    twice = [m for m in members if len(re.findall(_word(m), body)) > 1 and not _written(m, body)]
+    kept = [read, *twice]
+    indent = re.search(r"\S", lines[first])
+    if indent is None:
+        return None
+    head = lines[first][: indent.start()]
+    span = "".join([lines[first][indent.start() :], *lines[first + 1 : last]])
+    for n, name in enumerate(kept):
+        head += f"__typeof__({name}) {HOISTED}_{n} = {name}; "
+        span = re.sub(_word(name), f"{HOISTED}_{n}", span)
+    span = span.rstrip("\n") + f" {read} = {HOISTED}_0;\n"
+    lines[first:last] = [head + span]
+    reads = ", ".join(f"`{name}`" for name in kept)
+    said = f"hoist {reads} into locals before the store, and write `{read}` back after it"
+    return "".join(lines), said
+
+
+def _word(spelled: str) -> str:
+    return rf"(?<![\w.>]){re.escape(spelled)}(?!\w)"
+
+
 def _written(read: str, code: str) -> bool:
     """Does the code assign the read's memory, or ++/-- it?"""
     spelled = re.escape(read)
@@ -459,7 +528,7 @@ def _build(
     toolchain: Toolchain,
     source: Path,
     output: Path,
-    span: tuple[int, int, bool],
+    span: tuple[int, int, bool, Path],
     changed: dict[Path, str] | None = None,
     blocked: bool = False,
 ) -> _Build:
@@ -467,7 +536,7 @@ def _build(
     else clang-16's. Straight-line code (span[2]) has no loop: its code's reloads.
     A CompileError too when the build read one of the `changed` files' originals
     (an include the overlay does not catch): the change would not be what was built."""
-    first, last, straight_line = span
+    first, last, straight_line, lines_in = span
     depfile = output.with_suffix(".d")
     unit = _like(unit, [*unit.flags, "-MD", "-MF", str(depfile)])
     if toolchain.family == "gcc":
@@ -476,18 +545,18 @@ def _build(
         remarks, _ = compile_unit(unit, source, output)
     _check_reached(depfile, changed or {})
     if straight_line:
-        code = machine_code.straight_line_code(output, source.name, first, last)
+        code = machine_code.straight_line_code(output, lines_in.name, first, last)
         return _Build(None, code, None, straight_line=True)
-    remark = remark_for_loop(remarks, source, first, last)
+    remark = remark_for_loop(remarks, lines_in, first, last)
     if blocked:  # the block loop's remark, not the outer loop's nor the rest's
-        remark = next((r for r in remarks if _block_remark(r, source, first)), remark)
+        remark = next((r for r in remarks if _block_remark(r, lines_in, first)), remark)
     vectorized = remark is not None and remark.vectorized
     loop = (
-        _block_loop(output, source.name, first, last)
+        _block_loop(output, lines_in.name, first, last)
         if vectorized and blocked
-        else machine_code.vector_loop(output, source.name, first, last)
+        else machine_code.vector_loop(output, lines_in.name, first, last)
         if vectorized
-        else machine_code.loop_code(output, source.name, first, last, prefer_reloads=False)
+        else machine_code.loop_code(output, lines_in.name, first, last, prefer_reloads=False)
     )
     # One iteration of the block loop maps a block: both compilers unroll the
     # vectorised 16-byte loop inside it whole.

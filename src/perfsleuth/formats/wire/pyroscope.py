@@ -27,7 +27,9 @@ CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
 NAMED_LIMIT = 1 << 17  # frames kept across pushes by name
 _NAMED: dict[str, Frame] = {}
-STACKS_LIMIT = 32 << 20  # characters of stack texts kept across pushes (see _Stacks)
+# Characters of stack texts kept across pushes (see _Stacks): each holds ~3.2 bytes with
+# its split names, so at most ~27 MB.
+STACKS_LIMIT = 8 << 20
 
 
 def decode(
@@ -103,7 +105,8 @@ class _Stacks:
     push's 2.0 ms of collector CPU; its names are long). Cleared past STACKS_LIMIT
     characters; its dict is changed by single operations the GIL keeps whole."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = STACKS_LIMIT) -> None:
+        self.limit = limit
         self.split: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.chars = 0
 
@@ -119,7 +122,7 @@ class _Stacks:
                 raise PayloadError(f"folded line {number}: deeper than {depth} frames")
             for name in names:
                 ingest.text(name, f"folded line {number}: a frame")
-            if self.chars + len(stack) > STACKS_LIMIT:
+            if self.chars + len(stack) > self.limit:
                 self.split.clear()
                 self.chars = 0
             found = self.split[stack] = (tuple(names), tuple(reversed(names)))
