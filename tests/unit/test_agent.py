@@ -373,6 +373,9 @@ def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) 
     agent.meter.spent = lambda perf: (100.0, 1.0)  # type: ignore[method-assign]
     try:
         assert agent.python.asked_only  # at start: the first window's names first
+        agent._apply(FULL)  # deciding the first window: nothing named yet
+        assert agent.python.asked_only
+        agent.counts.windows = 1
         agent.symbolizer.deferred_last = 5
         agent._apply(FULL)
         assert agent.python.asked_only
@@ -401,6 +404,7 @@ def test_each_budget_step_sets_the_symbolizer_and_py_spy_and_is_logged(tmp_path:
     agent = daemon.Agent(config, log=logged.append)
     try:
         assert agent.budget is not None and agent.budget.share == 0.01  # the default cap
+        agent.counts.windows = 1  # a window converted, all its addresses named
         agent._apply(PYTHON_ASKED)
         assert agent.python.asked_only and agent.symbolizer.name_limit != 0
         agent._apply(SYMBOLS_CACHED)  # within the cap: the few most sampled only

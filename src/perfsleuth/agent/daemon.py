@@ -240,7 +240,9 @@ class Agent:
         py-spy on processes no one asked for also waits while naming lags (the last
         window left addresses unnamed): names come before Python frames."""
         self.symbolizer.name_limit = self._name_limit(level)
-        caught_up = self.symbolizer.deferred_last == 0
+        # with a cap, nothing has caught up before the first window is converted
+        started = self.budget is None or self.counts.windows > 0
+        caught_up = started and self.symbolizer.deferred_last == 0
         self.python.asked_only = level >= PYTHON_ASKED or not caught_up
         self.python.service_allowed = (
             level <= PYTHON_ASKED and caught_up and self._spare_s() >= self.python.run_cost_s()
