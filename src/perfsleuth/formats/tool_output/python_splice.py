@@ -33,7 +33,8 @@ changed, stamped when py-spy's main thread handled the sample its sampling threa
 machine), on a clock whose origin is known only within the time Popen took to start
 py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per run:
 
-- the clock offset is the one (STAMPS_LATE plus that time early to START_LATE late)
+- the clock offset is the one (STAMPS_LATE plus that time early to START_LATE plus
+  twice that time late: py-spy's own start-up waits for a CPU too)
   under which the native entries (the C function
   Python called: `encoder_call`, `zlib_compress`) agree best with the Python leaf frames
   the trace gives at the samples' times. Every sample counts: the few near a stack
@@ -52,7 +53,7 @@ py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per r
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time;
 - a sample in a stall of py-spy's (a stretch of the trace without a change longer than
-  twice 25 of the thread's median gaps between changes: py-spy waited for a CPU while
+  twice 5 of the thread's median gaps between changes, and than 80 ms: py-spy waited for a CPU while
   the process ran, and its trace holds its last stack, which is not the thread's) is
   placed by what the samples themselves say (_in_stall): the Python function each was
   in is inferred from the native entries of the stall's samples together, as a hidden
@@ -138,6 +139,12 @@ KERNEL = "[kernel.kallsyms]"
 # start-up after exec: 1-11 ms at load 12), in SHIFT_STEP steps
 STAMPS_LATE = 0.060
 START_LATE = 0.020
+# py-spy's start-up waits for a CPU as Popen did, and does more (it reads the process's
+# maps and the interpreter's symbols): START_LATE plus START_SLACK times the time Popen
+# took late (at load 30 its clock started 68 ms after a Popen of 30 ms returned, on
+# pyenv's 3.13.0: the offset a turn of the program early was taken, crunch 3.9 points
+# over what it ran)
+START_SLACK = 2
 SHIFT_STEP = 0.002
 # At most this much SLACK is searched: each offset tried reads every sample again (a
 # Popen of 2 s on a saturated machine would be 1,000 offsets), and the wider the
@@ -169,18 +176,23 @@ USUAL_SHARE = 0.9
 USUAL_MIN = 3
 FAR = 0.050
 # py-spy stalls on a loaded machine (its threads wait for a CPU while the process runs):
-# its trace then holds one stack for up to a second (_Stalls). Near an end of a stall
-# means within STALL_STEPS of the thread's typical gap between changes (the median: at
-# least py-spy's sampling interval), and never less than STALL_MIN
-STALL_STEPS = 25
+# its trace then holds one stack for up to a second (_Stalls): a stretch without a change
+# over twice STALL_STEPS of the thread's typical gap between changes (the median: at
+# least py-spy's sampling interval), and over twice STALL_MIN. 25 steps before the
+# stall's samples were inferred (_in_stall): a starved py-spy's median gap grows (8-10 ms
+# at load 25), and stretches of 200-400 ms went as the trace held them (crunch 6.2 points
+# over what it ran on pyenv's 3.9.18); over 43 kept runs of timed_pair.py at load 3-30,
+# 5 steps put crunch at most 2.8 points off what it ran (mean 0.7), 25 at most 6.2 (1.0)
+STALL_STEPS = 5
 STALL_MIN = 0.040
 # In a stall, a sample takes the Python function its native entry and those around it
-# make this likely (_in_stall); EMIT_PRIOR: the samples a function is taken to have had
-# beyond those seen with it, in the proportions of all (an entry never seen with it is
-# not impossible: the trace it was learned from is off near changes; a function seen in
-# two samples must not take every entry as likely as those did)
+# make this likely (_in_stall); EMIT_PRIOR: the samples of each entry a function is taken
+# to have had beyond those seen with it (one never seen with it is not impossible: the
+# trace it was learned from is off near changes). Not in the proportions of all: a
+# function seen in one or two samples would then explain any mix of entries as well as
+# the two that alternate, and took json_heavy.py's stalls whole at load 30
 CERTAIN = 0.9
-EMIT_PRIOR = 10
+EMIT_PRIOR = 0.5
 LINE = re.compile(r":\d+\)$")
 
 
@@ -398,23 +410,25 @@ def _aligned(
 ) -> dict[int, Timeline]:
     """The timelines shifted by the offset under which the samples' native entries
     agree best with their Python leaf frames, of SHIFT_STEP steps from STAMPS_LATE +
-    SLACK (at most MAX_SLACK) early to START_LATE late (unshifted when nothing tells).
+    SLACK (at most MAX_SLACK) early to START_LATE + START_SLACK x SLACK late (unshifted
+    when nothing tells).
     Stamps late by a varying amount make the best agreement flat over tens of ms: its
     middle is taken (its smaller end put 9 of 76 json samples of a run at load 24 under
     the wrong function, its middle none)."""
     slack = min(slack, MAX_SLACK)
     early = -(STAMPS_LATE + slack)
-    shifts = [early + i * SHIFT_STEP for i in range(round((START_LATE - early) / SHIFT_STEP) + 1)]
+    late = START_LATE + START_SLACK * slack
+    shifts = [early + i * SHIFT_STEP for i in range(round((late - early) / SHIFT_STEP) + 1)]
     scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
     if max(scores) <= 0:
         return timelines
-    return _shifted(timelines, _nearest_peak(shifts, scores, slack))
+    return _shifted(timelines, _nearest_peak(shifts, scores, slack, late))
 
 
-def _nearest_peak(shifts: list[float], scores: list[int], slack: float) -> float:
+def _nearest_peak(shifts: list[float], scores: list[int], slack: float, late: float) -> float:
     """Of the stretches of offsets within NEAR_BEST of the best agreement, the one
-    nearest the offsets the clocks allow without late stamps (SLACK early to START_LATE
-    late; the better on a tie), and in it the middle of its best. The agreement cannot tell the
+    nearest the offsets the clocks allow without late stamps (SLACK early to LATE late;
+    the better on a tie), and in it the middle of its best. The agreement cannot tell the
     right offset from one a whole turn of the program's alternation away: the mapping of
     C functions to Python ones is as consistent with the two swapped (see the module's
     docs)."""
@@ -429,7 +443,7 @@ def _nearest_peak(shifts: list[float], scores: list[int], slack: float) -> float
             stretches.append([i])
 
     def rank(stretch: list[int]) -> tuple[float, int]:
-        away = min(max(-slack - shifts[i], shifts[i] - START_LATE, 0.0) for i in stretch)
+        away = min(max(-slack - shifts[i], shifts[i] - late, 0.0) for i in stretch)
         return away, -max(scores[i] for i in stretch)
 
     chosen = min(stretches, key=rank)
@@ -698,7 +712,7 @@ def _in_stall(
         return {id(part): () for part in parts}
     index = {state: i for i, state in enumerate(states)}
     overall = sum(seen.emits.values(), Counter())
-    emit = [_emission(seen.emits[state], overall) for state in states]
+    emit = [_emission(seen.emits[state], len(overall)) for state in states]
     total = overall.total()
     share = [seen.emits[state].total() / total for state in states]
     whens = [times[start], *(part.sample.time for part in parts), times[start + 1]]
@@ -723,16 +737,11 @@ def _in_stall(
     return out
 
 
-def _emission(entries: Counter[str], overall: Counter[str]) -> Callable[[str], float]:
-    """The chance a function gives each entry: as seen with it, and EMIT_PRIOR samples
-    in the proportions seen with all (one never seen at all as half a sample)."""
-    everywhere = overall.total() + (len(overall) + 1) / 2
-
-    def chance(entry: str) -> float:
-        usual = (overall[entry] + 0.5) / everywhere
-        return (entries[entry] + EMIT_PRIOR * usual) / (entries.total() + EMIT_PRIOR)
-
-    return chance
+def _emission(entries: Counter[str], kinds: int) -> Callable[[str], float]:
+    """The chance a function gives each entry: as seen with it, each of the KINDS of
+    entries seen at all (and one never seen) taken to have been seen EMIT_PRIOR more."""
+    total = entries.total() + EMIT_PRIOR * (kinds + 1)
+    return lambda entry: (entries[entry] + EMIT_PRIOR) / total
 
 
 def _pinned(share: list[float], state: int | None) -> list[float]:
