@@ -2,7 +2,7 @@
 """Benchmark: predicted cache and TLB cliffs of the connection table against
 measured latency.
 
-    .venv/bin/python bench/cache_cliff.py [--repeats 3]
+    .venv/bin/python bench/cache_cliff.py [--repeats 5]
 
 0. Calibration: `perfsleuth cache calibrate` first, so that the prediction uses
    the TLB reach and the LLC's usable part as they are while the latency is
@@ -16,14 +16,17 @@ measured latency.
    effective size) and the pages overflow the TLB's reach (both measured once per
    machine by `perfsleuth cache calibrate`).
 2. Measurement: `conntable --sweep` times a dependent chain of random packets
-   per n, --repeats times, keeping the fastest, from half the lowest predicted n
-   to twice the highest (of both programs, so that the curves share their sizes),
-   POINTS_PER_DOUBLING sizes per doubling.
+   per n (the fastest of ten short rounds, as the calibration's chases), from
+   half the lowest predicted n to twice the highest (of all programs, so that
+   the curves share their sizes), POINTS_PER_DOUBLING sizes per doubling, in
+   --repeats sweeps.
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
    knees fitted for them; a knee across which latency rises less than RISE times
-   is reported as no rise.
+   is reported as no rise. Each sweep's knees are found on their own and each
+   level's measured knee is their median, as the calibration takes its LLC's
+   (a neighbour's burst of LLC use moves a single sweep's knee).
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -36,10 +39,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from perfsleuth.cpu_cache_projections.calibrate import rise
 from perfsleuth.cpu_cache_projections.knee import knee
@@ -62,6 +68,7 @@ WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WIND
 RISE = 1.2
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
+WITHIN = 0.15  # issue 29: predicted within 15% of the measured knee
 
 
 def sizes(low: float, high: float) -> list[int]:
@@ -132,17 +139,39 @@ def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, di
     return found
 
 
-def measured(binary: Path, ns: list[int], repeats: int) -> dict[int, float]:
-    best: dict[int, float] = {}
+def median_knees(sweeps: list[dict[str, dict]]) -> dict[str, dict]:
+    """Per level, the median of the sweeps' knees (no rise when most sweeps have
+    none), each sweep's knee beside it."""
+    found: dict[str, dict] = {}
+    for level, first in sweeps[0].items():
+        rows = [sweep[level] for sweep in sweeps]
+        risen = sorted(row["measured_knee_n"] for row in rows if row["measured_knee_n"])
+        k = risen[len(risen) // 2] if len(risen) * 2 > len(rows) else 0
+        predicted_n = first["predicted_n"]
+        found[level] = {
+            "predicted_n": predicted_n,
+            "fitted_knee_n": statistics.median_low(row["fitted_knee_n"] for row in rows),
+            "rise": statistics.median(row["rise"] for row in rows),
+            "measured_knee_n": k,
+            "error": k / predicted_n - 1 if k else None,
+            "sweeps_knee_n": [row["measured_knee_n"] for row in rows],
+        }
+    return found
+
+
+def measured(binary: Path, ns: list[int], repeats: int) -> list[dict[int, float]]:
+    curves = []
     for _ in range(repeats):
         out = subprocess.run(
             [binary, "--sweep", ",".join(map(str, ns))], check=True, capture_output=True, text=True
         ).stdout
-        for line in out.splitlines():
-            if not line.startswith("#"):
-                n, latency = line.split()
-                best[int(n)] = min(best.get(int(n), math.inf), float(latency))
-    return best
+        rows = (line.split() for line in out.splitlines() if not line.startswith("#"))
+        curves.append({int(n): float(latency) for n, latency in rows})
+    return curves
+
+
+def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
+    return {n: statistics.median(curve[n] for curve in curves) for n in curves[0]}
 
 
 def seconds(cmd: list) -> float:
@@ -164,9 +193,10 @@ def overhead(binary: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
     calibrated = calibration()
     predictions = {
         name: predicted(binary, FUNCTIONS.get(name, "handle_packet"))
@@ -176,21 +206,25 @@ def main() -> None:
               for name, p in predictions.items()}  # fmt: skip
     low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
     high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
-    results = {}
+    results: dict[str, Any] = {}
     for name, binary in BINARIES.items():
         prediction = predictions[name]
-        latency = measured(binary, sizes(low, high), args.repeats)
+        curves = measured(binary, sizes(low, high), args.repeats)
+        ordered = {lv: prediction[lv] for lv in levels[name]}
         results[name] = {"per_n": prediction["per_n"]} | {
-            "levels": knees(latency, {lv: prediction[lv] for lv in levels[name]}),
-            "latency_ns": latency,
+            "levels": median_knees([knees(curve, ordered) for curve in curves]),
+            "latency_ns": median_curve(curves),
         }
     results["overhead"] = overhead(BINARIES["conntable"])
     results["calibration"] = calibrated
+    load["end"] = os.getloadavg()
+    results["load"] = load
     (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))
     llc = (calibrated["llc_effective_bytes"] or 0) / (1 << 20)
     print(f"calibration: TLB reach {calibrated['tlb_reach_pages']} pages "
           f"({calibrated['evidence']}); "
           f"LLC {llc:.2f} MiB ({calibrated['llc_evidence']})\n")  # fmt: skip
+    print(f"load average (1, 5, 15 min) at the start {load['start']}, at the end {load['end']}\n")
     print_knees(results)
     print_curves(results)
     cost = results["overhead"]
@@ -201,18 +235,24 @@ def main() -> None:
 
 
 def print_knees(results: dict) -> None:
-    print("| program | level | per n | predicted cliff (n) | measured knee (n) | error |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| program | level | per n | predicted cliff (n) | measured knee (n) | error | sweeps |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    errors = []
     for name in BINARIES:
         for level, row in results[name]["levels"].items():
             per = results[name]["per_n"][level]
+            sweeps = ", ".join(f"{k:,}" if k else "-" for k in row["sweeps_knee_n"])
             if row["measured_knee_n"]:
-                knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.0%}"
+                knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.1%}"
+                errors.append(row["error"])
             else:
                 fitted = row["fitted_knee_n"]
                 knee_n = f"no rise (x{row['rise']:.2f}; fitted {fitted:,})" if fitted else "none"
                 error = "-"
-            print(f"| {name} | {level} | {per} | {row['predicted_n']:,} | {knee_n} | {error} |")
+            print(f"| {name} | {level} | {per} | {row['predicted_n']:,} | {knee_n} | {error} "
+                  f"| {sweeps} |")  # fmt: skip
+    within = sum(abs(e) <= WITHIN for e in errors)
+    print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
 
 
 def print_curves(results: dict) -> None:

@@ -6,7 +6,10 @@ real stacks, 912 samples each; `--hosts` 200 x 3 windows are the 547,200 samples
 pushes captured from the real SDKs (tests/fixtures/pyroscope/: pyroscope-go v1.5.0's
 CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect push),
 each SDK push made distinct by shifting its profile's time (so none is a duplicate).
-Each kind goes from a few client threads to a fresh collector on a scratch store. The
+Each kind goes from a few client threads to a fresh collector on a scratch store, each
+push on a new connection, as the agent sends them and as the SDKs' pushes arrive (they
+push every 10 s or so, and the collector closes a connection idle for 5 s);
+`--keep-alive` keeps each client's connection open instead. The
 collector's CPU time is its rusage from the first push until it exited (its head's
 flush to Parquet included), its samples from /metrics. Grafana Pyroscope cannot be
 built on this machine: the ratio is against its cost measured elsewhere on the
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import http.client
 import json
 import os
 import re
@@ -33,8 +37,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -140,19 +146,40 @@ def stored_samples(url: str) -> int:
 
 
 def post(url: str, push: tuple[str, bytes, dict]) -> None:
+    """A push on a new connection, as the agent (urllib) sends one."""
     path, body, headers = push
     req = urllib.request.Request(url + path, data=body, headers=headers)
     with urllib.request.urlopen(req, timeout=60) as resp:
         resp.read()
 
 
-def measure(pushes: list[tuple[str, bytes, dict]], clients: int, src: Path) -> dict:
+_CONNECTIONS = threading.local()
+
+
+def post_kept(url: str, push: tuple[str, bytes, dict]) -> None:
+    """A push on its client thread's open connection (--keep-alive)."""
+    path, body, headers = push
+    connection = getattr(_CONNECTIONS, url, None)
+    if connection is None:
+        connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=60)
+        setattr(_CONNECTIONS, url, connection)
+    connection.request("POST", path, body=body, headers=headers)
+    answer = connection.getresponse()
+    answer.read()
+    if answer.status != 200:
+        raise OSError(f"push answered {answer.status}")
+
+
+def measure(
+    pushes: list[tuple[str, bytes, dict]], clients: int, src: Path, send: Callable = post
+) -> dict:
     """A fresh collector's CPU for `pushes` from `clients` threads, its head's flush to
     Parquet when it stops included (its start-up not)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as store:
         command = [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}", "--store", store]
         collector = subprocess.Popen(command, env=_path_first(src))
@@ -165,7 +192,7 @@ def measure(pushes: list[tuple[str, bytes, dict]], clients: int, src: Path) -> d
                     time.sleep(0.1)
             cpu0, wall0 = cpu_seconds(collector.pid), time.monotonic()
             with ThreadPoolExecutor(clients) as pool:
-                list(pool.map(lambda p: post(url, p), pushes))
+                list(pool.map(lambda p: send(url, p), pushes))
             samples = stored_samples(url)
         finally:
             collector.send_signal(signal.SIGTERM)
@@ -181,6 +208,7 @@ def measure(pushes: list[tuple[str, bytes, dict]], clients: int, src: Path) -> d
         "samples_per_cpu_s": round(samples / cpu) if cpu else None,
         "cpu_ms_per_push": round(1000 * cpu / len(pushes), 2),
         "parquet_samples_files": flushed,
+        "load": round(load, 1),
     }
 
 
@@ -200,6 +228,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--kind", action="append", help="only these kinds (repeatable)")
     parser.add_argument("--src", type=Path, action="append", help="code to run (repeatable)")
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="each client thread keeps its connection (default: a new one per push)",
+    )
     args = parser.parse_args()
     makers = {
         "fleet pprof": lambda: fleet_pushes(args.hosts, "pprof"),
@@ -213,16 +246,19 @@ def main() -> None:
     for r in range(args.rounds):
         for kind, pushes in kinds.items():
             for src in sources:
-                result = measure(pushes, args.clients, src)
+                result = measure(pushes, args.clients, src, post_kept if args.keep_alive else post)
                 runs.setdefault((kind, str(src)), []).append(result)
                 print(json.dumps({"round": r, "kind": kind, "src": str(src), **result}), flush=True)
     for (kind, src), results in runs.items():
         rate = statistics.median(x["samples_per_cpu_s"] for x in results)
         peer = PYROSCOPE["folded" if "folded" in kind else "pprof"]
-        per_push = statistics.median(x["cpu_ms_per_push"] for x in results)
+        per_push = [x["cpu_ms_per_push"] for x in results]
+        loads = [x["load"] for x in results]
         print(
             f"{kind:22} {src}: median {rate:,.0f} samples per collector CPU-s "
-            f"({per_push} ms a push), {rate / peer:.2f}x Pyroscope's {peer:,}"
+            f"({statistics.median(per_push):.2f} ms a push, {min(per_push):.2f}-"
+            f"{max(per_push):.2f} over {len(results)} rounds at load {min(loads):g}-"
+            f"{max(loads):g}), {rate / peer:.2f}x Pyroscope's {peer:,}"
         )
 
 

@@ -8,14 +8,15 @@
 // (V8's background compiles and GC marking, raster) in the same windows.
 // Usage: node bench/ui_ab.mjs UI_URL RUN_ID DIR_A DIR_B [ROUNDS] [QUERIES_JSON]
 //   DIR_*: a `vite build --outDir DIR` of ui/ (e.g. the last commit's and the work tree's).
-//   QUERIES_JSON: the focus / ignore / hide expressions (bench/ui_deep_bench.json's
+//   QUERIES_JSON: the focus / ignore / hide / search expressions (bench/ui_deep_bench.json's
 //   "queries" for the deep profile); default: the synthetic profile's names.
 import { chromium, filterLatency, heavyNames, openFrom, summary, threadCpu } from "./ui_bench_page.mjs";
 
 const [ui, runId, dirA, dirB, rounds = "4", queriesJson] = process.argv.slice(2);
 const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 const QUERIES = queriesJson ? JSON.parse(queriesJson) : ["op_17", "Widget<3>", "ns1::", "^ns2.*op_4$"];
-const KINDS = ["focus", "ignore", "hide", "sandwich", "back", "sandwich_again"];
+const KINDS = ["focus", "ignore", "hide", "search", "sandwich", "back", "sandwich_again"];
+const PARAM = { search: "q", sandwich_again: "sandwich" }; // the URL parameter of a kind, where not its name
 const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: FLAGS });
 
 /** A digest of the graph(s) the page shows now: every node's name, depth and weights, in order. */
@@ -47,12 +48,12 @@ for (let r = 0; r < Number(rounds); r++) {
   for (const [label, dir] of [["A", dirA], ["B", dirB]]) {
     const { context, page } = await openFrom(browser, ui, runId, dir);
     const names = await heavyNames(page, [1, 2, 3, 5, 8]);
-    const filters = ["focus", "ignore", "hide"].flatMap((kind) => QUERIES.map((q) => [kind, q]));
+    const filters = ["focus", "ignore", "hide", "search"].flatMap((kind) => QUERIES.map((q) => [kind, q]));
     const sandwiches = names.flatMap((n) => [["sandwich", n], ["back", ""], ["sandwich_again", n]]);
     const queries = [...filters, ...sandwiches];
     await browser.startTracing(page, { categories: ["toplevel", "blink.user_timing"] });
     for (const [kind, q] of queries) {
-      const latency = await filterLatency(page, kind === "back" ? "" : `${kind.replace("_again", "")}=${encodeURIComponent(q)}`);
+      const latency = await filterLatency(page, kind === "back" ? "" : `${PARAM[kind] ?? kind}=${encodeURIComponent(q)}`);
       times[label][kind].push(latency.painted);
       polled[label][kind].push(latency.polled);
       if (r === 0) digests[label].push(await shownDigest(page));

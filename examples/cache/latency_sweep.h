@@ -1,6 +1,9 @@
 /* The latency harness the cache examples share: `PROG --sweep N1,N2,...` prints, for
- * each size, the best time per operation of three timed rounds (the curve
- * bench/cache_cliff.py finds the knees in), and a plain run reads `N [OPS]`.
+ * each size, the best time per operation of SWEEP_ROUNDS short timed rounds (the curve
+ * bench/cache_cliff.py finds the knees in), and a plain run reads `N [OPS]`. The rounds
+ * are those of `perfsleuth cache calibrate`'s chases (10 of 20,000 dependent steps, a
+ * few ms: on a loaded machine one of them has usually not been preempted, where a
+ * round of 4,000,000 always was).
  * An example includes it where its own harness begins, so that the lines of the code
  * before it keep the numbers tests and docs cite. */
 #ifndef LATENCY_SWEEP_H
@@ -21,15 +24,17 @@ static double now_ns(void) {
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* The best ns per operation of three rounds of OPS operations by ROUND on STATE;
- * its checksum is used, so the rounds cannot be optimised away. */
-static double best_of_three(uint64_t (*round_of)(void *state, size_t ops), void *state,
-                            size_t ops) {
+#define SWEEP_ROUNDS 10
+#define SWEEP_ROUND_OPS 20000
+
+/* The best ns per operation of SWEEP_ROUNDS rounds of SWEEP_ROUND_OPS operations by
+ * ROUND on STATE; its checksum is used, so the rounds cannot be optimised away. */
+static double fastest_round(uint64_t (*round_of)(void *state, size_t ops), void *state) {
     double best = 1e30;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < SWEEP_ROUNDS; round++) {
         double start = now_ns();
-        uint64_t check = round_of(state, ops);
-        double per_op = (now_ns() - start) / (double)ops;
+        uint64_t check = round_of(state, SWEEP_ROUND_OPS);
+        double per_op = (now_ns() - start) / (double)SWEEP_ROUND_OPS;
         if (check == 42)
             puts("");
         if (per_op < best)

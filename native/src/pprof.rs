@@ -268,9 +268,14 @@ fn location(buf: &[u8]) -> Res<Location> {
     Ok(loc)
 }
 
-/// One pprof sample: its location ids, values and labels (key, str, num).
-fn sample(buf: &[u8], locations: &mut Vec<u64>, values: &mut Vec<u64>) -> Res<Vec<[i64; 3]>> {
-    let mut labels = Vec::new();
+/// One pprof sample: its location ids, values and labels (key, str, num), into
+/// the buffers given (reused sample after sample: no allocation per sample).
+fn sample(
+    buf: &[u8],
+    locations: &mut Vec<u64>,
+    values: &mut Vec<u64>,
+    labels: &mut Vec<[i64; 3]>,
+) -> Res<()> {
     Wire::message(buf, |f, t, w| match (f, t) {
         (1, _) => w.repeated(t, locations),
         (2, _) => w.repeated(t, values),
@@ -284,8 +289,7 @@ fn sample(buf: &[u8], locations: &mut Vec<u64>, values: &mut Vec<u64>) -> Res<Ve
             Ok(())
         }
         _ => w.skip(t),
-    })?;
-    Ok(labels)
+    })
 }
 
 /// A frame as Python's model.profile.Frame takes it.
@@ -395,9 +399,12 @@ impl<'a> Reader<'a> {
         Ok((build_id, loc.address))
     }
 
-    fn location_frames(&mut self, lid: u64, d: &mut Decoded<'a>) -> Res<Vec<u32>> {
+    /// The frames of location `lid` appended to `stack` (a location's frames are
+    /// made once; copying them out per sample was most of this reader's time).
+    fn location_frames(&mut self, lid: u64, d: &mut Decoded<'a>, stack: &mut Vec<u32>) -> Res<()> {
         if let Some(found) = self.location_frames.get(&lid) {
-            return Ok(found.clone());
+            stack.extend_from_slice(found);
+            return Ok(());
         }
         let m = self.m;
         let loc = &m.locations[self.locations[&lid]];
@@ -466,8 +473,9 @@ impl<'a> Reader<'a> {
             out.push(self.frame_index(frame, &mut d.frames));
         }
         d.frames_created += out.len() as u64;
-        self.location_frames.insert(lid, out.clone());
-        Ok(out)
+        stack.extend_from_slice(&out);
+        self.location_frames.insert(lid, out);
+        Ok(())
     }
 
     fn decode(&mut self, frames_left: u64, created_left: u64) -> Res<Decoded<'a>> {
@@ -494,11 +502,12 @@ impl<'a> Reader<'a> {
         let mut stack_ids: HashMap<Vec<u64>, u32> = HashMap::default();
         let mut frame_stacks: HashMap<Vec<u32>, u32> = HashMap::default();
         let mut label_ids: HashMap<Vec<[i64; 3]>, u32> = HashMap::default();
-        let (mut locations, mut values) = (Vec::new(), Vec::new());
+        let (mut locations, mut values, mut labels) = (Vec::new(), Vec::new(), Vec::new());
         for (i, buf) in m.samples.iter().enumerate() {
             locations.clear();
             values.clear();
-            let labels = sample(buf, &mut locations, &mut values)?;
+            labels.clear();
+            sample(buf, &mut locations, &mut values, &mut labels)?;
             if values.len() != m.sample_types.len() {
                 let (n, k) = (values.len(), m.sample_types.len());
                 return Err(bad(format!("sample {i} has {n} values for {k} types")));
@@ -515,12 +524,12 @@ impl<'a> Reader<'a> {
                 }
                 d.values.push(v);
             }
-            let set = match label_ids.get(&labels) {
+            let set = match label_ids.get(labels.as_slice()) {
                 Some(&found) => found,
-                None => self.label_set(i, labels, &mut label_ids, &mut d)?,
+                None => self.label_set(i, labels.clone(), &mut label_ids, &mut d)?,
             };
             d.sample_labels.push(set);
-            let stack = match stack_ids.get(&locations) {
+            let stack = match stack_ids.get(locations.as_slice()) {
                 Some(&found) => found,
                 None => {
                     // Two location lists can name the same frames (two addresses of
@@ -587,7 +596,7 @@ impl<'a> Reader<'a> {
                     "sample {i} refers to location {lid} which does not exist"
                 )));
             }
-            frames.extend(self.location_frames(lid, d)?);
+            self.location_frames(lid, d, &mut frames)?;
             if frames.len() > MAX_STACK_DEPTH {
                 return Err(bad(format!(
                     "sample {i} is deeper than {MAX_STACK_DEPTH} frames"

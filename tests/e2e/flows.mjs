@@ -302,6 +302,9 @@ const flows = {
     await page.goto(`${base}#/run/2/flame`);
     await page.locator("canvas.flame-canvas").waitFor();
     await page.evaluate(() => (window.flameCanvas = window.perfsleuthFlame.graph.canvas));
+    const navLinks = () => page.evaluate(() => [...document.querySelectorAll("#nav a")].map((a) => a.textContent));
+    const linksBefore = await navLinks();
+    await page.evaluate(() => (window.activeLink = document.querySelector("#nav a.active")));
     await page.fill("input[aria-label=focus]", "^malloc$");
     await page.press("input[aria-label=focus]", "Enter");
     // malloc is on 120 of run 2's 905 samples, all under compute_hot.
@@ -322,6 +325,9 @@ const flows = {
       assertSameColour(shown, painted, `${name} on the screen`);
     }
     assert.match(await page.locator(".frame-details").innerText(), /total 13\.26%\s+\(120 samples\)/);
+    // The nav depends on the page's path only: a filter keeps it (its links, the optional ones too).
+    assert.equal(await page.evaluate(() => document.querySelector("#nav a.active") === window.activeLink), true);
+    assert.deepEqual(await navLinks(), linksBefore);
     await page.screenshot({ path: `${artifacts}/flame-focus.png`, fullPage: true });
     await page.goBack();
     await page.locator("canvas.flame-canvas").waitFor();
@@ -338,6 +344,13 @@ const flows = {
     assert.deepEqual(callees.slice(0, 3), ["compute_hot", "futex_wait", HOSTILE]);
     assert.equal(callees.includes("run_engine"), false);
     assert.deepEqual(await shapeProblems(page), []);
+    // A focus added to the hide narrows the tree the hide made (kept), not a new merge of the run's.
+    await page.evaluate(() => (window.hiddenNames = window.perfsleuthFlame.graph.data.name));
+    await page.goto(`${base}#/run/2/flame?hide=%5Erun_engine%24&focus=%5Emalloc%24`);
+    await page.locator(".filter-info", { hasText: "13.26% of the run" }).waitFor();
+    assert.equal(await page.evaluate(() => window.perfsleuthFlame.graph.data.name === window.hiddenNames), true);
+    assert.deepEqual(await drawnAt(page, 2), ["compute_hot"]);
+    assert.deepEqual(await drawnAt(page, 3), ["malloc"]);
     await page.goto(`${base}#/run/2/flame?focus=(`);
     await page.locator(".data-filter .error").waitFor();
     assert.match(await page.locator(".data-filter .error").innerText(), /focus: Invalid regular expression/);

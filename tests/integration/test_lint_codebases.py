@@ -73,6 +73,23 @@ def test_relative_include_paths_of_a_compile_database_reach_the_header(
     assert Path(finding["file"]).name == "fill.c"
 
 
+def test_a_gcc_build_s_options_clang_refuses_do_not_skip_the_unit(tmp_path: Path) -> None:
+    """bitcoin's GCC build passes -fno-extended-identifiers and -fstack-reuse=none, which
+    clang's driver refuses: the unit was skipped as one that "does not compile"."""
+    root = tmp_path / "project"
+    shutil.copytree(CODEBASES / "relative_includes", root)
+    [entry] = meson_style(root)
+    entry["command"] = entry["command"].replace(
+        "-O2", "-O2 -fno-extended-identifiers -fstack-reuse=none"
+    )
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([entry]))
+    doc = lint("--compile-commands", str(db), cwd=tmp_path, cache=tmp_path / "cache")
+    assert doc["notes"] == []
+    [finding] = [f for f in doc["findings"] if f["kind"] == "aliasing-write"]
+    assert finding["function"] == "buf_fill"
+
+
 def test_a_second_lint_reads_unchanged_units_back_and_a_changed_header_is_analysed_again(
     tmp_path: Path,
 ) -> None:

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from test_offcpu_wall import (
 from perfsleuth.collect import wall, wallsnap
 from perfsleuth.collect.options import RecordOptions
 from perfsleuth.errors import UserError
+from perfsleuth.formats.tool_output import wallsnap as wallsnap_output
 from perfsleuth.store.runs import Store
 
 pytestmark = pytest.mark.integration
@@ -37,6 +39,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wall"
 TIMELINE_SOURCE = FIXTURES / "lock_timeline.cc"
 WAITING = ("mutex", "condvar")
 QUICK_PASS_NS = 200_000  # a pass the snapshotter did not lose its CPU in
+TICK_NS = 4_000_000  # the kernel's tick at HZ=250 (Debian's); 100, 300 and 1000 divide 20 ms too
 
 
 class Timeline:
@@ -106,6 +109,47 @@ def test_snapshot_states_agree_with_the_program_s_own_timeline(
     # measured 98-100% on a 2-core machine at load 12-20; eu-stack's snapshots, whose
     # threads are stopped milliseconds apart, read the stopped ones' lock as contended
     assert agree / seen >= 0.9, (agree, seen, waiting)
+
+
+def test_snapshot_instants_keep_no_phase_of_the_kernel_s_tick(tmp_path: Path):
+    """A fixed 20 ms grid fell at one phase of the 4 ms tick (HZ=250) for a whole run;
+    jittered instants fall at every phase."""
+    tool = wallsnap.binary()
+    assert tool, "wallsnap could not be built (needs a C compiler and libdw-dev)"
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        snapper = wallsnap.Snapshotter(tool, sleeper.pid, 50, tmp_path / "snapshots.txt")
+        while len(wallsnap_output.parse(snapper.out_path.read_text())) < 40:
+            assert sleeper.poll() is None and snapper.proc.poll() is None
+            time.sleep(0.1)
+        snapshots = wallsnap_output.parse(snapper.stop())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    quarters = {(s.time_ns % TICK_NS) * 4 // TICK_NS for s in snapshots}
+    assert quarters == {0, 1, 2, 3}, sorted(s.time_ns % TICK_NS for s in snapshots)
+
+
+def test_unwinding_reads_past_the_stack_copied_at_the_instant(tmp_path: Path):
+    """wallsnap copies 64 KiB of each stack and lets the thread go; a thread 200 frames
+    of 1 KiB deep is still unwound to its start, the rest read from the process."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "needs a C compiler"
+    program = tmp_path / "deep_stack"
+    source = str(FIXTURES / "deep_stack.c")
+    subprocess.run([compiler, "-O1", "-g", "-pthread", "-o", str(program), source], check=True)
+    proc = perfsleuth(
+        "record", "--mode", "wall", "--freq", "20", "--", str(program), "200", "1", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    store = Store(tmp_path / ".perfsleuth")
+    profile = store.load(store.resolve("latest"))
+    depths = []
+    for stack, _weight, _count, _t, _state in profile.rows():
+        functions = [profile.frames[f].function for f in stack]
+        if "deep_thread" in functions:
+            depths.append(functions.count("descend"))
+    assert depths and max(depths) >= 200, depths
 
 
 def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(

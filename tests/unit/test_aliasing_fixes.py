@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from perfsleuth.static_analysis.aliasing_fixes import SAVING, fixes_for, saving_for
 from perfsleuth.static_analysis.aliasing_patterns import AliasMatch
+from perfsleuth.static_analysis.byte_map import FIX
 from perfsleuth.static_analysis.toolchain import Toolchain
 
 FIXES = [
@@ -53,3 +54,16 @@ def test_the_saving_follows_what_the_compiler_can_then_do() -> None:
     assert saving_for(match(), NO_STRICT) == SAVING["scalar"]
     assert saving_for(match(branches=True), CLANG) == SAVING["branches"]
     assert saving_for(match(pattern="straight-line"), GCC_O2) == SAVING["straight-line"]
+
+
+def test_a_byte_map_through_a_switch_gets_the_block_rewrite_first_with_every_compiler() -> None:
+    """SwapBase64's shape: hoisting and char8_t leave the switch's loop scalar; the
+    branch-free block rewrite vectorises with both compilers, strict aliasing or not."""
+    byte_map = match(branches=True)
+    byte_map.byte_map = True
+    byte_map.fixes = [FIX, *FIXES]
+    for toolchain in (CLANG, GCC_O2, GCC_O3, NO_STRICT):
+        fixes = fixes_for(byte_map, toolchain)
+        assert fixes[0] == FIX and fixes.count(FIX) == 1
+        assert fixes[1:] == fixes_for(match(branches=True), toolchain)
+        assert saving_for(byte_map, toolchain) == SAVING["vectorizes"]

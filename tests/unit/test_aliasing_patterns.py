@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.static_analysis.aliasing_patterns import AliasMatch, SourceScan, find_matches
+from perfsleuth.static_analysis.byte_map import FIX
 from perfsleuth.static_analysis.source import TranslationUnit, parse
 
 CXX = """#include <cstddef>
@@ -73,6 +74,11 @@ struct Ring {
 };
 void ring_const(Ring* r) { for (std::size_t i = 0; i < r->capacity(); i++) r->slots[0] = 0; }
 void ring_count(Ring* r) { for (std::size_t i = 0; i < r->count(); i++) r->slots[0] = 0; }
+void swap(const std::string& from, std::string& to) {
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    switch (from[i]) { case '-': to[i] = '+'; break; default: to[i] = from[i]; break; }
+  }
+}
 """
 
 C = """#include <stddef.h>
@@ -270,6 +276,14 @@ def test_branches_lower_the_confidence(cxx: dict[str, AliasMatch]) -> None:
     assert cxx["branchy"].confidence < cxx["cond"].confidence
 
 
+def test_a_byte_map_through_a_switch_is_offered_the_block_rewrite_first(
+    cxx: dict[str, AliasMatch],
+) -> None:
+    assert cxx["swap"].branches and cxx["swap"].byte_map
+    assert cxx["swap"].fixes[0] == FIX
+    assert not cxx["branchy"].byte_map and FIX not in cxx["branchy"].fixes
+
+
 def test_c_struct_fields_rows_and_straight_line(c: dict[str, AliasMatch]) -> None:
     assert (c["fill"].pattern, c["fill"].read) == ("loop-condition", "s->len")
     assert (c["row"].pattern, c["row"].read) == ("loop-body", "rows[r]")
@@ -412,3 +426,18 @@ def test_a_nested_array_member_is_apart_from_a_sibling_but_not_from_its_union(
     # c->tiny.words[0], its union sibling.
     assert "coder_tail" not in c
     assert c["coder_word"].read == "c->tiny.words[0]"
+
+
+TEMPLATE_MEMBER = """
+template <typename T>
+void cbc(T& enc, unsigned char* out, int n) {
+  for (int i = 0; i < n; i++) { out[i] = 0; enc.Encrypt(out + i, enc.size); }
+}
+"""
+
+
+def test_a_member_of_a_dependent_type_is_read_without_a_crash(tmp_path: Path) -> None:
+    """bitcoin's crypto/aes.cpp: `enc.Encrypt` in a template refers to nothing libclang
+    can resolve (its `referenced` is None), which stopped the unit's analysis."""
+    found = analyse(tmp_path, "aes.cc", TEMPLATE_MEMBER, "-std=c++20")
+    assert "cbc" not in {m.function for m in found.matches}

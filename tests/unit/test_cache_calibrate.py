@@ -3,7 +3,37 @@
 import json
 
 from perfsleuth.cpu_cache_projections import calibrate
+from perfsleuth.cpu_cache_projections.knee import misses
 from perfsleuth.cpu_cache_projections.model import parse_spec
+
+MIB = 1 << 20
+GEOMETRY = parse_spec("line=64,L1d=32K:8,L2=1M:8,LLC=32M:16")
+
+
+class Chases:
+    """perfsleuth_native's chases on a machine of GEOMETRY whose TLB reaches 3,100
+    pages (a walk costs 12 ns) and whose LLC holds `llc` bytes. `burst(call)`:
+    how much slower the LLC chase's call number `call` is (a neighbour's burst)."""
+
+    def __init__(self, llc, burst=lambda call: 1.0):
+        self.llc, self.burst, self.calls, self.rounds = llc, burst, 0, []
+
+    def chase_aliased_ns(self, pages, steps=1_000_000, rounds=3, seed=0):
+        self.rounds.append((steps, rounds))
+        return 9.0 + 12.0 * misses(3100, pages)
+
+    def chase_pages_ns(self, pages, per_page=8, steps=1_000_000, rounds=3, seed=0):
+        self.rounds.append((steps, rounds))
+        size = pages * calibrate.PAGE_SIZE
+        caches = 6.0 + 8.0 * misses(MIB, size) + 100.0 * misses(self.llc, size)
+        tlb = 12.0 / per_page * misses(3100 * calibrate.PAGE_SIZE, size)
+        self.calls += 1
+        return (caches + tlb) * self.burst(self.calls)
+
+
+def calibrated(monkeypatch, chases):
+    monkeypatch.setattr(calibrate, "native", lambda: chases)
+    return calibrate.measure(GEOMETRY)
 
 
 def measured(reach=2048, llc=5 << 19):
@@ -72,11 +102,63 @@ def test_a_knee_counts_only_when_the_latency_clearly_rises_across_it():
     assert calibrate.llc_evidence(curve, None) == (None, "no knee in the sweep")
 
 
-def test_the_median_sweep_is_kept_and_every_knee_is_named():
+def test_the_median_sweep_is_kept_and_the_spread_of_the_knees_named():
     sweeps = [({1: 1.0}, 3000, "a"), ({2: 2.0}, None, "none"), ({3: 3.0}, 2000, "c"),
               ({4: 4.0}, 2500, "d")]  # fmt: skip
     curve, found, evidence = calibrate.median_sweep(sweeps, "{:,.0f}".format)
     assert (curve, found) == ({4: 4.0}, 2500)
-    assert evidence == "d; knees of 4 sweeps: 2,000, 2,500, 3,000"
+    assert evidence == "d; knees of 4 sweeps: 2,000 to 3,000"
+    many = [({k: 1.0}, k, "e") for k in (5, 1, 4, 2, 3, 9)]
+    assert calibrate.median_sweep(many, str)[1:] == (
+        4,
+        "e; knees of 6 sweeps: 1 to 9, the middle half 2 to 5",
+    )
     mostly_none = [({1: 1.0}, None, "flat"), ({2: 2.0}, None, "flat too"), ({3: 3.0}, 2000, "c")]
     assert calibrate.median_sweep(mostly_none, str) == ({1: 1.0}, None, "flat")
+
+
+def test_the_tlbs_misses_do_not_take_the_rise_of_an_llc_whose_knee_is_near_its_reach(
+    monkeypatch,
+):
+    # The LLC's knee at 12 MiB, the TLB's reach at 12.1 MiB, and the sizes from 6 to
+    # 9.5 MiB slowed by a third in every sweep: fitted as a free term, the TLB's
+    # curve took the LLC's rise and put its knee at 3.3 MiB.
+    def slowed(size):
+        return 1.6 if 6 * MIB <= size <= 9.6 * MIB else 1.0
+
+    chases = Chases(12 * MIB)
+    plain = chases.chase_pages_ns
+    chases.chase_pages_ns = lambda pages, *rest: plain(pages, *rest) * slowed(pages * 4096)
+    effective = calibrated(monkeypatch, chases).llc_effective_bytes
+    assert effective is not None and abs(effective / (12 * MIB) - 1) < 0.1
+
+
+def test_a_neighbours_burst_over_two_sweeps_does_not_move_the_llcs_knee(monkeypatch):
+    # Over two whole sweeps a neighbour fills the LLC: past 3 MiB every load is
+    # 2.5x as slow. Of three sweeps that made the median; of many it does not.
+    points = len(calibrate.llc_sweep(GEOMETRY))
+
+    def burst(call):
+        return 2.5 if points < call <= 3 * points else 1.0
+
+    chases = Chases(12 * MIB)
+    plain = chases.chase_pages_ns
+
+    def slowed_past_3_mib(pages, *rest):
+        ns = plain(pages, *rest)
+        return ns if pages * 4096 <= 3 * MIB else ns * burst(chases.calls)
+
+    chases.chase_pages_ns = slowed_past_3_mib
+    result = calibrated(monkeypatch, chases)
+    assert result.llc_effective_bytes is not None
+    assert abs(result.llc_effective_bytes / (12 * MIB) - 1) < 0.1
+    assert f"knees of {calibrate.LLC_SWEEPS} sweeps: " in result.llc_evidence
+
+
+def test_every_point_is_the_fastest_of_short_rounds(monkeypatch):
+    # A round of a million loads at memory latency lasts longer than a time slice:
+    # on a loaded machine every one of three was preempted.
+    chases = Chases(12 * MIB)
+    result = calibrated(monkeypatch, chases)
+    assert result.tlb_reach_pages is not None and abs(result.tlb_reach_pages / 3100 - 1) < 0.05
+    assert all(steps <= 50_000 and rounds >= 5 for steps, rounds in chases.rounds)

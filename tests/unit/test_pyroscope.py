@@ -61,11 +61,34 @@ def test_folded_stacks_root_first_with_counts() -> None:
         (b"main;a 99999999999999999\n", "line 1"),
         (b"ma\x01in 1\n", "control characters"),
         (b"\xc3\x28 1\n", "not UTF-8"),
+        (b"main 1\nmain;" + b"f" * 16385 + b" 1\n", "line 2: a frame is 16385 characters"),
     ],
 )
 def test_bad_folded_lines_are_named(body: bytes, message: str) -> None:
-    with pytest.raises(PayloadError, match=message):
-        pyroscope.decode(body, IngestParams.parse(QUERY, "w1"), "text/plain")
+    # twice: a stack refused once is refused again (the stacks kept across pushes are
+    # the checked ones only)
+    for _ in range(2):
+        with pytest.raises(PayloadError, match=message):
+            pyroscope.decode(body, IngestParams.parse(QUERY, "w1"), "text/plain")
+
+
+def test_folded_stacks_seen_before_read_the_same() -> None:
+    params = IngestParams.parse(QUERY, "w1")
+    body = b"main;a;b 10\nmain;c 5\nmain;a;b 2\n"
+    first, again = (pyroscope.decode(body, params, "text/plain")[0] for _ in range(2))
+    reordered = pyroscope.decode(b"main;c 1\nmain;a;b 3\n", params, "text/plain")[0]
+    for window, expected in ((first, 12), (again, 12), (reordered, 3)):
+        p = window.profile
+        stacks = {tuple(p.frames[f].function for f in s): c for s, _, c, _, _ in p.rows()}
+        assert stacks[("b", "a", "main")] == expected
+    assert [f.function for f in reordered.profile.frames] == ["main", "c", "a", "b"]
+
+
+def test_stacks_kept_start_over_past_their_limit() -> None:
+    kept = pyroscope._Stacks(limit=12)
+    assert kept.names("main;a;b", 1) == (("main", "a", "b"), ("b", "a", "main"))
+    kept.names("main;c", 2)  # 8 + 6 characters: past 12, the first is dropped
+    assert list(kept.split) == ["main;c"] and kept.chars == 6
 
 
 def test_pprof_raw_or_in_a_multipart_profile_part() -> None:

@@ -184,8 +184,21 @@ interface Matcher {
   error?: string; // the query is no regular expression: say so, match nothing
 }
 
-/** Compiles a case-insensitive regular expression; an empty query matches nothing. */
+const matchers = new Map<string, Matcher>(); // by query, so a query's matched names can be kept (matchedNames)
+const KEPT_MATCHERS = 16;
+
+/** Compiles a case-insensitive regular expression (the same object for the same query); an empty query matches nothing. */
 export function matcher(query: string): Matcher {
+  let found = matchers.get(query);
+  if (!found) {
+    found = compiled(query);
+    matchers.set(query, found);
+    if (matchers.size > KEPT_MATCHERS) matchers.delete(matchers.keys().next().value!);
+  }
+  return found;
+}
+
+function compiled(query: string): Matcher {
   if (!query) return { test: () => false };
   try {
     const rx = new RegExp(query, "i");
@@ -195,9 +208,23 @@ export function matcher(query: string): Matcher {
   }
 }
 
+// The last few tests' results per names list: a filter's or search's regular expression over a
+// deep profile's 7,761 C++ names takes 2-4 ms, and each render (a focus with a search, the way
+// back, ignore after focus of the same expression) asked it again. Never written to by a caller.
+const matchedByNames = new WeakMap<string[], Map<(name: string) => boolean, Uint8Array>>();
+
 /** 1 for every name the matcher matches. */
 export function matchedNames(data: FlameData, test: (name: string) => boolean): Uint8Array {
-  return Uint8Array.from(data.names, (n) => (test(n) ? 1 : 0));
+  let kept = matchedByNames.get(data.names);
+  if (!kept) matchedByNames.set(data.names, (kept = new Map()));
+  let matched = kept.get(test);
+  if (!matched) {
+    matched = new Uint8Array(data.names.length);
+    for (let n = 0; n < matched.length; n++) if (test(data.names[n])) matched[n] = 1;
+    kept.set(test, matched);
+    if (kept.size > KEPT_MATCHERS) kept.delete(kept.keys().next().value!);
+  }
+  return matched;
 }
 
 export type Colouring = "name" | "offcpu" | "diff";
@@ -210,7 +237,7 @@ export interface FlameOptions {
   onZoom?: (node: number) => void;
   onSelect?: (node: number) => void;
   tooltip: (node: number) => string[];
-  replacing?: FlameGraph; // the graph this one takes the place of (off the page now): its layout's arrays are reused
+  replacing?: FlameGraph; // the graph this one takes the place of (off the page now): its layout's and drawn frames' arrays are reused
 }
 
 const ROW = 18;
@@ -231,7 +258,7 @@ export class FlameGraph {
   private matched: Uint8Array;
   private palette: Uint8Array; // colour index per name
   private labels: string[];
-  private drawn = emptyDrawn(4096);
+  private drawn: Drawn;
   private rows = 1; // rows drawn by the last draw()
   // A view narrower than the zoomed frame (wheel zoom, drag pan), in weight units; null:
   // the zoomed frame's own extent.
@@ -242,12 +269,14 @@ export class FlameGraph {
   private listening = new AbortController(); // the graph's listeners, until its canvas goes to another graph
   private canvasListening = new AbortController(); // those on its current canvas
   private drawnOnce = false; // before the first draw, the canvas is a new element without a bitmap
-  private retired = false; // another graph took its layout (retire)
+  private retired = false; // another graph took its layout and drawn arrays (retire)
 
   constructor(readonly data: FlameData, private options: FlameOptions) {
     this.tip.className = "flame-tip";
     this.tip.hidden = true;
-    this.layout = new Layout(data, options.width, options.heaviestFirst, options.replacing?.retire());
+    const replaced = options.replacing?.retire();
+    this.layout = new Layout(data, options.width, options.heaviestFirst, replaced?.layout);
+    this.drawn = replaced?.drawn ?? emptyDrawn(4096); // a deep focus's grew to 65,536 frames (1.1 MB)
     this.matched = new Uint8Array(data.names.length);
     ({ palette: this.palette, labels: this.labels } = nameStyles(data));
     window.addEventListener("mouseup", () => this.onDragEnd(), { signal: this.listening.signal });
@@ -287,11 +316,11 @@ export class FlameGraph {
     else keptCanvases.delete(old);
   }
 
-  /** The graph's layout, for a graph taking its place; this one is off the page and draws no more. */
-  private retire(): Layout {
+  /** The graph's layout and drawn frames' arrays, for a graph taking its place; this one is off the page and draws no more. */
+  private retire(): { layout: Layout; drawn: Drawn } {
     this.retired = true;
     this.resizing?.disconnect();
-    return this.layout;
+    return { layout: this.layout, drawn: this.drawn };
   }
 
   setOrder(heaviestFirst: boolean): void {
@@ -402,48 +431,77 @@ export class FlameGraph {
     this.drawCursor(ctx, cssWidth, cssHeight);
   }
 
-  /** Marks the pixel column and row of each drawn frame narrower than a pixel (`drawn.y` still holds rows); a search match wins its cell. */
+  /** Marks the pixel column and row of each drawn frame narrower than a pixel (`drawn.y` still holds rows), and its column; a search match wins its cell. */
   private markSlivers(count: number, columns: number): void {
     const rows = this.rows;
     if (sliverCells.length < columns * rows) sliverCells = new Uint8Array(columns * rows);
+    if (sliverColumns.length < columns) sliverColumns = new Uint8Array(columns);
     const cells = sliverCells;
     cells.fill(0, 0, columns * rows);
+    sliverColumns.fill(0, 0, columns);
     const d = this.drawn;
     for (let k = 0; k < count; k++) {
       if (d.w[k] >= SLIVER_PX) continue;
-      const cell = Math.min(Math.floor(d.x[k]), columns - 1) * rows + d.y[k];
+      const column = Math.min(Math.floor(d.x[k]), columns - 1);
+      const cell = column * rows + d.y[k];
       cells[cell] = Math.max(cells[cell], d.colour[k] === MATCH ? SLIVER_MATCH : SLIVER_PLAIN);
+      sliverColumns[column] = 1;
     }
   }
 
-  /** The marked slivers, each run of rows in a pixel column as one rectangle, one path per kind, built in one pass. */
+  /**
+   * The marked slivers, each run of rows in a pixel column as one rectangle, plain ones first.
+   * Where the screen's pixel ratio is whole every rectangle covers whole device pixels and is
+   * filled by itself: Chromium rasterised one path of a deep focus's thousands of rectangles
+   * 2-4× slower (6-10 ms of `^walk_tre.*`'s focus). At a fractional ratio two columns meet
+   * inside a device pixel, which only a path's union paints whole (rectangles filled one by
+   * one leave a seam there): one path per kind.
+   */
   private paintSlivers(ctx: CanvasRenderingContext2D, columns: number, cssHeight: number): void {
-    const plain = new Path2D();
-    const match = new Path2D();
-    for (let col = 0; col < columns; col++) this.sliverColumn(col, plain, match, cssHeight);
-    ctx.fillStyle = COLOURS[this.sliverColour()];
-    ctx.fill(plain);
-    ctx.fillStyle = COLOURS[MATCH];
-    ctx.fill(match);
+    let runs = 0;
+    for (let col = 0; col < columns; col++) {
+      if (!sliverColumns[col]) continue;
+      if ((runs + this.rows) * 4 > sliverRuns.length) sliverRuns = grownTo(sliverRuns, (runs + this.rows) * 8);
+      runs = this.sliverColumn(col, cssHeight, runs);
+    }
+    const whole = Number.isInteger(window.devicePixelRatio || 1);
+    const colours = [COLOURS[this.sliverColour()], COLOURS[MATCH]];
+    for (const kind of [SLIVER_PLAIN, SLIVER_MATCH]) {
+      const path = whole ? null : new Path2D();
+      ctx.fillStyle = colours[kind - 1];
+      for (let r = 0; r < runs * 4; r += 4) {
+        if (sliverRuns[r + 3] !== kind) continue;
+        if (path) path.rect(sliverRuns[r], sliverRuns[r + 1], 1, sliverRuns[r + 2]);
+        else ctx.fillRect(sliverRuns[r], sliverRuns[r + 1], 1, sliverRuns[r + 2]);
+      }
+      if (path) ctx.fill(path);
+    }
   }
 
   /**
-   * One pixel column's runs of marked rows into the paths. A function of its own: as an inner
-   * loop, V8 compiled the loop over the columns at this one's back edge and dropped the code at
-   * its exit (`--trace-deopt`: "exit from OSR'd inner loop", on most first draws of a new graph).
+   * One pixel column's runs of rows of one kind into sliverRuns (x, y, height, kind) from run
+   * `at`; the new count. A function of its own: as an inner loop, V8 compiled the loop over the
+   * columns at this one's back edge and dropped the code at its exit (`--trace-deopt`: "exit
+   * from OSR'd inner loop", on most first draws of a new graph).
    */
-  private sliverColumn(col: number, plain: Path2D, match: Path2D, cssHeight: number): void {
+  private sliverColumn(col: number, cssHeight: number, at: number): number {
     const rows = this.rows;
     const cells = sliverCells;
     const base = col * rows;
+    let runs = at;
     for (let row = 0; row < rows; row++) {
       const kind = cells[base + row];
       if (kind === 0) continue;
       let last = row;
       while (last + 1 < rows && cells[base + last + 1] === kind) last++;
-      (kind === SLIVER_MATCH ? match : plain).rect(col, Math.min(this.rowTop(row, cssHeight), this.rowTop(last, cssHeight)), 1, (last - row + 1) * ROW - 1);
+      const r = 4 * runs++;
+      sliverRuns[r] = col;
+      sliverRuns[r + 1] = Math.min(this.rowTop(row, cssHeight), this.rowTop(last, cssHeight));
+      sliverRuns[r + 2] = (last - row + 1) * ROW - 1;
+      sliverRuns[r + 3] = kind;
       row = last;
     }
+    return runs;
   }
 
   /** A sliver's colour: what a non-matching frame gets while searching, else warm (by name) or neutral (off-CPU and diff shades). */
@@ -866,6 +924,14 @@ const [SLIVER_PLAIN, SLIVER_MATCH] = [1, 2];
 // Per pixel column and row of the graph being painted: 0, or the sliver painted there.
 // One for all graphs (a paint marks and paints it in one go): it is as large as the canvas.
 let sliverCells = new Uint8Array(0);
+let sliverColumns = new Uint8Array(0); // 1 for a pixel column with a sliver
+let sliverRuns = new Int32Array(0); // the runs to paint: x, y, height, kind
+
+function grownTo(array: Int32Array, length: number): Int32Array<ArrayBuffer> {
+  const bigger = new Int32Array(length);
+  bigger.set(array);
+  return bigger;
+}
 // The drawn frames a pixel wide or more, by colour and then in drawing order (byColour).
 let frameOrder = new Int32Array(0);
 

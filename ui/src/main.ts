@@ -65,18 +65,29 @@ async function addOptionalLinks(nav: HTMLElement, route: Route, serial: number):
   const [first, id, current = ""] = route.parts;
   if (first !== "run" || !id) return;
   const run = await getJSON<RunDetail>(`/api/runs/${id}`).catch(() => null);
-  if (!run || serial !== renderSerial) return;
-  for (const [page, wanted] of Object.entries(OPTIONAL_PAGES)) if (wanted(run)) nav.append(pageLink(id, page, current));
+  if (serial !== navSerial) return;
+  if (!run) navPath = null; // asked again at the next render
+  else for (const [page, wanted] of Object.entries(OPTIONAL_PAGES)) if (wanted(run)) nav.append(pageLink(id, page, current));
 }
 
 let renderSerial = 0;
+let navSerial = 0;
+let navPath: string | null = null; // the page path the nav was built for: it depends on nothing else
+
+/** The nav for `route`, rebuilt only when the page's path changed (a focus or search keeps its links and their layout). */
+function showNavigation(route: Route): void {
+  const path = route.parts.join("/");
+  if (path === navPath) return;
+  navPath = path;
+  const nav = document.getElementById("nav")!;
+  nav.replaceChildren(...navigation(route));
+  void addOptionalLinks(nav, route, ++navSerial);
+}
 
 async function render(): Promise<void> {
   const serial = ++renderSerial;
   const route = currentRoute();
-  const nav = document.getElementById("nav")!;
-  nav.replaceChildren(...navigation(route));
-  void addOptionalLinks(nav, route, serial);
+  showNavigation(route);
   const app = document.createElement("main");
   app.id = "app";
   document.getElementById("app")!.replaceWith(app);

@@ -123,6 +123,7 @@ def build_finding(
             "flags": report.unit.flags,
             "flags_origin": report.unit.flags_origin,
             "directory": str(report.unit.directory or ""),
+            "unit": str(report.unit.path),
             "remark": remark.__dict__ if remark else None,
             "confirmed_by": confirmed_by,
             "machine_code": [i.describe() for i in asm.instructions] if asm else [],

@@ -24,9 +24,17 @@ LLC: dependent loads of random lines of B bytes, eight in a page before the next
 random page (perfsleuth_native.chase_pages_ns: an eighth of the translations of
 a fully random chase), for B from half the level below the LLC to twice the
 LLC. The effective capacity is the knee of that curve, fitted with the miss
-curves of the level below (at its sysfs size) and of the TLB (at its measured
-reach), and it counts when the latency at twice the knee is clearly above that
-at half of it.
+curve of the level below (at its sysfs size), the TLB's misses (at its measured
+reach and cost, an eighth of them per load) taken off first, and it counts when
+the latency at twice the knee is clearly above that at half of it. Fitted as a
+free term, the TLB's curve took the LLC's rise whenever the two knees were
+close (a page walk costs 14 ns, the fit gave it 54-126 ns), and single sweeps'
+knees spread from 6 to 54 MiB on a 32 MiB LLC.
+
+Under load (a shared machine, a shared host) each point is the fastest of
+ROUNDS short rounds, of which one has usually not been preempted, and the
+knee is the median of many sweeps' knees: the neighbours' use of a shared LLC
+comes in bursts of tenths of a second, which make single sweeps' knees wander.
 
 The result is kept per machine in $XDG_CACHE_HOME/perfsleuth/calibration.json.
 """
@@ -48,7 +56,7 @@ from typing import Any
 from ..errors import UserError
 from ..model.cpu_cache import Limits, LlcLimit, TlbLimit
 from ..model.progress import SILENT, Progress
-from .knee import knee
+from .knee import knee, miss_cost, misses
 from .model import Geometry, machine_geometry
 
 PAGE_SIZE = 4096
@@ -57,12 +65,14 @@ SWEEP = [round(128 * 2 ** (i / 4)) for i in range(4 * 7 + 1)]  # 128 .. 16,384 p
 # knee to count.
 TLB_EVIDENCE_RATIO = 1.3  # a page walk that hits the caches costs a few ns
 LLC_EVIDENCE_RATIO = 1.5
-TLB_SWEEPS = 3
-LLC_SWEEPS = 3
+TLB_SWEEPS = 5
+LLC_SWEEPS = 15
+ROUNDS = 10
+ROUND_STEPS = 20_000  # 2-3 ms at memory latency: under a time slice
 LLC_PER_PAGE = 8
 LLC_SWEEP_POINTS = 4  # per doubling
 LLC_SWEEP_CAP = 256 << 20
-METHOD = 5  # part of the fingerprint: a change of method measures again
+METHOD = 6  # part of the fingerprint: a change of method measures again
 
 
 @dataclass
@@ -116,7 +126,8 @@ def measure(geometry: Geometry | None = None, progress: Progress = SILENT) -> Ca
     llc_points = LLC_SWEEPS * len(llc_sweep(geometry)) if len(geometry.levels) >= 2 else 0
     progress.phase("timing pointer chases", total=TLB_SWEEPS * len(SWEEP) + llc_points)
     curve, reach_pages, evidence = measure_tlb(counted(chase.chase_aliased_ns, progress))
-    llc = measure_llc(counted(chase.chase_pages_ns, progress), geometry, reach_pages)
+    tlb = tlb_misses(curve, reach_pages)
+    llc = measure_llc(counted(chase.chase_pages_ns, progress), geometry, tlb)
     return Calibration(
         fingerprint=fingerprint(geometry),
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -130,6 +141,7 @@ def measure(geometry: Geometry | None = None, progress: Progress = SILENT) -> Ca
 
 
 Sweep = tuple[dict[int, float], int | None, str]  # curve, knee (None: none), evidence
+TlbMisses = Callable[[float], float]  # bytes spread over -> ns per load the TLB's misses add
 
 
 def counted(chase: Callable[..., float], progress: Progress) -> Callable[..., float]:
@@ -150,21 +162,35 @@ def measure_tlb(chase_aliased_ns: Any) -> Sweep:
 
 
 def median_sweep(sweeps: list[Sweep], unit: Callable[[float], str]) -> Sweep:
-    """The sweep with the median knee, its evidence naming every sweep's knee
-    (`unit` formats one); a sweep without a knee when most have none."""
+    """The sweep with the median knee, its evidence saying how the sweeps' knees
+    spread (`unit` formats one); a sweep without a knee when most have none."""
     found = sorted((s for s in sweeps if s[1] is not None), key=lambda s: s[1] or 0)
     if len(found) * 2 <= len(sweeps):
         return next(s for s in sweeps if s[1] is None)
     curve, knee_found, evidence = found[len(found) // 2]
-    others = ", ".join(unit(s[1] or 0) for s in found)
-    return curve, knee_found, f"{evidence}; knees of {len(sweeps)} sweeps: {others}"
+    knees = [unit(s[1] or 0) for s in found]
+    spread = f"{knees[0]} to {knees[-1]}"
+    if len(knees) >= 4:
+        spread += f", the middle half {knees[len(knees) // 4]} to {knees[(3 * len(knees)) // 4]}"
+    return curve, knee_found, f"{evidence}; knees of {len(sweeps)} sweeps: {spread}"
 
 
 def tlb_sweep(chase_aliased_ns: Any) -> Sweep:
-    curve = {pages: chase_aliased_ns(pages) for pages in SWEEP}
+    curve = {pages: chase_aliased_ns(pages, ROUND_STEPS, ROUNDS) for pages in SWEEP}
     found = knee([(float(p), ns) for p, ns in curve.items()])
     reach, evidence = knee_evidence(curve, found, TLB_EVIDENCE_RATIO, lambda p: f"{p:,.0f} pages")
     return curve, reach, evidence
+
+
+def tlb_misses(curve: dict[int, float], reach_pages: int | None) -> TlbMisses:
+    """What the TLB's misses add to each load of the LLC's chase over B bytes: a
+    walk (the cost fitted to the TLB's curve at its reach) per new page, one load
+    in LLC_PER_PAGE."""
+    if reach_pages is None:
+        return lambda size: 0.0
+    walk = miss_cost([(float(p), ns) for p, ns in curve.items()], reach_pages)
+    reach = reach_pages * PAGE_SIZE
+    return lambda size: walk * misses(reach, size) / LLC_PER_PAGE
 
 
 def llc_sweep(geometry: Geometry) -> list[int]:
@@ -176,13 +202,13 @@ def llc_sweep(geometry: Geometry) -> list[int]:
     return sorted({max(2, round(size / PAGE_SIZE)) * PAGE_SIZE for size in sizes})
 
 
-def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> dict:
+def measure_llc(chase_pages_ns: Any, geometry: Geometry, tlb: TlbMisses) -> dict:
     """The median knee of LLC_SWEEPS sweeps: a shared LLC's usable part moves
     with what the neighbours do (on an AMD EPYC guest single sweeps gave 6 to
-    17 MiB of 32 within minutes)."""
+    54 MiB of 32 within a minute)."""
     if len(geometry.levels) < 2:
         return {"llc_evidence": "sysfs describes a single cache level"}
-    sweeps = [llc_sweep_once(chase_pages_ns, geometry, reach_pages) for _ in range(LLC_SWEEPS)]
+    sweeps = [llc_sweep_once(chase_pages_ns, geometry, tlb) for _ in range(LLC_SWEEPS)]
     curve, effective, evidence = median_sweep(sweeps, human_bytes)
     return {
         "llc_nominal_bytes": geometry.levels[-1].size,
@@ -192,13 +218,18 @@ def measure_llc(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None
     }
 
 
-def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, reach_pages: int | None) -> Sweep:
-    curve = {size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE) for size in llc_sweep(geometry)}
-    below = [float(geometry.levels[-2].size)]
-    if reach_pages:
-        below.append(float(reach_pages * PAGE_SIZE))
-    found = knee([(float(size), ns) for size, ns in curve.items()], below)
-    return (curve, *llc_evidence(curve, found))
+def llc_sweep_once(chase_pages_ns: Any, geometry: Geometry, tlb: TlbMisses) -> Sweep:
+    curve = {
+        size: chase_pages_ns(size // PAGE_SIZE, LLC_PER_PAGE, ROUND_STEPS, ROUNDS)
+        for size in llc_sweep(geometry)
+    }
+    return (curve, *llc_evidence(curve, llc_knee(curve, geometry, tlb)))
+
+
+def llc_knee(curve: dict[int, float], geometry: Geometry, tlb: TlbMisses) -> float | None:
+    """The knee of the curve less the TLB's misses, the level below in the fit."""
+    caches_only = [(float(size), ns - tlb(size)) for size, ns in curve.items()]
+    return knee(caches_only, [float(geometry.levels[-2].size)])
 
 
 def llc_evidence(curve: dict[int, float], found: float | None) -> tuple[int | None, str]:

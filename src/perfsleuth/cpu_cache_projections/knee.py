@@ -59,6 +59,14 @@ def lru_fit(points: Points, below: Sequence[float] = ()) -> float | None:
     return best[1]
 
 
+def miss_cost(points: Points, capacity: float) -> float:
+    """The c of the least-squares fit a + c * miss(capacity) to the points: what
+    a miss of a structure of that capacity costs."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    solved = least_squares([[misses(capacity, x) for x in xs]], ys)
+    return solved[0][0] if solved else 0.0
+
+
 def known_columns(xs: list[float], below: Sequence[float]) -> list[list[float]]:
     """The miss columns of the levels below. A level overflowed over all of xs
     has the column 1 - K/x, and any two such columns are, with the intercept,

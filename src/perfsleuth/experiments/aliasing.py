@@ -30,7 +30,7 @@ from typing import Any
 
 from ..analyzers import Context
 from ..model.findings import Finding
-from ..static_analysis import machine_code
+from ..static_analysis import byte_map, machine_code
 from ..static_analysis.compile_db import INCLUDE_FOLDER_FLAGS, include_folders, moved_paths
 from ..static_analysis.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
 from ..static_analysis.gcc_remarks import gcc_remarks
@@ -53,6 +53,10 @@ WHOLE_VALUE_NOT = re.compile(rf"\s*(?:{ASSIGNMENT}|\.|->|\[)")
 # Before an element: ++/--, or its address taken.
 WRITTEN_BEFORE = re.compile(r"(?:\+\+|--|(?:^|[(,=;{}]|return)\s*&)\s*$")
 CXX20 = "-std=c++20"
+# A call (not a keyword's parenthesis): code the compiler cannot see may read memory.
+CALL = re.compile(r"\b(?!(?:if|while|for|switch|sizeof|return)\b)[A-Za-z_]\w*\s*\(")
+# A member read through a pointer or an object: `gstring->str`, `s.len`.
+MEMBER = re.compile(r"(?<![\w.>])[A-Za-z_]\w*(?:->|\.)[A-Za-z_]\w*(?![\w(])(?!\s*(?:->|\.|\())")
 # Standards that have char8_t.
 CHAR8_T_STANDARDS = re.compile(r"-std=(?:c|gnu)\+\+2[0-9a-z]$")
 STRAIGHT_LINE = "straight-line"
@@ -70,6 +74,7 @@ class _Change:
     unit: TranslationUnit
     files: dict[Path, str]
     standard: str = ""  # why it is built as another C++ standard than the unit's
+    blocked: bool = False  # the loop rewritten in blocks (byte_map.py): its block loop counts
 
 
 @dataclass
@@ -78,6 +83,7 @@ class _Build:
     loop: machine_code.LoopCode | None
     per_element: float | None  # loop instructions per source iteration
     straight_line: bool = False  # no loop: `loop` is the code's straight run
+    block: int = 1  # source iterations one iteration of `loop` does (byte_map.py's blocks)
 
 
 def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, Any] | None:
@@ -90,6 +96,13 @@ def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, A
     if not source.is_file():
         return None
     unit = unit_of(finding, source)
+    if unit.path != source and _system_header(source, unit):
+        _note(
+            ctx,
+            f"{finding.rule} not verified: the code is in {source}, a system header, not "
+            "the project's to change (its library's own build is where the fix belongs)",
+        )
+        return None
     with tempfile.TemporaryDirectory(prefix="perfsleuth-verify-") as tmp:
         try:
             return _compare(unit, toolchain_of(unit), match, Path(tmp), ctx, finding.rule)
@@ -99,10 +112,13 @@ def verify_aliasing(finding: Finding, ctx: Context | None = None) -> dict[str, A
 
 
 def unit_of(finding: Finding, source: Path) -> TranslationUnit:
-    """The unit as the finding's analysis built it, with the compiler that builds it."""
+    """The unit as the finding's analysis built it, with the compiler that builds it:
+    for code in a header, the unit that includes it (a header such as glib's gstring.h
+    may refuse to be built alone)."""
     details = finding.details
+    including = Path(details.get("unit") or source)
     return TranslationUnit(
-        source,
+        including if including.is_file() else source,
         list(details.get("flags", [])),
         details.get("flags_origin", "defaults"),
         Path(details["directory"]) if details.get("directory") else None,
@@ -121,7 +137,13 @@ def _compare(
 ) -> dict[str, Any] | None:
     """Build the unit, then each change in turn until one compiles, and compare; the
     changes that did not compile are named in the result (and in ctx.notes)."""
-    span = (int(match["line"]), int(match["end_line"]), match["pattern"] == STRAIGHT_LINE)
+    # The lines are in the match's file: the unit, or a header it includes.
+    span = (
+        int(match["line"]),
+        int(match["end_line"]),
+        match["pattern"] == STRAIGHT_LINE,
+        Path(match["file"]),
+    )
     before = _build(unit, toolchain, unit.path, scratch / "before.o", span)
     failed: list[str] = []
     built: list[tuple[_Change, _Build]] = []
@@ -129,7 +151,8 @@ def _compare(
         overlay = scratch / f"patched-{n}" / "tree"
         try:
             copy, moved, root = _overlay(change, overlay)
-            after = _build(moved, toolchain, copy, scratch / f"after-{n}.o", span, change.files)
+            output = scratch / f"after-{n}.o"
+            after = _build(moved, toolchain, copy, output, span, change.files, change.blocked)
         except CompileError as exc:
             error = str(exc).replace(str(overlay), str(root))  # the user's paths, not ours
             failed.append(f"{change.description} does not compile with {toolchain.name}: {error}")
@@ -137,7 +160,8 @@ def _compare(
             continue
         built.append((change, after))
     if not built:
-        _note(ctx, f"{rule} not verified: no suggested change compiled in a scratch copy")
+        said = "compiled in a scratch copy" if failed else "applies to this code"
+        _note(ctx, f"{rule} not verified: no suggested change {said}")
         return None
     change, after = min(built, key=lambda b: _worse(b[1]))
     proof = _result(change.description, toolchain, before, after, failed)
@@ -198,16 +222,41 @@ def _changes(unit: TranslationUnit, toolchain: Toolchain, match: dict[str, Any])
     """Each change worth trying with this compiler, best first: char8_t first where the
     compiler then vectorises (clang, GCC at -O3), hoisting first where it stays scalar
     anyway (GCC -O2); no char8_t under -fno-strict-aliasing, where it changes nothing."""
-    text = unit.path.read_text()
+    code = Path(match["file"])
+    text = code.read_text()
     found = []
     if unit.is_cxx and toolchain.strict_aliasing and BYTE_TYPES.fullmatch(match["write_type"]):
         found.extend(_char8_t_changes(unit, match.get("write_declared") or []))
     hoisted = _hoist(text, match)
     if hoisted is not None:
-        found.append(_Change(_hoist_said(match, *hoisted[1:]), unit, {unit.path: hoisted[0]}))
+        found.append(_Change(_hoist_said(match, *hoisted[1:]), unit, {code: hoisted[0]}))
+    counted = _counter_kept(text, match) if hoisted is None else None
+    if counted is not None:
+        found.append(_Change(counted[1], unit, {code: counted[0]}))
     if toolchain.family == "gcc" and not toolchain.versions_loops:
         found.reverse()
+    blocked = _blocked(text, match)
+    if blocked is not None:
+        found.insert(0, _Change(byte_map.CHANGE, unit, {code: blocked}, blocked=True))
     return found
+
+
+def _blocked(text: str, match: dict[str, Any]) -> str | None:
+    """The text with the matched loop, a byte map through a switch, computed without
+    branches in blocks (byte_map.py); None for any other loop."""
+    if match["pattern"] == STRAIGHT_LINE:
+        return None
+    lines = text.splitlines(keepends=True)
+    first, last = int(match["line"]) - 1, int(match["end_line"])
+    keyword = re.search(r"\bfor\b", lines[first])
+    if keyword is None:
+        return None
+    at = keyword.start()
+    loop = byte_map.blocked("".join([lines[first][at:], *lines[first + 1 : last]]))
+    if loop is None:
+        return None
+    lines[first:last] = [lines[first][:at] + loop]
+    return "".join(lines)
 
 
 def _hoist_said(match: dict[str, Any], reads: list[str], elements: list[str]) -> str:
@@ -335,7 +384,8 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]]
     body = "".join(lines[first:last])
     if match["pattern"] == STRAIGHT_LINE:
         keyword = re.search(r"\S", lines[first])
-        hoistable = [match["read"]]
+        # A read the code also writes (glib's `gstring->len++`) is not a value to keep.
+        hoistable = [match["read"]] if not _written(match["read"], body) else []
     else:
         keyword = re.search(r"\b(for|while|do)\b", lines[first])
         hoistable = match.get("hoistable", [])
@@ -356,6 +406,57 @@ def _hoist(text: str, match: dict[str, Any]) -> tuple[str, list[str], list[str]]
         loop = re.sub(rf"\b{re.escape(container)}\s*\[", f"{name}[", loop)
     lines[first:last] = [head + loop]
     return "".join(lines), [*reads, *(f"{c}.data()" for c in containers)], elements
+
+
+def _counter_kept(text: str, match: dict[str, Any]) -> tuple[str, str] | None:
+    """Straight-line code whose repeated read it also counts up or down (glib's
+    `gstring->str[gstring->len++] = c; gstring->str[gstring->len] = 0;`): the text
+    with that read and every other member read it spells twice and never writes
+    (`gstring->str`) kept in locals from before the match's first statement, the
+    counter written back after its last; and what the change is. None unless the
+    counter is only ever ++/--'d, no call follows its first change (a callee would read
+    the stale memory), and the code from there to the write-back opens or closes no
+    block (it runs whenever the counter changed)."""
+    read = match["read"]
+    lines = text.splitlines(keepends=True)
+    first, last = int(match["line"]) - 1, int(match["end_line"])
+    body = "".join(lines[first:last])
+    spelled = re.escape(read)
+    counted = re.compile(rf"{spelled}(?!\w)\s*(?:\+\+|--)|(?:\+\+|--)\s*{spelled}(?!\w)")
+    change = counted.search(body)
+    if match["pattern"] != STRAIGHT_LINE or change is None:
+        return None
+    after = body[change.start() :]
+    if _written(read, counted.sub("", body)) or CALL.search(after) or re.search(r"[{}]", after):
+        return None
+    if not lines[last - 1].rstrip().endswith(";"):
+        return None
+    members = [m for m in dict.fromkeys(MEMBER.findall(body)) if m != read]
+    twice = [m for m in members if len(re.findall(_word(m), body)) > 1 and not _written(m, body)]
+    kept = [read, *twice]
+    indent = re.search(r"\S", lines[first])
+    if indent is None:
+        return None
+    head = lines[first][: indent.start()]
+    span = "".join([lines[first][indent.start() :], *lines[first + 1 : last]])
+    for n, name in enumerate(kept):
+        head += f"__typeof__({name}) {HOISTED}_{n} = {name}; "
+        span = re.sub(_word(name), f"{HOISTED}_{n}", span)
+    span = span.rstrip("\n") + f" {read} = {HOISTED}_0;\n"
+    lines[first:last] = [head + span]
+    reads = ", ".join(f"`{name}`" for name in kept)
+    said = f"hoist {reads} into locals before the store, and write `{read}` back after it"
+    return "".join(lines), said
+
+
+def _word(spelled: str) -> str:
+    return rf"(?<![\w.>]){re.escape(spelled)}(?!\w)"
+
+
+def _written(read: str, code: str) -> bool:
+    """Does the code assign the read's memory, or ++/-- it?"""
+    spelled = re.escape(read)
+    return bool(re.search(rf"{spelled}\s*{ASSIGNMENT}|(?:\+\+|--)\s*{spelled}", code))
 
 
 def _elements_read_once(loop: str, containers: list[str]) -> tuple[str, list[str]]:
@@ -427,14 +528,15 @@ def _build(
     toolchain: Toolchain,
     source: Path,
     output: Path,
-    span: tuple[int, int, bool],
+    span: tuple[int, int, bool, Path],
     changed: dict[Path, str] | None = None,
+    blocked: bool = False,
 ) -> _Build:
     """Compile with the user's compiler: GCC's remarks when GCC builds the unit,
     else clang-16's. Straight-line code (span[2]) has no loop: its code's reloads.
     A CompileError too when the build read one of the `changed` files' originals
     (an include the overlay does not catch): the change would not be what was built."""
-    first, last, straight_line = span
+    first, last, straight_line, lines_in = span
     depfile = output.with_suffix(".d")
     unit = _like(unit, [*unit.flags, "-MD", "-MF", str(depfile)])
     if toolchain.family == "gcc":
@@ -443,21 +545,40 @@ def _build(
         remarks, _ = compile_unit(unit, source, output)
     _check_reached(depfile, changed or {})
     if straight_line:
-        code = machine_code.straight_line_code(output, source.name, first, last)
+        code = machine_code.straight_line_code(output, lines_in.name, first, last)
         return _Build(None, code, None, straight_line=True)
-    remark = remark_for_loop(remarks, source, first, last)
+    remark = remark_for_loop(remarks, lines_in, first, last)
+    if blocked:  # the block loop's remark, not the outer loop's nor the rest's
+        remark = next((r for r in remarks if _block_remark(r, lines_in, first)), remark)
     vectorized = remark is not None and remark.vectorized
     loop = (
-        machine_code.vector_loop(output, source.name, first, last)
+        _block_loop(output, lines_in.name, first, last)
+        if vectorized and blocked
+        else machine_code.vector_loop(output, lines_in.name, first, last)
         if vectorized
-        else machine_code.loop_code(output, source.name, first, last, prefer_reloads=False)
+        else machine_code.loop_code(output, lines_in.name, first, last, prefer_reloads=False)
     )
+    # One iteration of the block loop maps a block: both compilers unroll the
+    # vectorised 16-byte loop inside it whole.
+    block = byte_map.BLOCK if blocked and vectorized else 1
     per_element = None
     if loop is not None:
         shape = VECTOR_SHAPE.search(remark.message) if remark is not None and vectorized else None
-        elements = int(shape[1]) * int(shape[2]) if shape else 1
+        elements = block if blocked else int(shape[1]) * int(shape[2]) if shape else 1
         per_element = len(loop.instructions) / elements
-    return _Build(remark, loop, per_element)
+    return _Build(remark, loop, per_element, block=block)
+
+
+def _block_loop(binary: Path, source: str, first: int, last: int) -> machine_code.LoopCode | None:
+    """The block loop: the innermost machine loop of those lines doing SIMD work (a
+    jump back from the string's resize code makes a larger one around it)."""
+    loops = [loop for loop in machine_code.machine_loops(binary, source, first, last) if loop.simd]
+    return min(loops, key=lambda loop: len(loop.instructions), default=None)
+
+
+def _block_remark(remark: Remark, source: Path, line: int) -> bool:
+    """Is it the compiler's word that it vectorised the block loop (on the loop's line)?"""
+    return Path(remark.file).name == source.name and remark.line == line and remark.vectorized
 
 
 def _result(
@@ -484,6 +605,7 @@ def _result(
         "instructions_per_element_after": _round(after.per_element),
     }
     result["straight_line"] = before.straight_line
+    result["block_after"] = after.block
     result["loop_removed"] = after.remark is None and after.loop is None
     result["summary"] = _summary(result)
     return result
@@ -547,10 +669,12 @@ def _copy_tree(tree: Path, copy: Path, scratch: Path) -> None:
         raise build.BuildFailed(f"could not copy {tree} to build the change: {exc}") from exc
 
 
-HOIST_ASSUMES = (
-    " (a hoist assumes what the compiler could not: that the byte stores never change "
-    "what is read; check the two cannot overlap)"
+ASSUMES = (
+    " assumes what the compiler could not: that the byte stores never change what is "
+    "read; check the two cannot overlap)"
 )
+HOIST_ASSUMES = f" (a hoist{ASSUMES}"
+BLOCK_ASSUMES = f" (reading a block before writing it{ASSUMES}"
 
 
 def _summary(r: dict[str, Any]) -> str:
@@ -558,6 +682,8 @@ def _summary(r: dict[str, Any]) -> str:
     said_after = "".join(f" ({failure})" for failure in r["not_compiled"])
     if r["change"].startswith("hoist"):
         said_after = HOIST_ASSUMES + said_after
+    elif r["change"] == byte_map.CHANGE:
+        said_after = BLOCK_ASSUMES + said_after
     if r.get("straight_line"):
         return (
             f"{r['change']}: {compiler}'s code loads memory again after the byte stores "
@@ -579,5 +705,6 @@ def _summary(r: dict[str, Any]) -> str:
             f"; loop instructions per element {r['instructions_per_element_before']:g} -> "
             f"{r['instructions_per_element_after']:g}, byte stores {r['byte_stores_before']} -> "
             f"{r['byte_stores_after']}, loads again {r['reloads_before']} -> {r['reloads_after']}"
+            + (f" (once per {r['block_after']} bytes)" if r.get("block_after", 1) > 1 else "")
         )
     return f"{r['change']}: {verdict}{counts}{said_after}"

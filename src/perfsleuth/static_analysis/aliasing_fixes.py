@@ -10,11 +10,17 @@ hoisting the repeated read, `__restrict`. What each does depends on the compiler
   went 1.56x faster, where clang vectorises it, 2.6-12x); and a `__restrict` local
   made GCC's SwapBase64-shaped loop slower (0.80-0.93x), so it is not proposed;
 - clang vectorises once the type no longer aliases: char8_t first.
+A loop that maps bytes through a switch (bitcoin's SwapBase64) stays scalar with any
+of those (the switch); computed without branches in blocks into a local array
+(byte_map.py) both compilers vectorise it, with or without strict aliasing: that
+fix comes first (swap64.cc: GCC 12 -O2 5.6x, clang 16 9.5x, where the hoist gave
+1.03x and 0.90x).
 """
 
 from __future__ import annotations
 
 from .aliasing_patterns import AliasMatch
+from .byte_map import FIX
 from .toolchain import Toolchain
 
 # Expected fraction of a loop's time a fix saves (1 - 1/speed-up), by what the
@@ -25,9 +31,16 @@ SAVING = {"vectorizes": 0.6, "scalar": 0.3, "branches": 0.2, "straight-line": 0.
 
 def fixes_for(match: AliasMatch, toolchain: Toolchain) -> list[str]:
     """The match's fixes that work with this compiler, best first."""
-    char8 = [f for f in match.fixes if "char8_t" in f]
+    blocks = [FIX] if match.byte_map else []
+    char8 = [f for f in match.fixes if "char8_t" in f and f not in blocks]
     restrict = [f for f in match.fixes if "__restrict" in f]
-    locals_ = [f for f in match.fixes if f not in char8 and f not in restrict]
+    locals_ = [f for f in match.fixes if f not in char8 and f not in restrict and f not in blocks]
+    return [*blocks, *_by_compiler(char8, restrict, locals_, toolchain)]
+
+
+def _by_compiler(
+    char8: list[str], restrict: list[str], locals_: list[str], toolchain: Toolchain
+) -> list[str]:
     if not toolchain.strict_aliasing:
         return [
             *locals_,
@@ -50,6 +63,8 @@ def saving_for(match: AliasMatch, toolchain: Toolchain) -> float:
     """Expected fraction of the matched code's time the best fix saves with this compiler."""
     if match.pattern == "straight-line":
         return SAVING["straight-line"]
+    if match.byte_map:
+        return SAVING["vectorizes"]
     if match.branches:
         return SAVING["branches"]
     scalar = toolchain.family == "gcc" and not toolchain.versions_loops

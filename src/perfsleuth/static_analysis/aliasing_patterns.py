@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import byte_map
 from .clang_ast import (
     LOOP_KINDS,
     SourceText,
@@ -102,6 +103,9 @@ class AliasMatch:
     # Where the written byte type is spelled: [file, line] of the declaration (a field,
     # a variable, or the typedef it is declared with), the line char8_t would change.
     write_declared: list = field(default_factory=list)
+    # The loop maps bytes through a switch (byte_map.py): computed without branches in
+    # blocks, both compilers vectorise it, whatever the types.
+    byte_map: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -172,6 +176,7 @@ class _LoopScan:
         )
         confidence = CONFIDENCE[pattern] - (BRANCH_PENALTY if branches else 0.0)
         src = self.fn.src
+        maps_bytes = branches and byte_map.blocked(src.text(self.loop)) is not None
         condition = " && ".join(src.text(part) for part in self.condition)
         short_trip = _constant_bound(condition)
         if short_trip is None:
@@ -191,12 +196,13 @@ class _LoopScan:
             write_type=_type_name(target),
             confidence=round(confidence, 2),
             branches=branches,
-            fixes=_fixes(self.fn, read, target, pattern),
+            fixes=[byte_map.FIX] * maps_bytes + _fixes(self.fn, read, target, pattern),
             needs_compiler=locals_only,
             hoistable=self._hoistable(),
             indexed=self._indexed(),
             short_trip=short_trip,
             write_declared=_declared_at(target),
+            byte_map=maps_bytes,
         )
 
     def blocker(self) -> Blocked | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..binaries import binary_at
 from ..errors import UserError
+from .clang_flags import clang_accepted
 from .cpu_limits import HANG_S, Hung, run_unless_hung
 from .source import TranslationUnit
 
@@ -124,7 +125,7 @@ def compile_unit(
     source = source or tu.path
     argv = [
         clang_for(tu),
-        *optimizing_flags(tu.flags),
+        *optimizing_flags(clang_accepted(tu.flags, tu.is_cxx)),
         "-gline-tables-only",
         "-fno-crash-diagnostics",  # a compile stopped at its CPU limit leaves no files in /tmp
         *REMARK_FLAGS,

@@ -31,6 +31,8 @@ from .clang_ast import (
 CLASS_TEMPLATES = ("CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION")
 METHOD_KINDS = ("CXX_METHOD", "FUNCTION_TEMPLATE")
 CHAR_TYPE_KINDS = ("CHAR_S", "CHAR_U", "SCHAR", "UCHAR")
+# what names the callee of a call that a template leaves unresolved
+UNRESOLVED_CALLEES = ("MEMBER_REF_EXPR", "OVERLOADED_DECL_REF", "DECL_REF_EXPR")
 WRITE_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR", "CALL_EXPR")
 WRITE_OPERATORS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 # Library functions that write no memory the program can see, so calls to them
@@ -136,7 +138,10 @@ class FunctionBody:
         if kind == "MEMBER_REF_EXPR":
             if _aggregate(cursor):
                 return None  # an array or struct member is an address; its fields are loads
-            if cursor_kind(cursor.referenced) == "CXX_METHOD":
+            referenced = cursor.referenced
+            if referenced is None:
+                return None  # a member of a type a template depends on: not known here
+            if cursor_kind(referenced) == "CXX_METHOD":
                 return None  # `r->size` of r->size(): the call, not a field, decides
             kids = children(cursor)
             if not kids:
@@ -302,12 +307,19 @@ def _opaque_call(node: Any) -> bool:
     if _indirect(node, callee):
         return True
     if callee is None:
-        return False
+        return _unresolved(node)
     if cursor_kind(callee) in ("CONSTRUCTOR", "DESTRUCTOR") and callee.is_default_constructor():
         return False
     if callee.spelling in PURE_LIBRARY_FUNCTIONS or callee.spelling.startswith("__builtin"):
         return False
     return not inline_only(callee)
+
+
+def _unresolved(call: Any) -> bool:
+    """A call a template leaves open (`enc.Encrypt(...)` on a `T&`): whatever the
+    instantiation calls, the compiler cannot be assumed to see through it."""
+    kids = children(call)
+    return bool(kids) and cursor_kind(unwrap(kids[0])) in UNRESOLVED_CALLEES
 
 
 def _indirect(call: Any, callee: Any | None) -> bool:

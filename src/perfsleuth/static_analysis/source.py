@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from .clang_flags import clang_accepted
 
 LIBCLANG_CANDIDATES = (
     "/usr/lib/llvm-16/lib/libclang.so.1",
@@ -88,7 +89,8 @@ def parse(tu: TranslationUnit):  # type: ignore[no-untyped-def]
     """The libclang TranslationUnit, or None with tu.error set to the first error."""
     ci = cindex()
     # GCC-only warnings of the build (glib's -Wduplicated-branches) are not worth a word
-    args = [*(f for f in tu.flags if f not in ("-c",)), "-Wno-unknown-warning-option"]
+    flags = clang_accepted([f for f in tu.flags if f != "-c"], tu.is_cxx)
+    args = [*flags, "-Wno-unknown-warning-option"]
     # "incomplete": no implicit template instantiation at the end of the unit, which the
     # cursors never show (K2's inst_var.cc: 13% less CPU, the same matches and outline)
     incomplete = ci.TranslationUnit.PARSE_INCOMPLETE

@@ -70,10 +70,13 @@ def serve(
     *,
     verbose: bool = False,
     on_stop: Callable[[], None] | None = None,
+    fast_loop: bool = False,
 ) -> None:
-    """Serves until SIGTERM or SIGINT; runs `on_stop` once the requests in flight are done."""
+    """Serves until SIGTERM or SIGINT; runs `on_stop` once the requests in flight are done.
+    `fast_loop`: on uvloop's event loop (libuv, in C) rather than asyncio's."""
     config = uvicorn.Config(
         app,
+        loop="uvloop" if fast_loop else "asyncio",
         # Not uvicorn's limit_concurrency: it counts every open connection, so idle ones
         # took the request slots. web.app's _Slots counts requests past the token check.
         limit_concurrency=None,

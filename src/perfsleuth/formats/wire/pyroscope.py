@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from itertools import chain
 
 from perfsleuth.formats.wire import ingest, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
@@ -26,6 +27,9 @@ CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
 NAMED_LIMIT = 1 << 17  # frames kept across pushes by name
 _NAMED: dict[str, Frame] = {}
+# Characters of stack texts kept across pushes (see _Stacks): each holds ~3.2 bytes with
+# its split names, so at most ~27 MB.
+STACKS_LIMIT = 8 << 20
 
 
 def decode(
@@ -55,52 +59,82 @@ def _folded(body: bytes, params: IngestParams) -> Window:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
         raise PayloadError(f"folded stacks are not UTF-8 (byte {e.start})") from None
-    frames = _Frames()
-    stacks: dict[tuple[int, ...], int] = {}
-    rows = window_pprof.Rows("samples", {"format": "folded", "spy": params.spy_name})
+    budget = ingest.PushBudget()
+    lines: list[tuple[tuple[str, ...], int]] = []  # each line's names leaf first, its count
+    root_first: list[tuple[str, ...]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            names, count = _folded_line(line, number)
-            frames.budget.spend(len(names))
-            for name in names:
-                if name not in frames.ids:
-                    frames.add(name, number)
-            stack = tuple(map(frames.ids.__getitem__, reversed(names)))
-            rows.add(stacks.setdefault(stack, len(stacks)), None, count, count)
+            names, leaf_first, count = _folded_line(line, number)
+            budget.spend(len(names))
+            root_first.append(names)
+            lines.append((leaf_first, count))
+    # the push's distinct names in the order they first appear, each a frame index
+    ids = {name: i for i, name in enumerate(dict.fromkeys(chain.from_iterable(root_first)))}
+    budget.create(len(ids))
+    stacks: dict[tuple[int, ...], int] = {}
+    rows = window_pprof.Rows("samples", {"format": "folded", "spy": params.spy_name})
+    for leaf_first, count in lines:
+        stack = tuple(map(ids.__getitem__, leaf_first))
+        rows.add(stacks.setdefault(stack, len(stacks)), None, count, count)
     assert params.start is not None and params.end is not None  # parse() requires them
     return Window(
         id=params.window_id,
         start=params.start,
         end=params.end,
-        profile=rows.profile(frames.frames, list(stacks)),
+        profile=rows.profile(list(map(_frame, ids)), list(stacks)),
         labels=dict(params.labels),
         rate_hz=params.sample_rate,
     )
 
 
-class _Frames:
-    """The frame index of each distinct name of a push; a name checked once and the same
-    Frame object for it push after push (the store's id cache finds it by identity):
-    checking and interning every name of every push was half of a folded push's CPU."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.frames: list[Frame] = []
-        self.budget = ingest.PushBudget()
-
-    def add(self, name: str, number: int) -> None:
-        frame = _NAMED.get(name)
-        if frame is None:
-            ingest.text(name, f"folded line {number}: a frame")
-            if len(_NAMED) >= NAMED_LIMIT:
-                _NAMED.clear()
-            frame = _NAMED[name] = Frame(name)
-        self.budget.create(1)
-        self.ids[name] = len(self.frames)
-        self.frames.append(frame)
+def _frame(name: str) -> Frame:
+    """The same Frame object for a name push after push (the store's id cache finds it
+    by identity)."""
+    frame = _NAMED.get(name)
+    if frame is None:
+        if len(_NAMED) >= NAMED_LIMIT:
+            _NAMED.clear()
+        frame = _NAMED[name] = Frame(name)
+    return frame
 
 
-def _folded_line(line: str, number: int) -> tuple[list[str], int]:
+class _Stacks:
+    """Stack texts checked and split, kept across pushes: a fleet pushes the same stacks
+    window after window, and checking, splitting and interning each line's names again
+    was two thirds of a folded push's decoding (bench/ingest_clients.py: 0.40 ms of a
+    push's 2.0 ms of collector CPU; its names are long). Cleared past STACKS_LIMIT
+    characters; its dict is changed by single operations the GIL keeps whole."""
+
+    def __init__(self, limit: int = STACKS_LIMIT) -> None:
+        self.limit = limit
+        self.split: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.chars = 0
+
+    def names(self, stack: str, number: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The stack's names root first and leaf first; a PayloadError for a bad one."""
+        found = self.split.get(stack)
+        if found is None:
+            if ingest.CONTROL.search(stack):
+                raise PayloadError(f"folded line {number}: a frame holds control characters")
+            names = stack.split(";")
+            if len(names) > ingest.MAX_STACK_DEPTH:
+                depth = ingest.MAX_STACK_DEPTH
+                raise PayloadError(f"folded line {number}: deeper than {depth} frames")
+            for name in names:
+                ingest.text(name, f"folded line {number}: a frame")
+            if self.chars + len(stack) > self.limit:
+                self.split.clear()
+                self.chars = 0
+            found = self.split[stack] = (tuple(names), tuple(reversed(names)))
+            self.chars += len(stack)
+        return found
+
+
+_STACKS = _Stacks()
+
+
+def _folded_line(line: str, number: int) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """A line's names root first and leaf first, and its count."""
     stack, _, raw = line.rstrip().rpartition(" ")
     if not stack:
         raise PayloadError(f"folded line {number}: expected `frame;frame;... COUNT`")
@@ -109,12 +143,8 @@ def _folded_line(line: str, number: int) -> tuple[list[str], int]:
             f"folded line {number}: the count {raw[:20]!r} is not a whole number of at most "
             f"{MAX_COUNT_DIGITS} digits"
         )
-    if ingest.CONTROL.search(stack):
-        raise PayloadError(f"folded line {number}: a frame holds control characters")
-    names = stack.split(";")
-    if len(names) > ingest.MAX_STACK_DEPTH:
-        raise PayloadError(f"folded line {number}: deeper than {ingest.MAX_STACK_DEPTH} frames")
-    return names, ingest.count(int(raw), f"folded line {number}: the count")
+    names, leaf_first = _STACKS.names(stack, number)
+    return names, leaf_first, ingest.count(int(raw), f"folded line {number}: the count")
 
 
 def _parts(body: bytes, content_type: str) -> dict[str, bytes]:
