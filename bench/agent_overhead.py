@@ -21,9 +21,12 @@ frames (py-spy beside perf, agent/python_sampler.py): with `--also "--python-pro
 checkout of main before a change) with the same arguments, in the same rounds.
 
 "CPU of host" is the profiler's share while the workload ran (after its warm-up);
-"since start" counts from the profiler's start, its first windows' one-off
-symbolization included: a capped agent pays that back later, so the first column can
-be under the cap while the second is over it.
+"since start" counts from the profiler's start (its Python start-up and first windows'
+naming of every program on the host included) to the workload's end.
+
+Each agent run starts with a spool of its own, as on a host the agent never ran on:
+no symbol answers kept from an earlier run (agent/symbol_cache.py). `--warm` keeps one
+spool per condition across rounds instead, as an agent restarted on its host.
 """
 
 from __future__ import annotations
@@ -194,6 +197,7 @@ def main() -> None:
     parser.add_argument("--also", metavar="ARGS", help="a second agent condition's arguments")
     parser.add_argument("--python", type=int, metavar="ROUNDS", help="json_heavy.py as workload")
     parser.add_argument("--baseline", type=Path, metavar="SRC", help="another tree's agent too")
+    parser.add_argument("--warm", action="store_true", help="one spool per condition, kept")
     args = parser.parse_args()
     workload = [str(WORKLOAD), str(args.iterations)]
     if args.python:
@@ -204,19 +208,24 @@ def main() -> None:
     baseline_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     with tempfile.TemporaryDirectory() as tmp:
         collector, url = start_collector(Path(tmp) / "fleet")
-        agent_cmd = [str(PERFSLEUTH), "agent", "--server", url, "--spool", f"{tmp}/spool"]
+        agent_cmd = [str(PERFSLEUTH), "agent", "--server", url]
+
+        def spool(condition: str, r: int) -> list[str]:
+            return ["--spool", f"{tmp}/spool-{condition}" + ("" if args.warm else f"-{r}")]
+
         perf_cmd = ["perf", "record", "-a", "-g", "-F", "19", "-q", "-o", f"{tmp}/perf.data"]
         try:
             for r in range(args.rounds):
                 alone.walls.append(run_workload(workload))
                 # two windows first: the agent's first symbolization is a one-off, and a
                 # fleet host is mostly long-running services (steady state)
-                profiled(agent_cmd, workload, 2 * WINDOW_S + 3, agent)
+                profiled([*agent_cmd, *spool("agent", r)], workload, 2 * WINDOW_S + 3, agent)
                 if args.also:
-                    also_cmd = [*agent_cmd, *args.also.split()]
+                    also_cmd = [*agent_cmd, *spool("also", r), *args.also.split()]
                     profiled(also_cmd, workload, 2 * WINDOW_S + 3, also)
                 if baseline_env:
-                    profiled(agent_cmd, workload, 2 * WINDOW_S + 3, baseline, baseline_env)
+                    base_cmd = [*agent_cmd, *spool("baseline", r)]
+                    profiled(base_cmd, workload, 2 * WINDOW_S + 3, baseline, baseline_env)
                 profiled(perf_cmd, workload, 1, perf)
                 shares = ", ".join(
                     f"{name} {m.shares[-1]:.2%} ({m.since_start[-1]:.2%} since start)"

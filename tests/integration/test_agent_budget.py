@@ -37,7 +37,7 @@ def test_frames_left_unnamed_for_the_budget_are_named_after_symbols_upload(
     record = ["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf", "-o", str(data)]
     subprocess.run([*record, "--", str(binary), "3000000"], check=True, capture_output=True)
     symbolizer = HostSymbolizer()
-    symbolizer.defer_new = True
+    symbolizer.name_limit = 0
     now = time.time()
     labels = {"host": "budget-host", "service": "budget"}
     window = convert(

@@ -21,7 +21,7 @@ from perfsleuth.analyzers.missing_symbols import is_unknown
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_data
 from perfsleuth.model.profile import Frame, Profile
-from perfsleuth.symbols import binaries
+from perfsleuth.symbols import Symbolizer, binaries
 
 pytestmark = pytest.mark.integration
 
@@ -233,6 +233,36 @@ def test_inlined_frames_and_lines(fp_data: Path) -> None:
     # main's frame is the call site line inside main (return address - 1)
     mains = {f.line for f in p.frames if f.function == "main"}
     assert mains <= set(range(32, 40))
+
+
+def test_addresses_are_asked_the_most_sampled_first(fp_data: Path) -> None:
+    """A symbolizer that names only some of a window's addresses (the agent near its
+    CPU budget) names the ones that matter most: they come first."""
+    if not perf_data.native_available():
+        pytest.skip("perfsleuth_native not built (make native)")
+    import perfsleuth_native as native
+
+    asked: list[tuple[str, str, int]] = []
+
+    class Watched(Symbolizer):
+        def symbolize_offsets(self, items):  # type: ignore[no-untyped-def]
+            asked.extend(items)
+            return super().symbolize_offsets(items)
+
+    perf_data.read(fp_data, symbolizer=Watched())
+    data = native.read_perf_data(str(fp_data))
+    frames, dsos, stacks = data["frames"], data["dsos"], data["stacks"]
+    samples: dict[tuple[str, int], int] = {}
+    for sid, count in zip(data["rows"]["stack"], data["rows"]["count"], strict=True):
+        for key in {
+            (dsos[frames["dso"][f]]["path"], frames["address"][f])
+            for f in stacks[sid]
+            if frames["dso"][f] >= 0 and not frames["kernel"][f]
+        }:
+            samples[key] = samples.get(key, 0) + count
+    order = [samples[(path, offset)] for path, _, offset in asked]
+    assert len(order) > 5 and order == sorted(order, reverse=True)
+    assert order[0] > order[-1]
 
 
 def test_metadata(fp_data: Path, work: Path) -> None:

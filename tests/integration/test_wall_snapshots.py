@@ -174,8 +174,11 @@ def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     # where no realtime priority may be had (a container without CAP_SYS_NICE), no CPU is
     # held for the pass and an ordinary wake reads as above
     upper = 0.1 if wake == "realtime" else 0.2
-    # the lower bound: -7.5 in a clean-clone CI run and -7.6 in the bench with the CPUs held
-    assert share - 0.1 < measured < share + upper, (measured, share, wake)
+    # the lower bound: -7.5 in a clean-clone CI run and -7.6 in the bench while each thread
+    # was held for its unwinding and a late one until it got a CPU; copied and let go at
+    # once, late threads boosted: -1.5 to +1.1 in 10 bench rounds at load 8-20, -2.3 to
+    # +6.5 in 11 runs of this size on an emulated quiet machine (~100 snapshots)
+    assert share - 0.07 < measured < share + upper, (measured, share, wake)
     runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
     assert runs[0]["mode"] == "wall"
 

@@ -19,6 +19,7 @@ from perfsleuth.agent.overhead import FULL, PYTHON_ASKED, SYMBOLS_CACHED, THIN, 
 from perfsleuth.agent.processes import ProcessTable, _cgroup, read_process
 from perfsleuth.agent.sender import Backoff
 from perfsleuth.agent.spool import Spool, SpoolError
+from perfsleuth.agent.symbol_cache import SymbolCache
 from perfsleuth.agent.windows import window_id
 from perfsleuth.binaries import build_id_of
 from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
@@ -295,14 +296,103 @@ def test_deferred_addresses_stay_unnamed_and_uncached_while_cached_ones_are_name
     a, b = (ElfSymbols(path).by_name[f] for f in ("compute_a", "compute_b"))
     sym = HostSymbolizer()
     assert sym.symbolize_offsets([(path, "", a)])[(path, a)][-1].function == "compute_a"
-    sym.defer_new = True
+    sym.name_limit = 0
     both = sym.symbolize_offsets([(path, "", a), (path, "", b)])
     assert both[(path, a)][-1].function == "compute_a"  # cached: still named
     assert both[(path, b)] == (Frame(UNKNOWN, dso="hotspots"),)
     assert (sym.lookups, sym.deferred) == (1, 1)
-    sym.defer_new = False
+    sym.name_limit = None
     assert sym.symbolize_offsets([(path, "", b)])[(path, b)][-1].function == "compute_b"
     assert sym.lookups == 2
+
+
+def test_a_window_names_up_to_its_limit_in_the_order_asked_and_the_rest_later() -> None:
+    """The budget paces naming: the first addresses asked (perf_data asks the most
+    sampled first) are named, the rest shipped unnamed and named by a later window."""
+    if not HOTSPOTS.exists():
+        pytest.skip("examples are not built (make -C examples)")
+    path, libc = str(HOTSPOTS), os.path.realpath("/lib/x86_64-linux-gnu/libc.so.6")
+    a, b = (ElfSymbols(path).by_name[f] for f in ("compute_a", "compute_b"))
+    sym = HostSymbolizer()
+    sym.name_limit = 2
+    first = sym.symbolize_offsets([(path, "", a), (path, "", b), (libc, "", 0x1000)])
+    assert [first[(path, x)][-1].function for x in (a, b)] == ["compute_a", "compute_b"]
+    assert first[(libc, 0x1000)] == (Frame(UNKNOWN, dso="libc.so.6"),)
+    assert (sym.lookups, sym.deferred_last, sym.name_limit) == (2, 1, 0)
+    sym.name_limit = 5
+    sym.symbolize_offsets([(libc, "", 0x1000), (path, "", a)])
+    assert (sym.lookups, sym.deferred_last, sym.name_limit) == (3, 0, 4)
+    assert sym.naming_cpu_s > 0 and sym.named == 3
+
+
+def test_named_answers_outlive_the_agent_on_disk_by_build_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not HOTSPOTS.exists():
+        pytest.skip("examples are not built (make -C examples)")
+    path = str(HOTSPOTS)
+    assert build_id_of(path)
+    a = ElfSymbols(path).by_name["compute_a"]
+    named = HostSymbolizer(cache=SymbolCache(tmp_path)).symbolize_offsets([(path, "", a)])
+    (tmp_path / f"{build_id_of(path)}.jsonl").open("a").write('[1, [["cut')  # a crash
+
+    def no_tools(self: Symbolizer, items: list) -> dict:
+        raise AssertionError(f"asked the tools again for {items}")
+
+    monkeypatch.setattr(Symbolizer, "symbolize_offsets", no_tools)
+    restarted = HostSymbolizer(cache=SymbolCache(tmp_path))
+    assert restarted.symbolize_offsets([(path, "", a)]) == named
+    assert named[(path, a)][-1].function == "compute_a"
+    assert restarted.lookups == 0 and restarted.cache is not None
+    assert restarted.cache.loaded == 1  # the cut line is skipped
+
+
+def test_the_symbol_cache_keeps_its_bound_by_dropping_the_oldest_files(tmp_path: Path) -> None:
+    chain = (Frame("f", dso="x", file="x.c", line=3),)
+    cache = SymbolCache(tmp_path, max_bytes=200)
+    for i, bid in enumerate(("aa" * 10, "bb" * 10, "cc" * 10)):
+        cache.add(bid, [(o, chain) for o in range(i * 3, i * 3 + 3)])
+        os.utime(tmp_path / f"{bid}.jsonl", (i, i))  # written in this order
+    assert sum(p.stat().st_size for p in tmp_path.iterdir()) <= 200
+    assert not (tmp_path / f"{'aa' * 10}.jsonl").exists()
+    assert cache.load("cc" * 10, "x") == {6: chain, 7: chain, 8: chain}
+    cache.add("../etc", [(1, chain)])  # not a build-id: not a file name either
+    assert not list(tmp_path.glob("*etc*"))
+
+
+def test_naming_may_spend_what_the_budget_spares_up_to_three_quarters() -> None:
+    budget = Budget(share=0.01, ncpus=2, window_s=10)  # 2.2 CPU-s allowed at 100 s
+    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.0) == pytest.approx(0.65)
+    assert budget.naming_allowance_s(elapsed_s=200, used_s=1.0) == pytest.approx(2.15)
+    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.7) == 0
+
+
+def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) -> None:
+    config = daemon.AgentConfig(server="http://127.0.0.1:9", spool=tmp_path / "spool")
+    agent = daemon.Agent(config, log=lambda line: None)
+    agent.meter.spent = lambda perf: (100.0, 1.0)  # type: ignore[method-assign]
+    try:
+        assert agent.python.asked_only  # at start: the first window's names first
+        agent.symbolizer.deferred_last = 5
+        agent._apply(FULL)
+        assert agent.python.asked_only
+        assert agent.symbolizer.name_limit == int(0.65 / agent.symbolizer.cost_per_address())
+        agent.symbolizer.deferred_last = 0
+        agent._apply(FULL)
+        assert not agent.python.asked_only
+        agent._apply(PYTHON_ASKED)  # 0.65 CPU-s spare: a py-spy run on a service fits
+        assert agent.python.asked_only and agent.python.service_allowed
+        agent.meter.spent = lambda perf: (100.0, 1.6)  # type: ignore[method-assign]
+        agent._apply(PYTHON_ASKED)  # 0.05 CPU-s spare: it does not
+        assert not agent.python.service_allowed
+        agent.meter.spent = lambda perf: (100.0, 1.7)  # type: ignore[method-assign]
+        agent._apply(PYTHON_ASKED)  # nothing spared: the hottest are still named
+        assert agent.symbolizer.name_limit == daemon.MIN_NAMED
+        agent.meter.spent = lambda perf: (100.0, 2.3)  # type: ignore[method-assign]
+        agent._apply(SYMBOLS_CACHED)  # over the cap (2.2 CPU-s): none
+        assert agent.symbolizer.name_limit == 0
+    finally:
+        agent.lock.close()
 
 
 def test_each_budget_step_sets_the_symbolizer_and_py_spy_and_is_logged(tmp_path: Path) -> None:
@@ -312,16 +402,19 @@ def test_each_budget_step_sets_the_symbolizer_and_py_spy_and_is_logged(tmp_path:
     try:
         assert agent.budget is not None and agent.budget.share == 0.01  # the default cap
         agent._apply(PYTHON_ASKED)
-        assert agent.python.asked_only and not agent.symbolizer.defer_new
-        agent._apply(SYMBOLS_CACHED)
-        assert agent.python.asked_only and agent.symbolizer.defer_new
+        assert agent.python.asked_only and agent.symbolizer.name_limit != 0
+        agent._apply(SYMBOLS_CACHED)  # within the cap: the few most sampled only
+        assert agent.python.asked_only and agent.symbolizer.name_limit == daemon.MIN_NAMED
+        agent._apply(THIN)
+        assert agent.symbolizer.name_limit == 0
         agent._apply(FULL)
-        assert not agent.python.asked_only and not agent.symbolizer.defer_new
+        assert not agent.python.asked_only and agent.symbolizer.name_limit != 0
         steps = [line.split(": ", 2)[2].split(" (")[0] for line in logged]
         assert steps == [
             "full -> python-asked-only",
             "python-asked-only -> symbols-cached-only",
-            "symbols-cached-only -> full",
+            "symbols-cached-only -> thin",
+            "thin -> full",
         ]
         assert agent.metrics()["budget_level"] == "full"
     finally:

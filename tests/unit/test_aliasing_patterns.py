@@ -288,6 +288,9 @@ def test_c_struct_fields_rows_and_straight_line(c: dict[str, AliasMatch]) -> Non
     assert (c["fill"].pattern, c["fill"].read) == ("loop-condition", "s->len")
     assert (c["row"].pattern, c["row"].read) == ("loop-body", "rows[r]")
     assert (c["put"].pattern, c["put"].read) == ("straight-line", "s->len")
+    assert (
+        c["put"].fixes[0].startswith("keep `s->len` in a local, count it there and write it back")
+    )
     assert c["put"].confidence < c["row"].confidence < c["fill"].confidence
     assert not any("char8_t" in fix for fix in c["fill"].fixes)  # C has no char8_t
 

@@ -24,7 +24,13 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.agent import python_sampler
-from perfsleuth.agent.python_sampler import PythonSampler, RunStacks, is_cpython
+from perfsleuth.agent.python_sampler import (
+    ProcStat,
+    PythonSampler,
+    RunStacks,
+    is_cpython,
+    is_service,
+)
 from perfsleuth.formats.tool_output import py_spy_trace
 from perfsleuth.model.fleet import Process, Window
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
@@ -268,6 +274,50 @@ def test_near_the_cap_py_spy_runs_only_on_processes_asked_for(
             os.kill(pid, signal.SIGKILL)
         for sampler in samplers.values():
             sampler.stop()
+
+
+def test_is_service_by_cgroup_else_by_how_long_it_has_run() -> None:
+    started = ProcStat(start=100 * python_sampler.TICKS_PER_S, cpu_ticks=0, parent=1)
+    unit = Process(exe="/usr/bin/python3", cgroup="/system.slice/billing.service")
+    session = Process(exe="/usr/bin/python3", cgroup="/user.slice/user-1000.slice/session-4.scope")
+    pod = Process(exe="/usr/bin/python3", cgroup="/kubepods.slice/kubepods-pod1.slice/cri-x.scope")
+    root = Process(exe="/usr/bin/python3", cgroup="/")
+    assert is_service(unit, started, uptime_s=101) and is_service(pod, started, uptime_s=101)
+    assert not is_service(session, started, uptime_s=10_000)
+    assert not is_service(root, started, uptime_s=100 + python_sampler.SERVICE_AGE_S - 1)
+    assert is_service(root, started, uptime_s=100 + python_sampler.SERVICE_AGE_S)
+
+
+def test_near_the_cap_without_python_match_the_busiest_service_gets_a_run_the_budget_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two busy CPython processes, one a systemd service, the other in a user's session:
+    near the cap, with no --python-match, only the service is sampled, and only when the
+    agent says its budget spares a run."""
+    monkeypatch.setattr(python_sampler, "MIN_CORE_SHARE", 0.0)
+    pids = [detached(f"while True: pass  # {name}") for name in ("api", "notebook")]
+    cgroups = ("/system.slice/api.service", "/user.slice/user-1000.slice/session-2.scope")
+    processes = {
+        pid: Process(exe=sys.executable, cgroup=c) for pid, c in zip(pids, cgroups, strict=True)
+    }
+    sampler = PythonSampler(tmp_path, window_s=10, max_processes=3, log=print)
+    assert sampler.run_cost_s() == pytest.approx(python_sampler.SPY_CPU_S_PER_S * 9)
+    try:
+        sampler._busiest(processes)
+        sampler.asked_only = True
+        time.sleep(1.5)
+        sampler.next_rank = 0.0
+        sampler.tick(processes)
+        assert sampler.runs == {}  # the budget spares no run
+        sampler.service_allowed = True
+        sampler.next_rank = 0.0
+        sampler.tick(processes)
+        assert list(sampler.runs) == [pids[0]]
+        assert sampler.metrics()["python_service_runs"] == 1
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        sampler.stop()
 
 
 def detached(code: str) -> int:

@@ -269,6 +269,20 @@ def test_best_alias_prefers_plain_global_names() -> None:
     assert aliases.aliases.keys() == {0x100}  # starts with one name are not kept
 
 
+def test_aliases_read_from_dynsym_alone_match_the_whole_tables() -> None:
+    """The agent's fast reading decodes only the names at shared starts; it must find
+    what parsing every name finds (libc's malloc / __libc_malloc, libstdc++'s C++ ones)."""
+    names = ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libstdc++.so.6")
+    libs = [os.path.realpath(p) for p in names if os.path.exists(p)]
+    assert libs, "no libc found"
+    for lib in libs:
+        fast = Aliases.of_dynsym(lib).aliases
+        assert fast == Aliases(ElfSymbols(lib, ".dynsym")).aliases
+    libc = Aliases.of_dynsym(libs[0])
+    malloc = ElfSymbols(libs[0], ".dynsym").by_name["malloc"]
+    assert libc.best_alias(malloc, "__libc_malloc") == "malloc"
+
+
 def test_kernel_frames_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     d = tmp_path / ".debug" / "[kernel.kallsyms]" / "beef"

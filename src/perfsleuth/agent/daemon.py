@@ -41,6 +41,7 @@ from .processes import ProcessTable
 from .python_sampler import DEFAULT_PROCESSES, PythonSampler
 from .sender import Backoff, Sender, SendError
 from .spool import Spool, SpoolError
+from .symbol_cache import SymbolCache
 from .windows import convert
 
 # Longest the loop spends sending before it converts again; and on the way out.
@@ -59,6 +60,9 @@ MAX_AGENT_RSS = 84 << 20
 RSS_REGROWTH = 16 << 20
 # The default CPU cap: 1% of the host, the agent's perf included (commands/agent.py).
 DEFAULT_MAX_CPU_SHARE = 0.01
+# New addresses a window within the cap may always name, the most sampled first: one
+# llvm-symbolizer run over a few files, ~0.02-0.05 CPU-s when there are new ones.
+MIN_NAMED = 16
 LAST_END = "last_end"
 
 
@@ -85,7 +89,8 @@ class Counters:
     dropped: int = 0  # unreadable here; the spool counts its own drops
     thinned: int = 0  # not converted: the agent was over its CPU cap
     python_asked_only: int = 0  # converted while py-spy ran on asked-for processes only
-    symbols_cached_only: int = 0  # converted with new addresses left unnamed
+    symbols_cached_only: int = 0  # converted naming only the few hottest new addresses
+    names_deferred: int = 0  # converted with some new addresses left unnamed (the budget)
     refused: int = 0  # by the collector: kept in the spool's refused/ folder
     samples: int = 0
     lost_samples: int = 0
@@ -118,7 +123,7 @@ class Agent:
         self.spool = Spool(config.spool / "windows", config.max_spool_bytes)
         self.sender = Sender(config.server, config.token)
         self.backoff = Backoff()
-        self.symbolizer = HostSymbolizer()
+        self.symbolizer = HostSymbolizer(cache=SymbolCache(config.spool / "symbols"))
         self.processes = ProcessTable()
         self.python = PythonSampler(
             config.spool / "py-spy",
@@ -131,6 +136,8 @@ class Agent:
         cap = config.max_cpu_share
         self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
+        # py-spy on processes no one asked for waits for the first window's names (_apply)
+        self.python.asked_only = self.budget is not None
         self.level = FULL
         self._decided = (0.0, 0.0)  # (elapsed, CPU used): where the recent share starts
         self.memory_floor = MAX_AGENT_RSS
@@ -217,8 +224,7 @@ class Agent:
         over those moments looked like a huge share, forcing THIN."""
         if self.budget is None:
             return FULL
-        perf = self.recorder.pid if self.recorder.running() else None
-        elapsed, used = self.meter.spent(perf)
+        elapsed, used = self.meter.spent(self._perf_pid())
         then, used_then = self._decided
         window_s = self.config.window_s
         if elapsed - then >= window_s:
@@ -226,10 +232,19 @@ class Agent:
         recent = self.budget.host_share(max(elapsed - then, window_s), used - used_then)
         return self.budget.level(elapsed, used, recent)
 
+    def _perf_pid(self) -> int | None:
+        return self.recorder.pid if self.recorder.running() else None
+
     def _apply(self, level: int) -> int:
-        """Set the symbolizer and py-spy for `level`; log each change with its cost."""
-        self.symbolizer.defer_new = level >= SYMBOLS_CACHED
-        self.python.asked_only = level >= PYTHON_ASKED
+        """Set the symbolizer and py-spy for `level`; log each change with its cost.
+        py-spy on processes no one asked for also waits while naming lags (the last
+        window left addresses unnamed): names come before Python frames."""
+        self.symbolizer.name_limit = self._name_limit(level)
+        caught_up = self.symbolizer.deferred_last == 0
+        self.python.asked_only = level >= PYTHON_ASKED or not caught_up
+        self.python.service_allowed = (
+            level <= PYTHON_ASKED and caught_up and self._spare_s() >= self.python.run_cost_s()
+        )
         if level != self.level and self.budget is not None:
             elapsed, used = self.meter.spent(None)
             self.log(
@@ -242,6 +257,31 @@ class Agent:
             )
             self.level = level
         return level
+
+    def _name_limit(self, level: int) -> int | None:
+        """How many new addresses the next window may name: what the budget spares for
+        naming (Budget.naming_allowance_s) at what an address has cost so far, and at
+        least the MIN_NAMED most sampled while the agent is within its cap (none over
+        it): on a loaded host, perf and the windows' conversion alone take most of a 1%
+        cap, and with nothing spared a busy program's hottest function stayed unnamed
+        for minutes (bench/fleet_agreement.py at load 15: hotspots' `mix`, 86% of its
+        time, 0% in the fleet)."""
+        if self.budget is None:
+            return None
+        elapsed, used = self.meter.spent(self._perf_pid())
+        if level == THIN or self.budget.used_of_allowed(elapsed, used) > 1:
+            return 0
+        if level == SYMBOLS_CACHED:
+            return MIN_NAMED
+        spare = self.budget.naming_allowance_s(elapsed, used)
+        return max(MIN_NAMED, int(spare / self.symbolizer.cost_per_address()))
+
+    def _spare_s(self) -> float:
+        """CPU seconds the budget spares now for naming, then py-spy on a service."""
+        if self.budget is None:
+            return float("inf")
+        elapsed, used = self.meter.spent(self._perf_pid())
+        return self.budget.naming_allowance_s(elapsed, used)
 
     def _thin(self, path: Path) -> None:
         """Leave a window out to keep the CPU cap: its samples are not converted."""
@@ -267,6 +307,7 @@ class Agent:
             return
         self.window_end = max(self.window_end, end)
         self.counts.samples += made.samples
+        self.counts.names_deferred += self.symbolizer.deferred_last > 0
         self.counts.lost_samples += made.lost
         if made.spooled is not None:
             self._spool(*made.spooled)
@@ -375,8 +416,10 @@ class Agent:
             f"MB; perf lost {self.counts.lost_samples} samples"
             + (
                 f"; budget {LEVELS[self.level]}: {self.counts.python_asked_only} windows with "
-                f"py-spy on asked-for processes only, {self.counts.symbols_cached_only} with "
-                f"new addresses left for later naming ({self.symbolizer.deferred} addresses), "
+                f"py-spy on asked-for processes only, {self.counts.symbols_cached_only} "
+                f"naming only the hottest new addresses, {self.counts.names_deferred} with "
+                f"new addresses left for later naming ({self.symbolizer.deferred} addresses; "
+                f"naming cost {self.symbolizer.naming_cpu_s:.1f} CPU-s), "
                 f"{self.counts.thinned} windows thinned for the CPU cap"
                 if self.budget
                 else ""
@@ -386,7 +429,7 @@ class Agent:
             self.sender.post_status(metrics)
 
     def metrics(self) -> dict[str, Any]:
-        usage = self.meter.read(self.recorder.pid if self.recorder.running() else None)
+        usage = self.meter.read(self._perf_pid())
         now = time.monotonic()
         then, samples_then = self._reported
         self._reported = (now, self.counts.samples)
@@ -414,12 +457,15 @@ class Agent:
             "windows_thinned": self.counts.thinned,
             "windows_python_asked_only": self.counts.python_asked_only,
             "windows_symbols_cached_only": self.counts.symbols_cached_only,
+            "windows_names_deferred": self.counts.names_deferred,
             "budget_level": LEVELS[self.level],
             "cpu_cap": self.config.max_cpu_share,
             "spool_windows": len(pending),
             "spool_bytes": self.spool.size,
             "symbolized_addresses": self.symbolizer.lookups,
             "symbols_deferred": self.symbolizer.deferred,
+            "symbols_naming_cpu_s": self.symbolizer.naming_cpu_s,
+            "symbols_from_disk": self.symbolizer.cache.loaded if self.symbolizer.cache else 0,
             **self.python.metrics(),
         }
 
@@ -437,6 +483,7 @@ class Agent:
                 unfinished.rename(old / f"perf.data.{stamp}00")
             self.window_end = _last_end(old)
             for path in sorted(old.glob("perf.data.*")):
+                self._apply(self._budget_level())  # a catch-up names within the budget too
                 self._close(path, start=self.window_end)
             for rest in old.iterdir():
                 rest.unlink()
@@ -456,8 +503,8 @@ def _giving_up(level: int) -> str:
     return {
         FULL: "every window converted and named in full",
         PYTHON_ASKED: "py-spy only on processes --python-match names",
-        SYMBOLS_CACHED: "and new addresses sent as build-id + address, for symbols upload "
-        "or debuginfod to name",
+        SYMBOLS_CACHED: "and new addresses but the hottest sent as build-id + address, for "
+        "symbols upload or debuginfod to name",
         THIN: "and windows left out unconverted",
     }[level]
 

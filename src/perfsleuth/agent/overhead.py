@@ -91,9 +91,11 @@ class Meter:
 
 
 # What the agent gives up as it nears its CPU cap, least valuable first (docs/fleet.md):
-FULL = 0  # every window converted, symbolized, Python frames of the busiest processes
+FULL = 0  # every window converted, new addresses named as the budget allows (below),
+# Python frames of the busiest processes once naming has caught up
 PYTHON_ASKED = 1  # py-spy only on the processes --python-match names
-SYMBOLS_CACHED = 2  # + new addresses shipped unnamed (build-id + address), named later
+SYMBOLS_CACHED = 2  # + new addresses shipped unnamed (build-id + address), named later,
+# but the few most sampled (daemon.MIN_NAMED a window) while within the cap
 THIN = 3  # + windows left out unconverted: the last resort
 LEVELS = ("full", "python-asked-only", "symbols-cached-only", "thin")
 # Shares of the allowance at which the first two steps are taken.
@@ -116,6 +118,13 @@ class Budget:
 
     def used_of_allowed(self, elapsed_s: float, used_s: float) -> float:
         return used_s / (self.share * self.ncpus * (elapsed_s + self.window_s))
+
+    def naming_allowance_s(self, elapsed_s: float, used_s: float) -> float:
+        """CPU seconds naming new addresses may spend now: up to the point where they
+        would be given up (SYMBOLS_CACHED_AT of the allowance), so that naming a busy
+        host's programs is spread over windows instead of pushing the agent over."""
+        allowed = self.share * self.ncpus * (elapsed_s + self.window_s)
+        return max(0.0, SYMBOLS_CACHED_AT * allowed - used_s)
 
     def level(self, elapsed_s: float, used_s: float, recent_share: float) -> int:
         """How much to give up for the next window. Over the cap, a window is still

@@ -51,8 +51,14 @@ def _libraries(base: Path) -> tuple[str, ...]:
 def _build_id(base: Path, exe: str) -> str:
     if not exe:
         return ""
-    # /proc/PID/exe opens the file the process runs even when the path was replaced.
-    return build_id_of(str(base / "exe")) or build_id_of(exe)
+    # /proc/PID/exe opens the file the process runs even when the path was replaced;
+    # while the path is that very file, its name is read instead, as every process of
+    # the program was (binaries caches by name: a busy host starts hundreds a window).
+    try:
+        same = os.path.samestat(os.stat(base / "exe"), os.stat(exe))
+    except OSError:
+        same = False
+    return build_id_of(exe) if same else build_id_of(str(base / "exe")) or build_id_of(exe)
 
 
 def _cgroup(text: str) -> str:

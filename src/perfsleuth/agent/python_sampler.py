@@ -35,9 +35,13 @@ has a run going; idle ones (below 5% of a core), and the agent itself, are not
 sampled.
 
 Near its CPU cap the agent sets `asked_only`: no new run starts then but on processes
-`--python-match` names (none without it), and runs going finish their window. At the
-defaults py-spy on one process costs more than a 1% cap of a 2-CPU host by itself, so
-on a loaded host only the processes asked for keep their Python frames.
+`--python-match` names, and runs going finish their window. At the defaults py-spy on
+one process costs more than a 1% cap of a 2-CPU host by itself. Without
+--python-match, the agent may still allow a run then (`service_allowed`, when its
+budget spares what a run has cost: `run_cost_s`) on the one busiest CPython process
+that is one of the host's services (`is_service`), not another user's session or a
+batch job: so a loaded host's services keep Python frames in some windows, within the
+budget, and py-spy's cost (`python_cpu_s`) is in the agent's status.
 
 A process py-spy cannot read (permission, a version it does not know, not CPython
 after all) is skipped with a counted warning and not tried again while it lives;
@@ -84,6 +88,13 @@ REFUSALS = ("cannot read", "is not a CPython")
 MIN_CORE_SHARE = 0.05
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 NS = 1e-9
+# What a run costs until the agent has measured one: 0.024 CPU-s per second sampled.
+SPY_CPU_S_PER_S = 0.024
+# A service's cgroup (systemd's units, containers); users' sessions are under user.slice.
+SERVICE_CGROUP = re.compile(r"\.service$|docker|containerd|kubepods|libpod|lxc")
+# Where cgroups say nothing (every process in "/", as in a container), a process that
+# has run this long is taken for a service rather than a job or a test.
+SERVICE_AGE_S = 300
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,24 @@ def _is_cpython(exe: str, libraries: tuple[str, ...]) -> bool:
     return any(Path(lib).name.startswith("libpython") for lib in libraries)
 
 
+def is_service(process: Process, stat: ProcStat, uptime_s: float) -> bool:
+    """One of the host's services: a systemd service's or a container's cgroup, or,
+    where the cgroup is the root (no such information), running for SERVICE_AGE_S."""
+    cgroup = process.cgroup
+    if cgroup.startswith("/user.slice"):
+        return False
+    if cgroup not in ("", "/"):
+        return SERVICE_CGROUP.search(cgroup) is not None
+    return uptime_s - stat.start / TICKS_PER_S >= SERVICE_AGE_S
+
+
+def _uptime_s() -> float:
+    try:
+        return float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def proc_stat(pid: int) -> ProcStat | None:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -183,6 +212,9 @@ class PythonSampler:
         self.skipped = 0
         self.cpu_s = 0.0
         self.asked_only = False  # set by the agent near its CPU cap
+        self.service_allowed = False  # set by the agent: a run on a service fits its budget
+        self.service_runs = 0  # runs started on a service under asked_only
+        self.reaped = 0  # runs ended, for run_cost_s
         shutil.rmtree(workdir, ignore_errors=True)  # a previous agent's unfinished runs
 
     def _tool(self) -> str | None:
@@ -203,18 +235,36 @@ class PythonSampler:
             return
         if time.monotonic() >= self.next_rank:
             self.next_rank = time.monotonic() + self.rank_every
-            # nothing may be chosen near the cap without --python-match: no ranking either
-            held_back = self.asked_only and self.match is None
-            self.chosen = {} if held_back else self._busiest(processes)
+            self.chosen = self._choose(processes)
         self._reap()
         for pid, name in self.chosen.items():
             stat = proc_stat(pid)
             if pid not in self.runs and stat is not None and stat.start == self.seen[pid].start:
+                self.service_runs += self.asked_only and self.match is None
                 self._start(pid, name, stat)
 
-    def _busiest(self, processes: Mapping[int, Process]) -> dict[int, str]:
+    def _choose(self, processes: Mapping[int, Process]) -> dict[int, str]:
+        """The processes to sample until the next choice: the busiest (those
+        --python-match names); near the cap without --python-match, the one busiest of
+        the host's services when the budget allows a run, else none (and no ranking)."""
+        if not self.asked_only or self.match is not None:
+            return self._busiest(processes)
+        if not self.service_allowed:
+            return {}
+        return self._busiest(processes, services_only=True)
+
+    def run_cost_s(self) -> float:
+        """CPU seconds a run has cost on average (an estimate until one ended)."""
+        if not self.reaped:
+            return SPY_CPU_S_PER_S * self.duration
+        return self.cpu_s / self.reaped
+
+    def _busiest(
+        self, processes: Mapping[int, Process], services_only: bool = False
+    ) -> dict[int, str]:
         """pid -> name of the CPython processes that used the most CPU since the last
-        choice (at least MIN_CORE_SHARE of a core, none refused, at most max_processes)."""
+        choice (at least MIN_CORE_SHARE of a core, none refused, at most max_processes;
+        with `services_only`, the one busiest of the host's services)."""
         now = {
             pid: stat
             for pid, process in processes.items()
@@ -239,7 +289,11 @@ class PythonSampler:
             and stat.cpu_ticks - was.cpu_ticks >= least
             and pid not in self.refused
         }
-        ranked = sorted(busy, key=busy.__getitem__, reverse=True)[: self.max_processes]
+        if services_only:
+            uptime = _uptime_s()
+            busy = {p: n for p, n in busy.items() if is_service(processes[p], now[p], uptime)}
+        most = 1 if services_only else self.max_processes
+        ranked = sorted(busy, key=busy.__getitem__, reverse=True)[:most]
         return {pid: Path(processes[pid].exe).name or "python" for pid in ranked}
 
     def _matches(self, pid: int) -> bool:
@@ -266,6 +320,7 @@ class PythonSampler:
         for pid, run in list(self.runs.items()):
             if _exited(run.spy.proc.pid):
                 self.cpu_s += cpu_seconds(run.spy.proc.pid)
+                self.reaped += 1
                 run.spy.proc.wait()
                 del self.runs[pid]
                 self._finish(pid, run)
@@ -405,6 +460,7 @@ class PythonSampler:
             "python_samples": self.spliced,
             "python_stalled": self.stalled,
             "python_cpu_s": self.cpu_s,
+            "python_service_runs": self.service_runs,
         }
 
 

@@ -1,10 +1,11 @@
 """Wall-clock profiling: periodic stack snapshots of every thread through ptrace.
 
 One wallsnap process (collect/wallsnap.py) runs for the whole recording: each
-snapshot interrupts every thread of the target and its child processes at one
-instant, unwinds each with DWARF call-frame information as it stops and lets it
-go, and prints raw module offsets with whether the thread was inside a system
-call; perfsleuth symbolizes everything once at the end. Where wallsnap cannot be
+snapshot, at jittered instants, interrupts every thread of the target and its child
+processes at one instant, copies each one's registers and stack top as it stops and
+lets it go, then unwinds the copies with DWARF call-frame information and prints raw
+module offsets with whether the thread was inside a system call; perfsleuth
+symbolizes everything once at the end. Where wallsnap cannot be
 built, each snapshot runs one `eu-stack` (elfutils) per process instead, which
 stops the threads one after another, after the kernel's view of each (state
 letter, wchan, name) was read from /proc. A thread in a snapshot is given the

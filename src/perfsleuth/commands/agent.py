@@ -78,9 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PERCENT",
         default=DEFAULT_MAX_CPU_SHARE * 100,
         help="the agent's CPU cap, its perf's included, in percent of the host's CPUs "
-        "(default %(default)g; 0: no cap): nearing it, py-spy runs only on the processes "
-        "--python-match names, then new addresses are sent unnamed (build-id + address, "
-        "named later by `symbols upload` or debuginfod), and last windows are left out "
+        "(default %(default)g; 0: no cap): new addresses are named as it spares CPU, the "
+        "most sampled first, the rest sent unnamed (build-id + address, named later by "
+        "`symbols upload` or debuginfod); nearing it, py-spy runs only on the processes "
+        "--python-match names (without it, on the busiest service when a run fits), then "
+        "only the hottest new addresses are named, and last windows are left out "
         "(thinned); the log and the posted status say each step",
     )
 

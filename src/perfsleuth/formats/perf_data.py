@@ -18,7 +18,7 @@ import threading
 from array import array
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..binaries import ElfInfo, elf_info, find_dso
 from ..errors import UserError
@@ -158,6 +158,7 @@ class _NativeReading:
         self.rows = data["rows"]
         self.dsos = data["dsos"]
         self.frames = data["frames"]
+        self.files: dict[tuple[str, str], DsoFile] = {}
         self.per_event: dict[int, int] = {}
         for ev, count in zip(self.rows["event"], self.rows["count"], strict=True):
             self.per_event[ev] = self.per_event.get(ev, 0) + count
@@ -169,14 +170,17 @@ class _NativeReading:
     def event(self) -> dict[str, Any]:
         return self.data["events"][self.event_index]
 
-    def used_frames(self) -> set[int]:
-        """The frames of the stacks this event's samples have."""
-        used: set[int] = set()
+    def frame_samples(self) -> dict[int, int]:
+        """The frames of the stacks this event's samples have, each with how many
+        samples hold it."""
+        samples: dict[int, int] = {}
         stacks = self.data["stacks"]
-        for sid, ev in zip(self.rows["stack"], self.rows["event"], strict=True):
+        rows = zip(self.rows["stack"], self.rows["event"], self.rows["count"], strict=True)
+        for sid, ev, count in rows:
             if ev == self.event_index:
-                used.update(stacks[sid])
-        return used
+                for fid in set(stacks[sid]):
+                    samples[fid] = samples.get(fid, 0) + count
+        return samples
 
     def symbolizable(self, dso: int) -> bool:
         # files on disk, and [vdso] when perf saved it in its build-id cache
@@ -184,16 +188,20 @@ class _NativeReading:
         return not path.startswith("[") or (path.startswith("[vdso") and bool(bid))
 
     def symbolize(self, sym: Symbolizer) -> dict[int, tuple[Frame, ...]]:
-        """frame index -> its frames (inlined first), each used frame symbolized once."""
-        used = self.used_frames()
+        """frame index -> its frames (inlined first), each used frame symbolized once.
+
+        The addresses go to the symbolizer the most sampled first: one that names only
+        some of them (the agent near its CPU budget) names those that matter most."""
+        used = self.frame_samples()
         f_dso, f_addr, f_kernel = self.frames["dso"], self.frames["address"], self.frames["kernel"]
-        offsets = set()
-        for fid in used:
+        offsets: dict[tuple[str, str, int], int] = {}
+        for fid, samples in used.items():
             dso = f_dso[fid]
             if dso >= 0 and not f_kernel[fid] and self.symbolizable(dso):
-                offsets.add((self.dsos[dso]["path"], self.dsos[dso]["build_id"], f_addr[fid]))
+                key = (self.dsos[dso]["path"], self.dsos[dso]["build_id"], f_addr[fid])
+                offsets[key] = max(offsets.get(key, 0), samples)
         kernel = self._kernel_frames_meanwhile(sym, {f_addr[f] for f in used if f_kernel[f]})
-        answers = sym.symbolize_offsets(sorted(offsets))
+        answers = sym.symbolize_offsets(sorted(offsets, key=lambda k: (-offsets[k], k)))
         kernel_frames = kernel()
         return {fid: self._chain(fid, answers, kernel_frames) for fid in used}
 
@@ -238,7 +246,9 @@ class _NativeReading:
             return (Frame(UNKNOWN, dso=path),)
         chain = answers.get((path, addr), ())
         if len(chain) <= 1 and (not chain or chain[0].function == UNKNOWN):
-            return (_unknown_frame(path, bid, addr),)
+            if (path, bid) not in self.files:  # its file looked up once per reading
+                self.files[(path, bid)] = _dso_file(path, bid)
+            return (_unknown_frame(path, self.files[(path, bid)], addr),)
         return tuple(chain)
 
     def meta(self, p: Path) -> dict[str, Any]:
@@ -352,21 +362,34 @@ class _NativeReading:
         return Timeline(**columns)
 
 
-def _unknown_frame(path: str, build_id: str, offset: int) -> Frame:
+class DsoFile(NamedTuple):
+    """The file a recorded DSO is read from now (None: none), its layout and build-id."""
+
+    real: str | None
+    info: ElfInfo | None
+    build_id: str
+
+
+def _dso_file(path: str, build_id: str) -> DsoFile:
+    real = find_dso(path, build_id)
+    info = elf_info(real) if real else None
+    return DsoFile(real, info, build_id or (info.build_id if info else ""))
+
+
+def _unknown_frame(path: str, file: DsoFile, offset: int) -> Frame:
     """A frame without a symbol, named after its function's start address.
 
     Like perf's raw addresses, this keeps the functions of a stripped binary
     apart instead of merging them all into one "[unknown]" line. It keeps the
     build-id and the sample's own address, so that the symbols of that build-id
     can name it later (`perfsleuth symbols upload`, debuginfod), down to its line.
+    `file` is _dso_file's answer for the DSO.
     """
     name = dso_name(path)
-    real = find_dso(path, build_id)
-    info = elf_info(real) if real else None
+    real, info, build_id = file
     vaddr = info.offset_to_vaddr(offset) if info else None
     if real is None or vaddr is None:
         return Frame(UNKNOWN, dso=name)
-    build_id = build_id or (info.build_id if info else "")
     start = function_start(real, vaddr)
     if start is None:
         return Frame(UNKNOWN, dso=name, build_id=build_id, address=vaddr if build_id else 0)

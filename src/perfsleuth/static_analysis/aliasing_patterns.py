@@ -580,8 +580,25 @@ def _straight_line_match(
         write_line=target.extent.start.line,
         write_type=_type_name(target),
         confidence=CONFIDENCE["straight-line"],
-        fixes=_fixes(fn, read, target, "straight-line"),
+        fixes=_counted_fixes(
+            _fixes(fn, read, target, "straight-line"),
+            fn.src.text(read.node),
+            fn.src.text(expression),
+        ),
     )
+
+
+def _counted_fixes(fixes: list[str], read: str, write: str) -> list[str]:
+    """The fixes, where the write also counts the read up or down (glib's
+    `gstring->str[gstring->len++] = c`): a local copy alone would lose the count."""
+    spelled = re.escape(read)
+    if not re.search(rf"{spelled}\s*(?:\+\+|--)|(?:\+\+|--)\s*{spelled}(?!\w)", write):
+        return fixes
+    kept = (
+        f"keep `{read}` in a local, count it there and write it back after the stores "
+        "(a local copy alone would lose the count)"
+    )
+    return [kept if fix.startswith(f"read `{read}` once") else fix for fix in fixes]
 
 
 def _events(fn: FunctionBody, node: Any, lvalue: bool = False):  # type: ignore[no-untyped-def]

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import bisect
 import struct
+import sys
+from array import array
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import overload
 
 from ..binaries import binary_at
 
@@ -20,8 +24,35 @@ _FORMATS = {0x02: "<H", 0x03: "<I", 0x04: "<Q", 0x0A: "<h", 0x0B: "<i", 0x0C: "<
 _DATAREL_SDATA4 = 0x3B  # the table encoding every x86-64 linker writes
 
 
+class Starts(Sequence[int]):
+    """Sorted start addresses, kept as offsets from the table's own address in one
+    array: a big library lists hundreds of thousands, and adding the base to each
+    as a Python int was most of the agent's cost of a file's first unnamed frame."""
+
+    def __init__(self, base: int, offsets: array) -> None:
+        self.base = base
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self.base + o for o in self.offsets[i]]
+        return self.base + self.offsets[i]
+
+    def before(self, vaddr: int) -> int | None:
+        """The last start at or before `vaddr`."""
+        i = bisect.bisect_right(self.offsets, vaddr - self.base)
+        return self.base + self.offsets[i - 1] if i else None
+
+
 @lru_cache(maxsize=256)
-def function_starts(path: str) -> tuple[int, ...]:
+def function_starts(path: str) -> Starts | tuple[()]:
     """Sorted ELF virtual addresses where functions start; empty if unknown."""
     binary = binary_at(path)
     section = binary.section(".eh_frame_hdr") if binary else None
@@ -33,7 +64,7 @@ def function_starts(path: str) -> tuple[int, ...]:
         return ()
 
 
-def _table_starts(hdr_addr: int, data: bytes) -> tuple[int, ...]:
+def _table_starts(hdr_addr: int, data: bytes) -> Starts | tuple[()]:
     version, ptr_enc, count_enc, table_enc = data[:4]
     ptr_fmt = _FORMATS.get(ptr_enc & 0x0F)
     count_fmt = _FORMATS.get(count_enc & 0x0F)
@@ -43,12 +74,13 @@ def _table_starts(hdr_addr: int, data: bytes) -> tuple[int, ...]:
     (count,) = struct.unpack_from(count_fmt, data, pos)
     pos += struct.calcsize(count_fmt)
     count = min(count, (len(data) - pos) // 8)
-    pairs = struct.unpack_from(f"<{2 * count}i", data, pos)
-    return tuple(sorted(hdr_addr + start for start in pairs[::2]))
+    pairs = array("i", data[pos : pos + 8 * count])
+    if sys.byteorder != "little":
+        pairs.byteswap()
+    return Starts(hdr_addr, array("i", sorted(pairs[::2]))) if count else ()
 
 
 def function_start(path: str, vaddr: int) -> int | None:
     """The start of the function containing `vaddr`, None if before the first."""
     starts = function_starts(path)
-    i = bisect.bisect_right(starts, vaddr)
-    return starts[i - 1] if i else None
+    return starts.before(vaddr) if starts else None
