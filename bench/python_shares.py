@@ -11,9 +11,14 @@ py-spy, and at load 10-20 a second is a few of the script's crunch/spell rounds:
 points between the two that were the windows', not the profilers'). Prints each
 function's share of main in perfsleuth's `top --total`, in py-spy's raw samples, and by
 the script's timers, and the largest gap to py-spy; with --rounds N, each round and the
-largest gap over them.
+largest gap over them. With --keep DIR, each round's recording is kept in its own folder
+of DIR (perf script's text, py-spy's trace of perfsleuth's run, its origin and slack in
+run.json, the timers and py-spy's own raw record): what the splice read, to splice again
+(tests/unit/test_python_splice.py's fixtures are such recordings); and each call of crunch
+and spell, its start and end on CLOCK_MONOTONIC (perf's clock here) in turns.json: which
+function each perf sample was truly in (the calls go through a wrapper, `timed`, for it).
 
-Usage: .venv/bin/python bench/python_shares.py [--seconds 3] [--rounds 1] PYTHON...
+Usage: .venv/bin/python bench/python_shares.py [--seconds 3] [--rounds 1] [--keep DIR] PYTHON...
 (default: Debian's python3.11 and the interpreters of .venv/pythons/, then pyenv's 3.9 to
 3.13 where installed)
 """
@@ -73,6 +78,44 @@ HELD = (
     "    time.sleep(0.01)\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
 )
+# as HELD, then writes each call of crunch and spell (name, start, end) to argv's TURNS
+HELD_TIMED = (
+    "import json, os, runpy, sys, time\n"
+    "script, seconds, go, out = sys.argv[1:]\n"
+    "main = runpy.run_path(script, run_name='timed_pair')['main']\n"
+    "calls = []\n"
+    "def timing(work):\n"
+    "    def timed(n):\n"
+    "        start = time.monotonic()\n"
+    "        work(n)\n"
+    "        calls.append((work.__name__, start, time.monotonic()))\n"
+    "    return timed\n"
+    "for name in ('crunch', 'spell'):\n"
+    "    main.__globals__[name] = timing(main.__globals__[name])\n"
+    "while not os.path.exists(go):\n"
+    "    time.sleep(0.01)\n"
+    "print(json.dumps(main(float(seconds))))\n"
+    "open(out, 'w').write(json.dumps(calls))\n"
+)
+# `perfsleuth record ...` (argv: KEEP record ...) keeping what the splice reads in KEEP
+KEEPING = (
+    "import json, shutil, sys\n"
+    "from pathlib import Path\n"
+    "from perfsleuth import cli\n"
+    "from perfsleuth.collect import python_perf\n"
+    "keep = Path(sys.argv.pop(1))\n"
+    "spliced = python_perf._spliced\n"
+    "def keeping(run, workdir, rate):\n"
+    "    try:\n"
+    "        return spliced(run, workdir, rate)\n"
+    "    finally:\n"
+    "        shutil.copy(workdir / 'perf.txt', keep / 'perf-script.txt')\n"
+    "        shutil.copy(run.spy.out, keep / 'chrometrace.json')\n"
+    "        facts = {'origin': run.origin, 'slack': run.slack, 'pid': run.pid}\n"
+    "        (keep / 'run.json').write_text(json.dumps(facts))\n"
+    "python_perf._spliced = keeping\n"
+    "sys.exit(cli.main())\n"
+)
 # py-spy's first samples of a process come 20-300 ms after it starts reading it
 SETTLE_S = 1.5
 
@@ -90,11 +133,13 @@ def attached(pid: int) -> bool:
     return found["py-spy"] >= 2 and found["perf"] >= 1
 
 
-def measure(python: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]:
+def measure(python: str, seconds: int, tmp: Path, keep: Path | None) -> dict[str, dict[str, float]]:
     go = tmp / "go"
-    script = subprocess.Popen(
-        [python, "-c", HELD, str(SCRIPT), str(seconds), str(go)], stdout=subprocess.PIPE, text=True
+    held = (
+        [HELD_TIMED, str(SCRIPT), str(seconds), str(go), str(keep / "turns.json")] if keep else []
     )
+    held = held or [HELD, str(SCRIPT), str(seconds), str(go)]
+    script = subprocess.Popen([python, "-c", *held], stdout=subprocess.PIPE, text=True)
     raw, store = tmp / "py-spy.txt", tmp / "store"
     spy_argv = [PY_SPY, "record", "--nonblocking", "--format", "raw", "--rate", "1000"]
     spy = subprocess.Popen(
@@ -102,7 +147,8 @@ def measure(python: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    record = [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(store)]
+    runner = ["-c", KEEPING, str(keep)] if keep else ["-m", "perfsleuth.cli"]
+    record = [sys.executable, *runner, "record", "--store", str(store)]
     record += ["--freq", "499", "--pid", str(script.pid), "--duration", "600"]
     perfsleuth = subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     while not attached(script.pid):
@@ -115,6 +161,9 @@ def measure(python: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]
     if perfsleuth.returncode:
         raise SystemExit(f"perfsleuth record failed: {err.decode()}")
     spent = json.loads(out.strip().splitlines()[-1])
+    if keep:
+        (keep / "timers.json").write_text(json.dumps(spent))
+        shutil.copy(raw, keep / "py-spy.txt")
     return {
         "perfsleuth": perfsleuth_shares(store),
         "py-spy": py_spy_shares(raw),
@@ -122,17 +171,27 @@ def measure(python: str, seconds: int, tmp: Path) -> dict[str, dict[str, float]]
     }
 
 
+def kept_name(python: str) -> str:
+    """A folder name for the interpreter: its path's parts below the home or the tree."""
+    parts = Path(python).parts
+    return "_".join(p for p in parts[-4:] if p not in ("/", "bin", "versions", "pythons"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=3, help="of user CPU in the work")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="keep each round's recording in this folder")
     parser.add_argument("pythons", nargs="*")
     args = parser.parse_args()
     for python in args.pythons or default_pythons():
         gaps = []
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
+            keep = args.keep / f"{kept_name(python)}-{round_}" if args.keep else None
+            if keep:
+                keep.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory() as tmp:
-                got = measure(python, args.seconds, Path(tmp))
+                got = measure(python, args.seconds, Path(tmp), keep)
             gaps.append(max(abs(got["perfsleuth"][n] - got["py-spy"][n]) for n in HOT))
             shown = "  ".join(
                 f"{name} {got['perfsleuth'][name]:.3f}/{got['py-spy'][name]:.3f}/"

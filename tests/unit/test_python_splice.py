@@ -16,12 +16,19 @@ timed_pair_quiet is one of examples/python/timed_pair.py 2 at --freq 499 on pyen
 at load 4.5 (py-spy 0.4.3), its perf script cut below each sample's innermost eval loop
 (the frames the splice replaces) and gzipped; its timers gave crunch 0.513 of main.
 timed_pair_debian is the same on Debian's CPython 3.11.2 (libpython in the executable) at
-load 4.5; its timers gave crunch 0.523."""
+load 4.5; its timers gave crunch 0.523. timed_pair_loaded (load 14) and timed_pair_stalls
+(load 4) are `bench/python_shares.py --keep` recordings of timed_pair.py 3 on pyenv's 3.11.7
+(`perfsleuth record --freq 499 --pid`, py-spy 0.4.3, cut and gzipped likewise), with each
+call of crunch and spell (start and end on CLOCK_MONOTONIC, perf's clock) in
+NAME.turns.json: which function each sample was truly in. py-spy stalled through 750 of
+loaded's 1,530 samples, and through 250 of stalls' 1,490."""
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import io
+import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -42,11 +49,15 @@ ORIGIN = {
     "json_heavy_loaded": 57100.987015729,
     "timed_pair_quiet": 68149.807649186,
     "timed_pair_debian": 68341.236606465,
+    "timed_pair_loaded": 81066.728203232,
+    "timed_pair_stalls": 80809.24817243,
 }
 SLACK = {
     "json_heavy_loaded": 57100.987007557 - 57100.856497174,
     "timed_pair_quiet": 0.005482,
     "timed_pair_debian": 0.004691,
+    "timed_pair_loaded": 0.024023,
+    "timed_pair_stalls": 0.008706,
 }
 ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
 DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
@@ -200,6 +211,75 @@ def test_a_c_function_both_call_moves_only_as_near_a_change_as_the_trace_is_off(
     functions, under = timed_pair_shares("timed_pair_debian")
     assert abs(functions["crunch"] / functions["main"] - 0.523) <= 0.02, functions
     assert under["PyNumber_Remainder"]["spell"] >= 15, under["PyNumber_Remainder"]
+
+
+def truly_in(name: str) -> Callable[[float], str]:
+    """Which of crunch and spell the recorded program was in at a time ("" neither)."""
+    turns = json.loads((FIXTURES / f"{name}.turns.json").read_text())
+    starts = [start for _, start, _ in turns]
+
+    def function_at(when: float) -> str:
+        i = bisect.bisect_right(starts, when) - 1
+        return turns[i][0] if i >= 0 and when <= turns[i][2] else ""
+
+    return function_at
+
+
+def in_stall(timeline: py_spy_trace.Timeline, when: float) -> bool:
+    """Whether WHEN falls in a stretch of the trace without a change over 80 ms (a
+    stall of py-spy's on these runs, whose trace changes every 1-2 ms)."""
+    i = bisect.bisect_right(timeline.times, when) - 1
+    return 0 <= i < len(timeline.times) - 1 and timeline.times[i + 1] - timeline.times[i] > 0.08
+
+
+def against_the_turns(name: str) -> tuple[float, float, Counter[tuple[bool, str]]]:
+    """Crunch's share of main as spliced and as the program ran it (its samples in the
+    turns), and per sample in a stall (True) or not, whether the function it was given
+    is the one it ran ("right", "wrong", "none": no Python function)."""
+    samples, timelines = recorded(name)
+    function_at = truly_in(name)
+    placed = python_splice.place(samples, timelines, SLACK[name])
+    spliced: Counter[str] = Counter()
+    truth: Counter[str] = Counter()
+    graded: Counter[tuple[bool, str]] = Counter()
+    for p in placed:
+        names = {frame.rpartition(" (")[0] for frame in p.python}
+        given = next((n for n in ("crunch", "spell") if n in names), "")
+        spliced.update([given] if given else [])
+        spliced.update(["main"] if "main" in names else [])
+        ran = function_at(p.sample.time)
+        if p.early or not ran:
+            continue
+        truth[ran] += 1
+        stalled = in_stall(timelines[p.sample.tid], p.sample.time)
+        graded[(stalled, "none" if not given else "right" if given == ran else "wrong")] += 1
+    return spliced["crunch"] / spliced["main"], truth["crunch"] / truth.total(), graded
+
+
+def test_a_run_py_spy_stalled_through_half_of_reads_crunch_as_it_ran() -> None:
+    """At load 14 py-spy's trace held one stack through half the samples. Counting those
+    too, the offsets a turn of the program away agreed as well as the right one, and the
+    one taken was 24 ms off (16 late; the turns say 8 early), and the samples near a
+    stall's ends took its ends' stacks: crunch 0.632 of main, 12 points over the 0.512 it
+    ran (the README's pyenv 3.11.7 row). The offset is found from the samples py-spy
+    read, and the stalls' samples are inferred from their C functions."""
+    spliced, ran, graded = against_the_turns("timed_pair_loaded")
+    assert abs(spliced - ran) <= 0.025, (spliced, ran)
+    right = graded[(True, "right")] + graded[(False, "right")]
+    assert right >= 0.93 * (right + graded[(True, "wrong")] + graded[(False, "wrong")]), graded
+
+
+def test_samples_in_stalls_take_the_function_their_c_functions_tell() -> None:
+    """At load 4, py-spy stalled through 250 samples in 40-140 ms stretches, about as long
+    as the program's turns. The old rule gave those near a stall's ends its ends' stacks
+    and the middle none: 39 of the 180 so placed in the wrong function, crunch 4 points
+    over what it ran. Inferred from their C functions (crunch's _PyLong_Multiply,
+    spell's PyObject_Str) and those around them, nearly all are placed, and right."""
+    spliced, ran, graded = against_the_turns("timed_pair_stalls")
+    assert abs(spliced - ran) <= 0.02, (spliced, ran)
+    placed = graded[(True, "right")] + graded[(True, "wrong")]
+    assert placed >= 0.85 * (placed + graded[(True, "none")]) > 200, graded
+    assert graded[(True, "right")] >= 0.97 * placed, graded
 
 
 def test_deflate_goes_right_above_pack_logs_without_the_call_glue() -> None:
@@ -362,26 +442,23 @@ def turns(when: float) -> tuple[NativeFrame, ...]:
     return FORMAT if (when - START) % 0.1 >= 0.085 else EVAL
 
 
-def test_samples_in_a_py_spy_stall_keep_their_native_frames_and_are_counted() -> None:
-    """Its last stack held through a stall is not the thread's: the samples far from
-    both ends keep their native stack, counted, spell's C function's as well (giving
-    them spell's stack and crunch's loop none took the stall's time from crunch); those
-    near an end take that end's."""
+def test_samples_in_a_py_spy_stall_take_the_function_their_c_functions_tell() -> None:
+    """Its last stack held through a stall is not the thread's: each sample takes the
+    function its native frames and those around it tell (spell's PyObject_Format, crunch's
+    bare eval loop, as seen outside the stall), spell's 15 ms turns too; keeping the
+    stall's middle native, as the old rule did, lost both."""
     samples, timelines = stalled_run()
     placed = python_splice.place(samples, timelines)
     inside = [p for p in placed if START < p.sample.time < END]
-    bound = python_splice._Stalls.of(timelines[7], [], {}).bound
-    assert all(p.python == CRUNCH for p in inside if p.sample.time < START + bound)
-    assert all(p.python == SPELL for p in inside if p.sample.time > END - bound)
-    middle = [p for p in inside if START + bound < p.sample.time < END - bound]
-    assert {p.sample.frames for p in middle} == {EVAL, FORMAT}
-    assert all(not p.python and p.stalled for p in middle)
+    truth = {EVAL: CRUNCH, FORMAT: SPELL}
+    wrong = [p for p in inside if p.python and p.python != truth[p.sample.frames]]
+    native = [p for p in inside if not p.python]
+    assert not wrong and len(native) <= 0.1 * len(inside), (len(wrong), len(native))
+    assert {p.python for p in inside if p.sample.frames == FORMAT} == {SPELL}
     assert all(p.python and not p.stalled for p in placed if not START < p.sample.time < END)
     spliced = python_splice.splice(samples, timelines)
-    assert spliced.stalled == len(middle)
+    assert spliced.stalled == len(native)
     assert spliced.python + spliced.stalled == sum(spliced.lines.values()) == len(samples)
-    kept = [line for line in spliced.lines if ".py:" not in line]
-    assert kept and all("_PyEval_EvalFrameDefault" in frames_of(line) for line in kept)
 
 
 def test_a_c_call_that_holds_the_stack_keeps_it_through_a_stretch_without_changes() -> None:
@@ -395,18 +472,29 @@ def test_a_c_call_that_holds_the_stack_keeps_it_through_a_stretch_without_change
     assert python_splice.splice(samples, timelines).stalled == 0
 
 
-def test_a_stretch_no_c_function_explains_keeps_native_frames_in_its_middle() -> None:
-    """Only the eval loop through the stretch: the trace cannot tell a stall from one
-    Python line that runs long, so its middle keeps native frames, counted, as in a
-    stall; its ends keep the stacks around it."""
-    native = {CRUNCH: EVAL, SPELL: FORMAT, (): EVAL}
+def test_a_stretch_nothing_tells_apart_keeps_native_frames_in_its_middle() -> None:
+    """Both functions run only the eval loop: nothing in a stall's samples tells which
+    ran, so those far from its ends keep their native frames, counted (a Python line
+    that runs long looks the same in the trace); those next to an end take its stack."""
+    native = {CRUNCH: EVAL, SPELL: EVAL, (): EVAL}
     samples, timelines = stretch_run(CRUNCH, SPELL, native, lambda _: EVAL)
     placed = python_splice.place(samples, timelines)
     inside = [p for p in placed if START < p.sample.time < END]
     assert all(p.python in (CRUNCH, SPELL, ()) for p in inside)
     native_only = [p for p in inside if not p.python]
-    assert native_only and all(p.stalled for p in native_only)
+    assert len(native_only) >= 0.9 * len(inside) and all(p.stalled for p in native_only)
     assert inside[0].python == CRUNCH and inside[-1].python == SPELL
+    assert python_splice.splice(samples, timelines).stalled == len(native_only)
+
+
+def test_a_stretch_only_one_function_runs_like_is_that_function() -> None:
+    """Only the eval loop through the stretch, which only crunch ran outside it (spell
+    is in PyObject_Format): crunch ran through it, a Python line that runs long."""
+    native = {CRUNCH: EVAL, SPELL: FORMAT, (): EVAL}
+    samples, timelines = stretch_run(CRUNCH, SPELL, native, lambda _: EVAL)
+    placed = python_splice.place(samples, timelines)
+    inside = [p for p in placed if START < p.sample.time < END]
+    assert inside and all(p.python == CRUNCH for p in inside)
 
 
 def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
@@ -414,9 +502,9 @@ def test_the_stall_bound_follows_the_threads_own_pace_of_changes() -> None:
     _, timelines = stalled_run()
     (timeline,) = timelines.values()
     slower = py_spy_trace.Timeline("", [2 * t for t in timeline.times], timeline.stacks)
-    bound = python_splice._Stalls.of(timeline, [], {}).bound
+    bound = python_splice._Stalls.of(timeline).bound
     assert bound >= python_splice.STALL_MIN
-    assert python_splice._Stalls.of(slower, [], {}).bound == pytest.approx(2 * bound)
+    assert python_splice._Stalls.of(slower).bound == pytest.approx(2 * bound)
 
 
 REMAINDER = (NativeFrame(0x40, "PyNumber_Remainder", LIBPYTHON), *EVAL)
@@ -455,7 +543,7 @@ def test_the_time_popen_took_is_searched_up_to_a_bound(monkeypatch: pytest.Monke
     samples, timelines = recorded("json_heavy_quiet")
     learn = python_splice._learn
     calls: list[float] = []
-    monkeypatch.setattr(python_splice, "_learn", lambda *a: calls.append(1) or learn(*a))
+    monkeypatch.setattr(python_splice, "_learn", lambda *a, **k: calls.append(1) or learn(*a, **k))
     python_splice.place(samples, timelines, slack=python_splice.MAX_SLACK)
     bounded = len(calls)
     calls.clear()

@@ -33,7 +33,8 @@ changed, stamped when py-spy's main thread handled the sample its sampling threa
 machine), on a clock whose origin is known only within the time Popen took to start
 py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per run:
 
-- the clock offset is the one (STAMPS_LATE plus that time early to START_LATE late)
+- the clock offset is the one (STAMPS_LATE plus that time early to START_LATE plus
+  twice that time late: py-spy's own start-up waits for a CPU too)
   under which the native entries (the C function
   Python called: `encoder_call`, `zlib_compress`) agree best with the Python leaf frames
   the trace gives at the samples' times. Every sample counts: the few near a stack
@@ -52,14 +53,21 @@ py-spy (the recorder may wait for a CPU after py-spy's clock started). So, per r
   always goes with one Python frame, the nearest stack with that frame within FAR (py-spy
   lagged more than LAG); else the stack the trace gives at its time;
 - a sample in a stall of py-spy's (a stretch of the trace without a change longer than
-  twice 25 of the thread's median gaps between changes: py-spy waited for a CPU while
-  the process ran, and its trace holds its last stack, which is not the thread's) takes
-  the nearer side's stack when it is within that bound of one, else keeps its native
-  frames only, counted (`stalled`), whatever its C function, unless nearly all the
-  stretch's samples in a C function are in one that nearly always goes with the stack
-  it holds (a long C call: `zlib_compress` under `pack_logs`), which keeps it. A Python
-  line that runs long without such a C function holds py-spy's stack too and is taken
-  for a stall: its middle keeps native frames.
+  twice 5 of the thread's median gaps between changes, and than 80 ms: py-spy waited for a CPU while
+  the process ran, and its trace holds its last stack, which is not the thread's) is
+  placed by what the samples themselves say (_in_stall): the Python function each was
+  in is inferred from the native entries of the stall's samples together, as a hidden
+  Markov chain whose states are the thread's functions, each giving the entries in the
+  proportions seen with it outside the stalls, from the stall's two ends, which py-spy
+  saw. A sample takes the function it was in with a chance of at least CERTAIN, else
+  keeps its native frames only, counted (`stalled`): crunch's `_PyLong_Multiply` and
+  spell's `PyObject_Str` place themselves and the bare eval loop around them, and the
+  middle of a stretch that nothing tells apart stays native. A stall whose samples in
+  a C function are nearly all in one that nearly always goes with the stack it holds
+  (a long C call: `zlib_compress` under `pack_logs`) keeps that stack. The samples in
+  stalls count neither for the offset nor for what each entry goes with (at load 14,
+  py-spy stalled through half of a run's samples, and counting them put crunch 12
+  points over what it ran).
 
 A thread py-spy names by its pthread id (CPython before 3.11, formats/tool_output/py_spy_trace.py)
 is paired with an OS thread of the samples: the one not running threading's
@@ -84,9 +92,10 @@ the interpreter's own functions are left out there by the same rule.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .perf_samples import NativeFrame, Sample
@@ -130,6 +139,13 @@ KERNEL = "[kernel.kallsyms]"
 # start-up after exec: 1-11 ms at load 12), in SHIFT_STEP steps
 STAMPS_LATE = 0.060
 START_LATE = 0.020
+# py-spy's start-up waits for a CPU as Popen did, and does more (it reads the process's
+# maps and the interpreter's symbols): offsets up to START_LATE plus START_SLACK times the
+# time Popen took late are searched (at load 30 its clock started 68 ms after a Popen of
+# 30 ms returned, on pyenv's 3.13.0: the offset a turn of the program early was taken,
+# crunch 3.9 points over what it ran), but only START_LATE is expected (_nearest_peak): a
+# turn late must not win by a few percent where a turn early could not
+START_SLACK = 2
 SHIFT_STEP = 0.002
 # At most this much SLACK is searched: each offset tried reads every sample again (a
 # Popen of 2 s on a saturated machine would be 1,000 offsets), and the wider the
@@ -154,18 +170,31 @@ NEAR_BEST = 0.9
 # the timers in one of 9 runs at load 16; 2.6 at most with SWITCH)
 EARLY = 0.020
 LAG = 0.020
-SWITCH = 3
+SWITCH = 5
 # a native entry seen with one Python frame this often is taken to always go with it; a
 # sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
 USUAL_SHARE = 0.9
 USUAL_MIN = 3
 FAR = 0.050
 # py-spy stalls on a loaded machine (its threads wait for a CPU while the process runs):
-# its trace then holds one stack for up to a second (_Stalls). Near an end of a stall
-# means within STALL_STEPS of the thread's typical gap between changes (the median: at
-# least py-spy's sampling interval), and never less than STALL_MIN
-STALL_STEPS = 25
+# its trace then holds one stack for up to a second (_Stalls): a stretch without a change
+# over twice STALL_STEPS of the thread's typical gap between changes (the median: at
+# least py-spy's sampling interval), and over twice STALL_MIN. 25 steps before the
+# stall's samples were inferred (_in_stall): a starved py-spy's median gap grows (8-10 ms
+# at load 25), and stretches of 200-400 ms went as the trace held them (crunch 6.2 points
+# over what it ran on pyenv's 3.9.18); over 43 kept runs of timed_pair.py at load 3-30,
+# 5 steps put crunch at most 2.8 points off what it ran (mean 0.7), 25 at most 6.2 (1.0)
+STALL_STEPS = 5
 STALL_MIN = 0.040
+# In a stall, a sample takes the Python function its native entry and those around it
+# make this likely (_in_stall); EMIT_PRIOR: the samples of each entry a function is taken
+# to have had beyond those seen with it (one never seen with it is not impossible: the
+# trace it was learned from is off near changes). Not in the proportions of all: a
+# function seen in one or two samples would then explain any mix of entries as well as
+# the two that alternate, and took json_heavy.py's stalls whole at load 30
+CERTAIN = 0.9
+EMIT_PRIOR = 0.5
+LINE = re.compile(r":\d+\)$")
 
 
 @dataclass(frozen=True)
@@ -215,22 +244,19 @@ def place(
     by_thread: dict[int, list[_Split]] = {}
     for part in cut:
         by_thread.setdefault(part.sample.tid, []).append(part)
-    stalls = {
-        tid: _Stalls.of(timeline, by_thread.get(tid, []), usual)
-        for tid, timeline in timelines.items()
-    }
+    along = _usual(_learn(cut, timelines, in_stalls=True))
+    inferred: dict[int, tuple[str, ...]] = {}
+    for tid, thread in timelines.items():
+        inferred.update(_inferred(thread, by_thread.get(tid, []), _Stalls.of(thread), along))
     out = []
     for part in cut:
         timeline = timelines.get(part.sample.tid)
         python: tuple[str, ...] = ()
-        stalled = False
-        if timeline and part.spliced:
-            start = stalls[part.sample.tid].start_of(part.sample.time)
-            stalled = start is not None
-            if start is not None:
-                python = _python_in_stall(part, timeline, stalls[part.sample.tid], start)
-            else:
-                python = _python_at(part, timeline, learned, usual, reach[part.sample.tid])
+        stalled = id(part) in inferred
+        if stalled:
+            python = inferred[id(part)]
+        elif timeline and part.spliced:
+            python = _python_at(part, timeline, learned, usual, reach[part.sample.tid])
         early = not python and part.spliced and timeline and part.sample.time < timeline.times[0]
         name = timeline.name if timeline else ""
         kept = _kept_on_top(part.sample.frames, part.top) if python else ()
@@ -385,13 +411,15 @@ def _aligned(
 ) -> dict[int, Timeline]:
     """The timelines shifted by the offset under which the samples' native entries
     agree best with their Python leaf frames, of SHIFT_STEP steps from STAMPS_LATE +
-    SLACK (at most MAX_SLACK) early to START_LATE late (unshifted when nothing tells).
+    SLACK (at most MAX_SLACK) early to START_LATE + START_SLACK x SLACK late (unshifted
+    when nothing tells).
     Stamps late by a varying amount make the best agreement flat over tens of ms: its
     middle is taken (its smaller end put 9 of 76 json samples of a run at load 24 under
     the wrong function, its middle none)."""
     slack = min(slack, MAX_SLACK)
     early = -(STAMPS_LATE + slack)
-    shifts = [early + i * SHIFT_STEP for i in range(round((START_LATE - early) / SHIFT_STEP) + 1)]
+    late = START_LATE + START_SLACK * slack
+    shifts = [early + i * SHIFT_STEP for i in range(round((late - early) / SHIFT_STEP) + 1)]
     scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
     if max(scores) <= 0:
         return timelines
@@ -401,7 +429,8 @@ def _aligned(
 def _nearest_peak(shifts: list[float], scores: list[int], slack: float) -> float:
     """Of the stretches of offsets within NEAR_BEST of the best agreement, the one
     nearest the offsets the clocks allow without late stamps (SLACK early to START_LATE
-    late; the better on a tie), and in it the middle of its best. The agreement cannot tell the
+    late: a later start of py-spy's clock is searched, not expected; the better on a
+    tie), and in it the middle of its best. The agreement cannot tell the
     right offset from one a whole turn of the program's alternation away: the mapping of
     C functions to Python ones is as consistent with the two swapped (see the module's
     docs)."""
@@ -440,16 +469,25 @@ def _agreement(learned: Counter[tuple[str, str]]) -> int:
     return sum(2 * max(counts) - sum(counts) for counts in by_entry.values())
 
 
-def _learn(cut: list[_Split], timelines: dict[int, Timeline]) -> Counter[tuple[str, str]]:
-    """(native entry, Python leaf frame of the trace's stack at its time) per sample."""
+def _learn(
+    cut: list[_Split], timelines: dict[int, Timeline], in_stalls: bool = False
+) -> Counter[tuple[str, str]]:
+    """(native entry, Python leaf frame of the trace's stack at its time) per sample, but
+    for those in a stall of py-spy's unless IN_STALLS (_Stalls: the stack it holds there
+    is not the thread's; at load 14, 700 of 1,500 samples were in stalls, and counting
+    them put the best offset a whole turn of the program away)."""
     seen: Counter[tuple[str, str]] = Counter()
+    stalls = {
+        tid: frozenset() if in_stalls else _Stalls.of(timeline).starts
+        for tid, timeline in timelines.items()
+    }
     for part in cut:
         timeline = timelines.get(part.sample.tid)
         if timeline is None or not part.spliced or not part.entry:
             continue
-        stack = _at(timeline, part.sample.time)
-        if stack:
-            seen[(part.entry, stack[-1])] += 1
+        index = bisect.bisect_right(timeline.times, part.sample.time) - 1
+        if index >= 0 and timeline.stacks[index] and index not in stalls[part.sample.tid]:
+            seen[(part.entry, timeline.stacks[index][-1])] += 1
     return seen
 
 
@@ -554,38 +592,18 @@ class _Stalls:
     """A thread's stalls of py-spy: stretches of its trace without a change longer than
     twice BOUND, STALL_STEPS of its typical gap between changes (the median: at least
     py-spy's sampling interval; never less than STALL_MIN), keyed by the index of the
-    change that starts each. The trace cannot tell one from a Python line that runs that
-    long: a stretch whose samples in a C function are nearly all (USUAL_SHARE) in one
-    that nearly always goes with the stack it holds (`zlib_compress` under `pack_logs`)
-    is that C call, HELD; in any other, the samples away from its ends keep their native
-    frames, whatever their C function (giving those whose C function tells its Python
-    caller theirs, and the others none, took a 3.8 s stall's samples from `crunch`, whose
-    loop calls nothing telling: 0.21 of main against the timers' 0.53). A pure-Python
-    line's (a generator over a long range) lose their stack in the middle, as a stall's
-    do."""
+    change that starts each."""
 
     timeline: Timeline
     bound: float
     starts: frozenset[int]
-    held: frozenset[int]
 
     @classmethod
-    def of(cls, timeline: Timeline, parts: list[_Split], usual: dict[str, str]) -> _Stalls:
+    def of(cls, timeline: Timeline) -> _Stalls:
         times = timeline.times
         bound = max(STALL_STEPS * _typical_gap(times), STALL_MIN)
         starts = frozenset(i for i in range(len(times) - 1) if times[i + 1] - times[i] > 2 * bound)
-        inside: dict[int, Counter[bool]] = {start: Counter() for start in starts}
-        for part in parts:
-            start = bisect.bisect_right(times, part.sample.time) - 1
-            if start in inside and part.entry:
-                stack = timeline.stacks[start]
-                inside[start][bool(stack) and usual.get(part.entry) == stack[-1]] += 1
-        held = frozenset(
-            start
-            for start, seen in inside.items()
-            if seen[True] and seen[True] >= USUAL_SHARE * seen.total()
-        )
-        return cls(timeline, bound, starts, held)
+        return cls(timeline, bound, starts)
 
     def start_of(self, when: float) -> int | None:
         """The stall WHEN falls in, by the index of the change that starts it."""
@@ -593,16 +611,159 @@ class _Stalls:
         return start if start in self.starts else None
 
 
-def _python_in_stall(
-    part: _Split, timeline: Timeline, stalls: _Stalls, start: int
-) -> tuple[str, ...]:
-    """In the stall from the change START: its stack when a C call holds it; else the
-    stack of the nearer end within the bound (the change came somewhere in the stall);
-    else none: the sample keeps its native frames."""
+def _function(stack: tuple[str, ...]) -> tuple[str, ...]:
+    """The stack with its leaf's line left out: the Python function running, as called."""
+    return (*stack[:-1], LINE.sub(")", stack[-1])) if stack else ()
+
+
+@dataclass
+class _Seen:
+    """What a thread's trace says outside its stalls: how often each native entry went
+    with each Python function (EMITS: function -> entry -> samples) and with each of its
+    stacks (STACKS: (function, entry) -> stack -> samples; ANY: function -> stack ->
+    samples), and how long the thread stays in one function (STAY, seconds)."""
+
+    emits: dict[tuple[str, ...], Counter[str]]
+    stacks: dict[tuple[tuple[str, ...], str], Counter[tuple[str, ...]]]
+    any: dict[tuple[str, ...], Counter[tuple[str, ...]]]
+    stay: float
+
+    @classmethod
+    def of(cls, timeline: Timeline, parts: list[_Split], stalls: _Stalls, held: set[int]) -> _Seen:
+        """From the samples outside the stalls but for those in the HELD ones (a long C
+        call: the trace's stack is right there, and a function whose time is mostly such
+        calls, `pack_logs`, would else be learned from a few samples)."""
+        emits: dict[tuple[str, ...], Counter[str]] = {}
+        stacks: dict[tuple[tuple[str, ...], str], Counter[tuple[str, ...]]] = {}
+        any_stack: dict[tuple[str, ...], Counter[tuple[str, ...]]] = {}
+        for part in parts:
+            start = stalls.start_of(part.sample.time)
+            if not part.spliced or (start is not None and start not in held):
+                continue
+            stack = _at(timeline, part.sample.time)
+            if stack:
+                function = _function(stack)
+                emits.setdefault(function, Counter())[part.entry] += 1
+                stacks.setdefault((function, part.entry), Counter())[stack] += 1
+                any_stack.setdefault(function, Counter())[stack] += 1
+        return cls(emits, stacks, any_stack, _stay(timeline, stalls))
+
+    def stack(self, function: tuple[str, ...], entry: str) -> tuple[str, ...]:
+        """The stack of FUNCTION the ENTRY went with most (its most frequent else)."""
+        seen = self.stacks.get((function, entry)) or self.any[function]
+        return seen.most_common(1)[0][0]
+
+
+def _stay(timeline: Timeline, stalls: _Stalls) -> float:
+    """The mean time between changes of the Python function outside the stalls."""
     times, stacks = timeline.times, timeline.stacks
-    if start in stalls.held:
-        return stacks[start]
-    since, until = part.sample.time - times[start], times[start + 1] - part.sample.time
-    if min(since, until) > stalls.bound:
-        return ()
-    return stacks[start] if since <= until else stacks[start + 1]
+    spent, changes = 0.0, 0
+    for i in range(len(times) - 1):
+        if i not in stalls.starts:
+            spent += times[i + 1] - times[i]
+            changes += _function(stacks[i]) != _function(stacks[i + 1])
+    return max(spent / max(changes, 1), SHIFT_STEP)
+
+
+def _inferred(
+    timeline: Timeline, parts: list[_Split], stalls: _Stalls, usual: dict[str, str]
+) -> dict[int, tuple[str, ...]]:
+    """The stack of each sample (by id) in a stall: the one the stall holds when a C
+    call holds it (_held), else inferred (_in_stall), () for one left native."""
+    inside: dict[int, list[_Split]] = {}
+    for part in parts:
+        start = stalls.start_of(part.sample.time)
+        if start is not None and part.spliced:
+            inside.setdefault(start, []).append(part)
+    held = {
+        start for start, stalled in inside.items() if _held(timeline.stacks[start], stalled, usual)
+    }
+    seen = _Seen.of(timeline, parts, stalls, held) if inside else None
+    out: dict[int, tuple[str, ...]] = {}
+    for start, stalled in inside.items():
+        if start in held:
+            out.update((id(part), timeline.stacks[start]) for part in stalled)
+        elif seen:
+            out.update(_in_stall(timeline, start, stalled, seen))
+    return out
+
+
+def _held(stack: tuple[str, ...], parts: list[_Split], usual: dict[str, str]) -> bool:
+    """Whether the samples of a stall that holds STACK are one long C call: nearly all
+    (USUAL_SHARE) of those in a C function are in one that nearly always goes with
+    STACK's leaf over the whole run, the stall's samples included (USUAL: json's
+    `encoder_call` under `iterencode` through 2.7 s on CPython 3.9, where py-spy saw
+    that one stack nearly all the run)."""
+    called = [part for part in parts if part.entry]
+    along = sum(1 for part in called if stack and usual.get(part.entry) == stack[-1])
+    return along > 0 and along >= USUAL_SHARE * len(called)
+
+
+def _in_stall(
+    timeline: Timeline, start: int, parts: list[_Split], seen: _Seen
+) -> dict[int, tuple[str, ...]]:
+    """The samples of the stall from the change START (py-spy's trace holds its last
+    stack, which is not the thread's): the Python function each was in is inferred from
+    the native entries of them all, a hidden Markov chain whose states are the thread's
+    functions (those seen outside the stalls and the stall's two ends), each giving the
+    entries in the proportions seen with it outside the stalls, and staying in one for
+    its mean stay (_Seen.stay): forward and backward from the stall's two ends, which
+    py-spy saw. A sample takes the function it was in with a chance of at least
+    CERTAIN (and its stack that went with its entry most); any other keeps its native
+    frames. So a C function that tells its caller (`zlib_compress` under `pack_logs`,
+    crunch's `_PyLong_Multiply`) places itself and the samples around it that run what
+    that function runs, and a stretch nothing tells apart stays native in its middle."""
+    times, stacks = timeline.times, timeline.stacks
+    ends = (_function(stacks[start]), _function(stacks[start + 1]))
+    states = sorted(seen.emits)
+    if not states:
+        return {id(part): () for part in parts}
+    index = {state: i for i, state in enumerate(states)}
+    overall = sum(seen.emits.values(), Counter())
+    emit = [_emission(seen.emits[state], len(overall)) for state in states]
+    total = overall.total()
+    share = [seen.emits[state].total() / total for state in states]
+    whens = [times[start], *(part.sample.time for part in parts), times[start + 1]]
+    moves = [_moves(b - a, seen.stay) for a, b in zip(whens, whens[1:], strict=False)]
+    likely = [[emit[i](part.entry) for i in range(len(states))] for part in parts]
+    forward = _pinned(share, index.get(ends[0]))
+    ahead = []
+    for move, chances in zip(moves, likely, strict=False):
+        went = [(1.0 - move) * a + move * s for a, s in zip(forward, share, strict=True)]
+        forward = _normal([a * b for a, b in zip(went, chances, strict=True)])
+        ahead.append(forward)
+    backward = _pinned(share, index.get(ends[1]))
+    out: dict[int, tuple[str, ...]] = {}
+    for k in reversed(range(len(parts))):
+        anywhere = sum(s * b for s, b in zip(share, backward, strict=True))
+        backward = _normal([(1.0 - moves[k + 1]) * b + moves[k + 1] * anywhere for b in backward])
+        chance = _normal([a * b for a, b in zip(ahead[k], backward, strict=True)])
+        best = max(range(len(states)), key=chance.__getitem__)
+        python = seen.stack(states[best], parts[k].entry) if chance[best] >= CERTAIN else ()
+        out[id(parts[k])] = python
+        backward = [a * b for a, b in zip(backward, likely[k], strict=True)]
+    return out
+
+
+def _emission(entries: Counter[str], kinds: int) -> Callable[[str], float]:
+    """The chance a function gives each entry: as seen with it, each of the KINDS of
+    entries seen at all (and one never seen) taken to have been seen EMIT_PRIOR more."""
+    total = entries.total() + EMIT_PRIOR * (kinds + 1)
+    return lambda entry: (entries[entry] + EMIT_PRIOR) / total
+
+
+def _pinned(share: list[float], state: int | None) -> list[float]:
+    """Certain of STATE when known, else each state by its SHARE of the samples."""
+    if state is None:
+        return list(share)
+    return [float(i == state) for i in range(len(share))]
+
+
+def _moves(apart: float, stay: float) -> float:
+    """The chance the thread left its function in APART seconds (to any, by share)."""
+    return 1.0 - math.exp(-apart / stay)
+
+
+def _normal(chances: list[float]) -> list[float]:
+    total = sum(chances)
+    return [c / total for c in chances] if total > 0 else [1.0 / len(chances)] * len(chances)
