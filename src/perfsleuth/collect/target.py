@@ -61,16 +61,18 @@ def _raise_terminated(signo: int, _frame: Any) -> None:
     raise Terminated(signo)
 
 
-def _die_with(parent: int) -> None:
-    """In the child before exec: get SIGKILL when perfsleuth dies, however it dies."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _die_with(parent: int, death_signal: int) -> None:
+    """In the child before exec: get death_signal when perfsleuth dies, however it dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, death_signal)
     if os.getppid() != parent:  # perfsleuth died before prctl: the signal would never come
         os._exit(1)
 
 
-def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen:
-    """subprocess.Popen of a child that never outlives perfsleuth."""
-    return subprocess.Popen(argv, preexec_fn=functools.partial(_die_with, os.getpid()), **kwargs)
+def spawn(argv: list[str], death_signal: int = signal.SIGKILL, **kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen of a child that never outlives perfsleuth: it gets death_signal
+    when perfsleuth dies (SIGTERM for one that must undo something first)."""
+    die_with = functools.partial(_die_with, os.getpid(), death_signal)
+    return subprocess.Popen(argv, preexec_fn=die_with, **kwargs)
 
 
 @contextmanager

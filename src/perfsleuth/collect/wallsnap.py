@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ LIBS = ["-ldw", "-lelf", "-pthread"]
 NAME = "wallsnap"
 NOT_PERMITTED = 3  # wallsnap's exit status when the process cannot be traced
 STOP_TIMEOUT_S = 30.0
+TERM_GRACE_S = 5.0  # after SIGTERM, for giving boosted threads their policy back
 
 
 def _key() -> str:
@@ -89,6 +91,8 @@ class Snapshotter:
         with open(out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = spawn(
                 [tool, str(pid), f"{rate_hz:g}"],
+                # not SIGKILL: it first gives the threads it made realtime their policy back
+                death_signal=signal.SIGTERM,
                 stdin=subprocess.PIPE,
                 stdout=out,
                 stderr=err,
@@ -114,8 +118,12 @@ class Snapshotter:
         try:
             self.proc.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.terminate()  # SIGKILL would leave its boosted threads realtime
+            try:
+                self.proc.wait(TERM_GRACE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.check()
         text = self.out_path.read_text(errors="replace")
         complaint = self.err_path.read_text(errors="replace").strip().splitlines()

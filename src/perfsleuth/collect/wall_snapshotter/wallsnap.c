@@ -64,7 +64,8 @@
 
    The thread blocks are eu-stack's `-q -b -m` layout. Exit status 0 when PID is gone
    or stdin ends, 2 for bad usage, 3 when PID cannot be traced (not permitted), 4 when
-   there is no such process. */
+   there is no such process, 128+signal after SIGTERM, SIGINT or SIGHUP (boosted threads
+   given back their own policy first). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <elfutils/libdwfl.h>
@@ -124,7 +125,7 @@ struct thread {
     pid_t tid, pid;
     char name[NAME_SIZE];
     bool seized;  /* and not yet stopped */
-    bool boosted; /* made realtime until it stops: its own policy and param */
+    volatile sig_atomic_t boosted; /* made realtime until it stops: its own policy and param */
     int policy;
     struct sched_param param;
 };
@@ -552,16 +553,34 @@ static void boost(struct thread *t) {
     int base = policy & ~SCHED_RESET_ON_FORK;
     if (policy < 0 || (base != SCHED_OTHER && base != SCHED_BATCH && base != SCHED_IDLE)) return;
     if (sched_getparam(t->tid, &t->param) != 0) return;
-    struct sched_param realtime = {.sched_priority = 1};
-    if (sched_setscheduler(t->tid, SCHED_FIFO, &realtime) != 0) return;
     t->policy = policy;
+    /* marked before it is made realtime: a signal in between restores what it had */
+    atomic_signal_fence(memory_order_seq_cst);
     t->boosted = true;
+    atomic_signal_fence(memory_order_seq_cst);
+    struct sched_param realtime = {.sched_priority = 1};
+    if (sched_setscheduler(t->tid, SCHED_FIFO, &realtime) != 0) t->boosted = false;
 }
 
 static void unboost(struct thread *t) {
     if (t->boosted) sched_setscheduler(t->tid, t->policy, &t->param);
+    atomic_signal_fence(memory_order_seq_cst);
     t->boosted = false;
 }
+
+/* SIGTERM, SIGINT, SIGHUP (perfsleuth's stop, or its death: PR_SET_PDEATHSIG): a
+   thread left realtime would keep a busy program's CPUs from everything else. Each
+   boosted thread gets its own policy back (sched_setscheduler is a plain system call,
+   async-signal-safe); exiting detaches the traced ones. Runs on the main thread only
+   (the holders block these signals), so no boost is under way elsewhere meanwhile.
+   SIGKILL cannot be caught: it leaves them as they are. */
+static void on_end(int sig) {
+    for (int i = 0; i < MAX_THREADS; i++)
+        if (threads[i].boosted) sched_setscheduler(threads[i].tid, threads[i].policy, &threads[i].param);
+    _exit(128 + sig);
+}
+
+static const int ENDING[] = {SIGTERM, SIGINT, SIGHUP};
 
 static bool realtime_wake; /* woken at a realtime priority, dropped after each pass's copies */
 static bool realtime_now;
@@ -739,7 +758,7 @@ static int hold_cpus(pid_t root) {
     CPU_SET(cpus[0], &own);
     if (sched_setaffinity(0, sizeof own, &own) != 0) return 0;
     /* holders start at an ordinary priority (not the snapshotter's), and with SIGALRM
-       blocked: waitpid's deadline needs it to reach the main thread */
+       and the ending signals blocked: waitpid's deadline and on_end need the main thread */
     pthread_attr_t ordinary;
     struct sched_param none = {.sched_priority = 0};
     pthread_attr_init(&ordinary);
@@ -749,6 +768,7 @@ static int hold_cpus(pid_t root) {
     sigset_t alarm, before;
     sigemptyset(&alarm);
     sigaddset(&alarm, SIGALRM);
+    for (size_t i = 0; i < sizeof ENDING / sizeof *ENDING; i++) sigaddset(&alarm, ENDING[i]);
     pthread_sigmask(SIG_BLOCK, &alarm, &before);
     int started = 0;
     for (int i = 1; i < n && started < MAX_HOLDERS; i++) {
@@ -789,6 +809,9 @@ int main(int argc, char **argv) {
     unsetenv("DEBUGINFOD_URLS"); /* no download while a thread is held */
     struct sigaction alarm = {.sa_handler = on_alarm}; /* no SA_RESTART: waitpid ends */
     sigaction(SIGALRM, &alarm, NULL);
+    struct sigaction end = {.sa_handler = on_end};
+    sigfillset(&end.sa_mask);
+    for (size_t i = 0; i < sizeof ENDING / sizeof *ENDING; i++) sigaction(ENDING[i], &end, NULL);
     signal(SIGPIPE, SIG_IGN);
     /* before the first reading of the process, which then gets its CPU promptly too */
     const char *wake = wake_promptly();
