@@ -312,7 +312,6 @@ def test_a_library_the_program_loads_from_its_rpath_is_refused_before_training(
     err = capsys.readouterr().err
     assert f"still loads libsolver.so from {examples_built}" in err
     assert "wrote no profile" not in err
-    assert not list((tmp_path / "store" / "builds" / "dependency").rglob("pgo-profile/*.gcda"))
 
 
 def test_try_combined_library_step_needs_its_build_command(

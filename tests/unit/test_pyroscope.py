@@ -85,10 +85,17 @@ def test_folded_stacks_seen_before_read_the_same() -> None:
 
 
 def test_stacks_kept_start_over_past_their_limit() -> None:
-    kept = pyroscope._Stacks(limit=12)
+    one, two = pyroscope._entry_bytes("main;a;b", 3), pyroscope._entry_bytes("main;c", 2)
+    kept = pyroscope._Stacks(limit=one + two - 1)
     assert kept.names("main;a;b", 1) == (("main", "a", "b"), ("b", "a", "main"))
-    kept.names("main;c", 2)  # 8 + 6 characters: past 12, the first is dropped
-    assert list(kept.split) == ["main;c"] and kept.chars == 6
+    kept.names("main;c", 2)  # past the limit: the first is dropped
+    assert list(kept.split) == ["main;c"] and kept.held_bytes == two
+
+
+def test_the_limit_counts_each_name_not_only_the_text() -> None:
+    """2-character names hold ~24 bytes a character (the reviewer's measure), not ~3."""
+    short = ";".join(["ab"] * 1000)
+    assert pyroscope._entry_bytes(short, 1000) > 20 * len(short)
 
 
 def test_pprof_raw_or_in_a_multipart_profile_part() -> None:

@@ -86,7 +86,8 @@ class HostSymbolizer(Symbolizer):
         """CPU seconds naming one new address has cost (a prior until measured)."""
         if self.named < MEASURED_AFTER:
             return PRIOR_S_PER_ADDRESS
-        return self.naming_cpu_s / self.named
+        # os.times() counts in 10 ms ticks: hundreds of cheap addresses can measure 0
+        return max(self.naming_cpu_s / self.named, PRIOR_S_PER_ADDRESS / 10)
 
     def _within_limit(
         self, new: list[tuple[str, str, int]]

@@ -28,7 +28,7 @@ curve of the level below (at its sysfs size), the TLB's misses (at its measured
 reach and cost, an eighth of them per load) taken off first, and it counts when
 the latency at twice the knee is clearly above that at half of it. Fitted as a
 free term, the TLB's curve took the LLC's rise whenever the two knees were
-close (a page walk costs 14 ns, the fit gave it 54-126 ns), and single sweeps'
+close (a page walk costs ~12 ns, the fit gave it 54-126 ns), and single sweeps'
 knees spread from 6 to 54 MiB on a 32 MiB LLC.
 
 Under load (a shared machine, a shared host) each point is the fastest of

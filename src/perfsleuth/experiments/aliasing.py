@@ -34,7 +34,7 @@ from ..static_analysis import byte_map, machine_code
 from ..static_analysis.compile_db import INCLUDE_FOLDER_FLAGS, include_folders, moved_paths
 from ..static_analysis.compiler_remarks import CompileError, Remark, compile_unit, remark_for_loop
 from ..static_analysis.gcc_remarks import gcc_remarks
-from ..static_analysis.source import SYSTEM_PREFIXES, TranslationUnit
+from ..static_analysis.source import TranslationUnit
 from ..static_analysis.toolchain import Toolchain, toolchain_of
 from . import build
 from .runner import Side
@@ -54,6 +54,9 @@ WHOLE_VALUE_NOT = re.compile(rf"\s*(?:{ASSIGNMENT}|\.|->|\[)")
 WRITTEN_BEFORE = re.compile(r"(?:\+\+|--|(?:^|[(,=;{}]|return)\s*&)\s*$")
 CXX20 = "-std=c++20"
 # A call (not a keyword's parenthesis): code the compiler cannot see may read memory.
+# a block opened or closed, or a way out of it: the write-back would not run on every path
+LEAVES = re.compile(r"[{}]|\b(?:return|goto|break|continue)\b")
+SYSTEM_HEADER_FOLDERS = ("/usr/include/", "/usr/local/include/", "/usr/lib/", "/lib/")
 CALL = re.compile(r"\b(?!(?:if|while|for|switch|sizeof|return)\b)[A-Za-z_]\w*\s*\(")
 # A member read through a pointer or an object: `gstring->str`, `s.len`.
 MEMBER = re.compile(r"(?<![\w.>])[A-Za-z_]\w*(?:->|\.)[A-Za-z_]\w*(?![\w(])(?!\s*(?:->|\.|\())")
@@ -194,9 +197,10 @@ def _not_tried(unit: TranslationUnit, match: dict[str, Any]) -> str:
 
 
 def _system_header(path: Path, unit: TranslationUnit) -> bool:
-    """Is the file the system's (under /usr, /lib, or an -isystem folder of the
-    unit), not the project's?"""
-    if str(path).startswith(SYSTEM_PREFIXES):
+    """Is the file the system's (under /usr/include, /usr/lib, /lib, or an -isystem
+    folder of the unit), not the project's? A project under /usr/src or /usr/local/src
+    is the user's."""
+    if str(path).startswith(SYSTEM_HEADER_FOLDERS):
         return True
     return any(path.is_relative_to(folder) for folder in _include_dirs(unit.flags, ("-isystem",)))
 
@@ -416,7 +420,8 @@ def _counter_kept(text: str, match: dict[str, Any]) -> tuple[str, str] | None:
     counter written back after its last; and what the change is. None unless the
     counter is only ever ++/--'d, no call follows its first change (a callee would read
     the stale memory), and the code from there to the write-back opens or closes no
-    block (it runs whenever the counter changed)."""
+    block and leaves by no return, goto, break or continue (it runs whenever the counter
+    changed)."""
     read = match["read"]
     lines = text.splitlines(keepends=True)
     first, last = int(match["line"]) - 1, int(match["end_line"])
@@ -427,7 +432,7 @@ def _counter_kept(text: str, match: dict[str, Any]) -> tuple[str, str] | None:
     if match["pattern"] != STRAIGHT_LINE or change is None:
         return None
     after = body[change.start() :]
-    if _written(read, counted.sub("", body)) or CALL.search(after) or re.search(r"[{}]", after):
+    if _written(read, counted.sub("", body)) or CALL.search(after) or LEAVES.search(after):
         return None
     if not lines[last - 1].rstrip().endswith(";"):
         return None

@@ -16,7 +16,12 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-REFUSED = re.compile(r"error: (?:unsupported option '([^']+)'|unknown argument: '([^']+)')")
+# "unknown argument: 'X'", "unknown argument 'X'; did you mean 'Y'?", "unsupported option
+# 'X'", and "unsupported argument 'V' to option '-O='" (the flag was -O=V)
+REFUSED = re.compile(
+    r"error: (?:unsupported option '([^']+)'|unknown argument:? '([^']+)'"
+    r"|unsupported argument '([^']*)' to option '([^']+)')"
+)
 DRIVER_TIMEOUT_S = 60
 
 
@@ -37,4 +42,6 @@ def _refused(flags: tuple[str, ...], cxx: bool) -> frozenset[str]:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=DRIVER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return frozenset()
-    return frozenset(a or b for a, b in REFUSED.findall(done.stderr))
+    return frozenset(
+        a or b or option + value for a, b, value, option in REFUSED.findall(done.stderr)
+    )

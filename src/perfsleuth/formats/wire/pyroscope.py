@@ -27,9 +27,8 @@ CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
 NAMED_LIMIT = 1 << 17  # frames kept across pushes by name
 _NAMED: dict[str, Frame] = {}
-# Characters of stack texts kept across pushes (see _Stacks): each holds ~3.2 bytes with
-# its split names, so at most ~27 MB.
-STACKS_LIMIT = 8 << 20
+# Bytes of stack texts kept across pushes (see _Stacks), as _entry_bytes estimates them.
+STACKS_LIMIT = 32 << 20
 
 
 def decode(
@@ -103,12 +102,12 @@ class _Stacks:
     window after window, and checking, splitting and interning each line's names again
     was two thirds of a folded push's decoding (bench/ingest_clients.py: 0.40 ms of a
     push's 2.0 ms of collector CPU; its names are long). Cleared past STACKS_LIMIT
-    characters; its dict is changed by single operations the GIL keeps whole."""
+    bytes; its dict is changed by single operations the GIL keeps whole."""
 
     def __init__(self, limit: int = STACKS_LIMIT) -> None:
         self.limit = limit
         self.split: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-        self.chars = 0
+        self.held_bytes = 0
 
     def names(self, stack: str, number: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The stack's names root first and leaf first; a PayloadError for a bad one."""
@@ -122,12 +121,20 @@ class _Stacks:
                 raise PayloadError(f"folded line {number}: deeper than {depth} frames")
             for name in names:
                 ingest.text(name, f"folded line {number}: a frame")
-            if self.chars + len(stack) > self.limit:
+            cost = _entry_bytes(stack, len(names))
+            if self.held_bytes + cost > self.limit:
                 self.split.clear()
-                self.chars = 0
+                self.held_bytes = 0
             found = self.split[stack] = (tuple(names), tuple(reversed(names)))
-            self.chars += len(stack)
+            self.held_bytes += cost
         return found
+
+
+def _entry_bytes(stack: str, names: int) -> int:
+    """What one kept stack holds in CPython: its text as the key, each name as its own
+    string (~50 bytes of header), two tuples of pointers, the dict's slot. Short names
+    cost mostly headers: 1 MiB of 2-character names held ~24 MB (a reviewer measured)."""
+    return 2 * len(stack) + 66 * names + 200
 
 
 _STACKS = _Stacks()
