@@ -140,11 +140,10 @@ KERNEL = "[kernel.kallsyms]"
 STAMPS_LATE = 0.060
 START_LATE = 0.020
 # py-spy's start-up waits for a CPU as Popen did, and does more (it reads the process's
-# maps and the interpreter's symbols): offsets up to START_LATE plus START_SLACK times the
-# time Popen took late are searched (at load 30 its clock started 68 ms after a Popen of
-# 30 ms returned, on pyenv's 3.13.0: the offset a turn of the program early was taken,
-# crunch 3.9 points over what it ran), but only START_LATE is expected (_nearest_peak): a
-# turn late must not win by a few percent where a turn early could not
+# maps and the interpreter's symbols): START_LATE plus START_SLACK times the time Popen
+# took late (at load 30 its clock started 68 ms after a Popen of 30 ms returned, on
+# pyenv's 3.13.0: the offset a turn of the program early was taken, crunch 3.9 points
+# over what it ran)
 START_SLACK = 2
 SHIFT_STEP = 0.002
 # At most this much SLACK is searched: each offset tried reads every sample again (a
@@ -423,14 +422,13 @@ def _aligned(
     scores = [_agreement(_learn(cut, _shifted(timelines, by))) for by in shifts]
     if max(scores) <= 0:
         return timelines
-    return _shifted(timelines, _nearest_peak(shifts, scores, slack))
+    return _shifted(timelines, _nearest_peak(shifts, scores, slack, late))
 
 
-def _nearest_peak(shifts: list[float], scores: list[int], slack: float) -> float:
+def _nearest_peak(shifts: list[float], scores: list[int], slack: float, late: float) -> float:
     """Of the stretches of offsets within NEAR_BEST of the best agreement, the one
-    nearest the offsets the clocks allow without late stamps (SLACK early to START_LATE
-    late: a later start of py-spy's clock is searched, not expected; the better on a
-    tie), and in it the middle of its best. The agreement cannot tell the
+    nearest the offsets the clocks allow without late stamps (SLACK early to LATE late;
+    the better on a tie), and in it the middle of its best. The agreement cannot tell the
     right offset from one a whole turn of the program's alternation away: the mapping of
     C functions to Python ones is as consistent with the two swapped (see the module's
     docs)."""
@@ -445,7 +443,7 @@ def _nearest_peak(shifts: list[float], scores: list[int], slack: float) -> float
             stretches.append([i])
 
     def rank(stretch: list[int]) -> tuple[float, int]:
-        away = min(max(-slack - shifts[i], shifts[i] - START_LATE, 0.0) for i in stretch)
+        away = min(max(-slack - shifts[i], shifts[i] - late, 0.0) for i in stretch)
         return away, -max(scores[i] for i in stretch)
 
     chosen = min(stretches, key=rank)
@@ -629,16 +627,12 @@ class _Seen:
     stay: float
 
     @classmethod
-    def of(cls, timeline: Timeline, parts: list[_Split], stalls: _Stalls, held: set[int]) -> _Seen:
-        """From the samples outside the stalls but for those in the HELD ones (a long C
-        call: the trace's stack is right there, and a function whose time is mostly such
-        calls, `pack_logs`, would else be learned from a few samples)."""
+    def of(cls, timeline: Timeline, parts: list[_Split], stalls: _Stalls) -> _Seen:
         emits: dict[tuple[str, ...], Counter[str]] = {}
         stacks: dict[tuple[tuple[str, ...], str], Counter[tuple[str, ...]]] = {}
         any_stack: dict[tuple[str, ...], Counter[tuple[str, ...]]] = {}
         for part in parts:
-            start = stalls.start_of(part.sample.time)
-            if not part.spliced or (start is not None and start not in held):
+            if not part.spliced or stalls.start_of(part.sample.time) is not None:
                 continue
             stack = _at(timeline, part.sample.time)
             if stack:
@@ -675,14 +669,12 @@ def _inferred(
         start = stalls.start_of(part.sample.time)
         if start is not None and part.spliced:
             inside.setdefault(start, []).append(part)
-    held = {
-        start for start, stalled in inside.items() if _held(timeline.stacks[start], stalled, usual)
-    }
-    seen = _Seen.of(timeline, parts, stalls, held) if inside else None
+    seen = _Seen.of(timeline, parts, stalls) if inside else None
     out: dict[int, tuple[str, ...]] = {}
     for start, stalled in inside.items():
-        if start in held:
-            out.update((id(part), timeline.stacks[start]) for part in stalled)
+        stack = timeline.stacks[start]
+        if _held(stack, stalled, usual):
+            out.update((id(part), stack) for part in stalled)
         elif seen:
             out.update(_in_stall(timeline, start, stalled, seen))
     return out
