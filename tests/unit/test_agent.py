@@ -368,10 +368,13 @@ def test_the_symbol_cache_keeps_its_bound_by_dropping_the_oldest_files(tmp_path:
 
 
 def test_naming_may_spend_what_the_budget_spares_up_to_three_quarters() -> None:
-    budget = Budget(share=0.01, ncpus=2, window_s=10)  # 2.2 CPU-s allowed at 100 s
-    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.0) == pytest.approx(0.65)
-    assert budget.naming_allowance_s(elapsed_s=200, used_s=1.0) == pytest.approx(2.15)
-    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.7) == 0
+    """Of the cap since start, without the window's allowance: 2.0 CPU-s at 100 s."""
+    budget = Budget(share=0.01, ncpus=2, window_s=10)
+    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.0) == pytest.approx(0.5)
+    assert budget.naming_allowance_s(elapsed_s=200, used_s=1.0) == pytest.approx(2.0)
+    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.6) == 0
+    assert budget.within_cap(elapsed_s=100, used_s=2.0)
+    assert not budget.within_cap(elapsed_s=100, used_s=2.1)  # within the window's allowance
 
 
 def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) -> None:
@@ -386,20 +389,21 @@ def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) 
         agent.symbolizer.deferred_last = 5
         agent._apply(FULL)
         assert agent.python.asked_only
-        assert agent.symbolizer.name_limit == int(0.65 / agent.symbolizer.cost_per_address())
+        assert agent.symbolizer.name_limit == int(0.5 / agent.symbolizer.cost_per_address())
         agent.symbolizer.deferred_last = 0
         agent._apply(FULL)
         assert not agent.python.asked_only
-        agent._apply(PYTHON_ASKED)  # 0.65 CPU-s spare: a py-spy run on a service fits
+        agent._apply(PYTHON_ASKED)  # 0.5 CPU-s spare: a py-spy run on a service fits
         assert agent.python.asked_only and agent.python.service_allowed
-        agent.meter.spent = lambda perf: (100.0, 1.6)  # type: ignore[method-assign]
+        agent.meter.spent = lambda perf: (100.0, 1.45)  # type: ignore[method-assign]
         agent._apply(PYTHON_ASKED)  # 0.05 CPU-s spare: it does not
         assert not agent.python.service_allowed
         agent.meter.spent = lambda perf: (100.0, 1.7)  # type: ignore[method-assign]
         agent._apply(PYTHON_ASKED)  # nothing spared: the hottest are still named
         assert agent.symbolizer.name_limit == daemon.MIN_NAMED
-        agent.meter.spent = lambda perf: (100.0, 2.3)  # type: ignore[method-assign]
-        agent._apply(SYMBOLS_CACHED)  # over the cap (2.2 CPU-s): none
+        # over the cap since start (2.0 CPU-s), within the window's allowance (2.2): none
+        agent.meter.spent = lambda perf: (100.0, 2.1)  # type: ignore[method-assign]
+        agent._apply(SYMBOLS_CACHED)
         assert agent.symbolizer.name_limit == 0
     finally:
         agent.lock.close()

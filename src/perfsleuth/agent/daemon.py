@@ -110,7 +110,12 @@ def log_stderr(message: str) -> None:
 
 
 class Agent:
-    def __init__(self, config: AgentConfig, log: Callable[[str], None] = log_stderr) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        log: Callable[[str], None] = log_stderr,
+        meter: Meter | None = None,
+    ) -> None:
         check_access(current_access())
         self.config = config
         self.log = log
@@ -132,7 +137,8 @@ class Agent:
             match=config.python_match,
             log=log,
         )
-        self.meter = Meter()
+        # the daemon's: since its process started (commands/agent.py)
+        self.meter = meter or Meter()
         cap = config.max_cpu_share
         self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
@@ -263,15 +269,16 @@ class Agent:
     def _name_limit(self, level: int) -> int | None:
         """How many new addresses the next window may name: what the budget spares for
         naming (Budget.naming_allowance_s) at what an address has cost so far, and at
-        least the MIN_NAMED most sampled while the agent is within its cap (none over
-        it): on a loaded host, perf and the windows' conversion alone take most of a 1%
+        least the MIN_NAMED most sampled while its share since start is within the cap
+        (none over it, the window's allowance not counted: that went to a first window's
+        naming, over the cap since start for the bench's first minutes): on a loaded host, perf and the windows' conversion alone take most of a 1%
         cap, and with nothing spared a busy program's hottest function stayed unnamed
         for minutes (bench/fleet_agreement.py at load 15: hotspots' `mix`, 86% of its
         time, 0% in the fleet)."""
         if self.budget is None:
             return None
         elapsed, used = self.meter.spent(self._perf_pid())
-        if level == THIN or self.budget.used_of_allowed(elapsed, used) > 1:
+        if level == THIN or not self.budget.within_cap(elapsed, used):
             return 0
         if level == SYMBOLS_CACHED:
             return MIN_NAMED

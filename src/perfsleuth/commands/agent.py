@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..agent.daemon import DEFAULT_MAX_CPU_SHARE, Agent, AgentConfig
+from ..agent.overhead import Meter
 from ..agent.python_sampler import DEFAULT_PROCESSES
 from ..errors import UserError
 
@@ -88,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return Agent(config(args)).run()
+    return Agent(config(args), meter=Meter.since_process_start()).run()
 
 
 def config(args: argparse.Namespace) -> AgentConfig:
