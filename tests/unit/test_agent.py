@@ -367,6 +367,27 @@ def test_the_symbol_cache_keeps_its_bound_by_dropping_the_oldest_files(tmp_path:
     assert not list(tmp_path.glob("*etc*"))
 
 
+def test_answers_named_before_a_debug_file_was_installed_are_not_read_after(
+    tmp_path: Path,
+) -> None:
+    """Symbol-table-only answers (no line) are kept apart from those named with the build-id's
+    debug file: once it is installed, the addresses are named anew, with their lines."""
+    bid = "ab" * 10
+    debug_dir = tmp_path / "debug"
+    cache = SymbolCache(tmp_path / "cache", debug_dirs=(str(debug_dir),))
+    cache.add(bid, [(1, (Frame("f", dso="x"),))])
+    assert cache.load(bid, "x") == {1: (Frame("f", dso="x"),)}
+    debug_file = debug_dir / ".build-id" / bid[:2] / f"{bid[2:]}.debug"
+    debug_file.parent.mkdir(parents=True)
+    debug_file.write_bytes(b"")
+    assert cache.load(bid, "x") == {}
+    lined = (Frame("f", dso="x", file="x.c", line=3),)
+    cache.add(bid, [(1, lined)])
+    assert cache.load(bid, "x") == {1: lined}
+    debug_file.unlink()  # removed again: the symbol table's answers are still there
+    assert cache.load(bid, "x") == {1: (Frame("f", dso="x"),)}
+
+
 def test_naming_may_spend_what_the_budget_spares_up_to_three_quarters() -> None:
     """Of the cap since start, without the window's allowance: 2.0 CPU-s at 100 s."""
     budget = Budget(share=0.01, ncpus=2, window_s=10)

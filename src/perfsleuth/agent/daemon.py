@@ -269,12 +269,13 @@ class Agent:
     def _name_limit(self, level: int) -> int | None:
         """How many new addresses the next window may name: what the budget spares for
         naming (Budget.naming_allowance_s) at what an address has cost so far, and at
-        least the MIN_NAMED most sampled while its share since start is within the cap
-        (none over it, the window's allowance not counted: that went to a first window's
-        naming, over the cap since start for the bench's first minutes): on a loaded host, perf and the windows' conversion alone take most of a 1%
-        cap, and with nothing spared a busy program's hottest function stayed unnamed
-        for minutes (bench/fleet_agreement.py at load 15: hotspots' `mix`, 86% of its
-        time, 0% in the fleet)."""
+        least the MIN_NAMED most sampled while the agent's share since its start is
+        within the cap (none over it; the window's allowance not counted, which once
+        went to the first window's naming and kept the share since start over the cap
+        for the first minutes): on a loaded host, perf and the windows' conversion alone
+        take most of a 1% cap, and with nothing spared a busy program's hottest function
+        stayed unnamed for minutes (bench/fleet_agreement.py at load 15: hotspots' `mix`,
+        86% of its time, 0% in the fleet)."""
         if self.budget is None:
             return None
         elapsed, used = self.meter.spent(self._perf_pid())
