@@ -269,17 +269,16 @@ class Agent:
     def _name_limit(self, level: int) -> int | None:
         """How many new addresses the next window may name: what the budget spares for
         naming (Budget.naming_allowance_s) at what an address has cost so far, and at
-        least the MIN_NAMED most sampled while the agent's share since its start is
-        within the cap (none over it; the window's allowance not counted, which once
-        went to the first window's naming and kept the share since start over the cap
-        for the first minutes): on a loaded host, perf and the windows' conversion alone
-        take most of a 1% cap, and with nothing spared a busy program's hottest function
-        stayed unnamed for minutes (bench/fleet_agreement.py at load 15: hotspots' `mix`,
-        86% of its time, 0% in the fleet)."""
+        least the MIN_NAMED most sampled while the agent is within its cap (its window's
+        allowance included; none over it): on a loaded host, perf and the windows'
+        conversion alone take most of a 1% cap, and with nothing spared a busy program's
+        hottest function stayed unnamed for minutes (bench/fleet_agreement.py at load 15:
+        hotspots' `mix`, 86% of its time, 0% in the fleet; 6.5% when the floor also
+        waited for the share since start to be within the cap)."""
         if self.budget is None:
             return None
         elapsed, used = self.meter.spent(self._perf_pid())
-        if level == THIN or not self.budget.within_cap(elapsed, used):
+        if level == THIN or self.budget.used_of_allowed(elapsed, used) > 1:
             return 0
         if level == SYMBOLS_CACHED:
             return MIN_NAMED

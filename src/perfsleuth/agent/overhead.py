@@ -138,11 +138,6 @@ class Budget:
     def used_of_allowed(self, elapsed_s: float, used_s: float) -> float:
         return used_s / (self.share * self.ncpus * (elapsed_s + self.window_s))
 
-    def within_cap(self, elapsed_s: float, used_s: float) -> bool:
-        """Whether the share since start is within the cap, without the window's allowance:
-        what naming new addresses may add to (the allowance keeps windows converted)."""
-        return self.host_share(elapsed_s, used_s) <= self.share
-
     def naming_allowance_s(self, elapsed_s: float, used_s: float) -> float:
         """CPU seconds naming new addresses may spend now: up to SYMBOLS_CACHED_AT of the
         cap over the time so far, without the window's allowance, so that naming a busy
