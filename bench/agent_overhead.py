@@ -1,5 +1,5 @@
 """The agent's overhead, side by side in one run: a CPU-bound workload alone, under
-`perfsleuth agent` (defaults: 19 Hz per CPU, DWARF stacks, 10 s windows, pushing to a
+`perfsleuth agent` (defaults: 19 Hz per CPU, DWARF stacks, 20 s windows, pushing to a
 local collector), and under `perf record -a -g -F 19` alone.
 
 Rounds are interleaved (alone, agent, perf, alone, agent, perf, ...) so that drift
@@ -55,7 +55,9 @@ PYTHON_WORKLOAD = ROOT / "examples" / "python" / "json_heavy.py"
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
 TICK = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count() or 1
-WINDOW_S = 10
+# Before the workload: as many seconds as two 10 s windows took when that was the
+# default window (now its first 20 s window and a few seconds of converting it)
+WARMUP_S = 23
 
 
 def stat(pid: int) -> list[str]:
@@ -233,15 +235,15 @@ def main() -> None:
         try:
             for r in range(args.rounds):
                 alone.walls.append(run_workload(workload))
-                # two windows first: the agent's first symbolization is a one-off, and a
+                # its first window first: the agent's first symbolization is a one-off, and a
                 # fleet host is mostly long-running services (steady state)
-                profiled([*agent_cmd, *spool("agent", r)], workload, 2 * WINDOW_S + 3, agent)
+                profiled([*agent_cmd, *spool("agent", r)], workload, WARMUP_S, agent)
                 if args.also:
                     also_cmd = [*agent_cmd, *spool("also", r), *args.also.split()]
-                    profiled(also_cmd, workload, 2 * WINDOW_S + 3, also)
+                    profiled(also_cmd, workload, WARMUP_S, also)
                 if baseline_env:
                     base_cmd = [*agent_cmd, *spool("baseline", r)]
-                    profiled(base_cmd, workload, 2 * WINDOW_S + 3, baseline, baseline_env)
+                    profiled(base_cmd, workload, WARMUP_S, baseline, baseline_env)
                 profiled(perf_cmd, workload, 1, perf)
                 shares = ", ".join(
                     f"{name} {m.shares[-1]:.2%} ({m.since_start[-1]:.2%} since start)"

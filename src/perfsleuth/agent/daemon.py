@@ -72,7 +72,7 @@ class AgentConfig:
     spool: Path
     token: str | None = None
     freq: int = 19
-    window_s: int = 10
+    window_s: int = 20
     max_spool_bytes: int = 256 << 20
     call_graph: str = "dwarf"
     labels: dict[str, str] = field(default_factory=dict)
@@ -110,12 +110,7 @@ def log_stderr(message: str) -> None:
 
 
 class Agent:
-    def __init__(
-        self,
-        config: AgentConfig,
-        log: Callable[[str], None] = log_stderr,
-        meter: Meter | None = None,
-    ) -> None:
+    def __init__(self, config: AgentConfig, log: Callable[[str], None] = log_stderr) -> None:
         check_access(current_access())
         self.config = config
         self.log = log
@@ -137,8 +132,7 @@ class Agent:
             match=config.python_match,
             log=log,
         )
-        # the daemon's: since its process started (commands/agent.py)
-        self.meter = meter or Meter()
+        self.meter = Meter()
         cap = config.max_cpu_share
         self.budget = Budget(cap, self.meter.ncpus, config.window_s) if cap else None
         self.counts = Counters()
@@ -273,8 +267,8 @@ class Agent:
         allowance included; none over it): on a loaded host, perf and the windows'
         conversion alone take most of a 1% cap, and with nothing spared a busy program's
         hottest function stayed unnamed for minutes (bench/fleet_agreement.py at load 15:
-        hotspots' `mix`, 86% of its time, 0% in the fleet; 6.5% when the floor also
-        waited for the share since start to be within the cap)."""
+        hotspots' `mix`, 86% of its time, 0% in the fleet; 6.5% when the floor waited
+        for the share since the agent's process started to be within the cap)."""
         if self.budget is None:
             return None
         elapsed, used = self.meter.spent(self._perf_pid())

@@ -8,7 +8,6 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..agent.daemon import DEFAULT_MAX_CPU_SHARE, Agent, AgentConfig
-from ..agent.overhead import Meter
 from ..agent.python_sampler import DEFAULT_PROCESSES
 from ..errors import UserError
 
@@ -35,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(host is this host's name; service defaults to 'system')",
     )
     parser.add_argument(
-        "--window", type=int, default=10, metavar="S", help="seconds per window (default 10)"
+        "--window", type=int, default=20, metavar="S", help="seconds per window (default 20)"
     )
     parser.add_argument(
         "--spool",
@@ -89,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return Agent(config(args), meter=Meter.since_process_start()).run()
+    return Agent(config(args)).run()
 
 
 def config(args: argparse.Namespace) -> AgentConfig:
