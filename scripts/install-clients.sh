@@ -3,6 +3,8 @@
 # tests push with, from their own registries, kept under .venv/clients/
 # (tests/integration/test_pyroscope_clients.py, test_otel_collector.py).
 # pyroscope-io 1.4.0 is a dev dependency of the virtualenv itself (pyproject.toml).
+# The Pyroscope Java agent 2.9.2 (Maven Central, checked against its .sha1) and
+# tests/clients/java/App.java compiled against it.
 # Idempotent: each client is installed once; a failed install is said, not fatal.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,4 +52,29 @@ if command -v npm >/dev/null 2>&1; then
     fi
 else
     echo "install-clients: no npm: the @pyroscope/nodejs test will say so" >&2
+fi
+
+# io.pyroscope:agent 2.9.2 from Maven Central and the Java program it profiles
+# (tests/clients/java/, compiled once per source change); skipped without a JDK.
+JAVA_DIR=$CLIENTS/java
+AGENT=$JAVA_DIR/agent-2.9.2.jar
+MAVEN=${MAVEN_URL:-https://repo1.maven.org/maven2}/io/pyroscope/agent/2.9.2/agent-2.9.2.jar
+if command -v javac >/dev/null 2>&1; then
+    mkdir -p "$JAVA_DIR"
+    if [ ! -s "$AGENT" ]; then
+        curl -fsSL -o "$AGENT.tmp" "$MAVEN" \
+            && [ "$(curl -fsSL "$MAVEN.sha1" | cut -c1-40)" = "$(sha1sum "$AGENT.tmp" | cut -c1-40)" ] \
+            && mv "$AGENT.tmp" "$AGENT" \
+            || echo "install-clients: the Pyroscope Java agent did not download (or its sha1 differs)" >&2
+        rm -f "$AGENT.tmp"
+    fi
+    hash=$(cat tests/clients/java/*.java | sha256sum | cut -d' ' -f1)
+    if [ -s "$AGENT" ] && [ "$(cat "$JAVA_DIR/classes.stamp" 2>/dev/null)" != "$hash" ]; then
+        rm -rf "$JAVA_DIR/classes"
+        javac -d "$JAVA_DIR/classes" -cp "$AGENT" tests/clients/java/*.java \
+            && echo "$hash" > "$JAVA_DIR/classes.stamp" \
+            || echo "install-clients: tests/clients/java did not compile" >&2
+    fi
+else
+    echo "install-clients: no JDK (javac): the Pyroscope Java agent test will say so" >&2
 fi

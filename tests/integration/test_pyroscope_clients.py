@@ -5,7 +5,8 @@ back with `perfsleuth fleet top` and checked against what the program did: its h
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
 Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
-built with pyroscope-go v1.5.0 and @pyroscope/nodejs 0.6.4 under .venv/clients/).
+built with pyroscope-go v1.5.0, @pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with
+tests/clients/java/ compiled against it, under .venv/clients/).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
 NODE_MODULES = INSTALLED / "node" / "node_modules"
+JAVA = INSTALLED / "java"  # the agent's jar and tests/clients/java/ compiled
+JAVA_AGENT = JAVA / "agent-2.9.2.jar"
 SECONDS = "5"
 
 
@@ -176,3 +179,44 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
     heap = top(collector, "service=node-app,type=inuse_space", 50)
     assert heap["unit"] == "bytes" and heap["total"] > 0
     assert top(collector, "service=node-app,type=inuse_objects")["total"] > 0
+
+
+@pytest.mark.skipif(not shutil.which("java"), reason="Java is not installed")
+def test_pyroscope_java_agent_pushes_jfr(collector: Collector) -> None:
+    """io.pyroscope:agent 2.9.2: /ingest?format=jfr, a JFR recording by async-profiler
+    (CPU by itimer, allocations, monitor contention) with its labels part."""
+    assert JAVA_AGENT.exists() and (JAVA / "classes" / "App.class").exists(), "make setup"
+    env = {
+        **os.environ,
+        "PYROSCOPE_SERVER_ADDRESS": collector.url(""),
+        "PYROSCOPE_APPLICATION_NAME": "java-app",
+        "PYROSCOPE_LABELS": "team=sre",
+        "PYROSCOPE_UPLOAD_INTERVAL": "2s",  # it sends nothing of the last interval at exit
+        "PYROSCOPE_PROFILER_EVENT": "itimer",
+        "PYROSCOPE_PROFILER_ALLOC": "256k",
+        "PYROSCOPE_PROFILER_LOCK": "1ms",
+    }
+    argv = ["java", f"-javaagent:{JAVA_AGENT}", "-cp", str(JAVA / "classes"), "App", "8"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    cpu = top(collector, "service=java-app")
+    # the JVM's own threads (JIT, GC) take some samples too; the program's two are first
+    assert functions(cpu)[0] == "App.hotA" and "App.hotB" in functions(cpu)[1:4]
+    assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
+    assert top(collector, "service=java-app,team=sre")["total"] == cpu["total"]
+    tagged = top(collector, "service=java-app,phase=a")
+    assert functions(tagged)[0] == "App.hotA" and "App.hotB" not in functions(tagged)
+    assert 0 < tagged["total"] < cpu["total"]
+    alloc = top(collector, "service=java-app,type=alloc_space")
+    assert alloc["unit"] == "bytes" and functions(alloc)[0] == "App.allocate"
+    objects = top(collector, "service=java-app,type=alloc_objects")
+    # an allocation event stands for the bytes of its TLAB (the program's are 64 KiB arrays)
+    assert objects["unit"] == "count" and alloc["total"] > objects["total"] * 1024 > 0
+    contentions = top(collector, "service=java-app,type=mutex_contentions", 50)
+    assert contentions["unit"] == "count" and "App.holdLock" in functions(contentions)
+    delay = top(collector, "service=java-app,type=mutex_delay", 50)
+    assert delay["unit"] == "ns" and functions(delay)[0] == "App.holdLock"
+    assert delay["total"] > contentions["total"] > 0  # ns waited, not a count again
+    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    assert 'endpoint="ingest",result="accepted"' in metrics
+    assert 'endpoint="ingest",result="rejected"' not in metrics
