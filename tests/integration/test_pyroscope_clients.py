@@ -5,8 +5,9 @@ back with `perfsleuth fleet top` and checked against what the program did: its h
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
 Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
-built with pyroscope-go v1.5.0, @pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with
-tests/clients/java/ compiled against it, under .venv/clients/).
+built with pyroscope-go v1.5.0, a Rust program built with the crates.io pyroscope 2.1.5,
+@pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with tests/clients/java/ compiled
+against it, under .venv/clients/).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
+RUST_APP = INSTALLED / "rust-app"  # tests/clients/rust/, the same
 NODE_MODULES = INSTALLED / "node" / "node_modules"
 JAVA = INSTALLED / "java"  # the agent's jar and tests/clients/java/ compiled
 JAVA_AGENT = JAVA / "agent-2.9.2.jar"
@@ -147,6 +149,46 @@ def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     assert mutex["unit"] == "count" and "main.holdLock" in functions(mutex)
     metrics = request(collector.url("/metrics"), None, {})[1].decode()
     assert 'endpoint="ingest",result="rejected"' not in metrics
+
+
+def test_pyroscope_rust_pushes_the_connect_api(collector: Collector) -> None:
+    """crates.io pyroscope 2.1.5 and its pprof-rs backend: Connect, `process_cpu` in CPU
+    ns, names demangled by the SDK (`crate::function`), tag_wrapper tags per sample."""
+    assert RUST_APP.exists(), "make setup builds the Pyroscope Rust SDK program"
+    before = pushes(collector)
+    out = subprocess.run(
+        [str(RUST_APP), collector.url(""), "rust-app", SECONDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    loop_cpu, _, process_cpu = (float(v) for v in out.stdout.split()[-3:])
+    cpu = top(collector, "service=rust-app")
+    assert cpu["type"] == "cpu" and cpu["unit"] == "ns"
+    # The SDK's own work (a report at each tag change) takes a few samples of its own.
+    assert functions(cpu)[0] == "rust_app::hot_a" and "rust_app::hot_b" in functions(cpu)[1:4]
+    assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
+    # pprof-rs samples the process' CPU time (ITIMER_PROF, which counts the kernel's
+    # ticks: 4.4% above getrusage's time at load 14), and drops a sample due while the
+    # SDK builds a report (the stored total is the pushes' own: test_pyroscope_push.py).
+    assert 0.7 * loop_cpu * 1e9 <= cpu["total"] <= 1.3 * process_cpu * 1e9
+    for where in ("team=sre", "process.runtime.name=rust"):
+        assert top(collector, f"service=rust-app,{where}")["total"] == cpu["total"], where
+    tagged = top(collector, "service=rust-app,phase=a", 50)
+    assert functions(tagged)[0] == "rust_app::hot_a" and "rust_app::hot_b" not in functions(tagged)
+    assert 0 < tagged["total"] < cpu["total"]
+    after = pushes(collector)
+    assert after["accepted"] - before["accepted"] >= 2  # one per 2 s and the last one
+    assert after["rejected"] == before["rejected"] == 0
+
+
+def pushes(collector: Collector) -> dict[str, int]:
+    """The collector's Connect pushes by result."""
+    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    counters = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line[:1] != "#")
+    name = 'perfsleuth_collector_pushes_total{endpoint="connect",result="%s"}'
+    return {result: int(counters.get(name % result, 0)) for result in ("accepted", "rejected")}
 
 
 def js_functions(doc: dict) -> list[str]:
