@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -54,7 +54,7 @@ class _Guarded(HttpToolsProtocol):
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and not isinstance(cycle.transport, _HeadWithBody):
-            cycle.transport = _HeadWithBody(cycle)
+            cycle.transport = cast(asyncio.Transport, _HeadWithBody(cycle))
 
     def on_response_complete(self) -> None:
         cycle = self.cycle
