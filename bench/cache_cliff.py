@@ -19,7 +19,11 @@ measured latency.
    per n (the fastest of ten short rounds, as the calibration's chases), from
    half the lowest predicted n to twice the highest (of all programs, so that
    the curves share their sizes), POINTS_PER_DOUBLING sizes per doubling, in
-   --repeats sweeps.
+   --repeats sweeps. Before each of a program's sweeps, LLC_SWEEPS_BESIDE sweeps
+   of the calibration's LLC chase (interleaved: both see the same neighbours,
+   whose use of a shared LLC moves its usable part 2.5x within minutes); the
+   program's LLC cliff is predicted again from the median knee of its own
+   calibration sweeps (--llc-once: from the calibration at the start alone).
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
@@ -47,8 +51,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from perfsleuth.cpu_cache_projections import calibrate, scaling
 from perfsleuth.cpu_cache_projections.calibrate import rise
 from perfsleuth.cpu_cache_projections.knee import knee
+from perfsleuth.cpu_cache_projections.model import machine_geometry
 from perfsleuth.model.cpu_cache import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +75,9 @@ RISE = 1.2
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
 WITHIN = 0.15  # issue 29: predicted within 15% of the measured knee
+# LLC calibration sweeps before each of a program's sweeps: with the default five
+# sweeps, fifteen per program, as many as `perfsleuth cache calibrate` takes
+LLC_SWEEPS_BESIDE = 3
 
 
 def sizes(low: float, high: float) -> list[int]:
@@ -82,7 +91,7 @@ def calibration() -> dict:
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     doc = json.loads(shown)
-    keep = ("tlb_reach_pages", "evidence", "llc_effective_bytes", "llc_evidence")
+    keep = ("tlb_reach_pages", "evidence", "curve_ns", "llc_effective_bytes", "llc_evidence")
     return {key: doc[key] for key in keep}
 
 
@@ -98,12 +107,38 @@ def predicted(binary: Path, function: str) -> dict[str, int]:
             [PERFSLEUTH, "cache", "show", "--store", store, "--format", "json"],
             check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
-    scaling = json.loads(shown)["functions"][0]["scaling"]
-    return {c["level"]: c["n"] for c in scaling["cliffs"]} | {
-        "TLB": scaling["tlb"].get("n"),
-        "per_n": {c["level"]: per_n(scaling, c) for c in scaling["cliffs"]}
-        | {"TLB": f"{scaling['tlb'].get('pages_per_n', 0):.4f} pages"},
+    scaled = json.loads(shown)["functions"][0]["scaling"]
+    return {c["level"]: c["n"] for c in scaled["cliffs"]} | {
+        "TLB": scaled["tlb"].get("n"),
+        "per_n": {c["level"]: per_n(scaled, c) for c in scaled["cliffs"]}
+        | {"TLB": f"{scaled['tlb'].get('pages_per_n', 0):.4f} pages"},
+        "runs": scaled["runs"],
     }
+
+
+def llc_beside(calibrated: dict) -> Any:
+    """A function that runs LLC_SWEEPS_BESIDE sweeps of the calibration's LLC chase
+    (its TLB's misses taken off at the calibration's reach) and returns them."""
+    geometry = machine_geometry()
+    curve = {int(pages): ns for pages, ns in calibrated["curve_ns"].items()}
+    tlb = calibrate.tlb_misses(curve, calibrated["tlb_reach_pages"])
+    chase = calibrate.native().chase_pages_ns
+    return lambda: [
+        calibrate.llc_sweep_once(chase, geometry, tlb) for _ in range(LLC_SWEEPS_BESIDE)
+    ]
+
+
+def llc_again(prediction: dict, sweeps: list) -> tuple[int | None, str]:
+    """The LLC cliff from the median knee of the calibration sweeps run beside the
+    program's (the scaled runs projected again, as `record --scale` does), and
+    what those sweeps found."""
+    _, effective, evidence = calibrate.median_sweep(sweeps, calibrate.human_bytes)
+    if not effective:
+        return prediction.get("LLC"), f"no LLC knee beside it ({evidence})"
+    limits = {"llc": {"effective_bytes": effective}}
+    cliffs = scaling.project(prediction["runs"], machine_geometry(), limits)["cliffs"]
+    llc = next(c["n"] for c in cliffs if c["level"] == "LLC")
+    return llc, f"LLC {effective / (1 << 20):.2f} MiB beside the sweeps ({evidence})"
 
 
 def per_n(scaling: dict, cliff: dict) -> str:
@@ -159,15 +194,17 @@ def median_knees(sweeps: list[dict[str, dict]]) -> dict[str, dict]:
     return found
 
 
-def measured(binary: Path, ns: list[int], repeats: int) -> list[dict[int, float]]:
-    curves = []
+def measured(binary: Path, ns: list[int], repeats: int, beside: Any) -> tuple[list, list]:
+    """The program's sweeps, and the calibration sweeps run before each (`beside`)."""
+    curves, calibrations = [], []
     for _ in range(repeats):
+        calibrations += beside()
         out = subprocess.run(
             [binary, "--sweep", ",".join(map(str, ns))], check=True, capture_output=True, text=True
         ).stdout
         rows = (line.split() for line in out.splitlines() if not line.startswith("#"))
         curves.append({int(n): float(latency) for n, latency in rows})
-    return curves
+    return curves, calibrations
 
 
 def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
@@ -194,6 +231,8 @@ def overhead(binary: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--llc-once", action="store_true",
+                        help="predict the LLC from the calibration at the start alone")  # fmt: skip
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
@@ -207,11 +246,16 @@ def main() -> None:
     low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
     high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
     results: dict[str, Any] = {}
+    beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
     for name, binary in BINARIES.items():
         prediction = predictions[name]
-        curves = measured(binary, sizes(low, high), args.repeats)
-        ordered = {lv: prediction[lv] for lv in levels[name]}
-        results[name] = {"per_n": prediction["per_n"]} | {
+        curves, llc_sweeps = measured(binary, sizes(low, high), args.repeats, beside)
+        llc_note = "the calibration at the start"
+        if llc_sweeps:
+            prediction["LLC"], llc_note = llc_again(prediction, llc_sweeps)
+        ordered = {lv: prediction[lv] for lv in LEVELS if prediction.get(lv)}
+        ordered = dict(sorted(ordered.items(), key=lambda item: item[1]))
+        results[name] = {"per_n": prediction["per_n"], "llc_from": llc_note} | {
             "levels": median_knees([knees(curve, ordered) for curve in curves]),
             "latency_ns": median_curve(curves),
         }
@@ -253,6 +297,8 @@ def print_knees(results: dict) -> None:
                   f"| {sweeps} |")  # fmt: skip
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
+    for name in BINARIES:
+        print(f"{name}: LLC predicted from {results[name]['llc_from']}")
 
 
 def print_curves(results: dict) -> None:

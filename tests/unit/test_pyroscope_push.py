@@ -1,8 +1,10 @@
-"""Pyroscope's Connect push (push.v1.PusherService/Push) decoded from pyroscope-io 1.4.0's own body.
+"""Pyroscope's Connect push (push.v1.PusherService/Push) decoded from the SDKs' own bodies.
 
-The fixture is a push captured from the real SDK (a Python program with hot_a under
-tag_wrapper({"phase": "a"}) and hot_b outside it, tags={"team": "sre"}): the HTTP
-body as sent, gzip Content-Encoding included.
+The fixtures are pushes captured from the real SDKs, the HTTP body as sent, gzip
+Content-Encoding included: pyroscope-io 1.4.0 (a Python program with hot_a under
+tag_wrapper({"phase": "a"}) and hot_b outside it, tags={"team": "sre"}) and the Rust
+SDK, crates.io pyroscope 2.1.5 (tests/clients/rust/: the same program, its tag set
+with the agent's tag_wrapper; push-rust-2.1.5.json has the request's path and headers).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from perfsleuth.model.fleet import Window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "pyroscope" / "push-python-1.4.0.bin.gz"
+RUST = FIXTURES / "pyroscope" / "push-rust-2.1.5.bin.gz"
 LIMIT = 1 << 20
 
 
-def body() -> bytes:
-    return gzip.decompress(FIXTURE.read_bytes())
+def body(fixture: Path = FIXTURE) -> bytes:
+    return gzip.decompress(fixture.read_bytes())
 
 
 def functions(window: Window) -> set[str]:
@@ -46,9 +49,26 @@ def test_the_sdk_push_becomes_one_window_per_label_set() -> None:
     assert {w.id for w in windows} == {"c-1-0-0", "c-1-0-0.1"}
 
 
-def test_samples_are_counted_from_the_cpu_time_at_100_hz() -> None:
-    """The SDK sends CPU nanoseconds only; each 10 ms is one sample, not one per stack row."""
-    for window in pyroscope_push.decode(body(), "application/proto", "c-1", LIMIT):
+def test_the_rust_sdk_push_keeps_its_names_tags_and_window() -> None:
+    """pyroscope 2.1.5 (Rust): `process_cpu`, names demangled by the SDK without their
+    hash, the tag_wrapper tag per sample, its 2 s upload interval as the window."""
+    windows = pyroscope_push.decode(body(RUST), "application/proto", "r-1", LIMIT)
+    by_phase = {w.labels.get("phase", ""): w for w in windows}
+    assert set(by_phase) == {"", "a"}
+    for window in windows:
+        assert window.labels["service"] == "rust-app" and window.labels["team"] == "sre"
+        assert window.labels["process.runtime.name"] == "rust"
+        assert window.labels["otel.scope.name"] == "com.grafana.pyroscope/rust"
+        assert window.type == "cpu" and window.profile.unit == "ns" and window.rate_hz == 0.0
+        assert window.start > 1.7e9 and window.end - window.start == 2
+    assert functions(by_phase["a"]) == {"rust_app::hot_a"}
+    assert functions(by_phase[""]) == {"rust_app::hot_b"}
+
+
+@pytest.mark.parametrize("fixture", [FIXTURE, RUST], ids=["python", "rust"])
+def test_samples_are_counted_from_the_cpu_time_at_100_hz(fixture: Path) -> None:
+    """The SDKs send CPU nanoseconds only; each 10 ms is one sample, not one per stack row."""
+    for window in pyroscope_push.decode(body(fixture), "application/proto", "c-1", LIMIT):
         assert window.profile.num_samples == round(window.profile.total / 1e7)
         assert window.profile.num_samples > len(window.profile.sample_count)
 

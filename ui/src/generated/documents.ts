@@ -382,6 +382,7 @@ export interface MeasuredRun {
   touched_offsets: number[];
   calls: number;
   misses: Record<string, number>;
+  reuse_factor: number | null;
 }
 
 /** A MeasuredRun as stored; None: recorded before that was counted. */
@@ -395,6 +396,7 @@ export interface ScaledRun {
   calls: number;
   misses: Record<string, number>;
   misses_per_call: Record<string, number>;
+  reuse_factor?: number | null;
 }
 
 export interface Fit {
@@ -446,6 +448,7 @@ export interface Cliff extends Capacity {
   working_set: string;
   prefetched_room?: number;
   usable_share: number;
+  reuse_factor?: number;
   usable_lines: number;
   n: number | null;
   in_range: boolean;
