@@ -27,10 +27,13 @@ measured latency.
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
-   knees fitted for them; a knee across which latency rises less than RISE times
-   is reported as no rise. Each sweep's knees are found on their own and each
-   level's measured knee is their median, as the calibration takes its LLC's
-   (a neighbour's burst of LLC use moves a single sweep's knee).
+   knees fitted for them, and the program's own work per operation as a term of
+   the fit when its sweep prints it (uthash: the chain entries a lookup passes,
+   which rise and fall with the buckets' doublings); a knee across which
+   latency rises less than RISE times is reported as no rise. Each sweep's
+   knees are found on their own and each level's measured knee is their median,
+   as the calibration takes its LLC's (a neighbour's burst of LLC use moves a
+   single sweep's knee).
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -153,10 +156,13 @@ def per_n(scaling: dict, cliff: dict) -> str:
     return f"{bytes_per_n:.1f} B {'cached' if cached else 'touched'}{used}"
 
 
-def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:
+def knees(
+    latency: dict[int, float], prediction: dict[str, int], work: dict[int, float] | None = None
+) -> dict[str, dict]:
     """Each level's knee, lowest prediction first, over half to twice its
     prediction but not past the next level's (whose rise would pull it along),
-    the levels below entering the fit at their measured knees."""
+    the levels below entering the fit at their measured knees, and the program's
+    own work per operation when it reports it (uthash: the chain entries passed)."""
     found: dict[str, dict] = {}
     ordered = list(prediction.items())
     for index, (level, predicted_n) in enumerate(ordered):
@@ -165,7 +171,7 @@ def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, di
             high = min(high, ordered[index + 1][1])
         near = [(n, y) for n, y in latency.items() if low <= n <= high]
         below = [row["fitted_knee_n"] for row in found.values() if row["fitted_knee_n"]]
-        fitted = round(knee(near, below) or 0)
+        fitted = round(knee(near, below, work) or 0)
         across = rise(latency, fitted) if fitted else 1.0
         k = fitted if across >= RISE else 0
         error = k / predicted_n - 1 if k else None
@@ -194,17 +200,19 @@ def median_knees(sweeps: list[dict[str, dict]]) -> dict[str, dict]:
     return found
 
 
-def measured(binary: Path, ns: list[int], repeats: int, beside: Any) -> tuple[list, list]:
-    """The program's sweeps, and the calibration sweeps run before each (`beside`)."""
-    curves, calibrations = [], []
+def measured(binary: Path, ns: list[int], repeats: int, beside: Any) -> tuple[list, list, Any]:
+    """The program's sweeps, the calibration sweeps run before each (`beside`), and
+    the work per operation at each n when the program reports it (else None)."""
+    curves, calibrations, work = [], [], {}
     for _ in range(repeats):
         calibrations += beside()
         out = subprocess.run(
             [binary, "--sweep", ",".join(map(str, ns))], check=True, capture_output=True, text=True
         ).stdout
-        rows = (line.split() for line in out.splitlines() if not line.startswith("#"))
-        curves.append({int(n): float(latency) for n, latency in rows})
-    return curves, calibrations
+        rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+        curves.append({int(row[0]): float(row[1]) for row in rows})
+        work = {int(row[0]): float(row[2]) for row in rows if len(row) > 2}
+    return curves, calibrations, work or None
 
 
 def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
@@ -249,14 +257,19 @@ def main() -> None:
     beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
     for name, binary in BINARIES.items():
         prediction = predictions[name]
-        curves, llc_sweeps = measured(binary, sizes(low, high), args.repeats, beside)
-        llc_note = "the calibration at the start"
+        curves, llc_sweeps, work = measured(binary, sizes(low, high), args.repeats, beside)
+        llc_note, at_start = "the calibration at the start", prediction.get("LLC")
         if llc_sweeps:
             prediction["LLC"], llc_note = llc_again(prediction, llc_sweeps)
+            llc_note += f"; from the calibration at the start: {at_start:,}"
         ordered = {lv: prediction[lv] for lv in LEVELS if prediction.get(lv)}
         ordered = dict(sorted(ordered.items(), key=lambda item: item[1]))
-        results[name] = {"per_n": prediction["per_n"], "llc_from": llc_note} | {
-            "levels": median_knees([knees(curve, ordered) for curve in curves]),
+        results[name] = {
+            "per_n": prediction["per_n"],
+            "llc_from": llc_note,
+            "llc_at_start_n": at_start,
+            "levels": median_knees([knees(curve, ordered, work) for curve in curves]),
+            "work_per_op": work,
             "latency_ns": median_curve(curves),
         }
     results["overhead"] = overhead(BINARIES["conntable"])
@@ -298,7 +311,10 @@ def print_knees(results: dict) -> None:
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
     for name in BINARIES:
-        print(f"{name}: LLC predicted from {results[name]['llc_from']}")
+        row, at_start = results[name]["levels"].get("LLC", {}), results[name]["llc_at_start_n"]
+        knee_n = row.get("measured_knee_n")
+        versus = f" (error {knee_n / at_start - 1:+.1%})" if knee_n and at_start else ""
+        print(f"{name}: LLC predicted from {results[name]['llc_from']}{versus}")
 
 
 def print_curves(results: dict) -> None:

@@ -117,19 +117,6 @@ def test_a_cliff_below_the_measured_range_is_said_as_such():
     assert "never" not in text
 
 
-def test_a_cliff_says_where_its_accesses_own_misses_begin_when_not_at_capacity():
-    scale = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING)).scaling
-    assert scale is not None
-    shown = []
-    for factor in (1.12, 1.01):
-        scale["cliffs"][0] |= {"reuse_factor": factor, "usable_lines": round(512 * factor)}
-        out = io.StringIO()
-        cpu_cache_text.render_scaling(scale, Console(file=out, width=300))
-        shown.append(out.getvalue())
-    assert "reuse times put the misses' knee at 1.12x the lines it holds (573 lines" in shown[0]
-    assert "reuse times" not in shown[1]
-
-
 def test_the_current_version_round_trips_and_a_newer_one_is_refused():
     doc = documents.load(CacheProjections, version_1(scaling=FIRST_SCALING))
     dumped = documents.dump(doc)

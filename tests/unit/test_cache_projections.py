@@ -82,24 +82,6 @@ def test_with_a_prefetcher_the_cliffs_come_from_the_lines_it_brings_in():
     assert result["fit"]["touched_intercept_lines"] == pytest.approx(10)
 
 
-def test_the_l1d_cliff_is_where_its_own_miss_curve_has_its_knee():
-    """reuse.py's factor, from the run whose lines touched are nearest the level's:
-    the lines touched may grow that many times the capacity before the misses
-    begin. The levels the prefetcher fills keep their working set."""
-    factors = {1000: 1.5, 2000: 1.2, 8000: 0.9}  # 2,010, 4,010, 16,010 lines touched
-    runs = [{**run, "reuse_factor": factors[run["n"]]} for run in scaled_runs()]
-    geometry = parse_spec("line=64,L1d=128K:8,L2=512K:8,LLC=8M:16")  # L1d: 2,048 lines
-    cliffs = {c["level"]: c for c in scaling.project(runs, geometry)["cliffs"]}
-    assert cliffs["L1d"]["reuse_factor"] == 1.5
-    assert cliffs["L1d"]["usable_lines"] == round(2048 * 1.5)
-    assert cliffs["L1d"]["n"] == round((2048 * 1.5 - 10) / 2)
-    assert "reuse_factor" not in cliffs["L2"]
-    assert cliffs["L2"]["n"] == round((8192 - 10) / 2.5)
-    unmeasured = {c["level"]: c for c in scaling.project(scaled_runs(), geometry)["cliffs"]}
-    assert "reuse_factor" not in unmeasured["L1d"]
-    assert unmeasured["L1d"]["n"] == round((2048 - 10) / 2)
-
-
 def test_the_tlb_cliff_comes_from_the_pages_per_n_and_the_measured_reach():
     geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8")
     result = scaling.project(scaled_runs(), geometry, {"tlb": {"reach_pages": 2048}})

@@ -91,14 +91,3 @@ def test_an_l2_cliff_says_the_room_it_gives_a_prefetched_line(tmp_path):
     doc["cliffs"][0].pop("prefetched_room")
     ctx = context_with(tmp_path / "whole", {"handle_packet": {"scaling": doc}})
     assert "room" not in " ".join(cpu_cache_footprint.analyze(ctx)[0].evidence)
-
-
-def test_a_cliff_says_where_its_accesses_own_misses_begin(tmp_path):
-    doc = scaling(True)
-    doc["cliffs"][0]["reuse_factor"] = 1.12
-    ctx = context_with(tmp_path, {"find_entry": {"scaling": doc}})
-    [finding] = cpu_cache_footprint.analyze(ctx)
-    assert "its misses begin at 1.12x the lines it holds" in " ".join(finding.evidence)
-    doc["cliffs"][0].pop("reuse_factor")
-    ctx = context_with(tmp_path / "without", {"find_entry": {"scaling": doc}})
-    assert "misses begin" not in " ".join(cpu_cache_footprint.analyze(ctx)[0].evidence)

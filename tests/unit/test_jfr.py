@@ -28,8 +28,11 @@ RECORDING = gzip.decompress(PARTS["jfr"])
 LABELS = gzip.decompress(PARTS["labels"])
 
 
-def params() -> IngestParams:
-    return IngestParams.parse(dict(parse_qsl(urlsplit(DOC["path"]).query)), "w1")
+WALL = json.loads((PUSHES / "java-2.9.2-wall.json").read_text())
+
+
+def params(doc: dict = DOC) -> IngestParams:
+    return IngestParams.parse(dict(parse_qsl(urlsplit(doc["path"]).query)), "w1")
 
 
 def push(body: bytes = BODY, content_type: str = DOC["content_type"]) -> list[Window]:
@@ -66,6 +69,20 @@ def test_the_agent_push_holds_what_the_jdk_reads_in_it() -> None:
         "mutex_contentions": [expected["mutex_contentions"]] * 2,
         "mutex_delay": [expected["mutex_delay"], expected["mutex_contentions"]],
     }
+
+
+def test_wall_clock_samples_and_the_runnable_ones_as_cpu() -> None:
+    """PYROSCOPE_PROFILER_EVENT=wall: async-profiler's profiler.WallClockSample, each
+    standing for `samples` samples of its thread, on CPU when it was STATE_RUNNABLE."""
+    body = (PUSHES / "java-2.9.2-wall.bin").read_bytes()
+    windows = pyroscope.decode(body, params(WALL), WALL["content_type"])
+    expected = WALL["expected"]
+    assert totals(windows) == {
+        "wall": [expected["wall"]] * 2,
+        "cpu": [expected["cpu"]] * 2,
+    }
+    assert totals(windows, {"phase": "a"})["wall"][1] == expected["wall_labelled"]
+    assert {w.rate_hz for w in windows} == {100.0}
 
 
 def test_labels_types_units_and_names() -> None:

@@ -106,11 +106,6 @@ def capacity(cliff: Cliff) -> str:
             f"; the working set's lines sit at few places in their pages and fill "
             f"{cliff['usable_share']:.0%} of its sets' room ({cliff['usable_lines']:,} lines)"
         )
-    if "reuse_factor" in cliff:
-        held += (
-            f"; its misses begin at {cliff['reuse_factor']:.2f}x the lines it holds, where the "
-            "accesses' own reuse times put their knee"
-        )
     return held
 
 

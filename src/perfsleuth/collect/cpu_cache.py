@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cpu_cache_projections import calibrate, footprint, layout, model, reuse, scaling
+from ..cpu_cache_projections import calibrate, footprint, layout, model, scaling
 from ..cpu_cache_projections import secret_variants as constant_time
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
@@ -34,7 +34,6 @@ from ..symbols.symbolizer import dso_name, elf_symbols
 from . import memtrace, perf
 from .cache_trace import find_target, from_recording, never_called_message
 from .options import RecordOptions
-from .traced_calls import DataObserver
 from .valgrind import resolve_program
 
 HOT_FUNCTIONS = 2  # traced when no --function is given
@@ -260,14 +259,13 @@ def scaled_traces(
     simulated = scaling.model_geometry(geometry, limits.get("llc") or {})
     for n in sizes:
         cache = model.CacheModel(simulated)
-        reuses = reuse.ReuseTimes(geometry.line_size)
         trace = trace_once(
             options,
             (scaling.substitute(cmd, n), None),
             target,
             target_runs,
             run_to_end=True,
-            observer=both(cache.observe, reuses.observe),
+            observer=cache.observe,
             line_size=geometry.line_size,
         )
         first = first or trace
@@ -282,19 +280,10 @@ def scaled_traces(
                 "touched_offsets": line_offsets(cache.touched, geometry.line_size),
                 "calls": trace.total_calls,
                 "misses": misses,
-                "reuse_factor": reuses.factor(),
             }
         )
     assert first is not None
     return first, scaling.project(runs, geometry, limits)
-
-
-def both(first: DataObserver, second: DataObserver) -> DataObserver:
-    def observe(address: int, size: int) -> None:
-        first(address, size)
-        second(address, size)
-
-    return observe
 
 
 def line_offsets(lines: set[int], line_size: int) -> list[int]:

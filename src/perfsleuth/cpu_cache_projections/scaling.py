@@ -165,9 +165,7 @@ def level_cliff(
     if index == len(geometry.levels) - 1 and index > 0:
         capacity = llc_capacity(llc, nominal, geometry.line_size, held)
     share = usable_share(offsets, set_groups(level, geometry.line_size))
-    sets_hold = capacity["capacity_lines"] * share
-    factor = reuse_factor(runs, sets_hold) if working_set == "data_lines" else None
-    usable = round(sets_hold * (factor or 1.0))
+    usable = round(capacity["capacity_lines"] * share)
     cliff: Cliff = {
         "level": level.name,
         "working_set": working_set,
@@ -176,22 +174,9 @@ def level_cliff(
         "usable_lines": usable,
         **placement(held, usable, room_held(runs[0], working_set, room), runs),
     }
-    if factor:
-        cliff["reuse_factor"] = factor
     if 0 < room < 1:
         cliff["prefetched_room"] = room
     return cliff
-
-
-def reuse_factor(runs: list[MeasuredRun], lines: float) -> float | None:
-    """The lines touched per line a level holds where the misses of the accesses
-    begin (reuse.py), from the run whose lines touched are nearest to `lines`:
-    the shape of the miss curve is the scaling's assumption, best near the cliff."""
-    measured = [r for r in runs if r.get("reuse_factor")]
-    if not measured or lines <= 0:
-        return None
-    nearest = min(measured, key=lambda r: abs(math.log(max(r["data_lines"], 1) / lines)))
-    return nearest.get("reuse_factor")
 
 
 def room_held(run: MeasuredRun, working_set: WorkingSet, room: float) -> float:

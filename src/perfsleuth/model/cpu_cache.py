@@ -213,9 +213,6 @@ class MeasuredRun(TypedDict):
     touched_offsets: list[int]  # lines touched per place in the page
     calls: int
     misses: dict[str, int]
-    # the knee of the miss curve of its accesses' reuse times, in lines touched per
-    # line of capacity (cpu_cache_projections/reuse.py); None: too short a run
-    reuse_factor: float | None
 
 
 class ScaledRun(TypedDict):
@@ -230,7 +227,6 @@ class ScaledRun(TypedDict):
     calls: int
     misses: dict[str, int]
     misses_per_call: dict[str, float]
-    reuse_factor: NotRequired[float | None]  # absent: recorded before it was measured
 
 
 class Fit(TypedDict):
@@ -297,10 +293,7 @@ class Cliff(Capacity):
     # share of a line's (cpu_cache_projections/model.py); absent: 1
     prefetched_room: NotRequired[float]
     usable_share: float  # of the capacity, the sets the working set's lines map to can use
-    # the lines touched per line of usable capacity where the accesses' own miss
-    # curve has its knee (cpu_cache_projections/reuse.py; the L1d); absent: 1
-    reuse_factor: NotRequired[float]
-    usable_lines: int  # the working set the level holds before its misses begin
+    usable_lines: int
     n: int | None
     in_range: bool
     # already over at the smallest n: n, if any, is extrapolated below the range

@@ -24,8 +24,6 @@ from ..model.cpu_cache import (
     sampling_text,
 )
 
-REUSE_SHOWN = 0.03  # a knee of the accesses' own misses this far from 1 is said
-
 
 def render(doc: dict[str, Any], console: Console) -> None:
     """doc: views/cpu_cache.py's {"run", "functions"}."""
@@ -174,18 +172,7 @@ def capacity(cliff: Cliff, fitted: str) -> str:
             f"; a prefetched line nobody touched at {cliff['prefetched_room']:.0%} of a line's "
             "room: it enters low in the LRU order"
         )
-    return held + usable(cliff) + reused(cliff)
-
-
-def reused(cliff: Cliff) -> str:
-    """The knee of the accesses' own miss curve, when it is not at the capacity."""
-    factor = cliff.get("reuse_factor", 1.0)
-    if abs(factor - 1) < REUSE_SHOWN:
-        return ""
-    return (
-        f"; the accesses' reuse times put the misses' knee at {factor:.2f}x the lines it "
-        f"holds ({cliff['usable_lines']:,} lines touched)"
-    )
+    return held + usable(cliff)
 
 
 def usable(cliff: Cliff) -> str:

@@ -382,7 +382,6 @@ export interface MeasuredRun {
   touched_offsets: number[];
   calls: number;
   misses: Record<string, number>;
-  reuse_factor: number | null;
 }
 
 /** A MeasuredRun as stored; None: recorded before that was counted. */
@@ -396,7 +395,6 @@ export interface ScaledRun {
   calls: number;
   misses: Record<string, number>;
   misses_per_call: Record<string, number>;
-  reuse_factor?: number | null;
 }
 
 export interface Fit {
@@ -448,7 +446,6 @@ export interface Cliff extends Capacity {
   working_set: string;
   prefetched_room?: number;
   usable_share: number;
-  reuse_factor?: number;
   usable_lines: number;
   n: number | null;
   in_range: boolean;
