@@ -68,6 +68,8 @@ def test_the_agent_push_holds_what_the_jdk_reads_in_it() -> None:
         "alloc_space": [expected["alloc_space"], expected["alloc_objects"]],
         "mutex_contentions": [expected["mutex_contentions"]] * 2,
         "mutex_delay": [expected["mutex_delay"], expected["mutex_contentions"]],
+        "block_contentions": [expected["block_contentions"]] * 2,
+        "block_delay": [expected["block_delay"], expected["block_contentions"]],
     }
 
 
@@ -91,7 +93,7 @@ def test_labels_types_units_and_names() -> None:
         assert w.labels["service"] == "java-app" and w.labels["team"] == "sre"
         assert w.profile.meta == {"format": "jfr", "spy": "javaspy"}
         assert w.rate_hz == (100.0 if w.type == "cpu" else 0.0)
-        assert w.profile.unit == ("ns" if w.type == "mutex_delay" else "samples")
+        assert w.profile.unit == ("ns" if w.type.endswith("_delay") else "samples")
     # the LabelsWrapper section (hotA) through the labels part: per-sample labels
     labelled = totals(windows, {"phase": "a"})
     assert labelled["cpu"][1] == DOC["expected"]["cpu_labelled"]

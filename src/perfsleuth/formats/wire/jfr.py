@@ -330,7 +330,8 @@ class _Chunk:
         """Read the chunk; the byte after it."""
         try:
             self._read()
-        except (IndexError, struct.error, RecursionError):
+        # past the chunk's bytes, or a field of another kind than its event needs
+        except (IndexError, struct.error, RecursionError, TypeError):
             raise PayloadError(
                 f"bad JFR recording: the chunk at byte {self.start} is truncated or corrupt"
             ) from None
