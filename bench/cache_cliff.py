@@ -19,14 +19,21 @@ measured latency.
    per n (the fastest of ten short rounds, as the calibration's chases), from
    half the lowest predicted n to twice the highest (of all programs, so that
    the curves share their sizes), POINTS_PER_DOUBLING sizes per doubling, in
-   --repeats sweeps.
+   --repeats sweeps. Before each of a program's sweeps, LLC_SWEEPS_BESIDE sweeps
+   of the calibration's LLC chase (interleaved: both see the same neighbours,
+   whose use of a shared LLC moves its usable part 2.5x within minutes); the
+   program's LLC cliff is predicted again from the median knee of its own
+   calibration sweeps (--llc-once: from the calibration at the start alone).
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
-   knees fitted for them; a knee across which latency rises less than RISE times
-   is reported as no rise. Each sweep's knees are found on their own and each
-   level's measured knee is their median, as the calibration takes its LLC's
-   (a neighbour's burst of LLC use moves a single sweep's knee).
+   knees fitted for them, and the program's own work per operation as a term of
+   the fit when its sweep prints it (uthash: the chain entries a lookup passes,
+   which rise and fall with the buckets' doublings); a knee across which
+   latency rises less than RISE times is reported as no rise. Each sweep's
+   knees are found on their own and each level's measured knee is their median,
+   as the calibration takes its LLC's (a neighbour's burst of LLC use moves a
+   single sweep's knee).
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -47,8 +54,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from perfsleuth.cpu_cache_projections import calibrate, scaling
 from perfsleuth.cpu_cache_projections.calibrate import rise
 from perfsleuth.cpu_cache_projections.knee import knee
+from perfsleuth.cpu_cache_projections.model import machine_geometry
 from perfsleuth.model.cpu_cache import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +78,9 @@ RISE = 1.2
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
 WITHIN = 0.15  # issue 29: predicted within 15% of the measured knee
+# LLC calibration sweeps before each of a program's sweeps: with the default five
+# sweeps, fifteen per program, as many as `perfsleuth cache calibrate` takes
+LLC_SWEEPS_BESIDE = 3
 
 
 def sizes(low: float, high: float) -> list[int]:
@@ -82,7 +94,7 @@ def calibration() -> dict:
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     doc = json.loads(shown)
-    keep = ("tlb_reach_pages", "evidence", "llc_effective_bytes", "llc_evidence")
+    keep = ("tlb_reach_pages", "evidence", "curve_ns", "llc_effective_bytes", "llc_evidence")
     return {key: doc[key] for key in keep}
 
 
@@ -98,12 +110,38 @@ def predicted(binary: Path, function: str) -> dict[str, int]:
             [PERFSLEUTH, "cache", "show", "--store", store, "--format", "json"],
             check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
-    scaling = json.loads(shown)["functions"][0]["scaling"]
-    return {c["level"]: c["n"] for c in scaling["cliffs"]} | {
-        "TLB": scaling["tlb"].get("n"),
-        "per_n": {c["level"]: per_n(scaling, c) for c in scaling["cliffs"]}
-        | {"TLB": f"{scaling['tlb'].get('pages_per_n', 0):.4f} pages"},
+    scaled = json.loads(shown)["functions"][0]["scaling"]
+    return {c["level"]: c["n"] for c in scaled["cliffs"]} | {
+        "TLB": scaled["tlb"].get("n"),
+        "per_n": {c["level"]: per_n(scaled, c) for c in scaled["cliffs"]}
+        | {"TLB": f"{scaled['tlb'].get('pages_per_n', 0):.4f} pages"},
+        "runs": scaled["runs"],
     }
+
+
+def llc_beside(calibrated: dict) -> Any:
+    """A function that runs LLC_SWEEPS_BESIDE sweeps of the calibration's LLC chase
+    (its TLB's misses taken off at the calibration's reach) and returns them."""
+    geometry = machine_geometry()
+    curve = {int(pages): ns for pages, ns in calibrated["curve_ns"].items()}
+    tlb = calibrate.tlb_misses(curve, calibrated["tlb_reach_pages"])
+    chase = calibrate.native().chase_pages_ns
+    return lambda: [
+        calibrate.llc_sweep_once(chase, geometry, tlb) for _ in range(LLC_SWEEPS_BESIDE)
+    ]
+
+
+def llc_again(prediction: dict, sweeps: list) -> tuple[int | None, str]:
+    """The LLC cliff from the median knee of the calibration sweeps run beside the
+    program's (the scaled runs projected again, as `record --scale` does), and
+    what those sweeps found."""
+    _, effective, evidence = calibrate.median_sweep(sweeps, calibrate.human_bytes)
+    if not effective:
+        return prediction.get("LLC"), f"no LLC knee beside it ({evidence})"
+    limits = {"llc": {"effective_bytes": effective}}
+    cliffs = scaling.project(prediction["runs"], machine_geometry(), limits)["cliffs"]
+    llc = next(c["n"] for c in cliffs if c["level"] == "LLC")
+    return llc, f"LLC {effective / (1 << 20):.2f} MiB beside the sweeps ({evidence})"
 
 
 def per_n(scaling: dict, cliff: dict) -> str:
@@ -118,10 +156,13 @@ def per_n(scaling: dict, cliff: dict) -> str:
     return f"{bytes_per_n:.1f} B {'cached' if cached else 'touched'}{used}"
 
 
-def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, dict]:
+def knees(
+    latency: dict[int, float], prediction: dict[str, int], work: dict[int, float] | None = None
+) -> dict[str, dict]:
     """Each level's knee, lowest prediction first, over half to twice its
     prediction but not past the next level's (whose rise would pull it along),
-    the levels below entering the fit at their measured knees."""
+    the levels below entering the fit at their measured knees, and the program's
+    own work per operation when it reports it (uthash: the chain entries passed)."""
     found: dict[str, dict] = {}
     ordered = list(prediction.items())
     for index, (level, predicted_n) in enumerate(ordered):
@@ -130,7 +171,7 @@ def knees(latency: dict[int, float], prediction: dict[str, int]) -> dict[str, di
             high = min(high, ordered[index + 1][1])
         near = [(n, y) for n, y in latency.items() if low <= n <= high]
         below = [row["fitted_knee_n"] for row in found.values() if row["fitted_knee_n"]]
-        fitted = round(knee(near, below) or 0)
+        fitted = round(knee(near, below, work) or 0)
         across = rise(latency, fitted) if fitted else 1.0
         k = fitted if across >= RISE else 0
         error = k / predicted_n - 1 if k else None
@@ -159,15 +200,19 @@ def median_knees(sweeps: list[dict[str, dict]]) -> dict[str, dict]:
     return found
 
 
-def measured(binary: Path, ns: list[int], repeats: int) -> list[dict[int, float]]:
-    curves = []
+def measured(binary: Path, ns: list[int], repeats: int, beside: Any) -> tuple[list, list, Any]:
+    """The program's sweeps, the calibration sweeps run before each (`beside`), and
+    the work per operation at each n when the program reports it (else None)."""
+    curves, calibrations, work = [], [], {}
     for _ in range(repeats):
+        calibrations += beside()
         out = subprocess.run(
             [binary, "--sweep", ",".join(map(str, ns))], check=True, capture_output=True, text=True
         ).stdout
-        rows = (line.split() for line in out.splitlines() if not line.startswith("#"))
-        curves.append({int(n): float(latency) for n, latency in rows})
-    return curves
+        rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+        curves.append({int(row[0]): float(row[1]) for row in rows})
+        work = {int(row[0]): float(row[2]) for row in rows if len(row) > 2}
+    return curves, calibrations, work or None
 
 
 def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
@@ -194,6 +239,8 @@ def overhead(binary: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--llc-once", action="store_true",
+                        help="predict the LLC from the calibration at the start alone")  # fmt: skip
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
@@ -207,12 +254,22 @@ def main() -> None:
     low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
     high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
     results: dict[str, Any] = {}
+    beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
     for name, binary in BINARIES.items():
         prediction = predictions[name]
-        curves = measured(binary, sizes(low, high), args.repeats)
-        ordered = {lv: prediction[lv] for lv in levels[name]}
-        results[name] = {"per_n": prediction["per_n"]} | {
-            "levels": median_knees([knees(curve, ordered) for curve in curves]),
+        curves, llc_sweeps, work = measured(binary, sizes(low, high), args.repeats, beside)
+        llc_note, at_start = "the calibration at the start", prediction.get("LLC")
+        if llc_sweeps:
+            prediction["LLC"], llc_note = llc_again(prediction, llc_sweeps)
+            llc_note += f"; from the calibration at the start: {at_start:,}"
+        ordered = {lv: prediction[lv] for lv in LEVELS if prediction.get(lv)}
+        ordered = dict(sorted(ordered.items(), key=lambda item: item[1]))
+        results[name] = {
+            "per_n": prediction["per_n"],
+            "llc_from": llc_note,
+            "llc_at_start_n": at_start,
+            "levels": median_knees([knees(curve, ordered, work) for curve in curves]),
+            "work_per_op": work,
             "latency_ns": median_curve(curves),
         }
     results["overhead"] = overhead(BINARIES["conntable"])
@@ -253,6 +310,11 @@ def print_knees(results: dict) -> None:
                   f"| {sweeps} |")  # fmt: skip
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
+    for name in BINARIES:
+        row, at_start = results[name]["levels"].get("LLC", {}), results[name]["llc_at_start_n"]
+        knee_n = row.get("measured_knee_n")
+        versus = f" (error {knee_n / at_start - 1:+.1%})" if knee_n and at_start else ""
+        print(f"{name}: LLC predicted from {results[name]['llc_from']}{versus}")
 
 
 def print_curves(results: dict) -> None:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The Pyroscope clients and the OpenTelemetry Collector the collector's integration
 # tests push with, from their own registries, kept under .venv/clients/
-# (tests/integration/test_pyroscope_clients.py, test_otel_collector.py).
+# (tests/integration/test_pyroscope_clients.py, test_otel_collector.py): Python, Go,
+# Rust, Node and Java SDKs.
 # pyroscope-io 1.4.0 is a dev dependency of the virtualenv itself (pyproject.toml).
+# The Pyroscope Java agent 2.9.2 (Maven Central, checked against its .sha1) and
+# tests/clients/java/App.java compiled against it.
 # Idempotent: each client is installed once; a failed install is said, not fatal.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +44,24 @@ else
     echo "install-clients: no Go: the pyroscope-go and otelcol tests will say so" >&2
 fi
 
+# The Pyroscope Rust SDK (crates.io pyroscope 2.1.5, its pprof-rs backend) in a small
+# program (tests/clients/rust/), built once per source change (stamped with the hash of
+# its sources), its target directory kept beside it. Cold: 4m50s at load 9, 6m14s at
+# load 15 (1m51s of CPU time on 2 cores: reqwest, tokio, object, backtrace; the default
+# rustls feature, not needed on 127.0.0.1, is left out); skipped without cargo.
+RUST_APP=$CLIENTS/rust-app RUST_SRC=tests/clients/rust
+if command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ]; then
+    hash=$(cat "$RUST_SRC"/Cargo.toml "$RUST_SRC"/Cargo.lock "$RUST_SRC"/src/*.rs | sha256sum | cut -d' ' -f1)
+    if [ ! -x "$RUST_APP" ] || [ "$(cat "$RUST_APP.stamp" 2>/dev/null)" != "$hash" ]; then
+        PATH=$HOME/.cargo/bin:$PATH cargo build -q --release --locked \
+            --manifest-path "$RUST_SRC/Cargo.toml" --target-dir "$CLIENTS/rust-target" \
+            && cp "$CLIENTS/rust-target/release/rust-app" "$RUST_APP" && echo "$hash" > "$RUST_APP.stamp" \
+            || echo "install-clients: the Pyroscope Rust SDK program did not build" >&2
+    fi
+else
+    echo "install-clients: no cargo: the Pyroscope Rust SDK test will say so" >&2
+fi
+
 # @pyroscope/nodejs 0.6.4 (npm), for tests/clients/node/app.js; skipped without npm.
 NODE_DIR=$CLIENTS/node
 if command -v npm >/dev/null 2>&1; then
@@ -50,4 +71,29 @@ if command -v npm >/dev/null 2>&1; then
     fi
 else
     echo "install-clients: no npm: the @pyroscope/nodejs test will say so" >&2
+fi
+
+# io.pyroscope:agent 2.9.2 from Maven Central and the Java program it profiles
+# (tests/clients/java/, compiled once per source change); skipped without a JDK.
+JAVA_DIR=$CLIENTS/java
+AGENT=$JAVA_DIR/agent-2.9.2.jar
+MAVEN=${MAVEN_URL:-https://repo1.maven.org/maven2}/io/pyroscope/agent/2.9.2/agent-2.9.2.jar
+if command -v javac >/dev/null 2>&1; then
+    mkdir -p "$JAVA_DIR"
+    if [ ! -s "$AGENT" ]; then
+        curl -fsSL -o "$AGENT.tmp" "$MAVEN" \
+            && [ "$(curl -fsSL "$MAVEN.sha1" | cut -c1-40)" = "$(sha1sum "$AGENT.tmp" | cut -c1-40)" ] \
+            && mv "$AGENT.tmp" "$AGENT" \
+            || echo "install-clients: the Pyroscope Java agent did not download (or its sha1 differs)" >&2
+        rm -f "$AGENT.tmp"
+    fi
+    hash=$(cat tests/clients/java/*.java | sha256sum | cut -d' ' -f1)
+    if [ -s "$AGENT" ] && [ "$(cat "$JAVA_DIR/classes.stamp" 2>/dev/null)" != "$hash" ]; then
+        rm -rf "$JAVA_DIR/classes"
+        javac -d "$JAVA_DIR/classes" -cp "$AGENT" tests/clients/java/*.java \
+            && echo "$hash" > "$JAVA_DIR/classes.stamp" \
+            || echo "install-clients: tests/clients/java did not compile" >&2
+    fi
+else
+    echo "install-clients: no JDK (javac): the Pyroscope Java agent test will say so" >&2
 fi

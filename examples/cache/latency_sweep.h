@@ -17,6 +17,10 @@
 
 /* The N of the sweep's current size, for an example's round function. */
 static size_t sweep_n;
+/* The work per operation at that size, when an example's own work grows with N
+ * (uthash: the chain entries a lookup passes, more as the chains lengthen between
+ * two doublings of the buckets); printed as a third column when set. */
+static double sweep_work;
 
 static double now_ns(void) {
     struct timespec ts;
@@ -44,14 +48,17 @@ static double fastest_round(uint64_t (*round_of)(void *state, size_t ops), void 
 }
 
 /* With `--sweep N1,N2,...`: the size of the OBJECT, then "N NS" per OPERATION for each
- * N, and 1; else 0. */
+ * N (and the work per operation, when the example measures it), and 1; else 0. */
 static int latency_sweep(int argc, char **argv, const char *object, size_t size,
                          const char *operation, double (*latency_ns)(size_t n)) {
     if (argc < 3 || strcmp(argv[1], "--sweep") != 0)
         return 0;
     printf("# sizeof(%s) = %zu\n# n ns_per_%s\n", object, size, operation);
-    for (char *item = strtok(argv[2], ","); item; item = strtok(NULL, ","))
-        printf("%zu %.2f\n", (size_t)atol(item), latency_ns((size_t)atol(item)));
+    for (char *item = strtok(argv[2], ","); item; item = strtok(NULL, ",")) {
+        double ns = latency_ns((size_t)atol(item));
+        printf(sweep_work > 0 ? "%zu %.2f %.4f\n" : "%zu %.2f\n", (size_t)atol(item), ns,
+               sweep_work);
+    }
     return 1;
 }
 

@@ -8,6 +8,7 @@ n = 500..2,000 entries, its L1d is already outgrown at the smallest n."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,17 @@ def test_the_misses_beside_the_llc_cliff_come_from_the_llc_it_uses(scaling):
     ways_of_lines = simulated["ways"]
     assert abs(simulated["size"] // 64 - llc["capacity_lines"]) < ways_of_lines
     assert f"LLC {simulated['size'] // 1024:,}K" in scaling["text"]
+
+
+def test_the_sweep_reports_the_chain_entries_a_lookup_passes(examples_built):
+    """The work per lookup the cliff bench fits beside the misses: it grows with n
+    while the buckets stay (62 and 134 entries in 32 buckets) and falls when uthash
+    doubles them (146 entries in 64); no timing is asserted."""
+    out = subprocess.run(
+        [BINARY, "--sweep", "62,134,146"], check=True, capture_output=True, text=True, timeout=60
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    steps = {int(row[0]): float(row[2]) for row in rows}
+    assert steps[62] == pytest.approx(2.1935, abs=1e-4)
+    assert steps[134] > steps[62] and steps[146] < steps[134]
+    assert all(steps[n] >= 1 for n in steps)

@@ -5,7 +5,9 @@ back with `perfsleuth fleet top` and checked against what the program did: its h
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
 Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
-built with pyroscope-go v1.5.0 and @pyroscope/nodejs 0.6.4 under .venv/clients/).
+built with pyroscope-go v1.5.0, a Rust program built with the crates.io pyroscope 2.1.5,
+@pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with tests/clients/java/ compiled
+against it, under .venv/clients/).
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
+RUST_APP = INSTALLED / "rust-app"  # tests/clients/rust/, the same
 NODE_MODULES = INSTALLED / "node" / "node_modules"
+JAVA = INSTALLED / "java"  # the agent's jar and tests/clients/java/ compiled
+JAVA_AGENT = JAVA / "agent-2.9.2.jar"
 SECONDS = "5"
 
 
@@ -146,6 +151,46 @@ def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     assert 'endpoint="ingest",result="rejected"' not in metrics
 
 
+def test_pyroscope_rust_pushes_the_connect_api(collector: Collector) -> None:
+    """crates.io pyroscope 2.1.5 and its pprof-rs backend: Connect, `process_cpu` in CPU
+    ns, names demangled by the SDK (`crate::function`), tag_wrapper tags per sample."""
+    assert RUST_APP.exists(), "make setup builds the Pyroscope Rust SDK program"
+    before = pushes(collector)
+    out = subprocess.run(
+        [str(RUST_APP), collector.url(""), "rust-app", SECONDS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    loop_cpu, _, process_cpu = (float(v) for v in out.stdout.split()[-3:])
+    cpu = top(collector, "service=rust-app")
+    assert cpu["type"] == "cpu" and cpu["unit"] == "ns"
+    # The SDK's own work (a report at each tag change) takes a few samples of its own.
+    assert functions(cpu)[0] == "rust_app::hot_a" and "rust_app::hot_b" in functions(cpu)[1:4]
+    assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
+    # pprof-rs samples the process' CPU time (ITIMER_PROF, which counts the kernel's
+    # ticks: 4.4% above getrusage's time at load 14), and drops a sample due while the
+    # SDK builds a report (the stored total is the pushes' own: test_pyroscope_push.py).
+    assert 0.7 * loop_cpu * 1e9 <= cpu["total"] <= 1.3 * process_cpu * 1e9
+    for where in ("team=sre", "process.runtime.name=rust"):
+        assert top(collector, f"service=rust-app,{where}")["total"] == cpu["total"], where
+    tagged = top(collector, "service=rust-app,phase=a", 50)
+    assert functions(tagged)[0] == "rust_app::hot_a" and "rust_app::hot_b" not in functions(tagged)
+    assert 0 < tagged["total"] < cpu["total"]
+    after = pushes(collector)
+    assert after["accepted"] - before["accepted"] >= 2  # one per 2 s and the last one
+    assert after["rejected"] == before["rejected"] == 0
+
+
+def pushes(collector: Collector) -> dict[str, int]:
+    """The collector's Connect pushes by result."""
+    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    counters = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line[:1] != "#")
+    name = 'perfsleuth_collector_pushes_total{endpoint="connect",result="%s"}'
+    return {result: int(counters.get(name % result, 0)) for result in ("accepted", "rejected")}
+
+
 def js_functions(doc: dict) -> list[str]:
     """Function names as the Node SDK writes them, `./FILE:NAME:LINE`, without file and line."""
     return [name.split(":")[-2] if name.count(":") >= 2 else name for name in functions(doc)]
@@ -176,3 +221,51 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
     heap = top(collector, "service=node-app,type=inuse_space", 50)
     assert heap["unit"] == "bytes" and heap["total"] > 0
     assert top(collector, "service=node-app,type=inuse_objects")["total"] > 0
+
+
+@pytest.mark.skipif(not shutil.which("java"), reason="Java is not installed")
+def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -> None:
+    """io.pyroscope:agent 2.9.2: /ingest?format=jfr, a JFR recording by async-profiler
+    (CPU by itimer, allocations, monitor and ReentrantLock contention) with its labels
+    part."""
+    assert JAVA_AGENT.exists() and (JAVA / "classes" / "App.class").exists(), "make setup"
+    env = {
+        **os.environ,
+        "PYROSCOPE_SERVER_ADDRESS": collector.url(""),
+        "PYROSCOPE_APPLICATION_NAME": "java-app",
+        "PYROSCOPE_LABELS": "team=sre",
+        "PYROSCOPE_UPLOAD_INTERVAL": "2s",  # it sends nothing of the last interval at exit
+        "PYROSCOPE_PROFILER_EVENT": "itimer",
+        "PYROSCOPE_PROFILER_ALLOC": "256k",
+        "PYROSCOPE_PROFILER_LOCK": "1ms",
+        "PYROSCOPE_TMP_DIR": str(tmp_path),  # where it unpacks async-profiler, left behind
+    }
+    jvm = ["java", f"-Djava.io.tmpdir={tmp_path}", "-XX:-UsePerfData"]
+    argv = [*jvm, f"-javaagent:{JAVA_AGENT}", "-cp", str(JAVA / "classes"), "App", "8"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    cpu = top(collector, "service=java-app")
+    # the JVM's own threads (JIT, GC) take some samples too; the program's two are first
+    assert functions(cpu)[0] == "App.hotA" and "App.hotB" in functions(cpu)[1:4]
+    assert cpu["samples"] == pytest.approx(cpu["total"] / 1e7, rel=0.01)  # 100 Hz
+    assert top(collector, "service=java-app,team=sre")["total"] == cpu["total"]
+    tagged = top(collector, "service=java-app,phase=a")
+    assert functions(tagged)[0] == "App.hotA" and "App.hotB" not in functions(tagged)
+    assert 0 < tagged["total"] < cpu["total"]
+    alloc = top(collector, "service=java-app,type=alloc_space")
+    assert alloc["unit"] == "bytes" and functions(alloc)[0] == "App.allocate"
+    objects = top(collector, "service=java-app,type=alloc_objects")
+    # an allocation event stands for the bytes of its TLAB (the program's are 64 KiB arrays)
+    assert objects["unit"] == "count" and alloc["total"] > objects["total"] * 1024 > 0
+    contentions = top(collector, "service=java-app,type=mutex_contentions", 50)
+    assert contentions["unit"] == "count" and "App.holdLock" in functions(contentions)
+    delay = top(collector, "service=java-app,type=mutex_delay", 50)
+    assert delay["unit"] == "ns" and functions(delay)[0] == "App.holdLock"
+    assert delay["total"] > contentions["total"] > 0  # ns waited, not a count again
+    # a ReentrantLock's waiters park (jdk.ThreadPark): block contentions and delay
+    block = top(collector, "service=java-app,type=block_delay", 50)
+    assert block["unit"] == "ns" and "App.holdParked" in functions(block)
+    assert top(collector, "service=java-app,type=block_contentions")["total"] > 0
+    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    assert 'endpoint="ingest",result="accepted"' in metrics
+    assert 'endpoint="ingest",result="rejected"' not in metrics

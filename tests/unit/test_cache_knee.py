@@ -64,3 +64,24 @@ def test_two_levels_overflowed_over_the_whole_window_enter_as_one():
     window = [(x, y) for x, y in curve if 4000 <= x <= 16000]
     assert estimator.knee(window, below=[500, 2000]) == pytest.approx(8000, rel=0.05)
     assert estimator.knee(window, below=[500, 2000, 30000]) == pytest.approx(8000, rel=0.05)
+
+
+def chain_steps(entries):
+    """The entries a lookup passes in a table whose buckets double when the chains
+    average 3.8 (uthash's saw): 1.5 to 2.9."""
+    buckets = 32
+    while entries / buckets > 3.8:
+        buckets *= 2
+    return 1 + entries / buckets / 2
+
+
+@pytest.mark.parametrize("window", [(167, 670), (179, 716), (200, 800), (100, 1000)])
+def test_a_programs_own_work_growing_with_x_enters_the_fit(window):
+    """Chains lengthening between doublings raise the latency inside the cache:
+    fitted as misses, the saw puts the knee early; as work, it does not."""
+    low, high = window
+    sizes = [round(100 * 2 ** (i / 16)) for i in range(60) if low <= 100 * 2 ** (i / 16) <= high]
+    work = {x: chain_steps(x) for x in sizes}
+    curve = [(x, 14 + 3 * work[x] + 8 * estimator.misses(330, x)) for x in sizes]
+    assert estimator.knee(curve, work=work) == pytest.approx(330, rel=0.03)
+    assert estimator.knee(curve) < 0.95 * 330

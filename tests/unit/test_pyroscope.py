@@ -111,7 +111,7 @@ def test_pprof_raw_or_in_a_multipart_profile_part() -> None:
     with pytest.raises(PayloadError, match="profile"):
         pyroscope.decode(b"--B\r\n\r\nx\r\n--B--\r\n", params, "multipart/form-data; boundary=B")
     with pytest.raises(PayloadError, match="not supported"):
-        pyroscope.decode(b"", IngestParams.parse({**QUERY, "format": "jfr"}, "w1"), "")
+        pyroscope.decode(b"", IngestParams.parse({**QUERY, "format": "trie"}, "w1"), "")
 
 
 @pytest.mark.parametrize(

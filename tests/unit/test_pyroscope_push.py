@@ -1,8 +1,13 @@
-"""Pyroscope's Connect push (push.v1.PusherService/Push) decoded from pyroscope-io 1.4.0's own body.
+"""Pyroscope's Connect push (push.v1.PusherService/Push) decoded from the SDKs' own bodies.
 
-The fixture is a push captured from the real SDK (a Python program with hot_a under
-tag_wrapper({"phase": "a"}) and hot_b outside it, tags={"team": "sre"}): the HTTP
-body as sent, gzip Content-Encoding included.
+The fixtures are pushes captured from the real SDKs, the HTTP body as sent, gzip
+Content-Encoding included: pyroscope-io 1.4.0 (a Python program with hot_a under
+tag_wrapper({"phase": "a"}) and hot_b outside it, tags={"team": "sre"}) and the Rust
+SDK, crates.io pyroscope 2.1.5 (tests/clients/rust/: the same program, its tag set
+with the agent's tag_wrapper; push-rust-2.1.5.json has the request's path and headers),
+and the same SDK's jemalloc backend (`backend-jemalloc`, tikv-jemallocator 0.7.0 with
+prof:true,lg_prof_sample:19, in a program whose keep_a keeps 64 KiB buffers and keep_b
+16 KiB ones, forty of each, then 20 ms asleep; its headers are the CPU push's).
 """
 
 from __future__ import annotations
@@ -19,11 +24,13 @@ from perfsleuth.model.fleet import Window
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "pyroscope" / "push-python-1.4.0.bin.gz"
+RUST = FIXTURES / "pyroscope" / "push-rust-2.1.5.bin.gz"
+RUST_JEMALLOC = FIXTURES / "pyroscope" / "push-rust-2.1.5-jemalloc.bin.gz"
 LIMIT = 1 << 20
 
 
-def body() -> bytes:
-    return gzip.decompress(FIXTURE.read_bytes())
+def body(fixture: Path = FIXTURE) -> bytes:
+    return gzip.decompress(fixture.read_bytes())
 
 
 def functions(window: Window) -> set[str]:
@@ -46,9 +53,43 @@ def test_the_sdk_push_becomes_one_window_per_label_set() -> None:
     assert {w.id for w in windows} == {"c-1-0-0", "c-1-0-0.1"}
 
 
-def test_samples_are_counted_from_the_cpu_time_at_100_hz() -> None:
-    """The SDK sends CPU nanoseconds only; each 10 ms is one sample, not one per stack row."""
-    for window in pyroscope_push.decode(body(), "application/proto", "c-1", LIMIT):
+def test_the_rust_sdk_push_keeps_its_names_tags_and_window() -> None:
+    """pyroscope 2.1.5 (Rust): `process_cpu`, names demangled by the SDK without their
+    hash, the tag_wrapper tag per sample, its 2 s upload interval as the window."""
+    windows = pyroscope_push.decode(body(RUST), "application/proto", "r-1", LIMIT)
+    by_phase = {w.labels.get("phase", ""): w for w in windows}
+    assert set(by_phase) == {"", "a"}
+    for window in windows:
+        assert window.labels["service"] == "rust-app" and window.labels["team"] == "sre"
+        assert window.labels["process.runtime.name"] == "rust"
+        assert window.labels["otel.scope.name"] == "com.grafana.pyroscope/rust"
+        assert window.type == "cpu" and window.profile.unit == "ns" and window.rate_hz == 0.0
+        assert window.start > 1.7e9 and window.end - window.start == 2
+    assert functions(by_phase["a"]) == {"rust_app::hot_a"}
+    assert functions(by_phase[""]) == {"rust_app::hot_b"}
+
+
+def test_the_rust_sdk_jemalloc_push_is_in_use_bytes() -> None:
+    """`__name__="memory"`: jemalloc_pprof's own gzipped pprof, `inuse_space`/`bytes`, each
+    value jemalloc's estimate for its stack, stored as sent: jemalloc's frames that took
+    the stack (prof_backtrace_impl) are its leaves, as the SDK sends them."""
+    (window,) = pyroscope_push.decode(body(RUST_JEMALLOC), "application/proto", "r-1", LIMIT)
+    assert window.type == "inuse_space" and window.labels["service"] == "rust-mem"
+    assert window.labels["team"] == "sre" and window.labels["process.runtime.name"] == "rust"
+    p = window.profile
+    kept = {name: 0.0 for name in ("rust_app::keep_a", "rust_app::keep_b")}
+    for stack, weight in zip(p.sample_stack, p.sample_weight, strict=True):
+        names = [p.frames[i].function for i in p.stacks[stack]]
+        assert names[0] == "prof_backtrace_impl"
+        kept[next(name for name in names if name in kept)] += weight
+    assert sum(kept.values()) == p.total == 75_784_183  # the pprof's own sum
+    assert kept["rust_app::keep_a"] > 2 * kept["rust_app::keep_b"]  # 4x the bytes, sampled
+
+
+@pytest.mark.parametrize("fixture", [FIXTURE, RUST], ids=["python", "rust"])
+def test_samples_are_counted_from_the_cpu_time_at_100_hz(fixture: Path) -> None:
+    """The SDKs send CPU nanoseconds only; each 10 ms is one sample, not one per stack row."""
+    for window in pyroscope_push.decode(body(fixture), "application/proto", "c-1", LIMIT):
         assert window.profile.num_samples == round(window.profile.total / 1e7)
         assert window.profile.num_samples > len(window.profile.sample_count)
 

@@ -1,9 +1,10 @@
-"""Pyroscope's /ingest bodies: folded stacks (`a;b;c N`, root first) or pprof.
+"""Pyroscope's /ingest bodies: folded stacks (`a;b;c N`, root first), pprof, or JFR.
 
 A pprof body comes raw or, as Pyroscope's Go client sends it, as multipart/form-data
 whose `profile` part holds the (gzipped) profile and whose `sample_type_config` part
 names its types (mutex or block for contentions/delay, and which are cumulative). The
-query parameters (name, from, until, sampleRate, spyName) are parsed by
+Java agent's format=jfr is multipart too: its `jfr` and `labels` parts are read by
+formats.wire.jfr. The query parameters (name, from, until, sampleRate, spyName) are parsed by
 ingest.IngestParams.
 """
 
@@ -14,19 +15,17 @@ import re
 from dataclasses import replace
 from itertools import chain
 
-from perfsleuth.formats.wire import ingest, window_pprof
+from perfsleuth.formats.wire import ingest, jfr, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import Window
-from perfsleuth.model.profile import Frame
 
-FORMATS = ("folded", "pprof")
+FORMATS = ("folded", "pprof", "jfr")
 BOUNDARY = re.compile(r'boundary="?([^";]{1,200})"?')
 PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?\bname="([^"]*)"')
 PROFILE_PART = "profile"
+JFR_PART, LABELS_PART = "jfr", "labels"
 CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
-NAMED_LIMIT = 1 << 17  # frames kept across pushes by name
-_NAMED: dict[str, Frame] = {}
 # Bytes of stack texts kept across pushes (see _Stacks), as _entry_bytes estimates them.
 STACKS_LIMIT = 32 << 20
 
@@ -48,8 +47,14 @@ def decode(
         )
         params = replace(params, lock=_lock(config), cumulative=cumulative)
         return window_pprof.decode(parts[PROFILE_PART], params, limit)
+    if kind == "jfr":
+        parts = _parts(body, content_type) if multipart else {JFR_PART: body}
+        if JFR_PART not in parts:
+            raise PayloadError("multipart body without a `jfr` part holding the recording")
+        budget = ingest.PushBudget(limit)
+        return jfr.decode(parts[JFR_PART], parts.get(LABELS_PART, b""), params, budget)
     if kind != "folded":
-        raise PayloadError(f"format={kind[:40]} is not supported: use folded or pprof")
+        raise PayloadError(f"format={kind[:40]} is not supported: use folded, pprof or jfr")
     return [_folded(ingest.gunzip(body, limit), params)]
 
 
@@ -80,21 +85,10 @@ def _folded(body: bytes, params: IngestParams) -> Window:
         id=params.window_id,
         start=params.start,
         end=params.end,
-        profile=rows.profile(list(map(_frame, ids)), list(stacks)),
+        profile=rows.profile(list(map(window_pprof.named_frame, ids)), list(stacks)),
         labels=dict(params.labels),
         rate_hz=params.sample_rate,
     )
-
-
-def _frame(name: str) -> Frame:
-    """The same Frame object for a name push after push (the store's id cache finds it
-    by identity)."""
-    frame = _NAMED.get(name)
-    if frame is None:
-        if len(_NAMED) >= NAMED_LIMIT:
-            _NAMED.clear()
-        frame = _NAMED[name] = Frame(name)
-    return frame
 
 
 class _Stacks:

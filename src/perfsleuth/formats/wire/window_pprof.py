@@ -80,6 +80,8 @@ FRAME_CACHE_LIMIT = 1 << 17  # distinct frames kept across pushes (~200 bytes ea
 # time: it only makes equal frames new objects again, which the store's id cache still
 # finds by comparing them; the dict is changed by single operations the GIL keeps whole.
 _FRAMES: dict[tuple, Frame] = {}
+NAMED_LIMIT = 1 << 17  # frames kept across pushes by name alone (folded, JFR)
+_NAMED: dict[str, Frame] = {}
 
 
 def query(window: Window) -> dict[str, str]:
@@ -385,6 +387,17 @@ def _frame(fields: tuple) -> Frame:
             _FRAMES.clear()
         found = _FRAMES[fields] = Frame(*fields)
     return found
+
+
+def named_frame(name: str) -> Frame:
+    """The same Frame object for a name push after push (the store's id cache finds it
+    by identity), for the formats whose frames are names alone."""
+    frame = _NAMED.get(name)
+    if frame is None:
+        if len(_NAMED) >= NAMED_LIMIT:
+            _NAMED.clear()
+        frame = _NAMED[name] = Frame(name)
+    return frame
 
 
 def _meta(params: IngestParams, cumulative: bool = False) -> dict:

@@ -1,0 +1,175 @@
+"""The Java agent's JFR push, read as the JDK's own `jfr` tool reads it.
+
+The fixture is a real push of io.pyroscope:agent 2.9.2 (its multipart body as sent) and
+the totals `jfr print --json` gave for its recording (tests/fixtures/pyroscope/
+java-2.9.2-jfr.json says how both were made).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import random
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from perfsleuth.formats.wire import jfr, pyroscope
+from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
+from perfsleuth.model.fleet import Window
+
+PUSHES = Path(__file__).resolve().parents[1] / "fixtures" / "pyroscope"
+DOC = json.loads((PUSHES / "java-2.9.2-jfr.json").read_text())
+BODY = (PUSHES / "java-2.9.2-jfr.bin").read_bytes()
+PARTS = pyroscope._parts(BODY, DOC["content_type"])
+RECORDING = gzip.decompress(PARTS["jfr"])
+LABELS = gzip.decompress(PARTS["labels"])
+
+
+WALL = json.loads((PUSHES / "java-2.9.2-wall.json").read_text())
+
+
+def params(doc: dict = DOC) -> IngestParams:
+    return IngestParams.parse(dict(parse_qsl(urlsplit(doc["path"]).query)), "w1")
+
+
+def push(body: bytes = BODY, content_type: str = DOC["content_type"]) -> list[Window]:
+    return pyroscope.decode(body, params(), content_type)
+
+
+def totals(windows: list[Window], where: dict[str, str] | None = None) -> dict[str, list[int]]:
+    """[weight, count] by profile type, over the windows with the labels `where`."""
+    found: dict[str, list[int]] = {}
+    for w in windows:
+        if (where or {}).items() <= w.labels.items():
+            total = found.setdefault(w.type, [0, 0])
+            total[0] += sum(w.profile.sample_weight)
+            total[1] += sum(w.profile.sample_count)
+    return found
+
+
+def leaves(window: Window) -> dict[str, int]:
+    p = window.profile
+    counts: dict[str, int] = {}
+    for stack, _, count, _, _ in p.rows():
+        name = p.frames[stack[0]].function
+        counts[name] = counts.get(name, 0) + count
+    return counts
+
+
+def test_the_agent_push_holds_what_the_jdk_reads_in_it() -> None:
+    expected = DOC["expected"]
+    found = totals(push())
+    assert found == {
+        "cpu": [expected["cpu"]] * 2,
+        "alloc_objects": [expected["alloc_objects"]] * 2,
+        "alloc_space": [expected["alloc_space"], expected["alloc_objects"]],
+        "mutex_contentions": [expected["mutex_contentions"]] * 2,
+        "mutex_delay": [expected["mutex_delay"], expected["mutex_contentions"]],
+        "block_contentions": [expected["block_contentions"]] * 2,
+        "block_delay": [expected["block_delay"], expected["block_contentions"]],
+    }
+
+
+def test_wall_clock_samples_and_the_runnable_ones_as_cpu() -> None:
+    """PYROSCOPE_PROFILER_EVENT=wall: async-profiler's profiler.WallClockSample, each
+    standing for `samples` samples of its thread, on CPU when it was STATE_RUNNABLE."""
+    body = (PUSHES / "java-2.9.2-wall.bin").read_bytes()
+    windows = pyroscope.decode(body, params(WALL), WALL["content_type"])
+    expected = WALL["expected"]
+    assert totals(windows) == {
+        "wall": [expected["wall"]] * 2,
+        "cpu": [expected["cpu"]] * 2,
+    }
+    assert totals(windows, {"phase": "a"})["wall"][1] == expected["wall_labelled"]
+    assert {w.rate_hz for w in windows} == {100.0}
+
+
+def test_labels_types_units_and_names() -> None:
+    windows = push()
+    for w in windows:
+        assert w.labels["service"] == "java-app" and w.labels["team"] == "sre"
+        assert w.profile.meta == {"format": "jfr", "spy": "javaspy"}
+        assert w.rate_hz == (100.0 if w.type == "cpu" else 0.0)
+        assert w.profile.unit == ("ns" if w.type.endswith("_delay") else "samples")
+    # the LabelsWrapper section (hotA) through the labels part: per-sample labels
+    labelled = totals(windows, {"phase": "a"})
+    assert labelled["cpu"][1] == DOC["expected"]["cpu_labelled"]
+    [tagged] = [w for w in windows if w.type == "cpu" and w.labels.get("phase") == "a"]
+    assert set(leaves(tagged)) == {"App.hotA"}
+    cpu = {}
+    for w in windows:
+        if w.type == "cpu":
+            for name, count in leaves(w).items():
+                cpu[name] = cpu.get(name, 0) + count
+    assert sorted(cpu.items(), key=lambda kv: -kv[1])[:3] == list(
+        DOC["expected"]["cpu_leaves"].items()
+    )
+    # JVM classes in their own form, lambdas without their number
+    functions = {f.function for w in windows for f in w.profile.frames}
+    assert "java/lang/Thread.run" in functions
+    assert any(f.startswith("App$$Lambda_.") for f in functions)
+    assert not any("0x" in f for f in functions if "$$Lambda" in f)
+
+
+def test_chunks_after_chunks_plain_or_gzipped_without_multipart() -> None:
+    once = totals(push())
+    for body in (RECORDING * 2, gzip.compress(RECORDING * 2)):
+        twice = totals(pyroscope.decode(body, params(), "application/octet-stream"))
+        assert twice == {kind: [2 * v for v in values] for kind, values in once.items()}
+    # without the labels part every sample is unlabelled
+    windows = pyroscope.decode(RECORDING, params(), "")
+    assert not any("phase" in w.labels for w in windows)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"", "empty"),
+        (b"not a jfr recording at all, just text" * 3, "no chunk header"),
+        (RECORDING[:60], "no chunk header"),
+        (RECORDING[:1000], "size"),
+        (RECORDING + b"FLR\0", "no chunk header at byte"),
+        (RECORDING[:68] + b"\0" * (len(RECORDING) - 68), "event of 0 bytes"),
+    ],
+)
+def test_bad_recordings_are_named(body: bytes, message: str) -> None:
+    with pytest.raises(PayloadError, match=message):
+        pyroscope.decode(body, params(), "")
+
+
+def test_truncated_or_corrupt_input_is_a_payload_error() -> None:
+    """Every cut and every change of bytes gives Windows or a PayloadError, nothing else."""
+    size = len(RECORDING)
+    patched = bytearray(RECORDING)
+    patched[8:16] = (size - 100).to_bytes(8, "big")  # the chunk ends 100 bytes early
+    with pytest.raises(PayloadError, match="bad JFR recording: an event of"):
+        pyroscope.decode(bytes(patched[: size - 100]), params(), "")
+    for cut in (100, 1000, size // 2, size - 1):  # a chunk header past the bytes sent
+        with pytest.raises(PayloadError, match="bad JFR recording"):
+            pyroscope.decode(RECORDING[:cut], params(), "")
+    rng = random.Random(27)
+    for _ in range(40):
+        corrupt = bytearray(RECORDING)
+        for _ in range(rng.randint(1, 4)):
+            corrupt[rng.randrange(68, size)] = rng.randrange(256)
+        with contextlib.suppress(PayloadError):
+            pyroscope.decode(bytes(corrupt), params(), "")
+    with pytest.raises(PayloadError, match="labels part is truncated"):
+        jfr.decode(RECORDING, LABELS[:-3], params(), jfr.ingest.PushBudget())
+
+
+def test_a_multipart_body_needs_its_jfr_part() -> None:
+    boundary = DOC["content_type"].split("boundary=")[1]
+    body = f'--{boundary}\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n--{boundary}--'
+    with pytest.raises(PayloadError, match="without a `jfr` part"):
+        push(body.encode())
+
+
+def test_the_push_budget_bounds_the_frames() -> None:
+    budget = jfr.ingest.PushBudget()
+    budget.created = jfr.ingest.MAX_PUSH_NEW_FRAMES - 5
+    with pytest.raises(PayloadError, match="distinct frames"):
+        jfr.decode(RECORDING, b"", params(), budget)
