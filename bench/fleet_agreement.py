@@ -4,7 +4,7 @@ within 2 points).
 
 Two example programs run side by side for --minutes: hotspots, built without frame
 pointers, and map_alloc, std::map and malloc heavy. Meanwhile `perfsleuth agent`
-(defaults: 19 Hz per CPU, DWARF stacks, 10 s windows) pushes to a local collector, and
+(defaults: 19 Hz per CPU, DWARF stacks, 20 s windows) pushes to a local collector, and
 one `perfsleuth record --pid P --duration S` per program records it at perf's default
 rate.
 Then, per program, the fleet TopN (`fleet top --where comm=NAME`) is set against the
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "examples" / "bin"
 PERFSLEUTH = str(Path(sys.executable).parent / "perfsleuth")
 TOKEN = "agreement-bench"
-WINDOW_S = 10
+WINDOW_S = 20  # the agent's default
 # name in /proc/PID/comm -> the command that keeps it busy
 PROGRAMS = {
     "hotspots": [str(BIN / "hotspots"), "100000000000"],

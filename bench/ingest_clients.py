@@ -4,8 +4,10 @@ Kinds: the simulated fleet's windows (bench/fleet_sim.py: 8-CPU hosts, 10 s wind
 real stacks, 912 samples each; `--hosts` 200 x 3 windows are the 547,200 samples issue
 27 pushed to Grafana Pyroscope) as gzipped pprof and as folded text to /ingest, and
 pushes captured from the real SDKs (tests/fixtures/pyroscope/: pyroscope-go v1.5.0's
-CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect push),
-each SDK push made distinct by shifting its profile's time (so none is a duplicate).
+CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect push;
+the Java agent 2.9.2's /ingest?format=jfr push, a 3 s JFR recording with its labels),
+each SDK push made distinct by shifting its profile's time (so none is a duplicate; the
+Java push by its from/until alone). No Pyroscope number is known for JFR pushes.
 Each kind goes from a few client threads to a fresh collector on a scratch store, each
 push on a new connection, as the agent sends them and as the SDKs' pushes arrive (they
 push every 10 s or so, and the collector closes a connection idle for 5 s);
@@ -82,12 +84,25 @@ def go_pushes(n: int) -> list[tuple[str, bytes, dict]]:
     query = dict(parse_qsl(urlsplit(head["path"]).query))
     pushes = []
     for i in range(n):
-        q = {**query, "from": str(int(query["from"]) + i * 10**9)}
-        q["until"] = str(int(query["until"]) + i * 10**9)
         data = body.replace(profile, shifted(profile, i))  # the SDK's own form otherwise
         headers = {"Content-Type": head["content-type"]}
-        pushes.append(("/ingest?" + urlencode(q), data, headers))
+        pushes.append(("/ingest?" + urlencode(later(query, i * 10**9)), data, headers))
     return pushes
+
+
+def later(query: dict[str, str], by: int) -> dict[str, str]:
+    """The query with its from and until `by` (in their unit) later."""
+    return {**query, "from": str(int(query["from"]) + by), "until": str(int(query["until"]) + by)}
+
+
+def java_pushes(n: int) -> list[tuple[str, bytes, dict]]:
+    """The Java agent's JFR push, n times, from/until (seconds) shifted: the window ids
+    differ by the query, the recording is the captured one."""
+    head = json.loads((FIXTURES / "java-2.9.2-jfr.json").read_text())
+    body = (FIXTURES / "java-2.9.2-jfr.bin").read_bytes()
+    query = dict(parse_qsl(urlsplit(head["path"]).query))
+    headers = {"Content-Type": head["content_type"]}
+    return [("/ingest?" + urlencode(later(query, i)), body, headers) for i in range(n)]
 
 
 def connect_pushes(n: int) -> list[tuple[str, bytes, dict]]:
@@ -239,6 +254,7 @@ def main() -> None:
         "fleet folded": lambda: fleet_pushes(args.hosts, "folded"),
         "pyroscope-go /ingest": lambda: go_pushes(args.pushes),
         "pyroscope-io Connect": lambda: connect_pushes(args.pushes),
+        "java agent jfr": lambda: java_pushes(args.pushes),
     }
     kinds = {kind: make() for kind, make in makers.items() if kind in (args.kind or makers)}
     sources = args.src or [ROOT / "src"]
@@ -254,11 +270,12 @@ def main() -> None:
         peer = PYROSCOPE["folded" if "folded" in kind else "pprof"]
         per_push = [x["cpu_ms_per_push"] for x in results]
         loads = [x["load"] for x in results]
+        ratio = "" if "jfr" in kind else f", {rate / peer:.2f}x Pyroscope's {peer:,}"
         print(
             f"{kind:22} {src}: median {rate:,.0f} samples per collector CPU-s "
             f"({statistics.median(per_push):.2f} ms a push, {min(per_push):.2f}-"
             f"{max(per_push):.2f} over {len(results)} rounds at load {min(loads):g}-"
-            f"{max(loads):g}), {rate / peer:.2f}x Pyroscope's {peer:,}"
+            f"{max(loads):g}){ratio}"
         )
 
 

@@ -224,9 +224,10 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
 
 
 @pytest.mark.skipif(not shutil.which("java"), reason="Java is not installed")
-def test_pyroscope_java_agent_pushes_jfr(collector: Collector) -> None:
+def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -> None:
     """io.pyroscope:agent 2.9.2: /ingest?format=jfr, a JFR recording by async-profiler
-    (CPU by itimer, allocations, monitor contention) with its labels part."""
+    (CPU by itimer, allocations, monitor and ReentrantLock contention) with its labels
+    part."""
     assert JAVA_AGENT.exists() and (JAVA / "classes" / "App.class").exists(), "make setup"
     env = {
         **os.environ,
@@ -237,8 +238,10 @@ def test_pyroscope_java_agent_pushes_jfr(collector: Collector) -> None:
         "PYROSCOPE_PROFILER_EVENT": "itimer",
         "PYROSCOPE_PROFILER_ALLOC": "256k",
         "PYROSCOPE_PROFILER_LOCK": "1ms",
+        "PYROSCOPE_TMP_DIR": str(tmp_path),  # where it unpacks async-profiler, left behind
     }
-    argv = ["java", f"-javaagent:{JAVA_AGENT}", "-cp", str(JAVA / "classes"), "App", "8"]
+    jvm = ["java", f"-Djava.io.tmpdir={tmp_path}", "-XX:-UsePerfData"]
+    argv = [*jvm, f"-javaagent:{JAVA_AGENT}", "-cp", str(JAVA / "classes"), "App", "8"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     cpu = top(collector, "service=java-app")
@@ -259,6 +262,10 @@ def test_pyroscope_java_agent_pushes_jfr(collector: Collector) -> None:
     delay = top(collector, "service=java-app,type=mutex_delay", 50)
     assert delay["unit"] == "ns" and functions(delay)[0] == "App.holdLock"
     assert delay["total"] > contentions["total"] > 0  # ns waited, not a count again
+    # a ReentrantLock's waiters park (jdk.ThreadPark): block contentions and delay
+    block = top(collector, "service=java-app,type=block_delay", 50)
+    assert block["unit"] == "ns" and "App.holdParked" in functions(block)
+    assert top(collector, "service=java-app,type=block_contentions")["total"] > 0
     metrics = request(collector.url("/metrics"), None, {})[1].decode()
     assert 'endpoint="ingest",result="accepted"' in metrics
     assert 'endpoint="ingest",result="rejected"' not in metrics

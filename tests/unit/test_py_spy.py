@@ -215,3 +215,25 @@ def test_flame_tells_a_python_function_from_a_native_one_of_its_name(tmp_path: P
         (3, "compress"),
     ]
     assert total[2] == 7  # the Python compress, apart from the native one below it
+
+
+def test_a_file_cut_mid_line_says_it_was_cut_short(tmp_path: Path) -> None:
+    """What a full disk left of py-spy's output (CI, stop 40): a last line without its
+    count and newline is named as a cut file, not as a wrong format."""
+    path = tmp_path / "py-spy.txt"
+    path.write_text(RAW + "thread (3821);_call_with_frames_removed (<frozen importlib._b")
+    with pytest.raises(UserError, match="cut short") as caught:
+        py_spy.read(path)
+    assert "py-spy.txt:4" in str(caught.value)
+
+
+def test_a_whole_last_line_without_newline_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "py-spy.txt"
+    path.write_text(RAW + "main (/srv/app.py:3) 2")
+    assert py_spy.read(path).num_samples == py_spy.read(_written(tmp_path, RAW)).num_samples + 2
+
+
+def _written(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "whole.txt"
+    path.write_text(text)
+    return path

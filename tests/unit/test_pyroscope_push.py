@@ -4,7 +4,10 @@ The fixtures are pushes captured from the real SDKs, the HTTP body as sent, gzip
 Content-Encoding included: pyroscope-io 1.4.0 (a Python program with hot_a under
 tag_wrapper({"phase": "a"}) and hot_b outside it, tags={"team": "sre"}) and the Rust
 SDK, crates.io pyroscope 2.1.5 (tests/clients/rust/: the same program, its tag set
-with the agent's tag_wrapper; push-rust-2.1.5.json has the request's path and headers).
+with the agent's tag_wrapper; push-rust-2.1.5.json has the request's path and headers),
+and the same SDK's jemalloc backend (`backend-jemalloc`, tikv-jemallocator 0.7.0 with
+prof:true,lg_prof_sample:19, in a program whose keep_a keeps 64 KiB buffers and keep_b
+16 KiB ones, forty of each, then 20 ms asleep; its headers are the CPU push's).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from perfsleuth.model.fleet import Window
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "pyroscope" / "push-python-1.4.0.bin.gz"
 RUST = FIXTURES / "pyroscope" / "push-rust-2.1.5.bin.gz"
+RUST_JEMALLOC = FIXTURES / "pyroscope" / "push-rust-2.1.5-jemalloc.bin.gz"
 LIMIT = 1 << 20
 
 
@@ -63,6 +67,23 @@ def test_the_rust_sdk_push_keeps_its_names_tags_and_window() -> None:
         assert window.start > 1.7e9 and window.end - window.start == 2
     assert functions(by_phase["a"]) == {"rust_app::hot_a"}
     assert functions(by_phase[""]) == {"rust_app::hot_b"}
+
+
+def test_the_rust_sdk_jemalloc_push_is_in_use_bytes() -> None:
+    """`__name__="memory"`: jemalloc_pprof's own gzipped pprof, `inuse_space`/`bytes`, each
+    value jemalloc's estimate for its stack, stored as sent: jemalloc's frames that took
+    the stack (prof_backtrace_impl) are its leaves, as the SDK sends them."""
+    (window,) = pyroscope_push.decode(body(RUST_JEMALLOC), "application/proto", "r-1", LIMIT)
+    assert window.type == "inuse_space" and window.labels["service"] == "rust-mem"
+    assert window.labels["team"] == "sre" and window.labels["process.runtime.name"] == "rust"
+    p = window.profile
+    kept = {name: 0.0 for name in ("rust_app::keep_a", "rust_app::keep_b")}
+    for stack, weight in zip(p.sample_stack, p.sample_weight, strict=True):
+        names = [p.frames[i].function for i in p.stacks[stack]]
+        assert names[0] == "prof_backtrace_impl"
+        kept[next(name for name in names if name in kept)] += weight
+    assert sum(kept.values()) == p.total == 75_784_183  # the pprof's own sum
+    assert kept["rust_app::keep_a"] > 2 * kept["rust_app::keep_b"]  # 4x the bytes, sampled
 
 
 @pytest.mark.parametrize("fixture", [FIXTURE, RUST], ids=["python", "rust"])

@@ -196,3 +196,68 @@ def test_disconnects_and_half_open_connections(
         assert request(port, "/api/runs")[0] == 200
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Error" not in err
+
+
+class _Transport:
+    """What a connection's transport was asked to send, write by write."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def writelines(self, parts: tuple[bytes, ...]) -> None:
+        self.sent.append(b"".join(parts))
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.transport = _Transport()
+        self.response_started = False
+
+
+def test_an_answer_head_goes_out_with_its_body_in_one_write() -> None:
+    from perfsleuth.web.guard import _HeadWithBody
+
+    cycle = _Cycle()
+    sent = cycle.transport.sent
+    held = _HeadWithBody(cycle)
+    held.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # before the answer: at once
+    cycle.response_started = True
+    held.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    assert sent == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+    held.write(b"body")
+    held.write(b"more")
+    assert sent[1:] == [b"HTTP/1.1 200 OK\r\n\r\nbody", b"more"]
+    assert not held.is_closing()  # the rest is the transport's
+
+    for end in ("flush", "close"):  # a head without a body (HEAD), or the app failed
+        cycle = _Cycle()
+        held = _HeadWithBody(cycle)
+        cycle.response_started = True
+        held.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        getattr(held, end)()
+        assert cycle.transport.sent == [b"HTTP/1.1 200 OK\r\n\r\n"]
+        assert cycle.transport.closed == (end == "close")
+
+
+def test_answers_on_one_kept_connection_head_requests_included(open_port: int) -> None:
+    con = http.client.HTTPConnection("127.0.0.1", open_port, timeout=10)
+    try:
+        for method in ("GET", "HEAD", "GET", "HEAD"):
+            con.request(method, "/api/runs")
+            response = con.getresponse()
+            body = response.read()
+            assert response.status == 200
+            assert int(response.getheader("content-length")) > 0
+            assert (json.loads(body)[0]["id"] == "2") if method == "GET" else body == b""
+    finally:
+        con.close()

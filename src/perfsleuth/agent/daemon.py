@@ -72,7 +72,7 @@ class AgentConfig:
     spool: Path
     token: str | None = None
     freq: int = 19
-    window_s: int = 10
+    window_s: int = 20
     max_spool_bytes: int = 256 << 20
     call_graph: str = "dwarf"
     labels: dict[str, str] = field(default_factory=dict)
@@ -263,11 +263,12 @@ class Agent:
     def _name_limit(self, level: int) -> int | None:
         """How many new addresses the next window may name: what the budget spares for
         naming (Budget.naming_allowance_s) at what an address has cost so far, and at
-        least the MIN_NAMED most sampled while the agent is within its cap (none over
-        it): on a loaded host, perf and the windows' conversion alone take most of a 1%
-        cap, and with nothing spared a busy program's hottest function stayed unnamed
-        for minutes (bench/fleet_agreement.py at load 15: hotspots' `mix`, 86% of its
-        time, 0% in the fleet)."""
+        least the MIN_NAMED most sampled while the agent is within its cap (its window's
+        allowance included; none over it): on a loaded host, perf and the windows'
+        conversion alone take most of a 1% cap, and with nothing spared a busy program's
+        hottest function stayed unnamed for minutes (bench/fleet_agreement.py at load 15:
+        hotspots' `mix`, 86% of its time, 0% in the fleet; 6.5% when the floor waited
+        for the share since the agent's process started to be within the cap)."""
         if self.budget is None:
             return None
         elapsed, used = self.meter.spent(self._perf_pid())

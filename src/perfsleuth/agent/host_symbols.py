@@ -39,8 +39,11 @@ from .symbol_cache import SymbolCache
 MAX_ENTRIES = 200_000
 # What naming a new address costs (the agent's CPU and llvm-symbolizer's) until the agent
 # has measured its own over MEASURED_AFTER addresses: 0.2-0.9 ms replaying windows of this
-# busy 2-CPU machine, the most in the first windows (each file's DWARF loaded once a run).
-PRIOR_S_PER_ADDRESS = 0.0005
+# busy 2-CPU machine, the most in the first windows (each file's DWARF loaded once a run),
+# where a live agent's first window paid 1.4-1.5 ms an address (0.5 CPU-s for ~370 at
+# load ~15, 0.4 for ~260 at load ~10): at 0.5 ms, its first window's naming alone was
+# 0.4-0.5 CPU-s, 1% of a 2-CPU host for 20-25 s.
+PRIOR_S_PER_ADDRESS = 0.0015
 MEASURED_AFTER = 200
 
 

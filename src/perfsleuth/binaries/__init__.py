@@ -11,7 +11,7 @@ from __future__ import annotations
 from .binary import DWARF_ERRORS, Binary, binary_at, build_id_of, elf_info
 from .compile_units import CompileUnit
 from .elf import ET_REL, PF_X, PT_LOAD, ElfInfo, Section, Segment
-from .locate import DEBUG_DIRS, build_id_paths, find_dso
+from .locate import DEBUG_DIRS, build_id_paths, debug_file_paths, find_dso
 from .symbol_table import STT_FUNC, STT_GNU_IFUNC, Symbol
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "binary_at",
     "build_id_of",
     "build_id_paths",
+    "debug_file_paths",
     "elf_info",
     "find_dso",
 ]

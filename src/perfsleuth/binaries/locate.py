@@ -10,12 +10,19 @@ from .binary import binary_at, build_id_of
 DEBUG_DIRS = ("/usr/lib/debug",)
 
 
+def debug_file_paths(build_id: str, dirs: tuple[str, ...] = DEBUG_DIRS) -> list[str]:
+    """Where the separate debug file of this build-id may live (.build-id/xx/rest.debug)."""
+    if len(build_id) < 3:
+        return []
+    return [os.path.join(d, ".build-id", build_id[:2], build_id[2:] + ".debug") for d in dirs]
+
+
 def build_id_paths(build_id: str) -> list[str]:
     """Where a file with this build-id may live: debug files and perf's build-id cache."""
     if len(build_id) < 3:
         return []
     head, tail = build_id[:2], build_id[2:]
-    out = [os.path.join(d, ".build-id", head, tail + ".debug") for d in DEBUG_DIRS]
+    out = debug_file_paths(build_id)
     home = os.environ.get("HOME") or str(Path.home())
     cache = os.path.join(home, ".debug", ".build-id", head, tail)
     out += [os.path.join(cache, n) for n in ("elf", "debug", "vdso")] + [cache]

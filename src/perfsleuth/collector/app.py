@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+import orjson
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
     ExportProfilesServiceResponse,
 )
@@ -221,14 +222,14 @@ class Collector:
         if stored:
             self.metrics.bytes += len(body)
         samples = sum(window.profile.num_samples for window, _ in windows)
-        return JSONResponse(
-            {
-                "window": windows[0][0].id,
-                "windows": [window.id for window, _ in windows],
-                "stored": stored,
-                "samples": samples,
-            }
-        )
+        answer = {
+            "window": windows[0][0].id,
+            "windows": [window.id for window, _ in windows],
+            "stored": stored,
+            "samples": samples,
+        }
+        # orjson: Starlette's JSONResponse (json.dumps) was ~3% of a push's event-loop time
+        return Response(orjson.dumps(answer), media_type="application/json")
 
     def _store(self, decoded: list[Window]) -> list[tuple[Window, bool]]:
         """A push's windows checked, as deltas where cumulative (their series' baselines

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(host is this host's name; service defaults to 'system')",
     )
     parser.add_argument(
-        "--window", type=int, default=10, metavar="S", help="seconds per window (default 10)"
+        "--window", type=int, default=20, metavar="S", help="seconds per window (default 20)"
     )
     parser.add_argument(
         "--spool",

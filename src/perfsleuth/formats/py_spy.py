@@ -111,7 +111,13 @@ def read(path: str | Path, freq: int | None = None) -> Profile:
         with path.open(encoding="utf-8", errors="replace") as f:
             lines = limits.IOLines(f, path.name)
             for text in lines:
-                reader.feed(text.rstrip("\n"), f"{path.name}:{lines.number}")
+                where = f"{path.name}:{lines.number}"
+                if not text.endswith("\n") and LINE.match(text) is None:
+                    raise UserError(
+                        f"{where}: the file ends in the middle of a line: py-spy's output was"
+                        " cut short (a full disk, or py-spy killed while writing); record again"
+                    )
+                reader.feed(text.rstrip("\n"), where)
     except OSError as e:
         raise UserError(f"{path.name}: cannot read ({e.strerror}); check the file") from e
     profile = reader.builder.build()

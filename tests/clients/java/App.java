@@ -1,17 +1,22 @@
-// A small program the Pyroscope Java agent profiles (tests/integration/test_pyroscope_java.py):
-// hotA (under the labels phase=a) does twice hotB's work, allocate() allocates, and two
-// threads contend for one lock, holding it asleep. Prints the bytes allocate() allocated.
+// A small program the Pyroscope Java agent profiles (tests/integration/
+// test_pyroscope_clients.py): hotA (under the labels phase=a) does twice hotB's work,
+// allocate() allocates, two threads contend for a monitor and two for a ReentrantLock
+// (parking), each holding it asleep.
 // Usage: java -javaagent:agent.jar -cp CLASSES App SECONDS
 
-import com.sun.management.ThreadMXBean;
 import io.pyroscope.labels.v2.LabelsSet;
 import io.pyroscope.labels.v2.Pyroscope;
-import java.lang.management.ManagementFactory;
+import java.util.concurrent.locks.ReentrantLock;
 
 public class App {
     static final Object LOCK = new Object();
+    static final ReentrantLock PARKING = new ReentrantLock();
     static volatile long sink;
     static volatile boolean running = true;
+
+    interface Hold {
+        void run() throws InterruptedException;
+    }
 
     // Each spins in its own loop, so that each is the leaf of its own samples.
     static void hotA() {
@@ -38,18 +43,27 @@ public class App {
         }
     }
 
-    // Holds the lock asleep: the other locker waits for it without using CPU time.
+    // Each holds its lock asleep: the other thread waits for it without using CPU time.
     static void holdLock() throws InterruptedException {
         synchronized (LOCK) {
             Thread.sleep(2);
         }
     }
 
-    static Thread locker() {
+    static void holdParked() throws InterruptedException {
+        PARKING.lock();
+        try {
+            Thread.sleep(2);
+        } finally {
+            PARKING.unlock();
+        }
+    }
+
+    static Thread holder(Hold hold) {
         Thread thread = new Thread(() -> {
             try {
                 while (running) {
-                    holdLock();
+                    hold.run();
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -61,21 +75,17 @@ public class App {
 
     public static void main(String[] args) throws Exception {
         long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
-        Thread[] lockers = {locker(), locker()};
-        ThreadMXBean mx = (ThreadMXBean) ManagementFactory.getThreadMXBean();
-        long self = Thread.currentThread().getId();
-        long allocated = 0;
+        Hold lock = App::holdLock;
+        Hold park = App::holdParked;
+        Thread[] holders = {holder(lock), holder(lock), holder(park), holder(park)};
         while (System.nanoTime() < end) {
             Pyroscope.LabelsWrapper.run(new LabelsSet("phase", "a"), App::hotA);
             hotB();
-            long before = mx.getThreadAllocatedBytes(self);
             allocate();
-            allocated += mx.getThreadAllocatedBytes(self) - before;
         }
         running = false;
-        for (Thread thread : lockers) {
+        for (Thread thread : holders) {
             thread.join();
         }
-        System.out.println(allocated);
     }
 }

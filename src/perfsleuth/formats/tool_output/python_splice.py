@@ -166,10 +166,14 @@ NEAR_BEST = 0.9
 # one's Python frame SWITCH times as often: an entry both functions call (CPython's
 # `PyNumber_Remainder` under crunch's `% 7` and spell's `% 97` in timed_pair.py) would
 # otherwise go to the one that calls it more near every change (crunch 5.1 points over
-# the timers in one of 9 runs at load 16; 2.6 at most with SWITCH)
+# the timers in one of 9 runs at load 16; 2.6 at most with SWITCH). 3, not 5: where a
+# program turns every ~12 ms (json_heavy.py with py-spy late by a few ms), a C entry's
+# samples went with the wrong function's frame in a fifth of its aligned samples, under
+# 5x its right one's: 13 runs of 4 s, 34 of ~141 scanner_call samples wrong (median) at 5,
+# 16 at 3; timed_pair.py against its own turns (4 runs at load 12) the same at both
 EARLY = 0.020
 LAG = 0.020
-SWITCH = 5
+SWITCH = 3
 # a native entry seen with one Python frame this often is taken to always go with it; a
 # sample of it whose trace says otherwise (py-spy lagging more than LAG) looks that far
 USUAL_SHARE = 0.9

@@ -15,9 +15,10 @@ for an array). Event 1 is a checkpoint: constant pools (threads, stack traces, m
 classes, symbols...) as lists of (key, value). Every other event is read by its type's
 fields, and the ones below become samples of the store's profile types, as Pyroscope
 reads them (grafana/jfr-parser): an execution sample is a CPU sample (not when its
-thread state is STATE_SLEEPING; with the `wall` event also a wall sample), an
-allocation event one object of its TLAB size (outside a TLAB, its own size), a monitor
-enter one mutex contention of its duration, a park one block contention.
+thread state is STATE_SLEEPING; with the `wall` event also a wall sample), a wall-clock
+sample its `samples` wall samples (and CPU samples when its thread is STATE_RUNNABLE),
+an allocation event one object of its TLAB size (outside a TLAB, its own size), a
+monitor enter one mutex contention of its duration, a park one block contention.
 
 A frame is named as Pyroscope names it: the class in the JVM's form (slashes) and the
 method, `java/util/HashMap.get`; classes the JVM generates with a number in their name
@@ -52,7 +53,7 @@ CHUNK_HEADER_TYPE = "jdk.types.ChunkHeader"  # a pool value that is a chunk head
 # value, None: 1 a sample). CPU and wall samples are counted at the push's sampleRate.
 EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "jdk.ExecutionSample": (("cpu", None),),
-    "profiler.WallClockSample": (("wall", "samples"),),
+    "profiler.WallClockSample": (("wall", "samples"), ("cpu", "samples")),
     "jdk.ObjectAllocationInNewTLAB": (("alloc_objects", None), ("alloc_space", "tlabSize")),
     "jdk.ObjectAllocationOutsideTLAB": (
         ("alloc_objects", None),
@@ -64,7 +65,12 @@ EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
 }
 RATED = ("cpu", "wall")  # samples at the push's sampleRate
 TIMED = ("mutex_delay", "block_delay")  # values in ticks, stored in nanoseconds
-SLEEPING = "STATE_SLEEPING"
+# When a sample of an event is also a CPU sample: (thread state, whether it must be it
+# or must not be it); a sample without a state is a CPU sample of an execution sample.
+CPU_STATES = {
+    "jdk.ExecutionSample": ("STATE_SLEEPING", False),
+    "profiler.WallClockSample": ("STATE_RUNNABLE", True),
+}
 SETTING_EVENT = "jdk.ActiveSetting"
 # A numbered class the JVM generates: a lambda's (`App$$Lambda$74.0x00007f55dc087588`,
 # `App$$Lambda.0x...`) or a reflection accessor's (`GeneratedMethodAccessor31`).
@@ -134,6 +140,9 @@ class _Input:
     def varint(self) -> int:
         """An unsigned varint of up to 9 bytes (the 9th keeps all 8 bits)."""
         data, pos, end = self.data, self.pos, self.end
+        if pos < end and data[pos] < 0x80:  # most are one byte
+            self.pos = pos + 1
+            return data[pos]
         value = 0
         for shift in range(0, 56, 7):
             if pos >= end:
@@ -199,8 +208,9 @@ Reader = Callable[[_Input], Any]
 class _Types:
     """A chunk's types (its metadata) and the readers of their values."""
 
-    def __init__(self, types: dict[int, _Type]) -> None:
+    def __init__(self, types: dict[int, _Type], compressed: bool) -> None:
         self.types = types
+        self.compressed = compressed
         self.readers: dict[int, Reader] = {}
         self.by_name = {t.name: type_id for type_id, t in types.items()}
 
@@ -220,7 +230,9 @@ class _Types:
             return _Input.string
         if t.name in PRIMITIVE_BYTES:
             size = PRIMITIVE_BYTES[t.name]
-            return _Input.byte if size == 1 else lambda inp: inp.integer(size)
+            if size == 1:
+                return _Input.byte
+            return _Input.varint if self.compressed else lambda inp: inp.integer(size)
         if t.name in FLOATS:
             number = FLOATS[t.name]
             return lambda inp: number.unpack(inp.take(number.size))[0]
@@ -318,7 +330,8 @@ class _Chunk:
         """Read the chunk; the byte after it."""
         try:
             self._read()
-        except (IndexError, struct.error, RecursionError):
+        # past the chunk's bytes, or a field of another kind than its event needs
+        except (IndexError, struct.error, RecursionError, TypeError):
             raise PayloadError(
                 f"bad JFR recording: the chunk at byte {self.start} is truncated or corrupt"
             ) from None
@@ -342,7 +355,7 @@ class _Chunk:
         metadata = [e for e in events if e[0] == METADATA_EVENT]
         if not metadata:
             raise PayloadError(f"bad JFR recording: the chunk at byte {self.start} has no metadata")
-        self.types = _Types(_metadata(self._input(metadata[-1][1])))
+        self.types = _Types(_metadata(self._input(metadata[-1][1])), self.compressed)
         for kind, at, end in events:
             if kind == CHECKPOINT_EVENT:
                 self._checkpoint(self._input(at, end))
@@ -381,6 +394,7 @@ class _Event:
     context: int
     state: int
     values: tuple[int, ...]
+    cpu_state: tuple[str, bool] = ("", False)
 
 
 class _Samples:
@@ -432,9 +446,10 @@ class _Samples:
             return  # no stack trace: nothing to show it under (Pyroscope drops it too)
         thread = names.thread(values[plan.thread]) if plan.thread >= 0 else None
         labels = self.contexts.get(values[plan.context], ()) if plan.context >= 0 else ()
-        sleeping = plan.state >= 0 and names.state(values[plan.state]) == SLEEPING
+        state = names.state(values[plan.state]) if plan.state >= 0 else ""
+        on_cpu = (state == plan.cpu_state[0]) == plan.cpu_state[1]
         for (kind, _), at in zip(plan.kinds, plan.values, strict=True):
-            if kind == "cpu" and sleeping:
+            if kind == "cpu" and not on_cpu:
                 continue
             value = 1 if at < 0 else ingest.count(values[at], f"a JFR {kind} value")
             count = value if kind in RATED else 1
@@ -500,7 +515,8 @@ def _plan(t: _Type | None, name: str, wall: bool) -> _Event | None:
         kinds = (("cpu", None), ("wall", None))
     thread = t.at("sampledThread") if t.at("eventThread") < 0 else t.at("eventThread")
     values = tuple(-1 if value is None else t.at(value) for _, value in kinds)
-    return _Event(kinds, t.at("stackTrace"), thread, t.at("contextId"), t.at("state"), values)
+    fields = (t.at("stackTrace"), thread, t.at("contextId"), t.at("state"))
+    return _Event(kinds, *fields, values, CPU_STATES.get(name, ("", False)))
 
 
 class _ChunkNames:

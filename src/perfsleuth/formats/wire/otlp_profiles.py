@@ -75,6 +75,8 @@ SHARED_LABELS = frozenset(
 EXE_KEYS = ("process.executable.path", "process.executable.name")
 BUILD_ID_KEYS = ("process.executable.build_id.gnu", "process.executable.build_id.htlhash")
 CPU_KINDS = ("cpu", "samples")
+# Units under another name: UCUM's `ns`, as the Pyroscope Java agent's OTLP export says.
+UNITS = {"ns": "nanoseconds"}
 # Attributes that give a sample its thread and process (_thread), not labels.
 THREAD_KEYS = frozenset(
     {"process.pid", "thread.id", "thread.name", "container.id", *EXE_KEYS, *BUILD_ID_KEYS}
@@ -177,7 +179,8 @@ class _Dictionary:
 
     def sample_type(self, profile: otlp.Profile) -> tuple[str, str]:
         t = profile.sample_type
-        return self.string(t.type_strindex, "sample type"), self.string(t.unit_strindex, "unit")
+        unit = self.string(t.unit_strindex, "unit")
+        return self.string(t.type_strindex, "sample type"), UNITS.get(unit, unit)
 
     def windows(self, profile: otlp.Profile, resource: dict, window_id: str) -> list[Window]:
         """The profile's Windows: one per set of its samples' user labels (ids
@@ -265,7 +268,7 @@ class _Dictionary:
     def _period_ns(self, profile: otlp.Profile) -> int:
         """The profile's sampling period in nanoseconds; 0 when it says none."""
         unit = self.string(profile.period_type.unit_strindex, "period unit")
-        if profile.period > 0 and unit == "nanoseconds":
+        if profile.period > 0 and UNITS.get(unit, unit) == "nanoseconds":
             return ingest.count(profile.period, "period")
         return 0
 

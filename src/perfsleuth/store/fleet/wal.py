@@ -17,12 +17,15 @@ import json
 import os
 import struct
 import threading
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pyarrow as pa
+
+# zlib's CRC-32 (the same values), 13x as fast: 5 against 66 us for a fleet window's 40 KB
+# record, which the collector's worker computes for every push
+from isal.isal_zlib import crc32
 
 from .layout import hour_partition
 from .writer import WindowColumns, WindowTables, tables_of
@@ -57,7 +60,7 @@ def encode(record: Record) -> bytes:
     columns = record.columns
     document = {"marker": record.marker, **{t: getattr(columns, t) for t in TABLES}}
     payload = orjson.dumps(document)
-    return FRAME.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+    return FRAME.pack(MAGIC, len(payload), crc32(payload)) + payload
 
 
 def decode_all(data: bytes) -> list[Record]:
@@ -74,7 +77,7 @@ def decode_prefix(data: bytes) -> tuple[list[Record], int]:
         payload = data[at + FRAME.size : at + FRAME.size + length]
         if magic not in (MAGIC, MAGIC_V1) or len(payload) != length:
             break
-        if zlib.crc32(payload) != crc:
+        if crc32(payload) != crc:
             break
         records.append(_record(payload) if magic == MAGIC else _record_v1(payload))
         at += FRAME.size + length
