@@ -130,7 +130,10 @@ def test_chunks_after_chunks_plain_or_gzipped_without_multipart() -> None:
         (b"", "empty"),
         (b"not a jfr recording at all, just text" * 3, "no chunk header"),
         (RECORDING[:60], "no chunk header"),
-        (RECORDING[:1000], "size"),
+        (RECORDING[:1000], "size 112135 .the bytes left: 1000.; the recording is cut short"),
+        (RECORDING[:4] + b"\0\1" + RECORDING[6:], "version 1, not 2"),
+        # the features' bit 0 clear: fixed-width integers, which async-profiler never writes
+        (RECORDING[:64] + b"\0\0\0\0" + RECORDING[68:], "fixed-width integers"),
         (RECORDING + b"FLR\0", "no chunk header at byte"),
         (RECORDING[:68] + b"\0" * (len(RECORDING) - 68), "event of 0 bytes"),
     ],
