@@ -48,7 +48,7 @@ METADATA_EVENT, CHECKPOINT_EVENT = 0, 1
 MAX_NESTING = 16  # types inside types, elements inside elements
 # Events of one push: a 10 s push of a busy JVM holds some tens of thousands.
 MAX_EVENTS = 1 << 20
-STEPS_PER_BYTE = 4  # array items read per byte of a chunk, at most
+STEPS_PER_BYTE = 1  # array items read per byte of a chunk, at most (see _Input.items)
 CHUNK_HEADER_TYPE = "jdk.types.ChunkHeader"  # a pool value that is a chunk header's bytes
 # The events read, each as the profile types it adds to: (type, the field giving the
 # value, None: 1 a sample). CPU and wall samples are counted at the push's sampleRate.
