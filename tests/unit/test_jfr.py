@@ -130,7 +130,10 @@ def test_chunks_after_chunks_plain_or_gzipped_without_multipart() -> None:
         (b"", "empty"),
         (b"not a jfr recording at all, just text" * 3, "no chunk header"),
         (RECORDING[:60], "no chunk header"),
-        (RECORDING[:1000], "size"),
+        (RECORDING[:1000], "size 112135 .the bytes left: 1000.; the recording is cut short"),
+        (RECORDING[:4] + b"\0\1" + RECORDING[6:], "version 1, not 2"),
+        # the features' bit 0 clear: fixed-width integers, which async-profiler never writes
+        (RECORDING[:64] + b"\0\0\0\0" + RECORDING[68:], "fixed-width integers"),
         (RECORDING + b"FLR\0", "no chunk header at byte"),
         (RECORDING[:68] + b"\0" * (len(RECORDING) - 68), "event of 0 bytes"),
     ],
@@ -173,3 +176,58 @@ def test_the_push_budget_bounds_the_frames() -> None:
     budget.created = jfr.ingest.MAX_PUSH_NEW_FRAMES - 5
     with pytest.raises(PayloadError, match="distinct frames"):
         jfr.decode(RECORDING, b"", params(), budget)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def _nested_arrays(outer: int, inner: int) -> bytes:
+    """A chunk (no real producer writes one) whose jdk.ExecutionSample holds `outer`
+    values each holding an array of `inner` empty values: one byte per outer value."""
+    strings = ["root", "metadata", "class", "field", "id", "name", "dimension", "1"]
+    strings += ["100", "Outer", "101", "jdk.ExecutionSample", "x", "102", "Empty"]
+    at = {s: _varint(i) for i, s in enumerate(strings)}
+
+    def element(name: str, attributes: list[tuple[str, str]], children: list[bytes]) -> bytes:
+        pairs = b"".join(at[k] + at[v] for k, v in attributes)
+        return (
+            at[name]
+            + _varint(len(attributes))
+            + pairs
+            + _varint(len(children))
+            + b"".join(children)
+        )
+
+    def array(name: str, of: str) -> bytes:
+        return element("field", [("name", name), ("class", of), ("dimension", "1")], [])
+
+    classes = [
+        element("class", [("id", "100"), ("name", "Outer")], [array("x", "102")]),
+        element("class", [("id", "101"), ("name", "jdk.ExecutionSample")], [array("x", "100")]),
+        element("class", [("id", "102"), ("name", "Empty")], []),
+    ]
+    table = b"".join(b"\3" + _varint(len(s)) + s.encode() for s in strings)
+    root = element("root", [], [element("metadata", [], classes)])
+    metadata = b"\0\0\0\0" + _varint(len(strings)) + table + root
+    sample = _varint(101) + _varint(outer) + _varint(inner) * outer
+
+    def event(body: bytes) -> bytes:  # its size as a 4-byte varint, as the JDK pads it
+        size = len(body) + 4
+        return bytes([size >> 7 * i & 0x7F | (0x80 if i < 3 else 0) for i in range(4)]) + body
+
+    events = event(metadata) + event(sample)
+    size = jfr.HEADER.size + len(events)
+    return jfr.HEADER.pack(jfr.MAGIC, 2, 0, size, 0, jfr.HEADER.size, 0, 0, 0, 10**9, 1) + events
+
+
+def test_arrays_hold_at_most_an_item_per_byte_of_their_chunk() -> None:
+    """Arrays of empty values take no bytes: what they expand to is bounded by the chunk's
+    bytes, one item each (four let a 12 KB push cost the collector 14 CPU-s)."""
+    assert jfr.decode(_nested_arrays(1000, 0), b"", params(), jfr.ingest.PushBudget()) == []
+    with pytest.raises(PayloadError, match="arrays hold more items than its bytes"):
+        jfr.decode(_nested_arrays(1000, 2), b"", params(), jfr.ingest.PushBudget())

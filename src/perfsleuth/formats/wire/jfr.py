@@ -7,7 +7,8 @@ text}} whose context ids the events' `contextId` field names.
 
 A recording is one or more chunks. A chunk: a 68-byte header (magic FLR\\0, version,
 size, offsets of its constant pool and metadata, start, ticks per second, features:
-bit 0 says integers are LEB128-style varints, else big-endian), then events, each
+bit 0 says integers are LEB128-style varints, as async-profiler writes them; a chunk of
+fixed-width integers is refused, not read), then events, each
 `size type fields...`. Event 0 is the metadata: a string table and a tree of elements
 whose `class` elements give every type's id, name and fields (`class` type id,
 `constantPool` true when the field holds a key into that type's pool, `dimension` 1
@@ -47,7 +48,7 @@ METADATA_EVENT, CHECKPOINT_EVENT = 0, 1
 MAX_NESTING = 16  # types inside types, elements inside elements
 # Events of one push: a 10 s push of a busy JVM holds some tens of thousands.
 MAX_EVENTS = 1 << 20
-STEPS_PER_BYTE = 4  # array items read per byte of a chunk, at most
+STEPS_PER_BYTE = 1  # array items read per byte of a chunk, at most (see _Input.items)
 CHUNK_HEADER_TYPE = "jdk.types.ChunkHeader"  # a pool value that is a chunk header's bytes
 # The events read, each as the profile types it adds to: (type, the field giving the
 # value, None: 1 a sample). CPU and wall samples are counted at the push's sampleRate.
@@ -80,7 +81,6 @@ GENERATED = (
 )
 PRIMITIVE_BYTES = {"boolean": 1, "byte": 1, "char": 2, "short": 2, "int": 4, "long": 8}
 FLOATS = {"float": struct.Struct(">f"), "double": struct.Struct(">d")}
-INTEGERS = {2: struct.Struct(">H"), 4: struct.Struct(">I"), 8: struct.Struct(">Q")}
 
 
 def decode(
@@ -127,7 +127,6 @@ class _Input:
         self.data = data
         self.pos = pos
         self.end = end
-        self.compressed = chunk.compressed
         self.strings = chunk.strings
         self.steps = chunk.steps
 
@@ -158,11 +157,6 @@ class _Input:
         self.pos = pos + 1
         return value | data[pos] << 56
 
-    def integer(self, size: int) -> int:
-        if self.compressed:
-            return self.varint()
-        return INTEGERS[size].unpack(self.take(size))[0]
-
     def take(self, n: int) -> bytes:
         if n > self.end - self.pos:
             raise IndexError
@@ -171,7 +165,7 @@ class _Input:
 
     def count(self) -> int:
         """A count of things each at least a byte long: at most the bytes left."""
-        n = self.integer(4)
+        n = self.varint()
         if n > self.end - self.pos:
             raise PayloadError(f"bad JFR recording: a count of {n} at byte {self.pos}")
         return n
@@ -196,7 +190,7 @@ class _Input:
         if kind == 3:
             return self.take(self.count()).decode("utf-8", "replace")
         if kind == 4:
-            return "".join(chr(min(self.integer(2), 0x10FFFF)) for _ in range(self.count()))
+            return "".join(chr(min(self.varint(), 0x10FFFF)) for _ in range(self.count()))
         if kind == 5:
             return self.take(self.count()).decode("latin-1")
         raise PayloadError(f"bad JFR recording: string encoding {kind} at byte {self.pos}")
@@ -208,9 +202,8 @@ Reader = Callable[[_Input], Any]
 class _Types:
     """A chunk's types (its metadata) and the readers of their values."""
 
-    def __init__(self, types: dict[int, _Type], compressed: bool) -> None:
+    def __init__(self, types: dict[int, _Type]) -> None:
         self.types = types
-        self.compressed = compressed
         self.readers: dict[int, Reader] = {}
         self.by_name = {t.name: type_id for type_id, t in types.items()}
 
@@ -229,10 +222,7 @@ class _Types:
         if t.name == "java.lang.String":
             return _Input.string
         if t.name in PRIMITIVE_BYTES:
-            size = PRIMITIVE_BYTES[t.name]
-            if size == 1:
-                return _Input.byte
-            return _Input.varint if self.compressed else lambda inp: inp.integer(size)
+            return _Input.byte if PRIMITIVE_BYTES[t.name] == 1 else _Input.varint
         if t.name in FLOATS:
             number = FLOATS[t.name]
             return lambda inp: number.unpack(inp.take(number.size))[0]
@@ -260,7 +250,7 @@ def _element(inp: _Input, strings: list[str], depth: int = 0) -> _Element:
         raise PayloadError(f"bad JFR recording: metadata nests deeper than {MAX_NESTING}")
 
     def text() -> str:
-        index = inp.integer(4)
+        index = inp.varint()
         if index >= len(strings):
             raise PayloadError(f"bad JFR recording: metadata string {index} is not in its table")
         return strings[index]
@@ -274,7 +264,7 @@ def _element(inp: _Input, strings: list[str], depth: int = 0) -> _Element:
 def _metadata(inp: _Input) -> dict[int, _Type]:
     """The types a metadata event (its header read) declares, by id."""
     for _ in range(3):  # start time, duration, metadata id
-        inp.integer(8)
+        inp.varint()
     strings = [inp.string() or "" for _ in range(inp.count())]
     root = _element(inp, strings)
     types: dict[int, _Type] = {}
@@ -311,15 +301,21 @@ class _Chunk:
         if len(data) - start < HEADER.size or data[start : start + 4] != MAGIC:
             raise PayloadError(f"not a JFR recording: no chunk header at byte {start}")
         _, major, _, size, _, meta, _, _, _, ticks, features = HEADER.unpack_from(data, start)
-        if major != 2 or not HEADER.size <= size <= len(data) - start:
+        if major != 2:
+            raise PayloadError(f"bad JFR recording: chunk at byte {start}: version {major}, not 2")
+        if not HEADER.size <= size <= len(data) - start:
             raise PayloadError(
-                f"bad JFR recording: chunk at byte {start}: version {major} (2 is read) "
-                f"or size {size} (past the {len(data) - start} bytes left)"
+                f"bad JFR recording: chunk at byte {start}: size {size} (the bytes left: "
+                f"{len(data) - start}); the recording is cut short"
+            )
+        if not features & COMPRESSED_INTEGERS:
+            raise PayloadError(
+                f"JFR chunk at byte {start} has fixed-width integers: only varint ones "
+                "(async-profiler's, the Pyroscope Java agent's) are read"
             )
         if not HEADER.size <= meta < size or ticks <= 0:
             raise PayloadError(f"bad JFR recording: chunk at byte {start}: bad header fields")
         self.data, self.start, self.end = data, start, start + size
-        self.compressed = bool(features & COMPRESSED_INTEGERS)
         self.strings: dict[int, str] = {}  # the pool of java.lang.String, when it has one
         self.steps = [STEPS_PER_BYTE * size]
         self.ns_per_tick = 1e9 / ticks
@@ -345,8 +341,8 @@ class _Chunk:
         pos = self.start + HEADER.size
         while pos < self.end:
             inp = self._input(pos)
-            size = inp.integer(4)
-            kind = inp.integer(8)
+            size = inp.varint()
+            kind = inp.varint()
             if size < 2 or size > self.end - pos:
                 raise PayloadError(f"bad JFR recording: an event of {size} bytes at byte {pos}")
             events.append((kind, inp.pos, pos + size))
@@ -355,7 +351,7 @@ class _Chunk:
         metadata = [e for e in events if e[0] == METADATA_EVENT]
         if not metadata:
             raise PayloadError(f"bad JFR recording: the chunk at byte {self.start} has no metadata")
-        self.types = _Types(_metadata(self._input(metadata[-1][1])), self.compressed)
+        self.types = _Types(_metadata(self._input(metadata[-1][1])))
         for kind, at, end in events:
             if kind == CHECKPOINT_EVENT:
                 self._checkpoint(self._input(at, end))
@@ -363,7 +359,7 @@ class _Chunk:
 
     def _checkpoint(self, inp: _Input) -> None:
         for _ in range(3):  # start time, duration, delta to the previous checkpoint
-            inp.integer(8)
+            inp.varint()
         inp.byte()  # flush or type mask
         for _ in range(inp.count()):
             type_id = inp.varint()
