@@ -162,6 +162,10 @@ def test_truncated_or_corrupt_input_is_a_payload_error() -> None:
             pyroscope.decode(bytes(corrupt), params(), "")
     with pytest.raises(PayloadError, match="labels part is truncated"):
         jfr.decode(RECORDING, LABELS[:-3], params(), jfr.ingest.PushBudget())
+    with pytest.raises(PayloadError, match="^the `labels` part: gzip data is truncated"):
+        jfr.decode(RECORDING, PARTS["labels"][:-9], params(), jfr.ingest.PushBudget())
+    with pytest.raises(PayloadError, match="^the `jfr` part: gzip data is truncated"):
+        jfr.decode(PARTS["jfr"][:500], b"", params(), jfr.ingest.PushBudget())
 
 
 def test_a_multipart_body_needs_its_jfr_part() -> None:

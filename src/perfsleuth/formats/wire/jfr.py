@@ -91,8 +91,8 @@ def decode(
 ) -> list[Window]:
     """The Windows of a JFR push (its recording and its labels part, b"" when none):
     one per profile type and set of per-sample labels."""
-    contexts = _contexts(budget.gunzip(labels)) if labels else {}
-    data = budget.gunzip(recording)
+    contexts = _contexts(_gunzip(labels, "labels", budget)) if labels else {}
+    data = _gunzip(recording, "jfr", budget)
     if not data:
         raise PayloadError("the JFR recording is empty")
     samples = _Samples(params, contexts, budget)
@@ -100,6 +100,14 @@ def decode(
     while pos < len(data):
         pos = _Chunk(data, pos, samples).read()
     return samples.windows()
+
+
+def _gunzip(data: bytes, part: str, budget: ingest.PushBudget) -> bytes:
+    """A part inflated (when gzipped); its PayloadError names the part."""
+    try:
+        return budget.gunzip(data)
+    except PayloadError as e:
+        raise PayloadError(f"the `{part}` part: {e}") from None
 
 
 @dataclass
