@@ -78,11 +78,13 @@ fi
 JAVA_DIR=$CLIENTS/java
 AGENT=$JAVA_DIR/agent-2.9.2.jar
 MAVEN=${MAVEN_URL:-https://repo1.maven.org/maven2}/io/pyroscope/agent/2.9.2/agent-2.9.2.jar
+# bounded: a stalled download would otherwise hold make setup until CI gives up
+CURL=(curl -fsSL --retry 3 --connect-timeout 30 --max-time 600)
 if command -v javac >/dev/null 2>&1; then
     mkdir -p "$JAVA_DIR"
     if [ ! -s "$AGENT" ]; then
-        curl -fsSL -o "$AGENT.tmp" "$MAVEN" \
-            && [ "$(curl -fsSL "$MAVEN.sha1" | cut -c1-40)" = "$(sha1sum "$AGENT.tmp" | cut -c1-40)" ] \
+        "${CURL[@]}" -o "$AGENT.tmp" "$MAVEN" \
+            && [ "$("${CURL[@]}" "$MAVEN.sha1" | cut -c1-40)" = "$(sha1sum "$AGENT.tmp" | cut -c1-40)" ] \
             && mv "$AGENT.tmp" "$AGENT" \
             || echo "install-clients: the Pyroscope Java agent did not download (or its sha1 differs)" >&2
         rm -f "$AGENT.tmp"
