@@ -36,8 +36,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from perfsleuth.formats.wire import ingest, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
+from perfsleuth.formats.wire.jfr_labels_pb2 import LabelsSnapshot
 from perfsleuth.model.fleet import Window
 from perfsleuth.model.profile import Frame, Thread
 
@@ -608,55 +611,18 @@ def _field(value: tuple, at: int) -> Any:
 
 def _contexts(data: bytes) -> dict[int, tuple]:
     """The labels part: {context id: its labels as sorted (key, value) pairs}."""
-    contexts: dict[int, dict[int, int]] = {}
-    strings: dict[int, str] = {}
-    for number, value in _proto(data):
-        if not isinstance(value, bytes):
-            continue
-        entry = dict(_proto(value))
-        key, inner = entry.get(1, 0), entry.get(2, b"")
-        if number == 1 and isinstance(key, int) and isinstance(inner, bytes):
-            pairs = (dict(_proto(v)) for k, v in _proto(inner) if k == 1 and isinstance(v, bytes))
-            contexts[key] = {p.get(1, 0): p.get(2, 0) for p in pairs}  # type: ignore[misc]
-        elif number == 2 and isinstance(key, int) and isinstance(inner, bytes):
-            strings[key] = ingest.text(inner.decode("utf-8", "replace"), "a label")
-    return {
-        context: tuple(sorted((strings.get(k, ""), strings.get(v, "")) for k, v in labels.items()))
-        for context, labels in contexts.items()
+    snapshot = LabelsSnapshot()
+    try:
+        snapshot.ParseFromString(data)
+    except DecodeError as e:
+        raise PayloadError(f"the labels part is truncated or not a LabelsSnapshot ({e})") from None
+    strings = {
+        key: ingest.text(text.decode("utf-8", "replace"), "a label")
+        for key, text in snapshot.strings.items()
     }
-
-
-def _proto(data: bytes) -> list[tuple[int, int | bytes]]:
-    """A protobuf message's fields as (number, varint or bytes); fixed-width ones skipped."""
-    fields: list[tuple[int, int | bytes]] = []
-    pos = 0
-    while pos < len(data):
-        tag, pos = _proto_varint(data, pos)
-        wire = tag & 7
-        if wire == 0:
-            value, pos = _proto_varint(data, pos)
-            fields.append((tag >> 3, value))
-        elif wire == 2:
-            size, pos = _proto_varint(data, pos)
-            if size > len(data) - pos:
-                raise PayloadError("the labels part is truncated")
-            fields.append((tag >> 3, data[pos : pos + size]))
-            pos += size
-        elif wire in (1, 5):
-            pos += 8 if wire == 1 else 4
-        else:
-            raise PayloadError(f"the labels part is not a LabelsSnapshot (wire type {wire})")
-    return fields
-
-
-def _proto_varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, 70, 7):
-        if pos >= len(data):
-            raise PayloadError("the labels part is truncated")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-    raise PayloadError("the labels part holds a varint longer than 10 bytes")
+    return {
+        context: tuple(
+            sorted((strings.get(k, ""), strings.get(v, "")) for k, v in c.labels.items())
+        )
+        for context, c in snapshot.contexts.items()
+    }
