@@ -87,3 +87,17 @@ def test_state_letters_of_sched_switch():
     assert bpftrace_stacks.state_letter(R) == "R"
     assert bpftrace_stacks.state_letter(S) == "S"
     assert bpftrace_stacks.state_letter(2) == "D"
+
+
+def test_a_wait_on_a_shared_futex_is_marked_and_keeps_its_state_letter():
+    """The script sets SHARED_FUTEX_BIT when the thread's last futex call was on a
+    shared futex (pthread_join's), so a cut stack in glibc's generic futex wait is
+    told apart from a condition variable's; the letter is the scheduler's."""
+    shared = S | bpftrace_stacks.SHARED_FUTEX_BIT
+    capture = Capture(
+        sampled=[SampledBlocks((1, 1, shared, 4), 1, ("__schedule",), (0xA,), 700)],
+        unsampled={(1, 2, S, 0): 50},
+    )
+    found = {r.tid: (r.kernel_state, r.shared_futex) for r in bpftrace_stacks.records(capture)}
+    assert found == {1: ("S", True), 2: ("S", False)}
+    assert bpftrace_stacks.state_letter(0x100 | bpftrace_stacks.SHARED_FUTEX_BIT) == "R"

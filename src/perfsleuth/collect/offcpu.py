@@ -57,13 +57,17 @@ tracepoint:sched:sched_process_fork /@pids[(int64)pid]/
   @names[args->child_pid] = comm;
 }
 tracepoint:task:task_rename /@pids[(int64)pid]/ { @names[args->pid] = args->newcomm; }
+tracepoint:syscalls:sys_enter_futex /pid == $1 || @pids[(int64)pid]/
+{
+  @shared[tid] = (args->op & FUTEX_PRIVATE_FLAG) ? 0 : SHARED_FUTEX_BIT;
+}
 tracepoint:sched:sched_switch
 {
   if (pid == $1 || @pids[(int64)pid]) {
     $before = @out[args->prev_pid];
     $always = $before.5 < ALWAYS_FIRST || nsecs - $before.4 > FORCE_AFTER_NS;
     $weight = $always ? 1 : (rand % SAMPLE_EVERY == 0 ? SAMPLE_EVERY : 0);
-    @out[args->prev_pid] = (nsecs, args->prev_state, pid, $weight,
+    @out[args->prev_pid] = (nsecs, args->prev_state | @shared[args->prev_pid], pid, $weight,
                             $weight ? nsecs : $before.4, $before.5 + 1);
     if ($weight) {
       @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH));
@@ -82,7 +86,7 @@ tracepoint:sched:sched_switch
     }
   }
 }
-END { clear(@pids); clear(@out); clear(@stacks); }
+END { clear(@pids); clear(@out); clear(@stacks); clear(@shared); }
 """
 MAX_DEPTH = 64
 SAMPLE_EVERY = 8
@@ -100,10 +104,15 @@ TRACEFS = Path("/sys/kernel/tracing")
 THREAD_ROOTS = ("clone3", "clone", "__clone", "_start", "__libc_start_main", "start_thread")
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 # glibc's generic futex wait, reached from pthread_cond_wait, sem_wait and
-# pthread_join alike. With its callers cut off (no frame pointers in libc), a
-# worker thread waiting there is taken to wait on a condition variable or a
-# semaphore: joins are mostly main's, whose waits are left "other".
+# pthread_join alike. With its callers cut off (no frame pointers in libc), the
+# futex's own kind tells them apart: pthread_join waits on the thread's tid word as
+# a shared futex (the kernel wakes it so at the thread's exit), a process's own
+# condition variables and semaphores on private ones (FUTEX_PRIVATE_FLAG in the
+# futex call's op, which the script keeps per thread). zstd -T4's main thread waits
+# for its jobs in pthread_cond_wait: read as "other" before, as wall mode's DWARF
+# stacks read it since (condvar).
 CUT_CONDVAR_GUESS = ("__futex_abstimed_wait_common",)
+FUTEX_PRIVATE_FLAG = 128
 
 
 class Unavailable(UserError):
@@ -161,6 +170,8 @@ def script_text(sample_every: int = SAMPLE_EVERY) -> str:
         "FORCE_AFTER_NS": FORCE_AFTER_NS,
         "ALWAYS_FIRST": ALWAYS_FIRST,
         "LENGTH_CLASS": " + ".join(f"($ns > {bound})" for bound in LENGTH_BOUNDS_NS),
+        "FUTEX_PRIVATE_FLAG": FUTEX_PRIVATE_FLAG,
+        "SHARED_FUTEX_BIT": bpftrace_stacks.SHARED_FUTEX_BIT,
     }
     text = SCRIPT
     for name, value in settings.items():
@@ -251,14 +262,12 @@ def to_profile(
     records: Iterable[bpftrace_stacks.OffCpuRecord],
     maps: ProcessMaps,
     symbolizer: Symbolizer | None = None,
-    *,
-    guess_cut_waits: bool = False,
 ) -> Profile:
     """Off-CPU records as a profile in ns, every sample with its thread and state.
 
-    With guess_cut_waits, a worker thread's wait in glibc's generic futex helper
-    whose callers the stack lost is taken for a condition-variable wait (see
-    CUT_CONDVAR_GUESS); --mode all completes such stacks instead."""
+    A wait on a private futex in glibc's generic futex helper whose callers the
+    stack lost is taken for a condition-variable wait (see CUT_CONDVAR_GUESS); --mode
+    all also completes such stacks from on-CPU ones."""
     records = list(records)
     user = _user_frames(records, maps, symbolizer or Symbolizer())
     builder = ProfileBuilder(unit="ns", meta={"recorder": "bpftrace"})
@@ -266,7 +275,7 @@ def to_profile(
         frames = [Frame(name, dso=KERNEL_DSO, kernel=True) for name in r.kernel_stack]
         frames += user[(r.tgid, r.user_stack)]
         state = thread_state.classify(frames, r.kernel_state)
-        if guess_cut_waits and state == "other" and r.tid != r.tgid and _cut_in_futex(frames):
+        if state == "other" and not r.shared_futex and _cut_in_futex(frames):
             state = "condvar"
         builder.add(frames, r.ns, thread=Thread(r.tid, r.tgid, r.comm), state=state)
     return builder.build()
@@ -332,7 +341,7 @@ def record_offcpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Reco
             f"no off-CPU time was recorded for process {target.pid}: it ended before "
             "tracing started, or never left the CPU"
         )
-    profile = to_profile(records, maps, guess_cut_waits=True)
+    profile = to_profile(records, maps)
     profile.dsos = maps.dsos()
     meta = {"recorder": "bpftrace", "pid": target.pid}
     meta["offcpu_stack_sampling"] = session.stack_sampling(records)

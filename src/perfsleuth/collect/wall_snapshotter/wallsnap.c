@@ -60,6 +60,7 @@
      SNAPSHOT <CLOCK_MONOTONIC ns of the pass> <ns until the last thread was let go>
               <ns the pass took (longer when the snapshotter lost its CPU meanwhile)>
      STATE <tid> <S: blocked in a system call, R: not> <its number or -> <name>
+     OWNER <tid> <the holder's tid, for a thread in a futex call: see lock_owner>
      PID <pid> - process
      TID <tid>:
      #0  0x<pc> - <module path>
@@ -159,6 +160,7 @@ struct capture {
     pid_t tid, pid;
     char name[NAME_SIZE];
     struct user_regs_struct regs;
+    pid_t owner;           /* see lock_owner */
     size_t copied;         /* bytes of stack from regs.rsp */
     unsigned char *stack;  /* STACK_COPY bytes, kept from one snapshot to the next */
 };
@@ -513,6 +515,21 @@ static long syscall_of(const struct user_regs_struct *regs, bool *blocked) {
     return (long)regs->orig_rax;
 }
 
+/* For a thread in a futex call: the int 8 bytes past the futex word, which in a glibc
+   mutex (the futex word is its first field) is __owner, the holder's tid, set by every
+   lock; the futex word of a condition variable or anything else gives noise there,
+   which perfsleuth keeps only for a thread in a mutex lock whose holder is one of the
+   snapshot's threads. Read as the waiter stops, so the holder is the one at the
+   instant unless the lock changed hands since. 0 when none. */
+static pid_t lock_owner(const struct thread *t, const struct user_regs_struct *regs) {
+    int owner = 0;
+    if ((long)regs->orig_rax != SYS_futex) return 0;
+    struct iovec local = {.iov_base = &owner, .iov_len = sizeof owner};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)(regs->rdi + 8), .iov_len = sizeof owner};
+    if (process_vm_readv(t->tid, &local, 1, &remote, 1, 0) != sizeof owner) return 0;
+    return owner > 0 ? owner : 0;
+}
+
 /* Copies a stopped thread's registers and the top of its stack (up to its mapping's
    end: a page at a time, since a read stops at the first page it cannot read). */
 static bool capture(const struct thread *t) {
@@ -531,6 +548,7 @@ static bool capture(const struct thread *t) {
     }
     ssize_t got = process_vm_readv(t->tid, &local, 1, remote, (unsigned long)n, 0);
     c->copied = got > 0 ? (size_t)got : 0;
+    c->owner = lock_owner(t, &c->regs);
     c->tid = t->tid;
     c->pid = t->pid;
     memcpy(c->name, t->name, NAME_SIZE);
@@ -550,6 +568,7 @@ static void unwind(const struct capture *c) {
         printf("%ld %s\n", nr, c->name);
     else
         printf("- %s\n", c->name);
+    if (c->owner) printf("OWNER %d %d\n", c->tid, c->owner);
     printf("PID %d - process\nTID %d:\n", c->pid, c->tid);
     struct unwind u = {.dwfl = p->dwfl};
     unwinding = c;

@@ -40,6 +40,9 @@ UNSAMPLED_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<leng
 # prev_state of sched_switch: 0 runnable (preempted); the TASK_REPORT_MAX bit
 # (0x100 on current kernels) marks a preemption as well.
 PREEMPTED_BIT = 0x100
+# set by the script (collect/offcpu.py) when the thread's last futex call was on a
+# shared futex (no FUTEX_PRIVATE_FLAG): pthread_join's, not a condition variable's
+SHARED_FUTEX_BIT = 0x10000
 STATE_LETTERS = {0: "R", 1: "S", 2: "D", 4: "T", 8: "t", 16: "X", 32: "Z", 64: "P", 128: "I"}
 
 # (tgid, tid, prev_state, length class): blocks of one thread in one scheduler
@@ -56,6 +59,7 @@ class OffCpuRecord:
     user_stack: tuple[int, ...]  # addresses, leaf first
     comm: str
     ns: float
+    shared_futex: bool = False  # its last futex call was on a shared futex (SHARED_FUTEX_BIT)
 
 
 @dataclass(frozen=True)
@@ -140,12 +144,14 @@ def records(capture: Capture, names: dict[int, str] | None = None) -> Iterator[O
         random = any(b.weight > 1 for b in blocks)
         drawn_ns = sum(b.ns for b in blocks if b.weight > 1 or not random)
         letter, comm = state_letter(state), names.get(tid, "")
+        shared = bool(state & SHARED_FUTEX_BIT)
         for b in blocks:
             drawn = b.weight > 1 or not random
             share = unsampled * b.ns / drawn_ns if drawn and drawn_ns else 0.0
-            yield OffCpuRecord(tgid, tid, letter, b.kernel_stack, b.user_stack, comm, b.ns + share)
+            ns = b.ns + share
+            yield OffCpuRecord(tgid, tid, letter, b.kernel_stack, b.user_stack, comm, ns, shared)
         if unsampled and not drawn_ns:
-            yield OffCpuRecord(tgid, tid, letter, (), (), comm, float(unsampled))
+            yield OffCpuRecord(tgid, tid, letter, (), (), comm, float(unsampled), shared)
 
 
 def state_letter(prev_state: int) -> str:
