@@ -223,6 +223,32 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
     assert top(collector, "service=node-app,type=inuse_objects")["total"] > 0
 
 
+@pytest.mark.skipif(not shutil.which("node"), reason="Node is not installed")
+def test_pyroscope_nodejs_wall_profile_with_cpu_time(collector: Collector) -> None:
+    """@pyroscope/nodejs 0.6.4 with wall: {collectCpuTime: true}: one pprof holds the
+    samples' wall and CPU time, stored as both types (the CPU time was dropped)."""
+    assert (NODE_MODULES / "@pyroscope" / "nodejs").is_dir(), "make setup installs it"
+    out = subprocess.run(
+        ["node", str(CLIENTS / "node" / "app.js"), collector.url(""), "node-cpu", SECONDS, "cpu"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
+    )
+    loop_cpu = float(out.stdout.split()[-2])
+    cpu = top(collector, "service=node-cpu")
+    assert cpu["type"] == "cpu" and cpu["unit"] == "ns"
+    assert js_functions(cpu)[0] == "hotA" and "hotB" in js_functions(cpu)
+    # V8 reads the JavaScript thread's CPU time at each sample; the process's time also
+    # counts its other threads (GC, the SDK's I/O)
+    assert 0.5 * loop_cpu * 1e9 <= cpu["total"] <= 1.2 * loop_cpu * 1e9
+    tagged = top(collector, "service=node-cpu,phase=a")
+    assert js_functions(tagged)[0] == "hotA" and "hotB" not in js_functions(tagged)
+    wall = top(collector, "service=node-cpu,type=wall")
+    assert js_functions(wall)[0] == "hotA" and wall["total"] > cpu["total"]
+
+
 @pytest.mark.skipif(not shutil.which("java"), reason="Java is not installed")
 def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -> None:
     """io.pyroscope:agent 2.9.2: /ingest?format=jfr, a JFR recording by async-profiler

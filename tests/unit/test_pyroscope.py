@@ -171,3 +171,24 @@ def test_heap_values_and_counts() -> None:
     by_type = {w.type: w.profile for w in go_push("heap")}
     assert by_type["alloc_space"].num_samples == by_type["alloc_objects"].total > 0
     assert by_type["alloc_space"].total > by_type["alloc_objects"].total
+
+
+def test_a_node_wall_profile_with_cpu_time_is_stored_as_wall_and_cpu() -> None:
+    """@pyroscope/nodejs with wall: {collectCpuTime: true}: samples/count, wall and cpu in
+    one pprof; the CPU time was dropped (only the first time type was read)."""
+    head = json.loads((FIXTURES / "pyroscope" / "node-0.6.4-wall-cpu.json").read_text())
+    query = dict(parse_qsl(urlsplit(head["path"]).query))
+    body = (FIXTURES / "pyroscope" / "node-0.6.4-wall-cpu.bin").read_bytes()
+    windows = pyroscope.decode(body, IngestParams.parse(query, "n"), head["content_type"])
+    expected = head["expected"]
+    by_type: dict[str, list[Window]] = {}
+    for window in windows:
+        by_type.setdefault(window.type, []).append(window)
+        assert window.profile.unit == "ns" and window.labels["team"] == "sre"
+    assert sum(w.profile.total for w in by_type["wall"]) == expected["wall"]
+    assert sum(w.profile.num_samples for w in by_type["wall"]) == expected["samples"]
+    cpu = by_type["cpu"]
+    assert sum(w.profile.total for w in cpu) == expected["cpu"]
+    # each sample with CPU time is one sample at the profile's period (20 ms), at least one
+    assert 0 < sum(w.profile.num_samples for w in cpu) <= expected["samples"]
+    assert {w.labels.get("phase") for w in cpu} == {"a", None}
