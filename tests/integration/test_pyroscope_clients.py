@@ -4,7 +4,8 @@ A real program runs under each SDK (tests/clients/); what the collector stored i
 back with `perfsleuth fleet top` and checked against what the program did: its hot
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
-Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
+Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; pyroscope-otel
+1.1.0 there too: it tags samples with OpenTelemetry spans; a Go program
 built with pyroscope-go v1.5.0, a Rust program built with the crates.io pyroscope 2.1.5,
 @pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with tests/clients/java/ compiled
 against it, under .venv/clients/).
@@ -28,6 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
+PYROSCOPE_OTEL = INSTALLED / "pyroscope-otel-1.1.0"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
 RUST_APP = INSTALLED / "rust-app"  # tests/clients/rust/, the same
 NODE_MODULES = INSTALLED / "node" / "node_modules"
@@ -104,6 +106,34 @@ def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
     # hold at least one whole 10 s window, more than half of the run.
     run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
     check_python_app(collector, "py-ingest")
+
+
+def test_pyroscope_otel_span_names_are_labels(tmp_path: Path) -> None:
+    """pyroscope-otel 1.1.0: span_name kept as a label (it was dropped), span_id and
+    trace_id not (a new value per request: with a window per trace, a collector refused
+    every push past --max-label-values; 20 here, far fewer than the run's traces)."""
+    assert (PYROSCOPE_OTEL / "pyroscope" / "otel").is_dir(), "make setup installs it"
+    small = start(tmp_path, "--max-label-values", "20")
+    try:
+        argv = [sys.executable, str(CLIENTS / "python_otel_app.py"), small.url(""), "py-otel"]
+        env = {**os.environ, "PYTHONPATH": str(PYROSCOPE_OTEL)}
+        out = subprocess.run([*argv, SECONDS], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert int(out.stdout.split()[-1]) > 20  # root spans, each its own trace
+        every = top(small, "service=py-otel")
+        assert functions(every)[:2] == ["hot_a", "hot_b"] and every["total"] > 0
+        spans = top(small, "service=py-otel,span_name=handle_a")
+        assert functions(spans)[0] == "hot_a" and spans["rows"][0]["self"] > 0.8
+        # py-spy reads the thread's tags apart from its stack, as for tag_wrapper
+        assert sum(r["self"] for r in spans["rows"] if r["function"] == "hot_b") < 0.1
+        handle_b = top(small, "service=py-otel,span_name=handle_b")["total"]
+        assert 0 < handle_b < spans["total"] < every["total"]
+        for label in ("trace_id", "span_id"):
+            assert top(small, f"service=py-otel,{label}=~.+")["total"] == 0, label
+        assert pushes(small) == {"accepted": pushes(small)["accepted"], "rejected": 0}
+        assert pushes(small)["accepted"] >= 1
+    finally:
+        assert "Traceback" not in stop(small)
 
 
 def run_go_app(collector: Collector, app: str) -> list[float]:

@@ -67,8 +67,11 @@ PROCESS_LABELS = ("exe", "build_id", "cgroup")
 THREAD_LABELS = ("pid", "tid")
 THREAD_NAME = "thread_name"  # the Pyroscope SDKs' name for comm (report_thread_name)
 # Per-sample string labels that are not user labels: the thread's and process's own, and
-# the per-request ids of span profiling, one window each if they were kept.
-NOT_USER_LABELS = ("comm", THREAD_NAME, *PROCESS_LABELS, "span_id", "span_name", "profile_id")
+# the per-request ids of span profiling (pyroscope-otel's span_id and trace_id), one
+# window each if they were kept and past --max-label-values every push refused. A span's
+# name (span_name: its operation, a few values) is a label.
+SPAN_IDS = ("span_id", "trace_id", "profile_id")
+NOT_USER_LABELS = ("comm", THREAD_NAME, *PROCESS_LABELS, *SPAN_IDS)
 # A sample's user labels (its string labels but NOT_USER_LABELS), sorted by name.
 SampleLabels = tuple[tuple[str, str], ...]
 LIBRARIES_COMMENT = "perfsleuth-libraries "
