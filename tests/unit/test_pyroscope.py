@@ -114,6 +114,27 @@ def test_pprof_raw_or_in_a_multipart_profile_part() -> None:
         pyroscope.decode(b"", IngestParams.parse({**QUERY, "format": "trie"}, "w1"), "")
 
 
+def test_a_pprof_without_from_and_until_takes_its_own_time() -> None:
+    """`curl --data-binary @cpu.pprof '.../ingest?name=app&format=pprof'` (a plain Go
+    pprof): 400 `missing query parameter from` before; Pyroscope takes it (as now)."""
+    params = IngestParams.parse({"name": "plain", "format": "pprof"}, "w1")
+    assert (params.start, params.end) == (None, None)
+    [window, *_] = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
+    assert 1.5e9 < window.start < window.end and window.profile.total > 0
+    for kind in ("folded", "jfr"):  # no time of their own
+        with pytest.raises(PayloadError, match="missing query parameters from and until"):
+            query = {"name": "plain", "format": kind}
+            pyroscope.decode(b"a;b 1", IngestParams.parse(query, "w1"), "")
+    with pytest.raises(PayloadError, match="until"):
+        IngestParams.parse({"name": "plain", "from": "1700000000"}, "w1")
+
+
+def test_a_pprof_sent_as_folded_says_which_format_to_give() -> None:
+    params = IngestParams.parse(QUERY, "w1")
+    with pytest.raises(PayloadError, match="not UTF-8 .*format=pprof"):
+        pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
+
+
 @pytest.mark.parametrize(
     ("start", "end"),
     [

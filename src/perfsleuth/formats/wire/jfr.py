@@ -497,7 +497,7 @@ class _Samples:
 
     def windows(self) -> list[Window]:
         params = self.params
-        assert params.start is not None and params.end is not None  # parse() requires them
+        assert params.start is not None and params.end is not None  # pyroscope.decode() checks
         stacks = list(self.stack_at)
         return [
             Window(
