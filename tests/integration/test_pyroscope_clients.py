@@ -282,8 +282,8 @@ def test_pyroscope_nodejs_wall_profile_with_cpu_time(collector: Collector) -> No
 @pytest.mark.skipif(not shutil.which("java"), reason="Java is not installed")
 def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -> None:
     """io.pyroscope:agent 2.9.2: /ingest?format=jfr, a JFR recording by async-profiler
-    (CPU by itimer, allocations, monitor and ReentrantLock contention) with its labels
-    part."""
+    (CPU by itimer, allocations and the live ones, monitor and ReentrantLock contention)
+    with its labels part."""
     assert JAVA_AGENT.exists() and (JAVA / "classes" / "App.class").exists(), "make setup"
     env = {
         **os.environ,
@@ -293,6 +293,7 @@ def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -
         "PYROSCOPE_UPLOAD_INTERVAL": "2s",  # it sends nothing of the last interval at exit
         "PYROSCOPE_PROFILER_EVENT": "itimer",
         "PYROSCOPE_PROFILER_ALLOC": "256k",
+        "PYROSCOPE_ALLOC_LIVE": "true",  # the sampled allocations still alive: in use
         "PYROSCOPE_PROFILER_LOCK": "1ms",
         "PYROSCOPE_TMP_DIR": str(tmp_path),  # where it unpacks async-profiler, left behind
     }
@@ -314,6 +315,10 @@ def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -
     objects = top(collector, "service=java-app,type=alloc_objects")
     # an allocation event stands for the bytes of its TLAB (the program's are 64 KiB arrays)
     assert objects["unit"] == "count" and alloc["total"] > objects["total"] * 1024 > 0
+    live = top(collector, "service=java-app,type=inuse_space")
+    assert live["unit"] == "bytes" and functions(live)[0] == "App.allocate"
+    assert 0 < live["total"] < alloc["total"]
+    assert top(collector, "service=java-app,type=inuse_objects")["total"] > 0
     contentions = top(collector, "service=java-app,type=mutex_contentions", 50)
     assert contentions["unit"] == "count" and "App.holdLock" in functions(contentions)
     delay = top(collector, "service=java-app,type=mutex_delay", 50)
