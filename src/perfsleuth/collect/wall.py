@@ -272,6 +272,8 @@ def record_wall(options: RecordOptions, cmd: list[str], workdir: Path) -> Record
     snapper = wallsnap.Snapshotter(tool, target.pid, rate, workdir / "wallsnap.txt")
     try:
         target.wait(_duration(options), tick=snapper.check, interval=0.05)
+    except wallsnap.Ended:
+        pass  # stop() says how, and keeps the snapshots taken until then
     finally:
         text = snapper.stop()
     snapshots = from_wallsnap(text, rate)
