@@ -41,7 +41,6 @@ from ..web.app import Endpoint, read_body
 from .cardinality import Cardinality
 from .deltas import Deltas, is_cumulative
 
-PROTOBUF = "application/x-protobuf"
 CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
@@ -169,13 +168,15 @@ class Collector:
         return Response(b"{}" if media == pyroscope_push.JSON else b"", media_type=media)
 
     async def otlp(self, request: Request) -> Response:
-        if request.headers.get("content-type", PROTOBUF).split(";")[0].strip() != PROTOBUF:
-            raise HTTPException(415, f"send OTLP profiles as HTTP/protobuf ({PROTOBUF})")
+        try:
+            media = otlp_profiles.media_type(request.headers.get("content-type", ""))
+        except PayloadError as e:
+            raise HTTPException(415, str(e)) from None
         body = await read_body(request)
         request_id = "otlp-" + _digest(request, body)
 
         def store() -> tuple[otlp_profiles.Export, list[tuple[Window, bool]]]:
-            export = otlp_profiles.decode(body, request_id, self.max_inflated)
+            export = otlp_profiles.decode(body, request_id, self.max_inflated, media)
             for window in _checked(export.windows):
                 self.cardinality.admit(window.labels)
             return export, list(
@@ -194,7 +195,7 @@ class Collector:
         if export.skipped:
             answer.partial_success.rejected_profiles = export.skipped
             answer.partial_success.error_message = export.reason
-        return Response(answer.SerializeToString(), media_type=PROTOBUF)
+        return Response(otlp_profiles.encode_answer(answer, media), media_type=media)
 
     async def agent_status(self, request: Request) -> Response:
         body = await read_body(request)

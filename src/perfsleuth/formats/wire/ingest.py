@@ -205,10 +205,11 @@ class IngestParams:
 
     @classmethod
     def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:
-        """Pyroscope's name, from, until, sampleRate, spyName and format."""
+        """Pyroscope's name, from, until, sampleRate, spyName and format; without from and
+        until a pprof's own time_nanos and duration_nanos are read (Pyroscope takes now)."""
         if "name" not in query:
             raise PayloadError("missing query parameter name (e.g. name=myapp.cpu{env=prod})")
-        start, end = span(query)
+        start, end = span(query) if "from" in query or "until" in query else (None, None)
         return cls(
             window_id=window_id,
             start=start,

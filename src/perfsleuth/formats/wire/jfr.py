@@ -64,6 +64,8 @@ EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
         ("alloc_space", "allocationSize"),
     ),
     "jdk.ObjectAllocationSample": (("alloc_objects", None), ("alloc_space", "weight")),
+    # PYROSCOPE_ALLOC_LIVE: the sampled allocations still alive at the dump, in use
+    "profiler.LiveObject": (("inuse_objects", None), ("inuse_space", "allocationSize")),
     "jdk.JavaMonitorEnter": (("mutex_contentions", None), ("mutex_delay", "duration")),
     "jdk.ThreadPark": (("block_contentions", None), ("block_delay", "duration")),
 }
@@ -511,7 +513,7 @@ class _Samples:
 
     def windows(self) -> list[Window]:
         params = self.params
-        assert params.start is not None and params.end is not None  # parse() requires them
+        assert params.start is not None and params.end is not None  # pyroscope.decode() checks
         stacks = list(self.stack_at)
         return [
             Window(
