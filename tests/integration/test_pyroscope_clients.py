@@ -56,21 +56,22 @@ def top(collector: Collector, where: str, n: int = 10) -> dict:
     return json.loads(out.stdout)
 
 
-def run_python_app(collector: Collector, app: str, path: str = "", seconds: str = SECONDS) -> None:
-    """Run the app under the SDK found first on `path`."""
+def run_python_app(collector: Collector, app: str, path: str = "", seconds: str = SECONDS) -> int:
+    """Run the app under the SDK found first on `path`: its pid."""
     env = {**os.environ, "PYTHONPATH": path}
     argv = [sys.executable, str(CLIENTS / "python_app.py"), collector.url(""), app, seconds]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as app_:
         try:
-            _, err = app_.communicate(timeout=120)
+            out, err = app_.communicate(timeout=120)
         finally:
             app_.kill()
             # pyroscope-io 0.8's agent binds /tmp/PYROSCOPE-<the app's pid>, never removed.
             Path(f"/tmp/PYROSCOPE-{app_.pid}").unlink(missing_ok=True)
     assert app_.returncode == 0, err.decode(errors="replace")
+    return int(out.split()[-1])
 
 
-def check_python_app(collector: Collector, app: str) -> None:
+def check_python_app(collector: Collector, app: str, pid: int) -> None:
     every = top(collector, f"service={app}")
     functions = [row["function"] for row in every["rows"]]
     assert functions[:2] == ["hot_a", "hot_b"], functions
@@ -84,11 +85,15 @@ def check_python_app(collector: Collector, app: str) -> None:
     # taken as the tag changes may land on the other side.
     assert sum(row["self"] for row in tagged["rows"] if row["function"] == "hot_b") < 0.1
     assert 0 < tagged["total"] < every["total"]
+    # report_pid and report_thread_id's text labels are the samples' thread, not labels
+    # (a value per process and per thread: a collector refused every push past
+    # --max-label-values)
+    assert top(collector, f"service={app},pid={pid}")["total"] == every["total"]
+    assert top(collector, f"service={app},thread_id=~.+")["total"] == 0
 
 
 def test_pyroscope_io_1_pushes_the_connect_api(collector: Collector) -> None:
-    run_python_app(collector, "py-connect")
-    check_python_app(collector, "py-connect")
+    check_python_app(collector, "py-connect", run_python_app(collector, "py-connect"))
     # Memory: the SDK samples allocations (one per 512 KiB) and scales them, so only
     # where they are is certain, not how many bytes a run of a few seconds shows.
     for kind in ("inuse_space", "alloc_space"):
@@ -104,8 +109,8 @@ def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
     # 0.8 pushes at each 10 s of the clock and once more at shutdown(), which does not wait
     # for that last push: on a loaded machine the process may exit before it is sent. 21 s
     # hold at least one whole 10 s window, more than half of the run.
-    run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
-    check_python_app(collector, "py-ingest")
+    pid = run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
+    check_python_app(collector, "py-ingest", pid)
 
 
 def test_pyroscope_otel_span_names_are_labels(tmp_path: Path) -> None:

@@ -66,6 +66,10 @@ COUNTED_BY = {
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
 THREAD_LABELS = ("pid", "tid")
 THREAD_NAME = "thread_name"  # the Pyroscope SDKs' name for comm (report_thread_name)
+# The same as text (pyroscope-io's report_pid and report_thread_id): the thread's own,
+# not user labels (a value per process or thread: past --max-label-values every push
+# would be refused).
+THREAD_TEXT_LABELS = {"pid": "pid", "thread_id": "tid"}
 # Per-sample string labels that are not user labels: the thread's and process's own, and
 # the per-request ids of span profiling (pyroscope-otel's span_id and trace_id), one
 # window each if they were kept and past --max-label-values every push refused. A span's
@@ -332,6 +336,10 @@ class _Reader:
                 strs[key] = ingest.text(value, owner, ingest.MAX_LABEL_VALUE)
             elif key in THREAD_LABELS and num > 0:  # <= 0: not known
                 nums[key] = ingest.count(num, f"{owner} {key}")
+        for key, field in THREAD_TEXT_LABELS.items():
+            if strs.get(key, "").isdigit():
+                number = ingest.count(int(strs.pop(key)), f"{owner} {key}")
+                nums.setdefault(field, number)
         user = tuple(sorted((k, v) for k, v in strs.items() if k not in NOT_USER_LABELS))
         name = strs.get("comm") or strs.get(THREAD_NAME, "")
         if not nums and not name:
