@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -127,6 +128,22 @@ def test_a_pprof_without_from_and_until_takes_its_own_time() -> None:
             pyroscope.decode(b"a;b 1", IngestParams.parse(query, "w1"), "")
     with pytest.raises(PayloadError, match="until"):
         IngestParams.parse({"name": "plain", "from": "1700000000"}, "w1")
+
+
+def test_from_and_until_relative_to_now_as_pyroscope_takes_them() -> None:
+    """`from=now-10s&until=now` (Pyroscope's attime): a 400 'is not a number' before."""
+    before = time.time()
+    p = IngestParams.parse({**QUERY, "from": "now-10s", "until": "now"}, "w1")
+    assert p.start is not None and p.end is not None
+    assert before - 10 <= p.start <= p.end - 10 <= time.time() - 10
+    for raw, seconds in (("now-2min", 120), ("now-1h", 3600), ("now-1d", 86400), ("now-5", 0)):
+        before = time.time()
+        p = IngestParams.parse({**QUERY, "from": raw, "until": "now"}, "w1")
+        assert p.start is not None and p.end is not None
+        assert before - seconds <= p.start <= p.end - seconds
+    for raw in ("now-10x", "yesterday", "now-"):
+        with pytest.raises(PayloadError):
+            IngestParams.parse({**QUERY, "from": raw}, "w1")
 
 
 def test_a_pprof_sent_as_folded_says_which_format_to_give() -> None:
