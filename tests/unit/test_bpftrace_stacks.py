@@ -33,6 +33,30 @@ def test_parse_reads_sampled_stacks_unsampled_time_and_names():
     assert all(tgid == MAIN for (tgid, _, _, _) in capture.unsampled)
 
 
+# main_waits (a main thread waiting on a condition variable while its worker
+# computes) under the script that also reads the futex's kind: see
+# tests/integration/test_offcpu_wall.py
+FUTEX_FIXTURE = FIXTURE.parent / "bpftrace-offcpu-futex.json"
+
+
+def test_parse_reads_the_futex_kind_of_each_sampled_block():
+    capture = bpftrace_stacks.parse(FUTEX_FIXTURE.read_text())
+    main = 21557
+    waits = [s for s in capture.sampled if s.block_class[1] == main and s.block_class[2] == S]
+    assert waits and all("futex_wait" in s.kernel_stack and s.user_stack for s in waits)
+    private = sum(s.ns for s in waits if s.futex == 2)  # the condition variable
+    shared = sum(s.ns for s in waits if s.futex == 1)  # pthread_join
+    assert private > 500_000_000 and 0 < shared < private
+    worker = [s for s in capture.sampled if s.block_class[1] != main]
+    assert worker and {s.futex for s in worker} == {0}  # preempted, or waking the main thread
+    records = [
+        r for r in bpftrace_stacks.records(capture) if r.tid == main and r.kernel_state == "S"
+    ]
+    assert {r.futex for r in records} == {1, 2}
+    # the output of the script before it read the futex's kind: not known
+    assert {s.futex for s in fixture_capture().sampled} == {0}
+
+
 def test_records_keep_every_threads_time_per_state_exactly():
     capture = fixture_capture()
     exact: dict[tuple[int, str], float] = defaultdict(float)
@@ -87,17 +111,3 @@ def test_state_letters_of_sched_switch():
     assert bpftrace_stacks.state_letter(R) == "R"
     assert bpftrace_stacks.state_letter(S) == "S"
     assert bpftrace_stacks.state_letter(2) == "D"
-
-
-def test_a_wait_on_a_shared_futex_is_marked_and_keeps_its_state_letter():
-    """The script sets SHARED_FUTEX_BIT when the thread's last futex call was on a
-    shared futex (pthread_join's), so a cut stack in glibc's generic futex wait is
-    told apart from a condition variable's; the letter is the scheduler's."""
-    shared = S | bpftrace_stacks.SHARED_FUTEX_BIT
-    capture = Capture(
-        sampled=[SampledBlocks((1, 1, shared, 4), 1, ("__schedule",), (0xA,), 700)],
-        unsampled={(1, 2, S, 0): 50},
-    )
-    found = {r.tid: (r.kernel_state, r.shared_futex) for r in bpftrace_stacks.records(capture)}
-    assert found == {1: ("S", True), 2: ("S", False)}
-    assert bpftrace_stacks.state_letter(0x100 | bpftrace_stacks.SHARED_FUTEX_BIT) == "R"
