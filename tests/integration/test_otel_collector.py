@@ -1,6 +1,6 @@
 """A real OpenTelemetry Collector (v0.165.0: otlp receiver, otlphttp exporter) forwards
 OTLP profiles to a real perfsleuth collector over HTTP on 127.0.0.1, in the exporter's
-protobuf encoding and in its JSON one.
+protobuf encoding, in its JSON one and compressed by zstd.
 
 The profile pushed into the OTel Collector's receiver is a real run's: pyroscope-go
 v1.5.0's captured CPU pprof (its `pprof.Do` label phase=a on most samples), turned into
@@ -159,7 +159,8 @@ def pushed_self(pprof: profile_pb2.Profile, label: tuple[str, str] | None = None
 
 def config(receiver_port: int, collector: Collector, encoding: str = "proto") -> str:
     """The OTel Collector's configuration: OTLP/HTTP in on 127.0.0.1, the otlphttp
-    exporter to perfsleuth with its token, in `encoding` (proto or json); no queue and
+    exporter to perfsleuth with its token, in `encoding` (proto or json, `+zstd` for
+    that compression instead of its default gzip); no queue and
     no retry, so that the receiver answers a push only once perfsleuth has, with
     perfsleuth's refusal if any; no telemetry port of its own."""
     return json.dumps(
@@ -171,7 +172,8 @@ def config(receiver_port: int, collector: Collector, encoding: str = "proto") ->
                 "otlphttp": {
                     "endpoint": collector.url(""),
                     "headers": {"Authorization": f"Bearer {TOKEN}"},
-                    "encoding": encoding,
+                    "encoding": encoding.split("+")[0],
+                    "compression": (encoding.split("+")[1:] or ["gzip"])[0],
                     "sending_queue": {"enabled": False},
                     "retry_on_failure": {"enabled": False},
                 }
@@ -195,10 +197,11 @@ def listening(port: int, proc: subprocess.Popen) -> bool:
     return False
 
 
-@pytest.fixture(scope="module", params=["proto", "json"])
+@pytest.fixture(scope="module", params=["proto", "json", "proto+zstd"])
 def encoding(request: pytest.FixtureRequest) -> str:
     """The exporter's encoding: its default protobuf, or JSON (`encoding: json`: a 415
-    before perfsleuth read OTLP/JSON)."""
+    before perfsleuth read OTLP/JSON), or protobuf compressed by zstd (a 415 before
+    perfsleuth read zstd bodies)."""
     return str(request.param)
 
 

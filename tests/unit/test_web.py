@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 
 import anyio
 import pytest
+import pyzstd
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -128,13 +130,37 @@ def test_a_body_past_the_limit_is_read_to_its_end_before_the_413() -> None:
     assert status == 413 and unread[-1] > 0
 
 
-def test_gzip_bodies_inflate_within_their_limit() -> None:
+COMPRESS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,
+    "zlib": zlib.compress,
+    "zstd": pyzstd.compress,
+}
+
+
+@pytest.mark.parametrize("encoding", COMPRESS)
+def test_compressed_bodies_inflate_within_their_limit(encoding: str) -> None:
+    """The OpenTelemetry Collector's exporters send gzip, zstd, deflate or zlib."""
     a = app(max_inflated=10_000)
-    gz = {"Content-Encoding": "gzip"}
-    assert call(a, gzip.compress(b"y" * 10_000), headers=gz) == (200, b"10000")
-    status, answer = call(a, gzip.compress(b"y" * 10_001), headers=gz)
+    compress, header = COMPRESS[encoding], {"Content-Encoding": encoding}
+    assert call(a, compress(b"y" * 10_000), headers=header) == (200, b"10000")
+    assert call(a, compress(b"y" * 10_000), headers=header, chunk=7) == (200, b"10000")
+    status, answer = call(a, compress(b"y" * 10_001), headers=header)
     assert status == 413 and b"inflates past the limit" in answer
-    assert call(a, gzip.compress(b"y" * 100)[:20], headers=gz)[0] == 400
+    status, answer = call(a, compress(b"y" * 100)[:9], headers=header)
+    assert status == 400 and encoding.encode() in answer
+    status, answer = call(a, b"not compressed at all", headers=header)
+    assert status == 400 and b"broken" in answer
+    status, answer = call(a, compress(b"y" * (10 << 20)), headers=header)
+    assert status == 413 and b"limit of 10,000 bytes" in answer
+
+
+def test_frames_after_frames_and_unread_encodings() -> None:
+    a = app(max_inflated=10_000)
+    twice = pyzstd.compress(b"y" * 300) + pyzstd.compress(b"z" * 200)
+    assert call(a, twice, headers={"Content-Encoding": "zstd"}) == (200, b"500")
+    status, answer = call(a, b"z", headers={"Content-Encoding": "snappy"})
+    assert status == 415 and b"use gzip, zstd, deflate or none" in answer
     assert call(a, b"z", headers={"Content-Encoding": "br"})[0] == 415
 
 

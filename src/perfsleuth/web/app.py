@@ -6,7 +6,8 @@
 - Host check on loopback listeners, token or not: a browser page on another site must
   not reach the service through DNS rebinding.
 - read_body(): the request body streamed up to a size limit (413 past it), within a
-  time limit (408), gzip Content-Encoding inflated as it arrives, up to its own limit
+  time limit (408), a compressed body (Content-Encoding gzip, deflate, zlib or zstd: the
+  OpenTelemetry Collector's exporters offer all four) inflated as it arrives, up to its own limit
   (413: a bomb is never inflated past it).
 - Request slots: at most Limits.concurrency requests are in progress past the token
   check (more get 503); a connection that has not sent a whole request, or whose
@@ -31,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
+import pyzstd
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -57,7 +59,7 @@ class Limits:
     """Bounds of one request and of the server (run.serve and web.guard use the rest)."""
 
     max_body: int = 32 << 20  # as it arrives
-    max_inflated: int = 256 << 20  # after gzip Content-Encoding is inflated
+    max_inflated: int = 256 << 20  # after a compressed Content-Encoding is inflated
     read_timeout_s: float = 30.0  # for the whole body
     concurrency: int = 64  # requests in progress past the token check
     max_buffered: int = 128 << 20  # body bytes held by all the requests in progress
@@ -207,7 +209,7 @@ class _Slots:
 
 
 async def read_body(request: Request) -> bytes:
-    """The request body, bounded in size and time, gzip Content-Encoding inflated."""
+    """The request body, bounded in size and time, its Content-Encoding inflated."""
     limits: Limits = request.app.state.limits
     # A body past the limit is still read, and dropped, up to DRAIN_FACTOR times the
     # limit: a client that sends its whole body before it reads (urllib, most agents)
@@ -218,10 +220,14 @@ async def read_body(request: Request) -> bytes:
     if declared.isdigit() and int(declared) > drain_limit:
         raise _too_large(limits.max_body)
     encoding = request.headers.get("content-encoding", "identity").lower()
-    if encoding not in ("identity", "gzip"):
-        raise HTTPException(415, f"Content-Encoding {encoding[:40]} is not supported: use gzip")
+    if encoding != "identity" and encoding not in INFLATERS:
+        raise HTTPException(
+            415,
+            f"Content-Encoding {encoding[:40]} is not supported: use gzip, zstd, deflate or "
+            "none (snappy and lz4 are not read)",
+        )
     held: _Held = request.scope.get(HELD) or _Held(_Server(limits))
-    body = _Body(limits, held, gzip=encoding == "gzip")
+    body = _Body(limits, held, encoding)
     size = 0
     late = False
     try:  # asyncio's timeout: anyio's cancel scope was ~3% of a push's event-loop time
@@ -243,41 +249,97 @@ async def read_body(request: Request) -> bytes:
     return body.finish()
 
 
+class _Zlib:
+    """A gzip or zlib stream inflated piece by piece: what `max_length` held back is
+    kept and inflated by the next steps."""
+
+    errors: tuple[type[Exception], ...] = (zlib.error,)
+
+    def __init__(self, wbits: int) -> None:
+        self.inner = zlib.decompressobj(wbits=wbits)
+
+    def step(self, data: bytes, max_length: int) -> bytes:
+        return self.inner.decompress(self.inner.unconsumed_tail + data, max_length)
+
+    @property
+    def held(self) -> bool:
+        return bool(self.inner.unconsumed_tail)
+
+    @property
+    def ended(self) -> bool:
+        return self.inner.eof
+
+
+class _Zstd:
+    """A zstd stream (one or more frames) inflated piece by piece, as _Zlib."""
+
+    errors = (pyzstd.ZstdError,)
+
+    def __init__(self) -> None:
+        self.inner = pyzstd.EndlessZstdDecompressor()
+
+    def step(self, data: bytes, max_length: int) -> bytes:
+        return self.inner.decompress(data, max_length)
+
+    @property
+    def held(self) -> bool:
+        return not self.inner.needs_input
+
+    ended = False  # frames may follow frames; finish() checks the last one is whole
+
+    @property
+    def whole(self) -> bool:
+        return self.inner.at_frame_edge
+
+
+# Content-Encoding -> its inflater. HTTP's deflate is the zlib format (RFC 9110), as
+# the OpenTelemetry Collector's `deflate` and `zlib` compressions both send.
+INFLATERS: dict[str, Callable[[], _Zlib | _Zstd]] = {
+    "gzip": lambda: _Zlib(31),
+    "deflate": lambda: _Zlib(15),
+    "zlib": lambda: _Zlib(15),
+    "zstd": _Zstd,
+}
+
+
 class _Body:
-    """A body as it arrives, inflated chunk by chunk when it is gzip, so that a bomb
-    stops at the limit; every byte kept is charged to the request's _Held. Once
+    """A body as it arrives, inflated chunk by chunk when it is compressed, so that a
+    bomb stops at the limit; every byte kept is charged to the request's _Held. Once
     `refused` is set, nothing more is kept: the rest is drained, then refused."""
 
     STEP = 1 << 20  # inflated at most at once, between two turns of the event loop
 
-    def __init__(self, limits: Limits, held: _Held, *, gzip: bool) -> None:
-        self.limit = limits.max_inflated if gzip else limits.max_body
+    def __init__(self, limits: Limits, held: _Held, encoding: str) -> None:
+        make = INFLATERS.get(encoding)
+        self.encoding = encoding
+        self.limit = limits.max_body if make is None else limits.max_inflated
         self.held = held
-        self.inflater = zlib.decompressobj(wbits=31) if gzip else None
+        self.inflater = None if make is None else make()
         self.parts: list[bytes] = []
         self.size = 0
         self.refused: HTTPException | None = None
 
     async def feed(self, chunk: bytes) -> None:
-        if self.inflater is None:
+        inflater = self.inflater
+        if inflater is None:
             self._keep(chunk)
             return
         data = chunk
-        while data and self.refused is None and not self.inflater.eof:
+        while self.refused is None and not inflater.ended and (data or inflater.held):
             room = self.limit - self.size
             try:
-                out = self.inflater.decompress(data, min(room + 1, self.STEP))
-            except zlib.error as e:
-                self.refused = HTTPException(400, f"the gzip body is broken ({e})")
+                out = inflater.step(data, min(room + 1, self.STEP))
+            except inflater.errors as e:
+                self.refused = HTTPException(400, f"the {self.encoding} body is broken ({e})")
                 return
-            data = self.inflater.unconsumed_tail
+            data = b""
             if len(out) > room:
                 self.refused = HTTPException(
-                    413, f"the gzip body inflates past the limit of {_mb(self.limit)}"
+                    413, f"the {self.encoding} body inflates past the limit of {_mb(self.limit)}"
                 )
                 return
             self._keep(out)
-            if data:
+            if inflater.held:
                 await anyio.sleep(0)
 
     def _keep(self, data: bytes) -> None:
@@ -290,8 +352,11 @@ class _Body:
             self.held.release()
 
     def finish(self) -> bytes:
-        if self.inflater is not None and not self.inflater.eof:
-            raise HTTPException(400, "the gzip body is truncated")
+        inflater = self.inflater
+        if inflater is not None and not (
+            inflater.whole if isinstance(inflater, _Zstd) else inflater.ended
+        ):
+            raise HTTPException(400, f"the {self.encoding} body is truncated")
         body = b"".join(self.parts)
         self.parts.clear()
         return body
