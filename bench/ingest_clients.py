@@ -20,7 +20,9 @@ simulated fleet's pushes (issue 27: 474,000 samples per server CPU-second for pp
 
 `--src DIR` (repeatable) runs a checkout's code (`git archive main src | tar -x -C
 /tmp/main` then `--src /tmp/main/src`); with several, each round measures each in turn
-(interleaved), and the medians over `--rounds` are printed.
+(interleaved), and the medians over `--rounds` are printed. `--together` runs them side
+by side instead: every push goes to each one's collector in turn, so they meet the same
+load (on this shared machine, runs one after the other differed by 10-20%).
 
     .venv/bin/python bench/ingest_clients.py --pushes 200 --hosts 200 --rounds 3
 """
@@ -42,8 +44,9 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from email.parser import BytesParser
 from email.policy import HTTP
 from pathlib import Path
@@ -186,15 +189,57 @@ def post_kept(url: str, push: tuple[str, bytes, dict]) -> None:
 
 
 def measure(
-    pushes: list[tuple[str, bytes, dict]], clients: int, src: Path, send: Callable = post
-) -> dict:
-    """A fresh collector's CPU for `pushes` from `clients` threads, its head's flush to
-    Parquet when it stops included (its start-up not)."""
+    pushes: list[tuple[str, bytes, dict]], clients: int, srcs: list[Path], send: Callable = post
+) -> list[dict]:
+    """For each of `srcs`, a fresh collector's CPU for `pushes` from `clients` threads,
+    its head's flush to Parquet when it stops included (its start-up not). With several,
+    they run side by side: each push goes to every collector in turn (who is first
+    alternates), so all of them meet the same load."""
+    load = os.getloadavg()[0]
+    with ExitStack() as stack:
+        collectors = [stack.enter_context(_collector(src)) for src in srcs]
+        cpu0, wall0 = [cpu_seconds(c.pid) for c, _ in collectors], time.monotonic()
+
+        def each(i: int) -> None:
+            turn = collectors[i % len(collectors) :] + collectors[: i % len(collectors)]
+            for _, url in turn:
+                send(url, pushes[i])
+
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(each, range(len(pushes))))
+        samples = [stored_samples(url) for _, url in collectors]
+        for collector, _ in collectors:
+            collector.send_signal(signal.SIGTERM)
+        usages = [os.wait4(c.pid, 0)[2] for c, _ in collectors]
+        wall = time.monotonic() - wall0
+        stores = [Path(c.args[-1]) for c, _ in collectors]
+        flushed = [sum(1 for _ in store.rglob("h-*.parquet")) for store in stores]
+    results = []
+    for n, usage, before, files in zip(samples, usages, cpu0, flushed, strict=True):
+        cpu = usage.ru_utime + usage.ru_stime - before
+        results.append(
+            {
+                "pushes": len(pushes),
+                "samples": n,
+                "collector_cpu_s": round(cpu, 2),
+                "wall_s": round(wall, 2),
+                "samples_per_cpu_s": round(n / cpu) if cpu else None,
+                "cpu_ms_per_push": round(1000 * cpu / len(pushes), 2),
+                "parquet_samples_files": files,
+                "load": round(load, 1),
+            }
+        )
+    return results
+
+
+@contextmanager
+def _collector(src: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A collector running `src`'s code on a scratch store, once it answers; killed if
+    the caller did not stop it."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as store:
         command = [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}", "--store", store]
         collector = subprocess.Popen(command, env=_path_first(src))
@@ -205,26 +250,11 @@ def measure(
                     break
                 except OSError:
                     time.sleep(0.1)
-            cpu0, wall0 = cpu_seconds(collector.pid), time.monotonic()
-            with ThreadPoolExecutor(clients) as pool:
-                list(pool.map(lambda p: send(url, p), pushes))
-            samples = stored_samples(url)
+            yield collector, url
         finally:
-            collector.send_signal(signal.SIGTERM)
-        _, _, usage = os.wait4(collector.pid, 0)
-        wall = time.monotonic() - wall0
-        cpu = usage.ru_utime + usage.ru_stime - cpu0
-        flushed = sum(1 for _ in Path(store).rglob("h-*.parquet"))
-    return {
-        "pushes": len(pushes),
-        "samples": samples,
-        "collector_cpu_s": round(cpu, 2),
-        "wall_s": round(wall, 2),
-        "samples_per_cpu_s": round(samples / cpu) if cpu else None,
-        "cpu_ms_per_push": round(1000 * cpu / len(pushes), 2),
-        "parquet_samples_files": flushed,
-        "load": round(load, 1),
-    }
+            if collector.returncode is None and collector.poll() is None:
+                collector.kill()
+                collector.wait()
 
 
 def _path_first(src: Path) -> dict[str, str]:
@@ -248,6 +278,12 @@ def main() -> None:
         action="store_true",
         help="each client thread keeps its connection (default: a new one per push)",
     )
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run the --src collectors side by side, every push sent to each (less noise "
+        "from the machine's load than one after the other)",
+    )
     args = parser.parse_args()
     makers = {
         "fleet pprof": lambda: fleet_pushes(args.hosts, "pprof"),
@@ -259,12 +295,16 @@ def main() -> None:
     kinds = {kind: make() for kind, make in makers.items() if kind in (args.kind or makers)}
     sources = args.src or [ROOT / "src"]
     runs: dict[tuple[str, str], list[dict]] = {}
+    send = post_kept if args.keep_alive else post
+    groups = [sources] if args.together else [[src] for src in sources]
     for r in range(args.rounds):
         for kind, pushes in kinds.items():
-            for src in sources:
-                result = measure(pushes, args.clients, src, post_kept if args.keep_alive else post)
-                runs.setdefault((kind, str(src)), []).append(result)
-                print(json.dumps({"round": r, "kind": kind, "src": str(src), **result}), flush=True)
+            for group in groups:
+                results = measure(pushes, args.clients, group, send)
+                for src, result in zip(group, results, strict=True):
+                    runs.setdefault((kind, str(src)), []).append(result)
+                    line = {"round": r, "kind": kind, "src": str(src), **result}
+                    print(json.dumps(line), flush=True)
     for (kind, src), results in runs.items():
         rate = statistics.median(x["samples_per_cpu_s"] for x in results)
         peer = PYROSCOPE["folded" if "folded" in kind else "pprof"]

@@ -2,7 +2,7 @@
 # The Pyroscope clients and the OpenTelemetry Collector the collector's integration
 # tests push with, from their own registries, kept under .venv/clients/
 # (tests/integration/test_pyroscope_clients.py, test_otel_collector.py): Python, Go,
-# Rust, Node and Java SDKs.
+# Rust, Node and Java SDKs, and pyroscope-otel's span labels.
 # pyroscope-io 1.4.0 is a dev dependency of the virtualenv itself (pyproject.toml).
 # The Pyroscope Java agent 2.9.2 (Maven Central, checked against its .sha1) and
 # tests/clients/java/App.java compiled against it.
@@ -13,14 +13,23 @@ VENV=${VENV:-$PWD/.venv}
 CLIENTS=$VENV/clients
 mkdir -p "$CLIENTS"
 
+# A Python client installed once into its own directory (put on PYTHONPATH by the
+# tests): pip_client DIR WHAT REQUIREMENT...
+pip_client() {
+    local dir=$CLIENTS/$1 what=$2
+    shift 2
+    if [ ! -d "$dir" ]; then
+        "$VENV/bin/pip" install -q --target "$dir.tmp" "$@" && mv "$dir.tmp" "$dir" \
+            || echo "install-clients: $what did not install" >&2
+        rm -rf "$dir.tmp"
+    fi
+}
+
 # pyroscope-io 0.8.16 pushes /ingest?format=pprof (1.x pushes the Connect API).
-PY08=$CLIENTS/pyroscope-io-0.8.16
-if [ ! -d "$PY08/pyroscope" ]; then
-    "$VENV/bin/pip" install -q --target "$PY08.tmp" 'pyroscope-io==0.8.16' \
-        && mv "$PY08.tmp" "$PY08" \
-        || echo "install-clients: pyroscope-io 0.8.16 did not install" >&2
-    rm -rf "$PY08.tmp"
-fi
+pip_client pyroscope-io-0.8.16 "pyroscope-io 0.8.16" 'pyroscope-io==0.8.16'
+# pyroscope-otel 1.1.0 (over pyroscope-io 1.4.0) tags samples with OpenTelemetry spans.
+pip_client pyroscope-otel-1.1.0 "pyroscope-otel 1.1.0" 'pyroscope-otel==1.1.0' \
+    'pyroscope-io==1.4.0' 'opentelemetry-sdk==1.45.2'
 
 # A Go program built once per source change (stamped with the hash of its sources),
 # module and build caches kept beside it: go_program OUTPUT SOURCE-DIR WHAT.

@@ -168,7 +168,27 @@ def run_analyzers(ctx: Context) -> list[Finding]:
             raise
         except Exception as e:  # one broken analyzer must not hide the others' findings
             ctx.notes.append(f"the {name} analyzer failed ({type(e).__name__}: {e})")
+    if ctx.profile.unit == "instructions":
+        for finding in findings:
+            in_instructions(finding)
     return findings
+
+
+# What the analyzers say of a sampled run's time, as said of a count run's instructions.
+OF_INSTRUCTIONS = (
+    ("of CPU time is ", "of the instructions are "),
+    ("of CPU time runs ", "of the instructions run "),
+    ("of CPU time", "of the instructions"),
+    ("of the run's samples", "of the run's instructions"),
+)
+
+
+def in_instructions(finding: Finding) -> None:
+    """A count run's finding in its own unit: its shares are of exact instruction
+    counts, not of CPU time or samples."""
+    for said, meant in OF_INSTRUCTIONS:
+        finding.title = finding.title.replace(said, meant)
+        finding.evidence = [line.replace(said, meant) for line in finding.evidence]
 
 
 def verify(findings: list[Finding], ctx: Context, store: Store | None = None) -> None:

@@ -67,6 +67,54 @@ def test_function_counts_equal_callgrind_annotate(counted: Path, tmp_path: Path)
     assert ours["keys_equal"] > 1_000_000
 
 
+def test_export_gives_callgrinds_own_file_to_its_tools(counted: Path, tmp_path: Path) -> None:
+    """docs/counts.md says the run keeps callgrind's file for callgrind_annotate or
+    KCachegrind: `export --callgrind` hands it out, byte for byte; a sampled run has none."""
+    out_file = tmp_path / "run1.callgrind"
+    perfsleuth(counted, "export", "1", "--callgrind", str(out_file))
+    assert out_file.read_bytes() == count_document(Store(counted), 1).callgrind_out
+    report = subprocess.run(
+        ["callgrind_annotate", str(out_file)], capture_output=True, text=True, check=True
+    ).stdout
+    totals = re.search(r"^([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", report, re.M)
+    assert totals and int(totals[1].replace(",", "")) == Store(counted).run_info(1).total
+    sampled = tmp_path / "sampled"
+    folded = Path(__file__).resolve().parents[1] / "fixtures" / "hot.folded"
+    perfsleuth(sampled, "import", str(folded))
+    refused = perfsleuth(sampled, "export", "1", "--callgrind", str(tmp_path / "x"), check=False)
+    assert refused.returncode == 2 and "only count runs" in refused.stderr
+
+
+FORMATS = r"""
+#include <stdio.h>
+int main(void) {
+    char buffer[32];
+    unsigned long length = 0;
+    for (int i = 0; i < 20000; i++)
+        length += (unsigned long)snprintf(buffer, sizeof buffer, "%d", i);
+    printf("%lu\n", length);
+    return 0;
+}
+"""
+
+
+def test_a_count_runs_findings_speak_of_instructions(tmp_path: Path) -> None:
+    """A count run's shares are of exact instruction counts: its findings said "of CPU
+    time" (Lua's '18.1% of CPU time is in printf-style formatting') and "samples"."""
+    (tmp_path / "formats.c").write_text(FORMATS)
+    program = tmp_path / "formats"
+    subprocess.run(["gcc", "-O2", "-o", str(program), str(tmp_path / "formats.c")], check=True)
+    store = tmp_path / "store"
+    perfsleuth(store, "record", "--mode", "count", "--", str(program))
+    advice = json.loads(perfsleuth(store, "advise", "--format", "json").stdout)
+    (printf,) = [f for f in advice["findings"] if f["rule"] == "formatting.printf"]
+    assert " of the instructions are in printf-style formatting" in printf["title"]
+    said = [f["title"] for f in advice["findings"]] + [
+        line for f in advice["findings"] for line in f["evidence"]
+    ]
+    assert not [line for line in said if "CPU time" in line or "run's samples" in line], said
+
+
 def function_table(report: str) -> dict[str, int]:
     """callgrind_annotate's per-function self counts, summed over the files it splits by."""
     lines = report.splitlines()

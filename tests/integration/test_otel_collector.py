@@ -1,5 +1,6 @@
 """A real OpenTelemetry Collector (v0.165.0: otlp receiver, otlphttp exporter) forwards
-OTLP profiles to a real perfsleuth collector over HTTP on 127.0.0.1.
+OTLP profiles to a real perfsleuth collector over HTTP on 127.0.0.1, in the exporter's
+protobuf encoding and in its JSON one.
 
 The profile pushed into the OTel Collector's receiver is a real run's: pyroscope-go
 v1.5.0's captured CPU pprof (its `pprof.Do` label phase=a on most samples), turned into
@@ -156,11 +157,11 @@ def pushed_self(pprof: profile_pb2.Profile, label: tuple[str, str] | None = None
     return out
 
 
-def config(receiver_port: int, collector: Collector) -> str:
+def config(receiver_port: int, collector: Collector, encoding: str = "proto") -> str:
     """The OTel Collector's configuration: OTLP/HTTP in on 127.0.0.1, the otlphttp
-    exporter to perfsleuth with its token; no queue and no retry, so that the
-    receiver answers a push only once perfsleuth has, with perfsleuth's refusal if
-    any; no telemetry port of its own."""
+    exporter to perfsleuth with its token, in `encoding` (proto or json); no queue and
+    no retry, so that the receiver answers a push only once perfsleuth has, with
+    perfsleuth's refusal if any; no telemetry port of its own."""
     return json.dumps(
         {
             "receivers": {
@@ -170,6 +171,7 @@ def config(receiver_port: int, collector: Collector) -> str:
                 "otlphttp": {
                     "endpoint": collector.url(""),
                     "headers": {"Authorization": f"Bearer {TOKEN}"},
+                    "encoding": encoding,
                     "sending_queue": {"enabled": False},
                     "retry_on_failure": {"enabled": False},
                 }
@@ -193,16 +195,26 @@ def listening(port: int, proc: subprocess.Popen) -> bool:
     return False
 
 
+@pytest.fixture(scope="module", params=["proto", "json"])
+def encoding(request: pytest.FixtureRequest) -> str:
+    """The exporter's encoding: its default protobuf, or JSON (`encoding: json`: a 415
+    before perfsleuth read OTLP/JSON)."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collector]:
-    running = start(tmp_path_factory.mktemp("fleet"), "--token", TOKEN)
+def collector(tmp_path_factory: pytest.TempPathFactory, encoding: str) -> Iterator[Collector]:
+    running = start(tmp_path_factory.mktemp(f"fleet-{encoding}"), "--token", TOKEN)
     yield running
     assert "Traceback" not in stop(running)
 
 
 @pytest.fixture(scope="module")
-def otelcol(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> Iterator[int]:
-    """A running OTel Collector forwarding to `collector`: its receiver's port."""
+def otelcol(
+    tmp_path_factory: pytest.TempPathFactory, collector: Collector, encoding: str
+) -> Iterator[int]:
+    """A running OTel Collector forwarding to `collector` in `encoding`: its receiver's
+    port."""
     if not shutil.which("go"):
         pytest.skip("Go is not installed: the OpenTelemetry Collector cannot be built")
     assert OTELCOL.exists(), (
@@ -211,7 +223,7 @@ def otelcol(tmp_path_factory: pytest.TempPathFactory, collector: Collector) -> I
     )
     port = free_port()
     path = tmp_path_factory.mktemp("otelcol") / "config.json"
-    path.write_text(config(port, collector))
+    path.write_text(config(port, collector, encoding))
     log = path.with_name("otelcol.log")
     with log.open("w") as out:
         proc = subprocess.Popen(

@@ -145,6 +145,28 @@ def test_shape_counts_saves_beyond_the_slow_calls() -> None:
     assert prologue_overhead.is_heavy_prologue(shape, total=10_000)
 
 
+def test_calls_from_several_sites_may_come_from_the_same_invocations() -> None:
+    """Two call sites of 300 calls each: 300 to 600 of 1,000 invocations call out, so
+    that half of them return without calling cannot be shown (an interpreter loop's
+    shape: Lua's luaV_execute was reported as '67.1% return without calling anything'
+    from its busiest call site alone)."""
+    Instruction = prologue_overhead.Instruction
+    code = [
+        Instruction(0x10, "push rbx", saves=True, calls_out=False),
+        Instruction(0x11, "call 0x90", saves=False, calls_out=True),
+        Instruction(0x16, "call 0x99", saves=False, calls_out=True),
+        Instruction(0x1B, "pop rbx", saves=True, calls_out=False),
+    ]
+    counts = {0x10: 1000, 0x11: 300, 0x16: 300, 0x1B: 1000}
+    shape = prologue_overhead.shape_of(code, counts, calls=1000)
+    assert (shape.fewest_slow_calls, shape.slow_calls) == (300, 600)
+    assert shape.saved == 2 * (1000 - 600) - 600
+    assert not prologue_overhead.is_heavy_prologue(shape, total=10_000)
+    counts = {0x10: 1000, 0x11: 100, 0x16: 100, 0x1B: 1000}  # at most 200 call out
+    shape = prologue_overhead.shape_of(code, counts, calls=1000)
+    assert prologue_overhead.is_heavy_prologue(shape, total=10_000)
+
+
 def test_leaf_function_saving_registers_for_itself_is_not_reported() -> None:
     Instruction = prologue_overhead.Instruction
     code = [
@@ -163,6 +185,7 @@ def test_a_small_save_share_is_reported_when_the_saving_counts() -> None:
     shape = prologue_overhead.Shape(
         calls=100_000,
         slow_calls=1_000,
+        fewest_slow_calls=1_000,
         own=1_500_000,
         save_restore=200_000,
         saved=197_000,

@@ -4,7 +4,8 @@ A real program runs under each SDK (tests/clients/); what the collector stored i
 back with `perfsleuth fleet top` and checked against what the program did: its hot
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
-Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; a Go program
+Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; pyroscope-otel
+1.1.0 there too: it tags samples with OpenTelemetry spans; a Go program
 built with pyroscope-go v1.5.0, a Rust program built with the crates.io pyroscope 2.1.5,
 @pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with tests/clients/java/ compiled
 against it, under .venv/clients/).
@@ -28,6 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 CLIENTS = Path(__file__).resolve().parents[1] / "clients"
 INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
+PYROSCOPE_OTEL = INSTALLED / "pyroscope-otel-1.1.0"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
 RUST_APP = INSTALLED / "rust-app"  # tests/clients/rust/, the same
 NODE_MODULES = INSTALLED / "node" / "node_modules"
@@ -54,21 +56,22 @@ def top(collector: Collector, where: str, n: int = 10) -> dict:
     return json.loads(out.stdout)
 
 
-def run_python_app(collector: Collector, app: str, path: str = "", seconds: str = SECONDS) -> None:
-    """Run the app under the SDK found first on `path`."""
+def run_python_app(collector: Collector, app: str, path: str = "", seconds: str = SECONDS) -> int:
+    """Run the app under the SDK found first on `path`: its pid."""
     env = {**os.environ, "PYTHONPATH": path}
     argv = [sys.executable, str(CLIENTS / "python_app.py"), collector.url(""), app, seconds]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as app_:
         try:
-            _, err = app_.communicate(timeout=120)
+            out, err = app_.communicate(timeout=120)
         finally:
             app_.kill()
             # pyroscope-io 0.8's agent binds /tmp/PYROSCOPE-<the app's pid>, never removed.
             Path(f"/tmp/PYROSCOPE-{app_.pid}").unlink(missing_ok=True)
     assert app_.returncode == 0, err.decode(errors="replace")
+    return int(out.split()[-1])
 
 
-def check_python_app(collector: Collector, app: str) -> None:
+def check_python_app(collector: Collector, app: str, pid: int) -> None:
     every = top(collector, f"service={app}")
     functions = [row["function"] for row in every["rows"]]
     assert functions[:2] == ["hot_a", "hot_b"], functions
@@ -82,11 +85,15 @@ def check_python_app(collector: Collector, app: str) -> None:
     # taken as the tag changes may land on the other side.
     assert sum(row["self"] for row in tagged["rows"] if row["function"] == "hot_b") < 0.1
     assert 0 < tagged["total"] < every["total"]
+    # report_pid and report_thread_id's text labels are the samples' thread, not labels
+    # (a value per process and per thread: a collector refused every push past
+    # --max-label-values)
+    assert top(collector, f"service={app},pid={pid}")["total"] == every["total"]
+    assert top(collector, f"service={app},thread_id=~.+")["total"] == 0
 
 
 def test_pyroscope_io_1_pushes_the_connect_api(collector: Collector) -> None:
-    run_python_app(collector, "py-connect")
-    check_python_app(collector, "py-connect")
+    check_python_app(collector, "py-connect", run_python_app(collector, "py-connect"))
     # Memory: the SDK samples allocations (one per 512 KiB) and scales them, so only
     # where they are is certain, not how many bytes a run of a few seconds shows.
     for kind in ("inuse_space", "alloc_space"):
@@ -102,8 +109,37 @@ def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
     # 0.8 pushes at each 10 s of the clock and once more at shutdown(), which does not wait
     # for that last push: on a loaded machine the process may exit before it is sent. 21 s
     # hold at least one whole 10 s window, more than half of the run.
-    run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
-    check_python_app(collector, "py-ingest")
+    pid = run_python_app(collector, "py-ingest", str(PYROSCOPE_IO_08), "21")
+    check_python_app(collector, "py-ingest", pid)
+
+
+def test_pyroscope_otel_span_names_are_labels(tmp_path: Path) -> None:
+    """pyroscope-otel 1.1.0: span_name kept as a label (it was dropped), span_id and
+    trace_id not (a new value per request: with a window per trace, a collector refused
+    every push past --max-label-values; 20 here, far fewer than the run's traces)."""
+    assert (PYROSCOPE_OTEL / "pyroscope" / "otel").is_dir(), "make setup installs it"
+    small = start(tmp_path, "--max-label-values", "20")
+    try:
+        argv = [sys.executable, str(CLIENTS / "python_otel_app.py"), small.url(""), "py-otel"]
+        env = {**os.environ, "PYTHONPATH": str(PYROSCOPE_OTEL)}
+        out = subprocess.run([*argv, SECONDS], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert int(out.stdout.split()[-1]) > 20  # root spans, each its own trace
+        every = top(small, "service=py-otel")
+        # the OTel SDK's own work per span (Span.__init__, ...) takes samples of its own
+        assert functions(every)[0] == "hot_a" and "hot_b" in functions(every)[1:4]
+        spans = top(small, "service=py-otel,span_name=handle_a")
+        assert functions(spans)[0] == "hot_a"
+        # py-spy reads the thread's tags apart from its stack, as for tag_wrapper
+        assert sum(r["self"] for r in spans["rows"] if r["function"] == "hot_b") < 0.1
+        handle_b = top(small, "service=py-otel,span_name=handle_b")["total"]
+        assert 0 < handle_b < spans["total"] < every["total"]
+        for label in ("trace_id", "span_id"):
+            assert top(small, f"service=py-otel,{label}=~.+")["total"] == 0, label
+        assert pushes(small) == {"accepted": pushes(small)["accepted"], "rejected": 0}
+        assert pushes(small)["accepted"] >= 1
+    finally:
+        assert "Traceback" not in stop(small)
 
 
 def run_go_app(collector: Collector, app: str) -> list[float]:
@@ -223,11 +259,37 @@ def test_pyroscope_nodejs_pushes_wall_and_heap(collector: Collector) -> None:
     assert top(collector, "service=node-app,type=inuse_objects")["total"] > 0
 
 
+@pytest.mark.skipif(not shutil.which("node"), reason="Node is not installed")
+def test_pyroscope_nodejs_wall_profile_with_cpu_time(collector: Collector) -> None:
+    """@pyroscope/nodejs 0.6.4 with wall: {collectCpuTime: true}: one pprof holds the
+    samples' wall and CPU time, stored as both types (the CPU time was dropped)."""
+    assert (NODE_MODULES / "@pyroscope" / "nodejs").is_dir(), "make setup installs it"
+    out = subprocess.run(
+        ["node", str(CLIENTS / "node" / "app.js"), collector.url(""), "node-cpu", SECONDS, "cpu"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(NODE_MODULES)},
+    )
+    loop_cpu, _, process_cpu = (float(v) for v in out.stdout.split()[-3:])
+    cpu = top(collector, "service=node-cpu")
+    assert cpu["type"] == "cpu" and cpu["unit"] == "ns"
+    assert js_functions(cpu)[0] == "hotA" and "hotB" in js_functions(cpu)
+    # V8 reads the process's CPU time at each sample (its other threads' as `(Non JS
+    # threads activity)`): from the SDK's start to its stop, within the process's own
+    assert 0.5 * loop_cpu * 1e9 <= cpu["total"] <= 1.05 * process_cpu * 1e9
+    tagged = top(collector, "service=node-cpu,phase=a")
+    assert js_functions(tagged)[0] == "hotA" and "hotB" not in js_functions(tagged)
+    wall = top(collector, "service=node-cpu,type=wall")
+    assert js_functions(wall)[0] == "hotA" and wall["total"] > cpu["total"]
+
+
 @pytest.mark.skipif(not shutil.which("java"), reason="Java is not installed")
 def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -> None:
     """io.pyroscope:agent 2.9.2: /ingest?format=jfr, a JFR recording by async-profiler
-    (CPU by itimer, allocations, monitor and ReentrantLock contention) with its labels
-    part."""
+    (CPU by itimer, allocations and the live ones, monitor and ReentrantLock contention)
+    with its labels part."""
     assert JAVA_AGENT.exists() and (JAVA / "classes" / "App.class").exists(), "make setup"
     env = {
         **os.environ,
@@ -237,6 +299,7 @@ def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -
         "PYROSCOPE_UPLOAD_INTERVAL": "2s",  # it sends nothing of the last interval at exit
         "PYROSCOPE_PROFILER_EVENT": "itimer",
         "PYROSCOPE_PROFILER_ALLOC": "256k",
+        "PYROSCOPE_ALLOC_LIVE": "true",  # the sampled allocations still alive: in use
         "PYROSCOPE_PROFILER_LOCK": "1ms",
         "PYROSCOPE_TMP_DIR": str(tmp_path),  # where it unpacks async-profiler, left behind
     }
@@ -258,6 +321,10 @@ def test_pyroscope_java_agent_pushes_jfr(collector: Collector, tmp_path: Path) -
     objects = top(collector, "service=java-app,type=alloc_objects")
     # an allocation event stands for the bytes of its TLAB (the program's are 64 KiB arrays)
     assert objects["unit"] == "count" and alloc["total"] > objects["total"] * 1024 > 0
+    live = top(collector, "service=java-app,type=inuse_space")
+    assert live["unit"] == "bytes" and functions(live)[0] == "App.allocate"
+    assert 0 < live["total"] < alloc["total"]
+    assert top(collector, "service=java-app,type=inuse_objects")["total"] > 0
     contentions = top(collector, "service=java-app,type=mutex_contentions", 50)
     assert contentions["unit"] == "count" and "App.holdLock" in functions(contentions)
     delay = top(collector, "service=java-app,type=mutex_delay", 50)

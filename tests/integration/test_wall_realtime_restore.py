@@ -6,14 +6,19 @@ rest of its machine.
 
 The ends come at random moments, many times, against six threads that never block
 (so every snapshot boosts some): on the code before, 7 of 40 SIGTERMs left a
-thread realtime. Nothing here asserts a duration.
+thread realtime. A SIGKILL of wallsnap cannot be caught: its guardian process gives
+the threads back, or perfsleuth does from wallsnap's journal when the guardian was
+killed too (on the code before, 7 of 40 SIGKILLs sent while a thread was realtime
+left it so). Nothing here asserts a duration.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -35,6 +40,8 @@ SIGTERM_ROUNDS = 40
 DEATH_ROUNDS = 16
 BUDGET_S = 25.0  # per test: rounds stop early on a slow machine, never fail for it
 HANG_GUARD_S = 60.0
+RECORD = [str(VENV_BIN / "perfsleuth"), "record", "--mode", "wall", "--freq", "1000"]
+RECORD += ["--duration", "60", "--pid"]
 
 
 @pytest.fixture
@@ -96,6 +103,80 @@ def wallsnap_child(recorder: subprocess.Popen) -> int | None:
     return None
 
 
+def children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(FileNotFoundError):
+            found += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+    return found
+
+
+def kill_when_realtime(pid: int, victims: list[int], rng: random.Random) -> None:
+    """SIGKILLs victims as soon as a thread of pid is seen realtime (mid-snapshot), or
+    after a random moment of up to 0.3 s without one."""
+    moment = time.monotonic() + rng.uniform(0.0, 0.3)
+    while not realtime_threads(pid) and time.monotonic() < moment:
+        pass
+    for victim in victims:
+        os.kill(victim, signal.SIGKILL)
+
+
+def named(pid: int, name: str) -> bool:
+    with contextlib.suppress(FileNotFoundError):
+        return Path(f"/proc/{pid}/comm").read_text().strip() == name
+    return False
+
+
+def test_sigkill_of_wallsnap_and_perfsleuth_its_guardian_gives_them_back(
+    spinners: int, tmp_path: Path
+) -> None:
+    rng = random.Random()
+    started = time.monotonic()
+    rounds = 0
+    while rounds < DEATH_ROUNDS and (rounds == 0 or time.monotonic() - started < BUDGET_S):
+        recorder = subprocess.Popen(
+            RECORD + [str(spinners)],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        snapper = until(functools.partial(wallsnap_child, recorder))
+        guardian = until(functools.partial(children, snapper))[0]
+        until(functools.partial(named, guardian, "wallsnap-guard"))
+        kill_when_realtime(spinners, [snapper, recorder.pid], rng)
+        recorder.wait()
+        until(functools.partial(gone, guardian))
+        rounds += 1
+        assert realtime_threads(spinners) == [], f"left realtime after SIGKILL (round {rounds})"
+
+
+def test_sigkill_of_wallsnap_and_its_guardian_perfsleuth_gives_them_back(
+    spinners: int, tmp_path: Path
+) -> None:
+    argv = RECORD + [str(spinners)]
+    tids = set(map(int, os.listdir(f"/proc/{spinners}/task")))
+    rng = random.Random()
+    started = time.monotonic()
+    rounds = 0
+    while rounds < DEATH_ROUNDS and (rounds == 0 or time.monotonic() - started < BUDGET_S):
+        recorder = subprocess.Popen(
+            argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        snapper = until(functools.partial(wallsnap_child, recorder))
+        guardian = until(functools.partial(children, snapper))[0]
+        kill_when_realtime(spinners, [guardian, snapper], rng)  # as `pkill -9 wallsnap`
+        _out, err = recorder.communicate(timeout=HANG_GUARD_S)
+        rounds += 1
+        assert realtime_threads(spinners) == [], f"left realtime after SIGKILL ({rounds})"
+        said = next(line for line in err.splitlines() if "wallsnap was killed" in line)
+        assert said.startswith("perfsleuth: wallsnap was killed by SIGKILL; the recording ends")
+        named = re.search(r"made realtime have their own policy back \(([\d, ]+)\)", said)
+        assert named is None or set(map(int, named[1].split(", "))) <= tids, said
+        assert "COULD NOT" not in said
+        # the snapshots taken until then are kept, or none was complete yet
+        assert recorder.returncode == 0 or "no stack snapshot was taken" in err, err
+
+
 def test_sigterm_mid_snapshot_gives_every_boosted_thread_its_policy_back(spinners: int) -> None:
     tool = wallsnap.binary()
     assert tool is not None, "wallsnap could not be built"
@@ -124,8 +205,7 @@ def test_sigterm_mid_snapshot_gives_every_boosted_thread_its_policy_back(spinner
 def test_perfsleuth_killed_mid_record_leaves_no_thread_realtime(
     spinners: int, tmp_path: Path
 ) -> None:
-    argv = [str(VENV_BIN / "perfsleuth"), "record", "--mode", "wall", "--freq", "1000"]
-    argv += ["--pid", str(spinners), "--duration", "60"]
+    argv = RECORD + [str(spinners)]
     rng = random.Random()
     started = time.monotonic()
     rounds = 0

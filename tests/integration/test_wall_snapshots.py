@@ -181,6 +181,21 @@ def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     assert share - 0.07 < measured < share + upper, (measured, share, wake)
     runs = json.loads(perfsleuth("runs", "--format", "json", cwd=tmp_path).stdout)
     assert runs[0]["mode"] == "wall"
+    # the code under the lock: what the holder of each waited-on mutex ran at the instant
+    # (update_statistics, 96% in a run at load 9), not process_message, which the
+    # consumers run outside it (a few holders seen just after the lock changed hands)
+    advice = json.loads(perfsleuth("advise", "--all", "--format", "json", cwd=tmp_path).stdout)
+    locks = [
+        f
+        for f in advice["findings"]
+        if f["rule"] == "lock.contention" and "consumer" in f["function"]
+    ]
+    assert locks, [f["title"] for f in advice["findings"]]
+    lock = max(locks, key=lambda f: f["details"]["waiters_fraction"])
+    assert lock["details"]["holders_under_the_lock"] is True
+    holders = lock["details"]["holders"]
+    assert "update_statistics" in holders[0]["function"] and holders[0]["share"] > 0.5, holders
+    assert sum(h["share"] for h in holders if "process_message" in h["function"]) < 0.1, holders
 
 
 def test_wall_mode_follows_child_processes(examples_built: Path, tmp_path: Path):

@@ -33,6 +33,30 @@ def test_parse_reads_sampled_stacks_unsampled_time_and_names():
     assert all(tgid == MAIN for (tgid, _, _, _) in capture.unsampled)
 
 
+# main_waits (a main thread waiting on a condition variable while its worker
+# computes) under the script that also reads the futex's kind: see
+# tests/integration/test_offcpu_wall.py
+FUTEX_FIXTURE = FIXTURE.parent / "bpftrace-offcpu-futex.json"
+
+
+def test_parse_reads_the_futex_kind_of_each_sampled_block():
+    capture = bpftrace_stacks.parse(FUTEX_FIXTURE.read_text())
+    main = 21557
+    waits = [s for s in capture.sampled if s.block_class[1] == main and s.block_class[2] == S]
+    assert waits and all("futex_wait" in s.kernel_stack and s.user_stack for s in waits)
+    private = sum(s.ns for s in waits if s.futex == 2)  # the condition variable
+    shared = sum(s.ns for s in waits if s.futex == 1)  # pthread_join
+    assert private > 500_000_000 and 0 < shared < private
+    worker = [s for s in capture.sampled if s.block_class[1] != main]
+    assert worker and {s.futex for s in worker} == {0}  # preempted, or waking the main thread
+    records = [
+        r for r in bpftrace_stacks.records(capture) if r.tid == main and r.kernel_state == "S"
+    ]
+    assert {r.futex for r in records} == {1, 2}
+    # the output of the script before it read the futex's kind: not known
+    assert {s.futex for s in fixture_capture().sampled} == {0}
+
+
 def test_records_keep_every_threads_time_per_state_exactly():
     capture = fixture_capture()
     exact: dict[tuple[int, str], float] = defaultdict(float)

@@ -286,10 +286,36 @@ def test_the_parameter_object_is_where_the_accesses_through_the_parameter_point(
         calls.append([("L", head + 56, 8, tbl_pc), *chain, ("L", node + 40, 8, BASE + 0x88)])
     trace = Trace("find", "prog", BASE, 64, calls, 6, 0, 0, 0, 0, 0, {})
     typed = {tbl_pc - BASE: (parameter, 56)}
-    assert all(layout.parameter_base(call, trace, typed) == head for call in calls)
+    assert all(layout.parameter_base(call, trace, typed) == ("table", head) for call in calls)
     owner = {"parameter": "table", "variable": "table", "variable_kind": "parameter"}
     visits = [Visit(i, head, call) for i, call in enumerate(calls)]
     table = layout.layout_of(ENTRY, visits, 64, owner)
     assert [f["name"] for f in table["fields"] if f["hot"]] == ["hh"]
     assert table["lines"][0]["hot_fields"] == ["hh"] and table["lines"][1]["touched"] == 0
     assert layout.parameter_base(calls[0], trace, {}) is None  # no DWARF: the votes decide
+
+
+TABLE = Struct("Table", 48, [Field("next", "GCObject *", 0, 8), Field("tt", "lu_byte", 8, 1),
+                             Field("lsizenode", "lu_byte", 11, 1),
+                             Field("node", "Node *", 24, 8)])  # fmt: skip
+TVALUE = Struct("TValue", 16, [Field("value_", "Value", 0, 8), Field("tt_", "lu_byte", 8, 1)])
+
+
+def test_the_parameter_layout_is_of_the_parameter_the_accesses_go_through(monkeypatch):
+    """Lua's luaH_get(Table *t, const TValue *key, TValue *res) reads key->tt_ and
+    key->value_ and hands t to a callee: the layout is *key's, not *t's with key's
+    accesses (which marked Table's next and tt hot, its node and lsizenode cold)."""
+    key = Pointer("key", "parameter", TVALUE, None)
+    monkeypatch.setattr(
+        layout, "parameter_structs", lambda *_: ([("t", TABLE), ("key", TVALUE)], "")
+    )
+    calls = [
+        [("L", 0x7000 + 32 * i + 8, 1, BASE + 0x10), ("L", 0x7000 + 32 * i, 8, BASE + 0x14)]
+        for i in range(4)
+    ]
+    trace = Trace("luaH_get", "lua", BASE, 64, calls, 4, 0, 0, 0, 0, 0, {})
+    typed = {0x10: (key, 8), 0x14: (key, 0)}
+    found, _ = layout.parameter_layout(trace, typed, lambda _address: False)
+    assert found is not None and found["parameter"] == "key"
+    assert found["struct"] == "TValue"
+    assert [f["name"] for f in found["fields"] if f["hot"]] == ["value_", "tt_"]

@@ -235,3 +235,27 @@ def test_arrays_hold_at_most_an_item_per_byte_of_their_chunk() -> None:
     assert jfr.decode(_nested_arrays(1000, 0), b"", params(), jfr.ingest.PushBudget()) == []
     with pytest.raises(PayloadError, match="arrays hold more items than its bytes"):
         jfr.decode(_nested_arrays(1000, 2), b"", params(), jfr.ingest.PushBudget())
+
+
+def test_live_objects_are_the_heap_in_use() -> None:
+    """PYROSCOPE_ALLOC_LIVE=true: async-profiler's profiler.LiveObject events, the sampled
+    allocations still alive when the recording was dumped (dropped before: every push of
+    such an agent stored no in-use heap)."""
+    doc = json.loads((PUSHES / "java-2.9.2-live.json").read_text())
+    body = (PUSHES / "java-2.9.2-live.bin").read_bytes()
+    windows = pyroscope.decode(body, params(doc), doc["content_type"])
+    expected = doc["expected"]
+    found = totals(windows)
+    assert found["inuse_objects"] == [expected["inuse_objects"]] * 2
+    assert found["inuse_space"] == [expected["inuse_space"], expected["inuse_objects"]]
+    assert {"alloc_objects", "cpu", "mutex_contentions", "block_contentions"} <= set(found)
+    allocate = 0
+    for w in windows:
+        if w.type == "inuse_space":
+            p = w.profile
+            allocate += sum(
+                v
+                for s, v in zip(p.sample_stack, p.sample_weight, strict=True)
+                if p.frames[p.stacks[s][0]].function == "App.allocate"
+            )
+    assert allocate == expected["inuse_space_allocate"]

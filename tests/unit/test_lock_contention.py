@@ -96,12 +96,39 @@ def test_busy_cpus_leave_nothing_to_gain():
     assert any("CPU time alone still needs 1.40 s of the 1 CPU(s)" in e for e in finding.evidence)
 
 
-def test_handoff_suggests_a_lock_free_queue_and_names_the_critical_section():
+def test_handoff_suggests_a_lock_free_queue_and_claims_no_code_under_the_lock():
+    """Without the holders of the waits (all and offcpu modes), what the waiting function
+    runs is listed, process() outside the lock among it: named as such, not as the code
+    under the lock."""
     (finding,) = lock_contention.analyze(context(consumers_profile()))
     assert "moodycamel" in finding.suggestion
     assert finding.fix["package"] == "libconcurrentqueue-dev"
     holders = [h["function"] for h in finding.details["holders"]]
     assert holders[:2] == ["process(Message const&)", "update_stats(Message const&)"]
+    assert finding.details["holders_under_the_lock"] is False
+    (said,) = [e for e in finding.evidence if "under the lock" in e]
+    assert said.startswith("meanwhile consumer(Queue&) runs: process(Message const&) 86%")
+    assert "which code runs under the lock this run cannot tell" in said
+
+
+def test_the_holders_seen_at_the_waits_are_the_code_under_the_lock():
+    """Wall mode's lock_holders: what the holder of each waited-on mutex ran at the
+    instant; process(), which the consumers run outside the lock, is not named."""
+    profile = consumers_profile()
+    waiter = [f.function for f in [*MUTEX_WAIT, LOCK_CALL, *ROOT]]
+    holder = [[f.function, f.dso, f.file] for f in [STATS, CONSUMER, *ROOT]]
+    in_malloc = [["malloc", "libc.so.6", ""], *holder[1:]]
+    profile.meta["lock_holders"] = [[waiter, holder, 300 * MS], [waiter, in_malloc, 100 * MS]]
+    (finding,) = lock_contention.analyze(context(profile))
+    assert finding.details["holders"] == [
+        {"function": "update_stats(Message const&)", "share": 0.75},
+        {"function": "consumer(Queue&)", "share": 0.25},  # malloc is a library's
+    ]
+    assert finding.details["holders_under_the_lock"] is True
+    assert "under the lock, its holder runs: update_stats(Message const&) 75%" in "".join(
+        finding.evidence
+    )
+    assert not any("process(" in e for e in finding.evidence)
 
 
 def test_small_waits_and_cpu_profiles_give_nothing():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops
+from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops, pointer_chase
 from perfsleuth.static_analysis.compiler_remarks import Remark
 from perfsleuth.static_analysis.source import HotCode, TranslationUnit
 from perfsleuth.static_analysis.unit_report import UnitReport
@@ -97,3 +97,60 @@ def test_gcc_remarks_of_a_gcc_binary_are_used_and_outer_loops_left_out() -> None
         (44, "missed-vectorization.gcc"),
     ]
     assert findings[0].title.startswith("GCC 12 did not vectorize the loop at loops.cc:10")
+
+
+# Lua 5.5's linked-list walks (lstring.c, ltable.c), which GCC 12 reported as missed
+# vectorisation ("control flow in loop", "number of iterations cannot be computed"):
+INTERN = """  for (ts = *list; ts != NULL; ts = ts->u.hnext) {
+    if (l == cast_uint(ts->shrlen) &&
+        (memcmp(str, getshrstr(ts), l * sizeof(char)) == 0)) {
+      return ts;
+    }
+  }"""
+REMOVE = """  while (*p != ts)  /* find previous element */
+    p = &(*p)->u.hnext;"""
+REHASH = """    while (p) {  /* for each string in the list */
+      TString *hnext = p->u.hnext;  /* save next */
+      unsigned int h = lmod(p->hash, nsize);  /* new position */
+      p->u.hnext = vect[h];  /* chain it into array */
+      vect[h] = p;
+      p = hnext;
+    }"""
+
+
+GETSHORTSTR = """  for (;;) {  /* check whether 'key' is somewhere in the chain */
+    if (keyisshrstr(n) && eqshrstr(keystrval(n), key))
+      return gval(n);  /* that's it */
+    else {
+      int nx = gnext(n);
+      if (nx == 0)
+        return &absentkey;  /* not found */
+      n += nx;
+    }
+  }"""
+
+
+def test_a_linked_list_walk_is_a_pointer_chase() -> None:
+    assert pointer_chase(INTERN) and pointer_chase(REMOVE) and pointer_chase(REHASH)
+    assert pointer_chase(GETSHORTSTR)
+    assert not pointer_chase("for (i = 0; i < n; i++) { if (a[i] == k) return i; }")
+    assert not pointer_chase("while (p < end) { sum += p->v; p = p + 1; }")
+    assert not pointer_chase("for (i = 0; i < n; i++) { d = abs(x); s += d; }")
+    assert not pointer_chase("for (;;) { if (p->next == q) break; q = p->prev; p++; }")
+
+
+def test_a_pointer_chasing_loop_is_not_reported(tmp_path: Path) -> None:
+    """No compiler vectorises a loop whose next address the loop loads: reporting it
+    asked to 'simplify the loop body' of four of Lua's hottest loops."""
+    source = tmp_path / "lstring.c"
+    source.write_text("\n" * 9 + INTERN + "\n" * 8 + REHASH + "\n")  # lines 10-15, 23-29
+    unit = UnitReport(
+        unit=TranslationUnit(source, ["-O2"], "defaults"),
+        remarks=[
+            Remark(str(source), 11, 5, False, "loop not vectorized", ["control flow in loop"]),
+            Remark(str(source), 25, 5, False, "loop not vectorized", ["a reason"]),
+        ],
+        functions=[("internshrstr", 9, 20), ("tablerehash", 21, 35)],
+        loops=[(10, 15), (23, 29)],
+    )
+    assert missed_loops(unit, None) == []

@@ -250,3 +250,34 @@ def test_the_java_agents_otlp_push_in_ucum_ns() -> None:
         name = p.frames[stack[0]].function
         leaves[name] = leaves.get(name, 0) + count
     assert max(leaves, key=leaves.__getitem__) == "App.hotA" and leaves["App.hotB"] > 0
+
+
+def test_the_otel_collectors_json_push_reads_as_its_protobuf_push() -> None:
+    """The OTel Collector v0.165.0's otlphttp exporter with `encoding: json` (captured,
+    gzipped as sent: pyroscope-go's CPU pprof of tests/integration/test_otel_collector.py
+    pushed into its receiver), and the same request with its default protobuf: the JSON
+    one was a 415 (only HTTP/protobuf was read)."""
+    pushed = {}
+    for kind, media in (("json", otlp_profiles.JSON), ("proto", otlp_profiles.PROTOBUF)):
+        body = (FIXTURES / "pyroscope" / f"otelcol-0.165.0-{kind}.bin").read_bytes()
+        pushed[kind] = otlp_profiles.decode(body, "r", media=media).windows
+    assert len(pushed["json"]) == len(pushed["proto"]) == 2  # phase=a and none
+    for window, expected in zip(pushed["json"], pushed["proto"], strict=True):
+        assert window.labels == expected.labels and window.labels["service"] == "otel-shop"
+        assert (window.start, window.end, window.type) == (expected.start, expected.end, "cpu")
+        assert sorted(window.profile.rows()) == sorted(expected.profile.rows())
+        assert window.profile.total == expected.profile.total > 0
+
+
+def test_the_request_encoding_is_told_by_its_content_type() -> None:
+    assert otlp_profiles.media_type("") == otlp_profiles.PROTOBUF
+    assert otlp_profiles.media_type("application/json; charset=utf-8") == otlp_profiles.JSON
+    with pytest.raises(PayloadError, match="HTTP/protobuf .* or JSON"):
+        otlp_profiles.media_type("text/plain")
+    with pytest.raises(PayloadError, match="not a valid OTLP"):
+        otlp_profiles.decode(b'{"resourceProfiles": 3}', "r", media=otlp_profiles.JSON)
+    answer = otlp_profiles.ExportProfilesServiceResponse()
+    answer.partial_success.rejected_profiles = 2
+    assert otlp_profiles.encode_answer(answer, otlp_profiles.JSON) == (
+        b'{"partialSuccess": {"rejectedProfiles": "2"}}'
+    )

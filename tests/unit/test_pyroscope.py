@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -114,6 +115,43 @@ def test_pprof_raw_or_in_a_multipart_profile_part() -> None:
         pyroscope.decode(b"", IngestParams.parse({**QUERY, "format": "trie"}, "w1"), "")
 
 
+def test_a_pprof_without_from_and_until_takes_its_own_time() -> None:
+    """`curl --data-binary @cpu.pprof '.../ingest?name=app&format=pprof'` (a plain Go
+    pprof): 400 `missing query parameter from` before; Pyroscope takes it (as now)."""
+    params = IngestParams.parse({"name": "plain", "format": "pprof"}, "w1")
+    assert (params.start, params.end) == (None, None)
+    [window, *_] = pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
+    assert 1.5e9 < window.start < window.end and window.profile.total > 0
+    for kind in ("folded", "jfr"):  # no time of their own
+        with pytest.raises(PayloadError, match="missing query parameters from and until"):
+            query = {"name": "plain", "format": kind}
+            pyroscope.decode(b"a;b 1", IngestParams.parse(query, "w1"), "")
+    with pytest.raises(PayloadError, match="until"):
+        IngestParams.parse({"name": "plain", "from": "1700000000"}, "w1")
+
+
+def test_from_and_until_relative_to_now_as_pyroscope_takes_them() -> None:
+    """`from=now-10s&until=now` (Pyroscope's attime): a 400 'is not a number' before."""
+    before = time.time()
+    p = IngestParams.parse({**QUERY, "from": "now-10s", "until": "now"}, "w1")
+    assert p.start is not None and p.end is not None
+    assert before - 10 <= p.start <= p.end - 10 <= time.time() - 10
+    for raw, seconds in (("now-2min", 120), ("now-1h", 3600), ("now-1d", 86400), ("now-5", 0)):
+        before = time.time()
+        p = IngestParams.parse({**QUERY, "from": raw, "until": "now"}, "w1")
+        assert p.start is not None and p.end is not None
+        assert before - seconds <= p.start <= p.end - seconds
+    for raw in ("now-10x", "yesterday", "now-"):
+        with pytest.raises(PayloadError):
+            IngestParams.parse({**QUERY, "from": raw}, "w1")
+
+
+def test_a_pprof_sent_as_folded_says_which_format_to_give() -> None:
+    params = IngestParams.parse(QUERY, "w1")
+    with pytest.raises(PayloadError, match="not UTF-8 .*format=pprof"):
+        pyroscope.decode(GO_PROFILE.read_bytes(), params, "application/octet-stream")
+
+
 @pytest.mark.parametrize(
     ("start", "end"),
     [
@@ -171,3 +209,24 @@ def test_heap_values_and_counts() -> None:
     by_type = {w.type: w.profile for w in go_push("heap")}
     assert by_type["alloc_space"].num_samples == by_type["alloc_objects"].total > 0
     assert by_type["alloc_space"].total > by_type["alloc_objects"].total
+
+
+def test_a_node_wall_profile_with_cpu_time_is_stored_as_wall_and_cpu() -> None:
+    """@pyroscope/nodejs with wall: {collectCpuTime: true}: samples/count, wall and cpu in
+    one pprof; the CPU time was dropped (only the first time type was read)."""
+    head = json.loads((FIXTURES / "pyroscope" / "node-0.6.4-wall-cpu.json").read_text())
+    query = dict(parse_qsl(urlsplit(head["path"]).query))
+    body = (FIXTURES / "pyroscope" / "node-0.6.4-wall-cpu.bin").read_bytes()
+    windows = pyroscope.decode(body, IngestParams.parse(query, "n"), head["content_type"])
+    expected = head["expected"]
+    by_type: dict[str, list[Window]] = {}
+    for window in windows:
+        by_type.setdefault(window.type, []).append(window)
+        assert window.profile.unit == "ns" and window.labels["team"] == "sre"
+    assert sum(w.profile.total for w in by_type["wall"]) == expected["wall"]
+    assert sum(w.profile.num_samples for w in by_type["wall"]) == expected["samples"]
+    cpu = by_type["cpu"]
+    assert sum(w.profile.total for w in cpu) == expected["cpu"]
+    # each sample with CPU time is one sample at the profile's period (20 ms), at least one
+    assert 0 < sum(w.profile.num_samples for w in cpu) <= expected["samples"]
+    assert {w.labels.get("phase") for w in cpu} == {"a", None}

@@ -7,7 +7,11 @@ SDK, crates.io pyroscope 2.1.5 (tests/clients/rust/: the same program, its tag s
 with the agent's tag_wrapper; push-rust-2.1.5.json has the request's path and headers),
 and the same SDK's jemalloc backend (`backend-jemalloc`, tikv-jemallocator 0.7.0 with
 prof:true,lg_prof_sample:19, in a program whose keep_a keeps 64 KiB buffers and keep_b
-16 KiB ones, forty of each, then 20 ms asleep; its headers are the CPU push's).
+16 KiB ones, forty of each, then 20 ms asleep; its headers are the CPU push's), and
+pyroscope-otel 1.1.0 over pyroscope-io 1.4.0 (tests/clients/python_otel_app.py, 3 s: its
+root spans handle_a and handle_b tag their samples with span_name, span_id, trace_id),
+and pyroscope-io 1.4.0 with report_pid, report_thread_id and report_thread_name (the
+first program, pid 17502, 4 s).
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from google.protobuf import json_format
 from perfsleuth.formats.wire import push_pb2, pyroscope_push
 from perfsleuth.formats.wire.ingest import PayloadError
 from perfsleuth.model.fleet import Window
+from perfsleuth.model.profile import Thread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "pyroscope" / "push-python-1.4.0.bin.gz"
 RUST = FIXTURES / "pyroscope" / "push-rust-2.1.5.bin.gz"
 RUST_JEMALLOC = FIXTURES / "pyroscope" / "push-rust-2.1.5-jemalloc.bin.gz"
+OTEL = FIXTURES / "pyroscope" / "push-python-otel-1.1.0.bin.gz"
+THREADS = FIXTURES / "pyroscope" / "push-python-1.4.0-threads.bin.gz"
 LIMIT = 1 << 20
 
 
@@ -127,3 +134,33 @@ def test_too_many_profiles_are_refused() -> None:
         series.samples.add(raw_profile=b"")
     with pytest.raises(PayloadError, match="at most"):
         pyroscope_push.decode(request.SerializeToString(), "application/proto", "c-1", LIMIT)
+
+
+def test_span_names_are_labels_and_span_and_trace_ids_are_not() -> None:
+    """pyroscope-otel 1.1.0: span_name a label (it was dropped); trace_id, a new value per
+    request, not (it made a window per trace: 106 in a 3 s push, and past
+    --max-label-values every push was refused)."""
+    windows = pyroscope_push.decode(body(OTEL), "application/proto", "o-1", LIMIT)
+    by_span: dict[str, int] = {}
+    for window in windows:
+        assert not {"span_id", "trace_id", "profile_id"} & set(window.labels)
+        name = window.labels.get("span_name", "")
+        by_span[name] = by_span.get(name, 0) + window.profile.total
+        assert name != "handle_a" or "hot_b" not in functions(window)
+    # the profile's own totals by span_name
+    assert by_span == {"handle_a": 2_090_000_000, "handle_b": 740_000_000, "": 20_000_000}
+    assert len(windows) == 3
+
+
+def test_reported_pids_and_thread_ids_are_the_samples_threads() -> None:
+    """pyroscope-io's report_pid and report_thread_id write pid and thread_id as text
+    labels: they were user labels (a value per process and per thread: past
+    --max-label-values every push refused), they are the samples' thread now."""
+    windows = pyroscope_push.decode(body(THREADS), "application/proto", "t-1", LIMIT)
+    cpu = [w for w in windows if w.type == "cpu"]
+    assert {w.labels.get("phase", "") for w in cpu} == {"", "a"}
+    for window in windows:
+        assert not {"pid", "thread_id", "thread_name"} & set(window.labels)
+    threads = {t for w in cpu for t in w.profile.threads}
+    assert threads == {Thread(tid=140338077719424, pid=17502, name="MainThread")}
+    assert sum(w.profile.total for w in cpu) == 4_130_000_000

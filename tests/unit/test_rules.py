@@ -74,6 +74,14 @@ def test_every_shipped_rule_saves_at_most_its_share() -> None:
         assert rule.source
 
 
+def test_the_printf_rule_gives_a_fix_for_c_programs_too() -> None:
+    """printf is C's: its fix named only {fmt} and std::to_chars, C++ libraries (Lua's
+    luaO_tostringbuff, C, was told to use them)."""
+    (rule,) = [r for r in load_rules() if r.id == "formatting.printf"]
+    assert "(C)" in rule.replacement and "(C++)" in rule.replacement
+    assert "in C " in rule.apply and "in C++ " in rule.apply
+
+
 def test_user_rules_add_and_replace_by_id(tmp_path: Path) -> None:
     extra = tmp_path / "rules.toml"
     extra.write_text(GOOD + GOOD.replace("custom.lz4", "allocator.glibc"))

@@ -10,6 +10,7 @@ from perfsleuth.errors import UserError
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.static_analysis.source import (
     TranslationUnit,
+    binary_path,
     find_source,
     hot_code,
     hot_units,
@@ -79,3 +80,15 @@ def test_standard_includes_are_forced_for_the_unit_language() -> None:
     assert unit.flags[:3] == ["-O2", "-include", "cstddef"]
     assert "vector" in unit.flags
     assert unit.flags_origin == "defaults + standard includes"
+
+
+def test_a_count_runs_frames_name_their_binary_by_its_whole_path(tmp_path: Path) -> None:
+    """callgrind names an object by its path (/tmp/f29/lua), perf by its file name
+    (lua): either finds the run's binary, whose DW_AT_producer then says GCC built it
+    (a count run of Lua, GCC-built, was analysed as clang's with default flags)."""
+    binary = tmp_path / "lua"
+    binary.write_bytes(b"\x7fELF")
+    binaries = [{"path": str(binary), "build_id": "0a5e"}]
+    assert binary_path("lua", binaries) == binary
+    assert binary_path(str(binary), binaries) == binary
+    assert binary_path("luac", binaries) is None

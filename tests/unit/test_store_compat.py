@@ -23,8 +23,9 @@ COMMANDS = {
 }
 # Documents that have grown since (keys added, none changed): compared on the old keys.
 # the advice document (kind, version, each finding's gain, ...); a count run's top (each
-# event's exact count per row, the events)
-GROWN = {"advise-1.json", "top-2.json"}
+# event's exact count per row, the events); a count diff (the files paired across
+# directories, each line's file in run A)
+GROWN = {"advise-1.json", "top-2.json", "diff-2-2.json"}
 
 
 @pytest.fixture(scope="module")

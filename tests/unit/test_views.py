@@ -231,6 +231,48 @@ def test_count_diff_follows_lines_moved_by_an_edit() -> None:
     assert rows == [(12, None, -9, "y = x;"), (None, 13, 4, "y = x + 1;")]
 
 
+def test_count_diff_pairs_files_of_a_build_in_another_directory() -> None:
+    """The same source built in two checkouts: only the changed line differs, not every
+    line of every file (each file only in one run, all its lines gone or new)."""
+
+    def build(root: str, counts: dict[int, int]) -> LineCounts:
+        cells = {(("/bin/k", "f"), f"{root}/src/k.c", n, 0): [c] for n, c in counts.items()}
+        data = callgrind.CallgrindData(events=["Ir"], cells=cells, totals=[sum(counts.values())])
+        return line_counts(callgrind.exact_counts(data))
+
+    doc = count_diff.exact_diff(
+        build("/ci/job1", {10: 5, 11: 7}), build("/ci/job2", {10: 5, 11: 9})
+    )
+    assert doc["files_moved"] == [["/ci/job1/src/k.c", "/ci/job2/src/k.c"]]
+    assert [(r["file_a"], r["file"], r["line"], r["delta"]) for r in doc["lines"]] == [
+        ("/ci/job1/src/k.c", "/ci/job2/src/k.c", 11, 2)
+    ]
+
+
+def test_files_pair_across_directories_only_when_one_name_fits_best() -> None:
+    pairs = count_diff.paired_files(
+        ["/a/src/x.c", "/a/lib/util.c", "/a/src/util.c", "/a/y.c", "/a/kept.c"],
+        ["/b/src/x.c", "/b/src/util.c", "/b/z.c", "/a/kept.c"],
+    )
+    assert sorted(pairs, key=str) == sorted(
+        [
+            ("/a/src/x.c", "/b/src/x.c"),
+            ("/a/src/util.c", "/b/src/util.c"),  # src/util.c fits better than lib/util.c
+            ("/a/lib/util.c", None),
+            ("/a/y.c", None),
+            (None, "/b/z.c"),
+            ("/a/kept.c", "/a/kept.c"),
+        ],
+        key=str,
+    )
+    # two files of A fit one of B equally well: neither is paired
+    assert sorted(count_diff.paired_files(["/a/1/u.c", "/a/2/u.c"], ["/b/u.c"]), key=str) == [
+        ("/a/1/u.c", None),
+        ("/a/2/u.c", None),
+        (None, "/b/u.c"),
+    ]
+
+
 def test_count_diff_pairs_lines_by_number_without_sources() -> None:
     doc = count_diff.exact_diff(
         line_counts(lines_data({10: 5, 11: 7})), line_counts(lines_data({11: 5, 12: 7}))

@@ -3,8 +3,15 @@ examples/bin/prodcons, and the snapshots wall mode makes of it."""
 
 from pathlib import Path
 
-from perfsleuth.collect.wall import from_wallsnap
+from perfsleuth.collect.wall import (
+    Snapshot,
+    TaskInfo,
+    ThreadSample,
+    from_wallsnap,
+    lock_holders,
+)
 from perfsleuth.formats.tool_output import wallsnap
+from perfsleuth.model.profile import Frame, Thread
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu" / "wallsnap-prodcons.txt"
 
@@ -65,3 +72,46 @@ def test_the_first_line_says_how_the_snapshotter_is_woken():
     assert wallsnap.wake(text) == "short-slice"
     assert [s.time_ns for s in wallsnap.parse(text)] == [10]
     assert wallsnap.wake(FIXTURE.read_text()) is None  # captured before it said
+
+
+OWNERS = FIXTURE.with_name("wallsnap-prodcons-owners.txt")  # examples/bin/prodcons-measured
+
+
+def test_owner_lines_name_the_holder_of_the_mutex_a_thread_waits_on():
+    """A captured run (wallsnap PID 50 on prodcons-measured 200000): threads in a futex
+    call carry the tid past the futex word; the mutex waiters' holder is a thread of
+    the same snapshot, not waiting itself."""
+    first, second = wallsnap.parse(OWNERS.read_text())
+    owners = {tid: s.owner for tid, s in first.states.items()}
+    assert owners == {32116: 32115, 32115: 0, 32114: 32115, 32112: 32115}
+    assert (first.states[32115].state, first.states[32115].syscall) == ("R", None)
+    assert {tid: s.owner for tid, s in second.states.items() if s.owner} == {
+        32115: 32116,
+        32112: 32116,
+    }
+
+
+def sample(snap: Snapshot, tid: int, state: str, functions: list[str]) -> ThreadSample:
+    frames = [Frame(f, dso="libc.so.6" if f.startswith("_") else "app") for f in functions]
+    return ThreadSample(snap, Thread(tid, 1, "t"), frames, state)
+
+
+def test_lock_holders_pair_each_glibc_mutex_waiter_with_its_holder_s_stack():
+    tasks = {
+        2: TaskInfo("t", "S", "", owner=3),
+        3: TaskInfo("t", "R", ""),
+        4: TaskInfo("t", "S", "", owner=3),
+    }
+    snap = Snapshot(20e6, [], tasks, one_instant=True)
+    waiting = ["__lll_lock_wait", "___pthread_mutex_lock", "consumer"]
+    samples = [
+        sample(snap, 2, "mutex", waiting),
+        sample(snap, 3, "running", ["update_statistics", "consumer"]),
+        # a condition variable's futex: the word past it is no owner
+        sample(snap, 4, "condvar", ["__futex_abstimed_wait_common", "___pthread_cond_wait"]),
+    ]
+    (pair,) = lock_holders(samples)
+    assert pair == [waiting, [["update_statistics", "app", ""], ["consumer", "app", ""]], 20e6]
+    # a holder seen waiting on a mutex itself at the instant: the lock changed hands
+    samples[1] = sample(snap, 3, "mutex", waiting)
+    assert lock_holders(samples) == []

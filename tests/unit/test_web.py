@@ -6,6 +6,7 @@ import gzip
 
 import anyio
 import pytest
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -25,16 +26,20 @@ def call(
     headers: dict | None = None,
     chunk: int = 1 << 16,
     unread: list[int] | None = None,
+    method: str = "POST",
+    path: str = "/echo",
+    sent: list[dict] | None = None,
 ):
-    """(status, body) of one POST /echo, the body sent in chunks as a server would;
-    `unread` gets the number of body chunks the app never read."""
+    """(status, body) of one request (POST /echo), the body sent in chunks as a server
+    would; `unread` gets the number of body chunks the app never read, `sent` what the
+    app sent."""
     raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     if not any(k == b"host" for k, _ in raw):
         raw.append((b"host", b"127.0.0.1:4040"))
     scope = {
         "type": "http",
-        "method": "POST",
-        "path": "/echo",
+        "method": method,
+        "path": path,
         "query_string": b"",
         "headers": raw,
         "http_version": "1.1",
@@ -46,7 +51,7 @@ def call(
         {"type": "http.request", "body": p, "more_body": i < len(pieces) - 1}
         for i, p in enumerate(pieces)
     ]
-    sent: list[dict] = []
+    sent = [] if sent is None else sent
 
     async def receive() -> dict:
         return messages.pop(0) if messages else {"type": "http.disconnect"}
@@ -61,12 +66,23 @@ def call(
     return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
 
-def app(tokens=(), loopback=True, **limits):
+async def fails(request: Request) -> Response:
+    """An endpoint's refusal (an HTTPException) for a body "refuse", else a bug."""
+    if await read_body(request) == b"refuse":
+        raise HTTPException(409, "taken", headers={"X-Why": "a test"})
+    raise RuntimeError("a bug")
+
+
+ENDPOINTS = {"/echo": echo, "/fails": fails}
+
+
+def app(tokens=(), loopback=True, direct=False, **limits):
     return create_app(
-        [Route("/echo", echo, methods=["POST"])],
+        [Route(path, endpoint, methods=["POST"]) for path, endpoint in ENDPOINTS.items()],
         tokens=tokens,
         loopback=loopback,
         limits=Limits(**limits),
+        direct=ENDPOINTS if direct else None,
     )
 
 
@@ -205,3 +221,37 @@ def test_slots_count_requests_past_the_token_check() -> None:
     assert answers["second"][0] == 503 and answers["second"][1][b"retry-after"] == b"1"
     statuses = {k: v[0] for k, v in answers.items()}
     assert statuses == {"holder": 200, "second": 503, "no token": 401, "health": 200, "after": 200}
+
+
+def test_direct_endpoints_answer_as_their_routes() -> None:
+    """POSTs to create_app's direct endpoints get what the same endpoints get behind
+    Starlette's router: the checks, the limits, their refusals and a bug's 500 (raised
+    to the server after it); other methods reach the routes."""
+    ok = {"Authorization": "Bearer t"}
+
+    def answers(a) -> list:
+        bug: list[dict] = []
+        with pytest.raises(RuntimeError, match="a bug"):
+            call(a, b"x", headers=ok, path="/fails", sent=bug)
+        return [
+            call(a, b"x" * 10, headers=ok),
+            call(a, headers={"Host": "evil.example", **ok}),
+            call(a, headers={"Authorization": "Bearer wrong"}),
+            call(a, b"x" * 2000, headers=ok),
+            call(a, gzip.compress(b"y" * 100)[:20], headers={"Content-Encoding": "gzip", **ok}),
+            call(a, b"refuse", headers=ok, path="/fails"),
+            call(a, headers=ok, method="GET"),
+            [(m["type"], m.get("status"), m.get("body")) for m in bug],
+        ]
+
+    routed = answers(app(tokens=("t",), max_body=1000))
+    assert answers(app(tokens=("t",), max_body=1000, direct=True)) == routed
+    assert [status for status, _ in routed[:7]] == [200, 403, 401, 413, 400, 409, 405]
+    assert routed[5][1] == b"taken\n"
+    assert routed[7] == [
+        ("http.response.start", 500, None),
+        ("http.response.body", None, b"Internal Server Error"),
+    ]
+    only_direct = create_app([], tokens=(), loopback=True, limits=Limits(), direct=ENDPOINTS)
+    assert call(only_direct, b"abc") == (200, b"3")
+    assert call(only_direct, method="GET")[0] == 404

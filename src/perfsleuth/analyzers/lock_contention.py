@@ -34,9 +34,10 @@ from functools import lru_cache
 
 from ..binaries import binary_at
 from ..model.findings import Finding
-from ..model.profile import Profile
+from ..model.profile import Frame, Profile
 from . import Context
 from .wait_sites import (
+    UNKNOWN,
     Site,
     ThreadTime,
     Wait,
@@ -111,9 +112,29 @@ def imports_condition_variables(path: str) -> bool:
     return any(CONDVAR_MANGLED in n or n.startswith(CONDVAR_FUNCTION_PREFIXES) for n in names)
 
 
+def _under_the_lock(profile: Profile, site: Site) -> list[tuple[str, float]] | None:
+    """What the lock's holder ran while threads waited at site, at the same instants
+    (wall mode's lock_holders: the holder of each waited-on glibc mutex): its innermost
+    function of the program's own, by share. None when the run cannot tell (other
+    modes, another kind of lock, or no holder seen)."""
+    by_function: dict[str, float] = defaultdict(float)
+    for waiter, holder, ns in profile.meta.get("lock_holders", []):
+        if site.frame.function not in waiter:
+            continue
+        frames = [Frame(function, dso=dso, file=file) for function, dso, file in holder]
+        innermost = next((f for f in frames if not is_library(f) and f.function != UNKNOWN), None)
+        by_function[innermost.function if innermost else "[a library]"] += ns
+    return _top_shares(by_function) if by_function else None
+
+
+def _top_shares(weights: dict[str, float]) -> list[tuple[str, float]]:
+    total = sum(weights.values()) or 1.0
+    return [(name, w / total) for name, w in sorted(weights.items(), key=lambda kv: -kv[1])[:3]]
+
+
 def _critical_section(profile: Profile, site: Site) -> list[tuple[str, float]]:
     """What the waiting function runs on the CPU (all threads): the callees it
-    executes, by share of its running time — the critical section is among them."""
+    executes, by share of its running time — under the lock or not."""
     by_callee: dict[str, float] = defaultdict(float)
     for stack, weight, _count, _t, state in profile.rows():
         if state != "running":
@@ -125,9 +146,7 @@ def _critical_section(profile: Profile, site: Site) -> list[tuple[str, float]]:
             continue
         callee = next((f for f in reversed(frames[:depth]) if not is_library(f)), site.frame)
         by_callee[callee.function] += weight
-    total = sum(by_callee.values()) or 1.0
-    top = sorted(by_callee.items(), key=lambda kv: -kv[1])[:3]
-    return [(name, w / total) for name, w in top]
+    return _top_shares(by_callee)
 
 
 def _lock_finding(
@@ -137,7 +156,8 @@ def _lock_finding(
     suggested is a C++ library)."""
     site = wait.site
     states = {s: w / site.total for s, w in site.by_state.items() if w > 0}
-    holders = _critical_section(profile, site)
+    under = _under_the_lock(profile, site)
+    holders = under if under is not None else _critical_section(profile, site)
     handoff = cpp and (handoff or "condvar" in states)
     path = critical_path(site, thread_time, cpus)
     low, high = SAVING_RANGE
@@ -159,7 +179,11 @@ def _lock_finding(
             f"({path.text(profile)}); a shorter critical section keeps part of it"
         ),
         confidence=0.5 if site.inferred or not site.frame.file else 0.7,
-        evidence=[*_evidence(profile, site, states, holders, thread_time), path.text(profile)],
+        evidence=[
+            *_evidence(profile, site, states, thread_time),
+            _holders_text(site, holders, under is not None),
+            path.text(profile),
+        ],
         suggestion=_lock_suggestion(handoff),
         fix=(
             {"package": "libconcurrentqueue-dev", "include": CONCURRENTQUEUE_HEADER}
@@ -170,6 +194,7 @@ def _lock_finding(
             "states": states,
             "threads": _thread_details(profile, site, thread_time),
             "holders": [{"function": n, "share": s} for n, s in holders],
+            "holders_under_the_lock": under is not None,
             "waiters_fraction": wait.fraction,
             "critical_path": path.gain,
         },
@@ -223,7 +248,6 @@ def _evidence(
     profile: Profile,
     site: Site,
     states: dict[str, float],
-    holders: list[tuple[str, float]],
     thread_time: ThreadTime,
 ) -> list[str]:
     waiting_in = sorted(site.wait_functions.items(), key=lambda kv: -kv[1])[:3]
@@ -232,12 +256,6 @@ def _evidence(
         "waiting in: " + ", ".join(f"{name} {100 * w / site.total:.0f}%" for name, w in waiting_in),
         "by state: " + ", ".join(f"{s} {100 * v:.0f}%" for s, v in states.items()),
     ]
-    if holders:
-        evidence.append(
-            f"meanwhile {site.frame.function} runs: "
-            + ", ".join(f"{name} {100 * s:.0f}%" for name, s in holders)
-            + " (the code under the lock is among these)"
-        )
     lines = sorted(site.by_line.items(), key=lambda kv: -kv[1])
     if site.frame.file and len(lines) > 1:
         evidence.append(
@@ -249,6 +267,19 @@ def _evidence(
             "is not visible; `perfsleuth record --mode wall` shows its line"
         )
     return evidence
+
+
+def _holders_text(site: Site, holders: list[tuple[str, float]], under: bool) -> str:
+    """The code under the lock where the run names the holder of each wait (wall
+    mode, glibc mutexes); else what the waiting function runs, said to be no more."""
+    shares = ", ".join(f"{name} {100 * s:.0f}%" for name, s in holders)
+    if under:
+        return f"under the lock, its holder runs: {shares} (at the instants threads waited)"
+    seen = f"meanwhile {site.frame.function} runs: {shares}; " if holders else ""
+    return (
+        f"{seen}which code runs under the lock this run cannot tell (`perfsleuth record "
+        "--mode wall` reads the holder of each waited-on mutex)"
+    )
 
 
 def _lock_suggestion(handoff: bool) -> str:

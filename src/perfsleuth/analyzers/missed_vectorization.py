@@ -8,6 +8,7 @@ finding carries the compiler's verdict as evidence.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..model.findings import Finding
@@ -101,6 +102,13 @@ BLOCKERS = {
         "inline assembly keeps the loop scalar: move it out of the loop, or use intrinsics",
     ),
 }
+# A loop that walks a linked structure: each iteration's pointer is loaded by the one
+# before (`p = p->next`, `p = &(*p)->next`, or through a local `next = p->next; ...
+# p = next;`). No compiler vectorises that, and no change to the body can make it.
+_STEP = r"\b{v}\s*=(?!=)\s*&?\s*\(?\s*\*?\s*{w}\s*\)?\s*->"
+# a local loaded from the pointer: `next = p->next`, or through a macro, `nx = gnext(n)`
+_ASSIGN = re.compile(r"\b(\w+)\s*=(?!=)\s*(?:(\w+)\s*->|\w+\(\s*(\w+)\s*\))")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 # GCC's reasons for not vectorising an outer loop (clang reports innermost loops only).
 OUTER_LOOP_REASONS = ("loop nest containing", "multiple nested loops", "outer-loop")
 DEFAULT_ADVICE = "see the reasons the compiler gave and simplify the loop body accordingly"
@@ -139,6 +147,8 @@ def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
         span = report.loop_at(remark.line)
         if _outer_loop(report, span, remark):
             continue  # GCC reports outer loops too: their inner loops are the work
+        if pointer_chase(_loop_text(report.unit.path, span)):
+            continue
         share = hot.share(remark.file, *span) if hot is not None else 0.0
         if hot is not None and share < MIN_SHARE:
             continue
@@ -153,6 +163,28 @@ def _outer_loop(report: UnitReport, span: tuple[int, int], remark: Remark) -> bo
         return True
     first, last = span
     return any(first <= a and b <= last and (a, b) != span for a, b in report.loops)
+
+
+def _loop_text(path: Path, span: tuple[int, int]) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[span[0] - 1 : span[1]])
+
+
+def pointer_chase(loop: str) -> bool:
+    """Does the loop's source step a pointer to what it points to (a linked list's
+    walk), directly or through a local it loaded from it (`p = next`, `n += nx`)?"""
+    text = _COMMENT.sub(" ", loop)
+    for variable in set(re.findall(r"\b(\w+)\s*=(?!=)", text)):
+        if re.search(_STEP.format(v=variable, w=variable), text):
+            return True
+    for local, pointer, argument in _ASSIGN.findall(text):
+        variable = pointer or argument
+        if local != variable and re.search(rf"\b{variable}\s*\+?=(?!=)\s*{local}\s*;", text):
+            return True
+    return False
 
 
 def advice_for(remark: Remark) -> str:

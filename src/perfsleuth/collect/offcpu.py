@@ -47,7 +47,10 @@ from .target import ProcessMaps, Target, spawn, stop
 # seldom blocks. The length class keeps a rare long block whose stacks were not
 # drawn from being spread over a busy thread's short ones. Thread names come from
 # fork, exec and renames, not from the aggregation key (a string there makes every
-# update slower).
+# update slower). FUTEX_KIND says, for a sampled block, whether the thread was in a
+# futex wait and of which kind (FUTEX_KINDS), read from the system call's registers
+# (x86-64 with the kernel's BTF; else 0): the stack cut in libc cannot tell a
+# condition variable's wait (a private futex) from pthread_join's (a shared one).
 SCRIPT = r"""
 BEGIN { if ($2) { @pids[(int64)$1] = 1; } printf("READY\n"); }
 tracepoint:sched:sched_process_exec /pid == $1/ { @pids[(int64)pid] = 1; @names[tid] = comm; }
@@ -66,7 +69,8 @@ tracepoint:sched:sched_switch
     @out[args->prev_pid] = (nsecs, args->prev_state, pid, $weight,
                             $weight ? nsecs : $before.4, $before.5 + 1);
     if ($weight) {
-      @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH));
+      FUTEX_KIND
+      @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH), $futex);
     }
   }
   $out = @out[args->next_pid];
@@ -76,7 +80,7 @@ tracepoint:sched:sched_switch
     $length = LENGTH_CLASS;
     if ($out.3) {
       $stacks = @stacks[$tid];
-      @offcpu[$out.2, $tid, $out.1, $length, $out.3, $stacks.0, $stacks.1] = sum($ns);
+      @offcpu[$out.2, $tid, $out.1, $length, $out.3, $stacks.2, $stacks.0, $stacks.1] = sum($ns);
     } else {
       @blocked[$out.2, $tid, $out.1, $length] = sum($ns);
     }
@@ -85,6 +89,17 @@ tracepoint:sched:sched_switch
 END { clear(@pids); clear(@out); clear(@stacks); }
 """
 MAX_DEPTH = 64
+# 0: not known or not in a futex wait (FUTEX_WAIT or FUTEX_WAIT_BITSET); 1: a shared
+# futex's (pthread_join, process-shared objects); 2: a private one's (condition
+# variables, semaphores, locks).
+# The registers the task entered the kernel with sit at the top of its 16 KiB stack.
+FUTEX_KIND_X86_64 = (
+    "$regs = (struct pt_regs *)((uint64)curtask->stack + 16384 - sizeof(struct pt_regs));\n"
+    "      $wait = $regs->orig_ax == 202 && (($regs->si & 127) == 0 || ($regs->si & 127) == 9);\n"
+    "      $futex = $wait ? ($regs->si & 128 ? 2 : 1) : 0;"
+)
+SHARED_FUTEX, PRIVATE_FUTEX = 1, 2
+BTF = Path("/sys/kernel/btf/vmlinux")
 SAMPLE_EVERY = 8
 FORCE_AFTER_NS = 2_000_000
 ALWAYS_FIRST = 8
@@ -100,9 +115,8 @@ TRACEFS = Path("/sys/kernel/tracing")
 THREAD_ROOTS = ("clone3", "clone", "__clone", "_start", "__libc_start_main", "start_thread")
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 # glibc's generic futex wait, reached from pthread_cond_wait, sem_wait and
-# pthread_join alike. With its callers cut off (no frame pointers in libc), a
-# worker thread waiting there is taken to wait on a condition variable or a
-# semaphore: joins are mostly main's, whose waits are left "other".
+# pthread_join alike. With its callers cut off (no frame pointers in libc), the
+# futex's kind tells them apart (cut_wait_state).
 CUT_CONDVAR_GUESS = ("__futex_abstimed_wait_common",)
 
 
@@ -161,11 +175,17 @@ def script_text(sample_every: int = SAMPLE_EVERY) -> str:
         "FORCE_AFTER_NS": FORCE_AFTER_NS,
         "ALWAYS_FIRST": ALWAYS_FIRST,
         "LENGTH_CLASS": " + ".join(f"($ns > {bound})" for bound in LENGTH_BOUNDS_NS),
+        "FUTEX_KIND": FUTEX_KIND_X86_64 if _registers_readable() else "$futex = 0;",
     }
     text = SCRIPT
     for name, value in settings.items():
         text = text.replace(name, str(value))
     return text
+
+
+def _registers_readable() -> bool:
+    """Can the script read a task's system-call registers (x86-64, the kernel's BTF)?"""
+    return os.uname().machine == "x86_64" and BTF.exists()
 
 
 class BpftraceSession:
@@ -256,9 +276,10 @@ def to_profile(
 ) -> Profile:
     """Off-CPU records as a profile in ns, every sample with its thread and state.
 
-    With guess_cut_waits, a worker thread's wait in glibc's generic futex helper
-    whose callers the stack lost is taken for a condition-variable wait (see
-    CUT_CONDVAR_GUESS); --mode all completes such stacks instead."""
+    With guess_cut_waits, a wait in glibc's generic futex helper whose callers the
+    stack lost is taken for a condition-variable wait when its futex was private, or,
+    when the kind is not known, when it is a worker thread's (see CUT_CONDVAR_GUESS);
+    --mode all also completes such stacks from on-CPU ones."""
     records = list(records)
     user = _user_frames(records, maps, symbolizer or Symbolizer())
     builder = ProfileBuilder(unit="ns", meta={"recorder": "bpftrace"})
@@ -266,10 +287,20 @@ def to_profile(
         frames = [Frame(name, dso=KERNEL_DSO, kernel=True) for name in r.kernel_stack]
         frames += user[(r.tgid, r.user_stack)]
         state = thread_state.classify(frames, r.kernel_state)
-        if guess_cut_waits and state == "other" and r.tid != r.tgid and _cut_in_futex(frames):
-            state = "condvar"
+        if guess_cut_waits and state == "other" and _cut_in_futex(frames):
+            state = cut_wait_state(r)
         builder.add(frames, r.ns, thread=Thread(r.tid, r.tgid, r.comm), state=state)
     return builder.build()
+
+
+def cut_wait_state(record: bpftrace_stacks.OffCpuRecord) -> str:
+    """The state of a wait cut short in glibc's generic futex helper: a private
+    futex's is a condition variable's (or a semaphore's), a shared one's pthread_join's
+    or a process-shared object's ("other"); not known, a worker thread's is taken for
+    a condition variable's and the main thread's for a join."""
+    if record.futex:
+        return "condvar" if record.futex == PRIVATE_FUTEX else "other"
+    return "condvar" if record.tid != record.tgid else "other"
 
 
 def _cut_in_futex(frames: list[Frame]) -> bool:
@@ -427,8 +458,11 @@ def _all_profile(
     meta: dict,
 ) -> Profile:
     """The merged on- and off-CPU profile (perf_run: perf.data and its rate); what
-    is missing goes to meta."""
-    offcpu = to_profile(records, maps)
+    is missing goes to meta. A wait cut in glibc's futex helper is labelled by its
+    futex first, as in offcpu mode: the on-CPU stacks seldom hold the main thread's
+    way into it (zstd -T4's main thread read 73-82% "other" where wall mode reads
+    condvar), and the completion only adds frames then."""
+    offcpu = to_profile(records, maps, guess_cut_waits=True)
     offcpu.dsos = maps.dsos()
     try:
         oncpu = _oncpu_profile(*perf_run)

@@ -40,6 +40,16 @@ DEFAULT_RATE_HZ = 50  # wallsnap: a short program still gets a few hundred sampl
 EU_STACK_RATE_HZ = 10  # an eu-stack run per process per snapshot costs ~20-80 ms
 SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 EU_STACK_TIMEOUT_S = 20.0
+# glibc's pthread mutex lock entry points: a thread waiting in one waits on a mutex
+# whose __owner field wallsnap reads (OWNER)
+GLIBC_MUTEX_LOCKS = (
+    "pthread_mutex_lock",
+    "___pthread_mutex_lock",
+    "__pthread_mutex_lock",
+    "__pthread_mutex_lock_full",
+    "pthread_mutex_timedlock",
+    "__pthread_mutex_clocklock_common",
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,7 @@ class TaskInfo:
     name: str
     state: str  # /proc stat letter
     wchan: str  # kernel function the thread sleeps in, "" if unknown
+    owner: int = 0  # wallsnap's OWNER: the holder of the glibc mutex it waits on, if it does
 
 
 @dataclass
@@ -155,10 +166,38 @@ class WallRecorder:
 
 def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) -> Profile:
     builder = ProfileBuilder(unit="ns")
-    for sample in thread_samples(snapshots, symbolizer):
+    samples = list(thread_samples(snapshots, symbolizer))
+    for sample in samples:
         weight = sample.snapshot.weight_ns
         builder.add(sample.frames, weight, thread=sample.thread, state=sample.state)
-    return builder.build()
+    profile = builder.build()
+    if any(snap.one_instant for snap in snapshots):  # wallsnap's: the holders are known
+        profile.meta["lock_holders"] = lock_holders(samples)
+    return profile
+
+
+def lock_holders(samples: list[ThreadSample]) -> list[list]:
+    """What the holder of a glibc mutex ran while another thread waited on it, at the
+    same instants: [waiter's functions (leaf first), holder's [function, dso, file]
+    frames (leaf first, no kernel frames), ns] per distinct pair of stacks. The code
+    under the lock, not merely code of the same function (lock_contention.py). A
+    holder itself waiting on a mutex at the instant is left out: the lock changed hands
+    between the instant and the waiter's stop, or it is a nested lock."""
+    by_tid = {(id(s.snapshot), s.thread.tid): s for s in samples}
+    pairs: dict[tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]], float] = {}
+    for s in samples:
+        owner = s.snapshot.tasks[s.thread.tid].owner if s.thread.tid in s.snapshot.tasks else 0
+        holder = by_tid.get((id(s.snapshot), owner))
+        if s.state != "mutex" or holder is None or holder is s or holder.state == "mutex":
+            continue
+        if not any(f.function.split("(", 1)[0] in GLIBC_MUTEX_LOCKS for f in s.frames):
+            continue  # OWNER is a glibc mutex's only
+        key = (
+            tuple(f.function for f in s.frames),
+            tuple((f.function, f.dso, f.file) for f in holder.frames if not f.kernel),
+        )
+        pairs[key] = pairs.get(key, 0.0) + s.snapshot.weight_ns
+    return [[list(w), [list(f) for f in h], ns] for (w, h), ns in pairs.items()]
 
 
 def thread_samples(
@@ -206,7 +245,8 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         since = snap.time_ns - previous if previous is not None else 1e9 / rate_hz
         previous = snap.time_ns
         tasks = {
-            tid: TaskInfo(name=s.name, state=s.state, wchan="") for tid, s in snap.states.items()
+            tid: TaskInfo(name=s.name, state=s.state, wchan="", owner=s.owner)
+            for tid, s in snap.states.items()
         }
         snapshots.append(
             Snapshot(float(since), snap.threads, tasks, True, snap.time_ns, snap.pass_ns)
@@ -272,6 +312,8 @@ def record_wall(options: RecordOptions, cmd: list[str], workdir: Path) -> Record
     snapper = wallsnap.Snapshotter(tool, target.pid, rate, workdir / "wallsnap.txt")
     try:
         target.wait(_duration(options), tick=snapper.check, interval=0.05)
+    except wallsnap.Ended:
+        pass  # stop() says how, and keeps the snapshots taken until then
     finally:
         text = snapper.stop()
     snapshots = from_wallsnap(text, rate)

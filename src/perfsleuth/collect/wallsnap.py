@@ -79,18 +79,25 @@ def build(dest: Path) -> Path:
     return dest
 
 
+class Ended(Exception):
+    """wallsnap ended before the recording did: killed, or failed."""
+
+
 class Snapshotter:
     """One wallsnap process snapshotting pid at rate_hz into out_path."""
 
     def __init__(self, tool: str, pid: int, rate_hz: float, out_path: Path) -> None:
+        self.tool = tool
         self.pid = pid
         self.out_path = out_path
         # a file, not a pipe: nobody reads while it runs, and a full pipe would stop it
         self.err_path = out_path.with_suffix(".err")
+        # the threads it makes realtime and their own policies, kept if it is killed
+        self.journal = out_path.with_suffix(".journal")
         env = {k: v for k, v in os.environ.items() if k != "DEBUGINFOD_URLS"}
         with open(out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = spawn(
-                [tool, str(pid), f"{rate_hz:g}"],
+                [tool, str(pid), f"{rate_hz:g}", str(self.journal)],
                 # not SIGKILL: it first gives the threads it made realtime their policy back
                 death_signal=signal.SIGTERM,
                 stdin=subprocess.PIPE,
@@ -101,8 +108,12 @@ class Snapshotter:
             )
 
     def check(self) -> None:
-        """A one-line error if the target cannot be traced (wallsnap gave up)."""
-        if self.proc.poll() == NOT_PERMITTED:
+        """A one-line error if the target cannot be traced (wallsnap gave up); Ended
+        if it was killed or failed otherwise (the recording ends there)."""
+        status = self.proc.poll()
+        if status not in (None, 0, NOT_PERMITTED):
+            raise Ended
+        if status == NOT_PERMITTED:
             raise UserError(
                 f"cannot ptrace process {self.pid}: not permitted; record your own "
                 "processes, or run as root (check kernel.yama.ptrace_scope, and that no "
@@ -124,12 +135,45 @@ class Snapshotter:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.check()
+        if self.proc.returncode == NOT_PERMITTED:
+            self.check()
         text = self.out_path.read_text(errors="replace")
         complaint = self.err_path.read_text(errors="replace").strip().splitlines()
-        if self.proc.returncode and not text and complaint:
+        if self.proc.returncode:
+            self.give_back()
+            text = text[: text.rfind("\nSNAPSHOT ") + 1]  # the last one may be cut short
+        if self.proc.returncode and "\nSNAPSHOT " not in text and complaint:
             raise UserError(f"wall-clock snapshots failed: {complaint[-1]}")
         return text
+
+    def give_back(self) -> None:
+        """After an end by a signal (a SIGKILL cannot be caught) or an error: every
+        thread wallsnap had made realtime gets its own policy back (its guardian
+        process does that too, unless it was killed with it), and stderr says so."""
+        status = self.proc.returncode
+        how = f"was killed by {signal.Signals(-status).name}" if status < 0 else f"ended ({status})"
+        try:
+            done = subprocess.run(
+                [self.tool, "--give-back", str(self.journal)],
+                capture_output=True,
+                text=True,
+                timeout=STOP_TIMEOUT_S,
+            )
+            lines = [line.split() for line in done.stdout.splitlines()]
+        except (OSError, subprocess.TimeoutExpired):
+            lines = [["?", "failed"]]
+        restored = [tid for tid, result in lines if result == "restored"]
+        failed = [tid for tid, result in lines if result != "restored"]
+        if status > 0 and not lines:
+            return  # it said what failed on stderr, and made no thread realtime
+        said = f"perfsleuth: wallsnap {how}; the recording ends there"
+        if restored:
+            said += f"; {len(restored)} threads it had made realtime have their own policy back"
+            said += f" ({', '.join(restored)})"
+        if failed:
+            said += f"; COULD NOT give threads {', '.join(failed)} their own policy back:"
+            said += " reset them with `chrt -o -p 0 TID`"
+        print(said, file=sys.stderr)
 
 
 def main() -> int:

@@ -1,7 +1,8 @@
 """The collector's endpoints: pushes in, one Window each, appended to the fleet store.
 
 Every push is decoded and appended on one worker thread (decoding is CPU work and the
-log is fsynced), never on the event loop, in one hop. A push is acknowledged once its windows are in
+log is fsynced), never on the event loop, in one hop. web.app answers the POST endpoints
+directly (`pushes`), past Starlette's router. A push is acknowledged once its windows are in
 the head's write-ahead log; the head writes them to the store in batches (store/fleet/
 head.py), so many small pushes cost one Parquet append.
 A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
@@ -10,17 +11,17 @@ of the body and the query, so a retried identical push is stored once.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hashlib
 import json
 import math
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import anyio
-import anyio.to_thread
 import orjson
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
     ExportProfilesServiceResponse,
@@ -36,11 +37,10 @@ from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
 from ..store.fleet.head import Head
-from ..web.app import read_body
+from ..web.app import Endpoint, read_body
 from .cardinality import Cardinality
 from .deltas import Deltas, is_cumulative
 
-PROTOBUF = "application/x-protobuf"
 CONNECT_PUSH = "/push.v1.PusherService/Push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
@@ -109,18 +109,23 @@ class Collector:
         self.cardinality = cardinality or Cardinality()
         self.metrics = Metrics()
         self.deltas = Deltas()
-        self.workers = anyio.CapacityLimiter(WORKERS)
-        self.appenders = anyio.CapacityLimiter(APPENDERS)
+        self.workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="status")
+        self.appenders = ThreadPoolExecutor(APPENDERS, thread_name_prefix="append")
+
+    def pushes(self) -> dict[str, Endpoint]:
+        """The POST endpoints by path: web.app answers them directly (create_app's `direct`)."""
+        return {
+            "/ingest": self.ingest,
+            # perfsleuth's agent: its windows in the /ingest body and query (window_pprof)
+            window_pprof.AGENT_ROUTE: self.ingest,
+            "/v1development/profiles": self.otlp,
+            "/pprof": self.pprof,
+            CONNECT_PUSH: self.connect_push,
+            "/agent/status": self.agent_status,
+        }
 
     def routes(self) -> list[Route]:
-        return [
-            Route("/ingest", self.ingest, methods=["POST"]),
-            # perfsleuth's agent: its windows in the /ingest body and query (window_pprof)
-            Route(window_pprof.AGENT_ROUTE, self.ingest, methods=["POST"]),
-            Route("/v1development/profiles", self.otlp, methods=["POST"]),
-            Route("/pprof", self.pprof, methods=["POST"]),
-            Route(CONNECT_PUSH, self.connect_push, methods=["POST"]),
-            Route("/agent/status", self.agent_status, methods=["POST"]),
+        return [Route(path, push, methods=["POST"]) for path, push in self.pushes().items()] + [
             Route("/healthz", self.healthz, methods=["GET"]),
             Route("/metrics", self.prometheus, methods=["GET"]),
         ]
@@ -163,13 +168,15 @@ class Collector:
         return Response(b"{}" if media == pyroscope_push.JSON else b"", media_type=media)
 
     async def otlp(self, request: Request) -> Response:
-        if request.headers.get("content-type", PROTOBUF).split(";")[0].strip() != PROTOBUF:
-            raise HTTPException(415, f"send OTLP profiles as HTTP/protobuf ({PROTOBUF})")
+        try:
+            media = otlp_profiles.media_type(request.headers.get("content-type", ""))
+        except PayloadError as e:
+            raise HTTPException(415, str(e)) from None
         body = await read_body(request)
         request_id = "otlp-" + _digest(request, body)
 
         def store() -> tuple[otlp_profiles.Export, list[tuple[Window, bool]]]:
-            export = otlp_profiles.decode(body, request_id, self.max_inflated)
+            export = otlp_profiles.decode(body, request_id, self.max_inflated, media)
             for window in _checked(export.windows):
                 self.cardinality.admit(window.labels)
             return export, list(
@@ -188,7 +195,7 @@ class Collector:
         if export.skipped:
             answer.partial_success.rejected_profiles = export.skipped
             answer.partial_success.error_message = export.reason
-        return Response(answer.SerializeToString(), media_type=PROTOBUF)
+        return Response(otlp_profiles.encode_answer(answer, media), media_type=media)
 
     async def agent_status(self, request: Request) -> Response:
         body = await read_body(request)
@@ -251,10 +258,18 @@ class Collector:
         self.metrics.samples += sum(w.profile.num_samples for w, new in stored if new)
         return any(new for _, new in stored)
 
-    async def _run(self, work: Callable[[], T], limiter: anyio.CapacityLimiter | None = None) -> T:
-        """`work` on a worker thread; a store that cannot write answers 503 (retry later)."""
+    def close(self) -> None:
+        """Waits for the work on its threads: a request cancelled at shutdown (uvicorn's
+        grace is over) leaves its thread running."""
+        self.appenders.shutdown()
+        self.workers.shutdown()
+
+    async def _run(self, work: Callable[[], T], threads: ThreadPoolExecutor | None = None) -> T:
+        """`work` on a worker thread (asyncio's executor: less Python on the event loop
+        than anyio's to_thread); a store that cannot write answers 503 (retry later)."""
+        loop = asyncio.get_running_loop()
         try:
-            return await anyio.to_thread.run_sync(work, limiter=limiter or self.workers)
+            return await loop.run_in_executor(threads or self.workers, work)
         except StoreUnavailable as e:
             raise HTTPException(503, str(e)) from e
         except ValueError as e:  # a Window the model refuses (an id or a time range)

@@ -10,6 +10,7 @@ from ..collector.cardinality import DEFAULT_MAX_NAMES, DEFAULT_MAX_VALUES
 from ..errors import UserError
 
 if TYPE_CHECKING:
+    from ..collector.app import Collector
     from ..store.fleet import FleetStore
     from ..store.fleet.head import Head
 
@@ -90,7 +91,11 @@ def run(args: argparse.Namespace) -> int:
     head = store.head()
     collector = Collector(store, head, limits.max_inflated, cardinality)
     app = create_app(
-        collector.routes(), tokens=args.token, loopback=is_loopback(host), limits=limits
+        collector.routes(),
+        tokens=args.token,
+        loopback=is_loopback(host),
+        limits=limits,
+        direct=collector.pushes(),
     )
     sock = bind(host, port, limits)
     shown = f"[{host}]" if ":" in host else host
@@ -109,13 +114,14 @@ def run(args: argparse.Namespace) -> int:
         sock,
         limits,
         verbose=args.verbose,
-        on_stop=lambda: _close(store, head),
+        on_stop=lambda: _close(collector, store, head),
         fast_loop=True,
     )
     return 0
 
 
-def _close(store: FleetStore, head: Head) -> None:
+def _close(collector: Collector, store: FleetStore, head: Head) -> None:
+    collector.close()  # its pushes' appends finished before the head closes
     try:
         store.close_head(head)
     except UserError as e:

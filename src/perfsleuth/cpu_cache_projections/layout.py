@@ -86,22 +86,32 @@ def project(trace: Trace) -> tuple[Layout, list[StructLayout]]:
 def parameter_layout(
     trace: Trace, typed: Typed, in_globals: Callable[[int], bool]
 ) -> tuple[StructLayout | None, str]:
-    """The layout of the struct a pointer parameter points to, or why there is none."""
+    """The layout of the struct a pointer parameter points to, or why there is none:
+    the parameter whose accesses DWARF names in most calls, with the struct it points
+    to; without DWARF's names, the struct that best covers where the accesses agree."""
     structs, reason = parameter_structs(trace.executable, trace.function)
     if not structs:
         return None, reason
-    visits = [
-        Visit(number, base, call)
-        for number, call in enumerate(trace.calls)
-        if (base := parameter_base(call, trace, typed) or object_base(call, trace, in_globals))
-        is not None
-    ]
-    if not visits:
+    declared = dict(structs)
+    through: dict[str, list[Visit]] = {}
+    untyped = []
+    for number, call in enumerate(trace.calls):
+        found = parameter_base(call, trace, typed)
+        if found is not None and found[0] in declared:
+            through.setdefault(found[0], []).append(Visit(number, found[1], call))
+        elif (base := object_base(call, trace, in_globals)) is not None:
+            untyped.append(Visit(number, base, call))
+    if through:
+        name, visits = max(through.items(), key=lambda named: len(named[1]))
+        best = declared[name]
+    elif untyped:
+        visits = untyped
+        name, best = max(structs, key=lambda named: coverage(named[1], visits))
+    else:
         return None, (
             f"no access of {trace.function} goes through a struct pointer (reg+displacement) "
             "or into a global struct variable, so its objects could not be told apart"
         )
-    name, best = max(structs, key=lambda named: coverage(named[1], visits))
     owner: LayoutOwner = {"parameter": name, "variable": name, "variable_kind": "parameter"}
     return layout_of(best, visits, trace.line_size, owner), ""
 
@@ -415,15 +425,15 @@ def member_line(f: LayoutField) -> str:
     return f"{element:<26} {name:<21} /* {f['offset']:5}:{f['bit_offset']:2} {f['size']:2} */"
 
 
-def parameter_base(call: list, trace: Trace, typed: Typed) -> int | None:
-    """The object the accesses DWARF says go through a parameter agree on: where the
-    parameter points (a list's head, whose nodes the call then walks, is not taken
-    for whichever node most accesses reach)."""
-    votes: Counter[int] = Counter()
+def parameter_base(call: list, trace: Trace, typed: Typed) -> tuple[str, int] | None:
+    """The parameter and the object the accesses DWARF says go through a parameter
+    agree on: where the parameter points (a list's head, whose nodes the call then
+    walks, is not taken for whichever node most accesses reach)."""
+    votes: Counter[tuple[str, int]] = Counter()
     for kind, address, _size, pc in call:
         found = typed.get(pc - trace.base) if kind != "I" else None
         if found is not None and found[0].kind == "parameter":
-            votes[address - found[1]] += 1
+            votes[(found[0].name, address - found[1])] += 1
     return votes.most_common(1)[0][0] if votes else None
 
 

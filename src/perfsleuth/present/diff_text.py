@@ -64,6 +64,13 @@ def _write_exact(doc: dict, fh: IO[str]) -> None:
         f"run {doc['a']} → run {doc['b']}: {doc['total_a']:,} → {doc['total_b']:,} {event} "
         f"({doc['delta']:+,}, {100 * doc['delta_share']:+.3f}%)\n"
     )
+    moved = doc.get("files_moved") or []
+    if moved:
+        many = f"{len(moved)} files" if len(moved) > 1 else "1 file"
+        fh.write(
+            f"{many} compared with their namesake in another directory: {' → '.join(moved[0])}"
+        )
+        fh.write(", …\n" if len(moved) > 1 else "\n")
     _section(fh, "function", doc["functions"], doc["functions_changed"], event)
     _section(fh, "line", doc["lines"], doc["lines_changed"], event)
 

@@ -22,11 +22,11 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response as HttpResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from ..web.app import Limits, create_app, is_loopback
 from .api import Api, Query, Response, json_response
@@ -47,7 +47,7 @@ def static_root() -> Path:
     return Path(str(resources.files("perfsleuth.server").joinpath("static")))
 
 
-def create(api: Api, token: str | None, *, loopback: bool, static: Path | None = None) -> Starlette:
+def create(api: Api, token: str | None, *, loopback: bool, static: Path | None = None) -> ASGIApp:
     """The app serving the UI from `static` and the API, for a loopback listener or not."""
     site = _Site(api, token or None, static or static_root())
     routes = [

@@ -216,10 +216,11 @@ def hot_code(profile) -> HotCode:  # type: ignore[no-untyped-def]
 
 
 def binary_path(dso: str, binaries: Iterable[dict]) -> Path | None:
-    """The run's binary a frame's DSO name refers to."""
+    """The run's binary a frame's DSO refers to: by its file name (perf's frames), or
+    by its whole path (callgrind's, in count runs)."""
     for entry in binaries:
         path = Path(entry.get("path", ""))
-        if path.name == dso and path.is_file():
+        if dso in (path.name, str(path)) and path.is_file():
             return path
     return None
 

@@ -6,7 +6,9 @@ filter.
 Functions are paired by name alone, since a rebuilt binary may have another file name.
 An edit moves the lines below it, so where both runs recorded their source files (count
 runs do) lines are paired by their text as it was then, not by their number: inserting
-a line does not make every line after it look changed.
+a line does not make every line after it look changed. A file that only one run counted
+is paired with the other run's file of the same name in another directory (a build in
+another checkout or worktree), when that file is the only one whose path ends alike.
 
 Each run is read as its LineCounts (model/line_counts.py), and this module imports
 nothing else of perfsleuth: `diff` of two count runs starts fast.
@@ -14,6 +16,7 @@ nothing else of perfsleuth: `diff` of two count runs starts fast.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..model.line_counts import FileLines, LineCounts
@@ -31,7 +34,8 @@ def exact_diff(
         b.function_self(event, split_recursion=split_recursion),
         total_a,
     )
-    lines = line_changes(a, b, event, total_a)
+    files = paired_files(a.files.keys(), b.files.keys())
+    lines = line_changes(a, b, event, total_a, files)
     limit = n if n > 0 else None
     return {
         "event": event,
@@ -43,19 +47,67 @@ def exact_diff(
         "lines": lines[:limit],
         "functions_changed": len(functions),
         "lines_changed": len(lines),
+        "files_moved": [
+            [file_a, file_b] for file_a, file_b in files if file_a and file_b and file_a != file_b
+        ],
     }
 
 
-def line_changes(a: LineCounts, b: LineCounts, event: str, total_a: int) -> list[dict]:
-    """A row for every counted line whose count changed, lines paired by align_file,
-    the largest changes first."""
+FilePair = tuple[str | None, str | None]  # a file's path in run A and in run B
+
+
+def paired_files(in_a: Iterable[str], in_b: Iterable[str]) -> list[FilePair]:
+    """Each counted file of either run with its counterpart in the other: the same path,
+    else the one file of the other run whose path ends in the most of the same
+    components (at least the file's name) when that is so both ways, else None."""
+    only_a, only_b = set(in_a) - set(in_b), set(in_b) - set(in_a)
+    named_a, named_b = _by_name(only_a), _by_name(only_b)
+    best_a = {f: _closest(f, named_b) for f in only_a}
+    best_b = {g: _closest(g, named_a) for g in only_b}
+    moved = {f: g for f, g in best_a.items() if g is not None and best_b[g] == f}
+    pairs: list[FilePair] = [(f, f) for f in set(in_a) & set(in_b)]
+    pairs += [(f, moved.get(f)) for f in only_a]
+    pairs += [(None, g) for g in only_b if g not in moved.values()]
+    return sorted(pairs, key=lambda pair: (pair[1] or pair[0] or "", pair[0] or ""))
+
+
+def _by_name(paths: set[str]) -> dict[str, list[str]]:
+    named: dict[str, list[str]] = {}
+    for path in paths:
+        named.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+    return named
+
+
+def _closest(path: str, named: dict[str, list[str]]) -> str | None:
+    """The one path of the same file name sharing the longest tail of components."""
+    parts = path.split("/")
+    shared = {other: _tail(parts, other.split("/")) for other in named.get(parts[-1], [])}
+    longest = max(shared.values(), default=0)
+    found = [other for other, n in shared.items() if n == longest]
+    return found[0] if len(found) == 1 else None
+
+
+def _tail(a: list[str], b: list[str]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def line_changes(
+    a: LineCounts, b: LineCounts, event: str, total_a: int, files: list[FilePair]
+) -> list[dict]:
+    """A row for every counted line whose count changed, files paired by paired_files
+    and their lines by align_file, the largest changes first."""
     column_a, column_b = a.index(event), b.index(event)
     # Each row behind its order: the largest change first, equal ones in the order of
     # str((file, line in A, line in B)), written here with the file's repr made once.
     ordered: list[tuple[int, str, dict[str, Any]]] = []
-    for file in sorted(a.files.keys() | b.files.keys()):
+    for file_a, file_b in files:
+        file = file_b or file_a or ""
         named = f"({file!r}, "
-        in_a, in_b = a.files.get(file, NO_LINES), b.files.get(file, NO_LINES)
+        in_a = a.files[file_a] if file_a else NO_LINES
+        in_b = b.files[file_b] if file_b else NO_LINES
         lines_a, lines_b = in_a.lines, in_b.lines
         counts_a, counts_b = _column(in_a, column_a), _column(in_b, column_b)
         texts_a, texts_b = in_a.texts, in_b.texts
@@ -72,6 +124,7 @@ def line_changes(a: LineCounts, b: LineCounts, event: str, total_a: int) -> list
             )
             row = {
                 "file": file,
+                "file_a": file_a,
                 "line": line_b or line_a or 0,
                 "line_a": line_a,
                 "line_b": line_b,

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from perfsleuth.errors import UserError
 from perfsleuth.web.app import Limits, is_loopback
@@ -64,7 +64,7 @@ class _Server(uvicorn.Server):
 
 
 def serve(
-    app: Starlette,
+    app: ASGIApp,
     sock: socket.socket,
     limits: Limits,
     *,
@@ -95,11 +95,13 @@ def serve(
 def _quiet_logs(verbose: bool) -> None:
     """Errors on stderr, one line each; uvicorn's per-connection warnings (a refused
     connection past the concurrency bound, a malformed request) only with --verbose,
-    or a flood of bad clients floods the log too."""
+    or a flood of bad clients floods the log too. The access log has a handler only
+    with --verbose: uvicorn formats every answer's log line's parts (the client's
+    address, the path) whenever it has one, whether the line is logged or not."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("perfsleuth: %(message)s"))
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         log = logging.getLogger(name)
-        log.handlers = [handler]
+        log.handlers = [handler] if verbose or name != "uvicorn.access" else []
         log.propagate = False
         log.setLevel(logging.INFO if verbose else logging.ERROR)

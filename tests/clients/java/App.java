@@ -1,6 +1,7 @@
 // A small program the Pyroscope Java agent profiles (tests/integration/
 // test_pyroscope_clients.py): hotA (under the labels phase=a) does twice hotB's work,
-// allocate() allocates, two threads contend for a monitor and two for a ReentrantLock
+// allocate() allocates and keeps its last 16 blocks alive (in use whenever the agent
+// looks, PYROSCOPE_ALLOC_LIVE), two threads contend for a monitor and two for a ReentrantLock
 // (parking), each holding it asleep.
 // Usage: java -javaagent:agent.jar -cp CLASSES App SECONDS
 
@@ -12,6 +13,7 @@ public class App {
     static final Object LOCK = new Object();
     static final ReentrantLock PARKING = new ReentrantLock();
     static volatile long sink;
+    static final byte[][] KEPT = new byte[16][];
     static volatile boolean running = true;
 
     interface Hold {
@@ -40,6 +42,7 @@ public class App {
             byte[] block = new byte[64 << 10];
             block[i] = 1;
             sink += block.length;
+            KEPT[i % KEPT.length] = block;
         }
     }
 

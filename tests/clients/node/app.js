@@ -1,7 +1,8 @@
 // A Node program profiled by @pyroscope/nodejs: hotA (under the tag phase=a) does
 // several times the work of hotB and keeps 64 KiB buffers alive.
-// Usage: node app.js SERVER APP SECONDS. Prints the CPU seconds its loop spent and the
-// seconds the SDK ran.
+// Usage: node app.js SERVER APP SECONDS [cpu]. Prints the CPU seconds its loop spent, the
+// seconds the SDK ran and the process's CPU seconds since it started. With `cpu`, the wall profile holds each sample's CPU time too
+// (wall: {collectCpuTime: true}).
 const Pyroscope = require('@pyroscope/nodejs');
 
 const kept = [];
@@ -21,9 +22,11 @@ function hotB() {
 }
 
 async function main() {
-  const [server, app, seconds] = process.argv.slice(2);
+  const [server, app, seconds, mode] = process.argv.slice(2);
   const profiled = Date.now();
-  Pyroscope.init({ serverAddress: server, appName: app, tags: { team: 'sre' }, flushIntervalMs: 2000 });
+  const config = { serverAddress: server, appName: app, tags: { team: 'sre' }, flushIntervalMs: 2000 };
+  if (mode === 'cpu') config.wall = { collectCpuTime: true };
+  Pyroscope.init(config);
   Pyroscope.start();
   const cpu0 = process.cpuUsage();
   const start = Date.now();
@@ -35,8 +38,10 @@ async function main() {
   }
   const used = process.cpuUsage(cpu0);
   await Pyroscope.stop();
+  const all = process.cpuUsage(); // the process's CPU time since it started
   // The time the SDK may have sampled: from init to stop, not the loop alone.
-  console.log(result % 2, (used.user + used.system) / 1e6, (Date.now() - profiled) / 1000);
+  console.log(result % 2, (used.user + used.system) / 1e6, (Date.now() - profiled) / 1000,
+    (all.user + all.system) / 1e6);
 }
 
 main();

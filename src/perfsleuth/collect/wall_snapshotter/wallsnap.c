@@ -47,16 +47,20 @@
    just before the next in a plain run, and one run's snapshots read 2.5 points under
    its own average for that reason alone.
 
-   usage: wallsnap PID RATE_HZ
+   usage: wallsnap PID RATE_HZ [JOURNAL]
+          wallsnap --give-back JOURNAL
    Snapshots PID and its descendants RATE_HZ times a second on average (0: only when
-   asked), and
-   once more for each line read on stdin; ends at end of stdin or when PID is gone.
+   asked), and once more for each line read on stdin; ends at end of stdin or when PID
+   is gone. JOURNAL is a file it keeps the boosted threads' own policies in (see
+   struct boost); `--give-back JOURNAL`, run once wallsnap has ended by a signal or an
+   error, gives them back where its guardian has not.
    First, on stdout, how it is woken: `WAKE realtime`, `WAKE short-slice` or
    `WAKE ordinary`. Each snapshot, on stdout:
 
      SNAPSHOT <CLOCK_MONOTONIC ns of the pass> <ns until the last thread was let go>
               <ns the pass took (longer when the snapshotter lost its CPU meanwhile)>
      STATE <tid> <S: blocked in a system call, R: not> <its number or -> <name>
+     OWNER <tid> <the holder's tid, for a thread in a futex call: see lock_owner>
      PID <pid> - process
      TID <tid>:
      #0  0x<pc> - <module path>
@@ -65,11 +69,12 @@
    The thread blocks are eu-stack's `-q -b -m` layout. Exit status 0 when PID is gone
    or stdin ends, 2 for bad usage, 3 when PID cannot be traced (not permitted), 4 when
    there is no such process, 128+signal after SIGTERM, SIGINT or SIGHUP (boosted threads
-   given back their own policy first). */
+   given back their own policy first; after a SIGKILL its guardian process does that). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -82,7 +87,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -98,7 +105,8 @@
 #define MAX_FRAMES 256
 #define NAME_SIZE 64
 #define STOP_TIMEOUT_US 250000 /* a thread in uninterruptible sleep stops late */
-#define ALARM_EVERY_US 10000   /* past the time limit, how often waitpid is woken */
+#define ALARM_EVERY_US 10000   /* after the first alarm, how often waitpid is woken */
+#define BOOST_AFTER_US 1000    /* a thread not stopped by then is made realtime (boost) */
 #define SHORTEST_SLICE_NS 100000 /* the fair scheduler's lower bound */
 #define MAX_HOLDERS 16             /* CPUs held for a pass, besides the snapshotter's */
 #define HOLD_LIMIT_NS 300000       /* a holder never keeps its CPU longer */
@@ -125,10 +133,20 @@ struct thread {
     pid_t tid, pid;
     char name[NAME_SIZE];
     bool seized;  /* and not yet stopped */
-    volatile sig_atomic_t boosted; /* made realtime until it stops: its own policy and param */
-    int policy;
-    struct sched_param param;
 };
+
+/* The boost journal: for each slot of threads[], whether that thread is made realtime
+   and its own policy, written before it is made so. A MAP_SHARED mapping (of the file
+   JOURNAL when given): a SIGKILL, which cannot be caught, leaves it as it was, for the
+   guardian process (see guard) and for perfsleuth (`wallsnap --give-back JOURNAL`). */
+enum { FREE, BOOSTED, GIVEN_BACK };
+struct boost {
+    int32_t state, tid, pid, policy, priority;
+};
+
+static volatile struct boost *journal;
+static const int ENDING[] = {SIGTERM, SIGINT, SIGHUP};
+static pid_t guardian; /* 0: none (not started, or gone): no thread is boosted then */
 
 struct proc {
     pid_t pid;
@@ -143,6 +161,7 @@ struct capture {
     pid_t tid, pid;
     char name[NAME_SIZE];
     struct user_regs_struct regs;
+    pid_t owner;           /* see lock_owner */
     size_t copied;         /* bytes of stack from regs.rsp */
     unsigned char *stack;  /* STACK_COPY bytes, kept from one snapshot to the next */
 };
@@ -497,6 +516,21 @@ static long syscall_of(const struct user_regs_struct *regs, bool *blocked) {
     return (long)regs->orig_rax;
 }
 
+/* For a thread in a futex call: the int 8 bytes past the futex word, which in a glibc
+   mutex (the futex word is its first field) is __owner, the holder's tid, set by every
+   lock; the futex word of a condition variable or anything else gives noise there,
+   which perfsleuth keeps only for a thread in a mutex lock whose holder is one of the
+   snapshot's threads. Read as the waiter stops, so the holder is the one at the
+   instant unless the lock changed hands since. 0 when none. */
+static pid_t lock_owner(const struct thread *t, const struct user_regs_struct *regs) {
+    int owner = 0;
+    if ((long)regs->orig_rax != SYS_futex) return 0;
+    struct iovec local = {.iov_base = &owner, .iov_len = sizeof owner};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)(regs->rdi + 8), .iov_len = sizeof owner};
+    if (process_vm_readv(t->tid, &local, 1, &remote, 1, 0) != sizeof owner) return 0;
+    return owner > 0 ? owner : 0;
+}
+
 /* Copies a stopped thread's registers and the top of its stack (up to its mapping's
    end: a page at a time, since a read stops at the first page it cannot read). */
 static bool capture(const struct thread *t) {
@@ -515,6 +549,7 @@ static bool capture(const struct thread *t) {
     }
     ssize_t got = process_vm_readv(t->tid, &local, 1, remote, (unsigned long)n, 0);
     c->copied = got > 0 ? (size_t)got : 0;
+    c->owner = lock_owner(t, &c->regs);
     c->tid = t->tid;
     c->pid = t->pid;
     memcpy(c->name, t->name, NAME_SIZE);
@@ -534,6 +569,7 @@ static void unwind(const struct capture *c) {
         printf("%ld %s\n", nr, c->name);
     else
         printf("- %s\n", c->name);
+    if (c->owner) printf("OWNER %d %d\n", c->tid, c->owner);
     printf("PID %d - process\nTID %d:\n", c->pid, c->tid);
     struct unwind u = {.dwfl = p->dwfl};
     unwinding = c;
@@ -547,25 +583,80 @@ static void unwind(const struct capture *c) {
    (less contention when it was a consumer at work, a lock held longer when it held
    it). Made realtime until it has stopped, it stops at once; its own policy (nice
    value and custom slice kept) is given back before it is let go. A realtime thread
-   needs no boost, and a thread that cannot be boosted stops in its own time. */
+   needs no boost, and a thread that cannot be boosted stops in its own time.
+   Only a thread not stopped BOOST_AFTER_US after the pass is boosted: boosting every
+   thread at every snapshot (a blocked one too, which stops within microseconds once
+   a CPU is free) changed the program itself. On an emulated quiet machine
+   prodcons's consumers waited 26-27% of their time under wall mode at 50 snapshots/s
+   where they waited 37% alone, and 36-39% with no boost at all (the class changes to
+   realtime and back at each snapshot reset each thread's place in the fair
+   scheduler; wall mode read the disturbed program right). */
+/* Maps the journal: the file path (created when create is set), else anonymous
+   memory, shared with the guardian all the same. */
+static bool open_journal(const char *path, bool create) {
+    size_t size = MAX_THREADS * sizeof *journal;
+    int fd = -1;
+    if (path) {
+        fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0 || (create && ftruncate(fd, (off_t)size) != 0)) return false;
+        struct stat st;
+        if (fstat(fd, &st) != 0 || (size_t)st.st_size < size) return false;
+    }
+    void *at = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0);
+    if (fd >= 0) close(fd);
+    if (at == MAP_FAILED) return false;
+    journal = at;
+    return true;
+}
+
 static void boost(struct thread *t) {
+    volatile struct boost *b = &journal[t - threads];
     int policy = sched_getscheduler(t->tid);
     int base = policy & ~SCHED_RESET_ON_FORK;
-    if (policy < 0 || (base != SCHED_OTHER && base != SCHED_BATCH && base != SCHED_IDLE)) return;
-    if (sched_getparam(t->tid, &t->param) != 0) return;
-    t->policy = policy;
-    /* marked before it is made realtime: a signal in between restores what it had */
+    struct sched_param own;
+    if (!guardian || policy < 0 || (base != SCHED_OTHER && base != SCHED_BATCH && base != SCHED_IDLE))
+        return;
+    if (sched_getparam(t->tid, &own) != 0) return;
+    *b = (struct boost){.state = FREE, .tid = t->tid, .pid = t->pid, .policy = policy,
+                        .priority = own.sched_priority};
+    /* marked before it is made realtime: an end in between restores what it has */
     atomic_signal_fence(memory_order_seq_cst);
-    t->boosted = true;
+    b->state = BOOSTED;
     atomic_signal_fence(memory_order_seq_cst);
     struct sched_param realtime = {.sched_priority = 1};
-    if (sched_setscheduler(t->tid, SCHED_FIFO, &realtime) != 0) t->boosted = false;
+    if (sched_setscheduler(t->tid, SCHED_FIFO, &realtime) != 0) b->state = FREE;
 }
 
 static void unboost(struct thread *t) {
-    if (t->boosted) sched_setscheduler(t->tid, t->policy, &t->param);
+    volatile struct boost *b = &journal[t - threads];
+    struct sched_param own = {.sched_priority = b->priority};
+    if (b->state == BOOSTED) sched_setscheduler(t->tid, b->policy, &own);
     atomic_signal_fence(memory_order_seq_cst);
-    t->boosted = false;
+    b->state = FREE;
+}
+
+/* A journal's boosted thread given its own policy back, if it still is what the boost
+   made it (SCHED_FIFO 1: no policy a thread is boosted from) and still a thread of its
+   process; false if that failed. Plain system calls only: async-signal-safe. */
+static bool give_back(volatile struct boost *b) {
+    struct sched_param now, own = {.sched_priority = b->priority};
+    if (syscall(SYS_tgkill, b->pid, b->tid, 0) != 0) return true; /* gone */
+    if (sched_getscheduler(b->tid) != SCHED_FIFO || sched_getparam(b->tid, &now) != 0 ||
+        now.sched_priority != 1)
+        return true;
+    return sched_setscheduler(b->tid, b->policy, &own) == 0;
+}
+
+/* Every boosted thread of the journal given back (marked so when mark is set);
+   returns how many could not be. */
+static int give_back_all(bool mark) {
+    int failed = 0;
+    for (int i = 0; i < MAX_THREADS; i++) {
+        if (journal[i].state != BOOSTED) continue;
+        failed += !give_back(&journal[i]);
+        if (mark) journal[i].state = GIVEN_BACK;
+    }
+    return failed;
 }
 
 /* SIGTERM, SIGINT, SIGHUP (perfsleuth's stop, or its death: PR_SET_PDEATHSIG): a
@@ -573,14 +664,56 @@ static void unboost(struct thread *t) {
    boosted thread gets its own policy back (sched_setscheduler is a plain system call,
    async-signal-safe); exiting detaches the traced ones. Runs on the main thread only
    (the holders block these signals), so no boost is under way elsewhere meanwhile.
-   SIGKILL cannot be caught: it leaves them as they are. */
+   SIGKILL cannot be caught: the guardian does it then. */
 static void on_end(int sig) {
-    for (int i = 0; i < MAX_THREADS; i++)
-        if (threads[i].boosted) sched_setscheduler(threads[i].tid, threads[i].policy, &threads[i].param);
+    give_back_all(false);
     _exit(128 + sig);
 }
 
-static const int ENDING[] = {SIGTERM, SIGINT, SIGHUP};
+/* The guardian: a process of its own session (a signal to wallsnap's group spares it)
+   that waits for wallsnap's end, however it ends (a SIGKILL included: the kernel
+   closes the pipe), and gives every thread the journal says is boosted its own policy
+   back. It ignores the ending signals and exits when wallsnap does. Without it no
+   thread is boosted. Returns its pid, 0 if it could not be started. */
+static pid_t guard(void) {
+    int ends[2];
+    if (pipe(ends) != 0) return 0;
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(ends[0]);
+        return pid > 0 ? pid : 0; /* the write end stays open until wallsnap is gone */
+    }
+    close(ends[1]);
+    setsid();
+    prctl(PR_SET_NAME, "wallsnap-guard");
+    for (size_t i = 0; i < sizeof ENDING / sizeof *ENDING; i++) signal(ENDING[i], SIG_IGN);
+    int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, STDIN_FILENO); /* whoever reads wallsnap's output is not kept waiting */
+    dup2(devnull, STDOUT_FILENO);
+    char byte;
+    ssize_t got;
+    do got = read(ends[0], &byte, 1);
+    while (got > 0 || (got < 0 && errno == EINTR));
+    int failed = give_back_all(true);
+    if (failed) fprintf(stderr, "wallsnap-guard: %d threads could not be given their policy back\n", failed);
+    _exit(failed ? 1 : 0);
+}
+
+/* `wallsnap --give-back JOURNAL`, once wallsnap has ended by a signal or an error:
+   each thread it had boosted at its end, given its own policy back (if the guardian
+   has not), one line each: `TID restored` or `TID failed`. */
+static int give_back_journal(const char *path) {
+    if (!open_journal(path, false)) {
+        fprintf(stderr, "wallsnap: cannot read the journal %s\n", path);
+        return 2;
+    }
+    for (int i = 0; i < MAX_THREADS; i++) {
+        if (journal[i].state == FREE) continue;
+        bool done = journal[i].state == GIVEN_BACK || give_back(&journal[i]);
+        printf("%d %s\n", journal[i].tid, done ? "restored" : "failed");
+    }
+    return 0;
+}
 
 static bool realtime_wake; /* woken at a realtime priority, dropped after each pass's copies */
 static bool realtime_now;
@@ -599,23 +732,33 @@ static int collect(int pending) {
     int listed = nthreads;
     for (int i = 0; i < nprocs; i++) list_threads(procs[i].pid); /* started since */
     int refused = interrupt(listed, &pending);
-    /* The timer repeats: one SIGALRM spent in a copy would leave waitpid waiting for
-       a thread in uninterruptible sleep with no limit. */
-    uint64_t deadline = now_ns() + STOP_TIMEOUT_US * 1000ull;
+    /* The timer wakes waitpid when the boost is due, then repeats: one SIGALRM spent
+       in a copy would leave waitpid waiting for a thread in uninterruptible sleep with
+       no limit. */
+    uint64_t started = now_ns();
+    uint64_t deadline = started + STOP_TIMEOUT_US * 1000ull;
+    uint64_t boost_at = started + BOOST_AFTER_US * 1000ull;
     struct itimerval limit = {.it_interval = {.tv_sec = 0, .tv_usec = ALARM_EVERY_US},
-                              .it_value = {.tv_sec = 0, .tv_usec = STOP_TIMEOUT_US}};
+                              .it_value = {.tv_sec = 0, .tv_usec = BOOST_AFTER_US}};
     setitimer(ITIMER_REAL, &limit, NULL);
     ncaptures = 0;
-    if (realtime_wake)
-        for (int i = 0; i < nthreads; i++)
-            if (threads[i].seized) boost(&threads[i]);
+    bool boosted = !realtime_wake;
     uint64_t cpu_from = cpu_ns();
     while (pending > 0 && now_ns() < deadline) {
         if (cpu_ns() - cpu_from > REALTIME_CPU_NS) set_realtime(false);
+        if (!boosted && now_ns() >= boost_at) { /* see boost: only the late ones */
+            for (int i = 0; i < nthreads; i++)
+                if (threads[i].seized) boost(&threads[i]);
+            boosted = true;
+        }
         int status;
         pid_t tid = waitpid(-1, &status, __WALL);
         if (tid < 0 && errno == EINTR) continue; /* the deadline is checked again */
         if (tid < 0) break;                      /* no tracee left */
+        if (tid == guardian) { /* gone: no more boosts */
+            guardian = 0;
+            continue;
+        }
         struct thread *t = thread_of(tid);
         if (!t || !t->seized) { /* one a previous snapshot gave up on */
             if (WIFSTOPPED(status)) ptrace(PTRACE_DETACH, tid, NULL, NULL);
@@ -623,8 +766,10 @@ static int collect(int pending) {
         }
         pending--;
         t->seized = false;
-        t->boosted &= WIFSTOPPED(status); /* else exited */
-        if (!WIFSTOPPED(status)) continue;
+        if (!WIFSTOPPED(status)) { /* exited: its tid may be another's soon */
+            journal[t - threads].state = FREE;
+            continue;
+        }
         int sig = (status >> 16) == PTRACE_EVENT_STOP ? 0 : WSTOPSIG(status);
         capture(t);
         unboost(t);
@@ -796,8 +941,9 @@ static bool wait_turn(uint64_t due, bool timed) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: wallsnap PID RATE_HZ\n");
+    if (argc == 3 && strcmp(argv[1], "--give-back") == 0) return give_back_journal(argv[2]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: wallsnap PID RATE_HZ [JOURNAL] | wallsnap --give-back JOURNAL\n");
         return 2;
     }
     pid_t root = (pid_t)atoi(argv[1]);
@@ -806,6 +952,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "wallsnap: bad PID or rate\n");
         return 2;
     }
+    if (!open_journal(argc == 4 ? argv[3] : NULL, true)) {
+        fprintf(stderr, "wallsnap: cannot create the journal %s\n", argc == 4 ? argv[3] : "");
+        return 2;
+    }
+    guardian = guard();
     unsetenv("DEBUGINFOD_URLS"); /* no download while a thread is held */
     struct sigaction alarm = {.sa_handler = on_alarm}; /* no SA_RESTART: waitpid ends */
     sigaction(SIGALRM, &alarm, NULL);

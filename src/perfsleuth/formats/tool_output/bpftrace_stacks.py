@@ -2,7 +2,8 @@
 
 The script (collect/offcpu.py) prints three maps when bpftrace stops:
 
-    {"type": "map", "data": {"@offcpu": {"<tgid>,<tid>,<state>,<length>,<weight>,<ks>,<us>": ns}}}
+    {"type": "map", "data": {"@offcpu": {"<tgid>,<tid>,<state>,<length>,<weight>,<futex>,
+                                         <ks>,<us>": ns}}}   (one key)
     {"type": "map", "data": {"@blocked": {"<tgid>,<tid>,<state>,<length>": ns}}}
     {"type": "map", "data": {"@names": {"<tid>": "<comm>"}}}
 
@@ -13,7 +14,9 @@ The script (collect/offcpu.py) prints three maps when bpftrace stops:
 (BPFTRACE_NO_USER_SYMBOLS=1; perfsleuth symbolizes them itself, after the
 process may have exited), both leaf first and each line followed by a newline.
 Their weight is 1 for a block whose stacks were always going to be taken, or N
-for one drawn at random one time in N. @blocked holds the time of every other
+for one drawn at random one time in N; <futex> is 0 (not known, or no futex wait),
+1 (a shared futex's wait) or 2 (a private one's), absent from the output of scripts
+before it. @blocked holds the time of every other
 block, per thread and scheduler state, so together the maps give the exact
 blocked time; `records` spreads @blocked over the randomly drawn stacks of the
 same thread, state and length class (0: under 16 us, then by powers of 16).
@@ -33,7 +36,7 @@ SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP = "@offcpu", "@blocked", "@names"
 STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"
 SAMPLED_KEY = re.compile(
     rf"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+),(?P<weight>\d+),"
-    rf"(?P<kstack>{STACK_BLOCK}),(?P<ustack>{STACK_BLOCK})$",
+    rf"(?:(?P<futex>\d+),)?(?P<kstack>{STACK_BLOCK}),(?P<ustack>{STACK_BLOCK})$",
     re.S,
 )
 UNSAMPLED_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+)$")
@@ -56,6 +59,7 @@ class OffCpuRecord:
     user_stack: tuple[int, ...]  # addresses, leaf first
     comm: str
     ns: float
+    futex: int = 0  # see SampledBlocks
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class SampledBlocks:
     kernel_stack: tuple[str, ...]
     user_stack: tuple[int, ...]
     ns: int
+    futex: int = 0  # 0 not known or no futex wait, 1 a shared futex's, 2 a private one's
 
 
 @dataclass
@@ -120,6 +125,7 @@ def parse_sampled_key(key: str, ns: int) -> SampledBlocks | None:
         kernel_stack=tuple(_kernel_names(m["kstack"])),
         user_stack=tuple(_addresses(m["ustack"])),
         ns=ns,
+        futex=int(m["futex"] or 0),
     )
 
 
@@ -143,7 +149,8 @@ def records(capture: Capture, names: dict[int, str] | None = None) -> Iterator[O
         for b in blocks:
             drawn = b.weight > 1 or not random
             share = unsampled * b.ns / drawn_ns if drawn and drawn_ns else 0.0
-            yield OffCpuRecord(tgid, tid, letter, b.kernel_stack, b.user_stack, comm, b.ns + share)
+            stacks = (b.kernel_stack, b.user_stack)
+            yield OffCpuRecord(tgid, tid, letter, *stacks, comm, b.ns + share, b.futex)
         if unsampled and not drawn_ns:
             yield OffCpuRecord(tgid, tid, letter, (), (), comm, float(unsampled))
 

@@ -15,6 +15,9 @@ A first line says how the snapshotter is woken at each snapshot's instant:
 slice) or `WAKE ordinary` (neither was allowed: on a busy machine it then runs when
 one of the program's threads blocks, and its snapshots over-read waiting).
 
+A thread in a futex call may have an OWNER line after its STATE: the tid in the
+word 8 bytes past the futex word (a glibc mutex's holder; noise for anything else).
+
 SNAPSHOT gives the CLOCK_MONOTONIC instant the threads were interrupted, the ns
 until the last was let go and the ns the pass that interrupted them took (long when
 the snapshotter lost its CPU meanwhile: the later threads' instant is later). STATE
@@ -25,13 +28,14 @@ number ("-": none) and the thread's name (which may hold spaces).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import eu_stack
 
 SNAPSHOT_LINE = re.compile(r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+) (?P<pass>\d+)$", re.MULTILINE)
 WAKE_LINE = re.compile(r"^WAKE (?P<how>[a-z-]+)$", re.MULTILINE)
 STATE_LINE = re.compile(r"^STATE (?P<tid>\d+) (?P<state>[SR]) (?P<syscall>\d+|-) ?(?P<name>.*)$")
+OWNER_LINE = re.compile(r"^OWNER (?P<tid>\d+) (?P<owner>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class ThreadState:
     state: str  # "S" inside a system call, "R" not
     syscall: int | None  # its number
     name: str
+    owner: int = 0  # OWNER: the tid past the futex word it waits on, 0 when none
 
 
 @dataclass
@@ -77,4 +82,6 @@ def _states(body: str) -> dict[int, ThreadState]:
         if m := STATE_LINE.match(line):
             syscall = None if m["syscall"] == "-" else int(m["syscall"])
             out[int(m["tid"])] = ThreadState(m["state"], syscall, m["name"])
+        elif (m := OWNER_LINE.match(line)) and int(m["tid"]) in out:
+            out[int(m["tid"])] = replace(out[int(m["tid"])], owner=int(m["owner"]))
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,11 @@ TIME_RANGE = (1e9, 4.1e9)
 TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
 # A time above the magnitude is in that unit: ns, us, ms (else seconds), as Pyroscope reads it.
 TIME_UNITS = ((1e18, 1e9), (1e15, 1e6), (1e12, 1e3))
+# `now`, `now-10s`, `now+1h` as Pyroscope's from/until take them (its attime: an offset
+# without a unit is none)
+NOW = re.compile(r"now(?:([-+])(\d{1,9})(s|min|h|d|w|mon|M|y)?)?")
+NOW_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800, "mon": 2592000}
+NOW_UNITS |= {"M": 2592000, "y": 31536000}
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
@@ -205,10 +211,11 @@ class IngestParams:
 
     @classmethod
     def parse(cls, query: Mapping[str, str], window_id: str) -> IngestParams:
-        """Pyroscope's name, from, until, sampleRate, spyName and format."""
+        """Pyroscope's name, from, until, sampleRate, spyName and format; without from and
+        until a pprof's own time_nanos and duration_nanos are read (Pyroscope takes now)."""
         if "name" not in query:
             raise PayloadError("missing query parameter name (e.g. name=myapp.cpu{env=prod})")
-        start, end = span(query)
+        start, end = span(query) if "from" in query or "until" in query else (None, None)
         return cls(
             window_id=window_id,
             start=start,
@@ -255,9 +262,15 @@ def check_time(value: float, what: str) -> float:
 
 
 def _time(query: Mapping[str, str], key: str) -> float:
-    """Unix time in s, ms, us or ns, told apart by magnitude as Pyroscope does."""
+    """Unix time in s, ms, us or ns, told apart by magnitude as Pyroscope does, or now
+    and an offset (NOW)."""
     if key not in query:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
+    relative = NOW.fullmatch(query[key].strip())
+    if relative:
+        sign, amount, unit = relative.groups()
+        offset = int(amount or 0) * NOW_UNITS.get(unit or "", 0)
+        return time.time() + (-offset if sign == "-" else offset)
     value = _finite(query[key], key)
     for magnitude, per_second in TIME_UNITS:
         if value > magnitude:

@@ -64,6 +64,8 @@ EVENTS: dict[str, tuple[tuple[str, str | None], ...]] = {
         ("alloc_space", "allocationSize"),
     ),
     "jdk.ObjectAllocationSample": (("alloc_objects", None), ("alloc_space", "weight")),
+    # PYROSCOPE_ALLOC_LIVE: the sampled allocations still alive at the dump, in use
+    "profiler.LiveObject": (("inuse_objects", None), ("inuse_space", "allocationSize")),
     "jdk.JavaMonitorEnter": (("mutex_contentions", None), ("mutex_delay", "duration")),
     "jdk.ThreadPark": (("block_contentions", None), ("block_delay", "duration")),
 }
@@ -149,24 +151,35 @@ class _Input:
 
     def varint(self) -> int:
         """An unsigned varint of up to 9 bytes (the 9th keeps all 8 bits)."""
-        data, pos, end = self.data, self.pos, self.end
-        if pos < end and data[pos] < 0x80:  # most are one byte
+        data, pos = self.data, self.pos
+        if pos < self.end and data[pos] < 0x80:  # most are one byte
             self.pos = pos + 1
             return data[pos]
-        value = 0
-        for shift in range(0, 56, 7):
-            if pos >= end:
-                raise IndexError
-            b = data[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                self.pos = pos
-                return value
-        if pos >= end:
-            raise IndexError
-        self.pos = pos + 1
-        return value | data[pos] << 56
+        return self.varints(1)[0]
+
+    def varints(self, n: int) -> tuple[int, ...]:
+        """`n` varints: a struct of only integer and pooled fields (a stack frame, most
+        events) read in one call, the bytes decoded inline (a push's stack frames are
+        most of its values: a call per value was half its reading)."""
+        data, pos, end = self.data, self.pos, self.end
+        values = []
+        for _ in range(n):
+            value = shift = 0
+            while True:
+                if pos >= end:
+                    raise IndexError
+                b = data[pos]
+                pos += 1
+                if shift == 56:
+                    value |= b << 56
+                    break
+                value |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+            values.append(value)
+        self.pos = pos
+        return tuple(values)
 
     def take(self, n: int) -> bytes:
         if n > self.end - self.pos:
@@ -240,6 +253,9 @@ class _Types:
         if t.name == CHUNK_HEADER_TYPE:
             return lambda inp: inp.take(HEADER.size)
         fields = [self._field(f, depth + 1) for f in t.fields]
+        if all(read is _Input.varint for read in fields):
+            n = len(fields)
+            return lambda inp: inp.varints(n)
         return lambda inp: tuple(read(inp) for read in fields)
 
     def _field(self, f: _Field, depth: int) -> Reader:
@@ -497,7 +513,7 @@ class _Samples:
 
     def windows(self) -> list[Window]:
         params = self.params
-        assert params.start is not None and params.end is not None  # parse() requires them
+        assert params.start is not None and params.end is not None  # pyroscope.decode() checks
         stacks = list(self.stack_at)
         return [
             Window(

@@ -1,4 +1,5 @@
-"""OTLP profiles (v1development ExportProfilesServiceRequest, HTTP/protobuf) as fleet Windows.
+"""OTLP profiles (v1development ExportProfilesServiceRequest, HTTP/protobuf or HTTP/JSON,
+as the OTel Collector's otlphttp exporter sends with `encoding: json`) as fleet Windows.
 
 Windows per profile of each resource: host.name, service.name, service.version and
 the deployment environment (attributes of the resource, the scope or the profile, the
@@ -24,9 +25,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
     ExportProfilesServiceRequest,
+    ExportProfilesServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
@@ -36,6 +39,8 @@ from perfsleuth.formats.wire.ingest import PayloadError
 from perfsleuth.model.fleet import DEFAULT_TYPE, Process, Window
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"  # OTLP/JSON: protobuf's JSON mapping
 # Resource attributes that become window labels (semantic conventions -> perfsleuth).
 WINDOW_LABELS = {
     "host.name": "host",
@@ -106,11 +111,27 @@ class Export:
     reason: str = ""
 
 
-def decode(body: bytes, request_id: str, limit: int = ingest.MAX_DECOMPRESSED) -> Export:
-    """The CPU profiles of a request as Windows with ids `request_id-N`."""
+def media_type(content_type: str) -> str:
+    """The request's encoding, PROTOBUF or JSON; PayloadError for any other."""
+    media = content_type.split(";")[0].strip().lower() or PROTOBUF
+    if media not in (PROTOBUF, JSON):
+        raise PayloadError(f"send OTLP profiles as HTTP/protobuf ({PROTOBUF}) or JSON ({JSON})")
+    return media
+
+
+def decode(
+    body: bytes, request_id: str, limit: int = ingest.MAX_DECOMPRESSED, media: str = PROTOBUF
+) -> Export:
+    """The CPU profiles of a request (encoded as `media` says) as Windows with ids
+    `request_id-N`."""
+    data = ingest.gunzip(body, limit)
     try:
-        request = ExportProfilesServiceRequest.FromString(ingest.gunzip(body, limit))
-    except DecodeError as e:
+        if media == JSON:
+            request = ExportProfilesServiceRequest()
+            json_format.Parse(data, request, ignore_unknown_fields=True)
+        else:
+            request = ExportProfilesServiceRequest.FromString(data)
+    except (DecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as e:
         raise PayloadError(f"not a valid OTLP ExportProfilesServiceRequest ({e})") from e
     reader = _Dictionary(request.dictionary)
     export = Export()
@@ -129,6 +150,13 @@ def decode(body: bytes, request_id: str, limit: int = ingest.MAX_DECOMPRESSED) -
     if not export.windows and not export.skipped:
         raise PayloadError("the request holds no profile")
     return export
+
+
+def encode_answer(answer: ExportProfilesServiceResponse, media: str) -> bytes:
+    """The answer in the request's own encoding, as OTLP/HTTP asks."""
+    if media == JSON:
+        return json_format.MessageToJson(answer, indent=None).encode()
+    return answer.SerializeToString()
 
 
 def _at(table: Sequence[T], index: int, what: str) -> T:

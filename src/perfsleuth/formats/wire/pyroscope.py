@@ -47,6 +47,11 @@ def decode(
         )
         params = replace(params, lock=_lock(config), cumulative=cumulative)
         return window_pprof.decode(parts[PROFILE_PART], params, limit)
+    if params.start is None or params.end is None:
+        raise PayloadError(
+            f"missing query parameters from and until (unix seconds): a {kind} body has no "
+            "time of its own"
+        )
     if kind == "jfr":
         parts = _parts(body, content_type) if multipart else {JFR_PART: body}
         if JFR_PART not in parts:
@@ -62,7 +67,10 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise PayloadError(f"folded stacks are not UTF-8 (byte {e.start})") from None
+        raise PayloadError(
+            f"folded stacks are not UTF-8 (byte {e.start}): a pprof or JFR body needs "
+            "format=pprof or format=jfr (or a multipart `profile` part)"
+        ) from None
     budget = ingest.PushBudget()
     lines: list[tuple[tuple[str, ...], int]] = []  # each line's names leaf first, its count
     root_first: list[tuple[str, ...]] = []
@@ -80,7 +88,7 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     for leaf_first, count in lines:
         stack = tuple(map(ids.__getitem__, leaf_first))
         rows.add(stacks.setdefault(stack, len(stacks)), None, count, count)
-    assert params.start is not None and params.end is not None  # parse() requires them
+    assert params.start is not None and params.end is not None  # decode() checks them
     return Window(
         id=params.window_id,
         start=params.start,

@@ -66,9 +66,16 @@ COUNTED_BY = {
 PROCESS_LABELS = ("exe", "build_id", "cgroup")
 THREAD_LABELS = ("pid", "tid")
 THREAD_NAME = "thread_name"  # the Pyroscope SDKs' name for comm (report_thread_name)
+# The same as text (pyroscope-io's report_pid and report_thread_id): the thread's own,
+# not user labels (a value per process or thread: past --max-label-values every push
+# would be refused).
+THREAD_TEXT_LABELS = {"pid": "pid", "thread_id": "tid"}
 # Per-sample string labels that are not user labels: the thread's and process's own, and
-# the per-request ids of span profiling, one window each if they were kept.
-NOT_USER_LABELS = ("comm", THREAD_NAME, *PROCESS_LABELS, "span_id", "span_name", "profile_id")
+# the per-request ids of span profiling (pyroscope-otel's span_id and trace_id), one
+# window each if they were kept and past --max-label-values every push refused. A span's
+# name (span_name: its operation, a few values) is a label.
+SPAN_IDS = ("span_id", "trace_id", "profile_id")
+NOT_USER_LABELS = ("comm", THREAD_NAME, *PROCESS_LABELS, *SPAN_IDS)
 # A sample's user labels (its string labels but NOT_USER_LABELS), sorted by name.
 SampleLabels = tuple[tuple[str, str], ...]
 LIBRARIES_COMMENT = "perfsleuth-libraries "
@@ -250,7 +257,7 @@ class _Reader:
                 weight = values[at + view.value]
                 if view.count >= 0:
                     count = values[at + view.count]
-                elif view.timed:  # a time alone (pyroscope-io 1.x): the samples it stands for
+                elif view.timed:  # a time alone (pyroscope-io 1.x, Node's cpu): the samples it is
                     count = max(round(weight / ns_per_sample), 1 if weight else 0)
                 else:
                     count = 1
@@ -329,6 +336,10 @@ class _Reader:
                 strs[key] = ingest.text(value, owner, ingest.MAX_LABEL_VALUE)
             elif key in THREAD_LABELS and num > 0:  # <= 0: not known
                 nums[key] = ingest.count(num, f"{owner} {key}")
+        for key, field in THREAD_TEXT_LABELS.items():
+            if strs.get(key, "").isdigit():
+                number = ingest.count(int(strs.pop(key)), f"{owner} {key}")
+                nums.setdefault(field, number)
         user = tuple(sorted((k, v) for k, v in strs.items() if k not in NOT_USER_LABELS))
         name = strs.get("comm") or strs.get(THREAD_NAME, "")
         if not nums and not name:
@@ -353,14 +364,15 @@ class _View:
 
 
 def _views(types: list[tuple[str, str]], lock: str) -> list[_View]:
-    """What a pprof holds: its time (CPU or wall) when it has one, else the sampled count
-    of CPU samples (the agent), else each of its heap, lock and goroutine types."""
+    """What a pprof holds: its times (CPU, wall or both) when it has one, else the
+    sampled count of CPU samples (the agent), else each of its heap, lock and goroutine
+    types."""
     if not types:
         _refuse("the profile has no sample_type")
     count_at = types.index(SAMPLES) if SAMPLES in types else -1
-    for i, (kind, unit) in enumerate(types):
-        if unit == "nanoseconds" and kind in TIME_TYPES:
-            return [_View(TIME_TYPES[kind], i, count_at, timed=True)]
+    times = _time_views(types, count_at)
+    if times:
+        return times
     if count_at >= 0:
         return [_View(DEFAULT_TYPE, count_at, count_at, rated=True)]
     names = {t: OTHER_TYPES[t].format(lock=lock) for t in types if t in OTHER_TYPES}
@@ -375,6 +387,17 @@ def _views(types: list[tuple[str, str]], lock: str) -> list[_View]:
         _View(name, at[name], at.get(COUNTED_BY.get(name, name), -1), timed=t[1] == "nanoseconds")
         for t, name in names.items()
     ]
+
+
+def _time_views(types: list[tuple[str, str]], count_at: int) -> list[_View]:
+    """Each time type a pprof holds, once (Node's wall profile with collectCpuTime holds
+    wall and cpu): the first counted by samples/count, the others by their own time."""
+    views: dict[str, _View] = {}
+    for i, (kind, unit) in enumerate(types):
+        name = TIME_TYPES.get(kind) if unit == "nanoseconds" else None
+        if name is not None and name not in views:
+            views[name] = _View(name, i, -1 if views else count_at, timed=True)
+    return list(views.values())
 
 
 def _frame(fields: tuple) -> Frame:
