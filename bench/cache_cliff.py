@@ -38,7 +38,9 @@ measured latency.
    `perfsleuth record --mode cache` (every call traced).
 
 Prints the knees, the curves with the cliffs marked, and the recording cost, and
-writes bench/out/cache_cliff.json.
+writes bench/out/cache_cliff.json, with every sweep's curve (`sweeps_ns`) and the
+LLC calibration sweeps run beside them (`llc_sweeps_ns`), so that the knees can be
+fitted again with another estimator without measuring again.
 """
 
 from __future__ import annotations
@@ -271,6 +273,8 @@ def main() -> None:
             "levels": median_knees([knees(curve, ordered, work) for curve in curves]),
             "work_per_op": work,
             "latency_ns": median_curve(curves),
+            "sweeps_ns": curves,
+            "llc_sweeps_ns": [curve for curve, _, _ in llc_sweeps],
         }
     results["overhead"] = overhead(BINARIES["conntable"])
     results["calibration"] = calibrated
