@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.analyzers import Context, build_flags
 from perfsleuth.analyzers.build_flags import (
     INLINABLE_BYTES,
     LARGE_CALLEE_SAVING,
@@ -19,6 +20,8 @@ from perfsleuth.analyzers.build_flags import (
     stack_slot_ratio,
 )
 from perfsleuth.binaries import binary_at
+from perfsleuth.collect.run_facts import new_run
+from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.static_analysis.code_shape import cpu_flags
 
 pytestmark = pytest.mark.integration
@@ -190,3 +193,22 @@ def test_march_is_proposed_where_the_hot_loop_is_vectorised_at_128_bits(tmp_path
     assert "128-bit SIMD" in hint["gain_basis"]
     wide = hint_of(binaries["v3"], tmp_path)
     assert wide is None or "-march" not in wide["title"]
+
+
+@pytest.mark.parametrize("named_by", ["file name", "whole path"])
+def test_an_o0_binary_is_found_as_a_sampled_or_a_count_run_names_it(
+    named_by: str, tmp_path: Path
+) -> None:
+    """perf's frames name a binary by its file name, callgrind's (count runs) by its
+    whole path: the -O0 finding comes either way (count runs never had one)."""
+    binary = compile_with("gcc", "-O0", tmp_path / "o0")
+    dso = binary.name if named_by == "file name" else str(binary)
+    builder = ProfileBuilder()
+    builder.add([Frame("main", dso=dso, file=str(SOURCE), line=10)], 1000.0)
+    ctx = Context(
+        profile=builder.build(),
+        run=new_run(str(binary), "count"),
+        binaries=[{"path": str(binary), "build_id": ""}],
+    )
+    findings = build_flags.analyze(ctx)
+    assert [f.rule for f in findings][:1] == ["build.unoptimized"], findings

@@ -25,6 +25,7 @@ from ..binaries import STT_FUNC, binary_at
 from ..model.findings import Finding
 from ..model.profile import Profile
 from ..static_analysis.code_shape import CodeShape, cpu_flags, shape_of
+from ..static_analysis.source import binary_path
 from ..symbols.demangle import demangle_map
 from . import Context
 from .library_match import heaviest
@@ -130,12 +131,12 @@ def _weights(
 
 
 def _binary_path(ctx: Context, dso: str) -> str | None:
-    """The user's own binary behind a DSO name; system libraries are not the user's to rebuild."""
-    for binary in ctx.binaries:
-        path = binary.get("path", "")
-        if os.path.basename(path) == dso and os.path.isfile(path):
-            return None if path.startswith(SYSTEM_PREFIXES) else path
-    return None
+    """The user's own binary behind a DSO name (a count run's whole path or a sampled
+    run's file name); system libraries are not the user's to rebuild."""
+    path = binary_path(dso, ctx.binaries)
+    if path is None or str(path).startswith(SYSTEM_PREFIXES):
+        return None
+    return str(path)
 
 
 def compile_units(path: str) -> tuple[CompileUnit, ...]:
