@@ -19,7 +19,7 @@ from ..present import write
 from ..present.json import RECORDED
 from ..store import kept_counts
 from ..store.runs import Store
-from .common import add_output_options, keep_ui_answers, progress_display
+from .common import add_output_options, count_listing, keep_ui_answers, progress_display
 
 NAME = "import"
 HELP = f"import a profile file as a run: {DESCRIPTIONS}"
@@ -81,7 +81,7 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         store = Store(args.store)
         info = store.add_run(facts, recording)
         keep_ui_answers(store, info, progress, profile, only_top=True)
-        kept_counts.keep_recorded(store, info, recording)
+        kept_counts.keep_recorded(store, info, recording, count_listing)
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         write(RECORDED, summary, "json", args.output)
