@@ -121,11 +121,12 @@ def read_any(
         profile = mod.read(path, max_bytes=max_bytes or limits.max_input_bytes())
     else:
         profile = mod.read(path)
-    _check_useful(profile, Path(path).name, READERS[name])
+    check_useful(profile, Path(path).name, READERS[name])
     return profile, name
 
 
-def _check_useful(profile: Profile, name: str, description: str) -> None:
+def check_useful(profile: Profile, name: str, description: str) -> None:
+    """A profile without samples, weight or stacks is the user's error."""
     if not profile.num_samples:
         raise UserError(f"{name}: no samples in this {description}; nothing to import")
     if not profile.total:

@@ -59,8 +59,33 @@ LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 PYROSCOPE_NAME = re.compile(r"([^{}]*)(?:\{([^{}]*)\})?")
 # Labels Pyroscope clients send for themselves (`__name__`, `__session_id__`): not kept.
 INTERNAL = "__"
-# A profile-type suffix Pyroscope clients append to the app name.
-CPU_SUFFIXES = (".cpu", ".itimer")
+# The profile-type suffix Pyroscope clients append to the app name (`app.cpu{...}`),
+# as the type a text push (folded, lines) is stored as; Pyroscope's ingest adapter
+# reads them the same way. A pprof or JFR push says its own types.
+NAME_TYPES = {
+    "cpu": "cpu",
+    "itimer": "cpu",
+    "wall": "wall",
+    "alloc_objects": "alloc_objects",
+    "alloc_space": "alloc_space",
+    "inuse_objects": "inuse_objects",
+    "inuse_space": "inuse_space",
+    "goroutines": "goroutines",
+    "mutex_count": "mutex_contentions",
+    "mutex_duration": "mutex_delay",
+    "block_count": "block_contentions",
+    "block_duration": "block_delay",
+    # async-profiler's Java lock events: monitor enters, as the JFR reader stores them
+    "lock_count": "mutex_contentions",
+    "lock_duration": "mutex_delay",
+    "alloc_in_new_tlab_objects": "alloc_objects",
+    "alloc_in_new_tlab_bytes": "alloc_space",
+    "alloc_outside_tlab_objects": "alloc_objects",
+    "alloc_outside_tlab_bytes": "alloc_space",
+    "live": "inuse_objects",
+}
+# Types whose text values are samples taken at sampleRate, stored as time.
+RATED_TYPES = ("cpu", "wall")
 
 
 class PayloadError(UserError):
@@ -203,6 +228,7 @@ class IngestParams:
     sample_rate: float = 100.0
     spy_name: str = ""
     format: str = ""  # "" when the push does not say: pyroscope.decode tells by the body
+    name_type: str = "cpu"  # the type the name's suffix says (NAME_TYPES): a text push's
     # Which lock profile a pprof's contentions/delay types are: Go's "mutex" or "block".
     lock: str = "mutex"
     # The pprof sample types (alloc_space, contentions, ...) the push says are cumulative
@@ -216,25 +242,30 @@ class IngestParams:
         if "name" not in query:
             raise PayloadError("missing query parameter name (e.g. name=myapp.cpu{env=prod})")
         start, end = span(query) if "from" in query or "until" in query else (None, None)
+        name_type, name_labels = parse_name(query["name"])
         return cls(
             window_id=window_id,
             start=start,
             end=end,
-            labels=parse_name(query["name"]),
+            labels=name_labels,
+            name_type=name_type,
             sample_rate=sample_rate(query),
             spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
             format=query.get("format", ""),
         )
 
 
-def parse_name(name: str) -> dict[str, str]:
-    """`app.cpu{k=v,...}` as labels: the app name is the service label."""
+def parse_name(name: str) -> tuple[str, dict[str, str]]:
+    """`app.alloc_space{k=v,...}` as the type its suffix says (NAME_TYPES; cpu without
+    one) and labels: the app name without the suffix is the service label."""
     match = PYROSCOPE_NAME.fullmatch(name)
     if not match:
         raise PayloadError(f"bad name {name[:80]!r}: use app.cpu{{key=value,...}}")
     app, body = match.group(1), match.group(2) or ""
-    for suffix in CPU_SUFFIXES:
-        app = app.removesuffix(suffix)
+    stem, dot, suffix = app.rpartition(".")
+    name_type = NAME_TYPES.get(suffix, "cpu") if dot else "cpu"
+    if dot and suffix in NAME_TYPES:
+        app = stem
     pairs: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in body.split(","))):
         key, eq, value = item.partition("=")
@@ -244,7 +275,7 @@ def parse_name(name: str) -> dict[str, str]:
             pairs[key.strip()] = value.strip()
     if app:
         pairs["service"] = app
-    return labels(pairs, "name")
+    return name_type, labels(pairs, "name")
 
 
 def span(query: Mapping[str, str]) -> tuple[float, float]:
