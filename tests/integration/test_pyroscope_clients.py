@@ -115,6 +115,30 @@ def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
     check_python_app(collector, "py-ingest", pid)
 
 
+def test_py_spy_speedscope_file_pushed_as_pyroscope_takes_it(
+    collector: Collector, tmp_path: Path
+) -> None:
+    """py-spy's `record -f speedscope` file sent with /ingest?format=speedscope (a 400
+    before): its hot function first, its seconds as the CPU time, the name's labels."""
+    out = tmp_path / "profile.json"
+    program = "from python_app import hot_a, hot_b\nfor _ in range(60): hot_a(); hot_b()\n"
+    env = {**os.environ, "PYTHONPATH": str(CLIENTS)}
+    subprocess.run(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "-f", "speedscope", "-r", "100",
+         "-o", str(out), "--", sys.executable, "-c", program],
+        check=True, capture_output=True, timeout=120, env=env,
+    )  # fmt: skip
+    doc = json.loads(out.read_bytes())
+    seconds = sum(sum(p["weights"]) for p in doc["profiles"])
+    query = {"name": "py-speedscope.cpu{team=sre}", "from": "now-1m", "until": "now"}
+    body, json_type = out.read_bytes(), {"Content-Type": "application/json"}
+    status, answer = collector.post("/ingest", body, {**query, "format": "speedscope"}, json_type)
+    assert status == 200, answer
+    every = top(collector, "service=py-speedscope,team=sre")
+    assert functions(every)[0] == "hot_a"
+    assert every["total"] == pytest.approx(seconds * 1e9, rel=1e-6)
+
+
 def test_pyroscope_otel_span_names_are_labels(tmp_path: Path) -> None:
     """pyroscope-otel 1.1.0: span_name kept as a label (it was dropped), span_id and
     trace_id not (a new value per request: with a window per trace, a collector refused

@@ -169,7 +169,14 @@ def test_from_and_until_relative_to_now_as_pyroscope_takes_them() -> None:
     p = IngestParams.parse({**QUERY, "from": "now-10s", "until": "now"}, "w1")
     assert p.start is not None and p.end is not None
     assert before - 10 <= p.start <= p.end - 10 <= time.time() - 10
-    for raw, seconds in (("now-2min", 120), ("now-1h", 3600), ("now-1d", 86400), ("now-5", 0)):
+    for raw, seconds in (
+        ("now-2min", 120),
+        ("now-5m", 300),  # m is minutes, M months (a 400 before)
+        ("now-1h30m", 5400),
+        ("now-2hours", 7200),
+        ("now-1d", 86400),
+        ("now-5", 0),
+    ):
         before = time.time()
         p = IngestParams.parse({**QUERY, "from": raw, "until": "now"}, "w1")
         assert p.start is not None and p.end is not None

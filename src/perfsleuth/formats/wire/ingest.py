@@ -49,9 +49,13 @@ TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
 TIME_UNITS = ((1e18, 1e9), (1e15, 1e6), (1e12, 1e3))
 # `now`, `now-10s`, `now+1h` as Pyroscope's from/until take them (its attime: an offset
 # without a unit is none)
-NOW = re.compile(r"now(?:([-+])(\d{1,9})(s|min|h|d|w|mon|M|y)?)?")
-NOW_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800, "mon": 2592000}
-NOW_UNITS |= {"M": 2592000, "y": 31536000}
+# `now`, `now-10s`, `now-5m`, `now-1h30m`: Pyroscope's attime reads each unit by its
+# first letters, in this order (`mon`/`M` month before `m` minute; no unit: 0).
+NOW_UNIT = r"(?:[smhdwyM][a-z]{0,10})?"
+NOW_PART = re.compile(rf"(\d{{1,9}})({NOW_UNIT})")
+NOW = re.compile(rf"now(?:([-+])((?:\d{{1,9}}{NOW_UNIT}){{1,8}}))?")
+NOW_UNITS: tuple[tuple[str, int], ...] = (("s", 1), ("mon", 2592000), ("M", 2592000))
+NOW_UNITS += (("m", 60), ("h", 3600), ("d", 86400), ("w", 604800), ("y", 31536000))
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
@@ -299,8 +303,11 @@ def _time(query: Mapping[str, str], key: str) -> float:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
     relative = NOW.fullmatch(query[key].strip())
     if relative:
-        sign, amount, unit = relative.groups()
-        offset = int(amount or 0) * NOW_UNITS.get(unit or "", 0)
+        sign, parts = relative.groups()
+        offset = sum(
+            int(amount) * next((n for prefix, n in NOW_UNITS if unit.startswith(prefix)), 0)
+            for amount, unit in NOW_PART.findall(parts or "")
+        )
         return time.time() + (-offset if sign == "-" else offset)
     value = _finite(query[key], key)
     for magnitude, per_second in TIME_UNITS:

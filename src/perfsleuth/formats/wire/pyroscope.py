@@ -15,11 +15,13 @@ import re
 from dataclasses import replace
 from itertools import chain
 
+from perfsleuth.errors import UserError
+from perfsleuth.formats import speedscope
 from perfsleuth.formats.wire import ingest, jfr, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
-from perfsleuth.model.fleet import Window
+from perfsleuth.model.fleet import PROFILE_TYPES, Window
 
-FORMATS = ("folded", "lines", "pprof", "jfr")
+FORMATS = ("folded", "lines", "speedscope", "pprof", "jfr")
 BOUNDARY = re.compile(r'boundary="?([^";]{1,200})"?')
 PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?\bname="([^"]*)"')
 PROFILE_PART = "profile"
@@ -59,8 +61,12 @@ def decode(
             raise PayloadError("multipart body without a `jfr` part holding the recording")
         budget = ingest.PushBudget(limit)
         return jfr.decode(parts[JFR_PART], parts.get(LABELS_PART, b""), params, budget)
+    if kind == "speedscope":
+        return [_speedscope(ingest.gunzip(body, limit), params)]
     if kind not in ("folded", "lines"):
-        raise PayloadError(f"format={kind[:40]} is not supported: use folded, lines, pprof or jfr")
+        raise PayloadError(
+            f"format={kind[:40]} is not supported: use folded, lines, speedscope, pprof or jfr"
+        )
     return [_folded(ingest.gunzip(body, limit), params, per_sample=kind == "lines")]
 
 
@@ -105,6 +111,42 @@ def _folded(body: bytes, params: IngestParams, per_sample: bool = False) -> Wind
         labels=dict(params.labels),
         rate_hz=params.sample_rate if params.name_type in ingest.RATED_TYPES else 0.0,
         type=params.name_type,
+    )
+
+
+def _speedscope(body: bytes, params: IngestParams) -> Window:
+    """A speedscope document (py-spy's `-f speedscope`): time as CPU or wall time (the
+    name's type), `none` as samples at sampleRate, bytes as the name's memory type."""
+    try:
+        profile = speedscope.parse(body, "the speedscope body")
+    except PayloadError:
+        raise
+    except UserError as e:
+        raise PayloadError(str(e)) from None
+    budget = ingest.PushBudget()
+    budget.create(len(profile.frames))
+    for stack in profile.stacks:
+        if len(stack) > ingest.MAX_STACK_DEPTH:
+            depth = ingest.MAX_STACK_DEPTH
+            raise PayloadError(f"a speedscope stack is deeper than {depth} frames")
+        budget.spend(len(stack))
+    kind, rate = params.name_type, 0.0
+    if profile.unit == "samples":
+        rate = params.sample_rate if kind in ingest.RATED_TYPES else 0.0
+    elif profile.unit == "ns" and kind not in ingest.RATED_TYPES:
+        kind = "cpu"
+    elif profile.unit == "bytes" and PROFILE_TYPES[kind] != "bytes":
+        kind = "alloc_space"
+    profile.meta["spy"] = params.spy_name
+    assert params.start is not None and params.end is not None  # decode() checks them
+    return Window(
+        id=params.window_id,
+        start=params.start,
+        end=params.end,
+        profile=profile,
+        labels=dict(params.labels),
+        rate_hz=rate,
+        type=kind,
     )
 
 
