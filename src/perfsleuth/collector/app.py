@@ -1,15 +1,15 @@
 """The collector's endpoints: pushes in, one Window each, appended to the fleet store.
 
-A small push (a body up to INLINE_BODY, inflating to at most INLINE_INFLATED, not JFR)
-into a local store is decoded and logged on the event loop, and its answer waits for
-the log's fsync, which one thread makes for all the pushes logged meanwhile (syncer.py):
-a hop to a worker thread and back cost more than decoding such a push (~0.3 ms). Any
-other push is decoded and appended on one worker thread (decoding is CPU work, a store
-on S3 is asked whether a window is stored, and the log is fsynced), never on the event
-loop, in one hop. web.app answers the POST endpoints
-directly (`pushes`), past Starlette's router. A push is acknowledged once its windows are in
-the head's write-ahead log; the head writes them to the store in batches (store/fleet/
-head.py), so many small pushes cost one Parquet append.
+A small push (a body up to INLINE_BODY, inflating to at most INLINE_INFLATED, neither
+JFR nor speedscope) into a local store is decoded and logged on the event loop, and its
+answer waits for the log's fsync, which one thread makes for all the pushes logged
+meanwhile (syncer.py): a hop to a worker thread and back cost more than decoding such
+a push (~0.3 ms). Any other push is decoded and appended on one worker thread (decoding
+is CPU work, a store on S3 is asked whether a window is stored, and the log is
+fsynced), in one hop. web.app answers the POST endpoints directly (`pushes`), past
+Starlette's router. A push is acknowledged once its windows are in the head's
+write-ahead log; the head writes them to the store in batches (store/fleet/head.py), so
+many small pushes cost one Parquet append.
 A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
 of the body and the query, so a retried identical push is stored once.
 """
@@ -49,6 +49,10 @@ from .deltas import Deltas, is_cumulative
 from .syncer import Syncer
 
 CONNECT_PUSH = "/push.v1.PusherService/Push"
+JSON = "application/json"
+# Why a push stored nothing (its answer's `reason`).
+BASELINE_REASON = "a cumulative series' first push: its baseline (the next is stored as its delta)"
+EMPTY_REASON = "no samples in the push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
 MAX_STATUS_FIELDS = 64
@@ -61,10 +65,11 @@ APPENDERS = 32
 # most INLINE_BODY and its gzip data inflates to at most INLINE_INFLATED: a fleet
 # window's pprof is ~1.5 KB (5 KB inflated), its folded text 14-54 KB, ~0.3 ms to
 # decode; the worst, 64 KB of distinct one-frame folded lines, ~50 ms (a worker held
-# the interpreter lock as long). Past either, or JFR (~0.3 ms a KB, in Python), a
+# the interpreter lock as long). Past either, or JFR (~0.3 ms a KB) or speedscope, a
 # worker thread decodes it.
 INLINE_BODY = 64 << 10
 INLINE_INFLATED = 64 << 10
+WORKER_FORMATS = ("jfr", "speedscope")  # read in Python, costlier a byte: on a worker
 
 # The cyclic garbage collector's first threshold in a collector process (Python's is
 # 700): a push allocates thousands of lists and tuples, none in a cycle, and the
@@ -155,7 +160,7 @@ class Collector:
             params = IngestParams.parse(request.query_params, _window_id(request, body))
             return pyroscope.decode(body, params, content_type, limit)
 
-        inline = request.query_params.get("format") != "jfr"
+        inline = request.query_params.get("format") not in WORKER_FORMATS
         return await self._push("ingest", body, decode, inline)
 
     async def pprof(self, request: Request) -> Response:
@@ -241,17 +246,17 @@ class Collector:
         """Decode a push into windows (`decode(inflated bytes limit)`) and append them;
         `stored` when any was new. Small pushes on the event loop (see the docstring)."""
         try:
-            windows = None
+            logged = None
             if inline and self.inline and len(body) <= INLINE_BODY:
-                windows = await self._store_inline(decode)
-            if windows is None:
+                logged = await self._store_inline(decode)
+            if logged is None:
                 work = lambda: self._store(decode(self.max_inflated))  # noqa: E731
-                windows = await self._run(work, self.appenders)
+                logged = await self._run(work, self.appenders)
+            windows, baselines = logged
         except PayloadError as e:
             return self._refused(endpoint, e)
-        if not windows:  # every window a cumulative series' first: its baseline
-            self.metrics.pushes[endpoint, "baseline"] += 1
-            return JSONResponse({"windows": [], "stored": False, "samples": 0, "baseline": True})
+        if not windows:
+            return self._nothing_stored(endpoint, baselines)
         stored = self._count(windows)
         self.metrics.pushes[endpoint, "accepted" if stored else "duplicate"] += 1
         if stored:
@@ -264,11 +269,11 @@ class Collector:
             "samples": samples,
         }
         # orjson: Starlette's JSONResponse (json.dumps) was ~3% of a push's event-loop time
-        return Response(orjson.dumps(answer), media_type="application/json")
+        return Response(orjson.dumps(answer), media_type=JSON)
 
     async def _store_inline(
         self, decode: Callable[[int], list[Window]]
-    ) -> list[tuple[Window, bool]] | None:
+    ) -> tuple[list[tuple[Window, bool]], int] | None:
         """_store on the event loop, its fsync made by the syncer; None when the push
         inflates past INLINE_INFLATED (then a worker decodes it, up to max_inflated)."""
         limit = min(INLINE_INFLATED, self.max_inflated)
@@ -279,35 +284,47 @@ class Collector:
                 raise
             return None
         try:
-            windows, segment, offset = self._log(decoded)
+            stored, baselines, segment, offset = self._log(decoded)
             if segment is not None:
                 await self.syncer.synced(segment, offset)
         except StoreUnavailable as e:
             raise HTTPException(503, str(e)) from e
         except ValueError as e:  # a Window the model refuses (an id or a time range)
             raise PayloadError(str(e)) from e
-        return windows
+        return stored, baselines
 
-    def _store(self, decoded: list[Window]) -> list[tuple[Window, bool]]:
+    def _store(self, decoded: list[Window]) -> tuple[list[tuple[Window, bool]], int]:
         """A push's windows checked, as deltas where cumulative (their series' baselines
         left out), admitted and in the head at once (one write, one fsync), on the
         worker that decoded them (a thread hop costs as much as a small push's
-        decoding): each window and whether it was new."""
-        stored, segment, offset = self._log(decoded)
+        decoding): each window and whether it was new, and how many were baselines."""
+        stored, baselines, segment, offset = self._log(decoded)
         if segment is not None:
             segment.sync(offset)
-        return stored
+        return stored, baselines
 
-    def _log(self, decoded: list[Window]) -> tuple[list[tuple[Window, bool]], Segment | None, int]:
+    def _log(
+        self, decoded: list[Window]
+    ) -> tuple[list[tuple[Window, bool]], int, Segment | None, int]:
         """_store's work but the fsync: durable once `segment.sync(offset)` returned
         (no segment: nothing was logged)."""
         windows = self._deltas(_checked(decoded))
         for window in windows:
             self.cardinality.admit(window.labels)
+        baselines = len(decoded) - len(windows)
         if not windows:
-            return [], None, 0
+            return [], baselines, None, 0
         answers, segment, offset = self.head.log_all(windows)
-        return list(zip(windows, answers, strict=True)), segment, offset
+        return list(zip(windows, answers, strict=True)), baselines, segment, offset
+
+    def _nothing_stored(self, endpoint: str, baselines: int) -> Response:
+        """The answer to a push that stored no window: its windows were all cumulative
+        series' baselines, or it held no sample (the Java agent's last push of an idle
+        interval: a recording without a sample event)."""
+        result, reason = ("baseline", BASELINE_REASON) if baselines else ("empty", EMPTY_REASON)
+        self.metrics.pushes[endpoint, result] += 1
+        answer = {"windows": [], "stored": False, "samples": 0, "reason": reason}
+        return Response(orjson.dumps(answer | {"baseline": bool(baselines)}), media_type=JSON)
 
     def _deltas(self, windows: list[Window]) -> list[Window]:
         """Cumulative windows as their deltas (deltas.py); their series' baselines left out."""
