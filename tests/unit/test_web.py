@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import zlib
 
@@ -95,6 +96,22 @@ def test_tokens_any_of_several_and_nothing_else() -> None:
     assert call(a, headers={"Authorization": "Basic two"})[0] == 401
     assert call(a, headers={"Authorization": "Bearer two"})[0] == 200
     assert call(app(), headers={})[0] == 200
+
+
+def test_basic_auth_with_a_token_as_its_password() -> None:
+    """Grafana Alloy's basic_auth and the Pyroscope SDKs' (a Grafana Cloud tenant id as
+    the user): the password is the token, the user any."""
+    a = app(tokens=("one", "two"))
+
+    def basic(credentials: bytes) -> int:
+        encoded = base64.b64encode(credentials).decode()
+        return call(a, headers={"Authorization": f"Basic {encoded}"})[0]
+
+    assert basic(b"123456:two") == 200
+    assert basic(b":one") == 200
+    for wrong in (b"123456:three", b"two:", b"two", b"", b"123456:two "):
+        assert basic(wrong) == 401, wrong
+    assert call(a, headers={"Authorization": "Basic !!!!"})[0] == 401
 
 
 def test_host_check_on_loopback_only() -> None:

@@ -1,8 +1,10 @@
 """The Starlette app every perfsleuth HTTP entry point is built on: auth, Host check, body limits.
 
 - Bearer tokens: `Authorization: Bearer T`, compared in constant time against every
-  configured token; with no token configured, only a loopback listener may run
-  (run.serve refuses the rest), and requests need none.
+  configured token; or `Authorization: Basic` with T as the password and any user name
+  (what Grafana Alloy's pyroscope.write and the Pyroscope SDKs send with basic auth, the
+  user a Grafana Cloud tenant id); with no token configured, only a loopback listener may
+  run (run.serve refuses the rest), and requests need none.
 - Host check on loopback listeners, token or not: a browser page on another site must
   not reach the service through DNS rebinding.
 - read_body(): the request body streamed up to a size limit (413 past it), within a
@@ -25,6 +27,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hmac
 import ipaddress
 import zlib
@@ -393,7 +397,7 @@ class _TokenCheck:
             await self.app(scope, receive, send)
             return
         answer = PlainTextResponse(
-            "missing or wrong token: send Authorization: Bearer TOKEN\n",
+            "missing or wrong token: send Authorization: Bearer TOKEN (or Basic, password TOKEN)\n",
             status_code=401,
             headers={"WWW-Authenticate": "Bearer"},
         )
@@ -401,11 +405,25 @@ class _TokenCheck:
 
     def _allowed(self, header: bytes) -> bool:
         scheme, _, given = header.partition(b" ")
-        if scheme.lower() != b"bearer":
+        if scheme.lower() == b"basic":
+            given = _basic_password(given.strip())
+        elif scheme.lower() == b"bearer":
+            given = given.strip()
+        else:
             return False
         # Every token is compared, so the time taken says nothing about which matched.
-        matches = [hmac.compare_digest(given.strip(), token) for token in self.tokens]
-        return any(matches)
+        matches = [hmac.compare_digest(given, token) for token in self.tokens]
+        return bool(given) and any(matches)
+
+
+def _basic_password(credentials: bytes) -> bytes:
+    """The password of Basic credentials (base64 of `user:password`); b"" if malformed."""
+    try:
+        decoded = base64.b64decode(credentials, validate=True)
+    except binascii.Error:
+        return b""
+    _, colon, password = decoded.partition(b":")
+    return password if colon else b""
 
 
 class _HostCheck:
