@@ -113,6 +113,17 @@ def test_diff_normalises_each_run():
     assert doc["total_b"] == 100
 
 
+def test_diff_of_runs_in_other_units_gives_no_ratio():
+    """A count run (instructions) against a sampled one (ns): both totals, no ratio
+    (it said 'instructions/ns (1.928x)')."""
+    b = ProfileBuilder(unit="ns")
+    b.add([WORK_A, A, MAIN], 60)
+    doc = {**diff.diff(profile(), b.build()), "a": 1, "b": 2}
+    out = io.StringIO()
+    diff_text.write(doc, out)
+    assert "not comparable" in out.getvalue() and "×" not in out.getvalue()
+
+
 def test_annotate_reads_source_lines(tmp_path: Path):
     (tmp_path / "prog.c").write_text("\n".join(f"line {i}" for i in range(1, 40)))
     ((entry,),) = [doc["files"] for doc in source.annotate(profile(), "^work$", [tmp_path])]

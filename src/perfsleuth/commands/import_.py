@@ -10,14 +10,11 @@ from pathlib import Path
 
 from ..collect import run_facts
 from ..errors import UserError
-from ..formats import DESCRIPTIONS, callgrind, check_useful, detect, limits, read_any, read_position
-from ..formats.tool_output.counts import encode_counts
-from ..model.counts import Counts
+from ..formats import DESCRIPTIONS, check_useful, detect, limits, read_any, read_position
 from ..model.profile import EXACT_UNITS, Profile
 from ..model.run import Recording, StoredDocument
 from ..present import write
 from ..present.json import RECORDED
-from ..store import kept_counts
 from ..store.runs import Store
 from .common import add_output_options, count_listing, keep_ui_answers, progress_display
 
@@ -81,7 +78,10 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         store = Store(args.store)
         info = store.add_run(facts, recording)
         keep_ui_answers(store, info, progress, profile, only_top=True)
-        kept_counts.keep_recorded(store, info, recording, count_listing)
+        if recording.documents:
+            from ..store import kept_counts  # a count run's; a perf.data import needs none
+
+            kept_counts.keep_recorded(store, info, recording, count_listing)
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         write(RECORDED, summary, "json", args.output)
@@ -97,9 +97,18 @@ def _read(path: Path, max_bytes: int) -> tuple[Recording, str]:
     """The file as a recording: a callgrind or cachegrind file as a count run (its exact
     counts kept, so that top, annotate and diff read them as cg_annotate does), any
     other as a sampled one."""
-    if detect(path) is not callgrind:
+    if detect(path).__name__.rsplit(".", 1)[-1] != "callgrind":
         profile, fmt = read_any(path, max_bytes=max_bytes)
         return Recording(profile), fmt
+    return _count_run(path)
+
+
+def _count_run(path: Path) -> tuple[Recording, str]:
+    # imported here: importing a perf.data needs none of a count run's modules
+    from ..formats import callgrind
+    from ..formats.tool_output.counts import encode_counts
+    from ..model.counts import Counts
+
     parsed = callgrind.parse(path)
     profile = callgrind.profile_of(parsed)
     check_useful(profile, path.name, "callgrind/cachegrind out")
