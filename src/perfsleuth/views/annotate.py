@@ -17,7 +17,6 @@ file debug info names, as is or under a --src root.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -133,6 +132,8 @@ def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: floa
     """What a listing read from disk that is not the file the run counted: a file whose
     content differs from its fingerprint at record time, or, for runs recorded before
     fingerprints were kept, a file modified after the run started."""
+    import hashlib  # a file is hashed only when its size or time moved: most listings never
+
     said = []
     for entry in doc["files"]:
         path, file = entry.get("path"), entry["file"]
