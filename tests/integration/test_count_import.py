@@ -131,5 +131,29 @@ def test_a_gate_takes_an_imported_run_of_the_same_program(tmp_path: Path) -> Non
         assert judged.stdout.startswith("PASS"), judged.stdout
         assert "build-id is not known" in judged.stderr, judged.stderr
         assert "comparing two builds" not in judged.stderr
-    refused = perfsleuth(store, "gate", "--baseline", "2", "--run", "1", "--same-build", check=False)
+    same = ("--baseline", "2", "--run", "1", "--same-build")
+    refused = perfsleuth(store, "gate", *same, check=False)
     assert refused.returncode == 2 and "refuses an unknown one" in refused.stderr
+
+
+def test_a_source_outside_the_imported_files_folder_is_named_with_its_folder(
+    tmp_path: Path,
+) -> None:
+    """The file is where the import names it but outside its folder, so it is not read:
+    the listing said "source not found; pass --src DIR" of a file that was there. It says
+    why and which folder to pass, and with that --src it shows the text."""
+    source = tmp_path / "src" / "prog.c"
+    source.parent.mkdir()
+    source.write_text("int x;\nint main(void) { return x; }\n")
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "cachegrind.out.1").write_text(
+        f"events: Ir\nfl={source}\nfn=main\n2 500\nsummary: 500\n"
+    )
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(folder / "cachegrind.out.1"))
+    shown = perfsleuth(store, "annotate", "main").stdout
+    assert f"not read: outside the imported file's folder; pass --src {source.parent}" in shown
+    assert "source not found" not in shown
+    read = perfsleuth(store, "annotate", "main", "--src", str(source.parent)).stdout
+    assert "return x;" in read
