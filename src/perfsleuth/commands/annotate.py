@@ -25,6 +25,7 @@ from .common import (
     has_filters,
     load_run,
     open_store,
+    require_exact,
     source_roots,
     store_folder,
 )
@@ -132,11 +133,7 @@ def run_all(args: argparse.Namespace) -> int:
     kept = kept_counts.load_listing(store_folder(args), ref)
     if kept is None:
         loaded = load_run(args, ref)
-        if loaded.counts is None:
-            raise UserError(
-                f"run {loaded.id} has no exact counts; record one with "
-                "`perfsleuth record --mode count -- CMD`"
-            )
+        require_exact(args, loaded)
         kept = loaded.id, stored_listing(args, loaded)
     run_id, found = kept
     exact = found.counts(split_recursion=args.split_recursion)

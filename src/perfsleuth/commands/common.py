@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..model.profile import STATES, Profile
+from ..model.states import STATES
 from ..present import TitledProfile, describe
 from ..store.layout import store_root
 
 if TYPE_CHECKING:
     from ..model.count_listing import CountListing
     from ..model.counts import Counts, ExactCounts
+    from ..model.profile import Profile
     from ..model.progress import Progress
     from ..model.run import LoadedRun, RunInfo
     from ..store.runs import Store

@@ -17,7 +17,6 @@ file debug info names, as is or under a --src root.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -144,15 +143,20 @@ def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: floa
             if stamp is None:
                 changed = stat.st_mtime > started
             else:
-                changed = (stat.st_size, stat.st_mtime) != (stamp[0], stamp[1]) and (
-                    hashlib.sha256(Path(path).read_bytes()).hexdigest() != stamp[2]
-                )
+                moved = (stat.st_size, stat.st_mtime) != (stamp[0], stamp[1])
+                changed = moved and _sha256(Path(path)) != stamp[2]
         except OSError:
             continue
         if changed:
             how = "changed since" if stamp is not None else "is newer than"
             said.append(f"{path} {how} the run; its lines may not match the counts")
     return said
+
+
+def _sha256(path: Path) -> str:
+    import hashlib  # only for a file whose size or time moved: most listings hash none
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _file_entry(
