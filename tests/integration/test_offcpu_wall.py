@@ -305,6 +305,28 @@ def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Pa
     assert ("offcpu.sleep-poll", "poller") in found, found
 
 
+@pytest.mark.parametrize("mode", ["wall", "all"])
+def test_locks_taken_through_a_wrapper_are_named_by_their_call_sites(
+    mode: str, examples_built: Path, tmp_path: Path
+):
+    """wrapped_locks takes two locks through one wrapper, as pigz does through yarn.c's
+    possess_(): two findings, each named by the program's call (before: one finding,
+    possess_, for both locks)."""
+    if mode == "all" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    program = str(examples_built / "wrapped_locks")
+    proc = perfsleuth("record", "--mode", mode, "--", program, "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    advice = perfsleuth("advise", "--format", "json", cwd=tmp_path)
+    findings = json.loads(advice.stdout)["findings"]
+    locks = {
+        (f["function"], f["file"].rsplit("/", 1)[-1])
+        for f in findings
+        if f["rule"] == "lock.contention"
+    }
+    assert locks == {("tally", "wrapped_locks.c"), ("journal", "wrapped_locks.c")}, locks
+
+
 @needs_root
 def test_offcpu_mode_finds_idle_workers_without_frame_pointers(
     examples_built: Path, tmp_path: Path
