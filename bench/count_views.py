@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--size 5] [--runs 3] [--before CHECKOUT]
+    .venv/bin/python bench/count_views.py [--program speedtest1|lua] [--size 5] [--runs 3]
+                                          [--before CHECKOUT]
 
-The workload is SQLite's micro-optimisation workflow: speedtest1 built from Debian's
-sqlite3 source package (the 250k-line amalgamation, gcc -O2 -g). Done once and kept in
-bench/out/speedtest1/: `apt-get source sqlite3` (through a deb-src list of its own,
-so the machine's apt setup is left alone; needs tclsh to make the amalgamation),
-the build, two count runs (`perfsleuth record --mode count`: --size N and N+1) and
-two cachegrind runs of the same commands.
+The workload (--program) is built from a Debian source package, fetched with `apt-get
+source` through a deb-src list of its own (the machine's apt setup is left alone), and
+kept in bench/out/PROGRAM/ with two count runs (`perfsleuth record --mode count`, sizes
+N and N+1) and two cachegrind runs of the same commands:
+
+* speedtest1 (default): SQLite's micro-optimisation workflow, speedtest1 built from
+  Debian's sqlite3 source (the 250k-line amalgamation, gcc -O2 -g; needs tclsh to make
+  the amalgamation), --size N and N+1; annotated function sqlite3VdbeExec.
+* lua: a small program, where a view's fixed cost (Python's start, its imports) weighs
+  most: Lua 5.4 built from Debian's lua5.4 source (gcc -O2 -g, 30 files), running a
+  script of table sorts, string formatting, hashing and recursion (work.lua, written
+  here) on N*40,000 and (N+1)*40,000 items: ~0.9 G instructions; annotated function
+  luaV_execute. Lua seeds its string hashes from the clock, so the two runs' counts
+  differ a little beyond the size.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -39,69 +48,114 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "bench" / "out" / "speedtest1"
 PY = Path(sys.executable)
-FUNCTION = "sqlite3VdbeExec"
 DEB_SRC = (
     "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
     "http://deb.debian.org/debian bookworm main\n"
 )
+LUA_SCRIPT = """\
+local n = tonumber(arg[1]) or 200000
+local function fib(k) if k < 2 then return k end return fib(k - 1) + fib(k - 2) end
+local t, words = {}, {}
+for i = 1, n do t[i] = (i * 7919) % n end
+table.sort(t)
+for i = 1, n // 10 do words[#words + 1] = string.format("w%05d", i % 977) end
+local counts = {}
+for _, w in ipairs(words) do counts[w] = (counts[w] or 0) + 1 end
+print(fib(22), #t, #words, counts["w00001"], table.concat(words, ","):len())
+"""
 
 
-def sh(cmd: str, cwd: Path = OUT) -> None:
+def sh(cmd: str, cwd: Path) -> None:
     subprocess.run(["bash", "-c", cmd], check=True, cwd=cwd)
 
 
-def speedtest1() -> Path:
-    """speedtest1 built from Debian's sqlite3 source, once."""
-    exe = OUT / "speedtest1"
-    if exe.exists():
-        return exe
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "apt" / "lists" / "partial").mkdir(parents=True, exist_ok=True)
-    (OUT / "apt" / "sources.list").write_text(DEB_SRC)
+def debian_source(package: str, out: Path) -> None:
+    """The source package's files downloaded into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "apt" / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (out / "apt" / "sources.list").write_text(DEB_SRC)
     apt = (
-        f"-o Dir::Etc::SourceList={OUT}/apt/sources.list -o Dir::Etc::SourceParts=/dev/null "
-        f"-o Dir::State::Lists={OUT}/apt/lists"
+        f"-o Dir::Etc::SourceList={out}/apt/sources.list -o Dir::Etc::SourceParts=/dev/null "
+        f"-o Dir::State::Lists={out}/apt/lists"
     )
-    sh(f"apt-get -q {apt} update >/dev/null && apt-get -q {apt} source --download-only sqlite3")
-    sh("tar xf sqlite3_*.orig.tar.xz && cd sqlite3-*/ && ./configure -q && make -s sqlite3.c")
-    src = next(OUT.glob("sqlite3-*/"))
+    sh(
+        f"apt-get -q {apt} update >/dev/null && apt-get -q {apt} source --download-only {package}",
+        out,
+    )
+
+
+def speedtest1(out: Path) -> None:
+    """speedtest1 built from Debian's sqlite3 source."""
+    debian_source("sqlite3", out)
+    sh("tar xf sqlite3_*.orig.tar.xz && cd sqlite3-*/ && ./configure -q && make -s sqlite3.c", out)
+    src = next(out.glob("sqlite3-*/"))
     for name in ("sqlite3.c", "sqlite3.h", "test/speedtest1.c"):
-        shutil.copy(src / name, OUT / Path(name).name)
-    sh("gcc -O2 -g -I. -o speedtest1 speedtest1.c sqlite3.c -lpthread -lm")
-    return exe
+        shutil.copy(src / name, out / Path(name).name)
+    sh("gcc -O2 -g -I. -o speedtest1 speedtest1.c sqlite3.c -lpthread -lm", out)
 
 
-def recorded(size: int) -> None:
-    """Count runs 1 (--size N) and 2 (N+1) in bench/out/speedtest1/.perfsleuth, and the
+def lua(out: Path) -> None:
+    """The Lua 5.4 interpreter built from Debian's lua5.4 source, and the script it runs."""
+    debian_source("lua5.4", out)
+    sh("tar xf lua5.4_*.orig.tar.gz", out)
+    src = next(out.glob("lua-5.4*/src"))
+    files = " ".join(sorted(p.name for p in src.glob("*.c") if p.name != "luac.c"))
+    sh(f"gcc -O2 -g -DLUA_USE_LINUX -o {out}/lua {files} -lm -ldl", src)
+    (out / "work.lua").write_text(LUA_SCRIPT)
+
+
+@dataclass(frozen=True)
+class Program:
+    build: Callable[[Path], None]
+    exe: str  # what the build makes, in bench/out/PROGRAM/
+    function: str  # the function `annotate FUNC` lists
+    command: Callable[[int], str]  # the command of a run of size N
+
+
+PROGRAMS = {
+    "speedtest1": Program(
+        speedtest1, "speedtest1", "sqlite3VdbeExec", "./speedtest1 --size {}".format
+    ),
+    "lua": Program(lua, "lua", "luaV_execute", lambda n: f"./lua work.lua {n * 40000}"),
+}
+
+
+def recorded(program: Program, out: Path, size: int) -> None:
+    """The program built, count runs 1 (size N) and 2 (N+1) in out/.perfsleuth, and the
     cachegrind out files of the same commands, once."""
-    store = OUT / ".perfsleuth"
+    if not (out / program.exe).exists():
+        program.build(out)
+    store = out / ".perfsleuth"
     for run, n in ((1, size), (2, size + 1)):
-        cg = OUT / f"cachegrind.out.{run}"
+        cg = out / f"cachegrind.out.{run}"
         if not cg.exists():
             sh(
                 f"valgrind --tool=cachegrind --cachegrind-out-file={cg} "
-                f"./speedtest1 --size {n} > /dev/null 2>&1"
+                f"{program.command(n)} > /dev/null 2>&1",
+                out,
             )
         if not (store / f"recorded.{run}").exists():
             sh(
                 f"{PY} -m perfsleuth.cli record --quiet --mode count -- "
-                f"./speedtest1 --size {n} > /dev/null"
+                f"{program.command(n)} > /dev/null",
+                out,
             )
             (store / f"recorded.{run}").touch()
 
 
-def timed(cmd: str) -> tuple[float, float]:
+def timed(cmd: str, out: Path) -> tuple[float, float]:
     """(CPU seconds of the children, wall seconds) of one shell command."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        ["bash", "-c", cmd], cwd=OUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        ["bash", "-c", cmd], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,38 +163,52 @@ def timed(cmd: str) -> tuple[float, float]:
     return cpu, wall
 
 
-def before_cases(checkout: Path) -> dict[str, str]:
-    """`top`, `diff` and `diff --format json` by CHECKOUT's code, on a copy of the store
-    made now."""
-    store = OUT / ".perfsleuth-before"
+def before_cases(checkout: Path, out: Path, function: str) -> dict[str, str]:
+    """`top`, `annotate`, `diff` and `diff --format json` by CHECKOUT's code, on a copy
+    of the store made now."""
+    store = out / ".perfsleuth-before"
     shutil.rmtree(store, ignore_errors=True)
-    shutil.copytree(OUT / ".perfsleuth", store, ignore=shutil.ignore_patterns("answers"))
+    shutil.copytree(out / ".perfsleuth", store, ignore=shutil.ignore_patterns("answers"))
     ps = f"PYTHONPATH={checkout / 'src'} {PY} -m perfsleuth.cli"
     return {
         "before: perfsleuth top": f"{ps} top 1 -n 40 --store {store}",
+        f"before: perfsleuth annotate {function}": (
+            f"{ps} annotate {function} 1 --context 8 --store {store}"
+        ),
+        "before: perfsleuth annotate --all": f"{ps} annotate --all 1 --context 8 --store {store}",
         "before: perfsleuth diff": f"{ps} diff 1 2 --store {store}",
         "before: perfsleuth diff json": f"{ps} diff 1 2 --format json --store {store}",
     }
 
 
+def against(name: str) -> str | None:
+    """The cachegrind tool a perfsleuth view is compared with."""
+    if not name.removeprefix("before: ").startswith("perfsleuth"):
+        return None
+    return "cg_diff" if " diff" in name else "cg_annotate"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=5, help="speedtest1 --size of run 1")
+    parser.add_argument("--program", choices=sorted(PROGRAMS), default="speedtest1")
+    parser.add_argument("--size", type=int, default=5, help="the size N of run 1 (run 2: N+1)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--before",
         type=Path,
         metavar="CHECKOUT",
-        help="also time this checkout's top, diff and diff --format json",
+        help="also time this checkout's top, annotate, diff and diff --format json",
     )
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = str(ROOT / "src")
-    speedtest1()
-    recorded(args.size)
+    program = PROGRAMS[args.program]
+    out = ROOT / "bench" / "out" / args.program
+    recorded(program, out, args.size)
     ps = f"{PY} -m perfsleuth.cli"
+    function = program.function
     cases = {
         "perfsleuth top": f"{ps} top 1 -n 40",
-        f"perfsleuth annotate {FUNCTION}": f"{ps} annotate {FUNCTION} 1 --context 8",
+        f"perfsleuth annotate {function}": f"{ps} annotate {function} 1 --context 8",
         "perfsleuth annotate --all": f"{ps} annotate --all 1 --context 8",
         "perfsleuth diff": f"{ps} diff 1 2",
         "perfsleuth diff json": f"{ps} diff 1 2 --format json",
@@ -151,36 +219,27 @@ def main() -> int:
         ),
     }
     if args.before:
-        cases |= before_cases(args.before.resolve())
+        cases |= before_cases(args.before.resolve(), out, function)
     for cmd in cases.values():
-        timed(cmd)
+        timed(cmd, out)
+    load = os.getloadavg()[0]
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(args.runs):
         for name, cmd in cases.items():
-            times[name].append(timed(cmd))
+            times[name].append(timed(cmd, out))
     medians = {
         name: (statistics.median(c for c, _ in got), statistics.median(w for _, w in got))
         for name, got in times.items()
     }
     print(
-        f"speedtest1 --size {args.size} / {args.size + 1}; medians of {args.runs} interleaved "
-        f"runs; load {os.getloadavg()[0]:.1f}"
+        f"{args.program} size {args.size} / {args.size + 1}; medians of {args.runs} interleaved "
+        f"runs; load {load:.1f} to {os.getloadavg()[0]:.1f}"
     )
-    print(f"  {'':34} {'CPU s':>7} {'wall s':>7}  ratio (CPU) to")
-    against = {
-        "perfsleuth top": "cg_annotate",
-        f"perfsleuth annotate {FUNCTION}": "cg_annotate",
-        "perfsleuth annotate --all": "cg_annotate",
-        "perfsleuth diff": "cg_diff",
-        "perfsleuth diff json": "cg_diff",
-        "before: perfsleuth top": "cg_annotate",
-        "before: perfsleuth diff": "cg_diff",
-        "before: perfsleuth diff json": "cg_diff",
-    }
+    print(f"  {'':38} {'CPU s':>7} {'wall s':>7}  ratio (CPU) to")
     for name, (cpu, wall) in medians.items():
-        other = against.get(name)
+        other = against(name)
         ratio = f"  {cpu / medians[other][0]:.2f}x {other}" if other else ""
-        print(f"  {name:34} {cpu:7.2f} {wall:7.2f}{ratio}")
+        print(f"  {name:38} {cpu:7.3f} {wall:7.3f}{ratio}")
     return 0
 
 

@@ -2,7 +2,7 @@
 # The Pyroscope clients and the OpenTelemetry Collector the collector's integration
 # tests push with, from their own registries, kept under .venv/clients/
 # (tests/integration/test_pyroscope_clients.py, test_otel_collector.py): Python, Go,
-# Rust, Node and Java SDKs, and pyroscope-otel's span labels.
+# Rust, Node and Java SDKs, pyroscope-otel's span labels and an Alloy-style pusher.
 # pyroscope-io 1.4.0 is a dev dependency of the virtualenv itself (pyproject.toml).
 # The Pyroscope Java agent 2.9.2 (Maven Central, checked against its .sha1) and
 # tests/clients/java/App.java compiled against it.
@@ -43,11 +43,14 @@ go_program() {
     fi
 }
 
-# pyroscope-go v1.5.0 in a small program (tests/clients/go/), and a real OpenTelemetry
-# Collector v0.165.0 (otlp receiver, otlphttp exporter: tests/clients/otelcol/, about
-# 2-4 minutes cold); skipped without Go (>= 1.26 for the collector).
+# pyroscope-go v1.5.0 in a small program (tests/clients/go/), a pusher on the Connect
+# client Grafana Alloy's pyroscope.write pushes with (tests/clients/go/alloy/: Pyroscope's
+# api module v1.5.0, about 1 minute cold), and a real OpenTelemetry Collector v0.165.0
+# (otlp receiver, otlphttp exporter: tests/clients/otelcol/, about 2-4 minutes cold);
+# skipped without Go (>= 1.26 for the pusher and the collector).
 if command -v go >/dev/null 2>&1; then
     go_program go-app tests/clients/go "the pyroscope-go program"
+    go_program alloy-push tests/clients/go/alloy "the Alloy-style pusher"
     go_program otelcol tests/clients/otelcol "the OpenTelemetry Collector"
 else
     echo "install-clients: no Go: the pyroscope-go and otelcol tests will say so" >&2

@@ -15,7 +15,8 @@ from .errors import UserError
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser for every command, or, given argv, the full parser of the one command
-    it names and only the names and help lines of the others (imports nothing else)."""
+    it names alone (imports nothing else; parsing argv never shows the others), or of
+    none and the names and help lines of all when argv names none (--help, a typo)."""
     parser = argparse.ArgumentParser(
         prog="perfsleuth",
         description="A performance detective for native programs: measure, explain, rank.",
@@ -31,11 +32,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             add_command(sub, module, common)
         return parser
     chosen = named(after_global_options(argv))
+    if chosen is not None:
+        add_command(sub, load(chosen), common)
+        return parser
     for name, (_module, help_line) in COMMANDS.items():
-        if name == chosen:
-            add_command(sub, load(name), common)
-        else:
-            sub.add_parser(name, help=help_line, description=help_line)
+        sub.add_parser(name, help=help_line, description=help_line)
     return parser
 
 

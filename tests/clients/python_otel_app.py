@@ -1,7 +1,7 @@
 """A Python program traced by OpenTelemetry and profiled by pyroscope-io, its spans linked
 to the profile by pyroscope-otel's PyroscopeSpanProcessor: each round is two root spans,
-`handle_a` running hot_a (about twice the work) and `handle_b` running hot_b; the SDK tags
-their samples with span_name, span_id and trace_id. Usage: python_otel_app.py SERVER APP
+`handle_a` running python_app's hot_a (about twice the work) and `handle_b` its hot_b; the
+SDK tags their samples with span_name, span_id and trace_id. Usage: python_otel_app.py SERVER APP
 SECONDS. Prints the CPU seconds its loop spent and the root spans it ran."""
 
 import sys
@@ -10,20 +10,7 @@ import time
 import pyroscope
 from opentelemetry.sdk.trace import TracerProvider
 from pyroscope.otel import PyroscopeSpanProcessor
-
-
-def hot_a() -> int:
-    total = 0
-    for i in range(200_000):
-        total += i * i
-    return total
-
-
-def hot_b() -> int:
-    total = 0
-    for i in range(100_000):
-        total += i
-    return total
+from python_app import hot_a, hot_b
 
 
 def main() -> None:

@@ -85,3 +85,18 @@ def test_the_sweep_reports_the_chain_entries_a_lookup_passes(examples_built):
     assert steps[62] == pytest.approx(2.1935, abs=1e-4)
     assert steps[134] > steps[62] and steps[146] < steps[134]
     assert all(steps[n] >= 1 for n in steps)
+
+
+def test_a_size_with_fewer_lookups_than_entries_is_warned_of(examples_built, tmp_path):
+    """1,000 lookups at n = 500 and 2,000: at 2,000 they reach at most half the
+    entries, and the record, `cache show` and the cliff's finding say so."""
+    store = tmp_path / "store"
+    recorded = perfsleuth(
+        store, "record", "--mode", "cache", "--function", "find_entry",
+        "--scale", "n=500,2000", "--", str(BINARY), "{n}", "1000",
+    )  # fmt: skip
+    warning = "fewer calls traced than n at n = 2,000 (1,000 calls)"
+    assert warning in recorded.stderr and "n = 500" not in recorded.stderr.split(warning)[1]
+    assert f"warning: {warning}" in perfsleuth(store, "cache", "show").stdout
+    runs = cache_doc(store)["scaling"]["runs"]
+    assert [(run["n"], run["calls"]) for run in runs] == [(500, 1000), (2000, 1000)]

@@ -480,7 +480,9 @@ def scaled_heap(scale: int, shift_s: int) -> profile_pb2.Profile:
     return profile
 
 
-def heap_push(scale: int, shift_s: int, config: dict) -> tuple[bytes, dict, dict]:
+def heap_push(
+    scale: int, shift_s: int, config: dict, name: str = "heapdelta{host=h-delta}"
+) -> tuple[bytes, dict, dict]:
     """The captured heap push, every value times `scale`, its time `shift_s` later,
     with the sample_type_config `config`, as pyroscope-go's multipart form."""
     boundary = "perfsleuth-test-boundary"
@@ -496,7 +498,7 @@ def heap_push(scale: int, shift_s: int, config: dict) -> tuple[bytes, dict, dict
         for name, data in parts
     )
     query = {
-        "name": "heapdelta{host=h-delta}",
+        "name": name,
         "from": str((NOW - 20 + shift_s) * 10**9),
         "until": str((NOW - 10 + shift_s) * 10**9),
         "spyName": "gospy",
@@ -535,6 +537,28 @@ def test_a_cumulative_heap_profile_is_stored_as_deltas(collector: Collector) -> 
     assert totals["alloc_space"] == 2 * pushed["alloc_space"]  # 3x - 1x
     assert totals["alloc_objects"] == 2 * pushed["alloc_objects"]
     assert totals["inuse_space"] == 4 * pushed["inuse_space"]  # 1x + 3x
+
+
+def test_a_push_that_stores_nothing_says_why(collector: Collector) -> None:
+    """The Java agent's push of an idle interval (a recording without a sample event,
+    captured) stores nothing and says so; it was answered as a cumulative baseline. A
+    push of only cumulative series' first profiles is their baseline."""
+    head = json.loads((PYROSCOPE_FIXTURES / "java-2.9.2-idle.json").read_text())
+    body = (PYROSCOPE_FIXTURES / "java-2.9.2-idle.bin").read_bytes()
+    status, answer = collector.post(
+        head["path"], body, headers={"Content-Type": head["content_type"]}
+    )
+    assert status == 200, answer
+    empty = {"windows": [], "stored": False, "samples": 0, "baseline": False}
+    assert json.loads(answer) == empty | {"reason": "no samples in the push"}
+    every = dict.fromkeys(("alloc_objects", "alloc_space", "inuse_objects", "inuse_space"))
+    config = {kind: {"units": "bytes", "cumulative": True} for kind in every}
+    form, query_, headers = heap_push(1, 0, config, "heapbaseline{host=h-base}")
+    status, answer = collector.post("/ingest", form, query_, headers)
+    assert status == 200 and json.loads(answer)["baseline"] is True, answer
+    assert "baseline" in json.loads(answer)["reason"]
+    metrics = request(collector.url("/metrics"), None, {"Authorization": f"Bearer {TOKEN}"})
+    assert 'endpoint="ingest",result="empty"} 1' in metrics[1].decode()
 
 
 def heap_totals() -> dict[str, int]:

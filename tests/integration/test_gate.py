@@ -104,6 +104,10 @@ def test_bad_threshold_and_bad_baseline_file(baseline: Path, tmp_path: Path) -> 
     junk.write_text("{}")
     done = gate(tmp_path, "--baseline", str(junk), "--", "true")
     assert done.returncode == 2 and "not a perfsleuth baseline" in done.stderr
+    valgrinds = tmp_path / "cachegrind.out.1"
+    valgrinds.write_text("events: Ir\nfl=a.c\nfn=f\n1 100\n")
+    done = gate(tmp_path, "--baseline", str(valgrinds), "--", "true")
+    assert done.returncode == 2 and f"perfsleuth import {valgrinds}" in done.stderr
 
 
 def test_a_stored_run_is_judged_without_recording_it_again(

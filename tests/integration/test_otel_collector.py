@@ -1,6 +1,6 @@
 """A real OpenTelemetry Collector (v0.165.0: otlp receiver, otlphttp exporter) forwards
 OTLP profiles to a real perfsleuth collector over HTTP on 127.0.0.1, in the exporter's
-protobuf encoding, in its JSON one and compressed by zstd.
+protobuf encoding, in its JSON one and compressed by zstd, snappy (a block and framed) and lz4.
 
 The profile pushed into the OTel Collector's receiver is a real run's: pyroscope-go
 v1.5.0's captured CPU pprof (its `pprof.Do` label phase=a on most samples), turned into
@@ -159,8 +159,8 @@ def pushed_self(pprof: profile_pb2.Profile, label: tuple[str, str] | None = None
 
 def config(receiver_port: int, collector: Collector, encoding: str = "proto") -> str:
     """The OTel Collector's configuration: OTLP/HTTP in on 127.0.0.1, the otlphttp
-    exporter to perfsleuth with its token, in `encoding` (proto or json, `+zstd` for
-    that compression instead of its default gzip); no queue and
+    exporter to perfsleuth with its token, in `encoding` (proto or json, `+zstd` and such
+    for that compression instead of its default gzip); no queue and
     no retry, so that the receiver answers a push only once perfsleuth has, with
     perfsleuth's refusal if any; no telemetry port of its own."""
     return json.dumps(
@@ -197,11 +197,14 @@ def listening(port: int, proc: subprocess.Popen) -> bool:
     return False
 
 
-@pytest.fixture(scope="module", params=["proto", "json", "proto+zstd"])
+@pytest.fixture(
+    scope="module",
+    params=["proto", "json", "proto+zstd", "proto+snappy", "proto+x-snappy-framed", "proto+lz4"],
+)
 def encoding(request: pytest.FixtureRequest) -> str:
     """The exporter's encoding: its default protobuf, or JSON (`encoding: json`: a 415
-    before perfsleuth read OTLP/JSON), or protobuf compressed by zstd (a 415 before
-    perfsleuth read zstd bodies)."""
+    before perfsleuth read OTLP/JSON), or protobuf compressed by zstd, snappy (a raw
+    block), snappy's framing format or lz4 (each a 415 before perfsleuth read them)."""
     return str(request.param)
 
 

@@ -5,10 +5,11 @@ back with `perfsleuth fleet top` and checked against what the program did: its h
 functions in order, its tags as labels (`--where`), its CPU time as the total.
 `make setup` installs the SDKs (pyroscope-io 1.4.0 in the virtualenv: it pushes the
 Connect API; 0.8.16 under .venv/clients/: it pushes /ingest?format=pprof; pyroscope-otel
-1.1.0 there too: it tags samples with OpenTelemetry spans; a Go program
-built with pyroscope-go v1.5.0, a Rust program built with the crates.io pyroscope 2.1.5,
-@pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with tests/clients/java/ compiled
-against it, under .venv/clients/).
+1.1.0 there too: it tags samples with OpenTelemetry spans; a Go program built with
+pyroscope-go v1.5.0, a pusher on the Connect client of Grafana Alloy's pyroscope.write
+(Pyroscope's api module v1.5.0), a Rust program built with the crates.io pyroscope
+2.1.5, @pyroscope/nodejs 0.6.4, and the Java agent 2.9.2 with tests/clients/java/
+compiled against it, under .venv/clients/).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ INSTALLED = Path(sys.prefix) / "clients"  # beside the virtualenv
 PYROSCOPE_IO_08 = INSTALLED / "pyroscope-io-0.8.16"
 PYROSCOPE_OTEL = INSTALLED / "pyroscope-otel-1.1.0"
 GO_APP = INSTALLED / "go-app"  # tests/clients/go/ built by scripts/install-clients.sh
+ALLOY_PUSH = INSTALLED / "alloy-push"  # tests/clients/go/alloy/, the same
 RUST_APP = INSTALLED / "rust-app"  # tests/clients/rust/, the same
 NODE_MODULES = INSTALLED / "node" / "node_modules"
 JAVA = INSTALLED / "java"  # the agent's jar and tests/clients/java/ compiled
@@ -113,6 +115,30 @@ def test_pyroscope_io_0_8_pushes_ingest_pprof(collector: Collector) -> None:
     check_python_app(collector, "py-ingest", pid)
 
 
+def test_py_spy_speedscope_file_pushed_as_pyroscope_takes_it(
+    collector: Collector, tmp_path: Path
+) -> None:
+    """py-spy's `record -f speedscope` file sent with /ingest?format=speedscope (a 400
+    before): its hot function first, its seconds as the CPU time, the name's labels."""
+    out = tmp_path / "profile.json"
+    program = "from python_app import hot_a, hot_b\nfor _ in range(60): hot_a(); hot_b()\n"
+    env = {**os.environ, "PYTHONPATH": str(CLIENTS)}
+    subprocess.run(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "-f", "speedscope", "-r", "100",
+         "-o", str(out), "--", sys.executable, "-c", program],
+        check=True, capture_output=True, timeout=120, env=env,
+    )  # fmt: skip
+    doc = json.loads(out.read_bytes())
+    seconds = sum(sum(p["weights"]) for p in doc["profiles"])
+    query = {"name": "py-speedscope.cpu{team=sre}", "from": "now-1m", "until": "now"}
+    body, json_type = out.read_bytes(), {"Content-Type": "application/json"}
+    status, answer = collector.post("/ingest", body, {**query, "format": "speedscope"}, json_type)
+    assert status == 200, answer
+    every = top(collector, "service=py-speedscope,team=sre")
+    assert functions(every)[0] == "hot_a"
+    assert every["total"] == pytest.approx(seconds * 1e9, rel=1e-6)
+
+
 def test_pyroscope_otel_span_names_are_labels(tmp_path: Path) -> None:
     """pyroscope-otel 1.1.0: span_name kept as a label (it was dropped), span_id and
     trace_id not (a new value per request: with a window per trace, a collector refused
@@ -187,6 +213,52 @@ def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     assert 'endpoint="ingest",result="rejected"' not in metrics
 
 
+def run_alloy_push(collector: Collector, password: str, *args: str) -> list[str]:
+    """tests/clients/go/alloy/ with basic auth's `password`: what it printed."""
+    assert ALLOY_PUSH.exists(), "make setup builds the Alloy-style pusher"
+    out = subprocess.run(
+        [str(ALLOY_PUSH), collector.url(""), "alloy-app", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ALLOY_PASSWORD": password},
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_alloy_pyroscope_write_pushes_the_connect_api(tmp_path: Path) -> None:
+    """What Grafana Alloy's pyroscope.scrape and pyroscope.write push, on pyroscope.write's
+    client (pushv1connect with its options: Connect and protobuf over HTTP/1.1, basic
+    auth, X-Scope-OrgID): process_cpu as recorded, memory as Alloy's own deltas
+    (__delta__ false), the target's labels, each total exactly what was pushed."""
+    secured = start(tmp_path, "--token", "s3cret")
+    try:
+        cpu_ns, alloc_bytes, sent = (int(v) for v in run_alloy_push(secured, "s3cret", "3"))
+        cpu = top(secured, "service=alloy-app")
+        assert cpu["type"] == "cpu" and cpu["unit"] == "ns"
+        own = [f for f in functions(cpu) if f != "runtime.asyncPreempt"]  # as for go-app
+        assert own[0] == "main.hotA" and "main.hotB" in own[1:4]
+        assert cpu["total"] == cpu_ns > 0
+        target = "job=pyroscope.scrape.default,instance=127.0.0.1:6060,cluster=test"
+        scope = "otel.scope.name=com.grafana.alloy/pyroscope.scrape"
+        assert top(secured, f"service=alloy-app,{target},{scope}")["total"] == cpu_ns
+        tagged = top(secured, "service=alloy-app,phase=a")  # the pprof's own sample labels
+        assert functions(tagged)[0] == "main.hotA" and 0 < tagged["total"] < cpu_ns
+        alloc = top(secured, "service=alloy-app,type=alloc_space")
+        assert alloc["unit"] == "bytes" and functions(alloc)[0] == "main.hotA"
+        assert alloc["total"] == alloc_bytes > 0  # Alloy's deltas, not taken again
+        assert top(secured, "service=alloy-app,type=inuse_space")["total"] > 0
+        # pyroscope.write retries a push answered unknown, internal or unavailable (up to
+        # 10 times, 5 min apart) and drops one refused for what it is
+        assert run_alloy_push(secured, "s3cret", "bad") == ["invalid_argument"]
+        assert run_alloy_push(secured, "wrong", "bad") == ["unauthenticated"]
+        counts = pushes(secured, token="s3cret")
+        assert counts == {"accepted": sent, "rejected": 1}, counts
+    finally:
+        assert "Traceback" not in stop(secured)
+
+
 def test_pyroscope_rust_pushes_the_connect_api(collector: Collector) -> None:
     """crates.io pyroscope 2.1.5 and its pprof-rs backend: Connect, `process_cpu` in CPU
     ns, names demangled by the SDK (`crate::function`), tag_wrapper tags per sample."""
@@ -219,9 +291,10 @@ def test_pyroscope_rust_pushes_the_connect_api(collector: Collector) -> None:
     assert after["rejected"] == before["rejected"]  # this test's pushes, not earlier ones
 
 
-def pushes(collector: Collector, endpoint: str = "connect") -> dict[str, int]:
+def pushes(collector: Collector, endpoint: str = "connect", token: str = "") -> dict[str, int]:
     """The collector's pushes to `endpoint` (connect, ingest) by result."""
-    metrics = request(collector.url("/metrics"), None, {})[1].decode()
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    metrics = request(collector.url("/metrics"), None, auth)[1].decode()
     counters = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line[:1] != "#")
     name = f'perfsleuth_collector_pushes_total{{endpoint="{endpoint}",result="%s"}}'
     return {result: int(counters.get(name % result, 0)) for result in ("accepted", "rejected")}

@@ -13,6 +13,7 @@ from perfsleuth.cpu_cache_projections.model import (
     parse_spec,
     simulate,
 )
+from perfsleuth.cpu_cache_projections.spatial_sample import thinned
 from perfsleuth.cpu_cache_projections.trace import Trace
 from perfsleuth.errors import UserError
 
@@ -142,6 +143,35 @@ def test_one_call_in_k_models_the_misses_of_every_call():
     for level in ("L1d", "L2", "LLC"):
         assert sampled[level] == pytest.approx(exact[level], rel=0.2)
     assert exact["L2"] > 1.0 and exact["L1d"] > exact["L2"]
+
+
+def spatially_sampled(every: list[list], k: int) -> Trace:
+    """1 call in k, with every call's accesses to 1 in k lines (and the lines below
+    them), as fntrace records them."""
+    trace = trace_of(every[::k], len(every), "fixed")
+    trace.sample_every = k
+    stream = [(address, size) for call in every for kind, address, size, _ in call if kind != "I"]
+    trace.spatial = thinned(stream, 6, k)
+    return trace
+
+
+@pytest.mark.parametrize(("lines", "k"), [(3000, 16), (40000, 64)])
+def test_a_spatial_sample_models_the_misses_of_the_large_levels(lines, k):
+    geometry = parse_spec("line=64,L1d=16K:4,L2=128K:8,LLC=1M:16")
+    every = lookups(40000, lines)
+    exact = simulate(trace_of(every, len(every), "first"), geometry)["misses_per_call"]
+    sampled = simulate(spatially_sampled(every, k), geometry)
+    temporal = simulate(trace_of(every[::k], len(every), "fixed"), geometry)
+    # 3,000 lines fit the LLC, not the L2; 40,000 fit neither
+    assert exact["L2"] > 0.5 and (exact["LLC"] > 1.0) == (lines > 16384)
+    for level in ("L1d", "L2", "LLC"):
+        assert sampled["misses_per_call"][level] == pytest.approx(exact[level], rel=0.2)
+    # the first level's misses are the traced calls' own; the others, shared out by them
+    assert sampled["per_call"][0][0] == temporal["per_call"][0][0]
+    per_call = sum(call[1] for call in sampled["per_call"]) / len(sampled["per_call"])
+    assert per_call == pytest.approx(sampled["misses_per_call"]["L2"])
+    by_source = sum(row["L2"] for row in sampled["by_source"].values())
+    assert by_source == pytest.approx(per_call * len(sampled["per_call"]))
 
 
 def test_the_first_calls_are_modelled_access_by_access():

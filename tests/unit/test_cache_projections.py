@@ -10,6 +10,7 @@ from perfsleuth.cpu_cache_projections.pointers import Pointer
 from perfsleuth.cpu_cache_projections.struct_types import Field, Struct
 from perfsleuth.cpu_cache_projections.trace import Trace
 from perfsleuth.errors import UserError
+from perfsleuth.present.cpu_cache_text import where
 
 BASE = 0x108000
 OBJECTS = 0x4000000  # 320-byte objects, one per call
@@ -126,6 +127,25 @@ def test_a_fit_whose_intercept_is_over_capacity_still_puts_the_cliff_below_the_r
     l1d = scaling.project(runs, geometry)["cliffs"][0]
     assert l1d["below_range"] and not l1d["in_range"]
     assert l1d["n"] is not None and l1d["n"] < 1000
+
+
+def test_a_working_set_that_grows_by_steps_has_its_cliff_between_the_runs_it_crosses_at():
+    # under the L2's 8,192 lines at n = 1,000, over it from 1,500 (a table's buckets
+    # doubled): the fit's intercept is over the capacity, so the fit crosses at no
+    # positive n; the L2 was printed "never" (issue 29)
+    sizes = {1000: 8000, 1500: 16000, 4000: 17000}
+    runs = [
+        {**run, "n": n, "data_lines": lines}
+        for (n, lines), run in zip(sizes.items(), scaled_runs(), strict=True)
+    ]
+    geometry = parse_spec("line=64,L1d=32K:8,L2=512K:8,prefetch=none")
+    result = scaling.project(runs, geometry)
+    intercept, slope = result["fit"]["intercept_lines"], result["fit"]["lines_per_n"]
+    assert slope > 0 and intercept > 8192  # over at every n of the fit
+    l2 = result["cliffs"][1]
+    assert l2["in_range"] and not l2["below_range"]
+    assert l2["n"] == round(1000 + (8192 - 8000) * 500 / 8000)  # between 1,000 and 1,500
+    assert where(l2, 1000) == f"n = {l2['n']:,} (inside the measured range)"
 
 
 def test_the_runs_are_simulated_with_the_llc_size_its_cliff_uses():

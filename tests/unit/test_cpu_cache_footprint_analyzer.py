@@ -91,3 +91,20 @@ def test_an_l2_cliff_says_the_room_it_gives_a_prefetched_line(tmp_path):
     doc["cliffs"][0].pop("prefetched_room")
     ctx = context_with(tmp_path / "whole", {"handle_packet": {"scaling": doc}})
     assert "room" not in " ".join(cpu_cache_footprint.analyze(ctx)[0].evidence)
+
+
+def test_a_run_with_fewer_calls_than_its_n_is_warned_of(tmp_path):
+    doc = scaling(True)
+    doc["runs"] = [
+        {"n": 1000, "data_lines": 2012, "calls": 4000, "misses_per_call": {"LLC": 0.1}},
+        {"n": 8000, "data_lines": 9000, "calls": 6000, "misses_per_call": {"LLC": 0.3}},
+    ]
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    [warning] = [line for line in finding.evidence if line.startswith("warning:")]
+    assert "fewer calls traced than n at n = 8,000 (6,000 calls)" in warning
+    assert "n = 1,000" not in warning and "cliffs come late" in warning
+    doc["runs"][1]["calls"] = 8000
+    ctx = context_with(tmp_path / "enough", {"handle_packet": {"scaling": doc}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    assert not [line for line in finding.evidence if "warning" in line]

@@ -84,4 +84,12 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
 def test_unknown_format_name() -> None:
     with pytest.raises(UserError, match="unknown format 'json'; use one of: perf_data"):
         module("json")
-    assert FORMATS == ("perf_data", "pprof", "callgrind", "perf_script", "py_spy", "folded")
+    assert FORMATS == (
+        "perf_data",
+        "pprof",
+        "callgrind",
+        "speedscope",
+        "perf_script",
+        "py_spy",
+        "folded",
+    )

@@ -55,6 +55,17 @@ def test_runtimes_the_program_and_small_libraries_are_not_hot_libraries() -> Non
     assert hot_library.analyze(context(samples)) == []
 
 
+def test_a_count_runs_whole_paths_are_read_by_file_name() -> None:
+    """A count run names DSOs by their whole path (callgrind's): libc was a hot library
+    there ('97.0% ... in /usr/lib/x86_64-linux-gnu/libc.so.6', rebuild it with PGO)."""
+    libc = Frame("__vfprintf_internal", "/usr/lib/x86_64-linux-gnu/libc.so.6")
+    z3 = Frame("Z3_solver_check", "/usr/lib/x86_64-linux-gnu/libz3.so.4")
+    samples = [([libc, MAIN, START], 60), ([z3, MAIN, START], 30), ([MAIN, START], 10)]
+    (found,) = hot_library.analyze(context(samples))
+    assert found.dso == z3.dso
+    assert "try build --dependency libz3.so.4 --build 'BUILD libz3 FROM" in found.suggestion
+
+
 def test_a_library_with_names_gets_only_the_build_lever() -> None:
     samples = [([SOLVE, MAIN, START], 30), ([MAIN, START], 70)]
     (found,) = hot_library.analyze(context(samples))

@@ -73,6 +73,13 @@ def test_the_agent_push_holds_what_the_jdk_reads_in_it() -> None:
     }
 
 
+def test_a_recording_without_sample_events_has_no_windows() -> None:
+    """The agent's push of an idle interval (captured): nothing to store, no error."""
+    idle = json.loads((PUSHES / "java-2.9.2-idle.json").read_text())
+    body = (PUSHES / "java-2.9.2-idle.bin").read_bytes()
+    assert pyroscope.decode(body, params(idle), idle["content_type"]) == []
+
+
 def test_wall_clock_samples_and_the_runnable_ones_as_cpu() -> None:
     """PYROSCOPE_PROFILER_EVENT=wall: async-profiler's profiler.WallClockSample, each
     standing for `samples` samples of its thread, on CPU when it was STATE_RUNNABLE."""

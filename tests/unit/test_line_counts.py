@@ -33,7 +33,7 @@ def test_functions_are_counted_by_name_with_recursion_merged_or_apart() -> None:
         "sort'2": 2,
         "[unnamed code in libc.so.6]": 2,
     }
-    assert lines.total("Dr") == 6 and lines.total("D1mr") == 0 and lines.index("D1mr") == 0
+    assert lines.total("Dr") == 6 and lines.total("D1mr") == 0 and lines.column("D1mr") == 0
 
 
 def test_lines_are_summed_per_file_with_the_text_of_sourced_files_only() -> None:

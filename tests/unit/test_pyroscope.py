@@ -19,12 +19,13 @@ QUERY = {"name": "shop.cpu{env=prod, region=eu}", "from": "1700000000", "until":
 
 
 def test_name_gives_service_and_user_labels() -> None:
-    assert parse_name("my.awesome.app.cpu{env=staging,region=us-west-1}") == {
-        "env": "staging",
-        "region": "us-west-1",
-        "service": "my.awesome.app",
-    }
-    assert parse_name("{host=h1}") == {"host": "h1"}
+    assert parse_name("my.awesome.app.cpu{env=staging,region=us-west-1}") == (
+        "cpu",
+        {"env": "staging", "region": "us-west-1", "service": "my.awesome.app"},
+    )
+    assert parse_name("{host=h1}") == ("cpu", {"host": "h1"})
+    # a dot that is not a type's suffix is the app's own
+    assert parse_name("my.app") == ("cpu", {"service": "my.app"})
     for bad in ("app{env}", "app{a=b}{c=d}", "app{bad key=1}"):
         with pytest.raises(PayloadError):
             parse_name(bad)
@@ -52,6 +53,38 @@ def test_folded_stacks_root_first_with_counts() -> None:
     stacks = {tuple(p.frames[f].function for f in s): c for s, _, c, _, _ in p.rows()}
     assert stacks == {("b", "a", "main"): 10, ("c", "main"): 5}
     assert window.rate_hz == 19.0 and window.labels["service"] == "shop"
+
+
+@pytest.mark.parametrize(
+    ("suffix", "kind", "rate"),
+    [
+        ("cpu", "cpu", 100.0),
+        ("wall", "wall", 100.0),
+        ("alloc_space", "alloc_space", 0.0),
+        ("inuse_objects", "inuse_objects", 0.0),
+        ("mutex_duration", "mutex_delay", 0.0),
+        ("block_count", "block_contentions", 0.0),
+        ("goroutines", "goroutines", 0.0),
+    ],
+)
+def test_a_text_push_is_the_type_its_name_says(suffix: str, kind: str, rate: float) -> None:
+    """Pyroscope stores `app.alloc_space{...}` folded stacks as allocated bytes, not CPU
+    samples of a service named `app.alloc_space` (its ingest adapter reads the suffix)."""
+    params = IngestParams.parse({**QUERY, "name": f"shop.{suffix}{{env=prod}}"}, "w1")
+    [window] = pyroscope.decode(b"main;a 4096\n", params, "text/plain")
+    assert (window.type, window.rate_hz, window.labels["service"]) == (kind, rate, "shop")
+    assert window.cpu_ns(4096, 4096) == (4096 * 1e9 / 100 if rate else 4096)
+
+
+def test_lines_is_a_stack_per_sample() -> None:
+    """Pyroscope's `lines` format: each line one sample, no count (frames may hold
+    spaces)."""
+    params = IngestParams.parse({**QUERY, "format": "lines"}, "w1")
+    body = b"main;a\nmain;a\n\nmain;operator new(unsigned long)\nmain;a\n"
+    [window] = pyroscope.decode(body, params, "text/plain")
+    p = window.profile
+    stacks = {tuple(p.frames[f].function for f in s): c for s, _, c, _, _ in p.rows()}
+    assert stacks == {("a", "main"): 3, ("operator new(unsigned long)", "main"): 1}
 
 
 @pytest.mark.parametrize(
@@ -136,7 +169,14 @@ def test_from_and_until_relative_to_now_as_pyroscope_takes_them() -> None:
     p = IngestParams.parse({**QUERY, "from": "now-10s", "until": "now"}, "w1")
     assert p.start is not None and p.end is not None
     assert before - 10 <= p.start <= p.end - 10 <= time.time() - 10
-    for raw, seconds in (("now-2min", 120), ("now-1h", 3600), ("now-1d", 86400), ("now-5", 0)):
+    for raw, seconds in (
+        ("now-2min", 120),
+        ("now-5m", 300),  # m is minutes, M months (a 400 before)
+        ("now-1h30m", 5400),
+        ("now-2hours", 7200),
+        ("now-1d", 86400),
+        ("now-5", 0),
+    ):
         before = time.time()
         p = IngestParams.parse({**QUERY, "from": raw, "until": "now"}, "w1")
         assert p.start is not None and p.end is not None

@@ -28,6 +28,7 @@ SEEDS = {
     "callgrind": (FIXTURES / "callgrind.out.hot").read_bytes()[:3000],
     "pprof": gzip.decompress((FIXTURES / "go-cpu.pb.gz").read_bytes())[:3000],
     "py_spy": (FIXTURES / "py_spy" / "stdlib_hot.txt").read_bytes()[:3000],
+    "speedscope": (FIXTURES / "speedscope" / "py-spy-0.4.3.json").read_bytes(),
 }
 READERS = sorted(SEEDS)
 FUZZ = settings(

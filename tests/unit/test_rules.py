@@ -59,6 +59,8 @@ def test_shipped_rules_load_and_cover_every_family() -> None:
         ("compression.bzip2", "[unknown] libbz2.so.1.0.4+0x3140", "libbz2.so.1.0.4"),
         ("compression.bzip2", "BZ2_blockSort", "bzip2"),
         ("compression.zstd-slow-level", "ZSTD_compressBlock_btultra2", "libzstd.so.1"),
+        # a count run's DSO: callgrind's whole path
+        ("compression.bzip2", "[unknown] libbz2.so.1.0.4+0x3140", "/lib/x86_64/libbz2.so.1.0.4"),
     ],
 )
 def test_compression_rules_match_by_name_or_library(rule_id: str, function: str, dso: str) -> None:

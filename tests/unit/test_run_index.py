@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 from cli_runner import perfsleuth
 
+from perfsleuth.commands.common import count_listing
 from perfsleuth.formats import callgrind
 from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts
@@ -176,6 +178,38 @@ def test_text_diff_of_count_runs_imports_neither_the_duckdb_store_nor_rich(
     assert again + "\n" == through_duckdb and "1 line changed" in again
 
 
+ANNOTATE_ARGS = (
+    ["annotate", "fib", "1"],
+    ["annotate", "fib", "2", "--split-recursion", "--context", "1"],
+    ["annotate", "--all", "1", "--context", "2"],
+    ["annotate", "--all", "latest", "--threshold", "0"],
+)
+
+
+@pytest.mark.parametrize("argv", ANNOTATE_ARGS, ids=" ".join)
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_annotate_of_a_count_run_without_duckdb_says_the_same(
+    tmp_path: Path, argv: list[str], fmt: str
+) -> None:
+    store = _count_runs(tmp_path / "store")
+    options = ["--src", str(FIXTURES / "src"), "--format", fmt]
+    through_duckdb = perfsleuth(store.root, *argv, *options).stdout
+    # nor the store's reader, what a sampled run's listing reads, or rich for the text
+    watched = ("_duckdb", "perfsleuth.store.runs", "perfsleuth.views.source", "rich")
+    again, loaded = _modules_after([*argv, *options, "--store", str(store.root)], watched)
+    assert not loaded
+    assert again + "\n" == through_duckdb and "fib" in again
+
+
+def test_a_sampled_run_is_annotated_as_before_and_not_listed_as_counts(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(FOLDED))
+    shown = json.loads(perfsleuth(store, "annotate", "leaf", "--format", "json").stdout)
+    assert shown["run"] == "1" and "events" not in shown
+    refused = perfsleuth(store, "annotate", "--all", check=False)
+    assert refused.returncode != 0 and "has no exact counts" in refused.stderr
+
+
 def test_top_of_a_count_run_is_its_exact_top_kept_then_read_without_duckdb(
     tmp_path: Path,
 ) -> None:
@@ -198,10 +232,15 @@ def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -
         callgrind.read(out), documents=[StoredDocument(Counts.KIND, Counts.NAME, counts)]
     )
     for _ in range(2):
-        kept_counts.keep_recorded(store, store.add_run(RunInfo(mode="count"), recording), recording)
+        info = store.add_run(RunInfo(mode="count"), recording)
+        kept_counts.keep_recorded(store, info, recording, count_listing)
     kept = kept_counts.load(store.root, "1", "2")
     assert kept is not None
     assert kept == [(1, LineCounts.of(counts)), (2, LineCounts.of(counts))]
+    listed = kept_counts.load_listing(store.root, "2")
+    assert listed is not None and listed[0] == 2
+    assert listed[1].exact == counts.counts.by_line() and dict(listed[1].sources) == counts.sources
     store.add_run(RunInfo(), Recording(sample_profile()))
-    kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()))
+    kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()), count_listing)
     assert kept_counts.load(store.root, "1", "3") is None  # a sampled run has none
+    assert kept_counts.load_listing(store.root, "3") is None

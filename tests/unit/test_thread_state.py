@@ -1,7 +1,8 @@
 """Thread states from stacks: the rules in collect/thread_state.py."""
 
 from perfsleuth.collect.thread_state import Classifier, Rule, classify
-from perfsleuth.model.profile import STATES, Frame
+from perfsleuth.model.profile import Frame
+from perfsleuth.model.states import STATES
 
 KERNEL_FUTEX = [Frame(n, kernel=True) for n in ("__schedule", "futex_wait", "do_futex")]
 

@@ -2,7 +2,6 @@ import io
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
@@ -114,6 +113,17 @@ def test_diff_normalises_each_run():
     assert doc["total_b"] == 100
 
 
+def test_diff_of_runs_in_other_units_gives_no_ratio():
+    """A count run (instructions) against a sampled one (ns): both totals, no ratio
+    (it said 'instructions/ns (1.928x)')."""
+    b = ProfileBuilder(unit="ns")
+    b.add([WORK_A, A, MAIN], 60)
+    doc = {**diff.diff(profile(), b.build()), "a": 1, "b": 2}
+    out = io.StringIO()
+    diff_text.write(doc, out)
+    assert "not comparable" in out.getvalue() and "×" not in out.getvalue()
+
+
 def test_annotate_reads_source_lines(tmp_path: Path):
     (tmp_path / "prog.c").write_text("\n".join(f"line {i}" for i in range(1, 40)))
     ((entry,),) = [doc["files"] for doc in source.annotate(profile(), "^work$", [tmp_path])]
@@ -148,9 +158,9 @@ def data() -> ExactCounts:
     return callgrind.exact_counts(callgrind.parse(FIXTURES / "callgrind.out.hot"))
 
 
-def rendered(doc: dict, render) -> str:
+def written(doc: dict, write) -> str:
     out = io.StringIO()
-    render(doc, Console(file=out, width=80, no_color=True))
+    write(doc, out)
     return out.getvalue()
 
 
@@ -174,12 +184,12 @@ def test_annotate_all_text_has_aligned_margin_and_no_wrapping(
     data: ExactCounts,
 ) -> None:
     doc = annotate.annotate_counts(data, [FIXTURES / "src"], threshold=0.01, context=2)
-    text = rendered({"run": "7", **doc}, annotate_text.render)
+    text = written({"run": "7", **doc}, annotate_text.write)
     assert text.startswith("run 7: ")
     body = [line for line in text.splitlines() if line[:13].strip().replace(",", "").isdigit()]
     assert body and all(line[13:15] == "  " for line in body)
     assert "-- ..." in text
-    assert rendered({"run": "7", **doc}, annotate_text.render) == text
+    assert written({"run": "7", **doc}, annotate_text.write) == text
 
 
 def test_shown_lines_mark_gaps_and_keep_lines_past_the_end() -> None:
@@ -195,7 +205,7 @@ def test_code_without_line_information_is_listed_per_function(
     names = [row["function"] for row in entry["lines"]]
     assert names == sorted(names) and "(below main) [hot]" in names
     assert sum(row["counts"][0] for row in entry["lines"]) == entry["counts"][0]
-    assert "(below main) [hot]" in rendered({"run": "1", **doc}, annotate_text.render)
+    assert "(below main) [hot]" in written({"run": "1", **doc}, annotate_text.write)
 
 
 def line_counts(exact: ExactCounts, sources: Sources | None = None) -> LineCounts:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import zlib
 
 import anyio
+import cramjam
+import lz4.frame
 import pytest
 import pyzstd
 from starlette.exceptions import HTTPException
@@ -97,6 +100,22 @@ def test_tokens_any_of_several_and_nothing_else() -> None:
     assert call(app(), headers={})[0] == 200
 
 
+def test_basic_auth_with_a_token_as_its_password() -> None:
+    """Grafana Alloy's basic_auth and the Pyroscope SDKs' (a Grafana Cloud tenant id as
+    the user): the password is the token, the user any."""
+    a = app(tokens=("one", "two"))
+
+    def basic(credentials: bytes) -> int:
+        encoded = base64.b64encode(credentials).decode()
+        return call(a, headers={"Authorization": f"Basic {encoded}"})[0]
+
+    assert basic(b"123456:two") == 200
+    assert basic(b":one") == 200
+    for wrong in (b"123456:three", b"two:", b"two", b"", b"123456:two "):
+        assert basic(wrong) == 401, wrong
+    assert call(a, headers={"Authorization": "Basic !!!!"})[0] == 401
+
+
 def test_host_check_on_loopback_only() -> None:
     assert call(app(), headers={"Host": "evil.example:4040"})[0] == 403
     assert call(app(), headers={"Host": "localhost:4040"})[0] == 200
@@ -130,24 +149,32 @@ def test_a_body_past_the_limit_is_read_to_its_end_before_the_413() -> None:
     assert status == 413 and unread[-1] > 0
 
 
+def snappy_framed(data: bytes) -> bytes:
+    return bytes(cramjam.snappy.compress(data))
+
+
 COMPRESS = {
     "gzip": gzip.compress,
     "deflate": zlib.compress,
     "zlib": zlib.compress,
     "zstd": pyzstd.compress,
+    "snappy": lambda data: bytes(cramjam.snappy.compress_raw(data)),
+    "x-snappy-framed": snappy_framed,
+    "lz4": lz4.frame.compress,
 }
 
 
 @pytest.mark.parametrize("encoding", COMPRESS)
 def test_compressed_bodies_inflate_within_their_limit(encoding: str) -> None:
-    """The OpenTelemetry Collector's exporters send gzip, zstd, deflate or zlib."""
+    """The OpenTelemetry Collector's exporters send gzip, zstd, deflate, zlib, snappy
+    (one block; older ones the framing format) or lz4 (a frame)."""
     a = app(max_inflated=10_000)
     compress, header = COMPRESS[encoding], {"Content-Encoding": encoding}
     assert call(a, compress(b"y" * 10_000), headers=header) == (200, b"10000")
     assert call(a, compress(b"y" * 10_000), headers=header, chunk=7) == (200, b"10000")
     status, answer = call(a, compress(b"y" * 10_001), headers=header)
     assert status == 413 and b"inflates past the limit" in answer
-    status, answer = call(a, compress(b"y" * 100)[:9], headers=header)
+    status, answer = call(a, compress(b"y" * 100)[:-1], headers=header)
     assert status == 400 and encoding.encode() in answer
     status, answer = call(a, b"not compressed at all", headers=header)
     assert status == 400 and b"broken" in answer
@@ -159,9 +186,36 @@ def test_frames_after_frames_and_unread_encodings() -> None:
     a = app(max_inflated=10_000)
     twice = pyzstd.compress(b"y" * 300) + pyzstd.compress(b"z" * 200)
     assert call(a, twice, headers={"Content-Encoding": "zstd"}) == (200, b"500")
-    status, answer = call(a, b"z", headers={"Content-Encoding": "snappy"})
-    assert status == 415 and b"use gzip, zstd, deflate or none" in answer
-    assert call(a, b"z", headers={"Content-Encoding": "br"})[0] == 415
+    status, answer = call(a, b"z", headers={"Content-Encoding": "br"})
+    assert status == 415 and b"use gzip, zstd, deflate, zlib, snappy" in answer
+
+
+def test_snappy_as_older_collectors_sent_it_and_its_framing_checked() -> None:
+    """`snappy` holding the framing format (older OTel Collectors): told by its stream
+    identifier; a chunk's CRC, a reserved chunk type and a missing identifier refused;
+    skippable chunks skipped; a stream cut within a chunk is truncated."""
+    a = app(max_inflated=200_000)
+    data = bytes(range(256)) * 600  # three chunks of at most 64 KiB
+    framed = snappy_framed(data)
+    for encoding in ("snappy", "x-snappy-framed"):
+        assert call(a, framed, headers={"Content-Encoding": encoding}) == (200, b"153600")
+    header = {"Content-Encoding": "x-snappy-framed"}
+    skippable = b"\x80\x03\x00\x00abc"
+    with_skippable = framed[:10] + skippable + framed[10:]
+    assert call(a, with_skippable, headers=header, chunk=5) == (200, b"153600")
+    corrupt = bytearray(framed)
+    corrupt[14] ^= 1  # the first data chunk's CRC
+    status, answer = call(a, bytes(corrupt), headers=header)
+    assert status == 400 and b"checksum" in answer
+    for bad in (framed[10:], framed[:10] + b"\x02\x01\x00\x00x"):
+        status, answer = call(a, bad, headers=header)
+        assert status == 400 and b"broken" in answer
+    first = 14 + int.from_bytes(framed[11:14], "little")  # the identifier and a chunk
+    # the format has no end mark: cut between chunks, a shorter stream (the push's own
+    # format then tells); cut within one, truncated
+    assert call(a, framed[:first], headers=header) == (200, b"65536")
+    status, answer = call(a, framed[: first + 5], headers=header)
+    assert status == 400 and b"truncated" in answer
 
 
 def test_listen_addresses_and_tokens() -> None:

@@ -57,6 +57,12 @@ LTO_RANGE = (0.1, 0.9)
 # 42% of its time, and -flto measured 1.10x (9.0%, `try build`): 0.21 of that time.
 INLINABLE_BYTES = 128
 LARGE_CALLEE_SAVING = 0.2
+# how much of a caller's own time counts with its hot cross-unit calls, as a multiple
+# of their time: the measured loop around a one-line call has 3.8 times the call's
+# samples (the call's own instructions and its return land in the loop); a caller that
+# calls out rarely (zlib's deflate_slow: 25% of the time, 0.01% in its calls into
+# trees.c) has little for inlining to change, and -flto measured nothing there
+CALLER_SHARE = 4.0
 MIN_CROSS_UNIT_SHARE = 0.05
 LTO_SYMBOL = re.compile(r"\.lto_priv\.\d+$")
 MIN_DSO_SHARE = 0.05
@@ -99,9 +105,7 @@ def analyze(ctx: Context) -> list[Finding]:
         elif weight / total >= HINT_MIN_SHARE:
             paths = {u.path for u in units}
             crossing = cross_unit_calls(ctx.profile, dso, paths)
-            callers = {name.split(" (", 1)[0] for name in crossing}
-            callers_self = sum(function_weight[dso].get(name, 0.0) for name in callers)
-            cross_share = min(weight, sum(crossing.values()) + callers_self) / total
+            cross_share = min(weight, _with_callers(crossing, function_weight[dso])) / total
             small = cross_unit_calls(ctx.profile, dso, paths, inlinable_functions(path))
             shares = (cross_share, min(cross_share, sum(small.values()) / total))
             hot = hot_code_shape(path, function_weight[dso])
@@ -292,28 +296,45 @@ def function_code(path: str, identifier: str) -> bytes | None:
 def cross_unit_calls(
     profile: Profile, dso: str, unit_paths: set[str], inlinable: frozenset[str] | None = None
 ) -> Weights:
-    """Weight under each hot call from one compile unit of DSO into another that was
-    not inlined ("caller (a.c) -> callee (b.c)"), each sample counted once, at its
-    innermost such call; only calls into `inlinable` callees (names without spaces)
-    when given."""
+    """The callee's own time under each hot call from one compile unit of DSO into
+    another that was not inlined ("caller (a.c) -> callee (b.c)"): the samples whose
+    innermost function is the callee and whose next function is the caller, in
+    another unit; only calls into `inlinable` callees (names without spaces) when
+    given. Inlining a callee rewrites its code and its caller's, not what it calls:
+    the time under a call into zlib's deflate (all of it in deflate_slow, deflate's
+    own unit) is not LTO's to save."""
     calls: Weights = defaultdict(float)
     for stack, weight, _count, _thread, _state in profile.rows():
-        frames = [profile.frames[f] for f in stack]
-        for callee, caller in zip(frames, frames[1:], strict=False):
-            if (
-                callee.dso == dso == caller.dso
-                and not callee.inlined
-                and callee.file in unit_paths
-                and caller.file in unit_paths
-                and callee.file != caller.file
-                and (inlinable is None or _spaceless(callee.function) in inlinable)
-            ):
-                calls[
-                    f"{caller.function} ({os.path.basename(caller.file)}) -> "
-                    f"{callee.function} ({os.path.basename(callee.file)})"
-                ] += weight
-                break
+        physical = [profile.frames[f] for f in stack if not profile.frames[f].inlined][:2]
+        if len(physical) < 2:
+            continue
+        callee, caller = physical
+        if (
+            callee.dso == dso == caller.dso
+            and callee.file in unit_paths
+            and caller.file in unit_paths
+            and callee.file != caller.file
+            and (inlinable is None or _spaceless(callee.function) in inlinable)
+        ):
+            calls[
+                f"{caller.function} ({os.path.basename(caller.file)}) -> "
+                f"{callee.function} ({os.path.basename(callee.file)})"
+            ] += weight
     return calls
+
+
+def _with_callers(crossing: Weights, function_weight: Weights) -> float:
+    """The callees' own time under hot cross-unit calls and the part of their callers'
+    own time that inlining can change: at most CALLER_SHARE times the time of the calls
+    a caller makes (a loop around a one-line call is all that call's; deflate_slow's
+    25% of zlib's time around a rare call into trees.c is not)."""
+    per_caller: Weights = defaultdict(float)
+    for name, weight in crossing.items():
+        per_caller[name.split(" (", 1)[0]] += weight
+    return sum(
+        weight + min(function_weight.get(caller, 0.0), CALLER_SHARE * weight)
+        for caller, weight in per_caller.items()
+    )
 
 
 @lru_cache(maxsize=64)
@@ -376,8 +397,9 @@ def _missing_options_hint(
     total: float,
 ) -> Finding | None:
     """HOT: the DSO's share of the run and its hottest functions' code; `crossing`: the
-    hot cross-unit calls' weights; `shares`: their time with their callers' own, of the
-    run, and the part of it under calls into callees small enough to inline."""
+    callees' own time under hot cross-unit calls; `shares`: that time with their
+    callers' around the calls, of the run, and the part of it in callees small enough
+    to inline."""
     share, shape = hot
     cross_share, inlinable_share = shares
     known = [u for u in units if u.producer.startswith("GNU ")]
@@ -411,12 +433,14 @@ def _missing_options_hint(
         gain_low = cross_share * low
         gain_high = min(share, cross_share * high + share * HINT_RANGE[1])
         basis = (
-            f"{100 * cross_share:.1f}% of CPU time is in hot calls between compile units that "
-            "were not inlined and in their callers' own code (DWARF of the binary and the "
-            f"profile's stacks); LTO saves {LTO_SAVING:.0%} of the "
-            f"{100 * inlinable_share:.1f}% under calls into functions small enough to inline "
+            f"{100 * cross_share:.1f}% of CPU time is in the own code of functions called "
+            "from other compile units without being inlined and in their callers' code "
+            f"around those calls (at most {CALLER_SHARE:g}x the calls' time; DWARF of the "
+            f"binary and the profile's stacks); LTO saves {LTO_SAVING:.0%} of the "
+            f"{100 * inlinable_share:.1f}% in functions small enough to inline "
             f"(one measured loop: -flto 6.0x) and {LARGE_CALLEE_SAVING:.0%} of the "
-            f"{100 * large:.1f}% under larger ones (K2: -flto 1.10x), {low:.0%}-{high:.0%} in "
+            f"{100 * large:.1f}% in larger ones and callers (K2: -flto 1.10x), "
+            f"{low:.0%}-{high:.0%} in "
             f"all; plus {_pgo_basis(pgo)}PGO/-march's 0-20% at most"
         )
         confidence = 0.45

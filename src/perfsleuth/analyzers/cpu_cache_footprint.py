@@ -9,7 +9,14 @@ a small fraction of the function's share; the finding is about where the cliff i
 from __future__ import annotations
 
 from ..cpu_cache_projections import traced_shares
-from ..model.cpu_cache import Cliff, Scaling, TlbCliff, levels_text, limited_by_sets
+from ..model.cpu_cache import (
+    Cliff,
+    Scaling,
+    TlbCliff,
+    few_calls_text,
+    levels_text,
+    limited_by_sets,
+)
 from ..model.findings import Finding
 from . import Context
 
@@ -45,6 +52,12 @@ def in_range(rule: str, what: str, scaling: Scaling, share: float, **fields) -> 
     )
 
 
+def warnings(scaling: Scaling) -> list[str]:
+    """What makes the runs' working sets suspect, as lines of evidence."""
+    text = few_calls_text(scaling)
+    return [f"warning: {text}"] if text else []
+
+
 def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Finding:
     fit = scaling["fit"]
     return in_range(
@@ -64,6 +77,7 @@ def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Find
                 + " misses/call"
                 for run in scaling["runs"]
             ),
+            *warnings(scaling),
         ],
         suggestion=suggestion(cliff),
         details={"cliff": cliff, "fit": fit},
@@ -122,6 +136,7 @@ def tlb_finding(function: str, scaling: Scaling, tlb: TlbCliff, share: float) ->
             f"this machine's TLB reaches {tlb['reach_pages']:,} pages under random access "
             f"(measured {tlb['measured_at']}: {tlb['evidence']})",
             *(f"n={run['n']:,}: {run['data_pages']:,} pages" for run in scaling["runs"]),
+            *warnings(scaling),
         ],
         suggestion=(
             "back the hot objects with huge pages (madvise(MADV_HUGEPAGE) on their arena, "

@@ -107,7 +107,9 @@ def _entry(profile: Profile, stack: tuple[int, ...], dso: str) -> str:
 
 
 def _is_dependency(dso: str, rules: Sequence[Rule]) -> bool:
-    if not SHARED_OBJECT.search(dso) or RUNTIMES.match(dso):
+    """A shared library the program depends on, by its file name: a count run names
+    DSOs by their whole path (callgrind's object names), a sampled run by file name."""
+    if not SHARED_OBJECT.search(dso) or RUNTIMES.match(os.path.basename(dso)):
         return False
     patterns = [p for rule in rules for p in (*rule.dsos, *rule.exclude_dsos)]
     return not any(p.search(dso) for p in patterns)
@@ -116,12 +118,12 @@ def _is_dependency(dso: str, rules: Sequence[Rule]) -> bool:
 def _finding(lib: HotLibrary, total: float, path: str, command: str) -> Finding:
     share = lib.weight / total
     unnamed = lib.nameless / lib.weight
-    name = lib.dso.split(".so", 1)[0]
+    name = os.path.basename(lib.dso).split(".so", 1)[0]
     symbols = symbols_fix(lib.dso, path) if unnamed >= 0.5 else ""
     names = f"no symbols for {100 * unnamed:.0f}% of it" if symbols else "its functions are named"
     try_it = (
-        f"perfsleuth try build --dependency {lib.dso} --build 'BUILD {name} FROM SOURCE "
-        f"INTO $OUT' -- {command}"
+        f"perfsleuth try build --dependency {os.path.basename(lib.dso)} "
+        f"--build 'BUILD {name} FROM SOURCE INTO $OUT' -- {command}"
     )
     evidence = [
         f"{100 * share:.1f}% of CPU time runs in {lib.dso}'s own code"

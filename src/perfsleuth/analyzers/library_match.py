@@ -244,7 +244,8 @@ def is_user_code(frame: Frame) -> bool:
 def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding:
     share = match.inclusive / total
     site = _top_site(match)
-    confidence = rule.confidence * confidence_factor(share, match.samples)
+    exact = ctx.profile.unit == "instructions"  # a count run: no samples, exact shares
+    confidence = rule.confidence * confidence_factor(share, None if exact else match.samples)
     finding = Finding(
         rule=rule.id,
         kind=rule.kind,
@@ -260,7 +261,9 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
         dso=site.dso if site else _top_name(match.dsos),
         file=site.file if site else "",
         line=site.line if site else 0,
-        evidence=_evidence(match, total, "in" if rule.scope == "self" else "called from"),
+        evidence=_evidence(
+            match, total, "in" if rule.scope == "self" else "called from", counted=not exact
+        ),
         details={
             "self_share": match.self / total,
             "saving": rule.saving,
@@ -286,12 +289,13 @@ def _native_only(ctx: Context) -> str:
     return f"based on native frames only: this run has no Python frames ({why})"
 
 
-def confidence_factor(share: float, samples: int) -> float:
-    """Small or thinly sampled matches are less likely to be what holds the program back."""
+def confidence_factor(share: float, samples: int | None) -> float:
+    """Small or thinly sampled matches are less likely to be what holds the program back
+    (SAMPLES None: exact counts, never thin)."""
     # 1.0 from a 20% share, 0.65 at 10%, 0.41 at 3%: Debian's sqlite3 spent 8.3% in
     # glibc's malloc and mimalloc made it no faster (bench/real_programs.py)
     by_share = min(1.0, 0.3 + 3.5 * share)
-    return by_share if samples >= STEADY_SAMPLES else by_share * 0.7
+    return by_share if samples is None or samples >= STEADY_SAMPLES else by_share * 0.7
 
 
 def _suggestion(rule: Rule) -> str:
@@ -313,7 +317,8 @@ def heaviest(weights: dict[K, float], n: int) -> list[tuple[K, float]]:
     return sorted(weights.items(), key=lambda kv: (-kv[1], str(kv[0])))[:n]
 
 
-def _evidence(match: Match, total: float, sites_are: str) -> list[str]:
+def _evidence(match: Match, total: float, sites_are: str, counted: bool) -> list[str]:
+    """COUNTED: the match's samples are worth saying (a count run has none)."""
     lines = []
     for name, weight in heaviest(match.self_by_function, EVIDENCE_FUNCTIONS):
         inclusive = match.inclusive_by_function.get(name, weight)
@@ -323,10 +328,10 @@ def _evidence(match: Match, total: float, sites_are: str) -> list[str]:
     if not lines:
         for name, weight in heaviest(match.inclusive_by_function, EVIDENCE_FUNCTIONS):
             lines.append(f"{_short(name)} {100 * weight / total:.1f}% total")
-    lines.append(
-        f"{match.samples:,} samples ({100 * match.inclusive / total:.1f}%) have it on the stack, "
-        f"{100 * match.self / total:.1f}% in it directly"
-    )
+    on_stack = f"{match.samples:,} samples ({100 * match.inclusive / total:.1f}%) have it"
+    if not counted:
+        on_stack = f"{100 * match.inclusive / total:.1f}% of the instructions run with it"
+    lines.append(f"{on_stack} on the stack, {100 * match.self / total:.1f}% in it directly")
     for rule_id, weight in heaviest(match.overlaps, 2):
         if weight / total >= OVERLAP_NOTED:
             lines.append(f"{100 * weight / total:.1f}% is also counted by {rule_id}")

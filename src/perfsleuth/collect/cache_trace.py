@@ -8,6 +8,7 @@ import difflib
 from functools import lru_cache
 
 from ..binaries import DWARF_ERRORS, binary_at
+from ..cpu_cache_projections.spatial_sample import LINE_SIZE
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..symbols.symbolizer import Symbolizer, elf_symbols
@@ -109,6 +110,7 @@ def from_recording(target: memtrace.Target, rec: memtrace.TracedCalls, line_size
         sample_every=rec.sample_every,
         out_of_time=rec.out_of_time,
         chosen=rec.chosen,
+        spatial=rec.spatial if line_size == LINE_SIZE else [],
     )
     trace.sources = source_lines(trace)
     return trace

@@ -26,6 +26,7 @@ from ..model.cpu_cache import (
     MeasuredRun,
     Sampling,
     Scaling,
+    few_calls_text,
     sampling_text,
 )
 from ..model.profile import Frame, Profile, ProfileBuilder
@@ -283,7 +284,10 @@ def scaled_traces(
             }
         )
     assert first is not None
-    return first, scaling.project(runs, geometry, limits)
+    projected = scaling.project(runs, geometry, limits)
+    if warning := few_calls_text(projected):
+        print(f"perfsleuth: {target.function}: warning: {warning}", file=sys.stderr)
+    return first, projected
 
 
 def line_offsets(lines: set[int], line_size: int) -> list[int]:

@@ -21,6 +21,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from ..cpu_cache_projections import spatial_sample
 from ..cpu_cache_projections.calibrate import cache_dir
 from .traced_calls import CallCounter, DataObserver
 from .valgrind import valgrind_binary
@@ -43,6 +44,7 @@ LDFLAGS = [
 ]  # fmt: skip
 RECORD = struct.Struct("<QII")  # address, size, kind
 KINDS = {ord(k): k for k in "ILSM"}
+SPATIAL = frozenset(map(ord, "lsm"))  # an access of a call not recorded, in the spatial sample
 CALL, RETURN, INSTRUCTION = ord("C"), ord("R"), ord("I")
 NUMBER, END = ord("N"), ord("E")  # a sampled call's number; the calls seen, at the end
 AUTO = 0  # --sample-every=0: the tool doubles k as the run goes on
@@ -138,6 +140,16 @@ class RecordCutter(CallCounter):
                     return True
             elif kind == INSTRUCTION:
                 self.count_instruction(address, size)
+            elif kind in SPATIAL:
+                self.recording.spatial.append((address, size))
             else:
                 self.count_data(KINDS[kind], address, size)
+                self.keep_spatial(address, size)
         return False
+
+    def keep_spatial(self, address: int, size: int) -> None:
+        """A recorded call's access, in the spatial sample when sampling and its
+        line is in it (the tool samples only the calls it does not record)."""
+        every = self.recording.sample_every
+        if self.number is not None and spatial_sample.kept(address, size, self.shift, every):
+            self.recording.spatial.append((address, size))

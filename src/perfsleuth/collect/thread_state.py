@@ -1,7 +1,7 @@
 """What a thread is doing, from its stack and the kernel's view of it.
 
 A stack (leaf first, kernel and user frames) and the kernel's scheduler state
-give one of profile.STATES: running, mutex, condvar, io, sleep, other. The
+give one of states.STATES: running, mutex, condvar, io, sleep, other. The
 rules are data: each names a state and the function names (exact, or prefixes
 ending in `*`) that decide it. Frames are read from the leaf outwards and the
 first frame any rule names decides; futex and syscall plumbing is named by no

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..cpu_cache_projections import spatial_sample
 from ..cpu_cache_projections.trace import Access
 
 DataObserver = Callable[[int, int], None]  # (address, size) of each data access
@@ -33,6 +34,9 @@ class TracedCalls:
     tracer: str = ""  # fntrace or lackey
     sample_every: int = 1  # 1 in k calls traced; the totals above cover those calls
     numbers: list[int] = field(default_factory=list)  # of the calls kept, when sampled
+    # when sampled, every call's data accesses to the lines of the spatial sample
+    # (cpu_cache_projections/spatial_sample.py), in the order they ran
+    spatial: list[spatial_sample.Spatial] = field(default_factory=list)
 
 
 class CallCounter:
@@ -76,6 +80,7 @@ class CallCounter:
         if every > rec.sample_every:
             kept = [(n, c) for n, c in zip(rec.numbers, rec.calls, strict=True) if n % every == 0]
             rec.numbers, rec.calls = [n for n, _ in kept], [c for _, c in kept]
+            rec.spatial = spatial_sample.thinned(rec.spatial, self.shift, every)
             rec.sample_every = every
         rec.numbers.append(number)
         self.current = []

@@ -42,6 +42,10 @@ from .cardinality import Cardinality
 from .deltas import Deltas, is_cumulative
 
 CONNECT_PUSH = "/push.v1.PusherService/Push"
+JSON = "application/json"
+# Why a push stored nothing (its answer's `reason`).
+BASELINE_REASON = "a cumulative series' first push: its baseline (the next is stored as its delta)"
+EMPTY_REASON = "no samples in the push"
 # Query keys of the plain pprof push that are not labels.
 PPROF_PARAMS = ("from", "until", "sampleRate")
 MAX_STATUS_FIELDS = 64
@@ -218,12 +222,11 @@ class Collector:
     ) -> Response:
         """Decode a push into windows and append them; `stored` when any was new."""
         try:
-            windows = await self._run(lambda: self._store(decode()), self.appenders)
+            windows, baselines = await self._run(lambda: self._store(decode()), self.appenders)
         except PayloadError as e:
             return self._refused(endpoint, e)
-        if not windows:  # every window a cumulative series' first: its baseline
-            self.metrics.pushes[endpoint, "baseline"] += 1
-            return JSONResponse({"windows": [], "stored": False, "samples": 0, "baseline": True})
+        if not windows:
+            return self._nothing_stored(endpoint, baselines)
         stored = self._count(windows)
         self.metrics.pushes[endpoint, "accepted" if stored else "duplicate"] += 1
         if stored:
@@ -236,17 +239,27 @@ class Collector:
             "samples": samples,
         }
         # orjson: Starlette's JSONResponse (json.dumps) was ~3% of a push's event-loop time
-        return Response(orjson.dumps(answer), media_type="application/json")
+        return Response(orjson.dumps(answer), media_type=JSON)
 
-    def _store(self, decoded: list[Window]) -> list[tuple[Window, bool]]:
+    def _store(self, decoded: list[Window]) -> tuple[list[tuple[Window, bool]], int]:
         """A push's windows checked, as deltas where cumulative (their series' baselines
         left out), admitted and in the head at once (one write, one fsync), on the
         worker that decoded them (a thread hop costs as much as a small push's
-        decoding): each window and whether it was new."""
+        decoding): each window and whether it was new, and how many were baselines."""
         windows = self._deltas(_checked(decoded))
         for window in windows:
             self.cardinality.admit(window.labels)
-        return list(zip(windows, self.head.append_all(windows), strict=True)) if windows else []
+        stored = list(zip(windows, self.head.append_all(windows), strict=True)) if windows else []
+        return stored, len(decoded) - len(windows)
+
+    def _nothing_stored(self, endpoint: str, baselines: int) -> Response:
+        """The answer to a push that stored no window: its windows were all cumulative
+        series' baselines, or it held no sample (the Java agent's last push of an idle
+        interval: a recording without a sample event)."""
+        result, reason = ("baseline", BASELINE_REASON) if baselines else ("empty", EMPTY_REASON)
+        self.metrics.pushes[endpoint, result] += 1
+        answer = {"windows": [], "stored": False, "samples": 0, "reason": reason}
+        return Response(orjson.dumps(answer | {"baseline": bool(baselines)}), media_type=JSON)
 
     def _deltas(self, windows: list[Window]) -> list[Window]:
         """Cumulative windows as their deltas (deltas.py); their series' baselines left out."""

@@ -1,29 +1,39 @@
-"""perfsleuth annotate FUNC: the function's source lines with their cost."""
+"""perfsleuth annotate FUNC: the function's source lines with their cost.
+
+A count run's listing reads the counts kept for it in answers/ (store/kept_counts.py),
+found through the run index: that path imports neither DuckDB nor what sampled runs'
+listings read, so `annotate` of a small program costs less than cg_annotate's run.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..collect.run_facts import is_own_command
 from ..errors import UserError
-from ..model.counts import ExactCounts
-from ..model.run import LoadedRun
 from ..present import formats_for, write
-from ..views import annotate, source
-from ..views.callgraph import match_functions, match_names
+from ..store import kept_counts
 from .common import (
     add_filter_options,
     add_output_options,
     add_recursion_option,
     add_run_argument,
     apply_filters,
-    exact_counts,
+    count_listing,
+    has_filters,
     load_run,
     open_store,
     require_exact,
     source_roots,
+    store_folder,
 )
+
+if TYPE_CHECKING:
+    from ..model.count_listing import CountListing
+    from ..model.counts import ExactCounts
+    from ..model.run import LoadedRun
 
 NAME = "annotate"
 HELP = "source lines of a function with their cost"
@@ -68,10 +78,21 @@ def run(args: argparse.Namespace) -> int:
         return run_all(args)
     if args.function is None:
         raise UserError("name a function to annotate, or pass --all for every file of a count run")
+    kept = None if has_filters(args) else kept_counts.load_listing(store_folder(args), args.run)
+    if kept is not None:
+        return annotate_counts(args, *kept)
     loaded = load_run(args)
-    exact = exact_counts(args, loaded)
-    if exact is not None:
-        return annotate_counts(args, loaded, exact)
+    if loaded.counts is not None and not has_filters(args):
+        return annotate_counts(args, loaded.id, stored_listing(args, loaded))
+    return annotate_samples(args, loaded)
+
+
+def annotate_samples(args: argparse.Namespace, loaded: LoadedRun) -> int:
+    """`annotate FUNC` on a sampled run (or a count run's samples, with a filter)."""
+    from ..collect.run_facts import is_own_command
+    from ..views import source
+    from ..views.callgraph import match_functions
+
     info = loaded.info
     profile = apply_filters(loaded.profile, args)
     roots = source_roots(args, info)
@@ -93,27 +114,46 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def annotate_counts(args: argparse.Namespace, loaded: LoadedRun, exact: ExactCounts) -> int:
+def annotate_counts(args: argparse.Namespace, run_id: int, kept: CountListing) -> int:
     """`annotate FUNC` on a count run: the function's lines with their exact counts."""
+    from ..views.annotate import CONTEXT_LINES
+    from ..views.callgraph import match_names
+
+    exact = kept.counts(split_recursion=args.split_recursion)
     functions = set(match_names({fn for _ob, fn in exact.functions}, args.function))
-    doc = listing(args, loaded, exact, 0.0, args.context or annotate.CONTEXT_LINES, functions)
-    doc = {"run": str(loaded.id), "functions": sorted(functions), **doc}
+    doc = listing(args, kept, exact, 0.0, args.context or CONTEXT_LINES, functions)
+    doc = {"run": str(run_id), "functions": sorted(functions), **doc}
     write("annotate", doc, args.format, args.output)
     return 0
 
 
 def run_all(args: argparse.Namespace) -> int:
     """`annotate --all [RUN]`: the only positional argument is the run."""
-    loaded = load_run(args, args.function or args.run)
-    exact = require_exact(args, loaded)
-    doc = listing(args, loaded, exact, args.threshold / 100.0, args.context, None)
-    write("annotate", {"run": str(loaded.id), **doc}, args.format, args.output)
+    ref = args.function or args.run
+    kept = kept_counts.load_listing(store_folder(args), ref)
+    if kept is None:
+        loaded = load_run(args, ref)
+        require_exact(args, loaded)
+        kept = loaded.id, stored_listing(args, loaded)
+    run_id, found = kept
+    exact = found.counts(split_recursion=args.split_recursion)
+    doc = listing(args, found, exact, args.threshold / 100.0, args.context, None)
+    write("annotate", {"run": str(run_id), **doc}, args.format, args.output)
     return 0
+
+
+def stored_listing(args: argparse.Namespace, loaded: LoadedRun) -> CountListing:
+    """The listing's counts of a count run read from DuckDB, kept in answers/ for the
+    next `annotate` (a run stored before they were kept by `record`)."""
+    assert loaded.counts is not None
+    made = count_listing(loaded.info, loaded.counts)
+    kept_counts.keep_listing(open_store(args), loaded.info, made)
+    return made
 
 
 def listing(
     args: argparse.Namespace,
-    loaded: LoadedRun,
+    kept: CountListing,
     exact: ExactCounts,
     threshold: float,
     context: int | None,
@@ -121,19 +161,17 @@ def listing(
 ) -> dict:
     """The annotated listing; a source file read from disk that changed since the run
     is said on stderr (stdout stays diffable)."""
-    assert loaded.counts is not None
-    recorded = loaded.counts.sources
+    from ..views import annotate
+
     doc = annotate.annotate_counts(
         exact,
-        source_roots(args, loaded.info),
+        kept.roots([Path(p) for p in args.src or []]),
         threshold=threshold,
         context=context,
         functions=functions,
-        recorded=recorded,
-        as_named=is_own_command(loaded.info),
+        recorded=kept.sources,
+        as_named=kept.as_named,
     )
-    for warning in annotate.changed_sources(
-        doc, recorded, loaded.counts.stamps, loaded.info.started
-    ):
+    for warning in annotate.changed_sources(doc, kept.sources, kept.stamps, kept.started):
         print(f"perfsleuth: warning: {warning}", file=sys.stderr)
     return doc

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..model.profile import STATES, Profile
+from ..model.states import STATES
 from ..present import TitledProfile, describe
 from ..store.layout import store_root
 
 if TYPE_CHECKING:
-    from ..model.counts import ExactCounts
+    from ..model.count_listing import CountListing
+    from ..model.counts import Counts, ExactCounts
+    from ..model.profile import Profile
     from ..model.progress import Progress
     from ..model.run import LoadedRun, RunInfo
     from ..store.runs import Store
@@ -128,6 +130,16 @@ def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
     from ..views import source  # what reads sources is loaded only by the commands that do
 
     return source.source_roots([Path(p) for p in getattr(args, "src", None) or []], info)
+
+
+def count_listing(info: RunInfo, counts: Counts) -> CountListing:
+    """What `annotate` reads of a count run (kept in answers/ by store/kept_counts.py)."""
+    from ..collect.run_facts import is_own_command, working_root
+    from ..model.count_listing import CountListing
+
+    root = working_root(info)
+    own = is_own_command(info)
+    return CountListing.of(counts, info.started, own, None if root is None else str(root))
 
 
 def progress_display(args: argparse.Namespace) -> AbstractContextManager[Progress]:

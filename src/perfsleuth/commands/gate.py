@@ -153,6 +153,13 @@ def load_baseline(store: Store, ref: str) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as e:
+        from ..formats import callgrind  # only to say what the file is
+
+        if callgrind.sniff(path.read_bytes()[:4096]):
+            raise UserError(
+                f"{ref}: a callgrind/cachegrind file, not a baseline file; import it "
+                f"(perfsleuth import {ref}) and pass its run id to --baseline"
+            ) from e
         raise UserError(f"{ref}: not a baseline file ({e}); make one with gate --export") from e
     if not isinstance(doc, dict) or doc.get("perfsleuth_baseline") != BASELINE_VERSION:
         raise UserError(f"{ref}: not a perfsleuth baseline file; make one with gate --export")

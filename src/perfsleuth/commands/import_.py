@@ -10,12 +10,13 @@ from pathlib import Path
 
 from ..collect import run_facts
 from ..errors import UserError
-from ..formats import DESCRIPTIONS, limits, read_any, read_position
-from ..model.run import Recording
+from ..formats import DESCRIPTIONS, check_useful, detect, limits, read_any, read_position
+from ..model.profile import EXACT_UNITS, Profile
+from ..model.run import Recording, StoredDocument
 from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
-from .common import add_output_options, keep_ui_answers, progress_display
+from .common import add_output_options, count_listing, keep_ui_answers, progress_display
 
 NAME = "import"
 HELP = f"import a profile file as a run: {DESCRIPTIONS}"
@@ -66,22 +67,61 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         size = path.stat().st_size
         progress.phase(f"reading {shown} ({size / 1e6:,.1f} MB)", total=size)
         with read_position.watched(path, progress):
-            profile, fmt = read_any(path, max_bytes=max_bytes)
+            recording, fmt = _read(path, max_bytes)
+        profile = recording.profile
         for warning in profile.meta.pop("warnings", []):
             print(f"perfsleuth: warning: {warning}", file=sys.stderr)
-        facts = run_facts.new_run(f"import {shown}", "cpu", source=f"import:{fmt}")
+        mode = "count" if recording.documents else "cpu"
+        facts = run_facts.new_run(f"import {shown}", mode, source=f"import:{fmt}")
         facts.started = path.stat().st_mtime
-        progress.phase(f"storing {profile.num_samples:,} samples")
+        progress.phase(f"storing {_amount(profile)}")
         store = Store(args.store)
-        info = store.add_run(facts, Recording(profile))
+        info = store.add_run(facts, recording)
         keep_ui_answers(store, info, progress, profile, only_top=True)
+        if recording.documents:
+            from ..store import kept_counts  # a count run's; a perf.data import needs none
+
+            kept_counts.keep_recorded(store, info, recording, count_listing)
     summary = {**info.summary(), "format": fmt, "samples": profile.num_samples}
     if args.format == "json":
         write(RECORDED, summary, "json", args.output)
     else:
         print(
-            f"perfsleuth: imported {shown} ({fmt}, {profile.num_samples:,} samples) "
-            f"as run {info.id}",
+            f"perfsleuth: imported {shown} ({fmt}, {_amount(profile)}) as run {info.id}",
             file=sys.stderr,
         )
     return 0
+
+
+def _read(path: Path, max_bytes: int) -> tuple[Recording, str]:
+    """The file as a recording: a callgrind or cachegrind file as a count run (its exact
+    counts kept, so that top, annotate and diff read them as cg_annotate does), any
+    other as a sampled one."""
+    if detect(path).__name__.rsplit(".", 1)[-1] != "callgrind":
+        profile, fmt = read_any(path, max_bytes=max_bytes)
+        return Recording(profile), fmt
+    return _count_run(path)
+
+
+def _count_run(path: Path) -> tuple[Recording, str]:
+    # imported here: importing a perf.data needs none of a count run's modules
+    from ..formats import callgrind
+    from ..formats.tool_output.counts import encode_counts
+    from ..model.counts import Counts
+
+    parsed = callgrind.parse(path)
+    profile = callgrind.profile_of(parsed)
+    check_useful(profile, path.name, "callgrind/cachegrind out")
+    # the sources kept are those beside the file (where valgrind ran, as a rule): an
+    # imported file may name any file, and what the store keeps its server shows
+    folder = path.resolve().parent
+    counts = encode_counts(path, folder, parsed=parsed, within=folder)
+    fmt = str(profile.meta.get("format", "callgrind"))
+    document = StoredDocument(Counts.KIND, Counts.NAME, counts)
+    return Recording(profile, meta={"recorder": fmt}, documents=[document]), fmt
+
+
+def _amount(profile: Profile) -> str:
+    if profile.unit in EXACT_UNITS:
+        return f"{profile.total:,.0f} {profile.unit}"
+    return f"{profile.num_samples:,} samples"

@@ -29,7 +29,7 @@ from ..present import write
 from ..present.json import RECORDED
 from ..store import kept_counts
 from ..store.runs import Store
-from .common import add_output_options, keep_ui_answers, progress_display
+from .common import add_output_options, count_listing, keep_ui_answers, progress_display
 
 NAME = "record"
 HELP = "record a command (or a running process) into the store"
@@ -225,7 +225,7 @@ def store_recording(
     options.progress.phase("storing the run")
     info = store.add_run(facts, recording)
     keep_ui_answers(store, info, options.progress, recording.profile)
-    kept_counts.keep_recorded(store, info, recording)
+    kept_counts.keep_recorded(store, info, recording, count_listing)
     profile = recording.profile
     print(
         f"perfsleuth: stored run {info.id} ({_amount(profile)}"

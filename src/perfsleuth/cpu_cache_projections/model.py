@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..model.cpu_cache import GeometrySpec, Simulation
+from . import spatial_sample
 from .sampled_reuse import SampledReuse
 from .trace import Trace
 
@@ -65,6 +66,17 @@ class Geometry:
         low = f" (low in the {self.levels[1].name}'s LRU order)" if len(self.levels) > 1 else ""
         prefetch = f", next-line prefetch{low}" if self.prefetch else ""
         return f"{', '.join(parts)}, {self.line_size} B lines, LRU{prefetch}"
+
+    def scaled(self, part: float) -> Geometry:
+        """Each level holding `part` of its lines: as many sets of its ways as that
+        makes, or one set of that many lines when that is less than a set."""
+        levels = []
+        for level in self.levels:
+            lines = level.lines(self.line_size)
+            sets = round(lines // level.ways * part)
+            ways = level.ways if sets else max(1, round(lines * part))
+            levels.append(Level(level.name, max(sets, 1) * ways * self.line_size, ways))
+        return Geometry(self.line_size, tuple(levels), self.prefetch)
 
     def to_json(self) -> GeometrySpec:
         return {
@@ -138,10 +150,12 @@ def machine_geometry(root: Path = SYSFS_CACHES) -> Geometry:
 
 class CacheModel:
     """Simulates accesses; `access(line)` returns the index of the level that hit
-    (len(levels) for memory)."""
+    (len(levels) for memory). With `sample_every` k > 1 it plays a spatial sample
+    of 1 in k lines (spatial_sample.py): its prefetches keep to the sample's lines."""
 
-    def __init__(self, geometry: Geometry) -> None:
+    def __init__(self, geometry: Geometry, sample_every: int = 1) -> None:
         self.geometry = geometry
+        self.sample_every = sample_every
         self.shift = geometry.line_size.bit_length() - 1
         self.set_counts = [lv.size // (lv.ways * geometry.line_size) for lv in geometry.levels]
         self.sets: list[list[list[int]]] = [[[] for _ in range(n)] for n in self.set_counts]
@@ -161,8 +175,8 @@ class CacheModel:
         self.accesses += 1
         self.touched.add(line)
         hit = len(self.set_counts)
-        for level, count in enumerate(self.set_counts):
-            if self._lookup(level, line, count):
+        for level in range(len(self.set_counts)):
+            if self._lookup(level, line):
                 hit = level
                 break
             self.misses[level] += 1
@@ -171,11 +185,19 @@ class CacheModel:
         if hit == len(self.set_counts):
             self.filled.add(line)
         if hit and self.geometry.prefetch:
-            self._prefetch(line + 1)
+            self.prefetch(line + 1)
         return hit
 
-    def _lookup(self, level: int, line: int, count: int) -> bool:
-        ways = self.sets[level][line % count]
+    def _set(self, level: int, line: int) -> list[int]:
+        """The set of the level the line maps to: by its number's low bits, or in a
+        spatial sample by its place in it (spatial_sample.place)."""
+        count = self.set_counts[level]
+        if self.sample_every > 1:
+            return self.sets[level][spatial_sample.place(line, self.sample_every, count)]
+        return self.sets[level][line % count]
+
+    def _lookup(self, level: int, line: int) -> bool:
+        ways = self._set(level, line)
         if line in ways:
             ways.remove(line)
             ways.append(line)
@@ -183,14 +205,18 @@ class CacheModel:
         return False
 
     def _fill(self, level: int, line: int) -> None:
-        ways = self.sets[level][line % self.set_counts[level]]
+        ways = self._set(level, line)
         if line in ways:
             ways.remove(line)
         elif len(ways) >= self.geometry.levels[level].ways:
             ways.pop(0)
         ways.append(line)
 
-    def _prefetch(self, line: int) -> None:
+    def prefetch(self, line: int) -> None:
+        """The next-line prefetcher brings the line in (a first level's miss of the
+        line below)."""
+        if self.sample_every > 1 and not spatial_sample.selected(line, self.sample_every):
+            return
         self.filled.add(line)
         self.prefetched.add(line)
         whole_from = self.prefetch_from
@@ -204,7 +230,7 @@ class CacheModel:
         """A prefetch into the level it fills first: a line not there yet enters low
         in its set's LRU order (PREFETCH_ENTRY), where a line touched enters at the
         top."""
-        ways = self.sets[level][line % self.set_counts[level]]
+        ways = self._set(level, line)
         if line in ways:
             return
         if len(ways) >= self.geometry.levels[level].ways:
@@ -248,6 +274,8 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
                 counter[name] += missed[level]
                 in_call[level] += missed[level]
         per_call.append(in_call)
+    if trace.spatial and len(names) > 1:
+        below_first(spatial_estimates(trace, geometry), per_call, by_source, names)
     totals = [sum(c[i] for c in per_call) for i in range(len(names))]
     calls = max(len(per_call), 1)
     return {
@@ -259,6 +287,37 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
         "per_call": per_call,
         "by_source": by_source,
     }
+
+
+def spatial_estimates(trace: Trace, geometry: Geometry) -> list[float]:
+    """Per level, the misses per call of the whole run its spatial sample gives."""
+    every = trace.sample_every
+    scaled = geometry.scaled(1 / every)
+    cache = CacheModel(scaled, every)
+    below = CacheModel(Geometry(geometry.line_size, scaled.levels[:1], prefetch=False))
+    return spatial_sample.misses_per_call(trace.spatial, cache, below, trace.total_calls)
+
+
+def below_first(
+    estimates: list[float],
+    per_call: list[list[float]],
+    by_source: dict[str, dict[str, float]],
+    names: list[str],
+) -> None:
+    """The levels below the first take their misses per call from the spatial
+    sample's `estimates`, shared out over the traced calls and source lines as the
+    traced calls' own estimate shares them (evenly over the accesses where that
+    has none)."""
+    calls = max(len(per_call), 1)
+    accesses = sum(counter["accesses"] for counter in by_source.values()) or 1
+    for level in range(1, len(names)):
+        total = sum(call[level] for call in per_call)
+        target = estimates[level] * calls
+        for call in per_call:
+            call[level] = call[level] * target / total if total else target / calls
+        for counter in by_source.values():
+            share = counter[names[level]] / total if total else counter["accesses"] / accesses
+            counter[names[level]] = share * target
 
 
 def prefetched_rooms(geometry: Geometry) -> list[float]:

@@ -89,7 +89,7 @@ def check_placeholder(cmd: list[str]) -> None:
         raise UserError("--scale needs {n} in the command where the size goes, e.g. -- ./prog {n}")
 
 
-def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+def fit(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     """(a, b) of the least-squares line y = a + b*x."""
     count = len(points)
     mean_x = sum(x for x, _ in points) / count
@@ -156,7 +156,8 @@ def level_cliff(
     demand = geometry.prefetch and index == 0 and len(geometry.levels) > 1
     room = prefetched_rooms(geometry)[index]
     working_set: WorkingSet = "data_lines" if demand else fitted
-    held = fit([(r["n"], room_held(r, working_set, room)) for r in runs])
+    points = [(r["n"], room_held(r, working_set, room)) for r in runs]
+    held = fit(points)
     offsets = (
         runs[-1].get("touched_offsets") if demand else offsets_held(runs[-1], working_set, room)
     )
@@ -172,7 +173,7 @@ def level_cliff(
         **capacity,
         "usable_share": share,
         "usable_lines": usable,
-        **placement(held, usable, room_held(runs[0], working_set, room), runs),
+        **placement(held, usable, points),
     }
     if 0 < room < 1:
         cliff["prefetched_room"] = room
@@ -196,23 +197,42 @@ def offsets_held(run: MeasuredRun, working_set: WorkingSet, room: float) -> Sequ
 
 
 def placement(
-    line: tuple[float, float], capacity: float, smallest: float, runs: list[MeasuredRun]
+    line: tuple[float, float], capacity: float, points: list[tuple[int, float]]
 ) -> Placement:
-    """Where the fit reaches capacity, relative to the scaled range; `smallest`: the
-    working set at the smallest n. One already over capacity there puts the cliff
-    below the range: at the fit's crossing when that is below the smallest n, else
-    at the smallest n scaled down in proportion (the fit's intercept, set by the
-    larger n, may keep it from crossing at all)."""
-    low, high = runs[0]["n"], runs[-1]["n"]
+    """Where the fit reaches capacity, relative to the scaled range; `points`: the
+    working set measured at each n. One already over capacity at the smallest n
+    puts the cliff below the range: at the fit's crossing when that is below the
+    smallest n, else at the smallest n scaled down in proportion (the fit's
+    intercept, set by the larger n, may keep it from crossing at all). One that
+    crosses capacity between two measured n has its cliff between them: at the
+    fit's crossing when that falls there, else where the line between the two
+    measurements crosses (a working set that grows by steps, such as a table's
+    doubled buckets, can put the fit over capacity at every n, crossing at none)."""
+    low, high = points[0][0], points[-1][0]
+    smallest = points[0][1]
     n = crossing(line, capacity)
-    below = smallest >= capacity or (n is not None and n < low)
+    below = smallest >= capacity
     if below and (n is None or n >= low):
         n = round(low * capacity / smallest) if smallest > 0 and capacity > 0 else None
+    elif not below and (bracket := measured_bracket(points, capacity)) is not None:
+        (n0, v0), (n1, v1) = bracket
+        if n is None or not n0 <= n <= n1:
+            n = round(n0 + (capacity - v0) * (n1 - n0) / (v1 - v0))
     return {
         "n": n,
         "in_range": not below and n is not None and low <= n <= high,
         "below_range": below,
     }
+
+
+def measured_bracket(
+    points: list[tuple[int, float]], capacity: float
+) -> tuple[tuple[int, float], tuple[int, float]] | None:
+    """The first two consecutive measurements the working set crosses capacity between."""
+    for before, after in zip(points, points[1:], strict=False):
+        if before[1] < capacity <= after[1]:
+            return before, after
+    return None
 
 
 def set_groups(level: Level, line_size: int) -> int:
@@ -285,11 +305,12 @@ def tlb_cliff(runs: list[MeasuredRun], tlb: TlbLimit) -> TlbCliff | NoTlbCliff:
     reach = tlb.get("reach_pages")
     if not reach:
         return {"available": False, "reason": tlb.get("reason", "no TLB knee measured")}
-    intercept, slope = fit([(r["n"], r["data_pages"]) for r in runs])
+    points = [(r["n"], float(r["data_pages"])) for r in runs]
+    intercept, slope = fit(points)
     return {
         **tlb,
         "available": True,
         "intercept_pages": intercept,
         "pages_per_n": slope,
-        **placement((intercept, slope), reach, runs[0]["data_pages"], runs),
+        **placement((intercept, slope), reach, points),
     }

@@ -31,6 +31,9 @@ class Trace:
     sample_every: int = 1  # 1 in k calls traced; the totals above cover those
     out_of_time: bool = False  # the program was stopped by the time budget
     chosen: Literal["first", "fixed", "auto"] = "first"  # how the calls were chosen
+    # sampled: every call's (address, size) data accesses to the lines of the
+    # spatial sample at 1 in sample_every (spatial_sample.py); empty otherwise
+    spatial: list[tuple[int, int]] = field(default_factory=list)
 
     def source_of(self, pc: int) -> str:
         return self.sources.get(pc, "")

@@ -2,7 +2,7 @@
 
 Three kinds of format, each kind in its own package, each module one format:
 - here, the files `perfsleuth import` reads (READERS below): perf_data, pprof, callgrind,
-  perf_script, py_spy, folded, with their helpers limits and read_position, and
+  speedscope, perf_script, py_spy, folded, with their helpers limits and read_position, and
   pprof_message (a pprof message from a Profile) for present/pprof.py and wire.window_pprof;
 - tool_output/: the output of the tools the recorders run (perf_samples, perf_switches,
   bpftrace_stacks, eu_stack, wallsnap, py_spy_trace, counts) and python_splice, which joins
@@ -32,11 +32,13 @@ READERS = {
     "perf_data": "perf.data",
     "pprof": "pprof profile.proto (plain or gzipped)",
     "callgrind": "callgrind/cachegrind out",
+    "speedscope": "speedscope JSON",
     "perf_script": "perf script text",
     "py_spy": "py-spy raw (Python frames mixed with native)",
     "folded": "FlameGraph folded stacks",
 }
 FORMATS = tuple(READERS)
+WHOLE = ("pprof", "speedscope")  # the readers that need their input whole, bounded
 DESCRIPTIONS = ", ".join(READERS.values())
 # Enough for `perf script --header`'s comment block; extended up to limits.MAX_LINE
 # until the head holds one complete line that is not a comment.
@@ -95,7 +97,7 @@ def detect(path: str | Path) -> ModuleType:
     head = read_head(p)
     for mod in map(module, FORMATS):
         if mod.sniff(head):
-            if _is_gzipped(p) and mod.__name__ != f"{__name__}.pprof":
+            if _is_gzipped(p) and mod.__name__.rsplit(".", 1)[-1] not in WHOLE:
                 raise UserError(f"{p.name}: gzip-compressed; decompress it with gunzip first")
             return mod
     raise UserError(f"{p.name}: not a profile format perfsleuth reads; supported: {DESCRIPTIONS}")
@@ -117,15 +119,16 @@ def read_any(
     read_head(path)  # a missing, empty or special file is the user's error whatever the format
     mod = module(fmt) if fmt else detect(path)
     name = mod.__name__.rsplit(".", 1)[-1]
-    if name == "pprof":  # the one reader that decompresses and needs its input whole
+    if name in WHOLE:
         profile = mod.read(path, max_bytes=max_bytes or limits.max_input_bytes())
     else:
         profile = mod.read(path)
-    _check_useful(profile, Path(path).name, READERS[name])
+    check_useful(profile, Path(path).name, READERS[name])
     return profile, name
 
 
-def _check_useful(profile: Profile, name: str, description: str) -> None:
+def check_useful(profile: Profile, name: str, description: str) -> None:
+    """A profile without samples, weight or stacks is the user's error."""
     if not profile.num_samples:
         raise UserError(f"{name}: no samples in this {description}; nothing to import")
     if not profile.total:

@@ -14,7 +14,8 @@ from google.protobuf.message import DecodeError
 from perfsleuth.errors import UserError
 from perfsleuth.formats import limits
 from perfsleuth.formats import profile_pb2 as pb
-from perfsleuth.model.profile import STATES, Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
+from perfsleuth.model.states import STATES
 
 # Source line numbers beyond this do not fit the run store's INTEGER column.
 MAX_LINE_NUMBER = 2**31 - 1

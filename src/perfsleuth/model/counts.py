@@ -24,10 +24,10 @@ import re
 import sys
 import zlib
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .documents import Upgrade
 
@@ -35,6 +35,7 @@ Sources = dict[str, list[str]]  # file -> its lines, as they were when the run w
 Stamps = dict[str, list]  # file -> [size, mtime, sha256 hex] when the run was recorded
 Fn = tuple[str, str]  # (object, function name)
 Site = tuple[str, int]  # (file, line)
+K = TypeVar("K")
 
 # callgrind names the deeper levels of a recursion f'2, f'3 (--separate-recs)
 RECURSION_SUFFIX = re.compile(r"'[0-9]+$")
@@ -171,6 +172,30 @@ class ExactCounts:
         calls = _remapped(self.calls, {"caller": remap, "callee": remap})
         return replace(self, functions=functions, own_files=own_files, cells=cells, calls=calls)
 
+    def by_line(self) -> ExactCounts:
+        """The counts per (function, file, line): no instruction addresses and no calls,
+        all that a listing reads (model/count_listing.py)."""
+        width = len(self.events)
+        cells = Columns(CELL_COLUMNS, width)
+        for (fid, file, line), costs in self._summed(enumerate(self._cell_keys())).items():
+            cells.append((fid, file, line, 0), costs)
+        return replace(self, cells=cells, calls=Columns(CALL_COLUMNS, width))
+
+    def _summed(self, rows: Iterable[tuple[int, K]]) -> dict[K, list[int]]:
+        """key -> the summed counts of every event of the cell rows given as (row, key)."""
+        width = len(self.events)
+        costs = self.cells.costs
+        out: dict[K, list[int]] = {}
+        for row, key in rows:
+            start = row * width
+            got = out.get(key)
+            if got is None:
+                out[key] = list(costs[start : start + width])
+            else:
+                for i in range(width):
+                    got[i] += costs[start + i]
+        return out
+
     # -- per function -------------------------------------------------------------------
 
     def self_by_id(self, event: str = "Ir") -> list[int]:
@@ -271,30 +296,18 @@ class ExactCounts:
     def file_lines(self, functions: set[str] | None = None) -> dict[str, dict[int, list[int]]]:
         """file -> line -> exact counts of every event (all functions' code on that line)."""
         keep = self._kept(functions)
-        width = len(self.events)
-        per_file: dict[int, dict[int, list[int]]] = {}
-        costs = self.cells.costs
-        for row, (fid, file, line) in enumerate(self._cell_keys()):
-            if keep is not None and fid not in keep:
-                continue
-            lines = per_file.setdefault(file, {})
-            got = lines.get(line)
-            start = row * width
-            if got is None:
-                lines[line] = list(costs[start : start + width])
-            else:
-                for i in range(width):
-                    got[i] += costs[start + i]
+        kept = (
+            (row, (file, line))
+            for row, (fid, file, line) in enumerate(self._cell_keys())
+            if keep is None or fid in keep
+        )
         out: dict[str, dict[int, list[int]]] = {}
-        for file, lines in per_file.items():
+        for (file, line), costs in self._summed(kept).items():
             merged = out.setdefault(self.files[file] or NO_SOURCE, {})
-            for line, row_costs in lines.items():
-                old = merged.get(line)
-                merged[line] = (
-                    row_costs
-                    if old is None
-                    else [a + b for a, b in zip(old, row_costs, strict=True)]
-                )
+            old = merged.get(line)
+            merged[line] = (
+                costs if old is None else [a + b for a, b in zip(old, costs, strict=True)]
+            )
         return out
 
     def unlocated(self, functions: set[str] | None = None) -> dict[str, list[int]]:

@@ -367,6 +367,21 @@ def sampling_text(sampling: Sampling) -> str:
     )
 
 
+def few_calls_text(scaling: Scaling) -> str:
+    """A warning when a scaled run called the function fewer times than its n: if
+    each call works on one of the n items, the calls reached at most that many of
+    them, and the working set measured there falls short of n's ('' when none did)."""
+    short = [run for run in scaling["runs"] if run.get("calls", run["n"]) < run["n"]]
+    if not short:
+        return ""
+    at = ", ".join(f"n = {run['n']:,} ({run['calls']:,} calls)" for run in short)
+    return (
+        f"fewer calls traced than n at {at}: if each call works on one of the n items, "
+        "the calls reached at most that many of them, so the working set measured there "
+        "is short of n's and the cliffs come late; run at least n operations at each n"
+    )
+
+
 def _first_calls(doc: dict[str, Any]) -> dict[str, Any]:
     """Version 2 -> 3: the first calls were traced."""
     footprint = doc["footprint"]

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from .profile import Profile
+from .labels import LABEL_GROUPINGS as LABEL_GROUPINGS
+from .labels import LABEL_NAME as LABEL_NAME
+from .labels import LABEL_PREFIX as LABEL_PREFIX
+from .labels import LABELS as LABELS
 
-# Every stored sample carries these labels ("" when the source does not say).
-LABELS = ("host", "service", "pid", "comm", "exe", "build_id", "cgroup")
-LABEL_GROUPINGS = ("service", "host")  # the labels a fleet query can group by by name
-LABEL_PREFIX = "label:"  # and any label as label:NAME (fleet top --by label:version)
-LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")  # what --where and --by may name
+if TYPE_CHECKING:
+    from .profile import Profile
+
 
 # The profile types a window can hold, each with the unit of its values. CPU time is
 # what fleet queries read unless told otherwise (--type).

@@ -26,9 +26,6 @@ UNITS = ("samples", "ns", "instructions", "events", "bytes", "accesses")
 # run, memory accesses of the calls a cache run traced.
 EXACT_UNITS = ("instructions", "accesses")
 
-# Thread states a sample can carry (off-CPU / wall-clock modes); "" = unknown.
-STATES = ("running", "mutex", "condvar", "io", "sleep", "other")
-
 
 @dataclass(frozen=True, slots=True)
 class Frame:

@@ -18,6 +18,7 @@ from ..model.cpu_cache import (
     Simulation,
     StructLayout,
     TlbCliff,
+    few_calls_text,
     levels_text,
     limited_by_sets,
     owner,
@@ -136,6 +137,8 @@ def render_scaling(scale: Scaling, console: Console) -> None:
                 f"{run['cached_lines']:,} cached; misses/call {misses}"
             )
         )
+    if warning := few_calls_text(scale):
+        console.print(Text(f"  warning: {warning}", style="yellow"))
     for cliff in scale["cliffs"]:
         held = capacity(cliff, fit["of"])
         console.print(

@@ -23,13 +23,22 @@ def write(doc: dict, fh: IO[str]) -> None:
         _render_shares(doc, console_for(fh))
 
 
+def _totals(doc: dict) -> str:
+    """Both totals, and their ratio where they are in one unit (instructions against
+    nanoseconds have none)."""
+    a, b = doc["total_a"], doc["total_b"]
+    if "/" in doc["unit"]:
+        unit_a, unit_b = doc["unit"].split("/", 1)
+        return f"totals {a:,.0f} {unit_a} and {b:,.0f} {unit_b}, not comparable"
+    ratio = f" ({b / a:.3f}×)" if a else ""
+    return f"total {a:,.0f} → {b:,.0f} {doc['unit']}{ratio}"
+
+
 def _render_shares(doc: dict, console: Console) -> None:
     from rich.table import Table
 
-    ratio = doc["total_b"] / doc["total_a"] if doc["total_a"] else 0.0
     table = Table(
-        title=f"run {doc['a']} → run {doc['b']}: total {doc['total_a']:,.0f} → "
-        f"{doc['total_b']:,.0f} {doc['unit']} ({ratio:.3f}×); shares of each run's total",
+        title=f"run {doc['a']} → run {doc['b']}: {_totals(doc)}; shares of each run's total",
         title_justify="left",
         box=None,
         header_style="bold",

@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..model.profile import Frame, Profile, is_python_frame
 from . import PROFILE, Output, TitledProfile
+
+if TYPE_CHECKING:  # types alone: the registry imports this module for every command's --format
+    from ..model.profile import Frame, Profile
 
 PROCESSED_VERSION = 70
 GECKO_VERSION = 36  # meta.version: the Gecko format the processed one was made from
@@ -161,6 +163,8 @@ class _Shared:
 
 
 def _category(frame: Frame) -> int:
+    from ..model.profile import is_python_frame
+
     if frame.kernel:
         return KERNEL
     return PYTHON if is_python_frame(frame) else OTHER

@@ -11,11 +11,12 @@ reads back as py-spy's (formats/py_spy.py), module, file and line kept.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..model.profile import Frame, Profile, is_python_frame
-from ..views.flame import frame_label
 from . import PROFILE, Output, TitledProfile
+
+if TYPE_CHECKING:  # types alone: the registry imports this module for every command's --format
+    from ..model.profile import Frame, Profile
 
 
 def lines(profile: Profile) -> list[str]:
@@ -30,6 +31,9 @@ def lines(profile: Profile) -> list[str]:
 
 
 def _label(frame: Frame, modules: bool) -> str:
+    from ..model.profile import is_python_frame
+    from ..views.flame import frame_label
+
     if is_python_frame(frame):
         return f"{frame.function} ({frame.file}:{frame.line})"
     label = frame_label(frame)

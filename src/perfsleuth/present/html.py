@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..errors import UserError
 from . import UI, Output
@@ -25,8 +24,7 @@ SCRIPT_TAG = re.compile(r'<script type="module"[^>]*src="([^"]+)"[^>]*></script>
 STYLE_TAG = re.compile(r'<link rel="stylesheet"[^>]*href="([^"]+)"[^>]*>')
 
 
-@dataclass(frozen=True)
-class UiBundle:
+class UiBundle(NamedTuple):
     data: dict  # {"docs", "blobs", "start", "overview"}: server/bundle.collect()
     static: Path  # the built UI: index.html and its assets
 

@@ -59,12 +59,6 @@ def heading(fh: IO[str], text: str) -> None:
         fh.write(text + "\n")
 
 
-def say(console: Console, text: str) -> None:
-    """One line as is: no markup, no highlighting, never wrapped. Written straight to the
-    console's file: listings of hundreds of thousands of lines are too many for print()."""
-    console.file.write(text + "\n")
-
-
 def cell(text: str) -> Text:
     """A table cell shown as is: symbol names like `operator[]` are not rich markup."""
     from rich.text import Text

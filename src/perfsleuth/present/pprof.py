@@ -8,15 +8,13 @@ total of 334.6 is written as 335 over the stacks, never as their rounded sum.
 
 from __future__ import annotations
 
-import gzip
 from typing import IO, TYPE_CHECKING, Any
 
-from ..formats.pprof_message import ProfileMessage
-from ..model.profile import Profile
 from . import PROFILE, Output, TitledProfile
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types alone: the registry imports this module for every command's --format
     from ..formats import profile_pb2 as pb
+    from ..model.profile import Profile
 
 # What the writer calls each perfsleuth unit.
 WRITE_TYPES = {
@@ -33,6 +31,8 @@ def encode(profile: Profile) -> bytes:
     """`profile` as a gzipped profile.proto."""
     # profile_pb2 takes a tenth of a second to import and the registry imports this
     # module for every command's --format choices: it is loaded only to write.
+    import gzip
+
     from ..formats import profile_pb2
 
     msg = _Writer(profile, profile_pb2.Profile()).message()
@@ -41,6 +41,8 @@ def encode(profile: Profile) -> bytes:
 
 class _Writer:
     def __init__(self, profile: Profile, empty: pb.Profile) -> None:
+        from ..formats.pprof_message import ProfileMessage
+
         self.p = profile
         self.msg = empty
         self.interned = ProfileMessage(profile, empty, program_first=True)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..model.profile import Frame, Profile
 from . import PROFILE, Output, TitledProfile
+
+if TYPE_CHECKING:  # types alone: the registry imports this module for every command's --format
+    from ..model.profile import Frame, Profile
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 UNITS = {"ns": "nanoseconds", "bytes": "bytes"}

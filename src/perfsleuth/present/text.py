@@ -23,7 +23,7 @@ RENDERERS = {
     "top": ("top_text", "write"),
     "callers": ("callgraph_text", "render_callers"),
     "callees": ("callgraph_text", "render_callees"),
-    "annotate": ("annotate_text", "render"),
+    "annotate": ("annotate_text", "write"),
     "diff": ("diff_text", "write"),
     "cache": ("cpu_cache_text", "render"),
     "calibration": ("cpu_cache_text", "render_calibration"),

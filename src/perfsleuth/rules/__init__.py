@@ -91,12 +91,15 @@ class Rule:
 
     def matches(self, function: str, dso: str) -> bool:
         names = {function, without_return_type(function)}
+        # a count run names DSOs by their whole path (callgrind's), a sampled run by
+        # file name: `^libz\.so` is meant for both
+        files = {dso, dso.rsplit("/", 1)[-1]} if dso.startswith("/") else {dso}
         if any(p.search(n) for p in self.exclude_functions for n in names) or any(
-            p.search(dso) for p in self.exclude_dsos
+            p.search(f) for p in self.exclude_dsos for f in files
         ):
             return False
         return any(p.search(n) for p in self.functions for n in names) or any(
-            p.search(dso) for p in self.dsos
+            p.search(f) for p in self.dsos for f in files
         )
 
 

@@ -24,8 +24,9 @@ from ..model.counts import ExactCounts
 from ..model.cpu_cache import CacheProjections
 from ..model.findings import Finding
 from ..model.leaf_costs import LeafCosts
-from ..model.profile import STATES, Profile
+from ..model.profile import Profile
 from ..model.run import RunInfo
+from ..model.states import STATES
 from ..model.timeline import Timeline
 from ..store.answers import AnswerFiles
 from ..store.run_index import is_run_reference, resolve

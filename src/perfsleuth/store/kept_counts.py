@@ -1,16 +1,19 @@
 """A count run's line counts (model/line_counts.py: all `diff` of two count runs reads of
-a run) kept in answers/ as compact JSON, so that `diff` reads them through the run index
+a run) and its listing's counts (model/count_listing.py: all `annotate` reads) kept in
+answers/ as JSON, so that `diff` and `annotate` read them through the run index
 (run_index.py) without importing DuckDB, whose import cost more CPU than cg_diff's whole
-diff of speedtest1 (docs/counts.md), nor reading the whole counts document.
+diff of speedtest1 and cg_annotate's whole run on a small program (docs/counts.md), nor
+reading the whole counts document.
 
-Kept when `record` stores the run, or else the first time `diff` loads it from DuckDB;
-a stored run never changes, and the file's name carries the code's stamp like every
-file there.
+Kept when `record` stores the run, or else the first time `diff` or `annotate` loads it
+from DuckDB; a stored run never changes, and the file's name carries the code's stamp
+like every file there.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +22,13 @@ from . import run_index
 from .answers import AnswerFiles
 
 if TYPE_CHECKING:
+    from ..model.count_listing import CountListing
     from ..model.counts import Counts
     from ..model.run import Recording, RunInfo
     from .runs import Store
 
 COUNTS_FILE = "line-counts"
+LISTING_FILE = "count-listing"
 
 
 def keep(store: Store, info: RunInfo, counts: Counts) -> LineCounts:
@@ -34,15 +39,28 @@ def keep(store: Store, info: RunInfo, counts: Counts) -> LineCounts:
     return lines
 
 
-def keep_recorded(store: Store, info: RunInfo, recording: Recording) -> None:
-    """Keep the line counts of a run just stored, if it has counts: the first `diff`
-    after two count runs were recorded then does not import DuckDB either."""
+def keep_listing(store: Store, info: RunInfo, listing: CountListing) -> None:
+    """Keep what `annotate` reads of a count run in answers/."""
+    text = json.dumps(listing.to_json(), separators=(",", ":"))
+    AnswerFiles(store.root).keep(info, LISTING_FILE, text.encode())
+
+
+def keep_recorded(
+    store: Store,
+    info: RunInfo,
+    recording: Recording,
+    listing: Callable[[RunInfo, Counts], CountListing],
+) -> None:
+    """Keep the line counts and the listing (made by `listing`) of a run just stored, if
+    it has counts: the first `diff` or `annotate` of a count run just recorded does not
+    import DuckDB either."""
     from ..model.counts import Counts
 
     stored = (d.data for d in recording.documents if (d.kind, d.name) == (Counts.KIND, Counts.NAME))
     counts = next((c for c in stored if isinstance(c, Counts)), None)
     if counts is not None:
         keep(store, info, counts)
+        keep_listing(store, info, listing(info, counts))
 
 
 def load(root: Path, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
@@ -51,9 +69,25 @@ def load(root: Path, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
     the runs from DuckDB)."""
     loaded = []
     for ref in refs:
-        run = run_index.find(root, ref)
-        kept = None if run is None else AnswerFiles(root).kept(*run.key, COUNTS_FILE)
-        if run is None or kept is None:
+        kept = _kept(root, ref, COUNTS_FILE)
+        if kept is None:
             return None
-        loaded.append((run.id, LineCounts.from_json(json.loads(kept))))
+        loaded.append((kept[0], LineCounts.from_json(json.loads(kept[1]))))
     return loaded
+
+
+def load_listing(root: Path, ref: str | None) -> tuple[int, CountListing] | None:
+    """The id and listing's counts of the count run `ref` names, read from its kept file;
+    None when the index is stale or the run has none kept (a sampled run, or a count run
+    not read since it was stored by an older perfsleuth: load it from DuckDB)."""
+    from ..model.count_listing import CountListing
+
+    kept = _kept(root, ref, LISTING_FILE)
+    return None if kept is None else (kept[0], CountListing.from_json(json.loads(kept[1])))
+
+
+def _kept(root: Path, ref: str | None, name: str) -> tuple[int, bytes] | None:
+    """The id of the run `ref` names and its kept file `name`, through the run index."""
+    run = run_index.find(root, ref)
+    kept = None if run is None else AnswerFiles(root).kept(*run.key, name)
+    return None if run is None or kept is None else (run.id, kept)

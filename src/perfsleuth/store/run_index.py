@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import UserError
 from .layout import DB_NAME
@@ -23,8 +23,7 @@ from .layout import DB_NAME
 INDEX_NAME = "runs-index.json"
 
 
-@dataclass(frozen=True)
-class IndexedRun:
+class IndexedRun(NamedTuple):
     """What the index knows of a run: enough to name the files kept for it."""
 
     id: int

@@ -17,13 +17,19 @@ file debug info names, as is or under a --src root.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model.counts import NO_SOURCE, ExactCounts, Sources, Stamps
-from ..model.profile import Profile
+from ..model.counts import NO_SOURCE, ExactCounts, Stamps
+
+if TYPE_CHECKING:  # the type alone: a count run's listing reads no profile
+    from ..model.profile import Profile
+
+# file -> its lines as recorded with the run (model/counts.Sources, or a kept listing's
+# sources, decoded as they are read: model/count_listing.RecordedSources)
+Recorded = Mapping[str, list[str]]
 
 CONTEXT_LINES = 3
 
@@ -69,7 +75,7 @@ def find_source(name: str, roots: list[Path], as_named: bool = False) -> Path | 
 
 
 def source_text(
-    file: str, roots: list[Path], recorded: Sources, as_named: bool = False
+    file: str, roots: list[Path], recorded: Recorded, as_named: bool = False
 ) -> tuple[Path | None, list[str]]:
     """Where a file's text comes from and its lines: as recorded with the run, else
     as found on disk now (no path and no lines when it is nowhere)."""
@@ -93,7 +99,7 @@ def annotate_counts(
     threshold: float,
     context: int | None,
     functions: set[str] | None = None,
-    recorded: Sources | None = None,
+    recorded: Recorded | None = None,
     as_named: bool = False,
 ) -> dict:
     """The `annotate --all` document; `threshold` is a fraction of the first event.
@@ -122,10 +128,12 @@ def annotate_counts(
     }
 
 
-def changed_sources(doc: dict, recorded: Sources, stamps: Stamps, started: float) -> list[str]:
+def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: float) -> list[str]:
     """What a listing read from disk that is not the file the run counted: a file whose
     content differs from its fingerprint at record time, or, for runs recorded before
     fingerprints were kept, a file modified after the run started."""
+    import hashlib  # a file is hashed only when its size or time moved: most listings never
+
     said = []
     for entry in doc["files"]:
         path, file = entry.get("path"), entry["file"]

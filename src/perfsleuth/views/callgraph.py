@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..model.profile import Profile
-from .documents import CallGraphDoc, Neighbour
+
+if TYPE_CHECKING:  # types alone: `annotate` of a count run matches names without them
+    from ..model.profile import Profile
+    from .documents import CallGraphDoc, Neighbour
 
 ROOT = "[root]"
 SELF = "[self]"

@@ -99,7 +99,7 @@ def line_changes(
 ) -> list[dict]:
     """A row for every counted line whose count changed, files paired by paired_files
     and their lines by align_file, the largest changes first."""
-    column_a, column_b = a.index(event), b.index(event)
+    column_a, column_b = a.column(event), b.column(event)
     # Each row behind its order: the largest change first, equal ones in the order of
     # str((file, line in A, line in B)), written here with the file's repr made once.
     ordered: list[tuple[int, str, dict[str, Any]]] = []

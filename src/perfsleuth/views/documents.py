@@ -18,7 +18,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from ..model import cpu_cache
 from ..model import fleet as fleet_model
 from ..model.findings import Finding
-from ..model.profile import STATES
+from ..model.states import STATES
 from .keys import FLEET_TOP_GROUPINGS, GROUPINGS
 
 UNKNOWN_STATE = "unknown"  # samples recorded without a thread state

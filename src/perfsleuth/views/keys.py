@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ..model.fleet import LABEL_GROUPINGS, LABEL_NAME, LABEL_PREFIX
-from ..model.profile import Frame, Profile
+from ..model.labels import LABEL_GROUPINGS, LABEL_NAME, LABEL_PREFIX
+
+if TYPE_CHECKING:  # types alone: `diff` and `top` take GROUPINGS without the profile's module
+    from ..model.profile import Frame, Profile
 
 GROUPINGS = ("function", "line", "file", "dso")
 # fleet top's: the frame groupings, DSOs by library name, and a label's values

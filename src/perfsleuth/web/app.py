@@ -1,14 +1,16 @@
 """The Starlette app every perfsleuth HTTP entry point is built on: auth, Host check, body limits.
 
 - Bearer tokens: `Authorization: Bearer T`, compared in constant time against every
-  configured token; with no token configured, only a loopback listener may run
-  (run.serve refuses the rest), and requests need none.
+  configured token; or `Authorization: Basic` with T as the password and any user name
+  (what Grafana Alloy's pyroscope.write and the Pyroscope SDKs send with basic auth, the
+  user a Grafana Cloud tenant id); with no token configured, only a loopback listener may
+  run (run.serve refuses the rest), and requests need none.
 - Host check on loopback listeners, token or not: a browser page on another site must
   not reach the service through DNS rebinding.
 - read_body(): the request body streamed up to a size limit (413 past it), within a
-  time limit (408), a compressed body (Content-Encoding gzip, deflate, zlib or zstd: the
-  OpenTelemetry Collector's exporters offer all four) inflated as it arrives, up to its own limit
-  (413: a bomb is never inflated past it).
+  time limit (408), a compressed body (Content-Encoding gzip, deflate, zlib, zstd, snappy
+  or lz4, what the OpenTelemetry Collector's exporters offer: web/inflate.py) inflated as
+  it arrives, up to its own limit (413: a bomb is never inflated past it).
 - Request slots: at most Limits.concurrency requests are in progress past the token
   check (more get 503); a connection that has not sent a whole request, or whose
   request is refused for its token, takes none (web.guard bounds those). The bodies
@@ -25,14 +27,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hmac
 import ipaddress
-import zlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
-import pyzstd
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -41,6 +43,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .inflate import INFLATERS, InflatesPast
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
 DRAIN_FACTOR = 4  # see read_body
@@ -223,8 +227,8 @@ async def read_body(request: Request) -> bytes:
     if encoding != "identity" and encoding not in INFLATERS:
         raise HTTPException(
             415,
-            f"Content-Encoding {encoding[:40]} is not supported: use gzip, zstd, deflate or "
-            "none (snappy and lz4 are not read)",
+            f"Content-Encoding {encoding[:40]} is not supported: use gzip, zstd, deflate, "
+            "zlib, snappy, x-snappy-framed, lz4 or none",
         )
     held: _Held = request.scope.get(HELD) or _Held(_Server(limits))
     body = _Body(limits, held, encoding)
@@ -242,64 +246,13 @@ async def read_body(request: Request) -> bytes:
         late = True
     if size > limits.max_body:
         raise _too_large(limits.max_body)
+    if not late:
+        await body.end()
     if body.refused is not None:
         raise body.refused
     if late:
         raise HTTPException(408, f"the body did not arrive within {limits.read_timeout_s:g} s")
     return body.finish()
-
-
-class _Zlib:
-    """A gzip or zlib stream inflated piece by piece: what `max_length` held back is
-    kept and inflated by the next steps."""
-
-    errors: tuple[type[Exception], ...] = (zlib.error,)
-
-    def __init__(self, wbits: int) -> None:
-        self.inner = zlib.decompressobj(wbits=wbits)
-
-    def step(self, data: bytes, max_length: int) -> bytes:
-        return self.inner.decompress(self.inner.unconsumed_tail + data, max_length)
-
-    @property
-    def held(self) -> bool:
-        return bool(self.inner.unconsumed_tail)
-
-    @property
-    def ended(self) -> bool:
-        return self.inner.eof
-
-
-class _Zstd:
-    """A zstd stream (one or more frames) inflated piece by piece, as _Zlib."""
-
-    errors = (pyzstd.ZstdError,)
-
-    def __init__(self) -> None:
-        self.inner = pyzstd.EndlessZstdDecompressor()
-
-    def step(self, data: bytes, max_length: int) -> bytes:
-        return self.inner.decompress(data, max_length)
-
-    @property
-    def held(self) -> bool:
-        return not self.inner.needs_input
-
-    ended = False  # frames may follow frames; finish() checks the last one is whole
-
-    @property
-    def whole(self) -> bool:
-        return self.inner.at_frame_edge
-
-
-# Content-Encoding -> its inflater. HTTP's deflate is the zlib format (RFC 9110), as
-# the OpenTelemetry Collector's `deflate` and `zlib` compressions both send.
-INFLATERS: dict[str, Callable[[], _Zlib | _Zstd]] = {
-    "gzip": lambda: _Zlib(31),
-    "deflate": lambda: _Zlib(15),
-    "zlib": lambda: _Zlib(15),
-    "zstd": _Zstd,
-}
 
 
 class _Body:
@@ -314,7 +267,7 @@ class _Body:
         self.encoding = encoding
         self.limit = limits.max_body if make is None else limits.max_inflated
         self.held = held
-        self.inflater = None if make is None else make()
+        self.inflater = None if make is None else make(self.limit)
         self.parts: list[bytes] = []
         self.size = 0
         self.refused: HTTPException | None = None
@@ -332,8 +285,10 @@ class _Body:
             except inflater.errors as e:
                 self.refused = HTTPException(400, f"the {self.encoding} body is broken ({e})")
                 return
+            except InflatesPast:
+                out = None
             data = b""
-            if len(out) > room:
+            if out is None or len(out) > room:
                 self.refused = HTTPException(
                     413, f"the {self.encoding} body inflates past the limit of {_mb(self.limit)}"
                 )
@@ -351,11 +306,14 @@ class _Body:
             self.parts.clear()
             self.held.release()
 
+    async def end(self) -> None:
+        """The body is over: what its inflater held until then (a snappy block) inflates."""
+        if self.inflater is not None and self.refused is None:
+            self.inflater.close()
+            await self.feed(b"")
+
     def finish(self) -> bytes:
-        inflater = self.inflater
-        if inflater is not None and not (
-            inflater.whole if isinstance(inflater, _Zstd) else inflater.ended
-        ):
+        if self.inflater is not None and not self.inflater.whole:
             raise HTTPException(400, f"the {self.encoding} body is truncated")
         body = b"".join(self.parts)
         self.parts.clear()
@@ -393,7 +351,7 @@ class _TokenCheck:
             await self.app(scope, receive, send)
             return
         answer = PlainTextResponse(
-            "missing or wrong token: send Authorization: Bearer TOKEN\n",
+            "missing or wrong token: send Authorization: Bearer TOKEN (or Basic, password TOKEN)\n",
             status_code=401,
             headers={"WWW-Authenticate": "Bearer"},
         )
@@ -401,11 +359,25 @@ class _TokenCheck:
 
     def _allowed(self, header: bytes) -> bool:
         scheme, _, given = header.partition(b" ")
-        if scheme.lower() != b"bearer":
+        if scheme.lower() == b"basic":
+            given = _basic_password(given.strip())
+        elif scheme.lower() == b"bearer":
+            given = given.strip()
+        else:
             return False
         # Every token is compared, so the time taken says nothing about which matched.
-        matches = [hmac.compare_digest(given.strip(), token) for token in self.tokens]
-        return any(matches)
+        matches = [hmac.compare_digest(given, token) for token in self.tokens]
+        return bool(given) and any(matches)
+
+
+def _basic_password(credentials: bytes) -> bytes:
+    """The password of Basic credentials (base64 of `user:password`); b"" if malformed."""
+    try:
+        decoded = base64.b64decode(credentials, validate=True)
+    except binascii.Error:
+        return b""
+    _, colon, password = decoded.partition(b":")
+    return password if colon else b""
 
 
 class _HostCheck:

@@ -29,7 +29,12 @@
    itself so that a long run stays bounded without knowing its length: every call
    until 2N are recorded (N: --max-calls), then k doubles each time the run reaches
    2N·k calls, so the reader, keeping the multiples of the last k, holds N to 2N
-   calls spread evenly over the whole run. */
+   calls spread evenly over the whole run.
+
+   Spatial sample (with sampling): in the calls not recorded, the data accesses to
+   1 in k of the 64-byte lines (line_selected), and to the line below each of
+   those, are recorded all the same, as 'l', 's', 'm': the misses of the large
+   caches come from that sample (cpu_cache_projections/spatial_sample.py). */
 
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -64,6 +69,16 @@ static Bool recording = False;
 static Record buffer[BUFFER_RECORDS];
 static Int used = 0;
 
+#define LINE_SHIFT 6
+
+#define GOLDEN 0x9E3779B97F4A7C15ull /* 2^64 / the golden ratio */
+
+/* The line's number times the golden ratio falls in the first 1/k of [0, 1)
+   (spatial_sample.py's `selected`) */
+static inline Bool line_selected(ULong line) {
+    return line * GOLDEN <= ~0ull / every;
+}
+
 static void flush(void) {
     if (used > 0)
         VG_(write)((Int)out_fd, buffer, used * (Int)sizeof(Record));
@@ -77,6 +92,18 @@ static inline void put(Addr address, UWord size, UInt kind) {
     buffer[used].size = (UInt)size;
     buffer[used].kind = kind;
     used++;
+}
+
+/* An access of a call not recorded: kept if it touches a chosen line or the line
+   below one. */
+static void spatial(Addr address, UWord size, UInt kind) {
+    ULong first = address >> LINE_SHIFT, last = (address + size - 1) >> LINE_SHIFT;
+    for (ULong line = first; line <= last + 1; line++) {
+        if (line_selected(line)) {
+            put(address, size, kind);
+            return;
+        }
+    }
 }
 
 /* The entry instruction is about to run: the call's return address is on top of
@@ -129,16 +156,22 @@ static VG_REGPARM(2) void on_instruction(Addr address, UWord size) {
 static VG_REGPARM(2) void on_load(Addr address, UWord size) {
     if (recording)
         put(address, size, 'L');
+    else if (depth > 0 && sample_every != 1)
+        spatial(address, size, 'l');
 }
 
 static VG_REGPARM(2) void on_store(Addr address, UWord size) {
     if (recording)
         put(address, size, 'S');
+    else if (depth > 0 && sample_every != 1)
+        spatial(address, size, 's');
 }
 
 static VG_REGPARM(2) void on_modify(Addr address, UWord size) {
     if (recording)
         put(address, size, 'M');
+    else if (depth > 0 && sample_every != 1)
+        spatial(address, size, 'm');
 }
 
 /* Data accesses of the current instruction, held back so that a load and a store

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from stat import S_ISREG
 
 from ...model.counts import Counts, ExactCounts, Sources, Stamps
 from .. import callgrind
@@ -17,26 +18,37 @@ MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
 
 
 def encode_counts(
-    path: Path, cwd: Path | None = None, parsed: callgrind.CallgrindData | None = None
+    path: Path,
+    cwd: Path | None = None,
+    parsed: callgrind.CallgrindData | None = None,
+    within: Path | None = None,
 ) -> Counts:
     """The document of a callgrind.out file (`parsed` already, when the caller read it),
-    with its source files as they are now."""
+    with its source files as they are now (only those inside `within` when given: an
+    imported file's names are not the user's own program's, and the store serves them)."""
     raw = path.read_bytes()
     data = parsed if parsed is not None else callgrind.parse_bytes(raw, path.name)
     exact = callgrind.exact_counts(data)
-    sources, stamps = source_files(exact, cwd or Path.cwd())
+    sources, stamps = source_files(exact, cwd or Path.cwd(), within)
     return Counts(raw, sources, exact, stamps)
 
 
-def source_files(exact: ExactCounts, cwd: Path) -> tuple[Sources, Stamps]:
-    """file name as callgrind gives it -> its lines, for every readable counted file
-    up to MAX_SOURCE_BYTES, and the fingerprint of every readable counted file."""
+def source_files(
+    exact: ExactCounts, cwd: Path, within: Path | None = None
+) -> tuple[Sources, Stamps]:
+    """file name as callgrind gives it -> its lines, for every readable counted regular
+    file (inside `within` after following symlinks, when given) up to MAX_SOURCE_BYTES,
+    and the fingerprint of every such file."""
     sources: Sources = {}
     stamps: Stamps = {}
     for name in exact.counted_files():
         path = Path(name) if Path(name).is_absolute() else cwd / name
         try:
+            if within is not None and not path.resolve().is_relative_to(within.resolve()):
+                continue
             stat = path.stat()
+            if not S_ISREG(stat.st_mode):
+                continue
             raw = path.read_bytes()
         except OSError:
             continue

@@ -49,9 +49,13 @@ TIME_RANGE_SHOWN = "2001-2100 (unix seconds 1e9 to 4.1e9)"
 TIME_UNITS = ((1e18, 1e9), (1e15, 1e6), (1e12, 1e3))
 # `now`, `now-10s`, `now+1h` as Pyroscope's from/until take them (its attime: an offset
 # without a unit is none)
-NOW = re.compile(r"now(?:([-+])(\d{1,9})(s|min|h|d|w|mon|M|y)?)?")
-NOW_UNITS = {"s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800, "mon": 2592000}
-NOW_UNITS |= {"M": 2592000, "y": 31536000}
+# `now`, `now-10s`, `now-5m`, `now-1h30m`: Pyroscope's attime reads each unit by its
+# first letters, in this order (`mon`/`M` month before `m` minute; no unit: 0).
+NOW_UNIT = r"(?:[smhdwyM][a-z]{0,10})?"
+NOW_PART = re.compile(rf"(\d{{1,9}})({NOW_UNIT})")
+NOW = re.compile(rf"now(?:([-+])((?:\d{{1,9}}{NOW_UNIT}){{1,8}}))?")
+NOW_UNITS: tuple[tuple[str, int], ...] = (("s", 1), ("mon", 2592000), ("M", 2592000))
+NOW_UNITS += (("m", 60), ("h", 3600), ("d", 86400), ("w", 604800), ("y", 31536000))
 CONTROL = re.compile(r"[\x00-\x1f]")
 
 LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
@@ -59,8 +63,33 @@ LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,63}")
 PYROSCOPE_NAME = re.compile(r"([^{}]*)(?:\{([^{}]*)\})?")
 # Labels Pyroscope clients send for themselves (`__name__`, `__session_id__`): not kept.
 INTERNAL = "__"
-# A profile-type suffix Pyroscope clients append to the app name.
-CPU_SUFFIXES = (".cpu", ".itimer")
+# The profile-type suffix Pyroscope clients append to the app name (`app.cpu{...}`),
+# as the type a text push (folded, lines) is stored as; Pyroscope's ingest adapter
+# reads them the same way. A pprof or JFR push says its own types.
+NAME_TYPES = {
+    "cpu": "cpu",
+    "itimer": "cpu",
+    "wall": "wall",
+    "alloc_objects": "alloc_objects",
+    "alloc_space": "alloc_space",
+    "inuse_objects": "inuse_objects",
+    "inuse_space": "inuse_space",
+    "goroutines": "goroutines",
+    "mutex_count": "mutex_contentions",
+    "mutex_duration": "mutex_delay",
+    "block_count": "block_contentions",
+    "block_duration": "block_delay",
+    # async-profiler's Java lock events: monitor enters, as the JFR reader stores them
+    "lock_count": "mutex_contentions",
+    "lock_duration": "mutex_delay",
+    "alloc_in_new_tlab_objects": "alloc_objects",
+    "alloc_in_new_tlab_bytes": "alloc_space",
+    "alloc_outside_tlab_objects": "alloc_objects",
+    "alloc_outside_tlab_bytes": "alloc_space",
+    "live": "inuse_objects",
+}
+# Types whose text values are samples taken at sampleRate, stored as time.
+RATED_TYPES = ("cpu", "wall")
 
 
 class PayloadError(UserError):
@@ -203,6 +232,7 @@ class IngestParams:
     sample_rate: float = 100.0
     spy_name: str = ""
     format: str = ""  # "" when the push does not say: pyroscope.decode tells by the body
+    name_type: str = "cpu"  # the type the name's suffix says (NAME_TYPES): a text push's
     # Which lock profile a pprof's contentions/delay types are: Go's "mutex" or "block".
     lock: str = "mutex"
     # The pprof sample types (alloc_space, contentions, ...) the push says are cumulative
@@ -216,25 +246,30 @@ class IngestParams:
         if "name" not in query:
             raise PayloadError("missing query parameter name (e.g. name=myapp.cpu{env=prod})")
         start, end = span(query) if "from" in query or "until" in query else (None, None)
+        name_type, name_labels = parse_name(query["name"])
         return cls(
             window_id=window_id,
             start=start,
             end=end,
-            labels=parse_name(query["name"]),
+            labels=name_labels,
+            name_type=name_type,
             sample_rate=sample_rate(query),
             spy_name=text(query.get("spyName", ""), "spyName", MAX_LABEL_VALUE),
             format=query.get("format", ""),
         )
 
 
-def parse_name(name: str) -> dict[str, str]:
-    """`app.cpu{k=v,...}` as labels: the app name is the service label."""
+def parse_name(name: str) -> tuple[str, dict[str, str]]:
+    """`app.alloc_space{k=v,...}` as the type its suffix says (NAME_TYPES; cpu without
+    one) and labels: the app name without the suffix is the service label."""
     match = PYROSCOPE_NAME.fullmatch(name)
     if not match:
         raise PayloadError(f"bad name {name[:80]!r}: use app.cpu{{key=value,...}}")
     app, body = match.group(1), match.group(2) or ""
-    for suffix in CPU_SUFFIXES:
-        app = app.removesuffix(suffix)
+    stem, dot, suffix = app.rpartition(".")
+    name_type = NAME_TYPES.get(suffix, "cpu") if dot else "cpu"
+    if dot and suffix in NAME_TYPES:
+        app = stem
     pairs: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in body.split(","))):
         key, eq, value = item.partition("=")
@@ -244,7 +279,7 @@ def parse_name(name: str) -> dict[str, str]:
             pairs[key.strip()] = value.strip()
     if app:
         pairs["service"] = app
-    return labels(pairs, "name")
+    return name_type, labels(pairs, "name")
 
 
 def span(query: Mapping[str, str]) -> tuple[float, float]:
@@ -268,8 +303,11 @@ def _time(query: Mapping[str, str], key: str) -> float:
         raise PayloadError(f"missing query parameter {key} (unix seconds)")
     relative = NOW.fullmatch(query[key].strip())
     if relative:
-        sign, amount, unit = relative.groups()
-        offset = int(amount or 0) * NOW_UNITS.get(unit or "", 0)
+        sign, parts = relative.groups()
+        offset = sum(
+            int(amount) * next((n for prefix, n in NOW_UNITS if unit.startswith(prefix)), 0)
+            for amount, unit in NOW_PART.findall(parts or "")
+        )
         return time.time() + (-offset if sign == "-" else offset)
     value = _finite(query[key], key)
     for magnitude, per_second in TIME_UNITS:

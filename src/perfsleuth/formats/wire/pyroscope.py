@@ -15,11 +15,13 @@ import re
 from dataclasses import replace
 from itertools import chain
 
+from perfsleuth.errors import UserError
+from perfsleuth.formats import speedscope
 from perfsleuth.formats.wire import ingest, jfr, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
-from perfsleuth.model.fleet import Window
+from perfsleuth.model.fleet import PROFILE_TYPES, Window
 
-FORMATS = ("folded", "pprof", "jfr")
+FORMATS = ("folded", "lines", "speedscope", "pprof", "jfr")
 BOUNDARY = re.compile(r'boundary="?([^";]{1,200})"?')
 PART_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?\bname="([^"]*)"')
 PROFILE_PART = "profile"
@@ -28,6 +30,7 @@ CONFIG_PART = "sample_type_config"
 MAX_COUNT_DIGITS = 16
 # Bytes of stack texts kept across pushes (see _Stacks), as _entry_bytes estimates them.
 STACKS_LIMIT = 32 << 20
+TIMED_TYPES = ("mutex_delay", "block_delay")  # text values in nanoseconds
 
 
 def decode(
@@ -58,12 +61,18 @@ def decode(
             raise PayloadError("multipart body without a `jfr` part holding the recording")
         budget = ingest.PushBudget(limit)
         return jfr.decode(parts[JFR_PART], parts.get(LABELS_PART, b""), params, budget)
-    if kind != "folded":
-        raise PayloadError(f"format={kind[:40]} is not supported: use folded, pprof or jfr")
-    return [_folded(ingest.gunzip(body, limit), params)]
+    if kind == "speedscope":
+        return [_speedscope(ingest.gunzip(body, limit), params)]
+    if kind not in ("folded", "lines"):
+        raise PayloadError(
+            f"format={kind[:40]} is not supported: use folded, lines, speedscope, pprof or jfr"
+        )
+    return [_folded(ingest.gunzip(body, limit), params, per_sample=kind == "lines")]
 
 
-def _folded(body: bytes, params: IngestParams) -> Window:
+def _folded(body: bytes, params: IngestParams, per_sample: bool = False) -> Window:
+    """Folded stacks (`a;b;c 12`), or with PER_SAMPLE Pyroscope's `lines` (a line per
+    sample, `a;b;c`), as the type the push's name says."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -76,7 +85,11 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     root_first: list[tuple[str, ...]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            names, leaf_first, count = _folded_line(line, number)
+            if per_sample:
+                names, leaf_first = _STACKS.names(line.rstrip(), number)
+                count = 1
+            else:
+                names, leaf_first, count = _folded_line(line, number)
             budget.spend(len(names))
             root_first.append(names)
             lines.append((leaf_first, count))
@@ -84,7 +97,8 @@ def _folded(body: bytes, params: IngestParams) -> Window:
     ids = {name: i for i, name in enumerate(dict.fromkeys(chain.from_iterable(root_first)))}
     budget.create(len(ids))
     stacks: dict[tuple[int, ...], int] = {}
-    rows = window_pprof.Rows("samples", {"format": "folded", "spy": params.spy_name})
+    unit = "ns" if params.name_type in TIMED_TYPES else "samples"
+    rows = window_pprof.Rows(unit, {"format": "folded", "spy": params.spy_name})
     for leaf_first, count in lines:
         stack = tuple(map(ids.__getitem__, leaf_first))
         rows.add(stacks.setdefault(stack, len(stacks)), None, count, count)
@@ -95,7 +109,44 @@ def _folded(body: bytes, params: IngestParams) -> Window:
         end=params.end,
         profile=rows.profile(list(map(window_pprof.named_frame, ids)), list(stacks)),
         labels=dict(params.labels),
-        rate_hz=params.sample_rate,
+        rate_hz=params.sample_rate if params.name_type in ingest.RATED_TYPES else 0.0,
+        type=params.name_type,
+    )
+
+
+def _speedscope(body: bytes, params: IngestParams) -> Window:
+    """A speedscope document (py-spy's `-f speedscope`): time as CPU or wall time (the
+    name's type), `none` as samples at sampleRate, bytes as the name's memory type."""
+    try:
+        profile = speedscope.parse(body, "the speedscope body")
+    except PayloadError:
+        raise
+    except UserError as e:
+        raise PayloadError(str(e)) from None
+    budget = ingest.PushBudget()
+    budget.create(len(profile.frames))
+    for stack in profile.stacks:
+        if len(stack) > ingest.MAX_STACK_DEPTH:
+            depth = ingest.MAX_STACK_DEPTH
+            raise PayloadError(f"a speedscope stack is deeper than {depth} frames")
+        budget.spend(len(stack))
+    kind, rate = params.name_type, 0.0
+    if profile.unit == "samples":
+        rate = params.sample_rate if kind in ingest.RATED_TYPES else 0.0
+    elif profile.unit == "ns" and kind not in ingest.RATED_TYPES:
+        kind = "cpu"
+    elif profile.unit == "bytes" and PROFILE_TYPES[kind] != "bytes":
+        kind = "alloc_space"
+    profile.meta["spy"] = params.spy_name
+    assert params.start is not None and params.end is not None  # decode() checks them
+    return Window(
+        id=params.window_id,
+        start=params.start,
+        end=params.end,
+        profile=profile,
+        labels=dict(params.labels),
+        rate_hz=rate,
+        type=kind,
     )
 
 

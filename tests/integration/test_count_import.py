@@ -1,0 +1,114 @@
+"""cachegrind and callgrind files a user made with valgrind, imported: count runs that
+top, annotate and diff read as cg_annotate and cg_diff do (they were sampled runs of
+'5,353 samples', one per stack row, whose annotate showed no source)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_runner import perfsleuth
+
+pytestmark = pytest.mark.integration
+
+PROGRAM = r"""
+#include <stdio.h>
+__attribute__((noinline)) static unsigned mix(unsigned h, unsigned rounds) {
+    for (unsigned i = 0; i < rounds; ++i)
+        h = (h ^ (h >> 7)) * 2654435761u + i;
+    return h;
+}
+int main(void) {
+    printf("%u\n", mix(1u, ROUNDSu));
+    return 0;
+}
+"""
+LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$")
+
+
+def cachegrind(folder: Path, rounds: int, name: str) -> Path:
+    """A fresh cachegrind file of PROGRAM (mix's loop run `rounds` times), written
+    beside its source as valgrind writes it where it runs."""
+    source = folder / f"{name}.c"
+    source.write_text(PROGRAM.replace("ROUNDS", str(rounds)))
+    subprocess.run(["gcc", "-O1", "-g", "-o", str(folder / name), str(source)], check=True)
+    out = folder / f"cachegrind.out.{name}"
+    subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+         f"./{name}"],
+        cwd=folder, check=True, capture_output=True,
+    )  # fmt: skip
+    return out
+
+
+def cg_annotate_lines(out: Path) -> dict[str, int]:
+    """cg_annotate's count per source line text of the program's own file."""
+    text = subprocess.run(
+        ["cg_annotate", "--show-percs=yes", "--context=1000", str(out)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    counted: dict[str, int] = {}
+    for line in text.split("Auto-annotated source:", 1)[1].splitlines():
+        match = LINE.match(line)
+        if match and match[2].strip():
+            counted[match[2].strip()] = int(match[1].replace(",", ""))
+    return counted
+
+
+def cg_annotate_function(out: Path, function: str) -> int:
+    """cg_annotate's count of FUNCTION (its `file:function` row)."""
+    text = subprocess.run(
+        ["cg_annotate", "--auto=no", "--threshold=0", str(out)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    rows = (LINE.match(line) for line in text.splitlines())
+    return next(int(m[1].replace(",", "")) for m in rows if m and m[2].endswith(f":{function}"))
+
+
+def test_an_imported_cachegrind_file_is_a_count_run(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    out = cachegrind(tmp_path, 200_000, "mixer")
+    said = perfsleuth(store, "import", str(out)).stderr
+    assert "(cachegrind, " in said and " instructions) as run 1" in said and "samples" not in said
+    runs = json.loads(perfsleuth(store, "runs", "--format", "json").stdout)
+    assert [r["mode"] for r in runs] == ["count"]
+    top = perfsleuth(store, "top").stdout
+    assert "exact counts (Ir)" in top and "samples" not in top
+    # annotate: the source kept at import, each line's count as cg_annotate's
+    annotated = perfsleuth(store, "annotate", "mix").stdout
+    theirs = cg_annotate_lines(out)
+    loop = "h = (h ^ (h >> 7)) * 2654435761u + i;"
+    assert theirs[loop] > 200_000
+    row = next(line for line in annotated.splitlines() if line.strip().endswith(loop))
+    assert int(row.split()[0].replace(",", "")) == theirs[loop]
+
+
+def test_two_imported_cachegrind_files_diff_as_cg_diff(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    before = cachegrind(tmp_path, 200_000, "before")
+    after = cachegrind(tmp_path, 300_000, "after")
+    perfsleuth(store, "import", str(before))
+    perfsleuth(store, "import", str(after))
+    grew = cg_annotate_function(after, "mix") - cg_annotate_function(before, "mix")
+    diff = json.loads(perfsleuth(store, "diff", "1", "2", "--format", "json").stdout)
+    (mix,) = [f for f in diff["functions"] if f["function"] == "mix"]
+    assert mix["delta"] == grew > 0
+
+
+def test_an_imported_file_keeps_no_source_outside_its_folder(tmp_path: Path) -> None:
+    """A callgrind file may name any file: only those beside it are kept (the store's
+    server shows what it keeps)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n" * 3)
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "callgrind.out.1").write_text(
+        f"events: Ir\nfl={secret}\nfn=leak\n1 100\n2 100\n3 100\n"
+    )
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(folder / "callgrind.out.1"))
+    shown = perfsleuth(store, "annotate", "leak").stdout
+    assert "100" in shown and "hunter2" not in shown
