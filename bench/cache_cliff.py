@@ -11,7 +11,9 @@ measured latency.
    'n=500,1000,2000' -- conntable {n}` for examples/bin/conntable, its reordered
    twin and the reordered struct cut to 256 bytes (whose lines fill half of each
    cache's sets), and the same with find_entry for examples/bin/uthash_lookup
-   (lookups in a uthash table of 112-byte entries); the fitted working set gives
+   (lookups in a uthash table of 112-byte entries) and find_value for
+   examples/bin/ghash_lookup (string keys in a GLib GHashTable, the keys in the
+   caller's array, as an interpreter holds them); the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
    machine by `perfsleuth cache calibrate`).
@@ -68,8 +70,10 @@ PERFSLEUTH = ROOT / ".venv" / "bin" / "perfsleuth"
 BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-reordered": ROOT / "examples/bin/conntable-reordered",
             "conntable-compact": ROOT / "examples/bin/conntable-compact",
-            "uthash": ROOT / "examples/bin/uthash_lookup"}  # fmt: skip
-FUNCTIONS = {"uthash": "find_entry"}  # the traced function, handle_packet otherwise
+            "uthash": ROOT / "examples/bin/uthash_lookup",
+            "ghash": ROOT / "examples/bin/ghash_lookup"}  # fmt: skip
+# the traced function, handle_packet otherwise
+FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value"}
 SCALE = "n=500,1000,2000"
 LEVELS = ("L1d", "L2", "TLB", "LLC")
 WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW

@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
 
-from perfsleuth.collector.app import CONNECT_PUSH
+from perfsleuth.collector.app import CONNECT_PUSH, INLINE_BODY, INLINE_INFLATED
 from perfsleuth.fleet.engine import DuckDB, RangeQuery, register
 from perfsleuth.formats import profile_pb2
 from perfsleuth.formats.wire import push_pb2, window_pprof
@@ -404,6 +404,19 @@ def test_body_and_decompression_limits(collector: Collector) -> None:
     status, answer = collector.post("/pprof", pprof_bomb, {"service": "bomb"})
     assert status == 400 and b"limit of 1 MB" in answer
     assert collector.totals() == before
+
+
+def test_a_small_push_inflating_past_the_event_loops_share_is_stored(
+    collector: Collector,
+) -> None:
+    """A small push is decoded on the event loop up to INLINE_INFLATED; one whose gzip
+    inflates past that (within the limit) goes to a worker and is stored the same."""
+    lines = b"".join(b"main;f%d 1\n" % i for i in range(20_000))
+    body = gzip.compress(lines)
+    assert len(body) <= INLINE_BODY and len(lines) > INLINE_INFLATED
+    status, answer = collector.post("/ingest", body, folded_query("inflated", "i-1"))
+    assert status == 200, answer
+    assert collector.totals()[("inflated", "i-1")] == 20_000
 
 
 def test_metrics_count_pushes(collector: Collector) -> None:

@@ -172,7 +172,9 @@ def test_text_diff_of_count_runs_imports_neither_the_duckdb_store_nor_rich(
 ) -> None:
     store = _count_runs(tmp_path / "store")
     through_duckdb = perfsleuth(store.root, "diff", "1", "2").stdout
+    # nor what a command's start spared: dataclasses (and inspect), hashlib, the profile
     watched = ("_duckdb", "perfsleuth.store.runs", "perfsleuth.model.counts", "rich")
+    watched += ("dataclasses", "inspect", "hashlib", "perfsleuth.model.profile")
     again, loaded = _modules_after(["diff", "1", "2", "--store", str(store.root)], watched)
     assert not loaded
     assert again + "\n" == through_duckdb and "1 line changed" in again
@@ -195,7 +197,7 @@ def test_annotate_of_a_count_run_without_duckdb_says_the_same(
     options = ["--src", str(FIXTURES / "src"), "--format", fmt]
     through_duckdb = perfsleuth(store.root, *argv, *options).stdout
     # nor the store's reader, what a sampled run's listing reads, or rich for the text
-    watched = ("_duckdb", "perfsleuth.store.runs", "perfsleuth.views.source", "rich")
+    watched = ("_duckdb", "perfsleuth.store.runs", "perfsleuth.views.source", "rich", "hashlib")
     again, loaded = _modules_after([*argv, *options, "--store", str(store.root)], watched)
     assert not loaded
     assert again + "\n" == through_duckdb and "fib" in again

@@ -1,10 +1,15 @@
 """The collector's endpoints: pushes in, one Window each, appended to the fleet store.
 
-Every push is decoded and appended on one worker thread (decoding is CPU work and the
-log is fsynced), never on the event loop, in one hop. web.app answers the POST endpoints
-directly (`pushes`), past Starlette's router. A push is acknowledged once its windows are in
-the head's write-ahead log; the head writes them to the store in batches (store/fleet/
-head.py), so many small pushes cost one Parquet append.
+A small push (a body up to INLINE_BODY, inflating to at most INLINE_INFLATED, neither
+JFR nor speedscope) into a local store is decoded and logged on the event loop, and its
+answer waits for the log's fsync, which one thread makes for all the pushes logged
+meanwhile (syncer.py): a hop to a worker thread and back cost more than decoding such
+a push (~0.3 ms). Any other push is decoded and appended on one worker thread (decoding
+is CPU work, a store on S3 is asked whether a window is stored, and the log is
+fsynced), in one hop. web.app answers the POST endpoints directly (`pushes`), past
+Starlette's router. A push is acknowledged once its windows are in the head's
+write-ahead log; the head writes them to the store in batches (store/fleet/head.py), so
+many small pushes cost one Parquet append.
 A push names its window: the agent in X-Perfsleuth-Window, anyone else by the hash
 of the body and the query, so a retried identical push is stored once.
 """
@@ -37,9 +42,11 @@ from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
 from ..store.fleet.head import Head
+from ..store.fleet.wal import Segment
 from ..web.app import Endpoint, read_body
 from .cardinality import Cardinality
 from .deltas import Deltas, is_cumulative
+from .syncer import Syncer
 
 CONNECT_PUSH = "/push.v1.PusherService/Push"
 JSON = "application/json"
@@ -54,6 +61,15 @@ WORKERS = 2
 # A push is decoded and appended on one of these threads: appends mostly wait (fsyncs
 # of the head's log, which the appends that meet share), so more run at once.
 APPENDERS = 32
+# A push is decoded on the event loop when its body (Content-Encoding inflated) is at
+# most INLINE_BODY and its gzip data inflates to at most INLINE_INFLATED: a fleet
+# window's pprof is ~1.5 KB (5 KB inflated), its folded text 14-54 KB, ~0.3 ms to
+# decode; the worst, 64 KB of distinct one-frame folded lines, ~50 ms (a worker held
+# the interpreter lock as long). Past either, or JFR (~0.3 ms a KB) or speedscope, a
+# worker thread decodes it.
+INLINE_BODY = 64 << 10
+INLINE_INFLATED = 64 << 10
+WORKER_FORMATS = ("jfr", "speedscope")  # read in Python, costlier a byte: on a worker
 
 # The cyclic garbage collector's first threshold in a collector process (Python's is
 # 700): a push allocates thousands of lists and tuples, none in a cycle, and the
@@ -115,6 +131,8 @@ class Collector:
         self.deltas = Deltas()
         self.workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="status")
         self.appenders = ThreadPoolExecutor(APPENDERS, thread_name_prefix="append")
+        self.syncer = Syncer()
+        self.inline = store.files.local  # a store on S3 answers `stored` over the network
 
     def pushes(self) -> dict[str, Endpoint]:
         """The POST endpoints by path: web.app answers them directly (create_app's `direct`)."""
@@ -138,18 +156,19 @@ class Collector:
         body = await read_body(request)
         content_type = request.headers.get("content-type", "")
 
-        def decode() -> list[Window]:
+        def decode(limit: int) -> list[Window]:
             params = IngestParams.parse(request.query_params, _window_id(request, body))
-            return pyroscope.decode(body, params, content_type, self.max_inflated)
+            return pyroscope.decode(body, params, content_type, limit)
 
-        return await self._push("ingest", body, decode)
+        inline = request.query_params.get("format") not in WORKER_FORMATS
+        return await self._push("ingest", body, decode, inline)
 
     async def pprof(self, request: Request) -> Response:
         body = await read_body(request)
 
-        def decode() -> list[Window]:
+        def decode(limit: int) -> list[Window]:
             params = _pprof_params(request, _window_id(request, body))
-            return window_pprof.decode(body, params, self.max_inflated)
+            return window_pprof.decode(body, params, limit)
 
         return await self._push("pprof", body, decode)
 
@@ -163,8 +182,8 @@ class Collector:
         except PayloadError as e:
             return _connect_error(415, "unknown", e)
 
-        def decode() -> list[Window]:
-            return pyroscope_push.decode(body, content_type, request_id, self.max_inflated)
+        def decode(limit: int) -> list[Window]:
+            return pyroscope_push.decode(body, content_type, request_id, limit)
 
         answer = await self._push("connect", body, decode)
         if answer.status_code != 200:
@@ -218,11 +237,22 @@ class Collector:
         return PlainTextResponse(self.metrics.text(), media_type="text/plain; version=0.0.4")
 
     async def _push(
-        self, endpoint: str, body: bytes, decode: Callable[[], list[Window]]
+        self,
+        endpoint: str,
+        body: bytes,
+        decode: Callable[[int], list[Window]],
+        inline: bool = True,
     ) -> Response:
-        """Decode a push into windows and append them; `stored` when any was new."""
+        """Decode a push into windows (`decode(inflated bytes limit)`) and append them;
+        `stored` when any was new. Small pushes on the event loop (see the docstring)."""
         try:
-            windows, baselines = await self._run(lambda: self._store(decode()), self.appenders)
+            logged = None
+            if inline and self.inline and len(body) <= INLINE_BODY:
+                logged = await self._store_inline(decode)
+            if logged is None:
+                work = lambda: self._store(decode(self.max_inflated))  # noqa: E731
+                logged = await self._run(work, self.appenders)
+            windows, baselines = logged
         except PayloadError as e:
             return self._refused(endpoint, e)
         if not windows:
@@ -241,16 +271,51 @@ class Collector:
         # orjson: Starlette's JSONResponse (json.dumps) was ~3% of a push's event-loop time
         return Response(orjson.dumps(answer), media_type=JSON)
 
+    async def _store_inline(
+        self, decode: Callable[[int], list[Window]]
+    ) -> tuple[list[tuple[Window, bool]], int] | None:
+        """_store on the event loop, its fsync made by the syncer; None when the push
+        inflates past INLINE_INFLATED (then a worker decodes it, up to max_inflated)."""
+        limit = min(INLINE_INFLATED, self.max_inflated)
+        try:
+            decoded = decode(limit)
+        except ingest.TooLarge:
+            if limit >= self.max_inflated:
+                raise
+            return None
+        try:
+            stored, baselines, segment, offset = self._log(decoded)
+            if segment is not None:
+                await self.syncer.synced(segment, offset)
+        except StoreUnavailable as e:
+            raise HTTPException(503, str(e)) from e
+        except ValueError as e:  # a Window the model refuses (an id or a time range)
+            raise PayloadError(str(e)) from e
+        return stored, baselines
+
     def _store(self, decoded: list[Window]) -> tuple[list[tuple[Window, bool]], int]:
         """A push's windows checked, as deltas where cumulative (their series' baselines
         left out), admitted and in the head at once (one write, one fsync), on the
         worker that decoded them (a thread hop costs as much as a small push's
         decoding): each window and whether it was new, and how many were baselines."""
+        stored, baselines, segment, offset = self._log(decoded)
+        if segment is not None:
+            segment.sync(offset)
+        return stored, baselines
+
+    def _log(
+        self, decoded: list[Window]
+    ) -> tuple[list[tuple[Window, bool]], int, Segment | None, int]:
+        """_store's work but the fsync: durable once `segment.sync(offset)` returned
+        (no segment: nothing was logged)."""
         windows = self._deltas(_checked(decoded))
         for window in windows:
             self.cardinality.admit(window.labels)
-        stored = list(zip(windows, self.head.append_all(windows), strict=True)) if windows else []
-        return stored, len(decoded) - len(windows)
+        baselines = len(decoded) - len(windows)
+        if not windows:
+            return [], baselines, None, 0
+        answers, segment, offset = self.head.log_all(windows)
+        return list(zip(windows, answers, strict=True)), baselines, segment, offset
 
     def _nothing_stored(self, endpoint: str, baselines: int) -> Response:
         """The answer to a push that stored no window: its windows were all cumulative
@@ -276,6 +341,7 @@ class Collector:
         grace is over) leaves its thread running."""
         self.appenders.shutdown()
         self.workers.shutdown()
+        self.syncer.close()
 
     async def _run(self, work: Callable[[], T], threads: ThreadPoolExecutor | None = None) -> T:
         """`work` on a worker thread (asyncio's executor: less Python on the event loop

@@ -17,8 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": (
         "import_",
         "import a profile file as a run: perf.data, pprof profile.proto (plain or gzipped), "
-        "callgrind/cachegrind out, perf script text, py-spy raw (Python frames mixed with "
-        "native), FlameGraph folded stacks",
+        "callgrind/cachegrind out, speedscope JSON, perf script text, py-spy raw (Python "
+        "frames mixed with native), FlameGraph folded stacks",
     ),
     "runs": ("runs", "list stored runs"),
     "threads": (

@@ -132,8 +132,6 @@ def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: floa
     """What a listing read from disk that is not the file the run counted: a file whose
     content differs from its fingerprint at record time, or, for runs recorded before
     fingerprints were kept, a file modified after the run started."""
-    import hashlib  # a file is hashed only when its size or time moved: most listings never
-
     said = []
     for entry in doc["files"]:
         path, file = entry.get("path"), entry["file"]
@@ -145,15 +143,20 @@ def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: floa
             if stamp is None:
                 changed = stat.st_mtime > started
             else:
-                changed = (stat.st_size, stat.st_mtime) != (stamp[0], stamp[1]) and (
-                    hashlib.sha256(Path(path).read_bytes()).hexdigest() != stamp[2]
-                )
+                moved = (stat.st_size, stat.st_mtime) != (stamp[0], stamp[1])
+                changed = moved and _sha256(Path(path)) != stamp[2]
         except OSError:
             continue
         if changed:
             how = "changed since" if stamp is not None else "is newer than"
             said.append(f"{path} {how} the run; its lines may not match the counts")
     return said
+
+
+def _sha256(path: Path) -> str:
+    import hashlib  # only for a file whose size or time moved: most listings hash none
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _file_entry(

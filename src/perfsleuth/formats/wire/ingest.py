@@ -96,6 +96,10 @@ class PayloadError(UserError):
     """A pushed payload is refused; the message says what is wrong with it."""
 
 
+class TooLarge(PayloadError):
+    """A push's gzip data inflates past the limit given."""
+
+
 def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED, already: int = 0) -> bytes:
     """data, decompressed when it is gzip, refused when it takes the bytes inflated by the
     push (`already` before it) past `limit` (a bomb)."""
@@ -108,7 +112,7 @@ def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED, already: int = 0) -> byte
     except zlib.error as e:
         raise PayloadError(f"broken gzip data ({e})") from e
     if len(out) > room:
-        raise PayloadError(f"gzip data inflates past the limit of {limit >> 20} MB; refused")
+        raise TooLarge(f"gzip data inflates past the limit of {limit >> 20} MB; refused")
     if not inflater.eof:
         raise PayloadError("gzip data is truncated")
     return out

@@ -93,6 +93,13 @@ class Head:
 
         The head forgets a flushed batch's ids only after its marker exists, so a
         window not in the head when first looked at is stored iff a marker holds it."""
+        answers, segment, offset = self.log_all(windows)
+        segment.sync(offset)
+        return answers
+
+    def log_all(self, windows: list[Window]) -> tuple[list[bool], Segment, int]:
+        """append_all without its fsync: the windows are durable (and may be
+        acknowledged) once `segment.sync(offset)` has returned."""
         with self._lock:
             fresh = [w for w in windows if w.id not in self._ids]
         records = {}
@@ -112,14 +119,13 @@ class Head:
             self._records.extend(new.values())
             self._rows += sum(r.columns.rows for r in new.values())
             full = self._rows >= self.flush_rows
-        segment.sync(offset)
         if full:
             self._pool.submit(self.flush)
         answers, seen = [], set()
         for window in windows:
             answers.append(window.id in new and window.id not in seen)
             seen.add(window.id)
-        return answers
+        return answers, segment, offset
 
     def flush(self) -> None:
         """Write the head's windows to Parquet (see the module's docstring); a batch that
