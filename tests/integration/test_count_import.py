@@ -112,3 +112,48 @@ def test_an_imported_file_keeps_no_source_outside_its_folder(tmp_path: Path) -> 
     perfsleuth(store, "import", str(folder / "callgrind.out.1"))
     shown = perfsleuth(store, "annotate", "leak").stdout
     assert "100" in shown and "hunter2" not in shown
+
+
+def test_a_gate_takes_an_imported_run_of_the_same_program(tmp_path: Path) -> None:
+    """The imported run names the program valgrind ran (the file's `cmd:`): `gate` of it
+    against a recorded run of that program was refused ("recorded from mixer, not  (build-id
+    none)"), and the other way round said "comparing two builds" of one binary. A build-id
+    the file does not carry is said to be unknown."""
+    store = tmp_path / "store"
+    out = cachegrind(tmp_path, 200_000, "mixer")
+    perfsleuth(store, "import", str(out))
+    perfsleuth(store, "record", "--mode", "count", "--", str(tmp_path / "mixer"))
+    for baseline, run in (("2", "1"), ("1", "2")):
+        # valgrind run by hand saw this environment, the recording a fixed one: ~1% apart
+        judged = perfsleuth(
+            store, "gate", "--baseline", baseline, "--run", run, "--max-increase", "5%"
+        )
+        assert judged.stdout.startswith("PASS"), judged.stdout
+        assert "build-id is not known" in judged.stderr, judged.stderr
+        assert "comparing two builds" not in judged.stderr
+    same = ("--baseline", "2", "--run", "1", "--same-build")
+    refused = perfsleuth(store, "gate", *same, check=False)
+    assert refused.returncode == 2 and "refuses an unknown one" in refused.stderr
+
+
+def test_a_source_outside_the_imported_files_folder_is_named_with_its_folder(
+    tmp_path: Path,
+) -> None:
+    """The file is where the import names it but outside its folder, so it is not read:
+    the listing said "source not found; pass --src DIR" of a file that was there. It says
+    why and which folder to pass, and with that --src it shows the text."""
+    source = tmp_path / "src" / "prog.c"
+    source.parent.mkdir()
+    source.write_text("int x;\nint main(void) { return x; }\n")
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "cachegrind.out.1").write_text(
+        f"events: Ir\nfl={source}\nfn=main\n2 500\nsummary: 500\n"
+    )
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(folder / "cachegrind.out.1"))
+    shown = perfsleuth(store, "annotate", "main").stdout
+    assert f"not read: outside the imported file's folder; pass --src {source.parent}" in shown
+    assert "source not found" not in shown
+    read = perfsleuth(store, "annotate", "main", "--src", str(source.parent)).stdout
+    assert "return x;" in read

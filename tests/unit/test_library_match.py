@@ -65,6 +65,21 @@ def test_unknown_frames_match_by_dso() -> None:
     assert "[unknown] in libz.so.1.2.13" in zlib.evidence[0]
 
 
+def test_a_programs_own_compress_is_not_zlib() -> None:
+    """bzip2's own `compress` (and `uncompress`) ran 100% of its run: advise said
+    "100.0% of the instructions are in zlib". Such names are zlib's only above zlib."""
+    own = Frame("compress", "bzip2", "/src/bzip2.c", 1125)
+    sort = Frame("mainSort", "bzip2", "/src/blocksort.c", 758)
+    assert "compression.zlib" not in run_on([([sort, own, MAIN], 90), ([WORK, MAIN], 10)])
+    static = Frame("deflate_slow", "app", "/src/zlib/deflate.c", 1900)
+    zlib = run_on([([static, own, LOOP, MAIN], 70), ([WORK, MAIN], 30)])["compression.zlib"]
+    assert zlib.share == 0.7
+    assert (zlib.function, zlib.line) == ("build_index", 42)  # the call into compress
+    in_libz = Frame("compress2", "libz.so.1")
+    libz = run_on([([in_libz, LOOP, MAIN], 60), ([WORK, MAIN], 40)])["compression.zlib"]
+    assert libz.share == 0.6
+
+
 def test_template_arguments_are_elided_for_reading() -> None:
     name = "std::_Rb_tree<int, std::pair<int const, int>>::_M_insert(std::pair<int, int>&&)"
     assert names.elide_templates(name) == "std::_Rb_tree<…>::_M_insert(…)"

@@ -118,6 +118,7 @@ def match_rules(
     """rule id -> Match, in one pass over the samples (`lines`: Python source, for the
     rules with `source_nodes`; without it they match nothing)."""
     frame_rules = _rules_per_frame(profile.frames, rules, lines)
+    entry_rules = _entry_rules_per_frame(profile.frames, rules)
     leaf_only = {r for r, rule in enumerate(rules) if rule.scope == "self"}
     prefer_python = any(is_python_frame(frame) for frame in profile.frames)
     matches: dict[str, Match] = {}
@@ -125,6 +126,8 @@ def match_rules(
         if not stack:
             continue
         outermost = _outermost(stack, frame_rules, leaf_only)
+        if entry_rules:
+            _extend_to_entries(outermost, stack, entry_rules, leaf_only)
         leaf_rules = frame_rules[stack[0]]
         for r, depth in outermost.items():
             match = matches.setdefault(rules[r].id, Match())
@@ -157,6 +160,33 @@ def _outermost(
             if r not in leaf_only:
                 outermost[r] = depth
     return outermost
+
+
+def _extend_to_entries(
+    outermost: dict[int, int],
+    stack: tuple[int, ...],
+    entry_rules: dict[int, tuple[int, ...]],
+    leaf_only: set[int],
+) -> None:
+    """A rule's entry frames (`entry_functions`) above its outermost matching frame
+    become its outermost: zlib's `compress` over `deflate`. Alone they match nothing."""
+    for depth, fid in enumerate(stack):
+        for r in entry_rules.get(fid, ()):
+            if r in outermost and r not in leaf_only and depth > outermost[r]:
+                outermost[r] = depth
+
+
+def _entry_rules_per_frame(
+    frames: Sequence[Frame], rules: Sequence[Rule]
+) -> dict[int, tuple[int, ...]]:
+    """frame -> the rules whose entry names it has (only frames that have any)."""
+    with_entries = [i for i, rule in enumerate(rules) if rule.entry_functions]
+    out: dict[int, tuple[int, ...]] = {}
+    for fid, frame in enumerate(frames):
+        found = tuple(i for i in with_entries if rules[i].enters(frame.function, frame.dso))
+        if found:
+            out[fid] = found
+    return out
 
 
 def _rules_per_frame(

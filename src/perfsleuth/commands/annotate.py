@@ -174,4 +174,16 @@ def listing(
     )
     for warning in annotate.changed_sources(doc, kept.sources, kept.stamps, kept.started):
         print(f"perfsleuth: warning: {warning}", file=sys.stderr)
+    _name_unread_folders(doc)
     return doc
+
+
+def _name_unread_folders(doc: dict) -> None:
+    """A file not read though it is where the run names it (an imported run reads only
+    the files beside its own file, or under --src): its folder, for `--src` (the
+    listing said "source not found" of a file that was there). The CLI's only: the
+    user's own disk, which the server does not tell about."""
+    for entry in doc["files"]:
+        named = Path(entry["file"])
+        if not entry["path"] and named.is_absolute() and named.is_file():
+            entry["src"] = str(named.parent)

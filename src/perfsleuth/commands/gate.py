@@ -171,7 +171,7 @@ def check_binary(
 ) -> None:
     """Refuse another program's baseline; note (or refuse) another build's."""
     name = Path(executable).name
-    if baseline["executable"] and baseline["executable"] != name:
+    if baseline["executable"] and name and baseline["executable"] != name:
         raise UserError(
             f"the baseline was recorded from {baseline['executable']} "
             f"(build-id {baseline['build_id'] or 'none'}), not {name} (build-id "
@@ -182,9 +182,17 @@ def check_binary(
             f"the baseline's {name} has build-id {baseline['build_id'] or 'none'}, this one "
             f"{build_id or 'none'}"
         )
+        if not (baseline["build_id"] and build_id):
+            unknown = "the baseline's" if not baseline["build_id"] else "this run's"
+            message = (
+                f"{unknown} build-id is not known (a run imported from valgrind's file names "
+                f"none), so whether both are one build of {name or 'the program'} is not known"
+            )
         if same_build:
-            raise UserError(f"{message}; --same-build refuses a different build")
-        print(f"perfsleuth: note: {message}: comparing two builds", file=sys.stderr)
+            refuses = "a different build" if baseline["build_id"] and build_id else "an unknown one"
+            raise UserError(f"{message}; --same-build refuses {refuses}")
+        ending = ": comparing two builds" if baseline["build_id"] and build_id else ""
+        print(f"perfsleuth: note: {message}{ending}", file=sys.stderr)
 
 
 def check_settings(baseline: dict[str, Any], args: argparse.Namespace) -> None:
@@ -220,6 +228,6 @@ def compare(baseline: dict, current: dict, limit: float, n: int) -> dict[str, An
         "change": change,
         "max_increase": limit,
         "passed": change <= limit,
-        "same_build": baseline["build_id"] == current["build_id"],
+        "same_build": bool(baseline["build_id"]) and baseline["build_id"] == current["build_id"],
         "changes": deltas[: n if n > 0 else None],
     }

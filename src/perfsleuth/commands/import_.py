@@ -118,7 +118,15 @@ def _count_run(path: Path) -> tuple[Recording, str]:
     counts = encode_counts(path, folder, parsed=parsed, within=folder)
     fmt = str(profile.meta.get("format", "callgrind"))
     document = StoredDocument(Counts.KIND, Counts.NAME, counts)
-    return Recording(profile, meta={"recorder": fmt}, documents=[document]), fmt
+    meta = {"recorder": fmt, "executable": _program(str(profile.meta.get("cmd", "")))}
+    return Recording(profile, meta=meta, documents=[document]), fmt
+
+
+def _program(cmd: str) -> str:
+    """The program valgrind ran, from the file's `cmd:` line (its build-id is not in the
+    file: the binary may have been rebuilt since), for `gate` to tell programs apart."""
+    words = cmd.split(maxsplit=1)
+    return words[0] if words else ""
 
 
 def _amount(profile: Profile) -> str:

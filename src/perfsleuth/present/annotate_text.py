@@ -113,6 +113,9 @@ def _write_counts(doc: dict, fh: IO[str]) -> None:
 def _write_file(entry: dict, events: list[str], width: int, margin: str, fh: IO[str]) -> None:
     counts = ", ".join(f"{c:,} {e}" for e, c in zip(events, entry["counts"], strict=True))
     where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
+    if entry.get("src"):
+        why = f"not read: outside the imported file's folder; pass --src {entry['src']}"
+        where = f"{entry['file']} ({why})"
     if entry["file"] == NO_SOURCE:
         where = "code without line information (no debug info), per function"
     fh.write(f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)\n{margin}  source\n")

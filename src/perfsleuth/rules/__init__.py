@@ -30,6 +30,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "functions": (list, False),
     "dsos": (list, False),
     "exclude_functions": (list, False),
+    "entry_functions": (list, False),
     "exclude_dsos": (list, False),
     "replacement": (str, True),
     "apply": (str, True),
@@ -48,7 +49,14 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "blocking": (bool, False),
     "min_threads": (int, False),
 }
-PATTERN_FIELDS = ("functions", "dsos", "exclude_functions", "exclude_dsos", "source_nodes")
+PATTERN_FIELDS = (
+    "functions",
+    "dsos",
+    "exclude_functions",
+    "entry_functions",
+    "exclude_dsos",
+    "source_nodes",
+)
 DEFAULT_MIN_SHARE = 0.02
 # where a matching frame must be: anywhere on the stack, or the leaf (the time is its own)
 SCOPES = ("stack", "self")
@@ -72,6 +80,9 @@ class Rule:
     dsos: tuple[re.Pattern[str], ...] = ()
     exclude_functions: tuple[re.Pattern[str], ...] = ()
     exclude_dsos: tuple[re.Pattern[str], ...] = ()
+    # names too common to be the library's by themselves (zlib's `compress`, bzip2's
+    # own `compress`): a frame so named counts only above a frame the rule matches
+    entry_functions: tuple[re.Pattern[str], ...] = ()
     min_share: float = DEFAULT_MIN_SHARE
     preload: tuple[str, ...] = ()
     install: str = ""
@@ -90,17 +101,31 @@ class Rule:
     min_threads: int = 1  # threads that must have samples for the rule to apply
 
     def matches(self, function: str, dso: str) -> bool:
-        names = {function, without_return_type(function)}
-        # a count run names DSOs by their whole path (callgrind's), a sampled run by
-        # file name: `^libz\.so` is meant for both
-        files = {dso, dso.rsplit("/", 1)[-1]} if dso.startswith("/") else {dso}
-        if any(p.search(n) for p in self.exclude_functions for n in names) or any(
-            p.search(f) for p in self.exclude_dsos for f in files
-        ):
+        names, files = _names_and_files(function, dso)
+        if self._excluded(names, files):
             return False
         return any(p.search(n) for p in self.functions for n in names) or any(
             p.search(f) for p in self.dsos for f in files
         )
+
+    def enters(self, function: str, dso: str) -> bool:
+        """An entry name (`entry_functions`): the rule's only above a frame it matches."""
+        names, files = _names_and_files(function, dso)
+        return not self._excluded(names, files) and any(
+            p.search(n) for p in self.entry_functions for n in names
+        )
+
+    def _excluded(self, names: set[str], files: set[str]) -> bool:
+        return any(p.search(n) for p in self.exclude_functions for n in names) or any(
+            p.search(f) for p in self.exclude_dsos for f in files
+        )
+
+
+def _names_and_files(function: str, dso: str) -> tuple[set[str], set[str]]:
+    """The names a pattern is tried on: a count run names DSOs by their whole path
+    (callgrind's), a sampled run by file name: a pattern for libz.so is meant for both."""
+    names = {function, without_return_type(function)}
+    return names, ({dso, dso.rsplit("/", 1)[-1]} if dso.startswith("/") else {dso})
 
 
 def without_return_type(function: str) -> str:
@@ -210,6 +235,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         dsos=patterns["dsos"],
         exclude_functions=patterns["exclude_functions"],
         exclude_dsos=patterns["exclude_dsos"],
+        entry_functions=patterns["entry_functions"],
         min_share=float(table.get("min_share", DEFAULT_MIN_SHARE)),
         preload=tuple(table.get("preload", [])),
         install=table.get("install", ""),
