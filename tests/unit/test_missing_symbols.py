@@ -149,3 +149,23 @@ def test_few_missing_names_are_one_line_under_the_findings() -> None:
     found = analyze([([UNKNOWN, MAIN, START], 8), ([MAIN, START], 92)])
     missing = found["symbols.missing"]
     assert missing.confidence < 0.6 and missing.details["blind_share"] == pytest.approx(0.08)
+
+
+def test_a_count_runs_whole_path_dsos_get_their_own_fix(tmp_path: Path) -> None:
+    """A count run names DSOs by whole path: looked up by file name, a stripped binary
+    was told "rebuild with -g" and the loader's 0.0% asked for a -dbgsym; valgrind's
+    "???" got a fix too, and the shares were "of samples" of a run that has none."""
+    stripped = tmp_path / "bzs"
+    stripped.write_bytes(Path("/bin/true").read_bytes())
+    info = elf_info(str(stripped))
+    assert info is not None and not info.has_symbols
+    builder = ProfileBuilder(unit="instructions")
+    builder.add([Frame("0x0000000000003b60", str(stripped))], 998)
+    loader = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+    builder.add([Frame("0x000000000001ab70", loader)], 1)
+    builder.add([Frame("0x0000000004000000", "???")], 1)
+    ctx = Context(profile=builder.build(), run=RunInfo(), binaries=[{"path": str(stripped)}])
+    (missing,) = [f for f in missing_symbols.analyze(ctx) if f.rule == "symbols.missing"]
+    assert missing.title.startswith("100.0% of the instructions have no function name")
+    fix = f"{stripped}: stripped; rebuild or relink without -s / strip, and with -g"
+    assert missing.fix["steps"] == [fix]

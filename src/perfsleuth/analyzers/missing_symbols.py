@@ -22,7 +22,7 @@ from collections import defaultdict
 
 from ..binaries import elf_info
 from ..model.findings import Finding
-from ..model.profile import Frame, Profile
+from ..model.profile import EXACT_UNITS, Frame, Profile
 from ..rules import load_classes, load_rules
 from ..symbols.missing import is_unknown, symbols_fix
 from . import Context
@@ -52,6 +52,10 @@ ENTRY_FUNCTIONS = re.compile("^(" + "|".join(ENTRY_CHAINS.values()) + ")$")
 # with START at the ELF entry point (the call into libc comes a few bytes later).
 _UNNAMED_START = re.compile(r"^\[unknown\] (?P<dso>.+)\+0x(?P<start>[0-9a-f]+)$")
 NEAR_ENTRY_BYTES = 64
+# valgrind's name for code in no file (its own trampolines): no symbols name it
+VALGRIND_UNPLACED = "???"
+# a DSO's fix is said from this share of the run (the loader's 0.0% asked for libc6-dbgsym)
+FIX_SHARE = 0.01
 # The dynamic loader runs the program's start-up (relocation, library loading) before
 # any _start of the executable: a stack whose frames are in it is at its beginning.
 LOADERS = re.compile(r"^ld(-linux[-\w]*)?\.so")
@@ -74,7 +78,8 @@ def analyze(ctx: Context) -> list[Finding]:
     fixable = {d: w for d, w in unknown_by_dso.items() if d not in generated}
     if sum(fixable.values()) / total >= MIN_UNKNOWN_SHARE:
         blind = _blind_share(ctx, fixable, total)
-        findings.append(_unknown_finding(fixable, total, paths, blind))
+        counted = "of the instructions" if profile.unit in EXACT_UNITS else "of samples"
+        findings.append(_unknown_finding(fixable, total, paths, blind, counted))
         findings[-1].evidence.extend(_generated_lines(unknown_by_dso, generated, total))
     elif sum(unknown_by_dso.values()) / total >= MIN_UNKNOWN_SHARE:
         findings.append(_generated_finding(unknown_by_dso, generated, total))
@@ -180,19 +185,25 @@ def _generated_finding(
 
 
 def _unknown_finding(
-    by_dso: dict[str, float], total: float, paths: dict[str, str], blind: float
+    by_dso: dict[str, float],
+    total: float,
+    paths: dict[str, str],
+    blind: float,
+    counted: str = "of samples",
 ) -> Finding:
+    """`counted`: what the shares are of (a count run's instructions, or samples)."""
     share = sum(by_dso.values()) / total
     evidence = []
-    fixes = []
+    fixes: list[str] = []
     for dso, weight in heaviest(by_dso, 5):
-        evidence.append(f"{dso}: {100 * weight / total:.1f}% of samples have no function name")
-        fixes.append(symbols_fix(dso, paths.get(dso, "")))
+        evidence.append(f"{dso}: {100 * weight / total:.1f}% {counted} have no function name")
+        if dso != VALGRIND_UNPLACED and (not fixes or weight >= FIX_SHARE * total):
+            fixes.append(symbols_fix(dso, _path_of(dso, paths)))
     top_dso = heaviest(by_dso, 1)[0][0]
     return Finding(
         rule="symbols.missing",
         kind="missing-symbols",
-        title=f"{100 * share:.1f}% of samples have no function name (mostly in {top_dso})",
+        title=f"{100 * share:.1f}% {counted} have no function name (mostly in {top_dso})",
         share=share,
         estimated_gain=0.0,
         confidence=0.9 if blind >= HIGH_CONFIDENCE_SHARE else LOW_CONFIDENCE,
@@ -202,6 +213,13 @@ def _unknown_finding(
         fix={"steps": list(dict.fromkeys(fixes))},
         details={"blind_share": blind},
     )
+
+
+def _path_of(dso: str, paths: dict[str, str]) -> str:
+    """A DSO's file: a count run names it by its whole path (callgrind's), a sampled
+    run by its file name, found among the run's binaries (stripped or system: the fix
+    differs; a whole path looked up by file name found nothing: "rebuild with -g")."""
+    return dso if dso.startswith("/") else paths.get(dso, "")
 
 
 def _blind_share(ctx: Context, by_dso: dict[str, float], total: float) -> float:
