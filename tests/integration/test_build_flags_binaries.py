@@ -254,3 +254,54 @@ def test_an_o0_binary_is_found_as_a_sampled_or_a_count_run_names_it(
     )
     findings = build_flags.analyze(ctx)
     assert [f.rule for f in findings][:1] == ["build.unoptimized"], findings
+
+
+# bzip2's shape: the compressor calls another unit's BZ2_compressBlock once per 900 kB
+# block, millions of instructions of its own each time (-flto measured 1.00x)
+BLOCKS = {
+    "main.c": """
+unsigned compress_block(unsigned seed);
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned total = 0;
+    for (unsigned b = 0; b < 20; ++b) total += compress_block(b + (unsigned)argc);
+    return total == 42u;
+}
+""",
+    "block.c": """
+unsigned compress_block(unsigned h) {
+    for (unsigned i = 0; i < 200000; ++i) h = (h ^ (h >> 11)) * 2654435761u + i;
+    return h;
+}
+""",
+}
+
+
+def count_hint_of(binary: Path, tmp_path: Path) -> dict | None:
+    store = str(tmp_path / f"store-{binary.name}")
+    cli = [sys.executable, "-m", "perfsleuth.cli"]
+    subprocess.run(
+        [*cli, "record", "--store", store, "--mode", "count", "--", str(binary)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    advised = subprocess.run(
+        [*cli, "advise", "--store", store, "--all", "--format", "json"],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    findings = json.loads(advised.stdout)["findings"]
+    return next((f for f in findings if f["rule"] == "build.options-hint"), None)
+
+
+def test_a_count_run_leaves_out_calls_doing_much_work_each(tmp_path: Path) -> None:
+    """A count run knows each call's count: 20 calls of a million instructions each are
+    no inlining's to speed up, so -flto is not proposed for them (it was, from their
+    time alone); a one-line callee called in a loop still has it."""
+    for name, text in BLOCKS.items():
+        (tmp_path / name).write_text(text)
+    blocks = tmp_path / "blocks"
+    sources = [str(tmp_path / name) for name in BLOCKS]
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(blocks), *sources], check=True)
+    hint = count_hint_of(blocks, tmp_path)
+    assert hint is None or "-flto" not in hint["title"], hint
+    looped = count_hint_of(two_units(tmp_path, rounds=2_000_000), tmp_path)
+    assert looped is not None and "-flto" in looped["title"], looped

@@ -157,3 +157,20 @@ def test_a_source_outside_the_imported_files_folder_is_named_with_its_folder(
     assert "source not found" not in shown
     read = perfsleuth(store, "annotate", "main", "--src", str(source.parent)).stdout
     assert "return x;" in read
+
+
+def test_an_imported_cachegrind_files_top_has_no_total_column(tmp_path: Path) -> None:
+    """cachegrind records no calls: `top` showed a total column equal to self (mainSort
+    45% 'total' where its inclusive cost was 63%). It shows self counts and says why."""
+    (tmp_path / "cachegrind.out.1").write_text(
+        "events: Ir\nfl=/src/a.c\nfn=outer\n3 100\nfn=inner\n9 400\nsummary: 500\n"
+    )
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(tmp_path / "cachegrind.out.1"))
+    lines = perfsleuth(store, "top").stdout.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.split()[:1] == ["self"])
+    title = " ".join(" ".join(lines[:heading]).split())  # wrapped to the table's width
+    assert "(self counts only: the file records no calls)" in title
+    assert lines[heading].split()[:2] == ["self", "function"]
+    top = json.loads(perfsleuth(store, "top", "--format", "json").stdout)
+    assert top["inclusive"] is False and [r["function"] for r in top["rows"]] == ["inner", "outer"]

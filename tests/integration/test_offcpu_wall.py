@@ -305,6 +305,28 @@ def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Pa
     assert ("offcpu.sleep-poll", "poller") in found, found
 
 
+@pytest.mark.parametrize("mode", ["wall", "all"])
+def test_locks_taken_through_a_wrapper_are_named_by_their_call_sites(
+    mode: str, examples_built: Path, tmp_path: Path
+):
+    """wrapped_locks takes two locks through one wrapper, as pigz does through yarn.c's
+    possess_(): two findings, each named by the program's call (before: one finding,
+    possess_, for both locks)."""
+    if mode == "all" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    program = str(examples_built / "wrapped_locks")
+    proc = perfsleuth("record", "--mode", mode, "--", program, "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    advice = perfsleuth("advise", "--format", "json", cwd=tmp_path)
+    findings = json.loads(advice.stdout)["findings"]
+    locks = {
+        (f["function"], f["file"].rsplit("/", 1)[-1])
+        for f in findings
+        if f["rule"] == "lock.contention"
+    }
+    assert locks == {("tally", "wrapped_locks.c"), ("journal", "wrapped_locks.c")}, locks
+
+
 @needs_root
 def test_offcpu_mode_finds_idle_workers_without_frame_pointers(
     examples_built: Path, tmp_path: Path
@@ -386,6 +408,32 @@ int main(void) {
     return 0;
 }
 """
+
+
+@needs_root
+def test_offcpu_mode_makes_no_cpu_findings_of_preempted_time(tmp_path: Path):
+    """xz -T2 (Debian's) beside two busy loops: its workers are preempted in liblzma,
+    time offcpu mode records as 'running' off the CPU. Before, it read "48.6% of the
+    recorded time (on CPU) is in liblzma" (and locking's futex share) from it."""
+    if shutil.which("xz") is None:
+        pytest.skip("xz not installed (apt-get install xz-utils)")
+    text = tmp_path / "text"
+    text.write_text(" ".join(f"word{i * 7919 % 10007}" for i in range(600_000)))
+    cmd = ["xz", "-T2", "-6", "--block-size=512KiB", "-k", "-f", str(text)]
+    spin = [sys.executable, "-c", "while True: pass"]
+    busy = [subprocess.Popen(spin) for _ in range(2)]
+    try:
+        proc = perfsleuth("record", "--mode", "offcpu", "--", *cmd, cwd=tmp_path)
+    finally:
+        for loop in busy:
+            loop.kill()
+            loop.wait()
+    assert proc.returncode == 0, proc.stderr
+    threads = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)["threads"]
+    assert any(t["states"].get("running", 0) > 0.05 for t in threads), threads  # preempted
+    advice = json.loads(perfsleuth("advise", "--format", "json", "--all", cwd=tmp_path).stdout)
+    cpu = [f["title"] for f in advice["findings"] if "CPU" in f["title"]]
+    assert not cpu, cpu
 
 
 @needs_root

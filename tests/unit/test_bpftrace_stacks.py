@@ -111,3 +111,32 @@ def test_state_letters_of_sched_switch():
     assert bpftrace_stacks.state_letter(R) == "R"
     assert bpftrace_stacks.state_letter(S) == "S"
     assert bpftrace_stacks.state_letter(2) == "D"
+
+
+# prodcons 20000 under the script with offcpu mode's on-CPU probe (997 Hz, the user
+# address from the registers)
+ONCPU_FIXTURE = FIXTURE.parent / "bpftrace-offcpu-oncpu.json"
+
+
+def test_parse_reads_the_on_cpu_samples_by_thread_and_user_address():
+    capture = bpftrace_stacks.parse(ONCPU_FIXTURE.read_text())
+    assert capture.oncpu and capture.sampled
+    assert all(s.count >= 1 and len(s.user_stack) <= 1 for s in capture.oncpu)
+    addresses = [s.user_stack[0] for s in capture.oncpu if s.user_stack]
+    assert len(addresses) > len(capture.oncpu) / 2
+    assert any(a > 0x7F0000000000 for a in addresses)  # in libc
+    assert any(a < 0x7F0000000000 for a in addresses)  # in the program
+    assert {s.futex for s in capture.oncpu} <= {0, 1, 2}
+    assert len({s.tid for s in capture.oncpu}) == 4  # main and the three consumers
+    # the blocked time is what it was: the samples are not blocks
+    assert capture.total_ns == sum(s.ns for s in capture.sampled) + sum(capture.unsampled.values())
+
+
+def test_on_cpu_records_are_worth_their_period_each():
+    capture = bpftrace_stacks.parse(ONCPU_FIXTURE.read_text())
+    found = list(bpftrace_stacks.oncpu_records(capture, 1e9 / 997))
+    assert len(found) == len(capture.oncpu)
+    assert all(r.on_cpu and r.kernel_state == "R" and not r.kernel_stack for r in found)
+    total = sum(s.count for s in capture.oncpu) * 1e9 / 997
+    assert sum(r.ns for r in found) == pytest.approx(total)
+    assert not any(r.on_cpu for r in bpftrace_stacks.records(capture))

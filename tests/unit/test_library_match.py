@@ -140,3 +140,14 @@ def test_equal_call_sites_are_named_the_same_whatever_the_sample_order() -> None
     samples = [([MALLOC, LOOP, MAIN], 20), ([MALLOC, parse, MAIN], 20), ([WORK, MAIN], 60)]
     named = {run_on(order)["allocator.glibc"].function for order in (samples, samples[::-1])}
     assert named == {"build_index"}
+
+
+def test_an_off_cpu_recording_s_preempted_time_is_no_cpu_time() -> None:
+    """offcpu mode's 'running' is a thread preempted, waiting for a CPU."""
+    samples = [([INT_MALLOC, MALLOC, LOOP, MAIN], 40.0), ([WORK, MAIN], 60.0)]
+    for recorder, expected in (("perf+bpftrace", {"allocator.glibc"}), ("bpftrace", set())):
+        builder = ProfileBuilder(unit="ns", meta={"recorder": recorder})
+        for frames, weight in samples:
+            builder.add(frames, weight, state="running")
+        ctx = Context(profile=builder.build(), run=RunInfo(command="./app"))
+        assert {f.rule for f in library_match.analyze(ctx)} & {"allocator.glibc"} == expected

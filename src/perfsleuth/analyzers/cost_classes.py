@@ -31,11 +31,11 @@ from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_classes, load_rules, without_return_type
 from . import Context
 from .library_match import (
-    ON_CPU_STATES,
     confidence_factor,
     display_name,
     heaviest,
     is_user_code,
+    on_cpu_states,
     user_call_site,
 )
 
@@ -143,8 +143,9 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
     costs: dict[str, ClassCost] = {}
     rule_weight: dict[str, float] = defaultdict(float)
     threads: set[int] = set()
+    cpu_states = on_cpu_states(profile)
     for stack, weight, count, thread, state in profile.rows():
-        on_cpu = state in ON_CPU_STATES
+        on_cpu = state in cpu_states
         matched = {r for fid in stack for r in rule_frames[fid]} if on_cpu else set()
         for r in matched:
             rule_weight[r] += weight

@@ -51,6 +51,9 @@ STEADY_SAMPLES = 50
 EVIDENCE_FUNCTIONS = 4
 CALL_SITES = 3
 ON_CPU_STATES = ("", "running")
+# Recorders whose profiles hold no time on the CPU (offcpu mode's blocks): their
+# "running" is a thread preempted, waiting for a CPU, not CPU time spent in its code.
+OFF_CPU_RECORDERS = ("bpftrace", "perf-sched")
 OVERLAP_NOTED = 0.02
 K = TypeVar("K")
 
@@ -96,9 +99,17 @@ def analyze(ctx: Context) -> list[Finding]:
 
 def on_cpu_part(profile: Profile) -> Profile:
     """The samples taken on the CPU: time waiting off it is not spent in any library."""
-    if all(state in ON_CPU_STATES for state in profile.sample_state):
+    states = on_cpu_states(profile)
+    if all(state in states for state in profile.sample_state):
         return profile
-    return profile.filtered(states=ON_CPU_STATES)
+    return profile.filtered(states=states)
+
+
+def on_cpu_states(profile: Profile) -> tuple[str, ...]:
+    """The states of the profile's samples that are time on the CPU: none in an
+    off-CPU recording (xz -T2's workers preempted in liblzma on a loaded machine read
+    "48.6% of the recorded time (on CPU) is in liblzma" in offcpu mode)."""
+    return () if profile.meta.get("recorder") in OFF_CPU_RECORDERS else ON_CPU_STATES
 
 
 def match_rules(

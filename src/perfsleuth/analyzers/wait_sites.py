@@ -3,7 +3,8 @@ waits (lock_contention.py, io_and_sleep_waits.py). Not an analyzer itself.
 
 Works on runs whose samples carry thread states and wall time (record --mode
 all, wall, offcpu). A call site is the first frame, from the leaf outwards, in the
-program's own code (not the kernel, libc, libstdc++ or an inlined std:: wrapper);
+program's own code (not the kernel, libc, libstdc++ or an inlined std:: wrapper)
+that is not one of its lock wrappers (lock_wrappers.py: pigz's possess_);
 when the stacks stop inside a library, the thread's own function stands in for it.
 A site counts when it holds a fair part of its threads' wall time and of the run.
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..model.profile import Frame, Profile
+from .lock_wrappers import Key, lock_wrappers
 
 LOCK_STATES = ("mutex", "condvar")
 WAITING_STATES = (*LOCK_STATES, "io", "sleep")
@@ -108,12 +110,13 @@ def _state_group(state: str, frames: list[Frame]) -> str:
 def _waiting_sites(profile: Profile) -> dict[tuple[str, tuple[str, str, str]], Site]:
     sites: dict[tuple[str, tuple[str, str, str]], Site] = {}
     entries = thread_entries(profile)
+    wrappers = lock_wrappers(profile, is_own)
     for stack, weight, _count, t, state in profile.rows():
         if state not in WAITING_STATES:
             continue
         frames = [profile.frames[f] for f in stack]
         group = _state_group(state, frames)
-        caller = call_site(frames)
+        caller = call_site(frames, wrappers)
         inferred = (is_library(caller) or caller.function == UNKNOWN) and _tid(
             profile, t
         ) in entries
@@ -161,12 +164,18 @@ def is_library(frame: Frame) -> bool:
     )
 
 
-def call_site(frames: list[Frame]) -> Frame:
-    """The program's own frame nearest the leaf; the outermost library frame
-    when the stack shows no program code (e.g. truncated frame-pointer stacks)."""
-    for frame in frames:
-        if not is_library(frame) and frame.function != UNKNOWN:
-            return frame
+def is_own(frame: Frame) -> bool:
+    """A frame of the program's own code, named."""
+    return not is_library(frame) and frame.function != UNKNOWN
+
+
+def call_site(frames: list[Frame], wrappers: frozenset[Key] = frozenset()) -> Frame:
+    """The program's own frame nearest the leaf that is not a lock wrapper (the
+    wrapper itself when nothing of the program's calls it); the outermost library
+    frame when the stack shows no program code (e.g. truncated frame-pointer stacks)."""
+    own = [f for f in frames if is_own(f)]
+    if own:
+        return next((f for f in own if (f.function, f.dso) not in wrappers), own[0])
     user = [f for f in frames if not f.kernel]
     return user[-1] if user else (frames[-1] if frames else Frame(UNKNOWN))
 

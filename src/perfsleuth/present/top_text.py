@@ -116,13 +116,17 @@ def _table(doc: dict) -> tuple[str, list[tuple[str, str]], list[list[str]]]:
     title = (
         f"run {doc['run']} — {_counted(doc)}, {doc['total']:,.0f} {doc['unit']} in total, by {by}"
     )
+    # counts without calls (cachegrind's) have no inclusive cost: no total column
+    inclusive = doc.get("inclusive", True)
+    if not inclusive:
+        title += " (self counts only: the file records no calls)"
     name = {"function": "function", "line": "function", "file": "file", "dso": "DSO"}[by]
-    columns = [("self", RIGHT), ("total", RIGHT), (name, FOLD)]
+    columns = [("self", RIGHT), *([("total", RIGHT)] if inclusive else []), (name, FOLD)]
     if by in ("function", "line"):
         columns += [("DSO", NO_WRAP), ("file:line", FOLD)]
     rows = []
     for row in doc["rows"]:
-        cells = [pct(row["self"]), pct(row["total"])]
+        cells = [pct(row["self"]), *([pct(row["total"])] if inclusive else [])]
         if by in ("function", "line"):
             cells += [row["function"], _short_dso(row["dso"]), _location(row)]
         elif by == "file":

@@ -128,6 +128,8 @@ class TopView(TypedDict):
     samples: int
     exact: NotRequired[str]
     events: NotRequired[list[str]]  # a count run's events, in callgrind's order
+    # False for counts without calls (cachegrind's): each row's total is only its self
+    inclusive: NotRequired[bool]
     by: str
     rows: list[TopRow]
 

@@ -144,6 +144,7 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
         "samples": 0,
         "exact": event,
         "events": list(exact.events),
+        "inclusive": len(exact.calls) > 0,
         "by": by,
         "rows": rows,
     }

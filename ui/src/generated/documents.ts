@@ -116,6 +116,7 @@ export interface TopView {
   samples: number;
   exact?: string;
   events?: string[];
+  inclusive?: boolean;
   by: string;
   rows: TopRow[];
 }

@@ -1,11 +1,13 @@
 """bpftrace JSON output (`bpftrace -f json`) of perfsleuth's off-CPU script -> records.
 
-The script (collect/offcpu.py) prints three maps when bpftrace stops:
+The script (collect/offcpu.py) prints three maps when bpftrace stops, four in
+--mode offcpu:
 
     {"type": "map", "data": {"@offcpu": {"<tgid>,<tid>,<state>,<length>,<weight>,<futex>,
                                          <ks>,<us>": ns}}}   (one key)
     {"type": "map", "data": {"@blocked": {"<tgid>,<tid>,<state>,<length>": ns}}}
     {"type": "map", "data": {"@names": {"<tid>": "<comm>"}}}
+    {"type": "map", "data": {"@oncpu": {"<tgid>,<tid>,<futex>,<user address>": count}}}
 
 (<ks>, <us>: kernel and user stack)
 
@@ -20,6 +22,10 @@ before it. @blocked holds the time of every other
 block, per thread and scheduler state, so together the maps give the exact
 blocked time; `records` spreads @blocked over the randomly drawn stacks of the
 same thread, state and length class (0: under 16 us, then by powers of 16).
+@oncpu counts the timer's samples of the target's threads on the CPU by the user
+address they run or entered the kernel from (and futex kind, for one inside a futex
+call): `oncpu_records` makes the ones inside
+a lock or condition-variable call the lock calls' own CPU time (collect/offcpu.py).
 """
 
 from __future__ import annotations
@@ -32,13 +38,14 @@ from dataclasses import dataclass, field
 
 from ...errors import UserError
 
-SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP = "@offcpu", "@blocked", "@names"
+SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP, ONCPU_MAP = "@offcpu", "@blocked", "@names", "@oncpu"
 STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"
 SAMPLED_KEY = re.compile(
     rf"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+),(?P<weight>\d+),"
     rf"(?:(?P<futex>\d+),)?(?P<kstack>{STACK_BLOCK}),(?P<ustack>{STACK_BLOCK})$",
     re.S,
 )
+ONCPU_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<futex>\d+),(?P<ip>\d+)$")
 UNSAMPLED_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+)$")
 # prev_state of sched_switch: 0 runnable (preempted); the TASK_REPORT_MAX bit
 # (0x100 on current kernels) marks a preemption as well.
@@ -60,6 +67,19 @@ class OffCpuRecord:
     comm: str
     ns: float
     futex: int = 0  # see SampledBlocks
+    on_cpu: bool = False  # timer samples on the CPU (oncpu_records), not a block
+
+
+@dataclass(frozen=True)
+class OnCpuSamples:
+    """The timer's samples of one thread on the CPU at one user address (the leaf
+    of a user stack; empty when not known)."""
+
+    tgid: int
+    tid: int
+    futex: int  # as SampledBlocks's: for a thread inside a futex call
+    user_stack: tuple[int, ...]
+    count: int
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,7 @@ class Capture:
     sampled: list[SampledBlocks] = field(default_factory=list)
     unsampled: dict[BlockClass, int] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
+    oncpu: list[OnCpuSamples] = field(default_factory=list)
 
     @property
     def total_ns(self) -> int:
@@ -112,6 +133,12 @@ def parse(text: str) -> Capture:
                 block_class = (int(m["tgid"]), int(m["tid"]), int(m["state"]), int(m["length"]))
                 capture.unsampled[block_class] = int(ns)
         capture.names.update({int(tid): name for tid, name in data.get(NAMES_MAP, {}).items()})
+        for key, count in data.get(ONCPU_MAP, {}).items():
+            m = ONCPU_KEY.match(key)
+            if m is not None:
+                stack = (int(m["ip"]),) if int(m["ip"]) else ()
+                ids = (int(m["tgid"]), int(m["tid"]), int(m["futex"]))
+                capture.oncpu.append(OnCpuSamples(*ids, stack, int(count)))
     return capture
 
 
@@ -153,6 +180,18 @@ def records(capture: Capture, names: dict[int, str] | None = None) -> Iterator[O
             yield OffCpuRecord(tgid, tid, letter, *stacks, comm, b.ns + share, b.futex)
         if unsampled and not drawn_ns:
             yield OffCpuRecord(tgid, tid, letter, (), (), comm, float(unsampled))
+
+
+def oncpu_records(
+    capture: Capture, ns_per_sample: float, names: dict[int, str] | None = None
+) -> Iterator[OffCpuRecord]:
+    """The on-CPU samples as records of ns_per_sample each (state letter R), to be
+    kept only where their stack is inside a lock or wait call."""
+    names = {**(names or {}), **capture.names}
+    for s in capture.oncpu:
+        comm = names.get(s.tid, "")
+        ns = s.count * ns_per_sample
+        yield OffCpuRecord(s.tgid, s.tid, "R", (), s.user_stack, comm, ns, s.futex, on_cpu=True)
 
 
 def state_letter(prev_state: int) -> str:
