@@ -81,6 +81,33 @@ def test_a_hot_unit_that_does_not_compile_is_a_note(tmp_path: Path) -> None:
     assert "bad.c" in note and "does not compile" in note and "missing_name" in note
 
 
+def test_a_unit_needing_a_define_its_debug_info_omits_says_what_to_pass(tmp_path: Path) -> None:
+    """GCC's DW_AT_producer records no -D: bzip2.c, built with -DBZ_UNIX=1, "does not
+    compile" with the recorded flags, which blamed the file. The note says why and what
+    to pass."""
+    source = tmp_path / "needs.c"
+    source.write_text(
+        "#if !NEEDED\n#error built with -DNEEDED=1\n#endif\nint f(void) { return 1; }\n"
+    )
+    binary = tmp_path / "needs.so"
+    subprocess.run(
+        ["gcc", "-O2", "-g", "-DNEEDED=1", "-shared", "-fPIC", "-o", str(binary), str(source)],
+        check=True,
+    )
+    builder = ProfileBuilder()
+    builder.add([Frame("f", binary.name, str(source), 4)], 1.0)
+    ctx = Context(
+        profile=builder.build(),
+        run=RunInfo(),
+        src_roots=[tmp_path],
+        binaries=[{"path": str(binary)}],
+    )
+    aliasing_write.analyze(ctx)
+    [note] = [n for n in ctx.notes if "needs.c" in n]
+    assert "built with -DNEEDED=1" in note
+    assert "debug info records, which hold no -D or -I: pass --compile-commands FILE" in note
+
+
 HEADER = """#pragma once
 #include <cstdint>
 #include <string>

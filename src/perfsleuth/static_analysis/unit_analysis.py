@@ -96,7 +96,7 @@ def _analyse(
     parsed = parse(unit)
     report.inputs = unit.inputs
     if parsed is None:
-        report.error = f"it does not compile ({unit.error})"
+        report.error = does_not_compile(unit, unit.error)
         # a header added later lands in one of these: their times change
         report.inputs = [*unit.inputs, *search_folders(unit)]
         return report
@@ -181,7 +181,20 @@ def _clang_remarks(report: UnitReport, output: Path, limits: CompileLimits) -> N
             report.error = f"{exc} (the bound of one unit's analysis)"
             report.too_long = True
     except CompileError as exc:
-        report.error = f"it does not compile ({exc})"
+        report.error = does_not_compile(report.unit, str(exc))
+
+
+def does_not_compile(unit: TranslationUnit, error: str) -> str:
+    """Why a unit was skipped. With the flags of its DW_AT_producer, the cause is often
+    what GCC leaves out of it, -D and -I (bzip2.c needs -DBZ_UNIX=1: "expected function
+    body after function declarator" blamed the file): say so, and what to pass."""
+    said = f"it does not compile ({error})"
+    if unit.flags_origin == "DW_AT_producer":
+        said += (
+            " with the flags its debug info records, which hold no -D or -I: pass "
+            "--compile-commands FILE (bear, or CMake's CMAKE_EXPORT_COMPILE_COMMANDS)"
+        )
+    return said
 
 
 def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
