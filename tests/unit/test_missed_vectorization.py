@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from perfsleuth.analyzers.missed_vectorization import advice_for, missed_loops, pointer_chase
 from perfsleuth.static_analysis.compiler_remarks import Remark
 from perfsleuth.static_analysis.source import HotCode, TranslationUnit
@@ -154,3 +156,20 @@ def test_a_pointer_chasing_loop_is_not_reported(tmp_path: Path) -> None:
         loops=[(10, 15), (23, 29)],
     )
     assert missed_loops(unit, None) == []
+
+
+def test_a_loop_whose_reasons_name_no_change_is_estimated_low() -> None:
+    """GCC's "control flow in loop" names no change to make: zlib's and bzip2's 11 such
+    hot loops had none, so the loop's time counts 0.05, not 0.25 (a switch: 0.25)."""
+    unit = report()
+    unit.builder_remarks = [
+        Remark(
+            str(SOURCE), 30, 5, False, "loop not vectorized", ["control flow in loop"], "GCC 12"
+        ),
+        Remark(str(SOURCE), 10, 5, False, "loop not vectorized", ["switch statement"], "GCC 12"),
+    ]
+    hot = HotCode(100.0, {("loops.cc", 11): 40.0, ("loops.cc", 31): 40.0}, {})
+    found = {f.line: f for f in missed_loops(unit, hot)}
+    assert found[30].estimated_gain == pytest.approx(0.4 * 0.05) and found[30].confidence == 0.3
+    assert "11 of 11" in found[30].gain_basis
+    assert found[10].estimated_gain == pytest.approx(0.4 * 0.25) and found[10].confidence == 0.5

@@ -118,6 +118,22 @@ CONFIDENCE = 0.5
 # be made vector: loop-carried values and calls often cannot be restructured.
 # Counting about half of such loops as fixable gives 0.5 x 0.5.
 GAIN_FRACTION = 0.25
+# Loops whose reasons name no change to make (GCC's "control flow in loop", "unsupported
+# use in stmt", "relevant stmt not supported", "not profitable") and whose source shows
+# no blocker: in zlib 1.3.1 and bzip2 1.1.0, 11 of 11 such hot loops had no change that
+# vectorises them (hash-chain inserts, bit output, sort partitions, an RLE state
+# machine), and the one GCC vectorises at -O3, zlib's slide_hash, ran no faster.
+UNEXPLAINED_GAIN_FRACTION = 0.05
+UNEXPLAINED_CONFIDENCE = 0.3
+GAIN_BASIS = (
+    "a vectorised loop is typically 2-4x faster; about half of the loops a compiler names "
+    "a reason for can be changed to vectorise: 0.25 of the loop's time"
+)
+UNEXPLAINED_BASIS = (
+    "the compiler names no change to make and the source shows no blocker; in zlib and "
+    "bzip2, 11 of 11 such hot loops could not be vectorised by any change: 0.05 of the "
+    "loop's time"
+)
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -210,14 +226,18 @@ def _finding(report: UnitReport, remark: Remark, share: float, blocked: Blocked 
     if blocked is not None:
         line, advice = _source_reason(blocked)
         evidence.insert(0, line)
+    explained = advice != DEFAULT_ADVICE
+    fraction = GAIN_FRACTION if explained else UNEXPLAINED_GAIN_FRACTION
+    confidence = CONFIDENCE if remark.reasons else CONFIDENCE - 0.2
     return Finding(
         rule="missed-vectorization." + remark.compiler.split()[0].lower(),
         kind="missed-vectorization",
         title=f"{remark.compiler} did not vectorize the loop at "
         f"{report.unit.path.name}:{remark.line}" + (f" in {function}" if function else ""),
         share=round(share, 4),
-        estimated_gain=round(share * GAIN_FRACTION, 4),
-        confidence=CONFIDENCE if remark.reasons else CONFIDENCE - 0.2,
+        estimated_gain=round(share * fraction, 4),
+        gain_basis=GAIN_BASIS if explained else UNEXPLAINED_BASIS,
+        confidence=confidence if explained else min(confidence, UNEXPLAINED_CONFIDENCE),
         suggestion=advice,
         function=function,
         file=str(report.unit.path),
