@@ -172,7 +172,10 @@ def test_cpython_processes_have_python_frames_in_the_fleet(
     assert all("--nonblocking" in argv and "--native" not in argv for argv in spies), spies
     # the native hot spot right above its one Python caller, its C frames kept
     assert max(callers, key=callers.__getitem__) == "pack_logs", callers
-    assert callers["pack_logs"] >= 0.9 * sum(callers.values()), callers
+    # three quarters, not all: a perf sample is spliced with the py-spy snapshot nearest
+    # in time, and on a loaded machine the thread may have moved on to checksum_blocks
+    # (at 90% this failed about 1 run in 7 at load 6-10, in clean-clone CI too)
+    assert callers["pack_logs"] >= 0.75 * sum(callers.values()), callers
     # Python functions with their module, file and line, under the interpreter's comm
     serialize = python["serialize"]
     assert serialize["dso"] == "[python:json_heavy]" and serialize["file"] == str(EXAMPLE)
