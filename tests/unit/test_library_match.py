@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from perfsleuth.analyzers import Context, library_match
-from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 from perfsleuth.rules import load_rules
 from perfsleuth.symbols import names
@@ -151,3 +151,24 @@ def test_an_off_cpu_recording_s_preempted_time_is_no_cpu_time() -> None:
             builder.add(frames, weight, state="running")
         ctx = Context(profile=builder.build(), run=RunInfo(command="./app"))
         assert {f.rule for f in library_match.analyze(ctx)} & {"allocator.glibc"} == expected
+
+
+def test_a_library_already_run_on_threads_is_not_told_to_go_parallel() -> None:
+    """xz -T2's liblzma on two threads was told "xz -T0 / lzma_stream_encoder_mt"; it
+    is told what is left, the format. On one thread the parallel fix stays."""
+    lzma = Frame("lzma_code", "liblzma.so.5")
+    serial, parallel = ProfileBuilder(), ProfileBuilder()
+    serial.add([lzma, MAIN], 90, thread=Thread(10, name="xz"))
+    serial.add([lzma, MAIN], 2, thread=Thread(11, name="xz"))  # a thread that touched it
+    serial.add([MAIN], 10, thread=Thread(10, name="xz"))
+    for tid in (11, 12):
+        parallel.add([lzma, MAIN], 45, thread=Thread(tid, name="xz"))
+    parallel.add([MAIN], 10, thread=Thread(10, name="xz"))
+    said = {}
+    for name, builder in (("serial", serial), ("parallel", parallel)):
+        ctx = Context(profile=builder.build(), run=RunInfo(command="xz -T2 big.txt"))
+        said[name] = {f.rule: f for f in library_match.analyze(ctx)}["compression.xz"]
+    assert "xz -T0" in said["serial"].suggestion
+    assert "xz -T0" not in said["parallel"].suggestion
+    assert "already runs on 2 threads" in said["parallel"].suggestion
+    assert "zstd" in said["parallel"].suggestion

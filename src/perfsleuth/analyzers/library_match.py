@@ -55,6 +55,9 @@ ON_CPU_STATES = ("", "running")
 # "running" is a thread preempted, waiting for a CPU, not CPU time spent in its code.
 OFF_CPU_RECORDERS = ("bpftrace", "perf-sched")
 OVERLAP_NOTED = 0.02
+# A thread with this part of a match's time or more is one it runs on (a thread that
+# touched the library once does not make it parallel).
+PARALLEL_PART = 0.1
 K = TypeVar("K")
 
 
@@ -71,6 +74,8 @@ class Match:
     )
     dsos: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     call_sites: defaultdict[Frame, float] = field(default_factory=lambda: defaultdict(float))
+    # weight per thread of the profile (-1: a sample without one)
+    by_thread: defaultdict[int, float] = field(default_factory=lambda: defaultdict(float))
     # weight shared with other rules' matches (their gains do not add up)
     overlaps: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
 
@@ -122,7 +127,7 @@ def match_rules(
     leaf_only = {r for r, rule in enumerate(rules) if rule.scope == "self"}
     prefer_python = any(is_python_frame(frame) for frame in profile.frames)
     matches: dict[str, Match] = {}
-    for stack, weight, count, _thread, _state in profile.rows():
+    for stack, weight, count, thread, _state in profile.rows():
         if not stack:
             continue
         outermost = _outermost(stack, frame_rules, leaf_only)
@@ -133,6 +138,7 @@ def match_rules(
             match = matches.setdefault(rules[r].id, Match())
             match.inclusive += weight
             match.samples += count
+            match.by_thread[thread] += weight
             credited = stack[:1] if r in leaf_only else stack
             _credit_functions(match, profile, credited, r, frame_rules, weight)
             if r in leaf_rules:
@@ -286,7 +292,7 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
         gain_high=share * rule.saving_range[1],
         gain_basis=rule.source,
         confidence=round(confidence, 2),
-        suggestion=_suggestion(rule),
+        suggestion=_suggestion(rule, _threads(match)),
         function=site.function if site else _top_name(match.inclusive_by_function),
         dso=site.dso if site else _top_name(match.dsos),
         file=site.file if site else "",
@@ -328,8 +334,20 @@ def confidence_factor(share: float, samples: int | None) -> float:
     return by_share if samples is None or samples >= STEADY_SAMPLES else by_share * 0.7
 
 
-def _suggestion(rule: Rule) -> str:
+def _threads(match: Match) -> int:
+    """The threads doing a part of the match's work (PARALLEL_PART of it or more)."""
+    return sum(
+        1 for t, w in match.by_thread.items() if t >= 0 and w >= PARALLEL_PART * match.inclusive
+    )
+
+
+def _suggestion(rule: Rule, threads: int = 1) -> str:
+    """The rule's fix; its parallel_* text when the matched code runs on several threads
+    already (a parallel build of the same library is no news then)."""
     change = "code change needed" if rule.code_change else "no code change needed"
+    if threads >= 2 and rule.parallel_apply:
+        apply = rule.parallel_apply.replace("{threads}", str(threads))
+        return f"Use {rule.parallel_replacement or rule.replacement} ({change}): {apply}"
     return f"Use {rule.replacement} ({change}): {rule.apply}"
 
 

@@ -48,6 +48,8 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "alongside": (list, False),
     "blocking": (bool, False),
     "min_threads": (int, False),
+    "parallel_replacement": (str, False),
+    "parallel_apply": (str, False),
 }
 PATTERN_FIELDS = (
     "functions",
@@ -99,6 +101,10 @@ class Rule:
     alongside: tuple[str, ...] = ()
     blocking: bool = False
     min_threads: int = 1  # threads that must have samples for the rule to apply
+    # what to say instead of replacement/apply when the matched code already runs on
+    # several threads (xz -T2 told to use `xz -T0`): "" keeps them
+    parallel_replacement: str = ""
+    parallel_apply: str = ""
 
     def matches(self, function: str, dso: str) -> bool:
         names, files = _names_and_files(function, dso)
@@ -246,6 +252,8 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         alongside=tuple(str(v) for v in table.get("alongside", [])),
         blocking=bool(table.get("blocking", False)),
         min_threads=int(table.get("min_threads", 1)),
+        parallel_replacement=table.get("parallel_replacement", ""),
+        parallel_apply=table.get("parallel_apply", ""),
     )
 
 
