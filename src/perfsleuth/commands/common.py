@@ -160,3 +160,13 @@ def keep_ui_answers(
     progress.phase("keeping the web UI's pages of the run")
     pages = run_answers.IMPORT_PAGES if only_top else run_answers.PAGES
     run_answers.keep(store, info, profile, pages)
+
+
+def amount(profile: Profile) -> str:
+    """What a stored run holds, as `record` and `import` say it: exact counts in their
+    unit (count and cache modes), else samples."""
+    from ..model.profile import EXACT_UNITS  # loaded already: `profile` is one
+
+    if profile.unit in EXACT_UNITS:
+        return f"{profile.total:,.0f} {profile.unit}"
+    return f"{profile.num_samples:,} samples"

@@ -11,12 +11,11 @@ from pathlib import Path
 from ..collect import run_facts
 from ..errors import UserError
 from ..formats import DESCRIPTIONS, check_useful, detect, limits, read_any, read_position
-from ..model.profile import EXACT_UNITS, Profile
 from ..model.run import Recording, StoredDocument
 from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
-from .common import add_output_options, count_listing, keep_ui_answers, progress_display
+from .common import add_output_options, amount, count_listing, keep_ui_answers, progress_display
 
 NAME = "import"
 HELP = f"import a profile file as a run: {DESCRIPTIONS}"
@@ -74,7 +73,7 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         mode = "count" if recording.documents else "cpu"
         facts = run_facts.new_run(f"import {shown}", mode, source=f"import:{fmt}")
         facts.started = path.stat().st_mtime
-        progress.phase(f"storing {_amount(profile)}")
+        progress.phase(f"storing {amount(profile)}")
         store = Store(args.store)
         info = store.add_run(facts, recording)
         keep_ui_answers(store, info, progress, profile, only_top=True)
@@ -87,7 +86,7 @@ def _import(path: Path, args: argparse.Namespace, max_bytes: int, shown: str) ->
         write(RECORDED, summary, "json", args.output)
     else:
         print(
-            f"perfsleuth: imported {shown} ({fmt}, {_amount(profile)}) as run {info.id}",
+            f"perfsleuth: imported {shown} ({fmt}, {amount(profile)}) as run {info.id}",
             file=sys.stderr,
         )
     return 0
@@ -127,9 +126,3 @@ def _program(cmd: str) -> str:
     file: the binary may have been rebuilt since), for `gate` to tell programs apart."""
     words = cmd.split(maxsplit=1)
     return words[0] if words else ""
-
-
-def _amount(profile: Profile) -> str:
-    if profile.unit in EXACT_UNITS:
-        return f"{profile.total:,.0f} {profile.unit}"
-    return f"{profile.num_samples:,} samples"

@@ -23,13 +23,13 @@ from ..collect.options import (
 from ..collect.target import recording_dir
 from ..cpu_cache_projections import model as cache_model
 from ..errors import UserError
-from ..model.profile import EXACT_UNITS, Profile
+from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..present import write
 from ..present.json import RECORDED
 from ..store import kept_counts
 from ..store.runs import Store
-from .common import add_output_options, count_listing, keep_ui_answers, progress_display
+from .common import add_output_options, amount, count_listing, keep_ui_answers, progress_display
 
 NAME = "record"
 HELP = "record a command (or a running process) into the store"
@@ -228,17 +228,11 @@ def store_recording(
     kept_counts.keep_recorded(store, info, recording, count_listing)
     profile = recording.profile
     print(
-        f"perfsleuth: stored run {info.id} ({_amount(profile)}"
+        f"perfsleuth: stored run {info.id} ({amount(profile)}"
         f"{_duration(info)}) in {store.root}/; `perfsleuth top` shows it",
         file=sys.stderr,
     )
     return store, info, profile
-
-
-def _amount(profile: Profile) -> str:
-    if profile.unit in EXACT_UNITS:  # count and cache modes: exact, not sampled
-        return f"{profile.total:,.0f} {profile.unit}"
-    return f"{profile.num_samples:,} samples"
 
 
 def _duration(info: RunInfo) -> str:

@@ -20,6 +20,7 @@ from perfsleuth.formats import speedscope
 from perfsleuth.formats.wire import ingest, jfr, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
 from perfsleuth.model.fleet import PROFILE_TYPES, Window
+from perfsleuth.model.profile import Profile
 
 FORMATS = ("folded", "lines", "speedscope", "pprof", "jfr")
 BOUNDARY = re.compile(r'boundary="?([^";]{1,200})"?')
@@ -102,16 +103,9 @@ def _folded(body: bytes, params: IngestParams, per_sample: bool = False) -> Wind
     for leaf_first, count in lines:
         stack = tuple(map(ids.__getitem__, leaf_first))
         rows.add(stacks.setdefault(stack, len(stacks)), None, count, count)
-    assert params.start is not None and params.end is not None  # decode() checks them
-    return Window(
-        id=params.window_id,
-        start=params.start,
-        end=params.end,
-        profile=rows.profile(list(map(window_pprof.named_frame, ids)), list(stacks)),
-        labels=dict(params.labels),
-        rate_hz=params.sample_rate if params.name_type in ingest.RATED_TYPES else 0.0,
-        type=params.name_type,
-    )
+    profile = rows.profile(list(map(window_pprof.named_frame, ids)), list(stacks))
+    rate = params.sample_rate if params.name_type in ingest.RATED_TYPES else 0.0
+    return _text_window(params, profile, rate, params.name_type)
 
 
 def _speedscope(body: bytes, params: IngestParams) -> Window:
@@ -138,6 +132,12 @@ def _speedscope(body: bytes, params: IngestParams) -> Window:
     elif profile.unit == "bytes" and PROFILE_TYPES[kind] != "bytes":
         kind = "alloc_space"
     profile.meta["spy"] = params.spy_name
+    return _text_window(params, profile, rate, kind)
+
+
+def _text_window(params: IngestParams, profile: Profile, rate: float, kind: str) -> Window:
+    """The window of a push that has no time or labels of its own (folded, lines,
+    speedscope): the query's."""
     assert params.start is not None and params.end is not None  # decode() checks them
     return Window(
         id=params.window_id,
