@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="address to listen on (default %(default)s; off loopback, --token is required)",
     )
     parser.add_argument(
+        "--grpc",
+        metavar="HOST:PORT",
+        help="also serve gRPC there: OTLP profiles (the OTel Collector's `otlp` exporter, "
+        "OTel SDKs; their default port is 4317) and Pyroscope's push (default: off)",
+    )
+    parser.add_argument(
         "--token",
         action="append",
         default=[],
@@ -74,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
 
     host, port = parse_listen(args.listen)
     check_tokens(host, args.token, "a collector")
+    grpc_at = parse_listen(args.grpc, "--grpc", "4317") if args.grpc else None
+    if grpc_at is not None:
+        check_tokens(grpc_at[0], args.token, "a collector's gRPC port")
     if not 0 < args.max_body <= 4096:
         raise UserError(f"bad --max-body {args.max_body:g}: use 0 < MB <= 4096")
     if args.max_label_values < 1 or args.max_label_names < 1:
@@ -98,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
         direct=collector.pushes(),
     )
     sock = bind(host, port, limits)
+    companion = None
+    if grpc_at is not None:
+        from ..collector.grpc_server import GrpcServer
+
+        bind(*grpc_at, limits).close()  # a port in use said now, not once serving
+        companion = GrpcServer(collector, *grpc_at, args.token, limits)
     shown = f"[{host}]" if ":" in host else host
     print(
         f"perfsleuth: collector on http://{shown}:{sock.getsockname()[1]}/ storing into "
@@ -116,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         on_stop=lambda: _close(collector, store, head),
         fast_loop=True,
+        companion=companion,
     )
     return 0
 
