@@ -313,24 +313,42 @@ def cross_unit_calls(
     given. Inlining a callee rewrites its code and its caller's, not what it calls:
     the time under a call into zlib's deflate (all of it in deflate_slow, deflate's
     own unit) is not LTO's to save."""
+    home = home_units(profile, dso, unit_paths)
     calls: Weights = defaultdict(float)
     for stack, weight, _count, _thread, _state in profile.rows():
         physical = [profile.frames[f] for f in stack if not profile.frames[f].inlined][:2]
         if len(physical) < 2:
             continue
         callee, caller = physical
+        if callee.dso != dso or caller.dso != dso:
+            continue
+        callee_unit = home.get(callee.function, callee.file)
+        caller_unit = home.get(caller.function, caller.file)
         if (
-            callee.dso == dso == caller.dso
-            and callee.file in unit_paths
-            and caller.file in unit_paths
-            and callee.file != caller.file
+            callee_unit in unit_paths
+            and caller_unit in unit_paths
+            and callee_unit != caller_unit
             and (inlinable is None or _spaceless(callee.function) in inlinable)
         ):
             calls[
-                f"{caller.function} ({os.path.basename(caller.file)}) -> "
-                f"{callee.function} ({os.path.basename(callee.file)})"
+                f"{caller.function} ({os.path.basename(caller_unit)}) -> "
+                f"{callee.function} ({os.path.basename(callee_unit)})"
             ] += weight
     return calls
+
+
+def home_units(profile: Profile, dso: str, unit_paths: set[str]) -> dict[str, str]:
+    """Each function of DSO's compile unit: of the unit sources its own lines are in, the
+    one with the most of its own time. A count run names each line by its file, and a
+    unit that includes another unit's source (lz4hc.c includes lz4.c) has lines of both:
+    lz4hc.c's LZ4HC_countPattern, called from lz4hc.c, was a call "between compile
+    units" into lz4.c by the line of an inlined lz4.c helper."""
+    own: dict[str, Weights] = defaultdict(lambda: defaultdict(float))
+    for stack, weight, _count, _thread, _state in profile.rows():
+        leaf = next((profile.frames[f] for f in stack if not profile.frames[f].inlined), None)
+        if leaf is not None and leaf.dso == dso and leaf.file in unit_paths:
+            own[leaf.function][leaf.file] += weight
+    return {function: max(files, key=files.__getitem__) for function, files in own.items()}
 
 
 def call_counts(counts: ExactCounts) -> dict[tuple[str, str], int]:
