@@ -1,14 +1,16 @@
-"""The collector's gRPC port (`--grpc`), called by grpcio's own client on 127.0.0.1:
-OTLP profiles' ProfilesService/Export and Pyroscope's push.v1.PusherService/Push stored
-as over HTTP (a retry over the other transport stored once), and every refusal a gRPC
-status with one line. The OpenTelemetry Collector's real `otlp` exporter pushes to the
-same port in test_otel_collector.py; the Connect client's gRPC protocol in
-test_pyroscope_clients.py.
+"""The collector's gRPC server, called by grpcio's own client on 127.0.0.1 through its
+one port (HTTP/2 spliced to it beside HTTP/1.1) and its `--grpc` port: OTLP profiles'
+ProfilesService/Export and Pyroscope's push.v1.PusherService/Push stored as over HTTP (a
+retry over the other transport stored once), and every refusal a gRPC status with one
+line. The OpenTelemetry Collector's real `otlp` exporter pushes to both ports in
+test_otel_collector.py; the Connect client's gRPC protocol in test_pyroscope_clients.py.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -41,6 +43,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pyroscope"
 AUTH = [("authorization", f"Bearer {TOKEN}")]
 MAX_BODY_MB = 1
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
+EXPORTS = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +59,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Collector
     assert "Traceback" not in stop(running)
 
 
-@pytest.fixture(scope="module")
-def channel(served: tuple[Collector, int]) -> Iterator[grpc.Channel]:
-    with grpc.insecure_channel(f"127.0.0.1:{served[1]}") as channel:
+@pytest.fixture(scope="module", params=["one-port", "grpc-port"])
+def channel(
+    served: tuple[Collector, int], request: pytest.FixtureRequest
+) -> Iterator[grpc.Channel]:
+    """A channel to the collector's one port (HTTP/1.1 and HTTP/2) or its --grpc port."""
+    collector, grpc_port = served
+    port = collector.port if request.param == "one-port" else grpc_port
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         yield channel
 
 
@@ -76,18 +84,33 @@ def test_an_otlp_export_over_grpc_is_stored_and_its_retry_over_http_is_not(
     served: tuple[Collector, int], channel: grpc.Channel
 ) -> None:
     collector, _ = served
+    key = RESOURCE["service.name"], RESOURCE["host.name"]
+    before = collector.totals().get(key, 0)
     pprof = captured_pprof("cpu")
-    body = otlp_request(pprof, int(time.time())).SerializeToString()
+    ended = int(time.time()) - 20 * next(EXPORTS)  # each export its own window
+    body = otlp_request(pprof, ended).SerializeToString()
     answer = call(channel, EXPORT, body, metadata=AUTH, compression=grpc.Compression.Gzip)
     assert ExportProfilesServiceResponse.FromString(answer).partial_success.rejected_profiles == 0
-    stored = collector.totals()[RESOURCE["service.name"], RESOURCE["host.name"]]
-    assert stored == sum(pushed_self(pprof).values()) // 10_000_000  # its 10 ms period
+    stored = collector.totals()[key]
+    assert stored - before == sum(pushed_self(pprof).values()) // 10_000_000  # its 10 ms period
 
     status, _ = collector.post("/v1development/profiles", body, headers=PROTOBUF)
     assert status == 200
-    assert collector.totals()[RESOURCE["service.name"], RESOURCE["host.name"]] == stored
+    assert collector.totals()[key] == stored
     metrics = request(collector.url("/metrics"), None, dict([AUTH[0]]))[1].decode()
     assert 'endpoint="otlp",result="duplicate"' in metrics
+
+
+def test_http_1_1_beginning_like_http_2_is_still_http_1_1(served: tuple[Collector, int]) -> None:
+    """A request sent a byte at a time: its first bytes (`P`, as a POST and HTTP/2's
+    preface begin) are held until they are not the preface, then read as HTTP/1.1."""
+    collector, _ = served
+    sent = b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", collector.port), timeout=30) as sock:
+        for byte in sent:
+            sock.sendall(bytes([byte]))
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 405"), answer  # /healthz is GET only: HTTP/1.1's answer
 
 
 def test_a_pyroscope_push_over_grpc_is_stored(

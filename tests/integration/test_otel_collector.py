@@ -2,7 +2,9 @@
 forwards OTLP profiles to a real perfsleuth collector on 127.0.0.1: over HTTP, in the
 otlphttp exporter's protobuf encoding, in its JSON one and compressed by zstd, snappy (a
 block and framed) and lz4; and over gRPC, by the `otlp` exporter (`otlp_grpc` in
-v0.165.0's configuration) to the collector's --grpc port, gzipped as it sends by default.
+v0.165.0's configuration), gzipped as it sends by default, to the collector's one port
+(HTTP/2 spliced to its gRPC server, as Pyroscope serves gRPC on its HTTP port) and to
+its --grpc port.
 
 The profile pushed into the OTel Collector's receiver is a real run's: pyroscope-go
 v1.5.0's captured CPU pprof (its `pprof.Do` label phase=a on most samples), turned into
@@ -165,7 +167,8 @@ def config(
     """The OTel Collector's configuration: OTLP/HTTP in on 127.0.0.1, out to perfsleuth
     with its token: by the otlphttp exporter in `encoding` (proto or json, `+zstd` and such
     for that compression instead of its default gzip), or with `grpc` by the otlp
-    exporter (`otlp_grpc`, plaintext) to `grpc_port`; no queue and
+    exporter (`otlp_grpc`, plaintext) to `grpc_port`, else to the collector's one port;
+    no queue and
     no retry, so that the receiver answers a push only once perfsleuth has, with
     perfsleuth's refusal if any; no telemetry port of its own."""
     common = {
@@ -176,7 +179,8 @@ def config(
     }
     if encoding.startswith("grpc"):
         name = "otlp_grpc"
-        exporter = {"endpoint": f"127.0.0.1:{grpc_port}", "tls": {"insecure": True}}
+        port = grpc_port or collector.port
+        exporter = {"endpoint": f"127.0.0.1:{port}", "tls": {"insecure": True}}
     else:
         name = "otlphttp"
         exporter = {"endpoint": collector.url(""), "encoding": encoding.split("+")[0]}
@@ -215,20 +219,22 @@ def listening(port: int, proc: subprocess.Popen) -> bool:
         "proto+x-snappy-framed",
         "proto+lz4",
         "grpc",
+        "grpc-port",
     ],
 )
 def encoding(request: pytest.FixtureRequest) -> str:
     """The exporter's encoding: its default protobuf, or JSON (`encoding: json`: a 415
     before perfsleuth read OTLP/JSON), or protobuf compressed by zstd, snappy (a raw
     block), snappy's framing format or lz4 (each a 415 before perfsleuth read them); or
-    `grpc`, the otlp exporter over gRPC (not served before --grpc)."""
+    the otlp exporter over gRPC: `grpc` to the collector's one port, as to Pyroscope's,
+    `grpc-port` to its --grpc port (neither served before)."""
     return str(request.param)
 
 
 @pytest.fixture(scope="module")
 def grpc_port(encoding: str) -> int:
     """The perfsleuth collector's --grpc port (0: none)."""
-    return free_port() if encoding.startswith("grpc") else 0
+    return free_port() if encoding == "grpc-port" else 0
 
 
 @pytest.fixture(scope="module")
@@ -294,7 +300,7 @@ def self_ns(doc: dict) -> dict[str, float]:
 
 
 def test_a_profile_through_the_otel_collector_is_stored_as_pushed(
-    collector: Collector, otelcol: int, grpc_port: int
+    collector: Collector, otelcol: int, encoding: str
 ) -> None:
     pprof = captured_pprof("cpu")
     body = otlp_request(pprof, int(time.time())).SerializeToString()
@@ -305,7 +311,7 @@ def test_a_profile_through_the_otel_collector_is_stored_as_pushed(
     assert ExportProfilesServiceResponse.FromString(answer).partial_success.rejected_profiles == 0
     token = {"Authorization": f"Bearer {TOKEN}"}
     metrics = request(collector.url("/metrics"), None, token)[1].decode()
-    endpoint = "otlp_grpc" if grpc_port else "otlp"
+    endpoint = "otlp_grpc" if encoding.startswith("grpc") else "otlp"
     assert f'endpoint="{endpoint}",result="accepted"' in metrics, metrics
 
     where = ",".join(

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_collector import PERFSLEUTH, Collector, free_port, request, start, stop
+from test_collector import PERFSLEUTH, Collector, request, start, stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -220,14 +220,13 @@ def run_alloy_push(
     password: str,
     *args: str,
     protocol: str = "",
-    url: str = "",
     service: str = "alloy-app",
 ) -> list[str]:
     """tests/clients/go/alloy/ with basic auth's `password` (and the Connect client's
-    `protocol`, to `url`: the collector's by default): what it printed."""
+    `protocol`): what it printed."""
     assert ALLOY_PUSH.exists(), "make setup builds the Alloy-style pusher"
     out = subprocess.run(
-        [str(ALLOY_PUSH), url or collector.url(""), service, *args],
+        [str(ALLOY_PUSH), collector.url(""), service, *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -272,20 +271,19 @@ def test_alloy_pyroscope_write_pushes_the_connect_api(tmp_path: Path) -> None:
 @pytest.mark.parametrize("protocol", ["grpc", "json"])
 def test_the_connect_client_pushes_with_its_other_protocols(tmp_path: Path, protocol: str) -> None:
     """The same pushv1connect client made with connect.WithGRPC() (HTTP/2 without TLS, to
-    the --grpc port) or connect.WithProtoJSON() (the Connect protocol's JSON codec): each
-    total exactly what was pushed, refusals by their Connect code."""
-    grpc_port = free_port()
-    secured = start(tmp_path, "--token", "s3cret", "--grpc", f"127.0.0.1:{grpc_port}")
-    url = f"http://127.0.0.1:{grpc_port}" if protocol == "grpc" else ""
+    the collector's one port, as to Pyroscope's) or connect.WithProtoJSON() (the Connect
+    protocol's JSON codec): each total exactly what was pushed, refusals by their
+    Connect code."""
+    secured = start(tmp_path, "--token", "s3cret")
     service = f"alloy-{protocol}"
     try:
-        pushed = run_alloy_push(secured, "s3cret", "1", protocol=protocol, url=url, service=service)
+        pushed = run_alloy_push(secured, "s3cret", "1", protocol=protocol, service=service)
         cpu_ns, alloc_bytes, _ = (int(v) for v in pushed)
         assert top(secured, f"service={service}")["total"] == cpu_ns > 0
         alloc = top(secured, f"service={service},type=alloc_space")
         assert alloc["total"] == alloc_bytes > 0
         for password, code in (("s3cret", "invalid_argument"), ("wrong", "unauthenticated")):
-            refused = run_alloy_push(secured, password, "bad", protocol=protocol, url=url)
+            refused = run_alloy_push(secured, password, "bad", protocol=protocol)
             assert refused == [code]
     finally:
         assert "Traceback" not in stop(secured)

@@ -21,6 +21,8 @@ grpcio); at most Limits.concurrency calls run at once (RESOURCE_EXHAUSTED past i
 
 from __future__ import annotations
 
+import os
+import secrets
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -40,24 +42,29 @@ PUSH = CONNECT_PUSH
 HTTP_PATHS = {OTLP_EXPORT: "/v1development/profiles", PUSH: CONNECT_PUSH}
 # /metrics' endpoint names of the gRPC methods.
 ENDPOINTS = {OTLP_EXPORT: "otlp_grpc", PUSH: "connect_grpc"}
+IDLE_MS = 300_000
 TOKEN_ERROR = "missing or wrong token: send the metadata authorization: Bearer TOKEN"
 
 
 class GrpcServer:
-    """OTLP_EXPORT and PUSH served on `host:port` into `collector` (a web.run Companion)."""
+    """OTLP_EXPORT and PUSH served into `collector` (a web.run Companion): on an
+    abstract Unix socket of its own, which the HTTP port splices its HTTP/2 connections
+    to (`h2c_target`), and on `listen` (HOST, PORT) when given."""
 
     def __init__(
         self,
         collector: Collector,
-        host: str,
-        port: int,
         tokens: Sequence[str],
         limits: Limits,
+        listen: tuple[str, int] | None = None,
     ) -> None:
         self.collector = collector
-        self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.tokens = tuple(t.encode() for t in tokens)
         self.limits = limits
+        self.listen = listen
+        name = f"perfsleuth-grpc-{os.getpid()}-{secrets.token_hex(8)}"
+        self.socket = f"unix-abstract:{name}"
+        self.h2c_target = f"\0{name}"  # the same socket, as asyncio names it
         self.held = 0  # message bytes held by the calls in progress
         self.server: grpc.aio.Server | None = None
 
@@ -68,20 +75,25 @@ class GrpcServer:
             options=[
                 ("grpc.max_receive_message_length", self.limits.max_body),
                 ("grpc.so_reuseport", 0),  # a second collector on the port is an error
+                # a connection that sends no HTTP/2 settings in time is closed, as the
+                # HTTP port closes one without a request head; an idle one after 5 min
+                ("grpc.server_handshake_timeout_ms", int(self.limits.header_timeout_s * 1000)),
+                ("grpc.max_connection_idle_ms", IDLE_MS),
             ],
         )
-        try:
-            port = server.add_insecure_port(self.address)
-        except RuntimeError as e:
-            raise UserError(f"cannot serve gRPC on {self.address} ({e}): pick another") from e
+        server.add_insecure_port(self.socket)
+        where = "on the HTTP port"
+        if self.listen is not None:
+            host, port = self.listen
+            address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            try:
+                port = server.add_insecure_port(address)
+            except RuntimeError as e:
+                raise UserError(f"cannot serve gRPC on {address} ({e}): pick another") from e
+            where += f" and on {address.rsplit(':', 1)[0]}:{port}"
         await server.start()
         self.server = server
-        host = self.address.rsplit(":", 1)[0]
-        print(
-            f"perfsleuth: gRPC (OTLP profiles, Pyroscope push) on {host}:{port}",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"perfsleuth: gRPC (OTLP profiles, Pyroscope push) {where}", file=sys.stderr)
 
     async def stop(self, grace_s: float) -> None:
         if self.server is not None:

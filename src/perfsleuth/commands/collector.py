@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grpc",
         metavar="HOST:PORT",
-        help="also serve gRPC there: OTLP profiles (the OTel Collector's `otlp` exporter, "
-        "OTel SDKs; their default port is 4317) and Pyroscope's push (default: off)",
+        help="gRPC (OTLP profiles, Pyroscope's push), served on the --listen port too, "
+        "also on this address: OTLP's gRPC port is 4317 (default: the --listen port only)",
     )
     parser.add_argument(
         "--token",
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     # The HTTP stack and the fleet store load only to receive: `--help` starts without them.
     from ..collector.app import Collector, tune_gc
     from ..collector.cardinality import Cardinality
+    from ..collector.grpc_server import GrpcServer
     from ..store.fleet import FleetStore, fleet_root
     from ..web.app import Limits, create_app, is_loopback
     from ..web.run import bind, check_tokens, parse_listen, serve
@@ -107,12 +108,9 @@ def run(args: argparse.Namespace) -> int:
         direct=collector.pushes(),
     )
     sock = bind(host, port, limits)
-    companion = None
     if grpc_at is not None:
-        from ..collector.grpc_server import GrpcServer
-
         bind(*grpc_at, limits).close()  # a port in use said now, not once serving
-        companion = GrpcServer(collector, *grpc_at, args.token, limits)
+    companion = GrpcServer(collector, args.token, limits, grpc_at)
     shown = f"[{host}]" if ":" in host else host
     print(
         f"perfsleuth: collector on http://{shown}:{sock.getsockname()[1]}/ storing into "

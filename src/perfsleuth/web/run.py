@@ -57,7 +57,10 @@ def bind(host: str, port: int, limits: Limits) -> socket.socket:
 
 
 class Companion(Protocol):
-    """A server run on uvicorn's event loop beside the app."""
+    """A server run on uvicorn's event loop beside the app; the HTTP port splices the
+    HTTP/2 connections it is sent to its `h2c_target` (web.h2c)."""
+
+    h2c_target: str
 
     async def start(self) -> None: ...
 
@@ -114,7 +117,7 @@ def serve(
         log_config=None,
         server_header=False,
         lifespan="off",
-        http=guarded_protocol(limits),
+        http=guarded_protocol(limits, companion.h2c_target if companion else None),
     )
     _quiet_logs(verbose)
     _Server(config, on_stop, companion).run(sockets=[sock])

@@ -21,8 +21,8 @@
 //
 // $CONNECT_PROTOCOL picks another of the Connect client's protocols, as a Pyroscope user
 // may configure a pushv1connect client: `grpc` (connect.WithGRPC(), HTTP/2 without TLS,
-// to a collector's --grpc port), `grpcweb` (connect.WithGRPCWeb()) or `json` (the
-// Connect protocol with its JSON codec, connect.WithProtoJSON()).
+// as to Pyroscope's one port), `grpcweb` (connect.WithGRPCWeb()) or `json` (the Connect
+// protocol with its JSON codec, connect.WithProtoJSON()).
 package main
 
 import (
