@@ -268,12 +268,12 @@ def test_alloy_pyroscope_write_pushes_the_connect_api(tmp_path: Path) -> None:
         assert "Traceback" not in stop(secured)
 
 
-@pytest.mark.parametrize("protocol", ["grpc", "json"])
+@pytest.mark.parametrize("protocol", ["grpc", "grpcweb", "json"])
 def test_the_connect_client_pushes_with_its_other_protocols(tmp_path: Path, protocol: str) -> None:
     """The same pushv1connect client made with connect.WithGRPC() (HTTP/2 without TLS, to
-    the collector's one port, as to Pyroscope's) or connect.WithProtoJSON() (the Connect
-    protocol's JSON codec): each total exactly what was pushed, refusals by their
-    Connect code."""
+    the collector's one port, as to Pyroscope's), connect.WithGRPCWeb() (gRPC-Web over
+    HTTP/1.1) or connect.WithProtoJSON() (the Connect protocol's JSON codec): each total
+    exactly what was pushed, refusals by their Connect code."""
     secured = start(tmp_path, "--token", "s3cret")
     service = f"alloy-{protocol}"
     try:

@@ -37,7 +37,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import UserError
-from ..formats.wire import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
+from ..formats.wire import (
+    grpc_web,
+    ingest,
+    otlp_profiles,
+    pyroscope,
+    pyroscope_push,
+    window_pprof,
+)
 from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
@@ -49,6 +56,7 @@ from .deltas import Deltas, is_cumulative
 from .syncer import Syncer
 
 CONNECT_PUSH = "/push.v1.PusherService/Push"
+GRPC_WEB = "connect_grpc_web"  # /metrics' endpoint of a gRPC-Web push
 JSON = "application/json"
 # Why a push stored nothing (its answer's `reason`).
 BASELINE_REASON = "a cumulative series' first push: its baseline (the next is stored as its delta)"
@@ -173,9 +181,12 @@ class Collector:
         return await self._push("pprof", body, decode)
 
     async def connect_push(self, request: Request) -> Response:
-        """Pyroscope's Connect push: an empty PushResponse, or a Connect error as JSON."""
+        """Pyroscope's Connect push: an empty PushResponse, or a Connect error as JSON
+        (gRPC-Web's framing and status for a gRPC-Web call)."""
         content_type = request.headers.get("content-type", "")
         body = await read_body(request)
+        if grpc_web.is_grpc_web(content_type):
+            return await self._grpc_web_push(request, body, content_type)
         try:
             media = pyroscope_push.media_type(content_type)
         except PayloadError as e:
@@ -184,6 +195,23 @@ class Collector:
         if answer.status_code != 200:
             return _connect_error(answer.status_code, "invalid_argument", bytes(answer.body))
         return Response(b"{}" if media == pyroscope_push.JSON else b"", media_type=media)
+
+    async def _grpc_web_push(self, request: Request, body: bytes, content_type: str) -> Response:
+        """A gRPC-Web push (connect.WithGRPCWeb()): its message stored as a Connect push's."""
+        media = content_type.split(";")[0].strip()
+        encoding = request.headers.get("grpc-encoding", "identity")
+        try:
+            message = grpc_web.message(body, encoding, self.max_inflated)
+        except PayloadError as e:
+            self.metrics.pushes[GRPC_WEB, "rejected"] += 1
+            return _grpc_web_refusal(grpc_web.INVALID_ARGUMENT, str(e), media)
+        pushed = await self.pyroscope_push(
+            message, pyroscope_push.PROTO, _digest(request, message), GRPC_WEB
+        )
+        if pushed.status_code != 200:
+            text = bytes(pushed.body).decode(errors="replace")
+            return _grpc_web_refusal(grpc_web.INVALID_ARGUMENT, text, media)
+        return Response(grpc_web.answer(b""), media_type=media)  # an empty PushResponse
 
     async def pyroscope_push(
         self, body: bytes, content_type: str, digest: str, endpoint: str
@@ -390,6 +418,11 @@ def _connect_error(status: int, code: str, message: object) -> Response:
     """A Connect unary error: the HTTP status and {"code", "message"}."""
     text = message.decode(errors="replace") if isinstance(message, bytes) else str(message)
     return JSONResponse({"code": code, "message": text.strip()}, status_code=status)
+
+
+def _grpc_web_refusal(status: int, text: str, media: str) -> Response:
+    """A gRPC-Web refusal, trailers-only: HTTP 200, its status in the headers."""
+    return Response(b"", headers=grpc_web.refusal(status, text), media_type=media)
 
 
 def _window_id(request: Request, body: bytes) -> str:
