@@ -102,12 +102,16 @@ def test_an_otlp_export_over_grpc_is_stored_and_its_retry_over_http_is_not(
 
 
 def test_http_1_1_beginning_like_http_2_is_still_http_1_1(served: tuple[Collector, int]) -> None:
-    """A request sent a byte at a time: its first bytes (`P`, as a POST and HTTP/2's
-    preface begin) are held until they are not the preface, then read as HTTP/1.1."""
+    """A request whose first byte comes alone (`P`, as a POST and HTTP/2's preface
+    begin), then the rest a byte at a time: held until it is not the preface, then read
+    as HTTP/1.1."""
     collector, _ = served
     sent = b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
     with socket.create_connection(("127.0.0.1", collector.port), timeout=30) as sock:
-        for byte in sent:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(sent[:1])
+        time.sleep(0.5)  # read alone, most likely: the test holds either way
+        for byte in sent[1:]:
             sock.sendall(bytes([byte]))
         answer = sock.recv(4096)
     assert answer.startswith(b"HTTP/1.1 405"), answer  # /healthz is GET only: HTTP/1.1's answer
@@ -175,11 +179,13 @@ def test_a_gzip_bomb_stops_at_the_limit(channel: grpc.Channel) -> None:
     [
         (["--grpc", "4317"], "bad --grpc '4317': use HOST:PORT, e.g. 127.0.0.1:4317"),
         (["--grpc", "0.0.0.0:4317"], "gRPC port on 0.0.0.0 would accept anyone"),
+        (["--grpc", "127.0.0.1:4040"], "--grpc names the --listen port 4040: gRPC is served"),
     ],
 )
 def test_bad_grpc_options_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     out = subprocess.run(
-        [str(PERFSLEUTH), "collector", "--listen", "127.0.0.1:0", "--store", str(tmp_path), *args],
+        [str(PERFSLEUTH), "collector", "--listen", "127.0.0.1:4040", "--store", str(tmp_path)]
+        + args,
         capture_output=True,
         text=True,
         timeout=60,

@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     grpc_at = parse_listen(args.grpc, "--grpc", "4317") if args.grpc else None
     if grpc_at is not None:
         check_tokens(grpc_at[0], args.token, "a collector's gRPC port")
+        if grpc_at[1] == port:
+            raise UserError(f"--grpc names the --listen port {port}: gRPC is served there already")
     if not 0 < args.max_body <= 4096:
         raise UserError(f"bad --max-body {args.max_body:g}: use 0 < MB <= 4096")
     if args.max_label_values < 1 or args.max_label_names < 1:
