@@ -120,8 +120,9 @@ def analyze(ctx: Context) -> list[Finding]:
             shares = (cross_share, min(cross_share, sum(small.values()) / total))
             hot = hot_code_shape(path, function_weight[dso])
             hint = _missing_options_hint(
-                dso, path, units, (weight / total, hot), crossing, shares, total
-            )
+                dso, path, hottest_first(path, units, function_weight[dso]),
+                (weight / total, hot), crossing, shares, total,
+            )  # fmt: skip
             if hint is not None:
                 findings.append(hint)
     return findings
@@ -438,6 +439,26 @@ def hot_code_shape(path: str, hot: Weights) -> CodeShape:
         if code:
             shape += shape_of(code)
     return shape
+
+
+def hottest_first(
+    path: str, units: tuple[CompileUnit, ...], function_weight: Weights
+) -> tuple[CompileUnit, ...]:
+    """The units, the one whose functions' own time is the most first (by the DWARF
+    address ranges of their symbols): the hint's place and the producer it shows.
+    brotli's said constants.c (the first unit, tables only) of a run 83% in
+    backward_references.c's CreateBackwardReferencesNH6."""
+    binary = binary_at(path)
+    if binary is None:
+        return units
+    table = ".symtab" if binary.section(".symtab") else ".dynsym"
+    addresses = {s.name: s.value for s in binary.symbols(table, frozenset({STT_FUNC})) if s.defined}
+    per_unit: Weights = defaultdict(float)
+    for function, weight in function_weight.items():
+        unit = binary.unit_at(addresses[function]) if function in addresses else None
+        if unit is not None:
+            per_unit[unit.path] += weight
+    return tuple(sorted(units, key=lambda u: -per_unit.get(u.path, 0.0)))
 
 
 def _missing_options_hint(
