@@ -8,6 +8,8 @@ from pathlib import Path
 
 import perfsleuth_native
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfsleuth.formats.wire import pyroscope, window_pprof
 from perfsleuth.formats.wire.ingest import IngestParams, PayloadError
@@ -93,3 +95,29 @@ def test_blank_lines_and_trailing_spaces_are_read_as_the_python_reader_reads_the
     assert native is not None
     assert native == _python(body, False)
     assert native.num_samples == 10
+
+
+# Lines made of what folded lines are made of, mostly well formed, and of what the
+# readers must tell apart (tabs, \r, Unicode white space, NUL, bad counts).
+NAMES = st.sampled_from(["a", "b", "main", "é", "x" * 40] * 4 + ["", " a", "a\xa0", "\t", "\x00"])
+COUNTS = st.sampled_from([" 1", " 23", " 0", " 7"] * 4 + ["", " x", " 9007199254740993"])
+LINES = st.builds(
+    lambda names, count, tail: ";".join(names) + count + tail,
+    st.lists(NAMES, min_size=1, max_size=5),
+    COUNTS,
+    st.sampled_from(["", "", "", " ", "\r"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(LINES, max_size=8), st.sampled_from(["\n", "\n", "\n\n", "\r\n"]), st.booleans())
+def test_the_native_reader_never_reads_a_text_otherwise_than_the_python_one(
+    lines: list[str], end: str, per_sample: bool
+) -> None:
+    body = (end.join(lines) + end).encode()
+    read = perfsleuth_native.decode_folded(body, per_sample, window_pprof.named_frame)
+    if read is None:
+        return
+    frames, stacks, counts = read
+    python = _python(body, per_sample)  # raises if the native reader took a bad text
+    assert (frames, stacks, counts) == (python.frames, python.stacks, python.sample_count)
