@@ -618,6 +618,23 @@ impl<'a> Reader<'a> {
     }
 }
 
+type Fields<'f> = (&'f str, &'f str, &'f str, i64, bool, bool, &'f str, u64);
+
+/// A frame's fields, as Frame takes them.
+fn fields<'f>(f: &'f Frame) -> Fields<'f> {
+    let build_id = f.build_id.as_str();
+    (
+        &f.function,
+        f.dso,
+        f.file,
+        f.line,
+        f.inlined,
+        f.kernel,
+        build_id,
+        f.address,
+    )
+}
+
 fn frame_key(f: &Frame, key: &mut String) {
     key.clear();
     for text in [&*f.function, f.dso, f.file, &f.build_id] {
@@ -650,17 +667,7 @@ fn frame_objects<'py>(
     let mut made = Vec::new();
     for ((slot, f), k) in found.iter_mut().zip(frames).zip(keys) {
         if slot.is_none() {
-            let fields = (
-                &*f.function,
-                f.dso,
-                f.file,
-                f.line,
-                f.inlined,
-                f.kernel,
-                f.build_id.as_str(),
-                f.address,
-            );
-            let frame = make_frame.call1(fields)?.unbind();
+            let frame = make_frame.call1(fields(f))?.unbind();
             made.push((k, frame.clone_ref(py)));
             *slot = Some(frame);
         }
@@ -693,6 +700,7 @@ fn frame_objects<'py>(
 /// sample_types: [(type, unit)]      period_unit: str, period: int
 /// time_nanos, duration_nanos: int   comments: [str]  (not checked)
 /// frames: [make_frame(function, dso, file, line, inlined, kernel, build_id, address)]
+///         (without make_frame, the fields' tuples: a collector before it kept its own)
 /// stacks: [tuple[int, ...]]         frame indices, leaf first
 /// label_sets: [(first sample, [(key, str or None, num)])]
 /// sample_stack, sample_labels: [int]   values: [int], sample after sample
@@ -701,12 +709,13 @@ fn frame_objects<'py>(
 ///
 /// Raises ValueError with the reason for a profile the collector refuses.
 #[pyfunction]
+#[pyo3(signature = (data, frames_left, created_left, make_frame=None))]
 pub(crate) fn decode_pprof(
     py: Python<'_>,
     data: &[u8],
     frames_left: u64,
     created_left: u64,
-    make_frame: &Bound<'_, PyAny>,
+    make_frame: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyObject> {
     let message = parse(data).map_err(PyValueError::new_err)?;
     let mut reader = Reader::new(&message);
@@ -738,7 +747,10 @@ pub(crate) fn decode_pprof(
         }
     }
     out.set_item("comments", comments)?;
-    let frames = frame_objects(py, &d.frames, make_frame)?;
+    let frames = match make_frame {
+        Some(make_frame) => frame_objects(py, &d.frames, make_frame)?,
+        None => PyList::new_bound(py, d.frames.iter().map(|f| fields(f).to_object(py))),
+    };
     out.set_item("frames", frames)?;
     let stacks = PyList::empty_bound(py);
     for s in &d.stacks {
