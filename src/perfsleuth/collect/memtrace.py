@@ -49,7 +49,7 @@ from ..binaries import binary_at
 from ..errors import UserError
 from ..model.progress import SILENT, Progress
 from . import fntrace
-from .target import spawn
+from .target import read_maps, spawn
 from .traced_calls import CallCounter, DataObserver, TracedCalls
 from .valgrind import FAILURE_MARKERS, FIXED_ENV, resolve_program, valgrind_binary
 
@@ -58,6 +58,9 @@ READ_SIZE = 1 << 20
 VALGRIND_MESSAGE = re.compile(r"^==\d+== (.*)$", re.M)
 MAX_MESSAGES = 50  # valgrind's own lines kept, to say why a run failed
 SAMPLE_AUTO = fntrace.AUTO
+# valgrind's own files in its process's maps, by name: its preloads and the tool
+# (lackey-amd64-linux, fntrace-amd64-linux), wherever the tool's folder is
+VALGRIND_FILE = re.compile(r"^(vgpreload_.*\.so|[a-z]+-amd64-linux)$")
 __all__ = ["DataObserver", "ExtentCutter", "Target", "TracedCalls", "record"]
 
 
@@ -170,12 +173,24 @@ def _run(
         while (chunk := _read_until(log, deadline)) is not None and chunk:
             kept = min(len(cutter.recording.calls), cutter.max_calls)
             full = cutter.feed(chunk)
+            if not cutter.recording.objects and cutter.recording.calls:
+                cutter.recording.objects = code_objects(proc.pid)
             progress.advance(min(len(cutter.recording.calls), cutter.max_calls) - kept)
             if full:
                 break
         if chunk != b"":
             proc.kill()
     return proc.wait()
+
+
+def code_objects(pid: int) -> list[tuple[int, int, int, str]]:
+    """The guest's file-backed code mappings in valgrind's process (its own tool and
+    preloads left out); empty once the process has exited."""
+    return [
+        (m.start, m.end, m.offset, m.path)
+        for m in read_maps(pid)
+        if m.path.startswith("/") and not VALGRIND_FILE.match(os.path.basename(m.path))
+    ]
 
 
 def _read_until(log: io.FileIO, deadline: float | None) -> bytes | None:
