@@ -43,6 +43,7 @@ HTTP_PATHS = {OTLP_EXPORT: "/v1development/profiles", PUSH: CONNECT_PUSH}
 # /metrics' endpoint names of the gRPC methods.
 ENDPOINTS = {OTLP_EXPORT: "otlp_grpc", PUSH: "connect_grpc"}
 IDLE_MS = 300_000
+PING_MS = 10_000
 TOKEN_ERROR = "missing or wrong token: send the metadata authorization: Bearer TOKEN"
 
 
@@ -79,6 +80,11 @@ class GrpcServer:
                 # HTTP port closes one without a request head; an idle one after 5 min
                 ("grpc.server_handshake_timeout_ms", int(self.limits.header_timeout_s * 1000)),
                 ("grpc.max_connection_idle_ms", IDLE_MS),
+                # clients' keepalive pings as Pyroscope's server takes them: every 10 s at
+                # most, also between calls (grpcio's default would answer a client pinging
+                # more often than every 5 min without a call with GOAWAY too_many_pings)
+                ("grpc.http2.min_ping_interval_without_data_ms", PING_MS),
+                ("grpc.keepalive_permit_without_calls", 1),
             ],
         )
         server.add_insecure_port(self.socket)
