@@ -75,7 +75,7 @@ def render_footprint(fp: Footprint, console: Console) -> None:
         )
 
 
-def straddling(layout: Layout) -> str:
+def straddling(layout: StructLayout) -> str:
     """Why calls touch more of an object's lines than its struct has: where it starts
     in a line (the start most of the objects have)."""
     size, line, start = layout["size"], layout["line_size"], layout["object_misalignment"]
