@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--program speedtest1|lua] [--size 5] [--runs 3]
-                                          [--before CHECKOUT]
+    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli] [--size 5]
+                                          [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
 source` through a deb-src list of its own (the machine's apt setup is left alone), and
@@ -18,6 +18,9 @@ N and N+1) and two cachegrind runs of the same commands:
   here) on N*40,000 and (N+1)*40,000 items: ~0.9 G instructions; annotated function
   luaV_execute. Lua seeds its string hashes from the clock, so the two runs' counts
   differ a little beyond the size.
+* lz4, brotli: two small compressors from Debian's sources (gcc -O2 -g) that the earlier
+  rounds had not seen, compressing 1 MB of their own C sources (`lz4 -9` and `-10`,
+  `brotli -q 7` and `-q 8`); `annotate` lists their hottest function.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -110,6 +113,35 @@ def lua(out: Path) -> None:
     (out / "work.lua").write_text(LUA_SCRIPT)
 
 
+def corpus(out: Path, sources: Path) -> None:
+    """The text lz4 and brotli compress: the package's own C sources, about 1 MB."""
+    text = b"".join(p.read_bytes() for p in sorted(sources.rglob("*.c")))
+    (out / "corpus.txt").write_bytes((text * (1 + (1 << 20) // max(1, len(text))))[: 1 << 20])
+
+
+def lz4(out: Path) -> None:
+    """The lz4 command from Debian's lz4 source (gcc -O2 -g), compressing at -9 and up:
+    a program the views' earlier rounds had not seen."""
+    debian_source("lz4", out)
+    sh("tar xf lz4_*.orig.tar.gz", out)
+    src = next(p for p in out.glob("lz4-*") if p.is_dir())
+    sh(f"make -s -C programs lz4 CFLAGS='-O2 -g' && cp programs/lz4 {out}/lz4", src)
+    corpus(out, src)
+
+
+def brotli(out: Path) -> None:
+    """The brotli command from Debian's brotli source (gcc -O2 -g), quality 7 and up."""
+    debian_source("brotli", out)
+    sh("tar xf brotli_*.orig.tar.gz", out)
+    src = next(p for p in out.glob("brotli-*") if p.is_dir())
+    sh(
+        f"gcc -O2 -g -Ic/include c/common/*.c c/dec/*.c c/enc/*.c c/tools/brotli.c -lm "
+        f"-o {out}/brotli",
+        src,
+    )
+    corpus(out, src)
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -123,6 +155,18 @@ PROGRAMS = {
         speedtest1, "speedtest1", "sqlite3VdbeExec", "./speedtest1 --size {}".format
     ),
     "lua": Program(lua, "lua", "luaV_execute", lambda n: f"./lua work.lua {n * 40000}"),
+    "lz4": Program(
+        lz4,
+        "lz4",
+        "LZ4HC_compress_generic_noDictCtx",
+        lambda n: f"./lz4 -q -{n + 4} -f corpus.txt c.lz4",
+    ),
+    "brotli": Program(
+        brotli,
+        "brotli",
+        "CreateBackwardReferencesNH6",
+        lambda n: f"./brotli -q {n + 2} -f -o c.br corpus.txt",
+    ),
 }
 
 

@@ -5,9 +5,14 @@ real stacks, 912 samples each; `--hosts` 200 x 3 windows are the 547,200 samples
 27 pushed to Grafana Pyroscope) as gzipped pprof and as folded text to /ingest, and
 pushes captured from the real SDKs (tests/fixtures/pyroscope/: pyroscope-go v1.5.0's
 CPU push to /ingest, multipart, from/until in ns; pyroscope-io 1.4.0's Connect push;
-the Java agent 2.9.2's /ingest?format=jfr push, a 3 s JFR recording with its labels),
-each SDK push made distinct by shifting its profile's time (so none is a duplicate; the
-Java push by its from/until alone). No Pyroscope number is known for JFR pushes.
+the Java agent 2.9.2's /ingest?format=jfr push, a 3 s JFR recording with its labels;
+the OpenTelemetry Collector v0.165.0's otlphttp export of pyroscope-go's CPU profile
+(gzipped as it came, sent inflated),
+sent over HTTP to /v1development/profiles and as gRPC, ProfilesService/Export, to the
+collector's one port (HTTP/2 spliced to its gRPC server) and to its --grpc port, each
+client thread keeping its gRPC channel as the OTel exporter does), each SDK push made
+distinct by shifting its profile's time (so none is a duplicate; the Java push by its
+from/until alone). No Pyroscope number is known for JFR or OTLP pushes.
 Each kind goes from a few client threads to a fresh collector on a scratch store, each
 push on a new connection, as the agent sends them and as the SDKs' pushes arrive (they
 push every 10 s or so, and the collector closes a connection idle for 5 s);
@@ -52,7 +57,11 @@ from email.policy import HTTP
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import grpc
 from fleet_sim import windows
+from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import (
+    ExportProfilesServiceRequest,
+)
 
 from perfsleuth.formats import profile_pb2
 from perfsleuth.formats.wire import push_pb2, window_pprof
@@ -64,6 +73,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "pyroscope"
 # CPU-second.
 PYROSCOPE = {"pprof": 474_000, "folded": 515_000}
 PERFSLEUTH = Path(sys.executable).parent / "perfsleuth"
+GRPC_EXPORT = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -128,6 +138,25 @@ def connect_pushes(n: int) -> list[tuple[str, bytes, dict]]:
     return pushes
 
 
+def otlp_pushes(n: int, path: str) -> list[tuple[str, bytes, dict]]:
+    """The OTel Collector's captured OTLP export, n times, each profile's time shifted,
+    to `path` (the HTTP route, or GRPC_EXPORT for a gRPC call)."""
+    request = ExportProfilesServiceRequest.FromString(
+        gzip.decompress((FIXTURES / "otelcol-0.165.0-proto.bin").read_bytes())
+    )
+    pushes = []
+    for i in range(n):
+        copy = ExportProfilesServiceRequest()
+        copy.CopyFrom(request)
+        for resource in copy.resource_profiles:
+            for scope in resource.scope_profiles:
+                for profile in scope.profiles:
+                    profile.time_unix_nano += i * 10**9
+        headers = {"Content-Type": "application/x-protobuf"}
+        pushes.append((path, copy.SerializeToString(), headers))
+    return pushes
+
+
 def fleet_pushes(hosts: int, kind: str) -> list[tuple[str, bytes, dict]]:
     """3 windows of each simulated 8-CPU host, as the agent pushes them (pprof) or as
     folded stacks (root first) to /ingest?format=folded."""
@@ -188,16 +217,39 @@ def post_kept(url: str, push: tuple[str, bytes, dict]) -> None:
         raise OSError(f"push answered {answer.status}")
 
 
+_CHANNELS = threading.local()
+
+
+def call_grpc(url: str, push: tuple[str, bytes, dict]) -> None:
+    """A push as a gRPC call on its client thread's channel to `url` (kept, as the OTel
+    Collector's exporter keeps its connection); the port is the URL's, or with
+    `#grpc=PORT` that one."""
+    address = urlsplit(url).netloc
+    if "#grpc=" in url:
+        address = "127.0.0.1:" + url.rsplit("=", 1)[1]
+    channel = getattr(_CHANNELS, address, None)
+    if channel is None:
+        channel = grpc.insecure_channel(address)
+        setattr(_CHANNELS, address, channel)
+    path, body, _ = push
+    channel.unary_unary(path)(body, timeout=60)
+
+
 def measure(
-    pushes: list[tuple[str, bytes, dict]], clients: int, srcs: list[Path], send: Callable = post
+    pushes: list[tuple[str, bytes, dict]],
+    clients: int,
+    srcs: list[Path],
+    send: Callable = post,
+    grpc_port: bool = False,
 ) -> list[dict]:
     """For each of `srcs`, a fresh collector's CPU for `pushes` from `clients` threads,
     its head's flush to Parquet when it stops included (its start-up not). With several,
     they run side by side: each push goes to every collector in turn (who is first
-    alternates), so all of them meet the same load."""
+    alternates), so all of them meet the same load. `grpc_port`: each collector also
+    serves gRPC on a --grpc port, named in its URL as `#grpc=PORT`."""
     load = os.getloadavg()[0]
     with ExitStack() as stack:
-        collectors = [stack.enter_context(_collector(src)) for src in srcs]
+        collectors = [stack.enter_context(_collector(src, grpc_port)) for src in srcs]
         cpu0, wall0 = [cpu_seconds(c.pid) for c, _ in collectors], time.monotonic()
 
         def each(i: int) -> None:
@@ -207,7 +259,7 @@ def measure(
 
         with ThreadPoolExecutor(clients) as pool:
             list(pool.map(each, range(len(pushes))))
-        samples = [stored_samples(url) for _, url in collectors]
+        samples = [stored_samples(url.split("#")[0]) for _, url in collectors]
         for collector, _ in collectors:
             collector.send_signal(signal.SIGTERM)
         usages = [os.wait4(c.pid, 0)[2] for c, _ in collectors]
@@ -232,16 +284,24 @@ def measure(
     return results
 
 
-@contextmanager
-def _collector(src: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """A collector running `src`'s code on a scratch store, once it answers; killed if
-    the caller did not stop it."""
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def _collector(src: Path, grpc_port: bool = False) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A collector running `src`'s code on a scratch store, once it answers; killed if
+    the caller did not stop it. `grpc_port`: with a --grpc port, `#grpc=PORT` in its URL."""
+    port = _free_port()
     url = f"http://127.0.0.1:{port}"
+    extra = []
+    if grpc_port:
+        extra = ["--grpc", f"127.0.0.1:{_free_port()}"]
     with tempfile.TemporaryDirectory() as store:
-        command = [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}", "--store", store]
+        command = [str(PERFSLEUTH), "collector", "--listen", f"127.0.0.1:{port}"]
+        command += [*extra, "--store", store]
         collector = subprocess.Popen(command, env=_path_first(src))
         try:
             for _ in range(300):
@@ -250,7 +310,7 @@ def _collector(src: Path) -> Iterator[tuple[subprocess.Popen, str]]:
                     break
                 except OSError:
                     time.sleep(0.1)
-            yield collector, url
+            yield collector, url + (f"#grpc={extra[1].rsplit(':', 1)[1]}" if extra else "")
         finally:
             if collector.returncode is None and collector.poll() is None:
                 collector.kill()
@@ -291,6 +351,9 @@ def main() -> None:
         "pyroscope-go /ingest": lambda: go_pushes(args.pushes),
         "pyroscope-io Connect": lambda: connect_pushes(args.pushes),
         "java agent jfr": lambda: java_pushes(args.pushes),
+        "otlp http": lambda: otlp_pushes(args.pushes, "/v1development/profiles"),
+        "otlp grpc one port": lambda: otlp_pushes(args.pushes, GRPC_EXPORT),
+        "otlp grpc --grpc port": lambda: otlp_pushes(args.pushes, GRPC_EXPORT),
     }
     kinds = {kind: make() for kind, make in makers.items() if kind in (args.kind or makers)}
     sources = args.src or [ROOT / "src"]
@@ -300,7 +363,9 @@ def main() -> None:
     for r in range(args.rounds):
         for kind, pushes in kinds.items():
             for group in groups:
-                results = measure(pushes, args.clients, group, send)
+                grpc_kind = "grpc" in kind
+                how = call_grpc if grpc_kind else send
+                results = measure(pushes, args.clients, group, how, "--grpc" in kind)
                 for src, result in zip(group, results, strict=True):
                     runs.setdefault((kind, str(src)), []).append(result)
                     line = {"round": r, "kind": kind, "src": str(src), **result}
@@ -310,7 +375,8 @@ def main() -> None:
         peer = PYROSCOPE["folded" if "folded" in kind else "pprof"]
         per_push = [x["cpu_ms_per_push"] for x in results]
         loads = [x["load"] for x in results]
-        ratio = "" if "jfr" in kind else f", {rate / peer:.2f}x Pyroscope's {peer:,}"
+        known = "jfr" not in kind and "otlp" not in kind
+        ratio = f", {rate / peer:.2f}x Pyroscope's {peer:,}" if known else ""
         print(
             f"{kind:22} {src}: median {rate:,.0f} samples per collector CPU-s "
             f"({statistics.median(per_push):.2f} ms a push, {min(per_push):.2f}-"

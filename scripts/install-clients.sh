@@ -46,7 +46,7 @@ go_program() {
 # pyroscope-go v1.5.0 in a small program (tests/clients/go/), a pusher on the Connect
 # client Grafana Alloy's pyroscope.write pushes with (tests/clients/go/alloy/: Pyroscope's
 # api module v1.5.0, about 1 minute cold), and a real OpenTelemetry Collector v0.165.0
-# (otlp receiver, otlphttp exporter: tests/clients/otelcol/, about 2-4 minutes cold);
+# (otlp receiver, otlphttp and otlp exporters: tests/clients/otelcol/, about 2-4 minutes cold);
 # skipped without Go (>= 1.26 for the pusher and the collector).
 if command -v go >/dev/null 2>&1; then
     go_program go-app tests/clients/go "the pyroscope-go program"

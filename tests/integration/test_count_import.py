@@ -5,6 +5,7 @@ top, annotate and diff read as cg_annotate and cg_diff do (they were sampled run
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -153,7 +154,8 @@ def test_a_source_outside_the_imported_files_folder_is_named_with_its_folder(
     store = tmp_path / "store"
     perfsleuth(store, "import", str(folder / "cachegrind.out.1"))
     shown = perfsleuth(store, "annotate", "main").stdout
-    assert f"not read: outside the imported file's folder; pass --src {source.parent}" in shown
+    assert "not read: not kept with the imported run (outside its file's folder" in shown
+    assert f"pass --src {source.parent}" in shown
     assert "source not found" not in shown
     read = perfsleuth(store, "annotate", "main", "--src", str(source.parent)).stdout
     assert "return x;" in read
@@ -174,3 +176,73 @@ def test_an_imported_cachegrind_files_top_has_no_total_column(tmp_path: Path) ->
     assert lines[heading].split()[:2] == ["self", "function"]
     top = json.loads(perfsleuth(store, "top", "--format", "json").stdout)
     assert top["inclusive"] is False and [r["function"] for r in top["rows"]] == ["inner", "outer"]
+
+
+def test_a_source_edited_after_the_run_is_said_and_not_kept(tmp_path: Path) -> None:
+    """brotli's hash_longest_match64_inc.h, edited between the cachegrind run and the
+    import, was kept as edited and its counts shown on the lines that moved, without
+    the warning cg_annotate gives. The import says it and keeps the file out; annotate
+    --src reads it and says it is newer than the run."""
+    store = tmp_path / "store"
+    out = cachegrind(tmp_path, 200_000, "mixer")
+    source = tmp_path / "mixer.c"
+    source.write_text("/* a line above */\n" + source.read_text())
+    later = out.stat().st_mtime + 10
+    os.utime(source, (later, later))
+    said = perfsleuth(store, "import", str(out)).stderr
+    assert f"{source} is newer than {out.name}; its lines may not match" in said, said
+    shown = perfsleuth(store, "annotate", "mix")
+    assert "a line above" not in shown.stdout and "newer than the file" in shown.stdout
+    read = perfsleuth(store, "annotate", "mix", "--src", str(tmp_path))
+    assert "a line above" in read.stdout
+    assert f"{source} is newer than the run; its lines may not match" in read.stderr
+
+
+HEADER = r"""
+static inline unsigned step(unsigned h, unsigned i) {
+    return (h ^ (h >> 7)) * 2654435761u + i;
+}
+"""
+INLINED = r"""
+#include <stdio.h>
+#include "aaa_step.h"
+__attribute__((noinline)) static unsigned mix(unsigned h, unsigned rounds) {
+    for (unsigned i = 0; i < rounds; ++i)
+        h = step(h, i);
+    return h;
+}
+int main(void) {
+    printf("%u\n", mix(1u, 200000u));
+    return 0;
+}
+"""
+
+
+def test_an_imported_cachegrind_files_function_is_where_its_entry_is(tmp_path: Path) -> None:
+    """A cachegrind file lists a function under every file its lines are in and names
+    no file of its own: `top` said mix was in aaa_step.h (the first of its files, the
+    header its inlined step is in), as brotli's CreateBackwardReferencesNH6 was
+    platform.h:332 (a memcpy). The program's debug info places it, as a recorded count
+    run's instruction addresses do."""
+    (tmp_path / "aaa_step.h").write_text(HEADER)
+    (tmp_path / "mixer.c").write_text(INLINED)
+    program = tmp_path / "mixer"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(tmp_path / "mixer.c")], check=True)
+    out = tmp_path / "cachegrind.out.1"
+    subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+         "./mixer"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    imported, recorded = tmp_path / "imported", tmp_path / "recorded"
+    perfsleuth(imported, "import", str(out))
+    perfsleuth(recorded, "record", "--mode", "count", "--", str(program))
+
+    def mix_site(store: Path) -> tuple[str, int]:
+        rows = json.loads(perfsleuth(store, "top", "--format", "json").stdout)["rows"]
+        (mix,) = [r for r in rows if r["function"].startswith("mix")]  # mix.constprop.0
+        return mix["file"], mix["line"]
+
+    file, line = mix_site(imported)
+    assert file.endswith("mixer.c") and line > 0
+    assert (file, line) == mix_site(recorded)

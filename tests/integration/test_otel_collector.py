@@ -1,6 +1,10 @@
-"""A real OpenTelemetry Collector (v0.165.0: otlp receiver, otlphttp exporter) forwards
-OTLP profiles to a real perfsleuth collector over HTTP on 127.0.0.1, in the exporter's
-protobuf encoding, in its JSON one and compressed by zstd, snappy (a block and framed) and lz4.
+"""A real OpenTelemetry Collector (v0.165.0: otlp receiver, otlphttp and otlp exporters)
+forwards OTLP profiles to a real perfsleuth collector on 127.0.0.1: over HTTP, in the
+otlphttp exporter's protobuf encoding, in its JSON one and compressed by zstd, snappy (a
+block and framed) and lz4; and over gRPC, by the `otlp` exporter (`otlp_grpc` in
+v0.165.0's configuration), gzipped as it sends by default, to the collector's one port
+(HTTP/2 spliced to its gRPC server, as Pyroscope serves gRPC on its HTTP port) and to
+its --grpc port.
 
 The profile pushed into the OTel Collector's receiver is a real run's: pyroscope-go
 v1.5.0's captured CPU pprof (its `pprof.Do` label phase=a on most samples), turned into
@@ -157,30 +161,38 @@ def pushed_self(pprof: profile_pb2.Profile, label: tuple[str, str] | None = None
     return out
 
 
-def config(receiver_port: int, collector: Collector, encoding: str = "proto") -> str:
-    """The OTel Collector's configuration: OTLP/HTTP in on 127.0.0.1, the otlphttp
-    exporter to perfsleuth with its token, in `encoding` (proto or json, `+zstd` and such
-    for that compression instead of its default gzip); no queue and
+def config(
+    receiver_port: int, collector: Collector, encoding: str = "proto", grpc_port: int = 0
+) -> str:
+    """The OTel Collector's configuration: OTLP/HTTP in on 127.0.0.1, out to perfsleuth
+    with its token: by the otlphttp exporter in `encoding` (proto or json, `+zstd` and such
+    for that compression instead of its default gzip), or with `grpc` by the otlp
+    exporter (`otlp_grpc`, plaintext) to `grpc_port`, else to the collector's one port;
+    no queue and
     no retry, so that the receiver answers a push only once perfsleuth has, with
     perfsleuth's refusal if any; no telemetry port of its own."""
+    common = {
+        "headers": {"Authorization": f"Bearer {TOKEN}"},
+        "compression": (encoding.split("+")[1:] or ["gzip"])[0],
+        "sending_queue": {"enabled": False},
+        "retry_on_failure": {"enabled": False},
+    }
+    if encoding.startswith("grpc"):
+        name = "otlp_grpc"
+        port = grpc_port or collector.port
+        exporter = {"endpoint": f"127.0.0.1:{port}", "tls": {"insecure": True}}
+    else:
+        name = "otlphttp"
+        exporter = {"endpoint": collector.url(""), "encoding": encoding.split("+")[0]}
     return json.dumps(
         {
             "receivers": {
                 "otlp": {"protocols": {"http": {"endpoint": f"127.0.0.1:{receiver_port}"}}}
             },
-            "exporters": {
-                "otlphttp": {
-                    "endpoint": collector.url(""),
-                    "headers": {"Authorization": f"Bearer {TOKEN}"},
-                    "encoding": encoding.split("+")[0],
-                    "compression": (encoding.split("+")[1:] or ["gzip"])[0],
-                    "sending_queue": {"enabled": False},
-                    "retry_on_failure": {"enabled": False},
-                }
-            },
+            "exporters": {name: exporter | common},
             "service": {
                 "telemetry": {"metrics": {"level": "none"}},
-                "pipelines": {"profiles": {"receivers": ["otlp"], "exporters": ["otlphttp"]}},
+                "pipelines": {"profiles": {"receivers": ["otlp"], "exporters": [name]}},
             },
         }
     )
@@ -199,25 +211,47 @@ def listening(port: int, proc: subprocess.Popen) -> bool:
 
 @pytest.fixture(
     scope="module",
-    params=["proto", "json", "proto+zstd", "proto+snappy", "proto+x-snappy-framed", "proto+lz4"],
+    params=[
+        "proto",
+        "json",
+        "proto+zstd",
+        "proto+snappy",
+        "proto+x-snappy-framed",
+        "proto+lz4",
+        "grpc",
+        "grpc-port",
+    ],
 )
 def encoding(request: pytest.FixtureRequest) -> str:
     """The exporter's encoding: its default protobuf, or JSON (`encoding: json`: a 415
     before perfsleuth read OTLP/JSON), or protobuf compressed by zstd, snappy (a raw
-    block), snappy's framing format or lz4 (each a 415 before perfsleuth read them)."""
+    block), snappy's framing format or lz4 (each a 415 before perfsleuth read them); or
+    the otlp exporter over gRPC: `grpc` to the collector's one port, as to Pyroscope's,
+    `grpc-port` to its --grpc port (neither served before)."""
     return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def collector(tmp_path_factory: pytest.TempPathFactory, encoding: str) -> Iterator[Collector]:
-    running = start(tmp_path_factory.mktemp(f"fleet-{encoding}"), "--token", TOKEN)
+def grpc_port(encoding: str) -> int:
+    """The perfsleuth collector's --grpc port (0: none)."""
+    return free_port() if encoding == "grpc-port" else 0
+
+
+@pytest.fixture(scope="module")
+def collector(
+    tmp_path_factory: pytest.TempPathFactory, encoding: str, grpc_port: int
+) -> Iterator[Collector]:
+    grpc = ["--grpc", f"127.0.0.1:{grpc_port}"] if grpc_port else []
+    running = start(tmp_path_factory.mktemp(f"fleet-{encoding}"), "--token", TOKEN, *grpc)
+    if grpc_port:
+        assert listening(grpc_port, running.proc), "the collector's gRPC port did not open"
     yield running
     assert "Traceback" not in stop(running)
 
 
 @pytest.fixture(scope="module")
 def otelcol(
-    tmp_path_factory: pytest.TempPathFactory, collector: Collector, encoding: str
+    tmp_path_factory: pytest.TempPathFactory, collector: Collector, encoding: str, grpc_port: int
 ) -> Iterator[int]:
     """A running OTel Collector forwarding to `collector` in `encoding`: its receiver's
     port."""
@@ -229,7 +263,7 @@ def otelcol(
     )
     port = free_port()
     path = tmp_path_factory.mktemp("otelcol") / "config.json"
-    path.write_text(config(port, collector, encoding))
+    path.write_text(config(port, collector, encoding, grpc_port))
     log = path.with_name("otelcol.log")
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -266,7 +300,7 @@ def self_ns(doc: dict) -> dict[str, float]:
 
 
 def test_a_profile_through_the_otel_collector_is_stored_as_pushed(
-    collector: Collector, otelcol: int
+    collector: Collector, otelcol: int, encoding: str
 ) -> None:
     pprof = captured_pprof("cpu")
     body = otlp_request(pprof, int(time.time())).SerializeToString()
@@ -277,7 +311,8 @@ def test_a_profile_through_the_otel_collector_is_stored_as_pushed(
     assert ExportProfilesServiceResponse.FromString(answer).partial_success.rejected_profiles == 0
     token = {"Authorization": f"Bearer {TOKEN}"}
     metrics = request(collector.url("/metrics"), None, token)[1].decode()
-    assert 'endpoint="otlp",result="accepted"' in metrics, metrics
+    endpoint = "otlp_grpc" if encoding.startswith("grpc") else "otlp"
+    assert f'endpoint="{endpoint}",result="accepted"' in metrics, metrics
 
     where = ",".join(
         f"{k}={RESOURCE[v]}"

@@ -215,15 +215,22 @@ def test_pyroscope_go_pushes_every_profile_type(collector: Collector) -> None:
     assert 'endpoint="ingest",result="rejected"' not in metrics
 
 
-def run_alloy_push(collector: Collector, password: str, *args: str) -> list[str]:
-    """tests/clients/go/alloy/ with basic auth's `password`: what it printed."""
+def run_alloy_push(
+    collector: Collector,
+    password: str,
+    *args: str,
+    protocol: str = "",
+    service: str = "alloy-app",
+) -> list[str]:
+    """tests/clients/go/alloy/ with basic auth's `password` (and the Connect client's
+    `protocol`): what it printed."""
     assert ALLOY_PUSH.exists(), "make setup builds the Alloy-style pusher"
     out = subprocess.run(
-        [str(ALLOY_PUSH), collector.url(""), "alloy-app", *args],
+        [str(ALLOY_PUSH), collector.url(""), service, *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "ALLOY_PASSWORD": password},
+        env={**os.environ, "ALLOY_PASSWORD": password, "CONNECT_PROTOCOL": protocol},
     )
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
@@ -257,6 +264,27 @@ def test_alloy_pyroscope_write_pushes_the_connect_api(tmp_path: Path) -> None:
         assert run_alloy_push(secured, "wrong", "bad") == ["unauthenticated"]
         counts = pushes(secured, token="s3cret")
         assert counts == {"accepted": sent, "rejected": 1}, counts
+    finally:
+        assert "Traceback" not in stop(secured)
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "grpcweb", "json"])
+def test_the_connect_client_pushes_with_its_other_protocols(tmp_path: Path, protocol: str) -> None:
+    """The same pushv1connect client made with connect.WithGRPC() (HTTP/2 without TLS, to
+    the collector's one port, as to Pyroscope's), connect.WithGRPCWeb() (gRPC-Web over
+    HTTP/1.1) or connect.WithProtoJSON() (the Connect protocol's JSON codec): each total
+    exactly what was pushed, refusals by their Connect code."""
+    secured = start(tmp_path, "--token", "s3cret")
+    service = f"alloy-{protocol}"
+    try:
+        pushed = run_alloy_push(secured, "s3cret", "1", protocol=protocol, service=service)
+        cpu_ns, alloc_bytes, _ = (int(v) for v in pushed)
+        assert top(secured, f"service={service}")["total"] == cpu_ns > 0
+        alloc = top(secured, f"service={service},type=alloc_space")
+        assert alloc["total"] == alloc_bytes > 0
+        for password, code in (("s3cret", "invalid_argument"), ("wrong", "unauthenticated")):
+            refused = run_alloy_push(secured, password, "bad", protocol=protocol)
+            assert refused == [code]
     finally:
         assert "Traceback" not in stop(secured)
 

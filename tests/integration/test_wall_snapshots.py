@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.integration
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "wall"
 TIMELINE_SOURCE = FIXTURES / "lock_timeline.cc"
 WAITING = ("mutex", "condvar")
+REACTOR_TRUTH = re.compile(r"stop_reactor: waited (\d+) ns of (\d+) ns")
 QUICK_PASS_NS = 200_000  # a pass the snapshotter did not lose its CPU in
 TICK_NS = 4_000_000  # the kernel's tick at HZ=250 (Debian's); 100, 300 and 1000 divide 20 ms too
 
@@ -152,6 +154,28 @@ def test_unwinding_reads_past_the_stack_copied_at_the_instant(tmp_path: Path):
     assert depths and max(depths) >= 200, depths
 
 
+def test_wall_mode_sees_the_waiting_its_own_snapshots_cause(tmp_path: Path):
+    """stop_reactor waits 5 ms on a condition variable each time it finds it was
+    stopped: its waiting follows the snapshots. Instants that never fell within 10 ms
+    of the one before (the interval times a factor in [0.5, 1.5)) read 4-8% where it
+    waited 27-28% (load 6); Poisson instants, equally weighted, read its clock."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "needs a C compiler"
+    program = tmp_path / "stop_reactor"
+    source = str(FIXTURES / "stop_reactor.c")
+    subprocess.run([compiler, "-O2", "-g", "-pthread", "-o", str(program), source], check=True)
+    proc = perfsleuth(
+        "record", "--mode", "wall", "--freq", "50", "--", str(program), "5", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    truth = REACTOR_TRUTH.search(proc.stdout)
+    assert truth, proc.stdout
+    share = int(truth[1]) / int(truth[2])
+    assert share > 0.05, "it should have been stopped, and waited after it"
+    # a sampled share of ~250 snapshots (about +-3 points): -2.5, +1.9, +5.7 at load 7
+    assert abs(consumers_waiting(tmp_path) - share) < 0.1, (consumers_waiting(tmp_path), share)
+
+
 def test_wall_mode_reads_the_consumers_waiting_near_the_program_s_clock(
     examples_built: Path, tmp_path: Path
 ):
@@ -209,6 +233,26 @@ def test_wall_mode_follows_child_processes(examples_built: Path, tmp_path: Path)
     assert len(pids) == 2, threads  # the shell and prodcons
     top = json.loads(perfsleuth("top", "--format", "json", "-n", "0", cwd=tmp_path).stdout)
     assert any("process_message" in r["function"] for r in top["rows"]), top["rows"][:10]
+
+
+def test_a_stripped_program_s_lock_is_named_by_its_function_s_address(tmp_path: Path):
+    """Functions without names (plzip, Debian's, stripped) are "[unknown] DSO+0xSTART",
+    as perf's recordings name them: the lock's call site is the waiting function, and
+    its holder's code is that function too. Before, every such frame was "[unknown]",
+    and the site fell through to the thread's outermost frame: clone3."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "needs a C compiler"
+    program = tmp_path / "stripped_lock"
+    source = str(FIXTURES / "stripped_lock.c")
+    subprocess.run([compiler, "-O2", "-s", "-pthread", "-o", str(program), source], check=True)
+    proc = perfsleuth("record", "--mode", "wall", "--", str(program), "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(perfsleuth("advise", "--all", "--format", "json", cwd=tmp_path).stdout)
+    locks = [f for f in advice["findings"] if f["rule"] == "lock.contention"]
+    assert locks, [f["title"] for f in advice["findings"]]
+    assert all(f["function"].startswith("[unknown] stripped_lock+0x") for f in locks), locks
+    holders = [h["function"] for f in locks for h in f["details"]["holders"]]
+    assert any(h.startswith("[unknown] stripped_lock+0x") for h in holders), holders
 
 
 def test_a_process_whose_main_thread_exited_is_still_recorded(tmp_path: Path):

@@ -33,3 +33,23 @@ def test_the_users_own_command_is_run_again() -> None:
     ctx = context("python3 app.py --fast", "record")
     assert advisor._recorded_command(ctx) == ["python3", "app.py", "--fast"]
     assert not ctx.notes
+
+
+def test_a_count_runs_finding_speaks_of_instructions_in_its_basis_too() -> None:
+    """brotli's count run: the build-flags hint's basis said "5.9% of CPU time is in the
+    own code of functions called from other compile units"."""
+    from perfsleuth.model.findings import Finding
+
+    finding = Finding(
+        rule="build.options-hint",
+        kind="build-flags",
+        title="brotli is built without -flto",
+        share=0.986,
+        estimated_gain=0.11,
+        confidence=0.45,
+        suggestion="Worth a try",
+        evidence=["hot calls between compile units, not inlined: a (a.c) -> b (b.c) 3.0%"],
+        gain_basis="5.9% of CPU time is in the own code of functions called from other units",
+    )
+    advisor.in_instructions(finding)
+    assert finding.gain_basis.startswith("5.9% of the instructions are in the own code")

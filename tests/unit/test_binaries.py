@@ -217,3 +217,21 @@ def test_a_function_s_dwarf_entry_is_found_by_its_plain_name(examples_built: Pat
     )
     assert account.attributes["DW_AT_low_pc"].value == address
     assert binary.subprogram("no_such_function") is None
+
+
+def test_the_unit_at_an_address_is_the_one_that_compiled_its_function(tmp_path: Path) -> None:
+    """brotli's hot CreateBackwardReferencesNH6 is backward_references.c's (its code is in
+    headers): a build-flags hint said where: constants.c, the first unit of the binary."""
+    (tmp_path / "main.c").write_text("int twice(int x);\nint main(void) { return twice(0); }\n")
+    (tmp_path / "util.c").write_text("int twice(int x) { return 2 * x; }\n")
+    exe = tmp_path / "two"
+    subprocess.run(
+        ["gcc", "-O2", "-g", "-o", str(exe), str(tmp_path / "main.c"), str(tmp_path / "util.c")],
+        check=True,
+    )
+    binary = _binary(exe)
+    functions = {s.name: s.value for s in binary.symbols(types=frozenset({STT_FUNC}))}
+    for name, source in (("main", "main.c"), ("twice", "util.c")):
+        unit = binary.unit_at(functions[name])
+        assert unit is not None and unit.path == str(tmp_path / source)
+    assert binary.unit_at(0) is None

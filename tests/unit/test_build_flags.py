@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from perfsleuth.analyzers.build_flags import optimization_level
+from perfsleuth.analyzers.build_flags import (
+    compile_units,
+    cross_unit_calls,
+    hottest_first,
+    optimization_level,
+)
+from perfsleuth.model.profile import Frame, ProfileBuilder
 
 
 @pytest.mark.parametrize(
@@ -21,3 +30,41 @@ from perfsleuth.analyzers.build_flags import optimization_level
 )
 def test_optimization_level(producer: str, level: str | None) -> None:
     assert optimization_level(producer) == level
+
+
+LZ4HC = "/src/lz4/lib/lz4hc.c"
+LZ4 = "/src/lz4/lib/lz4.c"
+
+
+def test_a_call_inside_a_unit_that_includes_another_units_source_crosses_no_unit() -> None:
+    """lz4's count run (gcc -O2): lz4hc.c includes lz4.c, so LZ4HC_countPattern's lines
+    are lz4hc.c's and, for the lz4.c helpers inlined into it, lz4.c's. Its call from
+    lz4hc.c was "LZ4HC_compress_generic_noDictCtx.part.0 (lz4hc.c) -> LZ4HC_countPattern
+    (lz4.c)", a call between compile units LTO could inline; a real one still is."""
+    compress = Frame("LZ4HC_compress_generic_noDictCtx.part.0", "lz4", LZ4HC, 1006)
+    builder = ProfileBuilder(unit="instructions")
+    for frames, weight in [
+        ([Frame("LZ4HC_countPattern", "lz4", LZ4HC, 825), compress], 7_078_670),
+        ([Frame("LZ4HC_countPattern", "lz4", LZ4, 395), compress], 1_415_734),
+        ([Frame("LZ4HC_compress_generic_noDictCtx.part.0", "lz4", LZ4, 394)], 19_893_637),
+        ([Frame("LZ4HC_compress_generic_noDictCtx.part.0", "lz4", LZ4HC, 1420)], 223_809_391),
+        ([Frame("LZ4_compress_fast", "lz4", LZ4, 1500), Frame("main", "lz4", "/src/m.c", 9)], 5),
+    ]:
+        builder.add(frames, weight)
+    calls = cross_unit_calls(builder.build(), "lz4", {LZ4HC, LZ4, "/src/m.c"})
+    assert dict(calls) == {"main (m.c) -> LZ4_compress_fast (lz4.c)": 5}
+
+
+def test_the_hint_is_placed_in_the_unit_with_the_most_time(tmp_path: Path) -> None:
+    """brotli's hint said where: constants.c (the binary's first unit, tables only) of a
+    run 83% in backward_references.c's CreateBackwardReferencesNH6."""
+    (tmp_path / "aaa_tables.c").write_text("const int table[4] = {1, 2, 3, 4};\n")
+    (tmp_path / "main.c").write_text("int twice(int x);\nint main(void) { return twice(0); }\n")
+    (tmp_path / "util.c").write_text("int twice(int x) { return 2 * x; }\n")
+    exe = tmp_path / "three"
+    sources = [str(tmp_path / n) for n in ("aaa_tables.c", "main.c", "util.c")]
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(exe), *sources], check=True)
+    units = compile_units(str(exe))
+    assert units[0].path.endswith("aaa_tables.c")
+    ordered = hottest_first(str(exe), units, {"twice": 9.0, "main": 1.0})
+    assert [Path(u.path).name for u in ordered][:2] == ["util.c", "main.c"]

@@ -147,3 +147,15 @@ def test_the_sampling_is_said_in_one_line_and_not_for_the_first_calls():
     assert text == "1 in 512 calls traced (391 of 200,000, over the whole run)"
     first = documents.load(CacheProjections, version_2()).sampling
     assert cache_model.sampling_text(first) == ""
+
+
+def test_an_object_straddling_a_line_boundary_is_said_to_when_calls_pay_for_it():
+    """khash's table header (40 B) starts at byte 48 of a line: calls touch 2 lines."""
+    header = {"size": 40, "line_size": 64, "object_misalignment": 48}
+    said = cpu_cache_text.straddling({**header, "lines_touched_per_call": 2.0})
+    assert (
+        "starts at byte 48 of a line, so it spans 2 lines; aligned to 64 B it would span 1" in said
+    )
+    assert cpu_cache_text.straddling({**header, "lines_touched_per_call": 1.0}) == ""
+    inside = {"size": 40, "line_size": 64, "object_misalignment": 16}  # bytes 16..55: one line
+    assert cpu_cache_text.straddling({**inside, "lines_touched_per_call": 1.5}) == ""

@@ -1,6 +1,7 @@
 """The lock-contention analyzer on small hand-built wall-time profiles."""
 
 from perfsleuth.analyzers import Context, lock_contention
+from perfsleuth.analyzers.wait_sites import call_site
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 
@@ -111,6 +112,18 @@ def test_handoff_suggests_a_lock_free_queue_and_claims_no_code_under_the_lock():
     assert "which code runs under the lock this run cannot tell" in said
 
 
+def test_a_wall_run_that_saw_no_holder_says_so_and_sends_nobody_to_wall_mode():
+    """plzip's main thread waits on its courier's condition variable: a wall run reads
+    holders (meta lock_holders) but has none there; it used to say `record --mode
+    wall` reads them, to a wall run."""
+    profile = consumers_profile()
+    profile.meta["lock_holders"] = []
+    (finding,) = lock_contention.analyze(context(profile))
+    (said,) = [e for e in finding.evidence if "under the lock" in e]
+    assert "no holder of these waits was seen" in said and "--mode wall" not in said
+    assert finding.details["holders_under_the_lock"] is False
+
+
 def test_the_holders_seen_at_the_waits_are_the_code_under_the_lock():
     """Wall mode's lock_holders: what the holder of each waited-on mutex ran at the
     instant; process(), which the consumers run outside the lock, is not named."""
@@ -185,3 +198,20 @@ def test_a_c_program_is_not_told_to_use_a_cpp_queue():
     b.add([Frame("main", dso="app"), *ROOT], 1000 * MS, thread=Thread(50, 50), state="running")
     (finding,) = lock_contention.analyze(context(b.build()))
     assert "moodycamel" not in finding.suggestion and not finding.fix
+
+
+def test_a_rust_lock_s_call_site_is_the_program_s_code_not_std_s():
+    """std is linked into a Rust program; <std::...>::method frames (an inherent impl's
+    method) were taken for the program's own, and the lock's site was std's
+    lock_contended."""
+    names = (
+        "syscall",
+        "std::sys::pal::unix::futex::futex_wait",
+        "<std::sys::sync::mutex::futex::Mutex>::lock_contended",
+        "<std::sys::sync::mutex::futex::Mutex>::lock",
+        "std::sync::poison::mutex::Mutex<T>::lock",
+        "tally::main::{{closure}}",
+        "<core::iter::adapters::map::Map<I,F> as core::iter::traits::iterator::Iterator>::fold",
+    )
+    frames = [Frame(n, dso="libc.so.6" if n == "syscall" else "tally") for n in names]
+    assert call_site(frames).function == "tally::main::{{closure}}"

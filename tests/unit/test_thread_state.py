@@ -55,3 +55,45 @@ def test_every_rule_state_is_a_profile_state():
     from perfsleuth.collect.thread_state import RULES
 
     assert {r.state for r in RULES} <= set(STATES)
+
+
+def rust(*names: str) -> list[Frame]:
+    return [Frame(n, dso="tally") for n in names]
+
+
+# a wall run of a Rust 1.9x program (std::sync::Mutex, rayon): std is linked in, and an
+# inherent impl's method demangles as <path>::method; both were "other"
+RUST_FUTEX_WAIT = ("syscall", "std::sys::pal::unix::futex::futex_wait")
+
+
+def test_rust_s_mutex_and_condvar_waits_as_demangled_today():
+    mutex = rust(
+        *RUST_FUTEX_WAIT,
+        "<std::sys::sync::mutex::futex::Mutex>::lock_contended",
+        "<std::sys::sync::mutex::futex::Mutex>::lock",
+        "std::sync::poison::mutex::Mutex<T>::lock",
+        "tally::main::{{closure}}",
+    )
+    assert classify(mutex, "S") == "mutex"
+    condvar = rust(
+        *RUST_FUTEX_WAIT,
+        "<std::sys::sync::condvar::futex::Condvar>::wait_optional_timeout",
+        "<std::sys::sync::condvar::futex::Condvar>::wait",
+        "std::sync::poison::condvar::Condvar::wait",
+        "rayon_core::latch::LockLatch::wait_and_reset",
+    )
+    assert classify(condvar, "S") == "condvar"
+    read = rust(*RUST_FUTEX_WAIT, "<std::sys::sync::rwlock::futex::RwLock>::read_contended")
+    assert classify(read, "S") == "mutex"
+
+
+def test_rust_s_unlock_waking_a_waiter_is_not_a_wait():
+    wake = rust(
+        "syscall",
+        "std::sys::pal::unix::futex::futex_wake",
+        "<std::sys::sync::mutex::futex::Mutex>::wake",
+        "tally::main::{{closure}}",
+    )
+    assert classify(wake, "R") == "running"
+    unlock = rust("<std::sys::sync::rwlock::futex::RwLock>::read_unlock", "tally::main")
+    assert classify(unlock, "R") == "running"

@@ -59,9 +59,16 @@ def test_no_snapshot_at_all():
     assert from_wallsnap("wallsnap wrote nothing\n", rate_hz=50) == []
 
 
-def test_each_snapshot_weighs_the_time_since_the_one_before():
+def test_a_lone_snapshot_weighs_the_interval():
+    one = FIXTURE.read_text().rsplit("\nSNAPSHOT ", 1)[0] + "\n"
+    assert [s.weight_ns for s in from_wallsnap(one, rate_hz=20)] == [50e6]
+
+
+def test_every_snapshot_weighs_the_mean_time_between_them():
+    """Poisson instants: equal weights, not the gap before each (a short gap finds the
+    program disturbed by the snapshot before, and must keep its share)."""
     snaps = from_wallsnap(FIXTURE.read_text(), rate_hz=20)
-    assert [s.weight_ns for s in snaps] == [50e6, 60065613620260 - 60065570007701]
+    assert [s.weight_ns for s in snaps] == [60065613620260 - 60065570007701] * 2
     assert all(s.one_instant for s in snaps)
     assert [s.pass_ns for s in snaps] == [9252454, 20170]
     assert snaps[0].tasks[27598].state == "S" and snaps[0].tasks[27598].name == "prodcons"
@@ -115,3 +122,18 @@ def test_lock_holders_pair_each_glibc_mutex_waiter_with_its_holder_s_stack():
     # a holder seen waiting on a mutex itself at the instant: the lock changed hands
     samples[1] = sample(snap, 3, "mutex", waiting)
     assert lock_holders(samples) == []
+
+
+def test_a_woken_condvar_waiter_retaking_its_mutex_has_that_mutex_s_holder():
+    """plzip's main thread, signalled, waits to retake its courier's mutex inside
+    pthread_cond_wait (__pthread_mutex_cond_lock): a glibc mutex whose holder wallsnap
+    reads like any other; its waits had no holder before."""
+    tasks = {2: TaskInfo("t", "S", "", owner=3), 3: TaskInfo("t", "R", "")}
+    snap = Snapshot(20e6, [], tasks, one_instant=True)
+    retaking = ["__lll_lock_wait", "__pthread_mutex_cond_lock", "___pthread_cond_wait", "muxer"]
+    samples = [
+        sample(snap, 2, "mutex", retaking),
+        sample(snap, 3, "running", ["__pthread_cond_signal", "worker"]),
+    ]
+    (pair,) = lock_holders(samples)
+    assert pair[0] == retaking and ["worker", "app", ""] in pair[1]

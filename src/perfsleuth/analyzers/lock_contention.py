@@ -181,7 +181,7 @@ def _lock_finding(
         confidence=0.5 if site.inferred or not site.frame.file else 0.7,
         evidence=[
             *_evidence(profile, site, states, thread_time),
-            _holders_text(site, holders, under is not None),
+            _holders_text(site, holders, under is not None, "lock_holders" in profile.meta),
             path.text(profile),
         ],
         suggestion=_lock_suggestion(handoff),
@@ -269,13 +269,21 @@ def _evidence(
     return evidence
 
 
-def _holders_text(site: Site, holders: list[tuple[str, float]], under: bool) -> str:
+def _holders_text(
+    site: Site, holders: list[tuple[str, float]], under: bool, holders_read: bool
+) -> str:
     """The code under the lock where the run names the holder of each wait (wall
-    mode, glibc mutexes); else what the waiting function runs, said to be no more."""
+    mode, glibc mutexes); else what the waiting function runs, said to be no more.
+    `holders_read`: the run read holders (wallsnap's), none of them at this site."""
     shares = ", ".join(f"{name} {100 * s:.0f}%" for name, s in holders)
     if under:
         return f"under the lock, its holder runs: {shares} (at the instants threads waited)"
     seen = f"meanwhile {site.frame.function} runs: {shares}; " if holders else ""
+    if holders_read:
+        return (
+            f"{seen}which code runs under the lock this run cannot tell: no holder of these "
+            "waits was seen (a condition variable has none; only a glibc mutex's is read)"
+        )
     return (
         f"{seen}which code runs under the lock this run cannot tell (`perfsleuth record "
         "--mode wall` reads the holder of each waited-on mutex)"

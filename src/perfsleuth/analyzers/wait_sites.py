@@ -33,7 +33,20 @@ LIBRARY_DSO_PREFIXES = (
     "libm.so",
     "[vdso]",
 )
-LIBRARY_FUNCTION_PREFIXES = ("std::", "__gthread", "__gnu_cxx::", "__pthread", "pthread_")
+# Rust's std, core and alloc are linked into the program: their frames are told by name
+# (an inherent impl's method demangles as <std::...>::method)
+LIBRARY_FUNCTION_PREFIXES = (
+    "std::",
+    "<std::",
+    "core::",
+    "<core::",
+    "alloc::",
+    "<alloc::",
+    "__gthread",
+    "__gnu_cxx::",
+    "__pthread",
+    "pthread_",
+)
 LIBRARY_FILE_PREFIXES = ("/usr/include/", "/usr/lib/", "./nptl/", "../sysdeps/")
 POLL_FUNCTIONS = ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait")
 MIN_THREAD_FRACTION = 0.02  # of the waiting threads' wall time

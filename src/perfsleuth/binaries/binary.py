@@ -42,6 +42,7 @@ from .subprograms import subprograms
 from .symbol_table import Symbol, parse_symbols
 
 if TYPE_CHECKING:
+    from elftools.dwarf.aranges import ARanges
     from elftools.dwarf.die import DIE
     from elftools.dwarf.dwarfinfo import DWARFInfo
 
@@ -165,6 +166,24 @@ class Binary:
             return read_compile_units(dwarf)
         except DWARF_ERRORS:
             return ()
+
+    def unit_at(self, address: int) -> CompileUnit | None:
+        """The compile unit whose code holds the virtual address (DWARF's
+        .debug_aranges); None without them or when no unit does."""
+        offset = self._unit_ranges.cu_offset_at_addr(address) if self._unit_ranges else None
+        return self._units_by_offset.get(offset) if offset is not None else None
+
+    @cached_property
+    def _units_by_offset(self) -> dict[int, CompileUnit]:
+        return {u.offset: u for u in self.compile_units}
+
+    @cached_property
+    def _unit_ranges(self) -> ARanges | None:
+        dwarf = self.dwarf()
+        try:
+            return dwarf.get_aranges() if dwarf is not None else None
+        except DWARF_ERRORS:
+            return None
 
     def subprogram(self, name: str) -> DIE | None:
         """The DWARF entry with code of the function with this plain (unqualified,

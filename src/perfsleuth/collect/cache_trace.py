@@ -5,13 +5,15 @@ source lines."""
 from __future__ import annotations
 
 import difflib
+import os
 from functools import lru_cache
 
 from ..binaries import DWARF_ERRORS, binary_at
 from ..cpu_cache_projections.spatial_sample import LINE_SIZE
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
-from ..symbols.symbolizer import Symbolizer, elf_symbols
+from ..model.profile import Frame
+from ..symbols.symbolizer import Symbolizer, dso_name, elf_symbols
 from . import memtrace
 from .valgrind import demangle_all
 
@@ -112,18 +114,51 @@ def from_recording(target: memtrace.Target, rec: memtrace.TracedCalls, line_size
         chosen=rec.chosen,
         spatial=rec.spatial if line_size == LINE_SIZE else [],
     )
-    trace.sources = source_lines(trace)
+    trace.sources = source_lines(trace, rec.objects)
     return trace
 
 
-def source_lines(trace: Trace) -> dict[int, str]:
-    """pc -> "file:line" for the executable's instructions, in one symbolizer run."""
+def source_lines(trace: Trace, objects: list[tuple[int, int, int, str]]) -> dict[int, str]:
+    """pc -> "file:line" for the executable's instructions, in one symbolizer run;
+    library code (found in `objects`, the tracer's code mappings) is named by its
+    library and function, with its file:line where the library has debug info."""
     pcs = sorted({a[3] for call in trace.calls for a in call})
-    queries = [(trace.executable, pc - trace.base) for pc in pcs if pc >= trace.base]
-    frames = Symbolizer().symbolize_vaddrs(queries)
+    executable = os.path.realpath(trace.executable)
+    in_libraries: dict[int, tuple[str, int]] = {}
+    for pc in pcs:
+        where = _mapping_of(objects, pc)
+        if where is not None and os.path.realpath(where[3]) != executable:
+            in_libraries[pc] = (where[3], pc - where[0] + where[2])
+    queries = [(trace.executable, pc - trace.base) for pc in pcs if pc not in in_libraries]
+    symbolizer = Symbolizer()
     out = {}
-    for (_path, vaddr), chain in frames.items():
-        leaf = chain[0]
-        if leaf.file and leaf.line:
-            out[vaddr + trace.base] = f"{leaf.file}:{leaf.line}"
+    for (path, vaddr), chain in symbolizer.symbolize_vaddrs(queries).items():
+        out[vaddr + trace.base] = _named(path, vaddr, chain[0], own=True)
+    named = symbolizer.symbolize_offsets((path, "", off) for path, off in in_libraries.values())
+    for pc, (path, offset) in in_libraries.items():
+        out[pc] = _named(path, offset, named[(path, offset)][0], own=False)
     return out
+
+
+def _named(path: str, address: int, leaf: Frame, own: bool) -> str:
+    """The program's own code by file:line; library code by its object, function and
+    file:line where it has debug info (code without lines is one row per function);
+    the executable's PLT stubs as such (a symbolizer names them after _init)."""
+    if own and leaf.file and leaf.line:
+        return f"{leaf.file}:{leaf.line}"
+    if own and _in_plt(path, address):
+        return f"{dso_name(path)} [PLT stub]"
+    place = f" {leaf.file}:{leaf.line}" if leaf.file and leaf.line else ""
+    return f"{dso_name(path)} {leaf.function}{place}"
+
+
+def _in_plt(path: str, vaddr: int) -> bool:
+    binary = binary_at(path)
+    sections = binary.sections if binary is not None else ()
+    return any(s.name.startswith(".plt") and s.addr <= vaddr < s.addr + s.size for s in sections)
+
+
+def _mapping_of(
+    objects: list[tuple[int, int, int, str]], pc: int
+) -> tuple[int, int, int, str] | None:
+    return next((m for m in objects if m[0] <= pc < m[1]), None)

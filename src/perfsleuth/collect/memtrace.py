@@ -49,7 +49,7 @@ from ..binaries import binary_at
 from ..errors import UserError
 from ..model.progress import SILENT, Progress
 from . import fntrace
-from .target import spawn
+from .target import read_maps, spawn
 from .traced_calls import CallCounter, DataObserver, TracedCalls
 from .valgrind import FAILURE_MARKERS, FIXED_ENV, resolve_program, valgrind_binary
 
@@ -58,6 +58,9 @@ READ_SIZE = 1 << 20
 VALGRIND_MESSAGE = re.compile(r"^==\d+== (.*)$", re.M)
 MAX_MESSAGES = 50  # valgrind's own lines kept, to say why a run failed
 SAMPLE_AUTO = fntrace.AUTO
+# valgrind's own files in its process's maps, by name: its preloads and the tool
+# (lackey-amd64-linux, fntrace-amd64-linux), wherever the tool's folder is
+VALGRIND_FILE = re.compile(r"^(vgpreload_.*\.so|[a-z]+-amd64-linux)$")
 __all__ = ["DataObserver", "ExtentCutter", "Target", "TracedCalls", "record"]
 
 
@@ -121,7 +124,11 @@ def record(
             entry = target.start + target.base
             auto = sample_every == SAMPLE_AUTO
             flushed = 0 if run_to_end and not auto else max_calls
-            argv = fntrace.argv(program, cmd[1:], entry, write_fd, log_file, flushed, sample_every)
+            # every call of the run is recorded, but only the first max_calls are kept
+            brief = max_calls if run_to_end and sample_every == 1 else -1
+            argv = fntrace.argv(
+                program, cmd[1:], entry, write_fd, log_file, flushed, sample_every, brief
+            )
             env["VALGRIND_LIB"] = tool
             stop = not (run_to_end or auto)
             cutter = fntrace.RecordCutter(max_calls, line_size, observer, stop)
@@ -170,12 +177,24 @@ def _run(
         while (chunk := _read_until(log, deadline)) is not None and chunk:
             kept = min(len(cutter.recording.calls), cutter.max_calls)
             full = cutter.feed(chunk)
+            if not cutter.recording.objects and cutter.recording.calls:
+                cutter.recording.objects = code_objects(proc.pid)
             progress.advance(min(len(cutter.recording.calls), cutter.max_calls) - kept)
             if full:
                 break
         if chunk != b"":
             proc.kill()
     return proc.wait()
+
+
+def code_objects(pid: int) -> list[tuple[int, int, int, str]]:
+    """The guest's file-backed code mappings in valgrind's process (its own tool and
+    preloads left out); empty once the process has exited."""
+    return [
+        (m.start, m.end, m.offset, m.path)
+        for m in read_maps(pid)
+        if m.path.startswith("/") and not VALGRIND_FILE.match(os.path.basename(m.path))
+    ]
 
 
 def _read_until(log: io.FileIO, deadline: float | None) -> bytes | None:

@@ -37,6 +37,10 @@ class TracedCalls:
     # when sampled, every call's data accesses to the lines of the spatial sample
     # (cpu_cache_projections/spatial_sample.py), in the order they ran
     spatial: list[spatial_sample.Spatial] = field(default_factory=list)
+    # the program's code mappings as (start, end, file offset, path), read from the
+    # tracer's /proc/PID/maps while it ran (valgrind maps the guest's code in its own
+    # address space): the library code a call ran is named through them
+    objects: list[tuple[int, int, int, str]] = field(default_factory=list)
 
 
 class CallCounter:

@@ -1,16 +1,16 @@
 """Wall-clock profiling: periodic stack snapshots of every thread through ptrace.
 
 One wallsnap process (collect/wallsnap.py) runs for the whole recording: each
-snapshot, at jittered instants, interrupts every thread of the target and its child
-processes at one instant, copies each one's registers and stack top as it stops and
-lets it go, then unwinds the copies with DWARF call-frame information and prints raw
-module offsets with whether the thread was inside a system call; perfsleuth
-symbolizes everything once at the end. Where wallsnap cannot be
+snapshot, at the instants of a Poisson process, interrupts every thread of the
+target and its child processes at one instant, copies each one's registers and
+stack top as it stops and lets it go, then unwinds the copies with DWARF call-frame
+information and prints raw module offsets with whether the thread was inside a
+system call; perfsleuth symbolizes everything once at the end. Where wallsnap cannot be
 built, each snapshot runs one `eu-stack` (elfutils) per process instead, which
 stops the threads one after another, after the kernel's view of each (state
-letter, wchan, name) was read from /proc. A thread in a snapshot is given the
-wall time since the previous snapshot, so the profile's unit is ns and its
-totals are wall time per thread.
+letter, wchan, name) was read from /proc. A thread in a wallsnap snapshot is given
+the mean time between snapshots (in an eu-stack one, the time since the previous
+snapshot), so the profile's unit is ns and its totals are wall time per thread.
 
 No root needed for one's own processes; a process that exits mid-recording
 keeps every snapshot taken so far.
@@ -26,12 +26,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..binaries import find_dso
 from ..errors import UserError
 from ..formats.tool_output import eu_stack
 from ..formats.tool_output import wallsnap as wallsnap_output
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
-from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, elf_info
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
+from ..symbols.function_starts import unnamed_frame
 from . import thread_state, wallsnap
 from .options import RecordOptions
 from .target import Target, children_of
@@ -49,6 +51,7 @@ GLIBC_MUTEX_LOCKS = (
     "__pthread_mutex_lock_full",
     "pthread_mutex_timedlock",
     "__pthread_mutex_clocklock_common",
+    "__pthread_mutex_cond_lock",  # a woken condition-variable waiter retaking its mutex
 )
 
 
@@ -235,23 +238,31 @@ def snapshot_state(frames: list[Frame], kernel_state: str) -> str:
 
 
 def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
-    """wallsnap's output as snapshots, each weighted by the time since the one
-    before (the first by the interval)."""
+    """wallsnap's output as snapshots, each weighted by the mean time between them
+    (the interval when there is one). Not by the time since the one before: wallsnap's
+    instants are a Poisson process, whose share of snapshots finding a state is the
+    share of time in it, the snapshots' own aftermath included; a short gap finds the
+    program still disturbed by the snapshot before, and weighting by the gap would
+    give those findings less than their share."""
+    parsed = wallsnap_output.parse(text)
+    weight = mean_gap_ns(parsed) or 1e9 / rate_hz
     snapshots = []
-    previous = None
-    for snap in wallsnap_output.parse(text):
+    for snap in parsed:
         if not snap.threads:
             continue
-        since = snap.time_ns - previous if previous is not None else 1e9 / rate_hz
-        previous = snap.time_ns
         tasks = {
             tid: TaskInfo(name=s.name, state=s.state, wchan="", owner=s.owner)
             for tid, s in snap.states.items()
         }
-        snapshots.append(
-            Snapshot(float(since), snap.threads, tasks, True, snap.time_ns, snap.pass_ns)
-        )
+        snapshots.append(Snapshot(weight, snap.threads, tasks, True, snap.time_ns, snap.pass_ns))
     return snapshots
+
+
+def mean_gap_ns(snapshots: list[wallsnap_output.WallSnapshot]) -> float:
+    """The mean time between the snapshots' instants; 0 with fewer than two."""
+    if len(snapshots) < 2:
+        return 0.0
+    return (snapshots[-1].time_ns - snapshots[0].time_ns) / (len(snapshots) - 1)
 
 
 def _in_program(f: eu_stack.EuFrame) -> bool:
@@ -283,7 +294,20 @@ def _symbolize(
                 build_ids[f.module] = f.build_id
                 by_vaddr[(f.module, f.offset + _load_base(f.module))] = _place(f)
     found = symbolizer.symbolize_vaddrs(sorted(by_vaddr), build_ids)
-    return {place: found[key] for key, place in by_vaddr.items() if key in found}
+    unnamed = (Frame(UNKNOWN),)
+    return {
+        place: (_unnamed(key, build_ids[key[0]]),)
+        if found.get(key, unnamed)[0].function == UNKNOWN
+        else found[key]
+        for key, place in by_vaddr.items()
+    }
+
+
+def _unnamed(place: tuple[str, int], build_id: str) -> Frame:
+    """A frame the symbolizer could not name: "[unknown] DSO+0xSTART", as perf's are
+    (a stripped program's lock call site is its function then, not clone3)."""
+    module, vaddr = place
+    return unnamed_frame(find_dso(module, build_id), dso_name(module), vaddr, build_id)
 
 
 def _load_base(path: str) -> int:

@@ -29,7 +29,7 @@ from .target import spawn
 
 SOURCE = Path(__file__).with_name("wall_snapshotter") / "wallsnap.c"
 HEADERS = Path("/usr/include/elfutils")
-LIBS = ["-ldw", "-lelf", "-pthread"]
+LIBS = ["-ldw", "-lelf", "-lm", "-pthread"]
 NAME = "wallsnap"
 NOT_PERMITTED = 3  # wallsnap's exit status when the process cannot be traced
 STOP_TIMEOUT_S = 30.0

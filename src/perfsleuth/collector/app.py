@@ -37,7 +37,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from ..errors import UserError
-from ..formats.wire import ingest, otlp_profiles, pyroscope, pyroscope_push, window_pprof
+from ..formats.wire import (
+    grpc_web,
+    ingest,
+    otlp_profiles,
+    pyroscope,
+    pyroscope_push,
+    window_pprof,
+)
 from ..formats.wire.ingest import IngestParams, PayloadError
 from ..model.fleet import WINDOW_ID, Window
 from ..store.fleet import FleetStore, StoreUnavailable
@@ -49,6 +56,7 @@ from .deltas import Deltas, is_cumulative
 from .syncer import Syncer
 
 CONNECT_PUSH = "/push.v1.PusherService/Push"
+GRPC_WEB = "connect_grpc_web"  # /metrics' endpoint of a gRPC-Web push
 JSON = "application/json"
 # Why a push stored nothing (its answer's `reason`).
 BASELINE_REASON = "a cumulative series' first push: its baseline (the next is stored as its delta)"
@@ -173,22 +181,49 @@ class Collector:
         return await self._push("pprof", body, decode)
 
     async def connect_push(self, request: Request) -> Response:
-        """Pyroscope's Connect push: an empty PushResponse, or a Connect error as JSON."""
+        """Pyroscope's Connect push: an empty PushResponse, or a Connect error as JSON
+        (gRPC-Web's framing and status for a gRPC-Web call)."""
         content_type = request.headers.get("content-type", "")
         body = await read_body(request)
-        request_id = "c-" + _digest(request, body)
+        if grpc_web.is_grpc_web(content_type):
+            return await self._grpc_web_push(request, body, content_type)
         try:
             media = pyroscope_push.media_type(content_type)
         except PayloadError as e:
             return _connect_error(415, "unknown", e)
+        answer = await self.pyroscope_push(body, content_type, _digest(request, body), "connect")
+        if answer.status_code != 200:
+            return _connect_error(answer.status_code, "invalid_argument", bytes(answer.body))
+        return Response(b"{}" if media == pyroscope_push.JSON else b"", media_type=media)
+
+    async def _grpc_web_push(self, request: Request, body: bytes, content_type: str) -> Response:
+        """A gRPC-Web push (connect.WithGRPCWeb()): its message stored as a Connect push's."""
+        media = content_type.split(";")[0].strip()
+        encoding = request.headers.get("grpc-encoding", "identity")
+        try:
+            message = grpc_web.message(body, encoding, self.max_inflated)
+        except PayloadError as e:
+            self.metrics.pushes[GRPC_WEB, "rejected"] += 1
+            return _grpc_web_refusal(grpc_web.INVALID_ARGUMENT, str(e), media)
+        pushed = await self.pyroscope_push(
+            message, pyroscope_push.PROTO, _digest(request, message), GRPC_WEB
+        )
+        if pushed.status_code != 200:
+            text = bytes(pushed.body).decode(errors="replace")
+            return _grpc_web_refusal(grpc_web.INVALID_ARGUMENT, text, media)
+        return Response(grpc_web.answer(b""), media_type=media)  # an empty PushResponse
+
+    async def pyroscope_push(
+        self, body: bytes, content_type: str, digest: str, endpoint: str
+    ) -> Response:
+        """A push.v1.PushRequest stored, over Connect or gRPC (`endpoint` in /metrics):
+        the answer _push gives (a 400 saying why it was refused)."""
+        request_id = "c-" + digest
 
         def decode(limit: int) -> list[Window]:
             return pyroscope_push.decode(body, content_type, request_id, limit)
 
-        answer = await self._push("connect", body, decode)
-        if answer.status_code != 200:
-            return _connect_error(answer.status_code, "invalid_argument", bytes(answer.body))
-        return Response(b"{}" if media == pyroscope_push.JSON else b"", media_type=media)
+        return await self._push(endpoint, body, decode)
 
     async def otlp(self, request: Request) -> Response:
         try:
@@ -196,7 +231,19 @@ class Collector:
         except PayloadError as e:
             raise HTTPException(415, str(e)) from None
         body = await read_body(request)
-        request_id = "otlp-" + _digest(request, body)
+        try:
+            answer = await self.otlp_export(body, media, _digest(request, body), "otlp")
+        except PayloadError as e:
+            return PlainTextResponse(f"{e}\n", status_code=400)
+        return Response(otlp_profiles.encode_answer(answer, media), media_type=media)
+
+    async def otlp_export(
+        self, body: bytes, media: str, digest: str, endpoint: str
+    ) -> ExportProfilesServiceResponse:
+        """An OTLP ExportProfilesServiceRequest (`media`: protobuf or JSON) stored, over
+        HTTP or gRPC (`endpoint` in /metrics): its answer, the profiles skipped in its
+        partial_success. A bad request raises PayloadError (counted as rejected)."""
+        request_id = "otlp-" + digest
 
         def store() -> tuple[otlp_profiles.Export, list[tuple[Window, bool]]]:
             export = otlp_profiles.decode(body, request_id, self.max_inflated, media)
@@ -208,17 +255,18 @@ class Collector:
 
         try:
             export, stored = await self._run(store, self.appenders)
-        except PayloadError as e:
-            return self._refused("otlp", e)
+        except PayloadError:
+            self.metrics.pushes[endpoint, "rejected"] += 1
+            raise
         new = self._count(stored)
-        self.metrics.pushes["otlp", "accepted" if new else "duplicate"] += 1
+        self.metrics.pushes[endpoint, "accepted" if new else "duplicate"] += 1
         if new:
             self.metrics.bytes += len(body)
         answer = ExportProfilesServiceResponse()
         if export.skipped:
             answer.partial_success.rejected_profiles = export.skipped
             answer.partial_success.error_message = export.reason
-        return Response(otlp_profiles.encode_answer(answer, media), media_type=media)
+        return answer
 
     async def agent_status(self, request: Request) -> Response:
         body = await read_body(request)
@@ -372,6 +420,11 @@ def _connect_error(status: int, code: str, message: object) -> Response:
     return JSONResponse({"code": code, "message": text.strip()}, status_code=status)
 
 
+def _grpc_web_refusal(status: int, text: str, media: str) -> Response:
+    """A gRPC-Web refusal, trailers-only: HTTP 200, its status in the headers."""
+    return Response(b"", headers=grpc_web.refusal(status, text), media_type=media)
+
+
 def _window_id(request: Request, body: bytes) -> str:
     given = request.headers.get(window_pprof.WINDOW_HEADER)
     if given is None:
@@ -383,9 +436,15 @@ def _window_id(request: Request, body: bytes) -> str:
 
 
 def _digest(request: Request, body: bytes) -> str:
+    return digest(request.url.path, request.query_params.multi_items(), body)
+
+
+def digest(path: str, query: list[tuple[str, str]], body: bytes) -> str:
+    """A push's name when its client gives none: the same body to the same path and
+    query (a retry) is the same push."""
     h = hashlib.blake2b(digest_size=16)
-    h.update(request.url.path.encode())
-    h.update(json.dumps(sorted(request.query_params.multi_items())).encode())
+    h.update(path.encode())
+    h.update(json.dumps(sorted(query)).encode())
     h.update(body)
     return h.hexdigest()
 

@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="address to listen on (default %(default)s; off loopback, --token is required)",
     )
     parser.add_argument(
+        "--grpc",
+        metavar="HOST:PORT",
+        help="gRPC (OTLP profiles, Pyroscope's push), served on the --listen port too, "
+        "also on this address: OTLP's gRPC port is 4317 (default: the --listen port only)",
+    )
+    parser.add_argument(
         "--token",
         action="append",
         default=[],
@@ -68,12 +74,18 @@ def run(args: argparse.Namespace) -> int:
     # The HTTP stack and the fleet store load only to receive: `--help` starts without them.
     from ..collector.app import Collector, tune_gc
     from ..collector.cardinality import Cardinality
+    from ..collector.grpc_server import GrpcServer
     from ..store.fleet import FleetStore, fleet_root
     from ..web.app import Limits, create_app, is_loopback
     from ..web.run import bind, check_tokens, parse_listen, serve
 
     host, port = parse_listen(args.listen)
     check_tokens(host, args.token, "a collector")
+    grpc_at = parse_listen(args.grpc, "--grpc", "4317") if args.grpc else None
+    if grpc_at is not None:
+        check_tokens(grpc_at[0], args.token, "a collector's gRPC port")
+        if grpc_at[1] == port:
+            raise UserError(f"--grpc names the --listen port {port}: gRPC is served there already")
     if not 0 < args.max_body <= 4096:
         raise UserError(f"bad --max-body {args.max_body:g}: use 0 < MB <= 4096")
     if args.max_label_values < 1 or args.max_label_names < 1:
@@ -98,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
         direct=collector.pushes(),
     )
     sock = bind(host, port, limits)
+    if grpc_at is not None:
+        bind(*grpc_at, limits).close()  # a port in use said now, not once serving
+    companion = GrpcServer(collector, args.token, limits, grpc_at)
     shown = f"[{host}]" if ":" in host else host
     print(
         f"perfsleuth: collector on http://{shown}:{sock.getsockname()[1]}/ storing into "
@@ -116,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         on_stop=lambda: _close(collector, store, head),
         fast_loop=True,
+        companion=companion,
     )
     return 0
 

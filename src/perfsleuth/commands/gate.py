@@ -6,6 +6,8 @@ exact total with the baseline's and exits 1 past --max-increase (0 otherwise,
 commit next to the code. A baseline names the binary it came from (file name and
 build-id): a baseline of another program is refused; a different build of the
 same program is what CI compares, so that is only noted (--same-build refuses it).
+A build under another file name (speedtest1-old against speedtest1) is the same
+program when it defines the functions that hold most of the baseline's instructions.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from ..errors import UserError
 from ..present import formats_for, write
 from ..store.run_index import is_run_reference
 from ..store.runs import Store
+from ..symbols.symbolizer import elf_symbols
 from .common import add_output_options, open_store, require_exact
 from .record import store_recording
 
@@ -31,6 +35,12 @@ HELP = "CI gate: fail when a workload's exact instruction count grows past a thr
 BASELINE_VERSION = 1
 MAX_FUNCTIONS = 200  # kept in a baseline file, by count
 EVENT = "Ir"
+# A differently named binary is the baseline's program when it defines the functions
+# holding at least this share of the baseline's listed instructions (the rest is in
+# shared libraries, or in functions the change renamed or removed), not counting the
+# functions every program defines
+SAME_PROGRAM_SHARE = 0.5
+EVERY_PROGRAMS = frozenset({"main", "_start", "_init", "_fini"})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,8 +95,13 @@ def current_run(args: argparse.Namespace, baseline: dict[str, Any]) -> tuple[Sto
         run_id = store.resolve(args.run)
         info = store.run_info(run_id)
         executable = info.meta.get("executable", "")
+        stored = baseline_of(store, run_id)["functions"]
         check_binary(
-            baseline, Path(executable).name, info.meta.get("build_id", ""), args.same_build
+            baseline,
+            Path(executable).name,
+            info.meta.get("build_id", ""),
+            args.same_build,
+            lambda name: name in stored,
         )
         return store, run_id
     if not cmd:
@@ -95,7 +110,14 @@ def current_run(args: argparse.Namespace, baseline: dict[str, Any]) -> tuple[Sto
             "(or --run RUN to judge a stored count run)"
         )
     executable = valgrind.resolve_program(cmd)
-    check_binary(baseline, executable, valgrind.build_id(executable), args.same_build)
+    symbols = elf_symbols(executable)
+    check_binary(
+        baseline,
+        executable,
+        valgrind.build_id(executable),
+        args.same_build,
+        lambda name: symbols.address_of(name) is not None,
+    )
     check_settings(baseline, args)
     options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
     store, info, _profile = store_recording(open_store(args), options, cmd)
@@ -167,20 +189,20 @@ def load_baseline(store: Store, ref: str) -> dict[str, Any]:
 
 
 def check_binary(
-    baseline: dict[str, Any], executable: str, build_id: str, same_build: bool
+    baseline: dict[str, Any],
+    executable: str,
+    build_id: str,
+    same_build: bool,
+    defines: Callable[[str], bool],
 ) -> None:
     """Refuse another program's baseline; note (or refuse) another build's."""
     name = Path(executable).name
     if baseline["executable"] and name and baseline["executable"] != name:
-        raise UserError(
-            f"the baseline was recorded from {baseline['executable']} "
-            f"(build-id {baseline['build_id'] or 'none'}), not {name} (build-id "
-            f"{build_id or 'none'}); export a baseline of this program"
-        )
+        check_renamed(baseline, name, build_id, defines)
     if baseline["build_id"] != build_id:
         message = (
-            f"the baseline's {name} has build-id {baseline['build_id'] or 'none'}, this one "
-            f"{build_id or 'none'}"
+            f"the baseline's {baseline['executable'] or name} has build-id "
+            f"{baseline['build_id'] or 'none'}, this one {build_id or 'none'}"
         )
         if not (baseline["build_id"] and build_id):
             unknown = "the baseline's" if not baseline["build_id"] else "this run's"
@@ -193,6 +215,30 @@ def check_binary(
             raise UserError(f"{message}; --same-build refuses {refuses}")
         ending = ": comparing two builds" if baseline["build_id"] and build_id else ""
         print(f"perfsleuth: note: {message}{ending}", file=sys.stderr)
+
+
+def check_renamed(
+    baseline: dict[str, Any], name: str, build_id: str, defines: Callable[[str], bool]
+) -> None:
+    """Accept a build under another file name when it holds the baseline's functions."""
+    functions = {f: n for f, n in baseline["functions"].items() if f not in EVERY_PROGRAMS}
+    listed = sum(functions.values())
+    share = sum(n for f, n in functions.items() if defines(f)) / listed if listed else 0.0
+    found = (
+        f"{name} defines the functions holding {share:.0%} of the baseline's instructions "
+        "outside main"
+    )
+    if share < SAME_PROGRAM_SHARE:
+        raise UserError(
+            f"the baseline was recorded from {baseline['executable']} (build-id "
+            f"{baseline['build_id'] or 'none'}), not {name} (build-id {build_id or 'none'}), "
+            f"and {found}: another program; export a baseline of this program"
+        )
+    print(
+        f"perfsleuth: note: the baseline was recorded from {baseline['executable']}; {found}, "
+        "so it is taken as another build of the same program",
+        file=sys.stderr,
+    )
 
 
 def check_settings(baseline: dict[str, Any], args: argparse.Namespace) -> None:

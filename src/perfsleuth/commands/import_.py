@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..collect import run_facts
 from ..errors import UserError
@@ -16,6 +18,9 @@ from ..present import write
 from ..present.json import RECORDED
 from ..store.runs import Store
 from .common import add_output_options, amount, count_listing, keep_ui_answers, progress_display
+
+if TYPE_CHECKING:
+    from ..formats.callgrind import CallgrindData
 
 NAME = "import"
 HELP = f"import a profile file as a run: {DESCRIPTIONS}"
@@ -105,7 +110,7 @@ def _read(path: Path, max_bytes: int) -> tuple[Recording, str]:
 def _count_run(path: Path) -> tuple[Recording, str]:
     # imported here: importing a perf.data needs none of a count run's modules
     from ..formats import callgrind
-    from ..formats.tool_output.counts import encode_counts
+    from ..formats.tool_output.counts import encode_counts, newer_sources
     from ..model.counts import Counts
 
     parsed = callgrind.parse(path)
@@ -114,11 +119,43 @@ def _count_run(path: Path) -> tuple[Recording, str]:
     # the sources kept are those beside the file (where valgrind ran, as a rule): an
     # imported file may name any file, and what the store keeps its server shows
     folder = path.resolve().parent
-    counts = encode_counts(path, folder, parsed=parsed, within=folder)
     fmt = str(profile.meta.get("format", "callgrind"))
+    if fmt == "cachegrind":
+        _name_entries(parsed, path)
+    newer = newer_sources(callgrind.exact_counts(parsed), folder, folder, path.stat().st_mtime)
+    profile.meta.setdefault("warnings", []).extend(
+        f"{name} is newer than {path.name}; its lines may not match the counts (annotate "
+        "reads it from disk)"
+        for name in newer
+    )
+    counts = encode_counts(path, folder, parsed=parsed, within=folder, leave_out=frozenset(newer))
     document = StoredDocument(Counts.KIND, Counts.NAME, counts)
     meta = {"recorder": fmt, "executable": _program(str(profile.meta.get("cmd", "")))}
     return Recording(profile, meta=meta, documents=[document]), fmt
+
+
+def _name_entries(parsed: CallgrindData, path: Path) -> None:
+    """A cachegrind file says no function's own file (it lists each under every file its
+    lines are in): where the program it ran is still beside the file (or on PATH),
+    each function's entry comes from the program's debug info, as callgrind's
+    instruction addresses give it."""
+    from ..symbols.entries import entry_sites
+
+    program = _program(str(parsed.meta.get("cmd", "")))
+    found = str(path.resolve().parent / program) if "/" in program else shutil.which(program)
+    if not program or found is None or not os.path.isfile(found):
+        return
+    if os.path.getmtime(found) > os.path.getmtime(path):
+        return  # rebuilt since: its lines may not be the ones counted
+    entries = entry_sites(found, {fn for _ob, fn in parsed.own_file})
+    named = {}
+    for fn, sites in parsed.self_costs.items():
+        site = entries.get(fn[1])
+        if site is not None and site in sites:  # an entry runs on every call: counted
+            parsed.own_file[fn] = site[0]
+            named[fn[1]] = list(site)
+    if named:
+        parsed.meta["entries"] = named
 
 
 def _program(cmd: str) -> str:

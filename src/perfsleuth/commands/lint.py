@@ -136,14 +136,17 @@ def lint(
     progress.phase(f"analysing {len(units)} translation units", total=len(units))
     reports = analyse_codebase(units, missed, cache, progress.advance)
     findings: list[Finding] = []
-    notes = []
+    from ..static_analysis.unit_analysis import skipped_notes
+
+    notes, skipped = [], []
     for report in reports:
         if report.error:
-            notes.append(f"skipped {report.unit.path.name}: {report.error}")
+            skipped.append((report.unit.path.name, report.error))
             continue
         found, quiet = unit_findings(report, missed)
         findings.extend(found)
         notes.extend(quiet)
+    notes += skipped_notes(skipped)
     kept = [f for f in findings if f.confidence >= min_confidence]
     kept.sort(key=lambda f: (-f.confidence, f.file, f.line))
     return kept, notes

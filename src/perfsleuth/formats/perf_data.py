@@ -27,7 +27,7 @@ from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.timeline import COLUMNS as TIMELINE_COLUMNS
 from ..model.timeline import Timeline
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name
-from ..symbols.function_starts import function_start
+from ..symbols.function_starts import unnamed_frame
 
 MAGICS = (b"PERFILE2", b"2ELIFREP")
 
@@ -377,28 +377,11 @@ def _dso_file(path: str, build_id: str) -> DsoFile:
 
 
 def _unknown_frame(path: str, file: DsoFile, offset: int) -> Frame:
-    """A frame without a symbol, named after its function's start address.
-
-    Like perf's raw addresses, this keeps the functions of a stripped binary
-    apart instead of merging them all into one "[unknown]" line. It keeps the
-    build-id and the sample's own address, so that the symbols of that build-id
-    can name it later (`perfsleuth symbols upload`, debuginfod), down to its line.
-    `file` is _dso_file's answer for the DSO.
-    """
-    name = dso_name(path)
+    """A frame without a symbol (function_starts.unnamed_frame), from a sample's file
+    offset; `file` is _dso_file's answer for the DSO."""
     real, info, build_id = file
     vaddr = info.offset_to_vaddr(offset) if info else None
-    if real is None or vaddr is None:
-        return Frame(UNKNOWN, dso=name)
-    start = function_start(real, vaddr)
-    if start is None:
-        return Frame(UNKNOWN, dso=name, build_id=build_id, address=vaddr if build_id else 0)
-    return Frame(
-        f"{UNKNOWN} {name}+{start:#x}",
-        dso=name,
-        build_id=build_id,
-        address=vaddr if build_id else 0,
-    )
+    return unnamed_frame(real, dso_name(path), vaddr, build_id)
 
 
 def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:

@@ -239,7 +239,8 @@ class ExactCounts:
         """Each function's own (file, line): the line of its lowest counted instruction
         (its entry) in its own file, else its lowest line there, else anywhere. Not the
         lowest line: code inlined from a function above it has lower ones."""
-        unknown = (3, 0, 0, 0)
+        unknown = (3, 0, 0, 0)  # a file without instruction addresses (cachegrind's) may
+        # name the entries in meta["entries"] instead: {function: [file, line]}
         best: list[tuple[int, int, int, int]] = [unknown] * len(self.functions)
         cells = self.cells
         for fid, file, line, address in zip(
@@ -255,8 +256,11 @@ class ExactCounts:
             key = (rank, address if rank == 0 else line, file, line)
             if key < best[fid]:
                 best[fid] = key
+        entries = self.meta.get("entries", {})
         return [
-            (self.files[file], line) if rank < 3 else (self._own_file(fid), 0)
+            (self.files[file], line)
+            if rank == 0 or (rank < 3 and self.functions[fid][1] not in entries)
+            else _site(entries.get(self.functions[fid][1]), (self._own_file(fid), 0))
             for fid, (rank, _order, file, line) in enumerate(best)
         ]
 
@@ -370,6 +374,10 @@ class ExactCounts:
             calls=Columns.from_json(CALL_COLUMNS, width, doc["calls"]),
             meta=dict(doc.get("meta", {})),
         )
+
+
+def _site(entry: list | None, otherwise: Site) -> Site:
+    return (str(entry[0]), int(entry[1])) if entry else otherwise
 
 
 def _remapped(columns: Columns, maps: dict[str, array]) -> Columns:

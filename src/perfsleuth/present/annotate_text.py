@@ -114,7 +114,10 @@ def _write_file(entry: dict, events: list[str], width: int, margin: str, fh: IO[
     counts = ", ".join(f"{c:,} {e}" for e, c in zip(events, entry["counts"], strict=True))
     where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
     if entry.get("src"):
-        why = f"not read: outside the imported file's folder; pass --src {entry['src']}"
+        why = (
+            "not read: not kept with the imported run (outside its file's folder, or newer "
+            f"than the file); pass --src {entry['src']}"
+        )
         where = f"{entry['file']} ({why})"
     if entry["file"] == NO_SOURCE:
         where = "code without line information (no debug info), per function"

@@ -75,6 +75,19 @@ def render_footprint(fp: Footprint, console: Console) -> None:
         )
 
 
+def straddling(layout: StructLayout) -> str:
+    """Why calls touch more of an object's lines than its struct has: where it starts
+    in a line (the start most of the objects have)."""
+    size, line, start = layout["size"], layout["line_size"], layout["object_misalignment"]
+    own = -(-size // line)
+    if layout["lines_touched_per_call"] <= own or -(-(start + size) // line) <= own:
+        return ""
+    return (
+        f" (the object starts at byte {start} of a line, so it spans {own + 1} lines; "
+        f"aligned to {line} B it would span {own})"
+    )
+
+
 def render_layout(layout: Layout, console: Console) -> None:
     if not layout["available"]:
         console.print(Text(f"struct layout: not available: {layout['reason']}"))
@@ -83,7 +96,7 @@ def render_layout(layout: Layout, console: Console) -> None:
         Text(
             f"struct layout of {layout_owner(layout)}: "
             f"{layout['lines_touched_per_call']:.2f} of its cache lines touched per call"
-            f"{' and element' if layout.get('elements', 1) > 1 else ''}"
+            f"{' and element' if layout.get('elements', 1) > 1 else ''}{straddling(layout)}"
         )
     )
     console.print(Text(layout["pahole"]))

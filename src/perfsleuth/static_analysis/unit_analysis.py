@@ -190,11 +190,35 @@ def does_not_compile(unit: TranslationUnit, error: str) -> str:
     body after function declarator" blamed the file): say so, and what to pass."""
     said = f"it does not compile ({error})"
     if unit.flags_origin == "DW_AT_producer":
-        said += (
-            " with the flags its debug info records, which hold no -D or -I: pass "
-            "--compile-commands FILE (bear, or CMake's CMAKE_EXPORT_COMPILE_COMMANDS)"
-        )
+        said += PRODUCER_FLAGS
     return said
+
+
+PRODUCER_FLAGS = (
+    " with the flags its debug info records, which hold no -D or -I: pass "
+    "--compile-commands FILE (bear, or CMake's CMAKE_EXPORT_COMPILE_COMMANDS)"
+)
+
+
+def skipped_notes(skipped: list[tuple[str, str]]) -> list[str]:
+    """A note per (unit, why) skipped; the units that do not compile for want of the
+    -D and -I GCC does not record, in one (brotli's advice had five such notes of three
+    lines each, one a unit, all saying the same)."""
+    same = [(name, why) for name, why in skipped if why.endswith(PRODUCER_FLAGS)]
+    notes = [
+        f"skipped {name}: {why}"
+        for name, why in skipped
+        if len(same) < 2 or (name, why) not in same
+    ]
+    if len(same) >= 2:
+        first, why = same[0]
+        error = why.removesuffix(PRODUCER_FLAGS).removeprefix("it does not compile ")
+        flags = PRODUCER_FLAGS.replace("flags its", "flags their")
+        notes.append(
+            f"skipped {len(same)} units ({', '.join(name for name, _ in same)}): they do not "
+            f"compile (first, {first}: {error.strip('()')}){flags}"
+        )
+    return notes
 
 
 def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
@@ -257,7 +281,7 @@ def hot_unit_reports(
     A report kept in `cache` costs only its reading."""
     units, notes = hot_units(hot, binaries, roots, compile_commands, limit)
     budget = budget or Budget()
-    reports, over_budget = [], []
+    reports, over_budget, skipped = [], [], []
     hot_lines = frozenset(hot.line_weight)
     for unit, binary in units:
         key = str(unit.path)
@@ -275,9 +299,10 @@ def hot_unit_reports(
         if report.cut_short:
             notes.append(cut_short_note(report, budget))
         elif report.error:
-            notes.append(f"skipped {unit.path.name}: {report.error}")
+            skipped.append((unit.path.name, report.error))
         else:
             reports.append((report, binary))
+    notes += skipped_notes(skipped)
     if over_budget:
         notes.append(budget_note(over_budget, budget))
     return reports, notes

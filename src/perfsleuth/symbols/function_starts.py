@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import overload
 
 from ..binaries import binary_at
+from ..model.profile import UNKNOWN, Frame
 
 # DW_EH_PE value formats -> struct codes; the application bits (pcrel, datarel)
 # do not change the size.
@@ -84,3 +85,19 @@ def function_start(path: str, vaddr: int) -> int | None:
     """The start of the function containing `vaddr`, None if before the first."""
     starts = function_starts(path)
     return starts.before(vaddr) if starts else None
+
+
+def unnamed_frame(real: str | None, name: str, vaddr: int | None, build_id: str) -> Frame:
+    """A frame without a symbol, named after its function's start address
+    ("[unknown] DSO+0xSTART"), as every recorder names it: the functions of a
+    stripped binary stay apart instead of merging into one "[unknown]", and a lock's
+    call site is that function, not the thread's clone3. It keeps the build-id and the
+    address, so the symbols of that build-id can name it later. `real` is the DSO's
+    file here (None when not found), `name` what the frame shows as its DSO."""
+    if real is None or vaddr is None:
+        return Frame(UNKNOWN, dso=name)
+    start = function_start(real, vaddr)
+    address = vaddr if build_id else 0
+    if start is None:
+        return Frame(UNKNOWN, dso=name, build_id=build_id, address=address)
+    return Frame(f"{UNKNOWN} {name}+{start:#x}", dso=name, build_id=build_id, address=address)

@@ -358,16 +358,22 @@ class _TokenCheck:
         await answer(scope, receive, send)
 
     def _allowed(self, header: bytes) -> bool:
-        scheme, _, given = header.partition(b" ")
-        if scheme.lower() == b"basic":
-            given = _basic_password(given.strip())
-        elif scheme.lower() == b"bearer":
-            given = given.strip()
-        else:
-            return False
-        # Every token is compared, so the time taken says nothing about which matched.
-        matches = [hmac.compare_digest(given, token) for token in self.tokens]
-        return bool(given) and any(matches)
+        return token_allowed(header, self.tokens)
+
+
+def token_allowed(header: bytes, tokens: Sequence[bytes]) -> bool:
+    """Whether an Authorization header (Bearer T, or Basic with T as the password) names
+    one of `tokens`. Every token is compared, so the time taken says nothing about which
+    matched."""
+    scheme, _, given = header.partition(b" ")
+    if scheme.lower() == b"basic":
+        given = _basic_password(given.strip())
+    elif scheme.lower() == b"bearer":
+        given = given.strip()
+    else:
+        return False
+    matches = [hmac.compare_digest(given, token) for token in tokens]
+    return bool(given) and any(matches)
 
 
 def _basic_password(credentials: bytes) -> bytes:

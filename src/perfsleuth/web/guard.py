@@ -11,7 +11,8 @@ request slot (web.app counts requests, not connections).
 
 The protocol is uvicorn's httptools one (the HTTP parser in C): h11's parser in pure
 Python cost a collector about a quarter of a small push's CPU. An answer's head goes out
-with its body, in one write (_HeadWithBody).
+with its body, in one write (_HeadWithBody). With an `h2c_target`, a connection that
+opens with HTTP/2's preface (gRPC to an http:// address) is spliced to it (web.h2c).
 """
 
 from __future__ import annotations
@@ -22,21 +23,48 @@ from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from perfsleuth.web import h2c
 from perfsleuth.web.app import Limits
 
 
-def guarded_protocol(limits: Limits) -> type[HttpToolsProtocol]:
-    """The protocol class for uvicorn.Config(http=...), bounded by `limits`."""
-    return type("GuardedHttpToolsProtocol", (_Guarded,), {"limits": limits})
+def guarded_protocol(limits: Limits, h2c_target: str | None = None) -> type[HttpToolsProtocol]:
+    """The protocol class for uvicorn.Config(http=...), bounded by `limits`; HTTP/2
+    connections spliced to the Unix socket `h2c_target` (None: answered as HTTP/1.1)."""
+    attributes = {"limits": limits, "h2c_target": h2c_target}
+    return type("GuardedHttpToolsProtocol", (_Guarded,), attributes)
 
 
 class _Guarded(HttpToolsProtocol):
     limits: Limits
+    h2c_target: str | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._waiting_since = time.monotonic()
         self._check: asyncio.TimerHandle | None = None
+        # the connection's first bytes while they may be HTTP/2's preface
+        self._first: bytes | None = b"" if self.h2c_target else None
+
+    def data_received(self, data: bytes) -> None:
+        if self._first is not None:
+            data = self._first + data
+            seen = h2c.sniff(data)
+            if seen is h2c.Seen.MORE:
+                self._first = data
+                return
+            self._first = None
+            if seen is h2c.Seen.HTTP2 and self.h2c_target is not None:
+                self._hand_over(data, self.h2c_target)
+                return
+        super().data_received(data)
+
+    def _hand_over(self, first: bytes, target: str) -> None:
+        """The connection spliced to `target`: no longer one of uvicorn's nor bounded here."""
+        if self._check is not None:
+            self._check.cancel()
+            self._check = None
+        self.connections.discard(self)
+        h2c.splice(self.transport, first, target)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

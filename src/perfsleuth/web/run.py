@@ -2,16 +2,20 @@
 
 uvicorn handles SIGTERM and SIGINT itself: it stops accepting, lets the requests in
 flight finish (up to GRACE_S), runs `on_stop`, and ends the process by the signal it
-caught (so what the caller holds is closed in `on_stop`, not after `serve`).
+caught (so what the caller holds is closed in `on_stop`, not after `serve`). A
+`Companion` (another server on the same event loop: the collector's gRPC port) starts
+once uvicorn listens and stops beside it, before `on_stop`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import socket
 import sys
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -23,11 +27,11 @@ from perfsleuth.web.guard import guarded_protocol
 GRACE_S = 10
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
+def parse_listen(listen: str, option: str = "--listen", example: str = "4040") -> tuple[str, int]:
     """HOST:PORT (IPv6 as [ADDR]:PORT) checked; a UserError names what is wrong."""
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise UserError(f"bad --listen {listen!r}: use HOST:PORT, e.g. 127.0.0.1:4040")
+        raise UserError(f"bad {option} {listen!r}: use HOST:PORT, e.g. 127.0.0.1:{example}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
@@ -52,13 +56,38 @@ def bind(host: str, port: int, limits: Limits) -> socket.socket:
         raise UserError(f"cannot listen on {host}:{port}: {e.strerror}") from e
 
 
+class Companion(Protocol):
+    """A server run on uvicorn's event loop beside the app; the HTTP port splices the
+    HTTP/2 connections it is sent to its `h2c_target` (web.h2c)."""
+
+    h2c_target: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self, grace_s: float) -> None: ...
+
+
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None] | None) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        on_stop: Callable[[], None] | None,
+        companion: Companion | None,
+    ) -> None:
         super().__init__(config)
         self.on_stop = on_stop
+        self.companion = companion
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.companion is not None and not self.should_exit:
+            await self.companion.start()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().shutdown(sockets)
+        stopping = [super().shutdown(sockets)]
+        if self.companion is not None:
+            stopping.append(self.companion.stop(GRACE_S))
+        await asyncio.gather(*stopping)
         if self.on_stop is not None:
             self.on_stop()
 
@@ -71,9 +100,11 @@ def serve(
     verbose: bool = False,
     on_stop: Callable[[], None] | None = None,
     fast_loop: bool = False,
+    companion: Companion | None = None,
 ) -> None:
-    """Serves until SIGTERM or SIGINT; runs `on_stop` once the requests in flight are done.
-    `fast_loop`: on uvloop's event loop (libuv, in C) rather than asyncio's."""
+    """Serves until SIGTERM or SIGINT; runs `on_stop` once the requests in flight are done
+    (the companion's too). `fast_loop`: on uvloop's event loop (libuv, in C) rather than
+    asyncio's."""
     config = uvicorn.Config(
         app,
         loop="uvloop" if fast_loop else "asyncio",
@@ -86,10 +117,10 @@ def serve(
         log_config=None,
         server_header=False,
         lifespan="off",
-        http=guarded_protocol(limits),
+        http=guarded_protocol(limits, companion.h2c_target if companion else None),
     )
     _quiet_logs(verbose)
-    _Server(config, on_stop).run(sockets=[sock])
+    _Server(config, on_stop, companion).run(sockets=[sock])
 
 
 def _quiet_logs(verbose: bool) -> None:

@@ -1,5 +1,6 @@
 // A real OpenTelemetry Collector (core v0.165.0) with only the parts perfsleuth's
-// integration test pushes through: the OTLP receiver and the otlphttp exporter.
+// integration tests push through: the OTLP receiver, the otlphttp exporter and the
+// otlp exporter (OTLP over gRPC).
 // Usage: otelcol --config=FILE --feature-gates=service.profilesSupport
 package main
 
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/otlpexporter"
 	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
@@ -23,7 +25,9 @@ func components() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
-	exporters, err := otelcol.MakeFactoryMap[exporter.Factory](otlphttpexporter.NewFactory())
+	exporters, err := otelcol.MakeFactoryMap[exporter.Factory](
+		otlphttpexporter.NewFactory(), otlpexporter.NewFactory(),
+	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}

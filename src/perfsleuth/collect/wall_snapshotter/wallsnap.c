@@ -47,6 +47,19 @@
    just before the next in a plain run, and one run's snapshots read 2.5 points under
    its own average for that reason alone.
 
+   The gaps between instants are exponential (a Poisson process), not the interval
+   times a factor in [0.5, 1.5): an instant then never fell within half an interval
+   (10 ms) of the one before, and a snapshot disturbs the program for a while after it
+   (threads let go one after another, the unwinding's CPU, a waiter woken late because
+   it was stopped), which the program's clock counts and no snapshot saw. Poisson
+   instants are independent of everything before them, the snapshots' own aftermath
+   included, so the share of them that finds a thread waiting is the share of the
+   time it waited (PASTA: Poisson arrivals see time averages), and perfsleuth gives
+   every snapshot the same weight. A program that waits 5 ms after each stop
+   (tests/fixtures/wall/stop_reactor.c) waited 27-28% of its time and the jittered
+   instants read 4-8%. An instant due while the snapshotter is still busy with the
+   one before is taken as soon as it is done.
+
    usage: wallsnap PID RATE_HZ [JOURNAL]
           wallsnap --give-back JOURNAL
    Snapshots PID and its descendants RATE_HZ times a second on average (0: only when
@@ -76,6 +89,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -178,7 +192,7 @@ static int nlate;
 static _Atomic uint64_t next_due;  /* the instant of the next timed snapshot */
 static _Atomic uint64_t pass_done; /* the instant whose interrupt pass is over */
 static uint64_t interval;          /* mean ns between timed snapshots */
-static uint64_t random_state;      /* xorshift64*, for the instants' jitter */
+static uint64_t random_state;      /* xorshift64*, for the instants' gaps */
 static pthread_mutex_t due_lock = PTHREAD_MUTEX_INITIALIZER; /* next_due set: due_set */
 static pthread_cond_t due_set = PTHREAD_COND_INITIALIZER;
 
@@ -838,11 +852,11 @@ static double random_unit(void) {
     return (double)((random_state * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53;
 }
 
-/* The next snapshot's instant (see the top): the interval times a random factor in
-   [0.5, 1.5) after the one before, or after now where a long snapshot overran that. */
+/* The next snapshot's instant (see the top): an exponential gap of mean interval
+   after the one before, or now if that has passed meanwhile. */
 static uint64_t next_instant(uint64_t due, uint64_t now) {
-    uint64_t step = interval / 2 + (uint64_t)(random_unit() * (double)interval);
-    return (due + step >= now + interval / 2 ? due : now) + step;
+    uint64_t step = (uint64_t)(-log1p(-random_unit()) * (double)interval);
+    return due + step > now ? due + step : now;
 }
 
 static void publish_due(uint64_t due) {

@@ -8,6 +8,8 @@ fingerprints. `with_tables` parses a document stored before the model existed.
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from stat import S_ISREG
 
@@ -22,33 +24,34 @@ def encode_counts(
     cwd: Path | None = None,
     parsed: callgrind.CallgrindData | None = None,
     within: Path | None = None,
+    leave_out: frozenset[str] = frozenset(),
 ) -> Counts:
     """The document of a callgrind.out file (`parsed` already, when the caller read it),
     with its source files as they are now (only those inside `within` when given: an
-    imported file's names are not the user's own program's, and the store serves them)."""
+    imported file's names are not the user's own program's, and the store serves them;
+    none of `leave_out`)."""
     raw = path.read_bytes()
     data = parsed if parsed is not None else callgrind.parse_bytes(raw, path.name)
     exact = callgrind.exact_counts(data)
-    sources, stamps = source_files(exact, cwd or Path.cwd(), within)
+    sources, stamps = source_files(exact, cwd or Path.cwd(), within, leave_out)
     return Counts(raw, sources, exact, stamps)
 
 
 def source_files(
-    exact: ExactCounts, cwd: Path, within: Path | None = None
+    exact: ExactCounts,
+    cwd: Path,
+    within: Path | None = None,
+    leave_out: frozenset[str] = frozenset(),
 ) -> tuple[Sources, Stamps]:
     """file name as callgrind gives it -> its lines, for every readable counted regular
     file (inside `within` after following symlinks, when given) up to MAX_SOURCE_BYTES,
     and the fingerprint of every such file."""
     sources: Sources = {}
     stamps: Stamps = {}
-    for name in exact.counted_files():
-        path = Path(name) if Path(name).is_absolute() else cwd / name
+    for name, path, stat in _counted_sources(exact, cwd, within):
+        if name in leave_out:
+            continue
         try:
-            if within is not None and not path.resolve().is_relative_to(within.resolve()):
-                continue
-            stat = path.stat()
-            if not S_ISREG(stat.st_mode):
-                continue
             raw = path.read_bytes()
         except OSError:
             continue
@@ -56,6 +59,31 @@ def source_files(
         if stat.st_size <= MAX_SOURCE_BYTES:
             sources[name] = raw.decode(errors="replace").splitlines()
     return sources, stamps
+
+
+def newer_sources(exact: ExactCounts, cwd: Path, within: Path | None, than: float) -> list[str]:
+    """The counted source files (as `source_files` reads them) modified after `than`, an
+    imported file's time: kept, their lines would be the edited ones, not those counted
+    (cg_annotate warns of a source newer than its data; the import kept brotli's edited
+    hash_longest_match64_inc.h and showed the counts on the wrong lines without a word)."""
+    return [
+        name for name, _path, stat in _counted_sources(exact, cwd, within) if stat.st_mtime > than
+    ]
+
+
+def _counted_sources(
+    exact: ExactCounts, cwd: Path, within: Path | None
+) -> Iterator[tuple[str, Path, os.stat_result]]:
+    for name in exact.counted_files():
+        path = Path(name) if Path(name).is_absolute() else cwd / name
+        try:
+            if within is not None and not path.resolve().is_relative_to(within.resolve()):
+                continue
+            stat = path.stat()
+        except OSError:
+            continue
+        if S_ISREG(stat.st_mode):
+            yield name, path, stat
 
 
 def with_tables(counts: Counts) -> Counts:

@@ -18,6 +18,11 @@
 // body that is not a pprof: prints the Connect error code, by which pyroscope.write
 // retries or drops a push). Prints the CPU nanoseconds and the alloc_space bytes it
 // pushed, and the number of pushes. $ALLOY_PASSWORD: basic auth's password.
+//
+// $CONNECT_PROTOCOL picks another of the Connect client's protocols, as a Pyroscope user
+// may configure a pushv1connect client: `grpc` (connect.WithGRPC(), HTTP/2 without TLS,
+// as to Pyroscope's one port), `grpcweb` (connect.WithGRPCWeb()) or `json` (the Connect
+// protocol with its JSON codec, connect.WithProtoJSON()).
 package main
 
 import (
@@ -97,6 +102,36 @@ func httpClient() *http.Client {
 		return &http.Client{Transport: basicAuth{transport, password}}
 	}
 	return &http.Client{Transport: transport}
+}
+
+// h2cClient is an HTTP/2 client without TLS (prior knowledge), as gRPC to an http:// URL
+// needs; basic auth as httpClient's.
+func h2cClient() *http.Client {
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	transport := &http.Transport{Protocols: protocols, DisableCompression: true}
+	if password := os.Getenv("ALLOY_PASSWORD"); password != "" {
+		return &http.Client{Transport: basicAuth{transport, password}}
+	}
+	return &http.Client{Transport: transport}
+}
+
+// newClient is pyroscope.write's client, or the one $CONNECT_PROTOCOL names.
+func newClient(url string) pushv1connect.PusherServiceClient {
+	options := []connect.ClientOption{connect.WithInterceptors(connect.UnaryInterceptorFunc(userAgent))}
+	transport := httpClient()
+	switch protocol := os.Getenv("CONNECT_PROTOCOL"); protocol {
+	case "":
+	case "grpc":
+		options, transport = append(options, connect.WithGRPC()), h2cClient()
+	case "grpcweb":
+		options = append(options, connect.WithGRPCWeb())
+	case "json":
+		options = append(options, connect.WithProtoJSON())
+	default:
+		panic("unknown CONNECT_PROTOCOL " + protocol)
+	}
+	return pushv1connect.NewPusherServiceClient(transport, url, options...)
 }
 
 // userAgent is pyroscope.write's interceptor setting the User-Agent.
@@ -230,8 +265,7 @@ func encode(p *profile.Profile) []byte {
 
 func main() {
 	url, service := os.Args[1], os.Args[2]
-	client := pushv1connect.NewPusherServiceClient(httpClient(), url,
-		connect.WithInterceptors(connect.UnaryInterceptorFunc(userAgent)))
+	client := newClient(url)
 	if os.Args[3] == "bad" {
 		err := push(client, labels(service, "process_cpu", nil), []byte("not a profile"))
 		fmt.Println(connect.CodeOf(err))
