@@ -21,21 +21,31 @@ measured latency.
    per n (the fastest of ten short rounds, as the calibration's chases), from
    half the lowest predicted n to twice the highest (of all programs, so that
    the curves share their sizes), POINTS_PER_DOUBLING sizes per doubling, in
-   --repeats sweeps. Before each of a program's sweeps, LLC_SWEEPS_BESIDE sweeps
-   of the calibration's LLC chase (interleaved: both see the same neighbours,
-   whose use of a shared LLC moves its usable part 2.5x within minutes); the
-   program's LLC cliff is predicted again from the median knee of its own
-   calibration sweeps (--llc-once: from the calibration at the start alone).
+   --repeats rounds. In each round every program sweeps once, its sizes in an
+   order of its own (shuffled, --seed): a neighbour's burst of a few seconds
+   then slows a scatter of sizes instead of making a step in an ascending sweep
+   that reads as a knee. Before each sweep, LLC_SWEEPS_BESIDE sweep of the
+   calibration's LLC chase (both see the same neighbours, whose use of a shared
+   LLC moves its usable part 2.5x within minutes); the program's LLC cliff is
+   predicted again from them, on the same statistic as its knees (below), the
+   TLB's misses taken off at the calibration's reach (--llc-once: from the
+   calibration at the start alone).
 3. Knees: perfsleuth.cache.knee, the estimator the calibration uses, level by
    level from the lowest prediction up, each over half to twice its prediction
    (not past the next level's), with the miss curves of the levels below at the
    knees fitted for them, and the program's own work per operation as a term of
    the fit when its sweep prints it (uthash: the chain entries a lookup passes,
    which rise and fall with the buckets' doublings); a knee across which
-   latency rises less than RISE times is reported as no rise. Each sweep's
-   knees are found on their own and each level's measured knee is their median,
-   as the calibration takes its LLC's (a neighbour's burst of LLC use moves a
-   single sweep's knee).
+   latency rises less than RISE times is reported as no rise. The knees are
+   found once, on the fastest of the sweeps at each size (--method fastest): a
+   neighbour can only slow a size down, by evicting the program's lines from the
+   shared LLC or taking the CPU, and the fastest of ten is the curve the caches
+   alone make. Chosen, before the errors were looked at, by how well the
+   measurement repeats: the halves of ten sweeps (every other one) agreed within
+   15% on 12 of 18 knees that way, on 8 of 18 with the median of each sweep's
+   own knees (the method before) or one fit over the median curve. The halves'
+   knees are printed beside each knee, and a knee whose halves differ by more
+   than 15% is not one the measurement can hold a prediction to.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -51,8 +61,10 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -66,7 +78,7 @@ from perfsleuth.model.cpu_cache import limited_by_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
-PERFSLEUTH = ROOT / ".venv" / "bin" / "perfsleuth"
+PERFSLEUTH = [sys.executable, "-m", "perfsleuth.cli"]
 BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-reordered": ROOT / "examples/bin/conntable-reordered",
             "conntable-compact": ROOT / "examples/bin/conntable-compact",
@@ -86,7 +98,7 @@ OVERHEAD_ARGS = ["2000", "8000"]
 WITHIN = 0.15  # issue 29: predicted within 15% of the measured knee
 # LLC calibration sweeps before each of a program's sweeps: with the default five
 # sweeps, fifteen per program, as many as `perfsleuth cache calibrate` takes
-LLC_SWEEPS_BESIDE = 3
+LLC_SWEEPS_BESIDE = 1
 
 
 def sizes(low: float, high: float) -> list[int]:
@@ -96,7 +108,7 @@ def sizes(low: float, high: float) -> list[int]:
 
 def calibration() -> dict:
     shown = subprocess.run(
-        [PERFSLEUTH, "cache", "calibrate", "--format", "json"],
+        [*PERFSLEUTH, "cache", "calibrate", "--format", "json"],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     doc = json.loads(shown)
@@ -108,12 +120,12 @@ def predicted(binary: Path, function: str) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         subprocess.run(
-            [PERFSLEUTH, "record", "--store", store, "--mode", "cache", "--function",
+            [*PERFSLEUTH, "record", "--store", store, "--mode", "cache", "--function",
              function, "--scale", SCALE, "--", binary, "{n}"],
             check=True, capture_output=True,
         )  # fmt: skip
         shown = subprocess.run(
-            [PERFSLEUTH, "cache", "show", "--store", store, "--format", "json"],
+            [*PERFSLEUTH, "cache", "show", "--store", store, "--format", "json"],
             check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
     scaled = json.loads(shown)["functions"][0]["scaling"]
@@ -127,25 +139,37 @@ def predicted(binary: Path, function: str) -> dict[str, int]:
 
 def llc_beside(calibrated: dict) -> Any:
     """A function that runs LLC_SWEEPS_BESIDE sweeps of the calibration's LLC chase
-    (its TLB's misses taken off at the calibration's reach) and returns them."""
+    and returns their curves."""
     geometry = machine_geometry()
-    curve = {int(pages): ns for pages, ns in calibrated["curve_ns"].items()}
-    tlb = calibrate.tlb_misses(curve, calibrated["tlb_reach_pages"])
     chase = calibrate.native().chase_pages_ns
     return lambda: [
-        calibrate.llc_sweep_once(chase, geometry, tlb) for _ in range(LLC_SWEEPS_BESIDE)
+        calibrate.llc_sweep_once(chase, geometry, lambda size: 0.0)[0]
+        for _ in range(LLC_SWEEPS_BESIDE)
     ]
 
 
-def llc_again(prediction: dict, sweeps: list) -> tuple[int | None, str]:
-    """The LLC cliff from the median knee of the calibration sweeps run beside the
-    program's (the scaled runs projected again, as `record --scale` does), and
-    what those sweeps found."""
+def llc_again(
+    runs: list, calibrated: dict, curves: list[dict], fastest: bool
+) -> tuple[int | None, str]:
+    """The LLC cliff (the scaled runs projected again, as `record --scale` does)
+    at the knee of the calibration sweeps run beside the program's, their TLB's
+    misses taken off at the calibration's reach: on their fastest at each size
+    when the program's knees are found on its fastest, else the median of their
+    own knees; and what those sweeps found."""
+    geometry = machine_geometry()
+    reach = {int(pages): ns for pages, ns in calibrated["curve_ns"].items()}
+    tlb = calibrate.tlb_misses(reach, calibrated["tlb_reach_pages"])
+    curves = [{int(size): ns for size, ns in curve.items()} for curve in curves]
+    sweeps = [(c, *calibrate.llc_evidence(c, calibrate.llc_knee(c, geometry, tlb))) for c in curves]
     _, effective, evidence = calibrate.median_sweep(sweeps, calibrate.human_bytes)
+    if fastest:
+        curve = fastest_curve(curves)
+        effective, lowest = calibrate.llc_evidence(curve, calibrate.llc_knee(curve, geometry, tlb))
+        evidence = f"the fastest of {len(curves)} at each size: {lowest}; {evidence}"
     if not effective:
-        return prediction.get("LLC"), f"no LLC knee beside it ({evidence})"
+        return None, f"no LLC knee beside it ({evidence})"
     limits = {"llc": {"effective_bytes": effective}}
-    cliffs = scaling.project(prediction["runs"], machine_geometry(), limits)["cliffs"]
+    cliffs = scaling.project(runs, geometry, limits)["cliffs"]
     llc = next(c["n"] for c in cliffs if c["level"] == "LLC")
     return llc, f"LLC {effective / (1 << 20):.2f} MiB beside the sweeps ({evidence})"
 
@@ -206,23 +230,83 @@ def median_knees(sweeps: list[dict[str, dict]]) -> dict[str, dict]:
     return found
 
 
-def measured(binary: Path, ns: list[int], repeats: int, beside: Any) -> tuple[list, list, Any]:
-    """The program's sweeps, the calibration sweeps run before each (`beside`), and
-    the work per operation at each n when the program reports it (else None)."""
-    curves, calibrations, work = [], [], {}
-    for _ in range(repeats):
-        calibrations += beside()
-        out = subprocess.run(
-            [binary, "--sweep", ",".join(map(str, ns))], check=True, capture_output=True, text=True
-        ).stdout
-        rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
-        curves.append({int(row[0]): float(row[1]) for row in rows})
-        work = {int(row[0]): float(row[2]) for row in rows if len(row) > 2}
-    return curves, calibrations, work or None
+def level_knees(
+    curves: list[dict], prediction: dict[str, int], work: dict | None, method: str = "fastest"
+) -> dict[str, dict]:
+    """Each level's measured knee from a program's sweeps, each sweep's own knee
+    beside it. `fastest` (the bench's): one fit over the fastest of the sweeps at
+    each size (a neighbour can only slow a size down); `median`: over their median;
+    `sweeps`: the median of each sweep's own knees."""
+    curves = [{int(n): ns for n, ns in curve.items()} for curve in curves]
+    work = {int(n): units for n, units in work.items()} if work else None
+    each = median_knees([knees(curve, prediction, work) for curve in curves])
+    if method == "sweeps":
+        return each
+    found = knees(
+        (fastest_curve if method == "fastest" else median_curve)(curves), prediction, work
+    )
+    for level, row in found.items():
+        row["sweeps_knee_n"] = each[level]["sweeps_knee_n"]
+    return found
+
+
+def halves(
+    curves: list[dict], prediction: dict[str, int], work: dict | None, method: str
+) -> dict[str, list]:
+    """Per level, the knees the two halves of the sweeps (every other one) give on
+    their own: how far the measurement repeats, whatever the prediction."""
+    if len(curves) < 2:
+        return {}
+    parts = [level_knees(curves[start::2], prediction, work, method) for start in (0, 1)]
+    return {level: [part[level]["measured_knee_n"] for part in parts] for level in parts[0]}
+
+
+def measured(
+    binaries: dict[str, Path], ns: list[int], repeats: int, beside: Any, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Each program's sweeps, the calibration sweeps run before each (`beside`),
+    and the work per operation at each n when the program reports it (else None).
+    The programs take turns, one sweep each per repeat, and every sweep runs its
+    sizes in an order of its own (shuffled, `seed`): a neighbour's burst of a few
+    seconds then slows a scatter of sizes, which the fit averages out, where in
+    sizes ascending it made a step in the curve that reads as a knee."""
+    shuffle = random.Random(seed).shuffle
+    found: dict[str, dict[str, Any]] = {
+        name: {"curves": [], "llc_sweeps": [], "work": None, "orders": []} for name in binaries
+    }
+    for repeat in range(repeats):
+        print(f"sweeps, round {repeat + 1} of {repeats}, load {os.getloadavg()[0]:.1f}",
+              file=sys.stderr)  # fmt: skip
+        for name, binary in binaries.items():
+            order = list(ns)
+            shuffle(order)
+            found[name]["llc_sweeps"] += beside()
+            curve, work = sweep(binary, order)
+            found[name]["curves"].append(curve)
+            found[name]["orders"].append(order)
+            found[name]["work"] = work
+    return found
+
+
+def sweep(binary: Path, order: list[int]) -> tuple[dict[int, float], dict[int, float] | None]:
+    """One `--sweep` over the sizes in `order`: ns per operation at each, and the work
+    per operation when the program prints it."""
+    out = subprocess.run(
+        [binary, "--sweep", ",".join(map(str, order))], check=True, capture_output=True, text=True
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    work = {int(row[0]): float(row[2]) for row in rows if len(row) > 2}
+    return {int(row[0]): float(row[1]) for row in sorted(rows, key=lambda r: int(r[0]))}, (
+        work or None
+    )
 
 
 def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
     return {n: statistics.median(curve[n] for curve in curves) for n in curves[0]}
+
+
+def fastest_curve(curves: list[dict[int, float]]) -> dict[int, float]:
+    return {n: min(curve[n] for curve in curves) for n in curves[0]}
 
 
 def seconds(cmd: list) -> float:
@@ -236,7 +320,7 @@ def overhead(binary: Path) -> dict[str, float]:
     lackey = seconds(["valgrind", "--tool=lackey", "--trace-mem=yes", "--basic-counts=no",
                       "--log-file=/dev/null", binary, *OVERHEAD_ARGS])  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        traced = seconds([PERFSLEUTH, "record", "--store", Path(tmp) / "s", "--mode", "cache",
+        traced = seconds([*PERFSLEUTH, "record", "--store", Path(tmp) / "s", "--mode", "cache",
                           "--function", "handle_packet", "--max-calls", "100000", "--",
                           binary, *OVERHEAD_ARGS])  # fmt: skip
     return {"native_s": native, "lackey_s": lackey, "perfsleuth_s": traced}
@@ -245,46 +329,31 @@ def overhead(binary: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--llc-once", action="store_true",
-                        help="predict the LLC from the calibration at the start alone")  # fmt: skip
-    args = parser.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
-    load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
-    calibrated = calibration()
-    predictions = {
-        name: predicted(binary, FUNCTIONS.get(name, "handle_packet"))
-        for name, binary in BINARIES.items()
-    }
-    levels = {name: sorted((lv for lv in LEVELS if p.get(lv)), key=p.__getitem__)
-              for name, p in predictions.items()}  # fmt: skip
-    low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
-    high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
-    results: dict[str, Any] = {}
-    beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
-    for name, binary in BINARIES.items():
-        prediction = predictions[name]
-        curves, llc_sweeps, work = measured(binary, sizes(low, high), args.repeats, beside)
-        llc_note, at_start = "the calibration at the start", prediction.get("LLC")
-        if llc_sweeps:
-            prediction["LLC"], llc_note = llc_again(prediction, llc_sweeps)
-            llc_note += f"; from the calibration at the start: {at_start:,}"
-        ordered = {lv: prediction[lv] for lv in LEVELS if prediction.get(lv)}
-        ordered = dict(sorted(ordered.items(), key=lambda item: item[1]))
-        results[name] = {
-            "per_n": prediction["per_n"],
-            "llc_from": llc_note,
-            "llc_at_start_n": at_start,
-            "levels": median_knees([knees(curve, ordered, work) for curve in curves]),
-            "work_per_op": work,
-            "latency_ns": median_curve(curves),
-            "sweeps_ns": curves,
-            "llc_sweeps_ns": [curve for curve, _, _ in llc_sweeps],
-        }
-    results["overhead"] = overhead(BINARIES["conntable"])
-    results["calibration"] = calibrated
-    load["end"] = os.getloadavg()
-    results["load"] = load
-    (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))
+    parser.add_argument("--seed", type=int, default=29, help="of the sweeps' shuffled orders")
+    parser.add_argument(
+        "--llc-once",
+        action="store_true",
+        help="predict the LLC from the calibration at the start alone",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("fastest", "median", "sweeps"),
+        default="fastest",
+        help="the curve the knees are found on (level_knees)",
+    )
+    parser.add_argument(
+        "--refit",
+        type=Path,
+        metavar="JSON",
+        help="find the knees again in a run's kept sweeps, measuring nothing",
+    )
+    args = parser.parse_args()  # fmt: skip
+    results = json.loads(args.refit.read_text()) if args.refit else measure_all(args)
+    for name in BINARIES:
+        analyse(results[name], results["calibration"], args.method)
+    if not args.refit:
+        (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))
+    calibrated, load = results["calibration"], results["load"]
     llc = (calibrated["llc_effective_bytes"] or 0) / (1 << 20)
     print(f"calibration: TLB reach {calibrated['tlb_reach_pages']} pages "
           f"({calibrated['evidence']}); "
@@ -299,30 +368,98 @@ def main() -> None:
           f"{cost['perfsleuth_s']:.2f} s")  # fmt: skip
 
 
+def analyse(row: dict, calibrated: dict, method: str) -> None:
+    """A program's prediction (the LLC's again from the calibration sweeps beside
+    its own, unless --llc-once), its knees and its halves' knees, into `row`."""
+    prediction = dict(row["prediction_at_start"])
+    at_start = prediction.get("LLC")
+    row["llc_from"], row["llc_at_start_n"] = "the calibration at the start", at_start
+    if row["llc_sweeps_ns"]:
+        llc, note = llc_again(row["runs"], calibrated, row["llc_sweeps_ns"], method == "fastest")
+        prediction["LLC"] = llc or at_start
+        row["llc_from"] = f"{note}; from the calibration at the start: {at_start:,}"
+    prediction = dict(sorted(prediction.items(), key=lambda item: item[1]))
+    row["prediction"] = prediction
+    row["levels"] = level_knees(row["sweeps_ns"], prediction, row["work_per_op"], method)
+    curves = [{int(n): ns for n, ns in curve.items()} for curve in row["sweeps_ns"]]
+    row["latency_ns"] = (median_curve if method == "median" else fastest_curve)(curves)
+    row["halves"] = halves(row["sweeps_ns"], prediction, row["work_per_op"], method)
+
+
+def measure_all(args: argparse.Namespace) -> dict[str, Any]:
+    """Calibrate, predict, sweep: every program's kept measurements."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
+    calibrated = calibration()
+    predictions = {
+        name: predicted(binary, FUNCTIONS.get(name, "handle_packet"))
+        for name, binary in BINARIES.items()
+    }
+    levels = {name: sorted((lv for lv in LEVELS if p.get(lv)), key=p.__getitem__)
+              for name, p in predictions.items()}  # fmt: skip
+    low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
+    high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
+    beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
+    swept = measured(BINARIES, sizes(low, high), args.repeats, beside, args.seed)
+    results: dict[str, Any] = {}
+    for name, prediction in predictions.items():
+        kept = swept[name]
+        ordered = {lv: prediction[lv] for lv in LEVELS if prediction.get(lv)}
+        results[name] = {
+            "per_n": prediction["per_n"],
+            "runs": prediction["runs"],
+            "prediction_at_start": dict(sorted(ordered.items(), key=lambda item: item[1])),
+            "work_per_op": kept["work"],
+            "sweeps_ns": kept["curves"],
+            "sweep_orders": kept["orders"],
+            "llc_sweeps_ns": kept["llc_sweeps"],
+        }
+    results["overhead"] = overhead(BINARIES["conntable"])
+    results["calibration"] = calibrated
+    load["end"] = os.getloadavg()
+    results["load"] = load
+    return results
+
+
 def print_knees(results: dict) -> None:
-    print("| program | level | per n | predicted cliff (n) | measured knee (n) | error | sweeps |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    errors = []
+    print(
+        "| program | level | per n | predicted cliff (n) | measured knee (n) | error "
+        "| halves' knees | sweeps' own knees |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
+    errors, held = [], []
     for name in BINARIES:
         for level, row in results[name]["levels"].items():
             per = results[name]["per_n"][level]
             sweeps = ", ".join(f"{k:,}" if k else "-" for k in row["sweeps_knee_n"])
+            pair = results[name]["halves"].get(level, [])
+            two = " / ".join(f"{k:,}" if k else "-" for k in pair)
             if row["measured_knee_n"]:
                 knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.1%}"
                 errors.append(row["error"])
+                if repeats(pair):
+                    held.append(row["error"])
             else:
                 fitted = row["fitted_knee_n"]
                 knee_n = f"no rise (x{row['rise']:.2f}; fitted {fitted:,})" if fitted else "none"
                 error = "-"
             print(f"| {name} | {level} | {per} | {row['predicted_n']:,} | {knee_n} | {error} "
-                  f"| {sweeps} |")  # fmt: skip
+                  f"| {two} | {sweeps} |")  # fmt: skip
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
+    close = sum(abs(e) <= WITHIN for e in held)
+    print(f"{close} of the {len(held)} knees whose two halves of the sweeps agree within "
+          f"{WITHIN:.0%} (the measurement repeats) are within {WITHIN:.0%}")  # fmt: skip
     for name in BINARIES:
         row, at_start = results[name]["levels"].get("LLC", {}), results[name]["llc_at_start_n"]
         knee_n = row.get("measured_knee_n")
         versus = f" (error {knee_n / at_start - 1:+.1%})" if knee_n and at_start else ""
         print(f"{name}: LLC predicted from {results[name]['llc_from']}{versus}")
+
+
+def repeats(pair: list[int]) -> bool:
+    """Whether the two halves of the sweeps put a knee within WITHIN of each other."""
+    return len(pair) == 2 and all(pair) and max(pair) / min(pair) <= 1 + WITHIN
 
 
 def print_curves(results: dict) -> None:

@@ -33,6 +33,8 @@
 // pyo3 0.22 macros trigger this lint on #[pyfunction] under newer clippy.
 #![allow(clippy::useless_conversion)]
 
+mod columns;
+mod folded;
 mod header;
 mod kallsyms;
 mod maps;
@@ -40,6 +42,7 @@ mod pointer_chase;
 mod pprof;
 mod reader;
 mod records;
+mod samples;
 mod sigbus;
 mod timeline;
 mod unwind;
@@ -229,6 +232,9 @@ fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kallsyms_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(timeline::join_runs, m)?)?;
     m.add_function(wrap_pyfunction!(pprof::decode_pprof, m)?)?;
+    m.add_function(wrap_pyfunction!(columns::window_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(folded::decode_folded, m)?)?;
+    m.add_function(wrap_pyfunction!(samples::group_samples, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_ns, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_pages_ns, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_aliased_ns, m)?)?;

@@ -95,10 +95,13 @@ def argv(
     log_file: str,
     max_calls: int,
     sample_every: int = 1,
+    detail_calls: int = -1,
 ) -> list[str]:
     """max_calls: the calls written out as each ends, so the reader can stop the
     program at once (0: written in blocks only); sample_every: 1 in k calls
-    recorded (AUTO: k doubles, keeping max_calls to twice that over the run)."""
+    recorded (AUTO: k doubles, keeping max_calls to twice that over the run);
+    detail_calls: the calls whose every instruction is written (-1: all; past
+    them, only each new code line's first, the rest counted in 'R')."""
     return [
         valgrind_binary(),
         f"--tool={TOOL}",
@@ -106,6 +109,7 @@ def argv(
         f"--out-fd={out_fd}",
         f"--max-calls={max_calls}",
         f"--sample-every={sample_every}",
+        *([f"--detail-calls={detail_calls}"] if detail_calls >= 0 else []),
         f"--log-file={log_file}",
         "--",
         program,
@@ -136,6 +140,7 @@ class RecordCutter(CallCounter):
             elif kind == END:
                 self.recording.total_calls = address
             elif kind == RETURN:
+                self.recording.instructions += size  # not written (--detail-calls)
                 if self.end_call() and self.stop_when_full:
                     return True
             elif kind == INSTRUCTION:

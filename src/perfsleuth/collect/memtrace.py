@@ -124,7 +124,11 @@ def record(
             entry = target.start + target.base
             auto = sample_every == SAMPLE_AUTO
             flushed = 0 if run_to_end and not auto else max_calls
-            argv = fntrace.argv(program, cmd[1:], entry, write_fd, log_file, flushed, sample_every)
+            # every call of the run is recorded, but only the first max_calls are kept
+            brief = max_calls if run_to_end and sample_every == 1 else -1
+            argv = fntrace.argv(
+                program, cmd[1:], entry, write_fd, log_file, flushed, sample_every, brief
+            )
             env["VALGRIND_LIB"] = tool
             stop = not (run_to_end or auto)
             cutter = fntrace.RecordCutter(max_calls, line_size, observer, stop)

@@ -31,6 +31,14 @@
    2N·k calls, so the reader, keeping the multiples of the last k, holds N to 2N
    calls spread evenly over the whole run.
 
+   Instructions in brief (--detail-calls=N, every call recorded): past the first N
+   recorded calls an instruction is written only when its 64-byte code line is new
+   to the run, and the 'R' record's size holds how many of the call's instructions
+   were not written; the reader keeps the first N calls' accesses whole and only the
+   totals and the distinct code lines of the others, so `--scale` runs (every call
+   of every run) read about a fifth of the records (kh_lookup: 30.5 M of its 37 M
+   records were instructions).
+
    Spatial sample (with sampling): in the calls not recorded, the data accesses to
    1 in k of the 64-byte lines (line_selected), and to the line below each of
    those, are recorded all the same, as 'l', 's', 'm': the misses of the large
@@ -59,6 +67,7 @@ static Addr entry = 0;
 static Long out_fd = -1;
 static Long max_calls = 0;
 static Long sample_every = 1; /* 0: doubling, see above */
+static Long detail_calls = -1; /* -1: every instruction of every recorded call */
 
 static Addr returns[MAX_DEPTH];
 static Int depth = 0;
@@ -77,6 +86,30 @@ static Int used = 0;
    (spatial_sample.py's `selected`) */
 static inline Bool line_selected(ULong line) {
     return line * GOLDEN <= ~0ull / every;
+}
+
+/* The code lines written so far (open addressing, 0 empty: no code at line 0); past
+   half full, instructions are written whole again */
+#define CODE_SLOTS (1 << 16)
+static ULong code_lines[CODE_SLOTS];
+static Int code_lines_used = 0;
+static UInt unwritten = 0; /* instructions of the current call not written */
+
+/* True when the instruction's code line was not seen before (and is noted now), or
+   the table is too full to tell */
+static Bool new_code_line(Addr address) {
+    ULong line = address >> LINE_SHIFT;
+    if (code_lines_used >= CODE_SLOTS / 2)
+        return True;
+    UInt slot = (UInt)((line * GOLDEN) >> 48);
+    while (code_lines[slot] != 0) {
+        if (code_lines[slot] == line)
+            return False;
+        slot = (slot + 1) & (CODE_SLOTS - 1);
+    }
+    code_lines[slot] = line;
+    code_lines_used++;
+    return True;
 }
 
 static void flush(void) {
@@ -131,7 +164,8 @@ static VG_REGPARM(1) void on_entry(Addr sp) {
 
 /* Sampled calls are far apart: each is written as it ends, like the first N. */
 static void end_call(Addr address) {
-    put(address, 0, 'R');
+    put(address, unwritten, 'R');
+    unwritten = 0;
     calls_done++;
     if (calls_done <= max_calls || sample_every != 1)
         flush();
@@ -149,7 +183,11 @@ static VG_REGPARM(2) void on_instruction(Addr address, UWord size) {
             return;
         }
     }
-    if (recording)
+    if (!recording)
+        return;
+    if (detail_calls >= 0 && calls_done >= detail_calls && !new_code_line(address))
+        unwritten++;
+    else
         put(address, size, 'I');
 }
 
@@ -320,6 +358,7 @@ static Bool fn_option(const HChar *arg) {
     } else if VG_INT_CLO (arg, "--out-fd", out_fd) {
     } else if VG_INT_CLO (arg, "--max-calls", max_calls) {
     } else if VG_INT_CLO (arg, "--sample-every", sample_every) {
+    } else if VG_INT_CLO (arg, "--detail-calls", detail_calls) {
     } else
         return False;
     return True;
@@ -329,7 +368,8 @@ static void fn_usage(void) {
     VG_(printf)("    --entry=0xADDR      runtime address of the function's first instruction\n"
                 "    --out-fd=FD         where the binary records go\n"
                 "    --max-calls=N       write at the end of each of the first N calls\n"
-                "    --sample-every=K    record 1 in K calls (0: K doubles, see the source)\n");
+                "    --sample-every=K    record 1 in K calls (0: K doubles, see the source)\n"
+                "    --detail-calls=N    past N calls, instructions in brief (see the source)\n");
 }
 
 static void fn_debug_usage(void) {}
@@ -341,6 +381,8 @@ static void fn_post_clo_init(void) {
         VG_(fmsg_bad_option)("fntrace", "--sample-every=0 needs --max-calls=N, N >= 1\n");
     if (sample_every > 1)
         every = (ULong)sample_every;
+    if (detail_calls >= 0 && sample_every != 1)
+        VG_(fmsg_bad_option)("fntrace", "--detail-calls needs --sample-every=1\n");
 }
 
 static void fn_fini(Int exitcode) {

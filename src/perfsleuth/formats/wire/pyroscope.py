@@ -73,7 +73,28 @@ def decode(
 
 def _folded(body: bytes, params: IngestParams, per_sample: bool = False) -> Window:
     """Folded stacks (`a;b;c 12`), or with PER_SAMPLE Pyroscope's `lines` (a line per
-    sample, `a;b;c`), as the type the push's name says."""
+    sample, `a;b;c`), as the type the push's name says: read natively when the native
+    reader takes the text whole (native/src/folded.rs), else by _read_folded, which
+    says what is wrong with it."""
+    unit = "ns" if params.name_type in TIMED_TYPES else "samples"
+    meta = {"format": "folded", "spy": params.spy_name}
+    native = window_pprof.native_reader("decode_folded")
+    read = native(body, per_sample, window_pprof.named_frame)
+    if read is None:
+        profile = _read_folded(body, per_sample, window_pprof.Rows(unit, meta))
+    else:
+        frames, stacks, counts = read  # a row per stack, no thread
+        rows = (list(range(len(stacks))), [-1] * len(stacks))
+        profile = window_pprof.rows_profile(
+            frames, stacks, rows, (counts, list(counts)), [], unit, meta
+        )
+    rate = params.sample_rate if params.name_type in ingest.RATED_TYPES else 0.0
+    return _text_window(params, profile, rate, params.name_type)
+
+
+def _read_folded(body: bytes, per_sample: bool, rows: window_pprof.Rows) -> Profile:
+    """A folded text's profile, its frames and stacks in the order they first appear;
+    a PayloadError for a text the store does not take."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -98,14 +119,10 @@ def _folded(body: bytes, params: IngestParams, per_sample: bool = False) -> Wind
     ids = {name: i for i, name in enumerate(dict.fromkeys(chain.from_iterable(root_first)))}
     budget.create(len(ids))
     stacks: dict[tuple[int, ...], int] = {}
-    unit = "ns" if params.name_type in TIMED_TYPES else "samples"
-    rows = window_pprof.Rows(unit, {"format": "folded", "spy": params.spy_name})
     for leaf_first, count in lines:
         stack = tuple(map(ids.__getitem__, leaf_first))
         rows.add(stacks.setdefault(stack, len(stacks)), None, count, count)
-    profile = rows.profile(list(map(window_pprof.named_frame, ids)), list(stacks))
-    rate = params.sample_rate if params.name_type in ingest.RATED_TYPES else 0.0
-    return _text_window(params, profile, rate, params.name_type)
+    return rows.profile(list(map(window_pprof.named_frame, ids)), list(stacks))
 
 
 def _speedscope(body: bytes, params: IngestParams) -> Window:

@@ -82,11 +82,6 @@ LIBRARIES_COMMENT = "perfsleuth-libraries "
 MAX_LIBRARIES = 1024  # per process
 # The libraries comment lists every process of a host: far longer than a name.
 MAX_LIBRARIES_COMMENT = 16 << 20
-FRAME_CACHE_LIMIT = 1 << 17  # distinct frames kept across pushes (~200 bytes each)
-# The process's one table of decoded frames (see _frame). Clearing it is safe at any
-# time: it only makes equal frames new objects again, which the store's id cache still
-# finds by comparing them; the dict is changed by single operations the GIL keeps whole.
-_FRAMES: dict[tuple, Frame] = {}
 NAMED_LIMIT = 1 << 17  # frames kept across pushes by name alone (folded, JFR)
 _NAMED: dict[str, Frame] = {}
 
@@ -128,7 +123,8 @@ def decode(
     data = budget.gunzip(body)
     frames_left = ingest.MAX_PUSH_FRAMES - budget.used
     try:
-        decoded = native_reader()(data, frames_left, ingest.MAX_PUSH_NEW_FRAMES - budget.created)
+        created_left = ingest.MAX_PUSH_NEW_FRAMES - budget.created
+        decoded = native_reader()(data, frames_left, created_left, Frame)
     except ValueError as e:
         raise PayloadError(str(e)) from None
     budget.create(decoded["frames_created"])
@@ -136,14 +132,15 @@ def decode(
     return _Reader(decoded).windows(params)
 
 
-def native_reader() -> Callable[[bytes, int, int], dict[str, Any]]:
-    """perfsleuth_native.decode_pprof (native/src/pprof.rs says why it is native); a
-    UserError when the extension is not built or older than this code."""
+def native_reader(name: str = "decode_pprof") -> Callable[..., Any]:
+    """perfsleuth_native's reader `name` (decode_pprof: native/src/pprof.rs says why it
+    is native; decode_folded: native/src/folded.rs); a UserError when the extension is
+    not built or older than this code."""
     try:
         import perfsleuth_native
     except ImportError:
         perfsleuth_native = None
-    found = getattr(perfsleuth_native, "decode_pprof", None)
+    found = getattr(perfsleuth_native, name, None)
     if found is None:
         raise UserError(
             "the collector reads pprof pushes with perfsleuth's native extension, which is "
@@ -215,21 +212,44 @@ class Rows:
 
     def profile(self, frames: list[Frame], stacks: list[tuple[int, ...]]) -> Profile:
         """The rows over the push's frames and the stacks they use."""
-        used = sorted({stack for stack, _ in self.rows})
-        at = {stack: i for i, stack in enumerate(used)}
-        n = len(self.rows)
-        return Profile(
-            frames=frames,
-            stacks=stacks if len(used) == len(stacks) else [stacks[s] for s in used],
-            sample_stack=[at[stack] for stack, _ in self.rows],
-            sample_weight=[w for w, _ in self.rows.values()],
-            sample_count=[c for _, c in self.rows.values()],
-            sample_thread=[t for _, t in self.rows],
-            sample_state=[""] * n,
-            threads=list(self.threads),
-            unit=self.unit,
-            meta=self.meta,
+        return rows_profile(
+            frames,
+            stacks,
+            ([s for s, _ in self.rows], [t for _, t in self.rows]),
+            ([w for w, _ in self.rows.values()], [c for _, c in self.rows.values()]),
+            list(self.threads),
+            self.unit,
+            self.meta,
         )
+
+
+def rows_profile(
+    frames: list[Frame],
+    stacks: list[tuple[int, ...]],
+    keys: tuple[list[int], list[int]],
+    values: tuple[list, list[int]],
+    threads: list[Thread],
+    unit: str,
+    meta: dict,
+) -> Profile:
+    """A window's profile of its rows (`keys`: each row's stack and thread index,
+    `values`: its value and sample count), over the push's frames and the stacks it
+    uses."""
+    row_stacks, row_threads = keys
+    used = sorted(set(row_stacks))
+    at = {stack: i for i, stack in enumerate(used)}
+    return Profile(
+        frames=frames,
+        stacks=stacks if len(used) == len(stacks) else [stacks[s] for s in used],
+        sample_stack=[at[stack] for stack in row_stacks],
+        sample_weight=values[0],
+        sample_count=values[1],
+        sample_thread=row_threads,
+        sample_state=[""] * len(row_stacks),
+        threads=threads,
+        unit=unit,
+        meta=meta,
+    )
 
 
 class _Reader:
@@ -238,7 +258,7 @@ class _Reader:
 
     def __init__(self, decoded: dict) -> None:
         self.d = decoded
-        self.frames = [_frame(fields) for fields in decoded["frames"]]
+        self.frames = decoded["frames"]  # the same Frame object for a frame, push after push
         self.processes: dict[int, Process] = {}
 
     def windows(self, params: IngestParams) -> list[Window]:
@@ -246,43 +266,58 @@ class _Reader:
         views = _views(types, params.lock)
         ns_per_sample = 1e9 / self._rate(params)
         label_sets = [self._read_labels(first, labels) for first, labels in self.d["label_sets"]]
-        width, values = len(types), self.d["values"]
-        groups: dict[tuple[int, SampleLabels], Rows] = {}
-        for i, (stack, set_index) in enumerate(
-            zip(self.d["sample_stack"], self.d["sample_labels"], strict=True)
-        ):
-            thread, labels = label_sets[set_index]
-            at = i * width
-            for v, view in enumerate(views):
-                weight = values[at + view.value]
-                if view.count >= 0:
-                    count = values[at + view.count]
-                elif view.timed:  # a time alone (pyroscope-io 1.x, Node's cpu): the samples it is
-                    count = max(round(weight / ns_per_sample), 1 if weight else 0)
-                else:
-                    count = 1
-                rows = groups.get((v, labels))
-                if rows is None:
-                    unit = "ns" if view.timed else "samples"
-                    meta = _meta(params, types[view.value][0] in params.cumulative)
-                    rows = groups[v, labels] = Rows(unit, meta)
-                rows.add(stack, thread, weight, count)
+        # each distinct user label set and thread a key; a time alone (pyroscope-io 1.x,
+        # Node's cpu) counts the samples it is at ns_per_sample
+        labels_keys: dict[SampleLabels, int] = {}
+        thread_keys: dict[Thread, int] = {}
+        sets = [
+            (
+                labels_keys.setdefault(labels, len(labels_keys)),
+                -1 if thread is None else thread_keys.setdefault(thread, len(thread_keys)),
+            )
+            for thread, labels in label_sets
+        ]
+        groups = native_reader("group_samples")(
+            self.d["sample_stack"],
+            self.d["sample_labels"],
+            self.d["values"],
+            len(types),
+            [(view.value, view.count, view.timed) for view in views],
+            ns_per_sample,
+            sets,
+        )
+        all_labels, threads = list(labels_keys), list(thread_keys)
         self._add_libraries()
         start, end = self._span(params)
-        empty = [((v, ()), Rows("samples", _meta(params))) for v in range(len(views))]
         dsos = [{"path": path, "build_id": build_id} for path, build_id in self.d["dsos"]]
+        profiles = {}
+        for v, key, keys, row_stacks, row_threads, weights, counts in groups:
+            view = views[v]
+            meta = _meta(params, types[view.value][0] in params.cumulative)
+            profiles[v, all_labels[key]] = rows_profile(
+                self.frames,
+                self.d["stacks"],
+                (row_stacks, row_threads),
+                (weights, counts),
+                [threads[k] for k in keys],
+                "ns" if view.timed else "samples",
+                meta,
+            )
+        empty = [
+            ((v, ()), Rows("samples", _meta(params)).profile([], [])) for v in range(len(views))
+        ]
         return [
             Window(
                 id=ingest.part_id(params.window_id, n),
                 start=start,
                 end=end,
-                profile=replace(rows.profile(self.frames, self.d["stacks"]), dsos=dsos),
+                profile=replace(profile, frames=self.frames, dsos=dsos),
                 labels=ingest.labels(params.labels | dict(labels), "sample labels"),
                 processes=self.processes,
                 rate_hz=params.sample_rate if views[v].rated else 0.0,
                 type=views[v].type,
             )
-            for n, ((v, labels), rows) in enumerate(sorted(groups.items()) or empty)
+            for n, ((v, labels), profile) in enumerate(sorted(profiles.items()) or empty)
         ]
 
     def _rate(self, params: IngestParams) -> float:
@@ -398,18 +433,6 @@ def _time_views(types: list[tuple[str, str]], count_at: int) -> list[_View]:
         if name is not None and name not in views:
             views[name] = _View(name, i, -1 if views else count_at, timed=True)
     return list(views.values())
-
-
-def _frame(fields: tuple) -> Frame:
-    """The Frame of decode_pprof's fields, the same object for the same fields across
-    pushes: the store's id cache then finds it by identity, where comparing two equal
-    Frames field by field cost ~5 us each (a fleet sends the same frames every window)."""
-    found = _FRAMES.get(fields)
-    if found is None:
-        if len(_FRAMES) >= FRAME_CACHE_LIMIT:
-            _FRAMES.clear()
-        found = _FRAMES[fields] = Frame(*fields)
-    return found
 
 
 def named_frame(name: str) -> Frame:

@@ -34,7 +34,7 @@ from .batches import Batches
 from .filesystem import Files
 from .layout import HEAD_PREFIX, day, hour_partition, samples_dir, stamp
 from .wal import SUFFIX, Record, Segment, claim_orphan, encode, read_segment, segments
-from .writer import distinct_of, parquet_bytes, table_of, window_columns
+from .writer import distinct_of, parquet_bytes, table_of, window_record
 
 FLUSH_S = 30.0
 FLUSH_ROWS = 200_000
@@ -102,17 +102,17 @@ class Head:
         acknowledged) once `segment.sync(offset)` has returned."""
         with self._lock:
             fresh = [w for w in windows if w.id not in self._ids]
-        records = {}
+        records, logged = {}, {}
         for window in fresh:
             if window.id in records or self.batches.stored(hour_partition(window.start), window.id):
                 continue
-            columns = window_columns(window)
-            records[window.id] = Record(marker_info(window, columns.samples_total, 1), columns)
-        data = b"".join(map(encode, records.values()))
+            columns, tables = window_record(window)
+            marker = marker_info(window, columns.samples_total, 1)
+            records[window.id] = Record(marker, columns)
+            logged[window.id] = encode(marker, tables)
         with self._lock:
             new = {i: r for i, r in records.items() if i not in self._ids}  # pushed twice at once
-            if len(new) < len(records):
-                data = b"".join(map(encode, new.values()))
+            data = b"".join(logged[i] for i in new)
             segment = self._segment
             offset = segment.write(data) if new else 0
             self._ids.update(new)

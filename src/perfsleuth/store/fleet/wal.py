@@ -56,10 +56,10 @@ class Record:
         return tables_of([self.columns])
 
 
-def encode(record: Record) -> bytes:
-    columns = record.columns
-    document = {"marker": record.marker, **{t: getattr(columns, t) for t in TABLES}}
-    payload = orjson.dumps(document)
+def encode(marker: dict, tables: bytes) -> bytes:
+    """A record of the window `marker` names and its tables' JSON (writer.window_record's:
+    `"samples":{...},"stacks":{...},"frames":{...}`)."""
+    payload = b'{"marker":' + orjson.dumps(marker) + b"," + tables + b"}"
     return FRAME.pack(MAGIC, len(payload), crc32(payload)) + payload
 
 
