@@ -172,7 +172,9 @@ def test_a_power_of_two_struct_fills_half_the_sets_and_overflows_them_early(
 def test_constant_time_names_the_early_exit(examples_built, tmp_path):
     store = tmp_path / "store"
     variants = tmp_path / "secrets.txt"
-    variants.write_text("s3cr3t-k3y-2025\nxxxxxxxxxxxxxxx\n")
+    # a longer guess moves argv's strings on the stack: the constant-time check is
+    # cleared only if every run's stack starts at the same address
+    variants.write_text("s3cr3t-k3y-2025\nxxxxxxxxxxxxxxx\n" + "y" * 63 + "\n")
     program = str(examples_built / "secret_check")
     for function, extra in (("check_token", []), ("check_token_ct", ["--ct"])):
         perfsleuth(
@@ -183,6 +185,7 @@ def test_constant_time_names_the_early_exit(examples_built, tmp_path):
     verdict = leaky["functions"][0]["constant_time"]
     assert not verdict["constant_time"]
     assert verdict["differences"][0]["first_source"].endswith("secret_check.c:19")
+    assert verdict["differences"][1]["first_source"].endswith("secret_check.c:16")
     assert cache_doc(store)["constant_time"]["constant_time"]
 
 
@@ -208,6 +211,12 @@ def test_inlined_and_uncalled_functions_say_so(examples_built, tmp_path):
     uncalled = perfsleuth(tmp_path / "s", "record", "--mode", "cache", "--function", "latency_ns",
                           "--", program, "10", check=False)  # fmt: skip
     assert uncalled.returncode == 2 and "never called" in uncalled.stderr
+    stripped = tmp_path / "conntable-stripped"
+    subprocess.run(["strip", "-o", str(stripped), program], check=True)
+    done = perfsleuth(tmp_path / "s", "record", "--mode", "cache", "--function", "handle_packet",
+                      "--", str(stripped), "10", check=False)  # fmt: skip
+    assert done.returncode == 2 and "is stripped" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_without_debug_info_the_footprint_works_and_layout_says_why(tmp_path):

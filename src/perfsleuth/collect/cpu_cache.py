@@ -166,8 +166,8 @@ def project_function(
         main, scaled = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
-            trace_once(options, constant_time.substitute(cmd, v), target, runs, sample_every=1)
-            for v in variants
+            trace_once(options, (args, text), target, runs, sample_every=1, extra_env=env)
+            for args, text, env in constant_time.runs(cmd, variants)
         ]
         main, verdict = traces[0], constant_time.project(traces)
     else:

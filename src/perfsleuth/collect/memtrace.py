@@ -102,6 +102,7 @@ def record(
     line_size: int = 64,
     observer: DataObserver | None = None,
     keep_env: bool = False,
+    extra_env: dict[str, str] | None = None,
     stdin_text: str | None = None,
     progress: Progress = SILENT,
     sample_every: int = 1,
@@ -114,7 +115,7 @@ def record(
     read_fd, write_fd = os.pipe()
     with contextlib.suppress(OSError):  # fewer stalls of valgrind on a full pipe
         fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
-    env = dict(os.environ) if keep_env else dict(FIXED_ENV)
+    env = (dict(os.environ) if keep_env else dict(FIXED_ENV)) | (extra_env or {})
     tool = fntrace.tool_dir()
     with tempfile.TemporaryDirectory(prefix="perfsleuth-trace-") as scratch:
         log_file = str(Path(scratch) / "valgrind.log")

@@ -12,6 +12,8 @@ from ..model.cpu_cache import ConstantTime, Difference
 from .trace import Trace
 
 PLACEHOLDER = "{secret}"
+# pads the shorter command lines: argv's strings sit at the top of the stack
+PAD_VARIABLE = "PERFSLEUTH_SECRET_PAD"
 MAX_VARIANTS = 64  # each is a whole run of the program under valgrind
 
 
@@ -36,6 +38,20 @@ def substitute(cmd: list[str], secret: str) -> tuple[list[str], str | None]:
     if any(PLACEHOLDER in arg for arg in cmd):
         return [arg.replace(PLACEHOLDER, secret) for arg in cmd], None
     return cmd, secret + "\n"
+
+
+def runs(cmd: list[str], variants: list[str]) -> list[tuple[list[str], str | None, dict[str, str]]]:
+    """Each secret's (command, stdin text, environment added). The kernel copies argv's
+    strings, then the environment's, to the top of the stack: a longer secret on the
+    command line would move the whole stack (and argv) to other cache lines, a
+    difference no code of the function makes. A variable of the missing length in
+    the environment keeps every run's stack where the longest secret's is."""
+    substituted = [substitute(cmd, secret) for secret in variants]
+    sizes = [sum(len(arg.encode()) + 1 for arg in args) for args, _ in substituted]
+    return [
+        (args, text, {PAD_VARIABLE: "x" * (max(sizes) - size)})
+        for (args, text), size in zip(substituted, sizes, strict=True)
+    ]
 
 
 def project(traces: list[Trace]) -> ConstantTime:

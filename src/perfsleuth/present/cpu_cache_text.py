@@ -77,8 +77,9 @@ def render_footprint(fp: Footprint, console: Console) -> None:
 
 def straddling(layout: StructLayout) -> str:
     """Why calls touch more of an object's lines than its struct has: where it starts
-    in a line (the start most of the objects have)."""
-    size, line, start = layout["size"], layout["line_size"], layout["object_misalignment"]
+    in a line (the start most of the objects have; not kept by older recordings)."""
+    size, line = layout["size"], layout["line_size"]
+    start = layout.get("object_misalignment", 0)
     own = -(-size // line)
     if layout["lines_touched_per_call"] <= own or -(-(start + size) // line) <= own:
         return ""
