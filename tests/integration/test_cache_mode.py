@@ -14,6 +14,8 @@ import pytest
 from cache_show import cache_doc, layout_members, pahole_members, record_cache
 from cli_runner import perfsleuth
 
+from perfsleuth.cpu_cache_projections import calibrate, model
+
 pytestmark = pytest.mark.integration
 
 
@@ -121,6 +123,29 @@ def scaled_small_cache(store: Path, binary: Path) -> dict:
         "--", str(binary), "{n}",
     )  # fmt: skip
     return cache_doc(store)["scaling"]
+
+
+def test_a_scaled_runs_model_simulates_the_llc_its_cliffs_use(
+    examples_built, tmp_path, monkeypatch
+):
+    # this machine's geometry, with an LLC calibrated at 4 MiB (written for the test)
+    if len(model.machine_geometry().levels) < 2:
+        pytest.skip("sysfs lists fewer than two cache levels: no LLC to calibrate")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    calibrate.save(
+        calibrate.Calibration(
+            fingerprint=calibrate.fingerprint(), measured_at="the test", tlb_reach_pages=3000,
+            page_size=4096, sweep_pages=16384, curve_ns={}, evidence="the test",
+            llc_effective_bytes=4 << 20, llc_evidence="the test",
+        )
+    )  # fmt: skip
+    perfsleuth(
+        tmp_path / "store", "record", "--mode", "cache", "--function", "handle_packet",
+        "--scale", "n=100,400", "--", str(examples_built / "conntable"), "{n}",
+    )  # fmt: skip
+    doc = cache_doc(tmp_path / "store")
+    assert doc["scaling"]["geometry"]["levels"][-1]["size"] <= 4 << 20  # whole sets of it
+    assert doc["model"]["geometry"] == doc["scaling"]["geometry"]
 
 
 def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):

@@ -162,8 +162,8 @@ def project_function(
 ) -> CacheProjections:
     scaled: Scaling | None = None
     verdict: ConstantTime | None = None
-    if sizes:
-        main, scaled = scaled_traces(options, cmd, target, geometry, sizes, runs)
+    if sizes:  # the model's misses then with the LLC size the cliffs use
+        main, scaled, geometry = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
             trace_once(options, (args, text), target, runs, sample_every=1, extra_env=env)
@@ -252,8 +252,9 @@ def scaled_traces(
     geometry: model.Geometry,
     sizes: list[int],
     target_runs: TargetRuns,
-) -> tuple[Trace, Scaling]:
-    """Each n runs to its end, the model watching every data access."""
+) -> tuple[Trace, Scaling, model.Geometry]:
+    """Each n runs to its end, the model watching every data access with the geometry
+    returned (the LLC at its calibrated size)."""
     runs: list[MeasuredRun] = []
     first = None
     limits = measured_limits(geometry)
@@ -287,7 +288,7 @@ def scaled_traces(
     projected = scaling.project(runs, geometry, limits)
     if warning := few_calls_text(projected):
         print(f"perfsleuth: {target.function}: warning: {warning}", file=sys.stderr)
-    return first, projected
+    return first, projected, simulated
 
 
 def line_offsets(lines: set[int], line_size: int) -> list[int]:
