@@ -211,6 +211,12 @@ def test_inlined_and_uncalled_functions_say_so(examples_built, tmp_path):
     uncalled = perfsleuth(tmp_path / "s", "record", "--mode", "cache", "--function", "latency_ns",
                           "--", program, "10", check=False)  # fmt: skip
     assert uncalled.returncode == 2 and "never called" in uncalled.stderr
+    stripped = tmp_path / "conntable-stripped"
+    subprocess.run(["strip", "-o", str(stripped), program], check=True)
+    done = perfsleuth(tmp_path / "s", "record", "--mode", "cache", "--function", "handle_packet",
+                      "--", str(stripped), "10", check=False)  # fmt: skip
+    assert done.returncode == 2 and "is stripped" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_without_debug_info_the_footprint_works_and_layout_says_why(tmp_path):

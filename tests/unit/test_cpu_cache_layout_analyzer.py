@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 from cache_store import context_with
 
 from perfsleuth.analyzers import cpu_cache_layout
@@ -49,3 +52,16 @@ def test_the_same_move_seen_from_a_caller_is_one_finding(tmp_path):
     [finding] = cpu_cache_layout.analyze(ctx)
     assert finding.function == "main"  # main's share (100%) makes the larger gain
     assert "the same move is found in the traces of handle_packet" in finding.evidence
+
+
+def test_no_finding_when_the_objects_as_placed_touch_no_more_lines_than_the_move_gives(
+    tmp_path,
+):
+    # tidwall/hashmap.c's map: hot fields on 3 lines of its aligned layout, but at byte
+    # 32 of a line they lie on 2, as many as the move of `buckets` would give
+    fixture = Path(__file__).parents[1] / "fixtures" / "cache" / "hashmap_get_layout.json"
+    layout = json.loads(fixture.read_text())
+    assert layout["reorder"]["lines_per_object_after"] == 2
+    assert layout["lines_touched_per_call"] == 2.0
+    ctx = context_with(tmp_path, {"hashmap_get": {"layout": layout}})
+    assert cpu_cache_layout.analyze(ctx) == []

@@ -173,3 +173,26 @@ def test_a_writer_runs_duckdb_on_one_thread_and_a_reader_on_its_default(store_pa
     with store._connect(write=False) as con, duckdb.connect(":memory:") as default:
         assert threads(con) == threads(default)
     assert store.load(1).frames == sample_profile().frames
+
+
+def test_a_read_waits_for_a_write_connection_of_this_process(store_path: Path):
+    """`serve` advises a run on a thread while its pages read the store: DuckDB opens a
+    file with one configuration at a time in a process, so a read meeting the write
+    connection waits for it (it failed as 'the store ... is unreadable')."""
+    import threading
+
+    store = Store(store_path)
+    store.add_run(RunInfo(command="prog", mode="cpu"), Recording(sample_profile()))
+    writing, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with store._connect(write=True):
+            writing.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert writing.wait(10)
+    threading.Timer(0.3, release.set).start()
+    assert [r.command for r in Store(store_path).runs()] == ["prog"]
+    writer.join(10)

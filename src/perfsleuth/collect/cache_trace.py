@@ -41,6 +41,13 @@ def _by_plain_name(names: dict[str, int], function: str) -> int | None:
 
 
 def missing_function_message(executable: str, function: str) -> str:
+    binary = binary_at(executable)
+    if binary is not None and not binary.info.has_symbols:
+        return (
+            f"--function {function}: {executable} is stripped (it has no symbol table), so "
+            "its own functions cannot be found by name; trace a build that was not stripped "
+            "(no `strip`, no -s)"
+        )
     if function in inlined_functions(executable):
         return (
             f"--function {function}: the compiler inlined it into its callers in {executable}, "

@@ -211,6 +211,11 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _busy(error: Exception) -> bool:
+    text = str(error).lower()
+    return "lock" in text or "different configuration" in text
+
+
 class Store:
     """Access to the store folder. Cheap to create; connections are short-lived."""
 
@@ -320,8 +325,11 @@ class Store:
                 return duckdb.connect(
                     str(self.db), read_only=not write, config=WRITER_CONFIG if write else {}
                 )
-            except duckdb.IOException as e:
-                if "lock" not in str(e).lower():
+            except (duckdb.IOException, duckdb.ConnectionException) as e:
+                # another process's lock; or, in this process (`serve` advising a run while
+                # its pages read the store), a connection of the other kind: DuckDB opens
+                # one file in one process with one configuration at a time
+                if not _busy(e):
                     raise UserError(f"cannot open the store {self.db}: {e}") from e
                 if time.monotonic() > deadline:
                     raise StoreBusy(
