@@ -214,6 +214,38 @@ def test_constant_time_names_the_early_exit(examples_built, tmp_path):
     assert cache_doc(store)["constant_time"]["constant_time"]
 
 
+SKIPS_ZEROS = """
+#include <stdio.h>
+#include <string.h>
+__attribute__((noinline)) int step(const char *s, size_t i) { return s[i] ^ 0x5a; }
+int main(int argc, char **argv) {
+    int acc = 0;
+    for (size_t i = 0; argc > 1 && i < strlen(argv[1]); i++)
+        if (argv[1][i] != '0') acc += step(argv[1], i);
+    printf("%d\\n", acc);
+    return 0;
+}
+"""
+
+
+def test_a_secret_that_skips_the_function_is_a_difference_not_an_error(tmp_path):
+    source, program = tmp_path / "skips.c", tmp_path / "skips"
+    source.write_text(SKIPS_ZEROS)
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(source)], check=True)
+    secrets, zeros = tmp_path / "secrets.txt", tmp_path / "zeros.txt"
+    secrets.write_text("zz\n0000\n")
+    zeros.write_text("0\n00\n")
+    store = tmp_path / "store"
+    record = ("record", "--mode", "cache", "--function", "step", "--variants")
+    perfsleuth(store, *record, str(secrets), "--", str(program), "{secret}")
+    [difference] = cache_doc(store)["constant_time"]["differences"]
+    assert difference["what"] == "number of calls (2 with #1, 0 with #2)"
+    shown = " ".join(perfsleuth(store, "cache", "show").stdout.split())
+    assert "0 with #2): its callers' branches decide it; trace the caller" in shown
+    never = perfsleuth(store, *record, str(zeros), "--", str(program), "{secret}", check=False)
+    assert never.returncode == 2 and "never called it" in never.stderr
+
+
 def test_unknown_function_lists_close_matches(examples_built, tmp_path):
     done = perfsleuth(
         tmp_path / "store", "record", "--mode", "cache", "--function", "handle_pkt",

@@ -166,10 +166,16 @@ def project_function(
         main, scaled, geometry = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
-            trace_once(options, (args, text), target, runs, sample_every=1, extra_env=env)
+            trace_once(
+                options, (args, text), target, runs, sample_every=1, extra_env=env, uncalled=True
+            )
             for args, text, env in constant_time.runs(cmd, variants)
         ]
-        main, verdict = traces[0], constant_time.project(traces)
+        called = [t for t in traces if t.calls]
+        if not called:  # with no secret: not the secret's doing
+            raise UserError(never_called_message(target.executable, target.function))
+        main = called[0]
+        verdict = constant_time.project(traces)
     else:
         main = trace_once(options, (cmd, None), target, runs)
     first_layout, layouts = layout.project(main)
@@ -210,6 +216,7 @@ def trace_once(
 ) -> Trace:
     cmd, stdin_text = cmd_and_input
     line_size = tracing.pop("line_size", 64)
+    uncalled = tracing.pop("uncalled", False)  # --variants: a secret may skip the function
     if "run_to_end" in tracing:  # --scale: the model sees every call
         tracing["sample_every"] = 1
     sample_every = tracing.setdefault("sample_every", options.sample_calls)
@@ -225,7 +232,7 @@ def trace_once(
         budget_s=budget,
         **tracing,
     )
-    if rec.total_calls == 0:
+    if rec.total_calls == 0 and not uncalled:
         raise UserError(never_called_message(target.executable, target.function))
     runs.exit_status = rec.exit_status
     runs.tracer = rec.tracer
