@@ -274,6 +274,9 @@ def test_inlined_and_uncalled_functions_say_so(examples_built, tmp_path):
                       "--", str(stripped), "10", check=False)  # fmt: skip
     assert done.returncode == 2 and "is stripped" in done.stderr
     assert "Traceback" not in done.stderr
+    profiled = perfsleuth(tmp_path / "s", "run", "--mode", "cache", "--", str(stripped),
+                          "2000", "200000", check=False)  # fmt: skip
+    assert profiled.returncode == 2 and "is stripped" in profiled.stderr
 
 
 def test_without_debug_info_the_footprint_works_and_layout_says_why(tmp_path):

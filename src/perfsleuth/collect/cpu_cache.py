@@ -33,7 +33,7 @@ from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.run import Recording, StoredDocument
 from ..symbols.symbolizer import dso_name, elf_symbols
 from . import memtrace, perf
-from .cache_trace import find_target, from_recording, never_called_message
+from .cache_trace import find_target, from_recording, never_called_message, stripped_message
 from .options import RecordOptions
 from .valgrind import resolve_program
 
@@ -97,6 +97,8 @@ def profile_hot_functions(
     rec = perf.record(cmd, workdir / "perf.data", freq=options.freq, call_graph=options.call_graph)
     profile = perf_data.read(rec.data)
     functions = hot_functions(profile, executable)
+    if not functions and (stripped := stripped_message(executable)):
+        raise UserError(stripped)
     if not functions:
         raise UserError(
             f"no function of {executable} has {MIN_HOT_SHARE:.0%} of the CPU time; "
