@@ -13,7 +13,7 @@
 //! `frame_id`, `stack_id`): one definition of an id.
 
 use std::fmt::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
@@ -21,8 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyLong, PyString, PyTuple};
 use rustc_hash::FxHashMap as HashMap;
 
-/// Frames and stacks kept per cache; when full it starts over.
-const CACHE_LIMIT: usize = 1 << 18;
+use crate::kept::Kept;
 
 const FRAME_COLUMNS: [&str; 9] = [
     "frame_id", "function", "dso", "file", "line", "inlined", "kernel", "build_id", "address",
@@ -43,20 +42,9 @@ struct StackEntry {
     json: String,
 }
 
-#[derive(Default)]
-struct Caches {
-    frames: HashMap<usize, Arc<FrameEntry>>,
-    stacks: HashMap<Vec<i64>, Arc<StackEntry>>,
-}
-
-/// Held only for lookups and inserts, never while Python runs (a Python call may let
-/// another thread take the interpreter lock and wait here).
-static CACHES: Mutex<Option<Caches>> = Mutex::new(None);
-
-fn with_caches<T>(f: impl FnOnce(&mut Caches) -> T) -> T {
-    let mut guard = CACHES.lock().unwrap_or_else(|e| e.into_inner());
-    f(guard.get_or_insert_with(Caches::default))
-}
+/// Frames by their object, stacks by their frame ids.
+static FRAMES: Kept<usize, Arc<FrameEntry>> = Kept::new(1 << 18, 128 << 20);
+static STACKS: Kept<Vec<i64>, Arc<StackEntry>> = Kept::new(1 << 18, 128 << 20);
 
 /// A value's JSON as orjson writes it (str, bool, int, None, float).
 fn json_value(out: &mut String, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -183,38 +171,22 @@ fn frame_entries(
         .iter()
         .map(|&f| frames.get_item(f))
         .collect::<PyResult<Vec<_>>>()?;
-    let mut found: Vec<Option<Arc<FrameEntry>>> = with_caches(|c| {
-        objects
-            .iter()
-            .map(|o| {
-                c.frames
-                    .get(&(o.as_ptr() as usize))
-                    .filter(|e| e.frame.is(o))
-                    .cloned()
-            })
-            .collect()
-    });
+    let kept = FRAMES.get::<usize>(objects.iter().map(|o| o.as_ptr() as usize));
+    let mut found: Vec<Option<Arc<FrameEntry>>> = kept
+        .into_iter()
+        .zip(&objects)
+        .map(|(e, o)| e.filter(|e| e.frame.is(o)))
+        .collect();
     let mut made = Vec::new();
     for (slot, object) in found.iter_mut().zip(&objects) {
         if slot.is_none() {
             let entry = Arc::new(frame_entry(object, frame_id)?);
-            made.push((object.as_ptr() as usize, entry.clone()));
+            let bytes = 2 * entry.json.iter().map(String::len).sum::<usize>();
+            made.push((object.as_ptr() as usize, entry.clone(), bytes));
             *slot = Some(entry);
         }
     }
-    if !made.is_empty() {
-        let dropped = with_caches(|c| {
-            let full = c.frames.len() + made.len() > CACHE_LIMIT;
-            let dropped = if full {
-                std::mem::take(&mut c.frames)
-            } else {
-                HashMap::default()
-            };
-            c.frames.extend(made);
-            dropped
-        });
-        drop(dropped); // outside the lock
-    }
+    FRAMES.keep(made);
     Ok(found.into_iter().flatten().collect())
 }
 
@@ -223,29 +195,17 @@ fn stack_entries(
     keys: Vec<Vec<i64>>,
     stack_id: &Bound<'_, PyAny>,
 ) -> PyResult<Vec<Arc<StackEntry>>> {
-    let mut found: Vec<Option<Arc<StackEntry>>> =
-        with_caches(|c| keys.iter().map(|k| c.stacks.get(k).cloned()).collect());
+    let mut found = STACKS.get::<[i64]>(keys.iter().map(Vec::as_slice));
     let mut made = Vec::new();
     for (slot, key) in found.iter_mut().zip(&keys) {
         if slot.is_none() {
             let entry = Arc::new(stack_entry(py, key, stack_id)?);
-            made.push((key.clone(), entry.clone()));
+            let bytes = 56 * key.len() + entry.json.len(); // the key, the ints, the JSON
+            made.push((key.clone(), entry.clone(), bytes));
             *slot = Some(entry);
         }
     }
-    if !made.is_empty() {
-        let dropped = with_caches(|c| {
-            let full = c.stacks.len() + made.len() > CACHE_LIMIT;
-            let dropped = if full {
-                std::mem::take(&mut c.stacks)
-            } else {
-                HashMap::default()
-            };
-            c.stacks.extend(made);
-            dropped
-        });
-        drop(dropped);
-    }
+    STACKS.keep(made);
     Ok(found.into_iter().flatten().collect())
 }
 

@@ -10,11 +10,13 @@
 //! past a limit) it answers None and the Python reader reads the push and says
 //! what is wrong.
 
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rustc_hash::FxHashMap as HashMap;
+
+use crate::kept::Kept;
 
 const MAX_COUNT_DIGITS: usize = 16;
 const MAX_VALUE: u64 = 1 << 53;
@@ -22,12 +24,10 @@ const MAX_STACK_DEPTH: usize = 4096;
 const MAX_NAME: usize = 16384;
 const MAX_PUSH_FRAMES: usize = 1 << 21;
 const MAX_PUSH_NEW_FRAMES: usize = 1 << 19;
-/// Frames kept by name across pushes; when full it starts over.
-const CACHE_LIMIT: usize = 1 << 17;
 
 /// The Frame object of each name (Python's `named_frame`'s), kept across pushes: a
-/// fleet sends the same names every window. Held only for lookups and inserts.
-static FRAMES: Mutex<Option<HashMap<String, Py<PyAny>>>> = Mutex::new(None);
+/// fleet sends the same names every window.
+static FRAMES: Kept<String, Arc<Py<PyAny>>> = Kept::new(1 << 17, 64 << 20);
 
 /// Whether the Python reader reads `text` as this one does: no control character
 /// but `\n` (no other line break of str.splitlines, no tab), no Unicode white space.
@@ -118,38 +118,21 @@ fn frames<'py>(
     names: &[&str],
     named_frame: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut found: Vec<Option<Py<PyAny>>> = {
-        let mut guard = FRAMES.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = guard.get_or_insert_with(HashMap::default);
-        names
-            .iter()
-            .map(|n| kept.get(*n).map(|f| f.clone_ref(py)))
-            .collect()
-    };
+    let mut found = FRAMES.get::<str>(names.iter().copied());
     let mut made = Vec::new();
     for (slot, name) in found.iter_mut().zip(names) {
         if slot.is_none() {
-            let frame = named_frame.call1((*name,))?.unbind();
-            made.push((name.to_string(), frame.clone_ref(py)));
+            let frame = Arc::new(named_frame.call1((*name,))?.unbind());
+            made.push((name.to_string(), frame.clone(), 3 * name.len()));
             *slot = Some(frame);
         }
     }
-    if !made.is_empty() {
-        let dropped = {
-            let mut guard = FRAMES.lock().unwrap_or_else(|e| e.into_inner());
-            let kept = guard.get_or_insert_with(HashMap::default);
-            let full = kept.len() + made.len() > CACHE_LIMIT;
-            let dropped = if full {
-                std::mem::take(kept)
-            } else {
-                HashMap::default()
-            };
-            kept.extend(made);
-            dropped
-        };
-        drop(dropped); // outside the lock
-    }
-    let found: Vec<Py<PyAny>> = found.into_iter().flatten().collect();
+    FRAMES.keep(made);
+    let found: Vec<Py<PyAny>> = found
+        .into_iter()
+        .flatten()
+        .map(|f| f.clone_ref(py))
+        .collect();
     Ok(PyList::new_bound(py, found))
 }
 

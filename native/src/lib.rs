@@ -37,6 +37,7 @@ mod columns;
 mod folded;
 mod header;
 mod kallsyms;
+mod kept;
 mod maps;
 mod pointer_chase;
 mod pprof;

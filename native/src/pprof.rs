@@ -11,9 +11,11 @@
 //! frame, stack and label set.
 
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
+
+use crate::kept::Kept;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -22,14 +24,12 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 const MAX_STACK_DEPTH: usize = 4096;
 const MAX_NAME: usize = 16384;
 const MAX_VALUE: i64 = 1 << 53;
-/// Frame objects kept across pushes; when full it starts over.
-const FRAME_CACHE_LIMIT: usize = 1 << 17;
 
 /// The Frame object of each frame's fields (frame_key), kept across pushes: the
 /// store's writer keeps a frame's id by the object (columns.rs), and making each
 /// frame's 8 fields Python values for Python to look up took ~0.05 CPU-ms of a fleet
-/// window. Held only for lookups and inserts, never while Python runs.
-static FRAME_OBJECTS: Mutex<Option<HashMap<String, Py<PyAny>>>> = Mutex::new(None);
+/// window.
+static FRAME_OBJECTS: Kept<String, Arc<Py<PyAny>>> = Kept::new(1 << 17, 64 << 20);
 
 type Res<T> = Result<T, String>;
 
@@ -657,37 +657,22 @@ fn frame_objects<'py>(
             key.clone()
         })
         .collect();
-    let mut found: Vec<Option<Py<PyAny>>> = {
-        let mut guard = FRAME_OBJECTS.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = guard.get_or_insert_with(HashMap::default);
-        keys.iter()
-            .map(|k| kept.get(k).map(|f| f.clone_ref(py)))
-            .collect()
-    };
+    let mut found = FRAME_OBJECTS.get::<str>(keys.iter().map(String::as_str));
     let mut made = Vec::new();
     for ((slot, f), k) in found.iter_mut().zip(frames).zip(keys) {
         if slot.is_none() {
-            let frame = make_frame.call1(fields(f))?.unbind();
-            made.push((k, frame.clone_ref(py)));
+            let frame = Arc::new(make_frame.call1(fields(f))?.unbind());
+            let bytes = 2 * k.len();
+            made.push((k, frame.clone(), bytes));
             *slot = Some(frame);
         }
     }
-    if !made.is_empty() {
-        let dropped = {
-            let mut guard = FRAME_OBJECTS.lock().unwrap_or_else(|e| e.into_inner());
-            let kept = guard.get_or_insert_with(HashMap::default);
-            let full = kept.len() + made.len() > FRAME_CACHE_LIMIT;
-            let dropped = if full {
-                std::mem::take(kept)
-            } else {
-                HashMap::default()
-            };
-            kept.extend(made);
-            dropped
-        };
-        drop(dropped); // outside the lock
-    }
-    let found: Vec<Py<PyAny>> = found.into_iter().flatten().collect();
+    FRAME_OBJECTS.keep(made);
+    let found: Vec<Py<PyAny>> = found
+        .into_iter()
+        .flatten()
+        .map(|f| f.clone_ref(py))
+        .collect();
     Ok(PyList::new_bound(py, found))
 }
 

@@ -90,3 +90,36 @@ def test_cxx_base_classes_are_laid_out_where_pahole_puts_them_and_stay_there(tmp
     assert move["move"] == ["last_seen"]
     assert "_vptr.Session" not in move["swap_out"]  # the vtable pointer is the language's
     assert "<ancestor" in layout["pahole"]
+
+
+C_CALLBACKS = """
+#include <stddef.h>
+#include <stdint.h>
+struct table {
+    void *(*alloc)(size_t);
+    uint64_t (*hash)(const void *item, uint64_t seed);
+    int (*compare)(const void *a, const void *b, void *udata);
+    void (*done)(void);
+    uint64_t seed;
+};
+static uint64_t hash(const void *item, uint64_t seed) { return seed ^ (uintptr_t)item; }
+__attribute__((noinline)) uint64_t lookup(struct table *t, const void *key) {
+    return t->hash(key, t->seed);
+}
+int main(void) { struct table t = {0, hash, 0, 0, 7}; return lookup(&t, &t) == 0; }
+"""
+
+
+def test_function_pointer_members_are_named_as_pahole_names_them(tmp_path):
+    source, binary = tmp_path / "callbacks.c", tmp_path / "callbacks"
+    source.write_text(C_CALLBACKS)
+    subprocess.run(["gcc", "-g", "-O1", "-o", str(binary), str(source)], check=True)
+    text = cache_doc(record_cache(tmp_path / "store", binary, "lookup"))["layout"]["pahole"]
+    assert "?" not in text
+    members = [" ".join(row.split("/*")[0].split()) for row in text.splitlines()[1:5]]
+    assert members == [
+        "void * (*alloc)(size_t);",
+        "uint64_t (*hash)(const void *, uint64_t);",
+        "int (*compare)(const void *, const void *, void *);",
+        "void (*done)(void);",
+    ]

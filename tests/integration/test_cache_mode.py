@@ -14,6 +14,8 @@ import pytest
 from cache_show import cache_doc, layout_members, pahole_members, record_cache
 from cli_runner import perfsleuth
 
+from perfsleuth.cpu_cache_projections import calibrate, model
+
 pytestmark = pytest.mark.integration
 
 
@@ -123,6 +125,29 @@ def scaled_small_cache(store: Path, binary: Path) -> dict:
     return cache_doc(store)["scaling"]
 
 
+def test_a_scaled_runs_model_simulates_the_llc_its_cliffs_use(
+    examples_built, tmp_path, monkeypatch
+):
+    # this machine's geometry, with an LLC calibrated at 4 MiB (written for the test)
+    if len(model.machine_geometry().levels) < 2:
+        pytest.skip("sysfs lists fewer than two cache levels: no LLC to calibrate")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    calibrate.save(
+        calibrate.Calibration(
+            fingerprint=calibrate.fingerprint(), measured_at="the test", tlb_reach_pages=3000,
+            page_size=4096, sweep_pages=16384, curve_ns={}, evidence="the test",
+            llc_effective_bytes=4 << 20, llc_evidence="the test",
+        )
+    )  # fmt: skip
+    perfsleuth(
+        tmp_path / "store", "record", "--mode", "cache", "--function", "handle_packet",
+        "--scale", "n=100,400", "--", str(examples_built / "conntable"), "{n}",
+    )  # fmt: skip
+    doc = cache_doc(tmp_path / "store")
+    assert doc["scaling"]["geometry"]["levels"][-1]["size"] <= 4 << 20  # whole sets of it
+    assert doc["model"]["geometry"] == doc["scaling"]["geometry"]
+
+
 def test_scaling_predicts_the_cliff_of_a_small_cache(examples_built, tmp_path):
     store = tmp_path / "store"
     scaling = scaled_small_cache(store, examples_built / "conntable")
@@ -189,6 +214,38 @@ def test_constant_time_names_the_early_exit(examples_built, tmp_path):
     assert cache_doc(store)["constant_time"]["constant_time"]
 
 
+SKIPS_ZEROS = """
+#include <stdio.h>
+#include <string.h>
+__attribute__((noinline)) int step(const char *s, size_t i) { return s[i] ^ 0x5a; }
+int main(int argc, char **argv) {
+    int acc = 0;
+    for (size_t i = 0; argc > 1 && i < strlen(argv[1]); i++)
+        if (argv[1][i] != '0') acc += step(argv[1], i);
+    printf("%d\\n", acc);
+    return 0;
+}
+"""
+
+
+def test_a_secret_that_skips_the_function_is_a_difference_not_an_error(tmp_path):
+    source, program = tmp_path / "skips.c", tmp_path / "skips"
+    source.write_text(SKIPS_ZEROS)
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(source)], check=True)
+    secrets, zeros = tmp_path / "secrets.txt", tmp_path / "zeros.txt"
+    secrets.write_text("zz\n0000\n")
+    zeros.write_text("0\n00\n")
+    store = tmp_path / "store"
+    record = ("record", "--mode", "cache", "--function", "step", "--variants")
+    perfsleuth(store, *record, str(secrets), "--", str(program), "{secret}")
+    [difference] = cache_doc(store)["constant_time"]["differences"]
+    assert difference["what"] == "number of calls (2 with #1, 0 with #2)"
+    shown = " ".join(perfsleuth(store, "cache", "show").stdout.split())
+    assert "0 with #2): its callers' branches decide it; trace the caller" in shown
+    never = perfsleuth(store, *record, str(zeros), "--", str(program), "{secret}", check=False)
+    assert never.returncode == 2 and "never called it" in never.stderr
+
+
 def test_unknown_function_lists_close_matches(examples_built, tmp_path):
     done = perfsleuth(
         tmp_path / "store", "record", "--mode", "cache", "--function", "handle_pkt",
@@ -217,6 +274,9 @@ def test_inlined_and_uncalled_functions_say_so(examples_built, tmp_path):
                       "--", str(stripped), "10", check=False)  # fmt: skip
     assert done.returncode == 2 and "is stripped" in done.stderr
     assert "Traceback" not in done.stderr
+    profiled = perfsleuth(tmp_path / "s", "run", "--mode", "cache", "--", str(stripped),
+                          "2000", "200000", check=False)  # fmt: skip
+    assert profiled.returncode == 2 and "is stripped" in profiled.stderr
 
 
 def test_without_debug_info_the_footprint_works_and_layout_says_why(tmp_path):

@@ -6,7 +6,7 @@ whatever its gain, with full confidence because the traces are exact."""
 from __future__ import annotations
 
 from ..cpu_cache_projections import traced_shares
-from ..model.cpu_cache import ConstantTime
+from ..model.cpu_cache import ConstantTime, parting_text
 from ..model.findings import Finding
 from . import Context
 
@@ -34,7 +34,7 @@ def finding(function: str, verdict: ConstantTime, share: float) -> Finding:
         estimated_gain=0.0,
         confidence=1.0,
         evidence=[
-            f"secret #{d['variant'] + 1} differs from #1: {d['what']} at {d['first_source']}"
+            f"secret #{d['variant'] + 1} differs from #1: {parting_text(d)}"
             for d in verdict["differences"]
         ],
         suggestion=(

@@ -40,14 +40,20 @@ def _by_plain_name(names: dict[str, int], function: str) -> int | None:
     return names[matches[0]] if len(matches) == 1 else None
 
 
-def missing_function_message(executable: str, function: str) -> str:
+def stripped_message(executable: str) -> str | None:
+    """Why none of the executable's own functions can be found, when it is stripped."""
     binary = binary_at(executable)
-    if binary is not None and not binary.info.has_symbols:
-        return (
-            f"--function {function}: {executable} is stripped (it has no symbol table), so "
-            "its own functions cannot be found by name; trace a build that was not stripped "
-            "(no `strip`, no -s)"
-        )
+    if binary is None or binary.info.has_symbols:
+        return None
+    return (
+        f"{executable} is stripped (it has no symbol table), so its own functions cannot be "
+        "found by name; trace a build that was not stripped (no `strip`, no -s)"
+    )
+
+
+def missing_function_message(executable: str, function: str) -> str:
+    if stripped := stripped_message(executable):
+        return f"--function {function}: {stripped}"
     if function in inlined_functions(executable):
         return (
             f"--function {function}: the compiler inlined it into its callers in {executable}, "

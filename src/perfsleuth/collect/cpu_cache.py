@@ -33,7 +33,7 @@ from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.run import Recording, StoredDocument
 from ..symbols.symbolizer import dso_name, elf_symbols
 from . import memtrace, perf
-from .cache_trace import find_target, from_recording, never_called_message
+from .cache_trace import find_target, from_recording, never_called_message, stripped_message
 from .options import RecordOptions
 from .valgrind import resolve_program
 
@@ -97,6 +97,8 @@ def profile_hot_functions(
     rec = perf.record(cmd, workdir / "perf.data", freq=options.freq, call_graph=options.call_graph)
     profile = perf_data.read(rec.data)
     functions = hot_functions(profile, executable)
+    if not functions and (stripped := stripped_message(executable)):
+        raise UserError(stripped)
     if not functions:
         raise UserError(
             f"no function of {executable} has {MIN_HOT_SHARE:.0%} of the CPU time; "
@@ -162,14 +164,20 @@ def project_function(
 ) -> CacheProjections:
     scaled: Scaling | None = None
     verdict: ConstantTime | None = None
-    if sizes:
-        main, scaled = scaled_traces(options, cmd, target, geometry, sizes, runs)
+    if sizes:  # the model's misses then with the LLC size the cliffs use
+        main, scaled, geometry = scaled_traces(options, cmd, target, geometry, sizes, runs)
     elif variants:
         traces = [
-            trace_once(options, (args, text), target, runs, sample_every=1, extra_env=env)
+            trace_once(
+                options, (args, text), target, runs, sample_every=1, extra_env=env, uncalled=True
+            )
             for args, text, env in constant_time.runs(cmd, variants)
         ]
-        main, verdict = traces[0], constant_time.project(traces)
+        called = [t for t in traces if t.calls]
+        if not called:  # with no secret: not the secret's doing
+            raise UserError(never_called_message(target.executable, target.function))
+        main = called[0]
+        verdict = constant_time.project(traces)
     else:
         main = trace_once(options, (cmd, None), target, runs)
     first_layout, layouts = layout.project(main)
@@ -210,6 +218,7 @@ def trace_once(
 ) -> Trace:
     cmd, stdin_text = cmd_and_input
     line_size = tracing.pop("line_size", 64)
+    uncalled = tracing.pop("uncalled", False)  # --variants: a secret may skip the function
     if "run_to_end" in tracing:  # --scale: the model sees every call
         tracing["sample_every"] = 1
     sample_every = tracing.setdefault("sample_every", options.sample_calls)
@@ -225,7 +234,7 @@ def trace_once(
         budget_s=budget,
         **tracing,
     )
-    if rec.total_calls == 0:
+    if rec.total_calls == 0 and not uncalled:
         raise UserError(never_called_message(target.executable, target.function))
     runs.exit_status = rec.exit_status
     runs.tracer = rec.tracer
@@ -252,8 +261,9 @@ def scaled_traces(
     geometry: model.Geometry,
     sizes: list[int],
     target_runs: TargetRuns,
-) -> tuple[Trace, Scaling]:
-    """Each n runs to its end, the model watching every data access."""
+) -> tuple[Trace, Scaling, model.Geometry]:
+    """Each n runs to its end, the model watching every data access with the geometry
+    returned (the LLC at its calibrated size)."""
     runs: list[MeasuredRun] = []
     first = None
     limits = measured_limits(geometry)
@@ -287,7 +297,7 @@ def scaled_traces(
     projected = scaling.project(runs, geometry, limits)
     if warning := few_calls_text(projected):
         print(f"perfsleuth: {target.function}: warning: {warning}", file=sys.stderr)
-    return first, projected
+    return first, projected, simulated
 
 
 def line_offsets(lines: set[int], line_size: int) -> list[int]:

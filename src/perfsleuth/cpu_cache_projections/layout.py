@@ -417,6 +417,9 @@ def render(struct: Struct, fields: list[LayoutField], line: int) -> str:
 def member_line(f: LayoutField) -> str:
     element, _, dims = f["type"].partition("[")
     name = f"{f['name']}[{dims}" if dims else f["name"]
+    if "(*)(" in f["type"]:  # a function pointer: `int (*compare)(const void *)`
+        returns, _, parameters = f["type"].partition(" (*)")
+        element, name = returns, f"(*{f['name']}){parameters}"
     if f.get("ancestor"):
         name = "<ancestor>"
     if f["bit_size"] is None:

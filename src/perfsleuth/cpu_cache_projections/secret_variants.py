@@ -73,7 +73,8 @@ def project(traces: list[Trace]) -> ConstantTime:
 def compare(a: Trace, b: Trace, index: int) -> Difference | None:
     """Where the calls of variant `index` first part from the reference's, if they do."""
     if len(a.calls) != len(b.calls):
-        return {"variant": index, "differs": True, "what": "number of calls", "first_source": ""}
+        what = f"number of calls ({len(a.calls):,} with #1, {len(b.calls):,} with #{index + 1})"
+        return {"variant": index, "differs": True, "what": what, "first_source": ""}
     shift = a.line_size.bit_length() - 1
     for call_index, (x, y) in enumerate(zip(a.calls, b.calls, strict=True)):
         parting = first_difference(x, y, shift)

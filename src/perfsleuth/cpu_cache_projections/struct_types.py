@@ -12,6 +12,7 @@ from ..binaries import Binary
 from ..binaries.subprograms import attr_text
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
+SUBROUTINE = "DW_TAG_subroutine_type"
 AGGREGATE_KEYWORDS = {
     "DW_TAG_structure_type": "struct",
     "DW_TAG_class_type": "class",
@@ -159,6 +160,8 @@ def type_name(die: DIE) -> str:
     if name:
         return name
     inner = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None
+    if die.tag == "DW_TAG_pointer_type" and inner is not None and inner.tag == SUBROUTINE:
+        return function_pointer_name(inner)
     if die.tag == "DW_TAG_pointer_type":
         return f"{type_name(inner) if inner is not None else 'void'} *"
     if die.tag == "DW_TAG_const_type":
@@ -167,6 +170,21 @@ def type_name(die: DIE) -> str:
         dims = "][".join(str(array_length_one(s)) for s in die.iter_children())
         return f"{type_name(inner)}[{dims}]"
     return "?"
+
+
+def function_pointer_name(die: DIE) -> str:
+    """`int (*)(const void *, void *)`: the member's name goes where pahole puts it,
+    inside the parentheses (layout.member_line)."""
+    returns = die.get_DIE_from_attribute("DW_AT_type") if "DW_AT_type" in die.attributes else None
+    parameters = [
+        type_name(p.get_DIE_from_attribute("DW_AT_type"))
+        if p.tag == "DW_TAG_formal_parameter"
+        else "..."
+        for p in die.iter_children()
+        if p.tag in ("DW_TAG_formal_parameter", "DW_TAG_unspecified_parameters")
+    ]
+    result = type_name(returns) if returns is not None else "void"
+    return f"{result} (*)({', '.join(parameters) or 'void'})"
 
 
 def array_length_one(sub: DIE) -> int:

@@ -356,6 +356,14 @@ def owner(layout: StructLayout) -> str:
     )
 
 
+def parting_text(difference: Difference) -> str:
+    """Where the secrets' runs part: the source line, or, when the function ran a
+    different number of times, that its callers decide it."""
+    if difference["first_source"]:
+        return f"{difference['what']} first at {difference['first_source']}"
+    return f"{difference['what']}: its callers' branches decide it; trace the caller"
+
+
 def sampling_text(sampling: Sampling) -> str:
     """'1 in 1,024 calls traced (205 of 209,920, ...)', or '' for the first calls."""
     if sampling["chosen"] == "first":

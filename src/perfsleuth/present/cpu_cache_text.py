@@ -22,6 +22,7 @@ from ..model.cpu_cache import (
     levels_text,
     limited_by_sets,
     owner,
+    parting_text,
     sampling_text,
 )
 
@@ -223,7 +224,7 @@ def render_constant_time(ct: ConstantTime, console: Console) -> None:
         console.print(
             Text(
                 f"constant time: NO, secret #{diff['variant'] + 1} differs from #1 in "
-                f"{diff['what']} first at {diff['first_source'] or '?'}"
+                f"{parting_text(diff)}"
             )
         )
 

@@ -433,9 +433,14 @@ function scalingBlock(scale: Scaling): HTMLElement {
   );
 }
 
+/** Where the secrets' runs part; none when the function ran a different number of times. */
+function partingPlace(source: string): string {
+  return source ? `, first at ${source}` : ": its callers' branches decide it; trace the caller";
+}
+
 function constantTimeBlock(ct: NonNullable<CacheFunction["constant_time"]>): HTMLElement {
   const lines = ct.constant_time
     ? [`Yes: ${ct.variants} secrets ran identical instructions and touched the same lines.`]
-    : ct.differences.map((d) => `No: secret #${d.variant + 1} differs from #1 in ${d.what}, first at ${d.first_source || "?"}`);
+    : ct.differences.map((d) => `No: secret #${d.variant + 1} differs from #1 in ${d.what}${partingPlace(d.first_source)}`);
   return h("div", { class: "cache-constant-time" }, h("h3", null, "Constant time"), lines.map((t) => h("p", { class: ct.constant_time ? undefined : "warning" }, t)));
 }
