@@ -2,7 +2,7 @@
 """Benchmark: predicted cache and TLB cliffs of the connection table against
 measured latency.
 
-    .venv/bin/python bench/cache_cliff.py [--repeats 5]
+    .venv/bin/python bench/cache_cliff.py [--repeats 10] [--refit bench/out/cache_cliff.json]
 
 0. Calibration: `perfsleuth cache calibrate` first, so that the prediction uses
    the TLB reach and the LLC's usable part as they are while the latency is
@@ -328,7 +328,7 @@ def overhead(binary: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--seed", type=int, default=29, help="of the sweeps' shuffled orders")
     parser.add_argument(
         "--llc-once",
