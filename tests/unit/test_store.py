@@ -175,24 +175,40 @@ def test_a_writer_runs_duckdb_on_one_thread_and_a_reader_on_its_default(store_pa
     assert store.load(1).frames == sample_profile().frames
 
 
-def test_a_read_waits_for_a_write_connection_of_this_process(store_path: Path):
+def test_a_read_waits_for_a_write_connection_of_this_process(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     """`serve` advises a run on a thread while its pages read the store: DuckDB opens a
     file with one configuration at a time in a process, so a read meeting the write
-    connection waits for it (it failed as 'the store ... is unreadable')."""
+    connection waits for it (it failed as 'the store ... is unreadable'). The writer lets
+    go when the reader first backs off, so the read meets it for sure."""
     import threading
+
+    from perfsleuth.store import runs
 
     store = Store(store_path)
     store.add_run(RunInfo(command="prog", mode="cpu"), Recording(sample_profile()))
     writing, release = threading.Event(), threading.Event()
+    backed_off = []
+    pause = runs.time.sleep
+
+    def back_off(seconds: float) -> None:
+        backed_off.append(seconds)
+        release.set()
+        pause(seconds)
 
     def write() -> None:
         with store._connect(write=True):
             writing.set()
-            release.wait(10)
+            release.wait()
 
-    writer = threading.Thread(target=write)
+    writer = threading.Thread(target=write, daemon=True)
     writer.start()
-    assert writing.wait(10)
-    threading.Timer(0.3, release.set).start()
-    assert [r.command for r in Store(store_path).runs()] == ["prog"]
-    writer.join(10)
+    writing.wait()
+    monkeypatch.setattr(runs.time, "sleep", back_off)
+    try:
+        assert [r.command for r in Store(store_path).runs()] == ["prog"]
+    finally:
+        release.set()
+        writer.join()
+    assert backed_off, "the read never met the write connection"
