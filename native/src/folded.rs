@@ -10,13 +10,11 @@
 //! past a limit) it answers None and the Python reader reads the push and says
 //! what is wrong.
 
-use std::sync::Arc;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::kept::Kept;
+use crate::kept::KeptObjects;
 
 const MAX_COUNT_DIGITS: usize = 16;
 const MAX_VALUE: u64 = 1 << 53;
@@ -27,7 +25,7 @@ const MAX_PUSH_NEW_FRAMES: usize = 1 << 19;
 
 /// The Frame object of each name (Python's `named_frame`'s), kept across pushes: a
 /// fleet sends the same names every window.
-static FRAMES: Kept<String, Arc<Py<PyAny>>> = Kept::new(1 << 17, 64 << 20);
+static FRAMES: KeptObjects = KeptObjects::new(1 << 17, 64 << 20);
 
 /// Whether the Python reader reads `text` as this one does: no control character
 /// but `\n` (no other line break of str.splitlines, no tab), no Unicode white space.
@@ -118,22 +116,9 @@ fn frames<'py>(
     names: &[&str],
     named_frame: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut found = FRAMES.get::<str>(names.iter().copied());
-    let mut made = Vec::new();
-    for (slot, name) in found.iter_mut().zip(names) {
-        if slot.is_none() {
-            let frame = Arc::new(named_frame.call1((*name,))?.unbind());
-            made.push((name.to_string(), frame.clone(), 3 * name.len()));
-            *slot = Some(frame);
-        }
-    }
-    FRAMES.keep(made);
-    let found: Vec<Py<PyAny>> = found
-        .into_iter()
-        .flatten()
-        .map(|f| f.clone_ref(py))
-        .collect();
-    Ok(PyList::new_bound(py, found))
+    FRAMES.objects(py, names, 3, |i| {
+        Ok(named_frame.call1((names[i],))?.unbind())
+    })
 }
 
 /// `(frames, stacks, counts)` of a folded text (`per_sample`: Pyroscope's `lines`):

@@ -9,8 +9,10 @@
 
 use std::borrow::Borrow;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use pyo3::prelude::*;
+use pyo3::types::PyList;
 use rustc_hash::FxHashMap as HashMap;
 
 /// Bytes an entry holds beyond the text it is given for: the map's slot, the Python
@@ -64,5 +66,38 @@ impl<K: Hash + Eq, V: Clone> Kept<K, V> {
             dropped
         };
         drop(dropped); // outside the lock
+    }
+}
+
+/// Python objects kept by a text key, so that a push gets the same object as the one
+/// before for the same frame.
+pub(crate) type KeptObjects = Kept<String, Arc<Py<PyAny>>>;
+
+impl KeptObjects {
+    /// The kept object of each key as a Python list; those not kept yet made by
+    /// `make(index)` and kept, each holding `text_bytes` per byte of its key.
+    pub(crate) fn objects<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &[&str],
+        text_bytes: usize,
+        mut make: impl FnMut(usize) -> PyResult<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut found = self.get::<str>(keys.iter().copied());
+        let mut made = Vec::new();
+        for (i, (slot, key)) in found.iter_mut().zip(keys).enumerate() {
+            if slot.is_none() {
+                let object = Arc::new(make(i)?);
+                made.push((key.to_string(), object.clone(), text_bytes * key.len()));
+                *slot = Some(object);
+            }
+        }
+        self.keep(made);
+        let found: Vec<Py<PyAny>> = found
+            .into_iter()
+            .flatten()
+            .map(|o| o.clone_ref(py))
+            .collect();
+        Ok(PyList::new_bound(py, found))
     }
 }

@@ -11,11 +11,10 @@
 //! frame, stack and label set.
 
 use std::fmt::Write;
-use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::kept::Kept;
+use crate::kept::KeptObjects;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -29,7 +28,7 @@ const MAX_VALUE: i64 = 1 << 53;
 /// store's writer keeps a frame's id by the object (columns.rs), and making each
 /// frame's 8 fields Python values for Python to look up took ~0.05 CPU-ms of a fleet
 /// window.
-static FRAME_OBJECTS: Kept<String, Arc<Py<PyAny>>> = Kept::new(1 << 17, 64 << 20);
+static FRAME_OBJECTS: KeptObjects = KeptObjects::new(1 << 17, 64 << 20);
 
 type Res<T> = Result<T, String>;
 
@@ -657,23 +656,10 @@ fn frame_objects<'py>(
             key.clone()
         })
         .collect();
-    let mut found = FRAME_OBJECTS.get::<str>(keys.iter().map(String::as_str));
-    let mut made = Vec::new();
-    for ((slot, f), k) in found.iter_mut().zip(frames).zip(keys) {
-        if slot.is_none() {
-            let frame = Arc::new(make_frame.call1(fields(f))?.unbind());
-            let bytes = 2 * k.len();
-            made.push((k, frame.clone(), bytes));
-            *slot = Some(frame);
-        }
-    }
-    FRAME_OBJECTS.keep(made);
-    let found: Vec<Py<PyAny>> = found
-        .into_iter()
-        .flatten()
-        .map(|f| f.clone_ref(py))
-        .collect();
-    Ok(PyList::new_bound(py, found))
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    FRAME_OBJECTS.objects(py, &keys, 2, |i| {
+        Ok(make_frame.call1(fields(&frames[i]))?.unbind())
+    })
 }
 
 /// Read an inflated pprof (see the module docs). `frames_left` and

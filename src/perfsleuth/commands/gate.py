@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give --baseline RUN_OR_FILE (or --export RUN -o FILE to make one)")
     limit = parse_percent(args.max_increase)
     baseline = load_baseline(open_store(args), args.baseline)
-    store, run_id = current_run(args, baseline)
-    current = baseline_of(store, run_id)
+    store, run_id, current = current_run(args, baseline)
     info = store.run_info(run_id)
     doc = compare(baseline, current, limit, args.n)
     doc["run"] = str(run_id)
@@ -85,25 +84,26 @@ def run(args: argparse.Namespace) -> int:
     return 0 if doc["passed"] else 1
 
 
-def current_run(args: argparse.Namespace, baseline: dict[str, Any]) -> tuple[Store, int]:
-    """The run to judge: the stored one --run names, or a new count run of CMD."""
+def current_run(
+    args: argparse.Namespace, baseline: dict[str, Any]
+) -> tuple[Store, int, dict[str, Any]]:
+    """The run to judge, the stored one --run names or a new count run of CMD, and its
+    baseline document."""
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
     if args.run:
         if cmd:
             raise UserError("give either --run RUN or -- CMD ARGS..., not both")
         store = open_store(args)
         run_id = store.resolve(args.run)
-        info = store.run_info(run_id)
-        executable = info.meta.get("executable", "")
-        stored = baseline_of(store, run_id)["functions"]
+        current = baseline_of(store, run_id)
         check_binary(
             baseline,
-            Path(executable).name,
-            info.meta.get("build_id", ""),
+            current["executable"],
+            current["build_id"],
             args.same_build,
-            lambda name: name in stored,
+            lambda name: name in current["functions"],
         )
-        return store, run_id
+        return store, run_id, current
     if not cmd:
         raise UserError(
             "no command given; usage: perfsleuth gate --baseline B -- CMD ARGS... "
@@ -121,7 +121,7 @@ def current_run(args: argparse.Namespace, baseline: dict[str, Any]) -> tuple[Sto
     check_settings(baseline, args)
     options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
     store, info, _profile = store_recording(open_store(args), options, cmd)
-    return store, info.id
+    return store, info.id, baseline_of(store, info.id)
 
 
 def export(args: argparse.Namespace) -> int:
