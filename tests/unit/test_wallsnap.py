@@ -137,3 +137,17 @@ def test_a_woken_condvar_waiter_retaking_its_mutex_has_that_mutex_s_holder():
     ]
     (pair,) = lock_holders(samples)
     assert pair[0] == retaking and ["worker", "app", ""] in pair[1]
+
+
+def test_a_holder_blocked_in_a_condition_wait_has_let_its_mutex_go():
+    tasks = {2: TaskInfo("t", "S", "", owner=3), 3: TaskInfo("t", "S", "")}
+    snap = Snapshot(20e6, [], tasks, one_instant=True)
+    waiting = ["__lll_lock_wait", "___pthread_mutex_lock", "consumer"]
+    waits = ["__futex_abstimed_wait_common", "___pthread_cond_wait", "consumer"]
+    samples = [sample(snap, 2, "mutex", waiting), sample(snap, 3, "condvar", waits)]
+    assert lock_holders(samples) == []
+    # a notify under the lock (Rust's Condvar::notify_one reads as condvar) does not block
+    snap.tasks[3] = TaskInfo("t", "R", "")
+    notify = ["<std::sys::sync::condvar::futex::Condvar>::notify_one", "consumer"]
+    samples[1] = sample(snap, 3, "condvar", notify)
+    assert len(lock_holders(samples)) == 1

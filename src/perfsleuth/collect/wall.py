@@ -183,15 +183,18 @@ def lock_holders(samples: list[ThreadSample]) -> list[list]:
     """What the holder of a glibc mutex ran while another thread waited on it, at the
     same instants: [waiter's functions (leaf first), holder's [function, dso, file]
     frames (leaf first, no kernel frames), ns] per distinct pair of stacks. The code
-    under the lock, not merely code of the same function (lock_contention.py). A
-    holder itself waiting on a mutex at the instant is left out: the lock changed hands
-    between the instant and the waiter's stop, or it is a nested lock."""
+    under the lock, not merely code of the same function (lock_contention.py).
+    wallsnap names a holder only where it saw it hold that mutex as it stopped. A
+    holder itself waiting on a mutex, or blocked in a condition wait (which lets its
+    mutex go; a notify under the lock does not block and is kept), is left out: the
+    lock changed hands between the instant and the waiter's stop, or it is a nested
+    lock."""
     by_tid = {(id(s.snapshot), s.thread.tid): s for s in samples}
     pairs: dict[tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]], float] = {}
     for s in samples:
         owner = s.snapshot.tasks[s.thread.tid].owner if s.thread.tid in s.snapshot.tasks else 0
         holder = by_tid.get((id(s.snapshot), owner))
-        if s.state != "mutex" or holder is None or holder is s or holder.state == "mutex":
+        if s.state != "mutex" or holder is None or holder is s or _waiting(holder):
             continue
         if not any(f.function.split("(", 1)[0] in GLIBC_MUTEX_LOCKS for f in s.frames):
             continue  # OWNER is a glibc mutex's only
@@ -201,6 +204,12 @@ def lock_holders(samples: list[ThreadSample]) -> list[list]:
         )
         pairs[key] = pairs.get(key, 0.0) + s.snapshot.weight_ns
     return [[list(w), [list(f) for f in h], ns] for (w, h), ns in pairs.items()]
+
+
+def _waiting(holder: ThreadSample) -> bool:
+    task = holder.snapshot.tasks.get(holder.thread.tid)
+    blocked = task is not None and task.state == "S"
+    return holder.state == "mutex" or (holder.state == "condvar" and blocked)
 
 
 def thread_samples(

@@ -122,6 +122,7 @@
 #define ALARM_EVERY_US 10000   /* after the first alarm, how often waitpid is woken */
 #define BOOST_AFTER_US 1000    /* a thread not stopped by then is made realtime (boost) */
 #define SHORTEST_SLICE_NS 100000 /* the fair scheduler's lower bound */
+#define MAX_LOCKS 32               /* mutexes a holder's own lock words are read at */
 #define MAX_HOLDERS 16             /* CPUs held for a pass, besides the snapshotter's */
 #define HOLD_LIMIT_NS 300000       /* a holder never keeps its CPU longer */
 #define MAX_HOLD_RATE_HZ 100        /* above it, holders would take too much of others' CPUs */
@@ -176,6 +177,9 @@ struct capture {
     char name[NAME_SIZE];
     struct user_regs_struct regs;
     pid_t owner;           /* see lock_owner */
+    uintptr_t owner_at;    /* where the owner was read: the mutex's __owner */
+    uintptr_t held[MAX_LOCKS]; /* see read_held */
+    int nheld;
     size_t copied;         /* bytes of stack from regs.rsp */
     unsigned char *stack;  /* STACK_COPY bytes, kept from one snapshot to the next */
 };
@@ -536,13 +540,67 @@ static long syscall_of(const struct user_regs_struct *regs, bool *blocked) {
    which perfsleuth keeps only for a thread in a mutex lock whose holder is one of the
    snapshot's threads. Read as the waiter stops, so the holder is the one at the
    instant unless the lock changed hands since. 0 when none. */
-static pid_t lock_owner(const struct thread *t, const struct user_regs_struct *regs) {
+static pid_t owner_word(pid_t tid, uintptr_t at) {
     int owner = 0;
-    if ((long)regs->orig_rax != SYS_futex) return 0;
     struct iovec local = {.iov_base = &owner, .iov_len = sizeof owner};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)(regs->rdi + 8), .iov_len = sizeof owner};
-    if (process_vm_readv(t->tid, &local, 1, &remote, 1, 0) != sizeof owner) return 0;
+    struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof owner};
+    if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != sizeof owner) return 0;
     return owner > 0 ? owner : 0;
+}
+
+static pid_t lock_owner(const struct thread *t, const struct user_regs_struct *regs) {
+    if ((long)regs->orig_rax != SYS_futex) return 0;
+    return owner_word(t->tid, (uintptr_t)regs->rdi + 8);
+}
+
+/* The owner word a waiter names its holder by is read as the waiter stops; its
+   holder may stop before or after that, and was let go at once in between, free to
+   let the lock go and run on outside it (a clean-clone CI run on a quiet machine
+   counted 21% of the holders' instants in code outside the lock). So as each thread
+   stops, the owner words of the mutexes waited on lately (this snapshot's waiters
+   before it, and earlier snapshots') are read too: a waiter's holder is named only
+   where the holder was seen holding that very mutex at its own stop (is_held). */
+static struct {
+    pid_t pid;
+    uintptr_t at;
+} locks[MAX_LOCKS];
+static int nlocks, next_lock;
+
+static void remember_lock(pid_t pid, uintptr_t at) {
+    for (int i = 0; i < nlocks; i++)
+        if (locks[i].pid == pid && locks[i].at == at) return;
+    locks[next_lock] = (typeof(locks[0])){.pid = pid, .at = at};
+    next_lock = (next_lock + 1) % MAX_LOCKS;
+    if (nlocks < MAX_LOCKS) nlocks++;
+}
+
+/* One read for all of them (a thread's stop waits on the threads captured before
+   it); a word that cannot be read ends the read there, and its lock is forgotten. */
+static void read_held(struct capture *c) {
+    int words[MAX_LOCKS], which[MAX_LOCKS], n = 0;
+    struct iovec local[MAX_LOCKS], remote[MAX_LOCKS];
+    for (int i = 0; i < nlocks; i++) {
+        if (locks[i].pid != c->pid) continue;
+        local[n] = (struct iovec){.iov_base = &words[n], .iov_len = sizeof words[n]};
+        remote[n] = (struct iovec){.iov_base = (void *)locks[i].at, .iov_len = sizeof words[n]};
+        which[n++] = i;
+    }
+    ssize_t got = n ? process_vm_readv(c->tid, local, (unsigned long)n, remote, (unsigned long)n, 0) : 0;
+    int read = got > 0 ? (int)(got / (ssize_t)sizeof words[0]) : 0;
+    c->nheld = 0;
+    for (int k = 0; k < read; k++)
+        if (words[k] == c->tid) c->held[c->nheld++] = locks[which[k]].at;
+    if (read < n) locks[which[read]].pid = 0; /* unmapped since: never read again */
+}
+
+static bool is_held(const struct capture *waiter) {
+    for (int i = 0; i < ncaptures; i++) {
+        const struct capture *h = &captures[i];
+        if (h->tid != waiter->owner || h->pid != waiter->pid) continue;
+        for (int j = 0; j < h->nheld; j++)
+            if (h->held[j] == waiter->owner_at) return true;
+    }
+    return false;
 }
 
 /* Copies a stopped thread's registers and the top of its stack (up to its mapping's
@@ -564,8 +622,11 @@ static bool capture(const struct thread *t) {
     ssize_t got = process_vm_readv(t->tid, &local, 1, remote, (unsigned long)n, 0);
     c->copied = got > 0 ? (size_t)got : 0;
     c->owner = lock_owner(t, &c->regs);
+    c->owner_at = (uintptr_t)c->regs.rdi + 8;
     c->tid = t->tid;
     c->pid = t->pid;
+    if (c->owner) remember_lock(c->pid, c->owner_at);
+    read_held(c);
     memcpy(c->name, t->name, NAME_SIZE);
     ncaptures++;
     return true;
@@ -583,7 +644,7 @@ static void unwind(const struct capture *c) {
         printf("%ld %s\n", nr, c->name);
     else
         printf("- %s\n", c->name);
-    if (c->owner) printf("OWNER %d %d\n", c->tid, c->owner);
+    if (c->owner && is_held(c)) printf("OWNER %d %d\n", c->tid, c->owner);
     printf("PID %d - process\nTID %d:\n", c->pid, c->tid);
     struct unwind u = {.dwfl = p->dwfl};
     unwinding = c;
