@@ -42,3 +42,21 @@ def test_threads_of_the_same_kind_lend_their_stacks_but_main_does_not_borrow():
     ((other_consumer, share),) = completions.complete(12, cut)
     assert share == 1.0 and LOCK_CALL in other_consumer
     assert completions.complete(10, cut) == [(cut, 1.0)]
+
+
+def test_a_cut_yield_is_relabelled_by_the_lock_its_completed_stack_spins_in():
+    # --mode all on a Rust program whose workers spin on a parking_lot mutex: the
+    # off-CPU stack stops in libc's sched_yield ("sleep"); perf's DWARF stack of the
+    # same call shows the lock's slow path
+    from perfsleuth.collect.offcpu import _merged
+
+    t = Thread(11, 10, "worker0")
+    rust_root = [Frame("plcount::main::{{closure}}", dso="plcount"), *ROOT]
+    yield_ = Frame("sched_yield", dso="libc.so.6")
+    oncpu = ProfileBuilder(unit="ns")
+    spin = [yield_, Frame("parking_lot::raw_mutex::RawMutex::lock_slow", dso="plcount")]
+    oncpu.add([*spin, *rust_root], 1e6, count=1, thread=t, state="mutex")
+    offcpu = ProfileBuilder(unit="ns")
+    offcpu.add([Frame("__schedule", kernel=True), yield_], 5e6, count=1, thread=t, state="sleep")
+    merged = _merged(oncpu.build(), offcpu.build())
+    assert {state for _stack, _weight, _count, _t, state in merged.rows()} == {"mutex"}

@@ -600,13 +600,18 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
         stacks = completions.complete(tid, frames)
         completed_ns += weight if stacks[0][0] is not frames else 0.0
         for completed, share in stacks:
-            # blocked somewhere the cut stack could not tell; the whole one may say
-            known = thread_state.classify(completed, "S") if state == "other" else state
+            # blocked somewhere the cut stack could not tell, or a yield that the
+            # whole stack may show inside a lock's or a channel's spinning
+            known = thread_state.classify(completed, "S") if state in RELABELLED else state
             builder.add(
                 completed, weight * share, count=count, thread=threads.get(tid), state=known
             )
     builder.profile.meta["offcpu_completed_from_oncpu"] = completed_ns / (offcpu.total or 1.0)
     return builder.build()
+
+
+# States a cut stack's wait is given that its completed stack may tell better.
+RELABELLED = ("other", "sleep")
 
 
 class Completions:
