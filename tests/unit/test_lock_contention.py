@@ -270,3 +270,32 @@ def test_a_parking_lot_lock_s_call_site_is_the_program_s_code_not_the_crate_s():
     assert "moodycamel" not in finding.suggestion  # a Rust program: std:: is Rust's
     (said,) = [e for e in finding.evidence if "under the lock" in e]
     assert "--mode wall` reads" not in said and "no mode can tell" in said
+
+
+def test_holders_read_at_a_mutex_are_not_said_of_a_rwlock_waited_at_the_same_site():
+    """rwtable's threads wait at one function on a std::shared_mutex (a pthread rwlock:
+    no owner word) and on a std::mutex: the holders wall mode read are the mutex's, and
+    the finding said `under the lock, its holder runs` of all its waits."""
+    profile = consumers_profile(cv_ms=0)
+    shared = Frame("std::unique_lock<std::shared_mutex>::unique_lock(std::shared_mutex&)",
+                   dso="app", file="/usr/include/c++/12/bits/unique_lock.h")  # fmt: skip
+    rwlock = [
+        Frame("__futex_abstimed_wait_common", dso="libc.so.6"),
+        Frame("___pthread_rwlock_wrlock", dso="libc.so.6"),
+        shared,
+    ]
+    b = ProfileBuilder(unit="ns")
+    for stack, weight, _count, t, state in profile.rows():
+        b.add([profile.frames[f] for f in stack], weight, thread=profile.threads[t], state=state)
+    for tid in (11, 12):
+        b.add([*rwlock, LOCK_CALL, *ROOT], 200 * MS, thread=Thread(tid, 10, "consumer"),
+              state="mutex")  # fmt: skip
+    both = b.build()
+    waiter = [f.function for f in [*MUTEX_WAIT, LOCK_CALL, *ROOT]]
+    holder = [[f.function, f.dso, f.file] for f in [STATS, CONSUMER, *ROOT]]
+    both.meta["lock_holders"] = [[waiter, holder, 300 * MS]]
+    (finding,) = lock_contention.analyze(context(both))
+    (said,) = [e for e in finding.evidence if "holder" in e]
+    assert said.startswith("under the glibc mutex, its holder runs: update_stats")
+    assert "50% of the waits here are on locks whose holder is not read" in said
+    assert "std::unique_lock<std::shared_mutex>" in said

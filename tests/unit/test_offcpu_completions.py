@@ -60,3 +60,21 @@ def test_a_cut_yield_is_relabelled_by_the_lock_its_completed_stack_spins_in():
     offcpu.add([Frame("__schedule", kernel=True), yield_], 5e6, count=1, thread=t, state="sleep")
     merged = _merged(oncpu.build(), offcpu.build())
     assert {state for _stack, _weight, _count, _t, state in merged.rows()} == {"mutex"}
+
+
+def test_a_private_futex_wait_is_a_rwlock_s_when_its_completed_stack_shows_one():
+    # --mode all on a C++ program whose threads share a std::shared_mutex: the off-CPU
+    # stack stops in glibc's futex helper, private futex, taken for a condition
+    # variable's; perf's DWARF stack of the same call is pthread_rwlock_rdlock's
+    from perfsleuth.collect.offcpu import _merged
+
+    t = Thread(11, 10, "rwtable")
+    helper = Frame("__futex_abstimed_wait_common", dso="libc.so.6")
+    call = Frame("main::{lambda()#1}::operator()() const", dso="rwtable", file="/src/rw.cc")
+    oncpu = ProfileBuilder(unit="ns")
+    rdlock = [helper, Frame("___pthread_rwlock_rdlock", dso="libc.so.6"), call, *ROOT]
+    oncpu.add(rdlock, 1e6, count=1, thread=t, state="mutex")
+    offcpu = ProfileBuilder(unit="ns")
+    offcpu.add([Frame("futex_wait", kernel=True), helper], 5e6, count=1, thread=t, state="condvar")
+    merged = _merged(oncpu.build(), offcpu.build())
+    assert {state for _stack, _weight, _count, _t, state in merged.rows()} == {"mutex"}

@@ -66,6 +66,8 @@ UNREAD_LOCK_CALLS = (
     "crossbeam",
     "<crossbeam",
 )
+# ...and reader-writer locks' (std::shared_mutex is a pthread_rwlock_t: no owner word)
+RWLOCK_MARKERS = ("rwlock", "shared_mutex", "shared_lock", "shared_timed_mutex")
 RUST_ONLY = ("core::", "<core::", "alloc::", "<alloc::", "std::rt::", "std::sys::", "<std::sys::")
 CONCURRENTQUEUE_HEADER = "/usr/include/concurrentqueue/blockingconcurrentqueue.h"
 WORKING = 0.1  # on-CPU part of a thread's wall time that makes it part of the program's progress
@@ -294,10 +296,18 @@ def _holders_text(
     mode, glibc mutexes); else what the waiting function runs, said to be no more.
     `holders_read`: the run read holders (wallsnap's), none of them at this site."""
     shares = ", ".join(f"{name} {100 * s:.0f}%" for name, s in holders)
+    unread = {n: w for n, w in site.wait_functions.items() if _holder_unread(n)}
+    if under and unread:
+        return (
+            f"under the glibc mutex, its holder runs: {shares} (at the instants threads waited "
+            f"on it); {100 * sum(unread.values()) / site.total:.0f}% of the waits here are on "
+            f"locks whose holder is not read ({', '.join(unread)}): what runs under those "
+            "is not said"
+        )
     if under:
         return f"under the lock, its holder runs: {shares} (at the instants threads waited)"
     seen = f"meanwhile {site.frame.function} runs: {shares}; " if holders else ""
-    if site.wait_functions and all(n.startswith(UNREAD_LOCK_CALLS) for n in site.wait_functions):
+    if site.wait_functions and len(unread) == len(site.wait_functions):
         return (
             f"{seen}which code runs under the lock no mode can tell: its holder is not "
             "recorded (only a glibc mutex's is read, in wall mode)"
@@ -310,6 +320,13 @@ def _holders_text(
     return (
         f"{seen}which code runs under the lock this run cannot tell (`perfsleuth record "
         "--mode wall` reads the holder of each waited-on mutex)"
+    )
+
+
+def _holder_unread(wait_function: str) -> bool:
+    """A lock call whose holder no mode reads."""
+    return wait_function.startswith(UNREAD_LOCK_CALLS) or any(
+        marker in wait_function for marker in RWLOCK_MARKERS
     )
 
 
