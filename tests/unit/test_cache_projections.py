@@ -1,5 +1,7 @@
 """Footprint, scaling, constant-time and layout projections on small hand-made traces."""
 
+import subprocess
+
 import pytest
 
 from perfsleuth.cpu_cache_projections import footprint, layout, scaling
@@ -339,3 +341,29 @@ def test_the_parameter_layout_is_of_the_parameter_the_accesses_go_through(monkey
     assert found is not None and found["parameter"] == "key"
     assert found["struct"] == "TValue"
     assert [f["name"] for f in found["fields"] if f["hot"]] == ["value_", "tt_"]
+
+
+def test_an_anonymous_struct_is_named_by_its_typedef_as_pahole_names_it(tmp_path):
+    # Verstable's and stb_ds's tables are `typedef struct {...} NAME;`: their layout
+    # was "struct (anonymous)"
+    source = tmp_path / "t.c"
+    source.write_text(
+        "typedef struct { long count; long mask; int *slots; } table_t;\n"
+        "struct named { int a; };\n"
+        "__attribute__((noinline)) long find(table_t *t, struct named *n, long key) {\n"
+        "  return t->slots[key & t->mask] + n->a;\n}\n"
+        "int main(void) { return 0; }\n"
+    )
+    exe = tmp_path / "t"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(exe), str(source)], check=True)
+    structs, _ = layout.parameter_structs(str(exe), "find")
+    (_, table), (_, named) = structs
+    assert (table.name, table.typedef, named.name, named.typedef) == (
+        "table_t",
+        True,
+        "named",
+        False,
+    )
+    fields = [layout.field_row(f, 0.0, 64) for f in table.fields]
+    shown = layout.render(table, fields, 64).splitlines()
+    assert (shown[0], shown[-1]) == ("typedef struct {", "} table_t;")

@@ -390,7 +390,7 @@ def line_move(fields: list[LayoutField], source: int, target: int, line: int) ->
 def render(struct: Struct, fields: list[LayoutField], line: int) -> str:
     """pahole's layout: members with /* offset size */ (/* offset:bit size */ for
     bitfields), cache line boundaries, holes (in bits after a bitfield)."""
-    out = [f"struct {struct.name} {{"]
+    out = ["typedef struct {" if struct.typedef else f"struct {struct.name} {{"]
     end, after_bitfield = 0, False
     for member, f in zip(struct.fields, fields, strict=True):
         start, stop = member.bits()
@@ -410,7 +410,7 @@ def render(struct: Struct, fields: list[LayoutField], line: int) -> str:
     lines = -(-struct.size // line)
     out.append("")
     out.append(f"\t/* size: {struct.size}, cachelines: {lines}, members: {len(fields)} */")
-    out.append("};")
+    out.append(f"}} {struct.name};" if struct.typedef else "};")
     return "\n".join(out)
 
 
