@@ -107,7 +107,7 @@ def parameter_layout(
     elif untyped:
         visits = [visit for visit, _ in untyped]
         name, best = max(structs, key=lambda named: coverage(named[1], visits))
-        visits = [visit for visit, (low, high) in untyped if 0 <= low and high <= best.size]
+        visits = [visit for visit, (low, high) in untyped if low >= 0 and high <= best.size]
         if not visits:
             low, high = untyped[0][1]
             return None, (
