@@ -58,3 +58,22 @@ def test_waits_in_fsync_are_left_to_the_fsync_cost_class():
     b.add(sync, 800 * MS, thread=t, state="io")
     b.add([Frame("encode", dso="app")], 200 * MS, thread=t, state="running")
     assert io_and_sleep_waits.analyze(context(b.build())) == []
+
+
+def test_a_yield_whose_stack_stops_in_libc_is_not_called_a_poll_loop():
+    """offcpu mode on a Rust program built without frame pointers: its workers spin in
+    parking_lot's and crossbeam's sched_yield, and the stacks stop there; the finding
+    told them to replace a sleep/poll loop."""
+    b = ProfileBuilder(unit="ns")
+    root = [Frame("start_thread", dso="libc.so.6"), Frame("clone3", dso="libc.so.6")]
+    worker = Frame("plcount::main::{{closure}}", dso="plcount", file="/src/main.rs")
+    for tid in (11, 12):
+        t = Thread(tid, 10, "worker")
+        b.add([Frame("__schedule", kernel=True), Frame("sched_yield", dso="libc.so.6")],
+              700 * MS, thread=t, state="sleep")  # fmt: skip
+        b.add([Frame("plcount::digest", dso="plcount"), worker, *root], 300 * MS, thread=t,
+              state="running")  # fmt: skip
+    (finding,) = io_and_sleep_waits.analyze(context(b.build()))
+    assert "yields the CPU" in finding.title and "cannot see" in finding.title
+    assert "Replace the sleep/poll loop" not in finding.suggestion
+    assert "--mode wall" in finding.suggestion

@@ -58,6 +58,20 @@ KINDS = {
         "pop), or shorten the timeout the loop sleeps for",
     ),
 }
+# A yield whose stack stops in libc (a frame-pointer walk through a program built
+# without them): a Rust program's parking_lot and crossbeam spin with sched_yield
+# before they park, so the wait may be a lock's or a channel's, not a poll loop
+CUT_YIELD = _Kind(
+    "offcpu.sleep-poll",
+    0.1,
+    "a working thread yields the CPU {percent:.1f}% of its time, in a call this run "
+    "cannot see: {where}",
+    "The stacks stop in libc's sched_yield, so whether this is a yield loop of the program "
+    "or a lock's or a channel's spinning (parking_lot, crossbeam yield before they park) "
+    "cannot be told: record with --mode wall or --mode all, or build with frame pointers "
+    "(-fno-omit-frame-pointer; Rust: -C force-frame-pointers=yes)",
+)
+YIELDS = ("sched_yield", "__sched_yield")
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -93,6 +107,8 @@ def _main_wait(wait: Wait) -> str:
 
 def _finding(profile: Profile, wait: Wait, thread_time: ThreadTime) -> Finding:
     kind, site = KINDS[wait.group], wait.site
+    if site.inferred and all(name in YIELDS for name in site.wait_functions):
+        kind = CUT_YIELD
     waiting_in = sorted(site.wait_functions, key=lambda name: -site.wait_functions[name])
     return Finding(
         rule=kind.rule,

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Benchmark: waiting per thread state as perfsleuth's three modes and pt-pmp read it,
+against the program's own clock, on programs the off-CPU work was not tuned on
+(issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
+
+    .venv/bin/python bench/offcpu_fresh.py [--runs 3] [--programs rwtable,plcount]
+
+bench/fresh_waits/ holds the two programs, each timing its own lock calls:
+- rwtable (C++, g++ -O2 -g): 4 threads on one std::shared_mutex (a pthread rwlock;
+  one access in 8 a writer) and one std::mutex; prints the threads' time in lock calls
+  over their lifetime: the truth for `mutex`.
+- plcount (Rust, cargo --release with debug info; crates.io's parking_lot and
+  crossbeam-channel): 3 workers take jobs from a bounded crossbeam channel and fold
+  them into a parking_lot::Mutex; prints the workers' time in lock() (`mutex`) and in
+  recv() (`condvar`). Both crates spin with sched_yield before they park.
+
+Each round runs the program alone, then under `perfsleuth record --mode wall`,
+`--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
+program's, in points, per state: the started threads' time in that state over their
+time (offcpu mode: over the lifetime the program prints; pt-pmp: the share of their
+stacks in that kind of wait).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ROOT / "bench" / "fresh_waits"
+OUT = ROOT / "bench" / "out" / "fresh_waits"
+PERFSLEUTH = [sys.executable, "-m", "perfsleuth.cli"]
+MODES = ("wall", "offcpu", "all")
+
+
+@dataclass(frozen=True)
+class Program:
+    argv: tuple[str, ...]
+    truth: re.Pattern[str]  # named groups: one per state, and `lived`
+    # pt-pmp: the states' marks in a stack (the first state whose mark shows wins)
+    marks: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+PROGRAMS = {
+    "rwtable": Program(
+        (str(OUT / "rwtable"), "20000", "4"),
+        re.compile(r"threads waited (?P<mutex>\d+) ns of (?P<lived>\d+) ns"),
+        (("mutex", ("pthread_rwlock", "__lll_lock_wait", "pthread_mutex_lock")),),
+    ),
+    "plcount": Program(
+        (str(OUT / "target" / "release" / "plcount"), "80000", "3"),
+        re.compile(r"waited lock (?P<mutex>\d+) ns recv (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        (("mutex", ("lock_slow",)), ("condvar", ("Receiver<T>::recv", "Context::wait_until"))),
+    ),
+}
+
+
+def build() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "rwtable"), str(SOURCES / "rwtable.cc")],
+        check=True,
+    )
+    manifest = SOURCES / "plcount" / "Cargo.toml"
+    subprocess.run(
+        ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],
+        check=True,
+        env={**os.environ, "CARGO_TARGET_DIR": str(OUT / "target")},
+    )
+
+
+def truth_of(program: Program, stderr: str) -> dict[str, float]:
+    found = program.truth.search(stderr)
+    if not found:
+        raise SystemExit(f"no measurement from the program:\n{stderr[-2000:]}")
+    lived = float(found["lived"])
+    return {s: float(v) / lived for s, v in found.groupdict().items() if s != "lived"}
+
+
+def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> dict[str, float]:
+    sys.path.insert(0, str(ROOT / "src"))
+    from perfsleuth.store.runs import Store
+
+    store = Store(work / ".perfsleuth")
+    profile = store.load(store.resolve("latest"))
+    by_state: dict[str, float] = {}
+    total = 0.0
+    for _stack, weight, _count, t, state in profile.rows():
+        if t < 0 or profile.threads[t].tid == profile.threads[t].pid:
+            continue  # the main thread: the programs time their started threads
+        total += weight
+        by_state[state] = by_state.get(state, 0.0) + weight
+    found = program.truth.search(stderr)
+    lived = float(found["lived"]) if found else total
+    over = lived if mode == "offcpu" else total
+    return {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr)}
+
+
+def run_mode(mode: str, program: Program) -> tuple[dict[str, float], dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh.") as work:
+        cmd = [*PERFSLEUTH, "record", "--mode", mode, "--", *program.argv]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"record --mode {mode} failed:\n{proc.stderr[-2000:]}")
+        truth = truth_of(program, proc.stderr)
+        return truth, perfsleuth_reading(Path(work), mode, program, proc.stderr)
+
+
+def run_pt_pmp(program: Program) -> tuple[dict[str, float], dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh-pmp.") as work:
+        samples = Path(work) / "samples"
+        target = subprocess.Popen(
+            program.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        pmp = subprocess.Popen(
+            ["pt-pmp", "--pid", str(target.pid), "--iterations", "100000", "--interval", "0",
+             "--save-samples", str(samples)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        _out, err = target.communicate()
+        os.killpg(pmp.pid, signal.SIGTERM)
+        pmp.wait()
+        truth = truth_of(program, err)
+        aggregated = subprocess.run(
+            ["pt-pmp", str(samples)], capture_output=True, text=True, check=True
+        ).stdout
+        return truth, pt_pmp_shares(aggregated, program, truth)
+
+
+def pt_pmp_shares(aggregated: str, program: Program, truth: dict[str, float]) -> dict[str, float]:
+    counts = {s: 0 for s in truth}
+    workers = 0
+    for line in aggregated.splitlines():
+        count, _, stack = line.strip().partition(" ")
+        if not count.isdigit() or "start_thread" not in stack:
+            continue
+        workers += int(count)
+        state = next((s for s, marks in program.marks if any(m in stack for m in marks)), "")
+        if state in counts:
+            counts[state] += int(count)
+    return {s: n / max(workers, 1) for s, n in counts.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--programs", default="rwtable,plcount")
+    parser.add_argument("--tools", default="wall,offcpu,all,pt-pmp")
+    args = parser.parse_args()
+    build()
+    diffs: dict[tuple[str, str, str], list[float]] = {}
+    for _ in range(args.runs):
+        for name in args.programs.split(","):
+            program = PROGRAMS[name]
+            for tool in args.tools.split(","):
+                truth, seen = run_pt_pmp(program) if tool == "pt-pmp" else run_mode(tool, program)
+                line = ", ".join(
+                    f"{s} {100 * truth[s]:.1f}% read {100 * seen[s]:.1f}%" for s in truth
+                )
+                print(f"  {name:8s} {tool:7s} {line}", flush=True)
+                for s in truth:
+                    diffs.setdefault((name, tool, s), []).append(100 * (seen[s] - truth[s]))
+    load = os.getloadavg()[0]
+    print(f"\ntool - program, points ({args.runs} runs, load now {load:.1f})")
+    for (name, tool, state), d in diffs.items():
+        values = " ".join(f"{v:+.1f}" for v in d)
+        print(f"{name:8s} {tool:7s} {state:8s} median {statistics.median(d):+5.1f}   {values}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
