@@ -327,3 +327,20 @@ def test_a_source_file_keeps_cost_at_no_line_and_past_its_end(tmp_path: Path):
     assert [r["line"] for r in doc["lines"]] == [0, 1, 2, 9]
     assert [r["source"] for r in doc["lines"]] == ["", "a", "b", ""]
     assert doc["self"] == 1.0 and doc["total"] == 0.5
+
+
+def test_a_thread_filter_naming_no_thread_of_the_run_is_a_user_error():
+    """`top --thread TID` with a tid the run does not have printed an empty table, as
+    if that thread had done nothing."""
+    import argparse
+
+    from perfsleuth.commands.common import apply_filters
+    from perfsleuth.model.profile import Thread
+
+    b = ProfileBuilder(unit="ns")
+    b.add([WORK_A, A, MAIN], 6, thread=Thread(11, 10, "worker"), state="running")
+    run = b.build()
+    kept = apply_filters(run, argparse.Namespace(thread=[11], state=None))
+    assert kept.total == 6
+    with pytest.raises(UserError, match="no thread 999999"):
+        apply_filters(run, argparse.Namespace(thread=[999999], state=None))

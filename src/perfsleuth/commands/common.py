@@ -118,6 +118,13 @@ def titled_profile(store: Store, run_id: int, profile: Profile) -> TitledProfile
 
 
 def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:
+    missing = sorted(set(getattr(args, "thread", None) or ()) - {t.tid for t in profile.threads})
+    if missing:
+        # else the view is empty, as if the thread had done nothing
+        raise UserError(
+            f"the run has no thread {', '.join(map(str, missing))}; "
+            "`perfsleuth threads RUN` lists its threads"
+        )
     if getattr(args, "state", None) or getattr(args, "thread", None):
         profile = profile.filtered(states=args.state, tids=args.thread)
     if getattr(args, "no_inline", False):
