@@ -140,3 +140,28 @@ def test_on_cpu_records_are_worth_their_period_each():
     total = sum(s.count for s in capture.oncpu) * 1e9 / 997
     assert sum(r.ns for r in found) == pytest.approx(total)
     assert not any(r.on_cpu for r in bpftrace_stacks.records(capture))
+
+
+# the script with the return address at the user stack pointer, on a Rust program whose
+# workers spin (sched_yield) and park (futex via libc's syscall) in parking_lot's and
+# crossbeam's waits: the frame-pointer walk stops at the libc leaf
+RET_FIXTURE = FIXTURE.parent / "bpftrace-offcpu-ret.json"
+SCHED_YIELD_SYSCALL = "__x64_sys_sched_yield"
+
+
+def test_parse_reads_the_return_address_of_a_yield_or_a_futex_wait():
+    capture = bpftrace_stacks.parse(RET_FIXTURE.read_text())
+    yields = [s for s in capture.sampled if SCHED_YIELD_SYSCALL in s.kernel_stack]
+    assert yields and all(s.ret > 0 for s in yields)
+    futex = [s for s in capture.sampled if s.futex]
+    assert futex and all(s.ret > 0 for s in futex)
+    preempted = [
+        s for s in capture.sampled if not s.futex and SCHED_YIELD_SYSCALL not in s.kernel_stack
+    ]
+    assert preempted and {s.ret for s in preempted} == {0}
+    records = list(bpftrace_stacks.records(capture))
+    assert {r.ret for r in records if SCHED_YIELD_SYSCALL in r.kernel_stack} == {
+        s.ret for s in yields
+    }
+    # the output of scripts before it: no return address
+    assert {s.ret for s in fixture_capture().sampled} == {0}

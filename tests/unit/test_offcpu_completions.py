@@ -78,3 +78,25 @@ def test_a_private_futex_wait_is_a_rwlock_s_when_its_completed_stack_shows_one()
     offcpu.add([Frame("futex_wait", kernel=True), helper], 5e6, count=1, thread=t, state="condvar")
     merged = _merged(oncpu.build(), offcpu.build())
     assert {state for _stack, _weight, _count, _t, state in merged.rows()} == {"mutex"}
+
+
+def test_a_leaf_wrapper_s_caller_is_put_back_from_its_return_address():
+    # offcpu mode: a Rust worker yields inside parking_lot's lock; libc's sched_yield
+    # keeps no frame, and the frame-pointer walk found nothing past it ("sleep")
+    from perfsleuth.collect import thread_state
+    from perfsleuth.collect.offcpu import _frames
+
+    libc, program = ("/usr/lib/x86_64-linux-gnu/libc.so.6", 0xE4C81), ("/bin/plcount", 0x2F5A1)
+    names = {
+        libc: (Frame("sched_yield", dso="libc.so.6"),),
+        program: (
+            Frame("parking_lot_core::thread_parker::imp::thread_yield", dso="plcount"),
+            Frame("parking_lot::raw_mutex::RawMutex::lock_slow", dso="plcount"),
+        ),
+    }
+    frames = _frames([libc], program, names)
+    assert [f.function for f in frames][0] == "sched_yield" and len(frames) == 3
+    assert thread_state.classify(frames, "R") == "mutex"
+    assert _frames([libc, program], program, names) == frames  # the walk found it: kept once
+    names[libc] = (Frame("__futex_abstimed_wait_common", dso="libc.so.6"),)
+    assert len(_frames([libc], program, names)) == 1  # not a leaf wrapper: [sp] is no return

@@ -76,7 +76,8 @@ tracepoint:sched:sched_switch
                             $before.5 + ($blocks ? 1 : 0));
     if ($weight) {
       FUTEX_KIND
-      @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH), $futex);
+      RETURN_ADDRESS
+      @stacks[args->prev_pid] = (kstack(MAX_DEPTH), ustack(MAX_DEPTH), $futex, $ret);
     }
   }
   $out = @out[args->next_pid];
@@ -86,7 +87,8 @@ tracepoint:sched:sched_switch
     $length = LENGTH_CLASS;
     if ($out.3) {
       $stacks = @stacks[$tid];
-      @offcpu[$out.2, $tid, $out.1, $length, $out.3, $stacks.2, $stacks.0, $stacks.1] = sum($ns);
+      @offcpu[$out.2, $tid, $out.1, $length, $out.3, $stacks.2, $stacks.3, $stacks.0, $stacks.1] =
+        sum($ns);
     } else {
       @blocked[$out.2, $tid, $out.1, $length] = sum($ns);
     }
@@ -125,6 +127,16 @@ FUTEX_KIND_X86_64 = (
     "      $futex = $wait ? ($regs->si & 128 ? 2 : 1) : 0;"
 )
 SHARED_FUTEX, PRIVATE_FUTEX = 1, 2
+# The word at the user stack pointer of a task blocked in sched_yield (24) or futex
+# (202): where it entered the kernel from a leaf wrapper that keeps no frame (libc's
+# sched_yield and syscall), its caller's return address, which a frame-pointer walk
+# skips (and loses entirely past code without frame pointers: a Rust program's
+# parking_lot and crossbeam waits were a bare sched_yield or syscall). Put back only
+# below such a wrapper (LEAF_WRAPPERS), after FUTEX_KIND (its $regs).
+RETURN_ADDRESS_X86_64 = (
+    "$ret = ($regs->orig_ax == 24 || $regs->orig_ax == 202) ? *(uint64 *)uptr($regs->sp) : 0;"
+)
+LEAF_WRAPPERS = ("syscall", "sched_yield", "__sched_yield")
 BTF = Path("/sys/kernel/btf/vmlinux")
 SAMPLE_EVERY = 8
 FORCE_AFTER_NS = 2_000_000
@@ -205,6 +217,7 @@ def script_text(sample_every: int = SAMPLE_EVERY, oncpu_hz: int = 0) -> str:
         "PREEMPTED_STATE": bpftrace_stacks.PREEMPTED_BIT,
         "LENGTH_CLASS": " + ".join(f"($ns > {bound})" for bound in LENGTH_BOUNDS_NS),
         "FUTEX_KIND": FUTEX_KIND_X86_64 if _registers_readable() else "$futex = 0;",
+        "RETURN_ADDRESS": RETURN_ADDRESS_X86_64 if _registers_readable() else "$ret = 0;",
     }
     text = SCRIPT + (ONCPU_PROBE if oncpu_hz else "")
     for name, value in settings.items():
@@ -324,7 +337,7 @@ def to_profile(
     oncpu_ns = 0.0
     for r in records:
         frames = [Frame(name, dso=KERNEL_DSO, kernel=True) for name in r.kernel_stack]
-        frames += user[(r.tgid, r.user_stack)]
+        frames += user[(r.tgid, r.user_stack, r.ret)]
         state = thread_state.classify(frames, "S" if r.on_cpu else r.kernel_state)
         if guess_cut_waits and state == "other" and _cut_in_futex(frames):
             state = cut_wait_state(r)
@@ -354,27 +367,53 @@ def _cut_in_futex(frames: list[Frame]) -> bool:
     return cut is not None and frames[cut].function.startswith(CUT_CONDVAR_GUESS)
 
 
+UserKey = tuple[int, tuple[int, ...], int]  # tgid, user stack, return address
+
+
 def _user_frames(
     records: list[bpftrace_stacks.OffCpuRecord], maps: ProcessMaps, symbolizer: Symbolizer
-) -> dict[tuple[int, tuple[int, ...]], list[Frame]]:
+) -> dict[UserKey, list[Frame]]:
     """Symbolized user stacks; a stack ends at the first address no file maps
-    (what a frame-pointer walk finds past code built without frame pointers)."""
-    located: dict[tuple[int, tuple[int, ...]], list[tuple[str, int]]] = {}
+    (what a frame-pointer walk finds past code built without frame pointers). A
+    leaf wrapper's caller (the return address read at its stack pointer) is put back
+    below it (RETURN_ADDRESS_X86_64)."""
+    located: dict[UserKey, tuple[list[tuple[str, int]], tuple[str, int] | None]] = {}
     for r in records:
-        key = (r.tgid, r.user_stack)
+        key = (r.tgid, r.user_stack, r.ret)
         if key in located:
             continue
         places = []
         for depth, address in enumerate(r.user_stack):
-            pc = address if depth == 0 else address - 1
-            m = maps.lookup(r.tgid, pc)
-            if m is None:
+            place = _place(maps, r.tgid, address if depth == 0 else address - 1)
+            if place is None:
                 break
-            places.append((m.path, pc - m.start + m.offset))
-        located[key] = places
-    wanted = {(path, "", off) for places in located.values() for path, off in places}
+            places.append(place)
+        located[key] = (places, _place(maps, r.tgid, r.ret - 1) if r.ret else None)
+    wanted = {
+        (path, "", off)
+        for places, ret in located.values()
+        for path, off in (places + [ret] if ret else places)
+    }
     names = symbolizer.symbolize_offsets(sorted(wanted))
-    return {key: [f for place in places for f in names[place]] for key, places in located.items()}
+    return {key: _frames(places, ret, names) for key, (places, ret) in located.items()}
+
+
+def _place(maps: ProcessMaps, tgid: int, pc: int) -> tuple[str, int] | None:
+    m = maps.lookup(tgid, pc)
+    return None if m is None else (m.path, pc - m.start + m.offset)
+
+
+def _frames(
+    places: list[tuple[str, int]],
+    ret: tuple[str, int] | None,
+    names: dict[tuple[str, int], tuple[Frame, ...]],
+) -> list[Frame]:
+    """The stack's frames, with the caller of a leaf wrapper put back after it."""
+    if ret and places and places[1:2] != [ret]:
+        leaf = names[places[0]]
+        if leaf and leaf[-1].function in LEAF_WRAPPERS:
+            places = [places[0], ret, *places[1:]]
+    return [f for place in places for f in names[place]]
 
 
 def _bpftrace(options: RecordOptions) -> tuple[str | None, str]:

@@ -104,6 +104,8 @@ RULES: tuple[Rule, ...] = (
             "crossbeam_channel::channel::Receiver<T>::recv*",
             "crossbeam_channel::channel::Sender<T>::send*",
             "crossbeam_channel::context::Context::wait_until",
+            "crossbeam_channel::flavors::*::Channel<T>::recv*",
+            "crossbeam_channel::flavors::*::Channel<T>::send*",
             "sem_wait",
             "sem_timedwait",
             "sem_clockwait",

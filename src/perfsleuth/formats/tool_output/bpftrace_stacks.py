@@ -4,7 +4,7 @@ The script (collect/offcpu.py) prints three maps when bpftrace stops, four in
 --mode offcpu:
 
     {"type": "map", "data": {"@offcpu": {"<tgid>,<tid>,<state>,<length>,<weight>,<futex>,
-                                         <ks>,<us>": ns}}}   (one key)
+                                         <ret>,<ks>,<us>": ns}}}   (one key)
     {"type": "map", "data": {"@blocked": {"<tgid>,<tid>,<state>,<length>": ns}}}
     {"type": "map", "data": {"@names": {"<tid>": "<comm>"}}}
     {"type": "map", "data": {"@oncpu": {"<tgid>,<tid>,<futex>,<user address>": count}}}
@@ -18,10 +18,12 @@ process may have exited), both leaf first and each line followed by a newline.
 Their weight is 1 for a block whose stacks were always going to be taken, or N
 for one drawn at random one time in N; <futex> is 0 (not known, or no futex wait),
 1 (a shared futex's wait) or 2 (a private one's), absent from the output of scripts
-before it. @blocked holds the time of every other
-block, per thread and scheduler state, so together the maps give the exact
-blocked time; `records` spreads @blocked over the randomly drawn stacks of the
-same thread, state and length class (0: under 16 us, then by powers of 16).
+before it; <ret> the word at the user stack pointer of a block in sched_yield or a
+futex call (a leaf wrapper's return address; 0 otherwise), absent before it.
+@blocked holds the time of every other block, per thread and scheduler state, so
+together the maps give the exact blocked time; `records` spreads @blocked over the
+randomly drawn stacks of the same thread, state and length class (0: under 16 us,
+then by powers of 16).
 @oncpu counts the timer's samples of the target's threads on the CPU by the user
 address they run or entered the kernel from (and futex kind, for one inside a futex
 call): `oncpu_records` makes the ones inside
@@ -42,7 +44,7 @@ SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP, ONCPU_MAP = "@offcpu", "@blocked", "@name
 STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"
 SAMPLED_KEY = re.compile(
     rf"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+),(?P<weight>\d+),"
-    rf"(?:(?P<futex>\d+),)?(?P<kstack>{STACK_BLOCK}),(?P<ustack>{STACK_BLOCK})$",
+    rf"(?:(?P<futex>\d+),(?:(?P<ret>\d+),)?)?(?P<kstack>{STACK_BLOCK}),(?P<ustack>{STACK_BLOCK})$",
     re.S,
 )
 ONCPU_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<futex>\d+),(?P<ip>\d+)$")
@@ -68,6 +70,7 @@ class OffCpuRecord:
     ns: float
     futex: int = 0  # see SampledBlocks
     on_cpu: bool = False  # timer samples on the CPU (oncpu_records), not a block
+    ret: int = 0  # see SampledBlocks
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class SampledBlocks:
     user_stack: tuple[int, ...]
     ns: int
     futex: int = 0  # 0 not known or no futex wait, 1 a shared futex's, 2 a private one's
+    # the word at the user stack pointer in sched_yield or futex: a leaf wrapper's
+    # return address (0: not read; absent from the output of scripts before it)
+    ret: int = 0
 
 
 @dataclass
@@ -153,6 +159,7 @@ def parse_sampled_key(key: str, ns: int) -> SampledBlocks | None:
         user_stack=tuple(_addresses(m["ustack"])),
         ns=ns,
         futex=int(m["futex"] or 0),
+        ret=int(m["ret"] or 0),
     )
 
 
@@ -177,7 +184,7 @@ def records(capture: Capture, names: dict[int, str] | None = None) -> Iterator[O
             drawn = b.weight > 1 or not random
             share = unsampled * b.ns / drawn_ns if drawn and drawn_ns else 0.0
             stacks = (b.kernel_stack, b.user_stack)
-            yield OffCpuRecord(tgid, tid, letter, *stacks, comm, b.ns + share, b.futex)
+            yield OffCpuRecord(tgid, tid, letter, *stacks, comm, b.ns + share, b.futex, ret=b.ret)
         if unsampled and not drawn_ns:
             yield OffCpuRecord(tgid, tid, letter, (), (), comm, float(unsampled))
 
