@@ -58,7 +58,8 @@ PROGRAMS = {
     "plcount": Program(
         (str(OUT / "target" / "release" / "plcount"), "80000", "3"),
         re.compile(r"waited lock (?P<mutex>\d+) ns recv (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
-        (("mutex", ("lock_slow",)), ("condvar", ("Receiver<T>::recv", "Context::wait_until"))),
+        # gdb names Rust's frames its own way: Receiver::recv, raw_mutex::{impl#3}::lock_slow
+        (("mutex", ("lock_slow",)), ("condvar", ("Receiver::recv", "Context::wait_until"))),
     ),
 }
 
@@ -147,6 +148,7 @@ def pt_pmp_shares(aggregated: str, program: Program, truth: dict[str, float]) ->
         state = next((s for s, marks in program.marks if any(m in stack for m in marks)), "")
         if state in counts:
             counts[state] += int(count)
+    print(f"  pt-pmp: {workers} stacks of the started threads")
     return {s: n / max(workers, 1) for s, n in counts.items()}
 
 
