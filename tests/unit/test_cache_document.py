@@ -159,3 +159,17 @@ def test_an_object_straddling_a_line_boundary_is_said_to_when_calls_pay_for_it()
     assert cpu_cache_text.straddling({**header, "lines_touched_per_call": 1.0}) == ""
     inside = {"size": 40, "line_size": 64, "object_misalignment": 16}  # bytes 16..55: one line
     assert cpu_cache_text.straddling({**inside, "lines_touched_per_call": 1.5}) == ""
+
+
+def test_objects_whose_touched_bytes_cross_a_line_boundary_are_said_to():
+    """stb_ds's 72-byte items (an array: they start at every eighth byte of a line):
+    key, hits and last_seen lie in the struct's line 0, and a lookup touches 1.87
+    lines, which `line 1: cold` beside it did not explain."""
+    item = {"size": 72, "line_size": 64, "object_misalignment": 8,
+            "lines": [{"touched": 1.0}, {"touched": 0.0}]}  # fmt: skip
+    said = cpu_cache_text.straddling({**item, "lines_touched_per_call": 1.87})
+    assert said == (
+        " (the bytes touched lie in 1.00 of the struct's lines; the objects start at other "
+        "bytes of a line (most at byte 8), so those bytes cross a line boundary)"
+    )
+    assert cpu_cache_text.straddling({**item, "lines_touched_per_call": 1.0}) == ""

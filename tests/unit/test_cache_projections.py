@@ -1,5 +1,7 @@
 """Footprint, scaling, constant-time and layout projections on small hand-made traces."""
 
+import subprocess
+
 import pytest
 
 from perfsleuth.cpu_cache_projections import footprint, layout, scaling
@@ -339,3 +341,58 @@ def test_the_parameter_layout_is_of_the_parameter_the_accesses_go_through(monkey
     assert found is not None and found["parameter"] == "key"
     assert found["struct"] == "TValue"
     assert [f["name"] for f in found["fields"] if f["hot"]] == ["value_", "tt_"]
+
+
+def test_an_anonymous_struct_is_named_by_its_typedef_as_pahole_names_it(tmp_path):
+    # Verstable's and stb_ds's tables are `typedef struct {...} NAME;`: their layout
+    # was "struct (anonymous)"
+    source = tmp_path / "t.c"
+    source.write_text(
+        "typedef struct { long count; long mask; int *slots; } table_t;\n"
+        "struct named { int a; };\n"
+        "__attribute__((noinline)) long find(table_t *t, struct named *n, long key) {\n"
+        "  return t->slots[key & t->mask] + n->a;\n}\n"
+        "int main(void) { return 0; }\n"
+    )
+    exe = tmp_path / "t"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(exe), str(source)], check=True)
+    structs, _ = layout.parameter_structs(str(exe), "find")
+    (_, table), (_, named) = structs
+    assert (table.name, table.typedef, named.name, named.typedef) == (
+        "table_t",
+        True,
+        "named",
+        False,
+    )
+    fields = [layout.field_row(f, 0.0, 64) for f in table.fields]
+    shown = layout.render(table, fields, 64).splitlines()
+    assert (shown[0], shown[-1]) == ("typedef struct {", "} table_t;")
+
+
+ITEM = Struct("item", 72, [Field("key", "uint64_t", 0, 8), Field("value", "struct record", 8, 64)])
+
+
+def test_an_object_the_accesses_reach_past_the_end_of_is_not_of_the_parameters_struct(
+    monkeypatch,
+):
+    """stb_ds's find_item(item *map, key) hands map to stbds_hmget_key_ts, whose
+    accesses agree on its hash index's header (displacements 8, 56 and 96, recorded):
+    with none through map, that header was laid out as `*map`, an item with `value`
+    hot in every call and `key` cold."""
+    monkeypatch.setattr(layout, "parameter_structs", lambda *_: ([("map", ITEM)], ""))
+    header = 0x40360A0
+    disps = {BASE + 0x1BFA: 56, BASE + 0x1C84: 8, BASE + 0x1CA2: 96, BASE + 0x1FA7: 96}
+    monkeypatch.setattr(layout, "displacement", lambda _exe, pc: disps.get(pc + BASE))
+    calls = [
+        [("L", header + disp, 8, pc) for pc, disp in disps.items()]
+        + [("M", 0x4A3C6A8 + 72 * i, 8, BASE + 0x2B6D)]  # found->value.hits, untyped here
+        for i in range(4)
+    ]
+    trace = Trace("find_item", "stbds_lookup", BASE, 64, calls, 4, 0, 0, 0, 0, 0, {})
+    found, reason = layout.parameter_layout(trace, {}, lambda _address: False)
+    assert found is None
+    assert "reach bytes 8 to 104 of it, past the end of struct item (72 B)" in reason
+    # within the struct, the same votes lay it out as before
+    disps[BASE + 0x1CA2] = disps[BASE + 0x1FA7] = 40
+    found, _ = layout.parameter_layout(trace, {}, lambda _address: False)
+    assert found is not None and found["parameter"] == "map"

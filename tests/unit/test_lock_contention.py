@@ -1,5 +1,7 @@
 """The lock-contention analyzer on small hand-built wall-time profiles."""
 
+from dataclasses import replace
+
 from perfsleuth.analyzers import Context, lock_contention
 from perfsleuth.analyzers.wait_sites import call_site
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
@@ -215,3 +217,85 @@ def test_a_rust_lock_s_call_site_is_the_program_s_code_not_std_s():
     )
     frames = [Frame(n, dso="libc.so.6" if n == "syscall" else "tally") for n in names]
     assert call_site(frames).function == "tally::main::{{closure}}"
+
+
+def test_a_parking_lot_lock_s_call_site_is_the_program_s_code_not_the_crate_s():
+    """A Rust program's crates are built into it: parking_lot's spinning and parking
+    frames (from a wall run of a program folding jobs into a parking_lot::Mutex) were
+    taken for the program's own, and the one lock was two findings, at
+    parking_lot_core's thread_yield and futex_wait."""
+    registry = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/"
+    core = registry + "parking_lot_core-0.9.12/src/"
+    lock_slow = Frame(
+        "parking_lot::raw_mutex::RawMutex::lock_slow",
+        dso="plcount",
+        file=registry + "parking_lot-0.12.5/src/raw_mutex.rs",
+        line=256,
+    )
+    lock = Frame(
+        "lock_api::mutex::Mutex<R,T>::lock",
+        dso="plcount",
+        file=registry + "lock_api-0.4.14/src/mutex.rs",
+        line=213,
+    )
+    site = Frame("plcount::main::{{closure}}", dso="plcount", file="/src/main.rs", line=50)
+    spin = [
+        Frame("sched_yield", dso="libc.so.6"),
+        Frame("parking_lot_core::thread_parker::imp::thread_yield", dso="plcount",
+              file=core + "thread_parker/linux.rs", line=155),
+        lock_slow, lock, site,
+    ]  # fmt: skip
+    park = [
+        Frame("syscall", dso="libc.so.6"),
+        Frame("parking_lot_core::thread_parker::imp::ThreadParker::futex_wait", dso="plcount",
+              file=core + "thread_parker/linux.rs", line=112),
+        lock_slow, lock, site,
+    ]  # fmt: skip
+    assert call_site(spin) == site and call_site(park) == site
+    recv = [
+        Frame("syscall", dso="libc.so.6"),
+        Frame("crossbeam_channel::channel::Receiver<T>::recv", dso="plcount",
+              file=registry + "crossbeam-channel-0.5.15/src/channel.rs", line=790),
+        replace(site, line=45),
+    ]  # fmt: skip
+    b = ProfileBuilder(unit="ns")
+    for tid in (11, 12):
+        t = Thread(tid, 10, "worker")
+        b.add([*recv, *ROOT], 50 * MS, thread=t, state="condvar")
+        b.add([*spin, *ROOT], 200 * MS, thread=t, state="mutex")
+        b.add([*park, *ROOT], 200 * MS, thread=t, state="mutex")
+        b.add([site, *ROOT], 600 * MS, thread=t, state="running")
+    (finding,) = lock_contention.analyze(context(b.build()))
+    assert (finding.function, finding.line) == ("plcount::main::{{closure}}", 50)
+    assert "moodycamel" not in finding.suggestion  # a Rust program: std:: is Rust's
+    (said,) = [e for e in finding.evidence if "under the lock" in e]
+    assert "--mode wall` reads" not in said and "no mode can tell" in said
+
+
+def test_holders_read_at_a_mutex_are_not_said_of_a_rwlock_waited_at_the_same_site():
+    """rwtable's threads wait at one function on a std::shared_mutex (a pthread rwlock:
+    no owner word) and on a std::mutex: the holders wall mode read are the mutex's, and
+    the finding said `under the lock, its holder runs` of all its waits."""
+    profile = consumers_profile(cv_ms=0)
+    shared = Frame("std::unique_lock<std::shared_mutex>::unique_lock(std::shared_mutex&)",
+                   dso="app", file="/usr/include/c++/12/bits/unique_lock.h")  # fmt: skip
+    rwlock = [
+        Frame("__futex_abstimed_wait_common", dso="libc.so.6"),
+        Frame("___pthread_rwlock_wrlock", dso="libc.so.6"),
+        shared,
+    ]
+    b = ProfileBuilder(unit="ns")
+    for stack, weight, _count, t, state in profile.rows():
+        b.add([profile.frames[f] for f in stack], weight, thread=profile.threads[t], state=state)
+    for tid in (11, 12):
+        b.add([*rwlock, LOCK_CALL, *ROOT], 200 * MS, thread=Thread(tid, 10, "consumer"),
+              state="mutex")  # fmt: skip
+    both = b.build()
+    waiter = [f.function for f in [*MUTEX_WAIT, LOCK_CALL, *ROOT]]
+    holder = [[f.function, f.dso, f.file] for f in [STATS, CONSUMER, *ROOT]]
+    both.meta["lock_holders"] = [[waiter, holder, 300 * MS]]
+    (finding,) = lock_contention.analyze(context(both))
+    (said,) = [e for e in finding.evidence if "holder" in e]
+    assert said.startswith("under the glibc mutex, its holder runs: update_stats")
+    assert "50% of the waits here are on locks whose holder is not read" in said
+    assert "std::unique_lock<std::shared_mutex>" in said

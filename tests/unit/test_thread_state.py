@@ -1,5 +1,8 @@
 """Thread states from stacks: the rules in collect/thread_state.py."""
 
+import re
+from pathlib import Path
+
 from perfsleuth.collect.thread_state import Classifier, Rule, classify
 from perfsleuth.model.profile import Frame
 from perfsleuth.model.states import STATES
@@ -97,3 +100,46 @@ def test_rust_s_unlock_waking_a_waiter_is_not_a_wait():
     assert classify(wake, "R") == "running"
     unlock = rust("<std::sys::sync::rwlock::futex::RwLock>::read_unlock", "tally::main")
     assert classify(unlock, "R") == "running"
+
+
+def test_rule_patterns_with_a_star_inside_match():
+    classifier = Classifier([Rule("mutex", ("parking_lot::raw_rwlock::RawRwLock::lock_*_slow",))])
+    frames = [Frame("parking_lot::raw_rwlock::RawRwLock::lock_shared_slow")]
+    assert classifier.classify(frames, "S") == "mutex"
+    assert classify([Frame("__pthread_rwlock_wrlock_full64")], "S") == "mutex"
+
+
+def test_a_yield_is_a_sleep_unless_inside_a_lock_or_a_wait():
+    assert classify(user("sched_yield", "poll_loop", "main"), "R") == "sleep"
+    spin = user("sched_yield", "parking_lot::raw_mutex::RawMutex::lock_slow", "worker")
+    assert classify(spin, "R") == "mutex"
+
+
+# `perfsleuth flame --folded` of a wall run (wallsnap) of a Rust program whose workers
+# take jobs from a crossbeam channel and fold them into a parking_lot::Mutex; both spin
+# with sched_yield, then park on a futex: all of it was "sleep" or "other"
+PLCOUNT_WALL = Path(__file__).parent.parent / "fixtures" / "offcpu" / "plcount-wall.folded"
+INLINE_OR_KERNEL = re.compile(r"_\[[ik]\]$")
+
+
+def plcount_stacks() -> list[tuple[list[Frame], float]]:
+    stacks = []
+    for line in PLCOUNT_WALL.read_text().splitlines():
+        folded, weight = line.rsplit(" ", 1)
+        names = [INLINE_OR_KERNEL.sub("", n) for n in folded.split(";")]
+        stacks.append(([Frame(n) for n in reversed(names)], float(weight)))
+    return stacks
+
+
+def test_parking_lot_and_crossbeam_waits_are_mutex_and_condvar_waits():
+    by_state: dict[str, float] = {}
+    for frames, weight in plcount_stacks():
+        names = " ".join(f.function for f in frames)
+        state = classify(frames, "S")
+        if "RawMutex::lock_slow" in names:
+            assert state == "mutex", names
+        elif "crossbeam_channel::context::Context::wait_until" in names or "snooze" in names:
+            assert state == "condvar", names
+        by_state[state] = by_state.get(state, 0.0) + weight
+    assert "sleep" not in by_state
+    assert by_state["mutex"] > 0 and by_state["condvar"] > 0

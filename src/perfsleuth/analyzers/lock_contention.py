@@ -52,6 +52,23 @@ NS = 1e9
 CONDVAR_FUNCTION_PREFIXES = ("pthread_cond_", "__pthread_cond_", "___pthread_cond_")
 CONDVAR_MANGLED = "condition_variable"  # in std::condition_variable's mangled names too
 SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
+# Lock calls whose holder no mode reads (wallsnap reads a glibc mutex's owner word):
+# Rust's std locks and parking_lot's (lock_api), crossbeam's channels
+UNREAD_LOCK_CALLS = (
+    "std::sync::",
+    "std::sys::",
+    "<std::sys::",
+    "std::thread::",
+    "lock_api::",
+    "<lock_api::",
+    "parking_lot",
+    "<parking_lot",
+    "crossbeam",
+    "<crossbeam",
+)
+# ...and reader-writer locks' (std::shared_mutex is a pthread_rwlock_t: no owner word)
+RWLOCK_MARKERS = ("rwlock", "shared_mutex", "shared_lock", "shared_timed_mutex")
+RUST_ONLY = ("core::", "<core::", "alloc::", "<alloc::", "std::rt::", "std::sys::", "<std::sys::")
 CONCURRENTQUEUE_HEADER = "/usr/include/concurrentqueue/blockingconcurrentqueue.h"
 WORKING = 0.1  # on-CPU part of a thread's wall time that makes it part of the program's progress
 # the part of the critical-path wait a fix removes: all of it (per-thread data, a
@@ -89,6 +106,9 @@ def is_contention(wait: Wait, thread_time: ThreadTime) -> bool:
 
 
 def is_cpp(profile: Profile) -> bool:
+    """C++ (its std:: frames or libstdc++), not Rust, whose std is std:: too."""
+    if any(f.file.endswith(".rs") or f.function.startswith(RUST_ONLY) for f in profile.frames):
+        return False
     return any(
         f.function.startswith("std::") or f.dso.startswith("libstdc++") for f in profile.frames
     )
@@ -276,9 +296,22 @@ def _holders_text(
     mode, glibc mutexes); else what the waiting function runs, said to be no more.
     `holders_read`: the run read holders (wallsnap's), none of them at this site."""
     shares = ", ".join(f"{name} {100 * s:.0f}%" for name, s in holders)
+    unread = {n: w for n, w in site.wait_functions.items() if _holder_unread(n)}
+    if under and unread:
+        return (
+            f"under the glibc mutex, its holder runs: {shares} (at the instants threads waited "
+            f"on it); {100 * sum(unread.values()) / site.total:.0f}% of the waits here are on "
+            f"locks whose holder is not read ({', '.join(unread)}): what runs under those "
+            "is not said"
+        )
     if under:
         return f"under the lock, its holder runs: {shares} (at the instants threads waited)"
     seen = f"meanwhile {site.frame.function} runs: {shares}; " if holders else ""
+    if site.wait_functions and len(unread) == len(site.wait_functions):
+        return (
+            f"{seen}which code runs under the lock no mode can tell: its holder is not "
+            "recorded (only a glibc mutex's is read, in wall mode)"
+        )
     if holders_read:
         return (
             f"{seen}which code runs under the lock this run cannot tell: no holder of these "
@@ -287,6 +320,13 @@ def _holders_text(
     return (
         f"{seen}which code runs under the lock this run cannot tell (`perfsleuth record "
         "--mode wall` reads the holder of each waited-on mutex)"
+    )
+
+
+def _holder_unread(wait_function: str) -> bool:
+    """A lock call whose holder no mode reads."""
+    return wait_function.startswith(UNREAD_LOCK_CALLS) or any(
+        marker in wait_function for marker in RWLOCK_MARKERS
     )
 
 

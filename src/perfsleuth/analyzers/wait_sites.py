@@ -3,7 +3,8 @@ waits (lock_contention.py, io_and_sleep_waits.py). Not an analyzer itself.
 
 Works on runs whose samples carry thread states and wall time (record --mode
 all, wall, offcpu). A call site is the first frame, from the leaf outwards, in the
-program's own code (not the kernel, libc, libstdc++ or an inlined std:: wrapper)
+program's own code (not the kernel, libc, libstdc++, an inlined std:: wrapper or a
+Rust crate built from Cargo's sources)
 that is not one of its lock wrappers (lock_wrappers.py: pigz's possess_);
 when the stacks stop inside a library, the thread's own function stands in for it.
 A site counts when it holds a fair part of its threads' wall time and of the run.
@@ -48,6 +49,9 @@ LIBRARY_FUNCTION_PREFIXES = (
     "pthread_",
 )
 LIBRARY_FILE_PREFIXES = ("/usr/include/", "/usr/lib/", "./nptl/", "../sysdeps/")
+# A Rust program's dependencies are built into it from Cargo's source folders
+# (parking_lot, crossbeam): their frames are a library's, not the program's
+CRATE_SOURCE_DIRS = ("/.cargo/registry/src/", "/.cargo/git/checkouts/")
 POLL_FUNCTIONS = ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait")
 MIN_THREAD_FRACTION = 0.02  # of the waiting threads' wall time
 MIN_RUN_SHARE = 0.005  # of the run's total weight
@@ -144,6 +148,9 @@ def _waiting_sites(profile: Profile) -> dict[tuple[str, tuple[str, str, str]], S
         site.by_thread[t] += weight
         site.by_line[caller.line] += weight
         site.wait_functions[wait] += weight
+    for site in sites.values():
+        # named by the line where most of its time waits, not the first one seen
+        site.frame = replace(site.frame, line=max(site.by_line, key=site.by_line.__getitem__))
     return sites
 
 
@@ -174,6 +181,7 @@ def is_library(frame: Frame) -> bool:
         or frame.dso.startswith(LIBRARY_DSO_PREFIXES)
         or frame.function.startswith(LIBRARY_FUNCTION_PREFIXES)
         or frame.file.startswith(LIBRARY_FILE_PREFIXES)
+        or any(d in frame.file for d in CRATE_SOURCE_DIRS)
     )
 
 

@@ -600,13 +600,28 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
         stacks = completions.complete(tid, frames)
         completed_ns += weight if stacks[0][0] is not frames else 0.0
         for completed, share in stacks:
-            # blocked somewhere the cut stack could not tell; the whole one may say
-            known = thread_state.classify(completed, "S") if state == "other" else state
+            known = _completed_state(completed, state)
             builder.add(
                 completed, weight * share, count=count, thread=threads.get(tid), state=known
             )
     builder.profile.meta["offcpu_completed_from_oncpu"] = completed_ns / (offcpu.total or 1.0)
     return builder.build()
+
+
+# States a cut stack's wait is given that its completed stack may tell better.
+RELABELLED = ("other", "sleep")
+
+
+def _completed_state(completed: list[Frame], state: str) -> str:
+    """The state of a completed off-CPU stack cut with this one: blocked somewhere the
+    cut stack could not tell ("other"), or a yield that the whole stack may show inside
+    a lock's or a channel's spinning, is what the whole stack says; a wait in glibc's
+    futex helper taken for a condition variable's by its private futex is a
+    reader-writer lock's when the whole stack shows one (pthread_rwlock_*lock waits
+    there too). Other guesses stand: the on-CPU stacks seldom hold a main thread's
+    way into a condition wait (zstd -T4's, see _all_profile)."""
+    named = thread_state.classify(completed, "S")
+    return named if state in RELABELLED or named == "mutex" else state
 
 
 class Completions:

@@ -11,7 +11,9 @@ is for (the same futex serves mutexes, condition variables and joins).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..model.profile import Frame
@@ -57,7 +59,18 @@ RULES: tuple[Rule, ...] = (
             "<std::sys::sync::rwlock::futex::RwLock>::write",
             "<std::sys::sync::rwlock::futex::RwLock>::read_contended",
             "<std::sys::sync::rwlock::futex::RwLock>::write_contended",
-            "parking_lot::raw_mutex::*lock_slow",
+            # parking_lot: the slow paths spin (sched_yield), then park on a futex
+            "parking_lot::raw_mutex::RawMutex::lock_slow",
+            "<parking_lot::raw_mutex::RawMutex>::lock_slow",
+            "parking_lot::raw_rwlock::RawRwLock::lock_*_slow",
+            "<parking_lot::raw_rwlock::RawRwLock>::lock_*_slow",
+            "parking_lot::raw_rwlock::RawRwLock::wait_for_readers",
+            "<parking_lot::raw_rwlock::RawRwLock>::wait_for_readers",
+            # lock_api's generic lock calls (parking_lot's, spin's): a frame-pointer
+            # stack keeps them (inlined at the caller) where it loses the slow path
+            "lock_api::mutex::Mutex<R,T>::lock",
+            "lock_api::rwlock::RwLock<R,T>::read",
+            "lock_api::rwlock::RwLock<R,T>::write",
             "rwsem_down_*",
             "__mutex_lock*",
         ),
@@ -79,6 +92,18 @@ RULES: tuple[Rule, ...] = (
             "<std::sys::sync::condvar::pthread::Condvar>::wait*",
             "std::sync::poison::condvar::Condvar::wait*",
             "std::sync::condvar::Condvar::wait*",
+            "parking_lot::condvar::Condvar::wait*",
+            "<parking_lot::condvar::Condvar>::wait*",
+            # a thread parked until another unparks it: what Rust's channels, crossbeam's
+            # and OnceLock's waits come down to; a channel's send or receive waits for a
+            # message or for room (its own spinning, sched_yield, included)
+            "std::thread::park*",
+            "std::thread::functions::park*",
+            "<std::thread::thread::Thread>::park*",
+            "<std::sys::sync::thread_parking::*",
+            "crossbeam_channel::channel::Receiver<T>::recv*",
+            "crossbeam_channel::channel::Sender<T>::send*",
+            "crossbeam_channel::context::Context::wait_until",
             "sem_wait",
             "sem_timedwait",
             "sem_clockwait",
@@ -194,22 +219,32 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+# A yield gives the CPU away and runs on: inside a lock's or a channel's slow path
+# (parking_lot and crossbeam spin with sched_yield before they park) it is that
+# wait, as the program's timing of the call counts it; alone it is a sleep.
+YIELDS = frozenset(("sched_yield", "__sched_yield", "do_sched_yield"))
+SPINNING_WAITS = ("mutex", "condvar")
+
 # Kernel scheduler states (letters of /proc/*/stat) that mean "wants the CPU".
 RUNNABLE_KERNEL_STATES = ("R",)
 
 
 class Classifier:
-    """Matches frames against RULES; exact names by dict lookup, prefixes in order."""
+    """Matches frames against RULES: exact names by dict lookup, patterns in order
+    (a trailing `*` a prefix, a `*` elsewhere any run of characters)."""
 
     def __init__(self, rules: Sequence[Rule] = RULES) -> None:
         self._exact: dict[str, str] = {}
-        self._prefixes: list[tuple[str, str]] = []
+        self._patterns: list[tuple[Callable[[str], bool], str]] = []
         for rule in rules:
             for name in rule.functions:
-                if name.endswith("*"):
-                    self._prefixes.append((name[:-1], rule.state))
-                else:
+                if "*" not in name:
                     self._exact.setdefault(name, rule.state)
+                elif name.index("*") == len(name) - 1:
+                    self._patterns.append((_starts_with(name[:-1]), rule.state))
+                else:
+                    glob = re.compile(fnmatch.translate(name))
+                    self._patterns.append((_full_match(glob), rule.state))
         self._cache: dict[str, str] = {}
 
     def state_of_function(self, function: str) -> str:
@@ -225,9 +260,9 @@ class Classifier:
         state = self._exact.get(bare)
         if state:
             return state
-        for prefix, prefix_state in self._prefixes:
-            if bare.startswith(prefix):
-                return prefix_state
+        for matches, pattern_state in self._patterns:
+            if matches(bare):
+                return pattern_state
         return ""
 
     def classify(self, frames: Iterable[Frame], kernel_state: str = "") -> str:
@@ -236,13 +271,31 @@ class Classifier:
         kernel_state is a /proc stat letter (R, S, D, ...); "R" for an
         on-CPU sample or a preempted thread. A runnable thread inside a wait
         function (woken, not yet back on a CPU) still counts as waiting there,
-        as the program's own timing of that call would.
+        as the program's own timing of that call would. A yield inside a lock's
+        or a wait's own spinning is that wait (see SPINNING_WAITS).
         """
+        yielded = ""
         for frame in frames:
             state = self.state_of_function(frame.function)
-            if state:
+            if not state:
+                continue
+            if frame.function.split("(", 1)[0] in YIELDS:
+                yielded = yielded or state
+            elif yielded and state not in SPINNING_WAITS:
+                return yielded
+            else:
                 return state
+        if yielded:
+            return yielded
         return "running" if kernel_state in RUNNABLE_KERNEL_STATES else "other"
+
+
+def _starts_with(prefix: str) -> Callable[[str], bool]:
+    return lambda name: name.startswith(prefix)
+
+
+def _full_match(glob: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda name: glob.match(name) is not None
 
 
 DEFAULT = Classifier()

@@ -94,19 +94,28 @@ def parameter_layout(
         return None, reason
     declared = dict(structs)
     through: dict[str, list[Visit]] = {}
-    untyped = []
+    untyped: list[tuple[Visit, tuple[int, int]]] = []
     for number, call in enumerate(trace.calls):
         found = parameter_base(call, trace, typed)
         if found is not None and found[0] in declared:
             through.setdefault(found[0], []).append(Visit(number, found[1], call))
-        elif (base := object_base(call, trace, in_globals)) is not None:
-            untyped.append(Visit(number, base, call))
+        elif (voted := object_base(call, trace, in_globals)) is not None:
+            untyped.append((Visit(number, voted[0], call), voted[1]))
     if through:
         name, visits = max(through.items(), key=lambda named: len(named[1]))
         best = declared[name]
     elif untyped:
-        visits = untyped
+        visits = [visit for visit, _ in untyped]
         name, best = max(structs, key=lambda named: coverage(named[1], visits))
+        visits = [visit for visit, (low, high) in untyped if low >= 0 and high <= best.size]
+        if not visits:
+            low, high = untyped[0][1]
+            return None, (
+                f"no access of {trace.function} goes through its pointer parameters, and the "
+                f"accesses that agree on an object reach bytes {low} to {high} of it, past the "
+                f"end of struct {best.name} ({best.size} B): not an object of that struct, so "
+                "the parameters' objects could not be told apart"
+            )
     else:
         return None, (
             f"no access of {trace.function} goes through a struct pointer (reg+displacement) "
@@ -390,7 +399,7 @@ def line_move(fields: list[LayoutField], source: int, target: int, line: int) ->
 def render(struct: Struct, fields: list[LayoutField], line: int) -> str:
     """pahole's layout: members with /* offset size */ (/* offset:bit size */ for
     bitfields), cache line boundaries, holes (in bits after a bitfield)."""
-    out = [f"struct {struct.name} {{"]
+    out = ["typedef struct {" if struct.typedef else f"struct {struct.name} {{"]
     end, after_bitfield = 0, False
     for member, f in zip(struct.fields, fields, strict=True):
         start, stop = member.bits()
@@ -410,7 +419,7 @@ def render(struct: Struct, fields: list[LayoutField], line: int) -> str:
     lines = -(-struct.size // line)
     out.append("")
     out.append(f"\t/* size: {struct.size}, cachelines: {lines}, members: {len(fields)} */")
-    out.append("};")
+    out.append(f"}} {struct.name};" if struct.typedef else "};")
     return "\n".join(out)
 
 
@@ -440,16 +449,28 @@ def parameter_base(call: list, trace: Trace, typed: Typed) -> tuple[str, int] | 
     return votes.most_common(1)[0][0] if votes else None
 
 
-def object_base(call: list, trace: Trace, in_globals: Callable[[int], bool]) -> int | None:
-    """The base address most struct-pointer accesses of one call agree on."""
+def object_base(
+    call: list, trace: Trace, in_globals: Callable[[int], bool]
+) -> tuple[int, tuple[int, int]] | None:
+    """The base address most struct-pointer accesses of one call agree on, and the
+    bytes [low, high) of the object those accesses reach: an object they reach past
+    the end of is not of the struct (stb_ds's lookup reads its hash index's header at
+    displacements up to 104, which laid out the 72-byte item as `*map`)."""
     votes: Counter[int] = Counter()
-    for kind, address, _size, pc in call:
+    reach: dict[int, tuple[int, int]] = {}
+    for kind, address, size, pc in call:
         if kind == "I" or in_globals(address):
             continue
         disp = displacement(trace.executable, pc - trace.base)
         if disp is not None:
-            votes[address - disp] += 1
-    return votes.most_common(1)[0][0] if votes else None
+            base = address - disp
+            votes[base] += 1
+            low, high = reach.get(base, (disp, disp + size))
+            reach[base] = (min(low, disp), max(high, disp + size))
+    if not votes:
+        return None
+    base = votes.most_common(1)[0][0]
+    return base, reach[base]
 
 
 @lru_cache(maxsize=4096)

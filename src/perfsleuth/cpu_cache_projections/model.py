@@ -184,7 +184,7 @@ class CacheModel:
             self._fill(level, line)
         if hit == len(self.set_counts):
             self.filled.add(line)
-        if hit and self.geometry.prefetch:
+        if hit:
             self.prefetch(line + 1)
         return hit
 
@@ -214,7 +214,10 @@ class CacheModel:
 
     def prefetch(self, line: int) -> None:
         """The next-line prefetcher brings the line in (a first level's miss of the
-        line below)."""
+        line below); nothing without a prefetcher (`prefetch=none`), whoever asks:
+        the spatial sample plays the lines below its own."""
+        if not self.geometry.prefetch:
+            return
         if self.sample_every > 1 and not spatial_sample.selected(line, self.sample_every):
             return
         self.filled.add(line)

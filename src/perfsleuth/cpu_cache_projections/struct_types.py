@@ -49,6 +49,9 @@ class Struct:
     name: str
     size: int
     fields: list[Field]
+    # named by a typedef of an anonymous struct (`typedef struct {...} rec_map;`,
+    # as Verstable and stb_ds declare their tables), as pahole prints it
+    typedef: bool = False
 
 
 def struct_of(die: DIE | None) -> Struct | None:
@@ -60,11 +63,26 @@ def struct_of(die: DIE | None) -> Struct | None:
         return None
     kinds = ("DW_TAG_member", "DW_TAG_inheritance")
     fields = [member(m) for m in target.iter_children() if m.tag in kinds]
+    name = attr_text(target, "DW_AT_name")
+    alias = "" if name else typedef_name(target)
     return Struct(
-        attr_text(target, "DW_AT_name") or "(anonymous)",
+        name or alias or "(anonymous)",
         target.attributes["DW_AT_byte_size"].value,
         sorted((f for f in fields if f is not None), key=lambda f: f.bits()),
+        typedef=bool(alias),
     )
+
+
+def typedef_name(target: DIE) -> str:
+    """The name a file-level typedef gives an anonymous struct, if one does."""
+    for die in target.cu.get_top_DIE().iter_children():
+        if (
+            die.tag == "DW_TAG_typedef"
+            and "DW_AT_type" in die.attributes
+            and die.get_DIE_from_attribute("DW_AT_type").offset == target.offset
+        ):
+            return attr_text(die, "DW_AT_name")
+    return ""
 
 
 def struct_elements(die: DIE) -> tuple[Struct, int] | None:
