@@ -40,18 +40,21 @@ OLD_FOLDER = "ui-cache"
 @cache
 def code_stamp() -> str:
     """A digest of the package's Python files (name, size, modification time), once per
-    process; walked with os.walk, a third of Path.rglob's CPU (every command that reads
-    a kept answer pays it), and digested by zlib's CRC-32 and Adler-32 (hashlib's import
-    alone cost more than the walk)."""
+    process; walked with os.scandir (two thirds of os.walk's CPU, which was a third of
+    Path.rglob's: every command that reads a kept answer pays it), and digested by zlib's
+    CRC-32 and Adler-32 (hashlib's import alone cost more than the walk)."""
     root = str(PACKAGE)
     inside = len(root) + 1  # a path's characters after the package's folder and its /
     files = []
-    for folder, _subfolders, names in os.walk(root):
-        for name in names:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                st = os.stat(path)
-                files.append(f"{path[inside:]}:{st.st_size}:{st.st_mtime_ns};")
+    folders = [root]
+    for folder in folders:  # grows as the walk finds subfolders (not followed through links)
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    files.append(f"{entry.path[inside:]}:{st.st_size}:{st.st_mtime_ns};")
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
     listed = "".join(sorted(files)).encode()
     return f"{zlib.crc32(listed):08x}{zlib.adler32(listed):08x}"[:12]
 
