@@ -9,6 +9,7 @@ the struct's line 0, and the 72-byte items start at every eighth byte of a line.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,14 @@ def test_cache_show_prints_the_typedef_and_why_the_items_touch_two_lines(store):
     shown = perfsleuth(store, "cache", "show").stdout
     assert "typedef struct {" in shown and "} item;" in shown
     assert "the bytes touched lie in 1.00 of the struct's lines" in shown
+
+
+def test_the_sweep_reports_the_slots_a_lookup_compares(examples_built):
+    """stb_ds's index doubles when 3/4 full (at 3,072 items for 4,096 slots): the slots
+    a lookup compares fall there, as its latency does (no timing asserted)."""
+    out = subprocess.run(
+        [BINARY, "--sweep", "3000,3300"], capture_output=True, text=True, check=True
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    work = {int(n): float(slots) for n, _ns, slots in rows}
+    assert work[3000] > 2.0 > 1.5 > work[3300] > 1.0
