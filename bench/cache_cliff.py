@@ -13,7 +13,8 @@ measured latency.
    cache's sets), and the same with find_entry for examples/bin/uthash_lookup
    (lookups in a uthash table of 112-byte entries) and find_value for
    examples/bin/ghash_lookup (string keys in a GLib GHashTable, the keys in the
-   caller's array, as an interpreter holds them); the fitted working set gives
+   caller's array, as an interpreter holds them), and find_item for
+   examples/bin/stbds_lookup (an stb_ds hash map of 72-byte items); the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
    machine by `perfsleuth cache calibrate`).
@@ -35,7 +36,8 @@ measured latency.
    (not past the next level's), with the miss curves of the levels below at the
    knees fitted for them, and the program's own work per operation as a term of
    the fit when its sweep prints it (uthash: the chain entries a lookup passes,
-   which rise and fall with the buckets' doublings); a knee across which
+   which rise and fall with the buckets' doublings; stb_ds: the hash slots a
+   lookup compares); a knee across which
    latency rises less than RISE times is reported as no rise. The knees are
    found once, on the fastest of the sweeps at each size (--method fastest): a
    neighbour can only slow a size down, by evicting the program's lines from the
@@ -83,9 +85,10 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-reordered": ROOT / "examples/bin/conntable-reordered",
             "conntable-compact": ROOT / "examples/bin/conntable-compact",
             "uthash": ROOT / "examples/bin/uthash_lookup",
-            "ghash": ROOT / "examples/bin/ghash_lookup"}  # fmt: skip
+            "ghash": ROOT / "examples/bin/ghash_lookup",
+            "stbds": ROOT / "examples/bin/stbds_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
-FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value"}
+FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item"}
 SCALE = "n=500,1000,2000"
 LEVELS = ("L1d", "L2", "TLB", "LLC")
 WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW
@@ -301,6 +304,12 @@ def sweep(binary: Path, order: list[int]) -> tuple[dict[int, float], dict[int, f
     )
 
 
+def measured_programs(results: dict) -> list[str]:
+    """The programs a run measured: a run kept before a program joined the bench
+    (`--refit bench/cache_cliff.results.json`) lacks it."""
+    return [name for name in BINARIES if name in results]
+
+
 def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
     return {n: statistics.median(curve[n] for curve in curves) for n in curves[0]}
 
@@ -349,7 +358,7 @@ def main() -> None:
     )
     args = parser.parse_args()  # fmt: skip
     results = json.loads(args.refit.read_text()) if args.refit else measure_all(args)
-    for name in BINARIES:
+    for name in measured_programs(results):
         analyse(results[name], results["calibration"], args.method)
     if not args.refit:
         (OUT / "cache_cliff.json").write_text(json.dumps(results, indent=1))
@@ -428,7 +437,7 @@ def print_knees(results: dict) -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
     errors, held = [], []
-    for name in BINARIES:
+    for name in measured_programs(results):
         for level, row in results[name]["levels"].items():
             per = results[name]["per_n"][level]
             sweeps = ", ".join(f"{k:,}" if k else "-" for k in row["sweeps_knee_n"])
@@ -450,7 +459,7 @@ def print_knees(results: dict) -> None:
     close = sum(abs(e) <= WITHIN for e in held)
     print(f"{close} of the {len(held)} knees whose two halves of the sweeps agree within "
           f"{WITHIN:.0%} (the measurement repeats) are within {WITHIN:.0%}")  # fmt: skip
-    for name in BINARIES:
+    for name in measured_programs(results):
         row, at_start = results[name]["levels"].get("LLC", {}), results[name]["llc_at_start_n"]
         knee_n = row.get("measured_knee_n")
         versus = f" (error {knee_n / at_start - 1:+.1%})" if knee_n and at_start else ""
@@ -465,7 +474,9 @@ def repeats(pair: list[int]) -> bool:
 def print_curves(results: dict) -> None:
     """The latency curves side by side, every other size, each program's predicted
     cliffs (P) and measured knees (K) marked on the first row at or past them."""
-    columns = [f"{title} {name}" for name in BINARIES for title in ("ns/op", "marks")]
+    columns = [
+        f"{title} {name}" for name in measured_programs(results) for title in ("ns/op", "marks")
+    ]
     print("\n| n | " + " | ".join(columns) + " |")
     print("| --- |" + " --- |" * len(columns))
     ns = sorted(results[next(iter(BINARIES))]["latency_ns"])
@@ -473,7 +484,7 @@ def print_curves(results: dict) -> None:
     for index, n in enumerate(shown):
         previous = shown[index - 1] if index else 0
         cells = []
-        for name in BINARIES:
+        for name in measured_programs(results):
             marks = [f"{tag} {level}" for level, row in results[name]["levels"].items()
                      for tag, at in (("P", row["predicted_n"]), ("K", row["measured_knee_n"]))
                      if previous < at <= n]  # fmt: skip

@@ -1,4 +1,5 @@
-"""present/json.py: orjson writes the document json.dump(indent=1, default=str) wrote."""
+"""present/json.py: orjson writes the document json.dump(indent=1, default=str) wrote;
+a small one is written in Python, byte for byte as orjson writes it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+import pytest
+
 from perfsleuth.present import write
-from perfsleuth.present.json import encode
+from perfsleuth.present.json import Unwritten, encode, written
 
 
 @dataclass
@@ -77,3 +81,38 @@ def test_written_through_the_registry(tmp_path: Path) -> None:
     out = tmp_path / "diff.json"
     write("diff", doc, "json", str(out))
     assert json.loads(out.read_text(encoding="utf-8")) == doc
+
+
+def orjson_wrote(doc: object) -> bytes:
+    options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+    return orjson.dumps(doc, option=options)
+
+
+def test_a_small_document_is_written_as_orjson_writes_it() -> None:
+    floats = [0.0, -0.0, 0.1, 1e-4, 1e-05, -2.5e-05, 3.25e-06, 1e-09, 1.5e-10, 1e15, 1e16, 5e-324]
+    doc = {
+        "floats": floats + [x * 1.234567 for x in floats],
+        "keys": {7: "int", "s": "str", "": None},
+        "text": 'Größe \u2264 \U0001f600 "quoted" \\ / \n\t\x00\x1f\x7f \u2028',
+        "nested": [[], {}, [[1, [True, False]], {"a": {"b": []}}], (2, 3)],
+        "ints": [0, -1, 2**63 - 1, -(2**63), 2**64 - 1],
+        "nan": [math.nan, math.inf, -math.inf],
+    }
+    assert encode(doc) == orjson_wrote(doc)
+    for scalar in (1, "x", None, 2.5, []):
+        assert encode(scalar) == orjson_wrote(scalar)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [{"file": "a.c", "line": n} for n in range(20)],  # 20 rows of 2: 40 values past 30
+        {"mode": Mode.COUNT},
+        {True: 1},
+        {"site": Site("a.c", 7)},
+        {"count": 2**64},
+    ],
+)
+def test_a_larger_document_or_another_type_is_left_to_orjson(doc: object) -> None:
+    with pytest.raises(Unwritten):
+        written(doc, 30)

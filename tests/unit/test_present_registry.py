@@ -13,9 +13,11 @@ import pytest
 from perfsleuth.cli import build_parser
 from perfsleuth.model.profile import Frame, ProfileBuilder
 from perfsleuth.present import (
+    ANY_OUTPUT_KINDS,
     FINDINGS,
     PROFILE,
     UI,
+    VIEW_OUTPUTS,
     TitledProfile,
     formats_for,
     output,
@@ -55,6 +57,26 @@ def test_choices_per_document_kind_put_text_first() -> None:
     assert {"folded", "pprof", "speedscope"} <= set(profile_outputs)
     assert "html" not in profile_outputs  # the UI page is one (flame --html, report)
     assert "html" in formats_for(UI)
+
+
+def test_text_and_json_alone_write_the_views_documents() -> None:
+    for found in outputs().values():
+        if found.name not in VIEW_OUTPUTS:
+            assert set(found.writers) <= set(ANY_OUTPUT_KINDS), found.name
+    for kind in RENDERERS:
+        assert formats_for(kind)[0] == "text" and "json" in formats_for(kind)
+
+
+def test_a_views_choices_import_no_other_output() -> None:
+    script = (
+        "import sys; from perfsleuth.present import formats_for; print(formats_for('diff')); "
+        "print(' '.join(m for m in sys.modules if m.startswith('perfsleuth.present.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    choices, modules = done.stdout.splitlines()
+    assert choices == "('text', 'json')"
+    loaded = {name.rpartition(".")[2] for name in modules.split()}
+    assert not loaded & {"pprof", "html", "firefox", "speedscope", "sarif", "markdown", "folded"}
 
 
 def test_every_text_renderer_exists() -> None:

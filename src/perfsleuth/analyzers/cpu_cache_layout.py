@@ -15,13 +15,17 @@ from ..model.findings import Finding
 from . import Context
 
 MISS_BOUND_FRACTION = 0.5
+# visits per object from which the calls work on a few objects again and again (a
+# table's header, a global struct): their lines stay cached whatever the layout
+REVISITS = 8
 
 
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
     for function, doc, share in traced_shares(ctx.profile, ctx.cache):
         for layout in doc.layouts:
-            if (reorder := layout["reorder"]) and saves_lines(layout, reorder):
+            reorder = layout["reorder"]
+            if reorder and saves_lines(layout, reorder) and not revisited(layout):
                 found = finding(function, layout, reorder, share)
                 findings.append(with_sampling(found, doc.sampling))
     return one_per_move(findings)
@@ -32,6 +36,16 @@ def saves_lines(layout: StructLayout, reorder: Reorder) -> bool:
     lie: one placed across fewer lines than its aligned layout (malloc's map at byte
     32 of a line) already touches no more than the move would give."""
     return layout["lines_touched_per_call"] > reorder["lines_per_object_after"]
+
+
+def revisited(layout: StructLayout) -> bool:
+    """Whether the calls reach few objects, each again and again: stb_ds's lookup
+    reads its one hash index header (104 B, `storage` alone on line 1) in every
+    call, and moving `storage` saves no miss, where the finding ranked first with
+    an estimated gain of 23%. Fewer lines per object pay where many objects
+    compete for the caches."""
+    objects = layout.get("objects")
+    return objects is not None and objects * REVISITS <= layout["visits"]
 
 
 def with_sampling(found: Finding, sampling: Sampling) -> Finding:

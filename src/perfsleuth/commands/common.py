@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..model.states import STATES
 from ..present import TitledProfile, describe
-from ..store.layout import store_root
+from ..store import layout
 
 if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
+
     from ..model.count_listing import CountListing
     from ..model.counts import Counts, ExactCounts
     from ..model.profile import Profile
@@ -68,9 +70,10 @@ def open_store(args: argparse.Namespace) -> Store:
     return Store(args.store)
 
 
-def store_folder(args: argparse.Namespace) -> Path:
-    """The store's folder, for reading the files kept beside its database."""
-    return store_root(args.store)
+def store_folder(args: argparse.Namespace) -> str | PathLike[str]:
+    """The store's folder, for reading the files kept beside its database (without
+    pathlib: `top` and `diff` read only those)."""
+    return layout.store_folder(args.store)
 
 
 def load_profile(args: argparse.Namespace, ref: str | None = None) -> tuple[Store, int, Profile]:
@@ -134,6 +137,8 @@ def apply_filters(profile: Profile, args: argparse.Namespace) -> Profile:
 
 def source_roots(args: argparse.Namespace, info: RunInfo) -> list[Path]:
     """The source roots of a run (views/source.source_roots) with the --src given."""
+    from pathlib import Path
+
     from ..views import source  # what reads sources is loaded only by the commands that do
 
     return source.source_roots([Path(p) for p in getattr(args, "src", None) or []], info)

@@ -266,6 +266,7 @@ def layout_of(struct: Struct, visits: list[Visit], line: int, owner: LayoutOwner
         "object_misalignment": aligned,
         "calls": len({visit.call for visit in visits}),
         "visits": len(visits),
+        "objects": len({visit.start for visit in visits}),
         "fields": fields,
         "lines": by_line,
         "lines_touched_per_call": sum(lines_touched) / len(lines_touched),

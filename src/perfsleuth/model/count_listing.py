@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .counts import Counts, ExactCounts, Stamps
 
@@ -44,8 +43,7 @@ class RecordedSources(Mapping[str, list[str]]):
         return len(self.packed)
 
 
-@dataclass(frozen=True)
-class CountListing:
+class CountListing(NamedTuple):  # not a dataclass: model/counts.py says why
     exact: ExactCounts  # per line, each recursion level (f'2) apart
     sources: Mapping[str, list[str]]
     stamps: Stamps

@@ -14,18 +14,22 @@ the run was recorded (so an annotated listing or a diff stays right after the so
 are edited); and a fingerprint of every counted file (size, mtime, SHA-256), so a
 listing that reads a file from disk can tell it changed since the run.
 formats/tool_output/counts.py makes one from a callgrind.out file.
+
+Its classes are plain ones, not dataclasses: importing dataclasses (with the inspect it
+imports) and making the classes cost 0.009 CPU-s, a sixth of `annotate` on a small program,
+which reads this module's ExactCounts (model/count_listing.py); base64's codec is
+binascii's, without base64's own import.
 """
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import re
 import sys
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -46,11 +50,11 @@ CALL_COLUMNS = (("caller", "i"), ("callee", "i"), ("file", "i"), ("line", "i"), 
 
 
 def _pack(raw: bytes) -> str:
-    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+    return binascii.b2a_base64(zlib.compress(raw, 6), newline=False).decode("ascii")
 
 
 def _unpack(text: str) -> bytes:
-    return zlib.decompress(base64.b64decode(text))
+    return zlib.decompress(binascii.a2b_base64(text))
 
 
 def _pack_array(values: array) -> str:
@@ -77,18 +81,27 @@ def unnamed(ob: str) -> str:
     return f"[unnamed code in {Path(ob).name}]"
 
 
-@dataclass
 class Columns:
     """Integer columns of equal length and a flat cost array, `width` costs a row."""
 
-    names: tuple[tuple[str, str], ...]
-    width: int
-    data: dict[str, array] = field(default_factory=dict)
-    costs: array = field(default_factory=lambda: array("q"))
+    __slots__ = ("names", "width", "data", "costs")
 
-    def __post_init__(self) -> None:
-        for name, code in self.names:
+    def __init__(
+        self,
+        names: tuple[tuple[str, str], ...],
+        width: int,
+        data: dict[str, array] | None = None,
+        costs: array | None = None,
+    ) -> None:
+        self.names = names
+        self.width = width
+        self.data = {} if data is None else data
+        self.costs = array("q") if costs is None else costs
+        for name, code in names:
             self.data.setdefault(name, array(code))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Columns) and _fields(self) == _fields(other)
 
     def __len__(self) -> int:
         return len(self.costs) // self.width if self.width else 0
@@ -117,18 +130,37 @@ class Columns:
         return cls(names, width, data, _unpack_array("q", doc["costs"]))
 
 
-@dataclass
 class ExactCounts:
     """Every count of a count run, as columnar tables (see the module's doc)."""
 
-    events: list[str]
-    totals: list[int]
-    functions: list[Fn]  # by function id
-    own_files: list[int]  # the file id of each function's own code (callgrind's fl=)
-    files: list[str]  # by file id
-    cells: Columns
-    calls: Columns
-    meta: dict = field(default_factory=dict)
+    __slots__ = ("events", "totals", "functions", "own_files", "files", "cells", "calls", "meta")
+
+    def __init__(
+        self,
+        events: list[str],
+        totals: list[int],
+        functions: list[Fn],  # by function id
+        own_files: list[int],  # the file id of each function's own code (callgrind's fl=)
+        files: list[str],  # by file id
+        cells: Columns,
+        calls: Columns,
+        meta: dict | None = None,
+    ) -> None:
+        self.events = events
+        self.totals = totals
+        self.functions = functions
+        self.own_files = own_files
+        self.files = files
+        self.cells = cells
+        self.calls = calls
+        self.meta = {} if meta is None else meta
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExactCounts) and _fields(self) == _fields(other)
+
+    def _replace(self, **changes: Any) -> ExactCounts:
+        """A copy with the fields named changed (dataclasses.replace's)."""
+        return ExactCounts(**{name: getattr(self, name) for name in self.__slots__} | changes)
 
     @staticmethod
     def empty(events: list[str]) -> ExactCounts:
@@ -170,7 +202,7 @@ class ExactCounts:
             return self
         cells = _remapped(self.cells, {"fn": remap})
         calls = _remapped(self.calls, {"caller": remap, "callee": remap})
-        return replace(self, functions=functions, own_files=own_files, cells=cells, calls=calls)
+        return self._replace(functions=functions, own_files=own_files, cells=cells, calls=calls)
 
     def by_line(self) -> ExactCounts:
         """The counts per (function, file, line): no instruction addresses and no calls,
@@ -179,7 +211,7 @@ class ExactCounts:
         cells = Columns(CELL_COLUMNS, width)
         for (fid, file, line), costs in self._summed(enumerate(self._cell_keys())).items():
             cells.append((fid, file, line, 0), costs)
-        return replace(self, cells=cells, calls=Columns(CALL_COLUMNS, width))
+        return self._replace(cells=cells, calls=Columns(CALL_COLUMNS, width))
 
     def _summed(self, rows: Iterable[tuple[int, K]]) -> dict[K, list[int]]:
         """key -> the summed counts of every event of the cell rows given as (row, key)."""
@@ -376,6 +408,10 @@ class ExactCounts:
         )
 
 
+def _fields(value: Columns | ExactCounts | Counts) -> tuple:
+    return tuple(getattr(value, name) for name in value.__slots__)
+
+
 def _site(entry: list | None, otherwise: Site) -> Site:
     return (str(entry[0]), int(entry[1])) if entry else otherwise
 
@@ -399,17 +435,29 @@ def _tables_to_come(doc: dict[str, Any]) -> dict[str, Any]:
     return {"exact": None, "stamps": {}, **doc}
 
 
-@dataclass(frozen=True)
 class Counts:
     KIND: ClassVar[str] = "counts"
     NAME: ClassVar[str] = "callgrind.out"  # the document's name in the store
     VERSION: ClassVar[int] = 3
     UPGRADES: ClassVar[Sequence[Upgrade]] = (_add_sources, _tables_to_come)
 
-    callgrind_out: bytes
-    sources: Sources = field(default_factory=dict)
-    exact: ExactCounts | None = None  # None only between reading an old document and parsing it
-    stamps: Stamps = field(default_factory=dict)
+    __slots__ = ("callgrind_out", "sources", "exact", "stamps")
+
+    def __init__(
+        self,
+        callgrind_out: bytes,
+        sources: Sources | None = None,
+        exact: ExactCounts | None = None,  # None only between reading an old document
+        # and parsing it
+        stamps: Stamps | None = None,
+    ) -> None:
+        self.callgrind_out = callgrind_out
+        self.sources = {} if sources is None else sources
+        self.exact = exact
+        self.stamps = {} if stamps is None else stamps
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Counts) and _fields(self) == _fields(other)
 
     def to_json(self) -> dict[str, Any]:
         return {

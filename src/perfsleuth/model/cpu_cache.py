@@ -143,6 +143,9 @@ class StructLayout(LayoutOwner):
     object_misalignment: int
     calls: int
     visits: int
+    # the distinct objects (array elements) the visits reached; not kept before
+    # issue 29's fresh round
+    objects: NotRequired[int]
     fields: list[LayoutField]
     lines: list[LayoutLine]
     lines_touched_per_call: float

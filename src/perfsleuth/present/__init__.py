@@ -15,6 +15,12 @@ that every view's text sits where its owner looks for it (diff_text, annotate_te
 cpu_cache_text, top_text, ...); the `_text` suffix keeps them out of the registry scan, so
 they load only when text is written and a command's start pays for none of them. A new
 command adds a renderer and a table line; a new format never touches them.
+
+Text and json write every view's document (`top`, `diff`, ...); the other outputs write
+only the kinds named here (findings, profile, ui: ANY_OUTPUT_KINDS), which
+tests/unit/test_present_registry.py holds to. So a view's `--format` choices are found
+in text.py and json.py alone: importing the seven other output modules cost a count
+view 0.002-0.003 CPU-s of its start (docs/counts.md).
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ if TYPE_CHECKING:  # the type alone: `top` from its kept page reads no profile
 FINDINGS = "findings"  # an advise document: {"run", "findings", "hidden", "notes", ...}
 PROFILE = "profile"  # a TitledProfile: a run for other tools (export, flame)
 UI = "ui"  # an html.UiBundle: the web UI's answers for one run (`perfsleuth report`)
+ANY_OUTPUT_KINDS = (FINDINGS, PROFILE, UI)  # the kinds other outputs than text and json write
 DEFAULT = "text"
+VIEW_OUTPUTS = (DEFAULT, "json")  # the outputs of the views' documents (the module's doc)
 TEXT_RENDERER_SUFFIX = "_text"
 
 Writer = Callable[[Any, IO[Any]], None]
@@ -86,9 +94,9 @@ def output(name: str) -> Output:
 
 def outputs_for(kind: str) -> list[Output]:
     """The outputs that write documents of `kind`: text first, then by name."""
+    found = outputs().values() if kind in ANY_OUTPUT_KINDS else map(output, VIEW_OUTPUTS)
     return sorted(
-        (o for o in outputs().values() if kind in o.writers),
-        key=lambda o: (o.name != DEFAULT, o.name),
+        (o for o in found if kind in o.writers), key=lambda o: (o.name != DEFAULT, o.name)
     )
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.line_counts import LineCounts
@@ -22,6 +21,8 @@ from . import run_index
 from .answers import AnswerFiles
 
 if TYPE_CHECKING:
+    from os import PathLike
+
     from ..model.count_listing import CountListing
     from ..model.counts import Counts
     from ..model.run import Recording, RunInfo
@@ -63,7 +64,7 @@ def keep_recorded(
         keep_listing(store, info, listing(info, counts))
 
 
-def load(root: Path, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
+def load(root: str | PathLike[str], *refs: str | None) -> list[tuple[int, LineCounts]] | None:
     """The id and line counts of each count run `refs` name in the store at `root`, read
     from their kept files; None when the index is stale or a run's are not kept (load
     the runs from DuckDB)."""
@@ -76,7 +77,7 @@ def load(root: Path, *refs: str | None) -> list[tuple[int, LineCounts]] | None:
     return loaded
 
 
-def load_listing(root: Path, ref: str | None) -> tuple[int, CountListing] | None:
+def load_listing(root: str | PathLike[str], ref: str | None) -> tuple[int, CountListing] | None:
     """The id and listing's counts of the count run `ref` names, read from its kept file;
     None when the index is stale or the run has none kept (a sampled run, or a count run
     not read since it was stored by an older perfsleuth: load it from DuckDB)."""
@@ -86,7 +87,7 @@ def load_listing(root: Path, ref: str | None) -> tuple[int, CountListing] | None
     return None if kept is None else (kept[0], CountListing.from_json(json.loads(kept[1])))
 
 
-def _kept(root: Path, ref: str | None, name: str) -> tuple[int, bytes] | None:
+def _kept(root: str | PathLike[str], ref: str | None, name: str) -> tuple[int, bytes] | None:
     """The id of the run `ref` names and its kept file `name`, through the run index."""
     run = run_index.find(root, ref)
     kept = None if run is None else AnswerFiles(root).kept(*run.key, name)

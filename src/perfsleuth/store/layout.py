@@ -6,16 +6,33 @@ it reads: `diff` of two count runs and `top` start without them."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SCHEMA_VERSION = 1  # runs.MIGRATIONS has this many entries
 DB_NAME = "runs.duckdb"
 
 
 def default_path() -> Path:
-    return Path(os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth")
+    from pathlib import Path  # the store's: the readers of the files beside it do without
+
+    return Path(default_folder())
+
+
+def default_folder() -> str:
+    return os.environ.get("PERFSLEUTH_STORE") or ".perfsleuth"
 
 
 def store_root(path: str | os.PathLike | None) -> Path:
     """The store folder `path` names (the default for none)."""
+    from pathlib import Path
+
     return Path(path) if path else default_path()
+
+
+def store_folder(path: str | os.PathLike[str] | None) -> str | os.PathLike[str]:
+    """The store folder `path` names (the default for none), without pathlib: for the
+    readers of the files kept beside the database (run_index.py, answers.py)."""
+    return path if path else default_folder()

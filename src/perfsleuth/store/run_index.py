@@ -7,6 +7,8 @@ Every write to the store rewrites it, after DuckDB has closed the file, with the
 and modification time runs.duckdb has then. It is believed only while the file still
 has them and no write-ahead log lies beside it: a write by anything else (an older
 perfsleuth, a DuckDB client, a write cut short) sends readers back to DuckDB.
+
+Paths here are strings (os.path), as in answers.py: its readers import no pathlib.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
+from contextlib import suppress
 from typing import NamedTuple
 
 from ..errors import UserError
@@ -36,18 +38,21 @@ class IndexedRun(NamedTuple):
         return self.id, self.started
 
 
-def _stamp(db: Path) -> list[int] | None:
+Folder = str | os.PathLike[str]
+
+
+def _stamp(db: Folder) -> list[int] | None:
     """runs.duckdb's size and mtime, or None while a write-ahead log is beside it."""
-    if db.with_name(db.name + ".wal").exists():
+    if os.path.exists(f"{os.fspath(db)}.wal"):
         return None
     try:
-        st = db.stat()
+        st = os.stat(db)
     except OSError:
         return None
     return [st.st_size, st.st_mtime_ns]
 
 
-def write(db: Path, runs: list[IndexedRun]) -> None:
+def write(db: Folder, runs: list[IndexedRun]) -> None:
     """Keep the index of `db`'s runs (newest first); call it once DuckDB closed the file.
     Not kept (a read-only folder, a full disk), the old index no longer matches the file,
     and readers ask DuckDB."""
@@ -58,22 +63,24 @@ def write(db: Path, runs: list[IndexedRun]) -> None:
         return
     doc = {"db": stamp, "runs": [[r.id, r.started, r.unit] for r in runs]}
     try:
-        fd, temporary = tempfile.mkstemp(dir=db.parent, prefix=".tmp-index-")
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(db), prefix=".tmp-index-")
     except OSError:
         return
     try:
         with os.fdopen(fd, "w") as out:
             json.dump(doc, out)
         os.chmod(temporary, 0o644)
-        os.replace(temporary, db.with_name(INDEX_NAME))
+        os.replace(temporary, os.path.join(os.path.dirname(db), INDEX_NAME))
     except OSError:
-        Path(temporary).unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
-def read(db: Path) -> list[IndexedRun] | None:
+def read(db: Folder) -> list[IndexedRun] | None:
     """The runs of `db`, newest first, or None when the index is missing or stale."""
     try:
-        doc = json.loads(db.with_name(INDEX_NAME).read_bytes())
+        with open(os.path.join(os.path.dirname(db), INDEX_NAME), "rb") as index:
+            doc = json.loads(index.read())
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("db") != _stamp(db):
@@ -81,10 +88,10 @@ def read(db: Path) -> list[IndexedRun] | None:
     return [IndexedRun(int(i), float(started), str(unit)) for i, started, unit in doc["runs"]]
 
 
-def find(root: Path, ref: str | None) -> IndexedRun | None:
+def find(root: Folder, ref: str | None) -> IndexedRun | None:
     """The run `ref` names in the store at `root`, from its index without opening DuckDB;
     None when the index is missing or stale (ask the store)."""
-    runs = read(root / DB_NAME)
+    runs = read(os.path.join(root, DB_NAME))
     if runs is None:
         return None
     ids = [r.id for r in runs]
@@ -99,16 +106,16 @@ def is_run_reference(ref: str) -> bool:
     return RUN_REFERENCE.fullmatch(ref) is not None
 
 
-def resolve(ref: str | None, ids: list[int], root: Path) -> int:
+def resolve(ref: str | None, ids: list[int], root: Folder) -> int:
     """A run id from `3`, `latest`, `latest~1`... among `ids`, the store's newest first
     (the server keeps them between requests)."""
     ref = (ref or "latest").strip()
     if not ids:
-        raise UserError(f"the store {root}/ has no runs yet; record one first")
+        raise UserError(f"the store {_named(root)}/ has no runs yet; record one first")
     if not is_run_reference(ref):
         if ref.startswith("latest"):
             raise UserError(f"bad run reference {ref!r}: use an id, latest or latest~N")
-        raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
+        raise UserError(f"no run {ref!r} in {_named(root)}/; `perfsleuth runs` lists them")
     if ref.startswith("latest"):
         steps = int(ref[len("latest~") :] or 0)
         if steps >= len(ids):
@@ -116,4 +123,12 @@ def resolve(ref: str | None, ids: list[int], root: Path) -> int:
         return int(ids[steps])
     if int(ref) in ids:
         return int(ref)
-    raise UserError(f"no run {ref!r} in {root}/; `perfsleuth runs` lists them")
+    raise UserError(f"no run {ref!r} in {_named(root)}/; `perfsleuth runs` lists them")
+
+
+def _named(root: Folder) -> str:
+    """The store's folder as pathlib writes it (`.perfsleuth/` given is `.perfsleuth`),
+    as the store's own messages name it; pathlib is imported only for a message."""
+    from pathlib import Path
+
+    return str(Path(root))

@@ -326,6 +326,7 @@ export interface StructLayout extends LayoutOwner {
   object_misalignment: number;
   calls: number;
   visits: number;
+  objects?: number;
   fields: LayoutField[];
   lines: LayoutLine[];
   lines_touched_per_call: number;
