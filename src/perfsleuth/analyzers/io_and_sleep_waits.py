@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..collect import thread_state
 from ..model.findings import Finding
 from ..model.profile import Profile
 from ..rules import load_classes
@@ -71,7 +72,6 @@ CUT_YIELD = _Kind(
     "cannot be told: record with --mode wall or --mode all, or build with frame pointers "
     "(-fno-omit-frame-pointer; Rust: -C force-frame-pointers=yes)",
 )
-YIELDS = ("sched_yield", "__sched_yield")
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -107,7 +107,7 @@ def _main_wait(wait: Wait) -> str:
 
 def _finding(profile: Profile, wait: Wait, thread_time: ThreadTime) -> Finding:
     kind, site = KINDS[wait.group], wait.site
-    if site.inferred and all(name in YIELDS for name in site.wait_functions):
+    if site.inferred and all(name in thread_state.YIELDS for name in site.wait_functions):
         kind = CUT_YIELD
     waiting_in = sorted(site.wait_functions, key=lambda name: -site.wait_functions[name])
     return Finding(

@@ -447,8 +447,8 @@ class Counts:
         self,
         callgrind_out: bytes,
         sources: Sources | None = None,
-        exact: ExactCounts | None = None,  # None only between reading an old document
-        # and parsing it
+        # None only between reading an old document and parsing it
+        exact: ExactCounts | None = None,
         stamps: Stamps | None = None,
     ) -> None:
         self.callgrind_out = callgrind_out

@@ -38,10 +38,10 @@ class IndexedRun(NamedTuple):
         return self.id, self.started
 
 
-Folder = str | os.PathLike[str]
+StrPath = str | os.PathLike[str]  # the database's path or the store's folder
 
 
-def _stamp(db: Folder) -> list[int] | None:
+def _stamp(db: StrPath) -> list[int] | None:
     """runs.duckdb's size and mtime, or None while a write-ahead log is beside it."""
     if os.path.exists(f"{os.fspath(db)}.wal"):
         return None
@@ -52,7 +52,7 @@ def _stamp(db: Folder) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def write(db: Folder, runs: list[IndexedRun]) -> None:
+def write(db: StrPath, runs: list[IndexedRun]) -> None:
     """Keep the index of `db`'s runs (newest first); call it once DuckDB closed the file.
     Not kept (a read-only folder, a full disk), the old index no longer matches the file,
     and readers ask DuckDB."""
@@ -76,7 +76,7 @@ def write(db: Folder, runs: list[IndexedRun]) -> None:
             os.unlink(temporary)
 
 
-def read(db: Folder) -> list[IndexedRun] | None:
+def read(db: StrPath) -> list[IndexedRun] | None:
     """The runs of `db`, newest first, or None when the index is missing or stale."""
     try:
         with open(os.path.join(os.path.dirname(db), INDEX_NAME), "rb") as index:
@@ -88,7 +88,7 @@ def read(db: Folder) -> list[IndexedRun] | None:
     return [IndexedRun(int(i), float(started), str(unit)) for i, started, unit in doc["runs"]]
 
 
-def find(root: Folder, ref: str | None) -> IndexedRun | None:
+def find(root: StrPath, ref: str | None) -> IndexedRun | None:
     """The run `ref` names in the store at `root`, from its index without opening DuckDB;
     None when the index is missing or stale (ask the store)."""
     runs = read(os.path.join(root, DB_NAME))
@@ -106,7 +106,7 @@ def is_run_reference(ref: str) -> bool:
     return RUN_REFERENCE.fullmatch(ref) is not None
 
 
-def resolve(ref: str | None, ids: list[int], root: Folder) -> int:
+def resolve(ref: str | None, ids: list[int], root: StrPath) -> int:
     """A run id from `3`, `latest`, `latest~1`... among `ids`, the store's newest first
     (the server keeps them between requests)."""
     ref = (ref or "latest").strip()
@@ -126,7 +126,7 @@ def resolve(ref: str | None, ids: list[int], root: Folder) -> int:
     raise UserError(f"no run {ref!r} in {_named(root)}/; `perfsleuth runs` lists them")
 
 
-def _named(root: Folder) -> str:
+def _named(root: StrPath) -> str:
     """The store's folder as pathlib writes it (`.perfsleuth/` given is `.perfsleuth`),
     as the store's own messages name it; pathlib is imported only for a message."""
     from pathlib import Path

@@ -609,7 +609,8 @@ static void read_held(struct capture *c) {
     c->nheld = 0;
     for (int k = 0; k < read; k++)
         if (words[k] == c->tid) c->held[c->nheld++] = locks[which[k]].at;
-    if (read < n) locks[which[read]].pid = 0; /* unmapped since: never read again */
+    if (read < n && (got >= 0 || errno == EFAULT))
+        locks[which[read]].pid = 0; /* unmapped since: never read again */
 }
 
 static bool is_held(const struct capture *waiter) {
