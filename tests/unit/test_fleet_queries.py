@@ -334,3 +334,21 @@ def test_build_flags_never_run_on_a_local_file_with_another_build_id() -> None:
         f"build flags not checked for {O0_BUILD} (build-id {'00' * 8}): "
         "no binary with that build-id on this machine"
     ]
+
+
+def test_an_object_deleted_during_the_scan_makes_the_query_select_again():
+    """A compaction deleted a Parquet object between the selection and DuckDB's GetObject
+    (a clean-clone CI run on SeaweedFS): the error, as DuckDB worded it, is the
+    FileNotFoundError that makes the query select again, not a traceback."""
+    said = (
+        "Invalid Input Error: reading the stream registered as 'samples_files' failed: "
+        "IOError: AWS Error NO_SUCH_KEY during GetObject operation: The specified key does "
+        "not exist. (Request ID: 18EEBFF6D7EF6F1ADB0DABC0)"
+    )
+
+    @engine.files_may_go
+    def scan() -> None:
+        raise engine.duckdb.InvalidInputException(said)
+
+    with pytest.raises(FileNotFoundError, match="NO_SUCH_KEY"):
+        scan()

@@ -31,10 +31,12 @@ from .kept_files import KEPT
 # Frames of all the distinct stacks a query reads (a busy fleet's day has about 10**6).
 MAX_QUERY_FRAMES = 1 << 24
 # How DuckDB words a file that went away while it read (pyarrow's, then the OS's), or an
-# object gone from S3 (the AWS SDK's RESOURCE_NOT_FOUND, NoSuchKey or a 404).
+# object gone from S3 (the AWS SDK's RESOURCE_NOT_FOUND, NoSuchKey, NO_SUCH_KEY or a
+# 404; a GetObject of a Parquet file a compaction deleted during the scan says
+# "AWS Error NO_SUCH_KEY during GetObject operation").
 GONE = re.compile(
     r"Path does not exist|No such file or directory|\[errno 2\]"
-    r"|RESOURCE_NOT_FOUND|NoSuchKey|HTTP 404"
+    r"|RESOURCE_NOT_FOUND|NoSuchKey|NO_SUCH_KEY|HTTP 404"
 )
 BUCKETS_SCHEMA = pa.schema(
     [
