@@ -5,7 +5,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfsleuth.analyzers import Context, lock_contention
-from perfsleuth.analyzers.wait_sites import call_site
+from perfsleuth.analyzers.wait_sites import call_site, is_library
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 
@@ -329,3 +329,22 @@ def test_the_code_under_the_lock_is_named_past_a_stripped_library_s_static_funct
     names = [h["function"] for h in finding.details["holders"]]
     assert names[0] == "sqlite3PagerCommitPhaseOne"
     assert not any(n.startswith("[unknown]") for n in names)
+
+
+# `perfsleuth flame --folded --state mutex` of a wall run of sqlwriters.c linked with
+# -static (glibc and SQLite inside the program: every frame's DSO is the program's)
+STATIC_MUTEX = Path(__file__).parent.parent / "fixtures" / "wall" / "sqlwriters-static-mutex.folded"
+
+
+def test_a_static_program_s_lock_is_its_own_call_site_not_libc_s_lock_wait():
+    """In a static program __lll_lock_wait and __clone3 are in the program's DSO: the
+    finding named __lll_lock_wait as the program's call site (and, stacks cut, __clone3
+    as every thread's function), not writer at sqlwriters.c:56 as wall mode names it
+    when libc is a shared library."""
+    sites = []
+    for line in STATIC_MUTEX.read_text().splitlines():
+        folded, _weight = line.rsplit(" ", 1)
+        frames = [Frame(n, dso="sqlwriters-static") for n in reversed(folded.split(";"))]
+        sites.append(call_site(frames).function)
+    assert sites == ["writer", "sqlite3LockAndPrepare"]  # SQLite's own lock call, as shared
+    assert all(is_library(Frame(n, dso="app")) for n in ("__clone3", "start_thread", "_start"))
