@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cli_runner import perfsleuth
 
+from perfsleuth.collect import valgrind
 from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.store.runs import Store
 
@@ -208,6 +209,20 @@ def test_only_with_an_unknown_function_says_so(examples_built: Path, tmp_path: P
     assert "no function of that name" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_only_in_a_stripped_program_says_it_is_stripped(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    """It said no function of that name was called, and to look with `nm`, which finds
+    no symbols in a stripped binary (cJSON's driver, stripped, `--only parse_value`)."""
+    stripped = tmp_path / "keys"
+    subprocess.run(["strip", "-o", str(stripped), str(examples_built / "keys")], check=True)
+    said = valgrind.only_not_collected("keys_equal", str(stripped))
+    assert "is stripped (it has no symbol table)" in said and "nm" not in said
+    assert "has this function" in valgrind.only_not_collected(
+        "keys_equal", str(examples_built / "keys")
+    )
 
 
 def test_program_valgrind_cannot_run_gets_its_reason(tmp_path: Path) -> None:

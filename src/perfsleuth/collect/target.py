@@ -165,6 +165,15 @@ class Target:
         process is not ours to signal, so a signal ends the recording (Terminated)."""
         started = time.monotonic()
         deadline = started + duration if duration else None
+        if self.proc is None:
+            # Attaching can take a second or two (bpftrace compiles its program): say
+            # when recording begins, as py-spy does.
+            span = f"for {duration:g} s" if duration else "until it exits"
+            print(
+                f"perfsleuth: recording process {self.pid} {span}; Ctrl-C ends it sooner",
+                file=sys.stderr,
+                flush=True,
+            )
         # Blocked and taken with sigtimedwait, which says who sent each one. Every
         # child is started by now: a child would inherit the mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)

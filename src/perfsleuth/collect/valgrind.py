@@ -236,6 +236,13 @@ def build_id(path: str) -> str:
 
 
 def only_not_collected(function: str, executable: str) -> str:
+    binary = binary_at(executable)
+    if binary is not None and not binary.info.has_symbols:
+        return (
+            f"--only {function}: {executable} is stripped (it has no symbol table), so "
+            "callgrind cannot find its functions by name; record a build that was not "
+            "stripped (no `strip`, no -s)"
+        )
     if defines_function(executable, function):
         return (
             f"--only {function}: {Path(executable).name} has this function but the run never "
