@@ -3,7 +3,8 @@
 against the program's own clock, on programs the off-CPU work was not tuned on
 (issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
 
-    .venv/bin/python bench/offcpu_fresh.py [--runs 3] [--programs rwtable,plcount,sqlwriters,stdpool]
+    .venv/bin/python bench/offcpu_fresh.py [--runs 3]
+        [--programs rwtable,plcount,sqlwriters,stdpool] [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
 - rwtable (C++, g++ -O2 -g): 4 threads on one std::shared_mutex (a pthread rwlock;
