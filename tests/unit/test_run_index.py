@@ -279,6 +279,6 @@ def test_annotate_with_split_recursion_names_the_deeper_levels(tmp_path: Path) -
     store = _count_runs(tmp_path / "store")
     split = perfsleuth(store.root, "annotate", "fib", "1", "--split-recursion")
     assert "deeper levels are apart: fib'2 (" in split.stderr
-    assert "`annotate \"fib'2\" --split-recursion`" in split.stderr
+    assert '`annotate "fib\'2" --split-recursion`' in split.stderr
     merged = perfsleuth(store.root, "annotate", "fib", "1")
     assert "recursion" not in merged.stderr

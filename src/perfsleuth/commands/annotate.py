@@ -146,7 +146,7 @@ def _name_deeper_levels(exact: ExactCounts, functions: set[str]) -> None:
         named = ", ".join(f"{name} ({counted[name]:,} {exact.events[0]})" for name in levels)
         print(
             f"perfsleuth: note: these are the first recursion level's lines; the deeper "
-            f"levels are apart: {named}: `annotate \"{levels[0]}\" --split-recursion` "
+            f'levels are apart: {named}: `annotate "{levels[0]}" --split-recursion` '
             "lists one, `annotate` without --split-recursion all merged",
             file=sys.stderr,
         )
