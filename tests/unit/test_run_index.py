@@ -281,4 +281,6 @@ def test_annotate_with_split_recursion_names_the_deeper_levels(tmp_path: Path) -
     assert "deeper levels are apart: fib'2 (" in split.stderr
     assert '`annotate "fib\'2" --split-recursion`' in split.stderr
     merged = perfsleuth(store.root, "annotate", "fib", "1")
-    assert "recursion" not in merged.stderr
+    assert "recursion" not in merged.stderr and "--asm" not in merged.stderr
+    asm = perfsleuth(store.root, "annotate", "fib", "1", "--asm")  # ignored without a word
+    assert asm.stdout == merged.stdout and "perfsleuth export 1 --callgrind" in asm.stderr

@@ -123,6 +123,13 @@ def annotate_counts(args: argparse.Namespace, run_id: int, kept: CountListing) -
     functions = set(match_names({fn for _ob, fn in exact.functions}, args.function))
     if args.split_recursion:
         _name_deeper_levels(exact, functions)
+    if args.asm:  # it was left out without a word
+        print(
+            "perfsleuth: note: --asm lists sampled runs' machine code; a count run's exact "
+            f"count of each instruction is in its callgrind file (`perfsleuth export {run_id} "
+            "--callgrind FILE`) for KCachegrind's machine code view",
+            file=sys.stderr,
+        )
     doc = listing(args, kept, exact, 0.0, args.context or CONTEXT_LINES, functions)
     doc = {"run": str(run_id), "functions": sorted(functions), **doc}
     write("annotate", doc, args.format, args.output)
