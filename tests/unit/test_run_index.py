@@ -271,3 +271,16 @@ def test_a_damaged_kept_file_is_computed_again_not_a_traceback(tmp_path: Path) -
     (store.root / run_index.INDEX_NAME).unlink()  # DuckDB names the run, the page is read
     assert perfsleuth(store.root, *views[0], *JSON).stdout == before[0]
     json.loads(top_page.read_bytes())
+
+
+def test_annotate_with_split_recursion_names_the_deeper_levels(tmp_path: Path) -> None:
+    """`annotate parse_value --split-recursion` of a cJSON run listed its first level's
+    1,417 instructions without a word of parse_value'2's 16,695,967."""
+    store = _count_runs(tmp_path / "store")
+    split = perfsleuth(store.root, "annotate", "fib", "1", "--split-recursion")
+    assert "deeper levels are apart: fib'2 (" in split.stderr
+    assert '`annotate "fib\'2" --split-recursion`' in split.stderr
+    merged = perfsleuth(store.root, "annotate", "fib", "1")
+    assert "recursion" not in merged.stderr and "--asm" not in merged.stderr
+    asm = perfsleuth(store.root, "annotate", "fib", "1", "--asm")  # ignored without a word
+    assert asm.stdout == merged.stdout and "perfsleuth export 1 --callgrind" in asm.stderr

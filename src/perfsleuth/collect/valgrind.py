@@ -27,6 +27,7 @@ from ..model.counts import Counts
 from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument
 from ..symbols.demangle import demangle_all
+from ..symbols.entries import counted_entries
 from . import target
 from .options import RecordOptions
 from .target import Target
@@ -204,6 +205,9 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
     )
     options.progress.phase("reading callgrind's counts")
     parsed = callgrind.parse(rec.out)  # once, for the stacks and the counts document
+    placed = counted_entries(rec.executable, parsed.self_costs)
+    if placed:  # each function's own line, not a helper's inlined at its entry
+        parsed.meta["entries"] = {fn[1]: list(site) for fn, site in placed.items()}
     profile = callgrind.profile_of(parsed)
     if options.only and not profile.total:
         raise UserError(only_not_collected(options.only, rec.executable))

@@ -139,7 +139,7 @@ def _name_entries(parsed: CallgrindData, path: Path) -> None:
     lines are in): where the program it ran is still beside the file (or on PATH),
     each function's entry comes from the program's debug info, as callgrind's
     instruction addresses give it."""
-    from ..symbols.entries import counted_site, entry_sites
+    from ..symbols.entries import counted_entries
 
     program = _program(str(parsed.meta.get("cmd", "")))
     found = str(path.resolve().parent / program) if "/" in program else shutil.which(program)
@@ -147,17 +147,11 @@ def _name_entries(parsed: CallgrindData, path: Path) -> None:
         return
     if os.path.getmtime(found) > os.path.getmtime(path):
         return  # rebuilt since: its lines may not be the ones counted (its libraries: below)
-    written = os.path.getmtime(path)
-    entries = entry_sites(found, {fn for _ob, fn in parsed.own_file}, before=written)
-    named = {}
-    for fn, sites in parsed.self_costs.items():
-        entry = entries.get(fn[1])
-        site = None if entry is None else counted_site(entry, sites)
-        if site is not None:  # an entry runs on every call: counted
-            parsed.own_file[fn] = site[0]
-            named[fn[1]] = list(site)
-    if named:
-        parsed.meta["entries"] = named
+    placed = counted_entries(found, parsed.self_costs, before=os.path.getmtime(path))
+    for fn, site in placed.items():
+        parsed.own_file[fn] = site[0]
+    if placed:
+        parsed.meta["entries"] = {fn[1]: list(site) for fn, site in placed.items()}
 
 
 def _program(cmd: str) -> str:

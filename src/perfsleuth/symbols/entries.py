@@ -12,7 +12,8 @@ LZ4HC_compress_generic_noDictCtx.part.0 (lz4hc.c) was lz4.c:394.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
 from ..binaries import STT_FUNC, Binary, binary_at, build_id_of
 from ..binaries.libraries import interpreter, needed_paths
@@ -20,6 +21,7 @@ from ..binaries.locate import debug_file_paths
 from .symbolizer import Symbolizer
 
 Site = tuple[str, int]
+RECURSION = re.compile(r"'[0-9]+$")  # callgrind's name of a deeper recursion level: f'2
 
 
 def entry_sites(
@@ -83,18 +85,39 @@ def _function_symbols(binary: Binary) -> list:
     return binary.symbols(".dynsym", FUNCTIONS)
 
 
+def counted_entries(
+    program: str, self_costs: Mapping[tuple[str, str], Iterable[Site]], before: float | None = None
+) -> dict[tuple[str, str], Site]:
+    """{(object, function): its entry's counted (file, line)} for the functions of a
+    valgrind file (their counted sites in `self_costs`) that PROGRAM, its libraries or the
+    loader define (entry_sites), the site written as valgrind wrote it. Valgrind gives the
+    entry instruction the line of the code inlined there: cJSON's cJSON_Parse was
+    `cJSON.c:1079`, inside cJSON_ParseWithLengthOpts, and the C library's _int_malloc
+    malloc.c:1338, in checked_request2size; the outermost frame is the function's own."""
+    names = {RECURSION.sub("", fn) for _ob, fn in self_costs}
+    entries = entry_sites(program, names, before=before)
+    out = {}
+    for fn, sites in self_costs.items():
+        entry = entries.get(RECURSION.sub("", fn[1]))
+        site = None if entry is None else counted_site(entry, sites)
+        if site is not None:
+            out[fn] = site
+    return out
+
+
 def counted_site(site: Site, sites: Iterable[Site]) -> Site | None:
-    """The counted (file, line) that is SITE: the same line, in the same file or one whose
-    path ends in SITE's (valgrind writes the C library's printf_fp.c as
-    ./stdio-common/./stdio-common/printf_fp.c where llvm-symbolizer says
-    ./stdio-common/printf_fp.c)."""
-    counted = list(sites)
-    if site in counted:
+    """SITE with its file as valgrind wrote it, when the function has counted lines in
+    that file: the same file, or one whose path ends in SITE's (valgrind writes the C
+    library's printf_fp.c as ./stdio-common/./stdio-common/printf_fp.c where
+    llvm-symbolizer says ./stdio-common/printf_fp.c). Its line need not be counted: the
+    entry instruction's counted line may be a helper's inlined there."""
+    files = {file for file, _line in sites}
+    if site[0] in files:
         return site
     tail = _parts(site[0])
-    for file, line in counted:
-        if line == site[1] and tail and _parts(file)[-len(tail) :] == tail:
-            return file, line
+    for file in sorted(files):
+        if tail and _parts(file)[-len(tail) :] == tail:
+            return file, site[1]
     return None
 
 
