@@ -4,7 +4,8 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 (issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
-        [--programs rwtable,plcount,sqlwriters,stdpool] [--tools alone,wall,offcpu,all,pt-pmp]
+        [--programs rwtable,plcount,sqlwriters,stdpool,futpool]
+        [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
 - rwtable (C++, g++ -O2 -g): 4 threads on one std::shared_mutex (a pthread rwlock;
@@ -20,6 +21,9 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
 - stdpool (Rust, rustc -O -g, std only): 3 workers take jobs from a bounded
   std::sync::mpsc channel behind a Mutex and fold them into a Mutex<HashMap>; prints
   their time in either lock() (`mutex`) and in recv() (`condvar`).
+- futpool (C++, g++ -O2 -g): rounds of 3 std::async workers waiting in
+  std::shared_future::get() for main's std::promise; prints their time in get()
+  (`condvar`: libstdc++'s futures wait on a futex of their own).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -80,6 +84,11 @@ PROGRAMS = {
         # the program times recv() whole, the channel's own lock included
         (("condvar", ("array::{impl#1}::recv",)), ("mutex", ("lock_contended",))),
     ),
+    "futpool": Program(
+        (str(OUT / "futpool"), "300"),
+        re.compile(r"threads waited (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        (("condvar", ("_M_futex_wait_until", "_State_baseV2::wait")),),
+    ),
 }
 
 
@@ -93,6 +102,8 @@ def build() -> None:
     subprocess.run([*sqlwriters, str(SOURCES / "sqlwriters.c"), "-lsqlite3"], check=True)
     stdpool = ["rustc", "-O", "-g", "-C", "force-frame-pointers=yes", "-o", str(OUT / "stdpool")]
     subprocess.run([*stdpool, str(SOURCES / "stdpool.rs")], check=True)
+    futpool = ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "futpool")]
+    subprocess.run([*futpool, str(SOURCES / "futpool.cc")], check=True)
     manifest = SOURCES / "plcount" / "Cargo.toml"
     subprocess.run(
         ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],

@@ -171,3 +171,22 @@ def test_std_channel_waits_are_channel_waits_and_a_wake_up_is_no_wait():
             assert state == "running", names[-4:]
     unpark = user("<std::sys::sync::thread_parking::futex::Parker>::unpark", "wake", "main")
     assert classify(unpark, "R") == "running"
+
+
+# `perfsleuth flame --folded` of wall and all runs of bench/fresh_waits/futpool.cc: three
+# std::async workers wait in shared_future::get() for main's std::promise; main joins them
+FUTPOOL = Path(__file__).parent.parent / "fixtures" / "offcpu" / "futpool-waits.folded"
+
+
+def test_a_std_future_s_wait_is_a_condvar_wait_and_a_join_stays_other():
+    """libstdc++'s futures wait in their own futex call (_M_futex_wait_until), which no
+    rule named: the workers' 60% of waiting (the program's clock) read `other`, in all
+    three modes."""
+    states: dict[str, set[str]] = {}
+    for line in FUTPOOL.read_text().splitlines():
+        folded, _weight = line.rsplit(" ", 1)
+        names = [INLINE_OR_KERNEL.sub("", n) for n in folded.split(";")]
+        frames = [Frame(n) for n in reversed(names)]
+        kind = "join" if "__pthread_clockjoin_ex" in names else "future"
+        states.setdefault(kind, set()).add(classify(frames, "S"))
+    assert states == {"future": {"condvar"}, "join": {"other"}}

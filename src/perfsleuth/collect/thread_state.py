@@ -87,6 +87,9 @@ RULES: tuple[Rule, ...] = (
             "pthread_cond_clockwait",
             "std::condition_variable::wait*",
             "std::condition_variable_any::wait*",
+            # libstdc++'s futures wait on a futex of their own, not a pthread condvar
+            "std::__atomic_futex_unsigned_base::_M_futex_wait_until*",
+            "std::__future_base::_State_baseV2::wait*",
             "std::sys::sync::condvar::*",
             "<std::sys::sync::condvar::futex::Condvar>::wait*",
             "<std::sys::sync::condvar::pthread::Condvar>::wait*",
