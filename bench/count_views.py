@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli] [--size 5]
+    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson] [--size 5]
                                           [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -21,6 +21,10 @@ N and N+1) and two cachegrind runs of the same commands:
 * lz4, brotli: two small compressors from Debian's sources (gcc -O2 -g) that the earlier
   rounds had not seen, compressing 1 MB of their own C sources (`lz4 -9` and `-10`,
   `brotli -q 7` and `-q 8`); `annotate` lists their hottest function.
+* cjson: cJSON 1.7.15 from Debian's cjson source (gcc -O2 -g) in a driver written here
+  that parses, walks (recursively), prints and frees a 0.7 MB JSON document N times
+  (N and N+1: ~110 M instructions a round); recursive (callgrind's parse_value'2); its
+  `annotate` lists print_value.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -142,6 +146,81 @@ def brotli(out: Path) -> None:
     corpus(out, src)
 
 
+CJSON_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cJSON.h"
+
+static long count_numbers(const cJSON *item)
+{
+    long n = cJSON_IsNumber(item) ? 1 : 0;
+    for (const cJSON *c = item->child; c; c = c->next)
+        n += count_numbers(c);
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc(n + 1);
+    if (fread(text, 1, n, f) != (size_t)n) return 2;
+    text[n] = 0;
+    fclose(f);
+    size_t out = 0;
+    long numbers = 0;
+    for (int i = 0; i < atoi(argv[2]); i++) {
+        cJSON *doc = cJSON_Parse(text);
+        if (!doc) return 1;
+        numbers += count_numbers(doc);
+        char *s = cJSON_PrintUnformatted(doc);
+        out += strlen(s);
+        free(s);
+        cJSON_Delete(doc);
+    }
+    printf("%zu bytes printed, %ld numbers\n", out, numbers);
+    return 0;
+}
+"""
+
+
+def json_document(seed: int = 42, items: int = 12) -> str:
+    """A nested JSON document of numbers, strings and literals, the same on every call."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+
+    def node(depth: int) -> object:
+        if depth == 0 or rng.random() < 0.2:
+            return rng.choice(
+                [rng.randint(-(10**6), 10**6), rng.random() * 1000, f"s{rng.randint(0, 9999)}"]
+                + [True, None]
+            )
+        if rng.random() < 0.5:
+            return [node(depth - 1) for _ in range(rng.randint(1, 6))]
+        return {f"k{i}": node(depth - 1) for i in range(rng.randint(1, 6))}
+
+    return json.dumps([node(8) for _ in range(items)], indent=1)
+
+
+def cjson(out: Path) -> None:
+    """cJSON from Debian's cjson source (gcc -O2 -g) in a driver that parses, walks,
+    prints and frees a generated document."""
+    debian_source("cjson", out)
+    sh("tar xf cjson_*.orig.tar.gz", out)
+    src = next(p for p in out.glob("cJSON-*") if p.is_dir())
+    for name in ("cJSON.c", "cJSON.h"):
+        shutil.copy(src / name, out / name)
+    (out / "drive.c").write_text(CJSON_DRIVER)
+    (out / "data.json").write_text(json_document())
+    sh("gcc -O2 -g -o cjson drive.c cJSON.c -lm", out)
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -167,6 +246,7 @@ PROGRAMS = {
         "CreateBackwardReferencesNH6",
         lambda n: f"./brotli -q {n + 2} -f -o c.br corpus.txt",
     ),
+    "cjson": Program(cjson, "cjson", "print_value", lambda n: f"./cjson data.json {n}"),
 }
 
 

@@ -3,9 +3,11 @@
 against the program's own clock, on programs the off-CPU work was not tuned on
 (issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
 
-    .venv/bin/python bench/offcpu_fresh.py [--runs 3] [--programs rwtable,plcount]
+    .venv/bin/python bench/offcpu_fresh.py [--runs 3]
+        [--programs rwtable,plcount,sqlwriters,stdpool,futpool]
+        [--tools alone,wall,offcpu,all,pt-pmp]
 
-bench/fresh_waits/ holds the two programs, each timing its own lock calls:
+bench/fresh_waits/ holds the programs, each timing its own lock calls:
 - rwtable (C++, g++ -O2 -g): 4 threads on one std::shared_mutex (a pthread rwlock;
   one access in 8 a writer) and one std::mutex; prints the threads' time in lock calls
   over their lifetime: the truth for `mutex`.
@@ -13,12 +15,22 @@ bench/fresh_waits/ holds the two programs, each timing its own lock calls:
   crossbeam-channel): 3 workers take jobs from a bounded crossbeam channel and fold
   them into a parking_lot::Mutex; prints the workers' time in lock() (`mutex`) and in
   recv() (`condvar`). Both crates spin with sched_yield before they park.
+- sqlwriters (C, gcc -O2 -g; Debian's libsqlite3, stripped): 4 threads insert batches
+  through one shared SQLite connection, each batch under the connection's own mutex
+  (sqlite3_mutex_enter(sqlite3_db_mutex())); prints their time in that call (`mutex`).
+- stdpool (Rust, rustc -O -g, std only): 3 workers take jobs from a bounded
+  std::sync::mpsc channel behind a Mutex and fold them into a Mutex<HashMap>; prints
+  their time in either lock() (`mutex`) and in recv() (`condvar`).
+- futpool (C++, g++ -O2 -g): rounds of 3 std::async workers waiting in
+  std::shared_future::get() for main's std::promise; prints their time in get()
+  (`condvar`: libstdc++'s futures wait on a futex of their own).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
 program's, in points, per state: the started threads' time in that state over their
 time (offcpu mode: over the lifetime the program prints; pt-pmp: the share of their
-stacks in that kind of wait).
+stacks in that kind of wait), and the tools' perturbation: the started threads'
+lifetime under each tool over the same round's run alone.
 """
 
 from __future__ import annotations
@@ -61,6 +73,22 @@ PROGRAMS = {
         # gdb names Rust's frames its own way: Receiver::recv, raw_mutex::{impl#3}::lock_slow
         (("mutex", ("lock_slow",)), ("condvar", ("Receiver::recv", "Context::wait_until"))),
     ),
+    "sqlwriters": Program(
+        (str(OUT / "sqlwriters"), "1500", "4"),
+        re.compile(r"threads waited (?P<mutex>\d+) ns of (?P<lived>\d+) ns"),
+        (("mutex", ("pthread_mutex_lock", "__lll_lock_wait")),),
+    ),
+    "stdpool": Program(
+        (str(OUT / "stdpool"), "20000", "3"),
+        re.compile(r"waited lock (?P<mutex>\d+) ns recv (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        # the program times recv() whole, the channel's own lock included
+        (("condvar", ("array::{impl#1}::recv",)), ("mutex", ("lock_contended",))),
+    ),
+    "futpool": Program(
+        (str(OUT / "futpool"), "300"),
+        re.compile(r"threads waited (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        (("condvar", ("_M_futex_wait_until", "_State_baseV2::wait")),),
+    ),
 }
 
 
@@ -70,6 +98,12 @@ def build() -> None:
         ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "rwtable"), str(SOURCES / "rwtable.cc")],
         check=True,
     )
+    sqlwriters = ["gcc", "-O2", "-g", "-pthread", "-o", str(OUT / "sqlwriters")]
+    subprocess.run([*sqlwriters, str(SOURCES / "sqlwriters.c"), "-lsqlite3"], check=True)
+    stdpool = ["rustc", "-O", "-g", "-C", "force-frame-pointers=yes", "-o", str(OUT / "stdpool")]
+    subprocess.run([*stdpool, str(SOURCES / "stdpool.rs")], check=True)
+    futpool = ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "futpool")]
+    subprocess.run([*futpool, str(SOURCES / "futpool.cc")], check=True)
     manifest = SOURCES / "plcount" / "Cargo.toml"
     subprocess.run(
         ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],
@@ -84,6 +118,15 @@ def truth_of(program: Program, stderr: str) -> dict[str, float]:
         raise SystemExit(f"no measurement from the program:\n{stderr[-2000:]}")
     lived = float(found["lived"])
     return {s: float(v) / lived for s, v in found.groupdict().items() if s != "lived"}
+
+
+def lived_of(program: Program, stderr: str) -> float:
+    """The started threads' lifetimes, summed (ns): the program's slowdown under a tool."""
+    found = program.truth.search(stderr)
+    return float(found["lived"]) if found else float("nan")
+
+
+Reading = tuple[dict[str, float], dict[str, float], float]  # truth, tool's, lived
 
 
 def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> dict[str, float]:
@@ -105,7 +148,13 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
     return {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr)}
 
 
-def run_mode(mode: str, program: Program) -> tuple[dict[str, float], dict[str, float]]:
+def run_alone(program: Program) -> Reading:
+    proc = subprocess.run(program.argv, capture_output=True, text=True, check=True)
+    truth = truth_of(program, proc.stderr)
+    return truth, truth, lived_of(program, proc.stderr)
+
+
+def run_mode(mode: str, program: Program) -> Reading:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh.") as work:
         cmd = [*PERFSLEUTH, "record", "--mode", mode, "--", *program.argv]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -113,10 +162,11 @@ def run_mode(mode: str, program: Program) -> tuple[dict[str, float], dict[str, f
         if proc.returncode != 0:
             raise SystemExit(f"record --mode {mode} failed:\n{proc.stderr[-2000:]}")
         truth = truth_of(program, proc.stderr)
-        return truth, perfsleuth_reading(Path(work), mode, program, proc.stderr)
+        seen = perfsleuth_reading(Path(work), mode, program, proc.stderr)
+        return truth, seen, lived_of(program, proc.stderr)
 
 
-def run_pt_pmp(program: Program) -> tuple[dict[str, float], dict[str, float]]:
+def run_pt_pmp(program: Program) -> Reading:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh-pmp.") as work:
         samples = Path(work) / "samples"
         target = subprocess.Popen(
@@ -134,7 +184,7 @@ def run_pt_pmp(program: Program) -> tuple[dict[str, float], dict[str, float]]:
         aggregated = subprocess.run(
             ["pt-pmp", str(samples)], capture_output=True, text=True, check=True
         ).stdout
-        return truth, pt_pmp_shares(aggregated, program, truth)
+        return truth, pt_pmp_shares(aggregated, program, truth), lived_of(program, err)
 
 
 def pt_pmp_shares(aggregated: str, program: Program, truth: dict[str, float]) -> dict[str, float]:
@@ -152,31 +202,52 @@ def pt_pmp_shares(aggregated: str, program: Program, truth: dict[str, float]) ->
     return {s: n / max(workers, 1) for s, n in counts.items()}
 
 
+def reading(tool: str, program: Program) -> Reading:
+    if tool == "alone":
+        return run_alone(program)
+    return run_pt_pmp(program) if tool == "pt-pmp" else run_mode(tool, program)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--programs", default="rwtable,plcount")
-    parser.add_argument("--tools", default="wall,offcpu,all,pt-pmp")
+    parser.add_argument("--tools", default="alone,wall,offcpu,all,pt-pmp")
     args = parser.parse_args()
     build()
     diffs: dict[tuple[str, str, str], list[float]] = {}
+    lived: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.runs):
         for name in args.programs.split(","):
             program = PROGRAMS[name]
             for tool in args.tools.split(","):
-                truth, seen = run_pt_pmp(program) if tool == "pt-pmp" else run_mode(tool, program)
+                truth, seen, ns = reading(tool, program)
                 line = ", ".join(
                     f"{s} {100 * truth[s]:.1f}% read {100 * seen[s]:.1f}%" for s in truth
                 )
-                print(f"  {name:8s} {tool:7s} {line}", flush=True)
-                for s in truth:
+                print(f"  {name:8s} {tool:7s} {line}, threads lived {ns / 1e9:.2f} s", flush=True)
+                lived.setdefault((name, tool), []).append(ns)
+                for s in truth if tool != "alone" else ():
                     diffs.setdefault((name, tool, s), []).append(100 * (seen[s] - truth[s]))
     load = os.getloadavg()[0]
     print(f"\ntool - program, points ({args.runs} runs, load now {load:.1f})")
     for (name, tool, state), d in diffs.items():
         values = " ".join(f"{v:+.1f}" for v in d)
         print(f"{name:8s} {tool:7s} {state:8s} median {statistics.median(d):+5.1f}   {values}")
+    print_slowdowns(lived)
     return 0
+
+
+def print_slowdowns(lived: dict[tuple[str, str], list[float]]) -> None:
+    """The program's threads' lifetimes under each tool over alone (its perturbation),
+    round by round."""
+    print("\nthreads' lifetime under the tool / alone, per round")
+    for (name, tool), values in lived.items():
+        alone = lived.get((name, "alone"))
+        if alone and tool != "alone":
+            ratios = [v / a for v, a in zip(values, alone, strict=False)]
+            each = " ".join(f"{r:.2f}" for r in ratios)
+            print(f"{name:10s} {tool:7s} median {statistics.median(ratios):.2f}x   {each}")
 
 
 if __name__ == "__main__":

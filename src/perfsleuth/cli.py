@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_status
     except KeyboardInterrupt as e:
         # Ctrl-C, or SIGTERM/SIGHUP during a recording (collect.target.Terminated)
-        print(f"perfsleuth: {e or 'interrupted'}", file=sys.stderr)
+        print(f"perfsleuth: {str(e) or 'interrupted'}", file=sys.stderr)
         return getattr(e, "exit_status", 130)
     except BrokenPipeError:
         # `perfsleuth top | head`: the reader left; that is not an error.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -72,14 +73,20 @@ def test_a_non_dumpable_process_is_one_line(tmp_path: Path, started: list) -> No
 
 def test_an_unprivileged_user_records_their_own_command(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    done = unprivileged(store, "--", sys.executable, str(EXAMPLES / "zlib_mixed.py"), "4")
+    done = unprivileged(store, "--", sys.executable, str(EXAMPLES / "zlib_mixed.py"), "10")
     assert done.returncode == 0, done.stderr
     assert "py-spy --native alone" not in done.stderr  # perf sampled: paranoid 2 allows it
     top = [sys.executable, "-m", "perfsleuth.cli", "top", "--store", str(store), "--total"]
     shown = subprocess.run([*top, "--format", "json"], capture_output=True, text=True, timeout=60)
     rows = {r["function"]: r for r in json.loads(shown.stdout)["rows"]}
     assert rows["pack_logs"]["dso"] == "[python:zlib_mixed]"
-    assert rows["deflate"]["total"] <= rows["pack_logs"]["total"]
+    # Under load py-spy can miss stretches: those samples keep their native frames
+    # only, and the record says how many. The others are pack_logs', but for a few at
+    # a call's edges: py-spy's clock and perf's are paired to within a sampling period,
+    # so at load a deflate sample can land on the Python call next to it (1-3 of 70).
+    stalled = re.search(r"(\d+) of (\d+) samples .* read no Python stack", done.stderr)
+    native_only = int(stalled[1]) / int(stalled[2]) if stalled else 0.0
+    assert rows["deflate"]["total"] <= rows["pack_logs"]["total"] + native_only + 0.05
 
 
 def test_the_hints_name_yama_and_perf_paranoid(tmp_path: Path) -> None:

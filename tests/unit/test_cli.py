@@ -139,3 +139,16 @@ def _env() -> dict:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
+def test_ctrl_c_says_interrupted(tmp_path, monkeypatch, capsys):
+    """Python's own KeyboardInterrupt has no message, and an exception is always true:
+    `{e or 'interrupted'}` printed "perfsleuth: " alone (Ctrl-C while offcpu or all mode
+    started bpftrace for sqlwriters)."""
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(load("runs"), "run", interrupted)
+    assert main(["runs", "--store", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "perfsleuth: interrupted\n"

@@ -17,6 +17,7 @@ from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.store.runs import Store
+from perfsleuth.symbols import entries
 from perfsleuth.views import annotate, top
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -91,6 +92,44 @@ def test_a_functions_line_is_its_entry_not_a_lower_inlined_line() -> None:
         events=["Ir"], cells=cells, totals=[7], own_file={("/bin/p", "f"): "p.c"}
     )
     assert callgrind.exact_counts(data).entry_sites() == [("p.c", 90)]
+
+
+def test_a_functions_line_is_its_entrys_outermost_frame_when_the_symbolizer_named_it() -> None:
+    """The C library's _int_malloc, counted by callgrind: its entry instruction's line is
+    checked_request2size's (malloc.c:1338), inlined there; record names its own line
+    (3798, the entry's outermost frame) in meta["entries"]. A name two objects define
+    (strcmp) takes it only where the named file is the function's own."""
+    cells = {
+        (("/lib/libc.so.6", "_int_malloc"), "malloc.c", 1338, 0x1000): [3],
+        (("/lib/libc.so.6", "_int_malloc"), "malloc.c", 3810, 0x1010): [9],
+        (("/lib/libc.so.6", "strcmp"), "strcmp.S", 20, 0x2000): [1],
+        (("/lib/ld.so", "strcmp"), "rtld-strcmp.S", 7, 0x3000): [1],
+    }
+    own = {
+        ("/lib/libc.so.6", "_int_malloc"): "malloc.c",
+        ("/lib/libc.so.6", "strcmp"): "strcmp.S",
+        ("/lib/ld.so", "strcmp"): "rtld-strcmp.S",
+    }
+    entries = {"_int_malloc": ["malloc.c", 3798], "strcmp": ["strcmp.S", 18]}
+    data = callgrind.CallgrindData(
+        events=["Ir"], cells=cells, totals=[14], own_file=own, meta={"entries": entries}
+    )
+    exact = callgrind.exact_counts(data)
+    sites = dict(zip(exact.functions, exact.entry_sites(), strict=True))
+    assert sites[("/lib/libc.so.6", "_int_malloc")] == ("malloc.c", 3798)
+    assert sites[("/lib/libc.so.6", "strcmp")] == ("strcmp.S", 18)
+    assert sites[("/lib/ld.so", "strcmp")] == ("rtld-strcmp.S", 7)
+    without = callgrind.CallgrindData(events=["Ir"], cells=cells, totals=[14], own_file=own)
+    assert callgrind.exact_counts(without).entry_sites()[0] == ("malloc.c", 1338)
+
+
+def test_an_entry_is_written_as_valgrind_names_its_file() -> None:
+    counted = [("./stdio-common/./stdio-common/printf_fp.c", 220), ("localeinfo.h", 331)]
+    assert entries.counted_site(("./stdio-common/printf_fp.c", 216), counted) == (
+        "./stdio-common/./stdio-common/printf_fp.c",
+        216,
+    )
+    assert entries.counted_site(("other.c", 216), counted) is None
 
 
 def test_the_parsed_tables_round_trip_through_json(exact: ExactCounts) -> None:

@@ -1,9 +1,11 @@
 """The lock-contention analyzer on small hand-built wall-time profiles."""
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 from perfsleuth.analyzers import Context, lock_contention
-from perfsleuth.analyzers.wait_sites import call_site
+from perfsleuth.analyzers.wait_sites import call_site, is_library
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 
@@ -299,3 +301,50 @@ def test_holders_read_at_a_mutex_are_not_said_of_a_rwlock_waited_at_the_same_sit
     assert said.startswith("under the glibc mutex, its holder runs: update_stats")
     assert "50% of the waits here are on locks whose holder is not read" in said
     assert "std::unique_lock<std::shared_mutex>" in said
+
+
+SQLWRITERS_HOLDERS = (
+    Path(__file__).parent.parent / "fixtures" / "wall" / "sqlwriters-lock-holders.json"
+)
+
+
+def test_the_code_under_the_lock_is_named_past_a_stripped_library_s_static_functions():
+    """bench/fresh_waits/sqlwriters.c's threads wait on SQLite's connection mutex
+    (Debian's libsqlite3, stripped) while its holder commits: wall mode's real holders
+    (the 12 heaviest) end in its static functions, "[unknown] libsqlite3.so.0.8.6
+    +0xaa310", which the finding named as the code under the lock (35%, 12%, 7%); the
+    first named frame is SQLite's commit, sqlite3PagerCommitPhaseOne."""
+    holders = json.loads(SQLWRITERS_HOLDERS.read_text())
+    b = ProfileBuilder(unit="ns")
+    waits = [Frame(f, dso="libc.so.6") for f in holders[0][0][:4]]
+    caller = Frame("writer", dso="sqlwriters", file="/tmp/fw/sqlwriters.c", line=56)
+    for tid in (11, 12, 13):
+        t = Thread(tid, 10, "sqlwriters")
+        b.add([*waits, caller, *ROOT], 600 * MS, thread=t, state="mutex")
+        hashing = [Frame("hash_rows", dso="sqlwriters"), caller, *ROOT]
+        b.add(hashing, 400 * MS, thread=t, state="running")
+    profile = b.build()
+    profile.meta["lock_holders"] = holders
+    (finding,) = lock_contention.analyze(context(profile, cpus=2))
+    names = [h["function"] for h in finding.details["holders"]]
+    assert names[0] == "sqlite3PagerCommitPhaseOne"
+    assert not any(n.startswith("[unknown]") for n in names)
+
+
+# `perfsleuth flame --folded --state mutex` of a wall run of sqlwriters.c linked with
+# -static (glibc and SQLite inside the program: every frame's DSO is the program's)
+STATIC_MUTEX = Path(__file__).parent.parent / "fixtures" / "wall" / "sqlwriters-static-mutex.folded"
+
+
+def test_a_static_program_s_lock_is_its_own_call_site_not_libc_s_lock_wait():
+    """In a static program __lll_lock_wait and __clone3 are in the program's DSO: the
+    finding named __lll_lock_wait as the program's call site (and, stacks cut, __clone3
+    as every thread's function), not writer at sqlwriters.c:56 as wall mode names it
+    when libc is a shared library."""
+    sites = []
+    for line in STATIC_MUTEX.read_text().splitlines():
+        folded, _weight = line.rsplit(" ", 1)
+        frames = [Frame(n, dso="sqlwriters-static") for n in reversed(folded.split(";"))]
+        sites.append(call_site(frames).function)
+    assert sites == ["writer", "sqlite3LockAndPrepare"]  # SQLite's own lock call, as shared
+    assert all(is_library(Frame(n, dso="app")) for n in ("__clone3", "start_thread", "_start"))

@@ -169,3 +169,16 @@ def test_a_count_runs_whole_path_dsos_get_their_own_fix(tmp_path: Path) -> None:
     assert missing.title.startswith("100.0% of the instructions have no function name")
     fix = f"{stripped}: stripped; rebuild or relink without -s / strip, and with -g"
     assert missing.fix["steps"] == [fix]
+
+
+def test_captured_off_cpu_stacks_cut_in_libstdcxx_are_not_blamed_on_the_stack_copy() -> None:
+    """bench/fresh_waits/futpool.cc recorded with `record --mode all` (perf's DWARF
+    stacks on the CPU, eBPF's frame-pointer walks off it) and exported with `perfsleuth
+    export --pprof`: 59% of the time's stacks stop in libstdc++'s futex wait and libc's
+    join, all of them off the CPU; the finding said they were deeper than perf's 8 KB
+    stack copy and to record with --call-graph fp."""
+    profile = pprof.read(FIXTURES / "futpool-all.pb.gz")
+    ctx = Context(profile=profile, run=RunInfo(meta={"call_graph": "dwarf"}))
+    broken = {f.rule: f for f in missing_symbols.analyze(ctx)}["symbols.broken-stacks"]
+    assert "off-CPU stacks" in broken.title and "8 KB" not in broken.title
+    assert "--mode wall" in broken.suggestion and "--call-graph" not in broken.suggestion

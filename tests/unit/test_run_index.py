@@ -246,3 +246,41 @@ def test_a_recorded_count_run_keeps_its_counts_as_it_is_stored(tmp_path: Path) -
     kept_counts.keep_recorded(store, store.run_info(3), Recording(sample_profile()), count_listing)
     assert kept_counts.load(store.root, "1", "3") is None  # a sampled run has none
     assert kept_counts.load_listing(store.root, "3") is None
+
+
+def _cut_short(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_a_damaged_kept_file_is_computed_again_not_a_traceback(tmp_path: Path) -> None:
+    """A kept file cut short (a full disk, a copy stopped half way) made `top`, `diff` and
+    `annotate` of a count run end in a JSONDecodeError traceback; they answer as before
+    and keep the file anew (`top` too when the run index is not believed)."""
+    store = _count_runs(tmp_path / "store")
+    views = (["top", "1"], ["diff", "1", "2"], ["annotate", "--all", "1"], ["annotate", "fib", "1"])
+    before = [perfsleuth(store.root, *argv, *JSON).stdout for argv in views]
+    kept = sorted((store.root / "answers").glob("run1-*.bin"))
+    assert len(kept) == 3
+    for path in kept:
+        _cut_short(path)
+    assert [perfsleuth(store.root, *argv, *JSON).stdout for argv in views] == before
+    for path in kept:
+        json.loads(path.read_bytes())  # kept again, whole
+    top_page = next(path for path in kept if "-top-" in path.name)
+    _cut_short(top_page)
+    (store.root / run_index.INDEX_NAME).unlink()  # DuckDB names the run, the page is read
+    assert perfsleuth(store.root, *views[0], *JSON).stdout == before[0]
+    json.loads(top_page.read_bytes())
+
+
+def test_annotate_with_split_recursion_names_the_deeper_levels(tmp_path: Path) -> None:
+    """`annotate parse_value --split-recursion` of a cJSON run listed its first level's
+    1,417 instructions without a word of parse_value'2's 16,695,967."""
+    store = _count_runs(tmp_path / "store")
+    split = perfsleuth(store.root, "annotate", "fib", "1", "--split-recursion")
+    assert "deeper levels are apart: fib'2 (" in split.stderr
+    assert '`annotate "fib\'2" --split-recursion`' in split.stderr
+    merged = perfsleuth(store.root, "annotate", "fib", "1")
+    assert "recursion" not in merged.stderr and "--asm" not in merged.stderr
+    asm = perfsleuth(store.root, "annotate", "fib", "1", "--asm")  # ignored without a word
+    assert asm.stdout == merged.stdout and "perfsleuth export 1 --callgrind" in asm.stderr

@@ -143,3 +143,50 @@ def test_parking_lot_and_crossbeam_waits_are_mutex_and_condvar_waits():
         by_state[state] = by_state.get(state, 0.0) + weight
     assert "sleep" not in by_state
     assert by_state["mutex"] > 0 and by_state["condvar"] > 0
+
+
+# `perfsleuth flame --folded` of an all-mode run of bench/fresh_waits/stdpool.rs (std
+# only: workers take jobs from a std::sync::mpsc::sync_channel behind a Mutex and fold
+# them into another), its stacks through the channel, a lock or an unpark
+STDPOOL_ALL = Path(__file__).parent.parent / "fixtures" / "offcpu" / "stdpool-all.folded"
+
+
+def test_std_channel_waits_are_channel_waits_and_a_wake_up_is_no_wait():
+    """The waker's unpark matched the park rule (`<std::sys::sync::thread_parking::*`):
+    main, waking a worker from send(), read as waiting in a condvar; and std's own
+    channel (crossbeam's code) was no channel wait where crossbeam's is: its spinning
+    and its notify inside recv() read as running, which the program times as recv."""
+    for line in STDPOOL_ALL.read_text().splitlines():
+        folded, _weight = line.rsplit(" ", 1)
+        names = [INLINE_OR_KERNEL.sub("", n) for n in folded.split(";")]
+        state = classify([Frame(n) for n in reversed(names)], "R")
+        if "<std::sys::sync::mutex::futex::Mutex>::lock_contended" in names:
+            assert state == "mutex", names[-4:]
+        elif (
+            "std::sync::mpmc::Receiver<T>::recv" in names
+            or "std::sync::mpmc::Sender<T>::send" in names
+        ):
+            assert state == "condvar", names[-4:]
+        else:
+            assert state == "running", names[-4:]
+    unpark = user("<std::sys::sync::thread_parking::futex::Parker>::unpark", "wake", "main")
+    assert classify(unpark, "R") == "running"
+
+
+# `perfsleuth flame --folded` of wall and all runs of bench/fresh_waits/futpool.cc: three
+# std::async workers wait in shared_future::get() for main's std::promise; main joins them
+FUTPOOL = Path(__file__).parent.parent / "fixtures" / "offcpu" / "futpool-waits.folded"
+
+
+def test_a_std_future_s_wait_is_a_condvar_wait_and_a_join_stays_other():
+    """libstdc++'s futures wait in their own futex call (_M_futex_wait_until), which no
+    rule named: the workers' 60% of waiting (the program's clock) read `other`, in all
+    three modes."""
+    states: dict[str, set[str]] = {}
+    for line in FUTPOOL.read_text().splitlines():
+        folded, _weight = line.rsplit(" ", 1)
+        names = [INLINE_OR_KERNEL.sub("", n) for n in folded.split(";")]
+        frames = [Frame(n) for n in reversed(names)]
+        kind = "join" if "__pthread_clockjoin_ex" in names else "future"
+        states.setdefault(kind, set()).add(classify(frames, "S"))
+    assert states == {"future": {"condvar"}, "join": {"other"}}

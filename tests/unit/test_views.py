@@ -241,6 +241,64 @@ def test_count_diff_follows_lines_moved_by_an_edit() -> None:
     assert rows == [(12, None, -9, "y = x;"), (None, 13, 4, "y = x + 1;")]
 
 
+# cJSON 1.7.15's ensure() (gcc 12 -O2 -g), counted lines and texts as two count runs kept
+# them: as released, then split into its fast path below a new NOINLINE ensure_slow()
+ENSURE_BEFORE = [
+    (440, 1242684, "{"),
+    (444, 1553355, "    if ((p == NULL) || (p->buffer == NULL))"),
+    (449, 1553355, "    if ((p->length > 0) && (p->offset >= p->length))"),
+    (455, 932013, "    if (needed > INT_MAX)"),
+    (461, 621342, "    needed += p->offset + 1;"),
+    (462, 621342, "    if (needed <= p->length)"),
+    (464, 310638, "        return p->buffer + p->offset;"),
+    (467, 99, "    if (p->noalloc) {"),
+    (472, 66, "    if (needed > (INT_MAX / 2))"),
+    (486, 33, "        newsize = needed * 2;"),
+    (489, 99, "    if (p->hooks.reallocate != NULL)"),
+    (492, 99, "        newbuffer = (unsigned char*)p->hooks.reallocate(p->buffer, newsize);"),
+    (493, 66, "        if (newbuffer == NULL)"),
+]
+ENSURE_SPLIT = [
+    (440, 132, "{"),
+    (444, 99, "    if (p->noalloc) {"),
+    (449, 66, "    if (needed > (INT_MAX / 2))"),
+    (463, 33, "        newsize = needed * 2;"),
+    (466, 99, "    if (p->hooks.reallocate != NULL)"),
+    (469, 132, "        newbuffer = (unsigned char*)p->hooks.reallocate(p->buffer, newsize);"),
+    (470, 66, "        if (newbuffer == NULL)"),
+    (503, 1553355, "    if ((p == NULL) || (p->buffer == NULL))"),
+    (508, 1553355, "    if ((p->length > 0) && (p->offset >= p->length))"),
+    (514, 621342, "    if (needed > INT_MAX)"),
+    (520, 621342, "    needed += p->offset + 1;"),
+    (521, 621342, "    if (needed <= p->length)"),
+    (523, 621276, "        return p->buffer + p->offset;"),
+    (526, 33, "    return ensure_slow(p, needed);"),
+]
+
+
+def test_count_diff_follows_a_block_moved_past_other_lines() -> None:
+    """The fast path's lines, moved below the new function, were all listed as gone and
+    new (16 changed lines): those of one text in each run pair as moved, and only lines
+    whose counts changed are listed."""
+
+    def file_lines(rows: list[tuple[int, int, str]]) -> FileLines:
+        return FileLines([n for n, _, _ in rows], [[c for _, c, _ in rows]], [t for *_, t in rows])
+
+    a, b = file_lines(ENSURE_BEFORE), file_lines(ENSURE_SPLIT)
+    moved = [(a.lines[i], b.lines[j]) for i, j in count_diff.align_file(a, b) if i is not None]
+    assert (444, 503) in moved and (461, 520) in moved and (464, 523) in moved
+    before = LineCounts(["Ir"], [10**7], [], [[]], [], [[]], {"cJSON.c": a})
+    after = LineCounts(["Ir"], [10**7], [], [[]], [], [[]], {"cJSON.c": b})
+    rows = count_diff.exact_diff(before, after)["lines"]
+    assert [(r["line_a"], r["line_b"], r["delta"]) for r in rows] == [
+        (440, 440, -1242552),
+        (455, 514, -310671),
+        (464, 523, 310638),
+        (492, 469, 33),
+        (None, 526, 33),
+    ]
+
+
 def test_count_diff_pairs_files_of_a_build_in_another_directory() -> None:
     """The same source built in two checkouts: only the changed line differs, not every
     line of every file (each file only in one run, all its lines gone or new)."""

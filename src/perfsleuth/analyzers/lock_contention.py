@@ -142,9 +142,19 @@ def _under_the_lock(profile: Profile, site: Site) -> list[tuple[str, float]] | N
         if site.frame.function not in waiter:
             continue
         frames = [Frame(function, dso=dso, file=file) for function, dso, file in holder]
-        innermost = next((f for f in frames if not is_library(f) and f.function != UNKNOWN), None)
-        by_function[innermost.function if innermost else "[a library]"] += ns
+        by_function[_innermost_named(frames)] += ns
     return _top_shares(by_function) if by_function else None
+
+
+def _innermost_named(frames: list[Frame]) -> str:
+    """The holder's innermost frame outside the system's libraries that has a name; a
+    stripped library's static functions ("[unknown] libsqlite3.so.0+0xaa310", wall
+    mode's) give way to the first named one (sqlite3PagerCommitPhaseOne, the program's
+    own function): an unnamed one only when none is named."""
+    own = [f for f in frames if not is_library(f) and f.function != UNKNOWN]
+    named = next((f for f in own if not f.function.startswith(UNKNOWN)), None)
+    innermost = named or (own[0] if own else None)
+    return innermost.function if innermost else "[a library]"
 
 
 def _top_shares(weights: dict[str, float]) -> list[tuple[str, float]]:

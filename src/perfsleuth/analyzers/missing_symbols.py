@@ -64,6 +64,9 @@ LOADERS = re.compile(r"^ld(-linux[-\w]*)?\.so")
 # py-spy rebuilds stacks from the interpreter's frames and drops its entry frames.
 UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey", "py-spy"})
 DWARF_STACK_COPY = "8 KB"  # perf record --call-graph dwarf's default stack copy per sample
+# A stack through the scheduler was taken as its thread left the CPU: eBPF's off-CPU
+# stacks (offcpu and all modes) are frame-pointer walks, whatever perf's call graph was
+SWITCH_OUT = frozenset(("__schedule", "schedule"))
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -72,7 +75,7 @@ def analyze(ctx: Context) -> list[Finding]:
     if total <= 0:
         return []
     paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
-    unknown_by_dso, broken = _measure(profile, _entry_frames(profile, paths))
+    unknown_by_dso, broken, broken_off_cpu = _measure(profile, _entry_frames(profile, paths))
     findings = []
     generated = _generated_code(unknown_by_dso)
     fixable = {d: w for d, w in unknown_by_dso.items() if d not in generated}
@@ -85,7 +88,7 @@ def analyze(ctx: Context) -> list[Finding]:
         findings.append(_generated_finding(unknown_by_dso, generated, total))
     unwound = profile.meta.get("format") not in UNWOUND_FORMATS
     if unwound and broken / total >= MIN_BROKEN_SHARE:
-        findings.append(_broken_finding(ctx, broken / total))
+        findings.append(_broken_finding(ctx, broken / total, broken_off_cpu / broken))
     return findings
 
 
@@ -112,10 +115,12 @@ def _is_unnamed_start(frame: Frame, paths: dict[str, str]) -> bool:
     return 0 <= int(m["start"], 16) - info.entry < NEAR_ENTRY_BYTES
 
 
-def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], float]:
-    """Unknown-leaf weight per DSO, and the weight of user stacks that reach no entry."""
+def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], float, float]:
+    """Unknown-leaf weight per DSO, the weight of user stacks that reach no entry, and
+    of those the weight taken off the CPU (SWITCH_OUT)."""
     unknown: dict[str, float] = defaultdict(float)
-    broken = 0.0
+    broken = broken_off_cpu = 0.0
+    switch_out = {i for i, f in enumerate(profile.frames) if f.kernel and f.function in SWITCH_OUT}
     for stack, weight, _count, _thread, _state in profile.rows():
         if not stack:
             continue
@@ -124,7 +129,8 @@ def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], flo
             unknown[leaf.dso or "[unknown]"] += weight
         if not profile.frames[stack[-1]].kernel and entries.isdisjoint(stack):
             broken += weight
-    return unknown, broken
+            broken_off_cpu += 0.0 if switch_out.isdisjoint(stack) else weight
+    return unknown, broken, broken_off_cpu
 
 
 def _generated_code(by_dso: dict[str, float]) -> dict[str, str]:
@@ -236,7 +242,8 @@ def _blind_share(ctx: Context, by_dso: dict[str, float], total: float) -> float:
     return sum(w for d, w in by_dso.items() if d not in named) / total
 
 
-def _broken_finding(ctx: Context, share: float) -> Finding:
+def _broken_finding(ctx: Context, share: float, off_cpu: float) -> Finding:
+    """off_cpu: the part of the broken weight in stacks taken off the CPU."""
     # recorded runs say it in the run; imported perf.data in the profile
     call_graph = ctx.run.meta.get("call_graph") or ctx.profile.meta.get("call_graph", "")
     reason = ctx.run.meta.get("call_graph_reason", "")
@@ -251,7 +258,13 @@ def _broken_finding(ctx: Context, share: float) -> Finding:
         fix = "record with --call-graph dwarf, or rebuild with -fno-omit-frame-pointer"
     else:
         fix = "rebuild with -fno-omit-frame-pointer and record with --call-graph fp"
-    if call_graph == "dwarf":
+    if off_cpu >= 0.5:
+        # eBPF's walk of frame pointers stops in the first library built without them
+        title += " (off-CPU stacks: eBPF follows frame pointers, libc and libstdc++ keep none)"
+        confidence = 0.4
+        fix = "`perfsleuth record --mode wall` unwinds the waits with DWARF"
+        evidence.append(f"{100 * off_cpu:.0f}% of them were taken as the thread left the CPU")
+    elif call_graph == "dwarf":
         # DWARF unwinding is exact up to the end of the stack copy: the hot code and
         # its nearest callers are there, only the outermost frames are cut.
         title += f" (deeper than perf's {DWARF_STACK_COPY} stack copy)"

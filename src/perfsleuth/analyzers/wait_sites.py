@@ -3,8 +3,8 @@ waits (lock_contention.py, io_and_sleep_waits.py). Not an analyzer itself.
 
 Works on runs whose samples carry thread states and wall time (record --mode
 all, wall, offcpu). A call site is the first frame, from the leaf outwards, in the
-program's own code (not the kernel, libc, libstdc++, an inlined std:: wrapper or a
-Rust crate built from Cargo's sources)
+program's own code (not the kernel, libc, libstdc++, an inlined std:: wrapper, a
+Rust crate built from Cargo's sources, or libc's functions linked into a static program)
 that is not one of its lock wrappers (lock_wrappers.py: pigz's possess_);
 when the stacks stop inside a library, the thread's own function stands in for it.
 A site counts when it holds a fair part of its threads' wall time and of the run.
@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from ..collect import thread_state
 from ..model.profile import Frame, Profile
 from .lock_wrappers import Key, lock_wrappers
 
@@ -49,6 +50,12 @@ LIBRARY_FUNCTION_PREFIXES = (
     "pthread_",
 )
 LIBRARY_FILE_PREFIXES = ("/usr/include/", "/usr/lib/", "./nptl/", "../sysdeps/")
+# A static program holds libc: its threads' and its own start are libc's by name, as
+# are the waits thread_state names (__lll_lock_wait, futex_wait, read...)
+LIBC_ROOTS = frozenset(
+    ("start_thread", "clone", "clone3", "__clone", "__clone3", "_start", "__libc_start_main",
+     "__libc_start_call_main")
+)  # fmt: skip
 # A Rust program's dependencies are built into it from Cargo's source folders
 # (parking_lot, crossbeam): their frames are a library's, not the program's
 CRATE_SOURCE_DIRS = ("/.cargo/registry/src/", "/.cargo/git/checkouts/")
@@ -182,6 +189,8 @@ def is_library(frame: Frame) -> bool:
         or frame.function.startswith(LIBRARY_FUNCTION_PREFIXES)
         or frame.file.startswith(LIBRARY_FILE_PREFIXES)
         or any(d in frame.file for d in CRATE_SOURCE_DIRS)
+        or frame.function in LIBC_ROOTS
+        or thread_state.DEFAULT.state_of_function(frame.function) != ""
     )
 
 

@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 from .binary import Binary
+from .elf import PT_INTERP
 
 DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
 SYSTEM_DIRS = (
@@ -50,6 +51,15 @@ def needed_paths(binary: Binary) -> list[Path]:
         if path is not None:
             found.append(path)
     return found
+
+
+def interpreter(binary: Binary) -> Path | None:
+    """The dynamic loader the executable names (PT_INTERP), when that file is there."""
+    segment = next((s for s in binary.segments if s.type == PT_INTERP), None)
+    if segment is None:
+        return None
+    path = Path(binary.data(segment).split(b"\0", 1)[0].decode(errors="replace"))
+    return path if path.is_file() else None
 
 
 def _dynamic_strings(binary: Binary) -> list[tuple[int, str]]:

@@ -168,11 +168,17 @@ def _run_perf(argv: list[str], out: Path) -> None:
     keep what was recorded. perf's own messages share stderr with the target's, so
     perf runs quietly (-q) and only its startup failure is summarised here."""
     proc = target.spawn(argv)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
     try:
+        while proc.poll() is None:
+            info = signal.sigtimedwait([signal.SIGINT], 0.1)
+            # A SIGINT sent to perfsleuth alone (kill -INT; the terminal's reached perf
+            # with us) is passed on: perf stops and writes what it has.
+            if info is not None and info.si_code != target.SI_KERNEL:
+                proc.send_signal(signal.SIGINT)
         status = proc.wait()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
     if status == 255 and (not out.exists() or out.stat().st_size == 0):
         raise UserError(
             "perf record failed to start; if it says 'Permission denied', run as root or "

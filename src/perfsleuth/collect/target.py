@@ -161,39 +161,66 @@ class Target:
         interval: float = 0.1,
     ) -> None:
         """Until the target exits (or `duration` seconds pass), calling tick() now and
-        then. A launched target gets the signals sent to us meanwhile; an attached
-        process is not ours to signal, so a signal ends the recording (Terminated)."""
+        then. A launched target gets the signals sent to us meanwhile. An attached
+        process is not ours to signal: Ctrl-C (SIGINT) ends the recording, which is
+        kept, as `perf record -p` does; SIGTERM or SIGHUP ends perfsleuth (Terminated)."""
         started = time.monotonic()
         deadline = started + duration if duration else None
+        if self.proc is None:
+            # Attaching can take a second or two (bpftrace compiles its program): say
+            # when recording begins, as py-spy does.
+            span = f"for {duration:g} s" if duration else "until it exits"
+            print(
+                f"perfsleuth: recording process {self.pid} {span}; Ctrl-C ends it sooner",
+                file=sys.stderr,
+                flush=True,
+            )
+        stopped = False
         # Blocked and taken with sigtimedwait, which says who sent each one. Every
         # child is started by now: a child would inherit the mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
         try:
-            while self.alive() and (deadline is None or time.monotonic() < deadline):
+            while (
+                not stopped and self.alive() and (deadline is None or time.monotonic() < deadline)
+            ):
                 if tick is not None:
                     tick()
-                self._forward(signal.sigtimedwait(FORWARDED, interval))
+                stopped = self._forward(signal.sigtimedwait(FORWARDED, interval))
         finally:
             late = signal.sigtimedwait(FORWARDED, 0)  # sent as the wait ended
             signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         if late is not None and self.proc is None:
-            self._forward(late)  # a launched target is gone: nothing to forward
-        if self.proc is None and deadline is not None and not self.alive():
-            elapsed = time.monotonic() - started
+            stopped = self._forward(late) or stopped
+        if self.proc is None:
+            self._say_how_it_ended(time.monotonic() - started, duration, stopped)
+
+    def _say_how_it_ended(self, elapsed: float, duration: float | None, stopped: bool) -> None:
+        asked = f" of the {duration:g} s asked for" if duration else ""
+        if stopped:
             print(
-                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s of the "
-                f"{duration:g} s asked for; kept what was recorded until then",
+                f"perfsleuth: Ctrl-C ended the recording of process {self.pid} after "
+                f"{elapsed:.1f} s{asked}; kept what was recorded until then",
+                file=sys.stderr,
+            )
+        elif duration and not self.alive():
+            print(
+                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s{asked}; "
+                "kept what was recorded until then",
                 file=sys.stderr,
             )
 
-    def _forward(self, info: Any) -> None:
+    def _forward(self, info: Any) -> bool:
+        """Pass on a signal; True when it was Ctrl-C ending an attached recording."""
         if info is None:
-            return
+            return False
         if self.proc is None:
-            raise Terminated(info.si_signo) if info.si_signo in ENDING else KeyboardInterrupt
+            if info.si_signo in ENDING:
+                raise Terminated(info.si_signo)
+            return True
         # The terminal's Ctrl-C reached the target with us (one process group): once is enough.
         if info.si_code != SI_KERNEL and self.alive():
             os.kill(self.pid, info.si_signo)
+        return False
 
     def abort(self) -> None:
         """Kill a launched command that never got past the gate."""

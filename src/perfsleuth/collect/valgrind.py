@@ -16,6 +16,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from ..model.counts import Counts
 from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument
 from ..symbols.demangle import demangle_all
+from ..symbols.entries import counted_entries
 from . import target
 from .options import RecordOptions
 from .target import Target
@@ -204,6 +206,11 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
     )
     options.progress.phase("reading callgrind's counts")
     parsed = callgrind.parse(rec.out)  # once, for the stacks and the counts document
+    placed = counted_entries(rec.executable, parsed.self_costs)
+    if placed:  # each function's own line, not a helper's inlined at its entry
+        parsed.meta["entries"] = {fn[1]: list(site) for fn, site in placed.items()}
+    if started_threads(parsed.self_costs):
+        print(f"perfsleuth: note: {THREADS_NOTE}", file=sys.stderr)
     profile = callgrind.profile_of(parsed)
     if options.only and not profile.total:
         raise UserError(only_not_collected(options.only, rec.executable))
@@ -227,6 +234,20 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
     )
 
 
+THREADS_NOTE = (
+    "the program started threads: valgrind runs one at a time, and where they wait for "
+    "each other their order moves the counts a little from run to run (zstd's I/O "
+    "thread: up to 1,600 instructions of 24 M between 5 runs, in its lock and "
+    "condition-variable calls); a change smaller than that needs a single-threaded workload"
+)
+
+
+def started_threads(self_costs: Iterable[tuple[str, str]]) -> bool:
+    """Whether a counted function is glibc's thread start (start_thread): the program
+    ran more than one thread."""
+    return any(fn == "start_thread" for _ob, fn in self_costs)
+
+
 def objects(profile: Profile) -> list[str]:
     return sorted({f.dso for f in profile.frames if f.dso.startswith("/")})
 
@@ -236,6 +257,13 @@ def build_id(path: str) -> str:
 
 
 def only_not_collected(function: str, executable: str) -> str:
+    binary = binary_at(executable)
+    if binary is not None and not binary.info.has_symbols:
+        return (
+            f"--only {function}: {executable} is stripped (it has no symbol table), so "
+            "callgrind cannot find its functions by name; record a build that was not "
+            "stripped (no `strip`, no -s)"
+        )
     if defines_function(executable, function):
         return (
             f"--only {function}: {Path(executable).name} has this function but the run never "

@@ -4,6 +4,7 @@ or exact per-function and per-line deltas when both runs are count runs."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from ..present import formats_for, write
@@ -18,6 +19,7 @@ from .common import (
     load_runs,
     open_store,
     store_folder,
+    tools_differ,
 )
 
 if TYPE_CHECKING:
@@ -66,5 +68,8 @@ def _write_exact(
 
     split = getattr(args, "split_recursion", False)
     changed = exact_diff(lines_a, lines_b, n=args.n or 0, split_recursion=split)
+    if lines_a.tool and lines_b.tool and lines_a.tool != lines_b.tool:
+        note = tools_differ(id_a, lines_a.tool, id_b, lines_b.tool)
+        print(f"perfsleuth: note: {note}", file=sys.stderr)
     write("diff", {"a": str(id_a), "b": str(id_b), **changed}, args.format, args.output)
     return 0

@@ -26,7 +26,7 @@ from ..present import formats_for, write
 from ..store.run_index import is_run_reference
 from ..store.runs import Store
 from ..symbols.symbolizer import elf_symbols
-from .common import add_output_options, open_store, require_exact
+from .common import add_output_options, open_store, require_exact, tools_differ
 from .record import store_recording
 
 NAME = "gate"
@@ -75,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
     limit = parse_percent(args.max_increase)
     baseline = load_baseline(open_store(args), args.baseline)
     store, run_id, current = current_run(args, baseline)
+    tools = baseline.get("counted_by", "callgrind"), current["counted_by"]
+    if tools[0] != tools[1]:
+        print(
+            f"perfsleuth: note: {tools_differ(baseline['run'], tools[0], run_id, tools[1])}",
+            file=sys.stderr,
+        )
     info = store.run_info(run_id)
     doc = compare(baseline, current, limit, args.n)
     doc["run"] = str(run_id)
@@ -160,6 +166,7 @@ def baseline_of(store: Store, run_id: int) -> dict[str, Any]:
         "build_id": info.meta.get("build_id", ""),
         "only": info.meta.get("only"),
         "fixed_env": info.meta.get("fixed_env", True),
+        "counted_by": info.meta.get("recorder", "callgrind"),
         "event": EVENT,
         "total": exact.total(EVENT),
         "functions": kept,

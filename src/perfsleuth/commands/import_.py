@@ -139,23 +139,19 @@ def _name_entries(parsed: CallgrindData, path: Path) -> None:
     lines are in): where the program it ran is still beside the file (or on PATH),
     each function's entry comes from the program's debug info, as callgrind's
     instruction addresses give it."""
-    from ..symbols.entries import entry_sites
+    from ..symbols.entries import counted_entries
 
     program = _program(str(parsed.meta.get("cmd", "")))
     found = str(path.resolve().parent / program) if "/" in program else shutil.which(program)
     if not program or found is None or not os.path.isfile(found):
         return
     if os.path.getmtime(found) > os.path.getmtime(path):
-        return  # rebuilt since: its lines may not be the ones counted
-    entries = entry_sites(found, {fn for _ob, fn in parsed.own_file})
-    named = {}
-    for fn, sites in parsed.self_costs.items():
-        site = entries.get(fn[1])
-        if site is not None and site in sites:  # an entry runs on every call: counted
-            parsed.own_file[fn] = site[0]
-            named[fn[1]] = list(site)
-    if named:
-        parsed.meta["entries"] = named
+        return  # rebuilt since: its lines may not be the ones counted (its libraries: below)
+    placed = counted_entries(found, parsed.self_costs, before=os.path.getmtime(path))
+    for fn, site in placed.items():
+        parsed.own_file[fn] = site[0]
+    if placed:
+        parsed.meta["entries"] = {fn[1]: list(site) for fn, site in placed.items()}
 
 
 def _program(cmd: str) -> str:

@@ -69,8 +69,8 @@ def kept_file_top(args: argparse.Namespace) -> dict | None:
     indexed = run_index.find(root, args.run)
     if indexed is None:
         return None
-    kept = AnswerFiles(root).kept(*indexed.key, top_name("function"))
-    return None if kept is None else _shown(json.loads(kept), args.n)
+    kept = AnswerFiles(root).kept_json(*indexed.key, top_name("function"))
+    return None if kept is None else _shown(kept, args.n)
 
 
 def computed_top(args: argparse.Namespace) -> dict:
@@ -100,8 +100,11 @@ def kept_top(args: argparse.Namespace, loaded: LoadedRun) -> dict:
     from ..views import run_answers
 
     store = open_store(args)
-    source = run_answers.stored_run(store, loaded.info, lambda: loaded.profile)
-    doc = json.loads(run_answers.kept_page(store, source, top_name("function")))
+    name = top_name("function")
+    doc = AnswerFiles(store.root).kept_json(loaded.info.id, loaded.info.started, name)
+    if doc is None:  # not kept, or a damaged file (removed by kept_json): built and kept now
+        source = run_answers.stored_run(store, loaded.info, lambda: loaded.profile)
+        doc = json.loads(run_answers.kept_page(store, source, name))
     doc.pop("run", None)
     return _shown(doc, args.n)
 

@@ -35,6 +35,7 @@ class LineCounts(NamedTuple):
     split_names: list[str]  # the same with each recursion level apart
     split_counts: list[list[int]]
     files: dict[str, FileLines]
+    tool: str = ""  # valgrind's tool that counted the run: callgrind or cachegrind
 
     @staticmethod
     def of(counts: Counts) -> LineCounts:
@@ -54,7 +55,11 @@ class LineCounts(NamedTuple):
                 [[costs[(file, line)] for line in lines] for costs in per_event],
                 None if source is None else [_text(source, line) for line in lines],
             )
-        return LineCounts(list(exact.events), list(exact.totals), *merged, *split, files=files)
+        creator = str(exact.meta.get("creator", ""))  # cachegrind's files name none
+        tool = "callgrind" if "callgrind" in creator else creator or "cachegrind"
+        return LineCounts(
+            list(exact.events), list(exact.totals), *merged, *split, files=files, tool=tool
+        )
 
     def column(self, event: str) -> int:
         """The column of `event`'s counts (the first for an event the run lacks)."""
@@ -81,6 +86,7 @@ class LineCounts(NamedTuple):
             "files": {
                 file: [lines.lines, lines.counts, lines.texts] for file, lines in self.files.items()
             },
+            "tool": self.tool,
         }
 
     @staticmethod
@@ -93,6 +99,7 @@ class LineCounts(NamedTuple):
             doc["split_names"],
             doc["split_counts"],
             {file: FileLines(*lines) for file, lines in doc["files"].items()},
+            doc.get("tool", ""),
         )
 
 

@@ -23,12 +23,13 @@ without importing pathlib (0.003 CPU-s with the urllib.parse and ipaddress it im
 
 from __future__ import annotations
 
+import json
 import os
 import zlib
 from collections.abc import Callable
 from contextlib import suppress
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .layout import SCHEMA_VERSION
 
@@ -101,6 +102,21 @@ class AnswerFiles:
             with open(self._path(run_id, started, name), "rb") as kept:
                 return kept.read()
         except OSError:
+            return None
+
+    def kept_json(self, run_id: int, started: float, name: str) -> Any | None:
+        """The JSON value of answer NAME for a run, if kept and readable. A file that does
+        not parse (cut short or damaged on disk) is removed, so that the reader computes
+        the answer again and keeps it anew: it made `top`, `diff` and `annotate` of a count
+        run fail with a traceback."""
+        data = self.kept(run_id, started, name)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError:
+            with suppress(OSError):
+                os.unlink(self._path(run_id, started, name))
             return None
 
     def _path(self, run_id: int, started: float, name: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..model.line_counts import LineCounts
 from . import run_index
@@ -73,7 +73,7 @@ def load(root: str | PathLike[str], *refs: str | None) -> list[tuple[int, LineCo
         kept = _kept(root, ref, COUNTS_FILE)
         if kept is None:
             return None
-        loaded.append((kept[0], LineCounts.from_json(json.loads(kept[1]))))
+        loaded.append((kept[0], LineCounts.from_json(kept[1])))
     return loaded
 
 
@@ -84,11 +84,12 @@ def load_listing(root: str | PathLike[str], ref: str | None) -> tuple[int, Count
     from ..model.count_listing import CountListing
 
     kept = _kept(root, ref, LISTING_FILE)
-    return None if kept is None else (kept[0], CountListing.from_json(json.loads(kept[1])))
+    return None if kept is None else (kept[0], CountListing.from_json(kept[1]))
 
 
-def _kept(root: str | PathLike[str], ref: str | None, name: str) -> tuple[int, bytes] | None:
-    """The id of the run `ref` names and its kept file `name`, through the run index."""
+def _kept(root: str | PathLike[str], ref: str | None, name: str) -> tuple[int, Any] | None:
+    """The id of the run `ref` names and the JSON of its kept file `name`, through the run
+    index (None for a file that does not parse: it is removed, and kept again)."""
     run = run_index.find(root, ref)
-    kept = None if run is None else AnswerFiles(root).kept(*run.key, name)
+    kept = None if run is None else AnswerFiles(root).kept_json(*run.key, name)
     return None if run is None or kept is None else (run.id, kept)
