@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -168,17 +167,8 @@ def _run_perf(argv: list[str], out: Path) -> None:
     keep what was recorded. perf's own messages share stderr with the target's, so
     perf runs quietly (-q) and only its startup failure is summarised here."""
     proc = target.spawn(argv)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
-    try:
-        while proc.poll() is None:
-            info = signal.sigtimedwait([signal.SIGINT], 0.1)
-            # A SIGINT sent to perfsleuth alone (kill -INT; the terminal's reached perf
-            # with us) is passed on: perf stops and writes what it has.
-            if info is not None and info.si_code != target.SI_KERNEL:
-                proc.send_signal(signal.SIGINT)
-        status = proc.wait()
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    target.wait_passing_ctrl_c(proc, same_group=True)
+    status = proc.wait()
     if status == 255 and (not out.exists() or out.stat().st_size == 0):
         raise UserError(
             "perf record failed to start; if it says 'Permission denied', run as root or "

@@ -57,6 +57,40 @@ class Terminated(KeyboardInterrupt):
         self.exit_status = 128 + signo
 
 
+def say_stopped(pid: int, elapsed: float, duration: float | None) -> None:
+    asked = f" of the {duration:g} s asked for" if duration else ""
+    print(
+        f"perfsleuth: Ctrl-C ended the recording of process {pid} after {elapsed:.1f} s"
+        f"{asked}; kept what was recorded until then",
+        file=sys.stderr,
+    )
+
+
+def wait_passing_ctrl_c(
+    proc: subprocess.Popen, timeout: float | None = None, *, same_group: bool
+) -> bool:
+    """Wait for a recorder PROC (perf -p, py-spy --pid); a SIGINT sent to us meanwhile
+    is passed on to it, and it writes what it has. The terminal's Ctrl-C already
+    reached a PROC of our process group (SAME_GROUP): that one is not sent twice.
+    True when a SIGINT came; subprocess.TimeoutExpired after TIMEOUT seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    interrupted = False
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    try:
+        while proc.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            info = signal.sigtimedwait([signal.SIGINT], 0.1)
+            if info is None:
+                continue
+            interrupted = True
+            if not (same_group and info.si_code == SI_KERNEL):
+                proc.send_signal(signal.SIGINT)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    return interrupted
+
+
 def _raise_terminated(signo: int, _frame: Any) -> None:
     raise Terminated(signo)
 
@@ -195,17 +229,12 @@ class Target:
             self._say_how_it_ended(time.monotonic() - started, duration, stopped)
 
     def _say_how_it_ended(self, elapsed: float, duration: float | None, stopped: bool) -> None:
-        asked = f" of the {duration:g} s asked for" if duration else ""
         if stopped:
-            print(
-                f"perfsleuth: Ctrl-C ended the recording of process {self.pid} after "
-                f"{elapsed:.1f} s{asked}; kept what was recorded until then",
-                file=sys.stderr,
-            )
+            say_stopped(self.pid, elapsed, duration)
         elif duration and not self.alive():
             print(
-                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s{asked}; "
-                "kept what was recorded until then",
+                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s of the "
+                f"{duration:g} s asked for; kept what was recorded until then",
                 file=sys.stderr,
             )
 
