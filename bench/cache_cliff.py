@@ -88,8 +88,13 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "ghash": ROOT / "examples/bin/ghash_lookup",
             "stbds": ROOT / "examples/bin/stbds_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
-FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item"}
-SCALE = "n=500,1000,2000"
+FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item",
+             "verstable": "find_record"}  # fmt: skip
+# Runs on both sides of a hash table's doublings and several inside one phase, so
+# that pages that grow by doubling show their steps (doubling.py); the scale before,
+# whose three runs each sit just after a doubling, is projected beside it
+SCALE = "n=500,600,700,800,900,1000,1200,1400,1700,2000"
+SCALE_BEFORE = "n=500,1000,2000"
 LEVELS = ("L1d", "L2", "TLB", "LLC")
 WINDOW = 2.0  # a level's knee is sought from predicted/WINDOW to predicted*WINDOW
 # A knee counts when the latency at twice it is this much above that at half of it;
@@ -109,6 +114,18 @@ def sizes(low: float, high: float) -> list[int]:
     return [round(low * 2 ** (i / POINTS_PER_DOUBLING)) for i in range(steps + 1)]
 
 
+def verstable(checkout: Path) -> Path:
+    """examples/cache/verstable_lookup.c built against a Verstable checkout (in no
+    Debian package: the bench measures it only when given one)."""
+    binary = OUT / "verstable_lookup"
+    subprocess.run(
+        ["gcc", "-O2", "-g", f"-I{checkout}", f"-I{ROOT / 'examples/cache'}", "-o", binary,
+         ROOT / "examples/cache/verstable_lookup.c"],
+        check=True,
+    )  # fmt: skip
+    return binary
+
+
 def calibration() -> dict:
     shown = subprocess.run(
         [*PERFSLEUTH, "cache", "calibrate", "--format", "json"],
@@ -119,12 +136,12 @@ def calibration() -> dict:
     return {key: doc[key] for key in keep}
 
 
-def predicted(binary: Path, function: str) -> dict[str, int]:
+def predicted(binary: Path, function: str, scale: str = SCALE) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         subprocess.run(
             [*PERFSLEUTH, "record", "--store", store, "--mode", "cache", "--function",
-             function, "--scale", SCALE, "--", binary, "{n}"],
+             function, "--scale", scale, "--", binary, "{n}"],
             check=True, capture_output=True,
         )  # fmt: skip
         shown = subprocess.run(
@@ -137,6 +154,7 @@ def predicted(binary: Path, function: str) -> dict[str, int]:
         "per_n": {c["level"]: per_n(scaled, c) for c in scaled["cliffs"]}
         | {"TLB": f"{scaled['tlb'].get('pages_per_n', 0):.4f} pages"},
         "runs": scaled["runs"],
+        "tlb_steps": scaled["tlb"].get("steps"),
     }
 
 
@@ -307,7 +325,7 @@ def sweep(binary: Path, order: list[int]) -> tuple[dict[int, float], dict[int, f
 def measured_programs(results: dict) -> list[str]:
     """The programs a run measured: a run kept before a program joined the bench
     (`--refit bench/cache_cliff.results.json`) lacks it."""
-    return [name for name in BINARIES if name in results]
+    return [name for name in [*BINARIES, "verstable"] if name in results]
 
 
 def median_curve(curves: list[dict[int, float]]) -> dict[int, float]:
@@ -349,6 +367,12 @@ def main() -> None:
         choices=("fastest", "median", "sweeps"),
         default="fastest",
         help="the curve the knees are found on (level_knees)",
+    )
+    parser.add_argument(
+        "--verstable",
+        type=Path,
+        metavar="DIR",
+        help="a JacksonAllan/Verstable checkout (verstable.h): measure it too",
     )
     parser.add_argument(
         "--refit",
@@ -400,16 +424,23 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
     OUT.mkdir(parents=True, exist_ok=True)
     load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
     calibrated = calibration()
+    binaries = dict(BINARIES)
+    if args.verstable:
+        binaries["verstable"] = verstable(args.verstable)
     predictions = {
         name: predicted(binary, FUNCTIONS.get(name, "handle_packet"))
-        for name, binary in BINARIES.items()
+        for name, binary in binaries.items()
+    }
+    before = {
+        name: predicted(binary, FUNCTIONS.get(name, "handle_packet"), SCALE_BEFORE)
+        for name, binary in binaries.items()
     }
     levels = {name: sorted((lv for lv in LEVELS if p.get(lv)), key=p.__getitem__)
               for name, p in predictions.items()}  # fmt: skip
     low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
     high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
     beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
-    swept = measured(BINARIES, sizes(low, high), args.repeats, beside, args.seed)
+    swept = measured(binaries, sizes(low, high), args.repeats, beside, args.seed)
     results: dict[str, Any] = {}
     for name, prediction in predictions.items():
         kept = swept[name]
@@ -418,12 +449,14 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
             "per_n": prediction["per_n"],
             "runs": prediction["runs"],
             "prediction_at_start": dict(sorted(ordered.items(), key=lambda item: item[1])),
+            "prediction_before": {lv: before[name][lv] for lv in LEVELS if before[name].get(lv)},
+            "tlb_steps": prediction["tlb_steps"],
             "work_per_op": kept["work"],
             "sweeps_ns": kept["curves"],
             "sweep_orders": kept["orders"],
             "llc_sweeps_ns": kept["llc_sweeps"],
         }
-    results["overhead"] = overhead(BINARIES["conntable"])
+    results["overhead"] = overhead(binaries["conntable"])
     results["calibration"] = calibrated
     load["end"] = os.getloadavg()
     results["load"] = load
@@ -464,6 +497,32 @@ def print_knees(results: dict) -> None:
         knee_n = row.get("measured_knee_n")
         versus = f" (error {knee_n / at_start - 1:+.1%})" if knee_n and at_start else ""
         print(f"{name}: LLC predicted from {results[name]['llc_from']}{versus}")
+    print_before(results)
+
+
+def print_before(results: dict) -> None:
+    """The knees against the projection from the scale before (SCALE_BEFORE): the
+    L1d, L2 and TLB as recorded (the LLC's, from the calibration at the start alone,
+    would not compare with the one beside the sweeps)."""
+    kept = [name for name in measured_programs(results) if "prediction_before" in results[name]]
+    if not kept:
+        return
+    print(f"\n| program | level | predicted, --scale '{SCALE_BEFORE}' | error | TLB pages |")
+    print("| --- | --- | --- | --- | --- |")
+    errors = []
+    for name in kept:
+        steps = results[name].get("tlb_steps")
+        for level, row in results[name]["levels"].items():
+            if level == "LLC":
+                continue
+            then, knee_n = results[name]["prediction_before"].get(level), row["measured_knee_n"]
+            error = knee_n / then - 1 if then and knee_n else None
+            errors += [error] if error is not None else []
+            shown = f"{error:+.1%}" if error is not None else "-"
+            pages = "stepped now" if level == "TLB" and steps else ""
+            print(f"| {name} | {level} | {then or 0:,} | {shown} | {pages} |")
+    within = sum(abs(e) <= WITHIN for e in errors)
+    print(f"\nwith the scale before: {within} of {len(errors)} knees within {WITHIN:.0%}")
 
 
 def repeats(pair: list[int]) -> bool:

@@ -5,8 +5,8 @@ user's processes, ptrace and perf events."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import time

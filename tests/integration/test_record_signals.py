@@ -149,3 +149,36 @@ def test_sigkill_of_a_cache_recording_takes_valgrind_down(
     proc.communicate(timeout=BOUND_S)
     wait_until(lambda: processes_with(program) == [], "valgrind outlived perfsleuth")
     wait_until(lambda: leftovers(tmp_path) == [], "the temporary folder was left behind")
+
+
+@pytest.mark.parametrize("mode", ["cpu", "wall", "offcpu", "python"])
+def test_sigint_ends_an_attached_recording_and_keeps_it(tmp_path: Path, mode: str) -> None:
+    """`kill -INT` of perfsleuth (not the terminal's Ctrl-C, which reaches perf too)
+    during --pid ends the recording early and stores it, as `perf record -p` does."""
+    if mode == "offcpu" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    spin = ["/bin/sh", "-c", SPIN, f"spin-attached-{mode}"]
+    if mode == "python":
+        spin = [sys.executable, "-c", f"import time\nend = time.time() + {SPIN_S}\n"]
+        spin[-1] += "while time.time() < end: pass"
+    spinner = subprocess.Popen(spin)
+    try:
+        argv = [PERFSLEUTH, "record", "--store", str(tmp_path / "S"), "--mode", mode]
+        proc = subprocess.Popen(
+            [*argv, "--pid", str(spinner.pid), "--duration", str(SPIN_S)],
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert proc.stderr is not None
+        if mode in ("wall", "offcpu"):  # the others attach at once and say nothing
+            assert proc.stderr.readline().startswith("perfsleuth: recording process")
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=BOUND_S)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert proc.returncode == 0, err
+    assert "stored run 1" in err and "Traceback" not in err
+    assert spinner.returncode == -signal.SIGKILL  # still spinning: the signal was not its

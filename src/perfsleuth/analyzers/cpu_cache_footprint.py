@@ -9,6 +9,7 @@ a small fraction of the function's share; the finding is about where the cliff i
 from __future__ import annotations
 
 from ..cpu_cache_projections import traced_shares
+from ..cpu_cache_projections.doubling import pages_text
 from ..model.cpu_cache import (
     Cliff,
     Scaling,
@@ -131,8 +132,7 @@ def tlb_finding(function: str, scaling: Scaling, tlb: TlbCliff, share: float) ->
         share,
         function=function,
         evidence=[
-            f"pages touched = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} x n "
-            f"(4 KiB pages)",
+            f"pages touched = {pages_text(tlb)} (4 KiB pages)",
             f"this machine's TLB reaches {tlb['reach_pages']:,} pages under random access "
             f"(measured {tlb['measured_at']}: {tlb['evidence']})",
             *(f"n={run['n']:,}: {run['data_pages']:,} pages" for run in scaling["runs"]),

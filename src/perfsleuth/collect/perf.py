@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -168,11 +167,8 @@ def _run_perf(argv: list[str], out: Path) -> None:
     keep what was recorded. perf's own messages share stderr with the target's, so
     perf runs quietly (-q) and only its startup failure is summarised here."""
     proc = target.spawn(argv)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        status = proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    target.wait_passing_ctrl_c(proc, same_group=True)
+    status = proc.wait()
     if status == 255 and (not out.exists() or out.stat().st_size == 0):
         raise UserError(
             "perf record failed to start; if it says 'Permission denied', run as root or "

@@ -57,6 +57,40 @@ class Terminated(KeyboardInterrupt):
         self.exit_status = 128 + signo
 
 
+def say_stopped(pid: int, elapsed: float, duration: float | None) -> None:
+    asked = f" of the {duration:g} s asked for" if duration else ""
+    print(
+        f"perfsleuth: Ctrl-C ended the recording of process {pid} after {elapsed:.1f} s"
+        f"{asked}; kept what was recorded until then",
+        file=sys.stderr,
+    )
+
+
+def wait_passing_ctrl_c(
+    proc: subprocess.Popen, timeout: float | None = None, *, same_group: bool
+) -> bool:
+    """Wait for a recorder PROC (perf -p, py-spy --pid); a SIGINT sent to us meanwhile
+    is passed on to it, and it writes what it has. The terminal's Ctrl-C already
+    reached a PROC of our process group (SAME_GROUP): that one is not sent twice.
+    True when a SIGINT came; subprocess.TimeoutExpired after TIMEOUT seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    interrupted = False
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    try:
+        while proc.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            info = signal.sigtimedwait([signal.SIGINT], 0.1)
+            if info is None:
+                continue
+            interrupted = True
+            if not (same_group and info.si_code == SI_KERNEL):
+                proc.send_signal(signal.SIGINT)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    return interrupted
+
+
 def _raise_terminated(signo: int, _frame: Any) -> None:
     raise Terminated(signo)
 
@@ -161,8 +195,9 @@ class Target:
         interval: float = 0.1,
     ) -> None:
         """Until the target exits (or `duration` seconds pass), calling tick() now and
-        then. A launched target gets the signals sent to us meanwhile; an attached
-        process is not ours to signal, so a signal ends the recording (Terminated)."""
+        then. A launched target gets the signals sent to us meanwhile. An attached
+        process is not ours to signal: Ctrl-C (SIGINT) ends the recording, which is
+        kept, as `perf record -p` does; SIGTERM or SIGHUP ends perfsleuth (Terminated)."""
         started = time.monotonic()
         deadline = started + duration if duration else None
         if self.proc is None:
@@ -174,35 +209,47 @@ class Target:
                 file=sys.stderr,
                 flush=True,
             )
+        stopped = False
         # Blocked and taken with sigtimedwait, which says who sent each one. Every
         # child is started by now: a child would inherit the mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
         try:
-            while self.alive() and (deadline is None or time.monotonic() < deadline):
+            while (
+                not stopped and self.alive() and (deadline is None or time.monotonic() < deadline)
+            ):
                 if tick is not None:
                     tick()
-                self._forward(signal.sigtimedwait(FORWARDED, interval))
+                stopped = self._forward(signal.sigtimedwait(FORWARDED, interval))
         finally:
             late = signal.sigtimedwait(FORWARDED, 0)  # sent as the wait ended
             signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         if late is not None and self.proc is None:
-            self._forward(late)  # a launched target is gone: nothing to forward
-        if self.proc is None and deadline is not None and not self.alive():
-            elapsed = time.monotonic() - started
+            stopped = self._forward(late) or stopped
+        if self.proc is None:
+            self._say_how_it_ended(time.monotonic() - started, duration, stopped)
+
+    def _say_how_it_ended(self, elapsed: float, duration: float | None, stopped: bool) -> None:
+        if stopped:
+            say_stopped(self.pid, elapsed, duration)
+        elif duration and not self.alive():
             print(
                 f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s of the "
                 f"{duration:g} s asked for; kept what was recorded until then",
                 file=sys.stderr,
             )
 
-    def _forward(self, info: Any) -> None:
+    def _forward(self, info: Any) -> bool:
+        """Pass on a signal; True when it was Ctrl-C ending an attached recording."""
         if info is None:
-            return
+            return False
         if self.proc is None:
-            raise Terminated(info.si_signo) if info.si_signo in ENDING else KeyboardInterrupt
+            if info.si_signo in ENDING:
+                raise Terminated(info.si_signo)
+            return True
         # The terminal's Ctrl-C reached the target with us (one process group): once is enough.
         if info.si_code != SI_KERNEL and self.alive():
             os.kill(self.pid, info.si_signo)
+        return False
 
     def abort(self) -> None:
         """Kill a launched command that never got past the gate."""

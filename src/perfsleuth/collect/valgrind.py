@@ -16,6 +16,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,6 +209,8 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
     placed = counted_entries(rec.executable, parsed.self_costs)
     if placed:  # each function's own line, not a helper's inlined at its entry
         parsed.meta["entries"] = {fn[1]: list(site) for fn, site in placed.items()}
+    if started_threads(parsed.self_costs):
+        print(f"perfsleuth: note: {THREADS_NOTE}", file=sys.stderr)
     profile = callgrind.profile_of(parsed)
     if options.only and not profile.total:
         raise UserError(only_not_collected(options.only, rec.executable))
@@ -229,6 +232,20 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         meta=meta,
         documents=[counts],
     )
+
+
+THREADS_NOTE = (
+    "the program started threads: valgrind runs one at a time, and where they wait for "
+    "each other their order moves the counts a little from run to run (zstd's I/O "
+    "thread: up to 1,600 instructions of 24 M between 5 runs, in its lock and "
+    "condition-variable calls); a change smaller than that needs a single-threaded workload"
+)
+
+
+def started_threads(self_costs: Iterable[tuple[str, str]]) -> bool:
+    """Whether a counted function is glibc's thread start (start_thread): the program
+    ran more than one thread."""
+    return any(fn == "start_thread" for _ob, fn in self_costs)
 
 
 def objects(profile: Profile) -> list[str]:

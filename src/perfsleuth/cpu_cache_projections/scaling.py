@@ -33,7 +33,9 @@ working set would have, each group of sets filling on its own.
 Address translation has a cliff of its own: past the TLB's reach (measured by
 calibrate.py) every access to a new page pays a page walk. The distinct 4 KiB
 pages the function touches are fitted the same way, and give the n at which
-they exceed that reach."""
+they exceed that reach. A table that doubles takes its pages in steps: when the
+runs show them (doubling.py), the cliff is at the doubling, or the n inside a
+phase, that takes the pages past the reach."""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ from ..model.cpu_cache import (
     TlbCliff,
     TlbLimit,
 )
+from . import doubling
 from .knee import knee
 from .model import Geometry, Level, prefetched_rooms
 from .trace import PAGE_SIZE
@@ -307,10 +310,22 @@ def tlb_cliff(runs: list[MeasuredRun], tlb: TlbLimit) -> TlbCliff | NoTlbCliff:
         return {"available": False, "reason": tlb.get("reason", "no TLB knee measured")}
     points = [(r["n"], float(r["data_pages"])) for r in runs]
     intercept, slope = fit(points)
-    return {
+    linear: TlbCliff = {
         **tlb,
         "available": True,
         "intercept_pages": intercept,
         "pages_per_n": slope,
         **placement((intercept, slope), reach, points),
+    }
+    stepped = doubling.steps(points)
+    if stepped is None or linear["below_range"]:
+        return linear
+    n = doubling.crossing(stepped, reach, MAX_N)
+    return {
+        **linear,
+        "intercept_pages": stepped["intercept"],
+        "pages_per_n": stepped["per_n"],
+        "steps": stepped,
+        "n": n,
+        "in_range": n is not None and points[0][0] <= n <= points[-1][0],
     }

@@ -303,10 +303,22 @@ class Cliff(Capacity):
     below_range: NotRequired[bool]
 
 
+class PageSteps(TypedDict):
+    """Pages that grow by a table's doublings (cpu_cache_projections/doubling.py):
+    intercept + per_n * n + per_capacity_n * (the n at which it doubles next)."""
+
+    intercept: float
+    per_n: float
+    per_capacity_n: float  # pages per n the table holds before it doubles
+    doubles_at_n: float  # it doubles past doubles_at_n * 2^k: the middle of ...
+    doubles_between: list[float]  # ... the two runs around a doubling, scaled to it
+
+
 class TlbCliff(TlbLimit):
     available: Literal[True]
     intercept_pages: float
     pages_per_n: float
+    steps: NotRequired[PageSteps]  # when the pages grow by doubling (then the cliff is from these)
     n: int | None
     in_range: bool
     below_range: NotRequired[bool]

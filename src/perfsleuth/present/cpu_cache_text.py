@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from ..cpu_cache_projections.doubling import pages_text
 from ..model.cpu_cache import (
     CacheProjections,
     Cliff,
@@ -178,9 +179,8 @@ def render_scaling(scale: Scaling, console: Console) -> None:
         return
     console.print(
         Text(
-            f"  pages = {tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n exceed the "
-            f"TLB's measured reach ({tlb['reach_pages']:,} pages) at "
-            f"{where(tlb, scale['range'][0])}"
+            f"  pages = {pages_text(tlb)} exceed the TLB's measured reach "
+            f"({tlb['reach_pages']:,} pages) at {where(tlb, scale['range'][0])}"
         )
     )
 

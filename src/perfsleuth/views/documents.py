@@ -432,6 +432,7 @@ SCHEMA = (
     Entry("Effective", cpu_cache.Effective, extends=("LlcLimit",)),
     Entry("Capacity", cpu_cache.Capacity),
     Entry("Cliff", cpu_cache.Cliff, extends=("Capacity",)),
+    Entry("PageSteps", cpu_cache.PageSteps),
     Entry("TlbCliff", cpu_cache.TlbCliff, extends=("TlbLimit",)),
     Entry("NoTlbCliff", cpu_cache.NoTlbCliff),
     Entry("Scaling", cpu_cache.Scaling),

@@ -454,10 +454,20 @@ export interface Cliff extends Capacity {
   below_range?: boolean;
 }
 
+/** Pages that grow by a table's doublings (cpu_cache_projections/doubling.py): intercept + per_n * n + per_capacity_n * (the n at which it doubles next). */
+export interface PageSteps {
+  intercept: number;
+  per_n: number;
+  per_capacity_n: number;
+  doubles_at_n: number;
+  doubles_between: number[];
+}
+
 export interface TlbCliff extends TlbLimit {
   available: true;
   intercept_pages: number;
   pages_per_n: number;
+  steps?: PageSteps;
   n: number | null;
   in_range: boolean;
   below_range?: boolean;
