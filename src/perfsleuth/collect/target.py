@@ -333,6 +333,11 @@ def _state_of(pid: int) -> str:
     return _stat_of(pid)[1]
 
 
+def running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has)."""
+    return _state_of(pid) not in ("", "Z")
+
+
 def children_of(pid: int) -> list[int]:
     """Child processes of pid: from /proc/PID/task/*/children, or, on kernels built
     without it, from every process's parent in /proc/*/stat."""
