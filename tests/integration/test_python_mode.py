@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -108,7 +109,11 @@ def test_zlib_frames_are_under_their_python_caller(tmp_path: Path) -> None:
     # Sampled: on a loaded machine a sample now and then is taken between a Python frame
     # and the native call it makes (93 of 94 at load 25), so nearly all, not all: a
     # tenth, and one sample of a cheap call seen once or twice (crc32: 0 of 1 once).
-    assert weight > 0 and weight - under_pack_logs <= max(1, 0.1 * weight)
+    # Samples py-spy missed, waiting for a CPU, keep their native frames only: record
+    # says how many.
+    stalled = re.search(r"perfsleuth: (\d+) of \d+ samples .* read no Python stack", done.stderr)
+    native_only = int(stalled[1]) if stalled else 0
+    assert weight > 0 and weight - under_pack_logs <= max(1, 0.1 * weight) + native_only
     crc = [ln for ln in folded.stdout.splitlines() if ";crc32" in ln]
     crc_weight = sum(int(ln.rpartition(" ")[2]) for ln in crc)
     under_checksum = sum(int(ln.rpartition(" ")[2]) for ln in crc if ";checksum_blocks (" in ln)

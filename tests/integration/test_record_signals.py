@@ -151,13 +151,17 @@ def test_sigkill_of_a_cache_recording_takes_valgrind_down(
     wait_until(lambda: leftovers(tmp_path) == [], "the temporary folder was left behind")
 
 
-@pytest.mark.parametrize("mode", ["cpu", "wall", "offcpu"])
+@pytest.mark.parametrize("mode", ["cpu", "wall", "offcpu", "python"])
 def test_sigint_ends_an_attached_recording_and_keeps_it(tmp_path: Path, mode: str) -> None:
     """`kill -INT` of perfsleuth (not the terminal's Ctrl-C, which reaches perf too)
     during --pid ends the recording early and stores it, as `perf record -p` does."""
     if mode == "offcpu" and os.geteuid() != 0:
         pytest.skip("eBPF needs root")
-    spinner = subprocess.Popen(["/bin/sh", "-c", SPIN, f"spin-attached-{mode}"])
+    spin = ["/bin/sh", "-c", SPIN, f"spin-attached-{mode}"]
+    if mode == "python":
+        spin = [sys.executable, "-c", f"import time\nend = time.time() + {SPIN_S}\n"]
+        spin[-1] += "while time.time() < end: pass"
+    spinner = subprocess.Popen(spin)
     try:
         argv = [PERFSLEUTH, "record", "--store", str(tmp_path / "S"), "--mode", mode]
         proc = subprocess.Popen(
@@ -167,7 +171,7 @@ def test_sigint_ends_an_attached_recording_and_keeps_it(tmp_path: Path, mode: st
             cwd=tmp_path,
         )
         assert proc.stderr is not None
-        if mode != "cpu":  # cpu mode's perf -p attaches at once and says nothing
+        if mode in ("wall", "offcpu"):  # the others attach at once and say nothing
             assert proc.stderr.readline().startswith("perfsleuth: recording process")
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)

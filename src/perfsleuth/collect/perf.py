@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -129,16 +128,18 @@ def attach(argv: list[str]) -> subprocess.Popen:
     session: Ctrl-C reaches the target only, and perf is stopped after the target ends."""
     proc = target.spawn(argv, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for_perf_events(proc)
+        _wait_for_perf_events(proc, int(argv[argv.index("-p") + 1]))
     except BaseException:
         target.stop(proc)
         raise
     return proc
 
 
-def _wait_for_perf_events(proc: subprocess.Popen) -> None:
+def _wait_for_perf_events(proc: subprocess.Popen, pid: int) -> None:
     """perf -p says nothing when it is ready: wait until it holds perf_event files,
-    plus a moment to enable them, so the target's exec is not missed."""
+    plus a moment to enable them, so the target's exec is not missed. A target that
+    ended meanwhile (record --pid of a process that exits as bpftrace starts, in all
+    mode) is said so, not taken for perf's permissions."""
     deadline = time.monotonic() + ATTACH_TIMEOUT_S
     fds = Path(f"/proc/{proc.pid}/fd")
     while time.monotonic() < deadline and proc.poll() is None:
@@ -150,6 +151,11 @@ def _wait_for_perf_events(proc: subprocess.Popen) -> None:
             time.sleep(PERF_SETTLE_S)
             return
         time.sleep(0.02)
+    if not target.running(pid):
+        raise UserError(
+            f"process {pid} ended before perf could attach to it; nothing was stored: "
+            "record a process that runs longer, or launch it (perfsleuth record -- CMD)"
+        )
     raise UserError(
         "perf record -p did not start; if it says 'Permission denied', run as root or "
         "lower /proc/sys/kernel/perf_event_paranoid (sysctl kernel.perf_event_paranoid=1)"
@@ -168,17 +174,8 @@ def _run_perf(argv: list[str], out: Path) -> None:
     keep what was recorded. perf's own messages share stderr with the target's, so
     perf runs quietly (-q) and only its startup failure is summarised here."""
     proc = target.spawn(argv)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
-    try:
-        while proc.poll() is None:
-            info = signal.sigtimedwait([signal.SIGINT], 0.1)
-            # A SIGINT sent to perfsleuth alone (kill -INT; the terminal's reached perf
-            # with us) is passed on: perf stops and writes what it has.
-            if info is not None and info.si_code != target.SI_KERNEL:
-                proc.send_signal(signal.SIGINT)
-        status = proc.wait()
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    target.wait_passing_ctrl_c(proc, same_group=True)
+    status = proc.wait()
     if status == 255 and (not out.exists() or out.stat().st_size == 0):
         raise UserError(
             "perf record failed to start; if it says 'Permission denied', run as root or "

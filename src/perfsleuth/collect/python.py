@@ -50,7 +50,15 @@ from ..formats import py_spy
 from ..model.run import Recording
 from .callgraph_mode import resolve_executable
 from .options import RecordOptions
-from .target import Target, check_pid, children_of, read_maps, spawn
+from .target import (
+    Target,
+    check_pid,
+    children_of,
+    read_maps,
+    say_stopped,
+    spawn,
+    wait_passing_ctrl_c,
+)
 
 DEFAULT_RATE_HZ = 100
 DEFAULT_DURATION_S = 10.0
@@ -311,11 +319,30 @@ def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) 
     pid = interpreter_in(pid) or pid
     started = time.monotonic()
     spy = start_spy(tool, pid, rate, duration, workdir / "py-spy.txt")
-    stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
+    stopped = wait_spy(spy, duration + SPY_EXIT_TIMEOUT_S)
     elapsed = time.monotonic() - started
     recording = _recording(tool, spy, pid, rate, elapsed, None, f"process {pid}")
-    note_exit(spy, pid, elapsed, duration, recording.profile.num_samples)
+    note_end(spy, pid, elapsed, duration, recording.profile.num_samples, stopped)
     return recording
+
+
+def wait_spy(spy: SpyRun, timeout: float) -> bool:
+    """Wait for a --pid py-spy to end (at its --duration, or as the process exits),
+    stopped when TIMEOUT passes; True when Ctrl-C ended it (it keeps what it has)."""
+    try:
+        return wait_passing_ctrl_c(spy.proc, timeout, same_group=False)
+    except subprocess.TimeoutExpired:
+        stop_spy(spy, timeout=0)
+        return False
+
+
+def note_end(
+    spy: SpyRun, pid: int, elapsed: float, duration: float, samples: int, stopped: bool
+) -> None:
+    if stopped:
+        say_stopped(pid, elapsed, duration)
+    else:
+        note_exit(spy, pid, elapsed, duration, samples)
 
 
 def note_exit(spy: SpyRun, pid: int, elapsed: float, duration: float, samples: int) -> None:

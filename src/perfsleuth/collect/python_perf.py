@@ -39,13 +39,13 @@ from .python import (
     executable,
     follow_command,
     interpreter_in,
-    note_exit,
+    note_end,
     py_spy_binary,
     record_python_native,
     spy_facts,
     spy_failure,
     start_spy,
-    stop_spy,
+    wait_spy,
 )
 from .system_wide import CAP_PERFMON, CAP_SYS_ADMIN, Access, current_access
 from .target import Target, check_pid, spawn, stop
@@ -142,11 +142,12 @@ def _record_pid(
         argv = [*perf_argv, "-p", str(pid)]
         perf = spawn(argv, stdin=subprocess.DEVNULL, stderr=log, start_new_session=True)
     started = time.monotonic()
+    stopped = False
     try:
         spy = _spy(tool, pid, duration, workdir)
         origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
         slack = origin - started
-        stop_spy(spy, timeout=duration + SPY_EXIT_TIMEOUT_S)
+        stopped = wait_spy(spy, duration + SPY_EXIT_TIMEOUT_S)
         if not Target(pid).alive():
             # perf ends by itself when the process is gone; stopped while it still reads
             # the process's maps (a short-lived one), it would write nothing at all
@@ -158,7 +159,7 @@ def _record_pid(
     elapsed = time.monotonic() - started
     run = _Run(tool, spy, origin, pid, f"process {pid}", 0.0, "", exe, slack)
     profile, meta = _spliced(run, workdir, rate)
-    note_exit(spy, pid, elapsed, duration, profile.num_samples)
+    note_end(spy, pid, elapsed, duration, profile.num_samples, stopped)
     return Recording(profile, duration_s=elapsed, meta=meta)
 
 

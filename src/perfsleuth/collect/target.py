@@ -45,6 +45,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ENDING = (signal.SIGTERM, signal.SIGHUP)  # SIGINT already raises KeyboardInterrupt
 PR_SET_PDEATHSIG = 1
 SI_KERNEL = 0x80  # si_code of a signal the terminal sent to its whole foreground group
+PF_KTHREAD = 0x00200000  # /proc/PID/stat's flags: a kernel thread (include/linux/sched.h)
 SWEEPER = 'read _; rm -rf -- "$1"'
 
 
@@ -55,6 +56,40 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signo: int) -> None:
         super().__init__(f"terminated by {signal.Signals(signo).name}; nothing stored")
         self.exit_status = 128 + signo
+
+
+def say_stopped(pid: int, elapsed: float, duration: float | None) -> None:
+    asked = f" of the {duration:g} s asked for" if duration else ""
+    print(
+        f"perfsleuth: Ctrl-C ended the recording of process {pid} after {elapsed:.1f} s"
+        f"{asked}; kept what was recorded until then",
+        file=sys.stderr,
+    )
+
+
+def wait_passing_ctrl_c(
+    proc: subprocess.Popen, timeout: float | None = None, *, same_group: bool
+) -> bool:
+    """Wait for a recorder PROC (perf -p, py-spy --pid); a SIGINT sent to us meanwhile
+    is passed on to it, and it writes what it has. The terminal's Ctrl-C already
+    reached a PROC of our process group (SAME_GROUP): that one is not sent twice.
+    True when a SIGINT came; subprocess.TimeoutExpired after TIMEOUT seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    interrupted = False
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    try:
+        while proc.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+            info = signal.sigtimedwait([signal.SIGINT], 0.1)
+            if info is None:
+                continue
+            interrupted = True
+            if not (same_group and info.si_code == SI_KERNEL):
+                proc.send_signal(signal.SIGINT)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    return interrupted
 
 
 def _raise_terminated(signo: int, _frame: Any) -> None:
@@ -195,17 +230,12 @@ class Target:
             self._say_how_it_ended(time.monotonic() - started, duration, stopped)
 
     def _say_how_it_ended(self, elapsed: float, duration: float | None, stopped: bool) -> None:
-        asked = f" of the {duration:g} s asked for" if duration else ""
         if stopped:
-            print(
-                f"perfsleuth: Ctrl-C ended the recording of process {self.pid} after "
-                f"{elapsed:.1f} s{asked}; kept what was recorded until then",
-                file=sys.stderr,
-            )
+            say_stopped(self.pid, elapsed, duration)
         elif duration and not self.alive():
             print(
-                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s{asked}; "
-                "kept what was recorded until then",
+                f"perfsleuth: process {self.pid} exited after {elapsed:.1f} s of the "
+                f"{duration:g} s asked for; kept what was recorded until then",
                 file=sys.stderr,
             )
 
@@ -260,6 +290,28 @@ def check_pid(pid: int) -> None:
         raise UserError(
             f"process {pid} belongs to another user; run perfsleuth as that user or as root"
         ) from e
+    name, state, flags = _stat_of(pid)
+    if state == "Z":
+        raise UserError(f"process {pid} ({name}) has exited (a zombie its parent has not reaped)")
+    if flags & PF_KTHREAD:
+        raise UserError(
+            f"process {pid} ({name}) is a kernel thread: it runs no program to record; "
+            "`perf record -a -g` samples the kernel"
+        )
+
+
+def _stat_of(pid: int) -> tuple[str, str, int]:
+    """(name, scheduler state, flags) from /proc/PID/stat; ("", "", 0) when it is gone.
+    A zombie's recording failed in each mode its own way (all mode: "perf record -p did
+    not start ... run as root"), a kernel thread's too (kthreadd: "the program ran too
+    briefly")."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            head, _, rest = fh.read().rpartition(")")
+        fields = rest.split()
+        return head.partition("(")[2], fields[0], int(fields[6])
+    except (OSError, IndexError, ValueError):
+        return "", "", 0
 
 
 def _gate_shell(fd: int) -> str:
@@ -278,11 +330,12 @@ def _cmdline_of(pid: int) -> bytes:
 
 
 def _state_of(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            return fh.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return ""
+    return _stat_of(pid)[1]
+
+
+def running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has)."""
+    return _state_of(pid) not in ("", "Z")
 
 
 def children_of(pid: int) -> list[int]:
