@@ -46,8 +46,8 @@ ONE = Thread(1, 1, "app")
 TWO = Thread(2, 1, "app")
 
 
-def findings(samples, *, run: RunInfo | None = None, threads=(ONE,)) -> dict:
-    builder = ProfileBuilder(unit="ns")
+def findings(samples, *, run: RunInfo | None = None, threads=(ONE,), recorder="") -> dict:
+    builder = ProfileBuilder(unit="ns", meta={"recorder": recorder})
     for i, (frames, weight) in enumerate(samples):
         builder.add(frames, weight, count=int(weight), thread=threads[i % len(threads)])
     ctx = Context(profile=builder.build(), run=run or RunInfo(command="./app"))
@@ -266,3 +266,14 @@ def test_a_stripped_programs_caller_is_not_the_c_runtime() -> None:
     engines = found["class.regex.engines"]
     assert "__libc_start_call_main" not in engines.title
     assert engines.function == "re_search"
+
+
+def test_a_preempted_thread_s_time_in_a_class_is_not_cpu_time() -> None:
+    """An all-mode run keeps a preempted thread's switch-outs as "running" (eBPF's stack
+    through __schedule): it waits for a CPU there, it spends none in the class."""
+    switched_out = [Frame(f, "[kernel.kallsyms]", kernel=True) for f in ("__schedule", "schedule")]
+    on_cpu = findings([([MSORT, QSORT, MAIN], 60), ([WORK, MAIN], 40)])
+    assert any(rule.startswith("class.") for rule in on_cpu)
+    samples = [([*switched_out, MSORT, QSORT, MAIN], 60), ([WORK, MAIN], 40)]
+    assert findings(samples, recorder="perf+bpftrace") == {}
+    assert findings(samples).keys() == on_cpu.keys()  # perf's samples in the scheduler ran

@@ -180,5 +180,5 @@ def test_captured_off_cpu_stacks_cut_in_libstdcxx_are_not_blamed_on_the_stack_co
     profile = pprof.read(FIXTURES / "futpool-all.pb.gz")
     ctx = Context(profile=profile, run=RunInfo(meta={"call_graph": "dwarf"}))
     broken = {f.rule: f for f in missing_symbols.analyze(ctx)}["symbols.broken-stacks"]
-    assert "off-CPU stacks" in broken.title and "8 KB" not in broken.title
+    assert "eBPF follows frame pointers" in broken.title and "8 KB" not in broken.title
     assert "--mode wall" in broken.suggestion and "--call-graph" not in broken.suggestion

@@ -36,6 +36,7 @@ from .library_match import (
     heaviest,
     is_user_code,
     on_cpu_states,
+    preempted_frames,
     user_call_site,
 )
 
@@ -144,8 +145,9 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
     rule_weight: dict[str, float] = defaultdict(float)
     threads: set[int] = set()
     cpu_states = on_cpu_states(profile)
+    switch_out = preempted_frames(profile)
     for stack, weight, count, thread, state in profile.rows():
-        on_cpu = state in cpu_states
+        on_cpu = state in cpu_states and switch_out.isdisjoint(stack)
         matched = {r for fid in stack for r in rule_frames[fid]} if on_cpu else set()
         for r in matched:
             rule_weight[r] += weight

@@ -27,7 +27,7 @@ from ..rules import load_classes, load_rules
 from ..symbols.missing import is_unknown, symbols_fix
 from . import Context
 from .hot_library import hot_libraries
-from .library_match import heaviest
+from .library_match import heaviest, switch_out_frames
 
 MIN_UNKNOWN_SHARE = 0.05
 MIN_BROKEN_SHARE = 0.25
@@ -64,9 +64,6 @@ LOADERS = re.compile(r"^ld(-linux[-\w]*)?\.so")
 # py-spy rebuilds stacks from the interpreter's frames and drops its entry frames.
 UNWOUND_FORMATS = frozenset({"callgrind", "cachegrind", "lackey", "py-spy"})
 DWARF_STACK_COPY = "8 KB"  # perf record --call-graph dwarf's default stack copy per sample
-# A stack through the scheduler was taken as its thread left the CPU: eBPF's off-CPU
-# stacks (offcpu and all modes) are frame-pointer walks, whatever perf's call graph was
-SWITCH_OUT = frozenset(("__schedule", "schedule"))
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -120,7 +117,7 @@ def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], flo
     of those the weight taken off the CPU (SWITCH_OUT)."""
     unknown: dict[str, float] = defaultdict(float)
     broken = broken_off_cpu = 0.0
-    switch_out = {i for i, f in enumerate(profile.frames) if f.kernel and f.function in SWITCH_OUT}
+    switch_out = switch_out_frames(profile)  # eBPF's stacks: frame-pointer walks
     for stack, weight, _count, _thread, _state in profile.rows():
         if not stack:
             continue
@@ -260,7 +257,7 @@ def _broken_finding(ctx: Context, share: float, off_cpu: float) -> Finding:
         fix = "rebuild with -fno-omit-frame-pointer and record with --call-graph fp"
     if off_cpu >= 0.5:
         # eBPF's walk of frame pointers stops in the first library built without them
-        title += " (off-CPU stacks: eBPF follows frame pointers, libc and libstdc++ keep none)"
+        title += " (the waits' stacks: eBPF follows frame pointers, libc and libstdc++ keep none)"
         confidence = 0.4
         fix = "`perfsleuth record --mode wall` unwinds the waits with DWARF"
         evidence.append(f"{100 * off_cpu:.0f}% of them were taken as the thread left the CPU")

@@ -128,16 +128,18 @@ def attach(argv: list[str]) -> subprocess.Popen:
     session: Ctrl-C reaches the target only, and perf is stopped after the target ends."""
     proc = target.spawn(argv, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_for_perf_events(proc)
+        _wait_for_perf_events(proc, int(argv[argv.index("-p") + 1]))
     except BaseException:
         target.stop(proc)
         raise
     return proc
 
 
-def _wait_for_perf_events(proc: subprocess.Popen) -> None:
+def _wait_for_perf_events(proc: subprocess.Popen, pid: int) -> None:
     """perf -p says nothing when it is ready: wait until it holds perf_event files,
-    plus a moment to enable them, so the target's exec is not missed."""
+    plus a moment to enable them, so the target's exec is not missed. A target that
+    ended meanwhile (record --pid of a process that exits as bpftrace starts, in all
+    mode) is said so, not taken for perf's permissions."""
     deadline = time.monotonic() + ATTACH_TIMEOUT_S
     fds = Path(f"/proc/{proc.pid}/fd")
     while time.monotonic() < deadline and proc.poll() is None:
@@ -149,6 +151,11 @@ def _wait_for_perf_events(proc: subprocess.Popen) -> None:
             time.sleep(PERF_SETTLE_S)
             return
         time.sleep(0.02)
+    if not target.running(pid):
+        raise UserError(
+            f"process {pid} ended before perf could attach to it; nothing was stored: "
+            "record a process that runs longer, or launch it (perfsleuth record -- CMD)"
+        )
     raise UserError(
         "perf record -p did not start; if it says 'Permission denied', run as root or "
         "lower /proc/sys/kernel/perf_event_paranoid (sysctl kernel.perf_event_paranoid=1)"

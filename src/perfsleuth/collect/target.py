@@ -45,6 +45,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 ENDING = (signal.SIGTERM, signal.SIGHUP)  # SIGINT already raises KeyboardInterrupt
 PR_SET_PDEATHSIG = 1
 SI_KERNEL = 0x80  # si_code of a signal the terminal sent to its whole foreground group
+PF_KTHREAD = 0x00200000  # /proc/PID/stat's flags: a kernel thread (include/linux/sched.h)
 SWEEPER = 'read _; rm -rf -- "$1"'
 
 
@@ -289,6 +290,28 @@ def check_pid(pid: int) -> None:
         raise UserError(
             f"process {pid} belongs to another user; run perfsleuth as that user or as root"
         ) from e
+    name, state, flags = _stat_of(pid)
+    if state == "Z":
+        raise UserError(f"process {pid} ({name}) has exited (a zombie its parent has not reaped)")
+    if flags & PF_KTHREAD:
+        raise UserError(
+            f"process {pid} ({name}) is a kernel thread: it runs no program to record; "
+            "`perf record -a -g` samples the kernel"
+        )
+
+
+def _stat_of(pid: int) -> tuple[str, str, int]:
+    """(name, scheduler state, flags) from /proc/PID/stat; ("", "", 0) when it is gone.
+    A zombie's recording failed in each mode its own way (all mode: "perf record -p did
+    not start ... run as root"), a kernel thread's too (kthreadd: "the program ran too
+    briefly")."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            head, _, rest = fh.read().rpartition(")")
+        fields = rest.split()
+        return head.partition("(")[2], fields[0], int(fields[6])
+    except (OSError, IndexError, ValueError):
+        return "", "", 0
 
 
 def _gate_shell(fd: int) -> str:
@@ -307,11 +330,12 @@ def _cmdline_of(pid: int) -> bytes:
 
 
 def _state_of(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            return fh.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return ""
+    return _stat_of(pid)[1]
+
+
+def running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has)."""
+    return _state_of(pid) not in ("", "Z")
 
 
 def children_of(pid: int) -> list[int]:

@@ -8,7 +8,7 @@ grows with the number of distinct stacks, never with the number of samples.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -105,9 +105,14 @@ class Profile:
             yield stacks[sid], w, c, t, s
 
     def filtered(
-        self, *, states: Iterable[str] | None = None, tids: Iterable[int] | None = None
+        self,
+        *,
+        states: Iterable[str] | None = None,
+        tids: Iterable[int] | None = None,
+        without_stacks: Container[int] = (),
     ) -> Profile:
-        """A copy keeping only samples in the given thread states and/or thread ids."""
+        """A copy keeping only samples in the given thread states and/or thread ids,
+        and none whose stack id is in without_stacks."""
         keep_states = set(states) if states is not None else None
         keep_tids = set(tids) if tids is not None else None
         out = Profile(
@@ -119,7 +124,7 @@ class Profile:
             dsos=self.dsos,
         )
         for sid, w, c, t, s in self.columns():
-            if keep_states is not None and s not in keep_states:
+            if (keep_states is not None and s not in keep_states) or sid in without_stacks:
                 continue
             if keep_tids is not None and (t < 0 or self.threads[t].tid not in keep_tids):
                 continue
