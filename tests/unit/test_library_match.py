@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from perfsleuth.analyzers import Context, library_match
-from perfsleuth.formats import pprof
+from perfsleuth.formats import callgrind, pprof
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 from perfsleuth.rules import load_rules
@@ -192,3 +194,39 @@ def test_a_thread_preempted_in_an_unlock_is_not_on_the_cpu() -> None:
     profile.meta["recorder"] = "perf+bpftrace"  # the run's, which its export does not keep
     ctx = Context(profile=profile, run=RunInfo(command="./sqlwriters", mode="all"))
     assert "locking.mutex-on-cpu" not in {f.rule for f in library_match.analyze(ctx)}
+
+
+CJSON_COUNT = Path(__file__).resolve().parents[1] / "fixtures" / "cachegrind.out.cjson"
+
+
+def test_a_statically_linked_librarys_static_helpers_count_by_source_file() -> None:
+    """cJSON 1.7.15's cJSON.c built into a driver (gcc -O2 -g), counted by cachegrind
+    (`valgrind --tool=cachegrind ./cj data.json 3`: self counts only): parse_value,
+    print_value, ensure... carry no cJSON_ prefix, yet are most of the library's time."""
+    profile = callgrind.read(CJSON_COUNT)
+    in_cjson = sum(
+        w for s, w, *_ in profile.rows() if profile.frames[s[0]].file.endswith("cJSON.c")
+    )
+    prefixed = sum(
+        w for s, w, *_ in profile.rows() if profile.frames[s[0]].function.startswith("cJSON_")
+    )
+    assert prefixed / profile.total < 0.02 < 0.15 < in_cjson / profile.total
+    ctx = Context(profile=profile, run=RunInfo(command="./cj data.json 3"))
+    json = {f.rule: f for f in library_match.analyze(ctx)}["json.parser"]
+    assert json.share == pytest.approx(in_cjson / profile.total)
+    assert json.details["self_share"] == json.share  # a cachegrind file records no calls
+    assert json.estimated_gain == pytest.approx(json.share * 0.6)
+    assert any(line.startswith("parse_value ") for line in json.evidence)
+
+
+def test_a_programs_own_file_named_like_a_librarys_is_not_the_library() -> None:
+    own = Frame("parse_value", "app", "/src/app/cJSON.c", 12)  # no cJSON_ function anywhere
+    assert "json.parser" not in run_on([([own, MAIN], 50), ([WORK, MAIN], 50)])
+    entry = Frame("cJSON_Parse", "app", "/src/app/cJSON.c", 1100)
+    json = run_on([([own, entry, MAIN], 5), ([own, MAIN], 45), ([WORK, MAIN], 50)])["json.parser"]
+    assert json.share == 0.5 and json.details["self_share"] == 0.5
+
+
+def test_a_shared_librarys_static_helpers_count_by_dso() -> None:
+    helper = Frame("parse_string", "/usr/lib/x86_64-linux-gnu/libcjson.so.1.7.15")
+    assert run_on([([helper, MAIN], 30), ([WORK, MAIN], 70)])["json.parser"].share == 0.3

@@ -11,7 +11,8 @@ from perfsleuth.collect.run_facts import new_run
 from perfsleuth.errors import UserError
 from perfsleuth.formats import py_spy, read_any
 from perfsleuth.model.findings import Finding
-from perfsleuth.rules import load_file, load_rules
+from perfsleuth.model.profile import Frame
+from perfsleuth.rules import load_file, load_rules, with_evidence
 
 GOOD = """
 [[rule]]
@@ -69,6 +70,30 @@ def test_compression_rules_match_by_name_or_library(rule_id: str, function: str,
     assert not rules[rule_id].matches("ZSTD_compressBlock_lazy2", "zstd")
 
 
+@pytest.mark.parametrize(
+    ("rule_id", "function", "file"),
+    [
+        ("compression.zlib", "longest_match", "/src/zlib-1.2.13/deflate.c"),  # static helpers
+        ("compression.zlib", "inflate_fast", "inffast.c"),
+        ("compression.bzip2", "BZ2_blockSort", "blocksort.c"),
+        ("json.parser", "cJSON_Parse", "/tmp/cj/cJSON.c"),
+    ],
+)
+def test_library_files_count_only_beside_the_librarys_own_names(
+    rule_id: str, function: str, file: str
+) -> None:
+    """A static helper (no prefix, in the program) is the library's by its source file,
+    in a profile where the library's exported names are seen too."""
+    helper = Frame("bi_flush_static", "app", file, 10)
+    own = Frame("main", "app", "/src/app/main.c", 3)
+    rule = next(r for r in load_rules() if r.id == rule_id)
+    alone = with_evidence([rule], [helper, own])[0]
+    assert not alone.matches(helper.function, helper.dso, helper.file)
+    beside = with_evidence([rule], [helper, own, Frame(function, "app", file, 99)])[0]
+    assert beside.matches(helper.function, helper.dso, helper.file)
+    assert not beside.matches(own.function, own.dso, own.file)
+
+
 def test_every_shipped_rule_saves_at_most_its_share() -> None:
     for rule in load_rules():
         low, high = rule.saving_range
@@ -111,6 +136,7 @@ def test_unknown_field_names_file_line_and_field(tmp_path: Path) -> None:
     [
         ("saving = 0.2", "saving = 1.5", "saving"),
         ("dsos = ['^liblz4\\.so']", "dsos = ['(unclosed']", "dsos"),
+        ("dsos = ['^liblz4\\.so']", "dsos = ['^liblz4']\nfiles = ['lz4(']", "files"),
         ('kind = "library-replacement"', 'kind = "speed"', "kind"),
         ("code_change = true", 'code_change = "yes"', "code_change"),
     ],

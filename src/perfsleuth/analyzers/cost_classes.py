@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile, is_python_frame
-from ..rules import Rule, load_classes, load_rules, without_return_type
+from ..rules import Rule, load_classes, load_rules, with_evidence, without_return_type
 from . import Context
 from .library_match import (
     confidence_factor,
@@ -139,7 +139,7 @@ def classify(
 def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) -> Attribution:
     """Every sample's class, with the library rules' matches over the same samples."""
     frame_class = frame_classes(profile.frames, classes)
-    rule_frames = _rule_frames(profile.frames, rules)
+    rule_frames = _rule_frames(profile.frames, with_evidence(rules, profile.frames))
     prefer_python = any(is_python_frame(f) for f in profile.frames)
     costs: dict[str, ClassCost] = {}
     rule_weight: dict[str, float] = defaultdict(float)
@@ -191,16 +191,16 @@ def _covering(
 
 
 def _rule_frames(frames: Sequence[Frame], rules: Sequence[Rule]) -> list[frozenset[str]]:
-    """Each frame's matching library rules (by id), looked up once per name and DSO.
-    Rules of the leaf only (the interpreter's) or of a source line's shape claim no
-    call anywhere on a stack: they cover nothing."""
+    """Each frame's matching library rules (by id), looked up once per name, DSO and
+    source file. Rules of the leaf only (the interpreter's) or of a source line's shape
+    claim no call anywhere on a stack: they cover nothing."""
     rules = [r for r in rules if r.scope == "stack" and not r.source_nodes]
-    seen: dict[tuple[str, str], frozenset[str]] = {}
+    seen: dict[tuple[str, str, str], frozenset[str]] = {}
     out = []
     for f in frames:
-        key = (f.function, f.dso)
+        key = (f.function, f.dso, f.file)
         if key not in seen:
-            seen[key] = frozenset(r.id for r in rules if r.matches(f.function, f.dso))
+            seen[key] = frozenset(r.id for r in rules if r.matches(*key))
         out.append(seen[key])
     return out
 

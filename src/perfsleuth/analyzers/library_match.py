@@ -25,7 +25,7 @@ from ..collect.run_facts import is_own_command
 from ..formats.py_spy import is_library_file
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile, is_python_frame
-from ..rules import Rule, load_rules
+from ..rules import Rule, load_rules, with_evidence
 from ..static_analysis.python_source import PythonLines
 from ..symbols.names import elide_templates
 from ..views.annotate import find_source
@@ -145,6 +145,7 @@ def match_rules(
 ) -> dict[str, Match]:
     """rule id -> Match, in one pass over the samples (`lines`: Python source, for the
     rules with `source_nodes`; without it they match nothing)."""
+    rules = with_evidence(rules, profile.frames)
     frame_rules = _rules_per_frame(profile.frames, rules, lines)
     entry_rules = _entry_rules_per_frame(profile.frames, rules)
     leaf_only = {r for r, rule in enumerate(rules) if rule.scope == "self"}
@@ -221,18 +222,16 @@ def _entry_rules_per_frame(
 def _rules_per_frame(
     frames: Sequence[Frame], rules: Sequence[Rule], lines: PythonLines | None
 ) -> list[tuple[int, ...]]:
-    """Each frame's matching rules. Names are matched once per (function, DSO) and
-    source shapes read once per line: a long Python run has many frames per name."""
-    by_name: dict[tuple[str, str], tuple[int, ...]] = {}
+    """Each frame's matching rules. Names are matched once per (function, DSO, file)
+    and source shapes read once per line: a long Python run has many frames per name."""
+    by_name: dict[tuple[str, str, str], tuple[int, ...]] = {}
     shapes: dict[tuple[str, int], frozenset[str]] = {}
     out = []
     for frame in frames:
-        key = (frame.function, frame.dso)
+        key = (frame.function, frame.dso, frame.file)
         named = by_name.get(key)
         if named is None:
-            named = by_name[key] = tuple(
-                i for i, rule in enumerate(rules) if rule.matches(frame.function, frame.dso)
-            )
+            named = by_name[key] = tuple(i for i, rule in enumerate(rules) if rule.matches(*key))
         out.append(
             tuple(
                 i

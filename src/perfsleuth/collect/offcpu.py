@@ -552,8 +552,12 @@ def _all_profile(
     try:
         oncpu = _oncpu_profile(*perf_run)
     except UserError as e:
-        if not records:
-            raise
+        if not records:  # not perf's words: they name its perf.data, a deleted temporary
+            raise UserError(
+                f"nothing was recorded for process {meta['pid']}: it neither ran on a CPU "
+                "nor blocked anew while recorded; record it longer, or launch it "
+                "(perfsleuth record -- CMD)"
+            ) from e
         # e.g. a process attached with --pid that slept through the whole window;
         # what eBPF recorded is still worth keeping.
         print(f"perfsleuth: no on-CPU samples ({e}); storing off-CPU time only", file=sys.stderr)

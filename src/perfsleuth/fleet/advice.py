@@ -22,7 +22,7 @@ from ..model.findings import Finding
 from ..model.fleet import DEFAULT_TYPE
 from ..model.profile import Frame, Profile
 from ..model.run import RunInfo
-from ..rules import Rule, load_rules
+from ..rules import Rule, load_rules, with_evidence
 from ..store.fleet import FleetStore
 from ..symbols import build_id_of, find_dso
 from . import labels, queries, verified
@@ -173,14 +173,15 @@ def _stacks_of(
     finding: Finding, profile: Profile, stack_ids: list[int], rule_of: dict[str, Rule]
 ) -> set[int]:
     """The stored stack ids holding the finding's code: its rule's frames, else its DSO's."""
-    matches = _frame_test(finding, rule_of.get(finding.rule))
+    rule = rule_of.get(finding.rule)
+    matches = _frame_test(finding, rule and with_evidence([rule], profile.frames)[0])
     hit = [matches(f) for f in profile.frames]
     return {stack_ids[i] for i, stack in enumerate(profile.stacks) if any(hit[f] for f in stack)}
 
 
 def _frame_test(finding: Finding, rule: Rule | None) -> Callable[[Frame], bool]:
     if rule is not None:
-        return lambda f: rule.matches(f.function, f.dso)
+        return lambda f: rule.matches(f.function, f.dso, f.file)
     return lambda f: f.dso == finding.dso or f.dso.rsplit("/", 1)[-1] == finding.dso
 
 

@@ -8,15 +8,17 @@ one line naming the file, the line and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
 from ..model.findings import KINDS
+from ..model.profile import Frame
 
 SHIPPED = Path(__file__).with_name("library.toml")
 # The cost taxonomy (analyzers/cost_classes.py): every sample's class, written as rules
@@ -29,6 +31,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "title": (str, True),
     "functions": (list, False),
     "dsos": (list, False),
+    "files": (list, False),
     "exclude_functions": (list, False),
     "entry_functions": (list, False),
     "exclude_dsos": (list, False),
@@ -54,6 +57,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
 PATTERN_FIELDS = (
     "functions",
     "dsos",
+    "files",
     "exclude_functions",
     "entry_functions",
     "exclude_dsos",
@@ -80,6 +84,11 @@ class Rule:
     confidence: float
     functions: tuple[re.Pattern[str], ...] = ()
     dsos: tuple[re.Pattern[str], ...] = ()
+    # the library's source files (a frame's file:line, from debug info): its static
+    # helpers, which carry no exported prefix, in a program that links it statically.
+    # They count only in a profile where `functions` or `dsos` match a frame too
+    # (`with_evidence`): a program's own deflate.c is not zlib's
+    files: tuple[re.Pattern[str], ...] = ()
     exclude_functions: tuple[re.Pattern[str], ...] = ()
     exclude_dsos: tuple[re.Pattern[str], ...] = ()
     # names too common to be the library's by themselves (zlib's `compress`, bzip2's
@@ -106,12 +115,14 @@ class Rule:
     parallel_replacement: str = ""
     parallel_apply: str = ""
 
-    def matches(self, function: str, dso: str) -> bool:
-        names, files = _names_and_files(function, dso)
-        if self._excluded(names, files):
+    def matches(self, function: str, dso: str, file: str = "") -> bool:
+        names, dso_names = _names_and_files(function, dso)
+        if self._excluded(names, dso_names):
             return False
-        return any(p.search(n) for p in self.functions for n in names) or any(
-            p.search(f) for p in self.dsos for f in files
+        return (
+            any(p.search(n) for p in self.functions for n in names)
+            or any(p.search(f) for p in self.dsos for f in dso_names)
+            or any(p.search(f) for p in self.files for f in _path_names(file))
         )
 
     def enters(self, function: str, dso: str) -> bool:
@@ -132,6 +143,25 @@ def _names_and_files(function: str, dso: str) -> tuple[set[str], set[str]]:
     (callgrind's), a sampled run by file name: a pattern for libz.so is meant for both."""
     names = {function, without_return_type(function)}
     return names, ({dso, dso.rsplit("/", 1)[-1]} if dso.startswith("/") else {dso})
+
+
+def _path_names(file: str) -> set[str]:
+    """A source file's whole path and its file name (none for a frame without one)."""
+    return {file, file.rsplit("/", 1)[-1]} if file else set()
+
+
+def with_evidence(rules: Sequence[Rule], frames: Iterable[Frame]) -> list[Rule]:
+    """RULES for one profile's FRAMES: a rule's `files` are kept only when its functions
+    or DSOs match one of the frames (cJSON_Parse beside cJSON.c's parse_value), so a
+    program's own source file named like a library's is not taken for the library."""
+    pending = {i for i, rule in enumerate(rules) if rule.files}
+    if not pending:
+        return list(rules)
+    for function, dso in {(f.function, f.dso) for f in frames}:
+        pending -= {i for i in pending if rules[i].matches(function, dso)}
+        if not pending:
+            break
+    return [dataclasses.replace(r, files=()) if i in pending else r for i, r in enumerate(rules)]
 
 
 def without_return_type(function: str) -> str:
@@ -239,6 +269,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         confidence=float(table["confidence"]),
         functions=patterns["functions"],
         dsos=patterns["dsos"],
+        files=patterns["files"],
         exclude_functions=patterns["exclude_functions"],
         exclude_dsos=patterns["exclude_dsos"],
         entry_functions=patterns["entry_functions"],
