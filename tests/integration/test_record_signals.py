@@ -171,8 +171,8 @@ def test_sigint_ends_an_attached_recording_and_keeps_it(tmp_path: Path, mode: st
             cwd=tmp_path,
         )
         assert proc.stderr is not None
-        if mode in ("wall", "offcpu"):  # the others attach at once and say nothing
-            assert proc.stderr.readline().startswith("perfsleuth: recording process")
+        said = proc.stderr.readline()  # once attached: a signal before would end it
+        assert said.startswith(f"perfsleuth: recording process {spinner.pid} for"), said
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=BOUND_S)

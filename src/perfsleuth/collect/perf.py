@@ -109,7 +109,7 @@ def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration
     rate = freq or DEFAULT_FREQ[mode]
     argv = [*_record_argv(out, rate, mode), "-p", str(pid), "--", "sleep", str(duration)]
     started = time.monotonic()
-    _run_perf(argv, out)
+    _run_perf(argv, out, pid, duration)
     return PerfRun(out, None, time.monotonic() - started, mode, rate, choice.reason)
 
 
@@ -169,12 +169,12 @@ def _pid_exe(pid: int) -> str | None:
         return None
 
 
-def _run_perf(argv: list[str], out: Path) -> None:
+def _run_perf(argv: list[str], out: Path, pid: int, duration: float) -> None:
     """Run perf -p ... -- sleep with the terminal's stdio; Ctrl-C reaches it and we
     keep what was recorded. perf's own messages share stderr with the target's, so
     perf runs quietly (-q) and only its startup failure is summarised here."""
     proc = target.spawn(argv)
-    target.wait_passing_ctrl_c(proc, same_group=True)
+    target.wait_attached(proc, pid, duration, same_group=True)
     status = proc.wait()
     if status == 255 and (not out.exists() or out.stat().st_size == 0):
         raise UserError(

@@ -57,7 +57,7 @@ from .target import (
     read_maps,
     say_stopped,
     spawn,
-    wait_passing_ctrl_c,
+    wait_attached,
 )
 
 DEFAULT_RATE_HZ = 100
@@ -86,6 +86,10 @@ class SpyRun:
 
     def failure(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def sampling(self) -> bool:
+        """py-spy said it reads the process (its first line)."""
+        return "py-spy> Sampling process" in self.failure()
 
 
 def py_spy_binary() -> str:
@@ -319,18 +323,19 @@ def _record_pid(tool: str, pid: int, duration: float, rate: int, workdir: Path) 
     pid = interpreter_in(pid) or pid
     started = time.monotonic()
     spy = start_spy(tool, pid, rate, duration, workdir / "py-spy.txt")
-    stopped = wait_spy(spy, duration + SPY_EXIT_TIMEOUT_S)
+    stopped = wait_spy(spy, pid, duration)
     elapsed = time.monotonic() - started
     recording = _recording(tool, spy, pid, rate, elapsed, None, f"process {pid}")
     note_end(spy, pid, elapsed, duration, recording.profile.num_samples, stopped)
     return recording
 
 
-def wait_spy(spy: SpyRun, timeout: float) -> bool:
-    """Wait for a --pid py-spy to end (at its --duration, or as the process exits),
-    stopped when TIMEOUT passes; True when Ctrl-C ended it (it keeps what it has)."""
+def wait_spy(spy: SpyRun, pid: int, duration: float) -> bool:
+    """Wait for py-spy recording PID to end (at its --duration, or as the process
+    exits), stopped if it runs on; True when Ctrl-C ended it (it keeps what it has)."""
     try:
-        return wait_passing_ctrl_c(spy.proc, timeout, same_group=False)
+        limit = duration + SPY_EXIT_TIMEOUT_S
+        return wait_attached(spy.proc, pid, duration, limit, same_group=False, ready=spy.sampling)
     except subprocess.TimeoutExpired:
         stop_spy(spy, timeout=0)
         return False

@@ -34,7 +34,6 @@ from .perf import NO_BPF_EVENTS, attach, perf_binary
 from .python import (
     DEFAULT_DURATION_S,
     DEFAULT_RATE_HZ,
-    SPY_EXIT_TIMEOUT_S,
     SpyRun,
     executable,
     follow_command,
@@ -147,7 +146,7 @@ def _record_pid(
         spy = _spy(tool, pid, duration, workdir)
         origin = time.monotonic()  # Popen returns once py-spy's exec succeeded
         slack = origin - started
-        stopped = wait_spy(spy, duration + SPY_EXIT_TIMEOUT_S)
+        stopped = wait_spy(spy, pid, duration)
         if not Target(pid).alive():
             # perf ends by itself when the process is gone; stopped while it still reads
             # the process's maps (a short-lived one), it would write nothing at all

@@ -67,18 +67,39 @@ def say_stopped(pid: int, elapsed: float, duration: float | None) -> None:
     )
 
 
-def wait_passing_ctrl_c(
-    proc: subprocess.Popen, timeout: float | None = None, *, same_group: bool
+def say_recording(pid: int, duration: float | None) -> None:
+    """Say when recording begins: attaching takes up to a second or two (bpftrace
+    compiles its program, py-spy reads the interpreter), as py-spy does."""
+    span = f"for {duration:g} s" if duration else "until it exits"
+    print(
+        f"perfsleuth: recording process {pid} {span}; Ctrl-C ends it sooner",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def wait_attached(
+    proc: subprocess.Popen,
+    pid: int,
+    duration: float | None,
+    timeout: float | None = None,
+    *,
+    same_group: bool,
+    ready: Callable[[], bool] = lambda: True,
 ) -> bool:
-    """Wait for a recorder PROC (perf -p, py-spy --pid); a SIGINT sent to us meanwhile
-    is passed on to it, and it writes what it has. The terminal's Ctrl-C already
-    reached a PROC of our process group (SAME_GROUP): that one is not sent twice.
-    True when a SIGINT came; subprocess.TimeoutExpired after TIMEOUT seconds."""
+    """Wait for a recorder PROC attached to PID (perf -p, py-spy --pid); a SIGINT sent
+    to us meanwhile is passed on to it, and it writes what it has. The terminal's
+    Ctrl-C already reached a PROC of our process group (SAME_GROUP): that one is not
+    sent twice. Recording is said to begin once READY() is true. True when a SIGINT
+    came; subprocess.TimeoutExpired after TIMEOUT s."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    interrupted = False
+    interrupted = said = False
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
     try:
         while proc.poll() is None:
+            if not said and ready():
+                say_recording(pid, duration)
+                said = True
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(proc.args, timeout or 0)
             info = signal.sigtimedwait([signal.SIGINT], 0.1)
@@ -201,20 +222,13 @@ class Target:
         kept, as `perf record -p` does; SIGTERM or SIGHUP ends perfsleuth (Terminated)."""
         started = time.monotonic()
         deadline = started + duration if duration else None
-        if self.proc is None:
-            # Attaching can take a second or two (bpftrace compiles its program): say
-            # when recording begins, as py-spy does.
-            span = f"for {duration:g} s" if duration else "until it exits"
-            print(
-                f"perfsleuth: recording process {self.pid} {span}; Ctrl-C ends it sooner",
-                file=sys.stderr,
-                flush=True,
-            )
         stopped = False
         # Blocked and taken with sigtimedwait, which says who sent each one. Every
         # child is started by now: a child would inherit the mask.
         signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
         try:
+            if self.proc is None:
+                say_recording(self.pid, duration)
             while (
                 not stopped and self.alive() and (deadline is None or time.monotonic() < deadline)
             ):
