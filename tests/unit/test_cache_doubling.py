@@ -65,7 +65,7 @@ def test_pages_growing_inside_each_phase_cross_the_reach_inside_one():
 
 def test_the_text_says_the_table_doubles():
     tlb = scaling.project(runs(VERSTABLE_PAGES), GEOMETRY, REACH)["tlb"]
-    text = doubling.pages_text(tlb)
+    text = doubling.pages_text(tlb, len(VERSTABLE_PAGES))
     assert "doubles past 949 * 2^k" in text and "between 900 and 1,000" in text
 
 
@@ -74,3 +74,13 @@ def test_capacity_is_the_n_of_the_next_doubling():
     assert doubling.capacity_n(1001, 1000) == 2000
     assert doubling.capacity_n(501, 1000) == 1000
     assert doubling.capacity_n(500, 1000) == 500
+
+
+def test_a_line_through_too_few_runs_to_show_steps_says_so():
+    three = {n: VERSTABLE_PAGES[n] for n in (500, 1000, 2000)}
+    tlb = scaling.project(runs(three), GEOMETRY, REACH)["tlb"]
+    said = doubling.pages_text(tlb, len(three))
+    assert "a line through 3 runs: 5 or more --scale sizes" in said
+    assert "runs:" not in doubling.pages_text(tlb, doubling.MIN_RUNS)
+    stepped = scaling.project(runs(VERSTABLE_PAGES), GEOMETRY, REACH)["tlb"]
+    assert "capacity" in doubling.pages_text(stepped, len(VERSTABLE_PAGES))

@@ -132,7 +132,7 @@ def tlb_finding(function: str, scaling: Scaling, tlb: TlbCliff, share: float) ->
         share,
         function=function,
         evidence=[
-            f"pages touched = {pages_text(tlb)} (4 KiB pages)",
+            f"pages touched = {pages_text(tlb, len(scaling['runs']))} (4 KiB pages)",
             f"this machine's TLB reaches {tlb['reach_pages']:,} pages under random access "
             f"(measured {tlb['measured_at']}: {tlb['evidence']})",
             *(f"n={run['n']:,}: {run['data_pages']:,} pages" for run in scaling["runs"]),

@@ -129,10 +129,17 @@ def crossing(fitted: PageSteps, reach: float, limit: int) -> int | None:
     return None
 
 
-def pages_text(tlb: TlbCliff) -> str:
-    """The fit of the pages against n: a line, or a table's doubling steps."""
+def pages_text(tlb: TlbCliff, runs: int) -> str:
+    """The fit of the pages against n over RUNS scaled runs: a line, or a table's
+    doubling steps. A line through fewer runs than the steps need says so: three runs
+    (docs' `--scale` example) each fit a line and cannot show a doubling."""
     line = f"{tlb['intercept_pages']:.0f} + {tlb['pages_per_n']:.4f} * n"
     if "steps" not in tlb:
+        if runs < MIN_RUNS:
+            line += (
+                f" (a line through {runs} runs: {MIN_RUNS} or more --scale sizes would "
+                "show a table that grows by doubling, whose pages come in steps)"
+            )
         return line
     steps = tlb["steps"]
     low, high = steps["doubles_between"]

@@ -179,7 +179,7 @@ def render_scaling(scale: Scaling, console: Console) -> None:
         return
     console.print(
         Text(
-            f"  pages = {pages_text(tlb)} exceed the TLB's measured reach "
+            f"  pages = {pages_text(tlb, len(scale['runs']))} exceed the TLB's measured reach "
             f"({tlb['reach_pages']:,} pages) at {where(tlb, scale['range'][0])}"
         )
     )
