@@ -394,6 +394,11 @@ class ExactCounts:
             return None
         return {fid for fid, (_ob, fn) in enumerate(self.functions) if fn in functions}
 
+    def own_site_files(self, functions: set[str]) -> set[str]:
+        """The files of the FUNCTIONS' own lines (entry_sites)."""
+        keep = self._kept(functions) or set()
+        return {site[0] for fid, site in enumerate(self.entry_sites()) if fid in keep and site[0]}
+
     def counted_files(self) -> list[str]:
         """Files with a counted line (line > 0)."""
         ids = {
