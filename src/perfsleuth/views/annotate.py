@@ -103,13 +103,16 @@ def annotate_counts(
     as_named: bool = False,
 ) -> dict:
     """The `annotate --all` document; `threshold` is a fraction of the first event.
-    With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
+    With `functions`, only those functions' lines (`annotate FUNC` on a count run), the
+    file of their own lines first: a Rust function's main.rs came after the 40 files of
+    std it inlines code from, in path order."""
     per_file = exact.file_lines(functions)
+    own = exact.own_site_files(functions) if functions else set()
     total = exact.totals[0] if exact.totals else 0
     width = len(exact.events)
     files = []
     hidden = 0
-    for file in sorted(per_file):
+    for file in sorted(per_file, key=lambda name: (name not in own, name)):
         lines = per_file[file]
         counts = _sum(lines.values(), width)
         if total and counts[0] < threshold * total:
