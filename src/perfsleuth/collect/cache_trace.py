@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from functools import lru_cache
 
 from ..binaries import DWARF_ERRORS, binary_at
@@ -13,9 +14,12 @@ from ..cpu_cache_projections.spatial_sample import LINE_SIZE
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..model.profile import Frame
-from ..symbols.symbolizer import Symbolizer, dso_name, elf_symbols
+from ..symbols.symbolizer import Symbolizer, clean_function, dso_name, elf_symbols
 from . import memtrace
 from .valgrind import demangle_all
+
+# a Rust legacy-mangled symbol's hash, `17h<16 hex>E` (`rmap::lookup_session::h0123...`)
+RUST_HASH = re.compile(r"17h[0-9a-f]{16}E$")
 
 
 def find_target(executable: str, function: str) -> memtrace.Target:
@@ -30,14 +34,18 @@ def find_target(executable: str, function: str) -> memtrace.Target:
 
 
 def _by_plain_name(names: dict[str, int], function: str) -> int | None:
-    """`ns::f` for the C++ function `ns::f(int)` when only one overload exists."""
-    mangled = [n for n in names if n.startswith("_Z")]
-    matches = [
-        m
-        for m, d in zip(mangled, demangle_all(mangled), strict=True)
-        if d.split("(")[0] == function
-    ]
-    return names[matches[0]] if len(matches) == 1 else None
+    """`ns::f` for the C++ function `ns::f(int)` when only one overload exists; a Rust
+    function by its path without the hash (`crate::f`), or by its last part(s) (`f`)
+    when no other function's path ends so."""
+    mangled = [n for n in names if n.startswith(("_Z", "_R"))]
+    plain = [clean_function(d.split("(")[0]) for d in demangle_all(mangled)]
+    exact = {names[m] for m, p in zip(mangled, plain, strict=True) if p == function}
+    ending = {names[m] for m, p in zip(mangled, plain, strict=True) if p.endswith(f"::{function}")}
+    rust = {names[m] for m in mangled if m.startswith("_R") or RUST_HASH.search(m)} & ending
+    for found in (exact, rust):
+        if len(found) == 1:
+            return found.pop()
+    return None
 
 
 def stripped_message(executable: str) -> str | None:

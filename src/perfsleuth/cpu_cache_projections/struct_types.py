@@ -13,6 +13,7 @@ from ..binaries.subprograms import attr_text
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
 RAW_STORAGE = ("__aligned_buffer<", "__aligned_membuf<")
+POINTER_TAGS = ("DW_TAG_pointer_type", "DW_TAG_reference_type", "DW_TAG_rvalue_reference_type")
 INNER_DEPTH = 8  # levels of nesting followed into a member's own members
 SUBROUTINE = "DW_TAG_subroutine_type"
 AGGREGATE_KEYWORDS = {
@@ -202,6 +203,8 @@ def bitfield_start(die: DIE, unit_size: int) -> int | None:
 def type_size(die: DIE) -> int:
     if "DW_AT_byte_size" in die.attributes:
         return int(die.attributes["DW_AT_byte_size"].value)
+    if die.tag in POINTER_TAGS:  # rustc gives its pointers no size: an address's
+        return int(die.cu.header["address_size"])
     if die.tag == "DW_TAG_array_type":
         return type_size(die.get_DIE_from_attribute("DW_AT_type")) * array_length(die)
     if "DW_AT_type" in die.attributes:
