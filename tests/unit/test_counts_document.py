@@ -4,6 +4,7 @@ callgrind.out captured from a real program (tests/fixtures)."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
+from perfsleuth.present import annotate_text
 from perfsleuth.store.runs import Store
 from perfsleuth.symbols import entries
 from perfsleuth.symbols.demangle import valgrind_names
@@ -153,6 +155,24 @@ def test_annotate_of_a_function_lists_its_own_file_first() -> None:
         rust_total(), [], threshold=0.0, context=2, functions={"tiny::total"}
     )
     assert [entry["file"] for entry in doc["files"]] == ["/t/src/main.rs", CORE]
+
+
+def test_rusts_standard_library_is_read_from_rust_src(tmp_path: Path) -> None:
+    """rustc names its std /rustc/<commit>/library/...; --src of rustup's rust-src
+    (<sysroot>/lib/rustlib/src/rust) reads it, and without it the listing says how."""
+    rust_src = tmp_path / "rust"
+    inside = rust_src / "library" / "core" / "src" / "ptr" / "non_null.rs"
+    inside.parent.mkdir(parents=True)
+    inside.write_text("x\n" * 1720)
+    doc = annotate.annotate_counts(
+        rust_total(), [rust_src], threshold=0.0, context=0, functions={"tiny::total"}
+    )
+    assert doc["files"][1]["path"] == str(inside)
+    bare = annotate.annotate_counts(rust_total(), [], threshold=0.0, context=0)
+    out = io.StringIO()
+    annotate_text.write({"run": "1", **bare}, out)
+    text = out.getvalue()
+    assert f"{CORE} (source not found; Rust's standard library: `rustup component add" in text
 
 
 def test_symbols_are_named_as_valgrind_names_them() -> None:
