@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cache_show import cache_doc, layout_members, pahole_members, record_cache
+from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
 
@@ -131,6 +132,10 @@ def test_an_unordered_map_nodes_value_fields_are_hot_or_cold_inside_its_base_cla
     assert inside["_M_storage.second.bytes"] == (88, True)
     assert inside["_M_storage.second.id"] == (16, False)
     assert inside["_M_storage.second.name"] == (24, False)
+    inlined = perfsleuth(tmp_path / "store", "record", "--mode", "cache", "--function",
+                         "std::unordered_map<unsigned long, Session>::find", "--", str(binary),
+                         check=False)  # fmt: skip
+    assert inlined.returncode == 2 and "inlined it into its callers" in inlined.stderr
 
 
 C_CALLBACKS = """

@@ -1,7 +1,8 @@
 """Cache mode on a Rust program (std's HashMap, hashbrown's SwissTable) built by
 rustc -O -g: the function found by its bare name, whatever its crate path and legacy
 hash (`rmap::lookup_session::h0123...`), and the map's layout with rustc's pointers
-(which DWARF gives no size) at their real 8 bytes."""
+(which DWARF gives no size) at their real 8 bytes; a bucket's fields, read at negative
+displacements from its end pointer, are the element's."""
 
 from __future__ import annotations
 
@@ -50,3 +51,8 @@ def test_a_rust_function_is_found_by_its_bare_name_and_its_map_laid_out(tmp_path
     assert inside["table.table.ctrl.pointer"] == (8, True)  # was 1: the u8 it points to
     assert inside["table.table.bucket_mask"] == (8, True)
     assert inside["table.table.growth_left"] == (8, False)
+    element = next(lay for lay in function["layouts"] if lay["struct"] == "(u64, rmap::Session)")
+    session = next(f for f in element["fields"] if f["name"] == "__1")
+    hot = {m["name"] for m in session["inside"] if m["hot"]}
+    assert {"bytes", "flags"} <= hot  # read at -0x20 and -0x4 from the bucket's end pointer
+    assert "id" not in hot

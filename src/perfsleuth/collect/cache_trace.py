@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 from ..binaries import DWARF_ERRORS, binary_at
+from ..binaries.subprograms import attr_text, origin
 from ..cpu_cache_projections.spatial_sample import LINE_SIZE
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
@@ -62,7 +63,9 @@ def stripped_message(executable: str) -> str | None:
 def missing_function_message(executable: str, function: str) -> str:
     if stripped := stripped_message(executable):
         return f"--function {function}: {stripped}"
-    if function in inlined_functions(executable):
+    if function in inlined_functions(executable) or last_part(function) in inlined_functions(
+        executable
+    ):
         return (
             f"--function {function}: the compiler inlined it into its callers in {executable}, "
             "so it has no calls to trace; trace a caller, or build it with "
@@ -72,6 +75,13 @@ def missing_function_message(executable: str, function: str) -> str:
         f"--function {function}: no such function in {executable}"
         f"{close_matches_text(executable, function)}"
     )
+
+
+def last_part(function: str) -> str:
+    """`find` of `std::_Hashtable<unsigned long, ...>::find(unsigned long const&)`: the
+    name DWARF gives a C++ member function (its class, templates and all, aside)."""
+    plain = function.split("(")[0]
+    return plain[plain.rfind(">") + 1 :].rsplit("::", 1)[-1]
 
 
 def close_matches_text(executable: str, function: str) -> str:
@@ -101,9 +111,10 @@ def inlined_functions(executable: str) -> frozenset[str]:
         for cu in dwarf.iter_CUs():
             for die in cu.iter_DIEs():
                 if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes:
-                    name = die.attributes.get("DW_AT_name")
-                    if name is not None:
-                        found.add(name.value.decode(errors="replace"))
+                    # a C++ member function's name is on its declaration in the class
+                    name = attr_text(die, "DW_AT_name") or attr_text(origin(die), "DW_AT_name")
+                    if name:
+                        found.add(name)
     except DWARF_ERRORS:
         return frozenset()
     return frozenset(found)
