@@ -296,3 +296,16 @@ def test_a_rust_programs_caller_is_its_function_not_valgrinds_below_main() -> No
     ]  # fmt: skip
     found = findings([(stack, 80), ([stack[1], *stack[4:]], 20)])
     assert found["class.format.printf"].function == "rsx::main"
+
+
+def test_rusts_allocator_shims_are_allocation_not_its_callers() -> None:
+    """Rust 1.95 calls malloc and free through __rustc::__rust_alloc / __rdl_alloc (std's
+    sys/alloc/unix.rs): a free was 'called from __rustc::__rdl_dealloc at unix.rs:48'."""
+    std = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/"
+    rdl = Frame("__rustc::__rdl_dealloc", "rsx", std + "std/src/sys/alloc/unix.rs", 48)
+    shim = Frame("__rustc::__rust_dealloc", "rsx", "???", 0)
+    free = libc("free", "./malloc/malloc.c", 3352)
+    main = Frame("rsx::main", "rsx", std + "alloc/src/alloc.rs", 115)  # a drop, inlined
+    found = findings([([free, rdl, shim, main], 60), ([main], 40)])
+    alloc = found["class.alloc.malloc"]
+    assert alloc.function == "rsx::main" and "from rsx::main at alloc.rs:115" in alloc.title
