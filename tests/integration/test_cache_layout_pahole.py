@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cache_show import cache_doc, layout_members, pahole_members, record_cache
+from cli_runner import perfsleuth
 
 pytestmark = pytest.mark.integration
 
@@ -86,10 +87,55 @@ def test_cxx_base_classes_are_laid_out_where_pahole_puts_them_and_stay_there(tmp
     assert ours == {"<ancestor Base>": (8, 16), "<ancestor Mixin>": (24, 2)}
     hot = {f["name"] for f in layout["fields"] if f["hot"]}
     assert hot == {"<ancestor Base>", "hits", "last_seen"}  # s->id is Base's
+    base = next(f for f in layout["fields"] if f["name"] == "<ancestor Base>")
+    assert [(m["name"], m["offset"], m["hot"]) for m in base["inside"]] == [
+        ("id", 8, True),
+        ("kind", 16, False),
+    ]
     move = layout["reorder"]
     assert move["move"] == ["last_seen"]
     assert "_vptr.Session" not in move["swap_out"]  # the vtable pointer is the language's
     assert "<ancestor" in layout["pahole"]
+
+
+CPP_UNORDERED_MAP = """
+#include <cstdint>
+#include <unordered_map>
+struct Session { uint32_t id; uint32_t flags; char name[64]; uint64_t bytes; uint64_t created; };
+using Map = std::unordered_map<uint64_t, Session>;
+__attribute__((noinline)) uint64_t lookup(const Map &m, uint64_t key) {
+    auto it = m.find(key);
+    return it == m.end() ? 0 : it->second.bytes + it->second.flags;
+}
+int main() {
+    Map m;
+    for (uint64_t i = 0; i < 64; i++) m[i * 2654435761u] = Session{};
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < 40; i++) sum += lookup(m, (i * 7 % 64) * 2654435761u);
+    return (int)sum;
+}
+"""
+
+
+def test_an_unordered_map_nodes_value_fields_are_hot_or_cold_inside_its_base_class(tmp_path):
+    """libstdc++ keeps a node's pair<const K, V> in raw bytes (__aligned_buffer<T>) inside
+    a base class: the fields of the T it holds are marked, not one 112-byte blob."""
+    source, binary = tmp_path / "umap.cc", tmp_path / "umap"
+    source.write_text(CPP_UNORDERED_MAP)
+    subprocess.run(["g++", "-g", "-O2", "-o", str(binary), str(source)], check=True)
+    function = cache_doc(record_cache(tmp_path / "store", binary, "lookup"))
+    node = next(lay for lay in function["layouts"] if lay["struct"].startswith("_Hash_node<"))
+    value = next(f for f in node["fields"] if f["name"].startswith("<ancestor _Hash_node_value"))
+    inside = {m["name"]: (m["offset"], m["hot"]) for m in value["inside"]}
+    assert inside["_M_storage.first"] == (8, True)  # the key, compared
+    assert inside["_M_storage.second.flags"] == (20, True)
+    assert inside["_M_storage.second.bytes"] == (88, True)
+    assert inside["_M_storage.second.id"] == (16, False)
+    assert inside["_M_storage.second.name"] == (24, False)
+    inlined = perfsleuth(tmp_path / "store", "record", "--mode", "cache", "--function",
+                         "std::unordered_map<unsigned long, Session>::find", "--", str(binary),
+                         check=False)  # fmt: skip
+    assert inlined.returncode == 2 and "inlined it into its callers" in inlined.stderr
 
 
 C_CALLBACKS = """

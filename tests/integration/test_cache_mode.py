@@ -103,6 +103,18 @@ def test_run_without_a_function_traces_the_per_packet_function_not_main(examples
     assert layout[0]["details"]["field"] == "last_ack"
 
 
+def test_run_without_a_function_finds_a_cxx_function_the_profile_spells_otherwise(
+    examples_built, tmp_path
+):
+    """The profile names lookup_session with llvm-symbolizer's `>>`, the ELF's names
+    are c++filt's `> >`: it was "no function ... has 5% of the CPU time"."""
+    store = tmp_path / "store"
+    perfsleuth(store, "run", "--mode", "cache",
+               "--", str(examples_built / "unordered_map_lookup"), "50000", "500000")  # fmt: skip
+    shown = json.loads(perfsleuth(store, "cache", "show", "--format", "json").stdout)
+    assert [f["function"] for f in shown["functions"]] == ["lookup_session"]
+
+
 def test_reordered_struct_has_no_layout_finding(examples_built, tmp_path):
     store = tmp_path / "store"
     perfsleuth(

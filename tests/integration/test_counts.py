@@ -119,6 +119,51 @@ def test_a_count_runs_findings_speak_of_instructions(tmp_path: Path) -> None:
     assert "hot-library" not in [f["kind"] for f in advice["findings"]]
 
 
+TEMPLATE = r"""
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+namespace shapes {
+template <class T>
+__attribute__((noinline)) long total(const std::vector<T>& items)
+{
+    return std::accumulate(items.begin(), items.end(), 0L);
+}
+}  // namespace shapes
+
+int main()
+{
+    std::vector<long> v;
+    for (long i = 0; i < 3000; i++)
+        v.push_back(i % 97);
+    std::printf("%ld\n", shapes::total(v));
+    return 0;
+}
+"""
+
+
+def test_a_cxx_template_is_placed_at_its_own_line_not_an_inlined_std_helpers(
+    tmp_path: Path,
+) -> None:
+    """g++ -O2 gives shapes::total<long>'s entry instruction the line of vector::end()'s
+    inlined iterator (stl_iterator.h:1073), which callgrind takes for its file; the
+    symbolizer's outermost frame (tot.cpp, its return line) was not used: it was looked
+    up by the mangled symbol, and valgrind names functions demangled (Rust's too)."""
+    source = tmp_path / "tot.cpp"
+    source.write_text(TEMPLATE)
+    program = tmp_path / "tot"
+    subprocess.run(["g++", "-O2", "-g", "-o", str(program), str(source)], check=True)
+    store = tmp_path / "store"
+    perfsleuth(store, "record", "--mode", "count", "--", str(program))
+    rows = json.loads(perfsleuth(store, "top", "--format", "json").stdout)["rows"]
+    (total,) = [r for r in rows if r["function"].startswith("long shapes::total<long>(")]
+    line = TEMPLATE.splitlines().index(
+        "    return std::accumulate(items.begin(), items.end(), 0L);"
+    )
+    assert (total["file"], total["line"]) == (str(source), line + 1)
+
+
 def function_table(report: str) -> dict[str, int]:
     """callgrind_annotate's per-function self counts, summed over the files it splits by."""
     lines = report.splitlines()

@@ -124,6 +124,7 @@ def layout_doc(variable, kind, reorder, elements=1):
         "line_size": 64,
         "lines_touched_per_call": 2.0,
         "pahole": "struct session { ... }",
+        "fields": [],
         "lines": [
             {"line": 0, "hot_fields": ["state"], "cold_fields": ["flags"], "touched": 1.0},
             {"line": 1, "hot_fields": ["last_seen"], "cold_fields": ["peer"], "touched": 0.5},

@@ -1,6 +1,7 @@
 """Footprint, scaling, constant-time and layout projections on small hand-made traces."""
 
 import subprocess
+from collections import Counter
 
 import pytest
 
@@ -364,7 +365,7 @@ def test_an_anonymous_struct_is_named_by_its_typedef_as_pahole_names_it(tmp_path
         "named",
         False,
     )
-    fields = [layout.field_row(f, 0.0, 64) for f in table.fields]
+    fields = [layout.field_row(f, Counter(), 1, 64) for f in table.fields]
     shown = layout.render(table, fields, 64).splitlines()
     assert (shown[0], shown[-1]) == ("typedef struct {", "} table_t;")
 

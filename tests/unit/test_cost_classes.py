@@ -277,3 +277,35 @@ def test_a_preempted_thread_s_time_in_a_class_is_not_cpu_time() -> None:
     samples = [([*switched_out, MSORT, QSORT, MAIN], 60), ([WORK, MAIN], 40)]
     assert findings(samples, recorder="perf+bpftrace") == {}
     assert findings(samples).keys() == on_cpu.keys()  # perf's samples in the scheduler ran
+
+
+def test_a_rust_programs_caller_is_its_function_not_valgrinds_below_main() -> None:
+    """A Rust program's format! counted by callgrind (rustc 1.95): every frame up to
+    main is in Rust's std (its call into format_inner inlined from alloc/src/fmt.rs),
+    and valgrind's `(below main)` has the file `???`: that was taken for user code."""
+    std = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/"
+    stack = [
+        Frame("alloc::fmt::format::format_inner", "rsx", std + "core/src/fmt/mod.rs", 786),
+        Frame("rsx::main", "rsx", std + "alloc/src/fmt.rs", 659),
+        Frame("std::sys::backtrace::__rust_begin_short_backtrace", "rsx", std + "core/x.rs", 250),
+        Frame("std::rt::lang_start::{{closure}}", "rsx", std + "std/src/rt.rs", 206),
+        Frame("main", "rsx", "???", 0),
+        libc("(below main)", "./csu/../sysdeps/nptl/libc_start_call_main.h", 58),
+        libc("__libc_start_main@@GLIBC_2.34", "./csu/../csu/libc-start.c", 360),
+        Frame("(below main)", "rsx", "???", 0),
+    ]  # fmt: skip
+    found = findings([(stack, 80), ([stack[1], *stack[4:]], 20)])
+    assert found["class.format.printf"].function == "rsx::main"
+
+
+def test_rusts_allocator_shims_are_allocation_not_its_callers() -> None:
+    """Rust 1.95 calls malloc and free through __rustc::__rust_alloc / __rdl_alloc (std's
+    sys/alloc/unix.rs): a free was 'called from __rustc::__rdl_dealloc at unix.rs:48'."""
+    std = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/"
+    rdl = Frame("__rustc::__rdl_dealloc", "rsx", std + "std/src/sys/alloc/unix.rs", 48)
+    shim = Frame("__rustc::__rust_dealloc", "rsx", "???", 0)
+    free = libc("free", "./malloc/malloc.c", 3352)
+    main = Frame("rsx::main", "rsx", std + "alloc/src/alloc.rs", 115)  # a drop, inlined
+    found = findings([([free, rdl, shim, main], 60), ([main], 40)])
+    alloc = found["class.alloc.malloc"]
+    assert alloc.function == "rsx::main" and "from rsx::main at alloc.rs:115" in alloc.title

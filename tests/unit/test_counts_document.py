@@ -4,6 +4,7 @@ callgrind.out captured from a real program (tests/fixtures)."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
+from perfsleuth.present import annotate_text
 from perfsleuth.store.runs import Store
 from perfsleuth.symbols import entries
+from perfsleuth.symbols.demangle import valgrind_names
 from perfsleuth.views import annotate, top
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -121,6 +124,66 @@ def test_a_functions_line_is_its_entrys_outermost_frame_when_the_symbolizer_name
     assert sites[("/lib/ld.so", "strcmp")] == ("rtld-strcmp.S", 7)
     without = callgrind.CallgrindData(events=["Ir"], cells=cells, totals=[14], own_file=own)
     assert callgrind.exact_counts(without).entry_sites()[0] == ("malloc.c", 1338)
+
+
+CORE = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/ptr/non_null.rs"
+
+
+def rust_total() -> ExactCounts:
+    """A Rust function counted by callgrind (a rustc 1.95 release build): its entry
+    instruction is core's NonNull::eq, inlined, so callgrind's fl= for it is
+    non_null.rs; the symbolizer's outermost frame is main.rs:8."""
+    fn = ("/t/tiny", "tiny::total")
+    cells = {(fn, CORE, 1720, 0x141A0): [50], (fn, "/t/src/main.rs", 5, 0x141C5): [24950]}
+    data = callgrind.CallgrindData(
+        events=["Ir"],
+        cells=cells,
+        totals=[25000],
+        own_file={fn: CORE},
+        meta={"entries": {"tiny::total": ["/t/src/main.rs", 8]}},
+    )
+    return callgrind.exact_counts(data)
+
+
+def test_an_entry_named_in_a_file_other_than_callgrinds_own_file_is_taken() -> None:
+    """main.rs:8 is in a file the function has counted lines in: its line."""
+    assert rust_total().entry_sites() == [("/t/src/main.rs", 8)]
+
+
+def test_annotate_of_a_function_lists_its_own_file_first() -> None:
+    doc = annotate.annotate_counts(
+        rust_total(), [], threshold=0.0, context=2, functions={"tiny::total"}
+    )
+    assert [entry["file"] for entry in doc["files"]] == ["/t/src/main.rs", CORE]
+
+
+def test_rusts_standard_library_is_read_from_rust_src(tmp_path: Path) -> None:
+    """rustc names its std /rustc/<commit>/library/...; --src of rustup's rust-src
+    (<sysroot>/lib/rustlib/src/rust) reads it, and without it the listing says how."""
+    rust_src = tmp_path / "rust"
+    inside = rust_src / "library" / "core" / "src" / "ptr" / "non_null.rs"
+    inside.parent.mkdir(parents=True)
+    inside.write_text("x\n" * 1720)
+    doc = annotate.annotate_counts(
+        rust_total(), [rust_src], threshold=0.0, context=0, functions={"tiny::total"}
+    )
+    assert doc["files"][1]["path"] == str(inside)
+    bare = annotate.annotate_counts(rust_total(), [], threshold=0.0, context=0)
+    out = io.StringIO()
+    annotate_text.write({"run": "1", **bare}, out)
+    text = out.getvalue()
+    assert f"{CORE} (source not found; Rust's standard library: `rustup component add" in text
+
+
+def test_symbols_are_named_as_valgrind_names_them() -> None:
+    """Demangled, a Rust legacy symbol without its hash (valgrind drops it)."""
+    rust = "_ZN4tiny5total17h4a0d3149afe73269E"
+    cxx = "_ZN6shapes5totalIlEElRKSt6vectorIT_SaIS2_EE"
+    assert valgrind_names([rust, cxx, "malloc"]) == {
+        rust: "tiny::total",
+        cxx: "long shapes::total<long>(std::vector<long, std::allocator<long> > const&)",
+        "malloc": "malloc",
+    }
 
 
 def test_an_entry_is_written_as_valgrind_names_its_file() -> None:

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from ..collect.run_facts import is_own_command
 from ..formats.py_spy import is_library_file
+from ..model.counts import NO_SOURCE
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_rules, with_evidence
@@ -289,8 +290,10 @@ def user_call_site(profile: Profile, callers: tuple[int, ...], prefer_python: bo
 
 def is_user_code(frame: Frame) -> bool:
     """A frame with source outside the system's headers and libraries (and, for Python
-    code, outside the stdlib and package folders)."""
-    if frame.kernel or not frame.file or frame.file.startswith(NOT_USER_FILES):
+    code, outside the stdlib and package folders). Valgrind's file of code without line
+    information (`???`) is none: a Rust program's `(below main)` was the user's call
+    into its formatting."""
+    if frame.kernel or frame.file in ("", NO_SOURCE) or frame.file.startswith(NOT_USER_FILES):
         return False
     if CPYTHON_DSO.match(frame.dso) or any(d in frame.file for d in NOT_USER_DIRS):
         return False

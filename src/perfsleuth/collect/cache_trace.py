@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from functools import lru_cache
 
 from ..binaries import DWARF_ERRORS, binary_at
+from ..binaries.subprograms import attr_text, origin
 from ..cpu_cache_projections.spatial_sample import LINE_SIZE
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
 from ..model.profile import Frame
-from ..symbols.symbolizer import Symbolizer, dso_name, elf_symbols
+from ..symbols.symbolizer import Symbolizer, clean_function, dso_name, elf_symbols
 from . import memtrace
 from .valgrind import demangle_all
+
+# a Rust legacy-mangled symbol's hash, `17h<16 hex>E` (`rmap::lookup_session::h0123...`)
+RUST_HASH = re.compile(r"17h[0-9a-f]{16}E$")
 
 
 def find_target(executable: str, function: str) -> memtrace.Target:
@@ -30,14 +35,18 @@ def find_target(executable: str, function: str) -> memtrace.Target:
 
 
 def _by_plain_name(names: dict[str, int], function: str) -> int | None:
-    """`ns::f` for the C++ function `ns::f(int)` when only one overload exists."""
-    mangled = [n for n in names if n.startswith("_Z")]
-    matches = [
-        m
-        for m, d in zip(mangled, demangle_all(mangled), strict=True)
-        if d.split("(")[0] == function
-    ]
-    return names[matches[0]] if len(matches) == 1 else None
+    """`ns::f` for the C++ function `ns::f(int)` when only one overload exists; a Rust
+    function by its path without the hash (`crate::f`), or by its last part(s) (`f`)
+    when no other function's path ends so."""
+    mangled = [n for n in names if n.startswith(("_Z", "_R"))]
+    plain = [clean_function(d.split("(")[0]) for d in demangle_all(mangled)]
+    exact = {names[m] for m, p in zip(mangled, plain, strict=True) if p == function}
+    ending = {names[m] for m, p in zip(mangled, plain, strict=True) if p.endswith(f"::{function}")}
+    rust = {names[m] for m in mangled if m.startswith("_R") or RUST_HASH.search(m)} & ending
+    for found in (exact, rust):
+        if len(found) == 1:
+            return found.pop()
+    return None
 
 
 def stripped_message(executable: str) -> str | None:
@@ -54,7 +63,9 @@ def stripped_message(executable: str) -> str | None:
 def missing_function_message(executable: str, function: str) -> str:
     if stripped := stripped_message(executable):
         return f"--function {function}: {stripped}"
-    if function in inlined_functions(executable):
+    if function in inlined_functions(executable) or last_part(function) in inlined_functions(
+        executable
+    ):
         return (
             f"--function {function}: the compiler inlined it into its callers in {executable}, "
             "so it has no calls to trace; trace a caller, or build it with "
@@ -64,6 +75,13 @@ def missing_function_message(executable: str, function: str) -> str:
         f"--function {function}: no such function in {executable}"
         f"{close_matches_text(executable, function)}"
     )
+
+
+def last_part(function: str) -> str:
+    """`find` of `std::_Hashtable<unsigned long, ...>::find(unsigned long const&)`: the
+    name DWARF gives a C++ member function (its class, templates and all, aside)."""
+    plain = function.split("(")[0]
+    return plain[plain.rfind(">") + 1 :].rsplit("::", 1)[-1]
 
 
 def close_matches_text(executable: str, function: str) -> str:
@@ -93,9 +111,10 @@ def inlined_functions(executable: str) -> frozenset[str]:
         for cu in dwarf.iter_CUs():
             for die in cu.iter_DIEs():
                 if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes:
-                    name = die.attributes.get("DW_AT_name")
-                    if name is not None:
-                        found.add(name.value.decode(errors="replace"))
+                    # a C++ member function's name is on its declaration in the class
+                    name = attr_text(die, "DW_AT_name") or attr_text(origin(die), "DW_AT_name")
+                    if name:
+                        found.add(name)
     except DWARF_ERRORS:
         return frozenset()
     return frozenset(found)

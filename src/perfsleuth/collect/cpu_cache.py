@@ -31,7 +31,7 @@ from ..model.cpu_cache import (
 )
 from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.run import Recording, StoredDocument
-from ..symbols.symbolizer import dso_name, elf_symbols
+from ..symbols.symbolizer import ElfSymbols, dso_name, elf_symbols, strip_params
 from . import memtrace, perf
 from .cache_trace import find_target, from_recording, never_called_message, stripped_message
 from .options import RecordOptions
@@ -137,9 +137,9 @@ def own_time(profile: Profile, executable: str) -> tuple[dict[str, float], dict[
     for stack, weight, _count, _thread, _state in profile.rows():
         frames = (profile.frames[i] for i in stack)
         names = [
-            f.function
+            name
             for f in frames
-            if not f.inlined and f.dso == dso and symbols.address_of(f.function) is not None
+            if not f.inlined and f.dso == dso and (name := traceable_name(symbols, f.function))
         ]
         if not names:
             continue
@@ -147,6 +147,17 @@ def own_time(profile: Profile, executable: str) -> tuple[dict[str, float], dict[
         for name in set(names[1:]) - {names[0]}:
             below[name] = below.get(name, 0.0) + weight / total
     return own, below
+
+
+def traceable_name(symbols: ElfSymbols, function: str) -> str:
+    """The name a frame's function is traced by: as the profile spells it, or without
+    its parameters (llvm-symbolizer writes `>>` where c++filt, whose spelling the ELF
+    names are matched in, writes `> >`: `lookup_session(std::unordered_map<...>
+    const&, unsigned long)` was no function of the program); "" when neither is."""
+    for name in (function, strip_params(function)):
+        if symbols.address_of(name) is not None:
+            return name
+    return ""
 
 
 def takes_struct_pointer(executable: str, function: str) -> bool:

@@ -40,6 +40,7 @@ from elftools.dwarf.locationlists import LocationParser
 from ..binaries import PF_X, PT_LOAD, binary_at
 from ..binaries.subprograms import attr_text, origin
 from ..model.cpu_cache import (
+    InnerField,
     Layout,
     LayoutField,
     LayoutLine,
@@ -254,7 +255,7 @@ def layout_of(struct: Struct, visits: list[Visit], line: int, owner: LayoutOwner
         touched.update(names)
         in_line.update(struct_lines(struct, visit.accesses, visit.start, line))
         lines_touched.append(len(lines))
-    fields = [field_row(f, touched[f.name] / len(visits), line) for f in struct.fields]
+    fields = [field_row(f, touched, len(visits), line) for f in struct.fields]
     heat = [in_line[index] / len(visits) for index in range(-(-struct.size // line))]
     by_line = line_rows(fields, line, heat)
     aligned = Counter(visit.start % line for visit in visits).most_common(1)[0][0]
@@ -287,7 +288,18 @@ def touched_fields(struct: Struct, call: list, base: int, line: int) -> tuple[se
         names.update(
             f.name for f in struct.fields if f.span()[0] < offset + size and offset < f.span()[1]
         )
+        names.update(
+            inner_key(f, leaf)
+            for f in struct.fields
+            for leaf in f.inner
+            if leaf.offset < offset + size and offset < leaf.offset + leaf.size
+        )
     return names, lines
+
+
+def inner_key(outer: Field, leaf: Field) -> str:
+    """A member inside another one, as its visits are counted."""
+    return f"{outer.name}\0{leaf.name}"
 
 
 def struct_lines(struct: Struct, call: list, base: int, line: int) -> set[int]:
@@ -300,9 +312,10 @@ def struct_lines(struct: Struct, call: list, base: int, line: int) -> set[int]:
     return touched
 
 
-def field_row(f: Field, heat: float, line: int) -> LayoutField:
+def field_row(f: Field, touched: Counter[str], visits: int, line: int) -> LayoutField:
     start, end = f.span()
-    return {
+    heat = touched[f.name] / visits
+    row: LayoutField = {
         "name": f.name,
         "type": f.type_name,
         "offset": f.offset,
@@ -313,6 +326,23 @@ def field_row(f: Field, heat: float, line: int) -> LayoutField:
         "ancestor": f.ancestor,
         "fixed": f.fixed,
         "line": start // line,
+        "touched": heat,
+        "hot": heat >= HOT_FRACTION,
+    }
+    if f.inner:
+        row["inside"] = [
+            inner_row(leaf, touched[inner_key(f, leaf)] / visits, line) for leaf in f.inner
+        ]
+    return row
+
+
+def inner_row(leaf: Field, heat: float, line: int) -> InnerField:
+    return {
+        "name": leaf.name,
+        "type": leaf.type_name,
+        "offset": leaf.offset,
+        "size": leaf.size,
+        "line": leaf.offset // line,
         "touched": heat,
         "hot": heat >= HOT_FRACTION,
     }

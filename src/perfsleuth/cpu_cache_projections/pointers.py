@@ -254,12 +254,12 @@ class Typing:
         if operand.index is None:
             pointer = self.pointer_in(operand.base, index, MEMBER_DEPTH)
             if pointer is not None and pointer.indexed:
-                pointer = pointer if field_offset(pointer.struct, operand.disp, 1) else None
-        else:
-            pointer = self.element(operand, index)
-        return (pointer, operand.disp) if pointer is not None else None
+                disp = element_disp(pointer.struct, operand.disp, 1)
+                return (pointer, disp) if disp is not None else None
+            return (pointer, operand.disp) if pointer is not None else None
+        return self.element(operand, index)
 
-    def element(self, operand: Operand, index: int) -> Pointer | None:
+    def element(self, operand: Operand, index: int) -> tuple[Pointer, int] | None:
         """The array element `disp(base,index,scale)` reaches: base (or the index, at
         scale 1) points to a struct whose field is at disp."""
         registers = [operand.base]
@@ -267,8 +267,9 @@ class Typing:
             registers.append(operand.index)
         for register in registers:
             array = self.pointer_in(register, index, MEMBER_DEPTH)
-            if array is not None and field_offset(array.struct, operand.disp, operand.scale):
-                return self.element_of(array, register)
+            disp = element_disp(array.struct, operand.disp, operand.scale) if array else None
+            if array is not None and disp is not None:
+                return self.element_of(array, register), disp
         return None
 
     def element_of(self, array: Pointer, register: str) -> Pointer:
@@ -408,6 +409,15 @@ def direct_target(insn: CsInsn) -> int | None:
         return None
     operand = insn.operands[0]
     return int(operand.imm) if operand.type == X86_OP_IMM else None
+
+
+def element_disp(struct: Struct, disp: int, scale: int) -> int | None:
+    """Where in an element of an array of struct an access at disp from an element's
+    pointer falls: disp, or for a negative disp, disp + size in the element before
+    (hashbrown's buckets point one past their element: `-0x4(%rcx)` is the last
+    field's)."""
+    inside = disp + struct.size if -struct.size <= disp < 0 else disp
+    return inside if field_offset(struct, inside, scale) else None
 
 
 def field_offset(struct: Struct, disp: int, scale: int) -> bool:

@@ -4,7 +4,7 @@ storage unit and its bit offset in it; `span` is the bytes its bits occupy."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from elftools.dwarf.die import DIE
 
@@ -12,6 +12,9 @@ from ..binaries import Binary
 from ..binaries.subprograms import attr_text
 
 STRUCT_TAGS = ("DW_TAG_structure_type", "DW_TAG_class_type")
+RAW_STORAGE = ("__aligned_buffer<", "__aligned_membuf<")
+POINTER_TAGS = ("DW_TAG_pointer_type", "DW_TAG_reference_type", "DW_TAG_rvalue_reference_type")
+INNER_DEPTH = 8  # levels of nesting followed into a member's own members
 SUBROUTINE = "DW_TAG_subroutine_type"
 AGGREGATE_KEYWORDS = {
     "DW_TAG_structure_type": "struct",
@@ -30,6 +33,9 @@ class Field:
     bit_size: int | None = None
     ancestor: bool = False  # a C++ base class (pahole's `<ancestor>`)
     fixed: bool = False  # placed by the language (a base class, the vtable pointer): not movable
+    # a base class's or struct member's own members, flattened (`_M_storage.second.id`),
+    # their offsets from the outer struct's start
+    inner: list[Field] = field(default_factory=list)
 
     def span(self) -> tuple[int, int]:
         """The bytes [start, end) the field's bits occupy."""
@@ -110,7 +116,8 @@ def strip_qualifiers(die: DIE | None) -> DIE | None:
     return die
 
 
-def member(die: DIE) -> Field | None:
+def member(die: DIE, depth: int = INNER_DEPTH) -> Field | None:
+    """A member or base class; with depth > 0, the members inside it too."""
     if "DW_AT_type" not in die.attributes:
         return None
     type_die = die.get_DIE_from_attribute("DW_AT_type")
@@ -125,10 +132,54 @@ def member(die: DIE) -> Field | None:
     location = die.attributes.get("DW_AT_data_member_location")
     if location is None or not isinstance(location.value, int):
         return None
+    inner = leaves(type_die, location.value, "", depth) if depth else []
     if die.tag == "DW_TAG_inheritance":
         base = attr_text(strip_qualifiers(type_die) or type_die, "DW_AT_name")
-        return Field(f"<ancestor {base}>", kind, location.value, size, ancestor=True, fixed=True)
-    return Field(name, kind, location.value, size, fixed="DW_AT_artificial" in die.attributes)
+        return Field(
+            f"<ancestor {base}>", kind, location.value, size, ancestor=True, fixed=True, inner=inner
+        )
+    return Field(
+        name, kind, location.value, size, fixed="DW_AT_artificial" in die.attributes, inner=inner
+    )
+
+
+def leaves(type_die: DIE, offset: int, prefix: str, depth: int) -> list[Field]:
+    """The scalar members inside an aggregate at `offset`, named by their path from it
+    (a base class adds nothing to the path). libstdc++'s raw node storage
+    (`__aligned_buffer<T>`, `__aligned_membuf<T>`: the bytes an unordered_map or
+    std::list node keeps its value in) is taken for the T it holds."""
+    target = strip_qualifiers(type_die)
+    if depth == 0 or target is None or target.tag not in STRUCT_TAGS:
+        return []
+    held = stored_type(target)
+    if held is not None:
+        return leaves(held, offset, prefix, depth - 1)
+    found: list[Field] = []
+    for child in target.iter_children():
+        if child.tag not in ("DW_TAG_member", "DW_TAG_inheritance"):
+            continue
+        inner = member(child, 0)
+        if inner is None or inner.bit_size is not None:
+            continue
+        path = prefix if inner.ancestor else f"{prefix}{inner.name}"
+        start = offset + inner.offset
+        type_die = child.get_DIE_from_attribute("DW_AT_type")
+        below = leaves(type_die, start, f"{path}." if path else "", depth - 1)
+        if below:
+            found.extend(below)
+        elif not inner.ancestor:
+            found.append(Field(path, inner.type_name, start, inner.size))
+    return found
+
+
+def stored_type(target: DIE) -> DIE | None:
+    """The T of libstdc++'s `__aligned_buffer<T>` / `__aligned_membuf<T>`."""
+    if not attr_text(target, "DW_AT_name").startswith(RAW_STORAGE):
+        return None
+    for child in target.iter_children():
+        if child.tag == "DW_TAG_template_type_param" and "DW_AT_type" in child.attributes:
+            return child.get_DIE_from_attribute("DW_AT_type")
+    return None
 
 
 def bitfield_start(die: DIE, unit_size: int) -> int | None:
@@ -152,6 +203,8 @@ def bitfield_start(die: DIE, unit_size: int) -> int | None:
 def type_size(die: DIE) -> int:
     if "DW_AT_byte_size" in die.attributes:
         return int(die.attributes["DW_AT_byte_size"].value)
+    if die.tag in POINTER_TAGS:  # rustc gives its pointers no size: an address's
+        return int(die.cu.header["address_size"])
     if die.tag == "DW_TAG_array_type":
         return type_size(die.get_DIE_from_attribute("DW_AT_type")) * array_length(die)
     if "DW_AT_type" in die.attributes:

@@ -268,17 +268,17 @@ class ExactCounts:
         return out
 
     def entry_sites(self) -> list[Site]:
-        """Each function's own (file, line): the site meta["entries"] names for it in its
-        own file (its entry instruction's outermost frame, found by the symbolizer:
-        symbols/entries.py), else the line of its lowest counted instruction (its entry)
-        in its own file, else its lowest line there, else anywhere. Not the lowest line:
+        """Each function's own (file, line): the site meta["entries"] names for it in a
+        file it has counted lines in (its entry instruction's outermost frame, found by
+        the symbolizer: symbols/entries.py), else the line of its lowest counted
+        instruction (its entry) in its own file, else its lowest line there, else
+        anywhere. Not the lowest line:
         code inlined from a function above it has lower ones; nor the entry instruction's
         line as valgrind gives it, which may be a helper's inlined there."""
         unknown = (3, 0, 0, 0)  # a file without instruction addresses (cachegrind's) may
         # name the entries in meta["entries"] instead: {function: [file, line]}
         best: list[tuple[int, int, int, int]] = [unknown] * len(self.functions)
-        entries = self.meta.get("entries", {})
-        named = self._named_entries(entries)
+        counted: list[set[int]] = [set() for _ in self.functions]
         cells = self.cells
         for fid, file, line, address in zip(
             cells.column("fn"),
@@ -289,10 +289,13 @@ class ExactCounts:
         ):
             if line <= 0:
                 continue
+            counted[fid].add(file)
             rank = (0 if address else 1) if file == self.own_files[fid] else 2
             key = (rank, address if rank == 0 else line, file, line)
             if key < best[fid]:
                 best[fid] = key
+        entries = self.meta.get("entries", {})
+        named = self._named_entries(entries, counted)
         return [
             _site(entries[self.functions[fid][1]], ("", 0))
             if fid in named
@@ -302,16 +305,19 @@ class ExactCounts:
             for fid, (rank, _order, file, line) in enumerate(best)
         ]
 
-    def _named_entries(self, entries: dict) -> set[int]:
-        """The functions whose entry meta["entries"] names in their own file (a name that
-        two objects define, strcmp in the loader and the C library, is one's only)."""
+    def _named_entries(self, entries: dict, counted: list[set[int]]) -> set[int]:
+        """The functions whose entry meta["entries"] names in a file they have counted
+        lines in (a name that two objects define, strcmp in the loader and the C
+        library, is one's only). Not only their own file (callgrind's fl=): that is
+        their entry instruction's, which may be an inlined helper's (a Rust function's
+        own main.rs under core's non_null.rs)."""
         if not entries:
             return set()
         file_ids = {file: i for i, file in enumerate(self.files)}
         return {
             fid
             for fid, (_ob, fn) in enumerate(self.functions)
-            if fn in entries and file_ids.get(entries[fn][0]) == self.own_files[fid]
+            if fn in entries and file_ids.get(entries[fn][0]) in counted[fid]
         }
 
     def _own_file(self, fid: int) -> str:
@@ -387,6 +393,11 @@ class ExactCounts:
         if functions is None:
             return None
         return {fid for fid, (_ob, fn) in enumerate(self.functions) if fn in functions}
+
+    def own_site_files(self, functions: set[str]) -> set[str]:
+        """The files of the FUNCTIONS' own lines (entry_sites)."""
+        keep = self._kept(functions) or set()
+        return {site[0] for fid, site in enumerate(self.entry_sites()) if fid in keep and site[0]}
 
     def counted_files(self) -> list[str]:
         """Files with a counted line (line > 0)."""

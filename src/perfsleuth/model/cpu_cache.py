@@ -81,6 +81,18 @@ class Footprint(TypedDict):
     by_source: list[SourceRow]  # busiest first
 
 
+class InnerField(TypedDict):
+    """A member inside a base class or struct member, its offset from the outer struct."""
+
+    name: str  # its path inside the member: `_M_storage.second.id`
+    type: str
+    offset: int
+    size: int
+    line: int
+    touched: float
+    hot: bool
+
+
 class LayoutField(TypedDict):
     """A member as pahole gives it: a bitfield's offset and size are its storage
     unit's, `bytes` what its bits occupy."""
@@ -97,6 +109,7 @@ class LayoutField(TypedDict):
     line: int
     touched: float  # share of the visits touching it
     hot: bool
+    inside: NotRequired[list[InnerField]]  # a base class's or struct member's own members
 
 
 class LayoutLine(TypedDict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import IO, TYPE_CHECKING
 
 from ..model.counts import NO_SOURCE
+from ..views.annotate import not_found_hint
 from .output import console_for
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def _render_shares(doc: dict, console: Console) -> None:
     from rich.markup import escape
 
     for entry in doc["files"]:
-        where = entry["path"] or f"{entry['file'] or '?'} (source not found; pass --src DIR)"
+        where = entry["path"] or _not_found(entry["file"] or "?")
         console.print(
             f"[bold]{escape(entry['function'])}[/bold] — {escape(where)}  "
             f"self {100 * entry['self']:.2f}% of run {doc['run']}",
@@ -112,7 +113,7 @@ def _write_counts(doc: dict, fh: IO[str]) -> None:
 
 def _write_file(entry: dict, events: list[str], width: int, margin: str, fh: IO[str]) -> None:
     counts = ", ".join(f"{c:,} {e}" for e, c in zip(events, entry["counts"], strict=True))
-    where = entry["path"] or f"{entry['file']} (source not found; pass --src DIR)"
+    where = entry["path"] or _not_found(entry["file"])
     if entry.get("src"):
         why = (
             "not read: not kept with the imported run (outside its file's folder, or newer "
@@ -124,6 +125,10 @@ def _write_file(entry: dict, events: list[str], width: int, margin: str, fh: IO[
     fh.write(f"\n-- {where}: {counts} ({100 * entry['share']:.2f}%)\n{margin}  source\n")
     if entry["lines"]:
         fh.write("\n".join([_line_text(row, width) for row in entry["lines"]]) + "\n")
+
+
+def _not_found(file: str) -> str:
+    return f"{file} (source not found; {not_found_hint(file)})"
 
 
 def _line_text(row: dict, width: int) -> str:

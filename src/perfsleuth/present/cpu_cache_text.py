@@ -14,6 +14,7 @@ from ..model.cpu_cache import (
     Cliff,
     ConstantTime,
     Footprint,
+    InnerField,
     Layout,
     Scaling,
     Simulation,
@@ -119,6 +120,9 @@ def render_layout(layout: Layout, console: Console) -> None:
     for row in layout["lines"]:
         mark = f"hot: {', '.join(row['hot_fields'])}" if row["hot_fields"] else "cold"
         console.print(Text(f"  line {row['line']}: {mark} (bytes touched in {row['touched']:.0%})"))
+    for f in layout["fields"]:
+        if f["hot"] and f.get("inside"):
+            console.print(Text(f"  inside {f['name']}: {inside(f['inside'])}"))
     reorder = layout["reorder"]
     if reorder:
         console.print(
@@ -129,6 +133,14 @@ def render_layout(layout: Layout, console: Console) -> None:
                 "lines per object"
             )
         )
+
+
+def inside(members: list[InnerField]) -> str:
+    """`hot: first (line 0), second.bytes (line 1); cold: second.name`."""
+    hot = [f"{m['name']} (line {m['line']})" for m in members if m["hot"]]
+    cold = [m["name"] for m in members if not m["hot"]]
+    parts = [f"hot: {', '.join(hot)}" if hot else "", f"cold: {', '.join(cold)}" if cold else ""]
+    return "; ".join(p for p in parts if p)
 
 
 def layout_owner(layout: StructLayout) -> str:

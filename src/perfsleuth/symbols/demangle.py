@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+
+RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")  # a Rust legacy symbol's hash, which valgrind drops
 
 
 def demangler() -> str | None:
@@ -32,3 +35,11 @@ def demangle_all(names: list[str]) -> list[str]:
     """The names demangled, in order; unchanged where no demangler runs."""
     found = demangle_map(names)
     return [found.get(n, n) for n in names]
+
+
+def valgrind_names(names: list[str]) -> dict[str, str]:
+    """{symbol: the name valgrind gives it}: a C++ or Rust symbol demangled (Rust's
+    legacy hash `::h0123456789abcdef` dropped, as valgrind drops it), others as they are."""
+    mangled = [n for n in names if n.startswith(("_Z", "_R"))]
+    found = demangle_map(mangled)
+    return {n: RUST_HASH.sub("", found.get(n, n)) for n in names}

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from ..binaries import STT_FUNC, Binary, binary_at, build_id_of
 from ..binaries.libraries import interpreter, needed_paths
 from ..binaries.locate import debug_file_paths
+from .demangle import valgrind_names
 from .symbolizer import Symbolizer
 
 Site = tuple[str, int]
@@ -53,11 +54,16 @@ def entry_sites(
 
 
 def _entries(path: str, binary: Binary, wanted: set[str]) -> dict[str, Site]:
-    """{function: (file, line)} of the WANTED functions the ELF file at PATH defines."""
+    """{function: (file, line)} of the WANTED functions the ELF file at PATH defines,
+    named as valgrind names them (C++ and Rust symbols demangled: a Rust program's
+    tiny::total was core's non_null.rs:1720, an iterator's compare inlined at its entry,
+    for its own main.rs:8)."""
+    symbols = [s for s in _function_symbols(binary) if s.defined and s.value]
+    named = valgrind_names(sorted({s.name for s in symbols}))
     addresses: dict[str, int] = {}
-    for symbol in _function_symbols(binary):
-        if symbol.name in wanted and symbol.defined and symbol.value:
-            addresses.setdefault(symbol.name, symbol.value)
+    for symbol in symbols:
+        if named[symbol.name] in wanted:
+            addresses.setdefault(named[symbol.name], symbol.value)
     if not addresses:
         return {}
     frames = Symbolizer().symbolize_vaddrs((path, a) for a in addresses.values())

@@ -17,6 +17,7 @@ file debug info names, as is or under a --src root.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -32,6 +33,19 @@ if TYPE_CHECKING:  # the type alone: a count run's listing reads no profile
 Recorded = Mapping[str, list[str]]
 
 CONTEXT_LINES = 3
+
+# where rustc's debug info places Rust's standard library: /rustc/<commit>/library/...,
+# which rustup's rust-src component installs as <sysroot>/lib/rustlib/src/rust/library/...
+RUST_STD = re.compile(r"^/rustc/[0-9a-f]{40}/")
+RUST_SRC_HINT = (
+    "Rust's standard library: `rustup component add rust-src`, then "
+    "--src $(rustc --print sysroot)/lib/rustlib/src/rust"
+)
+
+
+def not_found_hint(file: str) -> str:
+    """What to do about a source file not found."""
+    return RUST_SRC_HINT if RUST_STD.match(file) else "pass --src DIR"
 
 
 def line_costs(profile: Profile, function: str) -> dict[tuple[str, int], list[float]]:
@@ -57,13 +71,17 @@ def line_costs(profile: Profile, function: str) -> dict[tuple[str, int], list[fl
 def find_source(name: str, roots: list[Path], as_named: bool = False) -> Path | None:
     """The file debug info names, under one of the source roots (after following
     symlinks), or, when the run's own debug info is trusted (`as_named`: a recorded
-    run), at the absolute path it names. Never relative to the current directory."""
+    run), at the absolute path it names. Never relative to the current directory. Rust's
+    standard library (/rustc/<commit>/library/...) is under a root as library/...: the
+    --src of rustup's rust-src component."""
     if not name or "\0" in name or ".." in Path(name).parts:
         return None
     path = Path(name)
     if as_named and path.is_absolute() and path.is_file():
         return path
     relative = path.relative_to(path.anchor) if path.is_absolute() else path
+    if RUST_STD.match(name):
+        relative = Path(RUST_STD.sub("", name))  # library/core/src/..., under rust-src
     for root in roots:
         real_root = root.resolve()
         candidates = [path] if path.is_absolute() else []
@@ -103,13 +121,16 @@ def annotate_counts(
     as_named: bool = False,
 ) -> dict:
     """The `annotate --all` document; `threshold` is a fraction of the first event.
-    With `functions`, only those functions' lines (`annotate FUNC` on a count run)."""
+    With `functions`, only those functions' lines (`annotate FUNC` on a count run), the
+    file of their own lines first: a Rust function's main.rs came after the 40 files of
+    std it inlines code from, in path order."""
     per_file = exact.file_lines(functions)
+    own = exact.own_site_files(functions) if functions else set()
     total = exact.totals[0] if exact.totals else 0
     width = len(exact.events)
     files = []
     hidden = 0
-    for file in sorted(per_file):
+    for file in sorted(per_file, key=lambda name: (name not in own, name)):
         lines = per_file[file]
         counts = _sum(lines.values(), width)
         if total and counts[0] < threshold * total:

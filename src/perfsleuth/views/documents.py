@@ -411,6 +411,7 @@ SCHEMA = (
     Entry("WholeRun", cpu_cache.WholeRun),
     Entry("SourceRow", cpu_cache.SourceRow),
     Entry("Footprint", cpu_cache.Footprint),
+    Entry("InnerField", cpu_cache.InnerField),
     Entry("LayoutField", cpu_cache.LayoutField),
     Entry("LayoutLine", cpu_cache.LayoutLine),
     Entry("Move", cpu_cache.Move),

@@ -271,6 +271,17 @@ export interface Footprint {
   by_source: SourceRow[];
 }
 
+/** A member inside a base class or struct member, its offset from the outer struct. */
+export interface InnerField {
+  name: string;
+  type: string;
+  offset: number;
+  size: number;
+  line: number;
+  touched: number;
+  hot: boolean;
+}
+
 /** A member as pahole gives it: a bitfield's offset and size are its storage unit's, `bytes` what its bits occupy. */
 export interface LayoutField {
   name: string;
@@ -285,6 +296,7 @@ export interface LayoutField {
   line: number;
   touched: number;
   hot: boolean;
+  inside?: InnerField[];
 }
 
 export interface LayoutLine {
