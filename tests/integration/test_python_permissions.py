@@ -83,10 +83,11 @@ def test_an_unprivileged_user_records_their_own_command(tmp_path: Path) -> None:
     # Under load py-spy can miss stretches: those samples keep their native frames
     # only, and the record says how many. The others are pack_logs', but for a few at
     # a call's edges: py-spy's clock and perf's are paired to within a sampling period,
-    # so at load a deflate sample can land on the Python call next to it (1-3 of 70).
+    # so at load a deflate sample can land on the Python call next to it (up to 6 of 70,
+    # on tokenize, beside 3 busy loops): a tenth, as test_python_mode's zlib test allows.
     stalled = re.search(r"(\d+) of (\d+) samples .* read no Python stack", done.stderr)
     native_only = int(stalled[1]) / int(stalled[2]) if stalled else 0.0
-    assert rows["deflate"]["total"] <= rows["pack_logs"]["total"] + native_only + 0.05
+    assert rows["deflate"]["total"] <= rows["pack_logs"]["total"] + native_only + 0.1
 
 
 def test_the_hints_name_yama_and_perf_paranoid(tmp_path: Path) -> None:
