@@ -219,9 +219,9 @@ def test_glib_s_mutex_and_condition_variable_waits_are_mutex_and_condvar():
     `other` in the three modes; the GMutex's slow path is static (unnamed in Debian's
     stripped libglib) and g_mutex_lock tail-calls it: worker -> [unknown] libglib ->
     syscall. main's g_thread_join stays `other`."""
-    assert glibqueue_waits("wall") == {"glib": {"mutex"}, "join": {"other"}}
-    offcpu = {"glib": {"mutex"}, "condvar": {"condvar"}, "join": {"other"}}
-    assert glibqueue_waits("offcpu") == offcpu
+    expected = {"glib": {"mutex"}, "condvar": {"condvar"}, "join": {"other"}}
+    assert glibqueue_waits("wall") == expected
+    assert glibqueue_waits("offcpu") == expected
 
 
 def test_an_unnamed_library_function_above_syscall_names_a_wait_only_when_blocked():
