@@ -233,3 +233,23 @@ def test_an_unnamed_library_function_above_syscall_names_a_wait_only_when_blocke
     # the thread's entry is an unnamed libglib function too, but not above syscall()
     entry = [Frame("digest"), Frame("worker"), Frame("[unknown]", dso="libglib-2.0.so.0")]
     assert classify(entry, "S") == "other"
+
+
+def test_cpp20_barrier_and_semaphore_waits_are_condvar_waits():
+    """bench/fresh_waits/semphase (g++ 12 -std=c++20): libstdc++'s std::barrier spins
+    with sched_yield, then waits in __platform_wait's own futex call: its workers' 92%
+    of waiting (the program's clock) read `sleep` 70-80% and `other` the rest, in the
+    three modes. main's std::thread::join stays `other`."""
+    from perfsleuth.formats import pprof
+
+    for mode in ("wall", "offcpu"):
+        profile = pprof.read(GLIBQUEUE / f"semphase-{mode}.pb.gz")
+        states: dict[str, set[str]] = {}
+        for stack, _weight, _count, t, recorded in profile.rows():
+            if recorded == "running":
+                continue  # on the CPU outside a wait
+            frames = [profile.frames[f] for f in stack]
+            thread = profile.threads[t]
+            kind = "join" if thread.tid == thread.pid else "barrier"
+            states.setdefault(kind, set()).add(classify(frames, "S"))
+        assert states == {"barrier": {"condvar"}, "join": {"other"}}, mode

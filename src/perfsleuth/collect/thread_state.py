@@ -98,6 +98,19 @@ RULES: tuple[Rule, ...] = (
             # libstdc++'s futures wait on a futex of their own, not a pthread condvar
             "std::__atomic_futex_unsigned_base::_M_futex_wait_until*",
             "std::__future_base::_State_baseV2::wait*",
+            # C++20's waits (std::barrier, std::latch, std::counting_semaphore,
+            # std::atomic<T>::wait): libstdc++'s atomic-wait machinery spins with
+            # sched_yield, then waits in a futex of its own (template instances
+            # demangle with their return type first: "bool std::__detail::...")
+            "*std::__detail::__atomic_spin<*",
+            "*std::__detail::__platform_wait<*",
+            "std::__detail::__waiter_pool::_M_do_wait*",
+            "*std::__detail::__waiter<*>::_M_do_wait*",
+            "std::__tree_barrier<*>::wait*",
+            "std::barrier<*>::*wait*",
+            "std::latch::*wait*",
+            "std::__atomic_semaphore::_M_acquire*",
+            "std::counting_semaphore<*>::*acquire*",
             "std::sys::sync::condvar::*",
             "<std::sys::sync::condvar::futex::Condvar>::wait*",
             "<std::sys::sync::condvar::pthread::Condvar>::wait*",
