@@ -224,10 +224,12 @@ def test_glib_s_mutex_and_condition_variable_waits_are_mutex_and_condvar():
     assert glibqueue_waits("offcpu") == expected
 
 
-def test_an_unnamed_library_function_above_syscall_names_a_wait_only_when_blocked():
+def test_an_unnamed_library_function_above_syscall_names_a_wait_blocked_or_woken():
     glib = [Frame("syscall", dso="libc.so.6"), Frame("[unknown]", dso="libglib-2.0.so.0.7400.6")]
     assert classify(glib + [Frame("worker")], "S") == "mutex"
-    assert classify(glib + [Frame("worker")], "R") == "running"  # an unlock's wake, preempted
+    assert classify(glib + [Frame("worker")], "R") == "mutex"  # woken, not yet back
+    # g_mutex_unlock's wake: no unnamed frame above syscall()
+    assert classify([Frame("syscall", dso="libc.so.6"), Frame("worker")], "R") == "running"
     other = [Frame("syscall", dso="libc.so.6"), Frame("[unknown]", dso="libfoo.so.1")]
     assert classify(other + [Frame("worker")], "S") == "other"
     # the thread's entry is an unnamed libglib function too, but not above syscall()
