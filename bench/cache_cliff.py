@@ -14,7 +14,9 @@ measured latency.
    (lookups in a uthash table of 112-byte entries) and find_value for
    examples/bin/ghash_lookup (string keys in a GLib GHashTable, the keys in the
    caller's array, as an interpreter holds them), and find_item for
-   examples/bin/stbds_lookup (an stb_ds hash map of 72-byte items); the fitted working set gives
+   examples/bin/stbds_lookup (an stb_ds hash map of 72-byte items), and find_record for
+   examples/bin/sparsehash_lookup (a Google sparsehash dense_hash_map of 48-byte
+   pairs; `--programs sparsehash` measures it alone); the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
    machine by `perfsleuth cache calibrate`).
@@ -86,10 +88,11 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "conntable-compact": ROOT / "examples/bin/conntable-compact",
             "uthash": ROOT / "examples/bin/uthash_lookup",
             "ghash": ROOT / "examples/bin/ghash_lookup",
-            "stbds": ROOT / "examples/bin/stbds_lookup"}  # fmt: skip
+            "stbds": ROOT / "examples/bin/stbds_lookup",
+            "sparsehash": ROOT / "examples/bin/sparsehash_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
 FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item",
-             "verstable": "find_record"}  # fmt: skip
+             "verstable": "find_record", "sparsehash": "find_record"}  # fmt: skip
 # Runs on both sides of a hash table's doublings and several inside one phase, so
 # that pages that grow by doubling show their steps (doubling.py); the scale before,
 # whose three runs each sit just after a doubling, is projected beside it
@@ -149,10 +152,15 @@ def predicted(binary: Path, function: str, scale: str = SCALE) -> dict[str, Any]
             check=True, capture_output=True, text=True,
         ).stdout  # fmt: skip
     scaled = json.loads(shown)["functions"][0]["scaling"]
+    steps = scaled["tlb"].get("steps")
+    pages = (
+        f"{steps['per_capacity_n']:.4f} pages per capacity n"
+        if steps
+        else f"{scaled['tlb'].get('pages_per_n', 0):.4f} pages"
+    )  # a table that doubles: its pages follow its capacity, not n (doubling.py)
     return {c["level"]: c["n"] for c in scaled["cliffs"]} | {
         "TLB": scaled["tlb"].get("n"),
-        "per_n": {c["level"]: per_n(scaled, c) for c in scaled["cliffs"]}
-        | {"TLB": f"{scaled['tlb'].get('pages_per_n', 0):.4f} pages"},
+        "per_n": {c["level"]: per_n(scaled, c) for c in scaled["cliffs"]} | {"TLB": pages},
         "runs": scaled["runs"],
         "tlb_steps": scaled["tlb"].get("steps"),
     }
@@ -375,6 +383,12 @@ def main() -> None:
         help="a JacksonAllan/Verstable checkout (verstable.h): measure it too",
     )
     parser.add_argument(
+        "--programs",
+        metavar="NAMES",
+        help=f"measure only these (comma-separated, of {', '.join(BINARIES)}); the "
+        "recording cost is measured with conntable",
+    )
+    parser.add_argument(
         "--refit",
         type=Path,
         metavar="JSON",
@@ -394,7 +408,9 @@ def main() -> None:
     print(f"load average (1, 5, 15 min) at the start {load['start']}, at the end {load['end']}\n")
     print_knees(results)
     print_curves(results)
-    cost = results["overhead"]
+    cost = results.get("overhead")
+    if not cost:
+        return
     workload = " ".join(OVERHEAD_ARGS)
     print(f"\nrecording `conntable {workload}`: native {cost['native_s']:.3f} s, "
           f"lackey alone {cost['lackey_s']:.2f} s, perfsleuth --mode cache "
@@ -424,7 +440,10 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
     OUT.mkdir(parents=True, exist_ok=True)
     load: dict[str, tuple[float, ...]] = {"start": os.getloadavg()}
     calibrated = calibration()
-    binaries = dict(BINARIES)
+    chosen = args.programs.split(",") if args.programs else list(BINARIES)
+    if unknown := set(chosen) - set(BINARIES):
+        raise SystemExit(f"no such program: {', '.join(sorted(unknown))}")
+    binaries = {name: BINARIES[name] for name in chosen}
     if args.verstable:
         binaries["verstable"] = verstable(args.verstable)
     predictions = {
@@ -456,7 +475,8 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
             "sweep_orders": kept["orders"],
             "llc_sweeps_ns": kept["llc_sweeps"],
         }
-    results["overhead"] = overhead(binaries["conntable"])
+    if "conntable" in binaries:
+        results["overhead"] = overhead(binaries["conntable"])
     results["calibration"] = calibrated
     load["end"] = os.getloadavg()
     results["load"] = load
@@ -538,7 +558,7 @@ def print_curves(results: dict) -> None:
     ]
     print("\n| n | " + " | ".join(columns) + " |")
     print("| --- |" + " --- |" * len(columns))
-    ns = sorted(results[next(iter(BINARIES))]["latency_ns"])
+    ns = sorted(results[measured_programs(results)[0]]["latency_ns"])
     shown = ns[::2]
     for index, n in enumerate(shown):
         previous = shown[index - 1] if index else 0

@@ -138,6 +138,45 @@ def test_an_unordered_map_nodes_value_fields_are_hot_or_cold_inside_its_base_cla
     assert inlined.returncode == 2 and "inlined it into its callers" in inlined.stderr
 
 
+# sparsehash's dense_hashtable keeps its flags in `settings`, a class whose members
+# all come from its base class (`class Settings : public sh_hashtable_settings<...>`)
+CPP_INHERITED_MEMBER = """
+#include <cstdint>
+struct Flags { uint64_t threshold; bool use_empty; bool use_deleted; };
+struct Settings : Flags {};
+struct Rep { uint64_t count; Settings settings; uint64_t *slots; };
+struct Table { Rep rep; };  // dense_hash_map holds its dense_hashtable as `rep`
+__attribute__((noinline)) uint64_t lookup(Table *t, uint64_t key) {
+    return t->rep.settings.use_empty ? t->rep.slots[key & 7] : t->rep.count;
+}
+int main() {
+    uint64_t slots[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    Table t{{3, {}, slots}};
+    t.rep.settings.use_empty = true;
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < 20; i++) sum += lookup(&t, i);
+    return (int)(sum & 1);
+}
+"""
+
+
+def test_a_member_inherited_by_a_member_is_named_by_its_path_without_the_base(tmp_path):
+    """`settings.use_empty`, as C++ spells it (it was `settings..use_empty`)."""
+    source, binary = tmp_path / "inherited.cc", tmp_path / "inherited"
+    source.write_text(CPP_INHERITED_MEMBER)
+    subprocess.run(["g++", "-g", "-O2", "-o", str(binary), str(source)], check=True)
+    layout = cache_doc(record_cache(tmp_path / "store", binary, "lookup"))["layout"]
+    rep = next(f for f in layout["fields"] if f["name"] == "rep")
+    inside = {m["name"]: (m["offset"], m["hot"]) for m in rep["inside"]}
+    assert inside == {
+        "count": (0, False),  # read only when use_empty is false
+        "settings.threshold": (8, False),
+        "settings.use_empty": (16, True),
+        "settings.use_deleted": (17, False),
+        "slots": (24, True),
+    }
+
+
 C_CALLBACKS = """
 #include <stddef.h>
 #include <stdint.h>

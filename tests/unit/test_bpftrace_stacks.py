@@ -165,3 +165,30 @@ def test_parse_reads_the_return_address_of_a_yield_or_a_futex_wait():
     }
     # the output of scripts before it: no return address
     assert {s.ret for s in fixture_capture().sampled} == {0}
+
+
+LONG_FIXTURE = FIXTURE.parent / "bpftrace-offcpu-long.json"
+# zstd 1.5.4 -q -15 -T4 (built from source) under --mode offcpu: its I/O thread 27615
+# blocked often, then idled 1.6 s in one block whose stacks were not drawn
+IDLE_IO_THREAD = 27615
+
+
+def test_a_long_block_not_drawn_keeps_its_leaf_futex_kind_and_return_address():
+    capture = bpftrace_stacks.parse(LONG_FIXTURE.read_text())
+    long_blocks = [s for s in capture.sampled if not s.kernel_stack]
+    assert {s.block_class[1] for s in long_blocks} == {27597, 27614, IDLE_IO_THREAD}
+    idle = next(s for s in long_blocks if s.block_class[1] == IDLE_IO_THREAD)
+    assert idle.block_class[3] == 5 and idle.weight == 1 and idle.ns == 1_600_070_653
+    assert idle.user_stack == (139962178531094,) and idle.futex == 2 and idle.ret == 0
+
+
+def test_a_long_block_not_drawn_is_a_record_with_its_leaf_not_a_stackless_one():
+    """Before @long, the idle thread's 1.6 s were a record without stacks: "other"
+    99% of the thread where wall mode read condvar."""
+    capture = bpftrace_stacks.parse(LONG_FIXTURE.read_text())
+    idle = [r for r in bpftrace_stacks.records(capture) if r.tid == IDLE_IO_THREAD]
+    stackless = sum(r.ns for r in idle if not r.user_stack)
+    with_leaf = sum(r.ns for r in idle if r.user_stack and r.futex == 2)
+    assert stackless == 0
+    assert with_leaf > 0.95 * sum(r.ns for r in idle)
+    assert with_leaf >= 1_600_070_653  # the idle block's time is the thread's

@@ -239,3 +239,25 @@ def test_one_call_in_k_counts_the_lines_a_touch_of_the_line_below_brought_in():
     assert exact["L2"] == pytest.approx(3000 / 2 / 20000, rel=0.1)
     for level in ("L1d", "L2", "LLC"):
         assert sampled[level] == pytest.approx(exact[level], rel=0.2)
+
+
+@pytest.mark.parametrize("spatial", [False, True])
+def test_the_first_touches_of_the_lines_are_counted_apart(spatial):
+    """The model starts empty at the first traced call: 4,000 lines an LLC holds miss
+    it once each, 0.2 a call over 20,000 calls, where callgrind, whose caches are
+    warm from the fill that wrote them, counts none. The first touches are said, so
+    that `LLC 0.20` is not read as a working set the LLC cannot hold."""
+    geometry = parse_spec("line=64,L1d=16K:4,L2=128K:8,LLC=1M:16,prefetch=none")
+    every = lookups(20000, 4000)
+    trace = spatially_sampled(every, 16) if spatial else trace_of(every, len(every), "first")
+    sim = simulate(trace, geometry)
+    assert sim["misses_per_call"]["LLC"] == pytest.approx(0.2, rel=0.2)
+    assert sim["first_touches_per_call"] == pytest.approx(sim["misses_per_call"]["LLC"], rel=0.05)
+    assert sim["misses_per_call"]["L2"] > 3 * sim["first_touches_per_call"]
+
+
+def test_the_model_counts_a_lines_first_touch_once_and_not_a_prefetched_one():
+    model = one_level(64 * 64, 8, prefetch=True)
+    for line in (0, 0, 1, 4, 4):  # 1 was prefetched by 0's miss
+        model.access(line)
+    assert model.first_touches == 2

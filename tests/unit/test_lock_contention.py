@@ -348,3 +348,28 @@ def test_a_static_program_s_lock_is_its_own_call_site_not_libc_s_lock_wait():
         sites.append(call_site(frames).function)
     assert sites == ["writer", "sqlite3LockAndPrepare"]  # SQLite's own lock call, as shared
     assert all(is_library(Frame(n, dso="app")) for n in ("__clone3", "start_thread", "_start"))
+
+
+GLIBQUEUE_WALL = Path(__file__).parent.parent / "fixtures" / "offcpu" / "glibqueue-wall.pb.gz"
+
+
+def test_a_stripped_library_s_static_lock_slow_path_is_not_the_program_s_call_site():
+    """g_mutex_lock tail-calls GLib's static GMutex slow path: the finding was named
+    `[unknown] libglib-2.0.so.0.7400.6+0xa8970` (the program's code, by its name), not
+    worker at glibqueue.c:45 where the program takes the lock."""
+    from perfsleuth.formats import pprof
+
+    profile = pprof.read(GLIBQUEUE_WALL)
+    (finding,) = lock_contention.analyze(context(profile, cpus=2))
+    assert (finding.function, finding.line) == ("worker", 45)
+    glib = Frame("[unknown] libglib-2.0.so.0.7400.6+0xa8970", dso="libglib-2.0.so.0.7400.6")
+    assert is_library(glib)
+    assert not is_library(Frame("[unknown] glibqueue+0x1240", dso="glibqueue"))
+
+
+def test_a_site_nearly_all_in_condition_waits_is_no_contention():
+    """zstd -T4's main thread, waiting for its jobs in ZSTDMT_flushProduced: 98% in
+    pthread_cond_wait, 2% retaking the condition's mutex. Wall mode reported lock
+    contention there ("shorten the critical section"), gain 1.9%."""
+    assert lock_contention.analyze(context(consumers_profile(mutex_ms=40, cv_ms=260)))
+    assert not lock_contention.analyze(context(consumers_profile(mutex_ms=6, cv_ms=294)))

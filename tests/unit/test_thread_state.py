@@ -190,3 +190,68 @@ def test_a_std_future_s_wait_is_a_condvar_wait_and_a_join_stays_other():
         kind = "join" if "__pthread_clockjoin_ex" in names else "future"
         states.setdefault(kind, set()).add(classify(frames, "S"))
     assert states == {"future": {"condvar"}, "join": {"other"}}
+
+
+GLIBQUEUE = Path(__file__).parent.parent / "fixtures" / "offcpu"
+
+
+def glibqueue_waits(mode: str) -> dict[str, set[str]]:
+    """The blocked stacks of bench/fresh_waits/glibqueue (GLib's GAsyncQueue and
+    GMutex, Debian's stripped libglib 2.74) recorded in a mode, re-read by the rules:
+    {what the stack waits in: states}."""
+    from perfsleuth.formats import pprof
+
+    profile = pprof.read(GLIBQUEUE / f"glibqueue-{mode}.pb.gz")
+    states: dict[str, set[str]] = {}
+    for stack, _weight, _count, _thread, recorded in profile.rows():
+        if recorded == "running" or not stack:
+            continue  # (a block without a stack: its length's were not drawn)
+        frames = [profile.frames[f] for f in stack]
+        names = " ".join(f.function for f in frames)
+        kind = "join" if "pthread_clockjoin" in names or "futex_abstimed" in names else "glib"
+        kind = "condvar" if "g_cond_wait" in names else kind
+        states.setdefault(kind, set()).add(classify(frames, "S"))
+    return states
+
+
+def test_glib_s_mutex_and_condition_variable_waits_are_mutex_and_condvar():
+    """GLib's GMutex and GCond are futexes of their own: every wait of the workers read
+    `other` in the three modes; the GMutex's slow path is static (unnamed in Debian's
+    stripped libglib) and g_mutex_lock tail-calls it: worker -> [unknown] libglib ->
+    syscall. main's g_thread_join stays `other`."""
+    expected = {"glib": {"mutex"}, "condvar": {"condvar"}, "join": {"other"}}
+    assert glibqueue_waits("wall") == expected
+    assert glibqueue_waits("offcpu") == expected
+
+
+def test_an_unnamed_library_function_above_syscall_names_a_wait_blocked_or_woken():
+    glib = [Frame("syscall", dso="libc.so.6"), Frame("[unknown]", dso="libglib-2.0.so.0.7400.6")]
+    assert classify(glib + [Frame("worker")], "S") == "mutex"
+    assert classify(glib + [Frame("worker")], "R") == "mutex"  # woken, not yet back
+    # g_mutex_unlock's wake: no unnamed frame above syscall()
+    assert classify([Frame("syscall", dso="libc.so.6"), Frame("worker")], "R") == "running"
+    other = [Frame("syscall", dso="libc.so.6"), Frame("[unknown]", dso="libfoo.so.1")]
+    assert classify(other + [Frame("worker")], "S") == "other"
+    # the thread's entry is an unnamed libglib function too, but not above syscall()
+    entry = [Frame("digest"), Frame("worker"), Frame("[unknown]", dso="libglib-2.0.so.0")]
+    assert classify(entry, "S") == "other"
+
+
+def test_cpp20_barrier_and_semaphore_waits_are_condvar_waits():
+    """bench/fresh_waits/semphase (g++ 12 -std=c++20): libstdc++'s std::barrier spins
+    with sched_yield, then waits in __platform_wait's own futex call: its workers' 92%
+    of waiting (the program's clock) read `sleep` 70-80% and `other` the rest, in the
+    three modes. main's std::thread::join stays `other`."""
+    from perfsleuth.formats import pprof
+
+    for mode in ("wall", "offcpu"):
+        profile = pprof.read(GLIBQUEUE / f"semphase-{mode}.pb.gz")
+        states: dict[str, set[str]] = {}
+        for stack, _weight, _count, t, recorded in profile.rows():
+            if recorded == "running":
+                continue  # on the CPU outside a wait
+            frames = [profile.frames[f] for f in stack]
+            thread = profile.threads[t]
+            kind = "join" if thread.tid == thread.pid else "barrier"
+            states.setdefault(kind, set()).add(classify(frames, "S"))
+        assert states == {"barrier": {"condvar"}, "join": {"other"}}, mode

@@ -17,6 +17,7 @@ from ..model.cpu_cache import (
     few_calls_text,
     levels_text,
     limited_by_sets,
+    run_first_touches,
 )
 from ..model.findings import Finding
 from . import Context
@@ -75,7 +76,7 @@ def finding(function: str, scaling: Scaling, cliff: Cliff, share: float) -> Find
             *(
                 f"n={run['n']:,}: {run['data_lines']:,} lines, "
                 + ", ".join(f"{k} {v:.2f}" for k, v in run["misses_per_call"].items())
-                + " misses/call"
+                + f" misses/call{run_first_touches(run)}"
                 for run in scaling["runs"]
             ),
             *warnings(scaling),

@@ -49,6 +49,7 @@ LIBRARY_FUNCTION_PREFIXES = (
     "__pthread",
     "pthread_",
 )
+SHARED_OBJECT = ".so"
 LIBRARY_FILE_PREFIXES = ("/usr/include/", "/usr/lib/", "./nptl/", "../sysdeps/")
 # A static program holds libc: its threads' and its own start are libc's by name, as
 # are the waits thread_state names (__lll_lock_wait, futex_wait, read...)
@@ -191,7 +192,15 @@ def is_library(frame: Frame) -> bool:
         or any(d in frame.file for d in CRATE_SOURCE_DIRS)
         or frame.function in LIBC_ROOTS
         or thread_state.DEFAULT.state_of_function(frame.function) != ""
+        or _unnamed_in_shared_library(frame)
     )
+
+
+def _unnamed_in_shared_library(frame: Frame) -> bool:
+    """A stripped shared library's static function (`[unknown] libglib-2.0.so.0+0xa8970`,
+    GLib's GMutex slow path, tail-called from g_mutex_lock): a library's, not the
+    program's call site."""
+    return frame.function.startswith(UNKNOWN) and SHARED_OBJECT in frame.dso
 
 
 def is_own(frame: Frame) -> bool:

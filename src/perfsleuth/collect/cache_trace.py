@@ -9,12 +9,13 @@ import os
 import re
 from functools import lru_cache
 
-from ..binaries import DWARF_ERRORS, binary_at
+from ..binaries import DWARF_ERRORS, binary_at, elf_info
 from ..binaries.subprograms import attr_text, origin
 from ..cpu_cache_projections.spatial_sample import LINE_SIZE
 from ..cpu_cache_projections.trace import PAGE_SIZE, Trace
 from ..errors import UserError
-from ..model.profile import Frame
+from ..model.profile import UNKNOWN, Frame
+from ..symbols.function_starts import unnamed_frame
 from ..symbols.symbolizer import Symbolizer, clean_function, dso_name, elf_symbols
 from . import memtrace
 from .valgrind import demangle_all
@@ -180,8 +181,21 @@ def _named(path: str, address: int, leaf: Frame, own: bool) -> str:
         return f"{leaf.file}:{leaf.line}"
     if own and _in_plt(path, address):
         return f"{dso_name(path)} [PLT stub]"
+    if not own and leaf.function == UNKNOWN:
+        return _unnamed(path, address)
     place = f" {leaf.file}:{leaf.line}" if leaf.file and leaf.line else ""
     return f"{dso_name(path)} {leaf.function}{place}"
+
+
+def _unnamed(path: str, offset: int) -> str:
+    """Library code without a symbol (a static function of a stripped library) by its
+    function's start, from .eh_frame_hdr, as the profiles name it: `[unknown]
+    libbearssl.so.0.6+0x2e1a0`, one row per function, where the rows of every such
+    function merged into `libbearssl.so.0.6 [unknown]`."""
+    info = elf_info(path)
+    vaddr = info.offset_to_vaddr(offset) if info else None
+    frame = unnamed_frame(path, dso_name(path), vaddr, "")
+    return frame.function if frame.function != UNKNOWN else f"{dso_name(path)} {UNKNOWN}"
 
 
 def _in_plt(path: str, vaddr: int) -> bool:

@@ -302,6 +302,7 @@ def scaled_traces(
                 "touched_offsets": line_offsets(cache.touched, geometry.line_size),
                 "calls": trace.total_calls,
                 "misses": misses,
+                "first_touches": cache.first_touches,
             }
         )
     assert first is not None

@@ -73,6 +73,14 @@ RULES: tuple[Rule, ...] = (
             "lock_api::rwlock::RwLock<R,T>::write",
             "rwsem_down_*",
             "__mutex_lock*",
+            # GLib's locks (GMutex is a futex of its own on Linux, GRecMutex and
+            # GRWLock pthread's; the slow paths are static: UNNAMED_FUTEX_CALLERS)
+            "g_mutex_lock",
+            "g_rec_mutex_lock",
+            "g_rw_lock_reader_lock",
+            "g_rw_lock_writer_lock",
+            "g_bit_lock",
+            "g_pointer_bit_lock*",
         ),
     ),
     Rule(
@@ -90,6 +98,19 @@ RULES: tuple[Rule, ...] = (
             # libstdc++'s futures wait on a futex of their own, not a pthread condvar
             "std::__atomic_futex_unsigned_base::_M_futex_wait_until*",
             "std::__future_base::_State_baseV2::wait*",
+            # C++20's waits (std::barrier, std::latch, std::counting_semaphore,
+            # std::atomic<T>::wait): libstdc++'s atomic-wait machinery spins with
+            # sched_yield, then waits in a futex of its own (template instances
+            # demangle with their return type first: "bool std::__detail::...")
+            "*std::__detail::__atomic_spin<*",
+            "*std::__detail::__platform_wait<*",
+            "std::__detail::__waiter_pool::_M_do_wait*",
+            "*std::__detail::__waiter<*>::_M_do_wait*",
+            "std::__tree_barrier<*>::wait*",
+            "std::barrier<*>::*wait*",
+            "std::latch::*wait*",
+            "std::__atomic_semaphore::_M_acquire*",
+            "std::counting_semaphore<*>::*acquire*",
             "std::sys::sync::condvar::*",
             "<std::sys::sync::condvar::futex::Condvar>::wait*",
             "<std::sys::sync::condvar::pthread::Condvar>::wait*",
@@ -118,6 +139,12 @@ RULES: tuple[Rule, ...] = (
             "std::sync::mpmc::*::Channel<T>::send*",
             "<std::sync::mpmc::context::Context>::wait_until",
             "std::sync::mpmc::context::Context::wait_until",
+            # GLib's condition variables (futexes of their own) and the queue its
+            # thread pools wait on
+            "g_cond_wait",
+            "g_cond_wait_until",
+            "g_async_queue_pop*",
+            "g_async_queue_timeout_pop*",
             "sem_wait",
             "sem_timedwait",
             "sem_clockwait",
@@ -239,6 +266,18 @@ RULES: tuple[Rule, ...] = (
 YIELDS = frozenset(("sched_yield", "__sched_yield", "do_sched_yield"))
 SPINNING_WAITS = ("mutex", "condvar")
 
+# Libraries whose static (unnamed, in a stripped build) functions wait in a futex
+# through libc's syscall(): a thread whose stack shows such a function right above
+# syscall() is in that state, runnable too (woken, not yet back: the program's clock
+# counts it). GLib's GMutex slow path and bit locks are static, and g_mutex_lock
+# tail-calls the slow path, so the stack reads worker -> [unknown] libglib -> syscall;
+# its condition variables' waits are exported (g_cond_wait*), and g_mutex_unlock's
+# wake shows no unnamed frame (wall mode read 178 ms of glibqueue's lock waits
+# `running` when only a blocked thread's counted).
+SYSCALL = "syscall"
+UNNAMED_FUTEX_CALLERS: tuple[Rule, ...] = (Rule("mutex", ("libglib-2.0.so*",)),)
+UNKNOWN = "[unknown]"
+
 # Kernel scheduler states (letters of /proc/*/stat) that mean "wants the CPU".
 RUNNABLE_KERNEL_STATES = ("R",)
 
@@ -247,7 +286,10 @@ class Classifier:
     """Matches frames against RULES: exact names by dict lookup, patterns in order
     (a trailing `*` a prefix, a `*` elsewhere any run of characters)."""
 
-    def __init__(self, rules: Sequence[Rule] = RULES) -> None:
+    def __init__(
+        self, rules: Sequence[Rule] = RULES, unnamed: Sequence[Rule] = UNNAMED_FUTEX_CALLERS
+    ) -> None:
+        self._unnamed = [(rule.state, dso) for rule in unnamed for dso in rule.functions]
         self._exact: dict[str, str] = {}
         self._patterns: list[tuple[Callable[[str], bool], str]] = []
         for rule in rules:
@@ -288,9 +330,12 @@ class Classifier:
         as the program's own timing of that call would. A yield inside a lock's
         or a wait's own spinning is that wait (see SPINNING_WAITS).
         """
-        yielded = ""
+        yielded = previous = ""
         for frame in frames:
             state = self.state_of_function(frame.function)
+            if not state and previous == SYSCALL:
+                state = self._unnamed_caller_state(frame)
+            previous = frame.function
             if not state:
                 continue
             if frame.function.split("(", 1)[0] in YIELDS:
@@ -302,6 +347,13 @@ class Classifier:
         if yielded:
             return yielded
         return "running" if kernel_state in RUNNABLE_KERNEL_STATES else "other"
+
+    def _unnamed_caller_state(self, frame: Frame) -> str:
+        """The state of a wait in syscall() called by a library's unnamed function
+        (UNNAMED_FUTEX_CALLERS), or ''."""
+        if not frame.function.startswith(UNKNOWN):
+            return ""
+        return next((s for s, dso in self._unnamed if fnmatch.fnmatch(frame.dso, dso)), "")
 
 
 def _starts_with(prefix: str) -> Callable[[str], bool]:

@@ -163,6 +163,10 @@ class CacheModel:
         self.accesses = 0
         self.filled: set[int] = set()  # distinct lines ever brought in, demand or prefetch
         self.touched: set[int] = set()  # distinct lines the code accessed
+        # accesses to a line never brought in before: a miss in every level, however
+        # large, because the model starts empty (a program's own earlier touches of
+        # the line, as its fill of a table, are not in the trace)
+        self.first_touches = 0
         self.prefetch_from = 1 if len(geometry.levels) > 1 else 0
         self.prefetched: set[int] = set()  # lines prefetched since last cleared
 
@@ -173,6 +177,7 @@ class CacheModel:
 
     def access(self, line: int) -> int:
         self.accesses += 1
+        self.first_touches += line not in self.filled
         self.touched.add(line)
         hit = len(self.set_counts)
         for level in range(len(self.set_counts)):
@@ -277,8 +282,10 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
                 counter[name] += missed[level]
                 in_call[level] += missed[level]
         per_call.append(in_call)
+    fresh = None if sampled else model.first_touches / max(len(per_call), 1)
     if trace.spatial and len(names) > 1:
-        below_first(spatial_estimates(trace, geometry), per_call, by_source, names)
+        estimates, fresh = spatial_estimates(trace, geometry)
+        below_first(estimates, per_call, by_source, names)
     totals = [sum(c[i] for c in per_call) for i in range(len(names))]
     calls = max(len(per_call), 1)
     return {
@@ -287,18 +294,21 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
         "accesses": model.accesses,
         "misses": dict(zip(names, totals, strict=True)),
         "misses_per_call": {name: total / calls for name, total in zip(names, totals, strict=True)},
+        "first_touches_per_call": fresh,
         "per_call": per_call,
         "by_source": by_source,
     }
 
 
-def spatial_estimates(trace: Trace, geometry: Geometry) -> list[float]:
-    """Per level, the misses per call of the whole run its spatial sample gives."""
+def spatial_estimates(trace: Trace, geometry: Geometry) -> tuple[list[float], float]:
+    """Per level, the misses per call of the whole run its spatial sample gives, and
+    the first touches of lines per call among them."""
     every = trace.sample_every
     scaled = geometry.scaled(1 / every)
     cache = CacheModel(scaled, every)
     below = CacheModel(Geometry(geometry.line_size, scaled.levels[:1], prefetch=False))
-    return spatial_sample.misses_per_call(trace.spatial, cache, below, trace.total_calls)
+    estimates = spatial_sample.misses_per_call(trace.spatial, cache, below, trace.total_calls)
+    return estimates, cache.first_touches * every / max(trace.total_calls, 1)
 
 
 def below_first(

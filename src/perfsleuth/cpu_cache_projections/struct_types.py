@@ -164,7 +164,7 @@ def leaves(type_die: DIE, offset: int, prefix: str, depth: int) -> list[Field]:
         path = prefix if inner.ancestor else f"{prefix}{inner.name}"
         start = offset + inner.offset
         type_die = child.get_DIE_from_attribute("DW_AT_type")
-        below = leaves(type_die, start, f"{path}." if path else "", depth - 1)
+        below = leaves(type_die, start, prefix if inner.ancestor else f"{path}.", depth - 1)
         if below:
             found.extend(below)
         elif not inner.ancestor:

@@ -200,6 +200,14 @@ class GeometrySpec(TypedDict):
     levels: list[LevelSpec]
 
 
+def run_first_touches(run: ScaledRun) -> str:
+    """` (0.27 first touches)`: of a scaled run's misses per call, those of a line's
+    first touch (a miss in every level: the model starts empty); empty for runs
+    recorded before they were counted."""
+    first = run.get("first_touches")
+    return "" if first is None else f" ({first / max(run['calls'], 1):.2f} first touches)"
+
+
 def levels_text(geometry: GeometrySpec) -> str:
     """`L1d 32K, L2 512K, LLC 12M`: the sizes a simulation used."""
     return ", ".join(f"{lv['name']} {lv['size'] // 1024:,}K" for lv in geometry["levels"])
@@ -214,6 +222,9 @@ class Simulation(TypedDict):
     # a sampled trace's misses are expected values (cpu_cache_projections/sampled_reuse.py)
     misses: dict[str, float]
     misses_per_call: dict[str, float]
+    # of them, accesses to a line the model had never brought in (it starts empty):
+    # misses in every level; None where not counted (a sample without its spatial part)
+    first_touches_per_call: NotRequired[float | None]
     per_call: list[list[float]]
     by_source: dict[str, dict[str, float]]  # source -> "accesses" and misses per level
 
@@ -229,6 +240,7 @@ class MeasuredRun(TypedDict):
     touched_offsets: list[int]  # lines touched per place in the page
     calls: int
     misses: dict[str, int]
+    first_touches: int  # of the misses, a line's first touch: a miss in every level
 
 
 class ScaledRun(TypedDict):
@@ -242,6 +254,7 @@ class ScaledRun(TypedDict):
     touched_offsets: list[int] | None
     calls: int
     misses: dict[str, int]
+    first_touches: NotRequired[int]  # not counted in runs recorded before
     misses_per_call: dict[str, float]
 
 

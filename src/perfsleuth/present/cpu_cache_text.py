@@ -25,6 +25,7 @@ from ..model.cpu_cache import (
     limited_by_sets,
     owner,
     parting_text,
+    run_first_touches,
     sampling_text,
 )
 
@@ -155,7 +156,24 @@ def layout_owner(layout: StructLayout) -> str:
 
 def render_model(sim: Simulation, console: Console) -> None:
     misses = ", ".join(f"{name} {value:.2f}" for name, value in sim["misses_per_call"].items())
-    console.print(Text(f"cache model ({sim['describe']}): misses per call {misses}"))
+    first = sim.get("first_touches_per_call")
+    console.print(
+        Text(f"cache model ({sim['describe']}): misses per call {misses}{first_touches(first)}")
+    )
+
+
+def first_touches(per_call: float | None) -> str:
+    """What of the misses a line's first touch in the recording is: the model starts
+    empty, where the program may have touched the line before (filling a table), and
+    callgrind's caches, warm from the program's start, hit it."""
+    if per_call is None:
+        return ""
+    return (
+        f" ({per_call:.2f} of them first touches of a line: the model starts empty at the "
+        "first traced call, so they miss in every level here; a level large enough to "
+        "hold what the program touched before, as in its set-up, hits them, as "
+        "callgrind's caches, warm from the program's start, do)"
+    )
 
 
 def render_scaling(scale: Scaling, console: Console) -> None:
@@ -175,7 +193,7 @@ def render_scaling(scale: Scaling, console: Console) -> None:
         console.print(
             Text(
                 f"  n={run['n']:,}: {run['data_lines']:,} lines touched, "
-                f"{run['cached_lines']:,} cached; misses/call {misses}"
+                f"{run['cached_lines']:,} cached; misses/call {misses}{run_first_touches(run)}"
             )
         )
     if warning := few_calls_text(scale):

@@ -382,6 +382,7 @@ export interface CacheModelDoc {
   accesses: number;
   misses: Record<string, number>;
   misses_per_call: Record<string, number>;
+  first_touches_per_call?: number | null;
   per_call: number[][];
   by_source: Record<string, Record<string, number>>;
 }
@@ -396,6 +397,7 @@ export interface MeasuredRun {
   touched_offsets: number[];
   calls: number;
   misses: Record<string, number>;
+  first_touches: number;
 }
 
 /** A MeasuredRun as stored; None: recorded before that was counted. */
@@ -408,6 +410,7 @@ export interface ScaledRun {
   touched_offsets: number[] | null;
   calls: number;
   misses: Record<string, number>;
+  first_touches?: number;
   misses_per_call: Record<string, number>;
 }
 

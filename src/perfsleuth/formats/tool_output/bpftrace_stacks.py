@@ -6,6 +6,7 @@ The script (collect/offcpu.py) prints three maps when bpftrace stops, four in
     {"type": "map", "data": {"@offcpu": {"<tgid>,<tid>,<state>,<length>,<weight>,<futex>,
                                          <ret>,<ks>,<us>": ns}}}   (one key)
     {"type": "map", "data": {"@blocked": {"<tgid>,<tid>,<state>,<length>": ns}}}
+    {"type": "map", "data": {"@long": {"<tgid>,<tid>,<state>,<length>,<futex>,<ret>,<leaf>": ns}}}
     {"type": "map", "data": {"@names": {"<tid>": "<comm>"}}}
     {"type": "map", "data": {"@oncpu": {"<tgid>,<tid>,<futex>,<user address>": count}}}
 
@@ -24,6 +25,10 @@ futex call (a leaf wrapper's return address; 0 otherwise), absent before it.
 together the maps give the exact blocked time; `records` spreads @blocked over the
 randomly drawn stacks of the same thread, state and length class (0: under 16 us,
 then by powers of 16).
+@long holds the long blocks (over the script's LONG_NS) whose stacks were not drawn,
+with the user address the thread entered the kernel from: each is read as a sampled
+block of weight 1 whose user stack is that leaf (absent from the output of scripts
+before it).
 @oncpu counts the timer's samples of the target's threads on the CPU by the user
 address they run or entered the kernel from (and futex kind, for one inside a futex
 call): `oncpu_records` makes the ones inside
@@ -41,6 +46,7 @@ from dataclasses import dataclass, field
 from ...errors import UserError
 
 SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP, ONCPU_MAP = "@offcpu", "@blocked", "@names", "@oncpu"
+LONG_MAP = "@long"
 RAN_MAP = "@ran"  # --mode all's: each thread's time on the CPU, ns
 STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"
 SAMPLED_KEY = re.compile(
@@ -49,6 +55,10 @@ SAMPLED_KEY = re.compile(
     re.S,
 )
 ONCPU_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<futex>\d+),(?P<ip>\d+)$")
+LONG_KEY = re.compile(
+    r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+),"
+    r"(?P<futex>\d+),(?P<ret>\d+),(?P<leaf>\d+)$"
+)
 UNSAMPLED_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+)$")
 THREAD_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+)$")
 # prev_state of sched_switch: 0 runnable (preempted); the TASK_REPORT_MAX bit
@@ -136,6 +146,10 @@ def parse(text: str) -> Capture:
             sampled = parse_sampled_key(key, int(ns))
             if sampled is not None:
                 capture.sampled.append(sampled)
+        for key, ns in data.get(LONG_MAP, {}).items():
+            long_block = parse_long_key(key, int(ns))
+            if long_block is not None:
+                capture.sampled.append(long_block)
         for key, ns in data.get(UNSAMPLED_MAP, {}).items():
             m = UNSAMPLED_KEY.match(key)
             if m is not None:
@@ -167,6 +181,16 @@ def parse_sampled_key(key: str, ns: int) -> SampledBlocks | None:
         futex=int(m["futex"] or 0),
         ret=int(m["ret"] or 0),
     )
+
+
+def parse_long_key(key: str, ns: int) -> SampledBlocks | None:
+    """A long block not drawn, as a block taken with its leaf for a stack."""
+    m = LONG_KEY.match(key)
+    if m is None:
+        return None
+    block_class = (int(m["tgid"]), int(m["tid"]), int(m["state"]), int(m["length"]))
+    futex, ret = int(m["futex"]), int(m["ret"])
+    return SampledBlocks(block_class, 1, (), (int(m["leaf"]),), ns, futex, ret)
 
 
 def records(capture: Capture, names: dict[int, str] | None = None) -> Iterator[OffCpuRecord]:

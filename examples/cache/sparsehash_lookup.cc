@@ -1,0 +1,98 @@
+/* Lookups in a Google sparsehash dense_hash_map<uint64_t, Record> (Debian's
+ * libsparsehash-dev): open addressing with quadratic probing, the 48-byte
+ * pair<const uint64_t, Record> in one array of 2^k buckets, at most half full (the
+ * buckets double as it fills: 2 to 4 buckets an entry).
+ *
+ * What it is for: cache mode on a third-party C++ table the team had not traced
+ * (issue 29's replay). find_record() has find() inlined into it and reads, through
+ * `map`, rep.num_deleted, rep.num_elements, rep.num_buckets, rep.table,
+ * rep.val_info.emptyval.first (the empty key) and the flags settings.use_empty_ and
+ * settings.use_deleted_ that `settings` inherits from its base class (the asserts
+ * of a build without NDEBUG read use_empty_); then the bucket's key, hits and
+ * last_seen. libstdc++'s std::hash<uint64_t> is the identity, and the keys
+ * i * 2654435761 (an odd multiplier) fall in distinct buckets of any power-of-two
+ * table: one probe a lookup at every size, so the sweep needs no work column.
+ *
+ * usage: sparsehash_lookup N [OPS]          N entries, OPS random lookups (default 4*N)
+ *        sparsehash_lookup --sweep N1,N2,.. ns per lookup for each N, one line each
+ */
+#include <sparsehash/dense_hash_map>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+struct Record {
+    uint32_t hits;
+    uint32_t flags;
+    uint64_t last_seen;
+    char name[24];
+};
+static_assert(sizeof(Record) == 40, "40-byte records");
+using Map = google::dense_hash_map<uint64_t, Record>;
+
+extern "C" {
+#include "latency_sweep.h"
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static inline uint64_t next_random(void) {
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+__attribute__((noinline)) Record *find_record(Map *map, uint64_t key) {
+    Map::iterator it = map->find(key);
+    if (it == map->end())
+        return nullptr;
+    it->second.hits++;
+    it->second.last_seen = key;
+    return &it->second;
+}
+
+static uint64_t key_of(size_t i) { return (uint64_t)i * 2654435761u; }
+
+static Map *fill(size_t n) {
+    Map *map = new Map;
+    map->set_empty_key(~0ull);
+    for (size_t i = 0; i < n; i++) {
+        Record r{};
+        snprintf(r.name, sizeof r.name, "rec-%zu", i);
+        (*map)[key_of(i)] = r;
+    }
+    return map;
+}
+
+static uint64_t lookups(Map *map, size_t n, size_t ops) {
+    uint64_t check = 0, previous = 0;
+    for (size_t i = 0; i < ops; i++) {
+        Record *r = find_record(map, key_of((next_random() ^ previous) % n));
+        previous = r ? r->hits & 1 : 0;
+        check += previous;
+    }
+    return check;
+}
+
+static uint64_t lookups_round(void *map, size_t ops) { return lookups((Map *)map, sweep_n, ops); }
+
+static double latency_ns(size_t n) {
+    Map *map = fill(n);
+    lookups(map, n, n < 1000000 ? 2 * n : n);
+    sweep_n = n;
+    double best = fastest_round(lookups_round, map);
+    delete map;
+    return best;
+}
+
+int main(int argc, char **argv) {
+    if (latency_sweep(argc, argv, "pair", sizeof(Map::value_type), "lookup", latency_ns))
+        return 0;
+    size_t ops;
+    size_t n = plain_run(argc, argv, "entries", &ops);
+    Map *map = fill(n);
+    uint64_t check = lookups(map, n, ops);
+    printf("%zu entries, %zu buckets, %zu lookups, checksum %llu\n", n, map->bucket_count(), ops,
+           (unsigned long long)check);
+    delete map;
+    return 0;
+}
