@@ -4,7 +4,7 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 (issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
-        [--programs rwtable,plcount,sqlwriters,stdpool,futpool]
+        [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase]
         [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
@@ -24,6 +24,15 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
 - futpool (C++, g++ -O2 -g): rounds of 3 std::async workers waiting in
   std::shared_future::get() for main's std::promise; prints their time in get()
   (`condvar`: libstdc++'s futures wait on a futex of their own).
+- glibqueue (C, gcc -O2 -g; Debian's libglib2.0 2.74, stripped): 3 g_thread_new workers
+  pop jobs from a GAsyncQueue (GLib's own futex-based GCond) and fold them into a
+  table under a GMutex (GLib's own futex lock, its slow path a static function);
+  prints their time in g_mutex_lock (`mutex`) and in g_async_queue_pop (`condvar`,
+  the queue's own lock included).
+- semphase (C++20, g++ -std=c++20 -O2 -g): 4 workers run rounds, each taking one of 2
+  slots of a std::counting_semaphore and meeting at a std::barrier (libstdc++'s
+  atomic waits: sched_yield spins, then a futex of their own); prints their time in
+  acquire() and arrive_and_wait() (`condvar`).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -89,6 +98,17 @@ PROGRAMS = {
         re.compile(r"threads waited (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
         (("condvar", ("_M_futex_wait_until", "_State_baseV2::wait")),),
     ),
+    "glibqueue": Program(
+        (str(OUT / "glibqueue"), "30000", "3"),
+        re.compile(r"waited lock (?P<mutex>\d+) ns pop (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        # gdb has no name for GLib's static GMutex slow path: a worker's other futex wait
+        (("condvar", ("g_async_queue_pop", "g_cond_wait")), ("mutex", ("g_mutex_lock", "syscall"))),
+    ),
+    "semphase": Program(
+        (str(OUT / "semphase"), "1500", "4"),
+        re.compile(r"threads waited (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        (("condvar", ("__atomic_spin", "__platform_wait", "_M_do_wait", "barrier", "_M_acquire")),),
+    ),
 }
 
 
@@ -104,6 +124,13 @@ def build() -> None:
     subprocess.run([*stdpool, str(SOURCES / "stdpool.rs")], check=True)
     futpool = ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "futpool")]
     subprocess.run([*futpool, str(SOURCES / "futpool.cc")], check=True)
+    glib = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "glib-2.0"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    glibqueue = ["gcc", "-O2", "-g", "-pthread", "-o", str(OUT / "glibqueue")]
+    subprocess.run([*glibqueue, str(SOURCES / "glibqueue.c"), *glib], check=True)
+    semphase = ["g++", "-std=c++20", "-O2", "-g", "-pthread", "-o", str(OUT / "semphase")]
+    subprocess.run([*semphase, str(SOURCES / "semphase.cc")], check=True)
     manifest = SOURCES / "plcount" / "Cargo.toml"
     subprocess.run(
         ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],

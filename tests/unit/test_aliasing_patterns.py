@@ -444,3 +444,62 @@ def test_a_member_of_a_dependent_type_is_read_without_a_crash(tmp_path: Path) ->
     can resolve (its `referenced` is None), which stopped the unit's analysis."""
     found = analyse(tmp_path, "aes.cc", TEMPLATE_MEMBER, "-std=c++20")
     assert "cbc" not in {m.function for m in found.matches}
+
+
+HELPERS = (
+    """struct S { int n; unsigned char *p; };
+static inline int count(const struct S *s) { return s->n; }
+void fill(struct S *s) {
+"""
+    + "".join(f"  s->p[{i}] = (unsigned char)count(s);\n" for i in range(30))
+    + "}\n"
+)
+
+
+def test_an_inline_helper_is_read_once_whatever_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's sqlite3VdbeExec calls the same inline helpers at hundreds of sites:
+    walking a helper's body at each one took `advise` 90 CPU-s on the amalgamation."""
+    from perfsleuth.static_analysis import memory_access
+
+    walked: list[str] = []
+    real_walk = memory_access.walk
+
+    def counted(cursor):  # type: ignore[no-untyped-def]
+        if cursor.kind.name == "FUNCTION_DECL":
+            walked.append(cursor.spelling)
+        return real_walk(cursor)
+
+    monkeypatch.setattr(memory_access, "walk", counted)
+    found = analyse(tmp_path, "helpers.c", HELPERS, "-std=c11")
+    assert found.read == 2 and found.unread == 0
+    # once searched as a function of its own, once read for its 30 calls (was 31)
+    assert walked.count("count") == 2
+
+
+def test_no_function_is_searched_past_the_deadline(tmp_path: Path) -> None:
+    source = tmp_path / "helpers.c"
+    source.write_text(HELPERS)
+    parsed = parse(TranslationUnit(source, ["-O2", "-std=c11"], "defaults"))
+    found = find_matches(parsed, source, deadline=0.0)
+    assert (found.read, found.unread, found.matches) == (0, 2, [])
+
+
+def test_a_unit_whose_search_the_budget_stopped_is_cut_short_and_says_so(tmp_path: Path) -> None:
+    from perfsleuth.static_analysis.unit_analysis import (
+        Budget,
+        CompileLimits,
+        analyse_unit,
+        cut_short_note,
+    )
+
+    source = tmp_path / "helpers.c"
+    source.write_text(HELPERS)
+    unit = TranslationUnit(source, ["-O2", "-std=c11"], "defaults")
+    report = analyse_unit(unit, limits=CompileLimits(deadline=0.0))
+    assert report.cut_short == "the source search (after 0 of 2 functions)"
+    assert report.error and report.matches == [] and report.compiled_by == []
+    note = cut_short_note(report, Budget(seconds=10, run="3"))
+    assert note.startswith("helpers.c cut short: the source search (after 0 of 2 functions) ")
+    assert "stopped at the 10 s CPU budget" in note and "advise 3 --budget 250" in note

@@ -22,6 +22,12 @@ def test_noise_floor_hides_unless_all() -> None:
     assert rank([tiny], show_all=True).shown == [tiny]
 
 
+def test_a_finding_of_exact_counts_is_not_hidden_as_noise() -> None:
+    """Count mode's numbers repeat to the instruction: a 0.42% prologue saving is real."""
+    prologue = finding("prologue.split-slow-path", 0.009, 0.0042, kind="prologue-overhead")
+    assert rank([prologue]).shown == [prologue]
+
+
 def test_large_missing_symbols_come_first() -> None:
     symbols = finding("symbols.missing", 0.4, 0.0, kind="missing-symbols")
     ranked = rank([finding("big", 0.9, 0.8), symbols])

@@ -151,3 +151,18 @@ def test_a_holder_blocked_in_a_condition_wait_has_let_its_mutex_go():
     notify = ["<std::sys::sync::condvar::futex::Condvar>::notify_one", "consumer"]
     samples[1] = sample(snap, 3, "condvar", notify)
     assert len(lock_holders(samples)) == 1
+
+
+def test_a_thread_renamed_during_the_run_is_one_thread_under_its_last_name():
+    """glibqueue's workers rename themselves (g_thread_new): a snapshot taken before
+    showed the program's name, and `perfsleuth threads` listed the tid twice."""
+    from perfsleuth.collect.wall import thread_samples
+
+    first, second = FIXTURE.read_text().split("\nSNAPSHOT ", 1)
+    renamed = (
+        first + "\nSNAPSHOT " + second.replace("STATE 27602 R - prodcons", "STATE 27602 R - worker")
+    )
+    assert renamed != FIXTURE.read_text()
+    names = {s.thread for s in thread_samples(from_wallsnap(renamed, rate_hz=20))}
+    assert {t.name for t in names if t.tid == 27602} == {"worker"}
+    assert {t.name for t in names if t.tid == 27598} == {"prodcons"}

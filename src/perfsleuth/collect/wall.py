@@ -216,6 +216,7 @@ def thread_samples(
     snapshots: list[Snapshot], symbolizer: Symbolizer | None = None
 ) -> Iterator[ThreadSample]:
     symbols = _symbolize(snapshots, symbolizer or Symbolizer())
+    names = _last_names(snapshots)
     for snap in snapshots:
         for t in snap.threads:
             task = snap.tasks.get(t.tid, TaskInfo(name="", state="", wchan=""))
@@ -229,7 +230,14 @@ def thread_samples(
                 state = thread_state.classify(frames, task.state)
             else:
                 state = snapshot_state(frames, task.state)
-            yield ThreadSample(snap, Thread(t.tid, t.pid, task.name), frames, state)
+            yield ThreadSample(snap, Thread(t.tid, t.pid, names.get(t.tid, "")), frames, state)
+
+
+def _last_names(snapshots: list[Snapshot]) -> dict[int, str]:
+    """Each thread's name in the last snapshot that saw it: a thread that renames itself
+    (GLib's g_thread_new, pthread_setname_np) was two threads in `perfsleuth threads`,
+    its first snapshots under the program's name; offcpu and all modes follow renames."""
+    return {tid: task.name for snap in snapshots for tid, task in snap.tasks.items() if task.name}
 
 
 def snapshot_state(frames: list[Frame], kernel_state: str) -> str:

@@ -23,6 +23,9 @@ class SourceText:
 
     def __init__(self) -> None:
         self._bytes: dict[str, bytes] = {}
+        # per function definition (file, offset): does its body load through a pointer?
+        # (memory_access.reads_through: asked once a function, not once a call)
+        self.loads_through: dict[tuple[str, int], bool] = {}
 
     def slice(self, cursor: Any, begin: int, end: int) -> str:
         """Text between two file offsets of the cursor's file."""

@@ -189,7 +189,7 @@ class FunctionBody:
     def _inline_reader(self, call: Any, function: Any) -> tuple[str, frozenset[str]] | None:
         definition = function.get_definition()
         args = children(call)[1:]
-        if definition is None or not args or not any(_dereferences(n) for n in walk(definition)):
+        if definition is None or not args or not reads_through(definition, self.src):
             return None
         deps = frozenset().union(*(variables_in(a) for a in args))
         return (self.src.text(call), deps) if deps else None
@@ -360,6 +360,17 @@ def _object_root(node: Any) -> Any:
     while cursor_kind(node) == "MEMBER_REF_EXPR" and children(node):
         node = unwrap(children(node)[0])
     return node
+
+
+def reads_through(definition: Any, src: SourceText) -> bool:
+    """Does this function's body load through a pointer? Answered once a function: a hot
+    function calls the same inline helpers at hundreds of sites (SQLite's sqlite3VdbeExec:
+    90 CPU-s of `advise` tokenizing the helpers again at every call)."""
+    start = definition.extent.start
+    key = (start.file.name if start.file else "", start.offset)
+    if key not in src.loads_through:
+        src.loads_through[key] = any(_dereferences(n) for n in walk(definition))
+    return src.loads_through[key]
 
 
 def _dereferences(node: Any) -> bool:

@@ -100,7 +100,12 @@ def _analyse(
         # a header added later lands in one of these: their times change
         report.inputs = [*unit.inputs, *search_folders(unit)]
         return report
-    found = find_matches(parsed, unit.path, hot_lines)
+    found = find_matches(parsed, unit.path, hot_lines, limits.deadline)
+    if found.unread:
+        searched = f"{found.read} of {found.read + found.unread} functions"
+        _cut_short(report, f"the source search (after {searched})", None)
+        report.seconds = time.process_time() - started
+        return report
     report.matches, report.blocked = found.matches, found.blocked
     remarks_wanted = bool(report.matches) or hot_lines is not None or all_remarks
     # the loops only place the compiler's remarks
@@ -221,10 +226,11 @@ def skipped_notes(skipped: list[tuple[str, str]]) -> list[str]:
     return notes
 
 
-def _cut_short(report: UnitReport, compiler: str, exc: CompileTooLong) -> None:
-    """The budget stopped a compiler: the report has no verdict, and is not kept."""
-    report.cut_short = compiler
-    report.error = f"{exc} (cut short at the CPU budget of these analyses)"
+def _cut_short(report: UnitReport, stage: str, exc: CompileTooLong | None) -> None:
+    """The budget stopped a compiler or the source search: the report has no verdict,
+    and is not kept."""
+    report.cut_short = stage
+    report.error = f"{exc or stage} (cut short at the CPU budget of these analyses)"
     report.too_long = True
 
 

@@ -18,7 +18,7 @@ class UnitReport:
 
     unit: TranslationUnit
     too_long: bool = False  # a compiler ran out of its CPU time on it: not worth a retry
-    cut_short: str = ""  # the compiler the analyses' CPU budget stopped, when it did
+    cut_short: str = ""  # the compiler or search the analyses' CPU budget stopped, if any
     compiled_by: list[str] = field(default_factory=list)  # the compilers run, in order
     matches: list[AliasMatch] = field(default_factory=list)
     # loops that would match but stay scalar for another reason (a call, an exit, ...)
