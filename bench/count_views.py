@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson] [--size 5]
-                                          [--runs 3] [--before CHECKOUT]
+    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml]
+                                          [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
 source` through a deb-src list of its own (the machine's apt setup is left alone), and
@@ -25,6 +25,9 @@ N and N+1) and two cachegrind runs of the same commands:
   that parses, walks (recursively), prints and frees a 0.7 MB JSON document N times
   (N and N+1: ~110 M instructions a round); recursive (callgrind's parse_value'2); its
   `annotate` lists print_value.
+* libyaml: libyaml 0.2.5 from Debian's libyaml source (gcc -O2 -g) in a driver written
+  here that loads a generated 1.7 MB block-style document and emits it again, N and N+1
+  times (~450 M instructions a round); `annotate` lists yaml_parser_fetch_more_tokens.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -221,6 +224,84 @@ def cjson(out: Path) -> None:
     sh("gcc -O2 -g -o cjson drive.c cJSON.c -lm", out)
 
 
+YAML_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "yaml.h"
+
+static unsigned char out[1 << 24];
+
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *text = malloc(n);
+    if (fread(text, 1, n, f) != (size_t)n) return 2;
+    fclose(f);
+    size_t written = 0, nodes = 0;
+    for (int i = 0; i < atoi(argv[2]); i++) {
+        yaml_parser_t parser;
+        yaml_emitter_t emitter;
+        yaml_document_t doc;
+        yaml_parser_initialize(&parser);
+        yaml_parser_set_input_string(&parser, text, n);
+        if (!yaml_parser_load(&parser, &doc)) return 1;
+        nodes += doc.nodes.top - doc.nodes.start;
+        yaml_emitter_initialize(&emitter);
+        yaml_emitter_set_output_string(&emitter, out, sizeof out, &written);
+        yaml_emitter_open(&emitter);
+        if (!yaml_emitter_dump(&emitter, &doc)) return 1;
+        yaml_emitter_close(&emitter);
+        yaml_emitter_delete(&emitter);
+        yaml_parser_delete(&parser);
+    }
+    printf("%zu nodes, %zu bytes emitted\n", nodes, written);
+    return 0;
+}
+"""
+
+
+def yaml_document(seed: int = 42, items: int = 12) -> str:
+    """A block-style YAML document of nested sequences and mappings (1.7 MB)."""
+    import random
+
+    rng = random.Random(seed)
+
+    def node(depth: int, indent: int) -> str:
+        pad = "  " * indent
+        if depth == 0 or rng.random() < 0.2:
+            scalars = [str(rng.randint(-(10**6), 10**6)), f"{rng.random() * 1000:.4f}"]
+            scalars += [f"s{rng.randint(0, 9999)}", "true", "null"]
+            scalars.append(f"'quoted {rng.randint(0, 99)}'")
+            return f" {rng.choice(scalars)}\n"
+        if rng.random() < 0.5:
+            count = rng.randint(1, 6)
+            return "\n" + "".join(f"{pad}-{node(depth - 1, indent + 1)}" for _ in range(count))
+        count = rng.randint(1, 6)
+        return "\n" + "".join(f"{pad}k{i}:{node(depth - 1, indent + 1)}" for i in range(count))
+
+    return "".join(f"item{i}:{node(8, 1)}" for i in range(items))
+
+
+def libyaml(out: Path) -> None:
+    """libyaml 0.2.5 from Debian's libyaml source (gcc -O2 -g) in a driver that loads a
+    generated document and emits it again, N times."""
+    debian_source("libyaml", out)
+    sh("tar xf libyaml_*.orig.tar.gz", out)
+    src = next(p for p in out.glob("libyaml-*") if p.is_dir())
+    (out / "drive.c").write_text(YAML_DRIVER)
+    (out / "data.yaml").write_text(yaml_document())
+    version = "-DYAML_VERSION_MAJOR=0 -DYAML_VERSION_MINOR=2 -DYAML_VERSION_PATCH=5"
+    sh(
+        f"gcc -O2 -g -I{src}/include {version} '-DYAML_VERSION_STRING=\"0.2.5\"' "
+        f"-o yaml drive.c {src}/src/*.c",
+        out,
+    )
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -247,6 +328,9 @@ PROGRAMS = {
         lambda n: f"./brotli -q {n + 2} -f -o c.br corpus.txt",
     ),
     "cjson": Program(cjson, "cjson", "print_value", lambda n: f"./cjson data.json {n}"),
+    "libyaml": Program(
+        libyaml, "yaml", "yaml_parser_fetch_more_tokens", lambda n: f"./yaml data.yaml {n}"
+    ),
 }
 
 

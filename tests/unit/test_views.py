@@ -402,3 +402,15 @@ def test_a_thread_filter_naming_no_thread_of_the_run_is_a_user_error():
     assert kept.total == 6
     with pytest.raises(UserError, match="no thread 999999"):
         apply_filters(run, argparse.Namespace(thread=[999999], state=None))
+
+
+def test_count_diff_pairs_the_unnamed_code_of_a_program_rebuilt_under_another_name() -> None:
+    """libyaml's driver rebuilt as yaml-fast: "3 functions changed", two of them its PLT
+    stubs (`[unnamed code in yaml]` 30 -> 0, `[unnamed code in yaml-fast]` 0 -> 30)."""
+    names = ["parse", "[unnamed code in yaml]", "[unnamed code in libc.so.6]"]
+    before = LineCounts(["Ir"], [1000], names, [[900, 30, 70]], names, [[900, 30, 70]], {})
+    renamed = ["parse", "[unnamed code in yaml-fast]", "[unnamed code in libc.so.6]"]
+    after = LineCounts(["Ir"], [950], renamed, [[850, 30, 70]], renamed, [[850, 30, 70]], {})
+    doc = count_diff.exact_diff(before, after)
+    assert [row["function"] for row in doc["functions"]] == ["parse"]
+    assert doc["functions_changed"] == 1

@@ -278,6 +278,12 @@ SYSCALL = "syscall"
 UNNAMED_FUTEX_CALLERS: tuple[Rule, ...] = (Rule("mutex", ("libglib-2.0.so*",)),)
 UNKNOWN = "[unknown]"
 
+# Kernel frames of a thread preempted on its way back from a system call: the call is
+# done. An I/O call's is then no I/O wait but a wait for a CPU: pipewait's writers,
+# preempted after each pipe write() by the reader it woke, read `io` 35% in all mode,
+# and advise said "35.2% of a working thread's time is spent waiting for I/O in writer".
+IO_DONE = frozenset(("exit_to_user_mode_loop", "exit_to_user_mode_prepare"))
+
 # Kernel scheduler states (letters of /proc/*/stat) that mean "wants the CPU".
 RUNNABLE_KERNEL_STATES = ("R",)
 
@@ -321,15 +327,7 @@ class Classifier:
                 return pattern_state
         return ""
 
-    def classify(self, frames: Iterable[Frame], kernel_state: str = "") -> str:
-        """State of a thread with this stack (leaf first) and scheduler state.
-
-        kernel_state is a /proc stat letter (R, S, D, ...); "R" for an
-        on-CPU sample or a preempted thread. A runnable thread inside a wait
-        function (woken, not yet back on a CPU) still counts as waiting there,
-        as the program's own timing of that call would. A yield inside a lock's
-        or a wait's own spinning is that wait (see SPINNING_WAITS).
-        """
+    def _classify(self, frames: list[Frame], kernel_state: str) -> str:
         yielded = previous = ""
         for frame in frames:
             state = self.state_of_function(frame.function)
@@ -347,6 +345,23 @@ class Classifier:
         if yielded:
             return yielded
         return "running" if kernel_state in RUNNABLE_KERNEL_STATES else "other"
+
+    def classify(self, frames: Iterable[Frame], kernel_state: str = "") -> str:
+        """State of a thread with this stack (leaf first) and scheduler state.
+
+        kernel_state is a /proc stat letter (R, S, D, ...); "R" for an
+        on-CPU sample or a preempted thread. A runnable thread inside a wait
+        function (woken, not yet back on a CPU) still counts as waiting there,
+        as the program's own timing of that call would; but not an I/O call the
+        kernel stack shows already done (IO_DONE). A yield inside a lock's or a
+        wait's own spinning is that wait (see SPINNING_WAITS).
+        """
+        frames = list(frames)
+        state = self._classify(frames, kernel_state)
+        runnable = kernel_state in RUNNABLE_KERNEL_STATES
+        if state == "io" and runnable and any(f.kernel and f.function in IO_DONE for f in frames):
+            return "running"
+        return state
 
     def _unnamed_caller_state(self, frame: Frame) -> str:
         """The state of a wait in syscall() called by a library's unnamed function

@@ -1,0 +1,40 @@
+"""gate's comparison of a baseline with a run: a function the baseline file left out
+(below its 200 largest) has no known count before, so it is not listed as new."""
+
+from __future__ import annotations
+
+from perfsleuth.commands.gate import MAX_FUNCTIONS, compare
+
+
+def baseline(functions: dict[str, int], **extra: object) -> dict:
+    return {
+        "run": "1",
+        "event": "Ir",
+        "total": 1000,
+        "build_id": "",
+        **extra,
+        "functions": functions,
+    }
+
+
+def test_a_function_below_the_files_largest_is_not_listed_as_new() -> None:
+    kept = {f"f{i}": 1000 - i for i in range(MAX_FUNCTIONS)}
+    current = {"total": 1100, "build_id": "", "functions": {**kept, "f0": 1100, "small": 40}}
+    doc = compare(baseline(kept), current, 0.5, 0)
+    assert [row["function"] for row in doc["changes"]] == ["f0"]
+
+
+def test_a_function_new_since_a_complete_baseline_is_listed() -> None:
+    current = {"total": 1100, "build_id": "", "functions": {"main": 1000, "slow": 100}}
+    doc = compare(baseline({"main": 1000}, complete=True), current, 0.5, 0)
+    assert doc["changes"] == [{"function": "slow", "a": 0, "b": 100, "delta": 100}]
+
+
+def test_the_unnamed_code_of_a_build_under_another_name_is_paired() -> None:
+    """speedtest1 rebuilt as speedtest1-new: its PLT stubs were `0 -> 30` and `30 -> 0`."""
+    before = {"main": 1000, "[unnamed code in speedtest1]": 30, "[unnamed code in libc.so.6]": 5}
+    after = {"main": 1100, "[unnamed code in speedtest1-new]": 30, "[unnamed code in libc.so.6]": 5}
+    doc = compare(
+        baseline(before, complete=True), {"total": 1135, "build_id": "", "functions": after}, 0.5, 0
+    )
+    assert [row["function"] for row in doc["changes"]] == ["main"]
