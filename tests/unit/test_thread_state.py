@@ -255,3 +255,24 @@ def test_cpp20_barrier_and_semaphore_waits_are_condvar_waits():
             kind = "join" if thread.tid == thread.pid else "barrier"
             states.setdefault(kind, set()).add(classify(frames, "S"))
         assert states == {"barrier": {"condvar"}, "join": {"other"}}, mode
+
+
+def test_a_thread_preempted_after_its_write_returned_is_not_waiting_for_io():
+    """A writer to a pipe, preempted on its way out of write() by the reader it woke
+    (all mode, eBPF's switch-out): `io` 35% of the thread, and advise called it I/O
+    waiting. Blocked in the write, or woken in a read, it is still `io`."""
+    done = [
+        Frame(n, kernel=True)
+        for n in ("__schedule", "schedule", "exit_to_user_mode_loop", "do_syscall_64")
+    ]
+    write = user("__GI___libc_write", "write", "writer")
+    assert classify(done + write, "R") == "running"
+    assert classify([Frame("pipe_write", kernel=True), *write], "S") == "io"
+    # no kernel stack (wall mode): a runnable writer is taken for done, a reader for
+    # woken from its wait, not yet back on a CPU (the program's clock counts that)
+    assert classify(write, "R") == "running"
+    assert classify(write, "S") == "io"
+    assert classify(user("epoll_wait", "reader"), "R") == "io"
+    assert classify(user("__GI___libc_read", "read", "reader"), "R") == "io"
+    lock = user("__GI___lll_lock_wait", "___pthread_mutex_lock", "consumer")
+    assert classify(done + lock, "R") == "mutex"  # woken, the lock not yet taken

@@ -278,6 +278,16 @@ SYSCALL = "syscall"
 UNNAMED_FUTEX_CALLERS: tuple[Rule, ...] = (Rule("mutex", ("libglib-2.0.so*",)),)
 UNKNOWN = "[unknown]"
 
+# Kernel frames of a thread preempted on its way back from a system call: the call is
+# done. An I/O call's is then no I/O wait but a wait for a CPU: pipewait's writers,
+# preempted after each pipe write() by the reader it woke, read `io` 35% in all mode,
+# and advise said "35.2% of a working thread's time is spent waiting for I/O in writer".
+IO_DONE = frozenset(("exit_to_user_mode_loop", "exit_to_user_mode_prepare"))
+WRITE_CALLS = frozenset(
+    ("write", "__write", "__libc_write", "__GI___libc_write", "pwrite64", "writev", "send",
+     "sendto", "sendmsg", "__libc_send", "__libc_sendto", "__libc_sendmsg")
+)  # fmt: skip
+
 # Kernel scheduler states (letters of /proc/*/stat) that mean "wants the CPU".
 RUNNABLE_KERNEL_STATES = ("R",)
 
@@ -321,15 +331,7 @@ class Classifier:
                 return pattern_state
         return ""
 
-    def classify(self, frames: Iterable[Frame], kernel_state: str = "") -> str:
-        """State of a thread with this stack (leaf first) and scheduler state.
-
-        kernel_state is a /proc stat letter (R, S, D, ...); "R" for an
-        on-CPU sample or a preempted thread. A runnable thread inside a wait
-        function (woken, not yet back on a CPU) still counts as waiting there,
-        as the program's own timing of that call would. A yield inside a lock's
-        or a wait's own spinning is that wait (see SPINNING_WAITS).
-        """
+    def _classify(self, frames: list[Frame], kernel_state: str) -> str:
         yielded = previous = ""
         for frame in frames:
             state = self.state_of_function(frame.function)
@@ -347,6 +349,35 @@ class Classifier:
         if yielded:
             return yielded
         return "running" if kernel_state in RUNNABLE_KERNEL_STATES else "other"
+
+    def classify(self, frames: Iterable[Frame], kernel_state: str = "") -> str:
+        """State of a thread with this stack (leaf first) and scheduler state.
+
+        kernel_state is a /proc stat letter (R, S, D, ...); "R" for an
+        on-CPU sample or a preempted thread. A runnable thread inside a wait
+        function (woken, not yet back on a CPU) still counts as waiting there,
+        as the program's own timing of that call would; but not an I/O call the
+        kernel stack shows already done (IO_DONE). A yield inside a lock's or a
+        wait's own spinning is that wait (see SPINNING_WAITS).
+        """
+        frames = list(frames)
+        state = self._classify(frames, kernel_state)
+        if state == "io" and kernel_state in RUNNABLE_KERNEL_STATES and self._io_done(frames):
+            return "running"
+        return state
+
+    def _io_done(self, frames: list[Frame]) -> bool:
+        """Is a runnable thread in an I/O call past its wait? The kernel stack says so
+        (IO_DONE); without one (wall mode) a write is taken for done: one that blocked
+        (a full pipe or socket buffer) and was woken is the rare case, a writer
+        preempted by the reader it woke the common one (pipewait's writers: wall mode
+        +10 points of io)."""
+        kernel = [f.function for f in frames if f.kernel]
+        if kernel:
+            return any(name in IO_DONE for name in kernel)
+        calls = (f.function.split("(", 1)[0] for f in frames)
+        call = next((c for c in calls if self.state_of_function(c) == "io"), "")
+        return call in WRITE_CALLS
 
     def _unnamed_caller_state(self, frame: Frame) -> str:
         """The state of a wait in syscall() called by a library's unnamed function
