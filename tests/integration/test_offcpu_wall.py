@@ -322,6 +322,31 @@ def test_wall_mode_finds_the_io_waits_and_the_sleep_poll_loop(examples_built: Pa
     assert ("offcpu.sleep-poll", "poller") in found, found
 
 
+def sleep_poll_sites(mode: str, program: list[str], tmp_path: Path) -> set[str]:
+    proc = perfsleuth("record", "--mode", mode, "--", *program, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(perfsleuth("advise", "--format", "json", cwd=tmp_path).stdout)
+    return {f["function"] for f in advice["findings"] if f["rule"] == "offcpu.sleep-poll"}
+
+
+@pytest.mark.parametrize("mode", ["wall", "offcpu", "all"])
+def test_a_blocking_wait_for_events_is_no_poll_loop(mode: str, examples_built: Path, tmp_path):
+    """eventwait's consumer blocks in epoll_wait with no timeout (-1), as
+    bench/fresh_waits/pipewait's readers do: the finding told it to replace its
+    sleep/poll loop with a blocking wait, which it already was. The timeout it passed
+    (wallsnap's registers, bpftrace's at the switch-out) tells it from a poll loop."""
+    if mode != "wall" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    program = [str(examples_built / "eventwait"), "block", "2"]
+    assert sleep_poll_sites(mode, program, tmp_path) == set()
+
+
+def test_a_poll_loop_with_a_short_timeout_is_still_found(examples_built: Path, tmp_path):
+    """eventwait's consumer polls with a 1 ms timeout, checking a counter."""
+    program = [str(examples_built / "eventwait"), "poll", "2"]
+    assert sleep_poll_sites("wall", program, tmp_path) == {"wait_polling"}
+
+
 @pytest.mark.parametrize("mode", ["wall", "all"])
 def test_locks_taken_through_a_wrapper_are_named_by_their_call_sites(
     mode: str, examples_built: Path, tmp_path: Path

@@ -77,3 +77,29 @@ def test_a_yield_whose_stack_stops_in_libc_is_not_called_a_poll_loop():
     assert "yields the CPU" in finding.title and "cannot see" in finding.title
     assert "Replace the sleep/poll loop" not in finding.suggestion
     assert "--mode wall" in finding.suggestion
+
+
+def events_wait_profile(timeouts: list[list]):
+    """A consumer that waits 60% of its time in epoll_wait, its stack the same whether
+    it blocks or polls; meta wait_timeouts: the timeouts the run saw it pass."""
+    b = ProfileBuilder(unit="ns", meta={"wait_timeouts": timeouts} if timeouts else None)
+    t = Thread(71, 70, "consumer")
+    wait = [Frame("epoll_wait", dso="libc.so.6"), Frame("wait_for_work", dso="app")]
+    b.add(wait, 600 * MS, thread=t, state="io")
+    b.add([Frame("work", dso="app")], 400 * MS, thread=t, state="running")
+    return b.build()
+
+
+def test_a_wait_for_events_with_no_timeout_is_no_poll_loop():
+    """bench/fresh_waits/pipewait's readers block in epoll_wait(-1): the finding told
+    them to replace the sleep/poll loop with a blocking wait, which it already was."""
+    blocking = events_wait_profile([[71, -1, 590 * MS], [71, 5, 10 * MS]])
+    assert io_and_sleep_waits.analyze(context(blocking)) == []
+    long_timeout = events_wait_profile([[71, 1000, 600 * MS]])
+    assert io_and_sleep_waits.analyze(context(long_timeout)) == []
+
+
+def test_a_wait_for_events_with_a_short_timeout_or_none_seen_is_still_a_poll_loop():
+    for timeouts in ([[71, 1, 500 * MS], [71, -1, 100 * MS]], [[99, -1, 600 * MS]], []):
+        (finding,) = io_and_sleep_waits.analyze(context(events_wait_profile(timeouts)))
+        assert finding.rule == "offcpu.sleep-poll" and finding.function == "wait_for_work"

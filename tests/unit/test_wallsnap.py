@@ -9,6 +9,7 @@ from perfsleuth.collect.wall import (
     ThreadSample,
     from_wallsnap,
     lock_holders,
+    wait_timeouts,
 )
 from perfsleuth.formats.tool_output import wallsnap
 from perfsleuth.model.profile import Frame, Thread
@@ -166,3 +167,29 @@ def test_a_thread_renamed_during_the_run_is_one_thread_under_its_last_name():
     names = {s.thread for s in thread_samples(from_wallsnap(renamed, rate_hz=20))}
     assert {t.name for t in names if t.tid == 27602} == {"worker"}
     assert {t.name for t in names if t.tid == 27598} == {"prodcons"}
+
+
+EVENTWAIT = FIXTURE.with_name("wallsnap-eventwait-block.txt")  # examples/bin/eventwait
+
+
+def test_timeout_lines_give_the_timeout_a_wait_for_events_passed():
+    """Captured runs (wallsnap PID 0 on eventwait block, then poll): the consumer in
+    epoll_wait with no timeout (-1; the kernel does not restart epoll_wait, so it is
+    not seen blocked) and in poll() with a 1 ms one; other threads have none."""
+    blocking = [s for snap in wallsnap.parse(EVENTWAIT.read_text()) for s in snap.states.values()]
+    assert {(s.syscall, s.timeout_ms) for s in blocking if s.timeout_ms is not None} == {(232, -1)}
+    polling = wallsnap.parse(EVENTWAIT.with_name("wallsnap-eventwait-poll.txt").read_text())
+    timed = {(s.state, s.syscall, s.timeout_ms) for snap in polling for s in snap.states.values()}
+    assert ("S", 7, 1) in timed
+    assert {t for t in timed if t[2] is not None} == {("S", 7, 1)}
+
+
+def test_wait_timeouts_add_up_the_time_each_thread_waited_for_events_by_timeout():
+    tasks = {2: TaskInfo("t", "R", "", timeout_ms=-1), 3: TaskInfo("t", "S", "", timeout_ms=1)}
+    snaps = [Snapshot(20e6, [], tasks, one_instant=True) for _ in range(2)]
+    samples = [
+        *(sample(snap, 2, "sleep", ["epoll_wait", "consumer"]) for snap in snaps),
+        sample(snaps[0], 3, "io", ["__poll", "poller"]),
+        sample(snaps[1], 3, "running", ["poller"]),  # back from its call: no wait
+    ]
+    assert sorted(wait_timeouts(samples)) == [[2, -1, 40e6], [3, 1, 20e6]]

@@ -8,6 +8,11 @@ its I/O is slow by its waits, whatever its CPU share. Waits in calls of a blocki
 cost class (fsync: rules/cost_classes.toml) are left to cost_classes.py, whose
 finding has the fix for their cause.
 
+A wait for events (poll, epoll_wait...) is a poll loop only when it times out soon: a
+blocking one has the same stacks. Where the run saw the timeouts the threads passed
+(wall mode's wait_timeouts), a site all of whose waits are such calls, and whose
+threads' waits mostly passed no timeout or a long one, is a blocking wait: no finding.
+
 estimated_gain is the part of the waiting threads' wall time a fix is expected to
 give back.
 """
@@ -27,6 +32,10 @@ from .wait_sites import ThreadTime, Wait, thread_totals, threads_text, waits, wh
 # needs this much of its time waiting.
 MIN_RUNNING = {"io": 0.02, "sleep": 0.05}
 MIN_FRACTION = {"io": 0.1, "sleep": 0.05}
+# A wait for events with a timeout up to this (ms) polls; the finding needs this
+# much of its threads' waits seen with one, where the run saw their timeouts.
+POLL_TIMEOUT_MS = 50
+MIN_POLLING = 0.1
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ def analyze(ctx: Context) -> list[Finding]:
         if _working(profile, wait, thread_time)
         and wait.fraction >= MIN_FRACTION[wait.group]
         and not any(cls.matches(_main_wait(wait), "") for cls in blocking)
+        and not _blocks_for_events(profile, wait)
     ]
     return sorted(findings, key=lambda f: -f.estimated_gain)
 
@@ -98,6 +108,18 @@ def _working(profile: Profile, wait: Wait, thread_time: ThreadTime) -> bool:
         or (wait.group == "io" and t >= 0 and profile.threads[t].tid == profile.threads[t].pid)
         for t in wait.site.by_thread
     )
+
+
+def _blocks_for_events(profile: Profile, wait: Wait) -> bool:
+    """A site waiting only in calls for events (no sleep), whose threads passed those
+    calls no timeout or a long one in most of the time the run saw them there."""
+    if wait.group != "sleep" or wait.site.by_state.get("sleep", 0.0) > 0:
+        return False
+    tids = {profile.threads[t].tid for t in wait.site.by_thread if t >= 0}
+    seen = [(ms, ns) for tid, ms, ns in profile.meta.get("wait_timeouts", []) if tid in tids]
+    polling = sum(ns for ms, ns in seen if 0 <= ms <= POLL_TIMEOUT_MS)
+    total = sum(ns for _ms, ns in seen)
+    return total > 0 and polling < MIN_POLLING * total
 
 
 def _main_wait(wait: Wait) -> str:

@@ -161,9 +161,19 @@ MAX_DEPTH = 64
 FUTEX_KIND_X86_64 = (
     "$regs = (struct pt_regs *)((uint64)curtask->stack + 16384 - sizeof(struct pt_regs));\n"
     "      $wait = $regs->orig_ax == 202 && (($regs->si & 127) == 0 || ($regs->si & 127) == 9);\n"
-    "      $futex = $wait ? ($regs->si & 128 ? 2 : 1) : 0;"
+    "      $futex = $wait ? ($regs->si & 128 ? 2 : 1) : 0;\n"
+    "      $events = $regs->orig_ax == 232 || $regs->orig_ax == 281 || $regs->orig_ax == 7;\n"
+    "      $timeout = (int32)($regs->orig_ax == 7 ? $regs->dx : $regs->r10);\n"
+    "      if ($events) { $futex = $timeout < 0 ? NO_TIMEOUT : NO_TIMEOUT + 1 + "
+    "($timeout > MAX_TIMEOUT_MS ? MAX_TIMEOUT_MS : $timeout); }"
 )
 SHARED_FUTEX, PRIVATE_FUTEX = 1, 2
+# In a wait for events (epoll_wait 232, epoll_pwait 281, poll 7; not the calls that
+# pass their timeout by pointer), the same field holds the timeout the thread passed:
+# NO_TIMEOUT for none (it blocks until an event), NO_TIMEOUT + 1 + its ms (at most
+# MAX_TIMEOUT_MS). A poll loop and a blocking wait have the same stacks: this tells
+# them apart (io_and_sleep_waits.py, through meta wait_timeouts).
+NO_TIMEOUT, MAX_TIMEOUT_MS = 3, 100_000
 # The word at the user stack pointer of a task blocked in sched_yield (24) or futex
 # (202): where it entered the kernel from a leaf wrapper that keeps no frame (libc's
 # sched_yield and syscall), its caller's return address, which a frame-pointer walk
@@ -263,6 +273,8 @@ def script_text(
         "PREEMPTED_STATE": bpftrace_stacks.PREEMPTED_BIT,
         "LENGTH_CLASS": " + ".join(f"($ns > {bound})" for bound in LENGTH_BOUNDS_NS),
         "FUTEX_KIND": FUTEX_KIND_X86_64 if _registers_readable() else "$futex = 0;",
+        "NO_TIMEOUT": str(NO_TIMEOUT),
+        "MAX_TIMEOUT_MS": str(MAX_TIMEOUT_MS),
         "RETURN_ADDRESS": RETURN_ADDRESS_X86_64 if _registers_readable() else "$ret = 0;",
         "LEAF_ADDRESS": "$ip = $regs->ip;" if _registers_readable() else "$ip = (uint64)0;",
         "LONG_NS": LONG_NS,
@@ -387,6 +399,7 @@ def to_profile(
     user = _user_frames(records, maps, symbolizer or Symbolizer())
     builder = ProfileBuilder(unit="ns", meta={"recorder": "bpftrace"})
     oncpu_ns = 0.0
+    timeouts: dict[tuple[int, int], float] = {}
     for r in records:
         frames = [Frame(name, dso=KERNEL_DSO, kernel=True) for name in r.kernel_stack]
         frames += user[(r.tgid, r.user_stack, r.ret)]
@@ -397,9 +410,14 @@ def to_profile(
             continue  # on the CPU outside a lock call: offcpu mode keeps no such time
         oncpu_ns += r.ns if r.on_cpu else 0.0
         builder.add(frames, r.ns, thread=Thread(r.tid, r.tgid, r.comm), state=state)
+        if r.futex >= NO_TIMEOUT and state in ("io", "sleep"):
+            key = (r.tid, r.futex - NO_TIMEOUT - 1)
+            timeouts[key] = timeouts.get(key, 0.0) + r.ns
     profile = builder.build()
     if oncpu_ns:
         profile.meta["oncpu_lock_ns"] = oncpu_ns
+    if timeouts:  # as wall mode's (wall.wait_timeouts)
+        profile.meta["wait_timeouts"] = [[tid, ms, ns] for (tid, ms), ns in timeouts.items()]
     return profile
 
 
@@ -717,6 +735,8 @@ def _merged(
                 completed, weight * share, count=count, thread=threads.get(tid), state=known
             )
     builder.profile.meta["offcpu_completed_from_oncpu"] = completed_ns / (offcpu.total or 1.0)
+    if "wait_timeouts" in offcpu.meta:
+        builder.profile.meta["wait_timeouts"] = offcpu.meta["wait_timeouts"]
     for frames, ns, thread in oncpu_time.unsampled(sampled, ran or {}, threads, waits.stacks_of):
         builder.add(frames, ns, count=0, thread=thread, state=thread_state.classify(frames, "R"))
     return builder.build()

@@ -61,6 +61,7 @@ class TaskInfo:
     state: str  # /proc stat letter
     wchan: str  # kernel function the thread sleeps in, "" if unknown
     owner: int = 0  # wallsnap's OWNER: the holder of the glibc mutex it waits on, if it does
+    timeout_ms: int | None = None  # wallsnap's TIMEOUT: a wait for events' timeout, -1 none
 
 
 @dataclass
@@ -176,7 +177,22 @@ def to_profile(snapshots: list[Snapshot], symbolizer: Symbolizer | None = None) 
     profile = builder.build()
     if any(snap.one_instant for snap in snapshots):  # wallsnap's: the holders are known
         profile.meta["lock_holders"] = lock_holders(samples)
+        profile.meta["wait_timeouts"] = wait_timeouts(samples)
     return profile
+
+
+def wait_timeouts(samples: list[ThreadSample]) -> list[list]:
+    """The timeouts the threads waiting for events passed (wallsnap's TIMEOUT):
+    [tid, timeout in ms (-1: none), ns] per distinct pair. A poll loop and a blocking
+    wait for events have the same stacks; this tells them apart (io_and_sleep_waits.py)."""
+    pairs: dict[tuple[int, int], float] = {}
+    for s in samples:
+        task = s.snapshot.tasks.get(s.thread.tid)
+        if task is None or task.timeout_ms is None or s.state not in ("io", "sleep"):
+            continue
+        key = (s.thread.tid, task.timeout_ms)
+        pairs[key] = pairs.get(key, 0.0) + s.snapshot.weight_ns
+    return [[tid, ms, ns] for (tid, ms), ns in pairs.items()]
 
 
 def lock_holders(samples: list[ThreadSample]) -> list[list]:
@@ -268,7 +284,7 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         if not snap.threads:
             continue
         tasks = {
-            tid: TaskInfo(name=s.name, state=s.state, wchan="", owner=s.owner)
+            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms)
             for tid, s in snap.states.items()
         }
         snapshots.append(Snapshot(weight, snap.threads, tasks, True, snap.time_ns, snap.pass_ns))

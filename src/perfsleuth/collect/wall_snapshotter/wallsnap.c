@@ -81,6 +81,7 @@
               <ns the pass took (longer when the snapshotter lost its CPU meanwhile)>
      STATE <tid> <S: blocked in a system call, R: not> <its number or -> <name>
      OWNER <tid> <the holder's tid, for a thread in a futex call: see lock_owner>
+     TIMEOUT <tid> <ms, -1 for none: a thread in a wait for events, see wait_timeout>
      PID <pid> - process
      TID <tid>:
      #0  0x<pc> - <module path>
@@ -190,6 +191,7 @@ struct capture {
     char name[NAME_SIZE];
     struct user_regs_struct regs;
     pid_t owner;           /* see lock_owner */
+    long timeout_ms;       /* see wait_timeout */
     uintptr_t owner_at;    /* where the owner was read: the mutex's __owner */
     uintptr_t held[MAX_LOCKS]; /* see read_held */
     int nheld;
@@ -581,6 +583,35 @@ static pid_t lock_owner(const struct thread *t, const struct user_regs_struct *r
     return owner_word(t->tid, (uintptr_t)regs->rdi + 8);
 }
 
+/* For a thread in a wait for events (poll, ppoll, select, pselect6, epoll_wait,
+   epoll_pwait, epoll_pwait2): the timeout it passed, in ms (-1: none, it blocks until
+   an event; a timespec or timeval is read from the thread, rounded down); -2 for any
+   other call or a timeout that cannot be read. A loop polling with a short timeout
+   and a blocking wait have the same stack: this tells them apart. Printed whether the
+   call was blocked or not at the stop: epoll_wait, which the kernel does not restart,
+   returns -EINTR there instead of -ERESTART*. */
+static long timeval_ms(pid_t tid, uintptr_t at, bool nanoseconds) {
+    if (!at) return -1;
+    long tv[2];
+    struct iovec local = {.iov_base = tv, .iov_len = sizeof tv};
+    struct iovec remote = {.iov_base = (void *)at, .iov_len = sizeof tv};
+    if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != sizeof tv) return -2;
+    return tv[0] * 1000 + tv[1] / (nanoseconds ? 1000000 : 1000);
+}
+
+static long wait_timeout(pid_t tid, const struct user_regs_struct *r) {
+    switch ((long)r->orig_rax) {
+    case SYS_poll: return (int)r->rdx < 0 ? -1 : (int)r->rdx;
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait: return (int)r->r10 < 0 ? -1 : (int)r->r10;
+    case SYS_ppoll: return timeval_ms(tid, (uintptr_t)r->rdx, true);
+    case SYS_epoll_pwait2: return timeval_ms(tid, (uintptr_t)r->r10, true);
+    case SYS_pselect6: return timeval_ms(tid, (uintptr_t)r->r8, true);
+    case SYS_select: return timeval_ms(tid, (uintptr_t)r->r8, false);
+    default: return -2;
+    }
+}
+
 /* The owner word a waiter names its holder by is read as the waiter stops; its
    holder may stop before or after that, and was let go at once in between, free to
    let the lock go and run on outside it (a clean-clone CI run on a quiet machine
@@ -668,6 +699,7 @@ static bool capture(const struct thread *t) {
     c->copied = got > 0 ? (size_t)got : 0;
     c->owner = lock_owner(t, &c->regs);
     c->owner_at = (uintptr_t)c->regs.rdi + 8;
+    c->timeout_ms = wait_timeout(t->tid, &c->regs);
     c->tid = t->tid;
     c->pid = t->pid;
     if (c->owner) remember_lock(c->pid, c->owner_at);
@@ -690,6 +722,7 @@ static void unwind(const struct capture *c) {
     else
         printf("- %s\n", c->name);
     if (c->owner && is_held(c)) printf("OWNER %d %d\n", c->tid, c->owner);
+    if (c->timeout_ms >= -1) printf("TIMEOUT %d %ld\n", c->tid, c->timeout_ms);
     printf("PID %d - process\nTID %d:\n", c->pid, c->tid);
     struct unwind u = {.dwfl = p->dwfl};
     unwinding = c;

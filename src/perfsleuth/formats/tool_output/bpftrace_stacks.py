@@ -18,7 +18,9 @@ The script (collect/offcpu.py) prints three maps when bpftrace stops, four in
 process may have exited), both leaf first and each line followed by a newline.
 Their weight is 1 for a block whose stacks were always going to be taken, or N
 for one drawn at random one time in N; <futex> is 0 (not known, or no futex wait),
-1 (a shared futex's wait) or 2 (a private one's), absent from the output of scripts
+1 (a shared futex's wait) or 2 (a private one's), or, for a wait for events (poll,
+epoll_wait), 3 for no timeout and 4 + the timeout's ms (collect/offcpu.py's
+NO_TIMEOUT), absent from the output of scripts
 before it; <ret> the word at the user stack pointer of a block in sched_yield or a
 futex call (a leaf wrapper's return address; 0 otherwise), absent before it.
 @blocked holds the time of every other block, per thread and scheduler state, so
@@ -106,7 +108,8 @@ class SampledBlocks:
     kernel_stack: tuple[str, ...]
     user_stack: tuple[int, ...]
     ns: int
-    futex: int = 0  # 0 not known or no futex wait, 1 a shared futex's, 2 a private one's
+    futex: int = 0  # 0 not known or no futex wait, 1 a shared futex's, 2 a private one's,
+    # 3 and more a wait for events' timeout (see the module's docstring)
     # the word at the user stack pointer in sched_yield or futex: a leaf wrapper's
     # return address (0: not read; absent from the output of scripts before it)
     ret: int = 0

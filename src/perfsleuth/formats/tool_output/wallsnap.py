@@ -17,6 +17,8 @@ one of the program's threads blocks, and its snapshots over-read waiting).
 
 A thread in a futex call may have an OWNER line after its STATE: the tid in the
 word 8 bytes past the futex word (a glibc mutex's holder; noise for anything else).
+A thread blocked in a wait for events (poll, select, epoll_wait and their kin) has a
+TIMEOUT line: the timeout it passed, in ms, -1 for none (it blocks until an event).
 
 SNAPSHOT gives the CLOCK_MONOTONIC instant the threads were interrupted, the ns
 until the last was let go and the ns the pass that interrupted them took (long when
@@ -36,6 +38,7 @@ SNAPSHOT_LINE = re.compile(r"^SNAPSHOT (?P<time>\d+) (?P<held>\d+) (?P<pass>\d+)
 WAKE_LINE = re.compile(r"^WAKE (?P<how>[a-z-]+)$", re.MULTILINE)
 STATE_LINE = re.compile(r"^STATE (?P<tid>\d+) (?P<state>[SR]) (?P<syscall>\d+|-) ?(?P<name>.*)$")
 OWNER_LINE = re.compile(r"^OWNER (?P<tid>\d+) (?P<owner>\d+)$")
+TIMEOUT_LINE = re.compile(r"^TIMEOUT (?P<tid>\d+) (?P<ms>-?\d+)$")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class ThreadState:
     syscall: int | None  # its number
     name: str
     owner: int = 0  # OWNER: the tid past the futex word it waits on, 0 when none
+    timeout_ms: int | None = None  # TIMEOUT: a wait for events' timeout, -1 for none
 
 
 @dataclass
@@ -84,4 +88,6 @@ def _states(body: str) -> dict[int, ThreadState]:
             out[int(m["tid"])] = ThreadState(m["state"], syscall, m["name"])
         elif (m := OWNER_LINE.match(line)) and int(m["tid"]) in out:
             out[int(m["tid"])] = replace(out[int(m["tid"])], owner=int(m["owner"]))
+        elif (m := TIMEOUT_LINE.match(line)) and int(m["tid"]) in out:
+            out[int(m["tid"])] = replace(out[int(m["tid"])], timeout_ms=int(m["ms"]))
     return out
