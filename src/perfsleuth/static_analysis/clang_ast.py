@@ -16,6 +16,7 @@ FUNCTION_KINDS = (
     "FUNCTION_TEMPLATE",
 )
 LOOP_KINDS = ("FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT")
+ASSIGN_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR")
 
 
 class SourceText:
@@ -164,16 +165,61 @@ def function_definitions(parsed: Any, wanted: Any) -> list[Any]:
 
 def outline(
     parsed: Any, main_file: Path, loops: bool = True
-) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]]]:
+) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """(qualified name, first line, last line) of each function defined in main_file,
-    and (first line, last line) of every loop in them (none unless `loops`: finding
-    them walks every function body)."""
+    (first line, last line) of every loop in them (none unless `loops`: finding
+    them walks every function body), and of those loops that chase pointers."""
     functions = function_definitions(parsed, lambda name: name == str(main_file))
     spans = [(qualified_name(f), f.extent.start.line, f.extent.end.line) for f in functions]
     found = [
-        (node.extent.start.line, node.extent.end.line)
+        node
         for function in (functions if loops else [])
         for node in walk(function)
         if cursor_kind(node) in LOOP_KINDS
     ]
-    return spans, found
+    return spans, [_lines(node) for node in found], [_lines(n) for n in found if chases(n)]
+
+
+def _lines(node: Any) -> tuple[int, int]:
+    return node.extent.start.line, node.extent.end.line
+
+
+def chases(loop: Any) -> bool:
+    """Does the loop set a pointer to a value it loads through that pointer (`p =
+    p->next`, also through casts and macros: uthash's HASH_FIND sets `out =
+    (T)((char *)out->hh.hh_next - tbl->hho)`)? Its next address needs this iteration's
+    load and its trip count is unknown at entry: a linked structure's walk."""
+    for node in walk(loop):
+        kids = children(node)
+        if cursor_kind(node) not in ASSIGN_KINDS or len(kids) != 2:
+            continue
+        variable = root_variable(kids[0])
+        # `p = ...` has a pointer on each side, `p + n` has not; `p += ...` is either
+        steps = cursor_kind(node) == "COMPOUND_ASSIGNMENT_OPERATOR" or _is_pointer(kids[1])
+        if variable and _is_pointer(node) and steps and _loads_in(kids[1], variable):
+            return True
+    return False
+
+
+def _loads_in(value: Any, variable: set[str]) -> bool:
+    return any(_loads_through(inner, variable) for inner in walk(value))
+
+
+def _is_pointer(cursor: Any) -> bool:
+    return bool(cursor.type.get_canonical().kind.name == "POINTER")
+
+
+def _loads_through(cursor: Any, variable: set[str]) -> bool:
+    """Is the expression `variable->member` or `*variable`?"""
+    kind = cursor_kind(cursor)
+    kids = children(cursor)
+    if kind not in ("MEMBER_REF_EXPR", "UNARY_OPERATOR") or len(kids) != 1:
+        return False
+    base = unwrap(kids[0]).type.get_canonical()
+    if base.kind.name != "POINTER" or root_variable(kids[0]) != variable:
+        return False
+    # `*p` has the type p points to; `p++`, `&p`, `!p` have another
+    return (
+        kind == "MEMBER_REF_EXPR"
+        or cursor.type.get_canonical() == base.get_pointee().get_canonical()
+    )
