@@ -214,11 +214,13 @@ def test_a_chain_walk_inside_a_macro_is_not_reported(tmp_path: Path) -> None:
     assert set(report.chasing_loops) == {(11, 11)}
 
 
-# lines 2-4 chase (a list, a free list, records that give their length), 5-7 do not
+# lines 2-5 chase (a list, a free list, records that give their length, a list through
+# a local), 6-8 do not
 STEPS = """struct node { struct node *next; int len; };
 int walk(struct node *p) { int n = 0; while (p) { n++; p = p->next; } return n; }
 int free_list(void **p) { int n = 0; while (p) { n++; p = *p; } return n; }
 int skip(struct node *p, void *e) { int n = 0; while (p < e) { n++; p += p->len; } return n; }
+int via(struct node *p) { int n = 0; while (p) { struct node *x = p->next; n++; p = x; } return n; }
 int array(struct node *p, int n) { int s = 0; while (n--) { s += p->len; p = p + 1; } return s; }
 int other(struct node *p, struct node *q, int n) { while (n--) q = p->next; return q != 0; }
 int bump(char *p, char *end) { int n = 0; while (p < end) { n += *p; p++; } return n; }
@@ -230,5 +232,5 @@ def test_the_syntax_tree_tells_a_chase_from_a_pointer_step(tmp_path: Path) -> No
     source.write_text(STEPS)
     parsed = parse(TranslationUnit(source, ["-O2"], "defaults"))
     _, loops, chasing = outline(parsed, source)
-    assert [line for line, _ in loops] == [2, 3, 4, 5, 6, 7]
-    assert [line for line, _ in chasing] == [2, 3, 4]
+    assert [line for line, _ in loops] == [2, 3, 4, 5, 6, 7, 8]
+    assert [line for line, _ in chasing] == [2, 3, 4, 5]

@@ -187,39 +187,53 @@ def _lines(node: Any) -> tuple[int, int]:
 def chases(loop: Any) -> bool:
     """Does the loop set a pointer to a value it loads through that pointer (`p =
     p->next`, also through casts and macros: uthash's HASH_FIND sets `out =
-    (T)((char *)out->hh.hh_next - tbl->hho)`)? Its next address needs this iteration's
-    load and its trip count is unknown at entry: a linked structure's walk."""
-    for node in walk(loop):
-        kids = children(node)
-        if cursor_kind(node) not in ASSIGN_KINDS or len(kids) != 2:
-            continue
-        variable = root_variable(kids[0])
-        # `p = ...` has a pointer on each side, `p + n` has not; `p += ...` is either
-        steps = cursor_kind(node) == "COMPOUND_ASSIGNMENT_OPERATOR" or _is_pointer(kids[1])
-        if variable and _is_pointer(node) and steps and _loads_in(kids[1], variable):
-            return True
-    return False
+    (T)((char *)out->hh.hh_next - tbl->hho)`), or through a pointer it loaded so
+    (`next = p->next; ... p = next;`)? Its next address needs this iteration's load
+    and its trip count is unknown at entry: a linked structure's walk."""
+    steps = [step for node in walk(loop) if (step := _pointer_step(node))]
+    # the pointers each pointer set in the loop was loaded through: `next` <- {`p`}
+    loaded: dict[str, set[str]] = {}
+    for target, value in steps:
+        loaded.setdefault(target, set()).update(_loaded_through(value))
+    return any(
+        target in through or any(target in loaded.get(local, ()) for local in variables_in(value))
+        for target, value in steps
+        for through in [_loaded_through(value)]
+    )
 
 
-def _loads_in(value: Any, variable: set[str]) -> bool:
-    return any(_loads_through(inner, variable) for inner in walk(value))
+def _pointer_step(node: Any) -> tuple[str, Any] | None:
+    """(the pointer, its new value) of `p = ...`, `p += ...` or `T *p = ...`."""
+    kids = children(node)
+    kind = cursor_kind(node)
+    if kind == "VAR_DECL" and _is_pointer(node) and kids:
+        return var_id(node), kids[-1]
+    if kind not in ASSIGN_KINDS or len(kids) != 2 or not _is_pointer(node):
+        return None
+    variable = root_variable(kids[0])
+    # `p = ...` has a pointer on each side, `p + n` has not; `p += ...` is either
+    if variable and (kind == "COMPOUND_ASSIGNMENT_OPERATOR" or _is_pointer(kids[1])):
+        return next(iter(variable)), kids[1]
+    return None
 
 
 def _is_pointer(cursor: Any) -> bool:
     return bool(cursor.type.get_canonical().kind.name == "POINTER")
 
 
-def _loads_through(cursor: Any, variable: set[str]) -> bool:
-    """Is the expression `variable->member` or `*variable`?"""
-    kind = cursor_kind(cursor)
-    kids = children(cursor)
-    if kind not in ("MEMBER_REF_EXPR", "UNARY_OPERATOR") or len(kids) != 1:
-        return False
-    base = unwrap(kids[0]).type.get_canonical()
-    if base.kind.name != "POINTER" or root_variable(kids[0]) != variable:
-        return False
-    # `*p` has the type p points to; `p++`, `&p`, `!p` have another
-    return (
-        kind == "MEMBER_REF_EXPR"
-        or cursor.type.get_canonical() == base.get_pointee().get_canonical()
-    )
+def _loaded_through(value: Any) -> set[str]:
+    """The pointers the expression loads through: `p` of `p->member` and `*p`."""
+    found = set()
+    for cursor in walk(value):
+        kind = cursor_kind(cursor)
+        kids = children(cursor)
+        if kind not in ("MEMBER_REF_EXPR", "UNARY_OPERATOR") or len(kids) != 1:
+            continue
+        base = unwrap(kids[0]).type.get_canonical()
+        # `*p` has the type p points to; `p++`, `&p`, `!p` have another
+        if base.kind.name == "POINTER" and (
+            kind == "MEMBER_REF_EXPR"
+            or cursor.type.get_canonical() == base.get_pointee().get_canonical()
+        ):
+            found |= root_variable(kids[0])
+    return found
