@@ -31,7 +31,7 @@ from ..formats.tool_output import bpftrace_stacks, perf_switches
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
-from . import perf, thread_state, wall
+from . import oncpu_time, perf, thread_state, wall
 from .options import RecordOptions
 from .target import ProcessMaps, Target, spawn, stop
 
@@ -59,16 +59,23 @@ from .target import ProcessMaps, Target, spawn, stop
 # condition variable's wait (a private futex) from pthread_join's (a shared one).
 SCRIPT = r"""
 BEGIN { if ($2) { @pids[(int64)$1] = 1; } printf("READY\n"); }
-tracepoint:sched:sched_process_exec /pid == $1/ { @pids[(int64)pid] = 1; @names[tid] = comm; }
+tracepoint:sched:sched_process_exec /pid == $1/
+{
+  @pids[(int64)pid] = 1;
+  @names[tid] = comm;
+  RUN_AT_EXEC
+}
 tracepoint:sched:sched_process_fork /@pids[(int64)pid]/
 {
   @pids[(int64)args->child_pid] = 1;
   @names[args->child_pid] = comm;
+  RUN_AT_FORK
 }
 tracepoint:task:task_rename /@pids[(int64)pid]/ { @names[args->pid] = args->newcomm; }
 tracepoint:sched:sched_switch
 {
   if (pid == $1 || @pids[(int64)pid]) {
+    RUN_ENDS
     $before = @out[args->prev_pid];
     $blocks = (args->prev_state & 255) != 0 && (args->prev_state & PREEMPTED_STATE) == 0;
     $always = $blocks && ($before.5 < ALWAYS_FIRST || nsecs - $before.4 > FORCE_AFTER_NS);
@@ -84,6 +91,7 @@ tracepoint:sched:sched_switch
     }
   }
   $out = @out[args->next_pid];
+  RUN_STARTS
   if ($out.0) {
     $tid = args->next_pid;
     $ns = nsecs - $out.0;
@@ -99,8 +107,32 @@ tracepoint:sched:sched_switch
     }
   }
 }
-END { clear(@pids); clear(@out); clear(@stacks); }
+END { clear(@pids); clear(@out); clear(@stacks); RUN_CLEAR }
 """
+# --mode all's (RUN_*): each thread's time on the CPU, every run from its switch-in to
+# its switch-out added into @ran[tgid, tid]; a thread's first run counts from the
+# fork that made it (it has no switch-out before), the launched command's from its
+# exec. perf's cpu-clock samples a thread only after a whole period (1 ms) on the CPU:
+# 563 of futpool's 900 std::async workers (bench/fresh_waits), ~0.4 ms on the CPU
+# each, had no sample, their time on the CPU missing from their total, and all mode
+# read their waiting 8-11 points over their clock. Their samples are scaled to this
+# (oncpu_time.py).
+RUN_TIMES = {
+    "RUN_AT_EXEC": "@ran_from[tid] = nsecs;",
+    "RUN_AT_FORK": "@fresh[args->child_pid] = 1;",
+    "RUN_ENDS": (
+        "if (@ran_from[tid]) { @ran[pid, tid] = sum(nsecs - @ran_from[tid]);"
+        " delete(@ran_from[tid]); }"
+    ),
+    "RUN_STARTS": (
+        "if ($out.0) { @ran_from[args->next_pid] = nsecs; }\n"
+        "  else if (@fresh[args->next_pid]) {\n"
+        "    @ran_from[args->next_pid] = nsecs;\n"
+        "    delete(@fresh[args->next_pid]);\n"
+        "  }"
+    ),
+    "RUN_CLEAR": "clear(@ran_from); clear(@fresh);",
+}
 # --mode offcpu's: the target's threads on the CPU, ONCPU_HZ times a second, by the
 # user code's address (and futex kind): the lock calls' own CPU time (see ONCPU_HZ).
 # The address is the one the task entered the kernel from, in the registers at the
@@ -217,8 +249,11 @@ def _mount_tracefs() -> None:
         )
 
 
-def script_text(sample_every: int = SAMPLE_EVERY, oncpu_hz: int = 0) -> str:
-    """The script; with oncpu_hz, with the on-CPU probe at that rate too."""
+def script_text(
+    sample_every: int = SAMPLE_EVERY, oncpu_hz: int = 0, run_times: bool = False
+) -> str:
+    """The script; with oncpu_hz, with the on-CPU probe at that rate too; with
+    run_times, timing each thread's runs too (RUN_TIMES)."""
     settings = {
         "ONCPU_HZ": oncpu_hz,
         "MAX_DEPTH": MAX_DEPTH,
@@ -233,6 +268,8 @@ def script_text(sample_every: int = SAMPLE_EVERY, oncpu_hz: int = 0) -> str:
         "LONG_NS": LONG_NS,
     }
     text = SCRIPT + (ONCPU_PROBE if oncpu_hz else "")
+    for name, code in RUN_TIMES.items():
+        text = text.replace(name, code if run_times else "")
     for name, value in settings.items():
         text = text.replace(name, str(value))
     return text
@@ -246,12 +283,14 @@ def _registers_readable() -> bool:
 class BpftraceSession:
     """One bpftrace process tracing the target; its JSON goes to a file."""
 
-    def __init__(self, tool: str, target: Target, workdir: Path, oncpu_hz: int = 0) -> None:
+    def __init__(
+        self, tool: str, target: Target, workdir: Path, oncpu_hz: int = 0, run_times: bool = False
+    ) -> None:
         self.out = workdir / "offcpu.json"
         self.err = workdir / "offcpu.err"
         self.oncpu_hz = oncpu_hz
         script = workdir / "offcpu.bt"
-        script.write_text(script_text(oncpu_hz=oncpu_hz), encoding="utf-8")
+        script.write_text(script_text(oncpu_hz=oncpu_hz, run_times=run_times), encoding="utf-8")
         follow_now = "0" if target.proc is not None else "1"
         self.pid = target.pid
         self.names_at_start = thread_names(target.pid)
@@ -524,7 +563,7 @@ def record_all(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
     tool, why_not = _bpftrace(options)
     if tool is None:
         return wall.record_wall_instead(options, cmd, workdir, reason=why_not)
-    target, maps, session = _traced(tool, options, cmd, workdir)
+    target, maps, session = _traced(tool, options, cmd, workdir, run_times=True)
     # DWARF by default: frame-pointer stacks lose the caller of every libc function,
     # and the on-CPU stacks name the threads' functions for the off-CPU ones.
     mode = "dwarf" if options.call_graph == "auto" else options.call_graph
@@ -580,30 +619,32 @@ def _all_profile(
         why = f"bpftrace: {session.error()}" if session.ended_early else "nothing blocked"
         print(f"perfsleuth: no off-CPU time was recorded ({why})", file=sys.stderr)
         meta["offcpu_missing"] = why
-    merged = _merged(oncpu, offcpu)
+    merged = _merged(oncpu, offcpu, session.capture.ran, session.capture.names)
     known = {d["path"] for d in oncpu.dsos}
     merged.dsos = oncpu.dsos + [d for d in offcpu.dsos if d["path"] not in known]
     return merged
 
 
 def _traced(
-    tool: str, options: RecordOptions, cmd: list[str], workdir: Path, oncpu_hz: int = 0
+    tool: str,
+    options: RecordOptions,
+    cmd: list[str],
+    workdir: Path,
+    oncpu_hz: int = 0,
+    run_times: bool = False,
 ) -> tuple[Target, ProcessMaps, BpftraceSession]:
     """The target (started held, or attached with --pid), its maps and bpftrace on it
-    (with the on-CPU probe at oncpu_hz, if not 0)."""
+    (with the on-CPU probe at oncpu_hz, if not 0; timing the threads' runs with
+    run_times)."""
     target = Target.of(cmd, options.pid)
     maps = ProcessMaps(target.pid)
-    return target, maps, _start_bpftrace(tool, target, workdir, oncpu_hz)
-
-
-def _start_bpftrace(tool: str, target: Target, workdir: Path, oncpu_hz: int = 0) -> BpftraceSession:
-    session = BpftraceSession(tool, target, workdir, oncpu_hz)
+    session = BpftraceSession(tool, target, workdir, oncpu_hz, run_times)
     try:
         session.wait_attached()
     except UserError:
         target.abort()
         raise
-    return session
+    return target, maps, session
 
 
 def _duration(options: RecordOptions) -> float | None:
@@ -637,22 +678,37 @@ def _threads_by_tid(*profiles: Profile) -> dict[int, Thread]:
     return out
 
 
-def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
+def _merged(
+    oncpu: Profile,
+    offcpu: Profile,
+    ran: oncpu_time.Ran | None = None,
+    names: dict[int, str] | None = None,
+) -> Profile:
     """One ns profile: on-CPU rows labelled by their stack (running, or inside a
-    lock or wait call), off-CPU rows with their stacks completed where possible."""
+    lock or wait call), each thread's scaled to its time on the CPU where ran has it
+    (oncpu_time), off-CPU rows with their stacks completed where possible. names:
+    the threads' names bpftrace saw (a thread that neither blocked nor was sampled is
+    in neither profile)."""
     builder = ProfileBuilder(unit="ns", meta={"recorder": "perf+bpftrace"})
     threads = _threads_by_tid(offcpu, oncpu)
+    for tgid, tid in ran or {}:
+        threads.setdefault(tid, Thread(tid, tgid, (names or {}).get(tid, "")))
     completions = Completions(oncpu)
+    sampled = oncpu_time.sampled_ns(oncpu)
+    scale = oncpu_time.scales(sampled, ran or {})
     for stack, weight, count, t, _state in oncpu.rows():
         frames = [oncpu.frames[f] for f in stack]
         thread = threads[oncpu.threads[t].tid] if t >= 0 else None
+        weight *= scale.get(thread.tid, 1.0) if thread else 1.0
         builder.add(
             frames, weight, count=count, thread=thread, state=thread_state.classify(frames, "R")
         )
     completed_ns = 0.0
+    waits = WaitKinds(completions, threads)
     for stack, weight, count, t, state in offcpu.rows():
         frames = [offcpu.frames[f] for f in stack]
         tid = offcpu.threads[t].tid if t >= 0 else -1
+        waits.add(tid, frames, weight)
         stacks = completions.complete(tid, frames)
         completed_ns += weight if stacks[0][0] is not frames else 0.0
         for completed, share in stacks:
@@ -661,6 +717,8 @@ def _merged(oncpu: Profile, offcpu: Profile) -> Profile:
                 completed, weight * share, count=count, thread=threads.get(tid), state=known
             )
     builder.profile.meta["offcpu_completed_from_oncpu"] = completed_ns / (offcpu.total or 1.0)
+    for frames, ns, thread in oncpu_time.unsampled(sampled, ran or {}, threads, waits.stacks_of):
+        builder.add(frames, ns, count=0, thread=thread, state=thread_state.classify(frames, "R"))
     return builder.build()
 
 
@@ -709,6 +767,25 @@ class Completions:
                         by_outer = self._outer.setdefault(key, {})
                         by_outer[outer] = by_outer.get(outer, 0) + count
         self._kind = {tid: max(v, key=v.__getitem__) for tid, v in kinds.items()}
+        self._by_kind: dict[str, oncpu_time.Stacks] = {}
+        for stack, weight, _count, t, _state in oncpu.rows():
+            kind = self._kind.get(oncpu.threads[t].tid, "") if t >= 0 else ""
+            if kind:
+                whole = tuple(oncpu.frames[f] for f in stack)
+                by_stack = self._by_kind.setdefault(kind, {})
+                by_stack[whole] = by_stack.get(whole, 0.0) + weight
+
+    def kinds(self) -> dict[int, str]:
+        """tid: what the thread runs, for every thread with a whole on-CPU stack."""
+        return dict(self._kind)
+
+    def kind(self, tid: int) -> str:
+        """What the thread runs, by its on-CPU stacks; "" when it has none."""
+        return self._kind.get(tid, "")
+
+    def stacks_of(self, kind: str) -> oncpu_time.Stacks:
+        """The on-CPU stacks (sampled ns) of the threads of that kind."""
+        return self._by_kind.get(kind, {})
 
     def complete(self, tid: int, frames: list[Frame]) -> list[tuple[list[Frame], float]]:
         """[(stack, share of the weight)]: the stack itself when it is whole or
@@ -725,6 +802,58 @@ class Completions:
         total = sum(options.values())
         head = frames[: cut + 1]
         return [(head + list(outer), n / total) for outer, n in options.items()]
+
+
+class WaitKinds:
+    """The kinds of thread (Completions) that wait at each place, by the off-CPU stacks
+    of threads whose kind is known: a thread perf never sampled is known only by where
+    it waits (its longest wait with a stack), and gets the on-CPU stacks of the kind
+    waiting there; one with no such wait (it never blocked), those of the kind of the
+    threads of its name (a process's main thread left out: workers are often named
+    after their process)."""
+
+    def __init__(self, completions: Completions, threads: dict[int, Thread]) -> None:
+        self._completions = completions
+        self._threads = threads
+        self._votes: dict[str, dict[str, float]] = {}  # place or name: {kind: ns}
+        self._longest: dict[int, tuple[float, str]] = {}  # tid: (ns, place)
+        for tid, kind in completions.kinds().items():
+            thread = threads.get(tid)
+            if thread is not None and thread.tid != thread.pid:
+                self._vote(_NAMED + thread.name, kind, 1.0)
+
+    def _vote(self, key: str, kind: str, ns: float) -> None:
+        votes = self._votes.setdefault(key, {})
+        votes[kind] = votes.get(kind, 0.0) + ns
+
+    def add(self, tid: int, frames: list[Frame], ns: float) -> None:
+        place = _wait_place(frames)
+        kind = self._completions.kind(tid)
+        if place and kind:
+            self._vote(place, kind, ns)
+        if place and ns > self._longest.get(tid, (0.0, ""))[0]:
+            self._longest[tid] = (ns, place)
+
+    def stacks_of(self, tid: int) -> oncpu_time.Stacks:
+        """The on-CPU stacks of the kind that waits where the thread waited longest,
+        else of its name's."""
+        place = self._longest.get(tid, (0.0, ""))[1]
+        thread = self._threads.get(tid)
+        name = _NAMED + thread.name if thread is not None and thread.tid != thread.pid else ""
+        votes = self._votes.get(place) or self._votes.get(name)
+        if not votes:
+            return {}
+        return self._completions.stacks_of(max(votes, key=votes.__getitem__))
+
+
+_NAMED = "thread name: "  # a WaitKinds key apart from any function's
+
+
+def _wait_place(frames: list[Frame]) -> str:
+    """Where a wait is: its outermost named user frame, the thread's own function for
+    a whole stack (a cut one's callers are lost)."""
+    cut = _cut_point(frames)
+    return _thread_kind(frames) if cut is None else frames[cut].function
 
 
 def _thread_kind(frames: list[Frame]) -> str:

@@ -47,6 +47,7 @@ from ...errors import UserError
 
 SAMPLED_MAP, UNSAMPLED_MAP, NAMES_MAP, ONCPU_MAP = "@offcpu", "@blocked", "@names", "@oncpu"
 LONG_MAP = "@long"
+RAN_MAP = "@ran"  # --mode all's: each thread's time on the CPU, ns
 STACK_BLOCK = r"(?:\n(?:[^\n]*\n)*?)?"
 SAMPLED_KEY = re.compile(
     rf"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+),(?P<weight>\d+),"
@@ -59,6 +60,7 @@ LONG_KEY = re.compile(
     r"(?P<futex>\d+),(?P<ret>\d+),(?P<leaf>\d+)$"
 )
 UNSAMPLED_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+),(?P<state>\d+),(?P<length>\d+)$")
+THREAD_KEY = re.compile(r"^(?P<tgid>\d+),(?P<tid>\d+)$")
 # prev_state of sched_switch: 0 runnable (preempted); the TASK_REPORT_MAX bit
 # (0x100 on current kernels) marks a preemption as well.
 PREEMPTED_BIT = 0x100
@@ -116,6 +118,7 @@ class Capture:
     unsampled: dict[BlockClass, int] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
     oncpu: list[OnCpuSamples] = field(default_factory=list)
+    ran: dict[tuple[int, int], int] = field(default_factory=dict)  # (tgid, tid): ns on the CPU
 
     @property
     def total_ns(self) -> int:
@@ -159,6 +162,9 @@ def parse(text: str) -> Capture:
                 stack = (int(m["ip"]),) if int(m["ip"]) else ()
                 ids = (int(m["tgid"]), int(m["tid"]), int(m["futex"]))
                 capture.oncpu.append(OnCpuSamples(*ids, stack, int(count)))
+        for key, ns in data.get(RAN_MAP, {}).items():
+            if m := THREAD_KEY.match(key):
+                capture.ran[(int(m["tgid"]), int(m["tid"]))] = int(ns)
     return capture
 
 
