@@ -4,7 +4,7 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 (issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
-        [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase]
+        [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase,pipewait]
         [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
@@ -33,6 +33,9 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
   slots of a std::counting_semaphore and meeting at a std::barrier (libstdc++'s
   atomic waits: sched_yield spins, then a futex of their own); prints their time in
   acquire() and arrive_and_wait() (`condvar`).
+- pipewait (C, gcc -O2 -g): 2 readers wait in epoll_wait (no timeout) on a pipe each
+  that a writer of its own feeds; prints the readers' time in epoll_wait + read
+  (`io`) over all four threads' lifetime (the writers' writes do not block).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -109,6 +112,11 @@ PROGRAMS = {
         re.compile(r"threads waited (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
         (("condvar", ("__atomic_spin", "__platform_wait", "_M_do_wait", "barrier", "_M_acquire")),),
     ),
+    "pipewait": Program(
+        (str(OUT / "pipewait"), "12000"),
+        re.compile(r"threads waited (?P<io>\d+) ns of (?P<lived>\d+) ns"),
+        (("io", ("epoll_wait", "__GI___libc_read")),),
+    ),
 }
 
 
@@ -131,6 +139,8 @@ def build() -> None:
     subprocess.run([*glibqueue, str(SOURCES / "glibqueue.c"), *glib], check=True)
     semphase = ["g++", "-std=c++20", "-O2", "-g", "-pthread", "-o", str(OUT / "semphase")]
     subprocess.run([*semphase, str(SOURCES / "semphase.cc")], check=True)
+    pipewait = ["gcc", "-O2", "-g", "-pthread", "-o", str(OUT / "pipewait")]
+    subprocess.run([*pipewait, str(SOURCES / "pipewait.c")], check=True)
     manifest = SOURCES / "plcount" / "Cargo.toml"
     subprocess.run(
         ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],

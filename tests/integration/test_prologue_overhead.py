@@ -167,6 +167,12 @@ def test_calls_from_several_sites_may_come_from_the_same_invocations() -> None:
     assert prologue_overhead.is_heavy_prologue(shape, total=10_000)
 
 
+def test_a_fast_path_every_call_takes_is_said_so_not_as_at_least_100_percent() -> None:
+    """speedtest1 read 'at least 100.0% of its calls return without calling anything'."""
+    assert prologue_overhead._returning_share(1000, 1000) == "all 1,000 of its calls"
+    assert prologue_overhead._returning_share(999, 1000) == "at least 99.9% of its calls"
+
+
 def test_leaf_function_saving_registers_for_itself_is_not_reported() -> None:
     Instruction = prologue_overhead.Instruction
     code = [

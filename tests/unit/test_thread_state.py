@@ -268,6 +268,11 @@ def test_a_thread_preempted_after_its_write_returned_is_not_waiting_for_io():
     write = user("__GI___libc_write", "write", "writer")
     assert classify(done + write, "R") == "running"
     assert classify([Frame("pipe_write", kernel=True), *write], "S") == "io"
-    assert classify(write, "R") == "io"  # no kernel stack (wall mode): not known
+    # no kernel stack (wall mode): a runnable writer is taken for done, a reader for
+    # woken from its wait, not yet back on a CPU (the program's clock counts that)
+    assert classify(write, "R") == "running"
+    assert classify(write, "S") == "io"
+    assert classify(user("epoll_wait", "reader"), "R") == "io"
+    assert classify(user("__GI___libc_read", "read", "reader"), "R") == "io"
     lock = user("__GI___lll_lock_wait", "___pthread_mutex_lock", "consumer")
     assert classify(done + lock, "R") == "mutex"  # woken, the lock not yet taken

@@ -414,3 +414,28 @@ def test_count_diff_pairs_the_unnamed_code_of_a_program_rebuilt_under_another_na
     doc = count_diff.exact_diff(before, after)
     assert [row["function"] for row in doc["functions"]] == ["parse"]
     assert doc["functions_changed"] == 1
+
+
+def test_the_callers_share_column_is_named_for_the_function_it_divides() -> None:
+    """Each caller's share is of FUNC's total (compute_a 50% of work's), not of the
+    caller's own total as the heading said."""
+    import io
+
+    from rich.console import Console
+
+    from perfsleuth.present.callgraph_text import render_callers
+
+    doc = {
+        "run": "1",
+        "functions": [
+            {
+                "function": "work",
+                "self": 0.09,
+                "total": 0.33,
+                "callers": [{"function": "compute_a", "total": 0.16, "share": 0.5}],
+            }
+        ],
+    }
+    out = io.StringIO()
+    render_callers(doc, Console(file=out, width=100))
+    assert "of work's total" in out.getvalue() and "caller's" not in out.getvalue()

@@ -266,8 +266,8 @@ def finding(exact: ExactCounts, fid: int, own: int, shape: Shape, total: int) ->
         kind="prologue-overhead",
         title=(
             f"{name} spends {shape.save_restore / shape.own:.0%} of its instructions saving "
-            f"and restoring registers, though at least {_floor_percent(fast / shape.calls)} "
-            "of its calls return without calling anything"
+            f"and restoring registers, though {_returning_share(fast, shape.calls)} "
+            "return without calling anything"
         ),
         function=fn,
         dso=Path(ob).name,
@@ -311,6 +311,12 @@ def _copies(shape: Shape) -> list[str]:
         f"and {shape.argument_copies:,} copies of arguments into those registers "
         f"({shape.argument_copies / shape.calls:.1f} per call)"
     ]
+
+
+def _returning_share(fast: int, calls: int) -> str:
+    if fast == calls:
+        return f"all {calls:,} of its calls"
+    return f"at least {_floor_percent(fast / calls)} of its calls"
 
 
 def _floor_percent(fraction: float) -> str:

@@ -283,6 +283,10 @@ UNKNOWN = "[unknown]"
 # preempted after each pipe write() by the reader it woke, read `io` 35% in all mode,
 # and advise said "35.2% of a working thread's time is spent waiting for I/O in writer".
 IO_DONE = frozenset(("exit_to_user_mode_loop", "exit_to_user_mode_prepare"))
+WRITE_CALLS = frozenset(
+    ("write", "__write", "__libc_write", "__GI___libc_write", "pwrite64", "writev", "send",
+     "sendto", "sendmsg", "__libc_send", "__libc_sendto", "__libc_sendmsg")
+)  # fmt: skip
 
 # Kernel scheduler states (letters of /proc/*/stat) that mean "wants the CPU".
 RUNNABLE_KERNEL_STATES = ("R",)
@@ -358,10 +362,22 @@ class Classifier:
         """
         frames = list(frames)
         state = self._classify(frames, kernel_state)
-        runnable = kernel_state in RUNNABLE_KERNEL_STATES
-        if state == "io" and runnable and any(f.kernel and f.function in IO_DONE for f in frames):
+        if state == "io" and kernel_state in RUNNABLE_KERNEL_STATES and self._io_done(frames):
             return "running"
         return state
+
+    def _io_done(self, frames: list[Frame]) -> bool:
+        """Is a runnable thread in an I/O call past its wait? The kernel stack says so
+        (IO_DONE); without one (wall mode) a write is taken for done: one that blocked
+        (a full pipe or socket buffer) and was woken is the rare case, a writer
+        preempted by the reader it woke the common one (pipewait's writers: wall mode
+        +10 points of io)."""
+        kernel = [f.function for f in frames if f.kernel]
+        if kernel:
+            return any(name in IO_DONE for name in kernel)
+        calls = (f.function.split("(", 1)[0] for f in frames)
+        call = next((c for c in calls if self.state_of_function(c) == "io"), "")
+        return call in WRITE_CALLS
 
     def _unnamed_caller_state(self, frame: Frame) -> str:
         """The state of a wait in syscall() called by a library's unnamed function

@@ -27,9 +27,15 @@ def _render(doc: dict, console: Console, direction: str) -> None:
         )
         table = Table(box=None, header_style="bold", pad_edge=False)
         table.add_column("of run", justify="right", no_wrap=True)
-        table.add_column(f"of {direction[:-1]}'s total", justify="right", no_wrap=True)
+        table.add_column(_of_total(entry["function"]), justify="right", no_wrap=True)
         table.add_column(direction, overflow="fold")
         for row in entry[direction]:
             table.add_row(pct(row["total"]), pct(row["share"]), cell(row["function"]))
         console.print(table)
         console.print()
+
+
+def _of_total(function: str) -> str:
+    """The share column's heading: each neighbour's part of FUNCTION's total (it said
+    "of caller's total" above the callers, "of callee's total" above the callees)."""
+    return f"of {function}'s total" if len(function) <= 30 else "of its total"
