@@ -163,7 +163,7 @@ def missed_loops(report: UnitReport, hot: HotCode | None) -> list[Finding]:
         span = report.loop_at(remark.line)
         if _outer_loop(report, span, remark):
             continue  # GCC reports outer loops too: their inner loops are the work
-        if pointer_chase(_loop_text(report.unit.path, span)):
+        if span in report.chasing_loops or pointer_chase(_loop_text(report.unit.path, span)):
             continue
         share = hot.share(remark.file, *span) if hot is not None else 0.0
         if hot is not None and share < MIN_SHARE:

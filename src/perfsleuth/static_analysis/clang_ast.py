@@ -16,6 +16,7 @@ FUNCTION_KINDS = (
     "FUNCTION_TEMPLATE",
 )
 LOOP_KINDS = ("FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT")
+ASSIGN_KINDS = ("BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR")
 
 
 class SourceText:
@@ -164,16 +165,75 @@ def function_definitions(parsed: Any, wanted: Any) -> list[Any]:
 
 def outline(
     parsed: Any, main_file: Path, loops: bool = True
-) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]]]:
+) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]], list[tuple[int, int]]]:
     """(qualified name, first line, last line) of each function defined in main_file,
-    and (first line, last line) of every loop in them (none unless `loops`: finding
-    them walks every function body)."""
+    (first line, last line) of every loop in them (none unless `loops`: finding
+    them walks every function body), and of those loops that chase pointers."""
     functions = function_definitions(parsed, lambda name: name == str(main_file))
     spans = [(qualified_name(f), f.extent.start.line, f.extent.end.line) for f in functions]
     found = [
-        (node.extent.start.line, node.extent.end.line)
+        node
         for function in (functions if loops else [])
         for node in walk(function)
         if cursor_kind(node) in LOOP_KINDS
     ]
-    return spans, found
+    return spans, [_lines(node) for node in found], [_lines(n) for n in found if chases(n)]
+
+
+def _lines(node: Any) -> tuple[int, int]:
+    return node.extent.start.line, node.extent.end.line
+
+
+def chases(loop: Any) -> bool:
+    """Does the loop set a pointer to a value it loads through that pointer (`p =
+    p->next`, also through casts and macros: uthash's HASH_FIND sets `out =
+    (T)((char *)out->hh.hh_next - tbl->hho)`), or through a pointer it loaded so
+    (`next = p->next; ... p = next;`)? Its next address needs this iteration's load
+    and its trip count is unknown at entry: a linked structure's walk."""
+    steps = [step for node in walk(loop) if (step := _pointer_step(node))]
+    # the pointers each pointer set in the loop was loaded through: `next` <- {`p`}
+    loaded: dict[str, set[str]] = {}
+    for target, value in steps:
+        loaded.setdefault(target, set()).update(_loaded_through(value))
+    return any(
+        target in through or any(target in loaded.get(local, ()) for local in variables_in(value))
+        for target, value in steps
+        for through in [_loaded_through(value)]
+    )
+
+
+def _pointer_step(node: Any) -> tuple[str, Any] | None:
+    """(the pointer, its new value) of `p = ...`, `p += ...` or `T *p = ...`."""
+    kids = children(node)
+    kind = cursor_kind(node)
+    if kind == "VAR_DECL" and _is_pointer(node) and kids:
+        return var_id(node), kids[-1]
+    if kind not in ASSIGN_KINDS or len(kids) != 2 or not _is_pointer(node):
+        return None
+    variable = root_variable(kids[0])
+    # `p = ...` has a pointer on each side, `p + n` has not; `p += ...` is either
+    if variable and (kind == "COMPOUND_ASSIGNMENT_OPERATOR" or _is_pointer(kids[1])):
+        return next(iter(variable)), kids[1]
+    return None
+
+
+def _is_pointer(cursor: Any) -> bool:
+    return bool(cursor.type.get_canonical().kind.name == "POINTER")
+
+
+def _loaded_through(value: Any) -> set[str]:
+    """The pointers the expression loads through: `p` of `p->member` and `*p`."""
+    found = set()
+    for cursor in walk(value):
+        kind = cursor_kind(cursor)
+        kids = children(cursor)
+        if kind not in ("MEMBER_REF_EXPR", "UNARY_OPERATOR") or len(kids) != 1:
+            continue
+        base = unwrap(kids[0]).type.get_canonical()
+        # `*p` has the type p points to; `p++`, `&p`, `!p` have another
+        if base.kind.name == "POINTER" and (
+            kind == "MEMBER_REF_EXPR"
+            or cursor.type.get_canonical() == base.get_pointee().get_canonical()
+        ):
+            found |= root_variable(kids[0])
+    return found

@@ -109,7 +109,9 @@ def _analyse(
     report.matches, report.blocked = found.matches, found.blocked
     remarks_wanted = bool(report.matches) or hot_lines is not None or all_remarks
     # the loops only place the compiler's remarks
-    report.functions, report.loops = outline(parsed, unit.path, loops=remarks_wanted)
+    report.functions, report.loops, report.chasing_loops = outline(
+        parsed, unit.path, loops=remarks_wanted
+    )
     del parsed  # a large unit's syntax tree is hundreds of MB
     if remarks_wanted:
         _compile(report, limits)

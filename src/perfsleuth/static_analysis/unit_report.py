@@ -28,6 +28,8 @@ class UnitReport:
     builder_remarks: list[Remark] = field(default_factory=list)
     functions: list[tuple[str, int, int]] = field(default_factory=list)
     loops: list[tuple[int, int]] = field(default_factory=list)
+    # loops that set a pointer to what they load through it (clang_ast.chases)
+    chasing_loops: list[tuple[int, int]] = field(default_factory=list)
     # (file, loop line) -> the loop in clang-16's build of the unit
     object_loops: dict[tuple[str, int], machine_code.LoopCode] = field(default_factory=dict)
     object_compiler: str = "clang-16"  # whose build object_loops were read from

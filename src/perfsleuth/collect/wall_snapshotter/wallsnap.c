@@ -670,7 +670,7 @@ static bool is_held(const struct capture *waiter) {
    of a thread begin at its first run; on futpool (bench/fresh_waits: std::async
    workers living ~1 ms, rounds of 3 on 2 CPUs) a third of the workers' snapshots
    caught them there, read as running, and wall mode read their waiting 8-28 points
-   under their clock. Such a thread is left out of the snapshot. */
+   under their clock (15-18 at 3000 rounds). Such a thread is left out of the snapshot. */
 static bool not_started(const struct user_regs_struct *regs) {
     long nr = (long)regs->orig_rax;
     bool clone = nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork;
