@@ -92,13 +92,13 @@ def wallsnap_child(recorder: subprocess.Popen) -> int | None:
     for task in os.listdir(f"/proc/{recorder.pid}/task"):
         try:
             children = Path(f"/proc/{recorder.pid}/task/{task}/children").read_text().split()
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
             continue
         for child in map(int, children):
             try:
                 if Path(f"/proc/{child}/comm").read_text().startswith(wallsnap.NAME):
                     return child
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):  # a child that ended meanwhile
                 continue
     return None
 
@@ -106,7 +106,7 @@ def wallsnap_child(recorder: subprocess.Popen) -> int | None:
 def children(pid: int) -> list[int]:
     found = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             found += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
     return found
 
@@ -122,7 +122,7 @@ def kill_when_realtime(pid: int, victims: list[int], rng: random.Random) -> None
 
 
 def named(pid: int, name: str) -> bool:
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         return Path(f"/proc/{pid}/comm").read_text().strip() == name
     return False
 
