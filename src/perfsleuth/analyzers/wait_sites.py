@@ -17,12 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..collect import thread_state
-from ..model.profile import Frame, Profile
+from ..model.profile import UNKNOWN, Frame, Profile
 from .lock_wrappers import Key, lock_wrappers
 
 LOCK_STATES = ("mutex", "condvar")
 WAITING_STATES = (*LOCK_STATES, "io", "sleep")
-UNKNOWN = "[unknown]"
 LIBRARY_DSO_PREFIXES = (
     "libc.so",
     "libc-",

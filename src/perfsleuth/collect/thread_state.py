@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..model.profile import Frame
+from ..model.profile import UNKNOWN, Frame
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,6 @@ SPINNING_WAITS = ("mutex", "condvar")
 # `running` when only a blocked thread's counted).
 SYSCALL = "syscall"
 UNNAMED_FUTEX_CALLERS: tuple[Rule, ...] = (Rule("mutex", ("libglib-2.0.so*",)),)
-UNKNOWN = "[unknown]"
 
 # Kernel frames of a thread preempted on its way back from a system call: the call is
 # done. An I/O call's is then no I/O wait but a wait for a CPU: pipewait's writers,

@@ -102,7 +102,7 @@ def current_run(
             raise UserError("give either --run RUN or -- CMD ARGS..., not both")
         store = open_store(args)
         run_id = store.resolve(args.run)
-        current = baseline_of(store, run_id, None)
+        current = baseline_of(store, run_id)
         check_binary(
             baseline,
             current["executable"],
@@ -128,12 +128,12 @@ def current_run(
     check_settings(baseline, args)
     options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
     store, info, _profile = store_recording(open_store(args), options, cmd)
-    return store, info.id, baseline_of(store, info.id, None)
+    return store, info.id, baseline_of(store, info.id)
 
 
 def export(args: argparse.Namespace) -> int:
     store = open_store(args)
-    doc = baseline_of(store, store.resolve(args.export))
+    doc = baseline_of(store, store.resolve(args.export), MAX_FUNCTIONS)
     write("gate", doc, "json", args.output)
     if args.output:
         print(
@@ -152,7 +152,7 @@ def parse_percent(text: str) -> float:
     return value / 100.0
 
 
-def baseline_of(store: Store, run_id: int, limit: int | None = MAX_FUNCTIONS) -> dict[str, Any]:
+def baseline_of(store: Store, run_id: int, limit: int | None = None) -> dict[str, Any]:
     """The baseline document of a count run: its `limit` largest functions (a file's),
     or all of them (`complete`: a function it lacks ran no instruction)."""
     loaded = store.load_run(run_id)
@@ -181,7 +181,7 @@ def load_baseline(store: Store, ref: str) -> dict[str, Any]:
     if not path.is_file():
         if not is_run_reference(ref):
             raise UserError(f"--baseline {ref}: no such file, and not a run id")
-        return baseline_of(store, store.resolve(ref), None)
+        return baseline_of(store, store.resolve(ref))
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as e:

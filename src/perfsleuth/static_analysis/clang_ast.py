@@ -190,15 +190,19 @@ def chases(loop: Any) -> bool:
     (T)((char *)out->hh.hh_next - tbl->hho)`), or through a pointer it loaded so
     (`next = p->next; ... p = next;`)? Its next address needs this iteration's load
     and its trip count is unknown at entry: a linked structure's walk."""
-    steps = [step for node in walk(loop) if (step := _pointer_step(node))]
+    steps = [
+        (target, value, _loaded_through(value))
+        for node in walk(loop)
+        if (step := _pointer_step(node))
+        for target, value in [step]
+    ]
     # the pointers each pointer set in the loop was loaded through: `next` <- {`p`}
     loaded: dict[str, set[str]] = {}
-    for target, value in steps:
-        loaded.setdefault(target, set()).update(_loaded_through(value))
+    for target, _value, through in steps:
+        loaded.setdefault(target, set()).update(through)
     return any(
         target in through or any(target in loaded.get(local, ()) for local in variables_in(value))
-        for target, value in steps
-        for through in [_loaded_through(value)]
+        for target, value, through in steps
     )
 
 
