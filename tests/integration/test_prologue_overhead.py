@@ -303,3 +303,30 @@ def test_the_saves_most_calls_run_are_named_with_how_many_run_them() -> None:
     assert prologue_overhead.entry_evidence(shape) == (
         "504,741 of its 504,771 calls run: " + "; ".join(saves)
     )
+
+
+def test_a_function_whose_only_calls_are_tail_jumps_is_not_reported() -> None:
+    """expat 2.5.0's accountingDiffTolerated.part.0 split as the finding on it said (gcc
+    12 -O2): its debug report is a NOINLINE function reached by a tail jump, and it still
+    pushes rbx for its own arithmetic on every one of its 541,110 calls (callgrind's
+    counts). It was reported again: "the split saves about 1,082,220 instructions"."""
+    Instruction = prologue_overhead.Instruction
+    code = [
+        Instruction(0x9430, "mov rax, qword ptr [rdi + 0x380]", saves=False, calls_out=False),
+        Instruction(0x94B9, "push rbx", saves=True, calls_out=False),
+        Instruction(0x950B, "pop rbx", saves=True, calls_out=False),
+        Instruction(0x950C, "ret", saves=False, calls_out=False),
+        Instruction(0x9587, "jmp 0x9200", saves=False, calls_out=True),
+        Instruction(0x95CA, "pop rbx", saves=True, calls_out=False),
+        Instruction(0x95D1, "jmp 0x9200", saves=False, calls_out=True),
+    ]
+    calls = 541_110
+    counts = {0x9430: calls, 0x94B9: calls, 0x950B: calls, 0x950C: calls}
+    shape = prologue_overhead.shape_of(code, counts, calls)
+    assert shape.save_restore == 2 * calls
+    assert not shape.calls_out
+    assert not prologue_overhead.is_heavy_prologue(shape, total=452_870_567)
+    code[4] = Instruction(0x9587, "call 0x9200", saves=False, calls_out=True)
+    assert prologue_overhead.is_heavy_prologue(
+        prologue_overhead.shape_of(code, counts, calls), total=452_870_567
+    )
