@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml]
+    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|expat]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -28,6 +28,11 @@ N and N+1) and two cachegrind runs of the same commands:
 * libyaml: libyaml 0.2.5 from Debian's libyaml source (gcc -O2 -g) in a driver written
   here that loads a generated 1.7 MB block-style document and emits it again, N and N+1
   times (~450 M instructions a round); `annotate` lists yaml_parser_fetch_more_tokens.
+* expat: expat 2.5.0 from Debian's expat source (gcc -O2 -g, an expat_config.h written
+  here) in a driver that parses a generated 2 MB XML document (attributes, text, CDATA,
+  entity references, UTF-8) N and N+1 times (~157 M instructions a round), its hash
+  salt fixed (expat takes it from getrandom, and its hash tables' collisions move the
+  counts); `annotate` lists normal_contentTok.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -302,6 +307,135 @@ def libyaml(out: Path) -> None:
     )
 
 
+EXPAT_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "expat.h"
+
+struct tally { long elements, attributes, chars, depth, deepest; unsigned long hash; };
+
+static void XMLCALL start(void *data, const XML_Char *name, const XML_Char **atts)
+{
+    struct tally *t = data;
+    t->elements++;
+    if (++t->depth > t->deepest) t->deepest = t->depth;
+    for (; *atts; atts += 2) {
+        t->attributes++;
+        t->hash = t->hash * 31 + strlen(atts[1]);
+    }
+    t->hash = t->hash * 31 + name[0];
+}
+
+static void XMLCALL end(void *data, const XML_Char *name)
+{
+    (void)name;
+    ((struct tally *)data)->depth--;
+}
+
+static void XMLCALL text(void *data, const XML_Char *s, int len)
+{
+    struct tally *t = data;
+    t->chars += len;
+    t->hash = t->hash * 31 + (unsigned char)s[0];
+}
+
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *doc = malloc(n);
+    if (fread(doc, 1, n, f) != (size_t)n) return 2;
+    fclose(f);
+    struct tally t = {0};
+    for (int i = 0; i < atoi(argv[2]); i++) {
+        XML_Parser p = XML_ParserCreate(NULL);
+        XML_SetHashSalt(p, 42); /* not getrandom: the counts repeat */
+        XML_SetUserData(p, &t);
+        XML_SetElementHandler(p, start, end);
+        XML_SetCharacterDataHandler(p, text);
+        for (long off = 0; off < n; off += 65536) {
+            long len = n - off < 65536 ? n - off : 65536;
+            if (XML_Parse(p, doc + off, (int)len, off + len == n) == XML_STATUS_ERROR) {
+                fprintf(stderr, "%s at line %lu\n", XML_ErrorString(XML_GetErrorCode(p)),
+                        XML_GetCurrentLineNumber(p));
+                return 1;
+            }
+        }
+        XML_ParserFree(p);
+    }
+    printf("%ld elements, %ld attributes, %ld chars, depth %ld, hash %lx\n", t.elements,
+           t.attributes, t.chars, t.deepest, t.hash);
+    return 0;
+}
+"""
+
+EXPAT_CONFIG = """\
+#define EXPAT_CONFIG_H 1
+#define BYTEORDER 1234
+#define HAVE_GETRANDOM 1
+#define HAVE_STDINT_H 1
+#define HAVE_STDLIB_H 1
+#define HAVE_STRING_H 1
+#define HAVE_UNISTD_H 1
+#define XML_CONTEXT_BYTES 1024
+#define XML_DTD 1
+#define XML_NS 1
+#define XML_DEV_URANDOM 1
+"""
+
+
+def xml_document(seed: int = 42, size: int = 2_000_000) -> str:
+    """A nested XML document of elements with attributes, text, CDATA, entity
+    references and non-ASCII characters (2 MB)."""
+    import random
+
+    rng = random.Random(seed)
+    tags = ["item", "entry", "x:record", "group", "field", "note"]
+
+    def node(depth: int, pad: str) -> str:
+        tag = rng.choice(tags)
+        attrs = "".join(f' a{j}="{rng.randint(0, 99999)}"' for j in range(rng.randint(0, 4)))
+        if depth == 0 or rng.random() < 0.25:
+            body = rng.choice(
+                [
+                    f"text {rng.randint(0, 9999)} &amp; more",
+                    f"{rng.random() * 1000:.4f}",
+                    "<![CDATA[raw <data> here]]>",
+                    f"caf\u00e9 n\u00b0{rng.randint(0, 99)}",
+                    "",
+                ]
+            )
+            return f"{pad}<{tag}{attrs}>{body}</{tag}>\n"
+        kids = "".join(node(depth - 1, pad + "  ") for _ in range(rng.randint(1, 5)))
+        return f"{pad}<{tag}{attrs}>\n{kids}{pad}</{tag}>\n"
+
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<catalog xmlns:x="urn:x">\n']
+    length = len(out[0])
+    while length < size:
+        out.append(node(7, "  "))
+        length += len(out[-1])
+    return "".join(out) + "</catalog>\n"
+
+
+def expat(out: Path) -> None:
+    """expat 2.5.0 from Debian's expat source (gcc -O2 -g) in a driver that parses a
+    generated document N times, with a fixed hash salt."""
+    debian_source("expat", out)
+    sh("tar xf expat_*.orig.tar.gz", out)
+    lib = next(out.glob("libexpat-*/expat/lib"))
+    (out / "expat_config.h").write_text(EXPAT_CONFIG)
+    (out / "drive.c").write_text(EXPAT_DRIVER)
+    (out / "data.xml").write_text(xml_document(), encoding="utf-8")
+    sh(
+        f"gcc -O2 -g -I. -I{lib} -o expat drive.c {lib}/xmlparse.c {lib}/xmlrole.c {lib}/xmltok.c",
+        out,
+    )
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -331,6 +465,7 @@ PROGRAMS = {
     "libyaml": Program(
         libyaml, "yaml", "yaml_parser_fetch_more_tokens", lambda n: f"./yaml data.yaml {n}"
     ),
+    "expat": Program(expat, "expat", "normal_contentTok", lambda n: f"./expat data.xml {n}"),
 }
 
 
