@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
-    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|expat]
+    .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|
+                                          expat|pcre2]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -33,6 +34,10 @@ N and N+1) and two cachegrind runs of the same commands:
   entity references, UTF-8) N and N+1 times (~157 M instructions a round), its hash
   salt fixed (expat takes it from getrandom, and its hash tables' collisions move the
   counts); `annotate` lists normal_contentTok.
+* pcre2: PCRE2 10.42 from Debian's pcre2 source (gcc -O2 -g, its generic config.h, no
+  JIT) in a driver that compiles 5 patterns and finds every match in 1 MB of generated log
+  lines, N and N+1 times (~238 M instructions a round; its compiler recurses,
+  compile_regex'2); `annotate` lists pcre2_match_8.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -436,6 +441,108 @@ def expat(out: Path) -> None:
     )
 
 
+PCRE2_DRIVER = r"""
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pcre2.h"
+
+static const char *patterns[] = {
+    "\\b(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\.(\\d{1,3})\\b",
+    "(?i)error|warn(?:ing)?|fail(?:ed|ure)",
+    "\"(GET|POST|PUT) ([^ \"]+) HTTP/1\\.[01]\"",
+    "user=([a-z]+)_(\\w+)@example\\.(?:com|org)",
+    "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}",
+};
+
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *text = malloc(n);
+    if (fread(text, 1, n, f) != (size_t)n) return 2;
+    fclose(f);
+    long matches[5] = {0};
+    for (int round = 0; round < atoi(argv[2]); round++) {
+        for (int p = 0; p < 5; p++) {
+            int err;
+            PCRE2_SIZE off;
+            pcre2_code *re = pcre2_compile((PCRE2_SPTR)patterns[p], PCRE2_ZERO_TERMINATED, 0,
+                                           &err, &off, NULL);
+            if (!re) return 1;
+            pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+            PCRE2_SIZE start = 0;
+            while (pcre2_match(re, text, n, start, 0, md, NULL) > 0) {
+                PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+                matches[p]++;
+                start = ov[1] > ov[0] ? ov[1] : ov[0] + 1;
+            }
+            pcre2_match_data_free(md);
+            pcre2_code_free(re);
+        }
+    }
+    printf("%ld %ld %ld %ld %ld matches\n", matches[0], matches[1], matches[2], matches[3],
+           matches[4]);
+    return 0;
+}
+"""
+
+PCRE2_SOURCES = (
+    "auto_possess chartables compile config context convert dfa_match error extuni "
+    "find_bracket jit_compile maketables match match_data newline ord2utf pattern_info "
+    "script_run serialize string_utils study substitute substring tables ucd valid_utf xclass"
+)
+
+
+def log_lines(seed: int = 42, size: int = 1_000_000) -> str:
+    """Web-server-like log lines: timestamps, addresses, requests, e-mail addresses, words."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "ok", "done", "Error", "warning", "failed"]
+    words.append("retry")
+    out: list[str] = []
+    length = 0
+    while length < size:
+        ip = ".".join(str(rng.randint(0, 255)) for _ in range(4))
+        stamp = f"2026-12-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:"
+        stamp += f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+        request = f'"{rng.choice(["GET", "POST", "PUT"])} /api/v{rng.randint(1, 3)}/'
+        request += f'{rng.choice(words)} HTTP/1.1"'
+        user = f"user={rng.choice(words).lower()}_{rng.randint(0, 999)}@example."
+        user += rng.choice(["com", "org", "net"])
+        rest = " ".join(rng.choice(words) for _ in range(rng.randint(2, 9)))
+        out.append(f"{stamp} {ip} {request} {user} {rest}\n")
+        length += len(out[-1])
+    return "".join(out)
+
+
+def pcre2(out: Path) -> None:
+    """PCRE2 10.42 from Debian's pcre2 source (gcc -O2 -g, its generic config, no JIT) in
+    a driver that compiles 5 patterns and finds every match in 1 MB of log lines, N times."""
+    debian_source("pcre2", out)
+    sh("tar xf pcre2_*.orig.tar.gz", out)
+    src = next(out.glob("pcre2-*/src"))
+    for generic, name in (
+        ("config.h.generic", "config.h"),
+        ("pcre2.h.generic", "pcre2.h"),
+        ("pcre2_chartables.c.dist", "pcre2_chartables.c"),
+    ):
+        shutil.copy(src / generic, src / name)
+    (out / "drive.c").write_text(PCRE2_DRIVER)
+    (out / "data.log").write_text(log_lines())
+    files = " ".join(f"{src}/pcre2_{name}.c" for name in PCRE2_SOURCES.split())
+    sh(
+        f"gcc -O2 -g -DHAVE_CONFIG_H -DPCRE2_CODE_UNIT_WIDTH=8 -DPCRE2_STATIC -I{src} "
+        f"-o pcre2 drive.c {files}",
+        out,
+    )
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -466,6 +573,7 @@ PROGRAMS = {
         libyaml, "yaml", "yaml_parser_fetch_more_tokens", lambda n: f"./yaml data.yaml {n}"
     ),
     "expat": Program(expat, "expat", "normal_contentTok", lambda n: f"./expat data.xml {n}"),
+    "pcre2": Program(pcre2, "pcre2", "pcre2_match_8", lambda n: f"./pcre2 data.log {n}"),
 }
 
 
