@@ -4,7 +4,8 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 (issue 29's fresh-eyes round; bench/offcpu_agreement.py is prodcons's).
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
-        [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase,pipewait]
+        [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase,pipewait,
+                    lotpipe,xz]
         [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
@@ -36,6 +37,18 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
 - pipewait (C, gcc -O2 -g): 2 readers wait in epoll_wait (no timeout) on a pipe each
   that a writer of its own feeds; prints the readers' time in epoll_wait + read
   (`io`) over all four threads' lifetime (the writers' writes do not block).
+- lotpipe (Rust, cargo --release with debug info; crates.io's parking_lot): a producer
+  fills a bounded queue (parking_lot::Mutex<VecDeque> + two parking_lot::Condvars), 3
+  workers pop jobs, digest them, fold them into a std::sync::RwLock<HashMap> (a read
+  lock, then the write lock: work under it) and meet at a std::sync::Barrier each
+  round; prints the started threads' time in lock(), read() and write() (`mutex`) and in
+  the Condvars' and the Barrier's wait() (`condvar`).
+- xz: xz 5.4.1 -T4 -0 on 100 MB (a tar of /usr/include, /usr/share/doc and
+  Python's library, then base64 of random bytes), built from Debian's source (`apt-get
+  source xz-utils`, needs deb-src; -O2 -g) with bench/fresh_waits/xz-waitclock.patch: a
+  CLOCK_MONOTONIC clock around liblzma's mutex locks (`mutex`) and condition waits
+  (`condvar`, the relock inside included) per thread, printed at exit: the 4 workers'
+  states, and the main thread's (`main mutex`, `main condvar`: it waits for them).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -68,11 +81,13 @@ MODES = ("wall", "offcpu", "all")
 @dataclass(frozen=True)
 class Program:
     argv: tuple[str, ...]
-    truth: re.Pattern[str]  # named groups: one per state, and `lived`
+    truth: re.Pattern[str]  # named groups: one per state, and `lived` (summed over matches)
     # pt-pmp: the states' marks in a stack (the first state whose mark shows wins)
     marks: tuple[tuple[str, tuple[str, ...]], ...]
+    main_truth: re.Pattern[str] | None = None  # the main thread's, when it is timed too
 
 
+XZ_CLOCK = r"tid \d+ mutex (?P<mutex>\d+) cond (?P<condvar>\d+) lived (?P<lived>\d+)"
 PROGRAMS = {
     "rwtable": Program(
         (str(OUT / "rwtable"), "20000", "4"),
@@ -117,10 +132,25 @@ PROGRAMS = {
         re.compile(r"threads waited (?P<io>\d+) ns of (?P<lived>\d+) ns"),
         (("io", ("epoll_wait", "__GI___libc_read")),),
     ),
+    "lotpipe": Program(
+        (str(OUT / "target" / "release" / "lotpipe"), "100", "3"),
+        re.compile(r"waited lock (?P<mutex>\d+) ns wait (?P<condvar>\d+) ns of (?P<lived>\d+) ns"),
+        (
+            ("mutex", ("lock_slow", "read_contended", "write_contended")),
+            ("condvar", ("Condvar::wait", "Barrier::wait")),
+        ),
+    ),
+    "xz": Program(
+        (str(OUT / "xz"), "-T4", "-0", "-c", str(OUT / "corpus.tar")),
+        re.compile("worker " + XZ_CLOCK),
+        (("condvar", ("pthread_cond_",)), ("mutex", ("pthread_mutex_lock", "__lll_lock_wait"))),
+        main_truth=re.compile("main " + XZ_CLOCK),
+    ),
 }
+XZ_DEBIAN = "xz-utils"
 
 
-def build() -> None:
+def build(programs: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "rwtable"), str(SOURCES / "rwtable.cc")],
@@ -141,26 +171,71 @@ def build() -> None:
     subprocess.run([*semphase, str(SOURCES / "semphase.cc")], check=True)
     pipewait = ["gcc", "-O2", "-g", "-pthread", "-o", str(OUT / "pipewait")]
     subprocess.run([*pipewait, str(SOURCES / "pipewait.c")], check=True)
-    manifest = SOURCES / "plcount" / "Cargo.toml"
-    subprocess.run(
-        ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],
-        check=True,
-        env={**os.environ, "CARGO_TARGET_DIR": str(OUT / "target")},
-    )
+    for crate in ("plcount", "lotpipe"):
+        manifest = SOURCES / crate / "Cargo.toml"
+        subprocess.run(
+            ["cargo", "build", "-q", "--release", "--manifest-path", str(manifest)],
+            check=True,
+            env={**os.environ, "CARGO_TARGET_DIR": str(OUT / "target")},
+        )
+    if "xz" in programs:
+        build_xz()
+
+
+def build_xz() -> None:
+    """xz from Debian's source with the clock patch, and its 100 MB input, once."""
+    if not (OUT / "xz").exists():
+        src = OUT / "xz-src"
+        src.mkdir(exist_ok=True)
+        subprocess.run(["apt-get", "source", "-q", XZ_DEBIAN], cwd=src, check=True)
+        tree = next(p for p in src.iterdir() if p.is_dir())
+        patch = (SOURCES / "xz-waitclock.patch").read_text()
+        subprocess.run(["patch", "-p1"], input=patch, text=True, cwd=tree, check=True)
+        configure = ["./configure", "-q", "CFLAGS=-O2 -g", "--disable-shared", "--disable-nls",
+                     "--disable-doc", "--disable-scripts"]  # fmt: skip
+        subprocess.run(configure, cwd=tree, check=True)
+        subprocess.run(["make", "-s", "-j2"], cwd=tree, check=True, capture_output=True)
+        (OUT / "xz").write_bytes((tree / "src" / "xz" / "xz").read_bytes())
+        (OUT / "xz").chmod(0o755)
+    corpus = OUT / "corpus.tar"
+    if not corpus.exists():
+        tree = "/usr/include /usr/share/doc /usr/lib/python3*"
+        tar = f"tar cf - {tree} 2>/dev/null | head -c 75000000"
+        noise = "head -c 25000000 /dev/urandom | base64 -w 0 | head -c 25000000"
+        subprocess.run(f"({tar}; {noise}) > {corpus}", shell=True, check=True)
+
+
+MAIN = "main "  # the prefix of the main thread's states
+
+
+def groups(program: Program) -> dict[str, tuple[re.Pattern[str], bool]]:
+    """{prefix of the states: (their pattern, of the main thread?)}"""
+    started = {"": (program.truth, False)}
+    return started | ({MAIN: (program.main_truth, True)} if program.main_truth else {})
+
+
+def measured(pattern: re.Pattern[str], stderr: str) -> dict[str, float]:
+    """The program's numbers (ns), summed over its lines (xz prints one a thread)."""
+    sums: dict[str, float] = {}
+    for found in pattern.finditer(stderr):
+        for name, value in found.groupdict().items():
+            sums[name] = sums.get(name, 0.0) + float(value)
+    return sums
 
 
 def truth_of(program: Program, stderr: str) -> dict[str, float]:
-    found = program.truth.search(stderr)
-    if not found:
-        raise SystemExit(f"no measurement from the program:\n{stderr[-2000:]}")
-    lived = float(found["lived"])
-    return {s: float(v) / lived for s, v in found.groupdict().items() if s != "lived"}
+    truth = {}
+    for prefix, (pattern, _main) in groups(program).items():
+        sums = measured(pattern, stderr)
+        if not sums:
+            raise SystemExit(f"no measurement from the program:\n{stderr[-2000:]}")
+        truth |= {prefix + s: v / sums["lived"] for s, v in sums.items() if s != "lived"}
+    return truth
 
 
 def lived_of(program: Program, stderr: str) -> float:
     """The started threads' lifetimes, summed (ns): the program's slowdown under a tool."""
-    found = program.truth.search(stderr)
-    return float(found["lived"]) if found else float("nan")
+    return measured(program.truth, stderr).get("lived", float("nan"))
 
 
 Reading = tuple[dict[str, float], dict[str, float], float]  # truth, tool's, lived
@@ -173,20 +248,26 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
     store = Store(work / ".perfsleuth")
     profile = store.load(store.resolve("latest"))
     by_state: dict[str, float] = {}
-    total = 0.0
+    total = {"": 0.0, MAIN: 0.0}
     for _stack, weight, _count, t, state in profile.rows():
-        if t < 0 or profile.threads[t].tid == profile.threads[t].pid:
-            continue  # the main thread: the programs time their started threads
-        total += weight
-        by_state[state] = by_state.get(state, 0.0) + weight
-    found = program.truth.search(stderr)
-    lived = float(found["lived"]) if found else total
-    over = lived if mode == "offcpu" else total
-    return {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr)}
+        if t < 0:
+            continue
+        prefix = MAIN if profile.threads[t].tid == profile.threads[t].pid else ""
+        total[prefix] += weight
+        by_state[prefix + state] = by_state.get(prefix + state, 0.0) + weight
+    seen = {}
+    for prefix, (pattern, _main) in groups(program).items():
+        lived = measured(pattern, stderr).get("lived", total[prefix])
+        over = lived if mode == "offcpu" else total[prefix]
+        seen |= {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr) if
+                 s.startswith(prefix) and (prefix or not s.startswith(MAIN))}  # fmt: skip
+    return seen
 
 
 def run_alone(program: Program) -> Reading:
-    proc = subprocess.run(program.argv, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        program.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True
+    )
     truth = truth_of(program, proc.stderr)
     return truth, truth, lived_of(program, proc.stderr)
 
@@ -195,7 +276,10 @@ def run_mode(mode: str, program: Program) -> Reading:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh.") as work:
         cmd = [*PERFSLEUTH, "record", "--mode", mode, "--", *program.argv]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, check=False)
+        proc = subprocess.run(
+            cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+            check=False,
+        )  # fmt: skip
         if proc.returncode != 0:
             raise SystemExit(f"record --mode {mode} failed:\n{proc.stderr[-2000:]}")
         truth = truth_of(program, proc.stderr)
@@ -226,17 +310,18 @@ def run_pt_pmp(program: Program) -> Reading:
 
 def pt_pmp_shares(aggregated: str, program: Program, truth: dict[str, float]) -> dict[str, float]:
     counts = {s: 0 for s in truth}
-    workers = 0
+    stacks = {"": 0, MAIN: 0}
     for line in aggregated.splitlines():
         count, _, stack = line.strip().partition(" ")
-        if not count.isdigit() or "start_thread" not in stack:
+        if not count.isdigit():
             continue
-        workers += int(count)
+        prefix = "" if "start_thread" in stack else MAIN
+        stacks[prefix] += int(count)
         state = next((s for s, marks in program.marks if any(m in stack for m in marks)), "")
-        if state in counts:
-            counts[state] += int(count)
-    print(f"  pt-pmp: {workers} stacks of the started threads")
-    return {s: n / max(workers, 1) for s, n in counts.items()}
+        if prefix + state in counts:
+            counts[prefix + state] += int(count)
+    print(f"  pt-pmp: {stacks['']} stacks of the started threads, {stacks[MAIN]} of the main")
+    return {s: n / max(stacks[MAIN if s.startswith(MAIN) else ""], 1) for s, n in counts.items()}
 
 
 def reading(tool: str, program: Program) -> Reading:
@@ -251,7 +336,7 @@ def main() -> int:
     parser.add_argument("--programs", default="rwtable,plcount")
     parser.add_argument("--tools", default="alone,wall,offcpu,all,pt-pmp")
     args = parser.parse_args()
-    build()
+    build(args.programs.split(","))
     diffs: dict[tuple[str, str, str], list[float]] = {}
     lived: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.runs):

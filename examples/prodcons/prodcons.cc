@@ -6,6 +6,9 @@
 // Built with -DMEASURE_WAIT, every consumer times its own waiting (lock
 // acquisition and condition-variable waits) and the program prints the total on
 // stderr: the independent truth the profiler's numbers are checked against.
+// With PRODCONS_WAIT_LOG=FILE set too, it writes every wait's start and end to FILE
+// ("TID FROM TO", CLOCK_MONOTONIC ns) after a line per consumer ("L TID BORN DIED"):
+// what the program was doing at each snapshot's instant (bench/wall_instants.py).
 //
 // usage: prodcons [MESSAGES] [CONSUMERS]
 #include <chrono>
@@ -18,6 +21,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace {
 
@@ -74,15 +80,51 @@ __attribute__((noinline)) void producer(std::uint64_t messages) {
     queue_ready.notify_all();
 }
 
+#ifdef MEASURE_WAIT
+struct Span {
+    long tid;
+    std::uint64_t from, to;
+};
+const bool logging_waits = std::getenv("PRODCONS_WAIT_LOG") != nullptr;
+std::mutex log_mutex;
+std::vector<Span> wait_log, life_log;  // guarded by log_mutex
+
+void log_spans(const std::vector<Span>& waits, const Span& life) {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    wait_log.insert(wait_log.end(), waits.begin(), waits.end());
+    life_log.push_back(life);
+}
+
+void write_log() {
+    std::FILE* out = std::fopen(std::getenv("PRODCONS_WAIT_LOG"), "w");
+    if (!out) return;
+    for (const Span& s : life_log) std::fprintf(out, "L %ld %llu %llu\n", s.tid,
+                                                static_cast<unsigned long long>(s.from),
+                                                static_cast<unsigned long long>(s.to));
+    for (const Span& s : wait_log) std::fprintf(out, "%ld %llu %llu\n", s.tid,
+                                                static_cast<unsigned long long>(s.from),
+                                                static_cast<unsigned long long>(s.to));
+    std::fclose(out);
+}
+#endif
+
 __attribute__((noinline)) void consumer(std::uint64_t* waited_ns, std::uint64_t* lived_ns) {
     const std::uint64_t born = now_ns();
     std::uint64_t waited = 0;
+#ifdef MEASURE_WAIT
+    const long tid = syscall(SYS_gettid);
+    std::vector<Span> waits;
+#endif
     std::uint64_t checksum = 0;
     for (;;) {
         std::uint64_t t0 = now_ns();
         std::unique_lock<std::mutex> lock(queue_mutex);
         queue_ready.wait(lock, [] { return !queue.empty() || done; });
-        waited += now_ns() - t0;
+        const std::uint64_t t1 = now_ns();
+        waited += t1 - t0;
+#ifdef MEASURE_WAIT
+        if (logging_waits) waits.push_back({tid, t0, t1});
+#endif
         if (queue.empty()) break;
         Message m = std::move(queue.front());
         queue.pop_front();
@@ -92,6 +134,9 @@ __attribute__((noinline)) void consumer(std::uint64_t* waited_ns, std::uint64_t*
     }
     *waited_ns = waited;
     *lived_ns = now_ns() - born;
+#ifdef MEASURE_WAIT
+    if (logging_waits) log_spans(waits, {tid, born, born + *lived_ns});
+#endif
     if (checksum == 42) std::puts("");
 }
 
@@ -114,6 +159,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "prodcons: consumers waited %llu ns of %llu ns (%.2f%%)\n",
                  static_cast<unsigned long long>(total_wait),
                  static_cast<unsigned long long>(total_life), 100.0 * total_wait / total_life);
+    if (logging_waits) write_log();
 #endif
     std::printf("prodcons: %llu messages, %d consumers, %llu bytes\n",
                 static_cast<unsigned long long>(messages), consumers,

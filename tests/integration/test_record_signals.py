@@ -182,3 +182,21 @@ def test_sigint_ends_an_attached_recording_and_keeps_it(tmp_path: Path, mode: st
     assert proc.returncode == 0, err
     assert "stored run 1" in err and "Traceback" not in err
     assert spinner.returncode == -signal.SIGKILL  # still spinning: the signal was not its
+
+
+def test_perfsleuth_stopped_and_continued_records_on(tmp_path: Path) -> None:
+    """Ctrl-Z then fg, or a SIGSTOP and SIGCONT: CPython's sigtimedwait, interrupted and
+    finding its time up, returned a siginfo it never filled, and the wall recording
+    ended in a traceback (os.kill: EINVAL), or forwarded a SIGINT nobody sent."""
+    marker = "spin-stopped"
+    short = SPIN.replace(str(SPIN_S), "4")
+    proc = start(tmp_path, "wall", short, marker)
+    target_pid(marker)
+    while proc.poll() is None:
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.08)  # longer than its 50 ms waits: each interrupted one is over
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.02)
+    _, err = proc.communicate(timeout=BOUND_S)
+    assert proc.returncode == 0, err
+    assert "stored run 1" in err and "Traceback" not in err

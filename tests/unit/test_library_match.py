@@ -8,8 +8,9 @@ import pytest
 
 from perfsleuth.analyzers import Context, library_match
 from perfsleuth.formats import callgrind, pprof
-from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
+from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
+from perfsleuth.model.states import RUNNABLE_IN_FUTEX
 from perfsleuth.rules import load_rules
 from perfsleuth.symbols import names
 
@@ -230,3 +231,28 @@ def test_a_programs_own_file_named_like_a_librarys_is_not_the_library() -> None:
 def test_a_shared_librarys_static_helpers_count_by_dso() -> None:
     helper = Frame("parse_string", "/usr/lib/x86_64-linux-gnu/libcjson.so.1.7.15")
     assert run_on([([helper, MAIN], 30), ([WORK, MAIN], 70)])["json.parser"].share == 0.3
+
+
+# `perfsleuth export --pprof` of a wall run of bench/fresh_waits/lotpipe (Rust: workers
+# pop jobs from a parking_lot::Mutex + Condvar queue and notify_one the producer, which
+# preempts them): wallsnap stopped them runnable in the futex wake's syscall
+LOTPIPE_WALL = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu" / "lotpipe-wall.pb.gz"
+
+
+def test_a_wall_thread_runnable_in_a_futex_call_is_not_on_the_cpu() -> None:
+    """Wall mode read "24.5% of CPU time is in locking", ranked first (gain 12.2%):
+    parking_lot::Condvar::notify_one's futex wake, where all mode saw the same threads
+    switched out in __schedule."""
+    profile = pprof.read(LOTPIPE_WALL)
+    profile.meta["recorder"] = "wallsnap"  # the run's, which its export does not keep
+    marked = {i for i, f in enumerate(profile.frames) if f.function == RUNNABLE_IN_FUTEX}
+    assert marked
+
+    def running_in_futex(p: Profile) -> float:
+        rows = p.rows()
+        return sum(w for stack, w, _c, _t, s in rows if s == "running" and stack[0] in marked)
+
+    assert running_in_futex(profile) > 0.1 * profile.total
+    assert running_in_futex(library_match.on_cpu_part(profile)) == 0
+    profile.meta["recorder"] = "perf"
+    assert running_in_futex(library_match.on_cpu_part(profile)) == running_in_futex(profile)

@@ -8,11 +8,13 @@ from perfsleuth.collect.wall import (
     TaskInfo,
     ThreadSample,
     from_wallsnap,
+    kernel_frames,
     lock_holders,
     wait_timeouts,
 )
 from perfsleuth.formats.tool_output import wallsnap
 from perfsleuth.model.profile import Frame, Thread
+from perfsleuth.model.states import RUNNABLE_IN_FUTEX
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu" / "wallsnap-prodcons.txt"
 
@@ -193,3 +195,25 @@ def test_wait_timeouts_add_up_the_time_each_thread_waited_for_events_by_timeout(
         sample(snaps[1], 3, "running", ["poller"]),  # back from its call: no wait
     ]
     assert sorted(wait_timeouts(samples)) == [[2, -1, 40e6], [3, 1, 20e6]]
+
+
+# bench/fresh_waits/lotpipe (Rust, parking_lot's Condvar): 6 snapshots of `wallsnap PID 50`
+LOTPIPE = FIXTURE.with_name("wallsnap-lotpipe.txt")
+
+
+def test_a_thread_stopped_runnable_in_a_futex_call_has_it_as_its_kernel_frame():
+    """A worker preempted on its way out of notify_one's futex wake (STATE R 202) is off
+    the CPU, as all mode's stack through __schedule says; one blocked in a futex wait (S)
+    or running its own code (R, no call) has no kernel frame."""
+    marks: dict[tuple[str, int | None], set[bool]] = {}
+    for snap in from_wallsnap(LOTPIPE.read_text(), 50):
+        for task in snap.tasks.values():
+            frames = kernel_frames(task, snap.one_instant)
+            marks.setdefault((task.state, task.syscall), set()).add(
+                [f.function for f in frames] == [RUNNABLE_IN_FUTEX]
+            )
+    assert marks[("R", 202)] == {True}
+    assert marks[("S", 202)] == {False}
+    assert all(marked == {False} for key, marked in marks.items() if key != ("R", 202))
+    eu_stack = TaskInfo("t", "R", "futex_wait_queue", syscall=202)
+    assert [f.function for f in kernel_frames(eu_stack, False)] == ["futex_wait_queue"]

@@ -26,6 +26,7 @@ from ..formats.py_spy import is_library_file
 from ..model.counts import NO_SOURCE
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile, is_python_frame
+from ..model.states import RUNNABLE_IN_FUTEX
 from ..rules import Rule, load_rules, with_evidence
 from ..static_analysis.python_source import PythonLines
 from ..symbols.names import elide_templates
@@ -122,8 +123,14 @@ def switch_out_frames(profile: Profile) -> set[int]:
 
 def preempted_frames(profile: Profile) -> set[int]:
     """The switch-out frames of a run whose eBPF stacks were taken as threads left the
-    CPU (offcpu and all modes); none in perf's, whose samples in the scheduler ran."""
-    return switch_out_frames(profile) if "bpftrace" in profile.meta.get("recorder", "") else set()
+    CPU (offcpu and all modes), and wallsnap's RUNNABLE_IN_FUTEX (wall mode); none in
+    perf's, whose samples in the scheduler ran."""
+    recorder = profile.meta.get("recorder", "")
+    if "bpftrace" in recorder:
+        return switch_out_frames(profile)
+    if recorder != "wallsnap":
+        return set()
+    return {i for i, f in enumerate(profile.frames) if f.kernel and f.function == RUNNABLE_IN_FUTEX}
 
 
 def switched_out_stacks(profile: Profile) -> set[int]:

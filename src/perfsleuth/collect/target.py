@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,18 @@ PR_SET_PDEATHSIG = 1
 SI_KERNEL = 0x80  # si_code of a signal the terminal sent to its whole foreground group
 PF_KTHREAD = 0x00200000  # /proc/PID/stat's flags: a kernel thread (include/linux/sched.h)
 SWEEPER = 'read _; rm -rf -- "$1"'
+
+
+def next_signal(signals: Sequence[int], interval: float) -> Any:
+    """The siginfo of one of these (blocked) signals sent by the end of interval s, or
+    None. Not sigtimedwait(signals, interval): a process stopped and continued in its
+    wait (Ctrl-Z then fg, a SIGSTOP) gets EINTR, and CPython's sigtimedwait, finding the
+    time up, returns the siginfo it never filled: si_signo 437918234 (os.kill's EINVAL,
+    a traceback that ended the recording: 2 of 3 wall runs of xz and lotpipe while a
+    session beside stopped and continued processes) or 2, a SIGINT nobody sent,
+    forwarded to the target. With no time to wait, no stop can interrupt it."""
+    time.sleep(interval)
+    return signal.sigtimedwait(signals, 0)
 
 
 class Terminated(KeyboardInterrupt):
@@ -102,7 +114,7 @@ def wait_attached(
                 said = True
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(proc.args, timeout or 0)
-            info = signal.sigtimedwait([signal.SIGINT], 0.1)
+            info = next_signal([signal.SIGINT], 0.1)
             if info is None:
                 continue
             interrupted = True
@@ -234,7 +246,7 @@ class Target:
             ):
                 if tick is not None:
                     tick()
-                stopped = self._forward(signal.sigtimedwait(FORWARDED, interval))
+                stopped = self._forward(next_signal(FORWARDED, interval))
         finally:
             late = signal.sigtimedwait(FORWARDED, 0)  # sent as the wait ended
             signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)

@@ -32,6 +32,7 @@ from ..formats.tool_output import eu_stack
 from ..formats.tool_output import wallsnap as wallsnap_output
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
+from ..model.states import RUNNABLE_IN_FUTEX
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
 from ..symbols.function_starts import unnamed_frame
 from . import thread_state, wallsnap
@@ -55,6 +56,9 @@ GLIBC_MUTEX_LOCKS = (
 )
 
 
+SYS_FUTEX = 202  # x86-64's, the only architecture wallsnap reads registers of
+
+
 @dataclass(frozen=True)
 class TaskInfo:
     name: str
@@ -62,6 +66,7 @@ class TaskInfo:
     wchan: str  # kernel function the thread sleeps in, "" if unknown
     owner: int = 0  # wallsnap's OWNER: the holder of the glibc mutex it waits on, if it does
     timeout_ms: int | None = None  # wallsnap's TIMEOUT: a wait for events' timeout, -1 none
+    syscall: int | None = None  # wallsnap's STATE: the system call it was stopped in
 
 
 @dataclass
@@ -239,7 +244,7 @@ def thread_samples(
             if not snap.one_instant and t.frames and _in_program(t.frames[0]):
                 # back in the program's own code: it woke up since /proc was read
                 task = TaskInfo(name=task.name, state="R", wchan="")
-            frames = [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)] if task.wchan else []
+            frames = kernel_frames(task, snap.one_instant)
             for f in t.frames:
                 frames.extend(symbols.get(_place(f), (Frame(UNKNOWN, dso=_dso(f)),)))
             if snap.one_instant:  # the stack says what the thread was doing then
@@ -247,6 +252,17 @@ def thread_samples(
             else:
                 state = snapshot_state(frames, task.state)
             yield ThreadSample(snap, Thread(t.tid, t.pid, names.get(t.tid, "")), frames, state)
+
+
+def kernel_frames(task: TaskInfo, one_instant: bool) -> list[Frame]:
+    """The kernel frame wall mode can name: /proc's wchan (eu-stack's snapshots), or for a
+    thread wallsnap stopped runnable in a futex call it had completed, RUNNABLE_IN_FUTEX
+    (off the CPU: library_match leaves it out of the time on the CPU)."""
+    if task.wchan:
+        return [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)]
+    if one_instant and task.state == "R" and task.syscall == SYS_FUTEX:
+        return [Frame(RUNNABLE_IN_FUTEX, dso=KERNEL_DSO, kernel=True)]
+    return []
 
 
 def _last_names(snapshots: list[Snapshot]) -> dict[int, str]:
@@ -284,7 +300,7 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         if not snap.threads:
             continue
         tasks = {
-            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms)
+            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms, s.syscall)
             for tid, s in snap.states.items()
         }
         snapshots.append(Snapshot(weight, snap.threads, tasks, True, snap.time_ns, snap.pass_ns))
