@@ -16,7 +16,9 @@ measured latency.
    caller's array, as an interpreter holds them), and find_item for
    examples/bin/stbds_lookup (an stb_ds hash map of 72-byte items), and find_record for
    examples/bin/sparsehash_lookup (a Google sparsehash dense_hash_map of 48-byte
-   pairs; `--programs sparsehash` measures it alone); the fitted working set gives
+   pairs; `--programs sparsehash` measures it alone), and find_session for
+   examples/bin/abseil_lookup (an abseil flat_hash_map, a SwissTable, of 72-byte
+   pairs: `--programs abseil`); the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
    machine by `perfsleuth cache calibrate`).
@@ -89,10 +91,12 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "uthash": ROOT / "examples/bin/uthash_lookup",
             "ghash": ROOT / "examples/bin/ghash_lookup",
             "stbds": ROOT / "examples/bin/stbds_lookup",
-            "sparsehash": ROOT / "examples/bin/sparsehash_lookup"}  # fmt: skip
+            "sparsehash": ROOT / "examples/bin/sparsehash_lookup",
+            "abseil": ROOT / "examples/bin/abseil_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
 FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item",
-             "verstable": "find_record", "sparsehash": "find_record"}  # fmt: skip
+             "verstable": "find_record", "sparsehash": "find_record",
+             "abseil": "find_session"}  # fmt: skip
 # Runs on both sides of a hash table's doublings and several inside one phase, so
 # that pages that grow by doubling show their steps (doubling.py); the scale before,
 # whose three runs each sit just after a doubling, is projected beside it

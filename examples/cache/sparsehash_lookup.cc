@@ -31,15 +31,7 @@ struct Record {
 static_assert(sizeof(Record) == 40, "40-byte records");
 using Map = google::dense_hash_map<uint64_t, Record>;
 
-extern "C" {
-#include "latency_sweep.h"
-}
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static inline uint64_t next_random(void) {
-    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#include "map_harness.hh"
 
 __attribute__((noinline)) Record *find_record(Map *map, uint64_t key) {
     Map::iterator it = map->find(key);
@@ -49,8 +41,6 @@ __attribute__((noinline)) Record *find_record(Map *map, uint64_t key) {
     it->second.last_seen = key;
     return &it->second;
 }
-
-static uint64_t key_of(size_t i) { return (uint64_t)i * 2654435761u; }
 
 static Map *fill(size_t n) {
     Map *map = new Map;
@@ -63,36 +53,4 @@ static Map *fill(size_t n) {
     return map;
 }
 
-static uint64_t lookups(Map *map, size_t n, size_t ops) {
-    uint64_t check = 0, previous = 0;
-    for (size_t i = 0; i < ops; i++) {
-        Record *r = find_record(map, key_of((next_random() ^ previous) % n));
-        previous = r ? r->hits & 1 : 0;
-        check += previous;
-    }
-    return check;
-}
-
-static uint64_t lookups_round(void *map, size_t ops) { return lookups((Map *)map, sweep_n, ops); }
-
-static double latency_ns(size_t n) {
-    Map *map = fill(n);
-    lookups(map, n, n < 1000000 ? 2 * n : n);
-    sweep_n = n;
-    double best = fastest_round(lookups_round, map);
-    delete map;
-    return best;
-}
-
-int main(int argc, char **argv) {
-    if (latency_sweep(argc, argv, "pair", sizeof(Map::value_type), "lookup", latency_ns))
-        return 0;
-    size_t ops;
-    size_t n = plain_run(argc, argv, "entries", &ops);
-    Map *map = fill(n);
-    uint64_t check = lookups(map, n, ops);
-    printf("%zu entries, %zu buckets, %zu lookups, checksum %llu\n", n, map->bucket_count(), ops,
-           (unsigned long long)check);
-    delete map;
-    return 0;
-}
+int main(int argc, char **argv) { return map_main<Map, find_record, fill>(argc, argv); }

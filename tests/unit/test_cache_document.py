@@ -190,3 +190,21 @@ def test_cache_show_says_how_many_misses_are_first_touches():
     console = Console(record=True, width=400)
     cpu_cache_text.render_model(sim, console)  # type: ignore[arg-type]
     assert "first touches" not in console.export_text()
+
+
+def test_cache_show_says_how_many_misses_are_a_crossing_accesss_second_line():
+    """abseil's flat_hash_map over 200,000 entries, every call traced: L1d 2.47
+    misses per call where cachegrind counts 2.26; 0.21 are the second lines of
+    control-byte loads that cross a line boundary, one miss with the first for
+    cachegrind (2.47 - 0.21 = 2.26)."""
+    sim = {"describe": "L1d 32K 8-way, L2 1M 8-way, LLC 32M 16-way",
+           "misses_per_call": {"L1d": 2.471, "L2": 1.342, "LLC": 1.083},
+           "split_misses_per_call": {"L1d": 0.212, "L2": 0.006, "LLC": 0.004}}  # fmt: skip
+    console = Console(record=True, width=400)
+    cpu_cache_text.render_model(sim, console)  # type: ignore[arg-type]
+    text = console.export_text()
+    assert "(L1d 0.21, L2 0.01 of them the second line of an access that crosses" in text
+    del sim["split_misses_per_call"]  # recorded before they were counted
+    console = Console(record=True, width=400)
+    cpu_cache_text.render_model(sim, console)  # type: ignore[arg-type]
+    assert "crosses" not in console.export_text()

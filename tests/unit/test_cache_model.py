@@ -261,3 +261,18 @@ def test_the_model_counts_a_lines_first_touch_once_and_not_a_prefetched_one():
     for line in (0, 0, 1, 4, 4):  # 1 was prefetched by 0's miss
         model.access(line)
     assert model.first_touches == 2
+
+
+def test_an_access_that_crosses_a_line_boundary_and_misses_both_lines_is_counted_apart():
+    """abseil's 16 control bytes, loaded unaligned at a random start: over an array
+    no level holds, a load that crosses a line misses both lines, which the model
+    counts as two misses and cachegrind as one."""
+    geometry = parse_spec("line=64,L1d=4K:8,L2=32K:8,prefetch=none")
+    rng = random.Random(3)
+    starts = [0x4000000 + 64 * rng.randrange(1 << 16) + rng.choice((8, 56)) for _ in range(4000)]
+    calls = [[("L", start, 16, 0x108000)] for start in starts]
+    sim = simulate(trace_of(calls, len(calls), "first"), geometry)
+    crossing = sum(start % 64 == 56 for start in starts) / len(starts)
+    for level in ("L1d", "L2"):
+        assert sim["split_misses_per_call"][level] == pytest.approx(crossing, rel=0.05)
+        assert sim["misses_per_call"][level] == pytest.approx(1 + crossing, rel=0.05)

@@ -13,11 +13,16 @@ from .trace import Trace
 SHARED_FRACTION = 0.5  # a line touched by at least this share of calls is shared
 
 
+def access_lines(address: int, size: int, shift: int) -> range:
+    """The lines one access touches: two where it crosses a line boundary."""
+    return range(address >> shift, ((address + size - 1) >> shift) + 1)
+
+
 def call_lines(call: list, shift: int, data: bool) -> set[int]:
     lines: set[int] = set()
     for kind, address, size, _pc in call:
         if (kind != "I") == data:
-            lines.update(range(address >> shift, ((address + size - 1) >> shift) + 1))
+            lines.update(access_lines(address, size, shift))
     return lines
 
 
@@ -85,12 +90,13 @@ def by_source(trace: Trace, shift: int) -> list[SourceRow]:
     accesses: Counter[str] = Counter()
     lines: dict[str, set[tuple[int, int]]] = {}
     for index, call in enumerate(trace.calls):
-        for kind, address, _size, pc in call:
+        for kind, address, size, pc in call:
             if kind == "I":
                 continue
             where = trace.source_of(pc) or f"0x{pc - trace.base:x}"
             accesses[where] += 1
-            lines.setdefault(where, set()).add((index, address >> shift))
+            touched = access_lines(address, size, shift)
+            lines.setdefault(where, set()).update((index, line) for line in touched)
     calls = max(len(trace.calls), 1)
     rows: list[SourceRow] = [
         {

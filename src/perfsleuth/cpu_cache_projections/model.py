@@ -258,6 +258,7 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
     rooms = prefetched_rooms(geometry)
     per_call: list[list[float]] = []
     by_source: dict[str, dict[str, float]] = {}
+    split = [0.0] * len(names)
     for index, call in enumerate(trace.calls):
         position = (index + 0.5) / len(trace.calls)
         seen: set[int] = set()
@@ -275,6 +276,8 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
                     if rooms[level] and line in model.prefetched:
                         continue
                     missed[level] += 1 - sampled.hit(line, window, position, rooms[level])
+            if (address ^ (address + size - 1)) >> model.shift:
+                split = [total + max(0.0, m - 1) for total, m in zip(split, missed, strict=True)]
             where = trace.source_of(pc) or f"0x{pc - trace.base:x}"
             counter = by_source.setdefault(where, {"accesses": 0, **dict.fromkeys(names, 0.0)})
             counter["accesses"] += 1
@@ -283,11 +286,14 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
                 in_call[level] += missed[level]
         per_call.append(in_call)
     fresh = None if sampled else model.first_touches / max(len(per_call), 1)
+    traced = [sum(c[i] for c in per_call) for i in range(len(names))]
     if trace.spatial and len(names) > 1:
         estimates, fresh = spatial_estimates(trace, geometry)
         below_first(estimates, per_call, by_source, names)
     totals = [sum(c[i] for c in per_call) for i in range(len(names))]
     calls = max(len(per_call), 1)
+    # the levels the spatial sample estimates: their share of the traced calls' misses
+    split = [s * t / m if m else 0.0 for s, t, m in zip(split, totals, traced, strict=True)]
     return {
         "geometry": geometry.to_json(),
         "describe": geometry.describe(),
@@ -295,6 +301,9 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
         "misses": dict(zip(names, totals, strict=True)),
         "misses_per_call": {name: total / calls for name, total in zip(names, totals, strict=True)},
         "first_touches_per_call": fresh,
+        "split_misses_per_call": {
+            name: value / calls for name, value in zip(names, split, strict=True)
+        },
         "per_call": per_call,
         "by_source": by_source,
     }

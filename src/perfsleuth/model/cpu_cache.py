@@ -225,6 +225,9 @@ class Simulation(TypedDict):
     # of them, accesses to a line the model had never brought in (it starts empty):
     # misses in every level; None where not counted (a sample without its spatial part)
     first_touches_per_call: NotRequired[float | None]
+    # of them, per level, the second line's miss of an access that crosses a line
+    # boundary and misses both (cachegrind and callgrind count one miss for it)
+    split_misses_per_call: NotRequired[dict[str, float]]
     per_call: list[list[float]]
     by_source: dict[str, dict[str, float]]  # source -> "accesses" and misses per level
 

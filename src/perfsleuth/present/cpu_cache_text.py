@@ -157,8 +157,26 @@ def layout_owner(layout: StructLayout) -> str:
 def render_model(sim: Simulation, console: Console) -> None:
     misses = ", ".join(f"{name} {value:.2f}" for name, value in sim["misses_per_call"].items())
     first = sim.get("first_touches_per_call")
+    split = split_misses(sim.get("split_misses_per_call") or {})
     console.print(
-        Text(f"cache model ({sim['describe']}): misses per call {misses}{first_touches(first)}")
+        Text(
+            f"cache model ({sim['describe']}): misses per call {misses}"
+            f"{first_touches(first)}{split}"
+        )
+    )
+
+
+def split_misses(per_level: dict[str, float]) -> str:
+    """What of the misses an access crossing a line boundary adds by missing both
+    lines: the model counts the lines, cachegrind and callgrind one miss an access."""
+    shown = {name: value for name, value in per_level.items() if value >= 0.005}
+    if not shown:
+        return ""
+    levels = ", ".join(f"{name} {value:.2f}" for name, value in shown.items())
+    return (
+        f" ({levels} of them the second line of an access that crosses a line boundary "
+        "and misses both: the model counts each line brought in, cachegrind and callgrind "
+        "count one miss for such an access)"
     )
 
 

@@ -383,6 +383,7 @@ export interface CacheModelDoc {
   misses: Record<string, number>;
   misses_per_call: Record<string, number>;
   first_touches_per_call?: number | null;
+  split_misses_per_call?: Record<string, number>;
   per_call: number[][];
   by_source: Record<string, Record<string, number>>;
 }

@@ -1,0 +1,66 @@
+/* The harness the C++ map examples share (sparsehash_lookup.cc, abseil_lookup.cc):
+ * FILL(n) builds a map of n entries keyed key_of(0..n-1), FIND(map, key) is the
+ * traced lookup, returning the entry or null. A chain of lookups, each key picked
+ * with the result of the last (so the loads cannot overlap), timed by
+ * latency_sweep.h's rounds for `--sweep`, or run once for `N [OPS]`. */
+#ifndef MAP_HARNESS_HH
+#define MAP_HARNESS_HH
+
+#include <cstdint>
+#include <cstdio>
+
+extern "C" {
+#include "latency_sweep.h"
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static inline uint64_t next_random(void) {
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static uint64_t key_of(size_t i) { return (uint64_t)i * 2654435761u; }
+
+template <class Map, auto Find>
+static uint64_t lookups(Map *map, size_t n, size_t ops) {
+    uint64_t check = 0, previous = 0;
+    for (size_t i = 0; i < ops; i++) {
+        auto *entry = Find(map, key_of((next_random() ^ previous) % n));
+        previous = entry ? entry->hits & 1 : 0;
+        check += previous;
+    }
+    return check;
+}
+
+template <class Map, auto Find>
+static uint64_t lookups_round(void *map, size_t ops) {
+    return lookups<Map, Find>((Map *)map, sweep_n, ops);
+}
+
+template <class Map, auto Find, auto Fill>
+static double latency_ns(size_t n) {
+    Map *map = Fill(n);
+    lookups<Map, Find>(map, n, n < 1000000 ? 2 * n : n);
+    sweep_n = n;
+    double best = fastest_round(lookups_round<Map, Find>, map);
+    delete map;
+    return best;
+}
+
+/* main(): the sweep, or N [OPS] entries and lookups, said with the map's buckets. */
+template <class Map, auto Find, auto Fill>
+static int map_main(int argc, char **argv) {
+    if (latency_sweep(argc, argv, "pair", sizeof(typename Map::value_type), "lookup",
+                      latency_ns<Map, Find, Fill>))
+        return 0;
+    size_t ops;
+    size_t n = plain_run(argc, argv, "entries", &ops);
+    Map *map = Fill(n);
+    uint64_t check = lookups<Map, Find>(map, n, ops);
+    printf("%zu entries, %zu buckets, %zu lookups, checksum %llu\n", n, map->bucket_count(), ops,
+           (unsigned long long)check);
+    delete map;
+    return 0;
+}
+
+#endif
