@@ -7,11 +7,14 @@ import os
 import sys
 from argparse import ArgumentParser
 from types import ModuleType
-from typing import Any
 
 from . import __version__
 from .commands import COMMANDS, load, load_all, named
 from .errors import UserError
+
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class HelpFormatter(argparse.HelpFormatter):

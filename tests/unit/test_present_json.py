@@ -103,6 +103,22 @@ def test_a_small_document_is_written_as_orjson_writes_it() -> None:
         assert encode(scalar) == orjson_wrote(scalar)
 
 
+def test_rows_of_scalars_are_written_as_orjson_writes_them() -> None:
+    """A dict of scalars is written in one piece (`diff`'s rows): every scalar type, a
+    float of each exponent orjson writes its own way, keys that are integers, and rows
+    beside ones holding a list or a dict, which are written value by value."""
+    shares = [0.25, -1e-05, 3.5e-06, 2e-09, 1.5e-10, 1e16, -0.0, math.nan, math.inf]
+    rows = [
+        {"file": f"a{n}.c", "line": n, "share": share, "source": None, "hot": n % 2 == 0}
+        for n, share in enumerate(shares)
+    ]
+    rows += [{7: "seven", "text": 'Größe "q" \\ \n'}, {"nested": [1]}, {"inner": {"x": 1}}]
+    doc = {"lines": rows, "tail": {"total": 2**64 - 1, "delta": -(2**63)}}
+    assert encode(doc) == orjson_wrote(doc)
+    with pytest.raises(Unwritten):
+        written({"rows": [{"count": 2**64}]}, 30)
+
+
 @pytest.mark.parametrize(
     "doc",
     [

@@ -127,21 +127,6 @@ def test_lock_holders_pair_each_glibc_mutex_waiter_with_its_holder_s_stack():
     assert lock_holders(samples) == []
 
 
-def test_a_woken_condvar_waiter_retaking_its_mutex_has_that_mutex_s_holder():
-    """plzip's main thread, signalled, waits to retake its courier's mutex inside
-    pthread_cond_wait (__pthread_mutex_cond_lock): a glibc mutex whose holder wallsnap
-    reads like any other; its waits had no holder before."""
-    tasks = {2: TaskInfo("t", "S", "", owner=3), 3: TaskInfo("t", "R", "")}
-    snap = Snapshot(20e6, [], tasks, one_instant=True)
-    retaking = ["__lll_lock_wait", "__pthread_mutex_cond_lock", "___pthread_cond_wait", "muxer"]
-    samples = [
-        sample(snap, 2, "mutex", retaking),
-        sample(snap, 3, "running", ["__pthread_cond_signal", "worker"]),
-    ]
-    (pair,) = lock_holders(samples)
-    assert pair[0] == retaking and ["worker", "app", ""] in pair[1]
-
-
 def test_a_holder_blocked_in_a_condition_wait_has_let_its_mutex_go():
     tasks = {2: TaskInfo("t", "S", "", owner=3), 3: TaskInfo("t", "S", "")}
     snap = Snapshot(20e6, [], tasks, one_instant=True)

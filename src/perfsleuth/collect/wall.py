@@ -52,7 +52,6 @@ GLIBC_MUTEX_LOCKS = (
     "__pthread_mutex_lock_full",
     "pthread_mutex_timedlock",
     "__pthread_mutex_clocklock_common",
-    "__pthread_mutex_cond_lock",  # a woken condition-variable waiter retaking its mutex
 )
 
 

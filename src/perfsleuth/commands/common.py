@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..model.states import STATES
 from ..present import TitledProfile, describe
 from ..store import layout
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
     from os import PathLike
     from pathlib import Path

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from ..present import formats_for, write
 from ..store import kept_counts
@@ -22,6 +21,7 @@ from .common import (
     tools_differ,
 )
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
     from ..model.line_counts import LineCounts
 

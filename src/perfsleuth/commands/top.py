@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
 
 from ..present import formats_for, write
 from ..store import run_index
@@ -23,6 +22,7 @@ from .common import (
     store_folder,
 )
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
     from ..model.run import LoadedRun
 

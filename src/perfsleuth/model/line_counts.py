@@ -6,36 +6,71 @@ Made once from the run's counts document (`of`) and kept beside the run as compa
 JSON (store/kept_counts.py): reading it takes a few ms, where reading the whole
 document (its callgrind out file, sources and tables) and summing its 78,000 cells took
 ~50 ms a run of speedtest1. This module imports nothing from perfsleuth at run time,
-and its types are named tuples (dataclasses' import costs a sixth of cg_diff's run on a
-small program), so a `diff` that reads it starts fast.
+and its types are plain classes compared by value (dataclasses' import costs a sixth of
+cg_diff's run on a small program, typing's NamedTuple a sixteenth), so a `diff` that reads
+it starts fast.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
-
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .counts import Counts, ExactCounts
 
 
-class FileLines(NamedTuple):
+class FileLines:
     """A file's counted lines in order, their counts (one list per event) and, when the
     run kept the file's source, each line's text (None past the file's end)."""
 
-    lines: list[int]
-    counts: list[list[int]]
-    texts: list[str | None] | None
+    __slots__ = ("lines", "counts", "texts")
+
+    def __init__(
+        self, lines: list[int], counts: list[list[int]], texts: list[str | None] | None
+    ) -> None:
+        self.lines = lines
+        self.counts = counts
+        self.texts = texts
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileLines) and _fields(self) == _fields(other)
 
 
-class LineCounts(NamedTuple):
-    events: list[str]
-    totals: list[int]
-    names: list[str]  # functions by name, recursion levels (f'2) merged into f
-    counts: list[list[int]]  # per event, the self count of each of `names`
-    split_names: list[str]  # the same with each recursion level apart
-    split_counts: list[list[int]]
-    files: dict[str, FileLines]
-    tool: str = ""  # valgrind's tool that counted the run: callgrind or cachegrind
+class LineCounts:
+    __slots__ = (
+        "events",
+        "totals",
+        "names",
+        "counts",
+        "split_names",
+        "split_counts",
+        "files",
+        "tool",
+    )
+
+    def __init__(
+        self,
+        events: list[str],
+        totals: list[int],
+        names: list[str],  # functions by name, recursion levels (f'2) merged into f
+        counts: list[list[int]],  # per event, the self count of each of `names`
+        split_names: list[str],  # the same with each recursion level apart
+        split_counts: list[list[int]],
+        files: dict[str, FileLines],
+        tool: str = "",  # valgrind's tool that counted the run: callgrind or cachegrind
+    ) -> None:
+        self.events = events
+        self.totals = totals
+        self.names = names
+        self.counts = counts
+        self.split_names = split_names
+        self.split_counts = split_counts
+        self.files = files
+        self.tool = tool
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LineCounts) and _fields(self) == _fields(other)
 
     @staticmethod
     def of(counts: Counts) -> LineCounts:
@@ -109,6 +144,10 @@ def _function_self(exact: ExactCounts) -> tuple[list[str], list[list[int]]]:
     per_event = [exact.function_self(event, merge_unnamed=True) for event in exact.events]
     names = list(per_event[0]) if per_event else []
     return names, [[costs[name] for name in names] for costs in per_event]
+
+
+def _fields(value: FileLines | LineCounts) -> tuple:
+    return tuple(getattr(value, name) for name in value.__slots__)
 
 
 def _text(lines: list[str], number: int) -> str | None:

@@ -8,11 +8,12 @@ bold or a sampled diff's table, since its import alone was a fifth of the CPU of
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
-
 from .output import cell, console_for, heading, pct
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from typing import IO
+
     from rich.console import Console
 
 

@@ -9,11 +9,13 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import UserError
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from typing import IO, Any
+
     from rich.console import Console
     from rich.text import Text
 

@@ -9,10 +9,15 @@ loading every renderer (and what they import) would slow every command's start.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import IO, Any
 
-from . import FINDINGS, Output, Writer
+from . import FINDINGS, Output
 from .output import console_for
+
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from . import Writer
 
 # A renderer by this name takes the open file, not a rich console: its text is mostly
 # plain lines, and importing rich would cost more than writing them (diff_text.py).

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import IO, TYPE_CHECKING
 
 from .output import RICH_TERMINAL_VARIABLES, cell, console_for, pct, pipe_width
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from typing import IO
+
     from rich.console import Console
 
 RIGHT, NO_WRAP, FOLD = "right", "no wrap", "fold"  # how a column is laid out

@@ -29,11 +29,13 @@ import zlib
 from collections.abc import Callable
 from contextlib import suppress
 from functools import cache
-from typing import TYPE_CHECKING, Any
 
 from .layout import SCHEMA_VERSION
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..model.run import RunInfo
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from ..model.line_counts import LineCounts
 from . import run_index
 from .answers import AnswerFiles
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
     from os import PathLike
+    from typing import Any
 
     from ..model.count_listing import CountListing
     from ..model.counts import Counts

@@ -6,8 +6,8 @@ it reads: `diff` of two count runs and `top` start without them."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -17,7 +17,6 @@ import json
 import os
 import re
 from contextlib import suppress
-from typing import NamedTuple
 
 from ..errors import UserError
 from .layout import DB_NAME
@@ -25,12 +24,19 @@ from .layout import DB_NAME
 INDEX_NAME = "runs-index.json"
 
 
-class IndexedRun(NamedTuple):
-    """What the index knows of a run: enough to name the files kept for it."""
+class IndexedRun:
+    """What the index knows of a run: enough to name the files kept for it. A plain
+    class: the views read the index without importing typing (docs/counts.md)."""
 
-    id: int
-    started: float
-    unit: str
+    __slots__ = ("id", "started", "unit")
+
+    def __init__(self, id: int, started: float, unit: str) -> None:
+        self.id = id
+        self.started = started
+        self.unit = unit
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IndexedRun) and (*self.key, self.unit) == (*other.key, other.unit)
 
     @property
     def key(self) -> tuple[int, float]:

@@ -18,9 +18,12 @@ nothing else of perfsleuth: `diff` of two count runs starts fast.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ..model.line_counts import FileLines, LineCounts
+
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def exact_diff(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..model.labels import LABEL_GROUPINGS, LABEL_NAME, LABEL_PREFIX
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:  # types alone: `diff` and `top` take GROUPINGS without the profile's module
     from ..model.profile import Frame, Profile
 

@@ -16,7 +16,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import TYPE_CHECKING, Any
 
 from ..model.profile import Profile
 from ..model.run import RunInfo
@@ -26,7 +25,10 @@ from ..store.runs import Store
 from . import flame, timeline, top
 from .keys import top_name
 
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:  # a count run's; a sampled run's pages are kept without the module
+    from typing import Any
+
     from ..model.counts import ExactCounts
 
 FACTS = "facts"
