@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 from cache_store import context_with
 
 from perfsleuth.analyzers import cpu_cache_footprint
@@ -108,3 +111,22 @@ def test_a_run_with_fewer_calls_than_its_n_is_warned_of(tmp_path):
     ctx = context_with(tmp_path / "enough", {"handle_packet": {"scaling": doc}})
     [finding] = cpu_cache_footprint.analyze(ctx)
     assert not [line for line in finding.evidence if "warning" in line]
+
+
+def test_cliffs_all_outside_the_range_are_said_to_be_in_a_note(tmp_path):
+    """abseil's flat_hash_map scaled over 500..2,000 (the real projection): the L1d's
+    cliff below the range, the others above it, and `advise` said only "no findings
+    above the noise floor"."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "cache" / "abseil_scaling.json"
+    ctx = context_with(tmp_path, {"find_session": {"scaling": json.loads(fixture.read_text())}})
+    assert cpu_cache_footprint.analyze(ctx) == []
+    [note] = ctx.notes
+    assert note.startswith("cache-footprint: no finding for find_session: ")
+    assert "outside the scaled range 500..2,000 (L1d below it, L2 at n = 12,529" in note
+    assert "TLB at n = 111,955" in note
+
+
+def test_no_note_when_a_cliff_is_inside_the_range(tmp_path):
+    ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(True)}})
+    cpu_cache_footprint.analyze(ctx)
+    assert ctx.notes == []

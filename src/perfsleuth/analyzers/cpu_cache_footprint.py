@@ -31,13 +31,36 @@ def analyze(ctx: Context) -> list[Finding]:
         scaling = doc.scaling
         if scaling is None:
             continue
-        findings += [
-            finding(function, scaling, c, share) for c in scaling["cliffs"] if c["in_range"]
-        ]
+        inside = [finding(function, scaling, c, share) for c in scaling["cliffs"] if c["in_range"]]
         tlb = scaling["tlb"]
         if tlb["available"] and tlb["in_range"]:
-            findings.append(tlb_finding(function, scaling, tlb, share))
+            inside.append(tlb_finding(function, scaling, tlb, share))
+        if not inside and (outside := outside_text(scaling)):
+            ctx.notes.append(f"cache-footprint: no finding for {function}: {outside}")
+        findings += inside
     return findings
+
+
+def outside_text(scaling: Scaling) -> str:
+    """Where the predicted cliffs lie when none is inside the scaled range: the
+    finding is only for a cliff the runs reached, and `advise` said nothing of the
+    others (abseil's flat_hash_map scaled over 500..2,000: every cliff outside)."""
+    low, high = scaling["range"]
+    placed = [
+        (c["level"], "below it" if c.get("below_range") else f"at n = {c['n']:,}")
+        for c in scaling["cliffs"]
+        if c["n"] is not None
+    ]
+    tlb = scaling["tlb"]
+    if tlb["available"] and tlb.get("n") is not None:
+        placed.append(("TLB", f"at n = {tlb['n']:,}"))
+    if not placed:
+        return ""
+    where = ", ".join(f"{level} {at}" for level, at in placed)
+    return (
+        f"its predicted cliffs lie outside the scaled range {low:,}..{high:,} ({where}); "
+        "`perfsleuth cache show` gives them, a --scale over them measures them"
+    )
 
 
 def in_range(rule: str, what: str, scaling: Scaling, share: float, **fields) -> Finding:
