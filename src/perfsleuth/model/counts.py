@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from .documents import Upgrade
+from .slot_values import slot_fields
 
 Sources = dict[str, list[str]]  # file -> its lines, as they were when the run was recorded
 Stamps = dict[str, list]  # file -> [size, mtime, sha256 hex] when the run was recorded
@@ -101,7 +102,7 @@ class Columns:
             self.data.setdefault(name, array(code))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Columns) and _fields(self) == _fields(other)
+        return isinstance(other, Columns) and slot_fields(self) == slot_fields(other)
 
     def __len__(self) -> int:
         return len(self.costs) // self.width if self.width else 0
@@ -156,7 +157,7 @@ class ExactCounts:
         self.meta = {} if meta is None else meta
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ExactCounts) and _fields(self) == _fields(other)
+        return isinstance(other, ExactCounts) and slot_fields(self) == slot_fields(other)
 
     def _replace(self, **changes: Any) -> ExactCounts:
         """A copy with the fields named changed (dataclasses.replace's)."""
@@ -437,10 +438,6 @@ class ExactCounts:
         )
 
 
-def _fields(value: Columns | ExactCounts | Counts) -> tuple:
-    return tuple(getattr(value, name) for name in value.__slots__)
-
-
 def _site(entry: list | None, otherwise: Site) -> Site:
     return (str(entry[0]), int(entry[1])) if entry else otherwise
 
@@ -486,7 +483,7 @@ class Counts:
         self.stamps = {} if stamps is None else stamps
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Counts) and _fields(self) == _fields(other)
+        return isinstance(other, Counts) and slot_fields(self) == slot_fields(other)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -13,6 +13,8 @@ it starts fast.
 
 from __future__ import annotations
 
+from .slot_values import slot_fields
+
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
     from typing import Any
@@ -34,7 +36,7 @@ class FileLines:
         self.texts = texts
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FileLines) and _fields(self) == _fields(other)
+        return isinstance(other, FileLines) and slot_fields(self) == slot_fields(other)
 
 
 class LineCounts:
@@ -70,7 +72,7 @@ class LineCounts:
         self.tool = tool
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, LineCounts) and _fields(self) == _fields(other)
+        return isinstance(other, LineCounts) and slot_fields(self) == slot_fields(other)
 
     @staticmethod
     def of(counts: Counts) -> LineCounts:
@@ -144,10 +146,6 @@ def _function_self(exact: ExactCounts) -> tuple[list[str], list[list[int]]]:
     per_event = [exact.function_self(event, merge_unnamed=True) for event in exact.events]
     names = list(per_event[0]) if per_event else []
     return names, [[costs[name] for name in names] for costs in per_event]
-
-
-def _fields(value: FileLines | LineCounts) -> tuple:
-    return tuple(getattr(value, name) for name in value.__slots__)
 
 
 def _text(lines: list[str], number: int) -> str | None:
