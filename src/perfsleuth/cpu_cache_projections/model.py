@@ -276,8 +276,9 @@ def simulate(trace: Trace, geometry: Geometry) -> Simulation:
                     if rooms[level] and line in model.prefetched:
                         continue
                     missed[level] += 1 - sampled.hit(line, window, position, rooms[level])
-            if (address ^ (address + size - 1)) >> model.shift:
-                split = [total + max(0.0, m - 1) for total, m in zip(split, missed, strict=True)]
+            if (address ^ (address + size - 1)) >> model.shift:  # crosses a line boundary
+                for level, m in enumerate(missed):
+                    split[level] += max(0.0, m - 1)
             where = trace.source_of(pc) or f"0x{pc - trace.base:x}"
             counter = by_source.setdefault(where, {"accesses": 0, **dict.fromkeys(names, 0.0)})
             counter["accesses"] += 1
