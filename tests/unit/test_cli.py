@@ -33,6 +33,33 @@ def test_help_lists_every_command_without_importing_them():
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+# What a command's run needs and its --help does not: imported by `lint --help`,
+# `gate --help` and `agent --help` they cost 0.3-0.44 CPU-s (issue 29: under 0.3).
+HEAVY = (
+    "clang.cindex",
+    "capstone",
+    "duckdb",
+    "pyarrow",
+    "orjson",
+    "google.protobuf",
+    "perfsleuth.formats.perf_data",
+    "perfsleuth.agent.daemon",
+    "perfsleuth.collect.valgrind",
+    "perfsleuth.static_analysis.codebase",
+)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_commands_help_imports_none_of_what_only_its_run_needs(command):
+    code = (
+        "import sys; from perfsleuth import cli\n"
+        f"try:\n    cli.main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_store_before_the_subcommand_as_after_it(tmp_path, monkeypatch):
     monkeypatch.delenv("PERFSLEUTH_STORE", raising=False)
     store = str(tmp_path / "s")

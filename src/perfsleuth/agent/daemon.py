@@ -19,13 +19,14 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..collect.system_wide import SystemRecorder, check_access, current_access
 from ..errors import UserError
 from ..formats.wire import window_pprof
+from .config import AgentConfig
 from .host_symbols import HostSymbolizer, trim_heap
 from .overhead import (
     FULL,
@@ -38,7 +39,7 @@ from .overhead import (
     rss_bytes,
 )
 from .processes import ProcessTable
-from .python_sampler import DEFAULT_PROCESSES, PythonSampler
+from .python_sampler import PythonSampler
 from .sender import Backoff, Sender, SendError
 from .spool import Spool, SpoolError
 from .symbol_cache import SymbolCache
@@ -58,28 +59,10 @@ MAX_AGENT_RSS = 84 << 20
 # MAX_AGENT_RSS, and dropping them every window re-read every DSO's tables each window
 # (76% of the agent's CPU, 10-14% of the host at load 8-11).
 RSS_REGROWTH = 16 << 20
-# The default CPU cap: 1% of the host, the agent's perf included (commands/agent.py).
-DEFAULT_MAX_CPU_SHARE = 0.01
 # New addresses a window within the cap may always name, the most sampled first: one
 # llvm-symbolizer run over a few files, ~0.02-0.05 CPU-s when there are new ones.
 MIN_NAMED = 16
 LAST_END = "last_end"
-
-
-@dataclass(frozen=True)
-class AgentConfig:
-    server: str
-    spool: Path
-    token: str | None = None
-    freq: int = 19
-    window_s: int = 20
-    max_spool_bytes: int = 256 << 20
-    call_graph: str = "dwarf"
-    labels: dict[str, str] = field(default_factory=dict)
-    python_processes: int = DEFAULT_PROCESSES  # sampled with py-spy at once; 0: none
-    python_match: str = ""  # a regex their command lines must match; "": any
-    # of the host, agent and perf together; None: no cap
-    max_cpu_share: float | None = DEFAULT_MAX_CPU_SHARE
 
 
 @dataclass

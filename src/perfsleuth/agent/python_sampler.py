@@ -72,7 +72,6 @@ from ..model.profile import Frame, Profile, ProfileBuilder
 from ..model.timeline import Timeline
 from .overhead import cpu_seconds
 
-DEFAULT_PROCESSES = 3
 # py-spy's rate: a tenth of python mode's 1000 Hz, which cost 15% of a core per process
 SPY_RATE_HZ = 100
 STOP_TIMEOUT_S = 10.0

@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..agent.daemon import DEFAULT_MAX_CPU_SHARE, Agent, AgentConfig
-from ..agent.python_sampler import DEFAULT_PROCESSES
+from ..agent.config import DEFAULT_MAX_CPU_SHARE, DEFAULT_PYTHON_PROCESSES, AgentConfig
 from ..errors import UserError
 
 NAME = "agent"
@@ -60,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--python-processes",
         type=int,
-        default=DEFAULT_PROCESSES,
+        default=DEFAULT_PYTHON_PROCESSES,
         metavar="N",
         help="CPython processes sampled with py-spy at once, the busiest first, for their "
         "Python frames (default %(default)s; 0: perf's native frames only)",
@@ -88,6 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..agent.daemon import Agent  # perf's reader, pprof, symbolizers: not for --help
+
     return Agent(config(args)).run()
 
 

@@ -19,16 +19,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..collect import valgrind
-from ..collect.options import RecordOptions
 from ..errors import UserError
 from ..present import formats_for, write
 from ..store.run_index import is_run_reference
-from ..store.runs import Store
-from ..symbols.symbolizer import elf_symbols
 from ..views.count_diff import unnamed_paired
 from .common import add_output_options, open_store, require_exact, tools_differ
-from .record import store_recording
+
+# Recording (valgrind, the symbolizer, record's store) is imported by current_run when
+# it records: `gate --help` paid 0.31 CPU-s for it (issue 29: any command under 0.3).
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
+if TYPE_CHECKING:
+    from ..store.runs import Store
 
 NAME = "gate"
 HELP = "CI gate: fail when a workload's exact instruction count grows past a threshold"
@@ -116,6 +117,11 @@ def current_run(
             "no command given; usage: perfsleuth gate --baseline B -- CMD ARGS... "
             "(or --run RUN to judge a stored count run)"
         )
+    from ..collect import valgrind
+    from ..collect.options import RecordOptions
+    from ..symbols.symbolizer import elf_symbols
+    from .record import store_recording
+
     executable = valgrind.resolve_program(cmd)
     symbols = elf_symbols(executable)
     check_binary(

@@ -9,26 +9,22 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
-from .. import rank
-from ..analyzers import Context
-from ..analyzers.aliasing_write import build_finding, no_cost_seen
-from ..analyzers.missed_vectorization import missed_loops
 from ..errors import UserError
-from ..experiments.aliasing import verify_aliasing
-from ..model.findings import Finding
-from ..model.profile import Profile
-from ..model.progress import SILENT, Progress
-from ..model.run import RunInfo
+from ..model.progress import SILENT
 from ..present import FINDINGS, formats_for, write
-from ..present.output import destination
-from ..static_analysis.codebase import analyse_codebase
-from ..static_analysis.compile_db import flags_for, load_compile_commands
-from ..static_analysis.source import TranslationUnit, cindex, source_files
-from ..static_analysis.unit_cache import UnitCache
-from ..static_analysis.unit_report import UnitReport
 from .common import add_output_options, progress_display
+
+# The analyses (libclang, capstone, the experiments) are imported by the functions that
+# run them: `lint --help` paid 0.44 CPU-s for them (issue 29: any command under 0.3).
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..model.findings import Finding
+    from ..model.progress import Progress
+    from ..static_analysis.unit_cache import UnitCache
+    from ..static_analysis.unit_report import UnitReport
 
 NAME = "lint"
 HELP = "find aliasing writes and unvectorised loops in C/C++ sources (no profile needed)"
@@ -80,6 +76,10 @@ def confidence(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import rank
+    from ..present.output import destination
+    from ..static_analysis.unit_cache import UnitCache
+
     compile_commands = Path(args.compile_commands) if args.compile_commands else None
     if compile_commands is not None and not compile_commands.is_file():
         raise UserError(f"--compile-commands {args.compile_commands}: no such file")
@@ -120,6 +120,11 @@ def lint(
     Without a profile to say which loops matter, the loops clang did not vectorise
     are many; they are reported only when `missed` is set. Units run in parallel, one
     per core; with a `cache`, an unchanged unit's report is read back instead."""
+    from ..static_analysis.codebase import analyse_codebase
+    from ..static_analysis.compile_db import flags_for, load_compile_commands
+    from ..static_analysis.source import TranslationUnit, cindex, source_files
+    from ..static_analysis.unit_analysis import skipped_notes
+
     cindex()  # a missing libclang is one clear error, before any work
     table = load_compile_commands(compile_commands) if compile_commands else None
     if not paths:
@@ -136,8 +141,6 @@ def lint(
     progress.phase(f"analysing {len(units)} translation units", total=len(units))
     reports = analyse_codebase(units, missed, cache, progress.advance)
     findings: list[Finding] = []
-    from ..static_analysis.unit_analysis import skipped_notes
-
     notes, skipped = [], []
     for report in reports:
         if report.error:
@@ -155,6 +158,11 @@ def lint(
 def verify_compiled(findings: list[Finding], progress: Progress = SILENT) -> list[str]:
     """Each aliasing-write finding's compile-only proof (experiments/aliasing.py) in
     its `verified`; the notes of the changes that did not compile or apply."""
+    from ..analyzers import Context
+    from ..experiments.aliasing import verify_aliasing
+    from ..model.profile import Profile
+    from ..model.run import RunInfo
+
     ctx = Context(profile=Profile(), run=RunInfo(command="lint"))
     aliasing = [f for f in findings if f.kind == "aliasing-write"]
     progress.phase(f"verifying {len(aliasing)} aliasing fixes", total=len(aliasing))
@@ -170,6 +178,9 @@ def verify_compiled(findings: list[Finding], progress: Progress = SILENT) -> lis
 def unit_findings(report: UnitReport, missed: bool) -> tuple[list[Finding], list[str]]:
     """The unit's findings, and a note for each matched loop its compiler's own build
     shows to cost nothing (no reload, or no machine loop): not a finding."""
+    from ..analyzers.aliasing_write import build_finding, no_cost_seen
+    from ..analyzers.missed_vectorization import missed_loops
+
     aliasing, quiet = [], []
     for match, remark in report.confirmed_matches():
         asm = report.loop_code(match, None)

@@ -24,9 +24,25 @@ def render(doc: dict[str, Any], console: Console) -> None:
     for s in states:
         table.add_column(s, justify="right")
     for r in doc["threads"]:
-        cells = [pct(r["states"][s]) if s in r["states"] else "" for s in states]
+        cells = [_cell(r, s) for s in states]
         table.add_row(str(r["tid"]), r["name"], _amount(r["total"], doc["unit"]), *cells)
     console.print(table)
+    counted = sorted({r["samples"] for r in doc["threads"] if any(r.get("margins", {}).values())})
+    if counted:
+        spread = f"{counted[0]:,}" + (f"–{counted[-1]:,}" if len(counted) > 1 else "")
+        console.print(
+            f"±: the 95% margin of a share of {spread} sampled instants a thread "
+            "(narrower with more: --freq or a longer run)",
+            highlight=False,
+        )
+
+
+def _cell(row: dict[str, Any], state: str) -> str:
+    if state not in row["states"]:
+        return ""
+    margin = row.get("margins", {}).get(state)
+    shown = pct(row["states"][state])
+    return f"{shown} ±{100.0 * margin:.1f}" if margin else shown
 
 
 def _total_label(unit: str) -> str:

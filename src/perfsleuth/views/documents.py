@@ -93,6 +93,10 @@ class ThreadRow(TypedDict):
     total: float
     share: float
     states: dict[str, float]  # fraction of the thread's own time per state
+    # where the run samples instants (views/threads.py): the thread's samples, and each
+    # state's 95% margin (the fraction is within it of the thread's time in the state)
+    samples: NotRequired[int]
+    margins: NotRequired[dict[str, float]]
 
 
 class ThreadsDoc(TypedDict):

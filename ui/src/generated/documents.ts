@@ -87,6 +87,8 @@ export interface ThreadRow {
   total: number;
   share: number;
   states: Record<string, number>;
+  samples?: number;
+  margins?: Record<string, number>;
 }
 
 export interface ThreadsDoc {

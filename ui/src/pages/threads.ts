@@ -36,8 +36,14 @@ function threadRow(runId: string, t: ThreadRow, states: string[], unit: string):
     h("td", { class: "num" }, h("span", { class: "cost" }, bar(t.share), pct(t.share))),
     h("td", { class: "num" }, `${t.total.toLocaleString()} ${unit}`),
     h("td", { class: "state-cell" }, stateBar(runId, t)),
-    states.map((s) => h("td", { class: "num" }, t.states[s] ? h("a", { href: flameOf(runId, t, s) }, pct(t.states[s], 1)) : "–")),
+    states.map((s) => h("td", { class: "num" }, t.states[s] ? [h("a", { href: flameOf(runId, t, s) }, pct(t.states[s], 1)), marginOf(t, s)] : "–")),
   );
+}
+
+/** A sampled share's 95% margin (views/threads.py), where the run samples instants. */
+function marginOf(t: ThreadRow, state: string): HTMLElement | string {
+  const margin = t.margins?.[state];
+  return margin ? h("span", { class: "muted margin" }, ` ±${(100 * margin).toFixed(1)}`) : "";
 }
 
 export async function renderThreads(app: HTMLElement, runId: string): Promise<void> {
@@ -48,7 +54,7 @@ export async function renderThreads(app: HTMLElement, runId: string): Promise<vo
   }
   const states = choices.states.filter((s) => doc.threads.some((t) => t.states[s]));
   app.append(
-    h("p", { class: "muted" }, "Each thread's time by state, as `perfsleuth threads` gives it. Click a thread or a state for the flame graph of those samples."),
+    h("p", { class: "muted" }, "Each thread's time by state, as `perfsleuth threads` gives it. Click a thread or a state for the flame graph of those samples.", doc.threads.some((t) => t.margins) ? " ±: the 95% margin of a share of sampled instants (narrower with more: --freq or a longer run)." : ""),
     h("p", { class: "legend" }, states.map((s) => h("span", { class: "legend-item" }, h("i", { class: `state-${s}` }), s))),
     h(
       "table",
