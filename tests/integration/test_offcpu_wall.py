@@ -603,3 +603,88 @@ def test_offcpu_without_bpftrace_falls_back_to_perf(
     doc = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)
     assert doc["unit"] == "ns"
     assert any("mutex" in t["states"] for t in doc["threads"])
+
+
+# yarn.c's twist (pigz): the thread that changes the value broadcasts and works on under
+# the lock, so the waiter, woken, retakes the mutex inside pthread_cond_wait for long
+RELOCK = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static long value;
+static volatile int done;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void spin(double s) {
+    for (double end = now() + s; now() < end;) {}
+}
+
+static void *waiter(void *arg) {
+    pthread_setname_np(pthread_self(), "waiter");
+    long seen = 0;
+    pthread_mutex_lock(&lock);
+    while (!done) {
+        while (value == seen && !done) pthread_cond_wait(&changed, &lock);
+        seen = value;
+    }
+    pthread_mutex_unlock(&lock);
+    return arg;
+}
+
+static void *twister(void *arg) {
+    for (double end = now() + 1.5; now() < end;) {
+        pthread_mutex_lock(&lock);
+        value++;
+        pthread_cond_broadcast(&changed);
+        spin(300e-6);
+        pthread_mutex_unlock(&lock);
+        spin(100e-6);
+    }
+    return arg;
+}
+
+int main(void) {
+    pthread_t w, t;
+    pthread_create(&w, NULL, waiter, NULL);
+    pthread_create(&t, NULL, twister, NULL);
+    pthread_join(t, NULL);
+    pthread_mutex_lock(&lock);
+    done = 1;
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+    pthread_join(w, NULL);
+    puts("relock: done");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["wall", "offcpu", "all"])
+def test_a_condition_wait_retaking_its_mutex_is_condvar_in_every_mode(mode: str, tmp_path: Path):
+    """The waiter's whole wait is in pthread_cond_wait, as its own clock would count it;
+    offcpu and all modes, whose stacks stop in glibc's __lll_lock_wait, read the relock
+    `mutex` (pigz's writer: 27-33% where wall mode read 0)."""
+    if mode != "wall" and os.geteuid() != 0:
+        pytest.skip("eBPF needs root")
+    (tmp_path / "relock.c").write_text(RELOCK)
+    program = tmp_path / "relock"
+    subprocess.run(
+        ["gcc", "-O2", "-g", "-pthread", "-o", str(program), str(tmp_path / "relock.c")],
+        check=True,
+    )
+    proc = perfsleuth("record", "--mode", mode, "--", str(program), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    threads = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)["threads"]
+    waiter = next(t for t in threads if t["name"] == "waiter")
+    assert waiter["states"].get("condvar", 0) > 0.5, waiter
+    # offcpu mode: the on-CPU probe keys its lock samples by the leaf alone (no caller)
+    assert waiter["states"].get("mutex", 0) < 0.1, waiter

@@ -373,3 +373,31 @@ def test_a_site_nearly_all_in_condition_waits_is_no_contention():
     contention there ("shorten the critical section"), gain 1.9%."""
     assert lock_contention.analyze(context(consumers_profile(mutex_ms=40, cv_ms=260)))
     assert not lock_contention.analyze(context(consumers_profile(mutex_ms=6, cv_ms=294)))
+
+
+# wall mode's lock_holders of pigz 2.6 -p 3 (-O2 -g) on 300 MB: its compressors wait in
+# possess_(write_first) at pigz.c:1890 while the holder, another compressor, is in
+# yarn.c's twist_, waking the writer (pthread_cond_broadcast) before it unlocks
+PIGZ_HOLDERS = Path(__file__).parent.parent / "fixtures" / "wall" / "pigz-holders.json"
+
+
+def test_a_holder_waking_waiters_in_a_lock_wrapper_is_named_by_that_call():
+    """The finding said "under the lock, its holder runs: twist_ 100%": yarn.c's wrapper
+    that sets the value, broadcasts and unlocks. What runs under the lock is the wake-up."""
+    holders = json.loads(PIGZ_HOLDERS.read_text())
+    b = ProfileBuilder(unit="ns")
+    waits = [Frame(f, dso="libc.so.6") for f in holders[0][0][:5]]
+    caller = Frame("compress_thread", dso="pigz", file="/tmp/pigz-2.6/pigz.c", line=1890)
+    for tid in (11, 12, 13):
+        t = Thread(tid, 10, "pigz")
+        b.add([*waits, Frame("possess_", dso="pigz"), caller, *ROOT], 200 * MS, thread=t,
+              state="mutex")  # fmt: skip
+        b.add([Frame("deflate", dso="libz.so.1"), caller, *ROOT], 800 * MS, thread=t,
+              state="running")  # fmt: skip
+    profile = b.build()
+    profile.meta["lock_holders"] = holders
+    (finding,) = lock_contention.analyze(context(profile, cpus=8))
+    assert [h["function"] for h in finding.details["holders"]] == [
+        "pthread_cond_broadcast in twist_"
+    ]
+    assert finding.suggestion.startswith("Signal or broadcast after unlocking")

@@ -19,13 +19,7 @@ from ..model.findings import Finding
 from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..rules import Rule
-from ..static_analysis.cpu_limits import cpu_seconds
-
-DEEP_TUS = 5  # hot translation units the source analyses read by default
-# CPU seconds (this process's and the compilers') of the analysis of a run, within
-# which the deep unit analyses start units and past which their compilers are stopped,
-# so that advising stays bounded on a program of many or large hot units
-DEEP_BUDGET = 10.0
+from ..static_analysis.cpu_limits import DEEP_BUDGET, DEEP_TUS, cpu_seconds
 
 
 @dataclass

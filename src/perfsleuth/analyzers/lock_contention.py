@@ -51,6 +51,16 @@ from .wait_sites import (
 NS = 1e9
 CONDVAR_FUNCTION_PREFIXES = ("pthread_cond_", "__pthread_cond_", "___pthread_cond_")
 CONDVAR_MANGLED = "condition_variable"  # in std::condition_variable's mangled names too
+# Calls a lock's holder wakes its waiters in (glibc's names, as the symbolizer gives them)
+WAKING_CALLS = (
+    "pthread_cond_signal",
+    "pthread_cond_broadcast",
+    "___pthread_cond_signal",
+    "___pthread_cond_broadcast",
+    "pthread_mutex_unlock",
+    "___pthread_mutex_unlock",
+    "__pthread_mutex_unlock",
+)
 SYSTEM_DIRS = ("/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/")
 # Lock calls whose holder no mode reads (wallsnap reads a glibc mutex's owner word):
 # Rust's std locks and parking_lot's (lock_api), crossbeam's channels
@@ -162,7 +172,18 @@ def _innermost_named(frames: list[Frame]) -> str:
     own = [f for f in frames if not is_library(f) and f.function != UNKNOWN]
     named = next((f for f in own if not f.function.startswith(UNKNOWN)), None)
     innermost = named or (own[0] if own else None)
-    return innermost.function if innermost else "[a library]"
+    if innermost is None:
+        return "[a library]"
+    waking = _waking_call(frames[: frames.index(innermost)])
+    return f"{waking} in {innermost.function}" if waking else innermost.function
+
+
+def _waking_call(inner: list[Frame]) -> str:
+    """The signal, broadcast or unlock the holder is in (its frames leafward of its own
+    code), or "": pigz's holder was "twist_ 100%", yarn.c's wrapper that broadcasts
+    under the lock, then unlocks; what runs under the lock is the wake-up."""
+    calls = (f.function for f in reversed(inner) if is_library(f))
+    return next((c for c in calls if c.startswith(WAKING_CALLS)), "")
 
 
 def _top_shares(weights: dict[str, float]) -> list[tuple[str, float]]:
@@ -222,7 +243,7 @@ def _lock_finding(
             _holders_text(site, holders, under is not None, "lock_holders" in profile.meta),
             path.text(profile),
         ],
-        suggestion=_lock_suggestion(handoff),
+        suggestion=_lock_suggestion(handoff, _wakes_under_the_lock(under)),
         fix=(
             {"package": "libconcurrentqueue-dev", "include": CONCURRENTQUEUE_HEADER}
             if handoff
@@ -348,12 +369,24 @@ def _holder_unread(wait_function: str) -> bool:
     )
 
 
-def _lock_suggestion(handoff: bool) -> str:
+def _wakes_under_the_lock(under: list[tuple[str, float]] | None) -> bool:
+    """The holder seen most at the waits is waking waiters (_waking_call)."""
+    return bool(under) and under is not None and under[0][0].startswith(WAKING_CALLS)
+
+
+def _lock_suggestion(handoff: bool, waking: bool = False) -> str:
+    """`waking`: the holder is mostly seen waking waiters under the lock."""
     common = (
         "shorten the critical section (move work such as statistics or formatting out of "
         "the lock), shard the lock or the data it guards, and batch: take several items "
         "per lock acquisition"
     )
+    if waking:
+        common = (
+            "signal or broadcast after unlocking, not under the lock: its holder is seen "
+            "waking waiters while it holds it (each woken thread then blocks on the lock at "
+            f"once), or {common}"
+        )
     if handoff:
         return (
             "This is a producer-consumer hand-off through a mutex-protected queue: replace "

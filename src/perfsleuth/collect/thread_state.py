@@ -93,6 +93,8 @@ RULES: tuple[Rule, ...] = (
             "___pthread_cond_timedwait*",
             "__pthread_cond_clockwait*",
             "pthread_cond_clockwait",
+            # glibc's condition wait retaking its mutex: called by nothing else
+            "__pthread_mutex_cond_lock*",
             "std::condition_variable::wait*",
             "std::condition_variable_any::wait*",
             # libstdc++'s futures wait on a futex of their own, not a pthread condvar

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..analyzers import DEEP_BUDGET, DEEP_TUS
 from ..errors import UserError
 from ..present import FINDINGS, formats_for, write
+from ..static_analysis.cpu_limits import DEEP_BUDGET, DEEP_TUS  # not analyzers': --help
 from .common import add_output_options, add_run_argument, open_store
 
 if TYPE_CHECKING:

@@ -9,8 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..analyzers import Context, missing_symbols
-from ..collect import RECORDERS, python, recorder, run_facts
+from ..collect import RECORDERS, recorder
 from ..collect.options import (
     MAX_CALLS,
     MAX_SAMPLE_INTERVAL,
@@ -20,16 +19,21 @@ from ..collect.options import (
     TRACE_SECONDS,
     RecordOptions,
 )
-from ..collect.target import recording_dir
 from ..cpu_cache_projections import model as cache_model
 from ..errors import UserError
-from ..model.profile import Profile
-from ..model.run import RunInfo
 from ..present import write
 from ..present.json import RECORDED
 from ..store import kept_counts
-from ..store.runs import Store
 from .common import add_output_options, amount, count_listing, keep_ui_answers, progress_display
+
+# The analyzers, the python-mode probe, the store and the recorders' helpers are imported
+# where a recording needs them: `record --help` and `run --help` paid ~0.27 CPU-s at
+# load 10 for them (issue 29: any command under 0.3 CPU-s).
+TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
+if TYPE_CHECKING:
+    from ..model.profile import Profile
+    from ..model.run import RunInfo
+    from ..store.runs import Store
 
 NAME = "record"
 HELP = "record a command (or a running process) into the store"
@@ -173,6 +177,8 @@ def record_options(args: argparse.Namespace) -> RecordOptions:
 
 def default_mode(cmd: list[str], pid: int | None) -> str:
     """python for a CPython interpreter (docs/python.md says how it is told), else cpu."""
+    from ..collect import python
+
     cmd = cmd[1:] if cmd[:1] == ["--"] else cmd
     found = python.is_python_process(pid) if pid is not None else python.is_python_command(cmd)
     return "python" if found else "cpu"
@@ -207,6 +213,8 @@ def attached_label(pid: int) -> str:
 
 def record_run(args: argparse.Namespace) -> tuple[Store, RunInfo, Profile]:
     """Record per the options and store the run; returns what was stored."""
+    from ..store.runs import Store
+
     cmd = command_of(args)
     with progress_display(args) as progress:
         options = replace(record_options(args), progress=progress)
@@ -217,6 +225,9 @@ def store_recording(
     store: Store, options: RecordOptions, cmd: list[str]
 ) -> tuple[Store, RunInfo, Profile]:
     """Record CMD (or options.pid) in options.mode and store the run."""
+    from ..collect import run_facts
+    from ..collect.target import recording_dir
+
     label = shlex.join(cmd) if cmd else attached_label(options.pid or 0)
     source = run_facts.OWN_COMMAND if cmd else run_facts.ATTACHED
     facts = run_facts.new_run(label, options.mode, source=source)
@@ -242,6 +253,8 @@ def _duration(info: RunInfo) -> str:
 def warn_missing_symbols(info: RunInfo, profile: Profile) -> None:
     """A run whose samples mostly have no function name is worth a word right away,
     unless a hot library holds them (hot_library names and sizes it by its file)."""
+    from ..analyzers import Context, missing_symbols
+
     ctx = Context(profile=profile, run=info, binaries=info.dsos)
     for finding in missing_symbols.analyze(ctx):
         blind = finding.details.get("blind_share", finding.share)

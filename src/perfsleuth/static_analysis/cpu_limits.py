@@ -1,5 +1,6 @@
-"""Bounds in CPU time, not wall time: on a machine busy with other work a compiler
-or a parse is slower, and must not be cut short for it.
+"""The deep analyses' bounds (the hot units they read, the CPU time of advising a
+run), in CPU time, not wall time: on a machine busy with other work a compiler or a
+parse is slower, and must not be cut short for it.
 
 A compiler runs under `prlimit --cpu` (compiler_remarks.cpu_limited); wall time only
 stops one that hangs — one whose processes used no CPU at all for HANG_S seconds —
@@ -18,6 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+DEEP_TUS = 5  # hot translation units the source analyses read by default
+# CPU seconds (this process's and the compilers') of the analysis of a run, within
+# which the deep unit analyses start units and past which their compilers are stopped,
+# so that advising stays bounded on a program of many or large hot units
+DEEP_BUDGET = 10.0
 
 HANG_S = 300  # wall seconds without any CPU used by a compiler's processes: a hang
 POLL_S = 5.0
