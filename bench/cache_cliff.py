@@ -18,7 +18,11 @@ measured latency.
    examples/bin/sparsehash_lookup (a Google sparsehash dense_hash_map of 48-byte
    pairs; `--programs sparsehash` measures it alone), and find_session for
    examples/bin/abseil_lookup (an abseil flat_hash_map, a SwissTable, of 72-byte
-   pairs: `--programs abseil`); the fitted working set gives
+   pairs: `--programs abseil`), and lookup_session for
+   examples/bin/unordered_map_lookup (libstdc++'s node-based std::unordered_map,
+   96-byte nodes) and find_session for examples/bin/robinmap_lookup (a
+   tsl::robin_map, Robin Hood open addressing, of 80-byte buckets:
+   `--programs unordered_map,robinmap`); the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
    machine by `perfsleuth cache calibrate`).
@@ -92,11 +96,14 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "ghash": ROOT / "examples/bin/ghash_lookup",
             "stbds": ROOT / "examples/bin/stbds_lookup",
             "sparsehash": ROOT / "examples/bin/sparsehash_lookup",
-            "abseil": ROOT / "examples/bin/abseil_lookup"}  # fmt: skip
+            "abseil": ROOT / "examples/bin/abseil_lookup",
+            "unordered_map": ROOT / "examples/bin/unordered_map_lookup",
+            "robinmap": ROOT / "examples/bin/robinmap_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
 FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item",
              "verstable": "find_record", "sparsehash": "find_record",
-             "abseil": "find_session"}  # fmt: skip
+             "abseil": "find_session", "unordered_map": "lookup_session",
+             "robinmap": "find_session"}  # fmt: skip
 # Runs on both sides of a hash table's doublings and several inside one phase, so
 # that pages that grow by doubling show their steps (doubling.py); the scale before,
 # whose three runs each sit just after a doubling, is projected beside it

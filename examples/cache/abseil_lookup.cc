@@ -36,21 +36,7 @@ using Map = absl::flat_hash_map<uint64_t, Session>;
 
 __attribute__((noinline)) Session *find_session(Map *map, uint64_t key) {
     auto it = map->find(key);
-    if (it == map->end())
-        return nullptr;
-    it->second.hits++;
-    it->second.last_seen = key;
-    return &it->second;
+    return it == map->end() ? nullptr : counted(it->second, key);
 }
 
-static Map *fill(size_t n) {
-    Map *map = new Map;
-    for (size_t i = 0; i < n; i++) {
-        Session s{};
-        snprintf(s.peer, sizeof s.peer, "10.%zu.%zu.%zu", i >> 16 & 255, i >> 8 & 255, i & 255);
-        (*map)[key_of(i)] = s;
-    }
-    return map;
-}
-
-int main(int argc, char **argv) { return map_main<Map, find_session, fill>(argc, argv); }
+int main(int argc, char **argv) { return map_main<Map, find_session, fill_sessions<Map>>(argc, argv); }

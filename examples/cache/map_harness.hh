@@ -1,5 +1,6 @@
 /* The harness the C++ map examples share (sparsehash_lookup.cc, abseil_lookup.cc):
- * FILL(n) builds a map of n entries keyed key_of(0..n-1), FIND(map, key) is the
+ * FILL(n) builds a map of n entries keyed key_of(0..n-1) (fill_sessions: of sessions
+ * with a peer's address), FIND(map, key) is the
  * traced lookup, returning the entry or null. A chain of lookups, each key picked
  * with the result of the last (so the loads cannot overlap), timed by
  * latency_sweep.h's rounds for `--sweep`, or run once for `N [OPS]`. */
@@ -20,6 +21,26 @@ static inline uint64_t next_random(void) {
 }
 
 static uint64_t key_of(size_t i) { return (uint64_t)i * 2654435761u; }
+
+/* A found entry's VALUE, counted and stamped with its KEY: a lookup's two writes. */
+template <class Value>
+static inline Value *counted(Value &value, uint64_t key) {
+    value.hits++;
+    value.last_seen = key;
+    return &value;
+}
+
+/* A map of n sessions keyed key_of(0..n-1), each with its peer's address written out. */
+template <class Map>
+static Map *fill_sessions(size_t n) {
+    Map *map = new Map;
+    for (size_t i = 0; i < n; i++) {
+        typename Map::mapped_type s{};
+        snprintf(s.peer, sizeof s.peer, "10.%zu.%zu.%zu", i >> 16 & 255, i >> 8 & 255, i & 255);
+        (*map)[key_of(i)] = s;
+    }
+    return map;
+}
 
 template <class Map, auto Find>
 static uint64_t lookups(Map *map, size_t n, size_t ops) {

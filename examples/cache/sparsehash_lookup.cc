@@ -35,11 +35,7 @@ using Map = google::dense_hash_map<uint64_t, Record>;
 
 __attribute__((noinline)) Record *find_record(Map *map, uint64_t key) {
     Map::iterator it = map->find(key);
-    if (it == map->end())
-        return nullptr;
-    it->second.hits++;
-    it->second.last_seen = key;
-    return &it->second;
+    return it == map->end() ? nullptr : counted(it->second, key);
 }
 
 static Map *fill(size_t n) {

@@ -47,10 +47,11 @@ from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry, LocationParser
 
 from ..binaries.subprograms import attr_text, origin
-from .struct_types import Struct, strip_qualifiers, struct_of
+from .struct_types import STRUCT_TAGS, Struct, strip_qualifiers, struct_of
 
 BACKWARD = 32  # instructions searched back for the loads of a member pointer
 MEMBER_DEPTH = 2  # s->a->b
+MEMBER_NESTING = 3  # members of members (or base classes) a member pointer may sit in
 # DWARF's x86-64 register numbers (DW_OP_reg0 ...), as capstone names them
 DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")  # fmt: skip
@@ -457,17 +458,38 @@ def load_into(insn: CsInsn, register: str) -> tuple[str, int] | None:
 
 
 def member_pointer(holder: Pointer, offset: int) -> Pointer | None:
-    """The pointer-to-struct member of holder's struct at offset, as a Pointer."""
-    for member in holder.pointee.iter_children():
-        if member.tag != "DW_TAG_member":
+    """The pointer-to-struct member of holder's struct at offset, as a Pointer, also
+    one inside a member struct or base class (`map->m_ht.m_buckets`: C++ containers
+    keep their state in a member, tsl::robin_map in `m_ht`, whose bucket array's
+    pointer sits at 0x20 of the map)."""
+    found = member_at(holder.pointee, offset, MEMBER_NESTING)
+    if found is None:
+        return None
+    path, member = found
+    pointee = pointee_die(member)
+    struct = struct_of(pointee) if pointee is not None else None
+    if pointee is None or struct is None:
+        return None
+    return Pointer(f"{holder.name}->{path}", "member", struct, pointee)
+
+
+def member_at(struct: DIE, offset: int, depth: int) -> tuple[str, DIE] | None:
+    """The member that starts at offset of struct, by its path (a base class adds
+    nothing to it), looking into member structs and base classes depth levels down."""
+    for member in struct.iter_children():
+        if member.tag not in ("DW_TAG_member", "DW_TAG_inheritance"):
             continue
         location = member.attributes.get("DW_AT_data_member_location")
-        if location is None or location.value != offset:
+        if location is None or not isinstance(location.value, int) or location.value > offset:
             continue
-        pointee = pointee_die(member)
-        struct = struct_of(pointee) if pointee is not None else None
-        if pointee is None or struct is None:
-            return None
-        name = f"{holder.name}->{attr_text(member, 'DW_AT_name')}"
-        return Pointer(name, "member", struct, pointee)
+        name = "" if member.tag == "DW_TAG_inheritance" else attr_text(member, "DW_AT_name")
+        if location.value == offset and pointee_die(member) is not None:
+            return name, member
+        typed = "DW_AT_type" in member.attributes
+        inner = strip_qualifiers(member.get_DIE_from_attribute("DW_AT_type")) if typed else None
+        if depth == 0 or inner is None or inner.tag not in STRUCT_TAGS:
+            continue
+        within = member_at(inner, offset - location.value, depth - 1)
+        if within is not None:
+            return ".".join(part for part in (name, within[0]) if part), within[1]
     return None

@@ -1,0 +1,50 @@
+"""A third-party Robin Hood table: lookups in tsl::robin_map (Debian's robin-map-dev,
+header-only) of 80-byte buckets, examples/cache/robinmap_lookup.cc, recorded with the
+real tracer.
+
+find_session(map, key) reads m_mask, m_buckets and m_bucket_count through `map`, all
+three inside its member `m_ht` (the robin_hash the map wraps); then the bucket
+`m_buckets + index * 80`: its distance from the ideal bucket at 0 and, in the pair
+stored at 8, the key, last_seen and hits (bytes 8 to 28). The bucket array's pointer
+is a member of a member: `map->m_ht.m_buckets`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cache_show import cache_doc
+from cli_runner import perfsleuth
+
+pytestmark = pytest.mark.integration
+
+BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "robinmap_lookup"
+
+
+@pytest.fixture(scope="module")
+def layouts(examples_built, tmp_path_factory) -> dict:
+    store = tmp_path_factory.mktemp("robinmap") / "store"
+    perfsleuth(
+        store, "record", "--mode", "cache", "--function", "find_session",
+        "--sample-calls", "1", "--max-calls", "20000", "--", str(BINARY), "20000", "20000",
+    )  # fmt: skip
+    return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
+
+
+def test_the_bucket_array_a_member_of_a_member_points_to_is_laid_out(layouts):
+    """It had no layout: the member pointer was sought among the map's own members,
+    and `m_ht` (at 0, 80 bytes) holds it at 0x20."""
+    buckets = layouts["map->m_ht.m_buckets[]"]
+    assert buckets["struct"].startswith("bucket_entry<")
+    hot = {f["name"]: f["hot"] for f in buckets["fields"]}
+    assert hot["m_dist_from_ideal_bucket"] and hot["m_value"]
+    assert not hot["m_last_bucket"]  # read only by iteration, not by find()
+    assert [line["touched"] for line in buckets["lines"]] == [1.0, 0.0]
+    # bytes 0 to 28 of buckets at 16-byte steps of a line: crossing one for a bucket in four
+    assert buckets["lines_touched_per_call"] == pytest.approx(1.25, abs=0.05)
+
+
+def test_the_map_is_hot_only_in_the_members_a_lookup_reads(layouts):
+    (field,) = layouts["map"]["fields"]  # robin_map's one member, m_ht
+    hot = sorted(m["name"] for m in field["inside"] if m["hot"])
+    assert hot == ["m_bucket_count", "m_buckets", "m_mask"]
