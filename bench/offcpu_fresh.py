@@ -5,7 +5,7 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
         [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase,pipewait,
-                    lotpipe,xz]
+                    lotpipe,xz,pigz,pbzip2]
         [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
@@ -49,6 +49,15 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
   CLOCK_MONOTONIC clock around liblzma's mutex locks (`mutex`) and condition waits
   (`condvar`, the relock inside included) per thread, printed at exit: the 4 workers'
   states, and the main thread's (`main mutex`, `main condvar`: it waits for them).
+- pigz, pbzip2: pigz 2.6 -p 3 on 300 MB (yarn.c's lock/twist library) and pbzip2 1.1.13
+  -p3 on 120 MB (pthread mutex + condvar work queues), built from Debian bookworm's
+  sources (-O2 -g; count_views.debian_source, which adds its own deb-src list; a pigz
+  tree already in bench/out/fresh_waits/pigz-src is used as it is, e.g. upstream's v2.6
+  tag where the archive's tarball is missing), their logic unchanged: the clock is
+  bench/fresh_waits/waitclock.c, an LD_PRELOAD library that times each thread's
+  pthread_mutex_lock (`mutex`) and pthread_cond_wait/timedwait (`condvar`, the relock
+  inside included) and its life, printed as xz's patch prints them (the started
+  threads, summed, and the main thread).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -148,10 +157,42 @@ PROGRAMS = {
     ),
 }
 XZ_DEBIAN = "xz-utils"
+WAITCLOCK = OUT / "waitclock.so"
+CORPUS_300 = OUT / "corpus300.tar"
+CORPUS_120 = OUT / "corpus120.tar"
+PTHREAD_MARKS = (
+    ("condvar", ("pthread_cond_",)),
+    ("mutex", ("pthread_mutex_lock", "__lll_lock_wait")),
+)
+PRELOADED = ("env", f"LD_PRELOAD={WAITCLOCK}")
+PROGRAMS |= {
+    "pigz": Program(
+        (*PRELOADED, str(OUT / "pigz"), "-p", "3", "-c", str(CORPUS_300)),
+        re.compile("worker " + XZ_CLOCK),
+        PTHREAD_MARKS,
+        main_truth=re.compile("main " + XZ_CLOCK),
+    ),
+    "pbzip2": Program(
+        (*PRELOADED, str(OUT / "pbzip2"), "-p3", "-c", str(CORPUS_120)),
+        re.compile("worker " + XZ_CLOCK),
+        PTHREAD_MARKS,
+        main_truth=re.compile("main " + XZ_CLOCK),
+    ),
+}
 
 
 def build(programs: list[str]) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    if set(programs) - {"xz", "pigz", "pbzip2"}:
+        build_own()
+    if "xz" in programs:
+        build_xz()
+    if {"pigz", "pbzip2"} & set(programs):
+        build_preloaded()
+
+
+def build_own() -> None:
+    """The programs of bench/fresh_waits/."""
     subprocess.run(
         ["g++", "-O2", "-g", "-pthread", "-o", str(OUT / "rwtable"), str(SOURCES / "rwtable.cc")],
         check=True,
@@ -178,8 +219,37 @@ def build(programs: list[str]) -> None:
             check=True,
             env={**os.environ, "CARGO_TARGET_DIR": str(OUT / "target")},
         )
-    if "xz" in programs:
-        build_xz()
+
+
+def build_preloaded() -> None:
+    """pigz and pbzip2 from Debian's sources, the clock they are run with, their input."""
+    subprocess.run(
+        ["gcc", "-O2", "-g", "-shared", "-fPIC", "-o", str(WAITCLOCK),
+         str(SOURCES / "waitclock.c"), "-ldl"],
+        check=True,
+    )  # fmt: skip
+    sys.path.insert(0, str(ROOT / "bench"))
+    from count_views import debian_source, sh
+
+    for name, make in (
+        ("pigz", "make -s pigz CFLAGS='-O2 -g'"),
+        ("pbzip2", "make -s pbzip2 CXXFLAGS='-O2 -g -pthread' 2>/dev/null"),
+    ):
+        if (OUT / name).exists():
+            continue
+        src = OUT / f"{name}-src"
+        if not any(p.is_dir() and p.name.startswith(name) for p in src.glob("*")):
+            debian_source(name, src)
+            sh(f"tar xf {name}_*.orig.tar.*", src)
+        tree = next(p for p in src.iterdir() if p.is_dir() and p.name.startswith(name))
+        sh(f"{make} && cp {name} {OUT / name}", tree)
+    if not CORPUS_300.exists():
+        tree = "/usr/include /usr/share/doc /usr/lib/python3*"
+        tar = f"tar cf - {tree} 2>/dev/null | head -c 220000000"
+        noise = "head -c 60000000 /dev/urandom | base64 -w 0 | head -c 80000000"
+        subprocess.run(f"({tar}; {noise}) > {CORPUS_300}", shell=True, check=True)
+    if not CORPUS_120.exists():
+        subprocess.run(f"head -c 120000000 {CORPUS_300} > {CORPUS_120}", shell=True, check=True)
 
 
 def build_xz() -> None:

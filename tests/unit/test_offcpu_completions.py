@@ -167,3 +167,33 @@ def test_glibc_s_lock_helper_s_caller_is_put_back_and_tells_a_condition_wait_s_r
     assert in_relock[-1].function == "__pthread_mutex_cond_lock"
     assert thread_state.classify(kernel + in_relock, "S") == "condvar"
     assert thread_state.classify(kernel + _frames([leaf], lock, names), "S") == "mutex"
+
+
+# `perfsleuth flame --folded --thread MAIN` of an all-mode run of pbzip2 1.1.13 -p3
+# (-O2 -g) on 120 MB: its main thread waits in producer()'s pthread_cond_wait, and at
+# the end joins its threads (pthread_join: 3.4% of it in wall mode, its clock's 3.7% of
+# time outside condition waits), which perf never sampled on the CPU; the join's eBPF
+# stack stops in glibc's futex helper, labelled `other` by its shared futex, and was
+# completed with the condition wait's on-CPU path: main read condvar +2.0 to +4.6 points
+# over its clock
+PBZIP2_MAIN_ALL = FIXTURES / "pbzip2-main-all.folded"
+
+
+def test_a_cut_wait_whose_futex_says_join_is_not_completed_as_a_condition_wait():
+    from perfsleuth.collect.offcpu import _merged
+
+    t = Thread(26452, 26452, "pbzip2")
+    oncpu, offcpu = ProfileBuilder(unit="ns"), ProfileBuilder(unit="ns")
+    for frames, _weight in folded_stacks(PBZIP2_MAIN_ALL):
+        oncpu.add([f for f in frames if not f.kernel], 1e6, count=1, thread=t)
+    cond, _ = next(s for s in folded_stacks(PBZIP2_MAIN_ALL) if "safe_cond_wait" in str(s))
+    helper = next(i for i, f in enumerate(cond) if f.function == "__futex_abstimed_wait_common")
+    cut = [Frame("__schedule", kernel=True), Frame("futex_wait", kernel=True), *cond[: helper + 1]]
+    offcpu.add(cut, 5e6, count=1, thread=t, state="other")  # a shared futex: a join
+    offcpu.add(cut, 7e6, count=1, thread=t, state="condvar")  # a private one
+    merged = _merged(oncpu.build(), offcpu.build())
+    blocked: dict[str, float] = {}
+    for stack, weight, _count, _t, state in merged.rows():
+        if any(merged.frames[f].kernel for f in stack):
+            blocked[state] = blocked.get(state, 0.0) + weight
+    assert blocked == {"other": 5e6, "condvar": 7e6}, blocked

@@ -24,7 +24,7 @@ from functools import lru_cache
 from ..binaries import STT_FUNC, binary_at
 from ..model.counts import ExactCounts
 from ..model.findings import Finding
-from ..model.profile import Profile
+from ..model.profile import Frame, Profile
 from ..static_analysis.code_shape import CodeShape, cpu_flags, shape_of
 from ..static_analysis.source import binary_path
 from ..symbols.demangle import demangle_map
@@ -114,11 +114,10 @@ def analyze(ctx: Context) -> list[Finding]:
         elif weight / total >= HINT_MIN_SHARE:
             paths = {u.path for u in units}
             calls = call_counts(ctx.counts) if ctx.counts is not None else None
-            crossing = frequent(cross_unit_calls(ctx.profile, dso, paths), calls)
+            every_call = cross_unit_calls(ctx.profile, dso, paths)
+            crossing = frequent(every_call, calls)
             cross_share = min(weight, _with_callers(crossing, function_weight[dso])) / total
-            small = frequent(
-                cross_unit_calls(ctx.profile, dso, paths, inlinable_functions(path)), calls
-            )
+            small = frequent(into(every_call, inlinable_functions(path)), calls)
             shares = (cross_share, min(cross_share, sum(small.values()) / total))
             hot = hot_code_shape(path, function_weight[dso])
             hint = _missing_options_hint(
@@ -306,38 +305,58 @@ def function_code(path: str, identifier: str) -> bytes | None:
     return None
 
 
-def cross_unit_calls(
-    profile: Profile, dso: str, unit_paths: set[str], inlinable: frozenset[str] | None = None
-) -> Weights:
+def cross_unit_calls(profile: Profile, dso: str, unit_paths: set[str]) -> Weights:
     """The callee's own time under each hot call from one compile unit of DSO into
     another that was not inlined ("caller (a.c) -> callee (b.c)"): the samples whose
     innermost function is the callee and whose next function is the caller, in
-    another unit; only calls into `inlinable` callees (names without spaces) when
-    given. Inlining a callee rewrites its code and its caller's, not what it calls:
-    the time under a call into zlib's deflate (all of it in deflate_slow, deflate's
-    own unit) is not LTO's to save."""
+    another unit. Inlining a callee rewrites its code and its caller's, not what it
+    calls: the time under a call into zlib's deflate (all of it in deflate_slow,
+    deflate's own unit) is not LTO's to save."""
     home = home_units(profile, dso, unit_paths)
     calls: Weights = defaultdict(float)
     for stack, weight, _count, _thread, _state in profile.rows():
-        physical = [profile.frames[f] for f in stack if not profile.frames[f].inlined][:2]
-        if len(physical) < 2:
+        physical = _innermost_two(profile.frames, stack)
+        if physical is None:
             continue
         callee, caller = physical
         if callee.dso != dso or caller.dso != dso:
             continue
         callee_unit = home.get(callee.function, callee.file)
         caller_unit = home.get(caller.function, caller.file)
-        if (
-            callee_unit in unit_paths
-            and caller_unit in unit_paths
-            and callee_unit != caller_unit
-            and (inlinable is None or _spaceless(callee.function) in inlinable)
-        ):
+        if callee_unit in unit_paths and caller_unit in unit_paths and callee_unit != caller_unit:
             calls[
                 f"{caller.function} ({os.path.basename(caller_unit)}) -> "
                 f"{callee.function} ({os.path.basename(callee_unit)})"
             ] += weight
     return calls
+
+
+def into(crossing: Weights, inlinable: frozenset[str]) -> Weights:
+    """The cross-unit calls into `inlinable` callees (names without spaces), from one
+    walk of the stacks for both (a second walk was a tenth of `advise` on speedtest1)."""
+    kept: Weights = defaultdict(float)
+    for name, weight in crossing.items():
+        if _spaceless(_callee(name)) in inlinable:
+            kept[name] = weight
+    return kept
+
+
+def _callee(call: str) -> str:
+    """'callee' of 'caller (a.c) -> callee (b.c)'."""
+    return call.split(" -> ", 1)[1].rsplit(" (", 1)[0]
+
+
+def _innermost_two(frames: list[Frame], stack: tuple[int, ...]) -> tuple[Frame, Frame] | None:
+    """The stack's two innermost functions (not inlined frames), found without walking
+    the rest of it (speedtest1's recursive stacks are hundreds of frames deep)."""
+    callee = None
+    for fid in stack:
+        frame = frames[fid]
+        if not frame.inlined:
+            if callee is not None:
+                return callee, frame
+            callee = frame
+    return None
 
 
 def home_units(profile: Profile, dso: str, unit_paths: set[str]) -> dict[str, str]:
