@@ -2,7 +2,7 @@
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
     .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|
-                                          expat|pcre2]
+                                          expat|pcre2|jq|bzip2]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -38,6 +38,13 @@ N and N+1) and two cachegrind runs of the same commands:
   JIT) in a driver that compiles 5 patterns and finds every match in 1 MB of generated log
   lines, N and N+1 times (~238 M instructions a round; its compiler recurses,
   compile_regex'2); `annotate` lists pcre2_match_8.
+* jq: jq 1.6 from Debian's jq source and patches (gcc -O2 -g, defines for what its
+  configure finds: the tarball has none) running a filter of selects, sorts, groups and a
+  recursive descent over a generated 1.2 MB array read N times (~0.8 G instructions a
+  read; its value freeing recurses through two functions, jv_free'2); `annotate` lists
+  jq_next, its bytecode interpreter.
+* bzip2: bzip2 1.0.8 from Debian's bzip2 source (gcc -O2 -g) compressing 1 MB of its own
+  C sources at -(N+4) and -(N+5); `annotate` lists mainSort.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -543,6 +550,89 @@ def pcre2(out: Path) -> None:
     )
 
 
+JQ_FILTER = """\
+[.[] | select(.age > 30) | {name, tags: (.tags|sort), score: (.scores|add), extra}]
+| sort_by(.score)
+| {top: .[:500], groups: (group_by(.tags[0]) | map({k: .[0].tags[0], n: length})),
+   nums: ([..|numbers]|add)}
+"""
+# what jq 1.6's configure finds on Debian 12 (jq's git tarball has no configure script)
+JQ_DEFINES = (
+    "-DIEEE_8087 -DHAVE_ISATTY -DUSE_ISATTY -DHAVE_MEMMEM -DHAVE_MKSTEMP -DHAVE_GMTIME "
+    "-DHAVE_GMTIME_R -DHAVE_STRFTIME -DHAVE_STRPTIME -DHAVE_TIMEGM -DHAVE_MKTIME -DHAVE_FREXP "
+    "-DHAVE_MODF -DHAVE_FLOOR -DHAVE_SQRT -DHAVE_POW -DHAVE_LOG -DHAVE_ALLOCA -DHAVE_ALLOCA_H "
+    "-DHAVE_PTHREAD_KEY_CREATE -DHAVE_PTHREAD_ONCE -DHAVE___THREAD -DHAVE_TM_TM_GMT_OFF "
+    "-DHAVE_SETLOCALE -DUSE_LOCALE"
+)
+JQ_SOURCES = (
+    "main builtin bytecode compile execute jq_test jv jv_alloc jv_aux jv_dtoa jv_file jv_parse "
+    "jv_print jv_unicode linker locfile util lexer parser"
+)
+
+
+def people(seed: int = 42, items: int = 1200) -> str:
+    """A JSON array of records with nested extras (1.2 MB), the same on every call."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
+
+    def node(depth: int) -> object:
+        if depth > 3 or rng.random() < 0.2:
+            return rng.choice([rng.randint(-1000, 100000), rng.random() * 1000, "w", True, None])
+        if rng.random() < 0.5:
+            return [node(depth + 1) for _ in range(rng.randint(0, 5))]
+        return {f"{rng.choice(words)}{i}": node(depth + 1) for i in range(rng.randint(1, 5))}
+
+    records = [
+        {
+            "id": i,
+            "name": f"user{i:05d}",
+            "age": rng.randint(18, 80),
+            "tags": rng.sample(words, rng.randint(1, 4)),
+            "scores": [rng.randint(0, 100) for _ in range(rng.randint(1, 8))],
+            "active": rng.random() < 0.6,
+            "extra": node(0),
+        }
+        for i in range(items)
+    ]
+    return json.dumps(records, indent=1)
+
+
+def jq(out: Path) -> None:
+    """jq 1.6 from Debian's jq source with its patches (gcc -O2 -g), its bytecode
+    interpreter running a filter of selects, sorts, groups and a recursive descent over a
+    generated 1.2 MB array, read N times (its value freeing recurses through two functions,
+    jv_free'2)."""
+    debian_source("jq", out)
+    sh("tar xf jq_*.orig.tar.gz && tar xf jq_*.debian.tar.xz", out)
+    src = next(p for p in out.glob("jq-*") if p.is_dir())
+    patches = "../debian/patches"
+    sh(f"for p in $(cat {patches}/series); do patch -p1 -s < {patches}/$p; done", src)
+    # what jq's Makefile makes with sed: builtin.jq as C string literals, and version.h
+    jq_lines = (src / "src" / "builtin.jq").read_text().splitlines()
+    quoted = (line.replace("\\", "\\\\").replace('"', '\\"') for line in jq_lines)
+    (src / "src" / "builtin.inc").write_text("".join(f'"{line}\\n"\n' for line in quoted))
+    (src / "src" / "version.h").write_text('#define JQ_VERSION "1.6"\n')
+    files = " ".join(f"src/{name}.c" for name in JQ_SOURCES.split())
+    sh(f"gcc -O2 -g {JQ_DEFINES} -I. -Isrc -o {out}/jq {files} -lm -lpthread", src)
+    (out / "work.jq").write_text(JQ_FILTER)
+    (out / "data.json").write_text(people())
+
+
+def bzip2(out: Path) -> None:
+    """bzip2 1.0.8 from Debian's bzip2 source (gcc -O2 -g), compressing 1 MB of its own
+    C sources at -N."""
+    debian_source("bzip2", out)
+    sh("tar xf bzip2_*.orig.tar.gz", out)
+    src = next(p for p in out.glob("bzip2-*") if p.is_dir())
+    files = "blocksort huffman crctable randtable compress decompress bzlib bzip2"
+    sources = " ".join(f"{name}.c" for name in files.split())
+    sh(f"gcc -O2 -g -D_FILE_OFFSET_BITS=64 -o {out}/bzip2 {sources}", src)
+    corpus(out, src)
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -574,6 +664,8 @@ PROGRAMS = {
     ),
     "expat": Program(expat, "expat", "normal_contentTok", lambda n: f"./expat data.xml {n}"),
     "pcre2": Program(pcre2, "pcre2", "pcre2_match_8", lambda n: f"./pcre2 data.log {n}"),
+    "jq": Program(jq, "jq", "jq_next", lambda n: "./jq -f work.jq" + " data.json" * n),
+    "bzip2": Program(bzip2, "bzip2", "mainSort", lambda n: f"./bzip2 -{n + 4} -c corpus.txt"),
 }
 
 

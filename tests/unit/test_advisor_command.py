@@ -53,3 +53,14 @@ def test_a_count_runs_finding_speaks_of_instructions_in_its_basis_too() -> None:
     )
     advisor.in_instructions(finding)
     assert finding.gain_basis.startswith("5.9% of the instructions are in the own code")
+
+
+def test_the_analyzers_that_compile_hot_units_run_last() -> None:
+    """They stop at the analysis's CPU budget, counted from its start: after the others,
+    the whole analysis keeps to it (run first, speedtest1's advise took 16 CPU-s of 10)."""
+    from perfsleuth.analyzers import discover
+
+    names = list(discover())
+    deep = ["aliasing_write", "missed_vectorization"]
+    assert names[-2:] == deep
+    assert names[:-2] == sorted(names[:-2]) and "build_flags" in names

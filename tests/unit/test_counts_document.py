@@ -83,6 +83,21 @@ def test_top_of_a_count_run_is_exact_and_never_above_the_total(exact: ExactCount
     assert sum(row["self"] for row in files) == pytest.approx(1.0)
 
 
+def test_top_total_of_mutually_recursive_functions_counts_each_call_once() -> None:
+    # tests/fixtures/src/mutual.c frees a tree as jq frees its values: free_value calls
+    # free_list, which calls free_value'2 for each item. Merged, free_value's total was
+    # its self count over every level plus its calls into free_list, whose inclusive cost
+    # holds the deeper levels again: 100% of the run (jq's jv_free 14.82% against
+    # callgrind's 7.08%). It is the cost of the calls into its first level.
+    data = callgrind.parse(FIXTURES / "callgrind.out.mutual")
+    doc = top.exact_top(callgrind.exact_counts(data).merged_recursion(), n=0)
+    totals = {row["function"]: row["total"] * doc["total"] for row in doc["rows"]}
+    for name in ("free_value", "free_list", "build.constprop.0"):
+        called = data.calls[("/tmp/mutual/mutual", name)]
+        assert totals[name] == pytest.approx(sum(costs[0] for costs in called.values()))
+    assert totals["free_value"] < 0.4 * doc["total"]
+
+
 def test_a_functions_line_is_its_entry_not_a_lower_inlined_line() -> None:
     # f's entry instruction (lowest address) is on line 90; code inlined into it from
     # a helper defined above it sits on line 30 of the same file

@@ -1,9 +1,19 @@
 """gate's comparison of a baseline with a run: a function the baseline file left out
-(below its 200 largest) has no known count before, so it is not listed as new."""
+(below its 200 largest) has no known count before, so it is not listed as new unless it
+grew past the file's smallest count.
+
+tests/fixtures/gate/: `gate --export` of two real count runs of jq 1.6 (Debian's source,
+gcc -O2 -g, `jq -f work.jq data.json` on 3.5 MB), the second built with jv.c's
+jvp_refcnt_dec made noinline."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from perfsleuth.commands.gate import MAX_FUNCTIONS, compare
+
+GATE = Path(__file__).resolve().parents[1] / "fixtures" / "gate"
 
 
 def baseline(functions: dict[str, int], **extra: object) -> dict:
@@ -38,3 +48,31 @@ def test_the_unnamed_code_of_a_build_under_another_name_is_paired() -> None:
         baseline(before, complete=True), {"total": 1135, "build_id": "", "functions": after}, 0.5, 0
     )
     assert [row["function"] for row in doc["changes"]] == ["main"]
+
+
+def test_a_function_that_grew_past_the_files_smallest_count_is_listed_first() -> None:
+    """jq with jvp_refcnt_dec noinline: +11,659,785 instructions, 10,426,612 of them in
+    that function, which the baseline's jq inlined; the gate listed jv_free's +1,543,110
+    first and left jvp_refcnt_dec out as below the file's list."""
+    base = json.loads((GATE / "jq.baseline.json").read_text())
+    current = json.loads((GATE / "jq-reg.baseline.json").read_text())
+    floor = min(base["functions"].values())
+    doc = compare(base, current, 0.005, 0)
+    first = doc["changes"][0]
+    assert first["function"] == "jvp_refcnt_dec" and "jvp_refcnt_dec" not in base["functions"]
+    assert first["a"] is None and first["a_at_most"] == floor
+    assert first["delta"] == current["functions"]["jvp_refcnt_dec"] - floor
+    listed = {row["function"] for row in doc["changes"]}
+    assert all(current["functions"][f] > floor for f in listed - set(base["functions"]))
+
+
+def test_the_programs_unnamed_code_pairs_with_a_baseline_file_cut_short() -> None:
+    """bzip2 rebuilt as bzip2-reg, judged against bzip2's exported file: the PLT stubs
+    were listed as `30 -> 0  [unnamed code in bzip2]`, because the loader's and valgrind's
+    unnamed code, below the file's list, left more than one name to pair."""
+    base = json.loads((GATE / "bzip2.baseline.json").read_text())
+    current = json.loads((GATE / "bzip2-reg.run.json").read_text())
+    assert base["functions"]["[unnamed code in bzip2]"] == 30
+    assert current["functions"]["[unnamed code in bzip2-reg]"] == 30
+    listed = [row["function"] for row in compare(base, current, 0.005, 0)["changes"]]
+    assert listed and not [name for name in listed if name.startswith("[unnamed code in bzip2")]

@@ -439,3 +439,19 @@ def test_the_callers_share_column_is_named_for_the_function_it_divides() -> None
     out = io.StringIO()
     render_callers(doc, Console(file=out, width=100))
     assert "of work's total" in out.getvalue() and "caller's" not in out.getvalue()
+
+
+def test_counts_on_lines_past_a_files_end_are_said(data: ExactCounts) -> None:
+    # jq's parser.c was generated from a parser.y that Debian's patch then shortened:
+    # its #line numbers ran to 979 of a 969-line file, every count below the patch on the
+    # wrong line, and the listing said nothing (cg_annotate: "Information recorded about
+    # lines past the end"). Here hot.c's source as kept with the run is cut short.
+    hot = next(file for file in data.counted_files() if file.endswith("hot.c"))
+    lines = (FIXTURES / "src" / "hot.c").read_text().splitlines()
+    counted = sorted(line for (file, line), n in data.line_self().items() if file == hot and n)
+    kept = lines[: counted[-1] - 1]
+    doc = annotate.annotate_counts(data, [], threshold=0.0, context=None, recorded={hot: kept})
+    (said,) = annotate.lines_past_end(doc)
+    assert hot in said and f"1 counted line past its end (line {counted[-1]}" in said
+    whole = annotate.annotate_counts(data, [], threshold=0.0, context=None, recorded={hot: lines})
+    assert annotate.lines_past_end(whole) == []

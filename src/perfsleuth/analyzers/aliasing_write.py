@@ -24,6 +24,8 @@ from . import Context
 
 REMARK_CONFIRMS = 0.05
 MACHINE_CODE_CONFIRMS = 0.08
+# Compiles hot units within the analysis's CPU budget: run after the other analyzers.
+READS_UNITS = True
 
 
 def analyze(ctx: Context) -> list[Finding]:

@@ -24,7 +24,7 @@ from functools import lru_cache
 from ..binaries import STT_FUNC, binary_at
 from ..model.counts import ExactCounts
 from ..model.findings import Finding
-from ..model.profile import Profile
+from ..model.profile import Frame, Profile
 from ..static_analysis.code_shape import CodeShape, cpu_flags, shape_of
 from ..static_analysis.source import binary_path
 from ..symbols.demangle import demangle_map
@@ -319,8 +319,8 @@ def cross_unit_calls(
     home = home_units(profile, dso, unit_paths)
     calls: Weights = defaultdict(float)
     for stack, weight, _count, _thread, _state in profile.rows():
-        physical = [profile.frames[f] for f in stack if not profile.frames[f].inlined][:2]
-        if len(physical) < 2:
+        physical = _innermost_two(profile.frames, stack)
+        if physical is None:
             continue
         callee, caller = physical
         if callee.dso != dso or caller.dso != dso:
@@ -338,6 +338,19 @@ def cross_unit_calls(
                 f"{callee.function} ({os.path.basename(callee_unit)})"
             ] += weight
     return calls
+
+
+def _innermost_two(frames: list[Frame], stack: tuple[int, ...]) -> tuple[Frame, Frame] | None:
+    """The stack's two innermost functions (not inlined frames), found without walking
+    the rest of it (speedtest1's recursive stacks are hundreds of frames deep)."""
+    callee = None
+    for fid in stack:
+        frame = frames[fid]
+        if not frame.inlined:
+            if callee is not None:
+                return callee, frame
+            callee = frame
+    return None
 
 
 def home_units(profile: Profile, dso: str, unit_paths: set[str]) -> dict[str, str]:

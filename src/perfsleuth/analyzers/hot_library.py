@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model.findings import Finding
-from ..model.profile import Profile
+from ..model.profile import Frame, Profile
 from ..rules import Rule, load_rules
-from ..symbols.missing import is_unknown, symbols_fix
+from ..symbols.missing import symbols_fix, unknown_frames
 from . import Context
 from .library_match import heaviest
 
@@ -75,16 +75,19 @@ def hot_libraries(profile: Profile, rules: Sequence[Rule]) -> list[HotLibrary]:
     weight: dict[str, float] = defaultdict(float)
     nameless: dict[str, float] = defaultdict(float)
     entries: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    frames = profile.frames
+    unknown = unknown_frames(frames)
     for stack, w, _count, _thread, _state in profile.rows():
-        leaf = next((profile.frames[f] for f in stack if not profile.frames[f].inlined), None)
-        if leaf is None or leaf.kernel:
+        leaf_id = next((f for f in stack if not frames[f].inlined), None)
+        if leaf_id is None or frames[leaf_id].kernel:
             continue
-        weight[leaf.dso] += w
-        if is_unknown(leaf):
-            nameless[leaf.dso] += w
-        entry = _entry(profile, stack, leaf.dso)
+        dso = frames[leaf_id].dso
+        weight[dso] += w
+        if unknown[leaf_id]:
+            nameless[dso] += w
+        entry = _entry(frames, unknown, stack, dso)
         if entry:
-            entries[leaf.dso][entry] += w
+            entries[dso][entry] += w
     found = [
         HotLibrary(dso, w, nameless[dso], dict(entries[dso]))
         for dso, w in weight.items()
@@ -93,15 +96,15 @@ def hot_libraries(profile: Profile, rules: Sequence[Rule]) -> list[HotLibrary]:
     return sorted(found, key=lambda lib: (-lib.weight, lib.dso))
 
 
-def _entry(profile: Profile, stack: tuple[int, ...], dso: str) -> str:
+def _entry(frames: list[Frame], unknown: list[bool], stack: tuple[int, ...], dso: str) -> str:
     """The outermost named frame of the library's run of frames from the leaf up: the
     exported function the program called (a stripped library keeps those names)."""
     named = ""
     for fid in stack:
-        frame = profile.frames[fid]
+        frame = frames[fid]
         if frame.dso != dso:
             break
-        if not is_unknown(frame):
+        if not unknown[fid]:
             named = frame.function
     return named
 

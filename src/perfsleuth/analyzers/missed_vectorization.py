@@ -135,6 +135,9 @@ UNEXPLAINED_BASIS = (
     "loop's time"
 )
 
+# Compiles hot units within the analysis's CPU budget: run after the other analyzers.
+READS_UNITS = True
+
 
 def analyze(ctx: Context) -> list[Finding]:
     hot = hot_code(ctx.profile)

@@ -24,7 +24,7 @@ from ..binaries import elf_info
 from ..model.findings import Finding
 from ..model.profile import EXACT_UNITS, Frame, Profile
 from ..rules import load_classes, load_rules
-from ..symbols.missing import is_unknown, symbols_fix
+from ..symbols.missing import symbols_fix, unknown_frames
 from . import Context
 from .hot_library import hot_libraries
 from .library_match import heaviest, switch_out_frames
@@ -118,12 +118,12 @@ def _measure(profile: Profile, entries: set[int]) -> tuple[dict[str, float], flo
     unknown: dict[str, float] = defaultdict(float)
     broken = broken_off_cpu = 0.0
     switch_out = switch_out_frames(profile)  # eBPF's stacks: frame-pointer walks
+    nameless = unknown_frames(profile.frames)
     for stack, weight, _count, _thread, _state in profile.rows():
         if not stack:
             continue
-        leaf = profile.frames[stack[0]]
-        if is_unknown(leaf):
-            unknown[leaf.dso or "[unknown]"] += weight
+        if nameless[stack[0]]:
+            unknown[profile.frames[stack[0]].dso or "[unknown]"] += weight
         if not profile.frames[stack[-1]].kernel and entries.isdisjoint(stack):
             broken += weight
             broken_off_cpu += 0.0 if switch_out.isdisjoint(stack) else weight

@@ -204,7 +204,8 @@ def listing(
         recorded=kept.sources,
         as_named=kept.as_named,
     )
-    for warning in annotate.changed_sources(doc, kept.sources, kept.stamps, kept.started):
+    warnings = annotate.changed_sources(doc, kept.sources, kept.stamps, kept.started)
+    for warning in warnings + annotate.lines_past_end(doc):
         print(f"perfsleuth: warning: {warning}", file=sys.stderr)
     _name_unread_folders(doc)
     return doc

@@ -22,8 +22,14 @@ def render(doc: dict, console: Console) -> None:
             soft_wrap=True,
         )
     for row in doc["changes"]:
+        # a function below the baseline file's list: its count was at most the list's least
+        before, delta = (
+            (f"{row['a']:,}", f"{row['delta']:+,}")
+            if row["a"] is not None
+            else (f"≤ {row['a_at_most']:,}", f"≥ {row['delta']:+,}")
+        )
         console.print(
-            f"{row['a']:>15,} → {row['b']:>15,} {row['delta']:>+15,}  {row['function']}",
+            f"{before:>15} → {row['b']:>15,} {delta:>15}  {row['function']}",
             highlight=False,
             markup=False,
             soft_wrap=True,

@@ -332,10 +332,15 @@ def budget_note(skipped: list[str], budget: Budget) -> str:
     """What the budget left out, and how to have it read."""
     count = f"{len(skipped)} hot unit{'s' if len(skipped) > 1 else ''}"
     units = f"{len(budget.spent)} unit{'s' if len(budget.spent) != 1 else ''}"
+    # the same words from each analyzer that asks (ctx.notes keeps a note once)
+    spent = (
+        f"{sum(budget.spent.values()):.1f} s of it spent on {units}"
+        if budget.spent
+        else f"the other analyzers left under the {MIN_START_S:g} s of it a unit needs to start"
+    )
     return (
         f"{count} not compiled for aliasing and missed vectorisation ({', '.join(skipped)}): "
-        f"over the {budget.seconds:g} s CPU budget of the analysis "
-        f"({sum(budget.spent.values()):.1f} s of it spent on {units}); "
+        f"over the {budget.seconds:g} s CPU budget of the analysis ({spent}); "
         f"`perfsleuth advise {budget.run} --budget SECONDS` reads them"
     )
 

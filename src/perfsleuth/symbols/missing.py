@@ -24,6 +24,12 @@ def is_unknown(frame: Frame) -> bool:
     return not name or name.startswith("[unknown") or bool(_ADDRESS.match(name))
 
 
+def unknown_frames(frames: list[Frame]) -> list[bool]:
+    """is_unknown of each frame, by frame id: asked once per frame, not once per frame of
+    every stack (1.9 million calls on speedtest1's count run, ~1 CPU-s of `advise`)."""
+    return [is_unknown(frame) for frame in frames]
+
+
 def symbols_fix(dso: str, path: str) -> str:
     """'libz3.so.4: apt-get install libz3-4-dbgsym (...) or set DEBUGINFOD_URLS=...'."""
     if path.startswith(SYSTEM_PREFIXES):

@@ -174,6 +174,27 @@ def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: floa
     return said
 
 
+def lines_past_end(doc: dict) -> list[str]:
+    """Files with counted lines past their end: not the text the code was compiled from
+    (jq's parser.c, generated from a parser.y that Debian's patch then shortened, counted
+    lines 970-979 of a 969-line file), so their other lines may carry wrong counts too,
+    which the listing showed without a word; cg_annotate warns of it."""
+    said = []
+    for entry in doc["files"]:
+        past = [
+            row["line"]
+            for row in entry["lines"]
+            if row["line"] and row["source"] is None and any(row["counts"])
+        ]
+        if entry.get("path") and past:
+            lines = "1 counted line" if len(past) == 1 else f"{len(past)} counted lines"
+            said.append(
+                f"{entry['path']}: {lines} past its end (line {past[0]} and after): it is not "
+                "the text the code was compiled from, so its lines may not match the counts"
+            )
+    return said
+
+
 def _sha256(path: Path) -> str:
     import hashlib  # only for a file whose size or time moved: most listings hash none
 

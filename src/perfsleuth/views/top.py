@@ -125,6 +125,8 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
         key = group.of_call(caller, callee, file, line)
         if key is not None:
             total_cost[key] = total_cost.get(key, 0) + cost
+    if by == "function":  # a recursion through another function is in its calls again
+        total_cost.update(exact.first_level_inclusive(event))
     order = sorted(
         total_cost,
         key=lambda k: (-(self_cost.get(k, 0) if sort == "self" else total_cost[k]), -total_cost[k]),
