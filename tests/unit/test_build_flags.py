@@ -12,6 +12,7 @@ from perfsleuth.analyzers.build_flags import (
     cross_unit_calls,
     hot_code_shape,
     hottest_first,
+    into,
     optimization_level,
 )
 from perfsleuth.model.profile import Frame, ProfileBuilder
@@ -54,6 +55,8 @@ def test_a_call_inside_a_unit_that_includes_another_units_source_crosses_no_unit
         builder.add(frames, weight)
     calls = cross_unit_calls(builder.build(), "lz4", {LZ4HC, LZ4, "/src/m.c"})
     assert dict(calls) == {"main (m.c) -> LZ4_compress_fast (lz4.c)": 5}
+    assert dict(into(calls, frozenset({"LZ4_compress_fast"}))) == dict(calls)
+    assert dict(into(calls, frozenset({"main"}))) == {}  # the callee's name, not the caller's
 
 
 def test_the_hint_is_placed_in_the_unit_with_the_most_time(tmp_path: Path) -> None:
