@@ -132,6 +132,9 @@ def test_an_unordered_map_nodes_value_fields_are_hot_or_cold_inside_its_base_cla
     assert inside["_M_storage.second.bytes"] == (88, True)
     assert inside["_M_storage.second.id"] == (16, False)
     assert inside["_M_storage.second.name"] == (24, False)
+    # the base classes stay; Session's bytes moves to the node's line 0, beside flags
+    assert node["reorder"]["move"] == ["_M_storage.second.bytes"]
+    assert node["reorder"]["to_line"] == 0
     inlined = perfsleuth(tmp_path / "store", "record", "--mode", "cache", "--function",
                          "std::unordered_map<unsigned long, Session>::find", "--", str(binary),
                          check=False)  # fmt: skip

@@ -44,6 +44,18 @@ def test_the_bucket_array_a_member_of_a_member_points_to_is_laid_out(layouts):
     assert buckets["lines_touched_per_call"] == pytest.approx(1.25, abs=0.05)
 
 
+def test_the_pair_a_bucket_keeps_in_raw_bytes_is_laid_out_as_the_pair(layouts):
+    """bucket_entry keeps its value in `unsigned char m_value[sizeof(value_type)]`: it
+    was one 72-byte field, the key, last_seen and hits not told from the cold fields."""
+    (value,) = [f for f in layouts["map->m_ht.m_buckets[]"]["fields"] if f["name"] == "m_value"]
+    inside = {m["name"]: (m["offset"], m["hot"]) for m in value["inside"]}
+    assert inside == {
+        "first": (8, True), "second.last_seen": (16, True), "second.hits": (24, True),
+        "second.flags": (28, False), "second.peer": (32, False),
+        "second.bytes_in": (64, False), "second.bytes_out": (72, False),
+    }  # fmt: skip
+
+
 def test_the_map_is_hot_only_in_the_members_a_lookup_reads(layouts):
     (field,) = layouts["map"]["fields"]  # robin_map's one member, m_ht
     hot = sorted(m["name"] for m in field["inside"] if m["hot"])

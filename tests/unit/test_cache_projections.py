@@ -1,7 +1,9 @@
 """Footprint, scaling, constant-time and layout projections on small hand-made traces."""
 
+import json
 import subprocess
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -397,3 +399,22 @@ def test_an_object_the_accesses_reach_past_the_end_of_is_not_of_the_parameters_s
     disps[BASE + 0x1CA2] = disps[BASE + 0x1FA7] = 40
     found, _ = layout.parameter_layout(trace, {}, lambda _address: False)
     assert found is not None and found["parameter"] == "map"
+
+
+def test_hot_members_of_a_struct_inside_a_base_class_are_moved_within_it():
+    """libstdc++'s unordered_map node keeps the user's Session inside the base class
+    _Hash_node_value, never moved: its hits (node line 0) and last_seen (line 1) had
+    no reordering. last_seen moves to line 0 within Session, peer (cold, of Session
+    too) down; the key, pair.first, is not Session's and stays."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "cache" / "unordered_map_node_layout.json"
+    node = json.loads(fixture.read_text())
+    assert node["reorder"] is None  # as recorded
+    move = layout.reordering(node["fields"], node["lines"], node["line_size"])
+    assert move == {
+        "move": ["_M_storage.second.last_seen"],
+        "from_line": 1,
+        "to_line": 0,
+        "swap_out": ["_M_storage.second.peer"],
+        "lines_per_object_before": 2,
+        "lines_per_object_after": 1,
+    }

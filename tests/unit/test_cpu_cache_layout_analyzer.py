@@ -4,6 +4,7 @@ from pathlib import Path
 from cache_store import context_with
 
 from perfsleuth.analyzers import cpu_cache_layout
+from perfsleuth.cpu_cache_projections.layout import reordering
 
 LAYOUT = {
     "available": True,
@@ -82,3 +83,22 @@ def test_no_finding_for_one_object_every_call_reads(tmp_path):
     ctx = context_with(tmp_path, {"stbds_hm_find_slot": {"layout": spread}})
     [finding] = cpu_cache_layout.analyze(ctx)
     assert finding.details["field"] == "storage"
+
+
+def test_a_move_inside_a_base_class_names_the_members_beside_it(tmp_path):
+    """unordered_map's node: last_seen of the user's Session, inside libstdc++'s base
+    class, alone on the node's line 1; its neighbours are Session's members and the
+    key, not the base class (`<ancestor _Hash_node_value<...>>`)."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "cache" / "unordered_map_node_layout.json"
+    node = json.loads(fixture.read_text())
+    node["reorder"] = reordering(node["fields"], node["lines"], node["line_size"])
+    ctx = context_with(tmp_path, {"lookup_session": {"layout": node}})
+    [finding] = cpu_cache_layout.analyze(ctx)
+    assert finding.suggestion.startswith(
+        "move _M_storage.second.last_seen into cache line 0 next to _M_storage.first, "
+        "_M_storage.second.hits, and move _M_storage.second.peer (cold) down to line 1"
+    )
+    assert (
+        "line 1: hot _M_storage.second.last_seen; cold _M_storage.second.peer, "
+        "_M_storage.second.bytes_in, _M_storage.second.bytes_out" in finding.evidence
+    )

@@ -88,12 +88,31 @@ def array_evidence(layout: StructLayout, before: int, after: int) -> list[str]:
     ]
 
 
+def members_on(layout: StructLayout, index: int, moved: list[str]) -> tuple[list[str], list[str]]:
+    """The hot and cold names on a line of the struct: its fields, or, for a move of
+    members inside a base class (the user's value in a library's node), the members
+    inside the base classes whose bytes lie on that line."""
+    fields = {f["name"] for f in layout["fields"]}
+    if all(name in fields for name in moved):
+        row = next(r for r in layout["lines"] if r["line"] == index)
+        return row["hot_fields"], row["cold_fields"]
+    line = layout["line_size"]
+    inside = [
+        leaf
+        for f in layout["fields"]
+        if f.get("fixed")
+        for leaf in f.get("inside", [])
+        if leaf["offset"] < (index + 1) * line and index * line < leaf["offset"] + leaf["size"]
+    ]
+    return [m["name"] for m in inside if m["hot"]], [m["name"] for m in inside if not m["hot"]]
+
+
 def finding(function: str, layout: StructLayout, reorder: Reorder, share: float) -> Finding:
     before, after = reorder["lines_per_object_before"], reorder["lines_per_object_after"]
     moved = ", ".join(reorder["move"])
     line = layout["line_size"]
-    lone = next(r for r in layout["lines"] if r["line"] == reorder["from_line"])
-    neighbours = next(r for r in layout["lines"] if r["line"] == reorder["to_line"])["hot_fields"]
+    _, cold = members_on(layout, reorder["from_line"], reorder["move"])
+    neighbours, _ = members_on(layout, reorder["to_line"], reorder["move"])
     return Finding(
         rule="cache.layout.cold-line",
         kind="cache-layout",
@@ -109,7 +128,7 @@ def finding(function: str, layout: StructLayout, reorder: Reorder, share: float)
         evidence=[
             f"struct {layout['struct']}: {layout['size']} B, "
             f"{-(-layout['size'] // line)} cache lines of {line} B",
-            f"line {reorder['from_line']}: hot {moved}; cold {', '.join(lone['cold_fields'])}",
+            f"line {reorder['from_line']}: hot {moved}; cold {', '.join(cold)}",
             f"{layout['lines_touched_per_call']:.2f} lines of the struct touched per call",
             "working set per object: "
             f"{before * line} B -> {after * line} B ({(before - after) / before:.0%} less)",

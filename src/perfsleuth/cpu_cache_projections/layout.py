@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TypeVar
 
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs, CsError
 from capstone.x86 import X86_OP_MEM, X86_REG_INVALID, X86_REG_RBP, X86_REG_RIP, X86_REG_RSP
@@ -64,6 +65,7 @@ from .trace import Trace
 
 Typed = dict[int, tuple[Pointer, int]]  # ELF address -> the pointer it goes through, disp
 HOT_FRACTION = 0.25  # of visits touching a field, for it to count as hot
+Member = TypeVar("Member", LayoutField, InnerField)
 FRAME_REGISTERS = (X86_REG_RSP, X86_REG_RBP, X86_REG_RIP, X86_REG_INVALID)
 
 
@@ -378,7 +380,10 @@ def bytes_within(f: LayoutField, low: int, high: int) -> int:
 
 def reordering(fields: list[LayoutField], lines: list[LayoutLine], line: int) -> Reorder | None:
     """Move the hot fields of one hot line into the cold room of the hottest other
-    one: the least-hot line first, then the next, until a move fits."""
+    one: the least-hot line first, then the next, until a move fits; where the hot
+    fields are base classes (never moved), the members of a struct inside them."""
+    if all(f.get("fixed") for f in fields if f["hot"]):
+        return inner_reordering(fields, line)
     hot_lines = [r for r in lines if r["hot_fields"]]
     hot_bytes = sum(r["hot_bytes"] for r in hot_lines)
     needed = max(1, -(-hot_bytes // line))
@@ -396,6 +401,71 @@ def reordering(fields: list[LayoutField], lines: list[LayoutLine], line: int) ->
     return None
 
 
+def inner_reordering(fields: list[LayoutField], line: int) -> Reorder | None:
+    """Within a struct that a base class holds (libstdc++'s unordered_map node keeps
+    the user's value inside `_Hash_node_value`): the hot members of the least-hot
+    line, all of one struct (`_M_storage.second.`), moved into the cold room that
+    struct has on the hottest other line, in the outer struct's own lines."""
+    leaves = [leaf for f in fields if f.get("fixed") for leaf in f.get("inside", [])]
+    hot = [leaf for leaf in leaves if leaf["hot"]]
+    on_line: Counter[int] = Counter()
+    for leaf in hot:
+        for index in leaf_lines(leaf, line):
+            on_line[index] += leaf["size"]
+    if len(on_line) <= max(1, -(-sum(leaf["size"] for leaf in hot) // line)):
+        return None
+    target = on_line.most_common(1)[0][0]
+    for source, _ in sorted(on_line.items(), key=lambda item: item[1]):
+        moving = [leaf for leaf in hot if source in leaf_lines(leaf, line)]
+        owners = {leaf["name"].rpartition(".")[0] for leaf in moving}
+        if source == target or len(owners) != 1 or "" in owners:
+            continue
+        if any(leaf_lines(leaf, line) != {source} for leaf in moving):
+            continue  # a hot member crossing into another line keeps that line hot
+        (owner,) = owners
+        cold = [
+            leaf
+            for leaf in leaves
+            if not leaf["hot"]
+            and leaf["line"] == target
+            and leaf["name"].rpartition(".")[0] == owner
+        ]
+        swapped = room_for(sum(leaf["size"] for leaf in moving), cold, lambda f: f["size"])
+        if swapped is not None:
+            return {
+                "move": [leaf["name"] for leaf in moving],
+                "from_line": source,
+                "to_line": target,
+                "swap_out": [leaf["name"] for leaf in swapped],
+                "lines_per_object_before": len(on_line),
+                "lines_per_object_after": len(on_line) - 1,
+            }
+    return None
+
+
+def leaf_lines(leaf: InnerField, line: int) -> set[int]:
+    """The lines of the outer struct a member's bytes lie on."""
+    start, end = leaf["offset"], leaf["offset"] + max(leaf["size"], 1)
+    return set(range(start // line, (end - 1) // line + 1))
+
+
+def room_for(need: int, cold: list[Member], size: Callable[[Member], int]) -> list[Member] | None:
+    """The cold fields that make room for need bytes: one big enough if there is one,
+    else the smallest few; None when all of them are not enough."""
+    ordered = sorted(cold, key=size)
+    single = next((f for f in ordered if size(f) >= need), None)
+    if single is not None:
+        return [single]
+    swapped: list[Member] = []
+    room = 0
+    for f in ordered:
+        if room >= need:
+            break
+        swapped.append(f)
+        room += size(f)
+    return swapped if room >= need else None
+
+
 def line_move(fields: list[LayoutField], source: int, target: int, line: int) -> Move | None:
     """The hot fields of line `source` and the cold fields of line `target` that would
     make room for them (one big enough if there is one, else the smallest few)."""
@@ -406,18 +476,9 @@ def line_move(fields: list[LayoutField], source: int, target: int, line: int) ->
     if any(f["hot"] and f["line"] < source and bytes_within(f, *source_bytes) for f in fields):
         return None  # a hot field from the line before crosses into it: the line stays hot
     need = sum(f["bytes"] for f in moving)
-    cold_there = sorted(
-        (f for f in fields if f["line"] == target and not f["hot"] and not f.get("fixed")),
-        key=lambda f: f["bytes"],
-    )
-    single = next((f for f in cold_there if f["bytes"] >= need), None)
-    swapped, room = ([single], single["bytes"]) if single else ([], 0)
-    for f in [] if single else cold_there:
-        if room >= need:
-            break
-        swapped.append(f)
-        room += f["bytes"]
-    if room < need:
+    cold_there = [f for f in fields if f["line"] == target and not f["hot"] and not f.get("fixed")]
+    swapped = room_for(need, cold_there, lambda f: f["bytes"])
+    if swapped is None:
         return None
     return {
         "move": [f["name"] for f in moving],

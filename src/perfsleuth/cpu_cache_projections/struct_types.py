@@ -132,7 +132,8 @@ def member(die: DIE, depth: int = INNER_DEPTH) -> Field | None:
     location = die.attributes.get("DW_AT_data_member_location")
     if location is None or not isinstance(location.value, int):
         return None
-    inner = leaves(type_die, location.value, "", depth) if depth else []
+    held = raw_value_type(die, type_die)
+    inner = leaves(held or type_die, location.value, "", depth) if depth else []
     if die.tag == "DW_TAG_inheritance":
         base = attr_text(strip_qualifiers(type_die) or type_die, "DW_AT_name")
         return Field(
@@ -179,6 +180,29 @@ def stored_type(target: DIE) -> DIE | None:
     for child in target.iter_children():
         if child.tag == "DW_TAG_template_type_param" and "DW_AT_type" in child.attributes:
             return child.get_DIE_from_attribute("DW_AT_type")
+    return None
+
+
+def raw_value_type(die: DIE, type_die: DIE) -> DIE | None:
+    """The value a container's member keeps in raw bytes, `alignas(T) unsigned char
+    m_value[sizeof(T)]` (tsl::robin_map's bucket_entry): the struct its class names
+    `value_type`, or takes as a template type parameter, when its size is the
+    array's."""
+    target = strip_qualifiers(type_die)
+    if target is None or target.tag != "DW_TAG_array_type" or "DW_AT_type" not in target.attributes:
+        return None
+    if type_size(target.get_DIE_from_attribute("DW_AT_type")) != 1:
+        return None
+    parent = die.get_parent()
+    for child in parent.iter_children() if parent is not None else ():
+        named = child.tag == "DW_TAG_typedef" and attr_text(child, "DW_AT_name") == "value_type"
+        if not (named or child.tag == "DW_TAG_template_type_param"):
+            continue
+        if "DW_AT_type" not in child.attributes:
+            continue
+        held = strip_qualifiers(child.get_DIE_from_attribute("DW_AT_type"))
+        if held is not None and held.tag in STRUCT_TAGS and type_size(held) == type_size(target):
+            return held
     return None
 
 
