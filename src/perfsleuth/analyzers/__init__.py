@@ -2,7 +2,8 @@
 
 Analyzers read the profile and the program (binaries, debug info, source); they
 never run the recorders and never print. Ranking is rank.py's job, not theirs.
-Every module in this package that defines `analyze` is run by run_all().
+Every module in this package that defines `analyze` is run by the advisor, in the order
+discover() gives (those that compile hot units, READS_UNITS, last).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A run whose samples all weigh the same (wall mode's snapshots, python mode's, pe
 on-CPU samples) samples instants: a thread's share of a state is then a proportion of
 its samples, known to within a margin that shrinks only as the square root of their
 number. Wall mode at 50 snapshots a second over a 6 s run gives each thread ~300, and
-a 19% share is then known to +-4.4 points (95%): one such run cannot show a 2-point
+a 19% share is then known to +-4.3 points (95%): one such run cannot show a 2-point
 difference, so each share's margin is given beside it. Runs that measure each wait's
 length (offcpu mode) have no such margin.
 """
