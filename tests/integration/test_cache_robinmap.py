@@ -39,6 +39,9 @@ def test_the_bucket_array_a_member_of_a_member_points_to_is_laid_out(layouts):
     hot = {f["name"]: f["hot"] for f in buckets["fields"]}
     assert hot["m_dist_from_ideal_bucket"] and hot["m_value"]
     assert not hot["m_last_bucket"]  # read only by iteration, not by find()
+    # an empty base class (no StoreHash: no truncated hash) holds no byte to touch; it
+    # was hot, overlapping the distance at 0
+    assert not hot["<ancestor bucket_entry_hash<false>>"]
     assert [line["touched"] for line in buckets["lines"]] == [1.0, 0.0]
     # bytes 0 to 28 of buckets at 16-byte steps of a line: crossing one for a bucket in four
     assert buckets["lines_touched_per_call"] == pytest.approx(1.25, abs=0.05)

@@ -288,7 +288,9 @@ def touched_fields(struct: Struct, call: list, base: int, line: int) -> tuple[se
             continue
         lines.update(range(address // line, (address + size - 1) // line + 1))
         names.update(
-            f.name for f in struct.fields if f.span()[0] < offset + size and offset < f.span()[1]
+            f.name
+            for f in struct.fields
+            if not f.empty and f.span()[0] < offset + size and offset < f.span()[1]
         )
         names.update(
             inner_key(f, leaf)

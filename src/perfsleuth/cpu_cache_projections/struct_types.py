@@ -33,6 +33,9 @@ class Field:
     bit_size: int | None = None
     ancestor: bool = False  # a C++ base class (pahole's `<ancestor>`)
     fixed: bool = False  # placed by the language (a base class, the vtable pointer): not movable
+    # a base class without data (its size 1 in DWARF, none in the object: it shares its
+    # offset with the next member), whose bytes are that member's
+    empty: bool = False
     # a base class's or struct member's own members, flattened (`_M_storage.second.id`),
     # their offsets from the outer struct's start
     inner: list[Field] = field(default_factory=list)
@@ -137,7 +140,14 @@ def member(die: DIE, depth: int = INNER_DEPTH) -> Field | None:
     if die.tag == "DW_TAG_inheritance":
         base = attr_text(strip_qualifiers(type_die) or type_die, "DW_AT_name")
         return Field(
-            f"<ancestor {base}>", kind, location.value, size, ancestor=True, fixed=True, inner=inner
+            f"<ancestor {base}>",
+            kind,
+            location.value,
+            size,
+            ancestor=True,
+            fixed=True,
+            empty=without_data(type_die),
+            inner=inner,
         )
     return Field(
         name, kind, location.value, size, fixed="DW_AT_artificial" in die.attributes, inner=inner
@@ -181,6 +191,22 @@ def stored_type(target: DIE) -> DIE | None:
         if child.tag == "DW_TAG_template_type_param" and "DW_AT_type" in child.attributes:
             return child.get_DIE_from_attribute("DW_AT_type")
     return None
+
+
+def without_data(type_die: DIE) -> bool:
+    """Whether a class has no data members, itself or in its base classes."""
+    target = strip_qualifiers(type_die)
+    if target is None or target.tag not in STRUCT_TAGS:
+        return False
+    for child in target.iter_children():
+        placed = ("DW_AT_data_member_location", "DW_AT_data_bit_offset")  # not static
+        if child.tag == "DW_TAG_member" and any(a in child.attributes for a in placed):
+            return False
+        if child.tag == "DW_TAG_inheritance" and not without_data(
+            child.get_DIE_from_attribute("DW_AT_type")
+        ):
+            return False
+    return True
 
 
 def raw_value_type(die: DIE, type_die: DIE) -> DIE | None:
