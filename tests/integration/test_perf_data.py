@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.analyzers.missing_symbols import is_unknown
 from perfsleuth.errors import UserError
 from perfsleuth.formats import perf_data
 from perfsleuth.model.profile import Frame, Profile
 from perfsleuth.symbols import Symbolizer, binaries
+from perfsleuth.symbols.missing import is_unknown
 
 pytestmark = pytest.mark.integration
 
