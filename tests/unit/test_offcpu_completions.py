@@ -197,19 +197,3 @@ def test_a_cut_wait_whose_futex_says_join_is_not_completed_as_a_condition_wait()
         if any(merged.frames[f].kernel for f in stack):
             blocked[state] = blocked.get(state, 0.0) + weight
     assert blocked == {"other": 5e6, "condvar": 7e6}, blocked
-
-
-def test_a_stripped_library_s_function_is_named_by_its_start_as_perf_s_frames_are():
-    # all mode on pbzip2 1.1.13: its compressors, preempted in Debian's libbz2 (stripped),
-    # had off-CPU frames "[unknown]" where perf's on-CPU frames of the same function were
-    # "[unknown] libbz2.so.1.0.4+0x3080": one function, two names in every view
-    from perfsleuth.collect.offcpu import _named_by_start
-    from perfsleuth.symbols import Symbolizer
-
-    libbz2 = "/usr/lib/x86_64-linux-gnu/libbz2.so.1.0.4"
-    symbolizer = Symbolizer()
-    places = [(libbz2, 0x30A0), (libbz2, 0x3080)]
-    names = _named_by_start(
-        symbolizer.symbolize_offsets([(p, "", o) for p, o in places]), symbolizer
-    )
-    assert {names[p][-1].function for p in places} == {"[unknown] libbz2.so.1.0.4+0x3080"}

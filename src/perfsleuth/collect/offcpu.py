@@ -30,8 +30,7 @@ from ..formats import perf_data
 from ..formats.tool_output import bpftrace_stacks, perf_switches
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
-from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
-from ..symbols.function_starts import unnamed_frame
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
 from . import oncpu_time, perf, thread_state, wall
 from .options import RecordOptions
 from .target import ProcessMaps, Target, spawn, stop
@@ -477,27 +476,8 @@ def _user_frames(
         for places, ret in located.values()
         for path, off in (places + [ret] if ret else places)
     }
-    names = _named_by_start(symbolizer.symbolize_offsets(sorted(wanted)), symbolizer)
+    names = symbolizer.symbolize_offsets(sorted(wanted))
     return {key: _frames(places, ret, names) for key, (places, ret) in located.items()}
-
-
-Places = dict[tuple[str, int], tuple[Frame, ...]]
-
-
-def _named_by_start(names: Places, symbolizer: Symbolizer) -> Places:
-    """The frames without a name named by their function's start, "[unknown] DSO+0xSTART",
-    as wall mode's and perf's are (function_starts.unnamed_frame): pbzip2's compressors,
-    preempted in Debian's stripped libbz2, were "[unknown]" off the CPU and "[unknown]
-    libbz2.so.1.0.4+0x3080" on it in all mode."""
-    out = {}
-    for (path, offset), frames in names.items():
-        if frames[-1].function == UNKNOWN:
-            real = symbolizer.resolved.get(path)
-            info = elf_info(real) if real else None
-            vaddr = info.offset_to_vaddr(offset) if info else None
-            frames = (*frames[:-1], unnamed_frame(real, dso_name(path), vaddr, ""))
-        out[(path, offset)] = frames
-    return out
 
 
 def _place(maps: ProcessMaps, tgid: int, pc: int) -> tuple[str, int] | None:
