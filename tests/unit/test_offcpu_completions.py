@@ -126,13 +126,19 @@ def folded_stacks(path: Path) -> list[tuple[list[Frame], float]]:
     return stacks
 
 
+def on_cpu(folded: Path, thread: Thread) -> ProfileBuilder:
+    """The captured all-mode stacks' user frames as the thread's on-CPU samples."""
+    oncpu = ProfileBuilder(unit="ns")
+    for frames, _weight in folded_stacks(folded):
+        oncpu.add([f for f in frames if not f.kernel], 1e6, count=1, thread=thread)
+    return oncpu
+
+
 def test_a_cut_lock_wait_is_the_condition_wait_s_relock_when_its_completed_stack_says_so():
     from perfsleuth.collect.offcpu import _merged
 
     t = Thread(23566, 23504, "pigz")
-    oncpu, offcpu = ProfileBuilder(unit="ns"), ProfileBuilder(unit="ns")
-    for frames, _weight in folded_stacks(PIGZ_WRITER_ALL):
-        oncpu.add([f for f in frames if not f.kernel], 1e6, count=1, thread=t)
+    oncpu, offcpu = on_cpu(PIGZ_WRITER_ALL, t), ProfileBuilder(unit="ns")
     relock, _ = next(s for s in folded_stacks(PIGZ_WRITER_ALL) if "__lll_lock_wait" in str(s))
     cut = relock[: 1 + next(i for i, f in enumerate(relock) if f.function == "__lll_lock_wait")]
     offcpu.add(cut, 5e6, count=1, thread=t, state="mutex")
@@ -183,9 +189,7 @@ def test_a_cut_wait_whose_futex_says_join_is_not_completed_as_a_condition_wait()
     from perfsleuth.collect.offcpu import _merged
 
     t = Thread(26452, 26452, "pbzip2")
-    oncpu, offcpu = ProfileBuilder(unit="ns"), ProfileBuilder(unit="ns")
-    for frames, _weight in folded_stacks(PBZIP2_MAIN_ALL):
-        oncpu.add([f for f in frames if not f.kernel], 1e6, count=1, thread=t)
+    oncpu, offcpu = on_cpu(PBZIP2_MAIN_ALL, t), ProfileBuilder(unit="ns")
     cond, _ = next(s for s in folded_stacks(PBZIP2_MAIN_ALL) if "safe_cond_wait" in str(s))
     helper = next(i for i, f in enumerate(cond) if f.function == "__futex_abstimed_wait_common")
     cut = [Frame("__schedule", kernel=True), Frame("futex_wait", kernel=True), *cond[: helper + 1]]

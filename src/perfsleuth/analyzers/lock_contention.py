@@ -371,7 +371,7 @@ def _holder_unread(wait_function: str) -> bool:
 
 def _wakes_under_the_lock(under: list[tuple[str, float]] | None) -> bool:
     """The holder seen most at the waits is waking waiters (_waking_call)."""
-    return bool(under) and under is not None and under[0][0].startswith(WAKING_CALLS)
+    return bool(under and under[0][0].startswith(WAKING_CALLS))
 
 
 def _lock_suggestion(handoff: bool, waking: bool = False) -> str:
