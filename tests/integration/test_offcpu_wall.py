@@ -430,9 +430,12 @@ static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
 static int done;
 static volatile unsigned long sink;
 
+/* The worker works holding the lock, which it gets only once main waits: main waits
+   on the condition variable for all of the work however the two are scheduled (with
+   the work before the lock, main preempted for its 67 ms never waited). */
 static void *worker(void *arg) {
-    for (unsigned long i = 0; i < 100000000UL; i++) sink += i;
     pthread_mutex_lock(&lock);
+    for (unsigned long i = 0; i < 300000000UL; i++) sink += i;
     done = 1;
     pthread_cond_signal(&finished);
     pthread_mutex_unlock(&lock);
@@ -441,8 +444,8 @@ static void *worker(void *arg) {
 
 int main(void) {
     pthread_t thread;
-    pthread_create(&thread, NULL, worker, NULL);
     pthread_mutex_lock(&lock);
+    pthread_create(&thread, NULL, worker, NULL);
     while (!done) pthread_cond_wait(&finished, &lock);
     pthread_mutex_unlock(&lock);
     pthread_join(thread, NULL);

@@ -54,3 +54,26 @@ def test_without_the_scheduler_s_count_the_samples_stand():
 def test_the_run_times_map_is_read():
     text = '{"type": "map", "data": {"@ran": {"10,11": 1900000, "10,12": 400000}}}\n'
     assert bpftrace_stacks.parse(text).ran == {(10, 11): 1_900_000, (10, 12): 400_000}
+
+
+def test_a_main_thread_never_sampled_does_not_get_its_workers_stacks():
+    """wrapped_locks: the main thread sleeps in nanosleep as the workers do between
+    their critical sections; perf never sampled it. Its few ms on the CPU went to a
+    worker's lock stacks, and made it a waiter of that worker's lock."""
+    main = Thread(10, 10, "app")
+    lock = [Frame("__lll_lock_wait", dso="libc.so.6"), Frame("possess_", dso="app"), *WORK]
+    nap = [Frame("do_nanosleep", kernel=True), Frame("clock_nanosleep", dso="libc.so.6")]
+    oncpu = ProfileBuilder(unit="ns")
+    oncpu.add(lock, 1e6, count=1, thread=SAMPLED)
+    offcpu = ProfileBuilder(unit="ns")
+    offcpu.add(nap, 5e6, count=1, thread=SAMPLED, state="sleep")
+    offcpu.add(nap, 3e9, count=1, thread=main, state="sleep")
+    offcpu.add(nap, 5e6, count=1, thread=UNSAMPLED, state="sleep")
+    ran = {(10, 10): 6_000_000, (10, 11): 1_000_000, (10, 12): 2_000_000}
+    merged = _merged(oncpu.build(), offcpu.build(), ran)
+    running = {
+        merged.threads[t].tid: [merged.frames[f] for f in stack]
+        for stack, _w, _c, t, state in merged.rows()
+        if merged.threads[t].tid != 11 and state in ("running", "mutex")
+    }
+    assert running == {10: [NOT_SAMPLED], 12: lock}

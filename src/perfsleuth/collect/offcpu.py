@@ -862,7 +862,10 @@ class WaitKinds:
     it waits (its longest wait with a stack), and gets the on-CPU stacks of the kind
     waiting there; one with no such wait (it never blocked), those of the kind of the
     threads of its name (a process's main thread left out: workers are often named
-    after their process)."""
+    after their process). A main thread takes only main threads' stacks and a started
+    thread only started threads': wrapped_locks's main thread, asleep in nanosleep as
+    its workers are between their critical sections, was given a worker's lock stacks
+    for its few ms on the CPU and listed as a waiter of that worker's lock."""
 
     def __init__(self, completions: Completions, threads: dict[int, Thread]) -> None:
         self._completions = completions
@@ -880,10 +883,13 @@ class WaitKinds:
 
     def add(self, tid: int, frames: list[Frame], ns: float) -> None:
         place = _wait_place(frames)
+        if not place:
+            return
+        place = self._role(tid) + place
         kind = self._completions.kind(tid)
-        if place and kind:
+        if kind:
             self._vote(place, kind, ns)
-        if place and ns > self._longest.get(tid, (0.0, ""))[0]:
+        if ns > self._longest.get(tid, (0.0, ""))[0]:
             self._longest[tid] = (ns, place)
 
     def stacks_of(self, tid: int) -> oncpu_time.Stacks:
@@ -897,8 +903,13 @@ class WaitKinds:
             return {}
         return self._completions.stacks_of(max(votes, key=votes.__getitem__))
 
+    def _role(self, tid: int) -> str:
+        thread = self._threads.get(tid)
+        return _MAIN if thread is not None and thread.tid == thread.pid else _STARTED
 
-_NAMED = "thread name: "  # a WaitKinds key apart from any function's
+
+# WaitKinds keys apart from any function's
+_NAMED, _MAIN, _STARTED = "thread name: ", "main thread at: ", "started thread at: "
 
 
 def _wait_place(frames: list[Frame]) -> str:
