@@ -9,6 +9,9 @@ APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libcl
 	python3-venv python3-dev pkg-config chromium libc6-dbg build-essential zlib1g-dev libicu-dev dwarves \
 	xz-utils bzip2 zstd debuginfod percona-toolkit libglib2.0-dev uthash-dev libstb-dev libsparsehash-dev libabsl-dev robin-map-dev libdw-dev \
 	openjdk-17-jdk-headless curl
+# Installed only where they remove nothing (Boost 1.81 conflicts with the default Boost 1.74's
+# -dev packages); the examples built on them are built only where their headers are.
+APT_OPTIONAL := libboost1.81-dev
 STAMP := .venv/.stamp
 
 .PHONY: demo test setup apt venv native wallsnap examples clients lint unit integration clean ui seaweedfs pythons
@@ -17,6 +20,7 @@ setup: apt $(STAMP) native wallsnap ui examples clients seaweedfs pythons
 
 apt:
 	@bash scripts/install-apt.sh $(APT_PACKAGES)
+	@bash scripts/install-apt.sh --unless-removing $(APT_OPTIONAL)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)

@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cache_show import cache_doc
-from cli_runner import perfsleuth
+from cache_show import cache_doc, record_cache
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +23,7 @@ BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "robinmap_lo
 @pytest.fixture(scope="module")
 def layouts(examples_built, tmp_path_factory) -> dict:
     store = tmp_path_factory.mktemp("robinmap") / "store"
-    perfsleuth(
-        store, "record", "--mode", "cache", "--function", "find_session",
-        "--sample-calls", "1", "--max-calls", "20000", "--", str(BINARY), "20000", "20000",
-    )  # fmt: skip
+    record_cache(store, BINARY, "find_session", "20000", "20000", calls=20000, first=True)
     return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
 
 

@@ -8,7 +8,13 @@ from elftools.dwarf.dwarf_expr import DWARFExprParser
 from elftools.dwarf.structs import DWARFStructs
 
 from perfsleuth.cpu_cache_projections.layout import disassembler
-from perfsleuth.cpu_cache_projections.pointers import Typing, element_base, field_offset
+from perfsleuth.cpu_cache_projections.pointers import (
+    Pointer,
+    Typing,
+    Variable,
+    element_base,
+    field_offset,
+)
 from perfsleuth.cpu_cache_projections.struct_types import Field, Struct
 
 # 0 test esi, esi          4 mov rax, [rdi + 8]   (1:)     8 call 11
@@ -76,3 +82,30 @@ def test_a_computed_location_base_plus_index_times_size_names_its_base():
     assert element_base(ops("75007400 10c001 1e 22 9f".replace(" ", ""))) == "rdi"
     assert element_base(ops("7508 9f".replace(" ", ""))) is None  # &t->x: no index
     assert element_base(ops("75007400 10c001 1e 22".replace(" ", ""))) is None  # not a value
+
+
+# boost::unordered_flat_map's `elements[pos * 15 + n]` as GCC 12 -O2 computes it, the
+# group's first element in rbx (here a local held there), the slot's index times 72:
+# 0 lea r8, [r8 + r8*8]      4 lea r8, [rbx + r8*8]     8 cmp [r8], rdx
+# b add dword [r8 + 0x10], 1                            10 ret
+SCALED_ELEMENT = bytes.fromhex("4f8d04c04e8d04c34939104183401001c3")
+PAIR = Struct(
+    "pair<long unsigned int const, Session>",
+    72,
+    [Field("first", "const long unsigned int", 0, 8), Field("second", "Session", 8, 64)],
+)
+
+
+def test_an_index_scaled_by_lea_onto_a_pointer_reaches_an_element_of_its_array():
+    """The slot of a boost::unordered_flat_map was reached by `lea r8, [rbx + r8*8]`,
+    which was not taken for an index added to rbx (scale 1 only), so the pairs a
+    lookup reads had no layout."""
+    group = Pointer("elements", "local", PAIR, None)
+    typing = Typing(
+        list(disassembler().disasm(SCALED_ELEMENT, 0x1000)),
+        [Variable(group, ((0x1000, 0x1011, "rbx"),))],
+    )
+    key, hits = typing.access(0x1008), typing.access(0x100B)
+    assert key is not None and hits is not None
+    assert (key[0].name, key[0].indexed, key[1]) == ("elements[]", True, 0)
+    assert hits[1] == 16  # second.hits, the pair's field at 16 (inside `second`)

@@ -4,6 +4,7 @@ for a run find it without DuckDB, and never believe an index the file has outgro
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -286,3 +287,21 @@ def test_annotate_with_split_recursion_names_the_deeper_levels(tmp_path: Path) -
     assert "recursion" not in merged.stderr and "--asm" not in merged.stderr
     asm = perfsleuth(store.root, "annotate", "fib", "1", "--asm")  # ignored without a word
     assert asm.stdout == merged.stdout and "perfsleuth export 1 --callgrind" in asm.stderr
+
+
+def test_a_stale_index_is_written_again_by_the_first_read(tmp_path: Path) -> None:
+    """A store copied with `cp -r` has new modification times: its index was never
+    believed again, and every `diff` of two count runs went back to DuckDB."""
+    store = _two_runs(tmp_path)
+    stat = store.db.stat()
+    os.utime(store.db, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert store.indexed("latest") is None
+    assert store.resolve("latest") == 2  # DuckDB answers, and the index is kept again
+    assert store.indexed("latest") == run_index.IndexedRun(2, 2000.25, "ns")
+
+
+def test_a_read_leaves_an_index_written_by_a_writer_alone(tmp_path: Path) -> None:
+    store = _two_runs(tmp_path)
+    before = (store.root / run_index.INDEX_NAME).stat().st_mtime_ns
+    store.resolve("latest")
+    assert (store.root / run_index.INDEX_NAME).stat().st_mtime_ns == before

@@ -348,6 +348,25 @@ def test_count_diff_pairs_lines_by_number_without_sources() -> None:
     assert [(r["line"], r["delta"]) for r in doc["lines"]] == [(12, 7), (10, -5), (11, -2)]
 
 
+def test_count_diff_lists_no_unchanged_blank_or_unknown_line() -> None:
+    """mawk's parse.y (its yacc #line lines) has counted blank lines: the same in both
+    runs, they were listed as gone and new (`parse.y:1120  3 -> 0` and `0 -> 3`), 8 of
+    the diff's 14 changed lines, beside memory.c's 6 real ones."""
+    import json
+
+    doc = json.loads((FIXTURES / "count_diff" / "mawk_noinline.json").read_text())
+    a, b = LineCounts.from_json(doc["a"]), LineCounts.from_json(doc["b"])
+    rows = count_diff.exact_diff(a, b)["lines"]
+    assert {r["file"] for r in rows} == {"mawk-1.3.4-20200120/memory.c"}
+    assert [(r["line_a"], r["line_b"], r["delta"]) for r in rows][:3] == [
+        (None, 73, 2280476),  # xnew_STRING's call in new_STRING1, no longer inlined
+        (None, 40, 1353946),  # its entry and exit, now its own
+        (None, 46, 1353946),
+    ]
+    past_end = FileLines([3, 4], [[1, 2]], ["", None])  # a blank line, one past the end
+    assert count_diff.align_file(past_end, FileLines([3, 4], [[1, 2]], ["", None])) == 2
+
+
 def test_count_diff_pairs_a_file_lines_with_themselves_when_nothing_moved() -> None:
     same = FileLines([3, 4], [[1, 2]], ["a", "b"])
     moved = FileLines([5, 6], [[1, 2]], ["a", "b"])

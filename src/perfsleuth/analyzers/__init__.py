@@ -11,8 +11,10 @@ from __future__ import annotations
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model.counts import ExactCounts
 from ..model.cpu_cache import CacheProjections
@@ -21,6 +23,9 @@ from ..model.profile import Profile
 from ..model.run import RunInfo
 from ..rules import Rule
 from ..static_analysis.cpu_limits import DEEP_BUDGET, DEEP_TUS, cpu_seconds
+
+if TYPE_CHECKING:
+    from ..static_analysis.source import HotCode
 
 
 @dataclass
@@ -51,6 +56,14 @@ class Context:
     deep_spent: dict[str, float] = field(default_factory=dict)
     # when the analysis began, on cpu_seconds()'s clock: what the budget counts from
     started_cpu: float = field(default_factory=cpu_seconds)
+
+    @cached_property
+    def hot_code(self) -> HotCode:
+        """The profile's self weight by source line and file, made once for the
+        analyzers that read hot units (each made its own: 2 x 0.6 CPU-s on speedtest1)."""
+        from ..static_analysis.source import hot_code
+
+        return hot_code(self.profile)
 
 
 Analyzer = Callable[[Context], list[Finding]]

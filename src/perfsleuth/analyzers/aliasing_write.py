@@ -15,7 +15,7 @@ from ..static_analysis.aliasing_fixes import fixes_for, saving_for
 from ..static_analysis.aliasing_patterns import AliasMatch
 from ..static_analysis.compiler_remarks import Remark
 from ..static_analysis.machine_code import LoopCode
-from ..static_analysis.source import HotCode, hot_code
+from ..static_analysis.source import HotCode
 from ..static_analysis.toolchain import toolchain_of
 from ..static_analysis.unit_analysis import Budget, hot_unit_reports
 from ..static_analysis.unit_cache import UnitCache
@@ -30,7 +30,7 @@ READS_UNITS = True
 
 def analyze(ctx: Context) -> list[Finding]:
     findings = []
-    hot = hot_code(ctx.profile)
+    hot = ctx.hot_code
     seen: set[tuple[str, int]] = set()  # a header's loop is met in every unit including it
     for report, binary in deep_reports(ctx, hot):
         for match, remark, refuted in report.verdicts():

@@ -31,6 +31,7 @@ from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_classes, load_rules, with_evidence, without_return_type
 from . import Context
 from .library_match import (
+    DisplayNames,
     confidence_factor,
     display_name,
     heaviest,
@@ -146,6 +147,7 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
     threads: set[int] = set()
     cpu_states = on_cpu_states(profile)
     switch_out = preempted_frames(profile)
+    names = DisplayNames(profile.frames)
     for stack, weight, count, thread, state in profile.rows():
         on_cpu = state in cpu_states and switch_out.isdisjoint(stack)
         matched = {r for fid in stack for r in rule_frames[fid]} if on_cpu else set()
@@ -161,8 +163,8 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
         cost.weight += weight
         cost.samples += count
         cost.waiting += 0.0 if on_cpu else weight
-        cost.boundary[display_name(profile.frames[stack[depth]])] += weight
-        cost.leaves[display_name(profile.frames[stack[0]])] += weight
+        cost.boundary[names[stack[depth]]] += weight
+        cost.leaves[names[stack[0]]] += weight
         site = _caller(profile, stack[depth + 1 :], frame_class, prefer_python)
         if site is not None:
             cost.sites[site] += weight

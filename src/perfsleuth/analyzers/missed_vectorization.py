@@ -14,7 +14,7 @@ from pathlib import Path
 from ..model.findings import Finding
 from ..static_analysis.aliasing_patterns import Blocked
 from ..static_analysis.compiler_remarks import Remark
-from ..static_analysis.source import HotCode, hot_code
+from ..static_analysis.source import HotCode
 from ..static_analysis.unit_report import UnitReport
 from . import Context
 from .aliasing_write import deep_reports
@@ -140,7 +140,7 @@ READS_UNITS = True
 
 
 def analyze(ctx: Context) -> list[Finding]:
-    hot = hot_code(ctx.profile)
+    hot = ctx.hot_code
     findings = []
     for report, _binary in deep_reports(ctx, hot):
         findings.extend(missed_loops(report, hot))

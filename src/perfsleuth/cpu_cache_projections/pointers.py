@@ -390,13 +390,15 @@ def void_callees(subprogram: DIE, code: list[CsInsn]) -> frozenset[int]:
 
 
 def summands(insn: CsInsn, register: str, operand: Operand | None) -> list[str]:
-    """The registers `add register, reg` or `lea register, [a + b]` adds up."""
+    """The registers `add register, reg` or `lea register, [a + b]` adds up that may
+    be a pointer: of `lea register, [a + b*8]` only a (boost's `elements + pos*15 + n`:
+    the index times 9 by one lea, added times 8 by the next)."""
     source = insn.operands[1]
     if insn.mnemonic == "add" and source.type == X86_OP_REG and source.size == 8:
         return [full_register(insn, source.reg), register]
-    if insn.mnemonic != "lea" or operand is None or operand.index is None:
+    if insn.mnemonic != "lea" or operand is None or operand.index is None or operand.disp:
         return []
-    return [operand.base, operand.index] if (operand.scale, operand.disp) == (1, 0) else []
+    return [operand.base, operand.index] if operand.scale == 1 else [operand.base]
 
 
 def jump_target(insn: CsInsn) -> int | None:

@@ -8,6 +8,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from .output import cell
+
 ISO_UTC = "%Y-%m-%dT%H:%M:%SZ"  # RunInfo.summary()'s "started"
 
 
@@ -18,7 +20,10 @@ def render(doc: list[dict], console: Console) -> None:
     for r in doc:
         duration = f"{r['duration_s']:.2f}s" if r["duration_s"] is not None else ""
         exit_status = "" if r["exit_status"] is None else str(r["exit_status"])
-        table.add_row(r["id"], _local(r["started"]), r["mode"], duration, exit_status, r["command"])
+        # cell: a command's brackets (an XPath predicate, a glob) are not rich markup
+        table.add_row(
+            r["id"], _local(r["started"]), r["mode"], duration, exit_status, cell(r["command"])
+        )
     console.print(table)
 
 

@@ -191,9 +191,10 @@ def align_file(a: FileLines, b: FileLines) -> list[Pair] | int:
 def _by_text(
     la: list[int], lb: list[int], text_a: list[str | None], text_b: list[str | None]
 ) -> list[Pair] | int:
-    # A line whose text is unknown gets a placeholder that matches nothing.
-    words_a = [text or f"\0a{n}" for n, text in zip(la, text_a, strict=True)]
-    words_b = [text or f"\0b{n}" for n, text in zip(lb, text_b, strict=True)]
+    # A blank line's text is "" (mawk's parse.y has counted ones: yacc's #line lines); a
+    # line whose text is unknown (past the file's end) pairs only with the same number.
+    words_a = [f"\0{n}" if text is None else text for n, text in zip(la, text_a, strict=True)]
+    words_b = [f"\0{n}" if text is None else text for n, text in zip(lb, text_b, strict=True)]
     if words_a == words_b:  # the same source: every line pairs with its own
         return len(la)
     from difflib import SequenceMatcher  # only for files whose text changed
