@@ -15,10 +15,13 @@ for p in "$@"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
-  echo "perfsleuth needs these Debian packages: ${missing[*]}" >&2
+  if [ $keep_installed -eq 1 ]; then
+    echo "perfsleuth's optional examples use these Debian packages: ${missing[*]}" >&2
+  else
+    echo "perfsleuth needs these Debian packages: ${missing[*]}" >&2
+  fi
   echo "run as root: apt-get install -y ${missing[*]}" >&2
-  [ $keep_installed -eq 1 ] && exit 0
-  exit 1
+  exit $((1 - keep_installed))
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

@@ -1,6 +1,8 @@
 import json
+import re
 from pathlib import Path
 
+import pytest
 from cache_store import context_with
 
 from perfsleuth.analyzers import cpu_cache_footprint
@@ -10,10 +12,13 @@ def scaling(in_range: bool) -> dict:
     return {
         "fit": {"intercept_lines": 12.0, "lines_per_n": 2.0, "bytes_per_n": 128.0},
         "range": [1000, 100000],
-        "runs": [{"n": 1000, "data_lines": 2012, "misses_per_call": {"LLC": 0.1}}],
+        "runs": [{"n": 1000, "data_lines": 2012, "cached_lines": 2012,
+                  "misses_per_call": {"LLC": 0.1}}],
         "cliffs": [
-            {"level": "L2", "capacity_lines": 8192, "n": 4090, "in_range": in_range},
-            {"level": "LLC", "capacity_lines": 524288, "n": 262138, "in_range": False},
+            {"level": "L2", "working_set": "cached_lines", "capacity_lines": 8192, "n": 4090,
+             "in_range": in_range},
+            {"level": "LLC", "working_set": "cached_lines", "capacity_lines": 524288,
+             "n": 262138, "in_range": False},
         ],
         "geometry": {"line_size": 64, "prefetch": True, "levels": [
             {"name": "L2", "size": 512 << 10, "ways": 8},
@@ -99,9 +104,11 @@ def test_an_l2_cliff_says_the_room_it_gives_a_prefetched_line(tmp_path):
 def test_a_run_with_fewer_calls_than_its_n_is_warned_of(tmp_path):
     doc = scaling(True)
     doc["runs"] = [
-        {"n": 1000, "data_lines": 2012, "calls": 4000, "misses_per_call": {"LLC": 0.1}},
-        {"n": 8000, "data_lines": 9000, "calls": 6000, "misses_per_call": {"LLC": 0.3}},
-    ]
+        {"n": 1000, "data_lines": 2012, "cached_lines": 2012, "calls": 4000,
+         "misses_per_call": {"LLC": 0.1}},
+        {"n": 8000, "data_lines": 9000, "cached_lines": 9000, "calls": 6000,
+         "misses_per_call": {"LLC": 0.3}},
+    ]  # fmt: skip
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": doc}})
     [finding] = cpu_cache_footprint.analyze(ctx)
     [warning] = [line for line in finding.evidence if line.startswith("warning:")]
@@ -130,3 +137,21 @@ def test_no_note_when_a_cliff_is_inside_the_range(tmp_path):
     ctx = context_with(tmp_path, {"handle_packet": {"scaling": scaling(True)}})
     cpu_cache_footprint.analyze(ctx)
     assert ctx.notes == []
+
+
+def test_the_evidence_of_a_cliff_is_the_working_set_it_comes_from(tmp_path):
+    """boost::unordered_flat_map's L2 cliff at n = 13,555 was shown with the fit of
+    every line cached (-249 + 1.287 n: 17,197 lines there) and each run's lines
+    touched alone (16,231 at n = 14,000, under the L2's 16,384): neither reaches the
+    capacity where the cliff is. The L2's own is the lines touched and the prefetched
+    ones at half a line's room."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "cache" / "boostflat_scaling.json"
+    ctx = context_with(tmp_path, {"find_session": {"scaling": json.loads(fixture.read_text())}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    cliff = finding.details["cliff"]
+    assert cliff["level"] == "L2"
+    fitted = re.search(r"working set = (-?[\d.]+) \+ ([\d.]+) x n", finding.evidence[0])
+    assert fitted is not None
+    at_cliff = float(fitted[1]) + float(fitted[2]) * cliff["n"]
+    assert at_cliff == pytest.approx(cliff["usable_lines"], rel=0.01)
+    assert any("16,231 lines touched, 18,455 cached: 17,343 held" in e for e in finding.evidence)

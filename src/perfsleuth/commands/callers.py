@@ -6,7 +6,14 @@ import argparse
 
 from ..present import formats_for, write
 from ..views import callgraph
-from .common import add_filter_options, add_output_options, add_run_argument, load_profile
+from .common import (
+    add_filter_options,
+    add_output_options,
+    add_run_argument,
+    apply_filters,
+    exact_counts,
+    load_run,
+)
 
 NAME = "callers"
 HELP = "callers of a function, with percentages"
@@ -22,10 +29,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def show(args: argparse.Namespace, document: str) -> int:
     """The callgraph document of the matched functions, written as `document` (the
-    callers or the callees side of it)."""
-    _store, run_id, profile = load_profile(args)
-    doc = {"run": str(run_id), "functions": callgraph.callgraph(profile, args.function)}
-    write(document, doc, args.format, args.output)
+    callers or the callees side of it): a count run's from its counted calls."""
+    loaded = load_run(args)
+    exact = exact_counts(args, loaded)
+    if exact is not None:
+        functions = callgraph.exact_callgraph(
+            exact, args.function, lambda name: callgraph.neighbours(loaded.profile, name)
+        )
+    else:
+        functions = callgraph.callgraph(apply_filters(loaded.profile, args), args.function)
+    write(document, {"run": str(loaded.id), "functions": functions}, args.format, args.output)
     return 0
 
 

@@ -53,6 +53,7 @@ from ..model.cpu_cache import (
     MeasuredRun,
     NoTlbCliff,
     Placement,
+    ScaledRun,
     Scaling,
     TlbCliff,
     TlbLimit,
@@ -183,7 +184,7 @@ def level_cliff(
     return cliff
 
 
-def room_held(run: MeasuredRun, working_set: WorkingSet, room: float) -> float:
+def room_held(run: MeasuredRun | ScaledRun, working_set: WorkingSet, room: float) -> float:
     """The room the working set takes: the lines touched whole, the others brought
     in (the prefetcher's) at `room` of a line each (none for the lines touched)."""
     return run["data_lines"] + room * (run[working_set] - run["data_lines"])
