@@ -178,6 +178,7 @@ def predicted(binary: Path, function: str, scale: str = SCALE) -> dict[str, Any]
         "per_n": {c["level"]: per_n(scaled, c) for c in scaled["cliffs"]} | {"TLB": pages},
         "runs": scaled["runs"],
         "tlb_steps": scaled["tlb"].get("steps"),
+        "below_range": [c["level"] for c in scaled["cliffs"] if c.get("below_range")],
     }
 
 
@@ -485,6 +486,7 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
             "prediction_at_start": dict(sorted(ordered.items(), key=lambda item: item[1])),
             "prediction_before": {lv: before[name][lv] for lv in LEVELS if before[name].get(lv)},
             "tlb_steps": prediction["tlb_steps"],
+            "below_range": prediction["below_range"],
             "work_per_op": kept["work"],
             "sweeps_ns": kept["curves"],
             "sweep_orders": kept["orders"],
@@ -520,7 +522,10 @@ def print_knees(results: dict) -> None:
                 fitted = row["fitted_knee_n"]
                 knee_n = f"no rise (x{row['rise']:.2f}; fitted {fitted:,})" if fitted else "none"
                 error = "-"
-            print(f"| {name} | {level} | {per} | {row['predicted_n']:,} | {knee_n} | {error} "
+            predicted_n = f"{row['predicted_n']:,}"
+            if level in results[name].get("below_range", ()):  # runs kept before: not said
+                predicted_n += " (below the scaled range: extrapolated)"
+            print(f"| {name} | {level} | {per} | {predicted_n} | {knee_n} | {error} "
                   f"| {two} | {sweeps} |")  # fmt: skip
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
