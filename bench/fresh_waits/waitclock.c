@@ -6,11 +6,14 @@
  *   worker tid T mutex NS cond NS lived NS     (a started thread)
  *   main tid T mutex NS cond NS lived NS       (the main thread, at exit)
  * Its own functions are named pthread_* (and __pthread_*) so that profilers take them
- * for the library they stand in for.
+ * for the library they stand in for. It writes to its own copy of stderr: GNU sort
+ * closes stderr before it exits (gnulib's close_stdout), and the main thread's line
+ * comes after.
  *   gcc -O2 -g -shared -fPIC -o waitclock.so waitclock.c -ldl
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@ struct clock_of_thread {
 	unsigned long long mutex, cond, start;
 };
 static __thread struct clock_of_thread mine;
+static int clock_fd = 2;
 
 static int (*real_lock)(pthread_mutex_t *);
 static int (*real_wait)(pthread_cond_t *, pthread_mutex_t *);
@@ -41,7 +45,7 @@ static inline void print_clock(const char *who)
 	char line[160];
 	int n = snprintf(line, sizeof line, "%s tid %ld mutex %llu cond %llu lived %llu\n", who,
 			 (long)syscall(SYS_gettid), mine.mutex, mine.cond, now_ns() - mine.start);
-	if (n > 0 && write(2, line, (size_t)n) < 0)
+	if (n > 0 && write(clock_fd, line, (size_t)n) < 0)
 		return;
 }
 
@@ -56,6 +60,9 @@ __attribute__((constructor)) static void pthread_waitclock_init(void)
 		write(2, "waitclock: pthread functions not found\n", 39);
 		_exit(99);
 	}
+	int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+	if (fd >= 0)
+		clock_fd = fd;
 	mine.start = now_ns();
 }
 
