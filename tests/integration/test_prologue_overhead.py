@@ -355,3 +355,28 @@ def test_saves_the_fast_path_needs_for_its_own_registers_are_not_counted_as_save
     cellcpy = mawk_shape("cellcpy")  # rax, rbx, rdx, rsi, rdi: it fits without rbx
     assert cellcpy.registers == 5
     assert cellcpy.saved == 7_351_362
+
+
+def test_a_binary_rebuilt_since_the_run_is_not_read_and_said(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    """xmllint's run read with the binary replaced by another build (the split one): the
+    counts of the run's addresses were looked up in the new code, and the finding was
+    left out without a word."""
+    program, path = tmp_path / "keys", tmp_path / "store"
+    source = Path(__file__).resolve().parents[2] / "examples" / "counts" / "keys.c"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(source)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(path)]
+        + ["--mode", "count", "--", str(program)],
+        check=True,
+        capture_output=True,
+    )
+    run = Store(path).load_run(1)
+    binaries = [b for b in run.info.dsos if b.get("path")]
+    ctx = Context(profile=run.profile, run=run.info, counts=run.exact(), binaries=binaries)
+    assert prologue_overhead.analyze(ctx) and not ctx.notes
+    subprocess.run(["gcc", "-O2", "-g", "-DSPLIT", "-o", str(program), str(source)], check=True)
+    ctx = Context(profile=run.profile, run=run.info, counts=run.exact(), binaries=binaries)
+    assert prologue_overhead.analyze(ctx) == []
+    assert any(f"{program} was rebuilt since the run" in note for note in ctx.notes)
