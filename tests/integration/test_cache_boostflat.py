@@ -7,7 +7,8 @@ arrays.elements through `map` (inside its member `table_`); then the probed grou
 metadata bytes, and the pair at `elements + (pos * 15 + n) * 72`, which GCC computes
 as `rbx = elements + pos * 1080` and `lea r8, [rbx + r8*8]` of n * 9: its key, and of
 the value last_seen and hits (bytes 0 to 20). The example is built only where the
-header is (libboost1.81-dev conflicts with Debian's default libboost-dev)."""
+header is (libboost1.81-dev conflicts with Debian's default libboost-dev); clang-16's
+build reads the groups inside a probe loop of 39 instructions."""
 
 from __future__ import annotations
 
@@ -21,13 +22,22 @@ pytestmark = pytest.mark.integration
 BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "boostflat_lookup"
 
 
+def recorded_layouts(binary: Path, store: Path) -> dict:
+    if not binary.exists():
+        pytest.skip(f"examples/bin/{binary.name} is built only with libboost1.81-dev")
+    record_cache(store, binary, "find_session", "20000", "20000", calls=20000, first=True)
+    return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
+
+
 @pytest.fixture(scope="module")
 def layouts(examples_built, tmp_path_factory) -> dict:
-    if not BINARY.exists():
-        pytest.skip("examples/bin/boostflat_lookup is built only with libboost1.81-dev")
-    store = tmp_path_factory.mktemp("boostflat") / "store"
-    record_cache(store, BINARY, "find_session", "20000", "20000", calls=20000, first=True)
-    return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
+    return recorded_layouts(BINARY, tmp_path_factory.mktemp("boostflat") / "store")
+
+
+@pytest.fixture(scope="module")
+def clang_layouts(examples_built, tmp_path_factory) -> dict:
+    clang = BINARY.with_name("boostflat_lookup-clang")
+    return recorded_layouts(clang, tmp_path_factory.mktemp("boostflat-clang") / "store")
 
 
 def test_the_pairs_reached_by_a_scaled_index_are_laid_out(layouts):
@@ -57,3 +67,17 @@ def test_the_map_is_hot_only_in_the_members_a_lookup_reads(layouts):
 def test_the_group_metadata_is_read_whole(layouts):
     (metadata,) = layouts["pg"]["fields"]
     assert (metadata["name"], metadata["hot"]) == ("m", True)
+
+
+def test_clangs_groups_read_inside_a_long_probe_loop_are_laid_out(clang_layouts):
+    """clang-16 loads the groups' pointer once, before a probe loop of 39
+    instructions that reads the group at `[rcx + rbx]`: the search back for that
+    load gave up at 32 instructions and the groups had no layout."""
+    (metadata,) = clang_layouts["map->table_.arrays.groups[]"]["fields"]
+    assert (metadata["name"], metadata["hot"]) == ("m", True)
+    (field,) = clang_layouts["map"]["fields"]
+    hot = sorted(m["name"] for m in field["inside"] if m["hot"])
+    # clang reads the mask before the loop, wherever the probe ends
+    assert hot == [
+        "arrays.elements", "arrays.groups", "arrays.groups_size_index", "arrays.groups_size_mask",
+    ]  # fmt: skip

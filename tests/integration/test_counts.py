@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import subprocess
 from collections import defaultdict
@@ -369,3 +370,32 @@ def edited(source: str) -> str:
     return source.replace(early, "    /* an inserted line */\n" + early, 1).replace(
         "hits += keys_equal(a, b);", "hits += keys_equal(a, b) + (i == 7);"
     )
+
+
+def test_a_source_edited_after_the_build_is_said(tmp_path: Path) -> None:
+    """mawk's execute.c given a line at its top after mawk was built, then recorded: the
+    run kept the edited file and annotate showed every count a line off (`{` of
+    eval_underflow with the 401,191 of the bozo call below it), without a word."""
+    source = tmp_path / "sum.c"
+    source.write_text(
+        "#include <stdio.h>\n"
+        "int main(void) {\n"
+        "    long s = 0;\n"
+        "    for (long i = 0; i < 100000; i++) s += i % 7;\n"
+        '    printf("%ld\\n", s);\n'
+        "    return 0;\n"
+        "}\n"
+    )
+    program = tmp_path / "sum"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(source)], check=True)
+    store = tmp_path / "store"
+    built = perfsleuth(store, "record", "--mode", "count", "--", str(program))
+    assert "modified after" not in built.stderr
+    later = program.stat().st_mtime + 60
+    os.utime(source, (later, later))  # edited after the build, not rebuilt
+    stale = perfsleuth(store, "record", "--mode", "count", "--", str(program))
+    said = f"{source} was modified after {program} was built"
+    assert said in stale.stderr
+    assert said not in perfsleuth(store, "annotate", "main", "1").stderr
+    assert said in perfsleuth(store, "annotate", "main", "2").stderr
+    assert said in perfsleuth(store, "annotate", "--all", "2").stderr

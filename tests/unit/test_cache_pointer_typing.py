@@ -109,3 +109,25 @@ def test_an_index_scaled_by_lea_onto_a_pointer_reaches_an_element_of_its_array()
     assert key is not None and hits is not None
     assert (key[0].name, key[0].indexed, key[1]) == ("elements[]", True, 0)
     assert hits[1] == 16  # second.hits, the pair's field at 16 (inside `second`)
+
+
+# clang-16 -O2's probe loop of boost::unordered_flat_map: the groups' pointer loaded
+# once before it, the group read at `[rcx + rbx]` inside a loop of 39 instructions
+# (here the pointer from a stack slot, the loop's body additions):
+# 0 mov rcx, [rbp - 8]   4: 36 x add rax, 1   movdqa xmm1, [rcx + rbx]   sub rdx, 1
+# jne 4                  ret
+PROBE_LOOP = bytes.fromhex("488b4df8" + "4883c001" * 36 + "660f6f0c194883ea010f8561ffffffc3")
+GROUP = Struct("group15", 16, [Field("m", "__m128i", 0, 16)])
+
+
+def test_a_pointer_loaded_before_a_long_probe_loop_is_followed_through_it():
+    """The search back gave up after 32 instructions, so clang's build laid out no
+    group: every path back from the load passes the loop's whole body."""
+    groups = Pointer("groups", "local", GROUP, None)
+    typing = Typing(
+        list(disassembler().disasm(PROBE_LOOP, 0x1000)),
+        [Variable(groups, (), slots=((0x1000, 0x10A4, -8),))],
+    )
+    found = typing.access(0x1094)
+    assert found is not None
+    assert (found[0].name, found[1]) == ("groups[]", 0)

@@ -45,6 +45,14 @@ CALLEE_SAVED = frozenset(
 ARGUMENTS = frozenset(
     ["rdi", "edi", "rsi", "esi", "rdx", "edx", "rcx", "ecx", "r8", "r8d", "r9", "r9d"]
 )
+# the general registers (capstone's names of each part -> the register), and how many a
+# function may use without saving any: the ABI's caller-saved ones
+REGISTERS = {
+    **{part: f"r{x}x" for x in "abcd" for part in (f"r{x}x", f"e{x}x", f"{x}x", f"{x}l", f"{x}h")},
+    **{part: f"r{x}" for x in ("si", "di", "bp") for part in (f"r{x}", f"e{x}", x, f"{x}l")},
+    **{part: f"r{n}" for n in range(8, 16) for part in (f"r{n}", f"r{n}d", f"r{n}w", f"r{n}b")},
+}
+SCRATCH = 9  # rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11
 SYSTEM_PREFIXES = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
 NOINLINE_MACRO = """#if defined(__GNUC__)
 #  define NOINLINE __attribute__((noinline))
@@ -62,6 +70,7 @@ class Instruction:
     saves: bool  # push/pop or a stack-pointer adjustment by a constant
     calls_out: bool  # a call, or a jump out of the function (tail call)
     keeps_argument: bool = False  # copies an argument register into a callee-saved one
+    registers: frozenset[str] = frozenset()  # the general registers it reads or writes
 
 
 @dataclass
@@ -76,6 +85,7 @@ class Shape:
     entry_calls: int  # and how many calls run them
     calls_out: bool  # the code has a call instruction anywhere, taken or not (has_call)
     argument_copies: int = 0  # executions of argument copies into callee-saved registers
+    registers: int = 0  # the general registers the calls that call nothing use (busy_registers)
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -125,6 +135,11 @@ def shape_of(instructions: list[Instruction], counts: dict[int, int], calls: int
     copies = [counts.get(i.address, 0) for i in instructions if i.keeps_argument]
     saved = sum(max(0, c - slow) for c in saves + copies) - slow
     entry, entry_calls = entry_saves(instructions, counts, calls)
+    busy = busy_registers(instructions, counts, slow)
+    needed = busy - SCRATCH  # callee-saved registers the calls that call nothing need
+    pushed = sum(1 for text in entry if text.startswith("push"))
+    if needed > 0:
+        saved = 0 if needed >= pushed else saved - 2 * needed * (calls - slow)
     return Shape(
         calls=calls,
         slow_calls=slow,
@@ -136,7 +151,22 @@ def shape_of(instructions: list[Instruction], counts: dict[int, int], calls: int
         entry=entry,
         entry_calls=entry_calls,
         calls_out=has_call(instructions),
+        registers=busy,
     )
+
+
+def busy_registers(instructions: list[Instruction], counts: dict[int, int], slow: int) -> int:
+    """How many general registers (not rsp) the function's work uses on the calls that
+    call nothing: those of its instructions run more often than the calls that may call
+    out (a slow path's loop may be among them), saves and restores aside. Past SCRATCH,
+    a split keeps saving the rest: mawk's REmatch, whose regular-expression loop uses 15
+    on the 78% of its calls that call nothing, was said to save 11,528,028 instructions
+    by a split that would have to push the same 6 registers."""
+    used: set[str] = set()
+    for i in instructions:
+        if not i.saves and counts.get(i.address, 0) > slow:
+            used |= i.registers
+    return len(used)
 
 
 def entry_saves(
@@ -232,6 +262,7 @@ def disassemble(raw: bytes, start: int) -> list[Instruction]:
                     saves=_saves(insn),
                     calls_out=_calls_out(insn, start, end),
                     keeps_argument=_keeps_argument(insn),
+                    registers=_registers(insn),
                 )
             )
     except CsError:
@@ -246,6 +277,13 @@ def _saves(insn) -> bool:
         return False
     target, amount = insn.operands
     return target.type == X86_OP_REG and target.reg == X86_REG_RSP and amount.type == X86_OP_IMM
+
+
+def _registers(insn) -> frozenset[str]:
+    read, written = insn.regs_access()
+    return frozenset(
+        REGISTERS[name] for name in map(insn.reg_name, (*read, *written)) if name in REGISTERS
+    )
 
 
 def _keeps_argument(insn) -> bool:

@@ -23,8 +23,8 @@ from pathlib import Path
 from ..binaries import STT_FUNC, binary_at, build_id_of
 from ..errors import UserError
 from ..formats import callgrind
-from ..formats.tool_output.counts import encode_counts
-from ..model.counts import Counts
+from ..formats.tool_output.counts import built_before, encode_counts
+from ..model.counts import Counts, stale_sources
 from ..model.profile import Profile
 from ..model.run import Recording, StoredDocument
 from ..symbols.demangle import demangle_all
@@ -224,7 +224,13 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         "fixed_env": rec.fixed_env,
         "valgrind_argv": rec.argv,
     }
-    counts = StoredDocument(Counts.KIND, Counts.NAME, encode_counts(rec.out, parsed=parsed))
+    counted = encode_counts(rec.out, parsed=parsed)
+    stale = built_before(counted.counts, Path.cwd())
+    if stale:  # annotate says it again of the files it lists (views/annotate.py)
+        counted.counts.meta["built_before"] = [list(pair) for pair in stale]
+    for warning in stale_sources(stale):
+        print(f"perfsleuth: warning: {warning}", file=sys.stderr)
+    counts = StoredDocument(Counts.KIND, Counts.NAME, counted)
     return Recording(
         profile,
         exit_status=rec.exit_status,

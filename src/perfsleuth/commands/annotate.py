@@ -205,6 +205,7 @@ def listing(
         as_named=kept.as_named,
     )
     warnings = annotate.changed_sources(doc, kept.sources, kept.stamps, kept.started)
+    warnings += annotate.built_before(doc, exact.meta.get("built_before", []))
     for warning in warnings + annotate.lines_past_end(doc):
         print(f"perfsleuth: warning: {warning}", file=sys.stderr)
     _name_unread_folders(doc)

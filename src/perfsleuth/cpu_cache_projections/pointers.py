@@ -49,7 +49,7 @@ from elftools.dwarf.locationlists import BaseAddressEntry, LocationEntry, Locati
 from ..binaries.subprograms import attr_text, origin
 from .struct_types import STRUCT_TAGS, Struct, strip_qualifiers, struct_of
 
-BACKWARD = 32  # instructions searched back for the loads of a member pointer
+BACKWARD = 64  # instructions searched back for the loads of a member pointer
 MEMBER_DEPTH = 2  # s->a->b
 MEMBER_NESTING = 3  # members of members (or base classes) a member pointer may sit in
 # DWARF's x86-64 register numbers (DW_OP_reg0 ...), as capstone names them

@@ -477,6 +477,15 @@ class ExactCounts:
         )
 
 
+def stale_sources(pairs: list[tuple[str, str]] | list[list[str]]) -> list[str]:
+    """The warning of each (source file, object) pair built_before found."""
+    return [
+        f"{file} was modified after {ob} was built; its lines may not match the counts "
+        "(rebuild, and record again)"
+        for file, ob in pairs
+    ]
+
+
 def _site(entry: list | None, otherwise: Site) -> Site:
     return (str(entry[0]), int(entry[1])) if entry else otherwise
 

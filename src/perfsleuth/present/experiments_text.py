@@ -72,8 +72,9 @@ def failure_lines(failed: list[dict[str, Any]]) -> list[str]:
 
 
 def render_compare(doc: dict[str, Any], console: Console) -> None:
-    console.print(f"A: {doc['a']['command']}")
-    console.print(f"B: {doc['b']['command']}")
+    # markup=False: a command's brackets (an XPath predicate, a glob) are not rich markup
+    console.print(f"A: {doc['a']['command']}", markup=False)
+    console.print(f"B: {doc['b']['command']}", markup=False)
     console.print(summary_table([("A", doc["a"]), ("B", doc["b"])]))
     for line in failure_lines(doc["failed"]):
         console.print(line, style="yellow")
@@ -85,7 +86,7 @@ def render_compare(doc: dict[str, Any], console: Console) -> None:
 def render_try(doc: dict[str, Any], console: Console) -> None:
     sides = [("baseline", doc["baseline"])]
     sides += [(v["name"], v["summary"]) for v in doc["variants"] if "summary" in v]
-    console.print(f"baseline: {doc['baseline']['command']}")
+    console.print(f"baseline: {doc['baseline']['command']}", markup=False)
     console.print(summary_table(sides))
     for line in failure_lines(doc["failed"]):
         console.print(line, style="yellow")

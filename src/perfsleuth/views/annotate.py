@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..model.counts import NO_SOURCE, ExactCounts, Stamps
+from ..model.counts import NO_SOURCE, ExactCounts, Stamps, stale_sources
 
 if TYPE_CHECKING:  # the type alone: a count run's listing reads no profile
     from ..model.profile import Profile
@@ -172,6 +172,13 @@ def changed_sources(doc: dict, recorded: Recorded, stamps: Stamps, started: floa
             how = "changed since" if stamp is not None else "is newer than"
             said.append(f"{path} {how} the run; its lines may not match the counts")
     return said
+
+
+def built_before(doc: dict, stale: list[list[str]]) -> list[str]:
+    """The files listed that `record` found modified after the object counted on them
+    was built (formats/tool_output/counts.py: built_before), said again here."""
+    listed = {entry["file"] for entry in doc["files"]}
+    return stale_sources([pair for pair in stale if pair[0] in listed])
 
 
 def lines_past_end(doc: dict) -> list[str]:

@@ -71,6 +71,28 @@ def newer_sources(exact: ExactCounts, cwd: Path, within: Path | None, than: floa
     ]
 
 
+def built_before(exact: ExactCounts, cwd: Path) -> list[tuple[str, str]]:
+    """(source file, object) for each counted source file modified after an object whose
+    counted code it holds was built: the object was not rebuilt since the edit, so the
+    file kept with the run is not the text its lines were counted on (mawk's execute.c
+    given a line at its top after the build: every count of it was shown a line off,
+    without a word; cg_annotate compares a file's time with its out file's only)."""
+    objects: dict[int, set[str]] = {}
+    for fid, file in zip(exact.cells.column("fn"), exact.cells.column("file"), strict=True):
+        objects.setdefault(file, set()).add(exact.functions[fid][0])
+    file_ids = {name: i for i, name in enumerate(exact.files)}
+    out = []
+    for name, _path, stat in _counted_sources(exact, cwd, None):
+        for ob in sorted(objects.get(file_ids[name], ())):
+            try:
+                built = os.stat(ob).st_mtime
+            except OSError:
+                continue
+            if stat.st_mtime > built:
+                out.append((name, ob))
+    return out
+
+
 def _counted_sources(
     exact: ExactCounts, cwd: Path, within: Path | None
 ) -> Iterator[tuple[str, Path, os.stat_result]]:
