@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -229,6 +230,9 @@ LENGTH_BOUNDS_NS = tuple(16_000 * 16**k for k in range(5))
 LONG_NS = LENGTH_BOUNDS_NS[3]
 MAP_KEYS_MAX = 65536  # larger maps fail to load on some kernels, silently
 ATTACH_TIMEOUT_S = 60.0
+# bpftrace prints its maps when stopped, the kernel stacks symbolized: seconds on a
+# loaded machine. Killed before it finished, a run had nothing to show.
+PRINT_TIMEOUT_S = 120.0
 # BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
 READY = b'"READY\\n"'
 TRACEFS = Path("/sys/kernel/tracing")
@@ -339,6 +343,7 @@ class BpftraceSession:
         self.names_at_start = thread_names(target.pid)
         self.capture = bpftrace_stacks.Capture()
         self.ended_early = False
+        self.cut_off = False
         env = {
             **os.environ,
             "BPFTRACE_NO_USER_SYMBOLS": "1",
@@ -368,7 +373,7 @@ class BpftraceSession:
 
     def finish(self) -> list[bpftrace_stacks.OffCpuRecord]:
         self.ended_early = self.proc.poll() is not None
-        stop(self.proc)
+        self.cut_off = stop(self.proc, timeout=PRINT_TIMEOUT_S) == -signal.SIGKILL
         self.capture = bpftrace_stacks.parse(self.out.read_text(encoding="utf-8", errors="replace"))
         names = {**self.names_at_start, **thread_names(self.pid)}
         found = list(bpftrace_stacks.records(self.capture, names))
@@ -392,6 +397,17 @@ class BpftraceSession:
             "sampled_share": self.capture.sampled_ns / total,
             "without_stack_share": stackless / total,
         }
+
+    def why_empty(self) -> str:
+        """Why the session printed no blocks, for its error or note."""
+        if self.ended_early:
+            return f"bpftrace stopped while recording: {self.error()}"
+        if self.cut_off:
+            return (
+                f"bpftrace did not print its maps within {PRINT_TIMEOUT_S:.0f} s of being "
+                "asked to stop and was killed (a heavily loaded machine?)"
+            )
+        return "nothing blocked while traced"
 
     def error(self) -> str:
         lines = self.err.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -542,12 +558,10 @@ def record_offcpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Reco
     target.wait(_duration(options), tick=maps.tick, interval=0.005)
     elapsed = time.monotonic() - started
     records = session.finish()
-    if not records and session.ended_early:
-        raise UserError(f"bpftrace stopped while recording: {session.error()}")
     if not records:
         raise UserError(
-            f"no off-CPU time was recorded for process {target.pid}: it ended before "
-            "tracing started, or never left the CPU"
+            f"no off-CPU time was recorded for process {target.pid} ({session.why_empty()}): "
+            "it never left the CPU, or record it again"
         )
     profile = to_profile(records, maps, guess_cut_waits=True)
     profile.dsos = maps.dsos()
@@ -665,7 +679,7 @@ def _all_profile(
         meta["oncpu_missing"] = str(e)
         return offcpu
     if not records:
-        why = f"bpftrace: {session.error()}" if session.ended_early else "nothing blocked"
+        why = session.why_empty()
         print(f"perfsleuth: no off-CPU time was recorded ({why})", file=sys.stderr)
         meta["offcpu_missing"] = why
     merged = _merged(oncpu, offcpu, session.capture.ran, session.capture.names)

@@ -1,0 +1,59 @@
+"""collect/offcpu.py's bpftrace session: why a session printed no blocks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.collect import offcpu
+
+DEAF = (
+    "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "print('deaf', flush=True); time.sleep(60)"
+)
+
+
+def _session(tmp_path: Path, argv: list[str]) -> offcpu.BpftraceSession:
+    """A session around a stand-in process, as __init__ leaves one once attached."""
+    session = object.__new__(offcpu.BpftraceSession)
+    session.out, session.err = tmp_path / "offcpu.json", tmp_path / "offcpu.err"
+    session.out.write_text("")
+    session.err.write_text("")
+    session.oncpu_hz, session.pid, session.names_at_start = 0, 1, {}
+    session.ended_early = session.cut_off = False
+    session.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    return session
+
+
+def test_a_tracer_killed_before_printing_is_said_so(tmp_path: Path, monkeypatch) -> None:
+    """Stopped, bpftrace prints its maps; one killed at the time limit printed nothing,
+    and the run read "it ended before tracing started, or never left the CPU"."""
+    monkeypatch.setattr(offcpu, "PRINT_TIMEOUT_S", 0.5)
+    session = _session(tmp_path, [sys.executable, "-c", DEAF])
+    assert session.proc.stdout is not None
+    assert session.proc.stdout.readline() == "deaf\n"  # SIGINT ignored from now on
+    try:
+        assert session.finish() == []
+    finally:
+        session.proc.kill()
+        session.proc.wait()
+    assert session.cut_off and "was killed" in session.why_empty()
+
+
+@pytest.mark.parametrize("code, said", [("pass", "stopped while recording"), (None, "nothing")])
+def test_an_empty_session_says_whether_bpftrace_ended_on_its_own(
+    tmp_path: Path, code: str | None, said: str
+) -> None:
+    argv = (
+        [sys.executable, "-c", code]
+        if code
+        else [sys.executable, "-c", "import time; time.sleep(60)"]
+    )
+    session = _session(tmp_path, argv)
+    if code:
+        session.proc.wait()
+    assert session.finish() == []
+    assert said in session.why_empty() and not session.cut_off
