@@ -22,13 +22,18 @@ def store(examples_built: Path, tmp_path_factory: pytest.TempPathFactory) -> Sto
     """Run 1 counts keys (heavy prologue), run 2 keys-split (fast path + slow path)."""
     path = tmp_path_factory.mktemp("prologue") / "store"
     for program in ("keys", "keys-split"):
-        subprocess.run(
-            [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(path)]
-            + ["--mode", "count", "--", str(examples_built / program)],
-            check=True,
-            capture_output=True,
-        )
+        record_count(path, examples_built / program)
     return Store(path)
+
+
+def record_count(store: Path, program: Path) -> None:
+    """`perfsleuth record --mode count` of PROGRAM into the store at STORE."""
+    subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(store)]
+        + ["--mode", "count", "--", str(program)],
+        check=True,
+        capture_output=True,
+    )
 
 
 def context(store: Store, run_id: int) -> Context:
@@ -115,12 +120,7 @@ def test_cpp_method_is_found_by_its_demangled_name(tmp_path: Path) -> None:
     source, program, path = tmp_path / "same.cc", tmp_path / "same", tmp_path / "store"
     source.write_text(CPP_SOURCE)
     subprocess.run(["g++", "-O2", "-g", "-o", str(program), str(source)], check=True)
-    subprocess.run(
-        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(path)]
-        + ["--mode", "count", "--", str(program)],
-        check=True,
-        capture_output=True,
-    )
+    record_count(path, program)
     (found,) = prologue_overhead.analyze(context(Store(path), 1))
     assert found.function.startswith("store::Table::same(store::Key const&")
     assert found.title.startswith("store::Table::same spends")
@@ -366,12 +366,7 @@ def test_a_binary_rebuilt_since_the_run_is_not_read_and_said(
     program, path = tmp_path / "keys", tmp_path / "store"
     source = Path(__file__).resolve().parents[2] / "examples" / "counts" / "keys.c"
     subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(source)], check=True)
-    subprocess.run(
-        [sys.executable, "-m", "perfsleuth.cli", "record", "--store", str(path)]
-        + ["--mode", "count", "--", str(program)],
-        check=True,
-        capture_output=True,
-    )
+    record_count(path, program)
     run = Store(path).load_run(1)
     binaries = [b for b in run.info.dsos if b.get("path")]
     ctx = Context(profile=run.profile, run=run.info, counts=run.exact(), binaries=binaries)

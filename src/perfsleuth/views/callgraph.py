@@ -137,13 +137,13 @@ class _CallArcs:
         self.called: dict[int, set[int]] = defaultdict(set)
         for caller, callee, _cost in self.arcs:
             self.called[caller].add(callee)
-
-    def own(self, function: str) -> set[int]:
-        return {fid for fid, name in enumerate(self.names) if name == function}
+        self.ids: dict[str, set[int]] = defaultdict(set)  # a name's ids, one per object
+        for fid, name in enumerate(names):
+            self.ids[name].add(fid)
 
     def recursive(self, function: str) -> bool:
         """Whether the function's calls lead back to it."""
-        own = self.own(function)
+        own = self.ids[function]
         seen: set[int] = set()
         todo = [callee for fid in own for callee in self.called[fid]]
         while todo:
@@ -156,7 +156,7 @@ class _CallArcs:
         return False
 
     def neighbours(self, function: str) -> CallGraphDoc:
-        own, names, exact = self.own(function), self.names, self.exact
+        own, names, exact = self.ids[function], self.names, self.exact
         callers: dict[str, float] = defaultdict(float)
         callees: dict[str, float] = defaultdict(float)
         for caller, callee, cost in self.arcs:
