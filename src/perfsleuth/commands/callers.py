@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..present import formats_for, write
 from ..views import callgraph
@@ -34,12 +33,9 @@ def show(args: argparse.Namespace, document: str) -> int:
     loaded = load_run(args)
     exact = exact_counts(args, loaded)
     if exact is not None:
-        notes: list[str] = []
         functions = callgraph.exact_callgraph(
-            exact, args.function, lambda name: callgraph.neighbours(loaded.profile, name), notes
+            exact, args.function, lambda name: callgraph.neighbours(loaded.profile, name)
         )
-        for note in notes:
-            print(f"perfsleuth: note: {note}", file=sys.stderr)
     else:
         functions = callgraph.callgraph(apply_filters(loaded.profile, args), args.function)
     write(document, {"run": str(loaded.id), "functions": functions}, args.format, args.output)

@@ -101,44 +101,54 @@ def callgraph(profile: Profile, pattern: str) -> list[CallGraphDoc]:
 
 
 def exact_callgraph(
-    exact: ExactCounts,
-    pattern: str,
-    derived: Callable[[str], CallGraphDoc],
-    notes: list[str] | None = None,
+    exact: ExactCounts, pattern: str, derived: Callable[[str], CallGraphDoc]
 ) -> list[CallGraphDoc]:
     """callgraph() of a count run, from its counted calls as callgrind_annotate's
     --tree=both reads them: each caller with the inclusive cost of its calls into the
     function, each callee with that of the function's calls to it, beside [self]; the
     function's total is `top`'s (read from the stacks derived from the calls, jq's
-    jq_next had 46.72% where `top` and callgrind say 46.89%). A function merged from
-    recursion levels is read at its first level (_FirstLevels): with the levels merged,
-    the calls of an outer level hold those of the inner ones again (mutual.c's free_list
-    had callers worth 128% of the run). A function in a recursion without levels of its
-    own is `derived(name)`'s. `notes` gets a sentence for each function read at its
-    first level."""
+    jq_next had 46.72% where `top` and callgrind say 46.89%).
+
+    A function in a recursion, its levels merged, is read from its first level's calls
+    (callgrind's f, not f'2: the outermost calls, each counted once), [self] being that
+    level's own count; merged, the calls of an outer level hold those of the inner ones
+    again (mutual.c's free_list had callers worth 128% of the run). Without its levels
+    apart it is `derived(name)`'s."""
     names = [fn for _ob, fn in exact.functions]
     graph = _CallArcs(exact, names)
-    levels = _FirstLevels(exact, graph) if exact.first_levels is not None else None
+    first = _FirstLevels.of(exact, graph.event)
     docs = []
     for name in match_names(set(names), pattern):
         if not graph.recursive(name):
             docs.append(graph.neighbours(name))
-        elif levels is not None and levels.merged(name):
-            docs.append(levels.neighbours(name))
-            if notes is not None:
-                notes.append(levels.note(name))
+        elif first is not None and graph.ids[name] <= first.levels.keys():
+            docs.append(first.neighbours(name, graph))
         else:
             docs.append(derived(name))
     return docs
 
 
+def _around(
+    arcs: list[tuple[int, int, int]], names: list[str], own: set[int]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The callers' and callees' costs of the calls into and out of the ids `own`."""
+    callers: dict[str, float] = defaultdict(float)
+    callees: dict[str, float] = defaultdict(float)
+    for caller, callee, cost in arcs:
+        if callee in own:
+            callers[names[caller]] += cost
+        elif caller in own:
+            callees[names[callee]] += cost
+    return callers, callees
+
+
 class _CallArcs:
     """A count run's calls by function id, in the event `top` shows."""
 
-    def __init__(self, exact: ExactCounts, names: list[str]) -> None:
+    def __init__(self, exact: ExactCounts, names: list[str], event: str = "") -> None:
         self.exact = exact
         self.names = names
-        self.event = "Ir" if "Ir" in exact.events else exact.events[0]
+        self.event = event or ("Ir" if "Ir" in exact.events else exact.events[0])
         calls = exact.calls
         self.arcs = list(
             zip(
@@ -158,28 +168,27 @@ class _CallArcs:
     def recursive(self, function: str) -> bool:
         """Whether the function's calls lead back to it."""
         own = self.ids[function]
-        seen: set[int] = set()
-        todo = [callee for fid in own for callee in self.called[fid]]
+        return any(callee in own for fid in own for callee in self.called[fid]) or bool(
+            self.leading_back(own)
+        )
+
+    def leading_back(self, own: set[int]) -> set[int]:
+        """The callees of the ids `own` (not themselves) whose calls lead back to them."""
+        callers_of: dict[int, set[int]] = defaultdict(set)
+        for caller, callee, _cost in self.arcs:
+            callers_of[callee].add(caller)
+        reach_own: set[int] = set()
+        todo = [caller for fid in own for caller in callers_of[fid]]
         while todo:
             fid = todo.pop()
-            if fid in own:
-                return True
-            if fid not in seen:
-                seen.add(fid)
-                todo.extend(self.called[fid])
-        return False
+            if fid not in reach_own and fid not in own:
+                reach_own.add(fid)
+                todo.extend(callers_of[fid])
+        return {callee for fid in own for callee in self.called[fid] if callee in reach_own}
 
-    def neighbours(self, function: str, own: set[int] | None = None) -> CallGraphDoc:
-        """The function's callers and callees; `own`: its ids, if not all of its name's."""
-        own = self.ids[function] if own is None else own
-        names, exact = self.names, self.exact
-        callers: dict[str, float] = defaultdict(float)
-        callees: dict[str, float] = defaultdict(float)
-        for caller, callee, cost in self.arcs:
-            if callee in own:
-                callers[names[caller]] += cost
-            elif caller in own:
-                callees[names[callee]] += cost
+    def neighbours(self, function: str) -> CallGraphDoc:
+        own, exact = self.ids[function], self.exact
+        callers, callees = _around(self.arcs, self.names, own)
         self_by_id = exact.self_by_id(self.event)
         self_w = sum(self_by_id[fid] for fid in own)
         if self_w:
@@ -190,58 +199,50 @@ class _CallArcs:
 
 
 class _FirstLevels:
-    """A count run's functions merged from recursion levels, read at their first level
-    (callgrind's f, not f'2), whose inclusive cost is `top`'s total: the callers of the
-    calls into it, its calls (to its deeper levels, named f, too) and its own count, so
-    that each side sums to the total with no level counted twice. tcc's parser recurses
-    through unary, expr_cond, block and decl0, entered from many places: read from the
-    stacks derived from the calls, unary had 11.49% where `top` and callgrind say 22.52%."""
+    """The calls of a count run with its recursion levels apart (callgrind's f, f'2),
+    each level named by its function."""
 
-    def __init__(self, exact: ExactCounts, graph: _CallArcs) -> None:
-        from ..model.counts import RECURSION_SUFFIX
+    def __init__(self, split: ExactCounts, levels: dict[int, int], inclusive: dict[int, int]):
+        from ..model.counts import merged_name  # loaded with the counts it reads
 
-        assert exact.first_levels is not None
-        self.split, self.levels = exact.first_levels
-        self.exact = exact
-        self.graph = graph
-        names = [RECURSION_SUFFIX.sub("", fn) for _ob, fn in self.split.functions]
-        self.split_graph = _CallArcs(self.split, names)
+        self.levels = levels  # merged id -> its first level's id in split
+        self.graph = _CallArcs(split, [merged_name(fn) for _ob, fn in split.functions])
+        self.inclusive = inclusive  # merged id -> its first level's inclusive cost
 
-    def merged(self, function: str) -> bool:
-        return any(fid in self.levels for fid in self.graph.ids[function])
+    @classmethod
+    def of(cls, exact: ExactCounts, event: str) -> _FirstLevels | None:
+        if exact.first_levels is None:
+            return None
+        split, levels = exact.first_levels
+        return cls(split, levels, exact.first_level_inclusive(event))
 
-    def neighbours(self, function: str) -> CallGraphDoc:
-        doc = self.split_graph.neighbours(function, self._own(function))
-        self_by_id = self.exact.self_by_id(self.graph.event)
-        merged_self = sum(self_by_id[fid] for fid in self.graph.ids[function])
-        doc["self"] = merged_self / self.exact.total(self.graph.event)
-        return doc
-
-    def _own(self, function: str) -> set[int]:
-        """The function's first levels in the split counts, one an object."""
-        own = set()
-        for fid in self.graph.ids[function]:
-            level = self.levels.get(fid)
-            if level is None:  # another object's function of that name, not merged
-                level = self.split.function_id(*self.exact.functions[fid])
-            if level is not None:
-                own.add(level)
-        return own
-
-    def note(self, function: str) -> str:
-        """What the rows of a function read at its first level are, and where its deeper
-        levels went."""
-        own = self._own(function)
-        self_by_id = self.split.self_by_id(self.graph.event)
-        first = sum(self_by_id[fid] for fid in own)
-        deeper = sorted(
-            (fn, self_by_id[fid])
-            for fid in self.split_graph.ids[function] - own
-            for _ob, fn in [self.split.functions[fid]]
-        )
-        named = ", ".join(f"{fn} ({count:,} {self.graph.event} self)" for fn, count in deeper)
-        return (
-            f"{function} recurses: its callers and callees are those of its first level "
-            f"(callgrind's {function}, whose [self] is {first:,} {self.graph.event}); "
-            f"its deeper levels, {named}, are in the calls"
-        )
+    def neighbours(self, function: str, merged: _CallArcs) -> CallGraphDoc:
+        """FUNCTION's callers: its first level's. Its callees: [self] (every level's),
+        each callee whose calls never lead back to it (from every level: those calls
+        hold no level of it, so they are apart), and what the total leaves to the callees
+        through which it recurses; with several of them, each has its first level's
+        calls, which hold the deeper levels again (sqlite3VdbeExec's five, through
+        sqlite3RunVacuum, sqlite3_exec...)."""
+        own, names = merged.ids[function], merged.names
+        first = {self.levels[fid] for fid in own}
+        callers, _ = _around(self.graph.arcs, self.graph.names, first)
+        returning = merged.leading_back(own)
+        callees: dict[str, float] = defaultdict(float)
+        for caller, callee, cost in merged.arcs:
+            if caller in own and callee not in own and callee not in returning:
+                callees[names[callee]] += cost
+        total = merged.exact.total(merged.event)
+        merged_self = merged.exact.self_by_id(merged.event)
+        self_w = sum(merged_self[fid] for fid in own)
+        total_w = min(sum(self.inclusive[fid] for fid in own), total)
+        rest = total_w - self_w - sum(callees.values())
+        through = {names[fid] for fid in returning}
+        if len(through) == 1:
+            callees[through.pop()] = rest
+        else:
+            for caller, callee, cost in self.graph.arcs:
+                if caller in first and self.graph.names[callee] in through:
+                    callees[self.graph.names[callee]] += cost
+        if self_w:
+            callees[SELF] = self_w
+        return _document(function, self_w, total_w, total, callers, callees)
