@@ -72,7 +72,7 @@ integration: setup
 	$(BIN)/pytest -q tests/integration
 
 test: setup lint
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --durations=30 tests
 
 clean:
 	rm -rf $(VENV) native/target examples/bin .perfsleuth

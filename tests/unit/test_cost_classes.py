@@ -309,3 +309,18 @@ def test_rusts_allocator_shims_are_allocation_not_its_callers() -> None:
     found = findings([([free, rdl, shim, main], 60), ([main], 40)])
     alloc = found["class.alloc.malloc"]
     assert alloc.function == "rsx::main" and "from rsx::main at alloc.rs:115" in alloc.title
+
+
+def test_a_class_beside_a_library_rule_says_the_time_they_both_count() -> None:
+    """Allocate less and a faster allocator are two fixes for the same time: the class's
+    finding says how much of it the allocator rule's counts too, so the gains do not
+    read as adding up."""
+    free = libc("free", "./malloc/malloc.c", 3352)
+    found = findings([([MALLOC, WORK, MAIN], 30), ([free, WORK, MAIN], 10), ([WORK, MAIN], 60)])
+    alloc = found["class.alloc.malloc"]
+    assert alloc.details["also_counted_by"] == {"allocator.glibc": pytest.approx(0.4)}
+    assert any("40.0% is also counted by allocator.glibc" in e for e in alloc.evidence)
+    rust_alloc = Frame("alloc::alloc::alloc", "app", "/rustc/x/alloc.rs", 1)
+    alone = findings([([rust_alloc, WORK, MAIN], 40), ([WORK, MAIN], 60)])["class.alloc.malloc"]
+    assert "also_counted_by" not in alone.details
+    assert not any("also counted" in e for e in alone.evidence)

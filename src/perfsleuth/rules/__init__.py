@@ -53,6 +53,8 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "min_threads": (int, False),
     "parallel_replacement": (str, False),
     "parallel_apply": (str, False),
+    "c_replacement": (str, False),
+    "c_apply": (str, False),
 }
 PATTERN_FIELDS = (
     "functions",
@@ -114,6 +116,10 @@ class Rule:
     # several threads (xz -T2 told to use `xz -T0`): "" keeps them
     parallel_replacement: str = ""
     parallel_apply: str = ""
+    # what to say instead when the user's call is C code (a C program told to use
+    # std::from_chars): "" keeps them
+    c_replacement: str = ""
+    c_apply: str = ""
 
     def matches(self, function: str, dso: str, file: str = "") -> bool:
         names, dso_names = _names_and_files(function, dso)
@@ -285,6 +291,8 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         min_threads=int(table.get("min_threads", 1)),
         parallel_replacement=table.get("parallel_replacement", ""),
         parallel_apply=table.get("parallel_apply", ""),
+        c_replacement=table.get("c_replacement", ""),
+        c_apply=table.get("c_apply", ""),
     )
 
 
