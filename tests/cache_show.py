@@ -55,3 +55,16 @@ def cache_doc(store: Path) -> dict:
     """The first traced function's document of `perfsleuth cache show`."""
     shown = perfsleuth(store, "cache", "show", "--format", "json")
     return json.loads(shown.stdout)["functions"][0]
+
+
+def lookup_layouts(store: Path, binary: Path, function: str = "find_session") -> dict:
+    """The layouts, by variable, of the first 20,000 lookups of a map example of
+    20,000 entries (`BINARY 20000 20000`)."""
+    record_cache(store, binary, function, "20000", "20000", calls=20000, first=True)
+    return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
+
+
+def inside_heat(layout: dict, field: str) -> dict[str, tuple[int, bool]]:
+    """name -> (offset, hot) of the members inside one field of a layout."""
+    (found,) = [f for f in layout["fields"] if f["name"] == field]
+    return {m["name"]: (m["offset"], m["hot"]) for m in found["inside"]}

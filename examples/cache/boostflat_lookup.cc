@@ -21,15 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-struct Session {
-    uint64_t last_seen;
-    uint32_t hits;
-    uint32_t flags;
-    uint64_t bytes_in;
-    uint64_t bytes_out;
-    char peer[32];
-};
-static_assert(sizeof(Session) == 64, "64-byte sessions, 72-byte pairs");
+#include "session64.hh"
 using Map = boost::unordered_flat_map<uint64_t, Session>;
 
 #include "map_harness.hh"

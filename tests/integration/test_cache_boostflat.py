@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cache_show import cache_doc, record_cache
+from cache_show import lookup_layouts
 
 pytestmark = pytest.mark.integration
 
@@ -25,8 +25,7 @@ BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "boostflat_l
 def recorded_layouts(binary: Path, store: Path) -> dict:
     if not binary.exists():
         pytest.skip(f"examples/bin/{binary.name} is built only with libboost1.81-dev")
-    record_cache(store, binary, "find_session", "20000", "20000", calls=20000, first=True)
-    return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
+    return lookup_layouts(store, binary)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cache_show import cache_doc, record_cache
+from cache_show import inside_heat, lookup_layouts
 
 pytestmark = pytest.mark.integration
 
@@ -22,9 +22,7 @@ BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "robinmap_lo
 
 @pytest.fixture(scope="module")
 def layouts(examples_built, tmp_path_factory) -> dict:
-    store = tmp_path_factory.mktemp("robinmap") / "store"
-    record_cache(store, BINARY, "find_session", "20000", "20000", calls=20000, first=True)
-    return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
+    return lookup_layouts(tmp_path_factory.mktemp("robinmap") / "store", BINARY)
 
 
 def test_the_bucket_array_a_member_of_a_member_points_to_is_laid_out(layouts):
@@ -46,9 +44,7 @@ def test_the_bucket_array_a_member_of_a_member_points_to_is_laid_out(layouts):
 def test_the_pair_a_bucket_keeps_in_raw_bytes_is_laid_out_as_the_pair(layouts):
     """bucket_entry keeps its value in `unsigned char m_value[sizeof(value_type)]`: it
     was one 72-byte field, the key, last_seen and hits not told from the cold fields."""
-    (value,) = [f for f in layouts["map->m_ht.m_buckets[]"]["fields"] if f["name"] == "m_value"]
-    inside = {m["name"]: (m["offset"], m["hot"]) for m in value["inside"]}
-    assert inside == {
+    assert inside_heat(layouts["map->m_ht.m_buckets[]"], "m_value") == {
         "first": (8, True), "second.last_seen": (16, True), "second.hits": (24, True),
         "second.flags": (28, False), "second.peer": (32, False),
         "second.bytes_in": (64, False), "second.bytes_out": (72, False),

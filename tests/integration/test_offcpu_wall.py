@@ -687,7 +687,9 @@ def test_a_condition_wait_retaking_its_mutex_is_condvar_in_every_mode(mode: str,
     proc = perfsleuth("record", "--mode", mode, "--", str(program), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     threads = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)["threads"]
-    waiter = next(t for t in threads if t["name"] == "waiter")
+    named = [t for t in threads if t["name"] == "waiter"]
+    assert named, (proc.stderr, [(t["tid"], t["name"]) for t in threads])
+    waiter = named[0]
     assert waiter["states"].get("condvar", 0) > 0.5, waiter
     # offcpu mode: the on-CPU probe keys its lock samples by the leaf alone (no caller)
     assert waiter["states"].get("mutex", 0) < 0.1, waiter

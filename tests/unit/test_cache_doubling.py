@@ -34,6 +34,25 @@ def test_a_table_that_doubles_has_its_tlb_cliff_at_the_doubling_past_the_reach()
     assert doubling.pages_at(steps, 121_431) < 3113 <= doubling.pages_at(steps, 121_432)
 
 
+# tsl::hopscotch_map (80-byte buckets, 61 more than the capacity, doubling past 0.9
+# load) under `record --mode cache --scale`: examples/cache/hopscotch_lookup.cc
+HOPSCOTCH_PAGES = {500: 23, 600: 23, 700: 23, 800: 23, 900: 23,
+                   1000: 42, 1200: 42, 1400: 42, 1700: 42, 2000: 82}  # fmt: skip
+
+
+def test_steps_whose_free_fit_slopes_down_a_little_are_still_steps():
+    """The free fit gave these pages b = -0.0006 per n, and the steps were refused
+    for a negative slope: the TLB's cliff came from the line, at 92,911 keys, where
+    the table's pages pass the reach at its doubling past 117,965."""
+    tlb = scaling.project(runs(HOPSCOTCH_PAGES), GEOMETRY, REACH)["tlb"]
+    steps = tlb["steps"]
+    assert steps["per_n"] == 0.0
+    assert steps["doubles_between"] == pytest.approx([900, 1000])
+    # 1,024 buckets of 80 bytes are 20 pages: 0.0212 pages per key held at 0.9 load
+    assert steps["per_capacity_n"] == pytest.approx(0.0206, abs=0.0005)
+    assert tlb["n"] == 121_432
+
+
 def test_runs_that_catch_one_phase_each_keep_the_straight_line():
     three = {n: VERSTABLE_PAGES[n] for n in (500, 1000, 2000)} | {4000: 148}
     tlb = scaling.project(runs(three), GEOMETRY, REACH)["tlb"]

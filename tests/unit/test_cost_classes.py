@@ -309,3 +309,41 @@ def test_rusts_allocator_shims_are_allocation_not_its_callers() -> None:
     found = findings([([free, rdl, shim, main], 60), ([main], 40)])
     alloc = found["class.alloc.malloc"]
     assert alloc.function == "rsx::main" and "from rsx::main at alloc.rs:115" in alloc.title
+
+
+def test_a_class_beside_a_library_rule_says_the_time_they_both_count() -> None:
+    """Allocate less and a faster allocator are two fixes for the same time: the class's
+    finding says how much of it the allocator rule's counts too, so the gains do not
+    read as adding up."""
+    free = libc("free", "./malloc/malloc.c", 3352)
+    found = findings([([MALLOC, WORK, MAIN], 30), ([free, WORK, MAIN], 10), ([WORK, MAIN], 60)])
+    alloc = found["class.alloc.malloc"]
+    assert alloc.details["also_counted_by"] == {"allocator.glibc": pytest.approx(0.4)}
+    assert any("40.0% is also counted by allocator.glibc" in e for e in alloc.evidence)
+    rust_alloc = Frame("alloc::alloc::alloc", "app", "/rustc/x/alloc.rs", 1)
+    alone = findings([([rust_alloc, WORK, MAIN], 40), ([WORK, MAIN], 60)])["class.alloc.malloc"]
+    assert "also_counted_by" not in alone.details
+    assert not any("also counted" in e for e in alone.evidence)
+
+
+def test_reads_that_spend_their_time_copying_the_bytes_are_not_told_to_read_more() -> None:
+    """GNU grep's read(2) time was all the page cache's bytes copied, and it was told to
+    read in bigger blocks (it reads 96 KiB); one-byte reads spend theirs per call, and
+    bigger blocks save it all (read_per_byte.c: 1.01x its share)."""
+    read = libc("read", "./io/../sysdeps/unix/sysv/linux/read.c", 26)
+    copy = Frame("_copy_to_iter", "[kernel.kallsyms]", kernel=True)
+    batch = Frame("filemap_get_read_batch", "[kernel.kallsyms]", kernel=True)
+    entry = Frame("entry_SYSCALL_64", "[kernel.kallsyms]", kernel=True)
+    under = [SYSCALL, read, WORK, MAIN]
+    rest = ([WORK, MAIN], 20)
+    copying = findings([([copy, *under], 60), ([batch, *under], 20), rest])["class.syscall.read"]
+    per_call = findings([([entry, read, WORK, MAIN], 60), ([copy, *under], 20), rest])[
+        "class.syscall.read"
+    ]
+    assert copying.share == per_call.share == pytest.approx(0.8)
+    assert copying.estimated_gain == pytest.approx(0.0)
+    assert copying.details["unsaved_share"] == pytest.approx(0.8)
+    assert any("copying the bytes" in e for e in copying.evidence)
+    # a quarter of the class in the copy: a quarter of that is taken to be per byte
+    assert per_call.details["unsaved_share"] == pytest.approx(0.05)
+    assert per_call.estimated_gain == pytest.approx(0.75 * per_call.details["saving"])

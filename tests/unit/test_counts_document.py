@@ -366,7 +366,7 @@ def test_callers_and_callees_of_a_count_run_are_its_counted_calls(tmp_path: Path
     """mutual.c's work() calls build (recursive) and free_value (in a recursion through
     free_list): its callees are the inclusive costs of its calls, as callgrind counted
     them, and sum with its own count to `top`'s total; read from the derived stacks they
-    were only near them. A function in a recursion is still read from the stacks."""
+    were only near them."""
     from cli_runner import perfsleuth
 
     data = callgrind.parse(FIXTURES / "callgrind.out.mutual")
@@ -397,3 +397,24 @@ def test_callers_and_callees_of_a_count_run_are_its_counted_calls(tmp_path: Path
         perfsleuth(store, "callers", "^free_list$", "--format", "json").stdout
     )["functions"]
     assert sum(row["total"] for row in free_list["callers"]) <= 1.0  # the stacks': no 128%
+
+
+def test_a_function_in_a_recursion_reads_its_first_levels_calls(tmp_path: Path) -> None:
+    """free_value and free_list call each other (free_value'2, free_list'2), build calls
+    itself: each one's callers are its first level's (the outermost calls, each counted
+    once) and sum to `top`'s total; its callees, [self] over every level beside them, too.
+    Read from the derived stacks, free_value's callers and callees summed to more."""
+    from cli_runner import perfsleuth
+
+    store = tmp_path / "store"
+    perfsleuth(store, "import", str(FIXTURES / "callgrind.out.mutual"))
+    top_doc = json.loads(perfsleuth(store, "top", "-n", "0", "--format", "json").stdout)
+    rows = {row["function"]: row for row in top_doc["rows"]}
+    for name in ("free_value", "free_list", "build.constprop.0"):
+        for side in ("callers", "callees"):
+            (doc,) = json.loads(perfsleuth(store, side, f"^{name}$", "--format", "json").stdout)[
+                "functions"
+            ]
+            assert doc["total"] == pytest.approx(rows[name]["total"]), (name, side)
+            assert doc["self"] == pytest.approx(rows[name]["self"]), (name, side)
+            assert sum(r["total"] for r in doc[side]) == pytest.approx(doc["total"]), (name, side)

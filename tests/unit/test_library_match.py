@@ -180,6 +180,21 @@ def test_a_library_already_run_on_threads_is_not_told_to_go_parallel() -> None:
     assert "zstd" in said["parallel"].suggestion
 
 
+def test_a_call_from_c_code_is_told_a_fix_c_has() -> None:
+    """xmllint's XPath parser, C, was told to parse its numbers with std::from_chars;
+    a C call site gets the rule's C fix, a C++ one its own."""
+    strtod = Frame("____strtod_l_internal", "libc.so.6", "./stdlib/strtod_l.c", 1200)
+    qsort = Frame("qsort_r", "libc.so.6", "./stdlib/msort.c", 300)
+    parse_c = Frame("xmlXPathStringEvalNumber", "libxml2.so.2", "/src/xpath.c", 9801)
+    parse_cc = Frame("Reader::number", "app", "/src/reader.cc", 77)
+    for site, c_code in ((parse_c, True), (parse_cc, False)):
+        found = run_on([([strtod, site, MAIN], 40), ([qsort, site, MAIN], 40), ([WORK, MAIN], 20)])
+        parsing, sorting = (found[r].suggestion for r in ("parsing.strtod", "sort.qsort"))
+        assert ("std::from_chars" in parsing) is not c_code, (site, parsing)
+        assert ("Use std::sort" in sorting) is not c_code, (site, sorting)
+        assert ("C has no" in parsing and "C has no" in sorting) is c_code, site
+
+
 # bench/fresh_waits/sqlwriters.c (built without -g) recorded with `record --mode all`
 # at load ~5 and exported with `perfsleuth export --pprof`: 4 writers on 2 CPUs, 30.5%
 # of the run "running" while switched out (preempted, 14.8% inside the unlock's wake)

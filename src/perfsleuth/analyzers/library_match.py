@@ -60,6 +60,7 @@ OFF_CPU_RECORDERS = ("bpftrace", "perf-sched")
 # in offcpu and all modes): a "running" one is a thread preempted, off the CPU
 SWITCH_OUT = frozenset(("__schedule", "schedule"))
 OVERLAP_NOTED = 0.02
+C_SOURCES = (".c",)  # a call site in these is C code, without C++'s library
 # A thread with this part of a match's time or more is one it runs on (a thread that
 # touched the library once does not make it parallel).
 PARALLEL_PART = 0.1
@@ -323,7 +324,7 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
         gain_high=share * rule.saving_range[1],
         gain_basis=rule.source,
         confidence=round(confidence, 2),
-        suggestion=_suggestion(rule, _threads(match)),
+        suggestion=_suggestion(rule, _threads(match), site),
         function=site.function if site else _top_name(match.inclusive_by_function),
         dso=site.dso if site else _top_name(match.dsos),
         file=site.file if site else "",
@@ -372,13 +373,16 @@ def _threads(match: Match) -> int:
     )
 
 
-def _suggestion(rule: Rule, threads: int = 1) -> str:
+def _suggestion(rule: Rule, threads: int = 1, site: Frame | None = None) -> str:
     """The rule's fix; its parallel_* text when the matched code runs on several threads
-    already (a parallel build of the same library is no news then)."""
+    already (a parallel build of the same library is no news then), its c_* text when
+    the call to it is C code (xmllint's XPath parser was told to use std::from_chars)."""
     change = "code change needed" if rule.code_change else "no code change needed"
     if threads >= 2 and rule.parallel_apply:
         apply = rule.parallel_apply.replace("{threads}", str(threads))
         return f"Use {rule.parallel_replacement or rule.replacement} ({change}): {apply}"
+    if site is not None and site.file.endswith(C_SOURCES) and rule.c_apply:
+        return f"Use {rule.c_replacement or rule.replacement} ({change}): {rule.c_apply}"
     return f"Use {rule.replacement} ({change}): {rule.apply}"
 
 

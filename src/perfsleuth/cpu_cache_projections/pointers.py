@@ -113,9 +113,11 @@ def variables(
         struct = struct_of(pointee)
         if struct is None:
             continue
-        kind: Literal["parameter", "local"] = (
-            "parameter" if die.tag == "DW_TAG_formal_parameter" else "local"
-        )
+        # an inlined callee's parameter is a local of the traced function
+        parent = die.get_parent()
+        own = parent is not None and parent.offset == subprogram.offset
+        own = own and die.tag == "DW_TAG_formal_parameter"
+        kind: Literal["parameter", "local"] = "parameter" if own else "local"
         pieces = list(location_pieces(die, structs, locations, pc_range))
         ranges = tuple(
             (start, end, register)

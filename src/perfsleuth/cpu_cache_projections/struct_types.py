@@ -211,10 +211,11 @@ def without_data(type_die: DIE) -> bool:
 
 def raw_value_type(die: DIE, type_die: DIE) -> DIE | None:
     """The value a container's member keeps in raw bytes, `alignas(T) unsigned char
-    m_value[sizeof(T)]` (tsl::robin_map's bucket_entry): the struct its class names
-    `value_type`, or takes as a template type parameter, when its size is the
-    array's."""
-    target = strip_qualifiers(type_die)
+    m_value[sizeof(T)]` (tsl::robin_map's bucket_entry) or a struct of those bytes
+    alone (`std::aligned_storage<sizeof(T), alignof(T)>::type`: tsl::hopscotch_map's
+    bucket): the struct its class names `value_type`, or takes as a template type
+    parameter, when its size is the array's."""
+    target = byte_array(strip_qualifiers(type_die))
     if target is None or target.tag != "DW_TAG_array_type" or "DW_AT_type" not in target.attributes:
         return None
     if type_size(target.get_DIE_from_attribute("DW_AT_type")) != 1:
@@ -230,6 +231,23 @@ def raw_value_type(die: DIE, type_die: DIE) -> DIE | None:
         if held is not None and held.tag in STRUCT_TAGS and type_size(held) == type_size(target):
             return held
     return None
+
+
+def byte_array(target: DIE | None) -> DIE | None:
+    """target, or its one member with data when target is a struct or union of those
+    bytes alone beside empty members (libstdc++'s `std::aligned_storage<N, A>::type`:
+    `union type { unsigned char __data[N]; struct alignas(A) {} __align; }`)."""
+    if target is None or target.tag not in (*STRUCT_TAGS, "DW_TAG_union_type"):
+        return target
+    typed = [
+        strip_qualifiers(child.get_DIE_from_attribute("DW_AT_type"))
+        for child in target.iter_children()
+        if child.tag == "DW_TAG_member" and "DW_AT_type" in child.attributes
+    ]
+    held = [inner for inner in typed if inner is None or not without_data(inner)]
+    if len(held) == 1 and held[0] is not None and type_size(held[0]) == type_size(target):
+        return held[0]
+    return target
 
 
 def bitfield_start(die: DIE, unit_size: int) -> int | None:

@@ -45,10 +45,16 @@ K = TypeVar("K")
 
 # callgrind names the deeper levels of a recursion f'2, f'3 (--separate-recs)
 RECURSION_SUFFIX = re.compile(r"'[0-9]+$")
+
 EVENT_UNITS = {"Ir": "instructions"}  # the unit a count of an event is in
 NO_SOURCE = "???"  # callgrind's file name for code without line information
 CELL_COLUMNS = (("fn", "i"), ("file", "i"), ("line", "i"), ("address", "q"))
 CALL_COLUMNS = (("caller", "i"), ("callee", "i"), ("file", "i"), ("line", "i"), ("calls", "q"))
+
+
+def merged_name(function: str) -> str:
+    """A recursion level's function (f'2 -> f)."""
+    return RECURSION_SUFFIX.sub("", function)
 
 
 def _pack(raw: bytes) -> str:
@@ -207,7 +213,7 @@ class ExactCounts:
         functions: list[Fn] = []
         own_files: list[int] = []
         for fid, (ob, name) in enumerate(self.functions):
-            key = (ob, RECURSION_SUFFIX.sub("", name))
+            key = (ob, merged_name(name))
             new = ids.get(key)
             if new is None:
                 new = ids[key] = len(functions)

@@ -53,6 +53,9 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "min_threads": (int, False),
     "parallel_replacement": (str, False),
     "parallel_apply": (str, False),
+    "c_replacement": (str, False),
+    "c_apply": (str, False),
+    "unsaved_leaves": (list, False),
 }
 PATTERN_FIELDS = (
     "functions",
@@ -62,6 +65,7 @@ PATTERN_FIELDS = (
     "entry_functions",
     "exclude_dsos",
     "source_nodes",
+    "unsaved_leaves",
 )
 DEFAULT_MIN_SHARE = 0.02
 # where a matching frame must be: anywhere on the stack, or the leaf (the time is its own)
@@ -114,6 +118,13 @@ class Rule:
     # several threads (xz -T2 told to use `xz -T0`): "" keeps them
     parallel_replacement: str = ""
     parallel_apply: str = ""
+    # what to say instead when the user's call is C code (a C program told to use
+    # std::from_chars): "" keeps them
+    c_replacement: str = ""
+    c_apply: str = ""
+    # cost classes: leaf functions whose time the fix leaves as it is (copying the bytes
+    # read, which bigger reads still copy): the estimate is of the rest
+    unsaved_leaves: tuple[re.Pattern[str], ...] = ()
 
     def matches(self, function: str, dso: str, file: str = "") -> bool:
         names, dso_names = _names_and_files(function, dso)
@@ -285,6 +296,9 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         min_threads=int(table.get("min_threads", 1)),
         parallel_replacement=table.get("parallel_replacement", ""),
         parallel_apply=table.get("parallel_apply", ""),
+        c_replacement=table.get("c_replacement", ""),
+        c_apply=table.get("c_apply", ""),
+        unsaved_leaves=patterns["unsaved_leaves"],
     )
 
 

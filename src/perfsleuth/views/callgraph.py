@@ -107,24 +107,48 @@ def exact_callgraph(
     --tree=both reads them: each caller with the inclusive cost of its calls into the
     function, each callee with that of the function's calls to it, beside [self]; the
     function's total is `top`'s (read from the stacks derived from the calls, jq's
-    jq_next had 46.72% where `top` and callgrind say 46.89%). A function in a recursion
-    is `derived(name)`'s: with its levels merged, the calls of an outer level hold those
-    of the inner ones again (mutual.c's free_list had callers worth 128% of the run)."""
+    jq_next had 46.72% where `top` and callgrind say 46.89%).
+
+    A function in a recursion, its levels merged, is read from its first level's calls
+    (callgrind's f, not f'2: the outermost calls, each counted once), [self] being that
+    level's own count; merged, the calls of an outer level hold those of the inner ones
+    again (mutual.c's free_list had callers worth 128% of the run). Without its levels
+    apart it is `derived(name)`'s."""
     names = [fn for _ob, fn in exact.functions]
     graph = _CallArcs(exact, names)
-    return [
-        derived(name) if graph.recursive(name) else graph.neighbours(name)
-        for name in match_names(set(names), pattern)
-    ]
+    first = _FirstLevels.of(exact, graph.event)
+    docs = []
+    for name in match_names(set(names), pattern):
+        if not graph.recursive(name):
+            docs.append(graph.neighbours(name))
+        elif first is not None and graph.ids[name] <= first.levels.keys():
+            docs.append(first.neighbours(name, graph))
+        else:
+            docs.append(derived(name))
+    return docs
+
+
+def _around(
+    arcs: list[tuple[int, int, int]], names: list[str], own: set[int]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The callers' and callees' costs of the calls into and out of the ids `own`."""
+    callers: dict[str, float] = defaultdict(float)
+    callees: dict[str, float] = defaultdict(float)
+    for caller, callee, cost in arcs:
+        if callee in own:
+            callers[names[caller]] += cost
+        elif caller in own:
+            callees[names[callee]] += cost
+    return callers, callees
 
 
 class _CallArcs:
     """A count run's calls by function id, in the event `top` shows."""
 
-    def __init__(self, exact: ExactCounts, names: list[str]) -> None:
+    def __init__(self, exact: ExactCounts, names: list[str], event: str = "") -> None:
         self.exact = exact
         self.names = names
-        self.event = "Ir" if "Ir" in exact.events else exact.events[0]
+        self.event = event or ("Ir" if "Ir" in exact.events else exact.events[0])
         calls = exact.calls
         self.arcs = list(
             zip(
@@ -144,30 +168,81 @@ class _CallArcs:
     def recursive(self, function: str) -> bool:
         """Whether the function's calls lead back to it."""
         own = self.ids[function]
-        seen: set[int] = set()
-        todo = [callee for fid in own for callee in self.called[fid]]
+        return any(callee in own for fid in own for callee in self.called[fid]) or bool(
+            self.leading_back(own)
+        )
+
+    def leading_back(self, own: set[int]) -> set[int]:
+        """The callees of the ids `own` (not themselves) whose calls lead back to them."""
+        callers_of: dict[int, set[int]] = defaultdict(set)
+        for caller, callee, _cost in self.arcs:
+            callers_of[callee].add(caller)
+        reach_own: set[int] = set()
+        todo = [caller for fid in own for caller in callers_of[fid]]
         while todo:
             fid = todo.pop()
-            if fid in own:
-                return True
-            if fid not in seen:
-                seen.add(fid)
-                todo.extend(self.called[fid])
-        return False
+            if fid not in reach_own and fid not in own:
+                reach_own.add(fid)
+                todo.extend(callers_of[fid])
+        return {callee for fid in own for callee in self.called[fid] if callee in reach_own}
 
     def neighbours(self, function: str) -> CallGraphDoc:
-        own, names, exact = self.ids[function], self.names, self.exact
-        callers: dict[str, float] = defaultdict(float)
-        callees: dict[str, float] = defaultdict(float)
-        for caller, callee, cost in self.arcs:
-            if callee in own:
-                callers[names[caller]] += cost
-            elif caller in own:
-                callees[names[callee]] += cost
+        own, exact = self.ids[function], self.exact
+        callers, callees = _around(self.arcs, self.names, own)
         self_by_id = exact.self_by_id(self.event)
         self_w = sum(self_by_id[fid] for fid in own)
         if self_w:
             callees[SELF] = self_w
         total = exact.total(self.event)
         total_w = min(self_w + sum(w for name, w in callees.items() if name != SELF), total)
+        return _document(function, self_w, total_w, total, callers, callees)
+
+
+class _FirstLevels:
+    """The calls of a count run with its recursion levels apart (callgrind's f, f'2),
+    each level named by its function."""
+
+    def __init__(self, split: ExactCounts, levels: dict[int, int], inclusive: dict[int, int]):
+        from ..model.counts import merged_name  # loaded with the counts it reads
+
+        self.levels = levels  # merged id -> its first level's id in split
+        self.graph = _CallArcs(split, [merged_name(fn) for _ob, fn in split.functions])
+        self.inclusive = inclusive  # merged id -> its first level's inclusive cost
+
+    @classmethod
+    def of(cls, exact: ExactCounts, event: str) -> _FirstLevels | None:
+        if exact.first_levels is None:
+            return None
+        split, levels = exact.first_levels
+        return cls(split, levels, exact.first_level_inclusive(event))
+
+    def neighbours(self, function: str, merged: _CallArcs) -> CallGraphDoc:
+        """FUNCTION's callers: its first level's. Its callees: [self] (every level's),
+        each callee whose calls never lead back to it (from every level: those calls
+        hold no level of it, so they are apart), and what the total leaves to the callees
+        through which it recurses; with several of them, each has its first level's
+        calls, which hold the deeper levels again (sqlite3VdbeExec's five, through
+        sqlite3RunVacuum, sqlite3_exec...)."""
+        own, names = merged.ids[function], merged.names
+        first = {self.levels[fid] for fid in own}
+        callers, _ = _around(self.graph.arcs, self.graph.names, first)
+        returning = merged.leading_back(own)
+        callees: dict[str, float] = defaultdict(float)
+        for caller, callee, cost in merged.arcs:
+            if caller in own and callee not in own and callee not in returning:
+                callees[names[callee]] += cost
+        total = merged.exact.total(merged.event)
+        merged_self = merged.exact.self_by_id(merged.event)
+        self_w = sum(merged_self[fid] for fid in own)
+        total_w = min(sum(self.inclusive[fid] for fid in own), total)
+        rest = total_w - self_w - sum(callees.values())
+        through = {names[fid] for fid in returning}
+        if len(through) == 1:
+            callees[through.pop()] = rest
+        else:
+            for caller, callee, cost in self.graph.arcs:
+                if caller in first and self.graph.names[callee] in through:
+                    callees[self.graph.names[callee]] += cost
+        if self_w:
+            callees[SELF] = self_w
         return _document(function, self_w, total_w, total, callers, callees)
