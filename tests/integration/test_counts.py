@@ -238,6 +238,22 @@ def test_diff_of_count_runs_is_exact(counted: Path) -> None:
     assert doc["functions_changed"] == len(doc["functions"])
 
 
+def test_a_program_started_through_env_is_the_one_counted(
+    examples_built: Path, tmp_path: Path
+) -> None:
+    """`env VAR=... ./tcc` (a wrapper that executes the real program, as libtool's and
+    pyenv's do) was stored as env's run, with env's build-id: `gate` took tcc's baseline
+    for another build, and tcc's functions were not placed by its own symbols. The run
+    is the executed program's."""
+    keys = examples_built / "keys"
+    store = tmp_path / "store"
+    done = perfsleuth(store, "record", "--mode", "count", "--", "env", "COUNTED=1", str(keys))
+    assert f"env executed {keys}: the run counts {keys}" in done.stderr
+    meta = Store(store).load_run(1).info.meta
+    assert meta["executable"] == str(keys)
+    assert meta["build_id"] == valgrind.build_id(str(keys)) != valgrind.build_id("/usr/bin/env")
+
+
 def test_only_restricts_counting_to_the_function(examples_built: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     keys = str(examples_built / "keys")

@@ -136,7 +136,32 @@ def record(
             f"`valgrind --tool=callgrind {shlex.join(cmd)}` to see why"
         )
     _note_children(workdir, pid)
-    return CountRecording(out, status, elapsed, argv, executable, not keep_env)
+    counted = counted_program(out, executable)
+    return CountRecording(out, status, elapsed, argv, counted, not keep_env)
+
+
+def counted_program(out: Path, started: str) -> str:
+    """The program whose instructions `out` counts: the one its `cmd:` line names when
+    the program started (`started`) executed another (env, a libtool or pyenv wrapper).
+    `env LD_PRELOAD=... ./tcc` was stored as env's run, with env's build-id: `gate` said
+    the baseline's tcc was another build, and tcc's functions were not placed at their
+    entries (symbols/entries.py reads the program's own symbols)."""
+    cmd = ""
+    with out.open(errors="replace") as fh:
+        for line in fh:  # the header's lines, not the whole file's
+            if line.startswith("cmd:"):
+                cmd = line[4:].strip()
+            if cmd or line.startswith(("ob=", "fl=", "fn=")):
+                break
+    named = cmd.split(maxsplit=1)[0] if cmd else ""
+    path = os.path.abspath(named) if named else ""
+    if not path or path == started or not os.path.isfile(path):
+        return started
+    print(
+        f"perfsleuth: note: {os.path.basename(started)} executed {named}: the run counts {path}",
+        file=sys.stderr,
+    )
+    return path
 
 
 def _note_children(workdir: Path, pid: int) -> None:
