@@ -2,7 +2,7 @@
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
     .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|
-                                          expat|pcre2|jq|bzip2|mawk|xmllint]
+                                          expat|pcre2|jq|bzip2|mawk|xmllint|tcc|bc]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -53,6 +53,15 @@ N and N+1) and two cachegrind runs of the same commands in the same environment:
   configure, static, gcc -O2 -g) evaluating an XPath expression over the 2 MB document
   of the expat bench, read N times (~440 M instructions a read; its XPath evaluator
   recurses, xmlXPathCompOpEval'2); `annotate` lists xmlXPathCompOpEval.
+* tcc: the Tiny C Compiler 0.9.27+git20200814 from Debian's tcc source (its configure
+  with --debug, which keeps the symbols, and -O2 -g) compiling its own source as one
+  unit (tcc.c with ONE_SOURCE, 20,000 lines with its headers) N times (~225 M
+  instructions a compile; its parser recurses through unary, expr_cond, block and decl0
+  entered from many places, unary'2); `annotate` lists next_nomacro1, its tokenizer.
+* bc: GNU bc 1.07.1 from Debian's bc source and patches (its configure, gcc -O2 -g)
+  running a script of a recursive bc function and pi, e, a logarithm and a square root
+  to 600 digits, read N times (~1.6 G instructions a read; its multiplication recurses,
+  _bc_rec_mul'2); `annotate` lists _bc_rec_mul.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -123,6 +132,19 @@ def debian_source(package: str, out: Path) -> None:
         f"apt-get -q {apt} update >/dev/null && apt-get -q {apt} source --download-only {package}",
         out,
     )
+
+
+def patched_source(package: str, out: Path, tarball: str) -> Path:
+    """The source package unpacked in `out` with Debian's patches applied: its folder.
+    `tarball`: how its upstream tarball's name ends (gz, xz)."""
+    debian_source(package, out)
+    sh(f"tar xf {package}_*.orig.tar.{tarball} && tar xf {package}_*.debian.tar.xz", out)
+    src = next(p for p in out.glob(f"{package}-*") if p.is_dir())
+    sh(
+        "for p in $(cat ../debian/patches/series); do patch -p1 -s < ../debian/patches/$p; done",
+        src,
+    )
+    return src
 
 
 def speedtest1(out: Path) -> None:
@@ -701,13 +723,7 @@ XPATH = (
 
 def xmllint(out: Path) -> None:
     """xmllint of libxml2 2.9.14 from Debian's source and patches (static, gcc -O2 -g)."""
-    debian_source("libxml2", out)
-    sh("tar xf libxml2_*.orig.tar.xz && tar xf libxml2_*.debian.tar.xz", out)
-    src = next(p for p in out.glob("libxml2-*") if p.is_dir())
-    sh(
-        "for p in $(cat ../debian/patches/series); do patch -p1 -s < ../debian/patches/$p; done",
-        src,
-    )
+    src = patched_source("libxml2", out, "xz")
     options = "--disable-shared --without-python --without-zlib --without-lzma --without-icu"
     options += " --without-http --without-ftp --without-threads"
     # the patches touch Makefile.am: make would run automake again, which is not installed
@@ -718,6 +734,53 @@ def xmllint(out: Path) -> None:
         src,
     )
     (out / "data.xml").write_text(xml_document(), encoding="utf-8")
+
+
+TCC_COPIES = 8
+TCC_FLAGS = (
+    "-B. -Iinclude -DONE_SOURCE=1 -DTCC_TARGET_X86_64 -DCONFIG_TRIPLET='\"x86_64-linux-gnu\"'"
+)
+
+
+def tcc(out: Path) -> None:
+    """tcc from Debian's tcc source (--debug keeps its symbols; -O2 -g), and its own source
+    to compile."""
+    debian_source("tcc", out)
+    src = out / "tcc-src"  # the tarball has no folder of its own
+    src.mkdir(exist_ok=True)
+    sh(f"tar xf {out}/tcc_*.orig.tar.bz2", src)
+    sh(
+        "./configure --cc=gcc --debug --extra-cflags='-O2 -g' >/dev/null && make -s -j2 tcc "
+        f"&& cp tcc {out}/tcc && cp -r include *.c *.h *.def {out}/",
+        src,
+    )
+    for i in range(TCC_COPIES):  # one unit a compile: tcc -c writes each one's .o
+        shutil.copy(out / "tcc.c", out / f"u{i}.c")
+
+
+BC_SCRIPT = """\
+define f(n) { if (n < 2) return n; return f(n-1) + f(n-2); }
+f(18)
+scale=600
+a(1)*4
+e(1)
+l(2)
+sqrt(2)
+"""
+
+
+def bc(out: Path) -> None:
+    """GNU bc from Debian's bc source and patches (its configure, gcc -O2 -g)."""
+    src = patched_source("bc", out, "gz")
+    # the patches change Makefile.am, bc.y and scan.l with what they make: make would run
+    # automake, yacc and lex again, none of them installed
+    sh("touch aclocal.m4 configure Makefile.in */Makefile.in config.h.in bc/bc.[ch] bc/scan.c", src)
+    sh(
+        f"./configure -q CC=gcc CFLAGS='-O2 -g' >/dev/null && make -s -C lib >/dev/null "
+        f"&& make -s -C bc >/dev/null && cp bc/bc {out}/bc",
+        src,
+    )
+    (out / "work.bc").write_text(BC_SCRIPT)
 
 
 @dataclass(frozen=True)
@@ -760,6 +823,13 @@ PROGRAMS = {
         "xmlXPathCompOpEval",
         lambda n: f'./xmllint --xpath "{XPATH}"' + " data.xml" * n,
     ),
+    "tcc": Program(
+        tcc,
+        "tcc",
+        "next_nomacro1",
+        lambda n: f"./tcc {TCC_FLAGS} -c" + "".join(f" u{i}.c" for i in range(n)),
+    ),
+    "bc": Program(bc, "bc", "_bc_rec_mul", lambda n: "./bc -lq" + " work.bc" * n),
 }
 
 
