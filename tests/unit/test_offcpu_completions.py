@@ -233,3 +233,31 @@ def test_a_cut_wait_whose_futex_says_join_is_not_completed_as_a_condition_wait()
         if any(merged.frames[f].kernel for f in stack):
             blocked[state] = blocked.get(state, 0.0) + weight
     assert blocked == {"other": 5e6, "condvar": 7e6}, blocked
+
+
+def test_a_stripped_program_s_threads_are_of_the_kind_of_their_own_outermost_function():
+    # Debian's pzstd 1.5.4 (stripped), all mode: a ThreadPool of std::threads, every frame
+    # of the program named by its start. Its reader had the kind `fread` (the outermost
+    # real name, libc's) and its compressors none, so the reader's cut condition waits
+    # were completed from nothing; a symbolized build's threads are all of the pool's
+    # kind (its lambda's _M_run), as these are of its start
+    routine = Frame("[unknown] libstdc++.so.6.0.30+0xd4490", dso="libstdc++.so.6.0.30")
+    pool = Frame("[unknown] pzstd+0x12f50", dso="pzstd")
+    wait = [Frame("__futex_abstimed_wait_common", dso="libc.so.6")]
+    pop = [
+        *wait,
+        Frame("pthread_cond_wait", dso="libc.so.6"),
+        Frame("[unknown] pzstd+0xd060", dso="pzstd"),
+    ]
+    syscall = Frame("entry_SYSCALL_64_after_hwframe", dso="[kernel.kallsyms]", kernel=True)
+    reading = [syscall, Frame("read", dso="libc.so.6"), Frame("fread", dso="libc.so.6")]
+    oncpu = ProfileBuilder(unit="ns")
+    reader, compressor = Thread(11, 10, "pzstd"), Thread(12, 10, "pzstd")
+    oncpu.add([*reading, Frame("[unknown] pzstd+0xa510", dso="pzstd"), pool, routine, *ROOT], 1,
+              count=4, thread=reader)  # fmt: skip
+    oncpu.add([*pop, pool, routine, *ROOT], 1, count=2, thread=compressor)
+    completions = Completions(oncpu.build())
+    assert completions.kinds() == {11: pool.function, 12: pool.function}
+    cut = [Frame("futex_wait", kernel=True), *wait]
+    ((completed, share),) = completions.complete(11, cut)
+    assert share == 1.0 and pop[-1] in completed and completed[-1].function == "clone3"

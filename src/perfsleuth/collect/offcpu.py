@@ -31,7 +31,7 @@ from ..formats import perf_data
 from ..formats.tool_output import bpftrace_stacks, perf_switches
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
-from ..symbols import KERNEL_DSO, Symbolizer, dso_name, elf_info
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
 from ..symbols.function_starts import unnamed_frame
 from ..symbols.missing import is_unknown
 from . import oncpu_time, perf, thread_state, wall
@@ -245,6 +245,7 @@ CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 # pthread_join alike. With its callers cut off (no frame pointers in libc), the
 # futex's kind tells them apart (cut_wait_state).
 CUT_CONDVAR_GUESS = ("__futex_abstimed_wait_common",)
+SHARED_OBJECT = ".so"  # in a DSO's name: a shared library's
 
 
 class Unavailable(UserError):
@@ -975,11 +976,22 @@ def _wait_place(frames: list[Frame]) -> str:
 
 
 def _thread_kind(frames: list[Frame]) -> str:
-    """The outermost named function below the thread's root: what the thread runs."""
+    """The outermost named function below the thread's root: what the thread runs; in a
+    stripped program, its own outermost function, named by its start, comes before a
+    library's named one further in. A stripped library's function named by its start is
+    no kind: libstdc++'s thread routine runs under every std::thread (prodcons's
+    consumers were given its producer's stacks). Without that, Debian's pzstd's
+    std::threads (all its frames named by their starts) had no kind, or `fread`."""
+    own = ""
     for frame in reversed(frames):
-        if frame.function not in THREAD_ROOTS and not is_unknown(frame):
+        if frame.function in THREAD_ROOTS or frame.function == UNKNOWN:
+            continue
+        in_library = frame.kernel or SHARED_OBJECT in frame.dso
+        if not is_unknown(frame) and not (own and in_library):
             return frame.function
-    return ""
+        if not own and is_unknown(frame) and not in_library:
+            own = frame.function
+    return own
 
 
 def _cut_point(frames: list[Frame]) -> int | None:
