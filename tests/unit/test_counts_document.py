@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -360,6 +361,36 @@ def test_callers_of_a_count_run_are_its_counted_calls_not_the_derived_chains(
     )
     top_row = next(r for r in top.exact_top(exact, n=0)["rows"] if r["function"] == "g")
     assert g["total"] == pytest.approx(top_row["total"]) == pytest.approx(340 / 610)
+
+
+def test_callers_of_a_recursion_entered_from_several_places_are_its_first_levels() -> None:
+    """parser.c recurses as tcc's parser does: expr calls unary, which calls expr'2 for a
+    parenthesised operand, entered from stmt (through expr) and decl (straight into
+    unary). Read from the stacks derived from the calls, unary's total was 93.77% where
+    `top` and callgrind say 94.31%, and stmt was named its caller, which it never calls
+    (tcc's unary: 11.49% against 22.52%). Its callers and callees are those of its first
+    level, as callgrind_annotate's --tree=both gives them, and sum to `top`'s total."""
+    from perfsleuth.views import callgraph
+
+    data = callgrind.parse(FIXTURES / "callgrind.out.parser")
+    exact = callgrind.exact_counts(data).merged_recursion()
+    totals = {row["function"]: row["total"] for row in top.exact_top(exact, n=0)["rows"]}
+    total = data.totals[0]
+
+    def stacks(name: str) -> callgraph.CallGraphDoc:
+        raise AssertionError(f"{name} read from the derived stacks")
+
+    callers = {}
+    for name in ("unary", "expr"):
+        (doc,) = callgraph.exact_callgraph(exact, f"^{name}$", stacks)
+        callers[name] = {row["function"]: row["total"] * total for row in doc["callers"]}
+        counted: dict[str, float] = defaultdict(float)
+        for (caller, _file, _line), costs in data.calls[("/tmp/c11/parser/parser", name)].items():
+            counted[caller[1].split("'")[0]] += costs[0]
+        assert callers[name] == pytest.approx(counted)
+        assert doc["total"] == pytest.approx(totals[name])
+        assert sum(row["total"] for row in doc["callers"]) == pytest.approx(doc["total"])
+    assert set(callers["unary"]) == {"decl", "expr"}
 
 
 def test_callers_and_callees_of_a_count_run_are_its_counted_calls(tmp_path: Path) -> None:

@@ -367,6 +367,27 @@ def test_count_diff_lists_no_unchanged_blank_or_unknown_line() -> None:
     assert count_diff.align_file(past_end, FileLines([3, 4], [[1, 2]], ["", None])) == 2
 
 
+def test_count_diff_pairs_a_line_whose_indentation_changed() -> None:
+    """bc's hot multiply loop given a check before its product, the product's line
+    wrapped into a block: it was listed as gone (-379,652,142) and the new check's line
+    took its count (+379,652,142), as if nothing had paired."""
+    loop = "\twhile ((n1ptr >= n1->n_value) && (n2ptr <= n2end))"
+    product = "\tsum += *n1ptr-- * *n2ptr++;"
+    check = "\t  if (*n1ptr >= BASE || *n2ptr >= BASE) abort ();"
+    a = FileLines([660, 661], [[271025024, 379652142]], [loop, product])
+    b = FileLines(
+        [660, 662, 663], [[271025024, 379652142, 253101428]], [loop, check, "\t  " + product[1:]]
+    )
+    assert count_diff.align_file(a, b) == [(0, 0), (1, 2), (None, 1)]
+    before = LineCounts(["Ir"], [10**9], [], [[]], [], [[]], {"number.c": a})
+    after = LineCounts(["Ir"], [10**9], [], [[]], [], [[]], {"number.c": b})
+    rows = count_diff.exact_diff(before, after)["lines"]
+    assert [(r["line_a"], r["line_b"], r["delta"]) for r in rows] == [
+        (None, 662, 379652142),
+        (661, 663, -126550714),
+    ]
+
+
 def test_count_diff_pairs_a_file_lines_with_themselves_when_nothing_moved() -> None:
     same = FileLines([3, 4], [[1, 2]], ["a", "b"])
     moved = FileLines([5, 6], [[1, 2]], ["a", "b"])
