@@ -58,6 +58,14 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
   pthread_mutex_lock (`mutex`) and pthread_cond_wait/timedwait (`condvar`, the relock
   inside included) and its life, printed as xz's patch prints them (the started
   threads, summed, and the main thread).
+- pixz, pzstd: pixz 1.0.7 -t -p 3 -1 on 120 MB (its own pthread queues: a reader, 3
+  liblzma encoders, the main thread writing) and pzstd 1.5.4 -p 3 -6 on 300 MB (a
+  ThreadPool of std::threads on std::mutex and std::condition_variable: a reader and 3
+  compressors, the main thread writing), built from Debian bookworm's sources (-O2 -g),
+  with waitclock.c, which also prints each thread's kernel clock (schedstat: on a CPU,
+  runnable); each thread's line then shows its time blocked (its life less both)
+  against the tool's time in any waiting state (which also counts the runnable ends of
+  its waits, as the timed calls do).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -196,8 +204,33 @@ PROGRAMS |= {
         PTHREAD_MARKS,
         main_truth=re.compile("main " + XZ_CLOCK),
     ),
+    # pixz's main thread writes, a reader thread splits the input, 3 encoders (liblzma)
+    "pixz": Program(
+        (
+            *PRELOADED,
+            str(OUT / "pixz"),
+            "-t",
+            "-p",
+            "3",
+            "-1",
+            "-i",
+            str(CORPUS_120),
+            "-o",
+            "/dev/null",
+        ),
+        re.compile("worker " + XZ_CLOCK),
+        PTHREAD_MARKS,
+        main_truth=re.compile("main " + XZ_CLOCK),
+    ),  # fmt: skip
+    # pzstd: 3 compressors and a reader in its ThreadPool (std::mutex, std::condition_variable)
+    "pzstd": Program(
+        (*PRELOADED, str(OUT / "pzstd"), "-q", "-p", "3", "-6", "-c", str(CORPUS_300)),
+        re.compile("worker " + XZ_CLOCK),
+        PTHREAD_MARKS,
+        main_truth=re.compile("main " + XZ_CLOCK),
+    ),
 }
-DEBIAN_BUILT = ("pigz", "pbzip2", "lbzip2", "sort")
+DEBIAN_BUILT = ("pigz", "pbzip2", "lbzip2", "sort", "pixz", "pzstd")
 
 
 def build(programs: list[str]) -> None:
@@ -260,6 +293,20 @@ DEBIAN_BUILDS = {
         "make -s -j2 -f Makefile -f built-sources.mk built-sources && make -s -j2 src/sort",
         "src/sort",
     ),
+    # pixz 1.0.7's tarball has no configure script (autoreconf is not installed here)
+    "pixz": (
+        "pixz",
+        "printf '#define HAVE_DECL_HTOLE64 1\\n#define HAVE_DECL_LE64TOH 1\\n"
+        '#define PACKAGE_VERSION "1.0.7"\\n\' > src/config.h && '
+        "gcc -O2 -g -pthread -DHAVE_CONFIG_H -D_GNU_SOURCE -Isrc -o pixz src/*.c "
+        "-larchive -llzma -lm",
+        "pixz",
+    ),
+    "pzstd": (
+        "libzstd",
+        "make -s -j2 -C contrib/pzstd pzstd CFLAGS='-O2 -g' CXXFLAGS='-O2 -g'",
+        "contrib/pzstd/pzstd",
+    ),
 }
 
 
@@ -278,14 +325,14 @@ def build_preloaded(programs: list[str]) -> None:
         if (OUT / name).exists():
             continue
         src = OUT / f"{name}-src"
-        if not any(p.is_dir() and p.name.startswith(package) for p in src.glob("*")):
+        if not any(p.is_dir() and p.name != "apt" for p in src.glob("*")):
             try:
                 debian_source(package, src)
             except subprocess.CalledProcessError:
                 if not any(src.glob(f"{package}_*.orig.tar.*")):
                     raise  # a missing Debian diff is fine: the sources are unchanged
-            sh(f"tar xf {package}_*.orig.tar.*", src)
-        tree = next(p for p in src.iterdir() if p.is_dir() and p.name.startswith(package))
+            sh(f"tar xf $(ls {package}_*.orig.tar.* | grep -v '[.]asc$')", src)
+        tree = next(p for p in src.iterdir() if p.is_dir() and p.name != "apt")
         sh(f"{make} && cp {binary} {OUT / name}", tree)
     if "sort" in programs and not SORT_INPUT.exists():
         lines = f"head -c 180000000 /dev/urandom | base64 -w 40 > {SORT_INPUT}"
@@ -383,6 +430,8 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
 
 
 PER_THREAD = re.compile(XZ_CLOCK.replace(r"tid \d+", r"tid (?P<tid>\d+)"))
+# waitclock's kernel clock of the thread (schedstat): on a CPU, runnable
+SCHEDULED = re.compile(r" run (?P<run>\d+) runq (?P<runq>\d+)")
 
 
 def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
@@ -398,14 +447,42 @@ def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
     for line in PER_THREAD.finditer(stderr):
         tid, lived = int(line["tid"]), float(line["lived"])
         over = lived if mode == "offcpu" else total.get(tid, lived)
+        each = []
         for state in ("mutex", "condvar"):
             read = by_thread.get((tid, state), 0.0) / over
             diffs.append((100 * (read - float(line[state]) / lived), tid, state))
+            each.append(f"{state} {100 * float(line[state]) / lived:.1f}% read {100 * read:.1f}%")
+        print_thread(tid, by_thread, over, lived, line, stderr, each)
     if diffs:
         worst = max(diffs, key=lambda d: abs(d[0]))
         within = sum(abs(d) <= 2 for d, _tid, _state in diffs)
         print(f"  per thread: {within} of {len(diffs)} readings within 2 points, "
               f"worst tid {worst[1]} {worst[2]} {worst[0]:+.1f}")  # fmt: skip
+
+
+def print_thread(
+    tid: int,
+    by_thread: dict[tuple[int, str], float],
+    over: float,
+    lived: float,
+    line: re.Match[str],
+    stderr: str,
+    each: list[str],
+) -> None:
+    """One thread's clock against the tool: its timed calls, and where waitclock read the
+    kernel's clock, its time blocked (life less on a CPU and runnable) against the tool's
+    time in any waiting state (which also counts the runnable ends of its waits)."""
+    scheduled = SCHEDULED.match(stderr, line.end())
+    if scheduled:
+        blocked = lived - float(scheduled["run"]) - float(scheduled["runq"])
+        waiting = sum(ns for (t, s), ns in by_thread.items() if t == tid and s != "running")
+        each.append(
+            f"blocked {100 * blocked / lived:.1f}% waiting read {100 * waiting / over:.1f}%"
+        )
+    states = ", ".join(
+        f"{s} {100 * ns / over:.1f}%" for (t, s), ns in sorted(by_thread.items()) if t == tid
+    )
+    print(f"    tid {tid}: {'; '.join(each)} ({states})")
 
 
 def run_alone(program: Program) -> Reading:

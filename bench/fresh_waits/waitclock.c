@@ -3,8 +3,11 @@
  * relock inside included) per thread with CLOCK_MONOTONIC, and each thread's life (a
  * started thread from its start routine's first instruction, the main thread from this
  * library's constructor), and prints at each thread's end, on stderr:
- *   worker tid T mutex NS cond NS lived NS     (a started thread)
- *   main tid T mutex NS cond NS lived NS       (the main thread, at exit)
+ *   worker tid T mutex NS cond NS lived NS run NS runq NS     (a started thread)
+ *   main tid T mutex NS cond NS lived NS run NS runq NS       (the main thread, at exit)
+ * run and runq are the kernel's clock of the thread (/proc/thread-self/schedstat): its
+ * time on a CPU and runnable waiting for one; its life less both is its time blocked,
+ * whatever the call.
  * Its own functions are named pthread_* (and __pthread_*) so that profilers take them
  * for the library they stand in for. It writes to its own copy of stderr: GNU sort
  * closes stderr before it exits (gnulib's close_stdout), and the main thread's line
@@ -40,11 +43,27 @@ static inline unsigned long long now_ns(void)
 	return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
 }
 
+/* the thread's time on the CPU and waiting for one (ns), from the scheduler */
+static void scheduled_ns(unsigned long long *run, unsigned long long *runnable)
+{
+	char text[96] = "";
+	int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0 || sscanf(text, "%llu %llu", run, runnable) != 2)
+		*run = *runnable = 0;
+}
+
 static inline void print_clock(const char *who)
 {
-	char line[160];
-	int n = snprintf(line, sizeof line, "%s tid %ld mutex %llu cond %llu lived %llu\n", who,
-			 (long)syscall(SYS_gettid), mine.mutex, mine.cond, now_ns() - mine.start);
+	char line[200];
+	unsigned long long run = 0, runnable = 0, lived = now_ns() - mine.start;
+	scheduled_ns(&run, &runnable);
+	int n = snprintf(line, sizeof line,
+			 "%s tid %ld mutex %llu cond %llu lived %llu run %llu runq %llu\n", who,
+			 (long)syscall(SYS_gettid), mine.mutex, mine.cond, lived, run, runnable);
 	if (n > 0 && write(clock_fd, line, (size_t)n) < 0)
 		return;
 }

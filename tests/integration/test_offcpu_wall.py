@@ -693,3 +693,22 @@ def test_a_condition_wait_retaking_its_mutex_is_condvar_in_every_mode(mode: str,
     assert waiter["states"].get("condvar", 0) > 0.5, waiter
     # offcpu mode: the on-CPU probe keys its lock samples by the leaf alone (no caller)
     assert waiter["states"].get("mutex", 0) < 0.1, waiter
+
+
+@needs_root
+def test_a_reader_copying_from_the_page_cache_is_not_waiting_for_io(tmp_path: Path):
+    """cat of a file in the page cache, all mode: perf's samples of it copying the pages
+    (read's _copy_to_iter, on the CPU) were `io` 33% of it, and advise said "33.0% of a
+    working thread's time is spent waiting for I/O" where it never blocked. pzstd's
+    reader, preempted there (__cond_resched), read `io` 11-17% in offcpu and all modes
+    while the kernel saw it blocked 0.1% outside its condition waits."""
+    text = tmp_path / "text"
+    text.write_text(" ".join(f"word{i * 7919 % 100003} {i}" for i in range(3_000_000)))
+    cmd = ["sh", "-c", f"cat {' '.join([str(text)] * 40)} > /dev/null"]
+    proc = perfsleuth("record", "--mode", "all", "--", *cmd, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    threads = json.loads(perfsleuth("threads", "--format", "json", cwd=tmp_path).stdout)["threads"]
+    cat = next(t for t in threads if t["name"] == "cat")
+    assert cat["states"].get("io", 0) < 0.1, threads
+    advice = json.loads(perfsleuth("advise", "--format", "json", "--all", cwd=tmp_path).stdout)
+    assert not [f for f in advice["findings"] if f["rule"] == "offcpu.io-wait"], advice

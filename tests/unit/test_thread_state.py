@@ -321,3 +321,26 @@ def test_a_thread_preempted_after_its_write_returned_is_not_waiting_for_io():
     assert classify(user("__GI___libc_read", "read", "reader"), "R") == "io"
     lock = user("__GI___lll_lock_wait", "___pthread_mutex_lock", "consumer")
     assert classify(done + lock, "R") == "mutex"  # woken, the lock not yet taken
+
+
+def test_a_thread_on_the_cpu_or_preempted_inside_a_read_is_not_waiting_for_io():
+    """pzstd's reader reads its input from the page cache: all mode's perf samples of it
+    copying the pages (_copy_to_iter) and eBPF's switch-outs of it preempted there
+    (__cond_resched) were `io` 11-17% of the thread in offcpu and all modes, while the
+    kernel's clock (schedstat) saw it blocked 0.1% outside its condition waits. Only a
+    blocked switch-out is an I/O wait (the stacks as recorded, `perfsleuth flame`)."""
+    syscall = [Frame(n, kernel=True) for n in ("ksys_read", "do_syscall_64")]
+    read = user("__GI___libc_read", "std::fread", "pzstd::readData")
+    copying = [Frame(n, kernel=True) for n in ("_copy_to_iter", "copy_page_to_iter")]
+    preempted = [Frame(n, kernel=True) for n in ("__schedule", "__cond_resched")]
+    page_wait = [
+        Frame(n, kernel=True) for n in ("__schedule", "schedule", "io_schedule",
+                                        "folio_wait_bit_common")
+    ]  # fmt: skip
+    filemap = [Frame(n, kernel=True) for n in ("filemap_read", "vfs_read")]
+    assert classify(copying + filemap + syscall + read, "R") == "running"
+    assert classify(preempted + filemap + syscall + read, "R") == "running"
+    assert classify(page_wait + filemap + syscall + read, "D") == "io"
+    # a reader woken from its wait is switched in from its blocked switch-out: `io`
+    pipe = [Frame(n, kernel=True) for n in ("__schedule", "schedule", "pipe_read", "vfs_read")]
+    assert classify(pipe + syscall + read, "S") == "io"

@@ -292,11 +292,6 @@ OWN_LOCK_OF = "condvar"
 SYSCALL = "syscall"
 UNNAMED_FUTEX_CALLERS: tuple[Rule, ...] = (Rule("mutex", ("libglib-2.0.so*",)),)
 
-# Kernel frames of a thread preempted on its way back from a system call: the call is
-# done. An I/O call's is then no I/O wait but a wait for a CPU: pipewait's writers,
-# preempted after each pipe write() by the reader it woke, read `io` 35% in all mode,
-# and advise said "35.2% of a working thread's time is spent waiting for I/O in writer".
-IO_DONE = frozenset(("exit_to_user_mode_loop", "exit_to_user_mode_prepare"))
 WRITE_CALLS = frozenset(
     ("write", "__write", "__libc_write", "__GI___libc_write", "pwrite64", "writev", "send",
      "sendto", "sendmsg", "__libc_send", "__libc_sendto", "__libc_sendmsg")
@@ -379,8 +374,8 @@ class Classifier:
         kernel_state is a /proc stat letter (R, S, D, ...); "R" for an
         on-CPU sample or a preempted thread. A runnable thread inside a wait
         function (woken, not yet back on a CPU) still counts as waiting there,
-        as the program's own timing of that call would; but not an I/O call the
-        kernel stack shows already done (IO_DONE). A yield inside a lock's or a
+        as the program's own timing of that call would; but not an I/O call with a
+        kernel stack (on the CPU or preempted there: _io_done). A yield inside a lock's or a
         wait's own spinning is that wait (see SPINNING_WAITS).
         """
         frames = list(frames)
@@ -390,14 +385,18 @@ class Classifier:
         return state
 
     def _io_done(self, frames: list[Frame]) -> bool:
-        """Is a runnable thread in an I/O call past its wait? The kernel stack says so
-        (IO_DONE); without one (wall mode) a write is taken for done: one that blocked
-        (a full pipe or socket buffer) and was woken is the rare case, a writer
-        preempted by the reader it woke the common one (pipewait's writers: wall mode
-        +10 points of io)."""
-        kernel = [f.function for f in frames if f.kernel]
-        if kernel:
-            return any(name in IO_DONE for name in kernel)
+        """Is a runnable thread in an I/O call doing no I/O wait? With a kernel stack
+        (eBPF's switch-outs, perf's samples) a runnable one is on the CPU or was
+        preempted: a blocked one is switched out blocked, and keeps that state until it
+        runs again. It may be copying a read's pages (pzstd's reader, preempted in
+        filemap_read or sampled in _copy_to_iter: `io` 11-17% of it in offcpu and all
+        modes, where the kernel saw it block 0.1%) or past its write (pipewait's
+        writers, preempted by the reader they woke: `io` 35%). Without one (wall mode) a
+        write is taken for done: one that blocked (a full pipe or socket buffer) and was
+        woken is the rare case, a writer preempted by the reader it woke the common one
+        (pipewait's writers: wall mode +10 points of io)."""
+        if any(f.kernel for f in frames):
+            return True
         calls = (f.function.split("(", 1)[0] for f in frames)
         call = next((c for c in calls if self.state_of_function(c) == "io"), "")
         return call in WRITE_CALLS
