@@ -388,6 +388,60 @@ def test_count_diff_pairs_a_line_whose_indentation_changed() -> None:
     ]
 
 
+INLINE_SOURCE = "/tmp/inline/inline.c"  # where tests/fixtures/src/inline.c was recorded
+
+
+def inline_runs() -> list[LineCounts]:
+    """inline.c's two runs: mix inlined into work's loop, then built with -DLOST."""
+    source = (FIXTURES / "src" / "inline.c").read_text().splitlines()
+    return [
+        line_counts(
+            callgrind.exact_counts(callgrind.parse(FIXTURES / f"callgrind.out.{name}")),
+            {INLINE_SOURCE: source},
+        )
+        for name in ("inline", "inline-lost")
+    ]
+
+
+def test_count_diff_names_a_function_no_longer_inlined() -> None:
+    """A helper made noinline is a new function to the diff (mix 0 -> 129,000), as if
+    its code were new: tcc's tok_get made noinline cost +1.55%, listed as a new function,
+    and nothing said why. Its lines were counted in run A inside work, where it was
+    inlined: the diff says so, either way round, and not of a run against itself."""
+    a, b = inline_runs()
+    doc = count_diff.exact_diff(a, b)
+    assert (doc["functions"][0]["function"], doc["functions"][0]["a"]) == ("mix", 0)
+    (row,) = doc["inlining"]
+    assert (row["function"], row["inlined_in"], row["file"]) == ("mix", "a", INLINE_SOURCE)
+    source = (FIXTURES / "src" / "inline.c").read_text().splitlines()
+    start = source.index("static HELPER unsigned mix(unsigned h, unsigned c) {") + 1
+    assert start <= row["first"] <= row["last"] <= source.index("}", start) + 1  # mix's body
+    counted = dict(zip(a.files[INLINE_SOURCE].lines, a.files[INLINE_SOURCE].counts[0], strict=True))
+    on_mix = sum(c for n, c in counted.items() if row["first"] <= n <= row["last"])
+    assert row["count"] == on_mix > 0
+    (back,) = count_diff.exact_diff(b, a)["inlining"]
+    assert (back["function"], back["inlined_in"]) == ("mix", "b")
+    assert count_diff.exact_diff(a, a)["inlining"] == []
+    out = io.StringIO()
+    diff_text.write({**doc, "a": "1", "b": "2"}, out)
+    assert "mix is a function of its own in run 2 and was inlined in run 1" in out.getvalue()
+
+
+def test_a_function_split_in_two_is_not_said_to_be_inlined() -> None:
+    """tcc's tok_str_add2 split into a fast path and tok_str_add2_slow: the slow function's
+    lines were tok_str_add2's own in run A, not inlined code."""
+
+    def run(function: str) -> LineCounts:  # the function's 3 lines, each counted 3 times
+        code = {"k.c": FileLines([10, 11, 12], [[3, 3, 3]], ["{", "x = 1;", "}"])}
+        spans = {function: ["k.c", 10, 12]}
+        return LineCounts(["Ir"], [9], [function], [[9]], [function], [[9]], code, spans=spans)
+
+    a, b = run("f"), run("f_slow")
+    assert count_diff.exact_diff(a, b)["inlining"] == []
+    del a.spans["f"]  # the lines in no function of run A's own: inlined there
+    assert [row["function"] for row in count_diff.exact_diff(a, b)["inlining"]] == ["f_slow"]
+
+
 def test_count_diff_pairs_a_file_lines_with_themselves_when_nothing_moved() -> None:
     same = FileLines([3, 4], [[1, 2]], ["a", "b"])
     moved = FileLines([5, 6], [[1, 2]], ["a", "b"])

@@ -49,6 +49,7 @@ class LineCounts:
         "split_counts",
         "files",
         "tool",
+        "spans",
     )
 
     def __init__(
@@ -61,6 +62,7 @@ class LineCounts:
         split_counts: list[list[int]],
         files: dict[str, FileLines],
         tool: str = "",  # valgrind's tool that counted the run: callgrind or cachegrind
+        spans: dict[str, list] | None = None,  # see _spans
     ) -> None:
         self.events = events
         self.totals = totals
@@ -70,6 +72,7 @@ class LineCounts:
         self.split_counts = split_counts
         self.files = files
         self.tool = tool
+        self.spans = {} if spans is None else spans
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LineCounts) and slot_fields(self) == slot_fields(other)
@@ -95,7 +98,13 @@ class LineCounts:
         creator = str(exact.meta.get("creator", ""))  # cachegrind's files name none
         tool = "callgrind" if "callgrind" in creator else creator or "cachegrind"
         return LineCounts(
-            list(exact.events), list(exact.totals), *merged, *split, files=files, tool=tool
+            list(exact.events),
+            list(exact.totals),
+            *merged,
+            *split,
+            files=files,
+            tool=tool,
+            spans=_spans(exact.merged_recursion()),
         )
 
     def column(self, event: str) -> int:
@@ -124,6 +133,7 @@ class LineCounts:
                 file: [lines.lines, lines.counts, lines.texts] for file, lines in self.files.items()
             },
             "tool": self.tool,
+            "spans": self.spans,
         }
 
     @staticmethod
@@ -137,6 +147,7 @@ class LineCounts:
             doc["split_counts"],
             {file: FileLines(*lines) for file, lines in doc["files"].items()},
             doc.get("tool", ""),
+            doc.get("spans"),
         )
 
 
@@ -150,3 +161,37 @@ def _function_self(exact: ExactCounts) -> tuple[list[str], list[list[int]]]:
 
 def _text(lines: list[str], number: int) -> str | None:
     return lines[number - 1] if 0 < number <= len(lines) else None
+
+
+def _spans(exact: ExactCounts) -> dict[str, list]:
+    """Each named function's own lines: [file, first, last], from its entry line
+    (entry_sites) to the last line it has counted in that file before the next function's
+    entry there. `diff` reads them to tell a function no longer inlined (or newly inlined)
+    from a new one: the other run counted its lines inside its callers."""
+    from bisect import bisect_right
+
+    from .counts import is_address
+
+    sites = exact.entry_sites()
+    starts: dict[str, list[int]] = {}
+    for file, line in sites:
+        if file and line > 0:
+            starts.setdefault(file, []).append(line)
+    for lines in starts.values():
+        lines.sort()
+    files = exact.files
+    last = [0] * len(sites)
+    cells = exact.cells
+    for fid, file, line in zip(
+        cells.column("fn"), cells.column("file"), cells.column("line"), strict=True
+    ):
+        own, entry = sites[fid]
+        if line > last[fid] and line >= entry > 0 and files[file] == own:
+            last[fid] = line
+    spans: dict[str, list] = {}
+    for fid, ((_ob, fn), (file, entry)) in enumerate(zip(exact.functions, sites, strict=True)):
+        if not last[fid] or is_address(fn) or fn in spans:
+            continue
+        following = starts[file][bisect_right(starts[file], entry) :]
+        spans[fn] = [file, entry, min([last[fid], *(n - 1 for n in following[:1])])]
+    return spans

@@ -82,7 +82,19 @@ def _write_exact(doc: dict, fh: IO[str]) -> None:
         )
         fh.write(", …\n" if len(moved) > 1 else "\n")
     _section(fh, "function", doc["functions"], doc["functions_changed"], event)
+    _inlining(fh, doc, event)
     _section(fh, "line", doc["lines"], doc["lines_changed"], event)
+
+
+def _inlining(fh: IO[str], doc: dict, event: str) -> None:
+    """The functions one run calls and the other inlined (views.count_diff.inlining_changes)."""
+    for row in doc.get("inlining") or ():
+        calls, inlines = (doc["b"], doc["a"]) if row["inlined_in"] == "a" else (doc["a"], doc["b"])
+        fh.write(
+            f"{row['function']} is a function of its own in run {calls} and was inlined in run "
+            f"{inlines}: run {inlines} counted {row['count']:,} {event} on its lines "
+            f"({row['file']}:{row['first']}-{row['last']}) inside its callers\n"
+        )
 
 
 def _section(fh: IO[str], what: str, rows: list[dict], changed: int, event: str) -> None:

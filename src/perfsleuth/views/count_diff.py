@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 
 
 def exact_diff(
-    a: LineCounts, b: LineCounts, *, event: str = "Ir", n: int = 0, split_recursion: bool = False
+    a: LineCounts,
+    b: LineCounts,
+    *,
+    event: str = "Ir",
+    n: int = 0,
+    split_recursion: bool = False,
 ) -> dict:
     """Exact counts per function and per line, for two count runs."""
     if event not in a.events or event not in b.events:
@@ -41,6 +46,7 @@ def exact_diff(
     )
     files = paired_files(a.files.keys(), b.files.keys())
     lines = line_changes(a, b, event, total_a, files)
+    inlining = inlining_changes(a, b, event, files)
     limit = n if n > 0 else None
     return {
         "event": event,
@@ -55,7 +61,74 @@ def exact_diff(
         "files_moved": [
             [file_a, file_b] for file_a, file_b in files if file_a and file_b and file_a != file_b
         ],
+        "inlining": inlining,
     }
+
+
+def inlining_changes(a: LineCounts, b: LineCounts, event: str, files: list[FilePair]) -> list[dict]:
+    """The functions counted on their own in one run only whose lines the other run counted
+    too, inside other functions: inlined there (a function that stopped being inlined is
+    a new function to the diff, and its callers' changes are its lost inlining). One
+    that kept its name's stem in the other run (`f.part.0`, `f.isra.0`) is a clone, left
+    out. Each: {"function", "inlined_in": "a"|"b", "file", "first", "last", "count"},
+    count being the instructions the inlining run counted on its lines."""
+    self_a, self_b = a.function_self(event), b.function_self(event)
+    found = []
+    for own, other, own_self, other_self, inlined_in, pairs in (
+        (b, a, self_b, self_a, "a", [(fb, fa) for fa, fb in files]),
+        (a, b, self_a, self_b, "b", files),
+    ):
+        stems = {name.split(".")[0] for name, count in other_self.items() if count}
+        partner = {f: g for f, g in pairs if f and g}
+        for name, count in own_self.items():
+            span = own.spans.get(name)
+            if not count or other_self.get(name) or span is None or name.split(".")[0] in stems:
+                continue
+            file, first, last = span
+            other_file = partner.get(file, "")
+            inlined = _counted_on(
+                own.files[file],
+                other.files.get(other_file),
+                (first, last),
+                other.column(event),
+                [(lo, hi) for f, lo, hi in other.spans.values() if f == other_file],
+            )
+            if inlined:
+                found.append(
+                    {
+                        "function": name,
+                        "inlined_in": inlined_in,
+                        "file": file,
+                        "first": first,
+                        "last": last,
+                        "count": inlined,
+                    }
+                )
+    return sorted(found, key=lambda row: -row["count"])
+
+
+def _counted_on(
+    own: FileLines,
+    other: FileLines | None,
+    span: tuple[int, int],
+    column: int,
+    functions: list[tuple[int, int]],
+) -> int:
+    """What `other` counted on the lines of `own` in `span`, paired by text, outside the
+    `functions` spans of its own (a function split in two or renamed is not inlined)."""
+    if other is None or not other.counts:
+        return 0
+    pairs = align_file(own, other)
+    paired = [(i, i) for i in range(pairs)] if isinstance(pairs, int) else pairs
+    counts, first, last = other.counts[column], *span
+    return sum(
+        counts[j]
+        for i, j in paired
+        if i is not None
+        and j is not None
+        and first <= own.lines[i] <= last
+        and not any(lo <= other.lines[j] <= hi for lo, hi in functions)
+    )
 
 
 UNNAMED = "[unnamed code in "  # model/counts.py's name of an object's code without a symbol
