@@ -64,6 +64,12 @@ def lookup_layouts(store: Path, binary: Path, function: str = "find_session") ->
     return {lay["variable"]: lay for lay in cache_doc(store)["layouts"]}
 
 
+def example_layouts(example: str, tmp_path_factory) -> dict:
+    """lookup_layouts() of examples/bin/EXAMPLE, in a store of its own."""
+    binary = Path(__file__).resolve().parents[1] / "examples" / "bin" / example
+    return lookup_layouts(tmp_path_factory.mktemp(example) / "store", binary)
+
+
 def inside_heat(layout: dict, field: str) -> dict[str, tuple[int, bool]]:
     """name -> (offset, hot) of the members inside one field of a layout."""
     (found,) = [f for f in layout["fields"] if f["name"] == field]

@@ -10,19 +10,15 @@ in a `std::aligned_storage<72, 8>::type`, the key, last_seen and hits (bytes 8 t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from cache_show import inside_heat, lookup_layouts
+from cache_show import example_layouts, inside_heat
 
 pytestmark = pytest.mark.integration
-
-BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "hopscotch_lookup"
 
 
 @pytest.fixture(scope="module")
 def layouts(examples_built, tmp_path_factory) -> dict:
-    return lookup_layouts(tmp_path_factory.mktemp("hopscotch") / "store", BINARY)
+    return example_layouts("hopscotch_lookup", tmp_path_factory)
 
 
 def test_a_bucket_reached_through_an_inlined_callees_parameter_is_laid_out(layouts):

@@ -10,19 +10,15 @@ is a member of a member: `map->m_ht.m_buckets`."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from cache_show import inside_heat, lookup_layouts
+from cache_show import example_layouts, inside_heat
 
 pytestmark = pytest.mark.integration
-
-BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "robinmap_lookup"
 
 
 @pytest.fixture(scope="module")
 def layouts(examples_built, tmp_path_factory) -> dict:
-    return lookup_layouts(tmp_path_factory.mktemp("robinmap") / "store", BINARY)
+    return example_layouts("robinmap_lookup", tmp_path_factory)
 
 
 def test_the_bucket_array_a_member_of_a_member_points_to_is_laid_out(layouts):

@@ -155,3 +155,16 @@ def test_the_evidence_of_a_cliff_is_the_working_set_it_comes_from(tmp_path):
     at_cliff = float(fitted[1]) + float(fitted[2]) * cliff["n"]
     assert at_cliff == pytest.approx(cliff["usable_lines"], rel=0.01)
     assert any("16,231 lines touched, 18,455 cached: 17,343 held" in e for e in finding.evidence)
+
+
+def test_a_cliff_between_two_runs_the_working_set_steps_between_says_so(tmp_path):
+    """tsl::hopscotch_map's LLC cliff at n = 50,590 (between the runs at 50,000 and
+    60,000, where the table doubles and its cached lines jump from 73,941 to 126,340)
+    was shown with a fit that reaches the LLC's 77,033 lines at 42,471, before a run
+    still under them: the evidence did not give the cliff it states."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "cache" / "hopscotch_llc_scaling.json"
+    ctx = context_with(tmp_path, {"find_session": {"scaling": json.loads(fixture.read_text())}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    assert (finding.details["cliff"]["level"], finding.details["cliff"]["n"]) == ("LLC", 50_590)
+    assert "reaches the 77,033 lines at n = 42,471" in finding.evidence[0]
+    assert "73,941 at n = 50,000 and 126,340 at n = 60,000" in finding.evidence[0]

@@ -29,6 +29,38 @@ def test_all_mode_completes_cut_ebpf_stacks_from_oncpu_stacks():
     assert completions.complete(99, cut) == [(cut, 1.0)]  # another thread: nothing to go by
 
 
+def test_a_frame_named_by_its_function_s_start_is_no_name_to_complete_a_cut_stack_by():
+    # off-CPU frames of stripped libraries are named as perf's are, "[unknown] DSO+0xSTART"
+    # (stripped libstdc++'s thread routine under prodcons's consumers): taken for a name,
+    # the consumers' cut lock waits were completed by that frame, and their lock site read
+    # "threads running consumer, in clone3" instead of prodcons.cc:121
+    oncpu = ProfileBuilder(unit="ns")
+    t = Thread(11, 10, "consumer")
+    lock_path = [Frame("__GI___lll_lock_wait", dso="libc.so.6")]
+    routine = Frame("[unknown] libstdc++.so.6.0.30+0xd4490", dso="libstdc++.so.6.0.30")
+    oncpu.add([*lock_path, LOCK_CALL, routine, *ROOT], 1, count=3, thread=t)
+    completions = Completions(oncpu.build())
+    cut = [Frame("futex_wait", kernel=True), *lock_path, routine]
+    ((completed, share),) = completions.complete(11, cut)
+    assert share == 1.0 and LOCK_CALL in completed and completed[-1].function == "clone3"
+
+
+def test_a_stripped_library_s_function_is_named_by_its_start_as_perf_s_frames_are():
+    # all mode on pbzip2 1.1.13: its compressors, preempted in Debian's libbz2 (stripped),
+    # had off-CPU frames "[unknown]" where perf's on-CPU frames of the same function were
+    # "[unknown] libbz2.so.1.0.4+0x3080": one function, two names in every view
+    from perfsleuth.collect.offcpu import _named_by_start
+    from perfsleuth.symbols import Symbolizer
+
+    libbz2 = "/usr/lib/x86_64-linux-gnu/libbz2.so.1.0.4"
+    symbolizer = Symbolizer()
+    places = [(libbz2, 0x30A0), (libbz2, 0x3080)]
+    names = _named_by_start(
+        symbolizer.symbolize_offsets([(p, "", o) for p, o in places]), symbolizer
+    )
+    assert {names[p][-1].function for p in places} == {"[unknown] libbz2.so.1.0.4+0x3080"}
+
+
 def test_threads_of_the_same_kind_lend_their_stacks_but_main_does_not_borrow():
     oncpu = ProfileBuilder(unit="ns")
     wait = [Frame("__futex_abstimed_wait_common", dso="libc.so.6")]
@@ -201,3 +233,31 @@ def test_a_cut_wait_whose_futex_says_join_is_not_completed_as_a_condition_wait()
         if any(merged.frames[f].kernel for f in stack):
             blocked[state] = blocked.get(state, 0.0) + weight
     assert blocked == {"other": 5e6, "condvar": 7e6}, blocked
+
+
+def test_a_stripped_program_s_threads_are_of_the_kind_of_their_own_outermost_function():
+    # Debian's pzstd 1.5.4 (stripped), all mode: a ThreadPool of std::threads, every frame
+    # of the program named by its start. Its reader had the kind `fread` (the outermost
+    # real name, libc's) and its compressors none, so the reader's cut condition waits
+    # were completed from nothing; a symbolized build's threads are all of the pool's
+    # kind (its lambda's _M_run), as these are of its start
+    routine = Frame("[unknown] libstdc++.so.6.0.30+0xd4490", dso="libstdc++.so.6.0.30")
+    pool = Frame("[unknown] pzstd+0x12f50", dso="pzstd")
+    wait = [Frame("__futex_abstimed_wait_common", dso="libc.so.6")]
+    pop = [
+        *wait,
+        Frame("pthread_cond_wait", dso="libc.so.6"),
+        Frame("[unknown] pzstd+0xd060", dso="pzstd"),
+    ]
+    syscall = Frame("entry_SYSCALL_64_after_hwframe", dso="[kernel.kallsyms]", kernel=True)
+    reading = [syscall, Frame("read", dso="libc.so.6"), Frame("fread", dso="libc.so.6")]
+    oncpu = ProfileBuilder(unit="ns")
+    reader, compressor = Thread(11, 10, "pzstd"), Thread(12, 10, "pzstd")
+    oncpu.add([*reading, Frame("[unknown] pzstd+0xa510", dso="pzstd"), pool, routine, *ROOT], 1,
+              count=4, thread=reader)  # fmt: skip
+    oncpu.add([*pop, pool, routine, *ROOT], 1, count=2, thread=compressor)
+    completions = Completions(oncpu.build())
+    assert completions.kinds() == {11: pool.function, 12: pool.function}
+    cut = [Frame("futex_wait", kernel=True), *wait]
+    ((completed, share),) = completions.complete(11, cut)
+    assert share == 1.0 and pop[-1] in completed and completed[-1].function == "clone3"

@@ -42,6 +42,7 @@ from .library_match import (
     user_call_site,
 )
 
+SMALL_COPY, LARGE_COPY = 0.25, 0.75  # the copy's part of a read or write: small, large calls
 COVERED = 0.5  # a library rule matching this much of a class's samples speaks for it
 MOSTLY_WAITING = 0.5  # on the CPU less than this part of the wall time
 INFERRED_CONFIDENCE = 0.8  # waits inferred from on-CPU samples are less certain
@@ -324,15 +325,15 @@ def _finding(
         )
     low, high = cls.saving_range
     unsaved_leaves = _unsaved(cls, cost)
-    unsaved = _unsaved_share(sum(unsaved_leaves.values()), cost.weight) / total
-    saved = max(share - unsaved, 0.0)  # what the fix can save of the share
+    copying = sum(unsaved_leaves.values())
+    unsaved = share * (1.0 - _saved_part(copying / cost.weight)) if copying else 0.0
+    saved = share - unsaved  # what the fix can save of the share
     evidence = _evidence(cost, total, sites, inferred, cpu_fraction, share)
-    if unsaved:
+    if unsaved_leaves:
         named = ", ".join(name for name, _w in heaviest(unsaved_leaves, 2))
         evidence.append(
-            f"{100 * sum(unsaved_leaves.values()) / total:.1f}% of the run is in {named}, "
-            f"copying the bytes, which bigger calls copy too: {100 * unsaved:.1f}% (as large a "
-            "part of it as it is of the class) is left out of the estimate"
+            f"{100 * copying / cost.weight:.0f}% of its time is in {named}, copying the bytes: "
+            + _copying_says(unsaved, share)
         )
     return Finding(
         rule=f"class.{cls.id}",
@@ -361,13 +362,23 @@ def _finding(
     )
 
 
-def _unsaved_share(copying: float, weight: float) -> float:
-    """The part of the unsaved leaves' weight (copying) that the fix leaves: as much of
-    it as it is of the class's weight. Small calls spend even their copy's time per call
-    (read_per_byte.c: 21% of its read(2) in the copy, and 64 KiB reads saved all of it),
-    large ones per byte (GNU grep's reads: all of it in the copy, which bigger reads would
-    not shorten); in between, the copy's share of the class says which weighs more."""
-    return copying * (copying / weight) if weight > 0 else 0.0
+def _copying_says(unsaved: float, share: float) -> str:
+    if not unsaved:
+        return "a small part, so the calls are small"
+    if unsaved >= share:
+        return "the calls are large already, and bigger ones would copy as much (no gain)"
+    return f"calls of middling size; {100 * unsaved:.1f}% of the run is left out of the estimate"
+
+
+def _saved_part(copying: float) -> float:
+    """The part of a class's time its fix saves, from the part spent copying the bytes
+    (unsaved_leaves), which says how large the calls are. Small calls spend their time
+    per call, even their copy's: one-byte reads copied 21% of the time, and 64 KiB reads
+    saved all of it (read_per_byte.c). Large calls spend it per byte, and bigger ones
+    copy as much: GNU grep's 96 KiB reads copied all of the time, dd's 1 MiB writes 92%.
+    In between, linearly: the calls of about 2 KiB where a copy takes as long as the
+    system call (SMALL_COPY .. LARGE_COPY)."""
+    return min(1.0, max(0.0, (LARGE_COPY - copying) / (LARGE_COPY - SMALL_COPY)))
 
 
 def _unsaved(cls: Rule, cost: ClassCost) -> dict[str, float]:

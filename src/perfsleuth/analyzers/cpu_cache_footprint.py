@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..cpu_cache_projections import traced_shares
 from ..cpu_cache_projections.doubling import pages_text
-from ..cpu_cache_projections.scaling import WorkingSet, room_held
+from ..cpu_cache_projections.scaling import WorkingSet, crossing, measured_bracket, room_held
 from ..cpu_cache_projections.scaling import fit as scaling_fit
 from ..model.cpu_cache import (
     Cliff,
@@ -122,9 +122,30 @@ def working_set_text(scaling: Scaling, cliff: Cliff) -> str:
     what = "the lines touched"
     if cliff["working_set"] == "cached_lines":
         what += f" and the prefetched ones at {room:.0%} of a line" if room < 1 else " or cached"
-    return (
+    text = (
         f"{cliff['level']}'s working set = {intercept:.0f} + {slope:.3f} x n cache lines "
         f"({slope * line_size:.1f} B per n; {what})"
+    )
+    return text + stepped_text(points, (intercept, slope), cliff)
+
+
+def stepped_text(points: list[tuple[int, float]], line: tuple[float, float], cliff: Cliff) -> str:
+    """Why the cliff is not where the fit reaches the capacity, when it is not: the
+    runs around it show the working set stepping up between them (tsl::hopscotch_map
+    doubling between 50,000 and 60,000 entries: 73,941 then 126,340 lines), and the
+    cliff is where the line between those two crosses (scaling.placement); the fit's
+    crossing, at 42,471, lies before a run still under the capacity."""
+    capacity = cliff["usable_lines"]
+    bracket = measured_bracket(points, capacity)
+    fitted = crossing(line, capacity)
+    if bracket is None or cliff["n"] is None or fitted == cliff["n"]:
+        return ""
+    (n0, v0), (n1, v1) = bracket
+    reaches = f"at n = {fitted:,}" if fitted is not None else "nowhere"
+    return (
+        f"; that fit reaches the {capacity:,} lines {reaches}, but the runs hold {v0:,.0f} at "
+        f"n = {n0:,} and {v1:,.0f} at n = {n1:,}: the working set steps up between them, and "
+        "the cliff is where the line through those two runs crosses"
     )
 
 

@@ -31,7 +31,9 @@ from ..formats import perf_data
 from ..formats.tool_output import bpftrace_stacks, perf_switches
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
-from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer
+from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
+from ..symbols.function_starts import unnamed_frame
+from ..symbols.missing import is_unknown
 from . import oncpu_time, perf, thread_state, wall
 from .options import RecordOptions
 from .target import ProcessMaps, Target, spawn, stop
@@ -243,6 +245,7 @@ CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 # pthread_join alike. With its callers cut off (no frame pointers in libc), the
 # futex's kind tells them apart (cut_wait_state).
 CUT_CONDVAR_GUESS = ("__futex_abstimed_wait_common",)
+SHARED_OBJECT = ".so"  # in a DSO's name: a shared library's
 
 
 class Unavailable(UserError):
@@ -511,8 +514,28 @@ def _user_frames(
         for places, ret in located.values()
         for path, off in (places + [ret] if ret else places)
     }
-    names = symbolizer.symbolize_offsets(sorted(wanted))
+    names = _named_by_start(symbolizer.symbolize_offsets(sorted(wanted)), symbolizer)
     return {key: _frames(places, ret, names) for key, (places, ret) in located.items()}
+
+
+Places = dict[tuple[str, int], tuple[Frame, ...]]
+
+
+def _named_by_start(names: Places, symbolizer: Symbolizer) -> Places:
+    """The frames without a name named by their function's start, "[unknown] DSO+0xSTART",
+    as wall mode's and perf's are (function_starts.unnamed_frame): pbzip2's compressors,
+    preempted in Debian's stripped libbz2, were "[unknown]" off the CPU and "[unknown]
+    libbz2.so.1.0.4+0x3080" on it in all mode. Such a frame is still no name to complete
+    a cut stack by (_cut_point, is_unknown)."""
+    out = {}
+    for (path, offset), frames in names.items():
+        if is_unknown(frames[-1]):
+            real = symbolizer.resolved.get(path)
+            info = elf_info(real) if real else None
+            vaddr = info.offset_to_vaddr(offset) if info else None
+            frames = (*frames[:-1], unnamed_frame(real, dso_name(path), vaddr, ""))
+        out[(path, offset)] = frames
+    return out
 
 
 def _place(maps: ProcessMaps, tgid: int, pc: int) -> tuple[str, int] | None:
@@ -846,7 +869,7 @@ class Completions:
             votes = kinds.setdefault(tid, {})
             votes[kind] = votes.get(kind, 0) + count
             for depth, frame in enumerate(frames):
-                if not frame.kernel and frame.function != UNKNOWN:
+                if not frame.kernel and not is_unknown(frame):
                     outer = tuple(frames[depth + 1 :])
                     for key in ((tid, frame.function), (kind, frame.function)):
                         by_outer = self._outer.setdefault(key, {})
@@ -953,11 +976,22 @@ def _wait_place(frames: list[Frame]) -> str:
 
 
 def _thread_kind(frames: list[Frame]) -> str:
-    """The outermost named function below the thread's root: what the thread runs."""
+    """The outermost named function below the thread's root: what the thread runs; in a
+    stripped program, its own outermost function, named by its start, comes before a
+    library's named one further in. A stripped library's function named by its start is
+    no kind: libstdc++'s thread routine runs under every std::thread (prodcons's
+    consumers were given its producer's stacks). Without that, Debian's pzstd's
+    std::threads (all its frames named by their starts) had no kind, or `fread`."""
+    own = ""
     for frame in reversed(frames):
-        if frame.function not in THREAD_ROOTS and frame.function != UNKNOWN:
+        if frame.function in THREAD_ROOTS or frame.function == UNKNOWN:
+            continue
+        in_library = frame.kernel or SHARED_OBJECT in frame.dso
+        if not is_unknown(frame) and not (own and in_library):
             return frame.function
-    return ""
+        if not own and is_unknown(frame) and not in_library:
+            own = frame.function
+    return own
 
 
 def _cut_point(frames: list[Frame]) -> int | None:
@@ -966,5 +1000,5 @@ def _cut_point(frames: list[Frame]) -> int | None:
     user = [i for i, f in enumerate(frames) if not f.kernel]
     if not user or frames[user[-1]].function in THREAD_ROOTS:
         return None
-    named = [i for i in user if frames[i].function != UNKNOWN]
+    named = [i for i in user if not is_unknown(frames[i])]
     return named[-1] if named else None

@@ -122,8 +122,8 @@ class Rule:
     # std::from_chars): "" keeps them
     c_replacement: str = ""
     c_apply: str = ""
-    # cost classes: leaf functions whose time the fix leaves as it is (copying the bytes
-    # read, which bigger reads still copy): the estimate is of the rest
+    # cost classes: the leaves that copy the bytes of a read or write, whose part of the
+    # class's time says how large the calls are (and what bigger ones would save)
     unsaved_leaves: tuple[re.Pattern[str], ...] = ()
 
     def matches(self, function: str, dso: str, file: str = "") -> bool:
