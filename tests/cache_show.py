@@ -70,6 +70,12 @@ def example_layouts(example: str, tmp_path_factory) -> dict:
     return lookup_layouts(tmp_path_factory.mktemp(example) / "store", binary)
 
 
+def hot_inside_the_map(layouts: dict) -> list[str]:
+    """The hot members inside the map's one field (a table wrapping its hash, m_ht)."""
+    (field,) = layouts["map"]["fields"]
+    return sorted(m["name"] for m in field["inside"] if m["hot"])
+
+
 def inside_heat(layout: dict, field: str) -> dict[str, tuple[int, bool]]:
     """name -> (offset, hot) of the members inside one field of a layout."""
     (found,) = [f for f in layout["fields"] if f["name"] == field]

@@ -11,8 +11,8 @@ import pytest
 from perfsleuth.collect import offcpu
 
 DEAF = (
-    "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-    "print('deaf', flush=True); time.sleep(60)"
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "print('deaf', flush=True); signal.pause()"
 )
 
 
@@ -51,7 +51,7 @@ def test_an_empty_session_says_whether_bpftrace_ended_on_its_own(
     argv = (
         [sys.executable, "-c", code]
         if code
-        else [sys.executable, "-c", "import time; time.sleep(60)"]
+        else [sys.executable, "-c", "import signal; signal.pause()"]
     )
     session = _session(tmp_path, argv)
     if code:

@@ -82,16 +82,17 @@ def analyze(ctx: Context) -> list[Finding]:
     found = attribute(profile, classes, rules)
     cpu_fraction = on_cpu_fraction(ctx)
     blocking = sum(found.costs[c.id].weight for c in classes if c.blocking and c.id in found.costs)
+    firing = {r.id for r in rules if found.rule_weight.get(r.id, 0.0) / total >= r.min_share}
     findings = []
     for cls in classes:
         cost = found.costs.get(cls.id)
         if cost is None or cls.saving <= 0 or found.threads < cls.min_threads:
             continue
         share, inferred = _share(cls, cost, blocking, total, cpu_fraction)
-        if share < cls.min_share or _covering_rule(cls, cost, found, rules, total):
+        if share < cls.min_share or _covering_rule(cls, cost, firing):
             continue
         finding = _finding(cls, cost, share, total, inferred, cpu_fraction)
-        _note_alongside(finding, cls, cost, found, rules, total)
+        _note_alongside(finding, cls, cost, firing, total)
         findings.append(finding)
     return findings
 
@@ -254,39 +255,28 @@ def _share(
     return cpu_fraction * share + (1.0 - cpu_fraction) * cost.weight / blocking, True
 
 
-def _covering_rule(
-    cls: Rule, cost: ClassCost, found: Attribution, rules: Sequence[Rule], total: float
-) -> str | None:
-    """The library rule that makes a finding over most of this class's samples (not one
-    the class goes `alongside`: that rule's fix is another)."""
-    min_share = {r.id: r.min_share for r in rules}
+def _covering_rule(cls: Rule, cost: ClassCost, firing: set[str]) -> str | None:
+    """The library rule that makes a finding (one of `firing`) over most of this class's
+    samples (not one the class goes `alongside`: that rule's fix is another)."""
     for rule_id, weight in heaviest(cost.covered, len(cost.covered)):
         if rule_id in cls.alongside:
             continue
-        fires = found.rule_weight.get(rule_id, 0.0) / total >= min_share[rule_id]
-        if fires and weight >= COVERED * cost.weight:
+        if rule_id in firing and weight >= COVERED * cost.weight:
             return rule_id
     return None
 
 
 def _note_alongside(
-    finding: Finding,
-    cls: Rule,
-    cost: ClassCost,
-    found: Attribution,
-    rules: Sequence[Rule],
-    total: float,
+    finding: Finding, cls: Rule, cost: ClassCost, firing: set[str], total: float
 ) -> None:
     """Say which time the finding of a rule the class goes `alongside` counts too: both
     are shown, and their gains do not add up (xmllint's allocation class, 29.4% of the
     run, held all of the allocator rule's 15.5%; fewer allocations leave a faster
     allocator less to save)."""
-    min_share = {r.id: r.min_share for r in rules}
     shared = {
         rule_id: cost.covered[rule_id] / total
         for rule_id in cls.alongside
-        if found.rule_weight.get(rule_id, 0.0) / total >= min_share.get(rule_id, 1.0)
-        and cost.covered.get(rule_id, 0.0) / total >= OVERLAP_NOTED
+        if rule_id in firing and cost.covered.get(rule_id, 0.0) / total >= OVERLAP_NOTED
     }
     for rule_id, share in shared.items():
         finding.evidence.append(
@@ -324,7 +314,7 @@ def _finding(
             "the time off it is taken to be waiting in these calls (`--mode all` measures it)"
         )
     low, high = cls.saving_range
-    unsaved_leaves = _unsaved(cls, cost)
+    unsaved_leaves = _copying_leaves(cls, cost)
     copying = sum(unsaved_leaves.values())
     unsaved = share * (1.0 - _saved_part(copying / cost.weight)) if copying else 0.0
     saved = share - unsaved  # what the fix can save of the share
@@ -381,7 +371,7 @@ def _saved_part(copying: float) -> float:
     return min(1.0, max(0.0, (LARGE_COPY - copying) / (LARGE_COPY - SMALL_COPY)))
 
 
-def _unsaved(cls: Rule, cost: ClassCost) -> dict[str, float]:
+def _copying_leaves(cls: Rule, cost: ClassCost) -> dict[str, float]:
     """The class's leaves its fix leaves as they are (unsaved_leaves), with their weight."""
     return {
         name: w for name, w in cost.leaves.items() if any(p.match(name) for p in cls.unsaved_leaves)

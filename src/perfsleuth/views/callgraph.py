@@ -159,8 +159,10 @@ class _CallArcs:
             )
         )
         self.called: dict[int, set[int]] = defaultdict(set)
+        self.callers_of: dict[int, set[int]] = defaultdict(set)
         for caller, callee, _cost in self.arcs:
             self.called[caller].add(callee)
+            self.callers_of[callee].add(caller)
         self.ids: dict[str, set[int]] = defaultdict(set)  # a name's ids, one per object
         for fid, name in enumerate(names):
             self.ids[name].add(fid)
@@ -174,9 +176,7 @@ class _CallArcs:
 
     def leading_back(self, own: set[int]) -> set[int]:
         """The callees of the ids `own` (not themselves) whose calls lead back to them."""
-        callers_of: dict[int, set[int]] = defaultdict(set)
-        for caller, callee, _cost in self.arcs:
-            callers_of[callee].add(caller)
+        callers_of = self.callers_of
         reach_own: set[int] = set()
         todo = [caller for fid in own for caller in callers_of[fid]]
         while todo:
