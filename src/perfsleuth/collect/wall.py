@@ -32,7 +32,7 @@ from ..formats.tool_output import eu_stack
 from ..formats.tool_output import wallsnap as wallsnap_output
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
-from ..model.states import RUNNABLE_IN_FUTEX
+from ..model.states import NOT_WAITING_READ, RUNNABLE_IN_FUTEX
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
 from ..symbols.function_starts import unnamed_frame
 from . import thread_state, wallsnap
@@ -66,6 +66,7 @@ class TaskInfo:
     owner: int = 0  # wallsnap's OWNER: the holder of the glibc mutex it waits on, if it does
     timeout_ms: int | None = None  # wallsnap's TIMEOUT: a wait for events' timeout, -1 none
     syscall: int | None = None  # wallsnap's STATE: the system call it was stopped in
+    nonblocking: bool = False  # wallsnap's NONBLOCKING: in a read that could not wait
 
 
 @dataclass
@@ -256,11 +257,14 @@ def thread_samples(
 def kernel_frames(task: TaskInfo, one_instant: bool) -> list[Frame]:
     """The kernel frame wall mode can name: /proc's wchan (eu-stack's snapshots), or for a
     thread wallsnap stopped runnable in a futex call it had completed, RUNNABLE_IN_FUTEX
-    (off the CPU: library_match leaves it out of the time on the CPU)."""
+    (off the CPU: library_match leaves it out of the time on the CPU), or in a read that
+    could not wait, NOT_WAITING_READ (at the read's work, as a kernel stack there says)."""
     if task.wchan:
         return [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)]
     if one_instant and task.state == "R" and task.syscall == SYS_FUTEX:
         return [Frame(RUNNABLE_IN_FUTEX, dso=KERNEL_DSO, kernel=True)]
+    if one_instant and task.state == "R" and task.nonblocking:
+        return [Frame(NOT_WAITING_READ, dso=KERNEL_DSO, kernel=True)]
     return []
 
 
@@ -299,7 +303,7 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         if not snap.threads:
             continue
         tasks = {
-            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms, s.syscall)
+            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms, s.syscall, s.nonblocking)
             for tid, s in snap.states.items()
         }
         snapshots.append(Snapshot(weight, snap.threads, tasks, True, snap.time_ns, snap.pass_ns))
