@@ -67,6 +67,7 @@ class TaskInfo:
     timeout_ms: int | None = None  # wallsnap's TIMEOUT: a wait for events' timeout, -1 none
     syscall: int | None = None  # wallsnap's STATE: the system call it was stopped in
     nonblocking: bool = False  # wallsnap's NONBLOCKING: in a read that could not wait
+    ran_ns: int | None = None  # /proc's schedstat: its time on a CPU so far (None: unknown)
 
 
 @dataclass
@@ -99,7 +100,8 @@ def eu_stack_binary() -> str:
 
 
 def read_tasks(pid: int) -> dict[int, TaskInfo]:
-    """tid -> name, state and wchan of every thread of pid (empty once it is gone)."""
+    """tid -> name, state, wchan and time on a CPU of every thread of pid (empty once it
+    is gone)."""
     out: dict[int, TaskInfo] = {}
     base = Path(f"/proc/{pid}/task")
     try:
@@ -113,8 +115,16 @@ def read_tasks(pid: int) -> dict[int, TaskInfo]:
         except OSError:
             continue
         state = stat.rpartition(")")[2].split()[0] if ")" in stat else ""
-        out[tid] = TaskInfo(name=name, state=state, wchan=_wchan(base / str(tid)))
+        task = base / str(tid)
+        out[tid] = TaskInfo(name, state, _wchan(task), ran_ns=_ran_ns(task))
     return out
+
+
+def _ran_ns(task: Path) -> int | None:
+    try:
+        return int((task / "schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _wchan(task: Path) -> str:
@@ -241,6 +251,8 @@ def thread_samples(
     for snap in snapshots:
         for t in snap.threads:
             task = snap.tasks.get(t.tid, TaskInfo(name="", state="", wchan=""))
+            if not snap.one_instant and _not_started(task, t):
+                continue
             if not snap.one_instant and t.frames and _in_program(t.frames[0]):
                 # back in the program's own code: it woke up since /proc was read
                 task = TaskInfo(name=task.name, state="R", wchan="")
@@ -252,6 +264,14 @@ def thread_samples(
             else:
                 state = snapshot_state(frames, task.state)
             yield ThreadSample(snap, Thread(t.tid, t.pid, names.get(t.tid, "")), frames, state)
+
+
+def _not_started(task: TaskInfo, thread: eu_stack.EuThread) -> bool:
+    """A thread of an eu-stack snapshot that had never run when /proc was read and shows
+    none of the program's code: created, waiting for its first CPU. None of its code has
+    run, so the program's clock cannot count that wait, and wallsnap leaves such a thread
+    out; the fallback read it `running` (futpool's std::async workers on 2 busy CPUs)."""
+    return task.ran_ns == 0 and not any(_in_program(f) for f in thread.frames)
 
 
 def kernel_frames(task: TaskInfo, one_instant: bool) -> list[Frame]:
