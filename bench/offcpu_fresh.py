@@ -457,7 +457,7 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
         over = lived if mode == "offcpu" else total[prefix]
         seen |= {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr) if
                  s.startswith(prefix) and (prefix or not s.startswith(MAIN))}  # fmt: skip
-    print_worst_thread(profile, mode, stderr)
+    print_worst_thread(profile, mode, program, stderr)
     return seen
 
 
@@ -467,7 +467,7 @@ SCHEDULED = re.compile(r" run (?P<run>\d+) runq (?P<runq>\d+)")
 TIMED_IO = re.compile(r" run \d+ runq \d+ io (?P<io>\d+)")
 
 
-def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
+def print_worst_thread(profile: Profile, mode: str, program: Program, stderr: str) -> None:
     """Each thread's reading against its own clock line (the clocks that print one a
     thread): the thread read farthest from it, and how many are within 2 points."""
     by_thread: dict[tuple[int, str], float] = {}
@@ -481,7 +481,7 @@ def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
         tid, lived = int(line["tid"]), float(line["lived"])
         over = lived if mode == "offcpu" else total.get(tid, lived)
         each = []
-        for state, ns in clock_states(line, stderr).items():
+        for state, ns in clock_states(line, stderr, "io" in program.truth.groupindex).items():
             read = by_thread.get((tid, state), 0.0) / over
             diffs.append((100 * (read - ns / lived), tid, state))
             each.append(f"{state} {100 * ns / lived:.1f}% read {100 * read:.1f}%")
@@ -493,11 +493,12 @@ def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
               f"worst tid {worst[1]} {worst[2]} {worst[0]:+.1f}")  # fmt: skip
 
 
-def clock_states(line: re.Match[str], stderr: str) -> dict[str, float]:
-    """A clock line's timed states (ns): mutex and condvar, and io where it times an
-    event loop's wait."""
+def clock_states(line: re.Match[str], stderr: str, timed_io: bool) -> dict[str, float]:
+    """A clock line's timed states (ns): mutex and condvar, and io for a program whose
+    io the clock times whole (memcached: its threads' waits for events; the others' file
+    reads and writes are io to the tools and untimed)."""
     states = {"mutex": float(line["mutex"]), "condvar": float(line["condvar"])}
-    io = TIMED_IO.match(stderr, line.end())
+    io = TIMED_IO.match(stderr, line.end()) if timed_io else None
     return states | ({"io": float(io["io"])} if io else {})
 
 
