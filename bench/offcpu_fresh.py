@@ -5,7 +5,7 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
         [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase,pipewait,
-                    lotpipe,xz,pigz,pbzip2]
+                    lotpipe,xz,pigz,pbzip2,lbzip2,sort,pixz,pzstd,memcached]
         [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
@@ -66,6 +66,11 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
   runnable); each thread's line then shows its time blocked (its life less both)
   against the tool's time in any waiting state (which also counts the runnable ends of
   its waits, as the timed calls do).
+- memcached: memcached 1.6.18 -t 4 -m 256, built from Debian bookworm's source (-O2 -g)
+  and run with waitclock.c, which also times epoll_wait (`io`: libevent's wait for the
+  workers' sockets); a server, so once it listens bench/fresh_waits/mcload.c (4
+  connections, set + get of 200-byte values, 8 s) loads it from outside the recording,
+  then SIGUSR1 stops it gracefully, joining every thread (each prints its clock).
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -81,10 +86,12 @@ import argparse
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,6 +113,9 @@ class Program:
     # pt-pmp: the states' marks in a stack (the first state whose mark shows wins)
     marks: tuple[tuple[str, tuple[str, ...]], ...]
     main_truth: re.Pattern[str] | None = None  # the main thread's, when it is timed too
+    # a server: the load client run against it once it listens, then SIGUSR1 to the
+    # server (its pid file) ends it
+    client: tuple[str, ...] = ()
 
 
 XZ_CLOCK = r"tid \d+ mutex (?P<mutex>\d+) cond (?P<condvar>\d+) lived (?P<lived>\d+)"
@@ -230,7 +240,21 @@ PROGRAMS |= {
         main_truth=re.compile("main " + XZ_CLOCK),
     ),
 }
-DEBIAN_BUILT = ("pigz", "pbzip2", "lbzip2", "sort", "pixz", "pzstd")
+MEMCACHED_PORT = 21299
+MEMCACHED_PID = Path(tempfile.gettempdir()) / "perfsleuth-fresh-memcached.pid"
+IO_CLOCK = XZ_CLOCK + r" run \d+ runq \d+ io (?P<io>\d+)"
+PROGRAMS["memcached"] = Program(
+    # 4 workers on libevent (epoll_wait), the LRU maintainer and crawler, the slab
+    # mover, the hash table's grower, the logger: all joined on SIGUSR1's graceful stop
+    (*PRELOADED, str(OUT / "memcached"), "-u", "root", "-U", "0", "-p", str(MEMCACHED_PORT),
+     "-t", "4", "-m", "256", "-P", str(MEMCACHED_PID)),
+    re.compile("worker " + IO_CLOCK),
+    (*PTHREAD_MARKS, ("io", ("epoll_wait",))),
+    main_truth=re.compile("main " + IO_CLOCK),
+    # 4 connections, set and get of 200-byte values: one slab class
+    client=(str(OUT / "mcload"), str(MEMCACHED_PORT), "4", "8"),
+)  # fmt: skip
+DEBIAN_BUILT = ("pigz", "pbzip2", "lbzip2", "sort", "pixz", "pzstd", "memcached")
 
 
 def build(programs: list[str]) -> None:
@@ -302,6 +326,11 @@ DEBIAN_BUILDS = {
         "-larchive -llzma -lm",
         "pixz",
     ),
+    "memcached": (
+        "memcached",
+        "./configure -q CFLAGS='-O2 -g' && make -s -j2 memcached",
+        "memcached",
+    ),
     "pzstd": (
         "libzstd",
         "make -s -j2 -C contrib/pzstd pzstd CFLAGS='-O2 -g' CXXFLAGS='-O2 -g'",
@@ -320,6 +349,9 @@ def build_preloaded(programs: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from count_views import debian_source, sh
 
+    if "memcached" in programs:
+        mcload = ["gcc", "-O2", "-pthread", "-o", str(OUT / "mcload"), str(SOURCES / "mcload.c")]
+        subprocess.run(mcload, check=True)
     for name in programs:
         package, make, binary = DEBIAN_BUILDS[name]
         if (OUT / name).exists():
@@ -425,16 +457,17 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
         over = lived if mode == "offcpu" else total[prefix]
         seen |= {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr) if
                  s.startswith(prefix) and (prefix or not s.startswith(MAIN))}  # fmt: skip
-    print_worst_thread(profile, mode, stderr)
+    print_worst_thread(profile, mode, program, stderr)
     return seen
 
 
 PER_THREAD = re.compile(XZ_CLOCK.replace(r"tid \d+", r"tid (?P<tid>\d+)"))
 # waitclock's kernel clock of the thread (schedstat): on a CPU, runnable
 SCHEDULED = re.compile(r" run (?P<run>\d+) runq (?P<runq>\d+)")
+TIMED_IO = re.compile(r" run \d+ runq \d+ io (?P<io>\d+)")
 
 
-def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
+def print_worst_thread(profile: Profile, mode: str, program: Program, stderr: str) -> None:
     """Each thread's reading against its own clock line (the clocks that print one a
     thread): the thread read farthest from it, and how many are within 2 points."""
     by_thread: dict[tuple[int, str], float] = {}
@@ -448,16 +481,25 @@ def print_worst_thread(profile: Profile, mode: str, stderr: str) -> None:
         tid, lived = int(line["tid"]), float(line["lived"])
         over = lived if mode == "offcpu" else total.get(tid, lived)
         each = []
-        for state in ("mutex", "condvar"):
+        for state, ns in clock_states(line, stderr, "io" in program.truth.groupindex).items():
             read = by_thread.get((tid, state), 0.0) / over
-            diffs.append((100 * (read - float(line[state]) / lived), tid, state))
-            each.append(f"{state} {100 * float(line[state]) / lived:.1f}% read {100 * read:.1f}%")
+            diffs.append((100 * (read - ns / lived), tid, state))
+            each.append(f"{state} {100 * ns / lived:.1f}% read {100 * read:.1f}%")
         print_thread(tid, by_thread, over, lived, line, stderr, each)
     if diffs:
         worst = max(diffs, key=lambda d: abs(d[0]))
         within = sum(abs(d) <= 2 for d, _tid, _state in diffs)
         print(f"  per thread: {within} of {len(diffs)} readings within 2 points, "
               f"worst tid {worst[1]} {worst[2]} {worst[0]:+.1f}")  # fmt: skip
+
+
+def clock_states(line: re.Match[str], stderr: str, timed_io: bool) -> dict[str, float]:
+    """A clock line's timed states (ns): mutex and condvar, and io for a program whose
+    io the clock times whole (memcached: its threads' waits for events; the others' file
+    reads and writes are io to the tools and untimed)."""
+    states = {"mutex": float(line["mutex"]), "condvar": float(line["condvar"])}
+    io = TIMED_IO.match(stderr, line.end()) if timed_io else None
+    return states | ({"io": float(io["io"])} if io else {})
 
 
 def print_thread(
@@ -485,41 +527,66 @@ def print_thread(
     print(f"    tid {tid}: {'; '.join(each)} ({states})")
 
 
+def started(argv: list[str], **kwargs: object) -> subprocess.Popen[str]:
+    MEMCACHED_PID.unlink(missing_ok=True)
+    return subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kwargs
+    )  # type: ignore[call-overload]
+
+
+def ended(program: Program, proc: subprocess.Popen[str]) -> str:
+    """The program's stderr once it has ended; a server's after its client's load."""
+    if program.client:
+        serving(MEMCACHED_PORT)
+        subprocess.run(program.client, check=True, stdout=subprocess.DEVNULL)
+        os.kill(int(MEMCACHED_PID.read_text()), signal.SIGUSR1)
+    _out, err = proc.communicate()
+    return err
+
+
+def serving(port: int) -> None:
+    """Returns once the server listens on `port` and has written its pid file (60 s at
+    most: bpftrace's start takes seconds on a loaded machine)."""
+    for _ in range(600):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0 and MEMCACHED_PID.exists():
+                return
+        time.sleep(0.1)
+    raise SystemExit(f"nothing listens on port {port}")
+
+
 def run_alone(program: Program) -> Reading:
-    proc = subprocess.run(
-        program.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True
-    )
-    truth = truth_of(program, proc.stderr)
-    return truth, truth, lived_of(program, proc.stderr)
+    proc = started(list(program.argv))
+    err = ended(program, proc)
+    if proc.returncode != 0:
+        raise SystemExit(f"{program.argv} failed:\n{err[-2000:]}")
+    truth = truth_of(program, err)
+    return truth, truth, lived_of(program, err)
 
 
 def run_mode(mode: str, program: Program) -> Reading:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh.") as work:
         cmd = [*PERFSLEUTH, "record", "--mode", mode, "--", *program.argv]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        proc = subprocess.run(
-            cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
-            check=False,
-        )  # fmt: skip
+        proc = started(cmd, cwd=work, env=env)
+        err = ended(program, proc)
         if proc.returncode != 0:
-            raise SystemExit(f"record --mode {mode} failed:\n{proc.stderr[-2000:]}")
-        truth = truth_of(program, proc.stderr)
-        seen = perfsleuth_reading(Path(work), mode, program, proc.stderr)
-        return truth, seen, lived_of(program, proc.stderr)
+            raise SystemExit(f"record --mode {mode} failed:\n{err[-2000:]}")
+        truth = truth_of(program, err)
+        seen = perfsleuth_reading(Path(work), mode, program, err)
+        return truth, seen, lived_of(program, err)
 
 
 def run_pt_pmp(program: Program) -> Reading:
     with tempfile.TemporaryDirectory(prefix="perfsleuth-fresh-pmp.") as work:
         samples = Path(work) / "samples"
-        target = subprocess.Popen(
-            program.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
+        target = started(list(program.argv))
         pmp = subprocess.Popen(
             ["pt-pmp", "--pid", str(target.pid), "--iterations", "100000", "--interval", "0",
              "--save-samples", str(samples)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-        _out, err = target.communicate()
+        err = ended(program, target)
         os.killpg(pmp.pid, signal.SIGTERM)
         pmp.wait()
         truth = truth_of(program, err)

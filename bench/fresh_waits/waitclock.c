@@ -1,10 +1,11 @@
 /* waitclock: an LD_PRELOAD clock of a program's own waiting, without changing the program.
  * Times every pthread_mutex_lock (`mutex`) and pthread_cond_wait/timedwait (`cond`, the
- * relock inside included) per thread with CLOCK_MONOTONIC, and each thread's life (a
+ * relock inside included) and epoll_wait/epoll_pwait (`io`: an event loop's wait for its
+ * sockets) per thread with CLOCK_MONOTONIC, and each thread's life (a
  * started thread from its start routine's first instruction, the main thread from this
  * library's constructor), and prints at each thread's end, on stderr:
- *   worker tid T mutex NS cond NS lived NS run NS runq NS     (a started thread)
- *   main tid T mutex NS cond NS lived NS run NS runq NS       (the main thread, at exit)
+ *   worker tid T mutex NS cond NS lived NS run NS runq NS io NS   (a started thread)
+ *   main tid T mutex NS cond NS lived NS run NS runq NS io NS     (the main thread, at exit)
  * run and runq are the kernel's clock of the thread (/proc/thread-self/schedstat): its
  * time on a CPU and runnable waiting for one; its life less both is its time blocked,
  * whatever the call.
@@ -21,12 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 struct clock_of_thread {
-	unsigned long long mutex, cond, start;
+	unsigned long long mutex, cond, io, start;
 };
 static __thread struct clock_of_thread mine;
 static int clock_fd = 2;
@@ -35,6 +37,8 @@ static int (*real_lock)(pthread_mutex_t *);
 static int (*real_wait)(pthread_cond_t *, pthread_mutex_t *);
 static int (*real_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
 static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 
 static inline unsigned long long now_ns(void)
 {
@@ -62,8 +66,8 @@ static inline void print_clock(const char *who)
 	unsigned long long run = 0, runnable = 0, lived = now_ns() - mine.start;
 	scheduled_ns(&run, &runnable);
 	int n = snprintf(line, sizeof line,
-			 "%s tid %ld mutex %llu cond %llu lived %llu run %llu runq %llu\n", who,
-			 (long)syscall(SYS_gettid), mine.mutex, mine.cond, lived, run, runnable);
+			 "%s tid %ld mutex %llu cond %llu lived %llu run %llu runq %llu io %llu\n", who,
+			 (long)syscall(SYS_gettid), mine.mutex, mine.cond, lived, run, runnable, mine.io);
 	if (n > 0 && write(clock_fd, line, (size_t)n) < 0)
 		return;
 }
@@ -75,6 +79,8 @@ __attribute__((constructor)) static void pthread_waitclock_init(void)
 	real_wait = dlvsym(RTLD_NEXT, "pthread_cond_wait", "GLIBC_2.3.2");
 	real_timedwait = dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
 	real_create = dlsym(RTLD_NEXT, "pthread_create");
+	real_epoll_wait = dlsym(RTLD_NEXT, "epoll_wait");
+	real_epoll_pwait = dlsym(RTLD_NEXT, "epoll_pwait");
 	if (!real_lock || !real_wait || !real_timedwait || !real_create) {
 		write(2, "waitclock: pthread functions not found\n", 39);
 		_exit(99);
@@ -111,6 +117,22 @@ int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct t
 	unsigned long long t = now_ns();
 	int r = real_timedwait(c, m, at);
 	mine.cond += now_ns() - t;
+	return r;
+}
+
+int epoll_wait(int fd, struct epoll_event *events, int n, int timeout)
+{
+	unsigned long long t = now_ns();
+	int r = real_epoll_wait(fd, events, n, timeout);
+	mine.io += now_ns() - t;
+	return r;
+}
+
+int epoll_pwait(int fd, struct epoll_event *events, int n, int timeout, const sigset_t *mask)
+{
+	unsigned long long t = now_ns();
+	int r = real_epoll_pwait(fd, events, n, timeout, mask);
+	mine.io += now_ns() - t;
 	return r;
 }
 

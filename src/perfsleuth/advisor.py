@@ -18,6 +18,7 @@ from . import rank
 from .analyzers import DEEP_BUDGET, DEEP_TUS, AnalyzerOptions, Context, discover
 from .binaries import binary_at
 from .collect.run_facts import is_own_command, working_root
+from .collect.sampling_gap import gap_warning
 from .errors import UserError
 from .experiments.verify import Trial, verify_finding
 from .model.findings import Finding
@@ -171,7 +172,36 @@ def run_analyzers(ctx: Context) -> list[Finding]:
     if ctx.profile.unit == "instructions":
         for finding in findings:
             in_instructions(finding)
+    if is_sampled(ctx):
+        weigh_support(findings, ctx)
+    gap = gap_warning(ctx.profile, ctx.run.meta)
+    if gap:
+        ctx.notes.append(gap)
     return findings
+
+
+# Modes whose profile counts statistical samples (perf's, py-spy's, wall mode's instants);
+# offcpu's switches and count mode's instructions are each measured, not drawn.
+SAMPLED_MODES = ("cpu", "wall", "python", "python-native")
+
+
+def is_sampled(ctx: Context) -> bool:
+    return ctx.profile.unit == "samples" or ctx.run.mode in SAMPLED_MODES
+
+
+def weigh_support(findings: list[Finding], ctx: Context) -> None:
+    """Each finding's share in samples (rank hides one that rests on too few), and a note
+    when the whole run is too short for its shares to hold: a `sed` that failed at once
+    gave 2 samples, and "50% of CPU time is inside mmap" from one of them."""
+    samples = ctx.profile.num_samples
+    for finding in findings:
+        finding.details.setdefault(rank.SUPPORT, round(finding.share * samples))
+    if 0 < samples < rank.FEW_RUN_SAMPLES:
+        ctx.notes.append(
+            f"the run has only {samples} sample(s): each share may be off by "
+            f"{100 * rank.share_margin(0.5, samples):.0f} points or more; record a longer "
+            "workload (or a higher --freq) for findings to rest on"
+        )
 
 
 # What the analyzers say of a sampled run's time, as said of a count run's instructions.

@@ -5,7 +5,8 @@ measured gain when an experiment verified it (1 - 1/speed-up), else the
 analyzer's estimate, never more than the finding's share. Findings that say the
 profile itself is unreliable (missing symbols) come first when what they hide is
 large; the rest by gain, then confidence. Findings below the noise floor are hidden unless asked
-(not those made of exact instruction counts).
+(not those made of exact instruction counts), and so are those a sampled run supports with too
+few samples to tell them from chance.
 
 `advice()` makes the one document every output and the web UI show: the order, what is
 shown and what is hidden (and why), and each finding's effective gain. Nothing else sorts
@@ -14,6 +15,8 @@ or filters findings: the server ranks stored findings with it, the outputs only 
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
@@ -31,8 +34,18 @@ DIAGNOSTIC_FIRST_SHARE = 0.2  # above this the profile is too blind to trust: sa
 DIAGNOSTIC_MIN_SHARE = 0.05
 
 
+# A sampled finding needs this many samples behind its share: from 12 up, the low end of
+# the count's exact 95% Poisson interval (6.2 at 12) is at least half of it, so the finding's
+# share is at least half what it says; at 2 samples it could be a tenth. The advisor writes
+# the count into details[SUPPORT] of a sampled run.
+SUPPORT = "supporting_samples"
+MIN_SUPPORT = 12
+FEW_RUN_SAMPLES = 200  # a run this short gets a note that its shares are rough
+
+
 HIDDEN_BY_VERDICT = "its A/B experiment measured no difference"
 HIDDEN_BY_NOISE = f"it would save less than {100 * NOISE_FLOOR:g}% of the run"
+HIDDEN_BY_FEW_SAMPLES = "it rests on too few samples"
 
 
 @dataclass
@@ -109,7 +122,41 @@ def placed(finding: Finding, hidden_because: str = "") -> Placed:
 
 def why_hidden(finding: Finding) -> str:
     verified = finding.verified or {}
-    return HIDDEN_BY_VERDICT if verified.get("verdict") == "same" else HIDDEN_BY_NOISE
+    if verified.get("verdict") == "same":
+        return HIDDEN_BY_VERDICT
+    if too_few_samples(finding) and above_the_floor(finding):
+        support = finding.details[SUPPORT]
+        return (
+            f"{HIDDEN_BY_FEW_SAMPLES} ({support}; with fewer than {MIN_SUPPORT} its share "
+            "could be less than half what it says): record a longer run"
+        )
+    return HIDDEN_BY_NOISE
+
+
+def hidden_summary(hidden: Iterable[documents.PlacedFinding]) -> str:
+    """Why the hidden findings are hidden, counted: "2 below the noise floor, 1 ..."."""
+    short = {HIDDEN_BY_VERDICT: "measured no difference", HIDDEN_BY_NOISE: "below the noise floor"}
+    counts = Counter(
+        "on too few samples"
+        if because.startswith(HIDDEN_BY_FEW_SAMPLES)
+        else short.get(because, "below the noise floor")
+        for because in (p.get("hidden_because", "") for p in hidden)
+    )
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda c: -c[1]))
+
+
+def too_few_samples(finding: Finding) -> bool:
+    support = finding.details.get(SUPPORT)
+    return isinstance(support, int) and support < MIN_SUPPORT and measured_gain(finding) is None
+
+
+def above_the_floor(finding: Finding) -> bool:
+    return is_diagnostic(finding) or finding.kind in EXACT_KINDS or gain(finding) >= NOISE_FLOOR
+
+
+def share_margin(share: float, samples: int) -> float:
+    """Half the 95% interval of a share drawn from `samples` samples (normal approximation)."""
+    return 1.96 * math.sqrt(share * (1 - share) / samples) if samples else 1.0
 
 
 def advice(
@@ -184,6 +231,6 @@ def rank(findings: Iterable[Finding], *, show_all: bool = False) -> Ranked:
     shown: list[Finding] = []
     hidden: list[Finding] = []
     for f in ordered:
-        visible = show_all or is_diagnostic(f) or f.kind in EXACT_KINDS or gain(f) >= NOISE_FLOOR
+        visible = show_all or (above_the_floor(f) and not too_few_samples(f))
         (shown if visible else hidden).append(f)
     return Ranked(shown, hidden)

@@ -91,6 +91,7 @@ def test_signal_is_forwarded_and_the_run_kept(tmp_path: Path, sig: int, status: 
     _, err = proc.communicate(timeout=BOUND_S)
     assert proc.returncode == status, err
     assert "stored run 1" in err and "Traceback" not in err
+    assert f"the command exited with status {status}" in err
     assert processes_with(marker) == []
     assert leftovers(tmp_path) == []
 

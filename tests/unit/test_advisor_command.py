@@ -64,3 +64,24 @@ def test_the_analyzers_that_compile_hot_units_run_last() -> None:
     deep = ["aliasing_write", "missed_vectorization"]
     assert names[-2:] == deep
     assert names[:-2] == sorted(names[:-2]) and "build_flags" in names
+
+
+def test_a_sampled_runs_findings_carry_their_samples_and_a_short_run_a_note() -> None:
+    from perfsleuth.model.findings import Finding
+    from perfsleuth.model.profile import Frame
+    from perfsleuth.rank import SUPPORT
+
+    builder = ProfileBuilder()
+    builder.add([Frame("main", "prog")], 40.0, count=40)
+    ctx = Context(profile=builder.build(), run=new_run("./prog", "cpu"))
+    found = [Finding("r", "cost-class", "t", 0.25, 0.1, 0.5, "s")]
+    advisor.weigh_support(found, ctx)
+    assert found[0].details[SUPPORT] == 10
+    assert any("only 40 sample(s)" in note for note in ctx.notes)
+
+
+def test_only_sampled_modes_count_support() -> None:
+    run = new_run("./prog", "offcpu")
+    assert not advisor.is_sampled(Context(profile=ProfileBuilder(unit="ns").build(), run=run))
+    run = new_run("./prog", "wall")
+    assert advisor.is_sampled(Context(profile=ProfileBuilder(unit="ns").build(), run=run))

@@ -99,3 +99,16 @@ def test_packed_simd_counts_where_the_vector_code_has_the_time(tmp_path: Path) -
     hot = hot_code_shape(str(exe), {"scalar": 0.2, "axpy": 0.8})
     assert cold.instructions == hot.instructions > 0
     assert cold.packed_xmm == 0 and hot.packed_xmm > 0
+
+
+def test_a_packages_program_is_not_the_users_to_rebuild(tmp_path: Path) -> None:
+    from perfsleuth.analyzers import Context
+    from perfsleuth.analyzers.build_flags import _binary_path
+    from perfsleuth.model.run import RunInfo
+
+    own = tmp_path / "node"
+    own.write_bytes(b"\x7fELF")
+    binaries = [{"path": "/usr/bin/perl"}, {"path": str(own)}]
+    ctx = Context(profile=ProfileBuilder().build(), run=RunInfo(), binaries=binaries)
+    assert _binary_path(ctx, "perl") is None
+    assert _binary_path(ctx, "node") == str(own)

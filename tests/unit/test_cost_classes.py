@@ -350,3 +350,38 @@ def test_reads_that_spend_their_time_copying_the_bytes_are_not_told_to_read_more
     middling = findings([([entry, read, WORK, MAIN], 40), ([copy, *under], 40), rest])
     # half of it copying: half of the share left out
     assert middling["class.syscall.read"].details["unsaved_share"] == pytest.approx(0.4)
+
+
+DL_START = Frame("_dl_start", "ld-linux-x86-64.so.2", "./elf/rtld.c", 517)
+PY_INIT = Frame("pymain_init", "libpython3.11.so.1.0", "Modules/main.c", 60)
+EXECVE = Frame("__x64_sys_execve", "[kernel.kallsyms]", kernel=True)
+
+
+def test_many_short_processes_are_told_to_batch_and_their_faults_are_start_up() -> None:
+    """A shell loop of `python3 -c pass`: its page faults under the interpreter's start
+    were told to reuse buffers."""
+    processes = [Thread(100 + i, 100 + i, "python3") for i in range(12)]
+    samples = [([FAULT, PY_INIT], 40), ([DL_START], 30), ([EXECVE], 10), ([WORK, MAIN], 20)]
+    found = findings(samples * 12, threads=processes)
+    start = found["class.process.startup"]
+    assert start.share == pytest.approx(0.8) and "(12 of them" in start.title
+    assert "xargs" in start.suggestion
+    assert "class.kernel.page-fault" not in found
+
+
+def test_one_process_is_not_told_to_start_fewer() -> None:
+    threads = [Thread(100 + i, 100, "app") for i in range(12)]  # 12 threads, one process
+    found = findings([([DL_START], 80), ([WORK, MAIN], 20)] * 12, threads=threads)
+    assert "class.process.startup" not in found
+
+
+def test_c_code_gets_the_classes_c_advice_and_cpp_code_keeps_its_own() -> None:
+    c_call = findings([([MALLOC, WORK, MAIN], 40), ([WORK, MAIN], 60)])["class.alloc.malloc"]
+    assert "reserve()" not in c_call.suggestion and "doubling" in c_call.suggestion
+    cpp_call = findings([([MALLOC, LOG, MAIN], 40), ([WORK, MAIN], 60)])["class.alloc.malloc"]
+    assert "reserve()" in cpp_call.suggestion
+
+
+def test_every_c_text_of_a_class_leaves_cpp_out() -> None:
+    for cls in load_classes():
+        assert not any(word in cls.c_apply for word in ("reserve()", "std::", "string_view"))

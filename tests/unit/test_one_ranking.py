@@ -52,4 +52,4 @@ def test_text_json_and_api_agree(store_root: Path, capsys: pytest.CaptureFixture
     rows = re.findall(r"^(\d+)\s+(\S+)\s+\S+\s+\S+\s+(.+?)\s+\[", text, re.MULTILINE)
     assert rows == [("1", "33.3%*", "measured win"), ("2", "10.0%", "estimated only")]
     assert "16.7%" not in text  # the "same" verdict's ratio is not a gain
-    assert "2 finding(s) below the noise floor hidden" in text
+    assert "2 finding(s) hidden (1 below the noise floor, 1 measured no difference)" in text

@@ -62,7 +62,7 @@ def test_text_fits_in_100_columns(tmp_path: Path) -> None:
     assert max(len(line.rstrip()) for line in lines) <= 100
     assert any("try: LD_PRELOAD=" in line for line in lines)
     assert any("verified: 1.42x faster over 10 runs" in line for line in lines)
-    assert any("2 finding(s) below the noise floor" in line for line in lines)
+    assert any("2 finding(s) hidden (2 below the noise floor)" in line for line in lines)
     text = " ".join(line.strip() for line in lines)
     assert "estimate 11.9-27.7% of the run, from: jq with mimalloc measured 8%" in text
     assert "symbols.missing" in text and text.count("estimate ") == 1  # no range: no line

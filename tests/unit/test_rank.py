@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from perfsleuth.model.findings import Finding
-from perfsleuth.rank import NOISE_FLOOR, rank
+from perfsleuth.rank import MIN_SUPPORT, NOISE_FLOOR, SUPPORT, advice, hidden_summary, rank
 
 
 def finding(rule: str, share: float, gain: float, kind: str = "library-replacement") -> Finding:
@@ -67,3 +67,32 @@ def test_nameless_code_in_a_library_a_rule_names_does_not_come_first() -> None:
     symbols.details["blind_share"] = 0.0  # all of it in liblzma, which compression.xz names
     ranked = rank([symbols, finding("compression.xz", 0.99, 0.6)])
     assert [f.rule for f in ranked.shown] == ["compression.xz", "symbols.missing"]
+
+
+def supported(f: Finding, samples: int) -> Finding:
+    f.details[SUPPORT] = samples
+    return f
+
+
+def test_a_finding_on_too_few_samples_is_hidden_and_says_why() -> None:
+    """A `sed` that failed at once gave 2 samples: "50% of CPU time is inside mmap"."""
+    chance = supported(finding("one-sample", 0.5, 0.4), MIN_SUPPORT - 1)
+    held = supported(finding("held", 0.5, 0.4), MIN_SUPPORT)
+    ranked = rank([chance, held])
+    assert ranked.shown == [held] and ranked.hidden == [chance]
+    because = advice("2", [chance]).to_json()["hidden_findings"][0]["hidden_because"]
+    assert because.startswith(f"it rests on too few samples ({MIN_SUPPORT - 1};")
+    assert rank([chance], show_all=True).shown == [chance]
+
+
+def test_a_measured_gain_stands_whatever_the_samples() -> None:
+    measured = supported(finding("measured", 0.5, 0.1), 3)
+    measured.verified = {"ratio": 1.5, "ci95": [1.4, 1.6], "runs": 10}
+    assert rank([measured]).shown == [measured]
+
+
+def test_the_hidden_are_counted_by_reason() -> None:
+    few = supported(finding("few", 0.5, 0.4), 2)
+    tiny = [finding("tiny", 0.01, NOISE_FLOOR / 2), finding("tiny2", 0.01, NOISE_FLOOR / 3)]
+    doc = advice("1", [few, *tiny]).to_json()
+    assert hidden_summary(doc["hidden_findings"]) == "2 below the noise floor, 1 on too few samples"

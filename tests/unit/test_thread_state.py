@@ -344,3 +344,23 @@ def test_a_thread_on_the_cpu_or_preempted_inside_a_read_is_not_waiting_for_io():
     # a reader woken from its wait is switched in from its blocked switch-out: `io`
     pipe = [Frame(n, kernel=True) for n in ("__schedule", "schedule", "pipe_read", "vfs_read")]
     assert classify(pipe + syscall + read, "S") == "io"
+
+
+def test_a_thread_on_the_cpu_or_preempted_inside_a_wait_for_events_is_waiting_for_io():
+    """memcached's workers wait for their sockets in libevent's epoll_wait, which a clock
+    around the call counts whole: offcpu and all modes read their `io` 4.8 points under
+    it (68.3% against 63.5%, load 5), their switch-outs preempted in the call and all
+    mode's samples on the CPU there taken for the call's work, as a read's copy is. A
+    wait for events does no I/O work: its time on the CPU counts as waiting, as a lock
+    call's does."""
+    syscall = [Frame(n, kernel=True) for n in ("do_epoll_wait", "__x64_sys_epoll_wait")]
+    epoll = user("epoll_wait", "epoll_dispatch", "event_base_loop", "worker_libevent")
+    preempted = [Frame(n, kernel=True) for n in ("__schedule", "preempt_schedule_irq")]
+    sending = [Frame(n, kernel=True) for n in ("ep_send_events", "ep_poll")]
+    assert classify(preempted + syscall + epoll, "R") == "io"
+    assert classify(sending + syscall + epoll, "R") == "io"
+    poll = user("__poll", "reader")
+    assert classify([Frame("do_sys_poll", kernel=True), *poll], "R") == "io"
+    # a read's copy stays the read's work
+    read = user("__GI___libc_read", "conn_read")
+    assert classify([Frame("_copy_to_iter", kernel=True), *read], "R") == "running"

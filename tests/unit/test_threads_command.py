@@ -72,6 +72,15 @@ def test_text_gives_the_margin_beside_each_sampled_share_and_says_what_it_is():
     assert "95% margin of a share of 50 sampled instants a thread" in text
 
 
+def test_text_says_how_many_instants_two_points_would_need():
+    """Issue 29 asks for shares within 2 points of the program's clock: at 50 instants a
+    20% share is ±11.1, and the footnote says what ±2 would take (1,537 instants, 31x)."""
+    doc = {"run": "1", "unit": "ns", "total": 1.0, "threads": by_thread(sampled())}
+    out = io.StringIO()
+    threads_text.render(doc, Console(file=out, width=200, no_color=True))
+    assert "±2 points on every share needs 1,537 instants a thread, 31× these" in out.getvalue()
+
+
 def sampled():
     b = ProfileBuilder(unit="ns")
     worker = Thread(2, 1, "worker")

@@ -3,6 +3,7 @@ examples/bin/prodcons, and the snapshots wall mode makes of it."""
 
 from pathlib import Path
 
+from perfsleuth.collect.thread_state import classify
 from perfsleuth.collect.wall import (
     Snapshot,
     TaskInfo,
@@ -14,7 +15,7 @@ from perfsleuth.collect.wall import (
 )
 from perfsleuth.formats.tool_output import wallsnap
 from perfsleuth.model.profile import Frame, Thread
-from perfsleuth.model.states import RUNNABLE_IN_FUTEX
+from perfsleuth.model.states import NOT_WAITING_READ, RUNNABLE_IN_FUTEX
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "offcpu" / "wallsnap-prodcons.txt"
 
@@ -202,3 +203,30 @@ def test_a_thread_stopped_runnable_in_a_futex_call_has_it_as_its_kernel_frame():
     assert all(marked == {False} for key, marked in marks.items() if key != ("R", 202))
     eu_stack = TaskInfo("t", "R", "futex_wait_queue", syscall=202)
     assert [f.function for f in kernel_frames(eu_stack, False)] == ["futex_wait_queue"]
+
+
+# memcached 1.6.18 (bench/fresh_waits) under mcload: 4 snapshots of `wallsnap PID 50`
+MEMCACHED = FIXTURE.with_name("wallsnap-memcached.txt")
+
+
+def test_a_read_of_a_non_blocking_socket_is_the_read_s_work_not_a_wait():
+    """memcached's workers read their non-blocking sockets after each epoll_wait: wall
+    mode read them `io` (a runnable thread in a read may be in the disk), 5-10 points over
+    a clock around epoll_wait. wallsnap marks a read that cannot wait (NONBLOCKING); it
+    gets a kernel frame, and a runnable thread in an I/O call with one is at its work."""
+    snaps = from_wallsnap(MEMCACHED.read_text(), 50)
+    marked = {
+        (task.state, task.syscall, task.nonblocking) for s in snaps for task in s.tasks.values()
+    }
+    assert ("R", 0, True) in marked
+    assert all(not nonblocking for state, call, nonblocking in marked if (state, call) != ("R", 0))
+    read = [Frame(n, "libc.so.6") for n in ("__GI___libc_read", "tcp_read", "drive_machine")]
+    for snap in snaps:
+        for task in snap.tasks.values():
+            frames = kernel_frames(task, snap.one_instant)
+            if task.nonblocking:
+                assert [f.function for f in frames] == [NOT_WAITING_READ]
+                assert classify(frames + read, task.state) == "running"
+    # a read of a blocking socket, or of a file, may be a wait (woken, not yet back; in
+    # the disk): still `io`
+    assert classify(kernel_frames(TaskInfo("t", "R", "", syscall=0), True) + read, "R") == "io"

@@ -83,7 +83,11 @@ MIN_VECTOR_SHARE = 0.1  # of its binary's time
 # gzip and sqlite3 are 10.5% and 9.1% over their whole text, a chain of character
 # tests 21%, a vectorised loop with its scalar tail 11.5%, its constant-length clone 5.8%
 BRANCHY = 0.15
-SYSTEM_PREFIXES = ("/usr/lib", "/lib", "/usr/libexec", "/usr/share")
+# A package's files, not the user's to rebuild: /usr/bin/node (nodejs.org's build) was told it is
+# "built without -fprofile-use", its hot code V8's builtins and JIT code GCC never saw.
+SYSTEM_PREFIXES = (
+    "/usr/lib", "/lib", "/usr/libexec", "/usr/share", "/usr/bin", "/bin", "/usr/sbin", "/sbin",
+)  # fmt: skip
 _OPT_FLAG = re.compile(r"(?:^|\s)-O(\S*)")
 
 

@@ -31,6 +31,7 @@ from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_classes, load_rules, with_evidence, without_return_type
 from . import Context
 from .library_match import (
+    C_SOURCES,
     OVERLAP_NOTED,
     DisplayNames,
     confidence_factor,
@@ -70,6 +71,7 @@ class Attribution:
     costs: dict[str, ClassCost]
     rule_weight: dict[str, float]  # library rule id -> on-CPU weight it matches
     threads: int  # threads with on-CPU samples
+    processes: int  # processes with on-CPU samples
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -86,15 +88,20 @@ def analyze(ctx: Context) -> list[Finding]:
     findings = []
     for cls in classes:
         cost = found.costs.get(cls.id)
-        if cost is None or cls.saving <= 0 or found.threads < cls.min_threads:
+        if cost is None or cls.saving <= 0 or not _enough_tasks(cls, found):
             continue
         share, inferred = _share(cls, cost, blocking, total, cpu_fraction)
         if share < cls.min_share or _covering_rule(cls, cost, firing):
             continue
         finding = _finding(cls, cost, share, total, inferred, cpu_fraction)
+        finding.title = finding.title.replace("{processes}", f"{found.processes:,}")
         _note_alongside(finding, cls, cost, firing, total)
         findings.append(finding)
     return findings
+
+
+def _enough_tasks(cls: Rule, found: Attribution) -> bool:
+    return found.threads >= cls.min_threads and found.processes >= cls.min_processes
 
 
 def frame_classes(frames: Sequence[Frame], classes: Sequence[Rule]) -> list[int]:
@@ -175,7 +182,8 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
             cost.sites[site] += weight
         for r in _covering(stack[depth:], c, frame_class, rule_frames, classes):
             cost.covered[r] += weight
-    return Attribution(costs, dict(rule_weight), len(threads) or 1)
+    processes = {profile.threads[t].pid for t in threads}  # 0, unknown: counted once
+    return Attribution(costs, dict(rule_weight), len(threads) or 1, len(processes) or 1)
 
 
 def _covering(
@@ -335,7 +343,7 @@ def _finding(
         gain_high=saved * high,
         gain_basis=basis,
         confidence=round(confidence, 2),
-        suggestion=cls.apply[:1].upper() + cls.apply[1:],
+        suggestion=_advice(cls, site),
         function=site.function if site else heaviest(cost.boundary, 1)[0][0],
         dso=site.dso if site else "",
         file=site.file if site else "",
@@ -350,6 +358,14 @@ def _finding(
             "waiting_share": cost.waiting / total,
         },
     )
+
+
+def _advice(cls: Rule, site: Frame | None) -> str:
+    """The class's fix; its C text when the user's call is C code (a C program's
+    allocations were told to reserve() containers)."""
+    apply = cls.c_apply if site is not None and site.file.endswith(C_SOURCES) else ""
+    apply = apply or cls.apply
+    return apply[:1].upper() + apply[1:]
 
 
 def _copying_says(unsaved: float, share: float) -> str:

@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..formats import perf_data
 from ..model.run import Recording
-from . import callgraph_mode, target
+from . import callgraph_mode, sampling_gap, target
 from .options import RecordOptions
 
 # Frame-pointer stacks are cheap; DWARF stacks copy 8 KiB of user stack per
@@ -45,6 +46,7 @@ class PerfRun:
     call_graph: str
     freq: int
     call_graph_reason: str = ""
+    cpu_s: float | None = None  # the command's CPU time, its waited-for children's too
 
 
 def perf_binary() -> str:
@@ -93,13 +95,16 @@ def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str
         launched.abort()
         raise
     started = time.monotonic()
+    cpu_before = sampling_gap.children_cpu_s()
     try:
         launched.release()
         launched.wait(None)
+        status = launched.exit_status  # reaped: its CPU time is in our children's now
+        cpu_s = sampling_gap.children_cpu_s() - cpu_before
     finally:
         target.stop(proc)  # SIGINT: perf writes what it has
     elapsed = time.monotonic() - started
-    return PerfRun(out, launched.exit_status, elapsed, mode, rate, choice.reason)
+    return PerfRun(out, status, elapsed, mode, rate, choice.reason, cpu_s)
 
 
 def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration: float) -> PerfRun:
@@ -195,14 +200,15 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
     )
     profile = perf_data.read(run.data)
     profile.sample_state = ["running"] * len(profile.sample_state)
-    return Recording(
-        profile,
-        exit_status=run.exit_status,
-        duration_s=run.duration_s,
-        meta={
-            "call_graph": run.call_graph,
-            "call_graph_reason": run.call_graph_reason,
-            "freq": run.freq,
-            "recorder": "perf",
-        },
-    )
+    meta = {
+        "call_graph": run.call_graph,
+        "call_graph_reason": run.call_graph_reason,
+        "freq": run.freq,
+        "recorder": "perf",
+    }
+    if run.cpu_s is not None:
+        meta[sampling_gap.META_KEY] = round(run.cpu_s, 3)
+    gap = sampling_gap.gap_warning(profile, meta)
+    if gap:
+        print(f"perfsleuth: warning: {gap}", file=sys.stderr)
+    return Recording(profile, exit_status=run.exit_status, duration_s=run.duration_s, meta=meta)

@@ -297,6 +297,16 @@ WRITE_CALLS = frozenset(
      "sendto", "sendmsg", "__libc_send", "__libc_sendto", "__libc_sendmsg")
 )  # fmt: skip
 
+# Waits for events (user and kernel names): no I/O work is done inside, so a thread there
+# on the CPU or preempted is waiting, as in a lock call (_io_done). memcached's workers,
+# whose clock around libevent's epoll_wait counts the call whole, read `io` 4.8 points
+# under it in offcpu and all modes when their time on the CPU there was `running`.
+EVENT_WAITS = frozenset(
+    ("poll", "__poll", "ppoll", "__ppoll", "select", "__select", "pselect", "pselect6",
+     "epoll_wait", "epoll_pwait", "epoll_pwait2", "do_sys_poll", "do_select",
+     "core_sys_select", "do_epoll_wait", "ep_poll")
+)  # fmt: skip
+
 # Kernel scheduler states (letters of /proc/*/stat) that mean "wants the CPU".
 RUNNABLE_KERNEL_STATES = ("R",)
 
@@ -394,12 +404,21 @@ class Classifier:
         writers, preempted by the reader they woke: `io` 35%). Without one (wall mode) a
         write is taken for done: one that blocked (a full pipe or socket buffer) and was
         woken is the rare case, a writer preempted by the reader it woke the common one
-        (pipewait's writers: wall mode +10 points of io)."""
-        if any(f.kernel for f in frames):
-            return True
+        (pipewait's writers: wall mode +10 points of io). Never inside a wait for events
+        (EVENT_WAITS)."""
+        call = self._io_call(frames)
+        if call in EVENT_WAITS:
+            return False
+        return call in WRITE_CALLS or any(f.kernel for f in frames)
+
+    def _io_call(self, frames: list[Frame]) -> str:
+        """The innermost I/O call of a stack (a function's bare name), or ''."""
         calls = (f.function.split("(", 1)[0] for f in frames)
-        call = next((c for c in calls if self.state_of_function(c) == "io"), "")
-        return call in WRITE_CALLS
+        return next((c for c in calls if self.state_of_function(c) == "io"), "")
+
+    def in_event_wait(self, frames: Iterable[Frame]) -> bool:
+        """Is the stack's innermost I/O call a wait for events (EVENT_WAITS)?"""
+        return self._io_call(list(frames)) in EVENT_WAITS
 
     def _unnamed_caller_state(self, frame: Frame) -> str:
         """The state of a wait in syscall() called by a library's unnamed function
@@ -422,3 +441,7 @@ DEFAULT = Classifier()
 
 def classify(frames: Iterable[Frame], kernel_state: str = "") -> str:
     return DEFAULT.classify(frames, kernel_state)
+
+
+def in_event_wait(frames: Iterable[Frame]) -> bool:
+    return DEFAULT.in_event_wait(frames)

@@ -32,7 +32,7 @@ from ..formats.tool_output import eu_stack
 from ..formats.tool_output import wallsnap as wallsnap_output
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.run import Recording
-from ..model.states import RUNNABLE_IN_FUTEX
+from ..model.states import NOT_WAITING_READ, RUNNABLE_IN_FUTEX
 from ..symbols import KERNEL_DSO, UNKNOWN, Symbolizer, dso_name, elf_info
 from ..symbols.function_starts import unnamed_frame
 from . import thread_state, wallsnap
@@ -66,6 +66,8 @@ class TaskInfo:
     owner: int = 0  # wallsnap's OWNER: the holder of the glibc mutex it waits on, if it does
     timeout_ms: int | None = None  # wallsnap's TIMEOUT: a wait for events' timeout, -1 none
     syscall: int | None = None  # wallsnap's STATE: the system call it was stopped in
+    nonblocking: bool = False  # wallsnap's NONBLOCKING: in a read that could not wait
+    ran_ns: int | None = None  # /proc's schedstat: its time on a CPU so far (None: unknown)
 
 
 @dataclass
@@ -98,7 +100,8 @@ def eu_stack_binary() -> str:
 
 
 def read_tasks(pid: int) -> dict[int, TaskInfo]:
-    """tid -> name, state and wchan of every thread of pid (empty once it is gone)."""
+    """tid -> name, state, wchan and time on a CPU of every thread of pid (empty once it
+    is gone)."""
     out: dict[int, TaskInfo] = {}
     base = Path(f"/proc/{pid}/task")
     try:
@@ -112,8 +115,16 @@ def read_tasks(pid: int) -> dict[int, TaskInfo]:
         except OSError:
             continue
         state = stat.rpartition(")")[2].split()[0] if ")" in stat else ""
-        out[tid] = TaskInfo(name=name, state=state, wchan=_wchan(base / str(tid)))
+        task = base / str(tid)
+        out[tid] = TaskInfo(name, state, _wchan(task), ran_ns=_ran_ns(task))
     return out
+
+
+def _ran_ns(task: Path) -> int | None:
+    try:
+        return int((task / "schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _wchan(task: Path) -> str:
@@ -240,6 +251,8 @@ def thread_samples(
     for snap in snapshots:
         for t in snap.threads:
             task = snap.tasks.get(t.tid, TaskInfo(name="", state="", wchan=""))
+            if not snap.one_instant and _not_started(task, t):
+                continue
             if not snap.one_instant and t.frames and _in_program(t.frames[0]):
                 # back in the program's own code: it woke up since /proc was read
                 task = TaskInfo(name=task.name, state="R", wchan="")
@@ -253,14 +266,25 @@ def thread_samples(
             yield ThreadSample(snap, Thread(t.tid, t.pid, names.get(t.tid, "")), frames, state)
 
 
+def _not_started(task: TaskInfo, thread: eu_stack.EuThread) -> bool:
+    """A thread of an eu-stack snapshot that had never run when /proc was read and shows
+    none of the program's code: created, waiting for its first CPU. None of its code has
+    run, so the program's clock cannot count that wait, and wallsnap leaves such a thread
+    out; the fallback read it `running` (futpool's std::async workers on 2 busy CPUs)."""
+    return task.ran_ns == 0 and not any(_in_program(f) for f in thread.frames)
+
+
 def kernel_frames(task: TaskInfo, one_instant: bool) -> list[Frame]:
     """The kernel frame wall mode can name: /proc's wchan (eu-stack's snapshots), or for a
     thread wallsnap stopped runnable in a futex call it had completed, RUNNABLE_IN_FUTEX
-    (off the CPU: library_match leaves it out of the time on the CPU)."""
+    (off the CPU: library_match leaves it out of the time on the CPU), or in a read that
+    could not wait, NOT_WAITING_READ (at the read's work, as a kernel stack there says)."""
     if task.wchan:
         return [Frame(task.wchan, dso=KERNEL_DSO, kernel=True)]
     if one_instant and task.state == "R" and task.syscall == SYS_FUTEX:
         return [Frame(RUNNABLE_IN_FUTEX, dso=KERNEL_DSO, kernel=True)]
+    if one_instant and task.state == "R" and task.nonblocking:
+        return [Frame(NOT_WAITING_READ, dso=KERNEL_DSO, kernel=True)]
     return []
 
 
@@ -299,7 +323,7 @@ def from_wallsnap(text: str, rate_hz: float) -> list[Snapshot]:
         if not snap.threads:
             continue
         tasks = {
-            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms, s.syscall)
+            tid: TaskInfo(s.name, s.state, "", s.owner, s.timeout_ms, s.syscall, s.nonblocking)
             for tid, s in snap.states.items()
         }
         snapshots.append(Snapshot(weight, snap.threads, tasks, True, snap.time_ns, snap.pass_ns))

@@ -247,7 +247,9 @@ def store_recording(
 
 
 def _duration(info: RunInfo) -> str:
-    return f", {info.duration_s:.2f} s" if info.duration_s is not None else ""
+    took = f", {info.duration_s:.2f} s" if info.duration_s is not None else ""
+    failed = f"; the command exited with status {info.exit_status}" if info.exit_status else ""
+    return took + failed
 
 
 def warn_missing_symbols(info: RunInfo, profile: Profile) -> None:

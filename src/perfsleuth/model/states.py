@@ -10,3 +10,9 @@ STATES = ("running", "mutex", "condvar", "io", "sleep", "other")
 # by the producer each notify_one woke, read "24.5% of CPU time is in locking" (gain 12.2%)
 # in wall mode, where all mode saw them switched out in __schedule and found nothing.
 RUNNABLE_IN_FUTEX = "[runnable in a futex call]"
+
+# wall mode's kernel frame for a thread wallsnap stopped runnable in a read that could not
+# wait (a non-blocking socket or pipe: wallsnap's NONBLOCKING): copying, or preempted
+# there. memcached's workers' reads after each epoll_wait read `io`, 5-10 points over a
+# clock around epoll_wait.
+NOT_WAITING_READ = "[reading, not waiting: a non-blocking socket or pipe]"

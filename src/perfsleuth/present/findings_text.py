@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .. import rank
 from ..symbols.names import elide_templates
 from .output import pct
 
@@ -20,7 +21,7 @@ def render(doc: dict[str, Any], console: Console) -> None:
     width = min(console.width, WIDTH)
     findings = doc["findings"]
     if not findings:
-        console.print(Text(f"run {doc['run']}: no findings above the noise floor"))
+        console.print(Text(f"run {doc['run']}: no findings to show"))
     else:
         console.print(_table(doc, width))
         for number, finding in enumerate(findings, start=1):
@@ -151,7 +152,8 @@ def _wrap(text: str, width: int, indent: str, hanging: str = "") -> list[str]:
 def _footer(doc: dict[str, Any], console: Console, width: int) -> None:
     lines = []
     if doc.get("hidden"):
-        lines.append(f"{doc['hidden']} finding(s) below the noise floor hidden; --all shows them")
+        why = rank.hidden_summary(doc.get("hidden_findings", []))
+        lines.append(f"{doc['hidden']} finding(s) hidden ({why}); --all shows them")
     for note in doc.get("notes", []):
         lines += textwrap.wrap(f"note: {note}", width, subsequent_indent="      ")
     if lines:

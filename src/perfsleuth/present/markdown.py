@@ -10,12 +10,13 @@ from . import FINDINGS, Output
 def to_markdown(doc: dict[str, Any]) -> str:
     # Every command imports the outputs for its --format choices, and findings_text
     # loads the symbol readers (a twentieth of a second): it is imported only to write.
+    from .. import rank
     from .findings_text import estimate_range, location
 
     findings = doc["findings"]
     out = [f"## perfsleuth: {len(findings)} finding(s) for run {doc['run']}", ""]
     if not findings:
-        out.append("No findings above the noise floor.")
+        out.append("No findings to show.")
     else:
         out += ["| # | gain | share | confidence | finding |", "|---:|---:|---:|---:|---|"]
         for number, f in enumerate(findings, start=1):
@@ -39,7 +40,8 @@ def to_markdown(doc: dict[str, Any]) -> str:
                 out.append("")
                 out += [f"- {item}" for item in f["evidence"]]
     if doc.get("hidden"):
-        out += ["", f"_{doc['hidden']} finding(s) below the noise floor not shown._"]
+        why = rank.hidden_summary(doc.get("hidden_findings", []))
+        out += ["", f"_{doc['hidden']} finding(s) not shown ({why})._"]
     for note in doc.get("notes", []):
         out += ["", f"> {note}"]
     return "\n".join(out) + "\n"

@@ -8,7 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..views.documents import STATE_ORDER
+from ..views.threads import instants_for
 from .output import pct
+
+TWO_POINTS = 0.02  # issue 29's agreement with the program's own clock
 
 
 def render(doc: dict[str, Any], console: Console) -> None:
@@ -35,6 +38,24 @@ def render(doc: dict[str, Any], console: Console) -> None:
             "(narrower with more: --freq or a longer run)",
             highlight=False,
         )
+        console.print(_two_points(doc["threads"]), highlight=False)
+
+
+def _two_points(rows: list[dict[str, Any]]) -> str:
+    """What issue 29's 2 points would take: the instants of the thread that needs the
+    most more of them, and how many times the ones it has."""
+    needs = [
+        (max(instants_for(TWO_POINTS, f) for f in r["states"].values()), r["samples"])
+        for r in rows
+        if any(r.get("margins", {}).values())
+    ]
+    needed, had = max(needs, key=lambda n: n[0] / n[1])
+    if needed <= had:
+        return "every share's margin is within ±2 points"
+    return (
+        f"±2 points on every share needs {needed:,} instants a thread, "
+        f"{needed / had:.0f}× these (--freq, if the snapshots keep up, or the run's length)"
+    )
 
 
 def _cell(row: dict[str, Any], state: str) -> str:

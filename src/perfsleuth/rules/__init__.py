@@ -51,6 +51,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "alongside": (list, False),
     "blocking": (bool, False),
     "min_threads": (int, False),
+    "min_processes": (int, False),
     "parallel_replacement": (str, False),
     "parallel_apply": (str, False),
     "c_replacement": (str, False),
@@ -114,6 +115,7 @@ class Rule:
     alongside: tuple[str, ...] = ()
     blocking: bool = False
     min_threads: int = 1  # threads that must have samples for the rule to apply
+    min_processes: int = 1  # processes that must have samples (cost classes)
     # what to say instead of replacement/apply when the matched code already runs on
     # several threads (xz -T2 told to use `xz -T0`): "" keeps them
     parallel_replacement: str = ""
@@ -257,8 +259,9 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
     for name in ("saving", "confidence", "min_share"):
         if name in table and not 0.0 <= float(table[name]) <= 1.0:
             raise fail(name, "must be a fraction between 0 and 1")
-    if int(table.get("min_threads", 1)) < 1:
-        raise fail("min_threads", "must be 1 or more")
+    for name in ("min_threads", "min_processes"):
+        if int(table.get(name, 1)) < 1:
+            raise fail(name, "must be 1 or more")
     if table.get("scope", SCOPES[0]) not in SCOPES:
         raise fail("scope", f"must be one of {', '.join(SCOPES)}")
     low_high = table["saving_range"]
@@ -294,6 +297,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         alongside=tuple(str(v) for v in table.get("alongside", [])),
         blocking=bool(table.get("blocking", False)),
         min_threads=int(table.get("min_threads", 1)),
+        min_processes=int(table.get("min_processes", 1)),
         parallel_replacement=table.get("parallel_replacement", ""),
         parallel_apply=table.get("parallel_apply", ""),
         c_replacement=table.get("c_replacement", ""),

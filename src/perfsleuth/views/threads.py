@@ -74,5 +74,10 @@ def margin(fraction: float, samples: int) -> float:
     return Z_95 * math.sqrt(fraction * (1.0 - fraction) / samples)
 
 
+def instants_for(target: float, fraction: float) -> int:
+    """The instants a share `fraction` needs for its 95% margin to be `target`."""
+    return math.ceil(Z_95**2 * fraction * (1.0 - fraction) / target**2)
+
+
 def _ordered(states: dict[str, float]) -> dict[str, float]:
     return {s: states[s] for s in sorted(states, key=STATE_ORDER.index) if states[s] > 0}

@@ -63,7 +63,9 @@
    every snapshot the same weight. A program that waits 5 ms after each stop
    (tests/fixtures/wall/stop_reactor.c) waited 27-28% of its time and the jittered
    instants read 4-8%. An instant due while the snapshotter is still busy with the
-   one before is taken as soon as it is done.
+   one before is taken as soon as it is done (dropping it instead was tried on
+   memcached, where half the instants fall due during a snapshot's work at load 4-16:
+   no net gain, docs/offcpu.md).
 
    usage: wallsnap PID RATE_HZ [JOURNAL]
           wallsnap --give-back JOURNAL
@@ -82,6 +84,7 @@
      STATE <tid> <S: blocked in a system call, R: not> <its number or -> <name>
      OWNER <tid> <the holder's tid, for a thread in a futex call: see lock_owner>
      TIMEOUT <tid> <ms, -1 for none: a thread in a wait for events, see wait_timeout>
+     NONBLOCKING <tid>  (a read that could not wait: see cannot_wait)
      PID <pid> - process
      TID <tid>:
      #0  0x<pc> - <module path>
@@ -612,6 +615,33 @@ static long wait_timeout(pid_t tid, const struct user_regs_struct *r) {
     }
 }
 
+/* Whether a thread stopped in a read (read, readv, recvfrom, recvmsg...) that it was not
+   blocked in was reading a non-blocking socket, pipe or other file that is no disk's:
+   such a read cannot wait, so it was doing the call's work (copying) or was preempted
+   there. Where the file is a disk's, or blocking, it may have been woken from a wait
+   and not yet back on a CPU, or in the disk, which a stop cannot interrupt, and stays
+   an I/O wait. memcached's workers read their non-blocking sockets after each
+   epoll_wait: wall mode read their `io` 5-10 points over a clock around epoll_wait. */
+static bool cannot_wait(pid_t pid, const struct user_regs_struct *r) {
+    long nr = (long)r->orig_rax;
+    if (nr != SYS_read && nr != SYS_readv && nr != SYS_recvfrom && nr != SYS_recvmsg &&
+        nr != SYS_recvmmsg)
+        return false;
+    char path[64], target[32] = "", line[64];
+    int fd = (int)r->rdi;
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+    if (readlink(path, target, sizeof target - 1) <= 0 || target[0] == '/') return false;
+    snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", pid, fd);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    unsigned long flags = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "flags: %lo", &flags) == 1;
+    fclose(f);
+    return found && (flags & O_NONBLOCK);
+}
+
 /* The owner word a waiter names its holder by is read as the waiter stops; its
    holder may stop before or after that, and was let go at once in between, free to
    let the lock go and run on outside it (a clean-clone CI run on a quiet machine
@@ -723,6 +753,7 @@ static void unwind(const struct capture *c) {
         printf("- %s\n", c->name);
     if (c->owner && is_held(c)) printf("OWNER %d %d\n", c->tid, c->owner);
     if (c->timeout_ms >= -1) printf("TIMEOUT %d %ld\n", c->tid, c->timeout_ms);
+    if (!blocked && cannot_wait(c->pid, &c->regs)) printf("NONBLOCKING %d\n", c->tid);
     printf("PID %d - process\nTID %d:\n", c->pid, c->tid);
     struct unwind u = {.dwfl = p->dwfl};
     unwinding = c;

@@ -19,6 +19,8 @@ A thread in a futex call may have an OWNER line after its STATE: the tid in the
 word 8 bytes past the futex word (a glibc mutex's holder; noise for anything else).
 A thread blocked in a wait for events (poll, select, epoll_wait and their kin) has a
 TIMEOUT line: the timeout it passed, in ms, -1 for none (it blocks until an event).
+A thread stopped runnable in a read of a non-blocking socket, pipe or other file that
+is no disk's has a NONBLOCKING line: the read could not wait.
 
 SNAPSHOT gives the CLOCK_MONOTONIC instant the threads were interrupted, the ns
 until the last was let go and the ns the pass that interrupted them took (long when
@@ -39,6 +41,7 @@ WAKE_LINE = re.compile(r"^WAKE (?P<how>[a-z-]+)$", re.MULTILINE)
 STATE_LINE = re.compile(r"^STATE (?P<tid>\d+) (?P<state>[SR]) (?P<syscall>\d+|-) ?(?P<name>.*)$")
 OWNER_LINE = re.compile(r"^OWNER (?P<tid>\d+) (?P<owner>\d+)$")
 TIMEOUT_LINE = re.compile(r"^TIMEOUT (?P<tid>\d+) (?P<ms>-?\d+)$")
+NONBLOCKING_LINE = re.compile(r"^NONBLOCKING (?P<tid>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class ThreadState:
     name: str
     owner: int = 0  # OWNER: the tid past the futex word it waits on, 0 when none
     timeout_ms: int | None = None  # TIMEOUT: a wait for events' timeout, -1 for none
+    nonblocking: bool = False  # NONBLOCKING: in a read that could not wait
 
 
 @dataclass
@@ -90,4 +94,6 @@ def _states(body: str) -> dict[int, ThreadState]:
             out[int(m["tid"])] = replace(out[int(m["tid"])], owner=int(m["owner"]))
         elif (m := TIMEOUT_LINE.match(line)) and int(m["tid"]) in out:
             out[int(m["tid"])] = replace(out[int(m["tid"])], timeout_ms=int(m["ms"]))
+        elif (m := NONBLOCKING_LINE.match(line)) and int(m["tid"]) in out:
+            out[int(m["tid"])] = replace(out[int(m["tid"])], nonblocking=True)
     return out
