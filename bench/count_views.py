@@ -2,7 +2,7 @@
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
     .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|
-                                          expat|pcre2|jq|bzip2|mawk|xmllint|tcc|bc]
+                                          expat|pcre2|jq|bzip2|mawk|xmllint|tcc|bc|m4]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -62,6 +62,10 @@ N and N+1) and two cachegrind runs of the same commands in the same environment:
   running a script of a recursive bc function and pi, e, a logarithm and a square root
   to 600 digits, read N times (~1.6 G instructions a read; its multiplication recurses,
   _bc_rec_mul'2); `annotate` lists _bc_rec_mul.
+* m4: GNU m4 1.4.19 from Debian's m4 source (its configure, gcc -O2 -g) expanding a script
+  of a recursive fib macro, translit, patsubst (gnulib's regex) and format over 3,000
+  rows, read N times (~370 M instructions a read; it expands macro arguments as it
+  collects them, expand_token'2); `annotate` lists expand_token.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -783,6 +787,33 @@ def bc(out: Path) -> None:
     (out / "work.bc").write_text(BC_SCRIPT)
 
 
+M4_SCRIPT = """\
+divert(-1)
+define(`fib', `ifelse(eval(`$1 < 2'), 1, `$1', `eval(fib(decr($1)) + fib(decr(decr($1))))')')
+define(`loop', `ifelse(eval(`$1 > 0'), 1, `$2(`$1')loop(decr(`$1'), `$2')')')
+define(`word', `translit(`$1', `0123456789', `ABCDEFGHIJ')')
+define(`row', `format(`%05d %s %s', `$1', word(`$1'), patsubst(word(`$1'), `[AEIOU]', `_'))
+')
+divert(0)dnl
+fib(19)
+loop(3000, `row')dnl
+"""
+
+
+def m4(out: Path) -> None:
+    """GNU m4 1.4.19 from Debian's m4 source (its configure, gcc -O2 -g; Debian's two
+    patches touch its manual and loongarch alone)."""
+    debian_source("m4", out)
+    sh("tar xf m4_*.orig.tar.xz", out)
+    src = next(p for p in out.glob("m4-*") if p.is_dir())
+    sh(
+        f"./configure -q CC=gcc CFLAGS='-O2 -g' >/dev/null && make -s -j2 >/dev/null "
+        f"&& cp src/m4 {out}/m4",
+        src,
+    )
+    (out / "work.m4").write_text(M4_SCRIPT)
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -830,6 +861,7 @@ PROGRAMS = {
         lambda n: f"./tcc {TCC_FLAGS} -c" + "".join(f" u{i}.c" for i in range(n)),
     ),
     "bc": Program(bc, "bc", "_bc_rec_mul", lambda n: "./bc -lq" + " work.bc" * n),
+    "m4": Program(m4, "m4", "expand_token", lambda n: "./m4" + " work.m4" * n),
 }
 
 

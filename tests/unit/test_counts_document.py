@@ -17,6 +17,7 @@ from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
 from perfsleuth.formats.tool_output.counts import encode_counts
 from perfsleuth.model.counts import Counts, ExactCounts
+from perfsleuth.model.line_counts import LineCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
 from perfsleuth.present import annotate_text
@@ -449,3 +450,25 @@ def test_a_function_in_a_recursion_reads_its_first_levels_calls(tmp_path: Path) 
             assert doc["total"] == pytest.approx(rows[name]["total"]), (name, side)
             assert doc["self"] == pytest.approx(rows[name]["self"]), (name, side)
             assert sum(r["total"] for r in doc[side]) == pytest.approx(doc["total"]), (name, side)
+
+
+FORMFEED = FIXTURES / "formfeed"  # formfeed.c and callgrind's file of it, from /tmp/c12/ff
+
+
+def test_a_source_with_a_form_feed_keeps_its_lines_as_the_compiler_numbers_them(
+    tmp_path: Path,
+) -> None:
+    """GNU sources put a form feed (^L) on a line of its own between their sections, and
+    str.splitlines ends a line at one too: every line after it was kept a line off, so
+    GNU m4 1.4.19's `expand_token` listed its prologue's 2,408,287 instructions on the line
+    above its `{` and the 3,440,410 of `switch (t)` on the blank line before it."""
+    out = tmp_path / "callgrind.out"
+    real = (FORMFEED / "callgrind.out.formfeed").read_bytes()
+    out.write_bytes(real.replace(b"/tmp/c12/ff/", f"{FORMFEED}/".encode()))
+    counts = encode_counts(out, cwd=FORMFEED)
+    source = str(FORMFEED / "formfeed.c")
+    numbered = (FORMFEED / "formfeed.c").read_text().split("\n")[:-1]
+    assert counts.sources[source] == numbered
+    lines = LineCounts.of(counts).files[source]
+    texts = dict(zip(lines.lines, lines.texts or [], strict=True))
+    assert texts[8] == "  return x * 2;" and texts[16] == "    sum += twice (i);"

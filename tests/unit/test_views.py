@@ -549,3 +549,27 @@ def test_counts_on_lines_past_a_files_end_are_said(data: ExactCounts) -> None:
     assert hot in said and f"1 counted line past its end (line {counted[-1]}" in said
     whole = annotate.annotate_counts(data, [], threshold=0.0, context=None, recorded={hot: lines})
     assert annotate.lines_past_end(whole) == []
+
+
+def test_lines_pair_as_difflibs_sequence_matcher_pairs_them():
+    """count_diff.matching is difflib's SequenceMatcher(None, a, b, autojunk=False) without
+    importing difflib (and the re it imports): the same pairs on lists of repeated,
+    moved, inserted and deleted lines."""
+    import random
+    from difflib import SequenceMatcher
+
+    from perfsleuth.views.count_diff import matching
+
+    rng = random.Random(29)
+    for _ in range(400):
+        words = [f"w{k}" for k in range(rng.randint(1, 8))] + ["", "}", "{"]
+        a = [rng.choice(words) for _ in range(rng.randint(0, 60))]
+        b = [rng.choice(words) for _ in range(rng.randint(0, 60))] if rng.random() < 0.5 else a[:]
+        for _ in range(rng.randint(0, 4)):  # edits of a copy: lines in, out and moved
+            if b and rng.random() < 0.5:
+                del b[rng.randrange(len(b))]
+            else:
+                b.insert(rng.randint(0, len(b)), rng.choice(words))
+        blocks = SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        theirs = {block.a + k: block.b + k for block in blocks for k in range(block.size)}
+        assert matching(a, b) == theirs

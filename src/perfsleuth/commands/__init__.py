@@ -92,3 +92,11 @@ def load_all() -> list[ModuleType]:
 def named(argv: list[str]) -> str | None:
     """The command argv names, or None (--help, --version, a typo)."""
     return argv[0] if argv and argv[0] in COMMANDS else None
+
+
+def after_global_options(argv: list[str]) -> list[str]:
+    """argv from the subcommand on: `--store S top` names `top` as `top --store S` does."""
+    i = 0
+    while i < len(argv) and argv[i].startswith(("--store", "--quiet")):
+        i += 1 if "=" in argv[i] or argv[i] == "--quiet" else 2
+    return argv[i:]

@@ -7,7 +7,6 @@ listings read, so `annotate` of a small program costs less than cg_annotate's ru
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,9 +27,12 @@ from .common import (
     require_exact,
     source_roots,
     store_folder,
+    without_cycle_collection,
 )
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..model.count_listing import CountListing
     from ..model.counts import ExactCounts
     from ..model.run import LoadedRun
@@ -195,6 +197,7 @@ def listing(
     is said on stderr (stdout stays diffable)."""
     from ..views import annotate
 
+    without_cycle_collection()
     doc = annotate.annotate_counts(
         exact,
         kept.roots([Path(p) for p in args.src or []]),

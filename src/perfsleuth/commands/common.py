@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-from contextlib import AbstractContextManager
-
 from ..errors import UserError
 from ..model.states import STATES
 from ..present import TitledProfile, describe
@@ -12,6 +9,8 @@ from ..store import layout
 
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    import argparse
+    from contextlib import AbstractContextManager
     from os import PathLike
     from pathlib import Path
 
@@ -68,6 +67,16 @@ def open_store(args: argparse.Namespace) -> Store:
     from ..store.runs import Store
 
     return Store(args.store)
+
+
+def without_cycle_collection() -> None:
+    """A count view reads a run's kept counts and writes one listing, then ends: what it
+    makes is freed by reference counting, and the cyclic collector's passes over the
+    loaded lists were 5% of `diff`'s instructions (bc: 181.3 M with them, 172.1 M without;
+    tcc 363.7 M, 347.5 M: docs/counts.md)."""
+    import gc
+
+    gc.disable()
 
 
 def store_folder(args: argparse.Namespace) -> str | PathLike[str]:

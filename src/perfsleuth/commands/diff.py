@@ -3,7 +3,6 @@ or exact per-function and per-line deltas when both runs are count runs."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..present import formats_for, write
@@ -19,10 +18,13 @@ from .common import (
     open_store,
     store_folder,
     tools_differ,
+    without_cycle_collection,
 )
 
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    import argparse
+
     from ..model.line_counts import LineCounts
 
 NAME = "diff"
@@ -66,6 +68,7 @@ def _write_exact(
 ) -> int:
     from ..views.count_diff import exact_diff
 
+    without_cycle_collection()
     split = getattr(args, "split_recursion", False)
     changed = exact_diff(lines_a, lines_b, n=args.n or 0, split_recursion=split)
     if lines_a.tool and lines_b.tool and lines_a.tool != lines_b.tool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from ..present import formats_for, write
@@ -24,6 +23,8 @@ from .common import (
 
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    import argparse
+
     from ..model.run import LoadedRun
 
 NAME = "top"

@@ -3,16 +3,16 @@ counts per (function, file, line), the sources recorded with it, their fingerpri
 and the run's facts a listing needs (its start, whether its debug info names the
 user's own files, its working directory as a source root).
 
-Made once from the run's counts document (`of`) and kept beside the run as JSON
+Made once from the run's counts document (`of`) and kept beside the run in marshal's form
 (store/kept_counts.py), so that `annotate` reads it through the run index without
 importing DuckDB, whose import alone cost more CPU than cg_annotate's whole run on a
 small program (docs/counts.md). The counts keep no instruction addresses and no calls
-(a listing reads neither); each source file stays a JSON string until a listing shows it.
+(a listing reads neither); each source file stays marshal's bytes until a listing shows it.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,14 +23,14 @@ from .counts import Counts, ExactCounts, Stamps
 class RecordedSources(Mapping[str, list[str]]):
     """file -> its lines as recorded, each file decoded when first read."""
 
-    def __init__(self, packed: dict[str, str]) -> None:
+    def __init__(self, packed: dict[str, bytes]) -> None:
         self.packed = packed
         self.decoded: dict[str, list[str]] = {}
 
     def __getitem__(self, file: str) -> list[str]:
         lines = self.decoded.get(file)
         if lines is None:
-            lines = self.decoded[file] = json.loads(self.packed[file])
+            lines = self.decoded[file] = marshal.loads(self.packed[file])
         return lines
 
     def __contains__(self, file: object) -> bool:
@@ -67,10 +67,11 @@ class CountListing(NamedTuple):  # not a dataclass: model/counts.py says why
         """The --src folders, then the run's working directory (views/source.source_roots)."""
         return [*given, Path(self.working_root)] if self.working_root else list(given)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_kept(self) -> dict[str, Any]:
+        """The listing as store/kept_counts.py keeps it (marshal's types)."""
         return {
             "exact": self.exact.to_json(),
-            "sources": {file: json.dumps(lines) for file, lines in self.sources.items()},
+            "sources": {file: marshal.dumps(lines) for file, lines in self.sources.items()},
             "stamps": self.stamps,
             "started": self.started,
             "as_named": self.as_named,
@@ -78,7 +79,7 @@ class CountListing(NamedTuple):  # not a dataclass: model/counts.py says why
         }
 
     @staticmethod
-    def from_json(doc: dict[str, Any]) -> CountListing:
+    def from_kept(doc: dict[str, Any]) -> CountListing:
         return CountListing(
             ExactCounts.from_json(doc["exact"]),
             RecordedSources(doc["sources"]),

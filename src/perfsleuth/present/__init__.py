@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import import_module
-from importlib.util import find_spec
-from os import listdir
+from os import listdir, path
 
 from .output import destination
 
@@ -100,7 +99,7 @@ def output(name: str) -> Output:
     is named as its output, which tests/unit/test_present_registry.py checks), without
     importing the others: `import` and `top` write one format."""
     module = f"{__name__}.{name}"
-    if name.isidentifier() and find_spec(module) is not None:
+    if name.isidentifier() and any(path.isfile(f"{folder}/{name}.py") for folder in __path__):
         found = getattr(import_module(module), "OUTPUT", None)
         if isinstance(found, Output) and found.name == name:
             return found

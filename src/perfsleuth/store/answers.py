@@ -23,7 +23,6 @@ without importing pathlib (0.003 CPU-s with the urllib.parse and ipaddress it im
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from collections.abc import Callable
@@ -111,11 +110,20 @@ class AnswerFiles:
         not parse (cut short or damaged on disk) is removed, so that the reader computes
         the answer again and keeps it anew: it made `top`, `diff` and `annotate` of a count
         run fail with a traceback."""
+        import json  # the kept counts' readers do without it (kept_value)
+
+        return self.kept_value(run_id, started, name, json.loads)
+
+    def kept_value(
+        self, run_id: int, started: float, name: str, loads: Callable[[bytes], Any]
+    ) -> Any | None:
+        """kept_json's, of a file read by `loads` (which raises ValueError for a file that
+        does not load)."""
         data = self.kept(run_id, started, name)
         if data is None:
             return None
         try:
-            return json.loads(data)
+            return loads(data)
         except ValueError:
             with suppress(OSError):
                 os.unlink(self._path(run_id, started, name))

@@ -1,9 +1,15 @@
 """A count run's line counts (model/line_counts.py: all `diff` of two count runs reads of
 a run) and its listing's counts (model/count_listing.py: all `annotate` reads) kept in
-answers/ as JSON, so that `diff` and `annotate` read them through the run index
+answers/ in marshal's form, so that `diff` and `annotate` read them through the run index
 (run_index.py) without importing DuckDB, whose import cost more CPU than cg_diff's whole
 diff of speedtest1 and cg_annotate's whole run on a small program (docs/counts.md), nor
 reading the whole counts document.
+
+marshal, not JSON: of the same lists, dicts, strings and numbers it reads bc's line counts
+in a third of json.loads's time and imports nothing (the json package imports re, with
+the enum and functools it needs: a count view's other modules do without them). A file
+only this code reads: the name of every file in answers/ carries the code's stamp, and
+marshal's format of these types is the same in every Python 3.
 
 Kept when `record` stores the run, or else the first time `diff` or `annotate` loads it
 from DuckDB; a stored run never changes, and the file's name carries the code's stamp
@@ -12,7 +18,7 @@ like every file there.
 
 from __future__ import annotations
 
-import json
+import marshal
 from collections.abc import Callable
 
 from ..model.line_counts import LineCounts
@@ -36,15 +42,13 @@ LISTING_FILE = "count-listing"
 def keep(store: Store, info: RunInfo, counts: Counts) -> LineCounts:
     """Keep a count run's line counts in answers/, and return them."""
     lines = LineCounts.of(counts)
-    text = json.dumps(lines.to_json(), separators=(",", ":"))
-    AnswerFiles(store.root).keep(info, COUNTS_FILE, text.encode())
+    AnswerFiles(store.root).keep(info, COUNTS_FILE, marshal.dumps(lines.to_json()))
     return lines
 
 
 def keep_listing(store: Store, info: RunInfo, listing: CountListing) -> None:
     """Keep what `annotate` reads of a count run in answers/."""
-    text = json.dumps(listing.to_json(), separators=(",", ":"))
-    AnswerFiles(store.root).keep(info, LISTING_FILE, text.encode())
+    AnswerFiles(store.root).keep(info, LISTING_FILE, marshal.dumps(listing.to_kept()))
 
 
 def keep_recorded(
@@ -85,12 +89,23 @@ def load_listing(root: str | PathLike[str], ref: str | None) -> tuple[int, Count
     from ..model.count_listing import CountListing
 
     kept = _kept(root, ref, LISTING_FILE)
-    return None if kept is None else (kept[0], CountListing.from_json(kept[1]))
+    return None if kept is None else (kept[0], CountListing.from_kept(kept[1]))
 
 
 def _kept(root: str | PathLike[str], ref: str | None, name: str) -> tuple[int, Any] | None:
-    """The id of the run `ref` names and the JSON of its kept file `name`, through the run
-    index (None for a file that does not parse: it is removed, and kept again)."""
+    """The id of the run `ref` names and the value of its kept file `name`, through the run
+    index (None for a file that does not load: it is removed, and kept again)."""
     run = run_index.find(root, ref)
-    kept = None if run is None else AnswerFiles(root).kept_json(*run.key, name)
+    kept = None if run is None else AnswerFiles(root).kept_value(*run.key, name, _loaded)
     return None if run is None or kept is None else (run.id, kept)
+
+
+def _loaded(data: bytes) -> Any:
+    """The value marshal kept in `data`; ValueError for a file cut short or damaged."""
+    try:
+        value = marshal.loads(data)
+    except (EOFError, TypeError) as e:
+        raise ValueError(str(e)) from e
+    if not isinstance(value, dict):
+        raise ValueError("not a kept document")
+    return value

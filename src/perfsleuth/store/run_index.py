@@ -1,6 +1,7 @@
-"""The store's run index: each run's id, start time and unit, in a small JSON file beside
-runs.duckdb, so that a command answered by files kept for a run (its TopN in answers/,
-a count run's counts) resolves `latest~N` without importing DuckDB, which alone costs
+"""The store's run index: each run's id, start time and unit, in a small file beside
+runs.duckdb (in marshal's form: read without json and the re it imports, docs/counts.md),
+so that a command answered by files kept for a run (its TopN in answers/, a count run's
+counts) resolves `latest~N` without importing DuckDB, which alone costs
 more CPU than the rest of `perfsleuth top` (0.15-0.2 CPU-s).
 
 Every write to the store rewrites it, after DuckDB has closed the file, with the size
@@ -13,15 +14,13 @@ Paths here are strings (os.path), as in answers.py: its readers import no pathli
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
-import re
-from contextlib import suppress
 
 from ..errors import UserError
 from .layout import DB_NAME
 
-INDEX_NAME = "runs-index.json"
+INDEX_NAME = "runs-index.bin"  # runs-index.json until 2026-12-07: not read
 
 
 class IndexedRun:
@@ -73,11 +72,13 @@ def write(db: StrPath, runs: list[IndexedRun]) -> None:
     except OSError:
         return
     try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(doc, out)
+        with os.fdopen(fd, "wb") as out:
+            marshal.dump(doc, out)
         os.chmod(temporary, 0o644)
         os.replace(temporary, os.path.join(os.path.dirname(db), INDEX_NAME))
     except OSError:
+        from contextlib import suppress  # writers only, as tempfile
+
         with suppress(FileNotFoundError):
             os.unlink(temporary)
 
@@ -86,12 +87,12 @@ def read(db: StrPath) -> list[IndexedRun] | None:
     """The runs of `db`, newest first, or None when the index is missing or stale."""
     try:
         with open(os.path.join(os.path.dirname(db), INDEX_NAME), "rb") as index:
-            doc = json.loads(index.read())
-    except (OSError, ValueError):
+            doc = marshal.loads(index.read())
+        if not isinstance(doc, dict) or doc.get("db") != _stamp(db):
+            return None
+        return [IndexedRun(int(i), float(started), str(unit)) for i, started, unit in doc["runs"]]
+    except (OSError, EOFError, ValueError, TypeError):  # missing, cut short or damaged
         return None
-    if not isinstance(doc, dict) or doc.get("db") != _stamp(db):
-        return None
-    return [IndexedRun(int(i), float(started), str(unit)) for i, started, unit in doc["runs"]]
 
 
 def find(root: StrPath, ref: str | None) -> IndexedRun | None:
@@ -104,12 +105,11 @@ def find(root: StrPath, ref: str | None) -> IndexedRun | None:
     return runs[ids.index(resolve(ref, ids, root))]
 
 
-RUN_REFERENCE = re.compile(r"[0-9]+|latest(~[0-9]+)?", re.ASCII)
-
-
 def is_run_reference(ref: str) -> bool:
-    """Whether `ref` is written as a run reference: an id, `latest` or `latest~N`."""
-    return RUN_REFERENCE.fullmatch(ref) is not None
+    """Whether `ref` is written as a run reference: an id, `latest` or `latest~N` (ASCII
+    digits; no re: docs/counts.md)."""
+    steps = ref.removeprefix("latest~") if ref.startswith("latest~") else ref
+    return ref == "latest" or (steps.isascii() and steps.isdigit())
 
 
 def resolve(ref: str | None, ids: list[int], root: StrPath) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.counts import NO_SOURCE, ExactCounts, Stamps, stale_sources
+from ..model.source_lines import source_lines
 
 if TYPE_CHECKING:  # the type alone: a count run's listing reads no profile
     from ..model.profile import Profile
@@ -100,7 +101,7 @@ def source_text(
     if file in recorded:
         return Path(file), recorded[file]
     source = find_source(file, roots, as_named)
-    return source, source.read_text(errors="replace").splitlines() if source else []
+    return source, source_lines(source.read_text(errors="replace")) if source else []
 
 
 def _line(text: list[str], number: int) -> str | None:

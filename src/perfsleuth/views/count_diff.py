@@ -17,12 +17,13 @@ nothing else of perfsleuth: `diff` of two count runs starts fast.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from operator import itemgetter
 
 from ..model.line_counts import FileLines, LineCounts
 
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 
@@ -227,7 +228,7 @@ def line_changes(
                 "delta_share": delta / total_a if total_a else 0.0,
             }
             ordered.append((-abs(delta), f"{named}{line_a}, {line_b})", row))
-    ordered.sort(key=lambda item: item[:2])
+    ordered.sort(key=itemgetter(0, 1))
     return [row for _order, _key, row in ordered]
 
 
@@ -276,17 +277,57 @@ def _by_text(
     ]
     if words_a == words_b:  # the same source: every line pairs with its own
         return len(la)
-    from difflib import SequenceMatcher  # only for files whose text changed
-
-    matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
-    paired_a: dict[int, int] = {}
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            paired_a[block.a + k] = block.b + k
+    paired_a = matching(words_a, words_b)
     paired_a |= _moved(words_a, words_b, paired_a)
     paired_b = set(paired_a.values())
     pairs: list[Pair] = [(i, paired_a.get(i)) for i in range(len(la))]
     return pairs + [(None, j) for j in range(len(lb)) if j not in paired_b]
+
+
+def matching(a: list[str], b: list[str]) -> dict[int, int]:
+    """The lines of `a` paired with those of `b` by difflib's SequenceMatcher(None, a, b,
+    autojunk=False).get_matching_blocks(): the longest run of equal lines, then the same
+    on each side of it. Written here because difflib imports re (with the enum it needs:
+    a tenth of a count view's imports, docs/counts.md); tests/unit/test_views.py holds it
+    to difflib's pairs. With nothing junk, difflib's widening of a run over junk lines
+    does nothing, and blocks next to each other pair the same lines merged or not."""
+    at: dict[str, list[int]] = {}
+    for j, word in enumerate(b):
+        at.setdefault(word, []).append(j)
+    paired: dict[int, int] = {}
+    spans = [(0, len(a), 0, len(b))]
+    while spans:
+        alo, ahi, blo, bhi = spans.pop()
+        i, j, k = _longest(a, at, alo, ahi, blo, bhi)
+        if k:
+            for n in range(k):
+                paired[i + n] = j + n
+            if alo < i and blo < j:
+                spans.append((alo, i, blo, j))
+            if i + k < ahi and j + k < bhi:
+                spans.append((i + k, ahi, j + k, bhi))
+    return paired
+
+
+def _longest(
+    a: list[str], at: dict[str, list[int]], alo: int, ahi: int, blo: int, bhi: int
+) -> tuple[int, int, int]:
+    """difflib's find_longest_match without junk: (i, j, k), the longest a[i:i+k] ==
+    b[j:j+k] in a[alo:ahi] and b[blo:bhi], the first such in a, then in b."""
+    besti, bestj, bestsize = alo, blo, 0
+    ending: dict[int, int] = {}  # j -> the length of the run of equal lines ending at j
+    for i in range(alo, ahi):
+        runs = {}
+        for j in at.get(a[i], ()):
+            if j < blo:
+                continue
+            if j >= bhi:
+                break
+            k = runs[j] = ending.get(j - 1, 0) + 1
+            if k > bestsize:
+                besti, bestj, bestsize = i - k + 1, j - k + 1, k
+        ending = runs
+    return besti, bestj, bestsize
 
 
 def _moved(words_a: list[str], words_b: list[str], paired_a: dict[int, int]) -> dict[int, int]:
@@ -295,10 +336,7 @@ def _moved(words_a: list[str], words_b: list[str], paired_a: dict[int, int]) -> 
     file in each run. cJSON's `ensure` split into a fast path below a new `ensure_slow`
     showed its 5 fast-path lines as gone and new again (16 changed lines, 6 of them
     changed counts)."""
-    from collections import Counter
-
-    once_a = {word for word, n in Counter(words_a).items() if n == 1}
-    once_b = {word for word, n in Counter(words_b).items() if n == 1}
+    once_a, once_b = _once(words_a), _once(words_b)
     paired_b = set(paired_a.values())
     left_b = {words_b[j]: j for j in range(len(words_b)) if j not in paired_b}
     return {
@@ -306,6 +344,14 @@ def _moved(words_a: list[str], words_b: list[str], paired_a: dict[int, int]) -> 
         for i, word in enumerate(words_a)
         if i not in paired_a and word in once_a and word in once_b and word in left_b
     }
+
+
+def _once(words: list[str]) -> set[str]:
+    """The words found once in `words` (collections.Counter's import: docs/counts.md)."""
+    seen: dict[str, int] = {}
+    for word in words:
+        seen[word] = seen.get(word, 0) + 1
+    return {word for word, n in seen.items() if n == 1}
 
 
 def changes(a: dict, b: dict, total_a: int) -> list[tuple]:

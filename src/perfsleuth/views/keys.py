@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UserError
-from ..model.labels import LABEL_GROUPINGS, LABEL_NAME, LABEL_PREFIX
+from ..model import labels
+from ..model.labels import LABEL_GROUPINGS, LABEL_PREFIX
 
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:  # types alone: `diff` and `top` take GROUPINGS without the profile's module
@@ -27,7 +28,7 @@ def grouped_label(by: str) -> str | None:
     if by in LABEL_GROUPINGS:
         return by
     name = by.removeprefix(LABEL_PREFIX)
-    return name if by.startswith(LABEL_PREFIX) and LABEL_NAME.fullmatch(name) else None
+    return name if by.startswith(LABEL_PREFIX) and labels.LABEL_NAME.fullmatch(name) else None
 
 
 def fleet_top_grouping(by: str) -> str:

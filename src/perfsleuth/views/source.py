@@ -22,6 +22,7 @@ from pathlib import Path
 from ..collect.run_facts import working_root
 from ..model.profile import Profile
 from ..model.run import RunInfo
+from ..model.source_lines import source_lines
 from .annotate import CONTEXT_LINES, find_source, line_costs
 from .callgraph import match_functions
 from .documents import AnnotateDoc, SourceFile, SourceLine
@@ -51,7 +52,7 @@ def root_of(path: Path, roots: list[Path]) -> Path | None:
 def read_lines(path: Path) -> list[str]:
     with path.open("rb") as fh:
         data = fh.read(MAX_SOURCE_BYTES)
-    return data.decode("utf-8", errors="replace").splitlines()
+    return source_lines(data.decode("utf-8", errors="replace"))
 
 
 def file_line_costs(profile: Profile, file: str) -> LineCosts:

@@ -14,6 +14,7 @@ from pathlib import Path
 from stat import S_ISREG
 
 from ...model.counts import Counts, ExactCounts, Sources, Stamps
+from ...model.source_lines import source_lines
 from .. import callgrind
 
 MAX_SOURCE_BYTES = 4 << 20  # larger source files are read from disk when shown
@@ -57,7 +58,7 @@ def source_files(
             continue
         stamps[name] = [stat.st_size, stat.st_mtime, hashlib.sha256(raw).hexdigest()]
         if stat.st_size <= MAX_SOURCE_BYTES:
-            sources[name] = raw.decode(errors="replace").splitlines()
+            sources[name] = source_lines(raw.decode(errors="replace"))
     return sources, stamps
 
 
