@@ -26,7 +26,10 @@ measured latency.
    examples/bin/boostflat_lookup (a Boost 1.81 unordered_flat_map, groups of 15
    72-byte pairs behind 16 metadata bytes: `--programs boostflat`, built where
    libboost1.81-dev is), and find_session for examples/bin/hopscotch_lookup (a
-   tsl::hopscotch_map of 80-byte buckets, at most 0.9 full: `--programs hopscotch`);
+   tsl::hopscotch_map of 80-byte buckets, at most 0.9 full: `--programs hopscotch`),
+   and find_session for examples/bin/dense_lookup (an ankerl::unordered_dense::map,
+   8-byte buckets indexing a dense array of 72-byte pairs: `--programs dense`, built
+   where its header is, bench/out/vendor/ankerl/ by default: examples/Makefile);
    the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
@@ -60,7 +63,11 @@ measured latency.
    15% on 12 of 18 knees that way, on 8 of 18 with the median of each sweep's
    own knees (the method before) or one fit over the median curve. The halves'
    knees are printed beside each knee, and a knee whose halves differ by more
-   than 15% is not one the measurement can hold a prediction to.
+   than 15% is not one the measurement can hold a prediction to. Nor is one that
+   moves by more than 15% when its window does (the level's prediction times
+   SHIFTS, printed beside it): a curve that rises twice inside one window
+   (tsl::hopscotch_map's, at two doublings of its buckets) gives whichever rise the
+   window centres on, so that the knee follows the prediction it is to test.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -105,13 +112,14 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "unordered_map": ROOT / "examples/bin/unordered_map_lookup",
             "robinmap": ROOT / "examples/bin/robinmap_lookup",
             "boostflat": ROOT / "examples/bin/boostflat_lookup",
-            "hopscotch": ROOT / "examples/bin/hopscotch_lookup"}  # fmt: skip
+            "hopscotch": ROOT / "examples/bin/hopscotch_lookup",
+            "dense": ROOT / "examples/bin/dense_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
 FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item",
              "verstable": "find_record", "sparsehash": "find_record",
              "abseil": "find_session", "unordered_map": "lookup_session",
              "robinmap": "find_session", "boostflat": "find_session",
-             "hopscotch": "find_session"}  # fmt: skip
+             "hopscotch": "find_session", "dense": "find_session"}  # fmt: skip
 # Runs on both sides of a hash table's doublings and several inside one phase, so
 # that pages that grow by doubling show their steps (doubling.py); the scale before,
 # whose three runs each sit just after a doubling, is projected beside it
@@ -126,6 +134,11 @@ RISE = 1.2
 POINTS_PER_DOUBLING = 8
 OVERHEAD_ARGS = ["2000", "8000"]
 WITHIN = 0.15  # issue 29: predicted within 15% of the measured knee
+# A level's knee is sought again with its prediction, and so its window, moved by these
+# factors: a curve that rises twice inside the window (tsl::hopscotch_map's latency
+# jumps at two doublings, 58,982 and 117,965 entries) gives whichever knee the window
+# centres on, and such a knee tests no prediction.
+SHIFTS = (0.75, 1.33)
 # LLC calibration sweeps before each of a program's sweeps: with the default five
 # sweeps, fifteen per program, as many as `perfsleuth cache calibrate` takes
 LLC_SWEEPS_BESIDE = 1
@@ -310,6 +323,23 @@ def halves(
     return {level: [part[level]["measured_knee_n"] for part in parts] for level in parts[0]}
 
 
+def moved(
+    curves: list[dict], prediction: dict[str, int], work: dict | None, method: str
+) -> dict[str, list]:
+    """Per level, its knee with the level's prediction (and so its window) moved by
+    each of SHIFTS, the other levels' as they are: whether the curve fixes the knee or
+    the window picks it."""
+    found: dict[str, list] = {}
+    for level, predicted_n in prediction.items():
+        knees_n = []
+        for shift in SHIFTS:
+            shifted = prediction | {level: round(predicted_n * shift)}
+            shifted = dict(sorted(shifted.items(), key=lambda item: item[1]))
+            knees_n.append(level_knees(curves, shifted, work, method)[level]["measured_knee_n"])
+        found[level] = knees_n
+    return found
+
+
 def measured(
     binaries: dict[str, Path], ns: list[int], repeats: int, beside: Any, seed: int
 ) -> dict[str, dict[str, Any]]:
@@ -453,6 +483,7 @@ def analyse(row: dict, calibrated: dict, method: str) -> None:
     curves = [{int(n): ns for n, ns in curve.items()} for curve in row["sweeps_ns"]]
     row["latency_ns"] = (median_curve if method == "median" else fastest_curve)(curves)
     row["halves"] = halves(row["sweeps_ns"], prediction, row["work_per_op"], method)
+    row["moved"] = moved(row["sweeps_ns"], prediction, row["work_per_op"], method)
 
 
 def measure_all(args: argparse.Namespace) -> dict[str, Any]:
@@ -507,21 +538,25 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
 def print_knees(results: dict) -> None:
     print(
         "| program | level | per n | predicted cliff (n) | measured knee (n) | error "
-        "| halves' knees | sweeps' own knees |"
+        f"| halves' knees | knees, window x{' / x'.join(map(str, SHIFTS))} | sweeps' own knees |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
-    errors, held = [], []
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
+    errors, held, fixed = [], [], []
     for name in measured_programs(results):
         for level, row in results[name]["levels"].items():
             per = results[name]["per_n"][level]
             sweeps = ", ".join(f"{k:,}" if k else "-" for k in row["sweeps_knee_n"])
             pair = results[name]["halves"].get(level, [])
             two = " / ".join(f"{k:,}" if k else "-" for k in pair)
+            shifted = results[name].get("moved", {}).get(level, [])
+            windows = " / ".join(f"{k:,}" if k else "-" for k in shifted)
             if row["measured_knee_n"]:
                 knee_n, error = f"{row['measured_knee_n']:,}", f"{row['error']:+.1%}"
                 errors.append(row["error"])
                 if repeats(pair):
                     held.append(row["error"])
+                    if stays(row["measured_knee_n"], shifted):
+                        fixed.append(row["error"])
             else:
                 fitted = row["fitted_knee_n"]
                 knee_n = f"no rise (x{row['rise']:.2f}; fitted {fitted:,})" if fitted else "none"
@@ -530,12 +565,16 @@ def print_knees(results: dict) -> None:
             if level in results[name].get("below_range", ()):  # runs kept before: not said
                 predicted_n += " (below the scaled range: extrapolated)"
             print(f"| {name} | {level} | {per} | {predicted_n} | {knee_n} | {error} "
-                  f"| {two} | {sweeps} |")  # fmt: skip
+                  f"| {two} | {windows} | {sweeps} |")  # fmt: skip
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\n{within} of {len(errors)} knees within {WITHIN:.0%}")
     close = sum(abs(e) <= WITHIN for e in held)
     print(f"{close} of the {len(held)} knees whose two halves of the sweeps agree within "
           f"{WITHIN:.0%} (the measurement repeats) are within {WITHIN:.0%}")  # fmt: skip
+    within = sum(abs(e) <= WITHIN for e in fixed)
+    print(f"{within} of the {len(fixed)} of those whose knee also stays within {WITHIN:.0%} "
+          "when the window moves (the curve, not the window, fixes it) are within "
+          f"{WITHIN:.0%}")  # fmt: skip
     for name in measured_programs(results):
         row, at_start = results[name]["levels"].get("LLC", {}), results[name]["llc_at_start_n"]
         knee_n = row.get("measured_knee_n")
@@ -567,6 +606,12 @@ def print_before(results: dict) -> None:
             print(f"| {name} | {level} | {then or 0:,} | {shown} | {pages} |")
     within = sum(abs(e) <= WITHIN for e in errors)
     print(f"\nwith the scale before: {within} of {len(errors)} knees within {WITHIN:.0%}")
+
+
+def stays(knee_n: int, shifted: list[int]) -> bool:
+    """Whether the knees found with the window moved (SHIFTS) lie within WITHIN of it;
+    runs kept before the check have none, and count."""
+    return all(k and max(k, knee_n) / min(k, knee_n) <= 1 + WITHIN for k in shifted)
 
 
 def repeats(pair: list[int]) -> bool:

@@ -5,7 +5,7 @@ against the program's own clock, on programs the off-CPU work was not tuned on
 
     .venv/bin/python bench/offcpu_fresh.py [--runs 3]
         [--programs rwtable,plcount,sqlwriters,stdpool,futpool,glibqueue,semphase,pipewait,
-                    lotpipe,xz,pigz,pbzip2,lbzip2,sort,pixz,pzstd,memcached]
+                    lotpipe,xz,pigz,pbzip2,lbzip2,sort,pixz,pzstd,memcached,nginx]
         [--tools alone,wall,offcpu,all,pt-pmp]
 
 bench/fresh_waits/ holds the programs, each timing its own lock calls:
@@ -71,6 +71,11 @@ bench/fresh_waits/ holds the programs, each timing its own lock calls:
   workers' sockets); a server, so once it listens bench/fresh_waits/mcload.c (4
   connections, set + get of 200-byte values, 8 s) loads it from outside the recording,
   then SIGUSR1 stops it gracefully, joining every thread (each prints its clock).
+- nginx: nginx 1.22.1 from Debian bookworm's source (-O2 -g, no rewrite or gzip module),
+  a master and 2 worker processes of one thread each, with waitclock.c (each process's
+  epoll_wait; a forked child's clock starts at the fork); bench/fresh_waits/httpload.c
+  (4 keep-alive connections GETting a 16 KiB file, 8 s) loads it, SIGQUIT stops it.
+  Its processes' main threads are compared as the other programs' started threads.
 
 Each round runs the program alone, then under `perfsleuth record --mode wall`,
 `--mode offcpu`, `--mode all` and real pt-pmp, and prints each reading minus the
@@ -113,9 +118,19 @@ class Program:
     # pt-pmp: the states' marks in a stack (the first state whose mark shows wins)
     marks: tuple[tuple[str, tuple[str, ...]], ...]
     main_truth: re.Pattern[str] | None = None  # the main thread's, when it is timed too
-    # a server: the load client run against it once it listens, then SIGUSR1 to the
-    # server (its pid file) ends it
-    client: tuple[str, ...] = ()
+    server: Server | None = None
+    processes: bool = False  # single-threaded processes: their main threads are the workers
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server program: once it listens on port and has written pid_file, client loads
+    it from outside the recording, then the signal `stop` to the pid ends it."""
+
+    port: int
+    pid_file: Path
+    client: tuple[str, ...]
+    stop: int = signal.SIGUSR1
 
 
 XZ_CLOCK = r"tid \d+ mutex (?P<mutex>\d+) cond (?P<condvar>\d+) lived (?P<lived>\d+)"
@@ -242,6 +257,9 @@ PROGRAMS |= {
 }
 MEMCACHED_PORT = 21299
 MEMCACHED_PID = Path(tempfile.gettempdir()) / "perfsleuth-fresh-memcached.pid"
+NGINX_PORT = 21300
+NGINX_PID = Path(tempfile.gettempdir()) / "perfsleuth-fresh-nginx.pid"
+NGINX_PREFIX = OUT / "nginx-prefix"
 IO_CLOCK = XZ_CLOCK + r" run \d+ runq \d+ io (?P<io>\d+)"
 PROGRAMS["memcached"] = Program(
     # 4 workers on libevent (epoll_wait), the LRU maintainer and crawler, the slab
@@ -252,9 +270,28 @@ PROGRAMS["memcached"] = Program(
     (*PTHREAD_MARKS, ("io", ("epoll_wait",))),
     main_truth=re.compile("main " + IO_CLOCK),
     # 4 connections, set and get of 200-byte values: one slab class
-    client=(str(OUT / "mcload"), str(MEMCACHED_PORT), "4", "8"),
+    server=Server(
+        MEMCACHED_PORT, MEMCACHED_PID, (str(OUT / "mcload"), str(MEMCACHED_PORT), "4", "8")
+    ),
 )  # fmt: skip
-DEBIAN_BUILT = ("pigz", "pbzip2", "lbzip2", "sort", "pixz", "pzstd", "memcached")
+PROGRAMS["nginx"] = Program(
+    # a master and 2 worker processes (epoll_wait, sendfile), one thread each: their main
+    # threads are the "started threads" here
+    (*PRELOADED, str(OUT / "nginx"), "-p", str(NGINX_PREFIX), "-c", "nginx.conf",
+     "-e", "/dev/null"),
+    re.compile("main " + IO_CLOCK),
+    (("io", ("epoll_wait",)),),
+    # 4 keep-alive connections GETting a 16 KiB file for 8 s; SIGQUIT: graceful stop
+    server=Server(NGINX_PORT, NGINX_PID,
+                  (str(OUT / "httpload"), str(NGINX_PORT), "4", "8", "/page"), signal.SIGQUIT),
+    processes=True,
+)  # fmt: skip
+NGINX_CONF = f"""daemon off; master_process on; worker_processes 2; pid {NGINX_PID};
+events {{ worker_connections 256; }}
+http {{ access_log off; sendfile on; keepalive_requests 1000000000;
+       server {{ listen 127.0.0.1:{NGINX_PORT}; root html; }} }}
+"""
+DEBIAN_BUILT = ("pigz", "pbzip2", "lbzip2", "sort", "pixz", "pzstd", "memcached", "nginx")
 
 
 def build(programs: list[str]) -> None:
@@ -331,6 +368,13 @@ DEBIAN_BUILDS = {
         "./configure -q CFLAGS='-O2 -g' && make -s -j2 memcached",
         "memcached",
     ),
+    # without the rewrite and gzip modules: no PCRE or zlib headers needed
+    "nginx": (
+        "nginx",
+        "./configure --with-cc-opt='-O2 -g' --without-http_rewrite_module "
+        "--without-http_gzip_module >/dev/null && make -s -j2",
+        "objs/nginx",
+    ),
     "pzstd": (
         "libzstd",
         "make -s -j2 -C contrib/pzstd pzstd CFLAGS='-O2 -g' CXXFLAGS='-O2 -g'",
@@ -349,9 +393,12 @@ def build_preloaded(programs: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from count_views import debian_source, sh
 
-    if "memcached" in programs:
-        mcload = ["gcc", "-O2", "-pthread", "-o", str(OUT / "mcload"), str(SOURCES / "mcload.c")]
-        subprocess.run(mcload, check=True)
+    for client in ("mcload", "httpload"):
+        argv = ["gcc", "-O2", "-pthread", "-o", str(OUT / client), str(SOURCES / f"{client}.c")]
+        subprocess.run(argv, check=True)
+    (NGINX_PREFIX / "html").mkdir(parents=True, exist_ok=True)
+    (NGINX_PREFIX / "nginx.conf").write_text(NGINX_CONF)
+    (NGINX_PREFIX / "html" / "page").write_bytes(bytes(range(256)) * 64)
     for name in programs:
         package, make, binary = DEBIAN_BUILDS[name]
         if (OUT / name).exists():
@@ -448,7 +495,8 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
     for _stack, weight, _count, t, state in profile.rows():
         if t < 0:
             continue
-        prefix = MAIN if profile.threads[t].tid == profile.threads[t].pid else ""
+        main = profile.threads[t].tid == profile.threads[t].pid and not program.processes
+        prefix = MAIN if main else ""
         total[prefix] += weight
         by_state[prefix + state] = by_state.get(prefix + state, 0.0) + weight
     seen = {}
@@ -529,6 +577,7 @@ def print_thread(
 
 def started(argv: list[str], **kwargs: object) -> subprocess.Popen[str]:
     MEMCACHED_PID.unlink(missing_ok=True)
+    NGINX_PID.unlink(missing_ok=True)
     return subprocess.Popen(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kwargs
     )  # type: ignore[call-overload]
@@ -536,23 +585,23 @@ def started(argv: list[str], **kwargs: object) -> subprocess.Popen[str]:
 
 def ended(program: Program, proc: subprocess.Popen[str]) -> str:
     """The program's stderr once it has ended; a server's after its client's load."""
-    if program.client:
-        serving(MEMCACHED_PORT)
-        subprocess.run(program.client, check=True, stdout=subprocess.DEVNULL)
-        os.kill(int(MEMCACHED_PID.read_text()), signal.SIGUSR1)
+    if program.server:
+        serving(program.server)
+        subprocess.run(program.server.client, check=True, stdout=subprocess.DEVNULL)
+        os.kill(int(program.server.pid_file.read_text()), program.server.stop)
     _out, err = proc.communicate()
     return err
 
 
-def serving(port: int) -> None:
-    """Returns once the server listens on `port` and has written its pid file (60 s at
+def serving(server: Server) -> None:
+    """Returns once the server listens on its port and has written its pid file (60 s at
     most: bpftrace's start takes seconds on a loaded machine)."""
     for _ in range(600):
         with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0 and MEMCACHED_PID.exists():
+            if probe.connect_ex(("127.0.0.1", server.port)) == 0 and server.pid_file.exists():
                 return
         time.sleep(0.1)
-    raise SystemExit(f"nothing listens on port {port}")
+    raise SystemExit(f"nothing listens on port {server.port}")
 
 
 def run_alone(program: Program) -> Reading:
@@ -603,7 +652,7 @@ def pt_pmp_shares(aggregated: str, program: Program, truth: dict[str, float]) ->
         count, _, stack = line.strip().partition(" ")
         if not count.isdigit():
             continue
-        prefix = "" if "start_thread" in stack else MAIN
+        prefix = "" if "start_thread" in stack or program.processes else MAIN
         stacks[prefix] += int(count)
         state = next((s for s, marks in program.marks if any(m in stack for m in marks)), "")
         if prefix + state in counts:

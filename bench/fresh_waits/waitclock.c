@@ -5,7 +5,8 @@
  * started thread from its start routine's first instruction, the main thread from this
  * library's constructor), and prints at each thread's end, on stderr:
  *   worker tid T mutex NS cond NS lived NS run NS runq NS io NS   (a started thread)
- *   main tid T mutex NS cond NS lived NS run NS runq NS io NS     (the main thread, at exit)
+ *   main tid T mutex NS cond NS lived NS run NS runq NS io NS     (the main thread, at exit;
+ *                                                                 a forked child's from the fork)
  * run and runq are the kernel's clock of the thread (/proc/thread-self/schedstat): its
  * time on a CPU and runnable waiting for one; its life less both is its time blocked,
  * whatever the call.
@@ -72,6 +73,12 @@ static inline void print_clock(const char *who)
 		return;
 }
 
+/* a forked child (nginx's workers) is a new process: its life starts at the fork */
+static void pthread_waitclock_forked(void)
+{
+	mine = (struct clock_of_thread){.start = now_ns()};
+}
+
 __attribute__((constructor)) static void pthread_waitclock_init(void)
 {
 	real_lock = dlsym(RTLD_NEXT, "pthread_mutex_lock");
@@ -89,6 +96,7 @@ __attribute__((constructor)) static void pthread_waitclock_init(void)
 	if (fd >= 0)
 		clock_fd = fd;
 	mine.start = now_ns();
+	pthread_atfork(NULL, NULL, pthread_waitclock_forked);
 }
 
 __attribute__((destructor)) static void pthread_waitclock_fini(void)

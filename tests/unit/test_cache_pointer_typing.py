@@ -131,3 +131,18 @@ def test_a_pointer_loaded_before_a_long_probe_loop_is_followed_through_it():
     found = typing.access(0x1094)
     assert found is not None
     assert (found[0].name, found[1]) == ("groups[]", 0)
+
+
+# GCC -O2's probe loop of ankerl::unordered_dense: the values' pointer loaded before a
+# jump into the loop, the alignment nop after the jump falling into the loop's start:
+# 0 mov rdi, [rdi]   1 jmp 3   2 nop   3 add eax, 1   4 mov rcx, [rdi]   5 jne 3   6 ret
+PADDED_LOOP = bytes.fromhex("488b3feb019083c001488b0f75f8c3")
+
+
+def test_the_alignment_after_a_jump_is_no_path_back_to_the_entry():
+    """The nop no instruction reaches was taken for the function's entry, a path on
+    which rdi is never written: the pairs an unordered_dense lookup reads had no
+    layout."""
+    typing = Typing(list(disassembler().disasm(PADDED_LOOP, 0x1000)), [])
+    assert typing.reaching_writes("rdi", 4) == {0}
+    assert typing.reaching_writes("rsi", 4) is None  # a path back to the entry

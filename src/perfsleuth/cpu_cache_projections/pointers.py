@@ -51,7 +51,8 @@ from .struct_types import STRUCT_TAGS, Struct, strip_qualifiers, struct_of
 
 BACKWARD = 64  # instructions searched back for the loads of a member pointer
 MEMBER_DEPTH = 2  # s->a->b
-MEMBER_NESTING = 3  # members of members (or base classes) a member pointer may sit in
+MEMBER_NESTING = 4  # members of members (or base classes) a member pointer may sit in: a
+# std::vector member's data pointer is four down (_Vector_base, _M_impl, _Vector_impl_data)
 # DWARF's x86-64 register numbers (DW_OP_reg0 ...), as capstone names them
 DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")  # fmt: skip
@@ -359,7 +360,7 @@ class Typing:
                 writes.add(i)
                 continue
             earlier = self.before(i)
-            if not earlier:
+            if not earlier and not padding(insn):  # the entry, or a jump table's case
                 return None
             todo.extend(earlier)
         return writes or None
@@ -375,6 +376,15 @@ class Typing:
             return direct_target(insn) not in self.void
         _read, written = insn.regs_access()
         return any(full_register(insn, reg) == register for reg in written)
+
+
+def padding(insn: CsInsn) -> bool:
+    """Whether insn is a no-op: the alignment GCC puts after a jump, before a loop's
+    start (unordered_dense's probe loop), which no path runs through."""
+    if insn.mnemonic == "nop":
+        return True
+    registers = [op.reg for op in insn.operands if op.type == X86_OP_REG]
+    return insn.mnemonic == "xchg" and len(registers) == 2 and registers[0] == registers[1]
 
 
 def void_callees(subprogram: DIE, code: list[CsInsn]) -> frozenset[int]:
