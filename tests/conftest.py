@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,12 @@ EXAMPLE_BIN = EXAMPLES / "bin"
 # A login shell on Debian names its public debuginfod server: fleet queries in tests
 # ask only the servers the tests start (tests/integration/test_fleet_debuginfod.py).
 os.environ.pop("DEBUGINFOD_URLS", None)
+
+# Started in the background by a non-interactive shell (`make test &`, nohup), the tests
+# inherit SIGINT ignored, and so do the programs they start: a stand-in asked to stop with
+# SIGINT never ended (killed after 120 s), and a target that should end on Ctrl-C would
+# not. The tests run as from a terminal, whatever started them.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

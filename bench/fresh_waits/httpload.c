@@ -15,16 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loadclient.h"
+
 static int port, seconds;
 static const char *path;
 static unsigned long long requests;
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* one response: its header, then Content-Length bytes of body; 0 when done */
 static int response(int fd, char *buf, size_t size)
@@ -54,14 +50,7 @@ static int response(int fd, char *buf, size_t size)
 static void *client(void *unused)
 {
 	(void)unused;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons(port)};
-	at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (connect(fd, (struct sockaddr *)&at, sizeof at) != 0) {
-		perror("httpload: connect");
-		exit(1);
-	}
+	int fd = connect_loopback(port, "httpload");
 	char req[256], buf[65536];
 	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path);
 	unsigned long long made = 0;

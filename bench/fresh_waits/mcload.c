@@ -16,15 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loadclient.h"
+
 static int port, seconds, keys = 100000, value = 200;
 static unsigned long long requests;
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* reads until the reply's end marker (`STORED\r\n` or `END\r\n`) */
 static int reply(int fd, char *buf, size_t size, const char *end)
@@ -42,14 +38,7 @@ static int reply(int fd, char *buf, size_t size, const char *end)
 static void *client(void *arg)
 {
 	unsigned seed = (unsigned)(size_t)arg * 7919u + 1;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons(port)};
-	at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (connect(fd, (struct sockaddr *)&at, sizeof at) != 0) {
-		perror("mcload: connect");
-		exit(1);
-	}
+	int fd = connect_loopback(port, "mcload");
 	char *data = malloc(value + 2), buf[4096], req[128];
 	memset(data, 'v', value);
 	memcpy(data + value, "\r\n", 2);

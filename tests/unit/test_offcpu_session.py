@@ -48,9 +48,8 @@ def test_a_tracer_killed_before_printing_is_said_so(tmp_path: Path, monkeypatch)
 def test_an_empty_session_says_whether_bpftrace_ended_on_its_own(
     tmp_path: Path, code: str | None, said: str
 ) -> None:
-    # Not Python's signal.pause() for the one asked to stop: a SIGINT between its handler's
-    # check and the pause() call is taken and the pause waits on (the session was killed
-    # at 120 s under load). sleep(1) dies of SIGINT whenever it comes.
+    # sleep(1) ends on SIGINT whenever it comes (conftest.py: not ignored); Python's
+    # signal.pause() could take one between its handler's check and the pause, and wait on.
     argv = [sys.executable, "-c", code] if code else ["sleep", "600"]
     session = _session(tmp_path, argv)
     if code:
