@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from annotate_report import callgrind_annotate, file_function_rows
 from cli_runner import perfsleuth
 
 from perfsleuth.collect import valgrind
@@ -22,7 +23,6 @@ from perfsleuth.store.runs import Store
 pytestmark = pytest.mark.integration
 
 KEYS_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "counts" / "keys.c"
-ANNOTATE_ROW = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?):(.*?)(?: \[.*\])?$")
 
 
 def exact_counts(store: Store, run: int) -> ExactCounts:
@@ -59,12 +59,7 @@ def test_function_counts_equal_callgrind_annotate(counted: Path, tmp_path: Path)
     doc = count_document(Store(counted), 1)
     out_file = tmp_path / "callgrind.out"
     out_file.write_bytes(doc.callgrind_out)
-    report = subprocess.run(
-        ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(out_file)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    report = callgrind_annotate(out_file)
     ours = exact_counts(Store(counted), 1).function_self()
     assert function_table(report) == {name: n for name, n in ours.items() if n}
     assert ours["keys_equal"] > 1_000_000
@@ -167,14 +162,9 @@ def test_a_cxx_template_is_placed_at_its_own_line_not_an_inlined_std_helpers(
 
 def function_table(report: str) -> dict[str, int]:
     """callgrind_annotate's per-function self counts, summed over the files it splits by."""
-    lines = report.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.endswith("file:function")) + 2
     theirs: dict[str, int] = defaultdict(int)
-    for line in lines[start:]:
-        match = ANNOTATE_ROW.match(line)
-        if match is None:
-            break
-        theirs[match.group(3)] += int(match.group(1).replace(",", ""))
+    for (_file, function), count in file_function_rows(report).items():
+        theirs[function] += count
     return dict(theirs)
 
 
@@ -252,6 +242,30 @@ def test_a_program_started_through_env_is_the_one_counted(
     meta = Store(store).load_run(1).info.meta
     assert meta["executable"] == str(keys)
     assert meta["build_id"] == valgrind.build_id(str(keys)) != valgrind.build_id("/usr/bin/env")
+
+
+STATICS = Path(__file__).resolve().parents[1] / "fixtures" / "statics"
+
+
+def test_two_static_functions_of_one_name_are_two_rows(tmp_path: Path) -> None:
+    """hot.c's and cold.c's static `twin` were one row with both counts (m4's two
+    `peek_token`s); each is its own row, named with its file, with callgrind_annotate's
+    counts, hot.c's with the lines of the helper inlined into it from inline.h."""
+    sources = [str(STATICS / name) for name in ("main.c", "hot.c", "cold.c")]
+    binary = tmp_path / "statics"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(binary), *sources], check=True)
+    store = tmp_path / "store"
+    perfsleuth(store, "record", "--mode", "count", "--", str(binary))
+    rows = json.loads(perfsleuth(store, "top", "-n", "0", "--format", "json").stdout)["rows"]
+    counted = {row["function"]: row for row in rows}
+    out_file = tmp_path / "callgrind.out"
+    out_file.write_bytes(count_document(Store(store), 1).callgrind_out)
+    theirs = file_function_rows(callgrind_annotate(out_file))
+    assert "twin" not in counted
+    hot, cold = counted["twin (hot.c)"], counted["twin (cold.c)"]
+    assert hot["counts"]["Ir"] == theirs["hot.c", "twin"] + theirs["inline.h", "twin"]
+    assert cold["counts"]["Ir"] == theirs["cold.c", "twin"] > 0
+    assert (Path(hot["file"]).name, Path(cold["file"]).name) == ("hot.c", "cold.c")
 
 
 def test_only_restricts_counting_to_the_function(examples_built: Path, tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ The fixtures are real valgrind 3.19 outputs of tests/fixtures/src/hot.c
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from annotate_report import file_function_rows
 
 from perfsleuth.errors import UserError
 from perfsleuth.formats import callgrind
@@ -278,3 +280,56 @@ def test_sniff() -> None:
         assert callgrind.sniff(path.read_bytes()[:4096])
     assert not callgrind.sniff(b"main;leaf 12\n")
     assert not callgrind.sniff(b"events: but nothing else\n")
+
+
+STATICS = FIXTURES / "statics"  # two static `twin`s and an inlined header (see README)
+
+
+def statics_run(tmp_path: Path) -> tuple[Path, Path]:
+    """The fixture's binary and callgrind file, the file naming the binary where it is
+    now and written after it (as valgrind writes it after the build)."""
+    binary = tmp_path / "statics"
+    binary.write_bytes((STATICS / "statics").read_bytes())
+    text = (STATICS / "callgrind.out.statics").read_text()
+    out = tmp_path / "callgrind.out.statics"
+    out.write_text(text.replace("/tmp/c12b/statics/statics", str(binary)))
+    os.utime(binary, (1_000_000, 1_000_000))
+    return binary, out
+
+
+def test_two_static_functions_of_one_name_are_two_functions(tmp_path: Path) -> None:
+    _binary, out = statics_run(tmp_path)
+    data = callgrind.apart(out, callgrind.parse(out))
+    exact = callgrind.exact_counts(data)
+    own = exact.function_self()
+    theirs = file_function_rows((STATICS / "callgrind_annotate.txt").read_text())
+    # hot.c's twin: its own lines and those of the helper inlined from inline.h
+    assert own["twin (hot.c)"] == theirs["hot.c", "twin"] + theirs["inline.h", "twin"]
+    assert own["twin (cold.c)"] == theirs["cold.c", "twin"]
+    assert "twin" not in own
+    assert own["hot_run"] == theirs["hot.c", "hot_run"]
+    merged = callgrind.exact_counts(callgrind.parse(out)).function_self()
+    assert merged["twin"] == own["twin (hot.c)"] + own["twin (cold.c)"]
+    sites = dict(zip((fn for _ob, fn in exact.functions), exact.entry_sites(), strict=True))
+    assert Path(sites["twin (hot.c)"][0]).name == "hot.c"
+    assert Path(sites["twin (cold.c)"][0]).name == "cold.c"
+
+
+def test_each_static_twin_gets_the_calls_made_to_it(tmp_path: Path) -> None:
+    _binary, out = statics_run(tmp_path)
+    data = callgrind.apart(out, callgrind.parse(out))
+    calls = {
+        (caller[1], callee[1]): costs[0]
+        for (caller, callee, _file, _line), costs in data.call_sites.items()
+    }
+    assert calls[("hot_run", "twin (hot.c)")] == 20_000
+    assert calls[("cold_run", "twin (cold.c)")] == 500
+    assert not any(callee == "twin" for _caller, callee in calls)
+
+
+def test_a_binary_rebuilt_after_the_file_keeps_the_names(tmp_path: Path) -> None:
+    """Its symbols may have moved: the counts stay as callgrind names them."""
+    binary, out = statics_run(tmp_path)
+    os.utime(binary, (out.stat().st_mtime + 10, out.stat().st_mtime + 10))
+    data = callgrind.parse(out)
+    assert callgrind.apart(out, data) is data

@@ -137,11 +137,11 @@ def hot_functions(exact: ExactCounts, total: int) -> dict[int, int]:
 def function_shape(exact: ExactCounts, fid: int) -> Shape | None:
     """The counted machine code of a function, or None if it cannot be read."""
     ob, fn = exact.functions[fid]
-    code = function_code(ob, fn)
+    counts = exact.instructions(fid)
+    code = function_code(ob, fn, min(counts, default=None))
     if code is None:
         return None
     start, raw = code
-    counts = exact.instructions(fid)
     instructions = disassemble(raw, start)
     calls = counts.get(start, 0)
     if not instructions or not calls:
@@ -244,10 +244,11 @@ def is_heavy_prologue(shape: Shape, total: int) -> bool:
     )
 
 
-def function_code(path: str, name: str) -> tuple[int, bytes] | None:
-    """(address, machine code) of the function symbol NAME in the ELF file at PATH."""
+def function_code(path: str, name: str, at: int | None = None) -> tuple[int, bytes] | None:
+    """(address, machine code) of the function symbol NAME in the ELF file at PATH, or
+    of the one holding address AT (one of several of a name, `peek_token (input.c)`)."""
     binary = binary_at(path)
-    symbol = _function_symbol(binary, name) if binary and binary.is_x86_64 else None
+    symbol = _function_symbol(binary, name, at) if binary and binary.is_x86_64 else None
     if binary is None or symbol is None:
         return None
     start, size = symbol
@@ -255,7 +256,7 @@ def function_code(path: str, name: str) -> tuple[int, bytes] | None:
     return (start, code) if code is not None else None
 
 
-def _function_symbol(binary: Binary, name: str) -> tuple[int, int] | None:
+def _function_symbol(binary: Binary, name: str, at: int | None) -> tuple[int, int] | None:
     """Address and size of a function, by its symbol name or, since callgrind shows
     C++ and Rust names demangled, by its demangled name."""
     functions = [s for s in binary.symbols(types=frozenset({STT_FUNC})) if s.size]
@@ -265,6 +266,11 @@ def _function_symbol(binary: Binary, name: str) -> tuple[int, int] | None:
     mangled = [symbol for symbol in functions if symbol.name.startswith(("_Z", "_R"))]
     for symbol, demangled in zip(mangled, demangle_all([s.name for s in mangled]), strict=True):
         if demangled == name:
+            return symbol.value, symbol.size
+    if at is None:
+        return None
+    for symbol in functions:
+        if symbol.value <= at < symbol.value + symbol.size:
             return symbol.value, symbol.size
     return None
 

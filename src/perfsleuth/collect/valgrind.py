@@ -230,7 +230,8 @@ def record_count(options: RecordOptions, cmd: list[str], workdir: Path) -> Recor
         cmd, workdir, cache_sim=options.cache_sim, only=options.only, keep_env=options.keep_env
     )
     options.progress.phase("reading callgrind's counts")
-    parsed = callgrind.parse(rec.out)  # once, for the stacks and the counts document
+    # once, for the stacks and the counts document (twice for same-named functions)
+    parsed = callgrind.apart(rec.out, callgrind.parse(rec.out))
     placed = counted_entries(rec.executable, parsed.self_costs)
     if placed:  # each function's own line, not a helper's inlined at its entry
         parsed.meta["entries"] = {fn[1]: list(site) for fn, site in placed.items()}

@@ -113,7 +113,7 @@ def _count_run(path: Path) -> tuple[Recording, str]:
     from ..formats.tool_output.counts import encode_counts, newer_sources
     from ..model.counts import Counts
 
-    parsed = callgrind.parse(path)
+    parsed = callgrind.apart(path, callgrind.parse(path))
     profile = callgrind.profile_of(parsed)
     check_useful(profile, path.name, "callgrind/cachegrind out")
     # the sources kept are those beside the file (where valgrind ran, as a rule): an

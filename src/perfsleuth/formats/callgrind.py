@@ -22,8 +22,10 @@ A Profile needs stacks, so `read` derives them from the call graph:
   chains; the others keep their outermost frames under a TRUNCATED frame, so
   outer callers such as main stay exact and those cut out lose that part.
 
-Functions are identified by (object, name): same-named static functions of one
-object are merged into one node, as a name-keyed view would show them.
+Functions are identified by (object, name), but for two functions of one object that
+share a name (static functions of two files): given their symbols' address ranges
+(`apart`), each is named with its file, `peek_token (input.c)`, by the address of
+each instruction, call site and call target.
 Cachegrind has no calls: its stacks have one frame. `line_costs` and
 `instr_costs` give the exact counts of every event, without any stack derivation.
 """
@@ -43,9 +45,11 @@ from perfsleuth.model.counts import (
     CALL_COLUMNS,
     CELL_COLUMNS,
     EVENT_UNITS,
+    NO_SOURCE,
     RECURSION_SUFFIX,
     Columns,
     ExactCounts,
+    merged_name,
 )
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder
 
@@ -78,6 +82,9 @@ MAX_LINE_NUMBER = 2**31 - 1
 # Event names as perfsleuth units; other events are "events".
 Fn = tuple[str, str]  # (object, function name)
 Site = tuple[str, int]  # (file, line)
+# object -> function name -> (start, end, name of the function there) of each function of
+# that name; only names that several functions of the object have
+Statics = dict[str, dict[str, list[tuple[int, int, str]]]]
 
 
 def sniff(head: bytes) -> bool:
@@ -112,20 +119,20 @@ class CallgrindData:
         return self.totals[self.events.index(event)] if event in self.events else 0
 
 
-def parse(path: str | Path) -> CallgrindData:
+def parse(path: str | Path, statics: Statics | None = None) -> CallgrindData:
     path = Path(path)
     with path.open(encoding="utf-8", errors="replace") as f:
-        return _parse_lines(limits.IOLines(f, path.name), path.name)
+        return _parse_lines(limits.IOLines(f, path.name), path.name, statics)
 
 
 def parse_bytes(raw: bytes, name: str) -> CallgrindData:
     """An out file's contents, read as `parse` reads the file; `name` is for errors."""
     with io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace") as f:
-        return _parse_lines(f, name)
+        return _parse_lines(f, name, None)
 
 
-def _parse_lines(lines: Iterable[str], name: str) -> CallgrindData:
-    parser = _Parser(name)
+def _parse_lines(lines: Iterable[str], name: str, statics: Statics | None) -> CallgrindData:
+    parser = _Parser(name, statics or {})
     for number, line in enumerate(lines, 1):
         parser.line_number = number
         parser.feed(line.rstrip("\n"))
@@ -133,8 +140,12 @@ def _parse_lines(lines: Iterable[str], name: str) -> CallgrindData:
 
 
 class _Parser:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, statics: Statics) -> None:
         self.name = name
+        self.statics = statics
+        # the ranges of the functions named as the current one, when several share it
+        self.twins: list[tuple[int, int, str]] | None = None
+        self.callee_twins: list[tuple[int, int, str]] | None = None
         self.line_number = 0
         self.data = CallgrindData()
         self.names: dict[tuple[str, str], str] = {}
@@ -189,11 +200,20 @@ class _Parser:
                 self.fl = name
         elif key == "fn":
             self.fn = (self.ob, name)
-            self.data.own_file.setdefault(self.fn, self.fl)
+            self.twins = self._twins(self.fn)
+            if self.twins is None:
+                self.data.own_file.setdefault(self.fn, self.fl)
         elif key == "cob":
             self.cob = name
         elif key == "cfn":
-            self.call = ((self.ob if self.cob is None else self.cob, name), 0)
+            callee = (self.ob if self.cob is None else self.cob, name)
+            self.callee_twins = self._twins(callee)
+            self.call = (callee, 0)
+
+    def _twins(self, fn: Fn) -> list[tuple[int, int, str]] | None:
+        if not self.statics:
+            return None
+        return self.statics.get(fn[0], {}).get(merged_name(fn[1]))
 
     def calls_line(self, value: str) -> None:
         if self.call is None:
@@ -202,7 +222,14 @@ class _Parser:
             count = int(value.split()[0])
         except (ValueError, IndexError):
             self.fail(f"bad call count {value!r}")
-        self.call = (self.call[0], count)
+        callee = self.call[0]
+        if self.callee_twins is not None and "instr" in self.data.positions:
+            tokens = value.split()
+            at = self.data.positions.index("instr")
+            if len(tokens) > at + 1:
+                target = self.subposition(tokens[at + 1], self.prev[at])
+                callee = _twin(callee, self.callee_twins, target)
+        self.call = (callee, count)
 
     def header_line(self, line: str) -> None:
         key, sep, value = line.partition(":")
@@ -269,22 +296,39 @@ class _Parser:
             self.fail(f"line number {line} is out of range")
         return line
 
+    def address(self) -> int:
+        positions = self.data.positions
+        return self.prev[positions.index("instr")] if "instr" in positions else 0
+
+    def function(self, address: int) -> Fn:
+        """The current function, the one of its name at `address` when several share it
+        (the one whose entry this is decides its own file)."""
+        if self.twins is None:
+            return self.fn
+        fn = _twin(self.fn, self.twins, address)
+        if any(start == address for start, _end, _name in self.twins):
+            self.data.own_file[fn] = self.fl
+        else:
+            self.data.own_file.setdefault(fn, self.fl)
+        return fn
+
     def add_self(self, costs: list[int]) -> None:
-        by_site = self.data.self_costs.setdefault(self.fn, {})
+        address = self.address()
+        fn = self.function(address)
+        by_site = self.data.self_costs.setdefault(fn, {})
         line = self.line()
         _add(by_site, (self.file, line), costs)
-        address = 0
         if "instr" in self.data.positions:
-            address = self.prev[self.data.positions.index("instr")]
-            _add(self.data.instr, (self.fn[0], self.fn[1], address), costs)
-        _add(self.data.cells, (self.fn, self.file, line, address), costs)
+            _add(self.data.instr, (fn[0], fn[1], address), costs)
+        _add(self.data.cells, (fn, self.file, line, address), costs)
 
     def add_call(self, costs: list[int]) -> None:
         assert self.call is not None
         callee, count = self.call
         line = self.line()
-        _add(self.data.calls.setdefault(callee, {}), (self.fn, self.file, line), costs)
-        _add(self.data.call_sites, (self.fn, callee, self.file, line), [count, *costs])
+        caller = self.function(self.address())
+        _add(self.data.calls.setdefault(callee, {}), (caller, self.file, line), costs)
+        _add(self.data.call_sites, (caller, callee, self.file, line), [count, *costs])
         self.call = None
         self.cob = None
 
@@ -347,6 +391,90 @@ def exact_counts(data: CallgrindData) -> ExactCounts:
         calls=calls,
         meta=dict(data.meta),
     )
+
+
+def apart(path: Path, data: CallgrindData) -> CallgrindData:
+    """The file parsed again with the same-named functions of an object apart (m4's two
+    static `peek_token`s, input.c's and gnulib's regcomp.c's, were one function with
+    both counts), when the objects it counted, as they are now and not rebuilt since it
+    was written, define such functions with a name it counted; else `data`.
+
+    Their symbols' address ranges decide, not callgrind's files: callgrind books one
+    function under every file its blocks start in (an inlined header's), and a .c file
+    may include another (gnulib's regex.c includes regcomp.c)."""
+    statics = _statics(data, path.stat().st_mtime)
+    return parse(path, statics) if statics else data
+
+
+def _statics(data: CallgrindData, written: float) -> Statics:
+    # imported here: the views that read this module's parser never read an ELF file
+    from perfsleuth.binaries.binary import binary_at
+    from perfsleuth.binaries.symbol_table import STT_FUNC
+
+    counted: dict[str, set[str]] = defaultdict(set)
+    for ob, fn in data.self_costs:
+        counted[ob].add(merged_name(fn))
+    out: Statics = {}
+    for ob, names in counted.items():
+        binary = binary_at(ob)
+        if binary is None or Path(ob).stat().st_mtime > written:
+            continue
+        ranges: dict[str, set[tuple[int, int]]] = defaultdict(set)
+        for symbol in binary.symbols(".symtab", frozenset({STT_FUNC})):
+            if symbol.name in names and symbol.defined and symbol.size:
+                ranges[symbol.name].add((symbol.value, symbol.value + symbol.size))
+        twins = {name: sorted(spans) for name, spans in ranges.items() if len(spans) > 1}
+        if twins:
+            out[ob] = _named_twins(data, ob, twins)
+    return out
+
+
+def _named_twins(
+    data: CallgrindData, ob: str, twins: dict[str, list[tuple[int, int]]]
+) -> dict[str, list[tuple[int, int, str]]]:
+    """Each range named by the file of its lowest counted instruction (its entry, as a
+    rule): `peek_token (input.c)`; by the whole path, or the address, when two share it."""
+    lowest: dict[tuple[str, int], tuple[int, str]] = {}  # (name, start) -> (address, file)
+    for fn, file, _line, address in data.cells:
+        name = merged_name(fn[1])
+        for start, end in twins.get(name, ()) if fn[0] == ob else ():
+            if start <= address < end and (address, file) < lowest.get((name, start), (end, "")):
+                lowest[name, start] = (address, file)
+    return {
+        name: [
+            (start, end, f"{name} ({label})")
+            for (start, end), label in zip(
+                spans,
+                _labels(
+                    [lowest.get((name, start), (0, NO_SOURCE))[1] for start, _ in spans], spans
+                ),
+                strict=True,
+            )
+        ]
+        for name, spans in twins.items()
+    }
+
+
+def _labels(files: list[str], spans: list[tuple[int, int]]) -> list[str]:
+    """The file name of each, its path where two share the name, its address where two
+    share the path or it has none."""
+    names = [Path(file).name for file in files]
+    labels = [
+        file if names.count(name) > 1 else name for file, name in zip(files, names, strict=True)
+    ]
+    return [
+        hex(start) if labels.count(label) > 1 or label == NO_SOURCE else label
+        for (start, _end), label in zip(spans, labels, strict=True)
+    ]
+
+
+def _twin(fn: Fn, twins: list[tuple[int, int, str]], address: int) -> Fn:
+    """fn, named as the function of its name whose range holds `address` (f'2 keeps its
+    level's suffix)."""
+    for start, end, name in twins:
+        if start <= address < end:
+            return (fn[0], name + fn[1][len(merged_name(fn[1])) :])
+    return fn
 
 
 def _add(table: dict, key: object, costs: list[int]) -> None:
