@@ -35,10 +35,11 @@ def test_at_the_highest_rate_it_suggests_counting() -> None:
     assert "--mode count" in said
 
 
-def test_the_childrens_cpu_time_grows_with_a_child_that_works() -> None:
-    import subprocess
-    import sys
+def test_the_childrens_cpu_time_is_their_user_and_system_time(monkeypatch) -> None:
+    import resource
+    from types import SimpleNamespace
 
-    before = children_cpu_s()
-    subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
-    assert children_cpu_s() > before
+    used = SimpleNamespace(ru_utime=1.25, ru_stime=0.5)
+    asked = []
+    monkeypatch.setattr(resource, "getrusage", lambda who: asked.append(who) or used)
+    assert children_cpu_s() == 1.75 and asked == [resource.RUSAGE_CHILDREN]
