@@ -31,12 +31,12 @@ from ..model.profile import Frame, Profile, is_python_frame
 from ..rules import Rule, load_classes, load_rules, with_evidence, without_return_type
 from . import Context
 from .library_match import (
-    C_SOURCES,
     OVERLAP_NOTED,
     DisplayNames,
     confidence_factor,
     display_name,
     heaviest,
+    in_c,
     is_user_code,
     on_cpu_states,
     preempted_frames,
@@ -363,8 +363,7 @@ def _finding(
 def _advice(cls: Rule, site: Frame | None) -> str:
     """The class's fix; its C text when the user's call is C code (a C program's
     allocations were told to reserve() containers)."""
-    apply = cls.c_apply if site is not None and site.file.endswith(C_SOURCES) else ""
-    apply = apply or cls.apply
+    apply = (cls.c_apply if in_c(site) else "") or cls.apply
     return apply[:1].upper() + apply[1:]
 
 

@@ -381,9 +381,14 @@ def _suggestion(rule: Rule, threads: int = 1, site: Frame | None = None) -> str:
     if threads >= 2 and rule.parallel_apply:
         apply = rule.parallel_apply.replace("{threads}", str(threads))
         return f"Use {rule.parallel_replacement or rule.replacement} ({change}): {apply}"
-    if site is not None and site.file.endswith(C_SOURCES) and rule.c_apply:
+    if in_c(site) and rule.c_apply:
         return f"Use {rule.c_replacement or rule.replacement} ({change}): {rule.c_apply}"
     return f"Use {rule.replacement} ({change}): {rule.apply}"
+
+
+def in_c(site: Frame | None) -> bool:
+    """Is the user's call into a match C code (no C++ library to suggest)?"""
+    return site is not None and site.file.endswith(C_SOURCES)
 
 
 def _top_site(match: Match) -> Frame | None:
