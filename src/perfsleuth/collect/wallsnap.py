@@ -104,7 +104,10 @@ class Snapshotter:
                 stdout=out,
                 stderr=err,
                 env=env,
-                start_new_session=True,  # Ctrl-C is the target's; we end it ourselves
+                # Ctrl-C is the target's (we end it ourselves): a process group of its
+                # own, not a session, which is a scheduler autogroup of its own where it
+                # waited up to 1.8 s for a CPU after each pass (docs/offcpu.md)
+                process_group=0,
             )
 
     def check(self) -> None:
