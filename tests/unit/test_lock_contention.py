@@ -169,6 +169,27 @@ def test_truncated_stacks_fall_back_to_the_thread_function():
     assert finding.confidence < 0.7
 
 
+def test_threads_whose_stacks_all_stop_short_are_one_site_per_thread_name():
+    """sysbench's mutex test (Debian's, stripped) in offcpu mode: eBPF's frame-pointer
+    stacks stop one frame into the program, so each worker's "entry" was whichever of
+    sb_rand_uniform (run before the lock) and the loop's own function got more of its
+    few samples, and one lock was two findings, one named sb_rand_uniform. Threads with
+    no stack that reaches their root take their name's entry, voted over all of them."""
+    lock_wait = [MUTEX_WAIT[0], Frame("pthread_mutex_lock", dso="libc.so.6")]
+    rand = Frame("sb_rand_uniform", dso="sysbench")
+    loop = Frame("[unknown] sysbench+0x1ba30", dso="sysbench")
+    b = ProfileBuilder(unit="ns")
+    for tid, (in_rand, in_loop) in {61: (3, 2), 62: (3, 2), 63: (1, 4), 64: (1, 4)}.items():
+        t = Thread(tid, 60, "sysbench")
+        b.add(lock_wait, 600 * MS, thread=t, state="mutex")
+        for frame, n in ((rand, in_rand), (loop, in_loop)):
+            for _ in range(n):
+                b.add([frame], 80 * MS, thread=t, state="running")
+    (finding,) = lock_contention.analyze(context(b.build(), cpus=2))
+    assert finding.function == loop.function
+    assert all(f"sysbench:{tid}" in "".join(finding.evidence) for tid in (61, 62, 63, 64))
+
+
 def test_idle_workers_waiting_for_work_are_not_contention():
     """A pool's workers blocked in pthread_cond_wait wait for jobs, not for a lock."""
     b = ProfileBuilder(unit="ns")

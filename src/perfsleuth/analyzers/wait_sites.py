@@ -166,16 +166,39 @@ def thread_entries(profile: Profile) -> dict[int, Frame]:
     its samples, by count, so that many short on-CPU samples with complete (DWARF)
     stacks outvote a few long off-CPU ones with truncated stacks (consumer() for a
     consumer thread): it names waits whose stacks
-    stop in a library, as eBPF frame-pointer stacks through libc do."""
+    stop in a library, as eBPF frame-pointer stacks through libc do. A thread none
+    of whose stacks reaches its root (start_thread, _start...) has no outermost
+    function of its own to tell: it takes the one voted over all such threads of its
+    name (sysbench's workers each got whichever of two functions of the loop had
+    more of their few samples, and one lock was two findings)."""
     votes: dict[int, dict[Frame, float]] = defaultdict(lambda: defaultdict(float))
+    rooted: set[int] = set()
+    names: dict[int, str] = {}
     for stack, _weight, count, t, _state in profile.rows():
-        outer = next(
-            (profile.frames[f] for f in reversed(stack) if not is_library(profile.frames[f])),
-            None,
-        )
+        frames = [profile.frames[f] for f in stack]
+        tid = _tid(profile, t)
+        names[tid] = profile.threads[t].name if t >= 0 else ""
+        if any(f.function in LIBC_ROOTS for f in frames):
+            rooted.add(tid)
+        outer = next((f for f in reversed(frames) if not is_library(f)), None)
         if outer is not None and outer.function != UNKNOWN:
-            votes[_tid(profile, t)][replace(outer, line=0)] += count
-    return {t: max(v, key=v.__getitem__) for t, v in votes.items()}
+            votes[tid][replace(outer, line=0)] += count
+    by_name = _votes_by_name({t: v for t, v in votes.items() if t not in rooted}, names)
+    entries = {}
+    for tid, v in votes.items():
+        pooled = v if tid in rooted else by_name[names[tid]]
+        entries[tid] = max(pooled, key=pooled.__getitem__)
+    return entries
+
+
+def _votes_by_name(
+    votes: dict[int, dict[Frame, float]], names: dict[int, str]
+) -> dict[str, dict[Frame, float]]:
+    pooled: dict[str, dict[Frame, float]] = defaultdict(lambda: defaultdict(float))
+    for tid, v in votes.items():
+        for frame, n in v.items():
+            pooled[names[tid]][frame] += n
+    return pooled
 
 
 def _tid(profile: Profile, t: int) -> int:
