@@ -364,6 +364,25 @@ def test_callers_of_a_count_run_are_its_counted_calls_not_the_derived_chains(
     assert g["total"] == pytest.approx(top_row["total"]) == pytest.approx(340 / 610)
 
 
+def counted_callgraph(fixture: str, binary: str, name: str) -> tuple[dict, dict, dict, int]:
+    """exact_callgraph's document of `name` in a callgrind fixture, read without the
+    derived stacks; its callers' counted calls by merged name; `top`'s totals; the run's."""
+    from perfsleuth.views import callgraph
+
+    data = callgrind.parse(FIXTURES / fixture)
+    exact = callgrind.exact_counts(data).merged_recursion()
+    totals = {row["function"]: row["total"] for row in top.exact_top(exact, n=0)["rows"]}
+
+    def stacks(name: str) -> callgraph.CallGraphDoc:
+        raise AssertionError(f"{name} read from the derived stacks")
+
+    (doc,) = callgraph.exact_callgraph(exact, f"^{name}$", stacks)
+    counted: dict[str, float] = defaultdict(float)
+    for (caller, _file, _line), costs in data.calls[(binary, name)].items():
+        counted[caller[1].split("'")[0]] += costs[0]
+    return dict(doc), counted, totals, data.totals[0]
+
+
 def test_callers_of_a_recursion_entered_from_several_places_are_its_first_levels() -> None:
     """parser.c recurses as tcc's parser does: expr calls unary, which calls expr'2 for a
     parenthesised operand, entered from stmt (through expr) and decl (straight into
@@ -371,27 +390,35 @@ def test_callers_of_a_recursion_entered_from_several_places_are_its_first_levels
     `top` and callgrind say 94.31%, and stmt was named its caller, which it never calls
     (tcc's unary: 11.49% against 22.52%). Its callers and callees are those of its first
     level, as callgrind_annotate's --tree=both gives them, and sum to `top`'s total."""
-    from perfsleuth.views import callgraph
-
-    data = callgrind.parse(FIXTURES / "callgrind.out.parser")
-    exact = callgrind.exact_counts(data).merged_recursion()
-    totals = {row["function"]: row["total"] for row in top.exact_top(exact, n=0)["rows"]}
-    total = data.totals[0]
-
-    def stacks(name: str) -> callgraph.CallGraphDoc:
-        raise AssertionError(f"{name} read from the derived stacks")
-
     callers = {}
     for name in ("unary", "expr"):
-        (doc,) = callgraph.exact_callgraph(exact, f"^{name}$", stacks)
+        doc, counted, totals, total = counted_callgraph(
+            "callgrind.out.parser", "/tmp/c11/parser/parser", name
+        )
         callers[name] = {row["function"]: row["total"] * total for row in doc["callers"]}
-        counted: dict[str, float] = defaultdict(float)
-        for (caller, _file, _line), costs in data.calls[("/tmp/c11/parser/parser", name)].items():
-            counted[caller[1].split("'")[0]] += costs[0]
         assert callers[name] == pytest.approx(counted)
         assert doc["total"] == pytest.approx(totals[name])
         assert sum(row["total"] for row in doc["callers"]) == pytest.approx(doc["total"])
     assert set(callers["unary"]) == {"decl", "expr"}
+
+
+def test_a_function_of_one_level_in_a_merged_recursion_reads_its_counted_calls() -> None:
+    """sortcb.c's run() sorts with qsort, whose comparator cmp() runs run() again, as
+    gawk's interpreter does for a user-defined sort order: merged, run's recursion goes
+    through cmp, which has no level of its own (no cmp'2). Its callers, callees and total
+    are its counted calls, as callgrind_annotate's --tree=both gives them; read from the
+    stacks derived from the calls, gawk's sort_user_func had 150,977,267 instructions of
+    callers where `top` and callgrind say 150,977,374."""
+    doc, counted, totals, total = counted_callgraph(
+        "callgrind.out.sortcb", "/tmp/counts13/sortcb/sortcb", "cmp"
+    )
+    assert {row["function"]: row["total"] * total for row in doc["callers"]} == pytest.approx(
+        counted
+    )
+    assert set(counted) == {"msort_with_tmp.part.0"}
+    assert doc["total"] == pytest.approx(totals["cmp"])
+    assert sum(row["total"] for row in doc["callees"]) == pytest.approx(doc["total"])
+    assert {row["function"] for row in doc["callees"]} == {"run", "[self]"}
 
 
 def test_callers_and_callees_of_a_count_run_are_its_counted_calls(tmp_path: Path) -> None:

@@ -424,8 +424,9 @@ def _statics(data: CallgrindData, written: float) -> Statics:
             if symbol.name in names and symbol.defined and symbol.size:
                 ranges[symbol.name].add((symbol.value, symbol.value + symbol.size))
         twins = {name: sorted(spans) for name, spans in ranges.items() if len(spans) > 1}
-        if twins:
-            out[ob] = _named_twins(data, ob, twins)
+        named = _named_twins(data, ob, twins) if twins else {}
+        if named:
+            out[ob] = named
     return out
 
 
@@ -433,25 +434,28 @@ def _named_twins(
     data: CallgrindData, ob: str, twins: dict[str, list[tuple[int, int]]]
 ) -> dict[str, list[tuple[int, int, str]]]:
     """Each range named by the file of its lowest counted instruction (its entry, as a
-    rule): `peek_token (input.c)`; by the whole path, or the address, when two share it."""
+    rule): `peek_token (input.c)`; by the whole path, or the address, when two share it.
+    Only the names of which two ranges or more ran: one that ran alone keeps its name, as
+    callgrind_annotate gives it (gawk's copies of awk.h's static force_string_fmt, one in
+    each .c file calling it, of which one ran)."""
     lowest: dict[tuple[str, int], tuple[int, str]] = {}  # (name, start) -> (address, file)
     for fn, file, _line, address in data.cells:
         name = merged_name(fn[1])
         for start, end in twins.get(name, ()) if fn[0] == ob else ():
             if start <= address < end and (address, file) < lowest.get((name, start), (end, "")):
                 lowest[name, start] = (address, file)
+    ran = {
+        name: [span for span in spans if (name, span[0]) in lowest] for name, spans in twins.items()
+    }
     return {
         name: [
             (start, end, f"{name} ({label})")
             for (start, end), label in zip(
-                spans,
-                _labels(
-                    [lowest.get((name, start), (0, NO_SOURCE))[1] for start, _ in spans], spans
-                ),
-                strict=True,
+                spans, _labels([lowest[name, start][1] for start, _ in spans], spans), strict=True
             )
         ]
-        for name, spans in twins.items()
+        for name, spans in ran.items()
+        if len(spans) > 1
     }
 
 

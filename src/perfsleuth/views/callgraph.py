@@ -112,8 +112,10 @@ def exact_callgraph(
     A function in a recursion, its levels merged, is read from its first level's calls
     (callgrind's f, not f'2: the outermost calls, each counted once), [self] being that
     level's own count; merged, the calls of an outer level hold those of the inner ones
-    again (mutual.c's free_list had callers worth 128% of the run). Without its levels
-    apart it is `derived(name)`'s."""
+    again (mutual.c's free_list had callers worth 128% of the run). A function of one
+    level in a recursion that goes through it merged (gawk's sort_user_func, the comparator
+    its sort calls, which runs r_interpret'2) is read from its calls with the levels apart,
+    where it is in none. Without its levels apart it is `derived(name)`'s."""
     names = [fn for _ob, fn in exact.functions]
     graph = _CallArcs(exact, names)
     first = _FirstLevels.of(exact, graph.event)
@@ -123,6 +125,8 @@ def exact_callgraph(
             docs.append(graph.neighbours(name))
         elif first is not None and graph.ids[name] <= first.levels.keys():
             docs.append(first.neighbours(name, graph))
+        elif first is not None and not first.graph.recursive(name):
+            docs.append(first.graph.neighbours(name))
         else:
             docs.append(derived(name))
     return docs
