@@ -57,6 +57,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "c_replacement": (str, False),
     "c_apply": (str, False),
     "unsaved_leaves": (list, False),
+    "unsaved_under": (list, False),
 }
 PATTERN_FIELDS = (
     "functions",
@@ -67,6 +68,7 @@ PATTERN_FIELDS = (
     "exclude_dsos",
     "source_nodes",
     "unsaved_leaves",
+    "unsaved_under",
 )
 DEFAULT_MIN_SHARE = 0.02
 # where a matching frame must be: anywhere on the stack, or the leaf (the time is its own)
@@ -127,6 +129,8 @@ class Rule:
     # cost classes: the leaves that copy the bytes of a read or write, whose part of the
     # class's time says how large the calls are (and what bigger ones would save)
     unsaved_leaves: tuple[re.Pattern[str], ...] = ()
+    # and the frames under which its time is the data's, not the calls' (a read's disk I/O)
+    unsaved_under: tuple[re.Pattern[str], ...] = ()
 
     def matches(self, function: str, dso: str, file: str = "") -> bool:
         names, dso_names = _names_and_files(function, dso)
@@ -303,6 +307,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         c_replacement=table.get("c_replacement", ""),
         c_apply=table.get("c_apply", ""),
         unsaved_leaves=patterns["unsaved_leaves"],
+        unsaved_under=patterns["unsaved_under"],
     )
 
 
