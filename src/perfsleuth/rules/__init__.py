@@ -45,6 +45,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "min_share": ((int, float), False),
     "preload": (list, False),
     "install": (str, False),
+    "environment": (dict, False),
     "scope": (str, False),
     "source_nodes": (list, False),
     "inside": (list, False),
@@ -104,6 +105,8 @@ class Rule:
     min_share: float = DEFAULT_MIN_SHARE
     preload: tuple[str, ...] = ()
     install: str = ""
+    # a fix made of environment variables alone (GOGC=400): `advise --verify` times it
+    environment: tuple[tuple[str, str], ...] = ()
     origin: str = ""
     scope: str = "stack"
     # patterns the shape of a Python frame's source line must all match
@@ -294,6 +297,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         min_share=float(table.get("min_share", DEFAULT_MIN_SHARE)),
         preload=tuple(table.get("preload", [])),
         install=table.get("install", ""),
+        environment=tuple((str(k), str(v)) for k, v in table.get("environment", {}).items()),
         origin=f"{path}:{start}",
         scope=table.get("scope", SCOPES[0]),
         source_nodes=patterns["source_nodes"],
