@@ -30,6 +30,7 @@ from capstone.x86 import X86_OP_IMM, X86_OP_REG, X86_REG_RSP
 
 from ..binaries import STT_FUNC, Binary, binary_at
 from ..binaries.binary import build_id_of
+from ..binaries.packaged import is_packaged
 from ..model.counts import ExactCounts
 from ..model.findings import Finding
 from ..symbols.demangle import demangle_all
@@ -54,7 +55,6 @@ REGISTERS = {
     **{part: f"r{n}" for n in range(8, 16) for part in (f"r{n}", f"r{n}d", f"r{n}w", f"r{n}b")},
 }
 SCRATCH = 9  # rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11
-SYSTEM_PREFIXES = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
 NOINLINE_MACRO = """#if defined(__GNUC__)
 #  define NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER) && _MSC_VER >= 1310
@@ -129,7 +129,7 @@ def hot_functions(exact: ExactCounts, total: int) -> dict[int, int]:
     out = {}
     for fid, own in enumerate(exact.self_by_id()):
         ob = exact.functions[fid][0]
-        if own >= MIN_SHARE * total and ob.startswith("/") and not ob.startswith(SYSTEM_PREFIXES):
+        if own >= MIN_SHARE * total and ob.startswith("/") and not is_packaged(ob):
             out[fid] = own
     return out
 
