@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 APT_PACKAGES := linux-perf elfutils valgrind bpftrace gdb clang-16 llvm-16 libclang-16-dev \
 	hyperfine time libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4 libconcurrentqueue-dev \
 	python3-venv python3-dev pkg-config chromium libc6-dbg build-essential zlib1g-dev libicu-dev dwarves \
-	xz-utils bzip2 zstd debuginfod percona-toolkit libglib2.0-dev uthash-dev libstb-dev libsparsehash-dev libabsl-dev robin-map-dev libtsl-hopscotch-map-dev libdw-dev \
+	xz-utils bzip2 zstd debuginfod percona-toolkit libglib2.0-dev uthash-dev libstb-dev libsparsehash-dev libabsl-dev robin-map-dev libtsl-hopscotch-map-dev libtsl-ordered-map-dev libdw-dev \
 	openjdk-17-jdk-headless curl
 # Installed only where they remove nothing (Boost 1.81 conflicts with the default Boost 1.74's
 # -dev packages); the examples built on them are built only where their headers are.

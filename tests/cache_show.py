@@ -80,3 +80,20 @@ def inside_heat(layout: dict, field: str) -> dict[str, tuple[int, bool]]:
     """name -> (offset, hot) of the members inside one field of a layout."""
     (found,) = [f for f in layout["fields"] if f["name"] == field]
     return {m["name"]: (m["offset"], m["hot"]) for m in found["inside"]}
+
+
+def a_lookups_pair(layout: dict) -> tuple[dict[str, tuple[int, bool]], bool, float]:
+    """Of a layout of pair<uint64_t, Session> (session64.hh's Session, the pair 72
+    bytes): the value's members' (offset, hot), whether the key is hot, and the lines
+    touched per call. A lookup reads the key, last_seen and hits: bytes 0 to 20, which
+    for pairs at 8-byte steps of a line cross one for two starts in 8 (1.25 lines)."""
+    hot = {f["name"]: f["hot"] for f in layout["fields"]}
+    return inside_heat(layout, "second"), hot["first"], layout["lines_touched_per_call"]
+
+
+# a_lookups_pair() of a layout as it should be: key, last_seen and hits hot, 1.25 lines
+LOOKUPS_PAIR = (
+    {"last_seen": (8, True), "hits": (16, True), "flags": (20, False), "bytes_in": (24, False),
+     "bytes_out": (32, False), "peer": (40, False)},
+    True,
+)  # fmt: skip

@@ -17,6 +17,7 @@ from pathlib import Path
 from . import rank
 from .analyzers import DEEP_BUDGET, DEEP_TUS, AnalyzerOptions, Context, discover
 from .binaries import binary_at
+from .binaries.packaged import is_packaged
 from .collect.run_facts import is_own_command, working_root
 from .collect.sampling_gap import gap_warning
 from .errors import UserError
@@ -29,7 +30,6 @@ from .static_analysis.cpu_limits import cpu_seconds
 from .store.runs import Store
 from .views import documents
 
-SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
 COMPILE_DB = "compile_commands.json"
 VERIFY_AT_MOST = 5
 VERIFIED_CONFIDENCE = 0.95
@@ -133,7 +133,7 @@ def _src_roots(given: list[str], binaries: list[dict], profile: Profile) -> list
     found: dict[str, None] = {}
     for binary in binaries:
         path = binary["path"]
-        if os.path.basename(path) in sampled and not path.startswith(SYSTEM_PREFIXES):
+        if os.path.basename(path) in sampled and not (is_packaged(path) or path[:1] == "["):
             found.update(dict.fromkeys(comp_dirs(path)))
     return [Path(d) for d in found if os.path.isdir(d)]
 

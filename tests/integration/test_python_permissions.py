@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.collect.perf_access import Access
 from perfsleuth.collect.python import ptrace_hint
 from perfsleuth.collect.python_perf import may_sample_own
-from perfsleuth.collect.system_wide import Access
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -22,7 +22,7 @@ from perfsleuth.agent.spool import Spool, SpoolError
 from perfsleuth.agent.symbol_cache import SymbolCache
 from perfsleuth.agent.windows import window_id
 from perfsleuth.binaries import build_id_of
-from perfsleuth.collect.system_wide import CAP_PERFMON, Access, check_access, current_access
+from perfsleuth.collect.perf_access import CAP_PERFMON, Access, check_access, current_access
 from perfsleuth.commands import agent as agent_command
 from perfsleuth.commands.agent import parse_labels
 from perfsleuth.errors import UserError

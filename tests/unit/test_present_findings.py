@@ -102,3 +102,11 @@ def test_a_verdict_of_same_shows_no_gain(tmp_path: Path) -> None:
     hidden = rank.advice("7", [same]).to_json()
     assert hidden["findings"] == [] and hidden["hidden"] == 1
     assert hidden["hidden_findings"][0]["hidden_because"] == rank.HIDDEN_BY_VERDICT
+
+
+def test_a_nameless_function_that_names_its_dso_is_not_placed_in_it_twice() -> None:
+    """A stripped program's hottest frame is `[unknown] in gzip`, in DSO gzip."""
+    nameless = {"function": "[unknown] in gzip", "dso": "gzip", "file": "", "line": 0}
+    assert findings_text.location(nameless) == "[unknown] in gzip"
+    named = {"function": "deflate", "dso": "libz.so.1", "file": "", "line": 0}
+    assert findings_text.location(named) == "deflate in libz.so.1"

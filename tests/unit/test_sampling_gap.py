@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfsleuth.collect.sampling_gap import META_KEY, children_cpu_s, gap_warning
+from perfsleuth.collect.sampling_gap import META_KEY, PER_TASK_REASON, children_cpu_s, gap_warning
 from perfsleuth.model.profile import Frame, ProfileBuilder
 
 
@@ -43,3 +43,9 @@ def test_the_childrens_cpu_time_is_their_user_and_system_time(monkeypatch) -> No
     asked = []
     monkeypatch.setattr(resource, "getrusage", lambda who: asked.append(who) or used)
     assert children_cpu_s() == 1.75 and asked == [resource.RUSAGE_CHILDREN]
+
+
+def test_a_run_sampled_per_task_says_why_it_was() -> None:
+    meta = {META_KEY: 0.75, "freq": 999, PER_TASK_REASON: "no cgroup2 hierarchy is mounted"}
+    said = gap_warning(profile_of(0.03), meta)
+    assert "(sampled per task: no cgroup2 hierarchy is mounted; per CPU" in said

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..collect.system_wide import SystemRecorder, check_access, current_access
+from ..collect.perf_access import check_access, current_access
+from ..collect.system_wide import SystemRecorder
 from ..errors import UserError
 from ..formats.wire import window_pprof
 from .config import AgentConfig

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..binaries import STT_FUNC, binary_at
+from ..binaries.packaged import is_packaged
 from ..model.counts import ExactCounts
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
@@ -83,11 +84,6 @@ MIN_VECTOR_SHARE = 0.1  # of its binary's time
 # gzip and sqlite3 are 10.5% and 9.1% over their whole text, a chain of character
 # tests 21%, a vectorised loop with its scalar tail 11.5%, its constant-length clone 5.8%
 BRANCHY = 0.15
-# A package's files, not the user's to rebuild: /usr/bin/node (nodejs.org's build) was told it is
-# "built without -fprofile-use", its hot code V8's builtins and JIT code GCC never saw.
-SYSTEM_PREFIXES = (
-    "/usr/lib", "/lib", "/usr/libexec", "/usr/share", "/usr/bin", "/bin", "/usr/sbin", "/sbin",
-)  # fmt: skip
 _OPT_FLAG = re.compile(r"(?:^|\s)-O(\S*)")
 
 
@@ -154,7 +150,9 @@ def _binary_path(ctx: Context, dso: str) -> str | None:
     """The user's own binary behind a DSO name (a count run's whole path or a sampled
     run's file name); system libraries are not the user's to rebuild."""
     path = binary_path(dso, ctx.binaries)
-    if path is None or str(path).startswith(SYSTEM_PREFIXES):
+    # A package's files are not the user's to rebuild: /usr/bin/node (nodejs.org's build) was
+    # told it is "built without -fprofile-use", its hot code V8's builtins and JIT code.
+    if path is None or is_packaged(str(path)):
         return None
     return str(path)
 

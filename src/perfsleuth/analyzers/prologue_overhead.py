@@ -30,6 +30,7 @@ from capstone.x86 import X86_OP_IMM, X86_OP_REG, X86_REG_RSP
 
 from ..binaries import STB_LOCAL, STT_FUNC, Binary, binary_at
 from ..binaries.binary import build_id_of
+from ..binaries.packaged import is_packaged
 from ..model.counts import ExactCounts
 from ..model.findings import Finding
 from ..symbols.demangle import demangle_all
@@ -58,7 +59,6 @@ SCRATCH = 9  # rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11
 # path inlined into callers in its file, or left a call
 MAX_INLINED_RATIO = 3.5
 MAX_CALLED_RATIO = 1.2  # gawk is_integer measured 1.154
-SYSTEM_PREFIXES = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/")
 NOINLINE_MACRO = """#if defined(__GNUC__)
 #  define NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER) && _MSC_VER >= 1310
@@ -133,7 +133,7 @@ def hot_functions(exact: ExactCounts, total: int) -> dict[int, int]:
     out = {}
     for fid, own in enumerate(exact.self_by_id()):
         ob = exact.functions[fid][0]
-        if own >= MIN_SHARE * total and ob.startswith("/") and not ob.startswith(SYSTEM_PREFIXES):
+        if own >= MIN_SHARE * total and ob.startswith("/") and not is_packaged(ob):
             out[fid] = own
     return out
 

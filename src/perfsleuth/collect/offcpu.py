@@ -612,7 +612,7 @@ def record_offcpu_with_perf(options: RecordOptions, cmd: list[str], workdir: Pat
     argv += ["-e", "sched:sched_switch"]
     argv += ["--switch-events", "--call-graph", "dwarf", "-p", str(target.pid)]
     try:
-        recorder = perf.attach(argv)
+        recorder = perf.attach(argv, target.pid, workdir)
     except UserError:
         target.abort()
         raise

@@ -11,18 +11,21 @@ signals sent to us reach it (target.Target.wait).
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 from ..formats import perf_data
 from ..model.run import Recording
-from . import callgraph_mode, sampling_gap, target
+from . import callgraph_mode, command_cgroup, sampling_gap, target
 from .options import RecordOptions
 
 # Frame-pointer stacks are cheap; DWARF stacks copy 8 KiB of user stack per
@@ -33,7 +36,9 @@ ATTACH_TIMEOUT_S = 60.0
 # while it records, seen here while other tools' programs came and went; the cost
 # of not following them is that samples inside BPF programs stay unnamed.
 NO_BPF_EVENTS = ("--no-bpf-event",)
-PERF_SETTLE_S = 0.3  # after perf holds its events, for it to enable them
+# Per CPU in the command's cgroup (command_cgroup.py): a software clock, so a sample's
+# weight is the CPU time it stands for, in ns, on every machine.
+PER_CPU_EVENT = "cpu-clock"
 
 
 @dataclass
@@ -47,6 +52,7 @@ class PerfRun:
     freq: int
     call_graph_reason: str = ""
     cpu_s: float | None = None  # the command's CPU time, its waited-for children's too
+    per_cpu_reason: str | None = None  # why not sampled per CPU ("": it was); None: --pid
 
 
 def perf_binary() -> str:
@@ -89,10 +95,13 @@ def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str
     mode = choice.mode
     rate = freq or DEFAULT_FREQ[mode]
     launched = target.Target.launch(cmd)
+    group: command_cgroup.CommandCgroup | str = "not tried"
     try:
-        proc = start_attached(launched.pid, out, rate, mode)
+        group = command_cgroup.create(launched.pid)
+        proc, group = _start_sampling(launched.pid, group, out, rate, mode)
     except BaseException:
         launched.abort()
+        _remove(group)
         raise
     started = time.monotonic()
     cpu_before = sampling_gap.children_cpu_s()
@@ -103,8 +112,31 @@ def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str
         cpu_s = sampling_gap.children_cpu_s() - cpu_before
     finally:
         target.stop(proc)  # SIGINT: perf writes what it has
+        _remove(group)
     elapsed = time.monotonic() - started
-    return PerfRun(out, status, elapsed, mode, rate, choice.reason, cpu_s)
+    run = PerfRun(out, status, elapsed, mode, rate, choice.reason, cpu_s)
+    run.per_cpu_reason = group if isinstance(group, str) else ""
+    return run
+
+
+def _start_sampling(
+    pid: int, group: command_cgroup.CommandCgroup | str, out: Path, rate: int, mode: str
+) -> tuple[subprocess.Popen, command_cgroup.CommandCgroup | str]:
+    """perf sampling PID's cgroup per CPU where there is one, else PID per task; a
+    per-CPU perf that does not start falls back to per task, with the reason."""
+    if isinstance(group, command_cgroup.CommandCgroup):
+        argv = [*_record_argv(out, rate, mode), "-a", "-e", PER_CPU_EVENT, "-G", group.name]
+        try:
+            return attach(argv, pid, out.parent), group
+        except UserError:
+            group.remove()
+            group = f"perf record -a -G {group.name} did not start"
+    return start_attached(pid, out, rate, mode), group
+
+
+def _remove(group: command_cgroup.CommandCgroup | str) -> None:
+    if isinstance(group, command_cgroup.CommandCgroup):
+        group.remove()
 
 
 def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration: float) -> PerfRun:
@@ -112,7 +144,7 @@ def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration
     choice = callgraph_mode.decide(_pid_exe(pid), call_graph)
     mode = choice.mode
     rate = freq or DEFAULT_FREQ[mode]
-    argv = [*_record_argv(out, rate, mode), "-p", str(pid), "--", "sleep", str(duration)]
+    argv = [*_record_argv(out, rate, mode), "-p", str(pid)]
     started = time.monotonic()
     _run_perf(argv, out, pid, duration)
     return PerfRun(out, None, time.monotonic() - started, mode, rate, choice.reason)
@@ -124,38 +156,58 @@ def _record_argv(out: Path, rate: int, mode: str) -> list[str]:
 
 
 def start_attached(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:
-    """`perf record -p PID` sampling at RATE, returned once its events are open."""
-    return attach([*_record_argv(data, rate, mode), "-p", str(pid)])
+    """`perf record -p PID` sampling at RATE, returned once its events are enabled."""
+    return attach([*_record_argv(data, rate, mode), "-p", str(pid)], pid, data.parent)
 
 
-def attach(argv: list[str]) -> subprocess.Popen:
-    """`perf record ... -p PID` (ARGV), returned once its events are open. Its own
-    session: Ctrl-C reaches the target only, and perf is stopped after the target ends."""
-    proc = target.spawn(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+def attach(argv: list[str], pid: int, fifo_dir: Path) -> subprocess.Popen:
+    """`perf record ...` (ARGV) sampling PID (-p PID, or -G with PID in the cgroup),
+    returned once its events are enabled. Its own session: Ctrl-C reaches the target
+    only, and perf is stopped after the target ends."""
+    return start_enabled(argv, pid, fifo_dir, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def start_enabled(
+    argv: list[str], pid: int, fifo_dir: Path, workload: Sequence[str] = (), **spawn: Any
+) -> subprocess.Popen:
+    """`perf record ARGV [-- WORKLOAD]` sampling PID, started with SPAWN's options and
+    returned once its events are enabled (its control fifos in FIFO_DIR)."""
+    ctl, ack = fifo_dir / f"perf-{pid}.ctl", fifo_dir / f"perf-{pid}.ack"
+    for fifo in (ctl, ack):
+        os.mkfifo(fifo)
+    control = ["-D", "-1", "--control", f"fifo:{ctl},{ack}"]
+    proc = target.spawn([*argv, *control, *workload], **spawn)
     try:
-        _wait_for_perf_events(proc, int(argv[argv.index("-p") + 1]))
+        _enable(proc, pid, ctl, ack)
     except BaseException:
         target.stop(proc)
         raise
+    finally:
+        ctl.unlink()
+        ack.unlink()
     return proc
 
 
-def _wait_for_perf_events(proc: subprocess.Popen, pid: int) -> None:
-    """perf -p says nothing when it is ready: wait until it holds perf_event files,
-    plus a moment to enable them, so the target's exec is not missed. A target that
-    ended meanwhile (record --pid of a process that exits as bpftrace starts, in all
-    mode) is said so, not taken for perf's permissions."""
-    deadline = time.monotonic() + ATTACH_TIMEOUT_S
-    fds = Path(f"/proc/{proc.pid}/fd")
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            links = [os.readlink(fd) for fd in fds.iterdir()]
-        except OSError:
-            links = []
-        if any("perf_event" in link for link in links):
-            time.sleep(PERF_SETTLE_S)
-            return
-        time.sleep(0.02)
+def _enable(proc: subprocess.Popen, pid: int, ctl: Path, ack: Path) -> None:
+    """perf starts with its events disabled (-D -1) and enables them when told to on
+    its control fifo, after it has set up (with -a, after reading every process on the
+    host), answering "ack". Waiting for that answer, not for perf to hold its event
+    files plus a moment, is what keeps the target's start: under load the moment was
+    too short for -a, and a short command had no samples at all. A target that ended
+    meanwhile (record --pid of a process that exits as bpftrace starts, in all mode) is
+    said so, not taken for perf's permissions."""
+    # O_RDWR: neither open waits for perf to open its end, and the ack end never hangs up
+    ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR)
+    try:
+        os.write(ctl_fd, b"enable\n")
+        deadline = time.monotonic() + ATTACH_TIMEOUT_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready, _, _ = select.select([ack_fd], [], [], 0.05)
+            if ready and b"ack" in os.read(ack_fd, 64):
+                return
+    finally:
+        os.close(ctl_fd)
+        os.close(ack_fd)
     if not target.running(pid):
         raise UserError(
             f"process {pid} ended before perf could attach to it; nothing was stored: "
@@ -177,8 +229,10 @@ def _pid_exe(pid: int) -> str | None:
 def _run_perf(argv: list[str], out: Path, pid: int, duration: float) -> None:
     """Run perf -p ... -- sleep with the terminal's stdio; Ctrl-C reaches it and we
     keep what was recorded. perf's own messages share stderr with the target's, so
-    perf runs quietly (-q) and only its startup failure is summarised here."""
-    proc = target.spawn(argv)
+    perf runs quietly (-q) and only its startup failure is summarised here. Recording
+    is said to begin once perf's events are on, not when perf starts: a SIGINT 1 s
+    after the word, at load 11, stopped a perf that had not sampled yet."""
+    proc = start_enabled(argv, pid, out.parent, ("--", "sleep", str(duration)))
     target.wait_attached(proc, pid, duration, same_group=True)
     status = proc.wait()
     if status == 255 and (not out.exists() or out.stat().st_size == 0):
@@ -208,6 +262,10 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
     }
     if run.cpu_s is not None:
         meta[sampling_gap.META_KEY] = round(run.cpu_s, 3)
+    if run.per_cpu_reason is not None:
+        meta["sampled"] = "per task" if run.per_cpu_reason else "per CPU"
+        if run.per_cpu_reason:
+            meta[sampling_gap.PER_TASK_REASON] = run.per_cpu_reason
     gap = sampling_gap.gap_warning(profile, meta)
     if gap:
         print(f"perfsleuth: warning: {gap}", file=sys.stderr)

@@ -31,6 +31,7 @@ from ..model.profile import Profile
 from ..model.run import Recording
 from .options import RecordOptions
 from .perf import NO_BPF_EVENTS, attach, perf_binary
+from .perf_access import CAP_PERFMON, CAP_SYS_ADMIN, Access, current_access
 from .python import (
     DEFAULT_DURATION_S,
     DEFAULT_RATE_HZ,
@@ -46,7 +47,6 @@ from .python import (
     start_spy,
     wait_spy,
 )
-from .system_wide import CAP_PERFMON, CAP_SYS_ADMIN, Access, current_access
 from .target import Target, check_pid, spawn, stop
 
 SPY_RATE_HZ = 1000
@@ -109,7 +109,7 @@ def _record_command(
     label = " ".join(cmd[:2])
     target = Target.launch(cmd)
     try:
-        perf = attach([*perf_argv, "-p", str(target.pid)])
+        perf = attach([*perf_argv, "-p", str(target.pid)], target.pid, workdir)
     except BaseException:
         target.abort()
         raise

@@ -6,6 +6,8 @@ process per item (a shell loop, `xargs -n 1`, a build) loses every short child: 
 999 Hz (a 1 ms period, the `--call-graph dwarf` default) 1,000 children of 0.6 ms of
 CPU each gave 17 samples where 4,000 Hz gave 2,365. The kernel's own account of the
 command's CPU time (getrusage of the children we waited for) shows the gap.
+perf.py samples a launched command per CPU in a cgroup of its own where it may
+(command_cgroup.py), which keeps them; this check catches the runs sampled per task.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ COVERED = 0.7  # samples for less than this part of the CPU time: say so
 MIN_CPU_S = 0.2  # below this, the sampling's own noise is as large as a gap
 FREQ_STEP, MAX_SUGGESTED_FREQ = 4, 20000  # perf's default cap is 100,000 Hz
 META_KEY = "cpu_s"  # the command's CPU time (user + system, its children's too)
+PER_TASK_REASON = "sampled_reason"  # why a launched command was sampled per task
 
 
 def children_cpu_s() -> float:
@@ -48,9 +51,11 @@ def gap_warning(profile: Profile, meta: dict) -> str:
         if faster > freq
         else "count them instead (--mode count)"
     )
+    reason = meta.get(PER_TASK_REASON)
+    why = f" (sampled per task: {reason}; per CPU it would keep them)" if reason else ""
     return (
         f"the samples account for {sampled:.2f} s of the {cpu_s:.2f} s of CPU time the command "
         f"and its children used: each process starts a fresh sampling period "
         f"({1000 / freq:.2f} ms at {freq} Hz) and loses the part it does not finish, so "
-        f"short-lived processes are missing from every share; {again}"
+        f"short-lived processes are missing from every share{why}; {again}"
     )

@@ -51,8 +51,6 @@ from .struct_types import STRUCT_TAGS, Struct, strip_qualifiers, struct_of
 
 BACKWARD = 64  # instructions searched back for the loads of a member pointer
 MEMBER_DEPTH = 2  # s->a->b
-MEMBER_NESTING = 4  # members of members (or base classes) a member pointer may sit in: a
-# std::vector member's data pointer is four down (_Vector_base, _M_impl, _Vector_impl_data)
 # DWARF's x86-64 register numbers (DW_OP_reg0 ...), as capstone names them
 DWARF_REGISTERS = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
                    "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15")  # fmt: skip
@@ -475,8 +473,9 @@ def member_pointer(holder: Pointer, offset: int) -> Pointer | None:
     """The pointer-to-struct member of holder's struct at offset, as a Pointer, also
     one inside a member struct or base class (`map->m_ht.m_buckets`: C++ containers
     keep their state in a member, tsl::robin_map in `m_ht`, whose bucket array's
-    pointer sits at 0x20 of the map)."""
-    found = member_at(holder.pointee, offset, MEMBER_NESTING)
+    pointer sits at 0x20 of the map; tsl::ordered_map's values vector's data pointer
+    five members and base classes down, `m_ht.m_values._M_impl._M_start`)."""
+    found = member_at(holder.pointee, offset)
     if found is None:
         return None
     path, member = found
@@ -487,9 +486,11 @@ def member_pointer(holder: Pointer, offset: int) -> Pointer | None:
     return Pointer(f"{holder.name}->{path}", "member", struct, pointee)
 
 
-def member_at(struct: DIE, offset: int, depth: int) -> tuple[str, DIE] | None:
+def member_at(struct: DIE, offset: int) -> tuple[str, DIE] | None:
     """The member that starts at offset of struct, by its path (a base class adds
-    nothing to it), looking into member structs and base classes depth levels down."""
+    nothing to it), looking into member structs and base classes at every level down:
+    a struct holds them by value, so the search ends (a limit of four levels missed
+    tsl::ordered_map's vector of pairs, a fifth inside its `m_ht`)."""
     for member in struct.iter_children():
         if member.tag not in ("DW_TAG_member", "DW_TAG_inheritance"):
             continue
@@ -501,9 +502,9 @@ def member_at(struct: DIE, offset: int, depth: int) -> tuple[str, DIE] | None:
             return name, member
         typed = "DW_AT_type" in member.attributes
         inner = strip_qualifiers(member.get_DIE_from_attribute("DW_AT_type")) if typed else None
-        if depth == 0 or inner is None or inner.tag not in STRUCT_TAGS:
+        if inner is None or inner.tag not in STRUCT_TAGS:
             continue
-        within = member_at(inner, offset - location.value, depth - 1)
+        within = member_at(inner, offset - location.value)
         if within is not None:
             return ".".join(part for part in (name, within[0]) if part), within[1]
     return None

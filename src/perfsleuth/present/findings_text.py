@@ -128,8 +128,8 @@ def location(f: dict[str, Any]) -> str:
         place = f"in {f['dso']}"
     else:
         return name
-    if not name:
-        return place
+    if not name or name.endswith(f" {place}"):  # "[unknown] in gzip" names its DSO itself
+        return name or place
     return f"{name} {place}" if place.startswith("in ") else f"{name} at {place}"
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..binaries.packaged import is_packaged
 from ..errors import UserError
 from .clang_flags import clang_accepted
 
@@ -22,7 +23,6 @@ LIBCLANG_CANDIDATES = (
     "/usr/lib/x86_64-linux-gnu/libclang-16.so.1",
     "/usr/lib/llvm-*/lib/libclang.so.1",
 )
-SYSTEM_PREFIXES = ("/usr/", "/lib", "[")
 PRELUDE_C = ("stddef.h", "stdint.h", "stdbool.h", "string.h", "stdlib.h")
 PRELUDE_CXX = ("cstddef", "cstdint", "cstring", "array", "string", "string_view", "vector")
 # Hot files below this share of the run are not worth a note when their source is missing.
@@ -262,7 +262,7 @@ def hot_units(
         if len(units) >= limit:
             break
         binary = binary_path(dso, binaries)
-        if binary is not None and str(binary).startswith(SYSTEM_PREFIXES):
+        if binary is not None and (is_packaged(str(binary)) or str(binary).startswith("[")):
             continue
         built = compile_unit_for(binary, name) if binary else None
         source_name = built.name if built and Path(name).suffix not in SOURCE_SUFFIXES else name

@@ -12,9 +12,9 @@ import subprocess
 from functools import lru_cache
 
 from ..binaries import elf_info
+from ..binaries.packaged import is_packaged
 from ..model.profile import Frame
 
-SYSTEM_PREFIXES = ("/usr/", "/lib")
 DEBUGINFOD = "set DEBUGINFOD_URLS=https://debuginfod.debian.net"
 _ADDRESS = re.compile(r"^(0x)?[0-9a-f]{6,}$")
 
@@ -32,7 +32,7 @@ def unknown_frames(frames: list[Frame]) -> list[bool]:
 
 def symbols_fix(dso: str, path: str) -> str:
     """'libz3.so.4: apt-get install libz3-4-dbgsym (...) or set DEBUGINFOD_URLS=...'."""
-    if path.startswith(SYSTEM_PREFIXES):
+    if is_packaged(path):
         package = owning_package(path)
         debug = (
             f"apt-get install {package}-dbgsym (from the debian-debug archive)" if package else ""
