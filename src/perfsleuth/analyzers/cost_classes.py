@@ -64,6 +64,8 @@ class ClassCost:
     leaves: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     sites: defaultdict[Frame, float] = field(default_factory=lambda: defaultdict(float))
     covered: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # leaves of the samples its fix leaves as they are (unsaved_leaves, unsaved_under)
+    unsaved: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 @dataclass
@@ -160,6 +162,7 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
     cpu_states = on_cpu_states(profile)
     switch_out = preempted_frames(profile)
     names = DisplayNames(profile.frames)
+    unsaved = _unsaved_frames(profile.frames, classes, names)
     for stack, weight, count, thread, state in profile.rows():
         on_cpu = state in cpu_states and switch_out.isdisjoint(stack)
         matched = {r for fid in stack for r in rule_frames[fid]} if on_cpu else set()
@@ -177,6 +180,8 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
         cost.waiting += 0.0 if on_cpu else weight
         cost.boundary[names[stack[depth]]] += weight
         cost.leaves[names[stack[0]]] += weight
+        if c in unsaved and _is_unsaved(stack, depth, *unsaved[c]):
+            cost.unsaved[names[stack[0]]] += weight
         site = _caller(profile, stack[depth + 1 :], frame_class, prefer_python)
         if site is not None:
             cost.sites[site] += weight
@@ -184,6 +189,26 @@ def attribute(profile: Profile, classes: Sequence[Rule], rules: Sequence[Rule]) 
             cost.covered[r] += weight
     processes = {profile.threads[t].pid for t in threads}  # 0, unknown: counted once
     return Attribution(costs, dict(rule_weight), len(threads) or 1, len(processes) or 1)
+
+
+def _unsaved_frames(
+    frames: Sequence[Frame], classes: Sequence[Rule], names: DisplayNames
+) -> dict[int, tuple[list[bool], list[bool]]]:
+    """class index -> (per frame id: a leaf its fix leaves as it is, a frame under which
+    it leaves the time as it is), for the classes that name them."""
+    out = {}
+    shown = [names[fid] for fid in range(len(frames))]
+    for c, cls in enumerate(classes):
+        if cls.unsaved_leaves or cls.unsaved_under:
+            out[c] = (
+                [any(p.match(n) for p in cls.unsaved_leaves) for n in shown],
+                [any(p.match(n) for p in cls.unsaved_under) for n in shown],
+            )
+    return out
+
+
+def _is_unsaved(stack: tuple[int, ...], depth: int, leaf: list[bool], under: list[bool]) -> bool:
+    return leaf[stack[0]] or any(under[fid] for fid in stack[1:depth])
 
 
 def _covering(
@@ -322,7 +347,7 @@ def _finding(
             "the time off it is taken to be waiting in these calls (`--mode all` measures it)"
         )
     low, high = cls.saving_range
-    unsaved_leaves = _copying_leaves(cls, cost)
+    unsaved_leaves = cost.unsaved
     copying = sum(unsaved_leaves.values())
     unsaved = share * (1.0 - _saved_part(copying / cost.weight)) if copying else 0.0
     saved = share - unsaved  # what the fix can save of the share
@@ -330,8 +355,8 @@ def _finding(
     if unsaved_leaves:
         named = ", ".join(name for name, _w in heaviest(unsaved_leaves, 2))
         evidence.append(
-            f"{100 * copying / cost.weight:.0f}% of its time is in {named}, copying the bytes: "
-            + _copying_says(unsaved, share)
+            f"{100 * copying / cost.weight:.0f}% of its time is in {named}, moving the bytes "
+            "(a copy, the disk): " + _copying_says(unsaved, share)
         )
     return Finding(
         rule=f"class.{cls.id}",
@@ -384,13 +409,6 @@ def _saved_part(copying: float) -> float:
     In between, linearly: the calls of about 2 KiB where a copy takes as long as the
     system call (SMALL_COPY .. LARGE_COPY)."""
     return min(1.0, max(0.0, (LARGE_COPY - copying) / (LARGE_COPY - SMALL_COPY)))
-
-
-def _copying_leaves(cls: Rule, cost: ClassCost) -> dict[str, float]:
-    """The class's leaves its fix leaves as they are (unsaved_leaves), with their weight."""
-    return {
-        name: w for name, w in cost.leaves.items() if any(p.match(name) for p in cls.unsaved_leaves)
-    }
 
 
 def _evidence(

@@ -346,6 +346,12 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
         finding.details["native_frames_only"] = True
     if rule.preload:
         _add_preload_fix(finding, rule, ctx)
+    if rule.environment:
+        settings = " ".join(f"{k}={v}" for k, v in rule.environment)
+        finding.fix = {
+            "env": dict(rule.environment),
+            "command": f"{settings} {ctx.run.command or 'CMD'}",
+        }
     return finding
 
 

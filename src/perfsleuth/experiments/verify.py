@@ -11,7 +11,8 @@ analyzers never see the store). The verifiers (VERIFIERS):
   aliasing-write recompile a scratch copy of the unit with the fix, with the user's
                  compiler (aliasing.py); with the build command, also build the
                  changed program and run both (A/B);
-  python-json    run the recorded Python command with json backed by orjson (python_shim.py).
+  python-json    run the recorded Python command with json backed by orjson (python_shim.py);
+  runtime-tuning run the recorded command with the fix's environment variables (A/B).
 
 The measured ones need the recorded command (empty: not verified) and read
 the context's options (AnalyzerOptions): verify_runs, verify_warmup, and build, the shell
@@ -190,6 +191,15 @@ def named_allocator(fix_command: str) -> str | None:
     return None
 
 
+def _environment_sides(finding: Finding, trial: Trial) -> list[Side] | None:
+    env = {str(k): str(v) for k, v in finding.fix.get("env", {}).items()}
+    if not env:
+        raise UserError("the finding names no environment variables to try")
+    name = " ".join(f"{k}={v}" for k, v in env.items())
+    cwd = _cwd(trial.ctx)
+    return [Side("baseline", trial.command, cwd=cwd), Side(name, trial.command, env, cwd)]
+
+
 def _build_sides(finding: Finding, trial: Trial) -> list[Side] | None:
     build_command = trial.ctx.options.build
     if not build_command:
@@ -235,4 +245,5 @@ VERIFIERS: dict[str, Verifier] = {
     "build-flags": _measured(_build_sides),
     "aliasing-write": _recompiled,
     "python-json": _orjson,
+    "runtime-tuning": _measured(_environment_sides),
 }

@@ -9,6 +9,7 @@ from typing import Any
 KINDS = (
     "allocator",
     "library-replacement",
+    "runtime-tuning",
     "build-flags",
     "hot-library",
     "missing-symbols",

@@ -45,6 +45,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "min_share": ((int, float), False),
     "preload": (list, False),
     "install": (str, False),
+    "environment": (dict, False),
     "scope": (str, False),
     "source_nodes": (list, False),
     "inside": (list, False),
@@ -57,6 +58,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "c_replacement": (str, False),
     "c_apply": (str, False),
     "unsaved_leaves": (list, False),
+    "unsaved_under": (list, False),
 }
 PATTERN_FIELDS = (
     "functions",
@@ -67,6 +69,7 @@ PATTERN_FIELDS = (
     "exclude_dsos",
     "source_nodes",
     "unsaved_leaves",
+    "unsaved_under",
 )
 DEFAULT_MIN_SHARE = 0.02
 # where a matching frame must be: anywhere on the stack, or the leaf (the time is its own)
@@ -102,6 +105,8 @@ class Rule:
     min_share: float = DEFAULT_MIN_SHARE
     preload: tuple[str, ...] = ()
     install: str = ""
+    # a fix made of environment variables alone (GOGC=400): `advise --verify` times it
+    environment: tuple[tuple[str, str], ...] = ()
     origin: str = ""
     scope: str = "stack"
     # patterns the shape of a Python frame's source line must all match
@@ -127,6 +132,8 @@ class Rule:
     # cost classes: the leaves that copy the bytes of a read or write, whose part of the
     # class's time says how large the calls are (and what bigger ones would save)
     unsaved_leaves: tuple[re.Pattern[str], ...] = ()
+    # and the frames under which its time is the data's, not the calls' (a read's disk I/O)
+    unsaved_under: tuple[re.Pattern[str], ...] = ()
 
     def matches(self, function: str, dso: str, file: str = "") -> bool:
         names, dso_names = _names_and_files(function, dso)
@@ -290,6 +297,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         min_share=float(table.get("min_share", DEFAULT_MIN_SHARE)),
         preload=tuple(table.get("preload", [])),
         install=table.get("install", ""),
+        environment=tuple((str(k), str(v)) for k, v in table.get("environment", {}).items()),
         origin=f"{path}:{start}",
         scope=table.get("scope", SCOPES[0]),
         source_nodes=patterns["source_nodes"],
@@ -303,6 +311,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         c_replacement=table.get("c_replacement", ""),
         c_apply=table.get("c_apply", ""),
         unsaved_leaves=patterns["unsaved_leaves"],
+        unsaved_under=patterns["unsaved_under"],
     )
 
 
