@@ -50,6 +50,11 @@ def test_short_processes_are_sampled_per_cpu_at_the_default_rate(tmp_path, spawn
     profile = _latest(store)
     assert profile.meta["sampled"] == "per CPU" and "sampled_reason" not in profile.meta
     assert len({t.pid for t in profile.threads}) >= 100
+    # perf -a maps every process of the host (perfsleuth's own Python among them): the
+    # run keeps the files its samples are in
+    paths = [d["path"] for d in profile.dsos]
+    assert str(spawn_per_item) in paths, paths
+    assert not [p for p in paths if "python3" in p or "perfsleuth_native" in p], paths
 
 
 def test_the_cgroup_is_removed_and_a_process_left_behind_is_handed_back(tmp_path):

@@ -144,7 +144,7 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     builder = ProfileBuilder(unit=reading.event["unit"], meta=reading.meta(p))
     placed = reading.add_samples(builder, chains)
     profile = builder.build()
-    profile.dsos = [{"path": d["path"], "build_id": d["build_id"]} for d in reading.dsos]
+    profile.dsos = reading.sampled_dsos()
     profile.timeline = reading.timeline(placed) or None
     profile.leaf_costs = reading.leaf_costs(chains) or None
     return profile
@@ -160,6 +160,7 @@ class _NativeReading:
         self.frames = data["frames"]
         self.files: dict[tuple[str, str], DsoFile] = {}
         self.per_event: dict[int, int] = {}
+        self._frame_samples: dict[int, int] | None = None
         for ev, count in zip(self.rows["event"], self.rows["count"], strict=True):
             self.per_event[ev] = self.per_event.get(ev, 0) + count
         self.event_index = (
@@ -170,9 +171,24 @@ class _NativeReading:
     def event(self) -> dict[str, Any]:
         return self.data["events"][self.event_index]
 
+    def sampled_dsos(self) -> list[dict[str, str]]:
+        """The DSOs this event's sampled stacks are in. A recording of every CPU (`-a`,
+        limited to the command's cgroup) maps every process of the host: another venv's
+        python3.11 and perfsleuth_native were listed as the run's, where a lookup by file
+        name could take them for the program's own."""
+        f_dso = self.frames["dso"]
+        used = {f_dso[fid] for fid in self.frame_samples()}
+        return [
+            {"path": d["path"], "build_id": d["build_id"]}
+            for index, d in enumerate(self.dsos)
+            if index in used
+        ]
+
     def frame_samples(self) -> dict[int, int]:
         """The frames of the stacks this event's samples have, each with how many
-        samples hold it."""
+        samples hold it (counted once: symbolize and sampled_dsos both ask)."""
+        if self._frame_samples is not None:
+            return self._frame_samples
         samples: dict[int, int] = {}
         stacks = self.data["stacks"]
         rows = zip(self.rows["stack"], self.rows["event"], self.rows["count"], strict=True)
@@ -180,6 +196,7 @@ class _NativeReading:
             if ev == self.event_index:
                 for fid in set(stacks[sid]):
                     samples[fid] = samples.get(fid, 0) + count
+        self._frame_samples = samples
         return samples
 
     def symbolizable(self, dso: int) -> bool:
