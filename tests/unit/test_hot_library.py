@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from perfsleuth import rank
 from perfsleuth.analyzers import Context, hot_library, missing_symbols
-from perfsleuth.model.profile import Frame, ProfileBuilder
+from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 
 START = Frame("_start", "k2")
@@ -85,3 +85,27 @@ def test_a_library_partly_without_names_says_how_much_is_named() -> None:
     samples = [([SOLVE, MAIN, START], 30), ([nameless, MAIN, START], 10), ([MAIN, START], 60)]
     (found,) = hot_library.analyze(context(samples))
     assert "(function names for 75% of it)" in found.title, found.title
+
+
+def test_a_packaged_programs_own_libraries_are_not_its_users_dependencies() -> None:
+    """clang++-16 compiling: 59% in libclang-cpp and 22% in libLLVM, both Debian's, were
+    'the next lever: a PGO+LTO build of libclang-cpp' for someone compiling their code. The
+    same library under the user's own program is a dependency they chose."""
+    parse = Frame("[unknown]", "libclang-cpp.so.16")
+    binaries = [
+        {"path": "/usr/lib/llvm-16/bin/clang"},
+        {"path": "/usr/lib/llvm-16/lib/libclang-cpp.so.16"},
+        {"path": "/home/me/tool/indexer"},
+    ]
+
+    def analyzed(program: str) -> list:
+        builder = ProfileBuilder()
+        thread = Thread(tid=7, pid=7, name=program)
+        builder.add([parse, Frame("main", program)], 60, thread=thread)
+        builder.add([Frame("main", program)], 40, thread=thread)
+        ctx = Context(builder.build(), RunInfo(command=program), binaries=binaries)
+        return hot_library.analyze(ctx)
+
+    assert analyzed("clang") == []
+    (found,) = analyzed("indexer")
+    assert found.dso == "libclang-cpp.so.16"

@@ -11,17 +11,21 @@ its code: a build of it with PGO and LTO, tried with `perfsleuth try build
 names it hides out of its "the ranking is blind" share.
 
 Runtime libraries that other rules cover (libc's allocator and string functions,
-libstdc++'s containers, compression libraries named by their DSO) are left to them.
+libstdc++'s containers, compression libraries named by their DSO) are left to them, and
+so are a packaged program's own packaged libraries: `clang++-16` spends its time in
+libclang-cpp and libLLVM, which are clang, not a dependency its user chose or builds.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..binaries.packaged import is_packaged
 from ..model.findings import Finding
 from ..model.profile import Frame, Profile
 from ..rules import Rule, load_rules
@@ -43,6 +47,7 @@ SAVING_SOURCE = (
 CONFIDENCE = 0.5
 ENTRY_POINTS = 3
 SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
+COMM_LENGTH = 15  # a thread's name: the first 15 bytes of its program's file name
 # The C and C++ runtimes and the loader: their hot spots have rules of their own.
 RUNTIMES = re.compile(
     r"^(libc|libm|libmvec|libstdc\+\+|libc\+\+|libc\+\+abi|libgcc_s|libpthread|libdl|librt"
@@ -56,6 +61,7 @@ class HotLibrary:
     weight: float  # self time in the library
     nameless: float  # the part of it in frames without a function name
     entries: dict[str, float]  # its named functions the program entered it through -> time
+    threads: frozenset[int] = frozenset()  # the profile's threads with time in it
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -64,10 +70,34 @@ def analyze(ctx: Context) -> list[Finding]:
         return []
     paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
     rules = ctx.options.rules or load_rules()
+    packaged_threads = _threads_of_packaged_programs(ctx)
     return [
         _finding(lib, total, paths.get(lib.dso, ""), ctx.run.command or "CMD")
         for lib in hot_libraries(ctx.profile, rules)
+        if not (
+            is_packaged(paths.get(lib.dso) or lib.dso)
+            and lib.threads
+            and lib.threads <= packaged_threads
+        )
     ]
+
+
+def _threads_of_packaged_programs(ctx: Context) -> set[int]:
+    """The profile's threads whose program is a package's file: found by the thread's
+    name among the run's binaries, else on PATH (`clang++-16` runs /usr/lib/llvm-16/bin/
+    clang; the name is the one it was started by)."""
+    programs: dict[str, str] = {}
+    for binary in ctx.binaries:
+        path = binary.get("path", "")
+        if path.startswith("/") and not SHARED_OBJECT.search(path):
+            programs.setdefault(os.path.basename(path)[:COMM_LENGTH], path)
+    found = set()
+    for index, thread in enumerate(ctx.profile.threads):
+        name = thread.name[:COMM_LENGTH]
+        path = programs.get(name) or (shutil.which(name) if name else None)
+        if path and is_packaged(path):
+            found.add(index)
+    return found
 
 
 def hot_libraries(profile: Profile, rules: Sequence[Rule]) -> list[HotLibrary]:
@@ -76,21 +106,23 @@ def hot_libraries(profile: Profile, rules: Sequence[Rule]) -> list[HotLibrary]:
     weight: dict[str, float] = defaultdict(float)
     nameless: dict[str, float] = defaultdict(float)
     entries: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    threads: dict[str, set[int]] = defaultdict(set)
     frames = profile.frames
     unknown = unknown_frames(frames)
-    for stack, w, _count, _thread, _state in profile.rows():
+    for stack, w, _count, thread, _state in profile.rows():
         leaf_id = next((f for f in stack if not frames[f].inlined), None)
         if leaf_id is None or frames[leaf_id].kernel:
             continue
         dso = frames[leaf_id].dso
         weight[dso] += w
+        threads[dso].add(thread)
         if unknown[leaf_id]:
             nameless[dso] += w
         entry = _entry(frames, unknown, stack, dso)
         if entry:
             entries[dso][entry] += w
     found = [
-        HotLibrary(dso, w, nameless[dso], dict(entries[dso]))
+        HotLibrary(dso, w, nameless[dso], dict(entries[dso]), frozenset(threads[dso]))
         for dso, w in weight.items()
         if w / profile.total >= MIN_SHARE and _is_dependency(dso, rules)
     ]
