@@ -52,7 +52,7 @@ class PerfRun:
     freq: int
     call_graph_reason: str = ""
     cpu_s: float | None = None  # the command's CPU time, its waited-for children's too
-    per_cpu_reason: str | None = None  # why not sampled per CPU ("": it was); None: --pid
+    per_task_reason: str | None = None  # why sampled per task ("": per CPU); None: --pid
 
 
 def perf_binary() -> str:
@@ -114,9 +114,8 @@ def _record_command(cmd: list[str], out: Path, freq: int | None, call_graph: str
         target.stop(proc)  # SIGINT: perf writes what it has
         _remove(group)
     elapsed = time.monotonic() - started
-    run = PerfRun(out, status, elapsed, mode, rate, choice.reason, cpu_s)
-    run.per_cpu_reason = group if isinstance(group, str) else ""
-    return run
+    per_task_reason = group if isinstance(group, str) else ""
+    return PerfRun(out, status, elapsed, mode, rate, choice.reason, cpu_s, per_task_reason)
 
 
 def _start_sampling(
@@ -262,10 +261,10 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
     }
     if run.cpu_s is not None:
         meta[sampling_gap.META_KEY] = round(run.cpu_s, 3)
-    if run.per_cpu_reason is not None:
-        meta["sampled"] = "per task" if run.per_cpu_reason else "per CPU"
-        if run.per_cpu_reason:
-            meta[sampling_gap.PER_TASK_REASON] = run.per_cpu_reason
+    if run.per_task_reason is not None:
+        meta["sampled"] = "per task" if run.per_task_reason else "per CPU"
+        if run.per_task_reason:
+            meta[sampling_gap.PER_TASK_REASON] = run.per_task_reason
     gap = sampling_gap.gap_warning(profile, meta)
     if gap:
         print(f"perfsleuth: warning: {gap}", file=sys.stderr)
