@@ -29,7 +29,10 @@ measured latency.
    tsl::hopscotch_map of 80-byte buckets, at most 0.9 full: `--programs hopscotch`),
    and find_session for examples/bin/dense_lookup (an ankerl::unordered_dense::map,
    8-byte buckets indexing a dense array of 72-byte pairs: `--programs dense`, built
-   where its header is, bench/out/vendor/ankerl/ by default: examples/Makefile);
+   where its header is, bench/out/vendor/ankerl/ by default: examples/Makefile; the
+   dense lookup's sweep prints the buckets a lookup reads, the work column), and
+   find_session for examples/bin/ordered_lookup (a tsl::ordered_map of the same shape,
+   its pairs in a std::vector, Debian's libtsl-ordered-map-dev: `--programs ordered`);
    the fitted working set gives
    the n at which the lines overflow each cache level (sysfs sizes; the LLC's
    effective size) and the pages overflow the TLB's reach (both measured once per
@@ -113,13 +116,15 @@ BINARIES = {"conntable": ROOT / "examples/bin/conntable",
             "robinmap": ROOT / "examples/bin/robinmap_lookup",
             "boostflat": ROOT / "examples/bin/boostflat_lookup",
             "hopscotch": ROOT / "examples/bin/hopscotch_lookup",
-            "dense": ROOT / "examples/bin/dense_lookup"}  # fmt: skip
+            "dense": ROOT / "examples/bin/dense_lookup",
+            "ordered": ROOT / "examples/bin/ordered_lookup"}  # fmt: skip
 # the traced function, handle_packet otherwise
 FUNCTIONS = {"uthash": "find_entry", "ghash": "find_value", "stbds": "find_item",
              "verstable": "find_record", "sparsehash": "find_record",
              "abseil": "find_session", "unordered_map": "lookup_session",
              "robinmap": "find_session", "boostflat": "find_session",
-             "hopscotch": "find_session", "dense": "find_session"}  # fmt: skip
+             "hopscotch": "find_session", "dense": "find_session",
+             "ordered": "find_session"}  # fmt: skip
 # Runs on both sides of a hash table's doublings and several inside one phase, so
 # that pages that grow by doubling show their steps (doubling.py); the scale before,
 # whose three runs each sit just after a doubling, is projected beside it

@@ -58,21 +58,24 @@ static uint64_t lookups_round(void *map, size_t ops) {
     return lookups<Map, Find>((Map *)map, sweep_n, ops);
 }
 
-template <class Map, auto Find, auto Fill>
+template <class Map, auto Find, auto Fill, auto Work>
 static double latency_ns(size_t n) {
     Map *map = Fill(n);
     lookups<Map, Find>(map, n, n < 1000000 ? 2 * n : n);
     sweep_n = n;
+    if constexpr (Work != nullptr)
+        sweep_work = Work(map);
     double best = fastest_round(lookups_round<Map, Find>, map);
     delete map;
     return best;
 }
 
-/* main(): the sweep, or N [OPS] entries and lookups, said with the map's buckets. */
-template <class Map, auto Find, auto Fill>
+/* main(): the sweep, or N [OPS] entries and lookups, said with the map's buckets. WORK,
+ * when given, is the buckets a lookup reads on average (the sweep's third column). */
+template <class Map, auto Find, auto Fill, auto Work = nullptr>
 static int map_main(int argc, char **argv) {
     if (latency_sweep(argc, argv, "pair", sizeof(typename Map::value_type), "lookup",
-                      latency_ns<Map, Find, Fill>))
+                      latency_ns<Map, Find, Fill, Work>))
         return 0;
     size_t ops;
     size_t n = plain_run(argc, argv, "entries", &ops);
