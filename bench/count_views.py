@@ -2,7 +2,8 @@
 """Benchmark: views of exact counts — perfsleuth top/annotate/diff vs cg_annotate/cg_diff.
 
     .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|
-                                          expat|pcre2|jq|bzip2|mawk|xmllint|tcc|bc|m4]
+                                          expat|pcre2|jq|bzip2|mawk|xmllint|tcc|bc|m4|
+                                          gawk]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -66,6 +67,10 @@ N and N+1) and two cachegrind runs of the same commands in the same environment:
   of a recursive fib macro, translit, patsubst (gnulib's regex) and format over 3,000
   rows, read N times (~370 M instructions a read; it expands macro arguments as it
   collects them, expand_token'2); `annotate` lists expand_token.
+* gawk: GNU awk 5.2.1 from Debian's gawk source and patches (its configure, gcc -O2 -g)
+  counting the words of its own ChangeLogs and NEWS (0.9 MB of text) read N times, and
+  listing the commonest through a user-defined PROCINFO["sorted_in"] comparison, which
+  the sort calls back into the interpreter (r_interpret'2); `annotate` lists r_interpret.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -814,6 +819,41 @@ def m4(out: Path) -> None:
     (out / "work.m4").write_text(M4_SCRIPT)
 
 
+GAWK_SCRIPT = """\
+function by_count(i1, v1, i2, v2) {
+    if (v1 != v2) return v2 - v1
+    return i1 < i2 ? -1 : i1 > i2
+}
+{
+    line = tolower($0)
+    gsub(/[^a-z0-9_]+/, " ", line)
+    n = split(line, w, " ")
+    for (i = 1; i <= n; i++) { freq[w[i]]++; total++ }
+    if ($0 ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]/) months[substr($0, 1, 7)]++
+}
+END {
+    PROCINFO["sorted_in"] = "by_count"
+    k = 0
+    for (x in freq) if (++k <= 20) printf "%-20s %6d %5.2f%%\\n", x, freq[x], 100 * freq[x] / total
+    for (m in months) out = out m ":" months[m] " "
+    print length(freq), total, length(out)
+}
+"""
+
+
+def gawk(out: Path) -> None:
+    """GNU awk 5.2.1 from Debian's gawk source and patches (its configure, gcc -O2 -g), and
+    its ChangeLogs and NEWS as the text it counts."""
+    src = patched_source("gawk", out, "xz")
+    sh(
+        f"./configure -q CC=gcc CFLAGS='-O2 -g' --disable-nls >/dev/null "
+        f"&& make -s -C support >/dev/null && make -s gawk >/dev/null && cp gawk {out}/gawk "
+        f"&& cat ChangeLog ChangeLog.0 ChangeLog.1 NEWS NEWS.0 NEWS.1 > {out}/corpus.txt",
+        src,
+    )
+    (out / "work.awk").write_text(GAWK_SCRIPT)
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -862,6 +902,9 @@ PROGRAMS = {
     ),
     "bc": Program(bc, "bc", "_bc_rec_mul", lambda n: "./bc -lq" + " work.bc" * n),
     "m4": Program(m4, "m4", "expand_token", lambda n: "./m4" + " work.m4" * n),
+    "gawk": Program(
+        gawk, "gawk", "r_interpret", lambda n: "./gawk -f work.awk" + " corpus.txt" * n
+    ),
 }
 
 

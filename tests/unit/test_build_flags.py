@@ -10,6 +10,7 @@ import pytest
 from perfsleuth.analyzers.build_flags import (
     compile_units,
     cross_unit_calls,
+    entry_addresses,
     hot_code_shape,
     hottest_first,
     into,
@@ -72,6 +73,26 @@ def test_the_hint_is_placed_in_the_unit_with_the_most_time(tmp_path: Path) -> No
     assert units[0].path.endswith("aaa_tables.c")
     ordered = hottest_first(str(exe), units, {"twice": 9.0, "main": 1.0})
     assert [Path(u.path).name for u in ordered][:2] == ["util.c", "main.c"]
+
+
+def test_two_functions_of_one_name_are_placed_by_the_count_runs_addresses(tmp_path: Path) -> None:
+    """tests/fixtures/statics: hot.c's and cold.c's static `twin`, a count run's
+    `twin (hot.c)` and `twin (cold.c)`. Looked up by name, neither was found (the time of
+    m4's `peek_token (input.c)` was in no unit), and `twin` alone was the last symbol of
+    the name; the run's own addresses place each in its unit."""
+    from test_callgrind import statics_run
+
+    from perfsleuth.formats import callgrind
+
+    binary, out = statics_run(tmp_path, "callgrind.out.statics")
+    counts = callgrind.exact_counts(callgrind.apart(out, callgrind.parse(out)))
+    entries = entry_addresses(counts, str(binary))
+    units = compile_units(str(binary))
+    assert [Path(u.path).name for u in units] == ["main.c", "hot.c", "cold.c"]
+    ordered = hottest_first(str(binary), units, {"twin (cold.c)": 9.0, "main": 1.0}, entries)
+    assert [Path(u.path).name for u in ordered][:2] == ["cold.c", "main.c"]
+    ordered = hottest_first(str(binary), units, {"twin (hot.c)": 9.0, "main": 1.0}, entries)
+    assert Path(ordered[0].path).name == "hot.c"
 
 
 VECTORS = """

@@ -119,9 +119,10 @@ def analyze(ctx: Context) -> list[Finding]:
             cross_share = min(weight, _with_callers(crossing, function_weight[dso])) / total
             small = frequent(into(every_call, inlinable_functions(path)), calls)
             shares = (cross_share, min(cross_share, sum(small.values()) / total))
-            hot = hot_code_shape(path, function_weight[dso])
+            entries = entry_addresses(ctx.counts, dso)
+            hot = hot_code_shape(path, function_weight[dso], entries)
             hint = _missing_options_hint(
-                dso, path, hottest_first(path, units, function_weight[dso]),
+                dso, path, hottest_first(path, units, function_weight[dso], entries),
                 (weight / total, hot), crossing, shares, total,
             )  # fmt: skip
             if hint is not None:
@@ -307,6 +308,18 @@ def function_code(path: str, identifier: str) -> bytes | None:
     return None
 
 
+def function_code_at(path: str, address: int) -> bytes | None:
+    """The machine code of the function symbol holding `address` in an x86-64 ELF."""
+    binary = binary_at(path)
+    if binary is None or not binary.is_x86_64:
+        return None
+    table = ".symtab" if binary.section(".symtab") else ".dynsym"
+    for sym in binary.symbols(table, frozenset({STT_FUNC})):
+        if sym.size and sym.value <= address < sym.value + sym.size:
+            return binary.code(sym.value, sym.size)
+    return None
+
+
 def cross_unit_calls(profile: Profile, dso: str, unit_paths: set[str]) -> Weights:
     """The callee's own time under each hot call from one compile unit of DSO into
     another that was not inlined ("caller (a.c) -> callee (b.c)"): the samples whose
@@ -454,13 +467,34 @@ def has_lto_symbols(path: str) -> bool:
     return any(LTO_SYMBOL.search(s.name) for s in binary.symbols(table, frozenset({STT_FUNC})))
 
 
-def hot_code_shape(path: str, hot: Weights) -> CodeShape:
+def entry_addresses(counts: ExactCounts | None, dso: str) -> dict[str, int]:
+    """A count run's functions of DSO -> the address of their lowest counted instruction
+    (their entry, as a rule): two functions of one name (m4's `peek_token (input.c)` and
+    `peek_token (regcomp.c)`, gawk's copies of awk.h's statics) are told apart by it, where
+    their name finds the first symbol of it, or none."""
+    if counts is None:
+        return {}
+    lowest: dict[int, int] = {}
+    for fid, address in zip(counts.cells.column("fn"), counts.cells.column("address"), strict=True):
+        if address and address < lowest.get(fid, address + 1):
+            lowest[fid] = address
+    return {
+        fn: lowest[fid]
+        for fid, (ob, fn) in enumerate(counts.functions)
+        if ob == dso and fid in lowest
+    }
+
+
+def hot_code_shape(path: str, hot: Weights, entries: dict[str, int] | None = None) -> CodeShape:
     """The shape of the machine code of the DSO's hottest functions (by self time); the
-    packed SIMD of those that are vector code (`vector_code`) only."""
+    packed SIMD of those that are vector code (`vector_code`) only. `entries`: a count
+    run's entry addresses (entry_addresses)."""
     shape = CodeShape()
     total = sum(hot.values())
+    entries = entries or {}
     for name, weight in heaviest(hot, MACHINE_CODE_FUNCTIONS):
-        code = function_code(path, _identifier(name))
+        at = entries.get(name)
+        code = function_code_at(path, at) if at else function_code(path, _identifier(name))
         if code:
             found = shape_of(code)
             if not vector_code(found, weight / total if total else 0.0):
@@ -484,17 +518,22 @@ def vector_code(shape: CodeShape, share: float) -> bool:
 
 
 def hottest_first(
-    path: str, units: tuple[CompileUnit, ...], function_weight: Weights
+    path: str,
+    units: tuple[CompileUnit, ...],
+    function_weight: Weights,
+    entries: dict[str, int] | None = None,
 ) -> tuple[CompileUnit, ...]:
     """The units, the one whose functions' own time is the most first (by the DWARF
     address ranges of their symbols): the hint's place and the producer it shows.
     brotli's said constants.c (the first unit, tables only) of a run 83% in
-    backward_references.c's CreateBackwardReferencesNH6."""
+    backward_references.c's CreateBackwardReferencesNH6. `entries`: a count run's entry
+    addresses (entry_addresses), which tell two functions of one name apart."""
     binary = binary_at(path)
     if binary is None:
         return units
     table = ".symtab" if binary.section(".symtab") else ".dynsym"
     addresses = {s.name: s.value for s in binary.symbols(table, frozenset({STT_FUNC})) if s.defined}
+    addresses.update(entries or {})
     per_unit: Weights = defaultdict(float)
     for function, weight in function_weight.items():
         unit = binary.unit_at(addresses[function]) if function in addresses else None

@@ -12,7 +12,7 @@ from .binary import DWARF_ERRORS, Binary, binary_at, build_id_of, elf_info
 from .compile_units import CompileUnit
 from .elf import ET_REL, PF_X, PT_LOAD, ElfInfo, Section, Segment
 from .locate import DEBUG_DIRS, build_id_paths, debug_file_paths, find_dso
-from .symbol_table import STT_FUNC, STT_GNU_IFUNC, Symbol
+from .symbol_table import STB_LOCAL, STT_FUNC, STT_GNU_IFUNC, Symbol
 
 __all__ = [
     "DEBUG_DIRS",
@@ -20,6 +20,7 @@ __all__ = [
     "ET_REL",
     "PF_X",
     "PT_LOAD",
+    "STB_LOCAL",
     "STT_FUNC",
     "STT_GNU_IFUNC",
     "Binary",
