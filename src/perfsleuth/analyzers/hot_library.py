@@ -91,13 +91,10 @@ def _threads_of_packaged_programs(ctx: Context) -> set[int]:
         path = binary.get("path", "")
         if path.startswith("/") and not SHARED_OBJECT.search(path):
             programs.setdefault(os.path.basename(path)[:COMM_LENGTH], path)
-    found = set()
-    for index, thread in enumerate(ctx.profile.threads):
-        name = thread.name[:COMM_LENGTH]
-        path = programs.get(name) or (shutil.which(name) if name else None)
-        if path and is_packaged(path):
-            found.add(index)
-    return found
+    threads = ctx.profile.threads
+    names = {thread.name[:COMM_LENGTH] for thread in threads} - {""}  # each looked up once
+    packaged = {n for n in names if is_packaged(programs.get(n) or shutil.which(n) or "")}
+    return {index for index, thread in enumerate(threads) if thread.name[:COMM_LENGTH] in packaged}
 
 
 def hot_libraries(profile: Profile, rules: Sequence[Rule]) -> list[HotLibrary]:
