@@ -42,6 +42,7 @@ from .library_match import (
     preempted_frames,
     user_call_site,
 )
+from .packaged_programs import note_packaged_code, packaged_run
 
 SMALL_COPY, LARGE_COPY = 0.25, 0.75  # the copy's part of a read or write: small, large calls
 COVERED = 0.5  # a library rule matching this much of a class's samples speaks for it
@@ -88,6 +89,7 @@ def analyze(ctx: Context) -> list[Finding]:
     blocking = sum(found.costs[c.id].weight for c in classes if c.blocking and c.id in found.costs)
     firing = {r.id for r in rules if found.rule_weight.get(r.id, 0.0) / total >= r.min_share}
     findings = []
+    packaged: list[str] | None = None  # read once, when a class has no caller of the user's
     for cls in classes:
         cost = found.costs.get(cls.id)
         if cost is None or cls.saving <= 0 or not _enough_tasks(cls, found):
@@ -98,6 +100,10 @@ def analyze(ctx: Context) -> list[Finding]:
         finding = _finding(cls, cost, share, total, inferred, cpu_fraction)
         finding.title = finding.title.replace("{processes}", f"{found.processes:,}")
         _note_alongside(finding, cls, cost, firing, total)
+        if not cost.sites:
+            packaged = packaged_run(ctx) if packaged is None else packaged
+            if packaged:
+                note_packaged_code(finding, packaged)
         findings.append(finding)
     return findings
 

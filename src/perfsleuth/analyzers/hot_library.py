@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from ..rules import Rule, load_rules
 from ..symbols.missing import symbols_fix, unknown_frames
 from . import Context
 from .library_match import heaviest
+from .packaged_programs import SHARED_OBJECT, packaged_threads
 
 MIN_SHARE = 0.10
 ALL_NAMED = 0.02  # nameless below this part of a library: its functions are named
@@ -46,8 +46,6 @@ SAVING_SOURCE = (
 )
 CONFIDENCE = 0.5
 ENTRY_POINTS = 3
-SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
-COMM_LENGTH = 15  # a thread's name: the first 15 bytes of its program's file name
 # The C and C++ runtimes and the loader: their hot spots have rules of their own.
 RUNTIMES = re.compile(
     r"^(libc|libm|libmvec|libstdc\+\+|libc\+\+|libc\+\+abi|libgcc_s|libpthread|libdl|librt"
@@ -70,31 +68,14 @@ def analyze(ctx: Context) -> list[Finding]:
         return []
     paths = {os.path.basename(b.get("path", "")): b.get("path", "") for b in ctx.binaries}
     rules = ctx.options.rules or load_rules()
-    packaged_threads = _threads_of_packaged_programs(ctx)
+    packaged = packaged_threads(ctx)
     return [
         _finding(lib, total, paths.get(lib.dso, ""), ctx.run.command or "CMD")
         for lib in hot_libraries(ctx.profile, rules)
         if not (
-            is_packaged(paths.get(lib.dso) or lib.dso)
-            and lib.threads
-            and lib.threads <= packaged_threads
+            is_packaged(paths.get(lib.dso) or lib.dso) and lib.threads and lib.threads <= packaged
         )
     ]
-
-
-def _threads_of_packaged_programs(ctx: Context) -> set[int]:
-    """The profile's threads whose program is a package's file: found by the thread's
-    name among the run's binaries, else on PATH (`clang++-16` runs /usr/lib/llvm-16/bin/
-    clang; the name is the one it was started by)."""
-    programs: dict[str, str] = {}
-    for binary in ctx.binaries:
-        path = binary.get("path", "")
-        if path.startswith("/") and not SHARED_OBJECT.search(path):
-            programs.setdefault(os.path.basename(path)[:COMM_LENGTH], path)
-    threads = ctx.profile.threads
-    names = {thread.name[:COMM_LENGTH] for thread in threads} - {""}  # each looked up once
-    packaged = {n for n in names if is_packaged(programs.get(n) or shutil.which(n) or "")}
-    return {index for index, thread in enumerate(threads) if thread.name[:COMM_LENGTH] in packaged}
 
 
 def hot_libraries(profile: Profile, rules: Sequence[Rule]) -> list[HotLibrary]:

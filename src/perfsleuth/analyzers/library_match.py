@@ -32,6 +32,7 @@ from ..static_analysis.python_source import PythonLines
 from ..symbols.names import elide_templates
 from ..views.annotate import find_source
 from . import Context
+from .packaged_programs import note_packaged_code, packaged_run
 
 LIBRARY_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
@@ -344,6 +345,10 @@ def finding_for(rule: Rule, match: Match, total: float, ctx: Context) -> Finding
     if rule.id.startswith("python.") and not any(map(is_python_frame, ctx.profile.frames)):
         finding.evidence.append(_native_only(ctx))
         finding.details["native_frames_only"] = True
+    if site is None and rule.code_change and not rule.id.startswith("python."):
+        programs = packaged_run(ctx)
+        if programs:
+            note_packaged_code(finding, programs)
     if rule.preload:
         _add_preload_fix(finding, rule, ctx)
     if rule.environment:
