@@ -506,6 +506,8 @@ def perfsleuth_reading(work: Path, mode: str, program: Program, stderr: str) -> 
         seen |= {s: by_state.get(s, 0.0) / over for s in truth_of(program, stderr) if
                  s.startswith(prefix) and (prefix or not s.startswith(MAIN))}  # fmt: skip
     print_worst_thread(profile, mode, program, stderr)
+    if "oncpu_samples_lost" in profile.meta:
+        print(f"  perf lost {profile.meta['oncpu_samples_lost']} on-CPU samples")
     return seen
 
 

@@ -137,6 +137,9 @@ struct Reader {
     /// (time, row) of every sample that has a time, in the order read
     sampled: Vec<(u64, u32)>,
     lost: u64,
+    /// perf record's own count at its end (PERF_RECORD_LOST_SAMPLES, from the kernel's
+    /// per-event count): the same losses as the kernel's PERF_RECORD_LOST, counted again
+    lost_at_end: u64,
     samples: u64,
     samples_needing_dwarf: u64,
     samples_dwarf_unwound: u64,
@@ -411,7 +414,7 @@ impl Reader {
         if record.record_type == RecordType(PERF_RECORD_LOST_SAMPLES) {
             let sl = record.data.as_slice();
             if sl.len() >= 8 {
-                self.lost += u64::from_le_bytes(sl[..8].try_into().unwrap_or_default());
+                self.lost_at_end += u64::from_le_bytes(sl[..8].try_into().unwrap_or_default());
             }
             return;
         }
@@ -831,7 +834,7 @@ pub(crate) fn read_file(path: &str, in_place: bool) -> Result<Output, String> {
     if let Some(t) = reader.kernel_text {
         meta.push(("kernel_text", MetaVal::Int(t)));
     }
-    meta.push(("lost_samples", MetaVal::Int(reader.lost)));
+    meta.push(("lost_samples", MetaVal::Int(reader.lost.max(reader.lost_at_end))));
     meta.push(("num_samples", MetaVal::Int(reader.samples)));
     meta.push((
         "samples_needing_dwarf",

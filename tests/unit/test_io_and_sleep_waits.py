@@ -51,6 +51,28 @@ def test_a_main_thread_mostly_waiting_for_io_is_a_finding_whatever_its_cpu_share
     assert finding.rule == "offcpu.io-wait" and finding.function == "load_chunk"
 
 
+def test_a_main_thread_reading_what_another_process_makes_waits_for_that_process():
+    """`git repack` reads its child pack-objects' output through a pipe 99.7% of its time
+    while the child's two workers run: "take the I/O off the hot thread", gain 24.9%, was
+    a false alarm. The same wait with no other process working stays a finding."""
+
+    def parent_and_child(child_running_ms: int) -> list:
+        b = ProfileBuilder(unit="ns")
+        parent = Thread(70, 70, "git")
+        read = [Frame("read", dso="libc.so.6"), Frame("[unknown] git+0x1f100", dso="git")]
+        b.add(read, 997 * MS, thread=parent, state="io")
+        b.add([Frame("[unknown] git+0x2000", dso="git")], 3 * MS, thread=parent, state="running")
+        for tid in (72, 73):
+            worker = Thread(tid, 71, "git")
+            work = [Frame("find_deltas", dso="git")]
+            b.add(work, child_running_ms * MS, thread=worker, state="running")
+        return io_and_sleep_waits.analyze(context(b.build()))
+
+    assert parent_and_child(child_running_ms=950) == []
+    (finding,) = parent_and_child(child_running_ms=10)
+    assert finding.rule == "offcpu.io-wait"
+
+
 def test_waits_in_fsync_are_left_to_the_fsync_cost_class():
     b = ProfileBuilder(unit="ns")
     t = Thread(61, 61, "writer")

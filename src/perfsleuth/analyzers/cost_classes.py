@@ -402,7 +402,7 @@ def _copying_says(unsaved: float, share: float) -> str:
     if not unsaved:
         return "a small part, so the calls are small"
     if unsaved >= share:
-        return "the calls are large already, and bigger ones would copy as much (no gain)"
+        return "bigger calls would move as many bytes (no gain counted)"
     return f"calls of middling size; {100 * unsaved:.1f}% of the run is left out of the estimate"
 
 

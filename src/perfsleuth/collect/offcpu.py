@@ -246,6 +246,7 @@ CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 # futex's kind tells them apart (cut_wait_state).
 CUT_CONDVAR_GUESS = ("__futex_abstimed_wait_common",)
 SHARED_OBJECT = ".so"  # in a DSO's name: a shared library's
+LOST_NOTED = 0.01  # of perf's samples lost, said (_say_lost)
 
 
 class Unavailable(UserError):
@@ -712,10 +713,28 @@ def _all_profile(
         why = session.why_empty()
         print(f"perfsleuth: no off-CPU time was recorded ({why})", file=sys.stderr)
         meta["offcpu_missing"] = why
+    _say_lost(oncpu, meta)
     merged = _merged(oncpu, offcpu, session.capture.ran, session.capture.names)
     known = {d["path"] for d in oncpu.dsos}
     merged.dsos = oncpu.dsos + [d for d in offcpu.dsos if d["path"] not in known]
     return merged
+
+
+def _say_lost(oncpu: Profile, meta: dict) -> None:
+    """perf's lost samples into meta (oncpu_samples_lost), and said when they are more
+    than LOST_NOTED of its samples: each thread's time on the CPU stays whole (the
+    scheduler's, oncpu_time), but the samples kept are no fair draw of it (perf drains
+    its buffer when it gets a CPU, after the threads' blocks: perf.BUFFER_BYTES)."""
+    lost = int(oncpu.meta.get("lost_samples") or 0)
+    meta["oncpu_samples_lost"] = lost
+    total = lost + int(oncpu.meta.get("num_samples") or 0)
+    if total and lost > LOST_NOTED * total:
+        print(
+            f"perfsleuth: perf lost {lost} of its {total} on-CPU samples (its buffer "
+            "was full): the split of the threads' time on the CPU over their stacks "
+            "may lean toward what they ran after blocking",
+            file=sys.stderr,
+        )
 
 
 def _traced(

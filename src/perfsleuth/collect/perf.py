@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import UserError
 from ..formats import perf_data
 from ..model.run import Recording
-from . import callgraph_mode, command_cgroup, sampling_gap, target
+from . import callgraph_mode, command_cgroup, perf_access, sampling_gap, target
 from .options import RecordOptions
 
 # Frame-pointer stacks are cheap; DWARF stacks copy 8 KiB of user stack per
@@ -36,6 +36,16 @@ ATTACH_TIMEOUT_S = 60.0
 # while it records, seen here while other tools' programs came and went; the cost
 # of not following them is that samples inside BPF programs stay unnamed.
 NO_BPF_EVENTS = ("--no-bpf-event",)
+# perf's ring buffer per CPU, where it may lock that much (perf_access.may_lock_memory;
+# else perf's default, kernel.perf_event_mlock_kb: 512 KiB). A DWARF sample is ~8.3 KiB,
+# so 512 KiB held 60 ms of one busy thread's samples at 999 Hz: on a loaded machine perf,
+# waiting for a CPU, drained it too late and lost 88% of an nginx worker's samples
+# (LOST_SAMPLES), and the ones kept were not a fair draw (they follow perf's runs, which
+# follow the worker's blocks): all mode read its epoll_wait +2.7 to +6.2 points over its
+# clock. The size is BUFFER_BYTES, at most BUFFER_BUDGET over all the CPUs.
+BUFFER_BYTES = {"dwarf": 32 << 20, "fp": 4 << 20}
+BUFFER_BUDGET = 256 << 20
+PAGE = os.sysconf("SC_PAGE_SIZE")
 # Per CPU in the command's cgroup (command_cgroup.py): a software clock, so a sample's
 # weight is the CPU time it stands for, in ns, on every machine.
 PER_CPU_EVENT = "cpu-clock"
@@ -64,6 +74,16 @@ def perf_binary() -> str:
 
 def call_graph_args(mode: str) -> list[str]:
     return ["--call-graph", "dwarf"] if mode == "dwarf" else ["--call-graph", "fp"]
+
+
+def buffer_args(mode: str, access: perf_access.Access | None = None) -> list[str]:
+    """perf's -m (pages per CPU, a power of 2) for samples of this call-graph mode, or
+    none where perf may not lock more than its default (BUFFER_BYTES)."""
+    if not perf_access.may_lock_memory(access or perf_access.current_access()):
+        return []
+    per_cpu = min(BUFFER_BYTES[mode], BUFFER_BUDGET // (os.cpu_count() or 1))
+    pages = 1 << (max(per_cpu // PAGE, 1).bit_length() - 1)
+    return ["-m", str(pages)]
 
 
 def record(
@@ -151,7 +171,7 @@ def _record_pid(pid: int, out: Path, freq: int | None, call_graph: str, duration
 
 def _record_argv(out: Path, rate: int, mode: str) -> list[str]:
     argv = [perf_binary(), "record", "-q", *NO_BPF_EVENTS, "-o", str(out), "-F", str(rate)]
-    return argv + call_graph_args(mode)
+    return argv + call_graph_args(mode) + buffer_args(mode)
 
 
 def start_attached(pid: int, data: Path, rate: int, mode: str) -> subprocess.Popen:

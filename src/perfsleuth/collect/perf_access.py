@@ -13,6 +13,7 @@ PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
 # Bits of /proc/self/status CapEff that allow system-wide perf events.
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
+CAP_IPC_LOCK = 14
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ def may_sample_cpus(access: Access) -> bool:
         return False
     privileged = access.euid == 0 or access.cap_eff & (1 << CAP_PERFMON | 1 << CAP_SYS_ADMIN)
     return bool(privileged) or access.paranoid <= 0  # 0 allows CPU-wide events to anyone
+
+
+def may_lock_memory(access: Access) -> bool:
+    """Whether perf may map buffers beyond kernel.perf_event_mlock_kb (CAP_IPC_LOCK)."""
+    return access.euid == 0 or bool(access.cap_eff & (1 << CAP_IPC_LOCK))
 
 
 def check_access(access: Access) -> None:
