@@ -71,6 +71,14 @@ measured latency.
    SHIFTS, printed beside it): a curve that rises twice inside one window
    (tsl::hopscotch_map's, at two doublings of its buckets) gives whichever rise the
    window centres on, so that the knee follows the prediction it is to test.
+   The TLB's knee of the C++ maps (map_harness.hh: TLB_SWEEP) comes from their
+   `--tlb-sweep` instead: the same map built twice in one process, on 2 MiB pages
+   and on 4 KiB pages (page_sizes.hh), timed in alternate rounds ~2 ms apart, the
+   knee that of the median difference over the sweeps (the page walks alone), from
+   a quarter of the TLB's prediction to twice it. Fitted on one curve the TLB's rise,
+   a few ns per walk 1.2-1.7x past the LLC's cliff, was under the LLC's own: the
+   knee was whatever the neighbours' share of the LLC made it (unordered_dense
+   +72%, ordered_map +28% and +80%). The one-curve knee is kept beside it.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -144,6 +152,12 @@ WITHIN = 0.15  # issue 29: predicted within 15% of the measured knee
 # jumps at two doublings, 58,982 and 117,965 entries) gives whichever knee the window
 # centres on, and such a knee tests no prediction.
 SHIFTS = (0.75, 1.33)
+# The programs whose sweep can time their map on 2 MiB against 4 KiB pages (`--tlb-sweep`,
+# map_harness.hh), and the least the 4 KiB curve must lie above the 2 MiB one at twice the
+# knee for the difference to count as a rise.
+TLB_SWEEP = {"sparsehash", "abseil", "unordered_map", "robinmap", "boostflat", "hopscotch",
+             "dense", "ordered"}  # fmt: skip
+TLB_RISE = 1.05
 # LLC calibration sweeps before each of a program's sweeps: with the default five
 # sweeps, fifteen per program, as many as `perfsleuth cache calibrate` takes
 LLC_SWEEPS_BESIDE = 1
@@ -345,8 +359,48 @@ def moved(
     return found
 
 
+def tlb_sweep(binary: Path, order: list[int]) -> dict[int, list[float]]:
+    """One `--tlb-sweep`: at each n, ns per lookup on 2 MiB and on 4 KiB pages and the
+    median of the rounds' differences."""
+    out = subprocess.run(
+        [binary, "--tlb-sweep", ",".join(map(str, order))],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    rows = [line.split() for line in out.splitlines() if not line.startswith("#")]
+    return {
+        int(row[0]): [float(x) for x in row[1:4]] for row in sorted(rows, key=lambda r: int(r[0]))
+    }
+
+
+def tlb_knee(sweeps: list[dict], predicted_n: int) -> dict[str, Any]:
+    """The TLB's knee from `--tlb-sweep`s: that of the median over the sweeps of each
+    size's median difference (4 KiB minus 2 MiB pages), with the evidence: the 2 MiB
+    curve's fastest plus that difference over the 2 MiB curve's fastest, at twice the
+    knee (the fastest of each alone are not paired: a neighbour's burst moves them by
+    more than the walks)."""
+    rows = [{int(n): values for n, values in sweep.items()} for sweep in sweeps]
+    difference = {n: statistics.median(row[n][2] for row in rows) for n in rows[0]}
+    fitted = round(knee(list(difference.items())) or 0)
+    huge = {n: min(row[n][0] for row in rows) for n in rows[0]}
+    at = min(huge, key=lambda n: abs(math.log(n / (fitted * 2)))) if fitted else 0
+    above = 1 + difference[at] / huge[at] if fitted else 1.0
+    k = fitted if above >= TLB_RISE else 0
+    return {"predicted_n": predicted_n, "fitted_knee_n": fitted, "rise": above,
+            "measured_knee_n": k, "error": k / predicted_n - 1 if k else None,
+            "difference_ns": difference}  # fmt: skip
+
+
+def tlb_sizes(predicted_n: int) -> list[int]:
+    return sizes(predicted_n / 4, predicted_n * WINDOW)
+
+
 def measured(
-    binaries: dict[str, Path], ns: list[int], repeats: int, beside: Any, seed: int
+    binaries: dict[str, Path],
+    ns: list[int],
+    repeats: int,
+    beside: Any,
+    seed: int,
+    tlb_predicted: dict[str, int] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each program's sweeps, the calibration sweeps run before each (`beside`),
     and the work per operation at each n when the program reports it (else None).
@@ -356,8 +410,10 @@ def measured(
     sizes ascending it made a step in the curve that reads as a knee."""
     shuffle = random.Random(seed).shuffle
     found: dict[str, dict[str, Any]] = {
-        name: {"curves": [], "llc_sweeps": [], "work": None, "orders": []} for name in binaries
+        name: {"curves": [], "llc_sweeps": [], "work": None, "orders": [], "tlb": []}
+        for name in binaries
     }
+    tlb_predicted = tlb_predicted or {}
     for repeat in range(repeats):
         print(f"sweeps, round {repeat + 1} of {repeats}, load {os.getloadavg()[0]:.1f}",
               file=sys.stderr)  # fmt: skip
@@ -369,6 +425,10 @@ def measured(
             found[name]["curves"].append(curve)
             found[name]["orders"].append(order)
             found[name]["work"] = work
+            if name in tlb_predicted:
+                order = tlb_sizes(tlb_predicted[name])
+                shuffle(order)
+                found[name]["tlb"].append(tlb_sweep(binary, order))
     return found
 
 
@@ -489,6 +549,15 @@ def analyse(row: dict, calibrated: dict, method: str) -> None:
     row["latency_ns"] = (median_curve if method == "median" else fastest_curve)(curves)
     row["halves"] = halves(row["sweeps_ns"], prediction, row["work_per_op"], method)
     row["moved"] = moved(row["sweeps_ns"], prediction, row["work_per_op"], method)
+    if row.get("tlb_sweeps_ns") and "TLB" in prediction:
+        row["tlb_one_curve"] = row["levels"]["TLB"]
+        sweeps, tlb_n = row["tlb_sweeps_ns"], prediction["TLB"]
+        each = [tlb_knee([sweep], tlb_n)["measured_knee_n"] for sweep in sweeps]
+        row["levels"]["TLB"] = tlb_knee(sweeps, tlb_n) | {"sweeps_knee_n": each}
+        row["halves"]["TLB"] = [
+            tlb_knee(sweeps[start::2], tlb_n)["measured_knee_n"] for start in (0, 1)
+        ] if len(sweeps) > 1 else []  # fmt: skip
+        row["moved"]["TLB"] = []
 
 
 def measure_all(args: argparse.Namespace) -> dict[str, Any]:
@@ -515,7 +584,9 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
     low = min(p[levels[name][0]] for name, p in predictions.items()) / WINDOW
     high = max(p[levels[name][-1]] for name, p in predictions.items()) * WINDOW
     beside = (lambda: []) if args.llc_once else llc_beside(calibrated)
-    swept = measured(binaries, sizes(low, high), args.repeats, beside, args.seed)
+    tlb_predicted = {name: p["TLB"] for name, p in predictions.items()
+                     if name in TLB_SWEEP and p.get("TLB")}  # fmt: skip
+    swept = measured(binaries, sizes(low, high), args.repeats, beside, args.seed, tlb_predicted)
     results: dict[str, Any] = {}
     for name, prediction in predictions.items():
         kept = swept[name]
@@ -531,6 +602,7 @@ def measure_all(args: argparse.Namespace) -> dict[str, Any]:
             "sweeps_ns": kept["curves"],
             "sweep_orders": kept["orders"],
             "llc_sweeps_ns": kept["llc_sweeps"],
+            "tlb_sweeps_ns": kept["tlb"],
         }
     if "conntable" in binaries:
         results["overhead"] = overhead(binaries["conntable"])
@@ -580,6 +652,11 @@ def print_knees(results: dict) -> None:
     print(f"{within} of the {len(fixed)} of those whose knee also stays within {WITHIN:.0%} "
           "when the window moves (the curve, not the window, fixes it) are within "
           f"{WITHIN:.0%}")  # fmt: skip
+    for name in measured_programs(results):
+        if one := results[name].get("tlb_one_curve"):
+            kind = f"{one['error']:+.1%}" if one["measured_knee_n"] else "no rise"
+            print(f"{name}: TLB from --tlb-sweep (2 MiB against 4 KiB pages); fitted on the "
+                  f"sweeps' one curve it would be {one['measured_knee_n']:,} ({kind})")  # fmt: skip
     for name in measured_programs(results):
         row, at_start = results[name]["levels"].get("LLC", {}), results[name]["llc_at_start_n"]
         knee_n = row.get("measured_knee_n")

@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/count_views.py [--program speedtest1|lua|lz4|brotli|cjson|libyaml|
                                           expat|pcre2|jq|bzip2|mawk|xmllint|tcc|bc|m4|
-                                          gawk]
+                                          gawk|mujs]
                                           [--size 5] [--runs 3] [--before CHECKOUT]
 
 The workload (--program) is built from a Debian source package, fetched with `apt-get
@@ -71,6 +71,12 @@ N and N+1) and two cachegrind runs of the same commands in the same environment:
   counting the words of its own ChangeLogs and NEWS (0.9 MB of text) read N times, and
   listing the commonest through a user-defined PROCINFO["sorted_in"] comparison, which
   the sort calls back into the interpreter (r_interpret'2); `annotate` lists r_interpret.
+* mujs: MuJS 1.3.2 from Debian's mujs source and patches (its Makefile, the library one
+  unit: one.c includes every .c file; gcc -O2 -g) running a script of a recursive fib,
+  a recursive tree built, summed and through JSON, a sort with a JavaScript comparator
+  (Array.prototype.sort calls back into the interpreter, jsR_run'2), string building
+  and two regular expressions, N and N+1 rounds (~590 M instructions a round);
+  `annotate` lists jsR_run, its bytecode interpreter.
 
 Then, interleaved, --runs times, the CPU time (user + system) and wall time of:
 
@@ -854,6 +860,43 @@ def gawk(out: Path) -> None:
     (out / "work.awk").write_text(GAWK_SCRIPT)
 
 
+MUJS_SCRIPT = """\
+var n = Number(scriptArgs[0]) || 1;
+function fib(k) { return k < 2 ? k : fib(k - 1) + fib(k - 2); }
+function tree(d) { return d == 0 ? { v: d } : { l: tree(d - 1), r: tree(d - 1), v: d }; }
+function sum(t) { return t.l ? sum(t.l) + sum(t.r) + t.v : t.v; }
+var total = 0;
+for (var round = 0; round < n; round++) {
+  total += fib(23);
+  var t = tree(12);
+  total += sum(t);
+  var s = JSON.stringify(t);
+  total += JSON.parse(s).v + s.length;
+  var words = [];
+  for (var i = 0; i < 12000; i++) words.push("w" + ((i * 7919) % 1013) + "x" + (i % 17));
+  words.sort(function (a, b) { return a < b ? -1 : a > b ? 1 : 0; });
+  var counts = {};
+  for (var i = 0; i < words.length; i++) { var w = words[i]; counts[w] = (counts[w] || 0) + 1; }
+  var line = words.join(" ");
+  total += line.match(/w(\\d+)x1[0-6]/g).length + Object.keys(counts).length;
+  total += line.replace(/x(\\d)/g, "y$1").length;
+}
+print(total);
+"""
+
+
+def mujs(out: Path) -> None:
+    """MuJS 1.3.2 from Debian's mujs source (its Makefile: the library as one unit, one.c
+    including every .c file; CFLAGS '-O2 -g' as Debian's rules pass them, no readline)."""
+    src = patched_source("mujs", out, "xz")
+    sh(
+        f"make -s build=debug CFLAGS='-O2 -g' HAVE_READLINE=no build/debug/mujs "
+        f"&& cp build/debug/mujs {out}/mujs",
+        src,
+    )
+    (out / "work.js").write_text(MUJS_SCRIPT)
+
+
 @dataclass(frozen=True)
 class Program:
     build: Callable[[Path], None]
@@ -905,6 +948,7 @@ PROGRAMS = {
     "gawk": Program(
         gawk, "gawk", "r_interpret", lambda n: "./gawk -f work.awk" + " corpus.txt" * n
     ),
+    "mujs": Program(mujs, "mujs", "jsR_run", lambda n: f"./mujs work.js {n}"),
 }
 
 

@@ -7,8 +7,13 @@
 #ifndef MAP_HARNESS_HH
 #define MAP_HARNESS_HH
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "page_sizes.hh"
 
 extern "C" {
 #include "latency_sweep.h"
@@ -70,12 +75,69 @@ static double latency_ns(size_t n) {
     return best;
 }
 
+/* ns per lookup of the map on 2 MiB and on 4 KiB pages at n entries (page_sizes.hh): the
+ * fastest of TLB_ROUNDS rounds of each, the two taking turns, each round after TLB_REFILL
+ * lookups that refill the TLB (the other map's round emptied it); and the median of the
+ * rounds' differences, each pair ~2 ms apart. Prints the kB of each map's arena resident
+ * and on huge pages. */
+#define TLB_ROUNDS 40
+#define TLB_ROUND_OPS 5000
+#define TLB_REFILL 3000
+template <class Map, auto Find, auto Fill>
+static void tlb_latency(size_t n) {
+    open_arena = &huge_arena;
+    Map *huge = Fill(n);
+    open_arena = &small_arena;
+    Map *small = Fill(n);
+    open_arena = nullptr;
+    Map *maps[2] = {huge, small};
+    double best[2] = {1e30, 1e30};
+    std::vector<double> differences;
+    for (Map *map : maps)
+        lookups<Map, Find>(map, n, n < 1000000 ? 2 * n : n);
+    for (int round = 0; round < TLB_ROUNDS; round++) {
+        double took[2];
+        for (int i = 0; i < 2; i++) {
+            lookups<Map, Find>(maps[i], n, TLB_REFILL);
+            double start = now_ns();
+            if (lookups<Map, Find>(maps[i], n, TLB_ROUND_OPS) == 42)
+                puts("");
+            took[i] = (now_ns() - start) / TLB_ROUND_OPS;
+            best[i] = std::min(best[i], took[i]);
+        }
+        differences.push_back(took[1] - took[0]);
+    }
+    std::sort(differences.begin(), differences.end());
+    long resident[2], on_huge[2];
+    arena_pages(huge_arena, &resident[0], &on_huge[0]);
+    arena_pages(small_arena, &resident[1], &on_huge[1]);
+    printf("%zu %.2f %.2f %.2f %ld %ld %ld %ld\n", n, best[0], best[1],
+           differences[differences.size() / 2], resident[0], on_huge[0], resident[1], on_huge[1]);
+    fflush(stdout);
+    arena_empty(huge_arena);
+    arena_empty(small_arena);
+}
+
+/* With `--tlb-sweep N1,N2,...`: tlb_latency's line for each N, and 1; else 0. */
+template <class Map, auto Find, auto Fill>
+static int tlb_sweep(int argc, char **argv) {
+    if (argc < 3 || strcmp(argv[1], "--tlb-sweep") != 0)
+        return 0;
+    arena_reserve(huge_arena, true);
+    arena_reserve(small_arena, false);
+    printf("# n ns_2mib ns_4kib median_difference kb_2mib huge_kb_2mib kb_4kib huge_kb_4kib\n");
+    for (char *item = strtok(argv[2], ","); item; item = strtok(NULL, ","))
+        tlb_latency<Map, Find, Fill>((size_t)atol(item));
+    return 1;
+}
+
 /* main(): the sweep, or N [OPS] entries and lookups, said with the map's buckets. WORK,
  * when given, is the buckets a lookup reads on average (the sweep's third column). */
 template <class Map, auto Find, auto Fill, auto Work = nullptr>
 static int map_main(int argc, char **argv) {
     if (latency_sweep(argc, argv, "pair", sizeof(typename Map::value_type), "lookup",
-                      latency_ns<Map, Find, Fill, Work>))
+                      latency_ns<Map, Find, Fill, Work>) ||
+        tlb_sweep<Map, Find, Fill>(argc, argv))
         return 0;
     size_t ops;
     size_t n = plain_run(argc, argv, "entries", &ops);

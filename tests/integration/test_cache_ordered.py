@@ -13,12 +13,17 @@ _Vector_base, _M_impl, _Vector_impl_data): its key, and of the value last_seen a
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 from cache_show import LOOKUPS_PAIR, a_lookups_pair, example_layouts, hot_inside_the_map
 
 pytestmark = pytest.mark.integration
 
 PAIRS = "map->m_ht.m_values._M_impl._M_start[]"
+BINARY = Path(__file__).resolve().parents[2] / "examples" / "bin" / "ordered_lookup"
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +49,25 @@ def test_the_map_is_hot_only_in_the_members_a_lookup_reads(layouts):
         "m_buckets", "m_buckets_data._M_impl._M_finish", "m_buckets_data._M_impl._M_start",
         "m_hash_mask", "m_values._M_impl._M_finish", "m_values._M_impl._M_start",
     ]  # fmt: skip
+
+
+def test_the_tlb_sweep_times_one_map_on_2_mib_pages_and_its_twin_on_4_kib_pages(examples_built):
+    """bench/cache_cliff.py's TLB knee of the C++ maps: `--tlb-sweep` builds the map twice
+    in one process (map_harness.hh, page_sizes.hh), one in an arena madvised for
+    transparent huge pages, one forbidden them, and times them in turns; the difference
+    is the page walks. What is asserted is that each map sat on the pages its arena
+    says (smaps, read by the program), the same memory resident but for the 2 MiB
+    arena's last page, resident whole; no timing."""
+    if not THP.exists() or "[never]" in THP.read_text():
+        pytest.skip("transparent huge pages are off here: no 2 MiB arena to compare with")
+    out = subprocess.run(
+        [BINARY, "--tlb-sweep", "60000,20000"], check=True, capture_output=True, text=True,
+        timeout=120,
+    ).stdout  # fmt: skip
+    rows = {int(row[0]): row[1:] for row in map(str.split, out.splitlines()) if row[0] != "#"}
+    assert sorted(rows) == [20000, 60000]
+    for ns_huge, ns_small, _, kb_huge, huge_kb, kb_small, small_huge_kb in rows.values():
+        assert float(ns_huge) > 0 and float(ns_small) > 0
+        assert int(small_huge_kb) == 0
+        assert int(huge_kb) >= int(kb_huge) // 2  # a fragmented memory may deny a few
+        assert int(kb_huge) - 2048 <= int(kb_small) <= int(kb_huge)  # the last 2 MiB page whole

@@ -162,3 +162,29 @@ def test_every_point_is_the_fastest_of_short_rounds(monkeypatch):
     result = calibrated(monkeypatch, chases)
     assert result.tlb_reach_pages is not None and abs(result.tlb_reach_pages / 3100 - 1) < 0.05
     assert all(steps <= 50_000 and rounds >= 5 for steps, rounds in chases.rounds)
+
+
+# /sys/kernel/mm/transparent_hugepage/enabled as read on the benchmark's KVM guest (Debian's
+# default, `madvise`), and as a kernel set to `always` writes it
+THP_MADVISE = "always [madvise] never\n"
+THP_ALWAYS = "[always] madvise never\n"
+
+
+def test_the_tlb_reach_says_the_huge_page_mode_it_holds_for(tmp_path, monkeypatch):
+    """With THP `madvise` a program's malloc'd table is on 4 KiB pages (smaps: no
+    AnonHugePages for a 32 MB ankerl::unordered_dense table), the pages the reach is
+    measured in; with `always` its tables past 2 MiB are on 2 MiB pages, and a cliff
+    counted in 4 KiB pages is not theirs: no reach, and why."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calibrate.save(measured())
+    sysfs = tmp_path / "enabled"
+    monkeypatch.setattr(calibrate, "THP_ENABLED", sysfs)
+    sysfs.write_text(THP_MADVISE)
+    tlb = calibrate.limits()["tlb"]
+    assert tlb["reach_pages"] == 2048 and tlb["transparent_huge_pages"] == "madvise"
+    sysfs.write_text(THP_ALWAYS)
+    tlb = calibrate.limits()["tlb"]
+    assert "reach_pages" not in tlb
+    assert "transparent huge pages are `always`" in tlb["reason"]
+    sysfs.unlink()
+    assert "transparent_huge_pages" not in calibrate.limits()["tlb"]

@@ -326,18 +326,22 @@ def test_a_class_beside_a_library_rule_says_the_time_they_both_count() -> None:
     assert not any("also counted" in e for e in alone.evidence)
 
 
+READ = libc("read", "./io/../sysdeps/unix/sysv/linux/read.c", 26)
+COPY = Frame("_copy_to_iter", "[kernel.kallsyms]", kernel=True)
+ENTRY = Frame("entry_SYSCALL_64", "[kernel.kallsyms]", kernel=True)
+UNDER_READ = [SYSCALL, READ, WORK, MAIN]
+REST = ([WORK, MAIN], 20)
+
+
 def test_reads_that_spend_their_time_copying_the_bytes_are_not_told_to_read_more() -> None:
     """GNU grep's read(2) time was all the page cache's bytes copied, and it was told to
     read in bigger blocks (it reads 96 KiB); one-byte reads spend theirs per call, and
     bigger blocks save it all (read_per_byte.c: 1.01x its share, 21% of it copying)."""
-    read = libc("read", "./io/../sysdeps/unix/sysv/linux/read.c", 26)
-    copy = Frame("_copy_to_iter", "[kernel.kallsyms]", kernel=True)
     batch = Frame("filemap_get_read_batch", "[kernel.kallsyms]", kernel=True)
-    entry = Frame("entry_SYSCALL_64", "[kernel.kallsyms]", kernel=True)
-    under = [SYSCALL, read, WORK, MAIN]
-    rest = ([WORK, MAIN], 20)
-    copying = findings([([copy, *under], 60), ([batch, *under], 20), rest])["class.syscall.read"]
-    per_call = findings([([entry, read, WORK, MAIN], 60), ([copy, *under], 20), rest])[
+    copying = findings([([COPY, *UNDER_READ], 60), ([batch, *UNDER_READ], 20), REST])[
+        "class.syscall.read"
+    ]
+    per_call = findings([([ENTRY, READ, WORK, MAIN], 60), ([COPY, *UNDER_READ], 20), REST])[
         "class.syscall.read"
     ]
     assert copying.share == per_call.share == pytest.approx(0.8)
@@ -347,7 +351,7 @@ def test_reads_that_spend_their_time_copying_the_bytes_are_not_told_to_read_more
     # a quarter of the class in the copy: small calls, the whole share to save
     assert per_call.details["unsaved_share"] == 0.0
     assert per_call.estimated_gain == pytest.approx(0.8 * per_call.details["saving"])
-    middling = findings([([entry, read, WORK, MAIN], 40), ([copy, *under], 40), rest])
+    middling = findings([([ENTRY, READ, WORK, MAIN], 40), ([COPY, *UNDER_READ], 40), REST])
     # half of it copying: half of the share left out
     assert middling["class.syscall.read"].details["unsaved_share"] == pytest.approx(0.4)
 
@@ -357,22 +361,34 @@ def test_reads_waiting_for_the_disk_are_the_datas_time_not_the_calls() -> None:
     most of the rest readahead and the block layer (a leaf like iowrite16 or a switch),
     which bigger reads would pay as much; it was told to read in 64 KiB blocks for 6.7%
     of the run."""
-    read = libc("read", "./io/../sysdeps/unix/sysv/linux/read.c", 26)
-    copy = Frame("_copy_to_iter", "[kernel.kallsyms]", kernel=True)
     kick = Frame("iowrite16", "[kernel.kallsyms]", kernel=True)
     readahead = Frame("page_cache_ra_unbounded", "[kernel.kallsyms]", kernel=True)
     filemap = Frame("filemap_read", "[kernel.kallsyms]", kernel=True)
-    under = [SYSCALL, read, WORK, MAIN]
-    rest = ([WORK, MAIN], 20)
     found = findings(
-        [([copy, filemap, *under], 40), ([kick, readahead, filemap, *under], 40), rest]
+        [([COPY, filemap, *UNDER_READ], 40), ([kick, readahead, filemap, *UNDER_READ], 40), REST]
     )
     read_class = found["class.syscall.read"]
     assert read_class.details["unsaved_share"] == pytest.approx(0.8)
     assert read_class.estimated_gain == pytest.approx(0.0)
     # the same leaf outside the disk's path is the call's: half of the share saved
-    per_call = findings([([copy, filemap, *under], 40), ([kick, filemap, *under], 40), rest])
+    per_call = findings(
+        [([COPY, filemap, *UNDER_READ], 40), ([kick, filemap, *UNDER_READ], 40), REST]
+    )
     assert per_call["class.syscall.read"].details["unsaved_share"] == pytest.approx(0.4)
+
+
+def test_a_reads_page_faults_are_the_buffers_not_the_calls() -> None:
+    """GNU diff reads each file in one 10 MB call into fresh memory: a third of its read(2)
+    time copying, the rest mostly page faults on the buffer's first touch, which calls of
+    any size pay; it was told to read in 64 KiB blocks for 45% of the run."""
+    clear = Frame("clear_page_erms", "[kernel.kallsyms]", kernel=True)
+    fault = Frame("exc_page_fault", "[kernel.kallsyms]", kernel=True)
+    found = findings([([COPY, *UNDER_READ], 30), ([clear, fault, COPY, *UNDER_READ], 50), REST])
+    assert found["class.syscall.read"].details["unsaved_share"] == pytest.approx(0.8)
+    assert found["class.syscall.read"].estimated_gain == pytest.approx(0.0)
+    # without the faults, the same share in the call's own entry is saved
+    per_call = findings([([COPY, *UNDER_READ], 30), ([ENTRY, READ, WORK, MAIN], 50), REST])
+    assert per_call["class.syscall.read"].estimated_gain > 0.2
 
 
 DL_START = Frame("_dl_start", "ld-linux-x86-64.so.2", "./elf/rtld.c", 517)

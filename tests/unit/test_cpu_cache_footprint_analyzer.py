@@ -50,6 +50,11 @@ def test_pages_past_the_measured_tlb_reach_inside_the_range_are_reported(tmp_pat
     [finding] = cpu_cache_footprint.analyze(ctx)
     assert "more pages than the TLB reaches at n = 26,103" in finding.title
     assert "huge pages" in finding.suggestion
+    assert "(4 KiB pages)" in finding.evidence[0]  # a run stored before the mode was kept
+    doc["tlb"]["transparent_huge_pages"] = "madvise"
+    ctx = context_with(tmp_path / "madvise", {"handle_packet": {"scaling": doc}})
+    [finding] = cpu_cache_footprint.analyze(ctx)
+    assert "transparent huge pages are `madvise` on this machine" in finding.evidence[0]
     doc["tlb"]["in_range"] = False
     ctx = context_with(tmp_path / "outside", {"handle_packet": {"scaling": doc}})
     assert cpu_cache_footprint.analyze(ctx) == []

@@ -76,3 +76,35 @@ def test_the_programs_unnamed_code_pairs_with_a_baseline_file_cut_short() -> Non
     assert current["functions"]["[unnamed code in bzip2-reg]"] == 30
     listed = [row["function"] for row in compare(base, current, 0.005, 0)["changes"]]
     assert listed and not [name for name in listed if name.startswith("[unnamed code in bzip2")]
+
+
+def test_a_function_the_stored_baseline_run_inlined_is_named() -> None:
+    """mujs's stackidx made noinline (tests/fixtures/count_diff/mujs_noinline.json: the
+    line counts of the two runs): the gate listed it as `<= 374 -> 74,100,646` and said
+    nothing of the 44,379,573 instructions the baseline run counted on its lines inside
+    its callers, which `diff` names. Against a stored run the gate reads the lines too."""
+    import io
+
+    from rich.console import Console
+
+    from perfsleuth.commands.gate import inlined_between
+    from perfsleuth.model.line_counts import LineCounts
+    from perfsleuth.present import gate_text
+
+    runs = json.loads((GATE.parent / "count_diff" / "mujs_noinline.json").read_text())
+    a, b = LineCounts.from_json(runs["a"]), LineCounts.from_json(runs["b"])
+    rows = inlined_between(a, b)
+    assert [(r["function"], r["inlined_in"], r["count"]) for r in rows[:2]] == [
+        ("stackidx", "a", 44_379_573),
+        ("js_pop", "b", 10_442_894),
+    ]
+    current = {"total": b.total("Ir"), "build_id": "x", "functions": b.function_self("Ir")}
+    doc = compare(baseline(a.function_self("Ir"), total=a.total("Ir")), current, 0.01, 0)
+    out = io.StringIO()
+    gate_text.render(
+        {**doc, "run": "3", "exit_status": 0, "inlining": rows}, Console(file=out, width=200)
+    )
+    assert (
+        "stackidx is a function of its own in run 3 and was inlined in run 1: run 1 counted "
+        "44,379,573 Ir on its lines" in out.getvalue()
+    )

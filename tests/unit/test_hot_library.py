@@ -109,3 +109,15 @@ def test_a_packaged_programs_own_libraries_are_not_its_users_dependencies() -> N
     assert analyzed("clang") == []
     (found,) = analyzed("indexer")
     assert found.dso == "libclang-cpp.so.16"
+
+
+def test_the_jvm_is_a_runtime_not_a_dependency_to_rebuild() -> None:
+    """javac: 63.5% in libjvm.so (its compilers, its collector) was "a PGO+LTO build of
+    libjvm.so is the next lever"; the JVM's hot spots have rules of their own."""
+    compile_ = Frame("PhaseChaitin::Split(unsigned int, ResourceArea*)", "libjvm.so")
+    builder = ProfileBuilder()
+    builder.add([compile_, Frame("[unknown]", "anon")], 64)
+    builder.add([Frame("[unknown]", "anon")], 36)
+    binaries = [{"path": "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"}]
+    ctx = Context(builder.build(), RunInfo(command="javac Big.java"), binaries=binaries)
+    assert hot_library.analyze(ctx) == []

@@ -126,9 +126,12 @@ def test_captured_bzip2_stacks_deeper_than_the_stack_copy_are_not_a_confident_al
     assert found["symbols.broken-stacks"].confidence < 0.6
 
 
-def test_jit_code_is_named_as_such_and_never_asks_for_g() -> None:
-    """PCRE2's JIT region: anonymous executable memory that no debug info can name."""
-    jit = Frame("[unknown]", "//anon")
+@pytest.mark.parametrize("dso", ["//anon", "anon"])
+def test_jit_code_is_named_as_such_and_never_asks_for_g(dso: str) -> None:
+    """PCRE2's JIT region: anonymous executable memory that no debug info can name. A
+    perf.data's //anon is stored by its file name, anon: javac's JIT code was told
+    "anon: rebuild with -g"."""
+    jit = Frame("[unknown]", dso)
     found = analyze([([jit, MAIN, START], 60), ([MAIN, START], 40)])
     assert set(found) == {"symbols.generated-code"}
     generated = found["symbols.generated-code"]

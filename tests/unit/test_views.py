@@ -367,6 +367,40 @@ def test_count_diff_lists_no_unchanged_blank_or_unknown_line() -> None:
     assert count_diff.align_file(past_end, FileLines([3, 4], [[1, 2]], ["", None])) == 2
 
 
+def test_count_diff_pairs_the_lines_of_an_unchanged_file_by_number() -> None:
+    """mujs's jscompile.c, the same file in both trees, with code the compiler moved
+    between its lines when jsrun.c's stackidx was made noinline. Paired by the texts of
+    its counted lines, line 778 of run A (`label(J, F, end);`, 35 -> 0) was paired with
+    line 757 of run B (0 -> 7) and 777 with 756 (`cexp(J, F, exp->b);`, 28 each), so
+    that change was not listed, and line 771 (20 in both) was listed as gone and new.
+    A file whose content is the one run A recorded pairs its lines by number, and each
+    changed line's counts are callgrind_annotate's of the two runs."""
+    import json
+
+    doc = json.loads((FIXTURES / "count_diff" / "mujs_noinline.json").read_text())
+    a, b = LineCounts.from_json(doc["a"]), LineCounts.from_json(doc["b"])
+    rows = count_diff.exact_diff(a, b)["lines"]
+    unchanged = {
+        r["line_a"] or r["line_b"]: (r["a"], r["b"])
+        for r in rows
+        if r["file"].endswith("jscompile.c")
+    }
+    assert all(
+        len({r["line_a"], r["line_b"]} - {None}) == 1
+        for r in rows
+        if r["file"].endswith("jscompile.c")
+    )
+    assert {n: unchanged.get(n) for n in (756, 757, 771, 777, 778)} == {
+        756: (0, 28),
+        757: (0, 7),
+        771: None,
+        777: (28, 0),
+        778: (35, 0),
+    }
+    edited = [r for r in rows if r["file"].endswith("jsrun.c")]
+    assert edited[0]["line_a"] == edited[0]["line_b"] == 200  # stackidx's first line
+
+
 def test_count_diff_pairs_a_line_whose_indentation_changed() -> None:
     """bc's hot multiply loop given a check before its product, the product's line
     wrapped into a block: it was listed as gone (-379,652,142) and the new check's line

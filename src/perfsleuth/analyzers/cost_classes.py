@@ -362,7 +362,7 @@ def _finding(
         named = ", ".join(name for name, _w in heaviest(unsaved_leaves, 2))
         evidence.append(
             f"{100 * copying / cost.weight:.0f}% of its time is in {named}, moving the bytes "
-            "(a copy, the disk): " + _copying_says(unsaved, share)
+            "(a copy, the disk, a fresh buffer's page faults): " + _copying_says(unsaved, share)
         )
     return Finding(
         rule=f"class.{cls.id}",

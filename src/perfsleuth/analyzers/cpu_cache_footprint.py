@@ -9,7 +9,7 @@ a small fraction of the function's share; the finding is about where the cliff i
 from __future__ import annotations
 
 from ..cpu_cache_projections import traced_shares
-from ..cpu_cache_projections.doubling import pages_text
+from ..cpu_cache_projections.doubling import page_size_text, pages_text
 from ..cpu_cache_projections.scaling import WorkingSet, crossing, measured_bracket, room_held
 from ..cpu_cache_projections.scaling import fit as scaling_fit
 from ..model.cpu_cache import (
@@ -211,7 +211,7 @@ def tlb_finding(function: str, scaling: Scaling, tlb: TlbCliff, share: float) ->
         share,
         function=function,
         evidence=[
-            f"pages touched = {pages_text(tlb, len(scaling['runs']))} (4 KiB pages)",
+            f"pages touched = {pages_text(tlb, len(scaling['runs']))} ({page_size_text(tlb)})",
             f"this machine's TLB reaches {tlb['reach_pages']:,} pages under random access "
             f"(measured {tlb['measured_at']}: {tlb['evidence']})",
             *(f"n={run['n']:,}: {run['data_pages']:,} pages" for run in scaling["runs"]),

@@ -46,10 +46,11 @@ SAVING_SOURCE = (
 )
 CONFIDENCE = 0.5
 ENTRY_POINTS = 3
-# The C and C++ runtimes and the loader: their hot spots have rules of their own.
+# The C and C++ runtimes, the loader and the language runtimes (CPython, the JVM): their
+# hot spots have rules of their own.
 RUNTIMES = re.compile(
     r"^(libc|libm|libmvec|libstdc\+\+|libc\+\+|libc\+\+abi|libgcc_s|libpthread|libdl|librt"
-    r"|ld-linux[-\w]*|linux-vdso|libpython\d[\d.]*\w*)\.so"
+    r"|ld-linux[-\w]*|linux-vdso|libpython\d[\d.]*\w*|libjvm)\.so"
 )
 
 

@@ -353,7 +353,13 @@ def finding(exact: ExactCounts, fid: int, own: int, shape: Shape, total: int) ->
     name = source_name(fn)
     slow_name = f"{name.split('::')[-1]}_slow"
     start = min(exact.instructions(fid), default=0)
-    note, ratio = inlining_note(name, file, is_static(ob, start), calls_by_file(exact, fid))
+    note, ratio = inlining_note(
+        name,
+        file,
+        is_static(ob, start),
+        calls_by_file(exact, fid),
+        unit_calls(ob, start, callers_by_entry(exact, fid)),
+    )
     return Finding(
         rule="prologue.split-slow-path",
         kind="prologue-overhead",
@@ -416,6 +422,42 @@ def calls_by_file(exact: ExactCounts, fid: int) -> dict[str, int]:
     return out
 
 
+def callers_by_entry(exact: ExactCounts, fid: int) -> dict[int, int]:
+    """The calls into function `fid` from functions of its object, by the address of
+    each caller's first counted instruction."""
+    ob = exact.functions[fid][0]
+    calls = exact.calls
+    by_caller: dict[int, int] = {}
+    for caller, callee, count in zip(
+        calls.column("caller"), calls.column("callee"), calls.column("calls"), strict=True
+    ):
+        if callee == fid and exact.functions[caller][0] == ob:
+            by_caller[caller] = by_caller.get(caller, 0) + count
+    entries: dict[int, int] = {}
+    cells = exact.cells
+    for f, address in zip(cells.column("fn"), cells.column("address"), strict=True):
+        if f in by_caller and address and address < entries.get(f, address + 1):
+            entries[f] = address
+    out: dict[int, int] = {}
+    for caller, entry in entries.items():
+        out[entry] = out.get(entry, 0) + by_caller[caller]
+    return out
+
+
+def unit_calls(path: str, start: int, callers: dict[int, int]) -> tuple[int, str]:
+    """Of `callers` (a caller's address -> its calls) into the function at `start` in the
+    ELF file at PATH, the calls from its own compile unit (DWARF's .debug_aranges), and
+    that unit's source file name; (0, "") when the units are not known. A unity build
+    (mujs's one.c includes every .c file, SQLite's amalgamation) calls from other files
+    within one unit, where the compiler may inline."""
+    binary = binary_at(path)
+    unit = binary.unit_at(start) if binary is not None else None
+    if binary is None or unit is None:
+        return 0, ""
+    own = sum(n for at, n in callers.items() if binary.unit_at(at) == unit)
+    return own, Path(unit.name).name
+
+
 def is_static(path: str, start: int) -> bool:
     """Whether the function at `start` in the ELF file at PATH is a local symbol (static):
     called only from its own compile unit, whatever file its calling lines are in (gawk's
@@ -428,23 +470,33 @@ def is_static(path: str, start: int) -> bool:
 
 
 def inlining_note(
-    name: str, own_file: str, static: bool, callers: dict[str, int]
+    name: str,
+    own_file: str,
+    static: bool,
+    callers: dict[str, int],
+    unit: tuple[int, str] = (0, ""),
 ) -> tuple[str, float]:
     """What the estimate leaves out, said from where the function is called, and the most
     a split saved against its estimate when measured so: splits whose kept fast path GCC
     then inlined into callers in its file saved 1.5-3.5 times their estimate (tcc's
     tok_str_add2 1.53, jq's jvp_utf8_next 3.2, m4's peek_input 3.5: the calls, returns
     and the callers' moves around them went too), those left a call 1.0-1.15 times
-    (keys_equal 1.01, cJSON's ensure 1.14, gawk's is_integer 1.15). docs/counts.md."""
+    (keys_equal 1.01, cJSON's ensure 1.14, gawk's is_integer 1.15). UNIT: the calls from
+    the function's own compile unit and the unit's name (unit_calls). docs/counts.md."""
     total = sum(callers.values())
     own = sum(n for file, n in callers.items() if Path(file).name == Path(own_file).name)
-    if own or static:
-        where = (
-            "it is static: its calls come from its own compile unit"
-            if static
-            else f"{f'{own / total:.0%}' if own < total else 'all'} of its calls come from its "
-            f"own file ({Path(own_file).name})"
-        )
+    in_unit, unit_name = unit
+    if own or static or in_unit:
+        if static:
+            where = "it is static: its calls come from its own compile unit"
+        elif own >= in_unit:
+            where = (
+                f"{_part(own, total)} of its calls come from its own file ({Path(own_file).name})"
+            )
+        else:
+            where = (
+                f"{_part(in_unit, total)} of its calls come from its own compile unit ({unit_name})"
+            )
         return (
             f"{where}, where the compiler may inline what the split keeps (unless it is "
             "marked noinline): then "
@@ -459,6 +511,10 @@ def inlining_note(
         "the estimate assumes (splits measured so saved 1.0-1.15x their estimate)",
         MAX_CALLED_RATIO,
     )
+
+
+def _part(n: int, total: int) -> str:
+    return f"{n / total:.0%}" if n < total else "all"
 
 
 def entry_evidence(shape: Shape) -> str:

@@ -22,13 +22,14 @@ from typing import Any
 from ..errors import UserError
 from ..present import formats_for, write
 from ..store.run_index import is_run_reference
-from ..views.count_diff import unnamed_paired
+from ..views.count_diff import inlining_changes, paired_files, unnamed_paired
 from .common import add_output_options, open_store, require_exact, tools_differ
 
 # Recording (valgrind, the symbolizer, record's store) is imported by current_run when
 # it records: `gate --help` paid 0.31 CPU-s for it (issue 29: any command under 0.3).
 TYPE_CHECKING = False  # typing's, without importing typing (docs/counts.md)
 if TYPE_CHECKING:
+    from ..model.line_counts import LineCounts
     from ..store.runs import Store
 
 NAME = "gate"
@@ -85,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         )
     info = store.run_info(run_id)
     doc = compare(baseline, current, limit, args.n)
+    if not Path(args.baseline).is_file():
+        doc["inlining"] = inlined_between(*kept_lines(store, int(baseline["run"]), run_id))
     doc["run"] = str(run_id)
     doc["exit_status"] = info.exit_status
     doc["passed"] = doc["passed"] and not info.exit_status
@@ -135,6 +138,27 @@ def current_run(
     options = RecordOptions(mode="count", only=args.only, keep_env=args.keep_env)
     store, info, _profile = store_recording(open_store(args), options, cmd)
     return store, info.id, baseline_of(store, info.id)
+
+
+def kept_lines(store: Store, *run_ids: int) -> list[LineCounts]:
+    """The line counts of the count runs (store/kept_counts.py), kept now if not yet."""
+    from ..store import kept_counts
+
+    kept = kept_counts.load(store.root, *map(str, run_ids))
+    if kept is not None:
+        return [lines for _id, lines in kept]
+    loaded = [store.load_run(run_id) for run_id in run_ids]
+    return [kept_counts.keep(store, run.info, run.counts) for run in loaded if run.counts]
+
+
+def inlined_between(baseline: LineCounts, current: LineCounts) -> list[dict]:
+    """The functions one run calls and the other inlined, as `diff` names them
+    (views.count_diff.inlining_changes): read from the lines, which a stored run
+    baseline has and a baseline file does not (it keeps functions). The gate listed
+    mujs's stackidx, made noinline, as `<= 374 -> 74,100,646` alone."""
+    event = EVENT if EVENT in baseline.events and EVENT in current.events else ""
+    files = paired_files(baseline.files.keys(), current.files.keys())
+    return inlining_changes(baseline, current, event or baseline.events[0], files)
 
 
 def export(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -73,6 +74,11 @@ LLC_PER_PAGE = 8
 LLC_SWEEP_POINTS = 4  # per doubling
 LLC_SWEEP_CAP = 256 << 20
 METHOD = 6  # part of the fingerprint: a change of method measures again
+# The kernel's transparent huge page mode: with `madvise` (Debian's default) or `never`, a
+# program's malloc'd data is on 4 KiB pages unless it asks (MADV_HUGEPAGE, glibc's
+# glibc.malloc.hugetlb tunable): the pages the reach is measured in. With `always` its
+# tables past 2 MiB sit on 2 MiB pages, 512 times the reach, so no 4 KiB cliff is theirs.
+THP_ENABLED = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
 @dataclass
@@ -320,12 +326,30 @@ def tlb_limit(calibration: Calibration) -> TlbLimit:
     if calibration.tlb_reach_pages is None:
         why = f"no TLB cliff up to {calibration.sweep_pages:,} pages ({calibration.evidence})"
         return {"reason": why}
-    return {
+    mode = huge_pages_mode()
+    if mode == "always":
+        return {
+            "reason": "transparent huge pages are `always` on this machine: a program's data "
+            "past 2 MiB sits on 2 MiB pages, which the reach measured in 4 KiB pages "
+            f"({calibration.tlb_reach_pages:,} of them) does not describe"
+        }
+    limit: TlbLimit = {
         "reach_pages": calibration.tlb_reach_pages,
         "page_size": calibration.page_size,
         "measured_at": calibration.measured_at,
         "evidence": calibration.evidence,
     }
+    return limit | ({"transparent_huge_pages": mode} if mode else {})
+
+
+def huge_pages_mode() -> str | None:
+    """The transparent huge page mode in force (`always`, `madvise`, `never`), None
+    where the kernel does not say."""
+    try:
+        chosen = re.search(r"\[(\w+)\]", THP_ENABLED.read_text())
+    except OSError:
+        return None
+    return chosen.group(1) if chosen else None
 
 
 def llc_limit(calibration: Calibration) -> LlcLimit:

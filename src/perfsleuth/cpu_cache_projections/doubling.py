@@ -155,3 +155,17 @@ def pages_text(tlb: TlbCliff, runs: int) -> str:
         f"doubles next; it doubles past {steps['doubles_at_n']:,.0f} * 2^k, the runs put "
         f"that between {low:,.0f} and {high:,.0f})"
     )
+
+
+def page_size_text(tlb: TlbCliff) -> str:
+    """The pages the cliff is counted in, and why a program's data is on them: the
+    kernel's transparent huge page mode when the scaling was projected (runs stored
+    before it was kept do not say)."""
+    mode = tlb.get("transparent_huge_pages")
+    if not mode:
+        return "4 KiB pages"
+    unless = " unless it asks for huge pages" if mode == "madvise" else ""
+    return (
+        f"4 KiB pages: transparent huge pages are `{mode}` on this machine, so a program's "
+        f"malloc'd data is on 4 KiB pages{unless}"
+    )

@@ -276,6 +276,7 @@ class TlbLimit(TypedDict, total=False):
     reason: str
     reach_pages: int
     page_size: int
+    transparent_huge_pages: str  # the kernel's mode: madvise or never (always: no reach)
     measured_at: str
     evidence: str
 

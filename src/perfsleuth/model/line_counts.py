@@ -24,16 +24,22 @@ if TYPE_CHECKING:
 
 class FileLines:
     """A file's counted lines in order, their counts (one list per event) and, when the
-    run kept the file's source, each line's text (None past the file's end)."""
+    run kept the file's source, each line's text (None past the file's end) and the
+    SHA-256 of the file as the run recorded it."""
 
-    __slots__ = ("lines", "counts", "texts")
+    __slots__ = ("lines", "counts", "texts", "digest")
 
     def __init__(
-        self, lines: list[int], counts: list[list[int]], texts: list[str | None] | None
+        self,
+        lines: list[int],
+        counts: list[list[int]],
+        texts: list[str | None] | None,
+        digest: str | None = None,
     ) -> None:
         self.lines = lines
         self.counts = counts
         self.texts = texts
+        self.digest = digest
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FileLines) and slot_fields(self) == slot_fields(other)
@@ -90,10 +96,12 @@ class LineCounts:
         for file, lines in sorted(by_file.items()):
             lines.sort()
             source = counts.sources.get(file)
+            stamp = counts.stamps.get(file) if source is not None else None
             files[file] = FileLines(
                 lines,
                 [[costs[(file, line)] for line in lines] for costs in per_event],
                 None if source is None else [_text(source, line) for line in lines],
+                stamp[2] if stamp else None,
             )
         creator = str(exact.meta.get("creator", ""))  # cachegrind's files name none
         tool = "callgrind" if "callgrind" in creator else creator or "cachegrind"
@@ -130,7 +138,8 @@ class LineCounts:
             "split_names": self.split_names,
             "split_counts": self.split_counts,
             "files": {
-                file: [lines.lines, lines.counts, lines.texts] for file, lines in self.files.items()
+                file: [lines.lines, lines.counts, lines.texts, lines.digest]
+                for file, lines in self.files.items()
             },
             "tool": self.tool,
             "spans": self.spans,

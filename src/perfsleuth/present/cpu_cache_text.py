@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..cpu_cache_projections.doubling import pages_text
+from ..cpu_cache_projections.doubling import page_size_text, pages_text
 from ..model.cpu_cache import (
     CacheProjections,
     Cliff,
@@ -228,7 +228,8 @@ def render_scaling(scale: Scaling, console: Console) -> None:
     console.print(
         Text(
             f"  pages = {pages_text(tlb, len(scale['runs']))} exceed the TLB's measured reach "
-            f"({tlb['reach_pages']:,} pages) at {where(tlb, scale['range'][0])}"
+            f"({tlb['reach_pages']:,} pages) at {where(tlb, scale['range'][0])} "
+            f"({page_size_text(tlb)})"
         )
     )
 

@@ -89,12 +89,17 @@ def _write_exact(doc: dict, fh: IO[str]) -> None:
 def _inlining(fh: IO[str], doc: dict, event: str) -> None:
     """The functions one run calls and the other inlined (views.count_diff.inlining_changes)."""
     for row in doc.get("inlining") or ():
-        calls, inlines = (doc["b"], doc["a"]) if row["inlined_in"] == "a" else (doc["a"], doc["b"])
-        fh.write(
-            f"{row['function']} is a function of its own in run {calls} and was inlined in run "
-            f"{inlines}: run {inlines} counted {row['count']:,} {event} on its lines "
-            f"({row['file']}:{row['first']}-{row['last']}) inside its callers\n"
-        )
+        fh.write(inlining_sentence(row, doc["a"], doc["b"], event) + "\n")
+
+
+def inlining_sentence(row: dict, a: str, b: str, event: str) -> str:
+    """What one row of views.count_diff.inlining_changes says, of runs A and B."""
+    calls, inlines = (b, a) if row["inlined_in"] == "a" else (a, b)
+    return (
+        f"{row['function']} is a function of its own in run {calls} and was inlined in run "
+        f"{inlines}: run {inlines} counted {row['count']:,} {event} on its lines "
+        f"({row['file']}:{row['first']}-{row['last']}) inside its callers"
+    )
 
 
 def _section(fh: IO[str], what: str, rows: list[dict], changed: int, event: str) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from .diff_text import inlining_sentence
+
 
 def render(doc: dict, console: Console) -> None:
     verdict = "PASS" if doc["passed"] else "FAIL"
@@ -30,6 +32,13 @@ def render(doc: dict, console: Console) -> None:
         )
         console.print(
             f"{before:>15} → {row['b']:>15,} {delta:>15}  {row['function']}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    for row in doc.get("inlining") or ():
+        console.print(
+            inlining_sentence(row, doc["baseline"], doc["run"], doc["event"]),
             highlight=False,
             markup=False,
             soft_wrap=True,

@@ -35,6 +35,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "exclude_functions": (list, False),
     "entry_functions": (list, False),
     "exclude_dsos": (list, False),
+    "only_dsos": (list, False),
     "replacement": (str, True),
     "apply": (str, True),
     "code_change": (bool, True),
@@ -67,6 +68,7 @@ PATTERN_FIELDS = (
     "exclude_functions",
     "entry_functions",
     "exclude_dsos",
+    "only_dsos",
     "source_nodes",
     "unsaved_leaves",
     "unsaved_under",
@@ -99,6 +101,9 @@ class Rule:
     files: tuple[re.Pattern[str], ...] = ()
     exclude_functions: tuple[re.Pattern[str], ...] = ()
     exclude_dsos: tuple[re.Pattern[str], ...] = ()
+    # the DSOs a frame must be in for the rule to match it at all: names common enough
+    # to be anyone's (HotSpot's C2 classes `Node::`, `Compile::`) count in libjvm only
+    only_dsos: tuple[re.Pattern[str], ...] = ()
     # names too common to be the library's by themselves (zlib's `compress`, bzip2's
     # own `compress`): a frame so named counts only above a frame the rule matches
     entry_functions: tuple[re.Pattern[str], ...] = ()
@@ -153,6 +158,8 @@ class Rule:
         )
 
     def _excluded(self, names: set[str], files: set[str]) -> bool:
+        if self.only_dsos and not any(p.search(f) for p in self.only_dsos for f in files):
+            return True
         return any(p.search(n) for p in self.exclude_functions for n in names) or any(
             p.search(f) for p in self.exclude_dsos for f in files
         )
@@ -293,6 +300,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         files=patterns["files"],
         exclude_functions=patterns["exclude_functions"],
         exclude_dsos=patterns["exclude_dsos"],
+        only_dsos=patterns["only_dsos"],
         entry_functions=patterns["entry_functions"],
         min_share=float(table.get("min_share", DEFAULT_MIN_SHARE)),
         preload=tuple(table.get("preload", [])),

@@ -114,8 +114,11 @@ def exact_callgraph(
     level's own count; merged, the calls of an outer level hold those of the inner ones
     again (mutual.c's free_list had callers worth 128% of the run). A function of one
     level in a recursion that goes through it merged (gawk's sort_user_func, the comparator
-    its sort calls, which runs r_interpret'2) is read from its calls with the levels apart,
-    where it is in none. Without its levels apart it is `derived(name)`'s."""
+    its sort calls, which runs r_interpret'2) is read from its calls with the levels apart:
+    callgrind gives a function a second level whenever it is entered while running, so
+    one of one level never held its own calls, even where its calls lead back to it
+    through another's deeper level (mujs's sortcmp, through js_call'2 and its sort
+    builtin). Without its levels apart it is `derived(name)`'s."""
     names = [fn for _ob, fn in exact.functions]
     graph = _CallArcs(exact, names)
     first = _FirstLevels.of(exact, graph.event)
@@ -125,7 +128,9 @@ def exact_callgraph(
             docs.append(graph.neighbours(name))
         elif first is not None and graph.ids[name] <= first.levels.keys():
             docs.append(first.neighbours(name, graph))
-        elif first is not None and not first.graph.recursive(name):
+        elif first is not None and (
+            not graph.ids[name] & first.levels.keys() or not first.graph.recursive(name)
+        ):
             docs.append(first.graph.neighbours(name))
         else:
             docs.append(derived(name))

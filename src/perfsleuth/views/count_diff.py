@@ -250,10 +250,14 @@ def _changed(pairs: list[Pair] | int, counts_a: list[int], counts_b: list[int]) 
 
 def align_file(a: FileLines, b: FileLines) -> list[Pair] | int:
     """A file's counted lines of both runs paired, as (index in A's lines, index in B's),
-    None for a line with no partner: by text where both runs kept the file's source,
-    else by number. An int n when the n lines of both runs pair one to one, in order."""
+    None for a line with no partner: by text where both runs kept the file's source and
+    it changed, else by number. An int n when the n lines of both runs pair one to one,
+    in order. The texts are those of the counted lines alone, so in a file that did not
+    change, a line that only one run counted would pair with another of its text (mujs's
+    jscompile.c: line 778 of one run with 757 of the other, both `label(J, F, end);`)."""
     la, lb = a.lines, b.lines
-    if a.texts is not None and b.texts is not None:
+    same_file = a.digest is not None and a.digest == b.digest
+    if a.texts is not None and b.texts is not None and not same_file:
         return _by_text(la, lb, a.texts, b.texts)
     if la == lb:
         return len(la)

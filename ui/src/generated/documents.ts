@@ -431,6 +431,7 @@ export interface TlbLimit {
   reason?: string;
   reach_pages?: number;
   page_size?: number;
+  transparent_huge_pages?: string;
   measured_at?: string;
   evidence?: string;
 }
