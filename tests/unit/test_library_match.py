@@ -8,6 +8,7 @@ import pytest
 
 from perfsleuth.analyzers import Context, library_match
 from perfsleuth.formats import callgrind, pprof
+from perfsleuth.model.counts import merged_name
 from perfsleuth.model.profile import Frame, Profile, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 from perfsleuth.model.states import RUNNABLE_IN_FUTEX
@@ -325,3 +326,115 @@ def test_the_jvms_jit_compilers_are_a_runtime_setting_counted_in_libjvm_only() -
     assert jit.kind == "runtime-tuning" and jit.share == pytest.approx(0.6)
     assert jit.fix["env"] == {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
     assert "runtime.jvm-jit" not in run_on([([own_node, MAIN], 60), ([MAIN], 40)])
+
+
+# An interpreter's sort builtin over libc's qsort with a comparator calling back into the
+# interpreter (MuJS's Ap_sort, jsR_run): a cycle of the call graph, which the stacks
+# rebuilt from it walk as one unit, entered from main.
+INTERPRETER_SORT = """events: Ir
+ob=./app
+fl=/src/main.c
+fn=main
+5 10
+cob=./app
+cfi=/src/run.c
+cfn=run
+calls=1 1
+6 380
+fl=/src/run.c
+fn=run
+10 300
+cob=./app
+cfi=/src/array.c
+cfn=sort_builtin
+calls=1 1
+20 280
+fl=/src/array.c
+fn=sort_builtin
+30 10
+cob=/usr/lib/x86_64-linux-gnu/libc.so.6
+cfi=./stdlib/msort.c
+cfn=qsort
+calls=1 1
+31 270
+fn=cmp
+40 40
+cob=./app
+cfi=/src/run.c
+cfn=run
+calls=8 1
+41 200
+ob=/usr/lib/x86_64-linux-gnu/libc.so.6
+fl=./stdlib/msort.c
+fn=qsort
+300 5
+cob=/usr/lib/x86_64-linux-gnu/libc.so.6
+cfi=./stdlib/msort.c
+cfn=msort_with_tmp
+calls=1 1
+301 265
+fn=msort_with_tmp
+200 20
+cob=/usr/lib/x86_64-linux-gnu/libc.so.6
+cfi=./string/memmove.S
+cfn=memcpy
+calls=2 1
+201 5
+cob=./app
+cfi=/src/array.c
+cfn=cmp
+calls=8 1
+202 240
+fl=./string/memmove.S
+fn=memcpy
+1 5
+"""
+
+
+def test_a_count_runs_qsort_is_its_own_code_called_from_its_direct_caller() -> None:
+    """MuJS 1.3.2's qsort was "5.1% of the instructions" called from jsR_run, the cycle's
+    entry, where callgrind counts 24.4% under it from Ap_sort, 23.0% of it the
+    JavaScript comparator: the share is qsort's code and the library code it calls, the
+    comparator said apart, the call site its caller's call."""
+    data = callgrind.parse_bytes(INTERPRETER_SORT.encode(), "callgrind.out.sort")
+    ctx = Context(
+        profile=callgrind.profile_of(data),
+        run=RunInfo(command="./app"),
+        counts=callgrind.exact_counts(data).merged_recursion(),
+    )
+    found = {f.rule: f for f in library_match.analyze(ctx)}["sort.qsort"]
+    assert found.share == pytest.approx((5 + 20 + 5) / 390)
+    assert (found.function, found.file, found.line) == ("sort_builtin", "/src/array.c", 31)
+    assert "69.2% of the instructions run under it" in " ".join(found.evidence)
+    assert "calls back, which its replacement does not make faster: cmp (61.5%)" in " ".join(
+        found.evidence
+    )
+
+
+SORTNATIVE_COUNT = Path(__file__).resolve().parents[1] / "fixtures" / "callgrind.out.sortnative"
+
+
+def test_a_captured_interpreters_qsort_is_told_apart_from_its_comparator() -> None:
+    """sortnative.c (tests/fixtures/src), counted by callgrind: its sort builtin runs
+    through call'2 and its comparator calls back into the interpreter, as MuJS's does.
+    The stacks gave qsort 47.7% of the run called from run(), the cycle's entry; it is
+    qsort's own code called from sort_builtin(), the comparator said apart."""
+    data = callgrind.parse(SORTNATIVE_COUNT)
+    calls: dict[tuple[str, str], int] = {}
+    for (caller, callee, _file, _line), (_count, cost, *_rest) in data.call_sites.items():
+        key = (merged_name(caller[1]), merged_name(callee[1]))
+        calls[key] = calls.get(key, 0) + cost
+    entered = calls["sort_builtin", "qsort"]
+    called_back = calls["msort_with_tmp.part.0", "cmp"]
+    ctx = Context(
+        profile=callgrind.profile_of(data),
+        run=RunInfo(command="./sortnative"),
+        counts=callgrind.exact_counts(data).merged_recursion(),
+    )
+    total = ctx.profile.total
+    found = {f.rule: f for f in library_match.analyze(ctx)}["sort.qsort"]
+    assert found.function == "sort_builtin" and found.file.endswith("sortnative.c")
+    assert found.share == pytest.approx((entered - called_back) / total)
+    said = " ".join(found.evidence)
+    assert f"{100 * entered / total:.1f}% of the instructions run under it" in said
+    assert f"cmp ({100 * called_back / total:.1f}%)" in said
