@@ -226,15 +226,7 @@ def counted_match(rule: Rule, match: Match, counts: ExactCounts) -> Match:
             exact.self_by_function[display_name(frames[fid])] += own[fid]
             exact.dsos[frames[fid].dso] += own[fid]
     exact.inclusive = exact.self
-    calls = counts.calls
-    for caller, callee, file, line, cost in zip(
-        calls.column("caller"),
-        calls.column("callee"),
-        calls.column("file"),
-        calls.column("line"),
-        calls.event(counts.index()),
-        strict=True,
-    ):
+    for caller, callee, file, line, cost in counts.call_edges():
         if caller in inside and callee not in inside:
             if is_user_code(frames[callee]):
                 exact.callbacks[display_name(frames[callee])] += cost

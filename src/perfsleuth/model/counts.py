@@ -273,6 +273,18 @@ class ExactCounts:
 
     # -- per function -------------------------------------------------------------------
 
+    def call_edges(self, event: str = "Ir") -> Iterator[tuple[int, int, int, int, int]]:
+        """(caller, callee, file, line, cost of EVENT) of every counted call."""
+        calls = self.calls
+        return zip(
+            calls.column("caller"),
+            calls.column("callee"),
+            calls.column("file"),
+            calls.column("line"),
+            calls.event(self.index(event)),
+            strict=True,
+        )
+
     def self_by_id(self, event: str = "Ir") -> list[int]:
         """Exact self count of `event` per function id."""
         out = [0] * len(self.functions)

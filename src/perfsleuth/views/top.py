@@ -113,15 +113,7 @@ def exact_top(exact: ExactCounts, *, by: str = "function", sort: str = "self", n
             counts[key] += cost
     self_cost = per_event[event]
     total_cost = dict(self_cost)
-    calls = exact.calls
-    for caller, callee, file, line, cost in zip(
-        calls.column("caller"),
-        calls.column("callee"),
-        calls.column("file"),
-        calls.column("line"),
-        calls.event(exact.index(event)),
-        strict=True,
-    ):
+    for caller, callee, file, line, cost in exact.call_edges(event):
         key = group.of_call(caller, callee, file, line)
         if key is not None:
             total_cost[key] = total_cost.get(key, 0) + cost
