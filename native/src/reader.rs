@@ -834,7 +834,10 @@ pub(crate) fn read_file(path: &str, in_place: bool) -> Result<Output, String> {
     if let Some(t) = reader.kernel_text {
         meta.push(("kernel_text", MetaVal::Int(t)));
     }
-    meta.push(("lost_samples", MetaVal::Int(reader.lost.max(reader.lost_at_end))));
+    meta.push((
+        "lost_samples",
+        MetaVal::Int(reader.lost.max(reader.lost_at_end)),
+    ));
     meta.push(("num_samples", MetaVal::Int(reader.samples)));
     meta.push((
         "samples_needing_dwarf",
