@@ -75,7 +75,10 @@ def test_a_read_only_cgroup_tree_is_sampled_per_task_and_the_gap_said(tmp_path, 
     """As in a container whose /sys/fs/cgroup is mounted read-only: a private mount
     namespace with the hierarchy remounted read-only for this run only."""
     mount = hierarchy(MOUNTS.read_text())[0]  # type: ignore[index]
-    record = f"perfsleuth.cli record --store {tmp_path / 'store'} --freq 999 -- {spawn_per_item}"
+    # twice: per task it keeps only 2-6 of the ~750 samples due, and a run that kept none
+    # (one CI rehearsal's) is refused as empty before the gap can be said
+    twice = f"sh -c '{spawn_per_item}; {spawn_per_item}'"
+    record = f"perfsleuth.cli record --store {tmp_path / 'store'} --freq 999 -- {twice}"
     script = f"mount -o remount,bind,ro {mount} && exec {sys.executable} -m {record}"
     done = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
