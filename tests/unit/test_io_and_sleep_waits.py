@@ -56,7 +56,9 @@ def test_a_main_thread_reading_what_another_process_makes_waits_for_that_process
     while the child's two workers run: "take the I/O off the hot thread", gain 24.9%, was
     a false alarm. The same wait with no other process working stays a finding."""
 
-    def parent_and_child(child_running_ms: int) -> list:
+    def parent_and_child(child_work: int) -> list:
+        """A hand-built profile: the child's workers each hold CHILD_WORK units of running
+        weight (a recorded share, not a measured duration)."""
         b = ProfileBuilder(unit="ns")
         parent = Thread(70, 70, "git")
         read = [Frame("read", dso="libc.so.6"), Frame("[unknown] git+0x1f100", dso="git")]
@@ -65,11 +67,11 @@ def test_a_main_thread_reading_what_another_process_makes_waits_for_that_process
         for tid in (72, 73):
             worker = Thread(tid, 71, "git")
             work = [Frame("find_deltas", dso="git")]
-            b.add(work, child_running_ms * MS, thread=worker, state="running")
+            b.add(work, child_work * MS, thread=worker, state="running")
         return io_and_sleep_waits.analyze(context(b.build()))
 
-    assert parent_and_child(child_running_ms=950) == []
-    (finding,) = parent_and_child(child_running_ms=10)
+    assert parent_and_child(child_work=950) == []
+    (finding,) = parent_and_child(child_work=10)
     assert finding.rule == "offcpu.io-wait"
 
 
