@@ -15,5 +15,9 @@ class StoreBusy(UserError):
     """Another perfsleuth process holds the store's write lock for too long."""
 
 
+class NoSamples(UserError):
+    """A recording or an import that holds no sample."""
+
+
 class NothingStored(UserError):
     """The store asked for does not exist yet: an empty state to explain, not a failure."""

@@ -19,7 +19,7 @@ from perfsleuth.store.runs import Store
 pytestmark = pytest.mark.integration
 
 SPAWN = Path(__file__).resolve().parents[2] / "bench" / "advisor_set" / "spawn_per_item.c"
-GAP = "warning: the samples account for"
+GAP = "of CPU time the command and its children used"
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +71,16 @@ def test_the_cgroup_is_removed_and_a_process_left_behind_is_handed_back(tmp_path
         assert Path(f"/proc/{owner}").exists(), f"{folder} outlived its perfsleuth"
 
 
-def test_a_read_only_cgroup_tree_is_sampled_per_task_and_the_gap_said(tmp_path, spawn_per_item):
+# per task, 999 Hz kept 2-182 of the ~750-1,000 samples due (0 in one CI rehearsal's run);
+# 99 Hz, a period 17 times a child's CPU time, kept none in 4 runs of 4
+@pytest.mark.parametrize("freq", ["999", "99"])
+def test_a_read_only_cgroup_tree_is_sampled_per_task_and_the_gap_said(
+    tmp_path, spawn_per_item, freq
+):
     """As in a container whose /sys/fs/cgroup is mounted read-only: a private mount
     namespace with the hierarchy remounted read-only for this run only."""
     mount = hierarchy(MOUNTS.read_text())[0]  # type: ignore[index]
-    # twice: per task it keeps only 2-6 of the ~750 samples due, and a run that kept none
-    # (one CI rehearsal's) is refused as empty before the gap can be said
-    twice = f"sh -c '{spawn_per_item}; {spawn_per_item}'"
-    record = f"perfsleuth.cli record --store {tmp_path / 'store'} --freq 999 -- {twice}"
+    record = f"perfsleuth.cli record --store {tmp_path / 'store'} --freq {freq} -- {spawn_per_item}"
     script = f"mount -o remount,bind,ro {mount} && exec {sys.executable} -m {record}"
     done = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
@@ -86,7 +88,11 @@ def test_a_read_only_cgroup_tree_is_sampled_per_task_and_the_gap_said(tmp_path, 
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr
-    assert GAP in done.stderr, done.stderr
-    assert f"(sampled per task: cannot make a cgroup in {mount}" in done.stderr
-    assert _latest(tmp_path / "store").meta["sampled"] == "per task"
+    said = done.stderr
+    assert GAP in said, said
+    assert f"(sampled per task: cannot make a cgroup in {mount}" in said
+    assert "ran too briefly" not in said
+    # a run that kept no sample stores nothing, and says the gap as its reason
+    stored = done.returncode == 0
+    assert stored or (done.returncode == 2 and "perf kept no sample" in said), said
+    assert not stored or _latest(tmp_path / "store").meta["sampled"] == "per task"

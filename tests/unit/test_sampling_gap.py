@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from perfsleuth.collect.sampling_gap import META_KEY, PER_TASK_REASON, children_cpu_s, gap_warning
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.collect import perf
+from perfsleuth.collect.options import RecordOptions
+from perfsleuth.collect.sampling_gap import (
+    META_KEY,
+    PER_TASK_REASON,
+    children_cpu_s,
+    empty_warning,
+    gap_warning,
+)
+from perfsleuth.errors import NoSamples
 from perfsleuth.model.profile import Frame, ProfileBuilder
 
 
@@ -49,3 +62,46 @@ def test_a_run_sampled_per_task_says_why_it_was() -> None:
     meta = {META_KEY: 0.75, "freq": 999, PER_TASK_REASON: "no cgroup2 hierarchy is mounted"}
     said = gap_warning(profile_of(0.03), meta)
     assert "(sampled per task: no cgroup2 hierarchy is mounted; per CPU" in said
+    assert "CAP_PERFMON" in said and "a cgroup folder perfsleuth may write" in said
+
+
+def test_no_sample_of_many_periods_of_cpu_time_is_the_gap_not_a_short_run() -> None:
+    meta = {META_KEY: 0.75, "freq": 999, PER_TASK_REASON: "cannot make a cgroup in /sys/fs/cgroup"}
+    said = empty_warning(meta)
+    assert "perf kept no sample of the 0.75 s of CPU time" in said
+    assert "(sampled per task: cannot make a cgroup in /sys/fs/cgroup; per CPU" in said
+    assert "fewer, longer-running processes" in said
+    # `true` used a millisecond: one period at 999 Hz, too brief to be sampled
+    assert empty_warning({META_KEY: 0.001, "freq": 999}) == ""
+    assert empty_warning({"freq": 999}) == ""
+
+
+# `perf record -q -F 999 --call-graph dwarf -- /bin/true`: a real recording with no sample
+EMPTY = Path(__file__).parent.parent / "fixtures" / "no_samples.perf.data"
+
+
+def _record_kept_nothing(monkeypatch, tmp_path: Path, cpu_s: float):
+    data = tmp_path / "perf.data"
+    data.write_bytes(EMPTY.read_bytes())
+    run = perf.PerfRun(data, 0, 1.0, "dwarf", 999, cpu_s=cpu_s, per_task_reason="read-only")
+    monkeypatch.setattr(perf, "record", lambda *args, **kwargs: run)
+    with pytest.raises(NoSamples) as refused:
+        perf.record_cpu(RecordOptions(), ["spawn_per_item"], tmp_path)
+    return str(refused.value)
+
+
+def test_a_recording_of_many_short_processes_that_kept_no_sample_says_the_gap(
+    monkeypatch, tmp_path
+) -> None:
+    """spawn_per_item sampled per task: 1,000 children of 0.6 ms, and in one CI
+    rehearsal's run not one sample kept of its 0.75 s of CPU time."""
+    said = _record_kept_nothing(monkeypatch, tmp_path, 0.75)
+    assert "perf kept no sample of the 0.75 s of CPU time" in said, said
+    assert "(sampled per task: read-only; per CPU" in said and "ran too briefly" not in said
+
+
+def test_a_recording_of_a_brief_command_that_kept_no_sample_says_it_ran_too_briefly(
+    monkeypatch, tmp_path
+) -> None:
+    said = _record_kept_nothing(monkeypatch, tmp_path, 0.001)
+    assert "ran too briefly" in said and "CPU time" not in said, said

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import NoSamples, UserError
 from ..formats import perf_data
+from ..model.profile import Profile
 from ..model.run import Recording
 from . import callgraph_mode, command_cgroup, perf_access, sampling_gap, target
 from .options import RecordOptions
@@ -271,9 +272,17 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
         pid=options.pid,
         duration=options.duration,
     )
-    profile = perf_data.read(run.data)
+    meta = _sampling_meta(run)
+    profile = _read_or_say_the_gap(run.data, meta)
     profile.sample_state = ["running"] * len(profile.sample_state)
-    meta = {
+    gap = sampling_gap.gap_warning(profile, meta)
+    if gap:
+        print(f"perfsleuth: warning: {gap}", file=sys.stderr)
+    return Recording(profile, exit_status=run.exit_status, duration_s=run.duration_s, meta=meta)
+
+
+def _sampling_meta(run: PerfRun) -> dict[str, Any]:
+    meta: dict[str, Any] = {
         "call_graph": run.call_graph,
         "call_graph_reason": run.call_graph_reason,
         "freq": run.freq,
@@ -285,7 +294,17 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
         meta["sampled"] = "per task" if run.per_task_reason else "per CPU"
         if run.per_task_reason:
             meta[sampling_gap.PER_TASK_REASON] = run.per_task_reason
-    gap = sampling_gap.gap_warning(profile, meta)
-    if gap:
-        print(f"perfsleuth: warning: {gap}", file=sys.stderr)
-    return Recording(profile, exit_status=run.exit_status, duration_s=run.duration_s, meta=meta)
+    return meta
+
+
+def _read_or_say_the_gap(data: Path, meta: dict[str, Any]) -> Profile:
+    """The profile in DATA; one that kept no sample of a command that used the CPU for
+    many periods (1,000 children of 0.6 ms each, sampled per task) is refused with the
+    gap, not as a command that ran too briefly."""
+    try:
+        return perf_data.read(data)
+    except NoSamples:
+        gap = sampling_gap.empty_warning(meta)
+        if not gap:
+            raise
+        raise NoSamples(f"{gap}; nothing was stored") from None

@@ -22,6 +22,12 @@ MIN_CPU_S = 0.2  # below this, the sampling's own noise is as large as a gap
 FREQ_STEP, MAX_SUGGESTED_FREQ = 4, 20000  # perf's default cap is 100,000 Hz
 META_KEY = "cpu_s"  # the command's CPU time (user + system, its children's too)
 PER_TASK_REASON = "sampled_reason"  # why a launched command was sampled per task
+MIN_PERIODS = 10  # no sample of this many periods of CPU time is the gap, not a short run
+PER_CPU_NEEDS = (
+    "per CPU, in a cgroup of its own, it would keep them: that needs per-CPU perf events "
+    "(root, CAP_PERFMON or kernel.perf_event_paranoid <= 0) and a cgroup folder perfsleuth "
+    "may write"
+)
 
 
 def children_cpu_s() -> float:
@@ -39,12 +45,36 @@ def sampled_cpu_s(profile: Profile, freq: int) -> float:
 
 def gap_warning(profile: Profile, meta: dict) -> str:
     """A sentence when the samples miss much of the command's CPU time, else ""."""
-    cpu_s, freq = meta.get(META_KEY), int(meta.get("freq") or 0)
-    if not isinstance(cpu_s, int | float) or cpu_s < MIN_CPU_S or not freq:
+    cpu_s, freq = _measured(meta)
+    if cpu_s < MIN_CPU_S or not freq:
         return ""
     sampled = sampled_cpu_s(profile, freq)
     if sampled >= COVERED * cpu_s:
         return ""
+    return (
+        f"the samples account for {sampled:.2f} s of the {cpu_s:.2f} s of CPU time the command "
+        f"and its children used: {_why_and_what_to_do(freq, meta)}"
+    )
+
+
+def empty_warning(meta: dict) -> str:
+    """Why a recording that kept no sample is empty when the command used the CPU for
+    many sampling periods (the gap, not a command that ran too briefly), else ""."""
+    cpu_s, freq = _measured(meta)
+    if not freq or cpu_s * freq < MIN_PERIODS:
+        return ""
+    return (
+        f"perf kept no sample of the {cpu_s:.2f} s of CPU time the command and its children "
+        f"used: {_why_and_what_to_do(freq, meta)}"
+    )
+
+
+def _measured(meta: dict) -> tuple[float, int]:
+    cpu_s = meta.get(META_KEY)
+    return (cpu_s if isinstance(cpu_s, int | float) else 0.0), int(meta.get("freq") or 0)
+
+
+def _why_and_what_to_do(freq: int, meta: dict) -> str:
     faster = min(FREQ_STEP * freq, MAX_SUGGESTED_FREQ)
     again = (
         f"record again with --freq {faster} (a period of {1000 / faster:.2f} ms)"
@@ -52,10 +82,10 @@ def gap_warning(profile: Profile, meta: dict) -> str:
         else "count them instead (--mode count)"
     )
     reason = meta.get(PER_TASK_REASON)
-    why = f" (sampled per task: {reason}; per CPU it would keep them)" if reason else ""
+    why = f" (sampled per task: {reason}; {PER_CPU_NEEDS})" if reason else ""
     return (
-        f"the samples account for {sampled:.2f} s of the {cpu_s:.2f} s of CPU time the command "
-        f"and its children used: each process starts a fresh sampling period "
-        f"({1000 / freq:.2f} ms at {freq} Hz) and loses the part it does not finish, so "
-        f"short-lived processes are missing from every share{why}; {again}"
+        f"each process starts a fresh sampling period ({1000 / freq:.2f} ms at {freq} Hz) and "
+        f"loses the part it does not finish, so short-lived processes are missing from the "
+        f"profile{why}; {again}, or record a workload that does the same work in fewer, "
+        f"longer-running processes"
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..binaries import ElfInfo, elf_info, find_dso
-from ..errors import UserError
+from ..errors import NoSamples, UserError
 from ..model.leaf_costs import LeafCosts
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.timeline import COLUMNS as TIMELINE_COLUMNS
@@ -137,9 +137,7 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     """
     reading = _NativeReading(data)
     if not reading.rows["stack"]:
-        raise UserError(
-            f"{p}: no samples in this perf.data; the program ran too briefly, re-record"
-        )
+        raise NoSamples(_no_samples(p))
     chains = reading.symbolize(sym)
     builder = ProfileBuilder(unit=reading.event["unit"], meta=reading.meta(p))
     placed = reading.add_samples(builder, chains)
@@ -148,6 +146,10 @@ def _from_native(p: Path, data: dict[str, Any], sym: Symbolizer) -> Profile:
     profile.timeline = reading.timeline(placed) or None
     profile.leaf_costs = reading.leaf_costs(chains) or None
     return profile
+
+
+def _no_samples(p: Path) -> str:
+    return f"{p}: no samples in this perf.data; the program ran too briefly, re-record"
 
 
 class _NativeReading:
@@ -426,6 +428,9 @@ def _via_perf_script(p: Path, symbolizer: Symbolizer | None) -> Profile:
         assert proc.stdout is not None
         try:
             profile = perf_script.build(proc.stdout, str(p), symbolizer=symbolizer)
+        except NoSamples:
+            proc.wait()
+            raise NoSamples(_no_samples(p)) from None
         except UserError:
             proc.kill()
             proc.wait()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from ..binaries import build_id_paths, elf_info
-from ..errors import UserError
+from ..errors import NoSamples, UserError
 from ..model.profile import Frame, Profile, ProfileBuilder, Thread
 from ..model.timeline import Timeline
 from ..symbols import Symbolizer, dso_name
@@ -413,7 +413,7 @@ def build(
     """Parse `perf script` lines into a Profile (see the module docs)."""
     agg = _aggregate(lines, name)
     if agg.samples == 0:
-        raise UserError(f"{name}: no samples in the `perf script` output; record again")
+        raise NoSamples(f"{name}: no samples in the `perf script` output; record again")
     chains = _symbolize(agg, symbolizer, resymbolize)
     event = max(agg.events, key=lambda e: agg.events[e])
     unit = unit_for(event, agg.has_period)
