@@ -24,7 +24,10 @@ SPIN_S = 60  # the target's own limit, should forwarding fail
 BOUND_S = 120
 # Spins in the shell (so every mode can sample it), then ends by itself.
 SPIN = f"end=$(( $(date +%s) + {SPIN_S} )); while [ $(date +%s) -lt $end ]; do :; done"
-SEGV = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; kill -SEGV $$"
+# Loops (so the sampling modes have samples), then ends itself with SIGSEGV. Under
+# valgrind (count mode) the loop runs ~25 times slower: 300,000 turns used 26.6 s of CPU
+# and took 216 s at load 12.5, past BOUND_S; counting needs no more than a few turns.
+SEGV_TURNS = {"cpu": 300_000, "wall": 300_000, "count": 3_000}
 
 
 def start(tmp_path: Path, mode: str, script: str, marker: str) -> subprocess.Popen:
@@ -135,7 +138,8 @@ def test_sigkill_of_perfsleuth_leaves_nothing(tmp_path: Path, mode: str) -> None
 
 @pytest.mark.parametrize("mode", ["cpu", "wall", "count"])
 def test_a_target_killed_by_sigsegv_gives_139(tmp_path: Path, mode: str) -> None:
-    proc = start(tmp_path, mode, SEGV, f"segv-{mode}")
+    segv = f"i=0; while [ $i -lt {SEGV_TURNS[mode]} ]; do i=$((i+1)); done; kill -SEGV $$"
+    proc = start(tmp_path, mode, segv, f"segv-{mode}")
     _, err = proc.communicate(timeout=BOUND_S)
     assert proc.returncode == 139, err
     assert "Traceback" not in err
