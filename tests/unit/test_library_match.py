@@ -491,3 +491,16 @@ def test_cpythons_collector_is_its_own_finding_not_the_interpreter_running_code(
     assert collector.share == pytest.approx(0.8) and collector.line == 13
     assert "gc.freeze()" in collector.suggestion
     assert "python.interpreter" not in found
+
+
+def test_jsonschema_validation_is_told_of_the_compiled_validators() -> None:
+    """20,000 documents through jsonschema's Draft202012Validator: 90% of the run under
+    the package, and only "the interpreter running Python code" was said; jsonschema-rs
+    validated them in 3% of the CPU time."""
+    package = "/venv/lib/python3.11/site-packages/jsonschema/_keywords.py"
+    keyword = Frame("properties", "[python:jsonschema._keywords]", package, 291)
+    loop = Frame("<genexpr>", "[python:js]", "/tmp/js.py", 6)
+    found = run_on([([keyword, loop], 90), ([loop], 10)], "python3 js.py")
+    validation = found["python.jsonschema"]
+    assert validation.share == pytest.approx(0.9) and validation.line == 6
+    assert "jsonschema_rs.validator_for" in validation.suggestion
