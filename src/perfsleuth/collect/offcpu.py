@@ -235,6 +235,14 @@ ATTACH_TIMEOUT_S = 60.0
 # bpftrace prints its maps when stopped, the kernel stacks symbolized: seconds on a
 # loaded machine. Killed before it finished, a run had nothing to show.
 PRINT_TIMEOUT_S = 120.0
+# bpftrace 0.17 acts on its SIGINT or SIGTERM only when the signal interrupts its
+# epoll_wait (poll_perf_events): one that comes while it handles an event (the READY
+# printf, when a short command has ended by then) sets a flag nothing reads again, and it
+# polls on. Caught at load 10 (1 offcpu run of `sh -c 'sleep 0.01'` in 11, 1 in 24 before):
+# in epoll_wait, no signal pending, 20 s after its SIGINT; killed at PRINT_TIMEOUT_S, the
+# run said "no off-CPU time was recorded". SIGTERM follows every RESEND_S until it ends:
+# once printing, its SIGTERM handler only sets that flag, where a second SIGINT kills it.
+RESEND_S = 1.0
 # BEGIN runs once every probe is attached; bpftrace's own "Attaching" comes before.
 READY = b'"READY\\n"'
 TRACEFS = Path("/sys/kernel/tracing")
@@ -377,7 +385,7 @@ class BpftraceSession:
 
     def finish(self) -> list[bpftrace_stacks.OffCpuRecord]:
         self.ended_early = self.proc.poll() is not None
-        self.cut_off = stop(self.proc, timeout=PRINT_TIMEOUT_S) == -signal.SIGKILL
+        self.cut_off = stop_bpftrace(self.proc) == -signal.SIGKILL
         self.capture = bpftrace_stacks.parse(self.out.read_text(encoding="utf-8", errors="replace"))
         names = {**self.names_at_start, **thread_names(self.pid)}
         found = list(bpftrace_stacks.records(self.capture, names))
@@ -418,6 +426,21 @@ class BpftraceSession:
         # bpftrace 0.17 reports its harmless RLIMIT_MEMLOCK attempt as an ERROR.
         useful = [ln for ln in lines if ln.strip() and "RLIMIT_MEMLOCK" not in ln]
         return useful[-1].strip() if useful else "no message"
+
+
+def stop_bpftrace(proc: subprocess.Popen) -> int:
+    """Ask bpftrace to print its maps and end (SIGINT, then SIGTERM every RESEND_S);
+    kill it after PRINT_TIMEOUT_S. Its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + PRINT_TIMEOUT_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                return proc.wait(min(RESEND_S, left))
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGTERM)
+        proc.kill()
+    return proc.wait()
 
 
 def thread_names(pid: int) -> dict[int, str]:
