@@ -522,3 +522,24 @@ def test_a_source_with_a_form_feed_keeps_its_lines_as_the_compiler_numbers_them(
     lines = LineCounts.of(counts).files[source]
     texts = dict(zip(lines.lines, lines.texts or [], strict=True))
     assert texts[8] == "  return x * 2;" and texts[16] == "    sum += twice (i);"
+
+
+def test_the_inclusive_cost_of_functions_calling_each_other_counts_each_call_once() -> None:
+    """mutual.c's free_value and free_list call each other (jq's jv_free and
+    jvp_array_free): the cost run under either is that of the calls into them from
+    outside, not the sum of their totals, each of which holds the other's calls; a set
+    of one function is its total, `top`'s."""
+    data = callgrind.parse(FIXTURES / "callgrind.out.mutual")
+    exact = callgrind.exact_counts(data).merged_recursion()
+    ids = {fn: fid for fid, (_ob, fn) in enumerate(exact.functions)}
+    pair = {"free_value", "free_list"}
+    entered = sum(
+        costs[0]
+        for name in pair
+        for (caller, _file, _line), costs in data.calls[("/tmp/mutual/mutual", name)].items()
+        if caller[1].split("'")[0] not in pair
+    )
+    inclusive = exact.inclusive_by_id()
+    assert entered < inclusive[ids["free_value"]] + inclusive[ids["free_list"]]
+    assert exact.inclusive_of([{ids[name] for name in pair}]) == [entered]
+    assert exact.inclusive_of([{ids["free_list"]}, set()]) == [inclusive[ids["free_list"]], 0]
