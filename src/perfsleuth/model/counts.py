@@ -247,6 +247,17 @@ class ExactCounts:
         inclusive = split.inclusive_by_id(event)
         return {fid: inclusive[level] for fid, level in levels.items()}
 
+    def first_level_ids(self) -> dict[int, int]:
+        """With the recursion levels apart: each deeper level's id (f'2) -> its first
+        level's (f), which holds it: callgrind gives a function a deeper level when it is
+        entered while it runs."""
+        ids = {fn: fid for fid, fn in enumerate(self.functions)}
+        return {
+            fid: ids[ob, merged_name(name)]
+            for fid, (ob, name) in enumerate(self.functions)
+            if RECURSION_SUFFIX.search(name) and (ob, merged_name(name)) in ids
+        }
+
     def by_line(self) -> ExactCounts:
         """The counts per (function, file, line): no instruction addresses and no calls,
         all that a listing reads (model/count_listing.py)."""
