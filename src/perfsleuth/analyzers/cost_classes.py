@@ -188,13 +188,13 @@ def attribute(
             rule_weight[r] += weight
         if on_cpu and thread >= 0:
             threads.add(thread)
-        if counted:
-            for c in {frame_class[fid] for fid in stack}:
-                under[c] += weight
         found = classify(stack, frame_class, classes) if stack else None
         if found is None or not (on_cpu or classes[found[0]].blocking):
             continue
         c, depth = found
+        if counted:  # a stack without a class's frame is under none
+            for k in set(map(frame_class.__getitem__, stack)):
+                under[k] += weight
         cost = costs.setdefault(classes[c].id, ClassCost())
         cost.weight += weight
         cost.samples += count
