@@ -189,12 +189,10 @@ fn read_perf_data(
     let timeline = PyDict::new_bound(py);
     if packed_timeline {
         let ne = |b: Vec<u8>| PyBytes::new_bound(py, &b);
-        let row = out.timeline.row.iter().flat_map(|x| x.to_ne_bytes());
-        let count = out.timeline.count.iter().flat_map(|x| x.to_ne_bytes());
-        let time = out.timeline.time.iter().flat_map(|x| x.to_ne_bytes());
-        timeline.set_item("row", ne(row.collect()))?;
-        timeline.set_item("count", ne(count.collect()))?;
-        timeline.set_item("time", ne(time.collect()))?;
+        let t = &out.timeline;
+        timeline.set_item("row", ne(timeline::ne_bytes(&t.row, u32::to_ne_bytes)))?;
+        timeline.set_item("count", ne(timeline::ne_bytes(&t.count, u32::to_ne_bytes)))?;
+        timeline.set_item("time", ne(timeline::ne_bytes(&t.time, u64::to_ne_bytes)))?;
     } else {
         timeline.set_item("row", out.timeline.row)?;
         timeline.set_item("count", out.timeline.count)?;
