@@ -21,6 +21,7 @@
 //! - `reader`: record streaming and aggregation into frames, stacks, rows;
 //! - `records`: the records in time order, read in place from a map of the file;
 //! - `timeline`: the time order re-keyed by a profile's stacks and threads;
+//! - `event_rows`: one event's rows mapped onto a profile's frames and stacks;
 //! - `maps`: per-process executable mappings and the DSOs they map;
 //! - `unwind`: DWARF unwinding (unwind sections per DSO, unwinder per process);
 //! - `kallsyms`: kernel address -> symbol lookup;
@@ -34,6 +35,7 @@
 #![allow(clippy::useless_conversion)]
 
 mod columns;
+mod event_rows;
 mod folded;
 mod header;
 mod kallsyms;
@@ -187,12 +189,10 @@ fn read_perf_data(
     let timeline = PyDict::new_bound(py);
     if packed_timeline {
         let ne = |b: Vec<u8>| PyBytes::new_bound(py, &b);
-        let row = out.timeline.row.iter().flat_map(|x| x.to_ne_bytes());
-        let count = out.timeline.count.iter().flat_map(|x| x.to_ne_bytes());
-        let time = out.timeline.time.iter().flat_map(|x| x.to_ne_bytes());
-        timeline.set_item("row", ne(row.collect()))?;
-        timeline.set_item("count", ne(count.collect()))?;
-        timeline.set_item("time", ne(time.collect()))?;
+        let t = &out.timeline;
+        timeline.set_item("row", ne(timeline::ne_bytes(&t.row, u32::to_ne_bytes)))?;
+        timeline.set_item("count", ne(timeline::ne_bytes(&t.count, u32::to_ne_bytes)))?;
+        timeline.set_item("time", ne(timeline::ne_bytes(&t.time, u64::to_ne_bytes)))?;
     } else {
         timeline.set_item("row", out.timeline.row)?;
         timeline.set_item("count", out.timeline.count)?;
@@ -232,6 +232,7 @@ fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_perf_data, m)?)?;
     m.add_function(wrap_pyfunction!(kallsyms_lookup, m)?)?;
     m.add_function(wrap_pyfunction!(timeline::join_runs, m)?)?;
+    m.add_class::<event_rows::EventRows>()?;
     m.add_function(wrap_pyfunction!(pprof::decode_pprof, m)?)?;
     m.add_function(wrap_pyfunction!(columns::window_columns, m)?)?;
     m.add_function(wrap_pyfunction!(folded::decode_folded, m)?)?;

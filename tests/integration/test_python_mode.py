@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from perfsleuth.formats.tool_output import python_splice
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,3 +207,39 @@ def test_bad_input_is_one_line_and_stores_nothing(tmp_path: Path) -> None:
     assert "exited before any sample was taken" in done.stderr
     runs = perfsleuth("runs", "--format", "json", store=store)
     assert runs.returncode != 0 or json.loads(runs.stdout) == []
+
+
+def test_compiling_text_is_a_finding_and_compileall_s_compiling_is_not(tmp_path: Path) -> None:
+    """eval() of text compiles it on every call: the compiler's outermost frame stays on
+    top of the line that called eval. Under `python -m compileall` compiling is the job."""
+    script = ROOT / "bench" / "advisor_set" / "eval_text.py"
+    out = tmp_path / "eval.json"
+    argv = ["run", "--format", "json", "-o", str(out), "--", PYTHON, str(script)]
+    done = perfsleuth(*argv, store=tmp_path / "eval")
+    assert done.returncode == 0, done.stderr
+    found = {f["rule"]: f for f in json.loads(out.read_text())["findings"]}
+    line = next(
+        n for n, text in enumerate(script.read_text().splitlines(), 1) if "append(eval(" in text
+    )
+    compiling = found["python.compile"]
+    assert compiling["share"] >= 0.5
+    assert (compiling["function"], compiling["file"], compiling["line"]) == (
+        "render",
+        str(script),
+        line,
+    )
+    assert "python.interpreter" not in found
+
+    tree = tmp_path / "lib"
+    for package in ("email", "asyncio", "json", "http", "xml", "logging", "unittest", "urllib"):
+        source = Path(json.__file__).parents[1] / package
+        shutil.copytree(source, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "compileall.json"
+    argv = ["run", "--format", "json", "-o", str(out), "--", PYTHON, "-m", "compileall"]
+    done = perfsleuth(*argv, "-q", str(tree), store=tmp_path / "compileall")
+    assert done.returncode == 0, done.stderr
+    assert list(tree.rglob("*.pyc"))
+    assert "python.compile" not in {f["rule"] for f in json.loads(out.read_text())["findings"]}
+    functions = top_json(tmp_path / "compileall")["rows"]
+    compiler = sum(r["self"] for r in functions if r["function"] in python_splice.COMPILER)
+    assert compiler >= 0.3

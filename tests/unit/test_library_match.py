@@ -438,3 +438,56 @@ def test_a_captured_interpreters_qsort_is_told_apart_from_its_comparator() -> No
     said = " ".join(found.evidence)
     assert f"{100 * entered / total:.1f}% of the instructions run under it" in said
     assert f"cmp ({100 * called_back / total:.1f}%)" in said
+
+
+def test_cpythons_compiler_is_a_cost_but_for_compileall_whose_job_it_is() -> None:
+    """eval() of text compiles it on every call: 94% of eval_text.py, -97% with code
+    objects compiled once. Under compileall the same frames are the job: its stacks
+    py-spy could not read (native frames only, 23% of a run) are not a finding either."""
+    compile_ = Frame("PyRun_StringFlags", "python3.11")
+    render = Frame("render", "[python:render]", "/tmp/render.py", 11)
+    found = run_on([([compile_, render], 90), ([render], 10)], "python3 render.py")
+    assert found["python.compile"].share == pytest.approx(0.9)
+    assert (found["python.compile"].function, found["python.compile"].line) == ("render", 11)
+    assert "python.interpreter" not in found  # the compiler is not the interpreter's own
+    builtin = Frame("builtin_compile", "libpython3.11.so.1.0")
+    job = Frame("compile_file", "[python:compileall]", "/usr/lib/python3.11/compileall.py", 240)
+    stalled = Frame("[unknown]", "python3.11")
+    compileall = run_on(
+        [([builtin, job], 60), ([compile_, stalled], 20), ([job], 20)],
+        "python3 -m compileall lib",
+    )
+    assert "python.compile" not in compileall
+
+
+def test_compiled_patterns_matching_is_not_told_to_precompile() -> None:
+    """pygments highlighting Python: 66.7% under its lexer's compiled pattern.match, and
+    python.re said "precompile", gain 60%. Through re.match (the module's function) the
+    pattern is looked up or compiled on each call: that is python.re's."""
+    match = Frame("_sre_SRE_Pattern_match", "libpython3.11.so.1.0")
+    engine = Frame("sre_ucs1_match", "libpython3.11.so.1.0")
+    package = "/venv/lib/python3.11/site-packages/pygments/lexer.py"
+    lexer = Frame("RegexLexer.get_tokens_unprocessed", "[python:pygments.lexer]", package, 713)
+    runpy = Frame("_run_code", "[python:runpy]", "<frozen runpy>", 88)
+    found = run_on([([engine, match, lexer, runpy], 65), ([lexer, runpy], 35)], "python3 -m pg")
+    assert "python.re" not in found
+    matching = found["python.re-matching"]
+    assert matching.share == pytest.approx(0.65) and matching.confidence < 0.5
+    assert matching.file != "<frozen runpy>"  # the stdlib's frozen modules are no user's
+    module_match = Frame("match", "[python:re]", "/usr/lib/python3.11/re/__init__.py", 166)
+    found = run_on([([engine, match, module_match, MAIN], 60), ([MAIN], 40)], "python3 app.py")
+    assert found["python.re"].share == pytest.approx(0.6)
+
+
+def test_cpythons_collector_is_its_own_finding_not_the_interpreter_running_code() -> None:
+    """gc_churn.py: 80% of its samples under gc_collect_main (python mode keeps the `gc`
+    frames above the line), and "the interpreter itself running Python code" was said of
+    them; the collector off around the build and gc.freeze() after saved 90%."""
+    collect = Frame("gc_collect_main", "libpython3.11.so.1.0")
+    reset = Frame("gc_reset_refs", "libpython3.11.so.1.0")
+    load = Frame("load.<locals>.<listcomp>", "[python:gc_churn]", "/tmp/gc_churn.py", 13)
+    found = run_on([([reset, collect, load], 60), ([collect, load], 20), ([load], 20)])
+    collector = found["python.gc"]
+    assert collector.share == pytest.approx(0.8) and collector.line == 13
+    assert "gc.freeze()" in collector.suggestion
+    assert "python.interpreter" not in found

@@ -51,6 +51,8 @@ ORIGIN = {
     "timed_pair_debian": 68341.236606465,
     "timed_pair_loaded": 81066.728203232,
     "timed_pair_stalls": 80809.24817243,
+    "eval_text_debian": 80173.269584076,
+    "eval_text_pyenv": 80178.120559994,
 }
 SLACK = {
     "json_heavy_loaded": 57100.987007557 - 57100.856497174,
@@ -58,6 +60,8 @@ SLACK = {
     "timed_pair_debian": 0.004691,
     "timed_pair_loaded": 0.024023,
     "timed_pair_stalls": 0.008706,
+    "eval_text_debian": 0.012007,
+    "eval_text_pyenv": 0.036929,
 }
 ENCODER = ("encoder_call", "encoder_listencode_obj", "encoder_listencode_list")
 DECODER = ("scanner_call", "scan_once_unicode", "_parse_object_unicode")
@@ -358,6 +362,33 @@ def test_the_interpreters_own_frames_are_left_out_above_the_python_stack() -> No
         n for line, n in lines.items() if "encoder_call (" in line or "scanner_call (" in line
     )
     assert json_c >= 0.3 * sum(lines.values())
+
+
+@pytest.mark.parametrize(
+    ("build", "entry"), [("debian", "PyRun_StringFlags"), ("pyenv", "builtin_eval")]
+)
+def test_the_compiler_python_entered_stays_above_the_line_that_called_it(
+    build: str, entry: str
+) -> None:
+    """bench/advisor_set/eval_text.py (an earlier form) evals 40 expressions' text per
+    row: CPython's parser and compiler ran ~90% of it. Their outermost frame stays on top
+    of render's line, the parser's own frames folded into it: Debian's python3.11 names
+    no builtin_eval, only the exported PyRun_StringFlags; pyenv's libpython names both.
+    A stack perf did not unwind to the eval loop stays whole, as any does."""
+    name = f"eval_text_{build}"
+    lines = python_splice.splice(*recorded(name), SLACK[name]).lines
+    compiling = {ln: n for ln, n in lines.items() if "render.py:11)" in ln and entry in ln}
+    assert sum(compiling.values()) >= 0.7 * sum(lines.values())
+    folded = 0
+    for line, n in compiling.items():
+        raw = line.split(";")
+        at = frames_of(line).index(entry)
+        user = [f for f in raw[at + 1 :] if "[kernel." not in f]
+        if len(user) < len(raw) - at - 1:
+            user = user[:-1]  # the frame the kernel was entered from stays
+        words = [python_splice._first_word(frames_of(f)[0]) for f in user]
+        folded += n * all(word in python_splice.KEPT_PREFIXES for word in words)
+    assert folded >= 0.95 * sum(compiling.values())
 
 
 def test_a_sample_in_a_system_call_keeps_the_call_and_the_kernel_frames_on_top() -> None:

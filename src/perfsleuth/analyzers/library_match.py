@@ -90,7 +90,14 @@ class Match:
     # a count run's: the cost of the calls into it, and of the user's functions it calls
     # back (qsort's comparator), which its replacement does not make faster
     under: float = 0.0
+    # the weight left out as the program's job (the rule's `not_under` callers below it)
+    job: float = 0.0
     callbacks: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def is_job(self) -> bool:
+        """Mostly the program's job: what ran without its callers on the stack (a py-spy
+        stall keeps native frames only) is taken to be the job's too."""
+        return self.job > self.inclusive
 
 
 def analyze(ctx: Context) -> list[Finding]:
@@ -111,7 +118,7 @@ def analyze(ctx: Context) -> list[Finding]:
     findings = []
     for rule in rules:
         match = matches.get(rule.id)
-        if match is None or threads < rule.min_threads:
+        if match is None or threads < rule.min_threads or match.is_job():
             continue
         if max(match.inclusive, match.under) / total < rule.min_share:
             continue
@@ -171,6 +178,7 @@ def match_rules(
     rules = with_evidence(rules, profile.frames)
     frame_rules = _rules_per_frame(profile.frames, rules, lines)
     entry_rules = _entry_rules_per_frame(profile.frames, rules)
+    jobs = _jobs_per_frame(profile.frames, rules)
     leaf_only = {r for r, rule in enumerate(rules) if rule.scope == "self"}
     prefer_python = any(is_python_frame(frame) for frame in profile.frames)
     names = DisplayNames(profile.frames)
@@ -181,6 +189,10 @@ def match_rules(
         outermost = _outermost(stack, frame_rules, leaf_only)
         if entry_rules:
             _extend_to_entries(outermost, stack, entry_rules, leaf_only)
+        if jobs:
+            for r in _jobs_under(outermost, stack, jobs):
+                matches.setdefault(rules[r].id, Match()).job += weight
+                del outermost[r]
         leaf_rules = frame_rules[stack[0]]
         for r, depth in outermost.items():
             match = matches.setdefault(rules[r].id, Match())
@@ -284,6 +296,28 @@ def _entry_rules_per_frame(
         if found:
             out[fid] = found
     return out
+
+
+def _jobs_per_frame(frames: Sequence[Frame], rules: Sequence[Rule]) -> dict[int, set[int]]:
+    """frame id -> the rules (indexes) whose matches above it are the program's job."""
+    jobs: dict[int, set[int]] = {}
+    for r, rule in enumerate(rules):
+        if rule.not_under:
+            for fid, frame in enumerate(frames):
+                if rule.is_job_of(frame.function, frame.dso):
+                    jobs.setdefault(fid, set()).add(r)
+    return jobs
+
+
+def _jobs_under(
+    outermost: dict[int, int], stack: tuple[int, ...], jobs: dict[int, set[int]]
+) -> list[int]:
+    """The rules whose outermost match runs under one of their `not_under` callers."""
+    return [
+        r
+        for r, depth in outermost.items()
+        if any(r in jobs.get(fid, ()) for fid in stack[depth + 1 :])
+    ]
 
 
 def _rules_per_frame(

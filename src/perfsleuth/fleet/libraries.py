@@ -129,4 +129,5 @@ def _shares(
     total = profile.total
     if total <= 0:
         return {}
-    return {rule_id: m.inclusive / total for rule_id, m in match_rules(profile, rules).items()}
+    matches = match_rules(profile, rules).items()
+    return {rule_id: m.inclusive / total for rule_id, m in matches if not m.is_job()}

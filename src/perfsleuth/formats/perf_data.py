@@ -166,6 +166,18 @@ class _NativeReading:
         self.event_index = (
             max(self.per_event, key=lambda e: self.per_event[e]) if self.per_event else 0
         )
+        assert _native is not None  # the reading comes from the native reader
+        rows = self.rows
+        # this event's rows and stacks, mapped natively (native/src/event_rows.rs)
+        self.event_rows = _native.EventRows(
+            data["stacks"],
+            rows["stack"],
+            rows["thread"],
+            rows["event"],
+            rows["period"],
+            rows["count"],
+            self.event_index,
+        )
 
     @property
     def event(self) -> dict[str, Any]:
@@ -187,17 +199,9 @@ class _NativeReading:
     def frame_samples(self) -> dict[int, int]:
         """The frames of the stacks this event's samples have, each with how many
         samples hold it (counted once: symbolize and sampled_dsos both ask)."""
-        if self._frame_samples is not None:
-            return self._frame_samples
-        samples: dict[int, int] = {}
-        stacks = self.data["stacks"]
-        rows = zip(self.rows["stack"], self.rows["event"], self.rows["count"], strict=True)
-        for sid, ev, count in rows:
-            if ev == self.event_index:
-                for fid in set(stacks[sid]):
-                    samples[fid] = samples.get(fid, 0) + count
-        self._frame_samples = samples
-        return samples
+        if self._frame_samples is None:
+            self._frame_samples = dict(zip(*self.event_rows.frame_samples(), strict=True))
+        return self._frame_samples
 
     def symbolizable(self, dso: int) -> bool:
         # files on disk, and [vdso] when perf saved it in its build-id cache
@@ -297,49 +301,29 @@ class _NativeReading:
 
     def add_samples(
         self, builder: ProfileBuilder, chains: dict[int, tuple[Frame, ...]]
-    ) -> list[tuple[int, int] | None]:
-        """Adds this event's rows; returns per native row its (stack id, thread index)
-        in the profile, None for another event's row."""
-        placed: list[tuple[int, int] | None] = []
-        interned = {fid: tuple(builder.frame_id(f) for f in chain) for fid, chain in chains.items()}
+    ) -> tuple[list[int], list[int]]:
+        """Adds this event's rows; returns per native row its stack id and its thread
+        index in the profile (-1 and -1 for another event's row)."""
+        interned = {fid: [builder.frame_id(f) for f in chain] for fid, chain in chains.items()}
         threads = [
             builder.thread_id(Thread(t["tid"], t["pid"], t["comm"])) for t in self.data["threads"]
         ]
-        stacks = self.data["stacks"]
         count_weights = self.event["unit"] == "samples"
-        # native stack -> the profile's: its frames expanded and interned once, not per row
-        stack_ids: dict[int, int] = {}
-        rows = self.rows
-        for sid, ti, ev, period, count in zip(
-            rows["stack"], rows["thread"], rows["event"], rows["period"], rows["count"], strict=True
-        ):
-            if ev != self.event_index:
-                placed.append(None)
-                continue
-            stack_id = stack_ids.get(sid)
-            if stack_id is None:
-                ids = tuple(i for fid in stacks[sid] for i in interned[fid])
-                stack_id = stack_ids[sid] = builder.stack_id(ids)
-            weight = float(count) if count_weights else float(period)
-            builder.add_to_stack(stack_id, weight, count=count, thread_index=threads[ti])
-            placed.append((stack_id, threads[ti]))
-        return placed
+        stacks, row_stack, row_thread, sums = self.event_rows.expand(
+            interned, threads, count_weights
+        )
+        ids = [builder.stack_id(stack) for stack in stacks]
+        for stack, thread, weight, count in zip(*sums, strict=True):
+            builder.add_to_stack(ids[stack], weight, count=count, thread_index=thread)
+        return [-1 if stack < 0 else ids[stack] for stack in row_stack], row_thread
 
     def leaf_costs(self, chains: dict[int, tuple[Frame, ...]]) -> LeafCosts:
         """This event's weight per leaf instruction of a file on disk (the binary's
         virtual address, as perf annotate shows it), for the machine-code view."""
-        count_weights = self.event["unit"] == "samples"
-        per_frame: dict[int, float] = {}
-        stacks, rows = self.data["stacks"], self.rows
-        for sid, ev, period, count in zip(
-            rows["stack"], rows["event"], rows["period"], rows["count"], strict=True
-        ):
-            if ev == self.event_index and stacks[sid]:
-                leaf = stacks[sid][0]
-                per_frame[leaf] = per_frame.get(leaf, 0.0) + (count if count_weights else period)
+        leaves = self.event_rows.leaf_weights(self.event["unit"] == "samples")
         weights: dict[tuple[str, int, str], float] = {}
         elves: dict[int, ElfInfo | None] = {}
-        for fid, weight in per_frame.items():
+        for fid, weight in zip(*leaves, strict=True):
             where = self._leaf_address(fid, elves)
             if where is not None and chains[fid]:
                 key = (*where, chains[fid][0].function)
@@ -358,7 +342,7 @@ class _NativeReading:
         vaddr = info.offset_to_vaddr(offset) if info else None
         return None if vaddr is None else (dso_name(self.dsos[dso]["path"]), vaddr)
 
-    def timeline(self, placed: list[tuple[int, int] | None]) -> Timeline:
+    def timeline(self, placed: tuple[list[int], list[int]]) -> Timeline:
         """This event's samples in time order (empty when perf recorded no times): the
         reader's runs of rows joined onto the profile's stacks and threads natively
         (native/src/timeline.rs; a Python loop over 250,000 runs was a twentieth of
@@ -366,8 +350,7 @@ class _NativeReading:
         runs = self.data.get("timeline") or {}
         if not runs.get("row"):
             return Timeline()
-        stack_of_row = [-1 if where is None else where[0] for where in placed]
-        thread_of_row = [-1 if where is None else where[1] for where in placed]
+        stack_of_row, thread_of_row = placed
         assert _native is not None  # the timeline comes from the native reader
         joined = _native.join_runs(
             runs["row"], runs["count"], runs["time"], stack_of_row, thread_of_row

@@ -66,8 +66,10 @@ def is_python_file(file: str) -> bool:
 
 
 def is_library_file(file: str) -> bool:
-    """A file of the stdlib or of an installed package, not the user's own code."""
-    return MODULE_ROOTS.match(file) is not None
+    """A file of the stdlib (a frozen module's too: `<frozen runpy>`, which a regex
+    finding in a package run with -m named as its caller) or of an installed package,
+    not the user's own code."""
+    return file.startswith("<frozen ") or MODULE_ROOTS.match(file) is not None
 
 
 def module_of(file: str) -> str:

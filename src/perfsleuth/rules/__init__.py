@@ -36,6 +36,7 @@ FIELDS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "entry_functions": (list, False),
     "exclude_dsos": (list, False),
     "only_dsos": (list, False),
+    "not_under": (list, False),
     "replacement": (str, True),
     "apply": (str, True),
     "code_change": (bool, True),
@@ -69,6 +70,7 @@ PATTERN_FIELDS = (
     "entry_functions",
     "exclude_dsos",
     "only_dsos",
+    "not_under",
     "source_nodes",
     "unsaved_leaves",
     "unsaved_under",
@@ -104,6 +106,9 @@ class Rule:
     # the DSOs a frame must be in for the rule to match it at all: names common enough
     # to be anyone's (HotSpot's C2 classes `Node::`, `Compile::`) count in libjvm only
     only_dsos: tuple[re.Pattern[str], ...] = ()
+    # the callers (functions or DSOs) under which a match is the program's job, not a cost
+    # to remove: compiling under `python -m compileall` is what it was run for
+    not_under: tuple[re.Pattern[str], ...] = ()
     # names too common to be the library's by themselves (zlib's `compress`, bzip2's
     # own `compress`): a frame so named counts only above a frame the rule matches
     entry_functions: tuple[re.Pattern[str], ...] = ()
@@ -156,6 +161,11 @@ class Rule:
         return not self._excluded(names, files) and any(
             p.search(n) for p in self.entry_functions for n in names
         )
+
+    def is_job_of(self, function: str, dso: str) -> bool:
+        """A caller under which a match is the program's job (`not_under`)."""
+        names, files = _names_and_files(function, dso)
+        return any(p.search(n) for p in self.not_under for n in names | files)
 
     def _excluded(self, names: set[str], files: set[str]) -> bool:
         if self.only_dsos and not any(p.search(f) for p in self.only_dsos for f in files):
@@ -301,6 +311,7 @@ def _rule_from(table: dict[str, Any], index: int, path: Path, text: str) -> Rule
         exclude_functions=patterns["exclude_functions"],
         exclude_dsos=patterns["exclude_dsos"],
         only_dsos=patterns["only_dsos"],
+        not_under=patterns["not_under"],
         entry_functions=patterns["entry_functions"],
         min_share=float(table.get("min_share", DEFAULT_MIN_SHARE)),
         preload=tuple(table.get("preload", [])),

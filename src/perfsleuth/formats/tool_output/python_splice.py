@@ -19,7 +19,9 @@ the run:
 - above the Python stack, the interpreter's own functions (those in the DSO of the eval
   loop: `libpython3.11.so.1.0`, or the `python3.11` executable that links it in) are
   left out as `py-spy --native` leaves them out, but for the prefixes it keeps
-  (KEPT_PREFIXES: `time_sleep`, `gc_collect_main`, `sre_…`, `PyThread_…`), and so is the
+  (KEPT_PREFIXES: `time_sleep`, `gc_collect_main`, `sre_…`, `PyThread_…`) and the
+  outermost frame of CPython's parser and compiler (COMPILER: `compile()`,
+  `eval()` of text, which py-spy leaves on the calling line), and so is the
   C runtime they call (libc's `memcpy`, ld.so's `__tls_get_addr`, which 3.12's libpython
   calls for its thread state: 4% of a string-formatting loop): the time of
   `pymalloc_alloc`, `PyLong_FromLong`, `binary_op1` a line of Python runs is that line's
@@ -123,6 +125,24 @@ KEPT_PREFIXES = frozenset(
         "PyGilState",
         "PyThread",
         "lock",
+    }
+)
+# CPython's parser and compiler entered from Python (compile(), exec() and eval() of
+# source text, an import without its .pyc): work of its own, not the calling line's, so
+# the outermost such frame stays above the Python stack with the interpreter's functions
+# it runs folded into it. py-spy --native put 74% of `python3 -m compileall` on
+# importlib's `_call_with_frames_removed` line. The exported names too: Debian's
+# python3.11 has no symbols for builtin_compile and builtin_eval, only for these
+COMPILER = frozenset(
+    {
+        "builtin_compile",
+        "builtin_exec",
+        "builtin_eval",
+        "Py_CompileStringObject",
+        "Py_CompileStringExFlags",
+        "PyRun_StringFlags",
+        "_PyAST_Compile",
+        "_PyParser_ASTFromString",
     }
 )
 # the C runtime the interpreter calls for its own work (a frame's DSO in py-spy's form)
@@ -338,9 +358,10 @@ def _user(frames: tuple[NativeFrame, ...]) -> list[NativeFrame]:
 def _kept_on_top(frames: tuple[NativeFrame, ...], top: tuple[str, ...]) -> tuple[int, ...]:
     """The indexes in the user FRAMES (leaf first) of those above the Python stack (TOP,
     their raw text) that stay: not the interpreter's own functions, those in the eval
-    loop's DSO but for KEPT_PREFIXES, nor the C runtime's (libc's memcpy, ld.so's
-    __tls_get_addr) they call, but for the system call a sample in the kernel was in
-    (libc's write under the interpreter's file object: what the kernel's time is for).
+    loop's DSO but for KEPT_PREFIXES and the outermost COMPILER one, nor the C runtime's
+    (libc's memcpy, ld.so's __tls_get_addr) they call, but for the system call a sample
+    in the kernel was in (libc's write under the interpreter's file object: what the
+    kernel's time is for).
     A stack perf could not unwind to the eval loop (from ld.so's __tls_get_addr, often)
     loses the C runtime frames it starts with: their caller is not known, the Python
     line is."""
@@ -349,9 +370,12 @@ def _kept_on_top(frames: tuple[NativeFrame, ...], top: tuple[str, ...]) -> tuple
     suffix = f" ({loop.dso})" if loop else None
     kept: list[int] = []
     interpreter = True  # the eval loop called what comes next
+    compiling = False
     for i in reversed(range(min(len(top), len(user)))):
         if suffix and top[i].endswith(suffix):
-            interpreter = _first_word(user[i].symbol) not in KEPT_PREFIXES
+            entry = not compiling and user[i].symbol in COMPILER
+            compiling = compiling or entry
+            interpreter = not entry and _first_word(user[i].symbol) not in KEPT_PREFIXES
         elif not (interpreter and RUNTIME.match(top[i].rpartition(" (")[2])):
             interpreter = False
         if not interpreter:
