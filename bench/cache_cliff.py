@@ -75,8 +75,9 @@ measured latency.
    `--tlb-sweep` instead: the same map built twice in one process, on 2 MiB pages
    and on 4 KiB pages (page_sizes.hh), timed in alternate rounds a few ms apart, each
    after four lookups per page of the map that bring its translations back (a fixed
-   3,000 left 15% of a 2,000-page map's pages to walk in the timed round: the knees
-   measured so, ~2,000 pages, were the refill's), the knee that of the median
+   3,000 left 15% of a 2,000-page map's pages to walk in the timed round, where the
+   knees measured so came, ~2,000 pages; a bare chase showed that cost, bench/tlb_walks.py),
+   the knee that of the median
    difference over the sweeps (the page walks alone), from a quarter of the TLB's
    prediction to twice it. Fitted on one curve the TLB's rise,
    a few ns per walk 1.2-1.7x past the LLC's cliff, was under the LLC's own: the

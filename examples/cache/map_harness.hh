@@ -84,8 +84,9 @@ static double latency_ns(size_t n) {
  * The refill is TLB_REFILL_PER_PAGE lookups per page of the map's arena (at least
  * TLB_REFILL): a page a lookup reaches with chance 1/P is then left out with chance
  * e^-4, 2%. With a fixed 3,000 a map of 2,000 pages (unordered_dense at ~90,000 entries)
- * had 15% of its pages left out, each a walk in the timed round: the difference rose
- * there, ~1,000 pages before the TLB's reach, and that was the knee measured. On the
+ * had 15% of its pages left out, each a walk in the timed round: the difference could
+ * rise there, ~1,000 pages before the TLB's reach, where the knees came (not confirmed
+ * on the maps: four sweeps at load 8-12 after the change gave no repeatable knee). On the
  * AMD EPYC KVM guest the other map's round evicts the 4 KiB map's translations though its
  * own memory is on 2 MiB pages (why is not established): a bare chase of P pages on 4 KiB
  * pages cost 1.4 and 2.5 ns a load more than on 2 MiB pages at 1,448 and 2,048 pages in
