@@ -37,6 +37,11 @@ script exits 1 when there is one. Checked by hand (December 2026, load 16-30):
 - gzip -6, compression.gzip-tool (thirteenth session: 100% of the run in the gzip program's
   own deflate): on a 121 MB tar, libdeflate-gzip -6 took 1.11 s of user CPU against gzip's
   2.87 s for the same size, and zstd -3 0.37 s.
+- pygments (highlighting 0.5 MB of Python) and markdown-it-py (rendering 1.2 MB of
+  Markdown), PyPI's, in python mode (fifteenth session): pygments was told to precompile its
+  patterns (python.re, gain 60%), which its lexer compiles once: compiled patterns' matching
+  is now python.re-matching, at confidence 0.35. markdown-it-py spends 16.9% in CPython's
+  collector (python.gc; gc.freeze() and a first threshold of 50,000 measured -11%).
 - Found wrong and fixed: rg's "91% in regex matching, use a DFA engine" (Rust's regex
   is one: its matching is no longer a cost class, only compiling is); sqlite3's
   allocator.glibc at 0.72 for 8.3% in malloc (mimalloc made it no faster: small
@@ -86,9 +91,16 @@ CHECKED = {
     "perl": {"symbols.missing"},
     "lz4": {"symbols.missing"},
     "bc": {"symbols.missing"},
+    "pygments": set(),
+    "markdown-it": set(),
 }
 INSERTS = 300  # one fdatasync each: ~4 s on this machine's disk
 JSON_RECORDS = 60_000
+MARKDOWN = (
+    "import sys; from markdown_it import MarkdownIt; "
+    "md = MarkdownIt('commonmark').enable('table'); text = open(sys.argv[1]).read(); "
+    "[md.render(text) for _ in range(3)]"
+)
 QUERY = (
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000000) "
     "SELECT count(*), sum(length(printf('%x', i * 7919))) FROM n "
@@ -151,7 +163,25 @@ def commands(text: Path, sample: Path, folder: Path) -> dict[str, list[str]]:
         "perl": ["perl", "-ne", r"$c++ while /\w+ment\b/g; END { print qq($c\n) }", str(text)],
         "lz4": ["lz4", "-12", "-c", str(sample)],
         "bc": ["sh", "-c", "echo 'scale=1500; 4*a(1)' | bc -l"],
-    }
+        "pygments": [sys.executable, "-m", "pygments", "-l", "python", "-f", "html", "-o",
+                     os.devnull, str(python_source(folder / "modules.py"))],
+        "markdown-it": [sys.executable, "-c", MARKDOWN, str(markdown(folder / "docs.md"))],
+    }  # fmt: skip
+
+
+def python_source(path: Path) -> Path:
+    """Five stdlib modules in one file (0.5 MB) for pygments' Python lexer."""
+    stdlib = Path(os.__file__).parent
+    names = ("argparse", "typing", "inspect", "pydoc", "tarfile")
+    path.write_text("".join((stdlib / f"{name}.py").read_text() for name in names))
+    return path
+
+
+def markdown(path: Path) -> Path:
+    """The repository's documents in one file (1.2 MB), for markdown-it-py."""
+    documents = sorted((ROOT / "docs").glob("*.md"))
+    path.write_text("".join(d.read_text() for d in [*documents, ROOT / "README.md"]))
+    return path
 
 
 def json_file(path: Path) -> Path:

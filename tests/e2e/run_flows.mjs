@@ -24,7 +24,9 @@ export async function runFlows(flows, names, artifacts) {
   for (const name of names) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
-    page.setDefaultTimeout(15000);
+    // a bound for a loaded machine, not a measurement: 15 s failed a token login's first
+    // page at load ~15 (four engineers' builds beside the CI rehearsal)
+    page.setDefaultTimeout(60000);
     const errors = [];
     page.on("pageerror", (e) => errors.push(String(e)));
     try {
