@@ -429,3 +429,34 @@ def test_a_source_edited_after_the_build_is_said(tmp_path: Path) -> None:
     assert said not in perfsleuth(store, "annotate", "main", "1").stderr
     assert said in perfsleuth(store, "annotate", "main", "2").stderr
     assert said in perfsleuth(store, "annotate", "--all", "2").stderr
+
+
+SORTNATIVE_SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "src" / "sortnative.c"
+
+
+def test_a_count_runs_sorting_share_is_callgrinds_inclusive_cost_of_qsort(
+    tmp_path: Path,
+) -> None:
+    """An interpreter whose sort builtin's comparator calls back into it, as MuJS's
+    does: the sorting class's share is callgrind_annotate's inclusive cost of qsort (the
+    stacks derived from the calls, the interpreter's cycle one unit, gave it a sliver)."""
+    program = tmp_path / "sortnative"
+    subprocess.run(["gcc", "-O2", "-g", "-o", str(program), str(SORTNATIVE_SOURCE)], check=True)
+    store = tmp_path / "store"
+    perfsleuth(store, "record", "--mode", "count", "--", str(program))
+    advice = json.loads(perfsleuth(store, "advise", "--format", "json").stdout)
+    (sorting,) = [f for f in advice["findings"] if f["rule"] == "class.sort.sorting"]
+    out_file = tmp_path / "callgrind.out"
+    out_file.write_bytes(count_document(Store(store), 1).callgrind_out)
+    report = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    qsort = re.search(r"^\s*([\d,]+) \([\d.]+%\)\s+\S*msort\.c:qsort ", report, re.M)
+    assert qsort is not None, report
+    assert sorting["share"] == pytest.approx(
+        int(qsort[1].replace(",", "")) / Store(store).run_info(1).total
+    )
+    assert sorting["function"] == "sort_builtin"

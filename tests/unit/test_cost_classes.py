@@ -3,9 +3,12 @@ user's line, classes covered by library rules, threads, and waits inferred."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from perfsleuth.analyzers import Context, cost_classes
+from perfsleuth.formats import callgrind
 from perfsleuth.model.profile import Frame, ProfileBuilder, Thread
 from perfsleuth.model.run import RunInfo
 from perfsleuth.rules import load_classes
@@ -424,3 +427,32 @@ def test_c_code_gets_the_classes_c_advice_and_cpp_code_keeps_its_own() -> None:
 def test_every_c_text_of_a_class_leaves_cpp_out() -> None:
     for cls in load_classes():
         assert not any(word in cls.c_apply for word in ("reserve()", "std::", "string_view"))
+
+
+SORTNATIVE_COUNT = Path(__file__).resolve().parents[1] / "fixtures" / "callgrind.out.sortnative"
+
+
+def test_a_count_runs_sorting_is_the_counted_cost_under_its_sort() -> None:
+    """sortnative.c (tests/fixtures/src), counted by callgrind: an interpreter whose sort
+    builtin's comparator calls back into it, as MuJS's Array.prototype.sort does. The
+    stacks derived from the calls make the interpreter's cycle one unit and gave sorting
+    a sliver of the run (MuJS: 5.1% where callgrind counts 24.4% under qsort); the class
+    is the cost of the calls into qsort, the comparator's included, as a sampled run's
+    stacks have it, called from the sort builtin."""
+    data = callgrind.parse(SORTNATIVE_COUNT)
+    entered = sum(
+        costs[0]
+        for (caller, _file, _line), costs in data.calls[
+            ("/usr/lib/x86_64-linux-gnu/libc.so.6", "qsort")
+        ].items()
+        if caller[1] == "sort_builtin"
+    )
+    ctx = Context(
+        profile=callgrind.profile_of(data),
+        run=RunInfo(command="./sortnative"),
+        counts=callgrind.exact_counts(data).merged_recursion(),
+    )
+    found = {f.rule: f for f in cost_classes.analyze(ctx)}["class.sort.sorting"]
+    assert found.share == pytest.approx(entered / ctx.profile.total)
+    assert found.function == "sort_builtin" and found.file.endswith("sortnative.c")
+    assert f"calls into it: qsort {100 * found.share:.1f}%" in found.evidence

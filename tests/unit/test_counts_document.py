@@ -20,7 +20,7 @@ from perfsleuth.model.counts import Counts, ExactCounts
 from perfsleuth.model.line_counts import LineCounts
 from perfsleuth.model.profile import Profile
 from perfsleuth.model.run import Recording, RunInfo, StoredDocument
-from perfsleuth.present import annotate_text
+from perfsleuth.present import annotate_text, top_text
 from perfsleuth.store.runs import Store
 from perfsleuth.symbols import entries
 from perfsleuth.symbols.demangle import valgrind_names
@@ -522,3 +522,53 @@ def test_a_source_with_a_form_feed_keeps_its_lines_as_the_compiler_numbers_them(
     lines = LineCounts.of(counts).files[source]
     texts = dict(zip(lines.lines, lines.texts or [], strict=True))
     assert texts[8] == "  return x * 2;" and texts[16] == "    sum += twice (i);"
+
+
+def test_the_inclusive_cost_of_functions_calling_each_other_counts_each_call_once() -> None:
+    """mutual.c's free_value and free_list call each other (jq's jv_free and
+    jvp_array_free): the cost run under either is that of the calls into them from
+    outside, not the sum of their totals, each of which holds the other's calls; a set
+    of one function is its total, `top`'s."""
+    data = callgrind.parse(FIXTURES / "callgrind.out.mutual")
+    exact = callgrind.exact_counts(data).merged_recursion()
+    ids = {fn: fid for fid, (_ob, fn) in enumerate(exact.functions)}
+    pair = {"free_value", "free_list"}
+    entered = sum(
+        costs[0]
+        for name in pair
+        for (caller, _file, _line), costs in data.calls[("/tmp/mutual/mutual", name)].items()
+        if caller[1].split("'")[0] not in pair
+    )
+    inclusive = exact.inclusive_by_id()
+    assert entered < inclusive[ids["free_value"]] + inclusive[ids["free_list"]]
+    assert exact.inclusive_of([{ids[name] for name in pair}]) == [entered]
+    assert exact.inclusive_of([{ids["free_list"]}, set()]) == [inclusive[ids["free_list"]], 0]
+
+
+def test_a_deeper_levels_total_is_at_most_its_first_levels() -> None:
+    """mutual.c's free_value'2 runs free_list'2, which runs free_value'2 again: the
+    level's calls out nest in one another, self plus calls 127.8% of the run (mujs's
+    js_call'2 389%, as callgrind_annotate says), shown as 100%. A deeper level runs
+    inside its first level, so its total is at most that one's, and says it is a bound;
+    build's own recursion calls nothing through others and keeps its exact total."""
+    data = callgrind.parse(FIXTURES / "callgrind.out.mutual")
+    doc = top.exact_top(callgrind.exact_counts(data), n=0)
+    rows = {row["function"]: row for row in doc["rows"]}
+    level = ("/tmp/mutual/mutual", "free_value'2")
+    own = sum(costs[0] for costs in data.self_costs[level].values())
+    calls = sum(
+        costs[0]
+        for callee, sites in data.calls.items()
+        if callee != level
+        for (caller, _file, _line), costs in sites.items()
+        if caller == level
+    )
+    assert own + calls > doc["total"]
+    assert rows["free_value'2"]["total"] == rows["free_value"]["total"] < 0.5
+    assert rows["free_value'2"].get("total_at_most")
+    assert "total_at_most" not in rows["build.constprop.0'2"]
+    assert rows["build.constprop.0'2"]["total"] < rows["build.constprop.0"]["total"]
+    text = io.StringIO()
+    top_text.write({"run": "1", **doc}, text)
+    (line,) = [line for line in text.getvalue().splitlines() if "free_value'2" in line]
+    assert f"≤ {100 * rows['free_value']['total']:.2f}%" in line

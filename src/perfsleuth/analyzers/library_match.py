@@ -223,10 +223,7 @@ def counted_match(rule: Rule, match: Match, counts: ExactCounts) -> Match:
     23.0% of it in the comparator. The match's share is its functions' own counts and
     the library code they call; the user's functions they call back are said apart,
     and the call sites are the calls into it from outside."""
-    frames = [
-        Frame(merged_name(name), dso=ob, file=counts.files[counts.own_files[fid]])
-        for fid, (ob, name) in enumerate(counts.functions)
-    ]
+    frames = counted_frames(counts)
     inside = {fid for fid, f in enumerate(frames) if rule.matches(f.function, f.dso, f.file)}
     if not inside:
         return match
@@ -238,17 +235,16 @@ def counted_match(rule: Rule, match: Match, counts: ExactCounts) -> Match:
             exact.self_by_function[display_name(frames[fid])] += own[fid]
             exact.dsos[frames[fid].dso] += own[fid]
     exact.inclusive = exact.self
-    for caller, callee, file, line, cost in counts.call_edges():
-        if caller in inside and callee not in inside:
-            if is_user_code(frames[callee]):
-                exact.callbacks[display_name(frames[callee])] += cost
-            else:
-                exact.inclusive += cost
-        elif callee in inside and caller not in inside:
-            exact.under += cost
-            site = Frame(frames[caller].function, frames[caller].dso, counts.files[file], line)
-            if is_user_code(site):
-                exact.call_sites[site] += cost
+    calls = CountedCalls(counts, inside, frames)
+    for callee, cost in calls.out.items():
+        if is_user_code(frames[callee]):
+            exact.callbacks[display_name(frames[callee])] += cost
+        else:
+            exact.inclusive += cost
+    exact.under = counts.inclusive_of([inside])[0]
+    for site, cost in calls.into.items():
+        if is_user_code(site):
+            exact.call_sites[site] += cost
     inclusive = counts.inclusive_by_id()
     for fid in inside:
         if own[fid]:
@@ -257,6 +253,35 @@ def counted_match(rule: Rule, match: Match, counts: ExactCounts) -> Match:
     for thread, weight in match.by_thread.items():
         exact.by_thread[thread] = weight * scale
     return exact
+
+
+def counted_frames(counts: ExactCounts) -> list[Frame]:
+    """Each function of a count run as a frame, its recursion levels merged, in its own
+    file: what rules and cost classes match when they read the counts."""
+    return [
+        Frame(merged_name(name), dso=ob, file=counts.files[counts.own_files[fid]])
+        for fid, (ob, name) in enumerate(counts.functions)
+    ]
+
+
+class CountedCalls:
+    """The counted calls across the border of a set of a count run's functions (ids
+    `inside`): `into`, the cost of the calls into it from outside by call site (the
+    caller at the call's line), `entered` by the function of it called; `out`, that of
+    its calls to each function outside it. Functions by their ids in `frames`."""
+
+    def __init__(self, counts: ExactCounts, inside: set[int], frames: Sequence[Frame]) -> None:
+        self.frames = frames
+        self.into: defaultdict[Frame, float] = defaultdict(float)
+        self.entered: defaultdict[int, float] = defaultdict(float)
+        self.out: defaultdict[int, float] = defaultdict(float)
+        for caller, callee, file, line, cost in counts.call_edges():
+            if caller in inside and callee not in inside:
+                self.out[callee] += cost
+            elif callee in inside and caller not in inside:
+                outer = frames[caller]
+                self.into[Frame(outer.function, outer.dso, counts.files[file], line)] += cost
+                self.entered[callee] += cost
 
 
 def _outermost(

@@ -206,7 +206,8 @@ def _table(doc: dict) -> tuple[str, list[tuple[str, str]], list[list[str]]]:
         columns += [("DSO", NO_WRAP), ("file:line", FOLD)]
     rows = []
     for row in doc["rows"]:
-        cells = [pct(row["self"]), *([pct(row["total"])] if inclusive else [])]
+        total = ("≤" if row.get("total_at_most") else "") + pct(row["total"])
+        cells = [pct(row["self"]), *([total] if inclusive else [])]
         if by in ("function", "line"):
             cells += [row["function"], _short_dso(row["dso"]), _location(row)]
         elif by == "file":

@@ -116,6 +116,9 @@ class TopRow(TypedDict):
     # a count run's exact self count of each event callgrind counted (Ir, and with
     # --cache-sim the D1/LL misses), as cg_annotate's columns
     counts: NotRequired[dict[str, int]]
+    # a count run's deeper recursion level (f'2) whose calls nest in one another: its
+    # total is its first level's, which holds it, an upper bound of its own
+    total_at_most: NotRequired[bool]
     # the fleet's TopN by a label (fleet/labels.py): its value under the label's name (the
     # document's `label`; service and host typed here, label:NAME's any NAME), its samples
     service: NotRequired[str]

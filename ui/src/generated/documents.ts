@@ -106,6 +106,7 @@ export interface TopRow {
   self: number;
   total: number;
   counts?: Record<string, number>;
+  total_at_most?: boolean;
   service?: string;
   host?: string;
   samples?: number;
