@@ -73,12 +73,21 @@ measured latency.
    window centres on, so that the knee follows the prediction it is to test.
    The TLB's knee of the C++ maps (map_harness.hh: TLB_SWEEP) comes from their
    `--tlb-sweep` instead: the same map built twice in one process, on 2 MiB pages
-   and on 4 KiB pages (page_sizes.hh), timed in alternate rounds ~2 ms apart, the
-   knee that of the median difference over the sweeps (the page walks alone), from
-   a quarter of the TLB's prediction to twice it. Fitted on one curve the TLB's rise,
+   and on 4 KiB pages (page_sizes.hh), timed in alternate rounds a few ms apart, each
+   after four lookups per page of the map that bring its translations back (a fixed
+   3,000 left 15% of a 2,000-page map's pages to walk in the timed round, where the
+   knees measured so came, ~2,000 pages; a bare chase showed that cost, bench/tlb_walks.py),
+   the knee that of the median
+   difference over the sweeps (the page walks alone), from a quarter of the TLB's
+   prediction to twice it. Fitted on one curve the TLB's rise,
    a few ns per walk 1.2-1.7x past the LLC's cliff, was under the LLC's own: the
    knee was whatever the neighbours' share of the LLC made it (unordered_dense
-   +72%, ordered_map +28% and +80%). The one-curve knee is kept beside it.
+   +72%, ordered_map +28% and +80%). The one-curve knee is kept beside it. The
+   TLB's sweep reaches past that window by SHIFTS, so that its knee too is sought
+   again with the window moved: the kept sweeps of the thirteenth and fourteenth
+   sessions gave unordered_dense -35% over a quarter to twice its prediction and
+   +15% from 0.35 of it, tsl::hopscotch_map -11%, -58% and -18% as the window's
+   ends moved: the difference rises without a knee of its own there.
 4. Overhead: the same small workload natively, under lackey alone, and under
    `perfsleuth record --mode cache` (every call traced).
 
@@ -158,6 +167,7 @@ SHIFTS = (0.75, 1.33)
 TLB_SWEEP = {"sparsehash", "abseil", "unordered_map", "robinmap", "boostflat", "hopscotch",
              "dense", "ordered"}  # fmt: skip
 TLB_RISE = 1.05
+TLB_LOW = 4  # the TLB's knee is sought from its prediction/TLB_LOW to prediction*WINDOW
 # LLC calibration sweeps before each of a program's sweeps: with the default five
 # sweeps, fifteen per program, as many as `perfsleuth cache calibrate` takes
 LLC_SWEEPS_BESIDE = 1
@@ -372,15 +382,18 @@ def tlb_sweep(binary: Path, order: list[int]) -> dict[int, list[float]]:
     }
 
 
-def tlb_knee(sweeps: list[dict], predicted_n: int) -> dict[str, Any]:
+def tlb_knee(sweeps: list[dict], predicted_n: int, shift: float = 1.0) -> dict[str, Any]:
     """The TLB's knee from `--tlb-sweep`s: that of the median over the sweeps of each
-    size's median difference (4 KiB minus 2 MiB pages), with the evidence: the 2 MiB
-    curve's fastest plus that difference over the 2 MiB curve's fastest, at twice the
-    knee (the fastest of each alone are not paired: a neighbour's burst moves them by
-    more than the walks)."""
+    size's median difference (4 KiB minus 2 MiB pages) from the prediction/TLB_LOW to
+    twice it (that window moved by `shift`), with the evidence: the 2 MiB curve's
+    fastest plus that difference over the 2 MiB curve's fastest, at twice the knee (the
+    fastest of each alone are not paired: a neighbour's burst moves them by more than
+    the walks)."""
     rows = [{int(n): values for n, values in sweep.items()} for sweep in sweeps]
     difference = {n: statistics.median(row[n][2] for row in rows) for n in rows[0]}
-    fitted = round(knee(list(difference.items())) or 0)
+    low, high = predicted_n * shift / TLB_LOW, predicted_n * shift * WINDOW
+    near = [(n, ns) for n, ns in difference.items() if low <= n <= high]
+    fitted = round(knee(near) or 0)
     huge = {n: min(row[n][0] for row in rows) for n in rows[0]}
     at = min(huge, key=lambda n: abs(math.log(n / (fitted * 2)))) if fitted else 0
     above = 1 + difference[at] / huge[at] if fitted else 1.0
@@ -391,7 +404,8 @@ def tlb_knee(sweeps: list[dict], predicted_n: int) -> dict[str, Any]:
 
 
 def tlb_sizes(predicted_n: int) -> list[int]:
-    return sizes(predicted_n / 4, predicted_n * WINDOW)
+    """The TLB's window, widened so that it can be moved by SHIFTS."""
+    return sizes(predicted_n * min(SHIFTS) / TLB_LOW, predicted_n * max(SHIFTS) * WINDOW)
 
 
 def measured(
@@ -557,7 +571,9 @@ def analyse(row: dict, calibrated: dict, method: str) -> None:
         row["halves"]["TLB"] = [
             tlb_knee(sweeps[start::2], tlb_n)["measured_knee_n"] for start in (0, 1)
         ] if len(sweeps) > 1 else []  # fmt: skip
-        row["moved"]["TLB"] = []
+        row["moved"]["TLB"] = [
+            tlb_knee(sweeps, tlb_n, shift)["measured_knee_n"] for shift in SHIFTS
+        ]  # the sweeps kept before the sizes were widened: the moved windows cut short
 
 
 def measure_all(args: argparse.Namespace) -> dict[str, Any]:

@@ -76,13 +76,26 @@ static double latency_ns(size_t n) {
 }
 
 /* ns per lookup of the map on 2 MiB and on 4 KiB pages at n entries (page_sizes.hh): the
- * fastest of TLB_ROUNDS rounds of each, the two taking turns, each round after TLB_REFILL
- * lookups that refill the TLB (the other map's round emptied it); and the median of the
- * rounds' differences, each pair ~2 ms apart. Prints the kB of each map's arena resident
- * and on huge pages. */
+ * fastest of TLB_ROUNDS rounds of each, the two taking turns, each round after lookups that
+ * refill the TLB (the other map's round emptied it); and the median of the rounds'
+ * differences, each pair a few ms apart. Prints the kB of each map's arena resident and on
+ * huge pages.
+ *
+ * The refill is TLB_REFILL_PER_PAGE lookups per page of the map's arena (at least
+ * TLB_REFILL): a page a lookup reaches with chance 1/P is then left out with chance
+ * e^-4, 2%. With a fixed 3,000 a map of 2,000 pages (unordered_dense at ~90,000 entries)
+ * had 15% of its pages left out, each a walk in the timed round: the difference could
+ * rise there, ~1,000 pages before the TLB's reach, where the knees came (not confirmed
+ * on the maps: four sweeps at load 8-12 after the change gave no repeatable knee). On the
+ * AMD EPYC KVM guest the other map's round evicts the 4 KiB map's translations though its
+ * own memory is on 2 MiB pages (why is not established): a bare chase of P pages on 4 KiB
+ * pages cost 1.4 and 2.5 ns a load more than on 2 MiB pages at 1,448 and 2,048 pages in
+ * turns of 4,000 loads after 2,000 of refill, 0.0 and 0.0 in turns of 40,000 after
+ * 20,000, and alone in rounds of 4,000 the same as in turns of 40,000. */
 #define TLB_ROUNDS 40
 #define TLB_ROUND_OPS 5000
 #define TLB_REFILL 3000
+#define TLB_REFILL_PER_PAGE 4
 template <class Map, auto Find, auto Fill>
 static void tlb_latency(size_t n) {
     open_arena = &huge_arena;
@@ -91,6 +104,8 @@ static void tlb_latency(size_t n) {
     Map *small = Fill(n);
     open_arena = nullptr;
     Map *maps[2] = {huge, small};
+    size_t pages = (size_t)(small_arena.next - small_arena.base) / 4096;
+    size_t refill = std::max((size_t)TLB_REFILL, TLB_REFILL_PER_PAGE * pages);
     double best[2] = {1e30, 1e30};
     std::vector<double> differences;
     for (Map *map : maps)
@@ -98,7 +113,7 @@ static void tlb_latency(size_t n) {
     for (int round = 0; round < TLB_ROUNDS; round++) {
         double took[2];
         for (int i = 0; i < 2; i++) {
-            lookups<Map, Find>(maps[i], n, TLB_REFILL);
+            lookups<Map, Find>(maps[i], n, refill);
             double start = now_ns();
             if (lookups<Map, Find>(maps[i], n, TLB_ROUND_OPS) == 42)
                 puts("");

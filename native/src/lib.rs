@@ -240,5 +240,6 @@ fn perfsleuth_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pointer_chase::chase_ns, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_pages_ns, m)?)?;
     m.add_function(wrap_pyfunction!(pointer_chase::chase_aliased_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(pointer_chase::chase_walks_ns, m)?)?;
     Ok(())
 }

@@ -56,3 +56,19 @@ def test_calibrate_measures_the_llc_from_the_level_below_to_twice_its_size(tmp_p
         assert f"knees of {calibrate.LLC_SWEEPS} sweeps: " in doc["llc_evidence"]
     else:
         assert "LLC: not measured" in done.stdout
+
+
+def test_the_walks_chase_times_the_same_lines_on_both_page_sizes_in_turns():
+    chase = calibrate.native()
+    if calibrate.huge_pages_mode() == "never":
+        with pytest.raises(OSError, match="no 2 MiB pages"):
+            chase.chase_walks_ns(256, 1000, 3)
+        return
+    small, huge, difference = chase.chase_walks_ns(256, 1000, 3)
+    # one dependent load per step on either page size: more than a cycle, less than memory's
+    assert 0.2 < small < 1000 and 0.2 < huge < 1000
+    assert isinstance(difference, float)
+    with pytest.raises(ValueError, match="pages >= 2"):
+        chase.chase_walks_ns(1, 1000, 3)
+    with pytest.raises(ValueError, match="pairs >= 1"):
+        chase.chase_walks_ns(256, 1000, 0)
