@@ -80,13 +80,13 @@ def test_no_sample_of_many_periods_of_cpu_time_is_the_gap_not_a_short_run() -> N
 EMPTY = Path(__file__).parent.parent / "fixtures" / "no_samples.perf.data"
 
 
-def _record_kept_nothing(monkeypatch, tmp_path: Path, cpu_s: float):
+def _record_kept_nothing(monkeypatch, tmp_path: Path, cpu_s: float | None, pid: int | None = None):
     data = tmp_path / "perf.data"
     data.write_bytes(EMPTY.read_bytes())
     run = perf.PerfRun(data, 0, 1.0, "dwarf", 999, cpu_s=cpu_s, per_task_reason="read-only")
     monkeypatch.setattr(perf, "record", lambda *args, **kwargs: run)
     with pytest.raises(NoSamples) as refused:
-        perf.record_cpu(RecordOptions(), ["spawn_per_item"], tmp_path)
+        perf.record_cpu(RecordOptions(pid=pid), [] if pid else ["spawn_per_item"], tmp_path)
     return str(refused.value)
 
 
@@ -105,3 +105,13 @@ def test_a_recording_of_a_brief_command_that_kept_no_sample_says_it_ran_too_brie
 ) -> None:
     said = _record_kept_nothing(monkeypatch, tmp_path, 0.001)
     assert "ran too briefly" in said and "CPU time" not in said, said
+
+
+def test_a_process_attached_to_that_kept_no_sample_is_said_to_be_idle(
+    monkeypatch, tmp_path
+) -> None:
+    """--pid of a server waiting for requests: its CPU time is not ours to measure, and
+    "ran too briefly, re-record" named neither what happened nor what to do."""
+    said = _record_kept_nothing(monkeypatch, tmp_path, None, pid=4242)
+    assert "pid 4242 was not seen on a CPU in the 1.0 s recorded" in said, said
+    assert "--mode wall --pid 4242" in said and "ran too briefly" not in said

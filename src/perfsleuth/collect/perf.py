@@ -273,7 +273,7 @@ def record_cpu(options: RecordOptions, cmd: list[str], workdir: Path) -> Recordi
         duration=options.duration,
     )
     meta = _sampling_meta(run)
-    profile = _read_or_say_the_gap(run.data, meta)
+    profile = _read_or_say_the_gap(run.data, meta, options.pid, run.duration_s)
     profile.sample_state = ["running"] * len(profile.sample_state)
     gap = sampling_gap.gap_warning(profile, meta)
     if gap:
@@ -297,14 +297,26 @@ def _sampling_meta(run: PerfRun) -> dict[str, Any]:
     return meta
 
 
-def _read_or_say_the_gap(data: Path, meta: dict[str, Any]) -> Profile:
+def _read_or_say_the_gap(
+    data: Path, meta: dict[str, Any], pid: int | None, duration_s: float
+) -> Profile:
     """The profile in DATA; one that kept no sample of a command that used the CPU for
     many periods (1,000 children of 0.6 ms each, sampled per task) is refused with the
-    gap, not as a command that ran too briefly."""
+    gap, and one of a process attached to (PID) as idle, not as a command that ran too
+    briefly."""
     try:
         return perf_data.read(data)
     except NoSamples:
-        gap = sampling_gap.empty_warning(meta)
+        gap = sampling_gap.empty_warning(meta) or _idle(pid, duration_s)
         if not gap:
             raise
         raise NoSamples(f"{gap}; nothing was stored") from None
+
+
+def _idle(pid: int | None, duration_s: float) -> str:
+    if pid is None:
+        return ""
+    return (
+        f"pid {pid} was not seen on a CPU in the {duration_s:.1f} s recorded: it was idle or "
+        f"waiting (`perfsleuth record --mode wall --pid {pid}` shows where its threads wait)"
+    )
