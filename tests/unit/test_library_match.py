@@ -458,6 +458,9 @@ def test_cpythons_compiler_is_a_cost_but_for_compileall_whose_job_it_is() -> Non
         "python3 -m compileall lib",
     )
     assert "python.compile" not in compileall
+    # ast.parse is a parse the caller wants (pydoc's signatures, a linter's, a formatter's)
+    parse = Frame("parse", "[python:ast]", "/usr/lib/python3.11/ast.py", 50)
+    assert "python.compile" not in run_on([([compile_, parse, render], 60), ([render], 40)])
 
 
 def test_compiled_patterns_matching_is_not_told_to_precompile() -> None:
