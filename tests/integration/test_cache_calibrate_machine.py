@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -64,10 +65,10 @@ def test_the_walks_chase_times_the_same_lines_on_both_page_sizes_in_turns():
         with pytest.raises(OSError, match="no 2 MiB pages"):
             chase.chase_walks_ns(256, 1000, 3)
         return
-    small, huge, difference = chase.chase_walks_ns(256, 1000, 3)
-    # one dependent load per step on either page size: more than a cycle, less than memory's
-    assert 0.2 < small < 1000 and 0.2 < huge < 1000
-    assert isinstance(difference, float)
+    timed = chase.chase_walks_ns(256, 1000, 3)
+    # each page size was chased at least once (its fastest round starts at infinity);
+    # how long it took is the bench's to say (bench/tlb_walks.py), not a test's
+    assert len(timed) == 3 and all(isinstance(t, float) and math.isfinite(t) for t in timed)
     with pytest.raises(ValueError, match="pages >= 2"):
         chase.chase_walks_ns(1, 1000, 3)
     with pytest.raises(ValueError, match="pairs >= 1"):
