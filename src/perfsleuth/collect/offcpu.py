@@ -385,7 +385,8 @@ class BpftraceSession:
 
     def finish(self) -> list[bpftrace_stacks.OffCpuRecord]:
         self.ended_early = self.proc.poll() is not None
-        self.cut_off = stop_bpftrace(self.proc) == -signal.SIGKILL
+        stopped = stop(self.proc, timeout=PRINT_TIMEOUT_S, again=signal.SIGTERM, every=RESEND_S)
+        self.cut_off = stopped == -signal.SIGKILL
         self.capture = bpftrace_stacks.parse(self.out.read_text(encoding="utf-8", errors="replace"))
         names = {**self.names_at_start, **thread_names(self.pid)}
         found = list(bpftrace_stacks.records(self.capture, names))
@@ -426,21 +427,6 @@ class BpftraceSession:
         # bpftrace 0.17 reports its harmless RLIMIT_MEMLOCK attempt as an ERROR.
         useful = [ln for ln in lines if ln.strip() and "RLIMIT_MEMLOCK" not in ln]
         return useful[-1].strip() if useful else "no message"
-
-
-def stop_bpftrace(proc: subprocess.Popen) -> int:
-    """Ask bpftrace to print its maps and end (SIGINT, then SIGTERM every RESEND_S);
-    kill it after PRINT_TIMEOUT_S. Its exit status."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + PRINT_TIMEOUT_S
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                return proc.wait(min(RESEND_S, left))
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGTERM)
-        proc.kill()
-    return proc.wait()
 
 
 def thread_names(pid: int) -> dict[int, str]:

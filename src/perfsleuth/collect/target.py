@@ -481,12 +481,23 @@ def parse_maps_line(line: str) -> Mapping | None:
         raise UserError(f"unreadable line in /proc maps: {line!r}") from e
 
 
-def stop(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
-    """Ask a tracer we started to finish and wait for it; kill it if it hangs."""
+def stop(
+    proc: subprocess.Popen,
+    sig: int = signal.SIGINT,
+    timeout: float = 30.0,
+    again: int | None = None,
+    every: float = 1.0,
+) -> int:
+    """Ask a tracer we started to finish and wait for it; kill it if it hangs. AGAIN: a
+    signal sent EVERY seconds meanwhile, for a tracer that may miss SIG (bpftrace)."""
     if proc.poll() is None:
         proc.send_signal(sig)
-        try:
-            return proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                return proc.wait(min(every, left) if again else left)
+            except subprocess.TimeoutExpired:
+                if again:
+                    proc.send_signal(again)
+        proc.kill()
     return proc.wait()
